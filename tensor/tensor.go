@@ -101,23 +101,29 @@ func FromF64(data []float64, shape ...int) *Tensor { return fromBacking(data, sh
 
 // FromDense copies a gorgonia dense tensor (float32 or float64) into a new Tensor.
 func FromDense(d *gt.Dense) (*Tensor, error) {
-	c := d.Clone().(*gt.Dense)
-	if !c.IsMaterializable() {
-		if err := c.Materialize(); err != nil {
-			return nil, fmt.Errorf("tensor: materialize dense: %w", err)
+	src := d
+	if d.IsMaterializable() {
+		m, ok := d.Materialize().(*gt.Dense)
+		if !ok {
+			return nil, fmt.Errorf("tensor: materialize dense view of shape %v: got %T", d.Shape(), d.Materialize())
 		}
+		src = m
 	}
-	switch data := c.Data().(type) {
+	shape := cloneInts(src.Shape())
+	if src.IsScalar() {
+		shape = nil
+	}
+	switch data := src.Data().(type) {
 	case []float32:
-		return FromF32(append([]float32(nil), data...), c.Shape()...), nil
+		return FromF32(append([]float32(nil), data...), shape...), nil
 	case []float64:
-		return FromF64(append([]float64(nil), data...), c.Shape()...), nil
+		return FromF64(append([]float64(nil), data...), shape...), nil
 	case float32:
 		return FromF32([]float32{data}), nil
 	case float64:
 		return FromF64([]float64{data}), nil
 	}
-	return nil, fmt.Errorf("tensor: unsupported dense dtype %v", c.Dtype())
+	return nil, fmt.Errorf("tensor: unsupported dense dtype %v", src.Dtype())
 }
 
 // New returns a zero-filled tensor.

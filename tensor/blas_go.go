@@ -1,0 +1,34 @@
+//go:build !cgo || noblas
+
+package tensor
+
+// The pure-Go engine, selected with CGO_ENABLED=0 or the noblas build tag:
+// gonum's native BLAS, which blocks the product and spreads the blocks over
+// goroutines. It is several times slower than OpenBLAS but needs no C library.
+
+import (
+	"gonum.org/v1/gonum/blas"
+	"gonum.org/v1/gonum/blas/gonum"
+)
+
+const engineName = "go"
+
+func transOf(t bool) blas.Transpose {
+	if t {
+		return blas.Trans
+	}
+	return blas.NoTrans
+}
+
+func engineSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, beta float32, c []float32, ldc int) {
+	gonum.Implementation{}.Sgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
+	b []float64, ldb int, beta float64, c []float64, ldc int) {
+	gonum.Implementation{}.Dgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// engineSetThreads is a no-op: the Go engine sizes its worker pool from GOMAXPROCS.
+func engineSetThreads(int) {}

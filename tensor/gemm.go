@@ -1,0 +1,116 @@
+package tensor
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// smallGemmWork is the m*n*k below which Gemm runs a plain Go loop instead of
+// calling the BLAS engine. Under it the fixed cost of a cgo call plus the
+// engine's own dispatch (argument checks, buffer setup) is larger than the
+// arithmetic; see BenchmarkGemmSmall for the crossover measurement.
+const smallGemmWork = 8 * 1024
+
+// Gemm computes C = alpha*op(A)*op(B) + beta*C for row-major float32
+// matrices, where op(X) is X or Xᵀ as selected by transA/transB. op(A) is
+// m×k, op(B) is k×n and C is m×n; lda, ldb and ldc are the row strides of the
+// matrices as stored. It is the single entry point through which every
+// float32 matrix product in goddp reaches the BLAS engine (see BLASName).
+//
+// Bad dimensions or short slices panic: they are programmer errors.
+func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm("Gemm", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC32(m, n, beta, c, ldc)
+		return
+	}
+	if m*n*k <= smallGemmWork {
+		smallGemm32(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	engineSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// Gemm64 is Gemm for float64 matrices.
+func Gemm64(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
+	b []float64, ldb int, beta float64, c []float64, ldc int) {
+	checkGemm("Gemm64", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC64(m, n, beta, c, ldc)
+		return
+	}
+	if m*n*k <= smallGemmWork {
+		smallGemm64(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+		return
+	}
+	engineDgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// checkGemm panics with a message naming op when the arguments cannot
+// describe valid row-major matrices over the given slices.
+func checkGemm(op string, transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ldc int) {
+	if m < 0 || n < 0 || k < 0 {
+		panic(fmt.Sprintf("tensor: %s: negative dimension m=%d n=%d k=%d", op, m, n, k))
+	}
+	rowsA, colsA := m, k
+	if transA {
+		rowsA, colsA = k, m
+	}
+	rowsB, colsB := k, n
+	if transB {
+		rowsB, colsB = n, k
+	}
+	check := func(name string, rows, cols, l, ld int) {
+		if ld < max(1, cols) {
+			panic(fmt.Sprintf("tensor: %s: ld%s=%d < %d columns (m=%d n=%d k=%d transA=%v transB=%v)",
+				op, name, ld, cols, m, n, k, transA, transB))
+		}
+		if rows > 0 && cols > 0 && l < (rows-1)*ld+cols {
+			panic(fmt.Sprintf("tensor: %s: %s has %d elements, needs %d for a %dx%d matrix with ld=%d",
+				op, name, l, (rows-1)*ld+cols, rows, cols, ld))
+		}
+	}
+	check("A", rowsA, colsA, la, lda)
+	check("B", rowsB, colsB, lb, ldb)
+	check("C", m, n, lc, ldc)
+}
+
+// ThreadsFromEnv returns the BLAS thread count requested by the environment:
+// GODDP_NUM_THREADS, or else OMP_NUM_THREADS. It returns 0 when neither holds
+// a positive integer, which SetThreads treats as "keep the engine's default".
+func ThreadsFromEnv() int {
+	for _, key := range []string{"GODDP_NUM_THREADS", "OMP_NUM_THREADS"} {
+		v, ok := os.LookupEnv(key)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err == nil && n > 0 {
+			return n
+		}
+	}
+	return 0
+}
+
+// SetThreads sets the number of threads the BLAS engine uses for one GEMM.
+// Call it once from main, typically as SetThreads(ThreadsFromEnv()); n <= 0
+// leaves the engine's default. The count lives inside the engine (OpenBLAS
+// keeps it process-wide); the pure-Go engine ignores it and runs on the
+// calling goroutine's pool of GOMAXPROCS.
+func SetThreads(n int) {
+	if n <= 0 {
+		return
+	}
+	engineSetThreads(n)
+}
+
+// BLASName reports the GEMM engine compiled in, e.g. "openblas" or "go".
+func BLASName() string { return engineName }
