@@ -1,0 +1,292 @@
+package optim
+
+import (
+	"fmt"
+	"math"
+
+	"goddp/autograd"
+	"goddp/tensor"
+)
+
+// AdamConfig holds torch.optim.Adam's (and AdamW's) arguments. Use
+// DefaultAdam or DefaultAdamW for torch's defaults and override fields.
+type AdamConfig struct {
+	LR          float64
+	Beta1       float64
+	Beta2       float64
+	Eps         float64
+	WeightDecay float64
+	AMSGrad     bool
+	Maximize    bool
+}
+
+// DefaultAdam is torch.optim.Adam's defaults: lr 1e-3, betas (0.9, 0.999),
+// eps 1e-8, no weight decay.
+func DefaultAdam() AdamConfig {
+	return AdamConfig{LR: 1e-3, Beta1: 0.9, Beta2: 0.999, Eps: 1e-8}
+}
+
+// DefaultAdamW is torch.optim.AdamW's defaults: as Adam with weight decay 1e-2.
+func DefaultAdamW() AdamConfig {
+	c := DefaultAdam()
+	c.WeightDecay = 1e-2
+	return c
+}
+
+func (c AdamConfig) validate(kind string) error {
+	switch {
+	case !(c.LR >= 0):
+		return fmt.Errorf("%w: %s learning rate %v < 0", ErrInvalidConfig, kind, c.LR)
+	case !(c.Eps >= 0):
+		return fmt.Errorf("%w: %s eps %v < 0", ErrInvalidConfig, kind, c.Eps)
+	case !(c.Beta1 >= 0 && c.Beta1 < 1):
+		return fmt.Errorf("%w: %s beta1 %v outside [0, 1)", ErrInvalidConfig, kind, c.Beta1)
+	case !(c.Beta2 >= 0 && c.Beta2 < 1):
+		return fmt.Errorf("%w: %s beta2 %v outside [0, 1)", ErrInvalidConfig, kind, c.Beta2)
+	case !(c.WeightDecay >= 0):
+		return fmt.Errorf("%w: %s weight decay %v < 0", ErrInvalidConfig, kind, c.WeightDecay)
+	}
+	return nil
+}
+
+// Adam implements torch 1.13's Adam and, with decoupled weight decay, AdamW
+// (single-tensor path, capturable=False):
+//
+//	step += 1
+//	Adam:  g = grad + wd*p            AdamW: p *= 1 - lr*wd
+//	m = beta1*m + (1-beta1)*g
+//	v = beta2*v + (1-beta2)*g*g
+//	vmax = max(vmax, v)               (AMSGrad only; used instead of v below)
+//	denom = sqrt(v)/sqrt(1-beta2^step) + eps
+//	p -= lr/(1-beta1^step) * m/denom
+//
+// eps is added after the bias-corrected square root, as in torch (not inside
+// it). Step counts are kept per parameter, as torch does.
+type Adam struct {
+	kind   string
+	cfg    AdamConfig
+	groups groups
+	state  []adamState
+}
+
+type adamState struct {
+	step          float64
+	expAvg, expSq *tensor.Tensor
+	maxSq         *tensor.Tensor
+}
+
+// NewAdam returns torch's Adam (L2 penalty added to the gradient) over params
+// as one group with cfg.LR and cfg.WeightDecay.
+func NewAdam(params []*autograd.Variable, cfg AdamConfig) (*Adam, error) {
+	return newAdam("Adam", params, cfg)
+}
+
+// NewAdamW returns torch's AdamW (decoupled weight decay) over params as one
+// group with cfg.LR and cfg.WeightDecay. DefaultAdamW gives torch's defaults.
+func NewAdamW(params []*autograd.Variable, cfg AdamConfig) (*Adam, error) {
+	return newAdam("AdamW", params, cfg)
+}
+
+func newAdam(kind string, params []*autograd.Variable, cfg AdamConfig) (*Adam, error) {
+	if err := cfg.validate(kind); err != nil {
+		return nil, err
+	}
+	o := &Adam{kind: kind, cfg: cfg}
+	if len(params) > 0 {
+		if err := o.AddParamGroup(ParamGroup{Params: params, LR: cfg.LR, WeightDecay: cfg.WeightDecay}); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// Kind is "Adam" or "AdamW".
+func (o *Adam) Kind() string { return o.kind }
+
+// Config returns the optimizer-wide hyperparameters.
+func (o *Adam) Config() AdamConfig { return o.cfg }
+
+// AddParamGroup appends a group (torch's add_param_group).
+func (o *Adam) AddParamGroup(g ParamGroup) error {
+	pg, err := o.groups.add(g)
+	if err != nil {
+		return err
+	}
+	o.state = append(o.state, make([]adamState, len(pg.Params))...)
+	return nil
+}
+
+// ParamGroups implements Optimizer.
+func (o *Adam) ParamGroups() []*ParamGroup { return o.groups.list }
+
+// ZeroGrad implements Optimizer.
+func (o *Adam) ZeroGrad() { o.groups.zeroGrad() }
+
+// Step implements Optimizer.
+func (o *Adam) Step() error {
+	idx := 0
+	for _, pg := range o.groups.list {
+		for _, p := range pg.Params {
+			i := idx
+			idx++
+			if p.Grad == nil {
+				continue
+			}
+			if err := checkGrad(p, i); err != nil {
+				return err
+			}
+			st := &o.state[i]
+			if st.expAvg == nil {
+				st.expAvg, st.expSq = newLike(p), newLike(p)
+				if o.cfg.AMSGrad {
+					st.maxSq = newLike(p)
+				}
+			}
+			st.step++
+			h := adamHyper{
+				lr: pg.LR, wd: pg.WeightDecay, beta1: o.cfg.Beta1, beta2: o.cfg.Beta2, eps: o.cfg.Eps,
+				decoupled: o.kind == "AdamW", maximize: o.cfg.Maximize,
+			}
+			h.stepSize = pg.LR / (1 - math.Pow(o.cfg.Beta1, st.step))
+			h.bc2Sqrt = math.Sqrt(1 - math.Pow(o.cfg.Beta2, st.step))
+			if p.Value.DType() == tensor.Float64 {
+				var mx []float64
+				if st.maxSq != nil {
+					mx = st.maxSq.F64()
+				}
+				adamUpdate(p.Value.F64(), p.Grad.F64(), st.expAvg.F64(), st.expSq.F64(), mx, h)
+			} else {
+				var mx []float32
+				if st.maxSq != nil {
+					mx = st.maxSq.F32()
+				}
+				adamUpdate(p.Value.F32(), p.Grad.F32(), st.expAvg.F32(), st.expSq.F32(), mx, h)
+			}
+		}
+	}
+	return nil
+}
+
+type adamHyper struct {
+	lr, wd, beta1, beta2, eps float64
+	stepSize, bc2Sqrt         float64
+	decoupled, maximize       bool
+}
+
+func adamUpdate[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
+	n := len(p)
+	g, m, v = g[:n], m[:n], v[:n]
+	if vmax != nil {
+		vmax = vmax[:n]
+	}
+	b1, b2 := T(h.beta1), T(h.beta2)
+	omb1, omb2 := T(1-h.beta1), T(1-h.beta2)
+	wd := T(h.wd)
+	decay := T(1 - h.lr*h.wd)
+	bc2, eps, stepSize := T(h.bc2Sqrt), T(h.eps), T(h.stepSize)
+	sign := T(1)
+	if h.maximize {
+		sign = -1
+	}
+	for j := range p {
+		gj := sign * g[j]
+		if h.decoupled {
+			if h.wd != 0 {
+				p[j] *= decay
+			}
+		} else if h.wd != 0 {
+			gj += wd * p[j]
+		}
+		mj := b1*m[j] + omb1*gj
+		vj := b2*v[j] + omb2*gj*gj
+		m[j], v[j] = mj, vj
+		if vmax != nil {
+			if vj > vmax[j] {
+				vmax[j] = vj
+			}
+			vj = vmax[j]
+		}
+		denom := T(math.Sqrt(float64(vj)))/bc2 + eps
+		p[j] -= stepSize * mj / denom
+	}
+}
+
+// StateDict implements Optimizer.
+func (o *Adam) StateDict() *StateDict {
+	sd := NewStateDict(o.kind)
+	o.groups.save(sd)
+	sd.Scalars["beta1"] = o.cfg.Beta1
+	sd.Scalars["beta2"] = o.cfg.Beta2
+	sd.Scalars["eps"] = o.cfg.Eps
+	sd.Scalars["amsgrad"] = b2f(o.cfg.AMSGrad)
+	sd.Scalars["maximize"] = b2f(o.cfg.Maximize)
+	for i, st := range o.state {
+		if st.expAvg == nil {
+			continue
+		}
+		p := fmt.Sprintf("state.%d.", i)
+		sd.Scalars[p+"step"] = st.step
+		sd.Tensors[p+"exp_avg"] = st.expAvg
+		sd.Tensors[p+"exp_avg_sq"] = st.expSq
+		if st.maxSq != nil {
+			sd.Tensors[p+"max_exp_avg_sq"] = st.maxSq
+		}
+	}
+	return sd
+}
+
+// LoadStateDict implements Optimizer. On error nothing is changed.
+func (o *Adam) LoadStateDict(sd *StateDict) error {
+	if err := o.groups.check(sd, o.kind); err != nil {
+		return err
+	}
+	for _, k := range []string{"beta1", "beta2", "eps", "amsgrad", "maximize"} {
+		if _, err := sd.scalar(k); err != nil {
+			return err
+		}
+	}
+	cfg := o.cfg
+	cfg.Beta1, cfg.Beta2, cfg.Eps = sd.Scalars["beta1"], sd.Scalars["beta2"], sd.Scalars["eps"]
+	cfg.AMSGrad, cfg.Maximize = sd.Scalars["amsgrad"] != 0, sd.Scalars["maximize"] != 0
+	if err := cfg.validate(o.kind); err != nil {
+		return fmt.Errorf("%w: %w", ErrStateDict, err)
+	}
+	state := make([]adamState, len(o.state))
+	idx := 0
+	for _, pg := range o.groups.list {
+		for _, p := range pg.Params {
+			i := idx
+			idx++
+			m, okM, err := stateTensor(sd, i, "exp_avg", p.Value)
+			if err != nil {
+				return err
+			}
+			v, okV, err := stateTensor(sd, i, "exp_avg_sq", p.Value)
+			if err != nil {
+				return err
+			}
+			mx, okX, err := stateTensor(sd, i, "max_exp_avg_sq", p.Value)
+			if err != nil {
+				return err
+			}
+			step, okS := sd.Scalars[fmt.Sprintf("state.%d.step", i)]
+			if !okM && !okV && !okS {
+				continue // parameter never stepped
+			}
+			if !okM || !okV || !okS {
+				return fmt.Errorf("%w: %s: state.%d needs step, exp_avg and exp_avg_sq together", ErrStateDict, o.kind, i)
+			}
+			if cfg.AMSGrad && !okX {
+				return fmt.Errorf("%w: %s: state.%d.max_exp_avg_sq missing with amsgrad", ErrStateDict, o.kind, i)
+			}
+			state[i] = adamState{step: step, expAvg: cloneAs(m, p.Value), expSq: cloneAs(v, p.Value)}
+			if cfg.AMSGrad {
+				state[i].maxSq = cloneAs(mx, p.Value)
+			}
+		}
+	}
+	o.groups.load(sd)
+	o.cfg = cfg
+	o.state = state
+	return nil
+}
