@@ -18,12 +18,46 @@ var ErrNoGrad = errors.New("autograd: backward on a variable that does not requi
 // finalize).
 type Pass struct {
 	callbacks []func() error
+
+	order []*Variable      // reachable nodes, inputs before consumers
+	stack []topoFrame      // scratch for the iterative DFS
+	dst   []*tensor.Tensor // scratch: leaf Grad buffers offered to an accumulator op
+}
+
+type topoFrame struct {
+	v    *Variable
+	next int
 }
 
 // QueueCallback schedules fn to run once the pass has produced every
 // gradient. Callbacks run in the order queued; the first error is returned
 // from Backward.
 func (p *Pass) QueueCallback(fn func() error) { p.callbacks = append(p.callbacks, fn) }
+
+// gradAccumulator is implemented by ops that can add an input's gradient
+// straight into that input's existing leaf Grad buffer (a weight's dW = gy^T x
+// as a GEMM with beta = 1), so a steady training step makes no
+// parameter-sized temporary. The engine offers dst[k] only for an input that
+// is a leaf with a contiguous Grad of the input's shape and dtype; the op must
+// then add its whole gradient for input k into dst[k] and return nil at k.
+// Other entries follow Backward's rules. The op must not keep dst.
+type gradAccumulator interface {
+	backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor
+}
+
+// inPlaceBackward is implemented by elementwise ops that can compute their
+// input gradient by overwriting gy. The engine calls it only when gy is
+// private to the pass (a gradient some fresh op produced), so nothing else
+// sees the change; the result then counts as fresh.
+type inPlaceBackward interface {
+	backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor
+}
+
+// freshGrads marks ops whose Backward returns newly allocated, contiguous
+// gradients that nothing else references. The engine may then adopt them as a
+// leaf's Grad or add into them in place instead of copying. Ops that pass gy
+// through (Add, Reshape, ...) must not implement it.
+type freshGrads interface{ freshGrads() }
 
 // Backward computes the gradient of the scalar v with respect to every leaf
 // that requires grad, accumulating into their Grad fields.
@@ -42,9 +76,11 @@ func (v *Variable) Backward() error {
 
 // BackwardWith runs backward seeded with grad (same shape as v).
 //
-// Nodes are visited in reverse topological order. A leaf is reached only after
-// every op that consumes it has run, so its gradient is final there: that is
-// when its grad-ready hooks fire, while the rest of backward still runs.
+// Nodes run in reverse topological order, so an op's Backward runs only after
+// every consumer of its output has delivered. Each node counts the consumers
+// still to deliver in this pass; when a leaf's count reaches zero its
+// gradient is final and its grad-ready hooks fire right there, while the rest
+// of backward still runs (the last layer's parameters first).
 func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	if !v.requiresGrad {
 		return ErrNoGrad
@@ -52,41 +88,26 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	if !sameShape(grad.Shape(), v.Value.Shape()) {
 		return fmt.Errorf("autograd: seed gradient shape %v does not match output shape %v", grad.Shape(), v.Value.Shape())
 	}
-	order := topoSort(v)
-	v.pending = grad
+	if grad.DType() != v.Value.DType() {
+		return fmt.Errorf("autograd: seed gradient dtype %v does not match output dtype %v", grad.DType(), v.Value.DType())
+	}
 	pass := &Pass{}
+	pass.topoSort(v)
+	defer pass.release()
+
+	if v.creator == nil {
+		// Backward on a leaf: its gradient is the seed.
+		pass.deliver(v, grad, false)
+	} else {
+		v.pending = grad
+	}
+	order := pass.order
 	for i := len(order) - 1; i >= 0; i-- {
 		n := order[i]
-		g := n.pending
-		n.pending = nil
-		if g == nil {
-			continue // no path carried a gradient here
-		}
 		if n.creator == nil {
-			n.accumulateLeaf(g)
-			for _, h := range n.hooks {
-				if h != nil {
-					h(n, pass)
-				}
-			}
-			continue
+			continue // leaves are finished when their last consumer delivers
 		}
-		ins := n.creator.Inputs()
-		grads := n.creator.Backward(g)
-		if len(grads) != len(ins) {
-			panic(fmt.Sprintf("autograd: op %s returned %d gradients for %d inputs", n.creator.Name(), len(grads), len(ins)))
-		}
-		for k, in := range ins {
-			if in == nil || !in.requiresGrad || grads[k] == nil {
-				continue
-			}
-			gk := reduceToShape(grads[k], in.Value.Shape(), n.creator.Name())
-			if in.pending == nil {
-				in.pending = gk
-			} else {
-				in.pending = addInto(in.pending, gk)
-			}
-		}
+		pass.run(n)
 	}
 	for _, cb := range pass.callbacks {
 		if err := cb(); err != nil {
@@ -96,29 +117,150 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	return nil
 }
 
-// accumulateLeaf adds g into the leaf's Grad, reusing the buffer when there is one.
-func (n *Variable) accumulateLeaf(g *tensor.Tensor) {
-	if n.Grad == nil {
-		// Own the memory: g may alias an op's internal buffer.
-		n.Grad = g.Clone()
+// run calls n's op backward and delivers the input gradients.
+func (p *Pass) run(n *Variable) {
+	op := n.creator
+	ins := op.Inputs()
+	gy, owned := n.pending, n.pendingOwned
+	n.pending, n.pendingOwned = nil, false
+	if gy == nil {
+		// No path carried a gradient here; its inputs still count it as done.
+		for _, in := range ins {
+			if in != nil && in.mark == p {
+				p.deliver(in, nil, false)
+			}
+		}
 		return
 	}
-	addIntoExisting(n.Grad, g)
+	var grads []*tensor.Tensor
+	offered, done := false, false
+	if ip, ok := op.(inPlaceBackward); ok && owned && gy.IsContiguous() {
+		grads, done = ip.backwardInPlace(gy), true
+	} else if acc, ok := op.(gradAccumulator); ok {
+		dst := p.dst[:0]
+		for _, in := range ins {
+			var d *tensor.Tensor
+			if in != nil && in.mark == p && in.creator == nil && in.Grad != nil &&
+				in.Grad.DType() == in.Value.DType() && in.Grad.IsContiguous() &&
+				sameShape(in.Grad.Shape(), in.Value.Shape()) {
+				d = in.Grad
+				offered = true
+			}
+			dst = append(dst, d)
+		}
+		p.dst = dst
+		if offered {
+			grads = acc.backwardInto(gy, dst)
+		}
+	}
+	if !offered && !done {
+		grads = op.Backward(gy)
+	}
+	if len(grads) != len(ins) {
+		panic(fmt.Sprintf("autograd: op %s returned %d gradients for %d inputs", op.Name(), len(grads), len(ins)))
+	}
+	_, fresh := op.(freshGrads)
+	for k, in := range ins {
+		if in == nil || in.mark != p {
+			continue
+		}
+		if offered && p.dst[k] != nil {
+			in.got = true // the op accumulated straight into in.Grad
+			p.deliver(in, nil, false)
+			continue
+		}
+		p.deliver(in, grads[k], fresh)
+	}
+	clear(p.dst)
 }
 
-// topoSort returns every node reachable from root that requires grad, in
-// topological order (inputs before consumers), iteratively to survive deep graphs.
-func topoSort(root *Variable) []*Variable {
-	var order []*Variable
-	visited := map[*Variable]bool{}
-	type frame struct {
-		v    *Variable
-		next int
+// deliver hands one consumer's gradient g (nil for none) to n. owned says g is
+// private to the pass. It fires n's hooks when n is a leaf and this was its
+// last consumer.
+func (p *Pass) deliver(n *Variable, g *tensor.Tensor, owned bool) {
+	if g != nil {
+		if g.DType() != n.Value.DType() {
+			panic(fmt.Sprintf("autograd: gradient dtype %v for a %v variable of shape %v", g.DType(), n.Value.DType(), n.Value.Shape()))
+		}
+		if n.creator == nil {
+			n.accumulateLeaf(g, owned)
+			n.got = true
+		} else {
+			n.accumulatePending(g, owned)
+		}
 	}
-	stack := []frame{{v: root}}
-	visited[root] = true
-	for len(stack) > 0 {
-		top := &stack[len(stack)-1]
+	n.deps--
+	if n.deps <= 0 && n.creator == nil && n.got {
+		for _, h := range n.hooks {
+			if h != nil {
+				h(n, p)
+			}
+		}
+	}
+}
+
+// accumulateLeaf adds g (at n's shape or broadcast to it) into the leaf's
+// Grad, reusing the buffer when there is one.
+func (n *Variable) accumulateLeaf(g *tensor.Tensor, owned bool) {
+	shape := n.Value.Shape()
+	if n.Grad != nil {
+		if sameShape(g.Shape(), shape) {
+			addIntoExisting(n.Grad, g)
+		} else {
+			reduceInto(n.Grad, g, n.opName())
+		}
+		return
+	}
+	if !sameShape(g.Shape(), shape) {
+		n.Grad = reduceToShape(g, shape, n.opName())
+		return
+	}
+	if owned && g.IsContiguous() {
+		n.Grad = g
+		return
+	}
+	// Own the memory: g may alias an op's internal buffer or another gradient.
+	n.Grad = g.Clone()
+}
+
+// accumulatePending adds g into a non-leaf's pending gradient for this pass.
+func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool) {
+	shape := n.Value.Shape()
+	if !sameShape(g.Shape(), shape) {
+		g = reduceToShape(g, shape, n.opName())
+		owned = true
+	}
+	switch {
+	case n.pending == nil:
+		n.pending, n.pendingOwned = g, owned
+	case n.pendingOwned:
+		addIntoExisting(n.pending, g)
+	case owned && g.IsContiguous():
+		addIntoExisting(g, n.pending)
+		n.pending, n.pendingOwned = g, true
+	default:
+		sum := n.pending.Clone()
+		addIntoExisting(sum, g)
+		n.pending, n.pendingOwned = sum, true
+	}
+}
+
+func (n *Variable) opName() string {
+	if n.creator == nil {
+		return "leaf"
+	}
+	return n.creator.Name()
+}
+
+// topoSort collects every node reachable from root through variables that
+// require grad, in topological order (inputs before consumers), iteratively
+// to survive deep graphs. It marks each node with the pass and counts its
+// consumer edges.
+func (p *Pass) topoSort(root *Variable) {
+	root.mark, root.deps, root.got, root.pending, root.pendingOwned = p, 0, false, nil, false
+	p.stack = append(p.stack[:0], topoFrame{v: root})
+	for len(p.stack) > 0 {
+		top := &p.stack[len(p.stack)-1]
 		var ins []*Variable
 		if top.v.creator != nil {
 			ins = top.v.creator.Inputs()
@@ -126,16 +268,28 @@ func topoSort(root *Variable) []*Variable {
 		if top.next < len(ins) {
 			in := ins[top.next]
 			top.next++
-			if in != nil && in.requiresGrad && !visited[in] {
-				visited[in] = true
-				stack = append(stack, frame{v: in})
+			if in == nil || !in.requiresGrad {
+				continue
 			}
+			if in.mark != p {
+				in.mark, in.deps, in.got, in.pending, in.pendingOwned = p, 0, false, nil, false
+				p.stack = append(p.stack, topoFrame{v: in})
+			}
+			in.deps++
 			continue
 		}
-		order = append(order, top.v)
-		stack = stack[:len(stack)-1]
+		p.order = append(p.order, top.v)
+		p.stack = p.stack[:len(p.stack)-1]
 	}
-	return order
+}
+
+// release clears the per-pass state on every node so the pass keeps nothing alive.
+func (p *Pass) release() {
+	for _, n := range p.order {
+		n.mark, n.deps, n.got, n.pending, n.pendingOwned = nil, 0, false, nil, false
+	}
+	clear(p.order)
+	p.order = p.order[:0]
 }
 
 func sameShape(a, b []int) bool {

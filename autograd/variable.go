@@ -31,8 +31,14 @@ type Variable struct {
 	requiresGrad bool
 	creator      Op
 	hooks        []GradReadyHook
-	// pending accumulates the gradient of a non-leaf during one pass.
-	pending *tensor.Tensor
+
+	// Per-pass bookkeeping, valid only while the pass that set mark runs
+	// (the engine clears it when the pass ends).
+	mark         *Pass          // the pass that reached this node
+	deps         int            // consumers in this pass yet to deliver a gradient
+	pending      *tensor.Tensor // non-leaf: gradient accumulated so far
+	pendingOwned bool           // pending is private to the pass and may be written in place
+	got          bool           // leaf: some gradient arrived in this pass
 }
 
 // NewVariable returns a leaf wrapping value.

@@ -1,0 +1,17 @@
+package autograd
+
+import "goddp/tensor"
+
+// MeanAll returns the mean of every element of a as a 0-d tensor (torch's
+// a.mean()). It accumulates in float64.
+func MeanAll(a *Variable) *Variable {
+	x := a.Value.Contiguous()
+	n := x.Numel()
+	y := tensor.New(x.DType())
+	if x.DType() == tensor.Float64 {
+		y.F64()[0] = sumF64(x.F64()) / float64(n)
+	} else {
+		y.F32()[0] = float32(sumF64(x.F32()) / float64(n))
+	}
+	return FromOp(y, &sumAllOp{a: a, scale: 1 / float64(n), name: "MeanAll"})
+}

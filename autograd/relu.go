@@ -1,0 +1,63 @@
+package autograd
+
+import "goddp/tensor"
+
+// ReLU returns max(a, 0) elementwise. Its gradient at 0 is 0, as in torch.
+func ReLU(a *Variable) *Variable {
+	x := a.Value.Contiguous()
+	y := tensor.New(x.DType(), x.Shape()...)
+	if x.DType() == tensor.Float64 {
+		reluFwd(y.F64(), x.F64())
+	} else {
+		reluFwd(y.F32(), x.F32())
+	}
+	return FromOp(y, &reluOp{a: a, y: y})
+}
+
+type reluOp struct {
+	a *Variable
+	y *tensor.Tensor
+}
+
+func (o *reluOp) Name() string        { return "ReLU" }
+func (o *reluOp) Inputs() []*Variable { return []*Variable{o.a} }
+func (o *reluOp) freshGrads()         {}
+
+func (o *reluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	return o.backwardTo(gy, tensor.New(gy.DType(), gy.Shape()...))
+}
+
+// backwardInPlace masks an owned gy in place.
+func (o *reluOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardTo(gy, gy) }
+
+func (o *reluOp) backwardTo(gy, gx *tensor.Tensor) []*tensor.Tensor {
+	gy = gy.Contiguous()
+	if gy.DType() == tensor.Float64 {
+		reluBwd(gx.F64(), gy.F64(), o.y.F64())
+	} else {
+		reluBwd(gx.F32(), gy.F32(), o.y.F32())
+	}
+	return []*tensor.Tensor{gx}
+}
+
+func reluFwd[T float](y, x []T) {
+	x = x[:len(y)]
+	for i, v := range x {
+		if v > 0 {
+			y[i] = v
+		} else {
+			y[i] = 0
+		}
+	}
+}
+
+func reluBwd[T float](gx, gy, y []T) {
+	gy, y = gy[:len(gx)], y[:len(gx)]
+	for i, v := range y {
+		if v > 0 {
+			gx[i] = gy[i]
+		} else {
+			gx[i] = 0
+		}
+	}
+}
