@@ -1,0 +1,491 @@
+package comm
+
+// The "shm" backend: collectives between ranks on one host through a shared
+// memory segment, with no sockets and no kernel involvement after set-up.
+//
+// Set-up. Rank 0 creates a file under /dev/shm with a random name
+// (goddp-shm-<pid>-<random>), sizes and maps it, and publishes the name and
+// the protocol parameters (slot size, slots per rank, thresholds) in the
+// rendezvous store; the other ranks map it and report success or failure
+// through the store, so a rank on another host or in another mount
+// namespace fails everyone's set-up at once with its reason. As soon as all
+// ranks have mapped the segment, every rank unlinks its name: from then on
+// the kernel frees it when the last rank unmaps or exits, so nothing leaks
+// even if processes are killed. (A job killed during set-up, before every
+// rank has mapped, can leave a goddp-shm-* file behind.)
+//
+// Data path. Each rank owns a ring of slots it alone writes, and a control
+// block with monotonic step counters it alone writes (posted, reduced,
+// consumed); peers poll those counters. There are no locks, no futexes and
+// no syscalls on the fast path: a 4 KiB all-reduce is one copy in, one
+// atomic store, a spin on the peers' counters and a reduction. Large
+// all-reduces are pipelined in chunks, each chunk reduce-scattered then
+// all-gathered through the slots. The protocol and the algorithms are
+// described in shm_ops.go, the waiting policy in shm_wait.go, and the
+// execution model (worker goroutine plus inline execution in Wait) in
+// shm_exec.go.
+//
+// Failure. Every wait has the group's timeout (Options.Timeout, 10 minutes
+// by default). While waiting, a rank checks a few times per second that
+// every peer process still exists (pid plus start time from /proc, so a
+// recycled pid is not mistaken for the peer; zombies count as dead). A rank
+// whose collective fails marks itself aborted in the segment with its
+// reason, so the others fail at once with an error that names the rank,
+// the collective, its sequence number and its size, e.g.
+//
+//	comm: peer failed: shm allreduce #57 (4096 bytes float32 sum) on rank 0: rank 1 (pid 4242) died
+//
+// After a failure the group is unusable (the ranks are at different steps);
+// later ops fail with the original error. A MonitoredBarrier that times out
+// is the exception: it names the missing ranks and leaves the group usable.
+//
+// Send/Recv are not implemented (ErrUnsupported); NewGroup creates a new
+// segment for the subgroup through the parent's store.
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func init() {
+	Register("shm", newShmGroup)
+}
+
+// Protocol parameters. Rank 0 picks them (environment overrides are read on
+// rank 0 only) and publishes them, so all ranks agree.
+const (
+	shmDefaultSlotBytes  = 1 << 20   // one slot; also the chunk of the copy-through collectives
+	shmDefaultNbuf       = 4         // slots per rank = steps in flight
+	shmDefaultSmallMax   = 64 << 10  // all-reduce up to this size: one step, every rank reduces everything
+	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
+	shmAsyncMin          = 64 << 10  // ops this large wake the worker at once
+)
+
+type shmGroup struct {
+	rank, size int
+	seg        *shmSegment
+	store      Store
+	prefix     string
+	timeout    time.Duration
+
+	smallMax, chunkBytes, asyncMin int
+
+	// Peer identities for the liveness check.
+	pids      []int
+	starts    []uint64
+	pidUsable []bool
+
+	// Executor state, guarded by execMu.
+	execMu  sync.Mutex
+	step    uint64
+	broken  error
+	scratch []byte
+
+	mu        sync.Mutex // guards queue, closed, issued, subgroups
+	queue     []*shmOp
+	closed    bool
+	issued    uint64
+	subgroups int
+
+	closing    atomic.Bool
+	timerArmed atomic.Bool
+	timer      *time.Timer
+	kickCh     chan struct{}
+	quit       chan struct{}
+	workerDone chan struct{}
+}
+
+type shmParams struct {
+	name                                  string
+	slotBytes, nbuf, smallMax, chunkBytes int
+	nonce                                 uint64
+}
+
+func (p shmParams) encode() string {
+	return fmt.Sprintf("v1 %s %d %d %d %d %d", p.name, p.slotBytes, p.nbuf, p.smallMax, p.chunkBytes, p.nonce)
+}
+
+func decodeShmParams(v string) (shmParams, error) {
+	var p shmParams
+	_, err := fmt.Sscanf(v, "v1 %s %d %d %d %d %d", &p.name, &p.slotBytes, &p.nbuf, &p.smallMax, &p.chunkBytes, &p.nonce)
+	if err != nil || p.slotBytes <= 0 || p.nbuf < 2 || p.chunkBytes <= 0 || p.chunkBytes > p.slotBytes ||
+		p.smallMax > p.slotBytes || strings.ContainsAny(p.name, "/") {
+		return p, fmt.Errorf("%w: shm: bad segment record %q", ErrBadArgument, v)
+	}
+	return p, nil
+}
+
+// shmEnvInt reads a positive integer tuning knob (k/K, m/M suffixes allowed).
+func shmEnvInt(name string, def int) int {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" {
+		return def
+	}
+	mult := 1
+	switch {
+	case strings.HasSuffix(v, "K") || strings.HasSuffix(v, "k"):
+		mult, v = 1<<10, v[:len(v)-1]
+	case strings.HasSuffix(v, "M") || strings.HasSuffix(v, "m"):
+		mult, v = 1<<20, v[:len(v)-1]
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return def
+	}
+	return n * mult
+}
+
+func shmDefaultParams() shmParams {
+	p := shmParams{
+		slotBytes:  shmEnvInt("GODDP_SHM_SLOT_BYTES", shmDefaultSlotBytes),
+		nbuf:       shmEnvInt("GODDP_SHM_NBUF", shmDefaultNbuf),
+		smallMax:   shmEnvInt("GODDP_SHM_SMALL_MAX", shmDefaultSmallMax),
+		chunkBytes: shmEnvInt("GODDP_SHM_CHUNK_BYTES", shmDefaultChunkBytes),
+	}
+	p.slotBytes = shmAlign(max(p.slotBytes, 64<<10), 4096)
+	p.nbuf = max(p.nbuf, 2)
+	p.chunkBytes = shmAlign(min(max(p.chunkBytes, 4096), p.slotBytes), 64)
+	p.smallMax = min(p.smallMax, p.slotBytes)
+	return p
+}
+
+// newShmGroup is the "shm" Factory.
+func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
+	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
+		return nil, fmt.Errorf("%w: shm: rank %d of world size %d", ErrBadArgument, opts.Rank, opts.Size)
+	}
+	if opts.Store == nil {
+		return nil, fmt.Errorf("%w: shm: Options.Store is nil", ErrBadArgument)
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
+	defer cancel()
+	g := &shmGroup{
+		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
+		asyncMin: shmAsyncMin,
+	}
+	if err := g.setup(ctx); err != nil {
+		return nil, err
+	}
+	g.scratch = make([]byte, g.chunkBytes)
+	g.kickCh = make(chan struct{}, 1)
+	g.quit = make(chan struct{})
+	g.workerDone = make(chan struct{})
+	g.timer = time.AfterFunc(time.Hour, g.kick)
+	g.timer.Stop()
+	go g.worker()
+	return g, nil
+}
+
+// setup creates or opens the segment and agrees on it through the store.
+func (g *shmGroup) setup(ctx context.Context) (err error) {
+	// Each rank counts the shm groups it created under this prefix; ranks
+	// create groups in the same order, so the count names this instance and
+	// a store reused by a later group never serves a stale segment name.
+	inst, err := g.store.Add(ctx, g.prefix+"shm/instances/"+strconv.Itoa(g.rank), 1)
+	if err != nil {
+		return fmt.Errorf("comm: shm: rendezvous on rank %d: %w", g.rank, err)
+	}
+	base := fmt.Sprintf("%sshm/%d/", g.prefix, inst)
+	var p shmParams
+	if g.rank == 0 {
+		p = shmDefaultParams()
+		if p.name, err = shmRandomName(); err != nil {
+			return err
+		}
+		p.nonce = uint64(time.Now().UnixNano())
+		g.seg, err = shmCreate(p.name, g.size, p.slotBytes, p.nbuf, p.nonce)
+		if err != nil {
+			g.store.Set(ctx, base+"seg", []byte("error: "+err.Error()))
+			return err
+		}
+		if err := g.store.Set(ctx, base+"seg", []byte(p.encode())); err != nil {
+			g.seg.unlink()
+			g.seg.unmap()
+			return fmt.Errorf("comm: shm: publish segment: %w", err)
+		}
+	} else {
+		v, err := g.store.Get(ctx, base+"seg")
+		if err != nil {
+			return fmt.Errorf("comm: shm: rank %d waiting for rank 0's segment: %w", g.rank, err)
+		}
+		if msg, ok := strings.CutPrefix(string(v), "error: "); ok {
+			return fmt.Errorf("%w: shm: rank 0 could not create the segment: %s", ErrPeerFailed, msg)
+		}
+		if p, err = decodeShmParams(string(v)); err != nil {
+			return err
+		}
+		g.seg, err = shmOpen(p.name, g.size, p.slotBytes, p.nbuf, p.nonce)
+		if err != nil {
+			g.store.Set(ctx, fmt.Sprintf("%sopen/%d", base, g.rank), []byte("error: "+err.Error()))
+			return err
+		}
+	}
+	g.smallMax, g.chunkBytes = p.smallMax, p.chunkBytes
+	defer func() {
+		if err != nil {
+			// Whoever knows the name removes it: a half-set-up job must not
+			// leave the segment behind.
+			g.seg.unlink()
+			g.seg.unmap()
+		}
+	}()
+
+	pid, start, ns := shmProcIdentity()
+	g.seg.ctl(g.rank, shmCtlPid).Store(uint64(pid))
+	g.seg.ctl(g.rank, shmCtlStart).Store(start)
+	g.seg.ctl(g.rank, shmCtlPidNS).Store(ns)
+	g.seg.ctl(g.rank, shmCtlStatus).Store(shmStatusReady)
+	if err := g.store.Set(ctx, fmt.Sprintf("%sopen/%d", base, g.rank), []byte("ok")); err != nil {
+		return fmt.Errorf("comm: shm: rank %d report: %w", g.rank, err)
+	}
+	keys := make([]string, g.size)
+	for k := range keys {
+		keys[k] = fmt.Sprintf("%sopen/%d", base, k)
+	}
+	if err := g.store.Wait(ctx, keys...); err != nil {
+		return fmt.Errorf("comm: shm: rank %d waiting for all ranks to map %s: %w", g.rank, g.seg.path, err)
+	}
+	for k, key := range keys {
+		v, err := g.store.Get(ctx, key)
+		if err != nil {
+			return fmt.Errorf("comm: shm: rank %d: %w", g.rank, err)
+		}
+		if string(v) != "ok" {
+			return fmt.Errorf("%w: shm: rank %d could not map the segment: %s", ErrPeerFailed, k,
+				strings.TrimPrefix(string(v), "error: "))
+		}
+	}
+	// Everyone has mapped it; drop the name now (every rank tries, in case
+	// one dies right here).
+	if err := g.seg.unlink(); err != nil {
+		return err
+	}
+	g.pids = make([]int, g.size)
+	g.starts = make([]uint64, g.size)
+	g.pidUsable = make([]bool, g.size)
+	for k := 0; k < g.size; k++ {
+		g.pids[k] = int(g.seg.ctl(k, shmCtlPid).Load())
+		g.starts[k] = g.seg.ctl(k, shmCtlStart).Load()
+		g.pidUsable[k] = k != g.rank && ns != 0 && g.seg.ctl(k, shmCtlPidNS).Load() == ns
+	}
+	return nil
+}
+
+func (g *shmGroup) Rank() int       { return g.rank }
+func (g *shmGroup) Size() int       { return g.size }
+func (g *shmGroup) Backend() string { return "shm" }
+
+func (g *shmGroup) badArg(op shmKind, format string, args ...any) Work {
+	return failedWork(fmt.Errorf("%w: shm %s on rank %d: %s", ErrBadArgument, op, g.rank, fmt.Sprintf(format, args...)))
+}
+
+func shmCheckBuf(b Buffer) error {
+	if b.DType > BFloat16 {
+		return fmt.Errorf("unknown dtype %v", b.DType)
+	}
+	if len(b.Bytes)%b.DType.Size() != 0 {
+		return fmt.Errorf("%d bytes is not a whole number of %v elements", len(b.Bytes), b.DType)
+	}
+	return nil
+}
+
+func (g *shmGroup) checkRoot(root int) error {
+	if root < 0 || root >= g.size {
+		return fmt.Errorf("root %d outside world size %d", root, g.size)
+	}
+	return nil
+}
+
+func shmCheckOp(op ReduceOp) error {
+	if op > Product {
+		return fmt.Errorf("unknown reduce op %v", op)
+	}
+	return nil
+}
+
+// AllReduce reduces buf across all ranks in place.
+func (g *shmGroup) AllReduce(buf Buffer, op ReduceOp) Work {
+	if err := errorsJoinFirst(shmCheckBuf(buf), shmCheckOp(op)); err != nil {
+		return g.badArg(shmAllReduce, "%v", err)
+	}
+	return g.submit(&shmOp{kind: shmAllReduce, buf: buf, rop: op})
+}
+
+// Broadcast copies root's buf to every rank.
+func (g *shmGroup) Broadcast(buf Buffer, root int) Work {
+	if err := errorsJoinFirst(shmCheckBuf(buf), g.checkRoot(root)); err != nil {
+		return g.badArg(shmBroadcast, "%v", err)
+	}
+	return g.submit(&shmOp{kind: shmBroadcast, buf: buf, root: root})
+}
+
+// Barrier completes once every rank has entered it.
+func (g *shmGroup) Barrier() Work {
+	return g.submit(&shmOp{kind: shmBarrier})
+}
+
+// AllGather: out holds Size() chunks of in.Len() elements, rank-major.
+func (g *shmGroup) AllGather(out, in Buffer) Work {
+	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out)); err != nil {
+		return g.badArg(shmAllGather, "%v", err)
+	}
+	if out.DType != in.DType || len(out.Bytes) != g.size*len(in.Bytes) {
+		return g.badArg(shmAllGather, "out is %v[%d], want %v[%d] (%d ranks x %d)",
+			out.DType, out.Len(), in.DType, g.size*in.Len(), g.size, in.Len())
+	}
+	return g.submit(&shmOp{kind: shmAllGather, buf: out, in: in})
+}
+
+// ReduceScatter: rank r gets the reduction of chunk r of in.
+func (g *shmGroup) ReduceScatter(out, in Buffer, op ReduceOp) Work {
+	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out), shmCheckOp(op)); err != nil {
+		return g.badArg(shmReduceScatter, "%v", err)
+	}
+	if out.DType != in.DType || len(in.Bytes) != g.size*len(out.Bytes) {
+		return g.badArg(shmReduceScatter, "in is %v[%d], want %v[%d] (%d ranks x %d)",
+			in.DType, in.Len(), out.DType, g.size*out.Len(), g.size, out.Len())
+	}
+	return g.submit(&shmOp{kind: shmReduceScatter, buf: out, in: in, rop: op})
+}
+
+// Reduce reduces buf into root's buf; the others' buffers are left unchanged.
+func (g *shmGroup) Reduce(buf Buffer, root int, op ReduceOp) Work {
+	if err := errorsJoinFirst(shmCheckBuf(buf), g.checkRoot(root), shmCheckOp(op)); err != nil {
+		return g.badArg(shmReduce, "%v", err)
+	}
+	return g.submit(&shmOp{kind: shmReduce, buf: buf, root: root, rop: op})
+}
+
+// Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
+func (g *shmGroup) Gather(out, in Buffer, root int) Work {
+	if err := errorsJoinFirst(shmCheckBuf(in), g.checkRoot(root)); err != nil {
+		return g.badArg(shmGather, "%v", err)
+	}
+	if g.rank == root && (out.DType != in.DType || len(out.Bytes) != g.size*len(in.Bytes)) {
+		return g.badArg(shmGather, "root's out is %v[%d], want %v[%d]", out.DType, out.Len(), in.DType, g.size*in.Len())
+	}
+	return g.submit(&shmOp{kind: shmGather, buf: out, in: in, root: root})
+}
+
+// Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
+func (g *shmGroup) Scatter(out, in Buffer, root int) Work {
+	if err := errorsJoinFirst(shmCheckBuf(out), g.checkRoot(root)); err != nil {
+		return g.badArg(shmScatter, "%v", err)
+	}
+	if g.rank == root && (out.DType != in.DType || len(in.Bytes) != g.size*len(out.Bytes)) {
+		return g.badArg(shmScatter, "root's in is %v[%d], want %v[%d]", in.DType, in.Len(), out.DType, g.size*out.Len())
+	}
+	return g.submit(&shmOp{kind: shmScatter, buf: out, in: in, root: root})
+}
+
+// AllToAll: chunk j of in goes to rank j; out's chunk j comes from rank j.
+func (g *shmGroup) AllToAll(out, in Buffer) Work {
+	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out)); err != nil {
+		return g.badArg(shmAllToAll, "%v", err)
+	}
+	if out.DType != in.DType || len(out.Bytes) != len(in.Bytes) || in.Len()%g.size != 0 {
+		return g.badArg(shmAllToAll, "in %v[%d] and out %v[%d] must match and divide into %d chunks",
+			in.DType, in.Len(), out.DType, out.Len(), g.size)
+	}
+	return g.submit(&shmOp{kind: shmAllToAll, buf: out, in: in})
+}
+
+// MonitoredBarrier is a barrier that, on timeout, names the ranks that did
+// not arrive. The group stays usable after such a timeout.
+func (g *shmGroup) MonitoredBarrier(ctx context.Context, timeout time.Duration) error {
+	if timeout <= 0 {
+		timeout = g.timeout
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = min(timeout, time.Until(dl))
+	}
+	return g.submit(&shmOp{kind: shmMonitoredBarrier, timeout: max(timeout, time.Millisecond)}).Wait(ctx)
+}
+
+// Send is not implemented by the shm backend.
+func (g *shmGroup) Send(buf Buffer, dst, tag int) Work {
+	return failedWork(fmt.Errorf("%w: send on backend \"shm\"", ErrUnsupported))
+}
+
+// Recv is not implemented by the shm backend.
+func (g *shmGroup) Recv(buf Buffer, src, tag int) Work {
+	return failedWork(fmt.Errorf("%w: recv on backend \"shm\"", ErrUnsupported))
+}
+
+// NewGroup creates an shm group over ranks (indices into this group); every
+// rank of this group must call it with the same ranks, and those outside
+// get (nil, nil). The subgroup has its own segment and queue, so its ops are
+// not ordered with this group's.
+func (g *shmGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, error) {
+	sorted := slices.Clone(ranks)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	if len(sorted) != len(ranks) || len(ranks) == 0 || sorted[0] < 0 || sorted[len(sorted)-1] >= g.size {
+		return nil, fmt.Errorf("%w: shm: NewGroup ranks %v (world size %d)", ErrBadArgument, ranks, g.size)
+	}
+	g.mu.Lock()
+	g.subgroups++
+	n := g.subgroups
+	g.mu.Unlock()
+	idx := slices.Index(sorted, g.rank)
+	if idx < 0 {
+		return nil, nil
+	}
+	var b strings.Builder
+	for _, r := range sorted {
+		fmt.Fprintf(&b, "-%d", r)
+	}
+	return newShmGroup(ctx, Options{
+		Rank: idx, Size: len(sorted), Store: g.store, Timeout: g.timeout,
+		Prefix: fmt.Sprintf("%ssub%d%s/", g.prefix, n, b.String()),
+	})
+}
+
+// Close releases the segment. Queued ops fail with ErrClosed, a running one
+// fails within microseconds, and peers still waiting on this rank fail
+// with an error saying it closed.
+func (g *shmGroup) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return nil
+	}
+	g.closed = true
+	q := g.queue
+	g.queue = nil
+	g.mu.Unlock()
+	g.closing.Store(true)
+	for _, op := range q {
+		op.w.complete(fmt.Errorf("%w: shm %s on rank %d", ErrClosed, op.describe(), g.rank))
+	}
+	g.timer.Stop()
+	close(g.quit)
+	<-g.workerDone
+	g.execMu.Lock()
+	defer g.execMu.Unlock()
+	st := g.seg.ctl(g.rank, shmCtlStatus)
+	if st.Load() != shmStatusAborted {
+		st.Store(shmStatusClosed)
+	}
+	g.seg.unmap()
+	return nil
+}
+
+func errorsJoinFirst(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}

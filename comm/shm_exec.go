@@ -1,0 +1,282 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Execution model. Every rank must run the group's collectives in the same
+// order, so a group has one FIFO queue and at most one executor at a time
+// (execMu). Two goroutines may execute:
+//
+//   - the group's worker goroutine, which drains the queue in the
+//     background so that an op progresses even if nobody waits on it (DDP
+//     issues a bucket and goes on with the backward pass);
+//   - the caller itself, inside Wait(ctx) when ctx can never be cancelled:
+//     it takes the executor role and runs the queue up to its own op. This
+//     saves the two goroutine hand-offs (several microseconds each, and a
+//     wake-up that competes for the CPU with the peer ranks on a small
+//     host), which is what keeps a 4 KiB all-reduce near one microsecond.
+//
+// Large ops wake the worker at once. Small ones only arm a timer
+// (shmKickDelay): if the caller waits before it fires, which is the common
+// case, the op runs inline and the timer is stopped; otherwise the worker
+// runs it, so progress never depends on Wait being called.
+
+// shmKickDelay bounds how long a small op may sit in the queue before the
+// worker runs it.
+const shmKickDelay = 50 * time.Microsecond
+
+// shmOp is one queued collective; it is the Work returned to the caller.
+type shmOp struct {
+	g    *shmGroup
+	w    *work
+	kind shmKind
+	buf  Buffer // in-place buffer, or the output
+	in   Buffer // input for the out-of-place collectives
+	root int
+	rop  ReduceOp
+	seq  uint64 // issue number within the group, 1-based
+
+	timeout  time.Duration // overrides the group timeout when > 0 (MonitoredBarrier)
+	deadline time.Time     // set when execution starts
+	step0    uint64        // first step of this op
+}
+
+type shmKind uint8
+
+const (
+	shmAllReduce shmKind = iota + 1
+	shmBroadcast
+	shmAllGather
+	shmReduceScatter
+	shmReduce
+	shmGather
+	shmScatter
+	shmAllToAll
+	shmBarrier
+	shmMonitoredBarrier
+)
+
+func (k shmKind) String() string {
+	switch k {
+	case shmAllReduce:
+		return "allreduce"
+	case shmBroadcast:
+		return "broadcast"
+	case shmAllGather:
+		return "allgather"
+	case shmReduceScatter:
+		return "reducescatter"
+	case shmReduce:
+		return "reduce"
+	case shmGather:
+		return "gather"
+	case shmScatter:
+		return "scatter"
+	case shmAllToAll:
+		return "alltoall"
+	case shmBarrier:
+		return "barrier"
+	case shmMonitoredBarrier:
+		return "monitored_barrier"
+	}
+	return fmt.Sprintf("shmKind(%d)", uint8(k))
+}
+
+// descBuf is the buffer whose size every rank must agree on.
+func (op *shmOp) descBuf() Buffer {
+	switch op.kind {
+	case shmAllGather, shmGather, shmAllToAll:
+		return op.in
+	}
+	return op.buf
+}
+
+// describe names the op in errors: "allreduce #57 (4096 bytes float32 sum)".
+func (op *shmOp) describe() string {
+	b := op.descBuf()
+	switch op.kind {
+	case shmBarrier, shmMonitoredBarrier:
+		return fmt.Sprintf("%s #%d", op.kind, op.seq)
+	case shmAllReduce, shmReduceScatter:
+		return fmt.Sprintf("%s #%d (%d bytes %s %s)", op.kind, op.seq, len(b.Bytes), b.DType, op.rop)
+	case shmReduce:
+		return fmt.Sprintf("%s #%d (%d bytes %s %s, root %d)", op.kind, op.seq, len(b.Bytes), b.DType, op.rop, op.root)
+	case shmBroadcast, shmGather, shmScatter:
+		return fmt.Sprintf("%s #%d (%d bytes %s, root %d)", op.kind, op.seq, len(b.Bytes), b.DType, op.root)
+	}
+	return fmt.Sprintf("%s #%d (%d bytes %s)", op.kind, op.seq, len(b.Bytes), b.DType)
+}
+
+// Wait implements Work. With a ctx that can never be cancelled the caller
+// runs the queue itself (see the package comment above); otherwise it
+// waits for the worker and honours ctx. Either way the op fails by itself
+// after the group's timeout.
+func (op *shmOp) Wait(ctx context.Context) error {
+	if op.w.IsCompleted() {
+		return op.w.Err()
+	}
+	if ctx == nil || ctx.Done() == nil {
+		op.g.runUntil(op)
+		return op.w.Wait(ctx)
+	}
+	op.g.kick()
+	return op.w.Wait(ctx)
+}
+
+// IsCompleted implements Work.
+func (op *shmOp) IsCompleted() bool { return op.w.IsCompleted() }
+
+// submit queues op and returns it as the caller's Work.
+func (g *shmGroup) submit(op *shmOp) Work {
+	op.g = g
+	op.w = newWork()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		op.w.complete(fmt.Errorf("%w: shm %s on rank %d", ErrClosed, op.kind, g.rank))
+		return op
+	}
+	g.issued++
+	op.seq = g.issued
+	g.queue = append(g.queue, op)
+	g.mu.Unlock()
+	if len(op.descBuf().Bytes) >= g.asyncMin {
+		g.kick()
+	} else if !g.timerArmed.Swap(true) {
+		g.timer.Reset(shmKickDelay)
+	}
+	return op
+}
+
+// kick wakes the worker without blocking.
+func (g *shmGroup) kick() {
+	select {
+	case g.kickCh <- struct{}{}:
+	default:
+	}
+}
+
+func (g *shmGroup) pop() *shmOp {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		return nil
+	}
+	op := g.queue[0]
+	g.queue[0] = nil
+	g.queue = g.queue[1:]
+	if len(g.queue) == 0 {
+		g.queue = g.queue[:0:0]
+	}
+	return op
+}
+
+func (g *shmGroup) queueLen() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.queue)
+}
+
+// worker drains the queue whenever it is kicked, until the group closes.
+func (g *shmGroup) worker() {
+	defer close(g.workerDone)
+	for {
+		select {
+		case <-g.kickCh:
+		case <-g.quit:
+			return
+		}
+		g.drain(nil)
+	}
+}
+
+// drain runs queued ops in order until the queue is empty or target has
+// run. It returns at once if another goroutine is the executor; that one
+// re-checks the queue after releasing execMu, so no op is stranded.
+func (g *shmGroup) drain(target *shmOp) {
+	for {
+		if !g.execMu.TryLock() {
+			return
+		}
+		for {
+			op := g.pop()
+			if op == nil {
+				break
+			}
+			g.run(op)
+			if op == target {
+				break
+			}
+		}
+		g.execMu.Unlock()
+		if g.queueLen() == 0 {
+			if g.timerArmed.Swap(false) {
+				g.timer.Stop()
+			}
+			return
+		}
+		if target != nil {
+			// Leave the rest to the worker; the caller only wanted its own op.
+			g.kick()
+			return
+		}
+	}
+}
+
+// runUntil makes sure target runs, on this goroutine if nobody else is
+// executing. If someone else is (the worker, or a waiter for an earlier op),
+// that executor either drains through target or kicks the worker after its
+// own op, so blocking on target is safe.
+func (g *shmGroup) runUntil(target *shmOp) {
+	g.drain(target)
+	<-target.w.Done()
+}
+
+// run executes one op; the caller holds execMu.
+func (g *shmGroup) run(op *shmOp) {
+	if g.broken != nil {
+		op.w.complete(fmt.Errorf("shm %s on rank %d: group unusable after an earlier failure: %w", op.describe(), g.rank, g.broken))
+		return
+	}
+	if g.closing.Load() {
+		op.w.complete(fmt.Errorf("%w: shm %s on rank %d", ErrClosed, op.describe(), g.rank))
+		return
+	}
+	timeout := g.timeout
+	if op.timeout > 0 {
+		timeout = op.timeout
+	}
+	op.deadline = time.Now().Add(timeout)
+	op.step0 = g.step + 1
+	g.writeDesc(op)
+	err := g.exec(op)
+	if err != nil && !errors.Is(err, errShmSoft) {
+		// A failed collective leaves the ranks at different steps; nothing
+		// after it can be trusted. Tell the peers why, so that their waits
+		// fail now with our reason instead of timing out.
+		g.broken = err
+		g.seg.setMsg(g.rank, err.Error())
+		g.seg.ctl(g.rank, shmCtlStatus).Store(shmStatusAborted)
+	}
+	op.w.complete(stripSoft(err))
+}
+
+// errShmSoft marks errors that leave the protocol consistent (a monitored
+// barrier that timed out), so the group stays usable.
+var errShmSoft = errors.New("soft")
+
+type shmSoftError struct{ err error }
+
+func (e shmSoftError) Error() string   { return e.err.Error() }
+func (e shmSoftError) Unwrap() []error { return []error{e.err, errShmSoft} }
+
+func stripSoft(err error) error {
+	if s, ok := err.(shmSoftError); ok {
+		return s.err
+	}
+	return err
+}
