@@ -1,0 +1,278 @@
+package data
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+)
+
+// Sized is anything with a length, such as a Dataset.
+type Sized interface{ Len() int }
+
+// Topology is the part of a process group the sampler needs; every
+// comm.ProcessGroup satisfies it.
+type Topology interface {
+	Rank() int
+	Size() int
+}
+
+// DistributedSampler restricts each rank to its share of a dataset
+// (torch.utils.data.distributed.DistributedSampler), with torch's exact
+// partition:
+//
+//	num_samples = ceil(N / R)               (or ceil((N-R)/R) with drop_last when R does not divide N)
+//	total       = num_samples * R
+//	order       = 0..N-1, or a permutation seeded by seed+epoch when shuffling
+//	order       = order padded by wrapping around to total   (without drop_last)
+//	            = order[:total]                              (with drop_last)
+//	rank's list = order[rank:total:R]
+//
+// With shuffle off the lists equal torch's index for index. With shuffle on
+// the padding and the strided split are the same but the permutation is not:
+// Go's generator (see Permutation) is not torch's randperm.
+//
+// Beyond torch: SamplerEval gives every rank indices[rank:N:R] with no
+// padding, so evaluation metrics count each sample exactly once; and the
+// sampler remembers its position within the epoch (State, LoadState), which
+// the DataLoader honours, so a resumed run continues mid-epoch.
+//
+// A DistributedSampler is not safe for concurrent use.
+type DistributedSampler struct {
+	n        int
+	replicas int
+	rank     int
+	shuffle  bool
+	seed     uint64
+	dropLast bool
+	eval     bool
+	epoch    int
+	pos      int
+}
+
+type samplerConfig struct {
+	replicas, rank       int
+	hasReplicas, hasRank bool
+	pg                   Topology
+	shuffle, dropLast    bool
+	eval                 bool
+	seed                 uint64
+}
+
+// SamplerOption configures NewDistributedSampler.
+type SamplerOption func(*samplerConfig)
+
+// SamplerReplicas sets the number of replicas (torch's num_replicas).
+func SamplerReplicas(n int) SamplerOption {
+	return func(c *samplerConfig) { c.replicas, c.hasReplicas = n, true }
+}
+
+// SamplerRank sets this process's rank.
+func SamplerRank(r int) SamplerOption { return func(c *samplerConfig) { c.rank, c.hasRank = r, true } }
+
+// SamplerGroup takes the replica count and rank from a process group, unless
+// SamplerReplicas or SamplerRank set them explicitly.
+func SamplerGroup(pg Topology) SamplerOption { return func(c *samplerConfig) { c.pg = pg } }
+
+// SamplerShuffle turns shuffling on or off (default on, as in torch).
+func SamplerShuffle(on bool) SamplerOption { return func(c *samplerConfig) { c.shuffle = on } }
+
+// SamplerSeed sets the shuffle seed (default 0). It must be the same on every rank.
+func SamplerSeed(seed uint64) SamplerOption { return func(c *samplerConfig) { c.seed = seed } }
+
+// SamplerDropLast truncates the tail instead of padding (default off).
+func SamplerDropLast(on bool) SamplerOption { return func(c *samplerConfig) { c.dropLast = on } }
+
+// SamplerEval selects evaluation mode: no padding and no truncation, so ranks
+// may get lists whose lengths differ by one. DropLast is ignored.
+func SamplerEval() SamplerOption { return func(c *samplerConfig) { c.eval = true } }
+
+// NewDistributedSampler returns a sampler over ds.Len() indices. The replica
+// count and rank come from, in order: SamplerReplicas/SamplerRank, the
+// SamplerGroup process group, the WORLD_SIZE and RANK environment variables
+// (set by ddprun and torchrun), and finally 1 replica of rank 0 for a
+// single-process run.
+func NewDistributedSampler(ds Sized, opts ...SamplerOption) (*DistributedSampler, error) {
+	c := samplerConfig{shuffle: true}
+	for _, o := range opts {
+		o(&c)
+	}
+	replicas, rank, err := c.resolveTopology()
+	if err != nil {
+		return nil, err
+	}
+	n := ds.Len()
+	if n < 0 {
+		return nil, fmt.Errorf("%w: dataset length %d", ErrConfig, n)
+	}
+	if replicas <= 0 {
+		return nil, fmt.Errorf("%w: num_replicas %d must be positive", ErrConfig, replicas)
+	}
+	if rank < 0 || rank >= replicas {
+		return nil, fmt.Errorf("%w: invalid rank %d, rank should be in the interval [0, %d]", ErrConfig, rank, replicas-1)
+	}
+	return &DistributedSampler{n: n, replicas: replicas, rank: rank, shuffle: c.shuffle,
+		seed: c.seed, dropLast: c.dropLast, eval: c.eval}, nil
+}
+
+func (c *samplerConfig) resolveTopology() (replicas, rank int, err error) {
+	replicas, rank = 1, 0
+	switch {
+	case c.pg != nil:
+		replicas, rank = c.pg.Size(), c.pg.Rank()
+	default:
+		ws, hasWS := os.LookupEnv("WORLD_SIZE")
+		rk, hasRK := os.LookupEnv("RANK")
+		if hasWS != hasRK && !(c.hasReplicas && c.hasRank) {
+			return 0, 0, fmt.Errorf("%w: WORLD_SIZE and RANK must be set together (WORLD_SIZE=%q RANK=%q)", ErrConfig, ws, rk)
+		}
+		if hasWS && !c.hasReplicas {
+			if replicas, err = strconv.Atoi(ws); err != nil {
+				return 0, 0, fmt.Errorf("%w: WORLD_SIZE=%q: %w", ErrConfig, ws, err)
+			}
+		}
+		if hasRK && !c.hasRank {
+			if rank, err = strconv.Atoi(rk); err != nil {
+				return 0, 0, fmt.Errorf("%w: RANK=%q: %w", ErrConfig, rk, err)
+			}
+		}
+	}
+	if c.hasReplicas {
+		replicas = c.replicas
+	}
+	if c.hasRank {
+		rank = c.rank
+	}
+	return replicas, rank, nil
+}
+
+// numSamples is torch's self.num_samples: the per-rank count in train mode.
+func (s *DistributedSampler) numSamples() int {
+	if s.dropLast && s.n%s.replicas != 0 {
+		// ceil((N - R) / R), which is floor(N / R) for N > R.
+		return ceilDiv(s.n-s.replicas, s.replicas)
+	}
+	return ceilDiv(s.n, s.replicas)
+}
+
+func ceilDiv(a, b int) int {
+	if a <= 0 {
+		return 0
+	}
+	return (a + b - 1) / b
+}
+
+// Len is the number of indices this rank gets per epoch.
+func (s *DistributedSampler) Len() int {
+	if s.eval {
+		return ceilDiv(s.n-s.rank, s.replicas)
+	}
+	return s.numSamples()
+}
+
+// TotalSize is the number of indices across all ranks per epoch, padding
+// included (torch's total_size; N in eval mode).
+func (s *DistributedSampler) TotalSize() int {
+	if s.eval {
+		return s.n
+	}
+	return s.numSamples() * s.replicas
+}
+
+// Rank is this replica's rank.
+func (s *DistributedSampler) Rank() int { return s.rank }
+
+// NumReplicas is the number of replicas.
+func (s *DistributedSampler) NumReplicas() int { return s.replicas }
+
+// Epoch is the current epoch.
+func (s *DistributedSampler) Epoch() int { return s.epoch }
+
+// SetEpoch sets the epoch that seeds the shuffle (seed+epoch), as torch's
+// set_epoch; call it before each epoch or every epoch sees the same order.
+// Moving to a different epoch resets the position to the start; setting the
+// current epoch again keeps it, so a run restored with LoadState can call
+// SetEpoch(state.Epoch) and still continue mid-epoch.
+func (s *DistributedSampler) SetEpoch(epoch int) {
+	if epoch != s.epoch {
+		s.pos = 0
+	}
+	s.epoch = epoch
+}
+
+// Position is the number of this epoch's indices already consumed.
+func (s *DistributedSampler) Position() int { return s.pos }
+
+// SetPosition records that pos indices of this epoch were consumed. The
+// DataLoader calls it; users normally do not.
+func (s *DistributedSampler) SetPosition(pos int) { s.pos = max(pos, 0) }
+
+// Indices returns this rank's whole index list for the current epoch (from
+// the start, whatever the position).
+func (s *DistributedSampler) Indices() []int {
+	var order []int
+	if s.shuffle {
+		order = Permutation(s.n, s.seed+uint64(s.epoch))
+	} else {
+		order = identity(s.n)
+	}
+	total := s.TotalSize()
+	if s.n == 0 {
+		return []int{}
+	}
+	if !s.eval {
+		if total <= len(order) {
+			order = order[:total]
+		} else {
+			padded := make([]int, total)
+			for i := range padded { // wrap around, repeating as often as needed
+				padded[i] = order[i%s.n]
+			}
+			order = padded
+		}
+	}
+	out := make([]int, 0, s.Len())
+	for i := s.rank; i < total; i += s.replicas {
+		out = append(out, order[i])
+	}
+	return out
+}
+
+// SamplerState is a DistributedSampler's resumable state. It is plain data,
+// JSON-encodable, and is stored in checkpoints. Seed, NumReplicas,
+// DatasetLen, Shuffle, DropLast and Eval identify the partition and are
+// checked by LoadState.
+type SamplerState struct {
+	Epoch       int    `json:"epoch"`
+	Position    int    `json:"position"`
+	Seed        uint64 `json:"seed"`
+	NumReplicas int    `json:"num_replicas"`
+	DatasetLen  int    `json:"dataset_len"`
+	Shuffle     bool   `json:"shuffle"`
+	DropLast    bool   `json:"drop_last"`
+	Eval        bool   `json:"eval,omitempty"`
+}
+
+// State returns the sampler's state. In a lockstep data-parallel run every
+// rank has the same state, so rank 0's can be saved for all.
+func (s *DistributedSampler) State() SamplerState {
+	return SamplerState{Epoch: s.epoch, Position: s.pos, Seed: s.seed, NumReplicas: s.replicas,
+		DatasetLen: s.n, Shuffle: s.shuffle, DropLast: s.dropLast, Eval: s.eval}
+}
+
+// LoadState restores the epoch and position. It fails with ErrState, changing
+// nothing, when the state was saved by a sampler with a different partition
+// (seed, replica count, dataset length or mode), since its position would
+// then mean other samples.
+func (s *DistributedSampler) LoadState(st SamplerState) error {
+	want := s.State()
+	want.Epoch, want.Position = st.Epoch, st.Position
+	if st != want {
+		return fmt.Errorf("%w: saved %+v, sampler has seed=%d num_replicas=%d dataset_len=%d shuffle=%v drop_last=%v eval=%v",
+			ErrState, st, s.seed, s.replicas, s.n, s.shuffle, s.dropLast, s.eval)
+	}
+	if st.Position < 0 || st.Epoch < 0 {
+		return fmt.Errorf("%w: negative epoch %d or position %d", ErrState, st.Epoch, st.Position)
+	}
+	s.epoch, s.pos = st.Epoch, st.Position
+	return nil
+}
