@@ -137,8 +137,12 @@ func TestGemmBadArgsPanic(t *testing.T) {
 		fn   func()
 		msg  string
 	}{
-		{"short A", func() { Gemm(false, false, 2, 2, 2, 1, make([]float32, 3), 2, make([]float32, 4), 2, 0, make([]float32, 4), 2) }, "Gemm: A has 3 elements"},
-		{"bad ldb", func() { Gemm(false, false, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 1, 0, make([]float32, 4), 2) }, "Gemm: ldB=1"},
+		{"short A", func() {
+			Gemm(false, false, 2, 2, 2, 1, make([]float32, 3), 2, make([]float32, 4), 2, 0, make([]float32, 4), 2)
+		}, "Gemm: A has 3 elements"},
+		{"bad ldb", func() {
+			Gemm(false, false, 2, 2, 2, 1, make([]float32, 4), 2, make([]float32, 4), 1, 0, make([]float32, 4), 2)
+		}, "Gemm: ldB=1"},
 		{"negative", func() { Gemm64(false, false, -1, 2, 2, 1, nil, 2, nil, 2, 0, nil, 2) }, "Gemm64: negative dimension"},
 	}
 	for _, tc := range cases {

@@ -1,0 +1,137 @@
+package tensor
+
+import "fmt"
+
+// maxStackDims is the rank up to which index bookkeeping lives in fixed
+// arrays on the stack, so the hot paths allocate nothing but their result.
+const maxStackDims = 8
+
+func sameShape(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// broadcastShape returns the NumPy/torch broadcast of a and b, panicking with
+// op's name and both shapes when they are incompatible.
+func broadcastShape(op string, a, b []int) []int {
+	n := max(len(a), len(b))
+	out := make([]int, n)
+	for i := 0; i < n; i++ {
+		da, db := 1, 1
+		if j := len(a) - n + i; j >= 0 {
+			da = a[j]
+		}
+		if j := len(b) - n + i; j >= 0 {
+			db = b[j]
+		}
+		switch {
+		case da == db, db == 1:
+			out[i] = da
+		case da == 1:
+			out[i] = db
+		default:
+			panic(fmt.Sprintf("tensor: %s: shapes %v and %v cannot be broadcast (dim %d: %d vs %d)", op, a, b, i, da, db))
+		}
+	}
+	return out
+}
+
+// broadcastStrides returns t's strides viewed at shape out (which t must
+// broadcast to): size-1 and missing dimensions get stride 0. dst receives the
+// result and must have len(out).
+func broadcastStrides(t *Tensor, out []int, dst []int) {
+	off := len(out) - len(t.shape)
+	for i := range out {
+		j := i - off
+		if j < 0 || t.shape[j] == 1 {
+			dst[i] = 0
+		} else {
+			dst[i] = t.strides[j]
+		}
+	}
+}
+
+// normAxis maps a possibly negative axis into [0, rank), panicking with op.
+func normAxis(op string, axis, rank int, shape []int) int {
+	a := axis
+	if a < 0 {
+		a += rank
+	}
+	if a < 0 || a >= rank {
+		panic(fmt.Sprintf("tensor: %s: axis %d out of range for shape %v", op, axis, shape))
+	}
+	return a
+}
+
+func checkDType(op string, a, b *Tensor) {
+	if a.dtype != b.dtype {
+		panic(fmt.Sprintf("tensor: %s: dtype mismatch %v%v vs %v%v", op, a.dtype, a.shape, b.dtype, b.shape))
+	}
+}
+
+// collapse merges adjacent dimensions that every operand walks contiguously,
+// in place, and returns the new rank. strides[k] is operand k's strides.
+// Collapsing turns a contiguous same-shape op into a single flat loop and a
+// bias add over [N, C] into N rows of C.
+func collapse(shape []int, strides ...[]int) int {
+	// Drop size-1 dimensions first: their strides are irrelevant.
+	r := 0
+	for i := range shape {
+		if shape[i] == 1 {
+			continue
+		}
+		shape[r] = shape[i]
+		for _, s := range strides {
+			s[r] = s[i]
+		}
+		r++
+	}
+	if r == 0 {
+		shape[0] = 1
+		for _, s := range strides {
+			s[0] = 0
+		}
+		return 1
+	}
+	w := 0
+	for i := 1; i < r; i++ {
+		merge := true
+		for _, s := range strides {
+			if s[w] != s[i]*shape[i] {
+				merge = false
+				break
+			}
+		}
+		if merge {
+			shape[w] *= shape[i]
+			for _, s := range strides {
+				s[w] = s[i]
+			}
+			continue
+		}
+		w++
+		shape[w] = shape[i]
+		for _, s := range strides {
+			s[w] = s[i]
+		}
+	}
+	return w + 1
+}
+
+// ints returns a slice of length n backed by buf when it fits, so callers
+// can keep small index vectors on the stack.
+func ints(buf *[maxStackDims]int, n int) []int {
+	if n <= maxStackDims {
+		s := buf[:n]
+		clear(s)
+		return s
+	}
+	return make([]int, n)
+}
