@@ -1,0 +1,116 @@
+package ddp
+
+import (
+	"fmt"
+	"time"
+
+	"goddp/comm"
+)
+
+// Defaults, as in torch.nn.parallel.DistributedDataParallel.
+const (
+	// DefaultBucketCapMB is bucket_cap_mb's default.
+	DefaultBucketCapMB = 25
+	// DefaultFirstBucketCapMB is the cap of the first (earliest-ready) bucket,
+	// torch's dist._DEFAULT_FIRST_BUCKET_BYTES (1 MiB): a small first bucket
+	// starts communication early in backward.
+	DefaultFirstBucketCapMB = 1
+)
+
+// Option configures Wrap.
+type Option func(*config)
+
+type config struct {
+	bucketCapMB      float64
+	firstBucketCapMB float64
+	findUnused       bool
+	broadcastBuffers bool
+	staticGraph      bool
+	gradAsBucketView bool
+	hook             CommHook
+	timeout          time.Duration
+	timeline         *Timeline
+	timelineOn       bool
+	rebuild          bool
+}
+
+func defaultConfig() config {
+	return config{
+		bucketCapMB:      DefaultBucketCapMB,
+		firstBucketCapMB: DefaultFirstBucketCapMB,
+		broadcastBuffers: true,
+		timeout:          comm.DefaultTimeout,
+		rebuild:          true,
+	}
+}
+
+func (c *config) validate() error {
+	if !(c.bucketCapMB > 0) {
+		return fmt.Errorf("%w: BucketCapMB must be > 0, got %v", ErrInvalidOption, c.bucketCapMB)
+	}
+	if !(c.firstBucketCapMB > 0) {
+		return fmt.Errorf("%w: FirstBucketCapMB must be > 0, got %v", ErrInvalidOption, c.firstBucketCapMB)
+	}
+	if c.timeout <= 0 {
+		return fmt.Errorf("%w: Timeout must be > 0, got %v", ErrInvalidOption, c.timeout)
+	}
+	return nil
+}
+
+func mbToBytes(mb float64) int { return int(mb * (1 << 20)) }
+
+// BucketCapMB sets the size cap of every bucket after the first, in MiB
+// (torch's bucket_cap_mb, default 25). A bucket closes as soon as it reaches
+// the cap, so one large parameter may exceed it alone.
+func BucketCapMB(mb float64) Option { return func(c *config) { c.bucketCapMB = mb } }
+
+// FirstBucketCapMB sets the cap of the first bucket in MiB (default 1).
+func FirstBucketCapMB(mb float64) Option { return func(c *config) { c.firstBucketCapMB = mb } }
+
+// FindUnusedParameters allows parameters that receive no gradient in an
+// iteration (torch's find_unused_parameters). Forward then walks the graph
+// from the output to find parameters that cannot receive a gradient and marks
+// them ready at the first gradient hook; parameters still missing when
+// backward ends are marked ready at finalize. A parameter unused on every rank
+// keeps its Grad untouched (nil stays nil). Costs a graph walk per Forward and
+// one small extra all-reduce per iteration.
+func FindUnusedParameters(on bool) Option { return func(c *config) { c.findUnused = on } }
+
+// BroadcastBuffers broadcasts rank 0's buffers (e.g. BatchNorm running
+// statistics) before each Forward (default true).
+func BroadcastBuffers(on bool) Option { return func(c *config) { c.broadcastBuffers = on } }
+
+// StaticGraph declares that the set of used parameters and the order in which
+// their gradients become ready do not change across iterations (torch's
+// static_graph). Parameters unused in the first iteration are remembered and
+// marked ready at the first hook of later iterations, with no graph walk and
+// no extra all-reduce; buckets are rebuilt from the first iteration's order
+// even when FindUnusedParameters is set.
+func StaticGraph(on bool) Option { return func(c *config) { c.staticGraph = on } }
+
+// GradientAsBucketView makes each parameter's Grad a view into its bucket's
+// flat buffer (torch's gradient_as_bucket_view): autograd accumulates straight
+// into bucket memory, saving the copy into the bucket and the copy back.
+// Grad tensors then alias DDP's memory; zero them in place (Variable.ZeroGrad)
+// rather than replacing them.
+func GradientAsBucketView(on bool) Option { return func(c *config) { c.gradAsBucketView = on } }
+
+// WithCommHook replaces the default all-reduce of each bucket (torch's
+// register_comm_hook); see FP16CompressHook and BF16CompressHook.
+func WithCommHook(h CommHook) Option { return func(c *config) { c.hook = h } }
+
+// Timeout bounds every wait of the reducer for its collectives (default
+// comm.DefaultTimeout). The process group's own timeout usually fires first.
+func Timeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
+
+// WithTimeline records forward, backward and each bucket's all-reduce into tl
+// (a Chrome trace). A nil tl makes Wrap create one for this rank; get it with
+// DDP.Timeline.
+func WithTimeline(tl *Timeline) Option {
+	return func(c *config) { c.timeline, c.timelineOn = tl, true }
+}
+
+// rebuildBuckets switches the post-first-iteration bucket rebuild (torch does
+// it whenever StaticGraph is set or FindUnusedParameters is not); tests use it
+// to pin the initial layout.
+func rebuildBuckets(on bool) Option { return func(c *config) { c.rebuild = on } }

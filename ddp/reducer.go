@@ -1,0 +1,548 @@
+package ddp
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"goddp/autograd"
+	"goddp/comm"
+	"goddp/tensor"
+)
+
+// reducer is the gradient synchronisation state machine (torch's
+// Reducer). It is driven by three events:
+//
+//	prepare(out)      end of a synchronised Forward: arm the hooks
+//	gradReady(i)      autograd hook: parameter i's gradient is final
+//	finalize()        queued on the backward pass at the first hook
+//
+// and does no I/O except through the injected ProcessGroup. See doc.go.
+type reducer struct {
+	mu  sync.Mutex
+	pg  comm.ProcessGroup
+	cfg *config
+
+	params  []param
+	buckets []*bucket
+	loc     []paramLoc
+	views   []*tensor.Tensor // gradient_as_bucket_view: Grad views per parameter
+
+	// Per-iteration state.
+	expectHooks bool
+	pass        *autograd.Pass
+	ready       []bool
+	nextBucket  int
+	div         float64 // gradients are multiplied by 1/div while copied in
+	hookErr     error
+	markAtFirst []int // parameters to mark ready (unused) at the first hook
+	firstHook   time.Time
+	prepared    time.Time // end of Forward
+	shadowing   bool
+
+	// find_unused_parameters accounting.
+	locallyUsed []bool    // a hook fired since the last synchronised backward
+	usedMap     []float32 // all-reduced: number of ranks that used each parameter
+	usedWork    comm.Work
+	usedLaunch  bool
+
+	// Bucket rebuild from the observed order (torch's rebuild_buckets).
+	recordOrder    bool
+	order          []int
+	rebuildPending bool
+	rebuilt        bool
+
+	// static_graph: parameters unused in the first iteration.
+	staticKnown  bool
+	staticUnused []bool
+	staticGlobal []bool // unused on every rank in the first iteration
+
+	iterations int64
+	stats      *statsRecorder
+	timeline   *Timeline
+	remove     []func()
+}
+
+func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsRecorder, tl *Timeline) *reducer {
+	r := &reducer{pg: pg, cfg: cfg, params: params, div: float64(pg.Size()), stats: st, timeline: tl}
+	r.ready = make([]bool, len(params))
+	r.locallyUsed = make([]bool, len(params))
+	r.usedMap = make([]float32, len(params))
+	r.staticUnused = make([]bool, len(params))
+	r.staticGlobal = make([]bool, len(params))
+	r.build(assignBuckets(reverseOrder(len(params)), params, mbToBytes(cfg.firstBucketCapMB), mbToBytes(cfg.bucketCapMB)))
+	for i := range params {
+		i := i
+		r.remove = append(r.remove, params[i].v.RegisterGradReadyHook(func(_ *autograd.Variable, pass *autograd.Pass) {
+			r.gradReady(i, pass)
+		}))
+	}
+	return r
+}
+
+// build installs a bucket assignment. With gradient_as_bucket_view, existing
+// gradients move into the new bucket memory and Grad becomes the view.
+func (r *reducer) build(assign [][]int) {
+	r.buckets, r.loc = newBuckets(assign, r.params)
+	for _, b := range r.buckets {
+		b.grad.owner = b
+	}
+	if !r.cfg.gradAsBucketView {
+		return
+	}
+	r.views = make([]*tensor.Tensor, len(r.params))
+	for i, p := range r.params {
+		l := r.loc[i]
+		r.views[i] = r.buckets[l.bucket].view(l.slot, p.shape)
+		if p.v.Grad != nil {
+			r.buckets[l.bucket].copyIn(l.slot, p.v.Grad, 1)
+			p.v.Grad = r.views[i]
+		}
+	}
+}
+
+func (r *reducer) close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, f := range r.remove {
+		f()
+	}
+	r.remove = nil
+	r.expectHooks = false
+}
+
+func (r *reducer) hook() CommHook { return r.cfg.hook }
+
+// usesUsedMap reports whether this iteration all-reduces the used-parameter
+// map: always with dynamic find_unused_parameters, and in the first
+// iteration of a static graph.
+func (r *reducer) usesUsedMap() bool {
+	if r.cfg.staticGraph {
+		return !r.staticKnown
+	}
+	return r.cfg.findUnused
+}
+
+// tolerant reports whether parameters without gradient are allowed this iteration.
+func (r *reducer) tolerant() bool { return r.cfg.findUnused || r.cfg.staticGraph }
+
+// copyBackEarly: the watcher goroutine writes results into Grad as soon as
+// a bucket's reduction completes (no unused parameters are possible, so every
+// Grad exists and is final).
+func (r *reducer) copyBackEarly() bool {
+	return !r.cfg.gradAsBucketView && !r.tolerant()
+}
+
+// resetIteration clears the per-iteration accounting.
+func (r *reducer) resetIteration() {
+	clear(r.ready)
+	for _, b := range r.buckets {
+		b.pending = len(b.params)
+		b.launched = false
+		b.shadow = false
+		b.err = nil
+		b.done = nil
+	}
+	r.nextBucket = 0
+	r.pass = nil
+	r.hookErr = nil
+	r.markAtFirst = r.markAtFirst[:0]
+	r.usedWork = nil
+	r.usedLaunch = false
+}
+
+// prepare arms the hooks after a synchronised Forward (torch's
+// prepare_for_backward). out is the forward output, walked to find unused
+// parameters when FindUnusedParameters is set; div is the gradient divisor.
+func (r *reducer) prepare(out *autograd.Variable, div float64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resetIteration()
+	r.expectHooks = true
+	r.div = div
+	r.prepared = time.Now()
+	r.firstHook = time.Time{}
+	r.recordOrder = r.cfg.rebuild && !r.rebuilt && !r.rebuildPending && (r.cfg.staticGraph || !r.cfg.findUnused)
+	r.order = r.order[:0]
+	switch {
+	case r.cfg.staticGraph && r.staticKnown:
+		for i, u := range r.staticUnused {
+			if u {
+				r.markAtFirst = append(r.markAtFirst, i)
+			}
+		}
+	case r.cfg.findUnused && !r.cfg.staticGraph && out != nil:
+		reach := reachableLeaves(out)
+		for i, p := range r.params {
+			if !reach[p.v] {
+				r.markAtFirst = append(r.markAtFirst, i)
+			}
+		}
+	}
+}
+
+// gradReady is the autograd hook (torch's autograd_hook + mark_variable_ready).
+func (r *reducer) gradReady(i int, pass *autograd.Pass) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.locallyUsed[i] = true
+	if !r.expectHooks {
+		return // NoSync, or a backward not preceded by a synchronised Forward
+	}
+	if r.pass != pass {
+		r.pass = pass
+		r.firstHook = time.Now()
+		pass.QueueCallback(r.finalize)
+		for _, u := range r.markAtFirst {
+			r.markReady(u)
+		}
+	}
+	if r.ready[i] {
+		l := r.loc[i]
+		b := r.buckets[l.bucket]
+		if !b.launched {
+			// Marked unused by the graph walk, yet reached: its bucket has
+			// not left yet, so take the real gradient.
+			r.fillSlot(i)
+			return
+		}
+		if r.hookErr == nil {
+			r.hookErr = fmt.Errorf("%w: parameter %q received its gradient after bucket %d was already being reduced; "+
+				"it was marked unused because it is not reachable from Forward's output (FindUnusedParameters walks that graph) "+
+				"or because StaticGraph saw it unused in the first iteration. Compute the loss only from Forward's output, "+
+				"or do not set StaticGraph when the set of used parameters changes",
+				ErrReduction, r.params[i].name, l.bucket)
+		}
+		return
+	}
+	r.markReady(i)
+}
+
+// markReady moves parameter i's gradient into its bucket and launches every
+// bucket that is ready, strictly in index order.
+func (r *reducer) markReady(i int) {
+	r.ready[i] = true
+	if r.recordOrder {
+		r.order = append(r.order, i)
+	}
+	r.fillSlot(i)
+	b := r.buckets[r.loc[i].bucket]
+	b.pending--
+	if b.pending == 0 {
+		r.launchReady()
+	}
+}
+
+// fillSlot writes Grad/div into the bucket; a missing Grad contributes zeros.
+func (r *reducer) fillSlot(i int) {
+	p := r.params[i]
+	l := r.loc[i]
+	b := r.buckets[l.bucket]
+	s := 1 / r.div
+	g := p.v.Grad
+	switch {
+	case g == nil:
+		b.zeroSlot(l.slot)
+	case r.views != nil && g == r.views[i]:
+		b.scaleSlot(l.slot, s)
+	default:
+		b.copyIn(l.slot, g, s)
+		if r.views != nil {
+			p.v.Grad = r.views[i]
+		}
+	}
+}
+
+// launchReady launches ready buckets in index order (next_bucket): a bucket
+// that is ready early waits for its predecessors, so every rank issues the
+// same sequence of collectives whatever order its gradients arrive in.
+func (r *reducer) launchReady() {
+	for r.nextBucket < len(r.buckets) && r.buckets[r.nextBucket].pending == 0 {
+		r.launch(r.buckets[r.nextBucket], false)
+		r.nextBucket++
+	}
+	if r.nextBucket == len(r.buckets) && r.usesUsedMap() && !r.usedLaunch {
+		for i, u := range r.locallyUsed {
+			r.usedMap[i] = 0
+			if u && !r.shadowing {
+				r.usedMap[i] = 1
+			}
+		}
+		r.usedLaunch = true
+		r.usedWork = r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum)
+	}
+}
+
+func (r *reducer) launch(b *bucket, shadow bool) {
+	b.launched = true
+	b.shadow = shadow
+	b.launchAt = time.Now()
+	b.done = make(chan struct{})
+	var w comm.Work
+	if h := r.hook(); h != nil {
+		w = h.Reduce(r.pg, &b.grad)
+	} else {
+		w = r.pg.AllReduce(b.buffer(), comm.Sum)
+	}
+	early := r.copyBackEarly() && !shadow
+	go r.watch(b, w, early)
+}
+
+// watch waits for one bucket's Work off the backward goroutine, so the
+// completion time is known precisely (for the overlap statistics) and, when
+// possible, the result is copied back into Grad while backward continues.
+func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
+	err := w.Wait(ctx)
+	cancel()
+	if err != nil {
+		err = fmt.Errorf("ddp: all-reduce of bucket %d (%d bytes, %d parameters) failed: %w", b.index, b.nbytes(), len(b.params), err)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%w: %w", ErrTimeout, err)
+		}
+	}
+	if err == nil && copyBack {
+		for slot, i := range b.params {
+			if g := r.params[i].v.Grad; g != nil {
+				b.copyOut(slot, g)
+			}
+		}
+	}
+	b.doneAt = time.Now()
+	b.err = err
+	if r.timeline != nil && !b.shadow {
+		r.timeline.record(fmt.Sprintf("allreduce bucket %d", b.index), "comm", tidComm, b.launchAt, b.doneAt.Sub(b.launchAt),
+			map[string]any{"bytes": b.nbytes(), "params": len(b.params)})
+	}
+	close(b.done)
+}
+
+// waitLaunched blocks until every launched bucket's watcher finished and
+// returns the first error. The watchers are bounded by the timeout; the timer
+// here is only a backstop against a Work that ignores its context.
+func (r *reducer) waitLaunched() error {
+	var first error
+	backstop := time.NewTimer(r.cfg.timeout + 5*time.Second)
+	defer backstop.Stop()
+	for _, b := range r.buckets {
+		if !b.launched {
+			continue
+		}
+		select {
+		case <-b.done:
+			if b.err != nil && first == nil {
+				first = b.err
+			}
+		case <-backstop.C:
+			if first == nil {
+				first = fmt.Errorf("%w: bucket %d's all-reduce did not finish within %v", ErrTimeout, b.index, r.cfg.timeout)
+			}
+			return first
+		}
+	}
+	if r.usedWork != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
+		err := r.usedWork.Wait(ctx)
+		cancel()
+		if err != nil && first == nil {
+			first = fmt.Errorf("ddp: all-reduce of the used-parameter map failed: %w", err)
+		}
+	}
+	return first
+}
+
+// finalize ends a synchronised backward (torch's finalize_backward): it
+// marks parameters that got no gradient, waits for every bucket and writes
+// the averaged gradients back.
+func (r *reducer) finalize() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	bwdEnd := time.Now()
+	defer func() {
+		r.expectHooks = false
+		r.pass = nil
+		clear(r.locallyUsed)
+	}()
+
+	var missing []int
+	for i, ok := range r.ready {
+		if !ok {
+			missing = append(missing, i)
+		}
+	}
+	firstStatic := r.cfg.staticGraph && !r.staticKnown
+	if len(missing) > 0 && !r.tolerant() {
+		err := r.unusedError(missing)
+		_ = r.waitLaunched() // leave no collective touching our memory
+		return err
+	}
+	for _, i := range missing {
+		r.markReady(i)
+		if firstStatic {
+			r.staticUnused[i] = true
+		}
+	}
+	waitStart := time.Now()
+	err := r.waitLaunched()
+	waitEnd := time.Now()
+	if err == nil {
+		err = r.hookErr
+	}
+	if err != nil {
+		return err
+	}
+
+	// Write back what the watchers did not.
+	if !r.copyBackEarly() {
+		var globalUnused []bool
+		if r.usedWork != nil {
+			globalUnused = make([]bool, len(r.params))
+			for i, n := range r.usedMap {
+				globalUnused[i] = n == 0
+			}
+			if firstStatic {
+				copy(r.staticGlobal, globalUnused)
+			}
+		} else if r.cfg.staticGraph {
+			globalUnused = r.staticGlobal
+		}
+		for i, p := range r.params {
+			if globalUnused != nil && globalUnused[i] {
+				continue // unused on every rank: leave Grad untouched, as torch does
+			}
+			l := r.loc[i]
+			b := r.buckets[l.bucket]
+			if r.views != nil {
+				p.v.Grad = r.views[i]
+				continue
+			}
+			if p.v.Grad == nil {
+				p.v.Grad = tensor.New(p.dtype, p.shape...)
+			}
+			b.copyOut(l.slot, p.v.Grad)
+		}
+	}
+	if firstStatic {
+		r.staticKnown = true
+	}
+	if r.recordOrder {
+		r.recordOrder = false
+		r.rebuildPending = true
+	}
+	r.iterations++
+	r.recordStats(bwdEnd, waitStart, waitEnd)
+	return nil
+}
+
+func (r *reducer) recordStats(bwdEnd, waitStart, waitEnd time.Time) {
+	spans := make([][2]time.Time, 0, len(r.buckets))
+	per := make([]time.Duration, len(r.buckets))
+	for i, b := range r.buckets {
+		spans = append(spans, [2]time.Time{b.launchAt, b.doneAt})
+		per[i] = b.doneAt.Sub(b.launchAt)
+	}
+	it := IterStats{
+		Backward:   bwdEnd.Sub(r.prepared),
+		CommWait:   waitEnd.Sub(waitStart),
+		Comm:       unionLength(spans),
+		BucketComm: per,
+	}
+	if r.stats != nil {
+		r.stats.endIteration(it)
+	}
+	if r.timeline != nil {
+		r.timeline.record("backward", "compute", tidCompute, r.prepared, bwdEnd.Sub(r.prepared), nil)
+		if d := waitEnd.Sub(waitStart); d > 0 {
+			r.timeline.record("finalize wait", "comm", tidCompute, waitStart, d, nil)
+		}
+	}
+}
+
+// unusedError is the long, actionable error torch gives when a parameter
+// got no gradient without find_unused_parameters.
+func (r *reducer) unusedError(missing []int) error {
+	names := make([]string, 0, len(missing))
+	idx := make([]string, 0, len(missing))
+	for _, i := range missing {
+		names = append(names, r.params[i].name)
+		idx = append(idx, fmt.Sprint(i))
+	}
+	return fmt.Errorf("%w: on rank %d, %d of %d parameters received no gradient in this backward pass: %s (parameter indices %s). "+
+		"This usually means the module has parameters that were not used in producing the loss. "+
+		"Pass ddp.FindUnusedParameters(true) to ddp.Wrap to allow this, and make sure that every output of Forward takes part in computing the loss. "+
+		"If the same parameters are unused in every iteration, ddp.StaticGraph(true) is cheaper; a parameter that is never trained can be excluded with SetRequiresGrad(false) before Wrap",
+		ErrUnusedParameters, r.pg.Rank(), len(missing), len(r.params), strings.Join(names, ", "), strings.Join(idx, " "))
+}
+
+// shadowBackward issues the collectives of one synchronised backward with
+// zero gradients, for a rank that has joined (ran out of inputs) while others
+// still train (torch's _match_all_reduce_for_bwd_pass).
+func (r *reducer) shadowBackward() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.resetIteration()
+	r.shadowing = true
+	defer func() { r.shadowing = false }()
+	for _, b := range r.buckets {
+		b.zero()
+		b.pending = 0
+	}
+	r.launchReady() // all buckets, in order, plus the used map when due
+	err := r.waitLaunched()
+	if r.cfg.staticGraph {
+		r.staticKnown = true
+	}
+	if r.cfg.rebuild && !r.rebuilt && (r.cfg.staticGraph || !r.cfg.findUnused) {
+		r.rebuildPending = true
+	}
+	clear(r.locallyUsed)
+	return err
+}
+
+// maybeRebuild rebuilds the buckets from the order observed in the first
+// synchronised iteration, as chosen by root (torch's rebuild_buckets +
+// sync_bucket_indices). It is a collective when a rebuild is pending, which
+// happens at the same Forward on every rank.
+func (r *reducer) maybeRebuild(root int) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.rebuildPending {
+		return nil
+	}
+	r.rebuildPending = false
+	r.rebuilt = true
+	order := completeOrder(r.order, len(r.params))
+	wire := make([]int64, len(order))
+	for i, v := range order {
+		wire[i] = int64(v)
+	}
+	if r.pg.Size() > 1 {
+		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
+		err := r.pg.Broadcast(comm.Int64s(wire), root).Wait(ctx)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("ddp: broadcasting the bucket order from rank %d for the rebuild: %w", root, err)
+		}
+	}
+	got := make([]int, len(wire))
+	for i, v := range wire {
+		got[i] = int(v)
+	}
+	got = completeOrder(got, len(r.params))
+	assign := assignBuckets(got, r.params, mbToBytes(r.cfg.firstBucketCapMB), mbToBytes(r.cfg.bucketCapMB))
+	if sameAssignment(assign, r.assignment()) {
+		return nil
+	}
+	r.build(assign)
+	return nil
+}
+
+func (r *reducer) assignment() [][]int {
+	a := make([][]int, len(r.buckets))
+	for i, b := range r.buckets {
+		a[i] = b.params
+	}
+	return a
+}
