@@ -1,0 +1,128 @@
+// Command worker is the test worker of package launch and cmd/ddprun: each
+// -mode exercises one launcher behaviour. It prints "WORKER {json}" lines
+// that the tests parse. It never prints the job token, only a hash of it.
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"goddp/launch"
+)
+
+func main() {
+	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic")
+	failRank := flag.Int("fail-rank", 0, "rank that fails (fail, restart)")
+	code := flag.Int("code", 3, "exit code of the failing rank")
+	delay := flag.Duration("delay", 300*time.Millisecond, "wait before failing")
+	until := flag.Int("until", 1, "restart: fail while TORCHELASTIC_RESTART_COUNT < until")
+	ignoreTerm := flag.Bool("ignore-term", false, "sleep: ignore SIGTERM (needs SIGKILL)")
+	flag.Parse()
+	defer launch.RecordPanic()
+
+	rank, _ := strconv.Atoi(os.Getenv("RANK"))
+	report(map[string]any{"event": "start"})
+	switch *mode {
+	case "env":
+		return
+	case "fail":
+		if rank == *failRank {
+			time.Sleep(*delay)
+			fmt.Fprintf(os.Stderr, "worker: rank %d: boom, exiting with %d\n", rank, *code)
+			os.Exit(*code)
+		}
+		sleep(*ignoreTerm)
+	case "sleep":
+		sleep(*ignoreTerm)
+	case "restart":
+		rc, _ := strconv.Atoi(os.Getenv("TORCHELASTIC_RESTART_COUNT"))
+		if rc < *until && rank == *failRank {
+			time.Sleep(*delay)
+			fmt.Fprintf(os.Stderr, "worker: rank %d fails in attempt %d\n", rank, rc)
+			os.Exit(*code)
+		}
+		if rc < *until {
+			sleep(false)
+		}
+	case "child":
+		c := exec.Command("sleep", "1000")
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		report(map[string]any{"event": "child", "child_pid": c.Process.Pid})
+		if rank == *failRank {
+			time.Sleep(*delay)
+			os.Exit(*code)
+		}
+		sleep(false)
+	case "recorderr":
+		if rank == *failRank {
+			time.Sleep(*delay)
+			_ = launch.RecordError(errors.New("loss is NaN at step 7 (recorded)"))
+			fmt.Fprintln(os.Stderr, "worker: giving up")
+			os.Exit(1)
+		}
+		sleep(false)
+	case "panic":
+		if rank == *failRank {
+			time.Sleep(*delay)
+			panic("worker panics on purpose")
+		}
+		sleep(false)
+	default:
+		fmt.Fprintf(os.Stderr, "worker: unknown mode %q\n", *mode)
+		os.Exit(2)
+	}
+}
+
+func report(extra map[string]any) {
+	m := map[string]any{"pid": os.Getpid()}
+	for _, k := range []string{"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+		"GROUP_WORLD_SIZE", "ROLE_RANK", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+		"TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "GODDP_NUM_THREADS", "GODDP_STORE_HOSTED",
+		"GODDP_ERROR_FILE", "OMP_NUM_THREADS"} {
+		m[k] = os.Getenv(k)
+	}
+	if t := os.Getenv("GODDP_TOKEN"); t != "" {
+		h := sha256.Sum256([]byte(t))
+		m["token_hash"] = hex.EncodeToString(h[:8])
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	fmt.Printf("WORKER %s\n", b)
+}
+
+// sleep waits for a signal; SIGTERM ends it (exit 143) unless ignored.
+func sleep(ignoreTerm bool) {
+	ch := make(chan os.Signal, 1)
+	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	deadline := time.After(10 * time.Minute)
+	for {
+		select {
+		case s := <-ch:
+			report(map[string]any{"event": "signal", "signal": s.String()})
+			if s == syscall.SIGTERM && ignoreTerm {
+				continue
+			}
+			if s == syscall.SIGINT {
+				os.Exit(130)
+			}
+			os.Exit(143)
+		case <-deadline:
+			os.Exit(0)
+		}
+	}
+}
