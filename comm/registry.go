@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"fmt"
+	"os"
 	"sort"
 	"sync"
 	"time"
@@ -20,6 +21,54 @@ type Options struct {
 	LocalSize int
 	// Addr is the address this rank's peer listener binds to ("" = pick from the store connection).
 	Addr string
+	// Logf receives diagnostics: stall reports, refused connections, aborts.
+	// nil means stderr on rank 0 and silence elsewhere. It never sees the token.
+	Logf func(format string, args ...any)
+	// StallThreshold is how long a collective may wait before the stall
+	// inspector reports which ranks have not arrived: 0 means
+	// DefaultStallThreshold, negative disables the inspector.
+	StallThreshold time.Duration
+	// DebugCollectives makes every collective first check that all ranks
+	// issued the same op, dtype and size, and fail clearly if not.
+	DebugCollectives bool
+}
+
+// DefaultStallThreshold is when the stall inspector first reports.
+const DefaultStallThreshold = 60 * time.Second
+
+// timeout returns the per-op timeout with the default applied.
+func (o *Options) timeout() time.Duration {
+	if o.Timeout > 0 {
+		return o.Timeout
+	}
+	return DefaultTimeout
+}
+
+// logf returns the effective logger: Logf, or stderr on rank 0.
+func (o *Options) logf() func(format string, args ...any) {
+	if o.Logf != nil {
+		return o.Logf
+	}
+	if o.Rank != 0 {
+		return func(string, ...any) {}
+	}
+	return stderrLogf
+}
+
+// stderrLogf writes one line to stderr.
+func stderrLogf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, format+"\n", args...)
+}
+
+// stallThreshold returns the inspector threshold, or 0 when disabled.
+func (o *Options) stallThreshold() time.Duration {
+	switch {
+	case o.StallThreshold < 0:
+		return 0
+	case o.StallThreshold == 0:
+		return DefaultStallThreshold
+	}
+	return o.StallThreshold
 }
 
 // Factory creates a backend's process group. It must honour ctx for the
