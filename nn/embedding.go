@@ -1,0 +1,76 @@
+//go:build nnwip
+
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"goddp/autograd"
+	"goddp/tensor"
+)
+
+// Embedding maps integer indices to rows of Weight [num, dim] (torch's
+// nn.Embedding). Its gradient is dense: every row is part of Weight.Grad.
+type Embedding struct {
+	mode
+	Weight *autograd.Variable
+}
+
+// NewEmbedding returns a float32 Embedding(num, dim) initialised from N(0, 1)
+// drawn from rng, as torch does.
+func NewEmbedding(rng *tensor.RNG, num, dim int) *Embedding {
+	if num <= 0 || dim <= 0 {
+		panic(fmt.Sprintf("nn: Embedding(%d, %d): sizes must be positive", num, dim))
+	}
+	return &Embedding{Weight: autograd.Param(tensor.Randn(rng, tensor.Float32, num, dim))}
+}
+
+// NamedParameters implements Module: "weight".
+func (e *Embedding) NamedParameters() []NamedParameter {
+	return []NamedParameter{{Name: "weight", Param: e.Weight}}
+}
+
+// NamedBuffers implements Module (none).
+func (e *Embedding) NamedBuffers() []NamedBuffer { return nil }
+
+// Lookup returns the rows of Weight at idx, shaped [shape..., dim]; with no
+// shape the result is [len(idx), dim]. An index out of range panics.
+func (e *Embedding) Lookup(idx []int, shape ...int) *autograd.Variable {
+	num, dim := e.Weight.Value.Size(0), e.Weight.Value.Size(1)
+	for i, v := range idx {
+		if v < 0 || v >= num {
+			panic(fmt.Sprintf("nn: Embedding: index %d at position %d out of range for %d rows", v, i, num))
+		}
+	}
+	rows := autograd.IndexSelect(e.Weight, 0, idx)
+	if len(shape) == 0 {
+		return rows
+	}
+	return autograd.Reshape(rows, append(append([]int(nil), shape...), dim)...)
+}
+
+// Forward implements Layer for index tensors stored as floats (the only
+// element types goddp tensors have): x of shape [...] gives [..., dim]. Each
+// value must be a whole number.
+func (e *Embedding) Forward(x *autograd.Variable) *autograd.Variable {
+	v := x.Value.Contiguous()
+	idx := make([]int, v.Numel())
+	if v.DType() == tensor.Float64 {
+		for i, f := range v.F64() {
+			idx[i] = wholeIndex(f)
+		}
+	} else {
+		for i, f := range v.F32() {
+			idx[i] = wholeIndex(float64(f))
+		}
+	}
+	return e.Lookup(idx, v.Shape()...)
+}
+
+func wholeIndex(f float64) int {
+	if f != math.Trunc(f) {
+		panic(fmt.Sprintf("nn: Embedding: index %v is not a whole number", f))
+	}
+	return int(f)
+}

@@ -1,0 +1,75 @@
+package nn_test
+
+import (
+	"fmt"
+
+	"goddp/autograd"
+	"goddp/nn"
+	"goddp/optim"
+	"goddp/tensor"
+)
+
+// Build a small classifier, train it for a few steps and save its state.
+func Example() {
+	rng := tensor.NewRNG(0)
+	model := nn.NewSequential(
+		nn.NewLinear(rng, 4, 16), nn.NewReLU(),
+		nn.NewLinear(rng, 16, 3))
+	opt, err := optim.NewSGD(nn.Parameters(model), optim.SGDConfig{LR: 0.1, Momentum: 0.9})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	x := autograd.Const(tensor.Randn(rng, tensor.Float32, 8, 4))
+	y := []int{0, 1, 2, 0, 1, 2, 0, 1}
+	var lossFn nn.CrossEntropyLoss
+	var first, last float64
+	for step := 0; step < 20; step++ {
+		opt.ZeroGrad()
+		loss := lossFn.Forward(model.Forward(x), y)
+		if err := loss.Backward(); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if err := opt.Step(); err != nil {
+			fmt.Println(err)
+			return
+		}
+		if step == 0 {
+			first = loss.Value.Item()
+		}
+		last = loss.Value.Item()
+	}
+	fmt.Println("loss went down:", last < first/2)
+
+	sd := nn.StateDict(model)
+	for _, k := range sd.Keys() {
+		t, _ := sd.Get(k)
+		fmt.Println(k, t.Shape())
+	}
+
+	// Evaluate without recording gradients.
+	nn.Eval(model)
+	nn.NoGrad(model, func() {
+		fmt.Println("records graph:", model.Forward(x).RequiresGrad())
+	})
+	// Output:
+	// loss went down: true
+	// 0.weight [16 4]
+	// 0.bias [16]
+	// 2.weight [3 16]
+	// 2.bias [3]
+	// records graph: false
+}
+
+// LoadStateDict names every key that does not fit.
+func ExampleLoadStateDict() {
+	rng := tensor.NewRNG(0)
+	src := nn.NewSequential(nn.NewLinear(rng, 4, 8), nn.NewReLU(), nn.NewLinear(rng, 8, 2))
+	dst := nn.NewSequential(nn.NewLinear(rng, 4, 8), nn.NewReLU(), nn.NewLinear(rng, 8, 3))
+	err := nn.LoadStateDict(dst, nn.StateDict(src))
+	fmt.Println(err)
+	// Output:
+	// nn: state dict does not match the module: mis-shaped keys ["2.weight: state dict [2 8], module [3 8]" "2.bias: state dict [2], module [3]"]
+}

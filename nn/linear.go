@@ -1,0 +1,76 @@
+package nn
+
+import (
+	"fmt"
+	"math"
+
+	"goddp/autograd"
+	"goddp/tensor"
+)
+
+// Linear applies y = x Wᵀ + b to the last dimension of x (torch's nn.Linear).
+// Weight is [out, in], Bias is [out] or nil.
+type Linear struct {
+	mode
+	Weight *autograd.Variable
+	Bias   *autograd.Variable
+}
+
+// NewLinear returns a float32 Linear(in, out) with bias, initialised as torch
+// does: weight from kaiming_uniform(a=√5), which is U(-1/√in, 1/√in), then
+// bias from U(-1/√in, 1/√in), both drawn from rng in that order.
+func NewLinear(rng *tensor.RNG, in, out int) *Linear { return newLinear(rng, in, out, true) }
+
+// NewLinearNoBias is NewLinear with bias=False.
+func NewLinearNoBias(rng *tensor.RNG, in, out int) *Linear { return newLinear(rng, in, out, false) }
+
+func newLinear(rng *tensor.RNG, in, out int, bias bool) *Linear {
+	if in <= 0 || out <= 0 {
+		panic(fmt.Sprintf("nn: Linear(%d, %d): sizes must be positive", in, out))
+	}
+	bound := 1 / math.Sqrt(float64(in))
+	l := &Linear{Weight: autograd.Param(rng.Uniform(tensor.Float32, -bound, bound, out, in))}
+	if bias {
+		l.Bias = autograd.Param(rng.Uniform(tensor.Float32, -bound, bound, out))
+	}
+	return l
+}
+
+// NewLinearFrom wraps existing tensors (weight [out, in], bias [out] or nil)
+// as a Linear's parameters, for fixed weights or float64 models.
+func NewLinearFrom(weight, bias *tensor.Tensor) *Linear {
+	if weight.Dim() != 2 {
+		panic(fmt.Sprintf("nn: Linear weight must be [out, in], got %v", weight.Shape()))
+	}
+	l := &Linear{Weight: autograd.Param(weight)}
+	if bias != nil {
+		if bias.Dim() != 1 || bias.Size(0) != weight.Size(0) {
+			panic(fmt.Sprintf("nn: Linear bias shape %v does not match weight %v", bias.Shape(), weight.Shape()))
+		}
+		l.Bias = autograd.Param(bias)
+	}
+	return l
+}
+
+// InFeatures returns the input width.
+func (l *Linear) InFeatures() int { return l.Weight.Value.Size(1) }
+
+// OutFeatures returns the output width.
+func (l *Linear) OutFeatures() int { return l.Weight.Value.Size(0) }
+
+// NamedParameters implements Module: "weight", then "bias".
+func (l *Linear) NamedParameters() []NamedParameter {
+	ps := []NamedParameter{{Name: "weight", Param: l.Weight}}
+	if l.Bias != nil {
+		ps = append(ps, NamedParameter{Name: "bias", Param: l.Bias})
+	}
+	return ps
+}
+
+// NamedBuffers implements Module (none).
+func (l *Linear) NamedBuffers() []NamedBuffer { return nil }
+
+// Forward implements Layer.
+func (l *Linear) Forward(x *autograd.Variable) *autograd.Variable {
+	return autograd.Linear(x, l.Weight, l.Bias)
+}
