@@ -29,7 +29,7 @@ func BCEWithLogits(logits, target *Variable, reduction Reduction) *Variable {
 	} else {
 		bceFwd(y.F32(), x.F32(), t.F32(), reduction)
 	}
-	return FromOp(y, &bceOp{x: logits, t: target, xc: x, tc: t, reduction: reduction})
+	return FromOp(y, &bceOp{inputs: inputs{logits, target}, x: logits, t: target, xc: x, tc: t, reduction: reduction})
 }
 
 func bceFwd[T float](y, x, t []T, r Reduction) {
@@ -53,14 +53,14 @@ func bceFwd[T float](y, x, t []T, r Reduction) {
 }
 
 type bceOp struct {
+	inputs
 	x, t      *Variable
 	xc, tc    *tensor.Tensor
 	reduction Reduction
 }
 
-func (o *bceOp) Name() string        { return "BCEWithLogits" }
-func (o *bceOp) Inputs() []*Variable { return []*Variable{o.x, o.t} }
-func (o *bceOp) freshGrads()         {}
+func (o *bceOp) Name() string { return "BCEWithLogits" }
+func (o *bceOp) freshGrads()  {}
 
 func (o *bceOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()

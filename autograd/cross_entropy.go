@@ -39,7 +39,7 @@ func CrossEntropy(logits *Variable, target []int, reduction Reduction) *Variable
 	} else {
 		crossEntropyFwd(y.F32(), p.F32(), x.F32(), target, n, c, reduction)
 	}
-	return FromOp(y, &crossEntropyOp{x: logits, p: p, target: target, reduction: reduction})
+	return FromOp(y, &crossEntropyOp{inputs: inputs{logits}, p: p, target: target, reduction: reduction})
 }
 
 func crossEntropyFwd[T float](y, p, x []T, target []int, n, c int, r Reduction) {
@@ -75,15 +75,14 @@ func crossEntropyFwd[T float](y, p, x []T, target []int, n, c int, r Reduction) 
 }
 
 type crossEntropyOp struct {
-	x         *Variable
+	inputs
 	p         *tensor.Tensor // softmax of the logits
 	target    []int
 	reduction Reduction
 }
 
-func (o *crossEntropyOp) Name() string        { return "CrossEntropy" }
-func (o *crossEntropyOp) Inputs() []*Variable { return []*Variable{o.x} }
-func (o *crossEntropyOp) freshGrads()         {}
+func (o *crossEntropyOp) Name() string { return "CrossEntropy" }
+func (o *crossEntropyOp) freshGrads()  {}
 
 func (o *crossEntropyOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()

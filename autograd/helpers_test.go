@@ -204,3 +204,27 @@ func gradCheck(t *testing.T, f func(xs []*Variable) *Variable, inputs ...*tensor
 	t.Helper()
 	require.NoError(t, GradCheck(f, inputs, GradCheckOptions{}))
 }
+
+// binaryShapes are the same-shape and broadcast cases every binary op is
+// gradient-checked on.
+var binaryShapes = []struct {
+	name string
+	a, b []int
+}{
+	{"same", []int{3, 4}, []int{3, 4}},
+	{"row", []int{3, 4}, []int{4}},
+	{"col", []int{3, 4}, []int{3, 1}},
+	{"both", []int{2, 1, 4}, []int{3, 1}},
+	{"scalar_b", []int{2, 3}, []int{1}},
+	{"scalar_0d", []int{2, 3}, []int{}},
+	{"lower_rank_a", []int{4}, []int{2, 3, 4}},
+}
+
+// absShift replaces t by |t| + shift (positive inputs for Pow, Log, Sqrt).
+func absShift(t *tensor.Tensor, shift float64) *tensor.Tensor {
+	d := t.F64()
+	for i, v := range d {
+		d[i] = math.Abs(v) + shift
+	}
+	return t
+}

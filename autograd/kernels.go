@@ -66,3 +66,9 @@ func data[T float](t *tensor.Tensor) []T {
 	}
 	return any(t.Contiguous().F64()).([]T)
 }
+
+// inputs holds an op's input list, built once so that Inputs, which the
+// engine calls several times per pass, allocates nothing.
+type inputs []*Variable
+
+func (in inputs) Inputs() []*Variable { return in }

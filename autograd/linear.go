@@ -36,7 +36,11 @@ func Linear(x, w, b *Variable) *Variable {
 	} else {
 		linearFwd(y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b), n, ws[1], ws[0])
 	}
-	return FromOp(y, &linearOp{x: x, w: w, b: b, xc: xc, n: n})
+	ins := inputs{x, w}
+	if b != nil {
+		ins = append(ins, b)
+	}
+	return FromOp(y, &linearOp{inputs: ins, x: x, w: w, b: b, xc: xc, n: n})
 }
 
 func biasData[T float](b *Variable) []T {
@@ -58,19 +62,14 @@ func linearFwd[T float](y, x, w, b []T, n, in, out int) {
 }
 
 type linearOp struct {
+	inputs
 	x, w, b *Variable
 	xc      *tensor.Tensor // x's value, contiguous
 	n       int            // rows of the flattened input
 }
 
 func (o *linearOp) Name() string { return "Linear" }
-func (o *linearOp) Inputs() []*Variable {
-	if o.b == nil {
-		return []*Variable{o.x, o.w}
-	}
-	return []*Variable{o.x, o.w, o.b}
-}
-func (o *linearOp) freshGrads() {}
+func (o *linearOp) freshGrads()  {}
 
 func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return o.backwardInto(gy, nil)
@@ -78,7 +77,7 @@ func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 
 func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
-	grads := make([]*tensor.Tensor, len(o.Inputs()))
+	grads := make([]*tensor.Tensor, len(o.inputs))
 	if gy.DType() == tensor.Float64 {
 		linearBwd[float64](o, gy, dst, grads)
 	} else {

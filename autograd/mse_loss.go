@@ -28,7 +28,7 @@ func MSELoss(pred, target *Variable, reduction Reduction) *Variable {
 	} else {
 		mseFwd(y.F32(), d.F32(), p.F32(), t.F32(), reduction)
 	}
-	return FromOp(y, &mseOp{pred: pred, target: target, d: d, reduction: reduction})
+	return FromOp(y, &mseOp{inputs: inputs{pred, target}, pred: pred, target: target, d: d, reduction: reduction})
 }
 
 func mseFwd[T float](y, d, p, t []T, r Reduction) {
@@ -53,14 +53,14 @@ func mseFwd[T float](y, d, p, t []T, r Reduction) {
 }
 
 type mseOp struct {
+	inputs
 	pred, target *Variable
 	d            *tensor.Tensor // pred - target
 	reduction    Reduction
 }
 
-func (o *mseOp) Name() string        { return "MSELoss" }
-func (o *mseOp) Inputs() []*Variable { return []*Variable{o.pred, o.target} }
-func (o *mseOp) freshGrads()         {}
+func (o *mseOp) Name() string { return "MSELoss" }
+func (o *mseOp) freshGrads()  {}
 
 func (o *mseOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()

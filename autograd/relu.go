@@ -11,17 +11,16 @@ func ReLU(a *Variable) *Variable {
 	} else {
 		reluFwd(y.F32(), x.F32())
 	}
-	return FromOp(y, &reluOp{a: a, y: y})
+	return FromOp(y, &reluOp{inputs: inputs{a}, y: y})
 }
 
 type reluOp struct {
-	a *Variable
+	inputs
 	y *tensor.Tensor
 }
 
-func (o *reluOp) Name() string        { return "ReLU" }
-func (o *reluOp) Inputs() []*Variable { return []*Variable{o.a} }
-func (o *reluOp) freshGrads()         {}
+func (o *reluOp) Name() string { return "ReLU" }
+func (o *reluOp) freshGrads()  {}
 
 func (o *reluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return o.backwardTo(gy, tensor.New(gy.DType(), gy.Shape()...))

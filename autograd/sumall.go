@@ -15,7 +15,7 @@ func SumAll(a *Variable) *Variable {
 		s = sumF64(x.F32())
 		y.F32()[0] = float32(s)
 	}
-	return FromOp(y, &sumAllOp{a: a, scale: 1})
+	return FromOp(y, &sumAllOp{inputs: inputs{a}, scale: 1})
 }
 
 // sumF64 sums v in float64.
@@ -30,7 +30,7 @@ func sumF64[T float](v []T) float64 {
 // sumAllOp is SumAll's (scale 1) and MeanAll's (scale 1/n) backward: every
 // input element receives scale * gy.
 type sumAllOp struct {
-	a     *Variable
+	inputs
 	scale float64
 	name  string
 }
@@ -41,12 +41,11 @@ func (o *sumAllOp) Name() string {
 	}
 	return "SumAll"
 }
-func (o *sumAllOp) Inputs() []*Variable { return []*Variable{o.a} }
-func (o *sumAllOp) freshGrads()         {}
+func (o *sumAllOp) freshGrads() {}
 
 func (o *sumAllOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	g := gy.Item() * o.scale
-	gx := tensor.New(gy.DType(), o.a.Value.Shape()...)
+	gx := tensor.New(gy.DType(), o.inputs[0].Value.Shape()...)
 	if gx.DType() == tensor.Float64 {
 		fill(gx.F64(), g)
 	} else {

@@ -1,0 +1,18 @@
+package autograd
+
+import "goddp/tensor"
+
+// Add returns a + b with broadcasting. Each input's gradient is gy, reduced
+// to the input's shape by the engine.
+func Add(a, b *Variable) *Variable {
+	return FromOp(tensor.Add(a.Value, b.Value), &addOp{inputs{a, b}})
+}
+
+// addOp hands gy itself to both inputs, so it is not a freshGrads op.
+type addOp struct{ inputs }
+
+func (o *addOp) Name() string { return "Add" }
+
+func (o *addOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{gy, gy}
+}

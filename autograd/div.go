@@ -1,0 +1,33 @@
+package autograd
+
+import "goddp/tensor"
+
+// Div returns a / b elementwise with broadcasting.
+func Div(a, b *Variable) *Variable {
+	y := tensor.Div(a.Value, b.Value)
+	return FromOp(y, &divOp{inputs: inputs{a, b}, y: y})
+}
+
+type divOp struct {
+	inputs
+	y *tensor.Tensor
+}
+
+func (o *divOp) Name() string { return "Div" }
+func (o *divOp) freshGrads()  {}
+
+// Backward: da = gy / b and db = -gy * a / b² = -da * y.
+func (o *divOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	a, b := o.inputs[0], o.inputs[1]
+	grads := make([]*tensor.Tensor, 2)
+	ga := tensor.Div(gy, b.Value)
+	if needs(b) {
+		gb := tensor.Mul(ga, o.y)
+		negate(gb)
+		grads[1] = gb
+	}
+	if needs(a) {
+		grads[0] = ga
+	}
+	return grads
+}

@@ -1,0 +1,63 @@
+package autograd
+
+import (
+	"fmt"
+
+	"goddp/tensor"
+)
+
+// Dropout zeroes each element of a with probability p and scales the rest by
+// 1/(1-p), drawing from rng (inverted dropout, as torch). When training is
+// false or p is 0 it returns a itself. The gradient is gy times the same mask.
+func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
+	if p < 0 || p > 1 {
+		panic(fmt.Sprintf("autograd: Dropout: probability %v not in [0, 1]", p))
+	}
+	if !training || p == 0 {
+		return a
+	}
+	x := a.Value.Contiguous()
+	mask := tensor.New(x.DType(), x.Shape()...)
+	y := tensor.New(x.DType(), x.Shape()...)
+	scale := 0.0
+	if p < 1 {
+		scale = 1 / (1 - p)
+	}
+	if x.DType() == tensor.Float64 {
+		dropoutFwd(y.F64(), mask.F64(), x.F64(), rng, p, scale)
+	} else {
+		dropoutFwd(y.F32(), mask.F32(), x.F32(), rng, p, scale)
+	}
+	return FromOp(y, &dropoutOp{inputs: inputs{a}, mask: mask})
+}
+
+func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, p, scale float64) {
+	s := T(scale)
+	x, mask = x[:len(y)], mask[:len(y)]
+	for i, v := range x {
+		if rng.Float64() >= p {
+			mask[i] = s
+			y[i] = v * s
+		} else {
+			mask[i] = 0
+			y[i] = 0
+		}
+	}
+}
+
+type dropoutOp struct {
+	inputs
+	mask *tensor.Tensor // 0 or 1/(1-p) per element
+}
+
+func (o *dropoutOp) Name() string { return "Dropout" }
+func (o *dropoutOp) freshGrads()  {}
+
+func (o *dropoutOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.run(gy, false) }
+func (o *dropoutOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
+
+func (o *dropoutOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	return unaryGrad(gy, inPlace,
+		func(gx, gy []float32) { mulKernel(gx, gy, o.mask.F32()) },
+		func(gx, gy []float64) { mulKernel(gx, gy, o.mask.F64()) })
+}

@@ -1,0 +1,13 @@
+package autograd
+
+import "testing"
+
+func TestExpFixture(t *testing.T) {
+	runFixture(t, "exp", plain(func(_ *fixCase, in []*Variable) *Variable { return Exp(in[0]) }))
+}
+
+func TestExpGradCheck(t *testing.T) {
+	gradCheck(t, func(xs []*Variable) *Variable { return Exp(xs[0]) }, randT(1, 1, 0, 3, 4))
+	// After a fresh op the engine owns gy and the backward runs in place.
+	gradCheck(t, func(xs []*Variable) *Variable { return Exp(Mul(xs[0], xs[1])) }, randT(1, 1, 0, 3, 4), randT(2, 0.5, 1, 3, 4))
+}

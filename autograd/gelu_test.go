@@ -1,0 +1,13 @@
+package autograd
+
+import "testing"
+
+func TestGELUFixture(t *testing.T) {
+	runFixture(t, "gelu", plain(func(_ *fixCase, in []*Variable) *Variable { return GELU(in[0]) }))
+}
+
+func TestGELUGradCheck(t *testing.T) {
+	gradCheck(t, func(xs []*Variable) *Variable { return GELU(xs[0]) }, randT(1, 2, 0, 3, 4))
+	// After a fresh op the engine owns gy and the backward runs in place.
+	gradCheck(t, func(xs []*Variable) *Variable { return GELU(Mul(xs[0], xs[1])) }, randT(1, 2, 0, 3, 4), randT(2, 0.5, 1, 3, 4))
+}

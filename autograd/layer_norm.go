@@ -1,0 +1,177 @@
+package autograd
+
+import (
+	"fmt"
+	"math"
+
+	"goddp/tensor"
+)
+
+// LayerNorm normalizes x over its trailing dimensions to zero mean and unit
+// (biased) variance, then applies the elementwise affine w and b, as
+// torch.nn.functional.layer_norm. The normalized shape is w's shape (or b's);
+// when both are nil it is x's last dimension. Backward accumulates dw and db
+// straight into existing Grad buffers.
+func LayerNorm(x, w, b *Variable, eps float64) *Variable {
+	xs := x.Value.Shape()
+	var norm []int
+	switch {
+	case w != nil:
+		norm = w.Value.Shape()
+	case b != nil:
+		norm = b.Value.Shape()
+	case len(xs) > 0:
+		norm = xs[len(xs)-1:]
+	}
+	if len(norm) == 0 || len(norm) > len(xs) || !sameShape(norm, xs[len(xs)-len(norm):]) {
+		panic(fmt.Sprintf("autograd: LayerNorm: input shape %v does not end with normalized shape %v", xs, norm))
+	}
+	if w != nil && b != nil && !sameShape(w.Value.Shape(), b.Value.Shape()) {
+		panic(fmt.Sprintf("autograd: LayerNorm: weight shape %v does not match bias shape %v", w.Value.Shape(), b.Value.Shape()))
+	}
+	d := 1
+	for _, v := range norm {
+		d *= v
+	}
+	xc := x.Value.Contiguous()
+	rows := xc.Numel() / d
+	o := &layerNormOp{inputs: inputs{x, w, b}, d: d, rows: rows,
+		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, rows)}
+	y := tensor.New(xc.DType(), xs...)
+	if xc.DType() == tensor.Float64 {
+		layerNormFwd(o, y.F64(), xc.F64(), affine[float64](w), affine[float64](b), eps)
+	} else {
+		layerNormFwd(o, y.F32(), xc.F32(), affine[float32](w), affine[float32](b), eps)
+	}
+	return FromOp(y, o)
+}
+
+// affine returns the data of an optional affine parameter.
+func affine[T float](v *Variable) []T {
+	if v == nil {
+		return nil
+	}
+	return data[T](v.Value)
+}
+
+type layerNormOp struct {
+	inputs  // x, w (may be nil), b (may be nil)
+	d, rows int
+	xhat    *tensor.Tensor // normalized input
+	rstd    []float64      // 1/sqrt(var+eps) per row
+}
+
+func (o *layerNormOp) Name() string { return "LayerNorm" }
+func (o *layerNormOp) freshGrads()  {}
+
+func layerNormFwd[T float](o *layerNormOp, y, x, w, b []T, eps float64) {
+	d := o.d
+	xh := data[T](o.xhat)
+	for r := 0; r < o.rows; r++ {
+		row, hr, yr := x[r*d:(r+1)*d], xh[r*d:(r+1)*d], y[r*d:(r+1)*d]
+		mean := 0.0
+		for _, v := range row {
+			mean += float64(v)
+		}
+		mean /= float64(d)
+		vr := 0.0
+		for _, v := range row {
+			e := float64(v) - mean
+			vr += e * e
+		}
+		rstd := 1 / math.Sqrt(vr/float64(d)+eps)
+		o.rstd[r] = rstd
+		for i, v := range row {
+			h := T((float64(v) - mean) * rstd)
+			hr[i] = h
+			if w != nil {
+				h *= w[i]
+			}
+			if b != nil {
+				h += b[i]
+			}
+			yr[i] = h
+		}
+	}
+}
+
+func (o *layerNormOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
+
+func (o *layerNormOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
+	gy = gy.Contiguous()
+	grads := make([]*tensor.Tensor, 3)
+	if gy.DType() == tensor.Float64 {
+		layerNormBwd[float64](o, gy, dst, grads)
+	} else {
+		layerNormBwd[float32](o, gy, dst, grads)
+	}
+	return grads
+}
+
+// paramGrad returns where to accumulate the gradient of input i of shape:
+// the Grad buffer the engine offered, or a new zeroed tensor in grads.
+func paramGrad[T float](i int, dst, grads []*tensor.Tensor, dt tensor.DType, shape []int) []T {
+	if i < len(dst) && dst[i] != nil {
+		return data[T](dst[i])
+	}
+	grads[i] = tensor.New(dt, shape...)
+	return data[T](grads[i])
+}
+
+func layerNormBwd[T float](o *layerNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
+	x, w, b := o.inputs[0], o.inputs[1], o.inputs[2]
+	d := o.d
+	gy, xh := data[T](gyT), data[T](o.xhat)
+	var wd, dw, db []T
+	if w != nil {
+		wd = data[T](w.Value)
+		if needs(w) {
+			dw = paramGrad[T](1, dst, grads, gyT.DType(), w.Value.Shape())
+		}
+	}
+	if needs(b) {
+		db = paramGrad[T](2, dst, grads, gyT.DType(), b.Value.Shape())
+	}
+	var dx []T
+	if needs(x) {
+		grads[0] = tensor.New(gyT.DType(), x.Value.Shape()...)
+		dx = data[T](grads[0])
+	}
+	for r := 0; r < o.rows; r++ {
+		g, h := gy[r*d:(r+1)*d], xh[r*d:(r+1)*d]
+		if dw != nil {
+			for i, v := range g {
+				dw[i] += v * h[i]
+			}
+		}
+		if db != nil {
+			for i, v := range g {
+				db[i] += v
+			}
+		}
+		if dx == nil {
+			continue
+		}
+		// dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = gy * w.
+		s1, s2 := 0.0, 0.0
+		for i, v := range g {
+			gh := float64(v)
+			if wd != nil {
+				gh *= float64(wd[i])
+			}
+			s1 += gh
+			s2 += gh * float64(h[i])
+		}
+		s1 /= float64(d)
+		s2 /= float64(d)
+		rstd := o.rstd[r]
+		out := dx[r*d : (r+1)*d]
+		for i, v := range g {
+			gh := float64(v)
+			if wd != nil {
+				gh *= float64(wd[i])
+			}
+			out[i] = T(rstd * (gh - s1 - float64(h[i])*s2))
+		}
+	}
+}

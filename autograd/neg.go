@@ -1,0 +1,27 @@
+package autograd
+
+import "goddp/tensor"
+
+// Neg returns -a.
+func Neg(a *Variable) *Variable {
+	return FromOp(tensor.Neg(a.Value), &negOp{inputs{a}})
+}
+
+type negOp struct{ inputs }
+
+func (o *negOp) Name() string { return "Neg" }
+func (o *negOp) freshGrads()  {}
+
+func (o *negOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.run(gy, false) }
+func (o *negOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
+
+func (o *negOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	return unaryGrad(gy, inPlace, negKernel[float32], negKernel[float64])
+}
+
+func negKernel[T float](gx, gy []T) {
+	gy = gy[:len(gx)]
+	for i, g := range gy {
+		gx[i] = -g
+	}
+}

@@ -1,0 +1,33 @@
+package autograd
+
+import "goddp/tensor"
+
+// Tanh returns the hyperbolic tangent of a; its gradient is gy * (1 - y²).
+func Tanh(a *Variable) *Variable {
+	y := tensor.Tanh(a.Value)
+	return FromOp(y, &tanhOp{inputs: inputs{a}, y: y})
+}
+
+type tanhOp struct {
+	inputs
+	y *tensor.Tensor
+}
+
+func (o *tanhOp) Name() string { return "Tanh" }
+func (o *tanhOp) freshGrads()  {}
+
+func (o *tanhOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.run(gy, false) }
+func (o *tanhOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
+
+func (o *tanhOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	return unaryGrad(gy, inPlace,
+		func(gx, gy []float32) { tanhBwd(gx, gy, o.y.F32()) },
+		func(gx, gy []float64) { tanhBwd(gx, gy, o.y.F64()) })
+}
+
+func tanhBwd[T float](gx, gy, y []T) {
+	gy, y = gy[:len(gx)], y[:len(gx)]
+	for i, g := range gy {
+		gx[i] = g * (1 - y[i]*y[i])
+	}
+}

@@ -1,0 +1,13 @@
+package autograd
+
+import "testing"
+
+func TestTanhFixture(t *testing.T) {
+	runFixture(t, "tanh", plain(func(_ *fixCase, in []*Variable) *Variable { return Tanh(in[0]) }))
+}
+
+func TestTanhGradCheck(t *testing.T) {
+	gradCheck(t, func(xs []*Variable) *Variable { return Tanh(xs[0]) }, randT(1, 1, 0, 3, 4))
+	// After a fresh op the engine owns gy and the backward runs in place.
+	gradCheck(t, func(xs []*Variable) *Variable { return Tanh(Mul(xs[0], xs[1])) }, randT(1, 1, 0, 3, 4), randT(2, 0.5, 1, 3, 4))
+}
