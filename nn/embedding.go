@@ -1,5 +1,3 @@
-//go:build nnwip
-
 package nn
 
 import (
