@@ -19,6 +19,14 @@ func CopyFrom(dst, src *Tensor) {
 		return
 	}
 	checkBroadcastTo("CopyFrom", src.shape, dst.shape)
+	if rows, ok := rowBroadcast(dst, src); ok {
+		if dst.dtype == Float64 {
+			copyRows(dst.f64[dst.offset:dst.offset+dst.Numel()], src.f64[src.offset:src.offset+rows])
+		} else {
+			copyRows(dst.f32[dst.offset:dst.offset+dst.Numel()], src.f32[src.offset:src.offset+rows])
+		}
+		return
+	}
 	if dst.dtype == Float64 {
 		assignStrided(dst, dst.f64, src, src.f64, func(_, s float64) float64 { return s })
 	} else {
@@ -67,6 +75,17 @@ func Axpy(dst *Tensor, alpha float64, x *Tensor) {
 		return
 	}
 	checkBroadcastTo("Axpy", x.shape, dst.shape)
+	if w, ok := rowBroadcast(dst, x); ok {
+		d := dst.Numel()
+		for r := 0; r < d; r += w {
+			if dst.dtype == Float64 {
+				axpySlice(dst.f64[dst.offset+r:dst.offset+r+w], alpha, x.f64[x.offset:x.offset+w])
+			} else {
+				axpySlice(dst.f32[dst.offset+r:dst.offset+r+w], float32(alpha), x.f32[x.offset:x.offset+w])
+			}
+		}
+		return
+	}
 	if dst.dtype == Float64 {
 		assignStrided(dst, dst.f64, x, x.f64, func(d, s float64) float64 { return d + alpha*s })
 	} else {
@@ -114,6 +133,23 @@ func scaleSlice[T float](x []T, s T) {
 	}
 	for i := range x {
 		x[i] *= s
+	}
+}
+
+// rowBroadcast reports whether src (already known to broadcast to dst) is a
+// contiguous block repeated along dst's leading dimensions, as a bias is
+// over a batch, and returns the block's length.
+func rowBroadcast(dst, src *Tensor) (int, bool) {
+	w := src.Numel()
+	if !dst.IsContiguous() || !src.IsContiguous() || w == 0 || !isTrailing(src.shape, dst.shape) {
+		return 0, false
+	}
+	return w, true
+}
+
+func copyRows[T float](dst, row []T) {
+	for r := 0; r < len(dst); r += len(row) {
+		copy(dst[r:r+len(row)], row)
 	}
 }
 

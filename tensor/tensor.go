@@ -32,30 +32,50 @@ func (d DType) Size() int {
 	return 4
 }
 
-// Tensor is an n-dimensional strided array. Its storage is a flat, contiguous
-// gorgonia.org/tensor *Dense; views (Reshape, Transpose, Narrow) share that
-// storage and carry their own shape, strides and offset.
+// Tensor is an n-dimensional strided array. Its storage is a flat slice,
+// the backing of a 1-D gorgonia.org/tensor *Dense (Dense() wraps it on
+// demand, without copying, so tensors that never meet gorgonia cost nothing
+// extra); views (Reshape, Transpose, Narrow) share that storage and carry
+// their own shape, strides and offset.
 //
 // Tensors are not safe for concurrent mutation.
 type Tensor struct {
-	dense   *gt.Dense // owner of the storage, always 1-D and contiguous
-	f32     []float32 // dense's backing, cached for fast typed access
-	f64     []float64
+	f32     []float32 // storage for Float32 tensors
+	f64     []float64 // storage for Float64 tensors
 	dtype   DType
 	shape   []int
 	strides []int
 	offset  int
+	// dims backs shape and strides for tensors of rank <= inlineDims, so a
+	// new tensor is two allocations: this struct and its data.
+	dims [2 * inlineDims]int
 }
 
-// rowMajorStrides returns C-order strides for shape.
-func rowMajorStrides(shape []int) []int {
-	st := make([]int, len(shape))
+// inlineDims is the rank up to which shape and strides live in the struct.
+const inlineDims = 4
+
+// newHeader returns a tensor header of the given rank whose shape and
+// strides are set by the caller.
+func newHeader(dt DType, rank int) *Tensor {
+	t := &Tensor{dtype: dt}
+	if rank <= inlineDims {
+		t.shape = t.dims[:rank:rank]
+		t.strides = t.dims[inlineDims : inlineDims+rank : inlineDims+rank]
+	} else {
+		b := make([]int, 2*rank)
+		t.shape, t.strides = b[:rank:rank], b[rank:]
+	}
+	return t
+}
+
+// setRowMajor sets t's shape to shape with C-order strides.
+func (t *Tensor) setRowMajor(shape []int) {
+	copy(t.shape, shape)
 	s := 1
 	for i := len(shape) - 1; i >= 0; i-- {
-		st[i] = s
+		t.strides[i] = s
 		s *= shape[i]
 	}
-	return st
 }
 
 func numel(shape []int) int {
@@ -69,35 +89,30 @@ func numel(shape []int) int {
 	return n
 }
 
-func cloneInts(s []int) []int { return append([]int(nil), s...) }
+func cloneInts(s []int) []int { return append([]int{}, s...) }
 
 // fromBacking wraps data (which must be []float32 or []float64) without copying.
-func fromBacking(data any, shape []int) *Tensor {
-	t := &Tensor{shape: cloneInts(shape), strides: rowMajorStrides(shape)}
-	n := numel(shape)
-	switch d := data.(type) {
-	case []float32:
-		if len(d) != n {
-			panic(fmt.Sprintf("tensor: data length %d does not match shape %v (%d elements)", len(d), shape, n))
-		}
-		t.dtype, t.f32 = Float32, d
-	case []float64:
-		if len(d) != n {
-			panic(fmt.Sprintf("tensor: data length %d does not match shape %v (%d elements)", len(d), shape, n))
-		}
-		t.dtype, t.f64 = Float64, d
-	default:
-		panic(fmt.Sprintf("tensor: unsupported backing type %T", data))
+// FromF32 wraps data as a float32 tensor of the given shape without copying.
+func FromF32(data []float32, shape ...int) *Tensor {
+	if n := numel(shape); len(data) != n {
+		panic(fmt.Sprintf("tensor: data length %d does not match shape %v (%d elements)", len(data), shape, n))
 	}
-	t.dense = gt.New(gt.WithShape(n), gt.WithBacking(data))
+	t := newHeader(Float32, len(shape))
+	t.setRowMajor(shape)
+	t.f32 = data
 	return t
 }
 
-// FromF32 wraps data as a float32 tensor of the given shape without copying.
-func FromF32(data []float32, shape ...int) *Tensor { return fromBacking(data, shape) }
-
 // FromF64 wraps data as a float64 tensor of the given shape without copying.
-func FromF64(data []float64, shape ...int) *Tensor { return fromBacking(data, shape) }
+func FromF64(data []float64, shape ...int) *Tensor {
+	if n := numel(shape); len(data) != n {
+		panic(fmt.Sprintf("tensor: data length %d does not match shape %v (%d elements)", len(data), shape, n))
+	}
+	t := newHeader(Float64, len(shape))
+	t.setRowMajor(shape)
+	t.f64 = data
+	return t
+}
 
 // FromDense copies a gorgonia dense tensor (float32 or float64) into a new Tensor.
 func FromDense(d *gt.Dense) (*Tensor, error) {
@@ -130,9 +145,9 @@ func FromDense(d *gt.Dense) (*Tensor, error) {
 func New(dt DType, shape ...int) *Tensor {
 	n := numel(shape)
 	if dt == Float64 {
-		return fromBacking(make([]float64, n), shape)
+		return FromF64(make([]float64, n), shape...)
 	}
-	return fromBacking(make([]float32, n), shape)
+	return FromF32(make([]float32, n), shape...)
 }
 
 // Zeros is New.
@@ -285,8 +300,10 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 		panic(fmt.Sprintf("tensor: reshape %v -> %v: element count %d != %d", t.shape, shape, n, numel(shape)))
 	}
 	c := t.Contiguous()
-	return &Tensor{dense: c.dense, f32: c.f32, f64: c.f64, dtype: c.dtype,
-		shape: shape, strides: rowMajorStrides(shape), offset: c.offset}
+	v := newHeader(c.dtype, len(shape))
+	v.setRowMajor(shape)
+	v.f32, v.f64, v.offset = c.f32, c.f64, c.offset
+	return v
 }
 
 // Item returns the single element of a one-element tensor as float64.
@@ -302,4 +319,36 @@ func (t *Tensor) Item() float64 {
 
 func (t *Tensor) String() string {
 	return fmt.Sprintf("Tensor(%v, %v)", t.dtype, t.shape)
+}
+
+// At returns the element at the given multi-index as float64 (negative
+// indices are not allowed). It is meant for tests and debugging, not loops.
+func (t *Tensor) At(idx ...int) float64 {
+	p := t.checkedAt("At", idx)
+	if t.dtype == Float64 {
+		return t.f64[p]
+	}
+	return float64(t.f32[p])
+}
+
+// Set stores v at the given multi-index.
+func (t *Tensor) Set(v float64, idx ...int) {
+	p := t.checkedAt("Set", idx)
+	if t.dtype == Float64 {
+		t.f64[p] = v
+	} else {
+		t.f32[p] = float32(v)
+	}
+}
+
+func (t *Tensor) checkedAt(op string, idx []int) int {
+	if len(idx) != len(t.shape) {
+		panic(fmt.Sprintf("tensor: %s: %d indices for shape %v", op, len(idx), t.shape))
+	}
+	for i, v := range idx {
+		if v < 0 || v >= t.shape[i] {
+			panic(fmt.Sprintf("tensor: %s: index %v out of range for shape %v", op, idx, t.shape))
+		}
+	}
+	return t.at(idx)
 }

@@ -7,8 +7,11 @@ import (
 
 // view returns a tensor sharing t's storage with the given layout.
 func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
-	return &Tensor{dense: t.dense, f32: t.f32, f64: t.f64, dtype: t.dtype,
-		shape: shape, strides: strides, offset: offset}
+	v := newHeader(t.dtype, len(shape))
+	copy(v.shape, shape)
+	copy(v.strides, strides)
+	v.f32, v.f64, v.offset = t.f32, t.f64, offset
+	return v
 }
 
 // Transpose returns a view with dimensions d0 and d1 swapped.
