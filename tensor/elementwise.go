@@ -45,11 +45,10 @@ func Maximum(a, b *Tensor) *Tensor { return binary(opMax2, a, b) }
 func binary(op binOp, a, b *Tensor) *Tensor {
 	name := binOpNames[op]
 	checkDType(name, a, b)
-	var shape []int
-	if sameShape(a.shape, b.shape) {
-		shape = cloneInts(a.shape)
-	} else {
-		shape = broadcastShape(name, a.shape, b.shape)
+	var buf [maxStackDims]int
+	shape := a.shape
+	if !sameShape(a.shape, b.shape) {
+		shape = broadcastShapeInto(name, a.shape, b.shape, ints(&buf, max(a.Dim(), b.Dim())))
 	}
 	out := New(a.dtype, shape...)
 	binaryInto(op, out, a, b)

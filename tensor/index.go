@@ -10,7 +10,7 @@ func Gather(a *Tensor, axis int, index []int) *Tensor {
 	ax := normAxis("Gather", axis, a.Dim(), a.shape)
 	outer, n, inner := split3(a.shape, ax, ax+1)
 	if len(index) != outer*inner {
-		panic(fmt.Sprintf("tensor: Gather: %d indices for shape %v along axis %d (want %d)", len(index), a.shape, axis, outer*inner))
+		panic(fmt.Sprintf("tensor: Gather: %d indices for shape %s along axis %d (want %d)", len(index), sh(a.shape), axis, outer*inner))
 	}
 	out := New(a.dtype, reducedShape(a.shape, []int{ax}, false)...)
 	c := a.Contiguous()
@@ -27,7 +27,7 @@ func gatherBlock[T float](op string, dst, src []T, index []int, outer, n, inner 
 		for j := 0; j < inner; j++ {
 			k := index[o*inner+j]
 			if k < 0 || k >= n {
-				panic(fmt.Sprintf("tensor: %s: index %d out of range [0, %d) for shape %v", op, k, n, shape))
+				panic(fmt.Sprintf("tensor: %s: index %d out of range [0, %d) for shape %s", op, k, n, sh(shape)))
 			}
 			dst[o*inner+j] = src[(o*n+k)*inner+j]
 		}
@@ -41,7 +41,7 @@ func ScatterAdd(dst *Tensor, axis int, index []int, src *Tensor) {
 	ax := normAxis("ScatterAdd", axis, dst.Dim(), dst.shape)
 	outer, n, inner := split3(dst.shape, ax, ax+1)
 	if !dst.IsContiguous() || src.Numel() != outer*inner || len(index) != outer*inner {
-		panic(fmt.Sprintf("tensor: ScatterAdd: dst %v, src %v, %d indices along axis %d do not match", dst.shape, src.shape, len(index), axis))
+		panic(fmt.Sprintf("tensor: ScatterAdd: dst %s, src %s, %d indices along axis %d do not match", sh(dst.shape), sh(src.shape), len(index), axis))
 	}
 	s := src.Contiguous()
 	if dst.dtype == Float64 {
@@ -56,7 +56,7 @@ func scatterAddBlock[T float](dst, src []T, index []int, outer, n, inner int, sh
 		for j := 0; j < inner; j++ {
 			k := index[o*inner+j]
 			if k < 0 || k >= n {
-				panic(fmt.Sprintf("tensor: ScatterAdd: index %d out of range [0, %d) for shape %v", k, n, shape))
+				panic(fmt.Sprintf("tensor: ScatterAdd: index %d out of range [0, %d) for shape %s", k, n, sh(shape)))
 			}
 			dst[(o*n+k)*inner+j] += src[o*inner+j]
 		}
@@ -74,7 +74,7 @@ func IndexSelect(a *Tensor, axis int, idx []int) *Tensor {
 	c := a.Contiguous()
 	for _, k := range idx {
 		if k < 0 || k >= n {
-			panic(fmt.Sprintf("tensor: IndexSelect: index %d out of range [0, %d) for shape %v axis %d", k, n, a.shape, axis))
+			panic(fmt.Sprintf("tensor: IndexSelect: index %d out of range [0, %d) for shape %s axis %d", k, n, sh(a.shape), axis))
 		}
 	}
 	if a.dtype == Float64 {
@@ -103,11 +103,11 @@ func IndexAdd(dst *Tensor, axis int, idx []int, src *Tensor) {
 	want := cloneInts(dst.shape)
 	want[ax] = len(idx)
 	if !dst.IsContiguous() || !sameShape(want, src.shape) {
-		panic(fmt.Sprintf("tensor: IndexAdd: dst %v, src %v, %d indices along axis %d do not match", dst.shape, src.shape, len(idx), axis))
+		panic(fmt.Sprintf("tensor: IndexAdd: dst %s, src %s, %d indices along axis %d do not match", sh(dst.shape), sh(src.shape), len(idx), axis))
 	}
 	for _, k := range idx {
 		if k < 0 || k >= n {
-			panic(fmt.Sprintf("tensor: IndexAdd: index %d out of range [0, %d) for shape %v", k, n, dst.shape))
+			panic(fmt.Sprintf("tensor: IndexAdd: index %d out of range [0, %d) for shape %s", k, n, sh(dst.shape)))
 		}
 	}
 	s := src.Contiguous()
@@ -146,7 +146,7 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 			ok = i == ax || t.shape[i] == first.shape[i]
 		}
 		if !ok {
-			panic(fmt.Sprintf("tensor: Concat: shapes %v and %v differ outside axis %d", first.shape, t.shape, axis))
+			panic(fmt.Sprintf("tensor: Concat: shapes %s and %s differ outside axis %d", sh(first.shape), sh(t.shape), axis))
 		}
 		total += t.shape[ax]
 	}
@@ -179,7 +179,7 @@ func Stack(axis int, ts ...*Tensor) *Tensor {
 	us := make([]*Tensor, len(ts))
 	for i, t := range ts {
 		if !sameShape(t.shape, ts[0].shape) {
-			panic(fmt.Sprintf("tensor: Stack: shapes %v and %v differ", ts[0].shape, t.shape))
+			panic(fmt.Sprintf("tensor: Stack: shapes %s and %s differ", sh(ts[0].shape), sh(t.shape)))
 		}
 		us[i] = Unsqueeze(t, ax)
 	}

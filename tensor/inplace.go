@@ -156,12 +156,12 @@ func copyRows[T float](dst, row []T) {
 // checkBroadcastTo panics unless src broadcasts to exactly dst.
 func checkBroadcastTo(op string, src, dst []int) {
 	if len(src) > len(dst) {
-		panic(fmt.Sprintf("tensor: %s: shape %v cannot be broadcast to %v", op, src, dst))
+		panic(fmt.Sprintf("tensor: %s: shape %s cannot be broadcast to %s", op, sh(src), sh(dst)))
 	}
 	off := len(dst) - len(src)
 	for i, d := range src {
 		if d != 1 && d != dst[off+i] {
-			panic(fmt.Sprintf("tensor: %s: shape %v cannot be broadcast to %v", op, src, dst))
+			panic(fmt.Sprintf("tensor: %s: shape %s cannot be broadcast to %s", op, sh(src), sh(dst)))
 		}
 	}
 }

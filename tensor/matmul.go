@@ -12,7 +12,7 @@ import "fmt"
 func MatMul(a, b *Tensor) *Tensor {
 	checkDType("MatMul", a, b)
 	if a.Dim() == 0 || b.Dim() == 0 {
-		panic(fmt.Sprintf("tensor: MatMul: scalar operand (shapes %v and %v)", a.shape, b.shape))
+		panic(fmt.Sprintf("tensor: MatMul: scalar operand (shapes %s and %s)", sh(a.shape), sh(b.shape)))
 	}
 	a2, b2 := a, b
 	if a.Dim() == 1 {
@@ -42,17 +42,17 @@ func MatMulInto(out, a, b *Tensor) {
 	checkDType("MatMulInto", a, b)
 	checkDType("MatMulInto", out, a)
 	if a.Dim() < 2 || b.Dim() < 2 {
-		panic(fmt.Sprintf("tensor: MatMulInto: operands must be at least 2-D (shapes %v and %v)", a.shape, b.shape))
+		panic(fmt.Sprintf("tensor: MatMulInto: operands must be at least 2-D (shapes %s and %s)", sh(a.shape), sh(b.shape)))
 	}
 	if a.Dim() == 2 && b.Dim() == 2 {
 		m, k, k2, n := a.shape[0], a.shape[1], b.shape[0], b.shape[1]
 		if k != k2 || !out.IsContiguous() || out.Dim() != 2 || out.shape[0] != m || out.shape[1] != n {
-			panic(fmt.Sprintf("tensor: MatMulInto: out %v cannot hold %v x %v", out.shape, a.shape, b.shape))
+			panic(fmt.Sprintf("tensor: MatMulInto: out %s cannot hold %s x %s", sh(out.shape), sh(a.shape), sh(b.shape)))
 		}
 	} else {
 		want := matmulShape(a, b, a.shape, b.shape)
 		if !sameShape(want, out.shape) || !out.IsContiguous() {
-			panic(fmt.Sprintf("tensor: MatMulInto: out %v cannot hold %v x %v (want %v)", out.shape, a.shape, b.shape, want))
+			panic(fmt.Sprintf("tensor: MatMulInto: out %s cannot hold %s x %s (want %s)", sh(out.shape), sh(a.shape), sh(b.shape), sh(want)))
 		}
 	}
 	matmulInto(out, a, b)
@@ -65,7 +65,7 @@ func matmulShape(a, b *Tensor, origA, origB []int) []int {
 	m, k := a.shape[ra-2], a.shape[ra-1]
 	k2, n := b.shape[rb-2], b.shape[rb-1]
 	if k != k2 {
-		panic(fmt.Sprintf("tensor: MatMul: inner dimensions differ: shapes %v and %v", origA, origB))
+		panic(fmt.Sprintf("tensor: MatMul: inner dimensions differ: shapes %s and %s", sh(origA), sh(origB)))
 	}
 	var batch []int
 	if ra > 2 || rb > 2 {

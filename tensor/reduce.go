@@ -176,7 +176,7 @@ func MaxWithIndex(a *Tensor, axis int, keepDim bool) (*Tensor, []int) {
 	}
 	ax := normAxis("Max", axis, a.Dim(), a.shape)
 	if a.shape[ax] == 0 {
-		panic(fmt.Sprintf("tensor: Max: empty axis %d in shape %v", axis, a.shape))
+		panic(fmt.Sprintf("tensor: Max: empty axis %d in shape %s", axis, sh(a.shape)))
 	}
 	outer, n, inner := split3(a.shape, ax, ax+1)
 	out := New(a.dtype, reducedShape(a.shape, []int{ax}, keepDim)...)

@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"strconv"
+)
 
 // maxStackDims is the rank up to which index bookkeeping lives in fixed
 // arrays on the stack, so the hot paths allocate nothing but their result.
@@ -21,8 +24,13 @@ func sameShape(a, b []int) bool {
 // broadcastShape returns the NumPy/torch broadcast of a and b, panicking with
 // op's name and both shapes when they are incompatible.
 func broadcastShape(op string, a, b []int) []int {
-	n := max(len(a), len(b))
-	out := make([]int, n)
+	return broadcastShapeInto(op, a, b, make([]int, max(len(a), len(b))))
+}
+
+// broadcastShapeInto is broadcastShape writing into out, which must have
+// length max(len(a), len(b)).
+func broadcastShapeInto(op string, a, b, out []int) []int {
+	n := len(out)
 	for i := 0; i < n; i++ {
 		da, db := 1, 1
 		if j := len(a) - n + i; j >= 0 {
@@ -37,7 +45,7 @@ func broadcastShape(op string, a, b []int) []int {
 		case da == 1:
 			out[i] = db
 		default:
-			panic(fmt.Sprintf("tensor: %s: shapes %v and %v cannot be broadcast (dim %d: %d vs %d)", op, a, b, i, da, db))
+			panic(fmt.Sprintf("tensor: %s: shapes %s and %s cannot be broadcast (dim %d: %d vs %d)", op, sh(a), sh(b), i, da, db))
 		}
 	}
 	return out
@@ -65,14 +73,14 @@ func normAxis(op string, axis, rank int, shape []int) int {
 		a += rank
 	}
 	if a < 0 || a >= rank {
-		panic(fmt.Sprintf("tensor: %s: axis %d out of range for shape %v", op, axis, shape))
+		panic(fmt.Sprintf("tensor: %s: axis %d out of range for shape %s", op, axis, sh(shape)))
 	}
 	return a
 }
 
 func checkDType(op string, a, b *Tensor) {
 	if a.dtype != b.dtype {
-		panic(fmt.Sprintf("tensor: %s: dtype mismatch %v%v vs %v%v", op, a.dtype, a.shape, b.dtype, b.shape))
+		panic(fmt.Sprintf("tensor: %s: dtype mismatch %v%s vs %v%s", op, a.dtype, sh(a.shape), b.dtype, sh(b.shape)))
 	}
 }
 
@@ -134,4 +142,19 @@ func ints(buf *[maxStackDims]int, n int) []int {
 		return s
 	}
 	return make([]int, n)
+}
+
+// sh formats a shape as fmt's %v would ("[2 3]") without letting the slice
+// escape: shapes passed to panic messages would otherwise force every
+// variadic shape argument, and every tensor header, onto the heap.
+func sh(s []int) string {
+	b := make([]byte, 0, 2+4*len(s))
+	b = append(b, '[')
+	for i, d := range s {
+		if i > 0 {
+			b = append(b, ' ')
+		}
+		b = strconv.AppendInt(b, int64(d), 10)
+	}
+	return string(append(b, ']'))
 }

@@ -82,7 +82,7 @@ func numel(shape []int) int {
 	n := 1
 	for _, d := range shape {
 		if d < 0 {
-			panic(fmt.Sprintf("tensor: negative dimension in shape %v", shape))
+			panic(fmt.Sprintf("tensor: negative dimension in shape %s", sh(shape)))
 		}
 		n *= d
 	}
@@ -95,7 +95,7 @@ func cloneInts(s []int) []int { return append([]int{}, s...) }
 // FromF32 wraps data as a float32 tensor of the given shape without copying.
 func FromF32(data []float32, shape ...int) *Tensor {
 	if n := numel(shape); len(data) != n {
-		panic(fmt.Sprintf("tensor: data length %d does not match shape %v (%d elements)", len(data), shape, n))
+		panic(fmt.Sprintf("tensor: data length %d does not match shape %s (%d elements)", len(data), sh(shape), n))
 	}
 	t := newHeader(Float32, len(shape))
 	t.setRowMajor(shape)
@@ -106,7 +106,7 @@ func FromF32(data []float32, shape ...int) *Tensor {
 // FromF64 wraps data as a float64 tensor of the given shape without copying.
 func FromF64(data []float64, shape ...int) *Tensor {
 	if n := numel(shape); len(data) != n {
-		panic(fmt.Sprintf("tensor: data length %d does not match shape %v (%d elements)", len(data), shape, n))
+		panic(fmt.Sprintf("tensor: data length %d does not match shape %s (%d elements)", len(data), sh(shape), n))
 	}
 	t := newHeader(Float64, len(shape))
 	t.setRowMajor(shape)
@@ -197,7 +197,7 @@ func (t *Tensor) F32() []float32 {
 		panic(fmt.Sprintf("tensor: F32 on a %v tensor", t.dtype))
 	}
 	if !t.IsContiguous() {
-		panic(fmt.Sprintf("tensor: F32 on a non-contiguous view (shape %v, strides %v); call Contiguous", t.shape, t.strides))
+		panic(fmt.Sprintf("tensor: F32 on a non-contiguous view (shape %s, strides %s); call Contiguous", sh(t.shape), sh(t.strides)))
 	}
 	return t.f32[t.offset : t.offset+t.Numel() : t.offset+t.Numel()]
 }
@@ -208,7 +208,7 @@ func (t *Tensor) F64() []float64 {
 		panic(fmt.Sprintf("tensor: F64 on a %v tensor", t.dtype))
 	}
 	if !t.IsContiguous() {
-		panic(fmt.Sprintf("tensor: F64 on a non-contiguous view (shape %v, strides %v); call Contiguous", t.shape, t.strides))
+		panic(fmt.Sprintf("tensor: F64 on a non-contiguous view (shape %s, strides %s); call Contiguous", sh(t.shape), sh(t.strides)))
 	}
 	return t.f64[t.offset : t.offset+t.Numel() : t.offset+t.Numel()]
 }
@@ -276,13 +276,15 @@ func (t *Tensor) Clone() *Tensor {
 
 // Reshape returns a view with a new shape sharing storage. One dimension may
 // be -1. A non-contiguous tensor is copied first.
-func (t *Tensor) Reshape(shape ...int) *Tensor {
-	shape = cloneInts(shape)
+func (t *Tensor) Reshape(dims ...int) *Tensor {
+	var buf [maxStackDims]int
+	shape := ints(&buf, len(dims))
+	copy(shape, dims)
 	infer, known := -1, 1
 	for i, d := range shape {
 		if d == -1 {
 			if infer >= 0 {
-				panic(fmt.Sprintf("tensor: reshape %v -> %v: more than one -1", t.shape, shape))
+				panic(fmt.Sprintf("tensor: reshape %s -> %s: more than one -1", sh(t.shape), sh(shape)))
 			}
 			infer = i
 			continue
@@ -292,12 +294,12 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 	n := t.Numel()
 	if infer >= 0 {
 		if known == 0 || n%known != 0 {
-			panic(fmt.Sprintf("tensor: reshape %v -> %v: cannot infer dimension", t.shape, shape))
+			panic(fmt.Sprintf("tensor: reshape %s -> %s: cannot infer dimension", sh(t.shape), sh(shape)))
 		}
 		shape[infer] = n / known
 	}
 	if numel(shape) != n {
-		panic(fmt.Sprintf("tensor: reshape %v -> %v: element count %d != %d", t.shape, shape, n, numel(shape)))
+		panic(fmt.Sprintf("tensor: reshape %s -> %s: element count %d != %d", sh(t.shape), sh(shape), n, numel(shape)))
 	}
 	c := t.Contiguous()
 	v := newHeader(c.dtype, len(shape))
@@ -309,7 +311,7 @@ func (t *Tensor) Reshape(shape ...int) *Tensor {
 // Item returns the single element of a one-element tensor as float64.
 func (t *Tensor) Item() float64 {
 	if t.Numel() != 1 {
-		panic(fmt.Sprintf("tensor: Item on a tensor of shape %v", t.shape))
+		panic(fmt.Sprintf("tensor: Item on a tensor of shape %s", sh(t.shape)))
 	}
 	if t.dtype == Float64 {
 		return t.f64[t.offset]
@@ -343,11 +345,11 @@ func (t *Tensor) Set(v float64, idx ...int) {
 
 func (t *Tensor) checkedAt(op string, idx []int) int {
 	if len(idx) != len(t.shape) {
-		panic(fmt.Sprintf("tensor: %s: %d indices for shape %v", op, len(idx), t.shape))
+		panic(fmt.Sprintf("tensor: %s: %d indices for shape %s", op, len(idx), sh(t.shape)))
 	}
 	for i, v := range idx {
 		if v < 0 || v >= t.shape[i] {
-			panic(fmt.Sprintf("tensor: %s: index %v out of range for shape %v", op, idx, t.shape))
+			panic(fmt.Sprintf("tensor: %s: index %s out of range for shape %s", op, sh(idx), sh(t.shape)))
 		}
 	}
 	return t.at(idx)

@@ -61,7 +61,7 @@ func Tanh(a *Tensor) *Tensor { return unary(opTanh, a, 0, 0) }
 // Clamp limits a to [lo, hi]. Use math.Inf for a one-sided clamp.
 func Clamp(a *Tensor, lo, hi float64) *Tensor {
 	if lo > hi {
-		panic(fmt.Sprintf("tensor: Clamp: lo %v > hi %v (shape %v)", lo, hi, a.shape))
+		panic(fmt.Sprintf("tensor: Clamp: lo %v > hi %v (shape %s)", lo, hi, sh(a.shape)))
 	}
 	return unary(opClamp, a, lo, hi)
 }

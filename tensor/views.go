@@ -1,15 +1,11 @@
 package tensor
 
-import (
-	"fmt"
-	"slices"
-)
+import "fmt"
 
-// view returns a tensor sharing t's storage with the given layout.
-func (t *Tensor) view(shape, strides []int, offset int) *Tensor {
-	v := newHeader(t.dtype, len(shape))
-	copy(v.shape, shape)
-	copy(v.strides, strides)
+// view returns a header of the given rank sharing t's storage at offset;
+// the caller fills in its shape and strides.
+func (t *Tensor) view(rank, offset int) *Tensor {
+	v := newHeader(t.dtype, rank)
 	v.f32, v.f64, v.offset = t.f32, t.f64, offset
 	return v
 }
@@ -19,16 +15,18 @@ func Transpose(t *Tensor, d0, d1 int) *Tensor {
 	r := t.Dim()
 	d0 = normAxis("Transpose", d0, r, t.shape)
 	d1 = normAxis("Transpose", d1, r, t.shape)
-	shape, strides := cloneInts(t.shape), cloneInts(t.strides)
-	shape[d0], shape[d1] = shape[d1], shape[d0]
-	strides[d0], strides[d1] = strides[d1], strides[d0]
-	return t.view(shape, strides, t.offset)
+	v := t.view(r, t.offset)
+	copy(v.shape, t.shape)
+	copy(v.strides, t.strides)
+	v.shape[d0], v.shape[d1] = v.shape[d1], v.shape[d0]
+	v.strides[d0], v.strides[d1] = v.strides[d1], v.strides[d0]
+	return v
 }
 
 // T returns the transpose of a 2-D tensor as a view.
 func (t *Tensor) T() *Tensor {
 	if t.Dim() != 2 {
-		panic(fmt.Sprintf("tensor: T: want a 2-D tensor, got shape %v", t.shape))
+		panic(fmt.Sprintf("tensor: T: want a 2-D tensor, got shape %s", sh(t.shape)))
 	}
 	return Transpose(t, 0, 1)
 }
@@ -37,30 +35,32 @@ func (t *Tensor) T() *Tensor {
 func Permute(t *Tensor, dims ...int) *Tensor {
 	r := t.Dim()
 	if len(dims) != r {
-		panic(fmt.Sprintf("tensor: Permute: %d dims %v for shape %v", len(dims), dims, t.shape))
+		panic(fmt.Sprintf("tensor: Permute: %d dims %s for shape %s", len(dims), sh(dims), sh(t.shape)))
 	}
 	seen := make([]bool, r)
-	shape, strides := make([]int, r), make([]int, r)
+	v := t.view(r, t.offset)
 	for i, d := range dims {
 		d = normAxis("Permute", d, r, t.shape)
 		if seen[d] {
-			panic(fmt.Sprintf("tensor: Permute: repeated dim in %v for shape %v", dims, t.shape))
+			panic(fmt.Sprintf("tensor: Permute: repeated dim in %s for shape %s", sh(dims), sh(t.shape)))
 		}
 		seen[d] = true
-		shape[i], strides[i] = t.shape[d], t.strides[d]
+		v.shape[i], v.strides[i] = t.shape[d], t.strides[d]
 	}
-	return t.view(shape, strides, t.offset)
+	return v
 }
 
 // Narrow returns the view t[..., start:start+length, ...] along axis.
 func Narrow(t *Tensor, axis, start, length int) *Tensor {
 	axis = normAxis("Narrow", axis, t.Dim(), t.shape)
 	if start < 0 || length < 0 || start+length > t.shape[axis] {
-		panic(fmt.Sprintf("tensor: Narrow: [%d, %d) out of range for axis %d of shape %v", start, start+length, axis, t.shape))
+		panic(fmt.Sprintf("tensor: Narrow: [%d, %d) out of range for axis %d of shape %s", start, start+length, axis, sh(t.shape)))
 	}
-	shape := cloneInts(t.shape)
-	shape[axis] = length
-	return t.view(shape, cloneInts(t.strides), t.offset+start*t.strides[axis])
+	v := t.view(t.Dim(), t.offset+start*t.strides[axis])
+	copy(v.shape, t.shape)
+	copy(v.strides, t.strides)
+	v.shape[axis] = length
+	return v
 }
 
 // Unsqueeze returns a view with a size-1 dimension inserted at axis
@@ -71,9 +71,13 @@ func Unsqueeze(t *Tensor, axis int) *Tensor {
 	if axis < t.Dim() {
 		st = t.strides[axis] * t.shape[axis]
 	}
-	shape := slices.Insert(cloneInts(t.shape), axis, 1)
-	strides := slices.Insert(cloneInts(t.strides), axis, st)
-	return t.view(shape, strides, t.offset)
+	v := t.view(t.Dim()+1, t.offset)
+	copy(v.shape, t.shape[:axis])
+	copy(v.strides, t.strides[:axis])
+	v.shape[axis], v.strides[axis] = 1, st
+	copy(v.shape[axis+1:], t.shape[axis:])
+	copy(v.strides[axis+1:], t.strides[axis:])
+	return v
 }
 
 // Squeeze returns a view without the given size-1 axes; with no axes it
@@ -88,25 +92,33 @@ func Squeeze(t *Tensor, axes ...int) *Tensor {
 	for _, a := range axes {
 		a2 := normAxis("Squeeze", a, t.Dim(), t.shape)
 		if t.shape[a2] != 1 {
-			panic(fmt.Sprintf("tensor: Squeeze: axis %d has size %d in shape %v", a, t.shape[a2], t.shape))
+			panic(fmt.Sprintf("tensor: Squeeze: axis %d has size %d in shape %s", a, t.shape[a2], sh(t.shape)))
 		}
 		drop[a2] = true
 	}
-	shape, strides := []int{}, []int{}
-	for i := range t.shape {
-		if !drop[i] {
-			shape = append(shape, t.shape[i])
-			strides = append(strides, t.strides[i])
+	rank := 0
+	for _, d := range drop {
+		if !d {
+			rank++
 		}
 	}
-	return t.view(shape, strides, t.offset)
+	v := t.view(rank, t.offset)
+	j := 0
+	for i := range t.shape {
+		if !drop[i] {
+			v.shape[j], v.strides[j] = t.shape[i], t.strides[i]
+			j++
+		}
+	}
+	return v
 }
 
 // Expand returns a read-only broadcast view of t at shape (size-1 dimensions
 // get stride 0, as torch.expand). Writing through it aliases elements.
 func Expand(t *Tensor, shape ...int) *Tensor {
 	checkBroadcastTo("Expand", t.shape, shape)
-	strides := make([]int, len(shape))
-	broadcastStrides(t, shape, strides)
-	return t.view(cloneInts(shape), strides, t.offset)
+	v := t.view(len(shape), t.offset)
+	copy(v.shape, shape)
+	broadcastStrides(t, shape, v.strides)
+	return v
 }
