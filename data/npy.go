@@ -230,6 +230,9 @@ func (l *npyLexer) shape() ([]int, error) {
 		d, err := strconv.Atoi(w)
 		if err != nil || d < 0 {
 			l.i = at
+			if w == "" && at < len(l.s) {
+				w = string(l.s[at])
+			}
 			return nil, l.errorf("bad dimension %q in shape", w)
 		}
 		shape = append(shape, d)

@@ -1,0 +1,67 @@
+// Package data is goddp's input pipeline: datasets, a DataLoader and a
+// DistributedSampler with PyTorch's semantics, and readers for CSV, IDX
+// (MNIST) and NumPy .npy files.
+//
+// # Model
+//
+// A Dataset is map-style: Len samples addressed by index, each a Sample
+// holding an Input tensor and either a float Target tensor (regression) or
+// an int Label (classification). TensorDataset keeps all samples as the rows
+// of tensors; Subset and ConcatDataset compose datasets.
+//
+// A DataLoader turns a Dataset into Batches. A Sampler decides the index
+// order of a pass (SequentialSampler, RandomSampler, DistributedSampler);
+// the loader cuts it into batches of BatchSize (or takes whole batches from a
+// BatchSampler) and collates each batch: DefaultCollate stacks inputs into
+// Batch.Inputs [B, ...], stacks targets into Batch.Targets or gathers labels
+// into Batch.Labels. A dataset that implements BatchGetter (TensorDataset,
+// and Subset over one) assembles whole batches directly, with one copy per
+// row and no per-sample tensors; that is the fast path the loader takes when
+// no custom CollateFunc is set.
+//
+// Iteration uses Go's range-over-func:
+//
+//	loader, err := data.NewDataLoader(ds, data.BatchSize(32), data.WithSampler(sampler))
+//	for epoch := range epochs {
+//		loader.SetEpoch(epoch) // sampler.set_epoch(epoch)
+//		for b, err := range loader.All(ctx) {
+//			if err != nil {
+//				return err
+//			}
+//			step(b.Inputs, b.Labels)
+//		}
+//	}
+//
+// NumWorkers > 0 loads batches on that many goroutines, at most
+// NumWorkers*PrefetchFactor ahead of the consumer; batches are yielded in
+// sampler order whatever the number of workers, so results do not depend on
+// it. A failed Get or collate is yielded as an error (never dropped) and ends
+// the loop; so does ctx ending. Breaking out of the loop stops the workers.
+//
+// # DistributedSampler
+//
+// DistributedSampler reproduces torch's partition exactly: pad by wrapping
+// around to a multiple of the replica count (or truncate with DropLast),
+// then give rank r the positions r, r+R, r+2R, ... With shuffling off the
+// per-rank lists equal PyTorch's (a test checks them against fixtures made by
+// scripts/gen_fixtures_sampler.py). With shuffling on the permutation is
+// seeded by seed+epoch like torch's, but comes from Go's PCG generator
+// (Permutation), so the order differs from torch.randperm's while the padding
+// and split are the same; it is identical across runs, ranks and Go releases.
+//
+// Two additions to torch: SamplerEval gives uneven, unpadded shares so that
+// evaluation counts every sample once; and the sampler records how far into
+// the epoch the loader got (Position), so that State/LoadState, saved in a
+// checkpoint, let a restarted run continue mid-epoch with exactly the batches
+// the interrupted run had not yet seen.
+//
+// # Files
+//
+// ReadCSV reads numeric CSV with an optional header and target column;
+// ReadIDX and LoadMNIST read the MNIST IDX format, gzipped or not; ReadNPY
+// and WriteNPY handle NumPy's .npy (versions 1-3; <f4 <f8 <i4 <i8 u1 and a
+// few more, C order). Malformed input yields an error wrapping ErrFormat that
+// names the file and the line (CSV) or byte offset (IDX, npy). The parsers
+// check every header-declared size against the bytes actually present before
+// allocating, and are fuzzed (FuzzCSV, FuzzIDX, FuzzNPY).
+package data
