@@ -103,7 +103,9 @@ func newAdam(kind string, params []*autograd.Variable, cfg AdamConfig) (*Adam, e
 // Kind is "Adam" or "AdamW".
 func (o *Adam) Kind() string { return o.kind }
 
-// Config returns the optimizer-wide hyperparameters.
+// Config returns the optimizer-wide hyperparameters. Its LR and WeightDecay
+// are only the values the first group started with; the live ones are in
+// ParamGroups.
 func (o *Adam) Config() AdamConfig { return o.cfg }
 
 // AddParamGroup appends a group (torch's add_param_group).

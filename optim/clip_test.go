@@ -1,6 +1,7 @@
 package optim
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -39,4 +40,11 @@ func TestClipGradNormMatchesTorch(t *testing.T) {
 			require.Nil(t, ps[len(ps)-1].Grad)
 		})
 	}
+}
+
+func TestClipGradNormNonFinite(t *testing.T) {
+	p := autograd.Param(tensor.New(tensor.Float32, 2))
+	p.Grad = tensor.FromF32([]float32{float32(math.Inf(1)), 1}, 2)
+	norm := ClipGradNorm([]*autograd.Variable{p}, 1)
+	require.True(t, math.IsInf(norm, 1), "the norm is reported as is")
 }

@@ -74,7 +74,9 @@ func (o *SGD) AddParamGroup(g ParamGroup) error {
 	return nil
 }
 
-// Config returns the optimizer-wide hyperparameters.
+// Config returns the optimizer-wide hyperparameters. Its LR and WeightDecay
+// are only the values the first group started with; the live ones are in
+// ParamGroups.
 func (o *SGD) Config() SGDConfig { return o.cfg }
 
 // ParamGroups implements Optimizer.
