@@ -58,7 +58,10 @@ func flagTable() []flagSpec {
 		{[]string{"tee", "t"}, "SPEC", "copy streams to log files and the console, with a [rankN]: prefix; same SPEC as --redirects",
 			func(c *Config, v string) (err error) { c.Tee, err = ParseStreamSpec(v); return }},
 		{[]string{"local-ranks-filter"}, "R,R,...", "show console output of these local ranks only",
-			func(c *Config, v string) (err error) { c.LocalRanksFilter, err = parseIntList(v, "--local-ranks-filter"); return }},
+			func(c *Config, v string) (err error) {
+				c.LocalRanksFilter, err = parseIntList(v, "--local-ranks-filter")
+				return
+			}},
 		{[]string{"build-flags"}, "FLAGS", "extra `go build` flags when PROGRAM is a Go package, e.g. \"-tags=cuda\"",
 			func(c *Config, v string) error { c.BuildFlags = strings.Fields(v); return nil }},
 		{[]string{"require-gpu"}, "", "check with NVML that a GPU exists before starting PROGRAM (automatic for cuda-tagged binaries)",

@@ -72,7 +72,8 @@ type storeRdzv struct {
 	lastPoll time.Time
 	hbRound  int
 	hb       map[int]*hbSeen
-	last     *assignment
+	round    int // the last round this node joined
+	peers    int // host: nodes of that round that will acknowledge the end
 }
 
 type hbSeen struct {
@@ -115,14 +116,17 @@ func (r *storeRdzv) open(ctx context.Context, deadline time.Time) error {
 			r.isHost = false // another launcher on this machine hosts it
 		}
 	}
+	if c, ok := r.srv.(interface{ Client() comm.Store }); ok && r.srv != nil {
+		r.st = c.Client() // in-process: no socket to itself
+	}
 	var lastErr error
-	for attempt := 0; ; attempt++ {
+	for attempt := 0; r.st == nil; attempt++ {
 		actx, cancel := context.WithTimeout(ctx, min(10*time.Second, max(time.Until(deadline), time.Millisecond)))
 		st, err := r.a.stores.dial(actx, r.endpoint, r.a.token)
 		cancel()
 		if err == nil {
 			r.st = st
-			break
+			continue
 		}
 		lastErr = err
 		if errors.Is(err, comm.ErrAuth) {
@@ -148,6 +152,9 @@ func (r *storeRdzv) open(ctx context.Context, deadline time.Time) error {
 		addr = host
 	}
 	if addr == "" {
+		addr = localAddrOf(r.st)
+	}
+	if addr == "" {
 		addr = outboundAddr(r.endpoint)
 	}
 	r.info = nodeInfo{NodeRank: cfg.NodeRank, Host: r.a.host, Addr: addr, NProc: cfg.NProcPerNode, PID: os.Getpid(), IsHost: r.isHost}
@@ -162,11 +169,12 @@ func (r *storeRdzv) join(ctx context.Context, round, restarts int) (*assignment,
 		}
 	}
 	for {
+		r.round = round
 		asg, err := r.joinRound(ctx, round, restarts, deadline)
+		if asg != nil {
+			r.peers = asg.GroupWorldSize - 1
+		}
 		if err != nil || asg != nil {
-			if asg != nil {
-				r.last = asg
-			}
 			return asg, err
 		}
 		r.a.logf("rendezvous round %d is full (--nnodes max %d); waiting for the next round", round, r.a.cfg.MaxNodes)
@@ -251,6 +259,7 @@ func (r *storeRdzv) decide(ctx context.Context, round, restarts int, deadline ti
 		}
 		if !now.Before(deadline) {
 			msg := r.timeoutMessage(ctx, round, int(cnt))
+			r.peers = int(cnt) - 1
 			r.publish(ctx, round, &rdzvPlan{Error: msg})
 			return nil, fmt.Errorf("%w: %s", ErrRendezvous, msg)
 		}
@@ -263,6 +272,7 @@ func (r *storeRdzv) decide(ctx context.Context, round, restarts int, deadline ti
 		return nil, err
 	}
 	plan := &rdzvPlan{RestartCount: restarts, MaxRestarts: cfg.MaxRestarts}
+	r.peers = n - 1
 	if err := assignRanks(nodes, cfg.RdzvBackend == BackendStatic); err != nil {
 		plan.Error = err.Error()
 		r.publish(ctx, round, plan)
@@ -487,16 +497,16 @@ func (r *storeRdzv) endRound(*assignment) {
 // every node's acknowledgement before it takes the store down.
 func (r *storeRdzv) close() {
 	r.endRound(nil)
-	if r.st != nil && r.last != nil {
+	if r.st != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), r.a.cfg.StopGrace+10*time.Second)
-		key := r.key(r.last.Round, "left")
+		key := r.key(r.round, "left")
 		if r.isHost {
-			for {
+			for r.peers > 0 {
 				n, err := r.st.Add(ctx, key, 0)
-				if err != nil || int(n) >= r.last.GroupWorldSize-1 {
+				if err != nil || int(n) >= r.peers {
 					break
 				}
-				if sleepCtx(ctx, 100*time.Millisecond) != nil {
+				if sleepCtx(ctx, 50*time.Millisecond) != nil {
 					break
 				}
 			}
@@ -504,8 +514,6 @@ func (r *storeRdzv) close() {
 			_, _ = r.st.Add(ctx, key, 1)
 		}
 		cancel()
-	}
-	if r.st != nil {
 		_ = r.st.Close()
 	}
 	if r.srv != nil {

@@ -58,6 +58,10 @@ func run(ctx context.Context, cfg Config, stores storeDriver) (err error) {
 		cfg: cfg, stores: stores, host: hostname(),
 		stdout: &console{w: cfg.Stdout}, stderr: &console{w: cfg.Stderr},
 	}
+	if cs, ok := stores.(commStores); ok && cs.logf == nil {
+		cs.logf = func(format string, args ...any) { a.logf("store: "+format, args...) }
+		a.stores = cs
+	}
 	if a.token, err = a.jobToken(); err != nil {
 		return err
 	}

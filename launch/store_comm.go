@@ -2,41 +2,40 @@ package launch
 
 import (
 	"context"
-	"errors"
 	"net"
+	"time"
 
 	"goddp/comm"
 )
 
-// commStores is the real store driver: comm's TCP store with token auth.
-//
-// Interim: until comm.ListenStore/DialStore land, listen only reserves the
-// address (so port clashes are reported) and dial fails.
-type commStores struct{}
-
-type tcpHold struct{ l net.Listener }
-
-func (h *tcpHold) Addr() string { return h.l.Addr().String() }
-func (h *tcpHold) Close() error { return h.l.Close() }
-
-func (commStores) listen(ctx context.Context, addr, token string) (storeServer, error) {
-	var lc net.ListenConfig
-	l, err := lc.Listen(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			_ = c.Close()
-		}
-	}()
-	return &tcpHold{l}, nil
+// commStores is the real store driver: comm's TCP store, every connection
+// authenticated with the job token (HMAC challenge, never sent in clear).
+type commStores struct {
+	logf func(format string, args ...any)
 }
 
-func (commStores) dial(ctx context.Context, addr, token string) (comm.Store, error) {
-	return nil, errors.New("comm store client not available yet")
+func (d commStores) listen(ctx context.Context, addr, token string) (storeServer, error) {
+	opts := []comm.StoreOption{comm.WithToken(token)}
+	if d.logf != nil {
+		opts = append(opts, comm.WithStoreLogger(d.logf))
+	}
+	return comm.ListenStore(ctx, addr, opts...)
+}
+
+func (d commStores) dial(ctx context.Context, addr, token string) (comm.Store, error) {
+	// The store's own timeout bounds blocking gets; the rendezvous passes
+	// its deadlines through ctx, so keep the store's out of the way.
+	return comm.DialStore(ctx, addr, comm.WithToken(token), comm.WithStoreTimeout(24*time.Hour))
+}
+
+// localAddrOf is the local end of a store connection, when the store
+// exposes it (comm's TCP client does).
+func localAddrOf(st comm.Store) string {
+	if la, ok := st.(interface{ LocalAddr() net.Addr }); ok && la.LocalAddr() != nil {
+		h, _, err := net.SplitHostPort(la.LocalAddr().String())
+		if err == nil {
+			return h
+		}
+	}
+	return ""
 }

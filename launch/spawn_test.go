@@ -1,0 +1,89 @@
+package launch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Spawned bodies; TestMain hands them to RunChild.
+
+func spawnOK(_ context.Context, rank, world int) error {
+	fmt.Printf("WORKER {\"event\":\"spawn\",\"rank\":%d,\"world\":%d,\"pid\":%d,\"port\":%q,\"hosted\":%q}\n",
+		rank, world, os.Getpid(), os.Getenv(EnvMasterPort), os.Getenv(EnvStoreHosted))
+	return nil
+}
+
+func spawnFail(ctx context.Context, rank, _ int) error {
+	if rank == 1 {
+		return errors.New("rank 1 gives up: checksum mismatch")
+	}
+	<-ctx.Done() // stopped by the parent's SIGTERM
+	return ctx.Err()
+}
+
+func spawnPanic(_ context.Context, rank, _ int) error {
+	if rank == 0 {
+		var m map[string]int
+		m["x"] = 1
+	}
+	time.Sleep(time.Minute)
+	return nil
+}
+
+func TestSpawn(t *testing.T) {
+	out := &syncBuffer{}
+	err := Spawn(context.Background(), spawnOK, 3, WithSpawnOutput(out, out, out))
+	require.NoError(t, err, out.String())
+	got := map[int]bool{}
+	for _, r := range reports(out.String(), "spawn") {
+		rank := int(r["rank"].(float64))
+		got[rank] = true
+		assert.Equal(t, 3.0, r["world"])
+		assert.Equal(t, "1", r.str("hosted"))
+		_, perr := strconv.Atoi(r.str("port"))
+		assert.NoError(t, perr)
+	}
+	assert.Equal(t, map[int]bool{0: true, 1: true, 2: true}, got)
+}
+
+func TestSpawnFailure(t *testing.T) {
+	tests := []struct {
+		name string
+		fn   SpawnFunc
+		rank int
+		msg  string
+	}{
+		{"error", spawnFail, 1, "rank 1 gives up: checksum mismatch"},
+		{"panic", spawnPanic, 0, "assignment to entry in nil map"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out := &syncBuffer{}
+			start := time.Now()
+			err := Spawn(context.Background(), tc.fn, 2, WithSpawnOutput(out, out, out), WithSpawnStopGrace(time.Second))
+			require.ErrorIs(t, err, ErrWorkerFailed)
+			assert.Less(t, time.Since(start), 20*time.Second)
+			var fe *FailureError
+			require.ErrorAs(t, err, &fe)
+			assert.Equal(t, tc.rank, fe.Root.Rank)
+			require.NotNil(t, fe.Root.Record, out.String())
+			assert.Contains(t, fe.Root.Record.Message, tc.msg)
+			assert.Contains(t, err.Error(), tc.msg)
+		})
+	}
+}
+
+func TestSpawnInsideChildRefuses(t *testing.T) {
+	t.Setenv(envSpawnFunc, "x")
+	err := Spawn(context.Background(), spawnOK, 1)
+	require.ErrorIs(t, err, ErrUsage)
+	assert.Contains(t, err.Error(), "RunChild")
+}
