@@ -6,7 +6,7 @@ import (
 )
 
 // CosineAnnealingLR anneals each group's learning rate from its base value
-// to EtaMin over TMax steps along half a cosine, then back up, periodically
+// to etaMin over tMax steps along half a cosine, then back up, periodically
 // (torch.optim.lr_scheduler.CosineAnnealingLR, its recursive form, so the
 // values match torch's step by step).
 type CosineAnnealingLR struct {

@@ -3,8 +3,8 @@ package optim
 import "fmt"
 
 // LinearLR scales each group's learning rate by a factor that moves linearly
-// from StartFactor to EndFactor over TotalIters steps and then stays at
-// EndFactor (torch.optim.lr_scheduler.LinearLR, recursive form).
+// from startFactor to endFactor over totalIters steps and then stays at
+// endFactor (torch.optim.lr_scheduler.LinearLR, recursive form).
 type LinearLR struct {
 	*schedule
 	start, end float64

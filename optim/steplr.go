@@ -2,7 +2,7 @@ package optim
 
 import "fmt"
 
-// StepLR multiplies each group's learning rate by Gamma every StepSize
+// StepLR multiplies each group's learning rate by gamma every stepSize
 // steps (torch.optim.lr_scheduler.StepLR).
 type StepLR struct {
 	*schedule
