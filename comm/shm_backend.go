@@ -77,6 +77,9 @@ type shmGroup struct {
 
 	smallMax, chunkBytes, asyncMin int
 
+	stall time.Duration // stall report threshold, 0 = off
+	logf  func(format string, args ...any)
+
 	// Peer identities for the liveness check.
 	pids      []int
 	starts    []uint64
@@ -171,7 +174,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	defer cancel()
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
-		asyncMin: shmAsyncMin,
+		asyncMin: shmAsyncMin, stall: opts.stallThreshold(), logf: opts.logf(),
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err
@@ -286,7 +289,7 @@ func (g *shmGroup) Size() int       { return g.size }
 func (g *shmGroup) Backend() string { return "shm" }
 
 func (g *shmGroup) badArg(op shmKind, format string, args ...any) Work {
-	return failedWork(fmt.Errorf("%w: shm %s on rank %d: %s", ErrBadArgument, op, g.rank, fmt.Sprintf(format, args...)))
+	return failedWork(&OpError{Kind: ErrBadArgument, Op: op.String(), Rank: g.rank, Detail: "shm: " + fmt.Sprintf(format, args...)})
 }
 
 func shmCheckBuf(b Buffer) error {
@@ -448,6 +451,7 @@ func (g *shmGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, err
 	return newShmGroup(ctx, Options{
 		Rank: idx, Size: len(sorted), Store: g.store, Timeout: g.timeout,
 		Prefix: fmt.Sprintf("%ssub%d%s/", g.prefix, n, b.String()),
+		Logf:   g.logf, StallThreshold: g.stallOpt(),
 	})
 }
 
@@ -466,7 +470,7 @@ func (g *shmGroup) Close() error {
 	g.mu.Unlock()
 	g.closing.Store(true)
 	for _, op := range q {
-		op.w.complete(fmt.Errorf("%w: shm %s on rank %d", ErrClosed, op.describe(), g.rank))
+		op.w.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
 	}
 	g.timer.Stop()
 	close(g.quit)
@@ -479,6 +483,13 @@ func (g *shmGroup) Close() error {
 	}
 	g.seg.unmap()
 	return nil
+}
+
+func (g *shmGroup) stallOpt() time.Duration {
+	if g.stall == 0 {
+		return -1
+	}
+	return g.stall
 }
 
 func errorsJoinFirst(errs ...error) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -43,6 +44,8 @@ type shmOp struct {
 	timeout  time.Duration // overrides the group timeout when > 0 (MonitoredBarrier)
 	deadline time.Time     // set when execution starts
 	step0    uint64        // first step of this op
+
+	stallReported bool
 }
 
 type shmKind uint8
@@ -95,20 +98,26 @@ func (op *shmOp) descBuf() Buffer {
 	return op.buf
 }
 
-// describe names the op in errors: "allreduce #57 (4096 bytes float32 sum)".
+// describe names the op in logs: "allreduce #57 (4096 bytes float32 sum)".
 func (op *shmOp) describe() string {
+	return fmt.Sprintf("%s #%d (%d bytes %s)", op.kind, op.seq, len(op.descBuf().Bytes), strings.TrimSuffix(op.detail(), ": "))
+}
+
+// detail is the part of an op's identity OpError does not carry: dtype,
+// reduction and root, as "float32 sum: ".
+func (op *shmOp) detail() string {
 	b := op.descBuf()
 	switch op.kind {
 	case shmBarrier, shmMonitoredBarrier:
-		return fmt.Sprintf("%s #%d", op.kind, op.seq)
+		return ""
 	case shmAllReduce, shmReduceScatter:
-		return fmt.Sprintf("%s #%d (%d bytes %s %s)", op.kind, op.seq, len(b.Bytes), b.DType, op.rop)
+		return fmt.Sprintf("%s %s: ", b.DType, op.rop)
 	case shmReduce:
-		return fmt.Sprintf("%s #%d (%d bytes %s %s, root %d)", op.kind, op.seq, len(b.Bytes), b.DType, op.rop, op.root)
+		return fmt.Sprintf("%s %s root %d: ", b.DType, op.rop, op.root)
 	case shmBroadcast, shmGather, shmScatter:
-		return fmt.Sprintf("%s #%d (%d bytes %s, root %d)", op.kind, op.seq, len(b.Bytes), b.DType, op.root)
+		return fmt.Sprintf("%s root %d: ", b.DType, op.root)
 	}
-	return fmt.Sprintf("%s #%d (%d bytes %s)", op.kind, op.seq, len(b.Bytes), b.DType)
+	return fmt.Sprintf("%s: ", b.DType)
 }
 
 // Wait implements Work. With a ctx that can never be cancelled the caller
@@ -137,7 +146,7 @@ func (g *shmGroup) submit(op *shmOp) Work {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		op.w.complete(fmt.Errorf("%w: shm %s on rank %d", ErrClosed, op.kind, g.rank))
+		op.w.complete(g.opError(op, ErrClosed, nil, "submitted after Close", nil))
 		return op
 	}
 	g.issued++
@@ -239,11 +248,16 @@ func (g *shmGroup) runUntil(target *shmOp) {
 // run executes one op; the caller holds execMu.
 func (g *shmGroup) run(op *shmOp) {
 	if g.broken != nil {
-		op.w.complete(fmt.Errorf("shm %s on rank %d: group unusable after an earlier failure: %w", op.describe(), g.rank, g.broken))
+		kind := ErrPeerFailed
+		var oe *OpError
+		if errors.As(g.broken, &oe) {
+			kind = oe.Kind
+		}
+		op.w.complete(g.opError(op, kind, nil, "group unusable after an earlier failure", g.broken))
 		return
 	}
 	if g.closing.Load() {
-		op.w.complete(fmt.Errorf("%w: shm %s on rank %d", ErrClosed, op.describe(), g.rank))
+		op.w.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
 		return
 	}
 	timeout := g.timeout
@@ -260,6 +274,10 @@ func (g *shmGroup) run(op *shmOp) {
 		// fail now with our reason instead of timing out.
 		g.broken = err
 		g.seg.setMsg(g.rank, err.Error())
+		var oe *OpError
+		if errors.As(err, &oe) && len(oe.Peers) > 0 {
+			g.seg.ctl(g.rank, shmCtlBlame).Store(uint64(oe.Peers[0]) + 1)
+		}
 		g.seg.ctl(g.rank, shmCtlStatus).Store(shmStatusAborted)
 	}
 	op.w.complete(stripSoft(err))

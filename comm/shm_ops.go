@@ -97,7 +97,11 @@ func shmDescWord(op *shmOp) uint64 {
 	return uint64(op.kind) | uint64(b.DType)<<8 | uint64(op.rop)<<16 | uint64(uint32(op.root))<<32
 }
 
+// writeDesc publishes the descriptor seqlock-style: the sequence word is
+// cleared first and set last, so a reader that sees the same sequence
+// before and after reading the fields has read a consistent descriptor.
 func (g *shmGroup) writeDesc(op *shmOp) {
+	g.seg.ctl(g.rank, shmCtlDescSeq).Store(0)
 	g.seg.ctl(g.rank, shmCtlDescKind).Store(shmDescWord(op))
 	g.seg.ctl(g.rank, shmCtlDescLen).Store(uint64(len(op.descBuf().Bytes)))
 	g.seg.ctl(g.rank, shmCtlDescSeq).Store(op.seq)
@@ -119,8 +123,8 @@ func (g *shmGroup) checkDesc(op *shmOp, k int) error {
 	other := &shmOp{kind: shmKind(kind & 0xff), rop: ReduceOp(kind >> 16 & 0xff), root: int(int32(kind >> 32)), seq: seq}
 	other.buf = Buffer{DType: DType(kind >> 8 & 0xff), Bytes: make([]byte, n)}
 	other.in = other.buf
-	return fmt.Errorf("%w: shm: mismatched collectives: rank %d called %s but rank %d called %s",
-		ErrBadArgument, g.rank, op.describe(), k, other.describe())
+	return g.opError(op, ErrBadArgument, []int{k}, fmt.Sprintf("mismatched collectives: rank %d called %s but rank %d called %s",
+		g.rank, op.describe(), k, other.describe()), nil)
 }
 
 // exec runs op's algorithm; the caller holds execMu.
@@ -542,8 +546,7 @@ func (g *shmGroup) barrier(op *shmOp) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	werr := fmt.Errorf("%w: shm %s on rank %d: ranks %v did not arrive within %v (first error: %v)",
-		ErrTimeout, op.describe(), g.rank, missing, op.timeout, err)
+	werr := g.opError(op, ErrTimeout, missing, fmt.Sprintf("%s did not arrive within %v", rankList(missing), op.timeout), nil)
 	if !errors.Is(err, ErrTimeout) {
 		return werr // a dead or aborted peer: the group is broken anyway
 	}

@@ -56,6 +56,7 @@ const (
 	shmCtlDescSeq  = 416
 	shmCtlDescKind = 424
 	shmCtlDescLen  = 432
+	shmCtlBlame    = 440 // 1 + the rank an aborting rank blames, 0 if none
 	shmCtlMsgLen   = 512
 	shmCtlMsg      = 520
 	shmCtlMsgMax   = shmCtrlLen - shmCtlMsg

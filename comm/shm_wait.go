@@ -76,17 +76,23 @@ func (g *shmGroup) awaitSlow(op *shmOp, k, off int, target uint64) error {
 
 // checkPeers returns the error that ends a wait on rank k, if any: the group
 // closing, a peer that closed or aborted, the deadline, or a dead process.
+// Past the stall threshold it also reports the wait once through Logf.
 func (g *shmGroup) checkPeers(op *shmOp, k, off int, target uint64, now time.Time, nextLive *time.Time) error {
 	if g.closing.Load() {
-		return fmt.Errorf("%w: shm %s on rank %d: group closed while waiting for rank %d", ErrClosed, op.describe(), g.rank, k)
+		return g.opError(op, ErrClosed, nil, fmt.Sprintf("group closed while waiting for rank %d", k), nil)
 	}
 	if err := g.peerStatusErr(op, k); err != nil {
 		return err
 	}
+	waited := now.Sub(op.deadline.Add(-g.opTimeout(op)))
 	if now.After(op.deadline) {
-		return fmt.Errorf("%w: shm %s on rank %d: waited %v for rank %d to %s step %d (it is at step %d)",
-			ErrTimeout, op.describe(), g.rank, now.Sub(op.deadline.Add(-g.opTimeout(op))).Round(time.Millisecond),
-			k, shmCounterVerb(off), target, g.seg.ctl(k, off).Load())
+		return g.opError(op, ErrTimeout, []int{k}, fmt.Sprintf("waited %v for rank %d to %s step %d (it is at step %d)",
+			waited.Round(time.Millisecond), k, shmCounterVerb(off), target, g.seg.ctl(k, off).Load()), nil)
+	}
+	if g.stall > 0 && waited > g.stall && !op.stallReported {
+		op.stallReported = true
+		g.logf("comm: shm %s on rank %d has waited %v for rank %d to %s step %d (it is at step %d)",
+			op.describe(), g.rank, waited.Round(time.Second), k, shmCounterVerb(off), target, g.seg.ctl(k, off).Load())
 	}
 	if now.After(*nextLive) {
 		*nextLive = now.Add(shmLivenessEvery)
@@ -123,17 +129,30 @@ func shmCounterVerb(off int) string {
 	return "finish reading"
 }
 
+// opError builds the error of a failed op: kind is the sentinel, peers the
+// ranks at fault. The message reads, e.g.,
+// "comm: timeout: allreduce #57 (4096 bytes) on rank 0: shm float32 sum: waited 10m0s for rank 3 to ...".
+func (g *shmGroup) opError(op *shmOp, kind error, peers []int, detail string, cause error) error {
+	return &OpError{
+		Kind: kind, Op: op.kind.String(), Seq: op.seq, Bytes: len(op.descBuf().Bytes), Rank: g.rank,
+		Peers: peers, Detail: "shm " + op.detail() + detail, Err: cause,
+	}
+}
+
 // peerStatusErr reports a peer that closed its group or aborted.
 func (g *shmGroup) peerStatusErr(op *shmOp, k int) error {
 	switch g.seg.ctl(k, shmCtlStatus).Load() {
 	case shmStatusClosed:
-		return fmt.Errorf("%w: shm %s on rank %d: rank %d closed the group", ErrPeerFailed, op.describe(), g.rank, k)
+		return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d closed the group", k), nil)
 	case shmStatusAborted:
-		msg := g.seg.msg(k)
-		// Point at the root cause: the aborting rank's own message names
-		// the rank it was waiting for.
-		return fmt.Errorf("%w: shm %s on rank %d: rank %d aborted: %s", ErrPeerFailed, op.describe(), g.rank, k,
-			strings.TrimPrefix(msg, "comm: "))
+		// Blame the rank the aborting peer blamed (the root cause), and
+		// quote its reason.
+		peers := []int{k}
+		if b := g.seg.ctl(k, shmCtlBlame).Load(); b > 0 && int(b-1) < g.size && int(b-1) != g.rank {
+			peers = []int{int(b - 1)}
+		}
+		return g.opError(op, ErrPeerFailed, peers, fmt.Sprintf("rank %d aborted: %s", k,
+			strings.TrimPrefix(g.seg.msg(k), "comm: ")), nil)
 	}
 	return nil
 }
@@ -143,5 +162,5 @@ func (g *shmGroup) livenessErr(op *shmOp, k int) error {
 	if !g.pidUsable[k] || shmProcAlive(g.pids[k], g.starts[k]) {
 		return nil
 	}
-	return fmt.Errorf("%w: shm %s on rank %d: rank %d (pid %d) died", ErrPeerFailed, op.describe(), g.rank, k, g.pids[k])
+	return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
 }

@@ -1,0 +1,328 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// shmWorld creates a world of shm groups, one goroutine per rank, in this
+// process, and runs fn on each rank; it returns each rank's error.
+func shmWorld(t *testing.T, world int, timeout time.Duration, fn func(ctx context.Context, g ProcessGroup) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	store := newShmMemStore()
+	errs := make([]error, world)
+	var wg sync.WaitGroup
+	for r := 0; r < world; r++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			g, err := newShmGroup(ctx, Options{Rank: r, Size: world, Store: store, Timeout: timeout})
+			if err != nil {
+				errs[r] = fmt.Errorf("rank %d setup: %w", r, err)
+				return
+			}
+			defer g.Close()
+			errs[r] = fn(context.Background(), g)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func shmSegmentsLeft(t *testing.T) []string {
+	t.Helper()
+	m, err := filepath.Glob(fmt.Sprintf("%s/goddp-shm-%d-*", shmDir, os.Getpid()))
+	require.NoError(t, err)
+	return m
+}
+
+func TestShmCollectives(t *testing.T) {
+	tiny := map[string]string{
+		"GODDP_SHM_SLOT_BYTES": "64K", "GODDP_SHM_CHUNK_BYTES": "4K",
+		"GODDP_SHM_SMALL_MAX": "1K", "GODDP_SHM_NBUF": "2",
+	}
+	for _, tc := range []struct {
+		name    string
+		env     map[string]string
+		lengths []int
+	}{
+		// Default parameters: the small path, the boundary, and a pipelined
+		// large path; tiny slots: every path with many steps, cheaply.
+		{"default", nil, []int{0, 1, 7, 1001}},
+		{"tiny-slots", tiny, []int{0, 1, 5, 257, 3001}},
+	} {
+		for _, world := range []int{1, 2, 3, 4} {
+			t.Run(fmt.Sprintf("%s/world%d", tc.name, world), func(t *testing.T) {
+				for k, v := range tc.env {
+					t.Setenv(k, v)
+				}
+				cases := shmTestCases(world, shmTestDTypes, tc.lengths)
+				if tc.env == nil {
+					cases = append(cases, shmTestCases(world, []DType{Float32, BFloat16, Int64}, []int{16384, 16385, 70001})...)
+					// Larger than a slot: several steps even for the copy-through ops.
+					for _, op := range []string{"allreduce", "broadcast", "allgather", "reduce"} {
+						cases = append(cases, shmTestCase{op, Float32, 300001, Sum, world - 1})
+					}
+				}
+				hashes := make([][]uint64, world)
+				errs := shmWorld(t, world, 30*time.Second, func(ctx context.Context, g ProcessGroup) error {
+					hs := make([]uint64, len(cases))
+					for i, c := range cases {
+						h, err := shmRunCase(ctx, g, c)
+						if err != nil {
+							return err
+						}
+						hs[i] = h
+					}
+					hashes[g.Rank()] = hs
+					return nil
+				})
+				for r, err := range errs {
+					require.NoError(t, err, "rank %d", r)
+				}
+				// Every rank must hold bit-identical all-reduce results.
+				for i, c := range cases {
+					if c.op == "allreduce" || c.op == "allgather" || c.op == "broadcast" {
+						for r := 1; r < world; r++ {
+							require.Equal(t, hashes[0][i], hashes[r][i], "%v: rank %d differs from rank 0", c, r)
+						}
+					}
+				}
+				assert.Empty(t, shmSegmentsLeft(t))
+			})
+		}
+	}
+}
+
+func TestShmBadArguments(t *testing.T) {
+	errs := shmWorld(t, 2, 5*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		for _, w := range []Work{
+			AllGather(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 2))),
+			ReduceScatter(g, Float32s(make([]float32, 2)), Float64s(make([]float64, 4)), Sum),
+			g.Broadcast(Float32s(make([]float32, 2)), 2),
+			g.AllReduce(Float32s(make([]float32, 2)), ReduceOp(9)),
+			AllToAll(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 3))),
+			Send(g, Float32s(nil), 1-g.Rank(), 0),
+		} {
+			if err := w.Wait(ctx); !errors.Is(err, ErrBadArgument) && !errors.Is(err, ErrUnsupported) {
+				return fmt.Errorf("want a bad-argument error, got %v", err)
+			}
+		}
+		// The group is still usable.
+		x := []float32{1, 2}
+		if err := g.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
+			return err
+		}
+		if x[0] != 2 || x[1] != 4 {
+			return fmt.Errorf("got %v", x)
+		}
+		return nil
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestShmMismatchedCollectives(t *testing.T) {
+	errs := shmWorld(t, 2, 2*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		x := make([]float32, 8)
+		if g.Rank() == 0 {
+			return g.AllReduce(Float32s(x), Sum).Wait(ctx)
+		}
+		return g.AllReduce(Float32s(x[:4]), Max).Wait(ctx)
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+	}
+	assert.ErrorIs(t, errs[0], ErrBadArgument)
+	assert.Contains(t, errs[0].Error(), "mismatched collectives")
+	assert.Contains(t, errs[0].Error(), "allreduce #1 (16 bytes float32 max)")
+}
+
+func TestShmTimeoutNamesRankAndOp(t *testing.T) {
+	start := time.Now()
+	errs := shmWorld(t, 3, 300*time.Millisecond, func(ctx context.Context, g ProcessGroup) error {
+		x := make([]float64, 1000)
+		if err := g.AllReduce(Float64s(x), Sum).Wait(ctx); err != nil {
+			return err
+		}
+		if g.Rank() == 2 {
+			time.Sleep(time.Second) // never issues the second op in time
+			return nil
+		}
+		return g.AllReduce(Float64s(x), Sum).Wait(ctx)
+	})
+	assert.Less(t, time.Since(start), 5*time.Second)
+	require.NoError(t, errs[2])
+	for _, r := range []int{0, 1} {
+		require.Error(t, errs[r])
+		assert.Contains(t, errs[r].Error(), "allreduce #2 (8000 bytes)")
+		assert.Contains(t, errs[r].Error(), "float64 sum")
+		var oe *OpError
+		require.ErrorAs(t, errs[r], &oe)
+		assert.Equal(t, []int{2}, oe.Peers, "%v", errs[r])
+		// Either it timed out itself, or it learned first that the other did.
+		assert.True(t, errors.Is(errs[r], ErrTimeout) || errors.Is(errs[r], ErrPeerFailed), "%v", errs[r])
+	}
+}
+
+func TestShmMonitoredBarrier(t *testing.T) {
+	errs := shmWorld(t, 3, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		mb := g.(BarrierMonitor)
+		if g.Rank() == 2 {
+			time.Sleep(500 * time.Millisecond)
+		}
+		err := mb.MonitoredBarrier(ctx, 100*time.Millisecond)
+		if g.Rank() != 2 {
+			if err == nil || !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "rank 2 did not arrive") {
+				return fmt.Errorf("rank %d: want a timeout naming rank 2, got %v", g.Rank(), err)
+			}
+		} else if err != nil {
+			return err
+		}
+		// The group survives a monitored-barrier timeout.
+		x := []int64{int64(g.Rank())}
+		if err := g.AllReduce(Int64s(x), Sum).Wait(ctx); err != nil {
+			return err
+		}
+		if x[0] != 3 {
+			return fmt.Errorf("got %d", x[0])
+		}
+		return nil
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestShmProgressWithoutWait(t *testing.T) {
+	// Rank 0 issues an op and does not wait on it until rank 1 has finished
+	// its own: the op must progress in the background.
+	done := make(chan struct{})
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		x := []float32{1, 2, 3}
+		w := g.AllReduce(Float32s(x), Sum)
+		if g.Rank() == 0 {
+			select {
+			case <-done:
+			case <-time.After(5 * time.Second):
+				return errors.New("rank 1 never finished: no background progress")
+			}
+		}
+		if err := w.Wait(ctx); err != nil {
+			return err
+		}
+		if g.Rank() == 1 {
+			close(done)
+		}
+		if x[2] != 6 {
+			return fmt.Errorf("got %v", x)
+		}
+		return nil
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestShmCancellableWait(t *testing.T) {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		x := make([]float32, 1<<18)
+		for i := range x {
+			x[i] = 1
+		}
+		for i := 0; i < 3; i++ {
+			if err := g.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
+				return err
+			}
+		}
+		if x[12345] != 8 {
+			return fmt.Errorf("got %v", x[12345])
+		}
+		return nil
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestShmCloseFailsPeers(t *testing.T) {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		if g.Rank() == 1 {
+			time.Sleep(100 * time.Millisecond)
+			g.Close()
+			if err := g.Barrier().Wait(ctx); !errors.Is(err, ErrClosed) {
+				return fmt.Errorf("after Close: %v", err)
+			}
+			return nil
+		}
+		err := g.Barrier().Wait(ctx)
+		if !errors.Is(err, ErrPeerFailed) || !strings.Contains(err.Error(), "rank 1 closed the group") {
+			return fmt.Errorf("want peer-closed error, got %v", err)
+		}
+		return nil
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestShmNewGroup(t *testing.T) {
+	errs := shmWorld(t, 4, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		sub, err := g.(Subgrouper).NewGroup(ctx, []int{3, 1})
+		if err != nil {
+			return err
+		}
+		if g.Rank() == 0 || g.Rank() == 2 {
+			if sub != nil {
+				return errors.New("non-member got a group")
+			}
+		} else {
+			defer sub.Close()
+			x := []int32{int32(g.Rank())}
+			if err := sub.AllReduce(Int32s(x), Sum).Wait(ctx); err != nil {
+				return err
+			}
+			if x[0] != 4 || sub.Size() != 2 || sub.Rank() != g.Rank()/2 {
+				return fmt.Errorf("sub rank %d size %d got %d", sub.Rank(), sub.Size(), x[0])
+			}
+		}
+		// The parent still works after the subgroup.
+		return g.Barrier().Wait(ctx)
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
+
+func TestShmSetupErrors(t *testing.T) {
+	_, err := newShmGroup(context.Background(), Options{Rank: 2, Size: 2, Store: newShmMemStore()})
+	assert.ErrorIs(t, err, ErrBadArgument)
+	_, err = newShmGroup(context.Background(), Options{Rank: 0, Size: 2})
+	assert.ErrorIs(t, err, ErrBadArgument)
+	// Rank 1 finds a record for a segment that does not exist (another host).
+	store := newShmMemStore()
+	ctx := context.Background()
+	store.Add(ctx, "shm/instances/0", 1)
+	store.Set(ctx, "shm/1/seg", []byte(shmParams{name: "goddp-shm-0-missing", slotBytes: 1 << 16, nbuf: 2,
+		smallMax: 1024, chunkBytes: 4096}.encode()))
+	_, err = newShmGroup(ctx, Options{Rank: 1, Size: 2, Store: store, Timeout: time.Second})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "one host")
+	v, _ := store.Get(ctx, "shm/1/open/1")
+	assert.Contains(t, string(v), "error")
+}
