@@ -1,21 +1,72 @@
 // Package autograd is goddp's eager, define-by-run reverse-mode automatic
 // differentiation.
 //
-// Every op (one per file) computes its value immediately and, when any input
-// requires grad, records itself as the creator of its output Variable.
-// Backward sorts the recorded graph topologically and walks it in reverse,
-// accumulating gradients for reused nodes. Ops return gradients at their
-// output's shape; the engine reduces broadcast gradients back to each input's
-// shape in one place (broadcast.go).
+// # Model
 //
-// When the walk reaches a leaf, every consumer of that leaf has already run,
-// so its gradient is final: the leaf's GradReadyHooks fire right there, while
-// the rest of backward is still running. ddp attaches its bucket logic to
-// these hooks and queues its finalize step with Pass.QueueCallback, so that
-// loss.Backward() returns with synchronized gradients, as in PyTorch.
+// A Variable holds a value (a *tensor.Tensor), its gradient and whether it
+// requires one. Leaves are made with Param (requires grad), Const or
+// NewVariable. Every op (one per file: add.go, linear.go, cross_entropy.go,
+// ...) computes its value immediately and, when any input requires grad,
+// records itself as the creator of its output; when none does it records
+// nothing. Backward (or BackwardWith for a non-scalar output and a seed
+// gradient) sorts the recorded graph topologically and walks it in reverse,
+// adding gradients for reused nodes and accumulating into each leaf's Grad
+// across passes, like torch's .grad: call ZeroGrad between steps.
 //
-// Error policy: shape or dtype mismatches inside tensor math are programmer
-// errors and panic with a message naming the op and the shapes. Conditions a
-// caller can meet at run time (backward on a non-scalar without a seed,
-// errors from queued callbacks) are returned as errors.
+// Ops return gradients at their output's shape; the engine reduces a
+// broadcast gradient back to each input's shape in one place (broadcast.go),
+// never inside an op. User code can define ops too: implement Op and wrap the
+// result with FromOp.
+//
+// # Grad-ready hooks
+//
+// The engine counts, for every node, the consumers that have yet to deliver
+// a gradient in the running pass. When a leaf's count reaches zero its
+// gradient is final, and its GradReadyHooks fire right there, once per pass,
+// while the rest of backward still runs: the last layer's parameters come
+// first. ddp attaches its bucketing to these hooks to overlap communication
+// with the remaining backward, and queues its finalize step with
+// Pass.QueueCallback, which runs after every gradient is computed and before
+// Backward returns.
+//
+// # No grad and detach
+//
+// Go has no goroutine-local state, so instead of torch's thread-local
+// no_grad mode NoGrad(leaves, fn) switches requires-grad off on the given
+// leaves (a model's parameters) while fn runs; ops on inputs that do not
+// require grad record nothing. Detach returns a leaf sharing a value, cut from
+// the graph. The package keeps no global state.
+//
+// # Memory
+//
+// A steady training step allocates nothing that grows with the parameter
+// count. Leaf gradients accumulate into their existing Grad buffers: Linear,
+// MatMul (with a 2-D right operand), IndexSelect, LayerNorm and BatchNorm add
+// their weight gradients straight into Grad (dW = gyᵀx as a GEMM with
+// beta = 1), broadcast gradients are reduced straight into Grad, and the
+// engine adopts or adds into gradients that ops allocate instead of copying
+// them. Elementwise ops compute their input gradient in place when the
+// engine owns the incoming one. Activations and activation-sized gradients
+// are still allocated per step.
+//
+// # Checking gradients
+//
+// GradCheck compares Backward with central finite differences in float64,
+// as torch.autograd.gradcheck; every op's test uses it, and compares forward
+// values and gradients with PyTorch fixtures in testdata/ops (written by
+// scripts/gen_fixtures_ops.py).
+//
+// # Errors and panics
+//
+// Shape or dtype mismatches, bad axes and out-of-range indices are
+// programmer errors: the op panics with a message naming itself and the
+// shapes, as the tensor package does. Conditions a caller meets at run time
+// are returned as errors: Backward on a non-scalar output without a seed
+// (ErrNonScalar), on a variable that does not require grad (ErrNoGrad), a
+// seed of the wrong shape, and errors from queued callbacks. The one
+// exception is BatchNorm in training mode with a single value per channel,
+// which panics as torch raises.
+//
+// A Variable and its graph are not safe for concurrent use; run one backward
+// pass over a graph at a time.
 package autograd

@@ -22,6 +22,18 @@ type Pass struct {
 	order []*Variable      // reachable nodes, inputs before consumers
 	stack []topoFrame      // scratch for the iterative DFS
 	dst   []*tensor.Tensor // scratch: leaf Grad buffers offered to an accumulator op
+
+	// Inline backing for the slices above, so that a pass over a typical
+	// graph costs one allocation.
+	orderBuf [64]*Variable
+	stackBuf [32]topoFrame
+	dstBuf   [4]*tensor.Tensor
+}
+
+func newPass() *Pass {
+	p := &Pass{}
+	p.order, p.stack, p.dst = p.orderBuf[:0], p.stackBuf[:0], p.dstBuf[:0]
+	return p
 }
 
 type topoFrame struct {
@@ -91,7 +103,7 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	if grad.DType() != v.Value.DType() {
 		return fmt.Errorf("autograd: seed gradient dtype %v does not match output dtype %v", grad.DType(), v.Value.DType())
 	}
-	pass := &Pass{}
+	pass := newPass()
 	pass.topoSort(v)
 	defer pass.release()
 
