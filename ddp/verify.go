@@ -169,7 +169,7 @@ func verifyModel(ctx context.Context, pg comm.ProcessGroup, es []stateEntry) err
 			bad, strings.Join(where, ", "), len(mine), len(theirs))
 	}
 	i := int(slots[bad[0]]) - 1
-	return fmt.Errorf("%w: ranks %v disagree with rank 0 (%s); first at %s (#%d), which is %s on rank %d. Every rank must build the same model before ddp.Wrap",
+	return fmt.Errorf("%w: ranks disagreeing with rank 0: %v (%s); the first is at %s (#%d), which is %s on rank %d. Every rank must build the same model before ddp.Wrap",
 		ErrParamMismatch, bad, strings.Join(where, ", "), entryName(i), i, describeEntry(get(mine, i)), pg.Rank())
 }
 
