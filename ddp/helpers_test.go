@@ -193,4 +193,6 @@ func allReduceLens(pg comm.ProcessGroup) []int {
 
 func f32s(t *tensor.Tensor) []float32 { return append([]float32(nil), t.Contiguous().F32()...) }
 
-func nnBuffer(name string, t *tensor.Tensor) nn.NamedBuffer { return nn.NamedBuffer{Name: name, Buffer: t} }
+func nnBuffer(name string, t *tensor.Tensor) nn.NamedBuffer {
+	return nn.NamedBuffer{Name: name, Buffer: t}
+}
