@@ -1,0 +1,186 @@
+package comm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Multi-process shm tests: the test binary re-executes itself as the
+// workers, running only TestShmWorkerProcess, which does nothing unless
+// GODDP_SHM_TEST_WORKER names a mode. The parent hosts the TCP store on
+// loopback. Workers print "SEG <path>" once set up and "RESULT <text>" at
+// the end; a failing worker exits non-zero.
+
+const shmWorkerEnv = "GODDP_SHM_TEST_WORKER"
+
+type shmProcResult struct {
+	rank   int
+	out    string
+	err    error // exit status
+	seg    string
+	result string
+}
+
+// shmSpawn runs world workers in mode and returns their results.
+func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration) []shmProcResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	srv, err := ListenStore(ctx, "127.0.0.1:0")
+	require.NoError(t, err)
+	defer srv.Close()
+	res := make([]shmProcResult, world)
+	var wg sync.WaitGroup
+	for r := 0; r < world; r++ {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShmWorkerProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), shmWorkerEnv+"="+mode, "GODDP_SHM_TEST_RANK="+strconv.Itoa(r),
+			"GODDP_SHM_TEST_WORLD="+strconv.Itoa(world), "GODDP_SHM_TEST_STORE="+srv.Addr())
+		var buf bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &buf, &buf
+		require.NoError(t, cmd.Start())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res[r].rank = r
+			res[r].err = cmd.Wait()
+			res[r].out = buf.String()
+			sc := bufio.NewScanner(strings.NewReader(res[r].out))
+			for sc.Scan() {
+				if p, ok := strings.CutPrefix(sc.Text(), "SEG "); ok {
+					res[r].seg = p
+				}
+				if p, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+					res[r].result = p
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.NoError(t, ctx.Err(), "workers did not finish in %v", timeout)
+	for _, r := range res {
+		if r.seg != "" {
+			_, err := os.Stat(r.seg)
+			assert.True(t, errors.Is(err, os.ErrNotExist), "segment %s left behind", r.seg)
+		}
+	}
+	return res
+}
+
+func TestShmMultiProcess(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, world := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			for _, r := range shmSpawn(t, world, "cases", 90*time.Second) {
+				require.NoError(t, r.err, "rank %d output:\n%s", r.rank, r.out)
+				assert.Equal(t, "ok", r.result, "rank %d", r.rank)
+				assert.NotEmpty(t, r.seg)
+			}
+		})
+	}
+}
+
+func TestShmKilledPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	// The victim SIGKILLs itself in the middle of a stream of collectives;
+	// rank 0 is a victim too in one case (it created the segment).
+	for _, victim := range []int{1, 0} {
+		t.Run(fmt.Sprintf("victim%d", victim), func(t *testing.T) {
+			start := time.Now()
+			res := shmSpawn(t, 3, "kill"+strconv.Itoa(victim), 60*time.Second)
+			assert.Less(t, time.Since(start), 30*time.Second)
+			for _, r := range res {
+				if r.rank == victim {
+					var ee *exec.ExitError
+					require.ErrorAs(t, r.err, &ee, "victim output:\n%s", r.out)
+					continue
+				}
+				require.NoError(t, r.err, "rank %d output:\n%s", r.rank, r.out)
+				t.Logf("rank %d: %s", r.rank, r.result)
+				assert.Contains(t, r.result, fmt.Sprintf("peers=[%d]", victim), "rank %d", r.rank)
+				assert.Contains(t, r.result, "peer failed", "rank %d", r.rank)
+			}
+		})
+	}
+}
+
+// TestShmWorkerProcess is the body of a worker process; a no-op otherwise.
+func TestShmWorkerProcess(t *testing.T) {
+	mode := os.Getenv(shmWorkerEnv)
+	if mode == "" {
+		t.Skip("only runs as a worker of the multi-process tests")
+	}
+	rank, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_RANK"))
+	world, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_WORLD"))
+	ctx := context.Background()
+	store, err := DialStore(ctx, os.Getenv("GODDP_SHM_TEST_STORE"))
+	require.NoError(t, err)
+	defer store.Close()
+	timeout := 60 * time.Second
+	if strings.HasPrefix(mode, "kill") {
+		timeout = 20 * time.Second
+	}
+	pg, err := newShmGroup(ctx, Options{Rank: rank, Size: world, Store: store, Timeout: timeout})
+	require.NoError(t, err)
+	defer pg.Close()
+	fmt.Printf("SEG %s\n", pg.(*shmGroup).seg.path)
+
+	switch {
+	case mode == "cases":
+		cases := shmTestCases(world, shmTestDTypes, []int{0, 1, 7, 1001})
+		cases = append(cases, shmTestCases(world, []DType{Float32, Float16, Int32}, []int{16385, 70001})...)
+		hashes := make([]uint64, 0, len(cases))
+		for _, c := range cases {
+			h, err := shmRunCase(ctx, pg, c)
+			require.NoError(t, err)
+			if c.op == "allreduce" {
+				hashes = append(hashes, h)
+			}
+		}
+		// Bit-identical results on every rank: gather the hashes at rank 0.
+		in := make([]int64, len(hashes))
+		for i, h := range hashes {
+			in[i] = int64(h)
+		}
+		all := make([]int64, world*len(in))
+		require.NoError(t, AllGather(pg, Int64s(all), Int64s(in)).Wait(ctx))
+		for k := 1; k < world; k++ {
+			require.Equal(t, all[:len(in)], all[k*len(in):(k+1)*len(in)], "rank %d's all-reduce results differ from rank 0's", k)
+		}
+		fmt.Println("RESULT ok")
+	case strings.HasPrefix(mode, "kill"):
+		victim, _ := strconv.Atoi(strings.TrimPrefix(mode, "kill"))
+		if rank == victim {
+			time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
+		}
+		x := make([]float32, 1<<20)
+		for i := 0; ; i++ {
+			if err := pg.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
+				var oe *OpError
+				require.ErrorAs(t, err, &oe)
+				fmt.Printf("RESULT peers=%v %v\n", oe.Peers, err)
+				return
+			}
+			require.Less(t, i, 1<<20, "no error after the victim died")
+		}
+	default:
+		t.Fatalf("unknown mode %q", mode)
+	}
+}
