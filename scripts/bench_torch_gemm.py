@@ -1,24 +1,26 @@
 """Torch side of the tensor GEMM comparison (run beside `go test -bench MatMul ./tensor/`).
 
 Usage: /usr/bin/python3 scripts/bench_torch_gemm.py THREADS SHAPE...
-SHAPE is m,k,n[,tB] (tB=1: a[m,k] @ b[n,k].T as nn.Linear does). Each shape
+SHAPE is m,k,n[,tA,tB] (tB=1: a[m,k] @ b[n,k].T as nn.Linear's forward does;
+tA=1: a[k,m].T @ b as its weight gradient does). Each shape
 runs torch.mm(a, b, out=c) into a preallocated c (as the Go benchmark does)
 for about `SECS` seconds after warm-up and prints one line:
-  torch m=.. k=.. n=.. tB=.. threads=.. GFLOPS=..
+  torch m=.. k=.. n=.. tA=.. tB=.. threads=.. GFLOPS=..
 Take the median of a few rounds; the machine is shared, so compare with Go
 figures interleaved in the same run.
 """
+import os
 import sys
 import time
 
 import torch
 
-SECS = 1.0
+SECS = float(os.environ.get("SECS", "1.0"))
 
 
-def bench(m, k, n, tb):
+def bench(m, k, n, ta, tb):
     g = torch.Generator().manual_seed(0)
-    a = torch.rand(m, k, generator=g)
+    a = torch.rand(k, m, generator=g).t() if ta else torch.rand(m, k, generator=g)
     b = torch.rand(n, k, generator=g).t() if tb else torch.rand(k, n, generator=g)
     c = torch.empty(m, n)
     for _ in range(3):
@@ -39,8 +41,10 @@ def main():
     for spec in sys.argv[2:]:
         parts = [int(x) for x in spec.split(",")]
         m, k, n = parts[:3]
-        tb = len(parts) > 3 and parts[3] == 1
-        print(f"torch m={m} k={k} n={n} tB={int(tb)} threads={threads} GFLOPS={bench(m, k, n, tb):.1f}", flush=True)
+        ta = len(parts) > 3 and parts[3] == 1
+        tb = len(parts) > 4 and parts[4] == 1
+        g = bench(m, k, n, ta, tb)
+        print(f"torch m={m} k={k} n={n} tA={int(ta)} tB={int(tb)} threads={threads} GFLOPS={g:.1f}", flush=True)
 
 
 if __name__ == "__main__":

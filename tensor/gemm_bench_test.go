@@ -9,7 +9,7 @@ import (
 // into the engine; smallGemmWork is set from it.
 func BenchmarkGemmSmall(b *testing.B) {
 	shapes := []struct{ m, n, k int }{
-		{2, 3, 4}, {4, 4, 4}, {8, 8, 8}, {32, 1, 1}, {8, 1, 20}, {1, 1, 64}, {4, 8, 16},
+		{2, 3, 4}, {4, 4, 4}, {8, 8, 8}, {32, 1, 20}, {1, 20, 32}, {16, 16, 16}, {32, 32, 8},
 	}
 	for _, s := range shapes {
 		for _, tb := range []bool{false, true} {
