@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Add returns a + b with broadcasting. Each input's gradient is gy, reduced
 // to the input's shape by the engine.
 func Add(a, b *Variable) *Variable {
-	return FromOp(tensor.Add(a.Value, b.Value), &addOp{inputs{a, b}})
+	return FromOp(tensor.Add(a.Value, b.Value), &addOp{ins(a, b)})
 }
 
 // addOp hands gy itself to both inputs, so it is not a freshGrads op.

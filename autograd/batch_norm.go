@@ -39,7 +39,7 @@ func BatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, training bool,
 	if training && cnt <= 1 {
 		panic(fmt.Sprintf("autograd: BatchNorm: expected more than 1 value per channel when training, got input shape %v", xs))
 	}
-	o := &batchNormOp{inputs: inputs{x, w, b}, n: xs[0], c: c, spatial: spatial, training: training,
+	o := &batchNormOp{inputs: ins(x, w, b), n: xs[0], c: c, spatial: spatial, training: training,
 		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, c)}
 	y := tensor.New(xc.DType(), xs...)
 	if xc.DType() == tensor.Float64 {
@@ -140,7 +140,7 @@ func (o *batchNormOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*t
 }
 
 func batchNormBwd[T float](o *batchNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
-	x, w, b := o.inputs[0], o.inputs[1], o.inputs[2]
+	x, w, b := o.in(0), o.in(1), o.in(2)
 	n, c, l := o.n, o.c, o.spatial
 	cnt := float64(n * l)
 	gy, xh := data[T](gyT), data[T](o.xhat)

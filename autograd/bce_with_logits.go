@@ -29,7 +29,7 @@ func BCEWithLogits(logits, target *Variable, reduction Reduction) *Variable {
 	} else {
 		bceFwd(y.F32(), x.F32(), t.F32(), reduction)
 	}
-	return FromOp(y, &bceOp{inputs: inputs{logits, target}, x: logits, t: target, xc: x, tc: t, reduction: reduction})
+	return FromOp(y, &bceOp{inputs: ins(logits, target), x: logits, t: target, xc: x, tc: t, reduction: reduction})
 }
 
 func bceFwd[T float](y, x, t []T, r Reduction) {

@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Clamp limits a to [lo, hi] elementwise (math.Inf bounds leave a side open).
 // The gradient passes where lo <= a <= hi, bounds included, as in torch.
 func Clamp(a *Variable, lo, hi float64) *Variable {
-	return FromOp(tensor.Clamp(a.Value, lo, hi), &clampOp{inputs: inputs{a}, x: a.Value.Contiguous(), lo: lo, hi: hi})
+	return FromOp(tensor.Clamp(a.Value, lo, hi), &clampOp{inputs: ins(a), x: a.Value.Contiguous(), lo: lo, hi: hi})
 }
 
 type clampOp struct {

@@ -49,7 +49,7 @@ func concatAt(name string, axis int, oshape, sizes []int, vs []*Variable) *Varia
 		}
 		off += sizes[k]
 	}
-	return FromOp(y, &concatOp{inputs: inputs(vs), name: name, sizes: sizes, outer: outer, total: total, inner: inner})
+	return FromOp(y, &concatOp{inputs: inputs{more: vs}, name: name, sizes: sizes, outer: outer, total: total, inner: inner})
 }
 
 // blockCopy moves the [outer, size, inner] block x to or from (out set)
@@ -79,9 +79,9 @@ func (o *concatOp) freshGrads()  {}
 
 func (o *concatOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
-	grads := make([]*tensor.Tensor, len(o.inputs))
+	grads := make([]*tensor.Tensor, len(o.Inputs()))
 	off := 0
-	for k, v := range o.inputs {
+	for k, v := range o.Inputs() {
 		if needs(v) {
 			g := tensor.New(gy.DType(), v.Value.Shape()...)
 			if g.DType() == tensor.Float64 {

@@ -39,7 +39,7 @@ func CrossEntropy(logits *Variable, target []int, reduction Reduction) *Variable
 	} else {
 		crossEntropyFwd(y.F32(), p.F32(), x.F32(), target, n, c, reduction)
 	}
-	return FromOp(y, &crossEntropyOp{inputs: inputs{logits}, p: p, target: target, reduction: reduction})
+	return FromOp(y, &crossEntropyOp{inputs: ins(logits), p: p, target: target, reduction: reduction})
 }
 
 func crossEntropyFwd[T float](y, p, x []T, target []int, n, c int, r Reduction) {

@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Div returns a / b elementwise with broadcasting.
 func Div(a, b *Variable) *Variable {
 	y := tensor.Div(a.Value, b.Value)
-	return FromOp(y, &divOp{inputs: inputs{a, b}, y: y})
+	return FromOp(y, &divOp{inputs: ins(a, b), y: y})
 }
 
 type divOp struct {
@@ -18,7 +18,7 @@ func (o *divOp) freshGrads()  {}
 
 // Backward: da = gy / b and db = -gy * a / b² = -da * y.
 func (o *divOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	a, b := o.inputs[0], o.inputs[1]
+	a, b := o.in(0), o.in(1)
 	grads := make([]*tensor.Tensor, 2)
 	ga := tensor.Div(gy, b.Value)
 	if needs(b) {

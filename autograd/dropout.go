@@ -28,7 +28,7 @@ func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 	} else {
 		dropoutFwd(y.F32(), mask.F32(), x.F32(), rng, p, scale)
 	}
-	return FromOp(y, &dropoutOp{inputs: inputs{a}, mask: mask})
+	return FromOp(y, &dropoutOp{inputs: ins(a), mask: mask})
 }
 
 func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, p, scale float64) {

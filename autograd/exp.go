@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Exp returns e**a elementwise; its gradient is gy * e**a.
 func Exp(a *Variable) *Variable {
 	y := tensor.Exp(a.Value)
-	return FromOp(y, &expOp{inputs: inputs{a}, y: y})
+	return FromOp(y, &expOp{inputs: ins(a), y: y})
 }
 
 type expOp struct {

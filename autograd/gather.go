@@ -32,7 +32,7 @@ func Gather(a *Variable, axis int, index []int) *Variable {
 	} else {
 		gatherKernel(y.F32(), x.F32(), index, n, inner, false)
 	}
-	return FromOp(y, &gatherOp{inputs: inputs{a}, index: index, n: n, inner: inner})
+	return FromOp(y, &gatherOp{inputs: ins(a), index: index, n: n, inner: inner})
 }
 
 // gatherKernel copies x[o, index[k], i] to y[k] (k = o*inner + i), or with
@@ -60,7 +60,7 @@ func (o *gatherOp) freshGrads()  {}
 
 func (o *gatherOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
-	gx := tensor.New(gy.DType(), o.inputs[0].Value.Shape()...)
+	gx := tensor.New(gy.DType(), o.in(0).Value.Shape()...)
 	if gx.DType() == tensor.Float64 {
 		gatherKernel(gy.F64(), gx.F64(), o.index, o.n, o.inner, true)
 	} else {

@@ -9,7 +9,7 @@ import (
 // GELU returns the exact (erf) Gaussian error linear unit x * Φ(x), torch's
 // default; its gradient is gy * (Φ(x) + x φ(x)).
 func GELU(a *Variable) *Variable {
-	return FromOp(tensor.GELU(a.Value), &geluOp{inputs: inputs{a}, x: a.Value.Contiguous()})
+	return FromOp(tensor.GELU(a.Value), &geluOp{inputs: ins(a), x: a.Value.Contiguous()})
 }
 
 type geluOp struct {

@@ -13,12 +13,12 @@ type badSquare struct{ inputs }
 
 func (o *badSquare) Name() string { return "badSquare" }
 func (o *badSquare) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	return []*tensor.Tensor{tensor.Mul(gy, o.inputs[0].Value)}
+	return []*tensor.Tensor{tensor.Mul(gy, o.in(0).Value)}
 }
 
 func TestGradCheckCatchesWrongGradient(t *testing.T) {
 	f := func(xs []*Variable) *Variable {
-		return FromOp(tensor.Mul(xs[0].Value, xs[0].Value), &badSquare{inputs{xs[0]}})
+		return FromOp(tensor.Mul(xs[0].Value, xs[0].Value), &badSquare{ins(xs[0])})
 	}
 	err := GradCheck(f, []*tensor.Tensor{randT(1, 1, 0, 3)}, GradCheckOptions{})
 	require.ErrorIs(t, err, ErrGradCheck)

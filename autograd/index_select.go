@@ -29,7 +29,7 @@ func IndexSelect(a *Variable, axis int, idx []int) *Variable {
 	} else {
 		indexSelectKernel(y.F32(), x.F32(), idx, outer, n, inner, false)
 	}
-	return FromOp(y, &indexSelectOp{inputs: inputs{a}, idx: idx, outer: outer, n: n, inner: inner})
+	return FromOp(y, &indexSelectOp{inputs: ins(a), idx: idx, outer: outer, n: n, inner: inner})
 }
 
 // indexSelectKernel copies the idx rows of x ([outer, n, inner]) into y
@@ -69,7 +69,7 @@ func (o *indexSelectOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []
 	if len(dst) > 0 && dst[0] != nil {
 		gx, grads = dst[0], []*tensor.Tensor{nil}
 	} else {
-		gx = tensor.New(gy.DType(), o.inputs[0].Value.Shape()...)
+		gx = tensor.New(gy.DType(), o.in(0).Value.Shape()...)
 		grads = []*tensor.Tensor{gx}
 	}
 	if gx.DType() == tensor.Float64 {

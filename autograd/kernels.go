@@ -67,8 +67,29 @@ func data[T float](t *tensor.Tensor) []T {
 	return any(t.Contiguous().F64()).([]T)
 }
 
-// inputs holds an op's input list, built once so that Inputs, which the
-// engine calls several times per pass, allocates nothing.
-type inputs []*Variable
+// inputs holds an op's input list inside the op's own allocation, so that
+// recording an op costs one allocation and Inputs, which the engine calls
+// several times per pass, none. Variadic ops (Concat, Stack) use more.
+type inputs struct {
+	arr  [3]*Variable
+	n    int
+	more []*Variable
+}
 
-func (in inputs) Inputs() []*Variable { return in }
+// ins builds the inputs of a fixed-arity op (at most 3).
+func ins(vs ...*Variable) inputs {
+	var in inputs
+	in.n = copy(in.arr[:], vs)
+	return in
+}
+
+// Inputs implements Op.
+func (in *inputs) Inputs() []*Variable {
+	if in.more != nil {
+		return in.more
+	}
+	return in.arr[:in.n:in.n]
+}
+
+// in returns input k.
+func (in *inputs) in(k int) *Variable { return in.Inputs()[k] }

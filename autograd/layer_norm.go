@@ -35,7 +35,7 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 	}
 	xc := x.Value.Contiguous()
 	rows := xc.Numel() / d
-	o := &layerNormOp{inputs: inputs{x, w, b}, d: d, rows: rows,
+	o := &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows,
 		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, rows)}
 	y := tensor.New(xc.DType(), xs...)
 	if xc.DType() == tensor.Float64 {
@@ -119,7 +119,7 @@ func paramGrad[T float](i int, dst, grads []*tensor.Tensor, dt tensor.DType, sha
 }
 
 func layerNormBwd[T float](o *layerNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
-	x, w, b := o.inputs[0], o.inputs[1], o.inputs[2]
+	x, w, b := o.in(0), o.in(1), o.in(2)
 	d := o.d
 	gy, xh := data[T](gyT), data[T](o.xhat)
 	var wd, dw, db []T

@@ -36,11 +36,11 @@ func Linear(x, w, b *Variable) *Variable {
 	} else {
 		linearFwd(y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b), n, ws[1], ws[0])
 	}
-	ins := inputs{x, w}
+	in := ins(x, w)
 	if b != nil {
-		ins = append(ins, b)
+		in = ins(x, w, b)
 	}
-	return FromOp(y, &linearOp{inputs: ins, x: x, w: w, b: b, xc: xc, n: n})
+	return FromOp(y, &linearOp{inputs: in, x: x, w: w, b: b, xc: xc, n: n})
 }
 
 func biasData[T float](b *Variable) []T {
@@ -77,7 +77,7 @@ func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 
 func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
-	grads := make([]*tensor.Tensor, len(o.inputs))
+	grads := make([]*tensor.Tensor, len(o.Inputs()))
 	if gy.DType() == tensor.Float64 {
 		linearBwd[float64](o, gy, dst, grads)
 	} else {

@@ -4,7 +4,7 @@ import "goddp/tensor"
 
 // Log returns the natural logarithm of a; its gradient is gy / a.
 func Log(a *Variable) *Variable {
-	return FromOp(tensor.Log(a.Value), &logOp{inputs: inputs{a}, x: a.Value.Contiguous()})
+	return FromOp(tensor.Log(a.Value), &logOp{inputs: ins(a), x: a.Value.Contiguous()})
 }
 
 type logOp struct {

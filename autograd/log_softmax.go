@@ -18,7 +18,7 @@ func LogSoftmax(a *Variable, axis int) *Variable {
 	} else {
 		softmaxFwd(y.F32(), x.F32(), outer, n, inner, true)
 	}
-	return FromOp(y, &logSoftmaxOp{inputs: inputs{a}, y: y, outer: outer, n: n, inner: inner})
+	return FromOp(y, &logSoftmaxOp{inputs: ins(a), y: y, outer: outer, n: n, inner: inner})
 }
 
 type logSoftmaxOp struct {

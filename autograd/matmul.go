@@ -22,7 +22,7 @@ func MatMul(a, b *Variable) *Variable {
 	sameDType("MatMul", a.Value, b.Value)
 	m, k, n := as[len(as)-2], as[len(as)-1], bs[len(bs)-1]
 	ac, bc := a.Value.Contiguous(), b.Value.Contiguous()
-	o := &matmulOp{inputs: inputs{a, b}, ac: ac, bc: bc, m: m, k: k, n: n}
+	o := &matmulOp{inputs: ins(a, b), ac: ac, bc: bc, m: m, k: k, n: n}
 	var oshape []int
 	if len(bs) == 2 {
 		o.flat = true
@@ -91,11 +91,11 @@ func matmulBwd[T float](o *matmulOp, gyT *tensor.Tensor, dst, grads []*tensor.Te
 			grads[i] = tensor.New(gyT.DType(), shape...)
 			return data[T](grads[i]), 0
 		}
-		if needs(o.inputs[0]) {
+		if needs(o.in(0)) {
 			da, beta := into(0, o.ac.Shape())
 			gemm(false, true, o.rows, k, n, 1, gy, n, b, n, beta, da, k)
 		}
-		if needs(o.inputs[1]) {
+		if needs(o.in(1)) {
 			db, beta := into(1, o.bc.Shape())
 			gemm(true, false, k, n, o.rows, 1, a, k, gy, n, beta, db, n)
 		}
@@ -104,7 +104,7 @@ func matmulBwd[T float](o *matmulOp, gyT *tensor.Tensor, dst, grads []*tensor.Te
 	// Batched: gradients at the broadcast batch shape; the engine reduces
 	// them to each input's shape.
 	nb := len(o.aIdx)
-	if needs(o.inputs[0]) {
+	if needs(o.in(0)) {
 		ga := tensor.New(gyT.DType(), append(cloneInts(o.obatch), m, k)...)
 		da := data[T](ga)
 		for bi := 0; bi < nb; bi++ {
@@ -113,7 +113,7 @@ func matmulBwd[T float](o *matmulOp, gyT *tensor.Tensor, dst, grads []*tensor.Te
 		}
 		grads[0] = ga
 	}
-	if needs(o.inputs[1]) {
+	if needs(o.in(1)) {
 		gb := tensor.New(gyT.DType(), append(cloneInts(o.obatch), k, n)...)
 		db := data[T](gb)
 		for bi := 0; bi < nb; bi++ {

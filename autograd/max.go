@@ -35,7 +35,7 @@ func Max(a *Variable, axis int, keepDim bool) *Variable {
 	} else {
 		maxFwd(y.F32(), arg, x.F32(), outer, n, inner)
 	}
-	return FromOp(y, &maxOp{inputs: inputs{a}, arg: arg, n: n, inner: inner})
+	return FromOp(y, &maxOp{inputs: ins(a), arg: arg, n: n, inner: inner})
 }
 
 func maxFwd[T float](y []T, arg []int32, x []T, outer, n, inner int) {
@@ -66,7 +66,7 @@ func (o *maxOp) freshGrads()  {}
 
 func (o *maxOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
-	gx := tensor.New(gy.DType(), o.inputs[0].Value.Shape()...)
+	gx := tensor.New(gy.DType(), o.in(0).Value.Shape()...)
 	if gx.DType() == tensor.Float64 {
 		maxBwd(gx.F64(), gy.F64(), o.arg, o.n, o.inner)
 	} else {

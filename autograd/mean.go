@@ -13,5 +13,5 @@ func Mean(a *Variable, axes []int, keepDim bool) *Variable {
 	if a.Value.Numel() == 0 {
 		count = 0
 	}
-	return FromOp(y, &sumOp{inputs: inputs{a}, kshape: kshape, scale: 1 / float64(count), name: "Mean"})
+	return FromOp(y, &sumOp{inputs: ins(a), kshape: kshape, scale: 1 / float64(count), name: "Mean"})
 }

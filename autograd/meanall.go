@@ -13,5 +13,5 @@ func MeanAll(a *Variable) *Variable {
 	} else {
 		y.F32()[0] = float32(sumF64(x.F32()) / float64(n))
 	}
-	return FromOp(y, &sumAllOp{inputs: inputs{a}, scale: 1 / float64(n), name: "MeanAll"})
+	return FromOp(y, &sumAllOp{inputs: ins(a), scale: 1 / float64(n), name: "MeanAll"})
 }

@@ -28,7 +28,7 @@ func MSELoss(pred, target *Variable, reduction Reduction) *Variable {
 	} else {
 		mseFwd(y.F32(), d.F32(), p.F32(), t.F32(), reduction)
 	}
-	return FromOp(y, &mseOp{inputs: inputs{pred, target}, pred: pred, target: target, d: d, reduction: reduction})
+	return FromOp(y, &mseOp{inputs: ins(pred, target), pred: pred, target: target, d: d, reduction: reduction})
 }
 
 func mseFwd[T float](y, d, p, t []T, r Reduction) {

@@ -4,7 +4,7 @@ import "goddp/tensor"
 
 // Neg returns -a.
 func Neg(a *Variable) *Variable {
-	return FromOp(tensor.Neg(a.Value), &negOp{inputs{a}})
+	return FromOp(tensor.Neg(a.Value), &negOp{ins(a)})
 }
 
 type negOp struct{ inputs }

@@ -10,7 +10,7 @@ import (
 // gy * a**b * log(a) is taken as 0 where a == 0, as torch does.
 func Pow(a, b *Variable) *Variable {
 	y := tensor.Pow(a.Value, b.Value)
-	return FromOp(y, &powOp{inputs: inputs{a, b}, y: y})
+	return FromOp(y, &powOp{inputs: ins(a, b), y: y})
 }
 
 type powOp struct {
@@ -22,7 +22,7 @@ func (o *powOp) Name() string { return "Pow" }
 func (o *powOp) freshGrads()  {}
 
 func (o *powOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	a, b := o.inputs[0], o.inputs[1]
+	a, b := o.in(0), o.in(1)
 	grads := make([]*tensor.Tensor, 2)
 	if needs(a) {
 		// b * a**(b-1) * gy

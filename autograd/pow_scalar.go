@@ -8,7 +8,7 @@ import (
 
 // PowScalar returns a ** p elementwise; its gradient is gy * p * a**(p-1).
 func PowScalar(a *Variable, p float64) *Variable {
-	return FromOp(tensor.PowScalar(a.Value, p), &powScalarOp{inputs: inputs{a}, x: a.Value.Contiguous(), p: p})
+	return FromOp(tensor.PowScalar(a.Value, p), &powScalarOp{inputs: ins(a), x: a.Value.Contiguous(), p: p})
 }
 
 type powScalarOp struct {

@@ -11,7 +11,7 @@ func ReLU(a *Variable) *Variable {
 	} else {
 		reluFwd(y.F32(), x.F32())
 	}
-	return FromOp(y, &reluOp{inputs: inputs{a}, y: y})
+	return FromOp(y, &reluOp{inputs: ins(a), y: y})
 }
 
 type reluOp struct {

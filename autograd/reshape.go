@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Reshape returns a with a new shape (one dimension may be -1). Like
 // tensor.Reshape the result shares a's storage when a is contiguous.
 func Reshape(a *Variable, shape ...int) *Variable {
-	return FromOp(a.Value.Reshape(shape...), &reshapeOp{inputs{a}})
+	return FromOp(a.Value.Reshape(shape...), &reshapeOp{ins(a)})
 }
 
 // reshapeOp returns a view of gy, so it is not a freshGrads op.
@@ -14,5 +14,5 @@ type reshapeOp struct{ inputs }
 func (o *reshapeOp) Name() string { return "Reshape" }
 
 func (o *reshapeOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	return []*tensor.Tensor{gy.Reshape(o.inputs[0].Value.Shape()...)}
+	return []*tensor.Tensor{gy.Reshape(o.in(0).Value.Shape()...)}
 }

@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Sigmoid returns 1 / (1 + e**-a); its gradient is gy * y * (1 - y).
 func Sigmoid(a *Variable) *Variable {
 	y := tensor.Sigmoid(a.Value)
-	return FromOp(y, &sigmoidOp{inputs: inputs{a}, y: y})
+	return FromOp(y, &sigmoidOp{inputs: ins(a), y: y})
 }
 
 type sigmoidOp struct {

@@ -18,7 +18,7 @@ func Softmax(a *Variable, axis int) *Variable {
 	} else {
 		softmaxFwd(y.F32(), x.F32(), outer, n, inner, false)
 	}
-	return FromOp(y, &softmaxOp{inputs: inputs{a}, y: y, outer: outer, n: n, inner: inner})
+	return FromOp(y, &softmaxOp{inputs: ins(a), y: y, outer: outer, n: n, inner: inner})
 }
 
 // softmaxFwd writes softmax (or log-softmax when log is set) of x along the

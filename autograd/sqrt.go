@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Sqrt returns the square root of a; its gradient is gy / (2 sqrt(a)).
 func Sqrt(a *Variable) *Variable {
 	y := tensor.Sqrt(a.Value)
-	return FromOp(y, &sqrtOp{inputs: inputs{a}, y: y})
+	return FromOp(y, &sqrtOp{inputs: ins(a), y: y})
 }
 
 type sqrtOp struct {

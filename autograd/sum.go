@@ -10,7 +10,7 @@ import (
 // the end), keeping the reduced dimensions as size 1 when keepDim is set.
 func Sum(a *Variable, axes []int, keepDim bool) *Variable {
 	y, kshape := reduceAxes("Sum", a.Value, axes, keepDim, false)
-	return FromOp(y, &sumOp{inputs: inputs{a}, kshape: kshape, scale: 1, name: "Sum"})
+	return FromOp(y, &sumOp{inputs: ins(a), kshape: kshape, scale: 1, name: "Sum"})
 }
 
 // reduceAxes sums (or averages) x over axes. It returns the result and the
@@ -81,7 +81,7 @@ func (o *sumOp) Name() string { return o.name }
 func (o *sumOp) freshGrads()  {}
 
 func (o *sumOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	gx := broadcastTo(gy.Reshape(o.kshape...), o.inputs[0].Value.Shape())
+	gx := broadcastTo(gy.Reshape(o.kshape...), o.in(0).Value.Shape())
 	if o.scale != 1 {
 		scaleInPlace(gx, o.scale)
 	}

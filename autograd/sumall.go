@@ -15,7 +15,7 @@ func SumAll(a *Variable) *Variable {
 		s = sumF64(x.F32())
 		y.F32()[0] = float32(s)
 	}
-	return FromOp(y, &sumAllOp{inputs: inputs{a}, scale: 1})
+	return FromOp(y, &sumAllOp{inputs: ins(a), scale: 1})
 }
 
 // sumF64 sums v in float64.
@@ -45,7 +45,7 @@ func (o *sumAllOp) freshGrads() {}
 
 func (o *sumAllOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	g := gy.Item() * o.scale
-	gx := tensor.New(gy.DType(), o.inputs[0].Value.Shape()...)
+	gx := tensor.New(gy.DType(), o.in(0).Value.Shape()...)
 	if gx.DType() == tensor.Float64 {
 		fill(gx.F64(), g)
 	} else {

@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Tanh returns the hyperbolic tangent of a; its gradient is gy * (1 - y²).
 func Tanh(a *Variable) *Variable {
 	y := tensor.Tanh(a.Value)
-	return FromOp(y, &tanhOp{inputs: inputs{a}, y: y})
+	return FromOp(y, &tanhOp{inputs: ins(a), y: y})
 }
 
 type tanhOp struct {

@@ -6,7 +6,7 @@ import "goddp/tensor"
 // The result is a strided view sharing a's storage, as in torch; ops that
 // need contiguous data copy it.
 func Transpose(a *Variable, d0, d1 int) *Variable {
-	return FromOp(tensor.Transpose(a.Value, d0, d1), &transposeOp{inputs: inputs{a}, d0: d0, d1: d1})
+	return FromOp(tensor.Transpose(a.Value, d0, d1), &transposeOp{inputs: ins(a), d0: d0, d1: d1})
 }
 
 // transposeOp returns a view of gy, so it is not a freshGrads op.
