@@ -23,7 +23,7 @@ var workerBin string
 
 func TestMain(m *testing.M) {
 	if IsChild() {
-		os.Exit(RunChild(context.Background(), spawnOK, spawnFail, spawnPanic))
+		os.Exit(RunChild(context.Background(), spawnOK, spawnFail, spawnPanic, spawnStore))
 	}
 	dir, err := os.MkdirTemp("", "launch-test-")
 	if err != nil {
@@ -63,7 +63,7 @@ func (s *syncBuffer) String() string {
 type report map[string]any
 
 func (r report) str(k string) string { s, _ := r[k].(string); return s }
-func (r report) pid() int           { f, _ := r["pid"].(float64); return int(f) }
+func (r report) pid() int            { f, _ := r["pid"].(float64); return int(f) }
 
 func reports(out string, event string) []report {
 	var rs []report

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"strconv"
 	"testing"
 	"time"
+
+	"goddp/comm"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,4 +89,39 @@ func TestSpawnInsideChildRefuses(t *testing.T) {
 	err := Spawn(context.Background(), spawnOK, 1)
 	require.ErrorIs(t, err, ErrUsage)
 	assert.Contains(t, err.Error(), "RunChild")
+}
+
+// spawnStore uses the store Spawn hosts (GODDP_STORE_HOSTED=1): every rank
+// writes its key, then reads every other rank's, authenticated with the
+// generated job token.
+func spawnStore(ctx context.Context, rank, world int) error {
+	addr := net.JoinHostPort(os.Getenv(EnvMasterAddr), os.Getenv(EnvMasterPort))
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	st, err := comm.DialStore(ctx, addr, comm.WithToken(os.Getenv(EnvToken)))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Set(ctx, fmt.Sprintf("rank/%d", rank), []byte(strconv.Itoa(rank*10))); err != nil {
+		return err
+	}
+	for r := 0; r < world; r++ {
+		v, err := st.Get(ctx, fmt.Sprintf("rank/%d", r))
+		if err != nil {
+			return err
+		}
+		if string(v) != strconv.Itoa(r*10) {
+			return fmt.Errorf("rank %d read %q for rank %d", rank, v, r)
+		}
+	}
+	fmt.Printf("WORKER {\"event\":\"store-ok\",\"pid\":%d}\n", os.Getpid())
+	return nil
+}
+
+func TestSpawnHostedStore(t *testing.T) {
+	out := &syncBuffer{}
+	err := Spawn(context.Background(), spawnStore, 3, WithSpawnOutput(out, out, out))
+	require.NoError(t, err, out.String())
+	assert.Len(t, reports(out.String(), "store-ok"), 3)
 }

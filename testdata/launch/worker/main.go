@@ -4,12 +4,14 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -17,13 +19,14 @@ import (
 	"syscall"
 	"time"
 
+	"goddp/comm"
 	"goddp/launch"
 )
 
 func main() {
-	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic")
+	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic | store")
 	failRank := flag.Int("fail-rank", 0, "rank that fails (fail, restart)")
-	code := flag.Int("code", 3, "exit code of the failing rank")
+	code := flag.Int("code", 3, "exit code of the failing rank (store: 0 = nobody fails)")
 	delay := flag.Duration("delay", 300*time.Millisecond, "wait before failing")
 	until := flag.Int("until", 1, "restart: fail while TORCHELASTIC_RESTART_COUNT < until")
 	ignoreTerm := flag.Bool("ignore-term", false, "sleep: ignore SIGTERM (needs SIGKILL)")
@@ -63,6 +66,7 @@ func main() {
 		report(map[string]any{"event": "child", "child_pid": c.Process.Pid})
 		if rank == *failRank {
 			time.Sleep(*delay)
+			fmt.Fprintf(os.Stderr, "worker: rank %d: exiting with %d, leaving child %d behind\n", rank, *code, c.Process.Pid)
 			os.Exit(*code)
 		}
 		sleep(false)
@@ -74,6 +78,20 @@ func main() {
 			os.Exit(1)
 		}
 		sleep(false)
+	case "store":
+		if err := storeExchange(rank); err != nil {
+			fmt.Fprintf(os.Stderr, "worker: rank %d: store: %v\n", rank, err)
+			os.Exit(1)
+		}
+		report(map[string]any{"event": "store-ok"})
+		if rank == *failRank && *code != 0 {
+			time.Sleep(*delay)
+			fmt.Fprintf(os.Stderr, "worker: rank %d: boom after the store exchange, exiting with %d\n", rank, *code)
+			os.Exit(*code)
+		}
+		if *code != 0 {
+			sleep(false)
+		}
 	case "panic":
 		if rank == *failRank {
 			time.Sleep(*delay)
@@ -125,4 +143,31 @@ func sleep(ignoreTerm bool) {
 			os.Exit(0)
 		}
 	}
+}
+
+// storeExchange connects to the launcher-hosted store at MASTER_ADDR:
+// MASTER_PORT with the job token, publishes this rank's key and reads every
+// other rank's: proof that every worker, on every node, reaches the store.
+func storeExchange(rank int) error {
+	world, _ := strconv.Atoi(os.Getenv("WORLD_SIZE"))
+	if os.Getenv("GODDP_STORE_HOSTED") != "1" {
+		return errors.New("GODDP_STORE_HOSTED is not 1")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	addr := net.JoinHostPort(os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT"))
+	st, err := comm.DialStore(ctx, addr, comm.WithToken(os.Getenv("GODDP_TOKEN")))
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	if err := st.Set(ctx, fmt.Sprintf("worker/%d", rank), []byte(os.Getenv("GROUP_RANK"))); err != nil {
+		return err
+	}
+	for r := 0; r < world; r++ {
+		if _, err := st.Get(ctx, fmt.Sprintf("worker/%d", r)); err != nil {
+			return fmt.Errorf("rank %d's key: %w", r, err)
+		}
+	}
+	return nil
 }
