@@ -222,4 +222,3 @@ func (c *storeClient) Close() error {
 	}
 	return err
 }
-

@@ -1,0 +1,311 @@
+package comm
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultMasterPort is torch's default rendezvous port.
+const DefaultMasterPort = 29500
+
+// Config describes how this process joins the job (torch's
+// init_process_group arguments). ConfigFromEnv fills it from the launcher's
+// environment; the zero values of the optional fields pick the defaults.
+type Config struct {
+	Backend    string // "auto" (default), "tcp", "shm", or any registered name
+	InitMethod string // "env://" (default), "tcp://host:port" or "file:///path"
+	Rank       int
+	WorldSize  int
+	// LocalRank and LocalWorldSize place the rank on its node. When
+	// LocalWorldSize is 0 Init derives both from the ranks' host names.
+	LocalRank      int
+	LocalWorldSize int
+	MasterAddr     string        // env:// store host (MASTER_ADDR); default 127.0.0.1
+	MasterPort     int           // env:// store port (MASTER_PORT); default 29500
+	Timeout        time.Duration // per-op and rendezvous timeout; default 10 min (GODDP_TIMEOUT)
+	Token          string        // job token (GODDP_TOKEN); "" disables authentication
+	// StoreHosted says the launcher already runs the store at
+	// MasterAddr:MasterPort, so rank 0 connects instead of hosting it
+	// (GODDP_STORE_HOSTED=1).
+	StoreHosted bool
+	// StoreBind is the address rank 0's store listens on; default
+	// MasterAddr:MasterPort exactly. Set "0.0.0.0:29500" to listen on every
+	// interface (GODDP_STORE_BIND).
+	StoreBind string
+	// StorePrefix namespaces this job's keys in a shared store; ConfigFromEnv
+	// derives it from the launcher's run id and restart count so a restarted
+	// group never reads the previous attempt's keys.
+	StorePrefix string
+	// Addr is the host (or host:port) this rank's peer listener binds to;
+	// default: the interface that reaches the store (GODDP_ADDR).
+	Addr string
+	// Logf receives diagnostics (stall reports, refused connections);
+	// nil means stderr on rank 0.
+	Logf func(format string, args ...any)
+	// StallThreshold: see Options (GODDP_STALL_THRESHOLD, "off" disables).
+	StallThreshold time.Duration
+	// DebugCollectives checks op/dtype/size agreement on every collective
+	// (GODDP_DEBUG_COLLECTIVES=1).
+	DebugCollectives bool
+}
+
+// Validate reports the first inconsistency in c.
+func (c Config) Validate() error {
+	switch {
+	case c.WorldSize < 1:
+		return fmt.Errorf("%w: world size %d (set WORLD_SIZE)", ErrBadArgument, c.WorldSize)
+	case c.Rank < 0 || c.Rank >= c.WorldSize:
+		return fmt.Errorf("%w: rank %d outside world size %d", ErrBadArgument, c.Rank, c.WorldSize)
+	case c.LocalWorldSize < 0 || (c.LocalWorldSize > 0 && (c.LocalRank < 0 || c.LocalRank >= c.LocalWorldSize)):
+		return fmt.Errorf("%w: local rank %d outside local world size %d", ErrBadArgument, c.LocalRank, c.LocalWorldSize)
+	case c.Timeout < 0:
+		return fmt.Errorf("%w: negative timeout %v", ErrBadArgument, c.Timeout)
+	case c.MasterPort < 0 || c.MasterPort > 65535:
+		return fmt.Errorf("%w: master port %d", ErrBadArgument, c.MasterPort)
+	}
+	if _, _, err := c.initTarget(); err != nil {
+		return err
+	}
+	return nil
+}
+
+// initTarget parses InitMethod into a scheme ("env", "tcp", "file") and an
+// address or path.
+func (c Config) initTarget() (scheme, target string, err error) {
+	m := c.InitMethod
+	if m == "" {
+		m = "env://"
+	}
+	scheme, rest, ok := strings.Cut(m, "://")
+	if !ok {
+		return "", "", fmt.Errorf("%w: init method %q (want env://, tcp://host:port or file:///path)", ErrBadArgument, m)
+	}
+	switch scheme {
+	case "env":
+		host := c.MasterAddr
+		if host == "" {
+			host = "127.0.0.1"
+		}
+		port := c.MasterPort
+		if port == 0 {
+			port = DefaultMasterPort
+		}
+		return scheme, net.JoinHostPort(host, strconv.Itoa(port)), nil
+	case "tcp":
+		if _, _, err := net.SplitHostPort(rest); err != nil {
+			return "", "", fmt.Errorf("%w: init method %q: %v", ErrBadArgument, m, err)
+		}
+		return scheme, rest, nil
+	case "file":
+		if rest == "" {
+			return "", "", fmt.Errorf("%w: init method %q has no path", ErrBadArgument, m)
+		}
+		return scheme, rest, nil
+	}
+	return "", "", fmt.Errorf("%w: init method %q (want env://, tcp://host:port or file:///path)", ErrBadArgument, m)
+}
+
+// ConfigFromEnv reads the launcher's environment. It understands, in order
+// of precedence:
+//   - torchrun/ddprun and Kubernetes PyTorchJob: RANK, WORLD_SIZE, LOCAL_RANK,
+//     LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+//   - OpenMPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
+//     (and MPICH's PMI_RANK, PMI_SIZE);
+//   - Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and the first
+//     host of SLURM_NODELIST as the master address.
+//
+// plus GODDP_BACKEND, GODDP_INIT_METHOD, GODDP_TIMEOUT (a Go duration or
+// seconds), GODDP_TOKEN, GODDP_STORE_HOSTED, GODDP_STORE_BIND, GODDP_ADDR,
+// GODDP_STALL_THRESHOLD and GODDP_DEBUG_COLLECTIVES.
+func ConfigFromEnv() (Config, error) { return configFromLookup(os.LookupEnv) }
+
+func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
+	get := func(keys ...string) (string, string, bool) {
+		for _, k := range keys {
+			if v, ok := lookup(k); ok && strings.TrimSpace(v) != "" {
+				return strings.TrimSpace(v), k, true
+			}
+		}
+		return "", "", false
+	}
+	var firstErr error
+	num := func(keys ...string) (int, bool) {
+		v, k, ok := get(keys...)
+		if !ok {
+			return 0, false
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%w: %s=%q is not an integer", ErrBadArgument, k, v)
+		}
+		return n, err == nil
+	}
+	dur := func(key string) time.Duration {
+		v, _, ok := get(key)
+		if !ok {
+			return 0
+		}
+		d, err := parseEnvDuration(v)
+		if err != nil && firstErr == nil {
+			firstErr = fmt.Errorf("%w: %s=%q: %v", ErrBadArgument, key, v, err)
+		}
+		return d
+	}
+	flag := func(key string) bool {
+		v, _, _ := get(key)
+		b, _ := strconv.ParseBool(v)
+		return b
+	}
+
+	var c Config
+	var ok bool
+	c.Rank, ok = num("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
+	if !ok {
+		c.Rank = 0
+	}
+	if c.WorldSize, ok = num("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"); !ok {
+		c.WorldSize = 1
+	}
+	lr, haveLR := num("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
+	lws, haveLWS := num("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE")
+	if haveLR && haveLWS {
+		c.LocalRank, c.LocalWorldSize = lr, lws
+	}
+	c.MasterAddr, _, _ = get("MASTER_ADDR")
+	if c.MasterAddr == "" {
+		if nl, _, ok := get("SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST"); ok {
+			hosts, err := ExpandNodeList(nl)
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			if len(hosts) > 0 {
+				c.MasterAddr = hosts[0]
+			}
+		}
+	}
+	c.MasterPort, _ = num("MASTER_PORT")
+	c.Backend, _, _ = get("GODDP_BACKEND")
+	c.InitMethod, _, _ = get("GODDP_INIT_METHOD")
+	c.Timeout = dur("GODDP_TIMEOUT")
+	c.Token, _, _ = get("GODDP_TOKEN")
+	c.StoreHosted = flag("GODDP_STORE_HOSTED")
+	c.StoreBind, _, _ = get("GODDP_STORE_BIND")
+	c.Addr, _, _ = get("GODDP_ADDR")
+	if v, _, ok := get("GODDP_STALL_THRESHOLD"); ok && (v == "off" || v == "0") {
+		c.StallThreshold = -1
+	} else {
+		c.StallThreshold = dur("GODDP_STALL_THRESHOLD")
+	}
+	c.DebugCollectives = flag("GODDP_DEBUG_COLLECTIVES")
+	run, _, _ := get("GODDP_RUN_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
+	restart, _, _ := get("GODDP_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT")
+	if run != "" || restart != "" {
+		c.StorePrefix = "goddp/" + run + "/" + restart
+	}
+	if firstErr != nil {
+		return c, firstErr
+	}
+	return c, c.Validate()
+}
+
+// parseEnvDuration accepts a Go duration ("90s", "10m") or plain seconds ("600").
+func parseEnvDuration(v string) (time.Duration, error) {
+	if secs, err := strconv.ParseFloat(v, 64); err == nil {
+		if secs < 0 {
+			return 0, fmt.Errorf("negative duration")
+		}
+		return time.Duration(secs * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err == nil && d < 0 {
+		return 0, fmt.Errorf("negative duration")
+	}
+	return d, err
+}
+
+// ExpandNodeList expands a Slurm host list such as "node[01-04,07],gpu5"
+// into host names, keeping zero padding. It handles any number of bracket
+// groups per name ("rack[1-2]-n[1-2]").
+func ExpandNodeList(list string) ([]string, error) {
+	var out []string
+	for _, item := range splitTopLevel(list) {
+		if item == "" {
+			continue
+		}
+		hosts, err := expandHostPattern(item)
+		if err != nil {
+			return nil, fmt.Errorf("%w: node list %q: %v", ErrBadArgument, list, err)
+		}
+		out = append(out, hosts...)
+	}
+	return out, nil
+}
+
+// splitTopLevel splits on commas outside brackets.
+func splitTopLevel(s string) []string {
+	var parts []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		case ',':
+			if depth == 0 {
+				parts = append(parts, s[start:i])
+				start = i + 1
+			}
+		}
+	}
+	return append(parts, s[start:])
+}
+
+func expandHostPattern(p string) ([]string, error) {
+	open := strings.IndexByte(p, '[')
+	if open < 0 {
+		if strings.ContainsRune(p, ']') {
+			return nil, fmt.Errorf("unbalanced ']' in %q", p)
+		}
+		return []string{p}, nil
+	}
+	closing := strings.IndexByte(p[open:], ']')
+	if closing < 0 {
+		return nil, fmt.Errorf("unbalanced '[' in %q", p)
+	}
+	closing += open
+	prefix, body, rest := p[:open], p[open+1:closing], p[closing+1:]
+	tails, err := expandHostPattern(rest)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, rng := range strings.Split(body, ",") {
+		lo, hi, isRange := strings.Cut(rng, "-")
+		if !isRange {
+			hi = lo
+		}
+		a, err1 := strconv.Atoi(lo)
+		b, err2 := strconv.Atoi(hi)
+		if err1 != nil || err2 != nil || a > b || a < 0 {
+			return nil, fmt.Errorf("bad range %q", rng)
+		}
+		if b-a > 1<<16 {
+			return nil, fmt.Errorf("range %q too large", rng)
+		}
+		for i := a; i <= b; i++ {
+			num := strconv.Itoa(i)
+			if pad := len(lo) - len(num); pad > 0 {
+				num = strings.Repeat("0", pad) + num
+			}
+			for _, t := range tails {
+				out = append(out, prefix+num+t)
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,266 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Init joins the job described by cfg and returns its default process group
+// (torch's init_process_group). Every rank calls it; it returns once all
+// ranks have connected, or fails when ctx ends or cfg.Timeout passes.
+//
+// Rendezvous: with env:// (and tcp://host:port) rank 0 hosts the store at the
+// master address unless cfg.StoreHosted says the launcher does; with
+// file:///path all ranks share a store file. The ranks then publish their
+// hosts, derive LocalRank/LocalWorldSize when not given, and pick the
+// backend: "auto" means shm when every rank is on one host and shm is
+// registered, tcp otherwise.
+func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if cfg.Timeout == 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
+	defer cancel()
+
+	base, srv, err := openStore(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (ProcessGroup, error) {
+		base.Close()
+		if srv != nil {
+			srv.Close()
+		}
+		return nil, err
+	}
+	prefix := cfg.StorePrefix
+	if prefix == "" {
+		prefix = "goddp"
+	}
+	store := NewPrefixStore(prefix, base)
+
+	hosts, err := exchangeHosts(ctx, store, cfg.Rank, cfg.WorldSize)
+	if err != nil {
+		return fail(err)
+	}
+	sameHost := true
+	for _, h := range hosts {
+		sameHost = sameHost && h == hosts[0]
+	}
+	if cfg.LocalWorldSize == 0 {
+		for r, h := range hosts {
+			if h == hosts[cfg.Rank] {
+				if r < cfg.Rank {
+					cfg.LocalRank++
+				}
+				cfg.LocalWorldSize++
+			}
+		}
+	}
+
+	name := cfg.Backend
+	if name == "" || name == "auto" {
+		name = "tcp"
+		if _, err := lookup("shm"); err == nil && sameHost {
+			name = "shm"
+		}
+	}
+	factory, err := lookup(name)
+	if err != nil {
+		return fail(err)
+	}
+	addr := cfg.Addr
+	if addr == "" {
+		addr = defaultPeerHost(srv, base, sameHost)
+	}
+	pg, err := factory(ctx, Options{
+		Rank:             cfg.Rank,
+		Size:             cfg.WorldSize,
+		Store:            NewPrefixStore(name, store),
+		Timeout:          cfg.Timeout,
+		Token:            cfg.Token,
+		Prefix:           prefix + "/" + name,
+		LocalRank:        cfg.LocalRank,
+		LocalSize:        cfg.LocalWorldSize,
+		Addr:             addr,
+		Logf:             cfg.Logf,
+		StallThreshold:   cfg.StallThreshold,
+		DebugCollectives: cfg.DebugCollectives,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("comm: init backend %q on rank %d: %w", name, cfg.Rank, err))
+	}
+	return &initGroup{ProcessGroup: pg, store: base, srv: srv}, nil
+}
+
+// InitFromEnv is Init(ctx, ConfigFromEnv()).
+func InitFromEnv(ctx context.Context) (ProcessGroup, error) {
+	cfg, err := ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return Init(ctx, cfg)
+}
+
+// openStore connects to (or, on rank 0, hosts) the rendezvous store.
+func openStore(ctx context.Context, cfg Config) (Store, *StoreServer, error) {
+	scheme, target, err := cfg.initTarget()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []StoreOption{WithToken(cfg.Token), WithStoreTimeout(cfg.Timeout)}
+	if cfg.Logf != nil {
+		opts = append(opts, WithStoreLogger(cfg.Logf))
+	}
+	if scheme == "file" {
+		s, err := NewFileStore(target, opts...)
+		return s, nil, err
+	}
+	if cfg.Rank == 0 && !cfg.StoreHosted {
+		bind := cfg.StoreBind
+		if bind == "" {
+			bind = target
+		}
+		srv, err := ListenStore(ctx, bind, opts...)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%w (is another job using port %s? set MASTER_PORT)", err, portOf(bind))
+		}
+		return srv.Client(), srv, nil
+	}
+	s, err := DialStore(ctx, target, opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("comm: rank %d: rendezvous at %s: %w", cfg.Rank, target, err)
+	}
+	return s, nil, nil
+}
+
+func portOf(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr
+	}
+	return p
+}
+
+// exchangeHosts publishes this rank's host identity and reads everyone's.
+// The identity is the host name plus the kernel boot id, so two containers
+// that share a host name on different machines are told apart.
+func exchangeHosts(ctx context.Context, s Store, rank, size int) ([]string, error) {
+	if err := s.Set(ctx, "host/"+strconv.Itoa(rank), []byte(hostIdentity())); err != nil {
+		return nil, fmt.Errorf("comm: rank %d: publish host: %w", rank, err)
+	}
+	hosts := make([]string, size)
+	for r := range size {
+		v, err := s.Get(ctx, "host/"+strconv.Itoa(r))
+		if err != nil {
+			return nil, fmt.Errorf("comm: rank %d: waiting for rank %d to join: %w", rank, r, err)
+		}
+		hosts[r] = string(v)
+	}
+	return hosts, nil
+}
+
+func hostIdentity() string {
+	h, _ := os.Hostname()
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return h + "/" + strings.TrimSpace(string(boot))
+}
+
+// defaultPeerHost picks the host this rank's peer listener binds to: the
+// interface its store connection uses, else the store server's own host,
+// else loopback when every rank is local, else the host name's address.
+func defaultPeerHost(srv *StoreServer, s Store, sameHost bool) string {
+	if a, ok := storeLocalAddr(s).(*net.TCPAddr); ok && a != nil {
+		return a.IP.String()
+	}
+	if srv != nil {
+		if h, _, err := net.SplitHostPort(srv.Addr()); err == nil {
+			if ip := net.ParseIP(h); ip != nil && !ip.IsUnspecified() {
+				return h
+			}
+		}
+	}
+	if sameHost {
+		return "127.0.0.1"
+	}
+	if name, err := os.Hostname(); err == nil {
+		if addrs, err := net.LookupHost(name); err == nil && len(addrs) > 0 {
+			return addrs[0]
+		}
+	}
+	return "127.0.0.1"
+}
+
+// initGroup is the group Init returns: the backend's group plus the store
+// (and server) that Init opened, closed with it. It forwards every optional
+// interface; Unwrap gives the backend's own group.
+type initGroup struct {
+	ProcessGroup
+	store Store
+	srv   *StoreServer
+}
+
+// Unwrap returns the backend's process group.
+func (g *initGroup) Unwrap() ProcessGroup { return g.ProcessGroup }
+
+func (g *initGroup) Close() error {
+	err := g.ProcessGroup.Close()
+	if e := g.store.Close(); err == nil && !errors.Is(e, ErrClosed) {
+		err = e
+	}
+	if g.srv != nil {
+		// The other ranks need the store only while setting up groups,
+		// which every rank does together, so it can go with rank 0's group.
+		if e := g.srv.Close(); err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+func (g *initGroup) AllGather(out, in Buffer) Work { return AllGather(g.ProcessGroup, out, in) }
+func (g *initGroup) ReduceScatter(out, in Buffer, op ReduceOp) Work {
+	return ReduceScatter(g.ProcessGroup, out, in, op)
+}
+func (g *initGroup) Reduce(buf Buffer, root int, op ReduceOp) Work {
+	return Reduce(g.ProcessGroup, buf, root, op)
+}
+func (g *initGroup) Gather(out, in Buffer, root int) Work {
+	return Gather(g.ProcessGroup, out, in, root)
+}
+func (g *initGroup) Scatter(out, in Buffer, root int) Work {
+	return Scatter(g.ProcessGroup, out, in, root)
+}
+func (g *initGroup) AllToAll(out, in Buffer) Work { return AllToAll(g.ProcessGroup, out, in) }
+func (g *initGroup) Send(buf Buffer, dst, tag int) Work {
+	return Send(g.ProcessGroup, buf, dst, tag)
+}
+func (g *initGroup) Recv(buf Buffer, src, tag int) Work {
+	return Recv(g.ProcessGroup, buf, src, tag)
+}
+
+func (g *initGroup) MonitoredBarrier(ctx context.Context, timeout time.Duration) error {
+	if m, ok := g.ProcessGroup.(BarrierMonitor); ok {
+		return m.MonitoredBarrier(ctx, timeout)
+	}
+	return fmt.Errorf("%w: monitored barrier on backend %q", ErrUnsupported, g.Backend())
+}
+
+func (g *initGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, error) {
+	if s, ok := g.ProcessGroup.(Subgrouper); ok {
+		return s.NewGroup(ctx, ranks)
+	}
+	return nil, fmt.Errorf("%w: new group on backend %q", ErrUnsupported, g.Backend())
+}

@@ -1,0 +1,372 @@
+package comm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"syscall"
+)
+
+// xfer is one frame to send or one posted receive. Its completion (or
+// failure) is signalled on events exactly once.
+type xfer struct {
+	key    frameKey
+	peer   int
+	buf    []byte // receive destination, or send payload
+	events chan<- *xfer
+	err    error
+	done   bool // set by the consumer once it has taken the event
+	send   bool
+	op     *tcpOp // the worker op it belongs to (nil for point-to-point)
+	// then, if set, runs on the worker once the xfer has succeeded (see ring).
+	then func()
+	hdr  [frameHeaderLen]byte
+}
+
+func (x *xfer) finish(err error) {
+	x.err = err
+	x.events <- x
+}
+
+// maxUnexpected bounds what a peer may send ahead of this rank's posts.
+const maxUnexpected = 1 << 30
+
+// peerConn is the connection to one peer. A reader goroutine matches
+// incoming frames with posted receives and reads payloads straight into
+// their destination; frames that arrive before their receive is posted are
+// kept until it is. A writer goroutine sends queued frames in order, so the
+// owning collective never blocks on a write and both directions run at once.
+type peerConn struct {
+	g    *tcpGroup
+	rank int
+	conn net.Conn
+
+	mu         sync.Mutex
+	posted     map[frameKey]*xfer
+	unexpected map[frameKey][]byte
+	unexpBytes int
+	gone       error // the peer left; receives it cannot satisfy fail with this
+
+	wmu     sync.Mutex
+	wcond   *sync.Cond
+	wq      []*xfer // data frames, in order
+	wctl    []*xfer // control frames, sent before queued data
+	wbusy   bool
+	wclosed bool
+	werr    error
+
+	readerDone chan struct{}
+	writerDone chan struct{}
+}
+
+func newPeerConn(g *tcpGroup, rank int, conn net.Conn) *peerConn {
+	pc := &peerConn{
+		g: g, rank: rank, conn: conn,
+		posted:     map[frameKey]*xfer{},
+		unexpected: map[frameKey][]byte{},
+		readerDone: make(chan struct{}),
+		writerDone: make(chan struct{}),
+	}
+	pc.wcond = sync.NewCond(&pc.wmu)
+	return pc
+}
+
+func (pc *peerConn) start() {
+	go pc.readLoop()
+	go pc.writeLoop()
+}
+
+// post registers a receive, or completes it at once from a frame that
+// already arrived.
+func (pc *peerConn) post(x *xfer) {
+	pc.mu.Lock()
+	if b, ok := pc.unexpected[x.key]; ok {
+		delete(pc.unexpected, x.key)
+		pc.unexpBytes -= len(b)
+		pc.mu.Unlock()
+		if len(b) != len(x.buf) {
+			x.finish(pc.sizeMismatch(x.key, len(b), len(x.buf)))
+			return
+		}
+		copy(x.buf, b)
+		x.finish(nil)
+		return
+	}
+	if pc.gone != nil {
+		pc.mu.Unlock()
+		x.finish(pc.gone)
+		return
+	}
+	if _, dup := pc.posted[x.key]; dup {
+		pc.mu.Unlock()
+		x.finish(fmt.Errorf("%w: receive posted twice for %v", ErrBadArgument, x.key))
+		return
+	}
+	pc.posted[x.key] = x
+	pc.mu.Unlock()
+}
+
+// unpost withdraws a receive that will not be waited for any more.
+func (pc *peerConn) unpost(k frameKey) {
+	pc.mu.Lock()
+	delete(pc.posted, k)
+	pc.mu.Unlock()
+}
+
+func (pc *peerConn) sizeMismatch(k frameKey, got, want int) error {
+	return &peerFault{kind: ErrBadArgument, peers: []int{pc.rank},
+		detail: fmt.Sprintf("rank %d sent %d bytes where this rank expects %d (%v frame, seq %d, step %d, piece %d): "+
+			"the ranks disagree on the op's size or order (GODDP_DEBUG_COLLECTIVES=1 checks every op)",
+			pc.rank, got, want, k.kind, k.seq, k.step, k.aux)}
+}
+
+// send queues a frame; it never blocks on the network.
+func (pc *peerConn) send(x *xfer, control bool) {
+	h := frameHeader{Kind: x.key.kind, Seq: x.key.seq, Step: x.key.step, Aux: x.key.aux, Length: uint32(len(x.buf))}
+	h.encode(x.hdr[:])
+	pc.wmu.Lock()
+	if pc.wclosed {
+		err := pc.werr
+		pc.wmu.Unlock()
+		if x.events != nil {
+			x.finish(err)
+		}
+		return
+	}
+	if control {
+		pc.wctl = append(pc.wctl, x)
+	} else {
+		pc.wq = append(pc.wq, x)
+	}
+	pc.wmu.Unlock()
+	pc.wcond.Signal()
+}
+
+// idle reports whether the writer has nothing queued or in progress.
+func (pc *peerConn) idle() bool {
+	pc.wmu.Lock()
+	defer pc.wmu.Unlock()
+	return len(pc.wq) == 0 && len(pc.wctl) == 0 && !pc.wbusy
+}
+
+// closeWriter stops the writer; queued frames fail with err.
+func (pc *peerConn) closeWriter(err error) {
+	pc.wmu.Lock()
+	if !pc.wclosed {
+		pc.wclosed = true
+		pc.werr = err
+	}
+	pc.wmu.Unlock()
+	pc.wcond.Broadcast()
+}
+
+const (
+	maxWriteBatch      = 64
+	maxWriteBatchBytes = 4 << 20
+)
+
+func (pc *peerConn) writeLoop() {
+	defer close(pc.writerDone)
+	var batch []*xfer
+	var bufs net.Buffers
+	for {
+		pc.wmu.Lock()
+		pc.wbusy = false
+		for len(pc.wq) == 0 && len(pc.wctl) == 0 && !pc.wclosed {
+			pc.wcond.Wait()
+		}
+		if pc.wclosed {
+			q := append(pc.wctl, pc.wq...)
+			pc.wq, pc.wctl = nil, nil
+			err := pc.werr
+			pc.wmu.Unlock()
+			for _, x := range q {
+				if x.events != nil {
+					x.finish(err)
+				}
+			}
+			return
+		}
+		// Control frames first, then data in order, in one writev.
+		batch = append(batch[:0], pc.wctl...)
+		pc.wctl = pc.wctl[:0]
+		n, size := 0, 0
+		for n < len(pc.wq) && n < maxWriteBatch && (n == 0 || size+len(pc.wq[n].buf) <= maxWriteBatchBytes) {
+			size += len(pc.wq[n].buf)
+			n++
+		}
+		batch = append(batch, pc.wq[:n]...)
+		pc.wq = pc.wq[n:]
+		if len(pc.wq) == 0 {
+			pc.wq = nil
+		}
+		pc.wbusy = true
+		pc.wmu.Unlock()
+
+		bufs = bufs[:0]
+		for _, x := range batch {
+			bufs = append(bufs, x.hdr[:])
+			if len(x.buf) > 0 {
+				bufs = append(bufs, x.buf)
+			}
+		}
+		b := bufs
+		_, err := b.WriteTo(pc.conn)
+		if err != nil {
+			err = pc.g.connFailed(pc, err, "write")
+		}
+		for _, x := range batch {
+			if x.events != nil {
+				x.finish(err)
+			}
+		}
+		clear(batch)
+		clear(bufs)
+		if err != nil {
+			pc.closeWriter(err)
+		}
+	}
+}
+
+func (pc *peerConn) readLoop() {
+	defer close(pc.readerDone)
+	fr := newFrameReader(pc.conn, 64<<10)
+	sawBye := false
+	for {
+		h, err := fr.readHeader()
+		if err != nil {
+			pc.readFailed(err, sawBye)
+			return
+		}
+		switch h.Kind {
+		case frameData, frameP2P, frameCheck:
+			if err := pc.deliver(fr, &h); err != nil {
+				pc.readFailed(err, false)
+				return
+			}
+		case frameProgressReq:
+			pc.g.answerProgress(pc, h.Seq)
+		case frameProgressReply, frameAbort:
+			payload := make([]byte, h.Length)
+			if err := fr.readFull(payload); err != nil {
+				pc.readFailed(noEOF(err), false)
+				return
+			}
+			if h.Kind == frameAbort {
+				pc.g.abort(&peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+					detail: fmt.Sprintf("rank %d aborted: %s", pc.rank, payload)})
+			} else {
+				pc.g.progressReply(pc.rank, h.Seq, payload)
+			}
+		case frameBye:
+			sawBye = true
+			if err := fr.discard(int(h.Length)); err != nil {
+				pc.readFailed(err, false)
+				return
+			}
+		}
+	}
+}
+
+// deliver reads one data frame's payload into its posted receive, or into
+// a new buffer kept until the receive is posted.
+func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
+	key := h.key()
+	n := int(h.Length)
+	pc.mu.Lock()
+	x := pc.posted[key]
+	if x != nil {
+		delete(pc.posted, key)
+	}
+	pc.mu.Unlock()
+	if x != nil {
+		if n != len(x.buf) {
+			err := pc.sizeMismatch(key, n, len(x.buf))
+			x.finish(err)
+			return err
+		}
+		if err := fr.readFull(x.buf); err != nil {
+			err = noEOF(err)
+			x.finish(err)
+			return err
+		}
+		x.finish(nil)
+		return nil
+	}
+	buf := make([]byte, n)
+	if err := fr.readFull(buf); err != nil {
+		return noEOF(err)
+	}
+	pc.mu.Lock()
+	if x = pc.posted[key]; x != nil {
+		// Posted while we were reading.
+		delete(pc.posted, key)
+		pc.mu.Unlock()
+		if n != len(x.buf) {
+			err := pc.sizeMismatch(key, n, len(x.buf))
+			x.finish(err)
+			return err
+		}
+		copy(x.buf, buf)
+		x.finish(nil)
+		return nil
+	}
+	if _, dup := pc.unexpected[key]; dup {
+		pc.mu.Unlock()
+		return &peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+			detail: fmt.Sprintf("rank %d sent a duplicate %v frame (seq %d, step %d, piece %d)", pc.rank, key.kind, key.seq, key.step, key.aux)}
+	}
+	pc.unexpected[key] = buf
+	pc.unexpBytes += n
+	over := pc.unexpBytes > maxUnexpected
+	pc.mu.Unlock()
+	if over {
+		return &peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+			detail: fmt.Sprintf("rank %d ran more than %d MiB ahead of this rank (mismatched ops?)", pc.rank, maxUnexpected>>20)}
+	}
+	return nil
+}
+
+// readFailed handles the end of the read side. A peer that said bye is
+// merely gone: receives it can no longer satisfy fail, the group lives on.
+// Anything else (a crash, a reset, garbage) fails the whole group.
+func (pc *peerConn) readFailed(err error, sawBye bool) {
+	if sawBye && errors.Is(err, io.EOF) {
+		pc.markGone(&peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+			detail: fmt.Sprintf("rank %d closed its process group", pc.rank)})
+		return
+	}
+	err = pc.g.connFailed(pc, err, "read")
+	pc.markGone(err)
+}
+
+// markGone fails every receive posted on this peer, and later ones.
+func (pc *peerConn) markGone(err error) {
+	pc.mu.Lock()
+	if pc.gone == nil {
+		pc.gone = err
+	}
+	posted := pc.posted
+	pc.posted = map[frameKey]*xfer{}
+	pc.mu.Unlock()
+	for _, x := range posted {
+		x.finish(err)
+	}
+}
+
+// describeConnErr words a connection error for humans.
+func describeConnErr(err error) string {
+	switch {
+	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+		return "connection closed (EOF): the process exited or was killed"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset: the process exited or was killed"
+	case errors.Is(err, syscall.EPIPE):
+		return "broken pipe: the process exited or was killed"
+	case errors.Is(err, errFrame):
+		return "sent a malformed frame (" + err.Error() + ")"
+	}
+	return err.Error()
+}

@@ -1,0 +1,462 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+func init() { Register("tcp", newTCPGroup) }
+
+// peerFault is why an op or the whole group failed: a sentinel kind, the
+// ranks at fault when known, and words.
+type peerFault struct {
+	kind   error
+	peers  []int
+	detail string
+	err    error
+}
+
+func (f *peerFault) Error() string {
+	s := f.kind.Error()
+	if f.detail != "" {
+		s += ": " + f.detail
+	}
+	if f.err != nil {
+		s += ": " + f.err.Error()
+	}
+	return s
+}
+
+func (f *peerFault) Unwrap() []error {
+	if f.err == nil {
+		return []error{f.kind}
+	}
+	return []error{f.kind, f.err}
+}
+
+// asFault views any error as a peerFault.
+func asFault(err error) *peerFault {
+	var f *peerFault
+	if errors.As(err, &f) {
+		return f
+	}
+	var oe *OpError
+	if errors.As(err, &oe) {
+		return &peerFault{kind: oe.Kind, peers: oe.Peers, detail: oe.Detail, err: oe.Err}
+	}
+	kind := ErrPeerFailed
+	for _, k := range []error{ErrTimeout, ErrClosed, ErrBadArgument, ErrAuth, ErrUnsupported} {
+		if errors.Is(err, k) {
+			kind = k
+		}
+	}
+	return &peerFault{kind: kind, err: err}
+}
+
+// tcpGroup is the "tcp" backend: a full mesh of authenticated TCP
+// connections. Collectives run one at a time, in issue order, on a worker
+// goroutine; each connection has its own reader and writer goroutines so
+// that sending, receiving and reducing overlap.
+type tcpGroup struct {
+	opts    Options
+	rank    int
+	size    int
+	timeout time.Duration
+	logf    func(string, ...any)
+	peers   []*peerConn // nil at this rank's own index
+
+	// pieceBytes is the pipelining grain of large collectives.
+	pieceBytes int
+	// smallBytes is the size up to which latency-bound algorithms run.
+	smallBytes int
+
+	mu        sync.Mutex
+	seq       uint64
+	queue     []*tcpOp
+	qcond     *sync.Cond
+	closed    bool
+	subgroups int
+	p2pSend   map[p2pKey]uint32
+	p2pRecv   map[p2pKey]uint32
+
+	// The worker's state: completion events of its xfers and scratch space.
+	events  chan *xfer
+	scratch []byte
+	work    []byte
+
+	failOnce sync.Once
+	cause    atomic.Pointer[peerFault]
+	failed   chan struct{} // closed once the group is torn down after a failure or Close
+	byeOnly  atomic.Bool   // the teardown is a clean Close
+
+	cur           atomic.Pointer[tcpOp]
+	lastStarted   atomic.Uint64
+	lastCompleted atomic.Uint64
+
+	progMu      sync.Mutex
+	progID      uint64
+	progWaiters map[uint64]chan progressNote
+
+	workerDone chan struct{}
+	stallStop  chan struct{}
+	stallDone  chan struct{}
+}
+
+type p2pKey struct{ peer, tag int }
+
+// tcpOp is one collective on the worker.
+type tcpOp struct {
+	name  string
+	seq   uint64
+	bytes int
+	desc  opDesc
+	run   func(o *tcpOp) error
+	w     *work
+	// soft ops (monitored barrier) report failure without failing the group.
+	soft bool
+	// timeout overrides the group timeout when set.
+	timeout time.Duration
+
+	start    time.Time
+	timer    *time.Timer
+	xfers    []*xfer
+	pending  int
+	reported int // stall reports made so far
+}
+
+func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
+	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
+		return nil, fmt.Errorf("%w: tcp: rank %d of %d", ErrBadArgument, opts.Rank, opts.Size)
+	}
+	if opts.Size > 1 && opts.Store == nil {
+		return nil, fmt.Errorf("%w: tcp: no store", ErrBadArgument)
+	}
+	g := &tcpGroup{
+		opts:        opts,
+		rank:        opts.Rank,
+		size:        opts.Size,
+		timeout:     opts.timeout(),
+		logf:        opts.logf(),
+		peers:       make([]*peerConn, opts.Size),
+		pieceBytes:  envInt("GODDP_TCP_PIECE_BYTES", 256<<10),
+		smallBytes:  envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
+		p2pSend:     map[p2pKey]uint32{},
+		p2pRecv:     map[p2pKey]uint32{},
+		events:      make(chan *xfer, 1<<16),
+		failed:      make(chan struct{}),
+		progWaiters: map[uint64]chan progressNote{},
+		workerDone:  make(chan struct{}),
+		stallStop:   make(chan struct{}),
+		stallDone:   make(chan struct{}),
+	}
+	g.qcond = sync.NewCond(&g.mu)
+	if err := g.connectMesh(ctx); err != nil {
+		return nil, err
+	}
+	for _, pc := range g.peers {
+		if pc != nil {
+			pc.start()
+		}
+	}
+	go g.workerLoop()
+	if th := opts.stallThreshold(); th > 0 && g.size > 1 {
+		go g.stallInspector(th)
+	} else {
+		close(g.stallDone)
+	}
+	return g, nil
+}
+
+// envInt reads a positive integer tuning knob from the environment.
+func envInt(key string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
+		return v
+	}
+	return def
+}
+
+func (g *tcpGroup) Rank() int       { return g.rank }
+func (g *tcpGroup) Size() int       { return g.size }
+func (g *tcpGroup) Backend() string { return "tcp" }
+
+// submit queues a collective; ops run in the order they are submitted.
+func (g *tcpGroup) submit(o *tcpOp) Work {
+	o.w = newWork()
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return failedWork(&OpError{Kind: ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank, Detail: "process group closed"})
+	}
+	g.seq++
+	o.seq = g.seq
+	g.queue = append(g.queue, o)
+	g.mu.Unlock()
+	g.qcond.Signal()
+	return o.w
+}
+
+func (g *tcpGroup) workerLoop() {
+	defer close(g.workerDone)
+	for {
+		g.mu.Lock()
+		for len(g.queue) == 0 && !g.closed {
+			g.qcond.Wait()
+		}
+		if len(g.queue) == 0 {
+			g.mu.Unlock()
+			return
+		}
+		o := g.queue[0]
+		g.queue[0] = nil
+		g.queue = g.queue[1:]
+		g.mu.Unlock()
+		g.execute(o)
+	}
+}
+
+func (g *tcpGroup) execute(o *tcpOp) {
+	if f := g.failure(); f != nil {
+		o.w.complete(g.opError(o, f, true))
+		return
+	}
+	o.start = time.Now()
+	o.xfers = o.xfers[:0]
+	o.pending = 0
+	timeout := g.timeout
+	if o.timeout > 0 {
+		timeout = o.timeout
+	}
+	o.timer = time.NewTimer(timeout)
+	g.lastStarted.Store(o.seq)
+	g.cur.Store(o)
+	var err error
+	if g.opts.DebugCollectives && g.size > 1 {
+		err = g.checkAgreement(o)
+	}
+	if err == nil {
+		err = o.run(o)
+	}
+	if err == nil {
+		err = g.awaitAll(o)
+	}
+	o.timer.Stop()
+	g.cur.Store(nil)
+	if err != nil {
+		f := asFault(err)
+		if !o.soft || !errors.Is(f.kind, ErrTimeout) {
+			g.abort(f)
+			<-g.failed
+		}
+		err = g.opError(o, f, false)
+	}
+	g.lastCompleted.Store(o.seq)
+	o.w.complete(err)
+}
+
+// opError dresses a fault as the error of op o. later marks ops that found
+// the group already failed.
+func (g *tcpGroup) opError(o *tcpOp, f *peerFault, later bool) error {
+	e := &OpError{Kind: f.kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank,
+		Peers: f.peers, Detail: f.detail, Err: f.err}
+	if later {
+		e.Detail = "the group failed earlier: " + f.detail
+	}
+	return e
+}
+
+// failure returns the group's fault once it has been torn down, else nil.
+func (g *tcpGroup) failure() *peerFault {
+	select {
+	case <-g.failed:
+		return g.cause.Load()
+	default:
+		return nil
+	}
+}
+
+// abort fails the group: every pending and future op fails with f. Peers
+// are told why (or, on Close, that we left cleanly), then every connection
+// is cut and its goroutines waited for, so that no reader still writes into
+// a buffer whose op has failed, and only then is g.failed closed.
+func (g *tcpGroup) abort(f *peerFault) {
+	g.failOnce.Do(func() {
+		g.cause.Store(f)
+		go g.teardown(f)
+	})
+}
+
+func (g *tcpGroup) teardown(f *peerFault) {
+	bye := errors.Is(f.kind, ErrClosed) && g.byeOnly.Load()
+	kind := frameAbort
+	msg := []byte(fmt.Sprintf("rank %d: %s", g.rank, f.Error()))
+	if bye {
+		kind, msg = frameBye, nil
+	} else if !errors.Is(f.kind, ErrClosed) {
+		g.logf("comm: tcp rank %d: process group failed: %v", g.rank, f)
+	}
+	if len(msg) > maxControlPayload {
+		msg = msg[:maxControlPayload]
+	}
+	for _, pc := range g.peers {
+		if pc != nil {
+			pc.send(&xfer{key: frameKey{kind: kind}, peer: pc.rank, buf: msg}, true)
+		}
+	}
+	// Let the control frames out, briefly: a stuck peer must not hold us.
+	deadline := time.Now().Add(250 * time.Millisecond)
+	for _, pc := range g.peers {
+		for pc != nil && !pc.idle() && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	closedErr := &peerFault{kind: f.kind, peers: f.peers, detail: f.detail, err: f.err}
+	for _, pc := range g.peers {
+		if pc != nil {
+			pc.closeWriter(closedErr)
+			pc.conn.Close()
+		}
+	}
+	for _, pc := range g.peers {
+		if pc != nil {
+			<-pc.readerDone
+			<-pc.writerDone
+			pc.markGone(closedErr)
+		}
+	}
+	close(g.failed)
+}
+
+// connFailed turns a connection error into the group's failure. Once the
+// group is going down, connection errors are consequences, not causes.
+func (g *tcpGroup) connFailed(pc *peerConn, err error, dir string) error {
+	if c := g.cause.Load(); c != nil {
+		return c
+	}
+	f, ok := err.(*peerFault)
+	if !ok {
+		f = &peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+			detail: fmt.Sprintf("rank %d: %s (%s)", pc.rank, describeConnErr(err), dir)}
+	}
+	g.abort(f)
+	return g.cause.Load()
+}
+
+// Close fails pending ops with ErrClosed, tells the peers we left, and
+// releases every connection and goroutine.
+func (g *tcpGroup) Close() error {
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		<-g.workerDone
+		return nil
+	}
+	g.closed = true
+	g.mu.Unlock()
+	g.qcond.Broadcast()
+	g.byeOnly.Store(true)
+	g.abort(&peerFault{kind: ErrClosed, detail: "process group closed"})
+	<-g.failed
+	<-g.workerDone
+	close(g.stallStop)
+	<-g.stallDone
+	return nil
+}
+
+// newXfer records a transfer of op o.
+func (g *tcpGroup) newXfer(o *tcpOp, peer int, kind frameKind, step, aux uint32, buf []byte) *xfer {
+	x := &xfer{key: frameKey{kind: kind, seq: o.seq, step: step, aux: aux}, peer: peer, buf: buf, events: g.events, op: o}
+	o.xfers = append(o.xfers, x)
+	o.pending++
+	return x
+}
+
+// send queues buf to peer as part of op o.
+func (g *tcpGroup) send(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
+	x := g.newXfer(o, peer, frameData, step, aux, buf)
+	x.send = true
+	g.peers[peer].send(x, false)
+	return x
+}
+
+// recv posts a receive of exactly len(buf) bytes from peer as part of op o.
+func (g *tcpGroup) recv(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
+	x := g.newXfer(o, peer, frameData, step, aux, buf)
+	g.peers[peer].post(x)
+	return x
+}
+
+// await waits until x completes, handling other completions meanwhile.
+func (g *tcpGroup) await(o *tcpOp, x *xfer) error {
+	for !x.done {
+		if err := g.next(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// awaitAll waits for every transfer of o.
+func (g *tcpGroup) awaitAll(o *tcpOp) error {
+	for o.pending > 0 {
+		if err := g.next(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// next takes one completion event of o, or fails on timeout or group
+// failure. Events of an earlier op (a monitored barrier's late arrivals)
+// are dropped.
+func (g *tcpGroup) next(o *tcpOp) error {
+	select {
+	case x := <-g.events:
+		if x.op != o {
+			return nil
+		}
+		x.done = true
+		o.pending--
+		if x.err == nil && x.then != nil {
+			x.then()
+		}
+		return x.err
+	case <-g.failed:
+		return g.cause.Load()
+	case <-o.timer.C:
+		return g.timeoutFault(o)
+	}
+}
+
+// timeoutFault names the peers o still waits on and, asking every rank
+// where it is, the ranks that never reached this collective.
+func (g *tcpGroup) timeoutFault(o *tcpOp) *peerFault {
+	seen := map[int]bool{}
+	var waiting []int
+	for _, x := range o.xfers {
+		if !x.done && !seen[x.peer] {
+			seen[x.peer] = true
+			waiting = append(waiting, x.peer)
+		}
+	}
+	slices.Sort(waiting)
+	timeout := g.timeout
+	if o.timeout > 0 {
+		timeout = o.timeout
+	}
+	detail := fmt.Sprintf("no progress after %v", timeout)
+	if len(waiting) > 0 {
+		detail = fmt.Sprintf("waited %v for %s", timeout, rankList(waiting))
+	}
+	notes := g.queryProgress(time.Second)
+	if lag := g.describeLaggards(o, notes); lag != "" {
+		detail += "; " + lag
+	}
+	return &peerFault{kind: ErrTimeout, peers: waiting, detail: detail}
+}

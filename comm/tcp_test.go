@@ -1,0 +1,285 @@
+package comm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// tcpWorld runs fn on world tcp ranks (goroutines of this process, real
+// loopback connections, one store server) and returns each rank's error.
+func tcpWorld(t *testing.T, world int, opts Options, fn func(ctx context.Context, g ProcessGroup) error) []error {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken(opts.Token))
+	require.NoError(t, err)
+	defer srv.Close()
+	errs := make([]error, world)
+	var wg sync.WaitGroup
+	for r := range world {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			o := opts
+			o.Rank, o.Size, o.Store, o.Prefix = r, world, NewPrefixStore("t", srv.Client()), "t"
+			if o.Timeout == 0 {
+				o.Timeout = 30 * time.Second
+			}
+			g, err := newTCPGroup(ctx, o)
+			if err != nil {
+				errs[r] = fmt.Errorf("rank %d setup: %w", r, err)
+				return
+			}
+			defer g.Close()
+			errs[r] = fn(context.Background(), g)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+func TestTCPCollectives(t *testing.T) {
+	for _, world := range []int{1, 2, 3, 4} {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			t.Setenv("GODDP_TCP_PIECE_BYTES", "4096") // many pieces even for modest sizes
+			cases := collCases(world, []int{0, 1, 7, 1000, 4099}, 100_003)
+			hashes := make([][]uint64, world)
+			errs := tcpWorld(t, world, Options{Token: "tok"}, func(ctx context.Context, g ProcessGroup) error {
+				hs, err := runCases(ctx, g, cases)
+				hashes[g.Rank()] = hs
+				return err
+			})
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+			}
+			for i, c := range cases {
+				if c.op == "allreduce" || c.op == "allgather" || c.op == "broadcast" {
+					for r := 1; r < world; r++ {
+						require.Equal(t, hashes[0][i], hashes[r][i], "%v: rank %d differs from rank 0", c, r)
+					}
+				}
+			}
+		})
+	}
+}
+
+func TestTCPBadArguments(t *testing.T) {
+	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
+		for _, w := range []Work{
+			AllGather(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 2))),
+			ReduceScatter(g, Float32s(make([]float32, 2)), Float64s(make([]float64, 4)), Sum),
+			g.Broadcast(Float32s(make([]float32, 2)), 2),
+			g.AllReduce(Float32s(make([]float32, 2)), ReduceOp(9)),
+			g.AllReduce(Buffer{Float32, make([]byte, 6)}, Sum),
+			AllToAll(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 3))),
+			Send(g, Float32s(nil), g.Rank(), 0),
+		} {
+			if err := w.Wait(ctx); !errors.Is(err, ErrBadArgument) {
+				return fmt.Errorf("want a bad-argument error, got %v", err)
+			}
+		}
+		// The group is still usable.
+		return g.AllReduce(Float32s([]float32{1}), Sum).Wait(ctx)
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+func TestTCPTimeoutNamesMissingRank(t *testing.T) {
+	var mu sync.Mutex
+	got := map[int]error{}
+	start := time.Now()
+	tcpWorld(t, 3, Options{Timeout: 700 * time.Millisecond, StallThreshold: -1}, func(ctx context.Context, g ProcessGroup) error {
+		if g.Rank() == 2 {
+			time.Sleep(2 * time.Second) // never joins; then finds the group failed
+		}
+		err := g.AllReduce(Float32s(make([]float32, 10)), Sum).Wait(ctx)
+		err2 := g.Barrier().Wait(ctx)
+		mu.Lock()
+		got[g.Rank()] = errors.Join(err, err2)
+		mu.Unlock()
+		return nil
+	})
+	assert.Less(t, time.Since(start), 10*time.Second)
+	for r := 0; r < 2; r++ {
+		err := got[r]
+		require.Error(t, err, "rank %d", r)
+		var oe *OpError
+		require.ErrorAs(t, err, &oe)
+		assert.True(t, errors.Is(err, ErrTimeout) || errors.Is(err, ErrPeerFailed), "rank %d: %v", r, err)
+		assert.Contains(t, err.Error(), "rank 2", "rank %d", r)
+		assert.Contains(t, err.Error(), "allreduce #1")
+	}
+	// The straggler's later ops fail too instead of hanging.
+	assert.Error(t, got[2])
+}
+
+func TestTCPStallInspector(t *testing.T) {
+	var log logSink
+	errs := tcpWorld(t, 3, Options{StallThreshold: 150 * time.Millisecond, Logf: log.logf}, func(ctx context.Context, g ProcessGroup) error {
+		if g.Rank() == 1 {
+			time.Sleep(900 * time.Millisecond)
+		}
+		return g.AllReduce(Float32s(make([]float32, 10)), Sum).Wait(ctx)
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+	text := log.text()
+	assert.Contains(t, text, "comm: stall: allreduce #1 (40 bytes)")
+	assert.Contains(t, text, "not arrived: rank 1 (last started #0")
+	assert.NotContains(t, text, "rank 2 (")
+}
+
+func TestTCPDebugMismatch(t *testing.T) {
+	for _, debug := range []bool{true, false} {
+		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
+			errs := tcpWorld(t, 2, Options{DebugCollectives: debug, Timeout: 5 * time.Second}, func(ctx context.Context, g ProcessGroup) error {
+				n := 100 + 4*g.Rank()
+				err := g.AllReduce(Float32s(make([]float32, n)), Sum).Wait(ctx)
+				if err == nil {
+					return fmt.Errorf("mismatched sizes went unnoticed")
+				}
+				return err
+			})
+			for r, err := range errs {
+				require.Error(t, err)
+				if debug {
+					assert.ErrorIs(t, err, ErrBadArgument)
+					assert.Contains(t, err.Error(), "collective mismatch at #1")
+					assert.Contains(t, err.Error(), "allreduce(sum, float32 x 104)", "rank %d", r)
+				} else {
+					assert.Contains(t, err.Error(), "where this rank expects", "rank %d", r)
+				}
+			}
+		})
+	}
+}
+
+func TestTCPCloseFailsPending(t *testing.T) {
+	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
+		if g.Rank() == 1 {
+			// Rank 1 never joins; rank 0 closes with an op pending.
+			time.Sleep(300 * time.Millisecond)
+			return nil
+		}
+		w := g.AllReduce(Float32s(make([]float32, 4)), Sum)
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, g.Close())
+		if err := w.Wait(ctx); !errors.Is(err, ErrClosed) {
+			return fmt.Errorf("pending op: want ErrClosed, got %v", err)
+		}
+		if err := g.Barrier().Wait(ctx); !errors.Is(err, ErrClosed) {
+			return fmt.Errorf("later op: want ErrClosed, got %v", err)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+func TestTCPMonitoredBarrier(t *testing.T) {
+	errs := tcpWorld(t, 3, Options{}, func(ctx context.Context, g ProcessGroup) error {
+		m := g.(BarrierMonitor)
+		if err := m.MonitoredBarrier(ctx, 5*time.Second); err != nil {
+			return fmt.Errorf("full barrier: %w", err)
+		}
+		if g.Rank() == 2 {
+			time.Sleep(time.Second)
+			return nil
+		}
+		err := m.MonitoredBarrier(ctx, 300*time.Millisecond)
+		if err == nil || !strings.Contains(err.Error(), "rank 2 did not reach the barrier") {
+			return fmt.Errorf("want the missing rank named, got %v", err)
+		}
+		return nil
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+func TestTCPNewGroup(t *testing.T) {
+	errs := tcpWorld(t, 4, Options{}, func(ctx context.Context, g ProcessGroup) error {
+		sub, err := g.(Subgrouper).NewGroup(ctx, []int{3, 1})
+		if err != nil {
+			return err
+		}
+		if g.Rank() == 0 || g.Rank() == 2 {
+			if sub != nil {
+				return fmt.Errorf("rank %d outside the subgroup got a group", g.Rank())
+			}
+		} else {
+			defer sub.Close()
+			if want := g.Rank() / 2; sub.Rank() != want || sub.Size() != 2 {
+				return fmt.Errorf("subgroup rank %d of %d, want %d of 2", sub.Rank(), sub.Size(), want)
+			}
+			x := []int64{int64(g.Rank())}
+			if err := sub.AllReduce(Int64s(x), Sum).Wait(ctx); err != nil {
+				return err
+			}
+			if x[0] != 4 {
+				return fmt.Errorf("subgroup sum %d, want 4", x[0])
+			}
+		}
+		// The parent still works alongside.
+		return g.Barrier().Wait(ctx)
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+func TestTCPStrangerRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken("tok"))
+	require.NoError(t, err)
+	defer srv.Close()
+	var log logSink
+	mk := func(r int) (ProcessGroup, error) {
+		return newTCPGroup(ctx, Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
+	}
+	res := make(chan error, 1)
+	var g0 ProcessGroup
+	go func() {
+		var err error
+		g0, err = mk(0)
+		res <- err
+	}()
+	addr, err := srv.Client().Get(ctx, "tcp/addr/0")
+	require.NoError(t, err)
+	// A stranger with the wrong token, and one sending garbage.
+	c, err := net.Dial("tcp", string(addr))
+	require.NoError(t, err)
+	assert.ErrorIs(t, clientHandshake(c, "wrong", purposePeer, []byte("goddp-peer|p|2|1|0"), time.Now().Add(5*time.Second)), ErrAuth)
+	c.Close()
+	c, err = net.Dial("tcp", string(addr))
+	require.NoError(t, err)
+	c.Write([]byte("\x00\x01garbage garbage garbage garbage garbage garbage garbage"))
+	c.Close()
+	g1, err := mk(1)
+	require.NoError(t, err)
+	defer g1.Close()
+	require.NoError(t, <-res)
+	defer g0.Close()
+	w := g0.AllReduce(Float32s([]float32{1}), Sum)
+	require.NoError(t, g1.AllReduce(Float32s([]float32{2}), Sum).Wait(ctx))
+	require.NoError(t, w.Wait(ctx))
+	text := log.text()
+	assert.Contains(t, text, "refused connection from 127.0.0.1")
+	assert.Contains(t, text, "wrong job token")
+	assert.Contains(t, text, "bad handshake magic")
+	assert.NotContains(t, text, "tok\"")
+}
