@@ -1,0 +1,124 @@
+package ddp
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"goddp/autograd"
+	"goddp/comm"
+	"goddp/optim"
+)
+
+func TestUnionLength(t *testing.T) {
+	t0 := time.Unix(0, 0)
+	at := func(a, b int) [2]time.Time {
+		return [2]time.Time{t0.Add(time.Duration(a) * time.Millisecond), t0.Add(time.Duration(b) * time.Millisecond)}
+	}
+	tests := []struct {
+		name  string
+		spans [][2]time.Time
+		want  time.Duration
+	}{
+		{"none", nil, 0},
+		{"disjoint", [][2]time.Time{at(0, 2), at(5, 6)}, 3 * time.Millisecond},
+		{"overlapping, unsorted", [][2]time.Time{at(3, 8), at(0, 4), at(5, 6)}, 8 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, unionLength(tc.spans)) })
+	}
+	assert.Equal(t, 0.75, IterStats{Comm: 4, CommWait: 1}.HiddenFraction())
+	assert.Equal(t, 1.0, IterStats{}.HiddenFraction())
+}
+
+func TestStatsAndTimeline(t *testing.T) {
+	dir := t.TempDir()
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := mlpNet([]int{16, 32, 4}, 1)
+		d, err := Wrap(net, pg, WithTimeline(nil), FirstBucketCapMB(1e-4))
+		if err != nil {
+			return err
+		}
+		opt, err := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.01})
+		if err != nil {
+			return err
+		}
+		for step := 0; step < 3; step++ {
+			x, y := batch(rank, step, 8, 16, 4)
+			opt.ZeroGrad()
+			out, err := d.Forward(x)
+			if err != nil {
+				return err
+			}
+			if err := autograd.MSELoss(out, y, autograd.ReductionMean).Backward(); err != nil {
+				return err
+			}
+			end := d.Timeline().Span("optimizer step")
+			if err := opt.Step(); err != nil {
+				return err
+			}
+			end()
+		}
+		s := d.Stats()
+		assert.Equal(t, int64(3), s.Iterations)
+		assert.Len(t, s.BucketBytes, 2)
+		assert.Len(t, s.Last.BucketComm, 2)
+		assert.Greater(t, s.Last.Comm, time.Duration(0))
+		assert.GreaterOrEqual(t, s.Last.Comm, s.Last.BucketComm[0])
+		assert.Greater(t, s.Last.Forward, time.Duration(0))
+		assert.Greater(t, s.Last.Backward, time.Duration(0))
+		assert.GreaterOrEqual(t, s.Total.Comm, s.Last.Comm)
+		h := s.Total.HiddenFraction()
+		assert.True(t, h >= 0 && h <= 1, "hidden fraction %v", h)
+
+		path := filepath.Join(dir, "rank"+string(rune('0'+rank))+".json")
+		if err := d.Timeline().WriteFile(path); err != nil {
+			return err
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var evs []map[string]any
+		if err := json.Unmarshal(b, &evs); err != nil {
+			return err
+		}
+		names := map[string]int{}
+		for _, e := range evs {
+			if e["ph"] == "X" {
+				names[e["name"].(string)]++
+				assert.Equal(t, float64(rank), e["pid"])
+			}
+		}
+		for _, n := range []string{"forward", "backward", "allreduce bucket 0", "allreduce bucket 1", "optimizer step"} {
+			assert.Equal(t, 3, names[n], "%s events", n)
+		}
+		d.ResetStats()
+		assert.Zero(t, d.Stats().Iterations)
+		return nil
+	}, WithLatency(2*time.Millisecond))
+	requireNoErrs(t, errs)
+	merged := filepath.Join(dir, "all.json")
+	require.NoError(t, MergeTimelineFiles(merged, filepath.Join(dir, "rank0.json"), filepath.Join(dir, "rank1.json")))
+	b, err := os.ReadFile(merged)
+	require.NoError(t, err)
+	assert.True(t, strings.Contains(string(b), `"rank 1"`))
+}
+
+func TestNilTimelineIsSafe(t *testing.T) {
+	var tl *Timeline
+	tl.Span("x")()
+	tl.Record("y", time.Now(), time.Millisecond)
+	assert.Zero(t, tl.Len())
+	var buf bytes.Buffer
+	_, err := tl.WriteTo(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, "[]\n", buf.String())
+}
