@@ -5,10 +5,14 @@ import (
 )
 
 // Op is one differentiable operation recorded in the graph. Each op lives in
-// its own file. Backward receives the gradient of the op's output and returns
-// one gradient per input (nil where the input needs none). A returned
-// gradient may have a broadcast shape: the engine reduces it back to the
-// input's shape in one central place (reduceToShape), never inside the op.
+// its own file. Inputs may hold nil for an absent optional input (Linear's or
+// LayerNorm's bias). Backward receives the gradient of the op's output (which
+// may be a strided view) and returns one gradient per input (nil where the
+// input needs none). A returned gradient may have a broadcast shape: the
+// engine reduces it back to the input's shape in one central place
+// (reduceToShape), never inside the op. The engine treats returned gradients
+// as borrowed (it copies before keeping or writing into one), so an Op may
+// return gy itself or a view of it.
 type Op interface {
 	Name() string
 	Inputs() []*Variable
