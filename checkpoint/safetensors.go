@@ -1,0 +1,410 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"sort"
+	"unsafe"
+
+	"goddp/tensor"
+)
+
+// Safetensors layout (https://github.com/huggingface/safetensors): an 8-byte
+// little-endian header length N, N bytes of JSON header, then the raw
+// little-endian, C-order tensor bytes. The header maps each tensor name to
+// {"dtype","shape","data_offsets":[begin,end]} (offsets relative to the data
+// section) and may hold "__metadata__", a string-to-string map.
+//
+// goddp adds one metadata key, ChecksumKey: the hex SHA-256 of the whole file
+// computed with the 64 digest characters themselves replaced by '0'. It
+// covers the length prefix, every header byte and all tensor data, so any
+// corruption or truncation is detected; other readers just see an extra
+// metadata string.
+
+// ChecksumKey is the metadata key holding the file's SHA-256.
+const ChecksumKey = "goddp.sha256"
+
+// MaxHeaderSize bounds the JSON header, as the reference implementation does
+// (100 MB), so a hostile length cannot drive allocation.
+const MaxHeaderSize = 100 << 20
+
+const digestLen = 2 * sha256.Size
+
+var zeroDigest = bytes.Repeat([]byte{'0'}, digestLen)
+
+type entry struct {
+	DType   string   `json:"dtype"`
+	Shape   []int    `json:"shape"`
+	Offsets [2]int64 `json:"data_offsets"`
+}
+
+var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
+
+// tensorBytes returns t's elements as little-endian bytes; on little-endian
+// hosts the slice aliases t's storage.
+func tensorBytes(t *tensor.Tensor) []byte {
+	t = t.Contiguous()
+	if t.DType() == tensor.Float64 {
+		d := t.F64()
+		if len(d) == 0 {
+			return nil
+		}
+		if nativeLittle {
+			return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 8*len(d))
+		}
+		b := make([]byte, 8*len(d))
+		for i, v := range d {
+			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
+		}
+		return b
+	}
+	d := t.F32()
+	if len(d) == 0 {
+		return nil
+	}
+	if nativeLittle {
+		return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 4*len(d))
+	}
+	b := make([]byte, 4*len(d))
+	for i, v := range d {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+	}
+	return b
+}
+
+func dtypeName(dt tensor.DType) string {
+	if dt == tensor.Float64 {
+		return "F64"
+	}
+	return "F32"
+}
+
+// encodeHeader builds the padded header (with a zero digest when checksum is
+// set) and the tensor order.
+func encodeHeader(tensors map[string]*tensor.Tensor, metadata map[string]string, checksum bool) ([]byte, []string, error) {
+	names := make([]string, 0, len(tensors))
+	for name, t := range tensors {
+		if name == "__metadata__" {
+			return nil, nil, fmt.Errorf("%w: tensor name %q is reserved", ErrUnsupported, name)
+		}
+		if t == nil {
+			return nil, nil, fmt.Errorf("%w: tensor %q is nil", ErrUnsupported, name)
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	hdr := make(map[string]any, len(names)+1)
+	var off int64
+	for _, name := range names {
+		t := tensors[name]
+		n := int64(t.Numel()) * int64(t.DType().Size())
+		shape := append([]int{}, t.Shape()...)
+		hdr[name] = entry{DType: dtypeName(t.DType()), Shape: shape, Offsets: [2]int64{off, off + n}}
+		off += n
+	}
+	meta := make(map[string]string, len(metadata)+1)
+	for k, v := range metadata {
+		meta[k] = v
+	}
+	if checksum {
+		meta[ChecksumKey] = string(zeroDigest)
+	} else {
+		delete(meta, ChecksumKey)
+	}
+	if len(meta) > 0 {
+		hdr["__metadata__"] = meta
+	}
+	js, err := json.Marshal(hdr) // map keys are sorted: deterministic
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: encode safetensors header: %w", err)
+	}
+	// Pad with spaces so the data section starts 8-byte aligned.
+	for (8+len(js))%8 != 0 {
+		js = append(js, ' ')
+	}
+	return js, names, nil
+}
+
+// WriteSafetensors writes tensors and metadata in the safetensors format,
+// tensors sorted by name, with the goddp checksum in the metadata. Only
+// float32 (F32) and float64 (F64) tensors exist in goddp.
+func WriteSafetensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+	hdr, names, err := encodeHeader(tensors, metadata, true)
+	if err != nil {
+		return err
+	}
+	var prefix [8]byte
+	binary.LittleEndian.PutUint64(prefix[:], uint64(len(hdr)))
+	// First pass: hash the file as it will be written, digest zeroed.
+	h := sha256.New()
+	h.Write(prefix[:])
+	h.Write(hdr)
+	for _, name := range names {
+		h.Write(tensorBytes(tensors[name]))
+	}
+	digest := hex.EncodeToString(h.Sum(nil))
+	at := digestPos(hdr)
+	if at < 0 {
+		return fmt.Errorf("checkpoint: internal error: checksum placeholder not found in header")
+	}
+	copy(hdr[at:], digest)
+	// Second pass: write.
+	bw := bufio.NewWriterSize(w, 1<<20)
+	bw.Write(prefix[:])
+	bw.Write(hdr)
+	for _, name := range names {
+		bw.Write(tensorBytes(tensors[name]))
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("checkpoint: write safetensors: %w", err)
+	}
+	return nil
+}
+
+// digestPos finds the digest's value in a compact header written by
+// encodeHeader: `"goddp.sha256":"<64 chars>"`.
+func digestPos(hdr []byte) int {
+	key := []byte(`"` + ChecksumKey + `":"`)
+	i := bytes.Index(hdr, key)
+	if i < 0 || i+len(key)+digestLen+1 > len(hdr) || hdr[i+len(key)+digestLen] != '"' {
+		return -1
+	}
+	return i + len(key)
+}
+
+// EncodeSafetensors is WriteSafetensors into memory.
+func EncodeSafetensors(tensors map[string]*tensor.Tensor, metadata map[string]string) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteSafetensors(&buf, tensors, metadata); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// SaveSafetensors writes a safetensors file atomically (see WriteFileAtomic).
+func SaveSafetensors(path string, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+	return WriteFileAtomic(path, func(w io.Writer) error { return WriteSafetensors(w, tensors, metadata) })
+}
+
+// LoadSafetensors reads and verifies a safetensors file; errors name it.
+func LoadSafetensors(path string) (map[string]*tensor.Tensor, map[string]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("checkpoint: %w", err)
+	}
+	return DecodeSafetensors(b, path)
+}
+
+// DecodeSafetensors parses a safetensors file held in b; name labels errors.
+// Every size in the header is checked against b before anything is allocated.
+// When the metadata holds ChecksumKey the digest is verified. F32 and F64
+// tensors load as such; F16 and BF16 are widened to float32; integer and
+// BOOL tensors are converted to float64 (exact up to 2^53).
+func DecodeSafetensors(b []byte, name string) (map[string]*tensor.Tensor, map[string]string, error) {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s: %s", ErrCorrupt, name, fmt.Sprintf(format, args...))
+	}
+	if len(b) < 8 {
+		return nil, nil, bad("%d bytes, too short for the 8-byte header length", len(b))
+	}
+	n := binary.LittleEndian.Uint64(b)
+	if n > MaxHeaderSize {
+		return nil, nil, bad("header length %d exceeds the %d-byte limit", n, MaxHeaderSize)
+	}
+	if 8+n > uint64(len(b)) {
+		return nil, nil, bad("truncated: header length %d but the file has %d bytes", n, len(b))
+	}
+	hdr := b[8 : 8+n]
+	data := b[8+n:]
+	if len(hdr) == 0 || hdr[0] != '{' {
+		return nil, nil, bad("header does not start with '{'")
+	}
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(hdr, &raw); err != nil {
+		return nil, nil, bad("header JSON: %v", err)
+	}
+	var meta map[string]string
+	if m, ok := raw["__metadata__"]; ok {
+		if err := json.Unmarshal(m, &meta); err != nil {
+			return nil, nil, bad("__metadata__ must map strings to strings: %v", err)
+		}
+		delete(raw, "__metadata__")
+	}
+	if want, ok := meta[ChecksumKey]; ok {
+		if err := verifyDigest(b, hdr, want); err != nil {
+			return nil, nil, bad("%v", err)
+		}
+	}
+	type span struct {
+		name       string
+		begin, end int64
+	}
+	spans := make([]span, 0, len(raw))
+	entries := make(map[string]entry, len(raw))
+	for tname, js := range raw {
+		var e entry
+		if err := json.Unmarshal(js, &e); err != nil {
+			return nil, nil, bad("tensor %q: %v", tname, err)
+		}
+		size := elemSize(e.DType)
+		if size == 0 {
+			return nil, nil, fmt.Errorf("%w: %s: tensor %q has dtype %q", ErrUnsupported, name, tname, e.DType)
+		}
+		begin, end := e.Offsets[0], e.Offsets[1]
+		if begin < 0 || end < begin || end > int64(len(data)) {
+			return nil, nil, bad("tensor %q: data_offsets [%d, %d] outside the %d data bytes (truncated?)", tname, begin, end, len(data))
+		}
+		numel, ok := checkedNumel(e.Shape, (end-begin)/int64(size))
+		if !ok || numel*int64(size) != end-begin {
+			return nil, nil, bad("tensor %q: shape %v of %s does not fill data_offsets [%d, %d]", tname, e.Shape, e.DType, begin, end)
+		}
+		entries[tname] = e
+		spans = append(spans, span{tname, begin, end})
+	}
+	sort.Slice(spans, func(i, j int) bool {
+		if spans[i].begin != spans[j].begin {
+			return spans[i].begin < spans[j].begin
+		}
+		return spans[i].end < spans[j].end
+	})
+	var pos int64
+	for _, s := range spans { // the buffer must be covered exactly, without holes or overlaps
+		if s.begin != pos {
+			return nil, nil, bad("tensor %q starts at data byte %d, expected %d (hole or overlap)", s.name, s.begin, pos)
+		}
+		pos = s.end
+	}
+	if pos != int64(len(data)) {
+		return nil, nil, bad("tensors cover %d data bytes but the file has %d", pos, len(data))
+	}
+	tensors := make(map[string]*tensor.Tensor, len(entries))
+	for tname, e := range entries {
+		tensors[tname] = decodeTensor(e, data[e.Offsets[0]:e.Offsets[1]])
+	}
+	return tensors, meta, nil
+}
+
+func verifyDigest(file, hdr []byte, want string) error {
+	at := digestPos(hdr)
+	if at < 0 {
+		return fmt.Errorf("checksum field is not in goddp's compact form")
+	}
+	h := sha256.New()
+	start := 8 + at // offset of the digest within the file
+	h.Write(file[:start])
+	h.Write(zeroDigest)
+	h.Write(file[start+digestLen:])
+	got := hex.EncodeToString(h.Sum(nil))
+	if string(hdr[at:at+digestLen]) != want || got != want {
+		return fmt.Errorf("checksum mismatch: file says %.16s…, contents hash to %.16s…", want, got)
+	}
+	return nil
+}
+
+func elemSize(dtype string) int {
+	switch dtype {
+	case "BOOL", "U8", "I8":
+		return 1
+	case "I16", "U16", "F16", "BF16":
+		return 2
+	case "I32", "U32", "F32":
+		return 4
+	case "I64", "U64", "F64":
+		return 8
+	}
+	return 0
+}
+
+// checkedNumel multiplies dims, failing on a negative dim or a product over limit.
+func checkedNumel(shape []int, limit int64) (int64, bool) {
+	for _, d := range shape {
+		if d < 0 {
+			return 0, false
+		}
+		if d == 0 {
+			return 0, true
+		}
+	}
+	n := int64(1)
+	for _, d := range shape {
+		if n > limit/int64(d) {
+			return 0, false
+		}
+		n *= int64(d)
+	}
+	return n, true
+}
+
+func decodeTensor(e entry, b []byte) *tensor.Tensor {
+	le := binary.LittleEndian
+	shape := append([]int{}, e.Shape...)
+	switch e.DType {
+	case "F32", "F16", "BF16":
+		size := elemSize(e.DType)
+		out := make([]float32, len(b)/size)
+		for i := range out {
+			switch e.DType {
+			case "F32":
+				out[i] = math.Float32frombits(le.Uint32(b[4*i:]))
+			case "F16":
+				out[i] = halfToFloat(le.Uint16(b[2*i:]))
+			default:
+				out[i] = math.Float32frombits(uint32(le.Uint16(b[2*i:])) << 16)
+			}
+		}
+		return tensor.FromF32(out, shape...)
+	}
+	size := elemSize(e.DType)
+	out := make([]float64, len(b)/size)
+	for i := range out {
+		switch e.DType {
+		case "F64":
+			out[i] = math.Float64frombits(le.Uint64(b[8*i:]))
+		case "BOOL", "U8":
+			out[i] = float64(b[i])
+		case "I8":
+			out[i] = float64(int8(b[i]))
+		case "I16":
+			out[i] = float64(int16(le.Uint16(b[2*i:])))
+		case "U16":
+			out[i] = float64(le.Uint16(b[2*i:]))
+		case "I32":
+			out[i] = float64(int32(le.Uint32(b[4*i:])))
+		case "U32":
+			out[i] = float64(le.Uint32(b[4*i:]))
+		case "I64":
+			out[i] = float64(int64(le.Uint64(b[8*i:])))
+		case "U64":
+			out[i] = float64(le.Uint64(b[8*i:]))
+		}
+	}
+	return tensor.FromF64(out, shape...)
+}
+
+// halfToFloat converts an IEEE binary16 value to float32.
+func halfToFloat(h uint16) float32 {
+	sign := uint32(h>>15) << 31
+	exp := uint32(h>>10) & 0x1f
+	frac := uint32(h) & 0x3ff
+	switch {
+	case exp == 0x1f: // inf or nan
+		return math.Float32frombits(sign | 0x7f800000 | frac<<13)
+	case exp == 0 && frac == 0:
+		return math.Float32frombits(sign)
+	case exp == 0: // subnormal: value = frac * 2^-24
+		v := float32(frac) / (1 << 24)
+		if sign != 0 {
+			v = -v
+		}
+		return v
+	}
+	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+}
