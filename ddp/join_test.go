@@ -57,78 +57,120 @@ func requireClose(t *testing.T, want, got [][]float32, tol float64, msg string) 
 	}
 }
 
-func TestJoinUnevenInputs(t *testing.T) {
-	sizes := []int{5, 8, 3}
-	const world, n = 3, 4
-	nb := []int{1, 4, 3} // batches per rank: rank 0 joins before the bucket rebuild
-	tests := []struct {
-		name         string
-		opts         []Option
-		divideActive bool
-		tol          float64
-	}{
-		{"default", nil, false, 1e-5},
-		{"small buckets, bucket view", []Option{BucketCapMB(1e-4), FirstBucketCapMB(1e-4), GradientAsBucketView(true)}, false, 1e-5},
-		{"divide by active ranks", nil, true, 1e-5},
-		{"find unused", []Option{FindUnusedParameters(true)}, false, 1e-5},
-		{"fp16", []Option{WithCommHook(FP16CompressHook())}, false, 2e-3},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			// Reference: one process summing the active ranks' gradients.
-			ref := mlpNet(sizes, 3)
-			opt, err := optim.NewSGD(ref.params, optim.SGDConfig{LR: 0.1})
-			require.NoError(t, err)
-			for step := 0; step < 4; step++ {
-				opt.ZeroGrad()
-				active := 0
-				for r := 0; r < world; r++ {
-					if step < nb[r] {
-						active++
-						x, y := batch(r, step, n, sizes[0], sizes[2])
-						require.NoError(t, autograd.MSELoss(ref.Forward(x), y, autograd.ReductionMean).Backward())
-					}
-				}
-				div := float64(world)
-				if tc.divideActive {
-					div = float64(active)
-				}
-				for _, p := range ref.params {
-					g := p.Grad.F32()
-					for i := range g {
-						g[i] /= float32(div)
-					}
-				}
-				require.NoError(t, opt.Step())
-			}
-			want := paramsOf(ref)
+// joinCase is an uneven-inputs scenario, shared with the multi-process test.
+type joinCase struct {
+	Name         string
+	Batches      []int // per rank; rank 0 joins before the bucket rebuild
+	Small        bool  // small buckets and gradient_as_bucket_view
+	DivideActive bool
+	FindUnused   bool
+	FP16         bool
+	Tol          float64
+}
 
+var joinCases = []joinCase{
+	{Name: "default", Batches: []int{1, 4, 3}, Tol: 1e-5},
+	{Name: "small buckets, bucket view", Batches: []int{1, 4, 3}, Small: true, Tol: 1e-5},
+	{Name: "divide by active ranks", Batches: []int{1, 4, 3}, DivideActive: true, Tol: 1e-5},
+	{Name: "find unused", Batches: []int{1, 4, 3}, FindUnused: true, Tol: 1e-5},
+	{Name: "fp16", Batches: []int{1, 4, 3}, FP16: true, Tol: 2e-3},
+}
+
+var joinSizes = []int{5, 8, 3}
+
+const joinRows = 4
+
+// joinReference is one process summing the active ranks' gradients each step.
+func joinReference(tc joinCase) ([][]float32, error) {
+	world := len(tc.Batches)
+	ref := mlpNet(joinSizes, 3)
+	opt, err := optim.NewSGD(ref.params, optim.SGDConfig{LR: 0.1})
+	if err != nil {
+		return nil, err
+	}
+	steps := 0
+	for _, b := range tc.Batches {
+		steps = max(steps, b)
+	}
+	for step := 0; step < steps; step++ {
+		opt.ZeroGrad()
+		active := 0
+		for r := 0; r < world; r++ {
+			if step < tc.Batches[r] {
+				active++
+				x, y := batch(r, step, joinRows, joinSizes[0], joinSizes[2])
+				if err := autograd.MSELoss(ref.Forward(x), y, autograd.ReductionMean).Backward(); err != nil {
+					return nil, err
+				}
+			}
+		}
+		div := float32(world)
+		if tc.DivideActive {
+			div = float32(active)
+		}
+		for _, p := range ref.params {
+			g := p.Grad.F32()
+			for i := range g {
+				g[i] /= div
+			}
+		}
+		if err := opt.Step(); err != nil {
+			return nil, err
+		}
+	}
+	return paramsOf(ref), nil
+}
+
+// joinTrain is one rank's side: its own number of batches under Join.
+func joinTrain(tc joinCase, pg comm.ProcessGroup) ([][]float32, error) {
+	rank := pg.Rank()
+	net := mlpNet(joinSizes, uint64(3+rank)) // Wrap broadcasts rank 0's init
+	var opts []Option
+	if tc.Small {
+		opts = append(opts, BucketCapMB(1e-4), FirstBucketCapMB(1e-4), GradientAsBucketView(true))
+	}
+	if tc.FindUnused {
+		opts = append(opts, FindUnusedParameters(true))
+	}
+	if tc.FP16 {
+		opts = append(opts, WithCommHook(FP16CompressHook()))
+	}
+	d, err := Wrap(net, pg, opts...)
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	opt, err := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.1})
+	if err != nil {
+		return nil, err
+	}
+	err = d.Join(context.Background(), func() error {
+		for step := 0; step < tc.Batches[rank]; step++ {
+			x, y := batch(rank, step, joinRows, joinSizes[0], joinSizes[2])
+			if err := mseStep(d, opt, x, y); err != nil {
+				return err
+			}
+		}
+		return nil
+	}, DivideByInitialWorldSize(!tc.DivideActive))
+	return paramsOf(net), err
+}
+
+func TestJoinUnevenInputs(t *testing.T) {
+	for _, tc := range joinCases {
+		t.Run(tc.Name, func(t *testing.T) {
+			want, err := joinReference(tc)
+			require.NoError(t, err)
+			world := len(tc.Batches)
 			got := make([][][]float32, world)
 			errs := runRanks(t, world, func(rank int, pg comm.ProcessGroup) error {
-				net := mlpNet(sizes, uint64(3+rank)) // Wrap broadcasts rank 0's init
-				d, err := Wrap(net, pg, tc.opts...)
-				if err != nil {
-					return err
-				}
-				opt, err := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.1})
-				if err != nil {
-					return err
-				}
-				err = d.Join(context.Background(), func() error {
-					for step := 0; step < nb[rank]; step++ {
-						x, y := batch(rank, step, n, sizes[0], sizes[2])
-						if err := mseStep(d, opt, x, y); err != nil {
-							return err
-						}
-					}
-					return nil
-				}, DivideByInitialWorldSize(!tc.divideActive))
-				got[rank] = paramsOf(net)
+				var err error
+				got[rank], err = joinTrain(tc, pg)
 				return err
 			})
 			requireNoErrs(t, errs)
 			for r := 0; r < world; r++ {
-				requireClose(t, want, got[r], tc.tol, fmt.Sprintf("rank %d", r))
+				requireClose(t, want, got[r], tc.Tol, fmt.Sprintf("rank %d", r))
 			}
 		})
 	}
