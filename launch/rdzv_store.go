@@ -26,6 +26,9 @@ import (
 //	hb/<g>       heartbeat counter of node g
 //	done, left   exit barrier and the final acknowledgement
 //
+// and goddp/rdzv/<run id>/closed (+ closedn) once a node was interrupted:
+// the job is over for every node.
+//
 // Every round starts with a fresh workers' store hosted by the host, so
 // workers never see keys of an earlier attempt.
 
@@ -82,6 +85,11 @@ type hbSeen struct {
 }
 
 func newStoreRdzv(a *agent) *storeRdzv { return &storeRdzv{a: a, hbRound: -1} }
+
+// jobKey is a key that outlives rounds.
+func (r *storeRdzv) jobKey(name string) string {
+	return fmt.Sprintf("goddp/rdzv/%s/%s", r.a.cfg.RdzvID, name)
+}
 
 func (r *storeRdzv) key(round int, parts ...any) string {
 	var b strings.Builder
@@ -243,6 +251,9 @@ func (r *storeRdzv) decide(ctx context.Context, round, restarts int, deadline ti
 		if err != nil {
 			return nil, err
 		}
+		if err := r.checkClosed(ctx); err != nil {
+			return nil, err
+		}
 		now := time.Now()
 		if int(cnt) >= cfg.MaxNodes {
 			n = cfg.MaxNodes
@@ -399,6 +410,9 @@ func (r *storeRdzv) check(ctx context.Context, asg *assignment, membership bool)
 	if _, err := r.add(ctx, r.key(asg.Round, "hb", asg.GroupRank), 1); err != nil {
 		return nil, err
 	}
+	if err := r.checkClosed(ctx); err != nil {
+		return nil, err
+	}
 	if n, err := r.add(ctx, r.key(asg.Round, "failed"), 0); err != nil {
 		return nil, err
 	} else if n > 0 {
@@ -433,6 +447,7 @@ func (r *storeRdzv) check(ctx context.Context, asg *assignment, membership bool)
 				Record: &ErrorRecord{Message: fmt.Sprintf("the launcher of node %d (%s) sent no heartbeat for %s: it died, or the network to it failed",
 					pn.GroupRank, pn.Host, r.a.cfg.HeartbeatTimeout)},
 			}
+			r.peers-- // it will not acknowledge the end of the job
 			root := r.fail(ctx, asg, f)
 			return &remoteEvent{failure: &root}, nil
 		}
@@ -486,6 +501,33 @@ func (r *storeRdzv) done(ctx context.Context, asg *assignment) (*remoteEvent, er
 	}
 }
 
+// checkClosed returns an error once some node shut the job down.
+func (r *storeRdzv) checkClosed(ctx context.Context) error {
+	n, err := r.add(ctx, r.jobKey("closedn"), 0)
+	if err != nil || n == 0 {
+		return err
+	}
+	var reason []byte
+	_ = r.do(ctx, func(c context.Context) (err error) { reason, err = r.st.Get(c, r.jobKey("closed")); return })
+	return fmt.Errorf("%w: the job was shut down: %s", ErrRendezvous, reason)
+}
+
+func (r *storeRdzv) shutdown(reason string) {
+	if r.st == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if r.st.Set(ctx, r.jobKey("closed"), []byte(reason)) == nil {
+		_, _ = r.st.Add(ctx, r.jobKey("closedn"), 1)
+	}
+	if r.isHost {
+		// Nodes blocked waiting for this round's plan learn it at once.
+		data, _ := json.Marshal(rdzvPlan{Error: "the job was shut down: " + reason})
+		_, _ = r.st.CompareSet(ctx, r.key(r.round, "plan"), nil, data)
+	}
+}
+
 func (r *storeRdzv) endRound(*assignment) {
 	if r.wsrv != nil {
 		_ = r.wsrv.Close()
@@ -498,7 +540,7 @@ func (r *storeRdzv) endRound(*assignment) {
 func (r *storeRdzv) close() {
 	r.endRound(nil)
 	if r.st != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), r.a.cfg.StopGrace+10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), r.a.cfg.StopGrace+5*time.Second)
 		key := r.key(r.round, "left")
 		if r.isHost {
 			for r.peers > 0 {

@@ -55,6 +55,9 @@ type rendezvous interface {
 	done(ctx context.Context, asg *assignment) (*remoteEvent, error)
 	// endRound releases what the round held (the workers' store).
 	endRound(asg *assignment)
+	// shutdown tells the other nodes that this one stopped for good (it was
+	// interrupted), so they end the job instead of waiting for it.
+	shutdown(reason string)
 	// close ends the job on this node; final is true after the last round.
 	close()
 }
@@ -103,5 +106,7 @@ func (r *localRdzv) endRound(*assignment) {
 		r.srv = nil
 	}
 }
+
+func (r *localRdzv) shutdown(string) {}
 
 func (r *localRdzv) close() { r.endRound(nil) }

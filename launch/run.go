@@ -89,6 +89,16 @@ func run(ctx context.Context, cfg Config, stores storeDriver) (err error) {
 	a.spawner = newSpawner()
 	defer a.spawner.close()
 
+	err = a.loop(ctx, rd)
+	if errors.Is(err, ErrInterrupted) {
+		rd.shutdown(fmt.Sprintf("ddprun on %s (node rank %d) stopped: %v", a.host, cfg.NodeRank, err))
+	}
+	return err
+}
+
+// loop runs rounds until the job ends.
+func (a *agent) loop(ctx context.Context, rd rendezvous) error {
+	cfg := &a.cfg
 	restarts := 0
 	for round := 0; ; round++ {
 		asg, err := rd.join(ctx, round, restarts)

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -91,7 +90,7 @@ func runDdprun(t *testing.T, env []string, args ...string) result {
 type report map[string]any
 
 func (r report) str(k string) string { s, _ := r[k].(string); return s }
-func (r report) pid() int           { f, _ := r["pid"].(float64); return int(f) }
+func (r report) pid() int            { f, _ := r["pid"].(float64); return int(f) }
 
 func reports(out, event string) []report {
 	var rs []report
@@ -235,7 +234,7 @@ func TestRequireGPU(t *testing.T) {
 }
 
 // startDdprun starts ddprun and waits until n workers have reported.
-func startDdprun(t *testing.T, prefix, env []string, n int, args ...string) (*exec.Cmd, *lines) {
+func startDdprun(t *testing.T, prefix, env []string, n int, args ...string) (*exec.Cmd, *lines, *lines) {
 	t.Helper()
 	cmd := ddprunCmd(prefix, env, args...)
 	stdout, err := cmd.StdoutPipe()
@@ -258,7 +257,18 @@ func startDdprun(t *testing.T, prefix, env []string, n int, args ...string) (*ex
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	return cmd, out
+	return cmd, out, errb
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("condition not met in time")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 type lines struct {
@@ -279,7 +289,7 @@ func TestSignalsForwarded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.sig.String(), func(t *testing.T) {
-			cmd, out := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
+			cmd, out, _ := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
 			require.NoError(t, cmd.Process.Signal(tc.sig))
 			err := cmd.Wait()
 			var ee *exec.ExitError
@@ -303,7 +313,7 @@ func TestSignalsForwarded(t *testing.T) {
 // TestKill9Launcher: a launcher killed with SIGKILL cannot stop anything,
 // so the workers must die by themselves (Pdeathsig).
 func TestKill9Launcher(t *testing.T) {
-	cmd, out := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
+	cmd, out, _ := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
 	var pids []int
@@ -319,5 +329,3 @@ func freePort(t *testing.T) string {
 	defer l.Close()
 	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
-
-var _ = io.Discard

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -182,5 +183,51 @@ func TestMultiNodeNetns(t *testing.T) {
 		require.ErrorAs(t, err, &ee)
 		assert.Equal(t, launch.ExitRendezvous, ee.ExitCode(), string(out))
 		assert.Contains(t, string(out), "node rank(s) 1 never arrived")
+	})
+
+	t.Run("node 1 interrupted or killed", func(t *testing.T) {
+		tests := []struct {
+			sig      syscall.Signal
+			code0    int // node 0's exit code
+			code1    int
+			message0 string
+		}{
+			{syscall.SIGTERM, launch.ExitRendezvous, 143, "the job was shut down"},
+			{syscall.SIGKILL, launch.ExitWorkerFailed, -1, "sent no heartbeat"},
+		}
+		for _, tc := range tests {
+			t.Run(tc.sig.String(), func(t *testing.T) {
+				env := []string{"GODDP_TOKEN=netns-test-token"}
+				args := func(node int) []string {
+					return static("20", "-mode", "sleep")(node)
+				}
+				n1 := ddprunCmd([]string{"ip", "netns", "exec", p.ns[1]}, env,
+					append([]string{"--rdzv-conf", "heartbeat_timeout=2"}, args(1)...)...)
+				out1 := &lines{}
+				n1.Stdout, n1.Stderr = out1, out1
+				require.NoError(t, n1.Start())
+				n0, out0, err0b := startDdprun(t, []string{"ip", "netns", "exec", p.ns[0]}, env, 2,
+					append([]string{"--rdzv-conf", "heartbeat_timeout=2"}, args(0)...)...)
+				waitFor(t, func() bool { return len(reports(out1.String(), "start")) == 2 })
+				start := time.Now()
+				require.NoError(t, n1.Process.Signal(tc.sig))
+				err1 := n1.Wait()
+				var ee *exec.ExitError
+				require.ErrorAs(t, err1, &ee)
+				assert.Equal(t, tc.code1, ee.ExitCode(), out1.String())
+				err0 := n0.Wait()
+				require.ErrorAs(t, err0, &ee)
+				assert.Equal(t, tc.code0, ee.ExitCode(), err0b.String())
+				assert.Contains(t, err0b.String(), tc.message0)
+				assert.Less(t, time.Since(start), 15*time.Second)
+				var pids []int
+				for _, o := range []string{out0.String(), out1.String()} {
+					for _, r := range reports(o, "start") {
+						pids = append(pids, r.pid())
+					}
+				}
+				waitDead(t, pids, 5*time.Second)
+			})
+		}
 	})
 }
