@@ -105,6 +105,9 @@ func (d *DDP) Join(ctx context.Context, fn func() error, opts ...JoinOption) err
 	if d.join != nil {
 		return fmt.Errorf("%w: Join is already active", ErrInvalidOption)
 	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	cfg := joinConfig{divideByInitialWorldSize: true}
 	for _, o := range opts {
 		o(&cfg)

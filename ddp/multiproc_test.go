@@ -73,6 +73,11 @@ func workerMain() error {
 				params, err = ddpTrain(tc, pg)
 			}
 		}
+	case "bench":
+		if err := benchWorker(pg, name); err != nil {
+			return err
+		}
+		return pg.Barrier().Wait(ctx)
 	case "join":
 		for _, tc := range joinCases {
 			if tc.Name == name {

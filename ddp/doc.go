@@ -1,0 +1,105 @@
+// Package ddp is goddp's DistributedDataParallel: synchronous data-parallel
+// training in which every rank holds a full replica of the model, computes
+// gradients on its own shard of the batch, and averages them with the other
+// ranks while backward is still running.
+//
+//	pg, _ := comm.InitFromEnv(ctx)
+//	d, err := ddp.Wrap(model, pg)            // verify + broadcast rank 0's state
+//	opt, _ := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.01})
+//	for x, y := range batches {
+//		opt.ZeroGrad()
+//		out, err := d.Forward(x)
+//		loss := autograd.CrossEntropy(out, y, autograd.ReductionMean)
+//		err = loss.Backward()                // returns with averaged gradients
+//		err = opt.Step()
+//	}
+//
+// # Construction
+//
+// Wrap compares the model across ranks (count, shape, dtype and
+// requires-grad of every parameter and buffer): rank 0's signature is
+// broadcast, each rank compares it with its own, and an all-reduce of "first
+// mismatching entry" slots tells every rank which ranks disagree, so all fail
+// together with an error naming the parameter and the ranks. Rank 0's
+// parameters and buffers are then broadcast, coalesced per dtype.
+//
+// The trainable parameters are assigned to buckets in reverse registration
+// order (backward produces the last layer's gradients first). A bucket closes
+// as soon as its size reaches its cap: 1 MiB for the first bucket, so that
+// communication starts early, then BucketCapMB (25 MiB). Parameters of
+// different dtypes never share a bucket. Each bucket is one flat buffer with
+// an offset per parameter and a pending count.
+//
+// # The reducer state machine
+//
+// The reducer (torch's Reducer, reducer.cpp) is driven by three events and
+// performs no I/O except through the injected comm.ProcessGroup, so unit
+// tests run it on NewInMemoryGroups:
+//
+//   - prepare, at the end of a synchronised Forward: reset every bucket's
+//     pending count and next_bucket, arm the hooks, and (FindUnusedParameters)
+//     walk the graph from the output to list parameters that cannot get a
+//     gradient.
+//   - gradReady(i), the autograd grad-ready hook, which fires when parameter
+//     i's gradient is final while backward goes on. The first hook of an
+//     iteration queues finalize on the backward pass and marks the unused
+//     parameters ready. Marking a parameter ready copies Grad into its bucket
+//     slot, multiplied by 1/world during the copy (with
+//     GradientAsBucketView, Grad already is the slot and is scaled in place),
+//     and decrements the bucket's pending count. When a bucket reaches zero,
+//     every ready bucket from next_bucket on is launched, strictly in index
+//     order, so all ranks issue the same sequence of collectives whatever
+//     order their gradients arrive in. A launch starts the comm hook (by
+//     default an all-reduce sum, which gives the average) and hands its Work
+//     to a watcher goroutine that records the completion time and, when no
+//     parameter can be unused, copies the result back into Grad while
+//     backward continues.
+//   - finalize, which runs after the last gradient and before Backward
+//     returns: parameters still not ready are an error naming them (without
+//     FindUnusedParameters or StaticGraph) or are marked ready with zero
+//     gradient; then it waits for every bucket (bounded by Timeout), writes
+//     the remaining results back and records the statistics. With
+//     FindUnusedParameters an all-reduce of a "used" map tells parameters
+//     unused on every rank, whose Grad is left untouched.
+//
+// After the first synchronised iteration the buckets are rebuilt once from
+// the order in which gradients actually became ready (rank 0's order,
+// broadcast), at the start of the next Forward, unless FindUnusedParameters
+// is set without StaticGraph (the order may then change every iteration).
+//
+// Every iteration issues, in this order: the Join flag all-reduce (only
+// inside Join), the one-time rebuild broadcast, the buffer broadcast
+// (BroadcastBuffers, when the model has buffers), one collective per bucket
+// in index order, and the used-map all-reduce (FindUnusedParameters).
+//
+// # Gradient accumulation, hooks and uneven inputs
+//
+// Forwards run inside NoSync (or between EnterNoSync and ExitNoSync) do not
+// arm the reducer, so their backward passes only accumulate local gradients;
+// the next synchronised backward averages the accumulated sum.
+//
+// A CommHook replaces the per-bucket all-reduce; FP16CompressHook and
+// BF16CompressHook halve the bytes on the wire.
+//
+// Join handles ranks with fewer inputs than others (torch's Join context
+// manager): each Forward first all-reduces a "still training" flag; a rank
+// whose loop ended answers the others' collectives with zero gradients until
+// all ranks are done, and the final model is broadcast from the last rank to
+// finish.
+//
+// # Differences from torch
+//
+// The unused-parameter error is returned by the Backward that missed the
+// gradients, not raised at the next forward. The first iteration already
+// uses the size-capped buckets (torch 1.13 uses one bucket until the
+// rebuild). Forward returns an error, since the collectives it performs can
+// fail.
+//
+// # Observability
+//
+// Stats reports per-iteration and cumulative forward, backward,
+// communication-wait and communication times per bucket, and the fraction
+// of communication hidden behind backward. WithTimeline records a Chrome
+// trace of forward, backward, each bucket's all-reduce and spans the caller
+// adds (d.Timeline().Span("optimizer step")).
+package ddp
