@@ -117,6 +117,10 @@ func (r *storeRdzv) open(ctx context.Context, deadline time.Time) error {
 		case err == nil:
 			r.srv = srv
 			r.a.logf("hosting the rendezvous store on %s (run id %s)", srv.Addr(), cfg.RdzvID)
+			if onlyLoopback(host) {
+				r.a.logf("warning: %s resolves to a loopback address here, so other nodes cannot reach this store; "+
+					"pass this node's IP instead", host)
+			}
 		case cfg.NodeRank == 0:
 			return fmt.Errorf("%w: node 0 hosts the rendezvous store but cannot listen on %s "+
 				"(is the address one of this machine's, and the port free?): %w", ErrRendezvous, r.endpoint, err)
@@ -614,6 +618,21 @@ func isLocalAddr(host string) bool {
 		}
 	}
 	return false
+}
+
+// onlyLoopback reports whether host resolves to loopback addresses only
+// (a hostname mapped to 127.0.1.1 in /etc/hosts, say).
+func onlyLoopback(host string) bool {
+	ips, err := net.LookupIP(host)
+	if err != nil || len(ips) == 0 {
+		return false
+	}
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			return false
+		}
+	}
+	return true
 }
 
 // outboundAddr is the local address the kernel would use to reach

@@ -173,3 +173,31 @@ func TestRendezvousRestartAcrossNodes(t *testing.T) {
 		assert.Equal(t, []string{"0", "1"}, counts)
 	}
 }
+
+// TestRendezvousElasticScaleUp: a node that arrives after the group formed
+// makes it re-rendezvous (not counted as a restart) and join.
+func TestRendezvousElasticScaleUp(t *testing.T) {
+	d := newMemDriver()
+	var nodes []*node
+	for i := 0; i < 3; i++ {
+		rank := -1
+		if i == 0 {
+			rank = 0
+		}
+		n := multiNodeConfig(rank, 2, 1, "-mode", "until-nodes", "-nodes", "3")
+		n.cfg.RdzvBackend, n.cfg.RdzvEndpoint = BackendStore, "127.0.0.1:29997"
+		n.cfg.MinNodes, n.cfg.MaxNodes = 2, 3
+		n.cfg.LastCall = 200 * time.Millisecond
+		nodes = append(nodes, n)
+	}
+	runNodes(d, nodes, 0, 0, 1500*time.Millisecond)
+	for i, n := range nodes {
+		require.NoError(t, n.err, "node %d: %s", i, n.log.String())
+		rs := reports(n.out.String(), "start")
+		last := rs[len(rs)-1]
+		assert.Equal(t, "3", last.str("GROUP_WORLD_SIZE"))
+		assert.Equal(t, "0", last.str("TORCHELASTIC_RESTART_COUNT"), "a scale-up is not a restart")
+	}
+	assert.Len(t, reports(nodes[0].out.String(), "start"), 2, "node 0 ran a 2-node and a 3-node group")
+	assert.Contains(t, nodes[0].log.String(), "re-rendezvous")
+}

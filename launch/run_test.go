@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -264,6 +265,23 @@ func TestRunRequireGPU(t *testing.T) {
 	assert.Equal(t, ExitNoGPU, ExitCode(err))
 	_, err = ResolveNProc("gpu")
 	require.ErrorIs(t, err, ErrNoGPU)
+}
+
+func TestRunCudaTaggedProgramNeedsGPU(t *testing.T) {
+	if n, err := GPUCount(); err == nil && n > 0 {
+		t.Skip("this machine has a GPU")
+	}
+	cfg, out, errb := testConfig(1)
+	cfg.Program, cfg.BuildFlags, cfg.Log = "../testdata/launch/cudatag", []string{"-tags=cuda"}, errb
+	err := Run(context.Background(), cfg)
+	require.ErrorIs(t, err, ErrNoGPU)
+	assert.Contains(t, err.Error(), "built with the cuda tag")
+	assert.NotContains(t, out.String(), "cudatag ran", "the program must not start")
+
+	bin := filepath.Join(t.TempDir(), "plain")
+	require.NoError(t, exec.Command("go", "build", "-o", bin, "../testdata/launch/cudatag").Run())
+	assert.False(t, needsGPU(bin))
+	assert.False(t, needsGPU("/bin/sh"), "not a Go binary")
 }
 
 func TestRunBuildsPackage(t *testing.T) {

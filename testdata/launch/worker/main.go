@@ -24,11 +24,12 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic | store")
+	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic | store | until-nodes")
 	failRank := flag.Int("fail-rank", 0, "rank that fails (fail, restart)")
 	code := flag.Int("code", 3, "exit code of the failing rank (store: 0 = nobody fails)")
 	delay := flag.Duration("delay", 300*time.Millisecond, "wait before failing")
 	until := flag.Int("until", 1, "restart: fail while TORCHELASTIC_RESTART_COUNT < until")
+	nodes := flag.Int("nodes", 2, "until-nodes: succeed once GROUP_WORLD_SIZE reaches this")
 	ignoreTerm := flag.Bool("ignore-term", false, "sleep: ignore SIGTERM (needs SIGKILL)")
 	flag.Parse()
 	defer launch.RecordPanic()
@@ -90,6 +91,11 @@ func main() {
 			os.Exit(*code)
 		}
 		if *code != 0 {
+			sleep(false)
+		}
+	case "until-nodes":
+		// Elastic scale-up: wait (until stopped) for a group of -nodes nodes.
+		if n, _ := strconv.Atoi(os.Getenv("GROUP_WORLD_SIZE")); n < *nodes {
 			sleep(false)
 		}
 	case "panic":
