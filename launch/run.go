@@ -69,7 +69,7 @@ func run(ctx context.Context, cfg Config, stores storeDriver) (err error) {
 		a.cfg.RdzvID = newRunID()
 	}
 	if a.prog, err = resolveProgram(ctx, cfg.Program, cfg.BuildFlags, a.logf); err != nil {
-		return err
+		return a.interrupted(ctx, err) // a signal during the build is not a build error
 	}
 	defer a.prog.cleanup()
 	if err := checkGPU(a.prog.path, cfg.RequireGPU); err != nil {

@@ -310,6 +310,34 @@ func TestSignalsForwarded(t *testing.T) {
 	}
 }
 
+// TestKill9Worker: a worker killed with SIGKILL mid-run ends the job with
+// exit 1, naming the rank and the signal (issue 8's bar, with a sleeping
+// worker in place of a training loop).
+func TestKill9Worker(t *testing.T) {
+	cmd, out, errb := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
+	var victim report
+	for _, r := range reports(out.String(), "start") {
+		if r.str("RANK") == "1" {
+			victim = r
+		}
+	}
+	require.NotNil(t, victim)
+	start := time.Now()
+	require.NoError(t, syscall.Kill(victim.pid(), syscall.SIGKILL))
+	err := cmd.Wait()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, launch.ExitWorkerFailed, ee.ExitCode())
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.Contains(t, errb.String(), "rank 1 (local rank 1")
+	assert.Contains(t, errb.String(), "signal SIGKILL")
+	var pids []int
+	for _, r := range reports(out.String(), "start") {
+		pids = append(pids, r.pid())
+	}
+	waitDead(t, pids, 0)
+}
+
 // TestKill9Launcher: a launcher killed with SIGKILL cannot stop anything,
 // so the workers must die by themselves (Pdeathsig).
 func TestKill9Launcher(t *testing.T) {

@@ -40,7 +40,8 @@ func newNetnsPair(t *testing.T) *netnsPair {
 	if _, err := exec.LookPath("ip"); err != nil {
 		t.Skip("skipping the multi-node test: the ip command (iproute2) is not installed")
 	}
-	id := os.Getpid() % 100000
+	sweepStaleNamespaces()
+	id := os.Getpid()
 	p := &netnsPair{
 		ns:   [2]string{fmt.Sprintf("ddpt%d_0", id), fmt.Sprintf("ddpt%d_1", id)},
 		addr: [2]string{"10.99.0.1", "10.99.0.2"},
@@ -69,6 +70,19 @@ func newNetnsPair(t *testing.T) *netnsPair {
 		}
 	}
 	return p
+}
+
+// sweepStaleNamespaces deletes namespaces left by an earlier test process
+// that was killed before its cleanup ran (their names carry its pid).
+func sweepStaleNamespaces() {
+	out, _ := exec.Command("ip", "netns", "list").Output()
+	for _, line := range strings.Split(string(out), "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), " ")
+		var pid, idx int
+		if n, _ := fmt.Sscanf(name, "ddpt%d_%d", &pid, &idx); n == 2 && !alive(pid) {
+			_ = exec.Command("ip", "netns", "del", name).Run()
+		}
+	}
 }
 
 // cleanup kills whatever still runs in the namespaces, then deletes them
