@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"testing"
@@ -100,7 +102,7 @@ func TestSafetensorsForeignDTypes(t *testing.T) {
 	ts, meta, err := DecodeSafetensors(b, "foreign")
 	require.NoError(t, err)
 	assert.Equal(t, "pt", meta["format"])
-	assert.Equal(t, []float32{1, -2, 1.0 / (1 << 24), float32(posInf())}, ts["h"].F32())
+	assert.Equal(t, []float32{1, -2, 1.0 / (1 << 24), float32(math.Inf(1))}, ts["h"].F32())
 	assert.Equal(t, []float32{1, 3.140625}, ts["bf"].F32())
 	assert.Equal(t, []float64{-5, 1 << 40}, ts["n"].F64())
 	assert.Equal(t, []int{2, 1}, ts["n"].Shape())
@@ -187,7 +189,7 @@ func TestWriteFileAtomicFailureKeepsOld(t *testing.T) {
 	p := filepath.Join(dir, "f")
 	require.NoError(t, os.WriteFile(p, []byte("old"), 0o644))
 	boom := errors.New("disk on fire")
-	err := WriteFileAtomic(p, func(w io_Writer) error {
+	err := WriteFileAtomic(p, func(w io.Writer) error {
 		w.Write([]byte("partial new contents"))
 		return boom
 	})

@@ -1,0 +1,43 @@
+// Package checkpoint saves and restores training state in the safetensors
+// format, safely: atomically, checksummed, from rank 0 only, and readable by
+// PyTorch.
+//
+// # Format
+//
+// A checkpoint is one safetensors file (8-byte little-endian header length,
+// a JSON header giving each tensor's dtype, shape and byte range, then the
+// raw tensor bytes; see WriteSafetensors). Model tensors are stored under
+// "model.<name>" with torch's dotted names, so torch loads them by stripping
+// the prefix (scripts/check_safetensors_torch.py shows it and compares a
+// torch model's outputs with goddp's). Optimizer and scheduler tensors go
+// under "optimizer." and "scheduler."; epoch, step, optimizer scalars,
+// sampler position, RNG state and the run's config go in the string
+// metadata.
+//
+// The metadata also carries "goddp.sha256", the SHA-256 of the whole file
+// computed with the digest's own 64 characters zeroed. Every byte is covered,
+// so a corrupt or truncated file gives an error wrapping ErrCorrupt that
+// names the file. The reader checks every size in the header against the
+// bytes present before allocating anything, and is fuzzed (FuzzSafetensors).
+//
+// # Durability
+//
+// Save (and Manager.Save) writes to a temporary file in the target directory,
+// fsyncs it, renames it over the target and fsyncs the directory, so a crash
+// or SIGKILL at any instant leaves the previous checkpoint intact (a test
+// kills a saving child process to show it). Manager keeps the newest K
+// checkpoints and Latest returns the newest one that verifies, listing the
+// corrupt ones it skipped and why.
+//
+// # Distributed use
+//
+// SaveOnRank0 saves on rank 0 while the other ranks wait, and tells every
+// rank the outcome. To resume, either call Load on every rank (shared file
+// system) or LoadLatestAndBroadcast, which reads the file on rank 0 only and
+// broadcasts its bytes; every rank verifies the checksum itself. With no
+// checkpoint, every rank gets ErrNotFound and can start fresh.
+//
+// StateDict and LoadStateDict move an nn.Module's parameters and buffers in
+// and out (in place, with torch's strict-mode key checks). OptimizerState
+// has the fields of optim.StateDict, so the two convert directly.
+package checkpoint
