@@ -74,7 +74,7 @@ func (j *joinState) exchange(d *DDP, active, sync bool) (joinFlags, error) {
 	if f.active > 0 {
 		j.lastActive, j.sawActive = act, true
 	}
-	if j.cfg.throwOnEarlyTermination && f.active < w {
+	if j.cfg.throwOnEarlyTermination && f.active > 0 && f.active < w {
 		var gone []int
 		for r, a := range act {
 			if !a {
