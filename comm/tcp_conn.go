@@ -255,8 +255,7 @@ func (pc *peerConn) readLoop() {
 				return
 			}
 			if h.Kind == frameAbort {
-				pc.g.abort(&peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
-					detail: fmt.Sprintf("rank %d aborted: %s", pc.rank, payload)})
+				pc.g.abort(decodeAbort(pc.rank, payload))
 			} else {
 				pc.g.progressReply(pc.rank, h.Seq, payload)
 			}

@@ -2,6 +2,7 @@ package comm
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -295,14 +296,11 @@ func (g *tcpGroup) abort(f *peerFault) {
 func (g *tcpGroup) teardown(f *peerFault) {
 	bye := errors.Is(f.kind, ErrClosed) && g.byeOnly.Load()
 	kind := frameAbort
-	msg := []byte(fmt.Sprintf("rank %d: %s", g.rank, f.Error()))
+	msg := encodeAbort(f)
 	if bye {
 		kind, msg = frameBye, nil
 	} else if !errors.Is(f.kind, ErrClosed) {
 		g.logf("comm: tcp rank %d: process group failed: %v", g.rank, f)
-	}
-	if len(msg) > maxControlPayload {
-		msg = msg[:maxControlPayload]
 	}
 	for _, pc := range g.peers {
 		if pc != nil {
@@ -331,6 +329,49 @@ func (g *tcpGroup) teardown(f *peerFault) {
 		}
 	}
 	close(g.failed)
+}
+
+// Abort frames carry the fault's kind and culprits, so a rank that hears of
+// a failure second-hand still names the rank that caused it.
+var faultKinds = []error{ErrPeerFailed, ErrTimeout, ErrClosed, ErrBadArgument, ErrAuth, ErrUnsupported}
+
+func encodeAbort(f *peerFault) []byte {
+	code := byte(0)
+	for i, k := range faultKinds {
+		if errors.Is(f.kind, k) {
+			code = byte(i)
+			break
+		}
+	}
+	peers := f.peers[:min(len(f.peers), 64)]
+	b := []byte{code, byte(len(peers))}
+	for _, p := range peers {
+		b = binary.BigEndian.AppendUint32(b, uint32(p))
+	}
+	text := f.detail
+	if f.err != nil {
+		text += ": " + f.err.Error()
+	}
+	return append(b, text[:min(len(text), maxControlPayload-len(b))]...)
+}
+
+// decodeAbort reads the fault a peer aborted with.
+func decodeAbort(from int, b []byte) *peerFault {
+	d := wireDecoder{b: b}
+	code := int(d.u8())
+	n := int(d.u8())
+	var peers []int
+	for i := 0; i < n && d.err == nil; i++ {
+		peers = append(peers, int(d.u32()))
+	}
+	if d.err != nil || code >= len(faultKinds) {
+		return &peerFault{kind: ErrPeerFailed, peers: []int{from}, detail: fmt.Sprintf("rank %d aborted the group", from)}
+	}
+	if len(peers) == 0 {
+		peers = []int{from}
+	}
+	return &peerFault{kind: faultKinds[code], peers: peers,
+		detail: fmt.Sprintf("rank %d aborted the group: %s", from, d.b)}
 }
 
 // connFailed turns a connection error into the group's failure. Once the

@@ -1,0 +1,54 @@
+// Package comm is goddp's communication layer: a rendezvous store, process
+// groups and the collectives that data-parallel training needs, over TCP
+// ("tcp") and shared memory ("shm").
+//
+// # Joining a job
+//
+// Every process calls Init (torch's init_process_group) with a Config, or
+// InitFromEnv, which reads the variables torchrun/ddprun, Kubernetes
+// PyTorchJob, OpenMPI's mpirun and Slurm's srun set (see ConfigFromEnv).
+// The processes meet at a key-value Store: with env:// rank 0 hosts a
+// StoreServer at MASTER_ADDR:MASTER_PORT (unless GODDP_STORE_HOSTED=1 says
+// the launcher does), with tcp://host:port the same at that address, and
+// with file:///path they share a store file. Backends are chosen by name
+// from a registry (database/sql style): "auto", the default, picks shm when
+// every rank is on one host and tcp otherwise.
+//
+// # Ops and their results
+//
+// A ProcessGroup's ops are asynchronous: each returns a Work that is waited
+// on with a context. All ranks must issue the same collectives in the same
+// order; a group runs them one at a time, in that order. Capabilities beyond
+// AllReduce, Broadcast and Barrier are optional interfaces reached through
+// package functions (AllGather, ReduceScatter, Reduce, Gather, Scatter,
+// AllToAll, Send, Recv), plus BarrierMonitor, Subgrouper and the gob-based
+// BroadcastObject and AllGatherObject for small metadata. Avg reduces as a
+// sum and divides once at the end; integer averages truncate.
+//
+// # Failure
+//
+// Nothing hangs. Every op has a deadline (Options.Timeout, 10 minutes by
+// default). When a peer dies, a timeout passes or the group is closed,
+// every pending and later op fails with an *OpError that wraps ErrPeerFailed,
+// ErrTimeout or ErrClosed and names the collective (sequence number, op,
+// bytes) and the rank(s) at fault; the other ranks hear the cause too. A
+// stall inspector logs, after StallThreshold (60 s), which ranks have not
+// reached a collective, and DebugCollectives checks that every rank issued
+// the same op, dtype and size.
+//
+// # Security
+//
+// With a job token (GODDP_TOKEN), every store and peer connection starts
+// with a mutual HMAC-SHA256 challenge: a process without the token is
+// refused and the refusal is logged, without the token. Listeners bind to
+// exactly the address given. Wire decoders check every length against hard
+// limits before allocating, and are fuzzed (FuzzStoreDecode, FuzzFrameDecode).
+//
+// # The tcp backend
+//
+// Ranks connect in a full mesh, each connection with a reader and a writer
+// goroutine, so links run both ways at once. Small buffers take
+// latency-optimal paths (recursive doubling, binomial trees); large ones
+// are pipelined in pieces over a ring (reduce-scatter then all-gather) or a
+// chain, and receives land straight in their destination.
+package comm
