@@ -172,3 +172,64 @@ func TestUnaryEdgeValues(t *testing.T) {
 	assert.Equal(t, []float64{0, 1000}, []float64{r.At(0), r.At(1)})
 	assert.InDelta(t, 0.8413447460685429, GELU(FromF64([]float64{1}, 1)).At(0), 1e-15)
 }
+
+// TestBinaryRandomViews checks the collapsing iterator on random layouts:
+// random shapes, permuted and narrowed views, random broadcast patterns.
+func TestBinaryRandomViews(t *testing.T) {
+	g := NewRNG(3)
+	randView := func(dt DType, shape []int) *Tensor {
+		// Build a larger tensor, narrow each dim, then permute back so the
+		// logical shape is `shape` but the strides are not C order.
+		r := len(shape)
+		perm := g.Perm(r)
+		big := make([]int, r)
+		for i, p := range perm {
+			big[i] = shape[p] + g.IntN(2)
+		}
+		x := seqTensor(dt, big...)
+		for i, p := range perm {
+			x = Narrow(x, i, big[i]-shape[p], shape[p])
+		}
+		inv := make([]int, r)
+		for i, p := range perm {
+			inv[p] = i
+		}
+		return Permute(x, inv...)
+	}
+	for trial := 0; trial < 60; trial++ {
+		dt := dtypes[trial%2]
+		r := 1 + g.IntN(4)
+		shape := make([]int, r)
+		for i := range shape {
+			shape[i] = 1 + g.IntN(4)
+		}
+		bshape := cloneInts(shape)
+		for i := range bshape {
+			if g.IntN(3) == 0 {
+				bshape[i] = 1
+			}
+		}
+		bshape = bshape[g.IntN(r):]
+		t.Run(fmt.Sprintf("%d/%v/%v_%v", trial, dt, shape, bshape), func(t *testing.T) {
+			a, b := randView(dt, shape), randView(dt, bshape)
+			if g.IntN(2) == 0 {
+				a, b = b, a
+			}
+			got := Sub(a, b)
+			out := broadcastShape("test", a.Shape(), b.Shape())
+			require.Equal(t, out, got.Shape())
+			forEachIndex(out, func(idx []int) {
+				assert.InDelta(t, a.At(bcastIndex(a, idx)...)-b.At(bcastIndex(b, idx)...), got.At(idx...), 1e-6)
+			})
+			// The in-place path over the same layouts.
+			dst := randView(dt, out)
+			before := values(dst)
+			Axpy(dst, 2, b)
+			i := 0
+			forEachIndex(out, func(idx []int) {
+				assert.InDelta(t, before[i]+2*b.At(bcastIndex(b, idx)...), dst.At(idx...), 1e-5)
+				i++
+			})
+		})
+	}
+}
