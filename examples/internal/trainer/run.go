@@ -1,0 +1,170 @@
+package trainer
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"goddp/autograd"
+	"goddp/comm"
+	"goddp/data"
+	"goddp/ddp"
+	"goddp/launch"
+	"goddp/nn"
+	"goddp/optim"
+	"goddp/tensor"
+)
+
+// Defaults are an example's flag defaults.
+type Defaults struct {
+	Epochs, BatchSize, SaveEvery int
+	CkptDir                      string
+}
+
+// Job is what an example supplies: its data, model, optimizer and loss. Build
+// is called on every rank with the same seed, so every rank holds the same
+// dataset; DDP broadcasts rank 0's parameters anyway.
+type Job struct {
+	Name    string
+	Dataset data.Dataset
+	Model   nn.Layer
+	NewOpt  func(params []*autograd.Variable) (optim.Optimizer, error)
+	Loss    LossFunc
+}
+
+// Main parses the common flags, joins the process group from the launcher's
+// environment (a single process when there is none), trains, and prints
+// `samples_per_s=<float>` on rank 0. It returns the process exit code; on
+// failure it records the error for ddprun's root-cause report.
+func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tensor.RNG) (Job, error)) int {
+	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
+	epochs := fs.Int("epochs", defaults.Epochs, "total epochs to train")
+	batch := fs.Int("batch-size", defaults.BatchSize, "batch size per rank")
+	saveEvery := fs.Int("save-every", defaults.SaveEvery, "save a checkpoint every N epochs (0: never)")
+	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory (\"\": no checkpoints)")
+	seed := fs.Uint64("seed", 0, "seed for data, model init and shuffling")
+	workers := fs.Int("num-workers", 0, "DataLoader worker goroutines")
+	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
+	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
+	if err := fs.Parse(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, timeline: *timeline}, build)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", args[0], err)
+		_ = launch.RecordError(err)
+		return 1
+	}
+	return 0
+}
+
+type runConfig struct {
+	epochs, batch, saveEvery, workers int
+	ckptDir, timeline                 string
+	seed                              uint64
+	bucketMB                          float64
+}
+
+func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tensor.RNG) (Job, error)) error {
+	tensor.SetThreads(tensor.ThreadsFromEnv())
+	cfg, err := comm.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	pg, err := comm.Init(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+
+	job, err := build(tensor.NewRNG(rc.seed))
+	if err != nil {
+		return err
+	}
+	sampler, err := data.NewDistributedSampler(job.Dataset, data.SamplerGroup(pg), data.SamplerSeed(rc.seed))
+	if err != nil {
+		return err
+	}
+	loader, err := data.NewDataLoader(job.Dataset, data.BatchSize(rc.batch), data.WithSampler(sampler),
+		data.NumWorkers(rc.workers))
+	if err != nil {
+		return err
+	}
+	var tl *ddp.Timeline
+	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB)}
+	if rc.timeline != "" {
+		tl = ddp.NewTimeline(pg.Rank())
+		opts = append(opts, ddp.WithTimeline(tl))
+	}
+	model, err := ddp.Wrap(job.Model, pg, opts...)
+	if err != nil {
+		return err
+	}
+	defer model.Close()
+	opt, err := job.NewOpt(model.Parameters())
+	if err != nil {
+		return err
+	}
+	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out})
+	if err != nil {
+		return err
+	}
+	if err := t.Train(ctx, rc.epochs); err != nil {
+		return err
+	}
+	sps, err := t.SamplesPerSecond(ctx)
+	if err != nil {
+		return err
+	}
+	if rc.timeline != "" {
+		if err := writeTimeline(ctx, pg, tl, rc.timeline); err != nil {
+			return err
+		}
+	}
+	if pg.Rank() == 0 {
+		st := t.Stats()
+		fmt.Fprintf(out, "%s: world=%d backend=%s blas=%s buckets=%d comm_hidden=%.1f%% comm_wait=%v/iter\n",
+			job.Name, pg.Size(), pg.Backend(), tensor.BLASName(), len(st.BucketBytes),
+			100*st.Total.HiddenFraction(), perIter(st))
+		fmt.Fprintf(out, "samples_per_s=%.1f\n", sps)
+	}
+	return nil
+}
+
+func perIter(st ddp.Stats) time.Duration {
+	if st.Iterations == 0 {
+		return 0
+	}
+	return st.Total.CommWait / time.Duration(st.Iterations)
+}
+
+func writeTimeline(ctx context.Context, pg comm.ProcessGroup, tl *ddp.Timeline, path string) error {
+	mine := fmt.Sprintf("%s.rank%d.json", path, pg.Rank())
+	if err := tl.WriteFile(mine); err != nil {
+		return err
+	}
+	if err := pg.Barrier().Wait(ctx); err != nil {
+		return err
+	}
+	if pg.Rank() != 0 {
+		return nil
+	}
+	srcs := make([]string, pg.Size())
+	for r := range srcs {
+		srcs[r] = fmt.Sprintf("%s.rank%d.json", path, r)
+	}
+	return ddp.MergeTimelineFiles(path, srcs...)
+}

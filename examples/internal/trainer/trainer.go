@@ -1,0 +1,256 @@
+// Package trainer is the training loop shared by the examples. It mirrors the
+// Trainer class of the PyTorch DDP tutorial (runBatch, runEpoch,
+// saveCheckpoint, train), with a DistributedSampler-fed DataLoader, a
+// ddp-wrapped model, rank-0 checkpoints and resume.
+package trainer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"goddp/autograd"
+	"goddp/checkpoint"
+	"goddp/comm"
+	"goddp/data"
+	"goddp/ddp"
+	"goddp/optim"
+	"goddp/tensor"
+)
+
+// LossFunc computes the loss of a model output against a batch.
+type LossFunc func(out *autograd.Variable, b data.Batch) *autograd.Variable
+
+// Trainer is the tutorial's Trainer{model, train_data, optimizer, gpu_id, save_every}.
+type Trainer struct {
+	model     *ddp.DDP
+	trainData *data.DataLoader
+	sampler   *data.DistributedSampler
+	optimizer optim.Optimizer
+	gpuID     int // the local rank, as in the tutorial
+	saveEvery int
+
+	loss  LossFunc
+	pg    comm.ProcessGroup
+	ckpt  *checkpoint.Manager // nil: no checkpoints
+	out   io.Writer
+	tty   bool
+	step  int
+	start int // first epoch to run (after a resume)
+
+	// throughput, counted after the warm-up epoch
+	samples  int64
+	measured time.Duration
+}
+
+// Config carries what the tutorial passes to Trainer's constructor, plus the
+// goddp-specific pieces.
+type Config struct {
+	Model     *ddp.DDP
+	TrainData *data.DataLoader
+	Sampler   *data.DistributedSampler
+	Optimizer optim.Optimizer
+	GPUID     int
+	SaveEvery int
+	Loss      LossFunc
+	CkptDir   string // "" disables checkpoints
+	KeepLast  int
+	Out       io.Writer
+}
+
+// New builds a Trainer. When CkptDir holds a valid checkpoint, every rank
+// resumes from it (rank 0 reads it and broadcasts it).
+func New(ctx context.Context, cfg Config) (*Trainer, error) {
+	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
+		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery,
+		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out}
+	if t.out == nil {
+		t.out = os.Stdout
+	}
+	if f, ok := t.out.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			t.tty = true
+		}
+	}
+	if cfg.CkptDir != "" {
+		keep := cfg.KeepLast
+		if keep <= 0 {
+			keep = 3
+		}
+		m, err := checkpoint.NewManager(cfg.CkptDir, checkpoint.Keep(keep))
+		if err != nil {
+			return nil, fmt.Errorf("trainer: checkpoint dir: %w", err)
+		}
+		t.ckpt = m
+		if err := t.resume(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// resume loads the newest checkpoint, if any, on every rank.
+func (t *Trainer) resume(ctx context.Context) error {
+	c, err := checkpoint.LoadLatestAndBroadcast(ctx, t.pg, t.ckpt)
+	if errors.Is(err, checkpoint.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("trainer: resume: %w", err)
+	}
+	if err := checkpoint.LoadStateDict(t.model.Module(), c.Model, true); err != nil {
+		return fmt.Errorf("trainer: resume model: %w", err)
+	}
+	if c.Optimizer != nil {
+		if err := t.optimizer.LoadStateDict((*optim.StateDict)(c.Optimizer)); err != nil {
+			return fmt.Errorf("trainer: resume optimizer: %w", err)
+		}
+	}
+	t.start, t.step = c.Epoch+1, c.Step
+	if c.Sampler != nil && c.Sampler.Position > 0 {
+		// A mid-epoch checkpoint: continue inside that epoch.
+		if err := t.sampler.LoadState(*c.Sampler); err != nil {
+			return fmt.Errorf("trainer: resume sampler: %w", err)
+		}
+		t.start = c.Epoch
+	}
+	t.logf("Resumed from epoch %d (step %d)\n", c.Epoch, c.Step)
+	return nil
+}
+
+func (t *Trainer) logf(format string, args ...any) {
+	if t.pg.Rank() == 0 {
+		fmt.Fprintf(t.out, format, args...)
+	}
+}
+
+func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
+	t.optimizer.ZeroGrad()
+	output, err := t.model.Forward(autograd.Const(source))
+	if err != nil {
+		return err
+	}
+	loss := t.loss(output, b)
+	if err := loss.Backward(); err != nil {
+		return err
+	}
+	end := t.model.Timeline().Span("optimizer")
+	err = t.optimizer.Step()
+	end()
+	t.step++
+	return err
+}
+
+func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
+	bsz := 0
+	if t.trainData.Len() > 0 {
+		for b, err := range t.trainData.All(ctx) { // like next(iter(train_data))
+			if err != nil {
+				return err
+			}
+			bsz = b.Size()
+			break
+		}
+	}
+	if !t.tty {
+		// The tutorial prints this on every rank; goddp keeps rank 0's.
+		t.logf("[GPU%d] Epoch %d | Batchsize: %d | Steps: %d\n", t.gpuID, epoch, bsz, t.trainData.Len())
+	}
+	t.sampler.SetEpoch(epoch)
+	began := time.Now()
+	n, steps := 0, t.trainData.Len()
+	i := 0
+	for b, err := range t.trainData.All(ctx) {
+		if err != nil {
+			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
+		}
+		if err := t.runBatch(b.Inputs, b); err != nil {
+			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
+		}
+		n += b.Size()
+		i++
+		if t.tty && t.pg.Rank() == 0 {
+			t.progress(epoch, i, steps)
+		}
+	}
+	if t.tty && t.pg.Rank() == 0 {
+		fmt.Fprintln(t.out)
+	}
+	if epoch > t.start { // the first epoch run is the warm-up
+		t.samples += int64(n)
+		t.measured += time.Since(began)
+	}
+	return nil
+}
+
+func (t *Trainer) progress(epoch, i, steps int) {
+	const width = 30
+	filled := 0
+	if steps > 0 {
+		filled = i * width / steps
+	}
+	fmt.Fprintf(t.out, "\r[GPU%d] Epoch %d [%s%s] %d/%d", t.gpuID, epoch,
+		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), i, steps)
+}
+
+// saveCheckpoint saves from rank 0 while the others wait.
+func (t *Trainer) saveCheckpoint(ctx context.Context, epoch int) error {
+	if t.ckpt == nil {
+		return nil
+	}
+	var c *checkpoint.Checkpoint
+	if t.pg.Rank() == 0 {
+		st := t.sampler.State()
+		cfg, _ := json.Marshal(map[string]any{"world_size": t.pg.Size(), "save_every": t.saveEvery})
+		c = &checkpoint.Checkpoint{Epoch: epoch, Step: t.step,
+			Model:     checkpoint.StateDict(t.model.Module()),
+			Optimizer: (*checkpoint.OptimizerState)(t.optimizer.StateDict()),
+			Sampler:   &st, Config: cfg}
+	}
+	path, err := checkpoint.SaveOnRank0(ctx, t.pg, t.ckpt, c)
+	if err != nil {
+		return fmt.Errorf("trainer: save checkpoint at epoch %d: %w", epoch, err)
+	}
+	t.logf("Epoch %d | Training checkpoint saved at %s\n", epoch, path)
+	return nil
+}
+
+// Train runs epochs [resumed epoch, maxEpochs) and saves every saveEvery epochs.
+func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
+	for epoch := t.start; epoch < maxEpochs; epoch++ {
+		if err := t.runEpoch(ctx, epoch); err != nil {
+			return err
+		}
+		if t.saveEvery > 0 && epoch%t.saveEvery == 0 {
+			if err := t.saveCheckpoint(ctx, epoch); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// SamplesPerSecond returns the throughput over all ranks after the warm-up
+// epoch: the ranks' sample counts summed, over the slowest rank's time.
+func (t *Trainer) SamplesPerSecond(ctx context.Context) (float64, error) {
+	v := []float64{float64(t.samples)}
+	if err := t.pg.AllReduce(comm.Float64s(v), comm.Sum).Wait(ctx); err != nil {
+		return 0, err
+	}
+	secs := []float64{t.measured.Seconds()}
+	if err := t.pg.AllReduce(comm.Float64s(secs), comm.Max).Wait(ctx); err != nil {
+		return 0, err
+	}
+	if secs[0] == 0 {
+		return 0, nil
+	}
+	return v[0] / secs[0], nil
+}
+
+// Stats reports DDP's overlap statistics.
+func (t *Trainer) Stats() ddp.Stats { return t.model.Stats() }
