@@ -23,7 +23,7 @@ var workerBin string
 
 func TestMain(m *testing.M) {
 	if IsChild() {
-		os.Exit(RunChild(context.Background(), spawnOK, spawnFail, spawnPanic, spawnStore))
+		os.Exit(RunChild(context.Background(), spawnOK, spawnFail, spawnPanic, spawnStore, spawnAllReduce))
 	}
 	dir, err := os.MkdirTemp("", "launch-test-")
 	if err != nil {

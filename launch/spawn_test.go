@@ -125,3 +125,29 @@ func TestSpawnHostedStore(t *testing.T) {
 	require.NoError(t, err, out.String())
 	assert.Len(t, reports(out.String(), "store-ok"), 3)
 }
+
+// spawnAllReduce is what Spawn is for: ranks that join a process group.
+func spawnAllReduce(ctx context.Context, rank, world int) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	pg, err := comm.InitFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	buf := []float64{float64(rank + 1)}
+	if err := pg.AllReduce(comm.Float64s(buf), comm.Sum).Wait(ctx); err != nil {
+		return err
+	}
+	if want := float64(world*(world+1)) / 2; buf[0] != want {
+		return fmt.Errorf("rank %d: sum %v, want %v", rank, buf[0], want)
+	}
+	fmt.Printf("WORKER {\"event\":\"allreduce-ok\",\"pid\":%d}\n", os.Getpid())
+	return nil
+}
+
+func TestSpawnAllReduce(t *testing.T) {
+	out := &syncBuffer{}
+	require.NoError(t, Spawn(context.Background(), spawnAllReduce, 3, WithSpawnOutput(out, out, out)), out.String())
+	assert.Len(t, reports(out.String(), "allreduce-ok"), 3)
+}

@@ -148,6 +148,14 @@ func TestStandaloneEnv(t *testing.T) {
 	assert.Len(t, reports(r.stdout, "store-ok"), 3, "every worker reached the hosted store with the job token")
 }
 
+// TestStandaloneAllReduce: the workers join a process group through the
+// store ddprun hosts (comm.InitFromEnv) and all-reduce.
+func TestStandaloneAllReduce(t *testing.T) {
+	r := runDdprun(t, nil, "--standalone", "--nproc-per-node", "3", worker, "-mode", "allreduce")
+	require.Equal(t, 0, r.code, r.stderr)
+	assert.Len(t, reports(r.stdout, "allreduce-ok"), 3)
+}
+
 // TestWorkerExit3 is the second bar.
 func TestWorkerExit3(t *testing.T) {
 	r := runDdprun(t, nil, "--standalone", "--nproc-per-node", "3", "--grace-period", "2",

@@ -109,7 +109,10 @@ func (p *netnsPair) runNodes(t *testing.T, delay [2]time.Duration, args func(nod
 		go func() {
 			defer wg.Done()
 			time.Sleep(delay[i])
-			cmd := ddprunCmd([]string{"ip", "netns", "exec", p.ns[i]}, []string{"GODDP_TOKEN=netns-test-token"}, args(i)...)
+			// Both namespaces share the host name and /dev/shm, so comm would
+			// pick shm; force TCP so that the test crosses the veth link.
+			cmd := ddprunCmd([]string{"ip", "netns", "exec", p.ns[i]},
+				[]string{"GODDP_TOKEN=netns-test-token", "GODDP_BACKEND=tcp"}, args(i)...)
 			var out, errb bytes.Buffer
 			cmd.Stdout, cmd.Stderr = &out, &errb
 			start := time.Now()
@@ -142,7 +145,7 @@ func TestMultiNodeNetns(t *testing.T) {
 	}
 
 	t.Run("static, late node", func(t *testing.T) {
-		res := p.runNodes(t, [2]time.Duration{0, 1500 * time.Millisecond}, static("20", "-mode", "store", "-code", "0"))
+		res := p.runNodes(t, [2]time.Duration{0, 1500 * time.Millisecond}, static("20", "-mode", "allreduce"))
 		for node, r := range res {
 			require.Equal(t, 0, r.code, "node %d:\n%s", node, r.stderr)
 			rs := reports(r.stdout, "start")
@@ -154,7 +157,11 @@ func TestMultiNodeNetns(t *testing.T) {
 				lr, _ := strconv.Atoi(w.str("LOCAL_RANK"))
 				assert.Equal(t, strconv.Itoa(2*node+lr), w.str("RANK"))
 			}
-			assert.Len(t, reports(r.stdout, "store-ok"), 2, "node %d's workers reached node 0's store", node)
+			ok := reports(r.stdout, "allreduce-ok")
+			assert.Len(t, ok, 2, "node %d's workers joined the group through node 0's store", node)
+			for _, w := range ok {
+				assert.Equal(t, "tcp", w.str("backend"), "across nodes the traffic is TCP")
+			}
 		}
 		assert.Contains(t, res[0].stderr, "hosting the rendezvous store on 10.99.0.1:29400")
 	})

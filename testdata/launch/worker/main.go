@@ -24,7 +24,7 @@ import (
 )
 
 func main() {
-	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic | store | until-nodes")
+	mode := flag.String("mode", "env", "env | fail | sleep | restart | child | recorderr | panic | store | until-nodes | allreduce")
 	failRank := flag.Int("fail-rank", 0, "rank that fails (fail, restart)")
 	code := flag.Int("code", 3, "exit code of the failing rank (store: 0 = nobody fails)")
 	delay := flag.Duration("delay", 300*time.Millisecond, "wait before failing")
@@ -93,6 +93,13 @@ func main() {
 		if *code != 0 {
 			sleep(false)
 		}
+	case "allreduce":
+		backend, err := allReduce(rank)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "worker: rank %d: %v\n", rank, err)
+			os.Exit(1)
+		}
+		report(map[string]any{"event": "allreduce-ok", "backend": backend})
 	case "until-nodes":
 		// Elastic scale-up: wait (until stopped) for a group of -nodes nodes.
 		if n, _ := strconv.Atoi(os.Getenv("GROUP_WORLD_SIZE")); n < *nodes {
@@ -176,4 +183,25 @@ func storeExchange(rank int) error {
 		}
 	}
 	return nil
+}
+
+// allReduce joins the process group with comm.InitFromEnv (as a real
+// trainer does under ddprun) and checks a sum over all ranks.
+func allReduce(rank int) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	pg, err := comm.InitFromEnv(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer pg.Close()
+	buf := []float64{float64(rank + 1)}
+	if err := pg.AllReduce(comm.Float64s(buf), comm.Sum).Wait(ctx); err != nil {
+		return "", err
+	}
+	n := float64(pg.Size())
+	if want := n * (n + 1) / 2; buf[0] != want {
+		return "", fmt.Errorf("allreduce sum is %v, want %v", buf[0], want)
+	}
+	return pg.Backend(), nil
 }
