@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"os"
 	"time"
 
 	"goddp/autograd"
@@ -214,6 +215,29 @@ func (d *DDP) ResetStats() { d.stats.reset() }
 // Timeline returns the trace recorder, or nil when WithTimeline was not given
 // (a nil *Timeline ignores every call).
 func (d *DDP) Timeline() *Timeline { return d.timeline }
+
+// WriteTimeline gathers every rank's trace on rank 0, which writes them as
+// one Chrome trace to path (the examples' --timeline flag). Every rank must
+// call it; ranks other than 0 write nothing. It fails with ErrInvalidOption
+// when WithTimeline was not given.
+func (d *DDP) WriteTimeline(ctx context.Context, path string) error {
+	if d.timeline == nil {
+		return fmt.Errorf("%w: no timeline: pass ddp.WithTimeline(nil) to Wrap", ErrInvalidOption)
+	}
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, cancel := context.WithTimeout(ctx, d.cfg.timeout)
+	defer cancel()
+	b, err := gatherTimelines(ctx, d.pg, d.timeline)
+	if err != nil || d.pg.Rank() != 0 {
+		return err
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		return fmt.Errorf("ddp: timeline: %w", err)
+	}
+	return nil
+}
 
 // Buckets returns the current bucket assignment as parameter names, bucket
 // 0 first (the order in which buckets are reduced).

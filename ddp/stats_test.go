@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -100,6 +101,9 @@ func TestStatsAndTimeline(t *testing.T) {
 		for _, n := range []string{"forward", "backward", "allreduce bucket 0", "allreduce bucket 1", "optimizer step"} {
 			assert.Equal(t, 3, names[n], "%s events", n)
 		}
+		if err := d.WriteTimeline(context.Background(), filepath.Join(dir, "gathered.json")); err != nil {
+			return err
+		}
 		d.ResetStats()
 		assert.Zero(t, d.Stats().Iterations)
 		return nil
@@ -110,6 +114,15 @@ func TestStatsAndTimeline(t *testing.T) {
 	b, err := os.ReadFile(merged)
 	require.NoError(t, err)
 	assert.True(t, strings.Contains(string(b), `"rank 1"`))
+	b, err = os.ReadFile(filepath.Join(dir, "gathered.json"))
+	require.NoError(t, err)
+	var evs []map[string]any
+	require.NoError(t, json.Unmarshal(b, &evs))
+	pids := map[float64]bool{}
+	for _, e := range evs {
+		pids[e["pid"].(float64)] = true
+	}
+	assert.Equal(t, map[float64]bool{0: true, 1: true}, pids)
 }
 
 func TestNilTimelineIsSafe(t *testing.T) {

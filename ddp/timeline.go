@@ -2,6 +2,8 @@ package ddp
 
 import (
 	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,6 +11,9 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+	"unsafe"
+
+	"goddp/comm"
 )
 
 // Timeline records spans as a Chrome trace (the JSON array format that
@@ -211,4 +216,43 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
+}
+
+// gatherTimelines sends every rank's trace to rank 0 over pg (one pair of
+// broadcasts per rank, so it works on any backend) and returns the merged
+// JSON array on rank 0 (nil elsewhere). Collective: every rank calls it.
+func gatherTimelines(ctx context.Context, pg comm.ProcessGroup, tl *Timeline) ([]byte, error) {
+	var mine bytes.Buffer
+	if _, err := tl.WriteTo(&mine); err != nil {
+		return nil, err
+	}
+	var merged []json.RawMessage
+	for r := 0; r < pg.Size(); r++ {
+		n := []int64{int64(mine.Len())}
+		if err := wait(ctx, pg.Broadcast(comm.Int64s(n), r), "timeline: broadcasting a trace size"); err != nil {
+			return nil, err
+		}
+		words := make([]int32, (n[0]+3)/4)
+		raw := unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*4)
+		if r == pg.Rank() {
+			copy(raw, mine.Bytes())
+		}
+		if len(words) > 0 {
+			if err := wait(ctx, pg.Broadcast(comm.Int32s(words), r), "timeline: broadcasting a trace"); err != nil {
+				return nil, err
+			}
+		}
+		if pg.Rank() != 0 {
+			continue
+		}
+		var evs []json.RawMessage
+		if err := json.Unmarshal(raw[:n[0]], &evs); err != nil {
+			return nil, fmt.Errorf("ddp: timeline of rank %d: %w", r, err)
+		}
+		merged = append(merged, evs...)
+	}
+	if pg.Rank() != 0 {
+		return nil, nil
+	}
+	return json.Marshal(merged)
 }
