@@ -77,8 +77,9 @@ type shmGroup struct {
 
 	smallMax, chunkBytes, asyncMin int
 
-	stall time.Duration // stall report threshold, 0 = off
-	logf  func(format string, args ...any)
+	spinFor time.Duration // see shmSpinBudget
+	stall   time.Duration // stall report threshold, 0 = off
+	logf    func(format string, args ...any)
 
 	// Peer identities for the liveness check.
 	pids      []int
@@ -87,6 +88,7 @@ type shmGroup struct {
 
 	// Executor state, guarded by execMu.
 	execMu  sync.Mutex
+	waitCtx context.Context // ctx of the Wait running the queue inline, nil for the worker
 	step    uint64
 	broken  error
 	scratch []byte
@@ -175,6 +177,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
 		asyncMin: shmAsyncMin, stall: opts.stallThreshold(), logf: opts.logf(),
+		spinFor: shmSpinBudget(opts.Size),
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err

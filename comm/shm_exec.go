@@ -15,8 +15,8 @@ import (
 //   - the group's worker goroutine, which drains the queue in the
 //     background so that an op progresses even if nobody waits on it (DDP
 //     issues a bucket and goes on with the backward pass);
-//   - the caller itself, inside Wait(ctx) when ctx can never be cancelled:
-//     it takes the executor role and runs the queue up to its own op. This
+//   - the caller itself, inside Wait(ctx): it takes the executor role and
+//     runs the queue up to its own op. This
 //     saves the two goroutine hand-offs (several microseconds each, and a
 //     wake-up that competes for the CPU with the peer ranks on a small
 //     host), which is what keeps a 4 KiB all-reduce near one microsecond.
@@ -120,19 +120,20 @@ func (op *shmOp) detail() string {
 	return fmt.Sprintf("%s: ", b.DType)
 }
 
-// Wait implements Work. With a ctx that can never be cancelled the caller
-// runs the queue itself (see the package comment above); otherwise it
-// waits for the worker and honours ctx. Either way the op fails by itself
-// after the group's timeout.
+// Wait implements Work. If no other goroutine is executing the group's
+// queue, the caller runs it itself up to its op (see the comment at the top
+// of this file); otherwise it waits for the executor. The op fails by itself
+// after the group's timeout. Cancelling ctx while this goroutine is running
+// the op fails the op and, since the ranks are then out of step, breaks the
+// group, as torch aborts a communicator whose wait timed out.
 func (op *shmOp) Wait(ctx context.Context) error {
 	if op.w.IsCompleted() {
 		return op.w.Err()
 	}
-	if ctx == nil || ctx.Done() == nil {
-		op.g.runUntil(op)
-		return op.w.Wait(ctx)
+	if ctx == nil {
+		ctx = context.Background()
 	}
-	op.g.kick()
+	op.g.runUntil(op, ctx)
 	return op.w.Wait(ctx)
 }
 
@@ -199,18 +200,24 @@ func (g *shmGroup) worker() {
 		case <-g.quit:
 			return
 		}
-		g.drain(nil)
+		g.drain(nil, nil)
 	}
 }
 
 // drain runs queued ops in order until the queue is empty or target has
 // run. It returns at once if another goroutine is the executor; that one
 // re-checks the queue after releasing execMu, so no op is stranded.
-func (g *shmGroup) drain(target *shmOp) {
+func (g *shmGroup) drain(target *shmOp, ctx context.Context) {
 	for {
 		if !g.execMu.TryLock() {
 			return
 		}
+		// An executor is at work: the kick timer would only wake a thread
+		// (on a core the peers need) to find execMu taken.
+		if g.timerArmed.Swap(false) {
+			g.timer.Stop()
+		}
+		g.waitCtx = ctx
 		for {
 			op := g.pop()
 			if op == nil {
@@ -221,11 +228,9 @@ func (g *shmGroup) drain(target *shmOp) {
 				break
 			}
 		}
+		g.waitCtx = nil
 		g.execMu.Unlock()
 		if g.queueLen() == 0 {
-			if g.timerArmed.Swap(false) {
-				g.timer.Stop()
-			}
 			return
 		}
 		if target != nil {
@@ -236,13 +241,12 @@ func (g *shmGroup) drain(target *shmOp) {
 	}
 }
 
-// runUntil makes sure target runs, on this goroutine if nobody else is
-// executing. If someone else is (the worker, or a waiter for an earlier op),
-// that executor either drains through target or kicks the worker after its
-// own op, so blocking on target is safe.
-func (g *shmGroup) runUntil(target *shmOp) {
-	g.drain(target)
-	<-target.w.Done()
+// runUntil runs target on this goroutine if nobody else is executing. If
+// someone else is (the worker, or a waiter for an earlier op), that executor
+// either drains through target or kicks the worker after its own op, so
+// the caller may then simply wait for target's completion.
+func (g *shmGroup) runUntil(target *shmOp, ctx context.Context) {
+	g.drain(target, ctx)
 }
 
 // run executes one op; the caller holds execMu.

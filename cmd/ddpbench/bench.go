@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"goddp/comm"
+)
+
+// result is one row of the report.
+type result struct {
+	bytes  int64
+	count  int64
+	timeUS float64 // slowest rank's mean time per call
+	algbw  float64 // GB/s
+	busbw  float64 // GB/s
+	iters  int
+}
+
+// busFactor converts algorithm to bus bandwidth (nccl-tests conventions).
+func busFactor(collective string, n int) float64 {
+	switch collective {
+	case "allreduce":
+		return 2 * float64(n-1) / float64(n)
+	case "allgather", "reducescatter":
+		return float64(n-1) / float64(n)
+	}
+	return 1
+}
+
+// runRank joins the job, runs the sweep, and on rank 0 writes the report.
+func runRank(ctx context.Context, cfg benchConfig, stdout io.Writer) error {
+	ccfg, err := comm.ConfigFromEnv()
+	if err != nil {
+		return err
+	}
+	if cfg.backend != "" {
+		ccfg.Backend = cfg.backend
+	}
+	ccfg.Timeout = cfg.timeout
+	pg, err := comm.Init(ctx, ccfg)
+	if err != nil {
+		return err
+	}
+	defer pg.Close()
+	results, err := sweep(ctx, pg, cfg)
+	if err != nil {
+		return err
+	}
+	if pg.Rank() != 0 {
+		return nil
+	}
+	hdr := header{cfg: cfg, backend: pg.Backend(), nproc: pg.Size()}
+	if cfg.format == "csv" {
+		writeCSV(stdout, hdr, results)
+	} else {
+		writeTable(stdout, hdr, results)
+	}
+	if cfg.plot != "" {
+		if err := writePlot(cfg.plot, hdr, results); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweep times the collective at every size; all ranks return the same rows.
+func sweep(ctx context.Context, pg comm.ProcessGroup, cfg benchConfig) ([]result, error) {
+	n := pg.Size()
+	es := int64(cfg.dtype.Size())
+	var out []result
+	for size := cfg.min; size <= cfg.max; size *= 2 {
+		count := size / es
+		if cfg.collective == "allgather" || cfg.collective == "reducescatter" {
+			count -= count % int64(n) // whole per-rank chunks
+		}
+		if count == 0 {
+			continue
+		}
+		call, err := prepare(pg, cfg, int(count))
+		if err != nil {
+			return nil, err
+		}
+		iters := cfg.iters
+		if iters == 0 {
+			iters = int(min(200, max(5, (256<<20)/size)))
+		}
+		for i := 0; i < cfg.warmup; i++ {
+			if err := call().Wait(ctx); err != nil {
+				return nil, fmt.Errorf("%s %d bytes warm-up: %w", cfg.collective, size, err)
+			}
+		}
+		if err := pg.Barrier().Wait(ctx); err != nil {
+			return nil, err
+		}
+		start := time.Now()
+		for i := 0; i < iters; i++ {
+			if err := call().Wait(ctx); err != nil {
+				return nil, fmt.Errorf("%s %d bytes: %w", cfg.collective, size, err)
+			}
+		}
+		el := time.Since(start).Seconds() / float64(iters)
+		// Report the slowest rank, as a training step waits for it.
+		slowest := []float64{el}
+		if err := pg.AllReduce(comm.Float64s(slowest), comm.Max).Wait(ctx); err != nil {
+			return nil, err
+		}
+		el = slowest[0]
+		bytes := count * es
+		alg := float64(bytes) / el / 1e9
+		out = append(out, result{bytes: bytes, count: count, timeUS: el * 1e6, algbw: alg,
+			busbw: alg * busFactor(cfg.collective, n), iters: iters})
+	}
+	return out, nil
+}
+
+// prepare allocates the buffers for count elements and returns one call.
+func prepare(pg comm.ProcessGroup, cfg benchConfig, count int) (func() comm.Work, error) {
+	n := pg.Size()
+	buf := filled(cfg.dtype, count)
+	switch cfg.collective {
+	case "allreduce":
+		return func() comm.Work { return pg.AllReduce(buf, cfg.op) }, nil
+	case "broadcast":
+		return func() comm.Work { return pg.Broadcast(buf, 0) }, nil
+	case "allgather":
+		in := filled(cfg.dtype, count/n)
+		return func() comm.Work { return comm.AllGather(pg, buf, in) }, nil
+	case "reducescatter":
+		out := filled(cfg.dtype, count/n)
+		return func() comm.Work { return comm.ReduceScatter(pg, out, buf, cfg.op) }, nil
+	}
+	return nil, fmt.Errorf("unknown collective %q", cfg.collective)
+}
+
+// filled returns a buffer of count ones (as the anchors use).
+func filled(dt comm.DType, count int) comm.Buffer {
+	switch dt {
+	case comm.Float32:
+		x := make([]float32, count)
+		for i := range x {
+			x[i] = 1
+		}
+		return comm.Float32s(x)
+	case comm.Float64:
+		x := make([]float64, count)
+		for i := range x {
+			x[i] = 1
+		}
+		return comm.Float64s(x)
+	case comm.Int32:
+		x := make([]int32, count)
+		for i := range x {
+			x[i] = 1
+		}
+		return comm.Int32s(x)
+	case comm.Int64:
+		x := make([]int64, count)
+		for i := range x {
+			x[i] = 1
+		}
+		return comm.Int64s(x)
+	case comm.Float16:
+		x := make([]uint16, count)
+		for i := range x {
+			x[i] = 0x3c00
+		}
+		return comm.Float16s(x)
+	default:
+		x := make([]uint16, count)
+		for i := range x {
+			x[i] = 0x3f80
+		}
+		return comm.BFloat16s(x)
+	}
+}

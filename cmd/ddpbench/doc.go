@@ -1,0 +1,39 @@
+// Command ddpbench measures collective throughput of goddp's comm backends,
+// in the manner of nccl-tests: for every message size from -min to -max
+// (doubling) it times the collective and prints time, algorithm bandwidth
+// and bus bandwidth.
+//
+// Usage:
+//
+//	ddpbench allreduce|broadcast|allgather|reducescatter [flags]
+//
+//	-backend B    tcp, shm, auto (default) or any registered backend name
+//	-nproc N      ranks to spawn on this host (default 2)
+//	-dtype T      float32 (default), float64, int32, int64, float16, bfloat16
+//	-op O         sum (default), avg, max, min, product
+//	-min S -max S sizes in bytes, with K/M/G suffixes (default 4K..64M)
+//	-iters N      timed iterations per size (default 256 MiB/size, clamped to 5..200)
+//	-warmup N     untimed iterations per size (default 3)
+//	-format F     table (default) or csv
+//	-plot F.png   also draw busbw against size
+//
+// Started by hand (RANK unset) ddpbench spawns its own -nproc ranks: it
+// re-executes itself with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
+// MASTER_ADDR=127.0.0.1 and a free MASTER_PORT, and rank 0 prints the
+// results. Started by a launcher (RANK set, e.g. by ddprun or torchrun-style
+// tools, or mpirun) it joins that job through comm.Init and -nproc is ignored.
+//
+// Example: shared memory against TCP on two ranks, as CSV for a script:
+//
+//	$ ddpbench allreduce -backend shm -nproc 2 -max 64K -format csv
+//	bytes,count,dtype,time_us,algbw_gbps,busbw_gbps,iters,op,backend,nproc,collective
+//	4096,1024,float32,1.52,2.695,2.695,200,sum,shm,2,allreduce
+//	...
+//	$ ddpbench allreduce -backend tcp -nproc 2 -plot tcp.png
+//
+// Conventions (nccl-tests): bytes is the size of the whole buffer (the
+// output of allgather, the input of reducescatter); time is the slowest
+// rank's mean per call; algbw = bytes/time; busbw = algbw x 2(n-1)/n for
+// allreduce, (n-1)/n for allgather and reducescatter, 1 for broadcast, so
+// that busbw is comparable to the link's bandwidth whatever the world size.
+package main

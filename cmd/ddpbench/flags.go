@@ -1,0 +1,148 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"goddp/comm"
+)
+
+var errUsage = errors.New("usage")
+
+// benchConfig is the parsed command line.
+type benchConfig struct {
+	collective string
+	backend    string
+	nproc      int
+	dtype      comm.DType
+	op         comm.ReduceOp
+	min, max   int64
+	iters      int
+	warmup     int
+	format     string
+	plot       string
+	timeout    time.Duration
+}
+
+var collectives = []string{"allreduce", "broadcast", "allgather", "reducescatter"}
+
+func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
+	usage := func() {
+		fmt.Fprintf(stderr, "usage: ddpbench %s [flags]\n", strings.Join(collectives, "|"))
+	}
+	var c benchConfig
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		usage()
+		return c, errUsage
+	}
+	c.collective = args[0]
+	known := false
+	for _, k := range collectives {
+		known = known || k == c.collective
+	}
+	if !known {
+		usage()
+		return c, fmt.Errorf("unknown collective %q", c.collective)
+	}
+	fs := flag.NewFlagSet("ddpbench "+c.collective, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.backend, "backend", "auto", "comm backend: tcp, shm, auto or another registered name")
+	fs.IntVar(&c.nproc, "nproc", 2, "ranks to spawn when not started by a launcher")
+	dtype := fs.String("dtype", "float32", "element type: float32, float64, int32, int64, float16, bfloat16")
+	op := fs.String("op", "sum", "reduction: sum, avg, max, min, product")
+	minS := fs.String("min", "4K", "smallest message in bytes (K/M/G suffixes)")
+	maxS := fs.String("max", "64M", "largest message in bytes (K/M/G suffixes)")
+	fs.IntVar(&c.iters, "iters", 0, "timed iterations per size (0: 256 MiB/size clamped to 5..200)")
+	fs.IntVar(&c.warmup, "warmup", 3, "untimed iterations per size")
+	fs.StringVar(&c.format, "format", "table", "output format: table or csv")
+	fs.StringVar(&c.plot, "plot", "", "write a busbw-vs-size plot to this PNG/SVG/PDF file")
+	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
+	if err := fs.Parse(args[1:]); err != nil {
+		return c, errUsage
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if c.dtype, err = parseDType(*dtype); err != nil {
+		return c, err
+	}
+	if c.op, err = parseOp(*op); err != nil {
+		return c, err
+	}
+	if c.min, err = parseSize(*minS); err != nil {
+		return c, err
+	}
+	if c.max, err = parseSize(*maxS); err != nil {
+		return c, err
+	}
+	switch {
+	case c.min < 1 || c.max < c.min:
+		return c, fmt.Errorf("need 1 <= -min <= -max, got %d and %d", c.min, c.max)
+	case c.nproc < 1:
+		return c, fmt.Errorf("-nproc %d", c.nproc)
+	case c.format != "table" && c.format != "csv":
+		return c, fmt.Errorf("-format %q: want table or csv", c.format)
+	case c.iters < 0 || c.warmup < 0:
+		return c, fmt.Errorf("-iters and -warmup must be >= 0")
+	}
+	return c, nil
+}
+
+func parseDType(s string) (comm.DType, error) {
+	for _, d := range []comm.DType{comm.Float32, comm.Float64, comm.Int32, comm.Int64, comm.Float16, comm.BFloat16} {
+		if d.String() == strings.ToLower(s) {
+			return d, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown -dtype %q", s)
+}
+
+func parseOp(s string) (comm.ReduceOp, error) {
+	for _, o := range []comm.ReduceOp{comm.Sum, comm.Avg, comm.Max, comm.Min, comm.Product} {
+		if o.String() == strings.ToLower(s) || (s == "prod" && o == comm.Product) {
+			return o, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown -op %q", s)
+}
+
+// parseSize reads "4096", "4K", "64M", "1G" (binary multiples).
+func parseSize(s string) (int64, error) {
+	t := strings.ToUpper(strings.TrimSpace(s))
+	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
+	mult := int64(1)
+	if n := len(t); n > 0 {
+		switch t[n-1] {
+		case 'K':
+			mult, t = 1<<10, t[:n-1]
+		case 'M':
+			mult, t = 1<<20, t[:n-1]
+		case 'G':
+			mult, t = 1<<30, t[:n-1]
+		}
+	}
+	v, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("bad size %q", s)
+	}
+	return v * mult, nil
+}
+
+// formatSize renders 4096 as "4K" and 67108864 as "64M".
+func formatSize(b int64) string {
+	switch {
+	case b >= 1<<30 && b%(1<<30) == 0:
+		return fmt.Sprintf("%dG", b>>30)
+	case b >= 1<<20 && b%(1<<20) == 0:
+		return fmt.Sprintf("%dM", b>>20)
+	case b >= 1<<10 && b%(1<<10) == 0:
+		return fmt.Sprintf("%dK", b>>10)
+	}
+	return strconv.FormatInt(b, 10)
+}

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	os.Exit(mainWithExitCode(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// mainWithExitCode runs ddpbench (launcher or rank) and returns the exit code.
+func mainWithExitCode(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	cfg, err := parseArgs(args, stderr)
+	if err != nil {
+		if err == errUsage {
+			return 2
+		}
+		fmt.Fprintln(stderr, "ddpbench:", err)
+		return 2
+	}
+	if os.Getenv("RANK") == "" {
+		err = launch(ctx, cfg, args, stdout, stderr)
+	} else {
+		err = runRank(ctx, cfg, stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "ddpbench:", err)
+		return 1
+	}
+	return 0
+}
