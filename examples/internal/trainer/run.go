@@ -118,7 +118,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		return err
 	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out})
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,7 @@ type Trainer struct {
 	optimizer optim.Optimizer
 	gpuID     int // the local rank, as in the tutorial
 	saveEvery int
+	batchSize int
 
 	loss  LossFunc
 	pg    comm.ProcessGroup
@@ -57,6 +58,7 @@ type Config struct {
 	Optimizer optim.Optimizer
 	GPUID     int
 	SaveEvery int
+	BatchSize int
 	Loss      LossFunc
 	CkptDir   string // "" disables checkpoints
 	KeepLast  int
@@ -67,7 +69,7 @@ type Config struct {
 // resumes from it (rank 0 reads it and broadcasts it).
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
-		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery,
+		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out}
 	if t.out == nil {
 		t.out = os.Stdout
@@ -112,7 +114,7 @@ func (t *Trainer) resume(ctx context.Context) error {
 		}
 	}
 	t.start, t.step = c.Epoch+1, c.Step
-	if c.Sampler != nil && c.Sampler.Position > 0 {
+	if c.Sampler != nil && c.Sampler.Position > 0 && c.Sampler.Position < t.sampler.Len() {
 		// A mid-epoch checkpoint: continue inside that epoch.
 		if err := t.sampler.LoadState(*c.Sampler); err != nil {
 			return fmt.Errorf("trainer: resume sampler: %w", err)
@@ -147,21 +149,14 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 }
 
 func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
-	bsz := 0
-	if t.trainData.Len() > 0 {
-		for b, err := range t.trainData.All(ctx) { // like next(iter(train_data))
-			if err != nil {
-				return err
-			}
-			bsz = b.Size()
-			break
-		}
-	}
+	t.sampler.SetEpoch(epoch)
+	// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
+	// consume a batch of the sampler's resumable position, so use the size.
+	bsz := min(t.batchSize, t.sampler.Len())
 	if !t.tty {
 		// The tutorial prints this on every rank; goddp keeps rank 0's.
 		t.logf("[GPU%d] Epoch %d | Batchsize: %d | Steps: %d\n", t.gpuID, epoch, bsz, t.trainData.Len())
 	}
-	t.sampler.SetEpoch(epoch)
 	began := time.Now()
 	n, steps := 0, t.trainData.Len()
 	i := 0
