@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs every Fuzz target for a bounded time each (default 10s): go test -fuzz
+# accepts one target per run, so list them and run them one by one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t=${1:-10s}
+for pkg in $(go list ./...); do
+  dir=$(go list -f '{{.Dir}}' "$pkg")
+  for f in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$dir"/*_test.go 2>/dev/null | awk '{print $2}' | sort -u); do
+    echo "fuzz $pkg $f ($t)"
+    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" "$pkg" 2>&1 | tail -2
+  done
+done

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The test command: installs what the tests need (idempotent), then runs
+#   1. go vet and the unit + multi-process tests of every package (default build),
+#   2. the pure-Go build (CGO_ENABLED=0) of tensor/autograd/nn/optim,
+#   3. a compile + vet of the `cuda` and `mpi` build tags, and the mpi suite under mpirun,
+#   4. bounded fuzzing of every parser,
+#   5. a 2-rank smoke run of examples/linear and examples/mlp through ddprun.
+# Set GODDP_TEST_QUICK=1 to run only step 1.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+bash scripts/setup.sh
+
+echo "== go vet"
+go vet ./...
+echo "== go test (default build)"
+go test -count=1 -timeout 25m ./...
+[ "${GODDP_TEST_QUICK:-0}" = 1 ] && exit 0
+
+echo "== go test (pure Go, CGO_ENABLED=0)"
+CGO_ENABLED=0 go test -count=1 -timeout 10m ./tensor/ ./autograd/ ./nn/ ./optim/
+
+echo "== cuda and mpi build tags"
+bash scripts/cuda-headers.sh
+go vet -tags cuda ./cuda/... ./comm/...
+go build -tags cuda ./...
+if [ -f scripts/test-mpi.sh ]; then bash scripts/test-mpi.sh; fi
+
+echo "== fuzz (bounded)"
+bash scripts/fuzz.sh "${GODDP_FUZZTIME:-10s}"
+
+echo "== examples on 2 ranks through ddprun"
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/ddprun" ./cmd/ddprun
+"$tmp/ddprun" --standalone --nproc-per-node 2 ./examples/linear -epochs 2 -ckpt-dir "$tmp/ckpt" | tee "$tmp/linear.log"
+grep -q '^samples_per_s=' "$tmp/linear.log"
+"$tmp/ddprun" --standalone --nproc-per-node 2 ./examples/mlp -epochs 2 | tee "$tmp/mlp.log"
+grep -q '^samples_per_s=' "$tmp/mlp.log"
+echo "all test steps passed"
