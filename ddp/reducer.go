@@ -296,11 +296,12 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
 	err := w.Wait(ctx)
+	timedOut := ctx.Err() != nil
 	cancel()
 	if err != nil {
 		err = fmt.Errorf("ddp: all-reduce of bucket %d (%d bytes, %d parameters) failed: %w", b.index, b.nbytes(), len(b.params), err)
-		if ctx.Err() != nil {
-			err = fmt.Errorf("%w: %w", ErrTimeout, err)
+		if timedOut {
+			err = fmt.Errorf("%w after %v: %w", ErrTimeout, r.cfg.timeout, err)
 		}
 	}
 	if err == nil && copyBack {
@@ -374,9 +375,14 @@ func (r *reducer) finalize() error {
 	}
 	firstStatic := r.cfg.staticGraph && !r.staticKnown
 	if len(missing) > 0 && !r.tolerant() {
-		err := r.unusedError(missing)
+		// Still launch every bucket (the missing gradients count as zero)
+		// so that ranks which did get these gradients complete their
+		// iteration instead of hanging until the timeout; then report.
+		for _, i := range missing {
+			r.markReady(i)
+		}
 		_ = r.waitLaunched() // leave no collective touching our memory
-		return err
+		return r.unusedError(missing)
 	}
 	for _, i := range missing {
 		r.markReady(i)

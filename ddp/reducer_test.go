@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -716,4 +717,57 @@ func (o *castOp) Name() string                 { return "testCast" }
 func (o *castOp) Inputs() []*autograd.Variable { return []*autograd.Variable{o.in} }
 func (o *castOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{tensor.FromF64([]float64{gy.Item()})}
+}
+
+func TestUnusedOnOneRankDoesNotHangTheOthers(t *testing.T) {
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := dotNet([][]int{{4}, {4}})
+		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
+			if rank == 0 {
+				return dot(n.params[0], constant(1, 4)) // layer1 unused here only
+			}
+			return addAll(dot(n.params[0], constant(1, 4)), dot(n.params[1], constant(1, 4)))
+		}
+		d, err := Wrap(net, pg, FirstBucketCapMB(1e-6))
+		if err != nil {
+			return err
+		}
+		loss, err := d.Forward(nil)
+		if err != nil {
+			return err
+		}
+		err = loss.Backward()
+		if rank == 0 {
+			assert.ErrorIs(t, err, ErrUnusedParameters)
+			return nil
+		}
+		return err
+	}, WithGroupTimeout(5*time.Second))
+	requireNoErrs(t, errs)
+}
+
+func TestPeerFailureSurfacesFromBackward(t *testing.T) {
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := dotNet([][]int{{4}})
+		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
+			return dot(n.params[0], constant(1, 4))
+		}
+		d, err := Wrap(net, pg)
+		if err != nil {
+			return err
+		}
+		if rank == 1 {
+			return pg.Close() // this rank dies before backward
+		}
+		loss, err := d.Forward(nil)
+		if err != nil {
+			return err
+		}
+		err = loss.Backward()
+		assert.ErrorIs(t, err, comm.ErrPeerFailed)
+		assert.ErrorContains(t, err, "[1]")
+		assert.ErrorContains(t, err, "bucket 0")
+		return nil
+	})
+	requireNoErrs(t, errs)
 }
