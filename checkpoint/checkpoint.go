@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,9 +30,11 @@ type Checkpoint struct {
 	Scheduler *OptimizerState
 	// Sampler is the DistributedSampler's position, for a mid-epoch resume.
 	Sampler *data.SamplerState
-	// RNG and Config are arbitrary JSON documents (e.g. the RNG's state and
-	// the run's flags), stored verbatim.
-	RNG    json.RawMessage
+	// RNG is an opaque random-generator state, e.g. tensor.RNG.State();
+	// restore it with SetState. Stored base64-encoded.
+	RNG []byte
+	// Config is an arbitrary JSON document (e.g. the run's flags), stored
+	// verbatim.
 	Config json.RawMessage
 	// Meta holds any other strings.
 	Meta map[string]string
@@ -108,14 +111,14 @@ func (c *Checkpoint) tensorsAndMeta() (map[string]*tensor.Tensor, map[string]str
 		}
 		meta[keySampler] = string(js)
 	}
-	for key, raw := range map[string]json.RawMessage{keyRNG: c.RNG, keyConfig: c.Config} {
-		if len(raw) == 0 {
-			continue
+	if c.RNG != nil {
+		meta[keyRNG] = base64.StdEncoding.EncodeToString(c.RNG)
+	}
+	if len(c.Config) > 0 {
+		if !json.Valid(c.Config) {
+			return nil, nil, fmt.Errorf("checkpoint: Config is not valid JSON")
 		}
-		if !json.Valid(raw) {
-			return nil, nil, fmt.Errorf("checkpoint: %s is not valid JSON", key)
-		}
-		meta[key] = string(raw)
+		meta[keyConfig] = string(c.Config)
 	}
 	for k, v := range c.Meta {
 		meta[keyMetaPrefix+k] = v
@@ -214,8 +217,10 @@ func Decode(b []byte, name string) (*Checkpoint, error) {
 			return nil, bad("sampler state: %v", err)
 		}
 	}
-	if js, ok := meta[keyRNG]; ok {
-		c.RNG = json.RawMessage(js)
+	if b64, ok := meta[keyRNG]; ok {
+		if c.RNG, err = base64.StdEncoding.DecodeString(b64); err != nil {
+			return nil, bad("RNG state: %v", err)
+		}
 	}
 	if js, ok := meta[keyConfig]; ok {
 		c.Config = json.RawMessage(js)

@@ -241,6 +241,11 @@ func (s *DistributedSampler) Indices() []int {
 // JSON-encodable, and is stored in checkpoints. Seed, NumReplicas,
 // DatasetLen, Shuffle, DropLast and Eval identify the partition and are
 // checked by LoadState.
+//
+// Position counts this epoch's indices already consumed. A Position equal to
+// the sampler's Len means the epoch was completed: resume with
+// SetEpoch(Epoch+1). A Position between 0 and Len means resume mid-epoch:
+// LoadState, then SetEpoch(Epoch) (which keeps the position) and iterate.
 type SamplerState struct {
 	Epoch       int    `json:"epoch"`
 	Position    int    `json:"position"`
