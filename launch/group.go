@@ -71,16 +71,13 @@ func (a *agent) startGroup(gs groupSpec) (*group, error) {
 		cmd := exec.Command(a.prog.path, a.cfg.Args...)
 		cmd.Env = workerEnv(base, spec)
 		if err := a.wireOutput(w, cmd, wdir); err != nil {
+			a.closeWriteEnds(cmd)
+			w.finishOutput()
 			g.stop(syscall.SIGKILL, 0)
 			return nil, err
 		}
 		err := a.spawner.start(cmd)
-		// The child has its copies of the write ends now.
-		for _, f := range []any{cmd.Stdout, cmd.Stderr} {
-			if f, ok := f.(*os.File); ok && f != os.Stdout && f != os.Stderr && !a.isConsoleFile(f) {
-				_ = f.Close()
-			}
-		}
+		a.closeWriteEnds(cmd) // the child has its own copies now
 		if err != nil {
 			w.finishOutput()
 			g.stop(syscall.SIGKILL, 0)
@@ -95,15 +92,21 @@ func (a *agent) startGroup(gs groupSpec) (*group, error) {
 			// the pgid, so no child it started outlives it.
 			_ = waitExited(w.pid)
 			killGroup(w.pid, syscall.SIGKILL)
-			err := cmd.Wait()
-			g.exits <- workerExit{idx, exitInfoOf(cmd.ProcessState, err)}
+			_ = cmd.Wait() // the status is in cmd.ProcessState
+			g.exits <- workerExit{idx, exitInfoOf(cmd.ProcessState)}
 		}()
 	}
 	return g, nil
 }
 
-func (a *agent) isConsoleFile(f *os.File) bool {
-	return any(f) == a.cfg.Stdout || any(f) == a.cfg.Stderr
+// closeWriteEnds closes the parent's copies of the pipes given to a worker
+// (not the console files passed through directly).
+func (a *agent) closeWriteEnds(cmd *exec.Cmd) {
+	for _, w := range []io.Writer{cmd.Stdout, cmd.Stderr} {
+		if f, ok := w.(*os.File); ok && f != os.Stdout && f != os.Stderr && w != a.cfg.Stdout && w != a.cfg.Stderr {
+			_ = f.Close()
+		}
+	}
 }
 
 // wireOutput connects the worker's stdout and stderr: to the console
@@ -224,8 +227,7 @@ func (g *group) record(e workerExit) *workerProc {
 }
 
 // stop sends sig to every live worker's process group, waits up to grace
-// for them to exit, then SIGKILLs the rest and reaps everything. It returns
-// the workers that exited during the stop.
+// for them to exit, then SIGKILLs the rest and reaps everything.
 func (g *group) stop(sig syscall.Signal, grace time.Duration) {
 	for _, w := range g.workers {
 		if !w.exited {

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"errors"
 	"os"
 	"os/exec"
 	"runtime"
@@ -65,7 +64,7 @@ type exitInfo struct {
 
 func (e exitInfo) ok() bool { return e.code == 0 && e.signal == 0 }
 
-func exitInfoOf(state *os.ProcessState, waitErr error) exitInfo {
+func exitInfoOf(state *os.ProcessState) exitInfo {
 	info := exitInfo{code: -1, time: time.Now()}
 	if state == nil {
 		return info
@@ -75,10 +74,6 @@ func exitInfoOf(state *os.ProcessState, waitErr error) exitInfo {
 		return info
 	}
 	info.code = state.ExitCode()
-	if info.code == 0 && waitErr != nil && !errors.Is(waitErr, exec.ErrWaitDelay) {
-		// The process exited 0 but its output could not be copied; still a success.
-		info.code = 0
-	}
 	return info
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"time"
 
 	"goddp/comm"
 )
@@ -110,3 +111,15 @@ func (r *localRdzv) endRound(*assignment) {
 func (r *localRdzv) shutdown(string) {}
 
 func (r *localRdzv) close() { r.endRound(nil) }
+
+// sleepCtx sleeps for d or until ctx ends.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
