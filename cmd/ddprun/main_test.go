@@ -30,6 +30,7 @@ const asMain = "DDPRUN_TEST_MAIN"
 var (
 	self   string // this test binary
 	worker string // testdata/launch/worker, built by TestMain
+	tmpDir string // TMPDIR of every ddprun started: a killed one cannot clean up
 )
 
 func TestMain(m *testing.M) {
@@ -47,6 +48,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	worker = filepath.Join(dir, "worker")
+	tmpDir = filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmpDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	if out, err := exec.Command("go", "build", "-o", worker, "../../testdata/launch/worker").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building the test worker: %v\n%s", err, out)
 		os.Exit(1)
@@ -60,7 +66,7 @@ func TestMain(m *testing.M) {
 func ddprunCmd(prefix []string, env []string, args ...string) *exec.Cmd {
 	argv := append(append(append([]string{}, prefix...), self), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), asMain+"=1"), env...)
+	cmd.Env = append(append(os.Environ(), asMain+"=1", "TMPDIR="+tmpDir), env...)
 	return cmd
 }
 
