@@ -1,6 +1,7 @@
 package nn
 
 import (
+	"syscall"
 	"testing"
 	"time"
 
@@ -72,9 +73,21 @@ func benchSteps(b *testing.B, model Module, batch int, loss func() *autograd.Var
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuTime()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		step()
 	}
 	b.ReportMetric(float64(b.N*batch)/time.Since(start).Seconds(), "samples/s")
+	// CPU seconds of the whole process (all threads) per step: on a shared,
+	// oversubscribed machine this tracks the work done better than wall time.
+	b.ReportMetric(float64((cpuTime()-cpu0).Nanoseconds())/float64(b.N), "cpu-ns/op")
+}
+
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
