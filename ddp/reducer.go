@@ -135,8 +135,15 @@ func (r *reducer) copyBackEarly() bool {
 	return !r.cfg.gradAsBucketView && !r.tolerant()
 }
 
-// resetIteration clears the per-iteration accounting.
+// resetIteration clears the per-iteration accounting. A previous iteration
+// that never reached finalize (its backward panicked) may still have
+// collectives in flight: they are drained first.
 func (r *reducer) resetIteration() {
+	for _, b := range r.buckets {
+		if b.launched && b.done != nil {
+			<-b.done
+		}
+	}
 	clear(r.ready)
 	for _, b := range r.buckets {
 		b.pending = len(b.params)
