@@ -3,6 +3,7 @@ module goddp
 go 1.26
 
 require (
+	github.com/NVIDIA/go-nvml v0.12.4-1
 	github.com/stretchr/testify v1.9.0
 	gonum.org/v1/gonum v0.14.0
 	gonum.org/v1/netlib v0.0.0-20220323200511-14de99971b2d
@@ -11,7 +12,6 @@ require (
 
 require (
 	git.sr.ht/~sbinet/gg v0.5.0 // indirect
-	github.com/NVIDIA/go-nvml v0.12.4-1 // indirect
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/apache/arrow/go/arrow v0.0.0-20211112161151-bc219186db40 // indirect
 	github.com/awalterschulze/gographviz v2.0.3+incompatible // indirect
