@@ -198,7 +198,7 @@ func (g *InMemoryGroup) Close() error {
 			if r == g.rank {
 				w.finish(fmt.Errorf("%w: %s #%d", comm.ErrClosed, op.rec.Kind, seq))
 			} else {
-				w.finish(fmt.Errorf("%w: rank %d closed before joining %s #%d", comm.ErrPeerFailed, g.rank, op.rec.Kind, seq))
+				w.finish(fmt.Errorf("%w: ranks [%d] closed before joining %s #%d", comm.ErrPeerFailed, g.rank, op.rec.Kind, seq))
 			}
 		}
 		delete(h.ops, seq)
