@@ -203,8 +203,9 @@ type loadJob struct {
 
 // All iterates over one pass. A Resumable sampler's position is advanced
 // before each batch is yielded, so a checkpoint taken inside the loop body
-// records that batch as consumed. Breaking out of the loop stops and waits
-// for the workers.
+// records that batch as consumed; a pass cut short (break, error, ctx) is
+// continued, not restarted, by the next All unless SetEpoch moves to another
+// epoch. Breaking out of the loop stops the workers and waits for them.
 func (l *DataLoader) All(ctx context.Context) iter.Seq2[Batch, error] {
 	return func(yield func(Batch, error) bool) {
 		batches, consumed, total, res := l.plan()
