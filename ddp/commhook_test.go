@@ -5,8 +5,10 @@ import (
 	"math"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"goddp/autograd"
 	"goddp/comm"
 	"goddp/tensor"
 )
@@ -77,4 +79,35 @@ func TestCompressionHookErrorBounds(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestCustomCommHook(t *testing.T) {
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := dotNet([][]int{{4}, {3}})
+		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
+			return addAll(dot(n.params[0], constant(float32(rank), 4)), dot(n.params[1], constant(2, 3)))
+		}
+		var seen []int
+		d, err := Wrap(net, pg, FirstBucketCapMB(1e-6))
+		if err != nil {
+			return err
+		}
+		d.RegisterCommHook(CommHookFunc(func(pg comm.ProcessGroup, b *GradBucket) comm.Work {
+			seen = append(seen, b.Index)
+			assert.Equal(t, b.IsLast, b.Index == 1)
+			return pg.AllReduce(b.Buffer(), comm.Sum)
+		}))
+		loss, err := d.Forward(nil)
+		if err != nil {
+			return err
+		}
+		if err := loss.Backward(); err != nil {
+			return err
+		}
+		assert.Equal(t, []int{0, 1}, seen)
+		assert.Equal(t, []float32{0.5, 0.5, 0.5, 0.5}, f32s(net.params[0].Grad))
+		assert.Equal(t, []float32{2, 2, 2}, f32s(net.params[1].Grad))
+		return nil
+	})
+	requireNoErrs(t, errs)
 }

@@ -155,9 +155,13 @@ func TestLaunchOrderStrictlyByIndex(t *testing.T) {
 			}
 		}
 		sent := rec.snapshot()[base:]
-		require.Len(t, sent, 3)
+		if !assert.Len(t, sent, 3) {
+			return errors.New("wrong number of all-reduces")
+		}
 		for b, want := range [][2]int{{1000, 3}, {2000, 2}, {1000, 0}} {
-			require.Len(t, sent[b], want[0], "bucket %d", b)
+			if !assert.Len(t, sent[b], want[0], "bucket %d", b) {
+				continue
+			}
 			// Divided by the world size during the copy into the bucket.
 			assert.InDelta(t, float64((rank*2+1)*(want[1]+1))/2, sent[b][0], 1e-6, "bucket %d", b)
 		}
@@ -316,7 +320,9 @@ func TestUnusedParameterErrorListsNames(t *testing.T) {
 			return err
 		}
 		err = loss.Backward()
-		require.Error(t, err)
+		if err == nil {
+			return errors.New("expected an unused-parameter error")
+		}
 		assert.True(t, errors.Is(err, ErrUnusedParameters), "%v", err)
 		msg := err.Error()
 		assert.Contains(t, msg, "head_a.weight, head_b.weight")
@@ -364,7 +370,9 @@ func TestFindUnusedParameters(t *testing.T) {
 						return err
 					}
 					assert.Equal(t, []float32{3, 3, 3, 3}, f32s(net.params[0].Grad))
-					require.NotNil(t, net.params[1].Grad, "used on rank 0 only: averaged everywhere")
+					if net.params[1].Grad == nil {
+						return errors.New("used on rank 0 only: must be averaged everywhere")
+					}
 					assert.Equal(t, []float32{3, 3, 3, 3}, f32s(net.params[1].Grad))
 					assert.Nil(t, net.params[2].Grad, "unused on every rank: Grad untouched")
 				}
