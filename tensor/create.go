@@ -46,8 +46,7 @@ func ZerosLike(a *Tensor) *Tensor { return New(a.dtype, a.shape...) }
 // OnesLike returns a tensor of ones with a's dtype and shape.
 func OnesLike(a *Tensor) *Tensor { return Full(a.dtype, 1, a.shape...) }
 
-// AsType returns a copy of a converted to dt (a itself when it already is dt
-// and contiguous is not required: the result is always a new tensor).
+// AsType returns a new contiguous copy of a converted to dt.
 func AsType(a *Tensor, dt DType) *Tensor {
 	c := a.Contiguous()
 	out := New(dt, a.shape...)

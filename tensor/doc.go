@@ -1,5 +1,6 @@
-// Package tensor is goddp's n-dimensional array: a strided view over a flat
-// gorgonia.org/tensor *Dense, with the math that autograd, nn and optim need.
+// Package tensor is goddp's n-dimensional array: a strided view over flat
+// storage that Dense() exposes as a gorgonia.org/tensor *Dense without
+// copying, with the math that autograd, nn and optim need.
 //
 // # Model
 //
