@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"syscall"
+	"time"
 )
 
 // xfer is one frame to send or one posted receive. Its completion (or
@@ -22,6 +24,8 @@ type xfer struct {
 	op     *tcpOp // the worker op it belongs to (nil for point-to-point)
 	// then, if set, runs on the worker once the xfer has succeeded (see ring).
 	then func()
+	// deadline bounds a direct write (zero: always queue).
+	deadline time.Time
 	hdr  [frameHeaderLen]byte
 }
 
@@ -53,7 +57,8 @@ type peerConn struct {
 	wcond   *sync.Cond
 	wq      []*xfer // data frames, in order
 	wctl    []*xfer // control frames, sent before queued data
-	wbusy   bool
+	wbusy   bool // the writer goroutine is writing a batch
+	direct  bool // a caller is writing a small frame itself (see send)
 	wclosed bool
 	werr    error
 
@@ -122,7 +127,13 @@ func (pc *peerConn) sizeMismatch(k frameKey, got, want int) error {
 			pc.rank, got, want, k.kind, k.seq, k.step, k.aux)}
 }
 
-// send queues a frame; it never blocks on the network.
+// directWriteMax is the largest frame a collective writes itself, when the
+// writer is idle, instead of waking the writer goroutine: a goroutine
+// handoff costs more than such a write. It is bounded by deadline.
+const directWriteMax = 64 << 10
+
+// send queues a frame; it never blocks on the network beyond deadline (a
+// direct write) and not at all when queued.
 func (pc *peerConn) send(x *xfer, control bool) {
 	h := frameHeader{Kind: x.key.kind, Seq: x.key.seq, Step: x.key.step, Aux: x.key.aux, Length: uint32(len(x.buf))}
 	h.encode(x.hdr[:])
@@ -135,6 +146,13 @@ func (pc *peerConn) send(x *xfer, control bool) {
 		}
 		return
 	}
+	if !control && !x.deadline.IsZero() && len(x.buf) <= directWriteMax &&
+		!pc.wbusy && !pc.direct && len(pc.wq) == 0 && len(pc.wctl) == 0 {
+		pc.direct = true
+		pc.wmu.Unlock()
+		pc.writeDirect(x)
+		return
+	}
 	if control {
 		pc.wctl = append(pc.wctl, x)
 	} else {
@@ -144,11 +162,28 @@ func (pc *peerConn) send(x *xfer, control bool) {
 	pc.wcond.Signal()
 }
 
+// writeDirect writes x on the caller's goroutine; pc.direct is set.
+func (pc *peerConn) writeDirect(x *xfer) {
+	pc.conn.SetWriteDeadline(x.deadline)
+	bufs := net.Buffers{x.hdr[:], x.buf}
+	_, err := bufs.WriteTo(pc.conn)
+	pc.conn.SetWriteDeadline(time.Time{})
+	pc.wmu.Lock()
+	pc.direct = false
+	pc.wmu.Unlock()
+	pc.wcond.Broadcast()
+	if err != nil {
+		err = pc.g.connFailed(pc, err, "write")
+		pc.closeWriter(err)
+	}
+	x.finish(err)
+}
+
 // idle reports whether the writer has nothing queued or in progress.
 func (pc *peerConn) idle() bool {
 	pc.wmu.Lock()
 	defer pc.wmu.Unlock()
-	return len(pc.wq) == 0 && len(pc.wctl) == 0 && !pc.wbusy
+	return len(pc.wq) == 0 && len(pc.wctl) == 0 && !pc.wbusy && !pc.direct
 }
 
 // closeWriter stops the writer; queued frames fail with err.
@@ -174,7 +209,7 @@ func (pc *peerConn) writeLoop() {
 	for {
 		pc.wmu.Lock()
 		pc.wbusy = false
-		for len(pc.wq) == 0 && len(pc.wctl) == 0 && !pc.wclosed {
+		for (len(pc.wq) == 0 && len(pc.wctl) == 0 || pc.direct) && !pc.wclosed {
 			pc.wcond.Wait()
 		}
 		if pc.wclosed {
@@ -232,7 +267,7 @@ func (pc *peerConn) writeLoop() {
 
 func (pc *peerConn) readLoop() {
 	defer close(pc.readerDone)
-	fr := newFrameReader(pc.conn, 64<<10)
+	fr := newFrameReader(newSpinReader(pc.conn, pc.g.spin), 64<<10)
 	sawBye := false
 	for {
 		h, err := fr.readHeader()
@@ -364,6 +399,8 @@ func describeConnErr(err error) string {
 		return "connection reset: the process exited or was killed"
 	case errors.Is(err, syscall.EPIPE):
 		return "broken pipe: the process exited or was killed"
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return "a write stayed blocked until the op's deadline: the peer stopped reading"
 	case errors.Is(err, errFrame):
 		return "sent a malformed frame (" + err.Error() + ")"
 	}

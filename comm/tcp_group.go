@@ -77,10 +77,13 @@ type tcpGroup struct {
 	pieceBytes int
 	// smallBytes is the size up to which latency-bound algorithms run.
 	smallBytes int
+	// spin is how long a reader polls after a small frame before parking.
+	spin time.Duration
 
 	mu        sync.Mutex
 	seq       uint64
 	queue     []*tcpOp
+	busy      bool // an op is executing (on the worker or inline in Wait)
 	qcond     *sync.Cond
 	closed    bool
 	subgroups int
@@ -126,6 +129,7 @@ type tcpOp struct {
 	timeout time.Duration
 
 	start    time.Time
+	deadline time.Time
 	timer    *time.Timer
 	xfers    []*xfer
 	pending  int
@@ -148,6 +152,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		peers:       make([]*peerConn, opts.Size),
 		pieceBytes:  envInt("GODDP_TCP_PIECE_BYTES", 256<<10),
 		smallBytes:  envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
+		spin:        time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
 		p2pSend:     map[p2pKey]uint32{},
 		p2pRecv:     map[p2pKey]uint32{},
 		events:      make(chan *xfer, 1<<16),
@@ -200,25 +205,78 @@ func (g *tcpGroup) submit(o *tcpOp) Work {
 	g.queue = append(g.queue, o)
 	g.mu.Unlock()
 	g.qcond.Signal()
-	return o.w
+	return &tcpWork{work: o.w, g: g, o: o}
 }
 
+// tcpWork is a collective's Work. Waiting on it with a context that cannot
+// end runs the queued ops inline when the worker is idle: the common
+// issue-then-wait pattern then costs no goroutine handoff at all.
+type tcpWork struct {
+	*work
+	g *tcpGroup
+	o *tcpOp
+}
+
+func (w *tcpWork) Wait(ctx context.Context) error {
+	if (ctx == nil || ctx.Done() == nil) && !w.IsCompleted() {
+		w.g.runInline(w.o)
+	}
+	return w.work.Wait(ctx)
+}
+
+// runInline executes queued ops on the caller's goroutine, up to and
+// including o, while no other op is executing.
+func (g *tcpGroup) runInline(o *tcpOp) {
+	for !o.w.IsCompleted() {
+		g.mu.Lock()
+		next := g.popLocked()
+		g.mu.Unlock()
+		if next == nil {
+			return
+		}
+		g.execute(next)
+		g.done()
+	}
+}
+
+// popLocked takes the next op and marks the group busy, or returns nil
+// when the queue is empty or an op is executing; g.mu held.
+func (g *tcpGroup) popLocked() *tcpOp {
+	if len(g.queue) == 0 || g.busy {
+		return nil
+	}
+	o := g.queue[0]
+	g.queue[0] = nil
+	g.queue = g.queue[1:]
+	g.busy = true
+	return o
+}
+
+// done ends an op's execution and lets the next one start.
+func (g *tcpGroup) done() {
+	g.mu.Lock()
+	g.busy = false
+	g.mu.Unlock()
+	g.qcond.Broadcast()
+}
+
+// workerLoop executes queued ops until the group is closed and drained.
 func (g *tcpGroup) workerLoop() {
 	defer close(g.workerDone)
+	g.mu.Lock()
 	for {
-		g.mu.Lock()
-		for len(g.queue) == 0 && !g.closed {
-			g.qcond.Wait()
+		if o := g.popLocked(); o != nil {
+			g.mu.Unlock()
+			g.execute(o)
+			g.done()
+			g.mu.Lock()
+			continue
 		}
-		if len(g.queue) == 0 {
+		if g.closed && !g.busy && len(g.queue) == 0 {
 			g.mu.Unlock()
 			return
 		}
-		o := g.queue[0]
-		g.queue[0] = nil
-		g.queue = g.queue[1:]
-		g.mu.Unlock()
-		g.execute(o)
+		g.qcond.Wait()
 	}
 }
 
@@ -234,6 +292,7 @@ func (g *tcpGroup) execute(o *tcpOp) {
 	if o.timeout > 0 {
 		timeout = o.timeout
 	}
+	o.deadline = o.start.Add(timeout)
 	o.timer = time.NewTimer(timeout)
 	g.lastStarted.Store(o.seq)
 	g.cur.Store(o)
@@ -382,7 +441,11 @@ func (g *tcpGroup) connFailed(pc *peerConn, err error, dir string) error {
 	}
 	f, ok := err.(*peerFault)
 	if !ok {
-		f = &peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+		kind := ErrPeerFailed
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			kind = ErrTimeout
+		}
+		f = &peerFault{kind: kind, peers: []int{pc.rank},
 			detail: fmt.Sprintf("rank %d: %s (%s)", pc.rank, describeConnErr(err), dir)}
 	}
 	g.abort(f)
@@ -422,6 +485,7 @@ func (g *tcpGroup) newXfer(o *tcpOp, peer int, kind frameKind, step, aux uint32,
 func (g *tcpGroup) send(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
 	x := g.newXfer(o, peer, frameData, step, aux, buf)
 	x.send = true
+	x.deadline = o.deadline
 	g.peers[peer].send(x, false)
 	return x
 }

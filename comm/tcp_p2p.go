@@ -114,11 +114,9 @@ func (g *tcpGroup) MonitoredBarrier(ctx context.Context, timeout time.Duration) 
 		timeout = min(timeout, max(time.Until(dl), time.Millisecond))
 	}
 	o := &tcpOp{name: "monitored_barrier", desc: opDesc{coll: collMonitoredBarrier}, soft: true}
-	// Rank 0 decides at timeout; the others allow it time to tell them.
-	o.timeout = timeout
-	if g.rank != 0 {
-		o.timeout = timeout + min(timeout, 5*time.Second) + time.Second
-	}
+	// Rank 0 decides at timeout (its own timer); the op's deadline leaves
+	// time to tell the others.
+	o.timeout = timeout + min(timeout, 5*time.Second) + time.Second
 	o.run = func(o *tcpOp) error { return g.monitoredBarrier(o, timeout) }
 	return g.submit(o).Wait(ctx)
 }
