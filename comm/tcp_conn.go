@@ -26,7 +26,7 @@ type xfer struct {
 	then func()
 	// deadline bounds a direct write (zero: always queue).
 	deadline time.Time
-	hdr  [frameHeaderLen]byte
+	hdr      [frameHeaderLen]byte
 }
 
 func (x *xfer) finish(err error) {
@@ -57,8 +57,8 @@ type peerConn struct {
 	wcond   *sync.Cond
 	wq      []*xfer // data frames, in order
 	wctl    []*xfer // control frames, sent before queued data
-	wbusy   bool // the writer goroutine is writing a batch
-	direct  bool // a caller is writing a small frame itself (see send)
+	wbusy   bool    // the writer goroutine is writing a batch
+	direct  bool    // a caller is writing a small frame itself (see send)
 	wclosed bool
 	werr    error
 
