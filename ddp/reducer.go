@@ -311,6 +311,7 @@ func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
 			err = fmt.Errorf("%w after %v: %w", ErrTimeout, r.cfg.timeout, err)
 		}
 	}
+	b.doneAt = time.Now()
 	if err == nil && copyBack {
 		for slot, i := range b.params {
 			if g := r.params[i].v.Grad; g != nil {
@@ -318,7 +319,6 @@ func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
 			}
 		}
 	}
-	b.doneAt = time.Now()
 	b.err = err
 	if r.timeline != nil && !b.shadow {
 		r.timeline.record(fmt.Sprintf("allreduce bucket %d", b.index), "comm", tidComm, b.launchAt, b.doneAt.Sub(b.launchAt),
