@@ -172,33 +172,53 @@ func (o *Adam) Step() error {
 type adamHyper struct {
 	lr, wd, beta1, beta2, eps float64
 	stepSize, bc2Sqrt         float64
+	beta1Sign                 float64 // -1 when maximizing
 	decoupled, maximize       bool
 }
 
 func adamUpdate[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
 	n := len(p)
 	g, m, v = g[:n], m[:n], v[:n]
-	if vmax != nil {
-		vmax = vmax[:n]
+	if h.maximize {
+		// Flip the gradient's sign by folding it into the moment updates:
+		// m uses -g, and v's g*g is unchanged.
+		h.beta1Sign = -1
+	} else {
+		h.beta1Sign = 1
 	}
+	if h.decoupled && h.wd != 0 {
+		axpy(T(-h.lr*h.wd), p, p) // p *= 1 - lr*wd
+	}
+	if !h.decoupled && h.wd != 0 || vmax != nil {
+		adamGeneral(p, g, m, v, vmax, h)
+		return
+	}
+	// The common case (AdamW, or Adam without L2 and AMSGrad) in one tight
+	// loop with no branches.
+	b1, b2 := T(h.beta1), T(h.beta2)
+	omb1, omb2 := T((1-h.beta1)*h.beta1Sign), T(1-h.beta2)
+	invBc2, eps, stepSize := T(1/h.bc2Sqrt), T(h.eps), T(h.stepSize)
+	for j := range p {
+		gj := g[j]
+		mj := b1*m[j] + omb1*gj
+		vj := b2*v[j] + omb2*gj*gj
+		m[j], v[j] = mj, vj
+		p[j] -= stepSize * mj / (T(math.Sqrt(float64(vj)))*invBc2 + eps)
+	}
+}
+
+// adamGeneral handles Adam's L2 term (added to the gradient) and AMSGrad.
+func adamGeneral[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
 	b1, b2 := T(h.beta1), T(h.beta2)
 	omb1, omb2 := T(1-h.beta1), T(1-h.beta2)
 	wd := T(h.wd)
-	decay := T(1 - h.lr*h.wd)
-	bc2, eps, stepSize := T(h.bc2Sqrt), T(h.eps), T(h.stepSize)
-	sign := T(1)
-	if h.maximize {
-		sign = -1
+	if h.decoupled {
+		wd = 0 // already applied to p
 	}
+	sign := T(h.beta1Sign)
+	invBc2, eps, stepSize := T(1/h.bc2Sqrt), T(h.eps), T(h.stepSize)
 	for j := range p {
-		gj := sign * g[j]
-		if h.decoupled {
-			if h.wd != 0 {
-				p[j] *= decay
-			}
-		} else if h.wd != 0 {
-			gj += wd * p[j]
-		}
+		gj := sign*g[j] + wd*p[j]
 		mj := b1*m[j] + omb1*gj
 		vj := b2*v[j] + omb2*gj*gj
 		m[j], v[j] = mj, vj
@@ -208,8 +228,7 @@ func adamUpdate[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
 			}
 			vj = vmax[j]
 		}
-		denom := T(math.Sqrt(float64(vj)))/bc2 + eps
-		p[j] -= stepSize * mj / denom
+		p[j] -= stepSize * mj / (T(math.Sqrt(float64(vj)))*invBc2 + eps)
 	}
 }
 

@@ -133,28 +133,56 @@ type sgdHyper struct {
 }
 
 // sgdUpdate applies one SGD step to p in place. buf is nil without momentum.
-// Scalars are rounded to the element type once, as torch's kernels do.
+//
+// Except for Nesterov, the update is split into whole-vector axpy passes
+// (SIMD kernels) instead of one scalar loop; the arithmetic is torch's,
+// regrouped, so results agree with torch to float32 rounding:
+//
+//	p += -lr*wd * p                      (weight decay, no momentum)
+//	buf = m*buf + (1-dampening)*(±g + wd*p)
+//	p += -lr * (buf or ±g)
 func sgdUpdate[T float32 | float64](p, g, buf []T, h sgdHyper) {
-	lr, wd := T(h.lr), T(h.wd)
-	sign := T(1)
+	g = g[:len(p)]
+	sign := 1.0
 	if h.maximize {
 		sign = -1
 	}
-	g = g[:len(p)]
 	if buf == nil {
-		if wd == 0 && sign == 1 {
-			for j := range p {
-				p[j] -= lr * g[j]
-			}
-			return
+		if h.wd != 0 {
+			axpy(T(-h.lr*h.wd), p, p)
 		}
-		for j := range p {
-			p[j] -= lr * (sign*g[j] + wd*p[j])
-		}
+		axpy(T(-h.lr*sign), g, p)
 		return
 	}
 	buf = buf[:len(p)]
-	m, damp := T(h.momentum), T(1-h.dampening)
+	if h.nesterov {
+		sgdNesterov(p, g, buf, h, T(sign))
+		return
+	}
+	if h.first {
+		// buf = ±g + wd*p, torch's clone of the first d_p.
+		copy(buf, g)
+		if h.maximize {
+			axpy(T(-2), buf, buf)
+		}
+		if h.wd != 0 {
+			axpy(T(h.wd), p, buf)
+		}
+	} else {
+		damp := 1 - h.dampening
+		axpy(T(h.momentum-1), buf, buf)
+		axpy(T(sign*damp), g, buf)
+		if h.wd != 0 {
+			axpy(T(damp*h.wd), p, buf)
+		}
+	}
+	axpy(T(-h.lr), buf, p)
+}
+
+// sgdNesterov is the fused scalar loop for Nesterov momentum, whose update
+// needs d and buf together.
+func sgdNesterov[T float32 | float64](p, g, buf []T, h sgdHyper, sign T) {
+	lr, wd, m, damp := T(h.lr), T(h.wd), T(h.momentum), T(1-h.dampening)
 	for j := range p {
 		d := sign*g[j] + wd*p[j]
 		b := d
@@ -162,12 +190,7 @@ func sgdUpdate[T float32 | float64](p, g, buf []T, h sgdHyper) {
 			b = m*buf[j] + damp*d
 		}
 		buf[j] = b
-		if h.nesterov {
-			d += m * b
-		} else {
-			d = b
-		}
-		p[j] -= lr * d
+		p[j] -= lr * (d + m*b)
 	}
 }
 
