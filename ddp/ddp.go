@@ -72,10 +72,12 @@ func Wrap(model nn.Layer, pg comm.ProcessGroup, opts ...Option) (*DDP, error) {
 		return nil, err
 	}
 
+	seen := map[*autograd.Variable]bool{}
 	for _, np := range model.NamedParameters() {
-		if !np.Param.RequiresGrad() {
-			continue
+		if !np.Param.RequiresGrad() || seen[np.Param] {
+			continue // frozen, or shared with an earlier name (tied weights)
 		}
+		seen[np.Param] = true
 		v := np.Param.Value
 		d.params = append(d.params, param{name: np.Name, v: np.Param, dtype: v.DType(), numel: v.Numel(),
 			shape: append([]int(nil), v.Shape()...)})

@@ -779,3 +779,29 @@ func TestPeerFailureSurfacesFromBackward(t *testing.T) {
 	})
 	requireNoErrs(t, errs)
 }
+
+func TestTiedParametersCountOnce(t *testing.T) {
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := dotNet([][]int{{3}})
+		net.names = append(net.names, "tied.weight")
+		net.params = append(net.params, net.params[0])
+		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
+			return dot(n.params[0], constant(float32(rank+1), 3))
+		}
+		d, err := Wrap(net, pg)
+		if err != nil {
+			return err
+		}
+		assert.Len(t, d.Parameters(), 1)
+		loss, err := d.Forward(nil)
+		if err != nil {
+			return err
+		}
+		if err := loss.Backward(); err != nil {
+			return err
+		}
+		assert.Equal(t, []float32{1.5, 1.5, 1.5}, f32s(net.params[0].Grad))
+		return nil
+	})
+	requireNoErrs(t, errs)
+}
