@@ -3,6 +3,8 @@ package optim
 import (
 	"math"
 
+	"gonum.org/v1/gonum/blas/gonum"
+
 	"goddp/autograd"
 	"goddp/tensor"
 )
@@ -42,28 +44,10 @@ func ClipGradNorm(params []*autograd.Variable, maxNorm float64) float64 {
 	return norm
 }
 
-// sumSquares32 accumulates in float64 over blocks of float32 partial sums,
-// which keeps the loop fast and the error far below float32 rounding.
+// sumSquares32 is the float64-accumulated dot product of x with itself
+// (SIMD on amd64).
 func sumSquares32(x []float32) float64 {
-	var total float64
-	for len(x) > 0 {
-		n := min(len(x), 256)
-		var a0, a1, a2, a3 float32
-		blk := x[:n]
-		j := 0
-		for ; j+4 <= n; j += 4 {
-			a0 += blk[j] * blk[j]
-			a1 += blk[j+1] * blk[j+1]
-			a2 += blk[j+2] * blk[j+2]
-			a3 += blk[j+3] * blk[j+3]
-		}
-		for ; j < n; j++ {
-			a0 += blk[j] * blk[j]
-		}
-		total += float64(a0) + float64(a1) + float64(a2) + float64(a3)
-		x = x[n:]
-	}
-	return total
+	return gonum.Implementation{}.Dsdot(len(x), x, 1, x, 1)
 }
 
 // scaleInPlace multiplies t's elements by s. Gradients are always contiguous
@@ -76,8 +60,7 @@ func scaleInPlace(t *tensor.Tensor, s float64) {
 		}
 		return
 	}
-	d, f := t.F32(), float32(s)
-	for i := range d {
-		d[i] *= f
-	}
+	d := t.F32()
+	axpy(float32(s-1), d, d) // d += (s-1)*d, SIMD
+
 }
