@@ -44,9 +44,11 @@
 //     i's gradient is final while backward goes on. The first hook of an
 //     iteration queues finalize on the backward pass and marks the unused
 //     parameters ready. Marking a parameter ready copies Grad into its bucket
-//     slot, multiplied by 1/world during the copy (with
-//     GradientAsBucketView, Grad already is the slot and is scaled in place),
-//     and decrements the bucket's pending count. When a bucket reaches zero,
+//     slot, multiplied by 1/world during the copy, and decrements the
+//     bucket's pending count. (With GradientAsBucketView, Grad already is the
+//     slot: there is no copy, and the default hook all-reduces with comm.Avg
+//     so the backend divides, which a shared-memory backend fuses into its
+//     reduction.) When a bucket reaches zero,
 //     every ready bucket from next_bucket on is launched, strictly in index
 //     order, so all ranks issue the same sequence of collectives whatever
 //     order their gradients arrive in. A launch starts the comm hook (by

@@ -137,7 +137,11 @@ func (d *DDP) Join(ctx context.Context, fn func() error, opts ...JoinOption) err
 			return err
 		}
 		if f.sync {
-			if err := d.r.shadowBackward(); err != nil {
+			div := float64(d.pg.Size())
+			if !cfg.divideByInitialWorldSize {
+				div = float64(f.active)
+			}
+			if err := d.r.shadowBackward(div); err != nil {
 				return fmt.Errorf("ddp: join: shadowing the gradient all-reduce: %w", err)
 			}
 		}

@@ -72,6 +72,7 @@ var joinCases = []joinCase{
 	{Name: "default", Batches: []int{1, 4, 3}, Tol: 1e-5},
 	{Name: "small buckets, bucket view", Batches: []int{1, 4, 3}, Small: true, Tol: 1e-5},
 	{Name: "divide by active ranks", Batches: []int{1, 4, 3}, DivideActive: true, Tol: 1e-5},
+	{Name: "bucket view, divide by active ranks", Batches: []int{2, 4, 3}, Small: true, DivideActive: true, Tol: 1e-5},
 	{Name: "find unused", Batches: []int{1, 4, 3}, FindUnused: true, Tol: 1e-5},
 	{Name: "fp16", Batches: []int{1, 4, 3}, FP16: true, Tol: 2e-3},
 }

@@ -92,7 +92,9 @@ func StaticGraph(on bool) Option { return func(c *config) { c.staticGraph = on }
 // flat buffer (torch's gradient_as_bucket_view): autograd accumulates straight
 // into bucket memory, saving the copy into the bucket and the copy back.
 // Grad tensors then alias DDP's memory; zero them in place (Variable.ZeroGrad)
-// rather than replacing them.
+// rather than replacing them. With the default hook the division by the
+// world size then happens in the collective (comm.Avg). Recommended for
+// speed; off by default, as in torch.
 func GradientAsBucketView(on bool) Option { return func(c *config) { c.gradAsBucketView = on } }
 
 // WithCommHook replaces the default all-reduce of each bucket (torch's

@@ -135,6 +135,16 @@ func (r *reducer) copyBackEarly() bool {
 	return !r.cfg.gradAsBucketView && !r.tolerant()
 }
 
+// avgInComm reports whether the division by the world size is left to the
+// collective (comm.Avg) instead of being done while filling the bucket. With
+// gradient_as_bucket_view there is no copy to fuse the division into, and a
+// shared-memory backend divides only the slice each rank reduces, so this
+// saves a pass over every gradient. It depends only on the configuration
+// and the divisor, which agree across ranks, so every rank picks the same op.
+func (r *reducer) avgInComm() bool {
+	return r.views != nil && r.cfg.hook == nil && r.div == float64(r.pg.Size())
+}
+
 // resetIteration clears the per-iteration accounting. A previous iteration
 // that never reached finalize (its backward panicked) may still have
 // collectives in flight: they are drained first.
@@ -248,6 +258,9 @@ func (r *reducer) fillSlot(i int) {
 	l := r.loc[i]
 	b := r.buckets[l.bucket]
 	s := 1 / r.div
+	if r.avgInComm() {
+		s = 1
+	}
 	g := p.v.Grad
 	switch {
 	case g == nil:
@@ -291,7 +304,11 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 	if h := r.hook(); h != nil {
 		w = h.Reduce(r.pg, &b.grad)
 	} else {
-		w = r.pg.AllReduce(b.buffer(), comm.Sum)
+		op := comm.Sum
+		if r.avgInComm() {
+			op = comm.Avg
+		}
+		w = r.pg.AllReduce(b.buffer(), op)
 	}
 	early := r.copyBackEarly() && !shadow
 	go r.watch(b, w, early)
@@ -492,10 +509,11 @@ func (r *reducer) unusedError(missing []int) error {
 // shadowBackward issues the collectives of one synchronised backward with
 // zero gradients, for a rank that has joined (ran out of inputs) while others
 // still train (torch's _match_all_reduce_for_bwd_pass).
-func (r *reducer) shadowBackward() error {
+func (r *reducer) shadowBackward(div float64) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.resetIteration()
+	r.div = div
 	r.shadowing = true
 	defer func() { r.shadowing = false }()
 	for _, b := range r.buckets {

@@ -805,3 +805,37 @@ func TestTiedParametersCountOnce(t *testing.T) {
 	})
 	requireNoErrs(t, errs)
 }
+
+func TestBucketViewAveragesInTheCollective(t *testing.T) {
+	for _, view := range []bool{false, true} {
+		t.Run(fmt.Sprintf("view=%v", view), func(t *testing.T) {
+			errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+				net := dotNet([][]int{{4}})
+				net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
+					return dot(n.params[0], constant(float32(rank), 4))
+				}
+				d, err := Wrap(net, pg, GradientAsBucketView(view))
+				if err != nil {
+					return err
+				}
+				loss, err := d.Forward(nil)
+				if err != nil {
+					return err
+				}
+				if err := loss.Backward(); err != nil {
+					return err
+				}
+				assert.Equal(t, []float32{0.5, 0.5, 0.5, 0.5}, f32s(net.params[0].Grad))
+				ops := pg.(*InMemoryGroup).Ops()
+				last := ops[len(ops)-1]
+				want := comm.Sum // pre-divided while copying into the bucket
+				if view {
+					want = comm.Avg // no copy to fuse the division into
+				}
+				assert.Equal(t, want, last.Op)
+				return nil
+			})
+			requireNoErrs(t, errs)
+		})
+	}
+}
