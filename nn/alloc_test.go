@@ -40,10 +40,14 @@ func TestTrainStepGarbageIndependentOfParams(t *testing.T) {
 	}
 	runtime.ReadMemStats(&after)
 	perStep := float64(after.TotalAlloc-before.TotalAlloc) / steps
-	paramBytes := 0
+	paramBytes, largest := 0, 0
 	for _, p := range Parameters(model) {
 		paramBytes += 4 * p.Value.Numel()
+		largest = max(largest, 4*p.Value.Numel())
 	}
 	t.Logf("%.0f B allocated per step, parameters %d B", perStep, paramBytes)
-	require.Less(t, perStep, float64(paramBytes)/50, "a step allocates parameter-sized garbage")
+	// One weight-sized temporary (a fresh dW) would be 1 MiB here; the
+	// activations of a one-sample batch are a few KiB. The pure-Go GEMM
+	// engine (CGO_ENABLED=0) adds some tens of KiB of its own.
+	require.Less(t, perStep, float64(largest)/4, "a step allocates parameter-sized garbage")
 }
