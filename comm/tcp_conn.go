@@ -170,8 +170,11 @@ func (pc *peerConn) writeDirect(x *xfer) {
 	pc.conn.SetWriteDeadline(time.Time{})
 	pc.wmu.Lock()
 	pc.direct = false
+	more := len(pc.wq) > 0 || len(pc.wctl) > 0 || pc.wclosed
 	pc.wmu.Unlock()
-	pc.wcond.Broadcast()
+	if more {
+		pc.wcond.Broadcast()
+	}
 	if err != nil {
 		err = pc.g.connFailed(pc, err, "write")
 		pc.closeWriter(err)

@@ -84,6 +84,9 @@ type tcpGroup struct {
 	seq       uint64
 	queue     []*tcpOp
 	busy      bool // an op is executing (on the worker or inline in Wait)
+	inlineRun int  // ops in a row that callers ran inline
+	kick      *time.Timer
+	opTimer   *time.Timer // the executing op's deadline
 	qcond     *sync.Cond
 	closed    bool
 	subgroups int
@@ -163,6 +166,10 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		stallDone:   make(chan struct{}),
 	}
 	g.qcond = sync.NewCond(&g.mu)
+	g.kick = time.AfterFunc(time.Hour, func() { g.qcond.Signal() })
+	g.kick.Stop()
+	g.opTimer = time.NewTimer(time.Hour)
+	g.opTimer.Stop()
 	if err := g.connectMesh(ctx); err != nil {
 		return nil, err
 	}
@@ -203,10 +210,21 @@ func (g *tcpGroup) submit(o *tcpOp) Work {
 	g.seq++
 	o.seq = g.seq
 	g.queue = append(g.queue, o)
+	lazy := g.inlineRun >= 2
 	g.mu.Unlock()
-	g.qcond.Signal()
+	if lazy {
+		// The caller has been waiting on each op right away: it will most
+		// likely run this one inline too, so do not wake the worker (a
+		// thread wakeup per op); a timer starts it if nobody waits.
+		g.kick.Reset(kickDelay)
+	} else {
+		g.qcond.Signal()
+	}
 	return &tcpWork{work: o.w, g: g, o: o}
 }
+
+// kickDelay is how long a lazily submitted op may wait for the worker.
+const kickDelay = 200 * time.Microsecond
 
 // tcpWork is a collective's Work. Waiting on it with a context that cannot
 // end runs the queued ops inline when the worker is idle: the common
@@ -230,6 +248,9 @@ func (g *tcpGroup) runInline(o *tcpOp) {
 	for !o.w.IsCompleted() {
 		g.mu.Lock()
 		next := g.popLocked()
+		if next != nil {
+			g.inlineRun++
+		}
 		g.mu.Unlock()
 		if next == nil {
 			return
@@ -252,12 +273,15 @@ func (g *tcpGroup) popLocked() *tcpOp {
 	return o
 }
 
-// done ends an op's execution and lets the next one start.
+// done ends an op's execution and wakes the worker if more are queued.
 func (g *tcpGroup) done() {
 	g.mu.Lock()
 	g.busy = false
+	more := len(g.queue) > 0 || g.closed
 	g.mu.Unlock()
-	g.qcond.Broadcast()
+	if more {
+		g.qcond.Broadcast()
+	}
 }
 
 // workerLoop executes queued ops until the group is closed and drained.
@@ -266,6 +290,7 @@ func (g *tcpGroup) workerLoop() {
 	g.mu.Lock()
 	for {
 		if o := g.popLocked(); o != nil {
+			g.inlineRun = 0
 			g.mu.Unlock()
 			g.execute(o)
 			g.done()
@@ -293,7 +318,8 @@ func (g *tcpGroup) execute(o *tcpOp) {
 		timeout = o.timeout
 	}
 	o.deadline = o.start.Add(timeout)
-	o.timer = time.NewTimer(timeout)
+	o.timer = g.opTimer
+	o.timer.Reset(timeout)
 	g.lastStarted.Store(o.seq)
 	g.cur.Store(o)
 	var err error
@@ -470,6 +496,7 @@ func (g *tcpGroup) Close() error {
 	<-g.workerDone
 	close(g.stallStop)
 	<-g.stallDone
+	g.kick.Stop()
 	return nil
 }
 
