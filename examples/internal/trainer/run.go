@@ -63,6 +63,12 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, timeline: *timeline}, build)
 	if err != nil {
+		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && !errors.Is(err, cause) {
+			// Say why the context ended (e.g. "terminated signal received":
+			// ddprun stops the other workers when one fails), not just
+			// "context canceled".
+			err = fmt.Errorf("stopped (%v): %w", cause, err)
+		}
 		fmt.Fprintf(os.Stderr, "%s: %v\n", args[0], err)
 		_ = launch.RecordError(err)
 		return 1

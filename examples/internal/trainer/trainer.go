@@ -96,14 +96,52 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	return t, nil
 }
 
-// resume loads the newest checkpoint, if any, on every rank.
+// resume loads the newest valid checkpoint, if any, on every rank. Newer
+// files that are corrupt or truncated (a disk fault, a copy cut short) are
+// skipped, and rank 0 says so, naming each file and why. When the directory
+// holds checkpoint files but none of them loads, every rank fails with an
+// error naming them instead of silently starting over: a fresh run would
+// otherwise train from scratch, and its new, lower-numbered checkpoints would
+// be the ones pruned behind the unreadable files.
 func (t *Trainer) resume(ctx context.Context) error {
+	var listed []string
+	if t.pg.Rank() == 0 {
+		var err error
+		if listed, err = t.ckpt.List(); err != nil {
+			listed = nil // LoadLatestAndBroadcast reports the directory error
+		}
+	}
 	c, err := checkpoint.LoadLatestAndBroadcast(ctx, t.pg, t.ckpt)
 	if errors.Is(err, checkpoint.ErrNotFound) {
-		return nil
+		// Every rank got ErrNotFound; rank 0 alone knows whether files were
+		// there, so it tells the others.
+		refusal := ""
+		if t.pg.Rank() == 0 && len(listed) > 0 {
+			refusal = err.Error()
+		}
+		if berr := comm.BroadcastObject(ctx, t.pg, &refusal, 0); berr != nil {
+			return fmt.Errorf("trainer: resume: %w", berr)
+		}
+		if refusal == "" {
+			return nil
+		}
+		if t.pg.Rank() == 0 {
+			return fmt.Errorf("trainer: resume: no checkpoint in %s loads; move the unreadable files away to start fresh: %w",
+				t.ckpt.Dir(), err)
+		}
+		// Let rank 0, which holds the full story, fail first so the launcher
+		// reports it as the root cause: rank 0 never joins this barrier, which
+		// ends when it exits (or after a few seconds).
+		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_ = t.pg.Barrier().Wait(wctx)
+		cancel()
+		return fmt.Errorf("trainer: resume: rank 0 found no loadable checkpoint: %s", refusal)
 	}
 	if err != nil {
 		return fmt.Errorf("trainer: resume: %w", err)
+	}
+	if t.pg.Rank() == 0 {
+		t.reportSkipped(listed, t.ckpt.Path(c.Epoch, c.Step))
 	}
 	if err := checkpoint.LoadStateDict(t.model.Module(), c.Model, true); err != nil {
 		return fmt.Errorf("trainer: resume model: %w", err)
@@ -121,8 +159,22 @@ func (t *Trainer) resume(ctx context.Context) error {
 		}
 		t.start = c.Epoch
 	}
-	t.logf("Resumed from epoch %d (step %d)\n", c.Epoch, c.Step)
+	t.logf("Resumed from epoch %d (step %d) of %s\n", c.Epoch, c.Step, t.ckpt.Path(c.Epoch, c.Step))
 	return nil
+}
+
+// reportSkipped names the listed files newer than loaded (the newest first,
+// as Manager.List orders them), which LoadLatestAndBroadcast passed over, with
+// the reason each fails to load.
+func (t *Trainer) reportSkipped(listed []string, loaded string) {
+	for _, p := range listed {
+		if p == loaded {
+			return
+		}
+		if _, err := checkpoint.Load(p); err != nil {
+			fmt.Fprintf(t.out, "Skipped checkpoint %s: %v\n", p, err)
+		}
+	}
 }
 
 func (t *Trainer) logf(format string, args ...any) {
