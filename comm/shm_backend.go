@@ -52,6 +52,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 func init() {
@@ -65,6 +66,7 @@ const (
 	shmDefaultNbuf       = 4         // slots per rank = steps in flight
 	shmDefaultSmallMax   = 64 << 10  // all-reduce up to this size: one step, every rank reduces everything
 	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
+	shmDefaultCMAMin     = 1 << 20   // all-reduce from this size: single-copy over CMA when available
 	shmAsyncMin          = 64 << 10  // ops this large wake the worker at once
 )
 
@@ -76,6 +78,9 @@ type shmGroup struct {
 	timeout    time.Duration
 
 	smallMax, chunkBytes, asyncMin int
+	cmaMin                         int  // single-copy all-reduce from this size (when cma)
+	cma                            bool // every pair of ranks can process_vm_readv each other
+	probe                          *uint64
 
 	spinFor time.Duration // see shmSpinBudget
 	stall   time.Duration // stall report threshold, 0 = off
@@ -87,11 +92,12 @@ type shmGroup struct {
 	pidUsable []bool
 
 	// Executor state, guarded by execMu.
-	execMu  sync.Mutex
-	waitCtx context.Context // ctx of the Wait running the queue inline, nil for the worker
-	step    uint64
-	broken  error
-	scratch []byte
+	execMu   sync.Mutex
+	waitCtx  context.Context // ctx of the Wait running the queue inline, nil for the worker
+	step     uint64
+	broken   error
+	scratch  []byte
+	scratch2 []byte
 
 	mu        sync.Mutex // guards queue, closed, issued, subgroups
 	queue     []*shmOp
@@ -108,18 +114,18 @@ type shmGroup struct {
 }
 
 type shmParams struct {
-	name                                  string
-	slotBytes, nbuf, smallMax, chunkBytes int
-	nonce                                 uint64
+	name                                          string
+	slotBytes, nbuf, smallMax, chunkBytes, cmaMin int
+	nonce                                         uint64
 }
 
 func (p shmParams) encode() string {
-	return fmt.Sprintf("v1 %s %d %d %d %d %d", p.name, p.slotBytes, p.nbuf, p.smallMax, p.chunkBytes, p.nonce)
+	return fmt.Sprintf("v2 %s %d %d %d %d %d %d", p.name, p.slotBytes, p.nbuf, p.smallMax, p.chunkBytes, p.cmaMin, p.nonce)
 }
 
 func decodeShmParams(v string) (shmParams, error) {
 	var p shmParams
-	_, err := fmt.Sscanf(v, "v1 %s %d %d %d %d %d", &p.name, &p.slotBytes, &p.nbuf, &p.smallMax, &p.chunkBytes, &p.nonce)
+	_, err := fmt.Sscanf(v, "v2 %s %d %d %d %d %d %d", &p.name, &p.slotBytes, &p.nbuf, &p.smallMax, &p.chunkBytes, &p.cmaMin, &p.nonce)
 	if err != nil || p.slotBytes <= 0 || p.nbuf < 2 || p.chunkBytes <= 0 || p.chunkBytes > p.slotBytes ||
 		p.smallMax > p.slotBytes || strings.ContainsAny(p.name, "/") {
 		return p, fmt.Errorf("%w: shm: bad segment record %q", ErrBadArgument, v)
@@ -153,6 +159,8 @@ func shmDefaultParams() shmParams {
 		nbuf:       shmEnvInt("GODDP_SHM_NBUF", shmDefaultNbuf),
 		smallMax:   shmEnvInt("GODDP_SHM_SMALL_MAX", shmDefaultSmallMax),
 		chunkBytes: shmEnvInt("GODDP_SHM_CHUNK_BYTES", shmDefaultChunkBytes),
+		// 0 disables the single-copy path.
+		cmaMin: shmEnvInt("GODDP_SHM_CMA_MIN", shmDefaultCMAMin),
 	}
 	p.slotBytes = shmAlign(max(p.slotBytes, 64<<10), 4096)
 	p.nbuf = max(p.nbuf, 2)
@@ -183,6 +191,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		return nil, err
 	}
 	g.scratch = make([]byte, g.chunkBytes)
+	g.scratch2 = make([]byte, g.chunkBytes)
 	g.kickCh = make(chan struct{}, 1)
 	g.quit = make(chan struct{})
 	g.workerDone = make(chan struct{})
@@ -236,7 +245,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 			return err
 		}
 	}
-	g.smallMax, g.chunkBytes = p.smallMax, p.chunkBytes
+	g.smallMax, g.chunkBytes, g.cmaMin = p.smallMax, p.chunkBytes, p.cmaMin
 	defer func() {
 		if err != nil {
 			// Whoever knows the name removes it: a half-set-up job must not
@@ -250,6 +259,9 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	g.seg.ctl(g.rank, shmCtlPid).Store(uint64(pid))
 	g.seg.ctl(g.rank, shmCtlStart).Store(start)
 	g.seg.ctl(g.rank, shmCtlPidNS).Store(ns)
+	g.probe = new(uint64)
+	*g.probe = shmProbeValue
+	g.seg.ctl(g.rank, shmCtlProbe).Store(uint64(uintptr(unsafe.Pointer(g.probe))))
 	g.seg.ctl(g.rank, shmCtlStatus).Store(shmStatusReady)
 	if err := g.store.Set(ctx, fmt.Sprintf("%sopen/%d", base, g.rank), []byte("ok")); err != nil {
 		return fmt.Errorf("comm: shm: rank %d report: %w", g.rank, err)
@@ -283,6 +295,31 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 		g.pids[k] = int(g.seg.ctl(k, shmCtlPid).Load())
 		g.starts[k] = g.seg.ctl(k, shmCtlStart).Load()
 		g.pidUsable[k] = k != g.rank && ns != 0 && g.seg.ctl(k, shmCtlPidNS).Load() == ns
+	}
+	// Single-copy only if every rank can read every other: each probes its
+	// peers and the ranks agree through the store.
+	if g.cmaMin > 0 && g.size > 1 {
+		verdict := "ok"
+		if err := g.probeCMA(); err != nil {
+			verdict = "no: " + err.Error()
+		}
+		for k := range keys {
+			keys[k] = fmt.Sprintf("%scma/%d", base, k)
+		}
+		if err := g.store.Set(ctx, keys[g.rank], []byte(verdict)); err != nil {
+			return fmt.Errorf("comm: shm: rank %d report: %w", g.rank, err)
+		}
+		if err := g.store.Wait(ctx, keys...); err != nil {
+			return fmt.Errorf("comm: shm: rank %d waiting for the CMA probes: %w", g.rank, err)
+		}
+		g.cma = true
+		for _, key := range keys {
+			v, err := g.store.Get(ctx, key)
+			if err != nil {
+				return fmt.Errorf("comm: shm: rank %d: %w", g.rank, err)
+			}
+			g.cma = g.cma && string(v) == "ok"
+		}
 	}
 	return nil
 }
@@ -473,7 +510,7 @@ func (g *shmGroup) Close() error {
 	g.mu.Unlock()
 	g.closing.Store(true)
 	for _, op := range q {
-		op.w.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
+		op.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
 	}
 	g.timer.Stop()
 	close(g.quit)

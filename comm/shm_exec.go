@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -33,7 +35,6 @@ const shmKickDelay = 50 * time.Microsecond
 // shmOp is one queued collective; it is the Work returned to the caller.
 type shmOp struct {
 	g    *shmGroup
-	w    *work
 	kind shmKind
 	buf  Buffer // in-place buffer, or the output
 	in   Buffer // input for the out-of-place collectives
@@ -46,6 +47,38 @@ type shmOp struct {
 	step0    uint64        // first step of this op
 
 	stallReported bool
+
+	// Completion. The common case, Wait running the op inline, needs no
+	// channel: ch is made only for a waiter that has to block.
+	done atomic.Bool
+	err  error // set before done
+	mu   sync.Mutex
+	ch   chan struct{}
+}
+
+// complete finishes the op with err; it is called exactly once.
+func (op *shmOp) complete(err error) {
+	op.err = err
+	op.mu.Lock()
+	op.done.Store(true)
+	ch := op.ch
+	op.mu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// doneChan returns a channel closed on completion, or nil if already done.
+func (op *shmOp) doneChan() chan struct{} {
+	op.mu.Lock()
+	defer op.mu.Unlock()
+	if op.done.Load() {
+		return nil
+	}
+	if op.ch == nil {
+		op.ch = make(chan struct{})
+	}
+	return op.ch
 }
 
 type shmKind uint8
@@ -127,27 +160,33 @@ func (op *shmOp) detail() string {
 // the op fails the op and, since the ranks are then out of step, breaks the
 // group, as torch aborts a communicator whose wait timed out.
 func (op *shmOp) Wait(ctx context.Context) error {
-	if op.w.IsCompleted() {
-		return op.w.Err()
+	if op.done.Load() {
+		return op.err
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	op.g.runUntil(op, ctx)
-	return op.w.Wait(ctx)
+	if ch := op.doneChan(); ch != nil {
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return op.err
 }
 
 // IsCompleted implements Work.
-func (op *shmOp) IsCompleted() bool { return op.w.IsCompleted() }
+func (op *shmOp) IsCompleted() bool { return op.done.Load() }
 
 // submit queues op and returns it as the caller's Work.
 func (g *shmGroup) submit(op *shmOp) Work {
 	op.g = g
-	op.w = newWork()
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		op.w.complete(g.opError(op, ErrClosed, nil, "submitted after Close", nil))
+		op.complete(g.opError(op, ErrClosed, nil, "submitted after Close", nil))
 		return op
 	}
 	g.issued++
@@ -257,11 +296,11 @@ func (g *shmGroup) run(op *shmOp) {
 		if errors.As(g.broken, &oe) {
 			kind = oe.Kind
 		}
-		op.w.complete(g.opError(op, kind, nil, "group unusable after an earlier failure", g.broken))
+		op.complete(g.opError(op, kind, nil, "group unusable after an earlier failure", g.broken))
 		return
 	}
 	if g.closing.Load() {
-		op.w.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
+		op.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
 		return
 	}
 	timeout := g.timeout
@@ -284,7 +323,7 @@ func (g *shmGroup) run(op *shmOp) {
 		}
 		g.seg.ctl(g.rank, shmCtlStatus).Store(shmStatusAborted)
 	}
-	op.w.complete(stripSoft(err))
+	op.complete(stripSoft(err))
 }
 
 // errShmSoft marks errors that leave the protocol consistent (a monitored

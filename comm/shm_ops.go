@@ -192,6 +192,9 @@ func (g *shmGroup) allReduce(op *shmOp) error {
 	if len(buf.Bytes) <= g.smallMax {
 		return g.allReduceSmall(op)
 	}
+	if g.cma && len(buf.Bytes) >= g.cmaMin {
+		return g.allReduceDirect(op)
+	}
 	return g.allReduceLarge(op)
 }
 

@@ -57,6 +57,8 @@ const (
 	shmCtlDescKind = 424
 	shmCtlDescLen  = 432
 	shmCtlBlame    = 440 // 1 + the rank an aborting rank blames, 0 if none
+	shmCtlAddr     = 448 // user buffer address for a single-copy (CMA) op
+	shmCtlProbe    = 456 // address of the rank's CMA probe word
 	shmCtlMsgLen   = 512
 	shmCtlMsg      = 520
 	shmCtlMsgMax   = shmCtrlLen - shmCtlMsg

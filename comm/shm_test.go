@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -51,8 +52,10 @@ func shmSegmentsLeft(t *testing.T) []string {
 func TestShmCollectives(t *testing.T) {
 	tiny := map[string]string{
 		"GODDP_SHM_SLOT_BYTES": "64K", "GODDP_SHM_CHUNK_BYTES": "4K",
-		"GODDP_SHM_SMALL_MAX": "1K", "GODDP_SHM_NBUF": "2",
+		"GODDP_SHM_SMALL_MAX": "1K", "GODDP_SHM_NBUF": "2", "GODDP_SHM_CMA_MIN": "16K",
 	}
+	tinyNoCMA := maps.Clone(tiny)
+	tinyNoCMA["GODDP_SHM_CMA_MIN"] = "0"
 	for _, tc := range []struct {
 		name    string
 		env     map[string]string
@@ -62,6 +65,7 @@ func TestShmCollectives(t *testing.T) {
 		// large path; tiny slots: every path with many steps, cheaply.
 		{"default", nil, []int{0, 1, 7, 1001}},
 		{"tiny-slots", tiny, []int{0, 1, 5, 257, 3001}},
+		{"tiny-slots-nocma", tinyNoCMA, []int{257, 3001}},
 	} {
 		for _, world := range []int{1, 2, 3, 4} {
 			t.Run(fmt.Sprintf("%s/world%d", tc.name, world), func(t *testing.T) {
@@ -78,6 +82,9 @@ func TestShmCollectives(t *testing.T) {
 				}
 				hashes := make([][]uint64, world)
 				errs := shmWorld(t, world, 30*time.Second, func(ctx context.Context, g ProcessGroup) error {
+					if want := world > 1 && tc.env["GODDP_SHM_CMA_MIN"] != "0"; g.(*shmGroup).cma != want {
+						return fmt.Errorf("single-copy enabled = %v, want %v", !want, want)
+					}
 					hs := make([]uint64, len(cases))
 					for i, c := range cases {
 						h, err := shmRunCase(ctx, g, c)
@@ -319,7 +326,7 @@ func TestShmSetupErrors(t *testing.T) {
 	ctx := context.Background()
 	store.Add(ctx, "shm/instances/0", 1)
 	store.Set(ctx, "shm/1/seg", []byte(shmParams{name: "goddp-shm-0-missing", slotBytes: 1 << 16, nbuf: 2,
-		smallMax: 1024, chunkBytes: 4096}.encode()))
+		smallMax: 1024, chunkBytes: 4096, cmaMin: 1 << 20}.encode()))
 	_, err = newShmGroup(ctx, Options{Rank: 1, Size: 2, Store: store, Timeout: time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "one host")

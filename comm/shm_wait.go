@@ -30,12 +30,12 @@ const (
 	shmLivenessEvery = 50 * time.Millisecond // /proc check period while waiting
 )
 
-// shmSpinBudget picks how long a wait spins before yielding. Measured on a
-// 2-core VM under load: yielding after 20us made two ranks hand the CPU to
-// other processes in turn, and every other 4 KiB all-reduce took ~50us
-// instead of ~1.2us; spinning 2ms keeps the median at 1.2us. When ranks
-// outnumber cores, though, a spinning rank burns the time slice the rank it
-// waits for needs, so it yields almost at once.
+// shmSpinBudget picks how long a wait spins before yielding.
+// Measured on a 2-core VM under load: yielding after 20us made two ranks
+// hand the CPU to other processes in turn, and every other 4 KiB
+// all-reduce took ~50us instead of ~1.2us; spinning 2ms keeps the median at
+// 1.2us. When ranks outnumber cores, though, a spinning rank burns the time
+// slice the rank it waits for needs, so it yields almost at once.
 func shmSpinBudget(world int) time.Duration {
 	if world <= runtime.NumCPU() {
 		return shmSpinLong

@@ -16,6 +16,8 @@
 //	-warmup N     untimed iterations per size (default 3)
 //	-format F     table (default) or csv
 //	-plot F.png   also draw busbw against size
+//	-bind B       core (default): pin rank i to the i-th usable CPU when the
+//	              ranks fit, as mpirun does by default; none: let the kernel place them
 //
 // Started by hand (RANK unset) ddpbench spawns its own -nproc ranks: it
 // re-executes itself with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,
