@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -73,6 +74,23 @@ func workerMain() error {
 				params, err = ddpTrain(tc, pg)
 			}
 		}
+	case "kill":
+		// Rank 1 dies by SIGKILL in the middle of training; rank 0 must
+		// fail with an error naming it instead of hanging.
+		tc := equivCases[0]
+		tc.Steps = 1 << 20
+		if rank == 1 {
+			go func() {
+				time.Sleep(300 * time.Millisecond)
+				p, _ := os.FindProcess(os.Getpid())
+				_ = p.Kill()
+			}()
+		}
+		_, err = ddpTrain(tc, pg)
+		if err == nil {
+			return errors.New("training survived a dead peer")
+		}
+		return fmt.Errorf("training failed as expected: %w", err)
 	case "bench":
 		if err := benchWorker(pg, name); err != nil {
 			return err
@@ -180,6 +198,38 @@ func TestMultiProcessJoin(t *testing.T) {
 			for r := range got {
 				requireClose(t, want, got[r], tc.Tol, fmt.Sprintf("rank %d", r))
 			}
+		})
+	}
+}
+
+func TestMultiProcessDeadPeer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process test")
+	}
+	for _, backend := range []string{"tcp", "shm"} {
+		t.Run(backend, func(t *testing.T) {
+			dir := t.TempDir()
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			var logs [2]strings.Builder
+			cmds := make([]*exec.Cmd, 2)
+			for r := range cmds {
+				cmds[r] = exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+				cmds[r].Env = append(os.Environ(), workerEnv+"=kill:", workerOut+"="+filepath.Join(dir, "out"),
+					workerStore+"="+filepath.Join(dir, "store"), workerRank+"="+strconv.Itoa(r),
+					workerSize+"=2", workerBack+"="+backend)
+				cmds[r].Stdout, cmds[r].Stderr = &logs[r], &logs[r]
+				require.NoError(t, cmds[r].Start())
+			}
+			start := time.Now()
+			err0 := cmds[0].Wait()
+			_ = cmds[1].Wait()
+			require.Error(t, err0, "rank 0 must fail")
+			out := logs[0].String()
+			require.Contains(t, out, "training failed as expected", out)
+			require.Contains(t, out, "rank 1", out)
+			// The group timeout is 60 s; a dead peer must be noticed long before.
+			require.Less(t, time.Since(start), 30*time.Second)
 		})
 	}
 }
