@@ -15,7 +15,7 @@ type graphOp struct {
 	grads  []*tensor.Tensor // aliases of the TapeMachine's gradient values
 }
 
-func (o *graphOp) Name() string                  { return "GorgoniaGraph" }
+func (o *graphOp) Name() string                 { return "GorgoniaGraph" }
 func (o *graphOp) Inputs() []*autograd.Variable { return o.inputs }
 
 // Backward scales the graph's gradients by the incoming scalar gradient
