@@ -64,7 +64,7 @@ func init() {
 const (
 	shmDefaultSlotBytes  = 1 << 20   // one slot; also the chunk of the copy-through collectives
 	shmDefaultNbuf       = 4         // slots per rank = steps in flight
-	shmDefaultSmallMax   = 64 << 10  // all-reduce up to this size: one step, every rank reduces everything
+	shmDefaultSmallMax   = 32 << 10  // all-reduce up to this size: one step, every rank reduces everything
 	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
 	shmDefaultCMAMin     = 1 << 20   // all-reduce from this size: single-copy over CMA when available
 	shmAsyncMin          = 64 << 10  // ops this large wake the worker at once
@@ -190,8 +190,8 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	if err := g.setup(ctx); err != nil {
 		return nil, err
 	}
-	g.scratch = make([]byte, g.chunkBytes)
-	g.scratch2 = make([]byte, g.chunkBytes)
+	g.scratch = make([]byte, max(g.chunkBytes, shmCMAPiece))
+	g.scratch2 = make([]byte, max(g.chunkBytes, shmCMAPiece))
 	g.kickCh = make(chan struct{}, 1)
 	g.quit = make(chan struct{})
 	g.workerDone = make(chan struct{})

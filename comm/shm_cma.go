@@ -23,6 +23,11 @@ import (
 // and the group uses it only if every probe succeeded; otherwise it keeps
 // copying through the slots.
 
+// shmCMAPiece is how much of a peer's slice one process_vm_readv fetches
+// before it is reduced: large enough to amortise the syscall and the page
+// pinning, small enough to stay in L2/L3.
+const shmCMAPiece = 1 << 20
+
 // shmIovec mirrors struct iovec with the base as an address, since the
 // remote one is not a pointer in this process.
 type shmIovec struct {
@@ -122,7 +127,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 		addrs[k] = uintptr(g.seg.ctl(k, shmCtlAddr).Load())
 	}
 	lo, hi := shmSliceBounds(buf.Len(), es, n, r)
-	piece := g.chunkBytes / es * es
+	piece := shmCMAPiece / es * es
 	tmp := g.scratch[:piece]
 	own := g.scratch2[:piece]
 	for a := lo; a < hi; a += piece {

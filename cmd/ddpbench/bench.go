@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"time"
 
 	"goddp/comm"
@@ -119,13 +120,10 @@ func sweep(ctx context.Context, pg comm.ProcessGroup, cfg benchConfig) ([]result
 		if err := pg.Barrier().Wait(ctx); err != nil {
 			return nil, err
 		}
-		start := time.Now()
-		for i := 0; i < iters; i++ {
-			if err := call().Wait(ctx); err != nil {
-				return nil, fmt.Errorf("%s %d bytes: %w", cfg.collective, size, err)
-			}
+		el, err := timeCalls(ctx, call, iters, cfg.stat == "median")
+		if err != nil {
+			return nil, fmt.Errorf("%s %d bytes: %w", cfg.collective, size, err)
 		}
-		el := time.Since(start).Seconds() / float64(iters)
 		// Report the slowest rank, as a training step waits for it.
 		slowest := []float64{el}
 		if err := pg.AllReduce(comm.Float64s(slowest), comm.Max).Wait(ctx); err != nil {
@@ -138,6 +136,30 @@ func sweep(ctx context.Context, pg comm.ProcessGroup, cfg benchConfig) ([]result
 			busbw: alg * busFactor(cfg.collective, n), iters: iters})
 	}
 	return out, nil
+}
+
+// timeCalls returns the mean seconds per call over iters calls, or the
+// median of the individually timed calls.
+func timeCalls(ctx context.Context, call func() comm.Work, iters int, median bool) (float64, error) {
+	if !median {
+		start := time.Now()
+		for i := 0; i < iters; i++ {
+			if err := call().Wait(ctx); err != nil {
+				return 0, err
+			}
+		}
+		return time.Since(start).Seconds() / float64(iters), nil
+	}
+	ts := make([]float64, iters)
+	for i := range ts {
+		t0 := time.Now()
+		if err := call().Wait(ctx); err != nil {
+			return 0, err
+		}
+		ts[i] = time.Since(t0).Seconds()
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], nil
 }
 
 // prepare allocates the buffers for count elements and returns one call.

@@ -16,6 +16,8 @@
 //	-warmup N     untimed iterations per size (default 3)
 //	-format F     table (default) or csv
 //	-plot F.png   also draw busbw against size
+//	-stat S       mean (default, as nccl-tests) or median of individually
+//	              timed calls, which a busy host disturbs far less
 //	-bind B       core (default): pin rank i to the i-th usable CPU when the
 //	              ranks fit, as mpirun does by default; none: let the kernel place them
 //

@@ -28,6 +28,7 @@ type benchConfig struct {
 	plot       string
 	timeout    time.Duration
 	bind       string
+	stat       string
 }
 
 var collectives = []string{"allreduce", "broadcast", "allgather", "reducescatter"}
@@ -63,6 +64,7 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.format, "format", "table", "output format: table or csv")
 	fs.StringVar(&c.plot, "plot", "", "write a busbw-vs-size plot to this PNG/SVG/PDF file")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
+	fs.StringVar(&c.stat, "stat", "mean", "time per call: mean (nccl-tests) or median (robust on a busy host)")
 	fs.StringVar(&c.bind, "bind", "core", "pin each rank to one CPU by local rank (core) or not (none), as mpirun --bind-to")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, errUsage
@@ -90,6 +92,8 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, fmt.Errorf("-nproc %d", c.nproc)
 	case c.format != "table" && c.format != "csv":
 		return c, fmt.Errorf("-format %q: want table or csv", c.format)
+	case c.stat != "mean" && c.stat != "median":
+		return c, fmt.Errorf("-stat %q: want mean or median", c.stat)
 	case c.bind != "core" && c.bind != "none":
 		return c, fmt.Errorf("-bind %q: want core or none", c.bind)
 	case c.iters < 0 || c.warmup < 0:

@@ -23,7 +23,7 @@ func (h header) title() string {
 
 func writeTable(w io.Writer, h header, rs []result) {
 	fmt.Fprintf(w, "# ddpbench %s\n", h.title())
-	fmt.Fprintf(w, "# warmup %d, iters per size: %s; time = slowest rank's mean per call\n", h.cfg.warmup, itersNote(h.cfg))
+	fmt.Fprintf(w, "# warmup %d, iters per size: %s; time = slowest rank's %s per call\n", h.cfg.warmup, itersNote(h.cfg), h.cfg.stat)
 	fmt.Fprintf(w, "#\n# %12s %12s %9s %8s %12s %12s %12s\n", "bytes", "count", "type", "redop", "time_us", "algbw_GB/s", "busbw_GB/s")
 	var sum float64
 	for _, r := range rs {
