@@ -65,6 +65,7 @@ type joinCase struct {
 	DivideActive bool
 	FindUnused   bool
 	FP16         bool
+	Buffers      bool // a buffer that drifts per rank, broadcast each Forward
 	Tol          float64
 }
 
@@ -75,6 +76,7 @@ var joinCases = []joinCase{
 	{Name: "bucket view, divide by active ranks", Batches: []int{2, 4, 3}, Small: true, DivideActive: true, Tol: 1e-5},
 	{Name: "find unused", Batches: []int{1, 4, 3}, FindUnused: true, Tol: 1e-5},
 	{Name: "fp16", Batches: []int{1, 4, 3}, FP16: true, Tol: 2e-3},
+	{Name: "buffers", Batches: []int{3, 1, 2}, Buffers: true, Tol: 1e-5},
 }
 
 var joinSizes = []int{5, 8, 3}
@@ -119,13 +121,32 @@ func joinReference(tc joinCase) ([][]float32, error) {
 			return nil, err
 		}
 	}
-	return paramsOf(ref), nil
+	out := paramsOf(ref)
+	if tc.Buffers {
+		// Broadcast from the lowest active rank at the last step.
+		out = append(out, []float32{float32(100*minActive(tc.Batches, steps-1) + steps - 1), 0})
+	}
+	return out, nil
+}
+
+// minActive is the lowest rank that still has a batch at step.
+func minActive(batches []int, step int) int {
+	for r, b := range batches {
+		if step < b {
+			return r
+		}
+	}
+	return -1
 }
 
 // joinTrain is one rank's side: its own number of batches under Join.
 func joinTrain(tc joinCase, pg comm.ProcessGroup) ([][]float32, error) {
 	rank := pg.Rank()
 	net := mlpNet(joinSizes, uint64(3+rank)) // Wrap broadcasts rank 0's init
+	running := tensor.FromF32([]float32{0, 0}, 2)
+	if tc.Buffers {
+		net.bufs = append(net.bufs, nnBuffer("running", running))
+	}
 	var opts []Option
 	if tc.Small {
 		opts = append(opts, BucketCapMB(1e-4), FirstBucketCapMB(1e-4), GradientAsBucketView(true))
@@ -148,13 +169,21 @@ func joinTrain(tc joinCase, pg comm.ProcessGroup) ([][]float32, error) {
 	err = d.Join(context.Background(), func() error {
 		for step := 0; step < tc.Batches[rank]; step++ {
 			x, y := batch(rank, step, joinRows, joinSizes[0], joinSizes[2])
+			running.F32()[0] = float32(100*rank + step) // local statistics drift
 			if err := mseStep(d, opt, x, y); err != nil {
 				return err
+			}
+			if tc.Buffers && running.F32()[0] != float32(100*minActive(tc.Batches, step)+step) {
+				return fmt.Errorf("step %d: buffer %v not taken from the lowest active rank", step, running.F32()[0])
 			}
 		}
 		return nil
 	}, DivideByInitialWorldSize(!tc.DivideActive))
-	return paramsOf(net), err
+	out := paramsOf(net)
+	if tc.Buffers {
+		out = append(out, f32s(running)) // the last joiner's, on every rank
+	}
+	return out, err
 }
 
 func TestJoinUnevenInputs(t *testing.T) {
