@@ -255,3 +255,46 @@ func TestJoinAllRanksWithoutData(t *testing.T) {
 	})
 	requireNoErrs(t, errs)
 }
+
+func TestJoinWithGradientAccumulation(t *testing.T) {
+	steps := []int{1, 3}
+	got := make([][][]float32, 2)
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := mlpNet(joinSizes, 3)
+		d, err := Wrap(net, pg)
+		if err != nil {
+			return err
+		}
+		opt, err := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.1})
+		if err != nil {
+			return err
+		}
+		micro := func(step, m int) error {
+			x, y := batch(rank, 10*step+m, joinRows, joinSizes[0], joinSizes[2])
+			out, err := d.Forward(x)
+			if err != nil {
+				return err
+			}
+			return autograd.MSELoss(out, y, autograd.ReductionMean).Backward()
+		}
+		err = d.Join(context.Background(), func() error {
+			for step := 0; step < steps[rank]; step++ {
+				opt.ZeroGrad()
+				if err := d.NoSync(func() error { return micro(step, 0) }); err != nil {
+					return err
+				}
+				if err := micro(step, 1); err != nil {
+					return err
+				}
+				if err := opt.Step(); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		got[rank] = paramsOf(net)
+		return err
+	}, WithGroupTimeout(10*time.Second))
+	requireNoErrs(t, errs)
+	requireClose(t, got[1], got[0], 0, "ranks agree after Join")
+}
