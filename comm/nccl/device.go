@@ -1,0 +1,54 @@
+package nccl
+
+import (
+	"goddp/comm"
+)
+
+// DeviceBuffer is a typed view of GPU memory, the device counterpart of
+// comm.Buffer: Ptr is a CUDA device pointer (a CUdeviceptr, e.g. from
+// cuMemAlloc or gorgonia.org/cu's MemAlloc) on the group's device, holding
+// Count elements of DType. Ptr may be 0 only when Count is 0. The memory
+// must stay allocated, and must not be written, until the op's Work
+// completes.
+type DeviceBuffer struct {
+	DType comm.DType
+	Ptr   uintptr
+	Count int
+}
+
+// Bytes is the buffer's size in bytes.
+func (b DeviceBuffer) Bytes() int { return b.Count * b.DType.Size() }
+
+// DeviceCollectives is what the nccl backend offers beyond comm's host
+// collectives: the same four collectives on device memory, enqueued on the
+// group's own CUDA stream, without host staging. Their layout rules are
+// comm's (AllGather's out holds Size() chunks of in.Count, rank-major;
+// ReduceScatter's in holds Size() chunks of out.Count).
+type DeviceCollectives interface {
+	comm.ProcessGroup
+	// Device is the CUDA device ordinal the group runs on.
+	Device() int
+	// Stream is the group's CUstream. It is a blocking stream: work on the
+	// legacy default stream is ordered with it both ways.
+	Stream() uintptr
+	AllReduceDevice(buf DeviceBuffer, op comm.ReduceOp) comm.Work
+	BroadcastDevice(buf DeviceBuffer, root int) comm.Work
+	AllGatherDevice(out, in DeviceBuffer) comm.Work
+	ReduceScatterDevice(out, in DeviceBuffer, op comm.ReduceOp) comm.Work
+}
+
+// AsDevice returns pg's device collectives when pg is (or wraps, as the
+// group comm.Init returns does) an nccl group.
+func AsDevice(pg comm.ProcessGroup) (DeviceCollectives, bool) {
+	for pg != nil {
+		if d, ok := pg.(DeviceCollectives); ok {
+			return d, true
+		}
+		u, ok := pg.(interface{ Unwrap() comm.ProcessGroup })
+		if !ok {
+			return nil, false
+		}
+		pg = u.Unwrap()
+	}
+	return nil, false
+}

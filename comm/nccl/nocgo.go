@@ -1,0 +1,25 @@
+//go:build !cgo
+
+package nccl
+
+import (
+	"context"
+
+	"goddp/comm"
+)
+
+func init() {
+	comm.Register("nccl", func(context.Context, comm.Options) (comm.ProcessGroup, error) { return nil, ErrNoCgo })
+}
+
+// Info is what Probe finds.
+type Info struct {
+	NCCLVersion int
+	Devices     int
+}
+
+// Probe needs cgo to load NCCL; this build has none.
+func Probe() (Info, error) { return Info{}, ErrNoCgo }
+
+// New needs cgo to load NCCL; this build has none.
+func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) { return nil, ErrNoCgo }

@@ -1,0 +1,246 @@
+//go:build cgo
+
+package nccl
+
+/*
+#include "shim.h"
+*/
+import "C"
+
+import (
+	"fmt"
+
+	"goddp/comm"
+)
+
+// ncclDataType_t and ncclRedOp_t values (nccl.h, NCCL 2.x).
+var (
+	ncclTypes = map[comm.DType]C.int{comm.Float32: 7, comm.Float64: 8, comm.Int32: 2, comm.Int64: 4, comm.Float16: 6, comm.BFloat16: 9}
+	ncclOps   = map[comm.ReduceOp]C.int{comm.Sum: 0, comm.Product: 1, comm.Max: 2, comm.Min: 3, comm.Avg: 4}
+)
+
+// types maps a dtype and op to NCCL's, checking the library version for
+// bfloat16 and average (NCCL 2.10).
+func (g *group) types(dt comm.DType, rop comm.ReduceOp, reduces bool) (C.int, C.int, error) {
+	t, ok := ncclTypes[dt]
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: dtype %v", comm.ErrBadArgument, dt)
+	}
+	if dt == comm.BFloat16 && g.lib.ncclVersion < ncclVersionAvgBF16 {
+		return 0, 0, fmt.Errorf("%w: bfloat16 needs NCCL 2.10 or later (loaded %d)", comm.ErrUnsupported, g.lib.ncclVersion)
+	}
+	if !reduces {
+		return t, 0, nil
+	}
+	o, ok := ncclOps[rop]
+	if !ok {
+		return 0, 0, fmt.Errorf("%w: reduce op %v", comm.ErrBadArgument, rop)
+	}
+	if rop == comm.Avg && g.lib.ncclVersion < ncclVersionAvgBF16 {
+		return 0, 0, fmt.Errorf("%w: avg needs NCCL 2.10 or later (loaded %d)", comm.ErrUnsupported, g.lib.ncclVersion)
+	}
+	return t, o, nil
+}
+
+func (g *group) badArg(name string, bytes int, err error) comm.Work {
+	return failed(&comm.OpError{Kind: comm.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank, Err: err})
+}
+
+func ragged(b comm.Buffer) error {
+	if len(b.Bytes)%b.DType.Size() != 0 {
+		return fmt.Errorf("%w: %d bytes is not a whole number of %v elements", comm.ErrBadArgument, len(b.Bytes), b.DType)
+	}
+	return nil
+}
+
+// staged runs a collective on host buffers: in is copied into pinned
+// memory and to the device, launch runs on the device copies (src holds
+// in, dst receives out; they are one region when inPlace), and out is
+// copied back when the op completes.
+func (g *group) staged(name string, in, out comm.Buffer, inPlace bool, launch func(src, dst C.gdn_devptr) C.int) comm.Work {
+	inBytes, outBytes := len(in.Bytes), len(out.Bytes)
+	off := 0
+	if !inPlace {
+		off = (inBytes + 255) &^ 255
+	}
+	st, err := g.pool.get(off + max(outBytes, inBytes-off, 1))
+	if err != nil {
+		return failed(&comm.OpError{Kind: comm.ErrPeerFailed, Op: name, Bytes: inBytes, Rank: g.rank, Err: err})
+	}
+	host := st.hostBytes()
+	copy(host, in.Bytes)
+	src, dst := st.dev, st.dev+C.gdn_devptr(off)
+	launchAll := func() error {
+		if rc := C.gdn_h2d(g.lib.l, g.ctx, src, st.host, C.size_t(inBytes), g.stream); rc != 0 {
+			return g.lib.cuErr("cuMemcpyHtoDAsync", rc)
+		}
+		if rc := launch(src, dst); rc != 0 {
+			return g.lib.ncclErr(name, rc)
+		}
+		if rc := C.gdn_d2h(g.lib.l, g.ctx, offsetPtr(st, off), dst, C.size_t(outBytes), g.stream); rc != 0 {
+			return g.lib.cuErr("cuMemcpyDtoHAsync", rc)
+		}
+		return nil
+	}
+	done := func() {
+		copy(out.Bytes, host[off:off+outBytes])
+		g.pool.put(st)
+	}
+	return g.enqueue(name, inBytes, launchAll, done, func() { g.pool.put(st) })
+}
+
+func (g *group) AllReduce(buf comm.Buffer, rop comm.ReduceOp) comm.Work {
+	dt, op, err := g.types(buf.DType, rop, true)
+	if err == nil {
+		err = ragged(buf)
+	}
+	if err != nil {
+		return g.badArg("allreduce", len(buf.Bytes), err)
+	}
+	n := C.size_t(buf.Len())
+	return g.staged("allreduce", buf, buf, true, func(src, dst C.gdn_devptr) C.int {
+		return C.gdn_allreduce(g.lib.l, g.ctx, src, dst, n, dt, op, g.comm, g.stream)
+	})
+}
+
+func (g *group) Broadcast(buf comm.Buffer, root int) comm.Work {
+	dt, _, err := g.types(buf.DType, 0, false)
+	if err == nil {
+		err = ragged(buf)
+	}
+	if err == nil && (root < 0 || root >= g.size) {
+		err = fmt.Errorf("%w: root %d outside world size %d", comm.ErrBadArgument, root, g.size)
+	}
+	if err != nil {
+		return g.badArg("broadcast", len(buf.Bytes), err)
+	}
+	n := C.size_t(buf.Len())
+	return g.staged("broadcast", buf, buf, true, func(src, dst C.gdn_devptr) C.int {
+		return C.gdn_broadcast(g.lib.l, g.ctx, src, dst, n, dt, C.int(root), g.comm, g.stream)
+	})
+}
+
+// Barrier all-reduces one element, as torch's NCCL barrier does.
+func (g *group) Barrier() comm.Work {
+	one := []int32{1}
+	return g.AllReduce(comm.Int32s(one), comm.Sum)
+}
+
+func (g *group) AllGather(out, in comm.Buffer) comm.Work {
+	dt, _, err := g.types(in.DType, 0, false)
+	switch {
+	case err != nil:
+	case ragged(in) != nil:
+		err = ragged(in)
+	case out.DType != in.DType || out.Len() != in.Len()*g.size:
+		err = fmt.Errorf("%w: output %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, out.DType, out.Len(), in.DType, in.Len()*g.size, g.size)
+	}
+	if err != nil {
+		return g.badArg("allgather", len(in.Bytes), err)
+	}
+	n := C.size_t(in.Len())
+	return g.staged("allgather", in, out, false, func(src, dst C.gdn_devptr) C.int {
+		return C.gdn_allgather(g.lib.l, g.ctx, src, dst, n, dt, g.comm, g.stream)
+	})
+}
+
+func (g *group) ReduceScatter(out, in comm.Buffer, rop comm.ReduceOp) comm.Work {
+	dt, op, err := g.types(in.DType, rop, true)
+	switch {
+	case err != nil:
+	case ragged(out) != nil:
+		err = ragged(out)
+	case out.DType != in.DType || in.Len() != out.Len()*g.size:
+		err = fmt.Errorf("%w: input %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, in.DType, in.Len(), out.DType, out.Len()*g.size, g.size)
+	}
+	if err != nil {
+		return g.badArg("reducescatter", len(in.Bytes), err)
+	}
+	n := C.size_t(out.Len())
+	return g.staged("reducescatter", in, out, false, func(src, dst C.gdn_devptr) C.int {
+		return C.gdn_reduce_scatter(g.lib.l, g.ctx, src, dst, n, dt, op, g.comm, g.stream)
+	})
+}
+
+// ---- device buffers: straight to NCCL on the group's stream.
+
+func checkDevice(b DeviceBuffer) error {
+	if b.Count < 0 || (b.Ptr == 0 && b.Count > 0) {
+		return fmt.Errorf("%w: device buffer %#x with %d elements", comm.ErrBadArgument, b.Ptr, b.Count)
+	}
+	return nil
+}
+
+func (g *group) direct(name string, bytes int, launch func() C.int) comm.Work {
+	return g.enqueue(name, bytes, func() error {
+		if rc := launch(); rc != 0 {
+			return g.lib.ncclErr(name, rc)
+		}
+		return nil
+	}, func() {}, nil)
+}
+
+func (g *group) AllReduceDevice(buf DeviceBuffer, rop comm.ReduceOp) comm.Work {
+	dt, op, err := g.types(buf.DType, rop, true)
+	if err == nil {
+		err = checkDevice(buf)
+	}
+	if err != nil {
+		return g.badArg("allreduce", buf.Bytes(), err)
+	}
+	p := C.gdn_devptr(buf.Ptr)
+	return g.direct("allreduce", buf.Bytes(), func() C.int {
+		return C.gdn_allreduce(g.lib.l, g.ctx, p, p, C.size_t(buf.Count), dt, op, g.comm, g.stream)
+	})
+}
+
+func (g *group) BroadcastDevice(buf DeviceBuffer, root int) comm.Work {
+	dt, _, err := g.types(buf.DType, 0, false)
+	if err == nil {
+		err = checkDevice(buf)
+	}
+	if err == nil && (root < 0 || root >= g.size) {
+		err = fmt.Errorf("%w: root %d outside world size %d", comm.ErrBadArgument, root, g.size)
+	}
+	if err != nil {
+		return g.badArg("broadcast", buf.Bytes(), err)
+	}
+	p := C.gdn_devptr(buf.Ptr)
+	return g.direct("broadcast", buf.Bytes(), func() C.int {
+		return C.gdn_broadcast(g.lib.l, g.ctx, p, p, C.size_t(buf.Count), dt, C.int(root), g.comm, g.stream)
+	})
+}
+
+func (g *group) AllGatherDevice(out, in DeviceBuffer) comm.Work {
+	dt, _, err := g.types(in.DType, 0, false)
+	switch {
+	case err != nil:
+	case checkDevice(in) != nil || checkDevice(out) != nil:
+		err = fmt.Errorf("%w: null device pointer", comm.ErrBadArgument)
+	case out.DType != in.DType || out.Count != in.Count*g.size:
+		err = fmt.Errorf("%w: output %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, out.DType, out.Count, in.DType, in.Count*g.size, g.size)
+	}
+	if err != nil {
+		return g.badArg("allgather", in.Bytes(), err)
+	}
+	return g.direct("allgather", in.Bytes(), func() C.int {
+		return C.gdn_allgather(g.lib.l, g.ctx, C.gdn_devptr(in.Ptr), C.gdn_devptr(out.Ptr), C.size_t(in.Count), dt, g.comm, g.stream)
+	})
+}
+
+func (g *group) ReduceScatterDevice(out, in DeviceBuffer, rop comm.ReduceOp) comm.Work {
+	dt, op, err := g.types(in.DType, rop, true)
+	switch {
+	case err != nil:
+	case checkDevice(in) != nil || checkDevice(out) != nil:
+		err = fmt.Errorf("%w: null device pointer", comm.ErrBadArgument)
+	case out.DType != in.DType || in.Count != out.Count*g.size:
+		err = fmt.Errorf("%w: input %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, in.DType, in.Count, out.DType, out.Count*g.size, g.size)
+	}
+	if err != nil {
+		return g.badArg("reducescatter", in.Bytes(), err)
+	}
+	return g.direct("reducescatter", in.Bytes(), func() C.int {
+		return C.gdn_reduce_scatter(g.lib.l, g.ctx, C.gdn_devptr(in.Ptr), C.gdn_devptr(out.Ptr), C.size_t(out.Count), dt, op, g.comm, g.stream)
+	})
+}

@@ -1,0 +1,34 @@
+package nccl
+
+import (
+	"time"
+
+	"goddp/comm"
+)
+
+// DefaultLibrary is the NCCL library New loads when Options.LibraryPath is empty.
+const DefaultLibrary = "libnccl.so.2"
+
+// DefaultDriverLibrary is the CUDA driver library, installed with the NVIDIA driver.
+const DefaultDriverLibrary = "libcuda.so.1"
+
+// Options configure New. comm.Init fills them from its Config: Rank,
+// WorldSize, the rendezvous store, LocalRank as the device, the timeout.
+type Options struct {
+	Rank, Size int
+	// Store is the rendezvous store: rank 0 publishes NCCL's unique id there.
+	Store comm.Store
+	// Prefix namespaces the store key (comm.Options.Prefix).
+	Prefix string
+	// Device is the CUDA device ordinal this rank uses, usually its local rank.
+	Device int
+	// Timeout bounds setup and every op; 0 means comm.DefaultTimeout. An op
+	// that times out aborts the communicator (ncclCommAbort), so the group
+	// is unusable afterwards.
+	Timeout time.Duration
+	// LibraryPath overrides DefaultLibrary (the factory reads
+	// GODDP_NCCL_LIBRARY).
+	LibraryPath string
+	// Logf receives diagnostics; nil discards them.
+	Logf func(format string, args ...any)
+}

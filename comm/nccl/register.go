@@ -1,0 +1,21 @@
+//go:build cgo
+
+package nccl
+
+import (
+	"context"
+	"os"
+
+	"goddp/comm"
+)
+
+func init() { comm.Register("nccl", factory) }
+
+// factory is the comm backend: one GPU per local rank (torch's convention).
+func factory(ctx context.Context, o comm.Options) (comm.ProcessGroup, error) {
+	return New(ctx, Options{
+		Rank: o.Rank, Size: o.Size, Store: o.Store, Prefix: o.Prefix,
+		Device: o.LocalRank, Timeout: o.Timeout, Logf: o.Logf,
+		LibraryPath: os.Getenv("GODDP_NCCL_LIBRARY"),
+	})
+}
