@@ -79,6 +79,9 @@ func workerMain() error {
 		// fail with an error naming it instead of hanging.
 		tc := equivCases[0]
 		tc.Steps = 1 << 20
+		if err := pg.Barrier().Wait(ctx); err != nil {
+			return err
+		}
 		if rank == 1 {
 			go func() {
 				time.Sleep(300 * time.Millisecond)
