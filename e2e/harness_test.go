@@ -34,6 +34,7 @@ type spec struct {
 	env      []string // extra environment (GODDP_TIMEOUT=10s, ...)
 	dir      string   // working directory (default a fresh temp dir)
 	logDir   bool     // pass --log-dir (see job.workerLog)
+	program  string   // what ddprun runs (default examples/linear)
 }
 
 // job is a running ddprun.
@@ -109,7 +110,10 @@ func start(t *testing.T, sp spec) *job {
 		j.logDir = filepath.Join(j.dir, "logs")
 		args = append(args, "--log-dir", j.logDir, "--tee", "3")
 	}
-	args = append(append(append(args, sp.launcher...), linearBin), sp.args...)
+	if sp.program == "" {
+		sp.program = linearBin
+	}
+	args = append(append(append(args, sp.launcher...), sp.program), sp.args...)
 	j.cmd = exec.Command(ddprunBin, args...)
 	j.cmd.Dir = j.dir
 	j.cmd.Env = append(append(cleanEnv(), markerVar+"="+j.marker), sp.env...)

@@ -129,12 +129,13 @@ func (t *Trainer) resume(ctx context.Context) error {
 			return fmt.Errorf("trainer: resume: no checkpoint in %s loads; move the unreadable files away to start fresh: %w",
 				t.ckpt.Dir(), err)
 		}
-		// Let rank 0, which holds the full story, fail first so the launcher
-		// reports it as the root cause: rank 0 never joins this barrier, which
-		// ends when it exits (or after a few seconds).
-		wctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		_ = t.pg.Barrier().Wait(wctx)
-		cancel()
+		// Let rank 0, which holds the full story, exit first so the launcher
+		// reports it as the root cause; the launcher then stops this rank
+		// (ctx ends), or it gives up waiting after a few seconds.
+		select {
+		case <-ctx.Done():
+		case <-time.After(3 * time.Second):
+		}
 		return fmt.Errorf("trainer: resume: rank 0 found no loadable checkpoint: %s", refusal)
 	}
 	if err != nil {
@@ -165,15 +166,23 @@ func (t *Trainer) resume(ctx context.Context) error {
 
 // reportSkipped names the listed files newer than loaded (the newest first,
 // as Manager.List orders them), which LoadLatestAndBroadcast passed over, with
-// the reason each fails to load.
+// the reason each fails to load, and renames each to FILE.corrupt. Left in
+// place, they would count as the newest of the checkpoints Manager keeps, so
+// the next saves would prune the valid ones behind them.
 func (t *Trainer) reportSkipped(listed []string, loaded string) {
 	for _, p := range listed {
 		if p == loaded {
 			return
 		}
-		if _, err := checkpoint.Load(p); err != nil {
-			fmt.Fprintf(t.out, "Skipped checkpoint %s: %v\n", p, err)
+		_, err := checkpoint.Load(p)
+		if err == nil {
+			continue
 		}
+		moved := ""
+		if rerr := os.Rename(p, p+".corrupt"); rerr == nil {
+			moved = "; moved to " + p + ".corrupt"
+		}
+		fmt.Fprintf(t.out, "Skipped checkpoint %s: %v%s\n", p, err, moved)
 	}
 }
 
