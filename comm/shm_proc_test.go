@@ -101,10 +101,15 @@ func TestShmKilledPeer(t *testing.T) {
 	}
 	// The victim SIGKILLs itself in the middle of a stream of collectives;
 	// rank 0 is a victim too in one case (it created the segment).
-	for _, victim := range []int{1, 0} {
-		t.Run(fmt.Sprintf("victim%d", victim), func(t *testing.T) {
+	// 4 MiB all-reduces take the single-copy path, 4 KiB ones the slots.
+	for _, tc := range []struct {
+		victim int
+		elems  int
+	}{{1, 1 << 20}, {0, 1 << 20}, {2, 1 << 10}} {
+		victim := tc.victim
+		t.Run(fmt.Sprintf("victim%d/%dB", victim, 4*tc.elems), func(t *testing.T) {
 			start := time.Now()
-			res := shmSpawn(t, 3, "kill"+strconv.Itoa(victim), 60*time.Second)
+			res := shmSpawn(t, 3, fmt.Sprintf("kill%d/%d", victim, tc.elems), 60*time.Second)
 			assert.Less(t, time.Since(start), 30*time.Second)
 			for _, r := range res {
 				if r.rank == victim {
@@ -166,11 +171,12 @@ func TestShmWorkerProcess(t *testing.T) {
 		}
 		fmt.Println("RESULT ok")
 	case strings.HasPrefix(mode, "kill"):
-		victim, _ := strconv.Atoi(strings.TrimPrefix(mode, "kill"))
+		var victim, elems int
+		fmt.Sscanf(mode, "kill%d/%d", &victim, &elems)
 		if rank == victim {
 			time.AfterFunc(300*time.Millisecond, func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) })
 		}
-		x := make([]float32, 1<<20)
+		x := make([]float32, elems)
 		for i := 0; ; i++ {
 			if err := pg.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
 				var oe *OpError

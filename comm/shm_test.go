@@ -333,3 +333,38 @@ func TestShmSetupErrors(t *testing.T) {
 	v, _ := store.Get(ctx, "shm/1/open/1")
 	assert.Contains(t, string(v), "error")
 }
+
+func TestShmWaitContextEnds(t *testing.T) {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+		x := make([]float64, 100)
+		if g.Rank() == 1 {
+			time.Sleep(time.Second) // arrives late
+			// Rank 0 posted its data before it gave up, so this op may
+			// still complete here; the next one cannot.
+			g.AllReduce(Float64s(x), Sum).Wait(ctx)
+			start := time.Now()
+			err := g.Barrier().Wait(ctx)
+			var oe *OpError
+			if !errors.As(err, &oe) || !errors.Is(err, ErrPeerFailed) || len(oe.Peers) != 1 || oe.Peers[0] != 0 ||
+				time.Since(start) > 2*time.Second {
+				return fmt.Errorf("late rank: want a prompt peer-failed error naming rank 0, got %v", err)
+			}
+			return nil
+		}
+		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		start := time.Now()
+		err := g.AllReduce(Float64s(x), Sum).Wait(cctx)
+		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
+			return fmt.Errorf("want the context's deadline promptly, got %v after %v", err, time.Since(start))
+		}
+		// The ranks are out of step now: the group refuses further work.
+		if err := g.Barrier().Wait(ctx); err == nil || !strings.Contains(err.Error(), "unusable") {
+			return fmt.Errorf("after an abandoned op: %v", err)
+		}
+		return nil
+	})
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+}
