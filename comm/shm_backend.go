@@ -1,7 +1,8 @@
 package comm
 
 // The "shm" backend: collectives between ranks on one host through a shared
-// memory segment, with no sockets and no kernel involvement after set-up.
+// memory segment, with no sockets and no kernel involvement on the fast
+// path. "auto" picks it when every rank is on one host.
 //
 // Set-up. Rank 0 creates a file under /dev/shm with a random name
 // (goddp-shm-<pid>-<random>), sizes and maps it, and publishes the name and
@@ -12,32 +13,52 @@ package comm
 // ranks have mapped the segment, every rank unlinks its name: from then on
 // the kernel frees it when the last rank unmaps or exits, so nothing leaks
 // even if processes are killed. (A job killed during set-up, before every
-// rank has mapped, can leave a goddp-shm-* file behind.)
+// rank has mapped, can leave a goddp-shm-* file behind.) Set-up also probes
+// whether every rank may read every other's memory with process_vm_readv.
 //
 // Data path. Each rank owns a ring of slots it alone writes, and a control
 // block with monotonic step counters it alone writes (posted, reduced,
 // consumed); peers poll those counters. There are no locks, no futexes and
 // no syscalls on the fast path: a 4 KiB all-reduce is one copy in, one
-// atomic store, a spin on the peers' counters and a reduction. Large
-// all-reduces are pipelined in chunks, each chunk reduce-scattered then
-// all-gathered through the slots. The protocol and the algorithms are
-// described in shm_ops.go, the waiting policy in shm_wait.go, and the
-// execution model (worker goroutine plus inline execution in Wait) in
-// shm_exec.go.
+// atomic store, a spin on the peers' counters and a reduction.
+//
+//   - all-reduce up to 32 KiB: one step, every rank reduces all inputs;
+//   - above: pipelined in 256 KiB chunks, each reduce-scattered (rank r
+//     reduces the r-th 1/N of it) then all-gathered through the slots;
+//   - from 1 MiB, if the probe succeeded: single-copy, each rank reading
+//     its peers' buffers directly (shm_cma.go), which also tolerates a busy
+//     host far better, since a rank no longer waits for its peers chunk by
+//     chunk;
+//   - the other collectives copy through the slots in slot-sized steps.
+//
+// Reductions combine contributions in rank order, so all ranks get
+// bit-identical results. The protocol and the algorithms are described in
+// shm_ops.go, the waiting policy (spin, then yield, then sleep) in
+// shm_wait.go, and the execution model (a worker goroutine, plus inline
+// execution in Wait, which saves the goroutine hand-offs) in shm_exec.go.
 //
 // Failure. Every wait has the group's timeout (Options.Timeout, 10 minutes
 // by default). While waiting, a rank checks a few times per second that
 // every peer process still exists (pid plus start time from /proc, so a
 // recycled pid is not mistaken for the peer; zombies count as dead). A rank
 // whose collective fails marks itself aborted in the segment with its
-// reason, so the others fail at once with an error that names the rank,
-// the collective, its sequence number and its size, e.g.
+// reason and the rank it blames, so the others fail at once. Errors are
+// *OpError values naming the collective, its sequence number and size, and
+// the ranks at fault (OpError.Peers), e.g.
 //
-//	comm: peer failed: shm allreduce #57 (4096 bytes float32 sum) on rank 0: rank 1 (pid 4242) died
+//	comm: peer failed: allreduce #57 (4096 bytes) on rank 0: shm float32 sum: rank 1 (pid 4242) died
 //
 // After a failure the group is unusable (the ranks are at different steps);
-// later ops fail with the original error. A MonitoredBarrier that times out
-// is the exception: it names the missing ranks and leaves the group usable.
+// later ops fail wrapping the original error. Cancelling the ctx of a Wait
+// that is running the op likewise abandons it and breaks the group. A
+// MonitoredBarrier that times out is the exception: it names the missing
+// ranks and leaves the group usable. Past Options.StallThreshold a waiting
+// rank reports the wait once through Options.Logf.
+//
+// Tuning (read on rank 0, published to the others): GODDP_SHM_SLOT_BYTES
+// (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (32K),
+// GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (1M; 0 disables the
+// single-copy path). Sizes take K/M suffixes.
 //
 // Send/Recv are not implemented (ErrUnsupported); NewGroup creates a new
 // segment for the subgroup through the parent's store.
