@@ -112,9 +112,9 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 			if err := g.await(o, g.send(o, r+1, 0, 0, buf.Bytes)); err != nil {
 				return err
 			}
-			return g.await(o, g.recv(o, r+1, finalStep, 0, buf.Bytes))
+			return g.await(o, g.recvQuiet(o, r+1, finalStep, 0, buf.Bytes))
 		}
-		if err := g.await(o, g.recv(o, r-1, 0, 0, tmp.Bytes)); err != nil {
+		if err := g.await(o, g.recvQuiet(o, r-1, 0, 0, tmp.Bytes)); err != nil {
 			return err
 		}
 		reduceInto(buf, tmp, op)
@@ -128,7 +128,7 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 	}
 	for mask, step := 1, uint32(1); mask < p; mask, step = mask*2, step+1 {
 		partner := real(vr ^ mask)
-		x := g.recv(o, partner, step, 0, tmp.Bytes)
+		x := g.recvQuiet(o, partner, step, 0, tmp.Bytes)
 		s := g.send(o, partner, step, 0, buf.Bytes)
 		if err := g.await(o, x); err != nil {
 			return err
@@ -252,7 +252,7 @@ func (g *tcpGroup) broadcast(o *tcpOp, buf Buffer, root int) error {
 		mask := 1
 		for mask < n {
 			if vr&mask != 0 {
-				if err := g.await(o, g.recv(o, mod(vr-mask+root, n), 0, 0, buf.Bytes)); err != nil {
+				if err := g.await(o, g.recvQuiet(o, mod(vr-mask+root, n), 0, 0, buf.Bytes)); err != nil {
 					return err
 				}
 				break
@@ -300,7 +300,7 @@ func (g *tcpGroup) broadcast(o *tcpOp, buf Buffer, root int) error {
 func (g *tcpGroup) barrier(o *tcpOp) error {
 	n, r := g.size, g.rank
 	for k, step := 1, uint32(0); k < n; k, step = k*2, step+1 {
-		x := g.recv(o, mod(r-k, n), step, 0, []byte{})
+		x := g.recvQuiet(o, mod(r-k, n), step, 0, []byte{})
 		g.send(o, mod(r+k, n), step, 0, nil)
 		if err := g.await(o, x); err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -27,10 +28,15 @@ type xfer struct {
 	// deadline bounds a direct write (zero: always queue).
 	deadline time.Time
 	hdr      [frameHeaderLen]byte
+	// quiet receives are read by the collective itself (see readInline),
+	// so posting one does not wake the reader goroutine.
+	quiet   bool
+	arrived atomic.Bool
 }
 
 func (x *xfer) finish(err error) {
 	x.err = err
+	x.arrived.Store(true)
 	x.events <- x
 }
 
@@ -52,6 +58,17 @@ type peerConn struct {
 	unexpected map[frameKey][]byte
 	unexpBytes int
 	gone       error // the peer left; receives it cannot satisfy fail with this
+	demand     int   // posted receives that the reader goroutine must serve
+
+	// The read side (tcp_read.go). Whoever holds rtok may read: the
+	// reader goroutine, or a collective reading its own small reply.
+	rtok     chan struct{}
+	fr       *frameReader
+	rc       syscall.RawConn
+	sawBye   bool
+	readEnd  bool          // the read side has failed or ended
+	demandCh chan struct{} // wakes the reader goroutine
+	stop     chan struct{} // closed at teardown
 
 	wmu     sync.Mutex
 	wcond   *sync.Cond
@@ -71,8 +88,16 @@ func newPeerConn(g *tcpGroup, rank int, conn net.Conn) *peerConn {
 		g: g, rank: rank, conn: conn,
 		posted:     map[frameKey]*xfer{},
 		unexpected: map[frameKey][]byte{},
+		rtok:       make(chan struct{}, 1),
+		fr:         newFrameReader(conn, 64<<10),
+		demandCh:   make(chan struct{}, 1),
+		stop:       make(chan struct{}),
 		readerDone: make(chan struct{}),
 		writerDone: make(chan struct{}),
+	}
+	pc.rtok <- struct{}{}
+	if sc, ok := conn.(syscall.Conn); ok {
+		pc.rc, _ = sc.SyscallConn()
 	}
 	pc.wcond = sync.NewCond(&pc.wmu)
 	return pc
@@ -110,13 +135,34 @@ func (pc *peerConn) post(x *xfer) {
 		return
 	}
 	pc.posted[x.key] = x
+	if !x.quiet {
+		pc.demand++
+	}
 	pc.mu.Unlock()
+	if !x.quiet {
+		select {
+		case pc.demandCh <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// take removes and returns the receive posted under k; pc.mu held.
+func (pc *peerConn) take(k frameKey) *xfer {
+	x := pc.posted[k]
+	if x != nil {
+		delete(pc.posted, k)
+		if !x.quiet {
+			pc.demand--
+		}
+	}
+	return x
 }
 
 // unpost withdraws a receive that will not be waited for any more.
 func (pc *peerConn) unpost(k frameKey) {
 	pc.mu.Lock()
-	delete(pc.posted, k)
+	pc.take(k)
 	pc.mu.Unlock()
 }
 
@@ -268,55 +314,13 @@ func (pc *peerConn) writeLoop() {
 	}
 }
 
-func (pc *peerConn) readLoop() {
-	defer close(pc.readerDone)
-	fr := newFrameReader(newSpinReader(pc.conn, pc.g.spin), 64<<10)
-	sawBye := false
-	for {
-		h, err := fr.readHeader()
-		if err != nil {
-			pc.readFailed(err, sawBye)
-			return
-		}
-		switch h.Kind {
-		case frameData, frameP2P, frameCheck:
-			if err := pc.deliver(fr, &h); err != nil {
-				pc.readFailed(err, false)
-				return
-			}
-		case frameProgressReq:
-			pc.g.answerProgress(pc, h.Seq)
-		case frameProgressReply, frameAbort:
-			payload := make([]byte, h.Length)
-			if err := fr.readFull(payload); err != nil {
-				pc.readFailed(noEOF(err), false)
-				return
-			}
-			if h.Kind == frameAbort {
-				pc.g.abort(decodeAbort(pc.rank, payload))
-			} else {
-				pc.g.progressReply(pc.rank, h.Seq, payload)
-			}
-		case frameBye:
-			sawBye = true
-			if err := fr.discard(int(h.Length)); err != nil {
-				pc.readFailed(err, false)
-				return
-			}
-		}
-	}
-}
-
 // deliver reads one data frame's payload into its posted receive, or into
 // a new buffer kept until the receive is posted.
 func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
 	key := h.key()
 	n := int(h.Length)
 	pc.mu.Lock()
-	x := pc.posted[key]
-	if x != nil {
-		delete(pc.posted, key)
-	}
+	x := pc.take(key)
 	pc.mu.Unlock()
 	if x != nil {
 		if n != len(x.buf) {
@@ -337,9 +341,8 @@ func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
 		return noEOF(err)
 	}
 	pc.mu.Lock()
-	if x = pc.posted[key]; x != nil {
+	if x = pc.take(key); x != nil {
 		// Posted while we were reading.
-		delete(pc.posted, key)
 		pc.mu.Unlock()
 		if n != len(x.buf) {
 			err := pc.sizeMismatch(key, n, len(x.buf))
@@ -369,8 +372,9 @@ func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
 // readFailed handles the end of the read side. A peer that said bye is
 // merely gone: receives it can no longer satisfy fail, the group lives on.
 // Anything else (a crash, a reset, garbage) fails the whole group.
-func (pc *peerConn) readFailed(err error, sawBye bool) {
-	if sawBye && errors.Is(err, io.EOF) {
+func (pc *peerConn) readFailed(err error) {
+	pc.readEnd = true
+	if pc.sawBye && errors.Is(err, io.EOF) {
 		pc.markGone(&peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
 			detail: fmt.Sprintf("rank %d closed its process group", pc.rank)})
 		return
@@ -387,6 +391,7 @@ func (pc *peerConn) markGone(err error) {
 	}
 	posted := pc.posted
 	pc.posted = map[frameKey]*xfer{}
+	pc.demand = 0
 	pc.mu.Unlock()
 	for _, x := range posted {
 		x.finish(err)

@@ -77,7 +77,7 @@ type tcpGroup struct {
 	pieceBytes int
 	// smallBytes is the size up to which latency-bound algorithms run.
 	smallBytes int
-	// spin is how long a reader polls after a small frame before parking.
+	// spin is how long an op polls for a small reply before parking.
 	spin time.Duration
 
 	mu        sync.Mutex
@@ -86,6 +86,7 @@ type tcpGroup struct {
 	busy      bool // an op is executing (on the worker or inline in Wait)
 	inlineRun int  // ops in a row that callers ran inline
 	kick      *time.Timer
+	kickArmed bool
 	opTimer   *time.Timer // the executing op's deadline
 	qcond     *sync.Cond
 	closed    bool
@@ -166,7 +167,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		stallDone:   make(chan struct{}),
 	}
 	g.qcond = sync.NewCond(&g.mu)
-	g.kick = time.AfterFunc(time.Hour, func() { g.qcond.Signal() })
+	g.kick = time.AfterFunc(time.Hour, g.kicked)
 	g.kick.Stop()
 	g.opTimer = time.NewTimer(time.Hour)
 	g.opTimer.Stop()
@@ -211,20 +212,36 @@ func (g *tcpGroup) submit(o *tcpOp) Work {
 	o.seq = g.seq
 	g.queue = append(g.queue, o)
 	lazy := g.inlineRun >= 2
+	arm := lazy && !g.kickArmed
+	if arm {
+		g.kickArmed = true
+	}
 	g.mu.Unlock()
-	if lazy {
+	switch {
+	case !lazy:
+		g.qcond.Signal()
+	case arm:
 		// The caller has been waiting on each op right away: it will most
 		// likely run this one inline too, so do not wake the worker (a
-		// thread wakeup per op); a timer starts it if nobody waits.
+		// thread wakeup per op). A timer, armed at most once per
+		// kickDelay (arming wakes the netpoller), lets the worker start
+		// whatever nobody waited for.
 		g.kick.Reset(kickDelay)
-	} else {
-		g.qcond.Signal()
 	}
 	return &tcpWork{work: o.w, g: g, o: o}
 }
 
-// kickDelay is how long a lazily submitted op may wait for the worker.
-const kickDelay = 200 * time.Microsecond
+// kickDelay bounds how long a lazily submitted op waits for the worker.
+const kickDelay = time.Millisecond
+
+// kicked is the lazy-start timer's action.
+func (g *tcpGroup) kicked() {
+	g.mu.Lock()
+	g.kickArmed = false
+	g.inlineRun = 0 // whatever is queued now was not waited on: be eager
+	g.mu.Unlock()
+	g.qcond.Signal()
+}
 
 // tcpWork is a collective's Work. Waiting on it with a context that cannot
 // end runs the queued ops inline when the worker is idle: the common
@@ -403,6 +420,7 @@ func (g *tcpGroup) teardown(f *peerFault) {
 	for _, pc := range g.peers {
 		if pc != nil {
 			pc.closeWriter(closedErr)
+			close(pc.stop)
 			pc.conn.Close()
 		}
 	}
@@ -517,16 +535,32 @@ func (g *tcpGroup) send(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer 
 	return x
 }
 
-// recv posts a receive of exactly len(buf) bytes from peer as part of op o.
+// recv posts a receive of exactly len(buf) bytes from peer as part of op
+// o; the connection's reader goroutine reads it.
 func (g *tcpGroup) recv(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
 	x := g.newXfer(o, peer, frameData, step, aux, buf)
 	g.peers[peer].post(x)
 	return x
 }
 
-// await waits until x completes, handling other completions meanwhile.
+// recvQuiet posts a receive that the op reads itself when it awaits it:
+// for the small, latency-bound steps.
+func (g *tcpGroup) recvQuiet(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
+	x := g.newXfer(o, peer, frameData, step, aux, buf)
+	x.quiet = true
+	g.peers[peer].post(x)
+	return x
+}
+
+// await waits until x completes, handling other completions meanwhile. A
+// quiet receive is read right here when the connection is free.
 func (g *tcpGroup) await(o *tcpOp, x *xfer) error {
 	for !x.done {
+		if x.quiet && !x.arrived.Load() {
+			if _, err := g.peers[x.peer].readInline(x, o.deadline); err != nil {
+				return g.timeoutFault(o)
+			}
+		}
 		if err := g.next(o); err != nil {
 			return err
 		}
