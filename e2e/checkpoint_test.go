@@ -51,7 +51,9 @@ func watchCreates(t *testing.T, dir string) <-chan string {
 	return ch
 }
 
-func isTempName(name string) bool { return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-") }
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
+}
 
 // TestSIGKILLDuringSave kills rank 0 of the example with SIGKILL while it
 // writes a checkpoint: the moment a temporary checkpoint file appears
