@@ -58,10 +58,13 @@ package comm
 // Tuning (read on rank 0, published to the others): GODDP_SHM_SLOT_BYTES
 // (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (32K),
 // GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (1M; 0 disables the
-// single-copy path). Sizes take K/M suffixes.
+// single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
+// Sizes take K/M suffixes.
 //
-// Send/Recv are not implemented (ErrUnsupported); NewGroup creates a new
-// segment for the subgroup through the parent's store.
+// Send/Recv stream through a byte ring per ordered pair of ranks, on
+// goroutines of their own (shm_p2p.go), so they never queue behind
+// collectives. NewGroup creates a new segment for the subgroup through the
+// parent's store.
 
 import (
 	"context"
@@ -88,6 +91,7 @@ const (
 	shmDefaultSmallMax   = 32 << 10  // all-reduce up to this size: one step, every rank reduces everything
 	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
 	shmDefaultCMAMin     = 1 << 20   // all-reduce from this size: single-copy over CMA when available
+	shmDefaultRingBytes  = 128 << 10 // point-to-point ring per ordered pair of ranks
 	shmAsyncMin          = 64 << 10  // ops this large wake the worker at once
 )
 
@@ -114,17 +118,21 @@ type shmGroup struct {
 
 	// Executor state, guarded by execMu.
 	execMu   sync.Mutex
-	waitCtx  context.Context // ctx of the Wait running the queue inline, nil for the worker
 	step     uint64
 	broken   error
 	scratch  []byte
 	scratch2 []byte
 
-	mu        sync.Mutex // guards queue, closed, issued, subgroups
+	mu        sync.Mutex // guards queue, closed, issued, subgroups and the p2p queues
 	queue     []*shmOp
 	closed    bool
 	issued    uint64
 	subgroups int
+
+	// Point-to-point (shm_p2p.go): a queue and worker per peer and direction.
+	sendQs, recvQs []*shmP2PQueue
+	p2pIssued      uint64
+	p2pWG          sync.WaitGroup
 
 	closing    atomic.Bool
 	timerArmed atomic.Bool
@@ -135,19 +143,22 @@ type shmGroup struct {
 }
 
 type shmParams struct {
-	name                                          string
-	slotBytes, nbuf, smallMax, chunkBytes, cmaMin int
-	nonce                                         uint64
+	name                                                     string
+	slotBytes, nbuf, smallMax, chunkBytes, cmaMin, ringBytes int
+	nonce                                                    uint64
 }
 
 func (p shmParams) encode() string {
-	return fmt.Sprintf("v2 %s %d %d %d %d %d %d", p.name, p.slotBytes, p.nbuf, p.smallMax, p.chunkBytes, p.cmaMin, p.nonce)
+	return fmt.Sprintf("v3 %s %d %d %d %d %d %d %d", p.name, p.slotBytes, p.nbuf, p.smallMax, p.chunkBytes, p.cmaMin,
+		p.ringBytes, p.nonce)
 }
 
 func decodeShmParams(v string) (shmParams, error) {
 	var p shmParams
-	_, err := fmt.Sscanf(v, "v2 %s %d %d %d %d %d %d", &p.name, &p.slotBytes, &p.nbuf, &p.smallMax, &p.chunkBytes, &p.cmaMin, &p.nonce)
+	_, err := fmt.Sscanf(v, "v3 %s %d %d %d %d %d %d %d", &p.name, &p.slotBytes, &p.nbuf, &p.smallMax, &p.chunkBytes,
+		&p.cmaMin, &p.ringBytes, &p.nonce)
 	if err != nil || p.slotBytes <= 0 || p.nbuf < 2 || p.chunkBytes <= 0 || p.chunkBytes > p.slotBytes ||
+		p.ringBytes < 4096 || p.ringBytes%8 != 0 ||
 		p.smallMax > p.slotBytes || strings.ContainsAny(p.name, "/") {
 		return p, fmt.Errorf("%w: shm: bad segment record %q", ErrBadArgument, v)
 	}
@@ -181,8 +192,10 @@ func shmDefaultParams() shmParams {
 		smallMax:   shmEnvInt("GODDP_SHM_SMALL_MAX", shmDefaultSmallMax),
 		chunkBytes: shmEnvInt("GODDP_SHM_CHUNK_BYTES", shmDefaultChunkBytes),
 		// 0 disables the single-copy path.
-		cmaMin: shmEnvInt("GODDP_SHM_CMA_MIN", shmDefaultCMAMin),
+		cmaMin:    shmEnvInt("GODDP_SHM_CMA_MIN", shmDefaultCMAMin),
+		ringBytes: shmEnvInt("GODDP_SHM_P2P_RING", shmDefaultRingBytes),
 	}
+	p.ringBytes = shmAlign(max(p.ringBytes, 4096), 4096)
 	p.slotBytes = shmAlign(max(p.slotBytes, 64<<10), 4096)
 	p.nbuf = max(p.nbuf, 2)
 	p.chunkBytes = shmAlign(min(max(p.chunkBytes, 4096), p.slotBytes), 64)
@@ -210,6 +223,11 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err
+	}
+	g.sendQs = make([]*shmP2PQueue, g.size)
+	g.recvQs = make([]*shmP2PQueue, g.size)
+	for k := range g.sendQs {
+		g.sendQs[k], g.recvQs[k] = &shmP2PQueue{}, &shmP2PQueue{}
 	}
 	g.scratch = make([]byte, max(g.chunkBytes, shmCMAPiece))
 	g.scratch2 = make([]byte, max(g.chunkBytes, shmCMAPiece))
@@ -239,7 +257,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 			return err
 		}
 		p.nonce = uint64(time.Now().UnixNano())
-		g.seg, err = shmCreate(p.name, g.size, p.slotBytes, p.nbuf, p.nonce)
+		g.seg, err = shmCreate(p.name, newShmLayout(g.size, p.slotBytes, p.nbuf, p.ringBytes), p.nonce)
 		if err != nil {
 			g.store.Set(ctx, base+"seg", []byte("error: "+err.Error()))
 			return err
@@ -260,7 +278,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 		if p, err = decodeShmParams(string(v)); err != nil {
 			return err
 		}
-		g.seg, err = shmOpen(p.name, g.size, p.slotBytes, p.nbuf, p.nonce)
+		g.seg, err = shmOpen(p.name, newShmLayout(g.size, p.slotBytes, p.nbuf, p.ringBytes), p.nonce)
 		if err != nil {
 			g.store.Set(ctx, fmt.Sprintf("%sopen/%d", base, g.rank), []byte("error: "+err.Error()))
 			return err
@@ -476,16 +494,6 @@ func (g *shmGroup) MonitoredBarrier(ctx context.Context, timeout time.Duration) 
 	return g.submit(&shmOp{kind: shmMonitoredBarrier, timeout: max(timeout, time.Millisecond)}).Wait(ctx)
 }
 
-// Send is not implemented by the shm backend.
-func (g *shmGroup) Send(buf Buffer, dst, tag int) Work {
-	return failedWork(fmt.Errorf("%w: send on backend \"shm\"", ErrUnsupported))
-}
-
-// Recv is not implemented by the shm backend.
-func (g *shmGroup) Recv(buf Buffer, src, tag int) Work {
-	return failedWork(fmt.Errorf("%w: recv on backend \"shm\"", ErrUnsupported))
-}
-
 // NewGroup creates an shm group over ranks (indices into this group); every
 // rank of this group must call it with the same ranks, and those outside
 // get (nil, nil). The subgroup has its own segment and queue, so its ops are
@@ -528,6 +536,10 @@ func (g *shmGroup) Close() error {
 	g.closed = true
 	q := g.queue
 	g.queue = nil
+	for _, pq := range append(slices.Clone(g.sendQs), g.recvQs...) {
+		q = append(q, pq.ops...)
+		pq.ops = nil
+	}
 	g.mu.Unlock()
 	g.closing.Store(true)
 	for _, op := range q {
@@ -536,6 +548,7 @@ func (g *shmGroup) Close() error {
 	g.timer.Stop()
 	close(g.quit)
 	<-g.workerDone
+	g.p2pWG.Wait() // a running transfer fails within microseconds once closing is set
 	g.execMu.Lock()
 	defer g.execMu.Unlock()
 	st := g.seg.ctl(g.rank, shmCtlStatus)

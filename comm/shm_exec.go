@@ -38,7 +38,8 @@ type shmOp struct {
 	kind shmKind
 	buf  Buffer // in-place buffer, or the output
 	in   Buffer // input for the out-of-place collectives
-	root int
+	root int    // also the peer of a send or receive
+	tag  int64  // send/receive tag
 	rop  ReduceOp
 	seq  uint64 // issue number within the group, 1-based
 
@@ -47,6 +48,7 @@ type shmOp struct {
 	step0    uint64        // first step of this op
 
 	stallReported bool
+	ctx           context.Context // ctx of the Wait running this op inline, if any
 
 	// Completion. The common case, Wait running the op inline, needs no
 	// channel: ch is made only for a waiter that has to block.
@@ -94,6 +96,8 @@ const (
 	shmAllToAll
 	shmBarrier
 	shmMonitoredBarrier
+	shmSend
+	shmRecv
 )
 
 func (k shmKind) String() string {
@@ -118,6 +122,10 @@ func (k shmKind) String() string {
 		return "barrier"
 	case shmMonitoredBarrier:
 		return "monitored_barrier"
+	case shmSend:
+		return "send"
+	case shmRecv:
+		return "recv"
 	}
 	return fmt.Sprintf("shmKind(%d)", uint8(k))
 }
@@ -149,6 +157,10 @@ func (op *shmOp) detail() string {
 		return fmt.Sprintf("%s %s root %d: ", b.DType, op.rop, op.root)
 	case shmBroadcast, shmGather, shmScatter:
 		return fmt.Sprintf("%s root %d: ", b.DType, op.root)
+	case shmSend:
+		return fmt.Sprintf("%s to rank %d tag %d: ", b.DType, op.root, op.tag)
+	case shmRecv:
+		return fmt.Sprintf("%s from rank %d tag %d: ", b.DType, op.root, op.tag)
 	}
 	return fmt.Sprintf("%s: ", b.DType)
 }
@@ -166,7 +178,9 @@ func (op *shmOp) Wait(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	op.g.runUntil(op, ctx)
+	if op.kind != shmSend && op.kind != shmRecv {
+		op.g.runUntil(op, ctx)
+	}
 	if ch := op.doneChan(); ch != nil {
 		select {
 		case <-ch:
@@ -256,18 +270,17 @@ func (g *shmGroup) drain(target *shmOp, ctx context.Context) {
 		if g.timerArmed.Swap(false) {
 			g.timer.Stop()
 		}
-		g.waitCtx = ctx
 		for {
 			op := g.pop()
 			if op == nil {
 				break
 			}
+			op.ctx = ctx
 			g.run(op)
 			if op == target {
 				break
 			}
 		}
-		g.waitCtx = nil
 		g.execMu.Unlock()
 		if g.queueLen() == 0 {
 			return

@@ -169,6 +169,13 @@ func TestShmWorkerProcess(t *testing.T) {
 		for k := 1; k < world; k++ {
 			require.Equal(t, all[:len(in)], all[k*len(in):(k+1)*len(in)], "rank %d's all-reduce results differ from rank 0's", k)
 		}
+		// Point-to-point across processes: a ring exchange larger than the ring buffer.
+		pout := shmInput(Float32, rank, 100003)
+		pin := makeBuf(Float32, make([]float64, 100003))
+		ws := Send(pg, pout, (rank+1)%world, 3)
+		require.NoError(t, Recv(pg, pin, (rank+world-1)%world, 3).Wait(ctx))
+		require.NoError(t, ws.Wait(ctx))
+		require.Equal(t, shmInput(Float32, (rank+world-1)%world, 100003).Bytes, pin.Bytes)
 		fmt.Println("RESULT ok")
 	case strings.HasPrefix(mode, "kill"):
 		var victim, elems int

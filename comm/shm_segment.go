@@ -20,7 +20,9 @@ import (
 //
 //	[0, 4096)                      header: magic, version, world, slot size, slots per rank, nonce
 //	[4096, 4096+world*1024)        one control block per rank, written only by that rank
-//	[dataOff, dataOff+world*nbuf*slotBytes)  nbuf slots per rank, written only by that rank
+//	[dataOff, ...)                 nbuf slots per rank, written only by that rank
+//	[p2pCtlOff, ...)               per ordered pair (i, j): bytes i has written, bytes j has read
+//	[p2pDataOff, ...)              per ordered pair (i, j): a byte ring for i's messages to j
 //
 // A control block keeps each hot counter on its own 128-byte pair of cache
 // lines (the adjacent-line prefetcher pulls lines in pairs), so a rank that
@@ -28,7 +30,7 @@ import (
 
 const (
 	shmMagic   = 0x676f6464705f7368 // "goddp_sh"
-	shmVersion = 1
+	shmVersion = 2
 	shmHdrSize = 4096
 	shmCtrlLen = 1024
 
@@ -40,6 +42,7 @@ const (
 	shmHdrNbuf    = 32
 	shmHdrNonce   = 40
 	shmHdrTotal   = 48
+	shmHdrRing    = 56
 
 	// Control block offsets. posted/reduced/consumed are step numbers (see
 	// shm_ops.go); status, pid, start time and pid namespace identify the
@@ -75,19 +78,34 @@ const shmDir = "/dev/shm"
 
 // shmSegment is one rank's mapping of the group's segment.
 type shmSegment struct {
-	path      string
-	mem       []byte
-	world     int
-	slotBytes int
-	nbuf      int
-	dataOff   int
+	path string
+	mem  []byte
+	shmLayout
 }
 
-func shmLayoutSize(world, slotBytes, nbuf int) (dataOff, total int) {
-	dataOff = shmAlign(shmHdrSize+world*shmCtrlLen, 4096)
-	total = dataOff + world*nbuf*slotBytes
-	return dataOff, total
+// shmLayout is the geometry of a segment, derived from the parameters.
+type shmLayout struct {
+	world, slotBytes, nbuf, ringBytes int
+	dataOff, p2pCtlOff, p2pDataOff    int
+	total                             int
 }
+
+func newShmLayout(world, slotBytes, nbuf, ringBytes int) shmLayout {
+	l := shmLayout{world: world, slotBytes: slotBytes, nbuf: nbuf, ringBytes: ringBytes}
+	l.dataOff = shmAlign(shmHdrSize+world*shmCtrlLen, 4096)
+	l.p2pCtlOff = l.dataOff + world*nbuf*slotBytes
+	l.p2pDataOff = l.p2pCtlOff + shmAlign(world*world*shmP2PCtlLen, 4096)
+	l.total = l.p2pDataOff + world*world*ringBytes
+	return l
+}
+
+// Per-pair mailbox control: the sender's and the receiver's positions on
+// separate line pairs.
+const (
+	shmP2PCtlLen   = 256
+	shmP2PWritten  = 0
+	shmP2PConsumed = 128
+)
 
 func shmAlign(n, a int) int { return (n + a - 1) / a * a }
 
@@ -103,44 +121,43 @@ func shmRandomName() (string, error) {
 }
 
 // shmCreate creates, sizes and maps a new segment (rank 0).
-func shmCreate(name string, world, slotBytes, nbuf int, nonce uint64) (*shmSegment, error) {
-	dataOff, total := shmLayoutSize(world, slotBytes, nbuf)
+func shmCreate(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 	path := shmDir + "/" + name
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("comm: shm: create %s: %w", path, err)
 	}
 	defer syscall.Close(fd)
-	if err := syscall.Ftruncate(fd, int64(total)); err != nil {
+	if err := syscall.Ftruncate(fd, int64(l.total)); err != nil {
 		syscall.Unlink(path)
-		return nil, fmt.Errorf("comm: shm: size %s to %d bytes: %w", path, total, err)
+		return nil, fmt.Errorf("comm: shm: size %s to %d bytes: %w", path, l.total, err)
 	}
 	// tmpfs allocates pages lazily; fallocate reserves them now so that a
 	// full /dev/shm fails here with ENOSPC instead of SIGBUS mid-collective.
-	if err := syscall.Fallocate(fd, 0, 0, int64(total)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
+	if err := syscall.Fallocate(fd, 0, 0, int64(l.total)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
 		syscall.Unlink(path)
-		return nil, fmt.Errorf("comm: shm: reserve %d bytes for %s: %w", total, path, err)
+		return nil, fmt.Errorf("comm: shm: reserve %d bytes for %s: %w", l.total, path, err)
 	}
-	mem, err := syscall.Mmap(fd, 0, total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(fd, 0, l.total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		syscall.Unlink(path)
 		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
 	}
-	s := &shmSegment{path: path, mem: mem, world: world, slotBytes: slotBytes, nbuf: nbuf, dataOff: dataOff}
+	s := &shmSegment{path: path, mem: mem, shmLayout: l}
 	s.word(shmHdrVersion).Store(shmVersion)
-	s.word(shmHdrWorld).Store(uint64(world))
-	s.word(shmHdrSlot).Store(uint64(slotBytes))
-	s.word(shmHdrNbuf).Store(uint64(nbuf))
+	s.word(shmHdrWorld).Store(uint64(l.world))
+	s.word(shmHdrSlot).Store(uint64(l.slotBytes))
+	s.word(shmHdrNbuf).Store(uint64(l.nbuf))
+	s.word(shmHdrRing).Store(uint64(l.ringBytes))
 	s.word(shmHdrNonce).Store(nonce)
-	s.word(shmHdrTotal).Store(uint64(total))
+	s.word(shmHdrTotal).Store(uint64(l.total))
 	s.word(shmHdrMagic).Store(shmMagic) // last: marks the header complete
 	return s, nil
 }
 
 // shmOpen maps an existing segment and checks that its header matches what
 // rank 0 published (ranks > 0).
-func shmOpen(name string, world, slotBytes, nbuf int, nonce uint64) (*shmSegment, error) {
-	dataOff, total := shmLayoutSize(world, slotBytes, nbuf)
+func shmOpen(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 	path := shmDir + "/" + name
 	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
 	if err != nil {
@@ -151,17 +168,18 @@ func shmOpen(name string, world, slotBytes, nbuf int, nonce uint64) (*shmSegment
 	if err := syscall.Fstat(fd, &st); err != nil {
 		return nil, fmt.Errorf("comm: shm: stat %s: %w", path, err)
 	}
-	if st.Size != int64(total) {
-		return nil, fmt.Errorf("%w: shm: segment %s has %d bytes, want %d", ErrBadArgument, path, st.Size, total)
+	if st.Size != int64(l.total) {
+		return nil, fmt.Errorf("%w: shm: segment %s has %d bytes, want %d", ErrBadArgument, path, st.Size, l.total)
 	}
-	mem, err := syscall.Mmap(fd, 0, total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	mem, err := syscall.Mmap(fd, 0, l.total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
 	}
-	s := &shmSegment{path: path, mem: mem, world: world, slotBytes: slotBytes, nbuf: nbuf, dataOff: dataOff}
+	s := &shmSegment{path: path, mem: mem, shmLayout: l}
 	if s.word(shmHdrMagic).Load() != shmMagic || s.word(shmHdrVersion).Load() != shmVersion ||
-		s.word(shmHdrWorld).Load() != uint64(world) || s.word(shmHdrSlot).Load() != uint64(slotBytes) ||
-		s.word(shmHdrNbuf).Load() != uint64(nbuf) || s.word(shmHdrNonce).Load() != nonce {
+		s.word(shmHdrWorld).Load() != uint64(l.world) || s.word(shmHdrSlot).Load() != uint64(l.slotBytes) ||
+		s.word(shmHdrNbuf).Load() != uint64(l.nbuf) || s.word(shmHdrRing).Load() != uint64(l.ringBytes) ||
+		s.word(shmHdrNonce).Load() != nonce {
 		s.unmap()
 		return nil, fmt.Errorf("%w: shm: segment %s header does not match the published one", ErrBadArgument, path)
 	}
@@ -198,6 +216,17 @@ func (s *shmSegment) ctl(k, off int) *atomic.Uint64 {
 func (s *shmSegment) slot(k int, step uint64) []byte {
 	off := s.dataOff + (k*s.nbuf+int(step%uint64(s.nbuf)))*s.slotBytes
 	return s.mem[off : off+s.slotBytes : off+s.slotBytes]
+}
+
+// p2pCtl returns word off of the mailbox control of messages from i to j.
+func (s *shmSegment) p2pCtl(i, j, off int) *atomic.Uint64 {
+	return s.word(s.p2pCtlOff + (i*s.world+j)*shmP2PCtlLen + off)
+}
+
+// ring returns the byte ring of messages from i to j.
+func (s *shmSegment) ring(i, j int) []byte {
+	off := s.p2pDataOff + (i*s.world+j)*s.ringBytes
+	return s.mem[off : off+s.ringBytes : off+s.ringBytes]
 }
 
 // setMsg stores a short diagnostic for peers (an abort reason).

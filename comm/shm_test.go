@@ -121,7 +121,8 @@ func TestShmBadArguments(t *testing.T) {
 			g.Broadcast(Float32s(make([]float32, 2)), 2),
 			g.AllReduce(Float32s(make([]float32, 2)), ReduceOp(9)),
 			AllToAll(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 3))),
-			Send(g, Float32s(nil), 1-g.Rank(), 0),
+			Send(g, Float32s(nil), g.Rank(), 0),
+			Recv(g, Float32s(nil), 5, 0),
 		} {
 			if err := w.Wait(ctx); !errors.Is(err, ErrBadArgument) && !errors.Is(err, ErrUnsupported) {
 				return fmt.Errorf("want a bad-argument error, got %v", err)
@@ -326,7 +327,7 @@ func TestShmSetupErrors(t *testing.T) {
 	ctx := context.Background()
 	store.Add(ctx, "shm/instances/0", 1)
 	store.Set(ctx, "shm/1/seg", []byte(shmParams{name: "goddp-shm-0-missing", slotBytes: 1 << 16, nbuf: 2,
-		smallMax: 1024, chunkBytes: 4096, cmaMin: 1 << 20}.encode()))
+		smallMax: 1024, chunkBytes: 4096, cmaMin: 1 << 20, ringBytes: 8192}.encode()))
 	_, err = newShmGroup(ctx, Options{Rank: 1, Size: 2, Store: store, Timeout: time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "one host")

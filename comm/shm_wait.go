@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -54,11 +55,12 @@ func (g *shmGroup) await(op *shmOp, k, off int, target uint64) error {
 			return nil
 		}
 	}
-	return g.awaitSlow(op, k, off, target)
+	return g.awaitSlow(op, k, c, target, shmCounterVerb(off))
 }
 
-func (g *shmGroup) awaitSlow(op *shmOp, k, off int, target uint64) error {
-	c := g.seg.ctl(k, off)
+// awaitSlow waits for word c, which rank k advances, to reach target; what
+// says what rank k is to do, for the timeout message.
+func (g *shmGroup) awaitSlow(op *shmOp, k int, c *atomic.Uint64, target uint64, what string) error {
 	start := time.Now()
 	nextLive := start.Add(shmLivenessEvery)
 	sleep := 20 * time.Microsecond
@@ -71,7 +73,7 @@ func (g *shmGroup) awaitSlow(op *shmOp, k, off int, target uint64) error {
 			}
 		}
 		now := time.Now()
-		if err := g.checkPeers(op, k, off, target, now, &nextLive); err != nil {
+		if err := g.checkPeers(op, k, c, target, what, now, &nextLive); err != nil {
 			// The counter may have moved just before the peer exited or closed.
 			if c.Load() >= target {
 				return nil
@@ -97,20 +99,21 @@ func (g *shmGroup) awaitSlow(op *shmOp, k, off int, target uint64) error {
 }
 
 // checkPeers returns the error that ends a wait on rank k, if any: the group
-// closing, a peer that closed or aborted, the deadline, or a dead process.
-// Past the stall threshold it also reports the wait once through Logf.
-func (g *shmGroup) checkPeers(op *shmOp, k, off int, target uint64, now time.Time, nextLive *time.Time) error {
+// closing, the caller's ctx ending, a peer that closed or aborted, the
+// deadline, or a dead process. Past the stall threshold it also reports the
+// wait once through Logf.
+func (g *shmGroup) checkPeers(op *shmOp, k int, c *atomic.Uint64, target uint64, what string, now time.Time, nextLive *time.Time) error {
 	if g.closing.Load() {
 		return g.opError(op, ErrClosed, nil, fmt.Sprintf("group closed while waiting for rank %d", k), nil)
 	}
-	if g.waitCtx != nil {
+	if op.ctx != nil {
 		select {
-		case <-g.waitCtx.Done():
+		case <-op.ctx.Done():
 			kind := ErrClosed
-			if errors.Is(g.waitCtx.Err(), context.DeadlineExceeded) {
+			if errors.Is(op.ctx.Err(), context.DeadlineExceeded) {
 				kind = ErrTimeout
 			}
-			return g.opError(op, kind, nil, fmt.Sprintf("the caller's context ended while waiting for rank %d", k), g.waitCtx.Err())
+			return g.opError(op, kind, nil, fmt.Sprintf("the caller's context ended while waiting for rank %d", k), op.ctx.Err())
 		default:
 		}
 	}
@@ -119,13 +122,13 @@ func (g *shmGroup) checkPeers(op *shmOp, k, off int, target uint64, now time.Tim
 	}
 	waited := now.Sub(op.deadline.Add(-g.opTimeout(op)))
 	if now.After(op.deadline) {
-		return g.opError(op, ErrTimeout, []int{k}, fmt.Sprintf("waited %v for rank %d to %s step %d (it is at step %d)",
-			waited.Round(time.Millisecond), k, shmCounterVerb(off), target, g.seg.ctl(k, off).Load()), nil)
+		return g.opError(op, ErrTimeout, []int{k}, fmt.Sprintf("waited %v for rank %d to %s %d (it is at %d)",
+			waited.Round(time.Millisecond), k, what, target, c.Load()), nil)
 	}
 	if g.stall > 0 && waited > g.stall && !op.stallReported {
 		op.stallReported = true
-		g.logf("comm: shm %s on rank %d has waited %v for rank %d to %s step %d (it is at step %d)",
-			op.describe(), g.rank, waited.Round(time.Second), k, shmCounterVerb(off), target, g.seg.ctl(k, off).Load())
+		g.logf("comm: shm %s on rank %d has waited %v for rank %d to %s %d (it is at %d)",
+			op.describe(), g.rank, waited.Round(time.Second), k, what, target, c.Load())
 	}
 	if now.After(*nextLive) {
 		*nextLive = now.Add(shmLivenessEvery)
@@ -155,11 +158,11 @@ func (g *shmGroup) opTimeout(op *shmOp) time.Duration {
 func shmCounterVerb(off int) string {
 	switch off {
 	case shmCtlPosted:
-		return "post its data for"
+		return "post its data for step"
 	case shmCtlReduced:
-		return "reduce its slice of"
+		return "reduce its slice of step"
 	}
-	return "finish reading"
+	return "finish reading step"
 }
 
 // opError builds the error of a failed op: kind is the sentinel, peers the
