@@ -48,6 +48,10 @@
 // zeroes gorgonia's dual-value gradients before running, so they hold one
 // run's gradients, while the goddp Grads accumulate across passes until
 // ZeroGrad, as in torch. Inputs that require grad are not differentiated:
-// the graph ends at its learnables. Only gorgonia's CPU TapeMachine has been
-// tried; its cuda build is untested here.
+// the graph ends at its learnables.
+//
+// The adapter works with gorgonia's CPU TapeMachine only, so its code is
+// left out of -tags cuda builds (the package is then empty): gorgonia uses
+// the same tag for its own CUDA engine, which keeps values on the GPU and
+// needs cuDNN's headers.
 package gorgoniaddp

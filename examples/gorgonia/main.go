@@ -1,3 +1,5 @@
+//go:build !cuda
+
 // Command gorgonia trains a gorgonia.org/gorgonia ExprGraph under goddp's
 // DDP: a two-layer MLP regression (relu(x·W1 + b1)·W2 + b2, mean squared
 // error) built and differentiated by gorgonia's TapeMachine, whose

@@ -1,0 +1,38 @@
+//go:build !cuda
+
+package cuda_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"goddp/cuda"
+)
+
+// TestGPUSuite runs this package's -tags cuda tests in a child `go test`
+// when NVML finds a GPU. They cannot skip by themselves on a machine
+// without one: gorgonia.org/cu's init ends the process before any test
+// runs. Here, NVML decides first, as the launcher does.
+func TestGPUSuite(t *testing.T) {
+	n, err := cuda.DeviceCount()
+	if err != nil {
+		t.Skipf("no GPU, so the -tags cuda tests cannot run (gorgonia.org/cu exits at init without one): %v", err)
+	}
+	if testing.Short() {
+		t.Skip("builds and runs the cuda tests")
+	}
+	goBin := filepath.Join(runtime.GOROOT(), "bin", "go")
+	if _, err := os.Stat(goBin); err != nil {
+		goBin = "go"
+	}
+	t.Logf("%d GPU(s): running go test -tags cuda", n)
+	cmd := exec.Command(goBin, "test", "-tags", "cuda", "-count=1", "-v", ".")
+	out, err := cmd.CombinedOutput()
+	t.Logf("%s", out)
+	if err != nil {
+		t.Fatalf("go test -tags cuda: %v", err)
+	}
+}
