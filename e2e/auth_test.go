@@ -109,6 +109,9 @@ func TestAuth(t *testing.T) {
 	dir := t.TempDir()
 	program := linearBin
 	_, straceErr := exec.LookPath("strace")
+	if _, err := exec.LookPath("ss"); err != nil {
+		straceErr = err // the peer listener is found with ss
+	}
 	if straceErr == nil {
 		program = filepath.Join(dir, "rank1-slow-connect")
 		script := fmt.Sprintf("#!/bin/sh\nif [ \"$RANK\" = 1 ]; then GODEBUG=asyncpreemptoff=1 exec strace -f -qq --seccomp-bpf -o /dev/null "+
@@ -155,7 +158,7 @@ func TestAuth(t *testing.T) {
 	}
 
 	if straceErr != nil {
-		t.Log("no strace: the peer listener is not probed")
+		t.Logf("the peer listener is not probed: %v", straceErr)
 	} else {
 		var peer string // rank 0's only listener
 		deadline := time.Now().Add(20 * time.Second)
@@ -170,6 +173,13 @@ func TestAuth(t *testing.T) {
 			time.Sleep(2 * time.Millisecond)
 		}
 		require.NotEmpty(t, peer, "rank 0's peer listener")
+		// Every listener of the job (ddprun's store, the peer listener)
+		// binds to loopback, the address it was given, not 0.0.0.0.
+		for _, p := range marked(j.marker) {
+			for _, l := range listening(p.pid) {
+				assert.True(t, strings.HasPrefix(l, "127.0.0.1:"), "pid %d listens on %s", p.pid, l)
+			}
+		}
 		t.Logf("probing rank 0's peer listener %s", peer)
 		poke(t, peer)
 	}

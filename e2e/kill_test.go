@@ -105,3 +105,39 @@ func waitFor(t *testing.T, limit time.Duration, cond func() bool, errs fmt.Strin
 		time.Sleep(2 * time.Millisecond)
 	}
 }
+
+// TestLauncherSignals signals ddprun itself mid-training. SIGINT and SIGTERM
+// are forwarded: the workers stop, saying which signal stopped them, and
+// ddprun exits 128+N. SIGKILL cannot be forwarded: the workers must die on
+// their own (Pdeathsig). Either way no process of the job remains.
+func TestLauncherSignals(t *testing.T) {
+	skipShort(t)
+	tests := []struct {
+		sig  syscall.Signal
+		code int
+		want string // in the workers' stderr
+	}{
+		{syscall.SIGINT, 130, "stopped (interrupt signal received)"},
+		{syscall.SIGTERM, 143, "stopped (terminated signal received)"},
+		{syscall.SIGKILL, -1, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.sig.String(), func(t *testing.T) {
+			j := start(t, spec{args: []string{"-epochs", "100000", "-ckpt-dir", ""}, logDir: true})
+			ws := j.workers(2, 0, 30*time.Second)
+			j.waitOut(epochLine(3), 30*time.Second)
+			j.inject(j.cmd.Process.Pid, tc.sig)
+			code, _ := j.wait(30 * time.Second)
+			assert.Equal(t, tc.code, code, j.stderr.String())
+			if tc.want != "" {
+				for r := range 2 {
+					assert.Contains(t, j.workerLog(0, r, "stderr"), tc.want, "rank %d", r)
+				}
+			}
+			for _, pid := range ws {
+				waitFor(t, 5*time.Second, func() bool { return !alive(pid) }, j.stderr)
+			}
+			j.requireNoLeftovers()
+		})
+	}
+}
