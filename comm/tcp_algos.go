@@ -74,9 +74,12 @@ func piece(s span, p, np, es int) (int, int) {
 func (g *tcpGroup) allReduce(o *tcpOp, buf Buffer, op ReduceOp) error {
 	if g.size > 1 {
 		var err error
-		if len(buf.Bytes) <= g.smallBytes || buf.Len() < g.size {
+		switch {
+		case len(buf.Bytes) <= g.smallBytes || buf.Len() < g.size:
 			err = g.recursiveDoubling(o, buf, op)
-		} else {
+		case g.size == 2 && g.pairExchange:
+			err = g.exchange(o, buf, op)
+		default:
 			err = g.ring(o, buf, splitEven(buf.Len(), g.size), op, true)
 		}
 		if err != nil {
@@ -141,6 +144,39 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 	}
 	if r < 2*rem {
 		g.send(o, r-1, finalStep, 0, buf.Bytes)
+	}
+	return nil
+}
+
+// exchange all-reduces buf between two ranks in one pipelined phase: each
+// streams its whole buffer to the other and reduces every piece as it
+// lands. The ring moves as many bytes but in two dependent phases.
+func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
+	peer := 1 - g.rank
+	es := buf.DType.Size()
+	all := span{0, buf.Len()}
+	np := g.pieces(len(buf.Bytes), 2)
+	scratch := g.scratchBuf(len(buf.Bytes))
+	recvs := make([]*xfer, np)
+	sends := make([]*xfer, np)
+	for p := range np {
+		a, b := piece(all, p, np, es)
+		recvs[p] = g.recv(o, peer, 0, uint32(p), scratch[a:b])
+	}
+	for p := range np {
+		a, b := piece(all, p, np, es)
+		sends[p] = g.send(o, peer, 0, uint32(p), buf.Bytes[a:b])
+	}
+	for p := range np {
+		// The piece must be out before it changes.
+		if err := g.await(o, recvs[p]); err != nil {
+			return err
+		}
+		if err := g.await(o, sends[p]); err != nil {
+			return err
+		}
+		a, b := piece(all, p, np, es)
+		reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, scratch[a:b]}, op)
 	}
 	return nil
 }

@@ -195,7 +195,9 @@ func noEOF(err error) error {
 }
 
 // setSocketOptions tunes a peer connection: no Nagle delay (small frames go
-// out at once) and, when asked, fixed socket buffers.
+// out at once) and big socket buffers (GODDP_TCP_BUFFER, 4 MiB by default,
+// capped by net.core.[rw]mem_max), so that a whole pipelined piece fits in
+// flight and writers rarely block.
 func setSocketOptions(c net.Conn, bufBytes int) {
 	tc, ok := c.(*net.TCPConn)
 	if !ok {

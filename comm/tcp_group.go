@@ -79,6 +79,8 @@ type tcpGroup struct {
 	smallBytes int
 	// spin is how long an op polls for a small reply before parking.
 	spin time.Duration
+	// pairExchange makes two-rank all-reduces one pipelined exchange.
+	pairExchange bool
 
 	mu        sync.Mutex
 	seq       uint64
@@ -148,23 +150,24 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		return nil, fmt.Errorf("%w: tcp: no store", ErrBadArgument)
 	}
 	g := &tcpGroup{
-		opts:        opts,
-		rank:        opts.Rank,
-		size:        opts.Size,
-		timeout:     opts.timeout(),
-		logf:        opts.logf(),
-		peers:       make([]*peerConn, opts.Size),
-		pieceBytes:  envInt("GODDP_TCP_PIECE_BYTES", 256<<10),
-		smallBytes:  envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
-		spin:        time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
-		p2pSend:     map[p2pKey]uint32{},
-		p2pRecv:     map[p2pKey]uint32{},
-		events:      make(chan *xfer, 1<<16),
-		failed:      make(chan struct{}),
-		progWaiters: map[uint64]chan progressNote{},
-		workerDone:  make(chan struct{}),
-		stallStop:   make(chan struct{}),
-		stallDone:   make(chan struct{}),
+		opts:         opts,
+		rank:         opts.Rank,
+		size:         opts.Size,
+		timeout:      opts.timeout(),
+		logf:         opts.logf(),
+		peers:        make([]*peerConn, opts.Size),
+		pieceBytes:   envInt("GODDP_TCP_PIECE_BYTES", 256<<10),
+		smallBytes:   envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
+		spin:         time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
+		pairExchange: os.Getenv("GODDP_TCP_ALGO") != "ring",
+		p2pSend:      map[p2pKey]uint32{},
+		p2pRecv:      map[p2pKey]uint32{},
+		events:       make(chan *xfer, 1<<16),
+		failed:       make(chan struct{}),
+		progWaiters:  map[uint64]chan progressNote{},
+		workerDone:   make(chan struct{}),
+		stallStop:    make(chan struct{}),
+		stallDone:    make(chan struct{}),
 	}
 	g.qcond = sync.NewCond(&g.mu)
 	g.kick = time.AfterFunc(time.Hour, g.kicked)

@@ -47,7 +47,7 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 			}
 		}
 	}
-	bufBytes := envInt("GODDP_TCP_BUFFER", 0)
+	bufBytes := envInt("GODDP_TCP_BUFFER", 4<<20)
 
 	// Accept the higher ranks.
 	want := g.size - 1 - g.rank
