@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,10 @@ import (
 // process, and runs fn on each rank; it returns each rank's error.
 func shmWorld(t *testing.T, world int, timeout time.Duration, fn func(ctx context.Context, g ProcessGroup) error) []error {
 	t.Helper()
+	// Ranks that are goroutines must not wait for a P behind a spinning
+	// rank: give each rank (and its worker) a thread of its own, so the
+	// kernel schedules them as it would rank processes.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2*world+2)))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	store := newShmMemStore()
@@ -74,7 +79,7 @@ func TestShmCollectives(t *testing.T) {
 				}
 				cases := shmTestCases(world, shmTestDTypes, tc.lengths)
 				if tc.env == nil {
-					cases = append(cases, shmTestCases(world, []DType{Float32, BFloat16, Int64}, []int{16384, 16385, 70001})...)
+					cases = append(cases, shmTestCases(world, []DType{Float32, BFloat16}, []int{16385, 70001})...)
 					// Larger than a slot: several steps even for the copy-through ops.
 					for _, op := range []string{"allreduce", "broadcast", "allgather", "reduce"} {
 						cases = append(cases, shmTestCase{op, Float32, 300001, Sum, world - 1})
