@@ -55,34 +55,23 @@ func isTempName(name string) bool {
 	return strings.HasPrefix(name, ".") && strings.Contains(name, ".tmp-")
 }
 
-// TestSIGKILLDuringSave kills rank 0 of the example with SIGKILL while it
-// writes a checkpoint: the moment a temporary checkpoint file appears
-// (inotify), rank 0 is stopped; if the file is still there (the save is under
-// way) rank 0 is killed, else it goes on and the next save is tried. Every
-// complete checkpoint must still load, and a run started on the directory
-// resumes from the newest one and proceeds, clearing the leftover.
-func TestSIGKILLDuringSave(t *testing.T) {
-	skipShort(t)
-	dir := t.TempDir()
-	ck := filepath.Join(dir, "ck")
-	require.NoError(t, os.Mkdir(ck, 0o755))
-	creates := watchCreates(t, ck)
-	j := start(t, spec{dir: dir, args: []string{"-epochs", "100000", "-save-every", "1", "-ckpt-dir", "ck"},
-		env: []string{"GODDP_TIMEOUT=10s"}})
-	ws := j.workers(2, 0, 30*time.Second)
-	rank0 := ws[0]
-
-	var leftover string
+// killMidSave watches ck and, the moment a temporary checkpoint file appears
+// (inotify) once at least 3 complete checkpoints exist, stops pid (SIGSTOP);
+// if the file is still there, the save is under way and pid is killed
+// (SIGKILL), else it goes on and the next save is tried. It returns the
+// temporary file's name and the complete checkpoints at the time of the kill.
+func killMidSave(t *testing.T, j *job, creates <-chan string, ck string, pid int) (string, []string) {
+	t.Helper()
 	tries := 0
 	deadline := time.After(60 * time.Second)
-	for leftover == "" {
+	for {
 		var name string
 		select {
 		case name = <-creates:
 		case <-deadline:
 			t.Fatalf("no save caught in 60s (%d tries)\n%s", tries, j.stderr.String())
 		case <-j.done:
-			t.Fatalf("job ended early (exit %d)\n%s", j.code, j.stderr.String())
+			t.Fatalf("job ended (exit %d) before a save was caught (%d tries)\n%s", j.code, tries, j.stderr.String())
 		}
 		// Let a few saves complete first, so there is a previous
 		// checkpoint to lose.
@@ -90,48 +79,92 @@ func TestSIGKILLDuringSave(t *testing.T) {
 			continue
 		}
 		tries++
-		require.NoError(t, syscall.Kill(rank0, syscall.SIGSTOP))
-		waitStopped(t, rank0)
+		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		waitStopped(t, pid)
 		if _, err := os.Stat(filepath.Join(ck, name)); err == nil {
-			leftover = name
-			break
+			before := completeCheckpoints(t, ck)
+			j.inject(pid, syscall.SIGKILL)
+			t.Logf("killed in the middle of writing %s (caught on try %d); complete checkpoints: %d", name, tries, len(before))
+			return name, before
 		}
-		require.NoError(t, syscall.Kill(rank0, syscall.SIGCONT))
-		if tries == 200 {
-			t.Fatalf("no save caught mid-write in %d tries", tries)
-		}
+		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
 	}
-	before := completeCheckpoints(t, ck)
-	require.NotEmpty(t, before, "a save before the caught one completed")
-	j.inject(rank0, syscall.SIGKILL)
-	t.Logf("rank 0 killed in the middle of writing %s (caught on try %d); complete checkpoints: %d", leftover, tries, len(before))
-	code, _ := j.wait(40 * time.Second)
-	assert.Equal(t, 1, code)
-	assert.Contains(t, j.stderr.String(), "cause      : signal SIGKILL")
-	j.requireNoLeftovers()
+}
 
-	_, err := os.Stat(filepath.Join(ck, leftover))
-	require.NoError(t, err, "the killed save's temporary file")
-	after := completeCheckpoints(t, ck)
-	require.Equal(t, before, after, "the kill changed the complete checkpoints")
-	for _, p := range after {
-		if _, err := checkpoint.Load(p); !assert.NoError(t, err, "checkpoint %s after the kill", p) {
+// TestSIGKILLDuringSave kills rank 0 of the example with SIGKILL while it
+// writes a checkpoint (see killMidSave). Every complete checkpoint must still
+// load, and a run on the directory resumes from the newest one and proceeds,
+// clearing the leftover temporary file: started by hand after the job failed,
+// or by ddprun's restart, in which case the job's final checkpoint is
+// bit-identical to an uninterrupted run's.
+func TestSIGKILLDuringSave(t *testing.T) {
+	skipShort(t)
+	t.Run("resumed by hand", func(t *testing.T) {
+		dir := t.TempDir()
+		ck := filepath.Join(dir, "ck")
+		require.NoError(t, os.Mkdir(ck, 0o755))
+		creates := watchCreates(t, ck)
+		j := start(t, spec{dir: dir, args: []string{"-epochs", "100000", "-save-every", "1", "-ckpt-dir", "ck"},
+			env: []string{"GODDP_TIMEOUT=10s"}})
+		ws := j.workers(2, 0, 30*time.Second)
+		leftover, before := killMidSave(t, j, creates, ck, ws[0])
+		code, _ := j.wait(40 * time.Second)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, j.stderr.String(), "cause      : signal SIGKILL")
+		j.requireNoLeftovers()
+
+		_, err := os.Stat(filepath.Join(ck, leftover))
+		require.NoError(t, err, "the killed save's temporary file")
+		after := completeCheckpoints(t, ck)
+		require.Equal(t, before, after, "the kill changed the complete checkpoints")
+		for _, p := range after {
+			if _, err := checkpoint.Load(p); !assert.NoError(t, err, "checkpoint %s after the kill", p) {
+				tally.ckptLost.Add(1)
+			}
+		}
+		newest := epochOf(t, after[0])
+
+		r := start(t, spec{dir: dir, args: []string{"-epochs", strconv.Itoa(newest + 3), "-save-every", "1", "-ckpt-dir", "ck"},
+			env: []string{"GODDP_TIMEOUT=10s"}})
+		code, _ = r.wait(60 * time.Second)
+		require.Equal(t, 0, code, r.stderr.String())
+		out := r.stdout.String()
+		assert.Contains(t, out, fmt.Sprintf("Resumed from epoch %d ", newest))
+		assert.NotContains(t, out, "Skipped checkpoint")
+		assert.Contains(t, out, fmt.Sprintf("Epoch %d | Training checkpoint saved", newest+2))
+		_, err = os.Stat(filepath.Join(ck, leftover))
+		assert.ErrorIs(t, err, os.ErrNotExist, "the next save clears the killed save's temporary file")
+	})
+
+	t.Run("max-restarts 1 bit-identical", func(t *testing.T) {
+		const epochs = 60
+		args := func(ck string) []string {
+			return []string{"-epochs", strconv.Itoa(epochs), "-save-every", "1", "-ckpt-dir", ck, "-seed", "3"}
+		}
+		ref := start(t, spec{args: args("ref")})
+		code, _ := ref.wait(60 * time.Second)
+		require.Equal(t, 0, code, ref.stderr.String())
+
+		dir := t.TempDir()
+		ck := filepath.Join(dir, "ck")
+		require.NoError(t, os.Mkdir(ck, 0o755))
+		creates := watchCreates(t, ck)
+		j := start(t, spec{dir: dir, args: args("ck"), launcher: []string{"--max-restarts", "1"},
+			env: []string{"GODDP_TIMEOUT=10s"}})
+		ws := j.workers(2, 0, 30*time.Second)
+		leftover, before := killMidSave(t, j, creates, ck, ws[0])
+		code, _ = j.wait(60 * time.Second)
+		require.Equal(t, 0, code, j.stderr.String())
+		out := j.stdout.String()
+		if !assert.Contains(t, out, fmt.Sprintf("Resumed from epoch %d ", epochOf(t, before[0]))) {
 			tally.ckptLost.Add(1)
 		}
-	}
-	newest := epochOf(t, after[0])
-
-	// A run on the directory resumes from the newest complete checkpoint.
-	r := start(t, spec{dir: dir, args: []string{"-epochs", strconv.Itoa(newest + 3), "-save-every", "1", "-ckpt-dir", "ck"},
-		env: []string{"GODDP_TIMEOUT=10s"}})
-	code, _ = r.wait(60 * time.Second)
-	require.Equal(t, 0, code, r.stderr.String())
-	out := r.stdout.String()
-	assert.Contains(t, out, fmt.Sprintf("Resumed from epoch %d ", newest))
-	assert.NotContains(t, out, "Skipped checkpoint")
-	assert.Contains(t, out, fmt.Sprintf("Epoch %d | Training checkpoint saved", newest+2))
-	_, err = os.Stat(filepath.Join(ck, leftover))
-	assert.ErrorIs(t, err, os.ErrNotExist, "the next save clears the killed save's temporary file")
+		assert.NotContains(t, out, "Skipped checkpoint")
+		_, err := os.Stat(filepath.Join(ck, leftover))
+		assert.ErrorIs(t, err, os.ErrNotExist, "the resumed run's first save clears the temporary file")
+		final := fmt.Sprintf("ckpt-e%08d-", epochs-1)
+		requireBitIdentical(t, finalCheckpoint(t, ref.dir+"/ref", final), finalCheckpoint(t, ck, final))
+	})
 }
 
 // completeCheckpoints lists dir's checkpoints, newest first.
