@@ -22,7 +22,7 @@ package comm
 // no syscalls on the fast path: a 4 KiB all-reduce is one copy in, one
 // atomic store, a spin on the peers' counters and a reduction.
 //
-//   - all-reduce up to 32 KiB: one step, every rank reduces all inputs;
+//   - all-reduce up to 8 KiB: one step, every rank reduces all inputs;
 //   - above: pipelined in 256 KiB chunks, each reduce-scattered (rank r
 //     reduces the r-th 1/N of it) then all-gathered through the slots;
 //   - from 1 MiB, if the probe succeeded: single-copy, each rank reading
@@ -56,7 +56,7 @@ package comm
 // rank reports the wait once through Options.Logf.
 //
 // Tuning (read on rank 0, published to the others): GODDP_SHM_SLOT_BYTES
-// (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (32K),
+// (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (8K),
 // GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (1M; 0 disables the
 // single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
 // Sizes take K/M suffixes.
@@ -88,7 +88,7 @@ func init() {
 const (
 	shmDefaultSlotBytes  = 1 << 20   // one slot; also the chunk of the copy-through collectives
 	shmDefaultNbuf       = 4         // slots per rank = steps in flight
-	shmDefaultSmallMax   = 32 << 10  // all-reduce up to this size: one step, every rank reduces everything
+	shmDefaultSmallMax   = 8 << 10   // all-reduce up to this size: one step, every rank reduces everything
 	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
 	shmDefaultCMAMin     = 1 << 20   // all-reduce from this size: single-copy over CMA when available
 	shmDefaultRingBytes  = 128 << 10 // point-to-point ring per ordered pair of ranks

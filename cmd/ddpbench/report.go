@@ -102,6 +102,7 @@ func writePlot(file string, h header, rs []result) error {
 	p.Add(line, points)
 	p.Legend.Add(h.backend, line, points)
 	p.Legend.Top = true
+	p.Legend.XOffs = -vg.Points(12)
 	if err := p.Save(8*vg.Inch, 5*vg.Inch, file); err != nil {
 		return fmt.Errorf("plot: %w", err)
 	}
