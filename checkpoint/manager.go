@@ -99,21 +99,42 @@ func (m *Manager) Save(c *Checkpoint) (string, error) {
 		return "", err
 	}
 	if m.keep > 0 {
-		ls, err := m.list()
-		if err != nil {
-			return path, err
-		}
-		var errs []error
-		for _, l := range ls[min(m.keep, len(ls)):] {
-			if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
-				errs = append(errs, err)
-			}
-		}
-		if len(errs) > 0 {
-			return path, fmt.Errorf("checkpoint: saved %s but could not prune: %w", path, errors.Join(errs...))
+		if err := m.prune(path); err != nil {
+			return path, fmt.Errorf("checkpoint: saved %s but could not prune: %w", path, err)
 		}
 	}
 	return path, nil
+}
+
+// prune keeps the newest Keep checkpoints that load, counting newest first.
+// A file that does not load (corrupt, truncated, or a stale one a resumed run
+// has not overwritten yet) is not counted, so it can never push a valid
+// checkpoint out; it is left in place for inspection while it is inside the
+// kept window and removed once Keep valid checkpoints are newer. Verifying
+// re-reads at most Keep files per save.
+func (m *Manager) prune(saved string) error {
+	ls, err := m.list()
+	if err != nil {
+		return err
+	}
+	kept := 0
+	var errs []error
+	for _, l := range ls {
+		if kept < m.keep {
+			if l.path == saved {
+				kept++
+				continue
+			}
+			if _, err := Load(l.path); err == nil {
+				kept++
+			}
+			continue
+		}
+		if err := os.Remove(l.path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 func (m *Manager) removeTemps() {
