@@ -9,7 +9,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 )
 
 // xfer is one frame to send or one posted receive. Its completion (or
@@ -25,9 +24,9 @@ type xfer struct {
 	op     *tcpOp // the worker op it belongs to (nil for point-to-point)
 	// then, if set, runs on the worker once the xfer has succeeded (see ring).
 	then func()
-	// deadline bounds a direct write (zero: always queue).
-	deadline time.Time
-	hdr      [frameHeaderLen]byte
+	// direct allows a small send to be written on the op's goroutine.
+	direct bool
+	hdr    [frameHeaderLen]byte
 	// quiet receives are read by the collective itself (see readInline),
 	// so posting one does not wake the reader goroutine.
 	quiet   bool
@@ -67,6 +66,7 @@ type peerConn struct {
 	rc       syscall.RawConn
 	sawBye   bool
 	readEnd  bool          // the read side has failed or ended
+	inlineIO atomic.Bool   // an op reads or writes on its own goroutine
 	demandCh chan struct{} // wakes the reader goroutine
 	stop     chan struct{} // closed at teardown
 
@@ -175,11 +175,10 @@ func (pc *peerConn) sizeMismatch(k frameKey, got, want int) error {
 
 // directWriteMax is the largest frame a collective writes itself, when the
 // writer is idle, instead of waking the writer goroutine: a goroutine
-// handoff costs more than such a write. It is bounded by deadline.
+// handoff costs more than such a write.
 const directWriteMax = 64 << 10
 
-// send queues a frame; it never blocks on the network beyond deadline (a
-// direct write) and not at all when queued.
+// send queues a frame, or writes a small one at once (see directWriteMax).
 func (pc *peerConn) send(x *xfer, control bool) {
 	h := frameHeader{Kind: x.key.kind, Seq: x.key.seq, Step: x.key.step, Aux: x.key.aux, Length: uint32(len(x.buf))}
 	h.encode(x.hdr[:])
@@ -192,7 +191,7 @@ func (pc *peerConn) send(x *xfer, control bool) {
 		}
 		return
 	}
-	if !control && !x.deadline.IsZero() && len(x.buf) <= directWriteMax &&
+	if !control && x.direct && len(x.buf) <= directWriteMax &&
 		!pc.wbusy && !pc.direct && len(pc.wq) == 0 && len(pc.wctl) == 0 {
 		pc.direct = true
 		pc.wmu.Unlock()
@@ -208,12 +207,13 @@ func (pc *peerConn) send(x *xfer, control bool) {
 	pc.wcond.Signal()
 }
 
-// writeDirect writes x on the caller's goroutine; pc.direct is set.
+// writeDirect writes x on the caller's goroutine; pc.direct is set. The
+// group's watchdog interrupts it at the op's deadline.
 func (pc *peerConn) writeDirect(x *xfer) {
-	pc.conn.SetWriteDeadline(x.deadline)
+	pc.inlineIO.Store(true)
 	bufs := net.Buffers{x.hdr[:], x.buf}
 	_, err := bufs.WriteTo(pc.conn)
-	pc.conn.SetWriteDeadline(time.Time{})
+	pc.inlineIO.Store(false)
 	pc.wmu.Lock()
 	pc.direct = false
 	more := len(pc.wq) > 0 || len(pc.wctl) > 0 || pc.wclosed

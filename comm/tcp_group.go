@@ -89,7 +89,6 @@ type tcpGroup struct {
 	inlineRun int  // ops in a row that callers ran inline
 	kick      *time.Timer
 	kickArmed bool
-	opTimer   *time.Timer // the executing op's deadline
 	qcond     *sync.Cond
 	closed    bool
 	subgroups int
@@ -115,8 +114,8 @@ type tcpGroup struct {
 	progWaiters map[uint64]chan progressNote
 
 	workerDone chan struct{}
-	stallStop  chan struct{}
-	stallDone  chan struct{}
+	watchStop  chan struct{}
+	watchDone  chan struct{}
 }
 
 type p2pKey struct{ peer, tag int }
@@ -136,10 +135,12 @@ type tcpOp struct {
 
 	start    time.Time
 	deadline time.Time
-	timer    *time.Timer
-	xfers    []*xfer
-	pending  int
-	reported int // stall reports made so far
+	// expired is closed by the watchdog once the deadline has passed.
+	expired    chan struct{}
+	expireOnce sync.Once
+	xfers      []*xfer
+	pending    int
+	reported   int // stall reports made so far
 }
 
 func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
@@ -166,14 +167,12 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		failed:       make(chan struct{}),
 		progWaiters:  map[uint64]chan progressNote{},
 		workerDone:   make(chan struct{}),
-		stallStop:    make(chan struct{}),
-		stallDone:    make(chan struct{}),
+		watchStop:    make(chan struct{}),
+		watchDone:    make(chan struct{}),
 	}
 	g.qcond = sync.NewCond(&g.mu)
 	g.kick = time.AfterFunc(time.Hour, g.kicked)
 	g.kick.Stop()
-	g.opTimer = time.NewTimer(time.Hour)
-	g.opTimer.Stop()
 	if err := g.connectMesh(ctx); err != nil {
 		return nil, err
 	}
@@ -183,11 +182,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		}
 	}
 	go g.workerLoop()
-	if th := opts.stallThreshold(); th > 0 && g.size > 1 {
-		go g.stallInspector(th)
-	} else {
-		close(g.stallDone)
-	}
+	go g.watchdog(opts.stallThreshold())
 	return g, nil
 }
 
@@ -338,8 +333,7 @@ func (g *tcpGroup) execute(o *tcpOp) {
 		timeout = o.timeout
 	}
 	o.deadline = o.start.Add(timeout)
-	o.timer = g.opTimer
-	o.timer.Reset(timeout)
+	o.expired = make(chan struct{})
 	g.lastStarted.Store(o.seq)
 	g.cur.Store(o)
 	var err error
@@ -352,7 +346,6 @@ func (g *tcpGroup) execute(o *tcpOp) {
 	if err == nil {
 		err = g.awaitAll(o)
 	}
-	o.timer.Stop()
 	g.cur.Store(nil)
 	if err != nil {
 		f := asFault(err)
@@ -515,8 +508,8 @@ func (g *tcpGroup) Close() error {
 	g.abort(&peerFault{kind: ErrClosed, detail: "process group closed"})
 	<-g.failed
 	<-g.workerDone
-	close(g.stallStop)
-	<-g.stallDone
+	close(g.watchStop)
+	<-g.watchDone
 	g.kick.Stop()
 	return nil
 }
@@ -533,7 +526,7 @@ func (g *tcpGroup) newXfer(o *tcpOp, peer int, kind frameKind, step, aux uint32,
 func (g *tcpGroup) send(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
 	x := g.newXfer(o, peer, frameData, step, aux, buf)
 	x.send = true
-	x.deadline = o.deadline
+	x.direct = true
 	g.peers[peer].send(x, false)
 	return x
 }
@@ -560,7 +553,7 @@ func (g *tcpGroup) recvQuiet(o *tcpOp, peer int, step, aux uint32, buf []byte) *
 func (g *tcpGroup) await(o *tcpOp, x *xfer) error {
 	for !x.done {
 		if x.quiet && !x.arrived.Load() {
-			if _, err := g.peers[x.peer].readInline(x, o.deadline); err != nil {
+			if _, err := g.peers[x.peer].readInline(x, o.expired); err != nil {
 				return g.timeoutFault(o)
 			}
 		}
@@ -598,7 +591,7 @@ func (g *tcpGroup) next(o *tcpOp) error {
 		return x.err
 	case <-g.failed:
 		return g.cause.Load()
-	case <-o.timer.C:
+	case <-o.expired:
 		return g.timeoutFault(o)
 	}
 }

@@ -156,24 +156,39 @@ func (g *tcpGroup) describeLaggards(o *tcpOp, notes map[int]progressNote) string
 	return fmt.Sprintf("not arrived at %s #%d: %s", o.name, o.seq, strings.Join(words, ", "))
 }
 
-// stallInspector watches the collective in progress. When it has waited
-// longer than th (and again every th after), it asks every rank where it
-// is and logs the ranks that have not arrived. Rank 0 logs; when rank 0
-// itself is among the laggards, the lowest rank that is not does.
-func (g *tcpGroup) stallInspector(th time.Duration) {
-	defer close(g.stallDone)
-	tick := time.NewTicker(min(max(th/4, 10*time.Millisecond), 5*time.Second))
+// watchdog enforces the executing collective's deadline and runs the
+// stall inspector; one ticker per group keeps every timer off the ops'
+// hot path. Past the deadline it marks the op expired and cuts short any
+// read or write the op is doing itself (inline), which then fails with
+// ErrTimeout. When a collective has waited longer than th (and again every
+// th after), it asks every rank where it is and logs the ranks that have
+// not arrived. Rank 0 logs; when rank 0 itself is among the laggards, the
+// lowest rank that is not does.
+func (g *tcpGroup) watchdog(th time.Duration) {
+	defer close(g.watchDone)
+	tickEvery := min(max(g.timeout/20, 5*time.Millisecond), time.Second)
+	if th > 0 {
+		tickEvery = min(tickEvery, max(th/4, 10*time.Millisecond))
+	}
+	tick := time.NewTicker(tickEvery)
 	defer tick.Stop()
 	var last *tcpOp
 	reported := 0
 	for {
 		select {
-		case <-g.stallStop:
+		case <-g.watchStop:
 			return
 		case <-tick.C:
 		}
 		o := g.cur.Load()
 		if o == nil {
+			continue
+		}
+		if time.Now().After(o.deadline) {
+			g.expire(o)
+			continue
+		}
+		if th <= 0 || g.size == 1 {
 			continue
 		}
 		if o != last {
@@ -184,25 +199,44 @@ func (g *tcpGroup) stallInspector(th time.Duration) {
 			continue
 		}
 		reported++
-		notes := g.queryProgress(min(max(th/2, 50*time.Millisecond), 5*time.Second))
-		if g.cur.Load() != o {
-			continue // it finished meanwhile
-		}
-		lag, words := g.laggards(o, notes)
-		reporter := 0
-		for slices.Contains(lag, reporter) {
-			reporter++
-		}
-		if g.rank != reporter {
-			continue
-		}
-		msg := "every rank has reached it; it waits on data (a slow or stuck peer connection)"
-		if len(words) > 0 {
-			msg = "not arrived: " + strings.Join(words, ", ")
-		}
-		g.logf("comm: stall: %s #%d (%d bytes) has waited %v on rank %d; %s",
-			o.name, o.seq, o.bytes, waited.Round(time.Second), g.rank, msg)
+		g.reportStall(o, waited, min(max(th/2, 50*time.Millisecond), 5*time.Second))
 	}
+}
+
+// expire marks o timed out and interrupts its inline I/O.
+func (g *tcpGroup) expire(o *tcpOp) {
+	o.expireOnce.Do(func() {
+		close(o.expired)
+		past := time.Unix(1, 0)
+		for _, pc := range g.peers {
+			if pc != nil && pc.inlineIO.Load() {
+				pc.conn.SetReadDeadline(past)
+				pc.conn.SetWriteDeadline(past)
+			}
+		}
+	})
+}
+
+// reportStall logs which ranks have not reached o.
+func (g *tcpGroup) reportStall(o *tcpOp, waited, wait time.Duration) {
+	notes := g.queryProgress(wait)
+	if g.cur.Load() != o {
+		return // it finished meanwhile
+	}
+	lag, words := g.laggards(o, notes)
+	reporter := 0
+	for slices.Contains(lag, reporter) {
+		reporter++
+	}
+	if g.rank != reporter {
+		return
+	}
+	msg := "every rank has reached it; it waits on data (a slow or stuck peer connection)"
+	if len(words) > 0 {
+		msg = "not arrived: " + strings.Join(words, ", ")
+	}
+	g.logf("comm: stall: %s #%d (%d bytes) has waited %v on rank %d; %s",
+		o.name, o.seq, o.bytes, waited.Round(time.Second), g.rank, msg)
 }
 
 // checkAgreement (debug mode) exchanges o's descriptor with every peer and

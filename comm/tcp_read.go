@@ -102,10 +102,11 @@ func (pc *peerConn) bytesWaiting() bool {
 	return n > 0 || perr == nil || !errors.Is(perr, syscall.EAGAIN)
 }
 
-// readInline reads frames on the caller's goroutine until x has arrived,
-// bounded by deadline. It reports false when another party holds the read
-// token (the caller then waits for x's completion event as usual).
-func (pc *peerConn) readInline(x *xfer, deadline time.Time) (bool, error) {
+// readInline reads frames on the caller's goroutine until x has arrived.
+// It reports false when another party holds the read token (the caller
+// then waits for x's completion event as usual). The group's watchdog
+// interrupts it at the op's deadline.
+func (pc *peerConn) readInline(x *xfer, expired <-chan struct{}) (bool, error) {
 	select {
 	case <-pc.rtok:
 	default:
@@ -115,8 +116,13 @@ func (pc *peerConn) readInline(x *xfer, deadline time.Time) (bool, error) {
 	if pc.readEnd {
 		return false, nil
 	}
-	pc.conn.SetReadDeadline(deadline)
-	defer pc.conn.SetReadDeadline(time.Time{})
+	pc.inlineIO.Store(true)
+	defer pc.inlineIO.Store(false)
+	select {
+	case <-expired: // expired before the flag was up: the watchdog missed us
+		return true, errInlineDeadline
+	default:
+	}
 	if spin := pc.g.spin; spin > 0 && pc.fr.n == pc.fr.i && pc.rc != nil {
 		pc.spinFill(spin)
 	}
