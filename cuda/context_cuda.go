@@ -85,7 +85,7 @@ func (c *Context) start() error {
 		return fmt.Errorf("cuda: loading the kernels' PTX (needs a driver for CUDA 11.8 or later): %w", err)
 	}
 	c.fns = map[string]cu.Function{}
-	for _, name := range kernels.Names {
+	for _, name := range kernels.Names() {
 		fn, err := c.mod.Function(name)
 		if err != nil {
 			return fmt.Errorf("cuda: kernel %s: %w", name, err)

@@ -13,16 +13,46 @@ import (
 	"goddp/comm"
 )
 
-// ncclDataType_t and ncclRedOp_t values (nccl.h, NCCL 2.x).
-var (
-	ncclTypes = map[comm.DType]C.int{comm.Float32: 7, comm.Float64: 8, comm.Int32: 2, comm.Int64: 4, comm.Float16: 6, comm.BFloat16: 9}
-	ncclOps   = map[comm.ReduceOp]C.int{comm.Sum: 0, comm.Product: 1, comm.Max: 2, comm.Min: 3, comm.Avg: 4}
-)
+// ncclType is NCCL's ncclDataType_t for a dtype (nccl.h, NCCL 2.x).
+func ncclType(dt comm.DType) (C.int, bool) {
+	switch dt {
+	case comm.Float32:
+		return 7, true
+	case comm.Float64:
+		return 8, true
+	case comm.Int32:
+		return 2, true
+	case comm.Int64:
+		return 4, true
+	case comm.Float16:
+		return 6, true
+	case comm.BFloat16:
+		return 9, true
+	}
+	return 0, false
+}
+
+// ncclOp is NCCL's ncclRedOp_t for a reduce op.
+func ncclOp(op comm.ReduceOp) (C.int, bool) {
+	switch op {
+	case comm.Sum:
+		return 0, true
+	case comm.Product:
+		return 1, true
+	case comm.Max:
+		return 2, true
+	case comm.Min:
+		return 3, true
+	case comm.Avg:
+		return 4, true
+	}
+	return 0, false
+}
 
 // types maps a dtype and op to NCCL's, checking the library version for
 // bfloat16 and average (NCCL 2.10).
 func (g *group) types(dt comm.DType, rop comm.ReduceOp, reduces bool) (C.int, C.int, error) {
-	t, ok := ncclTypes[dt]
+	t, ok := ncclType(dt)
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: dtype %v", comm.ErrBadArgument, dt)
 	}
@@ -32,7 +62,7 @@ func (g *group) types(dt comm.DType, rop comm.ReduceOp, reduces bool) (C.int, C.
 	if !reduces {
 		return t, 0, nil
 	}
-	o, ok := ncclOps[rop]
+	o, ok := ncclOp(rop)
 	if !ok {
 		return 0, 0, fmt.Errorf("%w: reduce op %v", comm.ErrBadArgument, rop)
 	}

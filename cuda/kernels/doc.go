@@ -13,4 +13,6 @@ package kernels
 //go:generate go run gen_ptx.go
 
 // Names lists the kernels in PTX, as goddp/cuda looks them up.
-var Names = []string{"add_bias_f32", "relu_f32", "relu_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "fill_f32"}
+func Names() []string {
+	return []string{"add_bias_f32", "relu_f32", "relu_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "fill_f32"}
+}

@@ -33,7 +33,7 @@ func TestBadPTX(t *testing.T) {
 }
 
 func TestEveryKernelIsInPTX(t *testing.T) {
-	for _, name := range kernels.Names {
+	for _, name := range kernels.Names() {
 		assert.Contains(t, kernels.PTX, ".entry "+name+"(", name)
 	}
 }
