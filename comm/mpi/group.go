@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -24,9 +23,9 @@ type group struct {
 	timeout time.Duration
 	logf    func(format string, args ...any)
 	tasks   chan task
-	exited  chan struct{} // closed when the MPI thread returns
 	never   chan struct{} // never closed; park waits on it
-	closed  atomic.Bool
+	mu      sync.RWMutex  // closed, and sends on tasks: no op is queued behind the close
+	closed  bool
 	once    sync.Once
 	closeEr error
 
@@ -72,7 +71,6 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 		timeout: opts.Timeout,
 		logf:    opts.Logf,
 		tasks:   make(chan task, 256),
-		exited:  make(chan struct{}),
 		never:   make(chan struct{}),
 	}
 	if g.timeout <= 0 {
@@ -104,7 +102,9 @@ func (g *group) Backend() string { return "mpi" }
 // comm.ErrClosed. It waits at most the group's timeout.
 func (g *group) Close() error {
 	g.once.Do(func() {
-		g.closed.Store(true)
+		g.mu.Lock()
+		g.closed = true
+		g.mu.Unlock()
 		reply := make(chan error, 1)
 		g.tasks <- task{close: reply}
 		select {
@@ -119,7 +119,9 @@ func (g *group) Close() error {
 // submit hands an op to the MPI thread, pinning its buffers until it completes.
 func (g *group) submit(o *op, bufs ...comm.Buffer) comm.Work {
 	o.w = newWork()
-	if g.closed.Load() {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	if g.closed {
 		return failed(&comm.OpError{Kind: comm.ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank})
 	}
 	for _, b := range bufs {
@@ -128,12 +130,9 @@ func (g *group) submit(o *op, bufs ...comm.Buffer) comm.Work {
 		}
 	}
 	o.deadline = time.Now().Add(g.timeout)
-	select {
-	case g.tasks <- task{op: o}:
-	case <-g.exited:
-		o.pin.Unpin()
-		return failed(&comm.OpError{Kind: comm.ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank})
-	}
+	// The MPI thread runs until it takes the close request, which Close
+	// sends only after no submit holds the read lock.
+	g.tasks <- task{op: o}
 	return o.w
 }
 

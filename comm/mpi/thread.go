@@ -54,7 +54,6 @@ const progressSlice = 2e-3 // seconds
 // still be written by MPI (see park).
 func (g *group) run(ctx context.Context, ready chan<- error) {
 	runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-	defer close(g.exited)
 	if err := g.start(ctx); err != nil {
 		ready <- err
 		return
