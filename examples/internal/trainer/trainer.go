@@ -166,9 +166,9 @@ func (t *Trainer) resume(ctx context.Context) error {
 
 // reportSkipped names the listed files newer than loaded (the newest first,
 // as Manager.List orders them), which LoadLatestAndBroadcast passed over, with
-// the reason each fails to load, and renames each to FILE.corrupt. Left in
-// place, they would count as the newest of the checkpoints Manager keeps, so
-// the next saves would prune the valid ones behind them.
+// the reason each fails to load, and renames each to FILE.corrupt: kept for
+// inspection, but out of Manager's way, so later resumes do not skip it again
+// and later saves do not re-read it while pruning.
 func (t *Trainer) reportSkipped(listed []string, loaded string) {
 	for _, p := range listed {
 		if p == loaded {
