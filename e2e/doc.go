@@ -39,5 +39,5 @@
 // TestMain prints a tally of the faults injected, hangs and checkpoints lost.
 //
 // TestManagerKeepsValidCheckpointsBehindCorruptOnes exercises
-// checkpoint.Manager directly: it records a bug found by this suite.
+// checkpoint.Manager directly: it guards a bug found by this suite.
 package e2e

@@ -12,16 +12,16 @@ import (
 	"goddp/tensor"
 )
 
-// TestManagerKeepsValidCheckpointsBehindCorruptOnes is a checkpoint.Manager
-// bug found by the fault suite (the trainer works around it by renaming the
-// corrupt files it skips, see TestCorruptCheckpoints).
+// TestManagerKeepsValidCheckpointsBehindCorruptOnes guards a
+// checkpoint.Manager bug this suite found (fixed in 16cd25e, "prune counts
+// only checkpoints that load").
 //
 // A run resumes from the newest valid checkpoint (epoch 5) of a directory
 // whose newer files (epochs 10 and 15) are corrupt, as Manager.Latest
-// documents. Its first save (epoch 6) prunes by file name only, so the two
-// unreadable files count as the newest of the Keep(3) and the valid epoch 5
-// and epoch 0 checkpoints are deleted: one valid checkpoint is left where
-// three were promised, and the one just resumed from is gone.
+// documents. Its first save (epoch 6) used to prune by file name only, so the
+// two unreadable files counted as the newest of the Keep(3) and the valid
+// epoch 5 and epoch 0 checkpoints were deleted: one valid checkpoint left
+// where three were promised, and the one just resumed from gone.
 func TestManagerKeepsValidCheckpointsBehindCorruptOnes(t *testing.T) {
 	dir := t.TempDir()
 	m, err := checkpoint.NewManager(dir, checkpoint.Keep(3))
