@@ -107,9 +107,10 @@ type shmGroup struct {
 	cma                            bool // every pair of ranks can process_vm_readv each other
 	probe                          *uint64
 
-	spinFor time.Duration // see shmSpinBudget
-	stall   time.Duration // stall report threshold, 0 = off
-	logf    func(format string, args ...any)
+	spinFor  time.Duration // see shmSpinBudget
+	yieldFor time.Duration // see shmYieldBudget
+	stall    time.Duration // stall report threshold, 0 = off
+	logf     func(format string, args ...any)
 
 	// Peer identities for the liveness check.
 	pids      []int
@@ -219,7 +220,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
 		asyncMin: shmAsyncMin, stall: opts.stallThreshold(), logf: opts.logf(),
-		spinFor: shmSpinBudget(opts.Size),
+		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(),
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -12,23 +13,25 @@ import (
 )
 
 // Waiting. A rank waits for a peer's counter to reach a step number. The
-// wait escalates: a pure spin first (a peer on another core answers within
-// a microsecond or two, and any syscall would cost more than that), then
-// yielding the CPU (runtime.Gosched for the other goroutines of this
-// process and sched_yield for the other processes on this core: with more
-// ranks than cores, a spinning rank would otherwise steal the time slice of
-// the very rank it waits for), then sleeping with a growing period. While
-// it yields or sleeps it checks, a few times per second, that the peers are
-// still alive, and every iteration whether a peer aborted or the group is
-// closing, so no wait outlives a dead peer or the op's deadline.
+// wait escalates (the budgets below were measured on the 2-core VM): a pure
+// spin first (a peer on another core answers within a microsecond or two,
+// and any syscall would cost more than that), then yielding the CPU
+// (sched_yield for the other processes on this core, and now and then
+// runtime.Gosched for the other goroutines of this process: with more ranks
+// than cores, a spinning rank would otherwise steal the time slice of the
+// very rank it waits for), then sleeping with a growing period. While it
+// yields or sleeps it checks, 20 times a second, that the peers are still
+// alive, and every iteration whether a peer aborted, the group is closing
+// or the caller's ctx ended, so no wait outlives a dead peer or the op's
+// deadline.
 
 const (
-	shmSpinIters     = 1 << 10               // pure spin before the slow path
-	shmSpinLong      = 2 * time.Millisecond  // spin budget when every rank can have a core
-	shmSpinShort     = 10 * time.Microsecond // spin budget when ranks outnumber cores
-	shmYieldFor      = 4 * time.Millisecond  // then yield until then, then sleep
-	shmSleepMax      = time.Millisecond      // longest sleep between checks
-	shmLivenessEvery = 50 * time.Millisecond // /proc check period while waiting
+	shmSpinIters     = 1 << 10                // pure spin before the slow path
+	shmSpinLong      = 2 * time.Millisecond   // spin budget when every rank can have a core
+	shmSpinShort     = 10 * time.Microsecond  // spin budget when ranks outnumber cores
+	shmYieldFor      = 100 * time.Millisecond // then yield until then, then sleep
+	shmSleepMax      = time.Millisecond       // longest sleep between checks
+	shmLivenessEvery = 50 * time.Millisecond  // /proc check period while waiting
 )
 
 // shmSpinBudget picks how long a wait spins before yielding.
@@ -37,11 +40,30 @@ const (
 // all-reduce took ~50us instead of ~1.2us; spinning 2ms keeps the median at
 // 1.2us. When ranks outnumber cores, though, a spinning rank burns the time
 // slice the rank it waits for needs, so it yields almost at once.
+// GODDP_SHM_SPIN (a Go duration) overrides it for this process.
 func shmSpinBudget(world int) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("GODDP_SHM_SPIN")); err == nil && d >= 0 {
+		return d
+	}
 	if world <= runtime.NumCPU() {
 		return shmSpinLong
 	}
 	return shmSpinShort
+}
+
+// shmYieldBudget is how long a wait yields before it sleeps. A yielding
+// rank stays runnable, a sleeping one does not: on a loaded 2-core host,
+// sleeping after 4ms let the two ranks of a 4 KiB all-reduce stall each
+// other in turn (worst runs at 0.2 GB/s, median 2.4us), yielding for 100ms
+// kept the worst at 0.7 GB/s and the median at 1.6us (OpenMPI: 0.9, 1.3us).
+// Waits longer than that (a rank far behind the others) sleep, so an idle
+// rank does not hold a core. GODDP_SHM_YIELD (a Go duration) overrides it
+// for this process.
+func shmYieldBudget() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("GODDP_SHM_YIELD")); err == nil && d >= 0 {
+		return d
+	}
+	return shmYieldFor
 }
 
 // await blocks until rank k's counter at control offset off reaches target.
@@ -82,7 +104,7 @@ func (g *shmGroup) awaitSlow(op *shmOp, k int, c *atomic.Uint64, target uint64, 
 		}
 		switch waited := now.Sub(start); {
 		case waited < g.spinFor:
-		case waited < shmYieldFor:
+		case waited < g.yieldFor:
 			// sched_yield lets another process run on this core. Gosched
 			// (for the other goroutines of this process, e.g. ranks that
 			// are goroutines in a test) wakes another thread, so only now
