@@ -59,7 +59,8 @@ package comm
 // (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (8K),
 // GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (1M; 0 disables the
 // single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
-// Sizes take K/M suffixes.
+// Sizes take K/M suffixes. Each rank also reads GODDP_SHM_SPIN and
+// GODDP_SHM_YIELD (Go durations) for its own waiting policy (shm_wait.go).
 //
 // Send/Recv stream through a byte ring per ordered pair of ranks, on
 // goroutines of their own (shm_p2p.go), so they never queue behind

@@ -28,7 +28,10 @@ import (
 //     the chunk (reading its own data straight from the user buffer), posts
 //     the result, and copies the other slices' results out. Each rank moves
 //     about 2x the buffer instead of N x, and the chunk stays in cache.
-//   - reduce: the same with results gathered only at the root.
+//   - all-reduce, from cmaMin bytes when every rank may read the others'
+//     memory: one step, single-copy through process_vm_readv (shm_cma.go).
+//   - reduce: like the chunked all-reduce, with results gathered only at
+//     the root.
 //   - the others (broadcast, all-gather, reduce-scatter, gather, scatter,
 //     all-to-all) are copy-in/copy-out through the slots, in chunks that
 //     fill a slot.
