@@ -8,6 +8,9 @@ for pkg in $(go list ./...); do
   dir=$(go list -f '{{.Dir}}' "$pkg")
   for f in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$dir"/*_test.go 2>/dev/null | awk '{print $2}' | sort -u); do
     echo "fuzz $pkg $f ($t)"
-    go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" "$pkg" 2>&1 | tail -2
+    # Keep the last progress line (it carries the execution count) and the verdict.
+    out=$(go test -run '^$' -fuzz "^${f}\$" -fuzztime "$t" -fuzzminimizetime 2s "$pkg" 2>&1) || { echo "$out" | tail -30; exit 1; }
+    echo "$out" | grep 'execs:' | tail -1 || true
+    echo "$out" | tail -1
   done
 done
