@@ -128,6 +128,9 @@ type frameReader struct {
 	i, n int
 }
 
+// readAhead is how much a buffered read asks for beyond what it needs.
+const readAhead = 8 << 10
+
 func newFrameReader(r io.Reader, size int) *frameReader {
 	return &frameReader{r: r, buf: make([]byte, size)}
 }
@@ -144,7 +147,10 @@ func (fr *frameReader) readFull(dst []byte) error {
 			// Large remainder: straight into dst, no staging copy.
 			n, err = fr.r.Read(dst[got:])
 		} else {
-			n, err = fr.r.Read(fr.buf)
+			// Read ahead only a little: a small frame still arrives in one
+			// read, while a large payload behind this header is read
+			// straight into its destination rather than copied.
+			n, err = fr.r.Read(fr.buf[:min(len(fr.buf), max(len(dst)-got, readAhead))])
 			fr.i, fr.n = 0, n
 			n = copy(dst[got:], fr.buf[:n])
 			fr.i = n

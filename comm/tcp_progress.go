@@ -199,7 +199,7 @@ func (g *tcpGroup) watchdog(th time.Duration) {
 			continue
 		}
 		reported++
-		g.reportStall(o, waited, min(max(th/2, 50*time.Millisecond), 5*time.Second))
+		g.reportStall(o, waited, min(max(th/2, time.Second), 5*time.Second))
 	}
 }
 
