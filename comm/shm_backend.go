@@ -25,10 +25,14 @@ package comm
 //   - all-reduce up to 8 KiB: one step, every rank reduces all inputs;
 //   - above: pipelined in 256 KiB chunks, each reduce-scattered (rank r
 //     reduces the r-th 1/N of it) then all-gathered through the slots;
-//   - from 1 MiB, if the probe succeeded: single-copy, each rank reading
-//     its peers' buffers directly (shm_cma.go), which also tolerates a busy
-//     host far better, since a rank no longer waits for its peers chunk by
-//     chunk;
+//   - from 16 MiB, if the probe succeeded: single-copy, each rank reading
+//     its peers' buffers directly (shm_cma.go). Below that the chunked path
+//     wins, since the buffers stay in cache (2 ranks on the 2-core VM, quiet:
+//     11-12 GB/s busbw at 1-8 MiB against 4-5 single-copy); above, memory
+//     bandwidth rules, and single-copy moves less and tolerates a busy host
+//     far better, since a rank no longer waits for its peers chunk by chunk
+//     (16-64 MiB: 3.9-4.2 GB/s, never under 3.1, against 1.4-2.0 and
+//     anywhere from 0.4 to 9 chunked);
 //   - the other collectives copy through the slots in slot-sized steps.
 //
 // Reductions combine contributions in rank order, so all ranks get
@@ -57,7 +61,7 @@ package comm
 //
 // Tuning (read on rank 0, published to the others): GODDP_SHM_SLOT_BYTES
 // (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (8K),
-// GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (1M; 0 disables the
+// GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (16M; 0 disables the
 // single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
 // Sizes take K/M suffixes. Each rank also reads GODDP_SHM_SPIN and
 // GODDP_SHM_YIELD (Go durations) for its own waiting policy (shm_wait.go).
@@ -91,7 +95,7 @@ const (
 	shmDefaultNbuf       = 4         // slots per rank = steps in flight
 	shmDefaultSmallMax   = 8 << 10   // all-reduce up to this size: one step, every rank reduces everything
 	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
-	shmDefaultCMAMin     = 1 << 20   // all-reduce from this size: single-copy over CMA when available
+	shmDefaultCMAMin     = 16 << 20  // all-reduce from this size: single-copy over CMA when available
 	shmDefaultRingBytes  = 128 << 10 // point-to-point ring per ordered pair of ranks
 	shmAsyncMin          = 64 << 10  // ops this large wake the worker at once
 )

@@ -271,6 +271,9 @@ func (g *shmGroup) drain(target *shmOp, ctx context.Context) {
 			g.timer.Stop()
 		}
 		for {
+			if target != nil && target.done.Load() {
+				break // another executor ran it meanwhile
+			}
 			op := g.pop()
 			if op == nil {
 				break

@@ -36,7 +36,7 @@ type shmProcResult struct {
 }
 
 // shmSpawn runs world workers in mode and returns their results.
-func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration) []shmProcResult {
+func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration, env ...string) []shmProcResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
@@ -49,6 +49,7 @@ func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration) []shm
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShmWorkerProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), shmWorkerEnv+"="+mode, "GODDP_SHM_TEST_RANK="+strconv.Itoa(r),
 			"GODDP_SHM_TEST_WORLD="+strconv.Itoa(world), "GODDP_SHM_TEST_STORE="+srv.Addr())
+		cmd.Env = append(cmd.Env, env...)
 		var buf bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &buf, &buf
 		require.NoError(t, cmd.Start())
@@ -86,7 +87,12 @@ func TestShmMultiProcess(t *testing.T) {
 	}
 	for _, world := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
-			for _, r := range shmSpawn(t, world, "cases", 90*time.Second) {
+			// World 3 runs its larger cases over the single-copy path.
+			var env []string
+			if world == 3 {
+				env = []string{"GODDP_SHM_CMA_MIN=64K"}
+			}
+			for _, r := range shmSpawn(t, world, "cases", 90*time.Second, env...) {
 				require.NoError(t, r.err, "rank %d output:\n%s", r.rank, r.out)
 				assert.Equal(t, "ok", r.result, "rank %d", r.rank)
 				assert.NotEmpty(t, r.seg)
@@ -101,15 +107,20 @@ func TestShmKilledPeer(t *testing.T) {
 	}
 	// The victim SIGKILLs itself in the middle of a stream of collectives;
 	// rank 0 is a victim too in one case (it created the segment).
-	// 4 MiB all-reduces take the single-copy path, 4 KiB ones the slots.
+	// Single-copy, chunked and small all-reduces.
 	for _, tc := range []struct {
 		victim int
 		elems  int
-	}{{1, 1 << 20}, {0, 1 << 20}, {2, 1 << 10}} {
+		cma    bool
+	}{{1, 1 << 20, true}, {0, 1 << 20, true}, {1, 1 << 20, false}, {2, 1 << 10, false}} {
 		victim := tc.victim
-		t.Run(fmt.Sprintf("victim%d/%dB", victim, 4*tc.elems), func(t *testing.T) {
+		t.Run(fmt.Sprintf("victim%d/%dB/cma=%v", victim, 4*tc.elems, tc.cma), func(t *testing.T) {
 			start := time.Now()
-			res := shmSpawn(t, 3, fmt.Sprintf("kill%d/%d", victim, tc.elems), 60*time.Second)
+			env := "GODDP_SHM_CMA_MIN=0"
+			if tc.cma {
+				env = "GODDP_SHM_CMA_MIN=1M"
+			}
+			res := shmSpawn(t, 3, fmt.Sprintf("kill%d/%d", victim, tc.elems), 60*time.Second, env)
 			assert.Less(t, time.Since(start), 30*time.Second)
 			for _, r := range res {
 				if r.rank == victim {
@@ -149,6 +160,9 @@ func TestShmWorkerProcess(t *testing.T) {
 
 	switch {
 	case mode == "cases":
+		if os.Getenv("GODDP_SHM_CMA_MIN") == "64K" {
+			require.True(t, pg.(*shmGroup).cma, "single-copy path not enabled between processes")
+		}
 		cases := shmTestCases(world, shmTestDTypes, []int{0, 1, 7, 1001})
 		cases = append(cases, shmTestCases(world, []DType{Float32, Float16, Int32}, []int{16385, 70001})...)
 		hashes := make([]uint64, 0, len(cases))
