@@ -77,7 +77,7 @@ func (g *tcpGroup) allReduce(o *tcpOp, buf Buffer, op ReduceOp) error {
 		switch {
 		case len(buf.Bytes) <= g.smallBytes || buf.Len() < g.size:
 			err = g.recursiveDoubling(o, buf, op)
-		case g.size == 2 && g.pairExchange:
+		case g.size == 2 && len(buf.Bytes) <= g.exchangeBytes:
 			err = g.exchange(o, buf, op)
 		default:
 			err = g.ring(o, buf, splitEven(buf.Len(), g.size), op, true)

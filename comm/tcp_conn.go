@@ -247,8 +247,7 @@ func (pc *peerConn) closeWriter(err error) {
 }
 
 const (
-	maxWriteBatch      = 64
-	maxWriteBatchBytes = 4 << 20
+	maxWriteBatch = 64
 )
 
 func (pc *peerConn) writeLoop() {
@@ -277,7 +276,7 @@ func (pc *peerConn) writeLoop() {
 		batch = append(batch[:0], pc.wctl...)
 		pc.wctl = pc.wctl[:0]
 		n, size := 0, 0
-		for n < len(pc.wq) && n < maxWriteBatch && (n == 0 || size+len(pc.wq[n].buf) <= maxWriteBatchBytes) {
+		for n < len(pc.wq) && n < maxWriteBatch && (n == 0 || size+len(pc.wq[n].buf) <= pc.g.writeBatch) {
 			size += len(pc.wq[n].buf)
 			n++
 		}

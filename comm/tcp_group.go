@@ -79,8 +79,12 @@ type tcpGroup struct {
 	smallBytes int
 	// spin is how long an op polls for a small reply before parking.
 	spin time.Duration
-	// pairExchange makes two-rank all-reduces one pipelined exchange.
-	pairExchange bool
+	// exchangeBytes is the size up to which a two-rank all-reduce is one
+	// pipelined exchange rather than a ring (which reduces half as much).
+	exchangeBytes int
+	// writeBatch caps the bytes of one writev: a piece's completion (and
+	// what waits on it) comes only when its whole batch is out.
+	writeBatch int
 
 	mu        sync.Mutex
 	seq       uint64
@@ -151,24 +155,25 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		return nil, fmt.Errorf("%w: tcp: no store", ErrBadArgument)
 	}
 	g := &tcpGroup{
-		opts:         opts,
-		rank:         opts.Rank,
-		size:         opts.Size,
-		timeout:      opts.timeout(),
-		logf:         opts.logf(),
-		peers:        make([]*peerConn, opts.Size),
-		pieceBytes:   envInt("GODDP_TCP_PIECE_BYTES", 256<<10),
-		smallBytes:   envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
-		spin:         time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
-		pairExchange: os.Getenv("GODDP_TCP_ALGO") != "ring",
-		p2pSend:      map[p2pKey]uint32{},
-		p2pRecv:      map[p2pKey]uint32{},
-		events:       make(chan *xfer, 1<<16),
-		failed:       make(chan struct{}),
-		progWaiters:  map[uint64]chan progressNote{},
-		workerDone:   make(chan struct{}),
-		watchStop:    make(chan struct{}),
-		watchDone:    make(chan struct{}),
+		opts:          opts,
+		rank:          opts.Rank,
+		size:          opts.Size,
+		timeout:       opts.timeout(),
+		logf:          opts.logf(),
+		peers:         make([]*peerConn, opts.Size),
+		pieceBytes:    envInt("GODDP_TCP_PIECE_BYTES", 1<<20),
+		smallBytes:    envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
+		spin:          time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
+		exchangeBytes: envInt("GODDP_TCP_EXCHANGE_BYTES", 1<<20),
+		writeBatch:    envInt("GODDP_TCP_WRITE_BATCH", 1<<20),
+		p2pSend:       map[p2pKey]uint32{},
+		p2pRecv:       map[p2pKey]uint32{},
+		events:        make(chan *xfer, 1<<16),
+		failed:        make(chan struct{}),
+		progWaiters:   map[uint64]chan progressNote{},
+		workerDone:    make(chan struct{}),
+		watchStop:     make(chan struct{}),
+		watchDone:     make(chan struct{}),
 	}
 	g.qcond = sync.NewCond(&g.mu)
 	g.kick = time.AfterFunc(time.Hour, g.kicked)

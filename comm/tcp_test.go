@@ -48,9 +48,16 @@ func tcpWorld(t *testing.T, world int, opts Options, fn func(ctx context.Context
 }
 
 func TestTCPCollectives(t *testing.T) {
-	for _, world := range []int{1, 2, 3, 4} {
-		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+	for _, tc := range []struct {
+		world int
+		ring  bool // two ranks: the ring instead of the exchange
+	}{{1, false}, {2, false}, {2, true}, {3, false}, {4, false}} {
+		world := tc.world
+		t.Run(fmt.Sprintf("world%d/ring=%v", world, tc.ring), func(t *testing.T) {
 			t.Setenv("GODDP_TCP_PIECE_BYTES", "4096") // many pieces even for modest sizes
+			if tc.ring {
+				t.Setenv("GODDP_TCP_EXCHANGE_BYTES", "65536")
+			}
 			cases := collCases(world, []int{0, 1, 7, 1000, 4099}, 100_003)
 			hashes := make([][]uint64, world)
 			errs := tcpWorld(t, world, Options{Token: "tok"}, func(ctx context.Context, g ProcessGroup) error {
