@@ -139,9 +139,12 @@ type tcpOp struct {
 
 	start    time.Time
 	deadline time.Time
-	// expired is closed by the watchdog once the deadline has passed.
+	// expired is closed by the watchdog once the deadline has passed, or
+	// when the context of an inline waiter is cancelled (then cancelled
+	// holds its error).
 	expired    chan struct{}
 	expireOnce sync.Once
+	cancelled  atomic.Value
 	xfers      []*xfer
 	pending    int
 	reported   int // stall reports made so far
@@ -246,9 +249,13 @@ func (g *tcpGroup) kicked() {
 	g.qcond.Signal()
 }
 
-// tcpWork is a collective's Work. Waiting on it with a context that cannot
-// end runs the queued ops inline when the worker is idle: the common
-// issue-then-wait pattern then costs no goroutine handoff at all.
+// tcpWork is a collective's Work. Waiting on it runs the queued ops on the
+// caller's goroutine when the worker is idle: the common issue-then-wait
+// pattern then costs no goroutine handoff at all. This needs a context
+// without a deadline (a deadline means the caller may want the op to go on
+// without it); if such a context is cancelled while its op runs inline,
+// the op cannot be handed back half done, so it fails and takes the group
+// down, as a cancelled job would.
 type tcpWork struct {
 	*work
 	g *tcpGroup
@@ -256,15 +263,18 @@ type tcpWork struct {
 }
 
 func (w *tcpWork) Wait(ctx context.Context) error {
-	if (ctx == nil || ctx.Done() == nil) && !w.IsCompleted() {
-		w.g.runInline(w.o)
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, hasDeadline := ctx.Deadline(); !hasDeadline && !w.IsCompleted() && ctx.Err() == nil {
+		w.g.runInline(w.o, ctx)
 	}
 	return w.work.Wait(ctx)
 }
 
 // runInline executes queued ops on the caller's goroutine, up to and
 // including o, while no other op is executing.
-func (g *tcpGroup) runInline(o *tcpOp) {
+func (g *tcpGroup) runInline(o *tcpOp, ctx context.Context) {
 	for !o.w.IsCompleted() {
 		g.mu.Lock()
 		next := g.popLocked()
@@ -275,9 +285,29 @@ func (g *tcpGroup) runInline(o *tcpOp) {
 		if next == nil {
 			return
 		}
+		stop := func() bool { return false }
+		if ctx.Done() != nil {
+			stop = context.AfterFunc(ctx, func() { g.cancelInline(next, ctx) })
+		}
 		g.execute(next)
+		stop()
 		g.done()
 	}
+}
+
+// cancelInline ends an op whose inline waiter's context was cancelled.
+func (g *tcpGroup) cancelInline(o *tcpOp, ctx context.Context) {
+	o.cancelled.Store(ctx.Err())
+	g.expire(o)
+}
+
+// expiredFault is the fault of an op the watchdog or a cancellation ended.
+func (g *tcpGroup) expiredFault(o *tcpOp) *peerFault {
+	if err, _ := o.cancelled.Load().(error); err != nil {
+		return &peerFault{kind: ErrClosed, err: err,
+			detail: "the context of the Wait running this op was cancelled; the group is torn down"}
+	}
+	return g.timeoutFault(o)
 }
 
 // popLocked takes the next op and marks the group busy, or returns nil
@@ -559,7 +589,7 @@ func (g *tcpGroup) await(o *tcpOp, x *xfer) error {
 	for !x.done {
 		if x.quiet && !x.arrived.Load() {
 			if _, err := g.peers[x.peer].readInline(x, o.expired); err != nil {
-				return g.timeoutFault(o)
+				return g.expiredFault(o)
 			}
 		}
 		if err := g.next(o); err != nil {
@@ -597,7 +627,7 @@ func (g *tcpGroup) next(o *tcpOp) error {
 	case <-g.failed:
 		return g.cause.Load()
 	case <-o.expired:
-		return g.timeoutFault(o)
+		return g.expiredFault(o)
 	}
 }
 

@@ -290,3 +290,38 @@ func TestTCPStrangerRefused(t *testing.T) {
 	assert.Contains(t, text, "bad handshake magic")
 	assert.NotContains(t, text, "tok\"")
 }
+
+func TestTCPWaitCancelledInline(t *testing.T) {
+	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
+		// A cancel-only context runs the op inline; cancelling it while the
+		// peer never joins fails the op and the group instead of hanging.
+		if err := g.AllReduce(Float32s([]float32{1}), Sum).Wait(ctx); err != nil {
+			return err
+		}
+		if g.Rank() == 1 {
+			time.Sleep(time.Second)
+			return nil
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		time.AfterFunc(200*time.Millisecond, cancel)
+		start := time.Now()
+		err := g.AllReduce(Float32s([]float32{1}), Sum).Wait(cctx)
+		if !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("want a cancelled error, got %v", err)
+		}
+		if time.Since(start) > 5*time.Second {
+			return fmt.Errorf("cancel took %v", time.Since(start))
+		}
+		// A deadline context does not run inline: Wait returns at the
+		// deadline and the op goes on (here it fails, the group being down).
+		dctx, dcancel := context.WithTimeout(ctx, 50*time.Millisecond)
+		defer dcancel()
+		if err := g.Barrier().Wait(dctx); err == nil {
+			return fmt.Errorf("barrier on a failed group succeeded")
+		}
+		return nil
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
