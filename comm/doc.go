@@ -58,8 +58,8 @@
 // Tuning knobs (environment, read when a group is created):
 // GODDP_TCP_SMALL_BYTES (64 KiB: latency-bound paths up to this size),
 // GODDP_TCP_EXCHANGE_BYTES (1 MiB: two-rank exchange up to this size),
-// GODDP_TCP_PIECE_BYTES (1 MiB: pipelining grain), GODDP_TCP_WRITE_BATCH
-// (1 MiB: bytes per writev), GODDP_TCP_BUFFER (4 MiB socket buffers) and
-// GODDP_TCP_SPIN_US (0: microseconds to poll for a small reply before
+// GODDP_TCP_PIECE_BYTES (1 MiB: largest pipelined piece),
+// GODDP_TCP_WRITE_BATCH (256 KiB: bytes per writev beyond its first frame),
+// GODDP_TCP_BUFFER (4 MiB socket buffers) and GODDP_TCP_SPIN_US (0: microseconds to poll for a small reply before
 // sleeping; worth it only with idle cores to spare).
 package comm

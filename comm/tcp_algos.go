@@ -34,13 +34,24 @@ func (g *tcpGroup) workBuf(n int) []byte {
 	return g.work[:n]
 }
 
+// minPieces and minPieceBytes: see pieces.
+const (
+	minPieces     = 4
+	minPieceBytes = 64 << 10
+)
+
 // maxXfersPerOp keeps one op's transfers well inside the event queue.
 const maxXfersPerOp = 1 << 14
 
 // pieces is how many pipelined pieces a chunk of chunkBytes is cut into,
 // given that the op moves `chunks` such chunks each way.
+//
+// A chunk is cut into pieces of at most pieceBytes, and into at least
+// minPieces when it is big enough, so that even a mid-sized chunk overlaps
+// the reduction of one piece with the transfer of the next.
 func (g *tcpGroup) pieces(chunkBytes, chunks int) int {
 	np := (chunkBytes + g.pieceBytes - 1) / g.pieceBytes
+	np = max(np, min(minPieces, chunkBytes/minPieceBytes))
 	np = max(np, (chunkBytes+maxFramePayload-1)/maxFramePayload)
 	limit := max(1, maxXfersPerOp/(2*max(chunks, 1)))
 	return max(1, min(np, limit))

@@ -168,7 +168,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		smallBytes:    envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
 		spin:          time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
 		exchangeBytes: envInt("GODDP_TCP_EXCHANGE_BYTES", 1<<20),
-		writeBatch:    envInt("GODDP_TCP_WRITE_BATCH", 1<<20),
+		writeBatch:    envInt("GODDP_TCP_WRITE_BATCH", 256<<10),
 		p2pSend:       map[p2pKey]uint32{},
 		p2pRecv:       map[p2pKey]uint32{},
 		events:        make(chan *xfer, 1<<16),
