@@ -50,6 +50,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory (\"\": no checkpoints)")
 	seed := fs.Uint64("seed", 0, "seed for data, model init and shuffling")
 	workers := fs.Int("num-workers", 0, "DataLoader worker goroutines")
+	bucketView := fs.Bool("gradient-as-bucket-view", true, "DDP gradient_as_bucket_view: gradients live in the buckets (saves a copy per step)")
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	if err := fs.Parse(args[1:]); err != nil {
@@ -61,7 +62,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
-		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, timeline: *timeline}, build)
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline}, build)
 	if err != nil {
 		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && !errors.Is(err, cause) {
 			// Say why the context ended (e.g. "terminated signal received":
@@ -81,6 +82,7 @@ type runConfig struct {
 	ckptDir, timeline                 string
 	seed                              uint64
 	bucketMB                          float64
+	bucketView                        bool
 }
 
 func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tensor.RNG) (Job, error)) error {
@@ -109,7 +111,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		return err
 	}
 	var tl *ddp.Timeline
-	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB)}
+	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB), ddp.GradientAsBucketView(rc.bucketView)}
 	if rc.timeline != "" {
 		tl = ddp.NewTimeline(pg.Rank())
 		opts = append(opts, ddp.WithTimeline(tl))
