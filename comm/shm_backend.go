@@ -140,12 +140,14 @@ type shmGroup struct {
 	p2pIssued      uint64
 	p2pWG          sync.WaitGroup
 
-	closing    atomic.Bool
-	timerArmed atomic.Bool
-	timer      *time.Timer
-	kickCh     chan struct{}
-	quit       chan struct{}
-	workerDone chan struct{}
+	qbuf           []*shmOp
+	closing        atomic.Bool
+	kickCh         chan struct{}
+	quit           chan struct{}
+	workerDone     chan struct{}
+	watchdogParked atomic.Bool
+	watchdogWake   chan struct{}
+	watchdogDone   chan struct{}
 }
 
 type shmParams struct {
@@ -240,9 +242,13 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	g.kickCh = make(chan struct{}, 1)
 	g.quit = make(chan struct{})
 	g.workerDone = make(chan struct{})
-	g.timer = time.AfterFunc(time.Hour, g.kick)
-	g.timer.Stop()
+	g.qbuf = make([]*shmOp, 0, 16)
+	g.queue = g.qbuf
+	g.watchdogWake = make(chan struct{}, 1)
+	g.watchdogDone = make(chan struct{})
+	g.watchdogParked.Store(true)
 	go g.worker()
+	go g.watchdog()
 	return g, nil
 }
 
@@ -551,9 +557,9 @@ func (g *shmGroup) Close() error {
 	for _, op := range q {
 		op.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
 	}
-	g.timer.Stop()
 	close(g.quit)
 	<-g.workerDone
+	<-g.watchdogDone
 	g.p2pWG.Wait() // a running transfer fails within microseconds once closing is set
 	g.execMu.Lock()
 	defer g.execMu.Unlock()

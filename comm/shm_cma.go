@@ -100,6 +100,11 @@ func (g *shmGroup) probeCMA() error {
 
 // remoteErr wraps a failed remote read as the op's error.
 func (g *shmGroup) remoteErr(op *shmOp, k int, err error) error {
+	// A peer that aborted (and then exited) is reported with its reason and
+	// the rank it blames, not as the culprit.
+	if perr := g.peerStatusErr(op, k); perr != nil {
+		return perr
+	}
 	if errors.Is(err, syscall.ESRCH) {
 		return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
 	}

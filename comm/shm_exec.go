@@ -23,14 +23,17 @@ import (
 //     wake-up that competes for the CPU with the peer ranks on a small
 //     host), which is what keeps a 4 KiB all-reduce near one microsecond.
 //
-// Large ops wake the worker at once. Small ones only arm a timer
-// (shmKickDelay): if the caller waits before it fires, which is the common
-// case, the op runs inline and the timer is stopped; otherwise the worker
-// runs it, so progress never depends on Wait being called.
+// Large ops wake the worker at once. Small ones do not (a goroutine
+// wake-up costs more than the whole op): a watchdog goroutine, ticking
+// every shmWatchdogTick while the group is in use, kicks the worker when it
+// finds the same op still waiting at the head of the queue, so progress
+// never depends on Wait being called, and an op nobody waits for starts
+// within two ticks. The watchdog parks after shmWatchdogIdle without work.
 
-// shmKickDelay bounds how long a small op may sit in the queue before the
-// worker runs it.
-const shmKickDelay = 50 * time.Microsecond
+const (
+	shmWatchdogTick = 500 * time.Microsecond
+	shmWatchdogIdle = 100 * time.Millisecond
+)
 
 // shmOp is one queued collective; it is the Work returned to the caller.
 type shmOp struct {
@@ -44,7 +47,7 @@ type shmOp struct {
 	seq  uint64 // issue number within the group, 1-based
 
 	timeout  time.Duration // overrides the group timeout when > 0 (MonitoredBarrier)
-	deadline time.Time     // set when execution starts
+	deadline time.Time     // set by the first wait that reaches the slow path (a clock read costs)
 	step0    uint64        // first step of this op
 
 	stallReported bool
@@ -180,6 +183,9 @@ func (op *shmOp) Wait(ctx context.Context) error {
 	}
 	if op.kind != shmSend && op.kind != shmRecv {
 		op.g.runUntil(op, ctx)
+		if op.done.Load() {
+			return op.err
+		}
 	}
 	if ch := op.doneChan(); ch != nil {
 		select {
@@ -209,10 +215,64 @@ func (g *shmGroup) submit(op *shmOp) Work {
 	g.mu.Unlock()
 	if len(op.descBuf().Bytes) >= g.asyncMin {
 		g.kick()
-	} else if !g.timerArmed.Swap(true) {
-		g.timer.Reset(shmKickDelay)
+	} else if g.watchdogParked.Load() && g.watchdogParked.CompareAndSwap(true, false) {
+		select {
+		case g.watchdogWake <- struct{}{}:
+		default:
+		}
 	}
 	return op
+}
+
+// watchdog kicks the worker for ops that wait un-started (see above).
+func (g *shmGroup) watchdog() {
+	defer close(g.watchdogDone)
+	for {
+		select {
+		case <-g.watchdogWake:
+		case <-g.quit:
+			return
+		}
+		var last uint64
+		tick := time.NewTicker(shmWatchdogTick)
+		for idle := time.Duration(0); ; {
+			select {
+			case <-g.quit:
+				tick.Stop()
+				return
+			case <-tick.C:
+			}
+			head := g.headSeq()
+			if head != 0 && head == last {
+				g.kick()
+			}
+			last = head
+			if head != 0 {
+				idle = 0
+				continue
+			}
+			if idle += shmWatchdogTick; idle < shmWatchdogIdle {
+				continue
+			}
+			// Park, unless an op slipped in before submit could see us parked.
+			g.watchdogParked.Store(true)
+			if g.headSeq() == 0 || !g.watchdogParked.CompareAndSwap(true, false) {
+				break
+			}
+			idle = 0
+		}
+		tick.Stop()
+	}
+}
+
+// headSeq is the sequence number of the first queued op, 0 if none.
+func (g *shmGroup) headSeq() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.queue) == 0 {
+		return 0
+	}
+	return g.queue[0].seq
 }
 
 // kick wakes the worker without blocking.
@@ -233,7 +293,7 @@ func (g *shmGroup) pop() *shmOp {
 	g.queue[0] = nil
 	g.queue = g.queue[1:]
 	if len(g.queue) == 0 {
-		g.queue = g.queue[:0:0]
+		g.queue = g.qbuf[:0] // reuse the initial array: no allocation per op
 	}
 	return op
 }
@@ -264,11 +324,6 @@ func (g *shmGroup) drain(target *shmOp, ctx context.Context) {
 	for {
 		if !g.execMu.TryLock() {
 			return
-		}
-		// An executor is at work: the kick timer would only wake a thread
-		// (on a core the peers need) to find execMu taken.
-		if g.timerArmed.Swap(false) {
-			g.timer.Stop()
 		}
 		for {
 			if target != nil && target.done.Load() {
@@ -319,11 +374,6 @@ func (g *shmGroup) run(op *shmOp) {
 		op.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
 		return
 	}
-	timeout := g.timeout
-	if op.timeout > 0 {
-		timeout = op.timeout
-	}
-	op.deadline = time.Now().Add(timeout)
 	op.step0 = g.step + 1
 	g.writeDesc(op)
 	err := g.exec(op)

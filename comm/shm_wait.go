@@ -84,6 +84,11 @@ func (g *shmGroup) await(op *shmOp, k, off int, target uint64) error {
 // says what rank k is to do, for the timeout message.
 func (g *shmGroup) awaitSlow(op *shmOp, k int, c *atomic.Uint64, target uint64, what string) error {
 	start := time.Now()
+	if op.deadline.IsZero() {
+		// The op's clock starts at its first wait that had to spin: the
+		// fast path reads no clock at all.
+		op.deadline = start.Add(g.opTimeout(op))
+	}
 	nextLive := start.Add(shmLivenessEvery)
 	sleep := 20 * time.Microsecond
 	for i := 0; ; i++ {
@@ -219,6 +224,10 @@ func (g *shmGroup) peerStatusErr(op *shmOp, k int) error {
 func (g *shmGroup) livenessErr(op *shmOp, k int) error {
 	if !g.pidUsable[k] || shmProcAlive(g.pids[k], g.starts[k]) {
 		return nil
+	}
+	// It may have aborted (blaming another rank) and then exited.
+	if err := g.peerStatusErr(op, k); err != nil {
+		return err
 	}
 	return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
 }
