@@ -172,7 +172,7 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 	sends := make([]*xfer, np)
 	for p := range np {
 		a, b := piece(all, p, np, es)
-		recvs[p] = g.recv(o, peer, 0, uint32(p), scratch[a:b])
+		recvs[p] = g.recvQuiet(o, peer, 0, uint32(p), scratch[a:b])
 	}
 	for p := range np {
 		a, b := piece(all, p, np, es)

@@ -26,7 +26,9 @@ type xfer struct {
 	then func()
 	// direct allows a small send to be written on the op's goroutine.
 	direct bool
-	hdr    [frameHeaderLen]byte
+	// rest is what a direct write left for the writer goroutine.
+	rest []byte
+	hdr  [frameHeaderLen]byte
 	// quiet receives are read by the collective itself (see readInline),
 	// so posting one does not wake the reader goroutine.
 	quiet   bool
@@ -70,14 +72,15 @@ type peerConn struct {
 	demandCh chan struct{} // wakes the reader goroutine
 	stop     chan struct{} // closed at teardown
 
-	wmu     sync.Mutex
-	wcond   *sync.Cond
-	wq      []*xfer // data frames, in order
-	wctl    []*xfer // control frames, sent before queued data
-	wbusy   bool    // the writer goroutine is writing a batch
-	direct  bool    // a caller is writing a small frame itself (see send)
-	wclosed bool
-	werr    error
+	wmu       sync.Mutex
+	wcond     *sync.Cond
+	wq        []*xfer // data frames, in order
+	wctl      []*xfer // control frames, sent before queued data
+	wbusy     bool    // the writer goroutine is writing a batch
+	direct    bool    // a caller is writing a small frame itself (see send)
+	directBuf []byte  // frame staging of direct writes
+	wclosed   bool
+	werr      error
 
 	readerDone chan struct{}
 	writerDone chan struct{}
@@ -147,6 +150,22 @@ func (pc *peerConn) post(x *xfer) {
 	}
 }
 
+// promote makes a posted quiet receive one the reader goroutine serves.
+func (pc *peerConn) promote(x *xfer) {
+	pc.mu.Lock()
+	if !x.quiet || pc.posted[x.key] != x {
+		pc.mu.Unlock()
+		return
+	}
+	x.quiet = false
+	pc.demand++
+	pc.mu.Unlock()
+	select {
+	case pc.demandCh <- struct{}{}:
+	default:
+	}
+}
+
 // take removes and returns the receive posted under k; pc.mu held.
 func (pc *peerConn) take(k frameKey) *xfer {
 	x := pc.posted[k]
@@ -178,7 +197,7 @@ func (pc *peerConn) sizeMismatch(k frameKey, got, want int) error {
 // handoff costs more than such a write.
 const directWriteMax = 64 << 10
 
-// send queues a frame, or writes a small one at once (see directWriteMax).
+// send queues a frame, or writes a small one at once (see writeDirect).
 func (pc *peerConn) send(x *xfer, control bool) {
 	h := frameHeader{Kind: x.key.kind, Seq: x.key.seq, Step: x.key.step, Aux: x.key.aux, Length: uint32(len(x.buf))}
 	h.encode(x.hdr[:])
@@ -191,13 +210,18 @@ func (pc *peerConn) send(x *xfer, control bool) {
 		}
 		return
 	}
-	if !control && x.direct && len(x.buf) <= directWriteMax &&
+	if !control && x.direct && len(x.buf) <= directWriteMax && pc.rc != nil &&
 		!pc.wbusy && !pc.direct && len(pc.wq) == 0 && len(pc.wctl) == 0 {
 		pc.direct = true
 		pc.wmu.Unlock()
 		pc.writeDirect(x)
 		return
 	}
+	pc.enqueue(x, control)
+}
+
+// enqueue hands x to the writer goroutine; pc.wmu held, and released.
+func (pc *peerConn) enqueue(x *xfer, control bool) {
 	if control {
 		pc.wctl = append(pc.wctl, x)
 	} else {
@@ -207,15 +231,44 @@ func (pc *peerConn) send(x *xfer, control bool) {
 	pc.wcond.Signal()
 }
 
-// writeDirect writes x on the caller's goroutine; pc.direct is set. The
-// group's watchdog interrupts it at the op's deadline.
+// writeDirect writes x on the caller's goroutine without ever blocking:
+// one non-blocking write of the whole frame, and whatever the socket did
+// not take goes to the writer goroutine. A blocking write here could
+// deadlock two ranks that both write more than their socket buffers hold
+// while neither reads. pc.direct is set.
 func (pc *peerConn) writeDirect(x *xfer) {
-	pc.inlineIO.Store(true)
-	bufs := net.Buffers{x.hdr[:], x.buf}
-	_, err := bufs.WriteTo(pc.conn)
-	pc.inlineIO.Store(false)
+	frame := append(append(pc.directBuf[:0], x.hdr[:]...), x.buf...)
+	pc.directBuf = frame
+	var n int
+	var werr error
+	err := pc.rc.Write(func(fd uintptr) bool {
+		for n < len(frame) {
+			k, err := syscall.Write(int(fd), frame[n:])
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil {
+				if err != syscall.EAGAIN {
+					werr = err
+				}
+				break
+			}
+			n += k
+		}
+		return true // never wait for writability here
+	})
+	if err == nil {
+		err = werr
+	}
 	pc.wmu.Lock()
 	pc.direct = false
+	if err == nil && n < len(frame) {
+		// The rest waits for the writer; directBuf is not reused before it
+		// is out, since direct writes need an idle writer.
+		x.rest = frame[n:]
+		pc.enqueue(x, false)
+		return
+	}
 	more := len(pc.wq) > 0 || len(pc.wctl) > 0 || pc.wclosed
 	pc.wmu.Unlock()
 	if more {
@@ -290,6 +343,10 @@ func (pc *peerConn) writeLoop() {
 
 		bufs = bufs[:0]
 		for _, x := range batch {
+			if x.rest != nil {
+				bufs = append(bufs, x.rest) // the tail of a direct write
+				continue
+			}
 			bufs = append(bufs, x.hdr[:])
 			if len(x.buf) > 0 {
 				bufs = append(bufs, x.buf)

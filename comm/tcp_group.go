@@ -146,6 +146,7 @@ type tcpOp struct {
 	expireOnce sync.Once
 	cancelled  atomic.Value
 	xfers      []*xfer
+	quiet      []*xfer // quiet receives not yet handed to the readers
 	pending    int
 	reported   int // stall reports made so far
 }
@@ -362,6 +363,7 @@ func (g *tcpGroup) execute(o *tcpOp) {
 	}
 	o.start = time.Now()
 	o.xfers = o.xfers[:0]
+	o.quiet = o.quiet[:0]
 	o.pending = 0
 	timeout := g.timeout
 	if o.timeout > 0 {
@@ -579,6 +581,7 @@ func (g *tcpGroup) recv(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer 
 func (g *tcpGroup) recvQuiet(o *tcpOp, peer int, step, aux uint32, buf []byte) *xfer {
 	x := g.newXfer(o, peer, frameData, step, aux, buf)
 	x.quiet = true
+	o.quiet = append(o.quiet, x)
 	g.peers[peer].post(x)
 	return x
 }
@@ -613,22 +616,49 @@ func (g *tcpGroup) awaitAll(o *tcpOp) error {
 // failure. Events of an earlier op (a monitored barrier's late arrivals)
 // are dropped.
 func (g *tcpGroup) next(o *tcpOp) error {
+	var x *xfer
+	select {
+	case x = <-g.events:
+	default:
+		// About to block on something else than a quiet receive: hand the
+		// quiet ones to the reader goroutines, or two ranks each waiting
+		// for its own send could leave each other's data unread.
+		g.promoteQuiet(o)
+	}
+	if x != nil {
+		return g.took(o, x)
+	}
 	select {
 	case x := <-g.events:
-		if x.op != o {
-			return nil
-		}
-		x.done = true
-		o.pending--
-		if x.err == nil && x.then != nil {
-			x.then()
-		}
-		return x.err
+		return g.took(o, x)
 	case <-g.failed:
 		return g.cause.Load()
 	case <-o.expired:
 		return g.expiredFault(o)
 	}
+}
+
+// took processes a completion event taken from the queue.
+func (g *tcpGroup) took(o *tcpOp, x *xfer) error {
+	if x.op != o {
+		return nil
+	}
+	x.done = true
+	o.pending--
+	if x.err == nil && x.then != nil {
+		x.then()
+	}
+	return x.err
+}
+
+// promoteQuiet turns o's outstanding quiet receives into ordinary ones.
+func (g *tcpGroup) promoteQuiet(o *tcpOp) {
+	for _, x := range o.quiet {
+		if !x.arrived.Load() {
+			g.peers[x.peer].promote(x)
+		}
+	}
+	o.quiet = o.quiet[:0]
 }
 
 // timeoutFault names the peers o still waits on and, asking every rank
