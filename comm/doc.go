@@ -60,6 +60,7 @@
 // GODDP_TCP_EXCHANGE_BYTES (1 MiB: two-rank exchange up to this size),
 // GODDP_TCP_PIECE_BYTES (1 MiB: largest pipelined piece),
 // GODDP_TCP_WRITE_BATCH (256 KiB: bytes per writev beyond its first frame),
-// GODDP_TCP_BUFFER (4 MiB socket buffers) and GODDP_TCP_SPIN_US (0: microseconds to poll for a small reply before
-// sleeping; worth it only with idle cores to spare).
+// GODDP_TCP_BUFFER (4 MiB socket buffers) and GODDP_TCP_SPIN_US
+// (microseconds a small collective polls for its reply before sleeping:
+// 200 when the host has a core per local rank, else 0).
 package comm

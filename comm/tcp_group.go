@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -167,7 +169,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		peers:         make([]*peerConn, opts.Size),
 		pieceBytes:    envInt("GODDP_TCP_PIECE_BYTES", 1<<20),
 		smallBytes:    envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
-		spin:          time.Duration(envInt("GODDP_TCP_SPIN_US", 0)) * time.Microsecond,
+		spin:          defaultSpin(opts),
 		exchangeBytes: envInt("GODDP_TCP_EXCHANGE_BYTES", 1<<20),
 		writeBatch:    envInt("GODDP_TCP_WRITE_BATCH", 256<<10),
 		p2pSend:       map[p2pKey]uint32{},
@@ -193,6 +195,49 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	go g.workerLoop()
 	go g.watchdog(opts.stallThreshold())
 	return g, nil
+}
+
+// defaultSpin is how long a small collective polls for its reply before
+// sleeping: 200 us, like MPI's busy polling but bounded, when every local
+// rank can have a core of its own; none when ranks outnumber the cores,
+// where a spinning rank would take the CPU from the peer it waits for.
+// GODDP_TCP_SPIN_US overrides it (0 disables).
+func defaultSpin(opts Options) time.Duration {
+	if v, err := strconv.Atoi(os.Getenv("GODDP_TCP_SPIN_US")); err == nil && v >= 0 {
+		return time.Duration(v) * time.Microsecond
+	}
+	local := opts.LocalSize
+	if local <= 0 {
+		local = opts.Size
+	}
+	if local > hostCPUs() {
+		return 0
+	}
+	return 200 * time.Microsecond
+}
+
+// hostCPUs counts the host's online CPUs (not just this process's
+// affinity: launchers pin each rank to one core).
+func hostCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	n := 0
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err1 := strconv.Atoi(lo)
+		c := a
+		var err2 error
+		if isRange {
+			c, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || c < a {
+			return runtime.NumCPU()
+		}
+		n += c - a + 1
+	}
+	return max(n, 1)
 }
 
 // envInt reads a positive integer tuning knob from the environment.
@@ -245,9 +290,14 @@ const kickDelay = time.Millisecond
 func (g *tcpGroup) kicked() {
 	g.mu.Lock()
 	g.kickArmed = false
-	g.inlineRun = 0 // whatever is queued now was not waited on: be eager
+	stranded := len(g.queue) > 0 && !g.busy
+	if stranded {
+		g.inlineRun = 0 // an op was left for the worker: be eager again
+	}
 	g.mu.Unlock()
-	g.qcond.Signal()
+	if stranded {
+		g.qcond.Signal()
+	}
 }
 
 // tcpWork is a collective's Work. Waiting on it runs the queued ops on the
