@@ -110,6 +110,7 @@ type shmGroup struct {
 	smallMax, chunkBytes, asyncMin int
 	cmaMin                         int  // single-copy all-reduce from this size (when cma)
 	cma                            bool // every pair of ranks can process_vm_readv each other
+	avx                            bool // float sums use the AVX kernel (shm_simd_amd64.go)
 	probe                          *uint64
 
 	spinFor  time.Duration // see shmSpinBudget
@@ -227,7 +228,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
 		asyncMin: shmAsyncMin, stall: opts.stallThreshold(), logf: opts.logf(),
-		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(),
+		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(), avx: shmHasAVX(),
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err

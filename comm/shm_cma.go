@@ -149,7 +149,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			if err := read(1-r, tmp[:b-a]); err != nil {
 				return err
 			}
-			reduceInto(dst, Buffer{buf.DType, tmp[:b-a]}, op.rop)
+			g.combine(dst, Buffer{buf.DType, tmp[:b-a]}, op.rop)
 		} else {
 			// Combine in rank order: start from x0, our own value comes back at k = r.
 			copy(own, dst.Bytes)
@@ -165,7 +165,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			} else if err := read(k, src); err != nil {
 				return err
 			}
-			reduceInto(dst, Buffer{buf.DType, src}, op.rop)
+			g.combine(dst, Buffer{buf.DType, src}, op.rop)
 		}
 		if op.rop == Avg {
 			divideInto(dst, n)

@@ -155,6 +155,15 @@ func (g *shmGroup) exec(op *shmOp) error {
 	return fmt.Errorf("%w: shm: unknown op %v", ErrBadArgument, op.kind)
 }
 
+// combine folds src into dst (dst = dst op src), with the AVX kernel for
+// float sums when the CPU has it.
+func (g *shmGroup) combine(dst, src Buffer, rop ReduceOp) {
+	if g.avx && (rop == Sum || rop == Avg) && shmAddFast(dst, src) {
+		return
+	}
+	reduceInto(dst, src, rop)
+}
+
 func shmSub(b Buffer, lo, hi int) Buffer { return Buffer{DType: b.DType, Bytes: b.Bytes[lo:hi:hi]} }
 
 // reduceOrdered sets dst to x0 op x1 op ... op x(N-1), combined in rank
@@ -168,13 +177,13 @@ func (g *shmGroup) reduceOrdered(dst Buffer, src func(k int) []byte, rop ReduceO
 		return
 	}
 	if r <= 1 {
-		reduceInto(dst, Buffer{dst.DType, src(1 - r)}, rop)
+		g.combine(dst, Buffer{dst.DType, src(1 - r)}, rop)
 	} else {
 		copy(dst.Bytes, src(0))
-		reduceInto(dst, Buffer{dst.DType, src(1)}, rop)
+		g.combine(dst, Buffer{dst.DType, src(1)}, rop)
 	}
 	for k := 2; k < g.size; k++ {
-		reduceInto(dst, Buffer{dst.DType, src(k)}, rop)
+		g.combine(dst, Buffer{dst.DType, src(k)}, rop)
 	}
 	if rop == Avg {
 		divideInto(dst, g.size)

@@ -1,0 +1,62 @@
+package comm
+
+import "unsafe"
+
+// AVX sums for the reductions that dominate data-parallel training
+// (float32/float64 Sum and Avg). reduce.go's portable kernels are scalar
+// (Go does not vectorise); on the 2-core VM a 4 KiB float32 sum took 537ns
+// there, which was most of a 4 KiB all-reduce. The vector adds round
+// exactly as the scalar ones, element by element, so results stay
+// bit-identical whichever kernel a rank uses. A candidate to move into
+// reduce.go for every backend.
+
+//go:noescape
+func shmAddF32AVX(dst, src *float32, n int)
+
+//go:noescape
+func shmAddF64AVX(dst, src *float64, n int)
+
+func shmCPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+
+func shmXGETBV() (eax, edx uint32)
+
+// shmHasAVX reports whether the CPU has AVX and the OS saves YMM state.
+func shmHasAVX() bool {
+	_, _, c, _ := shmCPUID(1, 0)
+	if c&(1<<27) == 0 || c&(1<<28) == 0 { // OSXSAVE, AVX
+		return false
+	}
+	a, _ := shmXGETBV()
+	return a&6 == 6 // XMM and YMM state enabled
+}
+
+// shmAddFast adds src into dst with AVX for float32/float64 and reports
+// whether it handled the dtype. Lengths must match (as for reduceInto).
+func shmAddFast(dst, src Buffer) bool {
+	var block int
+	switch dst.DType {
+	case Float32:
+		block = 32
+	case Float64:
+		block = 16
+	default:
+		return false
+	}
+	if src.DType != dst.DType || len(src.Bytes) != len(dst.Bytes) {
+		return false // let reduceInto report the programmer error
+	}
+	n := dst.Len()
+	m := n - n%block
+	if m > 0 {
+		if dst.DType == Float32 {
+			shmAddF32AVX((*float32)(unsafe.Pointer(&dst.Bytes[0])), (*float32)(unsafe.Pointer(&src.Bytes[0])), m)
+		} else {
+			shmAddF64AVX((*float64)(unsafe.Pointer(&dst.Bytes[0])), (*float64)(unsafe.Pointer(&src.Bytes[0])), m)
+		}
+	}
+	if m < n {
+		es := dst.DType.Size()
+		reduceInto(shmSub(dst, m*es, n*es), shmSub(src, m*es, n*es), Sum)
+	}
+	return true
+}
