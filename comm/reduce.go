@@ -28,13 +28,13 @@ func reduceInto(dst, src Buffer, op ReduceOp) {
 	}
 	switch dst.DType {
 	case Float32:
-		reduceFloat(view[float32](dst), view[float32](src), op)
+		reduceNum(view[float32](dst), view[float32](src), op)
 	case Float64:
-		reduceFloat(view[float64](dst), view[float64](src), op)
+		reduceNum(view[float64](dst), view[float64](src), op)
 	case Int32:
-		reduceInt(view[int32](dst), view[int32](src), op)
+		reduceNum(view[int32](dst), view[int32](src), op)
 	case Int64:
-		reduceInt(view[int64](dst), view[int64](src), op)
+		reduceNum(view[int64](dst), view[int64](src), op)
 	case Float16:
 		reduceHalf(view[uint16](dst), view[uint16](src), op, false)
 	case BFloat16:
@@ -121,10 +121,14 @@ func view[T any](b Buffer) []T {
 	return unsafe.Slice((*T)(unsafe.Pointer(&b.Bytes[0])), n)
 }
 
-type floatT interface{ ~float32 | ~float64 }
-type intT interface{ ~int32 | ~int64 }
+type number interface {
+	~float32 | ~float64 | ~int32 | ~int64
+}
 
-func reduceFloat[T floatT](d, s []T, op ReduceOp) {
+// reduceNum is the loop for every native dtype. v != v holds only for a
+// float NaN, so Max and Min propagate NaN as torch.maximum does and cost
+// integers nothing.
+func reduceNum[T number](d, s []T, op ReduceOp) {
 	s = s[:len(d)]
 	switch op {
 	case Sum, Avg:
@@ -148,7 +152,6 @@ func reduceFloat[T floatT](d, s []T, op ReduceOp) {
 			d[i] *= s[i]
 		}
 	case Max:
-		// NaN propagates, as in torch.maximum.
 		for i, v := range s {
 			if v > d[i] || v != v {
 				d[i] = v
@@ -159,42 +162,6 @@ func reduceFloat[T floatT](d, s []T, op ReduceOp) {
 			if v < d[i] || v != v {
 				d[i] = v
 			}
-		}
-	default:
-		panic(fmt.Sprintf("comm: reduceInto: unknown op %v", op))
-	}
-}
-
-func reduceInt[T intT](d, s []T, op ReduceOp) {
-	s = s[:len(d)]
-	switch op {
-	case Sum, Avg:
-		i := 0
-		for ; i+8 <= len(d); i += 8 {
-			dd, ss := d[i:i+8:i+8], s[i:i+8:i+8]
-			dd[0] += ss[0]
-			dd[1] += ss[1]
-			dd[2] += ss[2]
-			dd[3] += ss[3]
-			dd[4] += ss[4]
-			dd[5] += ss[5]
-			dd[6] += ss[6]
-			dd[7] += ss[7]
-		}
-		for ; i < len(d); i++ {
-			d[i] += s[i]
-		}
-	case Product:
-		for i := range d {
-			d[i] *= s[i]
-		}
-	case Max:
-		for i, v := range s {
-			d[i] = max(d[i], v)
-		}
-	case Min:
-		for i, v := range s {
-			d[i] = min(d[i], v)
 		}
 	default:
 		panic(fmt.Sprintf("comm: reduceInto: unknown op %v", op))
@@ -213,7 +180,7 @@ func reduceHalf(d, s []uint16, op ReduceOp, bf bool) {
 		dd, ss := d[off:off+n], s[off:off+n]
 		widenHalf(a[:n], dd, bf)
 		widenHalf(b[:n], ss, bf)
-		reduceFloat(a[:n], b[:n], op)
+		reduceNum(a[:n], b[:n], op)
 		narrowHalf(dd, a[:n], bf)
 	}
 }
