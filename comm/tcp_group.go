@@ -65,8 +65,9 @@ func asFault(err error) *peerFault {
 
 // tcpGroup is the "tcp" backend: a full mesh of authenticated TCP
 // connections. Collectives run one at a time, in issue order, on a worker
-// goroutine; each connection has its own reader and writer goroutines so
-// that sending, receiving and reducing overlap.
+// goroutine or on the goroutine that waits for them (tcpWork); each
+// connection has its own reader and writer goroutines so that sending,
+// receiving and reducing overlap.
 type tcpGroup struct {
 	opts    Options
 	rank    int
@@ -150,7 +151,6 @@ type tcpOp struct {
 	xfers      []*xfer
 	quiet      []*xfer // quiet receives not yet handed to the readers
 	pending    int
-	reported   int // stall reports made so far
 }
 
 func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
