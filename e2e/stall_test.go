@@ -24,7 +24,7 @@ func TestStallInspector(t *testing.T) {
 		want    string
 	}{
 		{"tcp", `comm: stall: allreduce #\d+ \(84 bytes\) has waited [1-9]s on rank 0; not arrived: rank 1 \(no answer\)`},
-		{"shm", `comm: shm allreduce #\d+ \(84 bytes float32 sum\) on rank 0 has waited [1-9]s for rank 1 to \w+`},
+		{"shm", `comm: shm allreduce #\d+ \(84 bytes float32 (sum|avg)\) on rank 0 has waited [1-9]s for rank 1 to \w+`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.backend, func(t *testing.T) {
