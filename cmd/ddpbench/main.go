@@ -25,7 +25,7 @@ func mainWithExitCode(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "ddpbench:", err)
 		return 2
 	}
-	if os.Getenv("RANK") == "" {
+	if !startedByLauncher() {
 		err = launch(ctx, cfg, args, stdout, stderr)
 	} else {
 		err = runRank(ctx, cfg, stdout)
@@ -35,4 +35,16 @@ func mainWithExitCode(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// startedByLauncher reports whether a launcher already started this process
+// as one rank: ddprun/torchrun (RANK), mpirun (OMPI_COMM_WORLD_RANK, MPICH's
+// PMI_RANK) or srun (SLURM_PROCID). Otherwise ddpbench spawns its own ranks.
+func startedByLauncher() bool {
+	for _, k := range []string{"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID"} {
+		if os.Getenv(k) != "" {
+			return true
+		}
+	}
+	return false
 }
