@@ -20,11 +20,8 @@ go test -count=1 -timeout 25m ./...
 echo "== go test (pure Go, CGO_ENABLED=0)"
 CGO_ENABLED=0 go test -count=1 -timeout 10m ./tensor/ ./autograd/ ./nn/ ./optim/
 
-echo "== cuda and mpi build tags"
-bash scripts/cuda-headers.sh
-go vet -tags cuda ./cuda/... ./comm/...
-go build -tags cuda ./...
-if [ -f scripts/test-mpi.sh ]; then bash scripts/test-mpi.sh; fi
+echo "== cuda and mpi build tags (compile + vet; the mpi suite under mpirun)"
+bash scripts/check-engines.sh
 
 echo "== fuzz (bounded)"
 bash scripts/fuzz.sh "${GODDP_FUZZTIME:-10s}"
