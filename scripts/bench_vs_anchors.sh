@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
+# Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
+# machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
+# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|allreduce|all] > results.txt
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PATH=$PATH:/usr/local/go/bin
+anchors=${ANCHORS:-../shared/anchors}
+what=${1:-all}
+tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
+go build -o "$tmp/ddprun" ./cmd/ddprun
+go build -o "$tmp/ddpbench" ./cmd/ddpbench
+
+if [ "$what" = gemm ] || [ "$what" = all ]; then
+  echo "### GEMM (Go benchmarks, then torch, interleaved)"
+  bash scripts/bench_tensor_vs_torch.sh 2
+fi
+
+if [ "$what" = step ] || [ "$what" = all ]; then
+  echo "### single-process train step, 1 thread"
+  GODDP_NUM_THREADS=1 go test -run '^$' -bench 'TrainStep' -benchmem -count 2 ./nn/ | grep '^Bench'
+  GODDP_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_step.py
+fi
+
+if [ "$what" = ddp ] || [ "$what" = all ]; then
+  echo "### DDP training, world 2 (torch DDP+Gloo via mp.spawn vs goddp via ddprun)"
+  for w in linear mlp; do
+    e=5; [ $w = linear ] && e=20
+    echo "torch $w world 2: $(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_ddp_train.py" $w 2 $e 2>/dev/null | tail -1)"
+    echo "goddp $w world 2: $("$tmp/ddprun" --standalone --nproc-per-node 2 ./examples/$w -epochs $e -ckpt-dir '' 2>/dev/null | grep -E '^(samples_per_s|'$w':)' | tr '\n' ' ')"
+  done
+  echo "goddp mlp world 1, 1 thread: $(GODDP_NUM_THREADS=1 "$tmp/ddprun" --standalone --nproc-per-node 1 ./examples/mlp -epochs 5 2>/dev/null | grep '^samples_per_s')"
+fi
+
+if [ "$what" = allreduce ] || [ "$what" = all ]; then
+  echo "### all_reduce float32 sum, world 2"
+  mpicc -O2 -o "$tmp/mpi_allreduce" "$anchors/mpi_allreduce.c"
+  mpi=(mpirun --allow-run-as-root --oversubscribe -np 2)
+  echo "-- goddp tcp";  "$tmp/ddpbench" allreduce -backend tcp -nproc 2
+  echo "-- goddp shm";  "$tmp/ddpbench" allreduce -backend shm -nproc 2
+  echo "-- OpenMPI tcp"; "${mpi[@]}" --mca btl tcp,self "$tmp/mpi_allreduce"
+  echo "-- OpenMPI shm"; "${mpi[@]}" "$tmp/mpi_allreduce"
+  echo "-- Gloo";        OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_allreduce.py" 2
+fi
