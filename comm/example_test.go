@@ -70,7 +70,7 @@ func ExampleDialStore() {
 // Failures name the op and the rank at fault.
 func ExampleOpError() {
 	err := error(&comm.OpError{Kind: comm.ErrPeerFailed, Op: "allreduce", Seq: 57, Bytes: 4096, Rank: 0,
-		Peers: []int{3}, Detail: "rank 3: connection closed (EOF): the process exited or was killed"})
+		Peers: []int{3}, Detail: "rank 3: connection closed (EOF): the peer process exited or was killed, or the connection was cut"})
 	fmt.Println(err)
-	// Output: comm: peer failed: allreduce #57 (4096 bytes) on rank 0: rank 3: connection closed (EOF): the process exited or was killed
+	// Output: comm: peer failed: allreduce #57 (4096 bytes) on rank 0: rank 3: connection closed (EOF): the peer process exited or was killed, or the connection was cut
 }

@@ -458,11 +458,11 @@ func (pc *peerConn) markGone(err error) {
 func describeConnErr(err error) string {
 	switch {
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		return "connection closed (EOF): the process exited or was killed"
+		return "connection closed (EOF): the peer process exited or was killed, or the connection was cut"
 	case errors.Is(err, syscall.ECONNRESET):
-		return "connection reset: the process exited or was killed"
+		return "connection reset: the peer process exited or was killed, or the connection was cut"
 	case errors.Is(err, syscall.EPIPE):
-		return "broken pipe: the process exited or was killed"
+		return "broken pipe: the peer process exited or was killed, or the connection was cut"
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return "a write stayed blocked until the op's deadline: the peer stopped reading"
 	case errors.Is(err, errFrame):

@@ -93,7 +93,7 @@ func TestDroppedConnection(t *testing.T) {
 				require.NoError(t, err, "%s", out)
 				t.Logf("destroyed rank 1's socket %s -> %s", c.local, c.remote)
 			}
-		}, "cause      : exit code 1", 0, `peer failed: .*rank 1: connection reset`},
+		}, "cause      : exit code 1", 0, `peer failed: .*rank 1: connection (reset|closed)`},
 		{"SIGSTOP then SIGKILL", "tcp", func(t *testing.T, j *job, ws map[int]int) {
 			j.inject(ws[1], syscall.SIGSTOP)
 			time.Sleep(time.Second)
