@@ -78,3 +78,21 @@ func (w *work) Done() <-chan struct{} { return w.done }
 
 // Err returns the result; valid only after Done is closed.
 func (w *work) Err() error { return w.err }
+
+// Future is the Work of backends that live outside this package (comm/mpi,
+// comm/nccl): a future completed exactly once by Complete, so every backend
+// shares one implementation of Work's semantics.
+type Future struct{ w *work }
+
+// NewFuture returns a pending Future.
+func NewFuture() *Future { return &Future{w: newWork()} }
+
+// Complete finishes the future with err (nil on success); later calls are
+// ignored. It reports whether this call completed it.
+func (f *Future) Complete(err error) bool { return f.w.complete(err) }
+
+// Wait blocks until the future completes or ctx ends.
+func (f *Future) Wait(ctx context.Context) error { return f.w.Wait(ctx) }
+
+// IsCompleted reports whether the future has completed.
+func (f *Future) IsCompleted() bool { return f.w.IsCompleted() }

@@ -189,14 +189,14 @@ func (g *group) progress() {
 		g.pending[g.idx[i]] = nil
 		if err := mpiError(o.name, g.errs[i]); err != nil {
 			o.pin.Unpin()
-			o.w.finish(g.opError(o, comm.ErrPeerFailed, "", err))
+			o.w.Complete(g.opError(o, comm.ErrPeerFailed, "", err))
 			continue
 		}
 		if o.after != nil {
 			o.after()
 		}
 		o.pin.Unpin()
-		o.w.finish(nil)
+		o.w.Complete(nil)
 	}
 	// Compact, keeping submission order.
 	k := 0
@@ -226,7 +226,7 @@ func (g *group) checkDeadlines(now time.Time) {
 func (g *group) breakAll(err error) {
 	g.broken = err
 	for _, o := range g.pending {
-		o.w.finish(err)
+		o.w.Complete(err)
 	}
 	g.leaked = append(g.leaked, g.pending...)
 	g.pending, g.reqs = nil, nil
@@ -235,7 +235,7 @@ func (g *group) breakAll(err error) {
 // fail completes an op that never reached MPI.
 func (g *group) fail(o *op, err error) {
 	o.pin.Unpin()
-	o.w.finish(err)
+	o.w.Complete(err)
 }
 
 func (g *group) opError(o *op, kind error, detail string, cause error) error {

@@ -2,52 +2,15 @@
 
 package mpi
 
-import "context"
+import "goddp/comm"
 
-// work is the future every op returns; the MPI thread completes it once.
-type work struct {
-	done chan struct{}
-	err  error
-}
+// work is the future every op returns: comm.Future, completed exactly once.
+type work = comm.Future
 
-func newWork() *work { return &work{done: make(chan struct{})} }
+func newWork() *work { return comm.NewFuture() }
 
 func failed(err error) *work {
 	w := newWork()
-	w.finish(err)
+	w.Complete(err)
 	return w
-}
-
-// finish completes the work; only the MPI thread calls it, once.
-func (w *work) finish(err error) {
-	w.err = err
-	close(w.done)
-}
-
-// Wait blocks until the op completes or ctx ends. Every op also carries the
-// group's timeout, so a background ctx never waits forever.
-func (w *work) Wait(ctx context.Context) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		select {
-		case <-w.done:
-			return w.err
-		default:
-			return ctx.Err()
-		}
-	}
-}
-
-func (w *work) IsCompleted() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
-	}
 }

@@ -228,7 +228,7 @@ func (g *group) watch() {
 		if err == nil {
 			o.done()
 		}
-		o.w.finish(err)
+		o.w.Complete(err)
 	}
 }
 
