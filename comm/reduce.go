@@ -26,6 +26,13 @@ func reduceInto(dst, src Buffer, op ReduceOp) {
 	if len(dst.Bytes) == 0 {
 		return
 	}
+	// float32/float64 sums (what data-parallel training reduces) take the
+	// AVX kernel where the CPU has one; it rounds element by element as the
+	// scalar loop does, so results stay bit-identical. Below 128 bytes (one
+	// vector block, and shmAddFast's scalar tail) the scalar loop is as fast.
+	if reduceAVX && (op == Sum || op == Avg) && len(dst.Bytes) >= 128 && shmAddFast(dst, src) {
+		return
+	}
 	switch dst.DType {
 	case Float32:
 		reduceNum(view[float32](dst), view[float32](src), op)
@@ -43,6 +50,9 @@ func reduceInto(dst, src Buffer, op ReduceOp) {
 		panic(fmt.Sprintf("comm: reduceInto: unknown dtype %v", dst.DType))
 	}
 }
+
+// reduceAVX caches shmHasAVX (CPUID traps to the hypervisor on a VM).
+var reduceAVX = shmHasAVX()
 
 // scaleInto multiplies every element by s (integers are truncated toward zero).
 func scaleInto(buf Buffer, s float64) {
