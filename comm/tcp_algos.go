@@ -118,6 +118,12 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 	}
 	rem := n - p
 	tmp := Buffer{buf.DType, g.scratchBuf(len(buf.Bytes))}
+	if n == 2 {
+		// One exchange (step 1, as below) in the progress loop if it can.
+		if ok, err := g.exchangeFast(o, 1-r, 1, buf, tmp.Bytes, 1, op); ok {
+			return err
+		}
+	}
 	const finalStep = 1 << 20
 	vr := r - rem
 	if r < 2*rem {
@@ -168,6 +174,9 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 	all := span{0, buf.Len()}
 	np := g.pieces(len(buf.Bytes), 2)
 	scratch := g.scratchBuf(len(buf.Bytes))
+	if ok, err := g.exchangeFast(o, peer, 0, buf, scratch, np, op); ok {
+		return err
+	}
 	recvs := make([]*xfer, np)
 	sends := make([]*xfer, np)
 	for p := range np {

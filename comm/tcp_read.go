@@ -147,6 +147,13 @@ func (pc *peerConn) readFrame() error {
 	if err != nil {
 		return err
 	}
+	return pc.dispatch(h)
+}
+
+// dispatch reads the payload of the frame whose header h was just read and
+// routes it; the read token is held.
+func (pc *peerConn) dispatch(h frameHeader) error {
+	fr := pc.fr
 	switch h.Kind {
 	case frameData, frameP2P, frameCheck:
 		return pc.deliver(fr, &h)
