@@ -257,17 +257,26 @@ func (g *shmGroup) allReduceLarge(op *shmOp) error {
 			copy(mine[lo:hi], dst.Bytes)
 		}
 		g.post(shmCtlReduced, s)
-		for k := 0; k < n; k++ {
-			if k == r {
-				continue
-			}
-			if err := g.await(op, k, shmCtlReduced, s); err != nil {
-				return err
-			}
-			klo, khi := shmSliceBounds(m, es, n, k)
-			copy(chunk[klo:khi], g.seg.slot(k, s)[klo:khi])
+		if err := g.collectSlices(op, s, chunk, m, es); err != nil {
+			return err
 		}
 		g.post(shmCtlConsumed, s)
+	}
+	return nil
+}
+
+// collectSlices copies every other rank's reduced slice of step s into chunk
+// (m elements of es bytes), waiting for each rank to post it.
+func (g *shmGroup) collectSlices(op *shmOp, s uint64, chunk []byte, m, es int) error {
+	for k := 0; k < g.size; k++ {
+		if k == g.rank {
+			continue
+		}
+		if err := g.await(op, k, shmCtlReduced, s); err != nil {
+			return err
+		}
+		klo, khi := shmSliceBounds(m, es, g.size, k)
+		copy(chunk[klo:khi], g.seg.slot(k, s)[klo:khi])
 	}
 	return nil
 }
@@ -425,15 +434,8 @@ func (g *shmGroup) reduce(op *shmOp) error {
 		g.post(shmCtlReduced, s)
 		if r == root {
 			copy(chunk[lo:hi], mine[lo:hi])
-			for k := 0; k < n; k++ {
-				if k == r {
-					continue
-				}
-				if err := g.await(op, k, shmCtlReduced, s); err != nil {
-					return err
-				}
-				klo, khi := shmSliceBounds(m, es, n, k)
-				copy(chunk[klo:khi], g.seg.slot(k, s)[klo:khi])
+			if err := g.collectSlices(op, s, chunk, m, es); err != nil {
+				return err
 			}
 		}
 		g.post(shmCtlConsumed, s)

@@ -185,40 +185,25 @@ func prepare(pg comm.ProcessGroup, cfg benchConfig, count int) (func() comm.Work
 func filled(dt comm.DType, count int) comm.Buffer {
 	switch dt {
 	case comm.Float32:
-		x := make([]float32, count)
-		for i := range x {
-			x[i] = 1
-		}
-		return comm.Float32s(x)
+		return comm.Float32s(ones(count, float32(1)))
 	case comm.Float64:
-		x := make([]float64, count)
-		for i := range x {
-			x[i] = 1
-		}
-		return comm.Float64s(x)
+		return comm.Float64s(ones(count, float64(1)))
 	case comm.Int32:
-		x := make([]int32, count)
-		for i := range x {
-			x[i] = 1
-		}
-		return comm.Int32s(x)
+		return comm.Int32s(ones(count, int32(1)))
 	case comm.Int64:
-		x := make([]int64, count)
-		for i := range x {
-			x[i] = 1
-		}
-		return comm.Int64s(x)
+		return comm.Int64s(ones(count, int64(1)))
 	case comm.Float16:
-		x := make([]uint16, count)
-		for i := range x {
-			x[i] = 0x3c00
-		}
-		return comm.Float16s(x)
+		return comm.Float16s(ones(count, uint16(0x3c00))) // 1.0 in IEEE half
 	default:
-		x := make([]uint16, count)
-		for i := range x {
-			x[i] = 0x3f80
-		}
-		return comm.BFloat16s(x)
+		return comm.BFloat16s(ones(count, uint16(0x3f80))) // 1.0 in bfloat16
 	}
+}
+
+// ones returns count copies of one.
+func ones[T any](count int, one T) []T {
+	x := make([]T, count)
+	for i := range x {
+		x[i] = one
+	}
+	return x
 }
