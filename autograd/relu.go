@@ -9,7 +9,7 @@ func ReLU(a *Variable) *Variable {
 	if x.DType() == tensor.Float64 {
 		reluFwd(y.F64(), x.F64())
 	} else {
-		reluFwd(y.F32(), x.F32())
+		tensor.ReLUF32(y.F32(), x.F32())
 	}
 	return FromOp(y, &reluOp{inputs: ins(a), y: y})
 }
@@ -34,23 +34,25 @@ func (o *reluOp) backwardTo(gy, gx *tensor.Tensor) []*tensor.Tensor {
 	if gy.DType() == tensor.Float64 {
 		reluBwd(gx.F64(), gy.F64(), o.y.F64())
 	} else {
-		reluBwd(gx.F32(), gy.F32(), o.y.F32())
+		tensor.ReLUBackwardF32(gx.F32(), gy.F32(), o.y.F32())
 	}
 	return []*tensor.Tensor{gx}
 }
 
-func reluFwd[T float](y, x []T) {
+// reluFwd and reluBwd serve float64 (gradient checks); float32 uses
+// tensor's vector kernels.
+func reluFwd(y, x []float64) {
 	x = x[:len(y)]
 	for i, v := range x {
-		if v > 0 {
-			y[i] = v
-		} else {
+		if v < 0 {
 			y[i] = 0
+		} else {
+			y[i] = v
 		}
 	}
 }
 
-func reluBwd[T float](gx, gy, y []T) {
+func reluBwd(gx, gy, y []float64) {
 	gy, y = gy[:len(gx)], y[:len(gx)]
 	for i, v := range y {
 		if v > 0 {

@@ -30,6 +30,7 @@ func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 		smallGemm32(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	schedHint(2 * float64(m) * float64(n) * float64(k))
 	engineSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
@@ -48,6 +49,7 @@ func Gemm64(transA, transB bool, m, n, k int, alpha float64, a []float64, lda in
 		smallGemm64(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
 	}
+	schedHint(2 * float64(m) * float64(n) * float64(k))
 	engineDgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 

@@ -84,6 +84,10 @@ func RDivScalar(s float64, a *Tensor) *Tensor { return unary(opRdivS, a, s, 0) }
 func unary(op unOp, a *Tensor, p0, p1 float64) *Tensor {
 	out := New(a.dtype, a.shape...)
 	c := a.Contiguous()
+	if a.dtype == Float32 && op == opReLU {
+		ReLUF32(out.f32, c.F32())
+		return out
+	}
 	if a.dtype == Float64 {
 		unaryLoop(op, out.f64, c.F64(), p0, p1)
 	} else {
@@ -119,10 +123,10 @@ func unaryLoop[T float](op unOp, dst, x []T, p0, p1 float64) {
 		}
 	case opReLU:
 		for i, v := range x {
-			if v > 0 || v != v {
-				dst[i] = v
-			} else {
+			if v < 0 {
 				dst[i] = 0
+			} else {
+				dst[i] = v
 			}
 		}
 	case opGELU:

@@ -1,0 +1,52 @@
+package tensor
+
+import (
+	"runtime"
+	"time"
+)
+
+// Why a GEMM sometimes yields first.
+//
+// A cgo call is a syscall to the Go scheduler. sysmon, the runtime's
+// monitor thread, normally leaves a P alone while its goroutine sits in a
+// syscall, as long as an idle P exists and nothing else is runnable. But
+// once a goroutine has not been through the scheduler for 10 ms
+// (forcePreemptNS), sysmon retakes its P during every syscall longer than
+// one sysmon tick, hands it off (waking another thread), and keeps polling
+// every 20 µs. A loop that only calls BLAS never passes through the
+// scheduler, so after its first 10 ms every GEMM pays for this. Measured on
+// the 2-core VM with OpenBLAS on 2 threads at n=256: 121k context switches
+// in 6 s and 145 GFLOPS, against 431 switches and 180 GFLOPS for the same
+// loop run inside one C call. With the yield below: 5k switches and the C
+// loop's speed.
+//
+// runtime.Gosched resets that clock, but it also wakes an idle thread, so
+// it must be rare. The rule is stateless (libraries hold no mutable package
+// state): yield when the wall clock has just crossed a schedHintPeriod
+// boundary, i.e. when now mod period falls inside this call's estimated
+// duration. Back-to-back calls then yield about once per period, well inside
+// the 10 ms limit; a missed boundary only costs speed, never correctness.
+const (
+	schedHintPeriod = 4 * time.Millisecond
+	// schedHintRate is the GEMM rate (flop/ns, i.e. GFLOPS) used to estimate
+	// a call's duration: a little below one core's OpenBLAS peak here, so
+	// the estimate errs long and a boundary is rarely missed.
+	schedHintRate = 60
+	// schedHintMin is the estimated duration under which no yield is
+	// needed: sysmon only retakes a P that stayed in one syscall across two
+	// of its ticks (at least 20 µs).
+	schedHintMin = 20 * time.Microsecond
+)
+
+// schedHint yields the processor before a long engine call (flops floating
+// point operations) when that keeps sysmon from retaking the P during it;
+// see the comment above.
+func schedHint(flops float64) {
+	est := time.Duration(flops / schedHintRate)
+	if est < schedHintMin {
+		return
+	}
+	if time.Duration(time.Now().UnixNano()%int64(schedHintPeriod)) < est {
+		runtime.Gosched()
+	}
+}
