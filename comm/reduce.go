@@ -93,12 +93,12 @@ func divideInto(buf Buffer, n int) {
 	switch buf.DType {
 	case Float32:
 		x, d := view[float32](buf), float32(n)
-		for i := range x {
+		for i := divF32Vec(x, n); i < len(x); i++ {
 			x[i] /= d
 		}
 	case Float64:
 		x, d := view[float64](buf), float64(n)
-		for i := range x {
+		for i := divF64Vec(x, n); i < len(x); i++ {
 			x[i] /= d
 		}
 	case Int32:
