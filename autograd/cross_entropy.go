@@ -7,44 +7,109 @@ import (
 	"goddp/tensor"
 )
 
+// DefaultIgnoreIndex is torch's default ignore_index: a target equal to it
+// adds no loss and no gradient. Being negative, it never collides with a
+// class, so plain CrossEntropy can use it unconditionally.
+const DefaultIgnoreIndex = -100
+
+// CrossEntropyOptions are torch.nn.functional.cross_entropy's optional
+// arguments. The zero value is torch's defaults: mean reduction,
+// ignore_index -100, no label smoothing.
+type CrossEntropyOptions struct {
+	Reduction Reduction
+	// IgnoreIndex is the target value that contributes neither loss nor
+	// gradient and is not counted by the mean; nil means DefaultIgnoreIndex.
+	// It is a pointer because 0 is a real class one may want to ignore:
+	// IgnoreIndex: new(0).
+	IgnoreIndex *int
+	// LabelSmoothing ε in [0, 1] replaces the one-hot target by
+	// (1-ε)·onehot + ε/C, as torch's label_smoothing.
+	LabelSmoothing float64
+}
+
+func (o CrossEntropyOptions) ignoreIndex() int {
+	if o.IgnoreIndex == nil {
+		return DefaultIgnoreIndex
+	}
+	return *o.IgnoreIndex
+}
+
 // CrossEntropy returns the cross-entropy loss of logits [N, C] against class
-// indices target (len N, each in [0, C)), fused as log_softmax + nll_loss like
-// torch.nn.functional.cross_entropy. ReductionMean and ReductionSum give a 0-d
-// loss, ReductionNone the N per-sample losses. A target out of range panics.
-//
-// Forward keeps the softmax probabilities; backward is (p - onehot) * gy,
-// scaled by 1/N for the mean.
+// indices target (len N, each in [0, C) or DefaultIgnoreIndex), fused as
+// log_softmax + nll_loss like torch.nn.functional.cross_entropy with its
+// default options. ReductionMean and ReductionSum give a 0-d loss,
+// ReductionNone the N per-sample losses. See CrossEntropyWith.
 func CrossEntropy(logits *Variable, target []int, reduction Reduction) *Variable {
-	reduction.check("CrossEntropy")
+	return CrossEntropyWith(logits, target, CrossEntropyOptions{Reduction: reduction})
+}
+
+// CrossEntropyWith is CrossEntropy with torch's ignore_index and
+// label_smoothing, in torch 1.13's semantics: with log-probabilities
+// lp = log_softmax(logits) and ε = LabelSmoothing, a kept sample i costs
+//
+//	(1-ε)·(-lp[i, target[i]]) + ε/C · Σ_j -lp[i, j]
+//
+// and an ignored one (target[i] == IgnoreIndex) costs 0 under every
+// reduction. The mean divides by the number of kept samples, so it is NaN
+// when all are ignored, as in torch. LabelSmoothing outside [0, 1] panics,
+// as does a target outside [0, C) that is not IgnoreIndex.
+//
+// Forward keeps the softmax probabilities p; the gradient of a kept row is
+// w·(p - ε/C - (1-ε)·onehot) with w the row's share of gy.
+func CrossEntropyWith(logits *Variable, target []int, o CrossEntropyOptions) *Variable {
+	o.Reduction.check("CrossEntropy")
 	s := logits.Value.Shape()
 	if len(s) != 2 || len(target) != s[0] {
 		panic(fmt.Sprintf("autograd: CrossEntropy: logits shape %v does not match %d targets (want [N, C])", s, len(target)))
 	}
+	if eps := o.LabelSmoothing; !(eps >= 0 && eps <= 1) {
+		panic(fmt.Sprintf("autograd: CrossEntropy: label smoothing %v outside [0, 1]", eps))
+	}
 	n, c := s[0], s[1]
+	ignore := o.ignoreIndex()
 	for i, t := range target {
-		if t < 0 || t >= c {
-			panic(fmt.Sprintf("autograd: CrossEntropy: target[%d] = %d out of range for %d classes", i, t, c))
+		if t != ignore && (t < 0 || t >= c) {
+			panic(fmt.Sprintf("autograd: CrossEntropy: target[%d] = %d outside [0, %d) and not the ignore index %d", i, t, c, ignore))
 		}
 	}
 	x := logits.Value.Contiguous()
 	p := tensor.New(x.DType(), n, c)
 	var y *tensor.Tensor
-	if reduction == ReductionNone {
+	if o.Reduction == ReductionNone {
 		y = tensor.New(x.DType(), n)
 	} else {
 		y = tensor.New(x.DType())
 	}
+	ce := crossEntropy{target: target, c: c, ignore: ignore, eps: o.LabelSmoothing, reduction: o.Reduction}
 	if x.DType() == tensor.Float64 {
-		crossEntropyFwd(y.F64(), p.F64(), x.F64(), target, n, c, reduction)
+		ce.kept = crossEntropyFwd(ce, y.F64(), p.F64(), x.F64())
 	} else {
-		crossEntropyFwd(y.F32(), p.F32(), x.F32(), target, n, c, reduction)
+		ce.kept = crossEntropyFwd(ce, y.F32(), p.F32(), x.F32())
 	}
-	return FromOp(y, &crossEntropyOp{inputs: ins(logits), p: p, target: target, reduction: reduction})
+	return FromOp(y, &crossEntropyOp{inputs: ins(logits), p: p, crossEntropy: ce})
 }
 
-func crossEntropyFwd[T float](y, p, x []T, target []int, n, c int, r Reduction) {
-	total := 0.0
-	for i := 0; i < n; i++ {
+// crossEntropy is what forward and backward share about one call.
+type crossEntropy struct {
+	target    []int
+	c         int
+	ignore    int
+	eps       float64 // label smoothing
+	reduction Reduction
+	kept      int // samples whose target is not ignored: the mean's divisor
+}
+
+// crossEntropyFwd writes the loss to y and the softmax of each kept row to
+// p (ignored rows stay zero), accumulating in float64 for both dtypes, and
+// returns the number of kept rows.
+func crossEntropyFwd[T float](ce crossEntropy, y, p, x []T) int {
+	c := ce.c
+	total, kept := 0.0, 0
+	for i, t := range ce.target {
+		if t == ce.ignore {
+			continue // y[i] stays 0 for ReductionNone
+		}
+		kept++
 		row, pr := x[i*c:(i+1)*c], p[i*c:(i+1)*c]
 		m := math.Inf(-1)
 		for _, v := range row {
@@ -60,25 +125,36 @@ func crossEntropyFwd[T float](y, p, x []T, target []int, n, c int, r Reduction) 
 		for j := range pr {
 			pr[j] = T(float64(pr[j]) * inv)
 		}
-		loss := m + math.Log(s) - float64(row[target[i]])
-		if r == ReductionNone {
+		lse := m + math.Log(s)
+		loss := lse - float64(row[t])
+		// Only with ε > 0: a -Inf logit makes the smoothing sum +Inf, and
+		// 0·Inf would turn an otherwise finite loss into NaN (torch takes
+		// the plain nll path for ε = 0 too).
+		if ce.eps > 0 {
+			smooth := 0.0 // Σ_j -lp[j]; every term is >= 0, so no cancellation
+			for _, v := range row {
+				smooth += lse - float64(v)
+			}
+			loss = (1-ce.eps)*loss + ce.eps/float64(c)*smooth
+		}
+		if ce.reduction == ReductionNone {
 			y[i] = T(loss)
 		}
 		total += loss
 	}
-	switch r {
+	switch ce.reduction {
 	case ReductionMean:
-		y[0] = T(total / float64(n))
+		y[0] = T(total / float64(kept)) // 0/0 = NaN when every target is ignored, as torch
 	case ReductionSum:
 		y[0] = T(total)
 	}
+	return kept
 }
 
 type crossEntropyOp struct {
 	inputs
-	p         *tensor.Tensor // softmax of the logits
-	target    []int
-	reduction Reduction
+	p *tensor.Tensor // softmax of the kept rows of the logits
+	crossEntropy
 }
 
 func (o *crossEntropyOp) Name() string { return "CrossEntropy" }
@@ -88,31 +164,35 @@ func (o *crossEntropyOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
 	gx := tensor.New(o.p.DType(), o.p.Shape()...)
 	if gx.DType() == tensor.Float64 {
-		crossEntropyBwd(gx.F64(), o.p.F64(), gy.F64(), o.target, o.reduction)
+		crossEntropyBwd(o.crossEntropy, gx.F64(), o.p.F64(), gy.F64())
 	} else {
-		crossEntropyBwd(gx.F32(), o.p.F32(), gy.F32(), o.target, o.reduction)
+		crossEntropyBwd(o.crossEntropy, gx.F32(), o.p.F32(), gy.F32())
 	}
 	return []*tensor.Tensor{gx}
 }
 
-func crossEntropyBwd[T float](gx, p, gy []T, target []int, r Reduction) {
-	n := len(target)
-	if n == 0 {
-		return
+// crossEntropyBwd writes the logits' gradient; ignored rows stay zero.
+func crossEntropyBwd[T float](ce crossEntropy, gx, p, gy []T) {
+	c := ce.c
+	if ce.kept == 0 {
+		return // also keeps the mean's gy/0 from being formed
 	}
-	c := len(p) / n
 	g := gy[0]
-	if r == ReductionMean {
-		g /= T(n)
+	if ce.reduction == ReductionMean {
+		g /= T(ce.kept)
 	}
-	for i := 0; i < n; i++ {
-		if r == ReductionNone {
+	uniform, onehot := T(ce.eps/float64(c)), T(1-ce.eps)
+	for i, t := range ce.target {
+		if t == ce.ignore {
+			continue
+		}
+		if ce.reduction == ReductionNone {
 			g = gy[i]
 		}
 		row, pr := gx[i*c:(i+1)*c], p[i*c:(i+1)*c]
 		for j, v := range pr {
-			row[j] = v * g
+			row[j] = (v - uniform) * g
 		}
-		row[target[i]] -= g
+		row[t] -= onehot * g
 	}
 }

@@ -329,3 +329,35 @@ if __name__ == "__main__":
     gen_schedulers()
     gen_clip()
     print("wrote fixtures under", os.path.normpath(ROOT))
+
+
+# ---------------------------------------------------------------- cross-entropy options
+# Appended after the main block so the files above keep their seeds; running
+# the script writes this file last.
+
+def gen_cross_entropy_options():
+    """nn.CrossEntropyLoss with ignore_index and label_smoothing, float32."""
+    g = torch.Generator().manual_seed(7)
+    cases = []
+    for name, cls, ign, eps in [("ignore_default", [0, -100, 1, 3, -100], None, 0.0),
+                                ("smooth", [0, 3, 1, 3, 2], None, 0.1),
+                                ("ignore_class1_smooth", [1, 3, 1, 0, 2], 1, 0.3)]:
+        for red in ["mean", "sum", "none"]:
+            kw = {"reduction": red, "label_smoothing": eps}
+            if ign is not None:
+                kw["ignore_index"] = ign
+            logits = randn(g, 5, 4) * 2
+            p = logits.clone().requires_grad_(True)
+            out = nn.CrossEntropyLoss(**kw)(p, torch.tensor(cls))
+            gy = torch.ones_like(out) if red != "none" else randn(g, *out.shape)
+            out.backward(gy)
+            c = {"name": "%s_%s" % (name, red), "loss": "cross_entropy", "reduction": red, "input": T(logits),
+                 "classes": cls, "label_smoothing": eps, "out": T(out), "grad_out": T(gy), "grad_input": T(p.grad)}
+            if ign is not None:
+                c["ignore_index"] = ign
+            cases.append(c)
+    write("nn", "cross_entropy_options.json", {"cases": cases})
+
+
+if __name__ == "__main__":
+    gen_cross_entropy_options()

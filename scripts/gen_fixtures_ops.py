@@ -233,3 +233,49 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+# ---------------------------------------------------------------- cross_entropy options
+# Appended after main() so that every case above keeps its seed and bytes:
+# running the script writes the files above first, then this one.
+
+def build_cross_entropy_options():
+    """F.cross_entropy with ignore_index and label_smoothing (torch 1.13)."""
+    gen = Gen(4321)
+    specs = [  # name, targets, ignore_index (None: torch's default -100), label_smoothing
+        ("ignore_default", [1, -100, 4, 0, -100, 2], None, 0.0),
+        ("smooth", [1, 3, 4, 0, 2, 2], None, 0.1),
+        ("smooth_ignore_default", [1, -100, 4, 0, -100, 2], None, 0.2),
+        ("ignore_class0", [0, 3, 0, 4, 1, 0], 0, 0.0),
+        ("ignore_class2_smooth", [2, 0, 2, 4, 1, 3], 2, 0.25),
+        ("ignore_out_of_range_smooth", [7, 0, 3, 7, 1, 3], 7, 0.05),
+        ("smooth_one", [1, -100, 4, 0, 3, 2], None, 1.0),
+        # The mean over no kept target is NaN, which JSON cannot hold: the Go
+        # test checks that case directly.
+        ("all_ignored", [-100] * 6, None, 0.3),
+    ]
+    cases = []
+    for name, tgt, ign, eps in specs:
+        for r in ("mean", "sum", "none"):
+            if name == "all_ignored" and r == "mean":
+                continue
+            kw = {"reduction": r, "label_smoothing": eps}
+            if ign is not None:
+                kw["ignore_index"] = ign
+            args = dict(kw, target=tgt)
+            t = torch.tensor(tgt)
+            cases.append(case("%s_%s" % (name, r), lambda x, t=t, kw=kw: F.cross_entropy(x, t, **kw),
+                              [gen.randn(6, 5) * 2], args, gen=gen))
+    return cases
+
+
+def main_cross_entropy_options():
+    doc = {"op": "cross_entropy_options", "torch": torch.__version__, "cases": build_cross_entropy_options()}
+    with open(os.path.join(OUT, "cross_entropy_options.json"), "w") as f:
+        json.dump(doc, f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    print("wrote cross_entropy_options.json to %s" % os.path.normpath(OUT), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main_cross_entropy_options()
