@@ -115,6 +115,11 @@ type shmGroup struct {
 
 	spinFor  time.Duration // see shmSpinBudget
 	yieldFor time.Duration // see shmYieldBudget
+	// waiters counts goroutines blocked in Wait on this group's ops. While
+	// it is zero the process has other work (DDP's backward, say), and an
+	// op on the worker that waits for a peer spins only briefly: see
+	// shmGroup.spinBudget.
+	waiters atomic.Int32
 	stall    time.Duration // stall report threshold, 0 = off
 	logf     func(format string, args ...any)
 

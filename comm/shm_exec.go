@@ -181,6 +181,8 @@ func (op *shmOp) Wait(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	op.g.waiters.Add(1)
+	defer op.g.waiters.Add(-1)
 	if op.kind != shmSend && op.kind != shmRecv {
 		op.g.runUntil(op, ctx)
 		if op.done.Load() {
