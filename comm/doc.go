@@ -63,4 +63,14 @@
 // GODDP_TCP_BUFFER (4 MiB socket buffers) and GODDP_TCP_SPIN_US
 // (microseconds a small collective polls for its reply before sleeping:
 // 200 when the host has a core per local rank, else 0).
+//
+// # Waiting in the shm backend
+//
+// A rank waiting for a peer spins, then yields (sched_yield), then sleeps.
+// How long it spins depends on who waits: while a goroutine is blocked in
+// Wait on the group, the process has nothing better to do and spins up to
+// 2 ms (GODDP_SHM_SPIN) for the fastest answer; while nobody waits (an
+// async op running beside compute, as DDP's bucket all-reduces run beside
+// backward) it spins only 10 us, so that it does not take the core from
+// that compute. GODDP_SHM_YIELD (100 ms) bounds the yielding phase.
 package comm
