@@ -3,8 +3,16 @@ package autograd
 import "goddp/tensor"
 
 // Sigmoid returns 1 / (1 + e**-a); its gradient is gy * y * (1 - y).
+// Float32 runs the branch-free kernel tensor.SigmoidF32 (within about one ulp);
+// float64 keeps math.*, since it serves the gradient checks.
 func Sigmoid(a *Variable) *Variable {
-	y := tensor.Sigmoid(a.Value)
+	var y *tensor.Tensor
+	if x := a.Value.Contiguous(); x.DType() == tensor.Float32 {
+		y = tensor.New(tensor.Float32, x.Shape()...)
+		tensor.SigmoidF32(y.F32(), x.F32())
+	} else {
+		y = tensor.Sigmoid(x)
+	}
 	return FromOp(y, &sigmoidOp{inputs: ins(a), y: y})
 }
 

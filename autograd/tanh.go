@@ -3,8 +3,16 @@ package autograd
 import "goddp/tensor"
 
 // Tanh returns the hyperbolic tangent of a; its gradient is gy * (1 - y²).
+// Float32 runs the branch-free kernel tensor.TanhF32 (within about one ulp);
+// float64 keeps math.*, since it serves the gradient checks.
 func Tanh(a *Variable) *Variable {
-	y := tensor.Tanh(a.Value)
+	var y *tensor.Tensor
+	if x := a.Value.Contiguous(); x.DType() == tensor.Float32 {
+		y = tensor.New(tensor.Float32, x.Shape()...)
+		tensor.TanhF32(y.F32(), x.F32())
+	} else {
+		y = tensor.Tanh(x)
+	}
 	return FromOp(y, &tanhOp{inputs: ins(a), y: y})
 }
 
