@@ -84,9 +84,26 @@ func RDivScalar(s float64, a *Tensor) *Tensor { return unary(opRdivS, a, s, 0) }
 func unary(op unOp, a *Tensor, p0, p1 float64) *Tensor {
 	out := New(a.dtype, a.shape...)
 	c := a.Contiguous()
-	if a.dtype == Float32 && op == opReLU {
-		ReLUF32(out.f32, c.F32())
-		return out
+	if a.dtype == Float32 {
+		// The slice kernels (relu.go, fastmath.go); unaryLoop serves float64
+		// and the cheap ops.
+		switch op {
+		case opReLU:
+			ReLUF32(out.f32, c.F32())
+			return out
+		case opExp:
+			ExpF32(out.f32, c.F32())
+			return out
+		case opSigmoid:
+			SigmoidF32(out.f32, c.F32())
+			return out
+		case opTanh:
+			TanhF32(out.f32, c.F32())
+			return out
+		case opGELU:
+			GELUF32(out.f32, c.F32())
+			return out
+		}
 	}
 	if a.dtype == Float64 {
 		unaryLoop(op, out.f64, c.F64(), p0, p1)
