@@ -120,8 +120,8 @@ type shmGroup struct {
 	// op on the worker that waits for a peer spins only briefly: see
 	// shmGroup.spinBudget.
 	waiters atomic.Int32
-	stall    time.Duration // stall report threshold, 0 = off
-	logf     func(format string, args ...any)
+	stall   time.Duration // stall report threshold, 0 = off
+	logf    func(format string, args ...any)
 
 	// Peer identities for the liveness check.
 	pids      []int
