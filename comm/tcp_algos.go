@@ -165,6 +165,18 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 	return nil
 }
 
+// exchangePieceBytes and exchangeBatchBytes are the two-rank exchange's
+// grain: pieces are reduced as they land, and the single-thread loop
+// (tcp_exchange_linux.go) writes at most a batch before it turns to
+// reading, so that what one step touches (our piece, the socket's buffers,
+// the peer's piece, the scratch it lands in) is still in cache for the
+// next. Against whole-MiB pieces written in one go, on the 2-core VM: 1 MiB
+// all-reduce 276-393 us against 372-749, 4 MiB 1.3-2.4 ms against 2.3-2.8.
+const (
+	exchangePieceBytes = 256 << 10
+	exchangeBatchBytes = 128 << 10
+)
+
 // exchange all-reduces buf between two ranks in one pipelined phase: each
 // streams its whole buffer to the other and reduces every piece as it
 // lands. The ring moves as many bytes but in two dependent phases.
@@ -172,7 +184,7 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 	peer := 1 - g.rank
 	es := buf.DType.Size()
 	all := span{0, buf.Len()}
-	np := g.pieces(len(buf.Bytes), 2)
+	np := min(max(1, (len(buf.Bytes)+exchangePieceBytes-1)/exchangePieceBytes), maxXfersPerOp/2)
 	scratch := g.scratchBuf(len(buf.Bytes))
 	if ok, err := g.exchangeFast(o, peer, 0, buf, scratch, np, op); ok {
 		return err

@@ -105,12 +105,31 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		iov[i].SetLen(len(b))
 	}
 	wi, written := 0, 0
-	// writev writes what the socket takes without blocking; false on EAGAIN.
+	// writev writes what the socket takes without blocking, at most limit
+	// bytes when limit > 0; false on EAGAIN.
 	var werr error
-	writev := func(fd uintptr) bool {
-		for wi < len(iov) {
+	writev := func(fd uintptr, limit int) bool {
+		for wi < len(iov) && (limit <= 0 || written < limit) {
 			cnt := min(len(iov)-wi, 1024)
+			cut := -1 // iovec cut short for this call (bufs has it whole)
+			if limit > 0 {
+				// Cover at most limit-written bytes: a prefix of the
+				// iovecs, the last one cut short.
+				room, k := limit-written, 0
+				for k < cnt && room > 0 {
+					room -= len(bufs[wi+k])
+					k++
+				}
+				cnt = k
+				if room < 0 {
+					cut = wi + cnt - 1
+					iov[cut].SetLen(len(bufs[cut]) + room)
+				}
+			}
 			n, _, e := syscall.Syscall(syscall.SYS_WRITEV, fd, uintptr(unsafe.Pointer(&iov[wi])), uintptr(cnt))
+			if cut >= 0 {
+				iov[cut].SetLen(len(bufs[cut]))
+			}
 			if e == syscall.EINTR {
 				continue
 			}
@@ -191,6 +210,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		return ok
 	}
 	for got < np || written < total {
+		g.schedHint()
 		// Parse every complete header that is buffered.
 		for dst == nil && got < np && fr.n-fr.i >= frameHeaderLen {
 			h, err := fr.readHeader()
@@ -240,7 +260,10 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		var err error
 		if written < total {
 			w0 := written
-			err = pc.rc.Write(func(fd uintptr) bool { writev(fd); return true })
+			// One batch, then the read side gets its turn: alternating
+			// keeps what each step touches (our piece, the socket's
+			// buffers, the peer's piece) in cache.
+			err = pc.rc.Write(func(fd uintptr) bool { writev(fd, written+exchangeBatchBytes); return true })
 			if err == nil {
 				err = werr
 			}
@@ -298,7 +321,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 				return pc.exchangeReadErr(o, err)
 			}
 		} else {
-			err = pc.rc.Write(writev)
+			err = pc.rc.Write(func(fd uintptr) bool { return writev(fd, 0) })
 			if err == nil {
 				err = werr
 			}
