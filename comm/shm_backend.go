@@ -61,8 +61,8 @@ package comm
 //
 // Tuning (read on rank 0, published to the others): GODDP_SHM_SLOT_BYTES
 // (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (8K),
-// GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (16M; 0 disables the
-// single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
+// GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (0: off; else the
+// size from which all-reduce takes the single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
 // Sizes take K/M suffixes. Each rank also reads GODDP_SHM_SPIN and
 // GODDP_SHM_YIELD (Go durations) for its own waiting policy (shm_wait.go).
 //
@@ -95,9 +95,16 @@ const (
 	shmDefaultNbuf       = 4         // slots per rank = steps in flight
 	shmDefaultSmallMax   = 8 << 10   // all-reduce up to this size: one step, every rank reduces everything
 	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
-	shmDefaultCMAMin     = 16 << 20  // all-reduce from this size: single-copy over CMA when available
-	shmDefaultRingBytes  = 128 << 10 // point-to-point ring per ordered pair of ranks
-	shmAsyncMin          = 64 << 10  // ops this large wake the worker at once
+	// shmDefaultCMAMin is the all-reduce size from which the single-copy
+	// (CMA) path runs; 0, the default, leaves it off. On the 2-core VM the
+	// copy through the slots was twice as fast at 16-64 MiB, in 4 of 4
+	// interleaved runs (16 MiB 1.4-2.0 ms against 3.2-4.0; 64 MiB 7.2-8.9
+	// against 15.4-17.1), so CMA, which only pays off where a peer is
+	// often descheduled mid-op (see shm_cma.go), is opt-in through
+	// GODDP_SHM_CMA_MIN.
+	shmDefaultCMAMin    = 0
+	shmDefaultRingBytes = 128 << 10 // point-to-point ring per ordered pair of ranks
+	shmAsyncMin         = 64 << 10  // ops this large wake the worker at once
 )
 
 type shmGroup struct {
