@@ -61,7 +61,9 @@
 // GODDP_TCP_EXCHANGE_BYTES (4 MiB: two-rank exchange up to this size),
 // GODDP_TCP_PIECE_BYTES (1 MiB: largest pipelined piece),
 // GODDP_TCP_WRITE_BATCH (256 KiB: bytes per writev beyond its first frame),
-// GODDP_TCP_BUFFER (4 MiB socket buffers) and GODDP_TCP_SPIN_US
+// GODDP_TCP_BUFFER (4 MiB socket buffers), GODDP_TCP_CONGESTION (auto:
+// reno for peers on this host, whose connections bbr would pace; system:
+// leave every connection alone; or a name for all) and GODDP_TCP_SPIN_US
 // (microseconds a small collective polls for its reply before sleeping:
 // 200 when the host has a core per local rank, else 0).
 //

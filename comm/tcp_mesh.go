@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,6 +49,7 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 		}
 	}
 	bufBytes := envInt("GODDP_TCP_BUFFER", 4<<20)
+	congestion := os.Getenv("GODDP_TCP_CONGESTION")
 
 	// Accept the higher ranks.
 	want := g.size - 1 - g.rank
@@ -70,7 +72,7 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 					c.Close()
 					return
 				}
-				setSocketOptions(c, bufBytes)
+				setSocketOptions(c, bufBytes, congestion)
 				mu.Lock()
 				if conns[from] != nil {
 					mu.Unlock()
@@ -89,7 +91,7 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 	dialErr := make(chan error, g.size)
 	for j := 0; j < g.rank; j++ {
 		go func() {
-			c, err := g.dialPeer(ctx, j, bufBytes)
+			c, err := g.dialPeer(ctx, j, bufBytes, congestion)
 			if err != nil {
 				dialErr <- err
 				return
@@ -199,7 +201,7 @@ func (g *tcpGroup) acceptPeer(c net.Conn) (int, error) {
 }
 
 // dialPeer connects to rank j, retrying transient failures until ctx ends.
-func (g *tcpGroup) dialPeer(ctx context.Context, j int, bufBytes int) (net.Conn, error) {
+func (g *tcpGroup) dialPeer(ctx context.Context, j int, bufBytes int, congestion string) (net.Conn, error) {
 	v, err := g.opts.Store.Get(ctx, "tcp/addr/"+strconv.Itoa(j))
 	if err != nil {
 		return nil, fmt.Errorf("comm: tcp rank %d: address of rank %d: %w", g.rank, j, err)
@@ -212,7 +214,7 @@ func (g *tcpGroup) dialPeer(ctx context.Context, j int, bufBytes int) (net.Conn,
 		if err == nil {
 			dl, _ := ctx.Deadline()
 			if err = clientHandshake(c, g.opts.Token, purposePeer, g.peerInfo(g.rank, j), dl); err == nil {
-				setSocketOptions(c, bufBytes)
+				setSocketOptions(c, bufBytes, congestion)
 				return c, nil
 			}
 			c.Close()
