@@ -13,7 +13,8 @@ MLP="64,784,512,0,1 64,512,512,0,1 64,512,10,0,1 64,512,784,0,0 64,512,512,0,0 6
 for r in $(seq "$ROUNDS"); do
 	echo "# round $r"
 	GODDP_NUM_THREADS=2 "$BIN" -test.run XXX -test.bench 'MatMul/n=(256|1024)$' -test.benchtime 1s | grep '^Bench'
-	/usr/bin/python3 scripts/bench_torch_gemm.py 2 256,256,256 1024,1024,1024
+	OMP_NUM_THREADS=2 OPENBLAS_NUM_THREADS=2 /usr/bin/python3 scripts/bench_torch_gemm.py 2 256,256,256 1024,1024,1024
 	GODDP_NUM_THREADS=1 "$BIN" -test.run XXX -test.bench 'GemmMLP' -test.benchtime 0.3s | grep '^Bench'
-	SECS=0.3 /usr/bin/python3 scripts/bench_torch_gemm.py 1 $MLP
+	# torch.set_num_threads does not reach OpenBLAS's own pthreads: pin them.
+	OMP_NUM_THREADS=1 OPENBLAS_NUM_THREADS=1 SECS=0.3 /usr/bin/python3 scripts/bench_torch_gemm.py 1 $MLP
 done
