@@ -257,8 +257,9 @@ func startDdprun(t *testing.T, prefix, env []string, n int, args ...string) (*ex
 	cmd.Stderr = errb
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _, _ = cmd.Process.Wait() })
-	out := &lines{}
+	out := &lines{eof: make(chan struct{})}
 	go func() {
+		defer close(out.eof)
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			_, _ = out.Write([]byte(sc.Text() + "\n"))
@@ -288,6 +289,20 @@ func waitFor(t *testing.T, cond func() bool) {
 type lines struct {
 	mu sync.Mutex
 	b  bytes.Buffer
+	// eof, when set, is closed once the reader has seen the end of the
+	// stream. exec.Cmd.Wait closes a StdoutPipe as soon as the process
+	// exits, so a test that needs every line waits for eof before Wait.
+	eof chan struct{}
+}
+
+// drained waits (up to 10 s) until the reader has read the whole stream.
+func (l *lines) drained(t *testing.T) {
+	t.Helper()
+	select {
+	case <-l.eof:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ddprun's stdout did not end")
+	}
 }
 
 func (l *lines) Write(p []byte) (int, error) { l.mu.Lock(); defer l.mu.Unlock(); return l.b.Write(p) }
@@ -305,11 +320,11 @@ func TestSignalsForwarded(t *testing.T) {
 		t.Run(tc.sig.String(), func(t *testing.T) {
 			cmd, out, _ := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
 			require.NoError(t, cmd.Process.Signal(tc.sig))
+			out.drained(t) // before Wait, which would close the pipe under the reader
 			err := cmd.Wait()
 			var ee *exec.ExitError
 			require.ErrorAs(t, err, &ee)
 			assert.Equal(t, tc.code, ee.ExitCode())
-			time.Sleep(50 * time.Millisecond) // the stdout pump
 			got := reports(out.String(), "signal")
 			require.Len(t, got, 2, out.String())
 			for _, r := range got {
