@@ -64,6 +64,15 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline}, build)
 	if err != nil {
+		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
+			// A peer that left is most often one that was signalled a
+			// moment before us (ddprun forwards to every worker): give our
+			// own signal a moment to arrive, so the report names it.
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
 		if cause := context.Cause(ctx); ctx.Err() != nil && cause != nil && !errors.Is(err, cause) {
 			// Say why the context ended (e.g. "terminated signal received":
 			// ddprun stops the other workers when one fails), not just
