@@ -127,16 +127,18 @@ type lossCase struct {
 	GradInput fixTensor  `json:"grad_input"`
 }
 
+// fixtureReductions maps the fixtures' reduction names to ours.
+var fixtureReductions = map[string]autograd.Reduction{
+	"mean": autograd.ReductionMean, "sum": autograd.ReductionSum, "none": autograd.ReductionNone,
+}
+
 func TestLossesMatchTorch(t *testing.T) {
 	var fx struct{ Cases []lossCase }
 	loadFixture(t, "losses.json", &fx)
 	require.NotEmpty(t, fx.Cases)
-	reductions := map[string]autograd.Reduction{
-		"mean": autograd.ReductionMean, "sum": autograd.ReductionSum, "none": autograd.ReductionNone,
-	}
 	for _, c := range fx.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			red, ok := reductions[c.Reduction]
+			red, ok := fixtureReductions[c.Reduction]
 			require.True(t, ok)
 			x := autograd.Param(c.Input.f32())
 			var out *autograd.Variable

@@ -22,12 +22,9 @@ func TestCrossEntropyLossOptionsMatchTorch(t *testing.T) {
 	var fx struct{ Cases []crossEntropyOptionsCase }
 	loadFixture(t, "cross_entropy_options.json", &fx)
 	require.NotEmpty(t, fx.Cases)
-	reductions := map[string]autograd.Reduction{
-		"mean": autograd.ReductionMean, "sum": autograd.ReductionSum, "none": autograd.ReductionNone,
-	}
 	for _, c := range fx.Cases {
 		t.Run(c.Name, func(t *testing.T) {
-			red, ok := reductions[c.Reduction]
+			red, ok := fixtureReductions[c.Reduction]
 			require.True(t, ok)
 			x := autograd.Param(c.Input.f32())
 			loss := CrossEntropyLoss{Reduction: red, IgnoreIndex: c.IgnoreIndex, LabelSmoothing: c.LabelSmoothing}

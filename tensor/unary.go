@@ -84,26 +84,9 @@ func RDivScalar(s float64, a *Tensor) *Tensor { return unary(opRdivS, a, s, 0) }
 func unary(op unOp, a *Tensor, p0, p1 float64) *Tensor {
 	out := New(a.dtype, a.shape...)
 	c := a.Contiguous()
-	if a.dtype == Float32 {
-		// The slice kernels (relu.go, fastmath.go); unaryLoop serves float64
-		// and the cheap ops.
-		switch op {
-		case opReLU:
-			ReLUF32(out.f32, c.F32())
-			return out
-		case opExp:
-			ExpF32(out.f32, c.F32())
-			return out
-		case opSigmoid:
-			SigmoidF32(out.f32, c.F32())
-			return out
-		case opTanh:
-			TanhF32(out.f32, c.F32())
-			return out
-		case opGELU:
-			GELUF32(out.f32, c.F32())
-			return out
-		}
+	if k := float32Kernel(op); a.dtype == Float32 && k != nil {
+		k(out.f32, c.F32())
+		return out
 	}
 	if a.dtype == Float64 {
 		unaryLoop(op, out.f64, c.F64(), p0, p1)
@@ -111,6 +94,24 @@ func unary(op unOp, a *Tensor, p0, p1 float64) *Tensor {
 		unaryLoop(op, out.f32, c.F32(), p0, p1)
 	}
 	return out
+}
+
+// float32Kernel returns the slice kernel (relu.go, fastmath.go) that runs
+// op on float32, or nil for the ops unaryLoop serves.
+func float32Kernel(op unOp) func(dst, src []float32) {
+	switch op {
+	case opReLU:
+		return ReLUF32
+	case opExp:
+		return ExpF32
+	case opSigmoid:
+		return SigmoidF32
+	case opTanh:
+		return TanhF32
+	case opGELU:
+		return GELUF32
+	}
+	return nil
 }
 
 const invSqrt2 = 0.70710678118654752440
