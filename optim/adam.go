@@ -198,7 +198,14 @@ func adamUpdate[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
 	b1, b2 := T(h.beta1), T(h.beta2)
 	omb1, omb2 := T((1-h.beta1)*h.beta1Sign), T(1-h.beta2)
 	invBc2, eps, stepSize := T(1/h.bc2Sqrt), T(h.eps), T(h.stepSize)
-	for j := range p {
+	start := 0
+	if p32, ok := any(p).([]float32); ok {
+		// SSE2 kernel in this loop's exact order of operations (bit-identical).
+		start = adamF32Vec(p32, any(g).([]float32), any(m).([]float32), any(v).([]float32),
+			adamConsts{float32(b1), float32(omb1), float32(b2), float32(omb2),
+				float32(invBc2), float32(eps), float32(stepSize)})
+	}
+	for j := start; j < len(p); j++ {
 		gj := g[j]
 		mj := b1*m[j] + omb1*gj
 		vj := b2*v[j] + omb2*gj*gj
