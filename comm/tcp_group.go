@@ -173,7 +173,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		pieceBytes:    envInt("GODDP_TCP_PIECE_BYTES", 1<<20),
 		smallBytes:    envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
 		spin:          defaultSpin(opts),
-		exchangeBytes: envInt("GODDP_TCP_EXCHANGE_BYTES", 4<<20),
+		exchangeBytes: envInt("GODDP_TCP_EXCHANGE_BYTES", 64<<20),
 		writeBatch:    envInt("GODDP_TCP_WRITE_BATCH", 256<<10),
 		p2pSend:       map[p2pKey]uint32{},
 		p2pRecv:       map[p2pKey]uint32{},
