@@ -168,16 +168,17 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 // exchangePieceBytes and exchangeBatchBytes are the two-rank exchange's
 // grain: pieces are reduced as they land, and the single-thread loop
 // (tcp_exchange_linux.go) writes at most a batch before it turns to
-// reading, so that what one step touches (our piece, the socket's buffers,
-// the peer's piece, the scratch it lands in) is still in cache for the
-// next. Against whole-MiB pieces written in one go, on the 2-core VM: 1 MiB
-// all-reduce 276-393 us against 372-749, 4 MiB 1.3-2.4 ms against 2.3-2.8.
-// With them the exchange also beat the ring (GODDP_TCP_EXCHANGE_BYTES) at
-// 8-64 MiB, despite reducing twice as much: 16 MiB 7.9-8.8 ms against
-// 9.7-13.0, 64 MiB 31-35 against 34-41, in interleaved runs.
+// reading, so that both directions and the reductions interleave. Measured
+// on the 2-core VM in interleaved runs (with reno on loopback, see
+// congestionFor), 1 MiB pieces and 512 KiB batches against 256 KiB and
+// 128 KiB: 1 MiB all-reduce 203-280 us against 389-992 (3 of 4 rounds),
+// 4 MiB 1.34-1.48 ms against 1.57-1.86, 64 MiB 26-32 ms against 29-36.
+// With them the exchange also beats the ring (GODDP_TCP_EXCHANGE_BYTES) up
+// to 64 MiB, although it reduces twice as much: 16 MiB 7.9-8.8 ms against
+// 9.7-13.0, 64 MiB 31-35 against 34-41.
 const (
-	exchangePieceBytes = 256 << 10
-	exchangeBatchBytes = 128 << 10
+	exchangePieceBytes = 1 << 20
+	exchangeBatchBytes = 512 << 10
 )
 
 // exchange all-reduces buf between two ranks in one pipelined phase: each
