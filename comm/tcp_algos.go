@@ -179,6 +179,10 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 const (
 	exchangePieceBytes = 1 << 20
 	exchangeBatchBytes = 512 << 10
+	// exchangeSlots is how many received pieces the progress loop holds
+	// before it reduces them, so its scratch is a few MiB that stay in
+	// cache however large the message.
+	exchangeSlots = 4
 )
 
 // exchange all-reduces buf between two ranks in one pipelined phase: each
@@ -189,10 +193,13 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 	es := buf.DType.Size()
 	all := span{0, buf.Len()}
 	np := min(max(1, (len(buf.Bytes)+exchangePieceBytes-1)/exchangePieceBytes), maxXfersPerOp/2)
-	scratch := g.scratchBuf(len(buf.Bytes))
-	if ok, err := g.exchangeFast(o, peer, 0, buf, scratch, np, op); ok {
+	// The progress loop reuses a few piece-sized slots, which stay in
+	// cache; the queued path below needs the whole scratch.
+	pieceMax := (buf.Len() + np - 1) / np * es
+	if ok, err := g.exchangeFast(o, peer, 0, buf, g.scratchBuf(min(len(buf.Bytes), exchangeSlots*pieceMax)), np, op); ok {
 		return err
 	}
+	scratch := g.scratchBuf(len(buf.Bytes))
 	recvs := make([]*xfer, np)
 	sends := make([]*xfer, np)
 	for p := range np {

@@ -81,6 +81,17 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	g := pc.g
 	es := buf.DType.Size()
 	all := span{0, buf.Len()}
+	// Incoming pieces land in scratch used as a ring of slots pieces: a
+	// piece's slot is free again once it is reduced, and no payload is
+	// read while every slot waits. A scratch as large as buf is the
+	// one-slot-per-piece case.
+	pieceMax := (buf.Len() + np - 1) / np * es
+	slots := max(1, len(scratch)/max(pieceMax, 1))
+	slot := func(p int) []byte {
+		a, b := piece(all, p, np, es)
+		off := p % slots * pieceMax
+		return scratch[off : off+b-a]
+	}
 
 	// The outgoing frames, as one iovec list.
 	hdrs := make([]byte, np*frameHeaderLen)
@@ -212,7 +223,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	for got < np || written < total {
 		g.schedHint()
 		// Parse every complete header that is buffered.
-		for dst == nil && got < np && fr.n-fr.i >= frameHeaderLen {
+		for dst == nil && got < np && got-reduced < slots && fr.n-fr.i >= frameHeaderLen {
 			h, err := fr.readHeader()
 			if err != nil {
 				pc.readFailed(err)
@@ -239,7 +250,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 				pc.readFailed(err)
 				return pc.readErr()
 			}
-			dst = scratch[a:b]
+			dst = slot(got)
 			dgot = copy(dst, fr.buf[fr.i:fr.n])
 			fr.i += dgot
 			if dgot == len(dst) {
@@ -250,7 +261,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		// Reduce what has both arrived and gone out.
 		for reduced < got && written >= sentEnd[reduced] {
 			a, b := piece(all, reduced, np, es)
-			reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, scratch[a:b]}, op)
+			reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, slot(reduced)}, op)
 			reduced++
 		}
 		if got == np && written == total {
@@ -272,7 +283,9 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 			}
 			progress = written > w0
 		}
-		if got < np {
+		// Reading needs a free slot, or a payload already under way.
+		canRead := got < np && (dst != nil || got-reduced < slots)
+		if canRead {
 			ok := false
 			err = pc.rc.Read(func(fd uintptr) bool { ok = readStep(fd); return true })
 			if err == nil {
@@ -286,12 +299,15 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		if progress {
 			continue
 		}
-		// Nothing moves: wait. While frames are due, wait for them: our
-		// writes can only be stuck on a full peer, which is then readable
-		// and reads, so two ranks cannot both wait here for ever. Else wait
-		// until the socket takes more of ours (the peer reads while it
-		// expects frames).
-		if got < np {
+		// Nothing moves: wait. While frames are due and a slot is free,
+		// wait for them: our writes can only be stuck on a full peer, which
+		// is then readable and reads, so two ranks cannot both wait here
+		// for ever. Else wait until the socket takes more of ours (the peer
+		// reads while it expects frames). With every slot full, our own
+		// sends are what the oldest piece waits for; the peer reads them,
+		// since it has received fewer of our pieces than it has sent us,
+		// and so can reduce all it holds and free its slots.
+		if canRead {
 			if spin := g.spin; spin > 0 {
 				// A core of our own: poll a while before parking, as
 				// readInline does.
@@ -332,7 +348,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	}
 	for reduced < np {
 		a, b := piece(all, reduced, np, es)
-		reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, scratch[a:b]}, op)
+		reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, slot(reduced)}, op)
 		reduced++
 	}
 	return nil
