@@ -4,13 +4,7 @@ import "goddp/tensor"
 
 // ReLU returns max(a, 0) elementwise. Its gradient at 0 is 0, as in torch.
 func ReLU(a *Variable) *Variable {
-	x := a.Value.Contiguous()
-	y := tensor.New(x.DType(), x.Shape()...)
-	if x.DType() == tensor.Float64 {
-		reluFwd(y.F64(), x.F64())
-	} else {
-		tensor.ReLUF32(y.F32(), x.F32())
-	}
+	y := tensor.ReLU(a.Value)
 	return FromOp(y, &reluOp{inputs: ins(a), y: y})
 }
 
@@ -39,19 +33,8 @@ func (o *reluOp) backwardTo(gy, gx *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{gx}
 }
 
-// reluFwd and reluBwd serve float64 (gradient checks); float32 uses
-// tensor's vector kernels.
-func reluFwd(y, x []float64) {
-	x = x[:len(y)]
-	for i, v := range x {
-		if v < 0 {
-			y[i] = 0
-		} else {
-			y[i] = v
-		}
-	}
-}
-
+// reluBwd serves float64 (gradient checks); float32 uses tensor's vector
+// kernel.
 func reluBwd(gx, gy, y []float64) {
 	gy, y = gy[:len(gx)], y[:len(gx)]
 	for i, v := range y {
