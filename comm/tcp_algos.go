@@ -76,6 +76,10 @@ func splitEven(n, k int) []span {
 	return s
 }
 
+// maxPieceBytes is the size of the largest of np pieces of n elements of
+// es bytes (see piece).
+func maxPieceBytes(n, np, es int) int { return (n + np - 1) / np * es }
+
 // piece returns the byte range of piece p of np of span s.
 func piece(s span, p, np, es int) (int, int) {
 	n := s.hi - s.lo
@@ -195,8 +199,8 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 	np := min(max(1, (len(buf.Bytes)+exchangePieceBytes-1)/exchangePieceBytes), maxXfersPerOp/2)
 	// The progress loop reuses a few piece-sized slots, which stay in
 	// cache; the queued path below needs the whole scratch.
-	pieceMax := (buf.Len() + np - 1) / np * es
-	if ok, err := g.exchangeFast(o, peer, 0, buf, g.scratchBuf(min(len(buf.Bytes), exchangeSlots*pieceMax)), np, op); ok {
+	slotBytes := exchangeSlots * maxPieceBytes(buf.Len(), np, es)
+	if ok, err := g.exchangeFast(o, peer, 0, buf, g.scratchBuf(min(len(buf.Bytes), slotBytes)), np, op); ok {
 		return err
 	}
 	scratch := g.scratchBuf(len(buf.Bytes))

@@ -85,7 +85,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	// piece's slot is free again once it is reduced, and no payload is
 	// read while every slot waits. A scratch as large as buf is the
 	// one-slot-per-piece case.
-	pieceMax := (buf.Len() + np - 1) / np * es
+	pieceMax := maxPieceBytes(buf.Len(), np, es)
 	slots := max(1, len(scratch)/max(pieceMax, 1))
 	slot := func(p int) []byte {
 		a, b := piece(all, p, np, es)
