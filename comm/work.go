@@ -87,6 +87,10 @@ type Future struct{ w *work }
 // NewFuture returns a pending Future.
 func NewFuture() *Future { return &Future{w: newWork()} }
 
+// FailedFuture returns a Future already completed with err (an op refused
+// before it started).
+func FailedFuture(err error) *Future { return &Future{w: failedWork(err)} }
+
 // Complete finishes the future with err (nil on success); later calls are
 // ignored. It reports whether this call completed it.
 func (f *Future) Complete(err error) bool { return f.w.complete(err) }

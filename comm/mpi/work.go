@@ -9,8 +9,4 @@ type work = comm.Future
 
 func newWork() *work { return comm.NewFuture() }
 
-func failed(err error) *work {
-	w := newWork()
-	w.Complete(err)
-	return w
-}
+func failed(err error) *work { return comm.FailedFuture(err) }
