@@ -23,16 +23,19 @@ import (
 //     wake-up that competes for the CPU with the peer ranks on a small
 //     host), which is what keeps a 4 KiB all-reduce near one microsecond.
 //
-// Large ops wake the worker at once. Small ones do not (a goroutine
-// wake-up costs more than the whole op): a watchdog goroutine, ticking
-// every shmWatchdogTick while the group is in use, kicks the worker when it
-// finds the same op still waiting at the head of the queue, so progress
-// never depends on Wait being called, and an op nobody waits for starts
-// within two ticks. The watchdog parks after shmWatchdogIdle without work.
+// In eager mode large ops wake the worker at once. Small ones do not (a
+// goroutine wake-up costs more than the whole op), nor does any op in lazy
+// mode (see shmEager): a watchdog goroutine, ticking every shmWatchdogTick
+// while the group is in use, kicks the worker when it finds the same op
+// still waiting at the head of the queue after g.kickAfter, so progress
+// never depends on Wait being called: an op nobody waits for starts within
+// kickAfter plus a tick. The watchdog parks after shmWatchdogIdle without
+// work.
 
 const (
-	shmWatchdogTick = 500 * time.Microsecond
-	shmWatchdogIdle = 100 * time.Millisecond
+	shmWatchdogTick  = 500 * time.Microsecond
+	shmWatchdogIdle  = 100 * time.Millisecond
+	shmLazyKickAfter = 4 * time.Millisecond
 )
 
 // shmOp is one queued collective; it is the Work returned to the caller.
@@ -236,6 +239,7 @@ func (g *shmGroup) watchdog() {
 			return
 		}
 		var last uint64
+		var waited time.Duration // how long head has been seen un-started
 		tick := time.NewTicker(shmWatchdogTick)
 		for idle := time.Duration(0); ; {
 			select {
@@ -246,7 +250,11 @@ func (g *shmGroup) watchdog() {
 			}
 			head := g.headSeq()
 			if head != 0 && head == last {
-				g.kick()
+				if waited += shmWatchdogTick; waited >= g.kickAfter {
+					g.kick()
+				}
+			} else {
+				waited = 0
 			}
 			last = head
 			if head != 0 {

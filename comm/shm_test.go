@@ -224,32 +224,62 @@ func TestShmMonitoredBarrier(t *testing.T) {
 
 func TestShmProgressWithoutWait(t *testing.T) {
 	// Rank 0 issues an op and does not wait on it until rank 1 has finished
-	// its own: the op must progress in the background.
-	done := make(chan struct{})
-	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
-		x := []float32{1, 2, 3}
-		w := g.AllReduce(Float32s(x), Sum)
-		if g.Rank() == 0 {
-			select {
-			case <-done:
-			case <-time.After(5 * time.Second):
-				return errors.New("rank 1 never finished: no background progress")
-			}
+	// its own: the op must progress in the background, small or large, in
+	// either execution mode (see shmEager).
+	for _, mode := range []string{"eager", "lazy"} {
+		for _, n := range []int{3, 128 << 10} {
+			t.Run(fmt.Sprintf("%s/n=%d", mode, n), func(t *testing.T) {
+				t.Setenv("GODDP_SHM_ASYNC", mode)
+				done := make(chan struct{})
+				errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+					x := make([]float32, n)
+					for i := range x {
+						x[i] = float32(i%7 + g.Rank())
+					}
+					w := g.AllReduce(Float32s(x), Sum)
+					if g.Rank() == 0 {
+						select {
+						case <-done:
+						case <-time.After(5 * time.Second):
+							return errors.New("rank 1 never finished: no background progress")
+						}
+					}
+					if err := w.Wait(ctx); err != nil {
+						return err
+					}
+					if g.Rank() == 1 {
+						close(done)
+					}
+					for i, v := range x {
+						if want := float32(2*(i%7) + 1); v != want {
+							return fmt.Errorf("x[%d] = %v, want %v", i, v, want)
+						}
+					}
+					return nil
+				})
+				for _, err := range errs {
+					require.NoError(t, err)
+				}
+			})
 		}
-		if err := w.Wait(ctx); err != nil {
-			return err
-		}
-		if g.Rank() == 1 {
-			close(done)
-		}
-		if x[2] != 6 {
-			return fmt.Errorf("got %v", x)
-		}
-		return nil
-	})
-	for _, err := range errs {
-		require.NoError(t, err)
 	}
+}
+
+func TestShmEager(t *testing.T) {
+	t.Setenv("GODDP_SHM_ASYNC", "")
+	t.Setenv("OMP_NUM_THREADS", "")
+	t.Setenv("GODDP_NUM_THREADS", "")
+	ncpu := runtime.NumCPU()
+	assert.True(t, shmEager(1) == (1 < ncpu), "one rank of one thread")
+	assert.False(t, shmEager(ncpu), "a rank per core leaves no core for the worker")
+	t.Setenv("OMP_NUM_THREADS", "2")
+	assert.Equal(t, 2 < ncpu, shmEager(1), "OMP_NUM_THREADS counts")
+	t.Setenv("GODDP_NUM_THREADS", fmt.Sprint(ncpu))
+	assert.False(t, shmEager(1), "GODDP_NUM_THREADS wins over OMP_NUM_THREADS")
+	t.Setenv("GODDP_SHM_ASYNC", "eager")
+	assert.True(t, shmEager(ncpu))
+	t.Setenv("GODDP_SHM_ASYNC", "lazy")
+	assert.False(t, shmEager(1))
 }
 
 func TestShmCancellableWait(t *testing.T) {

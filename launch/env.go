@@ -41,6 +41,10 @@ const (
 	// OMP_NUM_THREADS is set (tensor.ThreadsFromEnv reads it).
 	EnvNumThreads = "GODDP_NUM_THREADS"
 	EnvOMPThreads = "OMP_NUM_THREADS"
+	// EnvMaxProcs (Go's GOMAXPROCS) is set to the same share when the
+	// launcher sets GODDP_NUM_THREADS below the core count and GOMAXPROCS
+	// is unset: see maxProcsFor.
+	EnvMaxProcs = "GOMAXPROCS"
 	// EnvRequiresGPU=1 makes the launcher check with NVML that a GPU exists
 	// before it starts PROGRAM, as it does for cuda-tagged binaries.
 	EnvRequiresGPU = "GODDP_REQUIRES_GPU"
@@ -63,6 +67,7 @@ type workerSpec struct {
 	RunID, Token, ErrorFile                    string
 	StoreHosted                                bool
 	Threads                                    int // 0: leave the thread env alone
+	MaxProcs                                   int // 0: leave GOMAXPROCS alone
 }
 
 // workerEnv returns base with the worker's variables set (replacing any
@@ -98,6 +103,9 @@ func workerEnv(base []string, s workerSpec) []string {
 	if s.Threads > 0 {
 		set[EnvNumThreads] = strconv.Itoa(s.Threads)
 	}
+	if s.MaxProcs > 0 {
+		set[EnvMaxProcs] = strconv.Itoa(s.MaxProcs)
+	}
 	out := make([]string, 0, len(base)+len(set))
 	for _, kv := range base {
 		k, _, _ := strings.Cut(kv, "=")
@@ -122,6 +130,21 @@ func threadsFor(env []string, nproc int) int {
 		}
 	}
 	return max(1, runtime.NumCPU()/max(1, nproc))
+}
+
+// maxProcsFor is the GOMAXPROCS to give each worker: threads (the share of
+// cores threadsFor picked) when that is below ncpu and the environment does
+// not set GOMAXPROCS, else 0 (leave alone). It is torchrun's
+// OMP_NUM_THREADS=1 rule carried over to the Go runtime. A worker's runtime
+// otherwise sizes itself to the whole node, and its GC workers, timers and
+// communication goroutines run on the cores the other ranks compute on: with
+// 2 ranks on 2 cores, examples/mlp ran at 33.2k samples/s (median of 12
+// interleaved rounds) with the default and 39.0k with GOMAXPROCS=1.
+func maxProcsFor(env []string, threads, ncpu int) int {
+	if threads <= 0 || threads >= ncpu || lookupEnv(env, EnvMaxProcs) != "" {
+		return 0
+	}
+	return threads
 }
 
 // lookupEnv reads key from an environment list; the last value wins, as in exec.

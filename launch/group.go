@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -52,6 +53,7 @@ func (a *agent) startGroup(gs groupSpec) (*group, error) {
 	g := &group{exits: make(chan workerExit, n)}
 	base := append(os.Environ(), a.cfg.Env...)
 	threads := threadsFor(base, n)
+	maxProcs := maxProcsFor(base, threads, runtime.NumCPU())
 	for lr := 0; lr < n; lr++ {
 		w := &workerProc{localRank: lr, rank: asg.RankOffset + lr, errTail: newTail(a.cfg.TailLines)}
 		wdir := filepath.Join(gs.dir, fmt.Sprint(lr))
@@ -66,7 +68,7 @@ func (a *agent) startGroup(gs groupSpec) (*group, error) {
 			MasterAddr: asg.MasterAddr, MasterPort: asg.MasterPort,
 			RestartCount: gs.attempt, MaxRestarts: asg.MaxRestarts,
 			RunID: a.cfg.RdzvID, Token: a.token, ErrorFile: w.errorFile,
-			StoreHosted: true, Threads: threads,
+			StoreHosted: true, Threads: threads, MaxProcs: maxProcs,
 		}
 		cmd := exec.Command(a.prog.path, a.cfg.Args...)
 		cmd.Env = workerEnv(base, spec)

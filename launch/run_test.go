@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -37,6 +38,11 @@ func TestRunStandaloneEnv(t *testing.T) {
 		assert.Equal(t, "0", r.str("TORCHELASTIC_RESTART_COUNT"))
 		assert.NotEmpty(t, r.str("TORCHELASTIC_RUN_ID"))
 		assert.NotEmpty(t, r.str("GODDP_NUM_THREADS"))
+		if n, err := strconv.Atoi(r.str("GODDP_NUM_THREADS")); err == nil && n < runtime.NumCPU() {
+			assert.Equal(t, r.str("GODDP_NUM_THREADS"), r.str("GOMAXPROCS"))
+		} else {
+			assert.Empty(t, r.str("GOMAXPROCS"), "a rank with every core keeps Go's default")
+		}
 		assert.NotEmpty(t, r.str("token_hash"))
 	}
 	assert.Equal(t, map[string]bool{"0": true, "1": true, "2": true}, seen)
@@ -48,11 +54,29 @@ func TestRunStandaloneEnv(t *testing.T) {
 
 func TestRunThreadsEnvRespected(t *testing.T) {
 	cfg, out, errb := testConfig(2)
-	cfg.Env = []string{EnvOMPThreads + "=7"}
+	cfg.Env = []string{EnvOMPThreads + "=7", EnvMaxProcs + "="}
 	require.NoError(t, Run(context.Background(), cfg), errb.String())
 	for _, r := range reports(out.String(), "start") {
 		assert.Equal(t, "7", r.str("OMP_NUM_THREADS"))
 		assert.Empty(t, r.str("GODDP_NUM_THREADS"))
+		assert.Empty(t, r.str("GOMAXPROCS"), "the user chose the threads: GOMAXPROCS is left alone too")
+	}
+}
+
+func TestMaxProcsFor(t *testing.T) {
+	for _, c := range []struct {
+		env           []string
+		threads, ncpu int
+		want          int
+	}{
+		{nil, 1, 2, 1},                      // 2 ranks on 2 cores
+		{nil, 3, 16, 3},                     // 5 ranks on 16 cores
+		{nil, 2, 2, 0},                      // one rank has the node: Go's default
+		{nil, 0, 2, 0},                      // the user set the thread env
+		{[]string{"GOMAXPROCS=2"}, 1, 2, 0}, // the user's GOMAXPROCS wins
+		{[]string{"GOMAXPROCS=4", "GOMAXPROCS="}, 1, 2, 1}, // last value wins, as in exec
+	} {
+		assert.Equal(t, c.want, maxProcsFor(c.env, c.threads, c.ncpu), "%+v", c)
 	}
 }
 
