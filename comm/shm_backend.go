@@ -156,9 +156,10 @@ type shmGroup struct {
 	// queue before the watchdog starts it on the worker: one tick in eager
 	// mode, shmLazyKickAfter in lazy mode (see shmEager).
 	kickAfter time.Duration
-	cmaMin    int  // single-copy all-reduce from this size (when cma)
-	cma       bool // every pair of ranks can process_vm_readv each other
-	avx       bool // float sums use the AVX kernel (shm_simd_amd64.go)
+	tick      time.Duration // the watchdog's period
+	cmaMin    int           // single-copy all-reduce from this size (when cma)
+	cma       bool          // every pair of ranks can process_vm_readv each other
+	avx       bool          // float sums use the AVX kernel (shm_simd_amd64.go)
 	probe     *uint64
 
 	spinFor  time.Duration // see shmSpinBudget
@@ -280,11 +281,11 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	defer cancel()
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
-		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, stall: opts.stallThreshold(), logf: opts.logf(),
+		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.stallThreshold(), logf: opts.logf(),
 		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(), avx: shmHasAVX(),
 	}
 	if !shmEager(opts.Size) {
-		g.asyncMin, g.kickAfter = math.MaxInt, shmLazyKickAfter
+		g.asyncMin, g.kickAfter, g.tick = math.MaxInt, shmLazyKickAfter, shmLazyTick
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err

@@ -25,16 +25,18 @@ import (
 //
 // In eager mode large ops wake the worker at once. Small ones do not (a
 // goroutine wake-up costs more than the whole op), nor does any op in lazy
-// mode (see shmEager): a watchdog goroutine, ticking every shmWatchdogTick
-// while the group is in use, kicks the worker when it finds the same op
-// still waiting at the head of the queue after g.kickAfter, so progress
-// never depends on Wait being called: an op nobody waits for starts within
-// kickAfter plus a tick. The watchdog parks after shmWatchdogIdle without
-// work.
+// mode (see shmEager): a watchdog goroutine, ticking every g.tick while the
+// group is in use, kicks the worker when it finds the same op still waiting
+// at the head of the queue after g.kickAfter, so progress never depends on
+// Wait being called: an op nobody waits for starts within kickAfter plus a
+// tick. In lazy mode it ticks less often (each tick wakes a thread, on a
+// core some rank computes on). The watchdog parks after shmWatchdogIdle
+// without work.
 
 const (
 	shmWatchdogTick  = 500 * time.Microsecond
 	shmWatchdogIdle  = 100 * time.Millisecond
+	shmLazyTick      = 2 * time.Millisecond
 	shmLazyKickAfter = 4 * time.Millisecond
 )
 
@@ -240,7 +242,7 @@ func (g *shmGroup) watchdog() {
 		}
 		var last uint64
 		var waited time.Duration // how long head has been seen un-started
-		tick := time.NewTicker(shmWatchdogTick)
+		tick := time.NewTicker(g.tick)
 		for idle := time.Duration(0); ; {
 			select {
 			case <-g.quit:
@@ -250,7 +252,7 @@ func (g *shmGroup) watchdog() {
 			}
 			head := g.headSeq()
 			if head != 0 && head == last {
-				if waited += shmWatchdogTick; waited >= g.kickAfter {
+				if waited += g.tick; waited >= g.kickAfter {
 					g.kick()
 				}
 			} else {
@@ -261,7 +263,7 @@ func (g *shmGroup) watchdog() {
 				idle = 0
 				continue
 			}
-			if idle += shmWatchdogTick; idle < shmWatchdogIdle {
+			if idle += g.tick; idle < shmWatchdogIdle {
 				continue
 			}
 			// Park, unless an op slipped in before submit could see us parked.

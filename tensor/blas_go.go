@@ -13,6 +13,10 @@ import (
 
 const engineName = "go"
 
+// engineCgo is false: the Go engine runs Go code, which the scheduler can
+// preempt, so schedHint has nothing to do (see schedhint.go).
+const engineCgo = false
+
 func transOf(t bool) blas.Transpose {
 	if t {
 		return blas.Trans
@@ -32,3 +36,6 @@ func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, l
 
 // engineSetThreads is a no-op: the Go engine sizes its worker pool from GOMAXPROCS.
 func engineSetThreads(int) {}
+
+// engineThreads is unused by the Go engine (see engineCgo).
+func engineThreads() int { return 1 }

@@ -9,6 +9,7 @@ package tensor
 /*
 #cgo LDFLAGS: -lopenblas
 void openblas_set_num_threads(int num_threads);
+int openblas_get_num_threads(void);
 */
 import "C"
 
@@ -18,6 +19,9 @@ import (
 )
 
 const engineName = "openblas"
+
+// engineCgo reports that engine calls are cgo calls (see schedhint.go).
+const engineCgo = true
 
 func transOf(t bool) blas.Transpose {
 	if t {
@@ -37,3 +41,6 @@ func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, l
 }
 
 func engineSetThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+
+// engineThreads is the number of threads one engine call uses.
+func engineThreads() int { return int(C.openblas_get_num_threads()) }

@@ -29,12 +29,22 @@ import (
 // costs speed, never correctness. Calls estimated past 10 ms do not yield:
 // sysmon retakes them regardless, and yielding before every one of them
 // cost n=1024 GEMMs a few percent.
+//
+// The estimate counts the engine's threads. With one rate for any thread
+// count it ran at a third of the true length for 2-thread n=256 GEMMs, and
+// two or three calls started inside each window: 1564 context switches in
+// 3000 calls, against 552 with a per-thread rate and 177 with the loop in
+// C. Interleaved with torch over 30 rounds (scripts/gemm_pingpong.py), the
+// per-round Go/torch median went from 0.983 to 0.998.
 const (
 	schedHintPeriod = 4 * time.Millisecond
-	// schedHintRate is the GEMM rate (flop/ns, i.e. GFLOPS) used to estimate
-	// a call's duration: a little below one core's OpenBLAS peak here, so
-	// the estimate errs long and a boundary is rarely missed.
-	schedHintRate = 60
+	// schedHintRate is the GEMM rate per engine thread (flop/ns, i.e.
+	// GFLOPS) used to estimate a call's duration: near what one core of the
+	// 2-core VM reaches (OpenBLAS n=256 on 2 threads: 170-185 in all;
+	// the MLP's batch-64 shapes on 1 thread: 65-100). An estimate shorter
+	// than the call only narrows the window, so that some boundaries are
+	// missed; the next one comes a period later.
+	schedHintRate = 85
 	// schedHintMin is the estimated duration under which no yield is
 	// needed: sysmon only retakes a P that stayed in one syscall across two
 	// of its ticks (at least 20 µs).
@@ -49,7 +59,16 @@ const (
 // point operations) when that keeps sysmon from retaking the P during it;
 // see the comment above.
 func schedHint(flops float64) {
+	if !engineCgo {
+		return
+	}
 	est := time.Duration(flops / schedHintRate)
+	if est < schedHintMin {
+		return
+	}
+	if t := engineThreads(); t > 1 {
+		est /= time.Duration(t)
+	}
 	if est < schedHintMin || est > schedHintMax {
 		return
 	}
