@@ -433,6 +433,9 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	return nil
 }
 
+// ProgressOnWait implements WaitProgresser: true in lazy mode (shmEager).
+func (g *shmGroup) ProgressOnWait() bool { return g.asyncMin == math.MaxInt }
+
 func (g *shmGroup) Rank() int       { return g.rank }
 func (g *shmGroup) Size() int       { return g.size }
 func (g *shmGroup) Backend() string { return "shm" }

@@ -1,7 +1,7 @@
 /* Cross-core bandwidth probe: how fast one core reads what the other just
  * wrote, the traffic of every shm all-reduce and of DDP at world 2.
  *
- * Build and run:  gcc -O3 -march=native -o /tmp/xcore scripts/xcore_bandwidth.c -lpthread && /tmp/xcore
+ * Build and run:  gcc -O3 -ffast-math -march=native -o /tmp/xcore scripts/xcore_bandwidth.c -lpthread && /tmp/xcore
  *
  * Thread 0 (pinned to CPU 0) writes a 2 MiB buffer, thread 1 (CPU 1) reads
  * it, in turn, 50 times; the line prints the rate of 8 such runs. On the
