@@ -77,4 +77,18 @@
 // async op running beside compute, as DDP's bucket all-reduces run beside
 // backward) it spins only 10 us, so that it does not take the core from
 // that compute. GODDP_SHM_YIELD (100 ms) bounds the yielding phase.
+//
+// # When shm ops run
+//
+// With a core to spare on the node (ranks x threads per rank < cores), a
+// large shm op starts on the group's worker goroutine as soon as it is
+// issued, so that it overlaps the caller's compute. Without one (2 ranks
+// of 1 thread on 2 cores) there is nothing to overlap with: the worker
+// could only time-slice a core with some rank's compute, and a collective
+// progresses only while every rank's worker happens to run. Then ops wait
+// for the caller's Wait, which runs them inline (the watchdog starts any op
+// nobody waited for within a few milliseconds), and the group reports
+// ProgressOnWait (WaitProgresser), so that DDP waits for its buckets in
+// finalize instead of from helper goroutines. GODDP_SHM_ASYNC=eager|lazy
+// overrides the choice.
 package comm
