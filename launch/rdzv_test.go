@@ -33,8 +33,14 @@ func multiNodeConfig(nodeRank, nnodes, nproc int, args ...string) *node {
 	return &node{cfg: cfg, out: out, log: log}
 }
 
-// runNodes runs each node's launcher; node i starts after delays[i].
+// runNodes runs each node's launcher; node i starts after delays[i]. After
+// runNodesLimit every launcher is stopped, so that nodes left waiting for
+// one that gave up (say, its rendezvous timed out on a loaded machine) fail
+// the test with their logs instead of running into the test binary's
+// timeout.
 func runNodes(d *memDriver, nodes []*node, delays ...time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), runNodesLimit)
+	defer cancel()
 	var wg sync.WaitGroup
 	for i, n := range nodes {
 		wg.Add(1)
@@ -43,11 +49,13 @@ func runNodes(d *memDriver, nodes []*node, delays ...time.Duration) {
 			if i < len(delays) {
 				time.Sleep(delays[i])
 			}
-			n.err = run(context.Background(), n.cfg, d)
+			n.err = run(ctx, n.cfg, d)
 		}()
 	}
 	wg.Wait()
 }
+
+const runNodesLimit = time.Minute
 
 func TestRendezvousStaticTwoNodes(t *testing.T) {
 	d := newMemDriver()
@@ -190,7 +198,10 @@ func TestRendezvousElasticScaleUp(t *testing.T) {
 		n.cfg.LastCall = 200 * time.Millisecond
 		nodes = append(nodes, n)
 	}
-	runNodes(d, nodes, 0, 0, 1500*time.Millisecond)
+	// Node 1 (node rank -1, on this host) would host the store itself if
+	// it listened first, and node 0 (rank 0) would then fail to listen:
+	// start it a moment later.
+	runNodes(d, nodes, 0, 300*time.Millisecond, 1500*time.Millisecond)
 	for i, n := range nodes {
 		require.NoError(t, n.err, "node %d: %s", i, n.log.String())
 		rs := reports(n.out.String(), "start")

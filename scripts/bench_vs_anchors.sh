@@ -2,7 +2,7 @@
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
 # machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|allreduce|all] > results.txt
+# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|all] > results.txt
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -15,12 +15,20 @@ go build -o "$tmp/ddpbench" ./cmd/ddpbench
 if [ "$what" = gemm ] || [ "$what" = all ]; then
   echo "### GEMM (Go benchmarks, then torch, interleaved)"
   bash scripts/bench_tensor_vs_torch.sh 2
+  echo "### GEMM, Go and torch alternating in 0.3 s slices (the bar's figure)"
+  go build -o "$tmp/gemmserve" ./scripts/gemmserve
+  MODES=matmul,cloop /usr/bin/python3 scripts/gemm_pingpong.py "$tmp/gemmserve" 40
 fi
 
 if [ "$what" = step ] || [ "$what" = all ]; then
   echo "### single-process train step, 1 thread"
   GODDP_NUM_THREADS=1 go test -run '^$' -bench 'TrainStep' -benchmem -count 2 ./nn/ | grep '^Bench'
   GODDP_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_step.py
+fi
+
+if [ "$what" = scaling ] || [ "$what" = all ]; then
+  echo "### DDP mlp world 2 against one rank on 1 thread"
+  bash scripts/ddp_scaling.sh 12
 fi
 
 if [ "$what" = ddp ] || [ "$what" = all ]; then
