@@ -192,18 +192,6 @@ type Subgrouper interface {
 	NewGroup(ctx context.Context, ranks []int) (ProcessGroup, error)
 }
 
-// WaitProgresser is implemented by a process group that may run its
-// collectives on the goroutine that waits for them instead of in the
-// background. When ProgressOnWait reports true, a caller that issues ops
-// to overlap with its own compute gains nothing from waiting in a helper
-// goroutine: that Wait would start the op at once, beside the compute it
-// was meant to overlap, on a core the node's ranks already use. It should
-// wait itself, in issue order, when it needs the results. The shm backend
-// says so when the node's ranks keep every core busy (see shmEager).
-type WaitProgresser interface {
-	ProgressOnWait() bool
-}
-
 // DoneWork is a Work that has already completed with err.
 type DoneWork struct{ Err error }
 

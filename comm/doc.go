@@ -83,12 +83,9 @@
 // With a core to spare on the node (ranks x threads per rank < cores), a
 // large shm op starts on the group's worker goroutine as soon as it is
 // issued, so that it overlaps the caller's compute. Without one (2 ranks
-// of 1 thread on 2 cores) there is nothing to overlap with: the worker
-// could only time-slice a core with some rank's compute, and a collective
-// progresses only while every rank's worker happens to run. Then ops wait
-// for the caller's Wait, which runs them inline (the watchdog starts any op
-// nobody waited for within a few milliseconds), and the group reports
-// ProgressOnWait (WaitProgresser), so that DDP waits for its buckets in
-// finalize instead of from helper goroutines. GODDP_SHM_ASYNC=eager|lazy
-// overrides the choice.
+// of 1 thread on 2 cores) ops wait for a Wait, which runs them inline (the
+// watchdog starts any op nobody waits for within a few milliseconds), and
+// the watchdog ticks less often. DDP's watcher goroutines wait at once, so
+// its bucket all-reduces still start during backward. GODDP_SHM_ASYNC=
+// eager|lazy overrides the choice.
 package comm

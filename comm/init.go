@@ -264,10 +264,3 @@ func (g *initGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, er
 	}
 	return nil, fmt.Errorf("%w: new group on backend %q", ErrUnsupported, g.Backend())
 }
-
-// ProgressOnWait forwards WaitProgresser: false when the backend does not
-// implement it.
-func (g *initGroup) ProgressOnWait() bool {
-	wp, ok := g.ProcessGroup.(WaitProgresser)
-	return ok && wp.ProgressOnWait()
-}

@@ -121,8 +121,7 @@ const (
 // same time; waiting for them costs more than the overlap saves. Measured
 // with examples/mlp at world 2 on the 2-core VM (GOMAXPROCS=1 per rank, 12
 // interleaved rounds): 38.5k samples/s eager, 40.7k lazy (median; lazy
-// faster in 9 of 12 rounds), and DDP's finalize wait fell from 1.0-1.1 ms
-// to 0.24-0.30 ms at the 10th-50th percentiles.
+// faster in 9 of 12 rounds), a small effect next to this host's noise.
 //
 // GODDP_SHM_ASYNC=eager|lazy overrides the choice; threads per rank come
 // from GODDP_NUM_THREADS or OMP_NUM_THREADS (default 1), as tensor reads
@@ -432,9 +431,6 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	}
 	return nil
 }
-
-// ProgressOnWait implements WaitProgresser: true in lazy mode (shmEager).
-func (g *shmGroup) ProgressOnWait() bool { return g.asyncMin == math.MaxInt }
 
 func (g *shmGroup) Rank() int       { return g.rank }
 func (g *shmGroup) Size() int       { return g.size }

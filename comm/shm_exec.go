@@ -356,11 +356,8 @@ func (g *shmGroup) drain(target *shmOp, ctx context.Context) {
 			return
 		}
 		if target != nil {
-			// Leave the rest to the worker; the caller only wanted its own
-			// op. In lazy mode the next Wait (or the watchdog) runs it.
-			if !g.ProgressOnWait() {
-				g.kick()
-			}
+			// Leave the rest to the worker; the caller only wanted its own op.
+			g.kick()
 			return
 		}
 	}

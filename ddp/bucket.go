@@ -42,14 +42,9 @@ type bucket struct {
 	launched bool
 	shadow   bool // a Join shadow launch: no copy back
 	launchAt time.Time
-	startAt  time.Time // when the comm began to progress, as far as we know (see reducer.complete)
 	doneAt   time.Time
-	done     chan struct{} // closed by the watcher goroutine; nil when deferred
+	done     chan struct{}
 	err      error
-	// A deferred launch (reducer.deferWait): the Work finalize waits for
-	// itself, and whether it copies the result back.
-	work     comm.Work
-	copyBack bool
 
 	grad    GradBucket // what comm hooks see
 	scratch []uint16   // compression hooks' wire buffer

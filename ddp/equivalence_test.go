@@ -188,29 +188,20 @@ func ddpTrain(tc equivCase, pg comm.ProcessGroup) ([][]float32, error) {
 func TestEquivalenceInMemory(t *testing.T) {
 	for _, tc := range equivCases {
 		for _, world := range []int{2, 3} {
-			for _, deferred := range []bool{false, true} {
-				name := fmt.Sprintf("%s/world%d", tc.Name, world)
-				var opts []InMemoryOption
-				if deferred {
-					// finalize waits for each bucket itself (comm.WaitProgresser)
-					name += "/deferred"
-					opts = append(opts, WithProgressOnWait())
-				}
-				t.Run(name, func(t *testing.T) {
-					want, err := referenceTrain(tc, world)
-					require.NoError(t, err)
-					got := make([][][]float32, world)
-					errs := runRanks(t, world, func(rank int, pg comm.ProcessGroup) error {
-						var err error
-						got[rank], err = ddpTrain(tc, pg)
-						return err
-					}, opts...)
-					requireNoErrs(t, errs)
-					for r := range got {
-						requireClose(t, want, got[r], tc.Tol, fmt.Sprintf("rank %d", r))
-					}
+			t.Run(fmt.Sprintf("%s/world%d", tc.Name, world), func(t *testing.T) {
+				want, err := referenceTrain(tc, world)
+				require.NoError(t, err)
+				got := make([][][]float32, world)
+				errs := runRanks(t, world, func(rank int, pg comm.ProcessGroup) error {
+					var err error
+					got[rank], err = ddpTrain(tc, pg)
+					return err
 				})
-			}
+				requireNoErrs(t, errs)
+				for r := range got {
+					requireClose(t, want, got[r], tc.Tol, fmt.Sprintf("rank %d", r))
+				}
+			})
 		}
 	}
 }

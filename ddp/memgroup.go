@@ -47,12 +47,6 @@ type InMemoryOption func(*memHub)
 // network so that tests can observe communication overlapping computation.
 func WithLatency(d time.Duration) InMemoryOption { return func(h *memHub) { h.latency = d } }
 
-// WithProgressOnWait makes the group report comm.WaitProgresser's
-// ProgressOnWait as true, as the shm backend does when the node's ranks
-// fill every core, so that tests cover the Reducer's deferred waiting. (Its
-// collectives still complete in the background.)
-func WithProgressOnWait() InMemoryOption { return func(h *memHub) { h.progressOnWait = true } }
-
 // WithGroupTimeout sets the per-operation timeout (default comm.DefaultTimeout).
 func WithGroupTimeout(d time.Duration) InMemoryOption { return func(h *memHub) { h.timeout = d } }
 
@@ -76,11 +70,10 @@ func NewInMemoryGroups(n int, opts ...InMemoryOption) []comm.ProcessGroup {
 }
 
 type memHub struct {
-	n              int
-	latency        time.Duration
-	progressOnWait bool
-	timeout        time.Duration
-	members        []*InMemoryGroup
+	n       int
+	latency time.Duration
+	timeout time.Duration
+	members []*InMemoryGroup
 
 	mu   sync.Mutex
 	ops  map[uint64]*memOp
@@ -149,12 +142,9 @@ func (w *memWork) IsCompleted() bool {
 	}
 }
 
-func (g *InMemoryGroup) Rank() int { return g.rank }
-func (g *InMemoryGroup) Size() int { return g.hub.n }
-
-// ProgressOnWait implements comm.WaitProgresser (see WithProgressOnWait).
-func (g *InMemoryGroup) ProgressOnWait() bool { return g.hub.progressOnWait }
-func (g *InMemoryGroup) Backend() string      { return "memory" }
+func (g *InMemoryGroup) Rank() int       { return g.rank }
+func (g *InMemoryGroup) Size() int       { return g.hub.n }
+func (g *InMemoryGroup) Backend() string { return "memory" }
 
 // Ops returns the collectives this rank issued, in order.
 func (g *InMemoryGroup) Ops() []OpRecord {

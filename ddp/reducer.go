@@ -21,15 +21,9 @@ import (
 //
 // and does no I/O except through the injected ProcessGroup. See doc.go.
 type reducer struct {
-	mu sync.Mutex
-	pg comm.ProcessGroup
-	// deferWait: the group progresses collectives on the goroutine that
-	// waits for them (comm.WaitProgresser), so finalize waits for each
-	// bucket itself, in order, instead of a watcher goroutine per bucket
-	// whose Wait would run the all-reduce beside backward on a core
-	// another rank computes on.
-	deferWait bool
-	cfg       *config
+	mu  sync.Mutex
+	pg  comm.ProcessGroup
+	cfg *config
 
 	params  []param
 	buckets []*bucket
@@ -73,9 +67,6 @@ type reducer struct {
 
 func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsRecorder, tl *Timeline) *reducer {
 	r := &reducer{pg: pg, cfg: cfg, params: params, div: float64(pg.Size()), stats: st, timeline: tl}
-	if wp, ok := pg.(comm.WaitProgresser); ok && wp.ProgressOnWait() {
-		r.deferWait = true
-	}
 	r.ready = make([]bool, len(params))
 	r.locallyUsed = make([]bool, len(params))
 	r.usedMap = make([]float32, len(params))
@@ -161,9 +152,6 @@ func (r *reducer) resetIteration() {
 	for _, b := range r.buckets {
 		if b.launched && b.done != nil {
 			<-b.done
-		}
-		if b.work != nil {
-			r.complete(b, b.work, false)
 		}
 	}
 	clear(r.ready)
@@ -323,10 +311,6 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 		w = r.pg.AllReduce(b.buffer(), op)
 	}
 	early := r.copyBackEarly() && !shadow
-	if r.deferWait {
-		b.done, b.work, b.copyBack = nil, w, early
-		return
-	}
 	go r.watch(b, w, early)
 }
 
@@ -334,24 +318,6 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 // completion time is known precisely (for the overlap statistics) and, when
 // possible, the result is copied back into Grad while backward continues.
 func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
-	b.startAt = b.launchAt
-	r.complete(b, w, copyBack)
-	close(b.done)
-}
-
-// complete waits for bucket b's Work, copies the result back if asked, and
-// records the outcome. A deferred bucket (no watcher) is completed here by
-// finalize; its communication is taken to start now, when we begin to wait
-// and the backend begins to run it, unless it already completed on its own
-// (then it overlapped backward entirely).
-func (r *reducer) complete(b *bucket, w comm.Work, copyBack bool) {
-	if b.work != nil {
-		b.work = nil
-		b.startAt = time.Now()
-		if w.IsCompleted() {
-			b.startAt = b.launchAt
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
 	err := w.Wait(ctx)
 	timedOut := ctx.Err() != nil
@@ -372,9 +338,10 @@ func (r *reducer) complete(b *bucket, w comm.Work, copyBack bool) {
 	}
 	b.err = err
 	if r.timeline != nil && !b.shadow {
-		r.timeline.record(fmt.Sprintf("allreduce bucket %d", b.index), "comm", tidComm, b.startAt, b.doneAt.Sub(b.startAt),
-			map[string]any{"bytes": b.nbytes(), "params": len(b.params), "queued_us": b.startAt.Sub(b.launchAt).Microseconds()})
+		r.timeline.record(fmt.Sprintf("allreduce bucket %d", b.index), "comm", tidComm, b.launchAt, b.doneAt.Sub(b.launchAt),
+			map[string]any{"bytes": b.nbytes(), "params": len(b.params)})
 	}
+	close(b.done)
 }
 
 // waitLaunched blocks until every launched bucket's watcher finished and
@@ -386,15 +353,6 @@ func (r *reducer) waitLaunched() error {
 	defer backstop.Stop()
 	for _, b := range r.buckets {
 		if !b.launched {
-			continue
-		}
-		if b.work != nil {
-			r.complete(b, b.work, b.copyBack)
-		}
-		if b.done == nil { // deferred: completed above
-			if b.err != nil && first == nil {
-				first = b.err
-			}
 			continue
 		}
 		select {
@@ -512,8 +470,8 @@ func (r *reducer) recordStats(bwdEnd, waitStart, waitEnd time.Time) {
 	spans := make([][2]time.Time, 0, len(r.buckets))
 	per := make([]time.Duration, len(r.buckets))
 	for i, b := range r.buckets {
-		spans = append(spans, [2]time.Time{b.startAt, b.doneAt})
-		per[i] = b.doneAt.Sub(b.startAt)
+		spans = append(spans, [2]time.Time{b.launchAt, b.doneAt})
+		per[i] = b.doneAt.Sub(b.launchAt)
 	}
 	it := IterStats{
 		Backward:   bwdEnd.Sub(r.prepared),

@@ -138,54 +138,6 @@ func TestNilTimelineIsSafe(t *testing.T) {
 	assert.Equal(t, "[]\n", buf.String())
 }
 
-// TestDeferredWaitCountsCommFromFinalize: with a group that progresses on
-// Wait (comm.WaitProgresser), finalize waits for the buckets itself and
-// the statistics count each all-reduce from when that wait began, not from
-// its launch, so nothing is reported hidden that did not overlap: here the
-// collectives take 30ms, far longer than the backward.
-func TestDeferredWaitCountsCommFromFinalize(t *testing.T) {
-	for _, deferred := range []bool{false, true} {
-		t.Run(fmt.Sprint("deferred=", deferred), func(t *testing.T) {
-			opts := []InMemoryOption{WithLatency(30 * time.Millisecond)}
-			if deferred {
-				opts = append(opts, WithProgressOnWait())
-			}
-			errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
-				net := mlpNet([]int{16, 32, 4}, 1)
-				d, err := Wrap(net, pg, FirstBucketCapMB(1e-4))
-				if err != nil {
-					return err
-				}
-				x, y := batch(rank, 0, 8, 16, 4)
-				out, err := d.Forward(x)
-				if err != nil {
-					return err
-				}
-				if err := autograd.MSELoss(out, y, autograd.ReductionMean).Backward(); err != nil {
-					return err
-				}
-				s := d.Stats().Last
-				if len(s.BucketComm) != 2 {
-					return fmt.Errorf("%d buckets, want 2", len(s.BucketComm))
-				}
-				if deferred {
-					// Counted from the wait: the comm span is the wait.
-					if h := s.HiddenFraction(); h > 0.1 {
-						return fmt.Errorf("deferred: hidden fraction %.2f, want ~0 (comm %v, wait %v)", h, s.Comm, s.CommWait)
-					}
-				}
-				for i, c := range s.BucketComm {
-					if c < 20*time.Millisecond {
-						return fmt.Errorf("bucket %d: comm %v, want the group's 30ms latency", i, c)
-					}
-				}
-				return nil
-			}, opts...)
-			requireNoErrs(t, errs)
-		})
-	}
-}
-
 // slowOp is the identity whose backward takes d: compute that a bucket's
 // all-reduce can hide behind.
 type slowOp struct {
