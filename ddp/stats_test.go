@@ -155,13 +155,18 @@ func (o *slowOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 // TestOverlapHidesCommunication is the mechanism behind the 80% goal: where
 // a core (here, the in-memory group's latency) lets a bucket's all-reduce
 // run while backward goes on, every bucket but the last hides behind the
-// backward of the layers before it. Eight layers, each bucket's all-reduce
-// 2 ms, each layer's backward 10 ms: 7 of 8 layers' communication should
-// hide (87.5%).
+// backward of the layers before it. 16 layers, each bucket's all-reduce
+// 2 ms, each layer's backward 10 ms: 15 of 16 layers' communication should
+// hide (94%). The 0.8 threshold leaves room for a late timer or two on a
+// loaded machine; this checks the mechanism, not a speed.
 func TestOverlapHidesCommunication(t *testing.T) {
-	const layers = 8
+	const layers = 16
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
-		net := mlpNet(append(make([]int, 0, layers+1), 8, 8, 8, 8, 8, 8, 8, 8, 8), 1)
+		sizes := make([]int, layers+1)
+		for i := range sizes {
+			sizes[i] = 8
+		}
+		net := mlpNet(sizes, 1)
 		net.fwd = func(n *testNet, x *autograd.Variable) *autograd.Variable {
 			h := x
 			for l := 0; l < len(n.params)/2; l++ {
