@@ -5,7 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for p in libopenblas-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace; do
+for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ "${#need[@]}" -gt 0 ]; then

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (idempotent), then runs
 #   1. go vet and the unit + multi-process tests of every package (default build),
-#   2. the pure-Go build (CGO_ENABLED=0) of tensor/autograd/nn/optim,
+#   2. the pure-Go build (CGO_ENABLED=0) of tensor/autograd/nn/optim, and the
+#      OpenBLAS-only engine (-tags nodnnl) of tensor/nn,
 #   3. a compile + vet of the `cuda` and `mpi` build tags, and the mpi suite under mpirun,
 #   4. bounded fuzzing of every parser,
 #   5. a 2-rank smoke run of examples/linear and examples/mlp through ddprun.
@@ -19,6 +20,9 @@ go test -count=1 -timeout 25m ./...
 
 echo "== go test (pure Go, CGO_ENABLED=0)"
 CGO_ENABLED=0 go test -count=1 -timeout 10m ./tensor/ ./autograd/ ./nn/ ./optim/
+echo "== go test (OpenBLAS kernels only, -tags nodnnl)"
+go vet -tags nodnnl ./tensor/
+go test -tags nodnnl -count=1 -timeout 10m ./tensor/ ./nn/
 
 echo "== cuda and mpi build tags (compile + vet; the mpi suite under mpirun)"
 bash scripts/check-engines.sh

@@ -2,45 +2,75 @@
 
 package tensor
 
-// The default engine: OpenBLAS (Debian's libopenblas-dev) through gonum's
-// netlib cgo bindings. netlib's own cgo stanza names no library, so the link
-// flag lives here, next to the one OpenBLAS extension we call directly.
+// The default engine: OpenBLAS (Debian's libopenblas-dev) and, for the
+// float32 shapes where it is faster, oneDNN (libdnnl-dev), both run one
+// thread per kernel call and spread over threads by engine.c's pool. Build
+// with -tags nodnnl to leave oneDNN out (OpenBLAS kernels only, same pool).
 
 /*
+#cgo CFLAGS: -O2
 #cgo LDFLAGS: -lopenblas
-void openblas_set_num_threads(int num_threads);
-int openblas_get_num_threads(void);
+#cgo !nodnnl CFLAGS: -DGODDP_DNNL
+#cgo !nodnnl LDFLAGS: -ldnnl -lgomp
+#include "engine.h"
 */
 import "C"
 
 import (
-	"gonum.org/v1/gonum/blas"
-	"gonum.org/v1/netlib/blas/netlib"
+	"fmt"
+	"unsafe"
 )
-
-const engineName = "openblas"
 
 // engineCgo reports that engine calls are cgo calls (see schedhint.go).
 const engineCgo = true
 
-func transOf(t bool) blas.Transpose {
-	if t {
-		return blas.Trans
+func cbool(b bool) C.int {
+	if b {
+		return 1
 	}
-	return blas.NoTrans
+	return 0
 }
 
 func engineSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 	b []float32, ldb int, beta float32, c []float32, ldc int) {
-	netlib.Implementation{}.Sgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	rc := C.goddp_sgemm(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.float(alpha),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(a))), C.int64_t(lda),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), C.int64_t(ldb), C.float(beta),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(c))), C.int64_t(ldc))
+	if rc != 0 {
+		panic(engineError("Gemm", int(rc), m, n, k))
+	}
 }
 
 func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
 	b []float64, ldb int, beta float64, c []float64, ldc int) {
-	netlib.Implementation{}.Dgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	rc := C.goddp_dgemm(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.double(alpha),
+		(*C.double)(unsafe.Pointer(unsafe.SliceData(a))), C.int64_t(lda),
+		(*C.double)(unsafe.Pointer(unsafe.SliceData(b))), C.int64_t(ldb), C.double(beta),
+		(*C.double)(unsafe.Pointer(unsafe.SliceData(c))), C.int64_t(ldc))
+	if rc != 0 {
+		panic(engineError("Gemm64", int(rc), m, n, k))
+	}
 }
 
-func engineSetThreads(n int) { C.openblas_set_num_threads(C.int(n)) }
+// engineError describes a status the kernel library returned for arguments
+// that checkGemm let through (for instance dimensions past OpenBLAS's int32).
+func engineError(op string, rc, m, n, k int) string {
+	if rc == -1 {
+		return fmt.Sprintf("tensor: %s: m=%d n=%d k=%d exceeds the BLAS engine's 32-bit dimensions", op, m, n, k)
+	}
+	return fmt.Sprintf("tensor: %s: %s rejected m=%d n=%d k=%d with status %d", op, engineName, m, n, k, rc)
+}
 
-// engineThreads is the number of threads one engine call uses.
-func engineThreads() int { return int(C.openblas_get_num_threads()) }
+func engineSetThreads(n int) { C.goddp_set_threads(C.int(n)) }
+
+// engineThreads is the number of threads one engine call may use.
+func engineThreads() int { return int(C.goddp_threads()) }
+
+// engineKernel names the kernel library the engine picks for a float32 shape.
+func engineKernel(transA, transB bool, m, n, k int) string {
+	if C.goddp_sgemm_kernel(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k)) != 0 {
+		return "onednn"
+	}
+	return "openblas"
+}

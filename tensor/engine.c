@@ -1,0 +1,325 @@
+//go:build cgo && !noblas
+
+// The default GEMM engine: single-threaded kernels from oneDNN (float32, the
+// shapes where it is faster) and OpenBLAS (everything else), spread over
+// threads by a small pool of our own.
+//
+// Why our own threads. oneDNN's dnnl_sgemm is 8-15% faster than OpenBLAS on
+// one thread at the shapes that matter (scripts/gemm_kernels.c), but its
+// threads come from libgomp, which keeps one thread team per calling OS
+// thread. Go runs a goroutine on whichever thread holds its P, so teams
+// multiplied and their idle spinners competed with the GEMM (119-155 GFLOPS
+// from Go against OpenBLAS's 174 at n=256). Here each kernel runs with one
+// OpenMP/OpenBLAS thread, and the product is cut into one slice per thread:
+// the caller computes the first slice and the pool's helpers the others.
+//
+// The pool is process-wide, like OpenBLAS's and libgomp's own: helper threads
+// are C threads with every signal blocked, started on first need and never
+// stopped. One caller at a time uses them (a trylock); a second concurrent
+// GEMM runs on its caller's thread alone rather than wait. Helpers spin for
+// spinIdleNS after a slice, then sleep on a futex; the caller spins for its
+// helpers up to spinWaitNS, then sleeps. Spinning keeps the hand-off under a
+// microsecond for back-to-back GEMMs.
+
+#define _GNU_SOURCE
+#include "engine.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <linux/futex.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef GODDP_DNNL
+#include <dnnl.h>
+void omp_set_num_threads(int);
+int omp_get_max_threads(void);
+#endif
+
+// OpenBLAS's CBLAS, declared here so that no particular cblas.h is needed.
+enum { cblasRowMajor = 101, cblasNoTrans = 111, cblasTrans = 112 };
+void cblas_sgemm(int order, int transA, int transB, int m, int n, int k, float alpha,
+                 const float *a, int lda, const float *b, int ldb, float beta, float *c, int ldc);
+void cblas_dgemm(int order, int transA, int transB, int m, int n, int k, double alpha,
+                 const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc);
+void openblas_set_num_threads(int n);
+
+enum {
+	maxThreads = 64,
+	// minPartFlops is the least work worth a slice of its own: about 10 µs
+	// on one core of the 2-core VM, where the hand-off costs under 1 µs.
+	minPartFlops = 1 << 20,
+	spinIdleNS = 200 * 1000,
+	spinWaitNS = 2 * 1000 * 1000,
+	// A status of our own for dimensions OpenBLAS's 32-bit ints cannot hold.
+	statusTooBig = -1,
+};
+
+typedef struct {
+	int dbl, dnnl, ta, tb;
+	int64_t m, n, k, lda, ldb, ldc;
+	double alpha, beta;
+	const void *a, *b;
+	void *c;
+	int rc;
+} part_t;
+
+typedef struct {
+	_Atomic uint32_t seq;  // bumped by the caller to hand over job
+	_Atomic uint32_t done; // set to seq by the helper when job is finished
+	_Atomic int sleeping;  // the helper is in (or entering) a futex wait on seq
+	_Atomic int waiting;   // the caller is in (or entering) a futex wait on done
+	part_t job;
+	char pad[64];
+} slot_t;
+
+static struct {
+	pthread_once_t once;
+	pthread_mutex_t mu; // held by the caller using the helpers
+	_Atomic int threads;
+	int started; // helpers started, guarded by mu
+	slot_t slot[maxThreads - 1];
+} pool = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, 1, 0};
+
+static int64_t now_ns(void) {
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+static void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+}
+
+static void futex_wait(_Atomic uint32_t *addr, uint32_t val) {
+	syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *addr) {
+	syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+}
+
+// wait_for returns *addr once it differs from val (ne) or equals it (!ne),
+// spinning for up to spinNS and then sleeping on a futex; flag asks the other
+// side for a wake-up while it sleeps.
+static uint32_t wait_for(_Atomic uint32_t *addr, uint32_t val, int ne, _Atomic int *flag, int64_t spinNS) {
+	uint32_t v;
+	int64_t deadline = 0;
+	for (unsigned i = 0;; i++) {
+		v = atomic_load_explicit(addr, memory_order_acquire);
+		if ((v != val) == ne)
+			return v;
+		if ((i & 127) == 127) {
+			int64_t t = now_ns();
+			if (deadline == 0)
+				deadline = t + spinNS;
+			else if (t > deadline)
+				break;
+		}
+		cpu_relax();
+	}
+	for (;;) {
+		atomic_store(flag, 1); // seq_cst: pairs with the other side's store, then load of flag
+		v = atomic_load(addr);
+		if ((v != val) != ne)
+			futex_wait(addr, v);
+		atomic_store(flag, 0);
+		v = atomic_load_explicit(addr, memory_order_acquire);
+		if ((v != val) == ne)
+			return v;
+	}
+}
+
+static void one_thread_kernels(void) {
+#ifdef GODDP_DNNL
+	// oneDNN sizes its parallel regions from this thread's OpenMP ICV.
+	if (omp_get_max_threads() != 1)
+		omp_set_num_threads(1);
+#endif
+}
+
+static int use_dnnl(int ta, int tb, int64_t m, int64_t n, int64_t k) {
+#ifdef GODDP_DNNL
+	// Measured on one thread (scripts/gemm_kernels.c): oneDNN is 8-15% ahead
+	// for op(B) untransposed from about 128³ and at the MLP's 64×512×{512,784}
+	// and 512×{512,784}×64 shapes, but behind where B is transposed with a
+	// small n (64×10×512: 39 against 109 GFLOPS) and on small products.
+	(void)ta;
+	return !tb && m >= 64 && n >= 64 && k >= 64 && m * n * k >= (1 << 20);
+#else
+	(void)ta, (void)tb, (void)m, (void)n, (void)k;
+	return 0;
+#endif
+}
+
+int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k) {
+	return use_dnnl(transA, transB, m, n, k);
+}
+
+static int run_part(part_t *p) {
+	if (p->dnnl) {
+#ifdef GODDP_DNNL
+		one_thread_kernels();
+		return (int)dnnl_sgemm(p->ta ? 'T' : 'N', p->tb ? 'T' : 'N', p->m, p->n, p->k, (float)p->alpha,
+		                       p->a, p->lda, p->b, p->ldb, (float)p->beta, p->c, p->ldc);
+#endif
+	}
+	if (p->m > INT_MAX || p->n > INT_MAX || p->k > INT_MAX || p->lda > INT_MAX || p->ldb > INT_MAX ||
+	    p->ldc > INT_MAX)
+		return statusTooBig;
+	int ta = p->ta ? cblasTrans : cblasNoTrans, tb = p->tb ? cblasTrans : cblasNoTrans;
+	if (p->dbl)
+		cblas_dgemm(cblasRowMajor, ta, tb, (int)p->m, (int)p->n, (int)p->k, p->alpha, p->a, (int)p->lda,
+		            p->b, (int)p->ldb, p->beta, p->c, (int)p->ldc);
+	else
+		cblas_sgemm(cblasRowMajor, ta, tb, (int)p->m, (int)p->n, (int)p->k, (float)p->alpha, p->a,
+		            (int)p->lda, p->b, (int)p->ldb, (float)p->beta, p->c, (int)p->ldc);
+	return 0;
+}
+
+static void *helper(void *arg) {
+	slot_t *s = arg;
+	uint32_t last = 0;
+	for (;;) {
+		last = wait_for(&s->seq, last, 1, &s->sleeping, spinIdleNS);
+		s->job.rc = run_part(&s->job);
+		atomic_store(&s->done, last); // seq_cst: pairs with the caller's waiting flag
+		if (atomic_load(&s->waiting))
+			futex_wake(&s->done);
+	}
+	return NULL;
+}
+
+static int online_cpus(void) {
+	cpu_set_t set;
+	if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
+
+static void pool_init(void) {
+	// Our pool does the threading: every kernel call runs on one thread.
+	openblas_set_num_threads(1);
+	int n = online_cpus();
+	atomic_store(&pool.threads, n < maxThreads ? n : maxThreads);
+}
+
+void goddp_set_threads(int n) {
+	pthread_once(&pool.once, pool_init);
+	if (n < 1)
+		n = 1;
+	if (n > maxThreads)
+		n = maxThreads;
+	atomic_store(&pool.threads, n);
+}
+
+int goddp_threads(void) {
+	pthread_once(&pool.once, pool_init);
+	return atomic_load(&pool.threads);
+}
+
+// start_helpers makes at least want helpers exist and returns how many do.
+// The caller holds pool.mu.
+static int start_helpers(int want) {
+	if (pool.started >= want)
+		return pool.started;
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old); // inherited: signals stay with Go's threads
+	while (pool.started < want) {
+		pthread_t t;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		int err = pthread_create(&t, &attr, helper, &pool.slot[pool.started]);
+		pthread_attr_destroy(&attr);
+		if (err != 0)
+			break; // run with the helpers we have
+		pool.started++;
+	}
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return pool.started;
+}
+
+// split cuts p into at most t slices along the longer of m and n (the other
+// operand is then read, and packed, by every slice) and returns their count.
+static int split(const part_t *p, part_t *parts, int t) {
+	int byN = p->n >= p->m;
+	int64_t len = byN ? p->n : p->m;
+	int64_t align = byN ? 16 : 8; // whole kernel tiles per slice
+	int64_t chunk = (len + t - 1) / t;
+	chunk = (chunk + align - 1) / align * align;
+	size_t es = p->dbl ? sizeof(double) : sizeof(float);
+	int np = 0;
+	for (int64_t off = 0; off < len && np < t; off += chunk, np++) {
+		part_t *q = &parts[np];
+		*q = *p;
+		int64_t size = len - off < chunk ? len - off : chunk;
+		if (byN) {
+			q->n = size;
+			q->b = (const char *)p->b + (size_t)(p->tb ? off * p->ldb : off) * es;
+			q->c = (char *)p->c + (size_t)off * es;
+		} else {
+			q->m = size;
+			q->a = (const char *)p->a + (size_t)(p->ta ? off : off * p->lda) * es;
+			q->c = (char *)p->c + (size_t)(off * p->ldc) * es;
+		}
+	}
+	return np;
+}
+
+static int gemm(part_t *p) {
+	pthread_once(&pool.once, pool_init);
+	double flops = 2.0 * (double)p->m * (double)p->n * (double)p->k;
+	int t = atomic_load(&pool.threads);
+	if (flops / minPartFlops < t)
+		t = (int)(flops / minPartFlops);
+	if (t <= 1 || pthread_mutex_trylock(&pool.mu) != 0) {
+		return run_part(p);
+	}
+	int helpers = start_helpers(t - 1);
+	if (helpers + 1 < t)
+		t = helpers + 1;
+	part_t parts[maxThreads];
+	int np = split(p, parts, t);
+	uint32_t seqs[maxThreads];
+	for (int i = 1; i < np; i++) {
+		slot_t *s = &pool.slot[i - 1];
+		s->job = parts[i];
+		seqs[i] = atomic_load_explicit(&s->seq, memory_order_relaxed) + 1;
+		atomic_store(&s->seq, seqs[i]); // seq_cst: pairs with the helper's sleeping flag
+		if (atomic_load(&s->sleeping))
+			futex_wake(&s->seq);
+	}
+	int rc = run_part(&parts[0]);
+	for (int i = 1; i < np; i++) {
+		slot_t *s = &pool.slot[i - 1];
+		wait_for(&s->done, seqs[i], 0, &s->waiting, spinWaitNS);
+		if (rc == 0)
+			rc = s->job.rc;
+	}
+	pthread_mutex_unlock(&pool.mu);
+	return rc;
+}
+
+int goddp_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+	part_t p = {0, use_dnnl(transA, transB, m, n, k), transA, transB, m, n, k, lda, ldb, ldc,
+	            alpha, beta, a, b, c, 0};
+	return gemm(&p);
+}
+
+int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
+                int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
+	part_t p = {1, 0, transA, transB, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c, 0};
+	return gemm(&p);
+}

@@ -1,0 +1,28 @@
+// The C side of the default GEMM engine (see engine.c and blas_openblas.go).
+
+#ifndef GODDP_ENGINE_H
+#define GODDP_ENGINE_H
+
+#include <stdint.h>
+
+// goddp_set_threads sets how many threads one GEMM may use (n >= 1).
+void goddp_set_threads(int n);
+
+// goddp_threads reports the count set by goddp_set_threads (1 by default).
+int goddp_threads(void);
+
+// goddp_sgemm and goddp_dgemm compute C = alpha*op(A)*op(B) + beta*C for
+// row-major matrices, op(A) m×k, op(B) k×n, C m×n. They return 0, or a
+// nonzero status from the kernel library for arguments it rejected.
+int goddp_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, const float *b, int64_t ldb, float beta,
+                float *c, int64_t ldc);
+int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double alpha,
+                const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
+                double *c, int64_t ldc);
+
+// goddp_sgemm_kernel names the kernel library goddp_sgemm picks for a
+// shape: 1 for oneDNN, 0 for OpenBLAS. Tests use it.
+int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k);
+
+#endif

@@ -1,0 +1,5 @@
+//go:build cgo && !noblas && !nodnnl
+
+package tensor
+
+const engineName = "onednn+openblas"

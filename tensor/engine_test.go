@@ -1,0 +1,120 @@
+//go:build cgo && !noblas
+
+package tensor
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// engineCase builds padded row-major operands for op(A) m×k, op(B) k×n and
+// returns them with the float64 reference result of alpha*op(A)*op(B)+beta*C.
+func engineCase(ta, tb bool, m, n, k int, alpha, beta float64) (a, b, c []float32, lda, ldb, ldc int, want []float64) {
+	rowsA, colsA := m, k
+	if ta {
+		rowsA, colsA = k, m
+	}
+	rowsB, colsB := k, n
+	if tb {
+		rowsB, colsB = n, k
+	}
+	lda, ldb, ldc = colsA+3, colsB+5, n+1 // padding: slices must honour the strides
+	a64, b64, c64 := seq64(rowsA*lda, 1), seq64(rowsB*ldb, 2), seq64(m*ldc, 3)
+	want = append([]float64(nil), c64...)
+	refGemm64(ta, tb, m, n, k, alpha, a64, lda, b64, ldb, beta, want, ldc)
+	return to32(a64), to32(b64), to32(c64), lda, ldb, ldc, want
+}
+
+func TestEngineSlicesAndKernels(t *testing.T) {
+	prev := engineThreads()
+	defer engineSetThreads(prev)
+	shapes := [][3]int{
+		{130, 200, 70},  // split by n, oneDNN when op(B) is plain
+		{200, 130, 90},  // split by m
+		{64, 512, 784},  // the MLP's first layer
+		{257, 255, 129}, // slices that do not fall on kernel tiles
+		{512, 10, 64},   // thin: OpenBLAS
+		{3, 700, 900},   // m smaller than any tile
+	}
+	for _, threads := range []int{1, 2, 3, 5} {
+		engineSetThreads(threads)
+		require.Equal(t, threads, engineThreads())
+		for _, s := range shapes {
+			for _, ta := range []bool{false, true} {
+				for _, tb := range []bool{false, true} {
+					m, n, k := s[0], s[1], s[2]
+					name := fmt.Sprintf("threads=%d/%dx%dx%d/tA=%v,tB=%v/%s", threads, m, n, k, ta, tb, engineKernel(ta, tb, m, n, k))
+					t.Run(name, func(t *testing.T) {
+						a, b, c, lda, ldb, ldc, want := engineCase(ta, tb, m, n, k, 1.5, 0.5)
+						Gemm(ta, tb, m, n, k, 1.5, a, lda, b, ldb, 0.5, c, ldc)
+						for i := range want {
+							if i%ldc == n { // the padding column must be left alone
+								require.Equal(t, float32(want[i]), c[i], "padding element %d", i)
+								continue
+							}
+							require.InDelta(t, want[i], float64(c[i]), 2e-5*float64(k)*(1+abs64(want[i])), "element %d", i)
+						}
+					})
+				}
+			}
+		}
+	}
+}
+
+func abs64(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+func TestEngineKernelChoice(t *testing.T) {
+	if !strings.Contains(BLASName(), "onednn") {
+		assert.Equal(t, "openblas", engineKernel(false, false, 256, 256, 256))
+		return
+	}
+	assert.Equal(t, "onednn", engineKernel(false, false, 256, 256, 256))
+	assert.Equal(t, "onednn", engineKernel(true, false, 512, 784, 64), "the MLP's weight gradient")
+	assert.Equal(t, "openblas", engineKernel(false, true, 64, 10, 512), "op(B) transposed")
+	assert.Equal(t, "openblas", engineKernel(false, false, 64, 512, 10), "k below a tile")
+	assert.Equal(t, "openblas", engineKernel(false, false, 64, 64, 64), "small product")
+}
+
+// TestEngineConcurrentCallers runs GEMMs from several goroutines at once: one
+// of them holds the pool's helpers, the others run on their own threads.
+func TestEngineConcurrentCallers(t *testing.T) {
+	prev := engineThreads()
+	defer engineSetThreads(prev)
+	engineSetThreads(2)
+	const callers, rounds = 4, 20
+	m, n, k := 96, 160, 128
+	var wg sync.WaitGroup
+	errs := make(chan string, callers)
+	for g := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, b, c0, lda, ldb, ldc, want := engineCase(g%2 == 1, false, m, n, k, 1, 0.25)
+			for r := range rounds {
+				c := append([]float32(nil), c0...)
+				Gemm(g%2 == 1, false, m, n, k, 1, a, lda, b, ldb, 0.25, c, ldc)
+				for i := range want {
+					if d := want[i] - float64(c[i]); d > 1e-2 || d < -1e-2 {
+						errs <- fmt.Sprintf("caller %d round %d element %d: %v, want %v", g, r, i, c[i], want[i])
+						return
+					}
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+}
