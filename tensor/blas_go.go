@@ -7,6 +7,8 @@ package tensor
 // goroutines. It is several times slower than OpenBLAS but needs no C library.
 
 import (
+	"runtime"
+
 	"gonum.org/v1/gonum/blas"
 	"gonum.org/v1/gonum/blas/gonum"
 )
@@ -37,5 +39,6 @@ func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, l
 // engineSetThreads is a no-op: the Go engine sizes its worker pool from GOMAXPROCS.
 func engineSetThreads(int) {}
 
-// engineThreads is unused by the Go engine (see engineCgo).
-func engineThreads() int { return 1 }
+// engineThreads is the Go engine's worker count: gonum spreads a product
+// over up to GOMAXPROCS goroutines.
+func engineThreads() int { return runtime.GOMAXPROCS(0) }

@@ -23,14 +23,28 @@
 // # BLAS
 //
 // Every matrix product goes through Gemm/Gemm64, the one place where the
-// BLAS engine is chosen, at build time: OpenBLAS through gonum's netlib cgo
-// bindings by default (Debian: apt-get install libopenblas-dev), or gonum's
-// pure-Go BLAS when built with CGO_ENABLED=0 or -tags noblas. BLASName
-// reports which. The engine's thread count is process-wide state inside
-// OpenBLAS; set it once from main with SetThreads(ThreadsFromEnv()), which
-// reads GODDP_NUM_THREADS and then OMP_NUM_THREADS, so that two ranks on
-// two cores run one thread each. The package itself holds no mutable
-// package-level state; randomness comes from an explicit, seeded RNG.
+// BLAS engine is chosen, at build time. BLASName reports which:
+//
+//   - "onednn+openblas", the default: engine.c runs single-threaded kernels
+//     from oneDNN (dnnl_sgemm; float32 with op(B) untransposed and every
+//     dimension at least 64, where it is 8-15% faster per core) and from
+//     OpenBLAS (everything else, and float64), and spreads one product over
+//     threads itself: it cuts C into one slice per thread along its longer
+//     side, computes the first slice on the calling thread and hands the
+//     others to a process-wide pool of C helper threads. oneDNN's own
+//     threading (libgomp keeps one thread team per calling OS thread, and
+//     Go moves goroutines between threads) lost to OpenBLAS from Go.
+//     Debian: apt-get install libopenblas-dev libdnnl-dev.
+//   - "openblas" with -tags nodnnl: the same pool over OpenBLAS kernels only.
+//   - "go" with CGO_ENABLED=0 or -tags noblas: gonum's pure-Go BLAS.
+//
+// The engine's thread count is process-wide state inside the engine, as it
+// is inside OpenBLAS and libgomp; set it once from main with
+// SetThreads(ThreadsFromEnv()), which reads GODDP_NUM_THREADS and then
+// OMP_NUM_THREADS, so that two ranks on two cores run one thread each (the
+// default is the CPUs this process may run on). With one thread no helper
+// is started. The package itself holds no mutable package-level Go state;
+// randomness comes from an explicit, seeded RNG.
 //
 // A BLAS call is a cgo call, which Go's scheduler treats as a syscall: a
 // goroutine that does nothing but call BLAS would, after 10 ms, have its P

@@ -42,8 +42,8 @@ func TestEngineSlicesAndKernels(t *testing.T) {
 		{3, 700, 900},   // m smaller than any tile
 	}
 	for _, threads := range []int{1, 2, 3, 5} {
-		engineSetThreads(threads)
-		require.Equal(t, threads, engineThreads())
+		SetThreads(threads)
+		require.Equal(t, threads, Threads())
 		for _, s := range shapes {
 			for _, ta := range []bool{false, true} {
 				for _, tb := range []bool{false, true} {

@@ -22,17 +22,23 @@ func ThreadsFromEnv() int {
 	return 0
 }
 
-// SetThreads sets the number of threads the BLAS engine uses for one GEMM.
+// SetThreads sets the number of threads the BLAS engine may use for one GEMM.
 // Call it once from main, typically as SetThreads(ThreadsFromEnv()); n <= 0
-// leaves the engine's default. The count lives inside the engine (OpenBLAS
-// keeps it process-wide); the pure-Go engine ignores it and runs on the
-// calling goroutine's pool of GOMAXPROCS.
+// leaves the engine's default. The count lives inside the engine, process-wide
+// (engine.c's pool); the pure-Go engine ignores it and spreads a product over
+// GOMAXPROCS goroutines.
 func SetThreads(n int) {
 	if n <= 0 {
 		return
 	}
 	engineSetThreads(n)
 }
+
+// Threads reports how many threads one GEMM may use, as torch's
+// get_num_threads does: the count SetThreads last set, or the engine's
+// default (the CPUs this process may run on; GOMAXPROCS for the pure-Go
+// engine).
+func Threads() int { return engineThreads() }
 
 // BLASName reports the GEMM engine compiled in, e.g. "openblas" or "go".
 func BLASName() string { return engineName }
