@@ -28,7 +28,7 @@ static double now(void) {
 static const int shapes[][5] = {
     // m, n, k, tA, tB
     {256, 256, 256, 0, 0}, {512, 512, 512, 0, 0}, {1024, 1024, 1024, 0, 0}, {128, 128, 128, 0, 0},
-    {64, 64, 64, 0, 0},
+    {64, 64, 64, 0, 0}, {256, 256, 256, 0, 1}, {1024, 1024, 1024, 0, 1}, {128, 512, 512, 0, 1},
     // the 784-512-512-10 MLP at batch 64: forward, input gradient, weight gradient
     {64, 512, 784, 0, 1}, {64, 512, 512, 0, 1}, {64, 10, 512, 0, 1}, {64, 784, 512, 0, 0},
     {64, 512, 512, 0, 0}, {64, 512, 10, 0, 0}, {512, 784, 64, 1, 0}, {512, 512, 64, 1, 0},
@@ -70,7 +70,7 @@ int main(int argc, char **argv) {
 				best[r & 1] = g;
 		}
 		// The rule in tensor/engine.c's use_dnnl.
-		int dnnl = !tb && m >= 64 && n >= 64 && k >= 64 && (long)m * n * k >= (1 << 20);
+		int dnnl = m >= 64 && n >= 64 && k >= 64 && (long)m * n * k >= (1 << 20) && (!tb || m >= 128);
 		printf("%5d %5d %5d %2d %2d %9.1f %9.1f %s\n", m, n, k, ta, tb, best[0], best[1],
 		       dnnl ? "onednn" : "openblas");
 		free(a), free(b), free(c);

@@ -26,15 +26,15 @@
 // BLAS engine is chosen, at build time. BLASName reports which:
 //
 //   - "onednn+openblas", the default: engine.c runs single-threaded kernels
-//     from oneDNN (dnnl_sgemm; float32 with op(B) untransposed and every
-//     dimension at least 64, where it is 8-15% faster per core) and from
-//     OpenBLAS (everything else, and float64), and spreads one product over
-//     threads itself: it cuts C into one slice per thread along its longer
-//     side, computes the first slice on the calling thread and hands the
-//     others to a process-wide pool of C helper threads. oneDNN's own
-//     threading (libgomp keeps one thread team per calling OS thread, and
-//     Go moves goroutines between threads) lost to OpenBLAS from Go.
-//     Debian: apt-get install libopenblas-dev libdnnl-dev.
+//     from oneDNN (dnnl_sgemm, for float32 products with every dimension at
+//     least 64, and m at least 128 when op(B) is transposed: 5-20% faster
+//     per core there) and from OpenBLAS (everything else, and float64), and
+//     spreads one product over threads itself: it cuts C into one slice per
+//     thread along its longer side, computes the first slice on the calling
+//     thread and hands the others to a process-wide pool of C helper
+//     threads. oneDNN's own threading lost to OpenBLAS from Go: libgomp
+//     keeps one thread team per calling OS thread, and Go moves goroutines
+//     between threads. Debian: apt-get install libopenblas-dev libdnnl-dev.
 //   - "openblas" with -tags nodnnl: the same pool over OpenBLAS kernels only.
 //   - "go" with CGO_ENABLED=0 or -tags noblas: gonum's pure-Go BLAS.
 //

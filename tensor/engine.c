@@ -4,7 +4,7 @@
 // shapes where it is faster) and OpenBLAS (everything else), spread over
 // threads by a small pool of our own.
 //
-// Why our own threads. oneDNN's dnnl_sgemm is 8-15% faster than OpenBLAS on
+// Why our own threads. oneDNN's dnnl_sgemm is 5-20% faster than OpenBLAS on
 // one thread at the shapes that matter (scripts/gemm_kernels.c), but its
 // threads come from libgomp, which keeps one thread team per calling OS
 // thread. Go runs a goroutine on whichever thread holds its P, so teams
@@ -148,12 +148,14 @@ static void one_thread_kernels(void) {
 
 static int use_dnnl(int ta, int tb, int64_t m, int64_t n, int64_t k) {
 #ifdef GODDP_DNNL
-	// Measured on one thread (scripts/gemm_kernels.c): oneDNN is 8-15% ahead
+	// Measured on one thread (scripts/gemm_kernels.c): oneDNN is 5-20% ahead
 	// for op(B) untransposed from about 128³ and at the MLP's 64×512×{512,784}
-	// and 512×{512,784}×64 shapes, but behind where B is transposed with a
-	// small n (64×10×512: 39 against 109 GFLOPS) and on small products.
+	// and 512×{512,784}×64 shapes; with op(B) transposed it is 2-9% ahead from
+	// m=128 up but mixed at m=64 (64×512×512: 82-87 against 84-90 GFLOPS);
+	// and it is behind on thin or small products (64×10×512 with op(B)
+	// transposed: 35-39 against 105-109; 64³: 93 against 107).
 	(void)ta;
-	return !tb && m >= 64 && n >= 64 && k >= 64 && m * n * k >= (1 << 20);
+	return m >= 64 && n >= 64 && k >= 64 && m * n * k >= (1 << 20) && (!tb || m >= 128);
 #else
 	(void)ta, (void)tb, (void)m, (void)n, (void)k;
 	return 0;

@@ -80,7 +80,9 @@ func TestEngineKernelChoice(t *testing.T) {
 	}
 	assert.Equal(t, "onednn", engineKernel(false, false, 256, 256, 256))
 	assert.Equal(t, "onednn", engineKernel(true, false, 512, 784, 64), "the MLP's weight gradient")
-	assert.Equal(t, "openblas", engineKernel(false, true, 64, 10, 512), "op(B) transposed")
+	assert.Equal(t, "onednn", engineKernel(false, true, 256, 256, 256), "op(B) transposed, m >= 128")
+	assert.Equal(t, "openblas", engineKernel(false, true, 64, 512, 512), "op(B) transposed, m = 64")
+	assert.Equal(t, "openblas", engineKernel(false, true, 128, 10, 512), "thin")
 	assert.Equal(t, "openblas", engineKernel(false, false, 64, 512, 10), "k below a tile")
 	assert.Equal(t, "openblas", engineKernel(false, false, 64, 64, 64), "small product")
 }
