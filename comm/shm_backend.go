@@ -84,6 +84,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"goddp/internal/threadenv"
 )
 
 func init() {
@@ -133,14 +135,7 @@ func shmEager(world int) bool {
 	case "lazy":
 		return false
 	}
-	threads := 1
-	for _, k := range []string{"GODDP_NUM_THREADS", "OMP_NUM_THREADS"} {
-		if n, err := strconv.Atoi(strings.TrimSpace(os.Getenv(k))); err == nil && n > 0 {
-			threads = n
-			break
-		}
-	}
-	return world*threads < runtime.NumCPU()
+	return world*max(1, threadenv.FromEnv()) < runtime.NumCPU()
 }
 
 type shmGroup struct {

@@ -16,8 +16,8 @@
 // plus goddp's own: GODDP_TOKEN (the job secret; $GODDP_TOKEN or a random
 // one, never printed), GODDP_STORE_HOSTED=1, GODDP_ERROR_FILE,
 // GODDP_RESTART_COUNT, GODDP_MAX_RESTARTS, GODDP_RUN_ID, and
-// GODDP_NUM_THREADS=cores/nproc when neither it nor OMP_NUM_THREADS is set
-// (torchrun's OMP_NUM_THREADS rule), with GOMAXPROCS set to the same share
+// GODDP_NUM_THREADS=cores/nproc when neither it nor OMP_NUM_THREADS holds a
+// positive count (torchrun's OMP_NUM_THREADS rule), with GOMAXPROCS set to the same share
 // when that is below the core count and GOMAXPROCS is unset, so that each
 // worker's Go runtime (GC, timers, communication goroutines) stays off the
 // cores the other ranks compute on.

@@ -7,6 +7,8 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+
+	"goddp/internal/threadenv"
 )
 
 // Environment variables set for every worker. The torch names are the
@@ -39,8 +41,8 @@ const (
 	EnvErrorFile = "GODDP_ERROR_FILE"
 	// EnvNumThreads is set to cores/nproc when neither it nor
 	// OMP_NUM_THREADS is set (tensor.ThreadsFromEnv reads it).
-	EnvNumThreads = "GODDP_NUM_THREADS"
-	EnvOMPThreads = "OMP_NUM_THREADS"
+	EnvNumThreads = threadenv.Key
+	EnvOMPThreads = threadenv.OMPKey
 	// EnvMaxProcs (Go's GOMAXPROCS) is set to the same share when the
 	// launcher sets GODDP_NUM_THREADS below the core count and GOMAXPROCS
 	// is unset: see maxProcsFor.
@@ -120,14 +122,13 @@ func workerEnv(base []string, s workerSpec) []string {
 	return out
 }
 
-// threadsFor is cores/nproc (at least 1) when the environment sets neither
-// GODDP_NUM_THREADS nor OMP_NUM_THREADS, and 0 (leave alone) otherwise.
+// threadsFor is cores/nproc (at least 1) when the environment asks for no
+// thread count (neither GODDP_NUM_THREADS nor OMP_NUM_THREADS holds a
+// positive integer, as the workers' tensor.ThreadsFromEnv reads them), and 0
+// (leave alone) otherwise.
 func threadsFor(env []string, nproc int) int {
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		if (k == EnvNumThreads || k == EnvOMPThreads) && v != "" {
-			return 0
-		}
+	if threadenv.FromList(env) > 0 {
+		return 0
 	}
 	return max(1, runtime.NumCPU()/max(1, nproc))
 }

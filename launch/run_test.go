@@ -80,6 +80,23 @@ func TestMaxProcsFor(t *testing.T) {
 	}
 }
 
+func TestThreadsFor(t *testing.T) {
+	share := max(1, runtime.NumCPU()/2)
+	for _, c := range []struct {
+		env  []string
+		want int
+	}{
+		{nil, share},
+		{[]string{"OMP_NUM_THREADS=3"}, 0},        // the user's count stands
+		{[]string{"GODDP_NUM_THREADS=1"}, 0},      //
+		{[]string{"OMP_NUM_THREADS="}, share},     // empty: no count asked for
+		{[]string{"OMP_NUM_THREADS=many"}, share}, // not a count: the workers would ignore it too
+		{[]string{"GODDP_NUM_THREADS=0", "OMP_NUM_THREADS=2"}, 0},
+	} {
+		assert.Equal(t, c.want, threadsFor(c.env, 2), "%q", c.env)
+	}
+}
+
 func TestRunGeneratedTokenShared(t *testing.T) {
 	cfg, out, errb := testConfig(2)
 	t.Setenv(EnvToken, "")

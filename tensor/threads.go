@@ -1,26 +1,11 @@
 package tensor
 
-import (
-	"os"
-	"strconv"
-)
+import "goddp/internal/threadenv"
 
 // ThreadsFromEnv returns the BLAS thread count requested by the environment:
 // GODDP_NUM_THREADS, or else OMP_NUM_THREADS. It returns 0 when neither holds
 // a positive integer, which SetThreads treats as "keep the engine's default".
-func ThreadsFromEnv() int {
-	for _, key := range []string{"GODDP_NUM_THREADS", "OMP_NUM_THREADS"} {
-		v, ok := os.LookupEnv(key)
-		if !ok {
-			continue
-		}
-		n, err := strconv.Atoi(v)
-		if err == nil && n > 0 {
-			return n
-		}
-	}
-	return 0
-}
+func ThreadsFromEnv() int { return threadenv.FromEnv() }
 
 // SetThreads sets the number of threads the BLAS engine may use for one GEMM.
 // Call it once from main, typically as SetThreads(ThreadsFromEnv()); n <= 0
