@@ -51,22 +51,41 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 	bufBytes := envInt("GODDP_TCP_BUFFER", 4<<20)
 	congestion := os.Getenv("GODDP_TCP_CONGESTION")
 
-	// Accept the higher ranks.
+	// Accept the higher ranks. hs counts the accept loop and every handshake
+	// it starts (the loop's own count keeps hs above zero while it adds);
+	// handshaking holds the connections still in a handshake, so that once
+	// the mesh is complete or has failed, a stranger that connected and
+	// went silent is cut off instead of holding connectMesh for authTimeout.
 	want := g.size - 1 - g.rank
 	accepted := make(chan struct{}, g.size)
 	acceptErr := make(chan error, 1)
 	var hs sync.WaitGroup
+	handshaking := map[net.Conn]struct{}{}
+	stopped := false // guarded by mu, like handshaking
+	hs.Add(1)
 	go func() {
+		defer hs.Done()
 		for {
 			c, err := ln.Accept()
 			if err != nil {
 				acceptErr <- err
 				return
 			}
+			mu.Lock()
+			if stopped {
+				mu.Unlock()
+				c.Close()
+				continue // Accept fails next: the listener is closed
+			}
+			handshaking[c] = struct{}{}
+			mu.Unlock()
 			hs.Add(1)
 			go func() {
 				defer hs.Done()
 				from, err := g.acceptPeer(c)
+				mu.Lock()
+				delete(handshaking, c)
+				mu.Unlock()
 				if err != nil {
 					g.logf("comm: tcp rank %d: refused connection from %s: %v", g.rank, c.RemoteAddr(), err)
 					c.Close()
@@ -103,9 +122,20 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 		}()
 	}
 
-	fail := func(err error) error {
+	// stopAccepting closes the listener and any connection still in its
+	// handshake, then waits for the accept goroutines.
+	stopAccepting := func() {
 		ln.Close()
+		mu.Lock()
+		stopped = true
+		for c := range handshaking {
+			c.Close()
+		}
+		mu.Unlock()
 		hs.Wait()
+	}
+	fail := func(err error) error {
+		stopAccepting()
 		closeAll()
 		return err
 	}
@@ -127,8 +157,7 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 			return fail(g.meshTimeout(ctx, conns, &mu))
 		}
 	}
-	ln.Close()
-	hs.Wait()
+	stopAccepting()
 	for r, c := range conns {
 		if r != g.rank {
 			g.peers[r] = newPeerConn(g, r, c)

@@ -291,6 +291,45 @@ func TestTCPStrangerRefused(t *testing.T) {
 	assert.NotContains(t, text, "tok\"")
 }
 
+// TestTCPMeshCutsOffSilentStranger: a connection that never says a word
+// must not hold the mesh for the handshake's timeout once every rank is in.
+func TestTCPMeshCutsOffSilentStranger(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken("tok"))
+	require.NoError(t, err)
+	defer srv.Close()
+	var log logSink
+	mk := func(r int) (ProcessGroup, error) {
+		return newTCPGroup(ctx, Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
+	}
+	res := make(chan error, 1)
+	var g0 ProcessGroup
+	start := time.Now()
+	go func() {
+		var err error
+		g0, err = mk(0)
+		res <- err
+	}()
+	addr, err := srv.Client().Get(ctx, "tcp/addr/0")
+	require.NoError(t, err)
+	silent, err := net.Dial("tcp", string(addr))
+	require.NoError(t, err)
+	defer silent.Close()
+	g1, err := mk(1)
+	require.NoError(t, err)
+	defer g1.Close()
+	require.NoError(t, <-res)
+	defer g0.Close()
+	elapsed := time.Since(start)
+	assert.Less(t, elapsed, authTimeout/2, "rank 0 waited for the silent connection's handshake")
+	// The stranger's connection was closed by rank 0.
+	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = silent.Read(make([]byte, 1))
+	assert.Error(t, err)
+	assert.Contains(t, log.text(), "refused connection from 127.0.0.1")
+}
+
 func TestTCPWaitCancelledInline(t *testing.T) {
 	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
 		// A cancel-only context runs the op inline; cancelling it while the
