@@ -248,39 +248,51 @@ func TestTCPNewGroup(t *testing.T) {
 	}
 }
 
-func TestTCPStrangerRefused(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+// meshRank0 starts rank 0 of a 2-rank tcp group in the background and
+// returns the address it listens on, a function that joins rank 1 and
+// returns both groups once the mesh is up, and the groups' log.
+func meshRank0(t *testing.T, ctx context.Context) (addr string, join func() (g0, g1 ProcessGroup), log *logSink) {
+	t.Helper()
 	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken("tok"))
 	require.NoError(t, err)
-	defer srv.Close()
-	var log logSink
+	t.Cleanup(func() { srv.Close() })
+	log = &logSink{}
 	mk := func(r int) (ProcessGroup, error) {
 		return newTCPGroup(ctx, Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
 	}
 	res := make(chan error, 1)
-	var g0 ProcessGroup
+	var first ProcessGroup
 	go func() {
 		var err error
-		g0, err = mk(0)
+		first, err = mk(0)
 		res <- err
 	}()
-	addr, err := srv.Client().Get(ctx, "tcp/addr/0")
+	v, err := srv.Client().Get(ctx, "tcp/addr/0")
 	require.NoError(t, err)
+	return string(v), func() (ProcessGroup, ProcessGroup) {
+		g1, err := mk(1)
+		require.NoError(t, err)
+		t.Cleanup(func() { g1.Close() })
+		require.NoError(t, <-res)
+		t.Cleanup(func() { first.Close() })
+		return first, g1
+	}, log
+}
+
+func TestTCPStrangerRefused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	addr, join, log := meshRank0(t, ctx)
 	// A stranger with the wrong token, and one sending garbage.
-	c, err := net.Dial("tcp", string(addr))
+	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	assert.ErrorIs(t, clientHandshake(c, "wrong", purposePeer, []byte("goddp-peer|p|2|1|0"), time.Now().Add(5*time.Second)), ErrAuth)
 	c.Close()
-	c, err = net.Dial("tcp", string(addr))
+	c, err = net.Dial("tcp", addr)
 	require.NoError(t, err)
 	c.Write([]byte("\x00\x01garbage garbage garbage garbage garbage garbage garbage"))
 	c.Close()
-	g1, err := mk(1)
-	require.NoError(t, err)
-	defer g1.Close()
-	require.NoError(t, <-res)
-	defer g0.Close()
+	g0, g1 := join()
 	w := g0.AllReduce(Float32s([]float32{1}), Sum)
 	require.NoError(t, g1.AllReduce(Float32s([]float32{2}), Sum).Wait(ctx))
 	require.NoError(t, w.Wait(ctx))
@@ -296,33 +308,13 @@ func TestTCPStrangerRefused(t *testing.T) {
 func TestTCPMeshCutsOffSilentStranger(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken("tok"))
-	require.NoError(t, err)
-	defer srv.Close()
-	var log logSink
-	mk := func(r int) (ProcessGroup, error) {
-		return newTCPGroup(ctx, Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
-	}
-	res := make(chan error, 1)
-	var g0 ProcessGroup
 	start := time.Now()
-	go func() {
-		var err error
-		g0, err = mk(0)
-		res <- err
-	}()
-	addr, err := srv.Client().Get(ctx, "tcp/addr/0")
-	require.NoError(t, err)
-	silent, err := net.Dial("tcp", string(addr))
+	addr, join, log := meshRank0(t, ctx)
+	silent, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
 	defer silent.Close()
-	g1, err := mk(1)
-	require.NoError(t, err)
-	defer g1.Close()
-	require.NoError(t, <-res)
-	defer g0.Close()
-	elapsed := time.Since(start)
-	assert.Less(t, elapsed, authTimeout/2, "rank 0 waited for the silent connection's handshake")
+	join()
+	assert.Less(t, time.Since(start), authTimeout/2, "rank 0 waited for the silent connection's handshake")
 	// The stranger's connection was closed by rank 0.
 	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err = silent.Read(make([]byte, 1))
