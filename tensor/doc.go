@@ -43,7 +43,8 @@
 // SetThreads(ThreadsFromEnv()), which reads GODDP_NUM_THREADS and then
 // OMP_NUM_THREADS, so that two ranks on two cores run one thread each (the
 // default is the CPUs this process may run on). With one thread no helper
-// is started. The package itself holds no mutable package-level Go state;
+// is started. The engine sets OpenBLAS itself to one thread, for the whole
+// process: other code calling OpenBLAS directly runs single-threaded. The package itself holds no mutable package-level Go state;
 // randomness comes from an explicit, seeded RNG.
 //
 // A BLAS call is a cgo call, which Go's scheduler treats as a syscall: a
