@@ -40,7 +40,8 @@ const (
 	// EnvErrorFile is where RecordError writes (per worker, per attempt).
 	EnvErrorFile = "GODDP_ERROR_FILE"
 	// EnvNumThreads is set to cores/nproc when neither it nor
-	// OMP_NUM_THREADS is set (tensor.ThreadsFromEnv reads it).
+	// OMP_NUM_THREADS holds a positive count (tensor.ThreadsFromEnv reads
+	// it).
 	EnvNumThreads = threadenv.Key
 	EnvOMPThreads = threadenv.OMPKey
 	// EnvMaxProcs (Go's GOMAXPROCS) is set to the same share when the
@@ -127,7 +128,8 @@ func workerEnv(base []string, s workerSpec) []string {
 // positive integer, as the workers' tensor.ThreadsFromEnv reads them), and 0
 // (leave alone) otherwise.
 func threadsFor(env []string, nproc int) int {
-	if threadenv.FromList(env) > 0 {
+	lookup := func(key string) (string, bool) { v := lookupEnv(env, key); return v, v != "" }
+	if threadenv.Parse(lookup) > 0 {
 		return 0
 	}
 	return max(1, runtime.NumCPU()/max(1, nproc))

@@ -92,6 +92,7 @@ func TestThreadsFor(t *testing.T) {
 		{[]string{"OMP_NUM_THREADS="}, share},     // empty: no count asked for
 		{[]string{"OMP_NUM_THREADS=many"}, share}, // not a count: the workers would ignore it too
 		{[]string{"GODDP_NUM_THREADS=0", "OMP_NUM_THREADS=2"}, 0},
+		{[]string{"OMP_NUM_THREADS=2", "OMP_NUM_THREADS="}, share}, // last value wins, as in exec
 	} {
 		assert.Equal(t, c.want, threadsFor(c.env, 2), "%q", c.env)
 	}

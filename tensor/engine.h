@@ -1,4 +1,4 @@
-// The C side of the default GEMM engine (see engine.c and blas_openblas.go).
+// The C side of the default GEMM engine (see engine.c and blas_cgo.go).
 
 #ifndef GODDP_ENGINE_H
 #define GODDP_ENGINE_H

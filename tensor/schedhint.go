@@ -39,9 +39,9 @@ import (
 const (
 	schedHintPeriod = 4 * time.Millisecond
 	// schedHintRate is the GEMM rate per engine thread (flop/ns, i.e.
-	// GFLOPS) used to estimate a call's duration: near what one core of the
-	// 2-core VM reaches (OpenBLAS n=256 on 2 threads: 170-185 in all;
-	// the MLP's batch-64 shapes on 1 thread: 65-100). An estimate shorter
+	// GFLOPS) used to estimate a call's duration: a little below what one
+	// core of the 2-core VM reaches (n=256 on 2 threads: 195-225 in all;
+	// the MLP's batch-64 shapes on 1 thread: 85-110). An estimate shorter
 	// than the call only narrows the window, so that some boundaries are
 	// missed; the next one comes a period later.
 	schedHintRate = 85

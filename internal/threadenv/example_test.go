@@ -6,10 +6,9 @@ import (
 	"goddp/internal/threadenv"
 )
 
-// A launcher checks a worker's environment: GODDP_NUM_THREADS holds no
-// count, so OMP_NUM_THREADS decides.
+// GODDP_NUM_THREADS holds no count, so OMP_NUM_THREADS decides.
 func Example() {
-	env := []string{"OMP_NUM_THREADS=1", "GODDP_NUM_THREADS=bogus"}
-	fmt.Println(threadenv.FromList(env))
+	env := map[string]string{"OMP_NUM_THREADS": "1", "GODDP_NUM_THREADS": "bogus"}
+	fmt.Println(threadenv.Parse(func(k string) (string, bool) { v, ok := env[k]; return v, ok }))
 	// Output: 1
 }

@@ -30,17 +30,3 @@ func Parse(lookup func(key string) (string, bool)) int {
 
 // FromEnv is Parse over the process environment.
 func FromEnv() int { return Parse(os.LookupEnv) }
-
-// FromList is Parse over a KEY=VALUE list such as exec.Cmd.Env; a key
-// listed twice counts by its last value, as exec does.
-func FromList(env []string) int {
-	return Parse(func(key string) (string, bool) {
-		val, found := "", false
-		for _, kv := range env {
-			if k, v, ok := strings.Cut(kv, "="); ok && k == key {
-				val, found = v, true
-			}
-		}
-		return val, found
-	})
-}

@@ -18,25 +18,16 @@ func TestParse(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(fmt.Sprintf("goddp=%q,omp=%q", tc.goddp, tc.omp), func(t *testing.T) {
 			env := map[string]string{}
-			var list []string
 			if tc.goddp != "-" {
 				env[Key] = tc.goddp
-				list = append(list, Key+"="+tc.goddp)
 			}
 			if tc.omp != "-" {
 				env[OMPKey] = tc.omp
-				list = append(list, OMPKey+"="+tc.omp)
 			}
 			got := Parse(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
 			assert.Equal(t, tc.want, got)
-			assert.Equal(t, tc.want, FromList(list))
 		})
 	}
-}
-
-func TestFromListLastWins(t *testing.T) {
-	assert.Equal(t, 4, FromList([]string{"PATH=/bin", Key + "=2", Key + "=4"}))
-	assert.Equal(t, 0, FromList([]string{Key + "=2", Key + "="}))
 }
 
 func TestFromEnv(t *testing.T) {
