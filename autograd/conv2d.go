@@ -318,10 +318,13 @@ func convBwd[T float](o *conv2dOp, gyT *tensor.Tensor, dst, grads []*tensor.Tens
 		return
 	}
 	workers := convWorkers(g.n)
-	partial := make([][]T, workers) // worker i > 0 sums dW privately
+	// Each worker sums dWᵀ [K, out/g] per group over its samples as
+	// colsᵀ-shaped GEMMs (m = K): with op(B) transposed the engine's faster
+	// kernel needs the long side in m, which dW [out/g, K] would not give.
+	partial := make([][]T, workers)
 	pw := g.pointwise()
 	parallelSamples(g.n, workers, func(wk, lo, hi int) {
-		var cols, dcols []T
+		var cols, dcols, dwt []T
 		if !pw {
 			if dw != nil {
 				cols = make([]T, K*L)
@@ -330,23 +333,22 @@ func convBwd[T float](o *conv2dOp, gyT *tensor.Tensor, dst, grads []*tensor.Tens
 				dcols = make([]T, K*L)
 			}
 		}
-		mydw := dw
-		if dw != nil && wk > 0 {
-			mydw = make([]T, len(dw))
-			partial[wk] = mydw
+		if dw != nil {
+			dwt = make([]T, len(dw))
+			partial[wk] = dwt
 		}
 		for s := lo; s < hi; s++ {
 			for gr := 0; gr < g.groups; gr++ {
 				off := (s*g.c + gr*g.cg) * hw
 				gys := gy[(s*g.o+gr*g.og)*L : (s*g.o+(gr+1)*g.og)*L]
 				wg := w[gr*g.og*K : (gr+1)*g.og*K]
-				if mydw != nil {
+				if dwt != nil {
 					src := x[off : off+g.cg*hw]
 					if !pw {
 						im2col(g, cols, src)
 						src = cols
 					}
-					gemm(false, true, g.og, K, L, 1, gys, L, src, L, 1, mydw[gr*g.og*K:(gr+1)*g.og*K], K)
+					gemm(false, true, K, g.og, L, 1, src, L, gys, L, 1, dwt[gr*g.og*K:(gr+1)*g.og*K], g.og)
 				}
 				if dx != nil {
 					dxs := dx[off : off+g.cg*hw]
@@ -360,9 +362,18 @@ func convBwd[T float](o *conv2dOp, gyT *tensor.Tensor, dst, grads []*tensor.Tens
 			}
 		}
 	})
-	for _, p := range partial[1:] {
-		for i, v := range p {
-			dw[i] += v
+	if dw == nil {
+		return
+	}
+	for _, p := range partial {
+		for gr := 0; gr < g.groups; gr++ {
+			src, dst := p[gr*g.og*K:(gr+1)*g.og*K], dw[gr*g.og*K:(gr+1)*g.og*K]
+			for k := 0; k < K; k++ {
+				row := src[k*g.og : (k+1)*g.og]
+				for oc, v := range row {
+					dst[oc*K+k] += v
+				}
+			}
 		}
 	}
 }

@@ -92,5 +92,7 @@ func TestConv2dBadShapesPanic(t *testing.T) {
 	require.Panics(t, func() {
 		Conv2d(x, Const(tensor.New(tensor.Float32, 2, 4, 3, 3)), nil, ConvParams{Same: true, Stride: [2]int{2, 2}})
 	}, "same with stride")
-	require.Panics(t, func() { Conv2d(Const(tensor.New(tensor.Float32, 4, 5, 5)), Const(tensor.New(tensor.Float32, 2, 4, 3, 3)), nil, ConvParams{}) })
+	require.Panics(t, func() {
+		Conv2d(Const(tensor.New(tensor.Float32, 4, 5, 5)), Const(tensor.New(tensor.Float32, 2, 4, 3, 3)), nil, ConvParams{})
+	})
 }
