@@ -7,8 +7,9 @@ Run from the repository root with Debian's torch (apt-get install python3-torch)
 
 The files have the format of scripts/gen_fixtures_ops.py (whose case() this
 reuses), so autograd's runFixture reads them: conv2d.json, max_pool2d.json,
-avg_pool2d.json, adaptive_avg_pool2d.json and batch_norm2d.json. Everything is
-float64 and seeded. Sizes are odd on purpose; strides, paddings (including
+avg_pool2d.json, adaptive_avg_pool2d.json and batch_norm2d.json, plus
+testdata/nn/convnet.json (examples/cnn's whole network, float32: state dict,
+loss and gradients). Everything else is float64; all of it is seeded. Sizes are odd on purpose; strides, paddings (including
 "same" with an even kernel, which torch pads asymmetrically), dilations and
 groups (including depthwise) are covered.
 """
@@ -120,7 +121,50 @@ def batch_norm2d_cases(gen):
     return cases
 
 
+def convnet_fixture():
+    """The examples/cnn convnet on 3 images, as a compact whole-network check.
+
+    Its 3.3M weights are too many to store, so both sides compute them from a
+    formula (parameter k of the state dict, element i, fan-in f:
+    sin(0.7*i + k) / sqrt(f), in float64 then rounded to float32), and so the
+    input (pixel i: (i*7919 mod 1000)/1000). Stored: the state dict's keys
+    and shapes in torch's order, the loss, and for each gradient its sum, its
+    sum of absolute values and 257 elements at evenly spaced positions.
+    Dropout is off (eval mode; the net has no BatchNorm)."""
+    import math
+    import torch.nn as nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10)).float()
+    model.eval()
+    fan = {"0": 25, "3": 800, "7": 3136, "10": 1024}
+    with torch.no_grad():
+        for k, (name, p) in enumerate(model.named_parameters()):
+            i = torch.arange(p.numel(), dtype=torch.float64)
+            p.copy_((torch.sin(0.7 * i + k) / math.sqrt(fan[name.split(".")[0]])).reshape(p.shape).float())
+    x = ((torch.arange(3 * 28 * 28, dtype=torch.int64) * 7919 % 1000).double() / 1000).float().reshape(3, 1, 28, 28)
+    y = torch.tensor([3, 0, 9])
+    loss = F.cross_entropy(model(x), y)
+    loss.backward()
+    grads = []
+    for name, p in model.named_parameters():
+        g = p.grad.reshape(-1).double()
+        pos = [int(j * (g.numel() - 1) / 256) for j in range(257)]
+        grads.append({"key": name, "sum": g.sum().item(), "abs_sum": g.abs().sum().item(),
+                      "positions": pos, "values": [g[j].item() for j in pos]})
+    return {"torch": torch.__version__, "labels": y.tolist(), "loss": loss.item(),
+            "state_dict": [{"key": k, "shape": list(v.shape)} for k, v in model.state_dict().items()],
+            "grads": grads}
+
+
 def main():
+    nn_dir = os.path.join(OUT, "..", "nn")
+    os.makedirs(nn_dir, exist_ok=True)
+    with open(os.path.join(nn_dir, "convnet.json"), "w") as f:
+        json.dump(convnet_fixture(), f, indent=None, separators=(",", ":"))
+        f.write("\n")
+    torch.set_default_dtype(torch.float64)
     gen = Gen(2024)
     ops = {"conv2d": conv_cases(gen), "max_pool2d": max_pool_cases(gen), "avg_pool2d": avg_pool_cases(gen),
            "adaptive_avg_pool2d": adaptive_cases(gen), "batch_norm2d": batch_norm2d_cases(gen)}
