@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need=()
-for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace; do
+# dataset-fashion-mnist: the real data examples/cnn trains on (/usr/share/datasets/fashion-mnist).
+for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace dataset-fashion-mnist; do
   dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
 done
 if [ "${#need[@]}" -gt 0 ]; then
