@@ -1,6 +1,6 @@
 // Package nn holds goddp's neural-network modules: layers (Linear, ReLU,
 // GELU, Tanh, Sigmoid, Dropout, LayerNorm, Embedding, BatchNorm1d,
-// Sequential), losses (MSELoss, CrossEntropyLoss, BCEWithLogitsLoss) and
+// MultiheadAttention, Sequential), losses (MSELoss, CrossEntropyLoss, BCEWithLogitsLoss) and
 // state dicts, with PyTorch's semantics and names.
 //
 // # Modules and names
