@@ -2,7 +2,10 @@
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
 # machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|all] > results.txt
+# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|gpt|all] > results.txt
+# gpt: ROUNDS (default 2) interleaved rounds of torch_models.py gpt and
+# examples/gpt at world 2, EPOCHS (default 3) each; both print samples/s,
+# the last epoch's mean loss and the peak RSS of each rank.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -50,4 +53,24 @@ if [ "$what" = allreduce ] || [ "$what" = all ]; then
   echo "-- OpenMPI tcp"; "${mpi[@]}" --mca btl tcp,self "$tmp/mpi_allreduce"
   echo "-- OpenMPI shm"; "${mpi[@]}" "$tmp/mpi_allreduce"
   echo "-- Gloo";        OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_allreduce.py" 2
+fi
+
+if [ "$what" = gpt ] || [ "$what" = all ]; then
+  echo "### gpt world 2 (torch_models.py gpt via mp.spawn vs examples/gpt via ddprun), interleaved"
+  go build -o "$tmp/gpt" ./examples/gpt
+  # poll_rss PATTERN: until killed, appends "pid VmHWM-KiB" of every process
+  # whose command line matches PATTERN (the ranks, not the launchers).
+  poll_rss() { while sleep 0.3; do for p in $(pgrep -f "$1"); do
+    awk -v p="$p" '/VmHWM/{print p, $2}' "/proc/$p/status" 2>/dev/null; done; done >> "$tmp/rss"; }
+  peak_rss() { awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "%d ", m[p]}' "$tmp/rss"; }
+  for r in $(seq "${ROUNDS:-2}"); do
+    : > "$tmp/rss"; poll_rss 'multiprocessing-fork' & w=$!
+    out=$(/usr/bin/python3 "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" 2>/dev/null | tail -1)
+    kill $w; wait $w 2>/dev/null
+    echo "torch gpt world 2 round $r: $out peak_rss_kib=[ $(peak_rss)]"
+    : > "$tmp/rss"; poll_rss "^$tmp/gpt" & w=$!
+    out=$("$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" 2>/dev/null)
+    kill $w; wait $w 2>/dev/null
+    echo "goddp gpt world 2 round $r: $(echo "$out" | grep -E '^samples_per_s' | tr '\n' ' ')final_loss=$(echo "$out" | grep -o 'loss=[0-9.]*' | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
+  done
 fi
