@@ -20,15 +20,15 @@ func TestGELUKernelsMatchGoLoops(t *testing.T) {
 		gy[i] = float32(i%7) - 3.25
 	}
 	for _, k := range []struct {
-		name     string
-		fast, go_ func(dst []float32)
+		name      string
+		fast, goLoop func(dst []float32)
 	}{
 		{"GELU", func(d []float32) { GELUF32(d, xs) }, func(d []float32) { geluF32Go(d, xs) }},
 		{"GELUGrad", func(d []float32) { GELUGradF32(d, gy, xs) }, func(d []float32) { geluGradF32Go(d, gy, xs) }},
 	} {
 		got, want := make([]float32, len(xs)), make([]float32, len(xs))
 		k.fast(got)
-		k.go_(want)
+		k.goLoop(want)
 		for i := range xs {
 			if math.IsNaN(float64(want[i])) {
 				require.True(t, math.IsNaN(float64(got[i])), "%s(%v)", k.name, xs[i])
