@@ -20,7 +20,7 @@ func TestGELUKernelsMatchGoLoops(t *testing.T) {
 		gy[i] = float32(i%7) - 3.25
 	}
 	for _, k := range []struct {
-		name      string
+		name         string
 		fast, goLoop func(dst []float32)
 	}{
 		{"GELU", func(d []float32) { GELUF32(d, xs) }, func(d []float32) { geluF32Go(d, xs) }},
