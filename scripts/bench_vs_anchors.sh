@@ -58,19 +58,19 @@ fi
 if [ "$what" = gpt ] || [ "$what" = all ]; then
   echo "### gpt world 2 (torch_models.py gpt via mp.spawn vs examples/gpt via ddprun), interleaved"
   go build -o "$tmp/gpt" ./examples/gpt
-  # poll_rss PATTERN: until killed, appends "pid VmHWM-KiB" of every process
-  # whose command line matches PATTERN (the ranks, not the launchers).
-  poll_rss() { while sleep 0.3; do for p in $(pgrep -f "$1"); do
+  # poll_rss PARENT: until killed, appends "pid VmHWM-KiB" of every child of
+  # PARENT (torch's spawned ranks, ddprun's workers; not other jobs' processes).
+  poll_rss() { while sleep 0.3; do for p in $(pgrep -P "$1"); do
     awk -v p="$p" '/VmHWM/{print p, $2}' "/proc/$p/status" 2>/dev/null; done; done >> "$tmp/rss"; }
   peak_rss() { awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "%d ", m[p]}' "$tmp/rss"; }
   for r in $(seq "${ROUNDS:-2}"); do
-    : > "$tmp/rss"; poll_rss 'multiprocessing-fork' & w=$!
-    out=$(/usr/bin/python3 "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" 2>/dev/null | tail -1)
-    kill $w; wait $w 2>/dev/null
-    echo "torch gpt world 2 round $r: $out peak_rss_kib=[ $(peak_rss)]"
-    : > "$tmp/rss"; poll_rss "^$tmp/gpt" & w=$!
-    out=$("$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" 2>/dev/null)
-    kill $w; wait $w 2>/dev/null
-    echo "goddp gpt world 2 round $r: $(echo "$out" | grep -E '^samples_per_s' | tr '\n' ' ')final_loss=$(echo "$out" | grep -o 'loss=[0-9.]*' | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
+    : > "$tmp/rss"
+    /usr/bin/python3 "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
+    poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
+    echo "torch gpt world 2 round $r: $(tail -1 "$tmp/out") peak_rss_kib=[ $(peak_rss)]"
+    : > "$tmp/rss"
+    "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
+    poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
+    echo "goddp gpt world 2 round $r: $(grep -E '^samples_per_s' "$tmp/out" | tr '\n' ' ')final_loss=$(grep -o 'loss=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
   done
 fi
