@@ -56,9 +56,19 @@ func CrossEntropy(logits *Variable, target []int, reduction Reduction) *Variable
 //
 // Forward keeps the softmax probabilities p; the gradient of a kept row is
 // w·(p - ε/C - (1-ε)·onehot) with w the row's share of gy.
+//
+// Logits of rank k > 2 take torch's K-dimensional form: [N, C, d1, ...]
+// with the classes along dimension 1 (a sequence model's [B, V, T]) and
+// target holding N·d1·... indices in the C order of [N, d1, ...]. The loss
+// is that of the logits moved to [N·d1·..., C]; ReductionNone returns it
+// shaped [N, d1, ...]. Logits [B, T, V] go through Reshape(logits, -1, V)
+// instead, with target in the order of [B, T].
 func CrossEntropyWith(logits *Variable, target []int, o CrossEntropyOptions) *Variable {
 	o.Reduction.check("CrossEntropy")
 	s := logits.Value.Shape()
+	if len(s) > 2 {
+		return crossEntropyKD(logits, target, o)
+	}
 	if len(s) != 2 || len(target) != s[0] {
 		panic(fmt.Sprintf("autograd: CrossEntropy: logits shape %v does not match %d targets (want [N, C])", s, len(target)))
 	}
@@ -195,4 +205,27 @@ func crossEntropyBwd[T float](ce crossEntropy, gx, p, gy []T) {
 		}
 		row[t] -= onehot * g
 	}
+}
+
+// crossEntropyKD is CrossEntropyWith for logits [N, C, d1, ...]: it moves the
+// class dimension last, flattens to [N·d1·..., C] and, for ReductionNone,
+// shapes the per-element losses back to [N, d1, ...].
+func crossEntropyKD(logits *Variable, target []int, o CrossEntropyOptions) *Variable {
+	s := logits.Value.Shape()
+	perm := make([]int, 0, len(s))
+	perm = append(perm, 0)
+	for d := 2; d < len(s); d++ {
+		perm = append(perm, d)
+	}
+	perm = append(perm, 1)
+	rows := logits.Value.Numel() / max(s[1], 1)
+	if len(target) != rows {
+		panic(fmt.Sprintf("autograd: CrossEntropy: logits shape %v does not match %d targets (want [N, C, d1, ...] with N·d1·... = %d targets)", s, len(target), rows))
+	}
+	flat := Reshape(Permute(logits, perm...), rows, s[1])
+	loss := CrossEntropyWith(flat, target, o)
+	if o.Reduction != ReductionNone {
+		return loss
+	}
+	return Reshape(loss, append([]int{s[0]}, s[2:]...)...)
 }

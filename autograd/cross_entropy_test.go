@@ -133,3 +133,36 @@ func TestCrossEntropyBadLabelSmoothingPanics(t *testing.T) {
 		require.NotPanics(t, func() { CrossEntropyWith(x, []int{0, 1}, CrossEntropyOptions{LabelSmoothing: eps}) })
 	}
 }
+
+// Logits [N, C, d...] (torch's K-dimensional form, a sequence model's
+// [B, V, T]) and [B, T, V] through Reshape.
+func TestCrossEntropyKDFixture(t *testing.T) {
+	runFixture(t, "cross_entropy_kd", plain(func(c *fixCase, in []*Variable) *Variable {
+		if c.has("btv") {
+			v := in[0].Shape()[2]
+			return CrossEntropy(Reshape(in[0], -1, v), c.ints("target"), ReductionMean)
+		}
+		o := CrossEntropyOptions{Reduction: c.reduction()}
+		if c.has("ignore_index") {
+			ii := c.int("ignore_index")
+			o.IgnoreIndex = &ii
+		}
+		if c.has("label_smoothing") {
+			o.LabelSmoothing = c.float("label_smoothing")
+		}
+		return CrossEntropyWith(in[0], c.ints("target"), o)
+	}))
+}
+
+func TestCrossEntropyKDGradCheck(t *testing.T) {
+	target := []int{0, 2, 1, 1, 3, 0}
+	for _, r := range []Reduction{ReductionMean, ReductionNone} {
+		gradCheck(t, func(xs []*Variable) *Variable { return CrossEntropy(xs[0], target, r) }, randT(1, 1, 0, 2, 4, 3))
+	}
+}
+
+func TestCrossEntropyKDShapes(t *testing.T) {
+	y := CrossEntropy(Const(randT(1, 1, 0, 2, 4, 3)), []int{0, 1, 2, 3, 0, 1}, ReductionNone)
+	require.Equal(t, []int{2, 3}, y.Shape())
+	require.Panics(t, func() { CrossEntropy(Const(randT(1, 1, 0, 2, 4, 3)), []int{0, 1, 2}, ReductionMean) })
+}

@@ -18,6 +18,19 @@
 // never inside an op. User code can define ops too: implement Op and wrap the
 // result with FromOp.
 //
+// # Views, masks and attention
+//
+// Reshape, View, Transpose, Permute and Narrow return strided views sharing
+// their input's storage (Split, SplitSizes and Chunk are Narrows); ops that
+// need contiguous data copy. Masks are 0/1 float tensors standing for torch's
+// bool tensors (MaskedFill, Where; tensor.Triu/Tril build causal ones).
+// ScaledDotProductAttention computes softmax(q kᵀ·scale + mask) v per
+// (batch, head) matrix with two GEMMs and a fused mask + softmax, keeping the
+// probabilities for a four-GEMM backward; SelfAttention does the same over a
+// packed [B, T, 3E] projection, reading each head in place through the
+// GEMMs' leading dimensions, so a transformer block makes no split, permute
+// or concatenation copies.
+//
 // # Grad-ready hooks
 //
 // The engine counts, for every node, the consumers that have yet to deliver
@@ -54,7 +67,8 @@
 // GradCheck compares Backward with central finite differences in float64,
 // as torch.autograd.gradcheck; every op's test uses it, and compares forward
 // values and gradients with PyTorch fixtures in testdata/ops (written by
-// scripts/gen_fixtures_ops.py).
+// scripts/gen_fixtures_ops.py and, for the view, mask and attention ops,
+// scripts/gen_fixtures_attn.py).
 //
 // # Errors and panics
 //

@@ -2,11 +2,14 @@
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
 # machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|cnn|all] > results.txt
+# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|cnn|gpt|all] > results.txt
 # cnn (not part of all: minutes per round): ROUNDS (default 1) interleaved
 # rounds of torch_models.py cnn and examples/cnn, both at world 2 for EPOCHS
 # (default 2) epochs, with each side's peak RSS (the largest process of the
 # job, i.e. one rank), then the conv layers' single-thread benchmark pair.
+# gpt: ROUNDS (default 2) interleaved rounds of torch_models.py gpt and
+# examples/gpt at world 2, EPOCHS (default 3) each; both print samples/s,
+# the last epoch's mean loss and the peak RSS of each rank.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -69,5 +72,25 @@ if [ "$what" = cnn ]; then
   for r in 1 2; do
     GODDP_NUM_THREADS=1 "$tmp/autograd.test" -test.run '^$' -test.bench ConvNetConvLayers -test.benchtime 3s | grep '^Bench'
     OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_conv.py 3
+  done
+fi
+
+if [ "$what" = gpt ] || [ "$what" = all ]; then
+  echo "### gpt world 2 (torch_models.py gpt via mp.spawn vs examples/gpt via ddprun), interleaved"
+  go build -o "$tmp/gpt" ./examples/gpt
+  # poll_rss PARENT: until killed, appends "pid VmHWM-KiB" of every child of
+  # PARENT (torch's spawned ranks, ddprun's workers; not other jobs' processes).
+  poll_rss() { while sleep 0.3; do for p in $(pgrep -P "$1"); do
+    awk -v p="$p" '/VmHWM/{print p, $2}' "/proc/$p/status" 2>/dev/null; done; done >> "$tmp/rss"; }
+  peak_rss() { awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "%d ", m[p]}' "$tmp/rss"; }
+  for r in $(seq "${ROUNDS:-2}"); do
+    : > "$tmp/rss"
+    /usr/bin/python3 "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
+    poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
+    echo "torch gpt world 2 round $r: $(tail -1 "$tmp/out") peak_rss_kib=[ $(peak_rss)]"
+    : > "$tmp/rss"
+    "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
+    poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
+    echo "goddp gpt world 2 round $r: $(grep -E '^samples_per_s' "$tmp/out" | tr '\n' ' ')final_loss=$(grep -o 'loss=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
   done
 fi

@@ -157,6 +157,15 @@ func TanhF32(dst, src []float32) {
 func GELUF32(dst, src []float32) {
 	checkLen("GELUF32", dst, src)
 	dst = dst[:len(src)]
+	if len(src) >= geluCMin && geluC(dst, src) {
+		return
+	}
+	geluF32Go(dst, src)
+}
+
+// geluF32Go is GELUF32's Go loop; builds with cgo run the same algorithm
+// vectorised in C (gelu_kernels.c) from geluCMin elements up.
+func geluF32Go(dst, src []float32) {
 	for i, v := range src {
 		x := float64(v)
 		a := min(max(x, -x), geluClamp)
@@ -177,6 +186,13 @@ func GELUF32(dst, src []float32) {
 func GELUGradF32(dst, gy, x []float32) {
 	checkLen("GELUGradF32", dst, gy, x)
 	dst, gy = dst[:len(x)], gy[:len(x)]
+	if len(x) >= geluCMin && geluGradC(dst, gy, x) {
+		return
+	}
+	geluGradF32Go(dst, gy, x)
+}
+
+func geluGradF32Go(dst, gy, x []float32) {
 	const invSqrt2Pi = 0.39894228040143267794
 	for i, v := range x {
 		xf := min(max(float64(v), -geluClamp), geluClamp)

@@ -1,0 +1,173 @@
+// Command gpt trains a character-level decoder-only transformer on
+// /usr/share/common-licenses/GPL-3, the workload of
+// ../shared/anchors/torch_models.py's "gpt", for a side-by-side comparison
+// with torch DDP + Gloo: vocab = the file's distinct bytes, context 64,
+// d_model 128, 4 heads, 2 pre-LayerNorm blocks (causal self-attention, GELU
+// MLP 512), learned positional embeddings, final LayerNorm, Linear head, no
+// dropout and no weight tying; AdamW lr 1e-3, weight decay 0.01; batch 32
+// sequences per rank; sample i is the 64-byte window starting at byte 8i.
+// After each epoch rank 0 prints its mean training loss over the epoch as
+// loss=; at the end it prints a greedy sample. Run it under the launcher:
+//
+//	go run ./cmd/ddprun --standalone --nproc-per-node 2 ./examples/gpt -epochs 3
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"goddp/autograd"
+	"goddp/data"
+	"goddp/examples/internal/trainer"
+	"goddp/nn"
+	"goddp/optim"
+	"goddp/tensor"
+)
+
+const (
+	textPath = "/usr/share/common-licenses/GPL-3"
+	ctxLen   = 64
+	dModel   = 128
+	nHeads   = 4
+	nLayers  = 2
+	stride   = 8
+)
+
+func main() {
+	text, err := os.ReadFile(textPath)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "gpt: %v (the file comes with Debian's base-files package)\n", err)
+		os.Exit(1)
+	}
+	c := newCorpus(text)
+	rank := envInt("RANK", 0)
+	var model *GPT
+	code := trainer.Main(os.Args, os.Stdout,
+		trainer.Defaults{Epochs: 3, BatchSize: 32, SaveEvery: 0, CkptDir: ""},
+		func(rng *tensor.RNG) (trainer.Job, error) {
+			ds, err := c.dataset()
+			if err != nil {
+				return trainer.Job{}, err
+			}
+			model = NewGPT(rng, len(c.vocab), ctxLen, dModel, nHeads, nLayers)
+			return trainer.Job{
+				Name:    "gpt",
+				Dataset: ds,
+				Model:   model,
+				NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
+					cfg := optim.DefaultAdam()
+					cfg.WeightDecay = 0.01
+					return optim.NewAdamW(params, cfg)
+				},
+				Loss: (&seqLoss{vocab: len(c.vocab)}).loss,
+			}, nil
+		})
+	if code == 0 && rank == 0 && model != nil {
+		prompt := c.encode(text[:32])
+		fmt.Fprintf(os.Stdout, "sample: %q\n", c.decode(append(prompt, generate(model, prompt, 160)...)))
+	}
+	os.Exit(code)
+}
+
+// corpus maps the text's bytes to token ids (the sorted distinct bytes).
+type corpus struct {
+	vocab []byte
+	index [256]int
+	ids   []int
+}
+
+func newCorpus(text []byte) *corpus {
+	c := &corpus{}
+	var seen [256]bool
+	for _, b := range text {
+		seen[b] = true
+	}
+	for b := range 256 {
+		if seen[b] {
+			c.index[b] = len(c.vocab)
+			c.vocab = append(c.vocab, byte(b))
+		}
+	}
+	c.ids = c.encode(text)
+	return c
+}
+
+func (c *corpus) encode(s []byte) []int {
+	ids := make([]int, len(s))
+	for i, b := range s {
+		ids[i] = c.index[b]
+	}
+	return ids
+}
+
+func (c *corpus) decode(ids []int) string {
+	out := make([]byte, len(ids))
+	for i, id := range ids {
+		out[i] = c.vocab[id]
+	}
+	return string(out)
+}
+
+// dataset returns inputs [N, 64] and targets [N, 64] (the inputs shifted by
+// one byte) for the windows starting at bytes 0, 8, 16, ... below len-65,
+// the anchor's torch.arange(0, len(ids) - 65, 8).
+func (c *corpus) dataset() (*data.TensorDataset, error) {
+	var starts []int
+	for s := 0; s < len(c.ids)-ctxLen-1; s += stride {
+		starts = append(starts, s)
+	}
+	n := len(starts)
+	x, y := make([]float32, n*ctxLen), make([]float32, n*ctxLen)
+	for i, s := range starts {
+		for j := range ctxLen {
+			x[i*ctxLen+j] = float32(c.ids[s+j])
+			y[i*ctxLen+j] = float32(c.ids[s+j+1])
+		}
+	}
+	return data.NewTensorDataset(tensor.FromF32(x, n, ctxLen), tensor.FromF32(y, n, ctxLen))
+}
+
+// seqLoss is the loss function, cross-entropy of logits [B, T, V] through
+// Reshape as the anchor's F.cross_entropy(o.reshape(-1, V), t.reshape(-1)).
+// The trainer prints rank 0's mean of it over each epoch as loss=.
+type seqLoss struct {
+	vocab  int
+	target []int // reused: the loss op keeps it only until its backward
+}
+
+func (l *seqLoss) loss(out *autograd.Variable, b data.Batch) *autograd.Variable {
+	t := b.Targets.Contiguous().F32()
+	l.target = l.target[:0]
+	for _, v := range t {
+		l.target = append(l.target, int(v))
+	}
+	return autograd.CrossEntropy(autograd.Reshape(out, -1, l.vocab), l.target, autograd.ReductionMean)
+}
+
+// generate extends prompt greedily by n tokens, feeding the model at most
+// its context's last ctx tokens.
+func generate(m *GPT, prompt []int, n int) []int {
+	ids := append([]int(nil), prompt...)
+	nn.Eval(m)
+	nn.NoGrad(m, func() {
+		for range n {
+			window := ids[max(0, len(ids)-m.ctx):]
+			x := tensor.New(tensor.Float32, 1, len(window))
+			for i, id := range window {
+				x.F32()[i] = float32(id)
+			}
+			logits := m.Forward(autograd.Const(x)).Value // [1, T, V]
+			last := tensor.Narrow(logits, 1, len(window)-1, 1).Contiguous()
+			ids = append(ids, tensor.ArgMax(last.Reshape(1, -1), 1)[0])
+		}
+	})
+	return ids[len(prompt):]
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}

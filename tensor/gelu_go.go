@@ -1,0 +1,10 @@
+//go:build !cgo || noblas
+
+package tensor
+
+// Without cgo GELU runs fastmath.go's Go loops at every length.
+const geluCMin = 1 << 62
+
+func geluC(dst, src []float32) bool { return false }
+
+func geluGradC(dst, gy, x []float32) bool { return false }
