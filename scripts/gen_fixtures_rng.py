@@ -174,7 +174,8 @@ def init_cases():
 
 def dropout_cases():
     out = []
-    for seed, p, n, dt in ((7, 0.2, 50, torch.float32), (8, 0.5, 33, torch.float64), (9, 0.1, 7, torch.float32)):
+    for seed, p, n, dt in ((7, 0.2, 50, torch.float32), (8, 0.5, 33, torch.float64), (9, 0.15, 7, torch.float32),
+                          (10, 0.45, 40, torch.float32)):
         torch.manual_seed(seed)
         x = torch.arange(1, n + 1, dtype=dt) / 8
         y = F.dropout(x, p=p, training=True)

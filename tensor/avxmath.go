@@ -14,7 +14,7 @@ import "math"
 
 // fma32 returns a*b+c rounded once to float32, as vfmadd does.
 func fma32(a, b, c float32) float32 {
-	p := float64(a) * float64(b) // exact: 24+24 significant bits
+	p := float64(float64(a) * float64(b)) // exact (24+24 significant bits); the conversion forbids fusing it into s
 	s := p + float64(c)
 	// s+e == p+c exactly (TwoSum). Rounding s to float32 is then correct
 	// unless s sits exactly on a float32 midpoint while e is not zero.
