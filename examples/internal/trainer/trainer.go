@@ -47,6 +47,9 @@ type Trainer struct {
 	// throughput, counted after the warm-up epoch
 	samples  int64
 	measured time.Duration
+
+	device string  // this rank's device in log lines, e.g. "cpu0"
+	mon    monitor // running loss and the metrics log (metrics.go)
 }
 
 // Config carries what the tutorial passes to Trainer's constructor, plus the
@@ -63,6 +66,13 @@ type Config struct {
 	CkptDir   string // "" disables checkpoints
 	KeepLast  int
 	Out       io.Writer
+	// Device names this rank's device in the log lines (the tutorial's
+	// "[GPU0]"); "" means "cpu<GPUID>", the local rank's CPU slot.
+	Device string
+	// Metrics, when not nil, receives rank 0's metrics records (metrics.go)
+	// every MetricsEvery steps (default 10) and at each epoch's end.
+	Metrics      *MetricsLog
+	MetricsEvery int
 }
 
 // New builds a Trainer. When CkptDir holds a valid checkpoint, every rank
@@ -70,7 +80,14 @@ type Config struct {
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
-		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out}
+		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
+		device: cfg.Device, mon: monitor{log: cfg.Metrics, every: cfg.MetricsEvery}}
+	if t.device == "" {
+		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
+	}
+	if t.mon.every <= 0 {
+		t.mon.every = 10
+	}
 	if t.out == nil {
 		t.out = os.Stdout
 	}
@@ -199,6 +216,7 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 		return err
 	}
 	loss := t.loss(output, b)
+	t.mon.lastLoss = loss.Value.Item()
 	if err := loss.Backward(); err != nil {
 		return err
 	}
@@ -214,11 +232,13 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 	// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
 	// consume a batch of the sampler's resumable position, so use the size.
 	bsz := min(t.batchSize, t.sampler.Len())
-	if !t.tty {
-		// The tutorial prints this on every rank; goddp keeps rank 0's.
-		t.logf("[GPU%d] Epoch %d | Batchsize: %d | Steps: %d\n", t.gpuID, epoch, bsz, t.trainData.Len())
+	if !t.tty || t.pg.Rank() != 0 {
+		// Every rank prints its line, naming its device, as in the
+		// tutorial; ddprun --local-ranks-filter chooses which are shown.
+		fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, t.trainData.Len())
 	}
 	began := time.Now()
+	t.mon.epochStarted(began)
 	n, steps := 0, t.trainData.Len()
 	i := 0
 	for b, err := range t.trainData.All(ctx) {
@@ -230,6 +250,9 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 		}
 		n += b.Size()
 		i++
+		if err := t.observeStep(epoch, b.Size()); err != nil {
+			return err
+		}
 		if t.tty && t.pg.Rank() == 0 {
 			t.progress(epoch, i, steps)
 		}
@@ -237,11 +260,12 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 	if t.tty && t.pg.Rank() == 0 {
 		fmt.Fprintln(t.out)
 	}
+	elapsed := time.Since(began)
 	if epoch > t.start { // the first epoch run is the warm-up
 		t.samples += int64(n)
-		t.measured += time.Since(began)
+		t.measured += elapsed
 	}
-	return nil
+	return t.endEpochMetrics(epoch, elapsed, n)
 }
 
 func (t *Trainer) progress(epoch, i, steps int) {
@@ -250,8 +274,8 @@ func (t *Trainer) progress(epoch, i, steps int) {
 	if steps > 0 {
 		filled = i * width / steps
 	}
-	fmt.Fprintf(t.out, "\r[GPU%d] Epoch %d [%s%s] %d/%d", t.gpuID, epoch,
-		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), i, steps)
+	fmt.Fprintf(t.out, "\r[%s] Epoch %d [%s%s] %d/%d loss %.4f", t.device, epoch,
+		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), i, steps, t.mon.running)
 }
 
 // saveCheckpoint saves from rank 0 while the others wait.
