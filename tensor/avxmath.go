@@ -16,20 +16,21 @@ import "math"
 func fma32(a, b, c float32) float32 {
 	p := float64(float64(a) * float64(b)) // exact (24+24 significant bits); the conversion forbids fusing it into s
 	s := p + float64(c)
-	// s+e == p+c exactly (TwoSum). Rounding s to float32 is then correct
-	// unless s sits exactly on a float32 midpoint while e is not zero.
+	// Rounding s to float32 rounds p+c correctly unless s landed exactly on
+	// a float32 midpoint (low 29 bits 1000...0) while p+c was not on it.
+	bits := math.Float64bits(s)
+	if bits&(1<<29-1) != 1<<28 {
+		return float32(s)
+	}
 	bb := s - p
-	e := (p - (s - bb)) + (float64(c) - bb)
+	e := (p - (s - bb)) + (float64(c) - bb) // s+e == p+c exactly (TwoSum)
 	if e != 0 {
-		bits := math.Float64bits(s)
-		if bits&(1<<29-1) == 1<<28 {
-			if (e > 0) == (s > 0) {
-				bits++
-			} else {
-				bits--
-			}
-			s = math.Float64frombits(bits)
+		if (e > 0) == (s > 0) {
+			bits++
+		} else {
+			bits--
 		}
+		s = math.Float64frombits(bits)
 	}
 	return float32(s)
 }

@@ -148,6 +148,13 @@ func runStep(t *testing.T, g *RNG, s torchStep) []uint64 {
 	return nil
 }
 
+func bitsValue(dtype string, b uint64) float64 {
+	if dtype == "float64" {
+		return math.Float64frombits(b)
+	}
+	return float64(math.Float32frombits(uint32(b)))
+}
+
 func TestRNGMatchesTorch(t *testing.T) {
 	f := loadTorchGenerator(t)
 	require.Equal(t, torchStateLen, f.StateLen, "torch's get_state() size")
@@ -162,9 +169,17 @@ func TestRNGMatchesTorch(t *testing.T) {
 			want := p.Out[si].bits(t)
 			got := runStep(t, g, s)
 			require.Len(t, got, len(want), "program %d step %d %+v", pi, si, s)
+			// Without cgo, Go's math.Log/Sin/Cos stand in for the C
+			// library's in the float64 Box-Muller and may differ from it in
+			// the last bit or two; everything else stays bit-exact.
+			differ := func(g, w uint64) bool { return g != w }
+			if !libmExact && s.Op == "normal" && (s.DType == "float64" || s.Shape[0] < 16) {
+				tol := 1e-14 * (1 + math.Abs(s.Mean) + 8*s.Std)
+				differ = func(g, w uint64) bool { return math.Abs(bitsValue(s.DType, g)-bitsValue(s.DType, w)) > tol }
+			}
 			bad, first := 0, -1
 			for i := range want {
-				if got[i] != want[i] {
+				if differ(got[i], want[i]) {
 					if first < 0 {
 						first = i
 					}
@@ -177,5 +192,23 @@ func TestRNGMatchesTorch(t *testing.T) {
 			}
 		}
 		require.Equal(t, p.StateSHA256, shaState(g), "program %d: generator state after all steps", pi)
+	}
+}
+
+func BenchmarkRNGNormalFloat32(b *testing.B) {
+	g := NewRNG(0)
+	x := New(Float32, 1<<16)
+	b.SetBytes(4 << 16)
+	for b.Loop() {
+		g.FillNormal(x, 0, 1)
+	}
+}
+
+func BenchmarkRNGUniformFloat32(b *testing.B) {
+	g := NewRNG(0)
+	x := New(Float32, 1<<16)
+	b.SetBytes(4 << 16)
+	for b.Loop() {
+		g.FillUniform(x, -1, 1)
 	}
 }
