@@ -12,19 +12,28 @@ import "math"
 // each of those, and every other product is rounded on its own (the explicit
 // float32 conversions stop Go from fusing on platforms where it may).
 
-// fma32 returns a*b+c rounded once to float32, as vfmadd does.
+// fma32 returns a*b+c rounded once to float32, as vfmadd does. It is small
+// enough to inline; the rare midpoint case is out of line.
 func fma32(a, b, c float32) float32 {
 	p := float64(float64(a) * float64(b)) // exact (24+24 significant bits); the conversion forbids fusing it into s
 	s := p + float64(c)
 	// Rounding s to float32 rounds p+c correctly unless s landed exactly on
 	// a float32 midpoint (low 29 bits 1000...0) while p+c was not on it.
-	bits := math.Float64bits(s)
-	if bits&(1<<29-1) != 1<<28 {
-		return float32(s)
+	if math.Float64bits(s)&(1<<29-1) == 1<<28 {
+		s = fma32Midpoint(p, float64(c), s)
 	}
+	return float32(s)
+}
+
+// fma32Midpoint nudges s, the float64 sum of p and c sitting exactly on a
+// float32 midpoint, one float64 ulp towards p+c (the sign of TwoSum's error),
+// so that the conversion to float32 breaks no false tie.
+//go:noinline
+func fma32Midpoint(p, c, s float64) float64 {
 	bb := s - p
-	e := (p - (s - bb)) + (float64(c) - bb) // s+e == p+c exactly (TwoSum)
+	e := (p - (s - bb)) + (c - bb) // s+e == p+c exactly
 	if e != 0 {
+		bits := math.Float64bits(s)
 		if (e > 0) == (s > 0) {
 			bits++
 		} else {
@@ -32,7 +41,7 @@ func fma32(a, b, c float32) float32 {
 		}
 		s = math.Float64frombits(bits)
 	}
-	return float32(s)
+	return s
 }
 
 var (
