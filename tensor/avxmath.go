@@ -28,6 +28,7 @@ func fma32(a, b, c float32) float32 {
 // fma32Midpoint nudges s, the float64 sum of p and c sitting exactly on a
 // float32 midpoint, one float64 ulp towards p+c (the sign of TwoSum's error),
 // so that the conversion to float32 breaks no false tie.
+//
 //go:noinline
 func fma32Midpoint(p, c, s float64) float64 {
 	bb := s - p
