@@ -119,6 +119,10 @@ def programs():
     for n in (5, 16, 40):
         steps.append(dict(op="normal", mean=2.0, std=0.5, **f32([n])))
         steps.append(dict(op="normal", mean=-1.25, std=3.0, **f64([n])))
+    # The scalar path's x*std+mean: enough values to tell one rounding
+    # from a fused multiply-add.
+    for _ in range(8):
+        steps.append(dict(op="normal", mean=0.7, std=1.3, **f64([15])))
     progs.append(run_program(7, steps))
     # Many float32 normals: the AVX2 kernel's polynomials over a wide sample.
     progs.append(run_program(0, [dict(op="normal", mean=0.0, std=1.0, **f32([4096]))]))
@@ -214,6 +218,24 @@ def sampler_cases():
     return cases
 
 
+def hashed_draws():
+    """Large draws stored as the SHA-256 of their bytes: rare rounding
+    cases (one in 10^5) of the float32 AVX2 kernel's polynomials show up."""
+    out = []
+    for seed, dt, n, mean, std in ((11, "float32", 1 << 20, 0.0, 1.0), (12, "float32", 1 << 18, -0.5, 2.0),
+                                   (13, "float64", 1 << 16, 0.0, 1.0)):
+        g = gen(seed)
+        t = torch.empty(n, dtype=getattr(torch, dt)).normal_(mean, std, generator=g)
+        out.append({"seed": seed, "dtype": dt, "n": n, "mean": mean, "std": std,
+                    "sha256": hashlib.sha256(t.numpy().tobytes()).hexdigest()})
+    for seed, dt, n, lo, hi in ((14, "float32", 1 << 20, -0.03, 0.05), (15, "float64", 1 << 16, -2.0, 3.0)):
+        g = gen(seed)
+        t = torch.empty(n, dtype=getattr(torch, dt)).uniform_(lo, hi, generator=g)
+        out.append({"seed": seed, "dtype": dt, "n": n, "lo": lo, "hi": hi, "uniform": True,
+                    "sha256": hashlib.sha256(t.numpy().tobytes()).hexdigest()})
+    return out
+
+
 def main():
     seeded = {}
     for seed in (0, 7, 2**32 + 5, 67280421310721):
@@ -224,6 +246,7 @@ def main():
         "state_len": len(gen(0).get_state()),
         "seeded_state_sha256": seeded,
         "programs": programs(),
+        "hashed": hashed_draws(),
     })
     write("rng", "torch_init.json", {"torch_version": torch.__version__, "cases": init_cases(), "dropout": dropout_cases()})
     write("data", "distributed_sampler_shuffle.json", {"torch_version": torch.__version__, "cases": sampler_cases()})
