@@ -9,6 +9,11 @@ import (
 // Dropout zeroes each element of a with probability p and scales the rest by
 // 1/(1-p), drawing from rng (inverted dropout, as torch). When training is
 // false or p is 0 it returns a itself. The gradient is gy times the same mask.
+//
+// The mask is torch's CPU one, bit for bit: torch computes
+// noise = bernoulli_(1-p) (one float64 uniform per element, kept when it is
+// below 1-p), noise /= (1-p) in the tensor's dtype, and returns a·noise; so
+// the same generator state gives the same zeros and the same scaled values.
 func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 	if p < 0 || p > 1 {
 		panic(fmt.Sprintf("autograd: Dropout: probability %v not in [0, 1]", p))
@@ -19,28 +24,25 @@ func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 	x := a.Value.Contiguous()
 	mask := tensor.New(x.DType(), x.Shape()...)
 	y := tensor.New(x.DType(), x.Shape()...)
-	scale := 0.0
-	if p < 1 {
-		scale = 1 / (1 - p)
-	}
+	keep := 1 - p
 	if x.DType() == tensor.Float64 {
-		dropoutFwd(y.F64(), mask.F64(), x.F64(), rng, p, scale)
+		dropoutFwd(y.F64(), mask.F64(), x.F64(), rng, keep, 1/keep)
 	} else {
-		dropoutFwd(y.F32(), mask.F32(), x.F32(), rng, p, scale)
+		// torch divides the float32 noise by the float32 scalar 1-p.
+		dropoutFwd(y.F32(), mask.F32(), x.F32(), rng, keep, 1/float32(keep))
 	}
 	return FromOp(y, &dropoutOp{inputs: ins(a), mask: mask})
 }
 
-func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, p, scale float64) {
-	s := T(scale)
+func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, keep float64, scale T) {
 	x, mask = x[:len(y)], mask[:len(y)]
 	for i, v := range x {
-		if rng.Float64() >= p {
-			mask[i] = s
-			y[i] = v * s
+		if keep > 0 && rng.Float64() < keep {
+			mask[i] = scale
+			y[i] = v * scale
 		} else {
 			mask[i] = 0
-			y[i] = 0
+			y[i] = v * 0
 		}
 	}
 }

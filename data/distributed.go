@@ -27,9 +27,9 @@ type Topology interface {
 //	            = order[:total]                              (with drop_last)
 //	rank's list = order[rank:total:R]
 //
-// With shuffle off the lists equal torch's index for index. With shuffle on
-// the padding and the strided split are the same but the permutation is not:
-// Go's generator (see Permutation) is not torch's randperm.
+// The lists equal torch's index for index, with shuffle off and with shuffle
+// on: the permutation is torch.randperm(N) from a generator seeded with
+// seed+epoch (see Permutation), as torch's sampler draws it.
 //
 // Beyond torch: SamplerEval gives every rank indices[rank:N:R] with no
 // padding, so evaluation metrics count each sample exactly once; and the

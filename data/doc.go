@@ -44,10 +44,10 @@
 // around to a multiple of the replica count (or truncate with DropLast),
 // then give rank r the positions r, r+R, r+2R, ... With shuffling off the
 // per-rank lists equal PyTorch's (a test checks them against fixtures made by
-// scripts/gen_fixtures_sampler.py). With shuffling on the permutation is
-// seeded by seed+epoch like torch's, but comes from Go's PCG generator
-// (Permutation), so the order differs from torch.randperm's while the padding
-// and split are the same; it is identical across runs, ranks and Go releases.
+// scripts/gen_fixtures_sampler.py). With shuffling on they equal PyTorch's
+// too: the permutation is torch.randperm(N) from a generator seeded with
+// seed+epoch, drawn by tensor.RNG, which is torch's CPU generator bit for bit
+// (checked against scripts/gen_fixtures_rng.py's fixtures for N up to 60000).
 // Without SamplerGroup, the rank and replica count come from the launcher's
 // environment as comm reads it (torchrun's RANK/WORLD_SIZE, or mpirun's or
 // srun's variables; see internal/launchenv), so the two cannot disagree.

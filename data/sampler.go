@@ -2,8 +2,8 @@ package data
 
 import (
 	"fmt"
-	"math/bits"
-	"math/rand/v2"
+
+	"goddp/tensor"
 )
 
 // Sampler yields the dataset indices of one pass (torch's Sampler). The
@@ -53,7 +53,9 @@ func (s *SequentialSampler) Len() int { return s.n }
 func (s *SequentialSampler) Indices() []int { return identity(s.n) }
 
 // RandomSampler yields a permutation of 0..n-1 that depends only on the seed
-// and the pass number (torch's RandomSampler with a seeded generator). Each
+// and the pass number: torch.randperm(n) from a generator seeded with
+// seed+pass (torch's RandomSampler draws its own seed unless given a
+// generator, so its orders cannot be reproduced across runs anyway). Each
 // call to Indices advances the pass number; SetEpoch sets it, so that
 // sampler.SetEpoch(e) makes epoch e's order reproducible.
 type RandomSampler struct {
@@ -124,30 +126,7 @@ func identity(n int) []int {
 	return p
 }
 
-// Permutation returns a permutation of 0..n-1 determined by seed alone: a
-// Fisher–Yates shuffle driven by a PCG generator (math/rand/v2, whose output
-// is specified and stable across Go releases) with an unbiased bounded draw
-// implemented here. It cannot reproduce torch.randperm: same seed, different
-// generator.
-func Permutation(n int, seed uint64) []int {
-	p := identity(n)
-	src := rand.NewPCG(seed, 0x853c49e6748fea9b) // fixed stream: the seed alone decides
-	for i := n - 1; i > 0; i-- {
-		j := int(boundedUint64(src, uint64(i+1)))
-		p[i], p[j] = p[j], p[i]
-	}
-	return p
-}
-
-// boundedUint64 draws uniformly from [0, n) with Lemire's multiply-and-reject
-// method, so the permutation is unbiased and depends only on PCG's output.
-func boundedUint64(src *rand.PCG, n uint64) uint64 {
-	hi, lo := bits.Mul64(src.Uint64(), n)
-	if lo < n {
-		thresh := -n % n
-		for lo < thresh {
-			hi, lo = bits.Mul64(src.Uint64(), n)
-		}
-	}
-	return hi
-}
+// Permutation returns torch.randperm(n, generator=g) for a generator g
+// seeded with seed (g.manual_seed(seed)): the same list, index for index, as
+// PyTorch's CPU randperm, and identical across runs, ranks and Go releases.
+func Permutation(n int, seed uint64) []int { return tensor.NewRNG(seed).Perm(n) }

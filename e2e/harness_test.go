@@ -386,7 +386,7 @@ func tail(s string, n int) string {
 // epochLine matches rank 0's per-epoch line for epoch n (the tutorial's
 // format; --tee prefixes it with [rank0]:).
 func epochLine(n int) *regexp.Regexp {
-	return regexp.MustCompile(fmt.Sprintf(`\[GPU0\] Epoch %d \| Batchsize: \d+ \| Steps: \d+`, n))
+	return regexp.MustCompile(fmt.Sprintf(`\[cpu0\] Epoch %d \| Batchsize: \d+ \| Steps: \d+`, n))
 }
 
 // worker is an examples/linear process started without ddprun, with the

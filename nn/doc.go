@@ -27,11 +27,15 @@
 //
 // # Initialisation and randomness
 //
-// Layers that draw random numbers take an explicit *tensor.RNG: Linear uses
-// torch's default init (kaiming_uniform with a=√5, i.e. U(-1/√in, 1/√in), for
-// the weight, then U(-1/√in, 1/√in) for the bias), Embedding N(0, 1), Dropout
-// its masks. Same seed, same model; there is no global generator. Values do
-// not match torch's generator bit for bit; load a state dict for that.
+// Layers that draw random numbers take an explicit *tensor.RNG, which is
+// torch's CPU generator: Linear uses torch's default init (kaiming_uniform_
+// with a=√5 for the weight, then U(-1/√in, 1/√in) for the bias), Embedding
+// N(0, 1), Dropout its masks (bernoulli_(1-p), as torch's CPU dropout).
+// tensor.NewRNG(s) plays the part of torch.manual_seed(s): building the same
+// layers in the same order gives torch's weights bit for bit, and passing the
+// same RNG to Dropout continues the stream as torch's global generator does.
+// The torch.nn.init functions (KaimingUniform_, XavierNormal_, Normal_, ...)
+// are in init.go. There is no global generator. See docs/reproducibility.md.
 //
 // # Modes and gradients
 //

@@ -9,8 +9,11 @@ import (
 
 // Dropout zeroes each element with probability P during training and scales
 // the survivors by 1/(1-P); in eval mode it is the identity (torch's
-// nn.Dropout). Masks are drawn from the layer's own RNG, so a run is
-// reproducible from its seed (checkpoint the RNG's State to resume exactly).
+// nn.Dropout). Masks are drawn from the layer's RNG exactly as torch's CPU
+// dropout draws them (bernoulli_(1-p), see autograd.Dropout), so a run is
+// reproducible from its seed; give it the RNG the model was initialised
+// from to continue one stream as torch's global generator does (checkpoint
+// the RNG's State to resume exactly).
 type Dropout struct {
 	stateless
 	P   float64

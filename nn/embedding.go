@@ -16,12 +16,15 @@ type Embedding struct {
 }
 
 // NewEmbedding returns a float32 Embedding(num, dim) initialised from N(0, 1)
-// drawn from rng, as torch does.
+// drawn from rng as torch's reset_parameters (init.normal_) draws it, so the
+// same seed and construction order give torch's weights bit for bit.
 func NewEmbedding(rng *tensor.RNG, num, dim int) *Embedding {
 	if num <= 0 || dim <= 0 {
 		panic(fmt.Sprintf("nn: Embedding(%d, %d): sizes must be positive", num, dim))
 	}
-	return &Embedding{Weight: autograd.Param(tensor.Randn(rng, tensor.Float32, num, dim))}
+	w := tensor.New(tensor.Float32, num, dim)
+	Normal_(rng, w, 0, 1)
+	return &Embedding{Weight: autograd.Param(w)}
 }
 
 // NamedParameters implements Module: "weight".

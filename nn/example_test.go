@@ -2,6 +2,7 @@ package nn_test
 
 import (
 	"fmt"
+	"math"
 
 	"goddp/autograd"
 	"goddp/nn"
@@ -83,4 +84,26 @@ func ExampleNewConv2d() {
 	y := net.Forward(autograd.Const(tensor.New(tensor.Float32, 4, 1, 28, 28)))
 	fmt.Println(y.Value.Shape(), nn.StateDict(net).Keys()[:3])
 	// Output: [4 10] [0.weight 0.bias 3.weight]
+}
+
+// After torch.manual_seed(7), nn.Linear(3, 2) has these weights; goddp
+// builds the same from tensor.NewRNG(7).
+func ExampleNewLinear_torchInit() {
+	rng := tensor.NewRNG(7)
+	l := nn.NewLinear(rng, 3, 2)
+	fmt.Printf("%.6f\n", l.Weight.Value.F32())
+	// Output:
+	// [0.040325 -0.347792 0.183842 0.181161 -0.308580 -0.086532]
+}
+
+// The torch.nn.init functions draw from an explicit generator; this is
+// Conv2d's default weight init, kaiming_uniform_(a=√5) with fan_in = in·kh·kw.
+func Example_kaimingUniform() {
+	rng := tensor.NewRNG(0)
+	w := tensor.New(tensor.Float32, 4, 3, 3, 3) // [out, in, kh, kw]
+	nn.KaimingUniform_(rng, w, math.Sqrt(5), nn.FanIn, "leaky_relu")
+	fanIn, _ := nn.CalculateFanInAndFanOut(w)
+	fmt.Println(fanIn, w.Shape())
+	// Output:
+	// 27 [4 3 3 3]
 }

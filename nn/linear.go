@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 
 	"goddp/autograd"
 	"goddp/tensor"
@@ -16,9 +15,12 @@ type Linear struct {
 	Bias   *autograd.Variable
 }
 
-// NewLinear returns a float32 Linear(in, out) with bias, initialised as torch
-// does: weight from kaiming_uniform(a=√5), which is U(-1/√in, 1/√in), then
-// bias from U(-1/√in, 1/√in), both drawn from rng in that order.
+// NewLinear returns a float32 Linear(in, out) with bias, initialised as
+// torch's reset_parameters does (ResetLinearParameters_): weight from
+// kaiming_uniform_(a=√5), about U(-1/√in, 1/√in), then bias from
+// U(-1/√in, 1/√in), both drawn from rng in that order. With rng =
+// tensor.NewRNG(s) and layers built in the same order, the weights equal
+// those torch builds after torch.manual_seed(s), bit for bit.
 func NewLinear(rng *tensor.RNG, in, out int) *Linear { return newLinear(rng, in, out, true) }
 
 // NewLinearNoBias is NewLinear with bias=False.
@@ -28,10 +30,15 @@ func newLinear(rng *tensor.RNG, in, out int, bias bool) *Linear {
 	if in <= 0 || out <= 0 {
 		panic(fmt.Sprintf("nn: Linear(%d, %d): sizes must be positive", in, out))
 	}
-	bound := 1 / math.Sqrt(float64(in))
-	l := &Linear{Weight: autograd.Param(rng.Uniform(tensor.Float32, -bound, bound, out, in))}
+	w := tensor.New(tensor.Float32, out, in)
+	var b *tensor.Tensor
 	if bias {
-		l.Bias = autograd.Param(rng.Uniform(tensor.Float32, -bound, bound, out))
+		b = tensor.New(tensor.Float32, out)
+	}
+	ResetLinearParameters_(rng, w, b)
+	l := &Linear{Weight: autograd.Param(w)}
+	if b != nil {
+		l.Bias = autograd.Param(b)
 	}
 	return l
 }

@@ -45,7 +45,10 @@
 // default is the CPUs this process may run on). With one thread no helper
 // is started. The engine sets OpenBLAS itself to one thread, for the whole
 // process: other code calling OpenBLAS directly runs single-threaded. The package itself holds no mutable package-level Go state;
-// randomness comes from an explicit, seeded RNG.
+// randomness comes from an explicit, seeded RNG, which is torch's CPU
+// generator: NewRNG(s) draws what torch.Generator().manual_seed(s) draws, in
+// rand, randn, randint, randperm and bernoulli_, bit for bit (see
+// docs/reproducibility.md).
 //
 // A BLAS call is a cgo call, which Go's scheduler treats as a syscall: a
 // goroutine that does nothing but call BLAS would, after 10 ms, have its P

@@ -47,3 +47,13 @@ func ExampleMatMul_batched() {
 	fmt.Println(tensor.MatMul(a, b).Shape())
 	// Output: [4 2 5]
 }
+
+// NewRNG(s) is torch.Generator().manual_seed(s): the same draws, bit for bit.
+func ExampleNewRNG() {
+	rng := tensor.NewRNG(0)
+	fmt.Printf("%.4f\n", tensor.Rand(rng, tensor.Float32, 3).F32()) // torch.rand(3, generator=g)
+	fmt.Println(rng.Perm(5))                                        // torch.randperm(5, generator=g)
+	// Output:
+	// [0.4963 0.7682 0.0885]
+	// [0 4 2 1 3]
+}

@@ -6,7 +6,8 @@
 //
 //	go run ./cmd/ddprun --standalone --nproc-per-node 2 ./examples/linear -epochs 50
 //
-// Rank 0 prints the tutorial's lines ("[GPU0] Epoch 3 | Batchsize: 32 | Steps: 32")
+// Every rank prints the tutorial's line naming its device ("[cpu0] Epoch 3 | Batchsize: 32 | Steps: 32";
+// ddprun --local-ranks-filter 0 shows rank 0's only)
 // and finally samples_per_s=<float>, counted over all ranks after a warm-up epoch.
 package main
 

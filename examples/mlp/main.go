@@ -17,34 +17,35 @@ import (
 	"goddp/tensor"
 )
 
-func main() {
-	os.Exit(trainer.Main(os.Args, os.Stdout,
-		trainer.Defaults{Epochs: 5, BatchSize: 64, SaveEvery: 0, CkptDir: ""},
-		func(rng *tensor.RNG) (trainer.Job, error) {
-			const n, classes = 8192, 10
-			x := tensor.Randn(rng, tensor.Float32, n, 784)
-			labels := make([]int, n)
-			for i := range labels {
-				labels[i] = rng.IntN(classes)
-			}
-			ds, err := data.NewLabeledDataset(x, labels)
-			if err != nil {
-				return trainer.Job{}, err
-			}
-			model := nn.NewSequential(
-				nn.NewLinear(rng, 784, 512), nn.NewReLU(),
-				nn.NewLinear(rng, 512, 512), nn.NewReLU(),
-				nn.NewLinear(rng, 512, classes))
-			return trainer.Job{
-				Name:    "mlp",
-				Dataset: ds,
-				Model:   model,
-				NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
-					return optim.NewSGD(params, optim.SGDConfig{LR: 0.01})
-				},
-				Loss: func(out *autograd.Variable, b data.Batch) *autograd.Variable {
-					return autograd.CrossEntropy(out, b.Labels, autograd.ReductionMean)
-				},
-			}, nil
-		}))
+var defaults = trainer.Defaults{Epochs: 5, BatchSize: 64, SaveEvery: 0, CkptDir: ""}
+
+func main() { os.Exit(trainer.Main(os.Args, os.Stdout, defaults, build)) }
+
+// build makes the job from the run's seed: data, model, optimizer and loss.
+func build(rng *tensor.RNG) (trainer.Job, error) {
+	const n, classes = 8192, 10
+	x := tensor.Randn(rng, tensor.Float32, n, 784)
+	labels := make([]int, n)
+	for i := range labels {
+		labels[i] = rng.IntN(classes)
+	}
+	ds, err := data.NewLabeledDataset(x, labels)
+	if err != nil {
+		return trainer.Job{}, err
+	}
+	model := nn.NewSequential(
+		nn.NewLinear(rng, 784, 512), nn.NewReLU(),
+		nn.NewLinear(rng, 512, 512), nn.NewReLU(),
+		nn.NewLinear(rng, 512, classes))
+	return trainer.Job{
+		Name:    "mlp",
+		Dataset: ds,
+		Model:   model,
+		NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
+			return optim.NewSGD(params, optim.SGDConfig{LR: 0.01})
+		},
+		Loss: func(out *autograd.Variable, b data.Batch) *autograd.Variable {
+			return autograd.CrossEntropy(out, b.Labels, autograd.ReductionMean)
+		},
+	}, nil
 }

@@ -57,6 +57,9 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
+	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval)")
+	metricsEvery := fs.Int("metrics-every", 10, "steps per -metrics record")
+	plotFile := fs.String("plot", "", "draw loss and throughput curves to FILE.png at the end (rank 0)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -66,7 +69,8 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
-		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline, evalBatch: *evalBatch}, build)
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline,
+		evalBatch: *evalBatch, metrics: *metrics, metricsEvery: *metricsEvery, plot: *plotFile}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
 			// A peer that left is most often one that was signalled a
@@ -97,6 +101,8 @@ type runConfig struct {
 	seed                              uint64
 	bucketMB                          float64
 	bucketView                        bool
+	metrics, plot                     string
+	metricsEvery                      int
 }
 
 func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tensor.RNG) (Job, error)) error {
@@ -149,13 +155,29 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
+	var mlog *MetricsLog
+	if pg.Rank() == 0 && (rc.metrics != "" || rc.plot != "") {
+		if mlog, err = NewMetricsLog(rc.metrics); err != nil {
+			return err
+		}
+		defer mlog.Close()
+	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out, EvalData: evalLoader})
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out,
+		EvalData: evalLoader, Metrics: mlog, MetricsEvery: rc.metricsEvery})
 	if err != nil {
 		return err
 	}
 	if err := t.Train(ctx, rc.epochs); err != nil {
 		return err
+	}
+	if err := mlog.Close(); err != nil {
+		return err
+	}
+	if mlog != nil && rc.plot != "" {
+		if err := WritePlot(rc.plot, mlog.Records()); err != nil {
+			return err
+		}
 	}
 	sps, err := t.SamplesPerSecond(ctx)
 	if err != nil {

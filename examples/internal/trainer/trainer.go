@@ -50,8 +50,9 @@ type Trainer struct {
 	samples  int64
 	measured time.Duration
 
-	evalData  *data.DataLoader // nil: no evaluation
-	epochLoss metrics.Mean     // this rank's training loss over the current epoch
+	evalData *data.DataLoader // nil: no evaluation
+	device   string           // this rank's device in log lines, e.g. "cpu0"
+	mon      monitor          // running loss and the metrics log (metrics.go)
 }
 
 // Config carries what the tutorial passes to Trainer's constructor, plus the
@@ -74,6 +75,13 @@ type Config struct {
 	// "epoch=E test_loss=L test_acc=A". Shard it with a DistributedSampler
 	// in SamplerEval mode, so each sample counts once.
 	EvalData *data.DataLoader
+	// Device names this rank's device in the log lines (the tutorial's
+	// "[GPU0]"); "" means "cpu<GPUID>", the local rank's CPU slot.
+	Device string
+	// Metrics, when not nil, receives rank 0's metrics records (metrics.go)
+	// every MetricsEvery steps (default 10) and at each epoch's end.
+	Metrics      *MetricsLog
+	MetricsEvery int
 }
 
 // New builds a Trainer. When CkptDir holds a valid checkpoint, every rank
@@ -81,7 +89,15 @@ type Config struct {
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
-		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out, evalData: cfg.EvalData}
+		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
+		device: cfg.Device, mon: monitor{log: cfg.Metrics, every: cfg.MetricsEvery},
+		evalData: cfg.EvalData}
+	if t.device == "" {
+		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
+	}
+	if t.mon.every <= 0 {
+		t.mon.every = 10
+	}
 	if t.out == nil {
 		t.out = os.Stdout
 	}
@@ -210,10 +226,10 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 		return err
 	}
 	loss := t.loss(output, b)
+	t.mon.lastLoss = loss.Value.Item()
 	if err := loss.Backward(); err != nil {
 		return err
 	}
-	t.epochLoss.Add(loss.Value.Item(), 1)
 	end := t.model.Timeline().Span("optimizer")
 	err = t.optimizer.Step()
 	end()
@@ -226,12 +242,13 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 	// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
 	// consume a batch of the sampler's resumable position, so use the size.
 	bsz := min(t.batchSize, t.sampler.Len())
-	if !t.tty {
-		// The tutorial prints this on every rank; goddp keeps rank 0's.
-		t.logf("[GPU%d] Epoch %d | Batchsize: %d | Steps: %d\n", t.gpuID, epoch, bsz, t.trainData.Len())
+	if !t.tty || t.pg.Rank() != 0 {
+		// Every rank prints its line, naming its device, as in the
+		// tutorial; ddprun --local-ranks-filter chooses which are shown.
+		fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, t.trainData.Len())
 	}
 	began := time.Now()
-	t.epochLoss = metrics.Mean{}
+	t.mon.epochStarted(began)
 	n, steps := 0, t.trainData.Len()
 	i := 0
 	for b, err := range t.trainData.All(ctx) {
@@ -243,6 +260,9 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 		}
 		n += b.Size()
 		i++
+		if err := t.observeStep(epoch, b.Size()); err != nil {
+			return err
+		}
 		if t.tty && t.pg.Rank() == 0 {
 			t.progress(epoch, i, steps)
 		}
@@ -250,13 +270,14 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 	if t.tty && t.pg.Rank() == 0 {
 		fmt.Fprintln(t.out)
 	}
+	elapsed := time.Since(began)
 	if epoch > t.start { // the first epoch run is the warm-up
 		t.samples += int64(n)
-		t.measured += time.Since(began)
+		t.measured += elapsed
 	}
 	// Rank 0's mean training loss over the epoch's steps, as torch's anchors print it.
-	t.logf("epoch=%d loss=%.4f\n", epoch, t.epochLoss.Value())
-	return nil
+	t.logf("epoch=%d loss=%.4f\n", epoch, t.mon.epochMean())
+	return t.endEpochMetrics(epoch, elapsed, n)
 }
 
 // evaluate runs the evaluation set through the model in eval mode without
@@ -296,7 +317,7 @@ func (t *Trainer) evaluate(ctx context.Context, epoch int) error {
 		return fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
 	}
 	t.logf("epoch=%d test_loss=%.4f test_acc=%.4f\n", epoch, l, a)
-	return nil
+	return t.LogEval(epoch, map[string]float64{"loss": l, "acc": a})
 }
 
 func (t *Trainer) progress(epoch, i, steps int) {
@@ -305,8 +326,8 @@ func (t *Trainer) progress(epoch, i, steps int) {
 	if steps > 0 {
 		filled = i * width / steps
 	}
-	fmt.Fprintf(t.out, "\r[GPU%d] Epoch %d [%s%s] %d/%d", t.gpuID, epoch,
-		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), i, steps)
+	fmt.Fprintf(t.out, "\r[%s] Epoch %d [%s%s] %d/%d loss %.4f", t.device, epoch,
+		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), i, steps, t.mon.running)
 }
 
 // saveCheckpoint saves from rank 0 while the others wait.
