@@ -3,7 +3,9 @@
 package cuda_test
 
 import (
+	"errors"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,17 +17,18 @@ import (
 )
 
 // These tests need a GPU and have never run: the machine they were written
-// on has none (they are compiled and vetted there). Without a GPU the
-// binary does not even reach them, since gorgonia.org/cu's init exits;
-// TestGPUSuite in the default build runs them only when NVML finds one.
+// on has none (they are compiled, vetted, and skip there saying why). A
+// missing driver or device skips; anything else, a missing cuBLAS
+// included, fails.
 
 func newContext(t *testing.T) *cuda.Context {
 	t.Helper()
-	if _, err := cuda.DeviceCount(); err != nil {
+	c, err := cuda.NewContext(0)
+	if errors.Is(err, cuda.ErrNoDriver) || errors.Is(err, cuda.ErrNoDevice) {
 		t.Skipf("no GPU: %v", err)
 	}
-	c, err := cuda.NewContext(0)
 	require.NoError(t, err)
+	t.Logf("%+v", c.Info())
 	t.Cleanup(func() { assert.NoError(t, c.Close()) })
 	return c
 }
@@ -216,4 +219,30 @@ func TestMLPTrainingMatchesCPU(t *testing.T) {
 			assert.False(t, math.Abs(float64(v-got[j])) > 1e-4, "param %d element %d: %v vs %v", i, j, got[j], v)
 		}
 	}
+}
+
+// Asking for a GPU where there is none fails with an error that names what
+// is missing; nothing exits (gorgonia.org/cu's init used to end the
+// process with status 1 before any test ran).
+func TestNoGPUErrorNamesWhatIsMissing(t *testing.T) {
+	c, err := cuda.NewContext(0)
+	if err == nil {
+		c.Close()
+		t.Skip("this machine has a GPU")
+	}
+	t.Logf("NewContext: %v", err)
+	switch {
+	case errors.Is(err, cuda.ErrNoDriver):
+		assert.Contains(t, err.Error(), "libcuda.so.1")
+	case errors.Is(err, cuda.ErrNoDevice):
+		assert.True(t, strings.Contains(err.Error(), "cuInit") || strings.Contains(err.Error(), "visible"), err.Error())
+	case errors.Is(err, cuda.ErrNoCUBLAS):
+		assert.Contains(t, err.Error(), "GODDP_CUBLAS_LIBRARY")
+	default:
+		t.Fatalf("error %q wraps none of ErrNoDriver, ErrNoDevice, ErrNoCUBLAS", err)
+	}
+	_, perr := cuda.Probe()
+	assert.Error(t, perr)
+	_, err = cuda.NewContext(-1)
+	assert.Error(t, err)
 }

@@ -14,6 +14,13 @@ type DeviceBuffer struct {
 	DType comm.DType
 	Ptr   uintptr
 	Count int
+	// Stream is the CUstream that produced the data and will use the
+	// result (0: the legacy default stream). The collective waits, on the
+	// GPU, for the work queued on Stream before the call, and work queued
+	// on Stream after the call waits for the collective: both through CUDA
+	// events, see doc.go. cuda.Tensor.CommBuffer sets it to the Context's
+	// compute stream.
+	Stream uintptr
 }
 
 // Bytes is the buffer's size in bytes.
