@@ -35,8 +35,9 @@ type DeviceCollectives interface {
 	comm.ProcessGroup
 	// Device is the CUDA device ordinal the group runs on.
 	Device() int
-	// Stream is the group's CUstream. It is a blocking stream: work on the
-	// legacy default stream is ordered with it both ways.
+	// Stream is the group's CUstream, a non-blocking one: nothing orders
+	// it with other streams except the events each device collective
+	// records on its buffers' Stream (see DeviceBuffer.Stream).
 	Stream() uintptr
 	AllReduceDevice(buf DeviceBuffer, op comm.ReduceOp) comm.Work
 	BroadcastDevice(buf DeviceBuffer, root int) comm.Work
