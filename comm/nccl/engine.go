@@ -75,9 +75,9 @@ type op struct {
 	bytes    int
 	seq      uint64
 	deadline time.Time
-	launch   func() error // puts the op on the stream (issuer only)
-	done     func()       // on success, before the Work completes (copy-out, staging release)
-	undo     func()       // when the op never reached the stream
+	launch   func() error   // puts the op on the stream (issuer only)
+	done     func()         // on success, before the Work completes (copy-out, staging release)
+	undo     func()         // when the op never reached the stream
 	event    unsafe.Pointer // a CUevent
 	w        *work
 }

@@ -27,7 +27,7 @@ type fakeLib struct {
 	asyncErr atomic.Pointer[error]
 	events   atomic.Int64
 	late     atomic.Int32 // calls that started after the abort
-	stuck    atomic.Bool // events recorded from now on never complete
+	stuck    atomic.Bool  // events recorded from now on never complete
 	mu       sync.Mutex
 	ready    map[unsafe.Pointer]bool
 }
