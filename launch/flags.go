@@ -64,7 +64,7 @@ func flagTable() []flagSpec {
 			}},
 		{[]string{"build-flags"}, "FLAGS", "extra `go build` flags when PROGRAM is a Go package, e.g. \"-tags=cuda\"",
 			func(c *Config, v string) error { c.BuildFlags = strings.Fields(v); return nil }},
-		{[]string{"require-gpu"}, "", "check with NVML that a GPU exists before starting PROGRAM (automatic for cuda-tagged binaries)",
+		{[]string{"require-gpu"}, "", "check with NVML that a GPU exists before starting PROGRAM (automatic for binaries linking gorgonia.org/cu)",
 			func(c *Config, v string) error { return setBool(&c.RequireGPU, v, "--require-gpu") }},
 		{[]string{"role"}, "NAME", "accepted for torchrun compatibility; ignored",
 			func(*Config, string) error { return nil }},
