@@ -34,26 +34,20 @@ func busFactor(collective string, n int) float64 {
 
 // runRank joins the job, runs the sweep, and on rank 0 writes the report.
 func runRank(ctx context.Context, cfg benchConfig, stdout io.Writer) error {
-	ccfg, err := comm.ConfigFromEnv()
+	ccfg, err := rankConfig(cfg)
 	if err != nil {
 		return err
 	}
-	if cfg.backend != "" {
-		ccfg.Backend = cfg.backend
-	}
-	if cfg.bind == "core" {
-		// Only when the ranks fit: pinning oversubscribed ranks to shared
-		// cores would forbid the scheduler to spread them.
-		if ccfg.LocalWorldSize == 0 || ccfg.LocalWorldSize <= runtime.NumCPU() {
-			if _, err := bindToCore(ccfg.LocalRank); err != nil {
-				return fmt.Errorf("-bind core: %w", err)
-			}
+	if pin, oneP := bindPlan(cfg.bind, ccfg.Backend, ccfg.LocalWorldSize, runtime.NumCPU()); pin {
+		if _, err := bindToCore(ccfg.LocalRank); err != nil {
+			return fmt.Errorf("-bind core: %w", err)
+		}
+		if oneP {
 			// One core: more Ps would only time-slice it (GC workers
 			// against the rank's own goroutine).
 			runtime.GOMAXPROCS(1)
 		}
 	}
-	ccfg.Timeout = cfg.timeout
 	pg, err := comm.Init(ctx, ccfg)
 	if err != nil {
 		return err
@@ -78,6 +72,42 @@ func runRank(ctx context.Context, cfg benchConfig, stdout io.Writer) error {
 		}
 	}
 	return nil
+}
+
+// rankConfig is the comm.Config a rank joins with: the launcher's
+// environment (GODDP_BACKEND included), -backend only when given.
+func rankConfig(cfg benchConfig) (comm.Config, error) {
+	ccfg, err := comm.ConfigFromEnv()
+	if err != nil {
+		return ccfg, err
+	}
+	if cfg.backend != "" {
+		ccfg.Backend = cfg.backend
+	}
+	ccfg.Timeout = cfg.timeout
+	return ccfg, nil
+}
+
+// gpuBackend reports whether a backend drives GPUs, whose library threads
+// (NCCL's proxy threads, which inherit the CPU mask) need more than the
+// rank's one core.
+func gpuBackend(backend string) bool { return backend == "nccl" }
+
+// bindPlan decides -bind: pin reports whether to pin this rank to one
+// core, oneP whether to run the Go scheduler on one P too. auto pins host
+// backends when the ranks fit the cores (pinning oversubscribed ranks to
+// shared cores would forbid the scheduler to spread them) and never nccl;
+// core pins whatever the backend, but leaves nccl's GOMAXPROCS alone.
+func bindPlan(bind, backend string, localWorld, ncpu int) (pin, oneP bool) {
+	fits := localWorld == 0 || localWorld <= ncpu
+	switch bind {
+	case "core":
+		return fits, fits && !gpuBackend(backend)
+	case "auto":
+		ok := fits && !gpuBackend(backend)
+		return ok, ok
+	}
+	return false, false
 }
 
 // sweep times the collective at every size; all ranks return the same rows.
