@@ -78,9 +78,13 @@ for t in "$work"/tests/*.test; do
 done
 
 # ddpbench over NCCL, one rank per visible GPU: the nccl-tests-style table.
-if check "ddpbench-nccl" 600 "$bin/ddpbench" allreduce -backend nccl -nproc "$ngpu" -min 4K -max 256M -timeout 120s; then
-  sed 's/^/   /' "$logs/ddpbench-nccl.log"
-fi
+# Device buffers straight to NCCL (comparable with nccl-tests' all_reduce_perf),
+# then host buffers, which the backend stages through pinned memory.
+for mem in device host; do
+  if check "ddpbench-nccl-$mem" 600 "$bin/ddpbench" allreduce -backend nccl -mem "$mem" -nproc "$ngpu" -min 4K -max 256M -timeout 120s; then
+    sed 's/^/   /' "$logs/ddpbench-nccl-$mem.log"
+  fi
+done
 
 # The cuda build of examples/mlp: starts and trains on the CPU (1 epoch)...
 check "mlp-cpu" 600 "$bin/mlp" -epochs 1

@@ -19,6 +19,9 @@
 //	-plot F.png   also draw busbw against size
 //	-stat S       mean (default, as nccl-tests) or median of individually
 //	              timed calls, which a busy host disturbs far less
+//	-mem M        host (default): host buffers (the nccl backend stages them
+//	              through pinned memory); device: GPU buffers straight to
+//	              NCCL, as nccl-tests (nccl backend only)
 //	-bind B       auto (default): core for host backends, none for nccl;
 //	              core: pin rank i to the i-th usable CPU when the ranks fit,
 //	              as mpirun does by default (with GOMAXPROCS 1, except for

@@ -28,6 +28,7 @@ type benchConfig struct {
 	plot       string
 	timeout    time.Duration
 	bind       string
+	mem        string
 	stat       string
 }
 
@@ -65,6 +66,7 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.plot, "plot", "", "write a busbw-vs-size plot to this PNG/SVG/PDF file")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
 	fs.StringVar(&c.stat, "stat", "mean", "time per call: mean (nccl-tests) or median (robust on a busy host)")
+	fs.StringVar(&c.mem, "mem", "host", "buffers in host memory (host; staged by the nccl backend) or GPU memory (device; nccl only, as nccl-tests)")
 	fs.StringVar(&c.bind, "bind", "auto", "pin each rank to one CPU by local rank (core) or not (none), as mpirun --bind-to; auto: core for host backends, none for nccl")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, errUsage
@@ -94,6 +96,8 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, fmt.Errorf("-format %q: want table or csv", c.format)
 	case c.stat != "mean" && c.stat != "median":
 		return c, fmt.Errorf("-stat %q: want mean or median", c.stat)
+	case c.mem != "host" && c.mem != "device":
+		return c, fmt.Errorf("-mem %q: want host or device", c.mem)
 	case c.bind != "auto" && c.bind != "core" && c.bind != "none":
 		return c, fmt.Errorf("-bind %q: want auto, core or none", c.bind)
 	case c.iters < 0 || c.warmup < 0:

@@ -172,3 +172,16 @@ func TestNCCLWithoutGPU(t *testing.T) {
 	assert.Equal(t, exitNoGPU, code, errb.String())
 	assert.Regexp(t, "no usable CUDA device|libcuda.so.1|libnccl.so.2", errb.String())
 }
+
+// -mem device wants the nccl backend.
+func TestMemDeviceNeedsNCCL(t *testing.T) {
+	if os.Getenv("RANK") != "" {
+		t.Skip("RANK is set")
+	}
+	var out, errb bytes.Buffer
+	code := mainWithExitCode([]string{"allreduce", "-backend", "shm", "-mem", "device", "-nproc", "1", "-max", "4K"}, &out, &errb)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errb.String(), "-mem device needs the nccl backend")
+	_, err := parseArgs([]string{"allreduce", "-mem", "unified"}, &errb)
+	assert.Error(t, err)
+}
