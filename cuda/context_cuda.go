@@ -76,7 +76,8 @@ func (c *Context) Close() error {
 		return nil
 	}
 	c.closed = true
-	var first error
+	// Wait for queued work before freeing memory it may still use.
+	first := c.dev.sync()
 	for _, p := range []uint64{c.ones, c.scr, c.labels} {
 		if p != 0 {
 			if err := c.dev.free(p); err != nil && first == nil {

@@ -272,4 +272,7 @@ func TestLossesAndCommBuffer(t *testing.T) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	assert.Len(t, f.live, 3, "Close freed the scratch, not the tensors (the context release does)")
+	n := len(f.calls)
+	assert.Equal(t, []string{"sync"}, f.calls[n-4:n-3], "Close waits for the stream before freeing: %v", f.calls[n-5:])
+	assert.Equal(t, "close", f.calls[n-1])
 }
