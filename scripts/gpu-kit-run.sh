@@ -18,11 +18,25 @@ unpack() { # unpack bin/NAME or tests/NAME
 }
 bin=$work/bin
 
+# The binaries need the glibc they were built against (2.34: Ubuntu 22.04,
+# Debian 12, RHEL 9 or later).
+need=$(cat "$kit/GLIBC" 2>/dev/null || echo 2.34)
+have=$(getconf GNU_LIBC_VERSION 2>/dev/null | awk '{print $2}')
+if [ -n "$have" ] && [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -n 1)" != "$need" ]; then
+  echo "gpu-check: this machine's glibc $have is older than $need, which the kit's binaries need"
+  exit 1
+fi
+
 # No GPU: stop at once.
 unpack bin/gpuinfo
-if ! ngpu=$("$bin/gpuinfo" -count 2>/dev/null) || [ "${ngpu:-0}" -lt 1 ]; then
+ngpu=$("$bin/gpuinfo" -count 2>"$work/gpuinfo.err")
+rc=$?
+if [ "$rc" = 3 ] || { [ "$rc" = 0 ] && [ "${ngpu:-0}" -lt 1 ]; }; then
   echo "gpu-check: no NVIDIA GPU"
   exit 3
+elif [ "$rc" != 0 ]; then
+  echo "gpu-check: gpuinfo failed (exit $rc): $(cat "$work/gpuinfo.err")"
+  exit 1
 fi
 for f in "$kit"/pack/bin/*.gz "$kit"/pack/tests/*.gz; do
   rel=${f#"$kit"/pack/}

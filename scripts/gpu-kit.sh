@@ -57,6 +57,11 @@ for f in "$build"/bin/* "$build"/tests/*; do
   fi
 done
 (cd "$build" && sha256sum bin/* tests/*) >"$out/SHA256SUMS"
+# The newest glibc symbol version the binaries use (2.34 when built on
+# Debian 12): run.sh refuses clearly on an older glibc.
+glibc=$(for f in "$build"/bin/* "$build"/tests/*; do objdump -T "$f"; done 2>/dev/null |
+  grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
+echo "${glibc:-2.34}" >"$out/GLIBC"
 for f in "$build"/bin/* "$build"/tests/*; do
   gzip -9 -n -c "$f" >"$out/pack/${f#"$build"/}.gz"
 done
