@@ -46,7 +46,7 @@ if command -v sha256sum >/dev/null 2>&1 && ! (cd "$work" && sha256sum --quiet -c
   echo "gpu-check: the kit's binaries do not match SHA256SUMS (a damaged copy?)"
   exit 1
 fi
-mkdir -p "$logs"
+mkdir -p "$logs" 2>/dev/null && [ -w "$logs" ] || logs=$(mktemp -d "${TMPDIR:-/tmp}/goddp-kit-logs.XXXXXX")
 passed=0
 failed=0
 failures=()
