@@ -53,6 +53,22 @@ echo "$out"
 if [ "$rc" != 3 ] || [ "$(echo "$out" | tail -n 1)" != "gpu-check: no NVIDIA GPU" ]; then
   echo "check-engines: run.sh without a GPU: exit $rc after $(($(date +%s) - start)) s, want 3 and 'gpu-check: no NVIDIA GPU'" >&2; exit 1
 fi
+# run.sh's GPU path, with a gpuinfo that claims one GPU: every check runs
+# and is counted (the GPU ones fail here), the cuda build of mlp trains on
+# the CPU, and the last line is the summary.
+fake=$kit/fakekit
+cp -r "$kit/kit" "$fake"
+printf '#!/bin/sh\nif [ "$1" = -count ]; then echo 1; exit 0; fi\necho "fake gpuinfo"; exit 4\n' | gzip -n >"$fake/pack/bin/gpuinfo.gz"
+grep -v ' bin/gpuinfo$' "$kit/kit/SHA256SUMS" >"$fake/SHA256SUMS"
+set +e
+out=$(GPU_CHECK_LOGS="$kit/logs" timeout 900 bash "$fake/run.sh" 2>&1)
+rc=$?
+set -e
+echo "$out" | grep -E '^(== |   (ok|FAILED)|gpu-check)'
+if [ "$rc" != 1 ] || ! echo "$out" | tail -n 1 | grep -Eq '^gpu-check: [0-9]+ passed, [0-9]+ failed$' ||
+  ! echo "$out" | grep -A1 '^== mlp-cpu' | grep -q '   ok'; then
+  echo "check-engines: run.sh's GPU path (faked): exit $rc, want 1, a summary line and mlp-cpu ok" >&2; exit 1
+fi
 set +e
 out=$("$kit/unpacked/bin/ddpbench" allreduce -backend nccl -nproc 1 -max 4K -timeout 20s 2>&1)
 rc=$?
