@@ -2,6 +2,8 @@ package cuda
 
 import (
 	"fmt"
+	"os"
+	"strconv"
 
 	"goddp/tensor"
 )
@@ -34,4 +36,30 @@ func (d Device) String() string {
 type Value interface {
 	Shape() []int
 	DType() tensor.DType
+}
+
+// Info describes a Context's GPU and the libraries it loaded.
+type Info struct {
+	Ordinal       int    // CUDA ordinal (among CUDA_VISIBLE_DEVICES)
+	Name          string // e.g. "NVIDIA H100 80GB HBM3"
+	DriverVersion int    // cuDriverGetVersion: 12040 is CUDA 12.4
+	DeviceCount   int    // devices CUDA sees
+	CUBLASPath    string // what was loaded, e.g. ".../nvidia/cu13/lib/libcublas.so.13"
+	CUBLASVersion int    // major*10000 + minor*100 + patch
+}
+
+// LocalDevice is the GPU this process should use: CUDA(LOCAL_RANK), as
+// torch's cuda:LOCAL_RANK, or CUDA(0) without a launcher. The ordinal
+// counts the devices CUDA_VISIBLE_DEVICES leaves visible, which the CUDA
+// driver applies itself. A LOCAL_RANK that is not a number is an error.
+func LocalDevice() (Device, error) {
+	s := os.Getenv("LOCAL_RANK")
+	if s == "" {
+		return CUDA(0), nil
+	}
+	r, err := strconv.Atoi(s)
+	if err != nil || r < 0 {
+		return CPU, fmt.Errorf("cuda: LOCAL_RANK=%q is not a local rank", s)
+	}
+	return CUDA(r), nil
 }

@@ -11,8 +11,10 @@ import (
 // shipped with the driver) cannot be loaded: no driver, so no usable GPU.
 var ErrNoNVML = errors.New("cuda: NVML (libnvidia-ml.so.1) not available: no NVIDIA driver on this machine")
 
-// ErrNoDevice is returned when NVML loads but reports zero GPUs.
-var ErrNoDevice = errors.New("cuda: no NVIDIA GPU found")
+// ErrNoDevice: NVML or the CUDA driver loaded but there is no usable GPU
+// (none, none visible through CUDA_VISIBLE_DEVICES, or not the ordinal
+// asked for).
+var ErrNoDevice = errors.New("cuda: no usable CUDA device")
 
 // DeviceInfo describes one GPU as NVML reports it.
 type DeviceInfo struct {

@@ -38,3 +38,18 @@ func TestDevice(t *testing.T) {
 	var zero cuda.Device
 	assert.Equal(t, cuda.CPU, zero)
 }
+
+// Each rank's GPU is cuda:LOCAL_RANK (an ordinal among the visible
+// devices), cuda:0 without a launcher.
+func TestLocalDevice(t *testing.T) {
+	for _, tc := range []struct {
+		env  string
+		want cuda.Device
+		err  bool
+	}{{"", cuda.CUDA(0), false}, {"3", cuda.CUDA(3), false}, {"x", cuda.CPU, true}, {"-1", cuda.CPU, true}} {
+		t.Setenv("LOCAL_RANK", tc.env)
+		d, err := cuda.LocalDevice()
+		assert.Equal(t, tc.want, d, "LOCAL_RANK=%q", tc.env)
+		assert.Equal(t, tc.err, err != nil, "LOCAL_RANK=%q: %v", tc.env, err)
+	}
+}

@@ -1,53 +1,111 @@
 // Package cuda is goddp's GPU layer: device discovery through NVML, and,
 // with the cuda build tag, device tensors, cuBLAS GEMM and the kernels that
-// Linear/MLP training with MSE and cross-entropy needs, on
-// gorgonia.org/cu.
+// Linear/MLP training with MSE and cross-entropy needs.
 //
 // # What has run on a GPU
 //
 // Nothing. This package was written on a machine without a GPU or NVIDIA
 // driver. There, the default build's code and tests run (Discover reports
 // the missing driver as ErrNoNVML; every CUDA entry point returns
-// ErrNotCompiled); the cuda build is compiled and vetted against Debian's
-// CUDA 11.8 headers; the kernels' CUDA C source is compiled to PTX with
-// NVRTC and that PTX is assembled for sm_70, sm_80 and sm_90 with NVIDIA's
-// PTX compiler library (package kernels). The GPU tests (gpu_cuda_test.go)
-// compare every op and three steps of MLP training with goddp's CPU
-// autograd; they have never been run.
+// ErrNotCompiled); the cuda build runs too: NewContext and Probe report
+// "no usable CUDA device: cuInit: no CUDA-capable device is detected", and
+// the Context's logic (shapes, scratch, 64-bit kernel arguments, closing,
+// cuBLAS errors) is tested against a fake device (fake_cuda_test.go). The
+// kernels' CUDA C source is compiled to PTX with NVRTC, and that PTX is
+// assembled for sm_70, sm_80 and sm_90 with NVIDIA's PTX compiler library
+// (package kernels). The GPU tests (gpu_cuda_test.go) compare every op and
+// three steps of MLP training with goddp's CPU autograd; they have never
+// run. scripts/gpu-kit.sh packs them for a GPU machine (docs/gpu.md).
 //
-// # Two builds
+// # One binary for CUDA 11.8 to 13: the libraries are opened at run time
 //
-// gorgonia.org/cu calls cuInit in its package init and exits the process
-// when that fails, so nothing in the default build imports it: Discover
-// and DeviceCount use NVML (go-nvml), which fails with an error instead.
-// Build with -tags cuda to get the CUDA code (cgo; Debian's nvidia-cuda-dev
-// provides the headers and libraries, see scripts/cuda-headers.sh); without
-// the tag, NewContext and every method return ErrNotCompiled, so code that
-// uses the API compiles either way. A cuda binary needs a GPU to start at
-// all: ddprun checks with NVML before starting one (exit code 5), and
-// TestGPUSuite runs the cuda tests in a child process only when NVML finds
-// a GPU.
+// The cuda build links no CUDA library. libcuda.so.1 (the driver API,
+// installed with the NVIDIA driver; its name never changes) and cuBLAS are
+// opened with dlopen when NewContext or Probe is called, and called
+// through function pointers declared in driver_dl.h, as comm/nccl opens
+// NCCL. So:
+//
+//   - a cuda binary starts on any Linux machine, with or without a driver,
+//     and only a call that needs a GPU fails, with an error naming what is
+//     missing: ErrNoDriver (no libcuda.so.1), ErrNoDevice (cuInit failed,
+//     no device, or the ordinal is not visible), ErrNoCUBLAS;
+//   - building needs cgo but no CUDA header or library (nvidia-cuda-dev is
+//     needed only to regenerate and assemble the PTX, package kernels);
+//   - cuBLAS is found at run time: GODDP_CUBLAS_LIBRARY if set (only it),
+//     else libcublas.so.13, .12, .11 in that order, each first through the
+//     system loader (LD_LIBRARY_PATH, ldconfig) and then in the
+//     nvidia/*/lib directories of the Python environments on the machine,
+//     where the pip wheels put it (internal/libfind lists the places). A
+//     soname newer than the driver supports (cuDriverGetVersion) is
+//     skipped: it would load and then fail at its first call;
+//   - the kernels ship as PTX ISA 7.8 (NVRTC 11.8, compute_52), which the
+//     driver JIT-compiles: any driver for CUDA 11.8 or later (R520+; R525+
+//     for the CUDA 12 libraries) loads them.
+//
+// # Why not gorgonia.org/cu
+//
+// goddp used gorgonia.org/cu v0.9.6 for this layer until the GPU review.
+// It cannot stay in a binary that must start on any machine: its package
+// init calls cuInit and os.Exit(1) when that fails (cu.go), so any program
+// importing it, a test binary or a trainer started with a CPU device,
+// ended with a bare exit 1 before main on a machine without a GPU; it
+// links -lcuda, so the binary does not even load without a driver; and
+// its blas package links -lcublas, which ties the binary to the one
+// cuBLAS soname it was built against (libcublas.so.11 on Debian, absent
+// from CUDA 12 and 13 machines). Its cuBLAS wrapper also keeps the first
+// error and silently skips every later call. None of that can be fixed
+// from outside the package, and importing any part of it runs the init.
+// What goddp needs is small, about twenty driver calls and six cuBLAS
+// calls, so it declares them itself (driver_dl.h) and gorgonia.org/cu is
+// no longer imported. Device pointers are still interchangeable: a
+// Tensor's Ptr is a CUdeviceptr in the device's primary context, which is
+// what gorgonia.org/cu, the CUDA runtime and NCCL use, so a program that
+// does link gorgonia.org/cu can wrap it as a cu.DevicePtr.
+//
+// The default build (no tag) keeps only NVML discovery (go-nvml, which
+// fails with an error and never exits): without the tag NewContext and
+// every method return ErrNotCompiled, so code that uses the API compiles
+// either way.
 //
 // # Model
 //
-// A Context is a GPU's primary context (the one the CUDA runtime and so
-// NCCL use, so device pointers can go to the nccl backend) with the
-// kernels loaded from PTX (cu.LoadData; the driver compiles it, which
-// needs a driver for CUDA 11.8 or later) and a cuBLAS handle. CUDA binds a
-// context to an OS thread, so each Context runs every call on its own
-// goroutine locked to one thread; methods block until their work is
-// queued, and all work goes to the legacy default stream, in order.
+// A Context is one GPU's primary context (the one the CUDA runtime, and so
+// cuBLAS and NCCL, use, so device pointers can go to the nccl backend)
+// with the kernels loaded from PTX, a cuBLAS handle, and one non-blocking
+// compute stream on which all its work runs in call order. Each C call
+// makes the context current on its own thread first, so no goroutine is
+// pinned to a thread. Methods are safe for concurrent use and run one at
+// a time; after Close they return ErrClosed (Tensor.Free included).
+//
+// A GPU is chosen by CUDA ordinal: the i-th device CUDA_VISIBLE_DEVICES
+// leaves visible (the driver applies the variable). LocalDevice returns
+// CUDA(LOCAL_RANK), torch's cuda:LOCAL_RANK, for one GPU per rank.
 //
 // A Tensor is dense row-major device memory with a shape and a dtype
 // (float32 for the ops; float64 can be stored and copied). Context.To is
 // torch's x.to(device) between host *tensor.Tensor and device *Tensor;
-// ToDevice, ToHost, CopyFromHost and CopyToHost are the explicit forms.
-// Tensor.CommBuffer gives the nccl backend's DeviceBuffer, so gradients
-// can be all-reduced where they are.
+// ToDevice, ToHost, CopyFromHost and CopyToHost are the explicit forms;
+// copies to the host wait for the work queued before them.
+//
+// # Streams and the nccl backend
+//
+// Tensor.CommBuffer gives the nccl backend's DeviceBuffer, naming the
+// Context's compute stream. NCCL runs on its own non-blocking stream, so
+// nothing orders the two implicitly; the backend does it with CUDA events
+// for every device collective: it records an event on the compute stream
+// and makes its stream wait for it (the collective sees the gradients the
+// kernels wrote before the call), then records an event after the
+// collective and makes the compute stream wait for that (kernels queued
+// after the call, such as the optimizer step, see the reduced values).
+// The host never blocks for this; Work.Wait blocks the host until the
+// collective is done, as for host buffers.
 //
 // Ops: MatMul (cuBLAS SGEMM, either operand transposed), AddBias,
-// SumRows (bias gradients, as a GEMV), ReLU, ReLUBackward, MSE and
-// SoftmaxCrossEntropy (loss and gradient in one kernel, mean reduction, as
-// torch), SGD and Fill. As in package tensor, wrong shapes or dtypes are
-// programmer errors and panic; CUDA failures are returned.
+// SumRows (bias gradients, as a GEMV; zero rows give zeros), ReLU,
+// ReLUBackward, MSE and SoftmaxCrossEntropy (loss and gradient in one
+// kernel, mean reduction, as torch), SGD and Fill. Kernels index in 64
+// bits, so tensors of 2^31 elements and more work; cuBLAS dimensions are
+// 32-bit, and larger ones return ErrTooLarge. As in package tensor, wrong
+// shapes or dtypes are programmer errors and panic; CUDA and cuBLAS
+// failures are returned, and a cuBLAS failure affects only its own call.
 package cuda

@@ -6,44 +6,42 @@ import (
 	"fmt"
 	"math"
 	"unsafe"
-
-	"gonum.org/v1/gonum/blas"
-	"gorgonia.org/cu"
 )
 
 // The ops below run goddp's kernels (package kernels) and cuBLAS on
-// float32 device tensors. Wrong shapes or dtypes are programmer errors and
-// panic, naming the op, as the tensor package does; CUDA failures are
-// returned. None of them has run on a GPU yet.
+// float32 device tensors, on the context's compute stream. Wrong shapes or
+// dtypes are programmer errors and panic, naming the op, as the tensor
+// package does; CUDA failures are returned. None of them has run on a GPU
+// yet.
 
-const block = 256
+const (
+	block = 256
+	// maxGrid caps the blocks per launch; the kernels loop over the
+	// rest (grid-stride), so any element count works.
+	maxGrid = 1 << 20
+)
 
-func grid(n int) int { return (n + block - 1) / block }
+// grid is the number of blocks for n elements.
+func grid(n int) uint32 { return uint32(min((int64(n)+block-1)/block, maxGrid)) }
 
-// arg is one kernel parameter, widened to the 8 bytes that cu's Launch
-// copies per parameter.
-type arg uint64
+// The kernel arguments, each 8 bytes: pointers, 64-bit counts and
+// indices, float32 bits in the low half.
+func ptrArg(t *Tensor) uint64 { return t.ptr }
+func intArg(n int) uint64     { return uint64(int64(n)) }
+func f32Arg(f float32) uint64 { return uint64(math.Float32bits(f)) }
 
-func ptrArg(t *Tensor) arg { return arg(t.ptr) }
-func intArg(n int) arg     { return arg(uint32(int32(n))) }
-func f32Arg(f float32) arg { return arg(math.Float32bits(f)) }
-
-// launch runs kernel name over n threads on the default stream.
-func (c *Context) launch(name string, n int, args ...arg) error {
-	if n == 0 {
-		return nil
-	}
+// launch runs kernel name over n elements on the compute stream.
+func (c *Context) launch(name string, n int, args ...uint64) error {
 	return c.do(func() error { return c.launchHere(name, n, args...) })
 }
 
-// launchHere launches on the Context's thread (inside do).
-func (c *Context) launchHere(name string, n int, args ...arg) error {
-	params := make([]unsafe.Pointer, len(args))
-	for i := range args {
-		params[i] = unsafe.Pointer(&args[i])
+// launchHere launches with the lock held (inside do).
+func (c *Context) launchHere(name string, n int, args ...uint64) error {
+	if n == 0 {
+		return nil
 	}
-	if err := c.fns[name].Launch(grid(n), 1, 1, block, 1, 1, 0, cu.NoStream, params); err != nil {
-		return fmt.Errorf("cuda: kernel %s: %w", name, err)
+	if err := c.dev.launch(name, grid(n), block, args); err != nil {
+		return fmt.Errorf("cuda: kernel %s over %d elements: %w", name, n, err)
 	}
 	return nil
 }
@@ -74,6 +72,16 @@ func dims2(op string, t *Tensor) (rows, cols int) {
 	return t.shape[0], t.shape[1]
 }
 
+// fits32 checks that every cuBLAS dimension fits its 32-bit int.
+func fits32(op string, dims ...int) error {
+	for _, d := range dims {
+		if d > math.MaxInt32 {
+			return fmt.Errorf("%w: %s: dimension %d", ErrTooLarge, op, d)
+		}
+	}
+	return nil
+}
+
 // MatMul computes out = alpha·op(a)·op(b) + beta·out for row-major 2-D
 // float32 tensors, where op transposes when asked (cuBLAS SGEMM; out is
 // [m, n], op(a) [m, k], op(b) [k, n]). A Linear layer is
@@ -95,28 +103,39 @@ func (c *Context) MatMul(out, a, b *Tensor, transA, transB bool, alpha, beta flo
 	if ar != m || br != k || bc != n {
 		panic(fmt.Sprintf("cuda: MatMul: %v%s x %v%s into %v", a.shape, tmark(transA), b.shape, tmark(transB), out.shape))
 	}
-	if m == 0 || n == 0 {
-		return nil
+	if err := fits32("MatMul", m, n, k, a.shape[1], b.shape[1]); err != nil {
+		return err
 	}
-	// cuBLAS is column-major: the row-major C = op(A)·op(B) is the
-	// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so swap the operands.
-	tA, tB := blas.NoTrans, blas.NoTrans
-	if transA {
-		tA = blas.Trans
-	}
-	if transB {
-		tB = blas.Trans
-	}
-	lda, ldb := a.shape[1], b.shape[1]
+	lda, ldb := max(a.shape[1], 1), max(b.shape[1], 1)
 	return c.do(func() error {
-		if k == 0 {
-			// cuBLAS with k = 0 scales C by beta only; do the same.
-			c.blas.Sscal(m*n, beta, devF32(out.ptr, m*n), 1)
-			return c.blas.Err()
+		if m == 0 || n == 0 {
+			return nil
 		}
-		c.blas.Sgemm(tB, tA, n, m, k, alpha, devF32(b.ptr, b.n), ldb, devF32(a.ptr, a.n), lda, beta, devF32(out.ptr, out.n), n)
-		return c.blas.Err()
+		if k == 0 {
+			// A product over nothing: out = beta·out, as cuBLAS does.
+			return c.scale(out, beta)
+		}
+		// cuBLAS is column-major: the row-major C = op(A)·op(B) is the
+		// column-major Cᵀ = op(B)ᵀ·op(A)ᵀ, so swap the operands.
+		if err := c.dev.sgemm(transB, transA, n, m, k, alpha, b.ptr, ldb, a.ptr, lda, beta, out.ptr, n); err != nil {
+			return fmt.Errorf("cuda: MatMul %v%s x %v%s: %w", a.shape, tmark(transA), b.shape, tmark(transB), err)
+		}
+		return nil
 	})
+}
+
+// scale sets t = beta·t (beta 0 writes zeros, NaNs included, as BLAS).
+func (c *Context) scale(t *Tensor, beta float32) error {
+	if beta == 0 {
+		return c.dev.zero(t.ptr, t.bytes())
+	}
+	for off := 0; off < t.n; off += math.MaxInt32 {
+		n := min(t.n-off, math.MaxInt32)
+		if err := c.dev.sscal(n, beta, t.ptr+uint64(4*off)); err != nil {
+			return fmt.Errorf("cuda: scaling %v: %w", t.shape, err)
+		}
+	}
+	return nil
 }
 
 func tmark(t bool) string {
@@ -137,36 +156,56 @@ func (c *Context) AddBias(y, b *Tensor) error {
 }
 
 // SumRows sets out [cols] to the column sums of x [rows, cols] (a bias
-// gradient), as a GEMM with a ones vector.
+// gradient), as a GEMV with a ones vector. Zero rows (an empty shard)
+// give zeros, as torch's sum over an empty dimension.
 func (c *Context) SumRows(out, x *Tensor) error {
 	must32("SumRows", out, x)
 	rows, cols := dims2("SumRows", x)
 	if out.n != cols {
 		panic(fmt.Sprintf("cuda: SumRows: %v for the columns of %v", out.shape, x.shape))
 	}
-	if cols == 0 {
-		return nil
+	if err := fits32("SumRows", rows, cols); err != nil {
+		return err
 	}
 	return c.do(func() error {
+		if cols == 0 {
+			return nil
+		}
+		if rows == 0 {
+			return c.dev.zero(out.ptr, out.bytes())
+		}
 		if rows > c.onesN {
-			if c.ones != 0 {
-				cu.MemFree(c.ones)
-				c.ones, c.onesN = 0, 0
+			if err := c.regrow(&c.ones, &c.onesN, rows, "SumRows ones"); err != nil {
+				return err
 			}
-			p, err := cu.MemAlloc(int64(4 * rows))
-			if err != nil {
-				return fmt.Errorf("cuda: SumRows scratch: %w", err)
-			}
-			c.ones, c.onesN = p, rows
-			one := &Tensor{ctx: c, ptr: p, n: rows}
-			if err := c.launchHere("fill_f32", rows, ptrArg(one), f32Arg(1), intArg(rows)); err != nil {
+			if err := c.launchHere("fill_f32", rows, c.ones, f32Arg(1), intArg(rows)); err != nil {
+				c.onesN = 0 // refill next time
 				return err
 			}
 		}
-		// Column-major: out (1 x cols)ᵀ... i.e. out[cols] = xᵀ[cols, rows]·ones[rows].
-		c.blas.Sgemv(blas.NoTrans, cols, rows, 1, devF32(x.ptr, x.n), cols, devF32(c.ones, rows), 1, 0, devF32(out.ptr, cols), 1)
-		return c.blas.Err()
+		// Column-major, x is xᵀ [cols, rows]: out = xᵀ·ones.
+		if err := c.dev.sgemv(false, cols, rows, 1, x.ptr, cols, c.ones, 0, out.ptr); err != nil {
+			return fmt.Errorf("cuda: SumRows %v: %w", x.shape, err)
+		}
+		return nil
 	})
+}
+
+// regrow makes *p hold at least n float32s (lock held).
+func (c *Context) regrow(p *uint64, have *int, n int, what string) error {
+	if n <= *have {
+		return nil
+	}
+	if *p != 0 {
+		c.dev.free(*p)
+		*p, *have = 0, 0
+	}
+	q, err := c.dev.alloc(4 * int64(n))
+	if err != nil {
+		return fmt.Errorf("cuda: %s scratch: %w", what, err)
+	}
+	*p, *have = q, n
+	return nil
 }
 
 // ReLU sets y = max(x, 0); y may be x.
@@ -197,21 +236,18 @@ func (c *Context) Fill(x *Tensor, v float32) error {
 	return c.launch("fill_f32", x.n, ptrArg(x), f32Arg(v), intArg(x.n))
 }
 
-// growScratch makes c.scratch hold at least n float32s (on the Context's thread).
-func (c *Context) growScratch(n int) error {
-	if n <= c.scrN {
-		return nil
+// sum adds n non-negative float32s at p (Sasum, in 32-bit-sized chunks).
+func (c *Context) sum(p uint64, n int) (float64, error) {
+	var s float64
+	for off := 0; off < n; off += math.MaxInt32 {
+		k := min(n-off, math.MaxInt32)
+		v, err := c.dev.sasum(k, p+uint64(4*off))
+		if err != nil {
+			return 0, err
+		}
+		s += float64(v)
 	}
-	if c.scratch != 0 {
-		cu.MemFree(c.scratch)
-		c.scratch, c.scrN = 0, 0
-	}
-	p, err := cu.MemAlloc(int64(4 * n))
-	if err != nil {
-		return fmt.Errorf("cuda: loss scratch: %w", err)
-	}
-	c.scratch, c.scrN = p, n
-	return nil
+	return s, nil
 }
 
 // MSE returns mean((pred - target)²) and sets grad to its gradient with
@@ -221,21 +257,25 @@ func (c *Context) MSE(grad, pred, target *Tensor) (float64, error) {
 	sameShape("MSE", pred, target)
 	sameShape("MSE", grad, pred)
 	n := pred.n
-	if n == 0 {
-		return math.NaN(), nil // torch: the mean of nothing
-	}
 	var loss float64
 	err := c.do(func() error {
-		if err := c.growScratch(n); err != nil {
+		if n == 0 {
+			loss = math.NaN() // torch: the mean of nothing
+			return nil
+		}
+		if err := c.regrow(&c.scr, &c.scrN, n, "loss"); err != nil {
 			return err
 		}
-		sq := &Tensor{ctx: c, ptr: c.scratch, n: n}
-		if err := c.launchHere("mse_f32", n, ptrArg(grad), ptrArg(sq), ptrArg(pred), ptrArg(target), intArg(n), f32Arg(2/float32(n))); err != nil {
+		if err := c.launchHere("mse_f32", n, ptrArg(grad), c.scr, ptrArg(pred), ptrArg(target), intArg(n), f32Arg(2/float32(n))); err != nil {
 			return err
 		}
 		// The squares are non-negative, so their absolute sum is their sum.
-		loss = float64(c.blas.Sasum(n, devF32(c.scratch, n), 1)) / float64(n)
-		return c.blas.Err()
+		s, err := c.sum(c.scr, n)
+		if err != nil {
+			return fmt.Errorf("cuda: MSE: %w", err)
+		}
+		loss = s / float64(n)
+		return nil
 	})
 	return loss, err
 }
@@ -251,9 +291,6 @@ func (c *Context) SoftmaxCrossEntropy(grad, logits *Tensor, labels []int) (float
 	if len(labels) != rows {
 		panic(fmt.Sprintf("cuda: SoftmaxCrossEntropy: %d labels for %d rows", len(labels), rows))
 	}
-	if rows == 0 {
-		return math.NaN(), nil
-	}
 	lab := make([]int32, rows)
 	for i, y := range labels {
 		if y < 0 || y >= cols {
@@ -263,32 +300,30 @@ func (c *Context) SoftmaxCrossEntropy(grad, logits *Tensor, labels []int) (float
 	}
 	var loss float64
 	err := c.do(func() error {
-		if err := c.growScratch(rows); err != nil {
+		if rows == 0 {
+			loss = math.NaN()
+			return nil
+		}
+		if err := c.regrow(&c.scr, &c.scrN, rows, "loss"); err != nil {
 			return err
 		}
-		if rows > c.labN {
-			if c.labels != 0 {
-				cu.MemFree(c.labels)
-				c.labels, c.labN = 0, 0
-			}
-			p, err := cu.MemAlloc(int64(4 * rows))
-			if err != nil {
-				return fmt.Errorf("cuda: label scratch: %w", err)
-			}
-			c.labels, c.labN = p, rows
+		if err := c.regrow(&c.labels, &c.labN, rows, "label"); err != nil {
+			return err
 		}
-		if err := cu.MemcpyHtoD(c.labels, unsafe.Pointer(&lab[0]), int64(4*rows)); err != nil {
+		if err := c.dev.htod(c.labels, unsafe.Pointer(&lab[0]), 4*int64(rows)); err != nil {
 			return fmt.Errorf("cuda: copying labels: %w", err)
 		}
-		perRow := &Tensor{ctx: c, ptr: c.scratch, n: rows}
-		labs := &Tensor{ctx: c, ptr: c.labels, n: rows}
-		if err := c.launchHere("softmax_ce_f32", rows, ptrArg(grad), ptrArg(perRow), ptrArg(logits), ptrArg(labs),
+		if err := c.launchHere("softmax_ce_f32", rows, ptrArg(grad), c.scr, ptrArg(logits), c.labels,
 			intArg(rows), intArg(cols), f32Arg(1/float32(rows))); err != nil {
 			return err
 		}
 		// Each row's loss is non-negative.
-		loss = float64(c.blas.Sasum(rows, devF32(c.scratch, rows), 1)) / float64(rows)
-		return c.blas.Err()
+		s, err := c.sum(c.scr, rows)
+		if err != nil {
+			return fmt.Errorf("cuda: SoftmaxCrossEntropy: %w", err)
+		}
+		loss = s / float64(rows)
+		return nil
 	})
 	return loss, err
 }

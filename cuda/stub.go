@@ -18,7 +18,12 @@ type Tensor struct{}
 // NewContext returns ErrNotCompiled: this build has no CUDA.
 func NewContext(device int) (*Context, error) { return nil, ErrNotCompiled }
 
+// Probe returns ErrNotCompiled: this build has no CUDA.
+func Probe() (Info, error) { return Info{}, ErrNotCompiled }
+
 func (c *Context) Device() Device                                       { return CPU }
+func (c *Context) Info() Info                                           { return Info{} }
+func (c *Context) Stream() uintptr                                      { return 0 }
 func (c *Context) Close() error                                         { return ErrNotCompiled }
 func (c *Context) Synchronize() error                                   { return ErrNotCompiled }
 func (c *Context) Alloc(dt tensor.DType, shape ...int) (*Tensor, error) { return nil, ErrNotCompiled }

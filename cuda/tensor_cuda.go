@@ -6,9 +6,6 @@ import (
 	"fmt"
 	"unsafe"
 
-	"gorgonia.org/cu"
-	gt "gorgonia.org/tensor"
-
 	"goddp/comm"
 	"goddp/comm/nccl"
 	"goddp/tensor"
@@ -18,7 +15,7 @@ import (
 // Free it when done (Close frees the context's memory too).
 type Tensor struct {
 	ctx   *Context
-	ptr   cu.DevicePtr
+	ptr   uint64 // CUdeviceptr; 0 when empty or freed
 	shape []int
 	dtype tensor.DType
 	n     int
@@ -38,17 +35,21 @@ func numel(shape []int) int {
 // Alloc returns a zeroed device tensor.
 func (c *Context) Alloc(dt tensor.DType, shape ...int) (*Tensor, error) {
 	t := &Tensor{ctx: c, shape: append([]int(nil), shape...), dtype: dt, n: numel(shape)}
-	bytes := int64(t.n * dt.Size())
-	if bytes == 0 {
-		return t, nil
-	}
+	bytes := t.bytes()
 	err := c.do(func() error {
-		p, err := cu.MemAlloc(bytes)
+		if bytes == 0 {
+			return nil
+		}
+		p, err := c.dev.alloc(bytes)
 		if err != nil {
-			return fmt.Errorf("cuda: allocating %d bytes on device %d: %w", bytes, c.device, err)
+			return fmt.Errorf("cuda: Alloc %v%v: %w", dt, shape, err)
+		}
+		if err := c.dev.zero(p, bytes); err != nil {
+			c.dev.free(p)
+			return fmt.Errorf("cuda: Alloc %v%v: %w", dt, shape, err)
 		}
 		t.ptr = p
-		return cu.MemsetD8(p, 0, bytes)
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -107,29 +108,38 @@ func (t *Tensor) Numel() int { return t.n }
 // Device is the GPU holding t.
 func (t *Tensor) Device() Device { return t.ctx.Device() }
 
-// Ptr is the CUDA device pointer (CUdeviceptr).
+// Ptr is the CUDA device pointer (CUdeviceptr) in the device's primary
+// context, which the CUDA runtime, cuBLAS, NCCL and gorgonia.org/cu (as
+// cu.DevicePtr) use too.
 func (t *Tensor) Ptr() uintptr { return uintptr(t.ptr) }
 
-func (t *Tensor) bytes() int64 { return int64(t.n * t.dtype.Size()) }
+func (t *Tensor) bytes() int64 { return int64(t.n) * int64(t.dtype.Size()) }
 
 // CommBuffer views t for the nccl backend's device collectives
-// (nccl.AsDevice(pg).AllReduceDevice(t.CommBuffer(), comm.Avg)).
+// (nccl.AsDevice(pg).AllReduceDevice(t.CommBuffer(), comm.Avg)). The
+// buffer names the context's compute stream, so the collective waits for
+// the work queued there before it and work queued there after it waits
+// for the collective (see doc.go).
 func (t *Tensor) CommBuffer() nccl.DeviceBuffer {
 	dt := comm.Float32
 	if t.dtype == tensor.Float64 {
 		dt = comm.Float64
 	}
-	return nccl.DeviceBuffer{DType: dt, Ptr: uintptr(t.ptr), Count: t.n}
+	return nccl.DeviceBuffer{DType: dt, Ptr: uintptr(t.ptr), Count: t.n, Stream: t.ctx.Stream()}
 }
 
-// Free releases the device memory; t must not be used afterwards.
+// Free releases the device memory; t must not be used afterwards. Freeing
+// twice is a no-op; after the Context's Close it returns ErrClosed (Close
+// released the memory).
 func (t *Tensor) Free() error {
-	if t.ptr == 0 {
-		return nil
-	}
-	p := t.ptr
-	t.ptr = 0
-	return t.ctx.do(func() error { return cu.MemFree(p) })
+	return t.ctx.do(func() error {
+		if t.ptr == 0 {
+			return nil
+		}
+		p := t.ptr
+		t.ptr = 0
+		return t.ctx.dev.free(p)
+	})
 }
 
 // hostBytes is a contiguous host tensor's storage as bytes.
@@ -149,23 +159,28 @@ func (t *Tensor) checkHost(h *tensor.Tensor, op string) {
 // CopyFromHost copies h (same dtype and element count) into t.
 func (t *Tensor) CopyFromHost(h *tensor.Tensor) error {
 	t.checkHost(h, "CopyFromHost")
-	if t.n == 0 {
-		return nil
-	}
 	h = h.Contiguous()
-	return t.ctx.do(func() error { return cu.MemcpyHtoD(t.ptr, hostBytes(h), t.bytes()) })
+	return t.ctx.do(func() error {
+		if t.n == 0 {
+			return nil
+		}
+		return t.ctx.dev.htod(t.ptr, hostBytes(h), t.bytes())
+	})
 }
 
-// CopyToHost copies t into h (same dtype and element count).
+// CopyToHost copies t into h (same dtype and element count). It waits
+// for the work queued before it on the compute stream.
 func (t *Tensor) CopyToHost(h *tensor.Tensor) error {
 	t.checkHost(h, "CopyToHost")
 	if !h.IsContiguous() {
 		panic("cuda: CopyToHost into a non-contiguous tensor")
 	}
-	if t.n == 0 {
-		return nil
-	}
-	return t.ctx.do(func() error { return cu.MemcpyDtoH(hostBytes(h), t.ptr, t.bytes()) })
+	return t.ctx.do(func() error {
+		if t.n == 0 {
+			return nil
+		}
+		return t.ctx.dev.dtoh(hostBytes(h), t.ptr, t.bytes())
+	})
 }
 
 // ToHost returns a host copy of t.
@@ -175,14 +190,4 @@ func (t *Tensor) ToHost() (*tensor.Tensor, error) {
 		return nil, err
 	}
 	return h, nil
-}
-
-// devF32 views n float32s of device memory as a Go slice header for
-// cuBLAS, which takes slices but only passes their addresses on; Go code
-// must never read it.
-func devF32(p cu.DevicePtr, n int) []float32 {
-	if n == 0 {
-		return nil
-	}
-	return gt.New(gt.Of(gt.Float32), gt.WithShape(n), gt.FromMemory(uintptr(p), uintptr(4*n))).Float32s()
 }

@@ -49,7 +49,8 @@ const (
 	// is unset: see maxProcsFor.
 	EnvMaxProcs = "GOMAXPROCS"
 	// EnvRequiresGPU=1 makes the launcher check with NVML that a GPU exists
-	// before it starts PROGRAM, as it does for cuda-tagged binaries.
+	// before it starts PROGRAM, as it does for binaries that link
+	// gorgonia.org/cu.
 	EnvRequiresGPU = "GODDP_REQUIRES_GPU"
 	// GODDP_ aliases of the torchelastic names.
 	EnvGoddpRestartCount = "GODDP_RESTART_COUNT"

@@ -21,8 +21,9 @@ var (
 	// ErrProgram: PROGRAM is missing, is not executable, or does not build
 	// (exit code 4).
 	ErrProgram = errors.New("launch: program error")
-	// ErrNoGPU: a GPU was asked for (--nproc-per-node gpu, a cuda-tagged
-	// PROGRAM, GODDP_REQUIRES_GPU=1) but NVML reports none (exit code 5).
+	// ErrNoGPU: a GPU was asked for (--nproc-per-node gpu, a PROGRAM
+	// linking gorgonia.org/cu, GODDP_REQUIRES_GPU=1) but NVML reports none
+	// visible (exit code 5).
 	ErrNoGPU = errors.New("launch: no GPU")
 	// ErrInterrupted: the launcher was stopped by a signal or its context
 	// ended; the workers were stopped (exit code 128+signal, or 130).

@@ -21,7 +21,7 @@ type flagSpec struct {
 
 func flagTable() []flagSpec {
 	return []flagSpec{
-		{[]string{"nproc-per-node"}, "N|auto|cpu|gpu", "workers on this node: a number, cpu (one per core), gpu (one per GPU, via NVML) or auto (gpu if any, else cpu); default 1",
+		{[]string{"nproc-per-node"}, "N|auto|cpu|gpu", "workers on this node: a number, cpu (one per core), gpu (one per GPU that NVML lists and CUDA_VISIBLE_DEVICES leaves visible) or auto (gpu if any, else cpu); default 1",
 			func(c *Config, v string) (err error) { c.NProcPerNode, err = ResolveNProc(v); return }},
 		{[]string{"nnodes"}, "N|MIN:MAX", "number of nodes, or an elastic range (store backend); default 1",
 			func(c *Config, v string) (err error) { c.MinNodes, c.MaxNodes, err = parseNNodes(v); return }},
@@ -64,7 +64,7 @@ func flagTable() []flagSpec {
 			}},
 		{[]string{"build-flags"}, "FLAGS", "extra `go build` flags when PROGRAM is a Go package, e.g. \"-tags=cuda\"",
 			func(c *Config, v string) error { c.BuildFlags = strings.Fields(v); return nil }},
-		{[]string{"require-gpu"}, "", "check with NVML that a GPU exists before starting PROGRAM (automatic for cuda-tagged binaries)",
+		{[]string{"require-gpu"}, "", "check with NVML that a GPU exists before starting PROGRAM (automatic for binaries linking gorgonia.org/cu)",
 			func(c *Config, v string) error { return setBool(&c.RequireGPU, v, "--require-gpu") }},
 		{[]string{"role"}, "NAME", "accepted for torchrun compatibility; ignored",
 			func(*Config, string) error { return nil }},
@@ -170,7 +170,7 @@ exit codes:
 }
 
 // ResolveNProc turns an --nproc-per-node value into a worker count:
-// a number, "cpu" (usable cores), "gpu" (NVML device count; ErrNoGPU when
+// a number, "cpu" (usable cores), "gpu" (visible GPUs, see GPUCount; ErrNoGPU when
 // none) or "auto" (GPUs if any, else cores).
 func ResolveNProc(v string) (int, error) {
 	switch v {

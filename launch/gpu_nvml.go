@@ -4,14 +4,15 @@ package launch
 
 import (
 	"fmt"
+	"os"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// GPUCount returns the number of NVIDIA GPUs NVML sees. Without the NVML
-// library (no driver) it returns an error saying so; it never exits the
-// process, unlike gorgonia.org/cu's init, which is why the launcher checks
-// here before starting a cuda-tagged PROGRAM.
+// GPUCount returns the number of NVIDIA GPUs a CUDA program started now
+// would see: those NVML lists, narrowed by CUDA_VISIBLE_DEVICES as the
+// CUDA driver applies it (see visibleGPUs). Without the NVML library (no
+// driver) it returns an error saying so; it never exits the process.
 func GPUCount() (int, error) {
 	lib := nvml.New()
 	if ret := lib.Init(); ret != nvml.SUCCESS {
@@ -25,5 +26,12 @@ func GPUCount() (int, error) {
 	if ret != nvml.SUCCESS {
 		return 0, fmt.Errorf("NVML device count: %v", ret)
 	}
-	return n, nil
+	uuids := make([]string, n)
+	for i := range uuids {
+		if d, ret := lib.DeviceGetHandleByIndex(i); ret == nvml.SUCCESS {
+			uuids[i], _ = d.GetUUID()
+		}
+	}
+	v, set := os.LookupEnv("CUDA_VISIBLE_DEVICES")
+	return visibleGPUs(v, set, uuids), nil
 }

@@ -85,22 +85,14 @@ func buildProgram(ctx context.Context, src string, isDir bool, buildFlags []stri
 	return &program{path: out, tempDir: tmp}, nil
 }
 
-// needsGPU reports whether a Go binary was built with the cuda tag or links
-// gorgonia.org/cu, whose init exits the process when no GPU is present.
-// Non-Go programs report false.
+// needsGPU reports whether a Go binary links gorgonia.org/cu, whose init
+// exits the process when no GPU is present. goddp's own cuda build does
+// not (it loads CUDA at run time and fails with an error), so a binary
+// built with the cuda tag may run on a CPU. Non-Go programs report false.
 func needsGPU(path string) bool {
 	info, err := buildinfo.ReadFile(path)
 	if err != nil {
 		return false
-	}
-	for _, s := range info.Settings {
-		if s.Key == "-tags" {
-			for _, t := range strings.Split(s.Value, ",") {
-				if strings.TrimSpace(t) == "cuda" {
-					return true
-				}
-			}
-		}
 	}
 	for _, d := range info.Deps {
 		if d.Path == "gorgonia.org/cu" {
@@ -119,7 +111,7 @@ func checkGPU(path string, force bool) error {
 	case envTrue(EnvRequiresGPU):
 		why = EnvRequiresGPU + "=1"
 	case needsGPU(path):
-		why = filepath.Base(path) + " is built with the cuda tag (gorgonia.org/cu)"
+		why = filepath.Base(path) + " links gorgonia.org/cu, whose init exits without a GPU"
 	default:
 		return nil
 	}

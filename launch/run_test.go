@@ -309,16 +309,13 @@ func TestRunRequireGPU(t *testing.T) {
 	require.ErrorIs(t, err, ErrNoGPU)
 }
 
-func TestRunCudaTaggedProgramNeedsGPU(t *testing.T) {
-	if n, err := GPUCount(); err == nil && n > 0 {
-		t.Skip("this machine has a GPU")
-	}
+// goddp's cuda build starts without a GPU (it fails with an error only when
+// asked for one), so ddprun starts a cuda-tagged program on any machine.
+func TestRunCudaTaggedProgramStartsWithoutGPU(t *testing.T) {
 	cfg, out, errb := testConfig(1)
 	cfg.Program, cfg.BuildFlags, cfg.Log = "../testdata/launch/cudatag", []string{"-tags=cuda"}, errb
-	err := Run(context.Background(), cfg)
-	require.ErrorIs(t, err, ErrNoGPU)
-	assert.Contains(t, err.Error(), "built with the cuda tag")
-	assert.NotContains(t, out.String(), "cudatag ran", "the program must not start")
+	require.NoError(t, Run(context.Background(), cfg), errb.String())
+	assert.Contains(t, out.String(), "cudatag ran")
 
 	bin := filepath.Join(t.TempDir(), "plain")
 	require.NoError(t, exec.Command("go", "build", "-o", bin, "../testdata/launch/cudatag").Run())

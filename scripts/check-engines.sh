@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
 # CI for the optional engines (no GPU needed):
-#   - the cuda build: Debian's CUDA 11.8 headers (scripts/cuda-headers.sh),
-#     go vet -tags cuda over everything, the cuda test binary compiled, and
-#     the kernels' PTX assembled for sm_70/80/90 (cuda/kernels/ptxcheck);
+#   - the cuda build: go vet -tags cuda over everything; the cuda, nccl and
+#     gpuinfo tests (a fake device drives the Context's logic, a fake library
+#     the nccl engine's; without a GPU the device tests skip and the
+#     no-GPU errors are checked); the kernels' PTX assembled for
+#     sm_70/80/90 with Debian's CUDA 11.8 PTX compiler
+#     (scripts/cuda-headers.sh, cuda/kernels/ptxcheck);
+#   - the GPU kit (scripts/gpu-kit.sh): it builds, stays within 60 MiB,
+#     its binaries link no CUDA, NCCL or BLAS library, and its run.sh says
+#     "gpu-check: no NVIDIA GPU" with exit code 3 within 10 s here; a
+#     program asked for a GPU here fails naming what is missing;
 #   - the mpi build: go vet -tags mpi, ddpbench with mpi, and the collective
 #     suite under mpirun (scripts/test-mpi.sh);
 #   - the default build's tests of these packages (error paths without a GPU).
@@ -22,10 +29,54 @@ echo "== default build"
 go vet ./...
 go test -count=1 ./cuda/... ./comm/nccl ./comm/mpi ./ddp/gorgoniaddp ./examples/gorgonia
 
-echo "== -tags cuda (compile and vet; GPU tests need a GPU)"
+echo "== -tags cuda (vet; tests: fakes here, the device tests need a GPU)"
 go vet -tags cuda ./...
-go test -tags cuda -count=1 -c -o /dev/null ./cuda
-go test -tags cuda -count=1 ./cuda/kernels/...
+go test -tags cuda -count=1 ./cuda/... ./comm/nccl ./cmd/gpuinfo ./internal/libfind
+
+echo "== the GPU kit"
+kit=$(mktemp -d)
+trap 'rm -rf "$kit"' EXIT
+GPU_KIT_UNPACKED="$kit/unpacked" scripts/gpu-kit.sh "$kit/kit"
+size=$(du -sk "$kit/kit" | cut -f1)
+[ "$size" -le $((60 * 1024)) ] || { echo "check-engines: the kit is $((size / 1024)) MiB, over 60" >&2; exit 1; }
+for f in "$kit"/unpacked/bin/* "$kit"/unpacked/tests/*; do
+  if ldd "$f" | grep -E 'libcublas|libnccl|libcudart|libopenblas|libdnnl'; then
+    echo "check-engines: $f links a CUDA/NCCL/BLAS library" >&2; exit 1
+  fi
+done
+start=$(date +%s)
+set +e
+out=$(timeout 10 bash "$kit/kit/run.sh" 2>&1)
+rc=$?
+set -e
+echo "$out"
+if [ "$rc" != 3 ] || [ "$(echo "$out" | tail -n 1)" != "gpu-check: no NVIDIA GPU" ]; then
+  echo "check-engines: run.sh without a GPU: exit $rc after $(($(date +%s) - start)) s, want 3 and 'gpu-check: no NVIDIA GPU'" >&2; exit 1
+fi
+# run.sh's GPU path, with a gpuinfo that claims one GPU: every check runs
+# and is counted (the GPU ones fail here), the cuda build of mlp trains on
+# the CPU, and the last line is the summary.
+fake=$kit/fakekit
+cp -r "$kit/kit" "$fake"
+printf '#!/bin/sh\nif [ "$1" = -count ]; then echo 1; exit 0; fi\necho "fake gpuinfo"; exit 4\n' | gzip -n >"$fake/pack/bin/gpuinfo.gz"
+grep -v ' bin/gpuinfo$' "$kit/kit/SHA256SUMS" >"$fake/SHA256SUMS"
+set +e
+out=$(GPU_CHECK_LOGS="$kit/logs" timeout 900 bash "$fake/run.sh" 2>&1)
+rc=$?
+set -e
+echo "$out" | grep -E '^(== |   (ok|FAILED)|gpu-check)'
+if [ "$rc" != 1 ] || ! echo "$out" | tail -n 1 | grep -Eq '^gpu-check: [0-9]+ passed, [0-9]+ failed$' ||
+  ! echo "$out" | grep -A1 '^== mlp-cpu' | grep -q '   ok'; then
+  echo "check-engines: run.sh's GPU path (faked): exit $rc, want 1, a summary line and mlp-cpu ok" >&2; exit 1
+fi
+set +e
+out=$("$kit/unpacked/bin/ddpbench" allreduce -backend nccl -nproc 1 -max 4K -timeout 20s 2>&1)
+rc=$?
+set -e
+echo "$out"
+if [ "$rc" != 5 ] || ! echo "$out" | grep -Eq 'no usable CUDA device|libcuda.so.1|libnccl.so.2'; then
+  echo "check-engines: ddpbench over nccl without a GPU: exit $rc, want 5 and a message naming what is missing" >&2; exit 1
+fi
 
 echo "== -tags mpi"
 go vet -tags mpi ./...

@@ -7,7 +7,8 @@
 //
 //	ddpbench allreduce|broadcast|allgather|reducescatter [flags]
 //
-//	-backend B    tcp, shm, auto (default) or any registered backend name
+//	-backend B    tcp, shm, auto, nccl or any registered backend name
+//	              (default: $GODDP_BACKEND, else auto)
 //	-nproc N      ranks to spawn on this host (default 2)
 //	-dtype T      float32 (default), float64, int32, int64, float16, bfloat16
 //	-op O         sum (default), avg, max, min, product
@@ -18,8 +19,17 @@
 //	-plot F.png   also draw busbw against size
 //	-stat S       mean (default, as nccl-tests) or median of individually
 //	              timed calls, which a busy host disturbs far less
-//	-bind B       core (default): pin rank i to the i-th usable CPU when the
-//	              ranks fit, as mpirun does by default; none: let the kernel place them
+//	-mem M        host (default): host buffers (the nccl backend stages them
+//	              through pinned memory); device: GPU buffers straight to
+//	              NCCL, as nccl-tests (nccl backend only)
+//	-bind B       auto (default): core for host backends, none for nccl;
+//	              core: pin rank i to the i-th usable CPU when the ranks fit,
+//	              as mpirun does by default (with GOMAXPROCS 1, except for
+//	              nccl, whose proxy threads inherit the mask); none: let the
+//	              kernel place them
+//
+// Exit codes: 0 success, 1 a failed run, 2 usage, 5 no usable GPU (the
+// nccl backend found no driver, device or NCCL; the message says which).
 //
 // Started by hand (RANK unset) ddpbench spawns its own -nproc ranks: it
 // re-executes itself with RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE,

@@ -28,6 +28,7 @@ type benchConfig struct {
 	plot       string
 	timeout    time.Duration
 	bind       string
+	mem        string
 	stat       string
 }
 
@@ -53,7 +54,7 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 	}
 	fs := flag.NewFlagSet("ddpbench "+c.collective, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.backend, "backend", "auto", "comm backend: tcp, shm, auto or another registered name")
+	fs.StringVar(&c.backend, "backend", "", "comm backend: tcp, shm, auto, nccl or another registered name (default: $GODDP_BACKEND, else auto)")
 	fs.IntVar(&c.nproc, "nproc", 2, "ranks to spawn when not started by a launcher")
 	dtype := fs.String("dtype", "float32", "element type: float32, float64, int32, int64, float16, bfloat16")
 	op := fs.String("op", "sum", "reduction: sum, avg, max, min, product")
@@ -65,7 +66,8 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 	fs.StringVar(&c.plot, "plot", "", "write a busbw-vs-size plot to this PNG/SVG/PDF file")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
 	fs.StringVar(&c.stat, "stat", "mean", "time per call: mean (nccl-tests) or median (robust on a busy host)")
-	fs.StringVar(&c.bind, "bind", "core", "pin each rank to one CPU by local rank (core) or not (none), as mpirun --bind-to")
+	fs.StringVar(&c.mem, "mem", "host", "buffers in host memory (host; staged by the nccl backend) or GPU memory (device; nccl only, as nccl-tests)")
+	fs.StringVar(&c.bind, "bind", "auto", "pin each rank to one CPU by local rank (core) or not (none), as mpirun --bind-to; auto: core for host backends, none for nccl")
 	if err := fs.Parse(args[1:]); err != nil {
 		return c, errUsage
 	}
@@ -94,8 +96,10 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 		return c, fmt.Errorf("-format %q: want table or csv", c.format)
 	case c.stat != "mean" && c.stat != "median":
 		return c, fmt.Errorf("-stat %q: want mean or median", c.stat)
-	case c.bind != "core" && c.bind != "none":
-		return c, fmt.Errorf("-bind %q: want core or none", c.bind)
+	case c.mem != "host" && c.mem != "device":
+		return c, fmt.Errorf("-mem %q: want host or device", c.mem)
+	case c.bind != "auto" && c.bind != "core" && c.bind != "none":
+		return c, fmt.Errorf("-bind %q: want auto, core or none", c.bind)
 	case c.iters < 0 || c.warmup < 0:
 		return c, fmt.Errorf("-iters and -warmup must be >= 0")
 	}

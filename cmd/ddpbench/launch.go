@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -55,6 +56,10 @@ func launch(ctx context.Context, cfg benchConfig, args []string, stdout, stderr 
 		go func() {
 			defer wg.Done()
 			if err := cmd.Wait(); err != nil {
+				var ee *exec.ExitError
+				if errors.As(err, &ee) && ee.ExitCode() == exitNoGPU {
+					err = errRankNoGPU
+				}
 				errs[r] = fmt.Errorf("rank %d: %w", r, err)
 				cancel() // a failed rank stops the job
 			}

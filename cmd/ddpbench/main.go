@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"goddp/comm/nccl"
 )
 
 func main() {
@@ -32,9 +35,29 @@ func mainWithExitCode(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintln(stderr, "ddpbench:", err)
+		if noGPU(err) {
+			return exitNoGPU
+		}
 		return 1
 	}
 	return 0
+}
+
+// exitNoGPU is the exit code when the backend found no usable GPU, as
+// ddprun's.
+const exitNoGPU = 5
+
+// errRankNoGPU: a spawned rank exited with exitNoGPU (it printed why).
+var errRankNoGPU = errors.New("no usable GPU")
+
+// noGPU reports whether err says a GPU, its driver or NCCL is missing.
+func noGPU(err error) bool {
+	for _, e := range []error{nccl.ErrNoDriver, nccl.ErrNoDevice, nccl.ErrNoLibrary, nccl.ErrNoCgo, errRankNoGPU} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 // startedByLauncher reports whether a launcher already started this process

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"goddp/comm/nccl"
 )
 
 // TestMain lets the test binary stand in for ddpbench: the launcher
@@ -112,4 +114,74 @@ func TestBusFactor(t *testing.T) {
 	assert.Equal(t, 0.75, busFactor("allgather", 4))
 	assert.Equal(t, 0.5, busFactor("reducescatter", 2))
 	assert.Equal(t, 1.0, busFactor("broadcast", 8))
+}
+
+// -backend given on the command line wins; left out, GODDP_BACKEND does
+// (the flag's old default "auto" overrode it).
+func TestBackendFromEnv(t *testing.T) {
+	t.Setenv("RANK", "0")
+	t.Setenv("WORLD_SIZE", "1")
+	t.Setenv("GODDP_BACKEND", "shm")
+	cfg, err := parseArgs([]string{"allreduce"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	ccfg, err := rankConfig(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, "shm", ccfg.Backend)
+
+	cfg, err = parseArgs([]string{"allreduce", "-backend", "tcp"}, &bytes.Buffer{})
+	require.NoError(t, err)
+	ccfg, err = rankConfig(cfg)
+	require.NoError(t, err)
+	assert.Equal(t, "tcp", ccfg.Backend)
+}
+
+// -bind's default pins host-backend ranks and never nccl's, whose proxy
+// threads would otherwise share the rank's one core (and one P).
+func TestBindPlan(t *testing.T) {
+	for _, tc := range []struct {
+		bind, backend    string
+		world, ncpu      int
+		wantPin, wantOne bool
+	}{
+		{"auto", "shm", 2, 4, true, true},
+		{"auto", "tcp", 8, 4, false, false}, // oversubscribed
+		{"auto", "nccl", 2, 64, false, false},
+		{"core", "nccl", 2, 64, true, false},
+		{"core", "shm", 2, 4, true, true},
+		{"none", "shm", 2, 4, false, false},
+	} {
+		pin, one := bindPlan(tc.bind, tc.backend, tc.world, tc.ncpu)
+		assert.Equal(t, tc.wantPin, pin, "%+v", tc)
+		assert.Equal(t, tc.wantOne, one, "%+v", tc)
+	}
+	_, err := parseArgs([]string{"allreduce", "-bind", "socket"}, &bytes.Buffer{})
+	assert.Error(t, err)
+}
+
+// Over nccl on a machine without a GPU ddpbench ends with exit code 5 and
+// says what is missing, whether it spawned its ranks or not.
+func TestNCCLWithoutGPU(t *testing.T) {
+	if os.Getenv("RANK") != "" {
+		t.Skip("RANK is set")
+	}
+	if _, err := nccl.Probe(); err == nil {
+		t.Skip("this machine can run nccl")
+	}
+	var out, errb bytes.Buffer
+	code := mainWithExitCode([]string{"allreduce", "-backend", "nccl", "-nproc", "1", "-max", "4K", "-timeout", "20s"}, &out, &errb)
+	assert.Equal(t, exitNoGPU, code, errb.String())
+	assert.Regexp(t, "no usable CUDA device|libcuda.so.1|libnccl.so.2", errb.String())
+}
+
+// -mem device wants the nccl backend.
+func TestMemDeviceNeedsNCCL(t *testing.T) {
+	if os.Getenv("RANK") != "" {
+		t.Skip("RANK is set")
+	}
+	var out, errb bytes.Buffer
+	code := mainWithExitCode([]string{"allreduce", "-backend", "shm", "-mem", "device", "-nproc", "1", "-max", "4K"}, &out, &errb)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errb.String(), "-mem device needs the nccl backend")
+	_, err := parseArgs([]string{"allreduce", "-mem", "unified"}, &errb)
+	assert.Error(t, err)
 }

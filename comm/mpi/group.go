@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"os"
 	"sync"
 	"time"
 	"unsafe"
@@ -77,7 +78,13 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 		g.timeout = comm.DefaultTimeout
 	}
 	if g.logf == nil {
-		g.logf = func(string, ...any) {}
+		// As comm's tcp and shm backends: stderr on rank 0 (known once
+		// MPI is initialised, before anything is logged), silence elsewhere.
+		g.logf = func(format string, args ...any) {
+			if g.rank == 0 {
+				fmt.Fprintf(os.Stderr, format+"\n", args...)
+			}
+		}
 	}
 	ready := make(chan error, 1)
 	go g.run(ctx, ready)

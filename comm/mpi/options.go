@@ -11,7 +11,8 @@ type Options struct {
 	// MPI cannot cancel a collective, so an op that times out leaves the
 	// group unusable: every later op fails with the same error.
 	Timeout time.Duration
-	// Logf receives diagnostics; nil discards them.
+	// Logf receives diagnostics; nil means stderr on rank 0 and silence
+	// elsewhere, as comm's tcp and shm backends.
 	Logf func(format string, args ...any)
 	// AllowSingleton lets New initialise MPI in a process that no MPI
 	// launcher started (an MPI "singleton", world size 1). Without it New

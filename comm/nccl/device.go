@@ -14,6 +14,13 @@ type DeviceBuffer struct {
 	DType comm.DType
 	Ptr   uintptr
 	Count int
+	// Stream is the CUstream that produced the data and will use the
+	// result (0: the legacy default stream). The collective waits, on the
+	// GPU, for the work queued on Stream before the call, and work queued
+	// on Stream after the call waits for the collective: both through CUDA
+	// events, see doc.go. cuda.Tensor.CommBuffer sets it to the Context's
+	// compute stream.
+	Stream uintptr
 }
 
 // Bytes is the buffer's size in bytes.
@@ -28,8 +35,9 @@ type DeviceCollectives interface {
 	comm.ProcessGroup
 	// Device is the CUDA device ordinal the group runs on.
 	Device() int
-	// Stream is the group's CUstream. It is a blocking stream: work on the
-	// legacy default stream is ordered with it both ways.
+	// Stream is the group's CUstream, a non-blocking one: nothing orders
+	// it with other streams except the events each device collective
+	// records on its buffers' Stream (see DeviceBuffer.Stream).
 	Stream() uintptr
 	AllReduceDevice(buf DeviceBuffer, op comm.ReduceOp) comm.Work
 	BroadcastDevice(buf DeviceBuffer, root int) comm.Work

@@ -9,6 +9,14 @@
 // missing, New, Probe and comm.Init(Backend "nccl") return an error that
 // names each missing piece (ErrNoLibrary, ErrNoDriver, ErrNoDevice).
 //
+// NCCL is looked for in this order (Candidates): $GODDP_NCCL_LIBRARY when
+// set (only it), else libnccl.so.2 through the system loader
+// (LD_LIBRARY_PATH, ldconfig: the libnccl2 package), then in the
+// nvidia/*/lib directories of the Python environments on the machine
+// ($VIRTUAL_ENV, $CONDA_PREFIX, each python3 on $PATH, /usr/local,
+// ~/.local), where the nvidia-nccl-cu12 and nvidia-nccl-cu13 wheels that
+// PyTorch installs put it. No Python is run to find them.
+//
 //	import _ "goddp/comm/nccl"            // registers "nccl"
 //	GODDP_BACKEND=nccl ddprun --nproc-per-node gpu ./train
 //
@@ -23,8 +31,10 @@
 // # Setup
 //
 // Each rank uses GPU Options.Device (comm.Init passes the local rank, as
-// torch does with cuda:LOCAL_RANK), retains that device's primary context
-// and creates one CUDA stream for all of the group's collectives. Rank 0
+// torch does with cuda:LOCAL_RANK; the ordinal counts the devices that
+// CUDA_VISIBLE_DEVICES leaves visible, which the driver applies), retains
+// that device's primary context and creates one non-blocking CUDA stream
+// for all of the group's collectives. Rank 0
 // asks NCCL for a unique id and publishes it in the rendezvous store under
 // Prefix+"nccl/unique_id"; the other ranks read it; all call
 // ncclCommInitRank. That call waits for every rank and cannot be
@@ -45,20 +55,47 @@
 // an element count), to the methods of DeviceCollectives: AllReduceDevice,
 // BroadcastDevice, AllGatherDevice and ReduceScatterDevice, which enqueue
 // NCCL straight on the group's stream. Reach them with AsDevice(pg), which
-// looks through comm.Init's wrapper. The group's stream is a blocking
-// stream, so kernels launched on the legacy default stream (where
-// gorgonia.org/cu launches when given no stream) are ordered before and
-// after the collectives without explicit events.
+// looks through comm.Init's wrapper.
+//
+// # Streams
+//
+// The group's stream is non-blocking, so a collective does not serialise
+// with unrelated work on the legacy default stream, and nothing orders it
+// implicitly. The ordering is explicit, through CUDA events:
+//
+//   - before: when a device collective is called, an event is recorded on
+//     each buffer's DeviceBuffer.Stream (cuda.Tensor.CommBuffer names the
+//     cuda.Context's compute stream; 0 is the legacy default stream), and
+//     the group's stream waits for it (cuStreamWaitEvent) before the NCCL
+//     call. The collective therefore sees everything queued on that stream
+//     before the call, such as the backward kernels that wrote the
+//     gradients, and the host never blocks for it;
+//   - after: an event recorded after the collective completes its Work.
+//     Wait for the Work before queuing work that reads the result (DDP
+//     waits for every bucket before the optimizer step); work queued on
+//     the buffer's stream before Wait returns is not ordered after the
+//     collective.
+//
+// Host buffers need neither: they are copied into pinned memory before
+// the call returns and copied out when the Work completes.
 //
 // # Completion, errors and timeouts
 //
-// Ops are enqueued in call order; a watcher goroutine completes their Works
-// in that order by polling a CUDA event recorded after each one, and checks
-// ncclCommGetAsyncError meanwhile. A failed or overdue op aborts the
-// communicator (ncclCommAbort), which ends its pending kernels: that op
-// fails with comm.ErrPeerFailed or comm.ErrTimeout, and so does every later
-// one. Close waits for the enqueued ops, then destroys the communicator and
-// the stream.
+// A call only queues its op and returns its Work. One issuer goroutine
+// makes the NCCL calls, in call order; they can block inside NCCL (its lazy
+// connection setup waits for the peers), so each is bounded by the op's
+// deadline, and no lock is held meanwhile. A watcher goroutine completes
+// the Works in order by polling a CUDA event recorded after each op, and
+// checks ncclCommGetAsyncError meanwhile. A failed or overdue op, whether
+// blocked in the NCCL call or running on the GPU, aborts the communicator
+// (ncclCommAbort), which ends its pending kernels and unblocks the call:
+// that op fails with comm.ErrPeerFailed or comm.ErrTimeout, and so does
+// every later one. Once an abort has begun no call touches the
+// communicator again, and the abort waits for the calls in flight (up to
+// a second for one blocked inside NCCL, which only the abort ends). Close
+// waits for the queued ops, then destroys the communicator and the
+// stream. Diagnostics go to Options.Logf, by default stderr on rank 0
+// (engine.go; engine_test.go drives it with a fake library).
 //
 // Supported: float32, float64, int32, int64, float16 and (NCCL 2.10 or
 // later) bfloat16; Sum, Product, Max, Min and (NCCL 2.10 or later) Avg,

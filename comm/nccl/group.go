@@ -12,39 +12,30 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"sync"
-	"time"
 	"unsafe"
 
 	"goddp/comm"
 )
 
 // group is the nccl comm.ProcessGroup: one NCCL communicator on one GPU,
-// with one CUDA stream for all its collectives. Host Buffers are staged
-// through pinned host memory and device scratch from a pool; DeviceBuffers
-// go straight to NCCL. Ops are enqueued on the stream in call order (under
-// mu) and a watcher goroutine completes their Works in that order by
-// polling a CUDA event recorded after each.
+// with one non-blocking CUDA stream for all its collectives. Host Buffers
+// are staged through pinned host memory and device scratch from a pool;
+// DeviceBuffers go straight to NCCL. The engine (engine.go) orders, issues,
+// watches and times out the ops.
 type group struct {
-	lib     *library
-	rank    int
-	size    int
-	device  int
-	timeout time.Duration
-	logf    func(format string, args ...any)
+	*engine
+	lib    *library
+	rank   int
+	size   int
+	device int
 
 	ctx    unsafe.Pointer // CUcontext (the device's primary context)
 	stream unsafe.Pointer // CUstream
 	comm   unsafe.Pointer // ncclComm_t
+	pool   *stagingPool
 
-	mu      sync.Mutex // serialises enqueueing, protects seq and closed
-	seq     uint64
-	closed  bool
-	bmu     sync.Mutex // protects broken; never held while waiting
-	broken  error
-	pending chan *op
-	watched chan struct{} // closed when the watcher returns
-	pool    *stagingPool
 	once    sync.Once
 	closeEr error
 }
@@ -56,15 +47,59 @@ var (
 	_ DeviceCollectives    = (*group)(nil)
 )
 
-// op is one enqueued collective.
-type op struct {
-	name     string
-	bytes    int
-	seq      uint64
-	deadline time.Time
-	event    unsafe.Pointer
-	done     func() // on success, before the Work completes (copy-out, staging release)
-	w        *work
+// cCalls is the engine's libCalls over the loaded libraries.
+type cCalls struct{ g *group }
+
+func (c cCalls) recordEvent() (unsafe.Pointer, error) {
+	var ev unsafe.Pointer
+	if rc := C.gdn_event_record(c.g.lib.l, c.g.ctx, c.g.stream, &ev); rc != 0 {
+		return nil, c.g.lib.cuErr("cuEventRecord", rc)
+	}
+	return ev, nil
+}
+
+func (c cCalls) queryEvent(ev unsafe.Pointer) (bool, error) {
+	switch rc := C.gdn_event_query(c.g.lib.l, c.g.ctx, ev); rc {
+	case 0:
+		return true, nil
+	case cudaErrorNotReady:
+		return false, nil
+	default:
+		return false, c.g.lib.cuErr("cuEventQuery", rc)
+	}
+}
+
+func (c cCalls) destroyEvent(ev unsafe.Pointer) {
+	C.gdn_event_destroy(c.g.lib.l, c.g.ctx, ev)
+}
+
+func (c cCalls) syncStream() error {
+	if rc := C.gdn_stream_sync(c.g.lib.l, c.g.ctx, c.g.stream); rc != 0 {
+		return c.g.lib.cuErr("cuStreamSynchronize", rc)
+	}
+	return nil
+}
+
+func (c cCalls) asyncError() error {
+	var async C.int
+	if rc := C.gdn_comm_async_error(c.g.lib.l, c.g.comm, &async); rc == 0 && async != 0 && async != ncclInProgress {
+		return c.g.lib.ncclErr("asynchronous error", async)
+	}
+	return nil
+}
+
+func (c cCalls) abortComm() error {
+	if rc := C.gdn_comm_abort(c.g.lib.l, c.g.ctx, c.g.comm); rc != 0 {
+		return c.g.lib.ncclErr("ncclCommAbort", rc)
+	}
+	return nil
+}
+
+func (c cCalls) destroyComm() error {
+	if rc := C.gdn_comm_destroy(c.g.lib.l, c.g.ctx, c.g.comm); rc != 0 {
+		return c.g.lib.ncclErr("ncclCommDestroy", rc)
+	}
+	return nil
 }
 
 // New creates an NCCL communicator over opts.Size ranks on GPU opts.Device:
@@ -80,14 +115,16 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	g := &group{rank: opts.Rank, size: opts.Size, device: opts.Device, timeout: opts.Timeout, logf: opts.Logf}
-	if g.timeout <= 0 {
-		g.timeout = comm.DefaultTimeout
+	g := &group{rank: opts.Rank, size: opts.Size, device: opts.Device}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = comm.DefaultTimeout
 	}
-	if g.logf == nil {
-		g.logf = func(string, ...any) {}
+	logf := opts.Logf
+	if logf == nil {
+		logf = stderrLogf(opts.Rank, os.Stderr)
 	}
-	ctx, cancel := context.WithTimeout(ctx, g.timeout)
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	lib, err := load(opts.LibraryPath)
@@ -100,7 +137,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 		return nil, err
 	}
 	if g.device < 0 || g.device >= n {
-		return nil, fmt.Errorf("%w: device %d requested, %d present (one GPU per local rank)", ErrNoDevice, g.device, n)
+		return nil, fmt.Errorf("%w: device %d requested, %d visible (one GPU per local rank; CUDA_VISIBLE_DEVICES=%q)", ErrNoDevice, g.device, n, os.Getenv("CUDA_VISIBLE_DEVICES"))
 	}
 	var cctx, stream unsafe.Pointer
 	if rc := C.gdn_ctx_open(lib.l, C.int(g.device), &cctx); rc != 0 {
@@ -146,9 +183,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 	case <-ctx.Done():
 		return undo(fmt.Errorf("%w: nccl: rank %d waiting for the other ranks in ncclCommInitRank: %w", comm.ErrTimeout, g.rank, ctx.Err()))
 	}
-	g.pending = make(chan *op, 1024)
-	g.watched = make(chan struct{})
-	go g.watch()
+	g.engine = newEngine(cCalls{g}, g.rank, timeout, logf)
 	return g, nil
 }
 
@@ -181,127 +216,18 @@ func (g *group) Backend() string { return "nccl" }
 func (g *group) Device() int     { return g.device }
 func (g *group) Stream() uintptr { return uintptr(g.stream) }
 
-// enqueue runs launch under the lock, records the completion event and
-// hands the op to the watcher. launch returns an error, or nil once its
-// work is on the stream.
-func (g *group) enqueue(name string, bytes int, launch func() error, done func(), undo func()) comm.Work {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	fail := func(kind error, detail string, cause error) comm.Work {
-		if undo != nil {
-			undo()
-		}
-		return failed(&comm.OpError{Kind: kind, Op: name, Seq: g.seq, Bytes: bytes, Rank: g.rank, Detail: detail, Err: cause})
-	}
-	g.seq++
-	if g.closed {
-		return fail(comm.ErrClosed, "", nil)
-	}
-	if broken := g.brokenErr(); broken != nil {
-		return fail(comm.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
-	}
-	if err := launch(); err != nil {
-		return fail(comm.ErrPeerFailed, "enqueueing failed", err)
-	}
-	var ev unsafe.Pointer
-	if rc := C.gdn_event_record(g.lib.l, g.ctx, g.stream, &ev); rc != 0 {
-		// The work is on the stream but cannot be watched: wait for it.
-		err := g.lib.cuErr("cuEventRecord", rc)
-		if rc := C.gdn_stream_sync(g.lib.l, g.ctx, g.stream); rc != 0 {
-			g.abort(err)
-			return fail(comm.ErrPeerFailed, "", err)
-		}
-		done()
-		return failed(nil)
-	}
-	o := &op{name: name, bytes: bytes, seq: g.seq, deadline: time.Now().Add(g.timeout), event: ev, done: done, w: newWork()}
-	g.pending <- o
-	return o.w
-}
-
-// watch completes ops in stream order.
-func (g *group) watch() {
-	defer close(g.watched)
-	for o := range g.pending {
-		err := g.await(o)
-		C.gdn_event_destroy(g.lib.l, g.ctx, o.event)
-		if err == nil {
-			o.done()
-		}
-		o.w.Complete(err)
-	}
-}
-
-// await polls o's event, NCCL's asynchronous error and o's deadline.
-func (g *group) await(o *op) error {
-	opErr := func(kind error, detail string, cause error) error {
-		return &comm.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank, Detail: detail, Err: cause}
-	}
-	if broken := g.brokenErr(); broken != nil {
-		return opErr(comm.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
-	}
-	sleep := 5 * time.Microsecond
-	for {
-		switch rc := C.gdn_event_query(g.lib.l, g.ctx, o.event); rc {
-		case 0:
-			return nil
-		case cudaErrorNotReady:
-		default:
-			err := g.lib.cuErr("cuEventQuery", rc)
-			g.abort(err)
-			return opErr(comm.ErrPeerFailed, "", err)
-		}
-		var async C.int
-		if rc := C.gdn_comm_async_error(g.lib.l, g.comm, &async); rc == 0 && async != 0 && async != ncclInProgress {
-			err := g.lib.ncclErr("asynchronous error", async)
-			g.abort(err)
-			return opErr(comm.ErrPeerFailed, "a peer failed or the network broke", err)
-		}
-		if time.Now().After(o.deadline) {
-			err := fmt.Errorf("not completed after %v; communicator aborted", g.timeout)
-			g.abort(err)
-			return opErr(comm.ErrTimeout, "a rank did not issue it, or is stuck", err)
-		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, time.Millisecond)
-	}
-}
-
-// abort makes the communicator unusable and ends its pending kernels.
-func (g *group) abort(cause error) {
-	g.bmu.Lock()
-	defer g.bmu.Unlock()
-	if g.broken != nil {
-		return
-	}
-	g.broken = cause
-	if rc := C.gdn_comm_abort(g.lib.l, g.ctx, g.comm); rc != 0 {
-		g.logf("nccl: rank %d: ncclCommAbort: %v", g.rank, g.lib.ncclErr("ncclCommAbort", rc))
-	}
-	g.logf("nccl: rank %d: communicator aborted: %v", g.rank, cause)
-}
-
-func (g *group) brokenErr() error {
-	g.bmu.Lock()
-	defer g.bmu.Unlock()
-	return g.broken
-}
-
-// Close waits for the enqueued ops (each bounded by the timeout), then
+// Close waits for the queued ops (each bounded by the timeout), then
 // destroys the communicator, the stream and the staging memory. Later ops
 // fail with comm.ErrClosed.
 func (g *group) Close() error {
 	g.once.Do(func() {
-		g.mu.Lock()
-		g.closed = true
-		close(g.pending)
-		g.mu.Unlock()
-		<-g.watched
-		var errs []error
-		if g.brokenErr() == nil {
-			if rc := C.gdn_comm_destroy(g.lib.l, g.ctx, g.comm); rc != 0 {
-				errs = append(errs, g.lib.ncclErr("ncclCommDestroy", rc))
-			}
+		healthy, leaked, err := g.engine.close()
+		errs := []error{err}
+		if leaked {
+			g.closeEr = err
+			return
+		}
+		if healthy {
 			errs = append(errs, g.pool.free())
 		}
 		if rc := C.gdn_stream_destroy(g.lib.l, g.ctx, g.stream); rc != 0 {

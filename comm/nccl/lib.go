@@ -12,7 +12,10 @@ import "C"
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"unsafe"
+
+	"goddp/internal/libfind"
 )
 
 // CUDA and NCCL codes used on the Go side.
@@ -30,36 +33,52 @@ const (
 type library struct {
 	l           *C.gdn_lib
 	ncclVersion int
+	ncclPath    string
 }
 
 // Info is what Probe finds.
 type Info struct {
-	NCCLVersion int // e.g. 21803 for NCCL 2.18.3
-	Devices     int // CUDA devices
+	NCCLVersion int    // e.g. 21803 for NCCL 2.18.3
+	NCCLPath    string // the file loaded: a soname, or a path in a Python environment
+	Devices     int    // CUDA devices (those CUDA_VISIBLE_DEVICES leaves visible)
 }
 
 // Probe loads the CUDA driver and NCCL and counts the GPUs, without
 // creating a communicator. Its error lists everything that is missing
-// (wrapping ErrNoDriver, ErrNoDevice and/or ErrNoLibrary).
-func Probe() (Info, error) { return probe(DefaultLibrary) }
+// (wrapping ErrNoDriver, ErrNoDevice and/or ErrNoLibrary). NCCL is looked
+// for as New looks for it (see Candidates).
+func Probe() (Info, error) { return probe("") }
+
+// Candidates lists, in order, the NCCL libraries New tries when
+// Options.LibraryPath is empty: $GODDP_NCCL_LIBRARY if set (only it),
+// else libnccl.so.2 through the system loader, then in the nvidia/*/lib
+// directories of the Python environments on the machine, where the
+// nvidia-nccl-cu12 and -cu13 wheels put it.
+func Candidates() []string {
+	return libfind.Candidates("GODDP_NCCL_LIBRARY", []string{DefaultLibrary}, libfind.Env{})
+}
 
 func probe(ncclPath string) (Info, error) {
 	lib, err := load(ncclPath)
 	if err != nil {
 		return Info{}, err
 	}
+	inf := Info{NCCLVersion: lib.ncclVersion, NCCLPath: lib.ncclPath}
 	n, err := lib.devices()
 	if err != nil {
-		return Info{NCCLVersion: lib.ncclVersion}, err
+		return inf, err
 	}
-	return Info{NCCLVersion: lib.ncclVersion, Devices: n}, nil
+	inf.Devices = n
+	return inf, nil
 }
 
 // load opens both libraries and initialises the driver. It tries both
 // even when the first fails, so that the error names everything missing.
+// ncclPath "" searches the Candidates.
 func load(ncclPath string) (*library, error) {
+	cands := []string{ncclPath}
 	if ncclPath == "" {
-		ncclPath = DefaultLibrary
+		cands = Candidates()
 	}
 	lib := &library{l: (*C.gdn_lib)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gdn_lib{}))))}
 	var msg [512]C.char
@@ -74,10 +93,19 @@ func load(ncclPath string) (*library, error) {
 		errs = append(errs, fmt.Errorf("%w: cuInit: %s (code %d)", ErrNoDevice, C.GoString(C.gdn_cu_error(lib.l, rc)), int(rc)))
 	}
 
-	npath := C.CString(ncclPath)
-	defer C.free(unsafe.Pointer(npath))
-	if C.gdn_load_nccl(lib.l, npath, &msg[0], C.int(len(msg))) != 0 {
-		errs = append(errs, fmt.Errorf("%w: loading %s: %s (install NCCL, e.g. the libnccl2 package, or set GODDP_NCCL_LIBRARY)", ErrNoLibrary, ncclPath, C.GoString(&msg[0])))
+	var tried []string
+	for _, p := range cands {
+		np := C.CString(p)
+		rc := C.gdn_load_nccl(lib.l, np, &msg[0], C.int(len(msg)))
+		C.free(unsafe.Pointer(np))
+		if rc == 0 {
+			lib.ncclPath = p
+			break
+		}
+		tried = append(tried, C.GoString(&msg[0]))
+	}
+	if lib.ncclPath == "" {
+		errs = append(errs, fmt.Errorf("%w: tried %s (install NCCL: the libnccl2 package, or pip install nvidia-nccl-cu12; or set GODDP_NCCL_LIBRARY)", ErrNoLibrary, strings.Join(tried, "; ")))
 	} else {
 		var v C.int
 		if rc := C.gdn_version(lib.l, &v); rc != 0 {

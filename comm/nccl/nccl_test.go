@@ -118,3 +118,17 @@ func TestDeviceBufferBytes(t *testing.T) {
 	assert.Equal(t, 24, nccl.DeviceBuffer{DType: comm.Float64, Count: 3}.Bytes())
 	assert.Equal(t, 6, nccl.DeviceBuffer{DType: comm.BFloat16, Count: 3}.Bytes())
 }
+
+type notNCCL struct{ comm.ProcessGroup }
+
+func (notNCCL) Backend() string { return "tcp" }
+
+// AllocDevice wants an nccl group and says so.
+func TestAllocDeviceNeedsNCCL(t *testing.T) {
+	_, _, err := nccl.AllocDevice(notNCCL{}, comm.Float32s([]float32{1}))
+	if errors.Is(err, nccl.ErrNoCgo) {
+		t.Skip("built without cgo")
+	}
+	require.ErrorIs(t, err, comm.ErrBadArgument)
+	assert.Contains(t, err.Error(), `"tcp"`)
+}

@@ -23,3 +23,8 @@ func Probe() (Info, error) { return Info{}, ErrNoCgo }
 
 // New needs cgo to load NCCL; this build has none.
 func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) { return nil, ErrNoCgo }
+
+// AllocDevice needs cgo; this build has none.
+func AllocDevice(pg comm.ProcessGroup, init comm.Buffer) (DeviceBuffer, func() error, error) {
+	return DeviceBuffer{}, nil, ErrNoCgo
+}

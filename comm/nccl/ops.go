@@ -9,6 +9,7 @@ import "C"
 
 import (
 	"fmt"
+	"unsafe"
 
 	"goddp/comm"
 )
@@ -116,7 +117,7 @@ func (g *group) staged(name string, in, out comm.Buffer, inPlace bool, launch fu
 		copy(out.Bytes, host[off:off+outBytes])
 		g.pool.put(st)
 	}
-	return g.enqueue(name, inBytes, launchAll, done, func() { g.pool.put(st) })
+	return g.submit(name, inBytes, launchAll, done, func() { g.pool.put(st) })
 }
 
 func (g *group) AllReduce(buf comm.Buffer, rop comm.ReduceOp) comm.Work {
@@ -201,13 +202,47 @@ func checkDevice(b DeviceBuffer) error {
 	return nil
 }
 
-func (g *group) direct(name string, bytes int, launch func() C.int) comm.Work {
-	return g.enqueue(name, bytes, func() error {
+// direct queues a collective on device buffers. The ordering against the
+// streams that produced them is taken now, in the caller: an event is
+// recorded on each buffer's stream, and the issuer makes the group's
+// stream wait for those events before the NCCL call (on the GPU; the host
+// does not block). Work queued on those streams after this call is not
+// ordered after the collective: Wait for its Work first.
+func (g *group) direct(name string, bytes int, streams []uintptr, launch func() C.int) comm.Work {
+	var events []unsafe.Pointer
+	release := func() {
+		for _, ev := range events {
+			C.gdn_event_destroy(g.lib.l, g.ctx, ev)
+		}
+		events = nil
+	}
+	if g.isClosed() {
+		return failed(&comm.OpError{Kind: comm.ErrClosed, Op: name, Bytes: bytes, Rank: g.rank})
+	}
+	for i, s := range streams {
+		if i > 0 && s == streams[0] {
+			continue
+		}
+		var ev unsafe.Pointer
+		if rc := C.gdn_event_record_on(g.lib.l, g.ctx, C.uintptr_t(s), &ev); rc != 0 {
+			release()
+			return failed(&comm.OpError{Kind: comm.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank,
+				Detail: fmt.Sprintf("recording an event on the buffer's stream %#x", s), Err: g.lib.cuErr("cuEventRecord", rc)})
+		}
+		events = append(events, ev)
+	}
+	return g.submit(name, bytes, func() error {
+		for _, ev := range events {
+			if rc := C.gdn_stream_wait(g.lib.l, g.ctx, g.stream, ev); rc != 0 {
+				return g.lib.cuErr("cuStreamWaitEvent", rc)
+			}
+		}
+		release() // the waits are queued; the events may go
 		if rc := launch(); rc != 0 {
 			return g.lib.ncclErr(name, rc)
 		}
 		return nil
-	}, func() {}, nil)
+	}, func() {}, release)
 }
 
 func (g *group) AllReduceDevice(buf DeviceBuffer, rop comm.ReduceOp) comm.Work {
@@ -219,7 +254,7 @@ func (g *group) AllReduceDevice(buf DeviceBuffer, rop comm.ReduceOp) comm.Work {
 		return g.badArg("allreduce", buf.Bytes(), err)
 	}
 	p := C.gdn_devptr(buf.Ptr)
-	return g.direct("allreduce", buf.Bytes(), func() C.int {
+	return g.direct("allreduce", buf.Bytes(), []uintptr{buf.Stream}, func() C.int {
 		return C.gdn_allreduce(g.lib.l, g.ctx, p, p, C.size_t(buf.Count), dt, op, g.comm, g.stream)
 	})
 }
@@ -236,7 +271,7 @@ func (g *group) BroadcastDevice(buf DeviceBuffer, root int) comm.Work {
 		return g.badArg("broadcast", buf.Bytes(), err)
 	}
 	p := C.gdn_devptr(buf.Ptr)
-	return g.direct("broadcast", buf.Bytes(), func() C.int {
+	return g.direct("broadcast", buf.Bytes(), []uintptr{buf.Stream}, func() C.int {
 		return C.gdn_broadcast(g.lib.l, g.ctx, p, p, C.size_t(buf.Count), dt, C.int(root), g.comm, g.stream)
 	})
 }
@@ -253,7 +288,7 @@ func (g *group) AllGatherDevice(out, in DeviceBuffer) comm.Work {
 	if err != nil {
 		return g.badArg("allgather", in.Bytes(), err)
 	}
-	return g.direct("allgather", in.Bytes(), func() C.int {
+	return g.direct("allgather", in.Bytes(), []uintptr{in.Stream, out.Stream}, func() C.int {
 		return C.gdn_allgather(g.lib.l, g.ctx, C.gdn_devptr(in.Ptr), C.gdn_devptr(out.Ptr), C.size_t(in.Count), dt, g.comm, g.stream)
 	})
 }
@@ -270,7 +305,7 @@ func (g *group) ReduceScatterDevice(out, in DeviceBuffer, rop comm.ReduceOp) com
 	if err != nil {
 		return g.badArg("reducescatter", in.Bytes(), err)
 	}
-	return g.direct("reducescatter", in.Bytes(), func() C.int {
+	return g.direct("reducescatter", in.Bytes(), []uintptr{in.Stream, out.Stream}, func() C.int {
 		return C.gdn_reduce_scatter(g.lib.l, g.ctx, C.gdn_devptr(in.Ptr), C.gdn_devptr(out.Ptr), C.size_t(out.Count), dt, op, g.comm, g.stream)
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"goddp/comm"
 )
 
-// DefaultLibrary is the NCCL library New loads when Options.LibraryPath is empty.
+// DefaultLibrary is NCCL's soname, which Candidates looks for.
 const DefaultLibrary = "libnccl.so.2"
 
 // DefaultDriverLibrary is the CUDA driver library, installed with the NVIDIA driver.
@@ -26,9 +26,11 @@ type Options struct {
 	// that times out aborts the communicator (ncclCommAbort), so the group
 	// is unusable afterwards.
 	Timeout time.Duration
-	// LibraryPath overrides DefaultLibrary (the factory reads
-	// GODDP_NCCL_LIBRARY).
+	// LibraryPath is the NCCL library to load, and only it; "" searches
+	// Candidates() ($GODDP_NCCL_LIBRARY, libnccl.so.2 through the system
+	// loader, then in Python environments' nvidia/*/lib).
 	LibraryPath string
-	// Logf receives diagnostics; nil discards them.
+	// Logf receives diagnostics (aborts, their causes); nil means stderr
+	// on rank 0 and silence elsewhere, as comm's tcp and shm backends.
 	Logf func(format string, args ...any)
 }

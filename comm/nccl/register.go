@@ -4,7 +4,6 @@ package nccl
 
 import (
 	"context"
-	"os"
 
 	"goddp/comm"
 )
@@ -16,6 +15,5 @@ func factory(ctx context.Context, o comm.Options) (comm.ProcessGroup, error) {
 	return New(ctx, Options{
 		Rank: o.Rank, Size: o.Size, Store: o.Store, Prefix: o.Prefix,
 		Device: o.LocalRank, Timeout: o.Timeout, Logf: o.Logf,
-		LibraryPath: os.Getenv("GODDP_NCCL_LIBRARY"),
 	})
 }

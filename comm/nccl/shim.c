@@ -9,6 +9,7 @@
 #include <string.h>
 
 #define CU_EVENT_DISABLE_TIMING 0x2
+#define CU_STREAM_NON_BLOCKING 0x1
 
 static int gdn_sym(void *h, const char *name, void **out, char *err, int cap) {
 	*out = dlsym(h, name);
@@ -40,6 +41,7 @@ int gdn_load_cuda(gdn_lib *l, const char *path, char *err, int cap) {
 	SYM(h, cuStreamCreate, "cuStreamCreate");
 	SYM(h, cuStreamDestroy, "cuStreamDestroy_v2");
 	SYM(h, cuStreamSynchronize, "cuStreamSynchronize");
+	SYM(h, cuStreamWaitEvent, "cuStreamWaitEvent");
 	SYM(h, cuEventCreate, "cuEventCreate");
 	SYM(h, cuEventRecord, "cuEventRecord");
 	SYM(h, cuEventQuery, "cuEventQuery");
@@ -113,9 +115,10 @@ int gdn_ctx_close(gdn_lib *l, int ordinal) {
 
 int gdn_stream_create(gdn_lib *l, void *ctx, void **stream) {
 	CURRENT(ctx);
-	// A blocking stream: ordered with work on the legacy default stream
-	// (where gorgonia.org/cu launches by default), see doc.go.
-	return l->cuStreamCreate(stream, 0);
+	// A non-blocking stream: collectives do not serialise with work on
+	// the legacy default stream. Device buffers are ordered against the
+	// stream that produced them with events (gdn_stream_wait), see doc.go.
+	return l->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING);
 }
 
 int gdn_stream_destroy(gdn_lib *l, void *ctx, void *stream) {
@@ -177,6 +180,18 @@ int gdn_event_query(gdn_lib *l, void *ctx, void *event) {
 int gdn_event_destroy(gdn_lib *l, void *ctx, void *event) {
 	CURRENT(ctx);
 	return l->cuEventDestroy(event);
+}
+
+// Records an event on a stream given as an integer (a caller's CUstream,
+// 0 for the legacy default stream).
+int gdn_event_record_on(gdn_lib *l, void *ctx, uintptr_t stream, void **event) {
+	return gdn_event_record(l, ctx, (void *)stream, event);
+}
+
+// Makes stream wait (on the GPU) for event, recorded on another stream.
+int gdn_stream_wait(gdn_lib *l, void *ctx, void *stream, void *event) {
+	CURRENT(ctx);
+	return l->cuStreamWaitEvent(stream, event, 0);
 }
 
 int gdn_version(gdn_lib *l, int *v) { return l->ncclGetVersion(v); }

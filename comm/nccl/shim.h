@@ -7,6 +7,7 @@
 #define GODDP_NCCL_SHIM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define GDN_UNIQUE_ID_BYTES 128
 
@@ -40,6 +41,7 @@ typedef struct {
 	int (*cuStreamCreate)(void **stream, unsigned flags);
 	int (*cuStreamDestroy)(void *stream);
 	int (*cuStreamSynchronize)(void *stream);
+	int (*cuStreamWaitEvent)(void *stream, void *event, unsigned flags);
 	int (*cuEventCreate)(void **event, unsigned flags);
 	int (*cuEventRecord)(void *event, void *stream);
 	int (*cuEventQuery)(void *event);
@@ -74,6 +76,8 @@ int gdn_d2h(gdn_lib *l, void *ctx, void *dst, gdn_devptr src, size_t n, void *st
 int gdn_event_record(gdn_lib *l, void *ctx, void *stream, void **event);
 int gdn_event_query(gdn_lib *l, void *ctx, void *event);
 int gdn_event_destroy(gdn_lib *l, void *ctx, void *event);
+int gdn_event_record_on(gdn_lib *l, void *ctx, uintptr_t stream, void **event);
+int gdn_stream_wait(gdn_lib *l, void *ctx, void *stream, void *event);
 
 // NCCL calls (return ncclResult_t).
 int gdn_version(gdn_lib *l, int *v);

@@ -21,41 +21,199 @@ const PTX = `//
 .visible .entry add_bias_f32(
 	.param .u64 add_bias_f32_param_0,
 	.param .u64 add_bias_f32_param_1,
-	.param .u32 add_bias_f32_param_2,
-	.param .u32 add_bias_f32_param_3
+	.param .u64 add_bias_f32_param_2,
+	.param .u64 add_bias_f32_param_3
 )
 {
-	.reg .pred 	%p<2>;
-	.reg .f32 	%f<4>;
-	.reg .b32 	%r<9>;
-	.reg .b64 	%rd<9>;
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<23>;
+	.reg .b64 	%rd<96>;
 
 
-	ld.param.u64 	%rd1, [add_bias_f32_param_0];
-	ld.param.u64 	%rd2, [add_bias_f32_param_1];
-	ld.param.u32 	%r3, [add_bias_f32_param_2];
-	ld.param.u32 	%r2, [add_bias_f32_param_3];
-	mov.u32 	%r4, %ctaid.x;
-	mov.u32 	%r5, %ntid.x;
-	mov.u32 	%r6, %tid.x;
-	mad.lo.s32 	%r1, %r4, %r5, %r6;
-	mul.lo.s32 	%r7, %r2, %r3;
-	setp.ge.s32 	%p1, %r1, %r7;
-	@%p1 bra 	$L__BB0_2;
+	ld.param.u64 	%rd49, [add_bias_f32_param_0];
+	ld.param.u64 	%rd50, [add_bias_f32_param_1];
+	ld.param.u64 	%rd51, [add_bias_f32_param_2];
+	ld.param.u64 	%rd48, [add_bias_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd49;
+	cvta.to.global.u64 	%rd2, %rd50;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd3, %r1;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd52, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd5, %r3;
+	add.s64 	%rd90, %rd52, %rd5;
+	mul.lo.s64 	%rd7, %rd48, %rd51;
+	setp.ge.s64 	%p1, %rd90, %rd7;
+	@%p1 bra 	$L__BB0_24;
 
-	cvta.to.global.u64 	%rd3, %rd2;
-	rem.s32 	%r8, %r1, %r2;
-	mul.wide.s32 	%rd4, %r8, 4;
-	add.s64 	%rd5, %rd3, %rd4;
-	cvta.to.global.u64 	%rd6, %rd1;
-	mul.wide.s32 	%rd7, %r1, 4;
-	add.s64 	%rd8, %rd6, %rd7;
-	ld.global.f32 	%f1, [%rd8];
-	ld.global.f32 	%f2, [%rd5];
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd4;
+	add.s64 	%rd53, %rd7, %rd9;
+	add.s64 	%rd54, %rd8, %rd3;
+	mul.lo.s64 	%rd55, %rd54, %rd4;
+	add.s64 	%rd56, %rd55, %rd5;
+	not.b64 	%rd57, %rd56;
+	add.s64 	%rd10, %rd53, %rd57;
+	or.b64  	%rd58, %rd10, %rd9;
+	and.b64  	%rd59, %rd58, -4294967296;
+	setp.eq.s64 	%p2, %rd59, 0;
+	@%p2 bra 	$L__BB0_3;
+
+	div.u64 	%rd85, %rd10, %rd9;
+	bra.uni 	$L__BB0_4;
+
+$L__BB0_3:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd85, %r7;
+
+$L__BB0_4:
+	add.s64 	%rd60, %rd85, 1;
+	and.b64  	%rd88, %rd60, 3;
+	setp.eq.s64 	%p3, %rd88, 0;
+	@%p3 bra 	$L__BB0_10;
+
+	shl.b64 	%rd61, %rd90, 2;
+	add.s64 	%rd86, %rd1, %rd61;
+	shl.b64 	%rd16, %rd9, 2;
+	cvt.u32.u64 	%r8, %rd48;
+
+$L__BB0_6:
+	.pragma "nounroll";
+	or.b64  	%rd62, %rd90, %rd48;
+	and.b64  	%rd63, %rd62, -4294967296;
+	setp.eq.s64 	%p4, %rd63, 0;
+	@%p4 bra 	$L__BB0_8;
+
+	rem.s64 	%rd89, %rd90, %rd48;
+	bra.uni 	$L__BB0_9;
+
+$L__BB0_8:
+	cvt.u32.u64 	%r9, %rd90;
+	rem.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd89, %r10;
+
+$L__BB0_9:
+	ld.global.f32 	%f1, [%rd86];
+	shl.b64 	%rd64, %rd89, 2;
+	add.s64 	%rd65, %rd2, %rd64;
+	ld.global.f32 	%f2, [%rd65];
 	add.f32 	%f3, %f2, %f1;
-	st.global.f32 	[%rd8], %f3;
+	st.global.f32 	[%rd86], %f3;
+	add.s64 	%rd90, %rd90, %rd9;
+	add.s64 	%rd86, %rd86, %rd16;
+	add.s64 	%rd88, %rd88, -1;
+	setp.ne.s64 	%p5, %rd88, 0;
+	@%p5 bra 	$L__BB0_6;
 
-$L__BB0_2:
+$L__BB0_10:
+	setp.lt.u64 	%p6, %rd85, 3;
+	@%p6 bra 	$L__BB0_24;
+
+$L__BB0_11:
+	shl.b64 	%rd28, %rd9, 2;
+	or.b64  	%rd67, %rd90, %rd48;
+	and.b64  	%rd68, %rd67, -4294967296;
+	setp.eq.s64 	%p7, %rd68, 0;
+	@%p7 bra 	$L__BB0_13;
+
+	rem.s64 	%rd92, %rd90, %rd48;
+	bra.uni 	$L__BB0_14;
+
+$L__BB0_13:
+	cvt.u32.u64 	%r11, %rd48;
+	cvt.u32.u64 	%r12, %rd90;
+	rem.u32 	%r13, %r12, %r11;
+	cvt.u64.u32 	%rd92, %r13;
+
+$L__BB0_14:
+	shl.b64 	%rd69, %rd90, 2;
+	add.s64 	%rd32, %rd1, %rd69;
+	ld.global.f32 	%f4, [%rd32];
+	shl.b64 	%rd70, %rd92, 2;
+	add.s64 	%rd71, %rd2, %rd70;
+	ld.global.f32 	%f5, [%rd71];
+	add.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd32], %f6;
+	add.s64 	%rd33, %rd90, %rd9;
+	or.b64  	%rd72, %rd33, %rd48;
+	and.b64  	%rd73, %rd72, -4294967296;
+	setp.eq.s64 	%p8, %rd73, 0;
+	@%p8 bra 	$L__BB0_16;
+
+	rem.s64 	%rd93, %rd33, %rd48;
+	bra.uni 	$L__BB0_17;
+
+$L__BB0_16:
+	cvt.u32.u64 	%r14, %rd48;
+	cvt.u32.u64 	%r15, %rd33;
+	rem.u32 	%r16, %r15, %r14;
+	cvt.u64.u32 	%rd93, %r16;
+
+$L__BB0_17:
+	add.s64 	%rd37, %rd32, %rd28;
+	ld.global.f32 	%f7, [%rd37];
+	shl.b64 	%rd74, %rd93, 2;
+	add.s64 	%rd75, %rd2, %rd74;
+	ld.global.f32 	%f8, [%rd75];
+	add.f32 	%f9, %f8, %f7;
+	st.global.f32 	[%rd37], %f9;
+	add.s64 	%rd38, %rd33, %rd9;
+	or.b64  	%rd76, %rd38, %rd48;
+	and.b64  	%rd77, %rd76, -4294967296;
+	setp.eq.s64 	%p9, %rd77, 0;
+	@%p9 bra 	$L__BB0_19;
+
+	rem.s64 	%rd94, %rd38, %rd48;
+	bra.uni 	$L__BB0_20;
+
+$L__BB0_19:
+	cvt.u32.u64 	%r17, %rd48;
+	cvt.u32.u64 	%r18, %rd38;
+	rem.u32 	%r19, %r18, %r17;
+	cvt.u64.u32 	%rd94, %r19;
+
+$L__BB0_20:
+	add.s64 	%rd42, %rd37, %rd28;
+	ld.global.f32 	%f10, [%rd42];
+	shl.b64 	%rd78, %rd94, 2;
+	add.s64 	%rd79, %rd2, %rd78;
+	ld.global.f32 	%f11, [%rd79];
+	add.f32 	%f12, %f11, %f10;
+	st.global.f32 	[%rd42], %f12;
+	add.s64 	%rd43, %rd38, %rd9;
+	or.b64  	%rd80, %rd43, %rd48;
+	and.b64  	%rd81, %rd80, -4294967296;
+	setp.eq.s64 	%p10, %rd81, 0;
+	@%p10 bra 	$L__BB0_22;
+
+	rem.s64 	%rd95, %rd43, %rd48;
+	bra.uni 	$L__BB0_23;
+
+$L__BB0_22:
+	cvt.u32.u64 	%r20, %rd48;
+	cvt.u32.u64 	%r21, %rd43;
+	rem.u32 	%r22, %r21, %r20;
+	cvt.u64.u32 	%rd95, %r22;
+
+$L__BB0_23:
+	add.s64 	%rd82, %rd42, %rd28;
+	ld.global.f32 	%f13, [%rd82];
+	shl.b64 	%rd83, %rd95, 2;
+	add.s64 	%rd84, %rd2, %rd83;
+	ld.global.f32 	%f14, [%rd84];
+	add.f32 	%f15, %f14, %f13;
+	st.global.f32 	[%rd82], %f15;
+	add.s64 	%rd90, %rd43, %rd9;
+	setp.lt.s64 	%p11, %rd90, %rd7;
+	@%p11 bra 	$L__BB0_11;
+
+$L__BB0_24:
 	ret;
 
 }
@@ -63,35 +221,115 @@ $L__BB0_2:
 .visible .entry relu_f32(
 	.param .u64 relu_f32_param_0,
 	.param .u64 relu_f32_param_1,
-	.param .u32 relu_f32_param_2
+	.param .u64 relu_f32_param_2
 )
 {
-	.reg .pred 	%p<2>;
-	.reg .f32 	%f<3>;
-	.reg .b32 	%r<6>;
-	.reg .b64 	%rd<8>;
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<11>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<68>;
 
 
-	ld.param.u64 	%rd1, [relu_f32_param_0];
-	ld.param.u64 	%rd2, [relu_f32_param_1];
-	ld.param.u32 	%r2, [relu_f32_param_2];
-	mov.u32 	%r3, %ctaid.x;
-	mov.u32 	%r4, %ntid.x;
-	mov.u32 	%r5, %tid.x;
-	mad.lo.s32 	%r1, %r3, %r4, %r5;
-	setp.ge.s32 	%p1, %r1, %r2;
-	@%p1 bra 	$L__BB1_2;
+	ld.param.u64 	%rd36, [relu_f32_param_0];
+	ld.param.u64 	%rd37, [relu_f32_param_1];
+	ld.param.u64 	%rd35, [relu_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd36;
+	cvta.to.global.u64 	%rd2, %rd37;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd3, %r1;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd38, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd5, %r3;
+	add.s64 	%rd64, %rd38, %rd5;
+	setp.ge.s64 	%p1, %rd64, %rd35;
+	@%p1 bra 	$L__BB1_10;
 
-	cvta.to.global.u64 	%rd3, %rd1;
-	cvta.to.global.u64 	%rd4, %rd2;
-	mul.wide.s32 	%rd5, %r1, 4;
-	add.s64 	%rd6, %rd4, %rd5;
-	ld.global.f32 	%f1, [%rd6];
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd4;
+	add.s64 	%rd39, %rd8, %rd35;
+	add.s64 	%rd40, %rd7, %rd3;
+	mul.lo.s64 	%rd41, %rd40, %rd4;
+	add.s64 	%rd42, %rd41, %rd5;
+	not.b64 	%rd43, %rd42;
+	add.s64 	%rd9, %rd39, %rd43;
+	or.b64  	%rd44, %rd9, %rd8;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB1_3;
+
+	div.u64 	%rd59, %rd9, %rd8;
+	bra.uni 	$L__BB1_4;
+
+$L__BB1_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd59, %r7;
+
+$L__BB1_4:
+	add.s64 	%rd46, %rd59, 1;
+	and.b64  	%rd63, %rd46, 3;
+	setp.eq.s64 	%p3, %rd63, 0;
+	@%p3 bra 	$L__BB1_7;
+
+	shl.b64 	%rd47, %rd64, 2;
+	add.s64 	%rd61, %rd1, %rd47;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd60, %rd2, %rd47;
+
+$L__BB1_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd60];
 	max.f32 	%f2, %f1, 0f00000000;
-	add.s64 	%rd7, %rd3, %rd5;
-	st.global.f32 	[%rd7], %f2;
+	st.global.f32 	[%rd61], %f2;
+	add.s64 	%rd64, %rd64, %rd8;
+	add.s64 	%rd61, %rd61, %rd15;
+	add.s64 	%rd60, %rd60, %rd15;
+	add.s64 	%rd63, %rd63, -1;
+	setp.ne.s64 	%p4, %rd63, 0;
+	@%p4 bra 	$L__BB1_6;
 
-$L__BB1_2:
+$L__BB1_7:
+	setp.lt.u64 	%p5, %rd59, 3;
+	@%p5 bra 	$L__BB1_10;
+
+	shl.b64 	%rd48, %rd64, 2;
+	add.s64 	%rd66, %rd2, %rd48;
+	shl.b64 	%rd27, %rd8, 2;
+	add.s64 	%rd67, %rd1, %rd48;
+
+$L__BB1_9:
+	ld.global.f32 	%f3, [%rd66];
+	max.f32 	%f4, %f3, 0f00000000;
+	st.global.f32 	[%rd67], %f4;
+	add.s64 	%rd50, %rd66, %rd27;
+	ld.global.f32 	%f5, [%rd50];
+	max.f32 	%f6, %f5, 0f00000000;
+	add.s64 	%rd51, %rd67, %rd27;
+	st.global.f32 	[%rd51], %f6;
+	add.s64 	%rd52, %rd64, %rd8;
+	add.s64 	%rd53, %rd52, %rd8;
+	add.s64 	%rd54, %rd50, %rd27;
+	ld.global.f32 	%f7, [%rd54];
+	max.f32 	%f8, %f7, 0f00000000;
+	add.s64 	%rd55, %rd51, %rd27;
+	st.global.f32 	[%rd55], %f8;
+	add.s64 	%rd56, %rd53, %rd8;
+	add.s64 	%rd57, %rd54, %rd27;
+	add.s64 	%rd66, %rd57, %rd27;
+	ld.global.f32 	%f9, [%rd57];
+	max.f32 	%f10, %f9, 0f00000000;
+	add.s64 	%rd58, %rd55, %rd27;
+	add.s64 	%rd67, %rd58, %rd27;
+	st.global.f32 	[%rd58], %f10;
+	add.s64 	%rd64, %rd56, %rd8;
+	setp.lt.s64 	%p6, %rd64, %rd35;
+	@%p6 bra 	$L__BB1_9;
+
+$L__BB1_10:
 	ret;
 
 }
@@ -100,47 +338,157 @@ $L__BB1_2:
 	.param .u64 relu_bwd_f32_param_0,
 	.param .u64 relu_bwd_f32_param_1,
 	.param .u64 relu_bwd_f32_param_2,
-	.param .u32 relu_bwd_f32_param_3
+	.param .u64 relu_bwd_f32_param_3
 )
 {
-	.reg .pred 	%p<3>;
-	.reg .f32 	%f<6>;
-	.reg .b32 	%r<6>;
-	.reg .b64 	%rd<14>;
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<26>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<82>;
 
 
-	ld.param.u64 	%rd2, [relu_bwd_f32_param_0];
-	ld.param.u64 	%rd3, [relu_bwd_f32_param_1];
-	ld.param.u64 	%rd4, [relu_bwd_f32_param_2];
-	ld.param.u32 	%r2, [relu_bwd_f32_param_3];
-	mov.u32 	%r3, %ntid.x;
-	mov.u32 	%r4, %ctaid.x;
-	mov.u32 	%r5, %tid.x;
-	mad.lo.s32 	%r1, %r4, %r3, %r5;
-	setp.ge.s32 	%p1, %r1, %r2;
-	@%p1 bra 	$L__BB2_4;
+	ld.param.u64 	%rd48, [relu_bwd_f32_param_0];
+	ld.param.u64 	%rd49, [relu_bwd_f32_param_1];
+	ld.param.u64 	%rd50, [relu_bwd_f32_param_2];
+	ld.param.u64 	%rd47, [relu_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd48;
+	cvta.to.global.u64 	%rd2, %rd49;
+	cvta.to.global.u64 	%rd3, %rd50;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd4, %r1;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd51, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd6, %r3;
+	add.s64 	%rd78, %rd51, %rd6;
+	setp.ge.s64 	%p1, %rd78, %rd47;
+	@%p1 bra 	$L__BB2_20;
 
-	cvta.to.global.u64 	%rd5, %rd4;
-	cvt.s64.s32 	%rd1, %r1;
-	mul.wide.s32 	%rd6, %r1, 4;
-	add.s64 	%rd7, %rd5, %rd6;
-	ld.global.f32 	%f4, [%rd7];
-	setp.leu.f32 	%p2, %f4, 0f00000000;
-	mov.f32 	%f5, 0f00000000;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd5;
+	add.s64 	%rd52, %rd9, %rd47;
+	add.s64 	%rd53, %rd8, %rd4;
+	mul.lo.s64 	%rd54, %rd53, %rd5;
+	add.s64 	%rd55, %rd54, %rd6;
+	not.b64 	%rd56, %rd55;
+	add.s64 	%rd10, %rd52, %rd56;
+	or.b64  	%rd57, %rd10, %rd9;
+	and.b64  	%rd58, %rd57, -4294967296;
+	setp.eq.s64 	%p2, %rd58, 0;
 	@%p2 bra 	$L__BB2_3;
 
-	cvta.to.global.u64 	%rd8, %rd3;
-	shl.b64 	%rd9, %rd1, 2;
-	add.s64 	%rd10, %rd8, %rd9;
-	ld.global.f32 	%f5, [%rd10];
+	div.u64 	%rd72, %rd10, %rd9;
+	bra.uni 	$L__BB2_4;
 
 $L__BB2_3:
-	cvta.to.global.u64 	%rd11, %rd2;
-	shl.b64 	%rd12, %rd1, 2;
-	add.s64 	%rd13, %rd11, %rd12;
-	st.global.f32 	[%rd13], %f5;
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd72, %r7;
 
 $L__BB2_4:
+	add.s64 	%rd59, %rd72, 1;
+	and.b64  	%rd77, %rd59, 3;
+	setp.eq.s64 	%p3, %rd77, 0;
+	@%p3 bra 	$L__BB2_9;
+
+	shl.b64 	%rd60, %rd78, 2;
+	add.s64 	%rd75, %rd1, %rd60;
+	shl.b64 	%rd16, %rd9, 2;
+	add.s64 	%rd74, %rd2, %rd60;
+	add.s64 	%rd73, %rd3, %rd60;
+
+$L__BB2_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f12, [%rd73];
+	setp.leu.f32 	%p4, %f12, 0f00000000;
+	mov.f32 	%f21, 0f00000000;
+	@%p4 bra 	$L__BB2_8;
+
+	ld.global.f32 	%f21, [%rd74];
+
+$L__BB2_8:
+	st.global.f32 	[%rd75], %f21;
+	add.s64 	%rd78, %rd78, %rd9;
+	add.s64 	%rd75, %rd75, %rd16;
+	add.s64 	%rd74, %rd74, %rd16;
+	add.s64 	%rd73, %rd73, %rd16;
+	add.s64 	%rd77, %rd77, -1;
+	setp.ne.s64 	%p5, %rd77, 0;
+	@%p5 bra 	$L__BB2_6;
+
+$L__BB2_9:
+	setp.lt.u64 	%p6, %rd72, 3;
+	@%p6 bra 	$L__BB2_20;
+
+	shl.b64 	%rd61, %rd78, 2;
+	add.s64 	%rd80, %rd3, %rd61;
+	shl.b64 	%rd31, %rd9, 2;
+	add.s64 	%rd81, %rd1, %rd61;
+
+$L__BB2_11:
+	ld.global.f32 	%f14, [%rd80];
+	setp.leu.f32 	%p7, %f14, 0f00000000;
+	mov.f32 	%f23, 0f00000000;
+	mov.f32 	%f22, %f23;
+	@%p7 bra 	$L__BB2_13;
+
+	shl.b64 	%rd63, %rd78, 2;
+	add.s64 	%rd64, %rd2, %rd63;
+	ld.global.f32 	%f22, [%rd64];
+
+$L__BB2_13:
+	st.global.f32 	[%rd81], %f22;
+	add.s64 	%rd36, %rd78, %rd9;
+	add.s64 	%rd37, %rd80, %rd31;
+	ld.global.f32 	%f16, [%rd37];
+	setp.leu.f32 	%p8, %f16, 0f00000000;
+	@%p8 bra 	$L__BB2_15;
+
+	shl.b64 	%rd65, %rd36, 2;
+	add.s64 	%rd66, %rd2, %rd65;
+	ld.global.f32 	%f23, [%rd66];
+
+$L__BB2_15:
+	add.s64 	%rd38, %rd81, %rd31;
+	st.global.f32 	[%rd38], %f23;
+	add.s64 	%rd39, %rd36, %rd9;
+	add.s64 	%rd40, %rd37, %rd31;
+	ld.global.f32 	%f18, [%rd40];
+	setp.leu.f32 	%p9, %f18, 0f00000000;
+	mov.f32 	%f25, 0f00000000;
+	mov.f32 	%f24, %f25;
+	@%p9 bra 	$L__BB2_17;
+
+	shl.b64 	%rd67, %rd39, 2;
+	add.s64 	%rd68, %rd2, %rd67;
+	ld.global.f32 	%f24, [%rd68];
+
+$L__BB2_17:
+	add.s64 	%rd41, %rd38, %rd31;
+	st.global.f32 	[%rd41], %f24;
+	add.s64 	%rd42, %rd39, %rd9;
+	add.s64 	%rd43, %rd40, %rd31;
+	ld.global.f32 	%f20, [%rd43];
+	setp.leu.f32 	%p10, %f20, 0f00000000;
+	@%p10 bra 	$L__BB2_19;
+
+	shl.b64 	%rd69, %rd42, 2;
+	add.s64 	%rd70, %rd2, %rd69;
+	ld.global.f32 	%f25, [%rd70];
+
+$L__BB2_19:
+	add.s64 	%rd71, %rd41, %rd31;
+	add.s64 	%rd81, %rd71, %rd31;
+	st.global.f32 	[%rd71], %f25;
+	add.s64 	%rd78, %rd42, %rd9;
+	setp.lt.s64 	%p11, %rd78, %rd47;
+	add.s64 	%rd80, %rd43, %rd31;
+	@%p11 bra 	$L__BB2_11;
+
+$L__BB2_20:
 	ret;
 
 }
@@ -150,47 +498,155 @@ $L__BB2_4:
 	.param .u64 mse_f32_param_1,
 	.param .u64 mse_f32_param_2,
 	.param .u64 mse_f32_param_3,
-	.param .u32 mse_f32_param_4,
+	.param .u64 mse_f32_param_4,
 	.param .f32 mse_f32_param_5
 )
 {
-	.reg .pred 	%p<2>;
-	.reg .f32 	%f<7>;
-	.reg .b32 	%r<6>;
-	.reg .b64 	%rd<14>;
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<27>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<94>;
 
 
-	ld.param.u64 	%rd1, [mse_f32_param_0];
-	ld.param.u64 	%rd2, [mse_f32_param_1];
-	ld.param.u64 	%rd3, [mse_f32_param_2];
-	ld.param.u64 	%rd4, [mse_f32_param_3];
-	ld.param.u32 	%r2, [mse_f32_param_4];
+	ld.param.u64 	%rd50, [mse_f32_param_0];
+	ld.param.u64 	%rd51, [mse_f32_param_1];
+	ld.param.u64 	%rd52, [mse_f32_param_2];
+	ld.param.u64 	%rd53, [mse_f32_param_3];
+	ld.param.u64 	%rd49, [mse_f32_param_4];
 	ld.param.f32 	%f1, [mse_f32_param_5];
-	mov.u32 	%r3, %ctaid.x;
-	mov.u32 	%r4, %ntid.x;
-	mov.u32 	%r5, %tid.x;
-	mad.lo.s32 	%r1, %r3, %r4, %r5;
-	setp.ge.s32 	%p1, %r1, %r2;
-	@%p1 bra 	$L__BB3_2;
+	cvta.to.global.u64 	%rd1, %rd50;
+	cvta.to.global.u64 	%rd2, %rd51;
+	cvta.to.global.u64 	%rd3, %rd53;
+	cvta.to.global.u64 	%rd4, %rd52;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd5, %r1;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd6, %r2;
+	mul.wide.u32 	%rd54, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd7, %r3;
+	add.s64 	%rd88, %rd54, %rd7;
+	setp.ge.s64 	%p1, %rd88, %rd49;
+	@%p1 bra 	$L__BB3_10;
 
-	cvta.to.global.u64 	%rd5, %rd3;
-	mul.wide.s32 	%rd6, %r1, 4;
-	add.s64 	%rd7, %rd5, %rd6;
-	cvta.to.global.u64 	%rd8, %rd4;
-	add.s64 	%rd9, %rd8, %rd6;
-	ld.global.f32 	%f2, [%rd9];
-	ld.global.f32 	%f3, [%rd7];
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd9, %r4;
+	mul.lo.s64 	%rd10, %rd9, %rd6;
+	add.s64 	%rd55, %rd10, %rd49;
+	add.s64 	%rd56, %rd9, %rd5;
+	mul.lo.s64 	%rd57, %rd56, %rd6;
+	add.s64 	%rd58, %rd57, %rd7;
+	not.b64 	%rd59, %rd58;
+	add.s64 	%rd11, %rd55, %rd59;
+	or.b64  	%rd60, %rd11, %rd10;
+	and.b64  	%rd61, %rd60, -4294967296;
+	setp.eq.s64 	%p2, %rd61, 0;
+	@%p2 bra 	$L__BB3_3;
+
+	div.u64 	%rd81, %rd11, %rd10;
+	bra.uni 	$L__BB3_4;
+
+$L__BB3_3:
+	cvt.u32.u64 	%r5, %rd10;
+	cvt.u32.u64 	%r6, %rd11;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd81, %r7;
+
+$L__BB3_4:
+	add.s64 	%rd62, %rd81, 1;
+	and.b64  	%rd87, %rd62, 3;
+	setp.eq.s64 	%p3, %rd87, 0;
+	@%p3 bra 	$L__BB3_7;
+
+	shl.b64 	%rd63, %rd88, 2;
+	add.s64 	%rd85, %rd1, %rd63;
+	shl.b64 	%rd17, %rd10, 2;
+	add.s64 	%rd84, %rd2, %rd63;
+	add.s64 	%rd83, %rd3, %rd63;
+	add.s64 	%rd82, %rd4, %rd63;
+
+$L__BB3_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f2, [%rd83];
+	ld.global.f32 	%f3, [%rd82];
 	sub.f32 	%f4, %f3, %f2;
 	mul.f32 	%f5, %f4, %f4;
-	cvta.to.global.u64 	%rd10, %rd2;
-	add.s64 	%rd11, %rd10, %rd6;
-	st.global.f32 	[%rd11], %f5;
+	st.global.f32 	[%rd84], %f5;
 	mul.f32 	%f6, %f4, %f1;
-	cvta.to.global.u64 	%rd12, %rd1;
-	add.s64 	%rd13, %rd12, %rd6;
-	st.global.f32 	[%rd13], %f6;
+	st.global.f32 	[%rd85], %f6;
+	add.s64 	%rd88, %rd88, %rd10;
+	add.s64 	%rd85, %rd85, %rd17;
+	add.s64 	%rd84, %rd84, %rd17;
+	add.s64 	%rd83, %rd83, %rd17;
+	add.s64 	%rd82, %rd82, %rd17;
+	add.s64 	%rd87, %rd87, -1;
+	setp.ne.s64 	%p4, %rd87, 0;
+	@%p4 bra 	$L__BB3_6;
 
-$L__BB3_2:
+$L__BB3_7:
+	setp.lt.u64 	%p5, %rd81, 3;
+	@%p5 bra 	$L__BB3_10;
+
+	shl.b64 	%rd64, %rd88, 2;
+	add.s64 	%rd90, %rd4, %rd64;
+	shl.b64 	%rd35, %rd10, 2;
+	add.s64 	%rd91, %rd3, %rd64;
+	add.s64 	%rd92, %rd2, %rd64;
+	add.s64 	%rd93, %rd1, %rd64;
+
+$L__BB3_9:
+	ld.global.f32 	%f7, [%rd91];
+	ld.global.f32 	%f8, [%rd90];
+	sub.f32 	%f9, %f8, %f7;
+	mul.f32 	%f10, %f9, %f9;
+	st.global.f32 	[%rd92], %f10;
+	mul.f32 	%f11, %f9, %f1;
+	st.global.f32 	[%rd93], %f11;
+	add.s64 	%rd66, %rd90, %rd35;
+	add.s64 	%rd67, %rd91, %rd35;
+	ld.global.f32 	%f12, [%rd67];
+	ld.global.f32 	%f13, [%rd66];
+	sub.f32 	%f14, %f13, %f12;
+	mul.f32 	%f15, %f14, %f14;
+	add.s64 	%rd68, %rd92, %rd35;
+	st.global.f32 	[%rd68], %f15;
+	mul.f32 	%f16, %f14, %f1;
+	add.s64 	%rd69, %rd93, %rd35;
+	st.global.f32 	[%rd69], %f16;
+	add.s64 	%rd70, %rd88, %rd10;
+	add.s64 	%rd71, %rd70, %rd10;
+	add.s64 	%rd72, %rd66, %rd35;
+	add.s64 	%rd73, %rd67, %rd35;
+	ld.global.f32 	%f17, [%rd73];
+	ld.global.f32 	%f18, [%rd72];
+	sub.f32 	%f19, %f18, %f17;
+	mul.f32 	%f20, %f19, %f19;
+	add.s64 	%rd74, %rd68, %rd35;
+	st.global.f32 	[%rd74], %f20;
+	mul.f32 	%f21, %f19, %f1;
+	add.s64 	%rd75, %rd69, %rd35;
+	st.global.f32 	[%rd75], %f21;
+	add.s64 	%rd76, %rd71, %rd10;
+	add.s64 	%rd77, %rd72, %rd35;
+	add.s64 	%rd90, %rd77, %rd35;
+	add.s64 	%rd78, %rd73, %rd35;
+	add.s64 	%rd91, %rd78, %rd35;
+	ld.global.f32 	%f22, [%rd78];
+	ld.global.f32 	%f23, [%rd77];
+	sub.f32 	%f24, %f23, %f22;
+	mul.f32 	%f25, %f24, %f24;
+	add.s64 	%rd79, %rd74, %rd35;
+	add.s64 	%rd92, %rd79, %rd35;
+	st.global.f32 	[%rd79], %f25;
+	mul.f32 	%f26, %f24, %f1;
+	add.s64 	%rd80, %rd75, %rd35;
+	add.s64 	%rd93, %rd80, %rd35;
+	st.global.f32 	[%rd80], %f26;
+	add.s64 	%rd88, %rd76, %rd10;
+	setp.lt.s64 	%p6, %rd88, %rd49;
+	@%p6 bra 	$L__BB3_9;
+
+$L__BB3_10:
 	ret;
 
 }
@@ -200,422 +656,920 @@ $L__BB3_2:
 	.param .u64 softmax_ce_f32_param_1,
 	.param .u64 softmax_ce_f32_param_2,
 	.param .u64 softmax_ce_f32_param_3,
-	.param .u32 softmax_ce_f32_param_4,
-	.param .u32 softmax_ce_f32_param_5,
+	.param .u64 softmax_ce_f32_param_4,
+	.param .u64 softmax_ce_f32_param_5,
 	.param .f32 softmax_ce_f32_param_6
 )
 {
-	.reg .pred 	%p<25>;
-	.reg .f32 	%f<240>;
-	.reg .b32 	%r<94>;
-	.reg .b64 	%rd<67>;
+	.reg .pred 	%p<54>;
+	.reg .f32 	%f<615>;
+	.reg .b32 	%r<69>;
+	.reg .b64 	%rd<142>;
 
 
-	ld.param.u64 	%rd33, [softmax_ce_f32_param_0];
-	ld.param.u64 	%rd31, [softmax_ce_f32_param_1];
-	ld.param.u64 	%rd34, [softmax_ce_f32_param_2];
-	ld.param.u64 	%rd32, [softmax_ce_f32_param_3];
-	ld.param.u32 	%r36, [softmax_ce_f32_param_4];
-	ld.param.u32 	%r35, [softmax_ce_f32_param_5];
-	ld.param.f32 	%f21, [softmax_ce_f32_param_6];
-	cvta.to.global.u64 	%rd1, %rd33;
-	cvta.to.global.u64 	%rd2, %rd34;
-	mov.u32 	%r37, %ntid.x;
-	mov.u32 	%r38, %ctaid.x;
-	mov.u32 	%r39, %tid.x;
-	mad.lo.s32 	%r1, %r38, %r37, %r39;
-	setp.ge.s32 	%p1, %r1, %r36;
-	@%p1 bra 	$L__BB4_24;
+	ld.param.u64 	%rd58, [softmax_ce_f32_param_0];
+	ld.param.u64 	%rd59, [softmax_ce_f32_param_1];
+	ld.param.u64 	%rd60, [softmax_ce_f32_param_2];
+	ld.param.u64 	%rd61, [softmax_ce_f32_param_3];
+	ld.param.u64 	%rd56, [softmax_ce_f32_param_4];
+	ld.param.u64 	%rd57, [softmax_ce_f32_param_5];
+	ld.param.f32 	%f37, [softmax_ce_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd58;
+	cvta.to.global.u64 	%rd2, %rd59;
+	cvta.to.global.u64 	%rd3, %rd61;
+	cvta.to.global.u64 	%rd4, %rd60;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd62, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd63, %r3;
+	add.s64 	%rd125, %rd62, %rd63;
+	setp.ge.s64 	%p1, %rd125, %rd56;
+	@%p1 bra 	$L__BB4_49;
 
-	cvt.s64.s32 	%rd3, %r1;
-	mul.wide.s32 	%rd4, %r35, %r1;
-	shl.b64 	%rd35, %rd4, 2;
-	add.s64 	%rd5, %rd2, %rd35;
-	ld.global.f32 	%f233, [%rd5];
-	setp.lt.s32 	%p2, %r35, 2;
-	@%p2 bra 	$L__BB4_8;
+	setp.gt.s64 	%p2, %rd57, 1;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd64, %r4;
+	mul.lo.s64 	%rd7, %rd64, %rd5;
+	add.s64 	%rd8, %rd57, -1;
+	and.b64  	%rd9, %rd57, 3;
+	sub.s64 	%rd10, %rd57, %rd9;
+	@%p2 bra 	$L__BB4_22;
+	bra.uni 	$L__BB4_3;
 
-	add.s32 	%r41, %r35, -1;
-	and.b32  	%r83, %r41, 3;
-	add.s32 	%r42, %r35, -2;
-	setp.lt.u32 	%p3, %r42, 3;
-	mov.u32 	%r82, 1;
-	@%p3 bra 	$L__BB4_5;
-
-	add.s64 	%rd59, %rd5, 16;
-	sub.s32 	%r80, %r35, %r83;
-
-$L__BB4_4:
-	ld.global.f32 	%f23, [%rd59+-12];
-	max.f32 	%f24, %f233, %f23;
-	ld.global.f32 	%f25, [%rd59+-8];
-	max.f32 	%f26, %f24, %f25;
-	ld.global.f32 	%f27, [%rd59+-4];
-	max.f32 	%f28, %f26, %f27;
-	ld.global.f32 	%f29, [%rd59];
-	max.f32 	%f233, %f28, %f29;
-	add.s32 	%r82, %r82, 4;
-	add.s64 	%rd59, %rd59, 16;
-	add.s32 	%r80, %r80, -4;
-	setp.ne.s32 	%p4, %r80, 1;
-	@%p4 bra 	$L__BB4_4;
-
-$L__BB4_5:
-	setp.eq.s32 	%p5, %r83, 0;
-	@%p5 bra 	$L__BB4_8;
-
-	cvt.s64.s32 	%rd38, %r82;
-	add.s64 	%rd39, %rd4, %rd38;
-	shl.b64 	%rd40, %rd39, 2;
-	add.s64 	%rd60, %rd2, %rd40;
-
-$L__BB4_7:
-	.pragma "nounroll";
-	ld.global.f32 	%f30, [%rd60];
-	max.f32 	%f233, %f233, %f30;
-	add.s64 	%rd60, %rd60, 4;
-	add.s32 	%r83, %r83, -1;
-	setp.ne.s32 	%p6, %r83, 0;
-	@%p6 bra 	$L__BB4_7;
-
-$L__BB4_8:
-	setp.lt.s32 	%p7, %r35, 1;
-	mov.f32 	%f238, 0f00000000;
-	@%p7 bra 	$L__BB4_15;
-
-	add.s32 	%r45, %r35, -1;
-	and.b32  	%r87, %r35, 3;
-	setp.lt.u32 	%p8, %r45, 3;
-	mov.f32 	%f238, 0f00000000;
-	mov.u32 	%r86, 0;
-	@%p8 bra 	$L__BB4_12;
-
-	sub.s32 	%r85, %r35, %r87;
-	add.s64 	%rd61, %rd5, 8;
-
-$L__BB4_11:
-	ld.global.f32 	%f35, [%rd61+-8];
-	sub.f32 	%f36, %f35, %f233;
-	mov.f32 	%f37, 0f3F000000;
-	mov.f32 	%f38, 0f3BBB989D;
-	fma.rn.f32 	%f39, %f36, %f38, %f37;
-	mov.f32 	%f40, 0f3FB8AA3B;
-	mov.f32 	%f41, 0f437C0000;
-	cvt.sat.f32.f32 	%f42, %f39;
-	mov.f32 	%f43, 0f4B400001;
-	fma.rm.f32 	%f44, %f42, %f41, %f43;
-	add.f32 	%f45, %f44, 0fCB40007F;
-	neg.f32 	%f46, %f45;
-	fma.rn.f32 	%f47, %f36, %f40, %f46;
-	mov.f32 	%f48, 0f32A57060;
-	fma.rn.f32 	%f49, %f36, %f48, %f47;
-	mov.b32 	%r47, %f44;
-	shl.b32 	%r48, %r47, 23;
-	mov.b32 	%f50, %r48;
-	ex2.approx.ftz.f32 	%f51, %f49;
-	fma.rn.f32 	%f52, %f51, %f50, %f238;
-	ld.global.f32 	%f53, [%rd61+-4];
-	sub.f32 	%f54, %f53, %f233;
-	fma.rn.f32 	%f55, %f54, %f38, %f37;
-	cvt.sat.f32.f32 	%f56, %f55;
-	fma.rm.f32 	%f57, %f56, %f41, %f43;
-	add.f32 	%f58, %f57, 0fCB40007F;
-	neg.f32 	%f59, %f58;
-	fma.rn.f32 	%f60, %f54, %f40, %f59;
-	fma.rn.f32 	%f61, %f54, %f48, %f60;
-	mov.b32 	%r49, %f57;
-	shl.b32 	%r50, %r49, 23;
-	mov.b32 	%f62, %r50;
-	ex2.approx.ftz.f32 	%f63, %f61;
-	fma.rn.f32 	%f64, %f63, %f62, %f52;
-	ld.global.f32 	%f65, [%rd61];
-	sub.f32 	%f66, %f65, %f233;
-	fma.rn.f32 	%f67, %f66, %f38, %f37;
-	cvt.sat.f32.f32 	%f68, %f67;
-	fma.rm.f32 	%f69, %f68, %f41, %f43;
-	add.f32 	%f70, %f69, 0fCB40007F;
-	neg.f32 	%f71, %f70;
-	fma.rn.f32 	%f72, %f66, %f40, %f71;
-	fma.rn.f32 	%f73, %f66, %f48, %f72;
-	mov.b32 	%r51, %f69;
-	shl.b32 	%r52, %r51, 23;
-	mov.b32 	%f74, %r52;
-	ex2.approx.ftz.f32 	%f75, %f73;
-	fma.rn.f32 	%f76, %f75, %f74, %f64;
-	ld.global.f32 	%f77, [%rd61+4];
-	sub.f32 	%f78, %f77, %f233;
-	fma.rn.f32 	%f79, %f78, %f38, %f37;
-	cvt.sat.f32.f32 	%f80, %f79;
-	fma.rm.f32 	%f81, %f80, %f41, %f43;
-	add.f32 	%f82, %f81, 0fCB40007F;
-	neg.f32 	%f83, %f82;
-	fma.rn.f32 	%f84, %f78, %f40, %f83;
-	fma.rn.f32 	%f85, %f78, %f48, %f84;
-	mov.b32 	%r53, %f81;
-	shl.b32 	%r54, %r53, 23;
-	mov.b32 	%f86, %r54;
-	ex2.approx.ftz.f32 	%f87, %f85;
-	fma.rn.f32 	%f238, %f87, %f86, %f76;
-	add.s32 	%r86, %r86, 4;
-	add.s64 	%rd61, %rd61, 16;
-	add.s32 	%r85, %r85, -4;
-	setp.ne.s32 	%p9, %r85, 0;
-	@%p9 bra 	$L__BB4_11;
-
-$L__BB4_12:
-	setp.eq.s32 	%p10, %r87, 0;
-	@%p10 bra 	$L__BB4_15;
-
-	cvt.s64.s32 	%rd43, %r86;
-	add.s64 	%rd44, %rd4, %rd43;
-	shl.b64 	%rd45, %rd44, 2;
-	add.s64 	%rd62, %rd2, %rd45;
-
-$L__BB4_14:
-	.pragma "nounroll";
-	ld.global.f32 	%f88, [%rd62];
-	sub.f32 	%f89, %f88, %f233;
-	mov.f32 	%f90, 0f3F000000;
-	mov.f32 	%f91, 0f3BBB989D;
-	fma.rn.f32 	%f92, %f89, %f91, %f90;
-	mov.f32 	%f93, 0f3FB8AA3B;
-	mov.f32 	%f94, 0f437C0000;
-	cvt.sat.f32.f32 	%f95, %f92;
-	mov.f32 	%f96, 0f4B400001;
-	fma.rm.f32 	%f97, %f95, %f94, %f96;
-	add.f32 	%f98, %f97, 0fCB40007F;
-	neg.f32 	%f99, %f98;
-	fma.rn.f32 	%f100, %f89, %f93, %f99;
-	mov.f32 	%f101, 0f32A57060;
-	fma.rn.f32 	%f102, %f89, %f101, %f100;
-	mov.b32 	%r55, %f97;
-	shl.b32 	%r56, %r55, 23;
-	mov.b32 	%f103, %r56;
-	ex2.approx.ftz.f32 	%f104, %f102;
-	fma.rn.f32 	%f238, %f104, %f103, %f238;
-	add.s64 	%rd62, %rd62, 4;
-	add.s32 	%r87, %r87, -1;
-	setp.ne.s32 	%p11, %r87, 0;
-	@%p11 bra 	$L__BB4_14;
-
-$L__BB4_15:
-	cvta.to.global.u64 	%rd46, %rd32;
-	shl.b64 	%rd47, %rd3, 2;
-	add.s64 	%rd48, %rd46, %rd47;
-	ld.global.s32 	%rd18, [%rd48];
-	mul.f32 	%f105, %f238, 0f4B000000;
-	setp.lt.f32 	%p12, %f238, 0f00800000;
-	selp.f32 	%f16, %f105, %f238, %p12;
-	selp.f32 	%f106, 0fC1B80000, 0f00000000, %p12;
-	mov.b32 	%r57, %f16;
-	add.s32 	%r58, %r57, -1059760811;
-	and.b32  	%r59, %r58, -8388608;
-	sub.s32 	%r60, %r57, %r59;
-	mov.b32 	%f107, %r60;
-	cvt.rn.f32.s32 	%f108, %r59;
-	mov.f32 	%f109, 0f34000000;
-	fma.rn.f32 	%f110, %f108, %f109, %f106;
-	add.f32 	%f111, %f107, 0fBF800000;
-	mov.f32 	%f112, 0f3E1039F6;
-	mov.f32 	%f113, 0fBE055027;
-	fma.rn.f32 	%f114, %f113, %f111, %f112;
-	mov.f32 	%f115, 0fBDF8CDCC;
-	fma.rn.f32 	%f116, %f114, %f111, %f115;
-	mov.f32 	%f117, 0f3E0F2955;
-	fma.rn.f32 	%f118, %f116, %f111, %f117;
-	mov.f32 	%f119, 0fBE2AD8B9;
-	fma.rn.f32 	%f120, %f118, %f111, %f119;
-	mov.f32 	%f121, 0f3E4CED0B;
-	fma.rn.f32 	%f122, %f120, %f111, %f121;
-	mov.f32 	%f123, 0fBE7FFF22;
-	fma.rn.f32 	%f124, %f122, %f111, %f123;
-	mov.f32 	%f125, 0f3EAAAA78;
-	fma.rn.f32 	%f126, %f124, %f111, %f125;
-	mov.f32 	%f127, 0fBF000000;
-	fma.rn.f32 	%f128, %f126, %f111, %f127;
-	mul.f32 	%f129, %f111, %f128;
-	fma.rn.f32 	%f130, %f129, %f111, %f111;
-	mov.f32 	%f131, 0f3F317218;
-	fma.rn.f32 	%f239, %f110, %f131, %f130;
-	setp.lt.u32 	%p13, %r57, 2139095040;
-	@%p13 bra 	$L__BB4_17;
-
-	mov.f32 	%f132, 0f7F800000;
-	fma.rn.f32 	%f239, %f16, %f132, %f132;
-
-$L__BB4_17:
-	setp.eq.f32 	%p14, %f16, 0f00000000;
-	selp.f32 	%f133, 0fFF800000, %f239, %p14;
-	add.f32 	%f134, %f233, %f133;
-	shl.b64 	%rd49, %rd18, 2;
-	add.s64 	%rd50, %rd5, %rd49;
-	ld.global.f32 	%f135, [%rd50];
-	sub.f32 	%f136, %f134, %f135;
-	cvta.to.global.u64 	%rd51, %rd31;
-	add.s64 	%rd53, %rd51, %rd47;
-	st.global.f32 	[%rd53], %f136;
-	rcp.rn.f32 	%f20, %f238;
-	@%p7 bra 	$L__BB4_24;
-
-	add.s32 	%r62, %r35, -1;
-	and.b32  	%r93, %r35, 3;
-	setp.lt.u32 	%p16, %r62, 3;
-	mov.u32 	%r91, 0;
-	@%p16 bra 	$L__BB4_21;
-
-	cvt.u32.u64 	%r64, %rd18;
-	sub.s32 	%r90, %r35, %r93;
-	add.s64 	%rd55, %rd35, 8;
-	add.s64 	%rd64, %rd1, %rd55;
-	neg.s32 	%r88, %r64;
-	add.s64 	%rd63, %rd2, %rd55;
-
-$L__BB4_20:
-	ld.global.f32 	%f137, [%rd63+-8];
-	sub.f32 	%f138, %f137, %f233;
-	mov.f32 	%f139, 0f3F000000;
-	mov.f32 	%f140, 0f3BBB989D;
-	fma.rn.f32 	%f141, %f138, %f140, %f139;
-	mov.f32 	%f142, 0f3FB8AA3B;
-	mov.f32 	%f143, 0f437C0000;
-	cvt.sat.f32.f32 	%f144, %f141;
-	mov.f32 	%f145, 0f4B400001;
-	fma.rm.f32 	%f146, %f144, %f143, %f145;
-	add.f32 	%f147, %f146, 0fCB40007F;
-	neg.f32 	%f148, %f147;
-	fma.rn.f32 	%f149, %f138, %f142, %f148;
-	mov.f32 	%f150, 0f32A57060;
-	fma.rn.f32 	%f151, %f138, %f150, %f149;
-	mov.b32 	%r65, %f146;
-	shl.b32 	%r66, %r65, 23;
-	mov.b32 	%f152, %r66;
-	ex2.approx.ftz.f32 	%f153, %f151;
-	mul.f32 	%f154, %f153, %f152;
-	mul.f32 	%f155, %f20, %f154;
-	setp.eq.s32 	%p17, %r88, 0;
-	selp.f32 	%f156, 0f3F800000, 0f00000000, %p17;
-	sub.f32 	%f157, %f155, %f156;
-	mul.f32 	%f158, %f157, %f21;
-	st.global.f32 	[%rd64+-8], %f158;
-	ld.global.f32 	%f159, [%rd63+-4];
-	sub.f32 	%f160, %f159, %f233;
-	fma.rn.f32 	%f161, %f160, %f140, %f139;
-	cvt.sat.f32.f32 	%f162, %f161;
-	fma.rm.f32 	%f163, %f162, %f143, %f145;
-	add.f32 	%f164, %f163, 0fCB40007F;
-	neg.f32 	%f165, %f164;
-	fma.rn.f32 	%f166, %f160, %f142, %f165;
-	fma.rn.f32 	%f167, %f160, %f150, %f166;
-	mov.b32 	%r67, %f163;
-	shl.b32 	%r68, %r67, 23;
-	mov.b32 	%f168, %r68;
-	ex2.approx.ftz.f32 	%f169, %f167;
-	mul.f32 	%f170, %f169, %f168;
-	mul.f32 	%f171, %f20, %f170;
-	add.s32 	%r69, %r91, 1;
-	setp.eq.s32 	%p18, %r69, %r64;
-	selp.f32 	%f172, 0f3F800000, 0f00000000, %p18;
-	sub.f32 	%f173, %f171, %f172;
-	mul.f32 	%f174, %f173, %f21;
-	st.global.f32 	[%rd64+-4], %f174;
-	ld.global.f32 	%f175, [%rd63];
-	sub.f32 	%f176, %f175, %f233;
-	fma.rn.f32 	%f177, %f176, %f140, %f139;
-	cvt.sat.f32.f32 	%f178, %f177;
-	fma.rm.f32 	%f179, %f178, %f143, %f145;
-	add.f32 	%f180, %f179, 0fCB40007F;
-	neg.f32 	%f181, %f180;
-	fma.rn.f32 	%f182, %f176, %f142, %f181;
-	fma.rn.f32 	%f183, %f176, %f150, %f182;
-	mov.b32 	%r71, %f179;
-	shl.b32 	%r72, %r71, 23;
-	mov.b32 	%f184, %r72;
-	ex2.approx.ftz.f32 	%f185, %f183;
-	mul.f32 	%f186, %f185, %f184;
-	mul.f32 	%f187, %f20, %f186;
-	add.s32 	%r73, %r91, 2;
-	setp.eq.s32 	%p19, %r73, %r64;
-	selp.f32 	%f188, 0f3F800000, 0f00000000, %p19;
-	sub.f32 	%f189, %f187, %f188;
-	mul.f32 	%f190, %f189, %f21;
-	st.global.f32 	[%rd64], %f190;
-	ld.global.f32 	%f191, [%rd63+4];
-	sub.f32 	%f192, %f191, %f233;
-	fma.rn.f32 	%f193, %f192, %f140, %f139;
-	cvt.sat.f32.f32 	%f194, %f193;
-	fma.rm.f32 	%f195, %f194, %f143, %f145;
-	add.f32 	%f196, %f195, 0fCB40007F;
-	neg.f32 	%f197, %f196;
-	fma.rn.f32 	%f198, %f192, %f142, %f197;
-	fma.rn.f32 	%f199, %f192, %f150, %f198;
-	mov.b32 	%r74, %f195;
-	shl.b32 	%r75, %r74, 23;
-	mov.b32 	%f200, %r75;
-	ex2.approx.ftz.f32 	%f201, %f199;
-	mul.f32 	%f202, %f201, %f200;
-	mul.f32 	%f203, %f20, %f202;
-	add.s32 	%r76, %r91, 3;
-	setp.eq.s32 	%p20, %r76, %r64;
-	selp.f32 	%f204, 0f3F800000, 0f00000000, %p20;
-	sub.f32 	%f205, %f203, %f204;
-	mul.f32 	%f206, %f205, %f21;
-	st.global.f32 	[%rd64+4], %f206;
-	add.s32 	%r91, %r91, 4;
-	add.s64 	%rd64, %rd64, 16;
-	add.s32 	%r88, %r88, 4;
-	add.s64 	%rd63, %rd63, 16;
-	add.s32 	%r90, %r90, -4;
-	setp.ne.s32 	%p21, %r90, 0;
-	@%p21 bra 	$L__BB4_20;
-
-$L__BB4_21:
-	setp.eq.s32 	%p22, %r93, 0;
-	@%p22 bra 	$L__BB4_24;
-
-	cvt.u32.u64 	%r77, %rd18;
-	sub.s32 	%r92, %r91, %r77;
-	cvt.s64.s32 	%rd56, %r91;
-	add.s64 	%rd57, %rd4, %rd56;
-	shl.b64 	%rd58, %rd57, 2;
-	add.s64 	%rd66, %rd2, %rd58;
-	add.s64 	%rd65, %rd1, %rd58;
+$L__BB4_22:
+	add.s64 	%rd29, %rd57, -2;
+	and.b64  	%rd30, %rd8, 3;
+	sub.s64 	%rd31, %rd8, %rd30;
 
 $L__BB4_23:
-	.pragma "nounroll";
-	ld.global.f32 	%f207, [%rd66];
-	sub.f32 	%f208, %f207, %f233;
-	mov.f32 	%f209, 0f3F000000;
-	mov.f32 	%f210, 0f3BBB989D;
-	fma.rn.f32 	%f211, %f208, %f210, %f209;
-	mov.f32 	%f212, 0f3FB8AA3B;
-	mov.f32 	%f213, 0f437C0000;
-	cvt.sat.f32.f32 	%f214, %f211;
-	mov.f32 	%f215, 0f4B400001;
-	fma.rm.f32 	%f216, %f214, %f213, %f215;
-	add.f32 	%f217, %f216, 0fCB40007F;
-	neg.f32 	%f218, %f217;
-	fma.rn.f32 	%f219, %f208, %f212, %f218;
-	mov.f32 	%f220, 0f32A57060;
-	fma.rn.f32 	%f221, %f208, %f220, %f219;
-	mov.b32 	%r78, %f216;
-	shl.b32 	%r79, %r78, 23;
-	mov.b32 	%f222, %r79;
-	ex2.approx.ftz.f32 	%f223, %f221;
-	mul.f32 	%f224, %f223, %f222;
-	mul.f32 	%f225, %f20, %f224;
-	setp.eq.s32 	%p23, %r92, 0;
-	selp.f32 	%f226, 0f3F800000, 0f00000000, %p23;
-	sub.f32 	%f227, %f225, %f226;
-	mul.f32 	%f228, %f227, %f21;
-	st.global.f32 	[%rd65], %f228;
-	add.s32 	%r92, %r92, 1;
-	add.s64 	%rd66, %rd66, 4;
-	add.s64 	%rd65, %rd65, 4;
-	add.s32 	%r93, %r93, -1;
-	setp.ne.s32 	%p24, %r93, 0;
-	@%p24 bra 	$L__BB4_23;
+	mul.lo.s64 	%rd33, %rd125, %rd57;
+	shl.b64 	%rd93, %rd33, 2;
+	add.s64 	%rd34, %rd4, %rd93;
+	ld.global.f32 	%f609, [%rd34];
+	setp.lt.u64 	%p26, %rd29, 3;
+	mov.u64 	%rd135, 1;
+	@%p26 bra 	$L__BB4_26;
 
-$L__BB4_24:
+	mov.u64 	%rd134, %rd31;
+
+$L__BB4_25:
+	shl.b64 	%rd95, %rd135, 2;
+	add.s64 	%rd96, %rd34, %rd95;
+	ld.global.f32 	%f315, [%rd96];
+	max.f32 	%f316, %f609, %f315;
+	ld.global.f32 	%f317, [%rd96+4];
+	max.f32 	%f318, %f316, %f317;
+	ld.global.f32 	%f319, [%rd96+8];
+	max.f32 	%f320, %f318, %f319;
+	ld.global.f32 	%f321, [%rd96+12];
+	max.f32 	%f609, %f320, %f321;
+	add.s64 	%rd135, %rd135, 4;
+	add.s64 	%rd134, %rd134, -4;
+	setp.ne.s64 	%p27, %rd134, 0;
+	@%p27 bra 	$L__BB4_25;
+
+$L__BB4_26:
+	setp.eq.s64 	%p28, %rd30, 0;
+	@%p28 bra 	$L__BB4_30;
+
+	setp.eq.s64 	%p29, %rd30, 1;
+	shl.b64 	%rd97, %rd135, 2;
+	add.s64 	%rd40, %rd34, %rd97;
+	ld.global.f32 	%f322, [%rd40];
+	max.f32 	%f609, %f609, %f322;
+	@%p29 bra 	$L__BB4_30;
+
+	setp.eq.s64 	%p30, %rd30, 2;
+	ld.global.f32 	%f323, [%rd40+4];
+	max.f32 	%f609, %f609, %f323;
+	@%p30 bra 	$L__BB4_30;
+
+	ld.global.f32 	%f324, [%rd40+8];
+	max.f32 	%f609, %f609, %f324;
+
+$L__BB4_30:
+	setp.lt.s64 	%p31, %rd57, 1;
+	mov.f32 	%f613, 0f00000000;
+	@%p31 bra 	$L__BB4_38;
+
+	setp.lt.u64 	%p32, %rd8, 3;
+	mov.f32 	%f613, 0f00000000;
+	mov.u64 	%rd138, 0;
+	@%p32 bra 	$L__BB4_34;
+
+	mov.u64 	%rd137, %rd10;
+
+$L__BB4_33:
+	shl.b64 	%rd100, %rd138, 2;
+	add.s64 	%rd101, %rd34, %rd100;
+	ld.global.f32 	%f329, [%rd101];
+	sub.f32 	%f330, %f329, %f609;
+	mov.f32 	%f331, 0f3F000000;
+	mov.f32 	%f332, 0f3BBB989D;
+	fma.rn.f32 	%f333, %f330, %f332, %f331;
+	mov.f32 	%f334, 0f3FB8AA3B;
+	mov.f32 	%f335, 0f437C0000;
+	cvt.sat.f32.f32 	%f336, %f333;
+	mov.f32 	%f337, 0f4B400001;
+	fma.rm.f32 	%f338, %f336, %f335, %f337;
+	add.f32 	%f339, %f338, 0fCB40007F;
+	neg.f32 	%f340, %f339;
+	fma.rn.f32 	%f341, %f330, %f334, %f340;
+	mov.f32 	%f342, 0f32A57060;
+	fma.rn.f32 	%f343, %f330, %f342, %f341;
+	mov.b32 	%r37, %f338;
+	shl.b32 	%r38, %r37, 23;
+	mov.b32 	%f344, %r38;
+	ex2.approx.ftz.f32 	%f345, %f343;
+	fma.rn.f32 	%f346, %f345, %f344, %f613;
+	ld.global.f32 	%f347, [%rd101+4];
+	sub.f32 	%f348, %f347, %f609;
+	fma.rn.f32 	%f349, %f348, %f332, %f331;
+	cvt.sat.f32.f32 	%f350, %f349;
+	fma.rm.f32 	%f351, %f350, %f335, %f337;
+	add.f32 	%f352, %f351, 0fCB40007F;
+	neg.f32 	%f353, %f352;
+	fma.rn.f32 	%f354, %f348, %f334, %f353;
+	fma.rn.f32 	%f355, %f348, %f342, %f354;
+	mov.b32 	%r39, %f351;
+	shl.b32 	%r40, %r39, 23;
+	mov.b32 	%f356, %r40;
+	ex2.approx.ftz.f32 	%f357, %f355;
+	fma.rn.f32 	%f358, %f357, %f356, %f346;
+	ld.global.f32 	%f359, [%rd101+8];
+	sub.f32 	%f360, %f359, %f609;
+	fma.rn.f32 	%f361, %f360, %f332, %f331;
+	cvt.sat.f32.f32 	%f362, %f361;
+	fma.rm.f32 	%f363, %f362, %f335, %f337;
+	add.f32 	%f364, %f363, 0fCB40007F;
+	neg.f32 	%f365, %f364;
+	fma.rn.f32 	%f366, %f360, %f334, %f365;
+	fma.rn.f32 	%f367, %f360, %f342, %f366;
+	mov.b32 	%r41, %f363;
+	shl.b32 	%r42, %r41, 23;
+	mov.b32 	%f368, %r42;
+	ex2.approx.ftz.f32 	%f369, %f367;
+	fma.rn.f32 	%f370, %f369, %f368, %f358;
+	ld.global.f32 	%f371, [%rd101+12];
+	sub.f32 	%f372, %f371, %f609;
+	fma.rn.f32 	%f373, %f372, %f332, %f331;
+	cvt.sat.f32.f32 	%f374, %f373;
+	fma.rm.f32 	%f375, %f374, %f335, %f337;
+	add.f32 	%f376, %f375, 0fCB40007F;
+	neg.f32 	%f377, %f376;
+	fma.rn.f32 	%f378, %f372, %f334, %f377;
+	fma.rn.f32 	%f379, %f372, %f342, %f378;
+	mov.b32 	%r43, %f375;
+	shl.b32 	%r44, %r43, 23;
+	mov.b32 	%f380, %r44;
+	ex2.approx.ftz.f32 	%f381, %f379;
+	fma.rn.f32 	%f613, %f381, %f380, %f370;
+	add.s64 	%rd138, %rd138, 4;
+	add.s64 	%rd137, %rd137, -4;
+	setp.ne.s64 	%p33, %rd137, 0;
+	@%p33 bra 	$L__BB4_33;
+
+$L__BB4_34:
+	setp.eq.s64 	%p34, %rd9, 0;
+	@%p34 bra 	$L__BB4_38;
+
+	setp.eq.s64 	%p35, %rd9, 1;
+	shl.b64 	%rd102, %rd138, 2;
+	add.s64 	%rd46, %rd34, %rd102;
+	ld.global.f32 	%f382, [%rd46];
+	sub.f32 	%f383, %f382, %f609;
+	mov.f32 	%f384, 0f3F000000;
+	mov.f32 	%f385, 0f3BBB989D;
+	fma.rn.f32 	%f386, %f383, %f385, %f384;
+	mov.f32 	%f387, 0f3FB8AA3B;
+	mov.f32 	%f388, 0f437C0000;
+	cvt.sat.f32.f32 	%f389, %f386;
+	mov.f32 	%f390, 0f4B400001;
+	fma.rm.f32 	%f391, %f389, %f388, %f390;
+	add.f32 	%f392, %f391, 0fCB40007F;
+	neg.f32 	%f393, %f392;
+	fma.rn.f32 	%f394, %f383, %f387, %f393;
+	mov.f32 	%f395, 0f32A57060;
+	fma.rn.f32 	%f396, %f383, %f395, %f394;
+	mov.b32 	%r45, %f391;
+	shl.b32 	%r46, %r45, 23;
+	mov.b32 	%f397, %r46;
+	ex2.approx.ftz.f32 	%f398, %f396;
+	fma.rn.f32 	%f613, %f398, %f397, %f613;
+	@%p35 bra 	$L__BB4_38;
+
+	setp.eq.s64 	%p36, %rd9, 2;
+	ld.global.f32 	%f399, [%rd46+4];
+	sub.f32 	%f400, %f399, %f609;
+	fma.rn.f32 	%f403, %f400, %f385, %f384;
+	cvt.sat.f32.f32 	%f406, %f403;
+	fma.rm.f32 	%f408, %f406, %f388, %f390;
+	add.f32 	%f409, %f408, 0fCB40007F;
+	neg.f32 	%f410, %f409;
+	fma.rn.f32 	%f411, %f400, %f387, %f410;
+	fma.rn.f32 	%f413, %f400, %f395, %f411;
+	mov.b32 	%r47, %f408;
+	shl.b32 	%r48, %r47, 23;
+	mov.b32 	%f414, %r48;
+	ex2.approx.ftz.f32 	%f415, %f413;
+	fma.rn.f32 	%f613, %f415, %f414, %f613;
+	@%p36 bra 	$L__BB4_38;
+
+	ld.global.f32 	%f416, [%rd46+8];
+	sub.f32 	%f417, %f416, %f609;
+	mov.f32 	%f418, 0f3F000000;
+	mov.f32 	%f419, 0f3BBB989D;
+	fma.rn.f32 	%f420, %f417, %f419, %f418;
+	mov.f32 	%f421, 0f3FB8AA3B;
+	mov.f32 	%f422, 0f437C0000;
+	cvt.sat.f32.f32 	%f423, %f420;
+	mov.f32 	%f424, 0f4B400001;
+	fma.rm.f32 	%f425, %f423, %f422, %f424;
+	add.f32 	%f426, %f425, 0fCB40007F;
+	neg.f32 	%f427, %f426;
+	fma.rn.f32 	%f428, %f417, %f421, %f427;
+	mov.f32 	%f429, 0f32A57060;
+	fma.rn.f32 	%f430, %f417, %f429, %f428;
+	mov.b32 	%r49, %f425;
+	shl.b32 	%r50, %r49, 23;
+	mov.b32 	%f431, %r50;
+	ex2.approx.ftz.f32 	%f432, %f430;
+	fma.rn.f32 	%f613, %f432, %f431, %f613;
+
+$L__BB4_38:
+	shl.b64 	%rd103, %rd125, 2;
+	add.s64 	%rd104, %rd3, %rd103;
+	ld.global.s32 	%rd47, [%rd104];
+	mul.f32 	%f433, %f613, 0f4B000000;
+	setp.lt.f32 	%p37, %f613, 0f00800000;
+	selp.f32 	%f32, %f433, %f613, %p37;
+	selp.f32 	%f434, 0fC1B80000, 0f00000000, %p37;
+	mov.b32 	%r51, %f32;
+	add.s32 	%r52, %r51, -1059760811;
+	and.b32  	%r53, %r52, -8388608;
+	sub.s32 	%r54, %r51, %r53;
+	mov.b32 	%f435, %r54;
+	cvt.rn.f32.s32 	%f436, %r53;
+	mov.f32 	%f437, 0f34000000;
+	fma.rn.f32 	%f438, %f436, %f437, %f434;
+	add.f32 	%f439, %f435, 0fBF800000;
+	mov.f32 	%f440, 0f3E1039F6;
+	mov.f32 	%f441, 0fBE055027;
+	fma.rn.f32 	%f442, %f441, %f439, %f440;
+	mov.f32 	%f443, 0fBDF8CDCC;
+	fma.rn.f32 	%f444, %f442, %f439, %f443;
+	mov.f32 	%f445, 0f3E0F2955;
+	fma.rn.f32 	%f446, %f444, %f439, %f445;
+	mov.f32 	%f447, 0fBE2AD8B9;
+	fma.rn.f32 	%f448, %f446, %f439, %f447;
+	mov.f32 	%f449, 0f3E4CED0B;
+	fma.rn.f32 	%f450, %f448, %f439, %f449;
+	mov.f32 	%f451, 0fBE7FFF22;
+	fma.rn.f32 	%f452, %f450, %f439, %f451;
+	mov.f32 	%f453, 0f3EAAAA78;
+	fma.rn.f32 	%f454, %f452, %f439, %f453;
+	mov.f32 	%f455, 0fBF000000;
+	fma.rn.f32 	%f456, %f454, %f439, %f455;
+	mul.f32 	%f457, %f439, %f456;
+	fma.rn.f32 	%f458, %f457, %f439, %f439;
+	mov.f32 	%f459, 0f3F317218;
+	fma.rn.f32 	%f614, %f438, %f459, %f458;
+	setp.lt.u32 	%p38, %r51, 2139095040;
+	@%p38 bra 	$L__BB4_40;
+
+	mov.f32 	%f460, 0f7F800000;
+	fma.rn.f32 	%f614, %f32, %f460, %f460;
+
+$L__BB4_40:
+	setp.eq.f32 	%p39, %f32, 0f00000000;
+	selp.f32 	%f461, 0fFF800000, %f614, %p39;
+	add.f32 	%f462, %f609, %f461;
+	shl.b64 	%rd105, %rd47, 2;
+	add.s64 	%rd106, %rd34, %rd105;
+	ld.global.f32 	%f463, [%rd106];
+	sub.f32 	%f464, %f462, %f463;
+	add.s64 	%rd108, %rd2, %rd103;
+	st.global.f32 	[%rd108], %f464;
+	rcp.rn.f32 	%f36, %f613;
+	@%p31 bra 	$L__BB4_48;
+
+	setp.lt.u64 	%p41, %rd8, 3;
+	mov.u64 	%rd141, 0;
+	@%p41 bra 	$L__BB4_44;
+
+	mov.u64 	%rd140, %rd10;
+
+$L__BB4_43:
+	shl.b64 	%rd111, %rd141, 2;
+	add.s64 	%rd112, %rd34, %rd111;
+	ld.global.f32 	%f465, [%rd112];
+	sub.f32 	%f466, %f465, %f609;
+	mov.f32 	%f467, 0f3F000000;
+	mov.f32 	%f468, 0f3BBB989D;
+	fma.rn.f32 	%f469, %f466, %f468, %f467;
+	mov.f32 	%f470, 0f3FB8AA3B;
+	mov.f32 	%f471, 0f437C0000;
+	cvt.sat.f32.f32 	%f472, %f469;
+	mov.f32 	%f473, 0f4B400001;
+	fma.rm.f32 	%f474, %f472, %f471, %f473;
+	add.f32 	%f475, %f474, 0fCB40007F;
+	neg.f32 	%f476, %f475;
+	fma.rn.f32 	%f477, %f466, %f470, %f476;
+	mov.f32 	%f478, 0f32A57060;
+	fma.rn.f32 	%f479, %f466, %f478, %f477;
+	mov.b32 	%r55, %f474;
+	shl.b32 	%r56, %r55, 23;
+	mov.b32 	%f480, %r56;
+	ex2.approx.ftz.f32 	%f481, %f479;
+	mul.f32 	%f482, %f481, %f480;
+	mul.f32 	%f483, %f36, %f482;
+	setp.eq.s64 	%p42, %rd141, %rd47;
+	selp.f32 	%f484, 0f3F800000, 0f00000000, %p42;
+	sub.f32 	%f485, %f483, %f484;
+	mul.f32 	%f486, %f485, %f37;
+	add.s64 	%rd113, %rd141, %rd33;
+	shl.b64 	%rd114, %rd113, 2;
+	add.s64 	%rd115, %rd1, %rd114;
+	st.global.f32 	[%rd115], %f486;
+	ld.global.f32 	%f487, [%rd112+4];
+	sub.f32 	%f488, %f487, %f609;
+	fma.rn.f32 	%f489, %f488, %f468, %f467;
+	cvt.sat.f32.f32 	%f490, %f489;
+	fma.rm.f32 	%f491, %f490, %f471, %f473;
+	add.f32 	%f492, %f491, 0fCB40007F;
+	neg.f32 	%f493, %f492;
+	fma.rn.f32 	%f494, %f488, %f470, %f493;
+	fma.rn.f32 	%f495, %f488, %f478, %f494;
+	mov.b32 	%r57, %f491;
+	shl.b32 	%r58, %r57, 23;
+	mov.b32 	%f496, %r58;
+	ex2.approx.ftz.f32 	%f497, %f495;
+	mul.f32 	%f498, %f497, %f496;
+	mul.f32 	%f499, %f36, %f498;
+	add.s64 	%rd116, %rd141, 1;
+	setp.eq.s64 	%p43, %rd116, %rd47;
+	selp.f32 	%f500, 0f3F800000, 0f00000000, %p43;
+	sub.f32 	%f501, %f499, %f500;
+	mul.f32 	%f502, %f501, %f37;
+	st.global.f32 	[%rd115+4], %f502;
+	ld.global.f32 	%f503, [%rd112+8];
+	sub.f32 	%f504, %f503, %f609;
+	fma.rn.f32 	%f505, %f504, %f468, %f467;
+	cvt.sat.f32.f32 	%f506, %f505;
+	fma.rm.f32 	%f507, %f506, %f471, %f473;
+	add.f32 	%f508, %f507, 0fCB40007F;
+	neg.f32 	%f509, %f508;
+	fma.rn.f32 	%f510, %f504, %f470, %f509;
+	fma.rn.f32 	%f511, %f504, %f478, %f510;
+	mov.b32 	%r59, %f507;
+	shl.b32 	%r60, %r59, 23;
+	mov.b32 	%f512, %r60;
+	ex2.approx.ftz.f32 	%f513, %f511;
+	mul.f32 	%f514, %f513, %f512;
+	mul.f32 	%f515, %f36, %f514;
+	add.s64 	%rd117, %rd141, 2;
+	setp.eq.s64 	%p44, %rd117, %rd47;
+	selp.f32 	%f516, 0f3F800000, 0f00000000, %p44;
+	sub.f32 	%f517, %f515, %f516;
+	mul.f32 	%f518, %f517, %f37;
+	st.global.f32 	[%rd115+8], %f518;
+	ld.global.f32 	%f519, [%rd112+12];
+	sub.f32 	%f520, %f519, %f609;
+	fma.rn.f32 	%f521, %f520, %f468, %f467;
+	cvt.sat.f32.f32 	%f522, %f521;
+	fma.rm.f32 	%f523, %f522, %f471, %f473;
+	add.f32 	%f524, %f523, 0fCB40007F;
+	neg.f32 	%f525, %f524;
+	fma.rn.f32 	%f526, %f520, %f470, %f525;
+	fma.rn.f32 	%f527, %f520, %f478, %f526;
+	mov.b32 	%r61, %f523;
+	shl.b32 	%r62, %r61, 23;
+	mov.b32 	%f528, %r62;
+	ex2.approx.ftz.f32 	%f529, %f527;
+	mul.f32 	%f530, %f529, %f528;
+	mul.f32 	%f531, %f36, %f530;
+	add.s64 	%rd118, %rd141, 3;
+	setp.eq.s64 	%p45, %rd118, %rd47;
+	selp.f32 	%f532, 0f3F800000, 0f00000000, %p45;
+	sub.f32 	%f533, %f531, %f532;
+	mul.f32 	%f534, %f533, %f37;
+	st.global.f32 	[%rd115+12], %f534;
+	add.s64 	%rd141, %rd141, 4;
+	add.s64 	%rd140, %rd140, -4;
+	setp.ne.s64 	%p46, %rd140, 0;
+	@%p46 bra 	$L__BB4_43;
+
+$L__BB4_44:
+	setp.eq.s64 	%p47, %rd9, 0;
+	@%p47 bra 	$L__BB4_48;
+
+	setp.eq.s64 	%p48, %rd9, 1;
+	shl.b64 	%rd119, %rd141, 2;
+	add.s64 	%rd53, %rd34, %rd119;
+	ld.global.f32 	%f535, [%rd53];
+	sub.f32 	%f536, %f535, %f609;
+	mov.f32 	%f537, 0f3F000000;
+	mov.f32 	%f538, 0f3BBB989D;
+	fma.rn.f32 	%f539, %f536, %f538, %f537;
+	mov.f32 	%f540, 0f3FB8AA3B;
+	mov.f32 	%f541, 0f437C0000;
+	cvt.sat.f32.f32 	%f542, %f539;
+	mov.f32 	%f543, 0f4B400001;
+	fma.rm.f32 	%f544, %f542, %f541, %f543;
+	add.f32 	%f545, %f544, 0fCB40007F;
+	neg.f32 	%f546, %f545;
+	fma.rn.f32 	%f547, %f536, %f540, %f546;
+	mov.f32 	%f548, 0f32A57060;
+	fma.rn.f32 	%f549, %f536, %f548, %f547;
+	mov.b32 	%r63, %f544;
+	shl.b32 	%r64, %r63, 23;
+	mov.b32 	%f550, %r64;
+	ex2.approx.ftz.f32 	%f551, %f549;
+	mul.f32 	%f552, %f551, %f550;
+	mul.f32 	%f553, %f36, %f552;
+	setp.eq.s64 	%p49, %rd141, %rd47;
+	selp.f32 	%f554, 0f3F800000, 0f00000000, %p49;
+	sub.f32 	%f555, %f553, %f554;
+	mul.f32 	%f556, %f555, %f37;
+	add.s64 	%rd120, %rd141, %rd33;
+	shl.b64 	%rd121, %rd120, 2;
+	add.s64 	%rd54, %rd1, %rd121;
+	st.global.f32 	[%rd54], %f556;
+	@%p48 bra 	$L__BB4_48;
+
+	setp.eq.s64 	%p50, %rd9, 2;
+	ld.global.f32 	%f557, [%rd53+4];
+	sub.f32 	%f558, %f557, %f609;
+	fma.rn.f32 	%f561, %f558, %f538, %f537;
+	cvt.sat.f32.f32 	%f564, %f561;
+	fma.rm.f32 	%f566, %f564, %f541, %f543;
+	add.f32 	%f567, %f566, 0fCB40007F;
+	neg.f32 	%f568, %f567;
+	fma.rn.f32 	%f569, %f558, %f540, %f568;
+	fma.rn.f32 	%f571, %f558, %f548, %f569;
+	mov.b32 	%r65, %f566;
+	shl.b32 	%r66, %r65, 23;
+	mov.b32 	%f572, %r66;
+	ex2.approx.ftz.f32 	%f573, %f571;
+	mul.f32 	%f574, %f573, %f572;
+	mul.f32 	%f575, %f36, %f574;
+	add.s64 	%rd122, %rd141, 1;
+	setp.eq.s64 	%p51, %rd122, %rd47;
+	selp.f32 	%f576, 0f3F800000, 0f00000000, %p51;
+	sub.f32 	%f577, %f575, %f576;
+	mul.f32 	%f578, %f577, %f37;
+	st.global.f32 	[%rd54+4], %f578;
+	@%p50 bra 	$L__BB4_48;
+
+	ld.global.f32 	%f579, [%rd53+8];
+	sub.f32 	%f580, %f579, %f609;
+	mov.f32 	%f581, 0f3F000000;
+	mov.f32 	%f582, 0f3BBB989D;
+	fma.rn.f32 	%f583, %f580, %f582, %f581;
+	mov.f32 	%f584, 0f3FB8AA3B;
+	mov.f32 	%f585, 0f437C0000;
+	cvt.sat.f32.f32 	%f586, %f583;
+	mov.f32 	%f587, 0f4B400001;
+	fma.rm.f32 	%f588, %f586, %f585, %f587;
+	add.f32 	%f589, %f588, 0fCB40007F;
+	neg.f32 	%f590, %f589;
+	fma.rn.f32 	%f591, %f580, %f584, %f590;
+	mov.f32 	%f592, 0f32A57060;
+	fma.rn.f32 	%f593, %f580, %f592, %f591;
+	mov.b32 	%r67, %f588;
+	shl.b32 	%r68, %r67, 23;
+	mov.b32 	%f594, %r68;
+	ex2.approx.ftz.f32 	%f595, %f593;
+	mul.f32 	%f596, %f595, %f594;
+	mul.f32 	%f597, %f36, %f596;
+	add.s64 	%rd123, %rd141, 2;
+	setp.eq.s64 	%p52, %rd123, %rd47;
+	selp.f32 	%f598, 0f3F800000, 0f00000000, %p52;
+	sub.f32 	%f599, %f597, %f598;
+	mul.f32 	%f600, %f599, %f37;
+	st.global.f32 	[%rd54+8], %f600;
+
+$L__BB4_48:
+	ld.param.u64 	%rd124, [softmax_ce_f32_param_4];
+	add.s64 	%rd125, %rd125, %rd7;
+	setp.lt.s64 	%p53, %rd125, %rd124;
+	@%p53 bra 	$L__BB4_23;
+	bra.uni 	$L__BB4_49;
+
+$L__BB4_3:
+	mul.lo.s64 	%rd12, %rd125, %rd57;
+	shl.b64 	%rd65, %rd12, 2;
+	add.s64 	%rd13, %rd4, %rd65;
+	ld.global.f32 	%f1, [%rd13];
+	setp.lt.s64 	%p3, %rd57, 1;
+	mov.f32 	%f604, 0f00000000;
+	@%p3 bra 	$L__BB4_11;
+
+	setp.lt.u64 	%p4, %rd8, 3;
+	mov.f32 	%f604, 0f00000000;
+	mov.u64 	%rd128, 0;
+	@%p4 bra 	$L__BB4_7;
+
+	mov.u64 	%rd127, %rd10;
+
+$L__BB4_6:
+	shl.b64 	%rd68, %rd128, 2;
+	add.s64 	%rd69, %rd13, %rd68;
+	ld.global.f32 	%f42, [%rd69];
+	sub.f32 	%f43, %f42, %f1;
+	mov.f32 	%f44, 0f3F000000;
+	mov.f32 	%f45, 0f3BBB989D;
+	fma.rn.f32 	%f46, %f43, %f45, %f44;
+	mov.f32 	%f47, 0f3FB8AA3B;
+	mov.f32 	%f48, 0f437C0000;
+	cvt.sat.f32.f32 	%f49, %f46;
+	mov.f32 	%f50, 0f4B400001;
+	fma.rm.f32 	%f51, %f49, %f48, %f50;
+	add.f32 	%f52, %f51, 0fCB40007F;
+	neg.f32 	%f53, %f52;
+	fma.rn.f32 	%f54, %f43, %f47, %f53;
+	mov.f32 	%f55, 0f32A57060;
+	fma.rn.f32 	%f56, %f43, %f55, %f54;
+	mov.b32 	%r5, %f51;
+	shl.b32 	%r6, %r5, 23;
+	mov.b32 	%f57, %r6;
+	ex2.approx.ftz.f32 	%f58, %f56;
+	fma.rn.f32 	%f59, %f58, %f57, %f604;
+	ld.global.f32 	%f60, [%rd69+4];
+	sub.f32 	%f61, %f60, %f1;
+	fma.rn.f32 	%f62, %f61, %f45, %f44;
+	cvt.sat.f32.f32 	%f63, %f62;
+	fma.rm.f32 	%f64, %f63, %f48, %f50;
+	add.f32 	%f65, %f64, 0fCB40007F;
+	neg.f32 	%f66, %f65;
+	fma.rn.f32 	%f67, %f61, %f47, %f66;
+	fma.rn.f32 	%f68, %f61, %f55, %f67;
+	mov.b32 	%r7, %f64;
+	shl.b32 	%r8, %r7, 23;
+	mov.b32 	%f69, %r8;
+	ex2.approx.ftz.f32 	%f70, %f68;
+	fma.rn.f32 	%f71, %f70, %f69, %f59;
+	ld.global.f32 	%f72, [%rd69+8];
+	sub.f32 	%f73, %f72, %f1;
+	fma.rn.f32 	%f74, %f73, %f45, %f44;
+	cvt.sat.f32.f32 	%f75, %f74;
+	fma.rm.f32 	%f76, %f75, %f48, %f50;
+	add.f32 	%f77, %f76, 0fCB40007F;
+	neg.f32 	%f78, %f77;
+	fma.rn.f32 	%f79, %f73, %f47, %f78;
+	fma.rn.f32 	%f80, %f73, %f55, %f79;
+	mov.b32 	%r9, %f76;
+	shl.b32 	%r10, %r9, 23;
+	mov.b32 	%f81, %r10;
+	ex2.approx.ftz.f32 	%f82, %f80;
+	fma.rn.f32 	%f83, %f82, %f81, %f71;
+	ld.global.f32 	%f84, [%rd69+12];
+	sub.f32 	%f85, %f84, %f1;
+	fma.rn.f32 	%f86, %f85, %f45, %f44;
+	cvt.sat.f32.f32 	%f87, %f86;
+	fma.rm.f32 	%f88, %f87, %f48, %f50;
+	add.f32 	%f89, %f88, 0fCB40007F;
+	neg.f32 	%f90, %f89;
+	fma.rn.f32 	%f91, %f85, %f47, %f90;
+	fma.rn.f32 	%f92, %f85, %f55, %f91;
+	mov.b32 	%r11, %f88;
+	shl.b32 	%r12, %r11, 23;
+	mov.b32 	%f93, %r12;
+	ex2.approx.ftz.f32 	%f94, %f92;
+	fma.rn.f32 	%f604, %f94, %f93, %f83;
+	add.s64 	%rd128, %rd128, 4;
+	add.s64 	%rd127, %rd127, -4;
+	setp.ne.s64 	%p5, %rd127, 0;
+	@%p5 bra 	$L__BB4_6;
+
+$L__BB4_7:
+	setp.eq.s64 	%p6, %rd9, 0;
+	@%p6 bra 	$L__BB4_11;
+
+	setp.eq.s64 	%p7, %rd9, 1;
+	shl.b64 	%rd70, %rd128, 2;
+	add.s64 	%rd19, %rd13, %rd70;
+	ld.global.f32 	%f95, [%rd19];
+	sub.f32 	%f96, %f95, %f1;
+	mov.f32 	%f97, 0f3F000000;
+	mov.f32 	%f98, 0f3BBB989D;
+	fma.rn.f32 	%f99, %f96, %f98, %f97;
+	mov.f32 	%f100, 0f3FB8AA3B;
+	mov.f32 	%f101, 0f437C0000;
+	cvt.sat.f32.f32 	%f102, %f99;
+	mov.f32 	%f103, 0f4B400001;
+	fma.rm.f32 	%f104, %f102, %f101, %f103;
+	add.f32 	%f105, %f104, 0fCB40007F;
+	neg.f32 	%f106, %f105;
+	fma.rn.f32 	%f107, %f96, %f100, %f106;
+	mov.f32 	%f108, 0f32A57060;
+	fma.rn.f32 	%f109, %f96, %f108, %f107;
+	mov.b32 	%r13, %f104;
+	shl.b32 	%r14, %r13, 23;
+	mov.b32 	%f110, %r14;
+	ex2.approx.ftz.f32 	%f111, %f109;
+	fma.rn.f32 	%f604, %f111, %f110, %f604;
+	@%p7 bra 	$L__BB4_11;
+
+	setp.eq.s64 	%p8, %rd9, 2;
+	ld.global.f32 	%f112, [%rd19+4];
+	sub.f32 	%f113, %f112, %f1;
+	fma.rn.f32 	%f116, %f113, %f98, %f97;
+	cvt.sat.f32.f32 	%f119, %f116;
+	fma.rm.f32 	%f121, %f119, %f101, %f103;
+	add.f32 	%f122, %f121, 0fCB40007F;
+	neg.f32 	%f123, %f122;
+	fma.rn.f32 	%f124, %f113, %f100, %f123;
+	fma.rn.f32 	%f126, %f113, %f108, %f124;
+	mov.b32 	%r15, %f121;
+	shl.b32 	%r16, %r15, 23;
+	mov.b32 	%f127, %r16;
+	ex2.approx.ftz.f32 	%f128, %f126;
+	fma.rn.f32 	%f604, %f128, %f127, %f604;
+	@%p8 bra 	$L__BB4_11;
+
+	ld.global.f32 	%f129, [%rd19+8];
+	sub.f32 	%f130, %f129, %f1;
+	mov.f32 	%f131, 0f3F000000;
+	mov.f32 	%f132, 0f3BBB989D;
+	fma.rn.f32 	%f133, %f130, %f132, %f131;
+	mov.f32 	%f134, 0f3FB8AA3B;
+	mov.f32 	%f135, 0f437C0000;
+	cvt.sat.f32.f32 	%f136, %f133;
+	mov.f32 	%f137, 0f4B400001;
+	fma.rm.f32 	%f138, %f136, %f135, %f137;
+	add.f32 	%f139, %f138, 0fCB40007F;
+	neg.f32 	%f140, %f139;
+	fma.rn.f32 	%f141, %f130, %f134, %f140;
+	mov.f32 	%f142, 0f32A57060;
+	fma.rn.f32 	%f143, %f130, %f142, %f141;
+	mov.b32 	%r17, %f138;
+	shl.b32 	%r18, %r17, 23;
+	mov.b32 	%f144, %r18;
+	ex2.approx.ftz.f32 	%f145, %f143;
+	fma.rn.f32 	%f604, %f145, %f144, %f604;
+
+$L__BB4_11:
+	shl.b64 	%rd71, %rd125, 2;
+	add.s64 	%rd72, %rd3, %rd71;
+	ld.global.s32 	%rd20, [%rd72];
+	mul.f32 	%f146, %f604, 0f4B000000;
+	setp.lt.f32 	%p9, %f604, 0f00800000;
+	selp.f32 	%f10, %f146, %f604, %p9;
+	selp.f32 	%f147, 0fC1B80000, 0f00000000, %p9;
+	mov.b32 	%r19, %f10;
+	add.s32 	%r20, %r19, -1059760811;
+	and.b32  	%r21, %r20, -8388608;
+	sub.s32 	%r22, %r19, %r21;
+	mov.b32 	%f148, %r22;
+	cvt.rn.f32.s32 	%f149, %r21;
+	mov.f32 	%f150, 0f34000000;
+	fma.rn.f32 	%f151, %f149, %f150, %f147;
+	add.f32 	%f152, %f148, 0fBF800000;
+	mov.f32 	%f153, 0f3E1039F6;
+	mov.f32 	%f154, 0fBE055027;
+	fma.rn.f32 	%f155, %f154, %f152, %f153;
+	mov.f32 	%f156, 0fBDF8CDCC;
+	fma.rn.f32 	%f157, %f155, %f152, %f156;
+	mov.f32 	%f158, 0f3E0F2955;
+	fma.rn.f32 	%f159, %f157, %f152, %f158;
+	mov.f32 	%f160, 0fBE2AD8B9;
+	fma.rn.f32 	%f161, %f159, %f152, %f160;
+	mov.f32 	%f162, 0f3E4CED0B;
+	fma.rn.f32 	%f163, %f161, %f152, %f162;
+	mov.f32 	%f164, 0fBE7FFF22;
+	fma.rn.f32 	%f165, %f163, %f152, %f164;
+	mov.f32 	%f166, 0f3EAAAA78;
+	fma.rn.f32 	%f167, %f165, %f152, %f166;
+	mov.f32 	%f168, 0fBF000000;
+	fma.rn.f32 	%f169, %f167, %f152, %f168;
+	mul.f32 	%f170, %f152, %f169;
+	fma.rn.f32 	%f171, %f170, %f152, %f152;
+	mov.f32 	%f172, 0f3F317218;
+	fma.rn.f32 	%f605, %f151, %f172, %f171;
+	setp.lt.u32 	%p10, %r19, 2139095040;
+	@%p10 bra 	$L__BB4_13;
+
+	mov.f32 	%f173, 0f7F800000;
+	fma.rn.f32 	%f605, %f10, %f173, %f173;
+
+$L__BB4_13:
+	setp.eq.f32 	%p11, %f10, 0f00000000;
+	selp.f32 	%f174, 0fFF800000, %f605, %p11;
+	add.f32 	%f175, %f1, %f174;
+	shl.b64 	%rd73, %rd20, 2;
+	add.s64 	%rd74, %rd13, %rd73;
+	ld.global.f32 	%f176, [%rd74];
+	sub.f32 	%f177, %f175, %f176;
+	add.s64 	%rd76, %rd2, %rd71;
+	st.global.f32 	[%rd76], %f177;
+	rcp.rn.f32 	%f14, %f604;
+	@%p3 bra 	$L__BB4_21;
+
+	setp.lt.u64 	%p13, %rd8, 3;
+	mov.u64 	%rd131, 0;
+	@%p13 bra 	$L__BB4_17;
+
+	mov.u64 	%rd130, %rd10;
+
+$L__BB4_16:
+	shl.b64 	%rd79, %rd131, 2;
+	add.s64 	%rd80, %rd13, %rd79;
+	ld.global.f32 	%f178, [%rd80];
+	sub.f32 	%f179, %f178, %f1;
+	mov.f32 	%f180, 0f3F000000;
+	mov.f32 	%f181, 0f3BBB989D;
+	fma.rn.f32 	%f182, %f179, %f181, %f180;
+	mov.f32 	%f183, 0f3FB8AA3B;
+	mov.f32 	%f184, 0f437C0000;
+	cvt.sat.f32.f32 	%f185, %f182;
+	mov.f32 	%f186, 0f4B400001;
+	fma.rm.f32 	%f187, %f185, %f184, %f186;
+	add.f32 	%f188, %f187, 0fCB40007F;
+	neg.f32 	%f189, %f188;
+	fma.rn.f32 	%f190, %f179, %f183, %f189;
+	mov.f32 	%f191, 0f32A57060;
+	fma.rn.f32 	%f192, %f179, %f191, %f190;
+	mov.b32 	%r23, %f187;
+	shl.b32 	%r24, %r23, 23;
+	mov.b32 	%f193, %r24;
+	ex2.approx.ftz.f32 	%f194, %f192;
+	mul.f32 	%f195, %f194, %f193;
+	mul.f32 	%f196, %f14, %f195;
+	setp.eq.s64 	%p14, %rd131, %rd20;
+	selp.f32 	%f197, 0f3F800000, 0f00000000, %p14;
+	sub.f32 	%f198, %f196, %f197;
+	mul.f32 	%f199, %f198, %f37;
+	add.s64 	%rd81, %rd131, %rd12;
+	shl.b64 	%rd82, %rd81, 2;
+	add.s64 	%rd83, %rd1, %rd82;
+	st.global.f32 	[%rd83], %f199;
+	ld.global.f32 	%f200, [%rd80+4];
+	sub.f32 	%f201, %f200, %f1;
+	fma.rn.f32 	%f202, %f201, %f181, %f180;
+	cvt.sat.f32.f32 	%f203, %f202;
+	fma.rm.f32 	%f204, %f203, %f184, %f186;
+	add.f32 	%f205, %f204, 0fCB40007F;
+	neg.f32 	%f206, %f205;
+	fma.rn.f32 	%f207, %f201, %f183, %f206;
+	fma.rn.f32 	%f208, %f201, %f191, %f207;
+	mov.b32 	%r25, %f204;
+	shl.b32 	%r26, %r25, 23;
+	mov.b32 	%f209, %r26;
+	ex2.approx.ftz.f32 	%f210, %f208;
+	mul.f32 	%f211, %f210, %f209;
+	mul.f32 	%f212, %f14, %f211;
+	add.s64 	%rd84, %rd131, 1;
+	setp.eq.s64 	%p15, %rd84, %rd20;
+	selp.f32 	%f213, 0f3F800000, 0f00000000, %p15;
+	sub.f32 	%f214, %f212, %f213;
+	mul.f32 	%f215, %f214, %f37;
+	st.global.f32 	[%rd83+4], %f215;
+	ld.global.f32 	%f216, [%rd80+8];
+	sub.f32 	%f217, %f216, %f1;
+	fma.rn.f32 	%f218, %f217, %f181, %f180;
+	cvt.sat.f32.f32 	%f219, %f218;
+	fma.rm.f32 	%f220, %f219, %f184, %f186;
+	add.f32 	%f221, %f220, 0fCB40007F;
+	neg.f32 	%f222, %f221;
+	fma.rn.f32 	%f223, %f217, %f183, %f222;
+	fma.rn.f32 	%f224, %f217, %f191, %f223;
+	mov.b32 	%r27, %f220;
+	shl.b32 	%r28, %r27, 23;
+	mov.b32 	%f225, %r28;
+	ex2.approx.ftz.f32 	%f226, %f224;
+	mul.f32 	%f227, %f226, %f225;
+	mul.f32 	%f228, %f14, %f227;
+	add.s64 	%rd85, %rd131, 2;
+	setp.eq.s64 	%p16, %rd85, %rd20;
+	selp.f32 	%f229, 0f3F800000, 0f00000000, %p16;
+	sub.f32 	%f230, %f228, %f229;
+	mul.f32 	%f231, %f230, %f37;
+	st.global.f32 	[%rd83+8], %f231;
+	ld.global.f32 	%f232, [%rd80+12];
+	sub.f32 	%f233, %f232, %f1;
+	fma.rn.f32 	%f234, %f233, %f181, %f180;
+	cvt.sat.f32.f32 	%f235, %f234;
+	fma.rm.f32 	%f236, %f235, %f184, %f186;
+	add.f32 	%f237, %f236, 0fCB40007F;
+	neg.f32 	%f238, %f237;
+	fma.rn.f32 	%f239, %f233, %f183, %f238;
+	fma.rn.f32 	%f240, %f233, %f191, %f239;
+	mov.b32 	%r29, %f236;
+	shl.b32 	%r30, %r29, 23;
+	mov.b32 	%f241, %r30;
+	ex2.approx.ftz.f32 	%f242, %f240;
+	mul.f32 	%f243, %f242, %f241;
+	mul.f32 	%f244, %f14, %f243;
+	add.s64 	%rd86, %rd131, 3;
+	setp.eq.s64 	%p17, %rd86, %rd20;
+	selp.f32 	%f245, 0f3F800000, 0f00000000, %p17;
+	sub.f32 	%f246, %f244, %f245;
+	mul.f32 	%f247, %f246, %f37;
+	st.global.f32 	[%rd83+12], %f247;
+	add.s64 	%rd131, %rd131, 4;
+	add.s64 	%rd130, %rd130, -4;
+	setp.ne.s64 	%p18, %rd130, 0;
+	@%p18 bra 	$L__BB4_16;
+
+$L__BB4_17:
+	setp.eq.s64 	%p19, %rd9, 0;
+	@%p19 bra 	$L__BB4_21;
+
+	setp.eq.s64 	%p20, %rd9, 1;
+	shl.b64 	%rd87, %rd131, 2;
+	add.s64 	%rd26, %rd13, %rd87;
+	ld.global.f32 	%f248, [%rd26];
+	sub.f32 	%f249, %f248, %f1;
+	mov.f32 	%f250, 0f3F000000;
+	mov.f32 	%f251, 0f3BBB989D;
+	fma.rn.f32 	%f252, %f249, %f251, %f250;
+	mov.f32 	%f253, 0f3FB8AA3B;
+	mov.f32 	%f254, 0f437C0000;
+	cvt.sat.f32.f32 	%f255, %f252;
+	mov.f32 	%f256, 0f4B400001;
+	fma.rm.f32 	%f257, %f255, %f254, %f256;
+	add.f32 	%f258, %f257, 0fCB40007F;
+	neg.f32 	%f259, %f258;
+	fma.rn.f32 	%f260, %f249, %f253, %f259;
+	mov.f32 	%f261, 0f32A57060;
+	fma.rn.f32 	%f262, %f249, %f261, %f260;
+	mov.b32 	%r31, %f257;
+	shl.b32 	%r32, %r31, 23;
+	mov.b32 	%f263, %r32;
+	ex2.approx.ftz.f32 	%f264, %f262;
+	mul.f32 	%f265, %f264, %f263;
+	mul.f32 	%f266, %f14, %f265;
+	setp.eq.s64 	%p21, %rd131, %rd20;
+	selp.f32 	%f267, 0f3F800000, 0f00000000, %p21;
+	sub.f32 	%f268, %f266, %f267;
+	mul.f32 	%f269, %f268, %f37;
+	add.s64 	%rd88, %rd131, %rd12;
+	shl.b64 	%rd89, %rd88, 2;
+	add.s64 	%rd27, %rd1, %rd89;
+	st.global.f32 	[%rd27], %f269;
+	@%p20 bra 	$L__BB4_21;
+
+	setp.eq.s64 	%p22, %rd9, 2;
+	ld.global.f32 	%f270, [%rd26+4];
+	sub.f32 	%f271, %f270, %f1;
+	fma.rn.f32 	%f274, %f271, %f251, %f250;
+	cvt.sat.f32.f32 	%f277, %f274;
+	fma.rm.f32 	%f279, %f277, %f254, %f256;
+	add.f32 	%f280, %f279, 0fCB40007F;
+	neg.f32 	%f281, %f280;
+	fma.rn.f32 	%f282, %f271, %f253, %f281;
+	fma.rn.f32 	%f284, %f271, %f261, %f282;
+	mov.b32 	%r33, %f279;
+	shl.b32 	%r34, %r33, 23;
+	mov.b32 	%f285, %r34;
+	ex2.approx.ftz.f32 	%f286, %f284;
+	mul.f32 	%f287, %f286, %f285;
+	mul.f32 	%f288, %f14, %f287;
+	add.s64 	%rd90, %rd131, 1;
+	setp.eq.s64 	%p23, %rd90, %rd20;
+	selp.f32 	%f289, 0f3F800000, 0f00000000, %p23;
+	sub.f32 	%f290, %f288, %f289;
+	mul.f32 	%f291, %f290, %f37;
+	st.global.f32 	[%rd27+4], %f291;
+	@%p22 bra 	$L__BB4_21;
+
+	ld.global.f32 	%f292, [%rd26+8];
+	sub.f32 	%f293, %f292, %f1;
+	mov.f32 	%f294, 0f3F000000;
+	mov.f32 	%f295, 0f3BBB989D;
+	fma.rn.f32 	%f296, %f293, %f295, %f294;
+	mov.f32 	%f297, 0f3FB8AA3B;
+	mov.f32 	%f298, 0f437C0000;
+	cvt.sat.f32.f32 	%f299, %f296;
+	mov.f32 	%f300, 0f4B400001;
+	fma.rm.f32 	%f301, %f299, %f298, %f300;
+	add.f32 	%f302, %f301, 0fCB40007F;
+	neg.f32 	%f303, %f302;
+	fma.rn.f32 	%f304, %f293, %f297, %f303;
+	mov.f32 	%f305, 0f32A57060;
+	fma.rn.f32 	%f306, %f293, %f305, %f304;
+	mov.b32 	%r35, %f301;
+	shl.b32 	%r36, %r35, 23;
+	mov.b32 	%f307, %r36;
+	ex2.approx.ftz.f32 	%f308, %f306;
+	mul.f32 	%f309, %f308, %f307;
+	mul.f32 	%f310, %f14, %f309;
+	add.s64 	%rd91, %rd131, 2;
+	setp.eq.s64 	%p24, %rd91, %rd20;
+	selp.f32 	%f311, 0f3F800000, 0f00000000, %p24;
+	sub.f32 	%f312, %f310, %f311;
+	mul.f32 	%f313, %f312, %f37;
+	st.global.f32 	[%rd27+8], %f313;
+
+$L__BB4_21:
+	add.s64 	%rd125, %rd125, %rd7;
+	setp.lt.s64 	%p25, %rd125, %rd56;
+	@%p25 bra 	$L__BB4_3;
+
+$L__BB4_49:
 	ret;
 
 }
@@ -623,39 +1577,127 @@ $L__BB4_24:
 .visible .entry sgd_f32(
 	.param .u64 sgd_f32_param_0,
 	.param .u64 sgd_f32_param_1,
-	.param .u32 sgd_f32_param_2,
+	.param .u64 sgd_f32_param_2,
 	.param .f32 sgd_f32_param_3
 )
 {
-	.reg .pred 	%p<2>;
-	.reg .f32 	%f<6>;
-	.reg .b32 	%r<6>;
-	.reg .b64 	%rd<8>;
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<22>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<68>;
 
 
-	ld.param.u64 	%rd1, [sgd_f32_param_0];
-	ld.param.u64 	%rd2, [sgd_f32_param_1];
-	ld.param.u32 	%r2, [sgd_f32_param_2];
+	ld.param.u64 	%rd36, [sgd_f32_param_0];
+	ld.param.u64 	%rd37, [sgd_f32_param_1];
+	ld.param.u64 	%rd35, [sgd_f32_param_2];
 	ld.param.f32 	%f1, [sgd_f32_param_3];
-	mov.u32 	%r3, %ctaid.x;
-	mov.u32 	%r4, %ntid.x;
-	mov.u32 	%r5, %tid.x;
-	mad.lo.s32 	%r1, %r3, %r4, %r5;
-	setp.ge.s32 	%p1, %r1, %r2;
-	@%p1 bra 	$L__BB5_2;
+	cvta.to.global.u64 	%rd1, %rd36;
+	cvta.to.global.u64 	%rd2, %rd37;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd3, %r1;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd38, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd5, %r3;
+	add.s64 	%rd64, %rd38, %rd5;
+	setp.ge.s64 	%p1, %rd64, %rd35;
+	@%p1 bra 	$L__BB5_10;
 
-	cvta.to.global.u64 	%rd3, %rd2;
-	mul.wide.s32 	%rd4, %r1, 4;
-	add.s64 	%rd5, %rd3, %rd4;
-	ld.global.f32 	%f2, [%rd5];
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd4;
+	add.s64 	%rd39, %rd8, %rd35;
+	add.s64 	%rd40, %rd7, %rd3;
+	mul.lo.s64 	%rd41, %rd40, %rd4;
+	add.s64 	%rd42, %rd41, %rd5;
+	not.b64 	%rd43, %rd42;
+	add.s64 	%rd9, %rd39, %rd43;
+	or.b64  	%rd44, %rd9, %rd8;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB5_3;
+
+	div.u64 	%rd59, %rd9, %rd8;
+	bra.uni 	$L__BB5_4;
+
+$L__BB5_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd59, %r7;
+
+$L__BB5_4:
+	add.s64 	%rd46, %rd59, 1;
+	and.b64  	%rd63, %rd46, 3;
+	setp.eq.s64 	%p3, %rd63, 0;
+	@%p3 bra 	$L__BB5_7;
+
+	shl.b64 	%rd47, %rd64, 2;
+	add.s64 	%rd61, %rd1, %rd47;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd60, %rd2, %rd47;
+
+$L__BB5_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f2, [%rd60];
 	mul.f32 	%f3, %f2, %f1;
-	cvta.to.global.u64 	%rd6, %rd1;
-	add.s64 	%rd7, %rd6, %rd4;
-	ld.global.f32 	%f4, [%rd7];
+	ld.global.f32 	%f4, [%rd61];
 	sub.f32 	%f5, %f4, %f3;
-	st.global.f32 	[%rd7], %f5;
+	st.global.f32 	[%rd61], %f5;
+	add.s64 	%rd64, %rd64, %rd8;
+	add.s64 	%rd61, %rd61, %rd15;
+	add.s64 	%rd60, %rd60, %rd15;
+	add.s64 	%rd63, %rd63, -1;
+	setp.ne.s64 	%p4, %rd63, 0;
+	@%p4 bra 	$L__BB5_6;
 
-$L__BB5_2:
+$L__BB5_7:
+	setp.lt.u64 	%p5, %rd59, 3;
+	@%p5 bra 	$L__BB5_10;
+
+	shl.b64 	%rd48, %rd64, 2;
+	add.s64 	%rd66, %rd2, %rd48;
+	shl.b64 	%rd27, %rd8, 2;
+	add.s64 	%rd67, %rd1, %rd48;
+
+$L__BB5_9:
+	ld.global.f32 	%f6, [%rd66];
+	mul.f32 	%f7, %f6, %f1;
+	ld.global.f32 	%f8, [%rd67];
+	sub.f32 	%f9, %f8, %f7;
+	st.global.f32 	[%rd67], %f9;
+	add.s64 	%rd50, %rd66, %rd27;
+	ld.global.f32 	%f10, [%rd50];
+	mul.f32 	%f11, %f10, %f1;
+	add.s64 	%rd51, %rd67, %rd27;
+	ld.global.f32 	%f12, [%rd51];
+	sub.f32 	%f13, %f12, %f11;
+	st.global.f32 	[%rd51], %f13;
+	add.s64 	%rd52, %rd64, %rd8;
+	add.s64 	%rd53, %rd52, %rd8;
+	add.s64 	%rd54, %rd50, %rd27;
+	ld.global.f32 	%f14, [%rd54];
+	mul.f32 	%f15, %f14, %f1;
+	add.s64 	%rd55, %rd51, %rd27;
+	ld.global.f32 	%f16, [%rd55];
+	sub.f32 	%f17, %f16, %f15;
+	st.global.f32 	[%rd55], %f17;
+	add.s64 	%rd56, %rd53, %rd8;
+	add.s64 	%rd57, %rd54, %rd27;
+	add.s64 	%rd66, %rd57, %rd27;
+	ld.global.f32 	%f18, [%rd57];
+	mul.f32 	%f19, %f18, %f1;
+	add.s64 	%rd58, %rd55, %rd27;
+	add.s64 	%rd67, %rd58, %rd27;
+	ld.global.f32 	%f20, [%rd58];
+	sub.f32 	%f21, %f20, %f19;
+	st.global.f32 	[%rd58], %f21;
+	add.s64 	%rd64, %rd56, %rd8;
+	setp.lt.s64 	%p6, %rd64, %rd35;
+	@%p6 bra 	$L__BB5_9;
+
+$L__BB5_10:
 	ret;
 
 }
@@ -663,31 +1705,96 @@ $L__BB5_2:
 .visible .entry fill_f32(
 	.param .u64 fill_f32_param_0,
 	.param .f32 fill_f32_param_1,
-	.param .u32 fill_f32_param_2
+	.param .u64 fill_f32_param_2
 )
 {
-	.reg .pred 	%p<2>;
+	.reg .pred 	%p<7>;
 	.reg .f32 	%f<2>;
-	.reg .b32 	%r<6>;
-	.reg .b64 	%rd<5>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<51>;
 
 
-	ld.param.u64 	%rd1, [fill_f32_param_0];
+	ld.param.u64 	%rd24, [fill_f32_param_0];
 	ld.param.f32 	%f1, [fill_f32_param_1];
-	ld.param.u32 	%r2, [fill_f32_param_2];
-	mov.u32 	%r3, %ctaid.x;
-	mov.u32 	%r4, %ntid.x;
-	mov.u32 	%r5, %tid.x;
-	mad.lo.s32 	%r1, %r3, %r4, %r5;
-	setp.ge.s32 	%p1, %r1, %r2;
-	@%p1 bra 	$L__BB6_2;
+	ld.param.u64 	%rd23, [fill_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd24;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd2, %r1;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd25, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd4, %r3;
+	add.s64 	%rd49, %rd25, %rd4;
+	setp.ge.s64 	%p1, %rd49, %rd23;
+	@%p1 bra 	$L__BB6_10;
 
-	cvta.to.global.u64 	%rd2, %rd1;
-	mul.wide.s32 	%rd3, %r1, 4;
-	add.s64 	%rd4, %rd2, %rd3;
-	st.global.f32 	[%rd4], %f1;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd26, %r4;
+	mul.lo.s64 	%rd6, %rd26, %rd3;
+	add.s64 	%rd27, %rd6, %rd23;
+	add.s64 	%rd28, %rd26, %rd2;
+	mul.lo.s64 	%rd29, %rd28, %rd3;
+	add.s64 	%rd30, %rd29, %rd4;
+	not.b64 	%rd31, %rd30;
+	add.s64 	%rd7, %rd27, %rd31;
+	or.b64  	%rd32, %rd7, %rd6;
+	and.b64  	%rd33, %rd32, -4294967296;
+	setp.eq.s64 	%p2, %rd33, 0;
+	@%p2 bra 	$L__BB6_3;
 
-$L__BB6_2:
+	div.u64 	%rd45, %rd7, %rd6;
+	bra.uni 	$L__BB6_4;
+
+$L__BB6_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd45, %r7;
+
+$L__BB6_4:
+	add.s64 	%rd34, %rd45, 1;
+	and.b64  	%rd48, %rd34, 3;
+	setp.eq.s64 	%p3, %rd48, 0;
+	@%p3 bra 	$L__BB6_7;
+
+	shl.b64 	%rd35, %rd49, 2;
+	add.s64 	%rd46, %rd1, %rd35;
+	shl.b64 	%rd13, %rd6, 2;
+
+$L__BB6_6:
+	.pragma "nounroll";
+	st.global.f32 	[%rd46], %f1;
+	add.s64 	%rd49, %rd49, %rd6;
+	add.s64 	%rd46, %rd46, %rd13;
+	add.s64 	%rd48, %rd48, -1;
+	setp.ne.s64 	%p4, %rd48, 0;
+	@%p4 bra 	$L__BB6_6;
+
+$L__BB6_7:
+	setp.lt.u64 	%p5, %rd45, 3;
+	@%p5 bra 	$L__BB6_10;
+
+	shl.b64 	%rd38, %rd6, 2;
+
+$L__BB6_9:
+	shl.b64 	%rd36, %rd49, 2;
+	add.s64 	%rd37, %rd1, %rd36;
+	st.global.f32 	[%rd37], %f1;
+	add.s64 	%rd39, %rd37, %rd38;
+	st.global.f32 	[%rd39], %f1;
+	add.s64 	%rd40, %rd49, %rd6;
+	add.s64 	%rd41, %rd40, %rd6;
+	add.s64 	%rd42, %rd39, %rd38;
+	st.global.f32 	[%rd42], %f1;
+	add.s64 	%rd43, %rd41, %rd6;
+	add.s64 	%rd44, %rd42, %rd38;
+	st.global.f32 	[%rd44], %f1;
+	add.s64 	%rd49, %rd43, %rd6;
+	setp.lt.s64 	%p6, %rd49, %rd23;
+	@%p6 bra 	$L__BB6_9;
+
+$L__BB6_10:
 	ret;
 
 }

@@ -1,6 +1,6 @@
 // Command cudatag stands in for a cuda-tagged goddp program: built with
-// -tags cuda, ddprun must check for a GPU before starting it (a real one
-// would link gorgonia.org/cu, whose init exits the process without a GPU).
+// -tags cuda, it starts on a machine without a GPU (goddp/cuda loads CUDA
+// at run time), so ddprun starts it there too.
 package main
 
 import "fmt"

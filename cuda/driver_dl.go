@@ -1,0 +1,274 @@
+//go:build cuda
+
+package cuda
+
+/*
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "driver_dl.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"goddp/cuda/kernels"
+	"goddp/internal/libfind"
+)
+
+// dlDevice is the real device: libcuda.so.1 and cuBLAS through dlopen.
+type dlDevice struct {
+	l       *C.gcu_lib
+	ordinal int
+	ctx     unsafe.Pointer // CUcontext: the device's primary context
+	strm    unsafe.Pointer // CUstream: non-blocking, all of the Context's work
+	mod     unsafe.Pointer // CUmodule: the kernels
+	fns     map[string]unsafe.Pointer
+	blas    unsafe.Pointer // cublasHandle_t
+	inf     Info
+}
+
+// driverLibrary is the CUDA driver's soname, which never changes.
+const driverLibrary = "libcuda.so.1"
+
+// loadDriver opens libcuda.so.1 and initialises it; version and count are
+// filled in as far as the driver got.
+func loadDriver() (*C.gcu_lib, int, int, error) {
+	l := (*C.gcu_lib)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gcu_lib{}))))
+	var msg [512]C.char
+	cpath := C.CString(driverLibrary)
+	defer C.free(unsafe.Pointer(cpath))
+	if C.gcu_load_cuda(l, cpath, &msg[0], C.int(len(msg))) != 0 {
+		return nil, 0, 0, fmt.Errorf("%w: %s", ErrNoDriver, C.GoString(&msg[0]))
+	}
+	var version, count C.int
+	if rc := C.gcu_init(l, &version, &count); rc != 0 {
+		return l, int(version), 0, fmt.Errorf("%w: cuInit: %s (code %d)", ErrNoDevice, C.GoString(C.gcu_error(l, rc)), int(rc))
+	}
+	if count == 0 {
+		return l, int(version), 0, fmt.Errorf("%w: CUDA reports 0 devices (CUDA_VISIBLE_DEVICES=%q)", ErrNoDevice, os.Getenv("CUDA_VISIBLE_DEVICES"))
+	}
+	return l, int(version), int(count), nil
+}
+
+// loadCUBLAS tries the cuBLAS candidates in order (internal/libfind) and
+// returns the path that loaded.
+func loadCUBLAS(l *C.gcu_lib, driverVersion int) (string, error) {
+	cands := libfind.Candidates("GODDP_CUBLAS_LIBRARY", libfind.CUBLASSonames(driverVersion), libfind.Env{})
+	var tried []string
+	var msg [512]C.char
+	for _, p := range cands {
+		cp := C.CString(p)
+		rc := C.gcu_load_cublas(l, cp, &msg[0], C.int(len(msg)))
+		C.free(unsafe.Pointer(cp))
+		if rc == 0 {
+			return p, nil
+		}
+		tried = append(tried, C.GoString(&msg[0]))
+	}
+	return "", fmt.Errorf("%w (driver supports CUDA %s): tried %s; install cuBLAS (pip install nvidia-cublas-cu12, or the CUDA toolkit) or set GODDP_CUBLAS_LIBRARY",
+		ErrNoCUBLAS, cudaVersion(driverVersion), strings.Join(tried, "; "))
+}
+
+func cudaVersion(v int) string { return fmt.Sprintf("%d.%d", v/1000, v%1000/10) }
+
+// Probe loads the CUDA driver and cuBLAS and describes device 0, without
+// creating a context. Its error names what is missing (ErrNoDriver,
+// ErrNoDevice, ErrNoCUBLAS); Info holds what was found before that.
+func Probe() (Info, error) {
+	l, version, count, err := loadDriver()
+	inf := Info{DriverVersion: version, DeviceCount: count}
+	if l == nil {
+		return inf, err
+	}
+	path, berr := loadCUBLAS(l, version)
+	if berr == nil {
+		inf.CUBLASPath = path
+		var v C.int
+		if C.gcu_blas_version(l, &v) == 0 {
+			inf.CUBLASVersion = int(v)
+		}
+	}
+	return inf, errors.Join(err, berr)
+}
+
+// openDevice makes ordinal's primary context current, creates the
+// compute stream, loads the kernels and a cuBLAS handle on that stream.
+func openDevice(ordinal int) (device, error) {
+	l, version, count, err := loadDriver()
+	if err != nil {
+		return nil, err
+	}
+	if ordinal < 0 || ordinal >= count {
+		return nil, fmt.Errorf("%w: device %d asked for, %d visible (CUDA_VISIBLE_DEVICES=%q)", ErrNoDevice, ordinal, count, os.Getenv("CUDA_VISIBLE_DEVICES"))
+	}
+	path, err := loadCUBLAS(l, version)
+	if err != nil {
+		return nil, err
+	}
+	d := &dlDevice{l: l, ordinal: ordinal, fns: map[string]unsafe.Pointer{},
+		inf: Info{Ordinal: ordinal, DriverVersion: version, DeviceCount: count, CUBLASPath: path}}
+	var v C.int
+	if C.gcu_blas_version(l, &v) == 0 {
+		d.inf.CUBLASVersion = int(v)
+	}
+	var name [256]C.char
+	if rc := C.gcu_open(l, C.int(ordinal), &d.ctx, &d.strm, &name[0], C.int(len(name))); rc != 0 {
+		return nil, d.cuErr(fmt.Sprintf("opening device %d", ordinal), rc)
+	}
+	d.inf.Name = C.GoString(&name[0])
+	fail := func(err error) (device, error) {
+		d.close()
+		return nil, err
+	}
+	ptx := C.CString(kernels.PTX)
+	defer C.free(unsafe.Pointer(ptx))
+	if rc := C.gcu_module(l, d.ctx, ptx, &d.mod); rc != 0 {
+		return fail(d.cuErr("loading the kernels' PTX (the driver must support CUDA 11.8 or later)", rc))
+	}
+	for _, name := range kernels.Names() {
+		cn := C.CString(name)
+		var fn unsafe.Pointer
+		rc := C.gcu_function(l, d.mod, cn, &fn)
+		C.free(unsafe.Pointer(cn))
+		if rc != 0 {
+			return fail(d.cuErr("kernel "+name, rc))
+		}
+		d.fns[name] = fn
+	}
+	if rc := C.gcu_blas_create(l, d.ctx, d.strm, &d.blas); rc != 0 {
+		return fail(blasErr("cublasCreate with "+path, rc))
+	}
+	return d, nil
+}
+
+func (d *dlDevice) cuErr(what string, rc C.int) error {
+	return fmt.Errorf("%w: %s: %s (code %d)", ErrCUDA, what, C.GoString(C.gcu_error(d.l, rc)), int(rc))
+}
+
+// blasErr names a cublasStatus_t.
+func blasErr(what string, rc C.int) error {
+	names := map[C.int]string{1: "NOT_INITIALIZED", 3: "ALLOC_FAILED", 7: "INVALID_VALUE", 8: "ARCH_MISMATCH",
+		11: "MAPPING_ERROR", 13: "EXECUTION_FAILED", 14: "INTERNAL_ERROR", 15: "NOT_SUPPORTED", 16: "LICENSE_ERROR"}
+	n, ok := names[rc]
+	if !ok {
+		n = "unknown"
+	}
+	return fmt.Errorf("%w: %s: CUBLAS_STATUS_%s (code %d)", ErrCUBLAS, what, n, int(rc))
+}
+
+func (d *dlDevice) cu(what string, rc C.int) error {
+	if rc != 0 {
+		return d.cuErr(what, rc)
+	}
+	return nil
+}
+
+func (d *dlDevice) alloc(bytes int64) (uint64, error) {
+	var p C.gcu_devptr
+	if rc := C.gcu_alloc(d.l, d.ctx, C.size_t(bytes), &p); rc != 0 {
+		return 0, d.cuErr(fmt.Sprintf("allocating %d bytes on device %d", bytes, d.ordinal), rc)
+	}
+	return uint64(p), nil
+}
+
+func (d *dlDevice) free(p uint64) error {
+	return d.cu("cuMemFree", C.gcu_free(d.l, d.ctx, C.gcu_devptr(p)))
+}
+
+func (d *dlDevice) zero(p uint64, bytes int64) error {
+	return d.cu("cuMemsetD8Async", C.gcu_zero(d.l, d.ctx, C.gcu_devptr(p), C.size_t(bytes), d.strm))
+}
+
+func (d *dlDevice) htod(dst uint64, src unsafe.Pointer, bytes int64) error {
+	return d.cu("copying to the device", C.gcu_htod(d.l, d.ctx, C.gcu_devptr(dst), src, C.size_t(bytes), d.strm))
+}
+
+func (d *dlDevice) dtoh(dst unsafe.Pointer, src uint64, bytes int64) error {
+	return d.cu("copying to the host", C.gcu_dtoh(d.l, d.ctx, dst, C.gcu_devptr(src), C.size_t(bytes), d.strm))
+}
+
+func (d *dlDevice) sync() error {
+	return d.cu("cuStreamSynchronize", C.gcu_sync(d.l, d.ctx, d.strm))
+}
+
+func (d *dlDevice) launch(kernel string, grid, block uint32, args []uint64) error {
+	fn, ok := d.fns[kernel]
+	if !ok {
+		return fmt.Errorf("%w: no kernel %s", ErrCUDA, kernel)
+	}
+	cargs := make([]C.ulonglong, len(args))
+	for i, a := range args {
+		cargs[i] = C.ulonglong(a)
+	}
+	return d.cu("kernel "+kernel, C.gcu_launch(d.l, d.ctx, fn, C.uint(grid), C.uint(block), d.strm, &cargs[0], C.int(len(cargs))))
+}
+
+func op(t bool) C.int {
+	if t {
+		return 1
+	}
+	return 0
+}
+
+func (d *dlDevice) blasStatus(what string, rc C.int) error {
+	if rc != 0 {
+		return blasErr(what, rc)
+	}
+	return nil
+}
+
+func (d *dlDevice) sgemm(ta, tb bool, m, n, k int, alpha float32, a uint64, lda int, b uint64, ldb int, beta float32, c uint64, ldc int) error {
+	return d.blasStatus("cublasSgemm", C.gcu_sgemm(d.l, d.ctx, d.blasH(), op(ta), op(tb), C.int(m), C.int(n), C.int(k), C.float(alpha),
+		C.gcu_devptr(a), C.int(lda), C.gcu_devptr(b), C.int(ldb), C.float(beta), C.gcu_devptr(c), C.int(ldc)))
+}
+
+func (d *dlDevice) sgemv(t bool, m, n int, alpha float32, a uint64, lda int, x uint64, beta float32, y uint64) error {
+	return d.blasStatus("cublasSgemv", C.gcu_sgemv(d.l, d.ctx, d.blasH(), op(t), C.int(m), C.int(n), C.float(alpha),
+		C.gcu_devptr(a), C.int(lda), C.gcu_devptr(x), C.float(beta), C.gcu_devptr(y)))
+}
+
+func (d *dlDevice) sasum(n int, x uint64) (float32, error) {
+	var out C.float
+	err := d.blasStatus("cublasSasum", C.gcu_sasum(d.l, d.ctx, d.blasH(), C.int(n), C.gcu_devptr(x), &out))
+	return float32(out), err
+}
+
+func (d *dlDevice) sscal(n int, alpha float32, x uint64) error {
+	return d.blasStatus("cublasSscal", C.gcu_sscal(d.l, d.ctx, d.blasH(), C.int(n), C.float(alpha), C.gcu_devptr(x)))
+}
+
+func (d *dlDevice) blasH() unsafe.Pointer { return d.blas }
+
+func (d *dlDevice) stream() uintptr { return uintptr(d.strm) }
+func (d *dlDevice) info() Info      { return d.inf }
+
+// close frees what openDevice made (the primary context is released, not
+// destroyed: other users of the device keep theirs).
+func (d *dlDevice) close() error {
+	var errs []error
+	if d.ctx != nil {
+		if err := d.sync(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.blas != nil {
+		if rc := C.gcu_blas_destroy(d.l, d.ctx, d.blas); rc != 0 {
+			errs = append(errs, blasErr("cublasDestroy", rc))
+		}
+		d.blas = nil
+	}
+	if d.mod != nil {
+		errs = append(errs, d.cu("cuModuleUnload", C.gcu_unload(d.l, d.ctx, d.mod)))
+		d.mod = nil
+	}
+	if d.ctx != nil {
+		errs = append(errs, d.cu("releasing the context", C.gcu_close(d.l, C.int(d.ordinal), d.ctx, d.strm)))
+		d.ctx, d.strm = nil, nil
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,86 @@
+// C side of goddp/cuda's device layer: libcuda.so.1 (the driver API) and
+// cuBLAS are opened at run time with dlopen and called through the
+// function pointers declared here, following CUDA's cuda.h and
+// cublas_api.h on 64-bit Linux. Nothing CUDA is linked, so a binary starts
+// on any machine and says what is missing when asked for a GPU; no CUDA
+// header is needed to build it. See doc.go.
+#ifndef GODDP_CUDA_DRIVER_DL_H
+#define GODDP_CUDA_DRIVER_DL_H
+
+#include <stddef.h>
+
+typedef unsigned long long gcu_devptr; // CUdeviceptr
+
+typedef struct {
+	void *cuda_handle, *blas_handle;
+	// CUDA driver API (CUresult is an int enum; CUcontext, CUstream,
+	// CUmodule, CUfunction and CUevent are pointers; CUdevice is an int).
+	int (*cuInit)(unsigned);
+	int (*cuDriverGetVersion)(int *);
+	int (*cuGetErrorString)(int, const char **);
+	int (*cuDeviceGetCount)(int *);
+	int (*cuDeviceGet)(int *, int);
+	int (*cuDeviceGetName)(char *, int, int);
+	int (*cuDevicePrimaryCtxRetain)(void **, int);
+	int (*cuDevicePrimaryCtxRelease)(int);
+	int (*cuCtxSetCurrent)(void *);
+	int (*cuStreamCreate)(void **, unsigned);
+	int (*cuStreamDestroy)(void *);
+	int (*cuStreamSynchronize)(void *);
+	int (*cuModuleLoadData)(void **, const void *);
+	int (*cuModuleGetFunction)(void **, void *, const char *);
+	int (*cuModuleUnload)(void *);
+	int (*cuLaunchKernel)(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+	                      unsigned shmem, void *stream, void **params, void **extra);
+	int (*cuMemAlloc)(gcu_devptr *, size_t);
+	int (*cuMemFree)(gcu_devptr);
+	int (*cuMemsetD8Async)(gcu_devptr, unsigned char, size_t, void *);
+	int (*cuMemcpyHtoDAsync)(gcu_devptr, const void *, size_t, void *);
+	int (*cuMemcpyDtoHAsync)(void *, gcu_devptr, size_t, void *);
+	// cuBLAS (cublasStatus_t is an int enum, cublasHandle_t a pointer,
+	// cublasOperation_t N = 0, T = 1).
+	int (*cublasCreate)(void **);
+	int (*cublasDestroy)(void *);
+	int (*cublasSetStream)(void *, void *);
+	int (*cublasGetProperty)(int, int *);
+	int (*cublasSgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
+	                   const float *, float *, int);
+	int (*cublasSgemv)(void *, int, int, int, const float *, const float *, int, const float *, int, const float *,
+	                   float *, int);
+	int (*cublasSasum)(void *, int, const float *, int, float *);
+	int (*cublasSscal)(void *, int, const float *, float *, int);
+} gcu_lib;
+
+// Loading: 0 on success, else a message in err.
+int gcu_load_cuda(gcu_lib *l, const char *path, char *err, int cap);
+int gcu_load_cublas(gcu_lib *l, const char *path, char *err, int cap);
+const char *gcu_error(gcu_lib *l, int code);
+
+// Driver calls (return CUresult). Those taking ctx make it current first,
+// in the same C call, so the goroutine's thread does not matter.
+int gcu_init(gcu_lib *l, int *version, int *count);
+int gcu_open(gcu_lib *l, int ordinal, void **ctx, void **stream, char *name, int namecap);
+int gcu_close(gcu_lib *l, int ordinal, void *ctx, void *stream);
+int gcu_alloc(gcu_lib *l, void *ctx, size_t n, gcu_devptr *p);
+int gcu_free(gcu_lib *l, void *ctx, gcu_devptr p);
+int gcu_zero(gcu_lib *l, void *ctx, gcu_devptr p, size_t n, void *stream);
+int gcu_htod(gcu_lib *l, void *ctx, gcu_devptr dst, const void *src, size_t n, void *stream);
+int gcu_dtoh(gcu_lib *l, void *ctx, void *dst, gcu_devptr src, size_t n, void *stream);
+int gcu_sync(gcu_lib *l, void *ctx, void *stream);
+int gcu_module(gcu_lib *l, void *ctx, const char *ptx, void **mod);
+int gcu_function(gcu_lib *l, void *mod, const char *name, void **fn);
+int gcu_unload(gcu_lib *l, void *ctx, void *mod);
+int gcu_launch(gcu_lib *l, void *ctx, void *fn, unsigned grid, unsigned block, void *stream, unsigned long long *args, int nargs);
+
+// cuBLAS calls (return cublasStatus_t).
+int gcu_blas_create(gcu_lib *l, void *ctx, void *stream, void **h);
+int gcu_blas_destroy(gcu_lib *l, void *ctx, void *h);
+int gcu_blas_version(gcu_lib *l, int *v);
+int gcu_sgemm(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int k, float alpha, gcu_devptr a, int lda,
+              gcu_devptr b, int ldb, float beta, gcu_devptr c, int ldc);
+int gcu_sgemv(gcu_lib *l, void *ctx, void *h, int t, int m, int n, float alpha, gcu_devptr a, int lda, gcu_devptr x,
+              float beta, gcu_devptr y);
+int gcu_sasum(gcu_lib *l, void *ctx, void *h, int n, gcu_devptr x, float *out);
+int gcu_sscal(gcu_lib *l, void *ctx, void *h, int n, float alpha, gcu_devptr x);
+
+#endif
