@@ -2,7 +2,6 @@ package nn
 
 import (
 	"fmt"
-	"math"
 
 	"goddp/autograd"
 	"goddp/tensor"
@@ -34,12 +33,15 @@ func NewConv2d(rng *tensor.RNG, in, out, kernel int, opts ...WindowOption) *Conv
 	if o.groups <= 0 || in%o.groups != 0 || out%o.groups != 0 {
 		panic(fmt.Sprintf("nn: Conv2d(%d, %d): groups=%d must divide both channel counts", in, out, o.groups))
 	}
-	fanIn := in / o.groups * o.kernel[0] * o.kernel[1]
-	bound := 1 / math.Sqrt(float64(fanIn))
-	c := &Conv2d{Weight: autograd.Param(rng.Uniform(tensor.Float32, -bound, bound, out, in/o.groups, o.kernel[0], o.kernel[1])),
-		Params: o.convParams()}
+	w := tensor.New(tensor.Float32, out, in/o.groups, o.kernel[0], o.kernel[1])
+	var b *tensor.Tensor
 	if !o.noBias {
-		c.Bias = autograd.Param(rng.Uniform(tensor.Float32, -bound, bound, out))
+		b = tensor.New(tensor.Float32, out)
+	}
+	ResetLinearParameters_(rng, w, b)
+	c := &Conv2d{Weight: autograd.Param(w), Params: o.convParams()}
+	if b != nil {
+		c.Bias = autograd.Param(b)
 	}
 	c.check()
 	return c

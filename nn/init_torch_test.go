@@ -45,6 +45,7 @@ type torchInitFixture struct {
 	Cases struct {
 		MLPSeed7     map[string]torchArr  `json:"mlp_seed7"`
 		LayersSeed11 map[string]torchArr  `json:"layers_seed11"`
+		ConvSeed3    map[string]torchArr  `json:"conv_seed3"`
 		InitSeq      [][2]json.RawMessage `json:"init_seq_seed5"`
 	} `json:"cases"`
 	Dropout []struct {
@@ -121,6 +122,19 @@ func TestInitMatchesTorchLayers(t *testing.T) {
 	m.RegisterModule("emb_small", NewEmbedding(rng, 3, 2))
 	m.RegisterModule("lin_nobias", NewLinearNoBias(rng, 5, 7))
 	requireStateDictMatches(t, m, f.Cases.LayersSeed11)
+}
+
+// TestInitMatchesTorchConv2d: Conv2d's default init (plain, grouped,
+// bias-free, rectangular kernel) equals torch's for the same seed and order.
+func TestInitMatchesTorchConv2d(t *testing.T) {
+	f := loadTorchInit(t)
+	require.NotEmpty(t, f.Cases.ConvSeed3, "fixture lacks conv_seed3: rerun scripts/gen_fixtures_rng.py")
+	rng := tensor.NewRNG(3)
+	m := &Container{}
+	m.RegisterModule("c1", NewConv2d(rng, 1, 4, 5, Padding(2)))
+	m.RegisterModule("c2", NewConv2d(rng, 4, 6, 3, Groups(2), NoBias()))
+	m.RegisterModule("c3", NewConv2d(rng, 6, 6, 0, KernelSize(3, 1), Groups(6)))
+	requireStateDictMatches(t, m, f.Cases.ConvSeed3)
 }
 
 // TestInitFunctionsMatchTorch replays torch.nn.init calls in the fixture's

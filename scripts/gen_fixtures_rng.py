@@ -161,6 +161,14 @@ def init_cases():
     layers["emb_small"] = nn.Embedding(3, 2)  # 6 elements: torch's scalar normal path
     layers["lin_nobias"] = nn.Linear(5, 7, bias=False)
     cases["layers_seed11"] = {k: enc(v) for k, v in layers.state_dict().items()}
+    # Conv2d's reset_parameters (kaiming_uniform a=sqrt(5), then the bias),
+    # grouped and bias-free too, in one construction order.
+    torch.manual_seed(3)
+    convs = nn.ModuleDict()
+    convs["c1"] = nn.Conv2d(1, 4, 5, padding=2)
+    convs["c2"] = nn.Conv2d(4, 6, 3, groups=2, bias=False)
+    convs["c3"] = nn.Conv2d(6, 6, (3, 1), groups=6)
+    cases["conv_seed3"] = {k: enc(v) for k, v in convs.state_dict().items()}
     # The init functions over one generator, in this order.
     torch.manual_seed(5)
     seq = []
