@@ -186,7 +186,7 @@ func runCase(ctx context.Context, pg ProcessGroup, c collCase) (uint64, error) {
 				break
 			}
 		}
-		out = Buffer{c.dt, append(append([]byte{}, got1.Bytes...), got2.Bytes...)}
+		out = Buffer{DType: c.dt, Bytes: append(append([]byte{}, got1.Bytes...), got2.Bytes...)}
 		for i := 0; i < c.n; i++ {
 			want = append(want, caseVal(prev, i))
 		}

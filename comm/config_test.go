@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"net"
 	"path/filepath"
 	"sync"
@@ -142,7 +143,7 @@ func TestInit(t *testing.T) {
 		{"auto", func(port int) Config {
 			return Config{MasterAddr: "127.0.0.1", MasterPort: port}
 		}, func() string {
-			if _, err := lookup("shm"); err == nil {
+			if _, err := backend.Lookup("shm"); err == nil {
 				return "shm" // every rank is on this host
 			}
 			return "tcp"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"net"
 	"os"
 	"strconv"
@@ -73,11 +74,11 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	name := cfg.Backend
 	if name == "" || name == "auto" {
 		name = "tcp"
-		if _, err := lookup("shm"); err == nil && sameHost {
+		if _, err := backend.Lookup("shm"); err == nil && sameHost {
 			name = "shm"
 		}
 	}
-	factory, err := lookup(name)
+	factory, err := backend.Lookup(name)
 	if err != nil {
 		return fail(err)
 	}

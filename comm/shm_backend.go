@@ -85,6 +85,7 @@ import (
 	"time"
 	"unsafe"
 
+	"goddp/comm/backend"
 	"goddp/internal/threadenv"
 )
 
@@ -275,7 +276,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	defer cancel()
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
-		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.stallThreshold(), logf: opts.logf(),
+		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(),
 		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(), avx: shmHasAVX(),
 	}
 	if !shmEager(opts.Size) {
@@ -432,7 +433,7 @@ func (g *shmGroup) Size() int       { return g.size }
 func (g *shmGroup) Backend() string { return "shm" }
 
 func (g *shmGroup) badArg(op shmKind, format string, args ...any) Work {
-	return failedWork(&OpError{Kind: ErrBadArgument, Op: op.String(), Rank: g.rank, Detail: "shm: " + fmt.Sprintf(format, args...)})
+	return backend.FailedFuture(&OpError{Kind: ErrBadArgument, Op: op.String(), Rank: g.rank, Detail: "shm: " + fmt.Sprintf(format, args...)})
 }
 
 func shmCheckBuf(b Buffer) error {

@@ -137,7 +137,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 	own := g.scratch2[:piece]
 	for a := lo; a < hi; a += piece {
 		b := min(a+piece, hi)
-		dst := Buffer{buf.DType, buf.Bytes[a:b]}
+		dst := Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}
 		read := func(k int, into []byte) error {
 			if err := shmReadRemote(g.pids[k], into, addrs[k]+uintptr(a)); err != nil {
 				return g.remoteErr(op, k, err)
@@ -149,7 +149,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			if err := read(1-r, tmp[:b-a]); err != nil {
 				return err
 			}
-			g.combine(dst, Buffer{buf.DType, tmp[:b-a]}, op.rop)
+			g.combine(dst, Buffer{DType: buf.DType, Bytes: tmp[:b-a]}, op.rop)
 		} else {
 			// Combine in rank order: start from x0, our own value comes back at k = r.
 			copy(own, dst.Bytes)
@@ -165,7 +165,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			} else if err := read(k, src); err != nil {
 				return err
 			}
-			g.combine(dst, Buffer{buf.DType, src}, op.rop)
+			g.combine(dst, Buffer{DType: buf.DType, Bytes: src}, op.rop)
 		}
 		if op.rop == Avg {
 			divideInto(dst, n)

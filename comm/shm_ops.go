@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 )
 
 // Protocol. Every collective is a series of steps, numbered by a counter
@@ -177,13 +178,13 @@ func (g *shmGroup) reduceOrdered(dst Buffer, src func(k int) []byte, rop ReduceO
 		return
 	}
 	if r <= 1 {
-		g.combine(dst, Buffer{dst.DType, src(1 - r)}, rop)
+		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(1 - r)}, rop)
 	} else {
 		copy(dst.Bytes, src(0))
-		g.combine(dst, Buffer{dst.DType, src(1)}, rop)
+		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(1)}, rop)
 	}
 	for k := 2; k < g.size; k++ {
-		g.combine(dst, Buffer{dst.DType, src(k)}, rop)
+		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(k)}, rop)
 	}
 	if rop == Avg {
 		divideInto(dst, g.size)
@@ -422,9 +423,9 @@ func (g *shmGroup) reduce(op *shmOp) error {
 		if hi > lo {
 			var dst Buffer
 			if r <= 1 {
-				dst = shmSub(Buffer{buf.DType, mine}, lo, hi)
+				dst = shmSub(Buffer{DType: buf.DType, Bytes: mine}, lo, hi)
 			} else {
-				dst = Buffer{buf.DType, g.scratch[:hi-lo]}
+				dst = Buffer{DType: buf.DType, Bytes: g.scratch[:hi-lo]}
 			}
 			g.reduceOrdered(dst, func(k int) []byte { return g.seg.slot(k, s)[lo:hi] }, op.rop)
 			if r > 1 {
@@ -563,7 +564,7 @@ func (g *shmGroup) barrier(op *shmOp) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	werr := g.opError(op, ErrTimeout, missing, fmt.Sprintf("%s did not arrive within %v", rankList(missing), op.timeout), nil)
+	werr := g.opError(op, ErrTimeout, missing, fmt.Sprintf("%s did not arrive within %v", backend.RankList(missing), op.timeout), nil)
 	if !errors.Is(err, ErrTimeout) {
 		return werr // a dead or aborted peer: the group is broken anyway
 	}

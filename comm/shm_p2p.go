@@ -2,6 +2,7 @@ package comm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -104,7 +105,7 @@ func (g *shmGroup) p2pWorker(q *shmP2PQueue) {
 		default:
 			err = g.recv(op, q)
 		}
-		if err != nil && !isKind(err, ErrBadArgument) {
+		if err != nil && !errors.Is(err, ErrBadArgument) {
 			q.broken = err
 		}
 		op.complete(err)

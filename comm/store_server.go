@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -20,7 +21,7 @@ type storeConfig struct {
 }
 
 func newStoreConfig(opts []StoreOption) storeConfig {
-	c := storeConfig{timeout: DefaultTimeout, logf: stderrLogf}
+	c := storeConfig{timeout: DefaultTimeout, logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -121,7 +121,7 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 		p *= 2
 	}
 	rem := n - p
-	tmp := Buffer{buf.DType, g.scratchBuf(len(buf.Bytes))}
+	tmp := Buffer{DType: buf.DType, Bytes: g.scratchBuf(len(buf.Bytes))}
 	if n == 2 {
 		// One exchange (step 1, as below) in the progress loop if it can.
 		if ok, err := g.exchangeFast(o, 1-r, 1, buf, tmp.Bytes, 1, op); ok {
@@ -223,7 +223,7 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 			return err
 		}
 		a, b := piece(all, p, np, es)
-		reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, scratch[a:b]}, op)
+		reduceInto(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: scratch[a:b]}, op)
 	}
 	return nil
 }
@@ -290,7 +290,7 @@ func (g *tcpGroup) ring(o *tcpOp, data Buffer, spans []span, op ReduceOp, gather
 				return err
 			}
 			a, b := piece(sp, p, np, es)
-			reduceInto(Buffer{data.DType, data.Bytes[a:b]}, Buffer{data.DType, x.buf}, op)
+			reduceInto(Buffer{DType: data.DType, Bytes: data.Bytes[a:b]}, Buffer{DType: data.DType, Bytes: x.buf}, op)
 			switch {
 			case s < n-2:
 				sendRS(s+1, p, data.Bytes[a:b])
@@ -434,7 +434,7 @@ func (g *tcpGroup) reduceScatter(o *tcpOp, out, in Buffer, op ReduceOp) error {
 	es := out.DType.Size()
 	if n > 1 {
 		// The ring reduces in place; in is read-only, so work on a copy.
-		data := Buffer{in.DType, g.workBuf(len(in.Bytes))}
+		data := Buffer{DType: in.DType, Bytes: g.workBuf(len(in.Bytes))}
 		copy(data.Bytes, in.Bytes)
 		if err := g.ring(o, data, chunkSpans(n, m), op, false); err != nil {
 			return err
@@ -460,7 +460,7 @@ func (g *tcpGroup) reduce(o *tcpOp, buf Buffer, root int, op ReduceOp) error {
 	data := buf
 	if r != root {
 		// Leave the caller's buffer alone off the root.
-		data = Buffer{buf.DType, g.workBuf(len(buf.Bytes))}
+		data = Buffer{DType: buf.DType, Bytes: g.workBuf(len(buf.Bytes))}
 		copy(data.Bytes, buf.Bytes)
 	}
 	if len(buf.Bytes) <= g.smallBytes || buf.Len() < n {

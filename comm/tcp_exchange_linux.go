@@ -261,7 +261,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		// Reduce what has both arrived and gone out.
 		for reduced < got && written >= sentEnd[reduced] {
 			a, b := piece(all, reduced, np, es)
-			reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, slot(reduced)}, op)
+			reduceInto(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
 			reduced++
 		}
 		if got == np && written == total {
@@ -348,7 +348,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	}
 	for reduced < np {
 		a, b := piece(all, reduced, np, es)
-		reduceInto(Buffer{buf.DType, buf.Bytes[a:b]}, Buffer{buf.DType, slot(reduced)}, op)
+		reduceInto(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
 		reduced++
 	}
 	return nil

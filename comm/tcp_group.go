@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"os"
 	"runtime"
 	"slices"
@@ -137,7 +138,7 @@ type tcpOp struct {
 	bytes int
 	desc  opDesc
 	run   func(o *tcpOp) error
-	w     *work
+	w     *backend.Future
 	// soft ops (monitored barrier) report failure without failing the group.
 	soft bool
 	// timeout overrides the group timeout when set.
@@ -167,8 +168,8 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		opts:          opts,
 		rank:          opts.Rank,
 		size:          opts.Size,
-		timeout:       opts.timeout(),
-		logf:          opts.logf(),
+		timeout:       opts.TimeoutOrDefault(),
+		logf:          opts.Logger(),
 		peers:         make([]*peerConn, opts.Size),
 		pieceBytes:    envInt("GODDP_TCP_PIECE_BYTES", 1<<20),
 		smallBytes:    envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
@@ -196,7 +197,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 		}
 	}
 	go g.workerLoop()
-	go g.watchdog(opts.stallThreshold())
+	go g.watchdog(opts.StallThresholdOrDefault())
 	return g, nil
 }
 
@@ -257,11 +258,11 @@ func (g *tcpGroup) Backend() string { return "tcp" }
 
 // submit queues a collective; ops run in the order they are submitted.
 func (g *tcpGroup) submit(o *tcpOp) Work {
-	o.w = newWork()
+	o.w = backend.NewFuture()
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return failedWork(&OpError{Kind: ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank, Detail: "process group closed"})
+		return backend.FailedFuture(&OpError{Kind: ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank, Detail: "process group closed"})
 	}
 	g.seq++
 	o.seq = g.seq
@@ -283,7 +284,7 @@ func (g *tcpGroup) submit(o *tcpOp) Work {
 		// whatever nobody waited for.
 		g.kick.Reset(kickDelay)
 	}
-	return &tcpWork{work: o.w, g: g, o: o}
+	return &tcpWork{Future: o.w, g: g, o: o}
 }
 
 // kickDelay bounds how long a lazily submitted op waits for the worker.
@@ -311,7 +312,7 @@ func (g *tcpGroup) kicked() {
 // the op cannot be handed back half done, so it fails and takes the group
 // down, as a cancelled job would.
 type tcpWork struct {
-	*work
+	*backend.Future
 	g *tcpGroup
 	o *tcpOp
 }
@@ -323,7 +324,7 @@ func (w *tcpWork) Wait(ctx context.Context) error {
 	if _, hasDeadline := ctx.Deadline(); !hasDeadline && !w.IsCompleted() && ctx.Err() == nil {
 		w.g.runInline(w.o, ctx)
 	}
-	return w.work.Wait(ctx)
+	return w.Future.Wait(ctx)
 }
 
 // runInline executes queued ops on the caller's goroutine, up to and
@@ -411,7 +412,7 @@ func (g *tcpGroup) workerLoop() {
 
 func (g *tcpGroup) execute(o *tcpOp) {
 	if f := g.failure(); f != nil {
-		o.w.complete(g.opError(o, f, true))
+		o.w.Complete(g.opError(o, f, true))
 		return
 	}
 	o.start = time.Now()
@@ -446,7 +447,7 @@ func (g *tcpGroup) execute(o *tcpOp) {
 		err = g.opError(o, f, false)
 	}
 	g.lastCompleted.Store(o.seq)
-	o.w.complete(err)
+	o.w.Complete(err)
 }
 
 // opError dresses a fault as the error of op o. later marks ops that found
@@ -732,7 +733,7 @@ func (g *tcpGroup) timeoutFault(o *tcpOp) *peerFault {
 	}
 	detail := fmt.Sprintf("no progress after %v", timeout)
 	if len(waiting) > 0 {
-		detail = fmt.Sprintf("waited %v for %s", timeout, rankList(waiting))
+		detail = fmt.Sprintf("waited %v for %s", timeout, backend.RankList(waiting))
 	}
 	notes := g.queryProgress(time.Second)
 	if lag := g.describeLaggards(o, notes); lag != "" {

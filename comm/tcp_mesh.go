@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"net"
 	"os"
 	"strconv"
@@ -181,7 +182,7 @@ func (g *tcpGroup) meshTimeout(ctx context.Context, conns []net.Conn, mu *sync.M
 		kind = ctx.Err()
 	}
 	return fmt.Errorf("%w: comm: tcp rank %d: %s did not connect (are they running, with the same GODDP_TOKEN?)",
-		kind, g.rank, rankList(missing))
+		kind, g.rank, backend.RankList(missing))
 }
 
 // listenAddr is where this rank's peer listener binds.

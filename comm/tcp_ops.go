@@ -3,6 +3,7 @@ package comm
 import (
 	"encoding/binary"
 	"fmt"
+	"goddp/comm/backend"
 )
 
 // The tcp backend's public ops: validate, describe, queue. The algorithms
@@ -67,7 +68,7 @@ func (d opDesc) String() string {
 
 // badArg is the Work of an op rejected before it was issued.
 func (g *tcpGroup) badArg(op string, format string, args ...any) Work {
-	return failedWork(&OpError{Kind: ErrBadArgument, Op: op, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
+	return backend.FailedFuture(&OpError{Kind: ErrBadArgument, Op: op, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
 }
 
 // checkBuf validates a buffer's dtype and length.

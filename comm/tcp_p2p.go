@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"slices"
 	"time"
 )
@@ -37,7 +38,7 @@ func (g *tcpGroup) p2p(name string, buf Buffer, peer, tag int, isSend bool) Work
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return failedWork(&OpError{Kind: ErrClosed, Op: name, Bytes: len(buf.Bytes), Rank: g.rank, Detail: "process group closed"})
+		return backend.FailedFuture(&OpError{Kind: ErrClosed, Op: name, Bytes: len(buf.Bytes), Rank: g.rank, Detail: "process group closed"})
 	}
 	var idx uint32
 	if isSend {
@@ -66,7 +67,7 @@ func (g *tcpGroup) p2p(name string, buf Buffer, peer, tag int, isSend bool) Work
 			pc.post(x)
 		}
 	}
-	w := newWork()
+	w := backend.NewFuture()
 	o := &tcpOp{name: name, seq: uint64(idx) + 1, bytes: len(buf.Bytes)}
 	go g.p2pWait(w, o, xs, events)
 	return w
@@ -74,7 +75,7 @@ func (g *tcpGroup) p2p(name string, buf Buffer, peer, tag int, isSend bool) Work
 
 // p2pWait completes w once every piece is through, or fails it (and the
 // group) at the timeout.
-func (g *tcpGroup) p2pWait(w *work, o *tcpOp, xs []*xfer, events chan *xfer) {
+func (g *tcpGroup) p2pWait(w *backend.Future, o *tcpOp, xs []*xfer, events chan *xfer) {
 	timer := time.NewTimer(g.timeout)
 	defer timer.Stop()
 	for left := len(xs); left > 0; left-- {
@@ -85,7 +86,7 @@ func (g *tcpGroup) p2pWait(w *work, o *tcpOp, xs []*xfer, events chan *xfer) {
 				f := asFault(x.err)
 				g.abort(f)
 				<-g.failed
-				w.complete(g.opError(o, f, false))
+				w.Complete(g.opError(o, f, false))
 				return
 			}
 		case <-timer.C:
@@ -93,11 +94,11 @@ func (g *tcpGroup) p2pWait(w *work, o *tcpOp, xs []*xfer, events chan *xfer) {
 				detail: fmt.Sprintf("no matching %s from rank %d within %v", map[bool]string{true: "receive", false: "send"}[xs[0].send], xs[0].peer, g.timeout)}
 			g.abort(f)
 			<-g.failed
-			w.complete(g.opError(o, f, false))
+			w.Complete(g.opError(o, f, false))
 			return
 		}
 	}
-	w.complete(nil)
+	w.Complete(nil)
 }
 
 // MonitoredBarrier is a barrier through rank 0 that, when some ranks do not
@@ -203,7 +204,7 @@ func verdictFault(verdict []byte, timeout time.Duration) error {
 		return nil
 	}
 	return &peerFault{kind: ErrTimeout, peers: missing,
-		detail: fmt.Sprintf("%s did not reach the barrier within %v", rankList(missing), timeout)}
+		detail: fmt.Sprintf("%s did not reach the barrier within %v", backend.RankList(missing), timeout)}
 }
 
 // NewGroup creates a group over ranks (torch's new_group): every rank of

@@ -86,7 +86,7 @@ func TestTCPBadArguments(t *testing.T) {
 			ReduceScatter(g, Float32s(make([]float32, 2)), Float64s(make([]float64, 4)), Sum),
 			g.Broadcast(Float32s(make([]float32, 2)), 2),
 			g.AllReduce(Float32s(make([]float32, 2)), ReduceOp(9)),
-			g.AllReduce(Buffer{Float32, make([]byte, 6)}, Sum),
+			g.AllReduce(Buffer{DType: Float32, Bytes: make([]byte, 6)}, Sum),
 			AllToAll(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 3))),
 			Send(g, Float32s(nil), g.Rank(), 0),
 		} {

@@ -9,7 +9,7 @@
 // missing, New, Probe and comm.Init(Backend "nccl") return an error that
 // names each missing piece (ErrNoLibrary, ErrNoDriver, ErrNoDevice).
 //
-//	import _ "goddp/comm/nccl"            // registers "nccl"
+//	comm.Init(ctx, comm.Config{Backend: "nccl"}) // comm registers "nccl"
 //	GODDP_BACKEND=nccl ddprun --nproc-per-node gpu ./train
 //
 // # What has run

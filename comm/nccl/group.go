@@ -16,10 +16,10 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
-// group is the nccl comm.ProcessGroup: one NCCL communicator on one GPU,
+// group is the nccl backend.ProcessGroup: one NCCL communicator on one GPU,
 // with one CUDA stream for all its collectives. Host Buffers are staged
 // through pinned host memory and device scratch from a pool; DeviceBuffers
 // go straight to NCCL. Ops are enqueued on the stream in call order (under
@@ -50,9 +50,9 @@ type group struct {
 }
 
 var (
-	_ comm.ProcessGroup    = (*group)(nil)
-	_ comm.AllGatherer     = (*group)(nil)
-	_ comm.ReduceScatterer = (*group)(nil)
+	_ backend.ProcessGroup    = (*group)(nil)
+	_ backend.AllGatherer     = (*group)(nil)
+	_ backend.ReduceScatterer = (*group)(nil)
 	_ DeviceCollectives    = (*group)(nil)
 )
 
@@ -70,19 +70,19 @@ type op struct {
 // New creates an NCCL communicator over opts.Size ranks on GPU opts.Device:
 // rank 0 asks NCCL for a unique id and publishes it in opts.Store, the
 // others read it, and all call ncclCommInitRank. Every rank must call New.
-func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
+func New(ctx context.Context, opts Options) (backend.ProcessGroup, error) {
 	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
-		return nil, fmt.Errorf("%w: nccl: rank %d of %d", comm.ErrBadArgument, opts.Rank, opts.Size)
+		return nil, fmt.Errorf("%w: nccl: rank %d of %d", backend.ErrBadArgument, opts.Rank, opts.Size)
 	}
 	if opts.Store == nil {
-		return nil, fmt.Errorf("%w: nccl: a rendezvous store is needed to share NCCL's unique id", comm.ErrBadArgument)
+		return nil, fmt.Errorf("%w: nccl: a rendezvous store is needed to share NCCL's unique id", backend.ErrBadArgument)
 	}
 	if ctx == nil {
 		ctx = context.Background()
 	}
 	g := &group{rank: opts.Rank, size: opts.Size, device: opts.Device, timeout: opts.Timeout, logf: opts.Logf}
 	if g.timeout <= 0 {
-		g.timeout = comm.DefaultTimeout
+		g.timeout = backend.DefaultTimeout
 	}
 	if g.logf == nil {
 		g.logf = func(string, ...any) {}
@@ -113,7 +113,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 	}
 	g.stream = stream
 	g.pool = &stagingPool{lib: lib, ctx: g.ctx}
-	undo := func(err error) (comm.ProcessGroup, error) {
+	undo := func(err error) (backend.ProcessGroup, error) {
 		C.gdn_stream_destroy(lib.l, g.ctx, g.stream)
 		C.gdn_ctx_close(lib.l, C.int(g.device))
 		return nil, err
@@ -144,7 +144,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 		}
 		g.comm = r.comm
 	case <-ctx.Done():
-		return undo(fmt.Errorf("%w: nccl: rank %d waiting for the other ranks in ncclCommInitRank: %w", comm.ErrTimeout, g.rank, ctx.Err()))
+		return undo(fmt.Errorf("%w: nccl: rank %d waiting for the other ranks in ncclCommInitRank: %w", backend.ErrTimeout, g.rank, ctx.Err()))
 	}
 	g.pending = make(chan *op, 1024)
 	g.watched = make(chan struct{})
@@ -170,7 +170,7 @@ func exchangeID(ctx context.Context, lib *library, opts Options) ([]byte, error)
 		return nil, fmt.Errorf("nccl: rank %d reading rank 0's unique id: %w", opts.Rank, err)
 	}
 	if len(id) != C.GDN_UNIQUE_ID_BYTES {
-		return nil, fmt.Errorf("%w: nccl: unique id of %d bytes in the store, want %d", comm.ErrBadArgument, len(id), C.GDN_UNIQUE_ID_BYTES)
+		return nil, fmt.Errorf("%w: nccl: unique id of %d bytes in the store, want %d", backend.ErrBadArgument, len(id), C.GDN_UNIQUE_ID_BYTES)
 	}
 	return id, nil
 }
@@ -184,24 +184,24 @@ func (g *group) Stream() uintptr { return uintptr(g.stream) }
 // enqueue runs launch under the lock, records the completion event and
 // hands the op to the watcher. launch returns an error, or nil once its
 // work is on the stream.
-func (g *group) enqueue(name string, bytes int, launch func() error, done func(), undo func()) comm.Work {
+func (g *group) enqueue(name string, bytes int, launch func() error, done func(), undo func()) backend.Work {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	fail := func(kind error, detail string, cause error) comm.Work {
+	fail := func(kind error, detail string, cause error) backend.Work {
 		if undo != nil {
 			undo()
 		}
-		return failed(&comm.OpError{Kind: kind, Op: name, Seq: g.seq, Bytes: bytes, Rank: g.rank, Detail: detail, Err: cause})
+		return failed(&backend.OpError{Kind: kind, Op: name, Seq: g.seq, Bytes: bytes, Rank: g.rank, Detail: detail, Err: cause})
 	}
 	g.seq++
 	if g.closed {
-		return fail(comm.ErrClosed, "", nil)
+		return fail(backend.ErrClosed, "", nil)
 	}
 	if broken := g.brokenErr(); broken != nil {
-		return fail(comm.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
+		return fail(backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
 	}
 	if err := launch(); err != nil {
-		return fail(comm.ErrPeerFailed, "enqueueing failed", err)
+		return fail(backend.ErrPeerFailed, "enqueueing failed", err)
 	}
 	var ev unsafe.Pointer
 	if rc := C.gdn_event_record(g.lib.l, g.ctx, g.stream, &ev); rc != 0 {
@@ -209,7 +209,7 @@ func (g *group) enqueue(name string, bytes int, launch func() error, done func()
 		err := g.lib.cuErr("cuEventRecord", rc)
 		if rc := C.gdn_stream_sync(g.lib.l, g.ctx, g.stream); rc != 0 {
 			g.abort(err)
-			return fail(comm.ErrPeerFailed, "", err)
+			return fail(backend.ErrPeerFailed, "", err)
 		}
 		done()
 		return failed(nil)
@@ -235,10 +235,10 @@ func (g *group) watch() {
 // await polls o's event, NCCL's asynchronous error and o's deadline.
 func (g *group) await(o *op) error {
 	opErr := func(kind error, detail string, cause error) error {
-		return &comm.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank, Detail: detail, Err: cause}
+		return &backend.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank, Detail: detail, Err: cause}
 	}
 	if broken := g.brokenErr(); broken != nil {
-		return opErr(comm.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
+		return opErr(backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
 	}
 	sleep := 5 * time.Microsecond
 	for {
@@ -249,18 +249,18 @@ func (g *group) await(o *op) error {
 		default:
 			err := g.lib.cuErr("cuEventQuery", rc)
 			g.abort(err)
-			return opErr(comm.ErrPeerFailed, "", err)
+			return opErr(backend.ErrPeerFailed, "", err)
 		}
 		var async C.int
 		if rc := C.gdn_comm_async_error(g.lib.l, g.comm, &async); rc == 0 && async != 0 && async != ncclInProgress {
 			err := g.lib.ncclErr("asynchronous error", async)
 			g.abort(err)
-			return opErr(comm.ErrPeerFailed, "a peer failed or the network broke", err)
+			return opErr(backend.ErrPeerFailed, "a peer failed or the network broke", err)
 		}
 		if time.Now().After(o.deadline) {
 			err := fmt.Errorf("not completed after %v; communicator aborted", g.timeout)
 			g.abort(err)
-			return opErr(comm.ErrTimeout, "a rank did not issue it, or is stuck", err)
+			return opErr(backend.ErrTimeout, "a rank did not issue it, or is stuck", err)
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)
@@ -289,7 +289,7 @@ func (g *group) brokenErr() error {
 
 // Close waits for the enqueued ops (each bounded by the timeout), then
 // destroys the communicator, the stream and the staging memory. Later ops
-// fail with comm.ErrClosed.
+// fail with backend.ErrClosed.
 func (g *group) Close() error {
 	g.once.Do(func() {
 		g.mu.Lock()

@@ -1,15 +1,10 @@
-package comm
+package backend
 
-import (
-	"context"
-	"errors"
-)
-
-// ErrKeyNotFound is returned by Store.Delete-like calls for a missing key.
-var ErrKeyNotFound = errors.New("comm: store key not found")
+import "context"
 
 // Store is the rendezvous key-value store (torch's c10d Store). Get and Wait
 // block until the keys exist, ctx ends, or the store's timeout passes.
+// goddp/comm/store implements it over TCP and over a shared file.
 type Store interface {
 	Set(ctx context.Context, key string, value []byte) error
 	Get(ctx context.Context, key string) ([]byte, error)

@@ -1,7 +1,6 @@
-package comm
+package backend
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 )
@@ -46,8 +45,9 @@ func (e *OpError) Unwrap() []error {
 	return []error{e.Kind, e.Err}
 }
 
-// rankList renders ranks as "rank 3" or "ranks 1, 2".
-func rankList(ranks []int) string {
+// RankList renders ranks as "rank 3" or "ranks 1, 2", the form every
+// backend's error messages use.
+func RankList(ranks []int) string {
 	if len(ranks) == 1 {
 		return fmt.Sprintf("rank %d", ranks[0])
 	}
@@ -57,6 +57,3 @@ func rankList(ranks []int) string {
 	}
 	return "ranks " + strings.Join(s, ", ")
 }
-
-// isKind reports whether err wraps the sentinel kind.
-func isKind(err, kind error) bool { return errors.Is(err, kind) }

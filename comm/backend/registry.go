@@ -1,4 +1,4 @@
-package comm
+package backend
 
 import (
 	"context"
@@ -36,16 +36,16 @@ type Options struct {
 // DefaultStallThreshold is when the stall inspector first reports.
 const DefaultStallThreshold = 60 * time.Second
 
-// timeout returns the per-op timeout with the default applied.
-func (o *Options) timeout() time.Duration {
+// TimeoutOrDefault returns the per-op timeout with the default applied.
+func (o *Options) TimeoutOrDefault() time.Duration {
 	if o.Timeout > 0 {
 		return o.Timeout
 	}
 	return DefaultTimeout
 }
 
-// logf returns the effective logger: Logf, or stderr on rank 0.
-func (o *Options) logf() func(format string, args ...any) {
+// Logger returns the effective logger: Logf, or stderr on rank 0.
+func (o *Options) Logger() func(format string, args ...any) {
 	if o.Logf != nil {
 		return o.Logf
 	}
@@ -60,8 +60,8 @@ func stderrLogf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, format+"\n", args...)
 }
 
-// stallThreshold returns the inspector threshold, or 0 when disabled.
-func (o *Options) stallThreshold() time.Duration {
+// StallThresholdOrDefault returns the inspector threshold, or 0 when disabled.
+func (o *Options) StallThresholdOrDefault() time.Duration {
 	switch {
 	case o.StallThreshold < 0:
 		return 0
@@ -108,8 +108,9 @@ func Backends() []string {
 	return names
 }
 
-// lookup returns the factory registered under name.
-func lookup(name string) (Factory, error) {
+// Lookup returns the factory registered under name, or an error wrapping
+// ErrBadArgument that lists the registered names.
+func Lookup(name string) (Factory, error) {
 	registryMu.RLock()
 	defer registryMu.RUnlock()
 	f, ok := registry[name]

@@ -1,4 +1,4 @@
-package comm
+package backend
 
 import (
 	"context"
@@ -101,7 +101,7 @@ type Buffer struct {
 // Len is the number of elements.
 func (b Buffer) Len() int { return len(b.Bytes) / b.DType.Size() }
 
-func asBytes[T any](x []T) []byte {
+func bytesOf[T any](x []T) []byte {
 	if len(x) == 0 {
 		return []byte{}
 	}
@@ -109,12 +109,12 @@ func asBytes[T any](x []T) []byte {
 	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), len(x)*int(unsafe.Sizeof(z)))
 }
 
-func Float32s(x []float32) Buffer { return Buffer{Float32, asBytes(x)} }
-func Float64s(x []float64) Buffer { return Buffer{Float64, asBytes(x)} }
-func Int32s(x []int32) Buffer     { return Buffer{Int32, asBytes(x)} }
-func Int64s(x []int64) Buffer     { return Buffer{Int64, asBytes(x)} }
-func Float16s(x []uint16) Buffer  { return Buffer{Float16, asBytes(x)} }
-func BFloat16s(x []uint16) Buffer { return Buffer{BFloat16, asBytes(x)} }
+func Float32s(x []float32) Buffer { return Buffer{Float32, bytesOf(x)} }
+func Float64s(x []float64) Buffer { return Buffer{Float64, bytesOf(x)} }
+func Int32s(x []int32) Buffer     { return Buffer{Int32, bytesOf(x)} }
+func Int64s(x []int64) Buffer     { return Buffer{Int64, bytesOf(x)} }
+func Float16s(x []uint16) Buffer  { return Buffer{Float16, bytesOf(x)} }
+func BFloat16s(x []uint16) Buffer { return Buffer{BFloat16, bytesOf(x)} }
 
 // Work is an in-flight asynchronous operation (torch's Work / future).
 type Work interface {
