@@ -3,6 +3,7 @@ package comm
 import (
 	"context"
 	"fmt"
+	"goddp/internal/half"
 	"hash/fnv"
 	"math"
 )
@@ -87,9 +88,9 @@ func caseReduce(c collCase, world, i int) float64 {
 		case Float64:
 			return acc / float64(world)
 		case Float16:
-			return float64(f16ToF32(f32ToF16(float32(acc) / float32(world))))
+			return float64(half.F16ToF32(half.F32ToF16(float32(acc) / float32(world))))
 		case BFloat16:
-			return float64(bf16ToF32(f32ToBF16(float32(acc) / float32(world))))
+			return float64(half.BF16ToF32(half.F32ToBF16(float32(acc) / float32(world))))
 		}
 		return float64(float32(acc) / float32(world))
 	}

@@ -7,6 +7,7 @@ import (
 	"goddp/comm/backend"
 	"net"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -201,7 +202,8 @@ func TestInitPortInUse(t *testing.T) {
 	srv, err := ListenStore(context.Background(), "127.0.0.1:0")
 	require.NoError(t, err)
 	defer srv.Close()
-	port := srv.ln.Addr().(*net.TCPAddr).Port
+	_, portStr, _ := net.SplitHostPort(srv.Addr())
+	port, _ := strconv.Atoi(portStr)
 	_, err = Init(context.Background(), Config{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port, Timeout: time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("127.0.0.1:%d", port))

@@ -74,6 +74,7 @@ package comm
 import (
 	"context"
 	"fmt"
+	"goddp/comm/internal/reduce"
 	"math"
 	"os"
 	"runtime"
@@ -277,7 +278,7 @@ func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
 		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(),
-		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(), avx: shmHasAVX(),
+		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(), avx: reduce.HasAVX(),
 	}
 	if !shmEager(opts.Size) {
 		g.asyncMin, g.kickAfter, g.tick = math.MaxInt, shmLazyKickAfter, shmLazyTick

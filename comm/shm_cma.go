@@ -3,6 +3,7 @@ package comm
 import (
 	"errors"
 	"fmt"
+	"goddp/comm/internal/reduce"
 	"runtime"
 	"syscall"
 	"unsafe"
@@ -168,7 +169,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			g.combine(dst, Buffer{DType: buf.DType, Bytes: src}, op.rop)
 		}
 		if op.rop == Avg {
-			divideInto(dst, n)
+			reduce.Divide(dst, n)
 		}
 	}
 	g.post(shmCtlReduced, s)

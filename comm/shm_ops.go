@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
+	"goddp/comm/internal/reduce"
 )
 
 // Protocol. Every collective is a series of steps, numbered by a counter
@@ -159,10 +160,10 @@ func (g *shmGroup) exec(op *shmOp) error {
 // combine folds src into dst (dst = dst op src), with the AVX kernel for
 // float sums when the CPU has it.
 func (g *shmGroup) combine(dst, src Buffer, rop ReduceOp) {
-	if g.avx && (rop == Sum || rop == Avg) && shmAddFast(dst, src) {
+	if g.avx && (rop == Sum || rop == Avg) && reduce.AddFast(dst, src) {
 		return
 	}
-	reduceInto(dst, src, rop)
+	reduce.Into(dst, src, rop)
 }
 
 func shmSub(b Buffer, lo, hi int) Buffer { return Buffer{DType: b.DType, Bytes: b.Bytes[lo:hi:hi]} }
@@ -187,7 +188,7 @@ func (g *shmGroup) reduceOrdered(dst Buffer, src func(k int) []byte, rop ReduceO
 		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(k)}, rop)
 	}
 	if rop == Avg {
-		divideInto(dst, g.size)
+		reduce.Divide(dst, g.size)
 	}
 }
 

@@ -2,6 +2,7 @@ package comm
 
 import (
 	"context"
+	"goddp/comm/internal/reduce"
 	"testing"
 	"time"
 )
@@ -27,6 +28,6 @@ func BenchmarkShmReduce4K(b *testing.B) {
 	x := Float32s(make([]float32, 1024))
 	y := Float32s(make([]float32, 1024))
 	for i := 0; i < b.N; i++ {
-		reduceInto(x, y, Sum)
+		reduce.Into(x, y, Sum)
 	}
 }

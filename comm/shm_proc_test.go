@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/store"
 	"os"
 	"os/exec"
 	"strconv"
@@ -40,7 +41,7 @@ func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration, env .
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	srv, err := ListenStore(ctx, "127.0.0.1:0")
+	srv, err := store.Listen(ctx, "127.0.0.1:0")
 	require.NoError(t, err)
 	defer srv.Close()
 	res := make([]shmProcResult, world)
@@ -146,7 +147,7 @@ func TestShmWorkerProcess(t *testing.T) {
 	rank, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_RANK"))
 	world, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_WORLD"))
 	ctx := context.Background()
-	store, err := DialStore(ctx, os.Getenv("GODDP_SHM_TEST_STORE"))
+	store, err := store.Dial(ctx, os.Getenv("GODDP_SHM_TEST_STORE"))
 	require.NoError(t, err)
 	defer store.Close()
 	timeout := 60 * time.Second

@@ -1,5 +1,7 @@
 package comm
 
+import "goddp/comm/internal/reduce"
+
 // Collective algorithms of the tcp backend. They run on the group's worker
 // and only post receives, queue sends and wait; the connections' reader and
 // writer goroutines move the bytes, so every link runs both ways at once
@@ -106,7 +108,7 @@ func (g *tcpGroup) allReduce(o *tcpOp, buf Buffer, op ReduceOp) error {
 		if err := g.awaitAll(o); err != nil {
 			return err
 		}
-		divideInto(buf, g.size)
+		reduce.Divide(buf, g.size)
 	}
 	return nil
 }
@@ -141,7 +143,7 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 		if err := g.await(o, g.recvQuiet(o, r-1, 0, 0, tmp.Bytes)); err != nil {
 			return err
 		}
-		reduceInto(buf, tmp, op)
+		reduce.Into(buf, tmp, op)
 		vr = r / 2
 	}
 	real := func(v int) int {
@@ -161,7 +163,7 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
 		if err := g.await(o, s); err != nil {
 			return err
 		}
-		reduceInto(buf, tmp, op)
+		reduce.Into(buf, tmp, op)
 	}
 	if r < 2*rem {
 		g.send(o, r-1, finalStep, 0, buf.Bytes)
@@ -223,7 +225,7 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 			return err
 		}
 		a, b := piece(all, p, np, es)
-		reduceInto(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: scratch[a:b]}, op)
+		reduce.Into(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: scratch[a:b]}, op)
 	}
 	return nil
 }
@@ -290,7 +292,7 @@ func (g *tcpGroup) ring(o *tcpOp, data Buffer, spans []span, op ReduceOp, gather
 				return err
 			}
 			a, b := piece(sp, p, np, es)
-			reduceInto(Buffer{DType: data.DType, Bytes: data.Bytes[a:b]}, Buffer{DType: data.DType, Bytes: x.buf}, op)
+			reduce.Into(Buffer{DType: data.DType, Bytes: data.Bytes[a:b]}, Buffer{DType: data.DType, Bytes: x.buf}, op)
 			switch {
 			case s < n-2:
 				sendRS(s+1, p, data.Bytes[a:b])
@@ -444,7 +446,7 @@ func (g *tcpGroup) reduceScatter(o *tcpOp, out, in Buffer, op ReduceOp) error {
 		copy(out.Bytes, in.Bytes)
 	}
 	if op == Avg {
-		divideInto(out, n)
+		reduce.Divide(out, n)
 	}
 	return nil
 }
@@ -453,7 +455,7 @@ func (g *tcpGroup) reduce(o *tcpOp, buf Buffer, root int, op ReduceOp) error {
 	n, r := g.size, g.rank
 	if n == 1 {
 		if op == Avg {
-			divideInto(buf, 1)
+			reduce.Divide(buf, 1)
 		}
 		return nil
 	}
@@ -502,7 +504,7 @@ func (g *tcpGroup) reduce(o *tcpOp, buf Buffer, root int, op ReduceOp) error {
 		return err
 	}
 	if op == Avg && r == root {
-		divideInto(buf, n)
+		reduce.Divide(buf, n)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ package comm
 
 import (
 	"errors"
+	"goddp/comm/internal/reduce"
 	"io"
 	"os"
 	"syscall"
@@ -261,7 +262,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		// Reduce what has both arrived and gone out.
 		for reduced < got && written >= sentEnd[reduced] {
 			a, b := piece(all, reduced, np, es)
-			reduceInto(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
+			reduce.Into(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
 			reduced++
 		}
 		if got == np && written == total {
@@ -348,7 +349,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	}
 	for reduced < np {
 		a, b := piece(all, reduced, np, es)
-		reduceInto(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
+		reduce.Into(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
 		reduced++
 	}
 	return nil

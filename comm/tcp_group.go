@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
+	"goddp/comm/internal/wire"
 	"os"
 	"runtime"
 	"slices"
@@ -547,21 +548,21 @@ func encodeAbort(f *peerFault) []byte {
 
 // decodeAbort reads the fault a peer aborted with.
 func decodeAbort(from int, b []byte) *peerFault {
-	d := wireDecoder{b: b}
-	code := int(d.u8())
-	n := int(d.u8())
+	d := wire.Decoder{B: b}
+	code := int(d.U8())
+	n := int(d.U8())
 	var peers []int
-	for i := 0; i < n && d.err == nil; i++ {
-		peers = append(peers, int(d.u32()))
+	for i := 0; i < n && d.Err == nil; i++ {
+		peers = append(peers, int(d.U32()))
 	}
-	if d.err != nil || code >= len(faultKinds) {
+	if d.Err != nil || code >= len(faultKinds) {
 		return &peerFault{kind: ErrPeerFailed, peers: []int{from}, detail: fmt.Sprintf("rank %d aborted the group", from)}
 	}
 	if len(peers) == 0 {
 		peers = []int{from}
 	}
 	return &peerFault{kind: faultKinds[code], peers: peers,
-		detail: fmt.Sprintf("rank %d aborted the group: %s", from, d.b)}
+		detail: fmt.Sprintf("rank %d aborted the group: %s", from, d.B)}
 }
 
 // connFailed turns a connection error into the group's failure. Once the

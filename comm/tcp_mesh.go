@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
+	"goddp/comm/internal/auth"
+	"goddp/comm/store"
 	"net"
 	"os"
 	"strconv"
@@ -56,7 +58,7 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 	// it starts (the loop's own count keeps hs above zero while it adds);
 	// handshaking holds the connections still in a handshake, so that once
 	// the mesh is complete or has failed, a stranger that connected and
-	// went silent is cut off instead of holding connectMesh for authTimeout.
+	// went silent is cut off instead of holding connectMesh for auth.Timeout.
 	want := g.size - 1 - g.rank
 	accepted := make(chan struct{}, g.size)
 	acceptErr := make(chan error, 1)
@@ -189,7 +191,7 @@ func (g *tcpGroup) meshTimeout(ctx context.Context, conns []net.Conn, mu *sync.M
 func (g *tcpGroup) listenAddr() string {
 	a := g.opts.Addr
 	if a == "" {
-		if ta, ok := storeLocalAddr(g.opts.Store).(*net.TCPAddr); ok && ta != nil {
+		if ta, ok := store.LocalAddr(g.opts.Store).(*net.TCPAddr); ok && ta != nil {
 			a = ta.IP.String()
 		} else {
 			a = "127.0.0.1"
@@ -209,7 +211,7 @@ func (g *tcpGroup) peerInfo(from, to int) []byte {
 // acceptPeer authenticates an incoming connection and returns the rank it
 // comes from.
 func (g *tcpGroup) acceptPeer(c net.Conn) (int, error) {
-	info, err := serverHandshake(c, g.opts.Token, purposePeer, time.Time{})
+	info, err := auth.Server(c, g.opts.Token, auth.PurposePeer, time.Time{})
 	if err != nil {
 		return 0, err
 	}
@@ -243,7 +245,7 @@ func (g *tcpGroup) dialPeer(ctx context.Context, j int, bufBytes int, congestion
 		c, err := d.DialContext(ctx, "tcp", addr)
 		if err == nil {
 			dl, _ := ctx.Deadline()
-			if err = clientHandshake(c, g.opts.Token, purposePeer, g.peerInfo(g.rank, j), dl); err == nil {
+			if err = auth.Client(c, g.opts.Token, auth.PurposePeer, g.peerInfo(g.rank, j), dl); err == nil {
 				setSocketOptions(c, bufBytes, congestion)
 				return c, nil
 			}

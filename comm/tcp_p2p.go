@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
+	"goddp/comm/store"
 	"slices"
 	"time"
 )
@@ -238,7 +239,7 @@ func (g *tcpGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, err
 	opts := g.opts
 	opts.Rank, opts.Size = idx, len(members)
 	sub := fmt.Sprintf("sub%d", k)
-	opts.Store = NewPrefixStore(sub, g.opts.Store)
+	opts.Store = store.NewPrefix(sub, g.opts.Store)
 	opts.Prefix = g.opts.Prefix + "/" + sub
 	pg, err := newTCPGroup(ctx, opts)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"goddp/comm/internal/wire"
 	"slices"
 	"strings"
 	"time"
@@ -44,12 +45,12 @@ func (n progressNote) encode() []byte {
 }
 
 func decodeProgress(rank int, b []byte) (progressNote, error) {
-	d := wireDecoder{b: b}
-	n := progressNote{rank: rank, started: d.u64(), completed: d.u64(), bytes: int64(d.u64())}
-	n.waited = time.Duration(min(d.u64(), 1<<40)) * time.Millisecond
-	n.inOp = d.u8() == 1
-	n.op = string(d.take(int(d.u8())))
-	return n, d.err
+	d := wire.Decoder{B: b}
+	n := progressNote{rank: rank, started: d.U64(), completed: d.U64(), bytes: int64(d.U64())}
+	n.waited = time.Duration(min(d.U64(), 1<<40)) * time.Millisecond
+	n.inOp = d.U8() == 1
+	n.op = string(d.Take(int(d.U8())))
+	return n, d.Err
 }
 
 // localProgress is this rank's own note.

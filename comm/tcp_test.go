@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/internal/auth"
+	"goddp/comm/store"
 	"net"
 	"strings"
 	"sync"
@@ -20,7 +22,7 @@ func tcpWorld(t *testing.T, world int, opts Options, fn func(ctx context.Context
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken(opts.Token))
+	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken(opts.Token))
 	require.NoError(t, err)
 	defer srv.Close()
 	errs := make([]error, world)
@@ -30,7 +32,7 @@ func tcpWorld(t *testing.T, world int, opts Options, fn func(ctx context.Context
 		go func() {
 			defer wg.Done()
 			o := opts
-			o.Rank, o.Size, o.Store, o.Prefix = r, world, NewPrefixStore("t", srv.Client()), "t"
+			o.Rank, o.Size, o.Store, o.Prefix = r, world, store.NewPrefix("t", srv.Client()), "t"
 			if o.Timeout == 0 {
 				o.Timeout = 30 * time.Second
 			}
@@ -253,7 +255,7 @@ func TestTCPNewGroup(t *testing.T) {
 // returns both groups once the mesh is up, and the groups' log.
 func meshRank0(t *testing.T, ctx context.Context) (addr string, join func() (g0, g1 ProcessGroup), log *logSink) {
 	t.Helper()
-	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken("tok"))
+	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken("tok"))
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	log = &logSink{}
@@ -286,7 +288,7 @@ func TestTCPStrangerRefused(t *testing.T) {
 	// A stranger with the wrong token, and one sending garbage.
 	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	assert.ErrorIs(t, clientHandshake(c, "wrong", purposePeer, []byte("goddp-peer|p|2|1|0"), time.Now().Add(5*time.Second)), ErrAuth)
+	assert.ErrorIs(t, auth.Client(c, "wrong", auth.PurposePeer, []byte("goddp-peer|p|2|1|0"), time.Now().Add(5*time.Second)), ErrAuth)
 	c.Close()
 	c, err = net.Dial("tcp", addr)
 	require.NoError(t, err)
@@ -314,7 +316,7 @@ func TestTCPMeshCutsOffSilentStranger(t *testing.T) {
 	require.NoError(t, err)
 	defer silent.Close()
 	join()
-	assert.Less(t, time.Since(start), authTimeout/2, "rank 0 waited for the silent connection's handshake")
+	assert.Less(t, time.Since(start), auth.Timeout/2, "rank 0 waited for the silent connection's handshake")
 	// The stranger's connection was closed by rank 0.
 	silent.SetReadDeadline(time.Now().Add(5 * time.Second))
 	_, err = silent.Read(make([]byte, 1))

@@ -1,5 +1,15 @@
 package comm
 
+import (
+	"fmt"
+	"goddp/internal/half"
+	"math"
+	"strings"
+	"sync"
+
+	"unsafe"
+)
+
 // makeBuf builds a buffer of dtype dt holding vals (converted).
 func makeBuf(dt DType, vals []float64) Buffer {
 	switch dt {
@@ -26,13 +36,13 @@ func makeBuf(dt DType, vals []float64) Buffer {
 	case Float16:
 		x := make([]uint16, len(vals))
 		for i, v := range vals {
-			x[i] = f32ToF16(float32(v))
+			x[i] = half.F32ToF16(float32(v))
 		}
 		return Float16s(x)
 	case BFloat16:
 		x := make([]uint16, len(vals))
 		for i, v := range vals {
-			x[i] = f32ToBF16(float32(v))
+			x[i] = half.F32ToBF16(float32(v))
 		}
 		return BFloat16s(x)
 	}
@@ -59,12 +69,51 @@ func bufToF64(b Buffer) []float64 {
 		}
 	case Float16:
 		for i, v := range view[uint16](b) {
-			out[i] = float64(f16ToF32(v))
+			out[i] = float64(half.F16ToF32(v))
 		}
 	case BFloat16:
 		for i, v := range view[uint16](b) {
-			out[i] = float64(bf16ToF32(v))
+			out[i] = float64(half.BF16ToF32(v))
 		}
 	}
 	return out
+}
+
+func view[T any](b Buffer) []T {
+	var z T
+	if len(b.Bytes) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*T)(unsafe.Pointer(&b.Bytes[0])), len(b.Bytes)/int(unsafe.Sizeof(z)))
+}
+
+// logSink collects log lines for assertions.
+type logSink struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *logSink) logf(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+}
+
+func (l *logSink) text() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.lines, "\n")
+}
+func refOp(op ReduceOp, a, b float64) float64 {
+	switch op {
+	case Sum, Avg:
+		return a + b
+	case Product:
+		return a * b
+	case Max:
+		return math.Max(a, b)
+	case Min:
+		return math.Min(a, b)
+	}
+	panic("op")
 }

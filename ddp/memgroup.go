@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"goddp/internal/half"
 	"sync"
 	"time"
 
@@ -371,11 +372,11 @@ func bufferToF64(b comm.Buffer) []float64 {
 		}
 	case comm.Float16:
 		for i, v := range bufU16(b) {
-			out[i] = float64(f16ToF32(v))
+			out[i] = float64(half.F16ToF32(v))
 		}
 	case comm.BFloat16:
 		for i, v := range bufU16(b) {
-			out[i] = float64(bf16ToF32(v))
+			out[i] = float64(half.BF16ToF32(v))
 		}
 	default:
 		return nil
@@ -405,12 +406,12 @@ func f64ToBuffer(b comm.Buffer, vals []float64) {
 	case comm.Float16:
 		d := bufU16(b)
 		for i, v := range vals {
-			d[i] = f32ToF16(float32(v))
+			d[i] = half.F32ToF16(float32(v))
 		}
 	case comm.BFloat16:
 		d := bufU16(b)
 		for i, v := range vals {
-			d[i] = f32ToBF16(float32(v))
+			d[i] = half.F32ToBF16(float32(v))
 		}
 	}
 }

@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"context"
+	"goddp/internal/half"
 	"testing"
 	"time"
 
@@ -41,11 +42,11 @@ func TestInMemoryGroupCollectives(t *testing.T) {
 			return nil
 		}},
 		{"allreduce f16", func(rank int, pg comm.ProcessGroup) error {
-			x := []uint16{f32ToF16(0.5 * float32(rank+1))}
+			x := []uint16{half.F32ToF16(0.5 * float32(rank+1))}
 			if err := pg.AllReduce(comm.Float16s(x), comm.Sum).Wait(context.Background()); err != nil {
 				return err
 			}
-			assert.Equal(t, float32(3), f16ToF32(x[0]))
+			assert.Equal(t, float32(3), half.F16ToF32(x[0]))
 			return nil
 		}},
 		{"broadcast", func(rank int, pg comm.ProcessGroup) error {

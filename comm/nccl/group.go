@@ -53,7 +53,7 @@ var (
 	_ backend.ProcessGroup    = (*group)(nil)
 	_ backend.AllGatherer     = (*group)(nil)
 	_ backend.ReduceScatterer = (*group)(nil)
-	_ DeviceCollectives    = (*group)(nil)
+	_ DeviceCollectives       = (*group)(nil)
 )
 
 // op is one enqueued collective.

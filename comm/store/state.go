@@ -1,15 +1,16 @@
-package comm
+package store
 
 import (
 	"bytes"
 	"context"
 	"fmt"
+	"goddp/comm/backend"
 	"strconv"
 	"sync"
 	"time"
 )
 
-// storeState is the key-value map behind a StoreServer, shared by its TCP
+// storeState is the key-value map behind a Server, shared by its TCP
 // connections and by the in-process client of the rank that hosts it.
 type storeState struct {
 	mu   sync.Mutex
@@ -248,11 +249,11 @@ func storeDo(ctx context.Context, call func(context.Context, storeRequest) (stor
 	}
 	for _, k := range req.Keys {
 		if len(k) > maxStoreKey {
-			return storeResponse{}, fmt.Errorf("%w: store key of %d bytes exceeds %d", ErrBadArgument, len(k), maxStoreKey)
+			return storeResponse{}, fmt.Errorf("%w: store key of %d bytes exceeds %d", backend.ErrBadArgument, len(k), maxStoreKey)
 		}
 	}
 	if len(req.Value)+len(req.Expected)+len(req.Keys)*8 > maxStoreFrame-1024 {
-		return storeResponse{}, fmt.Errorf("%w: store value of %d bytes is too large", ErrBadArgument, len(req.Value))
+		return storeResponse{}, fmt.Errorf("%w: store value of %d bytes is too large", backend.ErrBadArgument, len(req.Value))
 	}
 	resp, err := call(ctx, req)
 	if err != nil {
@@ -262,7 +263,7 @@ func storeDo(ctx context.Context, call func(context.Context, storeRequest) (stor
 	case statusOK:
 		return resp, nil
 	case statusTimeout:
-		return resp, fmt.Errorf("%w: store%s %s %s after %v", ErrTimeout, where, req.Op, keyList(req.Keys), req.Timeout)
+		return resp, fmt.Errorf("%w: store%s %s %s after %v", backend.ErrTimeout, where, req.Op, keyList(req.Keys), req.Timeout)
 	default:
 		return resp, fmt.Errorf("comm: store%s %s %s: %s", where, req.Op, keyList(req.Keys), resp.Value)
 	}

@@ -1,7 +1,8 @@
-package comm
+package reduce
 
 import (
 	"fmt"
+	"goddp/comm/backend"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -36,8 +37,8 @@ func TestDivideIntoMatchesScalar(t *testing.T) {
 						want32[i] /= float32(d)
 						want64[i] /= float64(d)
 					}
-					divideInto(Float32s(x32), d)
-					divideInto(Float64s(x64), d)
+					Divide(backend.Float32s(x32), d)
+					Divide(backend.Float64s(x64), d)
 					for i := range x32 {
 						if want32[i] != want32[i] {
 							require.True(t, x32[i] != x32[i], "f32 element %d", i)
@@ -63,7 +64,7 @@ func BenchmarkDivideInto(b *testing.B) {
 		b.Run(fmt.Sprintf("d=%d", d), func(b *testing.B) {
 			b.SetBytes(int64(4 * len(x)))
 			for b.Loop() {
-				divideInto(Float32s(x), d)
+				Divide(backend.Float32s(x), d)
 			}
 		})
 	}

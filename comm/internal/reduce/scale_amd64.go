@@ -1,4 +1,4 @@
-package comm
+package reduce
 
 import "unsafe"
 

@@ -1,9 +1,10 @@
-package comm
+package store
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"goddp/comm/internal/wire"
 	"io"
 	"time"
 )
@@ -98,26 +99,26 @@ func (r *storeRequest) encode(dst []byte) []byte {
 	dst = binary.BigEndian.AppendUint64(dst, r.ID)
 	switch r.Op {
 	case opSet:
-		dst = appendBytes(dst, []byte(r.Keys[0]))
-		dst = appendBytes(dst, r.Value)
+		dst = wire.AppendBytes(dst, []byte(r.Keys[0]))
+		dst = wire.AppendBytes(dst, r.Value)
 	case opGet:
-		dst = appendBytes(dst, []byte(r.Keys[0]))
+		dst = wire.AppendBytes(dst, []byte(r.Keys[0]))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Timeout.Milliseconds()))
 	case opAdd:
-		dst = appendBytes(dst, []byte(r.Keys[0]))
+		dst = wire.AppendBytes(dst, []byte(r.Keys[0]))
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Delta))
 	case opWait, opCheck:
 		dst = binary.BigEndian.AppendUint32(dst, uint32(len(r.Keys)))
 		for _, k := range r.Keys {
-			dst = appendBytes(dst, []byte(k))
+			dst = wire.AppendBytes(dst, []byte(k))
 		}
 		dst = binary.BigEndian.AppendUint64(dst, uint64(r.Timeout.Milliseconds()))
 	case opCompareSet:
-		dst = appendBytes(dst, []byte(r.Keys[0]))
-		dst = appendBytes(dst, r.Expected)
-		dst = appendBytes(dst, r.Value)
+		dst = wire.AppendBytes(dst, []byte(r.Keys[0]))
+		dst = wire.AppendBytes(dst, r.Expected)
+		dst = wire.AppendBytes(dst, r.Value)
 	case opDelete:
-		dst = appendBytes(dst, []byte(r.Keys[0]))
+		dst = wire.AppendBytes(dst, []byte(r.Keys[0]))
 	}
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
@@ -125,46 +126,46 @@ func (r *storeRequest) encode(dst []byte) []byte {
 
 // decodeStoreRequest parses one request payload (without the length prefix).
 func decodeStoreRequest(b []byte) (storeRequest, error) {
-	d := wireDecoder{b: b}
-	req := storeRequest{Op: storeOp(d.u8()), ID: d.u64()}
-	key := func() { req.Keys = []string{d.key()} }
+	d := wire.Decoder{B: b}
+	req := storeRequest{Op: storeOp(d.U8()), ID: d.U64()}
+	key := func() { req.Keys = []string{decodeKey(&d)} }
 	switch req.Op {
 	case opSet:
 		key()
-		req.Value = d.bytes()
+		req.Value = d.Bytes()
 	case opGet:
 		key()
-		req.Timeout = d.millis()
+		req.Timeout = d.Millis()
 	case opAdd:
 		key()
-		req.Delta = int64(d.u64())
+		req.Delta = int64(d.U64())
 	case opWait, opCheck:
-		n := d.u32()
+		n := d.U32()
 		// Each key takes at least its 4-byte length: bound the count by
 		// what the frame can hold before allocating.
-		if n > maxWaitKeys || int(n) > d.remaining()/4 {
+		if n > maxWaitKeys || int(n) > d.Remaining()/4 {
 			return req, fmt.Errorf("%w: %s of %d keys", errStoreProto, req.Op, n)
 		}
 		req.Keys = make([]string, 0, n)
-		for i := uint32(0); i < n && d.err == nil; i++ {
-			req.Keys = append(req.Keys, d.key())
+		for i := uint32(0); i < n && d.Err == nil; i++ {
+			req.Keys = append(req.Keys, decodeKey(&d))
 		}
-		req.Timeout = d.millis()
+		req.Timeout = d.Millis()
 	case opCompareSet:
 		key()
-		req.Expected = d.bytes()
-		req.Value = d.bytes()
+		req.Expected = d.Bytes()
+		req.Value = d.Bytes()
 	case opDelete:
 		key()
 	case opNumKeys, opPing:
 	default:
 		return req, fmt.Errorf("%w: unknown op %d", errStoreProto, uint8(req.Op))
 	}
-	if d.err != nil {
-		return req, fmt.Errorf("%w: %s: %v", errStoreProto, req.Op, d.err)
+	if d.Err != nil {
+		return req, fmt.Errorf("%w: %s: %v", errStoreProto, req.Op, d.Err)
 	}
-	if d.remaining() != 0 {
-		return req, fmt.Errorf("%w: %s: %d trailing bytes", errStoreProto, req.Op, d.remaining())
+	if d.Remaining() != 0 {
+		return req, fmt.Errorf("%w: %s: %d trailing bytes", errStoreProto, req.Op, d.Remaining())
 	}
 	return req, nil
 }
@@ -174,27 +175,22 @@ func (r *storeResponse) encode(dst []byte) []byte {
 	dst = append(dst, 0, 0, 0, 0, r.Status)
 	dst = binary.BigEndian.AppendUint64(dst, r.ID)
 	dst = binary.BigEndian.AppendUint64(dst, uint64(r.Int))
-	dst = appendBytes(dst, r.Value)
+	dst = wire.AppendBytes(dst, r.Value)
 	binary.BigEndian.PutUint32(dst[start:], uint32(len(dst)-start-4))
 	return dst
 }
 
 func decodeStoreResponse(b []byte) (storeResponse, error) {
-	d := wireDecoder{b: b}
-	r := storeResponse{Status: d.u8(), ID: d.u64(), Int: int64(d.u64())}
-	r.Value = d.bytes()
-	if d.err == nil && d.remaining() != 0 {
-		d.err = fmt.Errorf("%d trailing bytes", d.remaining())
+	d := wire.Decoder{B: b}
+	r := storeResponse{Status: d.U8(), ID: d.U64(), Int: int64(d.U64())}
+	r.Value = d.Bytes()
+	if d.Err == nil && d.Remaining() != 0 {
+		d.Err = fmt.Errorf("%d trailing bytes", d.Remaining())
 	}
-	if d.err != nil {
-		return r, fmt.Errorf("%w: response: %v", errStoreProto, d.err)
+	if d.Err != nil {
+		return r, fmt.Errorf("%w: response: %v", errStoreProto, d.Err)
 	}
 	return r, nil
-}
-
-func appendBytes(dst, b []byte) []byte {
-	dst = binary.BigEndian.AppendUint32(dst, uint32(len(b)))
-	return append(dst, b...)
 }
 
 // readStoreFrame reads one length-prefixed frame. The payload is read in
@@ -227,72 +223,11 @@ func readStoreFrame(r io.Reader, buf []byte) ([]byte, error) {
 	return buf, nil
 }
 
-// wireDecoder reads big-endian fields from b; the first short read sets err
-// and later reads return zero values.
-type wireDecoder struct {
-	b   []byte
-	err error
-}
-
-func (d *wireDecoder) remaining() int { return len(d.b) }
-
-func (d *wireDecoder) take(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(d.b) {
-		d.err = fmt.Errorf("field of %d bytes overruns the frame (%d left)", n, len(d.b))
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *wireDecoder) u8() uint8 {
-	if b := d.take(1); b != nil {
-		return b[0]
-	}
-	return 0
-}
-
-func (d *wireDecoder) u32() uint32 {
-	if b := d.take(4); b != nil {
-		return binary.BigEndian.Uint32(b)
-	}
-	return 0
-}
-
-func (d *wireDecoder) u64() uint64 {
-	if b := d.take(8); b != nil {
-		return binary.BigEndian.Uint64(b)
-	}
-	return 0
-}
-
-func (d *wireDecoder) bytes() []byte {
-	n := d.u32()
-	if d.err != nil {
-		return nil
-	}
-	if uint64(n) > uint64(len(d.b)) {
-		d.err = fmt.Errorf("byte string of %d bytes overruns the frame (%d left)", n, len(d.b))
-		return nil
-	}
-	return d.take(int(n))
-}
-
-func (d *wireDecoder) key() string {
-	b := d.bytes()
-	if d.err == nil && len(b) > maxStoreKey {
-		d.err = fmt.Errorf("key of %d bytes exceeds the %d limit", len(b), maxStoreKey)
+// decodeKey reads a byte string and checks it against the key limit.
+func decodeKey(d *wire.Decoder) string {
+	b := d.Bytes()
+	if d.Err == nil && len(b) > maxStoreKey {
+		d.Err = fmt.Errorf("key of %d bytes exceeds the %d limit", len(b), maxStoreKey)
 	}
 	return string(b)
-}
-
-// millis reads a u64 millisecond count, capped so it cannot overflow a Duration.
-func (d *wireDecoder) millis() time.Duration {
-	ms := d.u64()
-	const maxMS = uint64(365 * 24 * time.Hour / time.Millisecond)
-	return time.Duration(min(ms, maxMS)) * time.Millisecond
 }

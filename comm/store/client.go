@@ -1,15 +1,17 @@
-package comm
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/internal/auth"
 	"net"
 	"sync"
 	"time"
 )
 
-// storeClient is a TCP connection to a StoreServer. Requests carry ids, so
+// storeClient is a TCP connection to a Server. Requests carry ids, so
 // concurrent callers share the connection: a blocked get does not hold up a set.
 type storeClient struct {
 	conn    net.Conn
@@ -25,10 +27,10 @@ type storeClient struct {
 	done    chan struct{}
 }
 
-// DialStore connects to the store at addr, retrying while the server is not
+// Dial connects to the store at addr, retrying while the server is not
 // up yet (the hosting rank may start later) until ctx ends or the store
 // timeout passes. A refused token is not retried.
-func DialStore(ctx context.Context, addr string, opts ...StoreOption) (Store, error) {
+func Dial(ctx context.Context, addr string, opts ...Option) (backend.Store, error) {
 	cfg := newStoreConfig(opts)
 	if ctx == nil {
 		ctx = context.Background()
@@ -45,13 +47,13 @@ func DialStore(ctx context.Context, addr string, opts ...StoreOption) (Store, er
 			go c.readLoop()
 			return c, nil
 		}
-		if errors.Is(err, ErrAuth) {
+		if errors.Is(err, backend.ErrAuth) {
 			return nil, fmt.Errorf("comm: store %s: %w", addr, err)
 		}
 		last = err
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: store %s not reachable: %v", ErrTimeout, addr, last)
+			return nil, fmt.Errorf("%w: store %s not reachable: %v", backend.ErrTimeout, addr, last)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)
@@ -69,7 +71,7 @@ func dialStoreOnce(ctx context.Context, addr string, cfg storeConfig) (net.Conn,
 		tc.SetKeepAlive(true)
 	}
 	dl, _ := ctx.Deadline()
-	if err := clientHandshake(conn, cfg.token, purposeStore, nil, dl); err != nil {
+	if err := auth.Client(conn, cfg.token, auth.PurposeStore, nil, dl); err != nil {
 		conn.Close()
 		return nil, err
 	}
@@ -106,7 +108,7 @@ func (c *storeClient) readLoop() {
 	}
 	c.mu.Lock()
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: store %s: connection lost: %v", ErrPeerFailed, c.addr, err)
+		c.err = fmt.Errorf("%w: store %s: connection lost: %v", backend.ErrPeerFailed, c.addr, err)
 	}
 	c.pending = nil
 	c.mu.Unlock()
@@ -147,7 +149,7 @@ func (c *storeClient) call(ctx context.Context, req storeRequest) (storeResponse
 	if err != nil {
 		forget()
 		c.conn.Close()
-		return storeResponse{}, fmt.Errorf("%w: store %s: %v", ErrPeerFailed, c.addr, err)
+		return storeResponse{}, fmt.Errorf("%w: store %s: %v", backend.ErrPeerFailed, c.addr, err)
 	}
 	// The server answers a blocking request itself at its timeout; the grace
 	// covers a server that died without closing the connection.
@@ -161,7 +163,7 @@ func (c *storeClient) call(ctx context.Context, req storeRequest) (storeResponse
 		return storeResponse{}, ctx.Err()
 	case <-timer.C:
 		forget()
-		return storeResponse{}, fmt.Errorf("%w: store %s did not answer %s within %v", ErrTimeout, c.addr, req.Op, wait)
+		return storeResponse{}, fmt.Errorf("%w: store %s did not answer %s within %v", backend.ErrTimeout, c.addr, req.Op, wait)
 	case <-c.done:
 		c.mu.Lock()
 		err := c.err
@@ -212,7 +214,7 @@ func (c *storeClient) NumKeys(ctx context.Context) (int64, error) {
 func (c *storeClient) Close() error {
 	c.mu.Lock()
 	if c.err == nil {
-		c.err = fmt.Errorf("%w: store client closed", ErrClosed)
+		c.err = fmt.Errorf("%w: store client closed", backend.ErrClosed)
 	}
 	c.mu.Unlock()
 	err := c.conn.Close()

@@ -1,6 +1,7 @@
-package comm
+package reduce
 
 import (
+	"goddp/comm/backend"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -8,9 +9,9 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The AVX sum must give exactly reduceInto's bits, specials included.
-func TestShmAddFastMatchesReduceInto(t *testing.T) {
-	if !shmHasAVX() {
+// The AVX sum must give exactly Into's bits, specials included.
+func TestAddFastMatchesInto(t *testing.T) {
+	if !HasAVX() {
 		t.Skip("no AVX")
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
@@ -21,7 +22,7 @@ func TestShmAddFastMatchesReduceInto(t *testing.T) {
 		}
 		return rng.NormFloat64() * math.Pow(10, float64(rng.IntN(20)-10))
 	}
-	for _, dt := range []DType{Float32, Float64} {
+	for _, dt := range []backend.DType{backend.Float32, backend.Float64} {
 		for _, n := range []int{0, 1, 15, 16, 31, 32, 33, 64, 100, 1000, 4099} {
 			a, b := make([]float64, n), make([]float64, n)
 			for i := range a {
@@ -29,21 +30,21 @@ func TestShmAddFastMatchesReduceInto(t *testing.T) {
 			}
 			want, src := makeBuf(dt, a), makeBuf(dt, b)
 			got := makeBuf(dt, a)
-			reduceInto(want, src, Sum)
-			require.True(t, shmAddFast(got, src))
+			Into(want, src, backend.Sum)
+			require.True(t, AddFast(got, src))
 			require.Equal(t, want.Bytes, got.Bytes, "%v n=%d", dt, n)
 		}
 	}
-	require.False(t, shmAddFast(makeBuf(Int32, []float64{1}), makeBuf(Int32, []float64{2})))
+	require.False(t, AddFast(makeBuf(backend.Int32, []float64{1}), makeBuf(backend.Int32, []float64{2})))
 }
 
-func BenchmarkShmAddFast4K(b *testing.B) {
-	if !shmHasAVX() {
+func BenchmarkAddFast4K(b *testing.B) {
+	if !HasAVX() {
 		b.Skip("no AVX")
 	}
-	x := Float32s(make([]float32, 1024))
-	y := Float32s(make([]float32, 1024))
+	x := backend.Float32s(make([]float32, 1024))
+	y := backend.Float32s(make([]float32, 1024))
 	for i := 0; i < b.N; i++ {
-		shmAddFast(x, y)
+		AddFast(x, y)
 	}
 }

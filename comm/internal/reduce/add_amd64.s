@@ -1,8 +1,8 @@
 #include "textflag.h"
 
-// func shmAddF32AVX(dst, src *float32, n int)
+// func addF32AVX(dst, src *float32, n int)
 // dst[i] += src[i] for i < n; n is a multiple of 32.
-TEXT ·shmAddF32AVX(SB), NOSPLIT, $0-24
+TEXT ·addF32AVX(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -31,9 +31,9 @@ f32done:
 	VZEROUPPER
 	RET
 
-// func shmAddF64AVX(dst, src *float64, n int)
+// func addF64AVX(dst, src *float64, n int)
 // dst[i] += src[i] for i < n; n is a multiple of 16.
-TEXT ·shmAddF64AVX(SB), NOSPLIT, $0-24
+TEXT ·addF64AVX(SB), NOSPLIT, $0-24
 	MOVQ dst+0(FP), DI
 	MOVQ src+8(FP), SI
 	MOVQ n+16(FP), CX
@@ -62,8 +62,8 @@ f64done:
 	VZEROUPPER
 	RET
 
-// func shmCPUID(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
-TEXT ·shmCPUID(SB), NOSPLIT, $0-24
+// func cpuid(leaf, sub uint32) (eax, ebx, ecx, edx uint32)
+TEXT ·cpuid(SB), NOSPLIT, $0-24
 	MOVL leaf+0(FP), AX
 	MOVL sub+4(FP), CX
 	CPUID
@@ -73,8 +73,8 @@ TEXT ·shmCPUID(SB), NOSPLIT, $0-24
 	MOVL DX, edx+20(FP)
 	RET
 
-// func shmXGETBV() (eax, edx uint32)
-TEXT ·shmXGETBV(SB), NOSPLIT, $0-8
+// func xgetbv() (eax, edx uint32)
+TEXT ·xgetbv(SB), NOSPLIT, $0-8
 	MOVL $0, CX
 	XGETBV
 	MOVL AX, eax+0(FP)

@@ -1,4 +1,4 @@
-package comm
+package store
 
 import (
 	"bytes"

@@ -1,10 +1,12 @@
-package comm
+package store
 
 import (
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/internal/wire"
 	"os"
 	"strconv"
 	"sync"
@@ -35,9 +37,9 @@ const (
 	fileRecDel byte = 2
 )
 
-// NewFileStore opens (creating it if needed) the store file at path. Use a
+// NewFile opens (creating it if needed) the store file at path. Use a
 // fresh path per job: keys left by an earlier run would confuse rendezvous.
-func NewFileStore(path string, opts ...StoreOption) (Store, error) {
+func NewFile(path string, opts ...Option) (backend.Store, error) {
 	cfg := newStoreConfig(opts)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
@@ -51,7 +53,7 @@ func (s *fileStore) locked(fn func() error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return fmt.Errorf("%w: file store %s", ErrClosed, s.path)
+		return fmt.Errorf("%w: file store %s", backend.ErrClosed, s.path)
 	}
 	fd := int(s.f.Fd())
 	for {
@@ -102,11 +104,11 @@ func (s *fileStore) catchUp() error {
 func applyFileRecords(b []byte, data map[string][]byte) int {
 	off := 0
 	for {
-		d := wireDecoder{b: b[off:]}
-		kind := d.u8()
-		key := d.bytes()
-		val := d.bytes()
-		if d.err != nil || (kind != fileRecSet && kind != fileRecDel) {
+		d := wire.Decoder{B: b[off:]}
+		kind := d.U8()
+		key := d.Bytes()
+		val := d.Bytes()
+		if d.Err != nil || (kind != fileRecSet && kind != fileRecDel) {
 			return off
 		}
 		switch kind {
@@ -115,15 +117,15 @@ func applyFileRecords(b []byte, data map[string][]byte) int {
 		case fileRecDel:
 			delete(data, string(key))
 		}
-		off = len(b) - d.remaining()
+		off = len(b) - d.Remaining()
 	}
 }
 
 // appendRecord writes a record at the end of the log; lock held.
 func (s *fileStore) appendRecord(kind byte, key string, val []byte) error {
 	rec := []byte{kind}
-	rec = appendBytes(rec, []byte(key))
-	rec = appendBytes(rec, val)
+	rec = wire.AppendBytes(rec, []byte(key))
+	rec = wire.AppendBytes(rec, val)
 	if _, err := s.f.WriteAt(rec, s.off); err != nil {
 		return fmt.Errorf("comm: file store %s: %w", s.path, err)
 	}
@@ -158,7 +160,7 @@ func (s *fileStore) poll(ctx context.Context, what string, check func() bool) er
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%w: file store %s: %s after %v", ErrTimeout, s.path, what, timeout)
+			return fmt.Errorf("%w: file store %s: %s after %v", backend.ErrTimeout, s.path, what, timeout)
 		}
 		select {
 		case <-ctx.Done():

@@ -1,9 +1,11 @@
-package comm
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/internal/auth"
 	"io"
 	"net"
 	"os"
@@ -11,8 +13,8 @@ import (
 	"time"
 )
 
-// StoreOption configures ListenStore, DialStore and NewFileStore.
-type StoreOption func(*storeConfig)
+// Option configures Listen, Dial and NewFile.
+type Option func(*storeConfig)
 
 type storeConfig struct {
 	token   string
@@ -20,8 +22,8 @@ type storeConfig struct {
 	logf    func(format string, args ...any)
 }
 
-func newStoreConfig(opts []StoreOption) storeConfig {
-	c := storeConfig{timeout: DefaultTimeout, logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
+func newStoreConfig(opts []Option) storeConfig {
+	c := storeConfig{timeout: backend.DefaultTimeout, logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -30,10 +32,10 @@ func newStoreConfig(opts []StoreOption) storeConfig {
 
 // WithToken sets the job token: clients must prove it (HMAC challenge) and
 // the server must prove it back. Empty means no authentication.
-func WithToken(token string) StoreOption { return func(c *storeConfig) { c.token = token } }
+func WithToken(token string) Option { return func(c *storeConfig) { c.token = token } }
 
-// WithStoreTimeout bounds blocking gets and waits, and DialStore's retries.
-func WithStoreTimeout(d time.Duration) StoreOption {
+// WithTimeout bounds blocking gets and waits, and Dial's retries.
+func WithTimeout(d time.Duration) Option {
 	return func(c *storeConfig) {
 		if d > 0 {
 			c.timeout = d
@@ -41,9 +43,9 @@ func WithStoreTimeout(d time.Duration) StoreOption {
 	}
 }
 
-// WithStoreLogger receives the server's diagnostics (refused connections,
+// WithLogger receives the server's diagnostics (refused connections,
 // protocol errors); the default writes them to stderr. It never sees the token.
-func WithStoreLogger(logf func(format string, args ...any)) StoreOption {
+func WithLogger(logf func(format string, args ...any)) Option {
 	return func(c *storeConfig) {
 		if logf != nil {
 			c.logf = logf
@@ -51,8 +53,8 @@ func WithStoreLogger(logf func(format string, args ...any)) StoreOption {
 	}
 }
 
-// StoreServer is the TCP rendezvous store (torch's TCPStore master).
-type StoreServer struct {
+// Server is the TCP rendezvous store (torch's TCPStore master).
+type Server struct {
 	cfg   storeConfig
 	ln    net.Listener
 	state *storeState
@@ -64,16 +66,16 @@ type StoreServer struct {
 	closed bool
 }
 
-// ListenStore starts a store server bound to exactly addr ("127.0.0.1:0"
+// Listen starts a store server bound to exactly addr ("127.0.0.1:0"
 // picks a free port; an explicit "0.0.0.0:port" is needed to listen on every
 // interface).
-func ListenStore(ctx context.Context, addr string, opts ...StoreOption) (*StoreServer, error) {
+func Listen(ctx context.Context, addr string, opts ...Option) (*Server, error) {
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("comm: store: listen on %s: %w", addr, err)
 	}
-	s := &StoreServer{
+	s := &Server{
 		cfg:   newStoreConfig(opts),
 		ln:    ln,
 		state: newStoreState(),
@@ -86,16 +88,16 @@ func ListenStore(ctx context.Context, addr string, opts ...StoreOption) (*StoreS
 }
 
 // Addr is the address the server listens on (host:port).
-func (s *StoreServer) Addr() string { return s.ln.Addr().String() }
+func (s *Server) Addr() string { return s.ln.Addr().String() }
 
 // Client returns an in-process Store on this server, for the process that
 // hosts it (no socket, same semantics). Closing it does not stop the server.
-func (s *StoreServer) Client() Store {
+func (s *Server) Client() backend.Store {
 	return &localStore{state: s.state, timeout: s.cfg.timeout, done: s.done}
 }
 
 // Close stops the server and drops its clients; it waits for its goroutines.
-func (s *StoreServer) Close() error {
+func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -112,7 +114,7 @@ func (s *StoreServer) Close() error {
 	return err
 }
 
-func (s *StoreServer) acceptLoop() {
+func (s *Server) acceptLoop() {
 	defer s.wg.Done()
 	backoff := 5 * time.Millisecond
 	for {
@@ -143,7 +145,7 @@ func (s *StoreServer) acceptLoop() {
 	}
 }
 
-func (s *StoreServer) dropConn(conn net.Conn) {
+func (s *Server) dropConn(conn net.Conn) {
 	conn.Close()
 	s.mu.Lock()
 	delete(s.conns, conn)
@@ -153,10 +155,10 @@ func (s *StoreServer) dropConn(conn net.Conn) {
 // serveConn authenticates one client and answers its requests. Non-blocking
 // requests are answered in order; a get or wait that must block gets its own
 // goroutine, so one client can wait on a key while it sets others.
-func (s *StoreServer) serveConn(conn net.Conn) {
+func (s *Server) serveConn(conn net.Conn) {
 	defer s.wg.Done()
 	defer s.dropConn(conn)
-	if _, err := serverHandshake(conn, s.cfg.token, purposeStore, time.Time{}); err != nil {
+	if _, err := auth.Server(conn, s.cfg.token, auth.PurposeStore, time.Time{}); err != nil {
 		s.cfg.logf("comm: store %s: refused connection from %s: %v", s.Addr(), conn.RemoteAddr(), err)
 		return
 	}

@@ -1,9 +1,11 @@
-package comm
+package store
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/internal/auth"
 	"net"
 	"path/filepath"
 	"strings"
@@ -35,42 +37,42 @@ func (l *logSink) text() string {
 
 // storeKinds builds each Store implementation; the second store returned
 // is a separate client of the same data.
-func storeKinds(t *testing.T) map[string]func(t *testing.T) (Store, Store) {
-	return map[string]func(t *testing.T) (Store, Store){
-		"tcp": func(t *testing.T) (Store, Store) {
-			srv, err := ListenStore(context.Background(), "127.0.0.1:0", WithToken("tok"), WithStoreTimeout(500*time.Millisecond))
+func storeKinds(t *testing.T) map[string]func(t *testing.T) (backend.Store, backend.Store) {
+	return map[string]func(t *testing.T) (backend.Store, backend.Store){
+		"tcp": func(t *testing.T) (backend.Store, backend.Store) {
+			srv, err := Listen(context.Background(), "127.0.0.1:0", WithToken("tok"), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { srv.Close() })
-			a, err := DialStore(context.Background(), srv.Addr(), WithToken("tok"), WithStoreTimeout(500*time.Millisecond))
+			a, err := Dial(context.Background(), srv.Addr(), WithToken("tok"), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
-			b, err := DialStore(context.Background(), srv.Addr(), WithToken("tok"), WithStoreTimeout(500*time.Millisecond))
+			b, err := Dial(context.Background(), srv.Addr(), WithToken("tok"), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { a.Close(); b.Close() })
 			return a, b
 		},
-		"local": func(t *testing.T) (Store, Store) {
-			srv, err := ListenStore(context.Background(), "127.0.0.1:0", WithStoreTimeout(500*time.Millisecond))
+		"local": func(t *testing.T) (backend.Store, backend.Store) {
+			srv, err := Listen(context.Background(), "127.0.0.1:0", WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { srv.Close() })
-			b, err := DialStore(context.Background(), srv.Addr(), WithStoreTimeout(500*time.Millisecond))
+			b, err := Dial(context.Background(), srv.Addr(), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { b.Close() })
 			return srv.Client(), b
 		},
-		"file": func(t *testing.T) (Store, Store) {
+		"file": func(t *testing.T) (backend.Store, backend.Store) {
 			p := filepath.Join(t.TempDir(), "store")
-			a, err := NewFileStore(p, WithStoreTimeout(500*time.Millisecond))
+			a, err := NewFile(p, WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
-			b, err := NewFileStore(p, WithStoreTimeout(500*time.Millisecond))
+			b, err := NewFile(p, WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { a.Close(); b.Close() })
 			return a, b
 		},
-		"prefix": func(t *testing.T) (Store, Store) {
-			srv, err := ListenStore(context.Background(), "127.0.0.1:0", WithStoreTimeout(500*time.Millisecond))
+		"prefix": func(t *testing.T) (backend.Store, backend.Store) {
+			srv, err := Listen(context.Background(), "127.0.0.1:0", WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { srv.Close() })
-			return NewPrefixStore("job", srv.Client()), NewPrefixStore("job", srv.Client())
+			return NewPrefix("job", srv.Client()), NewPrefix("job", srv.Client())
 		},
 	}
 }
@@ -145,10 +147,10 @@ func TestStoreOps(t *testing.T) {
 			defer cancel()
 			_, err = b.Get(short, "never")
 			require.Error(t, err)
-			assert.True(t, errors.Is(err, ErrTimeout) || errors.Is(err, context.DeadlineExceeded), "%v", err)
+			assert.True(t, errors.Is(err, backend.ErrTimeout) || errors.Is(err, context.DeadlineExceeded), "%v", err)
 			start := time.Now()
 			err = a.Wait(ctx, "k", "never")
-			assert.ErrorIs(t, err, ErrTimeout)
+			assert.ErrorIs(t, err, backend.ErrTimeout)
 			assert.Less(t, time.Since(start), 5*time.Second)
 		})
 	}
@@ -184,7 +186,7 @@ func TestStoreConcurrentAdd(t *testing.T) {
 func TestStoreAuth(t *testing.T) {
 	ctx := context.Background()
 	var log logSink
-	srv, err := ListenStore(ctx, "127.0.0.1:0", WithToken("s3cret-token"), WithStoreLogger(log.logf))
+	srv, err := Listen(ctx, "127.0.0.1:0", WithToken("s3cret-token"), WithLogger(log.logf))
 	require.NoError(t, err)
 	defer srv.Close()
 
@@ -196,8 +198,8 @@ func TestStoreAuth(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := DialStore(ctx, srv.Addr(), WithToken(tc.token), WithStoreTimeout(500*time.Millisecond))
-			require.ErrorIs(t, err, ErrAuth)
+			_, err := Dial(ctx, srv.Addr(), WithToken(tc.token), WithTimeout(500*time.Millisecond))
+			require.ErrorIs(t, err, backend.ErrAuth)
 			require.Eventually(t, func() bool { return strings.Contains(log.text(), tc.logWant) }, 2*time.Second, 10*time.Millisecond)
 		})
 	}
@@ -205,13 +207,13 @@ func TestStoreAuth(t *testing.T) {
 	assert.NotContains(t, log.text(), "s3cret")
 
 	// A server without a token is refused by a client that has one.
-	open, err := ListenStore(ctx, "127.0.0.1:0", WithStoreLogger(log.logf))
+	open, err := Listen(ctx, "127.0.0.1:0", WithLogger(log.logf))
 	require.NoError(t, err)
 	defer open.Close()
-	_, err = DialStore(ctx, open.Addr(), WithToken("s3cret-token"), WithStoreTimeout(500*time.Millisecond))
-	assert.ErrorIs(t, err, ErrAuth)
+	_, err = Dial(ctx, open.Addr(), WithToken("s3cret-token"), WithTimeout(500*time.Millisecond))
+	assert.ErrorIs(t, err, backend.ErrAuth)
 
-	c, err := DialStore(ctx, srv.Addr(), WithToken("s3cret-token"))
+	c, err := Dial(ctx, srv.Addr(), WithToken("s3cret-token"))
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Set(ctx, "ok", []byte("1")))
@@ -220,7 +222,7 @@ func TestStoreAuth(t *testing.T) {
 func TestStoreGarbage(t *testing.T) {
 	ctx := context.Background()
 	var log logSink
-	srv, err := ListenStore(ctx, "127.0.0.1:0", WithStoreLogger(log.logf))
+	srv, err := Listen(ctx, "127.0.0.1:0", WithLogger(log.logf))
 	require.NoError(t, err)
 	defer srv.Close()
 
@@ -249,13 +251,13 @@ func TestStoreGarbage(t *testing.T) {
 	// An authenticated client that then sends garbage frames is dropped.
 	conn, err := net.Dial("tcp", srv.Addr())
 	require.NoError(t, err)
-	require.NoError(t, clientHandshake(conn, "", purposeStore, nil, time.Now().Add(time.Second)))
+	require.NoError(t, auth.Client(conn, "", auth.PurposeStore, nil, time.Now().Add(time.Second)))
 	conn.Write([]byte{0, 0, 0, 3, 0xee, 1, 2})
 	conn.Write([]byte{0xff, 0xff, 0xff, 0xff})
 	conn.Close()
 
 	// The server still serves.
-	c, err := DialStore(ctx, srv.Addr())
+	c, err := Dial(ctx, srv.Addr())
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Set(ctx, "alive", []byte("yes")))
@@ -267,16 +269,16 @@ func TestStoreGarbage(t *testing.T) {
 }
 
 func TestStoreListenExactAddr(t *testing.T) {
-	srv, err := ListenStore(context.Background(), "127.0.0.1:0")
+	srv, err := Listen(context.Background(), "127.0.0.1:0")
 	require.NoError(t, err)
 	defer srv.Close()
 	assert.True(t, strings.HasPrefix(srv.Addr(), "127.0.0.1:"), srv.Addr())
 }
 
 func TestStoreServerCloseFailsClients(t *testing.T) {
-	srv, err := ListenStore(context.Background(), "127.0.0.1:0")
+	srv, err := Listen(context.Background(), "127.0.0.1:0")
 	require.NoError(t, err)
-	c, err := DialStore(context.Background(), srv.Addr())
+	c, err := Dial(context.Background(), srv.Addr())
 	require.NoError(t, err)
 	defer c.Close()
 	errc := make(chan error, 1)
@@ -293,7 +295,7 @@ func TestStoreServerCloseFailsClients(t *testing.T) {
 
 func TestFileStoreTornRecord(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "s")
-	a, err := NewFileStore(p)
+	a, err := NewFile(p)
 	require.NoError(t, err)
 	defer a.Close()
 	require.NoError(t, a.Set(context.Background(), "x", []byte("1")))
@@ -301,7 +303,7 @@ func TestFileStoreTornRecord(t *testing.T) {
 	fs := a.(*fileStore)
 	_, err = fs.f.WriteAt([]byte{fileRecSet, 0, 0, 0, 9, 'a'}, fs.off)
 	require.NoError(t, err)
-	b, err := NewFileStore(p)
+	b, err := NewFile(p)
 	require.NoError(t, err)
 	defer b.Close()
 	require.NoError(t, b.Set(context.Background(), "y", []byte("2")))

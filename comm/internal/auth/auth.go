@@ -1,4 +1,7 @@
-package comm
+// Package auth is the mutual HMAC-SHA256 handshake that every TCP
+// connection goddp accepts (the rendezvous store's and the tcp backend's
+// peer mesh) starts with.
+package auth
 
 import (
 	"crypto/hmac"
@@ -6,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"goddp/comm/backend"
 	"io"
 	"net"
 	"time"
@@ -33,25 +37,25 @@ const (
 	authNonce   = 32
 	authMAC     = sha256.Size
 	maxAuthInfo = 1024
-	// authTimeout bounds a handshake when the caller gives no deadline.
-	authTimeout = 10 * time.Second
+	// Timeout bounds a handshake when the caller gives no deadline.
+	Timeout = 10 * time.Second
 )
 
 // Handshake purposes keep a store client from being taken for a peer.
 const (
-	purposeStore byte = 1
-	purposePeer  byte = 2
+	PurposeStore byte = 1
+	PurposePeer  byte = 2
 )
 
 const (
 	flagHasToken byte = 1
 )
 
-// authError is a refused handshake; it wraps ErrAuth.
+// authError is a refused handshake; it wraps backend.ErrAuth.
 type authError struct{ why string }
 
-func (e *authError) Error() string { return ErrAuth.Error() + ": " + e.why }
-func (e *authError) Unwrap() error { return ErrAuth }
+func (e *authError) Error() string { return backend.ErrAuth.Error() + ": " + e.why }
+func (e *authError) Unwrap() error { return backend.ErrAuth }
 
 func authMACOf(token string, dom byte, purpose byte, n1, n2, info []byte) []byte {
 	m := hmac.New(sha256.New, []byte(token))
@@ -62,19 +66,19 @@ func authMACOf(token string, dom byte, purpose byte, n1, n2, info []byte) []byte
 	return m.Sum(nil)
 }
 
-// deadlineFor sets conn's deadline to the earlier of d and now+authTimeout.
+// deadlineFor sets conn's deadline to the earlier of d and now+Timeout.
 func setAuthDeadline(conn net.Conn, d time.Time) {
-	lim := time.Now().Add(authTimeout)
+	lim := time.Now().Add(Timeout)
 	if d.IsZero() || d.After(lim) {
 		d = lim
 	}
 	conn.SetDeadline(d)
 }
 
-// clientHandshake authenticates conn to a server as purpose, sending info.
-func clientHandshake(conn net.Conn, token string, purpose byte, info []byte, deadline time.Time) error {
+// Client authenticates conn to a server as purpose, sending info.
+func Client(conn net.Conn, token string, purpose byte, info []byte, deadline time.Time) error {
 	if len(info) > maxAuthInfo {
-		return fmt.Errorf("%w: handshake info too long", ErrBadArgument)
+		return fmt.Errorf("%w: handshake info too long", backend.ErrBadArgument)
 	}
 	setAuthDeadline(conn, deadline)
 	defer conn.SetDeadline(time.Time{})
@@ -129,10 +133,10 @@ func clientHandshake(conn net.Conn, token string, purpose byte, info []byte, dea
 	return nil
 }
 
-// serverHandshake authenticates an accepted conn and returns the client's
-// info. Errors wrap ErrAuth for protocol or token failures; the message says
+// Server authenticates an accepted conn and returns the client's
+// info. Errors wrap backend.ErrAuth for protocol or token failures; the message says
 // why without revealing the token.
-func serverHandshake(conn net.Conn, token string, purpose byte, deadline time.Time) ([]byte, error) {
+func Server(conn net.Conn, token string, purpose byte, deadline time.Time) ([]byte, error) {
 	setAuthDeadline(conn, deadline)
 	defer conn.SetDeadline(time.Time{})
 	head := make([]byte, 4+3+authNonce+2)

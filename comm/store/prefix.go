@@ -1,25 +1,26 @@
-package comm
+package store
 
 import (
 	"context"
+	"goddp/comm/backend"
 	"net"
 )
 
 // prefixStore namespaces every key of an underlying store (torch's PrefixStore).
 type prefixStore struct {
 	prefix string
-	s      Store
+	s      backend.Store
 }
 
-// NewPrefixStore returns a Store that puts prefix + "/" before every key of
+// NewPrefix returns a Store that puts prefix + "/" before every key of
 // s. NumKeys counts the keys of the whole underlying store, as in torch, and
 // Close closes s.
-func NewPrefixStore(prefix string, s Store) Store {
+func NewPrefix(prefix string, s backend.Store) backend.Store {
 	return &prefixStore{prefix: prefix + "/", s: s}
 }
 
 // Unwrap returns the underlying store.
-func (p *prefixStore) Unwrap() Store { return p.s }
+func (p *prefixStore) Unwrap() backend.Store { return p.s }
 
 func (p *prefixStore) k(key string) string { return p.prefix + key }
 
@@ -55,14 +56,14 @@ func (p *prefixStore) NumKeys(ctx context.Context) (int64, error) { return p.s.N
 
 func (p *prefixStore) Close() error { return p.s.Close() }
 
-// storeLocalAddr digs through wrappers for the local address of a TCP store
+// LocalAddr digs through wrappers for the local address of a TCP store
 // connection; nil when the store is not a socket (file or in-process).
-func storeLocalAddr(s Store) net.Addr {
+func LocalAddr(s backend.Store) net.Addr {
 	for s != nil {
 		switch v := s.(type) {
 		case interface{ LocalAddr() net.Addr }:
 			return v.LocalAddr()
-		case interface{ Unwrap() Store }:
+		case interface{ Unwrap() backend.Store }:
 			s = v.Unwrap()
 		default:
 			return nil
