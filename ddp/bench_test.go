@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"goddp/comm/commtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,7 +205,7 @@ func BenchmarkReducerOverhead(b *testing.B) {
 	tensor.SetThreads(1)
 	for _, mode := range []string{"copy", "view"} {
 		b.Run(mode, func(b *testing.B) {
-			l, err := newBenchLoop(NewInMemoryGroups(1)[0], GradientAsBucketView(mode == "view"))
+			l, err := newBenchLoop(commtest.NewGroups(1)[0], GradientAsBucketView(mode == "view"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"goddp/comm/commtest"
 	"math"
 	"testing"
 	"time"
@@ -294,7 +295,7 @@ func TestJoinWithGradientAccumulation(t *testing.T) {
 		})
 		got[rank] = paramsOf(net)
 		return err
-	}, WithGroupTimeout(10*time.Second))
+	}, commtest.WithTimeout(10*time.Second))
 	requireNoErrs(t, errs)
 	requireClose(t, got[1], got[0], 0, "ranks agree after Join")
 }

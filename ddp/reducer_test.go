@@ -3,6 +3,7 @@ package ddp
 import (
 	"errors"
 	"fmt"
+	"goddp/comm/commtest"
 	"math"
 	"testing"
 	"time"
@@ -560,7 +561,7 @@ func TestStaticGraphRemembersUnused(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, ErrReduction)
 		return nil
-	}, WithLatency(0))
+	}, commtest.WithLatency(0))
 	requireNoErrs(t, errs)
 }
 
@@ -652,7 +653,7 @@ func TestParameterMismatchNamesParamAndRanks(t *testing.T) {
 }
 
 func TestOptionValidation(t *testing.T) {
-	pg := NewInMemoryGroups(1)[0]
+	pg := commtest.NewGroups(1)[0]
 	for _, o := range []Option{BucketCapMB(0), FirstBucketCapMB(-1), Timeout(0)} {
 		_, err := Wrap(dotNet([][]int{{2}}), pg, o)
 		assert.ErrorIs(t, err, ErrInvalidOption)
@@ -750,7 +751,7 @@ func TestUnusedOnOneRankDoesNotHangTheOthers(t *testing.T) {
 			return nil
 		}
 		return err
-	}, WithGroupTimeout(5*time.Second))
+	}, commtest.WithTimeout(5*time.Second))
 	requireNoErrs(t, errs)
 }
 
@@ -826,7 +827,7 @@ func TestBucketViewAveragesInTheCollective(t *testing.T) {
 					return err
 				}
 				assert.Equal(t, []float32{0.5, 0.5, 0.5, 0.5}, f32s(net.params[0].Grad))
-				ops := pg.(*InMemoryGroup).Ops()
+				ops := pg.(*commtest.Group).Ops()
 				last := ops[len(ops)-1]
 				want := comm.Sum // pre-divided while copying into the bucket
 				if view {

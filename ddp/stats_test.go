@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"goddp/comm/commtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,7 +110,7 @@ func TestStatsAndTimeline(t *testing.T) {
 		d.ResetStats()
 		assert.Zero(t, d.Stats().Iterations)
 		return nil
-	}, WithLatency(2*time.Millisecond))
+	}, commtest.WithLatency(2*time.Millisecond))
 	requireNoErrs(t, errs)
 	merged := filepath.Join(dir, "all.json")
 	require.NoError(t, MergeTimelineFiles(merged, filepath.Join(dir, "rank0.json"), filepath.Join(dir, "rank1.json")))
@@ -206,6 +207,6 @@ func TestOverlapHidesCommunication(t *testing.T) {
 			return fmt.Errorf("hidden %.2f, want >= 0.8 (comm %v, wait %v over %d iterations)", h, s.Total.Comm, s.Total.CommWait, s.Iterations)
 		}
 		return nil
-	}, WithLatency(2*time.Millisecond))
+	}, commtest.WithLatency(2*time.Millisecond))
 	requireNoErrs(t, errs)
 }

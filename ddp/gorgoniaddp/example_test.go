@@ -4,6 +4,7 @@ package gorgoniaddp_test
 
 import (
 	"fmt"
+	"goddp/comm/commtest"
 
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
@@ -32,7 +33,7 @@ func Example() {
 		return
 	}
 	defer model.Close()
-	pg := ddp.NewInMemoryGroups(1)[0]
+	pg := commtest.NewGroups(1)[0]
 	d, err := ddp.Wrap(model, pg)
 	if err != nil {
 		fmt.Println(err)

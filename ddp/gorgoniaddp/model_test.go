@@ -3,6 +3,7 @@
 package gorgoniaddp_test
 
 import (
+	"goddp/comm/commtest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,7 +193,7 @@ func TestErrors(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			d, err := ddp.Wrap(other, ddp.NewInMemoryGroups(1)[0])
+			d, err := ddp.Wrap(other, commtest.NewGroups(1)[0])
 			if err != nil {
 				return err
 			}

@@ -1,4 +1,4 @@
-package ddp
+package commtest_test
 
 import (
 	"context"
@@ -10,9 +10,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"goddp/comm"
+	"goddp/comm/commtest"
 )
 
-func TestInMemoryGroupCollectives(t *testing.T) {
+func TestGroupCollectives(t *testing.T) {
 	tests := []struct {
 		name string
 		run  func(rank int, pg comm.ProcessGroup) error
@@ -73,17 +74,17 @@ func TestInMemoryGroupCollectives(t *testing.T) {
 		}},
 	}
 	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) { requireNoErrs(t, runRanks(t, 3, tc.run)) })
+		t.Run(tc.name, func(t *testing.T) { requireNoErrs(t, runRanks(3, tc.run)) })
 	}
 }
 
-func TestInMemoryGroupTimeoutAndClose(t *testing.T) {
-	pgs := NewInMemoryGroups(2, WithGroupTimeout(50*time.Millisecond))
+func TestGroupTimeoutAndClose(t *testing.T) {
+	pgs := commtest.NewGroups(2, commtest.WithTimeout(50*time.Millisecond))
 	err := pgs[0].AllReduce(comm.Float32s([]float32{1}), comm.Sum).Wait(context.Background())
 	require.ErrorIs(t, err, comm.ErrTimeout)
 	assert.ErrorContains(t, err, "waiting for ranks [1]")
 
-	pgs = NewInMemoryGroups(2)
+	pgs = commtest.NewGroups(2)
 	w := pgs[0].AllReduce(comm.Float32s([]float32{1}), comm.Sum)
 	require.NoError(t, pgs[1].Close())
 	assert.ErrorIs(t, w.Wait(context.Background()), comm.ErrPeerFailed)
@@ -92,12 +93,12 @@ func TestInMemoryGroupTimeoutAndClose(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	pgs = NewInMemoryGroups(2)
+	pgs = commtest.NewGroups(2)
 	assert.ErrorIs(t, pgs[0].Barrier().Wait(ctx), context.Canceled)
 }
 
-func TestInMemoryGroupRunsInIssueOrder(t *testing.T) {
-	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+func TestGroupRunsInIssueOrder(t *testing.T) {
+	errs := runRanks(2, func(rank int, pg comm.ProcessGroup) error {
 		var ws []comm.Work
 		for i := 0; i < 20; i++ {
 			ws = append(ws, pg.AllReduce(comm.Float32s([]float32{1}), comm.Sum))
@@ -112,6 +113,18 @@ func TestInMemoryGroupRunsInIssueOrder(t *testing.T) {
 			}
 		}
 		return nil
-	}, WithLatency(100*time.Microsecond))
+	}, commtest.WithLatency(100*time.Microsecond))
 	requireNoErrs(t, errs)
+}
+
+func runRanks(n int, fn func(rank int, pg comm.ProcessGroup) error, opts ...commtest.Option) []error {
+	pgs := commtest.NewGroups(n, append([]commtest.Option{commtest.WithTimeout(20 * time.Second)}, opts...)...)
+	return commtest.Run(pgs, func(pg comm.ProcessGroup) error { return fn(pg.Rank(), pg) })
+}
+
+func requireNoErrs(t *testing.T, errs []error) {
+	t.Helper()
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
 }

@@ -1,4 +1,4 @@
-package ddp
+package commtest
 
 import (
 	"context"
@@ -7,21 +7,21 @@ import (
 	"sync"
 	"time"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
-// InMemoryGroup is one rank of a process group whose ranks are goroutines of
+// Group is one rank of a process group whose ranks are goroutines of
 // one process. It has the real semantics of a backend: the k-th collective
 // issued by each rank is matched with the k-th of every other rank, results
 // are written into every rank's buffer, and ops complete asynchronously (one
 // after another, in issue order, like a real backend's single stream). It
 // exists so that the Reducer and code built on it can be tested without
-// sockets; NewInMemoryGroups creates one.
+// sockets; NewGroups creates one.
 //
 // Mismatched collectives (different kind, dtype, length, op or root at the
-// same sequence number) fail on every rank with comm.ErrBadArgument instead
+// same sequence number) fail on every rank with backend.ErrBadArgument instead
 // of silently corrupting data, which makes rank divergence visible in tests.
-type InMemoryGroup struct {
+type Group struct {
 	hub  *memHub
 	rank int
 
@@ -35,35 +35,35 @@ type InMemoryGroup struct {
 type OpRecord struct {
 	Seq   uint64
 	Kind  string // "allreduce", "broadcast", "barrier", "allgather"
-	DType comm.DType
+	DType backend.DType
 	Len   int // elements
-	Op    comm.ReduceOp
+	Op    backend.ReduceOp
 	Root  int
 }
 
-// InMemoryOption configures NewInMemoryGroups.
-type InMemoryOption func(*memHub)
+// Option configures NewGroups.
+type Option func(*memHub)
 
 // WithLatency delays the completion of every collective by d, simulating a
 // network so that tests can observe communication overlapping computation.
-func WithLatency(d time.Duration) InMemoryOption { return func(h *memHub) { h.latency = d } }
+func WithLatency(d time.Duration) Option { return func(h *memHub) { h.latency = d } }
 
-// WithGroupTimeout sets the per-operation timeout (default comm.DefaultTimeout).
-func WithGroupTimeout(d time.Duration) InMemoryOption { return func(h *memHub) { h.timeout = d } }
+// WithTimeout sets the per-operation timeout (default backend.DefaultTimeout).
+func WithTimeout(d time.Duration) Option { return func(h *memHub) { h.timeout = d } }
 
-// NewInMemoryGroups returns n connected ranks; element r has Rank() == r.
-func NewInMemoryGroups(n int, opts ...InMemoryOption) []comm.ProcessGroup {
+// NewGroups returns n connected ranks; element r has Rank() == r.
+func NewGroups(n int, opts ...Option) []backend.ProcessGroup {
 	if n < 1 {
-		panic(fmt.Sprintf("ddp: NewInMemoryGroups(%d): need at least one rank", n))
+		panic(fmt.Sprintf("commtest: NewGroups(%d): need at least one rank", n))
 	}
-	h := &memHub{n: n, ops: map[uint64]*memOp{}, timeout: comm.DefaultTimeout}
+	h := &memHub{n: n, ops: map[uint64]*memOp{}, timeout: backend.DefaultTimeout}
 	for _, o := range opts {
 		o(h)
 	}
-	h.members = make([]*InMemoryGroup, n)
-	out := make([]comm.ProcessGroup, n)
+	h.members = make([]*Group, n)
+	out := make([]backend.ProcessGroup, n)
 	for r := range out {
-		g := &InMemoryGroup{hub: h, rank: r}
+		g := &Group{hub: h, rank: r}
 		h.members[r] = g
 		out[r] = g
 	}
@@ -74,7 +74,7 @@ type memHub struct {
 	n       int
 	latency time.Duration
 	timeout time.Duration
-	members []*InMemoryGroup
+	members []*Group
 
 	mu   sync.Mutex
 	ops  map[uint64]*memOp
@@ -85,9 +85,9 @@ type memHub struct {
 type memOp struct {
 	seq     uint64
 	rec     OpRecord
-	bufs    []comm.Buffer // per rank (input for allgather)
-	outs    []comm.Buffer // allgather outputs
-	works   []*memWork    // per rank
+	bufs    []backend.Buffer // per rank (input for allgather)
+	outs    []backend.Buffer // allgather outputs
+	works   []*memWork       // per rank
 	arrived int
 	err     error
 }
@@ -122,14 +122,14 @@ func (w *memWork) Wait(ctx context.Context) error {
 	case <-w.done:
 		return w.err
 	case <-ctx.Done():
-		return fmt.Errorf("ddp: in-memory %s: %w", w.describe(), ctx.Err())
+		return fmt.Errorf("commtest: in-memory %s: %w", w.describe(), ctx.Err())
 	case <-t.C:
 		select {
 		case <-w.done:
 			return w.err
 		default:
 		}
-		return fmt.Errorf("%w: in-memory %s after %v", comm.ErrTimeout, w.describe(), w.timeout)
+		return fmt.Errorf("%w: in-memory %s after %v", backend.ErrTimeout, w.describe(), w.timeout)
 	}
 }
 
@@ -143,43 +143,43 @@ func (w *memWork) IsCompleted() bool {
 	}
 }
 
-func (g *InMemoryGroup) Rank() int       { return g.rank }
-func (g *InMemoryGroup) Size() int       { return g.hub.n }
-func (g *InMemoryGroup) Backend() string { return "memory" }
+func (g *Group) Rank() int       { return g.rank }
+func (g *Group) Size() int       { return g.hub.n }
+func (g *Group) Backend() string { return "memory" }
 
 // Ops returns the collectives this rank issued, in order.
-func (g *InMemoryGroup) Ops() []OpRecord {
+func (g *Group) Ops() []OpRecord {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return append([]OpRecord(nil), g.log...)
 }
 
-func (g *InMemoryGroup) AllReduce(buf comm.Buffer, op comm.ReduceOp) comm.Work {
-	return g.issue(OpRecord{Kind: "allreduce", DType: buf.DType, Len: buf.Len(), Op: op}, buf, comm.Buffer{})
+func (g *Group) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
+	return g.issue(OpRecord{Kind: "allreduce", DType: buf.DType, Len: buf.Len(), Op: op}, buf, backend.Buffer{})
 }
 
-func (g *InMemoryGroup) Broadcast(buf comm.Buffer, root int) comm.Work {
+func (g *Group) Broadcast(buf backend.Buffer, root int) backend.Work {
 	if root < 0 || root >= g.hub.n {
-		return comm.DoneWork{Err: fmt.Errorf("%w: broadcast root %d outside [0,%d)", comm.ErrBadArgument, root, g.hub.n)}
+		return backend.DoneWork{Err: fmt.Errorf("%w: broadcast root %d outside [0,%d)", backend.ErrBadArgument, root, g.hub.n)}
 	}
-	return g.issue(OpRecord{Kind: "broadcast", DType: buf.DType, Len: buf.Len(), Root: root}, buf, comm.Buffer{})
+	return g.issue(OpRecord{Kind: "broadcast", DType: buf.DType, Len: buf.Len(), Root: root}, buf, backend.Buffer{})
 }
 
-func (g *InMemoryGroup) Barrier() comm.Work {
-	return g.issue(OpRecord{Kind: "barrier"}, comm.Buffer{}, comm.Buffer{})
+func (g *Group) Barrier() backend.Work {
+	return g.issue(OpRecord{Kind: "barrier"}, backend.Buffer{}, backend.Buffer{})
 }
 
-// AllGather implements comm.AllGatherer.
-func (g *InMemoryGroup) AllGather(out, in comm.Buffer) comm.Work {
+// AllGather implements backend.AllGatherer.
+func (g *Group) AllGather(out, in backend.Buffer) backend.Work {
 	if out.DType != in.DType || out.Len() != in.Len()*g.hub.n {
-		return comm.DoneWork{Err: fmt.Errorf("%w: allgather out has %d %v elements, want %d %v", comm.ErrBadArgument, out.Len(), out.DType, in.Len()*g.hub.n, in.DType)}
+		return backend.DoneWork{Err: fmt.Errorf("%w: allgather out has %d %v elements, want %d %v", backend.ErrBadArgument, out.Len(), out.DType, in.Len()*g.hub.n, in.DType)}
 	}
 	return g.issue(OpRecord{Kind: "allgather", DType: in.DType, Len: in.Len()}, in, out)
 }
 
-// Close fails this rank's pending ops with comm.ErrClosed and the other
-// ranks' ops that wait for it with comm.ErrPeerFailed.
-func (g *InMemoryGroup) Close() error {
+// Close fails this rank's pending ops with backend.ErrClosed and the other
+// ranks' ops that wait for it with backend.ErrPeerFailed.
+func (g *Group) Close() error {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -197,9 +197,9 @@ func (g *InMemoryGroup) Close() error {
 				continue
 			}
 			if r == g.rank {
-				w.finish(fmt.Errorf("%w: %s #%d", comm.ErrClosed, op.rec.Kind, seq))
+				w.finish(fmt.Errorf("%w: %s #%d", backend.ErrClosed, op.rec.Kind, seq))
 			} else {
-				w.finish(fmt.Errorf("%w: ranks [%d] closed before joining %s #%d", comm.ErrPeerFailed, g.rank, op.rec.Kind, seq))
+				w.finish(fmt.Errorf("%w: ranks [%d] closed before joining %s #%d", backend.ErrPeerFailed, g.rank, op.rec.Kind, seq))
 			}
 		}
 		delete(h.ops, seq)
@@ -207,11 +207,11 @@ func (g *InMemoryGroup) Close() error {
 	return nil
 }
 
-func (g *InMemoryGroup) issue(rec OpRecord, buf, out comm.Buffer) comm.Work {
+func (g *Group) issue(rec OpRecord, buf, out backend.Buffer) backend.Work {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return comm.DoneWork{Err: fmt.Errorf("%w: %s on closed rank %d", comm.ErrClosed, rec.Kind, g.rank)}
+		return backend.DoneWork{Err: fmt.Errorf("%w: %s on closed rank %d", backend.ErrClosed, rec.Kind, g.rank)}
 	}
 	rec.Seq = g.seq
 	g.seq++
@@ -224,19 +224,19 @@ func (g *InMemoryGroup) issue(rec OpRecord, buf, out comm.Buffer) comm.Work {
 	defer h.mu.Unlock()
 	if len(h.dead) > 0 {
 		w.describe = func() string { return rec.Kind }
-		w.finish(fmt.Errorf("%w: ranks %v closed; %s #%d cannot complete", comm.ErrPeerFailed, h.dead, rec.Kind, rec.Seq))
+		w.finish(fmt.Errorf("%w: ranks %v closed; %s #%d cannot complete", backend.ErrPeerFailed, h.dead, rec.Kind, rec.Seq))
 		return w
 	}
 	op := h.ops[rec.Seq]
 	if op == nil {
-		op = &memOp{seq: rec.Seq, rec: rec, bufs: make([]comm.Buffer, h.n), outs: make([]comm.Buffer, h.n), works: make([]*memWork, h.n)}
+		op = &memOp{seq: rec.Seq, rec: rec, bufs: make([]backend.Buffer, h.n), outs: make([]backend.Buffer, h.n), works: make([]*memWork, h.n)}
 		h.ops[rec.Seq] = op
 	} else if op.err == nil {
 		first := op.rec
 		first.Seq = rec.Seq
 		if first != rec {
 			op.err = fmt.Errorf("%w: collective #%d mismatch: rank %d issued %s(%v x%d, op %v, root %d) but another rank issued %s(%v x%d, op %v, root %d)",
-				comm.ErrBadArgument, rec.Seq, g.rank, rec.Kind, rec.DType, rec.Len, rec.Op, rec.Root,
+				backend.ErrBadArgument, rec.Seq, g.rank, rec.Kind, rec.DType, rec.Len, rec.Op, rec.Root,
 				first.Kind, first.DType, first.Len, first.Op, first.Root)
 		}
 	}
@@ -309,19 +309,19 @@ func runCollective(op *memOp) error {
 		}
 		return memAllReduce(op.bufs, op.rec.Op)
 	}
-	return fmt.Errorf("%w: unknown collective %q", comm.ErrBadArgument, op.rec.Kind)
+	return fmt.Errorf("%w: unknown collective %q", backend.ErrBadArgument, op.rec.Kind)
 }
 
 // memAllReduce reduces in rank order into a float64 accumulator (exact for
 // the small worlds used in tests) and writes the same result to every rank.
-func memAllReduce(bufs []comm.Buffer, op comm.ReduceOp) error {
+func memAllReduce(bufs []backend.Buffer, op backend.ReduceOp) error {
 	n := bufs[0].Len()
 	dt := bufs[0].DType
 	acc := make([]float64, n)
 	for r, b := range bufs {
-		vals := bufferToF64(b)
+		vals := Values(b)
 		if vals == nil {
-			return fmt.Errorf("%w: allreduce on dtype %v", comm.ErrUnsupported, dt)
+			return fmt.Errorf("%w: allreduce on dtype %v", backend.ErrUnsupported, dt)
 		}
 		if r == 0 {
 			copy(acc, vals)
@@ -329,87 +329,57 @@ func memAllReduce(bufs []comm.Buffer, op comm.ReduceOp) error {
 		}
 		for i, v := range vals {
 			switch op {
-			case comm.Sum, comm.Avg:
+			case backend.Sum, backend.Avg:
 				acc[i] += v
-			case comm.Product:
+			case backend.Product:
 				acc[i] *= v
-			case comm.Max:
+			case backend.Max:
 				acc[i] = max(acc[i], v)
-			case comm.Min:
+			case backend.Min:
 				acc[i] = min(acc[i], v)
 			default:
-				return fmt.Errorf("%w: reduce op %v", comm.ErrUnsupported, op)
+				return fmt.Errorf("%w: reduce op %v", backend.ErrUnsupported, op)
 			}
 		}
 	}
-	if op == comm.Avg {
+	if op == backend.Avg {
 		for i := range acc {
 			acc[i] /= float64(len(bufs))
 		}
 	}
 	for _, b := range bufs {
-		f64ToBuffer(b, acc)
+		setValues(b, acc)
 	}
 	return nil
 }
 
-func bufferToF64(b comm.Buffer) []float64 {
-	out := make([]float64, b.Len())
+// setValues writes vals into b, converted to its dtype.
+func setValues(b backend.Buffer, vals []float64) {
 	switch b.DType {
-	case comm.Float32:
-		for i, v := range bufF32(b) {
-			out[i] = float64(v)
-		}
-	case comm.Float64:
-		copy(out, bufF64(b))
-	case comm.Int32:
-		for i, v := range bufI32(b) {
-			out[i] = float64(v)
-		}
-	case comm.Int64:
-		for i, v := range bufI64(b) {
-			out[i] = float64(v)
-		}
-	case comm.Float16:
-		for i, v := range bufU16(b) {
-			out[i] = float64(half.F16ToF32(v))
-		}
-	case comm.BFloat16:
-		for i, v := range bufU16(b) {
-			out[i] = float64(half.BF16ToF32(v))
-		}
-	default:
-		return nil
-	}
-	return out
-}
-
-func f64ToBuffer(b comm.Buffer, vals []float64) {
-	switch b.DType {
-	case comm.Float32:
-		d := bufF32(b)
+	case backend.Float32:
+		d := view[float32](b)
 		for i, v := range vals {
 			d[i] = float32(v)
 		}
-	case comm.Float64:
-		copy(bufF64(b), vals)
-	case comm.Int32:
-		d := bufI32(b)
+	case backend.Float64:
+		copy(view[float64](b), vals)
+	case backend.Int32:
+		d := view[int32](b)
 		for i, v := range vals {
 			d[i] = int32(v)
 		}
-	case comm.Int64:
-		d := bufI64(b)
+	case backend.Int64:
+		d := view[int64](b)
 		for i, v := range vals {
 			d[i] = int64(v)
 		}
-	case comm.Float16:
-		d := bufU16(b)
+	case backend.Float16:
+		d := view[uint16](b)
 		for i, v := range vals {
 			d[i] = half.F32ToF16(float32(v))
 		}
-	case comm.BFloat16:
-		d := bufU16(b)
+	case backend.BFloat16:
+		d := view[uint16](b)
 		for i, v := range vals {
 			d[i] = half.F32ToBF16(float32(v))
 		}
