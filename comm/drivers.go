@@ -8,4 +8,5 @@ package comm
 import (
 	_ "goddp/comm/mpi"
 	_ "goddp/comm/nccl"
+	_ "goddp/comm/tcp"
 )

@@ -1,8 +1,9 @@
-package comm
+package tcp
 
 import (
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"io"
 	"net"
 	"os"
@@ -134,7 +135,7 @@ func (pc *peerConn) post(x *xfer) {
 	}
 	if _, dup := pc.posted[x.key]; dup {
 		pc.mu.Unlock()
-		x.finish(fmt.Errorf("%w: receive posted twice for %v", ErrBadArgument, x.key))
+		x.finish(fmt.Errorf("%w: receive posted twice for %v", backend.ErrBadArgument, x.key))
 		return
 	}
 	pc.posted[x.key] = x
@@ -186,7 +187,7 @@ func (pc *peerConn) unpost(k frameKey) {
 }
 
 func (pc *peerConn) sizeMismatch(k frameKey, got, want int) error {
-	return &peerFault{kind: ErrBadArgument, peers: []int{pc.rank},
+	return &peerFault{kind: backend.ErrBadArgument, peers: []int{pc.rank},
 		detail: fmt.Sprintf("rank %d sent %d bytes where this rank expects %d (%v frame, seq %d, step %d, piece %d): "+
 			"the ranks disagree on the op's size or order (GODDP_DEBUG_COLLECTIVES=1 checks every op)",
 			pc.rank, got, want, k.kind, k.seq, k.step, k.aux)}
@@ -411,7 +412,7 @@ func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
 	}
 	if _, dup := pc.unexpected[key]; dup {
 		pc.mu.Unlock()
-		return &peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+		return &peerFault{kind: backend.ErrPeerFailed, peers: []int{pc.rank},
 			detail: fmt.Sprintf("rank %d sent a duplicate %v frame (seq %d, step %d, piece %d)", pc.rank, key.kind, key.seq, key.step, key.aux)}
 	}
 	pc.unexpected[key] = buf
@@ -419,7 +420,7 @@ func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
 	over := pc.unexpBytes > maxUnexpected
 	pc.mu.Unlock()
 	if over {
-		return &peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+		return &peerFault{kind: backend.ErrPeerFailed, peers: []int{pc.rank},
 			detail: fmt.Sprintf("rank %d ran more than %d MiB ahead of this rank (mismatched ops?)", pc.rank, maxUnexpected>>20)}
 	}
 	return nil
@@ -431,7 +432,7 @@ func (pc *peerConn) deliver(fr *frameReader, h *frameHeader) error {
 func (pc *peerConn) readFailed(err error) {
 	pc.readEnd = true
 	if pc.sawBye && errors.Is(err, io.EOF) {
-		pc.markGone(&peerFault{kind: ErrPeerFailed, peers: []int{pc.rank},
+		pc.markGone(&peerFault{kind: backend.ErrPeerFailed, peers: []int{pc.rank},
 			detail: fmt.Sprintf("rank %d closed its process group", pc.rank)})
 		return
 	}

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"context"
@@ -179,7 +179,7 @@ func (g *tcpGroup) meshTimeout(ctx context.Context, conns []net.Conn, mu *sync.M
 		}
 	}
 	mu.Unlock()
-	kind := ErrTimeout
+	kind := backend.ErrTimeout
 	if errors.Is(ctx.Err(), context.Canceled) {
 		kind = ctx.Err()
 	}
@@ -217,17 +217,17 @@ func (g *tcpGroup) acceptPeer(c net.Conn) (int, error) {
 	}
 	parts := strings.Split(string(info), "|")
 	if len(parts) != 5 || parts[0] != "goddp-peer" {
-		return 0, fmt.Errorf("%w: malformed peer hello", ErrAuth)
+		return 0, fmt.Errorf("%w: malformed peer hello", backend.ErrAuth)
 	}
 	from, err1 := strconv.Atoi(parts[3])
 	to, err2 := strconv.Atoi(parts[4])
 	switch {
 	case err1 != nil || err2 != nil:
-		return 0, fmt.Errorf("%w: malformed peer hello", ErrAuth)
+		return 0, fmt.Errorf("%w: malformed peer hello", backend.ErrAuth)
 	case parts[1] != g.opts.Prefix || parts[2] != strconv.Itoa(g.size):
-		return 0, fmt.Errorf("%w: peer belongs to another group (%q of size %s)", ErrAuth, parts[1], parts[2])
+		return 0, fmt.Errorf("%w: peer belongs to another group (%q of size %s)", backend.ErrAuth, parts[1], parts[2])
 	case to != g.rank || from <= g.rank || from >= g.size:
-		return 0, fmt.Errorf("%w: peer claims rank %d dialling rank %d", ErrAuth, from, to)
+		return 0, fmt.Errorf("%w: peer claims rank %d dialling rank %d", backend.ErrAuth, from, to)
 	}
 	return from, nil
 }
@@ -250,13 +250,13 @@ func (g *tcpGroup) dialPeer(ctx context.Context, j int, bufBytes int, congestion
 				return c, nil
 			}
 			c.Close()
-			if errors.Is(err, ErrAuth) {
+			if errors.Is(err, backend.ErrAuth) {
 				return nil, fmt.Errorf("comm: tcp rank %d: connect to rank %d at %s: %w", g.rank, j, addr, err)
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: comm: tcp rank %d: connect to rank %d at %s: %v", ErrTimeout, g.rank, j, addr, err)
+			return nil, fmt.Errorf("%w: comm: tcp rank %d: connect to rank %d at %s: %v", backend.ErrTimeout, g.rank, j, addr, err)
 		case <-time.After(backoff):
 		}
 		backoff = min(2*backoff, time.Second)

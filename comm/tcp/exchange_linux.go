@@ -1,9 +1,10 @@
 //go:build linux
 
-package comm
+package tcp
 
 import (
 	"errors"
+	"goddp/comm/backend"
 	"goddp/comm/internal/reduce"
 	"io"
 	"os"
@@ -24,7 +25,7 @@ import (
 // It reports false, having done nothing, when it cannot own the connection
 // outright: another party holds the read token, the writer has work, or a
 // frame of this exchange already arrived through the reader goroutine.
-func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf Buffer, scratch []byte, np int, op ReduceOp) (bool, error) {
+func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf backend.Buffer, scratch []byte, np int, op backend.ReduceOp) (bool, error) {
 	pc := g.peers[peer]
 	if pc.rc == nil {
 		return false, nil
@@ -78,7 +79,7 @@ func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf Buffer, scr
 	return true, err
 }
 
-func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []byte, np int, op ReduceOp) error {
+func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scratch []byte, np int, op backend.ReduceOp) error {
 	g := pc.g
 	es := buf.DType.Size()
 	all := span{0, buf.Len()}
@@ -262,7 +263,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 		// Reduce what has both arrived and gone out.
 		for reduced < got && written >= sentEnd[reduced] {
 			a, b := piece(all, reduced, np, es)
-			reduce.Into(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
+			reduce.Into(backend.Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, backend.Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
 			reduced++
 		}
 		if got == np && written == total {
@@ -349,7 +350,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf Buffer, scratch []by
 	}
 	for reduced < np {
 		a, b := piece(all, reduced, np, es)
-		reduce.Into(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
+		reduce.Into(backend.Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, backend.Buffer{DType: buf.DType, Bytes: slot(reduced)}, op)
 		reduced++
 	}
 	return nil

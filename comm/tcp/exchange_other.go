@@ -1,6 +1,6 @@
 //go:build !linux
 
-package comm
+package tcp
 
 // exchangeFast is the Linux-only progress loop of tcp_exchange_linux.go.
 func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf Buffer, scratch []byte, np int, op ReduceOp) (bool, error) {

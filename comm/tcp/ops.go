@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"encoding/binary"
@@ -29,8 +29,8 @@ var collNames = [...]string{"", "allreduce", "broadcast", "allgather", "reducesc
 // opDesc is what every rank must agree on for a collective.
 type opDesc struct {
 	coll  uint8
-	dtype DType
-	redop ReduceOp
+	dtype backend.DType
+	redop backend.ReduceOp
 	count uint64 // elements of the op's main buffer
 	root  int32
 }
@@ -44,7 +44,7 @@ func (d opDesc) encode() []byte {
 }
 
 func decodeOpDesc(b []byte) opDesc {
-	return opDesc{coll: b[0], dtype: DType(b[1]), redop: ReduceOp(b[2]),
+	return opDesc{coll: b[0], dtype: backend.DType(b[1]), redop: backend.ReduceOp(b[2]),
 		root: int32(binary.BigEndian.Uint32(b[4:])), count: binary.BigEndian.Uint64(b[8:])}
 }
 
@@ -67,13 +67,13 @@ func (d opDesc) String() string {
 }
 
 // badArg is the Work of an op rejected before it was issued.
-func (g *tcpGroup) badArg(op string, format string, args ...any) Work {
-	return backend.FailedFuture(&OpError{Kind: ErrBadArgument, Op: op, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
+func (g *tcpGroup) badArg(op string, format string, args ...any) backend.Work {
+	return backend.FailedFuture(&backend.OpError{Kind: backend.ErrBadArgument, Op: op, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
 }
 
 // checkBuf validates a buffer's dtype and length.
-func checkBuf(b Buffer) error {
-	if b.DType > BFloat16 {
+func checkBuf(b backend.Buffer) error {
+	if b.DType > backend.BFloat16 {
 		return fmt.Errorf("unknown dtype %v", b.DType)
 	}
 	if len(b.Bytes)%b.DType.Size() != 0 {
@@ -82,8 +82,8 @@ func checkBuf(b Buffer) error {
 	return nil
 }
 
-func checkRedOp(op ReduceOp) error {
-	if op > Product {
+func checkRedOp(op backend.ReduceOp) error {
+	if op > backend.Product {
 		return fmt.Errorf("unknown reduce op %v", op)
 	}
 	return nil
@@ -107,7 +107,7 @@ func firstErr(errs ...error) error {
 }
 
 // AllReduce reduces buf across all ranks in place.
-func (g *tcpGroup) AllReduce(buf Buffer, op ReduceOp) Work {
+func (g *tcpGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
 	if err := firstErr(checkBuf(buf), checkRedOp(op)); err != nil {
 		return g.badArg("allreduce", "%v", err)
 	}
@@ -117,7 +117,7 @@ func (g *tcpGroup) AllReduce(buf Buffer, op ReduceOp) Work {
 }
 
 // Broadcast copies root's buf to every rank.
-func (g *tcpGroup) Broadcast(buf Buffer, root int) Work {
+func (g *tcpGroup) Broadcast(buf backend.Buffer, root int) backend.Work {
 	if err := firstErr(checkBuf(buf), g.checkRoot(root)); err != nil {
 		return g.badArg("broadcast", "%v", err)
 	}
@@ -127,12 +127,12 @@ func (g *tcpGroup) Broadcast(buf Buffer, root int) Work {
 }
 
 // Barrier completes once every rank has entered it.
-func (g *tcpGroup) Barrier() Work {
+func (g *tcpGroup) Barrier() backend.Work {
 	return g.submit(&tcpOp{name: "barrier", desc: opDesc{coll: collBarrier}, run: g.barrier})
 }
 
 // AllGather: out holds Size() chunks of in.Len() elements, rank-major.
-func (g *tcpGroup) AllGather(out, in Buffer) Work {
+func (g *tcpGroup) AllGather(out, in backend.Buffer) backend.Work {
 	if err := g.checkChunked("allgather", out, in); err != nil {
 		return g.badArg("allgather", "%v", err)
 	}
@@ -142,7 +142,7 @@ func (g *tcpGroup) AllGather(out, in Buffer) Work {
 }
 
 // ReduceScatter: rank r gets the reduction of chunk r of in.
-func (g *tcpGroup) ReduceScatter(out, in Buffer, op ReduceOp) Work {
+func (g *tcpGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) backend.Work {
 	if err := firstErr(g.checkChunked("reducescatter", in, out), checkRedOp(op)); err != nil {
 		return g.badArg("reducescatter", "%v", err)
 	}
@@ -152,7 +152,7 @@ func (g *tcpGroup) ReduceScatter(out, in Buffer, op ReduceOp) Work {
 }
 
 // Reduce reduces buf into root's buf; the other ranks' buf is left as it was.
-func (g *tcpGroup) Reduce(buf Buffer, root int, op ReduceOp) Work {
+func (g *tcpGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) backend.Work {
 	if err := firstErr(checkBuf(buf), checkRedOp(op), g.checkRoot(root)); err != nil {
 		return g.badArg("reduce", "%v", err)
 	}
@@ -162,7 +162,7 @@ func (g *tcpGroup) Reduce(buf Buffer, root int, op ReduceOp) Work {
 }
 
 // Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
-func (g *tcpGroup) Gather(out, in Buffer, root int) Work {
+func (g *tcpGroup) Gather(out, in backend.Buffer, root int) backend.Work {
 	err := firstErr(checkBuf(in), g.checkRoot(root))
 	if err == nil && g.rank == root {
 		err = g.checkChunked("gather", out, in)
@@ -176,7 +176,7 @@ func (g *tcpGroup) Gather(out, in Buffer, root int) Work {
 }
 
 // Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
-func (g *tcpGroup) Scatter(out, in Buffer, root int) Work {
+func (g *tcpGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
 	err := firstErr(checkBuf(out), g.checkRoot(root))
 	if err == nil && g.rank == root {
 		err = g.checkChunked("scatter", in, out)
@@ -190,7 +190,7 @@ func (g *tcpGroup) Scatter(out, in Buffer, root int) Work {
 }
 
 // AllToAll: chunk j of in goes to rank j, chunk j of out comes from rank j.
-func (g *tcpGroup) AllToAll(out, in Buffer) Work {
+func (g *tcpGroup) AllToAll(out, in backend.Buffer) backend.Work {
 	err := firstErr(checkBuf(in), checkBuf(out))
 	if err == nil && (in.DType != out.DType || len(in.Bytes) != len(out.Bytes) || in.Len()%g.size != 0) {
 		err = fmt.Errorf("in (%v x %d) and out (%v x %d) must match and split into %d chunks",
@@ -205,7 +205,7 @@ func (g *tcpGroup) AllToAll(out, in Buffer) Work {
 }
 
 // checkChunked checks that big holds Size() chunks of small.
-func (g *tcpGroup) checkChunked(op string, big, small Buffer) error {
+func (g *tcpGroup) checkChunked(op string, big, small backend.Buffer) error {
 	if err := firstErr(checkBuf(big), checkBuf(small)); err != nil {
 		return err
 	}

@@ -1,8 +1,9 @@
-package comm
+package tcp
 
 import (
 	"bytes"
 	"errors"
+	"goddp/comm/backend"
 	"io"
 	"testing"
 
@@ -18,7 +19,7 @@ func FuzzFrameDecode(f *testing.F) {
 	(&frameHeader{Kind: frameData, Seq: 7, Step: 1, Aux: 2, Length: 3}).encode(b[:])
 	f.Add(append(b[:], 1, 2, 3))
 	(&frameHeader{Kind: frameAbort, Length: 5}).encode(b[:])
-	f.Add(append(b[:], encodeAbort(&peerFault{kind: ErrTimeout, peers: []int{3}, detail: "x"})...))
+	f.Add(append(b[:], encodeAbort(&peerFault{kind: backend.ErrTimeout, peers: []int{3}, detail: "x"})...))
 	(&frameHeader{Kind: frameProgressReply, Length: 34}).encode(b[:])
 	f.Add(append(b[:], progressNote{op: "allreduce"}.encode()...))
 	f.Add([]byte{9, 0, 0, 0, 0xff, 0xff, 0xff, 0xff})

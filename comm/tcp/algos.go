@@ -1,6 +1,10 @@
-package comm
+package tcp
 
-import "goddp/comm/internal/reduce"
+import (
+	"goddp/comm/internal/reduce"
+
+	"goddp/comm/backend"
+)
 
 // Collective algorithms of the tcp backend. They run on the group's worker
 // and only post receives, queue sends and wait; the connections' reader and
@@ -88,7 +92,7 @@ func piece(s span, p, np, es int) (int, int) {
 	return (s.lo + n*p/np) * es, (s.lo + n*(p+1)/np) * es
 }
 
-func (g *tcpGroup) allReduce(o *tcpOp, buf Buffer, op ReduceOp) error {
+func (g *tcpGroup) allReduce(o *tcpOp, buf backend.Buffer, op backend.ReduceOp) error {
 	if g.size > 1 {
 		var err error
 		switch {
@@ -103,7 +107,7 @@ func (g *tcpGroup) allReduce(o *tcpOp, buf Buffer, op ReduceOp) error {
 			return err
 		}
 	}
-	if op == Avg {
+	if op == backend.Avg {
 		// Wait for the last sends: they read buf.
 		if err := g.awaitAll(o); err != nil {
 			return err
@@ -116,14 +120,14 @@ func (g *tcpGroup) allReduce(o *tcpOp, buf Buffer, op ReduceOp) error {
 // recursiveDoubling all-reduces buf in log2(size) exchanges. With a size
 // that is not a power of two, the first 2*rem ranks pair up: the even one
 // hands its data to the odd one, sits out, and gets the result at the end.
-func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf Buffer, op ReduceOp) error {
+func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf backend.Buffer, op backend.ReduceOp) error {
 	n, r := g.size, g.rank
 	p := 1
 	for p*2 <= n {
 		p *= 2
 	}
 	rem := n - p
-	tmp := Buffer{DType: buf.DType, Bytes: g.scratchBuf(len(buf.Bytes))}
+	tmp := backend.Buffer{DType: buf.DType, Bytes: g.scratchBuf(len(buf.Bytes))}
 	if n == 2 {
 		// One exchange (step 1, as below) in the progress loop if it can.
 		if ok, err := g.exchangeFast(o, 1-r, 1, buf, tmp.Bytes, 1, op); ok {
@@ -194,7 +198,7 @@ const (
 // exchange all-reduces buf between two ranks in one pipelined phase: each
 // streams its whole buffer to the other and reduces every piece as it
 // lands. The ring moves as many bytes but in two dependent phases.
-func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
+func (g *tcpGroup) exchange(o *tcpOp, buf backend.Buffer, op backend.ReduceOp) error {
 	peer := 1 - g.rank
 	es := buf.DType.Size()
 	all := span{0, buf.Len()}
@@ -225,7 +229,7 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 			return err
 		}
 		a, b := piece(all, p, np, es)
-		reduce.Into(Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, Buffer{DType: buf.DType, Bytes: scratch[a:b]}, op)
+		reduce.Into(backend.Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}, backend.Buffer{DType: buf.DType, Bytes: scratch[a:b]}, op)
 	}
 	return nil
 }
@@ -243,7 +247,7 @@ func (g *tcpGroup) exchange(o *tcpOp, buf Buffer, op ReduceOp) error {
 // the moment that send is out (the final value cannot arrive earlier, as
 // it depends on that send), so the overwrite is ordered after the send by
 // the program and not only by the network.
-func (g *tcpGroup) ring(o *tcpOp, data Buffer, spans []span, op ReduceOp, gather bool) error {
+func (g *tcpGroup) ring(o *tcpOp, data backend.Buffer, spans []span, op backend.ReduceOp, gather bool) error {
 	n, r := g.size, g.rank
 	es := data.DType.Size()
 	left, right := mod(r-1, n), mod(r+1, n)
@@ -292,7 +296,7 @@ func (g *tcpGroup) ring(o *tcpOp, data Buffer, spans []span, op ReduceOp, gather
 				return err
 			}
 			a, b := piece(sp, p, np, es)
-			reduce.Into(Buffer{DType: data.DType, Bytes: data.Bytes[a:b]}, Buffer{DType: data.DType, Bytes: x.buf}, op)
+			reduce.Into(backend.Buffer{DType: data.DType, Bytes: data.Bytes[a:b]}, backend.Buffer{DType: data.DType, Bytes: x.buf}, op)
 			switch {
 			case s < n-2:
 				sendRS(s+1, p, data.Bytes[a:b])
@@ -326,7 +330,7 @@ func (g *tcpGroup) ring(o *tcpOp, data Buffer, spans []span, op ReduceOp, gather
 	return nil
 }
 
-func (g *tcpGroup) broadcast(o *tcpOp, buf Buffer, root int) error {
+func (g *tcpGroup) broadcast(o *tcpOp, buf backend.Buffer, root int) error {
 	n := g.size
 	if n == 1 {
 		return nil
@@ -394,7 +398,7 @@ func (g *tcpGroup) barrier(o *tcpOp) error {
 	return nil
 }
 
-func (g *tcpGroup) allGather(o *tcpOp, out, in Buffer) error {
+func (g *tcpGroup) allGather(o *tcpOp, out, in backend.Buffer) error {
 	n, r := g.size, g.rank
 	es := in.DType.Size()
 	m := in.Len()
@@ -430,13 +434,13 @@ func (g *tcpGroup) allGather(o *tcpOp, out, in Buffer) error {
 	return nil
 }
 
-func (g *tcpGroup) reduceScatter(o *tcpOp, out, in Buffer, op ReduceOp) error {
+func (g *tcpGroup) reduceScatter(o *tcpOp, out, in backend.Buffer, op backend.ReduceOp) error {
 	n, r := g.size, g.rank
 	m := out.Len()
 	es := out.DType.Size()
 	if n > 1 {
 		// The ring reduces in place; in is read-only, so work on a copy.
-		data := Buffer{DType: in.DType, Bytes: g.workBuf(len(in.Bytes))}
+		data := backend.Buffer{DType: in.DType, Bytes: g.workBuf(len(in.Bytes))}
 		copy(data.Bytes, in.Bytes)
 		if err := g.ring(o, data, chunkSpans(n, m), op, false); err != nil {
 			return err
@@ -445,16 +449,16 @@ func (g *tcpGroup) reduceScatter(o *tcpOp, out, in Buffer, op ReduceOp) error {
 	} else {
 		copy(out.Bytes, in.Bytes)
 	}
-	if op == Avg {
+	if op == backend.Avg {
 		reduce.Divide(out, n)
 	}
 	return nil
 }
 
-func (g *tcpGroup) reduce(o *tcpOp, buf Buffer, root int, op ReduceOp) error {
+func (g *tcpGroup) reduce(o *tcpOp, buf backend.Buffer, root int, op backend.ReduceOp) error {
 	n, r := g.size, g.rank
 	if n == 1 {
-		if op == Avg {
+		if op == backend.Avg {
 			reduce.Divide(buf, 1)
 		}
 		return nil
@@ -462,7 +466,7 @@ func (g *tcpGroup) reduce(o *tcpOp, buf Buffer, root int, op ReduceOp) error {
 	data := buf
 	if r != root {
 		// Leave the caller's buffer alone off the root.
-		data = Buffer{DType: buf.DType, Bytes: g.workBuf(len(buf.Bytes))}
+		data = backend.Buffer{DType: buf.DType, Bytes: g.workBuf(len(buf.Bytes))}
 		copy(data.Bytes, buf.Bytes)
 	}
 	if len(buf.Bytes) <= g.smallBytes || buf.Len() < n {
@@ -503,7 +507,7 @@ func (g *tcpGroup) reduce(o *tcpOp, buf Buffer, root int, op ReduceOp) error {
 	if err := g.awaitAll(o); err != nil {
 		return err
 	}
-	if op == Avg && r == root {
+	if op == backend.Avg && r == root {
 		reduce.Divide(buf, n)
 	}
 	return nil
@@ -518,7 +522,7 @@ func chunkSpans(n, m int) []span {
 	return s
 }
 
-func (g *tcpGroup) gather(o *tcpOp, out, in Buffer, root int) error {
+func (g *tcpGroup) gather(o *tcpOp, out, in backend.Buffer, root int) error {
 	es := in.DType.Size()
 	m := in.Len()
 	np := g.pieces(len(in.Bytes), g.size-1)
@@ -544,7 +548,7 @@ func (g *tcpGroup) gather(o *tcpOp, out, in Buffer, root int) error {
 	return nil
 }
 
-func (g *tcpGroup) scatter(o *tcpOp, out, in Buffer, root int) error {
+func (g *tcpGroup) scatter(o *tcpOp, out, in backend.Buffer, root int) error {
 	es := out.DType.Size()
 	m := out.Len()
 	np := g.pieces(len(out.Bytes), g.size-1)
@@ -568,7 +572,7 @@ func (g *tcpGroup) scatter(o *tcpOp, out, in Buffer, root int) error {
 	return nil
 }
 
-func (g *tcpGroup) allToAll(o *tcpOp, out, in Buffer) error {
+func (g *tcpGroup) allToAll(o *tcpOp, out, in backend.Buffer) error {
 	n, r := g.size, g.rank
 	es := in.DType.Size()
 	m := in.Len() / n

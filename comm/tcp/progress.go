@@ -1,9 +1,10 @@
-package comm
+package tcp
 
 import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"goddp/comm/backend"
 	"goddp/comm/internal/wire"
 	"slices"
 	"strings"
@@ -273,7 +274,7 @@ func (g *tcpGroup) checkAgreement(o *tcpOp) error {
 	if len(bad) == 0 {
 		return nil
 	}
-	return &peerFault{kind: ErrBadArgument, peers: bad,
+	return &peerFault{kind: backend.ErrBadArgument, peers: bad,
 		detail: fmt.Sprintf("collective mismatch at #%d: rank %d issued %v but %s",
 			o.seq, g.rank, o.desc, strings.Join(words, ", "))}
 }

@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"encoding/binary"

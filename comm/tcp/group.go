@@ -1,4 +1,4 @@
-package comm
+package tcp
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"time"
 )
 
-func init() { Register("tcp", newTCPGroup) }
+func init() { backend.Register("tcp", New) }
 
 // peerFault is why an op or the whole group failed: a sentinel kind, the
 // ranks at fault when known, and words.
@@ -52,12 +52,12 @@ func asFault(err error) *peerFault {
 	if errors.As(err, &f) {
 		return f
 	}
-	var oe *OpError
+	var oe *backend.OpError
 	if errors.As(err, &oe) {
 		return &peerFault{kind: oe.Kind, peers: oe.Peers, detail: oe.Detail, err: oe.Err}
 	}
-	kind := ErrPeerFailed
-	for _, k := range []error{ErrTimeout, ErrClosed, ErrBadArgument, ErrAuth, ErrUnsupported} {
+	kind := backend.ErrPeerFailed
+	for _, k := range []error{backend.ErrTimeout, backend.ErrClosed, backend.ErrBadArgument, backend.ErrAuth, backend.ErrUnsupported} {
 		if errors.Is(err, k) {
 			kind = k
 		}
@@ -71,7 +71,7 @@ func asFault(err error) *peerFault {
 // connection has its own reader and writer goroutines so that sending,
 // receiving and reducing overlap.
 type tcpGroup struct {
-	opts    Options
+	opts    backend.Options
 	rank    int
 	size    int
 	timeout time.Duration
@@ -158,12 +158,15 @@ type tcpOp struct {
 	pending    int
 }
 
-func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
+// New creates this rank's tcp group: it connects the full mesh through
+// opts.Store and returns once every rank is connected, or fails when ctx
+// ends. comm.Init calls it for backend "tcp" (and "auto" across hosts).
+func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error) {
 	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
-		return nil, fmt.Errorf("%w: tcp: rank %d of %d", ErrBadArgument, opts.Rank, opts.Size)
+		return nil, fmt.Errorf("%w: tcp: rank %d of %d", backend.ErrBadArgument, opts.Rank, opts.Size)
 	}
 	if opts.Size > 1 && opts.Store == nil {
-		return nil, fmt.Errorf("%w: tcp: no store", ErrBadArgument)
+		return nil, fmt.Errorf("%w: tcp: no store", backend.ErrBadArgument)
 	}
 	g := &tcpGroup{
 		opts:          opts,
@@ -207,7 +210,7 @@ func newTCPGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
 // rank can have a core of its own; none when ranks outnumber the cores,
 // where a spinning rank would take the CPU from the peer it waits for.
 // GODDP_TCP_SPIN_US overrides it (0 disables).
-func defaultSpin(opts Options) time.Duration {
+func defaultSpin(opts backend.Options) time.Duration {
 	if v, err := strconv.Atoi(os.Getenv("GODDP_TCP_SPIN_US")); err == nil && v >= 0 {
 		return time.Duration(v) * time.Microsecond
 	}
@@ -258,12 +261,12 @@ func (g *tcpGroup) Size() int       { return g.size }
 func (g *tcpGroup) Backend() string { return "tcp" }
 
 // submit queues a collective; ops run in the order they are submitted.
-func (g *tcpGroup) submit(o *tcpOp) Work {
+func (g *tcpGroup) submit(o *tcpOp) backend.Work {
 	o.w = backend.NewFuture()
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		return backend.FailedFuture(&OpError{Kind: ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank, Detail: "process group closed"})
+		return backend.FailedFuture(&backend.OpError{Kind: backend.ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank, Detail: "process group closed"})
 	}
 	g.seq++
 	o.seq = g.seq
@@ -360,7 +363,7 @@ func (g *tcpGroup) cancelInline(o *tcpOp, ctx context.Context) {
 // expiredFault is the fault of an op the watchdog or a cancellation ended.
 func (g *tcpGroup) expiredFault(o *tcpOp) *peerFault {
 	if err, _ := o.cancelled.Load().(error); err != nil {
-		return &peerFault{kind: ErrClosed, err: err,
+		return &peerFault{kind: backend.ErrClosed, err: err,
 			detail: "the context of the Wait running this op was cancelled; the group is torn down"}
 	}
 	return g.timeoutFault(o)
@@ -441,7 +444,7 @@ func (g *tcpGroup) execute(o *tcpOp) {
 	g.cur.Store(nil)
 	if err != nil {
 		f := asFault(err)
-		if !o.soft || !errors.Is(f.kind, ErrTimeout) {
+		if !o.soft || !errors.Is(f.kind, backend.ErrTimeout) {
 			g.abort(f)
 			<-g.failed
 		}
@@ -454,7 +457,7 @@ func (g *tcpGroup) execute(o *tcpOp) {
 // opError dresses a fault as the error of op o. later marks ops that found
 // the group already failed.
 func (g *tcpGroup) opError(o *tcpOp, f *peerFault, later bool) error {
-	e := &OpError{Kind: f.kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank,
+	e := &backend.OpError{Kind: f.kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank,
 		Peers: f.peers, Detail: f.detail, Err: f.err}
 	if later {
 		e.Detail = "the group failed earlier: " + f.detail
@@ -484,12 +487,12 @@ func (g *tcpGroup) abort(f *peerFault) {
 }
 
 func (g *tcpGroup) teardown(f *peerFault) {
-	bye := errors.Is(f.kind, ErrClosed) && g.byeOnly.Load()
+	bye := errors.Is(f.kind, backend.ErrClosed) && g.byeOnly.Load()
 	kind := frameAbort
 	msg := encodeAbort(f)
 	if bye {
 		kind, msg = frameBye, nil
-	} else if !errors.Is(f.kind, ErrClosed) {
+	} else if !errors.Is(f.kind, backend.ErrClosed) {
 		g.logf("comm: tcp rank %d: process group failed: %v", g.rank, f)
 	}
 	for _, pc := range g.peers {
@@ -524,7 +527,7 @@ func (g *tcpGroup) teardown(f *peerFault) {
 
 // Abort frames carry the fault's kind and culprits, so a rank that hears of
 // a failure second-hand still names the rank that caused it.
-var faultKinds = []error{ErrPeerFailed, ErrTimeout, ErrClosed, ErrBadArgument, ErrAuth, ErrUnsupported}
+var faultKinds = []error{backend.ErrPeerFailed, backend.ErrTimeout, backend.ErrClosed, backend.ErrBadArgument, backend.ErrAuth, backend.ErrUnsupported}
 
 func encodeAbort(f *peerFault) []byte {
 	code := byte(0)
@@ -556,7 +559,7 @@ func decodeAbort(from int, b []byte) *peerFault {
 		peers = append(peers, int(d.U32()))
 	}
 	if d.Err != nil || code >= len(faultKinds) {
-		return &peerFault{kind: ErrPeerFailed, peers: []int{from}, detail: fmt.Sprintf("rank %d aborted the group", from)}
+		return &peerFault{kind: backend.ErrPeerFailed, peers: []int{from}, detail: fmt.Sprintf("rank %d aborted the group", from)}
 	}
 	if len(peers) == 0 {
 		peers = []int{from}
@@ -573,9 +576,9 @@ func (g *tcpGroup) connFailed(pc *peerConn, err error, dir string) error {
 	}
 	f, ok := err.(*peerFault)
 	if !ok {
-		kind := ErrPeerFailed
+		kind := backend.ErrPeerFailed
 		if errors.Is(err, os.ErrDeadlineExceeded) {
-			kind = ErrTimeout
+			kind = backend.ErrTimeout
 		}
 		f = &peerFault{kind: kind, peers: []int{pc.rank},
 			detail: fmt.Sprintf("rank %d: %s (%s)", pc.rank, describeConnErr(err), dir)}
@@ -597,7 +600,7 @@ func (g *tcpGroup) Close() error {
 	g.mu.Unlock()
 	g.qcond.Broadcast()
 	g.byeOnly.Store(true)
-	g.abort(&peerFault{kind: ErrClosed, detail: "process group closed"})
+	g.abort(&peerFault{kind: backend.ErrClosed, detail: "process group closed"})
 	<-g.failed
 	<-g.workerDone
 	close(g.watchStop)
@@ -740,5 +743,5 @@ func (g *tcpGroup) timeoutFault(o *tcpOp) *peerFault {
 	if lag := g.describeLaggards(o, notes); lag != "" {
 		detail += "; " + lag
 	}
-	return &peerFault{kind: ErrTimeout, peers: waiting, detail: detail}
+	return &peerFault{kind: backend.ErrTimeout, peers: waiting, detail: detail}
 }

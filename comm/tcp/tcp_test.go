@@ -1,9 +1,11 @@
-package comm
+package tcp
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/commtest"
 	"goddp/comm/internal/auth"
 	"goddp/comm/store"
 	"net"
@@ -18,7 +20,7 @@ import (
 
 // tcpWorld runs fn on world tcp ranks (goroutines of this process, real
 // loopback connections, one store server) and returns each rank's error.
-func tcpWorld(t *testing.T, world int, opts Options, fn func(ctx context.Context, g ProcessGroup) error) []error {
+func tcpWorld(t *testing.T, world int, opts backend.Options, fn func(ctx context.Context, g backend.ProcessGroup) error) []error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -36,7 +38,7 @@ func tcpWorld(t *testing.T, world int, opts Options, fn func(ctx context.Context
 			if o.Timeout == 0 {
 				o.Timeout = 30 * time.Second
 			}
-			g, err := newTCPGroup(ctx, o)
+			g, err := New(ctx, o)
 			if err != nil {
 				errs[r] = fmt.Errorf("rank %d setup: %w", r, err)
 				return
@@ -60,10 +62,10 @@ func TestTCPCollectives(t *testing.T) {
 			if tc.ring {
 				t.Setenv("GODDP_TCP_EXCHANGE_BYTES", "65536")
 			}
-			cases := collCases(world, []int{0, 1, 7, 1000, 4099}, 100_003)
+			cases := commtest.Cases(world, []int{0, 1, 7, 1000, 4099}, 100_003)
 			hashes := make([][]uint64, world)
-			errs := tcpWorld(t, world, Options{Token: "tok"}, func(ctx context.Context, g ProcessGroup) error {
-				hs, err := runCases(ctx, g, cases)
+			errs := tcpWorld(t, world, backend.Options{Token: "tok"}, func(ctx context.Context, g backend.ProcessGroup) error {
+				hs, err := commtest.RunCases(ctx, g, cases)
 				hashes[g.Rank()] = hs
 				return err
 			})
@@ -71,7 +73,7 @@ func TestTCPCollectives(t *testing.T) {
 				require.NoError(t, err, "rank %d", r)
 			}
 			for i, c := range cases {
-				if c.op == "allreduce" || c.op == "allgather" || c.op == "broadcast" {
+				if c.Op == "allreduce" || c.Op == "allgather" || c.Op == "broadcast" {
 					for r := 1; r < world; r++ {
 						require.Equal(t, hashes[0][i], hashes[r][i], "%v: rank %d differs from rank 0", c, r)
 					}
@@ -82,22 +84,22 @@ func TestTCPCollectives(t *testing.T) {
 }
 
 func TestTCPBadArguments(t *testing.T) {
-	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
-		for _, w := range []Work{
-			AllGather(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 2))),
-			ReduceScatter(g, Float32s(make([]float32, 2)), Float64s(make([]float64, 4)), Sum),
-			g.Broadcast(Float32s(make([]float32, 2)), 2),
-			g.AllReduce(Float32s(make([]float32, 2)), ReduceOp(9)),
-			g.AllReduce(Buffer{DType: Float32, Bytes: make([]byte, 6)}, Sum),
-			AllToAll(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 3))),
-			Send(g, Float32s(nil), g.Rank(), 0),
+	errs := tcpWorld(t, 2, backend.Options{}, func(ctx context.Context, g backend.ProcessGroup) error {
+		for _, w := range []backend.Work{
+			backend.AllGather(g, backend.Float32s(make([]float32, 3)), backend.Float32s(make([]float32, 2))),
+			backend.ReduceScatter(g, backend.Float32s(make([]float32, 2)), backend.Float64s(make([]float64, 4)), backend.Sum),
+			g.Broadcast(backend.Float32s(make([]float32, 2)), 2),
+			g.AllReduce(backend.Float32s(make([]float32, 2)), backend.ReduceOp(9)),
+			g.AllReduce(backend.Buffer{DType: backend.Float32, Bytes: make([]byte, 6)}, backend.Sum),
+			backend.AllToAll(g, backend.Float32s(make([]float32, 3)), backend.Float32s(make([]float32, 3))),
+			backend.Send(g, backend.Float32s(nil), g.Rank(), 0),
 		} {
-			if err := w.Wait(ctx); !errors.Is(err, ErrBadArgument) {
+			if err := w.Wait(ctx); !errors.Is(err, backend.ErrBadArgument) {
 				return fmt.Errorf("want a bad-argument error, got %v", err)
 			}
 		}
 		// The group is still usable.
-		return g.AllReduce(Float32s([]float32{1}), Sum).Wait(ctx)
+		return g.AllReduce(backend.Float32s([]float32{1}), backend.Sum).Wait(ctx)
 	})
 	for r, err := range errs {
 		require.NoError(t, err, "rank %d", r)
@@ -108,11 +110,11 @@ func TestTCPTimeoutNamesMissingRank(t *testing.T) {
 	var mu sync.Mutex
 	got := map[int]error{}
 	start := time.Now()
-	tcpWorld(t, 3, Options{Timeout: 700 * time.Millisecond, StallThreshold: -1}, func(ctx context.Context, g ProcessGroup) error {
+	tcpWorld(t, 3, backend.Options{Timeout: 700 * time.Millisecond, StallThreshold: -1}, func(ctx context.Context, g backend.ProcessGroup) error {
 		if g.Rank() == 2 {
 			time.Sleep(2 * time.Second) // never joins; then finds the group failed
 		}
-		err := g.AllReduce(Float32s(make([]float32, 10)), Sum).Wait(ctx)
+		err := g.AllReduce(backend.Float32s(make([]float32, 10)), backend.Sum).Wait(ctx)
 		err2 := g.Barrier().Wait(ctx)
 		mu.Lock()
 		got[g.Rank()] = errors.Join(err, err2)
@@ -123,9 +125,9 @@ func TestTCPTimeoutNamesMissingRank(t *testing.T) {
 	for r := 0; r < 2; r++ {
 		err := got[r]
 		require.Error(t, err, "rank %d", r)
-		var oe *OpError
+		var oe *backend.OpError
 		require.ErrorAs(t, err, &oe)
-		assert.True(t, errors.Is(err, ErrTimeout) || errors.Is(err, ErrPeerFailed), "rank %d: %v", r, err)
+		assert.True(t, errors.Is(err, backend.ErrTimeout) || errors.Is(err, backend.ErrPeerFailed), "rank %d: %v", r, err)
 		assert.Contains(t, err.Error(), "rank 2", "rank %d", r)
 		assert.Contains(t, err.Error(), "allreduce #1")
 	}
@@ -135,11 +137,11 @@ func TestTCPTimeoutNamesMissingRank(t *testing.T) {
 
 func TestTCPStallInspector(t *testing.T) {
 	var log logSink
-	errs := tcpWorld(t, 3, Options{StallThreshold: 150 * time.Millisecond, Logf: log.logf}, func(ctx context.Context, g ProcessGroup) error {
+	errs := tcpWorld(t, 3, backend.Options{StallThreshold: 150 * time.Millisecond, Logf: log.logf}, func(ctx context.Context, g backend.ProcessGroup) error {
 		if g.Rank() == 1 {
 			time.Sleep(900 * time.Millisecond)
 		}
-		return g.AllReduce(Float32s(make([]float32, 10)), Sum).Wait(ctx)
+		return g.AllReduce(backend.Float32s(make([]float32, 10)), backend.Sum).Wait(ctx)
 	})
 	for r, err := range errs {
 		require.NoError(t, err, "rank %d", r)
@@ -153,9 +155,9 @@ func TestTCPStallInspector(t *testing.T) {
 func TestTCPDebugMismatch(t *testing.T) {
 	for _, debug := range []bool{true, false} {
 		t.Run(fmt.Sprintf("debug=%v", debug), func(t *testing.T) {
-			errs := tcpWorld(t, 2, Options{DebugCollectives: debug, Timeout: 5 * time.Second}, func(ctx context.Context, g ProcessGroup) error {
+			errs := tcpWorld(t, 2, backend.Options{DebugCollectives: debug, Timeout: 5 * time.Second}, func(ctx context.Context, g backend.ProcessGroup) error {
 				n := 100 + 4*g.Rank()
-				err := g.AllReduce(Float32s(make([]float32, n)), Sum).Wait(ctx)
+				err := g.AllReduce(backend.Float32s(make([]float32, n)), backend.Sum).Wait(ctx)
 				if err == nil {
 					return fmt.Errorf("mismatched sizes went unnoticed")
 				}
@@ -164,7 +166,7 @@ func TestTCPDebugMismatch(t *testing.T) {
 			for r, err := range errs {
 				require.Error(t, err)
 				if debug {
-					assert.ErrorIs(t, err, ErrBadArgument)
+					assert.ErrorIs(t, err, backend.ErrBadArgument)
 					assert.Contains(t, err.Error(), "collective mismatch at #1")
 					assert.Contains(t, err.Error(), "allreduce(sum, float32 x 104)", "rank %d", r)
 				} else {
@@ -176,19 +178,19 @@ func TestTCPDebugMismatch(t *testing.T) {
 }
 
 func TestTCPCloseFailsPending(t *testing.T) {
-	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
+	errs := tcpWorld(t, 2, backend.Options{}, func(ctx context.Context, g backend.ProcessGroup) error {
 		if g.Rank() == 1 {
 			// Rank 1 never joins; rank 0 closes with an op pending.
 			time.Sleep(300 * time.Millisecond)
 			return nil
 		}
-		w := g.AllReduce(Float32s(make([]float32, 4)), Sum)
+		w := g.AllReduce(backend.Float32s(make([]float32, 4)), backend.Sum)
 		time.Sleep(50 * time.Millisecond)
 		require.NoError(t, g.Close())
-		if err := w.Wait(ctx); !errors.Is(err, ErrClosed) {
+		if err := w.Wait(ctx); !errors.Is(err, backend.ErrClosed) {
 			return fmt.Errorf("pending op: want ErrClosed, got %v", err)
 		}
-		if err := g.Barrier().Wait(ctx); !errors.Is(err, ErrClosed) {
+		if err := g.Barrier().Wait(ctx); !errors.Is(err, backend.ErrClosed) {
 			return fmt.Errorf("later op: want ErrClosed, got %v", err)
 		}
 		return nil
@@ -199,8 +201,8 @@ func TestTCPCloseFailsPending(t *testing.T) {
 }
 
 func TestTCPMonitoredBarrier(t *testing.T) {
-	errs := tcpWorld(t, 3, Options{}, func(ctx context.Context, g ProcessGroup) error {
-		m := g.(BarrierMonitor)
+	errs := tcpWorld(t, 3, backend.Options{}, func(ctx context.Context, g backend.ProcessGroup) error {
+		m := g.(backend.BarrierMonitor)
 		if err := m.MonitoredBarrier(ctx, 5*time.Second); err != nil {
 			return fmt.Errorf("full barrier: %w", err)
 		}
@@ -220,8 +222,8 @@ func TestTCPMonitoredBarrier(t *testing.T) {
 }
 
 func TestTCPNewGroup(t *testing.T) {
-	errs := tcpWorld(t, 4, Options{}, func(ctx context.Context, g ProcessGroup) error {
-		sub, err := g.(Subgrouper).NewGroup(ctx, []int{3, 1})
+	errs := tcpWorld(t, 4, backend.Options{}, func(ctx context.Context, g backend.ProcessGroup) error {
+		sub, err := g.(backend.Subgrouper).NewGroup(ctx, []int{3, 1})
 		if err != nil {
 			return err
 		}
@@ -235,7 +237,7 @@ func TestTCPNewGroup(t *testing.T) {
 				return fmt.Errorf("subgroup rank %d of %d, want %d of 2", sub.Rank(), sub.Size(), want)
 			}
 			x := []int64{int64(g.Rank())}
-			if err := sub.AllReduce(Int64s(x), Sum).Wait(ctx); err != nil {
+			if err := sub.AllReduce(backend.Int64s(x), backend.Sum).Wait(ctx); err != nil {
 				return err
 			}
 			if x[0] != 4 {
@@ -253,17 +255,17 @@ func TestTCPNewGroup(t *testing.T) {
 // meshRank0 starts rank 0 of a 2-rank tcp group in the background and
 // returns the address it listens on, a function that joins rank 1 and
 // returns both groups once the mesh is up, and the groups' log.
-func meshRank0(t *testing.T, ctx context.Context) (addr string, join func() (g0, g1 ProcessGroup), log *logSink) {
+func meshRank0(t *testing.T, ctx context.Context) (addr string, join func() (g0, g1 backend.ProcessGroup), log *logSink) {
 	t.Helper()
 	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken("tok"))
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	log = &logSink{}
-	mk := func(r int) (ProcessGroup, error) {
-		return newTCPGroup(ctx, Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
+	mk := func(r int) (backend.ProcessGroup, error) {
+		return New(ctx, backend.Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
 	}
 	res := make(chan error, 1)
-	var first ProcessGroup
+	var first backend.ProcessGroup
 	go func() {
 		var err error
 		first, err = mk(0)
@@ -271,7 +273,7 @@ func meshRank0(t *testing.T, ctx context.Context) (addr string, join func() (g0,
 	}()
 	v, err := srv.Client().Get(ctx, "tcp/addr/0")
 	require.NoError(t, err)
-	return string(v), func() (ProcessGroup, ProcessGroup) {
+	return string(v), func() (backend.ProcessGroup, backend.ProcessGroup) {
 		g1, err := mk(1)
 		require.NoError(t, err)
 		t.Cleanup(func() { g1.Close() })
@@ -288,15 +290,15 @@ func TestTCPStrangerRefused(t *testing.T) {
 	// A stranger with the wrong token, and one sending garbage.
 	c, err := net.Dial("tcp", addr)
 	require.NoError(t, err)
-	assert.ErrorIs(t, auth.Client(c, "wrong", auth.PurposePeer, []byte("goddp-peer|p|2|1|0"), time.Now().Add(5*time.Second)), ErrAuth)
+	assert.ErrorIs(t, auth.Client(c, "wrong", auth.PurposePeer, []byte("goddp-peer|p|2|1|0"), time.Now().Add(5*time.Second)), backend.ErrAuth)
 	c.Close()
 	c, err = net.Dial("tcp", addr)
 	require.NoError(t, err)
 	c.Write([]byte("\x00\x01garbage garbage garbage garbage garbage garbage garbage"))
 	c.Close()
 	g0, g1 := join()
-	w := g0.AllReduce(Float32s([]float32{1}), Sum)
-	require.NoError(t, g1.AllReduce(Float32s([]float32{2}), Sum).Wait(ctx))
+	w := g0.AllReduce(backend.Float32s([]float32{1}), backend.Sum)
+	require.NoError(t, g1.AllReduce(backend.Float32s([]float32{2}), backend.Sum).Wait(ctx))
 	require.NoError(t, w.Wait(ctx))
 	text := log.text()
 	assert.Contains(t, text, "refused connection from 127.0.0.1")
@@ -325,10 +327,10 @@ func TestTCPMeshCutsOffSilentStranger(t *testing.T) {
 }
 
 func TestTCPWaitCancelledInline(t *testing.T) {
-	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
+	errs := tcpWorld(t, 2, backend.Options{}, func(ctx context.Context, g backend.ProcessGroup) error {
 		// A cancel-only context runs the op inline; cancelling it while the
 		// peer never joins fails the op and the group instead of hanging.
-		if err := g.AllReduce(Float32s([]float32{1}), Sum).Wait(ctx); err != nil {
+		if err := g.AllReduce(backend.Float32s([]float32{1}), backend.Sum).Wait(ctx); err != nil {
 			return err
 		}
 		if g.Rank() == 1 {
@@ -338,7 +340,7 @@ func TestTCPWaitCancelledInline(t *testing.T) {
 		cctx, cancel := context.WithCancel(ctx)
 		time.AfterFunc(200*time.Millisecond, cancel)
 		start := time.Now()
-		err := g.AllReduce(Float32s([]float32{1}), Sum).Wait(cctx)
+		err := g.AllReduce(backend.Float32s([]float32{1}), backend.Sum).Wait(cctx)
 		if !errors.Is(err, context.Canceled) {
 			return fmt.Errorf("want a cancelled error, got %v", err)
 		}
@@ -377,9 +379,9 @@ func TestTCPExchangeSlots(t *testing.T) {
 	for i := range want {
 		want[i] = a[i] + b[i]
 	}
-	errs := tcpWorld(t, 2, Options{}, func(ctx context.Context, g ProcessGroup) error {
+	errs := tcpWorld(t, 2, backend.Options{}, func(ctx context.Context, g backend.ProcessGroup) error {
 		x := input(g.Rank())
-		if err := g.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
+		if err := g.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx); err != nil {
 			return err
 		}
 		for i := range x {
