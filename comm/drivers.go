@@ -8,5 +8,6 @@ package comm
 import (
 	_ "goddp/comm/mpi"
 	_ "goddp/comm/nccl"
+	_ "goddp/comm/shm"
 	_ "goddp/comm/tcp"
 )

@@ -33,28 +33,43 @@ func (c Case) String() string {
 var allDTypes = []backend.DType{backend.Float32, backend.Float64, backend.Int32, backend.Int64, backend.Float16, backend.BFloat16}
 var allReduceOps = []backend.ReduceOp{backend.Sum, backend.Avg, backend.Max, backend.Min, backend.Product}
 
-// Cases lists the table for a world: every op and dtype at each of lengths
-// (zero, odd and non-divisible ones find edge cases), plus, when large > 0,
-// a few cases of about large elements that take backends' pipelined paths.
-func Cases(world int, lengths []int, large int) []Case {
+// CasesFor lists every op (barrier aside) for each of dtypes (nil: all
+// six) at each of lengths.
+func CasesFor(world int, dtypes []backend.DType, lengths []int) []Case {
+	if dtypes == nil {
+		dtypes = allDTypes
+	}
 	var cs []Case
-	for _, dt := range allDTypes {
-		for _, n := range lengths {
+	for _, dt := range dtypes {
+		for li, n := range lengths {
+			// Roots move with the length and the op, so every rank is a
+			// root somewhere in the table.
+			root := li % world
 			for _, rop := range allReduceOps {
-				cs = append(cs, Case{Op: "allreduce", DType: dt, N: n, ReduceOp: rop})
+				cs = append(cs,
+					Case{Op: "allreduce", DType: dt, N: n, ReduceOp: rop},
+					Case{Op: "reducescatter", DType: dt, N: n, ReduceOp: rop},
+					Case{Op: "reduce", DType: dt, N: n, ReduceOp: rop, Root: (root + int(rop)) % world})
 			}
 			cs = append(cs,
-				Case{Op: "reducescatter", DType: dt, N: n, ReduceOp: backend.Sum},
-				Case{Op: "reduce", DType: dt, N: n, ReduceOp: backend.Max, Root: world - 1},
-				Case{Op: "broadcast", DType: dt, N: n, Root: world / 2},
+				Case{Op: "broadcast", DType: dt, N: n, Root: (root + world/2) % world},
 				Case{Op: "allgather", DType: dt, N: n},
-				Case{Op: "gather", DType: dt, N: n, Root: world - 1},
-				Case{Op: "scatter", DType: dt, N: n, Root: 0},
+				Case{Op: "gather", DType: dt, N: n, Root: (root + world - 1) % world},
+				Case{Op: "scatter", DType: dt, N: n, Root: root},
 				Case{Op: "alltoall", DType: dt, N: n},
 				Case{Op: "sendrecv", DType: dt, N: n},
 			)
 		}
 	}
+	return cs
+}
+
+// Cases lists the table for a world: every op and dtype at each of lengths
+// (zero, odd and non-divisible ones find edge cases), plus, when large > 0,
+// a few cases of about large elements that take backends' pipelined paths,
+// and a barrier.
+func Cases(world int, lengths []int, large int) []Case {
+	cs := CasesFor(world, nil, lengths)
 	if large > 0 {
 		for _, op := range []string{"allreduce", "reducescatter", "reduce", "broadcast", "allgather", "alltoall", "sendrecv"} {
 			cs = append(cs, Case{Op: op, DType: backend.Float32, N: large, ReduceOp: backend.Sum, Root: world - 1})
@@ -70,6 +85,9 @@ func Cases(world int, lengths []int, large int) []Case {
 
 // caseVal is rank k's element i.
 func caseVal(k, i int) float64 { return float64((k*7+i*3)%5 - 2) }
+
+// Input is rank k's input of n elements, as the table builds it.
+func Input(dt backend.DType, k, n int) backend.Buffer { return caseInput(dt, k, n, 0) }
 
 func caseInput(dt backend.DType, k, n, off int) backend.Buffer {
 	v := make([]float64, n)

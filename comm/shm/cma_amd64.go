@@ -1,4 +1,4 @@
-package comm
+package shm
 
 // shmSysProcessVMReadv is process_vm_readv(2) on linux/amd64 (the syscall
 // package's table predates it on this architecture).

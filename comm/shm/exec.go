@@ -1,9 +1,10 @@
-package comm
+package shm
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,11 +45,11 @@ const (
 type shmOp struct {
 	g    *shmGroup
 	kind shmKind
-	buf  Buffer // in-place buffer, or the output
-	in   Buffer // input for the out-of-place collectives
-	root int    // also the peer of a send or receive
-	tag  int64  // send/receive tag
-	rop  ReduceOp
+	buf  backend.Buffer // in-place buffer, or the output
+	in   backend.Buffer // input for the out-of-place collectives
+	root int            // also the peer of a send or receive
+	tag  int64          // send/receive tag
+	rop  backend.ReduceOp
 	seq  uint64 // issue number within the group, 1-based
 
 	timeout  time.Duration // overrides the group timeout when > 0 (MonitoredBarrier)
@@ -139,7 +140,7 @@ func (k shmKind) String() string {
 }
 
 // descBuf is the buffer whose size every rank must agree on.
-func (op *shmOp) descBuf() Buffer {
+func (op *shmOp) descBuf() backend.Buffer {
 	switch op.kind {
 	case shmAllGather, shmGather, shmAllToAll:
 		return op.in
@@ -208,12 +209,12 @@ func (op *shmOp) Wait(ctx context.Context) error {
 func (op *shmOp) IsCompleted() bool { return op.done.Load() }
 
 // submit queues op and returns it as the caller's Work.
-func (g *shmGroup) submit(op *shmOp) Work {
+func (g *shmGroup) submit(op *shmOp) backend.Work {
 	op.g = g
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
-		op.complete(g.opError(op, ErrClosed, nil, "submitted after Close", nil))
+		op.complete(g.opError(op, backend.ErrClosed, nil, "submitted after Close", nil))
 		return op
 	}
 	g.issued++
@@ -374,8 +375,8 @@ func (g *shmGroup) runUntil(target *shmOp, ctx context.Context) {
 // run executes one op; the caller holds execMu.
 func (g *shmGroup) run(op *shmOp) {
 	if g.broken != nil {
-		kind := ErrPeerFailed
-		var oe *OpError
+		kind := backend.ErrPeerFailed
+		var oe *backend.OpError
 		if errors.As(g.broken, &oe) {
 			kind = oe.Kind
 		}
@@ -383,7 +384,7 @@ func (g *shmGroup) run(op *shmOp) {
 		return
 	}
 	if g.closing.Load() {
-		op.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
+		op.complete(g.opError(op, backend.ErrClosed, nil, "group closed", nil))
 		return
 	}
 	op.step0 = g.step + 1
@@ -395,7 +396,7 @@ func (g *shmGroup) run(op *shmOp) {
 		// fail now with our reason instead of timing out.
 		g.broken = err
 		g.seg.setMsg(g.rank, err.Error())
-		var oe *OpError
+		var oe *backend.OpError
 		if errors.As(err, &oe) && len(oe.Peers) > 0 {
 			g.seg.ctl(g.rank, shmCtlBlame).Store(uint64(oe.Peers[0]) + 1)
 		}

@@ -1,4 +1,4 @@
-package comm
+package shm
 
 import (
 	"bytes"
@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"os"
 	"strconv"
 	"strings"
@@ -169,7 +170,7 @@ func shmOpen(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 		return nil, fmt.Errorf("comm: shm: stat %s: %w", path, err)
 	}
 	if st.Size != int64(l.total) {
-		return nil, fmt.Errorf("%w: shm: segment %s has %d bytes, want %d", ErrBadArgument, path, st.Size, l.total)
+		return nil, fmt.Errorf("%w: shm: segment %s has %d bytes, want %d", backend.ErrBadArgument, path, st.Size, l.total)
 	}
 	mem, err := syscall.Mmap(fd, 0, l.total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
@@ -181,7 +182,7 @@ func shmOpen(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 		s.word(shmHdrNbuf).Load() != uint64(l.nbuf) || s.word(shmHdrRing).Load() != uint64(l.ringBytes) ||
 		s.word(shmHdrNonce).Load() != nonce {
 		s.unmap()
-		return nil, fmt.Errorf("%w: shm: segment %s header does not match the published one", ErrBadArgument, path)
+		return nil, fmt.Errorf("%w: shm: segment %s header does not match the published one", backend.ErrBadArgument, path)
 	}
 	return s, nil
 }

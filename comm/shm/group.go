@@ -1,4 +1,4 @@
-package comm
+package shm
 
 // The "shm" backend: collectives between ranks on one host through a shared
 // memory segment, with no sockets and no kernel involvement on the fast
@@ -91,7 +91,7 @@ import (
 )
 
 func init() {
-	Register("shm", newShmGroup)
+	backend.Register("shm", New)
 }
 
 // Protocol parameters. Rank 0 picks them (environment overrides are read on
@@ -143,7 +143,7 @@ func shmEager(world int) bool {
 type shmGroup struct {
 	rank, size int
 	seg        *shmSegment
-	store      Store
+	store      backend.Store
 	prefix     string
 	timeout    time.Duration
 
@@ -219,7 +219,7 @@ func decodeShmParams(v string) (shmParams, error) {
 	if err != nil || p.slotBytes <= 0 || p.nbuf < 2 || p.chunkBytes <= 0 || p.chunkBytes > p.slotBytes ||
 		p.ringBytes < 4096 || p.ringBytes%8 != 0 ||
 		p.smallMax > p.slotBytes || strings.ContainsAny(p.name, "/") {
-		return p, fmt.Errorf("%w: shm: bad segment record %q", ErrBadArgument, v)
+		return p, fmt.Errorf("%w: shm: bad segment record %q", backend.ErrBadArgument, v)
 	}
 	return p, nil
 }
@@ -262,16 +262,18 @@ func shmDefaultParams() shmParams {
 	return p
 }
 
-// newShmGroup is the "shm" Factory.
-func newShmGroup(ctx context.Context, opts Options) (ProcessGroup, error) {
+// New creates this rank's shm group: every rank of opts must be on this
+// host. It returns once all ranks have mapped the segment, or fails when
+// ctx ends. comm.Init calls it for backend "shm" (and "auto" on one host).
+func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error) {
 	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
-		return nil, fmt.Errorf("%w: shm: rank %d of world size %d", ErrBadArgument, opts.Rank, opts.Size)
+		return nil, fmt.Errorf("%w: shm: rank %d of world size %d", backend.ErrBadArgument, opts.Rank, opts.Size)
 	}
 	if opts.Store == nil {
-		return nil, fmt.Errorf("%w: shm: Options.Store is nil", ErrBadArgument)
+		return nil, fmt.Errorf("%w: shm: Options.Store is nil", backend.ErrBadArgument)
 	}
 	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
+		opts.Timeout = backend.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
@@ -339,7 +341,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 			return fmt.Errorf("comm: shm: rank %d waiting for rank 0's segment: %w", g.rank, err)
 		}
 		if msg, ok := strings.CutPrefix(string(v), "error: "); ok {
-			return fmt.Errorf("%w: shm: rank 0 could not create the segment: %s", ErrPeerFailed, msg)
+			return fmt.Errorf("%w: shm: rank 0 could not create the segment: %s", backend.ErrPeerFailed, msg)
 		}
 		if p, err = decodeShmParams(string(v)); err != nil {
 			return err
@@ -384,7 +386,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 			return fmt.Errorf("comm: shm: rank %d: %w", g.rank, err)
 		}
 		if string(v) != "ok" {
-			return fmt.Errorf("%w: shm: rank %d could not map the segment: %s", ErrPeerFailed, k,
+			return fmt.Errorf("%w: shm: rank %d could not map the segment: %s", backend.ErrPeerFailed, k,
 				strings.TrimPrefix(string(v), "error: "))
 		}
 	}
@@ -433,12 +435,12 @@ func (g *shmGroup) Rank() int       { return g.rank }
 func (g *shmGroup) Size() int       { return g.size }
 func (g *shmGroup) Backend() string { return "shm" }
 
-func (g *shmGroup) badArg(op shmKind, format string, args ...any) Work {
-	return backend.FailedFuture(&OpError{Kind: ErrBadArgument, Op: op.String(), Rank: g.rank, Detail: "shm: " + fmt.Sprintf(format, args...)})
+func (g *shmGroup) badArg(op shmKind, format string, args ...any) backend.Work {
+	return backend.FailedFuture(&backend.OpError{Kind: backend.ErrBadArgument, Op: op.String(), Rank: g.rank, Detail: "shm: " + fmt.Sprintf(format, args...)})
 }
 
-func shmCheckBuf(b Buffer) error {
-	if b.DType > BFloat16 {
+func shmCheckBuf(b backend.Buffer) error {
+	if b.DType > backend.BFloat16 {
 		return fmt.Errorf("unknown dtype %v", b.DType)
 	}
 	if len(b.Bytes)%b.DType.Size() != 0 {
@@ -454,15 +456,15 @@ func (g *shmGroup) checkRoot(root int) error {
 	return nil
 }
 
-func shmCheckOp(op ReduceOp) error {
-	if op > Product {
+func shmCheckOp(op backend.ReduceOp) error {
+	if op > backend.Product {
 		return fmt.Errorf("unknown reduce op %v", op)
 	}
 	return nil
 }
 
 // AllReduce reduces buf across all ranks in place.
-func (g *shmGroup) AllReduce(buf Buffer, op ReduceOp) Work {
+func (g *shmGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(buf), shmCheckOp(op)); err != nil {
 		return g.badArg(shmAllReduce, "%v", err)
 	}
@@ -470,7 +472,7 @@ func (g *shmGroup) AllReduce(buf Buffer, op ReduceOp) Work {
 }
 
 // Broadcast copies root's buf to every rank.
-func (g *shmGroup) Broadcast(buf Buffer, root int) Work {
+func (g *shmGroup) Broadcast(buf backend.Buffer, root int) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(buf), g.checkRoot(root)); err != nil {
 		return g.badArg(shmBroadcast, "%v", err)
 	}
@@ -478,12 +480,12 @@ func (g *shmGroup) Broadcast(buf Buffer, root int) Work {
 }
 
 // Barrier completes once every rank has entered it.
-func (g *shmGroup) Barrier() Work {
+func (g *shmGroup) Barrier() backend.Work {
 	return g.submit(&shmOp{kind: shmBarrier})
 }
 
 // AllGather: out holds Size() chunks of in.Len() elements, rank-major.
-func (g *shmGroup) AllGather(out, in Buffer) Work {
+func (g *shmGroup) AllGather(out, in backend.Buffer) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out)); err != nil {
 		return g.badArg(shmAllGather, "%v", err)
 	}
@@ -495,7 +497,7 @@ func (g *shmGroup) AllGather(out, in Buffer) Work {
 }
 
 // ReduceScatter: rank r gets the reduction of chunk r of in.
-func (g *shmGroup) ReduceScatter(out, in Buffer, op ReduceOp) Work {
+func (g *shmGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out), shmCheckOp(op)); err != nil {
 		return g.badArg(shmReduceScatter, "%v", err)
 	}
@@ -507,7 +509,7 @@ func (g *shmGroup) ReduceScatter(out, in Buffer, op ReduceOp) Work {
 }
 
 // Reduce reduces buf into root's buf; the others' buffers are left unchanged.
-func (g *shmGroup) Reduce(buf Buffer, root int, op ReduceOp) Work {
+func (g *shmGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(buf), g.checkRoot(root), shmCheckOp(op)); err != nil {
 		return g.badArg(shmReduce, "%v", err)
 	}
@@ -515,7 +517,7 @@ func (g *shmGroup) Reduce(buf Buffer, root int, op ReduceOp) Work {
 }
 
 // Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
-func (g *shmGroup) Gather(out, in Buffer, root int) Work {
+func (g *shmGroup) Gather(out, in backend.Buffer, root int) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(in), g.checkRoot(root)); err != nil {
 		return g.badArg(shmGather, "%v", err)
 	}
@@ -526,7 +528,7 @@ func (g *shmGroup) Gather(out, in Buffer, root int) Work {
 }
 
 // Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
-func (g *shmGroup) Scatter(out, in Buffer, root int) Work {
+func (g *shmGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(out), g.checkRoot(root)); err != nil {
 		return g.badArg(shmScatter, "%v", err)
 	}
@@ -537,7 +539,7 @@ func (g *shmGroup) Scatter(out, in Buffer, root int) Work {
 }
 
 // AllToAll: chunk j of in goes to rank j; out's chunk j comes from rank j.
-func (g *shmGroup) AllToAll(out, in Buffer) Work {
+func (g *shmGroup) AllToAll(out, in backend.Buffer) backend.Work {
 	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out)); err != nil {
 		return g.badArg(shmAllToAll, "%v", err)
 	}
@@ -564,12 +566,12 @@ func (g *shmGroup) MonitoredBarrier(ctx context.Context, timeout time.Duration) 
 // rank of this group must call it with the same ranks, and those outside
 // get (nil, nil). The subgroup has its own segment and queue, so its ops are
 // not ordered with this group's.
-func (g *shmGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, error) {
+func (g *shmGroup) NewGroup(ctx context.Context, ranks []int) (backend.ProcessGroup, error) {
 	sorted := slices.Clone(ranks)
 	slices.Sort(sorted)
 	sorted = slices.Compact(sorted)
 	if len(sorted) != len(ranks) || len(ranks) == 0 || sorted[0] < 0 || sorted[len(sorted)-1] >= g.size {
-		return nil, fmt.Errorf("%w: shm: NewGroup ranks %v (world size %d)", ErrBadArgument, ranks, g.size)
+		return nil, fmt.Errorf("%w: shm: NewGroup ranks %v (world size %d)", backend.ErrBadArgument, ranks, g.size)
 	}
 	g.mu.Lock()
 	g.subgroups++
@@ -583,7 +585,7 @@ func (g *shmGroup) NewGroup(ctx context.Context, ranks []int) (ProcessGroup, err
 	for _, r := range sorted {
 		fmt.Fprintf(&b, "-%d", r)
 	}
-	return newShmGroup(ctx, Options{
+	return New(ctx, backend.Options{
 		Rank: idx, Size: len(sorted), Store: g.store, Timeout: g.timeout,
 		Prefix: fmt.Sprintf("%ssub%d%s/", g.prefix, n, b.String()),
 		Logf:   g.logf, StallThreshold: g.stallOpt(),
@@ -609,7 +611,7 @@ func (g *shmGroup) Close() error {
 	g.mu.Unlock()
 	g.closing.Store(true)
 	for _, op := range q {
-		op.complete(g.opError(op, ErrClosed, nil, "group closed", nil))
+		op.complete(g.opError(op, backend.ErrClosed, nil, "group closed", nil))
 	}
 	close(g.quit)
 	<-g.workerDone

@@ -1,4 +1,4 @@
-package comm
+package shm
 
 import (
 	"errors"
@@ -125,10 +125,10 @@ func (g *shmGroup) checkDesc(op *shmOp, k int) error {
 	if kind == shmDescWord(op) && n == uint64(len(op.descBuf().Bytes)) {
 		return nil
 	}
-	other := &shmOp{kind: shmKind(kind & 0xff), rop: ReduceOp(kind >> 16 & 0xff), root: int(int32(kind >> 32)), seq: seq}
-	other.buf = Buffer{DType: DType(kind >> 8 & 0xff), Bytes: make([]byte, n)}
+	other := &shmOp{kind: shmKind(kind & 0xff), rop: backend.ReduceOp(kind >> 16 & 0xff), root: int(int32(kind >> 32)), seq: seq}
+	other.buf = backend.Buffer{DType: backend.DType(kind >> 8 & 0xff), Bytes: make([]byte, n)}
 	other.in = other.buf
-	return g.opError(op, ErrBadArgument, []int{k}, fmt.Sprintf("mismatched collectives: rank %d called %s but rank %d called %s",
+	return g.opError(op, backend.ErrBadArgument, []int{k}, fmt.Sprintf("mismatched collectives: rank %d called %s but rank %d called %s",
 		g.rank, op.describe(), k, other.describe()), nil)
 }
 
@@ -154,40 +154,42 @@ func (g *shmGroup) exec(op *shmOp) error {
 	case shmBarrier, shmMonitoredBarrier:
 		return g.barrier(op)
 	}
-	return fmt.Errorf("%w: shm: unknown op %v", ErrBadArgument, op.kind)
+	return fmt.Errorf("%w: shm: unknown op %v", backend.ErrBadArgument, op.kind)
 }
 
 // combine folds src into dst (dst = dst op src), with the AVX kernel for
 // float sums when the CPU has it.
-func (g *shmGroup) combine(dst, src Buffer, rop ReduceOp) {
-	if g.avx && (rop == Sum || rop == Avg) && reduce.AddFast(dst, src) {
+func (g *shmGroup) combine(dst, src backend.Buffer, rop backend.ReduceOp) {
+	if g.avx && (rop == backend.Sum || rop == backend.Avg) && reduce.AddFast(dst, src) {
 		return
 	}
 	reduce.Into(dst, src, rop)
 }
 
-func shmSub(b Buffer, lo, hi int) Buffer { return Buffer{DType: b.DType, Bytes: b.Bytes[lo:hi:hi]} }
+func shmSub(b backend.Buffer, lo, hi int) backend.Buffer {
+	return backend.Buffer{DType: b.DType, Bytes: b.Bytes[lo:hi:hi]}
+}
 
 // reduceOrdered sets dst to x0 op x1 op ... op x(N-1), combined in rank
 // order, where src(k) is rank k's contribution and own (rank r's) is
 // already in dst. Op is commutative, so ranks 0 and 1 start from their own
 // value; any other rank starts over from x0 (its own value comes back
 // through src(r)).
-func (g *shmGroup) reduceOrdered(dst Buffer, src func(k int) []byte, rop ReduceOp) {
+func (g *shmGroup) reduceOrdered(dst backend.Buffer, src func(k int) []byte, rop backend.ReduceOp) {
 	r := g.rank
 	if g.size == 1 {
 		return
 	}
 	if r <= 1 {
-		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(1 - r)}, rop)
+		g.combine(dst, backend.Buffer{DType: dst.DType, Bytes: src(1 - r)}, rop)
 	} else {
 		copy(dst.Bytes, src(0))
-		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(1)}, rop)
+		g.combine(dst, backend.Buffer{DType: dst.DType, Bytes: src(1)}, rop)
 	}
 	for k := 2; k < g.size; k++ {
-		g.combine(dst, Buffer{DType: dst.DType, Bytes: src(k)}, rop)
+		g.combine(dst, backend.Buffer{DType: dst.DType, Bytes: src(k)}, rop)
 	}
-	if rop == Avg {
+	if rop == backend.Avg {
 		reduce.Divide(dst, g.size)
 	}
 }
@@ -422,11 +424,11 @@ func (g *shmGroup) reduce(op *shmOp) error {
 		}
 		lo, hi := shmSliceBounds(m, es, n, r)
 		if hi > lo {
-			var dst Buffer
+			var dst backend.Buffer
 			if r <= 1 {
-				dst = shmSub(Buffer{DType: buf.DType, Bytes: mine}, lo, hi)
+				dst = shmSub(backend.Buffer{DType: buf.DType, Bytes: mine}, lo, hi)
 			} else {
-				dst = Buffer{DType: buf.DType, Bytes: g.scratch[:hi-lo]}
+				dst = backend.Buffer{DType: buf.DType, Bytes: g.scratch[:hi-lo]}
 			}
 			g.reduceOrdered(dst, func(k int) []byte { return g.seg.slot(k, s)[lo:hi] }, op.rop)
 			if r > 1 {
@@ -565,8 +567,8 @@ func (g *shmGroup) barrier(op *shmOp) error {
 	if len(missing) == 0 {
 		return nil
 	}
-	werr := g.opError(op, ErrTimeout, missing, fmt.Sprintf("%s did not arrive within %v", backend.RankList(missing), op.timeout), nil)
-	if !errors.Is(err, ErrTimeout) {
+	werr := g.opError(op, backend.ErrTimeout, missing, fmt.Sprintf("%s did not arrive within %v", backend.RankList(missing), op.timeout), nil)
+	if !errors.Is(err, backend.ErrTimeout) {
 		return werr // a dead or aborted peer: the group is broken anyway
 	}
 	return shmSoftError{werr}

@@ -1,9 +1,11 @@
-package comm
+package shm
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/commtest"
 	"maps"
 	"os"
 	"path/filepath"
@@ -19,7 +21,7 @@ import (
 
 // shmWorld creates a world of shm groups, one goroutine per rank, in this
 // process, and runs fn on each rank; it returns each rank's error.
-func shmWorld(t *testing.T, world int, timeout time.Duration, fn func(ctx context.Context, g ProcessGroup) error) []error {
+func shmWorld(t *testing.T, world int, timeout time.Duration, fn func(ctx context.Context, g backend.ProcessGroup) error) []error {
 	t.Helper()
 	// Ranks that are goroutines must not wait for a P behind a spinning
 	// rank: give each rank (and its worker) a thread of its own, so the
@@ -27,14 +29,14 @@ func shmWorld(t *testing.T, world int, timeout time.Duration, fn func(ctx contex
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(max(runtime.GOMAXPROCS(0), 2*world+2)))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	store := newShmMemStore()
+	store := commtest.NewStore()
 	errs := make([]error, world)
 	var wg sync.WaitGroup
 	for r := 0; r < world; r++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			g, err := newShmGroup(ctx, Options{Rank: r, Size: world, Store: store, Timeout: timeout})
+			g, err := New(ctx, backend.Options{Rank: r, Size: world, Store: store, Timeout: timeout})
 			if err != nil {
 				errs[r] = fmt.Errorf("rank %d setup: %w", r, err)
 				return
@@ -77,16 +79,16 @@ func TestShmCollectives(t *testing.T) {
 				for k, v := range tc.env {
 					t.Setenv(k, v)
 				}
-				cases := shmTestCases(world, shmTestDTypes, tc.lengths)
+				cases := commtest.CasesFor(world, nil, tc.lengths)
 				if tc.env == nil {
-					cases = append(cases, shmTestCases(world, []DType{Float32, BFloat16}, []int{16385, 70001})...)
+					cases = append(cases, commtest.CasesFor(world, []backend.DType{backend.Float32, backend.BFloat16}, []int{16385, 70001})...)
 					// Larger than a slot: several steps even for the copy-through ops.
 					for _, op := range []string{"allreduce", "broadcast", "allgather", "reduce"} {
-						cases = append(cases, shmTestCase{op, Float32, 300001, Sum, world - 1})
+						cases = append(cases, commtest.Case{Op: op, DType: backend.Float32, N: 300001, ReduceOp: backend.Sum, Root: world - 1})
 					}
 				}
 				hashes := make([][]uint64, world)
-				errs := shmWorld(t, world, 30*time.Second, func(ctx context.Context, g ProcessGroup) error {
+				errs := shmWorld(t, world, 30*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
 					// CMA is off by default and on where the env sets a size.
 					cmaMin := tc.env["GODDP_SHM_CMA_MIN"]
 					if want := world > 1 && cmaMin != "" && cmaMin != "0"; g.(*shmGroup).cma != want {
@@ -94,7 +96,7 @@ func TestShmCollectives(t *testing.T) {
 					}
 					hs := make([]uint64, len(cases))
 					for i, c := range cases {
-						h, err := shmRunCase(ctx, g, c)
+						h, err := commtest.RunCase(ctx, g, c)
 						if err != nil {
 							return err
 						}
@@ -108,7 +110,7 @@ func TestShmCollectives(t *testing.T) {
 				}
 				// Every rank must hold bit-identical all-reduce results.
 				for i, c := range cases {
-					if c.op == "allreduce" || c.op == "allgather" || c.op == "broadcast" {
+					if c.Op == "allreduce" || c.Op == "allgather" || c.Op == "broadcast" {
 						for r := 1; r < world; r++ {
 							require.Equal(t, hashes[0][i], hashes[r][i], "%v: rank %d differs from rank 0", c, r)
 						}
@@ -121,23 +123,23 @@ func TestShmCollectives(t *testing.T) {
 }
 
 func TestShmBadArguments(t *testing.T) {
-	errs := shmWorld(t, 2, 5*time.Second, func(ctx context.Context, g ProcessGroup) error {
-		for _, w := range []Work{
-			AllGather(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 2))),
-			ReduceScatter(g, Float32s(make([]float32, 2)), Float64s(make([]float64, 4)), Sum),
-			g.Broadcast(Float32s(make([]float32, 2)), 2),
-			g.AllReduce(Float32s(make([]float32, 2)), ReduceOp(9)),
-			AllToAll(g, Float32s(make([]float32, 3)), Float32s(make([]float32, 3))),
-			Send(g, Float32s(nil), g.Rank(), 0),
-			Recv(g, Float32s(nil), 5, 0),
+	errs := shmWorld(t, 2, 5*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
+		for _, w := range []backend.Work{
+			backend.AllGather(g, backend.Float32s(make([]float32, 3)), backend.Float32s(make([]float32, 2))),
+			backend.ReduceScatter(g, backend.Float32s(make([]float32, 2)), backend.Float64s(make([]float64, 4)), backend.Sum),
+			g.Broadcast(backend.Float32s(make([]float32, 2)), 2),
+			g.AllReduce(backend.Float32s(make([]float32, 2)), backend.ReduceOp(9)),
+			backend.AllToAll(g, backend.Float32s(make([]float32, 3)), backend.Float32s(make([]float32, 3))),
+			backend.Send(g, backend.Float32s(nil), g.Rank(), 0),
+			backend.Recv(g, backend.Float32s(nil), 5, 0),
 		} {
-			if err := w.Wait(ctx); !errors.Is(err, ErrBadArgument) && !errors.Is(err, ErrUnsupported) {
+			if err := w.Wait(ctx); !errors.Is(err, backend.ErrBadArgument) && !errors.Is(err, backend.ErrUnsupported) {
 				return fmt.Errorf("want a bad-argument error, got %v", err)
 			}
 		}
 		// The group is still usable.
 		x := []float32{1, 2}
-		if err := g.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
+		if err := g.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx); err != nil {
 			return err
 		}
 		if x[0] != 2 || x[1] != 4 {
@@ -151,33 +153,33 @@ func TestShmBadArguments(t *testing.T) {
 }
 
 func TestShmMismatchedCollectives(t *testing.T) {
-	errs := shmWorld(t, 2, 2*time.Second, func(ctx context.Context, g ProcessGroup) error {
+	errs := shmWorld(t, 2, 2*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
 		x := make([]float32, 8)
 		if g.Rank() == 0 {
-			return g.AllReduce(Float32s(x), Sum).Wait(ctx)
+			return g.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx)
 		}
-		return g.AllReduce(Float32s(x[:4]), Max).Wait(ctx)
+		return g.AllReduce(backend.Float32s(x[:4]), backend.Max).Wait(ctx)
 	})
 	for r, err := range errs {
 		require.Error(t, err, "rank %d", r)
 	}
-	assert.ErrorIs(t, errs[0], ErrBadArgument)
+	assert.ErrorIs(t, errs[0], backend.ErrBadArgument)
 	assert.Contains(t, errs[0].Error(), "mismatched collectives")
 	assert.Contains(t, errs[0].Error(), "allreduce #1 (16 bytes float32 max)")
 }
 
 func TestShmTimeoutNamesRankAndOp(t *testing.T) {
 	start := time.Now()
-	errs := shmWorld(t, 3, 300*time.Millisecond, func(ctx context.Context, g ProcessGroup) error {
+	errs := shmWorld(t, 3, 300*time.Millisecond, func(ctx context.Context, g backend.ProcessGroup) error {
 		x := make([]float64, 1000)
-		if err := g.AllReduce(Float64s(x), Sum).Wait(ctx); err != nil {
+		if err := g.AllReduce(backend.Float64s(x), backend.Sum).Wait(ctx); err != nil {
 			return err
 		}
 		if g.Rank() == 2 {
 			time.Sleep(time.Second) // never issues the second op in time
 			return nil
 		}
-		return g.AllReduce(Float64s(x), Sum).Wait(ctx)
+		return g.AllReduce(backend.Float64s(x), backend.Sum).Wait(ctx)
 	})
 	assert.Less(t, time.Since(start), 5*time.Second)
 	require.NoError(t, errs[2])
@@ -185,23 +187,23 @@ func TestShmTimeoutNamesRankAndOp(t *testing.T) {
 		require.Error(t, errs[r])
 		assert.Contains(t, errs[r].Error(), "allreduce #2 (8000 bytes)")
 		assert.Contains(t, errs[r].Error(), "float64 sum")
-		var oe *OpError
+		var oe *backend.OpError
 		require.ErrorAs(t, errs[r], &oe)
 		assert.Equal(t, []int{2}, oe.Peers, "%v", errs[r])
 		// Either it timed out itself, or it learned first that the other did.
-		assert.True(t, errors.Is(errs[r], ErrTimeout) || errors.Is(errs[r], ErrPeerFailed), "%v", errs[r])
+		assert.True(t, errors.Is(errs[r], backend.ErrTimeout) || errors.Is(errs[r], backend.ErrPeerFailed), "%v", errs[r])
 	}
 }
 
 func TestShmMonitoredBarrier(t *testing.T) {
-	errs := shmWorld(t, 3, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
-		mb := g.(BarrierMonitor)
+	errs := shmWorld(t, 3, 10*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
+		mb := g.(backend.BarrierMonitor)
 		if g.Rank() == 2 {
 			time.Sleep(500 * time.Millisecond)
 		}
 		err := mb.MonitoredBarrier(ctx, 100*time.Millisecond)
 		if g.Rank() != 2 {
-			if err == nil || !errors.Is(err, ErrTimeout) || !strings.Contains(err.Error(), "rank 2 did not arrive") {
+			if err == nil || !errors.Is(err, backend.ErrTimeout) || !strings.Contains(err.Error(), "rank 2 did not arrive") {
 				return fmt.Errorf("rank %d: want a timeout naming rank 2, got %v", g.Rank(), err)
 			}
 		} else if err != nil {
@@ -209,7 +211,7 @@ func TestShmMonitoredBarrier(t *testing.T) {
 		}
 		// The group survives a monitored-barrier timeout.
 		x := []int64{int64(g.Rank())}
-		if err := g.AllReduce(Int64s(x), Sum).Wait(ctx); err != nil {
+		if err := g.AllReduce(backend.Int64s(x), backend.Sum).Wait(ctx); err != nil {
 			return err
 		}
 		if x[0] != 3 {
@@ -231,12 +233,12 @@ func TestShmProgressWithoutWait(t *testing.T) {
 			t.Run(fmt.Sprintf("%s/n=%d", mode, n), func(t *testing.T) {
 				t.Setenv("GODDP_SHM_ASYNC", mode)
 				done := make(chan struct{})
-				errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+				errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
 					x := make([]float32, n)
 					for i := range x {
 						x[i] = float32(i%7 + g.Rank())
 					}
-					w := g.AllReduce(Float32s(x), Sum)
+					w := g.AllReduce(backend.Float32s(x), backend.Sum)
 					if g.Rank() == 0 {
 						select {
 						case <-done:
@@ -283,7 +285,7 @@ func TestShmEager(t *testing.T) {
 }
 
 func TestShmCancellableWait(t *testing.T) {
-	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
 		x := make([]float32, 1<<18)
@@ -291,7 +293,7 @@ func TestShmCancellableWait(t *testing.T) {
 			x[i] = 1
 		}
 		for i := 0; i < 3; i++ {
-			if err := g.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
+			if err := g.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx); err != nil {
 				return err
 			}
 		}
@@ -306,17 +308,17 @@ func TestShmCancellableWait(t *testing.T) {
 }
 
 func TestShmCloseFailsPeers(t *testing.T) {
-	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
 		if g.Rank() == 1 {
 			time.Sleep(100 * time.Millisecond)
 			g.Close()
-			if err := g.Barrier().Wait(ctx); !errors.Is(err, ErrClosed) {
+			if err := g.Barrier().Wait(ctx); !errors.Is(err, backend.ErrClosed) {
 				return fmt.Errorf("after Close: %v", err)
 			}
 			return nil
 		}
 		err := g.Barrier().Wait(ctx)
-		if !errors.Is(err, ErrPeerFailed) || !strings.Contains(err.Error(), "rank 1 closed the group") {
+		if !errors.Is(err, backend.ErrPeerFailed) || !strings.Contains(err.Error(), "rank 1 closed the group") {
 			return fmt.Errorf("want peer-closed error, got %v", err)
 		}
 		return nil
@@ -327,8 +329,8 @@ func TestShmCloseFailsPeers(t *testing.T) {
 }
 
 func TestShmNewGroup(t *testing.T) {
-	errs := shmWorld(t, 4, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
-		sub, err := g.(Subgrouper).NewGroup(ctx, []int{3, 1})
+	errs := shmWorld(t, 4, 10*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
+		sub, err := g.(backend.Subgrouper).NewGroup(ctx, []int{3, 1})
 		if err != nil {
 			return err
 		}
@@ -339,7 +341,7 @@ func TestShmNewGroup(t *testing.T) {
 		} else {
 			defer sub.Close()
 			x := []int32{int32(g.Rank())}
-			if err := sub.AllReduce(Int32s(x), Sum).Wait(ctx); err != nil {
+			if err := sub.AllReduce(backend.Int32s(x), backend.Sum).Wait(ctx); err != nil {
 				return err
 			}
 			if x[0] != 4 || sub.Size() != 2 || sub.Rank() != g.Rank()/2 {
@@ -355,17 +357,17 @@ func TestShmNewGroup(t *testing.T) {
 }
 
 func TestShmSetupErrors(t *testing.T) {
-	_, err := newShmGroup(context.Background(), Options{Rank: 2, Size: 2, Store: newShmMemStore()})
-	assert.ErrorIs(t, err, ErrBadArgument)
-	_, err = newShmGroup(context.Background(), Options{Rank: 0, Size: 2})
-	assert.ErrorIs(t, err, ErrBadArgument)
+	_, err := New(context.Background(), backend.Options{Rank: 2, Size: 2, Store: commtest.NewStore()})
+	assert.ErrorIs(t, err, backend.ErrBadArgument)
+	_, err = New(context.Background(), backend.Options{Rank: 0, Size: 2})
+	assert.ErrorIs(t, err, backend.ErrBadArgument)
 	// Rank 1 finds a record for a segment that does not exist (another host).
-	store := newShmMemStore()
+	store := commtest.NewStore()
 	ctx := context.Background()
 	store.Add(ctx, "shm/instances/0", 1)
 	store.Set(ctx, "shm/1/seg", []byte(shmParams{name: "goddp-shm-0-missing", slotBytes: 1 << 16, nbuf: 2,
 		smallMax: 1024, chunkBytes: 4096, cmaMin: 1 << 20, ringBytes: 8192}.encode()))
-	_, err = newShmGroup(ctx, Options{Rank: 1, Size: 2, Store: store, Timeout: time.Second})
+	_, err = New(ctx, backend.Options{Rank: 1, Size: 2, Store: store, Timeout: time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "one host")
 	v, _ := store.Get(ctx, "shm/1/open/1")
@@ -373,17 +375,17 @@ func TestShmSetupErrors(t *testing.T) {
 }
 
 func TestShmWaitContextEnds(t *testing.T) {
-	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g ProcessGroup) error {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, g backend.ProcessGroup) error {
 		x := make([]float64, 100)
 		if g.Rank() == 1 {
 			time.Sleep(time.Second) // arrives late
 			// Rank 0 posted its data before it gave up, so this op may
 			// still complete here; the next one cannot.
-			g.AllReduce(Float64s(x), Sum).Wait(ctx)
+			g.AllReduce(backend.Float64s(x), backend.Sum).Wait(ctx)
 			start := time.Now()
 			err := g.Barrier().Wait(ctx)
-			var oe *OpError
-			if !errors.As(err, &oe) || !errors.Is(err, ErrPeerFailed) || len(oe.Peers) != 1 || oe.Peers[0] != 0 ||
+			var oe *backend.OpError
+			if !errors.As(err, &oe) || !errors.Is(err, backend.ErrPeerFailed) || len(oe.Peers) != 1 || oe.Peers[0] != 0 ||
 				time.Since(start) > 2*time.Second {
 				return fmt.Errorf("late rank: want a prompt peer-failed error naming rank 0, got %v", err)
 			}
@@ -392,7 +394,7 @@ func TestShmWaitContextEnds(t *testing.T) {
 		cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		err := g.AllReduce(Float64s(x), Sum).Wait(cctx)
+		err := g.AllReduce(backend.Float64s(x), backend.Sum).Wait(cctx)
 		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 2*time.Second {
 			return fmt.Errorf("want the context's deadline promptly, got %v after %v", err, time.Since(start))
 		}

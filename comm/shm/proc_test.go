@@ -1,4 +1,4 @@
-package comm
+package shm
 
 import (
 	"bufio"
@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/commtest"
 	"goddp/comm/store"
 	"os"
 	"os/exec"
@@ -147,14 +149,14 @@ func TestShmWorkerProcess(t *testing.T) {
 	rank, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_RANK"))
 	world, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_WORLD"))
 	ctx := context.Background()
-	store, err := store.Dial(ctx, os.Getenv("GODDP_SHM_TEST_STORE"))
+	st, err := store.Dial(ctx, os.Getenv("GODDP_SHM_TEST_STORE"))
 	require.NoError(t, err)
-	defer store.Close()
+	defer st.Close()
 	timeout := 60 * time.Second
 	if strings.HasPrefix(mode, "kill") {
 		timeout = 20 * time.Second
 	}
-	pg, err := newShmGroup(ctx, Options{Rank: rank, Size: world, Store: store, Timeout: timeout})
+	pg, err := New(ctx, backend.Options{Rank: rank, Size: world, Store: st, Timeout: timeout})
 	require.NoError(t, err)
 	defer pg.Close()
 	fmt.Printf("SEG %s\n", pg.(*shmGroup).seg.path)
@@ -164,13 +166,13 @@ func TestShmWorkerProcess(t *testing.T) {
 		if os.Getenv("GODDP_SHM_CMA_MIN") == "64K" {
 			require.True(t, pg.(*shmGroup).cma, "single-copy path not enabled between processes")
 		}
-		cases := shmTestCases(world, shmTestDTypes, []int{0, 1, 7, 1001})
-		cases = append(cases, shmTestCases(world, []DType{Float32, Float16, Int32}, []int{16385, 70001})...)
+		cases := commtest.CasesFor(world, nil, []int{0, 1, 7, 1001})
+		cases = append(cases, commtest.CasesFor(world, []backend.DType{backend.Float32, backend.Float16, backend.Int32}, []int{16385, 70001})...)
 		hashes := make([]uint64, 0, len(cases))
 		for _, c := range cases {
-			h, err := shmRunCase(ctx, pg, c)
+			h, err := commtest.RunCase(ctx, pg, c)
 			require.NoError(t, err)
-			if c.op == "allreduce" {
+			if c.Op == "allreduce" {
 				hashes = append(hashes, h)
 			}
 		}
@@ -180,17 +182,17 @@ func TestShmWorkerProcess(t *testing.T) {
 			in[i] = int64(h)
 		}
 		all := make([]int64, world*len(in))
-		require.NoError(t, AllGather(pg, Int64s(all), Int64s(in)).Wait(ctx))
+		require.NoError(t, backend.AllGather(pg, backend.Int64s(all), backend.Int64s(in)).Wait(ctx))
 		for k := 1; k < world; k++ {
 			require.Equal(t, all[:len(in)], all[k*len(in):(k+1)*len(in)], "rank %d's all-reduce results differ from rank 0's", k)
 		}
 		// Point-to-point across processes: a ring exchange larger than the ring buffer.
-		pout := shmInput(Float32, rank, 100003)
-		pin := makeBuf(Float32, make([]float64, 100003))
-		ws := Send(pg, pout, (rank+1)%world, 3)
-		require.NoError(t, Recv(pg, pin, (rank+world-1)%world, 3).Wait(ctx))
+		pout := commtest.Input(backend.Float32, rank, 100003)
+		pin := commtest.MakeBuffer(backend.Float32, make([]float64, 100003))
+		ws := backend.Send(pg, pout, (rank+1)%world, 3)
+		require.NoError(t, backend.Recv(pg, pin, (rank+world-1)%world, 3).Wait(ctx))
 		require.NoError(t, ws.Wait(ctx))
-		require.Equal(t, shmInput(Float32, (rank+world-1)%world, 100003).Bytes, pin.Bytes)
+		require.Equal(t, commtest.Input(backend.Float32, (rank+world-1)%world, 100003).Bytes, pin.Bytes)
 		fmt.Println("RESULT ok")
 	case strings.HasPrefix(mode, "kill"):
 		var victim, elems int
@@ -200,8 +202,8 @@ func TestShmWorkerProcess(t *testing.T) {
 		}
 		x := make([]float32, elems)
 		for i := 0; ; i++ {
-			if err := pg.AllReduce(Float32s(x), Sum).Wait(ctx); err != nil {
-				var oe *OpError
+			if err := pg.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx); err != nil {
+				var oe *backend.OpError
 				require.ErrorAs(t, err, &oe)
 				fmt.Printf("RESULT peers=%v %v\n", oe.Peers, err)
 				return

@@ -1,9 +1,10 @@
-package comm
+package shm
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"sync/atomic"
 	"time"
 )
@@ -33,7 +34,7 @@ type shmP2PQueue struct {
 
 const shmHdrBytes = 16
 
-func (g *shmGroup) p2pArg(buf Buffer, peer int) error {
+func (g *shmGroup) p2pArg(buf backend.Buffer, peer int) error {
 	if err := shmCheckBuf(buf); err != nil {
 		return err
 	}
@@ -44,7 +45,7 @@ func (g *shmGroup) p2pArg(buf Buffer, peer int) error {
 }
 
 // Send sends buf to rank dst with tag.
-func (g *shmGroup) Send(buf Buffer, dst, tag int) Work {
+func (g *shmGroup) Send(buf backend.Buffer, dst, tag int) backend.Work {
 	if err := g.p2pArg(buf, dst); err != nil {
 		return g.badArg(shmSend, "%v", err)
 	}
@@ -53,19 +54,19 @@ func (g *shmGroup) Send(buf Buffer, dst, tag int) Work {
 
 // Recv receives into buf the next message from rank src with tag; the
 // message must have buf's size.
-func (g *shmGroup) Recv(buf Buffer, src, tag int) Work {
+func (g *shmGroup) Recv(buf backend.Buffer, src, tag int) backend.Work {
 	if err := g.p2pArg(buf, src); err != nil {
 		return g.badArg(shmRecv, "%v", err)
 	}
 	return g.submitP2P(&shmOp{kind: shmRecv, buf: buf, root: src, tag: int64(tag)}, g.recvQs[src])
 }
 
-func (g *shmGroup) submitP2P(op *shmOp, q *shmP2PQueue) Work {
+func (g *shmGroup) submitP2P(op *shmOp, q *shmP2PQueue) backend.Work {
 	op.g = g
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
-		op.complete(g.opError(op, ErrClosed, nil, "submitted after Close", nil))
+		op.complete(g.opError(op, backend.ErrClosed, nil, "submitted after Close", nil))
 		return op
 	}
 	g.p2pIssued++
@@ -97,15 +98,15 @@ func (g *shmGroup) p2pWorker(q *shmP2PQueue) {
 		var err error
 		switch {
 		case q.broken != nil:
-			err = g.opError(op, ErrPeerFailed, []int{op.root}, fmt.Sprintf("stream with rank %d unusable after an earlier failure", op.root), q.broken)
+			err = g.opError(op, backend.ErrPeerFailed, []int{op.root}, fmt.Sprintf("stream with rank %d unusable after an earlier failure", op.root), q.broken)
 		case g.closing.Load():
-			err = g.opError(op, ErrClosed, nil, "group closed", nil)
+			err = g.opError(op, backend.ErrClosed, nil, "group closed", nil)
 		case op.kind == shmSend:
 			err = g.send(op, q)
 		default:
 			err = g.recv(op, q)
 		}
-		if err != nil && !errors.Is(err, ErrBadArgument) {
+		if err != nil && !errors.Is(err, backend.ErrBadArgument) {
 			q.broken = err
 		}
 		op.complete(err)
@@ -228,7 +229,7 @@ func (g *shmGroup) recv(op *shmOp, q *shmP2PQueue) error {
 // deliver copies a set-aside message into op's buffer.
 func (g *shmGroup) deliver(op *shmOp, m []byte) error {
 	if len(m) != len(op.buf.Bytes) {
-		return g.opError(op, ErrBadArgument, []int{op.root}, fmt.Sprintf("rank %d sent %d bytes with tag %d, the receive expects %d",
+		return g.opError(op, backend.ErrBadArgument, []int{op.root}, fmt.Sprintf("rank %d sent %d bytes with tag %d, the receive expects %d",
 			op.root, len(m), op.tag, len(op.buf.Bytes)), nil)
 	}
 	copy(op.buf.Bytes, m)

@@ -1,8 +1,9 @@
-package comm
+package shm
 
 import (
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"goddp/comm/internal/reduce"
 	"runtime"
 	"syscall"
@@ -107,9 +108,9 @@ func (g *shmGroup) remoteErr(op *shmOp, k int, err error) error {
 		return perr
 	}
 	if errors.Is(err, syscall.ESRCH) {
-		return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
+		return g.opError(op, backend.ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
 	}
-	return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("reading rank %d's buffer", k), err)
+	return g.opError(op, backend.ErrPeerFailed, []int{k}, fmt.Sprintf("reading rank %d's buffer", k), err)
 }
 
 // allReduceDirect is the large all-reduce over CMA, in one step s:
@@ -138,7 +139,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 	own := g.scratch2[:piece]
 	for a := lo; a < hi; a += piece {
 		b := min(a+piece, hi)
-		dst := Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}
+		dst := backend.Buffer{DType: buf.DType, Bytes: buf.Bytes[a:b]}
 		read := func(k int, into []byte) error {
 			if err := shmReadRemote(g.pids[k], into, addrs[k]+uintptr(a)); err != nil {
 				return g.remoteErr(op, k, err)
@@ -150,7 +151,7 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			if err := read(1-r, tmp[:b-a]); err != nil {
 				return err
 			}
-			g.combine(dst, Buffer{DType: buf.DType, Bytes: tmp[:b-a]}, op.rop)
+			g.combine(dst, backend.Buffer{DType: buf.DType, Bytes: tmp[:b-a]}, op.rop)
 		} else {
 			// Combine in rank order: start from x0, our own value comes back at k = r.
 			copy(own, dst.Bytes)
@@ -166,9 +167,9 @@ func (g *shmGroup) allReduceDirect(op *shmOp) error {
 			} else if err := read(k, src); err != nil {
 				return err
 			}
-			g.combine(dst, Buffer{DType: buf.DType, Bytes: src}, op.rop)
+			g.combine(dst, backend.Buffer{DType: buf.DType, Bytes: src}, op.rop)
 		}
-		if op.rop == Avg {
+		if op.rop == backend.Avg {
 			reduce.Divide(dst, n)
 		}
 	}

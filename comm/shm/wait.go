@@ -1,9 +1,10 @@
-package comm
+package shm
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"os"
 	"runtime"
 	"strings"
@@ -147,14 +148,14 @@ func (g *shmGroup) awaitSlow(op *shmOp, k int, c *atomic.Uint64, target uint64, 
 // wait once through Logf.
 func (g *shmGroup) checkPeers(op *shmOp, k int, c *atomic.Uint64, target uint64, what string, now time.Time, nextLive *time.Time) error {
 	if g.closing.Load() {
-		return g.opError(op, ErrClosed, nil, fmt.Sprintf("group closed while waiting for rank %d", k), nil)
+		return g.opError(op, backend.ErrClosed, nil, fmt.Sprintf("group closed while waiting for rank %d", k), nil)
 	}
 	if op.ctx != nil {
 		select {
 		case <-op.ctx.Done():
-			kind := ErrClosed
+			kind := backend.ErrClosed
 			if errors.Is(op.ctx.Err(), context.DeadlineExceeded) {
-				kind = ErrTimeout
+				kind = backend.ErrTimeout
 			}
 			return g.opError(op, kind, nil, fmt.Sprintf("the caller's context ended while waiting for rank %d", k), op.ctx.Err())
 		default:
@@ -165,7 +166,7 @@ func (g *shmGroup) checkPeers(op *shmOp, k int, c *atomic.Uint64, target uint64,
 	}
 	waited := now.Sub(op.deadline.Add(-g.opTimeout(op)))
 	if now.After(op.deadline) {
-		return g.opError(op, ErrTimeout, []int{k}, fmt.Sprintf("waited %v for rank %d to %s %d (it is at %d)",
+		return g.opError(op, backend.ErrTimeout, []int{k}, fmt.Sprintf("waited %v for rank %d to %s %d (it is at %d)",
 			waited.Round(time.Millisecond), k, what, target, c.Load()), nil)
 	}
 	if g.stall > 0 && waited > g.stall && !op.stallReported {
@@ -212,7 +213,7 @@ func shmCounterVerb(off int) string {
 // ranks at fault. The message reads, e.g.,
 // "comm: timeout: allreduce #57 (4096 bytes) on rank 0: shm float32 sum: waited 10m0s for rank 3 to ...".
 func (g *shmGroup) opError(op *shmOp, kind error, peers []int, detail string, cause error) error {
-	return &OpError{
+	return &backend.OpError{
 		Kind: kind, Op: op.kind.String(), Seq: op.seq, Bytes: len(op.descBuf().Bytes), Rank: g.rank,
 		Peers: peers, Detail: "shm " + op.detail() + detail, Err: cause,
 	}
@@ -222,7 +223,7 @@ func (g *shmGroup) opError(op *shmOp, kind error, peers []int, detail string, ca
 func (g *shmGroup) peerStatusErr(op *shmOp, k int) error {
 	switch g.seg.ctl(k, shmCtlStatus).Load() {
 	case shmStatusClosed:
-		return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d closed the group", k), nil)
+		return g.opError(op, backend.ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d closed the group", k), nil)
 	case shmStatusAborted:
 		// Blame the rank the aborting peer blamed (the root cause), and
 		// quote its reason.
@@ -230,7 +231,7 @@ func (g *shmGroup) peerStatusErr(op *shmOp, k int) error {
 		if b := g.seg.ctl(k, shmCtlBlame).Load(); b > 0 && int(b-1) < g.size && int(b-1) != g.rank {
 			peers = []int{int(b - 1)}
 		}
-		return g.opError(op, ErrPeerFailed, peers, fmt.Sprintf("rank %d aborted: %s", k,
+		return g.opError(op, backend.ErrPeerFailed, peers, fmt.Sprintf("rank %d aborted: %s", k,
 			strings.TrimPrefix(g.seg.msg(k), "comm: ")), nil)
 	}
 	return nil
@@ -245,5 +246,5 @@ func (g *shmGroup) livenessErr(op *shmOp, k int) error {
 	if err := g.peerStatusErr(op, k); err != nil {
 		return err
 	}
-	return g.opError(op, ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
+	return g.opError(op, backend.ErrPeerFailed, []int{k}, fmt.Sprintf("rank %d (pid %d) died", k, g.pids[k]), nil)
 }
