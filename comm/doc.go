@@ -2,6 +2,32 @@
 // groups and the collectives that data-parallel training needs, over TCP
 // ("tcp") and shared memory ("shm").
 //
+// # Layout
+//
+// comm is split as database/sql is, into a contract and drivers:
+//
+//   - goddp/comm/backend holds the contract: ProcessGroup and its optional
+//     interfaces, Buffer, DType, ReduceOp, Work and Future, the sentinel
+//     errors and OpError, the Store interface, Options and the registry.
+//     comm re-exports every name with a type alias, so comm.ProcessGroup,
+//     comm.Float32s and comm.Sum are the backend package's.
+//   - goddp/comm/store is the rendezvous store (TCP server and client, file
+//     and prefix stores, their wire format). Launchers import it alone.
+//   - goddp/comm/tcp, shm, mpi and nccl are the backends. Each imports
+//     backend (and store, internal/...), never comm and never another
+//     backend, and registers itself in init. comm imports all four, so
+//     comm.Init finds every backend with no blank import; nccl opens
+//     libnccl with dlopen when a group is created, so this links no CUDA
+//     library, and mpi is a stub unless built with -tags mpi.
+//   - goddp/comm/internal holds what several of them share: auth (the
+//     token handshake), wire (length-checked decoding) and reduce (the
+//     reduction kernels, AVX sums included).
+//   - goddp/comm/commtest is for tests: an in-memory ProcessGroup and
+//     Store, and the conformance table every backend runs.
+//
+// This package itself is what a training script uses: Init, InitFromEnv
+// and Config, the object collectives, and the aliases.
+//
 // # Joining a job
 //
 // Every process calls Init (torch's init_process_group) with a Config, or
