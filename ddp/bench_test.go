@@ -37,7 +37,7 @@ type benchLoop struct {
 
 func newBenchLoop(pg comm.ProcessGroup, opts ...Option) (*benchLoop, error) {
 	net := mlpNet(benchSizes, 1)
-	d, err := Wrap(net, pg, opts...)
+	d, err := Wrap(context.Background(), net, pg, opts...)
 	if err != nil {
 		return nil, err
 	}

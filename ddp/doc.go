@@ -4,7 +4,7 @@
 // ranks while backward is still running.
 //
 //	pg, _ := comm.InitFromEnv(ctx)
-//	d, err := ddp.Wrap(model, pg)            // verify + broadcast rank 0's state
+//	d, err := ddp.Wrap(ctx, model, pg)            // verify + broadcast rank 0's state
 //	opt, _ := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.01})
 //	for x, y := range batches {
 //		opt.ZeroGrad()

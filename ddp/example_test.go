@@ -28,7 +28,7 @@ func Example() {
 			// Each rank may initialise differently: Wrap broadcasts rank 0's.
 			rng := tensor.NewRNG(uint64(pg.Rank()))
 			model := nn.NewSequential(nn.NewLinear(rng, 4, 8), nn.NewReLU(), nn.NewLinear(rng, 8, 1))
-			d, err := ddp.Wrap(model, pg)
+			d, err := ddp.Wrap(context.Background(), model, pg)
 			if err != nil {
 				fmt.Println(err)
 				return
@@ -76,7 +76,7 @@ func Example() {
 func ExampleDDP_NoSync() {
 	pg := commtest.NewGroups(1)[0]
 	model := nn.NewLinear(tensor.NewRNG(0), 3, 1)
-	d, err := ddp.Wrap(model, pg)
+	d, err := ddp.Wrap(context.Background(), model, pg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -114,7 +114,7 @@ func ExampleDDP_Join() {
 		go func(pg comm.ProcessGroup) {
 			defer wg.Done()
 			model := nn.NewLinear(tensor.NewRNG(0), 3, 1)
-			d, err := ddp.Wrap(model, pg)
+			d, err := ddp.Wrap(context.Background(), model, pg)
 			if err != nil {
 				fmt.Println(err)
 				return

@@ -46,7 +46,7 @@ func TestStatsAndTimeline(t *testing.T) {
 	dir := t.TempDir()
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
 		net := mlpNet([]int{16, 32, 4}, 1)
-		d, err := Wrap(net, pg, WithTimeline(nil), FirstBucketCapMB(1e-4))
+		d, err := Wrap(context.Background(), net, pg, WithTimeline(nil), FirstBucketCapMB(1e-4))
 		if err != nil {
 			return err
 		}
@@ -183,7 +183,7 @@ func TestOverlapHidesCommunication(t *testing.T) {
 		// One bucket per layer: a layer is 288 bytes (8x8 weight, 8 bias),
 		// and a bucket closes once it reaches the cap.
 		const capMB = 288.0 / (1 << 20)
-		d, err := Wrap(net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB))
+		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB))
 		if err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@
 package gorgoniaddp_test
 
 import (
+	"context"
 	"fmt"
 	"goddp/comm/commtest"
 
@@ -34,7 +35,7 @@ func Example() {
 	}
 	defer model.Close()
 	pg := commtest.NewGroups(1)[0]
-	d, err := ddp.Wrap(model, pg)
+	d, err := ddp.Wrap(context.Background(), model, pg)
 	if err != nil {
 		fmt.Println(err)
 		return
