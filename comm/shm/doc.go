@@ -23,4 +23,21 @@
 // the watchdog ticks less often. DDP's watcher goroutines wait at once, so
 // its bucket all-reduces still start during backward. GODDP_SHM_ASYNC=
 // eager|lazy overrides the choice.
+//
+// # Settings
+//
+// Config holds the tuning, with a field per variable; New reads it from the
+// environment when a group is created (ConfigFromEnv) and fails, naming
+// the variable, on a value that does not parse. Sizes take K, M and G
+// suffixes. The segment layout is rank 0's, published to the others.
+//
+//	GODDP_SHM_SLOT_BYTES   1M     slot size (at least 64K)
+//	GODDP_SHM_NBUF         4      slots per rank (2 to 64)
+//	GODDP_SHM_SMALL_MAX    8K     one-step all-reduce up to this size
+//	GODDP_SHM_CHUNK_BYTES  256K   all-reduce chunk above that
+//	GODDP_SHM_CMA_MIN      0      single-copy all-reduce from this size (0: off)
+//	GODDP_SHM_P2P_RING     128K   Send/Recv ring per ordered pair of ranks
+//	GODDP_SHM_SPIN         auto   spin before yielding (2ms, or 10us when ranks outnumber cores; 0s: none)
+//	GODDP_SHM_YIELD        100ms  yield before sleeping (0s: sleep at once)
+//	GODDP_SHM_ASYNC        auto   eager or lazy (see above)
 package shm

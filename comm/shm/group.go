@@ -59,12 +59,8 @@ package shm
 // ranks and leaves the group usable. Past Options.StallThreshold a waiting
 // rank reports the wait once through Options.Logf.
 //
-// Tuning (read on rank 0, published to the others): GODDP_SHM_SLOT_BYTES
-// (1M), GODDP_SHM_NBUF (4 slots per rank), GODDP_SHM_SMALL_MAX (8K),
-// GODDP_SHM_CHUNK_BYTES (256K), GODDP_SHM_CMA_MIN (0: off; else the
-// size from which all-reduce takes the single-copy path), GODDP_SHM_P2P_RING (128K per ordered pair of ranks).
-// Sizes take K/M suffixes. Each rank also reads GODDP_SHM_SPIN and
-// GODDP_SHM_YIELD (Go durations) for its own waiting policy (shm_wait.go).
+// Tuning: see Config (the layout is rank 0's, published to the others;
+// the waiting policy is each rank's own, wait.go).
 //
 // Send/Recv stream through a byte ring per ordered pair of ranks, on
 // goroutines of their own (shm_p2p.go), so they never queue behind
@@ -76,8 +72,6 @@ import (
 	"fmt"
 	"goddp/comm/internal/reduce"
 	"math"
-	"os"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -87,31 +81,14 @@ import (
 	"unsafe"
 
 	"goddp/comm/backend"
-	"goddp/internal/threadenv"
 )
 
 func init() {
 	backend.Register("shm", New)
 }
 
-// Protocol parameters. Rank 0 picks them (environment overrides are read on
-// rank 0 only) and publishes them, so all ranks agree.
-const (
-	shmDefaultSlotBytes  = 1 << 20   // one slot; also the chunk of the copy-through collectives
-	shmDefaultNbuf       = 4         // slots per rank = steps in flight
-	shmDefaultSmallMax   = 8 << 10   // all-reduce up to this size: one step, every rank reduces everything
-	shmDefaultChunkBytes = 256 << 10 // all-reduce chunk above smallMax
-	// shmDefaultCMAMin is the all-reduce size from which the single-copy
-	// (CMA) path runs; 0, the default, leaves it off. On the 2-core VM the
-	// copy through the slots was twice as fast at 16-64 MiB, in 4 of 4
-	// interleaved runs (16 MiB 1.4-2.0 ms against 3.2-4.0; 64 MiB 7.2-8.9
-	// against 15.4-17.1), so CMA, which only pays off where a peer is
-	// often descheduled mid-op (see shm_cma.go), is opt-in through
-	// GODDP_SHM_CMA_MIN.
-	shmDefaultCMAMin    = 0
-	shmDefaultRingBytes = 128 << 10 // point-to-point ring per ordered pair of ranks
-	shmAsyncMin         = 64 << 10  // ops this large wake the worker at once (eager mode)
-)
+// shmAsyncMin: ops this large wake the worker at once (eager mode).
+const shmAsyncMin = 64 << 10
 
 // shmEager decides whether large ops start on the worker goroutine as soon
 // as they are submitted (eager) or wait for the caller's Wait (lazy), the
@@ -127,20 +104,13 @@ const (
 // interleaved rounds): 38.5k samples/s eager, 40.7k lazy (median; lazy
 // faster in 9 of 12 rounds), a small effect next to this host's noise.
 //
-// GODDP_SHM_ASYNC=eager|lazy overrides the choice; threads per rank come
-// from GODDP_NUM_THREADS or OMP_NUM_THREADS (default 1), as tensor reads
-// them.
-func shmEager(world int) bool {
-	switch strings.ToLower(strings.TrimSpace(os.Getenv("GODDP_SHM_ASYNC"))) {
-	case "eager":
-		return true
-	case "lazy":
-		return false
-	}
-	return world*max(1, threadenv.FromEnv()) < runtime.NumCPU()
-}
+// Config.Async (GODDP_SHM_ASYNC=eager|lazy) overrides the choice, which
+// Config.resolve makes; threads per rank come from GODDP_NUM_THREADS or
+// OMP_NUM_THREADS (default 1), as tensor reads them.
+func shmEager(async string) bool { return async == "eager" }
 
 type shmGroup struct {
+	cfg        Config // resolved: no zero fields
 	rank, size int
 	seg        *shmSegment
 	store      backend.Store
@@ -224,48 +194,23 @@ func decodeShmParams(v string) (shmParams, error) {
 	return p, nil
 }
 
-// shmEnvInt reads a positive integer tuning knob (k/K, m/M suffixes allowed).
-func shmEnvInt(name string, def int) int {
-	v := strings.TrimSpace(os.Getenv(name))
-	if v == "" {
-		return def
-	}
-	mult := 1
-	switch {
-	case strings.HasSuffix(v, "K") || strings.HasSuffix(v, "k"):
-		mult, v = 1<<10, v[:len(v)-1]
-	case strings.HasSuffix(v, "M") || strings.HasSuffix(v, "m"):
-		mult, v = 1<<20, v[:len(v)-1]
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 0 {
-		return def
-	}
-	return n * mult
-}
-
-func shmDefaultParams() shmParams {
-	p := shmParams{
-		slotBytes:  shmEnvInt("GODDP_SHM_SLOT_BYTES", shmDefaultSlotBytes),
-		nbuf:       shmEnvInt("GODDP_SHM_NBUF", shmDefaultNbuf),
-		smallMax:   shmEnvInt("GODDP_SHM_SMALL_MAX", shmDefaultSmallMax),
-		chunkBytes: shmEnvInt("GODDP_SHM_CHUNK_BYTES", shmDefaultChunkBytes),
-		// 0 disables the single-copy path.
-		cmaMin:    shmEnvInt("GODDP_SHM_CMA_MIN", shmDefaultCMAMin),
-		ringBytes: shmEnvInt("GODDP_SHM_P2P_RING", shmDefaultRingBytes),
-	}
-	p.ringBytes = shmAlign(max(p.ringBytes, 4096), 4096)
-	p.slotBytes = shmAlign(max(p.slotBytes, 64<<10), 4096)
-	p.nbuf = max(p.nbuf, 2)
-	p.chunkBytes = shmAlign(min(max(p.chunkBytes, 4096), p.slotBytes), 64)
-	p.smallMax = min(p.smallMax, p.slotBytes)
-	return p
-}
-
-// New creates this rank's shm group: every rank of opts must be on this
-// host. It returns once all ranks have mapped the segment, or fails when
-// ctx ends. comm.Init calls it for backend "shm" (and "auto" on one host).
+// New creates this rank's shm group with the Config the environment gives
+// (ConfigFromEnv): every rank of opts must be on this host. It returns once
+// all ranks have mapped the segment, or fails when ctx ends. comm.Init
+// calls it for backend "shm" (and "auto" on one host).
 func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error) {
+	cfg, err := ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return NewWithConfig(ctx, opts, cfg)
+}
+
+// NewWithConfig is New with the tuning given by cfg instead of the environment.
+func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backend.ProcessGroup, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
 		return nil, fmt.Errorf("%w: shm: rank %d of world size %d", backend.ErrBadArgument, opts.Rank, opts.Size)
 	}
@@ -280,9 +225,11 @@ func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
 		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(),
-		spinFor: shmSpinBudget(opts.Size), yieldFor: shmYieldBudget(), avx: reduce.HasAVX(),
+		avx: reduce.HasAVX(),
 	}
-	if !shmEager(opts.Size) {
+	cfg = cfg.resolve(opts.Size)
+	g.cfg, g.spinFor, g.yieldFor = cfg, cfg.Spin, cfg.Yield
+	if !shmEager(cfg.Async) {
 		g.asyncMin, g.kickAfter, g.tick = math.MaxInt, shmLazyKickAfter, shmLazyTick
 	}
 	if err := g.setup(ctx); err != nil {
@@ -320,7 +267,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	base := fmt.Sprintf("%sshm/%d/", g.prefix, inst)
 	var p shmParams
 	if g.rank == 0 {
-		p = shmDefaultParams()
+		p = g.cfg.params()
 		if p.name, err = shmRandomName(); err != nil {
 			return err
 		}

@@ -272,16 +272,25 @@ func TestShmEager(t *testing.T) {
 	t.Setenv("OMP_NUM_THREADS", "")
 	t.Setenv("GODDP_NUM_THREADS", "")
 	ncpu := runtime.NumCPU()
-	assert.True(t, shmEager(1) == (1 < ncpu), "one rank of one thread")
-	assert.False(t, shmEager(ncpu), "a rank per core leaves no core for the worker")
+	assert.True(t, eagerFromEnv(t, 1) == (1 < ncpu), "one rank of one thread")
+	assert.False(t, eagerFromEnv(t, ncpu), "a rank per core leaves no core for the worker")
 	t.Setenv("OMP_NUM_THREADS", "2")
-	assert.Equal(t, 2 < ncpu, shmEager(1), "OMP_NUM_THREADS counts")
+	assert.Equal(t, 2 < ncpu, eagerFromEnv(t, 1), "OMP_NUM_THREADS counts")
 	t.Setenv("GODDP_NUM_THREADS", fmt.Sprint(ncpu))
-	assert.False(t, shmEager(1), "GODDP_NUM_THREADS wins over OMP_NUM_THREADS")
+	assert.False(t, eagerFromEnv(t, 1), "GODDP_NUM_THREADS wins over OMP_NUM_THREADS")
 	t.Setenv("GODDP_SHM_ASYNC", "eager")
-	assert.True(t, shmEager(ncpu))
+	assert.True(t, eagerFromEnv(t, ncpu))
 	t.Setenv("GODDP_SHM_ASYNC", "lazy")
-	assert.False(t, shmEager(1))
+	assert.False(t, eagerFromEnv(t, 1))
+}
+
+// eagerFromEnv is the execution mode a group of world ranks picks from the
+// environment.
+func eagerFromEnv(t *testing.T, world int) bool {
+	t.Helper()
+	c, err := ConfigFromEnv()
+	require.NoError(t, err)
+	return shmEager(c.resolve(world).Async)
 }
 
 func TestShmCancellableWait(t *testing.T) {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
-	"os"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -41,11 +40,8 @@ const (
 // all-reduce took ~50us instead of ~1.2us; spinning 2ms keeps the median at
 // 1.2us. When ranks outnumber cores, though, a spinning rank burns the time
 // slice the rank it waits for needs, so it yields almost at once.
-// GODDP_SHM_SPIN (a Go duration) overrides it for this process.
+// Config.Spin (GODDP_SHM_SPIN) overrides it for this process.
 func shmSpinBudget(world int) time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("GODDP_SHM_SPIN")); err == nil && d >= 0 {
-		return d
-	}
 	if world <= runtime.NumCPU() {
 		return shmSpinLong
 	}
@@ -68,20 +64,14 @@ func (g *shmGroup) spinBudget() time.Duration {
 	return min(g.spinFor, shmSpinShort)
 }
 
-// shmYieldBudget is how long a wait yields before it sleeps. A yielding
+// shmYieldFor (above) is how long a wait yields before it sleeps. A yielding
 // rank stays runnable, a sleeping one does not: on a loaded 2-core host,
 // sleeping after 4ms let the two ranks of a 4 KiB all-reduce stall each
 // other in turn (worst runs at 0.2 GB/s, median 2.4us), yielding for 100ms
 // kept the worst at 0.7 GB/s and the median at 1.6us (OpenMPI: 0.9, 1.3us).
 // Waits longer than that (a rank far behind the others) sleep, so an idle
-// rank does not hold a core. GODDP_SHM_YIELD (a Go duration) overrides it
+// rank does not hold a core. Config.Yield (GODDP_SHM_YIELD) overrides it
 // for this process.
-func shmYieldBudget() time.Duration {
-	if d, err := time.ParseDuration(os.Getenv("GODDP_SHM_YIELD")); err == nil && d >= 0 {
-		return d
-	}
-	return shmYieldFor
-}
 
 // await blocks until rank k's counter at control offset off reaches target.
 func (g *shmGroup) await(op *shmOp, k, off int, target uint64) error {

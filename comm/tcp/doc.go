@@ -16,14 +16,18 @@
 // an op right away runs it on its own goroutine and reads small replies
 // itself, so a small collective costs one wakeup.
 //
-// Tuning knobs (environment, read when a group is created):
-// GODDP_TCP_SMALL_BYTES (64 KiB: latency-bound paths up to this size),
-// GODDP_TCP_EXCHANGE_BYTES (64 MiB: two-rank exchange up to this size),
-// GODDP_TCP_PIECE_BYTES (1 MiB: largest pipelined piece),
-// GODDP_TCP_WRITE_BATCH (256 KiB: bytes per writev beyond its first frame),
-// GODDP_TCP_BUFFER (4 MiB socket buffers), GODDP_TCP_CONGESTION (auto:
-// reno for peers on this host, whose connections bbr would pace; system:
-// leave every connection alone; or a name for all) and GODDP_TCP_SPIN_US
-// (microseconds a small collective polls for its reply before sleeping:
-// 200 when the host has a core per local rank, else 0).
+// # Settings
+//
+// Config holds the tuning, with a field per variable; New reads it from the
+// environment when a group is created (ConfigFromEnv) and fails, naming
+// the variable, on a value that does not parse. Sizes take K, M and G
+// suffixes.
+//
+//	GODDP_TCP_SMALL_BYTES     64K   latency-bound paths up to this size
+//	GODDP_TCP_EXCHANGE_BYTES  64M   two-rank exchange up to this size
+//	GODDP_TCP_PIECE_BYTES     1M    largest pipelined piece
+//	GODDP_TCP_WRITE_BATCH     256K  bytes per writev beyond its first frame
+//	GODDP_TCP_BUFFER          4M    socket send and receive buffers
+//	GODDP_TCP_CONGESTION      auto  auto (reno for peers on this host), system, or a name for all
+//	GODDP_TCP_SPIN_US         auto  µs a small collective polls for its reply (200 with a core per local rank, else 0; 0 disables)
 package tcp

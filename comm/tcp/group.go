@@ -72,6 +72,7 @@ func asFault(err error) *peerFault {
 // receiving and reducing overlap.
 type tcpGroup struct {
 	opts    backend.Options
+	cfg     Config // resolved: no zero fields
 	rank    int
 	size    int
 	timeout time.Duration
@@ -158,16 +159,30 @@ type tcpOp struct {
 	pending    int
 }
 
-// New creates this rank's tcp group: it connects the full mesh through
-// opts.Store and returns once every rank is connected, or fails when ctx
-// ends. comm.Init calls it for backend "tcp" (and "auto" across hosts).
+// New creates this rank's tcp group with the Config the environment gives
+// (ConfigFromEnv): it connects the full mesh through opts.Store and returns
+// once every rank is connected, or fails when ctx ends. comm.Init calls it
+// for backend "tcp" (and "auto" across hosts).
 func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error) {
+	cfg, err := ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return NewWithConfig(ctx, opts, cfg)
+}
+
+// NewWithConfig is New with the tuning given by cfg instead of the environment.
+func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backend.ProcessGroup, error) {
 	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
 		return nil, fmt.Errorf("%w: tcp: rank %d of %d", backend.ErrBadArgument, opts.Rank, opts.Size)
 	}
 	if opts.Size > 1 && opts.Store == nil {
 		return nil, fmt.Errorf("%w: tcp: no store", backend.ErrBadArgument)
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.resolve(opts)
 	g := &tcpGroup{
 		opts:          opts,
 		rank:          opts.Rank,
@@ -175,11 +190,12 @@ func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error
 		timeout:       opts.TimeoutOrDefault(),
 		logf:          opts.Logger(),
 		peers:         make([]*peerConn, opts.Size),
-		pieceBytes:    envInt("GODDP_TCP_PIECE_BYTES", 1<<20),
-		smallBytes:    envInt("GODDP_TCP_SMALL_BYTES", 64<<10),
-		spin:          defaultSpin(opts),
-		exchangeBytes: envInt("GODDP_TCP_EXCHANGE_BYTES", 64<<20),
-		writeBatch:    envInt("GODDP_TCP_WRITE_BATCH", 256<<10),
+		cfg:           cfg,
+		pieceBytes:    cfg.PieceBytes,
+		smallBytes:    cfg.SmallBytes,
+		spin:          cfg.Spin,
+		exchangeBytes: cfg.ExchangeBytes,
+		writeBatch:    cfg.WriteBatch,
 		p2pSend:       map[p2pKey]uint32{},
 		p2pRecv:       map[p2pKey]uint32{},
 		events:        make(chan *xfer, 1<<16),
@@ -205,25 +221,6 @@ func New(ctx context.Context, opts backend.Options) (backend.ProcessGroup, error
 	return g, nil
 }
 
-// defaultSpin is how long a small collective polls for its reply before
-// sleeping: 200 us, like MPI's busy polling but bounded, when every local
-// rank can have a core of its own; none when ranks outnumber the cores,
-// where a spinning rank would take the CPU from the peer it waits for.
-// GODDP_TCP_SPIN_US overrides it (0 disables).
-func defaultSpin(opts backend.Options) time.Duration {
-	if v, err := strconv.Atoi(os.Getenv("GODDP_TCP_SPIN_US")); err == nil && v >= 0 {
-		return time.Duration(v) * time.Microsecond
-	}
-	local := opts.LocalSize
-	if local <= 0 {
-		local = opts.Size
-	}
-	if local > hostCPUs() {
-		return 0
-	}
-	return 200 * time.Microsecond
-}
-
 // hostCPUs counts the host's online CPUs (not just this process's
 // affinity: launchers pin each rank to one core).
 func hostCPUs() int {
@@ -246,14 +243,6 @@ func hostCPUs() int {
 		n += c - a + 1
 	}
 	return max(n, 1)
-}
-
-// envInt reads a positive integer tuning knob from the environment.
-func envInt(key string, def int) int {
-	if v, err := strconv.Atoi(os.Getenv(key)); err == nil && v > 0 {
-		return v
-	}
-	return def
 }
 
 func (g *tcpGroup) Rank() int       { return g.rank }

@@ -8,7 +8,6 @@ import (
 	"goddp/comm/internal/auth"
 	"goddp/comm/store"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +50,8 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 			}
 		}
 	}
-	bufBytes := envInt("GODDP_TCP_BUFFER", 4<<20)
-	congestion := os.Getenv("GODDP_TCP_CONGESTION")
+	bufBytes := g.cfg.SocketBuffer
+	congestion := g.cfg.Congestion
 
 	// Accept the higher ranks. hs counts the accept loop and every handshake
 	// it starts (the loop's own count keeps hs above zero while it adds);
