@@ -2,18 +2,18 @@ package shm
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
 	"goddp/comm/commtest"
 	"goddp/comm/store"
+	"goddp/internal/proctest"
+	"net"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,12 +23,10 @@ import (
 )
 
 // Multi-process shm tests: the test binary re-executes itself as the
-// workers, running only TestShmWorkerProcess, which does nothing unless
-// GODDP_SHM_TEST_WORKER names a mode. The parent hosts the TCP store on
-// loopback. Workers print "SEG <path>" once set up and "RESULT <text>" at
-// the end; a failing worker exits non-zero.
-
-const shmWorkerEnv = "GODDP_SHM_TEST_WORKER"
+// workers through internal/proctest, running only TestShmWorkerProcess,
+// which does nothing unless proctest names a mode. The test hosts the
+// store. Workers print "SEG <path>" once set up and "RESULT <text>" at the
+// end; a failing worker exits non-zero.
 
 type shmProcResult struct {
 	rank   int
@@ -41,40 +39,21 @@ type shmProcResult struct {
 // shmSpawn runs world workers in mode and returns their results.
 func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration, env ...string) []shmProcResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	srv, err := store.Listen(ctx, "127.0.0.1:0")
-	require.NoError(t, err)
-	defer srv.Close()
+	rs := proctest.Run(t, proctest.Options{Worker: mode, World: world, Timeout: timeout, Env: env, KeepGoing: true,
+		Args: []string{"-test.run=^TestShmWorkerProcess$", "-test.count=1"}})
 	res := make([]shmProcResult, world)
-	var wg sync.WaitGroup
-	for r := 0; r < world; r++ {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestShmWorkerProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), shmWorkerEnv+"="+mode, "GODDP_SHM_TEST_RANK="+strconv.Itoa(r),
-			"GODDP_SHM_TEST_WORLD="+strconv.Itoa(world), "GODDP_SHM_TEST_STORE="+srv.Addr())
-		cmd.Env = append(cmd.Env, env...)
-		var buf bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &buf, &buf
-		require.NoError(t, cmd.Start())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res[r].rank = r
-			res[r].err = cmd.Wait()
-			res[r].out = buf.String()
-			sc := bufio.NewScanner(strings.NewReader(res[r].out))
-			for sc.Scan() {
-				if p, ok := strings.CutPrefix(sc.Text(), "SEG "); ok {
-					res[r].seg = p
-				}
-				if p, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
-					res[r].result = p
-				}
+	for r, pr := range rs {
+		res[r] = shmProcResult{rank: r, err: pr.Err, out: pr.Output()}
+		sc := bufio.NewScanner(strings.NewReader(pr.Stdout))
+		for sc.Scan() {
+			if p, ok := strings.CutPrefix(sc.Text(), "SEG "); ok {
+				res[r].seg = p
 			}
-		}()
+			if p, ok := strings.CutPrefix(sc.Text(), "RESULT "); ok {
+				res[r].result = p
+			}
+		}
 	}
-	wg.Wait()
-	require.NoError(t, ctx.Err(), "workers did not finish in %v", timeout)
 	for _, r := range res {
 		if r.seg != "" {
 			_, err := os.Stat(r.seg)
@@ -142,14 +121,14 @@ func TestShmKilledPeer(t *testing.T) {
 
 // TestShmWorkerProcess is the body of a worker process; a no-op otherwise.
 func TestShmWorkerProcess(t *testing.T) {
-	mode := os.Getenv(shmWorkerEnv)
+	mode := os.Getenv(proctest.WorkerEnv)
 	if mode == "" {
 		t.Skip("only runs as a worker of the multi-process tests")
 	}
-	rank, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_RANK"))
-	world, _ := strconv.Atoi(os.Getenv("GODDP_SHM_TEST_WORLD"))
+	rank, _ := strconv.Atoi(os.Getenv("RANK"))
+	world, _ := strconv.Atoi(os.Getenv("WORLD_SIZE"))
 	ctx := context.Background()
-	st, err := store.Dial(ctx, os.Getenv("GODDP_SHM_TEST_STORE"))
+	st, err := store.Dial(ctx, net.JoinHostPort(os.Getenv("MASTER_ADDR"), os.Getenv("MASTER_PORT")), store.WithToken(os.Getenv("GODDP_TOKEN")))
 	require.NoError(t, err)
 	defer st.Close()
 	timeout := 60 * time.Second
