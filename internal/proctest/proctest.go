@@ -49,13 +49,21 @@ const Token = "proctest-token"
 // the error on stderr on failure, 2 for an unknown name); without it, it
 // runs the tests.
 func Main(m *testing.M, workers map[string]func() error) {
-	if name := os.Getenv(WorkerEnv); name != "" {
+	MainFunc(m, func(name string) error {
 		fn := workers[name]
 		if fn == nil {
 			fmt.Fprintf(os.Stderr, "proctest: unknown worker %q\n", name)
 			os.Exit(2)
 		}
-		if err := fn(); err != nil {
+		return fn()
+	})
+}
+
+// MainFunc is Main for workers named by a scenario string ("equiv:x"):
+// run gets the name.
+func MainFunc(m *testing.M, run func(name string) error) {
+	if name := os.Getenv(WorkerEnv); name != "" {
+		if err := run(name); err != nil {
 			fmt.Fprintf(os.Stderr, "rank %s: worker %s: %v\n", os.Getenv("RANK"), name, err)
 			os.Exit(3)
 		}
