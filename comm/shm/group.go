@@ -26,7 +26,7 @@ package shm
 //   - above: pipelined in 256 KiB chunks, each reduce-scattered (rank r
 //     reduces the r-th 1/N of it) then all-gathered through the slots;
 //   - from 16 MiB, if the probe succeeded: single-copy, each rank reading
-//     its peers' buffers directly (shm_cma.go). Below that the chunked path
+//     its peers' buffers directly (cma.go). Below that the chunked path
 //     wins, since the buffers stay in cache (2 ranks on the 2-core VM, quiet:
 //     11-12 GB/s busbw at 1-8 MiB against 4-5 single-copy); above, memory
 //     bandwidth rules, and single-copy moves less and tolerates a busy host
@@ -37,9 +37,9 @@ package shm
 //
 // Reductions combine contributions in rank order, so all ranks get
 // bit-identical results. The protocol and the algorithms are described in
-// shm_ops.go, the waiting policy (spin, then yield, then sleep) in
-// shm_wait.go, and the execution model (a worker goroutine, plus inline
-// execution in Wait, which saves the goroutine hand-offs) in shm_exec.go.
+// ops.go, the waiting policy (spin, then yield, then sleep) in
+// wait.go, and the execution model (a worker goroutine, plus inline
+// execution in Wait, which saves the goroutine hand-offs) in exec.go.
 //
 // Failure. Every wait has the group's timeout (Options.Timeout, 10 minutes
 // by default). While waiting, a rank checks a few times per second that
@@ -63,7 +63,7 @@ package shm
 // the waiting policy is each rank's own, wait.go).
 //
 // Send/Recv stream through a byte ring per ordered pair of ranks, on
-// goroutines of their own (shm_p2p.go), so they never queue behind
+// goroutines of their own (p2p.go), so they never queue behind
 // collectives. NewGroup creates a new segment for the subgroup through the
 // parent's store.
 
@@ -156,7 +156,7 @@ type shmGroup struct {
 	issued    uint64
 	subgroups int
 
-	// Point-to-point (shm_p2p.go): a queue and worker per peer and direction.
+	// Point-to-point (p2p.go): a queue and worker per peer and direction.
 	sendQs, recvQs []*shmP2PQueue
 	p2pIssued      uint64
 	p2pWG          sync.WaitGroup

@@ -31,7 +31,7 @@ import (
 //     the result, and copies the other slices' results out. Each rank moves
 //     about 2x the buffer instead of N x, and the chunk stays in cache.
 //   - all-reduce, from cmaMin bytes when every rank may read the others'
-//     memory: one step, single-copy through process_vm_readv (shm_cma.go).
+//     memory: one step, single-copy through process_vm_readv (cma.go).
 //   - reduce: like the chunked all-reduce, with results gathered only at
 //     the root.
 //   - the others (broadcast, all-gather, reduce-scatter, gather, scatter,

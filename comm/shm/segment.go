@@ -46,7 +46,7 @@ const (
 	shmHdrRing    = 56
 
 	// Control block offsets. posted/reduced/consumed are step numbers (see
-	// shm_ops.go); status, pid, start time and pid namespace identify the
+	// ops.go); status, pid, start time and pid namespace identify the
 	// rank's process for the liveness check; desc describes the collective
 	// the rank is running, so that mismatched calls are reported instead of
 	// corrupting data; msg carries the reason of an abort to the peers.

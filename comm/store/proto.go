@@ -9,7 +9,7 @@ import (
 	"time"
 )
 
-// The store's wire protocol, after the handshake (auth.go): both directions
+// The store's wire protocol, after the handshake (comm/internal/auth): both directions
 // carry frames of a big-endian u32 payload length followed by the payload.
 //
 //	request  = op u8 | id u64 | fields...

@@ -177,7 +177,7 @@ func (g *tcpGroup) recursiveDoubling(o *tcpOp, buf backend.Buffer, op backend.Re
 
 // exchangePieceBytes and exchangeBatchBytes are the two-rank exchange's
 // grain: pieces are reduced as they land, and the single-thread loop
-// (tcp_exchange_linux.go) writes at most a batch before it turns to
+// (exchange_linux.go) writes at most a batch before it turns to
 // reading, so that both directions and the reductions interleave. Measured
 // on the 2-core VM in interleaved runs (with reno on loopback, see
 // congestionFor), 1 MiB pieces and 512 KiB batches against 256 KiB and

@@ -62,7 +62,7 @@ type peerConn struct {
 	gone       error // the peer left; receives it cannot satisfy fail with this
 	demand     int   // posted receives that the reader goroutine must serve
 
-	// The read side (tcp_read.go). Whoever holds rtok may read: the
+	// The read side (read.go). Whoever holds rtok may read: the
 	// reader goroutine, or a collective reading its own small reply.
 	rtok     chan struct{}
 	fr       *frameReader

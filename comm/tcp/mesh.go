@@ -17,7 +17,7 @@ import (
 // connectMesh builds the full mesh: every rank listens on its own host,
 // publishes the address in the store, dials every lower rank and accepts
 // every higher one. Each connection opens with the token handshake
-// (auth.go) bound to this group and to both ranks, so a stranger, a stale
+// (comm/internal/auth) bound to this group and to both ranks, so a stranger, a stale
 // process from an earlier attempt or a rank of another group is refused
 // and logged, and the mesh waits for the right peer.
 func (g *tcpGroup) connectMesh(ctx context.Context) error {

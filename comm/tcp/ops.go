@@ -7,7 +7,7 @@ import (
 )
 
 // The tcp backend's public ops: validate, describe, queue. The algorithms
-// are in tcp_algos.go.
+// are in algos.go.
 
 // collective codes, for the debug-mode agreement check.
 const (
