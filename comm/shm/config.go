@@ -96,24 +96,22 @@ func configFrom(lookup envcfg.Lookup) (Config, error) {
 // Validate reports the first field out of range, naming it and its
 // environment variable.
 func (c Config) Validate() error {
+	const gib = 1 << 30
 	for _, f := range []struct {
 		name, env string
-		v, lo     int
+		v, lo, hi int
 	}{
-		{"SlotBytes", "GODDP_SHM_SLOT_BYTES", c.SlotBytes, 64 << 10},
-		{"NBuf", "GODDP_SHM_NBUF", c.NBuf, 2},
-		{"SmallMax", "GODDP_SHM_SMALL_MAX", c.SmallMax, 0},
-		{"ChunkBytes", "GODDP_SHM_CHUNK_BYTES", c.ChunkBytes, 4096},
-		{"CMAMin", "GODDP_SHM_CMA_MIN", c.CMAMin, 0},
-		{"P2PRing", "GODDP_SHM_P2P_RING", c.P2PRing, 4096},
+		{"SlotBytes", "GODDP_SHM_SLOT_BYTES", c.SlotBytes, 64 << 10, gib},
+		{"NBuf", "GODDP_SHM_NBUF", c.NBuf, 2, 64},
+		{"SmallMax", "GODDP_SHM_SMALL_MAX", c.SmallMax, 0, gib},
+		{"ChunkBytes", "GODDP_SHM_CHUNK_BYTES", c.ChunkBytes, 4096, gib},
+		{"CMAMin", "GODDP_SHM_CMA_MIN", c.CMAMin, 0, gib},
+		{"P2PRing", "GODDP_SHM_P2P_RING", c.P2PRing, 4096, gib},
 	} {
-		if f.v < 0 || (f.v != 0 && f.v < f.lo) || f.v > 1<<30 {
+		if f.v < 0 || (f.v != 0 && f.v < f.lo) || f.v > f.hi {
 			return fmt.Errorf("%w: shm: %s (%s) = %d: want 0 (the default) or %d to %d",
-				backend.ErrBadArgument, f.name, f.env, f.v, max(f.lo, 1), 1<<30)
+				backend.ErrBadArgument, f.name, f.env, f.v, max(f.lo, 1), f.hi)
 		}
-	}
-	if c.NBuf > 64 {
-		return fmt.Errorf("%w: shm: NBuf (GODDP_SHM_NBUF) = %d: want at most 64", backend.ErrBadArgument, c.NBuf)
 	}
 	switch c.Async {
 	case "", "eager", "lazy":
