@@ -110,7 +110,6 @@ const shmAsyncMin = 64 << 10
 func shmEager(async string) bool { return async == "eager" }
 
 type shmGroup struct {
-	cfg        Config // resolved: no zero fields
 	rank, size int
 	seg        *shmSegment
 	store      backend.Store
@@ -169,6 +168,10 @@ type shmGroup struct {
 	watchdogParked atomic.Bool
 	watchdogWake   chan struct{}
 	watchdogDone   chan struct{}
+
+	// cfg is the resolved Config (no zero fields); last, so that the
+	// hot fields above keep their layout.
+	cfg Config
 }
 
 type shmParams struct {

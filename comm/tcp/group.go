@@ -72,7 +72,6 @@ func asFault(err error) *peerFault {
 // receiving and reducing overlap.
 type tcpGroup struct {
 	opts    backend.Options
-	cfg     Config // resolved: no zero fields
 	rank    int
 	size    int
 	timeout time.Duration
@@ -129,6 +128,10 @@ type tcpGroup struct {
 	workerDone chan struct{}
 	watchStop  chan struct{}
 	watchDone  chan struct{}
+
+	// cfg is the resolved Config (no zero fields); last, so that the
+	// hot fields above keep their layout.
+	cfg Config
 }
 
 type p2pKey struct{ peer, tag int }
