@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -54,7 +55,7 @@ func boolToAdditive[T float](m []T) {
 func ScaledDotProductAttention(q, k, v *Variable, o AttentionOptions) *Variable {
 	qs, ks, vs := q.Value.Shape(), k.Value.Shape(), v.Value.Shape()
 	r := len(qs)
-	if r < 2 || len(ks) != r || len(vs) != r || !sameShape(qs[:r-2], ks[:r-2]) || !sameShape(qs[:r-2], vs[:r-2]) ||
+	if r < 2 || len(ks) != r || len(vs) != r || !slices.Equal(qs[:r-2], ks[:r-2]) || !slices.Equal(qs[:r-2], vs[:r-2]) ||
 		qs[r-1] != ks[r-1] || ks[r-2] != vs[r-2] {
 		panic(fmt.Sprintf("autograd: ScaledDotProductAttention: shapes q %v, k %v, v %v do not fit (want [..., L, D], [..., S, D], [..., S, Dv])", qs, ks, vs))
 	}
@@ -102,7 +103,7 @@ func (pl *attnPlan) setMask(op string, mask *tensor.Tensor, batch []int, dt tens
 		panic(fmt.Sprintf("autograd: %s: mask of shape %v has more dimensions than the scores [%v..., %d, %d]", op, ms, batch, pl.l, pl.s))
 	}
 	full := append(cloneInts(batch), pl.l, pl.s)
-	if bs := broadcastShapes(op, ms, full); !sameShape(bs, full) {
+	if bs := broadcastShapes(op, ms, full); !slices.Equal(bs, full) {
 		panic(fmt.Sprintf("autograd: %s: mask of shape %v does not broadcast to the scores %v", op, ms, full))
 	}
 	mb := []int{}

@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -13,7 +14,7 @@ import (
 // must have the same shape; target may require grad (its gradient is -x).
 func BCEWithLogits(logits, target *Variable, reduction Reduction) *Variable {
 	reduction.check("BCEWithLogits")
-	if !sameShape(logits.Value.Shape(), target.Value.Shape()) {
+	if !slices.Equal(logits.Value.Shape(), target.Value.Shape()) {
 		panic(fmt.Sprintf("autograd: BCEWithLogits: logits shape %v does not match target shape %v", logits.Value.Shape(), target.Value.Shape()))
 	}
 	sameDType("BCEWithLogits", logits.Value, target.Value)

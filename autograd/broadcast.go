@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -11,7 +12,7 @@ import (
 // is undone; ops return gradients at the output's shape. It returns g itself
 // when the shapes already match, otherwise a new tensor.
 func reduceToShape(g *tensor.Tensor, shape []int, op string) *tensor.Tensor {
-	if sameShape(g.Shape(), shape) {
+	if slices.Equal(g.Shape(), shape) {
 		return g
 	}
 	out := tensor.New(g.DType(), shape...)

@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -97,7 +98,7 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	if !v.requiresGrad {
 		return ErrNoGrad
 	}
-	if !sameShape(grad.Shape(), v.Value.Shape()) {
+	if !slices.Equal(grad.Shape(), v.Value.Shape()) {
 		return fmt.Errorf("autograd: seed gradient shape %v does not match output shape %v", grad.Shape(), v.Value.Shape())
 	}
 	if grad.DType() != v.Value.DType() {
@@ -154,7 +155,7 @@ func (p *Pass) run(n *Variable) {
 			var d *tensor.Tensor
 			if in != nil && in.mark == p && in.creator == nil && in.Grad != nil &&
 				in.Grad.DType() == in.Value.DType() && in.Grad.IsContiguous() &&
-				sameShape(in.Grad.Shape(), in.Value.Shape()) {
+				slices.Equal(in.Grad.Shape(), in.Value.Shape()) {
 				d = in.Grad
 				offered = true
 			}
@@ -216,14 +217,14 @@ func (p *Pass) deliver(n *Variable, g *tensor.Tensor, owned bool) {
 func (n *Variable) accumulateLeaf(g *tensor.Tensor, owned bool) {
 	shape := n.Value.Shape()
 	if n.Grad != nil {
-		if sameShape(g.Shape(), shape) {
+		if slices.Equal(g.Shape(), shape) {
 			addIntoExisting(n.Grad, g)
 		} else {
 			reduceInto(n.Grad, g, n.opName())
 		}
 		return
 	}
-	if !sameShape(g.Shape(), shape) {
+	if !slices.Equal(g.Shape(), shape) {
 		n.Grad = reduceToShape(g, shape, n.opName())
 		return
 	}
@@ -238,7 +239,7 @@ func (n *Variable) accumulateLeaf(g *tensor.Tensor, owned bool) {
 // accumulatePending adds g into a non-leaf's pending gradient for this pass.
 func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool) {
 	shape := n.Value.Shape()
-	if !sameShape(g.Shape(), shape) {
+	if !slices.Equal(g.Shape(), shape) {
 		g = reduceToShape(g, shape, n.opName())
 		owned = true
 	}
@@ -302,16 +303,4 @@ func (p *Pass) release() {
 	}
 	clear(p.order)
 	p.order = p.order[:0]
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

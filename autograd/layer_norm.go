@@ -3,6 +3,7 @@ package autograd
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -23,10 +24,10 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 	case len(xs) > 0:
 		norm = xs[len(xs)-1:]
 	}
-	if len(norm) == 0 || len(norm) > len(xs) || !sameShape(norm, xs[len(xs)-len(norm):]) {
+	if len(norm) == 0 || len(norm) > len(xs) || !slices.Equal(norm, xs[len(xs)-len(norm):]) {
 		panic(fmt.Sprintf("autograd: LayerNorm: input shape %v does not end with normalized shape %v", xs, norm))
 	}
-	if w != nil && b != nil && !sameShape(w.Value.Shape(), b.Value.Shape()) {
+	if w != nil && b != nil && !slices.Equal(w.Value.Shape(), b.Value.Shape()) {
 		panic(fmt.Sprintf("autograd: LayerNorm: weight shape %v does not match bias shape %v", w.Value.Shape(), b.Value.Shape()))
 	}
 	d := 1

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -14,7 +15,7 @@ import (
 // the mask is false and zero where it is true.
 func MaskedFill(a *Variable, mask *tensor.Tensor, value float64) *Variable {
 	x := a.Value.Contiguous()
-	if bs := broadcastShapes("MaskedFill", mask.Shape(), x.Shape()); !sameShape(bs, x.Shape()) {
+	if bs := broadcastShapes("MaskedFill", mask.Shape(), x.Shape()); !slices.Equal(bs, x.Shape()) {
 		panic(fmt.Sprintf("autograd: MaskedFill: mask of shape %v does not broadcast to the input's %v", mask.Shape(), x.Shape()))
 	}
 	m := broadcastTo(tensor.AsType(mask, x.DType()), x.Shape())

@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"slices"
 
 	"goddp/tensor"
 )
@@ -11,7 +12,7 @@ import (
 // target may require grad too.
 func MSELoss(pred, target *Variable, reduction Reduction) *Variable {
 	reduction.check("MSELoss")
-	if !sameShape(pred.Value.Shape(), target.Value.Shape()) {
+	if !slices.Equal(pred.Value.Shape(), target.Value.Shape()) {
 		panic(fmt.Sprintf("autograd: MSELoss: pred shape %v does not match target shape %v", pred.Value.Shape(), target.Value.Shape()))
 	}
 	sameDType("MSELoss", pred.Value, target.Value)

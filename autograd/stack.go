@@ -1,6 +1,10 @@
 package autograd
 
-import "fmt"
+import (
+	"fmt"
+
+	"slices"
+)
 
 // Stack joins same-shaped vs along a new axis (0..rank, negative counts from
 // the end of the result's dims). Each input's gradient is its slice of gy.
@@ -11,7 +15,7 @@ func Stack(axis int, vs ...*Variable) *Variable {
 	first := vs[0].Value.Shape()
 	axis = normAxis("Stack", axis, len(first)+1)
 	for _, v := range vs[1:] {
-		if !sameShape(v.Value.Shape(), first) {
+		if !slices.Equal(v.Value.Shape(), first) {
 			panic(fmt.Sprintf("autograd: Stack: shape %v does not match %v", v.Value.Shape(), first))
 		}
 		sameDType("Stack", vs[0].Value, v.Value)

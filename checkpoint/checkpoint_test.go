@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"goddp/comm"
+	"goddp/comm/commtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -217,9 +219,9 @@ func TestStateDict(t *testing.T) {
 }
 
 // runRanks runs f on every rank of a fake group concurrently.
-func runRanks(t *testing.T, size int, f func(pg *fakePG) error) []error {
+func runRanks(t *testing.T, size int, f func(pg comm.ProcessGroup) error) []error {
 	t.Helper()
-	pgs := newFakeGroup(size)
+	pgs := commtest.NewGroups(size)
 	errs := make([]error, size)
 	var wg sync.WaitGroup
 	for r := range size {
@@ -241,7 +243,7 @@ func TestSaveOnRank0AndBroadcast(t *testing.T) {
 	require.NoError(t, err)
 
 	paths := make([]string, 3)
-	errs := runRanks(t, 3, func(pg *fakePG) error {
+	errs := runRanks(t, 3, func(pg comm.ProcessGroup) error {
 		var c *Checkpoint
 		if pg.Rank() == 0 {
 			c = fullCheckpoint(2, 64)
@@ -256,7 +258,7 @@ func TestSaveOnRank0AndBroadcast(t *testing.T) {
 	}
 
 	got := make([]*Checkpoint, 3)
-	errs = runRanks(t, 3, func(pg *fakePG) error {
+	errs = runRanks(t, 3, func(pg comm.ProcessGroup) error {
 		var mm *Manager
 		if pg.Rank() == 0 {
 			mm = m // only rank 0 needs the directory
@@ -275,7 +277,7 @@ func TestSaveOnRank0AndBroadcast(t *testing.T) {
 		assert.Equal(t, 96, got[r].Sampler.Position)
 	}
 
-	errs = runRanks(t, 2, func(pg *fakePG) error {
+	errs = runRanks(t, 2, func(pg comm.ProcessGroup) error {
 		c, err := LoadAndBroadcast(ctx, pg, m.Path(2, 64))
 		if err == nil && c.Step != 64 {
 			return fmt.Errorf("step %d", c.Step)
@@ -292,7 +294,7 @@ func TestDistributedFailuresReachEveryRank(t *testing.T) {
 	require.NoError(t, err)
 
 	t.Run("no checkpoint", func(t *testing.T) {
-		errs := runRanks(t, 3, func(pg *fakePG) error {
+		errs := runRanks(t, 3, func(pg comm.ProcessGroup) error {
 			_, err := LoadLatestAndBroadcast(ctx, pg, empty)
 			return err
 		})
@@ -303,7 +305,7 @@ func TestDistributedFailuresReachEveryRank(t *testing.T) {
 	t.Run("corrupt file", func(t *testing.T) {
 		p := filepath.Join(t.TempDir(), "x.safetensors")
 		require.NoError(t, os.WriteFile(p, []byte("not a checkpoint"), 0o644))
-		errs := runRanks(t, 2, func(pg *fakePG) error {
+		errs := runRanks(t, 2, func(pg comm.ProcessGroup) error {
 			_, err := LoadAndBroadcast(ctx, pg, p)
 			return err
 		})
@@ -312,7 +314,7 @@ func TestDistributedFailuresReachEveryRank(t *testing.T) {
 		assert.Contains(t, errs[1].Error(), p)
 	})
 	t.Run("save fails", func(t *testing.T) {
-		errs := runRanks(t, 3, func(pg *fakePG) error {
+		errs := runRanks(t, 3, func(pg comm.ProcessGroup) error {
 			_, err := SaveOnRank0(ctx, pg, empty, nil) // nil checkpoint on rank 0
 			return err
 		})
@@ -323,7 +325,7 @@ func TestDistributedFailuresReachEveryRank(t *testing.T) {
 		}
 	})
 	t.Run("absent rank 0 times out, no hang", func(t *testing.T) {
-		pgs := newFakeGroup(2)
+		pgs := commtest.NewGroups(2)
 		short, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 		defer cancel()
 		_, err := SaveOnRank0(short, pgs[1], empty, nil)
@@ -342,7 +344,7 @@ func TestBroadcastLargePayload(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "big.safetensors")
 	require.NoError(t, Save(p, &Checkpoint{Model: map[string]*tensor.Tensor{"w": tensor.FromF32(big, len(big))}}))
-	errs := runRanks(t, 2, func(pg *fakePG) error {
+	errs := runRanks(t, 2, func(pg comm.ProcessGroup) error {
 		c, err := LoadAndBroadcast(ctx, pg, p)
 		if err != nil {
 			return err

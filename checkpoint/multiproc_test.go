@@ -3,46 +3,40 @@ package checkpoint
 import (
 	"context"
 	"fmt"
+	"goddp/internal/proctest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"goddp/comm"
 )
 
-const mpRankEnv = "GODDP_CKPT_MP_RANK"
-
-// TestMultiProcessChild is one rank of TestMultiProcessSaveAndLoad.
+// TestMultiProcessChild is one rank of TestMultiProcessSaveAndLoad, which
+// runs it through internal/proctest.
 func TestMultiProcessChild(t *testing.T) {
-	rs := os.Getenv(mpRankEnv)
-	if rs == "" {
+	if os.Getenv(proctest.WorkerEnv) != "ckpt" {
 		t.Skip("child process of TestMultiProcessSaveAndLoad")
 	}
-	if err := mpChild(rs); err != nil {
+	if err := mpChild(); err != nil {
 		fmt.Println("FAIL:", err)
 		os.Exit(1)
 	}
 	fmt.Println("rank-ok")
 }
 
-func mpChild(rs string) error {
-	rank, _ := strconv.Atoi(rs)
+func mpChild() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pg, err := comm.Init(ctx, comm.Config{Backend: os.Getenv("GODDP_CKPT_MP_BACKEND"), InitMethod: "file://" + os.Getenv("GODDP_CKPT_MP_STORE"),
-		Rank: rank, WorldSize: 2, Timeout: 30 * time.Second})
+	pg, err := comm.InitFromEnv(ctx)
 	if err != nil {
 		return err
 	}
 	defer pg.Close()
-	dir := os.Getenv("GODDP_CKPT_MP_DIR")
+	rank := pg.Rank()
+	dir := filepath.Join(os.Getenv("GODDP_PROCTEST_DIR"), "ckpt")
 	if rank != 0 {
 		dir = filepath.Join(dir, fmt.Sprint("rank", rank)) // only rank 0 sees the real directory
 	}
@@ -79,28 +73,12 @@ func TestMultiProcessSaveAndLoad(t *testing.T) {
 	}
 	for _, backend := range []string{"tcp", "shm"} {
 		t.Run(backend, func(t *testing.T) {
-			tmp := t.TempDir()
-			var wg sync.WaitGroup
-			outs := make([][]byte, 2)
-			errs := make([]error, 2)
-			for r := range 2 {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-					defer cancel()
-					cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestMultiProcessChild$", "-test.count=1")
-					cmd.Env = append(os.Environ(), mpRankEnv+"="+strconv.Itoa(r),
-						"GODDP_CKPT_MP_BACKEND="+backend,
-						"GODDP_CKPT_MP_STORE="+filepath.Join(tmp, "store"),
-						"GODDP_CKPT_MP_DIR="+filepath.Join(tmp, "ckpt"))
-					outs[r], errs[r] = cmd.CombinedOutput()
-				}()
-			}
-			wg.Wait()
-			for r := range 2 {
-				require.NoError(t, errs[r], "rank %d:\n%s", r, outs[r])
-				assert.Contains(t, string(outs[r]), "rank-ok", "rank %d", r)
+			res := proctest.Run(t, proctest.Options{Worker: "ckpt", World: 2, Timeout: 90 * time.Second,
+				Args: []string{"-test.run=^TestMultiProcessChild$", "-test.count=1"},
+				Env:  []string{"GODDP_BACKEND=" + backend, "GODDP_TIMEOUT=30s"}})
+			proctest.RequireSuccess(t, res)
+			for _, r := range res {
+				assert.Contains(t, r.Stdout, "rank-ok", "rank %d", r.Rank)
 			}
 		})
 	}

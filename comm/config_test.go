@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
 	"net"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -142,7 +144,7 @@ func TestInit(t *testing.T) {
 		{"auto", func(port int) Config {
 			return Config{MasterAddr: "127.0.0.1", MasterPort: port}
 		}, func() string {
-			if _, err := lookup("shm"); err == nil {
+			if _, err := backend.Lookup("shm"); err == nil {
 				return "shm" // every rank is on this host
 			}
 			return "tcp"
@@ -200,7 +202,8 @@ func TestInitPortInUse(t *testing.T) {
 	srv, err := ListenStore(context.Background(), "127.0.0.1:0")
 	require.NoError(t, err)
 	defer srv.Close()
-	port := srv.ln.Addr().(*net.TCPAddr).Port
+	_, portStr, _ := net.SplitHostPort(srv.Addr())
+	port, _ := strconv.Atoi(portStr)
 	_, err = Init(context.Background(), Config{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port, Timeout: time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("127.0.0.1:%d", port))

@@ -2,6 +2,32 @@
 // groups and the collectives that data-parallel training needs, over TCP
 // ("tcp") and shared memory ("shm").
 //
+// # Layout
+//
+// comm is split as database/sql is, into a contract and drivers:
+//
+//   - goddp/comm/backend holds the contract: ProcessGroup and its optional
+//     interfaces, Buffer, DType, ReduceOp, Work and Future, the sentinel
+//     errors and OpError, the Store interface, Options and the registry.
+//     comm re-exports every name with a type alias, so comm.ProcessGroup,
+//     comm.Float32s and comm.Sum are the backend package's.
+//   - goddp/comm/store is the rendezvous store (TCP server and client, file
+//     and prefix stores, their wire format). Launchers import it alone.
+//   - goddp/comm/tcp, shm, mpi and nccl are the backends. Each imports
+//     backend (and store, internal/...), never comm and never another
+//     backend, and registers itself in init. comm imports all four, so
+//     comm.Init finds every backend with no blank import; nccl opens
+//     libnccl with dlopen when a group is created, so this links no CUDA
+//     library, and mpi is a stub unless built with -tags mpi.
+//   - goddp/comm/internal holds what several of them share: auth (the
+//     token handshake), wire (length-checked decoding) and reduce (the
+//     reduction kernels, AVX sums included).
+//   - goddp/comm/commtest is for tests: an in-memory ProcessGroup and
+//     Store, and the conformance table every backend runs.
+//
+// This package itself is what a training script uses: Init, InitFromEnv
+// and Config, the object collectives, and the aliases.
+//
 // # Joining a job
 //
 // Every process calls Init (torch's init_process_group) with a Config, or
@@ -43,49 +69,4 @@
 // refused and the refusal is logged, without the token. Listeners bind to
 // exactly the address given. Wire decoders check every length against hard
 // limits before allocating, and are fuzzed (FuzzStoreDecode, FuzzFrameDecode).
-//
-// # The tcp backend
-//
-// Ranks connect in a full mesh, each connection with a reader and a writer
-// goroutine, so links run both ways at once. Small buffers take
-// latency-optimal paths (recursive doubling, binomial trees); large ones
-// are pipelined in pieces over a ring (reduce-scatter then all-gather) or a
-// chain, and receives land straight in their destination. Two ranks
-// all-reduce up to 64 MiB in one pipelined exchange, run by a single-thread
-// loop of non-blocking writes and reads (it needs a scratch buffer as large
-// as the message; the ring needs half). A caller that waits on
-// an op right away runs it on its own goroutine and reads small replies
-// itself, so a small collective costs one wakeup.
-//
-// Tuning knobs (environment, read when a group is created):
-// GODDP_TCP_SMALL_BYTES (64 KiB: latency-bound paths up to this size),
-// GODDP_TCP_EXCHANGE_BYTES (64 MiB: two-rank exchange up to this size),
-// GODDP_TCP_PIECE_BYTES (1 MiB: largest pipelined piece),
-// GODDP_TCP_WRITE_BATCH (256 KiB: bytes per writev beyond its first frame),
-// GODDP_TCP_BUFFER (4 MiB socket buffers), GODDP_TCP_CONGESTION (auto:
-// reno for peers on this host, whose connections bbr would pace; system:
-// leave every connection alone; or a name for all) and GODDP_TCP_SPIN_US
-// (microseconds a small collective polls for its reply before sleeping:
-// 200 when the host has a core per local rank, else 0).
-//
-// # Waiting in the shm backend
-//
-// A rank waiting for a peer spins, then yields (sched_yield), then sleeps.
-// How long it spins depends on who waits: while a goroutine is blocked in
-// Wait on the group, the process has nothing better to do and spins up to
-// 2 ms (GODDP_SHM_SPIN) for the fastest answer; while nobody waits (an
-// async op running beside compute, as DDP's bucket all-reduces run beside
-// backward) it spins only 10 us, so that it does not take the core from
-// that compute. GODDP_SHM_YIELD (100 ms) bounds the yielding phase.
-//
-// # When shm ops run
-//
-// With a core to spare on the node (ranks x threads per rank < cores), a
-// large shm op starts on the group's worker goroutine as soon as it is
-// issued, so that it overlaps the caller's compute. Without one (2 ranks
-// of 1 thread on 2 cores) ops wait for a Wait, which runs them inline (the
-// watchdog starts any op nobody waits for within a few milliseconds), and
-// the watchdog ticks less often. DDP's watcher goroutines wait at once, so
-// its bucket all-reduces still start during backward. GODDP_SHM_ASYNC=
-// eager|lazy overrides the choice.
 package comm

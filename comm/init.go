@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/backend"
+	"goddp/comm/store"
 	"net"
 	"os"
 	"strconv"
@@ -49,9 +51,9 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if prefix == "" {
 		prefix = "goddp"
 	}
-	store := NewPrefixStore(prefix, base)
+	job := store.NewPrefix(prefix, base)
 
-	hosts, err := exchangeHosts(ctx, store, cfg.Rank, cfg.WorldSize)
+	hosts, err := exchangeHosts(ctx, job, cfg.Rank, cfg.WorldSize)
 	if err != nil {
 		return fail(err)
 	}
@@ -73,11 +75,11 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	name := cfg.Backend
 	if name == "" || name == "auto" {
 		name = "tcp"
-		if _, err := lookup("shm"); err == nil && sameHost {
+		if _, err := backend.Lookup("shm"); err == nil && sameHost {
 			name = "shm"
 		}
 	}
-	factory, err := lookup(name)
+	factory, err := backend.Lookup(name)
 	if err != nil {
 		return fail(err)
 	}
@@ -88,7 +90,7 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	pg, err := factory(ctx, Options{
 		Rank:             cfg.Rank,
 		Size:             cfg.WorldSize,
-		Store:            NewPrefixStore(name, store),
+		Store:            store.NewPrefix(name, job),
 		Timeout:          cfg.Timeout,
 		Token:            cfg.Token,
 		Prefix:           prefix + "/" + name,
@@ -102,7 +104,7 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if err != nil {
 		return fail(fmt.Errorf("comm: init backend %q on rank %d: %w", name, cfg.Rank, err))
 	}
-	return &initGroup{ProcessGroup: pg, store: base, srv: srv}, nil
+	return &initGroup{ProcessGroup: pg, base: base, srv: srv}, nil
 }
 
 // InitFromEnv is Init(ctx, ConfigFromEnv()).
@@ -115,17 +117,17 @@ func InitFromEnv(ctx context.Context) (ProcessGroup, error) {
 }
 
 // openStore connects to (or, on rank 0, hosts) the rendezvous store.
-func openStore(ctx context.Context, cfg Config) (Store, *StoreServer, error) {
+func openStore(ctx context.Context, cfg Config) (Store, *store.Server, error) {
 	scheme, target, err := cfg.initTarget()
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := []StoreOption{WithToken(cfg.Token), WithStoreTimeout(cfg.Timeout)}
+	opts := []store.Option{store.WithToken(cfg.Token), store.WithTimeout(cfg.Timeout)}
 	if cfg.Logf != nil {
-		opts = append(opts, WithStoreLogger(cfg.Logf))
+		opts = append(opts, store.WithLogger(cfg.Logf))
 	}
 	if scheme == "file" {
-		s, err := NewFileStore(target, opts...)
+		s, err := store.NewFile(target, opts...)
 		return s, nil, err
 	}
 	if cfg.Rank == 0 && !cfg.StoreHosted {
@@ -133,13 +135,13 @@ func openStore(ctx context.Context, cfg Config) (Store, *StoreServer, error) {
 		if bind == "" {
 			bind = target
 		}
-		srv, err := ListenStore(ctx, bind, opts...)
+		srv, err := store.Listen(ctx, bind, opts...)
 		if err != nil {
 			return nil, nil, fmt.Errorf("%w (is another job using port %s? set MASTER_PORT)", err, portOf(bind))
 		}
 		return srv.Client(), srv, nil
 	}
-	s, err := DialStore(ctx, target, opts...)
+	s, err := store.Dial(ctx, target, opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("comm: rank %d: rendezvous at %s: %w", cfg.Rank, target, err)
 	}
@@ -181,8 +183,8 @@ func hostIdentity() string {
 // defaultPeerHost picks the host this rank's peer listener binds to: the
 // interface its store connection uses, else the store server's own host,
 // else loopback when every rank is local, else the host name's address.
-func defaultPeerHost(srv *StoreServer, s Store, sameHost bool) string {
-	if a, ok := storeLocalAddr(s).(*net.TCPAddr); ok && a != nil {
+func defaultPeerHost(srv *store.Server, s Store, sameHost bool) string {
+	if a, ok := store.LocalAddr(s).(*net.TCPAddr); ok && a != nil {
 		return a.IP.String()
 	}
 	if srv != nil {
@@ -208,8 +210,8 @@ func defaultPeerHost(srv *StoreServer, s Store, sameHost bool) string {
 // interface; Unwrap gives the backend's own group.
 type initGroup struct {
 	ProcessGroup
-	store Store
-	srv   *StoreServer
+	base Store
+	srv  *store.Server
 }
 
 // Unwrap returns the backend's process group.
@@ -217,7 +219,7 @@ func (g *initGroup) Unwrap() ProcessGroup { return g.ProcessGroup }
 
 func (g *initGroup) Close() error {
 	err := g.ProcessGroup.Close()
-	if e := g.store.Close(); err == nil && !errors.Is(e, ErrClosed) {
+	if e := g.base.Close(); err == nil && !errors.Is(e, ErrClosed) {
 		err = e
 	}
 	if g.srv != nil {

@@ -2,6 +2,7 @@ package comm
 
 import (
 	"fmt"
+	"goddp/internal/proctest"
 	"strings"
 	"syscall"
 	"testing"
@@ -16,11 +17,7 @@ import (
 func TestMultiProcess(t *testing.T) {
 	for _, world := range []int{2, 3, 4} {
 		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
-			ws := spawnWorld(t, "cases", world, "GODDP_TCP_PIECE_BYTES=16384")
-			codes := waitAll(t, ws, 90*time.Second)
-			for r, c := range codes {
-				assert.Equal(t, 0, c, "rank %d stderr:\n%s", r, ws[r].stderr.String())
-			}
+			proctest.RequireSuccess(t, spawnWorld(t, "cases", world, false, "GODDP_TCP_PIECE_BYTES=16384").Wait())
 		})
 	}
 }
@@ -30,27 +27,27 @@ func TestMultiProcess(t *testing.T) {
 // with an error naming the dead rank.
 func TestPeerKilled(t *testing.T) {
 	const world, victim = 3, 1
-	ws := spawnWorld(t, "loop", world)
+	w := spawnWorld(t, "loop", world, true)
 	require.Eventually(t, func() bool {
-		for _, w := range ws {
-			if !strings.Contains(w.stdout.String(), "ready") {
+		for _, p := range w.Procs {
+			if !strings.Contains(p.Stdout(), "ready") {
 				return false
 			}
 		}
 		return true
 	}, 60*time.Second, 10*time.Millisecond)
 	start := time.Now()
-	require.NoError(t, ws[victim].cmd.Process.Signal(syscall.SIGKILL))
-	codes := waitAll(t, ws, 30*time.Second)
+	require.NoError(t, w.Procs[victim].Signal(syscall.SIGKILL))
+	res := w.Wait()
 	assert.Less(t, time.Since(start), 20*time.Second)
-	assert.Equal(t, -int(syscall.SIGKILL), codes[victim])
-	for r, w := range ws {
+	assert.Equal(t, -int(syscall.SIGKILL), res[victim].Code)
+	for r, rr := range res {
 		if r == victim {
 			continue
 		}
-		msg := w.stderr.String()
+		msg := rr.Stderr
 		t.Logf("rank %d: %s", r, msg)
-		assert.Equal(t, 3, codes[r], "rank %d: %s", r, msg)
+		assert.Equal(t, 3, rr.Code, "rank %d: %s", r, msg)
 		assert.Contains(t, msg, "comm: peer failed", "rank %d", r)
 		assert.Contains(t, msg, fmt.Sprintf("rank %d", victim), "rank %d", r)
 		assert.Contains(t, msg, "allreduce #", "rank %d", r)

@@ -33,7 +33,7 @@ func BroadcastObject[T any](ctx context.Context, pg ProcessGroup, v *T, root int
 		return fmt.Errorf("%w: broadcast object of %d bytes", ErrBadArgument, size[0])
 	}
 	buf := make([]int64, (size[0]+7)/8)
-	raw := asBytes(buf)
+	raw := Int64s(buf).Bytes
 	copy(raw, payload)
 	if err := pg.Broadcast(Int64s(buf), root).Wait(ctx); err != nil {
 		return err
@@ -69,12 +69,12 @@ func AllGatherObject[T any](ctx context.Context, pg ProcessGroup, v T) ([]T, err
 	}
 	words := int((most + 7) / 8)
 	mine := make([]int64, words)
-	copy(asBytes(mine), b.Bytes())
+	copy(Int64s(mine).Bytes, b.Bytes())
 	all := make([]int64, words*n)
 	if err := AllGather(pg, Int64s(all), Int64s(mine)).Wait(ctx); err != nil {
 		return nil, err
 	}
-	raw := asBytes(all)
+	raw := Int64s(all).Bytes
 	out := make([]T, n)
 	for r := range n {
 		chunk := raw[r*words*8 : r*words*8+int(sizes[r])]

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"reflect"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"goddp/comm/commtest"
 )
 
 type testMeta struct {
@@ -16,7 +19,9 @@ type testMeta struct {
 }
 
 func TestObjectCollectives(t *testing.T) {
-	errs := tcpWorld(t, 3, Options{}, func(ctx context.Context, g ProcessGroup) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	errs := commtest.Run(commtest.NewGroups(3), func(g ProcessGroup) error {
 		m := testMeta{Name: fmt.Sprintf("rank-%d", g.Rank()), Shapes: make([][]int, g.Rank()), Seed: uint64(g.Rank()) * 7}
 		all, err := AllGatherObject(ctx, g, m)
 		if err != nil {

@@ -3,6 +3,8 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"goddp/comm/commtest"
+	"goddp/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,7 +38,7 @@ type benchLoop struct {
 
 func newBenchLoop(pg comm.ProcessGroup, opts ...Option) (*benchLoop, error) {
 	net := mlpNet(benchSizes, 1)
-	d, err := Wrap(net, pg, opts...)
+	d, err := Wrap(context.Background(), net, pg, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -114,11 +116,10 @@ func benchDDP(b *testing.B, backend, mode string) {
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$", "-test.bench=^$")
 	var log strings.Builder
 	cmd.Stdout, cmd.Stderr = &log, &log
-	cmd.Env = append(os.Environ(),
-		workerEnv+"=bench:"+mode+":"+strconv.Itoa(b.N),
-		workerOut+"="+filepath.Join(dir, "out.json"),
-		workerStore+"="+store, workerRank+"=1", workerSize+"=2", workerBack+"="+backend,
-		"GODDP_NUM_THREADS=1", "OMP_NUM_THREADS=1")
+	// Rank 1 is a worker of the multi-process tests' scenario "bench".
+	cmd.Env = append(append(os.Environ(), workerEnv(backend)...),
+		proctest.WorkerEnv+"=bench:"+mode+":"+strconv.Itoa(b.N), "GODDP_PROCTEST_DIR="+dir,
+		"GODDP_INIT_METHOD=file://"+store, "RANK=1", "WORLD_SIZE=2", "OMP_NUM_THREADS=1")
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
@@ -204,7 +205,7 @@ func BenchmarkReducerOverhead(b *testing.B) {
 	tensor.SetThreads(1)
 	for _, mode := range []string{"copy", "view"} {
 		b.Run(mode, func(b *testing.B) {
-			l, err := newBenchLoop(NewInMemoryGroups(1)[0], GradientAsBucketView(mode == "view"))
+			l, err := newBenchLoop(commtest.NewGroups(1)[0], GradientAsBucketView(mode == "view"))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -224,23 +224,6 @@ func completeOrder(order []int, n int) []int {
 	return out
 }
 
-func sameAssignment(a, b [][]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if len(a[i]) != len(b[i]) {
-			return false
-		}
-		for j := range a[i] {
-			if a[i][j] != b[i][j] {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // newBuckets allocates the flat buffers for an assignment.
 func newBuckets(assign [][]int, params []param) ([]*bucket, []paramLoc) {
 	bs := make([]*bucket, len(assign))

@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"context"
+	"goddp/internal/half"
 	"sync"
 
 	"goddp/comm"
@@ -88,11 +89,11 @@ func (h compressHook) Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work {
 	} else {
 		wire = make([]uint16, n)
 	}
-	narrow := f32ToF16
-	widen := f16ToF32
+	narrow := half.F32ToF16
+	widen := half.F16ToF32
 	buf := comm.Float16s(wire)
 	if h.bf16 {
-		narrow, widen = f32ToBF16, bf16ToF32
+		narrow, widen = half.F32ToBF16, half.BF16ToF32
 		buf = comm.BFloat16s(wire)
 	}
 	if b.DType == tensor.Float64 {

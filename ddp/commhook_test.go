@@ -88,7 +88,7 @@ func TestCustomCommHook(t *testing.T) {
 			return addAll(dot(n.params[0], constant(float32(rank), 4)), dot(n.params[1], constant(2, 3)))
 		}
 		var seen []int
-		d, err := Wrap(net, pg, FirstBucketCapMB(1e-6))
+		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(1e-6))
 		if err != nil {
 			return err
 		}

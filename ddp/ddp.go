@@ -34,7 +34,14 @@ type DDP struct {
 // parameters and buffers, assigns the gradients to buckets and attaches the
 // gradient hooks. Every rank of pg must call it. The model's parameters are
 // those of NamedParameters that require grad, in registration order.
-func Wrap(model nn.Layer, pg comm.ProcessGroup, opts ...Option) (*DDP, error) {
+//
+// Wrap runs collectives (the shape check and the broadcast); they end when
+// ctx ends or after the Timeout option (default comm.DefaultTimeout),
+// whichever comes first.
+func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Option) (*DDP, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	if model == nil || pg == nil {
 		return nil, fmt.Errorf("%w: Wrap needs a model and a process group", ErrInvalidOption)
 	}
@@ -53,7 +60,7 @@ func Wrap(model nn.Layer, pg comm.ProcessGroup, opts ...Option) (*DDP, error) {
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), cfg.timeout)
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
 	defer cancel()
 	state := modelState(model)
 	for _, e := range state {

@@ -4,7 +4,7 @@
 // ranks while backward is still running.
 //
 //	pg, _ := comm.InitFromEnv(ctx)
-//	d, err := ddp.Wrap(model, pg)            // verify + broadcast rank 0's state
+//	d, err := ddp.Wrap(ctx, model, pg)            // verify + broadcast rank 0's state
 //	opt, _ := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.01})
 //	for x, y := range batches {
 //		opt.ZeroGrad()
@@ -34,7 +34,7 @@
 //
 // The reducer (torch's Reducer, reducer.cpp) is driven by three events and
 // performs no I/O except through the injected comm.ProcessGroup, so unit
-// tests run it on NewInMemoryGroups:
+// tests run it on commtest.NewGroups (goddp/comm/commtest):
 //
 //   - prepare, at the end of a synchronised Forward: reset every bucket's
 //     pending count and next_bucket, arm the hooks, and (FindUnusedParameters)

@@ -1,6 +1,7 @@
 package ddp
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -139,7 +140,7 @@ func ddpTrain(tc equivCase, pg comm.ProcessGroup) ([][]float32, error) {
 	case "bf16":
 		opts = append(opts, WithCommHook(BF16CompressHook()))
 	}
-	d, err := Wrap(net, pg, opts...)
+	d, err := Wrap(context.Background(), net, pg, opts...)
 	if err != nil {
 		return nil, err
 	}

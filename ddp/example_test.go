@@ -3,6 +3,7 @@ package ddp_test
 import (
 	"context"
 	"fmt"
+	"goddp/comm/commtest"
 	"sync"
 
 	"goddp/autograd"
@@ -17,7 +18,7 @@ import (
 // group from comm.InitFromEnv) train the same model on different data. After
 // each Backward the gradients are averaged, so the replicas stay identical.
 func Example() {
-	pgs := ddp.NewInMemoryGroups(2)
+	pgs := commtest.NewGroups(2)
 	weights := make([][]float32, 2)
 	var wg sync.WaitGroup
 	for rank := range pgs {
@@ -27,7 +28,7 @@ func Example() {
 			// Each rank may initialise differently: Wrap broadcasts rank 0's.
 			rng := tensor.NewRNG(uint64(pg.Rank()))
 			model := nn.NewSequential(nn.NewLinear(rng, 4, 8), nn.NewReLU(), nn.NewLinear(rng, 8, 1))
-			d, err := ddp.Wrap(model, pg)
+			d, err := ddp.Wrap(context.Background(), model, pg)
 			if err != nil {
 				fmt.Println(err)
 				return
@@ -73,9 +74,9 @@ func Example() {
 // Gradient accumulation: the first micro-batches only accumulate locally;
 // the last one's backward averages the accumulated gradients.
 func ExampleDDP_NoSync() {
-	pg := ddp.NewInMemoryGroups(1)[0]
+	pg := commtest.NewGroups(1)[0]
 	model := nn.NewLinear(tensor.NewRNG(0), 3, 1)
-	d, err := ddp.Wrap(model, pg)
+	d, err := ddp.Wrap(context.Background(), model, pg)
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -105,7 +106,7 @@ func ExampleDDP_NoSync() {
 // Uneven inputs: rank 1 has more batches than rank 0. Under Join, rank 0
 // answers rank 1's collectives after its own data ends instead of hanging.
 func ExampleDDP_Join() {
-	pgs := ddp.NewInMemoryGroups(2)
+	pgs := commtest.NewGroups(2)
 	batches := []int{2, 5}
 	var wg sync.WaitGroup
 	for _, pg := range pgs {
@@ -113,7 +114,7 @@ func ExampleDDP_Join() {
 		go func(pg comm.ProcessGroup) {
 			defer wg.Done()
 			model := nn.NewLinear(tensor.NewRNG(0), 3, 1)
-			d, err := ddp.Wrap(model, pg)
+			d, err := ddp.Wrap(context.Background(), model, pg)
 			if err != nil {
 				fmt.Println(err)
 				return

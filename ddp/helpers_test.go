@@ -1,7 +1,7 @@
 package ddp
 
 import (
-	"fmt"
+	"goddp/comm/commtest"
 	"sync"
 	"testing"
 	"time"
@@ -127,26 +127,10 @@ func constant(v float32, shape ...int) *tensor.Tensor {
 }
 
 // runRanks runs fn on n in-memory ranks concurrently and returns each rank's error.
-func runRanks(t *testing.T, n int, fn func(rank int, pg comm.ProcessGroup) error, opts ...InMemoryOption) []error {
+func runRanks(t *testing.T, n int, fn func(rank int, pg comm.ProcessGroup) error, opts ...commtest.Option) []error {
 	t.Helper()
-	opts = append([]InMemoryOption{WithGroupTimeout(20 * time.Second)}, opts...)
-	pgs := NewInMemoryGroups(n, opts...)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for r := 0; r < n; r++ {
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			defer func() {
-				if p := recover(); p != nil {
-					errs[r] = fmt.Errorf("rank %d panicked: %v", r, p)
-				}
-			}()
-			errs[r] = fn(r, pgs[r])
-		}(r)
-	}
-	wg.Wait()
-	return errs
+	opts = append([]commtest.Option{commtest.WithTimeout(20 * time.Second)}, opts...)
+	return commtest.Run(commtest.NewGroups(n, opts...), func(pg comm.ProcessGroup) error { return fn(pg.Rank(), pg) })
 }
 
 func requireNoErrs(t *testing.T, errs []error) {
@@ -183,7 +167,7 @@ func (g *recordingGroup) snapshot() [][]float32 {
 // allReduceLens lists the element counts of the all-reduces a rank issued.
 func allReduceLens(pg comm.ProcessGroup) []int {
 	var out []int
-	for _, op := range pg.(*InMemoryGroup).Ops() {
+	for _, op := range pg.(*commtest.Group).Ops() {
 		if op.Kind == "allreduce" {
 			out = append(out, op.Len)
 		}

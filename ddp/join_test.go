@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"goddp/comm/commtest"
 	"math"
 	"testing"
 	"time"
@@ -157,7 +158,7 @@ func joinTrain(tc joinCase, pg comm.ProcessGroup) ([][]float32, error) {
 	if tc.FP16 {
 		opts = append(opts, WithCommHook(FP16CompressHook()))
 	}
-	d, err := Wrap(net, pg, opts...)
+	d, err := Wrap(context.Background(), net, pg, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +216,7 @@ func TestJoinThrowOnEarlyTermination(t *testing.T) {
 func testThrowOnEarly(t *testing.T, nb []int) {
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
 		net := mlpNet([]int{3, 2}, 1)
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -245,7 +246,7 @@ func testThrowOnEarly(t *testing.T, nb []int) {
 
 func TestJoinAllRanksWithoutData(t *testing.T) {
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
-		d, err := Wrap(mlpNet([]int{3, 2}, 1), pg)
+		d, err := Wrap(context.Background(), mlpNet([]int{3, 2}, 1), pg)
 		if err != nil {
 			return err
 		}
@@ -261,7 +262,7 @@ func TestJoinWithGradientAccumulation(t *testing.T) {
 	got := make([][][]float32, 2)
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
 		net := mlpNet(joinSizes, 3)
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -294,7 +295,7 @@ func TestJoinWithGradientAccumulation(t *testing.T) {
 		})
 		got[rank] = paramsOf(net)
 		return err
-	}, WithGroupTimeout(10*time.Second))
+	}, commtest.WithTimeout(10*time.Second))
 	requireNoErrs(t, errs)
 	requireClose(t, got[1], got[0], 0, "ranks agree after Join")
 }

@@ -5,12 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"goddp/internal/proctest"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,53 +17,30 @@ import (
 	"goddp/comm"
 )
 
-// The multi-process tests re-execute this test binary as the workers: with
-// GODDP_DDP_WORKER set, TestMain runs one rank of a scenario instead of the
-// tests. Ranks meet through a file:// store in a temporary directory and
-// talk over loopback (tcp backend) or shared memory (shm backend).
-const (
-	workerEnv   = "GODDP_DDP_WORKER"  // scenario: "equiv:<name>" or "join:<name>"
-	workerOut   = "GODDP_DDP_OUT"     // where the worker writes its parameters (JSON)
-	workerStore = "GODDP_DDP_STORE"   // file store path
-	workerRank  = "GODDP_DDP_RANK"    //
-	workerSize  = "GODDP_DDP_WORLD"   //
-	workerBack  = "GODDP_DDP_BACKEND" // comm backend
-)
+// The multi-process tests re-execute this test binary as the workers
+// through internal/proctest: TestMain runs one rank of the scenario
+// proctest names ("equiv:<name>", "join:<name>", "kill:", "bench:...")
+// instead of the tests. Ranks meet through comm.InitFromEnv (the store the
+// test hosts, or GODDP_INIT_METHOD) and talk over loopback (tcp backend) or
+// shared memory (shm backend); each writes its parameters as JSON to
+// rank<RANK>.json in GODDP_PROCTEST_DIR.
 
-func TestMain(m *testing.M) {
-	if os.Getenv(workerEnv) != "" {
-		if err := workerMain(); err != nil {
-			fmt.Fprintf(os.Stderr, "ddp worker rank %s: %v\n", os.Getenv(workerRank), err)
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+func TestMain(m *testing.M) { proctest.MainFunc(m, workerMain) }
+
+// workerOut is where this worker writes its parameters.
+func workerOut() string {
+	return filepath.Join(os.Getenv("GODDP_PROCTEST_DIR"), "rank"+os.Getenv("RANK")+".json")
 }
 
-func workerMain() error {
-	rank, err := strconv.Atoi(os.Getenv(workerRank))
-	if err != nil {
-		return err
-	}
-	world, err := strconv.Atoi(os.Getenv(workerSize))
-	if err != nil {
-		return err
-	}
+func workerMain(scenario string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	pg, err := comm.Init(ctx, comm.Config{
-		Backend:    os.Getenv(workerBack),
-		InitMethod: "file://" + os.Getenv(workerStore),
-		Rank:       rank,
-		WorldSize:  world,
-		Timeout:    60 * time.Second,
-	})
+	pg, err := comm.InitFromEnv(ctx)
 	if err != nil {
 		return fmt.Errorf("init: %w", err)
 	}
 	defer pg.Close()
-	kind, name, _ := strings.Cut(os.Getenv(workerEnv), ":")
+	kind, name, _ := strings.Cut(scenario, ":")
 	var params [][]float32
 	switch kind {
 	case "equiv":
@@ -82,7 +57,7 @@ func workerMain() error {
 		if err := pg.Barrier().Wait(ctx); err != nil {
 			return err
 		}
-		if rank == 1 {
+		if pg.Rank() == 1 {
 			go func() {
 				time.Sleep(300 * time.Millisecond)
 				p, _ := os.FindProcess(os.Getpid())
@@ -110,7 +85,7 @@ func workerMain() error {
 		return err
 	}
 	if params == nil {
-		return fmt.Errorf("unknown scenario %q", os.Getenv(workerEnv))
+		return fmt.Errorf("unknown scenario %q", scenario)
 	}
 	if err := pg.Barrier().Wait(ctx); err != nil {
 		return fmt.Errorf("final barrier: %w", err)
@@ -119,44 +94,23 @@ func workerMain() error {
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(os.Getenv(workerOut), b, 0o644)
+	return os.WriteFile(workerOut(), b, 0o644)
+}
+
+// workerEnv is the environment of every rank of a world on backend.
+func workerEnv(backend string) []string {
+	return []string{"GODDP_BACKEND=" + backend, "GODDP_TIMEOUT=60s", "GODDP_NUM_THREADS=1"}
 }
 
 // runWorkers starts world processes of this binary on scenario and returns
 // each rank's parameters.
 func runWorkers(t *testing.T, scenario, backend string, world int) [][][]float32 {
 	t.Helper()
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
+	w := proctest.Start(t, proctest.Options{Worker: scenario, World: world, Env: workerEnv(backend)})
+	proctest.RequireSuccess(t, w.Wait())
 	out := make([][][]float32, world)
-	errs := make([]error, world)
-	logs := make([]strings.Builder, world)
-	var wg sync.WaitGroup
-	for r := 0; r < world; r++ {
-		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(),
-			workerEnv+"="+scenario,
-			workerOut+"="+filepath.Join(dir, fmt.Sprintf("rank%d.json", r)),
-			workerStore+"="+filepath.Join(dir, "store"),
-			workerRank+"="+strconv.Itoa(r),
-			workerSize+"="+strconv.Itoa(world),
-			workerBack+"="+backend,
-			"GODDP_NUM_THREADS=1",
-		)
-		cmd.Stdout = &logs[r]
-		cmd.Stderr = &logs[r]
-		require.NoError(t, cmd.Start())
-		wg.Add(1)
-		go func(r int) {
-			defer wg.Done()
-			errs[r] = cmd.Wait()
-		}(r)
-	}
-	wg.Wait()
-	for r := 0; r < world; r++ {
-		require.NoError(t, errs[r], "rank %d output:\n%s", r, logs[r].String())
-		b, err := os.ReadFile(filepath.Join(dir, fmt.Sprintf("rank%d.json", r)))
+	for r := range world {
+		b, err := os.ReadFile(filepath.Join(w.Dir, fmt.Sprintf("rank%d.json", r)))
 		require.NoError(t, err)
 		require.NoError(t, json.Unmarshal(b, &out[r]))
 	}
@@ -211,24 +165,10 @@ func TestMultiProcessDeadPeer(t *testing.T) {
 	}
 	for _, backend := range []string{"tcp", "shm"} {
 		t.Run(backend, func(t *testing.T) {
-			dir := t.TempDir()
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			var logs [2]strings.Builder
-			cmds := make([]*exec.Cmd, 2)
-			for r := range cmds {
-				cmds[r] = exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-				cmds[r].Env = append(os.Environ(), workerEnv+"=kill:", workerOut+"="+filepath.Join(dir, "out"),
-					workerStore+"="+filepath.Join(dir, "store"), workerRank+"="+strconv.Itoa(r),
-					workerSize+"=2", workerBack+"="+backend)
-				cmds[r].Stdout, cmds[r].Stderr = &logs[r], &logs[r]
-				require.NoError(t, cmds[r].Start())
-			}
 			start := time.Now()
-			err0 := cmds[0].Wait()
-			_ = cmds[1].Wait()
-			require.Error(t, err0, "rank 0 must fail")
-			out := logs[0].String()
+			res := proctest.Run(t, proctest.Options{Worker: "kill:", World: 2, Env: workerEnv(backend), KeepGoing: true, Timeout: time.Minute})
+			require.NotZero(t, res[0].Code, "rank 0 must fail")
+			out := res[0].Output()
 			require.Contains(t, out, "training failed as expected", out)
 			require.Contains(t, out, "rank 1", out)
 			// The group timeout is 60 s; a dead peer must be noticed long before.

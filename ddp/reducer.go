@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,7 +75,6 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 	r.staticGlobal = make([]bool, len(params))
 	r.build(assignBuckets(reverseOrder(len(params)), params, mbToBytes(cfg.firstBucketCapMB), mbToBytes(cfg.bucketCapMB)))
 	for i := range params {
-		i := i
 		r.remove = append(r.remove, params[i].v.RegisterGradReadyHook(func(_ *autograd.Variable, pass *autograd.Pass) {
 			r.gradReady(i, pass)
 		}))
@@ -563,7 +563,7 @@ func (r *reducer) maybeRebuild(root int) error {
 	}
 	got = completeOrder(got, len(r.params))
 	assign := assignBuckets(got, r.params, mbToBytes(r.cfg.firstBucketCapMB), mbToBytes(r.cfg.bucketCapMB))
-	if sameAssignment(assign, r.assignment()) {
+	if slices.EqualFunc(assign, r.assignment(), slices.Equal[[]int]) {
 		return nil
 	}
 	r.build(assign)

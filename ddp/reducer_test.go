@@ -1,8 +1,10 @@
 package ddp
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"goddp/comm/commtest"
 	"math"
 	"testing"
 	"time"
@@ -99,7 +101,7 @@ func mlpNet(sizes []int, seed uint64) *testNet {
 
 func TestMLPBucketLayout(t *testing.T) {
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
-		d, err := Wrap(mlpNet([]int{784, 512, 512, 10}, 1), pg)
+		d, err := Wrap(context.Background(), mlpNet([]int{784, 512, 512, 10}, 1), pg)
 		if err != nil {
 			return err
 		}
@@ -128,7 +130,7 @@ func TestLaunchOrderStrictlyByIndex(t *testing.T) {
 		rec := &recordingGroup{ProcessGroup: pg}
 		recs[rank] = rec
 		net := fourParams()
-		d, err := Wrap(net, rec, append(fourCaps, rebuildBuckets(false))...)
+		d, err := Wrap(context.Background(), net, rec, append(fourCaps, rebuildBuckets(false))...)
 		if err != nil {
 			return err
 		}
@@ -228,7 +230,7 @@ func TestBackwardAveragesGradients(t *testing.T) {
 					}
 					return addAll(terms...)
 				}
-				d, err := Wrap(net, pg, tc.opts...)
+				d, err := Wrap(context.Background(), net, pg, tc.opts...)
 				if err != nil {
 					return err
 				}
@@ -279,7 +281,7 @@ func TestGradientAsBucketViewAliasesBucket(t *testing.T) {
 		}
 		// An existing Grad moves into the bucket at Wrap.
 		net.params[0].Grad = constant(7, 4)
-		d, err := Wrap(net, pg, GradientAsBucketView(true))
+		d, err := Wrap(context.Background(), net, pg, GradientAsBucketView(true))
 		if err != nil {
 			return err
 		}
@@ -311,7 +313,7 @@ func TestUnusedParameterErrorListsNames(t *testing.T) {
 		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 			return dot(n.params[0], constant(1, 4))
 		}
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -354,7 +356,7 @@ func TestFindUnusedParameters(t *testing.T) {
 					}
 					return dot(n.params[0], constant(4, 4))
 				}
-				d, err := Wrap(net, pg, FindUnusedParameters(true), GradientAsBucketView(view), BucketCapMB(1e-5), FirstBucketCapMB(1e-5))
+				d, err := Wrap(context.Background(), net, pg, FindUnusedParameters(true), GradientAsBucketView(view), BucketCapMB(1e-5), FirstBucketCapMB(1e-5))
 				if err != nil {
 					return err
 				}
@@ -392,7 +394,7 @@ func TestFindUnusedReachedOutsideForward(t *testing.T) {
 		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 			return dot(n.params[0], constant(1, 4))
 		}
-		d, err := Wrap(net, pg, FindUnusedParameters(true))
+		d, err := Wrap(context.Background(), net, pg, FindUnusedParameters(true))
 		if err != nil {
 			return err
 		}
@@ -419,7 +421,7 @@ func TestNoSyncAccumulates(t *testing.T) {
 					c := scale * float32(rank+1)
 					return addAll(dot(n.params[0], constant(c, 4)), dot(n.params[1], constant(10*c, 3)))
 				}
-				d, err := Wrap(net, pg, GradientAsBucketView(view))
+				d, err := Wrap(context.Background(), net, pg, GradientAsBucketView(view))
 				if err != nil {
 					return err
 				}
@@ -485,7 +487,7 @@ func TestRebuildBucketsFromObservedOrder(t *testing.T) {
 					}
 					return addAll(dot(ps[2], c(2)), dot(ps[3], c(3)), dot(ps[0], c(0)), dot(ps[1], c(1)))
 				}
-				d, err := Wrap(net, pg, append(fourCaps, GradientAsBucketView(view))...)
+				d, err := Wrap(context.Background(), net, pg, append(fourCaps, GradientAsBucketView(view))...)
 				if err != nil {
 					return err
 				}
@@ -527,7 +529,7 @@ func TestStaticGraphRemembersUnused(t *testing.T) {
 		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 			return addAll(dot(n.params[0], constant(float32(rank+1), 4)), dot(n.params[2], constant(2, 4)))
 		}
-		d, err := Wrap(net, pg, StaticGraph(true))
+		d, err := Wrap(context.Background(), net, pg, StaticGraph(true))
 		if err != nil {
 			return err
 		}
@@ -560,7 +562,7 @@ func TestStaticGraphRemembersUnused(t *testing.T) {
 		}
 		assert.ErrorIs(t, err, ErrReduction)
 		return nil
-	}, WithLatency(0))
+	}, commtest.WithLatency(0))
 	requireNoErrs(t, errs)
 }
 
@@ -574,7 +576,7 @@ func TestWrapBroadcastsRank0State(t *testing.T) {
 		}
 		buf := tensor.FromF64([]float64{float64(rank), float64(rank)}, 2)
 		net.bufs = append(net.bufs, nnBuffer("bn.running_mean", buf))
-		if _, err := Wrap(net, pg); err != nil {
+		if _, err := Wrap(context.Background(), net, pg); err != nil {
 			return err
 		}
 		assert.Equal(t, []float32{0, 1, 2, 3, 4, 5}, f32s(net.params[0].Value))
@@ -594,7 +596,7 @@ func TestBroadcastBuffersBeforeForward(t *testing.T) {
 				net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 					return dot(n.params[0], constant(1, 2))
 				}
-				d, err := Wrap(net, pg, BroadcastBuffers(on))
+				d, err := Wrap(context.Background(), net, pg, BroadcastBuffers(on))
 				if err != nil {
 					return err
 				}
@@ -637,7 +639,7 @@ func TestParameterMismatchNamesParamAndRanks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := runRanks(t, 3, func(rank int, pg comm.ProcessGroup) error {
-				_, err := Wrap(dotNet(tc.shapes(rank)), pg)
+				_, err := Wrap(context.Background(), dotNet(tc.shapes(rank)), pg)
 				return err
 			})
 			for r, err := range errs {
@@ -652,14 +654,14 @@ func TestParameterMismatchNamesParamAndRanks(t *testing.T) {
 }
 
 func TestOptionValidation(t *testing.T) {
-	pg := NewInMemoryGroups(1)[0]
+	pg := commtest.NewGroups(1)[0]
 	for _, o := range []Option{BucketCapMB(0), FirstBucketCapMB(-1), Timeout(0)} {
-		_, err := Wrap(dotNet([][]int{{2}}), pg, o)
+		_, err := Wrap(context.Background(), dotNet([][]int{{2}}), pg, o)
 		assert.ErrorIs(t, err, ErrInvalidOption)
 	}
 	frozen := dotNet([][]int{{2}})
 	frozen.params[0].SetRequiresGrad(false)
-	_, err := Wrap(frozen, pg)
+	_, err := Wrap(context.Background(), frozen, pg)
 	assert.ErrorIs(t, err, ErrInvalidOption)
 }
 
@@ -670,7 +672,7 @@ func TestFrozenParametersAreSkipped(t *testing.T) {
 		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 			return dot(n.params[1], constant(float32(rank), 3))
 		}
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -699,7 +701,7 @@ func TestFloat64Parameters(t *testing.T) {
 			t := dot(n.params[1], constant(float32(rank), 2))
 			return addAll(autograd.FromOp(tensor.FromF32([]float32{float32(s.Value.Item())}), &castOp{s}), t)
 		}
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -736,7 +738,7 @@ func TestUnusedOnOneRankDoesNotHangTheOthers(t *testing.T) {
 			}
 			return addAll(dot(n.params[0], constant(1, 4)), dot(n.params[1], constant(1, 4)))
 		}
-		d, err := Wrap(net, pg, FirstBucketCapMB(1e-6))
+		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(1e-6))
 		if err != nil {
 			return err
 		}
@@ -750,7 +752,7 @@ func TestUnusedOnOneRankDoesNotHangTheOthers(t *testing.T) {
 			return nil
 		}
 		return err
-	}, WithGroupTimeout(5*time.Second))
+	}, commtest.WithTimeout(5*time.Second))
 	requireNoErrs(t, errs)
 }
 
@@ -760,7 +762,7 @@ func TestPeerFailureSurfacesFromBackward(t *testing.T) {
 		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 			return dot(n.params[0], constant(1, 4))
 		}
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -788,7 +790,7 @@ func TestTiedParametersCountOnce(t *testing.T) {
 		net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 			return dot(n.params[0], constant(float32(rank+1), 3))
 		}
-		d, err := Wrap(net, pg)
+		d, err := Wrap(context.Background(), net, pg)
 		if err != nil {
 			return err
 		}
@@ -814,7 +816,7 @@ func TestBucketViewAveragesInTheCollective(t *testing.T) {
 				net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 					return dot(n.params[0], constant(float32(rank), 4))
 				}
-				d, err := Wrap(net, pg, GradientAsBucketView(view))
+				d, err := Wrap(context.Background(), net, pg, GradientAsBucketView(view))
 				if err != nil {
 					return err
 				}
@@ -826,7 +828,7 @@ func TestBucketViewAveragesInTheCollective(t *testing.T) {
 					return err
 				}
 				assert.Equal(t, []float32{0.5, 0.5, 0.5, 0.5}, f32s(net.params[0].Grad))
-				ops := pg.(*InMemoryGroup).Ops()
+				ops := pg.(*commtest.Group).Ops()
 				last := ops[len(ops)-1]
 				want := comm.Sum // pre-divided while copying into the bucket
 				if view {

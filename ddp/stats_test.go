@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"goddp/comm/commtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -45,7 +46,7 @@ func TestStatsAndTimeline(t *testing.T) {
 	dir := t.TempDir()
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
 		net := mlpNet([]int{16, 32, 4}, 1)
-		d, err := Wrap(net, pg, WithTimeline(nil), FirstBucketCapMB(1e-4))
+		d, err := Wrap(context.Background(), net, pg, WithTimeline(nil), FirstBucketCapMB(1e-4))
 		if err != nil {
 			return err
 		}
@@ -109,7 +110,7 @@ func TestStatsAndTimeline(t *testing.T) {
 		d.ResetStats()
 		assert.Zero(t, d.Stats().Iterations)
 		return nil
-	}, WithLatency(2*time.Millisecond))
+	}, commtest.WithLatency(2*time.Millisecond))
 	requireNoErrs(t, errs)
 	merged := filepath.Join(dir, "all.json")
 	require.NoError(t, MergeTimelineFiles(merged, filepath.Join(dir, "rank0.json"), filepath.Join(dir, "rank1.json")))
@@ -182,7 +183,7 @@ func TestOverlapHidesCommunication(t *testing.T) {
 		// One bucket per layer: a layer is 288 bytes (8x8 weight, 8 bias),
 		// and a bucket closes once it reaches the cap.
 		const capMB = 288.0 / (1 << 20)
-		d, err := Wrap(net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB))
+		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB))
 		if err != nil {
 			return err
 		}
@@ -206,6 +207,6 @@ func TestOverlapHidesCommunication(t *testing.T) {
 			return fmt.Errorf("hidden %.2f, want >= 0.8 (comm %v, wait %v over %d iterations)", h, s.Total.Comm, s.Total.CommWait, s.Iterations)
 		}
 		return nil
-	}, WithLatency(2*time.Millisecond))
+	}, commtest.WithLatency(2*time.Millisecond))
 	requireNoErrs(t, errs)
 }

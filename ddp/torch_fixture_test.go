@@ -1,7 +1,9 @@
 package ddp
 
 import (
+	"context"
 	"encoding/json"
+	"goddp/comm/commtest"
 	"os"
 	"testing"
 
@@ -28,7 +30,7 @@ func TestBucketLayoutMatchesTorch(t *testing.T) {
 	require.NotEmpty(t, cases)
 	for _, tc := range cases {
 		t.Run(tc.Name, func(t *testing.T) {
-			d, err := Wrap(mlpNet(tc.Sizes, 1), NewInMemoryGroups(1)[0], BucketCapMB(tc.BucketCapMB))
+			d, err := Wrap(context.Background(), mlpNet(tc.Sizes, 1), commtest.NewGroups(1)[0], BucketCapMB(tc.BucketCapMB))
 			require.NoError(t, err)
 			assert.Equal(t, tc.ParamIndices, d.r.assignment())
 			assert.Equal(t, tc.BucketBytes, d.Stats().BucketBytes)

@@ -3,6 +3,7 @@ package ddp
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"goddp/comm"
@@ -87,18 +88,6 @@ func describeEntry(e []int64) string {
 	return fmt.Sprintf("%s [%s] %v%s", kind, strings.Join(dims, " "), tensor.DType(e[2]), rg)
 }
 
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 func wait(ctx context.Context, w comm.Work, what string) error {
 	if err := w.Wait(ctx); err != nil {
 		return fmt.Errorf("ddp: %s: %w", what, err)
@@ -129,7 +118,7 @@ func verifyModel(ctx context.Context, pg comm.ProcessGroup, es []stateEntry) err
 	theirs := decodeSignature(ref)
 	first := -1
 	for i := 0; i < max(len(mine), len(theirs)); i++ {
-		if i >= len(mine) || i >= len(theirs) || !equalInts(mine[i], theirs[i]) {
+		if i >= len(mine) || i >= len(theirs) || !slices.Equal(mine[i], theirs[i]) {
 			first = i
 			break
 		}

@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // Multi-node rendezvous through a store hosted by node 0's launcher (the
@@ -69,7 +69,7 @@ type storeRdzv struct {
 	epHost   string
 	isHost   bool
 	srv      storeServer // the rendezvous store, on the host
-	st       comm.Store
+	st       backend.Store
 	wsrv     storeServer // the workers' store of the round, on the host
 	info     nodeInfo
 	lastPoll time.Time
@@ -128,7 +128,7 @@ func (r *storeRdzv) open(ctx context.Context, deadline time.Time) error {
 			r.isHost = false // another launcher on this machine hosts it
 		}
 	}
-	if c, ok := r.srv.(interface{ Client() comm.Store }); ok && r.srv != nil {
+	if c, ok := r.srv.(interface{ Client() backend.Store }); ok && r.srv != nil {
 		r.st = c.Client() // in-process: no socket to itself
 	}
 	var lastErr error
@@ -141,7 +141,7 @@ func (r *storeRdzv) open(ctx context.Context, deadline time.Time) error {
 			continue
 		}
 		lastErr = err
-		if errors.Is(err, comm.ErrAuth) {
+		if errors.Is(err, backend.ErrAuth) {
 			return fmt.Errorf("%w: the rendezvous store at %s refused this node's token: "+
 				"every node needs the same %s: %w", ErrRendezvous, r.endpoint, EnvToken, err)
 		}

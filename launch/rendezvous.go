@@ -7,10 +7,10 @@ import (
 	"strconv"
 	"time"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
-// storeServer is a store hosted by this launcher (comm.StoreServer).
+// storeServer is a store hosted by this launcher (store.Server).
 type storeServer interface {
 	Addr() string
 	Close() error
@@ -20,7 +20,7 @@ type storeServer interface {
 // tests of the rendezvous logic plug in an in-memory one.
 type storeDriver interface {
 	listen(ctx context.Context, addr, token string) (storeServer, error)
-	dial(ctx context.Context, addr, token string) (comm.Store, error)
+	dial(ctx context.Context, addr, token string) (backend.Store, error)
 }
 
 // assignment is this node's place in one round of the job.

@@ -5,7 +5,8 @@ import (
 	"net"
 	"time"
 
-	"goddp/comm"
+	"goddp/comm/backend"
+	"goddp/comm/store"
 )
 
 // commStores is the real store driver: comm's TCP store, every connection
@@ -15,22 +16,22 @@ type commStores struct {
 }
 
 func (d commStores) listen(ctx context.Context, addr, token string) (storeServer, error) {
-	opts := []comm.StoreOption{comm.WithToken(token)}
+	opts := []store.Option{store.WithToken(token)}
 	if d.logf != nil {
-		opts = append(opts, comm.WithStoreLogger(d.logf))
+		opts = append(opts, store.WithLogger(d.logf))
 	}
-	return comm.ListenStore(ctx, addr, opts...)
+	return store.Listen(ctx, addr, opts...)
 }
 
-func (d commStores) dial(ctx context.Context, addr, token string) (comm.Store, error) {
+func (d commStores) dial(ctx context.Context, addr, token string) (backend.Store, error) {
 	// The store's own timeout bounds blocking gets; the rendezvous passes
 	// its deadlines through ctx, so keep the store's out of the way.
-	return comm.DialStore(ctx, addr, comm.WithToken(token), comm.WithStoreTimeout(24*time.Hour))
+	return store.Dial(ctx, addr, store.WithToken(token), store.WithTimeout(24*time.Hour))
 }
 
 // localAddrOf is the local end of a store connection, when the store
 // exposes it (comm's TCP client does).
-func localAddrOf(st comm.Store) string {
+func localAddrOf(st backend.Store) string {
 	if la, ok := st.(interface{ LocalAddr() net.Addr }); ok && la.LocalAddr() != nil {
 		h, _, err := net.SplitHostPort(la.LocalAddr().String())
 		if err == nil {

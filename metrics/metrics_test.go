@@ -3,13 +3,13 @@ package metrics_test
 import (
 	"context"
 	"fmt"
+	"goddp/comm/commtest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/ddp"
 	"goddp/metrics"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestReduceWeightsRanksBySampleCount(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pgs := ddp.NewInMemoryGroups(2)
+	pgs := commtest.NewGroups(2)
 	type got struct{ mean, acc float64 }
 	var res [2]got
 	var wg sync.WaitGroup
@@ -51,7 +51,7 @@ func TestReduceWeightsRanksBySampleCount(t *testing.T) {
 }
 
 func TestAllReduceSumFailsOnClosedGroup(t *testing.T) {
-	pgs := ddp.NewInMemoryGroups(2)
+	pgs := commtest.NewGroups(2)
 	require.NoError(t, pgs[0].Close())
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
@@ -61,7 +61,7 @@ func TestAllReduceSumFailsOnClosedGroup(t *testing.T) {
 }
 
 func ExampleAccuracy() {
-	pg := ddp.NewInMemoryGroups(1)[0] // in a job: comm.InitFromEnv(ctx)
+	pg := commtest.NewGroups(1)[0] // in a job: comm.InitFromEnv(ctx)
 	var acc metrics.Accuracy
 	acc.Add([]int{0, 1, 1, 2}, []int{0, 1, 2, 2})
 	v, err := acc.Reduce(context.Background(), pg)

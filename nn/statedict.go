@@ -3,6 +3,7 @@ package nn
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"goddp/tensor"
@@ -131,7 +132,7 @@ func LoadStateDict(m Module, sd *TensorDict) error {
 			continue
 		}
 		dst := want.m[k]
-		if !sameShape(src.Shape(), dst.Shape()) {
+		if !slices.Equal(src.Shape(), dst.Shape()) {
 			e.Mismatched = append(e.Mismatched, fmt.Sprintf("%s: state dict %v, module %v", k, src.Shape(), dst.Shape()))
 		}
 	}
@@ -147,18 +148,6 @@ func LoadStateDict(m Module, sd *TensorDict) error {
 		copyConvert(want.m[k], sd.m[k])
 	}
 	return nil
-}
-
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // copyConvert copies src's elements into dst (same shape), converting dtype.

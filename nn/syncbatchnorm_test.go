@@ -1,13 +1,13 @@
 package nn_test
 
 import (
+	"goddp/comm/commtest"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"goddp/autograd"
-	"goddp/ddp"
 	"goddp/nn"
 	"goddp/tensor"
 )
@@ -28,7 +28,7 @@ func TestSyncBatchNormWorld2MatchesConcatenatedBatch(t *testing.T) {
 	yRef := ref.Forward(xr)
 	require.NoError(t, yRef.BackwardWith(gy))
 
-	pgs := ddp.NewInMemoryGroups(2)
+	pgs := commtest.NewGroups(2)
 	halves := [2][]int{{0, 1, 2}, {3, 4, 5}}
 	type out struct {
 		y, dx, dw, db, rm, rv *tensor.Tensor
@@ -81,7 +81,7 @@ func abs32(v float32) float32 {
 }
 
 func TestConvertSyncBatchNormKeepsStateAndKeys(t *testing.T) {
-	pg := ddp.NewInMemoryGroups(1)[0]
+	pg := commtest.NewGroups(1)[0]
 	inner := &nn.Container{}
 	inner.RegisterModule("bn", nn.NewBatchNorm1d(3))
 	model := nn.NewSequential(nn.NewConv2d(tensor.NewRNG(1), 1, 2, 3), nn.NewBatchNorm2d(2))

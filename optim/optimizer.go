@@ -89,14 +89,6 @@ func (g *groups) add(pg ParamGroup) (*ParamGroup, error) {
 	return &cp, nil
 }
 
-func (g *groups) numParams() int {
-	n := 0
-	for _, pg := range g.list {
-		n += len(pg.Params)
-	}
-	return n
-}
-
 func (g *groups) zeroGrad() {
 	for _, pg := range g.list {
 		for _, p := range pg.Params {

@@ -23,7 +23,7 @@ if [ "$what" = gemm ] || [ "$what" = all ]; then
   echo "### GEMM (Go benchmarks, then torch, interleaved)"
   bash scripts/bench_tensor_vs_torch.sh 2
   echo "### GEMM, Go and torch alternating in 0.3 s slices (the bar's figure)"
-  go build -o "$tmp/gemmserve" ./scripts/gemmserve
+  go build -o "$tmp/gemmserve" ./cmd/gemmserve
   MODES=matmul,cloop /usr/bin/python3 scripts/gemm_pingpong.py "$tmp/gemmserve" 40
 fi
 

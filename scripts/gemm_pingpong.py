@@ -6,7 +6,7 @@ seconds between slices (0.02), MODES: gemmserve modes to alternate with
 torch (matmul; e.g. matmul,cgo,cloop to split the library's cost from the
 Go runtime's).
 
-GEMMSERVE is a built scripts/gemmserve. The host this runs on is shared and
+GEMMSERVE is a built cmd/gemmserve. The host this runs on is shared and
 its speed moves in phases of seconds (the cross-core bandwidth between our
 two vCPUs swings between about 1.7 and 9-13 GB/s; see
 scripts/xcore_bandwidth.c), so separate runs of `go test -bench` and the

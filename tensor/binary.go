@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"slices"
 )
 
 type float interface{ ~float32 | ~float64 }
@@ -47,7 +48,7 @@ func binary(op binOp, a, b *Tensor) *Tensor {
 	checkDType(name, a, b)
 	var buf [maxStackDims]int
 	shape := a.shape
-	if !sameShape(a.shape, b.shape) {
+	if !slices.Equal(a.shape, b.shape) {
 		shape = broadcastShapeInto(name, a.shape, b.shape, ints(&buf, max(a.Dim(), b.Dim())))
 	}
 	out := New(a.dtype, shape...)
@@ -144,7 +145,7 @@ func isTrailing(small, big []int) bool {
 	if len(s) > len(big) {
 		return false
 	}
-	return sameShape(s, big[len(big)-len(s):])
+	return slices.Equal(s, big[len(big)-len(s):])
 }
 
 func binScalar[T float](op binOp, x, y T) T {

@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+
+	"slices"
+)
 
 // Gather picks one element per position along axis: the result has a's shape
 // without axis, and result[o, i] = a[o, index[o*inner+i], i] in row-major
@@ -102,7 +106,7 @@ func IndexAdd(dst *Tensor, axis int, idx []int, src *Tensor) {
 	outer, n, inner := split3(dst.shape, ax, ax+1)
 	want := cloneInts(dst.shape)
 	want[ax] = len(idx)
-	if !dst.IsContiguous() || !sameShape(want, src.shape) {
+	if !dst.IsContiguous() || !slices.Equal(want, src.shape) {
 		panic(fmt.Sprintf("tensor: IndexAdd: dst %s, src %s, %d indices along axis %d do not match", sh(dst.shape), sh(src.shape), len(idx), axis))
 	}
 	for _, k := range idx {
@@ -178,7 +182,7 @@ func Stack(axis int, ts ...*Tensor) *Tensor {
 	ax := normAxis("Stack", axis, ts[0].Dim()+1, ts[0].shape)
 	us := make([]*Tensor, len(ts))
 	for i, t := range ts {
-		if !sameShape(t.shape, ts[0].shape) {
+		if !slices.Equal(t.shape, ts[0].shape) {
 			panic(fmt.Sprintf("tensor: Stack: shapes %s and %s differ", sh(ts[0].shape), sh(t.shape)))
 		}
 		us[i] = Unsqueeze(t, ax)

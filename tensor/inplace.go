@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+
+	"slices"
+)
 
 // In-place helpers for optimizers and hot loops. On contiguous operands of
 // equal shape they are a single slice loop and allocate nothing.
@@ -9,7 +13,7 @@ import "fmt"
 // be a strided view (e.g. a Narrow of a larger tensor).
 func CopyFrom(dst, src *Tensor) {
 	checkDType("CopyFrom", dst, src)
-	if dst.IsContiguous() && src.IsContiguous() && sameShape(dst.shape, src.shape) {
+	if dst.IsContiguous() && src.IsContiguous() && slices.Equal(dst.shape, src.shape) {
 		n := dst.Numel()
 		if dst.dtype == Float64 {
 			copy(dst.f64[dst.offset:dst.offset+n], src.f64[src.offset:src.offset+n])
@@ -65,7 +69,7 @@ func AddInto(dst, src *Tensor) { Axpy(dst, 1, src) }
 // Axpy does dst += alpha*x, with x broadcast to dst's shape.
 func Axpy(dst *Tensor, alpha float64, x *Tensor) {
 	checkDType("Axpy", dst, x)
-	if dst.IsContiguous() && x.IsContiguous() && sameShape(dst.shape, x.shape) {
+	if dst.IsContiguous() && x.IsContiguous() && slices.Equal(dst.shape, x.shape) {
 		n := dst.Numel()
 		if dst.dtype == Float64 {
 			axpySlice(dst.f64[dst.offset:dst.offset+n], alpha, x.f64[x.offset:x.offset+n])

@@ -1,6 +1,10 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+
+	"slices"
+)
 
 // MatMul returns the matrix product of a and b with torch.matmul's rules:
 // [m,k]x[k,n] -> [m,n]; batched [...,m,k]x[...,k,n] -> [...,m,n] with the
@@ -51,7 +55,7 @@ func MatMulInto(out, a, b *Tensor) {
 		}
 	} else {
 		want := matmulShape(a, b, a.shape, b.shape)
-		if !sameShape(want, out.shape) || !out.IsContiguous() {
+		if !slices.Equal(want, out.shape) || !out.IsContiguous() {
 			panic(fmt.Sprintf("tensor: MatMulInto: out %s cannot hold %s x %s (want %s)", sh(out.shape), sh(a.shape), sh(b.shape), sh(want)))
 		}
 	}

@@ -9,18 +9,6 @@ import (
 // arrays on the stack, so the hot paths allocate nothing but their result.
 const maxStackDims = 8
 
-func sameShape(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // broadcastShape returns the NumPy/torch broadcast of a and b, panicking with
 // op's name and both shapes when they are incompatible.
 func broadcastShape(op string, a, b []int) []int {

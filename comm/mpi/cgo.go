@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // mpiError turns an MPI return code into an error (nil for MPI_SUCCESS).
@@ -32,7 +32,7 @@ func mpiError(what string, rc C.int) error {
 
 // bufPtr is the address of a buffer's first byte, or nil when it is empty
 // (MPI accepts NULL with a zero count).
-func bufPtr(b comm.Buffer) unsafe.Pointer {
+func bufPtr(b backend.Buffer) unsafe.Pointer {
 	if len(b.Bytes) == 0 {
 		return nil
 	}

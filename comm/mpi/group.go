@@ -16,10 +16,10 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
-// group is a comm.ProcessGroup over a duplicate of MPI_COMM_WORLD.
+// group is a backend.ProcessGroup over a duplicate of MPI_COMM_WORLD.
 type group struct {
 	timeout time.Duration
 	logf    func(format string, args ...any)
@@ -47,21 +47,21 @@ type group struct {
 }
 
 var (
-	_ comm.ProcessGroup    = (*group)(nil)
-	_ comm.AllGatherer     = (*group)(nil)
-	_ comm.ReduceScatterer = (*group)(nil)
-	_ comm.RootReducer     = (*group)(nil)
-	_ comm.Gatherer        = (*group)(nil)
-	_ comm.Scatterer       = (*group)(nil)
-	_ comm.AllToAller      = (*group)(nil)
-	_ comm.PointToPoint    = (*group)(nil)
+	_ backend.ProcessGroup    = (*group)(nil)
+	_ backend.AllGatherer     = (*group)(nil)
+	_ backend.ReduceScatterer = (*group)(nil)
+	_ backend.RootReducer     = (*group)(nil)
+	_ backend.Gatherer        = (*group)(nil)
+	_ backend.Scatterer       = (*group)(nil)
+	_ backend.AllToAller      = (*group)(nil)
+	_ backend.PointToPoint    = (*group)(nil)
 )
 
 // New joins the MPI job this process was started in (MPI_COMM_WORLD: rank
 // and size come from MPI) and returns its process group. It initialises
 // MPI on a dedicated thread; Close finalizes it, after which MPI cannot be
 // used again in this process. Only one group per process is supported.
-func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
+func New(ctx context.Context, opts Options) (backend.ProcessGroup, error) {
 	if !opts.AllowSingleton && !UnderLauncher() {
 		return nil, ErrNotUnderMPI
 	}
@@ -75,7 +75,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 		never:   make(chan struct{}),
 	}
 	if g.timeout <= 0 {
-		g.timeout = comm.DefaultTimeout
+		g.timeout = backend.DefaultTimeout
 	}
 	if g.logf == nil {
 		// As comm's tcp and shm backends: stderr on rank 0 (known once
@@ -104,9 +104,9 @@ func (g *group) Rank() int       { return g.rank }
 func (g *group) Size() int       { return g.size }
 func (g *group) Backend() string { return "mpi" }
 
-// Close fails pending ops with comm.ErrClosed, frees the communicator and
+// Close fails pending ops with backend.ErrClosed, frees the communicator and
 // finalizes MPI (a collective: every rank must close). Later ops fail with
-// comm.ErrClosed. It waits at most the group's timeout.
+// backend.ErrClosed. It waits at most the group's timeout.
 func (g *group) Close() error {
 	g.once.Do(func() {
 		g.mu.Lock()
@@ -117,19 +117,19 @@ func (g *group) Close() error {
 		select {
 		case g.closeEr = <-reply:
 		case <-time.After(g.timeout):
-			g.closeEr = fmt.Errorf("%w: closing the MPI group on rank %d took longer than %v (MPI_Finalize waits for every rank)", comm.ErrTimeout, g.rank, g.timeout)
+			g.closeEr = fmt.Errorf("%w: closing the MPI group on rank %d took longer than %v (MPI_Finalize waits for every rank)", backend.ErrTimeout, g.rank, g.timeout)
 		}
 	})
 	return g.closeEr
 }
 
 // submit hands an op to the MPI thread, pinning its buffers until it completes.
-func (g *group) submit(o *op, bufs ...comm.Buffer) comm.Work {
+func (g *group) submit(o *op, bufs ...backend.Buffer) backend.Work {
 	o.w = newWork()
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	if g.closed {
-		return failed(&comm.OpError{Kind: comm.ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank})
+		return failed(&backend.OpError{Kind: backend.ErrClosed, Op: o.name, Bytes: o.bytes, Rank: g.rank})
 	}
 	for _, b := range bufs {
 		if len(b.Bytes) > 0 {
@@ -144,15 +144,15 @@ func (g *group) submit(o *op, bufs ...comm.Buffer) comm.Work {
 }
 
 // bad returns a failed Work for an invalid argument.
-func (g *group) bad(name string, bytes int, format string, args ...any) comm.Work {
-	return failed(&comm.OpError{Kind: comm.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
+func (g *group) bad(name string, bytes int, format string, args ...any) backend.Work {
+	return failed(&backend.OpError{Kind: backend.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
 }
 
 // check validates dtypes, lengths and counts shared by every op; it
 // returns the element count of b.
-func (g *group) check(name string, bufs ...comm.Buffer) (int, string) {
+func (g *group) check(name string, bufs ...backend.Buffer) (int, string) {
 	for _, b := range bufs {
-		if b.DType > comm.BFloat16 {
+		if b.DType > backend.BFloat16 {
 			return 0, fmt.Sprintf("unknown dtype %v", b.DType)
 		}
 		if len(b.Bytes)%b.DType.Size() != 0 {
@@ -175,8 +175,8 @@ func (g *group) checkRoot(root int) string {
 	return ""
 }
 
-func checkOp(op comm.ReduceOp) string {
-	if op > comm.Product {
+func checkOp(op backend.ReduceOp) string {
+	if op > backend.Product {
 		return fmt.Sprintf("unknown reduce op %v", op)
 	}
 	return ""
@@ -184,7 +184,7 @@ func checkOp(op comm.ReduceOp) string {
 
 // overlap reports whether two non-empty buffers share memory (MPI forbids
 // aliased send and receive buffers outside MPI_IN_PLACE).
-func overlap(a, b comm.Buffer) bool {
+func overlap(a, b backend.Buffer) bool {
 	if len(a.Bytes) == 0 || len(b.Bytes) == 0 {
 		return false
 	}
@@ -192,7 +192,7 @@ func overlap(a, b comm.Buffer) bool {
 	return pa < pb+uintptr(len(b.Bytes)) && pb < pa+uintptr(len(a.Bytes))
 }
 
-func (g *group) AllReduce(buf comm.Buffer, rop comm.ReduceOp) comm.Work {
+func (g *group) AllReduce(buf backend.Buffer, rop backend.ReduceOp) backend.Work {
 	n, msg := g.check("allreduce", buf)
 	if msg == "" {
 		msg = checkOp(rop)
@@ -205,13 +205,13 @@ func (g *group) AllReduce(buf comm.Buffer, rop comm.ReduceOp) comm.Work {
 	o.issue = func(r *C.MPI_Request) C.int {
 		return C.gdm_iallreduce(g.ops, g.comm, p, C.int(n), dt, C.int(rop), r)
 	}
-	if rop == comm.Avg && n > 0 {
+	if rop == backend.Avg && n > 0 {
 		o.after = func() { C.gdm_divide(p, C.long(n), dt, C.int(g.size)) }
 	}
 	return g.submit(o, buf)
 }
 
-func (g *group) Broadcast(buf comm.Buffer, root int) comm.Work {
+func (g *group) Broadcast(buf backend.Buffer, root int) backend.Work {
 	n, msg := g.check("broadcast", buf)
 	if msg == "" {
 		msg = g.checkRoot(root)
@@ -225,14 +225,14 @@ func (g *group) Broadcast(buf comm.Buffer, root int) comm.Work {
 	return g.submit(o, buf)
 }
 
-func (g *group) Barrier() comm.Work {
+func (g *group) Barrier() backend.Work {
 	o := &op{name: "barrier"}
 	o.issue = func(r *C.MPI_Request) C.int { return C.gdm_ibarrier(g.comm, r) }
 	return g.submit(o)
 }
 
 // AllGather: out holds Size() chunks of in.Len() elements, rank-major.
-func (g *group) AllGather(out, in comm.Buffer) comm.Work {
+func (g *group) AllGather(out, in backend.Buffer) backend.Work {
 	n, msg := g.check("allgather", in, out)
 	switch {
 	case msg != "":
@@ -252,7 +252,7 @@ func (g *group) AllGather(out, in comm.Buffer) comm.Work {
 
 // ReduceScatter: in holds Size() chunks of out.Len() elements; this rank
 // gets the reduction of its chunk.
-func (g *group) ReduceScatter(out, in comm.Buffer, rop comm.ReduceOp) comm.Work {
+func (g *group) ReduceScatter(out, in backend.Buffer, rop backend.ReduceOp) backend.Work {
 	n, msg := g.check("reducescatter", out, in)
 	switch {
 	case msg != "":
@@ -271,14 +271,14 @@ func (g *group) ReduceScatter(out, in comm.Buffer, rop comm.ReduceOp) comm.Work 
 	o.issue = func(r *C.MPI_Request) C.int {
 		return C.gdm_ireduce_scatter(g.ops, g.comm, po, pi, C.int(n), dt, C.int(rop), r)
 	}
-	if rop == comm.Avg && n > 0 {
+	if rop == backend.Avg && n > 0 {
 		o.after = func() { C.gdm_divide(po, C.long(n), dt, C.int(g.size)) }
 	}
 	return g.submit(o, out, in)
 }
 
 // Reduce reduces buf into root's buf; the other ranks' buffers are only read.
-func (g *group) Reduce(buf comm.Buffer, root int, rop comm.ReduceOp) comm.Work {
+func (g *group) Reduce(buf backend.Buffer, root int, rop backend.ReduceOp) backend.Work {
 	n, msg := g.check("reduce", buf)
 	if msg == "" {
 		msg = g.checkRoot(root)
@@ -294,15 +294,15 @@ func (g *group) Reduce(buf comm.Buffer, root int, rop comm.ReduceOp) comm.Work {
 	o.issue = func(r *C.MPI_Request) C.int {
 		return C.gdm_ireduce(g.ops, g.comm, p, C.int(n), dt, C.int(rop), C.int(root), C.int(g.rank), r)
 	}
-	if rop == comm.Avg && g.rank == root && n > 0 {
+	if rop == backend.Avg && g.rank == root && n > 0 {
 		o.after = func() { C.gdm_divide(p, C.long(n), dt, C.int(g.size)) }
 	}
 	return g.submit(o, buf)
 }
 
 // Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
-func (g *group) Gather(out, in comm.Buffer, root int) comm.Work {
-	bufs := []comm.Buffer{in}
+func (g *group) Gather(out, in backend.Buffer, root int) backend.Work {
+	bufs := []backend.Buffer{in}
 	if g.rank == root {
 		bufs = append(bufs, out)
 	}
@@ -330,8 +330,8 @@ func (g *group) Gather(out, in comm.Buffer, root int) comm.Work {
 }
 
 // Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
-func (g *group) Scatter(out, in comm.Buffer, root int) comm.Work {
-	bufs := []comm.Buffer{out}
+func (g *group) Scatter(out, in backend.Buffer, root int) backend.Work {
+	bufs := []backend.Buffer{out}
 	if g.rank == root {
 		bufs = append(bufs, in)
 	}
@@ -359,7 +359,7 @@ func (g *group) Scatter(out, in comm.Buffer, root int) comm.Work {
 }
 
 // AllToAll: in and out hold Size() equal chunks; chunk j of in goes to rank j.
-func (g *group) AllToAll(out, in comm.Buffer) comm.Work {
+func (g *group) AllToAll(out, in backend.Buffer) backend.Work {
 	n, msg := g.check("alltoall", in, out)
 	switch {
 	case msg != "":
@@ -392,7 +392,7 @@ func (g *group) checkPeer(peer, tag int) string {
 }
 
 // Send sends buf to rank dst with tag; it completes once buf may be reused.
-func (g *group) Send(buf comm.Buffer, dst, tag int) comm.Work {
+func (g *group) Send(buf backend.Buffer, dst, tag int) backend.Work {
 	n, msg := g.check("send", buf)
 	if msg == "" {
 		msg = g.checkPeer(dst, tag)
@@ -407,7 +407,7 @@ func (g *group) Send(buf comm.Buffer, dst, tag int) comm.Work {
 }
 
 // Recv receives into buf from rank src with tag; a longer message is an error.
-func (g *group) Recv(buf comm.Buffer, src, tag int) comm.Work {
+func (g *group) Recv(buf backend.Buffer, src, tag int) backend.Work {
 	n, msg := g.check("recv", buf)
 	if msg == "" {
 		msg = g.checkPeer(src, tag)

@@ -16,7 +16,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // All of a group's MPI calls run on one goroutine locked to one OS thread
@@ -162,7 +162,7 @@ func (g *group) handle(t task) chan error {
 	}
 	var req C.MPI_Request
 	if err := mpiError(o.name, o.issue(&req)); err != nil {
-		g.fail(o, g.opError(o, comm.ErrBadArgument, "MPI refused the call", err))
+		g.fail(o, g.opError(o, backend.ErrBadArgument, "MPI refused the call", err))
 		return nil
 	}
 	g.pending = append(g.pending, o)
@@ -178,7 +178,7 @@ func (g *group) progress() {
 	}
 	var done C.int
 	if err := mpiError("MPI_Testsome", C.gdm_testsome(&g.reqs[0], C.int(n), progressSlice, &g.idx[0], &g.errs[0], &done)); err != nil {
-		g.breakAll(g.opError(g.pending[0], comm.ErrPeerFailed, "progress failed", err))
+		g.breakAll(g.opError(g.pending[0], backend.ErrPeerFailed, "progress failed", err))
 		return
 	}
 	if done == 0 {
@@ -189,7 +189,7 @@ func (g *group) progress() {
 		g.pending[g.idx[i]] = nil
 		if err := mpiError(o.name, g.errs[i]); err != nil {
 			o.pin.Unpin()
-			o.w.Complete(g.opError(o, comm.ErrPeerFailed, "", err))
+			o.w.Complete(g.opError(o, backend.ErrPeerFailed, "", err))
 			continue
 		}
 		if o.after != nil {
@@ -214,7 +214,7 @@ func (g *group) progress() {
 func (g *group) checkDeadlines(now time.Time) {
 	for _, o := range g.pending {
 		if now.After(o.deadline) {
-			g.breakAll(g.opError(o, comm.ErrTimeout,
+			g.breakAll(g.opError(o, backend.ErrTimeout,
 				fmt.Sprintf("not completed after %v (a rank did not issue it, or is stuck); MPI cannot cancel a collective, so this group is now unusable", g.timeout), nil))
 			return
 		}
@@ -239,7 +239,7 @@ func (g *group) fail(o *op, err error) {
 }
 
 func (g *group) opError(o *op, kind error, detail string, cause error) error {
-	return &comm.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank, Detail: detail, Err: cause}
+	return &backend.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank, Detail: detail, Err: cause}
 }
 
 // shutdown fails what is still pending, frees the communicator and, when
@@ -247,7 +247,7 @@ func (g *group) opError(o *op, kind error, detail string, cause error) error {
 func (g *group) shutdown() error {
 	if len(g.pending) > 0 {
 		o := g.pending[0]
-		g.breakAll(g.opError(o, comm.ErrClosed, "group closed with the op pending", nil))
+		g.breakAll(g.opError(o, backend.ErrClosed, "group closed with the op pending", nil))
 	}
 	var errs []error
 	if g.comm != C.gdm_comm_null() && len(g.leaked) == 0 {

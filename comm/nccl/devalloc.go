@@ -11,20 +11,20 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // AllocDevice allocates device memory on an nccl group's GPU (pg as
-// comm.Init returns it) and copies init, a host buffer, into it; the
+// backend.Init returns it) and copies init, a host buffer, into it; the
 // buffer's Stream is 0 (the copy is complete when AllocDevice returns).
 // It is for programs without a device layer of their own, such as
 // ddpbench's -mem device; free releases it. A pg that is not an nccl
 // group is an error.
-func AllocDevice(pg comm.ProcessGroup, init comm.Buffer) (buf DeviceBuffer, free func() error, err error) {
+func AllocDevice(pg backend.ProcessGroup, init backend.Buffer) (buf DeviceBuffer, free func() error, err error) {
 	d, ok := AsDevice(pg)
 	g, ok2 := d.(*group)
 	if !ok || !ok2 {
-		return DeviceBuffer{}, nil, fmt.Errorf("%w: nccl: AllocDevice needs an nccl process group, got %q", comm.ErrBadArgument, pg.Backend())
+		return DeviceBuffer{}, nil, fmt.Errorf("%w: nccl: AllocDevice needs an nccl process group, got %q", backend.ErrBadArgument, pg.Backend())
 	}
 	n := max(len(init.Bytes), 1)
 	var dev C.gdn_devptr

@@ -1,17 +1,17 @@
 package nccl
 
 import (
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // DeviceBuffer is a typed view of GPU memory, the device counterpart of
-// comm.Buffer: Ptr is a CUDA device pointer (a CUdeviceptr, e.g. from
+// backend.Buffer: Ptr is a CUDA device pointer (a CUdeviceptr, e.g. from
 // cuMemAlloc or gorgonia.org/cu's MemAlloc) on the group's device, holding
 // Count elements of DType. Ptr may be 0 only when Count is 0. The memory
 // must stay allocated, and must not be written, until the op's Work
 // completes.
 type DeviceBuffer struct {
-	DType comm.DType
+	DType backend.DType
 	Ptr   uintptr
 	Count int
 	// Stream is the CUstream that produced the data and will use the
@@ -32,27 +32,27 @@ func (b DeviceBuffer) Bytes() int { return b.Count * b.DType.Size() }
 // comm's (AllGather's out holds Size() chunks of in.Count, rank-major;
 // ReduceScatter's in holds Size() chunks of out.Count).
 type DeviceCollectives interface {
-	comm.ProcessGroup
+	backend.ProcessGroup
 	// Device is the CUDA device ordinal the group runs on.
 	Device() int
 	// Stream is the group's CUstream, a non-blocking one: nothing orders
 	// it with other streams except the events each device collective
 	// records on its buffers' Stream (see DeviceBuffer.Stream).
 	Stream() uintptr
-	AllReduceDevice(buf DeviceBuffer, op comm.ReduceOp) comm.Work
-	BroadcastDevice(buf DeviceBuffer, root int) comm.Work
-	AllGatherDevice(out, in DeviceBuffer) comm.Work
-	ReduceScatterDevice(out, in DeviceBuffer, op comm.ReduceOp) comm.Work
+	AllReduceDevice(buf DeviceBuffer, op backend.ReduceOp) backend.Work
+	BroadcastDevice(buf DeviceBuffer, root int) backend.Work
+	AllGatherDevice(out, in DeviceBuffer) backend.Work
+	ReduceScatterDevice(out, in DeviceBuffer, op backend.ReduceOp) backend.Work
 }
 
 // AsDevice returns pg's device collectives when pg is (or wraps, as the
 // group comm.Init returns does) an nccl group.
-func AsDevice(pg comm.ProcessGroup) (DeviceCollectives, bool) {
+func AsDevice(pg backend.ProcessGroup) (DeviceCollectives, bool) {
 	for pg != nil {
 		if d, ok := pg.(DeviceCollectives); ok {
 			return d, true
 		}
-		u, ok := pg.(interface{ Unwrap() comm.ProcessGroup })
+		u, ok := pg.(interface{ Unwrap() backend.ProcessGroup })
 		if !ok {
 			return nil, false
 		}

@@ -17,7 +17,7 @@
 // ~/.local), where the nvidia-nccl-cu12 and nvidia-nccl-cu13 wheels that
 // PyTorch installs put it. No Python is run to find them.
 //
-//	import _ "goddp/comm/nccl"            // registers "nccl"
+//	comm.Init(ctx, comm.Config{Backend: "nccl"}) // comm registers "nccl"
 //	GODDP_BACKEND=nccl ddprun --nproc-per-node gpu ./train
 //
 // # What has run

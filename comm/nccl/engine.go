@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // libCalls is what the engine needs from CUDA and NCCL: group.go
@@ -31,7 +31,7 @@ type libCalls interface {
 // ops on the stream, in order; they can block inside NCCL (its lazy
 // connection setup waits for the peers), so each is bounded by a timer
 // that aborts the communicator when the op's deadline passes, which
-// fails the op with comm.ErrTimeout and makes the blocked call return. A
+// fails the op with backend.ErrTimeout and makes the blocked call return. A
 // watcher goroutine then completes the issued ops in stream order by
 // polling the event recorded after each, NCCL's asynchronous error and
 // the deadline.
@@ -101,11 +101,11 @@ func stderrLogf(rank int, w io.Writer) func(string, ...any) {
 }
 
 func (e *engine) opErr(o *op, kind error, detail string, cause error) error {
-	return &comm.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: e.rank, Detail: detail, Err: cause}
+	return &backend.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: e.rank, Detail: detail, Err: cause}
 }
 
 // submit queues an op and returns its Work at once.
-func (e *engine) submit(name string, bytes int, launch func() error, done, undo func()) comm.Work {
+func (e *engine) submit(name string, bytes int, launch func() error, done, undo func()) backend.Work {
 	if undo == nil {
 		undo = func() {}
 	}
@@ -119,7 +119,7 @@ func (e *engine) submit(name string, bytes int, launch func() error, done, undo 
 		launch: launch, done: done, undo: undo, w: newWork()}
 	if e.closed {
 		undo()
-		o.w.Complete(e.opErr(o, comm.ErrClosed, "", nil))
+		o.w.Complete(e.opErr(o, backend.ErrClosed, "", nil))
 		return o.w
 	}
 	e.issue <- o
@@ -170,12 +170,12 @@ func (e *engine) issuer() {
 	for o := range e.issue {
 		if err := e.enter(true); err != nil {
 			o.undo()
-			o.w.Complete(e.opErr(o, comm.ErrPeerFailed, "the communicator was aborted by an earlier failure", err))
+			o.w.Complete(e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", err))
 			continue
 		}
 		timer := time.AfterFunc(time.Until(o.deadline), func() {
 			err := fmt.Errorf("still inside NCCL after %v (a rank did not issue it, or connection setup is stuck); communicator aborted", e.timeout)
-			o.w.Complete(e.opErr(o, comm.ErrTimeout, "a rank did not issue it, or is stuck", err))
+			o.w.Complete(e.opErr(o, backend.ErrTimeout, "a rank did not issue it, or is stuck", err))
 			e.abort(err)
 		})
 		err := o.launch()
@@ -201,7 +201,7 @@ func (e *engine) issuer() {
 		switch {
 		case err != nil:
 			o.undo()
-			o.w.Complete(e.opErr(o, comm.ErrPeerFailed, "enqueueing failed", err))
+			o.w.Complete(e.opErr(o, backend.ErrPeerFailed, "enqueueing failed", err))
 		case ev == nil: // completed by the stream synchronisation
 			o.done()
 			o.w.Complete(nil)
@@ -230,12 +230,12 @@ func (e *engine) await(o *op) error {
 	sleep := 5 * time.Microsecond
 	for {
 		if broken := e.brokenErr(); broken != nil {
-			return e.opErr(o, comm.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
+			return e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
 		}
 		done, err := e.lib.queryEvent(o.event)
 		if err != nil {
 			e.abort(err)
-			return e.opErr(o, comm.ErrPeerFailed, "", err)
+			return e.opErr(o, backend.ErrPeerFailed, "", err)
 		}
 		if done {
 			return nil
@@ -245,13 +245,13 @@ func (e *engine) await(o *op) error {
 			e.leave(false)
 			if aerr != nil {
 				e.abort(aerr)
-				return e.opErr(o, comm.ErrPeerFailed, "a peer failed or the network broke", aerr)
+				return e.opErr(o, backend.ErrPeerFailed, "a peer failed or the network broke", aerr)
 			}
 		}
 		if time.Now().After(o.deadline) {
 			err := fmt.Errorf("not completed after %v; communicator aborted", e.timeout)
 			e.abort(err)
-			return e.opErr(o, comm.ErrTimeout, "a rank did not issue it, or is stuck", err)
+			return e.opErr(o, backend.ErrTimeout, "a rank did not issue it, or is stuck", err)
 		}
 		time.Sleep(sleep)
 		sleep = min(2*sleep, time.Millisecond)
@@ -296,13 +296,13 @@ func (e *engine) close() (healthy, leaked bool, err error) {
 		// A call stayed blocked inside NCCL even after the abort: leave
 		// the communicator and its memory alone rather than free them
 		// under it.
-		return false, true, fmt.Errorf("%w: nccl: rank %d: an NCCL call did not return after ncclCommAbort; the communicator is leaked", comm.ErrTimeout, e.rank)
+		return false, true, fmt.Errorf("%w: nccl: rank %d: an NCCL call did not return after ncclCommAbort; the communicator is leaked", backend.ErrTimeout, e.rank)
 	}
 	<-e.wdone
 	e.gmu.Lock()
 	broken := e.broken
 	if broken == nil {
-		e.broken = comm.ErrClosed
+		e.broken = backend.ErrClosed
 	}
 	e.gmu.Unlock()
 	if broken != nil {

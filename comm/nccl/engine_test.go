@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // fakeLib stands for CUDA and NCCL: events complete when the test says,
@@ -88,7 +88,7 @@ func (f *fakeLib) destroyComm() error { f.use("ncclCommDestroy"); return nil }
 // launch is a collective's enqueue call: it uses the communicator.
 func (f *fakeLib) launch() error { f.use("ncclAllReduce"); return nil }
 
-func waitErr(t *testing.T, w comm.Work, within time.Duration) error {
+func waitErr(t *testing.T, w backend.Work, within time.Duration) error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), within)
 	defer cancel()
@@ -108,9 +108,9 @@ func TestBlockedCallTimesOut(t *testing.T) {
 	start := time.Now()
 	blocked := e.submit("allreduce", 4, func() error { <-f.unblock; return errors.New("ncclSystemError") }, nil, nil)
 
-	queued := make(chan comm.Work)
+	queued := make(chan backend.Work)
 	go func() { queued <- e.submit("allreduce", 4, f.launch, nil, nil) }()
-	var second comm.Work
+	var second backend.Work
 	select {
 	case second = <-queued:
 	case <-time.After(100 * time.Millisecond):
@@ -118,10 +118,10 @@ func TestBlockedCallTimesOut(t *testing.T) {
 	}
 
 	err := waitErr(t, blocked, 5*time.Second)
-	require.ErrorIs(t, err, comm.ErrTimeout)
+	require.ErrorIs(t, err, backend.ErrTimeout)
 	assert.Less(t, time.Since(start), 2*time.Second)
 	err = waitErr(t, second, 5*time.Second)
-	require.ErrorIs(t, err, comm.ErrPeerFailed)
+	require.ErrorIs(t, err, backend.ErrPeerFailed)
 	assert.Contains(t, err.Error(), "aborted by an earlier failure")
 	assert.EqualValues(t, 1, f.aborts.Load())
 	healthy, leaked, err := e.close()
@@ -154,9 +154,9 @@ func TestNoCallAfterAbort(t *testing.T) {
 		e.abort(boom)
 		wg.Wait()
 		works.Range(func(_, w any) bool {
-			err := waitErr(t, w.(comm.Work), 5*time.Second)
+			err := waitErr(t, w.(backend.Work), 5*time.Second)
 			if err != nil {
-				assert.ErrorIs(t, err, comm.ErrPeerFailed)
+				assert.ErrorIs(t, err, backend.ErrPeerFailed)
 			}
 			return true
 		})
@@ -174,7 +174,7 @@ func TestOrderAndClose(t *testing.T) {
 	e := newEngine(f, 0, 10*time.Second, func(string, ...any) {})
 	var order []int
 	var mu sync.Mutex
-	var ws []comm.Work
+	var ws []backend.Work
 	for i := range 10 {
 		ws = append(ws, e.submit("allreduce", 4, f.launch, func() { mu.Lock(); order = append(order, i); mu.Unlock() }, nil))
 	}
@@ -189,7 +189,7 @@ func TestOrderAndClose(t *testing.T) {
 	assert.Zero(t, f.events.Load(), "every event destroyed")
 	undone := false
 	w := e.submit("allreduce", 4, f.launch, nil, func() { undone = true })
-	assert.ErrorIs(t, waitErr(t, w, time.Second), comm.ErrClosed)
+	assert.ErrorIs(t, waitErr(t, w, time.Second), backend.ErrClosed)
 	assert.True(t, undone, "the refused op's staging was released")
 }
 
@@ -199,7 +199,7 @@ func TestStuckKernelTimesOut(t *testing.T) {
 	f.stuck.Store(true)
 	e := newEngine(f, 0, 100*time.Millisecond, func(string, ...any) {})
 	err := waitErr(t, e.submit("allreduce", 4, f.launch, nil, nil), 5*time.Second)
-	require.ErrorIs(t, err, comm.ErrTimeout)
+	require.ErrorIs(t, err, backend.ErrTimeout)
 	assert.Contains(t, err.Error(), "not completed after 100ms")
 	assert.EqualValues(t, 1, f.aborts.Load())
 	_, _, err = e.close()

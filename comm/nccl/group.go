@@ -16,10 +16,10 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
-// group is the nccl comm.ProcessGroup: one NCCL communicator on one GPU,
+// group is the nccl backend.ProcessGroup: one NCCL communicator on one GPU,
 // with one non-blocking CUDA stream for all its collectives. Host Buffers
 // are staged through pinned host memory and device scratch from a pool;
 // DeviceBuffers go straight to NCCL. The engine (engine.go) orders, issues,
@@ -41,10 +41,10 @@ type group struct {
 }
 
 var (
-	_ comm.ProcessGroup    = (*group)(nil)
-	_ comm.AllGatherer     = (*group)(nil)
-	_ comm.ReduceScatterer = (*group)(nil)
-	_ DeviceCollectives    = (*group)(nil)
+	_ backend.ProcessGroup    = (*group)(nil)
+	_ backend.AllGatherer     = (*group)(nil)
+	_ backend.ReduceScatterer = (*group)(nil)
+	_ DeviceCollectives       = (*group)(nil)
 )
 
 // cCalls is the engine's libCalls over the loaded libraries.
@@ -105,12 +105,12 @@ func (c cCalls) destroyComm() error {
 // New creates an NCCL communicator over opts.Size ranks on GPU opts.Device:
 // rank 0 asks NCCL for a unique id and publishes it in opts.Store, the
 // others read it, and all call ncclCommInitRank. Every rank must call New.
-func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
+func New(ctx context.Context, opts Options) (backend.ProcessGroup, error) {
 	if opts.Size < 1 || opts.Rank < 0 || opts.Rank >= opts.Size {
-		return nil, fmt.Errorf("%w: nccl: rank %d of %d", comm.ErrBadArgument, opts.Rank, opts.Size)
+		return nil, fmt.Errorf("%w: nccl: rank %d of %d", backend.ErrBadArgument, opts.Rank, opts.Size)
 	}
 	if opts.Store == nil {
-		return nil, fmt.Errorf("%w: nccl: a rendezvous store is needed to share NCCL's unique id", comm.ErrBadArgument)
+		return nil, fmt.Errorf("%w: nccl: a rendezvous store is needed to share NCCL's unique id", backend.ErrBadArgument)
 	}
 	if ctx == nil {
 		ctx = context.Background()
@@ -118,7 +118,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 	g := &group{rank: opts.Rank, size: opts.Size, device: opts.Device}
 	timeout := opts.Timeout
 	if timeout <= 0 {
-		timeout = comm.DefaultTimeout
+		timeout = backend.DefaultTimeout
 	}
 	logf := opts.Logf
 	if logf == nil {
@@ -150,7 +150,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 	}
 	g.stream = stream
 	g.pool = &stagingPool{lib: lib, ctx: g.ctx}
-	undo := func(err error) (comm.ProcessGroup, error) {
+	undo := func(err error) (backend.ProcessGroup, error) {
 		C.gdn_stream_destroy(lib.l, g.ctx, g.stream)
 		C.gdn_ctx_close(lib.l, C.int(g.device))
 		return nil, err
@@ -181,7 +181,7 @@ func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) {
 		}
 		g.comm = r.comm
 	case <-ctx.Done():
-		return undo(fmt.Errorf("%w: nccl: rank %d waiting for the other ranks in ncclCommInitRank: %w", comm.ErrTimeout, g.rank, ctx.Err()))
+		return undo(fmt.Errorf("%w: nccl: rank %d waiting for the other ranks in ncclCommInitRank: %w", backend.ErrTimeout, g.rank, ctx.Err()))
 	}
 	g.engine = newEngine(cCalls{g}, g.rank, timeout, logf)
 	return g, nil
@@ -205,7 +205,7 @@ func exchangeID(ctx context.Context, lib *library, opts Options) ([]byte, error)
 		return nil, fmt.Errorf("nccl: rank %d reading rank 0's unique id: %w", opts.Rank, err)
 	}
 	if len(id) != C.GDN_UNIQUE_ID_BYTES {
-		return nil, fmt.Errorf("%w: nccl: unique id of %d bytes in the store, want %d", comm.ErrBadArgument, len(id), C.GDN_UNIQUE_ID_BYTES)
+		return nil, fmt.Errorf("%w: nccl: unique id of %d bytes in the store, want %d", backend.ErrBadArgument, len(id), C.GDN_UNIQUE_ID_BYTES)
 	}
 	return id, nil
 }
@@ -218,7 +218,7 @@ func (g *group) Stream() uintptr { return uintptr(g.stream) }
 
 // Close waits for the queued ops (each bounded by the timeout), then
 // destroys the communicator, the stream and the staging memory. Later ops
-// fail with comm.ErrClosed.
+// fail with backend.ErrClosed.
 func (g *group) Close() error {
 	g.once.Do(func() {
 		healthy, leaked, err := g.engine.close()

@@ -5,11 +5,11 @@ package nccl
 import (
 	"context"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 func init() {
-	comm.Register("nccl", func(context.Context, comm.Options) (comm.ProcessGroup, error) { return nil, ErrNoCgo })
+	backend.Register("nccl", func(context.Context, backend.Options) (backend.ProcessGroup, error) { return nil, ErrNoCgo })
 }
 
 // Info is what Probe finds.
@@ -22,9 +22,9 @@ type Info struct {
 func Probe() (Info, error) { return Info{}, ErrNoCgo }
 
 // New needs cgo to load NCCL; this build has none.
-func New(ctx context.Context, opts Options) (comm.ProcessGroup, error) { return nil, ErrNoCgo }
+func New(ctx context.Context, opts Options) (backend.ProcessGroup, error) { return nil, ErrNoCgo }
 
 // AllocDevice needs cgo; this build has none.
-func AllocDevice(pg comm.ProcessGroup, init comm.Buffer) (DeviceBuffer, func() error, error) {
+func AllocDevice(pg backend.ProcessGroup, init backend.Buffer) (DeviceBuffer, func() error, error) {
 	return DeviceBuffer{}, nil, ErrNoCgo
 }

@@ -11,40 +11,40 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // ncclType is NCCL's ncclDataType_t for a dtype (nccl.h, NCCL 2.x).
-func ncclType(dt comm.DType) (C.int, bool) {
+func ncclType(dt backend.DType) (C.int, bool) {
 	switch dt {
-	case comm.Float32:
+	case backend.Float32:
 		return 7, true
-	case comm.Float64:
+	case backend.Float64:
 		return 8, true
-	case comm.Int32:
+	case backend.Int32:
 		return 2, true
-	case comm.Int64:
+	case backend.Int64:
 		return 4, true
-	case comm.Float16:
+	case backend.Float16:
 		return 6, true
-	case comm.BFloat16:
+	case backend.BFloat16:
 		return 9, true
 	}
 	return 0, false
 }
 
 // ncclOp is NCCL's ncclRedOp_t for a reduce op.
-func ncclOp(op comm.ReduceOp) (C.int, bool) {
+func ncclOp(op backend.ReduceOp) (C.int, bool) {
 	switch op {
-	case comm.Sum:
+	case backend.Sum:
 		return 0, true
-	case comm.Product:
+	case backend.Product:
 		return 1, true
-	case comm.Max:
+	case backend.Max:
 		return 2, true
-	case comm.Min:
+	case backend.Min:
 		return 3, true
-	case comm.Avg:
+	case backend.Avg:
 		return 4, true
 	}
 	return 0, false
@@ -52,34 +52,34 @@ func ncclOp(op comm.ReduceOp) (C.int, bool) {
 
 // types maps a dtype and op to NCCL's, checking the library version for
 // bfloat16 and average (NCCL 2.10).
-func (g *group) types(dt comm.DType, rop comm.ReduceOp, reduces bool) (C.int, C.int, error) {
+func (g *group) types(dt backend.DType, rop backend.ReduceOp, reduces bool) (C.int, C.int, error) {
 	t, ok := ncclType(dt)
 	if !ok {
-		return 0, 0, fmt.Errorf("%w: dtype %v", comm.ErrBadArgument, dt)
+		return 0, 0, fmt.Errorf("%w: dtype %v", backend.ErrBadArgument, dt)
 	}
-	if dt == comm.BFloat16 && g.lib.ncclVersion < ncclVersionAvgBF16 {
-		return 0, 0, fmt.Errorf("%w: bfloat16 needs NCCL 2.10 or later (loaded %d)", comm.ErrUnsupported, g.lib.ncclVersion)
+	if dt == backend.BFloat16 && g.lib.ncclVersion < ncclVersionAvgBF16 {
+		return 0, 0, fmt.Errorf("%w: bfloat16 needs NCCL 2.10 or later (loaded %d)", backend.ErrUnsupported, g.lib.ncclVersion)
 	}
 	if !reduces {
 		return t, 0, nil
 	}
 	o, ok := ncclOp(rop)
 	if !ok {
-		return 0, 0, fmt.Errorf("%w: reduce op %v", comm.ErrBadArgument, rop)
+		return 0, 0, fmt.Errorf("%w: reduce op %v", backend.ErrBadArgument, rop)
 	}
-	if rop == comm.Avg && g.lib.ncclVersion < ncclVersionAvgBF16 {
-		return 0, 0, fmt.Errorf("%w: avg needs NCCL 2.10 or later (loaded %d)", comm.ErrUnsupported, g.lib.ncclVersion)
+	if rop == backend.Avg && g.lib.ncclVersion < ncclVersionAvgBF16 {
+		return 0, 0, fmt.Errorf("%w: avg needs NCCL 2.10 or later (loaded %d)", backend.ErrUnsupported, g.lib.ncclVersion)
 	}
 	return t, o, nil
 }
 
-func (g *group) badArg(name string, bytes int, err error) comm.Work {
-	return failed(&comm.OpError{Kind: comm.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank, Err: err})
+func (g *group) badArg(name string, bytes int, err error) backend.Work {
+	return failed(&backend.OpError{Kind: backend.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank, Err: err})
 }
 
-func ragged(b comm.Buffer) error {
+func ragged(b backend.Buffer) error {
 	if len(b.Bytes)%b.DType.Size() != 0 {
-		return fmt.Errorf("%w: %d bytes is not a whole number of %v elements", comm.ErrBadArgument, len(b.Bytes), b.DType)
+		return fmt.Errorf("%w: %d bytes is not a whole number of %v elements", backend.ErrBadArgument, len(b.Bytes), b.DType)
 	}
 	return nil
 }
@@ -88,7 +88,7 @@ func ragged(b comm.Buffer) error {
 // memory and to the device, launch runs on the device copies (src holds
 // in, dst receives out; they are one region when inPlace), and out is
 // copied back when the op completes.
-func (g *group) staged(name string, in, out comm.Buffer, inPlace bool, launch func(src, dst C.gdn_devptr) C.int) comm.Work {
+func (g *group) staged(name string, in, out backend.Buffer, inPlace bool, launch func(src, dst C.gdn_devptr) C.int) backend.Work {
 	inBytes, outBytes := len(in.Bytes), len(out.Bytes)
 	off := 0
 	if !inPlace {
@@ -96,7 +96,7 @@ func (g *group) staged(name string, in, out comm.Buffer, inPlace bool, launch fu
 	}
 	st, err := g.pool.get(off + max(outBytes, inBytes-off, 1))
 	if err != nil {
-		return failed(&comm.OpError{Kind: comm.ErrPeerFailed, Op: name, Bytes: inBytes, Rank: g.rank, Err: err})
+		return failed(&backend.OpError{Kind: backend.ErrPeerFailed, Op: name, Bytes: inBytes, Rank: g.rank, Err: err})
 	}
 	host := st.hostBytes()
 	copy(host, in.Bytes)
@@ -120,7 +120,7 @@ func (g *group) staged(name string, in, out comm.Buffer, inPlace bool, launch fu
 	return g.submit(name, inBytes, launchAll, done, func() { g.pool.put(st) })
 }
 
-func (g *group) AllReduce(buf comm.Buffer, rop comm.ReduceOp) comm.Work {
+func (g *group) AllReduce(buf backend.Buffer, rop backend.ReduceOp) backend.Work {
 	dt, op, err := g.types(buf.DType, rop, true)
 	if err == nil {
 		err = ragged(buf)
@@ -134,13 +134,13 @@ func (g *group) AllReduce(buf comm.Buffer, rop comm.ReduceOp) comm.Work {
 	})
 }
 
-func (g *group) Broadcast(buf comm.Buffer, root int) comm.Work {
+func (g *group) Broadcast(buf backend.Buffer, root int) backend.Work {
 	dt, _, err := g.types(buf.DType, 0, false)
 	if err == nil {
 		err = ragged(buf)
 	}
 	if err == nil && (root < 0 || root >= g.size) {
-		err = fmt.Errorf("%w: root %d outside world size %d", comm.ErrBadArgument, root, g.size)
+		err = fmt.Errorf("%w: root %d outside world size %d", backend.ErrBadArgument, root, g.size)
 	}
 	if err != nil {
 		return g.badArg("broadcast", len(buf.Bytes), err)
@@ -152,19 +152,19 @@ func (g *group) Broadcast(buf comm.Buffer, root int) comm.Work {
 }
 
 // Barrier all-reduces one element, as torch's NCCL barrier does.
-func (g *group) Barrier() comm.Work {
+func (g *group) Barrier() backend.Work {
 	one := []int32{1}
-	return g.AllReduce(comm.Int32s(one), comm.Sum)
+	return g.AllReduce(backend.Int32s(one), backend.Sum)
 }
 
-func (g *group) AllGather(out, in comm.Buffer) comm.Work {
+func (g *group) AllGather(out, in backend.Buffer) backend.Work {
 	dt, _, err := g.types(in.DType, 0, false)
 	switch {
 	case err != nil:
 	case ragged(in) != nil:
 		err = ragged(in)
 	case out.DType != in.DType || out.Len() != in.Len()*g.size:
-		err = fmt.Errorf("%w: output %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, out.DType, out.Len(), in.DType, in.Len()*g.size, g.size)
+		err = fmt.Errorf("%w: output %v[%d], want %v[%d] (%d ranks)", backend.ErrBadArgument, out.DType, out.Len(), in.DType, in.Len()*g.size, g.size)
 	}
 	if err != nil {
 		return g.badArg("allgather", len(in.Bytes), err)
@@ -175,14 +175,14 @@ func (g *group) AllGather(out, in comm.Buffer) comm.Work {
 	})
 }
 
-func (g *group) ReduceScatter(out, in comm.Buffer, rop comm.ReduceOp) comm.Work {
+func (g *group) ReduceScatter(out, in backend.Buffer, rop backend.ReduceOp) backend.Work {
 	dt, op, err := g.types(in.DType, rop, true)
 	switch {
 	case err != nil:
 	case ragged(out) != nil:
 		err = ragged(out)
 	case out.DType != in.DType || in.Len() != out.Len()*g.size:
-		err = fmt.Errorf("%w: input %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, in.DType, in.Len(), out.DType, out.Len()*g.size, g.size)
+		err = fmt.Errorf("%w: input %v[%d], want %v[%d] (%d ranks)", backend.ErrBadArgument, in.DType, in.Len(), out.DType, out.Len()*g.size, g.size)
 	}
 	if err != nil {
 		return g.badArg("reducescatter", len(in.Bytes), err)
@@ -197,7 +197,7 @@ func (g *group) ReduceScatter(out, in comm.Buffer, rop comm.ReduceOp) comm.Work 
 
 func checkDevice(b DeviceBuffer) error {
 	if b.Count < 0 || (b.Ptr == 0 && b.Count > 0) {
-		return fmt.Errorf("%w: device buffer %#x with %d elements", comm.ErrBadArgument, b.Ptr, b.Count)
+		return fmt.Errorf("%w: device buffer %#x with %d elements", backend.ErrBadArgument, b.Ptr, b.Count)
 	}
 	return nil
 }
@@ -208,7 +208,7 @@ func checkDevice(b DeviceBuffer) error {
 // stream wait for those events before the NCCL call (on the GPU; the host
 // does not block). Work queued on those streams after this call is not
 // ordered after the collective: Wait for its Work first.
-func (g *group) direct(name string, bytes int, streams []uintptr, launch func() C.int) comm.Work {
+func (g *group) direct(name string, bytes int, streams []uintptr, launch func() C.int) backend.Work {
 	var events []unsafe.Pointer
 	release := func() {
 		for _, ev := range events {
@@ -217,7 +217,7 @@ func (g *group) direct(name string, bytes int, streams []uintptr, launch func() 
 		events = nil
 	}
 	if g.isClosed() {
-		return failed(&comm.OpError{Kind: comm.ErrClosed, Op: name, Bytes: bytes, Rank: g.rank})
+		return failed(&backend.OpError{Kind: backend.ErrClosed, Op: name, Bytes: bytes, Rank: g.rank})
 	}
 	for i, s := range streams {
 		if i > 0 && s == streams[0] {
@@ -226,7 +226,7 @@ func (g *group) direct(name string, bytes int, streams []uintptr, launch func() 
 		var ev unsafe.Pointer
 		if rc := C.gdn_event_record_on(g.lib.l, g.ctx, C.uintptr_t(s), &ev); rc != 0 {
 			release()
-			return failed(&comm.OpError{Kind: comm.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank,
+			return failed(&backend.OpError{Kind: backend.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank,
 				Detail: fmt.Sprintf("recording an event on the buffer's stream %#x", s), Err: g.lib.cuErr("cuEventRecord", rc)})
 		}
 		events = append(events, ev)
@@ -245,7 +245,7 @@ func (g *group) direct(name string, bytes int, streams []uintptr, launch func() 
 	}, func() {}, release)
 }
 
-func (g *group) AllReduceDevice(buf DeviceBuffer, rop comm.ReduceOp) comm.Work {
+func (g *group) AllReduceDevice(buf DeviceBuffer, rop backend.ReduceOp) backend.Work {
 	dt, op, err := g.types(buf.DType, rop, true)
 	if err == nil {
 		err = checkDevice(buf)
@@ -259,13 +259,13 @@ func (g *group) AllReduceDevice(buf DeviceBuffer, rop comm.ReduceOp) comm.Work {
 	})
 }
 
-func (g *group) BroadcastDevice(buf DeviceBuffer, root int) comm.Work {
+func (g *group) BroadcastDevice(buf DeviceBuffer, root int) backend.Work {
 	dt, _, err := g.types(buf.DType, 0, false)
 	if err == nil {
 		err = checkDevice(buf)
 	}
 	if err == nil && (root < 0 || root >= g.size) {
-		err = fmt.Errorf("%w: root %d outside world size %d", comm.ErrBadArgument, root, g.size)
+		err = fmt.Errorf("%w: root %d outside world size %d", backend.ErrBadArgument, root, g.size)
 	}
 	if err != nil {
 		return g.badArg("broadcast", buf.Bytes(), err)
@@ -276,14 +276,14 @@ func (g *group) BroadcastDevice(buf DeviceBuffer, root int) comm.Work {
 	})
 }
 
-func (g *group) AllGatherDevice(out, in DeviceBuffer) comm.Work {
+func (g *group) AllGatherDevice(out, in DeviceBuffer) backend.Work {
 	dt, _, err := g.types(in.DType, 0, false)
 	switch {
 	case err != nil:
 	case checkDevice(in) != nil || checkDevice(out) != nil:
-		err = fmt.Errorf("%w: null device pointer", comm.ErrBadArgument)
+		err = fmt.Errorf("%w: null device pointer", backend.ErrBadArgument)
 	case out.DType != in.DType || out.Count != in.Count*g.size:
-		err = fmt.Errorf("%w: output %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, out.DType, out.Count, in.DType, in.Count*g.size, g.size)
+		err = fmt.Errorf("%w: output %v[%d], want %v[%d] (%d ranks)", backend.ErrBadArgument, out.DType, out.Count, in.DType, in.Count*g.size, g.size)
 	}
 	if err != nil {
 		return g.badArg("allgather", in.Bytes(), err)
@@ -293,14 +293,14 @@ func (g *group) AllGatherDevice(out, in DeviceBuffer) comm.Work {
 	})
 }
 
-func (g *group) ReduceScatterDevice(out, in DeviceBuffer, rop comm.ReduceOp) comm.Work {
+func (g *group) ReduceScatterDevice(out, in DeviceBuffer, rop backend.ReduceOp) backend.Work {
 	dt, op, err := g.types(in.DType, rop, true)
 	switch {
 	case err != nil:
 	case checkDevice(in) != nil || checkDevice(out) != nil:
-		err = fmt.Errorf("%w: null device pointer", comm.ErrBadArgument)
+		err = fmt.Errorf("%w: null device pointer", backend.ErrBadArgument)
 	case out.DType != in.DType || in.Count != out.Count*g.size:
-		err = fmt.Errorf("%w: input %v[%d], want %v[%d] (%d ranks)", comm.ErrBadArgument, in.DType, in.Count, out.DType, out.Count*g.size, g.size)
+		err = fmt.Errorf("%w: input %v[%d], want %v[%d] (%d ranks)", backend.ErrBadArgument, in.DType, in.Count, out.DType, out.Count*g.size, g.size)
 	}
 	if err != nil {
 		return g.badArg("reducescatter", in.Bytes(), err)

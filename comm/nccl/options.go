@@ -3,7 +3,7 @@ package nccl
 import (
 	"time"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // DefaultLibrary is NCCL's soname, which Candidates looks for.
@@ -17,12 +17,12 @@ const DefaultDriverLibrary = "libcuda.so.1"
 type Options struct {
 	Rank, Size int
 	// Store is the rendezvous store: rank 0 publishes NCCL's unique id there.
-	Store comm.Store
-	// Prefix namespaces the store key (comm.Options.Prefix).
+	Store backend.Store
+	// Prefix namespaces the store key (backend.Options.Prefix).
 	Prefix string
 	// Device is the CUDA device ordinal this rank uses, usually its local rank.
 	Device int
-	// Timeout bounds setup and every op; 0 means comm.DefaultTimeout. An op
+	// Timeout bounds setup and every op; 0 means backend.DefaultTimeout. An op
 	// that times out aborts the communicator (ncclCommAbort), so the group
 	// is unusable afterwards.
 	Timeout time.Duration

@@ -5,13 +5,13 @@ package nccl
 import (
 	"context"
 
-	"goddp/comm"
+	"goddp/comm/backend"
 )
 
-func init() { comm.Register("nccl", factory) }
+func init() { backend.Register("nccl", factory) }
 
 // factory is the comm backend: one GPU per local rank (torch's convention).
-func factory(ctx context.Context, o comm.Options) (comm.ProcessGroup, error) {
+func factory(ctx context.Context, o backend.Options) (backend.ProcessGroup, error) {
 	return New(ctx, Options{
 		Rank: o.Rank, Size: o.Size, Store: o.Store, Prefix: o.Prefix,
 		Device: o.LocalRank, Timeout: o.Timeout, Logf: o.Logf,

@@ -1,10 +1,10 @@
 package nccl
 
-import "goddp/comm"
+import "goddp/comm/backend"
 
-// work is the future every op returns: comm.Future, completed exactly once.
-type work = comm.Future
+// work is the future every op returns: backend.Future, completed exactly once.
+type work = backend.Future
 
-func newWork() *work { return comm.NewFuture() }
+func newWork() *work { return backend.NewFuture() }
 
-func failed(err error) *work { return comm.FailedFuture(err) }
+func failed(err error) *work { return backend.FailedFuture(err) }

@@ -5,7 +5,7 @@
 // nn.Layer so that ddp.Wrap takes it unchanged:
 //
 //	model, err := gorgoniaddp.New(cost, gorgonia.Nodes{w1, b1, w2, b2})
-//	d, err := ddp.Wrap(model, pg)                 // rank 0's weights, into the graph
+//	d, err := ddp.Wrap(ctx, model, pg)                 // rank 0's weights, into the graph
 //	opt, err := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: 0.1})
 //	for each batch {
 //		gorgonia.Let(x, xs); gorgonia.Let(y, ys)  // this rank's shard

@@ -3,13 +3,12 @@
 package gorgoniaddp_test
 
 import (
+	"goddp/comm/commtest"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"goddp/ddp"
 )
 
 // Two ranks, each training the gorgonia graph on half the batch under DDP
@@ -24,7 +23,7 @@ func TestEquivalenceInMemory(t *testing.T) {
 	}{{"goddp SGD", false}, {"gorgonia VanillaSolver", true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			const world = 2
-			pgs := ddp.NewInMemoryGroups(world)
+			pgs := commtest.NewGroups(world)
 			hists := make([][][][]float32, world)
 			errs := make([]error, world)
 			var wg sync.WaitGroup

@@ -3,7 +3,9 @@
 package gorgoniaddp_test
 
 import (
+	"context"
 	"fmt"
+	"goddp/comm/commtest"
 
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
@@ -32,8 +34,8 @@ func Example() {
 		return
 	}
 	defer model.Close()
-	pg := ddp.NewInMemoryGroups(1)[0]
-	d, err := ddp.Wrap(model, pg)
+	pg := commtest.NewGroups(1)[0]
+	d, err := ddp.Wrap(context.Background(), model, pg)
 	if err != nil {
 		fmt.Println(err)
 		return

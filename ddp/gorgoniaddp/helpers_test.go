@@ -3,9 +3,7 @@
 package gorgoniaddp_test
 
 import (
-	"bytes"
 	"fmt"
-	"sync"
 
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
@@ -133,22 +131,4 @@ func newModel(rank, world int) (*mlp, *gorgoniaddp.Model, error) {
 		return nil, nil, fmt.Errorf("rank %d: %w", rank, err)
 	}
 	return m, model, nil
-}
-
-// lockedBuffer collects a child's stderr.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -3,6 +3,8 @@
 package gorgoniaddp_test
 
 import (
+	"context"
+	"goddp/comm/commtest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,7 +194,7 @@ func TestErrors(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			d, err := ddp.Wrap(other, ddp.NewInMemoryGroups(1)[0])
+			d, err := ddp.Wrap(context.Background(), other, commtest.NewGroups(1)[0])
 			if err != nil {
 				return err
 			}

@@ -3,6 +3,7 @@
 package gorgoniaddp_test
 
 import (
+	"context"
 	"fmt"
 
 	G "gorgonia.org/gorgonia"
@@ -23,7 +24,7 @@ func trainRank(pg comm.ProcessGroup, useSolver bool) ([][][]float32, error) {
 		return nil, err
 	}
 	defer model.Close()
-	d, err := ddp.Wrap(model, pg)
+	d, err := ddp.Wrap(context.Background(), model, pg)
 	if err != nil {
 		return nil, err
 	}

@@ -132,7 +132,7 @@ func run(args []string, stdout io.Writer) error {
 		return err
 	}
 	defer model.Close()
-	d, err := ddp.Wrap(model, pg)
+	d, err := ddp.Wrap(ctx, model, pg)
 	if err != nil {
 		return err
 	}

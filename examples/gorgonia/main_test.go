@@ -4,12 +4,11 @@ package main
 
 import (
 	"bytes"
+	"goddp/internal/proctest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,16 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestMain lets the test re-execute its binary as one rank of the example.
+// TestMain lets the test re-execute its binary as one rank of the example
+// (through internal/proctest); the rank's flags are its arguments.
 func TestMain(m *testing.M) {
-	if os.Getenv("GODDP_EXAMPLE_WORKER") == "1" {
-		if err := run(os.Args[1:], os.Stdout); err != nil {
-			os.Stderr.WriteString(err.Error() + "\n")
-			os.Exit(1)
-		}
-		os.Exit(0)
-	}
-	os.Exit(m.Run())
+	proctest.Main(m, map[string]func() error{"rank": func() error { return run(os.Args[1:], os.Stdout) }})
 }
 
 var weightsRe = regexp.MustCompile(`weights_sum=(\S+)\nfinal_loss=(\S+)`)
@@ -48,26 +41,11 @@ func TestTwoRanksMatchOne(t *testing.T) {
 	require.NoError(t, run(append(args, "-batch", "32"), &one))
 	wOne, lossOne := parseOut(t, one.String())
 
-	dir := t.TempDir()
-	outs := make([]bytes.Buffer, 2)
-	errs := make([]bytes.Buffer, 2)
-	var wg sync.WaitGroup
-	for r := range 2 {
-		cmd := exec.Command(os.Args[0], append(args, "-batch", "16")...)
-		cmd.Env = append(os.Environ(), "GODDP_EXAMPLE_WORKER=1", "RANK="+strconv.Itoa(r), "WORLD_SIZE=2",
-			"GODDP_BACKEND=tcp", "GODDP_INIT_METHOD=file://"+filepath.Join(dir, "store2"), "GODDP_TIMEOUT=60s")
-		cmd.Stdout, cmd.Stderr = &outs[r], &errs[r]
-		require.NoError(t, cmd.Start())
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			timer := time.AfterFunc(90*time.Second, func() { cmd.Process.Kill() })
-			defer timer.Stop()
-			assert.NoError(t, cmd.Wait(), "rank %d: %s", r, errs[r].String())
-		}()
-	}
-	wg.Wait()
-	wTwo, lossTwo := parseOut(t, outs[0].String())
+	res := proctest.Run(t, proctest.Options{Worker: "rank", World: 2, Timeout: 90 * time.Second,
+		Args: append(args, "-batch", "16"),
+		Env:  []string{"GODDP_BACKEND=tcp", "GODDP_INIT_METHOD=env://", "GODDP_TIMEOUT=60s"}})
+	proctest.RequireSuccess(t, res)
+	wTwo, lossTwo := parseOut(t, res[0].Stdout)
 	assert.InDelta(t, wOne, wTwo, 1e-4)
 	assert.InDelta(t, lossOne, lossTwo, 1e-5)
 	assert.Contains(t, one.String(), "epoch 2 | loss")

@@ -146,7 +146,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		tl = ddp.NewTimeline(pg.Rank())
 		opts = append(opts, ddp.WithTimeline(tl))
 	}
-	model, err := ddp.Wrap(job.Model, pg, opts...)
+	model, err := ddp.Wrap(ctx, job.Model, pg, opts...)
 	if err != nil {
 		return err
 	}

@@ -1,8 +1,0 @@
-//go:build !amd64
-
-package comm
-
-// No vector kernels off amd64: divideInto's loops do all the work.
-func divF32Vec(x []float32, d int) int { return 0 }
-
-func divF64Vec(x []float64, d int) int { return 0 }

@@ -1,0 +1,302 @@
+package shm
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"goddp/comm/backend"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+)
+
+// The shared segment is one file under /dev/shm, mapped MAP_SHARED by every
+// rank. Its layout (all offsets fixed by the header, which rank 0 writes
+// before it publishes the name):
+//
+//	[0, 4096)                      header: magic, version, world, slot size, slots per rank, nonce
+//	[4096, 4096+world*1024)        one control block per rank, written only by that rank
+//	[dataOff, ...)                 nbuf slots per rank, written only by that rank
+//	[p2pCtlOff, ...)               per ordered pair (i, j): bytes i has written, bytes j has read
+//	[p2pDataOff, ...)              per ordered pair (i, j): a byte ring for i's messages to j
+//
+// A control block keeps each hot counter on its own 128-byte pair of cache
+// lines (the adjacent-line prefetcher pulls lines in pairs), so a rank that
+// polls one counter is not disturbed by writes to another.
+
+const (
+	shmMagic   = 0x676f6464705f7368 // "goddp_sh"
+	shmVersion = 2
+	shmHdrSize = 4096
+	shmCtrlLen = 1024
+
+	// Header word offsets.
+	shmHdrMagic   = 0
+	shmHdrVersion = 8
+	shmHdrWorld   = 16
+	shmHdrSlot    = 24
+	shmHdrNbuf    = 32
+	shmHdrNonce   = 40
+	shmHdrTotal   = 48
+	shmHdrRing    = 56
+
+	// Control block offsets. posted/reduced/consumed are step numbers (see
+	// ops.go); status, pid, start time and pid namespace identify the
+	// rank's process for the liveness check; desc describes the collective
+	// the rank is running, so that mismatched calls are reported instead of
+	// corrupting data; msg carries the reason of an abort to the peers.
+	shmCtlPosted   = 0
+	shmCtlReduced  = 128
+	shmCtlConsumed = 256
+	shmCtlStatus   = 384
+	shmCtlPid      = 392
+	shmCtlStart    = 400
+	shmCtlPidNS    = 408
+	shmCtlDescSeq  = 416
+	shmCtlDescKind = 424
+	shmCtlDescLen  = 432
+	shmCtlBlame    = 440 // 1 + the rank an aborting rank blames, 0 if none
+	shmCtlAddr     = 448 // user buffer address for a single-copy (CMA) op
+	shmCtlProbe    = 456 // address of the rank's CMA probe word
+	shmCtlMsgLen   = 512
+	shmCtlMsg      = 520
+	shmCtlMsgMax   = shmCtrlLen - shmCtlMsg
+
+	// Rank status values.
+	shmStatusEmpty   = 0
+	shmStatusReady   = 1
+	shmStatusClosed  = 2
+	shmStatusAborted = 3
+)
+
+// shmDir is where segments live; tmpfs, so pages never touch a disk.
+const shmDir = "/dev/shm"
+
+// shmSegment is one rank's mapping of the group's segment.
+type shmSegment struct {
+	path string
+	mem  []byte
+	shmLayout
+}
+
+// shmLayout is the geometry of a segment, derived from the parameters.
+type shmLayout struct {
+	world, slotBytes, nbuf, ringBytes int
+	dataOff, p2pCtlOff, p2pDataOff    int
+	total                             int
+}
+
+func newShmLayout(world, slotBytes, nbuf, ringBytes int) shmLayout {
+	l := shmLayout{world: world, slotBytes: slotBytes, nbuf: nbuf, ringBytes: ringBytes}
+	l.dataOff = shmAlign(shmHdrSize+world*shmCtrlLen, 4096)
+	l.p2pCtlOff = l.dataOff + world*nbuf*slotBytes
+	l.p2pDataOff = l.p2pCtlOff + shmAlign(world*world*shmP2PCtlLen, 4096)
+	l.total = l.p2pDataOff + world*world*ringBytes
+	return l
+}
+
+// Per-pair mailbox control: the sender's and the receiver's positions on
+// separate line pairs.
+const (
+	shmP2PCtlLen   = 256
+	shmP2PWritten  = 0
+	shmP2PConsumed = 128
+)
+
+func shmAlign(n, a int) int { return (n + a - 1) / a * a }
+
+// shmRandomName returns a fresh segment file name. The pid and 64 random
+// bits make collisions between concurrent jobs on one host negligible, and
+// the prefix lets an operator find leftovers of a crashed job.
+func shmRandomName() (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("comm: shm: random segment name: %w", err)
+	}
+	return fmt.Sprintf("goddp-shm-%d-%s", os.Getpid(), hex.EncodeToString(b[:])), nil
+}
+
+// shmCreate creates, sizes and maps a new segment (rank 0).
+func shmCreate(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
+	path := shmDir + "/" + name
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("comm: shm: create %s: %w", path, err)
+	}
+	defer syscall.Close(fd)
+	if err := syscall.Ftruncate(fd, int64(l.total)); err != nil {
+		syscall.Unlink(path)
+		return nil, fmt.Errorf("comm: shm: size %s to %d bytes: %w", path, l.total, err)
+	}
+	// tmpfs allocates pages lazily; fallocate reserves them now so that a
+	// full /dev/shm fails here with ENOSPC instead of SIGBUS mid-collective.
+	if err := syscall.Fallocate(fd, 0, 0, int64(l.total)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
+		syscall.Unlink(path)
+		return nil, fmt.Errorf("comm: shm: reserve %d bytes for %s: %w", l.total, path, err)
+	}
+	mem, err := syscall.Mmap(fd, 0, l.total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		syscall.Unlink(path)
+		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
+	}
+	s := &shmSegment{path: path, mem: mem, shmLayout: l}
+	s.word(shmHdrVersion).Store(shmVersion)
+	s.word(shmHdrWorld).Store(uint64(l.world))
+	s.word(shmHdrSlot).Store(uint64(l.slotBytes))
+	s.word(shmHdrNbuf).Store(uint64(l.nbuf))
+	s.word(shmHdrRing).Store(uint64(l.ringBytes))
+	s.word(shmHdrNonce).Store(nonce)
+	s.word(shmHdrTotal).Store(uint64(l.total))
+	s.word(shmHdrMagic).Store(shmMagic) // last: marks the header complete
+	return s, nil
+}
+
+// shmOpen maps an existing segment and checks that its header matches what
+// rank 0 published (ranks > 0).
+func shmOpen(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
+	path := shmDir + "/" + name
+	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("comm: shm: open %s (are all ranks on one host?): %w", path, err)
+	}
+	defer syscall.Close(fd)
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("comm: shm: stat %s: %w", path, err)
+	}
+	if st.Size != int64(l.total) {
+		return nil, fmt.Errorf("%w: shm: segment %s has %d bytes, want %d", backend.ErrBadArgument, path, st.Size, l.total)
+	}
+	mem, err := syscall.Mmap(fd, 0, l.total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
+	}
+	s := &shmSegment{path: path, mem: mem, shmLayout: l}
+	if s.word(shmHdrMagic).Load() != shmMagic || s.word(shmHdrVersion).Load() != shmVersion ||
+		s.word(shmHdrWorld).Load() != uint64(l.world) || s.word(shmHdrSlot).Load() != uint64(l.slotBytes) ||
+		s.word(shmHdrNbuf).Load() != uint64(l.nbuf) || s.word(shmHdrRing).Load() != uint64(l.ringBytes) ||
+		s.word(shmHdrNonce).Load() != nonce {
+		s.unmap()
+		return nil, fmt.Errorf("%w: shm: segment %s header does not match the published one", backend.ErrBadArgument, path)
+	}
+	return s, nil
+}
+
+// unlink removes the name; the memory lives on until the last rank unmaps
+// (or exits), so a crash after this point leaks nothing.
+func (s *shmSegment) unlink() error {
+	if err := syscall.Unlink(s.path); err != nil && !errors.Is(err, syscall.ENOENT) {
+		return fmt.Errorf("comm: shm: unlink %s: %w", s.path, err)
+	}
+	return nil
+}
+
+func (s *shmSegment) unmap() {
+	if s.mem != nil {
+		syscall.Munmap(s.mem)
+		s.mem = nil
+	}
+}
+
+// word returns the 8-byte-aligned word at off as an atomic.
+func (s *shmSegment) word(off int) *atomic.Uint64 {
+	return (*atomic.Uint64)(unsafe.Pointer(&s.mem[off]))
+}
+
+// ctl returns word off of rank k's control block.
+func (s *shmSegment) ctl(k, off int) *atomic.Uint64 {
+	return s.word(shmHdrSize + k*shmCtrlLen + off)
+}
+
+// slot returns rank k's slot for step (step mod nbuf).
+func (s *shmSegment) slot(k int, step uint64) []byte {
+	off := s.dataOff + (k*s.nbuf+int(step%uint64(s.nbuf)))*s.slotBytes
+	return s.mem[off : off+s.slotBytes : off+s.slotBytes]
+}
+
+// p2pCtl returns word off of the mailbox control of messages from i to j.
+func (s *shmSegment) p2pCtl(i, j, off int) *atomic.Uint64 {
+	return s.word(s.p2pCtlOff + (i*s.world+j)*shmP2PCtlLen + off)
+}
+
+// ring returns the byte ring of messages from i to j.
+func (s *shmSegment) ring(i, j int) []byte {
+	off := s.p2pDataOff + (i*s.world+j)*s.ringBytes
+	return s.mem[off : off+s.ringBytes : off+s.ringBytes]
+}
+
+// setMsg stores a short diagnostic for peers (an abort reason).
+func (s *shmSegment) setMsg(k int, msg string) {
+	if len(msg) > shmCtlMsgMax {
+		msg = msg[:shmCtlMsgMax]
+	}
+	base := shmHdrSize + k*shmCtrlLen
+	copy(s.mem[base+shmCtlMsg:base+shmCtlMsg+shmCtlMsgMax], msg)
+	s.ctl(k, shmCtlMsgLen).Store(uint64(len(msg)))
+}
+
+func (s *shmSegment) msg(k int) string {
+	n := int(s.ctl(k, shmCtlMsgLen).Load())
+	if n <= 0 || n > shmCtlMsgMax {
+		return ""
+	}
+	base := shmHdrSize + k*shmCtrlLen + shmCtlMsg
+	return string(s.mem[base : base+n])
+}
+
+// shmProcIdentity returns this process's pid, its start time in clock ticks
+// since boot (which tells a recycled pid from the original) and the inode
+// of its pid namespace (pids are comparable only inside one namespace).
+func shmProcIdentity() (pid int, start, ns uint64) {
+	pid = os.Getpid()
+	start, _, _ = shmProcStat(pid)
+	var st syscall.Stat_t
+	if syscall.Stat("/proc/self/ns/pid", &st) == nil {
+		ns = st.Ino
+	}
+	return pid, start, ns
+}
+
+// shmProcStat reads /proc/<pid>/stat: the start time and the state letter.
+// ok is false when the process does not exist.
+func shmProcStat(pid int) (start uint64, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	// The command name may contain spaces and parentheses; fields resume
+	// after the last ')'. Then: state(3) ppid ... starttime(22).
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, true
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, 0, true
+	}
+	start, _ = strconv.ParseUint(f[19], 10, 64)
+	return start, f[0][0], true
+}
+
+// shmProcAlive reports whether the process recorded as (pid, start) still
+// runs. A zombie counts as dead: it can no longer make progress, and its
+// parent may not reap it for a while.
+func shmProcAlive(pid int, start uint64) bool {
+	st, state, ok := shmProcStat(pid)
+	if !ok {
+		// No /proc entry: either gone, or /proc is not mounted; ask the kernel.
+		if _, err := os.Stat("/proc/self/stat"); err == nil {
+			return false
+		}
+		return syscall.Kill(pid, 0) != syscall.ESRCH
+	}
+	if state == 'Z' || state == 'X' {
+		return false
+	}
+	return start == 0 || st == 0 || st == start
+}

@@ -1,0 +1,217 @@
+package tcp
+
+import (
+	"encoding/binary"
+	"fmt"
+	"goddp/comm/backend"
+)
+
+// The tcp backend's public ops: validate, describe, queue. The algorithms
+// are in algos.go.
+
+// collective codes, for the debug-mode agreement check.
+const (
+	collAllReduce uint8 = iota + 1
+	collBroadcast
+	collAllGather
+	collReduceScatter
+	collReduce
+	collGather
+	collScatter
+	collAllToAll
+	collBarrier
+	collMonitoredBarrier
+)
+
+var collNames = [...]string{"", "allreduce", "broadcast", "allgather", "reducescatter", "reduce", "gather",
+	"scatter", "alltoall", "barrier", "monitored_barrier"}
+
+// opDesc is what every rank must agree on for a collective.
+type opDesc struct {
+	coll  uint8
+	dtype backend.DType
+	redop backend.ReduceOp
+	count uint64 // elements of the op's main buffer
+	root  int32
+}
+
+func (d opDesc) encode() []byte {
+	b := make([]byte, 16)
+	b[0], b[1], b[2] = d.coll, byte(d.dtype), byte(d.redop)
+	binary.BigEndian.PutUint32(b[4:], uint32(d.root))
+	binary.BigEndian.PutUint64(b[8:], d.count)
+	return b
+}
+
+func decodeOpDesc(b []byte) opDesc {
+	return opDesc{coll: b[0], dtype: backend.DType(b[1]), redop: backend.ReduceOp(b[2]),
+		root: int32(binary.BigEndian.Uint32(b[4:])), count: binary.BigEndian.Uint64(b[8:])}
+}
+
+func (d opDesc) String() string {
+	name := fmt.Sprintf("op%d", d.coll)
+	if int(d.coll) < len(collNames) {
+		name = collNames[d.coll]
+	}
+	switch d.coll {
+	case collBarrier, collMonitoredBarrier:
+		return name
+	case collAllReduce, collReduceScatter:
+		return fmt.Sprintf("%s(%v, %v x %d)", name, d.redop, d.dtype, d.count)
+	case collReduce:
+		return fmt.Sprintf("%s(%v, root %d, %v x %d)", name, d.redop, d.root, d.dtype, d.count)
+	case collBroadcast, collGather, collScatter:
+		return fmt.Sprintf("%s(root %d, %v x %d)", name, d.root, d.dtype, d.count)
+	}
+	return fmt.Sprintf("%s(%v x %d)", name, d.dtype, d.count)
+}
+
+// badArg is the Work of an op rejected before it was issued.
+func (g *tcpGroup) badArg(op string, format string, args ...any) backend.Work {
+	return backend.FailedFuture(&backend.OpError{Kind: backend.ErrBadArgument, Op: op, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
+}
+
+// checkBuf validates a buffer's dtype and length.
+func checkBuf(b backend.Buffer) error {
+	if b.DType > backend.BFloat16 {
+		return fmt.Errorf("unknown dtype %v", b.DType)
+	}
+	if len(b.Bytes)%b.DType.Size() != 0 {
+		return fmt.Errorf("%d bytes is not a whole number of %v elements", len(b.Bytes), b.DType)
+	}
+	return nil
+}
+
+func checkRedOp(op backend.ReduceOp) error {
+	if op > backend.Product {
+		return fmt.Errorf("unknown reduce op %v", op)
+	}
+	return nil
+}
+
+func (g *tcpGroup) checkRoot(root int) error {
+	if root < 0 || root >= g.size {
+		return fmt.Errorf("root %d outside group of %d", root, g.size)
+	}
+	return nil
+}
+
+// firstErr returns the first non-nil error.
+func firstErr(errs ...error) error {
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return nil
+}
+
+// AllReduce reduces buf across all ranks in place.
+func (g *tcpGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
+	if err := firstErr(checkBuf(buf), checkRedOp(op)); err != nil {
+		return g.badArg("allreduce", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "allreduce", bytes: len(buf.Bytes),
+		desc: opDesc{coll: collAllReduce, dtype: buf.DType, redop: op, count: uint64(buf.Len())},
+		run:  func(o *tcpOp) error { return g.allReduce(o, buf, op) }})
+}
+
+// Broadcast copies root's buf to every rank.
+func (g *tcpGroup) Broadcast(buf backend.Buffer, root int) backend.Work {
+	if err := firstErr(checkBuf(buf), g.checkRoot(root)); err != nil {
+		return g.badArg("broadcast", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "broadcast", bytes: len(buf.Bytes),
+		desc: opDesc{coll: collBroadcast, dtype: buf.DType, count: uint64(buf.Len()), root: int32(root)},
+		run:  func(o *tcpOp) error { return g.broadcast(o, buf, root) }})
+}
+
+// Barrier completes once every rank has entered it.
+func (g *tcpGroup) Barrier() backend.Work {
+	return g.submit(&tcpOp{name: "barrier", desc: opDesc{coll: collBarrier}, run: g.barrier})
+}
+
+// AllGather: out holds Size() chunks of in.Len() elements, rank-major.
+func (g *tcpGroup) AllGather(out, in backend.Buffer) backend.Work {
+	if err := g.checkChunked("allgather", out, in); err != nil {
+		return g.badArg("allgather", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "allgather", bytes: len(out.Bytes),
+		desc: opDesc{coll: collAllGather, dtype: in.DType, count: uint64(in.Len())},
+		run:  func(o *tcpOp) error { return g.allGather(o, out, in) }})
+}
+
+// ReduceScatter: rank r gets the reduction of chunk r of in.
+func (g *tcpGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) backend.Work {
+	if err := firstErr(g.checkChunked("reducescatter", in, out), checkRedOp(op)); err != nil {
+		return g.badArg("reducescatter", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "reducescatter", bytes: len(in.Bytes),
+		desc: opDesc{coll: collReduceScatter, dtype: in.DType, redop: op, count: uint64(out.Len())},
+		run:  func(o *tcpOp) error { return g.reduceScatter(o, out, in, op) }})
+}
+
+// Reduce reduces buf into root's buf; the other ranks' buf is left as it was.
+func (g *tcpGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) backend.Work {
+	if err := firstErr(checkBuf(buf), checkRedOp(op), g.checkRoot(root)); err != nil {
+		return g.badArg("reduce", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "reduce", bytes: len(buf.Bytes),
+		desc: opDesc{coll: collReduce, dtype: buf.DType, redop: op, count: uint64(buf.Len()), root: int32(root)},
+		run:  func(o *tcpOp) error { return g.reduce(o, buf, root, op) }})
+}
+
+// Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
+func (g *tcpGroup) Gather(out, in backend.Buffer, root int) backend.Work {
+	err := firstErr(checkBuf(in), g.checkRoot(root))
+	if err == nil && g.rank == root {
+		err = g.checkChunked("gather", out, in)
+	}
+	if err != nil {
+		return g.badArg("gather", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "gather", bytes: len(in.Bytes),
+		desc: opDesc{coll: collGather, dtype: in.DType, count: uint64(in.Len()), root: int32(root)},
+		run:  func(o *tcpOp) error { return g.gather(o, out, in, root) }})
+}
+
+// Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
+func (g *tcpGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
+	err := firstErr(checkBuf(out), g.checkRoot(root))
+	if err == nil && g.rank == root {
+		err = g.checkChunked("scatter", in, out)
+	}
+	if err != nil {
+		return g.badArg("scatter", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "scatter", bytes: len(out.Bytes),
+		desc: opDesc{coll: collScatter, dtype: out.DType, count: uint64(out.Len()), root: int32(root)},
+		run:  func(o *tcpOp) error { return g.scatter(o, out, in, root) }})
+}
+
+// AllToAll: chunk j of in goes to rank j, chunk j of out comes from rank j.
+func (g *tcpGroup) AllToAll(out, in backend.Buffer) backend.Work {
+	err := firstErr(checkBuf(in), checkBuf(out))
+	if err == nil && (in.DType != out.DType || len(in.Bytes) != len(out.Bytes) || in.Len()%g.size != 0) {
+		err = fmt.Errorf("in (%v x %d) and out (%v x %d) must match and split into %d chunks",
+			in.DType, in.Len(), out.DType, out.Len(), g.size)
+	}
+	if err != nil {
+		return g.badArg("alltoall", "%v", err)
+	}
+	return g.submit(&tcpOp{name: "alltoall", bytes: len(in.Bytes),
+		desc: opDesc{coll: collAllToAll, dtype: in.DType, count: uint64(in.Len())},
+		run:  func(o *tcpOp) error { return g.allToAll(o, out, in) }})
+}
+
+// checkChunked checks that big holds Size() chunks of small.
+func (g *tcpGroup) checkChunked(op string, big, small backend.Buffer) error {
+	if err := firstErr(checkBuf(big), checkBuf(small)); err != nil {
+		return err
+	}
+	if big.DType != small.DType || len(big.Bytes) != g.size*len(small.Bytes) {
+		return fmt.Errorf("%s needs %d chunks of %v x %d, got %v x %d", op, g.size,
+			small.DType, small.Len(), big.DType, big.Len())
+	}
+	return nil
+}
