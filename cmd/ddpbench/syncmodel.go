@@ -76,7 +76,7 @@ type spinOp struct {
 	d  time.Duration
 }
 
-func (o *spinOp) Name() string                  { return "Spin" }
+func (o *spinOp) Name() string                 { return "Spin" }
 func (o *spinOp) Inputs() []*autograd.Variable { return o.in }
 func (o *spinOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	spin(o.d)
