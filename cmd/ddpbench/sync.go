@@ -8,7 +8,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -38,6 +40,7 @@ type syncConfig struct {
 	timeout  time.Duration
 	bind     string
 	emitRows bool // internal: a spawned job's rank 0 prints JSON rows for the launcher
+	cpuProf  string
 }
 
 // syncRow is one configuration's result.
@@ -78,6 +81,7 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	fs.StringVar(&c.plot, "plot", "", "write a sync-GB/s-vs-bucket-cap plot to this PNG/SVG/PDF file")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
 	fs.StringVar(&c.bind, "bind", "core", "pin each rank to one CPU by local rank (core) or not (none)")
+	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write each rank's CPU profile to FILE.rankN (where DDP spends its time)")
 	fs.BoolVar(&c.emitRows, "emit-rows", false, "internal: print JSON rows (used between the launcher and its ranks)")
 	if err := fs.Parse(args); err != nil {
 		return c, errUsage
@@ -328,7 +332,28 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 		}
 		return out.Backward()
 	}
-	iter, err := timeSteps(step, cfg.warmup, cfg.iters, d.ResetStats)
+	var prof *os.File
+	afterWarmup := func() {
+		d.ResetStats()
+		if cfg.cpuProf != "" {
+			// Only the timed DDP iterations, one file per rank and configuration.
+			name := fmt.Sprintf("%s.rank%d.cap%g.%s", cfg.cpuProf, pg.Rank(), capMB, hookName)
+			if static {
+				name += ".static"
+			}
+			if prof, err = os.Create(name); err == nil {
+				err = pprof.StartCPUProfile(prof)
+			}
+		}
+	}
+	iter, err2 := timeSteps(step, cfg.warmup, cfg.iters, afterWarmup)
+	if prof != nil {
+		pprof.StopCPUProfile()
+		prof.Close()
+	}
+	if err == nil {
+		err = err2
+	}
 	if err != nil {
 		return r, err
 	}
