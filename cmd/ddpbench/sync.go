@@ -30,6 +30,7 @@ type syncConfig struct {
 	caps     []float64
 	hooks    []string
 	static   []bool
+	views    []bool
 	compute  string
 	gflops   float64
 	batch    int
@@ -51,6 +52,7 @@ type syncRow struct {
 	BucketCapMB float64 `json:"bucket_cap_mb"`
 	Hook        string  `json:"hook"`
 	StaticGraph bool    `json:"static_graph"`
+	BucketView  bool    `json:"bucket_view"`
 	Compute     string  `json:"compute"`
 	GradBytes   int64   `json:"grad_bytes"`
 	Buckets     int     `json:"buckets"`
@@ -72,6 +74,7 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	caps := fs.String("bucket-cap-mb", "25", "DDP bucket caps in MiB, comma-separated (e.g. 1,5,25,100)")
 	hooks := fs.String("hook", "none", "comm hooks, comma-separated: none, fp16, bf16")
 	static := fs.String("static-graph", "false", "static_graph settings, comma-separated: false, true")
+	views := fs.String("bucket-view", "false", "gradient_as_bucket_view settings, comma-separated: false, true")
 	fs.StringVar(&c.compute, "compute", "none", "backward compute: none (pure sync) or flops (each layer's backward FLOPs at -gflops)")
 	fs.Float64Var(&c.gflops, "gflops", 100, "compute rate for -compute flops, GFLOP/s")
 	fs.IntVar(&c.batch, "batch", 1, "samples per rank for -compute flops (the profile's flops_unit)")
@@ -99,6 +102,9 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 		return c, err
 	}
 	if c.static, err = parseList(*static, "-static-graph", strconv.ParseBool); err != nil {
+		return c, err
+	}
+	if c.views, err = parseList(*views, "-bucket-view", strconv.ParseBool); err != nil {
 		return c, err
 	}
 	switch {
@@ -288,18 +294,21 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 	var rows []syncRow
 	for _, hookName := range cfg.hooks {
 		for _, static := range cfg.static {
-			for _, capMB := range cfg.caps {
-				r, err := syncConfigRun(ctx, pg, cfg, model, x, capMB, hookName, static)
-				if err != nil {
-					return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v: %w", capMB, hookName, static, err)
+			for _, view := range cfg.views {
+				for _, capMB := range cfg.caps {
+					r, err := syncConfigRun(ctx, pg, cfg, model, x, capMB, hookName, static, view)
+					if err != nil {
+						return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v: %w",
+							capMB, hookName, static, view, err)
+					}
+					r.Profile, r.Compute = prof.Name, cfg.computeLabel()
+					r.GradBytes = prof.gradBytes()
+					r.SyncMS = r.IterMS - r.LocalMS
+					if r.SyncMS > 0 {
+						r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
+					}
+					rows = append(rows, r)
 				}
-				r.Profile, r.Compute = prof.Name, cfg.computeLabel()
-				r.GradBytes = prof.gradBytes()
-				r.SyncMS = r.IterMS - r.LocalMS
-				if r.SyncMS > 0 {
-					r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
-				}
-				rows = append(rows, r)
 			}
 		}
 	}
@@ -313,10 +322,12 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 // (as torch_grad_sync.py does) the same forward and backward without DDP on
 // rank 0 alone while the others wait.
 func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m *profileModel, x *autograd.Variable,
-	capMB float64, hookName string, static bool) (syncRow, error) {
-	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: capMB, Hook: hookName, StaticGraph: static, Iters: cfg.iters}
+	capMB float64, hookName string, static, view bool) (syncRow, error) {
+	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: capMB, Hook: hookName, StaticGraph: static,
+		BucketView: view, Iters: cfg.iters}
 	hook, _ := commHook(hookName)
-	opts := []ddp.Option{ddp.BucketCapMB(capMB), ddp.StaticGraph(static), ddp.Timeout(cfg.timeout)}
+	opts := []ddp.Option{ddp.BucketCapMB(capMB), ddp.StaticGraph(static), ddp.GradientAsBucketView(view),
+		ddp.Timeout(cfg.timeout)}
 	if hook != nil {
 		opts = append(opts, ddp.WithCommHook(hook))
 	}
@@ -340,6 +351,9 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 			name := fmt.Sprintf("%s.rank%d.cap%g.%s", cfg.cpuProf, pg.Rank(), capMB, hookName)
 			if static {
 				name += ".static"
+			}
+			if view {
+				name += ".view"
 			}
 			if prof, err = os.Create(name); err == nil {
 				err = pprof.StartCPUProfile(prof)

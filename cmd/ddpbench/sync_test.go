@@ -92,19 +92,20 @@ func TestParseSyncArgs(t *testing.T) {
 	var errb bytes.Buffer
 	for _, bad := range [][]string{
 		{"-bucket-cap-mb", "0"}, {"-bucket-cap-mb", "x"}, {"-hook", "int8"}, {"-nproc", "0"}, {"-static-graph", "maybe"},
-		{"-compute", "gpu"}, {"-compute", "flops", "-gflops", "0"}, {"-format", "xml"}, {"-iters", "0"}, {"extra"},
+		{"-compute", "gpu"}, {"-bucket-view", "yes"}, {"-compute", "flops", "-gflops", "0"}, {"-format", "xml"}, {"-iters", "0"}, {"extra"},
 	} {
 		_, err := parseSyncArgs(bad, &errb)
 		assert.Error(t, err, "%q", bad)
 	}
 	c, err := parseSyncArgs([]string{"-bucket-cap-mb", "1,5,25,100", "-backend", "tcp,shm", "-hook", "none,bf16",
-		"-static-graph", "false,true", "-nproc", "2,3"}, &errb)
+		"-static-graph", "false,true", "-nproc", "2,3", "-bucket-view", "true"}, &errb)
 	require.NoError(t, err)
 	assert.Equal(t, []float64{1, 5, 25, 100}, c.caps)
 	assert.Equal(t, []string{"tcp", "shm"}, c.backends)
 	assert.Equal(t, []string{"none", "bf16"}, c.hooks)
 	assert.Equal(t, []bool{false, true}, c.static)
 	assert.Equal(t, []int{2, 3}, c.nprocs)
+	assert.Equal(t, []bool{true}, c.views)
 }
 
 // tinyProfile writes a small profile (a few MB of gradients) for the
@@ -172,10 +173,10 @@ func TestSyncTableAndPlot(t *testing.T) {
 	png := filepath.Join(t.TempDir(), "sync.png")
 	var out, errb bytes.Buffer
 	code := mainWithExitCode([]string{"sync", "-profile", tinyProfile(t), "-backend", "shm", "-bucket-cap-mb", "0.25,1,4",
-		"-iters", "3", "-warmup", "1", "-static-graph", "true", "-plot", png}, &out, &errb)
+		"-iters", "3", "-warmup", "1", "-static-graph", "true", "-bucket-view", "false,true", "-plot", png}, &out, &errb)
 	require.Equal(t, 0, code, "stderr:\n%s", errb.String())
 	assert.Contains(t, out.String(), "sync_GB/s")
-	assert.Equal(t, 3, strings.Count(out.String(), "\n  shm "), out.String())
+	assert.Equal(t, 3*2, strings.Count(out.String(), "\n  shm "), out.String())
 	b, err := os.ReadFile(png)
 	require.NoError(t, err)
 	assert.Greater(t, len(b), 1000)
