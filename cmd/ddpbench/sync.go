@@ -61,6 +61,7 @@ type syncRow struct {
 	SyncMS      float64 `json:"sync_ms"`
 	SyncGBps    float64 `json:"sync_gbps"`
 	HiddenPct   float64 `json:"hidden_pct"` // mean over ranks of DDP's Total.HiddenFraction
+	CommMS      float64 `json:"comm_ms"`    // slowest rank's mean all-reduce time per iteration (DDP's Total.Comm)
 	Iters       int     `json:"iters"`
 }
 
@@ -386,7 +387,11 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 		}
 	}
 	// Slowest rank's DDP median, rank 0's local median, mean hidden fraction.
-	red := []float64{iter, local}
+	comm1 := 0.0
+	if st.Iterations > 0 {
+		comm1 = st.Total.Comm.Seconds() / float64(st.Iterations)
+	}
+	red := []float64{iter, local, comm1}
 	if err := pg.AllReduce(comm.Float64s(red), comm.Max).Wait(ctx); err != nil {
 		return r, err
 	}
@@ -394,7 +399,7 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 	if err := pg.AllReduce(comm.Float64s(hid), comm.Sum).Wait(ctx); err != nil {
 		return r, err
 	}
-	r.IterMS, r.LocalMS, r.HiddenPct = red[0]*1e3, red[1]*1e3, hid[0]*100
+	r.IterMS, r.LocalMS, r.CommMS, r.HiddenPct = red[0]*1e3, red[1]*1e3, red[2]*1e3, hid[0]*100
 	return r, nil
 }
 

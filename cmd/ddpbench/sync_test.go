@@ -156,6 +156,7 @@ func TestSyncCSV(t *testing.T) {
 		if sync > 0 {
 			assert.InEpsilon(t, wantBytes/sync/1e6, num(r, "sync_gbps"), 0.01)
 		}
+		assert.Greater(t, num(r, "comm_ms"), 0.0)
 		h := num(r, "hidden_pct")
 		assert.True(t, h >= 0 && h <= 100, "hidden_pct %v", h)
 		// 3.1 MB of gradients: past the 1 MiB first bucket, l1.weight (2 MiB) fills one alone.
