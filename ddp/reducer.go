@@ -136,13 +136,20 @@ func (r *reducer) copyBackEarly() bool {
 }
 
 // avgInComm reports whether the division by the world size is left to the
-// collective (comm.Avg) instead of being done while filling the bucket. With
-// gradient_as_bucket_view there is no copy to fuse the division into, and a
-// shared-memory backend divides only the slice each rank reduces, so this
-// saves a pass over every gradient. It depends only on the configuration
-// and the divisor, which agree across ranks, so every rank picks the same op.
+// collective (comm.Avg) instead of being done while filling the bucket.
+// With gradient_as_bucket_view there is no copy to fuse the division into.
+// Without it, when the world size is a power of two, the bucket is filled
+// by a plain copy (a memmove, about twice as fast as the scalar
+// multiply-copy on one core) and the backend divides only the slice each
+// rank reduces (shm) or the result: multiplying by 2^-k is exact, so
+// (a+b+...)/n equals torch's a/n+b/n+... bit for bit, except in the
+// subnormal range or when the sum itself overflows. Other world sizes keep
+// torch's division during the copy, with its rounding. The choice depends
+// only on the configuration, the world size and the divisor, which agree
+// across ranks, so every rank picks the same op.
 func (r *reducer) avgInComm() bool {
-	return r.views != nil && r.cfg.hook == nil && r.div == float64(r.pg.Size())
+	n := r.pg.Size()
+	return r.cfg.hook == nil && r.div == float64(n) && (r.views != nil || n&(n-1) == 0)
 }
 
 // resetIteration clears the per-iteration accounting. A previous iteration

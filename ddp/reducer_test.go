@@ -164,8 +164,9 @@ func TestLaunchOrderStrictlyByIndex(t *testing.T) {
 			if !assert.Len(t, sent[b], want[0], "bucket %d", b) {
 				continue
 			}
-			// Divided by the world size during the copy into the bucket.
-			assert.InDelta(t, float64((rank*2+1)*(want[1]+1))/2, sent[b][0], 1e-6, "bucket %d", b)
+			// Copied as is: at a power-of-two world size the collective
+			// divides (comm.Avg; see TestBucketViewAveragesInTheCollective).
+			assert.InDelta(t, float64((rank*2+1)*(want[1]+1)), sent[b][0], 1e-6, "bucket %d", b)
 		}
 		if err := r.finalize(); err != nil {
 			return err
@@ -809,14 +810,24 @@ func TestTiedParametersCountOnce(t *testing.T) {
 }
 
 func TestBucketViewAveragesInTheCollective(t *testing.T) {
-	for _, view := range []bool{false, true} {
-		t.Run(fmt.Sprintf("view=%v", view), func(t *testing.T) {
-			errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+	for _, tc := range []struct {
+		world int
+		view  bool
+		want  comm.ReduceOp
+	}{
+		{2, false, comm.Avg}, // power of two: a plain copy in, the collective divides (exact)
+		{2, true, comm.Avg},  // no copy to fuse the division into
+		{4, false, comm.Avg},
+		{3, false, comm.Sum}, // pre-divided while copying into the bucket, as torch rounds
+		{3, true, comm.Avg},
+	} {
+		t.Run(fmt.Sprintf("world=%d/view=%v", tc.world, tc.view), func(t *testing.T) {
+			errs := runRanks(t, tc.world, func(rank int, pg comm.ProcessGroup) error {
 				net := dotNet([][]int{{4}})
 				net.fwd = func(n *testNet, _ *autograd.Variable) *autograd.Variable {
 					return dot(n.params[0], constant(float32(rank), 4))
 				}
-				d, err := Wrap(context.Background(), net, pg, GradientAsBucketView(view))
+				d, err := Wrap(context.Background(), net, pg, GradientAsBucketView(tc.view))
 				if err != nil {
 					return err
 				}
@@ -827,17 +838,95 @@ func TestBucketViewAveragesInTheCollective(t *testing.T) {
 				if err := loss.Backward(); err != nil {
 					return err
 				}
-				assert.Equal(t, []float32{0.5, 0.5, 0.5, 0.5}, f32s(net.params[0].Grad))
+				mean := float32(tc.world-1) / 2 // mean of 0..world-1
+				assert.InDeltaSlice(t, []float32{mean, mean, mean, mean}, f32s(net.params[0].Grad), 1e-6)
 				ops := pg.(*commtest.Group).Ops()
-				last := ops[len(ops)-1]
-				want := comm.Sum // pre-divided while copying into the bucket
-				if view {
-					want = comm.Avg // no copy to fuse the division into
-				}
-				assert.Equal(t, want, last.Op)
+				assert.Equal(t, tc.want, ops[len(ops)-1].Op)
 				return nil
 			})
 			requireNoErrs(t, errs)
 		})
+	}
+}
+
+// TestPowerOfTwoAverageIsExact: at world 2 and 4 the reduced gradients equal,
+// bit for bit, what torch's path gives (each rank's gradient times 1/n
+// while copied into the bucket, then a Sum through the same group), although
+// the division now happens in the collective (comm.Avg).
+func TestPowerOfTwoAverageIsExact(t *testing.T) {
+	const n = 1000
+	grads := func(rank int) []float32 {
+		rng := tensor.NewRNG(uint64(rank + 7))
+		g := make([]float32, n)
+		for i := range g {
+			g[i] = float32((rng.Float64()*2 - 1) * math.Pow(10, float64(i%20)-10))
+		}
+		return g
+	}
+	for _, world := range []int{2, 4} {
+		t.Run(fmt.Sprint(world), func(t *testing.T) {
+			errs := runRanks(t, world, func(rank int, pg comm.ProcessGroup) error {
+				want := grads(rank)
+				for i := range want {
+					want[i] *= float32(1 / float64(world))
+				}
+				if err := pg.AllReduce(comm.Float32s(want), comm.Sum).Wait(context.Background()); err != nil {
+					return err
+				}
+				net := dotNet([][]int{{n}})
+				net.fwd = func(p *testNet, _ *autograd.Variable) *autograd.Variable {
+					return dot(p.params[0], tensor.FromF32(grads(rank), n))
+				}
+				d, err := Wrap(context.Background(), net, pg)
+				if err != nil {
+					return err
+				}
+				loss, err := d.Forward(nil)
+				if err != nil {
+					return err
+				}
+				if err := loss.Backward(); err != nil {
+					return err
+				}
+				ops := pg.(*commtest.Group).Ops()
+				assert.Equal(t, comm.Avg, ops[len(ops)-1].Op)
+				got := f32s(net.params[0].Grad)
+				for i := range want {
+					if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+						t.Errorf("rank %d element %d: %g, want %g", rank, i, got[i], want[i])
+						break
+					}
+				}
+				return nil
+			})
+			requireNoErrs(t, errs)
+		})
+	}
+}
+
+func TestScaledCopy(t *testing.T) {
+	for _, n := range []int{0, 1, 7, 8, 9, 17, 64, 1001} {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(i) - 3.25
+		}
+		dst := make([]float32, n)
+		scaledCopy(dst, src, float32(1.0/3))
+		for i, v := range src {
+			if dst[i] != v*float32(1.0/3) {
+				t.Fatalf("n=%d: dst[%d] = %g, want %g", n, i, dst[i], v*float32(1.0/3))
+			}
+		}
+		d64 := make([]float64, n)
+		s64 := make([]float64, n)
+		for i := range s64 {
+			s64[i] = float64(i) + 0.5
+		}
+		scaledCopy(d64, s64, 0.25)
+		for i, v := range s64 {
+			if d64[i] != v*0.25 {
+				t.Fatalf("n=%d float64: dst[%d] = %g", n, i, d64[i])
+			}
+		}
 	}
 }

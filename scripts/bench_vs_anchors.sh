@@ -2,7 +2,7 @@
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
 # machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|cnn|gpt|all] > results.txt
+# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|cnn|gpt|sync|all] > results.txt
 # cnn (not part of all: minutes per round): ROUNDS (default 1) interleaved
 # rounds of torch_models.py cnn and examples/cnn, both at world 2 for EPOCHS
 # (default 2) epochs, with each side's peak RSS (the largest process of the
@@ -10,6 +10,10 @@
 # gpt: ROUNDS (default 2) interleaved rounds of torch_models.py gpt and
 # examples/gpt at world 2, EPOCHS (default 3) each; both print samples/s,
 # the last epoch's mean loss and the peak RSS of each rank.
+# sync: ROUNDS (default 3) interleaved rounds of torch_grad_sync.py and `ddpbench sync` per profile
+# (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on) plus
+# `ddpbench allreduce` at 16 MiB, with the ratios;
+# SWEEP=1 adds the bucket_cap_mb sweep 1,5,25,100 on both sides (tcp and shm for goddp).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -46,6 +50,40 @@ if [ "$what" = ddp ] || [ "$what" = all ]; then
     echo "goddp $w world 2: $("$tmp/ddprun" --standalone --nproc-per-node 2 ./examples/$w -epochs $e -ckpt-dir '' 2>/dev/null | grep -E '^(samples_per_s|'$w':)' | tr '\n' ' ')"
   done
   echo "goddp mlp world 1, 1 thread: $(GODDP_NUM_THREADS=1 "$tmp/ddprun" --standalone --nproc-per-node 1 ./examples/mlp -epochs 5 2>/dev/null | grep '^samples_per_s')"
+fi
+
+if [ "$what" = sync ] || [ "$what" = all ]; then
+  echo "### gradient sync through DDP, world 2, bucket_cap_mb 25 (torch DDP+Gloo vs goddp ddp.Wrap), interleaved"
+  echo "### ratio_torch = goddp sync_gbps / torch sync_gbps (bar >= 5); of_allreduce = goddp sync_gbps / allreduce busbw at 16 MiB (bar >= 0.6)"
+  for round in $(seq "${ROUNDS:-3}"); do
+    for prof in resnet50 gpt2; do
+      iters=20; [ $prof = gpt2 ] && iters=10
+      t=$(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_grad_sync.py" $prof 2 $iters 25 2>/dev/null | tail -1)
+      gs=$("$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 25 -bucket-view false,true -format csv | tail -2)
+      be=$(echo "$gs" | head -1 | cut -d, -f2)
+      a=$("$tmp/ddpbench" allreduce -backend "$be" -min 16M -max 16M -stat median -format csv | tail -1)
+      echo "round $round $prof torch: $t"
+      echo "$gs" | sed "s/^/round $round $prof goddp: /"
+      echo "round $round $prof allreduce16M: $a"
+      tg=$(echo "$t" | sed -n 's/.*sync_gbps=\([0-9.]*\).*/\1/p')
+      ab=$(echo "$a" | cut -d, -f6)
+      echo "$gs" | awk -F, -v r="$round" -v p="$prof" -v t="$tg" -v a="$ab" '{
+        mode = ($13 == "true") ? "bucket_view" : "default"
+        printf "round %s %s %-11s ratio_torch=%.2f of_allreduce=%.2f (goddp %.3f GB/s, torch %.3f, allreduce busbw %.3f)\n",
+          r, p, mode, (t > 0 ? $8 / t : 0), (a > 0 ? $8 / a : 0), $8, t, a }'
+    done
+  done
+  if [ "${SWEEP:-0}" = 1 ]; then
+    echo "### bucket_cap_mb sweep"
+    for prof in resnet50 gpt2; do
+      iters=20; [ $prof = gpt2 ] && iters=10
+      for cap in 1 5 25 100; do
+        echo "torch: $(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_grad_sync.py" $prof 2 $iters $cap 2>/dev/null | tail -1)"
+      done
+      "$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 1,5,25,100 -backend tcp,shm -format csv
+      "$tmp/ddpbench" allreduce -backend shm -min 1M -max 128M -stat median -format csv
+    done
+  fi
 fi
 
 if [ "$what" = allreduce ] || [ "$what" = all ]; then

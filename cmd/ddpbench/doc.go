@@ -50,4 +50,42 @@
 // rank's mean per call; algbw = bytes/time; busbw = algbw x 2(n-1)/n for
 // allreduce, (n-1)/n for allgather and reducescatter, 1 for broadcast, so
 // that busbw is comparable to the link's bandwidth whatever the world size.
+//
+// # Gradient sync through DDP
+//
+//	ddpbench sync [-profile resnet50|gpt2|FILE.json] [flags]
+//
+// runs the real ddp.Wrap Reducer on a model that holds exactly a real
+// model's parameters (ResNet-50: torchvision's 161 tensors, 25.6M
+// parameters; GPT-2 small: 148 tensors, 124M; embedded from profiles/,
+// written by scripts/gen_profiles.py) and reports, per configuration, the
+// gradient bytes, the median iteration with DDP (iter_ms, slowest rank),
+// the same loop without DDP on rank 0 (local_ms), sync_ms = iter_ms -
+// local_ms, sync_gbps = grad bytes / sync_ms, the share of all-reduce time
+// hidden behind backward and the all-reduce time per iteration (both from
+// DDP's Stats). The model computes sum_i (p_i * x).sum(), as
+// ../shared/anchors/torch_grad_sync.py does for torch DDP, so gradients
+// become ready in reverse order after one cheap pass each.
+//
+//	-profile P          resnet50 (default), gpt2, or a JSON file in the anchors' format
+//	-bucket-cap-mb L    bucket caps in MiB, comma-separated (default 25; e.g. 1,5,25,100)
+//	-backend L          backends, comma-separated (one job each)
+//	-nproc L            rank counts, comma-separated (one job each)
+//	-hook L             none, fp16, bf16 (DDP comm hooks), comma-separated
+//	-static-graph L     false, true, comma-separated
+//	-bucket-view L      gradient_as_bucket_view: false, true, comma-separated
+//	-compute C          none (default: pure sync) or flops: before each
+//	                    parameter's gradient becomes ready, spin for its
+//	                    layer's backward FLOPs x -batch / -gflops (default 100)
+//	-iters, -warmup     timed and untimed iterations per configuration (20, 3)
+//	-format, -plot      table or csv; -plot F.png draws sync GB/s against
+//	                    bucket cap, one line per backend
+//	-cpuprofile F       each rank's CPU profile of the timed DDP iterations
+//
+// The CSV starts with torch_grad_sync.py's columns:
+//
+//	profile,backend,bucket_cap_mb,grad_bytes,iter_ms,local_ms,sync_ms,sync_gbps,hidden_pct,...
+//
+// Put `ddpbench allreduce -min 16M -max 16M` beside it: the raw collective
+// at the bucket size shows what bucketing and copying cost.
 package main

@@ -20,6 +20,9 @@ func main() {
 func mainWithExitCode(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(args) > 0 && args[0] == "sync" {
+		return syncMain(ctx, args[1:], stdout, stderr) // sync.go
+	}
 	cfg, err := parseArgs(args, stderr)
 	if err != nil {
 		if err == errUsage {
