@@ -43,7 +43,9 @@ func (e *env) up(x []float32) *sim.Buffer {
 
 func (e *env) zeros(n int) *sim.Buffer { return e.up(make([]float32, n)) }
 
-func (e *env) randn(shape ...int) *tensor.Tensor { return tensor.Randn(e.rng, tensor.Float32, shape...) }
+func (e *env) randn(shape ...int) *tensor.Tensor {
+	return tensor.Randn(e.rng, tensor.Float32, shape...)
+}
 
 // positive draws from [0.5, 2.5), for log, sqrt and divisors.
 func (e *env) positive(shape ...int) *tensor.Tensor {
