@@ -95,7 +95,14 @@ func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Opt
 	if len(d.params) == 0 {
 		return nil, fmt.Errorf("%w: the model has no parameter that requires grad", ErrInvalidOption)
 	}
+	if err := validateDevice(&d.cfg, d.params); err != nil {
+		return nil, err
+	}
 	d.r = newReducer(pg, &d.cfg, d.params, &d.stats, d.timeline)
+	if err := d.r.buildErr; err != nil {
+		d.r.close()
+		return nil, err
+	}
 	return d, nil
 }
 

@@ -32,6 +32,7 @@ type config struct {
 	timeline         *Timeline
 	timelineOn       bool
 	rebuild          bool
+	device           Device // OnDevice: buckets in device memory (device.go)
 }
 
 func defaultConfig() config {

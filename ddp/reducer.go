@@ -60,6 +60,9 @@ type reducer struct {
 	staticUnused []bool
 	staticGlobal []bool // unused on every rank in the first iteration
 
+	dev      *deviceBuckets // OnDevice; nil on the CPU
+	buildErr error          // allocating device buckets failed
+
 	iterations int64
 	stats      *statsRecorder
 	timeline   *Timeline
@@ -73,6 +76,9 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 	r.usedMap = make([]float32, len(params))
 	r.staticUnused = make([]bool, len(params))
 	r.staticGlobal = make([]bool, len(params))
+	if cfg.device != nil {
+		r.dev = newDeviceBuckets(cfg.device)
+	}
 	r.build(assignBuckets(reverseOrder(len(params)), params, mbToBytes(cfg.firstBucketCapMB), mbToBytes(cfg.bucketCapMB)))
 	for i := range params {
 		r.remove = append(r.remove, params[i].v.RegisterGradReadyHook(func(_ *autograd.Variable, pass *autograd.Pass) {
@@ -88,6 +94,9 @@ func (r *reducer) build(assign [][]int) {
 	r.buckets, r.loc = newBuckets(assign, r.params)
 	for _, b := range r.buckets {
 		b.grad.owner = b
+	}
+	if r.dev != nil {
+		r.buildErr = r.dev.alloc(r.buckets)
 	}
 	if !r.cfg.gradAsBucketView {
 		return
@@ -132,7 +141,7 @@ func (r *reducer) tolerant() bool { return r.cfg.findUnused || r.cfg.staticGraph
 // a bucket's reduction completes (no unused parameters are possible, so every
 // Grad exists and is final).
 func (r *reducer) copyBackEarly() bool {
-	return !r.cfg.gradAsBucketView && !r.tolerant()
+	return r.dev == nil && !r.cfg.gradAsBucketView && !r.tolerant()
 }
 
 // avgInComm reports whether the division by the world size is left to the
@@ -270,6 +279,8 @@ func (r *reducer) fillSlot(i int) {
 	}
 	g := p.v.Grad
 	switch {
+	case r.dev != nil:
+		r.dev.fill(b, l.slot, g, s)
 	case g == nil:
 		b.zeroSlot(l.slot)
 	case r.views != nil && g == r.views[i]:
@@ -308,7 +319,16 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 	b.launchAt = time.Now()
 	b.done = make(chan struct{})
 	var w comm.Work
-	if h := r.hook(); h != nil {
+	if r.dev != nil {
+		op := comm.Sum
+		if r.avgInComm() {
+			op = comm.Avg
+		}
+		if shadow {
+			r.dev.compute.Memset0(r.dev.mem[b.index], 0, b.nbytes())
+		}
+		w = r.dev.launch(r.pg, b, op, r.cfg.timeout)
+	} else if h := r.hook(); h != nil {
 		w = h.Reduce(r.pg, &b.grad)
 	} else {
 		op := comm.Sum
@@ -445,6 +465,10 @@ func (r *reducer) finalize() error {
 		} else if r.cfg.staticGraph {
 			globalUnused = r.staticGlobal
 		}
+		var waited []bool
+		if r.dev != nil {
+			waited = make([]bool, len(r.buckets))
+		}
 		for i, p := range r.params {
 			if globalUnused != nil && globalUnused[i] {
 				continue // unused on every rank: leave Grad untouched, as torch does
@@ -458,7 +482,17 @@ func (r *reducer) finalize() error {
 			if p.v.Grad == nil {
 				p.v.Grad = tensor.New(p.dtype, p.shape...)
 			}
+			if r.dev != nil {
+				r.dev.copyOut(b, l.slot, p.v.Grad, waited)
+				continue
+			}
 			b.copyOut(l.slot, p.v.Grad)
+		}
+		if r.dev != nil {
+			// Grad is a host tensor: the host reads it next.
+			if err := r.dev.compute.Synchronize(); err != nil {
+				return fmt.Errorf("ddp: copying the reduced gradients out of the buckets on %v: %w", r.dev.dev, err)
+			}
 		}
 	}
 	if firstStatic {
@@ -574,7 +608,7 @@ func (r *reducer) maybeRebuild(root int) error {
 		return nil
 	}
 	r.build(assign)
-	return nil
+	return r.buildErr
 }
 
 func (r *reducer) assignment() [][]int {

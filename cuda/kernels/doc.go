@@ -4,7 +4,9 @@
 // and imports nothing from CUDA, so it builds everywhere.
 //
 // None of these kernels has run on a GPU. What has been checked, on a
-// machine without one: NVRTC compiles the source, and, with -tags cuda,
+// machine without one: every kernel runs on goddp/cuda/sim, which compiles
+// kernels.cu as host C++ and tests it against goddp's CPU ops in CI;
+// NVRTC compiles the source, and, with -tags cuda,
 // TestPTXAssembles assembles the PTX for sm_70, sm_80 and sm_90 with
 // NVIDIA's PTX compiler library (libnvptxcompiler_static, from
 // nvidia-cuda-dev), which is what the driver does at load time.
@@ -14,5 +16,10 @@ package kernels
 
 // Names lists the kernels in PTX, as goddp/cuda looks them up.
 func Names() []string {
-	return []string{"add_bias_f32", "relu_f32", "relu_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "fill_f32"}
+	return []string{
+		"fill_f32", "scale_f32", "axpy_f32", "scale_by_f32", "add_f32", "sub_f32", "mul_f32", "div_f32", "div_bwd_b_f32", "add_bias_f32",
+		"relu_f32", "exp_f32", "log_f32", "sqrt_f32", "tanh_f32", "sigmoid_f32", "relu_bwd_f32", "tanh_bwd_f32", "sigmoid_bwd_f32",
+		"sqrt_bwd_f32", "sum_rows_f32", "sum_cols_f32", "sum_squares_f32", "sum_f32", "clip_coef_f32", "softmax_f32", "log_softmax_f32",
+		"softmax_bwd_f32", "log_softmax_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "sgd_momentum_f32", "adam_f32",
+	}
 }

@@ -1,35 +1,256 @@
-// Device kernels for Linear/MLP training in float32 (goddp/cuda). This file
-// is the source; ptx.go holds the PTX that NVRTC generates from it
-// (go generate ./cuda/kernels, which needs libnvrtc from nvidia-cuda-dev
-// but no GPU). None of these kernels has run on a GPU yet.
+// Device kernels for training in float32 (goddp/cuda). This file is the
+// source of both builds: ptx.go holds the PTX that NVRTC generates from it
+// for the GPU (go generate ./cuda/kernels, which needs libnvrtc from
+// nvidia-cuda-dev but no GPU), and goddp/cuda/sim compiles it as host C++
+// (with cudahost.h) and runs it on the simulated device, where CI tests
+// every kernel against goddp's CPU ops.
 //
 // Indexing is 64-bit throughout: counts arrive as long long and every
-// index is computed in long long, so tensors of 2^31 elements and more are
-// addressed correctly (32-bit indices wrapped there and wrote before the
-// buffer). Each kernel loops with a grid stride, so any grid works; goddp
-// launches 256-thread blocks, at most 2^20 of them. Matrices are
-// row-major.
+// index is computed in long long (global_index, global_stride), so tensors
+// of 2^31 elements and more are addressed correctly (32-bit indices
+// wrapped there and wrote before the buffer). Every kernel is correct for
+// any grid and any block size, one included: elementwise kernels loop with
+// a grid stride; row kernels give each block a row at a time and reduce
+// with block_sum/block_max, which handle any blockDim.x up to 1024 (CUDA's
+// limit). Matrices are row-major.
 
 typedef long long i64;
 
-#define FOR_EACH(i, n)                                                        \
-	for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+// The first element this thread handles, and the distance to its next one.
+// Both are widened before they are multiplied.
+__device__ i64 global_index() { return (i64)blockIdx.x * blockDim.x + threadIdx.x; }
+__device__ i64 global_stride() { return (i64)gridDim.x * blockDim.x; }
+
+#define FOR_EACH(i, n) for (i64 i = global_index(); i < (n); i += global_stride())
+
+// Rows a block handles in turn (one block per row at a time).
+#define FOR_EACH_ROW(r, rows) for (i64 r = blockIdx.x; r < (rows); r += gridDim.x)
+
+// block_sum returns the sum of every thread's v to every thread of the
+// block. A pairwise tree that skips the missing partner, so any blockDim.x
+// works. Every thread of the block must call it.
+__device__ float block_sum(float v) {
+	__shared__ float part[1024];
+	unsigned int t = threadIdx.x;
+	part[t] = v;
+	__syncthreads();
+	for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+		if (t % (2 * s) == 0 && t + s < blockDim.x) part[t] += part[t + s];
+		__syncthreads();
+	}
+	float r = part[0];
+	__syncthreads(); // part is reused by the next call
+	return r;
+}
+
+// block_max is block_sum with fmaxf.
+__device__ float block_max(float v) {
+	__shared__ float part[1024];
+	unsigned int t = threadIdx.x;
+	part[t] = v;
+	__syncthreads();
+	for (unsigned int s = 1; s < blockDim.x; s *= 2) {
+		if (t % (2 * s) == 0 && t + s < blockDim.x) part[t] = fmaxf(part[t], part[t + s]);
+		__syncthreads();
+	}
+	float r = part[0];
+	__syncthreads();
+	return r;
+}
 
 extern "C" {
+
+// x = v (e.g. the ones vector that turns column sums into a GEMV).
+__global__ void fill_f32(float *x, float v, i64 n) {
+	FOR_EACH(i, n) x[i] = v;
+}
+
+// y = s * x; y may be x (scaling, negation, DDP's copy into a bucket
+// divided by the world size).
+__global__ void scale_f32(float *y, const float *x, i64 n, float s) {
+	FOR_EACH(i, n) y[i] = s * x[i];
+}
+
+// y += s * x (gradient accumulation).
+__global__ void axpy_f32(float *y, const float *x, i64 n, float s) {
+	FOR_EACH(i, n) y[i] += s * x[i];
+}
+
+// x *= *coef, the coefficient read from device memory (clip_coef_f32's
+// output), so clipping never waits for the host.
+__global__ void scale_by_f32(float *x, const float *coef, i64 n) {
+	float c = *coef;
+	FOR_EACH(i, n) x[i] *= c;
+}
+
+// Binary elementwise ops over same-shaped operands; y may alias either.
+__global__ void add_f32(float *y, const float *a, const float *b, i64 n) {
+	FOR_EACH(i, n) y[i] = a[i] + b[i];
+}
+__global__ void sub_f32(float *y, const float *a, const float *b, i64 n) {
+	FOR_EACH(i, n) y[i] = a[i] - b[i];
+}
+__global__ void mul_f32(float *y, const float *a, const float *b, i64 n) {
+	FOR_EACH(i, n) y[i] = a[i] * b[i];
+}
+__global__ void div_f32(float *y, const float *a, const float *b, i64 n) {
+	FOR_EACH(i, n) y[i] = a[i] / b[i];
+}
+
+// The divisor's gradient of a / b: db = -dy * a / b^2 (da = dy / b is
+// div_f32; mul's gradients are mul_f32).
+__global__ void div_bwd_b_f32(float *db, const float *dy, const float *a, const float *b, i64 n) {
+	FOR_EACH(i, n) db[i] = -dy[i] * a[i] / (b[i] * b[i]);
+}
 
 // y[r, c] += b[c] for a [rows, cols] y (Linear's bias).
 __global__ void add_bias_f32(float *y, const float *b, i64 rows, i64 cols) {
 	FOR_EACH(i, rows * cols) y[i] += b[i % cols];
 }
 
-// y = max(x, 0); y may be x.
+// Unary elementwise ops; y may be x.
 __global__ void relu_f32(float *y, const float *x, i64 n) {
 	FOR_EACH(i, n) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
+__global__ void exp_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) y[i] = expf(x[i]);
+}
+__global__ void log_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) y[i] = logf(x[i]);
+}
+__global__ void sqrt_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) y[i] = sqrtf(x[i]);
+}
+__global__ void tanh_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) y[i] = tanhf(x[i]);
+}
+// 1/(1+e^-x), computed from e^-|x| so neither side overflows.
+__global__ void sigmoid_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i];
+		float e = expf(-fabsf(v));
+		y[i] = v >= 0.0f ? 1.0f / (1.0f + e) : e / (1.0f + e);
+	}
+}
 
-// dx = dy where x > 0, else 0 (torch's gradient at 0 is 0); dx may be dy.
+// Their gradients, from the input x or the output y; dx may be dy.
+// dx = dy where x > 0, else 0 (torch's gradient at 0 is 0).
 __global__ void relu_bwd_f32(float *dx, const float *dy, const float *x, i64 n) {
 	FOR_EACH(i, n) dx[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+// tanh: dx = dy * (1 - y^2).
+__global__ void tanh_bwd_f32(float *dx, const float *dy, const float *y, i64 n) {
+	FOR_EACH(i, n) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+}
+// sigmoid: dx = dy * y * (1 - y).
+__global__ void sigmoid_bwd_f32(float *dx, const float *dy, const float *y, i64 n) {
+	FOR_EACH(i, n) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
+}
+// sqrt: dx = dy / (2 y). (exp: dx = dy * y and log: dx = dy / x are
+// mul_f32 and div_f32.)
+__global__ void sqrt_bwd_f32(float *dx, const float *dy, const float *y, i64 n) {
+	FOR_EACH(i, n) dx[i] = dy[i] / (2.0f * y[i]);
+}
+
+// out[c] = sum over r of x[r, c] for a [rows, cols] x: the reduction over
+// dimension 0 (a bias gradient). One thread per column, rows in order.
+__global__ void sum_rows_f32(float *out, const float *x, i64 rows, i64 cols) {
+	FOR_EACH(c, cols) {
+		float s = 0.0f;
+		for (i64 r = 0; r < rows; r++) s += x[r * cols + c];
+		out[c] = s;
+	}
+}
+
+// out[r] = sum over c of x[r, c]: the reduction over the last dimension.
+__global__ void sum_cols_f32(float *out, const float *x, i64 rows, i64 cols) {
+	FOR_EACH_ROW(r, rows) {
+		float s = 0.0f;
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) s += x[r * cols + c];
+		s = block_sum(s);
+		if (threadIdx.x == 0) out[r] = s;
+	}
+}
+
+// *out += sum of x[i]^2 (out must be zeroed first): the squared L2 norm
+// that grad-norm clipping needs, over any number of tensors in turn.
+__global__ void sum_squares_f32(float *out, const float *x, i64 n) {
+	float s = 0.0f;
+	FOR_EACH(i, n) s += x[i] * x[i];
+	s = block_sum(s);
+	if (threadIdx.x == 0) atomicAdd(out, s);
+}
+
+// *out += sum of x (out must be zeroed first): total losses.
+__global__ void sum_f32(float *out, const float *x, i64 n) {
+	float s = 0.0f;
+	FOR_EACH(i, n) s += x[i];
+	s = block_sum(s);
+	if (threadIdx.x == 0) atomicAdd(out, s);
+}
+
+// coef = min(1, max_norm / (sqrt(*sumsq) + 1e-6)) and norm = sqrt(*sumsq),
+// as torch's clip_grad_norm_ (one thread); scale_by_f32 then applies coef.
+__global__ void clip_coef_f32(float *coef, float *norm, const float *sumsq, float max_norm) {
+	if (global_index() == 0) {
+		float nrm = sqrtf(*sumsq);
+		float c = max_norm / (nrm + 1e-6f);
+		*coef = c < 1.0f ? c : 1.0f;
+		*norm = nrm;
+	}
+}
+
+// Softmax and log-softmax over the last dimension of [rows, cols], stably
+// around the row maximum; a block per row.
+__global__ void softmax_f32(float *y, const float *x, i64 rows, i64 cols) {
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols;
+		float *yr = y + r * cols;
+		float m = -3.402823466e38f; // -FLT_MAX (NVRTC has no math.h)
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, xr[c]);
+		m = block_max(m);
+		float s = 0.0f;
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
+		s = block_sum(s);
+		float inv = 1.0f / s;
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = expf(xr[c] - m) * inv;
+	}
+}
+
+__global__ void log_softmax_f32(float *y, const float *x, i64 rows, i64 cols) {
+	FOR_EACH_ROW(r, rows) {
+		const float *xr = x + r * cols;
+		float *yr = y + r * cols;
+		float m = -3.402823466e38f; // -FLT_MAX (NVRTC has no math.h)
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) m = fmaxf(m, xr[c]);
+		m = block_max(m);
+		float s = 0.0f;
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) s += expf(xr[c] - m);
+		float lse = m + logf(block_sum(s));
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) yr[c] = xr[c] - lse;
+	}
+}
+
+// Softmax's gradient from its output y: dx = y * (dy - sum_c dy*y).
+__global__ void softmax_bwd_f32(float *dx, const float *dy, const float *y, i64 rows, i64 cols) {
+	FOR_EACH_ROW(r, rows) {
+		const float *g = dy + r * cols, *yr = y + r * cols;
+		float s = 0.0f;
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) s += g[c] * yr[c];
+		s = block_sum(s);
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) dx[r * cols + c] = yr[c] * (g[c] - s);
+	}
+}
+
+// Log-softmax's gradient from its output y: dx = dy - exp(y) * sum_c dy.
+__global__ void log_softmax_bwd_f32(float *dx, const float *dy, const float *y, i64 rows, i64 cols) {
+	FOR_EACH_ROW(r, rows) {
+		const float *g = dy + r * cols, *yr = y + r * cols;
+		float s = 0.0f;
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) s += g[c];
+		s = block_sum(s);
+		for (i64 c = threadIdx.x; c < cols; c += blockDim.x) dx[r * cols + c] = g[c] - expf(yr[c]) * s;
+	}
 }
 
 // Mean squared error, forward and backward at once: sq = (p - t)^2 (the
@@ -66,9 +287,42 @@ __global__ void sgd_f32(float *w, const float *g, i64 n, float lr) {
 	FOR_EACH(i, n) w[i] -= lr * g[i];
 }
 
-// x = v (e.g. the ones vector that turns column sums into a GEMV).
-__global__ void fill_f32(float *x, float v, i64 n) {
-	FOR_EACH(i, n) x[i] = v;
+// SGD with momentum, dampening, weight decay and Nesterov, fused, as
+// torch's (and goddp/optim's) SGD: d = g + wd*w; buf = d at the first step
+// (first != 0), else momentum*buf + (1-dampening)*d; w -= lr * (nesterov ?
+// d + momentum*buf : buf). Flags are floats so that every argument is 8
+// bytes wide or a float.
+__global__ void sgd_momentum_f32(float *w, const float *g, float *buf, i64 n, float lr, float momentum,
+                                 float dampening, float wd, float nesterov, float first) {
+	FOR_EACH(i, n) {
+		float d = g[i] + wd * w[i];
+		float b = first != 0.0f ? d : momentum * buf[i] + (1.0f - dampening) * d;
+		buf[i] = b;
+		w[i] -= lr * (nesterov != 0.0f ? d + momentum * b : b);
+	}
+}
+
+// Adam and AdamW, fused, as goddp/optim: with decoupled != 0 (AdamW)
+// w *= 1 - lr*wd first, else g += wd*w (Adam's L2); then
+// m = b1*m + (1-b1)*g, v = b2*v + (1-b2)*g^2 and
+// w -= step_size * m / (sqrt(v) * inv_bc2 + eps), where
+// step_size = lr / (1 - b1^t) and inv_bc2 = 1 / sqrt(1 - b2^t).
+__global__ void adam_f32(float *w, const float *g, float *m, float *v, i64 n, float lr, float beta1, float beta2,
+                         float eps, float wd, float decoupled, float step_size, float inv_bc2) {
+	FOR_EACH(i, n) {
+		float wi = w[i];
+		float gi = g[i];
+		if (decoupled != 0.0f) {
+			wi -= lr * wd * wi;
+		} else {
+			gi += wd * wi;
+		}
+		float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+		float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+		m[i] = mi;
+		v[i] = vi;
+		w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2 + eps);
+	}
 }
 
 }

@@ -16,8 +16,1098 @@ const PTX = `//
 .target sm_52
 .address_size 64
 
-	// .globl	add_bias_f32
+	// .globl	fill_f32
+.shared .align 4 .b8 _ZZ9block_sumfE4part[4096];
+.shared .align 4 .b8 _ZZ9block_maxfE4part[4096];
 
+.visible .entry fill_f32(
+	.param .u64 fill_f32_param_0,
+	.param .f32 fill_f32_param_1,
+	.param .u64 fill_f32_param_2
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<2>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<46>;
+
+
+	ld.param.u64 	%rd22, [fill_f32_param_0];
+	ld.param.f32 	%f1, [fill_f32_param_1];
+	ld.param.u64 	%rd21, [fill_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd22;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd2, %r2;
+	mul.wide.u32 	%rd23, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd24, %r3;
+	add.s64 	%rd44, %rd23, %rd24;
+	setp.ge.s64 	%p1, %rd44, %rd21;
+	@%p1 bra 	$L__BB0_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd25, %r4;
+	mul.lo.s64 	%rd4, %rd25, %rd2;
+	not.b64 	%rd26, %rd44;
+	add.s64 	%rd5, %rd26, %rd21;
+	or.b64  	%rd27, %rd5, %rd4;
+	and.b64  	%rd28, %rd27, -4294967296;
+	setp.eq.s64 	%p2, %rd28, 0;
+	@%p2 bra 	$L__BB0_3;
+
+	div.u64 	%rd40, %rd5, %rd4;
+	bra.uni 	$L__BB0_4;
+
+$L__BB0_3:
+	cvt.u32.u64 	%r5, %rd4;
+	cvt.u32.u64 	%r6, %rd5;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd40, %r7;
+
+$L__BB0_4:
+	add.s64 	%rd29, %rd40, 1;
+	and.b64  	%rd43, %rd29, 3;
+	setp.eq.s64 	%p3, %rd43, 0;
+	@%p3 bra 	$L__BB0_7;
+
+	shl.b64 	%rd30, %rd44, 2;
+	add.s64 	%rd41, %rd1, %rd30;
+	shl.b64 	%rd11, %rd4, 2;
+
+$L__BB0_6:
+	.pragma "nounroll";
+	st.global.f32 	[%rd41], %f1;
+	add.s64 	%rd44, %rd44, %rd4;
+	add.s64 	%rd41, %rd41, %rd11;
+	add.s64 	%rd43, %rd43, -1;
+	setp.ne.s64 	%p4, %rd43, 0;
+	@%p4 bra 	$L__BB0_6;
+
+$L__BB0_7:
+	setp.lt.u64 	%p5, %rd40, 3;
+	@%p5 bra 	$L__BB0_10;
+
+	shl.b64 	%rd33, %rd4, 2;
+
+$L__BB0_9:
+	shl.b64 	%rd31, %rd44, 2;
+	add.s64 	%rd32, %rd1, %rd31;
+	st.global.f32 	[%rd32], %f1;
+	add.s64 	%rd34, %rd32, %rd33;
+	st.global.f32 	[%rd34], %f1;
+	add.s64 	%rd35, %rd44, %rd4;
+	add.s64 	%rd36, %rd35, %rd4;
+	add.s64 	%rd37, %rd34, %rd33;
+	st.global.f32 	[%rd37], %f1;
+	add.s64 	%rd38, %rd36, %rd4;
+	add.s64 	%rd39, %rd37, %rd33;
+	st.global.f32 	[%rd39], %f1;
+	add.s64 	%rd44, %rd38, %rd4;
+	setp.lt.s64 	%p6, %rd44, %rd21;
+	@%p6 bra 	$L__BB0_9;
+
+$L__BB0_10:
+	ret;
+
+}
+	// .globl	scale_f32
+.visible .entry scale_f32(
+	.param .u64 scale_f32_param_0,
+	.param .u64 scale_f32_param_1,
+	.param .u64 scale_f32_param_2,
+	.param .f32 scale_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<12>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [scale_f32_param_0];
+	ld.param.u64 	%rd35, [scale_f32_param_1];
+	ld.param.u64 	%rd33, [scale_f32_param_2];
+	ld.param.f32 	%f1, [scale_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB1_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB1_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB1_4;
+
+$L__BB1_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB1_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB1_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB1_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f2, [%rd55];
+	mul.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd56], %f3;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB1_6;
+
+$L__BB1_7:
+	setp.lt.u64 	%p5, %rd54, 3;
+	@%p5 bra 	$L__BB1_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB1_9:
+	ld.global.f32 	%f4, [%rd61];
+	mul.f32 	%f5, %f4, %f1;
+	st.global.f32 	[%rd62], %f5;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f6, [%rd45];
+	mul.f32 	%f7, %f6, %f1;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f7;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f8, [%rd49];
+	mul.f32 	%f9, %f8, %f1;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f9;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f10, [%rd52];
+	mul.f32 	%f11, %f10, %f1;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f11;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p6, %rd59, %rd33;
+	@%p6 bra 	$L__BB1_9;
+
+$L__BB1_10:
+	ret;
+
+}
+	// .globl	axpy_f32
+.visible .entry axpy_f32(
+	.param .u64 axpy_f32_param_0,
+	.param .u64 axpy_f32_param_1,
+	.param .u64 axpy_f32_param_2,
+	.param .f32 axpy_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<17>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [axpy_f32_param_0];
+	ld.param.u64 	%rd35, [axpy_f32_param_1];
+	ld.param.u64 	%rd33, [axpy_f32_param_2];
+	ld.param.f32 	%f1, [axpy_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB2_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB2_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB2_4;
+
+$L__BB2_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB2_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB2_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB2_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f2, [%rd55];
+	ld.global.f32 	%f3, [%rd56];
+	fma.rn.f32 	%f4, %f2, %f1, %f3;
+	st.global.f32 	[%rd56], %f4;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB2_6;
+
+$L__BB2_7:
+	setp.lt.u64 	%p5, %rd54, 3;
+	@%p5 bra 	$L__BB2_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB2_9:
+	ld.global.f32 	%f5, [%rd61];
+	ld.global.f32 	%f6, [%rd62];
+	fma.rn.f32 	%f7, %f5, %f1, %f6;
+	st.global.f32 	[%rd62], %f7;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f8, [%rd45];
+	add.s64 	%rd46, %rd62, %rd25;
+	ld.global.f32 	%f9, [%rd46];
+	fma.rn.f32 	%f10, %f8, %f1, %f9;
+	st.global.f32 	[%rd46], %f10;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f11, [%rd49];
+	add.s64 	%rd50, %rd46, %rd25;
+	ld.global.f32 	%f12, [%rd50];
+	fma.rn.f32 	%f13, %f11, %f1, %f12;
+	st.global.f32 	[%rd50], %f13;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f14, [%rd52];
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	ld.global.f32 	%f15, [%rd53];
+	fma.rn.f32 	%f16, %f14, %f1, %f15;
+	st.global.f32 	[%rd53], %f16;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p6, %rd59, %rd33;
+	@%p6 bra 	$L__BB2_9;
+
+$L__BB2_10:
+	ret;
+
+}
+	// .globl	scale_by_f32
+.visible .entry scale_by_f32(
+	.param .u64 scale_by_f32_param_0,
+	.param .u64 scale_by_f32_param_1,
+	.param .u64 scale_by_f32_param_2
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<12>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<52>;
+
+
+	ld.param.u64 	%rd27, [scale_by_f32_param_0];
+	ld.param.u64 	%rd28, [scale_by_f32_param_1];
+	ld.param.u64 	%rd26, [scale_by_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd27;
+	cvta.to.global.u64 	%rd29, %rd28;
+	ld.global.f32 	%f1, [%rd29];
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd2, %r2;
+	mul.wide.u32 	%rd30, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd31, %r3;
+	add.s64 	%rd49, %rd30, %rd31;
+	setp.ge.s64 	%p1, %rd49, %rd26;
+	@%p1 bra 	$L__BB3_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd4, %r4;
+	mul.lo.s64 	%rd5, %rd4, %rd2;
+	not.b64 	%rd32, %rd49;
+	add.s64 	%rd6, %rd32, %rd26;
+	or.b64  	%rd33, %rd6, %rd5;
+	and.b64  	%rd34, %rd33, -4294967296;
+	setp.eq.s64 	%p2, %rd34, 0;
+	@%p2 bra 	$L__BB3_3;
+
+	div.u64 	%rd45, %rd6, %rd5;
+	bra.uni 	$L__BB3_4;
+
+$L__BB3_3:
+	cvt.u32.u64 	%r5, %rd5;
+	cvt.u32.u64 	%r6, %rd6;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd45, %r7;
+
+$L__BB3_4:
+	add.s64 	%rd35, %rd45, 1;
+	and.b64  	%rd48, %rd35, 3;
+	setp.eq.s64 	%p3, %rd48, 0;
+	@%p3 bra 	$L__BB3_7;
+
+	shl.b64 	%rd36, %rd49, 2;
+	add.s64 	%rd46, %rd1, %rd36;
+	shl.b64 	%rd12, %rd5, 2;
+
+$L__BB3_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f2, [%rd46];
+	mul.f32 	%f3, %f1, %f2;
+	st.global.f32 	[%rd46], %f3;
+	add.s64 	%rd49, %rd49, %rd5;
+	add.s64 	%rd46, %rd46, %rd12;
+	add.s64 	%rd48, %rd48, -1;
+	setp.ne.s64 	%p4, %rd48, 0;
+	@%p4 bra 	$L__BB3_6;
+
+$L__BB3_7:
+	setp.lt.u64 	%p5, %rd45, 3;
+	@%p5 bra 	$L__BB3_10;
+
+	shl.b64 	%rd37, %rd49, 2;
+	add.s64 	%rd51, %rd1, %rd37;
+	shl.b64 	%rd21, %rd5, 2;
+
+$L__BB3_9:
+	ld.global.f32 	%f4, [%rd51];
+	mul.f32 	%f5, %f1, %f4;
+	st.global.f32 	[%rd51], %f5;
+	add.s64 	%rd39, %rd51, %rd21;
+	ld.global.f32 	%f6, [%rd39];
+	mul.f32 	%f7, %f1, %f6;
+	st.global.f32 	[%rd39], %f7;
+	add.s64 	%rd40, %rd49, %rd5;
+	add.s64 	%rd41, %rd40, %rd5;
+	add.s64 	%rd42, %rd39, %rd21;
+	ld.global.f32 	%f8, [%rd42];
+	mul.f32 	%f9, %f1, %f8;
+	st.global.f32 	[%rd42], %f9;
+	add.s64 	%rd43, %rd41, %rd5;
+	add.s64 	%rd44, %rd42, %rd21;
+	add.s64 	%rd51, %rd44, %rd21;
+	ld.global.f32 	%f10, [%rd44];
+	mul.f32 	%f11, %f1, %f10;
+	st.global.f32 	[%rd44], %f11;
+	add.s64 	%rd49, %rd43, %rd5;
+	setp.lt.s64 	%p6, %rd49, %rd26;
+	@%p6 bra 	$L__BB3_9;
+
+$L__BB3_10:
+	ret;
+
+}
+	// .globl	add_f32
+.visible .entry add_f32(
+	.param .u64 add_f32_param_0,
+	.param .u64 add_f32_param_1,
+	.param .u64 add_f32_param_2,
+	.param .u64 add_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [add_f32_param_0];
+	ld.param.u64 	%rd42, [add_f32_param_1];
+	ld.param.u64 	%rd43, [add_f32_param_2];
+	ld.param.u64 	%rd40, [add_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB4_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB4_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB4_4;
+
+$L__BB4_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB4_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB4_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB4_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	ld.global.f32 	%f2, [%rd66];
+	add.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd68], %f3;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB4_6;
+
+$L__BB4_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB4_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB4_9:
+	ld.global.f32 	%f4, [%rd74];
+	ld.global.f32 	%f5, [%rd73];
+	add.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd75], %f6;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f7, [%rd54];
+	ld.global.f32 	%f8, [%rd53];
+	add.f32 	%f9, %f8, %f7;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f9;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f10, [%rd59];
+	ld.global.f32 	%f11, [%rd58];
+	add.f32 	%f12, %f11, %f10;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f12;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f13, [%rd63];
+	ld.global.f32 	%f14, [%rd62];
+	add.f32 	%f15, %f14, %f13;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f15;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB4_9;
+
+$L__BB4_10:
+	ret;
+
+}
+	// .globl	sub_f32
+.visible .entry sub_f32(
+	.param .u64 sub_f32_param_0,
+	.param .u64 sub_f32_param_1,
+	.param .u64 sub_f32_param_2,
+	.param .u64 sub_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [sub_f32_param_0];
+	ld.param.u64 	%rd42, [sub_f32_param_1];
+	ld.param.u64 	%rd43, [sub_f32_param_2];
+	ld.param.u64 	%rd40, [sub_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB5_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB5_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB5_4;
+
+$L__BB5_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB5_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB5_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB5_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	ld.global.f32 	%f2, [%rd66];
+	sub.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd68], %f3;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB5_6;
+
+$L__BB5_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB5_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB5_9:
+	ld.global.f32 	%f4, [%rd74];
+	ld.global.f32 	%f5, [%rd73];
+	sub.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd75], %f6;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f7, [%rd54];
+	ld.global.f32 	%f8, [%rd53];
+	sub.f32 	%f9, %f8, %f7;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f9;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f10, [%rd59];
+	ld.global.f32 	%f11, [%rd58];
+	sub.f32 	%f12, %f11, %f10;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f12;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f13, [%rd63];
+	ld.global.f32 	%f14, [%rd62];
+	sub.f32 	%f15, %f14, %f13;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f15;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB5_9;
+
+$L__BB5_10:
+	ret;
+
+}
+	// .globl	mul_f32
+.visible .entry mul_f32(
+	.param .u64 mul_f32_param_0,
+	.param .u64 mul_f32_param_1,
+	.param .u64 mul_f32_param_2,
+	.param .u64 mul_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [mul_f32_param_0];
+	ld.param.u64 	%rd42, [mul_f32_param_1];
+	ld.param.u64 	%rd43, [mul_f32_param_2];
+	ld.param.u64 	%rd40, [mul_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB6_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB6_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB6_4;
+
+$L__BB6_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB6_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB6_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB6_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	ld.global.f32 	%f2, [%rd66];
+	mul.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd68], %f3;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB6_6;
+
+$L__BB6_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB6_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB6_9:
+	ld.global.f32 	%f4, [%rd74];
+	ld.global.f32 	%f5, [%rd73];
+	mul.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd75], %f6;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f7, [%rd54];
+	ld.global.f32 	%f8, [%rd53];
+	mul.f32 	%f9, %f8, %f7;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f9;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f10, [%rd59];
+	ld.global.f32 	%f11, [%rd58];
+	mul.f32 	%f12, %f11, %f10;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f12;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f13, [%rd63];
+	ld.global.f32 	%f14, [%rd62];
+	mul.f32 	%f15, %f14, %f13;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f15;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB6_9;
+
+$L__BB6_10:
+	ret;
+
+}
+	// .globl	div_f32
+.visible .entry div_f32(
+	.param .u64 div_f32_param_0,
+	.param .u64 div_f32_param_1,
+	.param .u64 div_f32_param_2,
+	.param .u64 div_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [div_f32_param_0];
+	ld.param.u64 	%rd42, [div_f32_param_1];
+	ld.param.u64 	%rd43, [div_f32_param_2];
+	ld.param.u64 	%rd40, [div_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB7_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB7_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB7_4;
+
+$L__BB7_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB7_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB7_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB7_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	ld.global.f32 	%f2, [%rd66];
+	div.rn.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd68], %f3;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB7_6;
+
+$L__BB7_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB7_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB7_9:
+	ld.global.f32 	%f4, [%rd74];
+	ld.global.f32 	%f5, [%rd73];
+	div.rn.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd75], %f6;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f7, [%rd54];
+	ld.global.f32 	%f8, [%rd53];
+	div.rn.f32 	%f9, %f8, %f7;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f9;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f10, [%rd59];
+	ld.global.f32 	%f11, [%rd58];
+	div.rn.f32 	%f12, %f11, %f10;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f12;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f13, [%rd63];
+	ld.global.f32 	%f14, [%rd62];
+	div.rn.f32 	%f15, %f14, %f13;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f15;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB7_9;
+
+$L__BB7_10:
+	ret;
+
+}
+	// .globl	div_bwd_b_f32
+.visible .entry div_bwd_b_f32(
+	.param .u64 div_bwd_b_f32_param_0,
+	.param .u64 div_bwd_b_f32_param_1,
+	.param .u64 div_bwd_b_f32_param_2,
+	.param .u64 div_bwd_b_f32_param_3,
+	.param .u64 div_bwd_b_f32_param_4
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<36>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<89>;
+
+
+	ld.param.u64 	%rd48, [div_bwd_b_f32_param_0];
+	ld.param.u64 	%rd49, [div_bwd_b_f32_param_1];
+	ld.param.u64 	%rd50, [div_bwd_b_f32_param_2];
+	ld.param.u64 	%rd51, [div_bwd_b_f32_param_3];
+	ld.param.u64 	%rd47, [div_bwd_b_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd48;
+	cvta.to.global.u64 	%rd2, %rd51;
+	cvta.to.global.u64 	%rd3, %rd50;
+	cvta.to.global.u64 	%rd4, %rd49;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd52, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd53, %r3;
+	add.s64 	%rd83, %rd52, %rd53;
+	setp.ge.s64 	%p1, %rd83, %rd47;
+	@%p1 bra 	$L__BB8_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd5;
+	not.b64 	%rd54, %rd83;
+	add.s64 	%rd9, %rd54, %rd47;
+	or.b64  	%rd55, %rd9, %rd8;
+	and.b64  	%rd56, %rd55, -4294967296;
+	setp.eq.s64 	%p2, %rd56, 0;
+	@%p2 bra 	$L__BB8_3;
+
+	div.u64 	%rd76, %rd9, %rd8;
+	bra.uni 	$L__BB8_4;
+
+$L__BB8_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd76, %r7;
+
+$L__BB8_4:
+	add.s64 	%rd57, %rd76, 1;
+	and.b64  	%rd82, %rd57, 3;
+	setp.eq.s64 	%p3, %rd82, 0;
+	@%p3 bra 	$L__BB8_7;
+
+	shl.b64 	%rd58, %rd83, 2;
+	add.s64 	%rd80, %rd1, %rd58;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd79, %rd2, %rd58;
+	add.s64 	%rd78, %rd3, %rd58;
+	add.s64 	%rd77, %rd4, %rd58;
+
+$L__BB8_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd78];
+	ld.global.f32 	%f2, [%rd77];
+	mul.f32 	%f3, %f2, %f1;
+	neg.f32 	%f4, %f3;
+	ld.global.f32 	%f5, [%rd79];
+	mul.f32 	%f6, %f5, %f5;
+	div.rn.f32 	%f7, %f4, %f6;
+	st.global.f32 	[%rd80], %f7;
+	add.s64 	%rd83, %rd83, %rd8;
+	add.s64 	%rd80, %rd80, %rd15;
+	add.s64 	%rd79, %rd79, %rd15;
+	add.s64 	%rd78, %rd78, %rd15;
+	add.s64 	%rd77, %rd77, %rd15;
+	add.s64 	%rd82, %rd82, -1;
+	setp.ne.s64 	%p4, %rd82, 0;
+	@%p4 bra 	$L__BB8_6;
+
+$L__BB8_7:
+	setp.lt.u64 	%p5, %rd76, 3;
+	@%p5 bra 	$L__BB8_10;
+
+	shl.b64 	%rd59, %rd83, 2;
+	add.s64 	%rd85, %rd4, %rd59;
+	shl.b64 	%rd33, %rd8, 2;
+	add.s64 	%rd86, %rd3, %rd59;
+	add.s64 	%rd87, %rd2, %rd59;
+	add.s64 	%rd88, %rd1, %rd59;
+
+$L__BB8_9:
+	ld.global.f32 	%f8, [%rd86];
+	ld.global.f32 	%f9, [%rd85];
+	mul.f32 	%f10, %f9, %f8;
+	neg.f32 	%f11, %f10;
+	ld.global.f32 	%f12, [%rd87];
+	mul.f32 	%f13, %f12, %f12;
+	div.rn.f32 	%f14, %f11, %f13;
+	st.global.f32 	[%rd88], %f14;
+	add.s64 	%rd61, %rd85, %rd33;
+	add.s64 	%rd62, %rd86, %rd33;
+	ld.global.f32 	%f15, [%rd62];
+	ld.global.f32 	%f16, [%rd61];
+	mul.f32 	%f17, %f16, %f15;
+	neg.f32 	%f18, %f17;
+	add.s64 	%rd63, %rd87, %rd33;
+	ld.global.f32 	%f19, [%rd63];
+	mul.f32 	%f20, %f19, %f19;
+	div.rn.f32 	%f21, %f18, %f20;
+	add.s64 	%rd64, %rd88, %rd33;
+	st.global.f32 	[%rd64], %f21;
+	add.s64 	%rd65, %rd83, %rd8;
+	add.s64 	%rd66, %rd65, %rd8;
+	add.s64 	%rd67, %rd61, %rd33;
+	add.s64 	%rd68, %rd62, %rd33;
+	ld.global.f32 	%f22, [%rd68];
+	ld.global.f32 	%f23, [%rd67];
+	mul.f32 	%f24, %f23, %f22;
+	neg.f32 	%f25, %f24;
+	add.s64 	%rd69, %rd63, %rd33;
+	ld.global.f32 	%f26, [%rd69];
+	mul.f32 	%f27, %f26, %f26;
+	div.rn.f32 	%f28, %f25, %f27;
+	add.s64 	%rd70, %rd64, %rd33;
+	st.global.f32 	[%rd70], %f28;
+	add.s64 	%rd71, %rd66, %rd8;
+	add.s64 	%rd72, %rd67, %rd33;
+	add.s64 	%rd85, %rd72, %rd33;
+	add.s64 	%rd73, %rd68, %rd33;
+	add.s64 	%rd86, %rd73, %rd33;
+	ld.global.f32 	%f29, [%rd73];
+	ld.global.f32 	%f30, [%rd72];
+	mul.f32 	%f31, %f30, %f29;
+	neg.f32 	%f32, %f31;
+	add.s64 	%rd74, %rd69, %rd33;
+	add.s64 	%rd87, %rd74, %rd33;
+	ld.global.f32 	%f33, [%rd74];
+	mul.f32 	%f34, %f33, %f33;
+	div.rn.f32 	%f35, %f32, %f34;
+	add.s64 	%rd75, %rd70, %rd33;
+	add.s64 	%rd88, %rd75, %rd33;
+	st.global.f32 	[%rd75], %f35;
+	add.s64 	%rd83, %rd71, %rd8;
+	setp.lt.s64 	%p6, %rd83, %rd47;
+	@%p6 bra 	$L__BB8_9;
+
+$L__BB8_10:
+	ret;
+
+}
+	// .globl	add_bias_f32
 .visible .entry add_bias_f32(
 	.param .u64 add_bias_f32_param_0,
 	.param .u64 add_bias_f32_param_1,
@@ -28,192 +1118,187 @@ const PTX = `//
 	.reg .pred 	%p<12>;
 	.reg .f32 	%f<16>;
 	.reg .b32 	%r<23>;
-	.reg .b64 	%rd<96>;
+	.reg .b64 	%rd<91>;
 
 
-	ld.param.u64 	%rd49, [add_bias_f32_param_0];
-	ld.param.u64 	%rd50, [add_bias_f32_param_1];
-	ld.param.u64 	%rd51, [add_bias_f32_param_2];
-	ld.param.u64 	%rd48, [add_bias_f32_param_3];
-	cvta.to.global.u64 	%rd1, %rd49;
-	cvta.to.global.u64 	%rd2, %rd50;
+	ld.param.u64 	%rd47, [add_bias_f32_param_0];
+	ld.param.u64 	%rd48, [add_bias_f32_param_1];
+	ld.param.u64 	%rd49, [add_bias_f32_param_2];
+	ld.param.u64 	%rd46, [add_bias_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd47;
+	cvta.to.global.u64 	%rd2, %rd48;
 	mov.u32 	%r1, %ctaid.x;
-	cvt.u64.u32 	%rd3, %r1;
 	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd4, %r2;
-	mul.wide.u32 	%rd52, %r1, %r2;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd50, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd5, %r3;
-	add.s64 	%rd90, %rd52, %rd5;
-	mul.lo.s64 	%rd7, %rd48, %rd51;
-	setp.ge.s64 	%p1, %rd90, %rd7;
-	@%p1 bra 	$L__BB0_24;
+	cvt.u64.u32 	%rd51, %r3;
+	add.s64 	%rd85, %rd50, %rd51;
+	mul.lo.s64 	%rd5, %rd46, %rd49;
+	setp.ge.s64 	%p1, %rd85, %rd5;
+	@%p1 bra 	$L__BB9_24;
 
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd8, %r4;
-	mul.lo.s64 	%rd9, %rd8, %rd4;
-	add.s64 	%rd53, %rd7, %rd9;
-	add.s64 	%rd54, %rd8, %rd3;
-	mul.lo.s64 	%rd55, %rd54, %rd4;
-	add.s64 	%rd56, %rd55, %rd5;
-	not.b64 	%rd57, %rd56;
-	add.s64 	%rd10, %rd53, %rd57;
-	or.b64  	%rd58, %rd10, %rd9;
-	and.b64  	%rd59, %rd58, -4294967296;
-	setp.eq.s64 	%p2, %rd59, 0;
-	@%p2 bra 	$L__BB0_3;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd3;
+	not.b64 	%rd52, %rd85;
+	add.s64 	%rd8, %rd5, %rd52;
+	or.b64  	%rd53, %rd8, %rd7;
+	and.b64  	%rd54, %rd53, -4294967296;
+	setp.eq.s64 	%p2, %rd54, 0;
+	@%p2 bra 	$L__BB9_3;
 
-	div.u64 	%rd85, %rd10, %rd9;
-	bra.uni 	$L__BB0_4;
+	div.u64 	%rd80, %rd8, %rd7;
+	bra.uni 	$L__BB9_4;
 
-$L__BB0_3:
-	cvt.u32.u64 	%r5, %rd9;
-	cvt.u32.u64 	%r6, %rd10;
+$L__BB9_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd85, %r7;
+	cvt.u64.u32 	%rd80, %r7;
 
-$L__BB0_4:
-	add.s64 	%rd60, %rd85, 1;
-	and.b64  	%rd88, %rd60, 3;
-	setp.eq.s64 	%p3, %rd88, 0;
-	@%p3 bra 	$L__BB0_10;
+$L__BB9_4:
+	add.s64 	%rd55, %rd80, 1;
+	and.b64  	%rd83, %rd55, 3;
+	setp.eq.s64 	%p3, %rd83, 0;
+	@%p3 bra 	$L__BB9_10;
 
-	shl.b64 	%rd61, %rd90, 2;
-	add.s64 	%rd86, %rd1, %rd61;
-	shl.b64 	%rd16, %rd9, 2;
-	cvt.u32.u64 	%r8, %rd48;
+	shl.b64 	%rd56, %rd85, 2;
+	add.s64 	%rd81, %rd1, %rd56;
+	shl.b64 	%rd14, %rd7, 2;
+	cvt.u32.u64 	%r8, %rd46;
 
-$L__BB0_6:
+$L__BB9_6:
 	.pragma "nounroll";
-	or.b64  	%rd62, %rd90, %rd48;
-	and.b64  	%rd63, %rd62, -4294967296;
-	setp.eq.s64 	%p4, %rd63, 0;
-	@%p4 bra 	$L__BB0_8;
+	or.b64  	%rd57, %rd85, %rd46;
+	and.b64  	%rd58, %rd57, -4294967296;
+	setp.eq.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB9_8;
 
-	rem.s64 	%rd89, %rd90, %rd48;
-	bra.uni 	$L__BB0_9;
+	rem.s64 	%rd84, %rd85, %rd46;
+	bra.uni 	$L__BB9_9;
 
-$L__BB0_8:
-	cvt.u32.u64 	%r9, %rd90;
+$L__BB9_8:
+	cvt.u32.u64 	%r9, %rd85;
 	rem.u32 	%r10, %r9, %r8;
-	cvt.u64.u32 	%rd89, %r10;
+	cvt.u64.u32 	%rd84, %r10;
 
-$L__BB0_9:
-	ld.global.f32 	%f1, [%rd86];
-	shl.b64 	%rd64, %rd89, 2;
-	add.s64 	%rd65, %rd2, %rd64;
-	ld.global.f32 	%f2, [%rd65];
+$L__BB9_9:
+	ld.global.f32 	%f1, [%rd81];
+	shl.b64 	%rd59, %rd84, 2;
+	add.s64 	%rd60, %rd2, %rd59;
+	ld.global.f32 	%f2, [%rd60];
 	add.f32 	%f3, %f2, %f1;
-	st.global.f32 	[%rd86], %f3;
-	add.s64 	%rd90, %rd90, %rd9;
-	add.s64 	%rd86, %rd86, %rd16;
-	add.s64 	%rd88, %rd88, -1;
-	setp.ne.s64 	%p5, %rd88, 0;
-	@%p5 bra 	$L__BB0_6;
+	st.global.f32 	[%rd81], %f3;
+	add.s64 	%rd85, %rd85, %rd7;
+	add.s64 	%rd81, %rd81, %rd14;
+	add.s64 	%rd83, %rd83, -1;
+	setp.ne.s64 	%p5, %rd83, 0;
+	@%p5 bra 	$L__BB9_6;
 
-$L__BB0_10:
-	setp.lt.u64 	%p6, %rd85, 3;
-	@%p6 bra 	$L__BB0_24;
+$L__BB9_10:
+	setp.lt.u64 	%p6, %rd80, 3;
+	@%p6 bra 	$L__BB9_24;
 
-$L__BB0_11:
-	shl.b64 	%rd28, %rd9, 2;
-	or.b64  	%rd67, %rd90, %rd48;
-	and.b64  	%rd68, %rd67, -4294967296;
-	setp.eq.s64 	%p7, %rd68, 0;
-	@%p7 bra 	$L__BB0_13;
+$L__BB9_11:
+	shl.b64 	%rd26, %rd7, 2;
+	or.b64  	%rd62, %rd85, %rd46;
+	and.b64  	%rd63, %rd62, -4294967296;
+	setp.eq.s64 	%p7, %rd63, 0;
+	@%p7 bra 	$L__BB9_13;
 
-	rem.s64 	%rd92, %rd90, %rd48;
-	bra.uni 	$L__BB0_14;
+	rem.s64 	%rd87, %rd85, %rd46;
+	bra.uni 	$L__BB9_14;
 
-$L__BB0_13:
-	cvt.u32.u64 	%r11, %rd48;
-	cvt.u32.u64 	%r12, %rd90;
+$L__BB9_13:
+	cvt.u32.u64 	%r11, %rd46;
+	cvt.u32.u64 	%r12, %rd85;
 	rem.u32 	%r13, %r12, %r11;
-	cvt.u64.u32 	%rd92, %r13;
+	cvt.u64.u32 	%rd87, %r13;
 
-$L__BB0_14:
-	shl.b64 	%rd69, %rd90, 2;
-	add.s64 	%rd32, %rd1, %rd69;
-	ld.global.f32 	%f4, [%rd32];
-	shl.b64 	%rd70, %rd92, 2;
-	add.s64 	%rd71, %rd2, %rd70;
-	ld.global.f32 	%f5, [%rd71];
+$L__BB9_14:
+	shl.b64 	%rd64, %rd85, 2;
+	add.s64 	%rd30, %rd1, %rd64;
+	ld.global.f32 	%f4, [%rd30];
+	shl.b64 	%rd65, %rd87, 2;
+	add.s64 	%rd66, %rd2, %rd65;
+	ld.global.f32 	%f5, [%rd66];
 	add.f32 	%f6, %f5, %f4;
-	st.global.f32 	[%rd32], %f6;
-	add.s64 	%rd33, %rd90, %rd9;
-	or.b64  	%rd72, %rd33, %rd48;
-	and.b64  	%rd73, %rd72, -4294967296;
-	setp.eq.s64 	%p8, %rd73, 0;
-	@%p8 bra 	$L__BB0_16;
+	st.global.f32 	[%rd30], %f6;
+	add.s64 	%rd31, %rd85, %rd7;
+	or.b64  	%rd67, %rd31, %rd46;
+	and.b64  	%rd68, %rd67, -4294967296;
+	setp.eq.s64 	%p8, %rd68, 0;
+	@%p8 bra 	$L__BB9_16;
 
-	rem.s64 	%rd93, %rd33, %rd48;
-	bra.uni 	$L__BB0_17;
+	rem.s64 	%rd88, %rd31, %rd46;
+	bra.uni 	$L__BB9_17;
 
-$L__BB0_16:
-	cvt.u32.u64 	%r14, %rd48;
-	cvt.u32.u64 	%r15, %rd33;
+$L__BB9_16:
+	cvt.u32.u64 	%r14, %rd46;
+	cvt.u32.u64 	%r15, %rd31;
 	rem.u32 	%r16, %r15, %r14;
-	cvt.u64.u32 	%rd93, %r16;
+	cvt.u64.u32 	%rd88, %r16;
 
-$L__BB0_17:
-	add.s64 	%rd37, %rd32, %rd28;
-	ld.global.f32 	%f7, [%rd37];
-	shl.b64 	%rd74, %rd93, 2;
-	add.s64 	%rd75, %rd2, %rd74;
-	ld.global.f32 	%f8, [%rd75];
+$L__BB9_17:
+	add.s64 	%rd35, %rd30, %rd26;
+	ld.global.f32 	%f7, [%rd35];
+	shl.b64 	%rd69, %rd88, 2;
+	add.s64 	%rd70, %rd2, %rd69;
+	ld.global.f32 	%f8, [%rd70];
 	add.f32 	%f9, %f8, %f7;
-	st.global.f32 	[%rd37], %f9;
-	add.s64 	%rd38, %rd33, %rd9;
-	or.b64  	%rd76, %rd38, %rd48;
-	and.b64  	%rd77, %rd76, -4294967296;
-	setp.eq.s64 	%p9, %rd77, 0;
-	@%p9 bra 	$L__BB0_19;
+	st.global.f32 	[%rd35], %f9;
+	add.s64 	%rd36, %rd31, %rd7;
+	or.b64  	%rd71, %rd36, %rd46;
+	and.b64  	%rd72, %rd71, -4294967296;
+	setp.eq.s64 	%p9, %rd72, 0;
+	@%p9 bra 	$L__BB9_19;
 
-	rem.s64 	%rd94, %rd38, %rd48;
-	bra.uni 	$L__BB0_20;
+	rem.s64 	%rd89, %rd36, %rd46;
+	bra.uni 	$L__BB9_20;
 
-$L__BB0_19:
-	cvt.u32.u64 	%r17, %rd48;
-	cvt.u32.u64 	%r18, %rd38;
+$L__BB9_19:
+	cvt.u32.u64 	%r17, %rd46;
+	cvt.u32.u64 	%r18, %rd36;
 	rem.u32 	%r19, %r18, %r17;
-	cvt.u64.u32 	%rd94, %r19;
+	cvt.u64.u32 	%rd89, %r19;
 
-$L__BB0_20:
-	add.s64 	%rd42, %rd37, %rd28;
-	ld.global.f32 	%f10, [%rd42];
-	shl.b64 	%rd78, %rd94, 2;
-	add.s64 	%rd79, %rd2, %rd78;
-	ld.global.f32 	%f11, [%rd79];
+$L__BB9_20:
+	add.s64 	%rd40, %rd35, %rd26;
+	ld.global.f32 	%f10, [%rd40];
+	shl.b64 	%rd73, %rd89, 2;
+	add.s64 	%rd74, %rd2, %rd73;
+	ld.global.f32 	%f11, [%rd74];
 	add.f32 	%f12, %f11, %f10;
-	st.global.f32 	[%rd42], %f12;
-	add.s64 	%rd43, %rd38, %rd9;
-	or.b64  	%rd80, %rd43, %rd48;
-	and.b64  	%rd81, %rd80, -4294967296;
-	setp.eq.s64 	%p10, %rd81, 0;
-	@%p10 bra 	$L__BB0_22;
+	st.global.f32 	[%rd40], %f12;
+	add.s64 	%rd41, %rd36, %rd7;
+	or.b64  	%rd75, %rd41, %rd46;
+	and.b64  	%rd76, %rd75, -4294967296;
+	setp.eq.s64 	%p10, %rd76, 0;
+	@%p10 bra 	$L__BB9_22;
 
-	rem.s64 	%rd95, %rd43, %rd48;
-	bra.uni 	$L__BB0_23;
+	rem.s64 	%rd90, %rd41, %rd46;
+	bra.uni 	$L__BB9_23;
 
-$L__BB0_22:
-	cvt.u32.u64 	%r20, %rd48;
-	cvt.u32.u64 	%r21, %rd43;
+$L__BB9_22:
+	cvt.u32.u64 	%r20, %rd46;
+	cvt.u32.u64 	%r21, %rd41;
 	rem.u32 	%r22, %r21, %r20;
-	cvt.u64.u32 	%rd95, %r22;
+	cvt.u64.u32 	%rd90, %r22;
 
-$L__BB0_23:
-	add.s64 	%rd82, %rd42, %rd28;
-	ld.global.f32 	%f13, [%rd82];
-	shl.b64 	%rd83, %rd95, 2;
-	add.s64 	%rd84, %rd2, %rd83;
-	ld.global.f32 	%f14, [%rd84];
+$L__BB9_23:
+	add.s64 	%rd77, %rd40, %rd26;
+	ld.global.f32 	%f13, [%rd77];
+	shl.b64 	%rd78, %rd90, 2;
+	add.s64 	%rd79, %rd2, %rd78;
+	ld.global.f32 	%f14, [%rd79];
 	add.f32 	%f15, %f14, %f13;
-	st.global.f32 	[%rd82], %f15;
-	add.s64 	%rd90, %rd43, %rd9;
-	setp.lt.s64 	%p11, %rd90, %rd7;
-	@%p11 bra 	$L__BB0_11;
+	st.global.f32 	[%rd77], %f15;
+	add.s64 	%rd85, %rd41, %rd7;
+	setp.lt.s64 	%p11, %rd85, %rd5;
+	@%p11 bra 	$L__BB9_11;
 
-$L__BB0_24:
+$L__BB9_24:
 	ret;
 
 }
@@ -227,109 +1312,1186 @@ $L__BB0_24:
 	.reg .pred 	%p<7>;
 	.reg .f32 	%f<11>;
 	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<68>;
+	.reg .b64 	%rd<63>;
 
 
-	ld.param.u64 	%rd36, [relu_f32_param_0];
-	ld.param.u64 	%rd37, [relu_f32_param_1];
-	ld.param.u64 	%rd35, [relu_f32_param_2];
-	cvta.to.global.u64 	%rd1, %rd36;
-	cvta.to.global.u64 	%rd2, %rd37;
+	ld.param.u64 	%rd34, [relu_f32_param_0];
+	ld.param.u64 	%rd35, [relu_f32_param_1];
+	ld.param.u64 	%rd33, [relu_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
 	mov.u32 	%r1, %ctaid.x;
-	cvt.u64.u32 	%rd3, %r1;
 	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd4, %r2;
-	mul.wide.u32 	%rd38, %r1, %r2;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd5, %r3;
-	add.s64 	%rd64, %rd38, %rd5;
-	setp.ge.s64 	%p1, %rd64, %rd35;
-	@%p1 bra 	$L__BB1_10;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB10_10;
 
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd7, %r4;
-	mul.lo.s64 	%rd8, %rd7, %rd4;
-	add.s64 	%rd39, %rd8, %rd35;
-	add.s64 	%rd40, %rd7, %rd3;
-	mul.lo.s64 	%rd41, %rd40, %rd4;
-	add.s64 	%rd42, %rd41, %rd5;
-	not.b64 	%rd43, %rd42;
-	add.s64 	%rd9, %rd39, %rd43;
-	or.b64  	%rd44, %rd9, %rd8;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB10_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB10_4;
+
+$L__BB10_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB10_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB10_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB10_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	max.f32 	%f2, %f1, 0f00000000;
+	st.global.f32 	[%rd56], %f2;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB10_6;
+
+$L__BB10_7:
+	setp.lt.u64 	%p5, %rd54, 3;
+	@%p5 bra 	$L__BB10_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB10_9:
+	ld.global.f32 	%f3, [%rd61];
+	max.f32 	%f4, %f3, 0f00000000;
+	st.global.f32 	[%rd62], %f4;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f5, [%rd45];
+	max.f32 	%f6, %f5, 0f00000000;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f6;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f7, [%rd49];
+	max.f32 	%f8, %f7, 0f00000000;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f8;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f9, [%rd52];
+	max.f32 	%f10, %f9, 0f00000000;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f10;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p6, %rd59, %rd33;
+	@%p6 bra 	$L__BB10_9;
+
+$L__BB10_10:
+	ret;
+
+}
+	// .globl	exp_f32
+.visible .entry exp_f32(
+	.param .u64 exp_f32_param_0,
+	.param .u64 exp_f32_param_1,
+	.param .u64 exp_f32_param_2
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<68>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [exp_f32_param_0];
+	ld.param.u64 	%rd35, [exp_f32_param_1];
+	ld.param.u64 	%rd33, [exp_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB11_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB11_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB11_4;
+
+$L__BB11_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB11_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB11_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB11_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	mov.f32 	%f2, 0f3F000000;
+	mov.f32 	%f3, 0f3BBB989D;
+	fma.rn.f32 	%f4, %f1, %f3, %f2;
+	mov.f32 	%f5, 0f3FB8AA3B;
+	mov.f32 	%f6, 0f437C0000;
+	cvt.sat.f32.f32 	%f7, %f4;
+	mov.f32 	%f8, 0f4B400001;
+	fma.rm.f32 	%f9, %f7, %f6, %f8;
+	add.f32 	%f10, %f9, 0fCB40007F;
+	neg.f32 	%f11, %f10;
+	fma.rn.f32 	%f12, %f1, %f5, %f11;
+	mov.f32 	%f13, 0f32A57060;
+	fma.rn.f32 	%f14, %f1, %f13, %f12;
+	mov.b32 	%r8, %f9;
+	shl.b32 	%r9, %r8, 23;
+	mov.b32 	%f15, %r9;
+	ex2.approx.ftz.f32 	%f16, %f14;
+	mul.f32 	%f17, %f16, %f15;
+	st.global.f32 	[%rd56], %f17;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB11_6;
+
+$L__BB11_7:
+	setp.lt.u64 	%p5, %rd54, 3;
+	@%p5 bra 	$L__BB11_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB11_9:
+	ld.global.f32 	%f18, [%rd61];
+	mov.f32 	%f19, 0f3F000000;
+	mov.f32 	%f20, 0f3BBB989D;
+	fma.rn.f32 	%f21, %f18, %f20, %f19;
+	mov.f32 	%f22, 0f3FB8AA3B;
+	mov.f32 	%f23, 0f437C0000;
+	cvt.sat.f32.f32 	%f24, %f21;
+	mov.f32 	%f25, 0f4B400001;
+	fma.rm.f32 	%f26, %f24, %f23, %f25;
+	add.f32 	%f27, %f26, 0fCB40007F;
+	neg.f32 	%f28, %f27;
+	fma.rn.f32 	%f29, %f18, %f22, %f28;
+	mov.f32 	%f30, 0f32A57060;
+	fma.rn.f32 	%f31, %f18, %f30, %f29;
+	mov.b32 	%r10, %f26;
+	shl.b32 	%r11, %r10, 23;
+	mov.b32 	%f32, %r11;
+	ex2.approx.ftz.f32 	%f33, %f31;
+	mul.f32 	%f34, %f33, %f32;
+	st.global.f32 	[%rd62], %f34;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f35, [%rd45];
+	fma.rn.f32 	%f36, %f35, %f20, %f19;
+	cvt.sat.f32.f32 	%f37, %f36;
+	fma.rm.f32 	%f38, %f37, %f23, %f25;
+	add.f32 	%f39, %f38, 0fCB40007F;
+	neg.f32 	%f40, %f39;
+	fma.rn.f32 	%f41, %f35, %f22, %f40;
+	fma.rn.f32 	%f42, %f35, %f30, %f41;
+	mov.b32 	%r12, %f38;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f43, %r13;
+	ex2.approx.ftz.f32 	%f44, %f42;
+	mul.f32 	%f45, %f44, %f43;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f45;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f46, [%rd49];
+	fma.rn.f32 	%f47, %f46, %f20, %f19;
+	cvt.sat.f32.f32 	%f48, %f47;
+	fma.rm.f32 	%f49, %f48, %f23, %f25;
+	add.f32 	%f50, %f49, 0fCB40007F;
+	neg.f32 	%f51, %f50;
+	fma.rn.f32 	%f52, %f46, %f22, %f51;
+	fma.rn.f32 	%f53, %f46, %f30, %f52;
+	mov.b32 	%r14, %f49;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f54, %r15;
+	ex2.approx.ftz.f32 	%f55, %f53;
+	mul.f32 	%f56, %f55, %f54;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f56;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f57, [%rd52];
+	fma.rn.f32 	%f58, %f57, %f20, %f19;
+	cvt.sat.f32.f32 	%f59, %f58;
+	fma.rm.f32 	%f60, %f59, %f23, %f25;
+	add.f32 	%f61, %f60, 0fCB40007F;
+	neg.f32 	%f62, %f61;
+	fma.rn.f32 	%f63, %f57, %f22, %f62;
+	fma.rn.f32 	%f64, %f57, %f30, %f63;
+	mov.b32 	%r16, %f60;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f65, %r17;
+	ex2.approx.ftz.f32 	%f66, %f64;
+	mul.f32 	%f67, %f66, %f65;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f67;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p6, %rd59, %rd33;
+	@%p6 bra 	$L__BB11_9;
+
+$L__BB11_10:
+	ret;
+
+}
+	// .globl	log_f32
+.visible .entry log_f32(
+	.param .u64 log_f32_param_0,
+	.param .u64 log_f32_param_1,
+	.param .u64 log_f32_param_2
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<176>;
+	.reg .b32 	%r<28>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd39, [log_f32_param_0];
+	ld.param.u64 	%rd40, [log_f32_param_1];
+	ld.param.u64 	%rd38, [log_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd39;
+	cvta.to.global.u64 	%rd2, %rd40;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd41, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd42, %r3;
+	add.s64 	%rd59, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd59, %rd38;
+	@%p1 bra 	$L__BB12_20;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd43, %rd59;
+	add.s64 	%rd7, %rd43, %rd38;
+	or.b64  	%rd44, %rd7, %rd6;
 	and.b64  	%rd45, %rd44, -4294967296;
 	setp.eq.s64 	%p2, %rd45, 0;
-	@%p2 bra 	$L__BB1_3;
+	@%p2 bra 	$L__BB12_3;
 
-	div.u64 	%rd59, %rd9, %rd8;
-	bra.uni 	$L__BB1_4;
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB12_4;
 
-$L__BB1_3:
-	cvt.u32.u64 	%r5, %rd8;
-	cvt.u32.u64 	%r6, %rd9;
+$L__BB12_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd59, %r7;
+	cvt.u64.u32 	%rd54, %r7;
 
-$L__BB1_4:
-	add.s64 	%rd46, %rd59, 1;
-	and.b64  	%rd63, %rd46, 3;
-	setp.eq.s64 	%p3, %rd63, 0;
-	@%p3 bra 	$L__BB1_7;
+$L__BB12_4:
+	add.s64 	%rd46, %rd54, 1;
+	and.b64  	%rd58, %rd46, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB12_9;
 
-	shl.b64 	%rd47, %rd64, 2;
-	add.s64 	%rd61, %rd1, %rd47;
-	shl.b64 	%rd15, %rd8, 2;
-	add.s64 	%rd60, %rd2, %rd47;
+	shl.b64 	%rd47, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd47;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd47;
 
-$L__BB1_6:
+$L__BB12_6:
 	.pragma "nounroll";
-	ld.global.f32 	%f1, [%rd60];
-	max.f32 	%f2, %f1, 0f00000000;
-	st.global.f32 	[%rd61], %f2;
-	add.s64 	%rd64, %rd64, %rd8;
-	add.s64 	%rd61, %rd61, %rd15;
-	add.s64 	%rd60, %rd60, %rd15;
-	add.s64 	%rd63, %rd63, -1;
-	setp.ne.s64 	%p4, %rd63, 0;
-	@%p4 bra 	$L__BB1_6;
+	ld.global.f32 	%f21, [%rd55];
+	setp.lt.f32 	%p4, %f21, 0f00800000;
+	mul.f32 	%f22, %f21, 0f4B000000;
+	selp.f32 	%f1, %f22, %f21, %p4;
+	selp.f32 	%f23, 0fC1B80000, 0f00000000, %p4;
+	mov.b32 	%r8, %f1;
+	add.s32 	%r9, %r8, -1059760811;
+	and.b32  	%r10, %r9, -8388608;
+	sub.s32 	%r11, %r8, %r10;
+	mov.b32 	%f24, %r11;
+	cvt.rn.f32.s32 	%f25, %r10;
+	mov.f32 	%f26, 0f34000000;
+	fma.rn.f32 	%f27, %f25, %f26, %f23;
+	add.f32 	%f28, %f24, 0fBF800000;
+	mov.f32 	%f29, 0f3E1039F6;
+	mov.f32 	%f30, 0fBE055027;
+	fma.rn.f32 	%f31, %f30, %f28, %f29;
+	mov.f32 	%f32, 0fBDF8CDCC;
+	fma.rn.f32 	%f33, %f31, %f28, %f32;
+	mov.f32 	%f34, 0f3E0F2955;
+	fma.rn.f32 	%f35, %f33, %f28, %f34;
+	mov.f32 	%f36, 0fBE2AD8B9;
+	fma.rn.f32 	%f37, %f35, %f28, %f36;
+	mov.f32 	%f38, 0f3E4CED0B;
+	fma.rn.f32 	%f39, %f37, %f28, %f38;
+	mov.f32 	%f40, 0fBE7FFF22;
+	fma.rn.f32 	%f41, %f39, %f28, %f40;
+	mov.f32 	%f42, 0f3EAAAA78;
+	fma.rn.f32 	%f43, %f41, %f28, %f42;
+	mov.f32 	%f44, 0fBF000000;
+	fma.rn.f32 	%f45, %f43, %f28, %f44;
+	mul.f32 	%f46, %f28, %f45;
+	fma.rn.f32 	%f47, %f46, %f28, %f28;
+	mov.f32 	%f48, 0f3F317218;
+	fma.rn.f32 	%f171, %f27, %f48, %f47;
+	setp.lt.u32 	%p5, %r8, 2139095040;
+	@%p5 bra 	$L__BB12_8;
 
-$L__BB1_7:
-	setp.lt.u64 	%p5, %rd59, 3;
-	@%p5 bra 	$L__BB1_10;
+	mov.f32 	%f49, 0f7F800000;
+	fma.rn.f32 	%f171, %f1, %f49, %f49;
 
-	shl.b64 	%rd48, %rd64, 2;
-	add.s64 	%rd66, %rd2, %rd48;
-	shl.b64 	%rd27, %rd8, 2;
-	add.s64 	%rd67, %rd1, %rd48;
+$L__BB12_8:
+	setp.eq.f32 	%p6, %f1, 0f00000000;
+	selp.f32 	%f50, 0fFF800000, %f171, %p6;
+	st.global.f32 	[%rd56], %f50;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p7, %rd58, 0;
+	@%p7 bra 	$L__BB12_6;
 
-$L__BB1_9:
-	ld.global.f32 	%f3, [%rd66];
-	max.f32 	%f4, %f3, 0f00000000;
-	st.global.f32 	[%rd67], %f4;
-	add.s64 	%rd50, %rd66, %rd27;
-	ld.global.f32 	%f5, [%rd50];
-	max.f32 	%f6, %f5, 0f00000000;
-	add.s64 	%rd51, %rd67, %rd27;
-	st.global.f32 	[%rd51], %f6;
-	add.s64 	%rd52, %rd64, %rd8;
-	add.s64 	%rd53, %rd52, %rd8;
-	add.s64 	%rd54, %rd50, %rd27;
-	ld.global.f32 	%f7, [%rd54];
-	max.f32 	%f8, %f7, 0f00000000;
-	add.s64 	%rd55, %rd51, %rd27;
-	st.global.f32 	[%rd55], %f8;
-	add.s64 	%rd56, %rd53, %rd8;
-	add.s64 	%rd57, %rd54, %rd27;
-	add.s64 	%rd66, %rd57, %rd27;
-	ld.global.f32 	%f9, [%rd57];
-	max.f32 	%f10, %f9, 0f00000000;
-	add.s64 	%rd58, %rd55, %rd27;
-	add.s64 	%rd67, %rd58, %rd27;
-	st.global.f32 	[%rd58], %f10;
-	add.s64 	%rd64, %rd56, %rd8;
-	setp.lt.s64 	%p6, %rd64, %rd35;
-	@%p6 bra 	$L__BB1_9;
+$L__BB12_9:
+	setp.lt.u64 	%p8, %rd54, 3;
+	@%p8 bra 	$L__BB12_20;
 
-$L__BB1_10:
+	shl.b64 	%rd48, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd48;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd48;
+
+$L__BB12_11:
+	ld.global.f32 	%f51, [%rd61];
+	setp.lt.f32 	%p9, %f51, 0f00800000;
+	mul.f32 	%f52, %f51, 0f4B000000;
+	selp.f32 	%f5, %f52, %f51, %p9;
+	selp.f32 	%f53, 0fC1B80000, 0f00000000, %p9;
+	mov.b32 	%r12, %f5;
+	add.s32 	%r13, %r12, -1059760811;
+	and.b32  	%r14, %r13, -8388608;
+	sub.s32 	%r15, %r12, %r14;
+	mov.b32 	%f54, %r15;
+	cvt.rn.f32.s32 	%f55, %r14;
+	mov.f32 	%f56, 0f34000000;
+	fma.rn.f32 	%f57, %f55, %f56, %f53;
+	add.f32 	%f58, %f54, 0fBF800000;
+	mov.f32 	%f59, 0f3E1039F6;
+	mov.f32 	%f60, 0fBE055027;
+	fma.rn.f32 	%f61, %f60, %f58, %f59;
+	mov.f32 	%f62, 0fBDF8CDCC;
+	fma.rn.f32 	%f63, %f61, %f58, %f62;
+	mov.f32 	%f64, 0f3E0F2955;
+	fma.rn.f32 	%f65, %f63, %f58, %f64;
+	mov.f32 	%f66, 0fBE2AD8B9;
+	fma.rn.f32 	%f67, %f65, %f58, %f66;
+	mov.f32 	%f68, 0f3E4CED0B;
+	fma.rn.f32 	%f69, %f67, %f58, %f68;
+	mov.f32 	%f70, 0fBE7FFF22;
+	fma.rn.f32 	%f71, %f69, %f58, %f70;
+	mov.f32 	%f72, 0f3EAAAA78;
+	fma.rn.f32 	%f73, %f71, %f58, %f72;
+	mov.f32 	%f74, 0fBF000000;
+	fma.rn.f32 	%f75, %f73, %f58, %f74;
+	mul.f32 	%f76, %f58, %f75;
+	fma.rn.f32 	%f77, %f76, %f58, %f58;
+	mov.f32 	%f78, 0f3F317218;
+	fma.rn.f32 	%f172, %f57, %f78, %f77;
+	setp.lt.u32 	%p10, %r12, 2139095040;
+	@%p10 bra 	$L__BB12_13;
+
+	mov.f32 	%f79, 0f7F800000;
+	fma.rn.f32 	%f172, %f5, %f79, %f79;
+
+$L__BB12_13:
+	setp.eq.f32 	%p11, %f5, 0f00000000;
+	selp.f32 	%f80, 0fFF800000, %f172, %p11;
+	st.global.f32 	[%rd62], %f80;
+	add.s64 	%rd30, %rd61, %rd25;
+	ld.global.f32 	%f81, [%rd30];
+	setp.lt.f32 	%p12, %f81, 0f00800000;
+	mul.f32 	%f82, %f81, 0f4B000000;
+	selp.f32 	%f9, %f82, %f81, %p12;
+	selp.f32 	%f83, 0fC1B80000, 0f00000000, %p12;
+	mov.b32 	%r16, %f9;
+	add.s32 	%r17, %r16, -1059760811;
+	and.b32  	%r18, %r17, -8388608;
+	sub.s32 	%r19, %r16, %r18;
+	mov.b32 	%f84, %r19;
+	cvt.rn.f32.s32 	%f85, %r18;
+	fma.rn.f32 	%f87, %f85, %f56, %f83;
+	add.f32 	%f88, %f84, 0fBF800000;
+	fma.rn.f32 	%f91, %f60, %f88, %f59;
+	fma.rn.f32 	%f93, %f91, %f88, %f62;
+	fma.rn.f32 	%f95, %f93, %f88, %f64;
+	fma.rn.f32 	%f97, %f95, %f88, %f66;
+	fma.rn.f32 	%f99, %f97, %f88, %f68;
+	fma.rn.f32 	%f101, %f99, %f88, %f70;
+	fma.rn.f32 	%f103, %f101, %f88, %f72;
+	fma.rn.f32 	%f105, %f103, %f88, %f74;
+	mul.f32 	%f106, %f88, %f105;
+	fma.rn.f32 	%f107, %f106, %f88, %f88;
+	fma.rn.f32 	%f173, %f87, %f78, %f107;
+	setp.lt.u32 	%p13, %r16, 2139095040;
+	@%p13 bra 	$L__BB12_15;
+
+	mov.f32 	%f109, 0f7F800000;
+	fma.rn.f32 	%f173, %f9, %f109, %f109;
+
+$L__BB12_15:
+	setp.eq.f32 	%p14, %f9, 0f00000000;
+	selp.f32 	%f110, 0fFF800000, %f173, %p14;
+	add.s64 	%rd31, %rd62, %rd25;
+	st.global.f32 	[%rd31], %f110;
+	add.s64 	%rd32, %rd30, %rd25;
+	ld.global.f32 	%f111, [%rd32];
+	setp.lt.f32 	%p15, %f111, 0f00800000;
+	mul.f32 	%f112, %f111, 0f4B000000;
+	selp.f32 	%f13, %f112, %f111, %p15;
+	selp.f32 	%f113, 0fC1B80000, 0f00000000, %p15;
+	mov.b32 	%r20, %f13;
+	add.s32 	%r21, %r20, -1059760811;
+	and.b32  	%r22, %r21, -8388608;
+	sub.s32 	%r23, %r20, %r22;
+	mov.b32 	%f114, %r23;
+	cvt.rn.f32.s32 	%f115, %r22;
+	mov.f32 	%f116, 0f34000000;
+	fma.rn.f32 	%f117, %f115, %f116, %f113;
+	add.f32 	%f118, %f114, 0fBF800000;
+	mov.f32 	%f119, 0f3E1039F6;
+	mov.f32 	%f120, 0fBE055027;
+	fma.rn.f32 	%f121, %f120, %f118, %f119;
+	mov.f32 	%f122, 0fBDF8CDCC;
+	fma.rn.f32 	%f123, %f121, %f118, %f122;
+	mov.f32 	%f124, 0f3E0F2955;
+	fma.rn.f32 	%f125, %f123, %f118, %f124;
+	mov.f32 	%f126, 0fBE2AD8B9;
+	fma.rn.f32 	%f127, %f125, %f118, %f126;
+	mov.f32 	%f128, 0f3E4CED0B;
+	fma.rn.f32 	%f129, %f127, %f118, %f128;
+	mov.f32 	%f130, 0fBE7FFF22;
+	fma.rn.f32 	%f131, %f129, %f118, %f130;
+	mov.f32 	%f132, 0f3EAAAA78;
+	fma.rn.f32 	%f133, %f131, %f118, %f132;
+	mov.f32 	%f134, 0fBF000000;
+	fma.rn.f32 	%f135, %f133, %f118, %f134;
+	mul.f32 	%f136, %f118, %f135;
+	fma.rn.f32 	%f137, %f136, %f118, %f118;
+	mov.f32 	%f138, 0f3F317218;
+	fma.rn.f32 	%f174, %f117, %f138, %f137;
+	setp.lt.u32 	%p16, %r20, 2139095040;
+	@%p16 bra 	$L__BB12_17;
+
+	mov.f32 	%f139, 0f7F800000;
+	fma.rn.f32 	%f174, %f13, %f139, %f139;
+
+$L__BB12_17:
+	setp.eq.f32 	%p17, %f13, 0f00000000;
+	selp.f32 	%f140, 0fFF800000, %f174, %p17;
+	add.s64 	%rd33, %rd31, %rd25;
+	st.global.f32 	[%rd33], %f140;
+	add.s64 	%rd34, %rd32, %rd25;
+	ld.global.f32 	%f141, [%rd34];
+	setp.lt.f32 	%p18, %f141, 0f00800000;
+	mul.f32 	%f142, %f141, 0f4B000000;
+	selp.f32 	%f17, %f142, %f141, %p18;
+	selp.f32 	%f143, 0fC1B80000, 0f00000000, %p18;
+	mov.b32 	%r24, %f17;
+	add.s32 	%r25, %r24, -1059760811;
+	and.b32  	%r26, %r25, -8388608;
+	sub.s32 	%r27, %r24, %r26;
+	mov.b32 	%f144, %r27;
+	cvt.rn.f32.s32 	%f145, %r26;
+	fma.rn.f32 	%f147, %f145, %f116, %f143;
+	add.f32 	%f148, %f144, 0fBF800000;
+	fma.rn.f32 	%f151, %f120, %f148, %f119;
+	fma.rn.f32 	%f153, %f151, %f148, %f122;
+	fma.rn.f32 	%f155, %f153, %f148, %f124;
+	fma.rn.f32 	%f157, %f155, %f148, %f126;
+	fma.rn.f32 	%f159, %f157, %f148, %f128;
+	fma.rn.f32 	%f161, %f159, %f148, %f130;
+	fma.rn.f32 	%f163, %f161, %f148, %f132;
+	fma.rn.f32 	%f165, %f163, %f148, %f134;
+	mul.f32 	%f166, %f148, %f165;
+	fma.rn.f32 	%f167, %f166, %f148, %f148;
+	fma.rn.f32 	%f175, %f147, %f138, %f167;
+	setp.lt.u32 	%p19, %r24, 2139095040;
+	@%p19 bra 	$L__BB12_19;
+
+	mov.f32 	%f169, 0f7F800000;
+	fma.rn.f32 	%f175, %f17, %f169, %f169;
+
+$L__BB12_19:
+	setp.eq.f32 	%p20, %f17, 0f00000000;
+	selp.f32 	%f170, 0fFF800000, %f175, %p20;
+	add.s64 	%rd50, %rd33, %rd25;
+	add.s64 	%rd62, %rd50, %rd25;
+	st.global.f32 	[%rd50], %f170;
+	add.s64 	%rd51, %rd59, %rd6;
+	add.s64 	%rd52, %rd51, %rd6;
+	add.s64 	%rd53, %rd52, %rd6;
+	add.s64 	%rd59, %rd53, %rd6;
+	setp.lt.s64 	%p21, %rd59, %rd38;
+	add.s64 	%rd61, %rd34, %rd25;
+	@%p21 bra 	$L__BB12_11;
+
+$L__BB12_20:
+	ret;
+
+}
+	// .globl	sqrt_f32
+.visible .entry sqrt_f32(
+	.param .u64 sqrt_f32_param_0,
+	.param .u64 sqrt_f32_param_1,
+	.param .u64 sqrt_f32_param_2
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<11>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [sqrt_f32_param_0];
+	ld.param.u64 	%rd35, [sqrt_f32_param_1];
+	ld.param.u64 	%rd33, [sqrt_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB13_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB13_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB13_4;
+
+$L__BB13_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB13_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB13_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB13_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	sqrt.rn.f32 	%f2, %f1;
+	st.global.f32 	[%rd56], %f2;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB13_6;
+
+$L__BB13_7:
+	setp.lt.u64 	%p5, %rd54, 3;
+	@%p5 bra 	$L__BB13_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB13_9:
+	ld.global.f32 	%f3, [%rd61];
+	sqrt.rn.f32 	%f4, %f3;
+	st.global.f32 	[%rd62], %f4;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f5, [%rd45];
+	sqrt.rn.f32 	%f6, %f5;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f6;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f7, [%rd49];
+	sqrt.rn.f32 	%f8, %f7;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f8;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f9, [%rd52];
+	sqrt.rn.f32 	%f10, %f9;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f10;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p6, %rd59, %rd33;
+	@%p6 bra 	$L__BB13_9;
+
+$L__BB13_10:
+	ret;
+
+}
+	// .globl	tanh_f32
+.visible .entry tanh_f32(
+	.param .u64 tanh_f32_param_0,
+	.param .u64 tanh_f32_param_1,
+	.param .u64 tanh_f32_param_2
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<121>;
+	.reg .b32 	%r<28>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd39, [tanh_f32_param_0];
+	ld.param.u64 	%rd40, [tanh_f32_param_1];
+	ld.param.u64 	%rd38, [tanh_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd39;
+	cvta.to.global.u64 	%rd2, %rd40;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd41, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd42, %r3;
+	add.s64 	%rd59, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd59, %rd38;
+	@%p1 bra 	$L__BB14_25;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd43, %rd59;
+	add.s64 	%rd7, %rd43, %rd38;
+	or.b64  	%rd44, %rd7, %rd6;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB14_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB14_4;
+
+$L__BB14_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB14_4:
+	add.s64 	%rd46, %rd54, 1;
+	and.b64  	%rd58, %rd46, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB14_10;
+
+	shl.b64 	%rd47, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd47;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd47;
+
+$L__BB14_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	abs.f32 	%f2, %f1;
+	setp.ltu.f32 	%p4, %f2, 0f3F19999A;
+	@%p4 bra 	$L__BB14_8;
+	bra.uni 	$L__BB14_7;
+
+$L__BB14_8:
+	mul.f32 	%f34, %f1, %f1;
+	mov.f32 	%f35, 0fBD563CAE;
+	mov.f32 	%f36, 0f3C80F082;
+	fma.rn.f32 	%f37, %f36, %f34, %f35;
+	mov.f32 	%f38, 0f3E085941;
+	fma.rn.f32 	%f39, %f37, %f34, %f38;
+	mov.f32 	%f40, 0fBEAAA9ED;
+	fma.rn.f32 	%f41, %f39, %f34, %f40;
+	mov.f32 	%f42, 0f00000000;
+	fma.rn.f32 	%f43, %f41, %f34, %f42;
+	fma.rn.f32 	%f116, %f43, %f1, %f1;
+	bra.uni 	$L__BB14_9;
+
+$L__BB14_7:
+	mul.f32 	%f26, %f2, 0f4038AA3B;
+	ex2.approx.ftz.f32 	%f27, %f26;
+	add.f32 	%f28, %f27, 0f3F800000;
+	mov.f32 	%f29, 0f3F800000;
+	rcp.approx.ftz.f32 	%f30, %f28;
+	mov.f32 	%f31, 0fC0000000;
+	fma.rn.f32 	%f32, %f30, %f31, %f29;
+	setp.ge.f32 	%p5, %f2, 0f41102CB4;
+	selp.f32 	%f33, 0f3F800000, %f32, %p5;
+	mov.b32 	%r8, %f33;
+	mov.b32 	%r9, %f1;
+	and.b32  	%r10, %r9, -2147483648;
+	or.b32  	%r11, %r10, %r8;
+	mov.b32 	%f116, %r11;
+
+$L__BB14_9:
+	st.global.f32 	[%rd56], %f116;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p6, %rd58, 0;
+	@%p6 bra 	$L__BB14_6;
+
+$L__BB14_10:
+	setp.lt.u64 	%p7, %rd54, 3;
+	@%p7 bra 	$L__BB14_25;
+
+	shl.b64 	%rd48, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd48;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd48;
+
+$L__BB14_12:
+	ld.global.f32 	%f6, [%rd61];
+	abs.f32 	%f7, %f6;
+	setp.ltu.f32 	%p8, %f7, 0f3F19999A;
+	@%p8 bra 	$L__BB14_14;
+	bra.uni 	$L__BB14_13;
+
+$L__BB14_14:
+	mul.f32 	%f52, %f6, %f6;
+	mov.f32 	%f53, 0fBD563CAE;
+	mov.f32 	%f54, 0f3C80F082;
+	fma.rn.f32 	%f55, %f54, %f52, %f53;
+	mov.f32 	%f56, 0f3E085941;
+	fma.rn.f32 	%f57, %f55, %f52, %f56;
+	mov.f32 	%f58, 0fBEAAA9ED;
+	fma.rn.f32 	%f59, %f57, %f52, %f58;
+	mov.f32 	%f60, 0f00000000;
+	fma.rn.f32 	%f61, %f59, %f52, %f60;
+	fma.rn.f32 	%f117, %f61, %f6, %f6;
+	bra.uni 	$L__BB14_15;
+
+$L__BB14_13:
+	mul.f32 	%f44, %f7, 0f4038AA3B;
+	ex2.approx.ftz.f32 	%f45, %f44;
+	add.f32 	%f46, %f45, 0f3F800000;
+	mov.f32 	%f47, 0f3F800000;
+	rcp.approx.ftz.f32 	%f48, %f46;
+	mov.f32 	%f49, 0fC0000000;
+	fma.rn.f32 	%f50, %f48, %f49, %f47;
+	setp.ge.f32 	%p9, %f7, 0f41102CB4;
+	selp.f32 	%f51, 0f3F800000, %f50, %p9;
+	mov.b32 	%r12, %f51;
+	mov.b32 	%r13, %f6;
+	and.b32  	%r14, %r13, -2147483648;
+	or.b32  	%r15, %r14, %r12;
+	mov.b32 	%f117, %r15;
+
+$L__BB14_15:
+	st.global.f32 	[%rd62], %f117;
+	add.s64 	%rd30, %rd61, %rd25;
+	ld.global.f32 	%f11, [%rd30];
+	abs.f32 	%f12, %f11;
+	setp.ltu.f32 	%p10, %f12, 0f3F19999A;
+	@%p10 bra 	$L__BB14_17;
+	bra.uni 	$L__BB14_16;
+
+$L__BB14_17:
+	mul.f32 	%f70, %f11, %f11;
+	mov.f32 	%f71, 0fBD563CAE;
+	mov.f32 	%f72, 0f3C80F082;
+	fma.rn.f32 	%f73, %f72, %f70, %f71;
+	mov.f32 	%f74, 0f3E085941;
+	fma.rn.f32 	%f75, %f73, %f70, %f74;
+	mov.f32 	%f76, 0fBEAAA9ED;
+	fma.rn.f32 	%f77, %f75, %f70, %f76;
+	mov.f32 	%f78, 0f00000000;
+	fma.rn.f32 	%f79, %f77, %f70, %f78;
+	fma.rn.f32 	%f118, %f79, %f11, %f11;
+	bra.uni 	$L__BB14_18;
+
+$L__BB14_16:
+	mul.f32 	%f62, %f12, 0f4038AA3B;
+	ex2.approx.ftz.f32 	%f63, %f62;
+	add.f32 	%f64, %f63, 0f3F800000;
+	mov.f32 	%f65, 0f3F800000;
+	rcp.approx.ftz.f32 	%f66, %f64;
+	mov.f32 	%f67, 0fC0000000;
+	fma.rn.f32 	%f68, %f66, %f67, %f65;
+	setp.ge.f32 	%p11, %f12, 0f41102CB4;
+	selp.f32 	%f69, 0f3F800000, %f68, %p11;
+	mov.b32 	%r16, %f69;
+	mov.b32 	%r17, %f11;
+	and.b32  	%r18, %r17, -2147483648;
+	or.b32  	%r19, %r18, %r16;
+	mov.b32 	%f118, %r19;
+
+$L__BB14_18:
+	add.s64 	%rd31, %rd62, %rd25;
+	st.global.f32 	[%rd31], %f118;
+	add.s64 	%rd32, %rd30, %rd25;
+	ld.global.f32 	%f16, [%rd32];
+	abs.f32 	%f17, %f16;
+	setp.ltu.f32 	%p12, %f17, 0f3F19999A;
+	@%p12 bra 	$L__BB14_20;
+	bra.uni 	$L__BB14_19;
+
+$L__BB14_20:
+	mul.f32 	%f88, %f16, %f16;
+	mov.f32 	%f89, 0fBD563CAE;
+	mov.f32 	%f90, 0f3C80F082;
+	fma.rn.f32 	%f91, %f90, %f88, %f89;
+	mov.f32 	%f92, 0f3E085941;
+	fma.rn.f32 	%f93, %f91, %f88, %f92;
+	mov.f32 	%f94, 0fBEAAA9ED;
+	fma.rn.f32 	%f95, %f93, %f88, %f94;
+	mov.f32 	%f96, 0f00000000;
+	fma.rn.f32 	%f97, %f95, %f88, %f96;
+	fma.rn.f32 	%f119, %f97, %f16, %f16;
+	bra.uni 	$L__BB14_21;
+
+$L__BB14_19:
+	mul.f32 	%f80, %f17, 0f4038AA3B;
+	ex2.approx.ftz.f32 	%f81, %f80;
+	add.f32 	%f82, %f81, 0f3F800000;
+	mov.f32 	%f83, 0f3F800000;
+	rcp.approx.ftz.f32 	%f84, %f82;
+	mov.f32 	%f85, 0fC0000000;
+	fma.rn.f32 	%f86, %f84, %f85, %f83;
+	setp.ge.f32 	%p13, %f17, 0f41102CB4;
+	selp.f32 	%f87, 0f3F800000, %f86, %p13;
+	mov.b32 	%r20, %f87;
+	mov.b32 	%r21, %f16;
+	and.b32  	%r22, %r21, -2147483648;
+	or.b32  	%r23, %r22, %r20;
+	mov.b32 	%f119, %r23;
+
+$L__BB14_21:
+	add.s64 	%rd33, %rd31, %rd25;
+	st.global.f32 	[%rd33], %f119;
+	add.s64 	%rd34, %rd32, %rd25;
+	ld.global.f32 	%f21, [%rd34];
+	abs.f32 	%f22, %f21;
+	setp.ltu.f32 	%p14, %f22, 0f3F19999A;
+	@%p14 bra 	$L__BB14_23;
+	bra.uni 	$L__BB14_22;
+
+$L__BB14_23:
+	mul.f32 	%f106, %f21, %f21;
+	mov.f32 	%f107, 0fBD563CAE;
+	mov.f32 	%f108, 0f3C80F082;
+	fma.rn.f32 	%f109, %f108, %f106, %f107;
+	mov.f32 	%f110, 0f3E085941;
+	fma.rn.f32 	%f111, %f109, %f106, %f110;
+	mov.f32 	%f112, 0fBEAAA9ED;
+	fma.rn.f32 	%f113, %f111, %f106, %f112;
+	mov.f32 	%f114, 0f00000000;
+	fma.rn.f32 	%f115, %f113, %f106, %f114;
+	fma.rn.f32 	%f120, %f115, %f21, %f21;
+	bra.uni 	$L__BB14_24;
+
+$L__BB14_22:
+	mul.f32 	%f98, %f22, 0f4038AA3B;
+	ex2.approx.ftz.f32 	%f99, %f98;
+	add.f32 	%f100, %f99, 0f3F800000;
+	mov.f32 	%f101, 0f3F800000;
+	rcp.approx.ftz.f32 	%f102, %f100;
+	mov.f32 	%f103, 0fC0000000;
+	fma.rn.f32 	%f104, %f102, %f103, %f101;
+	setp.ge.f32 	%p15, %f22, 0f41102CB4;
+	selp.f32 	%f105, 0f3F800000, %f104, %p15;
+	mov.b32 	%r24, %f105;
+	mov.b32 	%r25, %f21;
+	and.b32  	%r26, %r25, -2147483648;
+	or.b32  	%r27, %r26, %r24;
+	mov.b32 	%f120, %r27;
+
+$L__BB14_24:
+	add.s64 	%rd50, %rd33, %rd25;
+	add.s64 	%rd62, %rd50, %rd25;
+	st.global.f32 	[%rd50], %f120;
+	add.s64 	%rd51, %rd59, %rd6;
+	add.s64 	%rd52, %rd51, %rd6;
+	add.s64 	%rd53, %rd52, %rd6;
+	add.s64 	%rd59, %rd53, %rd6;
+	setp.lt.s64 	%p16, %rd59, %rd38;
+	add.s64 	%rd61, %rd34, %rd25;
+	@%p16 bra 	$L__BB14_12;
+
+$L__BB14_25:
+	ret;
+
+}
+	// .globl	sigmoid_f32
+.visible .entry sigmoid_f32(
+	.param .u64 sigmoid_f32_param_0,
+	.param .u64 sigmoid_f32_param_1,
+	.param .u64 sigmoid_f32_param_2
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<93>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [sigmoid_f32_param_0];
+	ld.param.u64 	%rd35, [sigmoid_f32_param_1];
+	ld.param.u64 	%rd33, [sigmoid_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB15_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB15_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB15_4;
+
+$L__BB15_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB15_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB15_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB15_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	abs.f32 	%f2, %f1;
+	neg.f32 	%f3, %f2;
+	mov.f32 	%f4, 0f3F000000;
+	mov.f32 	%f5, 0f3BBB989D;
+	fma.rn.f32 	%f6, %f3, %f5, %f4;
+	mov.f32 	%f7, 0f3FB8AA3B;
+	mov.f32 	%f8, 0f437C0000;
+	cvt.sat.f32.f32 	%f9, %f6;
+	mov.f32 	%f10, 0f4B400001;
+	fma.rm.f32 	%f11, %f9, %f8, %f10;
+	add.f32 	%f12, %f11, 0fCB40007F;
+	neg.f32 	%f13, %f12;
+	fma.rn.f32 	%f14, %f3, %f7, %f13;
+	mov.f32 	%f15, 0f32A57060;
+	fma.rn.f32 	%f16, %f3, %f15, %f14;
+	mov.b32 	%r8, %f11;
+	shl.b32 	%r9, %r8, 23;
+	mov.b32 	%f17, %r9;
+	ex2.approx.ftz.f32 	%f18, %f16;
+	mul.f32 	%f19, %f18, %f17;
+	setp.ltu.f32 	%p4, %f1, 0f00000000;
+	add.f32 	%f20, %f19, 0f3F800000;
+	selp.f32 	%f21, %f19, 0f3F800000, %p4;
+	div.rn.f32 	%f22, %f21, %f20;
+	st.global.f32 	[%rd56], %f22;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p5, %rd58, 0;
+	@%p5 bra 	$L__BB15_6;
+
+$L__BB15_7:
+	setp.lt.u64 	%p6, %rd54, 3;
+	@%p6 bra 	$L__BB15_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB15_9:
+	ld.global.f32 	%f23, [%rd61];
+	abs.f32 	%f24, %f23;
+	neg.f32 	%f25, %f24;
+	mov.f32 	%f26, 0f3F000000;
+	mov.f32 	%f27, 0f3BBB989D;
+	fma.rn.f32 	%f28, %f25, %f27, %f26;
+	mov.f32 	%f29, 0f3FB8AA3B;
+	mov.f32 	%f30, 0f437C0000;
+	cvt.sat.f32.f32 	%f31, %f28;
+	mov.f32 	%f32, 0f4B400001;
+	fma.rm.f32 	%f33, %f31, %f30, %f32;
+	add.f32 	%f34, %f33, 0fCB40007F;
+	neg.f32 	%f35, %f34;
+	fma.rn.f32 	%f36, %f25, %f29, %f35;
+	mov.f32 	%f37, 0f32A57060;
+	fma.rn.f32 	%f38, %f25, %f37, %f36;
+	mov.b32 	%r10, %f33;
+	shl.b32 	%r11, %r10, 23;
+	mov.b32 	%f39, %r11;
+	ex2.approx.ftz.f32 	%f40, %f38;
+	mul.f32 	%f41, %f40, %f39;
+	setp.ltu.f32 	%p7, %f23, 0f00000000;
+	add.f32 	%f42, %f41, 0f3F800000;
+	selp.f32 	%f43, %f41, 0f3F800000, %p7;
+	div.rn.f32 	%f44, %f43, %f42;
+	st.global.f32 	[%rd62], %f44;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f45, [%rd45];
+	abs.f32 	%f46, %f45;
+	neg.f32 	%f47, %f46;
+	fma.rn.f32 	%f48, %f47, %f27, %f26;
+	cvt.sat.f32.f32 	%f49, %f48;
+	fma.rm.f32 	%f50, %f49, %f30, %f32;
+	add.f32 	%f51, %f50, 0fCB40007F;
+	neg.f32 	%f52, %f51;
+	fma.rn.f32 	%f53, %f47, %f29, %f52;
+	fma.rn.f32 	%f54, %f47, %f37, %f53;
+	mov.b32 	%r12, %f50;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f55, %r13;
+	ex2.approx.ftz.f32 	%f56, %f54;
+	mul.f32 	%f57, %f56, %f55;
+	setp.ltu.f32 	%p8, %f45, 0f00000000;
+	add.f32 	%f58, %f57, 0f3F800000;
+	selp.f32 	%f59, %f57, 0f3F800000, %p8;
+	div.rn.f32 	%f60, %f59, %f58;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f60;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f61, [%rd49];
+	abs.f32 	%f62, %f61;
+	neg.f32 	%f63, %f62;
+	fma.rn.f32 	%f64, %f63, %f27, %f26;
+	cvt.sat.f32.f32 	%f65, %f64;
+	fma.rm.f32 	%f66, %f65, %f30, %f32;
+	add.f32 	%f67, %f66, 0fCB40007F;
+	neg.f32 	%f68, %f67;
+	fma.rn.f32 	%f69, %f63, %f29, %f68;
+	fma.rn.f32 	%f70, %f63, %f37, %f69;
+	mov.b32 	%r14, %f66;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f71, %r15;
+	ex2.approx.ftz.f32 	%f72, %f70;
+	mul.f32 	%f73, %f72, %f71;
+	setp.ltu.f32 	%p9, %f61, 0f00000000;
+	add.f32 	%f74, %f73, 0f3F800000;
+	selp.f32 	%f75, %f73, 0f3F800000, %p9;
+	div.rn.f32 	%f76, %f75, %f74;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f76;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f77, [%rd52];
+	abs.f32 	%f78, %f77;
+	neg.f32 	%f79, %f78;
+	fma.rn.f32 	%f80, %f79, %f27, %f26;
+	cvt.sat.f32.f32 	%f81, %f80;
+	fma.rm.f32 	%f82, %f81, %f30, %f32;
+	add.f32 	%f83, %f82, 0fCB40007F;
+	neg.f32 	%f84, %f83;
+	fma.rn.f32 	%f85, %f79, %f29, %f84;
+	fma.rn.f32 	%f86, %f79, %f37, %f85;
+	mov.b32 	%r16, %f82;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f87, %r17;
+	ex2.approx.ftz.f32 	%f88, %f86;
+	mul.f32 	%f89, %f88, %f87;
+	setp.ltu.f32 	%p10, %f77, 0f00000000;
+	add.f32 	%f90, %f89, 0f3F800000;
+	selp.f32 	%f91, %f89, 0f3F800000, %p10;
+	div.rn.f32 	%f92, %f91, %f90;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f92;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p11, %rd59, %rd33;
+	@%p11 bra 	$L__BB15_9;
+
+$L__BB15_10:
 	ret;
 
 }
@@ -344,151 +2506,1836 @@ $L__BB1_10:
 	.reg .pred 	%p<12>;
 	.reg .f32 	%f<26>;
 	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<82>;
+	.reg .b64 	%rd<77>;
 
 
-	ld.param.u64 	%rd48, [relu_bwd_f32_param_0];
-	ld.param.u64 	%rd49, [relu_bwd_f32_param_1];
-	ld.param.u64 	%rd50, [relu_bwd_f32_param_2];
-	ld.param.u64 	%rd47, [relu_bwd_f32_param_3];
-	cvta.to.global.u64 	%rd1, %rd48;
-	cvta.to.global.u64 	%rd2, %rd49;
-	cvta.to.global.u64 	%rd3, %rd50;
+	ld.param.u64 	%rd46, [relu_bwd_f32_param_0];
+	ld.param.u64 	%rd47, [relu_bwd_f32_param_1];
+	ld.param.u64 	%rd48, [relu_bwd_f32_param_2];
+	ld.param.u64 	%rd45, [relu_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd46;
+	cvta.to.global.u64 	%rd2, %rd47;
+	cvta.to.global.u64 	%rd3, %rd48;
 	mov.u32 	%r1, %ctaid.x;
-	cvt.u64.u32 	%rd4, %r1;
 	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd5, %r2;
-	mul.wide.u32 	%rd51, %r1, %r2;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd49, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd6, %r3;
-	add.s64 	%rd78, %rd51, %rd6;
-	setp.ge.s64 	%p1, %rd78, %rd47;
-	@%p1 bra 	$L__BB2_20;
+	cvt.u64.u32 	%rd50, %r3;
+	add.s64 	%rd73, %rd49, %rd50;
+	setp.ge.s64 	%p1, %rd73, %rd45;
+	@%p1 bra 	$L__BB16_20;
 
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd8, %r4;
-	mul.lo.s64 	%rd9, %rd8, %rd5;
-	add.s64 	%rd52, %rd9, %rd47;
-	add.s64 	%rd53, %rd8, %rd4;
-	mul.lo.s64 	%rd54, %rd53, %rd5;
-	add.s64 	%rd55, %rd54, %rd6;
-	not.b64 	%rd56, %rd55;
-	add.s64 	%rd10, %rd52, %rd56;
-	or.b64  	%rd57, %rd10, %rd9;
-	and.b64  	%rd58, %rd57, -4294967296;
-	setp.eq.s64 	%p2, %rd58, 0;
-	@%p2 bra 	$L__BB2_3;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd51, %rd73;
+	add.s64 	%rd8, %rd51, %rd45;
+	or.b64  	%rd52, %rd8, %rd7;
+	and.b64  	%rd53, %rd52, -4294967296;
+	setp.eq.s64 	%p2, %rd53, 0;
+	@%p2 bra 	$L__BB16_3;
 
-	div.u64 	%rd72, %rd10, %rd9;
-	bra.uni 	$L__BB2_4;
+	div.u64 	%rd67, %rd8, %rd7;
+	bra.uni 	$L__BB16_4;
 
-$L__BB2_3:
-	cvt.u32.u64 	%r5, %rd9;
-	cvt.u32.u64 	%r6, %rd10;
+$L__BB16_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd72, %r7;
+	cvt.u64.u32 	%rd67, %r7;
 
-$L__BB2_4:
-	add.s64 	%rd59, %rd72, 1;
-	and.b64  	%rd77, %rd59, 3;
-	setp.eq.s64 	%p3, %rd77, 0;
-	@%p3 bra 	$L__BB2_9;
+$L__BB16_4:
+	add.s64 	%rd54, %rd67, 1;
+	and.b64  	%rd72, %rd54, 3;
+	setp.eq.s64 	%p3, %rd72, 0;
+	@%p3 bra 	$L__BB16_9;
 
-	shl.b64 	%rd60, %rd78, 2;
-	add.s64 	%rd75, %rd1, %rd60;
-	shl.b64 	%rd16, %rd9, 2;
-	add.s64 	%rd74, %rd2, %rd60;
-	add.s64 	%rd73, %rd3, %rd60;
+	shl.b64 	%rd55, %rd73, 2;
+	add.s64 	%rd70, %rd1, %rd55;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd69, %rd2, %rd55;
+	add.s64 	%rd68, %rd3, %rd55;
 
-$L__BB2_6:
+$L__BB16_6:
 	.pragma "nounroll";
-	ld.global.f32 	%f12, [%rd73];
+	ld.global.f32 	%f12, [%rd68];
 	setp.leu.f32 	%p4, %f12, 0f00000000;
 	mov.f32 	%f21, 0f00000000;
-	@%p4 bra 	$L__BB2_8;
+	@%p4 bra 	$L__BB16_8;
 
-	ld.global.f32 	%f21, [%rd74];
+	ld.global.f32 	%f21, [%rd69];
 
-$L__BB2_8:
-	st.global.f32 	[%rd75], %f21;
-	add.s64 	%rd78, %rd78, %rd9;
-	add.s64 	%rd75, %rd75, %rd16;
-	add.s64 	%rd74, %rd74, %rd16;
-	add.s64 	%rd73, %rd73, %rd16;
-	add.s64 	%rd77, %rd77, -1;
-	setp.ne.s64 	%p5, %rd77, 0;
-	@%p5 bra 	$L__BB2_6;
+$L__BB16_8:
+	st.global.f32 	[%rd70], %f21;
+	add.s64 	%rd73, %rd73, %rd7;
+	add.s64 	%rd70, %rd70, %rd14;
+	add.s64 	%rd69, %rd69, %rd14;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd72, %rd72, -1;
+	setp.ne.s64 	%p5, %rd72, 0;
+	@%p5 bra 	$L__BB16_6;
 
-$L__BB2_9:
-	setp.lt.u64 	%p6, %rd72, 3;
-	@%p6 bra 	$L__BB2_20;
+$L__BB16_9:
+	setp.lt.u64 	%p6, %rd67, 3;
+	@%p6 bra 	$L__BB16_20;
 
-	shl.b64 	%rd61, %rd78, 2;
-	add.s64 	%rd80, %rd3, %rd61;
-	shl.b64 	%rd31, %rd9, 2;
-	add.s64 	%rd81, %rd1, %rd61;
+	shl.b64 	%rd56, %rd73, 2;
+	add.s64 	%rd75, %rd3, %rd56;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd76, %rd1, %rd56;
 
-$L__BB2_11:
-	ld.global.f32 	%f14, [%rd80];
+$L__BB16_11:
+	ld.global.f32 	%f14, [%rd75];
 	setp.leu.f32 	%p7, %f14, 0f00000000;
 	mov.f32 	%f23, 0f00000000;
 	mov.f32 	%f22, %f23;
-	@%p7 bra 	$L__BB2_13;
+	@%p7 bra 	$L__BB16_13;
 
-	shl.b64 	%rd63, %rd78, 2;
-	add.s64 	%rd64, %rd2, %rd63;
-	ld.global.f32 	%f22, [%rd64];
+	shl.b64 	%rd58, %rd73, 2;
+	add.s64 	%rd59, %rd2, %rd58;
+	ld.global.f32 	%f22, [%rd59];
 
-$L__BB2_13:
-	st.global.f32 	[%rd81], %f22;
-	add.s64 	%rd36, %rd78, %rd9;
-	add.s64 	%rd37, %rd80, %rd31;
-	ld.global.f32 	%f16, [%rd37];
+$L__BB16_13:
+	st.global.f32 	[%rd76], %f22;
+	add.s64 	%rd34, %rd73, %rd7;
+	add.s64 	%rd35, %rd75, %rd29;
+	ld.global.f32 	%f16, [%rd35];
 	setp.leu.f32 	%p8, %f16, 0f00000000;
-	@%p8 bra 	$L__BB2_15;
+	@%p8 bra 	$L__BB16_15;
 
-	shl.b64 	%rd65, %rd36, 2;
-	add.s64 	%rd66, %rd2, %rd65;
-	ld.global.f32 	%f23, [%rd66];
+	shl.b64 	%rd60, %rd34, 2;
+	add.s64 	%rd61, %rd2, %rd60;
+	ld.global.f32 	%f23, [%rd61];
 
-$L__BB2_15:
-	add.s64 	%rd38, %rd81, %rd31;
-	st.global.f32 	[%rd38], %f23;
-	add.s64 	%rd39, %rd36, %rd9;
-	add.s64 	%rd40, %rd37, %rd31;
-	ld.global.f32 	%f18, [%rd40];
+$L__BB16_15:
+	add.s64 	%rd36, %rd76, %rd29;
+	st.global.f32 	[%rd36], %f23;
+	add.s64 	%rd37, %rd34, %rd7;
+	add.s64 	%rd38, %rd35, %rd29;
+	ld.global.f32 	%f18, [%rd38];
 	setp.leu.f32 	%p9, %f18, 0f00000000;
 	mov.f32 	%f25, 0f00000000;
 	mov.f32 	%f24, %f25;
-	@%p9 bra 	$L__BB2_17;
+	@%p9 bra 	$L__BB16_17;
 
-	shl.b64 	%rd67, %rd39, 2;
-	add.s64 	%rd68, %rd2, %rd67;
-	ld.global.f32 	%f24, [%rd68];
+	shl.b64 	%rd62, %rd37, 2;
+	add.s64 	%rd63, %rd2, %rd62;
+	ld.global.f32 	%f24, [%rd63];
 
-$L__BB2_17:
-	add.s64 	%rd41, %rd38, %rd31;
-	st.global.f32 	[%rd41], %f24;
-	add.s64 	%rd42, %rd39, %rd9;
-	add.s64 	%rd43, %rd40, %rd31;
-	ld.global.f32 	%f20, [%rd43];
+$L__BB16_17:
+	add.s64 	%rd39, %rd36, %rd29;
+	st.global.f32 	[%rd39], %f24;
+	add.s64 	%rd40, %rd37, %rd7;
+	add.s64 	%rd41, %rd38, %rd29;
+	ld.global.f32 	%f20, [%rd41];
 	setp.leu.f32 	%p10, %f20, 0f00000000;
-	@%p10 bra 	$L__BB2_19;
+	@%p10 bra 	$L__BB16_19;
 
-	shl.b64 	%rd69, %rd42, 2;
-	add.s64 	%rd70, %rd2, %rd69;
-	ld.global.f32 	%f25, [%rd70];
+	shl.b64 	%rd64, %rd40, 2;
+	add.s64 	%rd65, %rd2, %rd64;
+	ld.global.f32 	%f25, [%rd65];
 
-$L__BB2_19:
-	add.s64 	%rd71, %rd41, %rd31;
-	add.s64 	%rd81, %rd71, %rd31;
+$L__BB16_19:
+	add.s64 	%rd66, %rd39, %rd29;
+	add.s64 	%rd76, %rd66, %rd29;
+	st.global.f32 	[%rd66], %f25;
+	add.s64 	%rd73, %rd40, %rd7;
+	setp.lt.s64 	%p11, %rd73, %rd45;
+	add.s64 	%rd75, %rd41, %rd29;
+	@%p11 bra 	$L__BB16_11;
+
+$L__BB16_20:
+	ret;
+
+}
+	// .globl	tanh_bwd_f32
+.visible .entry tanh_bwd_f32(
+	.param .u64 tanh_bwd_f32_param_0,
+	.param .u64 tanh_bwd_f32_param_1,
+	.param .u64 tanh_bwd_f32_param_2,
+	.param .u64 tanh_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<28>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [tanh_bwd_f32_param_0];
+	ld.param.u64 	%rd42, [tanh_bwd_f32_param_1];
+	ld.param.u64 	%rd43, [tanh_bwd_f32_param_2];
+	ld.param.u64 	%rd40, [tanh_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB17_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB17_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB17_4;
+
+$L__BB17_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB17_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB17_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB17_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	mul.f32 	%f2, %f1, %f1;
+	mov.f32 	%f3, 0f3F800000;
+	sub.f32 	%f4, %f3, %f2;
+	ld.global.f32 	%f5, [%rd66];
+	mul.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd68], %f6;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB17_6;
+
+$L__BB17_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB17_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB17_9:
+	ld.global.f32 	%f7, [%rd74];
+	mul.f32 	%f8, %f7, %f7;
+	mov.f32 	%f9, 0f3F800000;
+	sub.f32 	%f10, %f9, %f8;
+	ld.global.f32 	%f11, [%rd73];
+	mul.f32 	%f12, %f11, %f10;
+	st.global.f32 	[%rd75], %f12;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f13, [%rd54];
+	mul.f32 	%f14, %f13, %f13;
+	sub.f32 	%f15, %f9, %f14;
+	ld.global.f32 	%f16, [%rd53];
+	mul.f32 	%f17, %f16, %f15;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f17;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f18, [%rd59];
+	mul.f32 	%f19, %f18, %f18;
+	sub.f32 	%f20, %f9, %f19;
+	ld.global.f32 	%f21, [%rd58];
+	mul.f32 	%f22, %f21, %f20;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f22;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f23, [%rd63];
+	mul.f32 	%f24, %f23, %f23;
+	sub.f32 	%f25, %f9, %f24;
+	ld.global.f32 	%f26, [%rd62];
+	mul.f32 	%f27, %f26, %f25;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f27;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB17_9;
+
+$L__BB17_10:
+	ret;
+
+}
+	// .globl	sigmoid_bwd_f32
+.visible .entry sigmoid_bwd_f32(
+	.param .u64 sigmoid_bwd_f32_param_0,
+	.param .u64 sigmoid_bwd_f32_param_1,
+	.param .u64 sigmoid_bwd_f32_param_2,
+	.param .u64 sigmoid_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<28>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [sigmoid_bwd_f32_param_0];
+	ld.param.u64 	%rd42, [sigmoid_bwd_f32_param_1];
+	ld.param.u64 	%rd43, [sigmoid_bwd_f32_param_2];
+	ld.param.u64 	%rd40, [sigmoid_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB18_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB18_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB18_4;
+
+$L__BB18_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB18_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB18_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB18_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	ld.global.f32 	%f2, [%rd66];
+	mul.f32 	%f3, %f2, %f1;
+	mov.f32 	%f4, 0f3F800000;
+	sub.f32 	%f5, %f4, %f1;
+	mul.f32 	%f6, %f3, %f5;
+	st.global.f32 	[%rd68], %f6;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB18_6;
+
+$L__BB18_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB18_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB18_9:
+	ld.global.f32 	%f7, [%rd74];
+	ld.global.f32 	%f8, [%rd73];
+	mul.f32 	%f9, %f8, %f7;
+	mov.f32 	%f10, 0f3F800000;
+	sub.f32 	%f11, %f10, %f7;
+	mul.f32 	%f12, %f9, %f11;
+	st.global.f32 	[%rd75], %f12;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f13, [%rd54];
+	ld.global.f32 	%f14, [%rd53];
+	mul.f32 	%f15, %f14, %f13;
+	sub.f32 	%f16, %f10, %f13;
+	mul.f32 	%f17, %f15, %f16;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f17;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f18, [%rd59];
+	ld.global.f32 	%f19, [%rd58];
+	mul.f32 	%f20, %f19, %f18;
+	sub.f32 	%f21, %f10, %f18;
+	mul.f32 	%f22, %f20, %f21;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f22;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f23, [%rd63];
+	ld.global.f32 	%f24, [%rd62];
+	mul.f32 	%f25, %f24, %f23;
+	sub.f32 	%f26, %f10, %f23;
+	mul.f32 	%f27, %f25, %f26;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f27;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB18_9;
+
+$L__BB18_10:
+	ret;
+
+}
+	// .globl	sqrt_bwd_f32
+.visible .entry sqrt_bwd_f32(
+	.param .u64 sqrt_bwd_f32_param_0,
+	.param .u64 sqrt_bwd_f32_param_1,
+	.param .u64 sqrt_bwd_f32_param_2,
+	.param .u64 sqrt_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .f32 	%f<21>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [sqrt_bwd_f32_param_0];
+	ld.param.u64 	%rd42, [sqrt_bwd_f32_param_1];
+	ld.param.u64 	%rd43, [sqrt_bwd_f32_param_2];
+	ld.param.u64 	%rd40, [sqrt_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd43;
+	cvta.to.global.u64 	%rd3, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB19_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB19_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB19_4;
+
+$L__BB19_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB19_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB19_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB19_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd67];
+	add.f32 	%f2, %f1, %f1;
+	ld.global.f32 	%f3, [%rd66];
+	div.rn.f32 	%f4, %f3, %f2;
+	st.global.f32 	[%rd68], %f4;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p4, %rd70, 0;
+	@%p4 bra 	$L__BB19_6;
+
+$L__BB19_7:
+	setp.lt.u64 	%p5, %rd65, 3;
+	@%p5 bra 	$L__BB19_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB19_9:
+	ld.global.f32 	%f5, [%rd74];
+	add.f32 	%f6, %f5, %f5;
+	ld.global.f32 	%f7, [%rd73];
+	div.rn.f32 	%f8, %f7, %f6;
+	st.global.f32 	[%rd75], %f8;
+	add.s64 	%rd53, %rd73, %rd29;
+	add.s64 	%rd54, %rd74, %rd29;
+	ld.global.f32 	%f9, [%rd54];
+	add.f32 	%f10, %f9, %f9;
+	ld.global.f32 	%f11, [%rd53];
+	div.rn.f32 	%f12, %f11, %f10;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f12;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	add.s64 	%rd59, %rd54, %rd29;
+	ld.global.f32 	%f13, [%rd59];
+	add.f32 	%f14, %f13, %f13;
+	ld.global.f32 	%f15, [%rd58];
+	div.rn.f32 	%f16, %f15, %f14;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f16;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	ld.global.f32 	%f17, [%rd63];
+	add.f32 	%f18, %f17, %f17;
+	ld.global.f32 	%f19, [%rd62];
+	div.rn.f32 	%f20, %f19, %f18;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f20;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p6, %rd71, %rd40;
+	@%p6 bra 	$L__BB19_9;
+
+$L__BB19_10:
+	ret;
+
+}
+	// .globl	sum_rows_f32
+.visible .entry sum_rows_f32(
+	.param .u64 sum_rows_f32_param_0,
+	.param .u64 sum_rows_f32_param_1,
+	.param .u64 sum_rows_f32_param_2,
+	.param .u64 sum_rows_f32_param_3
+)
+{
+	.reg .pred 	%p<14>;
+	.reg .f32 	%f<26>;
+	.reg .b32 	%r<10>;
+	.reg .b64 	%rd<82>;
+
+
+	ld.param.u64 	%rd39, [sum_rows_f32_param_0];
+	ld.param.u64 	%rd40, [sum_rows_f32_param_1];
+	ld.param.u64 	%rd37, [sum_rows_f32_param_2];
+	ld.param.u64 	%rd38, [sum_rows_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd40;
+	cvta.to.global.u64 	%rd2, %rd39;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd41, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd42, %r3;
+	add.s64 	%rd75, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd75, %rd38;
+	@%p1 bra 	$L__BB20_20;
+
+	setp.gt.s64 	%p2, %rd37, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	@%p2 bra 	$L__BB20_11;
+	bra.uni 	$L__BB20_2;
+
+$L__BB20_11:
+	add.s64 	%rd23, %rd37, -1;
+	and.b64  	%rd24, %rd37, 3;
+	sub.s64 	%rd25, %rd24, %rd37;
+	shl.b64 	%rd26, %rd38, 2;
+
+$L__BB20_12:
+	setp.lt.u64 	%p8, %rd23, 3;
+	mov.f32 	%f25, 0f00000000;
+	mov.u64 	%rd81, 0;
+	@%p8 bra 	$L__BB20_15;
+
+	shl.b64 	%rd59, %rd75, 2;
+	add.s64 	%rd79, %rd1, %rd59;
+
+$L__BB20_14:
+	ld.global.f32 	%f12, [%rd79];
+	add.f32 	%f13, %f25, %f12;
+	add.s64 	%rd60, %rd79, %rd26;
+	ld.global.f32 	%f14, [%rd60];
+	add.f32 	%f15, %f13, %f14;
+	add.s64 	%rd61, %rd60, %rd26;
+	ld.global.f32 	%f16, [%rd61];
+	add.f32 	%f17, %f15, %f16;
+	add.s64 	%rd62, %rd61, %rd26;
+	add.s64 	%rd79, %rd62, %rd26;
+	ld.global.f32 	%f18, [%rd62];
+	add.f32 	%f25, %f17, %f18;
+	add.s64 	%rd81, %rd81, 4;
+	add.s64 	%rd63, %rd25, %rd81;
+	setp.ne.s64 	%p9, %rd63, 0;
+	@%p9 bra 	$L__BB20_14;
+
+$L__BB20_15:
+	setp.eq.s64 	%p10, %rd24, 0;
+	@%p10 bra 	$L__BB20_19;
+
+	setp.eq.s64 	%p11, %rd24, 1;
+	mul.lo.s64 	%rd64, %rd81, %rd38;
+	add.s64 	%rd65, %rd64, %rd75;
+	shl.b64 	%rd66, %rd65, 2;
+	add.s64 	%rd34, %rd1, %rd66;
+	ld.global.f32 	%f19, [%rd34];
+	add.f32 	%f25, %f25, %f19;
+	@%p11 bra 	$L__BB20_19;
+
+	setp.eq.s64 	%p12, %rd24, 2;
+	add.s64 	%rd35, %rd34, %rd26;
+	ld.global.f32 	%f20, [%rd35];
+	add.f32 	%f25, %f25, %f20;
+	@%p12 bra 	$L__BB20_19;
+
+	add.s64 	%rd69, %rd35, %rd26;
+	ld.global.f32 	%f21, [%rd69];
+	add.f32 	%f25, %f25, %f21;
+
+$L__BB20_19:
+	shl.b64 	%rd70, %rd75, 2;
+	add.s64 	%rd71, %rd2, %rd70;
 	st.global.f32 	[%rd71], %f25;
-	add.s64 	%rd78, %rd42, %rd9;
-	setp.lt.s64 	%p11, %rd78, %rd47;
-	add.s64 	%rd80, %rd43, %rd31;
-	@%p11 bra 	$L__BB2_11;
+	add.s64 	%rd75, %rd75, %rd6;
+	setp.lt.s64 	%p13, %rd75, %rd38;
+	@%p13 bra 	$L__BB20_12;
+	bra.uni 	$L__BB20_20;
 
-$L__BB2_20:
+$L__BB20_2:
+	not.b64 	%rd43, %rd75;
+	add.s64 	%rd7, %rd43, %rd38;
+	or.b64  	%rd44, %rd7, %rd6;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p3, %rd45, 0;
+	@%p3 bra 	$L__BB20_4;
+
+	div.u64 	%rd72, %rd7, %rd6;
+	bra.uni 	$L__BB20_5;
+
+$L__BB20_4:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd72, %r7;
+
+$L__BB20_5:
+	add.s64 	%rd46, %rd72, 1;
+	and.b64  	%rd74, %rd46, 3;
+	setp.eq.s64 	%p4, %rd74, 0;
+	@%p4 bra 	$L__BB20_8;
+
+$L__BB20_7:
+	.pragma "nounroll";
+	shl.b64 	%rd47, %rd75, 2;
+	add.s64 	%rd48, %rd2, %rd47;
+	mov.u32 	%r8, 0;
+	st.global.u32 	[%rd48], %r8;
+	add.s64 	%rd75, %rd75, %rd6;
+	add.s64 	%rd74, %rd74, -1;
+	setp.ne.s64 	%p5, %rd74, 0;
+	@%p5 bra 	$L__BB20_7;
+
+$L__BB20_8:
+	setp.lt.u64 	%p6, %rd72, 3;
+	@%p6 bra 	$L__BB20_20;
+
+	shl.b64 	%rd49, %rd75, 2;
+	add.s64 	%rd77, %rd2, %rd49;
+	shl.b64 	%rd18, %rd6, 2;
+
+$L__BB20_10:
+	mov.u32 	%r9, 0;
+	st.global.u32 	[%rd77], %r9;
+	add.s64 	%rd51, %rd77, %rd18;
+	st.global.u32 	[%rd51], %r9;
+	add.s64 	%rd52, %rd75, %rd6;
+	add.s64 	%rd53, %rd52, %rd6;
+	add.s64 	%rd54, %rd51, %rd18;
+	st.global.u32 	[%rd54], %r9;
+	add.s64 	%rd55, %rd53, %rd6;
+	add.s64 	%rd56, %rd54, %rd18;
+	add.s64 	%rd77, %rd56, %rd18;
+	st.global.u32 	[%rd56], %r9;
+	add.s64 	%rd75, %rd55, %rd6;
+	setp.lt.s64 	%p7, %rd75, %rd38;
+	@%p7 bra 	$L__BB20_10;
+
+$L__BB20_20:
+	ret;
+
+}
+	// .globl	sum_cols_f32
+.visible .entry sum_cols_f32(
+	.param .u64 sum_cols_f32_param_0,
+	.param .u64 sum_cols_f32_param_1,
+	.param .u64 sum_cols_f32_param_2,
+	.param .u64 sum_cols_f32_param_3
+)
+{
+	.reg .pred 	%p<11>;
+	.reg .f32 	%f<13>;
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<29>;
+
+
+	ld.param.u64 	%rd13, [sum_cols_f32_param_0];
+	ld.param.u64 	%rd14, [sum_cols_f32_param_1];
+	ld.param.u64 	%rd15, [sum_cols_f32_param_2];
+	ld.param.u64 	%rd16, [sum_cols_f32_param_3];
+	mov.u32 	%r4, %ctaid.x;
+	cvt.u64.u32 	%rd27, %r4;
+	setp.ge.s64 	%p1, %rd27, %rd15;
+	@%p1 bra 	$L__BB21_13;
+
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd2, %r5;
+	mul.wide.u32 	%rd17, %r5, 4;
+	mov.u64 	%rd18, _ZZ9block_sumfE4part;
+	add.s64 	%rd3, %rd18, %rd17;
+	mov.u32 	%r6, %ntid.x;
+	cvt.u64.u32 	%rd4, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r7;
+	cvta.to.global.u64 	%rd6, %rd13;
+	cvta.to.global.u64 	%rd7, %rd14;
+	cvt.u32.u64 	%r8, %rd4;
+	cvt.u32.u64 	%r10, %rd2;
+
+$L__BB21_2:
+	setp.ge.s64 	%p2, %rd2, %rd16;
+	mov.f32 	%f12, 0f00000000;
+	@%p2 bra 	$L__BB21_5;
+
+	mul.lo.s64 	%rd9, %rd27, %rd16;
+	mov.u64 	%rd28, %rd2;
+
+$L__BB21_4:
+	add.s64 	%rd19, %rd28, %rd9;
+	shl.b64 	%rd20, %rd19, 2;
+	add.s64 	%rd21, %rd7, %rd20;
+	ld.global.f32 	%f7, [%rd21];
+	add.f32 	%f12, %f12, %f7;
+	add.s64 	%rd28, %rd28, %rd4;
+	setp.lt.s64 	%p3, %rd28, %rd16;
+	@%p3 bra 	$L__BB21_4;
+
+$L__BB21_5:
+	setp.lt.u32 	%p4, %r8, 2;
+	st.shared.f32 	[%rd3], %f12;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB21_10;
+
+	mov.u32 	%r15, 1;
+
+$L__BB21_7:
+	shl.b32 	%r2, %r15, 1;
+	rem.u32 	%r11, %r10, %r2;
+	setp.ne.s32 	%p5, %r11, 0;
+	add.s32 	%r3, %r15, %r10;
+	setp.ge.u32 	%p6, %r3, %r8;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB21_9;
+
+	mul.wide.u32 	%rd22, %r3, 4;
+	add.s64 	%rd24, %rd18, %rd22;
+	ld.shared.f32 	%f8, [%rd3];
+	ld.shared.f32 	%f9, [%rd24];
+	add.f32 	%f10, %f9, %f8;
+	st.shared.f32 	[%rd3], %f10;
+
+$L__BB21_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r8;
+	mov.u32 	%r15, %r2;
+	@%p8 bra 	$L__BB21_7;
+
+$L__BB21_10:
+	setp.ne.s32 	%p9, %r10, 0;
+	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p9 bra 	$L__BB21_12;
+
+	shl.b64 	%rd25, %rd27, 2;
+	add.s64 	%rd26, %rd6, %rd25;
+	st.global.f32 	[%rd26], %f4;
+
+$L__BB21_12:
+	add.s64 	%rd27, %rd27, %rd5;
+	setp.lt.s64 	%p10, %rd27, %rd15;
+	@%p10 bra 	$L__BB21_2;
+
+$L__BB21_13:
+	ret;
+
+}
+	// .globl	sum_squares_f32
+.visible .entry sum_squares_f32(
+	.param .u64 sum_squares_f32_param_0,
+	.param .u64 sum_squares_f32_param_1,
+	.param .u64 sum_squares_f32_param_2
+)
+{
+	.reg .pred 	%p<13>;
+	.reg .f32 	%f<30>;
+	.reg .b32 	%r<19>;
+	.reg .b64 	%rd<58>;
+
+
+	ld.param.u64 	%rd28, [sum_squares_f32_param_0];
+	ld.param.u64 	%rd30, [sum_squares_f32_param_1];
+	ld.param.u64 	%rd29, [sum_squares_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd30;
+	mov.u32 	%r4, %ctaid.x;
+	mov.u32 	%r5, %ntid.x;
+	cvt.u64.u32 	%rd2, %r5;
+	mul.wide.u32 	%rd31, %r4, %r5;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd3, %r6;
+	add.s64 	%rd55, %rd31, %rd3;
+	setp.ge.s64 	%p1, %rd55, %rd29;
+	mov.f32 	%f29, 0f00000000;
+	@%p1 bra 	$L__BB22_10;
+
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r7;
+	mul.lo.s64 	%rd6, %rd5, %rd2;
+	not.b64 	%rd32, %rd55;
+	add.s64 	%rd7, %rd32, %rd29;
+	or.b64  	%rd33, %rd7, %rd6;
+	and.b64  	%rd34, %rd33, -4294967296;
+	setp.eq.s64 	%p2, %rd34, 0;
+	@%p2 bra 	$L__BB22_3;
+
+	div.u64 	%rd51, %rd7, %rd6;
+	bra.uni 	$L__BB22_4;
+
+$L__BB22_3:
+	cvt.u32.u64 	%r8, %rd6;
+	cvt.u32.u64 	%r9, %rd7;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd51, %r10;
+
+$L__BB22_4:
+	add.s64 	%rd35, %rd51, 1;
+	and.b64  	%rd54, %rd35, 3;
+	setp.eq.s64 	%p3, %rd54, 0;
+	mov.f32 	%f29, 0f00000000;
+	@%p3 bra 	$L__BB22_7;
+
+	shl.b64 	%rd36, %rd55, 2;
+	add.s64 	%rd52, %rd1, %rd36;
+	shl.b64 	%rd13, %rd6, 2;
+
+$L__BB22_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f13, [%rd52];
+	fma.rn.f32 	%f29, %f13, %f13, %f29;
+	add.s64 	%rd55, %rd55, %rd6;
+	add.s64 	%rd52, %rd52, %rd13;
+	add.s64 	%rd54, %rd54, -1;
+	setp.ne.s64 	%p4, %rd54, 0;
+	@%p4 bra 	$L__BB22_6;
+
+$L__BB22_7:
+	setp.lt.u64 	%p5, %rd51, 3;
+	@%p5 bra 	$L__BB22_10;
+
+	shl.b64 	%rd37, %rd55, 2;
+	add.s64 	%rd57, %rd1, %rd37;
+	shl.b64 	%rd22, %rd6, 2;
+
+$L__BB22_9:
+	ld.global.f32 	%f14, [%rd57];
+	fma.rn.f32 	%f15, %f14, %f14, %f29;
+	add.s64 	%rd39, %rd57, %rd22;
+	ld.global.f32 	%f16, [%rd39];
+	fma.rn.f32 	%f17, %f16, %f16, %f15;
+	add.s64 	%rd40, %rd55, %rd6;
+	add.s64 	%rd41, %rd40, %rd6;
+	add.s64 	%rd42, %rd39, %rd22;
+	ld.global.f32 	%f18, [%rd42];
+	fma.rn.f32 	%f19, %f18, %f18, %f17;
+	add.s64 	%rd43, %rd41, %rd6;
+	add.s64 	%rd44, %rd42, %rd22;
+	add.s64 	%rd57, %rd44, %rd22;
+	ld.global.f32 	%f20, [%rd44];
+	fma.rn.f32 	%f29, %f20, %f20, %f19;
+	add.s64 	%rd55, %rd43, %rd6;
+	setp.lt.s64 	%p6, %rd55, %rd29;
+	@%p6 bra 	$L__BB22_9;
+
+$L__BB22_10:
+	shl.b64 	%rd45, %rd3, 2;
+	mov.u64 	%rd46, _ZZ9block_sumfE4part;
+	add.s64 	%rd27, %rd46, %rd45;
+	st.shared.f32 	[%rd27], %f29;
+	bar.sync 	0;
+	cvt.u32.u64 	%r11, %rd2;
+	setp.lt.u32 	%p7, %r11, 2;
+	@%p7 bra 	$L__BB22_15;
+
+	mov.u32 	%r18, 1;
+	cvt.u32.u64 	%r13, %rd3;
+
+$L__BB22_12:
+	shl.b32 	%r2, %r18, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p8, %r14, 0;
+	add.s32 	%r3, %r18, %r13;
+	setp.ge.u32 	%p9, %r3, %r11;
+	or.pred  	%p10, %p9, %p8;
+	@%p10 bra 	$L__BB22_14;
+
+	mul.wide.u32 	%rd47, %r3, 4;
+	add.s64 	%rd49, %rd46, %rd47;
+	ld.shared.f32 	%f21, [%rd27];
+	ld.shared.f32 	%f22, [%rd49];
+	add.f32 	%f23, %f22, %f21;
+	st.shared.f32 	[%rd27], %f23;
+
+$L__BB22_14:
+	bar.sync 	0;
+	setp.lt.u32 	%p11, %r2, %r11;
+	mov.u32 	%r18, %r2;
+	@%p11 bra 	$L__BB22_12;
+
+$L__BB22_15:
+	cvt.u32.u64 	%r17, %rd3;
+	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	setp.ne.s32 	%p12, %r17, 0;
+	@%p12 bra 	$L__BB22_17;
+
+	cvta.to.global.u64 	%rd50, %rd28;
+	atom.global.add.f32 	%f24, [%rd50], %f8;
+
+$L__BB22_17:
+	ret;
+
+}
+	// .globl	sum_f32
+.visible .entry sum_f32(
+	.param .u64 sum_f32_param_0,
+	.param .u64 sum_f32_param_1,
+	.param .u64 sum_f32_param_2
+)
+{
+	.reg .pred 	%p<13>;
+	.reg .f32 	%f<30>;
+	.reg .b32 	%r<19>;
+	.reg .b64 	%rd<58>;
+
+
+	ld.param.u64 	%rd28, [sum_f32_param_0];
+	ld.param.u64 	%rd30, [sum_f32_param_1];
+	ld.param.u64 	%rd29, [sum_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd30;
+	mov.u32 	%r4, %ctaid.x;
+	mov.u32 	%r5, %ntid.x;
+	cvt.u64.u32 	%rd2, %r5;
+	mul.wide.u32 	%rd31, %r4, %r5;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd3, %r6;
+	add.s64 	%rd55, %rd31, %rd3;
+	setp.ge.s64 	%p1, %rd55, %rd29;
+	mov.f32 	%f29, 0f00000000;
+	@%p1 bra 	$L__BB23_10;
+
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r7;
+	mul.lo.s64 	%rd6, %rd5, %rd2;
+	not.b64 	%rd32, %rd55;
+	add.s64 	%rd7, %rd32, %rd29;
+	or.b64  	%rd33, %rd7, %rd6;
+	and.b64  	%rd34, %rd33, -4294967296;
+	setp.eq.s64 	%p2, %rd34, 0;
+	@%p2 bra 	$L__BB23_3;
+
+	div.u64 	%rd51, %rd7, %rd6;
+	bra.uni 	$L__BB23_4;
+
+$L__BB23_3:
+	cvt.u32.u64 	%r8, %rd6;
+	cvt.u32.u64 	%r9, %rd7;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd51, %r10;
+
+$L__BB23_4:
+	add.s64 	%rd35, %rd51, 1;
+	and.b64  	%rd54, %rd35, 3;
+	setp.eq.s64 	%p3, %rd54, 0;
+	mov.f32 	%f29, 0f00000000;
+	@%p3 bra 	$L__BB23_7;
+
+	shl.b64 	%rd36, %rd55, 2;
+	add.s64 	%rd52, %rd1, %rd36;
+	shl.b64 	%rd13, %rd6, 2;
+
+$L__BB23_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f13, [%rd52];
+	add.f32 	%f29, %f29, %f13;
+	add.s64 	%rd55, %rd55, %rd6;
+	add.s64 	%rd52, %rd52, %rd13;
+	add.s64 	%rd54, %rd54, -1;
+	setp.ne.s64 	%p4, %rd54, 0;
+	@%p4 bra 	$L__BB23_6;
+
+$L__BB23_7:
+	setp.lt.u64 	%p5, %rd51, 3;
+	@%p5 bra 	$L__BB23_10;
+
+	shl.b64 	%rd37, %rd55, 2;
+	add.s64 	%rd57, %rd1, %rd37;
+	shl.b64 	%rd22, %rd6, 2;
+
+$L__BB23_9:
+	ld.global.f32 	%f14, [%rd57];
+	add.f32 	%f15, %f29, %f14;
+	add.s64 	%rd39, %rd57, %rd22;
+	ld.global.f32 	%f16, [%rd39];
+	add.f32 	%f17, %f15, %f16;
+	add.s64 	%rd40, %rd55, %rd6;
+	add.s64 	%rd41, %rd40, %rd6;
+	add.s64 	%rd42, %rd39, %rd22;
+	ld.global.f32 	%f18, [%rd42];
+	add.f32 	%f19, %f17, %f18;
+	add.s64 	%rd43, %rd41, %rd6;
+	add.s64 	%rd44, %rd42, %rd22;
+	add.s64 	%rd57, %rd44, %rd22;
+	ld.global.f32 	%f20, [%rd44];
+	add.f32 	%f29, %f19, %f20;
+	add.s64 	%rd55, %rd43, %rd6;
+	setp.lt.s64 	%p6, %rd55, %rd29;
+	@%p6 bra 	$L__BB23_9;
+
+$L__BB23_10:
+	shl.b64 	%rd45, %rd3, 2;
+	mov.u64 	%rd46, _ZZ9block_sumfE4part;
+	add.s64 	%rd27, %rd46, %rd45;
+	st.shared.f32 	[%rd27], %f29;
+	bar.sync 	0;
+	cvt.u32.u64 	%r11, %rd2;
+	setp.lt.u32 	%p7, %r11, 2;
+	@%p7 bra 	$L__BB23_15;
+
+	mov.u32 	%r18, 1;
+	cvt.u32.u64 	%r13, %rd3;
+
+$L__BB23_12:
+	shl.b32 	%r2, %r18, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p8, %r14, 0;
+	add.s32 	%r3, %r18, %r13;
+	setp.ge.u32 	%p9, %r3, %r11;
+	or.pred  	%p10, %p9, %p8;
+	@%p10 bra 	$L__BB23_14;
+
+	mul.wide.u32 	%rd47, %r3, 4;
+	add.s64 	%rd49, %rd46, %rd47;
+	ld.shared.f32 	%f21, [%rd27];
+	ld.shared.f32 	%f22, [%rd49];
+	add.f32 	%f23, %f22, %f21;
+	st.shared.f32 	[%rd27], %f23;
+
+$L__BB23_14:
+	bar.sync 	0;
+	setp.lt.u32 	%p11, %r2, %r11;
+	mov.u32 	%r18, %r2;
+	@%p11 bra 	$L__BB23_12;
+
+$L__BB23_15:
+	cvt.u32.u64 	%r17, %rd3;
+	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	setp.ne.s32 	%p12, %r17, 0;
+	@%p12 bra 	$L__BB23_17;
+
+	cvta.to.global.u64 	%rd50, %rd28;
+	atom.global.add.f32 	%f24, [%rd50], %f8;
+
+$L__BB23_17:
+	ret;
+
+}
+	// .globl	clip_coef_f32
+.visible .entry clip_coef_f32(
+	.param .u64 clip_coef_f32_param_0,
+	.param .u64 clip_coef_f32_param_1,
+	.param .u64 clip_coef_f32_param_2,
+	.param .f32 clip_coef_f32_param_3
+)
+{
+	.reg .pred 	%p<2>;
+	.reg .f32 	%f<7>;
+	.reg .b32 	%r<4>;
+	.reg .b64 	%rd<10>;
+
+
+	ld.param.u64 	%rd1, [clip_coef_f32_param_0];
+	ld.param.u64 	%rd2, [clip_coef_f32_param_1];
+	ld.param.u64 	%rd3, [clip_coef_f32_param_2];
+	ld.param.f32 	%f1, [clip_coef_f32_param_3];
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	mul.wide.u32 	%rd4, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd5, %r3;
+	neg.s64 	%rd6, %rd5;
+	setp.ne.s64 	%p1, %rd4, %rd6;
+	@%p1 bra 	$L__BB24_2;
+
+	cvta.to.global.u64 	%rd7, %rd3;
+	ld.global.f32 	%f2, [%rd7];
+	sqrt.rn.f32 	%f3, %f2;
+	add.f32 	%f4, %f3, 0f358637BD;
+	div.rn.f32 	%f5, %f1, %f4;
+	min.f32 	%f6, %f5, 0f3F800000;
+	cvta.to.global.u64 	%rd8, %rd1;
+	st.global.f32 	[%rd8], %f6;
+	cvta.to.global.u64 	%rd9, %rd2;
+	st.global.f32 	[%rd9], %f3;
+
+$L__BB24_2:
+	ret;
+
+}
+	// .globl	softmax_f32
+.visible .entry softmax_f32(
+	.param .u64 softmax_f32_param_0,
+	.param .u64 softmax_f32_param_1,
+	.param .u64 softmax_f32_param_2,
+	.param .u64 softmax_f32_param_3
+)
+{
+	.reg .pred 	%p<19>;
+	.reg .f32 	%f<61>;
+	.reg .b32 	%r<29>;
+	.reg .b64 	%rd<45>;
+
+
+	ld.param.u64 	%rd18, [softmax_f32_param_0];
+	ld.param.u64 	%rd21, [softmax_f32_param_1];
+	ld.param.u64 	%rd19, [softmax_f32_param_2];
+	ld.param.u64 	%rd20, [softmax_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd21;
+	mov.u32 	%r7, %ctaid.x;
+	cvt.u64.u32 	%rd41, %r7;
+	setp.ge.s64 	%p1, %rd41, %rd19;
+	@%p1 bra 	$L__BB25_22;
+
+	mov.u32 	%r8, %tid.x;
+	cvt.u64.u32 	%rd3, %r8;
+	mul.wide.u32 	%rd22, %r8, 4;
+	mov.u64 	%rd23, _ZZ9block_maxfE4part;
+	add.s64 	%rd4, %rd23, %rd22;
+	mov.u32 	%r9, %ntid.x;
+	cvt.u64.u32 	%rd5, %r9;
+	mov.u64 	%rd24, _ZZ9block_sumfE4part;
+	add.s64 	%rd6, %rd24, %rd22;
+	mov.u32 	%r10, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r10;
+	cvta.to.global.u64 	%rd8, %rd18;
+	cvt.u32.u64 	%r11, %rd5;
+	cvt.u32.u64 	%r13, %rd3;
+
+$L__BB25_2:
+	mul.lo.s64 	%rd10, %rd41, %rd20;
+	setp.ge.s64 	%p2, %rd3, %rd20;
+	mov.f32 	%f58, 0fFF7FFFFF;
+	@%p2 bra 	$L__BB25_5;
+
+	mov.u64 	%rd42, %rd3;
+
+$L__BB25_4:
+	add.s64 	%rd25, %rd42, %rd10;
+	shl.b64 	%rd26, %rd25, 2;
+	add.s64 	%rd27, %rd1, %rd26;
+	ld.global.f32 	%f12, [%rd27];
+	max.f32 	%f58, %f58, %f12;
+	add.s64 	%rd42, %rd42, %rd5;
+	setp.lt.s64 	%p3, %rd42, %rd20;
+	@%p3 bra 	$L__BB25_4;
+
+$L__BB25_5:
+	setp.lt.u32 	%p4, %r11, 2;
+	st.shared.f32 	[%rd4], %f58;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB25_10;
+
+	mov.u32 	%r27, 1;
+
+$L__BB25_7:
+	shl.b32 	%r2, %r27, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p5, %r14, 0;
+	add.s32 	%r3, %r27, %r13;
+	setp.ge.u32 	%p6, %r3, %r11;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB25_9;
+
+	ld.shared.f32 	%f13, [%rd4];
+	mul.wide.u32 	%rd28, %r3, 4;
+	add.s64 	%rd30, %rd23, %rd28;
+	ld.shared.f32 	%f14, [%rd30];
+	max.f32 	%f15, %f13, %f14;
+	st.shared.f32 	[%rd4], %f15;
+
+$L__BB25_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r11;
+	mov.u32 	%r27, %r2;
+	@%p8 bra 	$L__BB25_7;
+
+$L__BB25_10:
+	ld.shared.f32 	%f4, [_ZZ9block_maxfE4part];
+	bar.sync 	0;
+	mov.f32 	%f60, 0f00000000;
+	@%p2 bra 	$L__BB25_13;
+
+	mov.u64 	%rd43, %rd3;
+
+$L__BB25_12:
+	add.s64 	%rd31, %rd43, %rd10;
+	shl.b64 	%rd32, %rd31, 2;
+	add.s64 	%rd33, %rd1, %rd32;
+	ld.global.f32 	%f18, [%rd33];
+	sub.f32 	%f19, %f18, %f4;
+	mov.f32 	%f20, 0f3F000000;
+	mov.f32 	%f21, 0f3BBB989D;
+	fma.rn.f32 	%f22, %f19, %f21, %f20;
+	mov.f32 	%f23, 0f3FB8AA3B;
+	mov.f32 	%f24, 0f437C0000;
+	cvt.sat.f32.f32 	%f25, %f22;
+	mov.f32 	%f26, 0f4B400001;
+	fma.rm.f32 	%f27, %f25, %f24, %f26;
+	add.f32 	%f28, %f27, 0fCB40007F;
+	neg.f32 	%f29, %f28;
+	fma.rn.f32 	%f30, %f19, %f23, %f29;
+	mov.f32 	%f31, 0f32A57060;
+	fma.rn.f32 	%f32, %f19, %f31, %f30;
+	mov.b32 	%r17, %f27;
+	shl.b32 	%r18, %r17, 23;
+	mov.b32 	%f33, %r18;
+	ex2.approx.ftz.f32 	%f34, %f32;
+	fma.rn.f32 	%f60, %f34, %f33, %f60;
+	add.s64 	%rd43, %rd43, %rd5;
+	setp.lt.s64 	%p10, %rd43, %rd20;
+	@%p10 bra 	$L__BB25_12;
+
+$L__BB25_13:
+	st.shared.f32 	[%rd6], %f60;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB25_18;
+
+	mov.u32 	%r28, 1;
+
+$L__BB25_15:
+	shl.b32 	%r5, %r28, 1;
+	rem.u32 	%r22, %r13, %r5;
+	setp.ne.s32 	%p12, %r22, 0;
+	add.s32 	%r6, %r28, %r13;
+	setp.ge.u32 	%p13, %r6, %r11;
+	or.pred  	%p14, %p13, %p12;
+	@%p14 bra 	$L__BB25_17;
+
+	mul.wide.u32 	%rd34, %r6, 4;
+	add.s64 	%rd36, %rd24, %rd34;
+	ld.shared.f32 	%f35, [%rd6];
+	ld.shared.f32 	%f36, [%rd36];
+	add.f32 	%f37, %f36, %f35;
+	st.shared.f32 	[%rd6], %f37;
+
+$L__BB25_17:
+	bar.sync 	0;
+	setp.lt.u32 	%p15, %r5, %r11;
+	mov.u32 	%r28, %r5;
+	@%p15 bra 	$L__BB25_15;
+
+$L__BB25_18:
+	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p2 bra 	$L__BB25_21;
+
+	rcp.rn.f32 	%f9, %f8;
+	mov.u64 	%rd44, %rd3;
+
+$L__BB25_20:
+	add.s64 	%rd37, %rd44, %rd10;
+	shl.b64 	%rd38, %rd37, 2;
+	add.s64 	%rd39, %rd1, %rd38;
+	ld.global.f32 	%f38, [%rd39];
+	sub.f32 	%f39, %f38, %f4;
+	mov.f32 	%f40, 0f3F000000;
+	mov.f32 	%f41, 0f3BBB989D;
+	fma.rn.f32 	%f42, %f39, %f41, %f40;
+	mov.f32 	%f43, 0f3FB8AA3B;
+	mov.f32 	%f44, 0f437C0000;
+	cvt.sat.f32.f32 	%f45, %f42;
+	mov.f32 	%f46, 0f4B400001;
+	fma.rm.f32 	%f47, %f45, %f44, %f46;
+	add.f32 	%f48, %f47, 0fCB40007F;
+	neg.f32 	%f49, %f48;
+	fma.rn.f32 	%f50, %f39, %f43, %f49;
+	mov.f32 	%f51, 0f32A57060;
+	fma.rn.f32 	%f52, %f39, %f51, %f50;
+	mov.b32 	%r25, %f47;
+	shl.b32 	%r26, %r25, 23;
+	mov.b32 	%f53, %r26;
+	ex2.approx.ftz.f32 	%f54, %f52;
+	mul.f32 	%f55, %f54, %f53;
+	mul.f32 	%f56, %f9, %f55;
+	add.s64 	%rd40, %rd8, %rd38;
+	st.global.f32 	[%rd40], %f56;
+	add.s64 	%rd44, %rd44, %rd5;
+	setp.lt.s64 	%p17, %rd44, %rd20;
+	@%p17 bra 	$L__BB25_20;
+
+$L__BB25_21:
+	add.s64 	%rd41, %rd41, %rd7;
+	setp.lt.s64 	%p18, %rd41, %rd19;
+	@%p18 bra 	$L__BB25_2;
+
+$L__BB25_22:
+	ret;
+
+}
+	// .globl	log_softmax_f32
+.visible .entry log_softmax_f32(
+	.param .u64 log_softmax_f32_param_0,
+	.param .u64 log_softmax_f32_param_1,
+	.param .u64 log_softmax_f32_param_2,
+	.param .u64 log_softmax_f32_param_3
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<78>;
+	.reg .b32 	%r<31>;
+	.reg .b64 	%rd<45>;
+
+
+	ld.param.u64 	%rd18, [log_softmax_f32_param_0];
+	ld.param.u64 	%rd21, [log_softmax_f32_param_1];
+	ld.param.u64 	%rd19, [log_softmax_f32_param_2];
+	ld.param.u64 	%rd20, [log_softmax_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd21;
+	mov.u32 	%r7, %ctaid.x;
+	cvt.u64.u32 	%rd41, %r7;
+	setp.ge.s64 	%p1, %rd41, %rd19;
+	@%p1 bra 	$L__BB26_24;
+
+	mov.u32 	%r8, %tid.x;
+	cvt.u64.u32 	%rd3, %r8;
+	mul.wide.u32 	%rd22, %r8, 4;
+	mov.u64 	%rd23, _ZZ9block_maxfE4part;
+	add.s64 	%rd4, %rd23, %rd22;
+	mov.u32 	%r9, %ntid.x;
+	cvt.u64.u32 	%rd5, %r9;
+	mov.u64 	%rd24, _ZZ9block_sumfE4part;
+	add.s64 	%rd6, %rd24, %rd22;
+	mov.u32 	%r10, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r10;
+	cvta.to.global.u64 	%rd8, %rd18;
+	cvt.u32.u64 	%r11, %rd5;
+	cvt.u32.u64 	%r13, %rd3;
+
+$L__BB26_2:
+	mul.lo.s64 	%rd10, %rd41, %rd20;
+	setp.ge.s64 	%p2, %rd3, %rd20;
+	mov.f32 	%f74, 0fFF7FFFFF;
+	@%p2 bra 	$L__BB26_5;
+
+	mov.u64 	%rd42, %rd3;
+
+$L__BB26_4:
+	add.s64 	%rd25, %rd42, %rd10;
+	shl.b64 	%rd26, %rd25, 2;
+	add.s64 	%rd27, %rd1, %rd26;
+	ld.global.f32 	%f15, [%rd27];
+	max.f32 	%f74, %f74, %f15;
+	add.s64 	%rd42, %rd42, %rd5;
+	setp.lt.s64 	%p3, %rd42, %rd20;
+	@%p3 bra 	$L__BB26_4;
+
+$L__BB26_5:
+	setp.lt.u32 	%p4, %r11, 2;
+	st.shared.f32 	[%rd4], %f74;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB26_10;
+
+	mov.u32 	%r29, 1;
+
+$L__BB26_7:
+	shl.b32 	%r2, %r29, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p5, %r14, 0;
+	add.s32 	%r3, %r29, %r13;
+	setp.ge.u32 	%p6, %r3, %r11;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB26_9;
+
+	ld.shared.f32 	%f16, [%rd4];
+	mul.wide.u32 	%rd28, %r3, 4;
+	add.s64 	%rd30, %rd23, %rd28;
+	ld.shared.f32 	%f17, [%rd30];
+	max.f32 	%f18, %f16, %f17;
+	st.shared.f32 	[%rd4], %f18;
+
+$L__BB26_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r11;
+	mov.u32 	%r29, %r2;
+	@%p8 bra 	$L__BB26_7;
+
+$L__BB26_10:
+	ld.shared.f32 	%f4, [_ZZ9block_maxfE4part];
+	bar.sync 	0;
+	mov.f32 	%f76, 0f00000000;
+	@%p2 bra 	$L__BB26_13;
+
+	mov.u64 	%rd43, %rd3;
+
+$L__BB26_12:
+	add.s64 	%rd31, %rd43, %rd10;
+	shl.b64 	%rd32, %rd31, 2;
+	add.s64 	%rd33, %rd1, %rd32;
+	ld.global.f32 	%f21, [%rd33];
+	sub.f32 	%f22, %f21, %f4;
+	mov.f32 	%f23, 0f3F000000;
+	mov.f32 	%f24, 0f3BBB989D;
+	fma.rn.f32 	%f25, %f22, %f24, %f23;
+	mov.f32 	%f26, 0f3FB8AA3B;
+	mov.f32 	%f27, 0f437C0000;
+	cvt.sat.f32.f32 	%f28, %f25;
+	mov.f32 	%f29, 0f4B400001;
+	fma.rm.f32 	%f30, %f28, %f27, %f29;
+	add.f32 	%f31, %f30, 0fCB40007F;
+	neg.f32 	%f32, %f31;
+	fma.rn.f32 	%f33, %f22, %f26, %f32;
+	mov.f32 	%f34, 0f32A57060;
+	fma.rn.f32 	%f35, %f22, %f34, %f33;
+	mov.b32 	%r17, %f30;
+	shl.b32 	%r18, %r17, 23;
+	mov.b32 	%f36, %r18;
+	ex2.approx.ftz.f32 	%f37, %f35;
+	fma.rn.f32 	%f76, %f37, %f36, %f76;
+	add.s64 	%rd43, %rd43, %rd5;
+	setp.lt.s64 	%p10, %rd43, %rd20;
+	@%p10 bra 	$L__BB26_12;
+
+$L__BB26_13:
+	st.shared.f32 	[%rd6], %f76;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB26_18;
+
+	mov.u32 	%r30, 1;
+
+$L__BB26_15:
+	shl.b32 	%r5, %r30, 1;
+	rem.u32 	%r22, %r13, %r5;
+	setp.ne.s32 	%p12, %r22, 0;
+	add.s32 	%r6, %r30, %r13;
+	setp.ge.u32 	%p13, %r6, %r11;
+	or.pred  	%p14, %p13, %p12;
+	@%p14 bra 	$L__BB26_17;
+
+	mul.wide.u32 	%rd34, %r6, 4;
+	add.s64 	%rd36, %rd24, %rd34;
+	ld.shared.f32 	%f38, [%rd6];
+	ld.shared.f32 	%f39, [%rd36];
+	add.f32 	%f40, %f39, %f38;
+	st.shared.f32 	[%rd6], %f40;
+
+$L__BB26_17:
+	bar.sync 	0;
+	setp.lt.u32 	%p15, %r5, %r11;
+	mov.u32 	%r30, %r5;
+	@%p15 bra 	$L__BB26_15;
+
+$L__BB26_18:
+	ld.shared.f32 	%f41, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	setp.lt.f32 	%p16, %f41, 0f00800000;
+	mul.f32 	%f42, %f41, 0f4B000000;
+	selp.f32 	%f8, %f42, %f41, %p16;
+	selp.f32 	%f43, 0fC1B80000, 0f00000000, %p16;
+	mov.b32 	%r25, %f8;
+	add.s32 	%r26, %r25, -1059760811;
+	and.b32  	%r27, %r26, -8388608;
+	sub.s32 	%r28, %r25, %r27;
+	mov.b32 	%f44, %r28;
+	cvt.rn.f32.s32 	%f45, %r27;
+	mov.f32 	%f46, 0f34000000;
+	fma.rn.f32 	%f47, %f45, %f46, %f43;
+	add.f32 	%f48, %f44, 0fBF800000;
+	mov.f32 	%f49, 0f3E1039F6;
+	mov.f32 	%f50, 0fBE055027;
+	fma.rn.f32 	%f51, %f50, %f48, %f49;
+	mov.f32 	%f52, 0fBDF8CDCC;
+	fma.rn.f32 	%f53, %f51, %f48, %f52;
+	mov.f32 	%f54, 0f3E0F2955;
+	fma.rn.f32 	%f55, %f53, %f48, %f54;
+	mov.f32 	%f56, 0fBE2AD8B9;
+	fma.rn.f32 	%f57, %f55, %f48, %f56;
+	mov.f32 	%f58, 0f3E4CED0B;
+	fma.rn.f32 	%f59, %f57, %f48, %f58;
+	mov.f32 	%f60, 0fBE7FFF22;
+	fma.rn.f32 	%f61, %f59, %f48, %f60;
+	mov.f32 	%f62, 0f3EAAAA78;
+	fma.rn.f32 	%f63, %f61, %f48, %f62;
+	mov.f32 	%f64, 0fBF000000;
+	fma.rn.f32 	%f65, %f63, %f48, %f64;
+	mul.f32 	%f66, %f48, %f65;
+	fma.rn.f32 	%f67, %f66, %f48, %f48;
+	mov.f32 	%f68, 0f3F317218;
+	fma.rn.f32 	%f77, %f47, %f68, %f67;
+	setp.lt.u32 	%p17, %r25, 2139095040;
+	@%p17 bra 	$L__BB26_20;
+
+	mov.f32 	%f69, 0f7F800000;
+	fma.rn.f32 	%f77, %f8, %f69, %f69;
+
+$L__BB26_20:
+	setp.eq.f32 	%p18, %f8, 0f00000000;
+	selp.f32 	%f70, 0fFF800000, %f77, %p18;
+	add.f32 	%f12, %f4, %f70;
+	@%p2 bra 	$L__BB26_23;
+
+	mov.u64 	%rd44, %rd3;
+
+$L__BB26_22:
+	add.s64 	%rd37, %rd44, %rd10;
+	shl.b64 	%rd38, %rd37, 2;
+	add.s64 	%rd39, %rd1, %rd38;
+	ld.global.f32 	%f71, [%rd39];
+	sub.f32 	%f72, %f71, %f12;
+	add.s64 	%rd40, %rd8, %rd38;
+	st.global.f32 	[%rd40], %f72;
+	add.s64 	%rd44, %rd44, %rd5;
+	setp.lt.s64 	%p20, %rd44, %rd20;
+	@%p20 bra 	$L__BB26_22;
+
+$L__BB26_23:
+	add.s64 	%rd41, %rd41, %rd7;
+	setp.lt.s64 	%p21, %rd41, %rd19;
+	@%p21 bra 	$L__BB26_2;
+
+$L__BB26_24:
+	ret;
+
+}
+	// .globl	softmax_bwd_f32
+.visible .entry softmax_bwd_f32(
+	.param .u64 softmax_bwd_f32_param_0,
+	.param .u64 softmax_bwd_f32_param_1,
+	.param .u64 softmax_bwd_f32_param_2,
+	.param .u64 softmax_bwd_f32_param_3,
+	.param .u64 softmax_bwd_f32_param_4
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<18>;
+	.reg .b32 	%r<15>;
+	.reg .b64 	%rd<38>;
+
+
+	ld.param.u64 	%rd16, [softmax_bwd_f32_param_0];
+	ld.param.u64 	%rd19, [softmax_bwd_f32_param_1];
+	ld.param.u64 	%rd20, [softmax_bwd_f32_param_2];
+	ld.param.u64 	%rd17, [softmax_bwd_f32_param_3];
+	ld.param.u64 	%rd18, [softmax_bwd_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd19;
+	cvta.to.global.u64 	%rd2, %rd20;
+	mov.u32 	%r4, %ctaid.x;
+	cvt.u64.u32 	%rd35, %r4;
+	setp.ge.s64 	%p1, %rd35, %rd17;
+	@%p1 bra 	$L__BB27_14;
+
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd4, %r5;
+	mul.wide.u32 	%rd21, %r5, 4;
+	mov.u64 	%rd22, _ZZ9block_sumfE4part;
+	add.s64 	%rd5, %rd22, %rd21;
+	mov.u32 	%r6, %ntid.x;
+	cvt.u64.u32 	%rd6, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r7;
+	cvta.to.global.u64 	%rd8, %rd16;
+	cvt.u32.u64 	%r8, %rd6;
+	cvt.u32.u64 	%r10, %rd4;
+
+$L__BB27_2:
+	mul.lo.s64 	%rd10, %rd35, %rd18;
+	setp.ge.s64 	%p2, %rd4, %rd18;
+	mov.f32 	%f17, 0f00000000;
+	@%p2 bra 	$L__BB27_5;
+
+	mov.u64 	%rd36, %rd4;
+
+$L__BB27_4:
+	add.s64 	%rd23, %rd36, %rd10;
+	shl.b64 	%rd24, %rd23, 2;
+	add.s64 	%rd25, %rd1, %rd24;
+	add.s64 	%rd26, %rd2, %rd24;
+	ld.global.f32 	%f7, [%rd26];
+	ld.global.f32 	%f8, [%rd25];
+	fma.rn.f32 	%f17, %f8, %f7, %f17;
+	add.s64 	%rd36, %rd36, %rd6;
+	setp.lt.s64 	%p3, %rd36, %rd18;
+	@%p3 bra 	$L__BB27_4;
+
+$L__BB27_5:
+	setp.lt.u32 	%p4, %r8, 2;
+	st.shared.f32 	[%rd5], %f17;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB27_10;
+
+	mov.u32 	%r14, 1;
+
+$L__BB27_7:
+	shl.b32 	%r2, %r14, 1;
+	rem.u32 	%r11, %r10, %r2;
+	setp.ne.s32 	%p5, %r11, 0;
+	add.s32 	%r3, %r14, %r10;
+	setp.ge.u32 	%p6, %r3, %r8;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB27_9;
+
+	mul.wide.u32 	%rd27, %r3, 4;
+	add.s64 	%rd29, %rd22, %rd27;
+	ld.shared.f32 	%f9, [%rd5];
+	ld.shared.f32 	%f10, [%rd29];
+	add.f32 	%f11, %f10, %f9;
+	st.shared.f32 	[%rd5], %f11;
+
+$L__BB27_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r8;
+	mov.u32 	%r14, %r2;
+	@%p8 bra 	$L__BB27_7;
+
+$L__BB27_10:
+	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p2 bra 	$L__BB27_13;
+
+	mov.u64 	%rd37, %rd4;
+
+$L__BB27_12:
+	add.s64 	%rd30, %rd37, %rd10;
+	shl.b64 	%rd31, %rd30, 2;
+	add.s64 	%rd32, %rd2, %rd31;
+	add.s64 	%rd33, %rd1, %rd31;
+	ld.global.f32 	%f12, [%rd33];
+	sub.f32 	%f13, %f12, %f4;
+	ld.global.f32 	%f14, [%rd32];
+	mul.f32 	%f15, %f14, %f13;
+	add.s64 	%rd34, %rd8, %rd31;
+	st.global.f32 	[%rd34], %f15;
+	add.s64 	%rd37, %rd37, %rd6;
+	setp.lt.s64 	%p10, %rd37, %rd18;
+	@%p10 bra 	$L__BB27_12;
+
+$L__BB27_13:
+	add.s64 	%rd35, %rd35, %rd7;
+	setp.lt.s64 	%p11, %rd35, %rd17;
+	@%p11 bra 	$L__BB27_2;
+
+$L__BB27_14:
+	ret;
+
+}
+	// .globl	log_softmax_bwd_f32
+.visible .entry log_softmax_bwd_f32(
+	.param .u64 log_softmax_bwd_f32_param_0,
+	.param .u64 log_softmax_bwd_f32_param_1,
+	.param .u64 log_softmax_bwd_f32_param_2,
+	.param .u64 log_softmax_bwd_f32_param_3,
+	.param .u64 log_softmax_bwd_f32_param_4
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<33>;
+	.reg .b32 	%r<17>;
+	.reg .b64 	%rd<37>;
+
+
+	ld.param.u64 	%rd16, [log_softmax_bwd_f32_param_0];
+	ld.param.u64 	%rd20, [log_softmax_bwd_f32_param_1];
+	ld.param.u64 	%rd17, [log_softmax_bwd_f32_param_2];
+	ld.param.u64 	%rd18, [log_softmax_bwd_f32_param_3];
+	ld.param.u64 	%rd19, [log_softmax_bwd_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd20;
+	mov.u32 	%r4, %ctaid.x;
+	cvt.u64.u32 	%rd34, %r4;
+	setp.ge.s64 	%p1, %rd34, %rd18;
+	@%p1 bra 	$L__BB28_14;
+
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd3, %r5;
+	mul.wide.u32 	%rd21, %r5, 4;
+	mov.u64 	%rd22, _ZZ9block_sumfE4part;
+	add.s64 	%rd4, %rd22, %rd21;
+	mov.u32 	%r6, %ntid.x;
+	cvt.u64.u32 	%rd5, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r7;
+	cvta.to.global.u64 	%rd7, %rd17;
+	cvta.to.global.u64 	%rd8, %rd16;
+	cvt.u32.u64 	%r8, %rd5;
+	cvt.u32.u64 	%r10, %rd3;
+
+$L__BB28_2:
+	mul.lo.s64 	%rd10, %rd34, %rd19;
+	setp.ge.s64 	%p2, %rd3, %rd19;
+	mov.f32 	%f32, 0f00000000;
+	@%p2 bra 	$L__BB28_5;
+
+	mov.u64 	%rd35, %rd3;
+
+$L__BB28_4:
+	add.s64 	%rd23, %rd35, %rd10;
+	shl.b64 	%rd24, %rd23, 2;
+	add.s64 	%rd25, %rd1, %rd24;
+	ld.global.f32 	%f7, [%rd25];
+	add.f32 	%f32, %f32, %f7;
+	add.s64 	%rd35, %rd35, %rd5;
+	setp.lt.s64 	%p3, %rd35, %rd19;
+	@%p3 bra 	$L__BB28_4;
+
+$L__BB28_5:
+	setp.lt.u32 	%p4, %r8, 2;
+	st.shared.f32 	[%rd4], %f32;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB28_10;
+
+	mov.u32 	%r16, 1;
+
+$L__BB28_7:
+	shl.b32 	%r2, %r16, 1;
+	rem.u32 	%r11, %r10, %r2;
+	setp.ne.s32 	%p5, %r11, 0;
+	add.s32 	%r3, %r16, %r10;
+	setp.ge.u32 	%p6, %r3, %r8;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB28_9;
+
+	mul.wide.u32 	%rd26, %r3, 4;
+	add.s64 	%rd28, %rd22, %rd26;
+	ld.shared.f32 	%f8, [%rd4];
+	ld.shared.f32 	%f9, [%rd28];
+	add.f32 	%f10, %f9, %f8;
+	st.shared.f32 	[%rd4], %f10;
+
+$L__BB28_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r8;
+	mov.u32 	%r16, %r2;
+	@%p8 bra 	$L__BB28_7;
+
+$L__BB28_10:
+	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p2 bra 	$L__BB28_13;
+
+	mov.u64 	%rd36, %rd3;
+
+$L__BB28_12:
+	add.s64 	%rd29, %rd36, %rd10;
+	shl.b64 	%rd30, %rd29, 2;
+	add.s64 	%rd31, %rd1, %rd30;
+	add.s64 	%rd32, %rd7, %rd30;
+	ld.global.f32 	%f11, [%rd32];
+	mov.f32 	%f12, 0f3F000000;
+	mov.f32 	%f13, 0f3BBB989D;
+	fma.rn.f32 	%f14, %f11, %f13, %f12;
+	mov.f32 	%f15, 0f3FB8AA3B;
+	mov.f32 	%f16, 0f437C0000;
+	cvt.sat.f32.f32 	%f17, %f14;
+	mov.f32 	%f18, 0f4B400001;
+	fma.rm.f32 	%f19, %f17, %f16, %f18;
+	add.f32 	%f20, %f19, 0fCB40007F;
+	neg.f32 	%f21, %f20;
+	fma.rn.f32 	%f22, %f11, %f15, %f21;
+	mov.f32 	%f23, 0f32A57060;
+	fma.rn.f32 	%f24, %f11, %f23, %f22;
+	mov.b32 	%r14, %f19;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f25, %r15;
+	ex2.approx.ftz.f32 	%f26, %f24;
+	mul.f32 	%f27, %f26, %f25;
+	mul.f32 	%f28, %f4, %f27;
+	ld.global.f32 	%f29, [%rd31];
+	sub.f32 	%f30, %f29, %f28;
+	add.s64 	%rd33, %rd8, %rd30;
+	st.global.f32 	[%rd33], %f30;
+	add.s64 	%rd36, %rd36, %rd5;
+	setp.lt.s64 	%p10, %rd36, %rd19;
+	@%p10 bra 	$L__BB28_12;
+
+$L__BB28_13:
+	add.s64 	%rd34, %rd34, %rd6;
+	setp.lt.s64 	%p11, %rd34, %rd18;
+	@%p11 bra 	$L__BB28_2;
+
+$L__BB28_14:
 	ret;
 
 }
@@ -505,148 +4352,143 @@ $L__BB2_20:
 	.reg .pred 	%p<7>;
 	.reg .f32 	%f<27>;
 	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<94>;
+	.reg .b64 	%rd<89>;
 
 
-	ld.param.u64 	%rd50, [mse_f32_param_0];
-	ld.param.u64 	%rd51, [mse_f32_param_1];
-	ld.param.u64 	%rd52, [mse_f32_param_2];
-	ld.param.u64 	%rd53, [mse_f32_param_3];
-	ld.param.u64 	%rd49, [mse_f32_param_4];
+	ld.param.u64 	%rd48, [mse_f32_param_0];
+	ld.param.u64 	%rd49, [mse_f32_param_1];
+	ld.param.u64 	%rd50, [mse_f32_param_2];
+	ld.param.u64 	%rd51, [mse_f32_param_3];
+	ld.param.u64 	%rd47, [mse_f32_param_4];
 	ld.param.f32 	%f1, [mse_f32_param_5];
-	cvta.to.global.u64 	%rd1, %rd50;
-	cvta.to.global.u64 	%rd2, %rd51;
-	cvta.to.global.u64 	%rd3, %rd53;
-	cvta.to.global.u64 	%rd4, %rd52;
+	cvta.to.global.u64 	%rd1, %rd48;
+	cvta.to.global.u64 	%rd2, %rd49;
+	cvta.to.global.u64 	%rd3, %rd51;
+	cvta.to.global.u64 	%rd4, %rd50;
 	mov.u32 	%r1, %ctaid.x;
-	cvt.u64.u32 	%rd5, %r1;
 	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd6, %r2;
-	mul.wide.u32 	%rd54, %r1, %r2;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd52, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd7, %r3;
-	add.s64 	%rd88, %rd54, %rd7;
-	setp.ge.s64 	%p1, %rd88, %rd49;
-	@%p1 bra 	$L__BB3_10;
+	cvt.u64.u32 	%rd53, %r3;
+	add.s64 	%rd83, %rd52, %rd53;
+	setp.ge.s64 	%p1, %rd83, %rd47;
+	@%p1 bra 	$L__BB29_10;
 
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd9, %r4;
-	mul.lo.s64 	%rd10, %rd9, %rd6;
-	add.s64 	%rd55, %rd10, %rd49;
-	add.s64 	%rd56, %rd9, %rd5;
-	mul.lo.s64 	%rd57, %rd56, %rd6;
-	add.s64 	%rd58, %rd57, %rd7;
-	not.b64 	%rd59, %rd58;
-	add.s64 	%rd11, %rd55, %rd59;
-	or.b64  	%rd60, %rd11, %rd10;
-	and.b64  	%rd61, %rd60, -4294967296;
-	setp.eq.s64 	%p2, %rd61, 0;
-	@%p2 bra 	$L__BB3_3;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd5;
+	not.b64 	%rd54, %rd83;
+	add.s64 	%rd9, %rd54, %rd47;
+	or.b64  	%rd55, %rd9, %rd8;
+	and.b64  	%rd56, %rd55, -4294967296;
+	setp.eq.s64 	%p2, %rd56, 0;
+	@%p2 bra 	$L__BB29_3;
 
-	div.u64 	%rd81, %rd11, %rd10;
-	bra.uni 	$L__BB3_4;
+	div.u64 	%rd76, %rd9, %rd8;
+	bra.uni 	$L__BB29_4;
 
-$L__BB3_3:
-	cvt.u32.u64 	%r5, %rd10;
-	cvt.u32.u64 	%r6, %rd11;
+$L__BB29_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd81, %r7;
+	cvt.u64.u32 	%rd76, %r7;
 
-$L__BB3_4:
-	add.s64 	%rd62, %rd81, 1;
-	and.b64  	%rd87, %rd62, 3;
-	setp.eq.s64 	%p3, %rd87, 0;
-	@%p3 bra 	$L__BB3_7;
+$L__BB29_4:
+	add.s64 	%rd57, %rd76, 1;
+	and.b64  	%rd82, %rd57, 3;
+	setp.eq.s64 	%p3, %rd82, 0;
+	@%p3 bra 	$L__BB29_7;
 
-	shl.b64 	%rd63, %rd88, 2;
-	add.s64 	%rd85, %rd1, %rd63;
-	shl.b64 	%rd17, %rd10, 2;
-	add.s64 	%rd84, %rd2, %rd63;
-	add.s64 	%rd83, %rd3, %rd63;
-	add.s64 	%rd82, %rd4, %rd63;
+	shl.b64 	%rd58, %rd83, 2;
+	add.s64 	%rd80, %rd1, %rd58;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd79, %rd2, %rd58;
+	add.s64 	%rd78, %rd3, %rd58;
+	add.s64 	%rd77, %rd4, %rd58;
 
-$L__BB3_6:
+$L__BB29_6:
 	.pragma "nounroll";
-	ld.global.f32 	%f2, [%rd83];
-	ld.global.f32 	%f3, [%rd82];
+	ld.global.f32 	%f2, [%rd78];
+	ld.global.f32 	%f3, [%rd77];
 	sub.f32 	%f4, %f3, %f2;
 	mul.f32 	%f5, %f4, %f4;
-	st.global.f32 	[%rd84], %f5;
+	st.global.f32 	[%rd79], %f5;
 	mul.f32 	%f6, %f4, %f1;
-	st.global.f32 	[%rd85], %f6;
-	add.s64 	%rd88, %rd88, %rd10;
-	add.s64 	%rd85, %rd85, %rd17;
-	add.s64 	%rd84, %rd84, %rd17;
-	add.s64 	%rd83, %rd83, %rd17;
-	add.s64 	%rd82, %rd82, %rd17;
-	add.s64 	%rd87, %rd87, -1;
-	setp.ne.s64 	%p4, %rd87, 0;
-	@%p4 bra 	$L__BB3_6;
+	st.global.f32 	[%rd80], %f6;
+	add.s64 	%rd83, %rd83, %rd8;
+	add.s64 	%rd80, %rd80, %rd15;
+	add.s64 	%rd79, %rd79, %rd15;
+	add.s64 	%rd78, %rd78, %rd15;
+	add.s64 	%rd77, %rd77, %rd15;
+	add.s64 	%rd82, %rd82, -1;
+	setp.ne.s64 	%p4, %rd82, 0;
+	@%p4 bra 	$L__BB29_6;
 
-$L__BB3_7:
-	setp.lt.u64 	%p5, %rd81, 3;
-	@%p5 bra 	$L__BB3_10;
+$L__BB29_7:
+	setp.lt.u64 	%p5, %rd76, 3;
+	@%p5 bra 	$L__BB29_10;
 
-	shl.b64 	%rd64, %rd88, 2;
-	add.s64 	%rd90, %rd4, %rd64;
-	shl.b64 	%rd35, %rd10, 2;
-	add.s64 	%rd91, %rd3, %rd64;
-	add.s64 	%rd92, %rd2, %rd64;
-	add.s64 	%rd93, %rd1, %rd64;
+	shl.b64 	%rd59, %rd83, 2;
+	add.s64 	%rd85, %rd4, %rd59;
+	shl.b64 	%rd33, %rd8, 2;
+	add.s64 	%rd86, %rd3, %rd59;
+	add.s64 	%rd87, %rd2, %rd59;
+	add.s64 	%rd88, %rd1, %rd59;
 
-$L__BB3_9:
-	ld.global.f32 	%f7, [%rd91];
-	ld.global.f32 	%f8, [%rd90];
+$L__BB29_9:
+	ld.global.f32 	%f7, [%rd86];
+	ld.global.f32 	%f8, [%rd85];
 	sub.f32 	%f9, %f8, %f7;
 	mul.f32 	%f10, %f9, %f9;
-	st.global.f32 	[%rd92], %f10;
+	st.global.f32 	[%rd87], %f10;
 	mul.f32 	%f11, %f9, %f1;
-	st.global.f32 	[%rd93], %f11;
-	add.s64 	%rd66, %rd90, %rd35;
-	add.s64 	%rd67, %rd91, %rd35;
-	ld.global.f32 	%f12, [%rd67];
-	ld.global.f32 	%f13, [%rd66];
+	st.global.f32 	[%rd88], %f11;
+	add.s64 	%rd61, %rd85, %rd33;
+	add.s64 	%rd62, %rd86, %rd33;
+	ld.global.f32 	%f12, [%rd62];
+	ld.global.f32 	%f13, [%rd61];
 	sub.f32 	%f14, %f13, %f12;
 	mul.f32 	%f15, %f14, %f14;
-	add.s64 	%rd68, %rd92, %rd35;
-	st.global.f32 	[%rd68], %f15;
+	add.s64 	%rd63, %rd87, %rd33;
+	st.global.f32 	[%rd63], %f15;
 	mul.f32 	%f16, %f14, %f1;
-	add.s64 	%rd69, %rd93, %rd35;
-	st.global.f32 	[%rd69], %f16;
-	add.s64 	%rd70, %rd88, %rd10;
-	add.s64 	%rd71, %rd70, %rd10;
-	add.s64 	%rd72, %rd66, %rd35;
-	add.s64 	%rd73, %rd67, %rd35;
-	ld.global.f32 	%f17, [%rd73];
-	ld.global.f32 	%f18, [%rd72];
+	add.s64 	%rd64, %rd88, %rd33;
+	st.global.f32 	[%rd64], %f16;
+	add.s64 	%rd65, %rd83, %rd8;
+	add.s64 	%rd66, %rd65, %rd8;
+	add.s64 	%rd67, %rd61, %rd33;
+	add.s64 	%rd68, %rd62, %rd33;
+	ld.global.f32 	%f17, [%rd68];
+	ld.global.f32 	%f18, [%rd67];
 	sub.f32 	%f19, %f18, %f17;
 	mul.f32 	%f20, %f19, %f19;
-	add.s64 	%rd74, %rd68, %rd35;
-	st.global.f32 	[%rd74], %f20;
+	add.s64 	%rd69, %rd63, %rd33;
+	st.global.f32 	[%rd69], %f20;
 	mul.f32 	%f21, %f19, %f1;
-	add.s64 	%rd75, %rd69, %rd35;
-	st.global.f32 	[%rd75], %f21;
-	add.s64 	%rd76, %rd71, %rd10;
-	add.s64 	%rd77, %rd72, %rd35;
-	add.s64 	%rd90, %rd77, %rd35;
-	add.s64 	%rd78, %rd73, %rd35;
-	add.s64 	%rd91, %rd78, %rd35;
-	ld.global.f32 	%f22, [%rd78];
-	ld.global.f32 	%f23, [%rd77];
+	add.s64 	%rd70, %rd64, %rd33;
+	st.global.f32 	[%rd70], %f21;
+	add.s64 	%rd71, %rd66, %rd8;
+	add.s64 	%rd72, %rd67, %rd33;
+	add.s64 	%rd85, %rd72, %rd33;
+	add.s64 	%rd73, %rd68, %rd33;
+	add.s64 	%rd86, %rd73, %rd33;
+	ld.global.f32 	%f22, [%rd73];
+	ld.global.f32 	%f23, [%rd72];
 	sub.f32 	%f24, %f23, %f22;
 	mul.f32 	%f25, %f24, %f24;
-	add.s64 	%rd79, %rd74, %rd35;
-	add.s64 	%rd92, %rd79, %rd35;
-	st.global.f32 	[%rd79], %f25;
+	add.s64 	%rd74, %rd69, %rd33;
+	add.s64 	%rd87, %rd74, %rd33;
+	st.global.f32 	[%rd74], %f25;
 	mul.f32 	%f26, %f24, %f1;
-	add.s64 	%rd80, %rd75, %rd35;
-	add.s64 	%rd93, %rd80, %rd35;
-	st.global.f32 	[%rd80], %f26;
-	add.s64 	%rd88, %rd76, %rd10;
-	setp.lt.s64 	%p6, %rd88, %rd49;
-	@%p6 bra 	$L__BB3_9;
+	add.s64 	%rd75, %rd70, %rd33;
+	add.s64 	%rd88, %rd75, %rd33;
+	st.global.f32 	[%rd75], %f26;
+	add.s64 	%rd83, %rd71, %rd8;
+	setp.lt.s64 	%p6, %rd83, %rd47;
+	@%p6 bra 	$L__BB29_9;
 
-$L__BB3_10:
+$L__BB29_10:
 	ret;
 
 }
@@ -686,7 +4528,7 @@ $L__BB3_10:
 	cvt.u64.u32 	%rd63, %r3;
 	add.s64 	%rd125, %rd62, %rd63;
 	setp.ge.s64 	%p1, %rd125, %rd56;
-	@%p1 bra 	$L__BB4_49;
+	@%p1 bra 	$L__BB30_49;
 
 	setp.gt.s64 	%p2, %rd57, 1;
 	mov.u32 	%r4, %nctaid.x;
@@ -695,26 +4537,26 @@ $L__BB3_10:
 	add.s64 	%rd8, %rd57, -1;
 	and.b64  	%rd9, %rd57, 3;
 	sub.s64 	%rd10, %rd57, %rd9;
-	@%p2 bra 	$L__BB4_22;
-	bra.uni 	$L__BB4_3;
+	@%p2 bra 	$L__BB30_22;
+	bra.uni 	$L__BB30_3;
 
-$L__BB4_22:
+$L__BB30_22:
 	add.s64 	%rd29, %rd57, -2;
 	and.b64  	%rd30, %rd8, 3;
 	sub.s64 	%rd31, %rd8, %rd30;
 
-$L__BB4_23:
+$L__BB30_23:
 	mul.lo.s64 	%rd33, %rd125, %rd57;
 	shl.b64 	%rd93, %rd33, 2;
 	add.s64 	%rd34, %rd4, %rd93;
 	ld.global.f32 	%f609, [%rd34];
 	setp.lt.u64 	%p26, %rd29, 3;
 	mov.u64 	%rd135, 1;
-	@%p26 bra 	$L__BB4_26;
+	@%p26 bra 	$L__BB30_26;
 
 	mov.u64 	%rd134, %rd31;
 
-$L__BB4_25:
+$L__BB30_25:
 	shl.b64 	%rd95, %rd135, 2;
 	add.s64 	%rd96, %rd34, %rd95;
 	ld.global.f32 	%f315, [%rd96];
@@ -728,40 +4570,40 @@ $L__BB4_25:
 	add.s64 	%rd135, %rd135, 4;
 	add.s64 	%rd134, %rd134, -4;
 	setp.ne.s64 	%p27, %rd134, 0;
-	@%p27 bra 	$L__BB4_25;
+	@%p27 bra 	$L__BB30_25;
 
-$L__BB4_26:
+$L__BB30_26:
 	setp.eq.s64 	%p28, %rd30, 0;
-	@%p28 bra 	$L__BB4_30;
+	@%p28 bra 	$L__BB30_30;
 
 	setp.eq.s64 	%p29, %rd30, 1;
 	shl.b64 	%rd97, %rd135, 2;
 	add.s64 	%rd40, %rd34, %rd97;
 	ld.global.f32 	%f322, [%rd40];
 	max.f32 	%f609, %f609, %f322;
-	@%p29 bra 	$L__BB4_30;
+	@%p29 bra 	$L__BB30_30;
 
 	setp.eq.s64 	%p30, %rd30, 2;
 	ld.global.f32 	%f323, [%rd40+4];
 	max.f32 	%f609, %f609, %f323;
-	@%p30 bra 	$L__BB4_30;
+	@%p30 bra 	$L__BB30_30;
 
 	ld.global.f32 	%f324, [%rd40+8];
 	max.f32 	%f609, %f609, %f324;
 
-$L__BB4_30:
+$L__BB30_30:
 	setp.lt.s64 	%p31, %rd57, 1;
 	mov.f32 	%f613, 0f00000000;
-	@%p31 bra 	$L__BB4_38;
+	@%p31 bra 	$L__BB30_38;
 
 	setp.lt.u64 	%p32, %rd8, 3;
 	mov.f32 	%f613, 0f00000000;
 	mov.u64 	%rd138, 0;
-	@%p32 bra 	$L__BB4_34;
+	@%p32 bra 	$L__BB30_34;
 
 	mov.u64 	%rd137, %rd10;
 
-$L__BB4_33:
+$L__BB30_33:
 	shl.b64 	%rd100, %rd138, 2;
 	add.s64 	%rd101, %rd34, %rd100;
 	ld.global.f32 	%f329, [%rd101];
@@ -829,11 +4671,11 @@ $L__BB4_33:
 	add.s64 	%rd138, %rd138, 4;
 	add.s64 	%rd137, %rd137, -4;
 	setp.ne.s64 	%p33, %rd137, 0;
-	@%p33 bra 	$L__BB4_33;
+	@%p33 bra 	$L__BB30_33;
 
-$L__BB4_34:
+$L__BB30_34:
 	setp.eq.s64 	%p34, %rd9, 0;
-	@%p34 bra 	$L__BB4_38;
+	@%p34 bra 	$L__BB30_38;
 
 	setp.eq.s64 	%p35, %rd9, 1;
 	shl.b64 	%rd102, %rd138, 2;
@@ -858,7 +4700,7 @@ $L__BB4_34:
 	mov.b32 	%f397, %r46;
 	ex2.approx.ftz.f32 	%f398, %f396;
 	fma.rn.f32 	%f613, %f398, %f397, %f613;
-	@%p35 bra 	$L__BB4_38;
+	@%p35 bra 	$L__BB30_38;
 
 	setp.eq.s64 	%p36, %rd9, 2;
 	ld.global.f32 	%f399, [%rd46+4];
@@ -875,7 +4717,7 @@ $L__BB4_34:
 	mov.b32 	%f414, %r48;
 	ex2.approx.ftz.f32 	%f415, %f413;
 	fma.rn.f32 	%f613, %f415, %f414, %f613;
-	@%p36 bra 	$L__BB4_38;
+	@%p36 bra 	$L__BB30_38;
 
 	ld.global.f32 	%f416, [%rd46+8];
 	sub.f32 	%f417, %f416, %f609;
@@ -898,7 +4740,7 @@ $L__BB4_34:
 	ex2.approx.ftz.f32 	%f432, %f430;
 	fma.rn.f32 	%f613, %f432, %f431, %f613;
 
-$L__BB4_38:
+$L__BB30_38:
 	shl.b64 	%rd103, %rd125, 2;
 	add.s64 	%rd104, %rd3, %rd103;
 	ld.global.s32 	%rd47, [%rd104];
@@ -937,12 +4779,12 @@ $L__BB4_38:
 	mov.f32 	%f459, 0f3F317218;
 	fma.rn.f32 	%f614, %f438, %f459, %f458;
 	setp.lt.u32 	%p38, %r51, 2139095040;
-	@%p38 bra 	$L__BB4_40;
+	@%p38 bra 	$L__BB30_40;
 
 	mov.f32 	%f460, 0f7F800000;
 	fma.rn.f32 	%f614, %f32, %f460, %f460;
 
-$L__BB4_40:
+$L__BB30_40:
 	setp.eq.f32 	%p39, %f32, 0f00000000;
 	selp.f32 	%f461, 0fFF800000, %f614, %p39;
 	add.f32 	%f462, %f609, %f461;
@@ -953,15 +4795,15 @@ $L__BB4_40:
 	add.s64 	%rd108, %rd2, %rd103;
 	st.global.f32 	[%rd108], %f464;
 	rcp.rn.f32 	%f36, %f613;
-	@%p31 bra 	$L__BB4_48;
+	@%p31 bra 	$L__BB30_48;
 
 	setp.lt.u64 	%p41, %rd8, 3;
 	mov.u64 	%rd141, 0;
-	@%p41 bra 	$L__BB4_44;
+	@%p41 bra 	$L__BB30_44;
 
 	mov.u64 	%rd140, %rd10;
 
-$L__BB4_43:
+$L__BB30_43:
 	shl.b64 	%rd111, %rd141, 2;
 	add.s64 	%rd112, %rd34, %rd111;
 	ld.global.f32 	%f465, [%rd112];
@@ -1059,11 +4901,11 @@ $L__BB4_43:
 	add.s64 	%rd141, %rd141, 4;
 	add.s64 	%rd140, %rd140, -4;
 	setp.ne.s64 	%p46, %rd140, 0;
-	@%p46 bra 	$L__BB4_43;
+	@%p46 bra 	$L__BB30_43;
 
-$L__BB4_44:
+$L__BB30_44:
 	setp.eq.s64 	%p47, %rd9, 0;
-	@%p47 bra 	$L__BB4_48;
+	@%p47 bra 	$L__BB30_48;
 
 	setp.eq.s64 	%p48, %rd9, 1;
 	shl.b64 	%rd119, %rd141, 2;
@@ -1097,7 +4939,7 @@ $L__BB4_44:
 	shl.b64 	%rd121, %rd120, 2;
 	add.s64 	%rd54, %rd1, %rd121;
 	st.global.f32 	[%rd54], %f556;
-	@%p48 bra 	$L__BB4_48;
+	@%p48 bra 	$L__BB30_48;
 
 	setp.eq.s64 	%p50, %rd9, 2;
 	ld.global.f32 	%f557, [%rd53+4];
@@ -1121,7 +4963,7 @@ $L__BB4_44:
 	sub.f32 	%f577, %f575, %f576;
 	mul.f32 	%f578, %f577, %f37;
 	st.global.f32 	[%rd54+4], %f578;
-	@%p50 bra 	$L__BB4_48;
+	@%p50 bra 	$L__BB30_48;
 
 	ld.global.f32 	%f579, [%rd53+8];
 	sub.f32 	%f580, %f579, %f609;
@@ -1151,30 +4993,30 @@ $L__BB4_44:
 	mul.f32 	%f600, %f599, %f37;
 	st.global.f32 	[%rd54+8], %f600;
 
-$L__BB4_48:
+$L__BB30_48:
 	ld.param.u64 	%rd124, [softmax_ce_f32_param_4];
 	add.s64 	%rd125, %rd125, %rd7;
 	setp.lt.s64 	%p53, %rd125, %rd124;
-	@%p53 bra 	$L__BB4_23;
-	bra.uni 	$L__BB4_49;
+	@%p53 bra 	$L__BB30_23;
+	bra.uni 	$L__BB30_49;
 
-$L__BB4_3:
+$L__BB30_3:
 	mul.lo.s64 	%rd12, %rd125, %rd57;
 	shl.b64 	%rd65, %rd12, 2;
 	add.s64 	%rd13, %rd4, %rd65;
 	ld.global.f32 	%f1, [%rd13];
 	setp.lt.s64 	%p3, %rd57, 1;
 	mov.f32 	%f604, 0f00000000;
-	@%p3 bra 	$L__BB4_11;
+	@%p3 bra 	$L__BB30_11;
 
 	setp.lt.u64 	%p4, %rd8, 3;
 	mov.f32 	%f604, 0f00000000;
 	mov.u64 	%rd128, 0;
-	@%p4 bra 	$L__BB4_7;
+	@%p4 bra 	$L__BB30_7;
 
 	mov.u64 	%rd127, %rd10;
 
-$L__BB4_6:
+$L__BB30_6:
 	shl.b64 	%rd68, %rd128, 2;
 	add.s64 	%rd69, %rd13, %rd68;
 	ld.global.f32 	%f42, [%rd69];
@@ -1242,11 +5084,11 @@ $L__BB4_6:
 	add.s64 	%rd128, %rd128, 4;
 	add.s64 	%rd127, %rd127, -4;
 	setp.ne.s64 	%p5, %rd127, 0;
-	@%p5 bra 	$L__BB4_6;
+	@%p5 bra 	$L__BB30_6;
 
-$L__BB4_7:
+$L__BB30_7:
 	setp.eq.s64 	%p6, %rd9, 0;
-	@%p6 bra 	$L__BB4_11;
+	@%p6 bra 	$L__BB30_11;
 
 	setp.eq.s64 	%p7, %rd9, 1;
 	shl.b64 	%rd70, %rd128, 2;
@@ -1271,7 +5113,7 @@ $L__BB4_7:
 	mov.b32 	%f110, %r14;
 	ex2.approx.ftz.f32 	%f111, %f109;
 	fma.rn.f32 	%f604, %f111, %f110, %f604;
-	@%p7 bra 	$L__BB4_11;
+	@%p7 bra 	$L__BB30_11;
 
 	setp.eq.s64 	%p8, %rd9, 2;
 	ld.global.f32 	%f112, [%rd19+4];
@@ -1288,7 +5130,7 @@ $L__BB4_7:
 	mov.b32 	%f127, %r16;
 	ex2.approx.ftz.f32 	%f128, %f126;
 	fma.rn.f32 	%f604, %f128, %f127, %f604;
-	@%p8 bra 	$L__BB4_11;
+	@%p8 bra 	$L__BB30_11;
 
 	ld.global.f32 	%f129, [%rd19+8];
 	sub.f32 	%f130, %f129, %f1;
@@ -1311,7 +5153,7 @@ $L__BB4_7:
 	ex2.approx.ftz.f32 	%f145, %f143;
 	fma.rn.f32 	%f604, %f145, %f144, %f604;
 
-$L__BB4_11:
+$L__BB30_11:
 	shl.b64 	%rd71, %rd125, 2;
 	add.s64 	%rd72, %rd3, %rd71;
 	ld.global.s32 	%rd20, [%rd72];
@@ -1350,12 +5192,12 @@ $L__BB4_11:
 	mov.f32 	%f172, 0f3F317218;
 	fma.rn.f32 	%f605, %f151, %f172, %f171;
 	setp.lt.u32 	%p10, %r19, 2139095040;
-	@%p10 bra 	$L__BB4_13;
+	@%p10 bra 	$L__BB30_13;
 
 	mov.f32 	%f173, 0f7F800000;
 	fma.rn.f32 	%f605, %f10, %f173, %f173;
 
-$L__BB4_13:
+$L__BB30_13:
 	setp.eq.f32 	%p11, %f10, 0f00000000;
 	selp.f32 	%f174, 0fFF800000, %f605, %p11;
 	add.f32 	%f175, %f1, %f174;
@@ -1366,15 +5208,15 @@ $L__BB4_13:
 	add.s64 	%rd76, %rd2, %rd71;
 	st.global.f32 	[%rd76], %f177;
 	rcp.rn.f32 	%f14, %f604;
-	@%p3 bra 	$L__BB4_21;
+	@%p3 bra 	$L__BB30_21;
 
 	setp.lt.u64 	%p13, %rd8, 3;
 	mov.u64 	%rd131, 0;
-	@%p13 bra 	$L__BB4_17;
+	@%p13 bra 	$L__BB30_17;
 
 	mov.u64 	%rd130, %rd10;
 
-$L__BB4_16:
+$L__BB30_16:
 	shl.b64 	%rd79, %rd131, 2;
 	add.s64 	%rd80, %rd13, %rd79;
 	ld.global.f32 	%f178, [%rd80];
@@ -1472,11 +5314,11 @@ $L__BB4_16:
 	add.s64 	%rd131, %rd131, 4;
 	add.s64 	%rd130, %rd130, -4;
 	setp.ne.s64 	%p18, %rd130, 0;
-	@%p18 bra 	$L__BB4_16;
+	@%p18 bra 	$L__BB30_16;
 
-$L__BB4_17:
+$L__BB30_17:
 	setp.eq.s64 	%p19, %rd9, 0;
-	@%p19 bra 	$L__BB4_21;
+	@%p19 bra 	$L__BB30_21;
 
 	setp.eq.s64 	%p20, %rd9, 1;
 	shl.b64 	%rd87, %rd131, 2;
@@ -1510,7 +5352,7 @@ $L__BB4_17:
 	shl.b64 	%rd89, %rd88, 2;
 	add.s64 	%rd27, %rd1, %rd89;
 	st.global.f32 	[%rd27], %f269;
-	@%p20 bra 	$L__BB4_21;
+	@%p20 bra 	$L__BB30_21;
 
 	setp.eq.s64 	%p22, %rd9, 2;
 	ld.global.f32 	%f270, [%rd26+4];
@@ -1534,7 +5376,7 @@ $L__BB4_17:
 	sub.f32 	%f290, %f288, %f289;
 	mul.f32 	%f291, %f290, %f37;
 	st.global.f32 	[%rd27+4], %f291;
-	@%p22 bra 	$L__BB4_21;
+	@%p22 bra 	$L__BB30_21;
 
 	ld.global.f32 	%f292, [%rd26+8];
 	sub.f32 	%f293, %f292, %f1;
@@ -1564,12 +5406,12 @@ $L__BB4_17:
 	mul.f32 	%f313, %f312, %f37;
 	st.global.f32 	[%rd27+8], %f313;
 
-$L__BB4_21:
+$L__BB30_21:
 	add.s64 	%rd125, %rd125, %rd7;
 	setp.lt.s64 	%p25, %rd125, %rd56;
-	@%p25 bra 	$L__BB4_3;
+	@%p25 bra 	$L__BB30_3;
 
-$L__BB4_49:
+$L__BB30_49:
 	ret;
 
 }
@@ -1584,217 +5426,885 @@ $L__BB4_49:
 	.reg .pred 	%p<7>;
 	.reg .f32 	%f<22>;
 	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<68>;
+	.reg .b64 	%rd<63>;
 
 
-	ld.param.u64 	%rd36, [sgd_f32_param_0];
-	ld.param.u64 	%rd37, [sgd_f32_param_1];
-	ld.param.u64 	%rd35, [sgd_f32_param_2];
+	ld.param.u64 	%rd34, [sgd_f32_param_0];
+	ld.param.u64 	%rd35, [sgd_f32_param_1];
+	ld.param.u64 	%rd33, [sgd_f32_param_2];
 	ld.param.f32 	%f1, [sgd_f32_param_3];
-	cvta.to.global.u64 	%rd1, %rd36;
-	cvta.to.global.u64 	%rd2, %rd37;
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
 	mov.u32 	%r1, %ctaid.x;
-	cvt.u64.u32 	%rd3, %r1;
-	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd4, %r2;
-	mul.wide.u32 	%rd38, %r1, %r2;
-	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd5, %r3;
-	add.s64 	%rd64, %rd38, %rd5;
-	setp.ge.s64 	%p1, %rd64, %rd35;
-	@%p1 bra 	$L__BB5_10;
-
-	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd7, %r4;
-	mul.lo.s64 	%rd8, %rd7, %rd4;
-	add.s64 	%rd39, %rd8, %rd35;
-	add.s64 	%rd40, %rd7, %rd3;
-	mul.lo.s64 	%rd41, %rd40, %rd4;
-	add.s64 	%rd42, %rd41, %rd5;
-	not.b64 	%rd43, %rd42;
-	add.s64 	%rd9, %rd39, %rd43;
-	or.b64  	%rd44, %rd9, %rd8;
-	and.b64  	%rd45, %rd44, -4294967296;
-	setp.eq.s64 	%p2, %rd45, 0;
-	@%p2 bra 	$L__BB5_3;
-
-	div.u64 	%rd59, %rd9, %rd8;
-	bra.uni 	$L__BB5_4;
-
-$L__BB5_3:
-	cvt.u32.u64 	%r5, %rd8;
-	cvt.u32.u64 	%r6, %rd9;
-	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd59, %r7;
-
-$L__BB5_4:
-	add.s64 	%rd46, %rd59, 1;
-	and.b64  	%rd63, %rd46, 3;
-	setp.eq.s64 	%p3, %rd63, 0;
-	@%p3 bra 	$L__BB5_7;
-
-	shl.b64 	%rd47, %rd64, 2;
-	add.s64 	%rd61, %rd1, %rd47;
-	shl.b64 	%rd15, %rd8, 2;
-	add.s64 	%rd60, %rd2, %rd47;
-
-$L__BB5_6:
-	.pragma "nounroll";
-	ld.global.f32 	%f2, [%rd60];
-	mul.f32 	%f3, %f2, %f1;
-	ld.global.f32 	%f4, [%rd61];
-	sub.f32 	%f5, %f4, %f3;
-	st.global.f32 	[%rd61], %f5;
-	add.s64 	%rd64, %rd64, %rd8;
-	add.s64 	%rd61, %rd61, %rd15;
-	add.s64 	%rd60, %rd60, %rd15;
-	add.s64 	%rd63, %rd63, -1;
-	setp.ne.s64 	%p4, %rd63, 0;
-	@%p4 bra 	$L__BB5_6;
-
-$L__BB5_7:
-	setp.lt.u64 	%p5, %rd59, 3;
-	@%p5 bra 	$L__BB5_10;
-
-	shl.b64 	%rd48, %rd64, 2;
-	add.s64 	%rd66, %rd2, %rd48;
-	shl.b64 	%rd27, %rd8, 2;
-	add.s64 	%rd67, %rd1, %rd48;
-
-$L__BB5_9:
-	ld.global.f32 	%f6, [%rd66];
-	mul.f32 	%f7, %f6, %f1;
-	ld.global.f32 	%f8, [%rd67];
-	sub.f32 	%f9, %f8, %f7;
-	st.global.f32 	[%rd67], %f9;
-	add.s64 	%rd50, %rd66, %rd27;
-	ld.global.f32 	%f10, [%rd50];
-	mul.f32 	%f11, %f10, %f1;
-	add.s64 	%rd51, %rd67, %rd27;
-	ld.global.f32 	%f12, [%rd51];
-	sub.f32 	%f13, %f12, %f11;
-	st.global.f32 	[%rd51], %f13;
-	add.s64 	%rd52, %rd64, %rd8;
-	add.s64 	%rd53, %rd52, %rd8;
-	add.s64 	%rd54, %rd50, %rd27;
-	ld.global.f32 	%f14, [%rd54];
-	mul.f32 	%f15, %f14, %f1;
-	add.s64 	%rd55, %rd51, %rd27;
-	ld.global.f32 	%f16, [%rd55];
-	sub.f32 	%f17, %f16, %f15;
-	st.global.f32 	[%rd55], %f17;
-	add.s64 	%rd56, %rd53, %rd8;
-	add.s64 	%rd57, %rd54, %rd27;
-	add.s64 	%rd66, %rd57, %rd27;
-	ld.global.f32 	%f18, [%rd57];
-	mul.f32 	%f19, %f18, %f1;
-	add.s64 	%rd58, %rd55, %rd27;
-	add.s64 	%rd67, %rd58, %rd27;
-	ld.global.f32 	%f20, [%rd58];
-	sub.f32 	%f21, %f20, %f19;
-	st.global.f32 	[%rd58], %f21;
-	add.s64 	%rd64, %rd56, %rd8;
-	setp.lt.s64 	%p6, %rd64, %rd35;
-	@%p6 bra 	$L__BB5_9;
-
-$L__BB5_10:
-	ret;
-
-}
-	// .globl	fill_f32
-.visible .entry fill_f32(
-	.param .u64 fill_f32_param_0,
-	.param .f32 fill_f32_param_1,
-	.param .u64 fill_f32_param_2
-)
-{
-	.reg .pred 	%p<7>;
-	.reg .f32 	%f<2>;
-	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<51>;
-
-
-	ld.param.u64 	%rd24, [fill_f32_param_0];
-	ld.param.f32 	%f1, [fill_f32_param_1];
-	ld.param.u64 	%rd23, [fill_f32_param_2];
-	cvta.to.global.u64 	%rd1, %rd24;
-	mov.u32 	%r1, %ctaid.x;
-	cvt.u64.u32 	%rd2, %r1;
 	mov.u32 	%r2, %ntid.x;
 	cvt.u64.u32 	%rd3, %r2;
-	mul.wide.u32 	%rd25, %r1, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd4, %r3;
-	add.s64 	%rd49, %rd25, %rd4;
-	setp.ge.s64 	%p1, %rd49, %rd23;
-	@%p1 bra 	$L__BB6_10;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB31_10;
 
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd26, %r4;
-	mul.lo.s64 	%rd6, %rd26, %rd3;
-	add.s64 	%rd27, %rd6, %rd23;
-	add.s64 	%rd28, %rd26, %rd2;
-	mul.lo.s64 	%rd29, %rd28, %rd3;
-	add.s64 	%rd30, %rd29, %rd4;
-	not.b64 	%rd31, %rd30;
-	add.s64 	%rd7, %rd27, %rd31;
-	or.b64  	%rd32, %rd7, %rd6;
-	and.b64  	%rd33, %rd32, -4294967296;
-	setp.eq.s64 	%p2, %rd33, 0;
-	@%p2 bra 	$L__BB6_3;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB31_3;
 
-	div.u64 	%rd45, %rd7, %rd6;
-	bra.uni 	$L__BB6_4;
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB31_4;
 
-$L__BB6_3:
+$L__BB31_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd45, %r7;
+	cvt.u64.u32 	%rd54, %r7;
 
-$L__BB6_4:
-	add.s64 	%rd34, %rd45, 1;
-	and.b64  	%rd48, %rd34, 3;
-	setp.eq.s64 	%p3, %rd48, 0;
-	@%p3 bra 	$L__BB6_7;
+$L__BB31_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB31_7;
 
-	shl.b64 	%rd35, %rd49, 2;
-	add.s64 	%rd46, %rd1, %rd35;
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
 	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
 
-$L__BB6_6:
+$L__BB31_6:
 	.pragma "nounroll";
-	st.global.f32 	[%rd46], %f1;
-	add.s64 	%rd49, %rd49, %rd6;
-	add.s64 	%rd46, %rd46, %rd13;
-	add.s64 	%rd48, %rd48, -1;
-	setp.ne.s64 	%p4, %rd48, 0;
-	@%p4 bra 	$L__BB6_6;
+	ld.global.f32 	%f2, [%rd55];
+	mul.f32 	%f3, %f2, %f1;
+	ld.global.f32 	%f4, [%rd56];
+	sub.f32 	%f5, %f4, %f3;
+	st.global.f32 	[%rd56], %f5;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p4, %rd58, 0;
+	@%p4 bra 	$L__BB31_6;
 
-$L__BB6_7:
-	setp.lt.u64 	%p5, %rd45, 3;
-	@%p5 bra 	$L__BB6_10;
+$L__BB31_7:
+	setp.lt.u64 	%p5, %rd54, 3;
+	@%p5 bra 	$L__BB31_10;
 
-	shl.b64 	%rd38, %rd6, 2;
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
 
-$L__BB6_9:
-	shl.b64 	%rd36, %rd49, 2;
-	add.s64 	%rd37, %rd1, %rd36;
-	st.global.f32 	[%rd37], %f1;
-	add.s64 	%rd39, %rd37, %rd38;
-	st.global.f32 	[%rd39], %f1;
-	add.s64 	%rd40, %rd49, %rd6;
-	add.s64 	%rd41, %rd40, %rd6;
-	add.s64 	%rd42, %rd39, %rd38;
-	st.global.f32 	[%rd42], %f1;
-	add.s64 	%rd43, %rd41, %rd6;
-	add.s64 	%rd44, %rd42, %rd38;
-	st.global.f32 	[%rd44], %f1;
-	add.s64 	%rd49, %rd43, %rd6;
-	setp.lt.s64 	%p6, %rd49, %rd23;
-	@%p6 bra 	$L__BB6_9;
+$L__BB31_9:
+	ld.global.f32 	%f6, [%rd61];
+	mul.f32 	%f7, %f6, %f1;
+	ld.global.f32 	%f8, [%rd62];
+	sub.f32 	%f9, %f8, %f7;
+	st.global.f32 	[%rd62], %f9;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f10, [%rd45];
+	mul.f32 	%f11, %f10, %f1;
+	add.s64 	%rd46, %rd62, %rd25;
+	ld.global.f32 	%f12, [%rd46];
+	sub.f32 	%f13, %f12, %f11;
+	st.global.f32 	[%rd46], %f13;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f14, [%rd49];
+	mul.f32 	%f15, %f14, %f1;
+	add.s64 	%rd50, %rd46, %rd25;
+	ld.global.f32 	%f16, [%rd50];
+	sub.f32 	%f17, %f16, %f15;
+	st.global.f32 	[%rd50], %f17;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f18, [%rd52];
+	mul.f32 	%f19, %f18, %f1;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	ld.global.f32 	%f20, [%rd53];
+	sub.f32 	%f21, %f20, %f19;
+	st.global.f32 	[%rd53], %f21;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p6, %rd59, %rd33;
+	@%p6 bra 	$L__BB31_9;
 
-$L__BB6_10:
+$L__BB31_10:
+	ret;
+
+}
+	// .globl	sgd_momentum_f32
+.visible .entry sgd_momentum_f32(
+	.param .u64 sgd_momentum_f32_param_0,
+	.param .u64 sgd_momentum_f32_param_1,
+	.param .u64 sgd_momentum_f32_param_2,
+	.param .u64 sgd_momentum_f32_param_3,
+	.param .f32 sgd_momentum_f32_param_4,
+	.param .f32 sgd_momentum_f32_param_5,
+	.param .f32 sgd_momentum_f32_param_6,
+	.param .f32 sgd_momentum_f32_param_7,
+	.param .f32 sgd_momentum_f32_param_8,
+	.param .f32 sgd_momentum_f32_param_9
+)
+{
+	.reg .pred 	%p<19>;
+	.reg .f32 	%f<131>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<180>;
+
+
+	ld.param.u64 	%rd95, [sgd_momentum_f32_param_0];
+	ld.param.u64 	%rd96, [sgd_momentum_f32_param_1];
+	ld.param.u64 	%rd97, [sgd_momentum_f32_param_2];
+	ld.param.u64 	%rd94, [sgd_momentum_f32_param_3];
+	ld.param.f32 	%f3, [sgd_momentum_f32_param_4];
+	ld.param.f32 	%f4, [sgd_momentum_f32_param_5];
+	ld.param.f32 	%f5, [sgd_momentum_f32_param_6];
+	ld.param.f32 	%f6, [sgd_momentum_f32_param_7];
+	ld.param.f32 	%f7, [sgd_momentum_f32_param_8];
+	ld.param.f32 	%f8, [sgd_momentum_f32_param_9];
+	cvta.to.global.u64 	%rd1, %rd97;
+	cvta.to.global.u64 	%rd2, %rd95;
+	cvta.to.global.u64 	%rd3, %rd96;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd98, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd99, %r3;
+	add.s64 	%rd155, %rd98, %rd99;
+	setp.ge.s64 	%p1, %rd155, %rd94;
+	@%p1 bra 	$L__BB32_24;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd100, %rd155;
+	add.s64 	%rd8, %rd100, %rd94;
+	or.b64  	%rd101, %rd8, %rd7;
+	and.b64  	%rd102, %rd101, -4294967296;
+	setp.eq.s64 	%p2, %rd102, 0;
+	@%p2 bra 	$L__BB32_3;
+
+	div.u64 	%rd11, %rd8, %rd7;
+	bra.uni 	$L__BB32_4;
+
+$L__BB32_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd11, %r7;
+
+$L__BB32_4:
+	add.s64 	%rd103, %rd11, 1;
+	and.b64  	%rd154, %rd103, 3;
+	setp.neu.f32 	%p3, %f8, 0f00000000;
+	@%p3 bra 	$L__BB32_11;
+	bra.uni 	$L__BB32_5;
+
+$L__BB32_11:
+	setp.neu.f32 	%p10, %f7, 0f00000000;
+	@%p10 bra 	$L__BB32_18;
+	bra.uni 	$L__BB32_12;
+
+$L__BB32_18:
+	setp.eq.s64 	%p15, %rd154, 0;
+	@%p15 bra 	$L__BB32_21;
+
+	shl.b64 	%rd134, %rd155, 2;
+	add.s64 	%rd172, %rd1, %rd134;
+	shl.b64 	%rd68, %rd7, 2;
+	add.s64 	%rd171, %rd2, %rd134;
+	add.s64 	%rd170, %rd3, %rd134;
+
+$L__BB32_20:
+	.pragma "nounroll";
+	ld.global.f32 	%f96, [%rd171];
+	ld.global.f32 	%f97, [%rd170];
+	fma.rn.f32 	%f98, %f96, %f6, %f97;
+	st.global.f32 	[%rd172], %f98;
+	fma.rn.f32 	%f99, %f98, %f4, %f98;
+	mul.f32 	%f100, %f99, %f3;
+	ld.global.f32 	%f101, [%rd171];
+	sub.f32 	%f102, %f101, %f100;
+	st.global.f32 	[%rd171], %f102;
+	add.s64 	%rd155, %rd155, %rd7;
+	add.s64 	%rd172, %rd172, %rd68;
+	add.s64 	%rd171, %rd171, %rd68;
+	add.s64 	%rd170, %rd170, %rd68;
+	add.s64 	%rd154, %rd154, -1;
+	setp.ne.s64 	%p16, %rd154, 0;
+	@%p16 bra 	$L__BB32_20;
+
+$L__BB32_21:
+	setp.lt.u64 	%p17, %rd11, 3;
+	@%p17 bra 	$L__BB32_24;
+
+	shl.b64 	%rd135, %rd155, 2;
+	add.s64 	%rd177, %rd3, %rd135;
+	shl.b64 	%rd83, %rd7, 2;
+	add.s64 	%rd178, %rd2, %rd135;
+	add.s64 	%rd179, %rd1, %rd135;
+
+$L__BB32_23:
+	ld.global.f32 	%f103, [%rd178];
+	ld.global.f32 	%f104, [%rd177];
+	fma.rn.f32 	%f105, %f103, %f6, %f104;
+	st.global.f32 	[%rd179], %f105;
+	fma.rn.f32 	%f106, %f105, %f4, %f105;
+	mul.f32 	%f107, %f106, %f3;
+	ld.global.f32 	%f108, [%rd178];
+	sub.f32 	%f109, %f108, %f107;
+	st.global.f32 	[%rd178], %f109;
+	add.s64 	%rd137, %rd177, %rd83;
+	add.s64 	%rd138, %rd178, %rd83;
+	ld.global.f32 	%f110, [%rd138];
+	ld.global.f32 	%f111, [%rd137];
+	fma.rn.f32 	%f112, %f110, %f6, %f111;
+	add.s64 	%rd139, %rd179, %rd83;
+	st.global.f32 	[%rd139], %f112;
+	fma.rn.f32 	%f113, %f112, %f4, %f112;
+	mul.f32 	%f114, %f113, %f3;
+	ld.global.f32 	%f115, [%rd138];
+	sub.f32 	%f116, %f115, %f114;
+	st.global.f32 	[%rd138], %f116;
+	add.s64 	%rd140, %rd155, %rd7;
+	add.s64 	%rd141, %rd140, %rd7;
+	add.s64 	%rd142, %rd137, %rd83;
+	add.s64 	%rd143, %rd138, %rd83;
+	ld.global.f32 	%f117, [%rd143];
+	ld.global.f32 	%f118, [%rd142];
+	fma.rn.f32 	%f119, %f117, %f6, %f118;
+	add.s64 	%rd144, %rd139, %rd83;
+	st.global.f32 	[%rd144], %f119;
+	fma.rn.f32 	%f120, %f119, %f4, %f119;
+	mul.f32 	%f121, %f120, %f3;
+	ld.global.f32 	%f122, [%rd143];
+	sub.f32 	%f123, %f122, %f121;
+	st.global.f32 	[%rd143], %f123;
+	add.s64 	%rd145, %rd141, %rd7;
+	add.s64 	%rd146, %rd142, %rd83;
+	add.s64 	%rd177, %rd146, %rd83;
+	add.s64 	%rd147, %rd143, %rd83;
+	add.s64 	%rd178, %rd147, %rd83;
+	ld.global.f32 	%f124, [%rd147];
+	ld.global.f32 	%f125, [%rd146];
+	fma.rn.f32 	%f126, %f124, %f6, %f125;
+	add.s64 	%rd148, %rd144, %rd83;
+	add.s64 	%rd179, %rd148, %rd83;
+	st.global.f32 	[%rd148], %f126;
+	fma.rn.f32 	%f127, %f126, %f4, %f126;
+	mul.f32 	%f128, %f127, %f3;
+	ld.global.f32 	%f129, [%rd147];
+	sub.f32 	%f130, %f129, %f128;
+	st.global.f32 	[%rd147], %f130;
+	add.s64 	%rd155, %rd145, %rd7;
+	setp.lt.s64 	%p18, %rd155, %rd94;
+	@%p18 bra 	$L__BB32_23;
+	bra.uni 	$L__BB32_24;
+
+$L__BB32_5:
+	setp.eq.s64 	%p4, %rd154, 0;
+	@%p4 bra 	$L__BB32_8;
+
+	shl.b64 	%rd104, %rd155, 2;
+	add.s64 	%rd152, %rd1, %rd104;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd151, %rd2, %rd104;
+	add.s64 	%rd150, %rd3, %rd104;
+	mov.f32 	%f9, 0f3F800000;
+	sub.f32 	%f1, %f9, %f5;
+
+$L__BB32_7:
+	.pragma "nounroll";
+	ld.global.f32 	%f10, [%rd151];
+	ld.global.f32 	%f11, [%rd150];
+	fma.rn.f32 	%f12, %f10, %f6, %f11;
+	ld.global.f32 	%f13, [%rd152];
+	mul.f32 	%f14, %f13, %f4;
+	fma.rn.f32 	%f15, %f1, %f12, %f14;
+	st.global.f32 	[%rd152], %f15;
+	fma.rn.f32 	%f16, %f15, %f4, %f12;
+	setp.neu.f32 	%p5, %f7, 0f00000000;
+	selp.f32 	%f17, %f16, %f15, %p5;
+	mul.f32 	%f18, %f17, %f3;
+	ld.global.f32 	%f19, [%rd151];
+	sub.f32 	%f20, %f19, %f18;
+	st.global.f32 	[%rd151], %f20;
+	add.s64 	%rd155, %rd155, %rd7;
+	add.s64 	%rd152, %rd152, %rd14;
+	add.s64 	%rd151, %rd151, %rd14;
+	add.s64 	%rd150, %rd150, %rd14;
+	add.s64 	%rd154, %rd154, -1;
+	setp.ne.s64 	%p6, %rd154, 0;
+	@%p6 bra 	$L__BB32_7;
+
+$L__BB32_8:
+	setp.lt.u64 	%p7, %rd11, 3;
+	@%p7 bra 	$L__BB32_24;
+
+	shl.b64 	%rd105, %rd155, 2;
+	add.s64 	%rd157, %rd3, %rd105;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd158, %rd2, %rd105;
+	add.s64 	%rd159, %rd1, %rd105;
+	mov.f32 	%f21, 0f3F800000;
+	sub.f32 	%f2, %f21, %f5;
+
+$L__BB32_10:
+	ld.global.f32 	%f22, [%rd158];
+	ld.global.f32 	%f23, [%rd157];
+	fma.rn.f32 	%f24, %f22, %f6, %f23;
+	ld.global.f32 	%f25, [%rd159];
+	mul.f32 	%f26, %f25, %f4;
+	fma.rn.f32 	%f27, %f2, %f24, %f26;
+	st.global.f32 	[%rd159], %f27;
+	fma.rn.f32 	%f28, %f27, %f4, %f24;
+	setp.neu.f32 	%p8, %f7, 0f00000000;
+	selp.f32 	%f29, %f28, %f27, %p8;
+	mul.f32 	%f30, %f29, %f3;
+	ld.global.f32 	%f31, [%rd158];
+	sub.f32 	%f32, %f31, %f30;
+	st.global.f32 	[%rd158], %f32;
+	add.s64 	%rd107, %rd157, %rd29;
+	add.s64 	%rd108, %rd158, %rd29;
+	ld.global.f32 	%f33, [%rd108];
+	ld.global.f32 	%f34, [%rd107];
+	fma.rn.f32 	%f35, %f33, %f6, %f34;
+	add.s64 	%rd109, %rd159, %rd29;
+	ld.global.f32 	%f36, [%rd109];
+	mul.f32 	%f37, %f36, %f4;
+	fma.rn.f32 	%f38, %f2, %f35, %f37;
+	st.global.f32 	[%rd109], %f38;
+	fma.rn.f32 	%f39, %f38, %f4, %f35;
+	selp.f32 	%f40, %f39, %f38, %p8;
+	mul.f32 	%f41, %f40, %f3;
+	ld.global.f32 	%f42, [%rd108];
+	sub.f32 	%f43, %f42, %f41;
+	st.global.f32 	[%rd108], %f43;
+	add.s64 	%rd110, %rd155, %rd7;
+	add.s64 	%rd111, %rd110, %rd7;
+	add.s64 	%rd112, %rd107, %rd29;
+	add.s64 	%rd113, %rd108, %rd29;
+	ld.global.f32 	%f44, [%rd113];
+	ld.global.f32 	%f45, [%rd112];
+	fma.rn.f32 	%f46, %f44, %f6, %f45;
+	add.s64 	%rd114, %rd109, %rd29;
+	ld.global.f32 	%f47, [%rd114];
+	mul.f32 	%f48, %f47, %f4;
+	fma.rn.f32 	%f49, %f2, %f46, %f48;
+	st.global.f32 	[%rd114], %f49;
+	fma.rn.f32 	%f50, %f49, %f4, %f46;
+	selp.f32 	%f51, %f50, %f49, %p8;
+	mul.f32 	%f52, %f51, %f3;
+	ld.global.f32 	%f53, [%rd113];
+	sub.f32 	%f54, %f53, %f52;
+	st.global.f32 	[%rd113], %f54;
+	add.s64 	%rd115, %rd111, %rd7;
+	add.s64 	%rd116, %rd112, %rd29;
+	add.s64 	%rd157, %rd116, %rd29;
+	add.s64 	%rd117, %rd113, %rd29;
+	add.s64 	%rd158, %rd117, %rd29;
+	ld.global.f32 	%f55, [%rd117];
+	ld.global.f32 	%f56, [%rd116];
+	fma.rn.f32 	%f57, %f55, %f6, %f56;
+	add.s64 	%rd118, %rd114, %rd29;
+	add.s64 	%rd159, %rd118, %rd29;
+	ld.global.f32 	%f58, [%rd118];
+	mul.f32 	%f59, %f58, %f4;
+	fma.rn.f32 	%f60, %f2, %f57, %f59;
+	st.global.f32 	[%rd118], %f60;
+	fma.rn.f32 	%f61, %f60, %f4, %f57;
+	selp.f32 	%f62, %f61, %f60, %p8;
+	mul.f32 	%f63, %f62, %f3;
+	ld.global.f32 	%f64, [%rd117];
+	sub.f32 	%f65, %f64, %f63;
+	st.global.f32 	[%rd117], %f65;
+	add.s64 	%rd155, %rd115, %rd7;
+	setp.lt.s64 	%p9, %rd155, %rd94;
+	@%p9 bra 	$L__BB32_10;
+	bra.uni 	$L__BB32_24;
+
+$L__BB32_12:
+	setp.eq.s64 	%p11, %rd154, 0;
+	@%p11 bra 	$L__BB32_15;
+
+	shl.b64 	%rd119, %rd155, 2;
+	add.s64 	%rd162, %rd1, %rd119;
+	shl.b64 	%rd41, %rd7, 2;
+	add.s64 	%rd161, %rd2, %rd119;
+	add.s64 	%rd160, %rd3, %rd119;
+
+$L__BB32_14:
+	.pragma "nounroll";
+	ld.global.f32 	%f66, [%rd161];
+	ld.global.f32 	%f67, [%rd160];
+	fma.rn.f32 	%f68, %f66, %f6, %f67;
+	st.global.f32 	[%rd162], %f68;
+	mul.f32 	%f69, %f68, %f3;
+	ld.global.f32 	%f70, [%rd161];
+	sub.f32 	%f71, %f70, %f69;
+	st.global.f32 	[%rd161], %f71;
+	add.s64 	%rd155, %rd155, %rd7;
+	add.s64 	%rd162, %rd162, %rd41;
+	add.s64 	%rd161, %rd161, %rd41;
+	add.s64 	%rd160, %rd160, %rd41;
+	add.s64 	%rd154, %rd154, -1;
+	setp.ne.s64 	%p12, %rd154, 0;
+	@%p12 bra 	$L__BB32_14;
+
+$L__BB32_15:
+	setp.lt.u64 	%p13, %rd11, 3;
+	@%p13 bra 	$L__BB32_24;
+
+	shl.b64 	%rd120, %rd155, 2;
+	add.s64 	%rd167, %rd3, %rd120;
+	shl.b64 	%rd56, %rd7, 2;
+	add.s64 	%rd168, %rd2, %rd120;
+	add.s64 	%rd169, %rd1, %rd120;
+
+$L__BB32_17:
+	ld.global.f32 	%f72, [%rd168];
+	ld.global.f32 	%f73, [%rd167];
+	fma.rn.f32 	%f74, %f72, %f6, %f73;
+	st.global.f32 	[%rd169], %f74;
+	mul.f32 	%f75, %f74, %f3;
+	ld.global.f32 	%f76, [%rd168];
+	sub.f32 	%f77, %f76, %f75;
+	st.global.f32 	[%rd168], %f77;
+	add.s64 	%rd122, %rd167, %rd56;
+	add.s64 	%rd123, %rd168, %rd56;
+	ld.global.f32 	%f78, [%rd123];
+	ld.global.f32 	%f79, [%rd122];
+	fma.rn.f32 	%f80, %f78, %f6, %f79;
+	add.s64 	%rd124, %rd169, %rd56;
+	st.global.f32 	[%rd124], %f80;
+	mul.f32 	%f81, %f80, %f3;
+	ld.global.f32 	%f82, [%rd123];
+	sub.f32 	%f83, %f82, %f81;
+	st.global.f32 	[%rd123], %f83;
+	add.s64 	%rd125, %rd155, %rd7;
+	add.s64 	%rd126, %rd125, %rd7;
+	add.s64 	%rd127, %rd122, %rd56;
+	add.s64 	%rd128, %rd123, %rd56;
+	ld.global.f32 	%f84, [%rd128];
+	ld.global.f32 	%f85, [%rd127];
+	fma.rn.f32 	%f86, %f84, %f6, %f85;
+	add.s64 	%rd129, %rd124, %rd56;
+	st.global.f32 	[%rd129], %f86;
+	mul.f32 	%f87, %f86, %f3;
+	ld.global.f32 	%f88, [%rd128];
+	sub.f32 	%f89, %f88, %f87;
+	st.global.f32 	[%rd128], %f89;
+	add.s64 	%rd130, %rd126, %rd7;
+	add.s64 	%rd131, %rd127, %rd56;
+	add.s64 	%rd167, %rd131, %rd56;
+	add.s64 	%rd132, %rd128, %rd56;
+	add.s64 	%rd168, %rd132, %rd56;
+	ld.global.f32 	%f90, [%rd132];
+	ld.global.f32 	%f91, [%rd131];
+	fma.rn.f32 	%f92, %f90, %f6, %f91;
+	add.s64 	%rd133, %rd129, %rd56;
+	add.s64 	%rd169, %rd133, %rd56;
+	st.global.f32 	[%rd133], %f92;
+	mul.f32 	%f93, %f92, %f3;
+	ld.global.f32 	%f94, [%rd132];
+	sub.f32 	%f95, %f94, %f93;
+	st.global.f32 	[%rd132], %f95;
+	add.s64 	%rd155, %rd130, %rd7;
+	setp.lt.s64 	%p14, %rd155, %rd94;
+	@%p14 bra 	$L__BB32_17;
+
+$L__BB32_24:
+	ret;
+
+}
+	// .globl	adam_f32
+.visible .entry adam_f32(
+	.param .u64 adam_f32_param_0,
+	.param .u64 adam_f32_param_1,
+	.param .u64 adam_f32_param_2,
+	.param .u64 adam_f32_param_3,
+	.param .u64 adam_f32_param_4,
+	.param .f32 adam_f32_param_5,
+	.param .f32 adam_f32_param_6,
+	.param .f32 adam_f32_param_7,
+	.param .f32 adam_f32_param_8,
+	.param .f32 adam_f32_param_9,
+	.param .f32 adam_f32_param_10,
+	.param .f32 adam_f32_param_11,
+	.param .f32 adam_f32_param_12
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<168>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<152>;
+
+
+	ld.param.u64 	%rd81, [adam_f32_param_0];
+	ld.param.u64 	%rd82, [adam_f32_param_1];
+	ld.param.u64 	%rd83, [adam_f32_param_2];
+	ld.param.u64 	%rd84, [adam_f32_param_3];
+	ld.param.u64 	%rd80, [adam_f32_param_4];
+	ld.param.f32 	%f4, [adam_f32_param_5];
+	ld.param.f32 	%f5, [adam_f32_param_6];
+	ld.param.f32 	%f6, [adam_f32_param_7];
+	ld.param.f32 	%f7, [adam_f32_param_8];
+	ld.param.f32 	%f8, [adam_f32_param_9];
+	ld.param.f32 	%f9, [adam_f32_param_10];
+	ld.param.f32 	%f10, [adam_f32_param_11];
+	ld.param.f32 	%f11, [adam_f32_param_12];
+	cvta.to.global.u64 	%rd1, %rd84;
+	cvta.to.global.u64 	%rd2, %rd83;
+	cvta.to.global.u64 	%rd3, %rd82;
+	cvta.to.global.u64 	%rd4, %rd81;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd85, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd86, %r3;
+	add.s64 	%rd146, %rd85, %rd86;
+	setp.ge.s64 	%p1, %rd146, %rd80;
+	@%p1 bra 	$L__BB33_17;
+
+	mul.f32 	%f1, %f4, %f8;
+	mov.f32 	%f12, 0f3F800000;
+	sub.f32 	%f2, %f12, %f5;
+	sub.f32 	%f3, %f12, %f6;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd5;
+	not.b64 	%rd87, %rd146;
+	add.s64 	%rd9, %rd87, %rd80;
+	or.b64  	%rd88, %rd9, %rd8;
+	and.b64  	%rd89, %rd88, -4294967296;
+	setp.eq.s64 	%p2, %rd89, 0;
+	@%p2 bra 	$L__BB33_3;
+
+	div.u64 	%rd127, %rd9, %rd8;
+	bra.uni 	$L__BB33_4;
+
+$L__BB33_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd127, %r7;
+
+$L__BB33_4:
+	add.s64 	%rd90, %rd127, 1;
+	and.b64  	%rd133, %rd90, 3;
+	setp.neu.f32 	%p3, %f9, 0f00000000;
+	@%p3 bra 	$L__BB33_11;
+	bra.uni 	$L__BB33_5;
+
+$L__BB33_11:
+	setp.eq.s64 	%p8, %rd133, 0;
+	@%p8 bra 	$L__BB33_14;
+
+	shl.b64 	%rd109, %rd146, 2;
+	add.s64 	%rd143, %rd1, %rd109;
+	shl.b64 	%rd48, %rd8, 2;
+	add.s64 	%rd142, %rd2, %rd109;
+	add.s64 	%rd141, %rd3, %rd109;
+	add.s64 	%rd140, %rd4, %rd109;
+
+$L__BB33_13:
+	.pragma "nounroll";
+	ld.global.f32 	%f88, [%rd140];
+	mul.f32 	%f89, %f1, %f88;
+	sub.f32 	%f90, %f88, %f89;
+	ld.global.f32 	%f91, [%rd142];
+	ld.global.f32 	%f92, [%rd141];
+	mul.f32 	%f93, %f2, %f92;
+	fma.rn.f32 	%f94, %f91, %f5, %f93;
+	ld.global.f32 	%f95, [%rd143];
+	mul.f32 	%f96, %f3, %f92;
+	mul.f32 	%f97, %f92, %f96;
+	fma.rn.f32 	%f98, %f95, %f6, %f97;
+	st.global.f32 	[%rd142], %f94;
+	st.global.f32 	[%rd143], %f98;
+	mul.f32 	%f99, %f94, %f10;
+	sqrt.rn.f32 	%f100, %f98;
+	fma.rn.f32 	%f101, %f100, %f11, %f7;
+	div.rn.f32 	%f102, %f99, %f101;
+	sub.f32 	%f103, %f90, %f102;
+	st.global.f32 	[%rd140], %f103;
+	add.s64 	%rd146, %rd146, %rd8;
+	add.s64 	%rd143, %rd143, %rd48;
+	add.s64 	%rd142, %rd142, %rd48;
+	add.s64 	%rd141, %rd141, %rd48;
+	add.s64 	%rd140, %rd140, %rd48;
+	add.s64 	%rd133, %rd133, -1;
+	setp.ne.s64 	%p9, %rd133, 0;
+	@%p9 bra 	$L__BB33_13;
+
+$L__BB33_14:
+	setp.lt.u64 	%p10, %rd127, 3;
+	@%p10 bra 	$L__BB33_17;
+
+	shl.b64 	%rd110, %rd146, 2;
+	add.s64 	%rd148, %rd4, %rd110;
+	shl.b64 	%rd66, %rd8, 2;
+	add.s64 	%rd149, %rd3, %rd110;
+	add.s64 	%rd150, %rd2, %rd110;
+	add.s64 	%rd151, %rd1, %rd110;
+
+$L__BB33_16:
+	ld.global.f32 	%f104, [%rd148];
+	mul.f32 	%f105, %f1, %f104;
+	sub.f32 	%f106, %f104, %f105;
+	ld.global.f32 	%f107, [%rd150];
+	ld.global.f32 	%f108, [%rd149];
+	mul.f32 	%f109, %f2, %f108;
+	fma.rn.f32 	%f110, %f107, %f5, %f109;
+	ld.global.f32 	%f111, [%rd151];
+	mul.f32 	%f112, %f3, %f108;
+	mul.f32 	%f113, %f108, %f112;
+	fma.rn.f32 	%f114, %f111, %f6, %f113;
+	st.global.f32 	[%rd150], %f110;
+	st.global.f32 	[%rd151], %f114;
+	mul.f32 	%f115, %f110, %f10;
+	sqrt.rn.f32 	%f116, %f114;
+	fma.rn.f32 	%f117, %f116, %f11, %f7;
+	div.rn.f32 	%f118, %f115, %f117;
+	sub.f32 	%f119, %f106, %f118;
+	st.global.f32 	[%rd148], %f119;
+	add.s64 	%rd112, %rd148, %rd66;
+	add.s64 	%rd113, %rd149, %rd66;
+	ld.global.f32 	%f120, [%rd112];
+	mul.f32 	%f121, %f1, %f120;
+	sub.f32 	%f122, %f120, %f121;
+	add.s64 	%rd114, %rd150, %rd66;
+	ld.global.f32 	%f123, [%rd114];
+	ld.global.f32 	%f124, [%rd113];
+	mul.f32 	%f125, %f2, %f124;
+	fma.rn.f32 	%f126, %f123, %f5, %f125;
+	add.s64 	%rd115, %rd151, %rd66;
+	ld.global.f32 	%f127, [%rd115];
+	mul.f32 	%f128, %f3, %f124;
+	mul.f32 	%f129, %f124, %f128;
+	fma.rn.f32 	%f130, %f127, %f6, %f129;
+	st.global.f32 	[%rd114], %f126;
+	st.global.f32 	[%rd115], %f130;
+	mul.f32 	%f131, %f126, %f10;
+	sqrt.rn.f32 	%f132, %f130;
+	fma.rn.f32 	%f133, %f132, %f11, %f7;
+	div.rn.f32 	%f134, %f131, %f133;
+	sub.f32 	%f135, %f122, %f134;
+	st.global.f32 	[%rd112], %f135;
+	add.s64 	%rd116, %rd146, %rd8;
+	add.s64 	%rd117, %rd116, %rd8;
+	add.s64 	%rd118, %rd112, %rd66;
+	add.s64 	%rd119, %rd113, %rd66;
+	ld.global.f32 	%f136, [%rd118];
+	mul.f32 	%f137, %f1, %f136;
+	sub.f32 	%f138, %f136, %f137;
+	add.s64 	%rd120, %rd114, %rd66;
+	ld.global.f32 	%f139, [%rd120];
+	ld.global.f32 	%f140, [%rd119];
+	mul.f32 	%f141, %f2, %f140;
+	fma.rn.f32 	%f142, %f139, %f5, %f141;
+	add.s64 	%rd121, %rd115, %rd66;
+	ld.global.f32 	%f143, [%rd121];
+	mul.f32 	%f144, %f3, %f140;
+	mul.f32 	%f145, %f140, %f144;
+	fma.rn.f32 	%f146, %f143, %f6, %f145;
+	st.global.f32 	[%rd120], %f142;
+	st.global.f32 	[%rd121], %f146;
+	mul.f32 	%f147, %f142, %f10;
+	sqrt.rn.f32 	%f148, %f146;
+	fma.rn.f32 	%f149, %f148, %f11, %f7;
+	div.rn.f32 	%f150, %f147, %f149;
+	sub.f32 	%f151, %f138, %f150;
+	st.global.f32 	[%rd118], %f151;
+	add.s64 	%rd122, %rd117, %rd8;
+	add.s64 	%rd123, %rd118, %rd66;
+	add.s64 	%rd148, %rd123, %rd66;
+	add.s64 	%rd124, %rd119, %rd66;
+	add.s64 	%rd149, %rd124, %rd66;
+	ld.global.f32 	%f152, [%rd123];
+	mul.f32 	%f153, %f1, %f152;
+	sub.f32 	%f154, %f152, %f153;
+	add.s64 	%rd125, %rd120, %rd66;
+	add.s64 	%rd150, %rd125, %rd66;
+	ld.global.f32 	%f155, [%rd125];
+	ld.global.f32 	%f156, [%rd124];
+	mul.f32 	%f157, %f2, %f156;
+	fma.rn.f32 	%f158, %f155, %f5, %f157;
+	add.s64 	%rd126, %rd121, %rd66;
+	add.s64 	%rd151, %rd126, %rd66;
+	ld.global.f32 	%f159, [%rd126];
+	mul.f32 	%f160, %f3, %f156;
+	mul.f32 	%f161, %f156, %f160;
+	fma.rn.f32 	%f162, %f159, %f6, %f161;
+	st.global.f32 	[%rd125], %f158;
+	st.global.f32 	[%rd126], %f162;
+	mul.f32 	%f163, %f158, %f10;
+	sqrt.rn.f32 	%f164, %f162;
+	fma.rn.f32 	%f165, %f164, %f11, %f7;
+	div.rn.f32 	%f166, %f163, %f165;
+	sub.f32 	%f167, %f154, %f166;
+	st.global.f32 	[%rd123], %f167;
+	add.s64 	%rd146, %rd122, %rd8;
+	setp.lt.s64 	%p11, %rd146, %rd80;
+	@%p11 bra 	$L__BB33_16;
+	bra.uni 	$L__BB33_17;
+
+$L__BB33_5:
+	setp.eq.s64 	%p4, %rd133, 0;
+	@%p4 bra 	$L__BB33_8;
+
+	shl.b64 	%rd91, %rd146, 2;
+	add.s64 	%rd131, %rd1, %rd91;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd130, %rd2, %rd91;
+	add.s64 	%rd129, %rd3, %rd91;
+	add.s64 	%rd128, %rd4, %rd91;
+
+$L__BB33_7:
+	.pragma "nounroll";
+	ld.global.f32 	%f13, [%rd128];
+	ld.global.f32 	%f14, [%rd129];
+	fma.rn.f32 	%f15, %f13, %f8, %f14;
+	ld.global.f32 	%f16, [%rd130];
+	mul.f32 	%f17, %f2, %f15;
+	fma.rn.f32 	%f18, %f16, %f5, %f17;
+	ld.global.f32 	%f19, [%rd131];
+	mul.f32 	%f20, %f3, %f15;
+	mul.f32 	%f21, %f15, %f20;
+	fma.rn.f32 	%f22, %f19, %f6, %f21;
+	st.global.f32 	[%rd130], %f18;
+	st.global.f32 	[%rd131], %f22;
+	mul.f32 	%f23, %f18, %f10;
+	sqrt.rn.f32 	%f24, %f22;
+	fma.rn.f32 	%f25, %f24, %f11, %f7;
+	div.rn.f32 	%f26, %f23, %f25;
+	sub.f32 	%f27, %f13, %f26;
+	st.global.f32 	[%rd128], %f27;
+	add.s64 	%rd146, %rd146, %rd8;
+	add.s64 	%rd131, %rd131, %rd15;
+	add.s64 	%rd130, %rd130, %rd15;
+	add.s64 	%rd129, %rd129, %rd15;
+	add.s64 	%rd128, %rd128, %rd15;
+	add.s64 	%rd133, %rd133, -1;
+	setp.ne.s64 	%p5, %rd133, 0;
+	@%p5 bra 	$L__BB33_7;
+
+$L__BB33_8:
+	setp.lt.u64 	%p6, %rd127, 3;
+	@%p6 bra 	$L__BB33_17;
+
+	shl.b64 	%rd92, %rd146, 2;
+	add.s64 	%rd136, %rd4, %rd92;
+	shl.b64 	%rd33, %rd8, 2;
+	add.s64 	%rd137, %rd3, %rd92;
+	add.s64 	%rd138, %rd2, %rd92;
+	add.s64 	%rd139, %rd1, %rd92;
+
+$L__BB33_10:
+	ld.global.f32 	%f28, [%rd136];
+	ld.global.f32 	%f29, [%rd137];
+	fma.rn.f32 	%f30, %f28, %f8, %f29;
+	ld.global.f32 	%f31, [%rd138];
+	mul.f32 	%f32, %f2, %f30;
+	fma.rn.f32 	%f33, %f31, %f5, %f32;
+	ld.global.f32 	%f34, [%rd139];
+	mul.f32 	%f35, %f3, %f30;
+	mul.f32 	%f36, %f30, %f35;
+	fma.rn.f32 	%f37, %f34, %f6, %f36;
+	st.global.f32 	[%rd138], %f33;
+	st.global.f32 	[%rd139], %f37;
+	mul.f32 	%f38, %f33, %f10;
+	sqrt.rn.f32 	%f39, %f37;
+	fma.rn.f32 	%f40, %f39, %f11, %f7;
+	div.rn.f32 	%f41, %f38, %f40;
+	sub.f32 	%f42, %f28, %f41;
+	st.global.f32 	[%rd136], %f42;
+	add.s64 	%rd94, %rd136, %rd33;
+	add.s64 	%rd95, %rd137, %rd33;
+	ld.global.f32 	%f43, [%rd94];
+	ld.global.f32 	%f44, [%rd95];
+	fma.rn.f32 	%f45, %f43, %f8, %f44;
+	add.s64 	%rd96, %rd138, %rd33;
+	ld.global.f32 	%f46, [%rd96];
+	mul.f32 	%f47, %f2, %f45;
+	fma.rn.f32 	%f48, %f46, %f5, %f47;
+	add.s64 	%rd97, %rd139, %rd33;
+	ld.global.f32 	%f49, [%rd97];
+	mul.f32 	%f50, %f3, %f45;
+	mul.f32 	%f51, %f45, %f50;
+	fma.rn.f32 	%f52, %f49, %f6, %f51;
+	st.global.f32 	[%rd96], %f48;
+	st.global.f32 	[%rd97], %f52;
+	mul.f32 	%f53, %f48, %f10;
+	sqrt.rn.f32 	%f54, %f52;
+	fma.rn.f32 	%f55, %f54, %f11, %f7;
+	div.rn.f32 	%f56, %f53, %f55;
+	sub.f32 	%f57, %f43, %f56;
+	st.global.f32 	[%rd94], %f57;
+	add.s64 	%rd98, %rd146, %rd8;
+	add.s64 	%rd99, %rd98, %rd8;
+	add.s64 	%rd100, %rd94, %rd33;
+	add.s64 	%rd101, %rd95, %rd33;
+	ld.global.f32 	%f58, [%rd100];
+	ld.global.f32 	%f59, [%rd101];
+	fma.rn.f32 	%f60, %f58, %f8, %f59;
+	add.s64 	%rd102, %rd96, %rd33;
+	ld.global.f32 	%f61, [%rd102];
+	mul.f32 	%f62, %f2, %f60;
+	fma.rn.f32 	%f63, %f61, %f5, %f62;
+	add.s64 	%rd103, %rd97, %rd33;
+	ld.global.f32 	%f64, [%rd103];
+	mul.f32 	%f65, %f3, %f60;
+	mul.f32 	%f66, %f60, %f65;
+	fma.rn.f32 	%f67, %f64, %f6, %f66;
+	st.global.f32 	[%rd102], %f63;
+	st.global.f32 	[%rd103], %f67;
+	mul.f32 	%f68, %f63, %f10;
+	sqrt.rn.f32 	%f69, %f67;
+	fma.rn.f32 	%f70, %f69, %f11, %f7;
+	div.rn.f32 	%f71, %f68, %f70;
+	sub.f32 	%f72, %f58, %f71;
+	st.global.f32 	[%rd100], %f72;
+	add.s64 	%rd104, %rd99, %rd8;
+	add.s64 	%rd105, %rd100, %rd33;
+	add.s64 	%rd136, %rd105, %rd33;
+	add.s64 	%rd106, %rd101, %rd33;
+	add.s64 	%rd137, %rd106, %rd33;
+	ld.global.f32 	%f73, [%rd105];
+	ld.global.f32 	%f74, [%rd106];
+	fma.rn.f32 	%f75, %f73, %f8, %f74;
+	add.s64 	%rd107, %rd102, %rd33;
+	add.s64 	%rd138, %rd107, %rd33;
+	ld.global.f32 	%f76, [%rd107];
+	mul.f32 	%f77, %f2, %f75;
+	fma.rn.f32 	%f78, %f76, %f5, %f77;
+	add.s64 	%rd108, %rd103, %rd33;
+	add.s64 	%rd139, %rd108, %rd33;
+	ld.global.f32 	%f79, [%rd108];
+	mul.f32 	%f80, %f3, %f75;
+	mul.f32 	%f81, %f75, %f80;
+	fma.rn.f32 	%f82, %f79, %f6, %f81;
+	st.global.f32 	[%rd107], %f78;
+	st.global.f32 	[%rd108], %f82;
+	mul.f32 	%f83, %f78, %f10;
+	sqrt.rn.f32 	%f84, %f82;
+	fma.rn.f32 	%f85, %f84, %f11, %f7;
+	div.rn.f32 	%f86, %f83, %f85;
+	sub.f32 	%f87, %f73, %f86;
+	st.global.f32 	[%rd105], %f87;
+	add.s64 	%rd146, %rd104, %rd8;
+	setp.lt.s64 	%p7, %rd146, %rd80;
+	@%p7 bra 	$L__BB33_10;
+
+$L__BB33_17:
 	ret;
 
 }

@@ -1,0 +1,196 @@
+package ddp
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"goddp/autograd"
+	"goddp/comm"
+	"goddp/cuda/sim"
+)
+
+// deviceGrads trains one step of a 2-rank MLP and returns rank 0's
+// reduced gradients; dev, when set, gives each rank a simulated device
+// whose compute stream is slowed by delay.
+func deviceGrads(t *testing.T, onDevice, skipWait bool, delay time.Duration) [][]float32 {
+	grads := make([][][]float32, 2)
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := mlpNet([]int{5, 7, 6, 3}, 1)
+		opts := []Option{FirstBucketCapMB(100.0 / (1 << 20)), BucketCapMB(100.0 / (1 << 20))}
+		if onDevice {
+			dev := sim.New(rank)
+			defer dev.Close()
+			dev.Compute().SetDelay(delay)
+			opts = append(opts, OnDevice(SimDevice(dev)))
+		}
+		d, err := Wrap(net, pg, opts...)
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if onDevice {
+			if len(d.r.buckets) < 2 {
+				return fmt.Errorf("%d buckets, want several", len(d.r.buckets))
+			}
+			d.r.dev.skipWait = skipWait
+		}
+		x, y := batch(rank, 0, 4, 5, 3)
+		out, err := d.Forward(x)
+		if err != nil {
+			return err
+		}
+		if err := autograd.MSELoss(out, y, autograd.ReductionMean).Backward(); err != nil {
+			return err
+		}
+		for _, np := range net.NamedParameters() {
+			grads[rank] = append(grads[rank], f32s(np.Param.Grad))
+		}
+		return nil
+	})
+	requireNoErrs(t, errs)
+	return grads[0]
+}
+
+// The bucket's all-reduce must wait for the compute stream's copies into
+// the bucket. With the device's compute stream slowed, leaving the wait
+// out reduces stale bucket contents (this test's negative half), and with
+// it the result equals DDP on the CPU.
+func TestDeviceCommWaitsForBucketEvent(t *testing.T) {
+	want := deviceGrads(t, false, false, 0)
+	got := deviceGrads(t, true, false, 5*time.Millisecond)
+	for i := range want {
+		assert.InDeltaSlice(t, want[i], got[i], 1e-6, "parameter %d", i)
+	}
+	stale := deviceGrads(t, true, true, 5*time.Millisecond)
+	differs := false
+	for i := range want {
+		for j := range want[i] {
+			if math.Abs(float64(want[i][j]-stale[i][j])) > 1e-4 {
+				differs = true
+			}
+		}
+	}
+	assert.True(t, differs, "without the wait the comm stream should have reduced stale buckets")
+}
+
+// Several iterations on the device, each with a NoSync accumulation step
+// before the synchronised one: the same gradients as DDP on the CPU.
+func TestDeviceTrainingMatchesCPU(t *testing.T) {
+	run := func(onDevice bool) [][]float32 {
+		var res [][]float32
+		errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+			net := mlpNet([]int{4, 9, 2}, 3)
+			var opts []Option
+			if onDevice {
+				dev := sim.New(rank)
+				defer dev.Close()
+				opts = append(opts, OnDevice(SimDevice(dev)))
+			}
+			d, err := Wrap(net, pg, opts...)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			step := func(i int) error {
+				x, y := batch(rank, i, 3, 4, 2)
+				out, err := d.Forward(x)
+				if err != nil {
+					return err
+				}
+				return autograd.MSELoss(out, y, autograd.ReductionMean).Backward()
+			}
+			for it := range 3 {
+				for _, p := range net.params {
+					p.Grad = nil
+				}
+				if err := d.NoSync(func() error { return step(2 * it) }); err != nil {
+					return err
+				}
+				if err := step(2*it + 1); err != nil {
+					return err
+				}
+				if rank == 0 {
+					for _, p := range net.params {
+						res = append(res, f32s(p.Grad))
+					}
+				}
+			}
+			return nil
+		})
+		requireNoErrs(t, errs)
+		return res
+	}
+	want, got := run(false), run(true)
+	require.Len(t, want, 3*4, "3 iterations of 4 parameters")
+	require.Equal(t, len(want), len(got))
+	for i := range want {
+		assert.InDeltaSlice(t, want[i], got[i], 1e-6, "gradient %d", i)
+	}
+}
+
+// The overlap bar on the device: with compute delays between layers'
+// backward, at least 80% of the all-reduce time is hidden behind backward.
+func TestDeviceOverlapHidesCommunication(t *testing.T) {
+	const layers = 16
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		sizes := make([]int, layers+1)
+		for i := range sizes {
+			sizes[i] = 8
+		}
+		net := mlpNet(sizes, 1)
+		net.fwd = func(n *testNet, x *autograd.Variable) *autograd.Variable {
+			h := x
+			for l := 0; l < len(n.params)/2; l++ {
+				h = autograd.Linear(h, n.params[2*l], n.params[2*l+1])
+				if l+1 < len(n.params)/2 {
+					h = autograd.FromOp(h.Value.Clone(), &slowOp{h, 10 * time.Millisecond})
+				}
+			}
+			return h
+		}
+		dev := sim.New(rank)
+		defer dev.Close()
+		const capMB = 288.0 / (1 << 20)
+		d, err := Wrap(net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB), OnDevice(SimDevice(dev)))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if got := len(d.Stats().BucketBytes); got != layers {
+			return fmt.Errorf("%d buckets, want one per layer (%d)", got, layers)
+		}
+		for step := 0; step < 2; step++ {
+			x, y := batch(rank, step, 4, 8, 8)
+			out, err := d.Forward(x)
+			if err != nil {
+				return err
+			}
+			if err := autograd.MSELoss(out, y, autograd.ReductionMean).Backward(); err != nil {
+				return err
+			}
+		}
+		s := d.Stats()
+		h := s.Total.HiddenFraction()
+		t.Logf("rank %d on %v: %.1f%% of communication hidden", rank, dev, 100*h)
+		if h < 0.8 {
+			return fmt.Errorf("hidden %.2f, want >= 0.8 (comm %v, wait %v over %d iterations)", h, s.Total.Comm, s.Total.CommWait, s.Iterations)
+		}
+		return nil
+	}, WithLatency(2*time.Millisecond))
+	requireNoErrs(t, errs)
+}
+
+// Options the device path does not support yet fail at Wrap, naming them.
+func TestDeviceRejectsUnsupportedOptions(t *testing.T) {
+	pg := NewInMemoryGroups(1)[0]
+	dev := sim.New(0)
+	defer dev.Close()
+	_, err := Wrap(mlpNet([]int{2, 2}, 1), pg, OnDevice(SimDevice(dev)), GradientAsBucketView(true))
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.ErrorContains(t, err, "GradientAsBucketView is not available with OnDevice(sim:0)")
+}
