@@ -1,7 +1,11 @@
+//go:build cgo
+
 package ddp
 
 import (
+	"context"
 	"fmt"
+	"goddp/comm/commtest"
 	"math"
 	"testing"
 	"time"
@@ -28,7 +32,7 @@ func deviceGrads(t *testing.T, onDevice, skipWait bool, delay time.Duration) [][
 			dev.Compute().SetDelay(delay)
 			opts = append(opts, OnDevice(SimDevice(dev)))
 		}
-		d, err := Wrap(net, pg, opts...)
+		d, err := Wrap(context.Background(), net, pg, opts...)
 		if err != nil {
 			return err
 		}
@@ -91,7 +95,7 @@ func TestDeviceTrainingMatchesCPU(t *testing.T) {
 				defer dev.Close()
 				opts = append(opts, OnDevice(SimDevice(dev)))
 			}
-			d, err := Wrap(net, pg, opts...)
+			d, err := Wrap(context.Background(), net, pg, opts...)
 			if err != nil {
 				return err
 			}
@@ -156,7 +160,7 @@ func TestDeviceOverlapHidesCommunication(t *testing.T) {
 		dev := sim.New(rank)
 		defer dev.Close()
 		const capMB = 288.0 / (1 << 20)
-		d, err := Wrap(net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB), OnDevice(SimDevice(dev)))
+		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB), OnDevice(SimDevice(dev)))
 		if err != nil {
 			return err
 		}
@@ -181,16 +185,16 @@ func TestDeviceOverlapHidesCommunication(t *testing.T) {
 			return fmt.Errorf("hidden %.2f, want >= 0.8 (comm %v, wait %v over %d iterations)", h, s.Total.Comm, s.Total.CommWait, s.Iterations)
 		}
 		return nil
-	}, WithLatency(2*time.Millisecond))
+	}, commtest.WithLatency(2*time.Millisecond))
 	requireNoErrs(t, errs)
 }
 
 // Options the device path does not support yet fail at Wrap, naming them.
 func TestDeviceRejectsUnsupportedOptions(t *testing.T) {
-	pg := NewInMemoryGroups(1)[0]
+	pg := commtest.NewGroups(1)[0]
 	dev := sim.New(0)
 	defer dev.Close()
-	_, err := Wrap(mlpNet([]int{2, 2}, 1), pg, OnDevice(SimDevice(dev)), GradientAsBucketView(true))
+	_, err := Wrap(context.Background(), mlpNet([]int{2, 2}, 1), pg, OnDevice(SimDevice(dev)), GradientAsBucketView(true))
 	assert.ErrorIs(t, err, ErrInvalidOption)
 	assert.ErrorContains(t, err, "GradientAsBucketView is not available with OnDevice(sim:0)")
 }
