@@ -2,7 +2,9 @@ package autograd
 
 import (
 	"math/rand/v2"
+	"syscall"
 	"testing"
+	"time"
 
 	"goddp/tensor"
 )
@@ -59,4 +61,63 @@ func BenchmarkAutogradMLPStep(b *testing.B) {
 		step()
 	}
 	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+}
+
+// BenchmarkConvNetConvLayers times forward and backward of the two
+// convolutions of the Fashion-MNIST convnet (examples/cnn) at batch 64:
+// Conv2d(1,32,5,pad 2) on [64,1,28,28] (no input gradient: it is the first
+// layer) and Conv2d(32,64,5,pad 2) on [64,32,14,14], each backward seeded
+// with a fixed upstream gradient. scripts/bench_torch_conv.py times the same
+// work in torch; compare at one thread, interleaved, under the bench lock:
+//
+//	GODDP_NUM_THREADS=1 go test -run '^$' -bench ConvNetConv ./autograd/
+//	OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_conv.py
+func BenchmarkConvNetConvLayers(b *testing.B) {
+	if n := tensor.ThreadsFromEnv(); n > 0 {
+		prev := tensor.Threads()
+		tensor.SetThreads(n)
+		defer tensor.SetThreads(prev)
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	const batch = 64
+	x1 := Const(randF32(r, 1, batch, 1, 28, 28))
+	w1, b1 := Param(randF32(r, 0.2, 32, 1, 5, 5)), Param(randF32(r, 0.2, 32))
+	x2 := Param(randF32(r, 1, batch, 32, 14, 14))
+	w2, b2 := Param(randF32(r, 0.03, 64, 32, 5, 5)), Param(randF32(r, 0.03, 64))
+	gy1, gy2 := randF32(r, 1, batch, 32, 28, 28), randF32(r, 1, batch, 64, 14, 14)
+	pad2 := ConvParams{Padding: [2]int{2, 2}}
+	step := func() {
+		if err := Conv2d(x1, w1, b1, pad2).BackwardWith(gy1); err != nil {
+			b.Fatal(err)
+		}
+		x2.Grad = nil
+		if err := Conv2d(x2, w2, b2, pad2).BackwardWith(gy2); err != nil {
+			b.Fatal(err)
+		}
+	}
+	step()
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for i := 0; i < b.N; i++ {
+		step()
+	}
+	cpu := processCPU() - cpu0
+	// fwd 2*M*N*K per conv; backward dW the same, dX (conv2 only) the same.
+	flops := 2.0 * batch * (2*32*28*28*25 + 3*64*14*14*800)
+	b.ReportMetric(float64(batch)*float64(b.N)/b.Elapsed().Seconds(), "samples/s")
+	b.ReportMetric(flops*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+	// On a shared host wall time counts other processes' turns; CPU time
+	// (all of this process's threads) does not.
+	b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+	b.ReportMetric(float64(batch)*float64(b.N)/cpu.Seconds(), "samples/cpu-s")
+}
+
+// processCPU returns the user+system CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -27,7 +27,10 @@
 // or SIGKILL at any instant leaves the previous checkpoint intact (a test
 // kills a saving child process to show it). Manager keeps the newest K
 // checkpoints and Latest returns the newest one that verifies, listing the
-// corrupt ones it skipped and why.
+// corrupt ones it skipped and why. Manager.Save never deletes the file it
+// has just written: when valid checkpoints named after it already exist (a
+// rollback, or a fresh run in a used directory), it keeps everything and
+// returns ErrShadowed naming them.
 //
 // # Distributed use
 //

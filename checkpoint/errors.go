@@ -9,6 +9,10 @@ var (
 	ErrCorrupt = errors.New("checkpoint: corrupt or truncated file")
 	// ErrNotFound is returned when a directory holds no valid checkpoint.
 	ErrNotFound = errors.New("checkpoint: no valid checkpoint")
+	// ErrShadowed is returned by Manager.Save when the directory holds
+	// valid checkpoints named after the one just saved (a rollback, or
+	// another run's files): the new file is kept, nothing is pruned.
+	ErrShadowed = errors.New("checkpoint: newer checkpoints shadow this save")
 	// ErrMismatch marks a state that does not fit the model it is loaded into.
 	ErrMismatch = errors.New("checkpoint: state does not match the model")
 	// ErrUnsupported marks a tensor dtype this package cannot represent.

@@ -92,39 +92,69 @@ func (m *Manager) list() ([]listed, error) {
 // Save writes c atomically as the checkpoint for (c.Epoch, c.Step), then
 // deletes all but the newest Keep checkpoints and any temporary files left
 // by interrupted saves. It returns the new file's path.
+//
+// The file just written is never deleted. If the directory already holds a
+// valid checkpoint with a higher (epoch, step) name (after a rollback to an
+// older checkpoint, or a fresh run in a directory another run used), Latest
+// would resume from that one instead of this save, and counting names
+// would prune this save first. Save then keeps its file, deletes nothing,
+// and returns its path with an error wrapping ErrShadowed that names the
+// newer files, so the caller can move them away (or, having rolled back on
+// purpose, delete them) before the next save.
 func (m *Manager) Save(c *Checkpoint) (string, error) {
 	m.removeTemps()
 	path := m.Path(c.Epoch, c.Step)
 	if err := Save(path, c); err != nil {
 		return "", err
 	}
+	ls, err := m.list()
+	if err != nil {
+		return path, fmt.Errorf("checkpoint: saved %s but could not list %s to prune: %w", path, m.dir, err)
+	}
+	if newer := m.newerValid(ls, c.Epoch, c.Step); len(newer) > 0 {
+		return path, fmt.Errorf("%w: saved %s, but %s holds %d valid checkpoint(s) named after it (newest %s), "+
+			"from before a rollback or from another run; Latest would resume from them, so nothing was pruned: "+
+			"move them out of the directory", ErrShadowed, path, m.dir, len(newer), newer[0])
+	}
 	if m.keep > 0 {
-		if err := m.prune(path); err != nil {
+		if err := m.prune(ls, path); err != nil {
 			return path, fmt.Errorf("checkpoint: saved %s but could not prune: %w", path, err)
 		}
 	}
 	return path, nil
 }
 
+// newerValid returns the checkpoints in ls (newest first) named after
+// (epoch, step) that load. Invalid ones do not count: Latest skips them.
+func (m *Manager) newerValid(ls []listed, epoch, step int) []string {
+	var out []string
+	for _, l := range ls {
+		if l.epoch < epoch || (l.epoch == epoch && l.step <= step) {
+			break
+		}
+		if _, err := Load(l.path); err == nil {
+			out = append(out, l.path)
+		}
+	}
+	return out
+}
+
 // prune keeps the newest Keep checkpoints that load, counting newest first.
+// Save calls it only when saved is the newest valid checkpoint, and saved is
+// always counted as kept and never removed, whatever the listing says.
 // A file that does not load (corrupt, truncated, or a stale one a resumed run
 // has not overwritten yet) is not counted, so it can never push a valid
 // checkpoint out; it is left in place for inspection while it is inside the
 // kept window and removed once Keep valid checkpoints are newer. Verifying
 // re-reads at most Keep files per save.
-func (m *Manager) prune(saved string) error {
-	ls, err := m.list()
-	if err != nil {
-		return err
-	}
-	kept := 0
+func (m *Manager) prune(ls []listed, saved string) error {
+	kept := 1 // saved
 	var errs []error
 	for _, l := range ls {
+		if l.path == saved {
+			continue
+		}
 		if kept < m.keep {
-			if l.path == saved {
-				kept++
-				continue
-			}
 			if _, err := Load(l.path); err == nil {
 				kept++
 			}

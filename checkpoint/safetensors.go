@@ -323,15 +323,19 @@ func elemSize(dtype string) int {
 	return 0
 }
 
-// checkedNumel multiplies dims, failing on a negative dim or a product over limit.
+// checkedNumel multiplies dims, failing on a negative dim or a product over
+// limit. Every dim is checked before a zero can end the product: [0, -1]
+// must fail, or the tensor package panics on the -1 later.
 func checkedNumel(shape []int, limit int64) (int64, bool) {
+	zero := false
 	for _, d := range shape {
 		if d < 0 {
 			return 0, false
 		}
-		if d == 0 {
-			return 0, true
-		}
+		zero = zero || d == 0
+	}
+	if zero {
+		return 0, true
 	}
 	n := int64(1)
 	for _, d := range shape {

@@ -131,6 +131,8 @@ func TestSafetensorsMalformed(t *testing.T) {
 		{"offsets past end", foreign(t, map[string]any{"x": ent("F32", []int{2}, []int{0, 8})}, []byte{0, 0, 0, 0}), "outside the 4 data bytes", ErrCorrupt},
 		{"shape vs offsets", foreign(t, map[string]any{"x": ent("F32", []int{3}, []int{0, 8})}, make([]byte, 8)), "does not fill", ErrCorrupt},
 		{"negative dim", foreign(t, map[string]any{"x": ent("F32", []int{-1, -2}, []int{0, 8})}, make([]byte, 8)), "does not fill", ErrCorrupt},
+		{"zero then negative dim", foreign(t, map[string]any{"x": ent("F32", []int{0, -1}, []int{0, 0})}, nil), "does not fill", ErrCorrupt},
+		{"negative after zeros", foreign(t, map[string]any{"x": ent("U8", []int{3, 0, 0, -7}, []int{0, 0})}, nil), "does not fill", ErrCorrupt},
 		{"overflow shape", foreign(t, map[string]any{"x": ent("F32", []int{1 << 40, 1 << 40}, []int{0, 8})}, make([]byte, 8)), "does not fill", ErrCorrupt},
 		{"hole", foreign(t, map[string]any{"x": ent("U8", []int{1}, []int{1, 2})}, make([]byte, 2)), "hole or overlap", ErrCorrupt},
 		{"overlap", foreign(t, map[string]any{"x": ent("U8", []int{2}, []int{0, 2}), "y": ent("U8", []int{1}, []int{1, 2})}, make([]byte, 2)), "hole or overlap", ErrCorrupt},
@@ -200,4 +202,38 @@ func TestWriteFileAtomicFailureKeepsOld(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	assert.Len(t, ents, 1, "temporary file removed")
+}
+
+// TestLoadZeroNegativeShape is issue 17's bar: a checkpoint whose header
+// gives a tensor the shape [0,-1] (checksum recomputed, as whoever planted
+// it would do) is an error from Load, and from the Manager that prunes and
+// resumes over it, never a panic.
+func TestLoadZeroNegativeShape(t *testing.T) {
+	ck := emptyTensorCheckpoint(t)
+	c, err := Decode(ck, "good")
+	require.NoError(t, err, "the unmodified file loads")
+	assert.Equal(t, []int{0, 3}, c.Model["empty"].Shape())
+
+	for _, shape := range []string{"[0,-1]", "[-1,0]", "[0,0,-9]"} {
+		t.Run(shape, func(t *testing.T) {
+			dir := t.TempDir()
+			m, err := NewManager(dir, Keep(1))
+			require.NoError(t, err)
+			planted := m.Path(1, 1)
+			require.NoError(t, os.WriteFile(planted, replaceShape(t, ck, "[0,3]", shape), 0o644))
+
+			_, err = Load(planted)
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), planted)
+			assert.Contains(t, err.Error(), "does not fill")
+
+			_, err = m.Latest()
+			require.ErrorIs(t, err, ErrNotFound)
+			p, err := m.Save(fullCheckpoint(2, 2)) // prunes over the planted file
+			require.NoError(t, err)
+			f, err := m.Latest()
+			require.NoError(t, err)
+			assert.Equal(t, p, f.Path)
+		})
+	}
 }

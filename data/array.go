@@ -147,13 +147,15 @@ func (a *Array) Tensor(dt tensor.DType) *tensor.Tensor {
 // checkedElems returns the product of dims, or false if it exceeds limit
 // (so that a hostile header cannot make us allocate more than the input holds).
 func checkedElems(dims []int, limit int) (int, bool) {
-	for _, d := range dims {
+	zero := false
+	for _, d := range dims { // every dim, before a zero ends the product: [0, -1] must fail
 		if d < 0 {
 			return 0, false
 		}
-		if d == 0 {
-			return 0, true
-		}
+		zero = zero || d == 0
+	}
+	if zero {
+		return 0, true
 	}
 	n := 1
 	for _, d := range dims {

@@ -2,8 +2,8 @@ package data
 
 import (
 	"fmt"
-	"os"
-	"strconv"
+
+	"goddp/internal/launchenv"
 )
 
 // Sized is anything with a length, such as a Dataset.
@@ -88,9 +88,10 @@ func SamplerEval() SamplerOption { return func(c *samplerConfig) { c.eval = true
 
 // NewDistributedSampler returns a sampler over ds.Len() indices. The replica
 // count and rank come from, in order: SamplerReplicas/SamplerRank, the
-// SamplerGroup process group, the WORLD_SIZE and RANK environment variables
-// (set by ddprun and torchrun), and finally 1 replica of rank 0 for a
-// single-process run.
+// SamplerGroup process group, the launcher's environment (torchrun/ddprun's
+// RANK and WORLD_SIZE, or mpirun's or srun's variables, read as comm reads
+// them), and finally 1 replica of rank 0 for a single-process run. A
+// malformed environment is an error, never a silent single replica.
 func NewDistributedSampler(ds Sized, opts ...SamplerOption) (*DistributedSampler, error) {
 	c := samplerConfig{shuffle: true}
 	for _, o := range opts {
@@ -119,22 +120,12 @@ func (c *samplerConfig) resolveTopology() (replicas, rank int, err error) {
 	switch {
 	case c.pg != nil:
 		replicas, rank = c.pg.Size(), c.pg.Rank()
-	default:
-		ws, hasWS := os.LookupEnv("WORLD_SIZE")
-		rk, hasRK := os.LookupEnv("RANK")
-		if hasWS != hasRK && !(c.hasReplicas && c.hasRank) {
-			return 0, 0, fmt.Errorf("%w: WORLD_SIZE and RANK must be set together (WORLD_SIZE=%q RANK=%q)", ErrConfig, ws, rk)
+	case !(c.hasReplicas && c.hasRank):
+		env, err := launchenv.FromEnv()
+		if err != nil {
+			return 0, 0, fmt.Errorf("%w: reading the launcher's environment for the sampler's rank and replica count (or pass SamplerGroup): %w", ErrConfig, err)
 		}
-		if hasWS && !c.hasReplicas {
-			if replicas, err = strconv.Atoi(ws); err != nil {
-				return 0, 0, fmt.Errorf("%w: WORLD_SIZE=%q: %w", ErrConfig, ws, err)
-			}
-		}
-		if hasRK && !c.hasRank {
-			if rank, err = strconv.Atoi(rk); err != nil {
-				return 0, 0, fmt.Errorf("%w: RANK=%q: %w", ErrConfig, rk, err)
-			}
-		}
+		replicas, rank = env.WorldSize, env.Rank
 	}
 	if c.hasReplicas {
 		replicas = c.replicas

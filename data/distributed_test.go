@@ -180,7 +180,48 @@ type fakeTopology struct{ rank, size int }
 func (f fakeTopology) Rank() int { return f.rank }
 func (f fakeTopology) Size() int { return f.size }
 
+// clearLaunchEnv blanks every launcher variable for the test (blank counts
+// as unset), so a test run under mpirun or srun sees a clean environment.
+func clearLaunchEnv(t *testing.T) {
+	for _, k := range []string{"RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE",
+		"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+		"PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS",
+		"SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NTASKS_PER_NODE", "SLURM_NODEID",
+		"SLURM_TASKS_PER_NODE", "SLURM_STEP_TASKS_PER_NODE"} {
+		t.Setenv(k, "")
+	}
+}
+
 func TestDistributedSamplerTopology(t *testing.T) {
+	clearLaunchEnv(t)
+	// Without SamplerGroup the sampler must see the world comm sees: under
+	// mpirun or srun RANK/WORLD_SIZE are unset, and it used to fall back to
+	// one replica, so every rank trained on all the data.
+	for _, tc := range []struct {
+		name        string
+		env         map[string]string
+		rank, world int
+	}{
+		{"mpirun", map[string]string{"OMPI_COMM_WORLD_RANK": "2", "OMPI_COMM_WORLD_SIZE": "4"}, 2, 4},
+		{"MPICH", map[string]string{"PMI_RANK": "1", "PMI_SIZE": "3"}, 1, 3},
+		{"srun", map[string]string{"SLURM_PROCID": "5", "SLURM_NTASKS": "8", "SLURM_LOCALID": "1"}, 5, 8},
+		{"torchrun beats srun", map[string]string{"RANK": "1", "WORLD_SIZE": "2", "SLURM_PROCID": "5", "SLURM_NTASKS": "8"}, 1, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			for k, v := range tc.env {
+				t.Setenv(k, v)
+			}
+			s := newDS(t, 10)
+			assert.Equal(t, tc.world, s.NumReplicas())
+			assert.Equal(t, tc.rank, s.Rank())
+		})
+	}
+	t.Run("half a launcher is an error", func(t *testing.T) {
+		t.Setenv("OMPI_COMM_WORLD_SIZE", "4")
+		_, err := NewDistributedSampler(sized(10))
+		require.ErrorIs(t, err, ErrConfig)
+		assert.Contains(t, err.Error(), "OMPI_COMM_WORLD_SIZE is set but OMPI_COMM_WORLD_RANK is not")
+	})
 	t.Run("env", func(t *testing.T) {
 		t.Setenv("WORLD_SIZE", "4")
 		t.Setenv("RANK", "2")
@@ -201,8 +242,6 @@ func TestDistributedSamplerTopology(t *testing.T) {
 		assert.Equal(t, 0, s.Rank())
 	})
 	t.Run("single process default", func(t *testing.T) {
-		os.Unsetenv("WORLD_SIZE") // t.Setenv in siblings restores; be explicit
-		os.Unsetenv("RANK")
 		s := newDS(t, 10)
 		assert.Equal(t, 1, s.NumReplicas())
 		assert.Equal(t, 10, s.Len())

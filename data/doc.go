@@ -48,6 +48,9 @@
 // seeded by seed+epoch like torch's, but comes from Go's PCG generator
 // (Permutation), so the order differs from torch.randperm's while the padding
 // and split are the same; it is identical across runs, ranks and Go releases.
+// Without SamplerGroup, the rank and replica count come from the launcher's
+// environment as comm reads it (torchrun's RANK/WORLD_SIZE, or mpirun's or
+// srun's variables; see internal/launchenv), so the two cannot disagree.
 //
 // Two additions to torch: SamplerEval gives uneven, unpadded shares so that
 // evaluation counts every sample once; and the sampler records how far into
@@ -63,5 +66,7 @@
 // few more, C order). Malformed input yields an error wrapping ErrFormat that
 // names the file and the line (CSV) or byte offset (IDX, npy). The parsers
 // check every header-declared size against the bytes actually present before
-// allocating, and are fuzzed (FuzzCSV, FuzzIDX, FuzzNPY).
+// allocating, and are fuzzed (FuzzCSV, FuzzIDX, FuzzNPY). A gzipped IDX file
+// is inflated only as far as its header declares, so a gzip bomb costs
+// neither memory nor time.
 package data

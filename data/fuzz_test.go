@@ -35,6 +35,9 @@ func FuzzIDX(f *testing.F) {
 	f.Add(idxBytes(0x0D, []uint32{1}, []byte{0x3f, 0x80, 0, 0}))
 	f.Add(idxBytes(0x0E, []uint32{0}, nil))
 	f.Add(idxBytes(0x0B, []uint32{1 << 30, 4}, []byte{1}))
+	f.Add(idxBytes(0x08, []uint32{0, 0xFFFFFFFF}, nil)) // a zero, then what is -1 as int32
+	f.Add(idxBytes(0x0D, []uint32{0xFFFFFFFF, 0}, nil))
+	f.Add(idxBytes(0x08, []uint32{3, 0, 0x80000000}, nil))
 	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, err := DecodeIDX(bytes.NewReader(in), "fuzz.idx")
@@ -60,6 +63,10 @@ func FuzzNPY(f *testing.F) {
 	f.Add(npyHeaderBytes(2, "{'descr': '>i8', 'fortran_order': False, 'shape': (1,), }\n"))
 	f.Add(npyHeaderBytes(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (), }"))
 	f.Add(npyHeaderBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999,), }"))
+	f.Add(npyHeaderBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (0, -1), }"))
+	f.Add(npyHeaderBytes(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-1, 0), }"))
+	f.Add(npyHeaderBytes(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (3, 0, -9223372036854775808), }"))
+	f.Add(npyHeaderBytes(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (0,), }"))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		a, err := DecodeNPY(bytes.NewReader(in), "fuzz.npy")
 		if err != nil {

@@ -1,6 +1,7 @@
 package data
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"encoding/binary"
@@ -37,22 +38,100 @@ func ReadIDX(path string) (*Array, error) {
 
 // DecodeIDX reads IDX data from r; name labels errors. Byte offsets in errors
 // count from the start of the (decompressed) IDX stream.
+//
+// A gzipped stream is inflated only as far as its IDX header declares, and
+// one that holds more is rejected after a bounded look past that end, so a
+// small file that inflates to gigabytes (a gzip bomb) costs neither the
+// memory nor the time to inflate it.
 func DecodeIDX(r io.Reader, name string) (*Array, error) {
-	raw, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("data: read IDX %s: %w", name, err)
-	}
-	if len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b {
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
+	br := bufio.NewReader(r)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: gzip header: %w", ErrFormat, name, err)
 		}
-		raw, err = io.ReadAll(zr)
-		if err != nil {
-			return nil, fmt.Errorf("%w: %s: gzip stream: %w", ErrFormat, name, err)
-		}
+		return decodeIDXStream(zr, name)
+	}
+	raw, err := io.ReadAll(br)
+	if err != nil {
+		return nil, fmt.Errorf("data: read IDX %s: %w", name, err)
 	}
 	return parseIDX(raw, name)
+}
+
+// trailingProbe is how far past the declared end a gzipped IDX stream is
+// inflated to report its trailing bytes.
+const trailingProbe = 64 << 10
+
+// decodeIDXStream reads an IDX stream whose length is not known in advance
+// (a decompressor): the header, then exactly the bytes it declares, growing
+// the buffer only as data arrives, then checks that the stream ends there.
+func decodeIDXStream(zr io.Reader, name string) (*Array, error) {
+	gzErr := func(err error) error { return fmt.Errorf("%w: %s: gzip stream: %w", ErrFormat, name, err) }
+	var buf bytes.Buffer
+	// The header: parseIDX reports a short or malformed one.
+	if _, err := io.CopyN(&buf, zr, 4); err != nil && err != io.EOF {
+		return nil, gzErr(err)
+	}
+	if buf.Len() == 4 {
+		if _, err := io.CopyN(&buf, zr, 4*int64(buf.Bytes()[3])); err != nil && err != io.EOF {
+			return nil, gzErr(err)
+		}
+	}
+	hdr := buf.Bytes()
+	size, ok := idxElemSize(hdr)
+	if !ok || len(hdr) < 4 || hdr[3] == 0 || len(hdr) < 4+4*int(hdr[3]) {
+		return parseIDX(hdr, name)
+	}
+	shape := idxShape(hdr)
+	n, ok := checkedElems(shape, math.MaxInt/size-len(hdr))
+	if !ok {
+		return nil, fmt.Errorf("%w: %s: byte 4: shape %v of %d-byte elements is larger than memory can hold", ErrFormat, name, shape, size)
+	}
+	if _, err := io.CopyN(&buf, zr, int64(n*size)); err != nil && err != io.EOF {
+		return nil, gzErr(err)
+	}
+	// Reading on to the end also verifies the gzip checksum.
+	extra, err := io.CopyN(io.Discard, zr, trailingProbe)
+	if err != nil && err != io.EOF {
+		return nil, gzErr(err)
+	}
+	if extra > 0 {
+		more := ""
+		if extra == trailingProbe {
+			more = "at least "
+		}
+		return nil, fmt.Errorf("%w: %s: byte %d: %s%d trailing bytes after the %v data the header declares",
+			ErrFormat, name, buf.Len(), more, extra, shape)
+	}
+	return parseIDX(buf.Bytes(), name)
+}
+
+// idxElemSize is the element size of the type code in hdr[2].
+func idxElemSize(hdr []byte) (int, bool) {
+	if len(hdr) < 3 {
+		return 0, false
+	}
+	switch hdr[2] {
+	case idxUint8, idxInt8:
+		return 1, true
+	case idxInt16:
+		return 2, true
+	case idxInt32, idxFloat32:
+		return 4, true
+	case idxFloat64:
+		return 8, true
+	}
+	return 0, false
+}
+
+// idxShape reads the hdr[3] big-endian dimensions of a complete header.
+func idxShape(hdr []byte) []int {
+	shape := make([]int, hdr[3])
+	for i := range shape {
+		shape[i] = int(binary.BigEndian.Uint32(hdr[4+4*i:]))
+	}
+	return shape
 }
 
 func parseIDX(b []byte, name string) (*Array, error) {
@@ -66,17 +145,8 @@ func parseIDX(b []byte, name string) (*Array, error) {
 		return nil, bad(0, "bad IDX magic % x (want 00 00 <type> <ndim>)", b[:4])
 	}
 	code, ndim := b[2], int(b[3])
-	var size int
-	switch code {
-	case idxUint8, idxInt8:
-		size = 1
-	case idxInt16:
-		size = 2
-	case idxInt32, idxFloat32:
-		size = 4
-	case idxFloat64:
-		size = 8
-	default:
+	size, ok := idxElemSize(b)
+	if !ok {
 		return nil, bad(2, "unknown IDX type code 0x%02x", code)
 	}
 	if ndim == 0 {
@@ -86,10 +156,7 @@ func parseIDX(b []byte, name string) (*Array, error) {
 	if len(b) < hdr {
 		return nil, bad(len(b), "file ends inside the dimensions (%d dimensions need %d header bytes)", ndim, hdr)
 	}
-	shape := make([]int, ndim)
-	for i := range shape {
-		shape[i] = int(binary.BigEndian.Uint32(b[4+4*i:]))
-	}
+	shape := idxShape(b)
 	body := b[hdr:]
 	n, ok := checkedElems(shape, len(body)/size)
 	if !ok || n*size != len(body) {

@@ -101,23 +101,23 @@ func listening(pid int) []string {
 // log each refusal (without the token), and the job completes.
 //
 // Rank 0's peer listener is open only while the mesh forms, so rank 1 runs
-// under strace with its connect(2) calls delayed by 1.5 s (skipped without
-// strace).
+// under strace with its connect(2) calls delayed by 1.5 s, and the listener
+// is found with ss. Both tools are required (scripts/setup.sh installs
+// them): a missing tool fails the test, so the probe cannot silently vanish.
 func TestAuth(t *testing.T) {
 	skipShort(t)
 	token := "e2e-token-" + randomHex(12)
 	dir := t.TempDir()
-	program := linearBin
-	_, straceErr := exec.LookPath("strace")
-	if _, err := exec.LookPath("ss"); err != nil {
-		straceErr = err // the peer listener is found with ss
+	for _, tool := range []string{"strace", "ss"} {
+		_, err := exec.LookPath(tool)
+		require.NoError(t, err, "TestAuth needs %s (run scripts/setup.sh as root: it installs strace and iproute2)", tool)
 	}
-	if straceErr == nil {
-		program = filepath.Join(dir, "rank1-slow-connect")
-		script := fmt.Sprintf("#!/bin/sh\nif [ \"$RANK\" = 1 ]; then GODEBUG=asyncpreemptoff=1 exec strace -f -qq --seccomp-bpf -o /dev/null "+
-			"-e trace=connect -e inject=connect:delay_enter=1500000 %s \"$@\"; fi\nexec %s \"$@\"\n", linearBin, linearBin)
-		require.NoError(t, os.WriteFile(program, []byte(script), 0o755))
-	}
+	require.NoError(t, exec.Command("strace", "-f", "-qq", "-o", "/dev/null", "true").Run(),
+		"strace cannot trace here (ptrace not permitted?); TestAuth needs it to hold rank 1's connect(2)")
+	program := filepath.Join(dir, "rank1-slow-connect")
+	script := fmt.Sprintf("#!/bin/sh\nif [ \"$RANK\" = 1 ]; then GODEBUG=asyncpreemptoff=1 exec strace -f -qq --seccomp-bpf -o /dev/null "+
+		"-e trace=connect -e inject=connect:delay_enter=1500000 %s \"$@\"; fi\nexec %s \"$@\"\n", linearBin, linearBin)
+	require.NoError(t, os.WriteFile(program, []byte(script), 0o755))
 	j := start(t, spec{dir: dir, program: program, logDir: true,
 		args: []string{"-epochs", "200", "-ckpt-dir", ""},
 		env:  []string{"GODDP_TOKEN=" + token, "GODDP_BACKEND=tcp", "GODDP_TIMEOUT=30s"}})
@@ -157,32 +157,28 @@ func TestAuth(t *testing.T) {
 		}()
 	}
 
-	if straceErr != nil {
-		t.Logf("the peer listener is not probed: %v", straceErr)
-	} else {
-		var peer string // rank 0's only listener
-		deadline := time.Now().Add(20 * time.Second)
-		for peer == "" && time.Now().Before(deadline) {
-			for _, p := range marked(j.marker) {
-				if p.worker && p.rank == 0 {
-					if ls := listening(p.pid); len(ls) > 0 {
-						peer = ls[0]
-					}
+	var peer string // rank 0's only listener
+	deadline := time.Now().Add(20 * time.Second)
+	for peer == "" && time.Now().Before(deadline) {
+		for _, p := range marked(j.marker) {
+			if p.worker && p.rank == 0 {
+				if ls := listening(p.pid); len(ls) > 0 {
+					peer = ls[0]
 				}
 			}
-			time.Sleep(2 * time.Millisecond)
 		}
-		require.NotEmpty(t, peer, "rank 0's peer listener")
-		// Every listener of the job (ddprun's store, the peer listener)
-		// binds to loopback, the address it was given, not 0.0.0.0.
-		for _, p := range marked(j.marker) {
-			for _, l := range listening(p.pid) {
-				assert.True(t, strings.HasPrefix(l, "127.0.0.1:"), "pid %d listens on %s", p.pid, l)
-			}
-		}
-		t.Logf("probing rank 0's peer listener %s", peer)
-		poke(t, peer)
+		time.Sleep(2 * time.Millisecond)
 	}
+	require.NotEmpty(t, peer, "rank 0's peer listener")
+	// Every listener of the job (ddprun's store, the peer listener)
+	// binds to loopback, the address it was given, not 0.0.0.0.
+	for _, p := range marked(j.marker) {
+		for _, l := range listening(p.pid) {
+			assert.True(t, strings.HasPrefix(l, "127.0.0.1:"), "pid %d listens on %s", p.pid, l)
+		}
+	}
+	t.Logf("probing rank 0's peer listener %s", peer)
+	poke(t, peer)
 	wg.Wait()
 	select {
 	case <-j.done:
@@ -200,9 +196,7 @@ func TestAuth(t *testing.T) {
 		assert.Regexp(t, `ddprun: store: comm: store `+regexp.QuoteMeta(store)+`: refused connection from 127\.0\.0\.1:\d+: .*`+why, errs)
 	}
 	rank0 := j.workerLog(0, 0, "stderr")
-	if straceErr == nil {
-		assert.Regexp(t, `comm: tcp rank 0: refused connection from 127\.0\.0\.1:\d+: comm: authentication failed`, rank0)
-	}
+	assert.Regexp(t, `comm: tcp rank 0: refused connection from 127\.0\.0\.1:\d+: comm: authentication failed`, rank0)
 	// The token appears in no output and no log.
 	all := j.stdout.String() + errs + rank0 + j.workerLog(0, 1, "stderr") + j.workerLog(0, 0, "stdout")
 	assert.NotContains(t, all, token)

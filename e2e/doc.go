@@ -4,10 +4,21 @@
 // checking that each ends in a clear error or a clean recovery, never a hang,
 // a lost checkpoint or a leftover process:
 //
-//   - kill -9 of one rank mid-step (with GODDP_TIMEOUT=10s and with the
-//     default timeout): ddprun exits 1 promptly, names the dead rank as the
-//     root cause, no worker remains; without a launcher the survivor's own
-//     error names the dead rank within 2x the timeout;
+//   - kill -9 of one rank mid-step on 2, 3 and 4 ranks (with
+//     GODDP_TIMEOUT=10s and with the default timeout): with ddprun frozen
+//     meanwhile, every survivor detects the death itself and names the dead
+//     rank (a launcher's stop does not count); ddprun then exits 1 with the
+//     root cause and no worker remains; without a launcher each survivor's
+//     own error names the dead rank within 2x the timeout;
+//   - a rank frozen with SIGSTOP on 2, 3 and 4 ranks without a launcher (a
+//     silent blackhole: nothing resets): every survivor times out within 2x
+//     GODDP_TIMEOUT naming the frozen rank;
+//   - the checkpoint file system filling up (a 1 MiB tmpfs) during a save:
+//     every rank fails naming the file and ENOSPC, no temporary file is
+//     left, the earlier checkpoints load and the job resumes from them;
+//   - a program whose ranks issue different collectives (reduce op, size,
+//     kind) under GODDP_DEBUG_COLLECTIVES=1: both ranks fail at once naming
+//     the other's call (testdata/collprobe);
 //   - --max-restarts 1: a worker killed after a checkpoint; the job resumes
 //     from that checkpoint and ends bit-identical to an uninterrupted run;
 //   - SIGKILL of rank 0 in the middle of a checkpoint save (caught with
@@ -26,12 +37,18 @@
 //   - a rank stopped past GODDP_STALL_THRESHOLD: rank 0 logs which rank has
 //     not arrived at which collective, and training completes;
 //   - GODDP_DEBUG_COLLECTIVES=1 on a correct program: no false alarm;
+//   - (with GODDP_E2E_COMM17=1, until issue 17's comm part lands) a busy
+//     laggard, rank 0 included, named by every other rank past the stall
+//     threshold, and tcp timeouts on 3+ ranks that blame only the frozen
+//     rank;
 //   - -timeline: a valid Chrome trace with forward, backward, bucket
 //     all-reduce and optimizer events of both ranks.
 //
-// Some subtests need root tools and skip without them: `ss -K` (socket
-// destruction) and strace (to hold a rank's connect(2) so that the peer
-// listener can be probed).
+// TestAuth requires strace (to hold a rank's connect(2) so that the peer
+// listener can be probed) and ss, and fails without them (scripts/setup.sh
+// installs both). Subtests that need what a machine may lack skip, saying
+// so: `ss -K` (socket destruction, root and CONFIG_INET_DIAG_DESTROY) and
+// mounting a tmpfs (root).
 //
 // Every job runs under a deadline; running past it counts as a hang and
 // fails the test. Run it with `go test ./e2e/` (about 50 s on an idle 2-core

@@ -404,13 +404,19 @@ type worker struct {
 // startWorkers starts n linear processes on loopback that form one group.
 func startWorkers(t *testing.T, n int, env []string, args ...string) []*worker {
 	t.Helper()
+	return startProgram(t, linearBin, n, env, args...)
+}
+
+// startProgram starts n processes of bin on loopback that form one group.
+func startProgram(t *testing.T, bin string, n int, env []string, args ...string) []*worker {
+	t.Helper()
 	port := freePort(t)
 	marker := randomHex(8)
 	dir := t.TempDir()
 	ws := make([]*worker, n)
 	for r := range ws {
 		w := &worker{rank: r, stdout: &buffer{}, stderr: &buffer{}, done: make(chan struct{})}
-		w.cmd = exec.Command(linearBin, args...)
+		w.cmd = exec.Command(bin, args...)
 		w.cmd.Dir = dir
 		w.cmd.Env = append(append(cleanEnv(), markerVar+"="+marker,
 			"RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r), "WORLD_SIZE="+strconv.Itoa(n),
@@ -466,4 +472,28 @@ func freePort(t *testing.T) int {
 	require.NoError(t, err)
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+var built struct {
+	sync.Mutex
+	bins map[string]string
+}
+
+// buildProgram builds the Go package pkg (relative to e2e/) once per test
+// binary and returns the executable's path.
+func buildProgram(t *testing.T, pkg string) string {
+	t.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if bin, ok := built.bins[pkg]; ok {
+		return bin
+	}
+	bin := filepath.Join(filepath.Dir(tmpRoot), filepath.Base(pkg))
+	out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput()
+	require.NoError(t, err, "building %s: %s", pkg, out)
+	if built.bins == nil {
+		built.bins = map[string]string{}
+	}
+	built.bins[pkg] = bin
+	return bin
 }

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -13,83 +12,127 @@ import (
 )
 
 // TestKill9RankMidStep kills one rank of a 2-rank training job under ddprun
-// with SIGKILL while it trains: ddprun must exit 1 well within 2x the
-// collective timeout (with the default 10-minute timeout: within the issue's
-// 2 minutes), name the dead rank, its pid and the signal as the root cause,
-// and leave no process of the job behind. The survivor either saw the death
-// itself (its error names the dead rank) or was stopped by ddprun first (its
-// error says so); TestKill9NoLauncher checks the survivor's own detection.
+// with SIGKILL while it trains: the surviving rank must detect the death
+// itself and exit, naming the dead rank, well within 2x the collective
+// timeout (with the default 10-minute timeout: within the issue's 2
+// minutes); ddprun must then exit 1 with a root-cause report and leave no
+// process of the job behind.
+//
+// ddprun stops the other workers the moment one dies, which would hide a
+// survivor that cannot tell a dead peer from a slow one (it would end
+// "stopped (terminated signal received)" all the same). So ddprun is frozen
+// (SIGSTOP) from just before the kill until the survivor has exited on its
+// own: as on a multi-node job, where the launcher of the survivor's node
+// learns of the death late, only the survivor's own detection ends it.
 func TestKill9RankMidStep(t *testing.T) {
 	skipShort(t)
 	tests := []struct {
 		name   string
 		env    []string
 		victim int
-		bound  time.Duration // ddprun must be gone this long after the kill
+		bound  time.Duration // the survivors must be gone this long after the kill
+		n      int           // ranks (default 2)
 	}{
-		{"shm GODDP_TIMEOUT=10s", []string{"GODDP_TIMEOUT=10s"}, 1, 20 * time.Second},
-		{"tcp GODDP_TIMEOUT=10s rank 0", []string{"GODDP_TIMEOUT=10s", "GODDP_BACKEND=tcp"}, 0, 20 * time.Second},
+		{"shm GODDP_TIMEOUT=10s", []string{"GODDP_TIMEOUT=10s"}, 1, 20 * time.Second, 2},
+		{"tcp GODDP_TIMEOUT=10s rank 0", []string{"GODDP_TIMEOUT=10s", "GODDP_BACKEND=tcp"}, 0, 20 * time.Second, 2},
 		// Issue 8's bar: the default timeout (10 min) must not matter.
-		{"default timeout", nil, 1, 2 * time.Minute},
+		{"default timeout", nil, 1, 2 * time.Minute, 2},
+		{"tcp default timeout", []string{"GODDP_BACKEND=tcp"}, 1, 2 * time.Minute, 2},
+		{"shm 3 ranks", []string{"GODDP_TIMEOUT=10s"}, 1, 20 * time.Second, 3},
+		{"tcp 4 ranks", []string{"GODDP_TIMEOUT=10s", "GODDP_BACKEND=tcp"}, 2, 20 * time.Second, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			j := start(t, spec{args: []string{"-epochs", "100000", "-ckpt-dir", ""}, env: tc.env, logDir: true})
-			ws := j.workers(2, 0, 30*time.Second)
-			j.waitOut(epochLine(3), 30*time.Second) // training, mid-loop
+			j := start(t, spec{nproc: tc.n, args: []string{"-epochs", "100000", "-ckpt-dir", ""}, env: tc.env, logDir: true})
+			ws := j.workers(tc.n, 0, 30*time.Second)
+			j.waitOut(epochLine(3), 60*time.Second) // training, mid-loop
+			j.inject(j.cmd.Process.Pid, syscall.SIGSTOP)
+			waitStopped(t, j.cmd.Process.Pid)
 			killed := time.Now()
 			j.inject(ws[tc.victim], syscall.SIGKILL)
-			code, _ := j.wait(tc.bound + 30*time.Second)
+			deadline := killed.Add(tc.bound)
+			var running []int
+			for {
+				running = running[:0]
+				for r, pid := range ws {
+					if r != tc.victim && alive(pid) {
+						running = append(running, r)
+					}
+				}
+				if len(running) == 0 || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
 			took := time.Since(killed)
-			t.Logf("ddprun exited %d, %v after the kill", code, took.Round(time.Millisecond))
+			require.NoError(t, syscall.Kill(j.cmd.Process.Pid, syscall.SIGCONT))
+			t.Logf("survivors exited on their own within %v of the kill (launcher frozen)", took.Round(time.Millisecond))
+			require.Empty(t, running, "survivor ranks still running %v after rank %d was killed, with no launcher to stop them", tc.bound, tc.victim)
+
+			code, _ := j.wait(time.Since(j.started) + 30*time.Second)
 			assert.Equal(t, 1, code, j.stderr.String())
-			assert.Less(t, took, tc.bound)
 			errs := j.stderr.String()
-			assert.Contains(t, errs, "Root cause")
-			assert.Contains(t, errs, fmt.Sprintf("rank       : %d (local rank %d", tc.victim, tc.victim))
-			assert.Contains(t, errs, "cause      : signal SIGKILL")
-			assert.Contains(t, errs, "pid        : "+strconv.Itoa(ws[tc.victim]))
-			assert.Contains(t, errs, fmt.Sprintf("ddprun: error: launch: worker failed: rank %d", tc.victim))
-			survivor := 1 - tc.victim
-			assert.Regexp(t, fmt.Sprintf(`peer failed: .*rank %d\b|stopped \(terminated signal received\)`, tc.victim),
-				j.workerLog(0, survivor, "stderr"))
+			// Which exit ddprun sees first after it thaws is a race; either
+			// way the report names the dead rank: as the root cause, or in
+			// the survivor's error.
+			assert.Regexp(t, fmt.Sprintf(`(?s)Root cause.*(rank       : %d \(local rank %d.*cause      : signal SIGKILL|peer failed: .*rank %d\b)`,
+				tc.victim, tc.victim, tc.victim), errs)
+			for r := range tc.n {
+				if r == tc.victim {
+					continue
+				}
+				log := j.workerLog(0, r, "stderr")
+				assert.Regexp(t, fmt.Sprintf(`peer failed: .*rank %d\b`, tc.victim), log, "survivor rank %d", r)
+				assert.NotContains(t, log, "stopped (", "survivor rank %d detected the death itself, not through the launcher", r)
+				t.Logf("survivor rank %d: %s", r, strings.TrimSpace(tail(log, 1)))
+			}
 			j.requireNoLeftovers()
 		})
 	}
 }
 
-// TestKill9NoLauncher runs the two ranks without ddprun (rank 0 hosts the
-// store, as with torchrun-less env:// setups), so nothing stops the survivor
-// but its own failure detection: killed mid-step, the dead rank is named in
-// the survivor's error, which ends it well within 2x the timeout.
+// TestKill9NoLauncher runs the ranks without ddprun (rank 0 hosts the
+// store, as with torchrun-less env:// setups), so nothing stops the
+// survivors but their own failure detection: killed mid-step, the dead rank
+// is named in every survivor's error, which ends it well within 2x the
+// timeout, on 2, 3 and 4 ranks.
 func TestKill9NoLauncher(t *testing.T) {
 	skipShort(t)
 	const timeout = 10 * time.Second
 	tests := []struct {
+		n       int
 		backend string
 		victim  int
-		want    string
+		want    string // %[1]d: the survivor, %[2]d: the victim
 	}{
-		{"shm", 1, `peer failed: allreduce #\d+ \(84 bytes\) on rank 0: .*rank 1 \(pid \d+\) died`},
-		{"shm", 0, `peer failed: .* on rank 1: .*rank 0 \(pid \d+\) died`},
-		{"tcp", 1, `peer failed: .* on rank 0: .*rank 1`},
-		{"tcp", 0, `peer failed: .* on rank 1: .*rank 0`},
+		{2, "shm", 1, `peer failed: allreduce #\d+ \(84 bytes\) on rank %[1]d: .*rank %[2]d \(pid \d+\) died`},
+		{2, "shm", 0, `peer failed: .* on rank %[1]d: .*rank %[2]d \(pid \d+\) died`},
+		{2, "tcp", 1, `peer failed: .* on rank %[1]d: .*rank %[2]d\b`},
+		{2, "tcp", 0, `peer failed: .* on rank %[1]d: .*rank %[2]d\b`},
+		{3, "tcp", 1, `peer failed: .* on rank %[1]d: .*rank %[2]d\b`},
+		{3, "shm", 0, `peer failed: .* on rank %[1]d: .*rank %[2]d \(pid \d+\) died`},
+		{4, "tcp", 2, `peer failed: .* on rank %[1]d: .*rank %[2]d\b`},
+		{4, "shm", 3, `peer failed: .* on rank %[1]d: .*rank %[2]d \(pid \d+\) died`},
 	}
 	for _, tc := range tests {
-		t.Run(fmt.Sprintf("%s kill rank %d", tc.backend, tc.victim), func(t *testing.T) {
-			ws := startWorkers(t, 2, []string{"GODDP_TIMEOUT=" + timeout.String(), "GODDP_BACKEND=" + tc.backend},
+		t.Run(fmt.Sprintf("%s %d ranks kill rank %d", tc.backend, tc.n, tc.victim), func(t *testing.T) {
+			ws := startWorkers(t, tc.n, []string{"GODDP_TIMEOUT=" + timeout.String(), "GODDP_BACKEND=" + tc.backend},
 				"-epochs", "100000", "-ckpt-dir", "")
-			waitFor(t, 30*time.Second, func() bool { return epochLine(3).MatchString(ws[0].stdout.String()) }, ws[0].stderr)
+			waitFor(t, 60*time.Second, func() bool { return epochLine(3).MatchString(ws[0].stdout.String()) }, ws[0].stderr)
 			killed := time.Now()
 			tally.faults.Add(1)
 			require.NoError(t, syscall.Kill(ws[tc.victim].cmd.Process.Pid, syscall.SIGKILL))
-			s := ws[1-tc.victim]
-			code, took := s.wait(t, killed, 2*timeout+30*time.Second)
-			t.Logf("survivor rank %d exited %d, %v after the kill: %s", s.rank, code, took.Round(time.Millisecond),
-				strings.TrimSpace(s.stderr.String()))
-			assert.Equal(t, 1, code)
-			assert.Less(t, took, 2*timeout)
-			assert.Regexp(t, tc.want, s.stderr.String())
+			for _, s := range ws {
+				if s.rank == tc.victim {
+					continue
+				}
+				code, took := s.wait(t, killed, 2*timeout+30*time.Second)
+				t.Logf("survivor rank %d exited %d, %v after the kill: %s", s.rank, code, took.Round(time.Millisecond),
+					strings.TrimSpace(s.stderr.String()))
+				assert.Equal(t, 1, code)
+				assert.Less(t, took, 2*timeout)
+				assert.Regexp(t, fmt.Sprintf(tc.want, s.rank, tc.victim), s.stderr.String())
+			}
 		})
 	}
 }

@@ -1,6 +1,8 @@
 // Package nn holds goddp's neural-network modules: layers (Linear, ReLU,
 // GELU, Tanh, Sigmoid, Dropout, LayerNorm, Embedding, BatchNorm1d,
-// Sequential), losses (MSELoss, CrossEntropyLoss, BCEWithLogitsLoss) and
+// Sequential; for images Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d,
+// BatchNorm2d, SyncBatchNorm with ConvertSyncBatchNorm, and Flatten, whose
+// geometry options are WindowOptions such as Stride and Padding), losses (MSELoss, CrossEntropyLoss, BCEWithLogitsLoss) and
 // state dicts, with PyTorch's semantics and names.
 //
 // # Modules and names

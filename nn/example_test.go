@@ -73,3 +73,14 @@ func ExampleLoadStateDict() {
 	// Output:
 	// nn: state dict does not match the module: mis-shaped keys ["2.weight: state dict [2 8], module [3 8]" "2.bias: state dict [2], module [3]"]
 }
+
+func ExampleNewConv2d() {
+	rng := tensor.NewRNG(0)
+	net := nn.NewSequential(
+		nn.NewConv2d(rng, 1, 8, 3, nn.Padding(1)), nn.NewReLU(), nn.NewMaxPool2d(2),
+		nn.NewConv2d(rng, 8, 8, 3, nn.Groups(8), nn.PaddingSame()), // depthwise
+		nn.NewFlatten(), nn.NewLinear(rng, 8*14*14, 10))
+	y := net.Forward(autograd.Const(tensor.New(tensor.Float32, 4, 1, 28, 28)))
+	fmt.Println(y.Value.Shape(), nn.StateDict(net).Keys()[:3])
+	// Output: [4 10] [0.weight 0.bias 3.weight]
+}

@@ -2,7 +2,11 @@
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
 # machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|all] > results.txt
+# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|cnn|all] > results.txt
+# cnn (not part of all: minutes per round): ROUNDS (default 1) interleaved
+# rounds of torch_models.py cnn and examples/cnn, both at world 2 for EPOCHS
+# (default 2) epochs, with each side's peak RSS (the largest process of the
+# job, i.e. one rank), then the conv layers' single-thread benchmark pair.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -50,4 +54,20 @@ if [ "$what" = allreduce ] || [ "$what" = all ]; then
   echo "-- OpenMPI tcp"; "${mpi[@]}" --mca btl tcp,self "$tmp/mpi_allreduce"
   echo "-- OpenMPI shm"; "${mpi[@]}" "$tmp/mpi_allreduce"
   echo "-- Gloo";        OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_allreduce.py" 2
+fi
+
+if [ "$what" = cnn ]; then
+  e=${EPOCHS:-2}
+  go build -o "$tmp/cnn" ./examples/cnn
+  echo "### cnn (Fashion-MNIST convnet), world 2, $e epochs: torch DDP+Gloo via mp.spawn vs goddp via ddprun, interleaved"
+  for r in $(seq "${ROUNDS:-1}"); do
+    echo "round $r torch cnn world 2: $( { /usr/bin/time -f 'peak_rss_kb=%M' /usr/bin/python3 "$anchors/torch_models.py" cnn 2 "$e"; } 2>&1 | grep -E 'torch-ddp|peak_rss' | tr '\n' ' ')"
+    echo "round $r goddp cnn world 2: $( { /usr/bin/time -f 'peak_rss_kb=%M' "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/cnn" -epochs "$e" -ckpt-dir ''; } 2>&1 | grep -E '^(samples_per_s|epoch=|peak_rss)' | tr '\n' ' ')"
+  done
+  echo "### conv layers of the convnet, forward+backward, batch 64, 1 thread (Go, then torch, twice)"
+  go test -c -o "$tmp/autograd.test" ./autograd/
+  for r in 1 2; do
+    GODDP_NUM_THREADS=1 "$tmp/autograd.test" -test.run '^$' -test.bench ConvNetConvLayers -test.benchtime 3s | grep '^Bench'
+    OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_conv.py 3
+  done
 fi

@@ -12,7 +12,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! dpkg -s nvidia-cuda-dev >/dev/null 2>&1; then
+. scripts/dpkg-installed.sh
+if ! dpkg_installed nvidia-cuda-dev; then
   if [ "$(id -u)" = 0 ]; then scripts/cuda-headers.sh
   else echo "check-engines: nvidia-cuda-dev is missing; run scripts/cuda-headers.sh as root" >&2; exit 1; fi
 fi

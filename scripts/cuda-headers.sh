@@ -3,7 +3,8 @@
 # component) so that the `cuda` build tag can be compiled and vetted. Nothing
 # here needs a GPU; reuses an existing install.
 set -euo pipefail
-if dpkg -s nvidia-cuda-dev >/dev/null 2>&1; then exit 0; fi
+. "$(dirname "$0")/dpkg-installed.sh"
+if dpkg_installed nvidia-cuda-dev; then exit 0; fi
 export DEBIAN_FRONTEND=noninteractive
 src=/etc/apt/sources.list.d/debian.sources
 if [ -f "$src" ] && ! grep -q 'non-free' "$src"; then

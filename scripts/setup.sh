@@ -4,9 +4,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+. scripts/dpkg-installed.sh
 need=()
-for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace; do
-  dpkg -s "$p" >/dev/null 2>&1 || need+=("$p")
+# iproute2 (ss) and strace are the e2e auth test's tools; it fails without them.
+# dataset-fashion-mnist: the real data examples/cnn trains on (/usr/share/datasets/fashion-mnist).
+for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace dataset-fashion-mnist; do
+  dpkg_installed "$p" || need+=("$p")
 done
 if [ "${#need[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive

@@ -11,6 +11,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
 bash scripts/setup.sh
+bash scripts/test-dpkg-installed.sh
 
 echo "== go vet"
 go vet ./...

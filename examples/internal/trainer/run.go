@@ -36,6 +36,9 @@ type Job struct {
 	Model   nn.Layer
 	NewOpt  func(params []*autograd.Variable) (optim.Optimizer, error)
 	Loss    LossFunc
+	// EvalDataset, when set, is evaluated after every epoch (see
+	// Config.EvalData), sharded over the ranks without padding.
+	EvalDataset data.Dataset
 }
 
 // Main parses the common flags, joins the process group from the launcher's
@@ -53,6 +56,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	bucketView := fs.Bool("gradient-as-bucket-view", true, "DDP gradient_as_bucket_view: gradients live in the buckets (saves a copy per step)")
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
+	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -62,7 +66,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
-		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline}, build)
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline, evalBatch: *evalBatch}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
 			// A peer that left is most often one that was signalled a
@@ -88,6 +92,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 
 type runConfig struct {
 	epochs, batch, saveEvery, workers int
+	evalBatch                         int
 	ckptDir, timeline                 string
 	seed                              uint64
 	bucketMB                          float64
@@ -119,6 +124,16 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
+	var evalLoader *data.DataLoader
+	if job.EvalDataset != nil {
+		es, err := data.NewDistributedSampler(job.EvalDataset, data.SamplerGroup(pg), data.SamplerShuffle(false), data.SamplerEval())
+		if err != nil {
+			return err
+		}
+		if evalLoader, err = data.NewDataLoader(job.EvalDataset, data.BatchSize(rc.evalBatch), data.WithSampler(es)); err != nil {
+			return err
+		}
+	}
 	var tl *ddp.Timeline
 	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB), ddp.GradientAsBucketView(rc.bucketView)}
 	if rc.timeline != "" {
@@ -135,7 +150,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		return err
 	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out})
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out, EvalData: evalLoader})
 	if err != nil {
 		return err
 	}

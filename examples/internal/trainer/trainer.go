@@ -19,6 +19,8 @@ import (
 	"goddp/comm"
 	"goddp/data"
 	"goddp/ddp"
+	"goddp/metrics"
+	"goddp/nn"
 	"goddp/optim"
 	"goddp/tensor"
 )
@@ -47,6 +49,9 @@ type Trainer struct {
 	// throughput, counted after the warm-up epoch
 	samples  int64
 	measured time.Duration
+
+	evalData  *data.DataLoader // nil: no evaluation
+	epochLoss metrics.Mean     // this rank's training loss over the current epoch
 }
 
 // Config carries what the tutorial passes to Trainer's constructor, plus the
@@ -63,6 +68,12 @@ type Config struct {
 	CkptDir   string // "" disables checkpoints
 	KeepLast  int
 	Out       io.Writer
+	// EvalData, when set, is evaluated after every epoch in eval mode and
+	// without recording gradients; its loss and (for labelled batches)
+	// accuracy are reduced over the ranks and printed by rank 0 as
+	// "epoch=E test_loss=L test_acc=A". Shard it with a DistributedSampler
+	// in SamplerEval mode, so each sample counts once.
+	EvalData *data.DataLoader
 }
 
 // New builds a Trainer. When CkptDir holds a valid checkpoint, every rank
@@ -70,7 +81,7 @@ type Config struct {
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
-		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out}
+		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out, evalData: cfg.EvalData}
 	if t.out == nil {
 		t.out = os.Stdout
 	}
@@ -202,6 +213,7 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 	if err := loss.Backward(); err != nil {
 		return err
 	}
+	t.epochLoss.Add(loss.Value.Item(), 1)
 	end := t.model.Timeline().Span("optimizer")
 	err = t.optimizer.Step()
 	end()
@@ -219,6 +231,7 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 		t.logf("[GPU%d] Epoch %d | Batchsize: %d | Steps: %d\n", t.gpuID, epoch, bsz, t.trainData.Len())
 	}
 	began := time.Now()
+	t.epochLoss = metrics.Mean{}
 	n, steps := 0, t.trainData.Len()
 	i := 0
 	for b, err := range t.trainData.All(ctx) {
@@ -241,6 +254,48 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 		t.samples += int64(n)
 		t.measured += time.Since(began)
 	}
+	// Rank 0's mean training loss over the epoch's steps, as torch's anchors print it.
+	t.logf("epoch=%d loss=%.4f\n", epoch, t.epochLoss.Value())
+	return nil
+}
+
+// evaluate runs the evaluation set through the model in eval mode without
+// recording gradients, and prints the loss and accuracy over all ranks on
+// rank 0. It calls the wrapped module directly: DDP's forward would issue
+// collectives, and unpadded shards give ranks different batch counts.
+func (t *Trainer) evaluate(ctx context.Context, epoch int) error {
+	m := t.model.Module()
+	wasTraining := m.Training()
+	m.Train(false)
+	defer m.Train(wasTraining)
+	var loss metrics.Mean
+	var acc metrics.Accuracy
+	var err error
+	nn.NoGrad(m, func() {
+		for b, e := range t.evalData.All(ctx) {
+			if e != nil {
+				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
+				return
+			}
+			out := m.Forward(autograd.Const(b.Inputs))
+			loss.Add(t.loss(out, b).Value.Item(), float64(b.Size()))
+			if b.Labels != nil && out.Value.Dim() == 2 {
+				acc.Add(tensor.ArgMax(out.Value, 1), b.Labels)
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	l, err := loss.Reduce(ctx, t.pg)
+	if err != nil {
+		return fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
+	}
+	a, err := acc.Reduce(ctx, t.pg)
+	if err != nil {
+		return fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
+	}
+	t.logf("epoch=%d test_loss=%.4f test_acc=%.4f\n", epoch, l, a)
 	return nil
 }
 
@@ -281,6 +336,11 @@ func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 	for epoch := t.start; epoch < maxEpochs; epoch++ {
 		if err := t.runEpoch(ctx, epoch); err != nil {
 			return err
+		}
+		if t.evalData != nil {
+			if err := t.evaluate(ctx, epoch); err != nil {
+				return err
+			}
 		}
 		if t.saveEvery > 0 && epoch%t.saveEvery == 0 {
 			if err := t.saveCheckpoint(ctx, epoch); err != nil {

@@ -1,0 +1,98 @@
+package autograd
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"goddp/tensor"
+)
+
+// convParamsOf reads a fixture case's conv arguments.
+func convParamsOf(c *fixCase) ConvParams {
+	s, p, d := c.ints("stride"), c.ints("padding"), c.ints("dilation")
+	cp := ConvParams{Stride: [2]int{s[0], s[1]}, Padding: [2]int{p[0], p[1]}, Dilation: [2]int{d[0], d[1]}, Groups: c.int("groups")}
+	if c.has("same") {
+		cp.Same = c.bool("same")
+	}
+	return cp
+}
+
+func TestConv2dFixture(t *testing.T) {
+	for _, threads := range []int{1, 2} {
+		prev := tensor.Threads()
+		tensor.SetThreads(threads)
+		runFixture(t, "conv2d", plain(func(c *fixCase, in []*Variable) *Variable {
+			var b *Variable
+			if len(in) == 3 {
+				b = in[2]
+			}
+			return Conv2d(in[0], in[1], b, convParamsOf(c))
+		}))
+		tensor.SetThreads(prev)
+	}
+}
+
+func TestConv2dGradCheck(t *testing.T) {
+	cases := []struct {
+		name   string
+		x, w   []int
+		bias   bool
+		params ConvParams
+	}{
+		{"basic", []int{2, 2, 5, 4}, []int{3, 2, 3, 3}, true, ConvParams{}},
+		{"stride_pad", []int{1, 2, 6, 5}, []int{2, 2, 3, 2}, true, ConvParams{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}}},
+		{"dilation", []int{1, 1, 7, 6}, []int{2, 1, 2, 3}, false, ConvParams{Dilation: [2]int{2, 2}, Padding: [2]int{1, 1}}},
+		{"groups", []int{2, 4, 4, 4}, []int{2, 2, 3, 3}, true, ConvParams{Groups: 2, Padding: [2]int{1, 1}}},
+		{"depthwise", []int{1, 3, 5, 5}, []int{3, 1, 3, 3}, true, ConvParams{Groups: 3, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}}},
+		{"same_even", []int{1, 2, 4, 5}, []int{2, 2, 2, 4}, true, ConvParams{Same: true}},
+		{"pointwise", []int{2, 3, 3, 2}, []int{2, 3, 1, 1}, true, ConvParams{}},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			seed := uint64(100 + 3*i)
+			inputs := []*tensor.Tensor{randT(seed, 1, 0, tc.x...), randT(seed+1, 0.5, 0, tc.w...)}
+			if tc.bias {
+				inputs = append(inputs, randT(seed+2, 0.5, 0, tc.w[0]))
+			}
+			gradCheck(t, func(xs []*Variable) *Variable {
+				var b *Variable
+				if len(xs) == 3 {
+					b = xs[2]
+				}
+				return Conv2d(xs[0], xs[1], b, tc.params)
+			}, inputs...)
+		})
+	}
+}
+
+// TestConv2dAccumulatesIntoGrad checks the gradAccumulator path: a second
+// backward adds into the weight's existing Grad rather than replacing it.
+func TestConv2dAccumulatesIntoGrad(t *testing.T) {
+	x := Const(randT(1, 1, 0, 2, 2, 5, 5))
+	w, b := Param(randT(2, 1, 0, 3, 2, 3, 3)), Param(randT(3, 1, 0, 3))
+	run := func() { require.NoError(t, SumAll(Conv2d(x, w, b, ConvParams{Padding: [2]int{1, 1}})).Backward()) }
+	run()
+	once := append([]float64(nil), w.Grad.F64()...)
+	onceB := append([]float64(nil), b.Grad.F64()...)
+	run()
+	for i, v := range w.Grad.F64() {
+		require.InDelta(t, 2*once[i], v, 1e-9)
+	}
+	for i, v := range b.Grad.F64() {
+		require.InDelta(t, 2*onceB[i], v, 1e-9)
+	}
+}
+
+func TestConv2dBadShapesPanic(t *testing.T) {
+	x := Const(tensor.New(tensor.Float32, 1, 4, 5, 5))
+	require.Panics(t, func() { Conv2d(x, Const(tensor.New(tensor.Float32, 2, 3, 3, 3)), nil, ConvParams{}) }, "channels")
+	require.Panics(t, func() { Conv2d(x, Const(tensor.New(tensor.Float32, 3, 2, 3, 3)), nil, ConvParams{Groups: 2}) }, "out not divisible")
+	require.Panics(t, func() { Conv2d(x, Const(tensor.New(tensor.Float32, 2, 4, 7, 7)), nil, ConvParams{}) }, "kernel too big")
+	require.Panics(t, func() {
+		Conv2d(x, Const(tensor.New(tensor.Float32, 2, 4, 3, 3)), nil, ConvParams{Same: true, Stride: [2]int{2, 2}})
+	}, "same with stride")
+	require.Panics(t, func() {
+		Conv2d(Const(tensor.New(tensor.Float32, 4, 5, 5)), Const(tensor.New(tensor.Float32, 2, 4, 3, 3)), nil, ConvParams{})
+	})
+}

@@ -1,0 +1,145 @@
+package autograd
+
+import (
+	"fmt"
+
+	"goddp/tensor"
+)
+
+// PoolParams are a 2-d pooling window's kernel, stride and padding (torch's
+// kernel_size, stride, padding). A zero Stride means the kernel size, as in
+// torch. ceil_mode and dilation are not supported (torch's defaults: off, 1).
+type PoolParams struct {
+	Kernel  [2]int
+	Stride  [2]int
+	Padding [2]int
+}
+
+// poolGeom is one pooling's resolved shapes.
+type poolGeom struct {
+	n, c, h, w, kh, kw, sh, sw, ph, pw, oh, ow int
+}
+
+func newPoolGeom(op string, xs []int, p PoolParams) poolGeom {
+	if len(xs) != 4 {
+		panic(fmt.Sprintf("autograd: %s: input shape %v, want [N, C, H, W]", op, xs))
+	}
+	g := poolGeom{n: xs[0], c: xs[1], h: xs[2], w: xs[3], kh: p.Kernel[0], kw: p.Kernel[1],
+		sh: p.Stride[0], sw: p.Stride[1], ph: p.Padding[0], pw: p.Padding[1]}
+	if g.sh == 0 {
+		g.sh = g.kh
+	}
+	if g.sw == 0 {
+		g.sw = g.kw
+	}
+	if g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0 {
+		panic(fmt.Sprintf("autograd: %s: invalid params %+v", op, p))
+	}
+	if 2*g.ph > g.kh || 2*g.pw > g.kw {
+		panic(fmt.Sprintf("autograd: %s: padding %v should be at most half of kernel %v, as torch requires", op, p.Padding, p.Kernel))
+	}
+	g.oh = (g.h+2*g.ph-g.kh)/g.sh + 1
+	g.ow = (g.w+2*g.pw-g.kw)/g.sw + 1
+	if g.h+2*g.ph < g.kh || g.w+2*g.pw < g.kw {
+		panic(fmt.Sprintf("autograd: %s: kernel %v larger than the padded input %v", op, p.Kernel, xs))
+	}
+	return g
+}
+
+// MaxPool2d is torch.nn.functional.max_pool2d over x [N, C, H, W]: the
+// maximum of each kernel window, padding counting as -inf. Backward routes
+// each output's gradient to the input element that was the maximum (the
+// first one in row-major window order on ties, as torch's CPU kernel).
+func MaxPool2d(x *Variable, p PoolParams) *Variable {
+	g := newPoolGeom("MaxPool2d", x.Value.Shape(), p)
+	xc := x.Value.Contiguous()
+	y := tensor.New(xc.DType(), g.n, g.c, g.oh, g.ow)
+	idx := make([]int32, y.Numel())
+	if xc.DType() == tensor.Float64 {
+		maxPoolFwd(&g, y.F64(), xc.F64(), idx)
+	} else {
+		maxPoolFwd(&g, y.F32(), xc.F32(), idx)
+	}
+	return FromOp(y, &maxPool2dOp{inputs: ins(x), idx: idx, g: g})
+}
+
+type maxPool2dOp struct {
+	inputs
+	idx []int32 // per output: the argmax's offset inside its [H, W] plane
+	g   poolGeom
+}
+
+func (o *maxPool2dOp) Name() string { return "MaxPool2d" }
+func (o *maxPool2dOp) freshGrads()  {}
+
+func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
+	hw, ohw := g.h*g.w, g.oh*g.ow
+	for pl := 0; pl < g.n*g.c; pl++ {
+		xp, yp, ip := x[pl*hw:(pl+1)*hw], y[pl*ohw:(pl+1)*ohw], idx[pl*ohw:(pl+1)*ohw]
+		if g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 {
+			maxPool2x2(g, yp, xp, ip)
+			continue
+		}
+		for oy := 0; oy < g.oh; oy++ {
+			y0 := oy*g.sh - g.ph
+			ylo, yhi := max(y0, 0), min(y0+g.kh, g.h)
+			for ox := 0; ox < g.ow; ox++ {
+				x0 := ox*g.sw - g.pw
+				xlo, xhi := max(x0, 0), min(x0+g.kw, g.w)
+				best, bi := xp[ylo*g.w+xlo], ylo*g.w+xlo
+				for iy := ylo; iy < yhi; iy++ {
+					for ix := xlo; ix < xhi; ix++ {
+						if v := xp[iy*g.w+ix]; v > best || v != v {
+							best, bi = v, iy*g.w+ix
+						}
+					}
+				}
+				yp[oy*g.ow+ox], ip[oy*g.ow+ox] = best, int32(bi)
+			}
+		}
+	}
+}
+
+// maxPool2x2 is the common 2x2, stride 2, unpadded window.
+func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int32) {
+	w := g.w
+	for oy := 0; oy < g.oh; oy++ {
+		r0, r1 := x[2*oy*w:(2*oy+1)*w], x[(2*oy+1)*w:(2*oy+2)*w]
+		yr, ir := y[oy*g.ow:(oy+1)*g.ow], idx[oy*g.ow:(oy+1)*g.ow]
+		for ox := range yr {
+			i := 2 * ox
+			best, bi := r0[i], 2*oy*w+i
+			if v := r0[i+1]; v > best {
+				best, bi = v, 2*oy*w+i+1
+			}
+			if v := r1[i]; v > best {
+				best, bi = v, (2*oy+1)*w+i
+			}
+			if v := r1[i+1]; v > best {
+				best, bi = v, (2*oy+1)*w+i+1
+			}
+			yr[ox], ir[ox] = best, int32(bi)
+		}
+	}
+}
+
+func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	gy = gy.Contiguous()
+	gx := tensor.New(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
+	if gy.DType() == tensor.Float64 {
+		maxPoolBwd(&o.g, gx.F64(), gy.F64(), o.idx)
+	} else {
+		maxPoolBwd(&o.g, gx.F32(), gy.F32(), o.idx)
+	}
+	return []*tensor.Tensor{gx}
+}
+
+func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
+	hw, ohw := g.h*g.w, g.oh*g.ow
+	for pl := 0; pl < g.n*g.c; pl++ {
+		gp := gx[pl*hw : (pl+1)*hw]
+		for j, v := range gy[pl*ohw : (pl+1)*ohw] {
+			gp[idx[pl*ohw+j]] += v
+		}
+	}
+}
