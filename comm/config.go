@@ -2,6 +2,7 @@ package comm
 
 import (
 	"fmt"
+	"goddp/comm/internal/auth"
 	"net"
 	"os"
 	"strconv"
@@ -27,7 +28,13 @@ type Config struct {
 	MasterAddr     string        // env:// store host (MASTER_ADDR); default 127.0.0.1
 	MasterPort     int           // env:// store port (MASTER_PORT); default 29500
 	Timeout        time.Duration // per-op and rendezvous timeout; default 10 min (GODDP_TIMEOUT)
-	Token          string        // job token (GODDP_TOKEN); "" disables authentication
+	// Token is the job secret (GODDP_TOKEN), at least 16 bytes: every
+	// connection to the store and between ranks proves it. "" disables
+	// authentication, which Init allows only on loopback unless Insecure.
+	Token string
+	// Insecure lets a job with no Token listen on a routable address
+	// (GODDP_INSECURE=1); every rank then prints a warning.
+	Insecure bool
 	// StoreHosted says the launcher already runs the store at
 	// MasterAddr:MasterPort, so rank 0 connects instead of hosting it
 	// (GODDP_STORE_HOSTED=1).
@@ -66,6 +73,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative timeout %v", ErrBadArgument, c.Timeout)
 	case c.MasterPort < 0 || c.MasterPort > 65535:
 		return fmt.Errorf("%w: master port %d", ErrBadArgument, c.MasterPort)
+	}
+	if err := auth.CheckToken(c.Token); err != nil {
+		return err
 	}
 	if _, _, err := c.initTarget(); err != nil {
 		return err
@@ -119,7 +129,7 @@ func (c Config) initTarget() (scheme, target string, err error) {
 //     host of SLURM_NODELIST as the master address.
 //
 // plus GODDP_BACKEND, GODDP_INIT_METHOD, GODDP_TIMEOUT (a Go duration or
-// seconds), GODDP_TOKEN, GODDP_STORE_HOSTED, GODDP_STORE_BIND, GODDP_ADDR,
+// seconds), GODDP_TOKEN, GODDP_INSECURE, GODDP_STORE_HOSTED, GODDP_STORE_BIND, GODDP_ADDR,
 // GODDP_STALL_THRESHOLD and GODDP_DEBUG_COLLECTIVES.
 func ConfigFromEnv() (Config, error) { return configFromLookup(os.LookupEnv) }
 
@@ -192,6 +202,7 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.InitMethod, _, _ = get("GODDP_INIT_METHOD")
 	c.Timeout = dur("GODDP_TIMEOUT")
 	c.Token, _, _ = get("GODDP_TOKEN")
+	c.Insecure = flag("GODDP_INSECURE")
 	c.StoreHosted = flag("GODDP_STORE_HOSTED")
 	c.StoreBind, _, _ = get("GODDP_STORE_BIND")
 	c.Addr, _, _ = get("GODDP_ADDR")
