@@ -137,6 +137,7 @@ type shmGroup struct {
 	waiters atomic.Int32
 	stall   time.Duration // stall report threshold, 0 = off
 	logf    func(format string, args ...any)
+	stallf  func(format string, args ...any) // stall reports: every waiting rank, stderr by default
 
 	// Peer identities for the liveness check.
 	pids      []int
@@ -224,7 +225,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 	defer cancel()
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
-		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(),
+		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(), stallf: opts.StallLogger(),
 		avx: reduce.HasAVX(),
 	}
 	cfg = cfg.resolve(opts.Size)
