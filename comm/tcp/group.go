@@ -758,7 +758,24 @@ func (g *tcpGroup) timeoutFault(o *tcpOp) *peerFault {
 	}
 	// Blame the ranks that never arrived, not the peers whose data this
 	// rank waits for: on 3 or more ranks those are often waiting for the
-	// same laggard themselves.
+	// same laggard themselves. Likewise, when some laggards are silent,
+	// the ones that answer from inside an earlier collective are stuck
+	// behind them: they are counted, not blamed.
+	var silent []int
+	var silentWords []string
+	stuck := 0
+	for i, r := range lag {
+		if _, ok := notes[r]; !ok {
+			silent, silentWords = append(silent, r), append(silentWords, words[i])
+		} else if notes[r].inOp {
+			stuck++
+		}
+	}
+	if len(silent) > 0 && len(silent)+stuck == len(lag) && stuck > 0 {
+		detail := fmt.Sprintf("waited %v; not arrived at %s #%d: %s; %d more still in an earlier collective, waiting too",
+			timeout, o.name, o.seq, strings.Join(silentWords, ", "), stuck)
+		return &peerFault{kind: backend.ErrTimeout, peers: silent, detail: detail}
+	}
 	detail := fmt.Sprintf("waited %v; not arrived at %s #%d: %s", timeout, o.name, o.seq, strings.Join(words, ", "))
 	if others := len(waiting) - countIn(waiting, lag); others > 0 {
 		detail += fmt.Sprintf("; the %d peer(s) this rank waits on have arrived and wait too", others)
