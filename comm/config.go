@@ -2,6 +2,8 @@ package comm
 
 import (
 	"fmt"
+	"goddp/comm/internal/auth"
+	"goddp/internal/launchenv"
 	"net"
 	"os"
 	"strconv"
@@ -27,7 +29,13 @@ type Config struct {
 	MasterAddr     string        // env:// store host (MASTER_ADDR); default 127.0.0.1
 	MasterPort     int           // env:// store port (MASTER_PORT); default 29500
 	Timeout        time.Duration // per-op and rendezvous timeout; default 10 min (GODDP_TIMEOUT)
-	Token          string        // job token (GODDP_TOKEN); "" disables authentication
+	// Token is the job secret (GODDP_TOKEN), at least 16 bytes: every
+	// connection to the store and between ranks proves it. "" disables
+	// authentication, which Init allows only on loopback unless Insecure.
+	Token string
+	// Insecure lets a job with no Token listen on a routable address
+	// (GODDP_INSECURE=1); every rank then prints a warning.
+	Insecure bool
 	// StoreHosted says the launcher already runs the store at
 	// MasterAddr:MasterPort, so rank 0 connects instead of hosting it
 	// (GODDP_STORE_HOSTED=1).
@@ -66,6 +74,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: negative timeout %v", ErrBadArgument, c.Timeout)
 	case c.MasterPort < 0 || c.MasterPort > 65535:
 		return fmt.Errorf("%w: master port %d", ErrBadArgument, c.MasterPort)
+	}
+	if err := auth.CheckToken(c.Token); err != nil {
+		return err
 	}
 	if _, _, err := c.initTarget(); err != nil {
 		return err
@@ -109,17 +120,22 @@ func (c Config) initTarget() (scheme, target string, err error) {
 	return "", "", fmt.Errorf("%w: init method %q (want env://, tcp://host:port or file:///path)", ErrBadArgument, m)
 }
 
-// ConfigFromEnv reads the launcher's environment. It understands, in order
-// of precedence:
+// ConfigFromEnv reads the launcher's environment. The rank, world size
+// and local placement come from goddp/internal/launchenv, the reader every
+// goddp package shares; in order of precedence:
 //   - torchrun/ddprun and Kubernetes PyTorchJob: RANK, WORLD_SIZE, LOCAL_RANK,
-//     LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT;
+//     LOCAL_WORLD_SIZE;
 //   - OpenMPI's mpirun: OMPI_COMM_WORLD_RANK, _SIZE, _LOCAL_RANK, _LOCAL_SIZE
-//     (and MPICH's PMI_RANK, PMI_SIZE);
-//   - Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and the first
-//     host of SLURM_NODELIST as the master address.
+//     (and MPICH's PMI_RANK, PMI_SIZE, MPI_LOCALRANKID, MPI_LOCALNRANKS);
+//   - Slurm's srun: SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID, and
+//     SLURM_NTASKS_PER_NODE or the per-node task list.
+//
+// A launcher that sets only one of its rank/world pair, or a value that is
+// not an integer, is an error. The master is MASTER_ADDR and MASTER_PORT,
+// else the first host of SLURM_NODELIST.
 //
 // plus GODDP_BACKEND, GODDP_INIT_METHOD, GODDP_TIMEOUT (a Go duration or
-// seconds), GODDP_TOKEN, GODDP_STORE_HOSTED, GODDP_STORE_BIND, GODDP_ADDR,
+// seconds), GODDP_TOKEN, GODDP_INSECURE, GODDP_STORE_HOSTED, GODDP_STORE_BIND, GODDP_ADDR,
 // GODDP_STALL_THRESHOLD and GODDP_DEBUG_COLLECTIVES.
 func ConfigFromEnv() (Config, error) { return configFromLookup(os.LookupEnv) }
 
@@ -162,18 +178,15 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 
 	var c Config
-	var ok bool
-	c.Rank, ok = num("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID")
-	if !ok {
-		c.Rank = 0
+	// Rank and world come from the one reader every package shares, so
+	// comm and the data sampler can never disagree about them.
+	le, err := launchenv.Parse(lookup)
+	if err != nil {
+		return c, fmt.Errorf("%w: %w", ErrBadArgument, err)
 	}
-	if c.WorldSize, ok = num("WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"); !ok {
-		c.WorldSize = 1
-	}
-	lr, haveLR := num("LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID")
-	lws, haveLWS := num("LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE")
-	if haveLR && haveLWS {
-		c.LocalRank, c.LocalWorldSize = lr, lws
+	c.Rank, c.WorldSize = le.Rank, le.WorldSize
+	if le.HasLocal {
+		c.LocalRank, c.LocalWorldSize = le.LocalRank, le.LocalWorldSize
 	}
 	c.MasterAddr, _, _ = get("MASTER_ADDR")
 	if c.MasterAddr == "" {
@@ -192,6 +205,7 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.InitMethod, _, _ = get("GODDP_INIT_METHOD")
 	c.Timeout = dur("GODDP_TIMEOUT")
 	c.Token, _, _ = get("GODDP_TOKEN")
+	c.Insecure = flag("GODDP_INSECURE")
 	c.StoreHosted = flag("GODDP_STORE_HOSTED")
 	c.StoreBind, _, _ = get("GODDP_STORE_BIND")
 	c.Addr, _, _ = get("GODDP_ADDR")

@@ -26,10 +26,10 @@ func TestConfigFromEnv(t *testing.T) {
 		{
 			name: "torchrun",
 			env: map[string]string{"RANK": "3", "WORLD_SIZE": "8", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2",
-				"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "1234", "GODDP_TIMEOUT": "90", "GODDP_TOKEN": "t",
+				"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "1234", "GODDP_TIMEOUT": "90", "GODDP_TOKEN": "0123456789abcdef",
 				"TORCHELASTIC_RUN_ID": "job7", "TORCHELASTIC_RESTART_COUNT": "2"},
 			want: Config{Rank: 3, WorldSize: 8, LocalRank: 1, LocalWorldSize: 2, MasterAddr: "10.0.0.1",
-				MasterPort: 1234, Timeout: 90 * time.Second, Token: "t", StorePrefix: "goddp/job7/2"},
+				MasterPort: 1234, Timeout: 90 * time.Second, Token: "0123456789abcdef", StorePrefix: "goddp/job7/2"},
 		},
 		{
 			name: "pytorchjob",
@@ -57,7 +57,11 @@ func TestConfigFromEnv(t *testing.T) {
 		},
 		{name: "none", env: map[string]string{}, want: Config{Rank: 0, WorldSize: 1}},
 		{name: "bad rank", env: map[string]string{"RANK": "x", "WORLD_SIZE": "2"}, err: `RANK="x" is not an integer`},
-		{name: "rank out of range", env: map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, err: "rank 2 outside world size 2"},
+		{name: "rank out of range", env: map[string]string{"RANK": "2", "WORLD_SIZE": "2"}, err: "RANK=2 is outside [0, 2) given by WORLD_SIZE=2"},
+		{name: "half a launcher pair", env: map[string]string{"OMPI_COMM_WORLD_RANK": "1"}, err: "OMPI_COMM_WORLD_RANK is set but OMPI_COMM_WORLD_SIZE is not"},
+		{name: "slurm uneven nodes", env: map[string]string{"SLURM_PROCID": "6", "SLURM_NTASKS": "7", "SLURM_LOCALID": "0",
+			"SLURM_NODEID": "3", "SLURM_STEP_TASKS_PER_NODE": "2(x3),1", "SLURM_NODELIST": "n[1-4]"},
+			want: Config{Rank: 6, WorldSize: 7, LocalRank: 0, LocalWorldSize: 1, MasterAddr: "n1"}},
 		{name: "bad timeout", env: map[string]string{"GODDP_TIMEOUT": "soon"}, err: "GODDP_TIMEOUT"},
 		{name: "bad init method", env: map[string]string{"GODDP_INIT_METHOD": "udp://x"}, err: "init method"},
 		{name: "bad node list", env: map[string]string{"SLURM_NODELIST": "n[3-1]"}, err: "bad range"},
@@ -133,7 +137,7 @@ func TestInit(t *testing.T) {
 		backend func() string
 	}{
 		{"env tcp", func(port int) Config {
-			return Config{Backend: "tcp", MasterAddr: "127.0.0.1", MasterPort: port, Token: "tok"}
+			return Config{Backend: "tcp", MasterAddr: "127.0.0.1", MasterPort: port, Token: "test-token-0123456789"}
 		}, func() string { return "tcp" }},
 		{"tcp init method", func(port int) Config {
 			return Config{Backend: "tcp", InitMethod: fmt.Sprintf("tcp://127.0.0.1:%d", port)}
@@ -186,7 +190,7 @@ func TestInitTokenMismatch(t *testing.T) {
 	var log logSink
 	errs := initWorld(t, 2, func(r int) Config {
 		return Config{Backend: "tcp", Rank: r, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port,
-			Token: fmt.Sprintf("token-%d", r), Timeout: 3 * time.Second, Logf: log.logf}
+			Token: fmt.Sprintf("token-%d-0123456789", r), Timeout: 3 * time.Second, Logf: log.logf}
 	}, func(pg ProcessGroup) error { return nil })
 	// Rank 1 is refused by the store; rank 0 then times out waiting for it.
 	require.Error(t, errs[1])

@@ -64,9 +64,22 @@
 //
 // # Security
 //
-// With a job token (GODDP_TOKEN), every store and peer connection starts
-// with a mutual HMAC-SHA256 challenge: a process without the token is
-// refused and the refusal is logged, without the token. Listeners bind to
-// exactly the address given. Wire decoders check every length against hard
-// limits before allocating, and are fuzzed (FuzzStoreDecode, FuzzFrameDecode).
+// With a job token (GODDP_TOKEN, at least 16 bytes), every store and peer
+// connection starts with a mutual HMAC-SHA256 challenge in which the
+// connecting side proves the token first, so a stranger gets nothing to
+// guess the token from offline; a process without the token is refused and
+// the refusal is logged, without the token. ddprun hands its workers a
+// token (a random one for a single-node job). Outside ddprun (srun, mpirun,
+// Kubernetes, a hand-set MASTER_ADDR) Init refuses, on every rank, to run a
+// job reachable beyond loopback without one, and says how to set it:
+//
+//	export GODDP_TOKEN=$(head -c 32 /dev/urandom | base64)   # the same on every node
+//
+// GODDP_INSECURE=1 (Config.Insecure) runs such a job unauthenticated, on a
+// network you trust, and every rank prints a warning. Listeners bind to
+// exactly the address given. The store bounds what a client can cost it
+// (connections in the handshake, bytes held, deadlines: store.Config, the
+// GODDP_STORE_* variables), and so does the peer listener. Wire decoders
+// check every length against hard limits before allocating, and are
+// fuzzed (FuzzStoreDecode, FuzzFrameDecode, FuzzHandshake, FuzzSegmentRecord).
 package comm

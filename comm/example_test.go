@@ -53,9 +53,9 @@ func Example() {
 // A store is a small key-value service for rendezvous.
 func ExampleDialStore() {
 	ctx := context.Background()
-	srv, _ := comm.ListenStore(ctx, "127.0.0.1:0", comm.WithToken("job-secret"))
+	srv, _ := comm.ListenStore(ctx, "127.0.0.1:0", comm.WithToken("job-secret-0123456789"))
 	defer srv.Close()
-	s, err := comm.DialStore(ctx, srv.Addr(), comm.WithToken("job-secret"))
+	s, err := comm.DialStore(ctx, srv.Addr(), comm.WithToken("job-secret-0123456789"))
 	if err != nil {
 		panic(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
+	"goddp/comm/internal/auth"
 	"goddp/comm/store"
 	"net"
 	"os"
@@ -32,6 +33,9 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	}
 	if cfg.Timeout == 0 {
 		cfg.Timeout = DefaultTimeout
+	}
+	if err := checkAuth(cfg); err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
@@ -93,6 +97,7 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 		Store:            store.NewPrefix(name, job),
 		Timeout:          cfg.Timeout,
 		Token:            cfg.Token,
+		Insecure:         cfg.Insecure,
 		Prefix:           prefix + "/" + name,
 		LocalRank:        cfg.LocalRank,
 		LocalSize:        cfg.LocalWorldSize,
@@ -116,6 +121,43 @@ func InitFromEnv(ctx context.Context) (ProcessGroup, error) {
 	return Init(ctx, cfg)
 }
 
+// checkAuth refuses, on every rank and before anything listens, a job
+// whose store or peers would be reachable beyond this host with no token,
+// and prints the warning of GODDP_INSECURE=1 on every rank.
+func checkAuth(cfg Config) error {
+	scheme, target, err := cfg.initTarget()
+	if err != nil {
+		return err
+	}
+	var addrs []string
+	if scheme != "file" {
+		addrs = append(addrs, target)
+		if cfg.Rank == 0 && !cfg.StoreHosted && cfg.StoreBind != "" {
+			addrs = append(addrs, cfg.StoreBind)
+		}
+	}
+	if cfg.Addr != "" {
+		addrs = append(addrs, cfg.Addr)
+	}
+	for _, a := range addrs {
+		if err := auth.CheckListen(a, cfg.Token, cfg.Insecure); err != nil {
+			return fmt.Errorf("comm: rank %d: %w", cfg.Rank, err)
+		}
+	}
+	if cfg.Token == "" && cfg.Insecure {
+		logf := cfg.Logf
+		if logf == nil {
+			logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+		}
+		where := target
+		if len(addrs) > 0 {
+			where = strings.Join(addrs, " and ")
+		}
+		logf("%s", auth.InsecureWarning(cfg.Rank, where))
+	}
+	return nil
+}
+
 // openStore connects to (or, on rank 0, hosts) the rendezvous store.
 func openStore(ctx context.Context, cfg Config) (Store, *store.Server, error) {
 	scheme, target, err := cfg.initTarget()
@@ -123,6 +165,9 @@ func openStore(ctx context.Context, cfg Config) (Store, *store.Server, error) {
 		return nil, nil, err
 	}
 	opts := []store.Option{store.WithToken(cfg.Token), store.WithTimeout(cfg.Timeout)}
+	if cfg.Insecure {
+		opts = append(opts, store.WithInsecure())
+	}
 	if cfg.Logf != nil {
 		opts = append(opts, store.WithLogger(cfg.Logf))
 	}

@@ -133,7 +133,7 @@ func TestAuth(t *testing.T) {
 	}()
 	_, port, _ := net.SplitHostPort(store)
 	impostors := []struct{ name, tokenEnv, want string }{
-		{"wrong token", "GODDP_TOKEN=guess", "authentication failed"},
+		{"wrong token", "GODDP_TOKEN=a-wrong-guess-0123456789", "authentication failed"},
 		{"no token", "", "authentication failed"},
 	}
 	for _, im := range impostors {

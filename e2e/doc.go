@@ -37,10 +37,11 @@
 //   - a rank stopped past GODDP_STALL_THRESHOLD: rank 0 logs which rank has
 //     not arrived at which collective, and training completes;
 //   - GODDP_DEBUG_COLLECTIVES=1 on a correct program: no false alarm;
-//   - (with GODDP_E2E_COMM17=1, until issue 17's comm part lands) a busy
-//     laggard, rank 0 included, named by every other rank past the stall
-//     threshold, and tcp timeouts on 3+ ranks that blame only the frozen
-//     rank;
+//   - a busy laggard, rank 0 included, named by every other rank past the
+//     stall threshold (never "no answer"), and tcp timeouts on 3+ ranks that
+//     blame only the frozen rank;
+//   - no token off loopback: every rank refuses at once, naming GODDP_TOKEN;
+//     GODDP_INSECURE=1 runs and warns on every rank;
 //   - -timeline: a valid Chrome trace with forward, backward, bucket
 //     all-reduce and optimizer events of both ranks.
 //

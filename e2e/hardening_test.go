@@ -18,21 +18,7 @@ import (
 	"goddp/checkpoint"
 )
 
-// Issue 17's fault cases. Those whose fix lies in comm (stall and timeout
-// diagnoses) are written and run only with GODDP_E2E_COMM17=1 until that
-// part of the issue lands; see needsComm17.
-
-const comm17Var = "GODDP_E2E_COMM17"
-
-// needsComm17 skips the rest of t unless GODDP_E2E_COMM17=1: what follows
-// checks a stall or timeout diagnosis that issue 17's comm part fixes, and
-// fails on the code before it.
-func needsComm17(t *testing.T, what string) {
-	t.Helper()
-	if os.Getenv(comm17Var) != "1" {
-		t.Skipf("needs issue 17's comm part (%s); run with %s=1 once it has landed", what, comm17Var)
-	}
-}
+// Issue 17's fault cases.
 
 // TestDebugCollectivesCatchesMismatch runs a program whose rank 1 issues a
 // different collective from rank 0 (another reduce op, size or kind) with
@@ -168,9 +154,9 @@ func TestDiskFullDuringSave(t *testing.T) {
 // a launcher: its sockets stay open and its kernel still acknowledges, so
 // unlike a killed rank nothing resets; only the survivors' timeouts can end
 // the job. On 2, 3 and 4 ranks and both backends, every survivor must fail
-// within 2x GODDP_TIMEOUT with a timeout error naming the frozen rank, and,
-// with issue 17's comm part, say that it was waiting for that rank (tcp on
-// 3 or 4 ranks used to blame a peer that was itself waiting).
+// within 2x GODDP_TIMEOUT with a timeout error naming the frozen rank and
+// no other (tcp on 3 or 4 ranks used to blame a peer that was itself
+// waiting, and call every live peer "no answer").
 func TestBlackholedRank(t *testing.T) {
 	skipShort(t)
 	const timeout = 4 * time.Second
@@ -209,9 +195,6 @@ func TestBlackholedRank(t *testing.T) {
 				assert.Regexp(t, fmt.Sprintf(`timeout: .*rank %d\b`, tc.victim), e, "rank %d names the frozen rank", w.rank)
 				errs[w.rank] = e
 			}
-			if tc.backend == "tcp" && tc.n > 2 {
-				needsComm17(t, "tcp's timeout on 3+ ranks lists live, waiting peers as not arrived")
-			}
 			for r, e := range errs {
 				assert.Equal(t, []int{tc.victim}, blamed(e, r), "rank %d must blame the frozen rank %d and no other: %s", r, tc.victim, e)
 			}
@@ -245,7 +228,6 @@ func blamed(err string, self int) []int {
 // ranks called a busy rank 1 "(no answer)".
 func TestStallLaggardNamed(t *testing.T) {
 	skipShort(t)
-	needsComm17(t, "stall reports on every rank, naming a busy laggard correctly")
 	bin := buildProgram(t, "./testdata/collprobe")
 	tests := []struct {
 		n       int

@@ -206,7 +206,7 @@ func TestExitCodes(t *testing.T) {
 		{"missing program", nil, []string{"--standalone", "./no/such/prog"}, launch.ExitProgram, "no such file"},
 		{"does not build", nil, []string{"--standalone", "../../testdata/launch/broken"}, launch.ExitProgram, "does not build"},
 		{"port in use", nil, []string{"--master-port", busyPort, worker}, launch.ExitRendezvous, "127.0.0.1:" + busyPort},
-		{"node never arrives", []string{"GODDP_TOKEN=t0k"}, []string{"--nnodes", "2", "--node-rank", "0", "--master-port", free,
+		{"node never arrives", []string{"GODDP_TOKEN=t0k-0123456789abcdef"}, []string{"--nnodes", "2", "--node-rank", "0", "--master-port", free,
 			"--rdzv-timeout", "1", worker}, launch.ExitRendezvous, "node rank(s) 1 never arrived"},
 		{"worker fails", nil, []string{"--standalone", worker, "-mode", "fail", "-delay", "0s"}, launch.ExitWorkerFailed, "failed with exit code 3"},
 	}

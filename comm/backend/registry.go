@@ -11,12 +11,15 @@ import (
 
 // Options configure a backend when a process group is created.
 type Options struct {
-	Rank      int
-	Size      int
-	Store     Store         // rendezvous store shared by all ranks
-	Timeout   time.Duration // per-op timeout; DefaultTimeout when zero
-	Token     string        // job token for authenticated peer connections, may be empty
-	Prefix    string        // store key prefix for this group (subgroups)
+	Rank    int
+	Size    int
+	Store   Store         // rendezvous store shared by all ranks
+	Timeout time.Duration // per-op timeout; DefaultTimeout when zero
+	Token   string        // job token for authenticated peer connections, may be empty
+	// Insecure allows listening on a routable address with no Token
+	// (GODDP_INSECURE=1); without it a backend refuses to.
+	Insecure  bool
+	Prefix    string // store key prefix for this group (subgroups)
 	LocalRank int
 	LocalSize int
 	// Addr is the address this rank's peer listener binds to ("" = pick from the store connection).
@@ -31,6 +34,16 @@ type Options struct {
 	// DebugCollectives makes every collective first check that all ranks
 	// issued the same op, dtype and size, and fail clearly if not.
 	DebugCollectives bool
+}
+
+// StallLogger returns the logger of stall reports: Logf, or stderr on
+// every rank. Each rank that waits names the laggard itself, so a late
+// rank 0 is reported too.
+func (o *Options) StallLogger() func(format string, args ...any) {
+	if o.Logf != nil {
+		return o.Logf
+	}
+	return stderrLogf
 }
 
 // DefaultStallThreshold is when the stall inspector first reports.

@@ -136,6 +136,7 @@ type shmGroup struct {
 	waiters atomic.Int32
 	stall   time.Duration // stall report threshold, 0 = off
 	logf    func(format string, args ...any)
+	stallf  func(format string, args ...any) // stall reports: every waiting rank, stderr by default
 
 	// Peer identities for the liveness check.
 	pids      []int
@@ -185,13 +186,24 @@ func (p shmParams) encode() string {
 		p.ringBytes, p.nonce)
 }
 
+// Bounds of a segment record's fields.
+const (
+	shmMaxField = 1 << 30
+	shmMaxNbuf  = 1 << 12
+)
+
 func decodeShmParams(v string) (shmParams, error) {
 	var p shmParams
 	_, err := fmt.Sscanf(v, "v3 %s %d %d %d %d %d %d %d", &p.name, &p.slotBytes, &p.nbuf, &p.smallMax, &p.chunkBytes,
 		&p.cmaMin, &p.ringBytes, &p.nonce)
-	if err != nil || p.slotBytes <= 0 || p.nbuf < 2 || p.chunkBytes <= 0 || p.chunkBytes > p.slotBytes ||
-		p.ringBytes < 4096 || p.ringBytes%8 != 0 ||
-		p.smallMax > p.slotBytes || strings.ContainsAny(p.name, "/") {
+	// Every field is bounded, so that the layout a rank computes from the
+	// record (world x nbuf x slot, world² x ring) cannot overflow, and the
+	// name is one file directly under /dev/shm.
+	if err != nil || p.slotBytes <= 0 || p.slotBytes > shmMaxField || p.nbuf < 2 || p.nbuf > shmMaxNbuf ||
+		p.chunkBytes <= 0 || p.chunkBytes > p.slotBytes ||
+		p.ringBytes < 4096 || p.ringBytes > shmMaxField || p.ringBytes%8 != 0 ||
+		p.smallMax < 0 || p.smallMax > p.slotBytes || p.cmaMin < 0 ||
+		p.name == "" || p.name == "." || p.name == ".." || len(p.name) > 255 || strings.ContainsAny(p.name, "/\x00") {
 		return p, fmt.Errorf("%w: shm: bad segment record %q", backend.ErrBadArgument, v)
 	}
 	return p, nil
@@ -227,7 +239,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 	defer cancel()
 	g := &shmGroup{
 		rank: opts.Rank, size: opts.Size, store: opts.Store, prefix: opts.Prefix, timeout: opts.Timeout,
-		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(),
+		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(), stallf: opts.StallLogger(),
 		avx: reduce.HasAVX(),
 	}
 	cfg = cfg.resolve(opts.Size)

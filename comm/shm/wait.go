@@ -161,7 +161,7 @@ func (g *shmGroup) checkPeers(op *shmOp, k int, c *atomic.Uint64, target uint64,
 	}
 	if g.stall > 0 && waited > g.stall && !op.stallReported {
 		op.stallReported = true
-		g.logf("comm: shm %s on rank %d has waited %v for rank %d to %s %d (it is at %d)",
+		g.stallf("comm: shm %s on rank %d has waited %v for rank %d to %s %d (it is at %d)",
 			op.describe(), g.rank, waited.Round(time.Second), k, what, target, c.Load())
 	}
 	if now.After(*nextLive) {

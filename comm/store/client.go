@@ -32,6 +32,9 @@ type storeClient struct {
 // timeout passes. A refused token is not retried.
 func Dial(ctx context.Context, addr string, opts ...Option) (backend.Store, error) {
 	cfg := newStoreConfig(opts)
+	if err := auth.CheckToken(cfg.token); err != nil {
+		return nil, fmt.Errorf("comm: store %s: %w", addr, err)
+	}
 	if ctx == nil {
 		ctx = context.Background()
 	}

@@ -17,4 +17,21 @@
 //
 // Every length is checked against what remains of the frame before
 // anything is allocated (FuzzStoreDecode).
+//
+// # Limits
+//
+// Whoever reaches the server's port can connect, so the server bounds what
+// a client costs it (Config; Listen reads the environment unless
+// WithConfig is given):
+//
+//	GODDP_STORE_MAX_HANDSHAKES     64    connections in the handshake at once; one more evicts the oldest
+//	GODDP_STORE_HANDSHAKE_TIMEOUT  10s   time to complete the handshake
+//	GODDP_STORE_REQUEST_TIMEOUT    1m    time for a request to arrive once begun, and for a reply to leave
+//	GODDP_STORE_IDLE_TIMEOUT       off   drop a client silent this long with nothing pending
+//	GODDP_STORE_MAX_CLIENT_BYTES   256M  keys and values one client holds
+//	GODDP_STORE_MAX_BYTES          1G    keys and values all remote clients hold
+//
+// A set past a byte limit fails with an error naming the variable; the
+// hosting process's own client is never refused. Listen refuses an address
+// that is not loopback without a token unless WithInsecure.
 package store

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,9 +18,11 @@ import (
 type Option func(*storeConfig)
 
 type storeConfig struct {
-	token   string
-	timeout time.Duration
-	logf    func(format string, args ...any)
+	token    string
+	insecure bool
+	timeout  time.Duration
+	logf     func(format string, args ...any)
+	limits   *Config // nil: ConfigFromEnv
 }
 
 func newStoreConfig(opts []Option) storeConfig {
@@ -33,6 +36,14 @@ func newStoreConfig(opts []Option) storeConfig {
 // WithToken sets the job token: clients must prove it (HMAC challenge) and
 // the server must prove it back. Empty means no authentication.
 func WithToken(token string) Option { return func(c *storeConfig) { c.token = token } }
+
+// WithInsecure lets Listen bind an address that is not loopback with no
+// token (GODDP_INSECURE=1); without it Listen refuses to.
+func WithInsecure() Option { return func(c *storeConfig) { c.insecure = true } }
+
+// WithConfig sets the server's limits; without it Listen reads them from
+// the environment (ConfigFromEnv).
+func WithConfig(limits Config) Option { return func(c *storeConfig) { c.limits = &limits } }
 
 // WithTimeout bounds blocking gets and waits, and Dial's retries.
 func WithTimeout(d time.Duration) Option {
@@ -55,32 +66,55 @@ func WithLogger(logf func(format string, args ...any)) Option {
 
 // Server is the TCP rendezvous store (torch's TCPStore master).
 type Server struct {
-	cfg   storeConfig
-	ln    net.Listener
-	state *storeState
-	done  chan struct{}
-	wg    sync.WaitGroup
+	cfg    storeConfig
+	limits Config // resolved
+	ln     net.Listener
+	state  *storeState
+	done   chan struct{}
+	wg     sync.WaitGroup
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
 	closed bool
+	// handshaking holds the connections in the handshake, oldest first.
+	handshaking []net.Conn
+	evicted     int
 }
 
 // Listen starts a store server bound to exactly addr ("127.0.0.1:0"
 // picks a free port; an explicit "0.0.0.0:port" is needed to listen on every
-// interface).
+// interface). It refuses an address that is not loopback without a token
+// of at least 16 bytes, unless WithInsecure.
 func Listen(ctx context.Context, addr string, opts ...Option) (*Server, error) {
+	cfg := newStoreConfig(opts)
+	if err := auth.CheckListen(addr, cfg.token, cfg.insecure); err != nil {
+		return nil, fmt.Errorf("comm: store: %w", err)
+	}
+	var limits Config
+	if cfg.limits != nil {
+		limits = *cfg.limits
+		if err := limits.Validate(); err != nil {
+			return nil, err
+		}
+	} else {
+		var err error
+		if limits, err = ConfigFromEnv(); err != nil {
+			return nil, err
+		}
+	}
+	limits = limits.resolve()
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("comm: store: listen on %s: %w", addr, err)
 	}
 	s := &Server{
-		cfg:   newStoreConfig(opts),
-		ln:    ln,
-		state: newStoreState(),
-		done:  make(chan struct{}),
-		conns: map[net.Conn]struct{}{},
+		cfg:    cfg,
+		limits: limits,
+		ln:     ln,
+		state:  newStoreState(limits.MaxBytes),
+		done:   make(chan struct{}),
+		conns:  map[net.Conn]struct{}{},
 	}
 	s.wg.Add(1)
 	go s.acceptLoop()
@@ -139,9 +173,32 @@ func (s *Server) acceptLoop() {
 			return
 		}
 		s.conns[conn] = struct{}{}
+		if len(s.handshaking) >= s.limits.MaxHandshakes {
+			// Evict the oldest: it has had the longest to answer.
+			old := s.handshaking[0]
+			s.handshaking = s.handshaking[1:]
+			old.Close()
+			if s.evicted++; s.evicted == 1 || s.evicted%1000 == 0 {
+				s.cfg.logf("comm: store %s: more than %d connections in the handshake at once (a flood?); "+
+					"dropped the oldest, %d so far (GODDP_STORE_MAX_HANDSHAKES)", s.Addr(), s.limits.MaxHandshakes, s.evicted)
+			}
+		}
+		s.handshaking = append(s.handshaking, conn)
 		s.wg.Add(1)
 		s.mu.Unlock()
 		go s.serveConn(conn)
+	}
+}
+
+// handshaken takes conn off the handshake list.
+func (s *Server) handshaken(conn net.Conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.handshaking {
+		if c == conn {
+			s.handshaking = append(s.handshaking[:i], s.handshaking[i+1:]...)
+			return
+		}
 	}
 }
 
@@ -152,16 +209,55 @@ func (s *Server) dropConn(conn net.Conn) {
 	s.mu.Unlock()
 }
 
+// frameDeadlines gives the reads of one request their deadlines: the idle
+// timeout until its first byte, then the request timeout for the rest.
+type frameDeadlines struct {
+	conn          net.Conn
+	idle, request time.Duration
+	started       bool
+}
+
+func (d *frameDeadlines) next() {
+	d.started = false
+	var dl time.Time
+	if d.idle > 0 {
+		dl = time.Now().Add(d.idle)
+	}
+	d.conn.SetReadDeadline(dl)
+}
+
+func (d *frameDeadlines) Read(p []byte) (int, error) {
+	n, err := d.conn.Read(p)
+	if n > 0 && !d.started {
+		d.started = true
+		var dl time.Time
+		if d.request > 0 {
+			dl = time.Now().Add(d.request)
+		}
+		d.conn.SetReadDeadline(dl)
+	}
+	return n, err
+}
+
+// maxBlockedPerClient bounds the gets and waits one client may have
+// blocked at once, each of which holds a goroutine.
+const maxBlockedPerClient = 4096
+
 // serveConn authenticates one client and answers its requests. Non-blocking
 // requests are answered in order; a get or wait that must block gets its own
 // goroutine, so one client can wait on a key while it sets others.
 func (s *Server) serveConn(conn net.Conn) {
 	defer s.wg.Done()
 	defer s.dropConn(conn)
-	if _, err := auth.Server(conn, s.cfg.token, auth.PurposeStore, time.Time{}); err != nil {
-		s.cfg.logf("comm: store %s: refused connection from %s: %v", s.Addr(), conn.RemoteAddr(), err)
+	_, err := auth.Server(conn, s.cfg.token, auth.PurposeStore, time.Now().Add(s.limits.HandshakeTimeout))
+	s.handshaken(conn)
+	if err != nil {
+		if !errors.Is(err, net.ErrClosed) {
+			s.cfg.logf("comm: store %s: refused connection from %s: %v", s.Addr(), conn.RemoteAddr(), err)
+		}
 		return
 	}
+	quota := &clientQuota{limit: s.limits.MaxClientBytes, who: conn.RemoteAddr().String()}
 	if tc, ok := conn.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -176,12 +272,24 @@ func (s *Server) serveConn(conn net.Conn) {
 		b := r.encode(nil)
 		wmu.Lock()
 		defer wmu.Unlock()
+		// A client that stops reading must not hold a goroutine for ever.
+		var dl time.Time
+		if s.limits.RequestTimeout > 0 {
+			dl = time.Now().Add(s.limits.RequestTimeout)
+		}
+		conn.SetWriteDeadline(dl)
 		_, err := conn.Write(b)
 		return err
 	}
 	var buf []byte
+	var nblocked atomic.Int32
+	rd := &frameDeadlines{conn: conn, idle: s.limits.IdleTimeout, request: s.limits.RequestTimeout}
 	for {
-		frame, err := readStoreFrame(conn, buf)
+		rd.next()
+		frame, err := readStoreFrame(rd, buf)
+		if err != nil && !rd.started && errors.Is(err, os.ErrDeadlineExceeded) && nblocked.Load() > 0 {
+			continue // idle, but a blocked get or wait is pending: not idle
+		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 				s.cfg.logf("comm: store %s: dropping client %s: %v", s.Addr(), conn.RemoteAddr(), err)
@@ -194,14 +302,24 @@ func (s *Server) serveConn(conn net.Conn) {
 			s.cfg.logf("comm: store %s: dropping client %s: %v", s.Addr(), conn.RemoteAddr(), err)
 			return
 		}
-		resp := s.state.apply(&req)
+		resp := s.state.apply(&req, quota)
 		if resp.Status == statusTimeout && req.Timeout > 0 {
+			if nblocked.Load() >= maxBlockedPerClient {
+				resp = storeResponse{ID: req.ID, Status: statusBadRequest,
+					Value: fmt.Appendf(nil, "more than %d blocking gets and waits at once", maxBlockedPerClient)}
+				if err := reply(resp); err != nil {
+					return
+				}
+				continue
+			}
 			// Keys are strings (copied out of buf), so the request
 			// survives the next read reusing buf.
 			blocked.Add(1)
+			nblocked.Add(1)
 			go func() {
 				defer blocked.Done()
-				if reply(s.state.serve(&req, connDone, s.done)) != nil {
+				defer nblocked.Add(-1)
+				if reply(s.state.serve(&req, quota, connDone, s.done)) != nil {
 					conn.Close()
 				}
 			}()

@@ -14,26 +14,73 @@ import (
 // connections and by the in-process client of the rank that hosts it.
 type storeState struct {
 	mu   sync.Mutex
-	data map[string][]byte
+	data map[string]storeEntry
 	// waiting indexes blocked waiters by each key they still miss.
 	waiting map[string][]*storeWaiter
+	// total is what every entry costs (entrySize); maxTotal bounds what
+	// remote clients may bring it to (0: no bound).
+	total, maxTotal int
 }
+
+// storeEntry is a value and the client whose bytes it counts against
+// (nil: the hosting process).
+type storeEntry struct {
+	v     []byte
+	owner *clientQuota
+}
+
+// clientQuota is what one remote client holds; guarded by storeState.mu.
+type clientQuota struct {
+	used, limit int
+	who         string
+}
+
+func entrySize(key string, v []byte) int { return len(key) + len(v) + entryOverhead }
 
 type storeWaiter struct {
 	missing int
 	ch      chan struct{}
 }
 
-func newStoreState() *storeState {
-	return &storeState{data: map[string][]byte{}, waiting: map[string][]*storeWaiter{}}
+func newStoreState(maxTotal int) *storeState {
+	return &storeState{data: map[string]storeEntry{}, waiting: map[string][]*storeWaiter{}, maxTotal: maxTotal}
 }
 
-// put stores v (owned by the state from now on) and wakes waiters; s.mu held.
-func (s *storeState) put(key string, v []byte) {
-	_, had := s.data[key]
-	s.data[key] = v
+// errQuota is a set that would pass a client's or the store's byte limit.
+type errQuota struct{ msg string }
+
+func (e *errQuota) Error() string { return e.msg }
+
+// put stores v (owned by the state from now on) for q and wakes waiters,
+// or refuses when q would pass its limit or the store its own; s.mu held.
+func (s *storeState) put(key string, v []byte, q *clientQuota) error {
+	old, had := s.data[key]
+	size, oldSize := entrySize(key, v), 0
 	if had {
-		return
+		oldSize = entrySize(key, old.v)
+	}
+	if q != nil {
+		mine := 0
+		if had && old.owner == q {
+			mine = oldSize
+		}
+		if q.used-mine+size > q.limit {
+			return &errQuota{fmt.Sprintf("client %s holds %d bytes; setting %q (%d bytes) would pass its limit of %d (GODDP_STORE_MAX_CLIENT_BYTES)",
+				q.who, q.used, trimForLog([]byte(key)), len(v), q.limit)}
+		}
+		if s.maxTotal > 0 && s.total-oldSize+size > s.maxTotal {
+			return &errQuota{fmt.Sprintf("the store holds %d bytes; setting %q (%d bytes) would pass its limit of %d (GODDP_STORE_MAX_BYTES)",
+				s.total, trimForLog([]byte(key)), len(v), s.maxTotal)}
+		}
+	}
+	s.release(key, old, had)
+	s.data[key] = storeEntry{v: v, owner: q}
+	s.total += size
+	if q != nil {
+		q.used += size
+	}
+	if had {
+		return nil
 	}
 	for _, w := range s.waiting[key] {
 		if w.missing--; w.missing == 0 {
@@ -41,26 +88,48 @@ func (s *storeState) put(key string, v []byte) {
 		}
 	}
 	delete(s.waiting, key)
+	return nil
 }
 
-// apply runs a non-blocking request. For get and wait it only checks: the
-// caller blocks with waitFor when the response says statusTimeout.
-func (s *storeState) apply(req *storeRequest) storeResponse {
+// release uncounts key's entry e (if had); s.mu held.
+func (s *storeState) release(key string, e storeEntry, had bool) {
+	if !had {
+		return
+	}
+	size := entrySize(key, e.v)
+	s.total -= size
+	if e.owner != nil {
+		e.owner.used -= size
+	}
+}
+
+// failed is the response to a refused request.
+func failed(id uint64, err error) storeResponse {
+	return storeResponse{ID: id, Status: statusFailed, Value: []byte(err.Error())}
+}
+
+// apply runs a non-blocking request for client q (nil: the hosting
+// process, never limited). For get and wait it only checks: the caller
+// blocks with waitFor when the response says statusTimeout.
+func (s *storeState) apply(req *storeRequest, q *clientQuota) storeResponse {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resp := storeResponse{ID: req.ID}
 	switch req.Op {
 	case opSet:
-		s.put(req.Keys[0], bytes.Clone(req.Value))
+		if err := s.put(req.Keys[0], bytes.Clone(req.Value), q); err != nil {
+			return failed(req.ID, err)
+		}
 	case opGet:
-		v, ok := s.data[req.Keys[0]]
+		e, ok := s.data[req.Keys[0]]
 		if !ok {
 			resp.Status = statusTimeout
 		}
-		resp.Value = v
+		resp.Value = e.v
 	case opAdd:
 		cur := int64(0)
-		if v, ok := s.data[req.Keys[0]]; ok {
+		if e, ok := s.data[req.Keys[0]]; ok {
+			v := e.v
 			n, err := strconv.ParseInt(string(v), 10, 64)
 			if err != nil {
 				return storeResponse{ID: req.ID, Status: statusFailed,
@@ -69,7 +138,9 @@ func (s *storeState) apply(req *storeRequest) storeResponse {
 			cur = n
 		}
 		cur += req.Delta
-		s.put(req.Keys[0], strconv.AppendInt(nil, cur, 10))
+		if err := s.put(req.Keys[0], strconv.AppendInt(nil, cur, 10), q); err != nil {
+			return failed(req.ID, err)
+		}
 		resp.Int = cur
 	case opWait, opCheck:
 		resp.Int = 1
@@ -84,15 +155,19 @@ func (s *storeState) apply(req *storeRequest) storeResponse {
 		}
 	case opCompareSet:
 		k := req.Keys[0]
-		v, ok := s.data[k]
+		e, ok := s.data[k]
+		v := e.v
 		switch {
 		case !ok && len(req.Expected) == 0, ok && bytes.Equal(v, req.Expected):
 			v = bytes.Clone(req.Value)
-			s.put(k, v)
+			if err := s.put(k, v, q); err != nil {
+				return failed(req.ID, err)
+			}
 		}
 		resp.Value = v
 	case opDelete:
-		if _, ok := s.data[req.Keys[0]]; ok {
+		if e, ok := s.data[req.Keys[0]]; ok {
+			s.release(req.Keys[0], e, true)
 			delete(s.data, req.Keys[0])
 			resp.Int = 1
 		}
@@ -152,8 +227,8 @@ func (s *storeState) waitFor(keys []string) (<-chan struct{}, func()) {
 
 // serve answers req, blocking up to req.Timeout for get and wait, or until
 // either done channel closes (connection gone, store closed, ctx ended).
-func (s *storeState) serve(req *storeRequest, done1, done2 <-chan struct{}) storeResponse {
-	resp := s.apply(req)
+func (s *storeState) serve(req *storeRequest, q *clientQuota, done1, done2 <-chan struct{}) storeResponse {
+	resp := s.apply(req, q)
 	if resp.Status != statusTimeout || req.Timeout <= 0 {
 		return resp
 	}
@@ -176,7 +251,7 @@ func (s *storeState) serve(req *storeRequest, done1, done2 <-chan struct{}) stor
 			}
 		}
 		// The keys existed at some point; a delete in between sends us back.
-		if resp = s.apply(req); resp.Status != statusTimeout {
+		if resp = s.apply(req, q); resp.Status != statusTimeout {
 			return resp
 		}
 	}
@@ -195,13 +270,13 @@ func (l *localStore) call(ctx context.Context, req storeRequest) (storeResponse,
 	}
 	if req.Op == opGet || req.Op == opWait {
 		req.Timeout = effectiveTimeout(ctx, l.timeout)
-		resp := l.state.serve(&req, ctx.Done(), l.done)
+		resp := l.state.serve(&req, nil, ctx.Done(), l.done)
 		if resp.Status == statusFailed && ctx.Err() != nil {
 			return resp, ctx.Err()
 		}
 		return resp, nil
 	}
-	return l.state.apply(&req), nil
+	return l.state.apply(&req, nil), nil
 }
 
 func (l *localStore) Set(ctx context.Context, key string, value []byte) error {

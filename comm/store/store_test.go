@@ -40,12 +40,12 @@ func (l *logSink) text() string {
 func storeKinds(t *testing.T) map[string]func(t *testing.T) (backend.Store, backend.Store) {
 	return map[string]func(t *testing.T) (backend.Store, backend.Store){
 		"tcp": func(t *testing.T) (backend.Store, backend.Store) {
-			srv, err := Listen(context.Background(), "127.0.0.1:0", WithToken("tok"), WithTimeout(500*time.Millisecond))
+			srv, err := Listen(context.Background(), "127.0.0.1:0", WithToken("test-token-0123456789"), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { srv.Close() })
-			a, err := Dial(context.Background(), srv.Addr(), WithToken("tok"), WithTimeout(500*time.Millisecond))
+			a, err := Dial(context.Background(), srv.Addr(), WithToken("test-token-0123456789"), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
-			b, err := Dial(context.Background(), srv.Addr(), WithToken("tok"), WithTimeout(500*time.Millisecond))
+			b, err := Dial(context.Background(), srv.Addr(), WithToken("test-token-0123456789"), WithTimeout(500*time.Millisecond))
 			require.NoError(t, err)
 			t.Cleanup(func() { a.Close(); b.Close() })
 			return a, b
@@ -186,7 +186,7 @@ func TestStoreConcurrentAdd(t *testing.T) {
 func TestStoreAuth(t *testing.T) {
 	ctx := context.Background()
 	var log logSink
-	srv, err := Listen(ctx, "127.0.0.1:0", WithToken("s3cret-token"), WithLogger(log.logf))
+	srv, err := Listen(ctx, "127.0.0.1:0", WithToken("s3cret-token-0123456"), WithLogger(log.logf))
 	require.NoError(t, err)
 	defer srv.Close()
 
@@ -194,7 +194,7 @@ func TestStoreAuth(t *testing.T) {
 		name, token, logWant string
 	}{
 		{"no token", "", "client has no job token"},
-		{"wrong token", "other", "wrong job token"},
+		{"wrong token", "other-token-0123456789", "wrong job token"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -210,10 +210,10 @@ func TestStoreAuth(t *testing.T) {
 	open, err := Listen(ctx, "127.0.0.1:0", WithLogger(log.logf))
 	require.NoError(t, err)
 	defer open.Close()
-	_, err = Dial(ctx, open.Addr(), WithToken("s3cret-token"), WithTimeout(500*time.Millisecond))
+	_, err = Dial(ctx, open.Addr(), WithToken("s3cret-token-0123456"), WithTimeout(500*time.Millisecond))
 	assert.ErrorIs(t, err, backend.ErrAuth)
 
-	c, err := Dial(ctx, srv.Addr(), WithToken("s3cret-token"))
+	c, err := Dial(ctx, srv.Addr(), WithToken("s3cret-token-0123456"))
 	require.NoError(t, err)
 	defer c.Close()
 	require.NoError(t, c.Set(ctx, "ok", []byte("1")))
@@ -230,7 +230,7 @@ func TestStoreGarbage(t *testing.T) {
 		"http":      []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"),
 		"zeros":     make([]byte, 200),
 		"short":     []byte("GD"),
-		"huge info": append([]byte("GDDP\x01\x01\x00"), append(make([]byte, 32), 0xff, 0xff)...),
+		"huge info": append([]byte("GDDP\x02\x01\x00"), append(make([]byte, 32), 0xff, 0xff)...),
 	}
 	for name, p := range payloads {
 		t.Run(name, func(t *testing.T) {

@@ -70,6 +70,7 @@ type peerConn struct {
 	sawBye   bool
 	readEnd  bool          // the read side has failed or ended
 	inlineIO atomic.Bool   // an op reads or writes on its own goroutine
+	cut      atomic.Bool   // a timeout interrupted inline I/O: the stream may be cut mid-frame
 	demandCh chan struct{} // wakes the reader goroutine
 	stop     chan struct{} // closed at teardown
 

@@ -47,7 +47,16 @@ func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf backend.Buf
 	}
 	pc.direct = true // keeps the writer goroutine and direct writes off the socket
 	pc.wmu.Unlock()
-	release := func() {
+	// The write side goes back as soon as our frames are all out, while we
+	// may still wait long for the peer's: control frames (a progress
+	// question or answer, an abort) must not wait behind a late peer, or
+	// the stall inspector would call a live rank "no answer".
+	writeHeld := true
+	releaseWrite := func() {
+		if !writeHeld {
+			return
+		}
+		writeHeld = false
 		pc.wmu.Lock()
 		pc.direct = false
 		more := len(pc.wq) > 0 || len(pc.wctl) > 0 || pc.wclosed
@@ -55,6 +64,9 @@ func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf backend.Buf
 		if more {
 			pc.wcond.Broadcast()
 		}
+	}
+	release := func() {
+		releaseWrite()
 		pc.rtok <- struct{}{}
 	}
 	pc.mu.Lock()
@@ -75,11 +87,13 @@ func (g *tcpGroup) exchangeFast(o *tcpOp, peer int, step uint32, buf backend.Buf
 		return true, g.expiredFault(o)
 	default:
 	}
-	err := pc.exchangeLoop(o, step, buf, scratch, np, op)
+	err := pc.exchangeLoop(o, step, buf, scratch, np, op, releaseWrite)
 	return true, err
 }
 
-func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scratch []byte, np int, op backend.ReduceOp) error {
+// exchangeLoop runs the exchange; sent is called once every outgoing frame
+// is out.
+func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scratch []byte, np int, op backend.ReduceOp, sent func()) error {
 	g := pc.g
 	es := buf.DType.Size()
 	all := span{0, buf.Len()}
@@ -284,6 +298,9 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scra
 				return pc.exchangeWriteErr(o, err)
 			}
 			progress = written > w0
+			if written == total {
+				sent()
+			}
 		}
 		// Reading needs a free slot, or a payload already under way.
 		canRead := got < np && (dst != nil || got-reduced < slots)
@@ -345,6 +362,9 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scra
 			}
 			if err != nil {
 				return pc.exchangeWriteErr(o, err)
+			}
+			if written == total {
+				sent()
 			}
 		}
 	}

@@ -76,7 +76,10 @@ type tcpGroup struct {
 	size    int
 	timeout time.Duration
 	logf    func(string, ...any)
-	peers   []*peerConn // nil at this rank's own index
+	// stallf receives stall reports: every waiting rank names the
+	// laggard, so it writes to stderr on every rank by default.
+	stallf func(string, ...any)
+	peers  []*peerConn // nil at this rank's own index
 
 	// pieceBytes is the pipelining grain of large collectives.
 	pieceBytes int
@@ -157,9 +160,15 @@ type tcpOp struct {
 	expired    chan struct{}
 	expireOnce sync.Once
 	cancelled  atomic.Value
-	xfers      []*xfer
-	quiet      []*xfer // quiet receives not yet handed to the readers
-	pending    int
+	// probed says the watchdog has asked every rank where it is shortly
+	// before the deadline (its goroutine only); preNotes holds the
+	// answers, for the timeout's diagnosis, when connections the timeout
+	// cuts can no longer carry a question.
+	probed   bool
+	preNotes atomic.Pointer[map[int]progressNote]
+	xfers    []*xfer
+	quiet    []*xfer // quiet receives not yet handed to the readers
+	pending  int
 }
 
 // New creates this rank's tcp group with the Config the environment gives
@@ -192,6 +201,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 		size:          opts.Size,
 		timeout:       opts.TimeoutOrDefault(),
 		logf:          opts.Logger(),
+		stallf:        opts.StallLogger(),
 		peers:         make([]*peerConn, opts.Size),
 		cfg:           cfg,
 		pieceBytes:    cfg.PieceBytes,
@@ -727,13 +737,62 @@ func (g *tcpGroup) timeoutFault(o *tcpOp) *peerFault {
 	if o.timeout > 0 {
 		timeout = o.timeout
 	}
-	detail := fmt.Sprintf("no progress after %v", timeout)
-	if len(waiting) > 0 {
-		detail = fmt.Sprintf("waited %v for %s", timeout, backend.RankList(waiting))
-	}
+	// Ask every rank where it is, filling in from the answers taken just
+	// before the deadline: a peer whose connection the timeout cut can
+	// answer no more, and it is usually a live one that waits too. The
+	// question's wait also lets the other waiting ranks reach their own
+	// deadlines, so each reports its own diagnosis rather than ours.
 	notes := g.queryProgress(time.Second)
-	if lag := g.describeLaggards(o, notes); lag != "" {
-		detail += "; " + lag
+	if pre := o.preNotes.Load(); pre != nil {
+		for r, n := range *pre {
+			if _, ok := notes[r]; !ok {
+				notes[r] = n
+			}
+		}
 	}
-	return &peerFault{kind: backend.ErrTimeout, peers: waiting, detail: detail}
+	lag, words := g.laggards(o, notes)
+	if len(lag) == 0 {
+		detail := fmt.Sprintf("no progress after %v", timeout)
+		if len(waiting) > 0 {
+			detail = fmt.Sprintf("waited %v for %s; every rank has reached %s #%d (a slow or stuck connection)",
+				timeout, backend.RankList(waiting), o.name, o.seq)
+		}
+		return &peerFault{kind: backend.ErrTimeout, peers: waiting, detail: detail}
+	}
+	// Blame the ranks that never arrived, not the peers whose data this
+	// rank waits for: on 3 or more ranks those are often waiting for the
+	// same laggard themselves. Likewise, when some laggards are silent,
+	// the ones that answer from inside an earlier collective are stuck
+	// behind them: they are counted, not blamed.
+	var silent []int
+	var silentWords []string
+	stuck := 0
+	for i, r := range lag {
+		if _, ok := notes[r]; !ok {
+			silent, silentWords = append(silent, r), append(silentWords, words[i])
+		} else if notes[r].inOp {
+			stuck++
+		}
+	}
+	if len(silent) > 0 && len(silent)+stuck == len(lag) && stuck > 0 {
+		detail := fmt.Sprintf("waited %v; not arrived at %s #%d: %s; %d more still in an earlier collective, waiting too",
+			timeout, o.name, o.seq, strings.Join(silentWords, ", "), stuck)
+		return &peerFault{kind: backend.ErrTimeout, peers: silent, detail: detail}
+	}
+	detail := fmt.Sprintf("waited %v; not arrived at %s #%d: %s", timeout, o.name, o.seq, strings.Join(words, ", "))
+	if others := len(waiting) - countIn(waiting, lag); others > 0 {
+		detail += fmt.Sprintf("; the %d peer(s) this rank waits on have arrived and wait too", others)
+	}
+	return &peerFault{kind: backend.ErrTimeout, peers: lag, detail: detail}
+}
+
+// countIn counts the elements of a that are in b.
+func countIn(a, b []int) int {
+	n := 0
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			n++
+		}
+	}
+	return n
 }

@@ -25,6 +25,9 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 		return nil
 	}
 	bind := g.listenAddr()
+	if err := auth.CheckListen(bind, g.opts.Token, g.opts.Insecure); err != nil {
+		return fmt.Errorf("comm: tcp rank %d: %w", g.rank, err)
+	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", bind)
 	if err != nil {
@@ -55,15 +58,31 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 
 	// Accept the higher ranks. hs counts the accept loop and every handshake
 	// it starts (the loop's own count keeps hs above zero while it adds);
-	// handshaking holds the connections still in a handshake, so that once
-	// the mesh is complete or has failed, a stranger that connected and
-	// went silent is cut off instead of holding connectMesh for auth.Timeout.
+	// handshaking holds the connections still in a handshake, oldest
+	// first, so that once the mesh is complete or has failed, a stranger
+	// that connected and went silent is cut off instead of holding
+	// connectMesh for auth.Timeout. At most maxHandshakes are held: one
+	// more evicts the oldest, so a flood costs a bounded number of sockets
+	// and goroutines, and a real peer, whose handshake takes a round trip,
+	// is pushed out only by a flood faster than that per round trip (it
+	// then redials).
 	want := g.size - 1 - g.rank
+	maxHandshakes := peerHandshakes + g.size
 	accepted := make(chan struct{}, g.size)
 	acceptErr := make(chan error, 1)
 	var hs sync.WaitGroup
-	handshaking := map[net.Conn]struct{}{}
-	stopped := false // guarded by mu, like handshaking
+	var handshaking []net.Conn
+	evicted := 0
+	evictedConns := map[net.Conn]bool{} // counted, not logged one by one
+	stopped := false                    // guarded by mu, like handshaking
+	unlist := func(c net.Conn) {
+		for i, x := range handshaking {
+			if x == c {
+				handshaking = append(handshaking[:i], handshaking[i+1:]...)
+				return
+			}
+		}
+	}
 	hs.Add(1)
 	go func() {
 		defer hs.Done()
@@ -79,15 +98,30 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 				c.Close()
 				continue // Accept fails next: the listener is closed
 			}
-			handshaking[c] = struct{}{}
+			if len(handshaking) >= maxHandshakes {
+				handshaking[0].Close()
+				evictedConns[handshaking[0]] = true
+				handshaking = handshaking[1:]
+				if evicted++; evicted == 1 || evicted%1000 == 0 {
+					g.logf("comm: tcp rank %d: more than %d connections in the handshake at once (a flood?); dropped the oldest, %d so far",
+						g.rank, maxHandshakes, evicted)
+				}
+			}
+			handshaking = append(handshaking, c)
 			mu.Unlock()
 			hs.Add(1)
 			go func() {
 				defer hs.Done()
 				from, err := g.acceptPeer(c)
 				mu.Lock()
-				delete(handshaking, c)
+				unlist(c)
+				wasEvicted := evictedConns[c]
+				delete(evictedConns, c)
 				mu.Unlock()
+				if wasEvicted {
+					c.Close()
+					return
+				}
 				if err != nil {
 					g.logf("comm: tcp rank %d: refused connection from %s: %v", g.rank, c.RemoteAddr(), err)
 					c.Close()
@@ -130,9 +164,10 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 		ln.Close()
 		mu.Lock()
 		stopped = true
-		for c := range handshaking {
+		for _, c := range handshaking {
 			c.Close()
 		}
+		handshaking = nil
 		mu.Unlock()
 		hs.Wait()
 	}
@@ -167,6 +202,10 @@ func (g *tcpGroup) connectMesh(ctx context.Context) error {
 	}
 	return nil
 }
+
+// peerHandshakes is how many connections beyond the group's size a peer
+// listener holds in the handshake at once.
+const peerHandshakes = 64
 
 // meshTimeout names the ranks that never connected.
 func (g *tcpGroup) meshTimeout(ctx context.Context, conns []net.Conn, mu *sync.Mutex) error {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"goddp/comm/backend"
 	"goddp/comm/internal/wire"
-	"slices"
 	"strings"
 	"time"
 )
@@ -105,7 +104,9 @@ func (g *tcpGroup) queryProgress(wait time.Duration) map[int]progressNote {
 		g.progMu.Unlock()
 	}()
 	for _, pc := range g.peers {
-		if pc != nil {
+		// A connection a timeout cut carries nothing more (and a write
+		// would fail the group for it).
+		if pc != nil && !pc.cut.Load() {
 			pc.send(&xfer{key: frameKey{kind: frameProgressReq, seq: id}, peer: pc.rank}, true)
 		}
 	}
@@ -149,23 +150,15 @@ func (g *tcpGroup) laggards(o *tcpOp, notes map[int]progressNote) ([]int, []stri
 	return ranks, words
 }
 
-// describeLaggards words the ranks that have not reached o, or "".
-func (g *tcpGroup) describeLaggards(o *tcpOp, notes map[int]progressNote) string {
-	_, words := g.laggards(o, notes)
-	if len(words) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("not arrived at %s #%d: %s", o.name, o.seq, strings.Join(words, ", "))
-}
-
 // watchdog enforces the executing collective's deadline and runs the
 // stall inspector; one ticker per group keeps every timer off the ops'
 // hot path. Past the deadline it marks the op expired and cuts short any
 // read or write the op is doing itself (inline), which then fails with
 // ErrTimeout. When a collective has waited longer than th (and again every
 // th after), it asks every rank where it is and logs the ranks that have
-// not arrived. Rank 0 logs; when rank 0 itself is among the laggards, the
-// lowest rank that is not does.
+// not arrived; every rank that waits logs, so a late rank 0 is named by the
+// others. Shortly before the deadline it asks once more and keeps the
+// answers for the timeout's diagnosis (see timeoutFault).
 func (g *tcpGroup) watchdog(th time.Duration) {
 	defer close(g.watchDone)
 	tickEvery := min(max(g.timeout/20, 5*time.Millisecond), time.Second)
@@ -190,7 +183,17 @@ func (g *tcpGroup) watchdog(th time.Duration) {
 			g.expire(o)
 			continue
 		}
-		if th <= 0 || g.size == 1 {
+		if g.size == 1 {
+			continue
+		}
+		if lead := probeLead(o.deadline.Sub(o.start)); !o.probed && lead > 0 && time.Until(o.deadline) <= lead {
+			o.probed = true
+			go func() {
+				notes := g.queryProgress(lead / 2)
+				o.preNotes.Store(&notes)
+			}()
+		}
+		if th <= 0 {
 			continue
 		}
 		if o != last {
@@ -205,6 +208,16 @@ func (g *tcpGroup) watchdog(th time.Duration) {
 	}
 }
 
+// probeLead is how long before a deadline of timeout the watchdog asks
+// every rank where it is: a fifth of it, from 100 ms to 2 s; none for
+// timeouts under 250 ms.
+func probeLead(timeout time.Duration) time.Duration {
+	if timeout < 250*time.Millisecond {
+		return 0
+	}
+	return min(max(timeout/5, 100*time.Millisecond), 2*time.Second)
+}
+
 // expire marks o timed out and interrupts its inline I/O.
 func (g *tcpGroup) expire(o *tcpOp) {
 	o.expireOnce.Do(func() {
@@ -212,6 +225,7 @@ func (g *tcpGroup) expire(o *tcpOp) {
 		past := time.Unix(1, 0)
 		for _, pc := range g.peers {
 			if pc != nil && pc.inlineIO.Load() {
+				pc.cut.Store(true)
 				pc.conn.SetReadDeadline(past)
 				pc.conn.SetWriteDeadline(past)
 			}
@@ -225,19 +239,12 @@ func (g *tcpGroup) reportStall(o *tcpOp, waited, wait time.Duration) {
 	if g.cur.Load() != o {
 		return // it finished meanwhile
 	}
-	lag, words := g.laggards(o, notes)
-	reporter := 0
-	for slices.Contains(lag, reporter) {
-		reporter++
-	}
-	if g.rank != reporter {
-		return
-	}
+	_, words := g.laggards(o, notes)
 	msg := "every rank has reached it; it waits on data (a slow or stuck peer connection)"
 	if len(words) > 0 {
 		msg = "not arrived: " + strings.Join(words, ", ")
 	}
-	g.logf("comm: stall: %s #%d (%d bytes) has waited %v on rank %d; %s",
+	g.stallf("comm: stall: %s #%d (%d bytes) has waited %v on rank %d; %s",
 		o.name, o.seq, o.bytes, waited.Round(time.Second), g.rank, msg)
 }
 

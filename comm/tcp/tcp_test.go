@@ -64,7 +64,7 @@ func TestTCPCollectives(t *testing.T) {
 			}
 			cases := commtest.Cases(world, []int{0, 1, 7, 1000, 4099}, 100_003)
 			hashes := make([][]uint64, world)
-			errs := tcpWorld(t, world, backend.Options{Token: "tok"}, func(ctx context.Context, g backend.ProcessGroup) error {
+			errs := tcpWorld(t, world, backend.Options{Token: "test-token-0123456789"}, func(ctx context.Context, g backend.ProcessGroup) error {
 				hs, err := commtest.RunCases(ctx, g, cases)
 				hashes[g.Rank()] = hs
 				return err
@@ -257,12 +257,12 @@ func TestTCPNewGroup(t *testing.T) {
 // returns both groups once the mesh is up, and the groups' log.
 func meshRank0(t *testing.T, ctx context.Context) (addr string, join func() (g0, g1 backend.ProcessGroup), log *logSink) {
 	t.Helper()
-	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken("tok"))
+	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken("test-token-0123456789"))
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Close() })
 	log = &logSink{}
 	mk := func(r int) (backend.ProcessGroup, error) {
-		return New(ctx, backend.Options{Rank: r, Size: 2, Store: srv.Client(), Token: "tok", Prefix: "p", Logf: log.logf})
+		return New(ctx, backend.Options{Rank: r, Size: 2, Store: srv.Client(), Token: "test-token-0123456789", Prefix: "p", Logf: log.logf})
 	}
 	res := make(chan error, 1)
 	var first backend.ProcessGroup

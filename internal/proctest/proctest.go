@@ -43,7 +43,7 @@ import (
 const WorkerEnv = "GODDP_PROCTEST_WORKER"
 
 // Token is the job token the harness's store and ranks share.
-const Token = "proctest-token"
+const Token = "proctest-token-0123456789"
 
 // Main runs the worker named by WorkerEnv and exits (0 on success, 3 with
 // the error on stderr on failure, 2 for an unknown name); without it, it
