@@ -10,12 +10,12 @@ import (
 // Rank 0 hosts the store; every rank (here, the same process) dials it.
 func ExampleListen() {
 	ctx := context.Background()
-	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken("job-secret"))
+	srv, err := store.Listen(ctx, "127.0.0.1:0", store.WithToken("0123456789abcdef-job-secret"))
 	if err != nil {
 		panic(err)
 	}
 	defer srv.Close()
-	c, err := store.Dial(ctx, srv.Addr(), store.WithToken("job-secret"))
+	c, err := store.Dial(ctx, srv.Addr(), store.WithToken("0123456789abcdef-job-secret"))
 	if err != nil {
 		panic(err)
 	}

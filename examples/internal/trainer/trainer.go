@@ -226,6 +226,9 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 		return err
 	}
 	loss := t.loss(output, b)
+	if loss.Value.Numel() != 1 {
+		return fmt.Errorf("loss has shape %v, want a scalar", loss.Value.Shape())
+	}
 	t.mon.lastLoss = loss.Value.Item()
 	if err := loss.Backward(); err != nil {
 		return err
