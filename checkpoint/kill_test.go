@@ -1,10 +1,9 @@
 package checkpoint
 
 import (
-	"bufio"
 	"fmt"
+	"goddp/internal/proctest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -17,15 +16,13 @@ import (
 	"goddp/tensor"
 )
 
-const killDirEnv = "GODDP_CKPT_KILL_DIR"
-
 // TestCheckpointKillChild is the child process of TestSIGKILLDuringSave: it
 // saves checkpoints in a loop until it is killed.
 func TestCheckpointKillChild(t *testing.T) {
-	dir := os.Getenv(killDirEnv)
-	if dir == "" {
+	if os.Getenv(proctest.WorkerEnv) != "kill" {
 		t.Skip("child process of TestSIGKILLDuringSave")
 	}
+	dir := os.Getenv("GODDP_PROCTEST_DIR")
 	m, err := NewManager(dir, Keep(2))
 	if err != nil {
 		fmt.Println("error", err)
@@ -55,24 +52,15 @@ func TestSIGKILLDuringSave(t *testing.T) {
 	midSave := 0
 	const trials = 3
 	for trial := range trials {
-		dir := t.TempDir()
-		cmd := exec.Command(os.Args[0], "-test.run=^TestCheckpointKillChild$", "-test.count=1")
-		cmd.Env = append(os.Environ(), killDirEnv+"="+dir)
-		out, err := cmd.StdoutPipe()
-		require.NoError(t, err)
-		cmd.Stderr = os.Stderr
-		require.NoError(t, cmd.Start())
-		lines := bufio.NewScanner(out)
+		world := proctest.Start(t, proctest.Options{Worker: "kill", World: 1, NoStore: true, KeepGoing: true,
+			Timeout: time.Minute, Args: []string{"-test.run=^TestCheckpointKillChild$", "-test.count=1"}})
+		dir, child := world.Dir, world.Procs[0]
 		saved := 0
-		for saved < 2+trial && lines.Scan() { // let a few saves complete
-			require.True(t, strings.HasPrefix(lines.Text(), "saved"), lines.Text())
-			saved++
-		}
-		require.Equal(t, 2+trial, saved, "child stopped early")
-		go func() { // keep draining so the child never blocks on stdout
-			for lines.Scan() {
-			}
-		}()
+		require.Eventually(t, func() bool { // let a few saves complete
+			saved = strings.Count(child.Stdout(), "saved ")
+			return saved >= 2+trial || strings.Contains(child.Stdout(), "error")
+		}, 30*time.Second, time.Millisecond, "child output:\n%s", child.Stdout())
+		require.NotContains(t, child.Stdout(), "error")
 		// Wait for a save in progress, then SIGKILL.
 		deadline := time.Now().Add(5 * time.Second)
 		caught := false
@@ -86,8 +74,8 @@ func TestSIGKILLDuringSave(t *testing.T) {
 				}
 			}
 		}
-		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
-		_ = cmd.Wait()
+		require.NoError(t, child.Signal(syscall.SIGKILL))
+		require.Equal(t, -int(syscall.SIGKILL), world.Wait()[0].Code)
 		if caught {
 			midSave++
 		}
