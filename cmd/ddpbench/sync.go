@@ -40,8 +40,10 @@ type syncConfig struct {
 	plot     string
 	timeout  time.Duration
 	bind     string
+	procs    int
 	emitRows bool // internal: a spawned job's rank 0 prints JSON rows for the launcher
 	cpuProf  string
+	timeline string
 }
 
 // syncRow is one configuration's result.
@@ -85,7 +87,9 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	fs.StringVar(&c.plot, "plot", "", "write a sync-GB/s-vs-bucket-cap plot to this PNG/SVG/PDF file")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
 	fs.StringVar(&c.bind, "bind", "core", "pin each rank to one CPU by local rank (core) or not (none)")
+	fs.IntVar(&c.procs, "procs", 1, "GOMAXPROCS of a rank pinned by -bind core (2: backward and communication on two threads of its core)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write each rank's CPU profile to FILE.rankN (where DDP spends its time)")
+	fs.StringVar(&c.timeline, "timeline", "", "write a Chrome trace of every DDP configuration to FILE.capX... (rank 0 gathers)")
 	fs.BoolVar(&c.emitRows, "emit-rows", false, "internal: print JSON rows (used between the launcher and its ranks)")
 	if err := fs.Parse(args); err != nil {
 		return c, errUsage
@@ -123,6 +127,8 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 		return c, fmt.Errorf("-format %q: want table or csv", c.format)
 	case c.bind != "core" && c.bind != "none":
 		return c, fmt.Errorf("-bind %q: want core or none", c.bind)
+	case c.procs < 1:
+		return c, fmt.Errorf("-procs %d: want >= 1", c.procs)
 	case c.iters < 1 || c.warmup < 0:
 		return c, fmt.Errorf("-iters must be >= 1 and -warmup >= 0")
 	}
@@ -281,7 +287,7 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 		if _, err := bindToCore(ccfg.LocalRank); err != nil {
 			return nil, fmt.Errorf("-bind core: %w", err)
 		}
-		runtime.GOMAXPROCS(1) // one core: more Ps would only time-slice it
+		runtime.GOMAXPROCS(cfg.procs) // one core: more Ps only time-slice it (in the kernel instead of Go's scheduler)
 	}
 	ccfg.Timeout = cfg.timeout
 	pg, err := comm.Init(ctx, ccfg)
@@ -332,6 +338,9 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 	if hook != nil {
 		opts = append(opts, ddp.WithCommHook(hook))
 	}
+	if cfg.timeline != "" {
+		opts = append(opts, ddp.WithTimeline(nil))
+	}
 	d, err := ddp.Wrap(m, pg, opts...)
 	if err != nil {
 		return r, err
@@ -374,6 +383,18 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 	}
 	st := d.Stats()
 	r.Buckets = len(st.BucketBytes)
+	if cfg.timeline != "" {
+		name := fmt.Sprintf("%s.cap%g.%s", cfg.timeline, capMB, hookName)
+		if static {
+			name += ".static"
+		}
+		if view {
+			name += ".view"
+		}
+		if err := d.WriteTimeline(ctx, name+".json"); err != nil {
+			return r, err
+		}
+	}
 	d.Close()
 
 	if err := pg.Barrier().Wait(ctx); err != nil {

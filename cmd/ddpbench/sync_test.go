@@ -92,7 +92,7 @@ func TestParseSyncArgs(t *testing.T) {
 	var errb bytes.Buffer
 	for _, bad := range [][]string{
 		{"-bucket-cap-mb", "0"}, {"-bucket-cap-mb", "x"}, {"-hook", "int8"}, {"-nproc", "0"}, {"-static-graph", "maybe"},
-		{"-compute", "gpu"}, {"-bucket-view", "yes"}, {"-compute", "flops", "-gflops", "0"}, {"-format", "xml"}, {"-iters", "0"}, {"extra"},
+		{"-compute", "gpu"}, {"-bucket-view", "yes"}, {"-procs", "0"}, {"-compute", "flops", "-gflops", "0"}, {"-format", "xml"}, {"-iters", "0"}, {"extra"},
 	} {
 		_, err := parseSyncArgs(bad, &errb)
 		assert.Error(t, err, "%q", bad)
@@ -173,8 +173,10 @@ func TestSyncTableAndPlot(t *testing.T) {
 	}
 	png := filepath.Join(t.TempDir(), "sync.png")
 	var out, errb bytes.Buffer
+	trace := filepath.Join(t.TempDir(), "trace")
 	code := mainWithExitCode([]string{"sync", "-profile", tinyProfile(t), "-backend", "shm", "-bucket-cap-mb", "0.25,1,4",
-		"-iters", "3", "-warmup", "1", "-static-graph", "true", "-bucket-view", "false,true", "-plot", png}, &out, &errb)
+		"-iters", "3", "-warmup", "1", "-static-graph", "true", "-bucket-view", "false,true", "-plot", png,
+		"-timeline", trace}, &out, &errb)
 	require.Equal(t, 0, code, "stderr:\n%s", errb.String())
 	assert.Contains(t, out.String(), "sync_GB/s")
 	assert.Equal(t, 3*2, strings.Count(out.String(), "\n  shm "), out.String())
@@ -182,4 +184,7 @@ func TestSyncTableAndPlot(t *testing.T) {
 	require.NoError(t, err)
 	assert.Greater(t, len(b), 1000)
 	assert.Equal(t, []byte("\x89PNG"), b[:4])
+	tl, err := os.ReadFile(trace + ".cap1.none.static.view.json")
+	require.NoError(t, err)
+	assert.Contains(t, string(tl), "allreduce bucket 0")
 }
