@@ -31,6 +31,7 @@ type syncConfig struct {
 	hooks    []string
 	static   []bool
 	views    []bool
+	overlaps []bool
 	compute  string
 	gflops   float64
 	batch    int
@@ -55,6 +56,7 @@ type syncRow struct {
 	Hook        string  `json:"hook"`
 	StaticGraph bool    `json:"static_graph"`
 	BucketView  bool    `json:"bucket_view"`
+	Overlap     bool    `json:"overlap"`
 	Compute     string  `json:"compute"`
 	GradBytes   int64   `json:"grad_bytes"`
 	Buckets     int     `json:"buckets"`
@@ -78,6 +80,7 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	hooks := fs.String("hook", "none", "comm hooks, comma-separated: none, fp16, bf16")
 	static := fs.String("static-graph", "false", "static_graph settings, comma-separated: false, true")
 	views := fs.String("bucket-view", "false", "gradient_as_bucket_view settings, comma-separated: false, true")
+	overlaps := fs.String("overlap", "true", "all-reduce beside backward (true) or each bucket at once, blocking backward (false; ddp.OverlapComm), comma-separated")
 	fs.StringVar(&c.compute, "compute", "none", "backward compute: none (pure sync) or flops (each layer's backward FLOPs at -gflops)")
 	fs.Float64Var(&c.gflops, "gflops", 100, "compute rate for -compute flops, GFLOP/s")
 	fs.IntVar(&c.batch, "batch", 1, "samples per rank for -compute flops (the profile's flops_unit)")
@@ -110,6 +113,9 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 		return c, err
 	}
 	if c.views, err = parseList(*views, "-bucket-view", strconv.ParseBool); err != nil {
+		return c, err
+	}
+	if c.overlaps, err = parseList(*overlaps, "-overlap", strconv.ParseBool); err != nil {
 		return c, err
 	}
 	switch {
@@ -302,19 +308,21 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 	for _, hookName := range cfg.hooks {
 		for _, static := range cfg.static {
 			for _, view := range cfg.views {
-				for _, capMB := range cfg.caps {
-					r, err := syncConfigRun(ctx, pg, cfg, model, x, capMB, hookName, static, view)
-					if err != nil {
-						return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v: %w",
-							capMB, hookName, static, view, err)
+				for _, overlap := range cfg.overlaps {
+					for _, capMB := range cfg.caps {
+						r, err := syncConfigRun(ctx, pg, cfg, model, x, syncKnobs{capMB, hookName, static, view, overlap})
+						if err != nil {
+							return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v, overlap %v: %w",
+								capMB, hookName, static, view, overlap, err)
+						}
+						r.Profile, r.Compute = prof.Name, cfg.computeLabel()
+						r.GradBytes = prof.gradBytes()
+						r.SyncMS = r.IterMS - r.LocalMS
+						if r.SyncMS > 0 {
+							r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
+						}
+						rows = append(rows, r)
 					}
-					r.Profile, r.Compute = prof.Name, cfg.computeLabel()
-					r.GradBytes = prof.gradBytes()
-					r.SyncMS = r.IterMS - r.LocalMS
-					if r.SyncMS > 0 {
-						r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
-					}
-					rows = append(rows, r)
 				}
 			}
 		}
@@ -328,13 +336,34 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 // syncConfigRun times one configuration: DDP iterations on every rank, then
 // (as torch_grad_sync.py does) the same forward and backward without DDP on
 // rank 0 alone while the others wait.
+// syncKnobs is one configuration of the sweep.
+type syncKnobs struct {
+	capMB            float64
+	hook             string
+	static, view, ov bool
+}
+
+func (k syncKnobs) fileSuffix() string {
+	name := fmt.Sprintf(".cap%g.%s", k.capMB, k.hook)
+	if k.static {
+		name += ".static"
+	}
+	if k.view {
+		name += ".view"
+	}
+	if !k.ov {
+		name += ".nooverlap"
+	}
+	return name
+}
+
 func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m *profileModel, x *autograd.Variable,
-	capMB float64, hookName string, static, view bool) (syncRow, error) {
-	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: capMB, Hook: hookName, StaticGraph: static,
-		BucketView: view, Iters: cfg.iters}
-	hook, _ := commHook(hookName)
-	opts := []ddp.Option{ddp.BucketCapMB(capMB), ddp.StaticGraph(static), ddp.GradientAsBucketView(view),
-		ddp.Timeout(cfg.timeout)}
+	k syncKnobs) (syncRow, error) {
+	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: k.capMB, Hook: k.hook, StaticGraph: k.static,
+		BucketView: k.view, Overlap: k.ov, Iters: cfg.iters}
+	hook, _ := commHook(k.hook)
+	opts := []ddp.Option{ddp.BucketCapMB(k.capMB), ddp.StaticGraph(k.static), ddp.GradientAsBucketView(k.view),
+		ddp.OverlapComm(k.ov), ddp.Timeout(cfg.timeout)}
 	if hook != nil {
 		opts = append(opts, ddp.WithCommHook(hook))
 	}
@@ -358,13 +387,7 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 		d.ResetStats()
 		if cfg.cpuProf != "" {
 			// Only the timed DDP iterations, one file per rank and configuration.
-			name := fmt.Sprintf("%s.rank%d.cap%g.%s", cfg.cpuProf, pg.Rank(), capMB, hookName)
-			if static {
-				name += ".static"
-			}
-			if view {
-				name += ".view"
-			}
+			name := fmt.Sprintf("%s.rank%d", cfg.cpuProf, pg.Rank()) + k.fileSuffix()
 			if prof, err = os.Create(name); err == nil {
 				err = pprof.StartCPUProfile(prof)
 			}
@@ -384,14 +407,7 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 	st := d.Stats()
 	r.Buckets = len(st.BucketBytes)
 	if cfg.timeline != "" {
-		name := fmt.Sprintf("%s.cap%g.%s", cfg.timeline, capMB, hookName)
-		if static {
-			name += ".static"
-		}
-		if view {
-			name += ".view"
-		}
-		if err := d.WriteTimeline(ctx, name+".json"); err != nil {
+		if err := d.WriteTimeline(ctx, cfg.timeline+k.fileSuffix()+".json"); err != nil {
 			return r, err
 		}
 	}
