@@ -33,6 +33,7 @@ type config struct {
 	timelineOn       bool
 	rebuild          bool
 	device           Device // OnDevice: buckets in device memory (device.go)
+	overlap          bool
 }
 
 func defaultConfig() config {
@@ -42,6 +43,7 @@ func defaultConfig() config {
 		broadcastBuffers: true,
 		timeout:          comm.DefaultTimeout,
 		rebuild:          true,
+		overlap:          true,
 	}
 }
 
@@ -112,6 +114,19 @@ func Timeout(d time.Duration) Option { return func(c *config) { c.timeout = d } 
 func WithTimeline(tl *Timeline) Option {
 	return func(c *config) { c.timeline, c.timelineOn = tl, true }
 }
+
+// OverlapComm(false) makes each bucket's all-reduce run to completion as
+// soon as the bucket is ready, on the goroutine running backward, before
+// backward continues (default true: the all-reduce runs beside the rest of
+// backward, as in torch). Overlap needs a spare core. When a rank has one
+// core and GOMAXPROCS=1 (ddprun's setting when the ranks fill the host),
+// the collective and backward take turns on it in the Go scheduler's 10 ms
+// slices, and a step of the collective needs both ranks' turns to meet: in
+// `ddpbench sync -timeline` traces a 1 MiB bucket then took 250 ms to
+// reduce and backward ran 4x longer. Measure both with
+// `ddpbench sync -overlap true,false`. Stats count the time spent waiting
+// here as CommWait.
+func OverlapComm(on bool) Option { return func(c *config) { c.overlap = on } }
 
 // rebuildBuckets switches the post-first-iteration bucket rebuild (torch does
 // it whenever StaticGraph is set or FindUnusedParameters is not); tests use it

@@ -38,7 +38,8 @@ type reducer struct {
 	nextBucket  int
 	div         float64 // gradients are multiplied by 1/div while copied in
 	hookErr     error
-	markAtFirst []int // parameters to mark ready (unused) at the first hook
+	inlineWait  time.Duration // OverlapComm(false): time backward spent waiting in launch
+	markAtFirst []int         // parameters to mark ready (unused) at the first hook
 	firstHook   time.Time
 	prepared    time.Time // end of Forward
 	shadowing   bool
@@ -181,6 +182,7 @@ func (r *reducer) resetIteration() {
 	r.nextBucket = 0
 	r.pass = nil
 	r.hookErr = nil
+	r.inlineWait = 0
 	r.markAtFirst = r.markAtFirst[:0]
 	r.usedWork = nil
 	r.usedLaunch = false
@@ -338,6 +340,14 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 		w = r.pg.AllReduce(b.buffer(), op)
 	}
 	early := r.copyBackEarly() && !shadow
+	if !r.cfg.overlap && !shadow {
+		// OverlapComm(false): finish the bucket here, on the backward
+		// goroutine, before backward continues.
+		t := time.Now()
+		r.watch(b, w, early)
+		r.inlineWait += time.Since(t)
+		return
+	}
 	go r.watch(b, w, early)
 }
 
@@ -516,7 +526,7 @@ func (r *reducer) recordStats(bwdEnd, waitStart, waitEnd time.Time) {
 	}
 	it := IterStats{
 		Backward:   bwdEnd.Sub(r.prepared),
-		CommWait:   waitEnd.Sub(waitStart),
+		CommWait:   waitEnd.Sub(waitStart) + r.inlineWait,
 		Comm:       unionLength(spans),
 		BucketComm: per,
 	}

@@ -930,3 +930,42 @@ func TestScaledCopy(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlapCommOff: with OverlapComm(false) each bucket is reduced before
+// the hook that completed it returns (so before backward goes on), in index
+// order, with the same result, and the stats count the wait as not hidden.
+func TestOverlapCommOff(t *testing.T) {
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		net := fourParams()
+		d, err := Wrap(context.Background(), net, pg, append(fourCaps, rebuildBuckets(false), OverlapComm(false))...)
+		if err != nil {
+			return err
+		}
+		r := d.r
+		r.prepare(nil, 2)
+		pass := &autograd.Pass{}
+		for i := 3; i >= 0; i-- {
+			net.params[i].Grad = constant(float32((rank*2+1)*(i+1)), 1000)
+			r.gradReady(i, pass)
+			b := r.buckets[r.loc[i].bucket]
+			if b.pending == 0 {
+				select {
+				case <-b.done:
+				default:
+					t.Errorf("rank %d: bucket %d not reduced when its last gradient's hook returned", rank, b.index)
+				}
+			}
+		}
+		if err := r.finalize(); err != nil {
+			return err
+		}
+		for i, p := range net.params {
+			assert.Equal(t, float32(2*(i+1)), p.Grad.F32()[999], "param %d", i)
+		}
+		st := d.Stats()
+		assert.Greater(t, st.Last.CommWait, time.Duration(0))
+		assert.GreaterOrEqual(t, st.Last.CommWait, st.Last.Comm-time.Millisecond, "the inline waits cover the all-reduces")
+		return nil
+	})
+	requireNoErrs(t, errs)
+}

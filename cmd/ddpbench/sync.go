@@ -31,6 +31,7 @@ type syncConfig struct {
 	hooks    []string
 	static   []bool
 	views    []bool
+	overlaps []bool
 	compute  string
 	gflops   float64
 	batch    int
@@ -40,8 +41,10 @@ type syncConfig struct {
 	plot     string
 	timeout  time.Duration
 	bind     string
+	procs    int
 	emitRows bool // internal: a spawned job's rank 0 prints JSON rows for the launcher
 	cpuProf  string
+	timeline string
 }
 
 // syncRow is one configuration's result.
@@ -53,6 +56,7 @@ type syncRow struct {
 	Hook        string  `json:"hook"`
 	StaticGraph bool    `json:"static_graph"`
 	BucketView  bool    `json:"bucket_view"`
+	Overlap     bool    `json:"overlap"`
 	Compute     string  `json:"compute"`
 	GradBytes   int64   `json:"grad_bytes"`
 	Buckets     int     `json:"buckets"`
@@ -76,6 +80,7 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	hooks := fs.String("hook", "none", "comm hooks, comma-separated: none, fp16, bf16")
 	static := fs.String("static-graph", "false", "static_graph settings, comma-separated: false, true")
 	views := fs.String("bucket-view", "false", "gradient_as_bucket_view settings, comma-separated: false, true")
+	overlaps := fs.String("overlap", "true", "all-reduce beside backward (true) or each bucket at once, blocking backward (false; ddp.OverlapComm), comma-separated")
 	fs.StringVar(&c.compute, "compute", "none", "backward compute: none (pure sync) or flops (each layer's backward FLOPs at -gflops)")
 	fs.Float64Var(&c.gflops, "gflops", 100, "compute rate for -compute flops, GFLOP/s")
 	fs.IntVar(&c.batch, "batch", 1, "samples per rank for -compute flops (the profile's flops_unit)")
@@ -85,7 +90,9 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	fs.StringVar(&c.plot, "plot", "", "write a sync-GB/s-vs-bucket-cap plot to this PNG/SVG/PDF file")
 	fs.DurationVar(&c.timeout, "timeout", 5*time.Minute, "per-op and rendezvous timeout")
 	fs.StringVar(&c.bind, "bind", "core", "pin each rank to one CPU by local rank (core) or not (none)")
+	fs.IntVar(&c.procs, "procs", 1, "GOMAXPROCS of a rank pinned by -bind core (2: backward and communication on two threads of its core)")
 	fs.StringVar(&c.cpuProf, "cpuprofile", "", "write each rank's CPU profile to FILE.rankN (where DDP spends its time)")
+	fs.StringVar(&c.timeline, "timeline", "", "write a Chrome trace of every DDP configuration to FILE.capX... (rank 0 gathers)")
 	fs.BoolVar(&c.emitRows, "emit-rows", false, "internal: print JSON rows (used between the launcher and its ranks)")
 	if err := fs.Parse(args); err != nil {
 		return c, errUsage
@@ -108,6 +115,9 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	if c.views, err = parseList(*views, "-bucket-view", strconv.ParseBool); err != nil {
 		return c, err
 	}
+	if c.overlaps, err = parseList(*overlaps, "-overlap", strconv.ParseBool); err != nil {
+		return c, err
+	}
 	switch {
 	case len(c.backends) == 0 || len(c.hooks) == 0:
 		return c, fmt.Errorf("-backend and -hook need at least one value")
@@ -123,6 +133,8 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 		return c, fmt.Errorf("-format %q: want table or csv", c.format)
 	case c.bind != "core" && c.bind != "none":
 		return c, fmt.Errorf("-bind %q: want core or none", c.bind)
+	case c.procs < 1:
+		return c, fmt.Errorf("-procs %d: want >= 1", c.procs)
 	case c.iters < 1 || c.warmup < 0:
 		return c, fmt.Errorf("-iters must be >= 1 and -warmup >= 0")
 	}
@@ -281,7 +293,7 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 		if _, err := bindToCore(ccfg.LocalRank); err != nil {
 			return nil, fmt.Errorf("-bind core: %w", err)
 		}
-		runtime.GOMAXPROCS(1) // one core: more Ps would only time-slice it
+		runtime.GOMAXPROCS(cfg.procs) // one core: more Ps only time-slice it (in the kernel instead of Go's scheduler)
 	}
 	ccfg.Timeout = cfg.timeout
 	pg, err := comm.Init(ctx, ccfg)
@@ -296,19 +308,21 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 	for _, hookName := range cfg.hooks {
 		for _, static := range cfg.static {
 			for _, view := range cfg.views {
-				for _, capMB := range cfg.caps {
-					r, err := syncConfigRun(ctx, pg, cfg, model, x, capMB, hookName, static, view)
-					if err != nil {
-						return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v: %w",
-							capMB, hookName, static, view, err)
+				for _, overlap := range cfg.overlaps {
+					for _, capMB := range cfg.caps {
+						r, err := syncConfigRun(ctx, pg, cfg, model, x, syncKnobs{capMB, hookName, static, view, overlap})
+						if err != nil {
+							return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v, overlap %v: %w",
+								capMB, hookName, static, view, overlap, err)
+						}
+						r.Profile, r.Compute = prof.Name, cfg.computeLabel()
+						r.GradBytes = prof.gradBytes()
+						r.SyncMS = r.IterMS - r.LocalMS
+						if r.SyncMS > 0 {
+							r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
+						}
+						rows = append(rows, r)
 					}
-					r.Profile, r.Compute = prof.Name, cfg.computeLabel()
-					r.GradBytes = prof.gradBytes()
-					r.SyncMS = r.IterMS - r.LocalMS
-					if r.SyncMS > 0 {
-						r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
-					}
-					rows = append(rows, r)
 				}
 			}
 		}
@@ -322,15 +336,39 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 // syncConfigRun times one configuration: DDP iterations on every rank, then
 // (as torch_grad_sync.py does) the same forward and backward without DDP on
 // rank 0 alone while the others wait.
+// syncKnobs is one configuration of the sweep.
+type syncKnobs struct {
+	capMB            float64
+	hook             string
+	static, view, ov bool
+}
+
+func (k syncKnobs) fileSuffix() string {
+	name := fmt.Sprintf(".cap%g.%s", k.capMB, k.hook)
+	if k.static {
+		name += ".static"
+	}
+	if k.view {
+		name += ".view"
+	}
+	if !k.ov {
+		name += ".nooverlap"
+	}
+	return name
+}
+
 func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m *profileModel, x *autograd.Variable,
-	capMB float64, hookName string, static, view bool) (syncRow, error) {
-	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: capMB, Hook: hookName, StaticGraph: static,
-		BucketView: view, Iters: cfg.iters}
-	hook, _ := commHook(hookName)
-	opts := []ddp.Option{ddp.BucketCapMB(capMB), ddp.StaticGraph(static), ddp.GradientAsBucketView(view),
-		ddp.Timeout(cfg.timeout)}
+	k syncKnobs) (syncRow, error) {
+	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: k.capMB, Hook: k.hook, StaticGraph: k.static,
+		BucketView: k.view, Overlap: k.ov, Iters: cfg.iters}
+	hook, _ := commHook(k.hook)
+	opts := []ddp.Option{ddp.BucketCapMB(k.capMB), ddp.StaticGraph(k.static), ddp.GradientAsBucketView(k.view),
+		ddp.OverlapComm(k.ov), ddp.Timeout(cfg.timeout)}
 	if hook != nil {
 		opts = append(opts, ddp.WithCommHook(hook))
+	}
+	if cfg.timeline != "" {
+		opts = append(opts, ddp.WithTimeline(nil))
 	}
 	d, err := ddp.Wrap(ctx, m, pg, opts...)
 	if err != nil {
@@ -349,13 +387,7 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 		d.ResetStats()
 		if cfg.cpuProf != "" {
 			// Only the timed DDP iterations, one file per rank and configuration.
-			name := fmt.Sprintf("%s.rank%d.cap%g.%s", cfg.cpuProf, pg.Rank(), capMB, hookName)
-			if static {
-				name += ".static"
-			}
-			if view {
-				name += ".view"
-			}
+			name := fmt.Sprintf("%s.rank%d", cfg.cpuProf, pg.Rank()) + k.fileSuffix()
 			if prof, err = os.Create(name); err == nil {
 				err = pprof.StartCPUProfile(prof)
 			}
@@ -374,6 +406,11 @@ func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m 
 	}
 	st := d.Stats()
 	r.Buckets = len(st.BucketBytes)
+	if cfg.timeline != "" {
+		if err := d.WriteTimeline(ctx, cfg.timeline+k.fileSuffix()+".json"); err != nil {
+			return r, err
+		}
+	}
 	d.Close()
 
 	if err := pg.Barrier().Wait(ctx); err != nil {
