@@ -48,14 +48,17 @@
 //     bucket's pending count. (With GradientAsBucketView, Grad already is the
 //     slot: there is no copy, and the default hook all-reduces with comm.Avg
 //     so the backend divides, which a shared-memory backend fuses into its
-//     reduction.) When a bucket reaches zero,
+//     reduction. At a power-of-two world size the default hook uses comm.Avg
+//     too and the copy is a plain memmove: dividing by 2^k is exact, so the
+//     result is torch's bit for bit.) When a bucket reaches zero,
 //     every ready bucket from next_bucket on is launched, strictly in index
 //     order, so all ranks issue the same sequence of collectives whatever
 //     order their gradients arrive in. A launch starts the comm hook (by
 //     default an all-reduce sum, which gives the average) and hands its Work
 //     to a watcher goroutine that records the completion time and, when no
 //     parameter can be unused, copies the result back into Grad while
-//     backward continues.
+//     backward continues. With OverlapComm(false) the launch waits for the
+//     bucket itself, on the backward goroutine (for ranks with one core).
 //   - finalize, which runs after the last gradient and before Backward
 //     returns: parameters still not ready are an error naming them (without
 //     FindUnusedParameters or StaticGraph) or are marked ready with zero

@@ -11,7 +11,7 @@
 # examples/gpt at world 2, EPOCHS (default 3) each; both print samples/s,
 # the last epoch's mean loss and the peak RSS of each rank.
 # sync: ROUNDS (default 3) interleaved rounds of torch_grad_sync.py and `ddpbench sync` per profile
-# (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on) plus
+# (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on, OverlapComm on and off) plus
 # `ddpbench allreduce` at 16 MiB, with the ratios;
 # SWEEP=1 adds the bucket_cap_mb sweep 1,5,25,100 on both sides (tcp and shm for goddp).
 set -uo pipefail
@@ -59,7 +59,7 @@ if [ "$what" = sync ] || [ "$what" = all ]; then
     for prof in resnet50 gpt2; do
       iters=20; [ $prof = gpt2 ] && iters=10
       t=$(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_grad_sync.py" $prof 2 $iters 25 2>/dev/null | tail -1)
-      gs=$("$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 25 -bucket-view false,true -format csv | tail -2)
+      gs=$("$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 25 -bucket-view false,true -overlap true,false -format csv | tail -4)
       be=$(echo "$gs" | head -1 | cut -d, -f2)
       a=$("$tmp/ddpbench" allreduce -backend "$be" -min 16M -max 16M -stat median -format csv | tail -1)
       echo "round $round $prof torch: $t"
@@ -69,7 +69,8 @@ if [ "$what" = sync ] || [ "$what" = all ]; then
       ab=$(echo "$a" | cut -d, -f6)
       echo "$gs" | awk -F, -v r="$round" -v p="$prof" -v t="$tg" -v a="$ab" '{
         mode = ($13 == "true") ? "bucket_view" : "default"
-        printf "round %s %s %-11s ratio_torch=%.2f of_allreduce=%.2f (goddp %.3f GB/s, torch %.3f, allreduce busbw %.3f)\n",
+        if ($18 == "false") mode = mode "+no_overlap"
+        printf "round %s %s %-22s ratio_torch=%.2f of_allreduce=%.2f (goddp %.3f GB/s, torch %.3f, allreduce busbw %.3f)\n",
           r, p, mode, (t > 0 ? $8 / t : 0), (a > 0 ? $8 / a : 0), $8, t, a }'
     done
   done

@@ -74,6 +74,9 @@
 //	-hook L             none, fp16, bf16 (DDP comm hooks), comma-separated
 //	-static-graph L     false, true, comma-separated
 //	-bucket-view L      gradient_as_bucket_view: false, true, comma-separated
+//	-overlap L          true (all-reduce beside backward) or false (ddp.OverlapComm(false):
+//	                    each bucket reduced at once, backward waits), comma-separated
+//	-procs N            GOMAXPROCS of a rank pinned by -bind core (default 1)
 //	-compute C          none (default: pure sync) or flops: before each
 //	                    parameter's gradient becomes ready, spin for its
 //	                    layer's backward FLOPs x -batch / -gflops (default 100)
@@ -81,6 +84,7 @@
 //	-format, -plot      table or csv; -plot F.png draws sync GB/s against
 //	                    bucket cap, one line per backend
 //	-cpuprofile F       each rank's CPU profile of the timed DDP iterations
+//	-timeline F         a Chrome trace of each configuration (F.cap25.none.json, ...)
 //
 // The CSV starts with torch_grad_sync.py's columns:
 //

@@ -129,6 +129,11 @@ func writeSyncPlot(file string, prof *profile, rows []syncRow) error {
 	}
 	p.X.Tick.Marker = caps
 	p.Y.Min = 0
+	top := 0.0
+	for _, r := range rows {
+		top = max(top, r.SyncGBps)
+	}
+	p.Y.Max = top * (1.15 + 0.07*float64(len(order))) // headroom for the legend above the lines
 	p.Add(plotter.NewGrid())
 	for i, l := range order {
 		line, points, err := plotter.NewLinePoints(series[l])
