@@ -25,4 +25,10 @@ int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double 
 // shape: 1 for oneDNN, 0 for OpenBLAS. Tests use it.
 int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k);
 
+// goddp_blas_core returns the kernel set OpenBLAS runs ("" when the library
+// cannot say), with the one it had picked for itself, whether the engine
+// re-initialised it, and whether it is still a pre-AVX2 set on an AVX2 CPU
+// (then float32 products all go to oneDNN). See blas_core_fix in engine.c.
+const char *goddp_blas_core(const char **detected, int *reinit, int *slow);
+
 #endif
