@@ -58,6 +58,20 @@
 // process: other code calling OpenBLAS directly runs single-threaded. The package itself holds no mutable package-level Go state;
 // randomness comes from an explicit, seeded RNG.
 //
+// # Convolutions
+//
+// Conv2dForward, Conv2dBackwardData and Conv2dBackwardWeights run 2-d
+// float32 convolutions on oneDNN's convolution primitives (conv_dnnl.c) in
+// the default build, on the calling thread alone: the caller splits a batch
+// over its own goroutines (autograd.Conv2d splits over Threads()), as
+// engine.c's pool does for GEMMs and for the same libgomp reason. oneDNN
+// chooses blocked layouts (nChw16c on AVX-512) for its jit kernels; each
+// call reorders the plain NCHW arrays into per-thread staging buffers and
+// back, as torch's mkldnn path does, and primitives are built once per
+// shape. They report false where the build or oneDNN has no kernel for a
+// shape (-tags nodnnl, the pure-Go engine), and the caller falls back to
+// im2col and Gemm.
+//
 // A BLAS call is a cgo call, which Go's scheduler treats as a syscall: a
 // goroutine that does nothing but call BLAS would, after 10 ms, have its P
 // retaken by the runtime's sysmon during every call (25% of GEMM speed at
