@@ -164,6 +164,26 @@ func (g *convGeom) engineShape(n int) tensor.Conv2dShape {
 		DilationH: g.dh, DilationW: g.dw, Groups: g.groups, OH: g.oh, OW: g.ow}
 }
 
+// convEngineChunk is the most samples one engine call gets. oneDNN works on
+// blocked copies of its arguments in per-thread staging buffers, so chunks
+// keep them small: the first convolution's output of 16 samples is 1.6 MB,
+// inside L2, where at 64 it was 6.4 MB and each reorder went to memory
+// (BenchmarkConvNetConvLayers on one thread: 27-28 cpu-ms per step at 8 or
+// 16, 29-30 at 32 or 64); and an evaluation batch of 1000 does not grow the
+// buffers, which last as long as their thread, to hundreds of MB.
+const convEngineChunk = 16
+
+// convChunks calls fn(lo, hi) for consecutive ranges of at most
+// convEngineChunk samples covering [lo, hi), stopping at the first false.
+func convChunks(lo, hi int, fn func(lo, hi int) bool) bool {
+	for c := lo; c < hi; c += convEngineChunk {
+		if !fn(c, min(hi, c+convEngineChunk)) {
+			return false
+		}
+	}
+	return true
+}
+
 // convFwdEngine runs the forward pass on the engine's kernels, split over
 // samples, and reports false (for im2col to redo all of it) where the
 // engine has no kernel for a part.
@@ -172,8 +192,10 @@ func convFwdEngine(g *convGeom, y, x, w, b []float32) bool {
 	ok := make([]bool, workers)
 	xs, ys := g.c*g.h*g.w, g.o*g.l()
 	parallelSamples(g.n, workers, func(wk, lo, hi int) {
-		s := g.engineShape(hi - lo)
-		ok[wk] = tensor.Conv2dForward(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
+		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
+			s := g.engineShape(hi - lo)
+			return tensor.Conv2dForward(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
+		})
 	})
 	for _, v := range ok {
 		if !v {
@@ -189,22 +211,33 @@ func convFwdEngine(g *convGeom, y, x, w, b []float32) bool {
 func convBwdEngine(g *convGeom, dx, dw, db, gy, x, w []float32) bool {
 	workers := convWorkers(g.n)
 	ok := make([]bool, workers)
+	// Per worker: its weight and bias gradient sums, and one chunk's.
 	pdw, pdb := make([][]float32, workers), make([][]float32, workers)
 	xs, ys := g.c*g.h*g.w, g.o*g.l()
 	parallelSamples(g.n, workers, func(wk, lo, hi int) {
-		s := g.engineShape(hi - lo)
-		gys := gy[lo*ys : hi*ys]
-		ok[wk] = true
-		if dx != nil {
-			ok[wk] = tensor.Conv2dBackwardData(&s, dx[lo*xs:hi*xs], w, gys)
-		}
-		if dw != nil && ok[wk] {
-			pdw[wk] = make([]float32, len(dw))
+		var cdw, cdb []float32
+		if dw != nil {
+			pdw[wk], cdw = make([]float32, len(dw)), make([]float32, len(dw))
 			if db != nil {
-				pdb[wk] = make([]float32, len(db))
+				pdb[wk], cdb = make([]float32, len(db)), make([]float32, len(db))
 			}
-			ok[wk] = tensor.Conv2dBackwardWeights(&s, pdw[wk], pdb[wk], x[lo*xs:hi*xs], gys)
 		}
+		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
+			s := g.engineShape(hi - lo)
+			gys := gy[lo*ys : hi*ys]
+			if dx != nil && !tensor.Conv2dBackwardData(&s, dx[lo*xs:hi*xs], w, gys) {
+				return false
+			}
+			if dw == nil {
+				return true
+			}
+			if !tensor.Conv2dBackwardWeights(&s, cdw, cdb, x[lo*xs:hi*xs], gys) {
+				return false
+			}
+			addTo(pdw[wk], cdw)
+			addTo(pdb[wk], cdb)
+			return true
+		})
 	})
 	for _, v := range ok {
 		if !v {
@@ -212,14 +245,16 @@ func convBwdEngine(g *convGeom, dx, dw, db, gy, x, w []float32) bool {
 		}
 	}
 	for wk := range workers {
-		for i, v := range pdw[wk] {
-			dw[i] += v
-		}
-		for i, v := range pdb[wk] {
-			db[i] += v
-		}
+		addTo(dw, pdw[wk])
+		addTo(db, pdb[wk])
 	}
 	return true
+}
+
+func addTo(dst, src []float32) {
+	for i, v := range src {
+		dst[i] += v
+	}
 }
 
 func convFwd[T float](g *convGeom, y, x, w, b []T) {

@@ -51,7 +51,9 @@ typedef struct {
 	char impl[64];
 } conv_entry_t;
 
-enum { maxEntries = 128 };
+// A model has a few convolution shapes, times three passes, times the batch
+// sizes its threads and chunks see; oneDNN's own primitive cache holds 1024.
+enum { maxEntries = 1024 };
 
 static struct {
 	pthread_once_t once;
@@ -378,9 +380,9 @@ const char *goddp_conv_impl(int kind, int bias, const goddp_conv_t *g) {
 	key.g = *g;
 	int owned;
 	conv_entry_t *e = lookup(&key, &owned);
-	if (owned) {
+	static __thread char name[sizeof e->impl];
+	snprintf(name, sizeof name, "%s", e ? e->impl : "");
+	if (owned)
 		free_entry(e);
-		return "";
-	}
-	return e ? e->impl : "";
+	return name;
 }
