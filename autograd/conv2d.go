@@ -27,6 +27,7 @@ type convGeom struct {
 	o, kh, kw      int // weight [o, c/groups, kh, kw]
 	sh, sw         int // stride
 	ph, pw         int // top and left padding
+	pb, pr         int // bottom and right padding (one more than ph, pw for an odd "same" total)
 	dh, dw         int // dilation
 	oh, ow         int // output size
 	groups, cg, og int // groups, input and output channels per group
@@ -74,6 +75,7 @@ func newConvGeom(xs, ws []int, p ConvParams) convGeom {
 		padH, padW = g.dh*(g.kh-1), g.dw*(g.kw-1)
 		g.ph, g.pw = padH/2, padW/2
 	}
+	g.pb, g.pr = padH-g.ph, padW-g.pw
 	g.oh = (g.h+padH-g.dh*(g.kh-1)-1)/g.sh + 1
 	g.ow = (g.w+padW-g.dw*(g.kw-1)-1)/g.sw + 1
 	if g.h+padH-g.dh*(g.kh-1) < 1 || g.w+padW-g.dw*(g.kw-1) < 1 {
@@ -84,6 +86,13 @@ func newConvGeom(xs, ws []int, p ConvParams) convGeom {
 
 // Conv2d is torch.nn.functional.conv2d over x [N, C, H, W] with weight
 // [out, C/groups, kh, kw] and bias [out] (nil for none), in NCHW like torch.
+//
+// float32 runs on the engine's convolution kernels where it has them
+// (tensor.Conv2dForward and friends: oneDNN's primitives, each on one
+// thread), with the samples split over tensor.Threads() goroutines and a
+// private weight gradient per goroutine, summed at the end. Elsewhere
+// (float64, the pure-Go and -tags nodnnl builds, shapes oneDNN refuses)
+// the im2col path below runs.
 //
 // Each sample and group is one GEMM, weight [out/g, C/g*kh*kw] times the
 // im2col matrix [C/g*kh*kw, oh*ow] of that sample, written straight into the
@@ -106,8 +115,8 @@ func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
 	y := tensor.New(xc.DType(), g.n, g.o, g.oh, g.ow)
 	if xc.DType() == tensor.Float64 {
 		convFwd(&g, y.F64(), xc.F64(), data[float64](w.Value), biasData[float64](b))
-	} else {
-		convFwd(&g, y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b))
+	} else if w32, b32 := data[float32](w.Value), biasData[float32](b); !convFwdEngine(&g, y.F32(), xc.F32(), w32, b32) {
+		convFwd(&g, y.F32(), xc.F32(), w32, b32)
 	}
 	in := ins(x, w)
 	if b != nil {
@@ -146,6 +155,106 @@ func parallelSamples(n, workers int, fn func(worker, lo, hi int)) {
 	}
 	fn(0, 0, n/workers)
 	wg.Wait()
+}
+
+// engineShape is g for n samples, in tensor's terms.
+func (g *convGeom) engineShape(n int) tensor.Conv2dShape {
+	return tensor.Conv2dShape{N: n, C: g.c, H: g.h, W: g.w, O: g.o, KH: g.kh, KW: g.kw,
+		StrideH: g.sh, StrideW: g.sw, PadTop: g.ph, PadLeft: g.pw, PadBottom: g.pb, PadRight: g.pr,
+		DilationH: g.dh, DilationW: g.dw, Groups: g.groups, OH: g.oh, OW: g.ow}
+}
+
+// convEngineChunk is the most samples one engine call gets. oneDNN works on
+// blocked copies of its arguments in per-thread staging buffers, so chunks
+// keep them small: the first convolution's output of 16 samples is 1.6 MB,
+// inside L2, where at 64 it was 6.4 MB and each reorder went to memory
+// (BenchmarkConvNetConvLayers on one thread: 27-28 cpu-ms per step at 8 or
+// 16, 29-30 at 32 or 64); and an evaluation batch of 1000 does not grow the
+// buffers, which last as long as their thread, to hundreds of MB.
+const convEngineChunk = 16
+
+// convChunks calls fn(lo, hi) for consecutive ranges of at most
+// convEngineChunk samples covering [lo, hi), stopping at the first false.
+func convChunks(lo, hi int, fn func(lo, hi int) bool) bool {
+	for c := lo; c < hi; c += convEngineChunk {
+		if !fn(c, min(hi, c+convEngineChunk)) {
+			return false
+		}
+	}
+	return true
+}
+
+// convFwdEngine runs the forward pass on the engine's kernels, split over
+// samples, and reports false (for im2col to redo all of it) where the
+// engine has no kernel for a part.
+func convFwdEngine(g *convGeom, y, x, w, b []float32) bool {
+	workers := convWorkers(g.n)
+	ok := make([]bool, workers)
+	xs, ys := g.c*g.h*g.w, g.o*g.l()
+	parallelSamples(g.n, workers, func(wk, lo, hi int) {
+		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
+			s := g.engineShape(hi - lo)
+			return tensor.Conv2dForward(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
+		})
+	})
+	for _, v := range ok {
+		if !v {
+			return false
+		}
+	}
+	return true
+}
+
+// convBwdEngine computes dx (overwritten) and adds the weight and bias
+// gradients into dw and db on the engine's kernels (each nil when not
+// wanted; db only with dw), split over samples; false as convFwdEngine.
+func convBwdEngine(g *convGeom, dx, dw, db, gy, x, w []float32) bool {
+	workers := convWorkers(g.n)
+	ok := make([]bool, workers)
+	// Per worker: its weight and bias gradient sums, and one chunk's.
+	pdw, pdb := make([][]float32, workers), make([][]float32, workers)
+	xs, ys := g.c*g.h*g.w, g.o*g.l()
+	parallelSamples(g.n, workers, func(wk, lo, hi int) {
+		var cdw, cdb []float32
+		if dw != nil {
+			pdw[wk], cdw = make([]float32, len(dw)), make([]float32, len(dw))
+			if db != nil {
+				pdb[wk], cdb = make([]float32, len(db)), make([]float32, len(db))
+			}
+		}
+		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
+			s := g.engineShape(hi - lo)
+			gys := gy[lo*ys : hi*ys]
+			if dx != nil && !tensor.Conv2dBackwardData(&s, dx[lo*xs:hi*xs], w, gys) {
+				return false
+			}
+			if dw == nil {
+				return true
+			}
+			if !tensor.Conv2dBackwardWeights(&s, cdw, cdb, x[lo*xs:hi*xs], gys) {
+				return false
+			}
+			addTo(pdw[wk], cdw)
+			addTo(pdb[wk], cdb)
+			return true
+		})
+	})
+	for _, v := range ok {
+		if !v {
+			return false
+		}
+	}
+	for wk := range workers {
+		addTo(dw, pdw[wk])
+		addTo(db, pdb[wk])
+	}
+	return true
+}
+
+func addTo(dst, src []float32) {
+	for i, v := range src {
+		dst[i] += v
+	}
 }
 
 func convFwd[T float](g *convGeom, y, x, w, b []T) {
@@ -276,6 +385,20 @@ func validRange(ix0, stride, w, ow int) (lo, hi int) {
 	return lo, hi
 }
 
+// convBiasGrad adds the per-channel sums of gy into db.
+func convBiasGrad[T float](g *convGeom, db, gy []T) {
+	L := g.l()
+	for s := 0; s < g.n; s++ {
+		for oc := 0; oc < g.o; oc++ {
+			var sum T
+			for _, v := range gy[(s*g.o+oc)*L : (s*g.o+oc+1)*L] {
+				sum += v
+			}
+			db[oc] += sum
+		}
+	}
+}
+
 func (o *conv2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
 
 func (o *conv2dOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
@@ -304,15 +427,23 @@ func convBwd[T float](o *conv2dOp, gyT *tensor.Tensor, dst, grads []*tensor.Tens
 	}
 	if o.b != nil && needs(o.b) {
 		db = paramGrad[T](2, dst, grads, gyT.DType(), o.b.Value.Shape())
-		for s := 0; s < g.n; s++ {
-			for oc := 0; oc < g.o; oc++ {
-				var sum T
-				for _, v := range gy[(s*g.o+oc)*L : (s*g.o+oc+1)*L] {
-					sum += v
-				}
-				db[oc] += sum
-			}
+	}
+	if gy32, ok := any(gy).([]float32); ok && (dx != nil || dw != nil) {
+		// oneDNN sums the bias gradient with the weights'; alone it is the loop below.
+		edb := any(db).([]float32)
+		if dw == nil {
+			edb = nil
 		}
+		if convBwdEngine(g, any(dx).([]float32), any(dw).([]float32), edb, gy32, any(x).([]float32), any(w).([]float32)) {
+			if db != nil && edb == nil {
+				convBiasGrad(g, db, gy)
+			}
+			return
+		}
+		clear(dx) // a part may have run: col2im below adds into dx
+	}
+	if db != nil {
+		convBiasGrad(g, db, gy)
 	}
 	if dx == nil && dw == nil {
 		return

@@ -1,6 +1,9 @@
 package autograd
 
 import (
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -95,4 +98,81 @@ func TestConv2dBadShapesPanic(t *testing.T) {
 	require.Panics(t, func() {
 		Conv2d(Const(tensor.New(tensor.Float32, 4, 5, 5)), Const(tensor.New(tensor.Float32, 2, 4, 3, 3)), nil, ConvParams{})
 	})
+}
+
+// TestConv2dEngineMatchesIm2col runs float32 convolutions, which take the
+// engine's kernels (oneDNN's primitives) where the build has them, against
+// the float64 im2col path, forward and every gradient, at one and two
+// threads (two splits the batch). With oneDNN built in, each case must
+// really run on it: Conv2dKernel names the implementation.
+func TestConv2dEngineMatchesIm2col(t *testing.T) {
+	cases := []struct {
+		name   string
+		x, w   []int
+		bias   bool
+		params ConvParams
+	}{
+		{"convnet1", []int{5, 1, 28, 28}, []int{32, 1, 5, 5}, true, ConvParams{Padding: [2]int{2, 2}}},
+		{"convnet2", []int{3, 32, 14, 14}, []int{64, 32, 5, 5}, true, ConvParams{Padding: [2]int{2, 2}}},
+		{"basic", []int{2, 2, 5, 4}, []int{3, 2, 3, 3}, true, ConvParams{}},
+		{"stride_pad", []int{3, 2, 6, 5}, []int{2, 2, 3, 2}, true, ConvParams{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}}},
+		{"dilation", []int{2, 1, 7, 6}, []int{2, 1, 2, 3}, false, ConvParams{Dilation: [2]int{2, 2}, Padding: [2]int{1, 1}}},
+		{"groups", []int{2, 4, 4, 4}, []int{2, 2, 3, 3}, true, ConvParams{Groups: 2, Padding: [2]int{1, 1}}},
+		{"depthwise", []int{3, 16, 9, 9}, []int{16, 1, 3, 3}, true, ConvParams{Groups: 16, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}}},
+		{"same_even", []int{2, 2, 4, 5}, []int{2, 2, 2, 4}, true, ConvParams{Same: true}},
+		{"pointwise", []int{2, 24, 3, 2}, []int{40, 24, 1, 1}, false, ConvParams{}},
+		{"chunks", []int{2*convEngineChunk + 5, 3, 6, 6}, []int{4, 3, 3, 3}, true, ConvParams{Padding: [2]int{1, 1}}},
+		{"odd_strided", []int{3, 5, 11, 13}, []int{7, 5, 3, 5}, true, ConvParams{Stride: [2]int{3, 2}, Padding: [2]int{2, 1}, Dilation: [2]int{1, 2}}},
+	}
+	withDNNL := strings.Contains(tensor.BLASName(), "onednn")
+	for i, tc := range cases {
+		for _, threads := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s/threads=%d", tc.name, threads), func(t *testing.T) {
+				prev := tensor.Threads()
+				tensor.SetThreads(threads)
+				defer tensor.SetThreads(prev)
+				seed := uint64(300 + 5*i)
+				in64 := []*tensor.Tensor{randT(seed, 1, 0, tc.x...), randT(seed+1, 0.3, 0, tc.w...)}
+				if tc.bias {
+					in64 = append(in64, randT(seed+2, 0.5, 0, tc.w[0]))
+				}
+				gy64 := randT(seed+3, 1, 0, Conv2d(Const(in64[0]), Const(in64[1]), nil, tc.params).Value.Shape()...)
+				run := func(dt tensor.DType) (*tensor.Tensor, []*Variable) {
+					vs := make([]*Variable, len(in64))
+					for k, v := range in64 {
+						vs[k] = Param(tensor.AsType(v, dt))
+					}
+					var b *Variable
+					if tc.bias {
+						b = vs[2]
+					}
+					y := Conv2d(vs[0], vs[1], b, tc.params)
+					require.NoError(t, y.BackwardWith(tensor.AsType(gy64, dt)))
+					return y.Value, vs
+				}
+				y32, v32 := run(tensor.Float32)
+				y64, v64 := run(tensor.Float64)
+				closeTo := func(what string, want, got *tensor.Tensor) {
+					w, g := want.F64(), tensor.AsType(got, tensor.Float64).F64()
+					require.Equal(t, len(w), len(g), what)
+					for j := range w {
+						require.InDelta(t, w[j], g[j], 1e-4+1e-4*math.Abs(w[j]), "%s[%d]", what, j)
+					}
+				}
+				closeTo("y", y64, y32)
+				for k := range v64 {
+					closeTo(fmt.Sprintf("grad %d", k), v64[k].Grad, v32[k].Grad)
+				}
+				if withDNNL {
+					g := newConvGeom(tc.x, tc.w, tc.params)
+					s := g.engineShape(g.n)
+					for _, op := range []string{"fwd", "bwd_data", "bwd_weights"} {
+						k := tensor.Conv2dKernel(&s, op, tc.bias && op != "bwd_data")
+						require.NotEmpty(t, k, "oneDNN has no %s kernel", op)
+						t.Logf("%s: %s", op, k)
+					}
+				}
+			})
+		}
+	}
 }

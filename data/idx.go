@@ -134,6 +134,8 @@ func idxShape(hdr []byte) []int {
 	return shape
 }
 
+// parseIDX decodes the IDX bytes b, which become the Array's: uint8 data
+// aliases them.
 func parseIDX(b []byte, name string) (*Array, error) {
 	bad := func(off int, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: byte %d: %s", ErrFormat, name, off, fmt.Sprintf(format, args...))
@@ -168,7 +170,9 @@ func parseIDX(b []byte, name string) (*Array, error) {
 	a := &Array{Shape: shape}
 	switch code {
 	case idxUint8:
-		a.Data = append([]uint8(nil), body...)
+		// b is DecodeIDX's own buffer: alias it rather than copy (the 47 MB
+		// of MNIST's training images would otherwise exist twice while loading).
+		a.Data = body[:n:n]
 	case idxInt8:
 		d := make([]int8, n)
 		for i := range d {

@@ -15,6 +15,7 @@
 #include <time.h>
 
 void openblas_set_num_threads(int);
+char *openblas_get_corename(void);
 void omp_set_num_threads(int);
 void cblas_sgemm(int order, int transA, int transB, int m, int n, int k, float alpha, const float *a,
                  int lda, const float *b, int ldb, float beta, float *c, int ldc);
@@ -33,6 +34,13 @@ static const int shapes[][5] = {
     {64, 512, 784, 0, 1}, {64, 512, 512, 0, 1}, {64, 10, 512, 0, 1}, {64, 784, 512, 0, 0},
     {64, 512, 512, 0, 0}, {64, 512, 10, 0, 0}, {512, 784, 64, 1, 0}, {512, 512, 64, 1, 0},
     {10, 512, 64, 1, 0},
+    // the Fashion-MNIST convnet at batch 64: Linear(3136,1024) and Linear(1024,10) forward, input
+    // gradient, weight gradient; then per sample conv1 (1->32, 5x5 on 28x28) forward and dWT,
+    // conv2 (32->64, 5x5 on 14x14) forward, dWT and dcols (im2col path, autograd/conv2d.go)
+    {64, 1024, 3136, 0, 1}, {64, 3136, 1024, 0, 0}, {1024, 3136, 64, 1, 0},
+    {64, 10, 1024, 0, 1}, {64, 1024, 10, 0, 0}, {10, 1024, 64, 1, 0},
+    {32, 784, 25, 0, 0}, {25, 32, 784, 0, 1}, {64, 196, 800, 0, 0}, {800, 64, 196, 0, 1},
+    {800, 196, 64, 1, 0},
 };
 
 static double run(int lib, int m, int n, int k, int ta, int tb, const float *a, const float *b, float *c) {
@@ -53,6 +61,7 @@ int main(int argc, char **argv) {
 	int threads = argc > 1 ? atoi(argv[1]) : 1;
 	openblas_set_num_threads(threads);
 	omp_set_num_threads(threads);
+	printf("openblas core %s\n", openblas_get_corename());
 	printf("threads=%d\n%5s %5s %5s %2s %2s %9s %9s %s\n", threads, "m", "n", "k", "tA", "tB", "openblas",
 	       "onednn", "engine");
 	for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
@@ -69,8 +78,10 @@ int main(int argc, char **argv) {
 			if (g > best[r & 1])
 				best[r & 1] = g;
 		}
-		// The rule in tensor/engine.c's use_dnnl.
-		int dnnl = m >= 64 && n >= 64 && k >= 64 && (long)m * n * k >= (1 << 20) && (!tb || m >= 128);
+		// The rule in tensor/engine.c's use_dnnl (for an OpenBLAS with AVX2 kernels; run with
+		// OPENBLAS_CORETYPE=SkylakeX or Haswell where OpenBLAS 0.3.21 falls back to Prescott).
+		int dnnl = m >= 64 && n >= 64 && k >= 64 && (long)m * n * k >= (1 << 20) &&
+		           (!tb || m >= (__builtin_cpu_is("intel") ? 64 : 128));
 		printf("%5d %5d %5d %2d %2d %9.1f %9.1f %s\n", m, n, k, ta, tb, best[0], best[1],
 		       dnnl ? "onednn" : "openblas");
 		free(a), free(b), free(c);

@@ -48,12 +48,37 @@ var mlpGemmShapes = []struct {
 	{"dW/10x64x512", 10, 64, 512, true, false},
 }
 
+// convnetGemmShapes are the GEMMs of the Fashion-MNIST convnet's two Linear
+// layers (3136->1024->10) at batch 64, forward, dX and dW as above.
+var convnetGemmShapes = []struct {
+	name           string
+	m, k, n        int
+	transA, transB bool
+}{
+	{"fwd/64x3136x1024", 64, 3136, 1024, false, true},
+	{"fwd/64x1024x10", 64, 1024, 10, false, true},
+	{"dX/64x1024x3136", 64, 1024, 3136, false, false},
+	{"dX/64x10x1024", 64, 10, 1024, false, false},
+	{"dW/1024x64x3136", 1024, 64, 3136, true, false},
+	{"dW/10x64x1024", 10, 64, 1024, true, false},
+}
+
 // BenchmarkGemmMLP runs Gemm at the MLP's shapes (set GODDP_NUM_THREADS=1
 // to compare with torch at 1 thread).
-func BenchmarkGemmMLP(b *testing.B) {
+func BenchmarkGemmMLP(b *testing.B) { benchGemmShapes(b, mlpGemmShapes) }
+
+// BenchmarkGemmConvNet runs Gemm at the convnet's Linear shapes.
+func BenchmarkGemmConvNet(b *testing.B) { benchGemmShapes(b, convnetGemmShapes) }
+
+func benchGemmShapes(b *testing.B, shapes []struct {
+	name           string
+	m, k, n        int
+	transA, transB bool
+}) {
 	SetThreads(ThreadsFromEnv())
+	b.Logf("BLAS core: %s", BLASCore())
 	rng := NewRNG(0)
-	for _, s := range mlpGemmShapes {
+	for _, s := range shapes {
 		a, bm, c := Rand(rng, Float32, s.m*s.k).F32(), Rand(rng, Float32, s.k*s.n).F32(), make([]float32, s.m*s.n)
 		lda, ldb := s.k, s.n
 		if s.transA {

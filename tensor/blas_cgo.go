@@ -62,6 +62,20 @@ func engineError(op string, rc, m, n, k int) string {
 	return fmt.Sprintf("tensor: %s: %s rejected m=%d n=%d k=%d with status %d", op, engineName, m, n, k, rc)
 }
 
+// engineBLASCore describes OpenBLAS's kernel set (see BLASCore).
+func engineBLASCore() string {
+	var detected *C.char
+	var reinit, slow C.int
+	core := C.GoString(C.goddp_blas_core(&detected, &reinit, &slow))
+	switch {
+	case slow != 0:
+		return core + " (pre-AVX2 kernels on an AVX2 CPU: float32 products go to oneDNN)"
+	case reinit != 0:
+		return core + " (OpenBLAS picked " + C.GoString(detected) + "; the engine re-initialised it)"
+	}
+	return core
+}
+
 func engineSetThreads(n int) { C.goddp_set_threads(C.int(n)) }
 
 // engineThreads is the number of threads one engine call may use.

@@ -36,6 +36,9 @@ func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, l
 	gonum.Implementation{}.Dgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// engineBLASCore is empty: gonum's kernels are Go code, the same on every CPU.
+func engineBLASCore() string { return "" }
+
 // engineSetThreads is a no-op: the Go engine sizes its worker pool from GOMAXPROCS.
 func engineSetThreads(int) {}
 

@@ -27,8 +27,8 @@
 //
 //   - "onednn+openblas", the default: engine.c runs single-threaded kernels
 //     from oneDNN (dnnl_sgemm, for float32 products with every dimension at
-//     least 64, and m at least 128 when op(B) is transposed: 5-20% faster
-//     per core there) and from OpenBLAS (everything else, and float64), and
+//     least 64, and m at least 128 when op(B) is transposed, 64 on Intel:
+//     5-20% faster per core there) and from OpenBLAS (everything else, and float64), and
 //     spreads one product over threads itself: it cuts C into one slice per
 //     thread along its longer side, computes the first slice on the calling
 //     thread and hands the others to a process-wide pool of C helper
@@ -36,6 +36,17 @@
 //     keeps one thread team per calling OS thread, and Go moves goroutines
 //     between threads. Debian: apt-get install libopenblas-dev libdnnl-dev.
 //   - "openblas" with -tags nodnnl: the same pool over OpenBLAS kernels only.
+//
+// OpenBLAS picks its kernel set when it loads, from the CPU model, and
+// version 0.3.21 (Debian 12) falls back to generic SSE3 kernels
+// ("Prescott", 3-5x slower) on CPUs newer than it knows, such as Intel's
+// family 6 model 207. Before its first product the engine checks
+// openblas_get_corename against the CPU's features: a core without AVX2
+// kernels on an AVX2 or AVX-512 CPU makes it re-run OpenBLAS's own
+// initialisation with OPENBLAS_CORETYPE naming Haswell or SkylakeX (set for
+// that moment, then removed). A user's OPENBLAS_CORETYPE is obeyed; if the
+// kernels stay pre-AVX2, every float32 product goes to oneDNN. BLASCore
+// reports the result.
 //   - "go" with CGO_ENABLED=0 or -tags noblas: gonum's pure-Go BLAS.
 //
 // The engine's thread count is process-wide state inside the engine, as it
@@ -49,6 +60,20 @@
 // generator: NewRNG(s) draws what torch.Generator().manual_seed(s) draws, in
 // rand, randn, randint, randperm and bernoulli_, bit for bit (see
 // docs/reproducibility.md).
+//
+// # Convolutions
+//
+// Conv2dForward, Conv2dBackwardData and Conv2dBackwardWeights run 2-d
+// float32 convolutions on oneDNN's convolution primitives (conv_dnnl.c) in
+// the default build, on the calling thread alone: the caller splits a batch
+// over its own goroutines (autograd.Conv2d splits over Threads()), as
+// engine.c's pool does for GEMMs and for the same libgomp reason. oneDNN
+// chooses blocked layouts (nChw16c on AVX-512) for its jit kernels; each
+// call reorders the plain NCHW arrays into per-thread staging buffers and
+// back, as torch's mkldnn path does, and primitives are built once per
+// shape. They report false where the build or oneDNN has no kernel for a
+// shape (-tags nodnnl, the pure-Go engine), and the caller falls back to
+// im2col and Gemm.
 //
 // A BLAS call is a cgo call, which Go's scheduler treats as a syscall: a
 // goroutine that does nothing but call BLAS would, after 10 ms, have its P

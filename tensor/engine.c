@@ -26,6 +26,8 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <linux/futex.h>
 #include <pthread.h>
 #include <sched.h>
@@ -49,6 +51,11 @@ void cblas_sgemm(int order, int transA, int transB, int m, int n, int k, float a
 void cblas_dgemm(int order, int transA, int transB, int m, int n, int k, double alpha,
                  const double *a, int lda, const double *b, int ldb, double beta, double *c, int ldc);
 void openblas_set_num_threads(int n);
+// OpenBLAS's DYNAMIC_ARCH entry points (Debian builds it so); weak, so that
+// a single-target OpenBLAS without them still links.
+char *openblas_get_corename(void) __attribute__((weak));
+void gotoblas_dynamic_init(void) __attribute__((weak));
+void gotoblas_dynamic_quit(void) __attribute__((weak));
 
 enum {
 	maxThreads = 64,
@@ -79,6 +86,14 @@ typedef struct {
 	char pad[64];
 } slot_t;
 
+// What pool_init found and did about OpenBLAS's kernel set (blas_core_fix).
+static struct {
+	char detected[32]; // the core OpenBLAS picked for itself
+	int reinit;        // 1: we re-initialised it with a better core
+	int slow;          // 1: it still runs pre-AVX2 kernels on an AVX2 CPU
+	int intel;         // the CPU is an Intel one (oneDNN's jit sgemm is tuned there)
+} blas_core;
+
 static struct {
 	pthread_once_t once;
 	pthread_mutex_t mu; // held by the caller using the helpers
@@ -86,6 +101,8 @@ static struct {
 	int started; // helpers started, guarded by mu
 	slot_t slot[maxThreads - 1];
 } pool = {PTHREAD_ONCE_INIT, PTHREAD_MUTEX_INITIALIZER, 1, 0};
+
+static void pool_init(void);
 
 static int64_t now_ns(void) {
 	struct timespec t;
@@ -148,14 +165,23 @@ static void one_thread_kernels(void) {
 
 static int use_dnnl(int ta, int tb, int64_t m, int64_t n, int64_t k) {
 #ifdef GODDP_DNNL
-	// Measured on one thread (scripts/gemm_kernels.c): oneDNN is 5-20% ahead
+	// Measured on one thread of an AMD host (scripts/gemm_kernels.c): oneDNN is 5-20% ahead
 	// for op(B) untransposed from about 128³ and at the MLP's 64×512×{512,784}
 	// and 512×{512,784}×64 shapes; with op(B) transposed it is 2-9% ahead from
 	// m=128 up but mixed at m=64 (64×512×512: 82-87 against 84-90 GFLOPS);
 	// and it is behind on thin or small products (64×10×512 with op(B)
 	// transposed: 35-39 against 105-109; 64³: 93 against 107).
+	//
+	// On Intel (the Xeon of family 6 model 207, against OpenBLAS's SkylakeX
+	// kernels) oneDNN is ahead with op(B) transposed at m=64 as well:
+	// 64×512×784 126 against 97, 64×1024×3136 120 against 108.
+	//
+	// When OpenBLAS runs pre-AVX2 kernels on an AVX2 CPU (blas_core_fix could
+	// not repair it), it is 3-5x behind everywhere, and oneDNN takes all.
 	(void)ta;
-	return m >= 64 && n >= 64 && k >= 64 && m * n * k >= (1 << 20) && (!tb || m >= 128);
+	if (blas_core.slow)
+		return 1;
+	return m >= 64 && n >= 64 && k >= 64 && m * n * k >= (1 << 20) && (!tb || m >= (blas_core.intel ? 64 : 128));
 #else
 	(void)ta, (void)tb, (void)m, (void)n, (void)k;
 	return 0;
@@ -163,7 +189,16 @@ static int use_dnnl(int ta, int tb, int64_t m, int64_t n, int64_t k) {
 }
 
 int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k) {
+	pthread_once(&pool.once, pool_init);
 	return use_dnnl(transA, transB, m, n, k);
+}
+
+const char *goddp_blas_core(const char **detected, int *reinit, int *slow) {
+	pthread_once(&pool.once, pool_init);
+	*detected = blas_core.detected;
+	*reinit = blas_core.reinit;
+	*slow = blas_core.slow;
+	return openblas_get_corename ? openblas_get_corename() : "";
 }
 
 static int run_part(part_t *p) {
@@ -208,7 +243,65 @@ static int online_cpus(void) {
 	return n > 0 ? (int)n : 1;
 }
 
+// cpu_level is 2 for AVX-512 (F, BW, DQ, VL: OpenBLAS's SkylakeX kernels),
+// 1 for AVX2 with FMA (its Haswell kernels), 0 otherwise. GCC's
+// __builtin_cpu_supports also checks that the OS saves the wide registers.
+static int cpu_level(void) {
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+	    __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl"))
+		return 2;
+	if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+		return 1;
+#endif
+	return 0;
+}
+
+// blas_core_fix checks the kernel set OpenBLAS's DYNAMIC_ARCH picked for
+// this CPU. OpenBLAS 0.3.21 (Debian 12) does not know newer CPUs, Intel's
+// family 6 model 207 (Emerald Rapids) among them, and falls back to its
+// generic "Prescott" SSE3 kernels there: sgemm at about 30 GFLOPS on one core
+// where its SkylakeX kernels reach 100-150 (scripts/gemm_kernels.c). When
+// the picked core has no AVX2 kernels but the CPU has AVX2 (or AVX-512), we
+// re-run OpenBLAS's own initialisation with OPENBLAS_CORETYPE naming the
+// right set, as the variable would have done at load time, and restore the
+// environment. This runs once, before the engine's first product. A user's
+// OPENBLAS_CORETYPE is left alone. If OpenBLAS cannot be re-initialised
+// (a single-target build), float32 products all go to oneDNN (use_dnnl).
+static void blas_core_fix(void) {
+#if defined(__x86_64__)
+	__builtin_cpu_init();
+	blas_core.intel = __builtin_cpu_is("intel");
+#endif
+	if (!openblas_get_corename)
+		return;
+	const char *name = openblas_get_corename();
+	snprintf(blas_core.detected, sizeof blas_core.detected, "%s", name ? name : "");
+	static const char *const avx2_cores[] = {"Haswell",    "Zen",        "SkylakeX",
+	                                         "Cooperlake", "SapphireRapids", "Excavator"};
+	for (size_t i = 0; i < sizeof avx2_cores / sizeof avx2_cores[0]; i++)
+		if (strcmp(blas_core.detected, avx2_cores[i]) == 0)
+			return;
+	int level = cpu_level();
+	if (level == 0)
+		return;
+	if (getenv("OPENBLAS_CORETYPE") || !gotoblas_dynamic_init || !gotoblas_dynamic_quit) {
+		blas_core.slow = 1;
+		return;
+	}
+	const char *want = level == 2 ? "SkylakeX" : "Haswell";
+	gotoblas_dynamic_quit();
+	setenv("OPENBLAS_CORETYPE", want, 1);
+	gotoblas_dynamic_init();
+	unsetenv("OPENBLAS_CORETYPE");
+	name = openblas_get_corename();
+	blas_core.reinit = 1;
+	blas_core.slow = !name || strcmp(name, want) != 0;
+}
+
 static void pool_init(void) {
+	blas_core_fix();
 	// Our pool does the threading: every kernel call runs on one thread.
 	openblas_set_num_threads(1);
 	int n = online_cpus();
@@ -315,6 +408,7 @@ static int gemm(part_t *p) {
 
 int goddp_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+	pthread_once(&pool.once, pool_init); // use_dnnl reads blas_core
 	part_t p = {0, use_dnnl(transA, transB, m, n, k), transA, transB, m, n, k, lda, ldb, ldc,
 	            alpha, beta, a, b, c, 0};
 	return gemm(&p);

@@ -25,4 +25,30 @@ int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double 
 // shape: 1 for oneDNN, 0 for OpenBLAS. Tests use it.
 int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k);
 
+// goddp_blas_core returns the kernel set OpenBLAS runs ("" when the library
+// cannot say), with the one it had picked for itself, whether the engine
+// re-initialised it, and whether it is still a pre-AVX2 set on an AVX2 CPU
+// (then float32 products all go to oneDNN). See blas_core_fix in engine.c.
+const char *goddp_blas_core(const char **detected, int *reinit, int *slow);
+
+// goddp_conv_t is one 2-d convolution over NCHW float32 arrays: input
+// [n, c, h, w], weight [o, c/groups, kh, kw], output [n, o, oh, ow]; padding
+// top, left, bottom, right; dilation as torch counts it (1: none).
+typedef struct {
+	int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, oh, ow;
+} goddp_conv_t;
+
+// goddp_conv_fwd computes y = conv(x, w) + b (b may be NULL),
+// goddp_conv_bwd_data dx = the input gradient for dy (overwritten), and
+// goddp_conv_bwd_weights dw and db (NULL: none) for x and dy (overwritten),
+// on the calling thread alone. They return 0, 1 where oneDNN has no
+// implementation for the shape (the caller falls back), or -1 on failure.
+int goddp_conv_fwd(const goddp_conv_t *g, const float *x, const float *w, const float *b, float *y);
+int goddp_conv_bwd_data(const goddp_conv_t *g, const float *w, const float *dy, float *dx);
+int goddp_conv_bwd_weights(const goddp_conv_t *g, const float *x, const float *dy, float *dw, float *db);
+
+// goddp_conv_impl names the oneDNN implementation a call of kind (0 fwd,
+// 1 bwd data, 2 bwd weights) would run, "" for none. Tests and benchmarks.
+const char *goddp_conv_impl(int kind, int bias, const goddp_conv_t *g);
+
 #endif

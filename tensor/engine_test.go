@@ -4,6 +4,8 @@ package tensor
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -74,6 +76,9 @@ func abs64(x float64) float64 {
 }
 
 func TestEngineKernelChoice(t *testing.T) {
+	if os.Getenv("OPENBLAS_CORETYPE") != "" {
+		t.Skip("OPENBLAS_CORETYPE is set: the kernel choice depends on what it names")
+	}
 	if !strings.Contains(BLASName(), "onednn") {
 		assert.Equal(t, "openblas", engineKernel(false, false, 256, 256, 256))
 		return
@@ -81,10 +86,78 @@ func TestEngineKernelChoice(t *testing.T) {
 	assert.Equal(t, "onednn", engineKernel(false, false, 256, 256, 256))
 	assert.Equal(t, "onednn", engineKernel(true, false, 512, 784, 64), "the MLP's weight gradient")
 	assert.Equal(t, "onednn", engineKernel(false, true, 256, 256, 256), "op(B) transposed, m >= 128")
-	assert.Equal(t, "openblas", engineKernel(false, true, 64, 512, 512), "op(B) transposed, m = 64")
+	if cpuinfoHas("GenuineIntel") {
+		assert.Equal(t, "onednn", engineKernel(false, true, 64, 512, 512), "op(B) transposed, m = 64, Intel")
+	} else {
+		assert.Equal(t, "openblas", engineKernel(false, true, 64, 512, 512), "op(B) transposed, m = 64")
+	}
 	assert.Equal(t, "openblas", engineKernel(false, true, 128, 10, 512), "thin")
 	assert.Equal(t, "openblas", engineKernel(false, false, 64, 512, 10), "k below a tile")
 	assert.Equal(t, "openblas", engineKernel(false, false, 64, 64, 64), "small product")
+}
+
+// cpuinfoHas reports whether /proc/cpuinfo's first CPU lists every word
+// (flags such as "avx2", or the vendor "GenuineIntel").
+func cpuinfoHas(words ...string) bool {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return false
+	}
+	first, _, _ := strings.Cut(string(b), "\n\n")
+	have := map[string]bool{}
+	for _, w := range strings.Fields(first) {
+		have[w] = true
+	}
+	for _, w := range words {
+		if !have[w] {
+			return false
+		}
+	}
+	return true
+}
+
+// TestBLASCore checks that OpenBLAS runs kernels for this CPU's vector
+// width: OpenBLAS 0.3.21 falls back to "Prescott" on CPUs it does not know,
+// and the engine must then re-initialise it (blas_core_fix in engine.c).
+func TestBLASCore(t *testing.T) {
+	core := BLASCore()
+	t.Logf("BLASCore: %s", core)
+	if os.Getenv("OPENBLAS_CORETYPE") != "" {
+		t.Skip("OPENBLAS_CORETYPE is set: OpenBLAS runs what it names")
+	}
+	name, _, _ := strings.Cut(core, " ")
+	switch {
+	case cpuinfoHas("avx512f", "avx512bw", "avx512dq", "avx512vl"):
+		assert.Contains(t, []string{"SkylakeX", "Cooperlake", "SapphireRapids", "Zen"}, name)
+	case cpuinfoHas("avx2", "fma"):
+		assert.Contains(t, []string{"Haswell", "Zen", "Excavator", "SkylakeX", "Cooperlake", "SapphireRapids"}, name)
+	default:
+		t.Skip("no AVX2 on this CPU")
+	}
+	assert.NotContains(t, core, "pre-AVX2")
+}
+
+// TestBLASCoreForcedSlow runs this test binary with OPENBLAS_CORETYPE=Prescott
+// on an AVX2 CPU: the engine must leave the user's choice alone, report the
+// slow kernels and send every float32 product to oneDNN.
+func TestBLASCoreForcedSlow(t *testing.T) {
+	if os.Getenv("GODDP_TEST_FORCED_SLOW") == "1" {
+		fmt.Printf("core=%s\nkernel64=%s\n", BLASCore(), engineKernel(false, false, 64, 64, 64))
+		return
+	}
+	if !cpuinfoHas("avx2", "fma") {
+		t.Skip("no AVX2 on this CPU")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestBLASCoreForcedSlow$", "-test.v")
+	cmd.Env = append(os.Environ(), "GODDP_TEST_FORCED_SLOW=1", "OPENBLAS_CORETYPE=Prescott")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "core=Prescott (pre-AVX2 kernels")
+	if strings.Contains(BLASName(), "onednn") {
+		assert.Contains(t, string(out), "kernel64=onednn")
+	} else {
+		assert.Contains(t, string(out), "kernel64=openblas")
+	}
 }
 
 // TestEngineConcurrentCallers runs GEMMs from several goroutines at once: one

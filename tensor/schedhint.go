@@ -58,7 +58,11 @@ const (
 // schedHint yields the processor before a long engine call (flops floating
 // point operations) when that keeps sysmon from retaking the P during it;
 // see the comment above.
-func schedHint(flops float64) {
+func schedHint(flops float64) { schedHintOn(flops, engineThreads()) }
+
+// schedHintOn is schedHint for a call that runs on threads threads (the
+// convolution kernels run on their caller's thread alone).
+func schedHintOn(flops float64, threads int) {
 	if !engineCgo {
 		return
 	}
@@ -66,7 +70,7 @@ func schedHint(flops float64) {
 	if est < schedHintMin {
 		return
 	}
-	if t := engineThreads(); t > 1 {
+	if t := threads; t > 1 {
 		est /= time.Duration(t)
 	}
 	if est < schedHintMin || est > schedHintMax {

@@ -25,5 +25,11 @@ func SetThreads(n int) {
 // engine).
 func Threads() int { return engineThreads() }
 
+// BLASCore names the kernel set OpenBLAS runs on this CPU, such as
+// "SkylakeX" or "Haswell", with a note when the engine had to correct
+// OpenBLAS's own choice (see the package doc, BLAS); "" for the pure-Go
+// engine. Benchmarks print it beside their figures.
+func BLASCore() string { return engineBLASCore() }
+
 // BLASName reports the GEMM engine compiled in, e.g. "openblas" or "go".
 func BLASName() string { return engineName }
