@@ -1,0 +1,50 @@
+package trainer
+
+import (
+	"fmt"
+
+	"goddp/cuda"
+	"goddp/data"
+	"goddp/tensor"
+)
+
+// openDevice resolves -device for this rank: "cpu"; "sim", goddp/cuda/sim's
+// simulated GPU number LOCAL_RANK; "cuda", cuda:LOCAL_RANK. It returns the
+// device and a function that releases it.
+func openDevice(name string, localRank int) (tensor.Device, func(), error) {
+	switch name {
+	case "", "cpu":
+		return tensor.CPU(), func() {}, nil
+	case "sim":
+		return openSim(localRank)
+	case "cuda":
+		// cuda.Probe names what is missing: the cuda build tag, the
+		// driver, a device, cuBLAS.
+		if _, err := cuda.Probe(); err != nil {
+			return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): %w", localRank, err)
+		}
+		return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): a GPU is usable, but goddp's tensor layer has no CUDA device yet: "+
+			"goddp/cuda/devtensor needs a Launcher over cuda.Context (kernels and cuBLAS are there; see cuda/doc.go); use -device sim to run the same kernels on the host", localRank)
+	}
+	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda or sim", name)
+}
+
+// toDevice moves a batch's tensors to dev (labels stay on the host: the
+// loss kernels take them as arguments).
+func toDevice(b data.Batch, dev tensor.Device) (data.Batch, error) {
+	if tensor.IsCPU(dev) {
+		return b, nil
+	}
+	var err error
+	if b.Inputs != nil {
+		if b.Inputs, err = b.Inputs.To(dev); err != nil {
+			return b, fmt.Errorf("trainer: batch inputs to %v: %w", dev, err)
+		}
+	}
+	if b.Targets != nil {
+		if b.Targets, err = b.Targets.To(dev); err != nil {
+			return b, fmt.Errorf("trainer: batch targets to %v: %w", dev, err)
+		}
+	}
+	return b, nil
+}

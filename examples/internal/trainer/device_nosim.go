@@ -1,0 +1,13 @@
+//go:build !cgo
+
+package trainer
+
+import (
+	"fmt"
+
+	"goddp/tensor"
+)
+
+func openSim(localRank int) (tensor.Device, func(), error) {
+	return nil, nil, fmt.Errorf("trainer: -device sim (sim:%d): this binary was built without cgo, which goddp/cuda/sim needs", localRank)
+}
