@@ -120,6 +120,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		return err
 	}
 	defer release()
+	cfg.Backend = backendFor(rc.device, cfg.Backend)
 	pg, err := comm.Init(ctx, cfg)
 	if err != nil {
 		return err
@@ -245,4 +246,17 @@ func deviceLabel(dev tensor.Device) string {
 		return ""
 	}
 	return dev.String()
+}
+
+// backendFor is the rule for GODDP_BACKEND=auto (or unset) on a device,
+// applied here because the backend is chosen before the model exists: a
+// CUDA model reduces its device buckets with nccl (torch's default for
+// cuda); every other device stages through host memory, so auto keeps
+// comm's choice (shm on one host, tcp otherwise). A backend named
+// explicitly is kept.
+func backendFor(device, configured string) string {
+	if device == "cuda" && (configured == "" || configured == "auto") {
+		return "nccl"
+	}
+	return configured
 }
