@@ -1,6 +1,4 @@
-//go:build cgo
-
-package checkpoint_test
+package sim_test
 
 import (
 	"path/filepath"
