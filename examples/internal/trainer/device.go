@@ -3,7 +3,6 @@ package trainer
 import (
 	"fmt"
 
-	"goddp/cuda"
 	"goddp/data"
 	"goddp/tensor"
 )
@@ -18,13 +17,7 @@ func openDevice(name string, localRank int) (tensor.Device, func(), error) {
 	case "sim":
 		return openSim(localRank)
 	case "cuda":
-		// cuda.Probe names what is missing: the cuda build tag, the
-		// driver, a device, cuBLAS.
-		if _, err := cuda.Probe(); err != nil {
-			return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): %w", localRank, err)
-		}
-		return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): a GPU is usable, but goddp's tensor layer has no CUDA device yet: "+
-			"goddp/cuda/devtensor needs a Launcher over cuda.Context (kernels and cuBLAS are there; see cuda/doc.go); use -device sim to run the same kernels on the host", localRank)
+		return openCUDA(localRank)
 	}
 	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda or sim", name)
 }
