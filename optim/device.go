@@ -84,3 +84,27 @@ func (o *Adam) adamStepDevice(p *autograd.Variable, i int, st *adamState, h adam
 		float32(h.wd), h.decoupled, float32(h.stepSize), float32(1/h.bc2Sqrt))
 	return nil
 }
+
+// clipGradNormDevice is ClipGradNorm with every gradient on one device.
+func clipGradNormDevice(params []*autograd.Variable, maxNorm float64) float64 {
+	var grads [8]*tensor.Tensor
+	gs := grads[:0]
+	for _, p := range params {
+		if p.Grad != nil {
+			gs = append(gs, p.Grad)
+		}
+	}
+	k := tensor.KernelsOf("optim: ClipGradNorm", gs...)
+	dev := gs[0].Device()
+	tensor.NeedKernel(k.SumSquares != nil && k.ClipCoef != nil && k.ScaleBy != nil && k.Fill != nil, "ClipGradNorm", dev)
+	sumsq, coef, norm := tensor.MustZerosOn(dev), tensor.MustZerosOn(dev), tensor.MustZerosOn(dev)
+	k.Fill(sumsq, 0)
+	for _, g := range gs {
+		k.SumSquares(sumsq, g)
+	}
+	k.ClipCoef(coef, norm, sumsq, float32(maxNorm))
+	for _, g := range gs {
+		k.ScaleBy(g, coef)
+	}
+	return norm.Item()
+}

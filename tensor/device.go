@@ -94,6 +94,12 @@ type Kernels struct {
 	// goddp/optim): d = g + wd*w; buf = d when first, else momentum*buf +
 	// (1-dampening)*d; w -= lr * (nesterov ? d + momentum*buf : buf).
 	SGDMomentum func(w, g, buf *Tensor, lr, momentum, dampening, wd float32, nesterov, first bool)
+	// SumSquares is out[0] += Σ x² (out zeroed by the caller first, then
+	// accumulated over several tensors); ClipCoef sets coef[0] =
+	// min(1, maxNorm/(√sumsq[0] + 1e-6)) and norm[0] = √sumsq[0], as torch's
+	// clip_grad_norm_, on the device.
+	SumSquares func(out, x *Tensor)
+	ClipCoef   func(coef, norm, sumsq *Tensor, maxNorm float32)
 	// Adam is goddp/optim's Adam (decoupled false) or AdamW step, fused.
 	Adam func(w, g, m, v *Tensor, lr, beta1, beta2, eps, wd float32, decoupled bool, stepSize, invBC2 float32)
 }

@@ -93,6 +93,13 @@ func (d *Device) kernels() tensor.Kernels {
 			d.sumAll("mse", loss, sq)
 			d.launch("scale_f32", 1, d.ptr("mse", loss), d.ptr("mse", loss), i64(1), f32(lossScale))
 		},
+		SumSquares: func(out, x *tensor.Tensor) {
+			n := x.Numel()
+			d.launch("sum_squares_f32", grid(n), d.ptr("sum of squares", out), d.ptr("sum of squares", x), i64(n))
+		},
+		ClipCoef: func(coef, norm, sumsq *tensor.Tensor, maxNorm float32) {
+			d.launch("clip_coef_f32", 1, d.ptr("clip", coef), d.ptr("clip", norm), d.ptr("clip", sumsq), f32(maxNorm))
+		},
 		SGDMomentum: func(w, g, buf *tensor.Tensor, lr, momentum, dampening, wd float32, nesterov, first bool) {
 			n := same("sgd", w, g, buf)
 			d.launch("sgd_momentum_f32", grid(n), d.ptr("sgd", w), d.ptr("sgd", g), d.ptr("sgd", buf), i64(n),

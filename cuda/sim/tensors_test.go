@@ -148,3 +148,30 @@ func TestTrainOnSimMatchesCPU(t *testing.T) {
 		})
 	}
 }
+
+// Gradient clipping on the device: the norm and the clipped gradients of
+// the CPU's ClipGradNorm, computed without leaving the device.
+func TestClipGradNormOnSim(t *testing.T) {
+	d := newDevice(t)
+	rng := tensor.NewRNG(4)
+	for _, maxNorm := range []float64{0.5, 1e3} {
+		var host, dev []*autograd.Variable
+		for _, shape := range [][]int{{7, 130}, {1}, {1027}} {
+			g := tensor.Randn(rng, tensor.Float32, shape...)
+			hp := autograd.Param(tensor.New(tensor.Float32, shape...))
+			hp.Grad = g.Clone()
+			dp := autograd.Param(tensor.New(tensor.Float32, shape...).MustTo(d.Tensors()))
+			dp.Grad = g.MustTo(d.Tensors())
+			host, dev = append(host, hp), append(dev, dp)
+		}
+		want := optim.ClipGradNorm(host, maxNorm)
+		got := optim.ClipGradNorm(dev, maxNorm)
+		require.InEpsilon(t, want, got, 1e-5, "max norm %v", maxNorm)
+		for i := range host {
+			w, g := host[i].Grad.F32(), dev[i].Grad.MustTo(tensor.CPU()).F32()
+			for j := range w {
+				require.InDelta(t, w[j], g[j], 1e-6*(1+math.Abs(float64(w[j]))), "max norm %v, gradient %d[%d]", maxNorm, i, j)
+			}
+		}
+	}
+}
