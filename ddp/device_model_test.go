@@ -23,7 +23,16 @@ import (
 // the gradients stay in device memory, go into the buckets device to device
 // on the compute stream, and come back reduced, equal to DDP on the CPU.
 // The compute stream is slowed, so a missing wait would show as stale data.
+//
+// TensorDevice, the adapter for devices without queues of their own (cuda
+// until it has one), gives the same gradients on sim.
 func TestWrapDeviceModel(t *testing.T) {
+	for _, staged := range []bool{false, true} {
+		t.Run(map[bool]string{false: "sim streams", true: "TensorDevice"}[staged], func(t *testing.T) { wrapDeviceModel(t, staged) })
+	}
+}
+
+func wrapDeviceModel(t *testing.T, staged bool) {
 	want := deviceGrads(t, false, false, 0)
 	got := make([][][]float32, 2)
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
@@ -34,9 +43,16 @@ func TestWrapDeviceModel(t *testing.T) {
 		if err := nn.To(net, dev.Tensors()); err != nil {
 			return err
 		}
-		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(100.0/(1<<20)), BucketCapMB(100.0/(1<<20)))
+		opts := []Option{FirstBucketCapMB(100.0 / (1 << 20)), BucketCapMB(100.0 / (1 << 20))}
+		if staged {
+			opts = append(opts, OnDevice(TensorDevice(dev.Tensors())))
+		}
+		d, err := Wrap(context.Background(), net, pg, opts...)
 		if err != nil {
 			return err
+		}
+		if _, ok := d.r.dev.dev.(*stagedDevice); ok != staged {
+			return fmt.Errorf("buckets on %T", d.r.dev.dev)
 		}
 		defer d.Close()
 		if d.r.dev == nil || d.r.dev.dev.String() != fmt.Sprintf("sim:%d", rank) {

@@ -3,8 +3,6 @@
 package ddp
 
 import (
-	"fmt"
-
 	"goddp/cuda/sim"
 	"goddp/tensor"
 )
@@ -79,6 +77,5 @@ func deviceFor(td tensor.Device) (Device, error) {
 	if d, ok := sim.Of(td); ok {
 		return SimDevice(d), nil
 	}
-	return nil, fmt.Errorf("%w: the parameters are on %v, which has no ddp.Device adapter yet (sim has one); pass OnDevice",
-		ErrInvalidOption, td)
+	return TensorDevice(td), nil
 }

@@ -142,13 +142,27 @@ done
 check "mlp-cpu" 600 "$bin/mlp" -epochs 1
 # ...and DDP over NCCL with host buckets, one rank per GPU (world = $ngpu).
 check "mlp-ddp-nccl" 600 env GODDP_BACKEND=nccl "$bin/ddprun" --standalone --nproc-per-node gpu "$bin/mlp" -epochs 1
-echo "== mlp on cuda:0 against the CPU, same seed"
-echo "   skipped: goddp's tensor layer has no cuda device yet. Tensors, autograd, the optimizers and DDP's"
-echo "   buckets run on a device through tensor.Kernels, which goddp/cuda/devtensor fills from kernels.cu for"
-echo "   any device with a devtensor.Launcher; only sim has a Launcher so far (cuda.Context needs one:"
-echo "   cuLaunchKernel, cuBLAS SGEMM at offsets, cuMemcpy*Async, cuMemFreeAsync), and ddp has no Device"
-echo "   adapter over cuda streams. The same training runs on sim above (mlp-sim-vs-cpu: mlp -device sim"
-echo "   equals -device cpu at world 2), and \`mlp -device cuda\` refuses, naming this."
+# examples/mlp on cuda:0 against the CPU, same seed, one process: the
+# tensor layer's cuda device (goddp/cuda/devtensor over the Context) runs
+# the op table that the sim checks above ran; the loss at step 100 must be
+# within 1e-3 relative of the CPU's. Then its throughput at batch 1024 (the
+# second epoch; compare with the same run on the 2-core CPU at world 2).
+cudacmp() {
+  for dev in cpu cuda; do
+    "$bin/mlp" -device "$dev" -epochs 1 -seed 5 -metrics "$work/mlp1-$dev.jsonl" -metrics-every 1 || return 1
+  done
+  paste <(steplosses "$work/mlp1-cpu.jsonl") <(steplosses "$work/mlp1-cuda.jsonl") | awk '
+    NR <= 100 { d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > worst) worst = r; last = r; n = NR
+      if (NR == 100) print "step 100: cpu " $1 ", cuda:0 " $2 }
+    END { print n " steps compared, relative difference at step 100 " last ", worst " worst; exit (n == 100 && last <= 1e-3) ? 0 : 1 }'
+}
+export -f cudacmp
+if check "mlp-cuda-vs-cpu" 900 bash -c cudacmp; then
+  tail -n 2 "$logs/mlp-cuda-vs-cpu.log" | sed 's/^/   /'
+fi
+if check "mlp-cuda-b1024" 900 "$bin/mlp" -device cuda -epochs 2 -batch-size 1024; then
+  grep samples_per_s "$logs/mlp-cuda-b1024.log" | sed 's/^/   /'
+fi
 
 echo "logs: $logs"
 [ "$failed" -eq 0 ] || echo "failed: ${failures[*]}"
