@@ -11,6 +11,7 @@ import (
 // [floor(i*H/oh), ceil((i+1)*H/oh)), and likewise for columns, so windows
 // may overlap or differ in size.
 func AdaptiveAvgPool2d(x *Variable, oh, ow int) *Variable {
+	hostOnly("AdaptiveAvgPool2d", x)
 	xs := x.Value.Shape()
 	if len(xs) != 4 || oh < 1 || ow < 1 {
 		panic(fmt.Sprintf("autograd: AdaptiveAvgPool2d: input %v to output %dx%d, want a [N, C, H, W] input and a positive size", xs, oh, ow))

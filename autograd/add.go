@@ -5,6 +5,9 @@ import "goddp/tensor"
 // Add returns a + b with broadcasting. Each input's gradient is gy, reduced
 // to the input's shape by the engine.
 func Add(a, b *Variable) *Variable {
+	if onDevice(a, b) {
+		return addDevice(a, b)
+	}
 	return FromOp(tensor.Add(a.Value, b.Value), &addOp{ins(a, b)})
 }
 

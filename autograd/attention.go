@@ -53,6 +53,7 @@ func boolToAdditive[T float](m []T) {
 // is two GEMMs with a fused mask + softmax between them; the probabilities
 // are kept for backward, which is four GEMMs per matrix.
 func ScaledDotProductAttention(q, k, v *Variable, o AttentionOptions) *Variable {
+	hostOnly("ScaledDotProductAttention", q, k, v)
 	qs, ks, vs := q.Value.Shape(), k.Value.Shape(), v.Value.Shape()
 	r := len(qs)
 	if r < 2 || len(ks) != r || len(vs) != r || !slices.Equal(qs[:r-2], ks[:r-2]) || !slices.Equal(qs[:r-2], vs[:r-2]) ||

@@ -7,6 +7,7 @@ import "goddp/tensor"
 // counts as zeros in the divisor, so it is always kh*kw; without it, the
 // divisor is the number of input elements in the window.
 func AvgPool2d(x *Variable, p PoolParams, countIncludePad bool) *Variable {
+	hostOnly("AvgPool2d", x)
 	g := newPoolGeom("AvgPool2d", x.Value.Shape(), p)
 	xc := x.Value.Contiguous()
 	y := tensor.New(xc.DType(), g.n, g.c, g.oh, g.ow)

@@ -17,6 +17,7 @@ import (
 // Training needs more than one value per channel; fewer panics, as torch
 // raises.
 func BatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, training bool, momentum, eps float64) *Variable {
+	hostOnly("BatchNorm", x, w, b)
 	xs := x.Value.Shape()
 	if len(xs) < 2 {
 		panic(fmt.Sprintf("autograd: BatchNorm: input shape %v, want [N, C, *]", xs))

@@ -15,6 +15,7 @@ func reduceToShape(g *tensor.Tensor, shape []int, op string) *tensor.Tensor {
 	if slices.Equal(g.Shape(), shape) {
 		return g
 	}
+	tensor.OnCPU(op+"'s broadcast gradient reduction", g)
 	out := tensor.New(g.DType(), shape...)
 	reduceInto(out, g, op)
 	return out
@@ -24,6 +25,7 @@ func reduceToShape(g *tensor.Tensor, shape []int, op string) *tensor.Tensor {
 // contiguous tensor of the input's shape). The engine uses it to reduce a
 // broadcast gradient straight into a leaf's Grad without a temporary.
 func reduceInto(dst, g *tensor.Tensor, op string) {
+	tensor.OnCPU(op+"'s broadcast gradient reduction", dst, g)
 	gs, shape := g.Shape(), dst.Shape()
 	if len(shape) > len(gs) {
 		panic(fmt.Sprintf("autograd: %s returned gradient of shape %v for input of shape %v", op, gs, shape))
@@ -204,6 +206,10 @@ func addIntoExisting(dst, b *tensor.Tensor) {
 	b = b.Contiguous()
 	if dst.Numel() != b.Numel() {
 		panic(fmt.Sprintf("autograd: accumulating gradient of shape %v into %v", b.Shape(), dst.Shape()))
+	}
+	if !dst.IsCPU() || !b.IsCPU() {
+		tensor.Axpy(dst, 1, b) // the device's kernel; mixed devices panic there
+		return
 	}
 	if dst.DType() == tensor.Float64 {
 		addSlice(dst.F64(), b.F64())

@@ -103,6 +103,7 @@ func newConvGeom(xs, ws []int, p ConvParams) convGeom {
 // the samples are split over that many goroutines (each GEMM then runs on
 // its caller's thread), with a private dW per worker summed at the end.
 func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
+	hostOnly("Conv2d", x, w, b)
 	g := newConvGeom(x.Value.Shape(), w.Value.Shape(), p)
 	sameDType("Conv2d", x.Value, w.Value)
 	if b != nil {

@@ -82,6 +82,9 @@ func CrossEntropyWith(logits *Variable, target []int, o CrossEntropyOptions) *Va
 			panic(fmt.Sprintf("autograd: CrossEntropy: target[%d] = %d outside [0, %d) and not the ignore index %d", i, t, c, ignore))
 		}
 	}
+	if !logits.Value.IsCPU() {
+		return crossEntropyDevice(logits, target, o)
+	}
 	x := logits.Value.Contiguous()
 	p := tensor.New(x.DType(), n, c)
 	var y *tensor.Tensor

@@ -15,6 +15,7 @@ import (
 // below 1-p), noise /= (1-p) in the tensor's dtype, and returns a·noise; so
 // the same generator state gives the same zeros and the same scaled values.
 func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
+	hostOnly("Dropout", a)
 	if p < 0 || p > 1 {
 		panic(fmt.Sprintf("autograd: Dropout: probability %v not in [0, 1]", p))
 	}

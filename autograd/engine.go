@@ -78,8 +78,10 @@ func (v *Variable) Backward() error {
 	if v.Value.Numel() != 1 {
 		return fmt.Errorf("%w: shape %v", ErrNonScalar, v.Value.Shape())
 	}
-	seed := tensor.New(v.Value.DType(), v.Value.Shape()...)
-	if seed.DType() == tensor.Float64 {
+	seed := zerosLike(v.Value, v.Value.Shape()...)
+	if !seed.IsCPU() {
+		tensor.Fill(seed, 1)
+	} else if seed.DType() == tensor.Float64 {
 		seed.F64()[0] = 1
 	} else {
 		seed.F32()[0] = 1

@@ -12,6 +12,7 @@ import (
 // one ulp, several times faster than math.Erf); float64 keeps math.Erf,
 // since it serves the finite-difference gradient checks.
 func GELU(a *Variable) *Variable {
+	hostOnly("GELU", a)
 	x := a.Value.Contiguous()
 	var y *tensor.Tensor
 	if x.DType() == tensor.Float32 {

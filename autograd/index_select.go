@@ -12,6 +12,7 @@ import (
 // rows, straight into a's Grad buffer when it exists, so an embedding table
 // gets no table-sized temporary per step.
 func IndexSelect(a *Variable, axis int, idx []int) *Variable {
+	hostOnly("IndexSelect", a)
 	x := a.Value.Contiguous()
 	shape := x.Shape()
 	axis = normAxis("IndexSelect", axis, len(shape))

@@ -14,6 +14,7 @@ import (
 // when both are nil it is x's last dimension. Backward accumulates dw and db
 // straight into existing Grad buffers.
 func LayerNorm(x, w, b *Variable, eps float64) *Variable {
+	hostOnly("LayerNorm", x, w, b)
 	xs := x.Value.Shape()
 	var norm []int
 	switch {

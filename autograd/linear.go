@@ -28,6 +28,9 @@ func Linear(x, w, b *Variable) *Variable {
 	}
 	outShape := cloneInts(xs)
 	outShape[len(outShape)-1] = ws[0]
+	if onDevice(x, w, b) {
+		return linearDevice(kernels("Linear", x, w, b), x, w, b, outShape)
+	}
 	xc := x.Value.Contiguous()
 	y := tensor.New(xc.DType(), outShape...)
 	n := xc.Numel() / ws[1]
@@ -78,6 +81,10 @@ func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, len(o.Inputs()))
+	if !gy.IsCPU() {
+		linearBwdDevice(o, gy, dst, grads)
+		return grads
+	}
 	if gy.DType() == tensor.Float64 {
 		linearBwd[float64](o, gy, dst, grads)
 	} else {

@@ -9,6 +9,9 @@ import (
 // LogSoftmax returns a - logsumexp(a) along axis (negative counts from the
 // end), computed stably. Its gradient is gy - exp(y) * sum(gy) along axis.
 func LogSoftmax(a *Variable, axis int) *Variable {
+	if !a.Value.IsCPU() {
+		return logSoftmaxDevice(a, axis)
+	}
 	x := a.Value.Contiguous()
 	axis = normAxis("LogSoftmax", axis, x.Dim())
 	outer, n, inner := splitAt(x.Shape(), axis)

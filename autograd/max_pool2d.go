@@ -51,6 +51,7 @@ func newPoolGeom(op string, xs []int, p PoolParams) poolGeom {
 // each output's gradient to the input element that was the maximum (the
 // first one in row-major window order on ties, as torch's CPU kernel).
 func MaxPool2d(x *Variable, p PoolParams) *Variable {
+	hostOnly("MaxPool2d", x)
 	g := newPoolGeom("MaxPool2d", x.Value.Shape(), p)
 	xc := x.Value.Contiguous()
 	y := tensor.New(xc.DType(), g.n, g.c, g.oh, g.ow)

@@ -5,6 +5,9 @@ import "goddp/tensor"
 // MeanAll returns the mean of every element of a as a 0-d tensor (torch's
 // a.mean()). It accumulates in float64.
 func MeanAll(a *Variable) *Variable {
+	if !a.Value.IsCPU() {
+		return sumAllDevice(a, 1/float64(max(a.Value.Numel(), 1)), "MeanAll")
+	}
 	x := a.Value.Contiguous()
 	n := x.Numel()
 	y := tensor.New(x.DType())

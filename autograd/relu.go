@@ -4,6 +4,14 @@ import "goddp/tensor"
 
 // ReLU returns max(a, 0) elementwise. Its gradient at 0 is 0, as in torch.
 func ReLU(a *Variable) *Variable {
+	if !a.Value.IsCPU() {
+		k := kernels("ReLU", a)
+		needKernel(k.ReLU != nil, "ReLU", a.Value)
+		x := a.Value.Contiguous()
+		y := zerosLike(x, x.Shape()...)
+		k.ReLU(y, x)
+		return FromOp(y, &reluOp{inputs: ins(a), y: y})
+	}
 	y := tensor.ReLU(a.Value)
 	return FromOp(y, &reluOp{inputs: ins(a), y: y})
 }
@@ -17,7 +25,7 @@ func (o *reluOp) Name() string { return "ReLU" }
 func (o *reluOp) freshGrads()  {}
 
 func (o *reluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	return o.backwardTo(gy, tensor.New(gy.DType(), gy.Shape()...))
+	return o.backwardTo(gy, zerosLike(gy, gy.Shape()...))
 }
 
 // backwardInPlace masks an owned gy in place.
@@ -25,6 +33,12 @@ func (o *reluOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.
 
 func (o *reluOp) backwardTo(gy, gx *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
+	if !gy.IsCPU() {
+		k := tensor.KernelsOf("autograd: ReLU backward", gx, gy, o.y)
+		needKernel(k.ReLUBackward != nil, "ReLU backward", gy)
+		k.ReLUBackward(gx, gy, o.y)
+		return []*tensor.Tensor{gx}
+	}
 	if gy.DType() == tensor.Float64 {
 		reluBwd(gx.F64(), gy.F64(), o.y.F64())
 	} else {

@@ -23,6 +23,7 @@ import (
 // or concatenation copies in either direction. o.Mask broadcasts to
 // [B, heads, T, T].
 func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
+	hostOnly("SelfAttention", qkv)
 	sh := qkv.Value.Shape()
 	if len(sh) != 3 || heads <= 0 || sh[2]%(3*heads) != 0 {
 		panic(fmt.Sprintf("autograd: SelfAttention: qkv of shape %v with %d heads (want [B, T, 3E] with E divisible by heads)", sh, heads))

@@ -9,6 +9,7 @@ import (
 // Softmax returns exp(a) / sum(exp(a)) along axis (negative counts from the
 // end), computed stably. Its gradient is y * (gy - sum(gy * y)) along axis.
 func Softmax(a *Variable, axis int) *Variable {
+	hostOnly("Softmax", a)
 	x := a.Value.Contiguous()
 	axis = normAxis("Softmax", axis, x.Dim())
 	outer, n, inner := splitAt(x.Shape(), axis)

@@ -5,6 +5,9 @@ import "goddp/tensor"
 // SumAll returns the sum of every element of a as a 0-d tensor (torch's
 // a.sum()). It accumulates in float64.
 func SumAll(a *Variable) *Variable {
+	if !a.Value.IsCPU() {
+		return sumAllDevice(a, 1, "SumAll")
+	}
 	x := a.Value.Contiguous()
 	y := tensor.New(x.DType())
 	s := 0.0

@@ -24,6 +24,7 @@ type SumAcrossReplicas func(buf []float64) error
 // be nil. A failed all-reduce panics with the error: forward and backward
 // have no error result, and the replicas can no longer agree.
 func SyncBatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, momentum, eps float64, sum SumAcrossReplicas) *Variable {
+	hostOnly("SyncBatchNorm", x, w, b)
 	xs := x.Value.Shape()
 	if len(xs) < 2 {
 		panic(fmt.Sprintf("autograd: SyncBatchNorm: input shape %v, want [N, C, *]", xs))

@@ -114,7 +114,9 @@ func (v *Variable) ZeroGrad() {
 	if v.Grad == nil {
 		return
 	}
-	if v.Grad.DType() == tensor.Float64 {
+	if !v.Grad.IsCPU() {
+		tensor.Fill(v.Grad, 0)
+	} else if v.Grad.DType() == tensor.Float64 {
 		clear(v.Grad.F64())
 	} else {
 		clear(v.Grad.F32())

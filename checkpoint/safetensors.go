@@ -137,6 +137,10 @@ func encodeHeader(tensors map[string]*tensor.Tensor, metadata map[string]string,
 // tensors sorted by name, with the goddp checksum in the metadata. Only
 // float32 (F32) and float64 (F64) tensors exist in goddp.
 func WriteSafetensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
+	tensors, err := onHost(tensors)
+	if err != nil {
+		return err
+	}
 	hdr, names, err := encodeHeader(tensors, metadata, true)
 	if err != nil {
 		return err
@@ -411,4 +415,31 @@ func halfToFloat(h uint16) float32 {
 		return v
 	}
 	return math.Float32frombits(sign | (exp+112)<<23 | frac<<13)
+}
+
+// onHost returns tensors with every tensor that lives on a device replaced
+// by a host copy (a device model's state is saved from host memory); the
+// map itself when all are on the host.
+func onHost(tensors map[string]*tensor.Tensor) (map[string]*tensor.Tensor, error) {
+	var out map[string]*tensor.Tensor
+	for k, t := range tensors {
+		if t == nil || t.IsCPU() {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]*tensor.Tensor, len(tensors))
+			for k2, t2 := range tensors {
+				out[k2] = t2
+			}
+		}
+		h, err := t.To(tensor.CPU())
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint: copying %q from %v to the host: %w", k, t.Device(), err)
+		}
+		out[k] = h
+	}
+	if out == nil {
+		return tensors, nil
+	}
+	return out, nil
 }

@@ -5,6 +5,8 @@ package cuda
 import (
 	"fmt"
 	"sync"
+
+	"goddp/tensor"
 )
 
 // Context is one GPU's primary CUDA context with goddp's kernels loaded,
@@ -23,6 +25,9 @@ type Context struct {
 	scrN   int
 	labels uint64 // int32 class labels
 	labN   int
+
+	tmu     sync.Mutex    // guards tensors (Tensors is called inside no do)
+	tensors tensor.Device // Tensors' device, made on first use
 }
 
 // NewContext opens GPU device (a CUDA ordinal: the device-th of those

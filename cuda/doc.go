@@ -87,6 +87,16 @@
 // ToDevice, ToHost, CopyFromHost and CopyToHost are the explicit forms;
 // copies to the host wait for the work queued before them.
 //
+// # As a goddp/tensor device
+//
+// Context.Tensors is the GPU as a goddp/tensor Device ("cuda:N"): nn.To,
+// x.To(dev), autograd's and optim's training ops, and examples' -device
+// cuda run on it through goddp/cuda/devtensor, the same op table that
+// goddp/cuda/sim runs in CI, here over the Context's kernels, cuBLAS and
+// copies. Only the call sequence is tested here (against the fake device);
+// the numbers are tested on sim, and the GPU kit compares a cuda:0 run of
+// examples/mlp with the CPU.
+//
 // # Streams and the nccl backend
 //
 // Tensor.CommBuffer gives the nccl backend's DeviceBuffer, naming the

@@ -53,3 +53,7 @@ func (t *Tensor) ToHost() (*tensor.Tensor, error)     { return nil, ErrNotCompil
 func (t *Tensor) CopyFromHost(h *tensor.Tensor) error { return ErrNotCompiled }
 func (t *Tensor) CopyToHost(h *tensor.Tensor) error   { return ErrNotCompiled }
 func (t *Tensor) CommBuffer() nccl.DeviceBuffer       { return nccl.DeviceBuffer{} }
+
+// Tensors is nil: without the cuda build tag no Context can be made, so
+// there is no device to return.
+func (c *Context) Tensors() tensor.Device { return nil }

@@ -95,6 +95,18 @@ func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Opt
 	if len(d.params) == 0 {
 		return nil, fmt.Errorf("%w: the model has no parameter that requires grad", ErrInvalidOption)
 	}
+	if d.cfg.device == nil {
+		dev, err := paramsDevice(d.params)
+		if err != nil {
+			return nil, err
+		}
+		if !tensor.IsCPU(dev) {
+			// torch's DDP follows the module's device; so does this one.
+			if d.cfg.device, err = deviceFor(dev); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if err := validateDevice(&d.cfg, d.params); err != nil {
 		return nil, err
 	}

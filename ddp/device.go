@@ -50,6 +50,21 @@ type Queue interface {
 	Synchronize() error
 }
 
+// TensorQueue is a Queue that also moves tensors living on its own device
+// (goddp/tensor device tensors) into and out of device memory, device to
+// device: what OnDevice needs when the model's parameters, and so its
+// gradients, are on the device. Both enqueue and return.
+type TensorQueue interface {
+	Queue
+	// CopyFromTensor copies src's elements to dst at byte offset off.
+	CopyFromTensor(dst Mem, off int, src *tensor.Tensor)
+	// CopyToTensor copies dst.Numel() float32s of src from byte offset off
+	// into dst.
+	CopyToTensor(dst *tensor.Tensor, src Mem, off int)
+	// Holds reports whether t lives on this queue's device.
+	Holds(t *tensor.Tensor) bool
+}
+
 // Marker is a point in a queue (a CUDA event).
 type Marker interface {
 	// Synchronize blocks the host until the marker completes.
@@ -99,12 +114,29 @@ func validateDevice(c *config, params []param) error {
 	case c.gradAsBucketView:
 		return fmt.Errorf("%w: GradientAsBucketView is not available with OnDevice(%v) yet", ErrInvalidOption, c.device)
 	}
+	tq, _ := c.device.Compute().(TensorQueue)
 	for _, p := range params {
 		if p.dtype != tensor.Float32 {
 			return fmt.Errorf("%w: parameter %q is %v; OnDevice(%v) buckets hold float32 only", ErrInvalidOption, p.name, p.dtype, c.device)
 		}
+		if v := p.v.Value; !v.IsCPU() && (tq == nil || !tq.Holds(v)) {
+			return fmt.Errorf("%w: parameter %q is on %v but the buckets are on %v", ErrInvalidOption, p.name, v.Device(), c.device)
+		}
 	}
 	return nil
+}
+
+// paramsDevice returns the device the parameters live on, or an error
+// naming two that live on different devices.
+func paramsDevice(params []param) (tensor.Device, error) {
+	dev := params[0].v.Value.Device()
+	for _, p := range params[1:] {
+		if d := p.v.Value.Device(); d != dev && !(tensor.IsCPU(d) && tensor.IsCPU(dev)) {
+			return nil, fmt.Errorf("%w: parameter %q is on %v but %q is on %v; move the whole model with nn.To",
+				ErrInvalidOption, params[0].name, dev, p.name, d)
+		}
+	}
+	return dev, nil
 }
 
 func newDeviceBuckets(dev Device) *deviceBuckets {
@@ -152,7 +184,13 @@ func (d *deviceBuckets) fill(b *bucket, slot int, g *tensor.Tensor, s float64) {
 		d.compute.Memset0(m, 4*off, 4*n)
 		return
 	}
-	d.compute.Upload(m, 4*off, f32Bytes(g.Contiguous().F32()))
+	if !g.IsCPU() {
+		// A gradient in device memory: a device-to-device copy, on the
+		// compute queue after the kernels that wrote it.
+		d.compute.(TensorQueue).CopyFromTensor(m, 4*off, g)
+	} else {
+		d.compute.Upload(m, 4*off, f32Bytes(g.Contiguous().F32()))
+	}
 	if s != 1 {
 		d.compute.Scale(m, off, n, float32(s))
 	}
@@ -201,6 +239,10 @@ func (d *deviceBuckets) copyOut(b *bucket, slot int, g *tensor.Tensor, waited []
 		d.compute.Wait(d.reduced[b.index])
 	}
 	off, n := b.offsets[slot], b.lengths[slot]
+	if !g.IsCPU() {
+		d.compute.(TensorQueue).CopyToTensor(g, d.mem[b.index], 4*off)
+		return
+	}
 	d.compute.Download(f32Bytes(g.F32()[:n]), d.mem[b.index], 4*off)
 }
 

@@ -4,6 +4,7 @@ package ddp
 
 import (
 	"goddp/cuda/sim"
+	"goddp/tensor"
 )
 
 // SimDevice adapts a goddp/cuda/sim device to Device, for OnDevice.
@@ -49,4 +50,32 @@ func (q simQueue) Scale(m Mem, off, n int, s float32) {
 	b := m.(simMem).b
 	p := sim.PtrAt(b, 4*off)
 	_ = q.s.Launch("scale_f32", max(1, min((n+255)/256, 1<<20)), 256, p, p, sim.I64(n), sim.F32(s))
+}
+
+// CopyFromTensor implements TensorQueue: a device-to-device copy from a
+// tensor on this simulated device.
+func (q simQueue) CopyFromTensor(dst Mem, off int, src *tensor.Tensor) {
+	b, soff, _ := sim.BufferOf(src)
+	q.s.CopyDtoD(dst.(simMem).b, off, b, soff, 4*src.Numel())
+}
+
+// CopyToTensor implements TensorQueue.
+func (q simQueue) CopyToTensor(dst *tensor.Tensor, src Mem, off int) {
+	b, doff, _ := sim.BufferOf(dst)
+	q.s.CopyDtoD(b, doff, src.(simMem).b, off, 4*dst.Numel())
+}
+
+// Holds implements TensorQueue.
+func (q simQueue) Holds(t *tensor.Tensor) bool {
+	b, _, ok := sim.BufferOf(t)
+	return ok && b.Device() == q.d && t.IsContiguous()
+}
+
+// deviceFor returns the Device adapter of a goddp/tensor device, for Wrap
+// on a model whose parameters live there.
+func deviceFor(td tensor.Device) (Device, error) {
+	if d, ok := sim.Of(td); ok {
+		return SimDevice(d), nil
+	}
+	return TensorDevice(td), nil
 }

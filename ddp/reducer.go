@@ -490,7 +490,11 @@ func (r *reducer) finalize() error {
 				continue
 			}
 			if p.v.Grad == nil {
-				p.v.Grad = tensor.New(p.dtype, p.shape...)
+				g, err := tensor.ZerosOn(p.v.Value.Device(), p.dtype, p.shape...)
+				if err != nil {
+					return fmt.Errorf("ddp: gradient of %q: %w", p.name, err)
+				}
+				p.v.Grad = g
 			}
 			if r.dev != nil {
 				r.dev.copyOut(b, l.slot, p.v.Grad, waited)
@@ -498,8 +502,10 @@ func (r *reducer) finalize() error {
 			}
 			b.copyOut(l.slot, p.v.Grad)
 		}
-		if r.dev != nil {
-			// Grad is a host tensor: the host reads it next.
+		if r.dev != nil && r.params[0].v.Value.IsCPU() {
+			// Grad is a host tensor: the host reads it next. (Gradients
+			// on the device are read by kernels queued after the copies:
+			// the host does not wait.)
 			if err := r.dev.compute.Synchronize(); err != nil {
 				return fmt.Errorf("ddp: copying the reduced gradients out of the buckets on %v: %w", r.dev.dev, err)
 			}

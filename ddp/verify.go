@@ -223,12 +223,29 @@ func broadcastFlat(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tenso
 	}
 	flat := make([]float32, 0, n)
 	for _, t := range ts {
+		if !t.IsCPU() {
+			// Staged through the host (a device model's parameters).
+			h, err := t.To(tensor.CPU())
+			if err != nil {
+				return fmt.Errorf("ddp: %s: %w", what, err)
+			}
+			flat = append(flat, h.F32()...)
+			continue
+		}
 		flat = append(flat, t.F32()...)
 	}
 	if err := wait(ctx, pg.Broadcast(comm.Float32s(flat), root), what); err != nil {
 		return err
 	}
 	for _, t := range ts {
+		if !t.IsCPU() {
+			n := t.Numel()
+			if err := tensor.Copy(t, tensor.FromF32(flat[:n], t.Shape()...)); err != nil {
+				return fmt.Errorf("ddp: %s: %w", what, err)
+			}
+			flat = flat[n:]
+			continue
+		}
 		flat = flat[copy(t.F32(), flat):]
 	}
 	return nil

@@ -153,6 +153,19 @@ func LoadStateDict(m Module, sd *TensorDict) error {
 // copyConvert copies src's elements into dst (same shape), converting dtype.
 // dst is a module's parameter or buffer and therefore contiguous.
 func copyConvert(dst, src *tensor.Tensor) {
+	if !dst.IsCPU() || !src.IsCPU() {
+		// A device parameter (or a device source): staged through the host
+		// in float32, the only dtype devices hold.
+		if src.IsCPU() && src.DType() != tensor.Float32 {
+			s32 := tensor.New(tensor.Float32, src.Shape()...)
+			copyConvert(s32, src)
+			src = s32
+		}
+		if err := tensor.Copy(dst, src); err != nil {
+			panic(fmt.Sprintf("nn: loading a state dict into a tensor on %v: %v", dst.Device(), err))
+		}
+		return
+	}
 	src = src.Contiguous()
 	switch {
 	case dst.DType() == tensor.Float32 && src.DType() == tensor.Float32:

@@ -151,6 +151,12 @@ func (o *Adam) Step() error {
 			}
 			h.stepSize = pg.LR / (1 - math.Pow(o.cfg.Beta1, st.step))
 			h.bc2Sqrt = math.Sqrt(1 - math.Pow(o.cfg.Beta2, st.step))
+			if !p.Value.IsCPU() {
+				if err := o.adamStepDevice(p, i, st, h); err != nil {
+					return err
+				}
+				continue
+			}
 			if p.Value.DType() == tensor.Float64 {
 				var mx []float64
 				if st.maxSq != nil {

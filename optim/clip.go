@@ -16,7 +16,16 @@ import (
 // gradient are ignored. The norm is accumulated in float64. A non-finite norm
 // is returned as is and, as in torch 1.13 (error_if_nonfinite=False), scales
 // the gradients by NaN; check the result when that matters.
+//
+// On a device the norm, the coefficient and the scaling stay there (one
+// kernel for the squares of each gradient, one for the coefficient, one
+// scaling each gradient by it); reading the returned norm waits for them.
 func ClipGradNorm(params []*autograd.Variable, maxNorm float64) float64 {
+	for _, p := range params {
+		if p.Grad != nil && !p.Grad.IsCPU() {
+			return clipGradNormDevice(params, maxNorm)
+		}
+	}
 	var sumSq float64
 	for _, p := range params {
 		if p.Grad == nil {

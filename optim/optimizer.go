@@ -111,5 +111,8 @@ func checkGrad(p *autograd.Variable, idx int) error {
 
 // newLike returns a zero tensor with p's dtype and shape.
 func newLike(p *autograd.Variable) *tensor.Tensor {
+	if !p.Value.IsCPU() {
+		return tensor.MustZerosOn(p.Value.Device(), p.Value.Shape()...)
+	}
 	return tensor.New(p.Value.DType(), p.Value.Shape()...)
 }

@@ -98,12 +98,18 @@ func (o *SGD) Step() error {
 			if err := checkGrad(p, i); err != nil {
 				return err
 			}
+			first := false
 			if o.cfg.Momentum != 0 && o.bufs[i] == nil {
 				o.bufs[i] = newLike(p)
-				o.sgdStep(pg, p, i, true)
+				first = true
+			}
+			if !p.Value.IsCPU() {
+				if err := o.sgdStepDevice(pg, p, i, first); err != nil {
+					return err
+				}
 				continue
 			}
-			o.sgdStep(pg, p, i, false)
+			o.sgdStep(pg, p, i, first)
 		}
 	}
 	return nil

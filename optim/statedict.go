@@ -147,7 +147,12 @@ func stateTensor(sd *StateDict, i int, name string, like *tensor.Tensor) (*tenso
 	return t, true, nil
 }
 
-// cloneInto returns a private copy of src with like's shape.
+// cloneAs returns a private copy of src with like's shape, on like's
+// device (a checkpoint's host tensors load onto a device model's device).
 func cloneAs(src, like *tensor.Tensor) *tensor.Tensor {
-	return src.Clone().Reshape(like.Shape()...)
+	c := src.Clone().Reshape(like.Shape()...)
+	if !like.IsCPU() && c.Device() != like.Device() {
+		return c.MustTo(like.Device())
+	}
+	return c
 }

@@ -12,6 +12,10 @@
 #                     tests carry the cuda build tag)
 #   bin/ddprun bin/ddpbench bin/gpuinfo
 #   bin/mlp           examples/mlp with the cuda tag
+#   simtests/<pkg>.test  the device path on goddp/cuda/sim (issue 15), which
+#                     needs no GPU: cuda/sim (kernels.cu on the host, the
+#                     tensor device, training and checkpoints against the
+#                     CPU) and ddp (its device tests; run.sh picks them)
 # DIR holds them gzipped (pack/, about 40% of their size, so that the kit
 # stays well under 60 MiB as device packages are added), SHA256SUMS of the
 # unpacked binaries, VERSION, and run.sh (scripts/gpu-kit-run.sh), which
@@ -31,7 +35,7 @@ flags=(-trimpath -ldflags=-s\ -w -tags "$tags")
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
 rm -rf "$out/pack" "$out/bin" "$out/tests"
-mkdir -p "$build/bin" "$build/tests" "$out/pack/bin" "$out/pack/tests"
+mkdir -p "$build/bin" "$build/tests" "$build/simtests" "$out/pack/bin" "$out/pack/tests" "$out/pack/simtests"
 
 # Device test packages: cuda and comm/nccl, plus any package with a
 # cuda-tagged test file (future device packages join by themselves).
@@ -43,6 +47,10 @@ for p in $pkgs; do
   name=$(echo "${p#./}" | tr / _)
   go test -c "${flags[@]}" -o "$build/tests/$name.test" "$p"
 done
+for p in ./cuda/sim ./ddp; do
+  name=$(echo "${p#./}" | tr / _)
+  go test -c "${flags[@]}" -o "$build/simtests/$name.test" "$p"
+done
 go build "${flags[@]}" -o "$build/bin/ddprun" ./cmd/ddprun
 go build "${flags[@]}" -o "$build/bin/ddpbench" ./cmd/ddpbench
 go build "${flags[@]}" -o "$build/bin/gpuinfo" ./cmd/gpuinfo
@@ -50,29 +58,29 @@ go build "${flags[@]}" -o "$build/bin/mlp" ./examples/mlp
 
 # The bars: nothing links a CUDA, NCCL or BLAS library; the kit fits.
 bad=0
-for f in "$build"/bin/* "$build"/tests/*; do
+for f in "$build"/bin/* "$build"/tests/* "$build"/simtests/*; do
   if ldd "$f" 2>/dev/null | grep -E 'libcublas|libnccl|libcudart|libcuda\.so|libopenblas|libdnnl|libgomp|libgfortran' ; then
     echo "gpu-kit: $f links a library the GPU machine may lack" >&2
     bad=1
   fi
 done
-(cd "$build" && sha256sum bin/* tests/*) >"$out/SHA256SUMS"
+(cd "$build" && sha256sum bin/* tests/* simtests/*) >"$out/SHA256SUMS"
 # The newest glibc symbol version the binaries use (2.34 when built on
 # Debian 12): run.sh refuses clearly on an older glibc.
-glibc=$(for f in "$build"/bin/* "$build"/tests/*; do objdump -T "$f"; done 2>/dev/null |
+glibc=$(for f in "$build"/bin/* "$build"/tests/* "$build"/simtests/*; do objdump -T "$f"; done 2>/dev/null |
   grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
 echo "${glibc:-2.34}" >"$out/GLIBC"
-for f in "$build"/bin/* "$build"/tests/*; do
+for f in "$build"/bin/* "$build"/tests/* "$build"/simtests/*; do
   gzip -9 -n -c "$f" >"$out/pack/${f#"$build"/}.gz"
 done
 cp scripts/gpu-kit-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 git rev-parse --short HEAD >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
 if [ -n "${GPU_KIT_UNPACKED:-}" ]; then
-  rm -rf "$GPU_KIT_UNPACKED" && mkdir -p "$GPU_KIT_UNPACKED" && cp -r "$build"/bin "$build"/tests "$GPU_KIT_UNPACKED"/
+  rm -rf "$GPU_KIT_UNPACKED" && mkdir -p "$GPU_KIT_UNPACKED" && cp -r "$build"/bin "$build"/tests "$build"/simtests "$GPU_KIT_UNPACKED"/
 fi
 size=$(du -sk "$out" | cut -f1)
-echo "gpu-kit: $(ls "$build/tests" | wc -l) test binaries, $(ls "$build/bin" | wc -l) programs ($(du -sm "$build" | cut -f1) MiB unpacked), $((size / 1024)) MiB in $out"
+echo "gpu-kit: $(ls "$build/tests" | wc -l) GPU and $(ls "$build/simtests" | wc -l) sim test binaries, $(ls "$build/bin" | wc -l) programs ($(du -sm "$build" | cut -f1) MiB unpacked), $((size / 1024)) MiB in $out"
 if [ "$size" -gt $((60 * 1024)) ]; then
   echo "gpu-kit: $out is over 60 MiB" >&2
   bad=1

@@ -88,6 +88,25 @@
 // float32 run branch-free polynomial kernels (fastmath.go) within 0.55 ulp
 // of float64 math; float64 keeps the math package.
 //
+// # Devices
+//
+// A tensor lives on a Device, as in torch: the host (CPU(), the default),
+// a goddp/cuda/sim simulated GPU ("sim:0") or a GPU ("cuda:0"). t.To(dev)
+// copies it there, ZerosOn creates it there, Copy moves elements between
+// any two, and Item, To(CPU()) and Copy to the host wait for the device.
+// A device tensor keeps its elements in device memory (a Storage) and
+// never in f32/f64, so host code that reads them (F32, At) panics naming
+// the device instead of reading stale memory.
+//
+// Ops reach a device through one table, Kernels, that the device supplies
+// (goddp/cuda/devtensor fills it once for every device that runs
+// goddp/cuda/kernels); package tensor imports no device. Autograd's and
+// optim's training ops check their operands' device once and use the
+// table (autograd/device.go, optim/device.go); KernelsOf panics when
+// operands are on two devices, naming both, and an op without a device
+// path panics with NoKernel ("Conv2d has no kernel on sim:0"). On the host
+// the check is a nil comparison: no allocation.
+//
 // # Errors
 //
 // Shape and dtype mismatches are programmer errors: the op panics with a

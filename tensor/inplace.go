@@ -13,6 +13,10 @@ import (
 // be a strided view (e.g. a Narrow of a larger tensor).
 func CopyFrom(dst, src *Tensor) {
 	checkDType("CopyFrom", dst, src)
+	if dst.dev != nil || src.dev != nil {
+		deviceInPlace("CopyFrom", dst, src, func(k *Kernels) bool { return k.Copy != nil }, func(k *Kernels) { k.Copy(dst, src) })
+		return
+	}
 	if dst.IsContiguous() && src.IsContiguous() && slices.Equal(dst.shape, src.shape) {
 		n := dst.Numel()
 		if dst.dtype == Float64 {
@@ -40,6 +44,10 @@ func CopyFrom(dst, src *Tensor) {
 
 // Fill sets every element of t (which may be a view) to v.
 func Fill(t *Tensor, v float64) {
+	if t.dev != nil {
+		deviceInPlace("Fill", t, nil, func(k *Kernels) bool { return k.Fill != nil }, func(k *Kernels) { k.Fill(t, float32(v)) })
+		return
+	}
 	if t.IsContiguous() {
 		n := t.Numel()
 		if t.dtype == Float64 {
@@ -69,6 +77,10 @@ func AddInto(dst, src *Tensor) { Axpy(dst, 1, src) }
 // Axpy does dst += alpha*x, with x broadcast to dst's shape.
 func Axpy(dst *Tensor, alpha float64, x *Tensor) {
 	checkDType("Axpy", dst, x)
+	if dst.dev != nil || x.dev != nil {
+		deviceInPlace("Axpy", dst, x, func(k *Kernels) bool { return k.Axpy != nil }, func(k *Kernels) { k.Axpy(dst, float32(alpha), x) })
+		return
+	}
 	if dst.IsContiguous() && x.IsContiguous() && slices.Equal(dst.shape, x.shape) {
 		n := dst.Numel()
 		if dst.dtype == Float64 {
@@ -113,6 +125,10 @@ func axpySlice[T float](dst []T, alpha T, x []T) {
 
 // ScaleInto does t *= s in place.
 func ScaleInto(t *Tensor, s float64) {
+	if t.dev != nil {
+		deviceInPlace("ScaleInto", t, nil, func(k *Kernels) bool { return k.Scale != nil }, func(k *Kernels) { k.Scale(t, t, float32(s)) })
+		return
+	}
 	if t.IsContiguous() {
 		n := t.Numel()
 		if t.dtype == Float64 {

@@ -46,6 +46,9 @@ type Tensor struct {
 	shape   []int
 	strides []int
 	offset  int
+	// dev is the device memory of a tensor on a device (device.go); nil on
+	// the host, where f32 or f64 hold the elements.
+	dev Storage
 	// dims backs shape and strides for tensors of rank <= inlineDims, so a
 	// new tensor is two allocations: this struct and its data.
 	dims [2 * inlineDims]int
@@ -193,6 +196,9 @@ func (t *Tensor) IsContiguous() bool {
 // storage. It panics if the tensor is not float32 or not contiguous
 // (call Contiguous first).
 func (t *Tensor) F32() []float32 {
+	if t.dev != nil {
+		panic(t.deviceHostAccess("F32"))
+	}
 	if t.dtype != Float32 {
 		panic(fmt.Sprintf("tensor: F32 on a %v tensor", t.dtype))
 	}
@@ -204,6 +210,9 @@ func (t *Tensor) F32() []float32 {
 
 // F64 is F32 for float64 tensors.
 func (t *Tensor) F64() []float64 {
+	if t.dev != nil {
+		panic(t.deviceHostAccess("F64"))
+	}
 	if t.dtype != Float64 {
 		panic(fmt.Sprintf("tensor: F64 on a %v tensor", t.dtype))
 	}
@@ -241,6 +250,9 @@ func (t *Tensor) Contiguous() *Tensor {
 	if t.IsContiguous() {
 		return t
 	}
+	if t.dev != nil {
+		panic(NoKernel("contiguous", t.Device()))
+	}
 	out := New(t.dtype, t.shape...)
 	n := t.Numel()
 	idx := make([]int, len(t.shape))
@@ -267,6 +279,9 @@ func (t *Tensor) Clone() *Tensor {
 	c := t.Contiguous()
 	if c != t {
 		return c
+	}
+	if t.dev != nil {
+		return t.deviceClone()
 	}
 	if t.dtype == Float64 {
 		return FromF64(append([]float64(nil), t.F64()...), t.shape...)
@@ -304,7 +319,7 @@ func (t *Tensor) Reshape(dims ...int) *Tensor {
 	c := t.Contiguous()
 	v := newHeader(c.dtype, len(shape))
 	v.setRowMajor(shape)
-	v.f32, v.f64, v.offset = c.f32, c.f64, c.offset
+	v.f32, v.f64, v.offset, v.dev = c.f32, c.f64, c.offset, c.dev
 	return v
 }
 
@@ -312,6 +327,9 @@ func (t *Tensor) Reshape(dims ...int) *Tensor {
 func (t *Tensor) Item() float64 {
 	if t.Numel() != 1 {
 		panic(fmt.Sprintf("tensor: Item on a tensor of shape %s", sh(t.shape)))
+	}
+	if t.dev != nil {
+		return t.deviceItem()
 	}
 	if t.dtype == Float64 {
 		return t.f64[t.offset]
@@ -344,6 +362,9 @@ func (t *Tensor) Set(v float64, idx ...int) {
 }
 
 func (t *Tensor) checkedAt(op string, idx []int) int {
+	if t.dev != nil {
+		panic(t.deviceHostAccess(op))
+	}
 	if len(idx) != len(t.shape) {
 		panic(fmt.Sprintf("tensor: %s: %d indices for shape %s", op, len(idx), sh(t.shape)))
 	}

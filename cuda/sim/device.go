@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"sync"
 	"unsafe"
+
+	"goddp/tensor"
 )
 
 // ErrClosed is returned for work on a closed device or a freed buffer.
@@ -25,6 +27,7 @@ type Device struct {
 	mu      sync.Mutex
 	streams []*Stream
 	closed  bool
+	tensors tensor.Device // Tensors' device, made on first use
 }
 
 // New returns simulated device ordinal ("sim:ordinal") with its compute

@@ -30,4 +30,14 @@
 // pointers (Ptr), 64-bit counts (I64) and float32 bits (F32).
 //
 // GEMM (Stream.Sgemm) runs goddp's CPU engine in place of cuBLAS.
+//
+// # As a tensor device
+//
+// Device.Tensors is the device as a goddp/tensor Device ("sim:N"):
+// x.To(dev.Tensors()) puts a tensor in its memory, and autograd's and
+// optim's ops on it run kernels.cu on the compute stream through
+// goddp/cuda/devtensor, so a model trains on sim as it would on a GPU
+// (nn.To moves a model; ddp.Wrap then keeps its buckets on the device;
+// examples take -device sim). A tensor's memory is freed in stream order
+// once the garbage collector finds it unreachable.
 package sim

@@ -60,6 +60,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval)")
 	metricsEvery := fs.Int("metrics-every", 10, "steps per -metrics record")
 	plotFile := fs.String("plot", "", "draw loss and throughput curves to FILE.png at the end (rank 0)")
+	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK) or cuda (cuda:LOCAL_RANK)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -70,7 +71,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline,
-		evalBatch: *evalBatch, metrics: *metrics, metricsEvery: *metricsEvery, plot: *plotFile}, build)
+		evalBatch: *evalBatch, metrics: *metrics, metricsEvery: *metricsEvery, plot: *plotFile, device: *device}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
 			// A peer that left is most often one that was signalled a
@@ -103,6 +104,7 @@ type runConfig struct {
 	bucketView                        bool
 	metrics, plot                     string
 	metricsEvery                      int
+	device                            string
 }
 
 func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tensor.RNG) (Job, error)) error {
@@ -111,6 +113,14 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
+	// The device comes first: -device cuda without a usable GPU fails
+	// before any rendezvous, naming what is missing.
+	dev, release, err := openDevice(rc.device, cfg.LocalRank)
+	if err != nil {
+		return err
+	}
+	defer release()
+	cfg.Backend = backendFor(rc.device, cfg.Backend)
 	pg, err := comm.Init(ctx, cfg)
 	if err != nil {
 		return err
@@ -140,8 +150,14 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 			return err
 		}
 	}
+	// torch's model.to(device): DDP then keeps its buckets on the device too.
+	if err := nn.To(job.Model, dev); err != nil {
+		return err
+	}
 	var tl *ddp.Timeline
-	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB), ddp.GradientAsBucketView(rc.bucketView)}
+	// Gradients as bucket views exist on the CPU only; on a device the
+	// gradients are copied into and out of the device buckets.
+	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB), ddp.GradientAsBucketView(rc.bucketView && tensor.IsCPU(dev))}
 	if rc.timeline != "" {
 		tl = ddp.NewTimeline(pg.Rank())
 		opts = append(opts, ddp.WithTimeline(tl))
@@ -164,7 +180,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
 		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out,
-		EvalData: evalLoader, Metrics: mlog, MetricsEvery: rc.metricsEvery})
+		EvalData: evalLoader, Metrics: mlog, MetricsEvery: rc.metricsEvery, Device: deviceLabel(dev), OnDevice: dev})
 	if err != nil {
 		return err
 	}
@@ -221,4 +237,26 @@ func writeTimeline(ctx context.Context, pg comm.ProcessGroup, tl *ddp.Timeline, 
 		srcs[r] = fmt.Sprintf("%s.rank%d.json", path, r)
 	}
 	return ddp.MergeTimelineFiles(path, srcs...)
+}
+
+// deviceLabel names the rank's device in log lines: the tutorial's "cpu0"
+// on the host, else the device's own name ("sim:1", "cuda:0").
+func deviceLabel(dev tensor.Device) string {
+	if tensor.IsCPU(dev) {
+		return ""
+	}
+	return dev.String()
+}
+
+// backendFor is the rule for GODDP_BACKEND=auto (or unset) on a device,
+// applied here because the backend is chosen before the model exists: a
+// CUDA model reduces its device buckets with nccl (torch's default for
+// cuda); every other device stages through host memory, so auto keeps
+// comm's choice (shm on one host, tcp otherwise). A backend named
+// explicitly is kept.
+func backendFor(device, configured string) string {
+	if device == "cuda" && (configured == "" || configured == "auto") {
+		return "nccl"
+	}
+	return configured
 }

@@ -52,6 +52,7 @@ type Trainer struct {
 
 	evalData *data.DataLoader // nil: no evaluation
 	device   string           // this rank's device in log lines, e.g. "cpu0"
+	dev      tensor.Device    // where the model lives; batches go there
 	mon      monitor          // running loss and the metrics log (metrics.go)
 }
 
@@ -78,6 +79,9 @@ type Config struct {
 	// Device names this rank's device in the log lines (the tutorial's
 	// "[GPU0]"); "" means "cpu<GPUID>", the local rank's CPU slot.
 	Device string
+	// OnDevice is where the model's parameters live (nn.To); batches are
+	// moved there before the forward pass. nil means the CPU.
+	OnDevice tensor.Device
 	// Metrics, when not nil, receives rank 0's metrics records (metrics.go)
 	// every MetricsEvery steps (default 10) and at each epoch's end.
 	Metrics      *MetricsLog
@@ -91,7 +95,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{log: cfg.Metrics, every: cfg.MetricsEvery},
-		evalData: cfg.EvalData}
+		evalData: cfg.EvalData, dev: cfg.OnDevice}
 	if t.device == "" {
 		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
 	}
@@ -258,6 +262,9 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 		if err != nil {
 			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
 		}
+		if b, err = toDevice(b, t.dev); err != nil {
+			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
+		}
 		if err := t.runBatch(b.Inputs, b); err != nil {
 			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
 		}
@@ -301,10 +308,19 @@ func (t *Trainer) evaluate(ctx context.Context, epoch int) error {
 				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
 				return
 			}
+			if b, e = toDevice(b, t.dev); e != nil {
+				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
+				return
+			}
 			out := m.Forward(autograd.Const(b.Inputs))
 			loss.Add(t.loss(out, b).Value.Item(), float64(b.Size()))
 			if b.Labels != nil && out.Value.Dim() == 2 {
-				acc.Add(tensor.ArgMax(out.Value, 1), b.Labels)
+				host, e := out.Value.To(tensor.CPU())
+				if e != nil {
+					err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
+					return
+				}
+				acc.Add(tensor.ArgMax(host, 1), b.Labels)
 			}
 		}
 	})

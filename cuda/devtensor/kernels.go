@@ -1,0 +1,152 @@
+package devtensor
+
+import (
+	"fmt"
+
+	"goddp/tensor"
+)
+
+// kernels is the op table: each entry maps a tensor.Kernels op onto
+// kernels.cu (or the launcher's SGEMM). This is the one place where an op
+// gets its device path, for every device that runs kernels.cu.
+func (d *Device) kernels() tensor.Kernels {
+	return tensor.Kernels{
+		Gemm: func(transA, transB bool, m, n, k int, alpha float32, a *tensor.Tensor, lda int,
+			b *tensor.Tensor, ldb int, beta float32, c *tensor.Tensor, ldc int) {
+			am, ao := d.mem("gemm", a)
+			bm, bo := d.mem("gemm", b)
+			cm, co := d.mem("gemm", c)
+			if m == 0 || n == 0 {
+				return
+			}
+			d.l.Sgemm(transA, transB, m, n, k, alpha, am, ao, lda, bm, bo, ldb, beta, cm, co, ldc)
+		},
+		Fill: func(x *tensor.Tensor, v float32) {
+			n := x.Numel()
+			d.launch("fill_f32", grid(n), d.ptr("fill", x), f32(v), i64(n))
+		},
+		Copy: func(dst, src *tensor.Tensor) {
+			n := same("copy", dst, src)
+			dm, do := d.mem("copy", dst)
+			sm, so := d.mem("copy", src)
+			d.l.CopyDtoD(dm, do, sm, so, 4*n)
+		},
+		Axpy: func(y *tensor.Tensor, a float32, x *tensor.Tensor) {
+			n := same("axpy", y, x)
+			d.launch("axpy_f32", grid(n), d.ptr("axpy", y), d.ptr("axpy", x), i64(n), f32(a))
+		},
+		Scale: func(y, x *tensor.Tensor, s float32) {
+			n := same("scale", y, x)
+			d.launch("scale_f32", grid(n), d.ptr("scale", y), d.ptr("scale", x), i64(n), f32(s))
+		},
+		ScaleBy: func(x, coef *tensor.Tensor) {
+			if coef.Numel() != 1 {
+				panic(fmt.Sprintf("devtensor: scale by a coefficient of shape %v", coef.Shape()))
+			}
+			n := x.Numel()
+			d.launch("scale_by_f32", grid(n), d.ptr("scale by", x), d.ptr("scale by", coef), i64(n))
+		},
+		Add: func(y, a, b *tensor.Tensor) {
+			n := same("add", y, a, b)
+			d.launch("add_f32", grid(n), d.ptr("add", y), d.ptr("add", a), d.ptr("add", b), i64(n))
+		},
+		AddBias: func(y, bias *tensor.Tensor) {
+			rows, cols := rowsCols(y)
+			if bias.Numel() != cols {
+				panic(fmt.Sprintf("devtensor: add bias of %d elements to rows of %d", bias.Numel(), cols))
+			}
+			d.launch("add_bias_f32", grid(rows*cols), d.ptr("add bias", y), d.ptr("add bias", bias), i64(rows), i64(cols))
+		},
+		ReLU: func(y, x *tensor.Tensor) {
+			n := same("relu", y, x)
+			d.launch("relu_f32", grid(n), d.ptr("relu", y), d.ptr("relu", x), i64(n))
+		},
+		ReLUBackward: func(dx, dy, y *tensor.Tensor) {
+			// relu_bwd_f32 masks by its input x; y > 0 exactly where x > 0.
+			n := same("relu backward", dx, dy, y)
+			d.launch("relu_bwd_f32", grid(n), d.ptr("relu backward", dx), d.ptr("relu backward", dy), d.ptr("relu backward", y), i64(n))
+		},
+		SumRows: func(out, x *tensor.Tensor) {
+			rows, cols := rowsCols(x)
+			if out.Numel() != cols {
+				panic(fmt.Sprintf("devtensor: column sums of %d columns into %d elements", cols, out.Numel()))
+			}
+			d.launch("sum_rows_f32", grid(cols), d.ptr("sum rows", out), d.ptr("sum rows", x), i64(rows), i64(cols))
+		},
+		SumAll: func(out, x *tensor.Tensor) { d.sumAll("sum", out, x) },
+		LogSoftmax: func(y, x *tensor.Tensor) {
+			same("log softmax", y, x)
+			rows, cols := rowsCols(x)
+			d.launch("log_softmax_f32", min(max(rows, 1), maxGrid), d.ptr("log softmax", y), d.ptr("log softmax", x), i64(rows), i64(cols))
+		},
+		LogSoftmaxBackward: func(dx, dy, y *tensor.Tensor) {
+			same("log softmax backward", dx, dy, y)
+			rows, cols := rowsCols(y)
+			d.launch("log_softmax_bwd_f32", min(max(rows, 1), maxGrid), d.ptr("log softmax backward", dx),
+				d.ptr("log softmax backward", dy), d.ptr("log softmax backward", y), i64(rows), i64(cols))
+		},
+		SoftmaxCrossEntropy: d.softmaxCrossEntropy,
+		MSE: func(grad, loss, pred, target *tensor.Tensor, gradScale, lossScale float32) {
+			n := same("mse", grad, pred, target)
+			sq := tensor.MustZerosOn(d, n)
+			d.launch("mse_f32", grid(n), d.ptr("mse", grad), d.ptr("mse", sq), d.ptr("mse", pred), d.ptr("mse", target), i64(n), f32(gradScale))
+			d.sumAll("mse", loss, sq)
+			d.launch("scale_f32", 1, d.ptr("mse", loss), d.ptr("mse", loss), i64(1), f32(lossScale))
+		},
+		SumSquares: func(out, x *tensor.Tensor) {
+			n := x.Numel()
+			d.launch("sum_squares_f32", grid(n), d.ptr("sum of squares", out), d.ptr("sum of squares", x), i64(n))
+		},
+		ClipCoef: func(coef, norm, sumsq *tensor.Tensor, maxNorm float32) {
+			d.launch("clip_coef_f32", 1, d.ptr("clip", coef), d.ptr("clip", norm), d.ptr("clip", sumsq), f32(maxNorm))
+		},
+		SGDMomentum: func(w, g, buf *tensor.Tensor, lr, momentum, dampening, wd float32, nesterov, first bool) {
+			n := same("sgd", w, g, buf)
+			d.launch("sgd_momentum_f32", grid(n), d.ptr("sgd", w), d.ptr("sgd", g), d.ptr("sgd", buf), i64(n),
+				f32(lr), f32(momentum), f32(dampening), f32(wd), flag(nesterov), flag(first))
+		},
+		Adam: func(w, g, m, v *tensor.Tensor, lr, beta1, beta2, eps, wd float32, decoupled bool, stepSize, invBC2 float32) {
+			n := same("adam", w, g, m, v)
+			d.launch("adam_f32", grid(n), d.ptr("adam", w), d.ptr("adam", g), d.ptr("adam", m), d.ptr("adam", v), i64(n),
+				f32(lr), f32(beta1), f32(beta2), f32(eps), f32(wd), flag(decoupled), f32(stepSize), f32(invBC2))
+		},
+	}
+}
+
+// sumAll writes Σ x into the one-element out. One block when x is small, so
+// that the sum is deterministic (blocks add into out atomically).
+func (d *Device) sumAll(op string, out, x *tensor.Tensor) {
+	if out.Numel() != 1 {
+		panic(fmt.Sprintf("devtensor: %s into a tensor of shape %v", op, out.Shape()))
+	}
+	n := x.Numel()
+	p := d.ptr(op, out)
+	d.launch("fill_f32", 1, p, f32(0), i64(1))
+	d.launch("sum_f32", grid(n), p, d.ptr(op, x), i64(n))
+}
+
+func (d *Device) softmaxCrossEntropy(grad, loss, logits *tensor.Tensor, labels []int, scale float32) {
+	same("cross entropy", grad, logits)
+	rows, cols := rowsCols(logits)
+	if len(labels) != rows {
+		panic(fmt.Sprintf("devtensor: cross entropy of %d rows with %d labels", rows, len(labels)))
+	}
+	lab := make([]int32, rows)
+	for i, l := range labels {
+		if l < 0 || l >= cols {
+			panic(fmt.Sprintf("devtensor: cross entropy label[%d] = %d outside [0, %d)", i, l, cols))
+		}
+		lab[i] = int32(l)
+	}
+	// The labels travel as int32 in a float32-sized buffer.
+	lt := tensor.MustZerosOn(d, rows)
+	lm, lo := d.mem("cross entropy", lt)
+	if rows > 0 {
+		d.l.CopyHtoD(lm, lo, int32Bytes(lab))
+	}
+	per := tensor.MustZerosOn(d, rows)
+	d.launch("softmax_ce_f32", grid(rows), d.ptr("cross entropy", grad), d.ptr("cross entropy", per),
+		d.ptr("cross entropy", logits), d.ptr("cross entropy", lt), i64(rows), i64(cols), f32(scale))
+	d.sumAll("cross entropy", loss, per)
+	d.launch("scale_f32", 1, d.ptr("cross entropy", loss), d.ptr("cross entropy", loss), i64(1), f32(scale))
+}

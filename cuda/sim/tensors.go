@@ -1,0 +1,96 @@
+package sim
+
+import (
+	"fmt"
+	"unsafe"
+
+	"goddp/cuda/devtensor"
+	"goddp/tensor"
+)
+
+// Tensors returns the device as a goddp/tensor device ("sim:N"): tensors
+// moved to it with To live in its memory, and autograd's and optim's ops on
+// them run kernels.cu on its compute stream (goddp/cuda/devtensor), GEMM
+// through the CPU engine. Every call returns the same tensor.Device.
+func (d *Device) Tensors() tensor.Device {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.tensors == nil {
+		d.tensors = devtensor.New(launcher{d})
+	}
+	return d.tensors
+}
+
+// Of returns the simulated device behind a tensor device from Tensors.
+func Of(td tensor.Device) (*Device, bool) {
+	dd, ok := devtensor.Of(td)
+	if !ok {
+		return nil, false
+	}
+	l, ok := dd.Launcher().(launcher)
+	return l.d, ok
+}
+
+// BufferOf returns the buffer holding a tensor on a simulated device and the
+// byte offset at which the tensor starts in it.
+func BufferOf(t *tensor.Tensor) (*Buffer, int, bool) {
+	m, off, ok := devtensor.MemOf(t)
+	if !ok {
+		return nil, 0, false
+	}
+	b, ok := m.(*Buffer)
+	return b, off, ok
+}
+
+// launcher is devtensor's view of the device: everything on the compute
+// stream.
+type launcher struct{ d *Device }
+
+func (l launcher) String() string { return l.d.String() }
+
+func (l launcher) Alloc(bytes int) (devtensor.Mem, error) { return l.d.Alloc(bytes) }
+
+func (l launcher) FreeAsync(m devtensor.Mem) {
+	b := m.(*Buffer)
+	l.d.compute.Enqueue("free", func() error { b.Free(); return nil })
+}
+
+func (l launcher) CopyHtoD(dst devtensor.Mem, off int, src []byte) {
+	// A private copy, so the caller may reuse src at once (the staging a
+	// CUDA copy from pageable memory does).
+	l.d.compute.CopyHtoD(dst.(*Buffer), off, append([]byte(nil), src...))
+}
+
+func (l launcher) CopyDtoH(dst []byte, src devtensor.Mem, off int) error {
+	l.d.compute.CopyDtoH(dst, src.(*Buffer), off)
+	return l.d.compute.Synchronize()
+}
+
+func (l launcher) CopyDtoD(dst devtensor.Mem, dstOff int, src devtensor.Mem, srcOff, n int) {
+	l.d.compute.CopyDtoD(dst.(*Buffer), dstOff, src.(*Buffer), srcOff, n)
+}
+
+func (l launcher) Launch(kernel string, grid, block int, args ...uint64) error {
+	return l.d.compute.Launch(kernel, grid, block, args...)
+}
+
+func (l launcher) Sgemm(transA, transB bool, m, n, k int, alpha float32, a devtensor.Mem, aOff, lda int,
+	b devtensor.Mem, bOff, ldb int, beta float32, c devtensor.Mem, cOff, ldc int) {
+	ab, bb, cb := a.(*Buffer), b.(*Buffer), c.(*Buffer)
+	l.d.compute.Enqueue("sgemm", func() error {
+		for _, x := range []*Buffer{ab, bb, cb} {
+			if x.p == nil {
+				return fmt.Errorf("sgemm: %w (buffer freed)", ErrClosed)
+			}
+		}
+		tensor.Gemm(transA, transB, m, n, k, alpha, at(ab, aOff), lda, at(bb, bOff), ldb, beta, at(cb, cOff), ldc)
+		return nil
+	})
+}
+
+func (l launcher) Synchronize() error { return l.d.compute.Synchronize() }
+
+// at views a buffer's float32s from a byte offset.
+func at(b *Buffer, off int) []float32 {
+	return unsafe.Slice((*float32)(unsafe.Add(b.p, off)), (b.bytes-off)/4)
+}

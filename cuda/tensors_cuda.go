@@ -1,0 +1,138 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"unsafe"
+
+	"goddp/cuda/devtensor"
+	"goddp/tensor"
+)
+
+// Tensors returns the context as a goddp/tensor device ("cuda:N"): tensors
+// moved to it with To live in its memory, and autograd's and optim's ops
+// on them run goddp's kernels and cuBLAS on the compute stream, through
+// goddp/cuda/devtensor, the same op table goddp/cuda/sim runs in CI. Every
+// call returns the same tensor.Device.
+//
+// Errors are sticky as on the simulated device: a failed launch or cuBLAS
+// call is returned by the next copy to the host (Item, To(tensor.CPU()))
+// or Synchronize. Memory is freed with cuMemFree when the garbage
+// collector finds a tensor unreachable; cuMemFree waits for the work that
+// uses it. Never run on a GPU yet (see doc.go).
+func (c *Context) Tensors() tensor.Device {
+	c.tmu.Lock()
+	defer c.tmu.Unlock()
+	if c.tensors == nil {
+		c.tensors = devtensor.New(&launcher{c: c})
+	}
+	return c.tensors
+}
+
+// launcher is devtensor's view of a Context.
+type launcher struct {
+	c   *Context
+	mu  sync.Mutex
+	err error // the first failure of a call that returns none
+}
+
+type devMem uint64
+
+func (m devMem) Ptr() uint64 { return uint64(m) }
+
+func (l *launcher) String() string { return l.c.Device().String() }
+
+func (l *launcher) sticky(err error) {
+	if err == nil {
+		return
+	}
+	l.mu.Lock()
+	if l.err == nil {
+		l.err = err
+	}
+	l.mu.Unlock()
+}
+
+func (l *launcher) first(err error) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return l.err
+	}
+	return err
+}
+
+func (l *launcher) Alloc(bytes int) (devtensor.Mem, error) {
+	var p uint64
+	err := l.c.do(func() error {
+		var err error
+		if p, err = l.c.dev.alloc(int64(max(bytes, 4))); err != nil {
+			return err
+		}
+		if bytes > 0 {
+			return l.c.dev.zero(p, int64(bytes))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cuda: allocating %d bytes on %v: %w", bytes, l.c.Device(), err)
+	}
+	return devMem(p), nil
+}
+
+func (l *launcher) FreeAsync(m devtensor.Mem) {
+	err := l.c.do(func() error { return l.c.dev.free(m.Ptr()) })
+	if !errors.Is(err, ErrClosed) { // closing the context freed everything
+		l.sticky(err)
+	}
+}
+
+func (l *launcher) CopyHtoD(dst devtensor.Mem, off int, src []byte) {
+	if len(src) == 0 {
+		return
+	}
+	l.sticky(l.c.do(func() error {
+		return l.c.dev.htod(dst.Ptr()+uint64(off), unsafe.Pointer(&src[0]), int64(len(src)))
+	}))
+}
+
+func (l *launcher) CopyDtoH(dst []byte, src devtensor.Mem, off int) error {
+	err := l.c.do(func() error {
+		if len(dst) == 0 {
+			return l.c.dev.sync()
+		}
+		return l.c.dev.dtoh(unsafe.Pointer(&dst[0]), src.Ptr()+uint64(off), int64(len(dst)))
+	})
+	return l.first(err)
+}
+
+// CopyDtoD copies float32s with scale_f32 by 1 (exact), on the stream.
+func (l *launcher) CopyDtoD(dst devtensor.Mem, dstOff int, src devtensor.Mem, srcOff, n int) {
+	if n == 0 {
+		return
+	}
+	l.sticky(l.c.launch("scale_f32", n/4, dst.Ptr()+uint64(dstOff), src.Ptr()+uint64(srcOff), intArg(n/4), f32Arg(1)))
+}
+
+func (l *launcher) Launch(kernel string, grid, block int, args ...uint64) error {
+	return l.c.do(func() error { return l.c.dev.launch(kernel, uint32(grid), uint32(block), args) })
+}
+
+// Sgemm maps the row-major call onto column-major cuBLAS as MatMul does:
+// C = op(A)·op(B) is Cᵀ = op(B)ᵀ·op(A)ᵀ.
+func (l *launcher) Sgemm(transA, transB bool, m, n, k int, alpha float32, a devtensor.Mem, aOff, lda int,
+	b devtensor.Mem, bOff, ldb int, beta float32, c devtensor.Mem, cOff, ldc int) {
+	if err := fits32("Sgemm", m, n, k, lda, ldb, ldc); err != nil {
+		l.sticky(err)
+		return
+	}
+	l.sticky(l.c.do(func() error {
+		return l.c.dev.sgemm(transB, transA, n, m, k, alpha, b.Ptr()+uint64(bOff), max(ldb, 1),
+			a.Ptr()+uint64(aOff), max(lda, 1), beta, c.Ptr()+uint64(cOff), max(ldc, 1))
+	}))
+}
+
+func (l *launcher) Synchronize() error { return l.first(l.c.Synchronize()) }

@@ -1,0 +1,10 @@
+//go:build !cgo
+
+package ddp
+
+import (
+	"goddp/tensor"
+)
+
+// deviceFor: without cgo (and so without sim) every device is staged.
+func deviceFor(td tensor.Device) (Device, error) { return TensorDevice(td), nil }

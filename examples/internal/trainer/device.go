@@ -1,0 +1,45 @@
+package trainer
+
+import (
+	"fmt"
+
+	"goddp/data"
+	"goddp/tensor"
+)
+
+// openDevice resolves -device for this rank: "cpu"; "sim", goddp/cuda/sim's
+// simulated GPU number LOCAL_RANK; "cuda", cuda:LOCAL_RANK (a cuda build on
+// a machine with a GPU; DDP's buckets there are reduced through
+// ddp.TensorDevice, staged through host memory, without overlap yet). It
+// returns the device and a function that releases it.
+func openDevice(name string, localRank int) (tensor.Device, func(), error) {
+	switch name {
+	case "", "cpu":
+		return tensor.CPU(), func() {}, nil
+	case "sim":
+		return openSim(localRank)
+	case "cuda":
+		return openCUDA(localRank)
+	}
+	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda or sim", name)
+}
+
+// toDevice moves a batch's tensors to dev (labels stay on the host: the
+// loss kernels take them as arguments).
+func toDevice(b data.Batch, dev tensor.Device) (data.Batch, error) {
+	if tensor.IsCPU(dev) {
+		return b, nil
+	}
+	var err error
+	if b.Inputs != nil {
+		if b.Inputs, err = b.Inputs.To(dev); err != nil {
+			return b, fmt.Errorf("trainer: batch inputs to %v: %w", dev, err)
+		}
+	}
+	if b.Targets != nil {
+		if b.Targets, err = b.Targets.To(dev); err != nil {
+			return b, fmt.Errorf("trainer: batch targets to %v: %w", dev, err)
+		}
+	}
+	return b, nil
+}

@@ -1,0 +1,371 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Device is where a tensor's elements live, as torch.device: the host
+// (CPU), a goddp/cuda/sim device ("sim:0") or a GPU ("cuda:0"). A device
+// other than the CPU is implemented outside this package (goddp/cuda/devtensor
+// for every device that runs goddp/cuda/kernels) and reached only through
+// this interface, so package tensor imports no device.
+//
+// Device memory holds float32 elements. Work on a device is queued in call
+// order on the device's compute stream and runs asynchronously: only
+// Download (and so To(CPU()), Item) waits for it. Errors a kernel meets on
+// the way are sticky and returned by the next Download or Synchronize.
+type Device interface {
+	// String is torch's name of the device: "cpu", "sim:0", "cuda:1".
+	String() string
+	// Alloc returns n zeroed float32 elements of device memory.
+	Alloc(n int) (Storage, error)
+	// Upload copies src into dst from element off; src may be reused when
+	// it returns.
+	Upload(dst Storage, off int, src []float32) error
+	// Download waits for the work queued before it and copies len(dst)
+	// elements of src from element off into dst.
+	Download(dst []float32, src Storage, off int) error
+	// Kernels is the device's op table; see Kernels.
+	Kernels() *Kernels
+	// Synchronize waits for the device's queued work and returns the first
+	// error it met.
+	Synchronize() error
+}
+
+// Storage is a block of device memory holding a device tensor's elements.
+// Views of a device tensor share it.
+type Storage interface {
+	Device() Device
+}
+
+// ErrDevice is the error of a request a device cannot serve (a dtype it does
+// not hold, memory it cannot allocate, a copy that failed).
+var ErrDevice = errors.New("tensor: device")
+
+// Kernels is a device's op table: the ops that autograd's and optim's device
+// paths are written against, once for every device. A device supplies the
+// entries it implements; a nil entry is an op the device lacks, and the op
+// that needs it panics naming both (NoKernel). Every operand is a float32
+// tensor on the device, contiguous, of the shapes each entry states; the
+// call enqueues the work on the device's compute stream and returns.
+//
+// Adding a device is filling this table; adding an op to every device that
+// runs goddp/cuda/kernels is one entry in goddp/cuda/devtensor.
+type Kernels struct {
+	// Gemm is C = alpha*op(A)*op(B) + beta*C on row-major matrices, as
+	// package function Gemm (op(A) m×k, op(B) k×n, C m×n; ld* in elements).
+	Gemm func(transA, transB bool, m, n, k int, alpha float32, a *Tensor, lda int,
+		b *Tensor, ldb int, beta float32, c *Tensor, ldc int)
+	// Fill sets every element of x to v.
+	Fill func(x *Tensor, v float32)
+	// Copy copies src into dst (equal element counts).
+	Copy func(dst, src *Tensor)
+	// Axpy is y += a*x (equal element counts).
+	Axpy func(y *Tensor, a float32, x *Tensor)
+	// Scale is y = s*x (equal element counts; y may be x).
+	Scale func(y, x *Tensor, s float32)
+	// ScaleBy is x *= coef[0] for a one-element coef (a gradient times the
+	// upstream scalar gradient, without reading it on the host).
+	ScaleBy func(x, coef *Tensor)
+	// Add is y = a + b (equal element counts).
+	Add func(y, a, b *Tensor)
+	// AddBias is y[r, c] += bias[c] for y [rows, cols] and bias [cols].
+	AddBias func(y, bias *Tensor)
+	// ReLU is y = max(x, 0); ReLUBackward is dx = dy where y > 0, else 0.
+	ReLU         func(y, x *Tensor)
+	ReLUBackward func(dx, dy, y *Tensor)
+	// SumRows is out[c] = Σ_r x[r, c] for x [rows, cols] (the reduction over
+	// dimension 0, a bias gradient); SumAll is out[0] = Σ x.
+	SumRows func(out, x *Tensor)
+	SumAll  func(out, x *Tensor)
+	// LogSoftmax is y = log_softmax(x) over the last dimension of x
+	// [rows, cols]; LogSoftmaxBackward is its gradient from y.
+	LogSoftmax         func(y, x *Tensor)
+	LogSoftmaxBackward func(dx, dy, y *Tensor)
+	// SoftmaxCrossEntropy computes, for logits [rows, cols] and labels (one
+	// per row, each in [0, cols)), loss[0] = scale * Σ_r (logsumexp(x_r) -
+	// x_r[label]) and grad = scale * (softmax(x) - onehot(labels)).
+	SoftmaxCrossEntropy func(grad, loss, logits *Tensor, labels []int, scale float32)
+	// MSE computes loss[0] = lossScale * Σ (pred - target)² and grad =
+	// gradScale * (pred - target).
+	MSE func(grad, loss, pred, target *Tensor, gradScale, lossScale float32)
+	// SGDMomentum is torch's SGD step with momentum buffer buf, fused (see
+	// goddp/optim): d = g + wd*w; buf = d when first, else momentum*buf +
+	// (1-dampening)*d; w -= lr * (nesterov ? d + momentum*buf : buf).
+	SGDMomentum func(w, g, buf *Tensor, lr, momentum, dampening, wd float32, nesterov, first bool)
+	// SumSquares is out[0] += Σ x² (out zeroed by the caller first, then
+	// accumulated over several tensors); ClipCoef sets coef[0] =
+	// min(1, maxNorm/(√sumsq[0] + 1e-6)) and norm[0] = √sumsq[0], as torch's
+	// clip_grad_norm_, on the device.
+	SumSquares func(out, x *Tensor)
+	ClipCoef   func(coef, norm, sumsq *Tensor, maxNorm float32)
+	// Adam is goddp/optim's Adam (decoupled false) or AdamW step, fused.
+	Adam func(w, g, m, v *Tensor, lr, beta1, beta2, eps, wd float32, decoupled bool, stepSize, invBC2 float32)
+}
+
+// cpuDevice is the host.
+type cpuDevice struct{}
+
+// CPU returns the host device, where tensors live by default.
+func CPU() Device { return cpuDevice{} }
+
+func (cpuDevice) String() string { return "cpu" }
+func (cpuDevice) Alloc(int) (Storage, error) {
+	return nil, fmt.Errorf("%w: cpu tensors are made with New, not Alloc", ErrDevice)
+}
+func (cpuDevice) Upload(Storage, int, []float32) error {
+	return fmt.Errorf("%w: cpu has no device memory to upload to", ErrDevice)
+}
+func (cpuDevice) Download([]float32, Storage, int) error {
+	return fmt.Errorf("%w: cpu has no device memory to download from", ErrDevice)
+}
+func (cpuDevice) Kernels() *Kernels  { return nil }
+func (cpuDevice) Synchronize() error { return nil }
+
+// IsCPU reports whether d is the host (nil counts as the host).
+func IsCPU(d Device) bool {
+	if d == nil {
+		return true
+	}
+	_, ok := d.(cpuDevice)
+	return ok
+}
+
+// Device returns where t's elements live.
+func (t *Tensor) Device() Device {
+	if t.dev == nil {
+		return cpuDevice{}
+	}
+	return t.dev.Device()
+}
+
+// IsCPU reports whether t lives on the host.
+func (t *Tensor) IsCPU() bool { return t.dev == nil }
+
+// Storage returns the device memory behind a device tensor and the element
+// offset at which t starts in it (torch's storage_offset); nil on the CPU.
+// It is what device implementations use to address their operands.
+func (t *Tensor) Storage() (Storage, int) { return t.dev, t.offset }
+
+// FromStorage wraps device memory s as a contiguous float32 tensor of the
+// given shape starting at element 0. Devices use it for their results.
+func FromStorage(s Storage, shape ...int) *Tensor {
+	t := newHeader(Float32, len(shape))
+	t.setRowMajor(shape)
+	numel(shape)
+	t.dev = s
+	return t
+}
+
+// ZerosOn returns a zero-filled tensor on dev (torch.zeros(..., device=dev)).
+// Devices hold float32 only.
+func ZerosOn(dev Device, dt DType, shape ...int) (*Tensor, error) {
+	if IsCPU(dev) {
+		return New(dt, shape...), nil
+	}
+	if dt != Float32 {
+		return nil, fmt.Errorf("%w: %v holds float32 tensors, not %v", ErrDevice, dev, dt)
+	}
+	s, err := dev.Alloc(numel(shape))
+	if err != nil {
+		return nil, fmt.Errorf("%w: allocating %s on %v: %w", ErrDevice, sh(shape), dev, err)
+	}
+	return FromStorage(s, shape...), nil
+}
+
+// MustZerosOn is ZerosOn for ops, which panic when the device cannot hold
+// their result (as torch raises on out-of-memory).
+func MustZerosOn(dev Device, shape ...int) *Tensor {
+	t, err := ZerosOn(dev, Float32, shape...)
+	if err != nil {
+		panic(err.Error())
+	}
+	return t
+}
+
+// To returns t on dev (torch's t.to(device)): t itself when it is there
+// already, else a contiguous copy. Copies to the host wait for the device
+// work queued before them.
+func (t *Tensor) To(dev Device) (*Tensor, error) {
+	if dev == nil {
+		dev = cpuDevice{}
+	}
+	from := t.Device()
+	if from == dev || (IsCPU(from) && IsCPU(dev)) {
+		return t, nil
+	}
+	if IsCPU(dev) {
+		out := New(Float32, t.shape...)
+		if err := download(out.F32(), t); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	host := t
+	if !IsCPU(from) {
+		var err error
+		if host, err = t.To(cpuDevice{}); err != nil {
+			return nil, err
+		}
+	}
+	out, err := ZerosOn(dev, t.dtype, t.shape...)
+	if err != nil {
+		return nil, err
+	}
+	if err := dev.Upload(out.dev, 0, host.Contiguous().F32()); err != nil {
+		return nil, fmt.Errorf("%w: copying %s to %v: %w", ErrDevice, sh(t.shape), dev, err)
+	}
+	return out, nil
+}
+
+// MustTo is To for code that treats a failed copy as fatal (tests, ops).
+func (t *Tensor) MustTo(dev Device) *Tensor {
+	out, err := t.To(dev)
+	if err != nil {
+		panic(err.Error())
+	}
+	return out
+}
+
+func download(dst []float32, t *Tensor) error {
+	if !t.IsContiguous() {
+		return fmt.Errorf("%w: copying a non-contiguous view on %v to the host: contiguous has no kernel on %v", ErrDevice, t.Device(), t.Device())
+	}
+	if err := t.dev.Device().Download(dst, t.dev, t.offset); err != nil {
+		return fmt.Errorf("%w: copying %s from %v: %w", ErrDevice, sh(t.shape), t.Device(), err)
+	}
+	return nil
+}
+
+// Copy copies src into dst where either may be on any device (torch's
+// dst.copy_(src)); shapes must hold the same number of elements. Copies
+// from a device wait for its queued work.
+func Copy(dst, src *Tensor) error {
+	if dst.Numel() != src.Numel() {
+		return fmt.Errorf("%w: copy of %s into %s", ErrDevice, sh(src.shape), sh(dst.shape))
+	}
+	switch {
+	case dst.dev == nil && src.dev == nil:
+		CopyFrom(dst, src.Reshape(dst.shape...))
+		return nil
+	case dst.dev == nil:
+		if dst.dtype != Float32 {
+			return fmt.Errorf("%w: copy from %v into a %v tensor", ErrDevice, src.Device(), dst.dtype)
+		}
+		if dst.IsContiguous() {
+			return download(dst.F32(), src)
+		}
+		tmp := New(Float32, dst.shape...)
+		if err := download(tmp.F32(), src); err != nil {
+			return err
+		}
+		CopyFrom(dst, tmp)
+		return nil
+	case src.dev == nil:
+		if src.dtype != Float32 || !dst.IsContiguous() {
+			return fmt.Errorf("%w: copy of a %v tensor into a view on %v", ErrDevice, src.dtype, dst.Device())
+		}
+		return dst.dev.Device().Upload(dst.dev, dst.offset, src.Contiguous().F32())
+	case dst.Device() == src.Device():
+		k := KernelsOf("copy", dst, src)
+		NeedKernel(k.Copy != nil, "copy", dst.Device())
+		k.Copy(dst, src)
+		return nil
+	default:
+		host, err := src.To(cpuDevice{})
+		if err != nil {
+			return err
+		}
+		return Copy(dst, host)
+	}
+}
+
+// KernelsOf returns the op table of the device the tensors live on, or nil
+// when they all live on the host (nil tensors are skipped). Tensors on
+// different devices make op panic naming both, as torch's "Expected all
+// tensors to be on the same device". Ops call it first; on the host it
+// costs a few comparisons.
+func KernelsOf(op string, ts ...*Tensor) *Kernels {
+	var first *Tensor
+	for _, t := range ts {
+		if t == nil {
+			continue
+		}
+		if first == nil {
+			first = t
+			continue
+		}
+		if (t.dev == nil) != (first.dev == nil) || (t.dev != nil && t.dev.Device() != first.dev.Device()) {
+			panic(fmt.Sprintf("%s: expected all tensors on the same device, found %v and %v", op, first.Device(), t.Device()))
+		}
+	}
+	if first == nil || first.dev == nil {
+		return nil
+	}
+	k := first.dev.Device().Kernels()
+	if k == nil {
+		panic(NoKernel(op, first.Device()))
+	}
+	return k
+}
+
+// NoKernel is the message of an op that a device lacks: "conv2d has no
+// kernel on sim:0".
+func NoKernel(op string, d Device) string {
+	return fmt.Sprintf("%s has no kernel on %v; copy its operands to the host with To(tensor.CPU())", op, d)
+}
+
+// NeedKernel panics with NoKernel(op, d) unless ok (the entry exists).
+func NeedKernel(ok bool, op string, d Device) {
+	if !ok {
+		panic(NoKernel(op, d))
+	}
+}
+
+// OnCPU panics with NoKernel(op, ...) when any of ts lives on a device: the
+// guard of ops that have no device path.
+func OnCPU(op string, ts ...*Tensor) {
+	for _, t := range ts {
+		if t != nil && t.dev != nil {
+			panic(NoKernel(op, t.Device()))
+		}
+	}
+}
+
+// deviceItem reads a one-element device tensor.
+func (t *Tensor) deviceItem() float64 {
+	var v [1]float32
+	if err := download(v[:], t); err != nil {
+		panic(err.Error())
+	}
+	return float64(v[0])
+}
+
+// deviceClone copies a device tensor on its device.
+func (t *Tensor) deviceClone() *Tensor {
+	out := MustZerosOn(t.Device(), t.shape...)
+	if err := Copy(out, t); err != nil {
+		panic(err.Error())
+	}
+	return out
+}
+
+// deviceHostAccess is the panic of host code reading a device tensor's
+// elements.
+func (t *Tensor) deviceHostAccess(what string) string {
+	return fmt.Sprintf("tensor: %s on a tensor on %v: its elements are in device memory (an op without a kernel on %v?); copy it to the host with To(tensor.CPU())",
+		what, t.Device(), t.Device())
+}
+
+// deviceInPlace runs an in-place helper's device kernel: dst and src (nil
+// for none) on one device, contiguous and of equal element counts (device
+// kernels do not broadcast).
+func deviceInPlace(op string, dst, src *Tensor, has func(*Kernels) bool, run func(*Kernels)) {
+	k := KernelsOf("tensor: "+op, dst, src)
+	NeedKernel(has(k), op, dst.Device())
+	if !dst.IsContiguous() || (src != nil && (!src.IsContiguous() || src.Numel() != dst.Numel())) {
+		panic(NoKernel(op+" on views or with broadcasting", dst.Device()))
+	}
+	run(k)
+}
