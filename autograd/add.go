@@ -5,7 +5,7 @@ import "goddp/tensor"
 // Add returns a + b with broadcasting. Each input's gradient is gy, reduced
 // to the input's shape by the engine.
 func Add(a, b *Variable) *Variable {
-	if onDevice(a, b) {
+	if !a.Value.IsCPU() || !b.Value.IsCPU() {
 		return addDevice(a, b)
 	}
 	return FromOp(tensor.Add(a.Value, b.Value), &addOp{ins(a, b)})

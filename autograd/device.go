@@ -27,16 +27,6 @@ func kernels(op string, vs ...*Variable) *tensor.Kernels {
 
 func needKernel(ok bool, op string, t *tensor.Tensor) { tensor.NeedKernel(ok, op, t.Device()) }
 
-// onDevice reports whether any of the variables' values lives on a device.
-func onDevice(vs ...*Variable) bool {
-	for _, v := range vs {
-		if v != nil && !v.Value.IsCPU() {
-			return true
-		}
-	}
-	return false
-}
-
 // hostOnly is the guard of an op without a device path.
 func hostOnly(op string, vs ...*Variable) {
 	for _, v := range vs {

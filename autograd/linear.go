@@ -28,7 +28,7 @@ func Linear(x, w, b *Variable) *Variable {
 	}
 	outShape := cloneInts(xs)
 	outShape[len(outShape)-1] = ws[0]
-	if onDevice(x, w, b) {
+	if !x.Value.IsCPU() || !w.Value.IsCPU() || (b != nil && !b.Value.IsCPU()) {
 		return linearDevice(kernels("Linear", x, w, b), x, w, b, outShape)
 	}
 	xc := x.Value.Contiguous()

@@ -16,7 +16,7 @@ func MSELoss(pred, target *Variable, reduction Reduction) *Variable {
 		panic(fmt.Sprintf("autograd: MSELoss: pred shape %v does not match target shape %v", pred.Value.Shape(), target.Value.Shape()))
 	}
 	sameDType("MSELoss", pred.Value, target.Value)
-	if onDevice(pred, target) {
+	if !pred.Value.IsCPU() || !target.Value.IsCPU() {
 		return mseDevice(pred, target, reduction)
 	}
 	p, t := pred.Value.Contiguous(), target.Value.Contiguous()

@@ -137,7 +137,7 @@ func (t *Tensor) Device() Device {
 	if t.dev == nil {
 		return cpuDevice{}
 	}
-	return t.dev.Device()
+	return t.dev.s.Device()
 }
 
 // IsCPU reports whether t lives on the host.
@@ -146,7 +146,16 @@ func (t *Tensor) IsCPU() bool { return t.dev == nil }
 // Storage returns the device memory behind a device tensor and the element
 // offset at which t starts in it (torch's storage_offset); nil on the CPU.
 // It is what device implementations use to address their operands.
-func (t *Tensor) Storage() (Storage, int) { return t.dev, t.offset }
+func (t *Tensor) Storage() (Storage, int) {
+	if t.dev == nil {
+		return nil, t.offset
+	}
+	return t.dev.s, t.offset
+}
+
+// devRef holds a device tensor's Storage. The Tensor keeps a pointer to it,
+// one word the garbage collector scans in every header, nil on the host.
+type devRef struct{ s Storage }
 
 // FromStorage wraps device memory s as a contiguous float32 tensor of the
 // given shape starting at element 0. Devices use it for their results.
@@ -154,7 +163,7 @@ func FromStorage(s Storage, shape ...int) *Tensor {
 	t := newHeader(Float32, len(shape))
 	t.setRowMajor(shape)
 	numel(shape)
-	t.dev = s
+	t.dev = &devRef{s}
 	return t
 }
 
@@ -213,7 +222,7 @@ func (t *Tensor) To(dev Device) (*Tensor, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := dev.Upload(out.dev, 0, host.Contiguous().F32()); err != nil {
+	if err := dev.Upload(out.dev.s, 0, host.Contiguous().F32()); err != nil {
 		return nil, fmt.Errorf("%w: copying %s to %v: %w", ErrDevice, sh(t.shape), dev, err)
 	}
 	return out, nil
@@ -232,7 +241,7 @@ func download(dst []float32, t *Tensor) error {
 	if !t.IsContiguous() {
 		return fmt.Errorf("%w: copying a non-contiguous view on %v to the host: contiguous has no kernel on %v", ErrDevice, t.Device(), t.Device())
 	}
-	if err := t.dev.Device().Download(dst, t.dev, t.offset); err != nil {
+	if err := t.dev.s.Device().Download(dst, t.dev.s, t.offset); err != nil {
 		return fmt.Errorf("%w: copying %s from %v: %w", ErrDevice, sh(t.shape), t.Device(), err)
 	}
 	return nil
@@ -266,7 +275,7 @@ func Copy(dst, src *Tensor) error {
 		if src.dtype != Float32 || !dst.IsContiguous() {
 			return fmt.Errorf("%w: copy of a %v tensor into a view on %v", ErrDevice, src.dtype, dst.Device())
 		}
-		return dst.dev.Device().Upload(dst.dev, dst.offset, src.Contiguous().F32())
+		return dst.dev.s.Device().Upload(dst.dev.s, dst.offset, src.Contiguous().F32())
 	case dst.Device() == src.Device():
 		k := KernelsOf("copy", dst, src)
 		NeedKernel(k.Copy != nil, "copy", dst.Device())
@@ -296,14 +305,14 @@ func KernelsOf(op string, ts ...*Tensor) *Kernels {
 			first = t
 			continue
 		}
-		if (t.dev == nil) != (first.dev == nil) || (t.dev != nil && t.dev.Device() != first.dev.Device()) {
+		if (t.dev == nil) != (first.dev == nil) || (t.dev != nil && t.dev.s.Device() != first.dev.s.Device()) {
 			panic(fmt.Sprintf("%s: expected all tensors on the same device, found %v and %v", op, first.Device(), t.Device()))
 		}
 	}
 	if first == nil || first.dev == nil {
 		return nil
 	}
-	k := first.dev.Device().Kernels()
+	k := first.dev.s.Device().Kernels()
 	if k == nil {
 		panic(NoKernel(op, first.Device()))
 	}

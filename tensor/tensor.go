@@ -48,7 +48,7 @@ type Tensor struct {
 	offset  int
 	// dev is the device memory of a tensor on a device (device.go); nil on
 	// the host, where f32 or f64 hold the elements.
-	dev Storage
+	dev *devRef
 	// dims backs shape and strides for tensors of rank <= inlineDims, so a
 	// new tensor is two allocations: this struct and its data.
 	dims [2 * inlineDims]int
@@ -319,7 +319,10 @@ func (t *Tensor) Reshape(dims ...int) *Tensor {
 	c := t.Contiguous()
 	v := newHeader(c.dtype, len(shape))
 	v.setRowMajor(shape)
-	v.f32, v.f64, v.offset, v.dev = c.f32, c.f64, c.offset, c.dev
+	v.f32, v.f64, v.offset = c.f32, c.f64, c.offset
+	if c.dev != nil { // no write barrier for host tensors
+		v.dev = c.dev
+	}
 	return v
 }
 

@@ -6,7 +6,10 @@ import "fmt"
 // the caller fills in its shape and strides.
 func (t *Tensor) view(rank, offset int) *Tensor {
 	v := newHeader(t.dtype, rank)
-	v.f32, v.f64, v.offset, v.dev = t.f32, t.f64, offset, t.dev
+	v.f32, v.f64, v.offset = t.f32, t.f64, offset
+	if t.dev != nil { // no write barrier for host tensors
+		v.dev = t.dev
+	}
 	return v
 }
 
