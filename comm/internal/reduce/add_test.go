@@ -2,6 +2,7 @@ package reduce
 
 import (
 	"goddp/comm/backend"
+	"goddp/comm/commtest"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -28,14 +29,14 @@ func TestAddFastMatchesInto(t *testing.T) {
 			for i := range a {
 				a[i], b[i] = val(), val()
 			}
-			want, src := makeBuf(dt, a), makeBuf(dt, b)
-			got := makeBuf(dt, a)
+			want, src := commtest.MakeBuffer(dt, a), commtest.MakeBuffer(dt, b)
+			got := commtest.MakeBuffer(dt, a)
 			Into(want, src, backend.Sum)
 			require.True(t, AddFast(got, src))
 			require.Equal(t, want.Bytes, got.Bytes, "%v n=%d", dt, n)
 		}
 	}
-	require.False(t, AddFast(makeBuf(backend.Int32, []float64{1}), makeBuf(backend.Int32, []float64{2})))
+	require.False(t, AddFast(commtest.MakeBuffer(backend.Int32, []float64{1}), commtest.MakeBuffer(backend.Int32, []float64{2})))
 }
 
 func BenchmarkAddFast4K(b *testing.B) {

@@ -2,6 +2,7 @@ package reduce
 
 import (
 	"goddp/comm/backend"
+	"goddp/comm/commtest"
 	"math"
 	"testing"
 
@@ -33,9 +34,9 @@ func TestReduceInto(t *testing.T) {
 						a[i] = float64(i%5) - 2
 						b[i] = float64(i%3) + 1
 					}
-					da, db := makeBuf(dt, a), makeBuf(dt, b)
+					da, db := commtest.MakeBuffer(dt, a), commtest.MakeBuffer(dt, b)
 					Into(da, db, op)
-					got := bufToF64(da)
+					got := commtest.Values(da)
 					for i := range a {
 						assert.Equal(t, refOp(op, a[i], b[i]), got[i], "i=%d", i)
 					}
@@ -48,13 +49,13 @@ func TestReduceInto(t *testing.T) {
 func TestScaleDivide(t *testing.T) {
 	for _, dt := range []backend.DType{backend.Float32, backend.Float64, backend.Int32, backend.Int64, backend.Float16, backend.BFloat16} {
 		t.Run(dt.String(), func(t *testing.T) {
-			b := makeBuf(dt, []float64{4, -6, 8, 0, 7})
+			b := commtest.MakeBuffer(dt, []float64{4, -6, 8, 0, 7})
 			Divide(b, 2)
 			want := []float64{2, -3, 4, 0, 3.5}
 			if dt == backend.Int32 || dt == backend.Int64 {
 				want[4] = 3
 			}
-			assert.Equal(t, want, bufToF64(b))
+			assert.Equal(t, want, commtest.Values(b))
 			Scale(b, 0.5)
 			for i := range want {
 				want[i] *= 0.5
@@ -62,7 +63,7 @@ func TestScaleDivide(t *testing.T) {
 					want[i] = math.Trunc(want[i])
 				}
 			}
-			assert.Equal(t, want, bufToF64(b))
+			assert.Equal(t, want, commtest.Values(b))
 		})
 	}
 }
@@ -83,8 +84,8 @@ func BenchmarkReduceInto(b *testing.B) {
 			for i := range vals {
 				vals[i] = 1 + float64(i%7)/8
 			}
-			x := makeBuf(dt, vals)
-			y := makeBuf(dt, vals)
+			x := commtest.MakeBuffer(dt, vals)
+			y := commtest.MakeBuffer(dt, vals)
 			b.SetBytes(1 << 20)
 			for b.Loop() {
 				Into(x, y, backend.Sum)
