@@ -53,8 +53,11 @@ type (
 	Scatterer       = backend.Scatterer
 	AllToAller      = backend.AllToAller
 	PointToPoint    = backend.PointToPoint
-	BarrierMonitor  = backend.BarrierMonitor
-	Subgrouper      = backend.Subgrouper
+	// VectorAllReducer reduces a list of buffers as if concatenated, in
+	// place (shm and the in-memory test group implement it).
+	VectorAllReducer = backend.VectorAllReducer
+	BarrierMonitor   = backend.BarrierMonitor
+	Subgrouper       = backend.Subgrouper
 )
 
 // Element types.

@@ -175,6 +175,16 @@ type AllToAller interface {
 	AllToAll(out, in Buffer) Work
 }
 
+// VectorAllReducer all-reduces a list of buffers in place as one collective:
+// the result is that of AllReduce on their concatenation, bit for bit, and
+// a rank calling it matches peers calling AllReduce on the same total, but
+// nothing is copied into one buffer and back. Every buffer has the same
+// dtype; none may overlap another. DDP's buckets use it to reduce the
+// gradients where they are (torch's buckets copy them in and out).
+type VectorAllReducer interface {
+	AllReduceV(bufs []Buffer, op ReduceOp) Work
+}
+
 // PointToPoint sends and receives tagged messages between two ranks.
 type PointToPoint interface {
 	Send(buf Buffer, dst, tag int) Work

@@ -17,8 +17,12 @@ import (
 
 // Case is one collective of the table.
 type Case struct {
-	// Op is "allreduce", "reducescatter", "reduce", "broadcast",
-	// "allgather", "gather", "scatter", "alltoall", "sendrecv" or "barrier".
+	// Op is "allreduce", "allreducev", "reducescatter", "reduce",
+	// "broadcast", "allgather", "gather", "scatter", "alltoall", "sendrecv"
+	// or "barrier". "allreducev" is AllReduceV over pieces of the input
+	// that differ from rank to rank, except that rank Root calls
+	// AllReduce on the whole buffer (and so does every rank of a backend
+	// without backend.VectorAllReducer): both must give AllReduce's result.
 	Op       string
 	DType    backend.DType
 	N        int // elements per rank (per chunk for the chunked ops)
@@ -48,6 +52,7 @@ func CasesFor(world int, dtypes []backend.DType, lengths []int) []Case {
 			for _, rop := range allReduceOps {
 				cs = append(cs,
 					Case{Op: "allreduce", DType: dt, N: n, ReduceOp: rop},
+					Case{Op: "allreducev", DType: dt, N: n, ReduceOp: rop, Root: (root + int(rop)) % world},
 					Case{Op: "reducescatter", DType: dt, N: n, ReduceOp: rop},
 					Case{Op: "reduce", DType: dt, N: n, ReduceOp: rop, Root: (root + int(rop)) % world})
 			}
@@ -71,7 +76,7 @@ func CasesFor(world int, dtypes []backend.DType, lengths []int) []Case {
 func Cases(world int, lengths []int, large int) []Case {
 	cs := CasesFor(world, nil, lengths)
 	if large > 0 {
-		for _, op := range []string{"allreduce", "reducescatter", "reduce", "broadcast", "allgather", "alltoall", "sendrecv"} {
+		for _, op := range []string{"allreduce", "allreducev", "reducescatter", "reduce", "broadcast", "allgather", "alltoall", "sendrecv"} {
 			cs = append(cs, Case{Op: op, DType: backend.Float32, N: large, ReduceOp: backend.Sum, Root: world - 1})
 		}
 		cs = append(cs, Case{Op: "allreduce", DType: backend.BFloat16, N: large + 1, ReduceOp: backend.Avg},
@@ -130,6 +135,32 @@ func RunCase(ctx context.Context, pg backend.ProcessGroup, c Case) (uint64, erro
 	case "allreduce":
 		out = caseInput(c.DType, r, c.N, 0)
 		err = pg.AllReduce(out, c.ReduceOp).Wait(ctx)
+		for i := 0; i < c.N; i++ {
+			want = append(want, caseReduce(c, w, i))
+		}
+	case "allreducev":
+		out = caseInput(c.DType, r, c.N, 0)
+		vr, ok := pg.(backend.VectorAllReducer)
+		if !ok || r == c.Root {
+			err = pg.AllReduce(out, c.ReduceOp).Wait(ctx)
+		} else {
+			// Separate buffers, so that nothing depends on the pieces
+			// being adjacent in memory.
+			es := c.DType.Size()
+			var pieces []backend.Buffer
+			at := 0
+			for _, n := range pieceSizes(c.N, r) {
+				p := backend.Buffer{DType: c.DType, Bytes: make([]byte, n*es)}
+				copy(p.Bytes, out.Bytes[at*es:])
+				pieces = append(pieces, p)
+				at += n
+			}
+			err = vr.AllReduceV(pieces, c.ReduceOp).Wait(ctx)
+			at = 0
+			for _, p := range pieces {
+				at += copy(out.Bytes[at:], p.Bytes)
+			}
+		}
 		for i := 0; i < c.N; i++ {
 			want = append(want, caseReduce(c, w, i))
 		}
@@ -236,6 +267,21 @@ func RunCase(ctx context.Context, pg backend.ProcessGroup, c Case) (uint64, erro
 	h := fnv.New64a()
 	h.Write(out.Bytes)
 	return h.Sum64(), nil
+}
+
+// pieceSizes splits n elements into pieces for rank r's AllReduceV: empty,
+// single-element, odd and large pieces, in a rank-dependent pattern, so
+// that piece boundaries fall at different places on different ranks and
+// across the backends' chunk boundaries.
+func pieceSizes(n, r int) []int {
+	pattern := []int{1, 0, 3 + r, 64, 1000 + 17*r, 4096, 65537 + 5*r}
+	var out []int
+	for i := 0; n > 0; i++ {
+		k := min(pattern[i%len(pattern)], n)
+		out = append(out, k)
+		n -= k
+	}
+	return append(out, 0)
 }
 
 // RunCases runs every case in order and returns the output hashes; it

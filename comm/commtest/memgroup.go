@@ -88,6 +88,7 @@ type memOp struct {
 	bufs    []backend.Buffer // per rank (input for allgather)
 	outs    []backend.Buffer // allgather outputs
 	works   []*memWork       // per rank
+	afters  []func()         // per rank, run on success before the Work completes
 	arrived int
 	err     error
 }
@@ -158,6 +159,31 @@ func (g *Group) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work 
 	return g.issue(OpRecord{Kind: "allreduce", DType: buf.DType, Len: buf.Len(), Op: op}, buf, backend.Buffer{})
 }
 
+// AllReduceV implements backend.VectorAllReducer: the pieces are reduced
+// as one concatenated all-reduce (recorded as "allreduce"), so it matches
+// AllReduce on the same total on other ranks.
+func (g *Group) AllReduceV(bufs []backend.Buffer, op backend.ReduceOp) backend.Work {
+	if len(bufs) == 0 {
+		return backend.DoneWork{}
+	}
+	dt := bufs[0].DType
+	var all []byte
+	for i, b := range bufs {
+		if b.DType != dt {
+			return backend.DoneWork{Err: fmt.Errorf("%w: AllReduceV buffer %d is %v, buffer 0 is %v", backend.ErrBadArgument, i, b.DType, dt)}
+		}
+		all = append(all, b.Bytes...)
+	}
+	whole := backend.Buffer{DType: dt, Bytes: all}
+	scatter := func() {
+		at := 0
+		for _, b := range bufs {
+			at += copy(b.Bytes, all[at:])
+		}
+	}
+	return g.issue(OpRecord{Kind: "allreduce", DType: dt, Len: whole.Len(), Op: op}, whole, backend.Buffer{}, scatter)
+}
+
 func (g *Group) Broadcast(buf backend.Buffer, root int) backend.Work {
 	if root < 0 || root >= g.hub.n {
 		return backend.DoneWork{Err: fmt.Errorf("%w: broadcast root %d outside [0,%d)", backend.ErrBadArgument, root, g.hub.n)}
@@ -207,7 +233,9 @@ func (g *Group) Close() error {
 	return nil
 }
 
-func (g *Group) issue(rec OpRecord, buf, out backend.Buffer) backend.Work {
+// issue joins this rank's part of a collective; after, if given, runs when
+// it succeeded, before the Work completes.
+func (g *Group) issue(rec OpRecord, buf, out backend.Buffer, after ...func()) backend.Work {
 	g.mu.Lock()
 	if g.closed {
 		g.mu.Unlock()
@@ -229,7 +257,8 @@ func (g *Group) issue(rec OpRecord, buf, out backend.Buffer) backend.Work {
 	}
 	op := h.ops[rec.Seq]
 	if op == nil {
-		op = &memOp{seq: rec.Seq, rec: rec, bufs: make([]backend.Buffer, h.n), outs: make([]backend.Buffer, h.n), works: make([]*memWork, h.n)}
+		op = &memOp{seq: rec.Seq, rec: rec, bufs: make([]backend.Buffer, h.n), outs: make([]backend.Buffer, h.n),
+			works: make([]*memWork, h.n), afters: make([]func(), h.n)}
 		h.ops[rec.Seq] = op
 	} else if op.err == nil {
 		first := op.rec
@@ -254,6 +283,9 @@ func (g *Group) issue(rec OpRecord, buf, out backend.Buffer) backend.Work {
 	op.bufs[g.rank] = buf
 	op.outs[g.rank] = out
 	op.works[g.rank] = w
+	if len(after) > 0 {
+		op.afters[g.rank] = after[0]
+	}
 	op.arrived++
 	if op.arrived == h.n {
 		delete(h.ops, rec.Seq)
@@ -278,7 +310,10 @@ func (h *memHub) execute(op *memOp, prev <-chan struct{}, done chan<- struct{}) 
 	if err == nil {
 		err = runCollective(op)
 	}
-	for _, w := range op.works {
+	for r, w := range op.works {
+		if err == nil && op.afters[r] != nil {
+			op.afters[r]()
+		}
 		w.finish(err)
 	}
 }

@@ -120,8 +120,8 @@ func (g *shmGroup) remoteErr(op *shmOp, k int, err error) error {
 //	cache-sized pieces, in rank order                (reduced = s)
 //	read every other slice k from rank k's buffer    (consumed = s)
 //	wait until every peer has consumed: only then may our buffer change
-func (g *shmGroup) allReduceDirect(op *shmOp) error {
-	buf, r, n := op.buf, g.rank, g.size
+func (g *shmGroup) allReduceDirect(op *shmOp, buf backend.Buffer) error {
+	r, n := g.rank, g.size
 	es := buf.DType.Size()
 	s := g.next()
 	g.seg.ctl(r, shmCtlAddr).Store(shmAddrOf(buf.Bytes))

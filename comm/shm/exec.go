@@ -46,6 +46,7 @@ type shmOp struct {
 	g    *shmGroup
 	kind shmKind
 	buf  backend.Buffer // in-place buffer, or the output
+	vec  *shmVec        // AllReduceV's buffers (buf is then empty but for its dtype)
 	in   backend.Buffer // input for the out-of-place collectives
 	root int            // also the peer of a send or receive
 	tag  int64          // send/receive tag
@@ -139,39 +140,47 @@ func (k shmKind) String() string {
 	return fmt.Sprintf("shmKind(%d)", uint8(k))
 }
 
-// descBuf is the buffer whose size every rank must agree on.
-func (op *shmOp) descBuf() backend.Buffer {
-	switch op.kind {
-	case shmAllGather, shmGather, shmAllToAll:
-		return op.in
+// desc is the dtype and byte size every rank must agree on.
+func (op *shmOp) desc() (backend.DType, int) {
+	switch {
+	case op.vec != nil:
+		return op.buf.DType, op.vec.len()
+	case op.kind == shmAllGather, op.kind == shmGather, op.kind == shmAllToAll:
+		return op.in.DType, len(op.in.Bytes)
 	}
-	return op.buf
+	return op.buf.DType, len(op.buf.Bytes)
+}
+
+// descBytes is desc's byte size.
+func (op *shmOp) descBytes() int {
+	_, n := op.desc()
+	return n
 }
 
 // describe names the op in logs: "allreduce #57 (4096 bytes float32 sum)".
 func (op *shmOp) describe() string {
-	return fmt.Sprintf("%s #%d (%d bytes %s)", op.kind, op.seq, len(op.descBuf().Bytes), strings.TrimSuffix(op.detail(), ": "))
+	return fmt.Sprintf("%s #%d (%d bytes %s)", op.kind, op.seq, op.descBytes(), strings.TrimSuffix(op.detail(), ": "))
 }
 
 // detail is the part of an op's identity OpError does not carry: dtype,
 // reduction and root, as "float32 sum: ".
 func (op *shmOp) detail() string {
-	b := op.descBuf()
+	dt, _ := op.desc()
 	switch op.kind {
 	case shmBarrier, shmMonitoredBarrier:
 		return ""
 	case shmAllReduce, shmReduceScatter:
-		return fmt.Sprintf("%s %s: ", b.DType, op.rop)
+		return fmt.Sprintf("%s %s: ", dt, op.rop)
 	case shmReduce:
-		return fmt.Sprintf("%s %s root %d: ", b.DType, op.rop, op.root)
+		return fmt.Sprintf("%s %s root %d: ", dt, op.rop, op.root)
 	case shmBroadcast, shmGather, shmScatter:
-		return fmt.Sprintf("%s root %d: ", b.DType, op.root)
+		return fmt.Sprintf("%s root %d: ", dt, op.root)
 	case shmSend:
-		return fmt.Sprintf("%s to rank %d tag %d: ", b.DType, op.root, op.tag)
+		return fmt.Sprintf("%s to rank %d tag %d: ", dt, op.root, op.tag)
 	case shmRecv:
-		return fmt.Sprintf("%s from rank %d tag %d: ", b.DType, op.root, op.tag)
+		return fmt.Sprintf("%s from rank %d tag %d: ", dt, op.root, op.tag)
 	}
-	return fmt.Sprintf("%s: ", b.DType)
+	return fmt.Sprintf("%s: ", dt)
 }
 
 // Wait implements Work. If no other goroutine is executing the group's
@@ -221,7 +230,7 @@ func (g *shmGroup) submit(op *shmOp) backend.Work {
 	op.seq = g.issued
 	g.queue = append(g.queue, op)
 	g.mu.Unlock()
-	if len(op.descBuf().Bytes) >= g.asyncMin {
+	if op.descBytes() >= g.asyncMin {
 		g.kick()
 	} else if g.watchdogParked.Load() && g.watchdogParked.CompareAndSwap(true, false) {
 		select {

@@ -149,6 +149,10 @@ type shmGroup struct {
 	broken   error
 	scratch  []byte
 	scratch2 []byte
+	vecTmp   []byte    // AllReduceV's gathered buffer below the chunked size
+	one      shmVec    // a single buffer as a shmVec (single)
+	oneParts [1][]byte // one's storage
+	oneEnds  [1]int
 
 	mu        sync.Mutex // guards queue, closed, issued, subgroups and the p2p queues
 	queue     []*shmOp

@@ -98,8 +98,8 @@ func (g *shmGroup) awaitOne(op *shmOp, k, off int, s uint64) error {
 // detect that a peer called a different collective at the same position,
 // which would otherwise silently corrupt data or hang.
 func shmDescWord(op *shmOp) uint64 {
-	b := op.descBuf()
-	return uint64(op.kind) | uint64(b.DType)<<8 | uint64(op.rop)<<16 | uint64(uint32(op.root))<<32
+	dt, _ := op.desc()
+	return uint64(op.kind) | uint64(dt)<<8 | uint64(op.rop)<<16 | uint64(uint32(op.root))<<32
 }
 
 // writeDesc publishes the descriptor seqlock-style: the sequence word is
@@ -108,7 +108,7 @@ func shmDescWord(op *shmOp) uint64 {
 func (g *shmGroup) writeDesc(op *shmOp) {
 	g.seg.ctl(g.rank, shmCtlDescSeq).Store(0)
 	g.seg.ctl(g.rank, shmCtlDescKind).Store(shmDescWord(op))
-	g.seg.ctl(g.rank, shmCtlDescLen).Store(uint64(len(op.descBuf().Bytes)))
+	g.seg.ctl(g.rank, shmCtlDescLen).Store(uint64(op.descBytes()))
 	g.seg.ctl(g.rank, shmCtlDescSeq).Store(op.seq)
 }
 
@@ -122,7 +122,7 @@ func (g *shmGroup) checkDesc(op *shmOp, k int) error {
 	if g.seg.ctl(k, shmCtlDescSeq).Load() != seq {
 		return nil
 	}
-	if kind == shmDescWord(op) && n == uint64(len(op.descBuf().Bytes)) {
+	if kind == shmDescWord(op) && n == uint64(op.descBytes()) {
 		return nil
 	}
 	other := &shmOp{kind: shmKind(kind & 0xff), rop: backend.ReduceOp(kind >> 16 & 0xff), root: int(int32(kind >> 32)), seq: seq}
@@ -201,21 +201,26 @@ func shmSliceBounds(m, es, n, k int) (lo, hi int) {
 }
 
 func (g *shmGroup) allReduce(op *shmOp) error {
+	if op.vec != nil {
+		return g.allReduceVec(op)
+	}
 	buf := op.buf
 	if len(buf.Bytes) == 0 || g.size == 1 {
 		return nil
 	}
 	if len(buf.Bytes) <= g.smallMax {
-		return g.allReduceSmall(op)
+		return g.allReduceSmall(op, buf)
 	}
 	if g.cma && len(buf.Bytes) >= g.cmaMin {
-		return g.allReduceDirect(op)
+		return g.allReduceDirect(op, buf)
 	}
-	return g.allReduceLarge(op)
+	err := g.allReduceLarge(op, g.single(buf.Bytes))
+	g.oneParts[0] = nil // do not keep the caller's buffer alive
+	return err
 }
 
-func (g *shmGroup) allReduceSmall(op *shmOp) error {
-	buf, nb, r := op.buf, len(op.buf.Bytes), g.rank
+func (g *shmGroup) allReduceSmall(op *shmOp, buf backend.Buffer) error {
+	nb, r := len(buf.Bytes), g.rank
 	s := g.next()
 	if err := g.waitFree(op, s); err != nil {
 		return err
@@ -230,14 +235,17 @@ func (g *shmGroup) allReduceSmall(op *shmOp) error {
 	return nil
 }
 
-func (g *shmGroup) allReduceLarge(op *shmOp) error {
-	buf, r, n := op.buf, g.rank, g.size
-	es := buf.DType.Size()
+// allReduceLarge is the chunked all-reduce of buf, which is one buffer or
+// AllReduceV's list (the dtype is op's).
+func (g *shmGroup) allReduceLarge(op *shmOp, buf *shmVec) error {
+	r, n := g.rank, g.size
+	dt := op.buf.DType
+	es := dt.Size()
 	chunkElems := g.chunkBytes / es
-	total := buf.Len()
+	total := buf.len() / es
 	for o := 0; o < total; o += chunkElems {
 		m := min(chunkElems, total-o)
-		chunk := buf.Bytes[o*es : (o+m)*es]
+		base, cb := o*es, m*es
 		s := g.next()
 		if err := g.waitFree(op, s); err != nil {
 			return err
@@ -246,22 +254,22 @@ func (g *shmGroup) allReduceLarge(op *shmOp) error {
 		lo, hi := shmSliceBounds(m, es, n, r)
 		if r <= 1 {
 			// Our own slice is reduced from the user buffer directly.
-			copy(mine[:lo], chunk[:lo])
-			copy(mine[hi:len(chunk)], chunk[hi:])
+			buf.gather(mine[:lo], base)
+			buf.gather(mine[hi:cb], base+hi)
 		} else {
-			copy(mine[:len(chunk)], chunk)
+			buf.gather(mine[:cb], base)
 		}
 		g.post(shmCtlPosted, s)
 		if err := g.awaitAll(op, shmCtlPosted, s); err != nil {
 			return err
 		}
-		if hi > lo {
-			dst := shmSub(buf, o*es+lo, o*es+hi)
-			g.reduceOrdered(dst, func(k int) []byte { return g.seg.slot(k, s)[lo:hi] }, op.rop)
-			copy(mine[lo:hi], dst.Bytes)
+		for it := buf.pieces(base+lo, hi-lo); it.next(); {
+			a, b := lo+it.at, lo+it.at+len(it.p)
+			g.reduceOrdered(backend.Buffer{DType: dt, Bytes: it.p}, func(k int) []byte { return g.seg.slot(k, s)[a:b] }, op.rop)
+			copy(mine[a:b], it.p)
 		}
 		g.post(shmCtlReduced, s)
-		if err := g.collectSlices(op, s, chunk, m, es); err != nil {
+		if err := g.collectSlices(op, s, buf, base, m, es); err != nil {
 			return err
 		}
 		g.post(shmCtlConsumed, s)
@@ -269,9 +277,10 @@ func (g *shmGroup) allReduceLarge(op *shmOp) error {
 	return nil
 }
 
-// collectSlices copies every other rank's reduced slice of step s into chunk
-// (m elements of es bytes), waiting for each rank to post it.
-func (g *shmGroup) collectSlices(op *shmOp, s uint64, chunk []byte, m, es int) error {
+// collectSlices copies every other rank's reduced slice of step s into the
+// chunk of buf at byte offset base (m elements of es bytes), waiting for
+// each rank to post it.
+func (g *shmGroup) collectSlices(op *shmOp, s uint64, buf *shmVec, base, m, es int) error {
 	for k := 0; k < g.size; k++ {
 		if k == g.rank {
 			continue
@@ -280,7 +289,7 @@ func (g *shmGroup) collectSlices(op *shmOp, s uint64, chunk []byte, m, es int) e
 			return err
 		}
 		klo, khi := shmSliceBounds(m, es, g.size, k)
-		copy(chunk[klo:khi], g.seg.slot(k, s)[klo:khi])
+		buf.scatter(base+klo, g.seg.slot(k, s)[klo:khi])
 	}
 	return nil
 }
@@ -438,7 +447,9 @@ func (g *shmGroup) reduce(op *shmOp) error {
 		g.post(shmCtlReduced, s)
 		if r == root {
 			copy(chunk[lo:hi], mine[lo:hi])
-			if err := g.collectSlices(op, s, chunk, m, es); err != nil {
+			err := g.collectSlices(op, s, g.single(chunk), 0, m, es)
+			g.oneParts[0] = nil
+			if err != nil {
 				return err
 			}
 		}

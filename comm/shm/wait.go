@@ -204,7 +204,7 @@ func shmCounterVerb(off int) string {
 // "comm: timeout: allreduce #57 (4096 bytes) on rank 0: shm float32 sum: waited 10m0s for rank 3 to ...".
 func (g *shmGroup) opError(op *shmOp, kind error, peers []int, detail string, cause error) error {
 	return &backend.OpError{
-		Kind: kind, Op: op.kind.String(), Seq: op.seq, Bytes: len(op.descBuf().Bytes), Rank: g.rank,
+		Kind: kind, Op: op.kind.String(), Seq: op.seq, Bytes: op.descBytes(), Rank: g.rank,
 		Peers: peers, Detail: "shm " + op.detail() + detail, Err: cause,
 	}
 }
