@@ -105,6 +105,12 @@ func Backends() []string { return backend.Backends() }
 // a failed Work wrapping ErrUnsupported when the backend lacks one.
 
 func AllGather(pg ProcessGroup, out, in Buffer) Work { return backend.AllGather(pg, out, in) }
+
+// AsVectorAllReducer returns pg's AllReduceV, looking through wrappers
+// with Unwrap() ProcessGroup such as the group Init returns.
+func AsVectorAllReducer(pg ProcessGroup) (VectorAllReducer, bool) {
+	return backend.AsVectorAllReducer(pg)
+}
 func ReduceScatter(pg ProcessGroup, out, in Buffer, op ReduceOp) Work {
 	return backend.ReduceScatter(pg, out, in, op)
 }

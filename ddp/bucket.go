@@ -48,6 +48,31 @@ type bucket struct {
 
 	grad    GradBucket // what comm hooks see
 	scratch []uint16   // compression hooks' wire buffer
+
+	// In-place reduction (reducer.vec): per slot, the memory the
+	// all-reduce works on, either the gradient's own (direct) or the
+	// slot's region of the bucket (filled by a copy, copied back).
+	segs   []comm.Buffer
+	direct []bool
+}
+
+// slotBuffer is slot's region of the bucket as a comm.Buffer.
+func (b *bucket) slotBuffer(slot int) comm.Buffer {
+	off, n := b.offsets[slot], b.lengths[slot]
+	if b.dtype == tensor.Float64 {
+		return comm.Float64s(b.f64[off : off+n : off+n])
+	}
+	return comm.Float32s(b.f32[off : off+n : off+n])
+}
+
+// resetSegs points every slot back at the bucket's memory.
+func (b *bucket) resetSegs() {
+	for slot := range b.segs {
+		if b.direct[slot] {
+			b.segs[slot] = b.slotBuffer(slot)
+			b.direct[slot] = false
+		}
+	}
 }
 
 func (b *bucket) numel() int {
@@ -114,6 +139,7 @@ func (b *bucket) copyIn(slot int, g *tensor.Tensor, s float64) {
 // copyOut writes slot into g (the reduced gradient back into param.Grad).
 func (b *bucket) copyOut(slot int, g *tensor.Tensor) {
 	off, n := b.offsets[slot], b.lengths[slot]
+
 	if b.dtype == tensor.Float64 {
 		copy(g.F64(), b.f64[off:off+n])
 	} else {
@@ -253,6 +279,11 @@ func newBuckets(assign [][]int, params []param) ([]*bucket, []paramLoc) {
 		}
 		b.grad = GradBucket{Index: bi, DType: b.dtype, F32: b.f32, F64: b.f64,
 			ParamIndices: idx, IsLast: bi == len(assign)-1}
+		b.segs = make([]comm.Buffer, len(idx))
+		b.direct = make([]bool, len(idx))
+		for slot := range idx {
+			b.segs[slot] = b.slotBuffer(slot)
+		}
 		bs[bi] = b
 	}
 	return bs, loc

@@ -34,6 +34,7 @@ type config struct {
 	rebuild          bool
 	device           Device // OnDevice: buckets in device memory (device.go)
 	overlap          bool
+	inPlace          bool
 }
 
 func defaultConfig() config {
@@ -44,6 +45,7 @@ func defaultConfig() config {
 		timeout:          comm.DefaultTimeout,
 		rebuild:          true,
 		overlap:          true,
+		inPlace:          true,
 	}
 }
 
@@ -127,6 +129,22 @@ func WithTimeline(tl *Timeline) Option {
 // `ddpbench sync -overlap true,false`. Stats count the time spent waiting
 // here as CommWait.
 func OverlapComm(on bool) Option { return func(c *config) { c.overlap = on } }
+
+// ReduceInPlace (default true) all-reduces each bucket's gradients where
+// they lie, when the process group can reduce a list of buffers as one
+// collective (comm.VectorAllReducer: the shm backend, the default on one
+// host): the gradient is neither copied into the bucket nor copied back,
+// which on one core per rank costs as much as the all-reduce itself
+// (`ddpbench sync -inplace true,false`). Results are bit-identical to the
+// copying path. It is not used with comm hooks, GradientAsBucketView
+// (which has no copies), OnDevice, at world sizes that are not a power of
+// two (torch divides each gradient before the sum; only there does the
+// division round), or for a gradient that is not a contiguous CPU tensor
+// with memory of its own; those slots are copied as before.
+// The difference a program can see: while backward runs, the Grad of a
+// parameter whose gradient is ready may already hold the averaged value,
+// or a partly reduced one; after backward it is the same as torch's.
+func ReduceInPlace(on bool) Option { return func(c *config) { c.inPlace = on } }
 
 // rebuildBuckets switches the post-first-iteration bucket rebuild (torch does
 // it whenever StaticGraph is set or FindUnusedParameters is not); tests use it

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
 
 	"goddp/autograd"
 	"goddp/comm"
@@ -64,6 +65,13 @@ type reducer struct {
 	dev      *deviceBuckets // OnDevice; nil on the CPU
 	buildErr error          // allocating device buckets failed
 
+	// vec reduces gradients in place (ReduceInPlace): nil unless the
+	// group implements comm.VectorAllReducer and the configuration allows
+	// it. claimed holds the memory of this iteration's direct slots, so
+	// that two gradients sharing memory are never reduced twice.
+	vec     comm.VectorAllReducer
+	claimed []span
+
 	iterations int64
 	stats      *statsRecorder
 	timeline   *Timeline
@@ -79,6 +87,9 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 	r.staticGlobal = make([]bool, len(params))
 	if cfg.device != nil {
 		r.dev = newDeviceBuckets(cfg.device)
+	}
+	if v, ok := comm.AsVectorAllReducer(pg); ok && cfg.inPlace && cfg.device == nil && !cfg.gradAsBucketView {
+		r.vec = v
 	}
 	r.build(assignBuckets(reverseOrder(len(params)), params, mbToBytes(cfg.firstBucketCapMB), mbToBytes(cfg.bucketCapMB)))
 	for i := range params {
@@ -124,6 +135,10 @@ func (r *reducer) close() {
 }
 
 func (r *reducer) hook() CommHook { return r.cfg.hook }
+
+// inPlace reports whether buckets are reduced where the gradients lie
+// (ReduceInPlace); a comm hook registered after Wrap turns it off.
+func (r *reducer) inPlace() bool { return r.vec != nil && r.cfg.hook == nil }
 
 // usesUsedMap reports whether this iteration all-reduces the used-parameter
 // map: always with dynamic find_unused_parameters, and in the first
@@ -172,7 +187,9 @@ func (r *reducer) resetIteration() {
 		}
 	}
 	clear(r.ready)
+	r.claimed = r.claimed[:0]
 	for _, b := range r.buckets {
+		b.resetSegs()
 		b.pending = len(b.params)
 		b.launched = false
 		b.shadow = false
@@ -287,6 +304,8 @@ func (r *reducer) fillSlot(i int) {
 		b.zeroSlot(l.slot)
 	case r.views != nil && g == r.views[i]:
 		b.scaleSlot(l.slot, s)
+	case r.inPlace() && r.locallyUsed[i] && r.reduceDirect(b, l.slot, g, s):
+		// Reduced where it lies: no copy in, and none back.
 	default:
 		b.copyIn(l.slot, g, s)
 		if r.views != nil {
@@ -315,6 +334,39 @@ func (r *reducer) launchReady() {
 	}
 }
 
+// span is a gradient's memory, [lo, hi).
+type span struct{ lo, hi uintptr }
+
+// reduceDirect makes slot's all-reduce work on g's own memory when it can:
+// a contiguous CPU gradient of the bucket's dtype and size that shares no
+// memory with another gradient of this iteration, and no division to apply
+// on the way (s == 1: the collective averages, at power-of-two world sizes;
+// at others torch's rounding needs the division of each gradient before the
+// sum, and doing it to Grad in place would corrupt a gradient that later
+// accumulates into the same memory). It reports whether it did.
+func (r *reducer) reduceDirect(b *bucket, slot int, g *tensor.Tensor, s float64) bool {
+	if s != 1 || !g.IsCPU() || !g.IsContiguous() || g.DType() != b.dtype || g.Numel() != b.lengths[slot] || g.Numel() == 0 {
+		return false
+	}
+	var buf comm.Buffer
+	if b.dtype == tensor.Float64 {
+		buf = comm.Float64s(g.F64())
+	} else {
+		buf = comm.Float32s(g.F32())
+	}
+	lo := uintptr(unsafe.Pointer(&buf.Bytes[0]))
+	sp := span{lo, lo + uintptr(len(buf.Bytes))}
+	for _, c := range r.claimed {
+		if sp.lo < c.hi && c.lo < sp.hi {
+			return false
+		}
+	}
+	r.claimed = append(r.claimed, sp)
+	b.segs[slot] = buf
+	b.direct[slot] = true
+	return true
+}
+
 func (r *reducer) launch(b *bucket, shadow bool) {
 	b.launched = true
 	b.shadow = shadow
@@ -337,7 +389,11 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 		if r.avgInComm() {
 			op = comm.Avg
 		}
-		w = r.pg.AllReduce(b.buffer(), op)
+		if r.inPlace() && !shadow {
+			w = r.vec.AllReduceV(b.segs, op)
+		} else {
+			w = r.pg.AllReduce(b.buffer(), op)
+		}
 	}
 	early := r.copyBackEarly() && !shadow
 	if !r.cfg.overlap && !shadow {
@@ -368,7 +424,7 @@ func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
 	b.doneAt = time.Now()
 	if err == nil && copyBack {
 		for slot, i := range b.params {
-			if g := r.params[i].v.Grad; g != nil {
+			if g := r.params[i].v.Grad; g != nil && !b.direct[slot] {
 				b.copyOut(slot, g)
 			}
 		}
@@ -488,6 +544,9 @@ func (r *reducer) finalize() error {
 			if r.views != nil {
 				p.v.Grad = r.views[i]
 				continue
+			}
+			if b.direct[l.slot] {
+				continue // reduced in place
 			}
 			if p.v.Grad == nil {
 				g, err := tensor.ZerosOn(p.v.Value.Device(), p.dtype, p.shape...)

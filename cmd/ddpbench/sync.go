@@ -32,6 +32,7 @@ type syncConfig struct {
 	static   []bool
 	views    []bool
 	overlaps []bool
+	inPlaces []bool
 	compute  string
 	gflops   float64
 	batch    int
@@ -57,6 +58,7 @@ type syncRow struct {
 	StaticGraph bool    `json:"static_graph"`
 	BucketView  bool    `json:"bucket_view"`
 	Overlap     bool    `json:"overlap"`
+	InPlace     bool    `json:"in_place"`
 	Compute     string  `json:"compute"`
 	GradBytes   int64   `json:"grad_bytes"`
 	Buckets     int     `json:"buckets"`
@@ -81,6 +83,7 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 	static := fs.String("static-graph", "false", "static_graph settings, comma-separated: false, true")
 	views := fs.String("bucket-view", "false", "gradient_as_bucket_view settings, comma-separated: false, true")
 	overlaps := fs.String("overlap", "true", "all-reduce beside backward (true) or each bucket at once, blocking backward (false; ddp.OverlapComm), comma-separated")
+	inPlaces := fs.String("inplace", "true", "reduce gradients where they lie (true) or copy them into the bucket and back (false; ddp.ReduceInPlace), comma-separated")
 	fs.StringVar(&c.compute, "compute", "none", "backward compute: none (pure sync) or flops (each layer's backward FLOPs at -gflops)")
 	fs.Float64Var(&c.gflops, "gflops", 100, "compute rate for -compute flops, GFLOP/s")
 	fs.IntVar(&c.batch, "batch", 1, "samples per rank for -compute flops (the profile's flops_unit)")
@@ -116,6 +119,9 @@ func parseSyncArgs(args []string, stderr io.Writer) (syncConfig, error) {
 		return c, err
 	}
 	if c.overlaps, err = parseList(*overlaps, "-overlap", strconv.ParseBool); err != nil {
+		return c, err
+	}
+	if c.inPlaces, err = parseList(*inPlaces, "-inplace", strconv.ParseBool); err != nil {
 		return c, err
 	}
 	switch {
@@ -309,19 +315,22 @@ func runSyncRank(ctx context.Context, cfg syncConfig, prof *profile) ([]syncRow,
 		for _, static := range cfg.static {
 			for _, view := range cfg.views {
 				for _, overlap := range cfg.overlaps {
-					for _, capMB := range cfg.caps {
-						r, err := syncConfigRun(ctx, pg, cfg, model, x, syncKnobs{capMB, hookName, static, view, overlap})
-						if err != nil {
-							return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v, overlap %v: %w",
-								capMB, hookName, static, view, overlap, err)
+					for _, inPlace := range cfg.inPlaces {
+						for _, capMB := range cfg.caps {
+							k := syncKnobs{capMB, hookName, static, view, overlap, inPlace}
+							r, err := syncConfigRun(ctx, pg, cfg, model, x, k)
+							if err != nil {
+								return nil, fmt.Errorf("bucket_cap_mb %g, hook %s, static_graph %v, bucket_view %v, overlap %v, inplace %v: %w",
+									capMB, hookName, static, view, overlap, inPlace, err)
+							}
+							r.Profile, r.Compute = prof.Name, cfg.computeLabel()
+							r.GradBytes = prof.gradBytes()
+							r.SyncMS = r.IterMS - r.LocalMS
+							if r.SyncMS > 0 {
+								r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
+							}
+							rows = append(rows, r)
 						}
-						r.Profile, r.Compute = prof.Name, cfg.computeLabel()
-						r.GradBytes = prof.gradBytes()
-						r.SyncMS = r.IterMS - r.LocalMS
-						if r.SyncMS > 0 {
-							r.SyncGBps = float64(r.GradBytes) / r.SyncMS / 1e6
-						}
-						rows = append(rows, r)
 					}
 				}
 			}
@@ -341,6 +350,7 @@ type syncKnobs struct {
 	capMB            float64
 	hook             string
 	static, view, ov bool
+	inPlace          bool
 }
 
 func (k syncKnobs) fileSuffix() string {
@@ -354,16 +364,19 @@ func (k syncKnobs) fileSuffix() string {
 	if !k.ov {
 		name += ".nooverlap"
 	}
+	if !k.inPlace {
+		name += ".copies"
+	}
 	return name
 }
 
 func syncConfigRun(ctx context.Context, pg comm.ProcessGroup, cfg syncConfig, m *profileModel, x *autograd.Variable,
 	k syncKnobs) (syncRow, error) {
 	r := syncRow{Backend: pg.Backend(), NProc: pg.Size(), BucketCapMB: k.capMB, Hook: k.hook, StaticGraph: k.static,
-		BucketView: k.view, Overlap: k.ov, Iters: cfg.iters}
+		BucketView: k.view, Overlap: k.ov, InPlace: k.inPlace, Iters: cfg.iters}
 	hook, _ := commHook(k.hook)
 	opts := []ddp.Option{ddp.BucketCapMB(k.capMB), ddp.StaticGraph(k.static), ddp.GradientAsBucketView(k.view),
-		ddp.OverlapComm(k.ov), ddp.Timeout(cfg.timeout)}
+		ddp.OverlapComm(k.ov), ddp.ReduceInPlace(k.inPlace), ddp.Timeout(cfg.timeout)}
 	if hook != nil {
 		opts = append(opts, ddp.WithCommHook(hook))
 	}

@@ -14,7 +14,7 @@ import (
 // syncCSVHeader is the CSV header of `ddpbench sync`; the first nine columns
 // are the ones torch_grad_sync.py prints.
 const syncCSVHeader = "profile,backend,bucket_cap_mb,grad_bytes,iter_ms,local_ms,sync_ms,sync_gbps,hidden_pct," +
-	"nproc,hook,static_graph,bucket_view,compute,buckets,iters,comm_ms,overlap"
+	"nproc,hook,static_graph,bucket_view,compute,buckets,iters,comm_ms,overlap,in_place"
 
 func reportSync(w io.Writer, cfg syncConfig, prof *profile, rows []syncRow) error {
 	if cfg.format == "csv" {
@@ -31,9 +31,9 @@ func reportSync(w io.Writer, cfg syncConfig, prof *profile, rows []syncRow) erro
 func writeSyncCSV(w io.Writer, rows []syncRow) {
 	fmt.Fprintln(w, syncCSVHeader)
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s,%s,%g,%d,%.3f,%.3f,%.3f,%.4f,%.1f,%d,%s,%t,%t,%s,%d,%d,%.3f,%t\n", r.Profile, r.Backend, r.BucketCapMB,
+		fmt.Fprintf(w, "%s,%s,%g,%d,%.3f,%.3f,%.3f,%.4f,%.1f,%d,%s,%t,%t,%s,%d,%d,%.3f,%t,%t\n", r.Profile, r.Backend, r.BucketCapMB,
 			r.GradBytes, r.IterMS, r.LocalMS, r.SyncMS, r.SyncGBps, r.HiddenPct, r.NProc, r.Hook, r.StaticGraph, r.BucketView,
-			r.Compute, r.Buckets, r.Iters, r.CommMS, r.Overlap)
+			r.Compute, r.Buckets, r.Iters, r.CommMS, r.Overlap, r.InPlace)
 	}
 }
 
@@ -43,11 +43,11 @@ func writeSyncTable(w io.Writer, cfg syncConfig, prof *profile, rows []syncRow) 
 	fmt.Fprintf(w, "# compute %s; median of %d iterations after %d warm-up; iter = slowest rank with DDP, local = rank 0 without;\n",
 		cfg.computeLabel(), cfg.iters, cfg.warmup)
 	fmt.Fprintf(w, "# sync = iter - local, sync GB/s = grad bytes / sync; hidden = all-reduce time overlapped with backward,\n# comm = time with an all-reduce in flight per iteration (DDP stats)\n#\n")
-	fmt.Fprintf(w, "# %-8s %5s %8s %5s %6s %5s %7s %7s %10s %10s %10s %10s %10s %10s\n", "backend", "nproc", "cap_MB", "hook", "static",
-		"view", "overlap", "buckets", "iter_ms", "local_ms", "sync_ms", "sync_GB/s", "hidden_%", "comm_ms")
+	fmt.Fprintf(w, "# %-8s %5s %8s %5s %6s %5s %7s %7s %7s %10s %10s %10s %10s %10s %10s\n", "backend", "nproc", "cap_MB", "hook", "static",
+		"view", "overlap", "inplace", "buckets", "iter_ms", "local_ms", "sync_ms", "sync_GB/s", "hidden_%", "comm_ms")
 	for _, r := range rows {
-		fmt.Fprintf(w, "  %-8s %5d %8g %5s %6t %5t %7t %7d %10.2f %10.2f %10.2f %10.3f %10.1f %10.2f\n", r.Backend, r.NProc,
-			r.BucketCapMB, r.Hook, r.StaticGraph, r.BucketView, r.Overlap, r.Buckets, r.IterMS, r.LocalMS, r.SyncMS, r.SyncGBps, r.HiddenPct,
+		fmt.Fprintf(w, "  %-8s %5d %8g %5s %6t %5t %7t %7t %7d %10.2f %10.2f %10.2f %10.3f %10.1f %10.2f\n", r.Backend, r.NProc,
+			r.BucketCapMB, r.Hook, r.StaticGraph, r.BucketView, r.Overlap, r.InPlace, r.Buckets, r.IterMS, r.LocalMS, r.SyncMS, r.SyncGBps, r.HiddenPct,
 			r.CommMS)
 	}
 }
@@ -84,6 +84,7 @@ func writeSyncPlot(file string, prof *profile, rows []syncRow) error {
 	staticV := vary(func(r syncRow) string { return strconv.FormatBool(r.StaticGraph) })
 	viewV := vary(func(r syncRow) string { return strconv.FormatBool(r.BucketView) })
 	overlapV := vary(func(r syncRow) string { return strconv.FormatBool(r.Overlap) })
+	inPlaceV := vary(func(r syncRow) string { return strconv.FormatBool(r.InPlace) })
 	label := func(r syncRow) string {
 		l := r.Backend
 		if nprocV {
@@ -100,6 +101,9 @@ func writeSyncPlot(file string, prof *profile, rows []syncRow) error {
 		}
 		if overlapV && !r.Overlap {
 			l += " no-overlap"
+		}
+		if inPlaceV && !r.InPlace {
+			l += " copies"
 		}
 		return l
 	}

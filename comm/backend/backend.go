@@ -185,6 +185,22 @@ type VectorAllReducer interface {
 	AllReduceV(bufs []Buffer, op ReduceOp) Work
 }
 
+// AsVectorAllReducer returns pg's AllReduceV when pg has one, or wraps one
+// that does behind Unwrap() ProcessGroup (as the group comm.Init returns).
+func AsVectorAllReducer(pg ProcessGroup) (VectorAllReducer, bool) {
+	for pg != nil {
+		if v, ok := pg.(VectorAllReducer); ok {
+			return v, true
+		}
+		u, ok := pg.(interface{ Unwrap() ProcessGroup })
+		if !ok {
+			return nil, false
+		}
+		pg = u.Unwrap()
+	}
+	return nil, false
+}
+
 // PointToPoint sends and receives tagged messages between two ranks.
 type PointToPoint interface {
 	Send(buf Buffer, dst, tag int) Work
