@@ -56,8 +56,11 @@ type (
 	// VectorAllReducer reduces a list of buffers as if concatenated, in
 	// place (shm and the in-memory test group implement it).
 	VectorAllReducer = backend.VectorAllReducer
-	BarrierMonitor   = backend.BarrierMonitor
-	Subgrouper       = backend.Subgrouper
+	// SharedAllocator gives memory that collectives reduce where it lies
+	// (shm).
+	SharedAllocator = backend.SharedAllocator
+	BarrierMonitor  = backend.BarrierMonitor
+	Subgrouper      = backend.Subgrouper
 )
 
 // Element types.

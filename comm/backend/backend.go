@@ -185,6 +185,33 @@ type VectorAllReducer interface {
 	AllReduceV(bufs []Buffer, op ReduceOp) Work
 }
 
+// SharedAllocator is implemented by groups whose collectives work directly
+// on memory that every rank maps (shm): an AllReduce of a buffer lying in
+// such memory copies nothing through the backend's own buffers. Every rank
+// must then pass a buffer at the same offset of its allocation. AllocShared
+// is collective: every rank calls it with the same size in the same order,
+// and it returns zeroed memory on every rank or an error on every rank.
+// The memory stays valid for the life of the process.
+type SharedAllocator interface {
+	AllocShared(ctx context.Context, bytes int) ([]byte, error)
+}
+
+// AsSharedAllocator returns pg's AllocShared, looking through wrappers with
+// Unwrap() ProcessGroup.
+func AsSharedAllocator(pg ProcessGroup) (SharedAllocator, bool) {
+	for pg != nil {
+		if v, ok := pg.(SharedAllocator); ok {
+			return v, true
+		}
+		u, ok := pg.(interface{ Unwrap() ProcessGroup })
+		if !ok {
+			return nil, false
+		}
+		pg = u.Unwrap()
+	}
+	return nil, false
+}
+
 // AsVectorAllReducer returns pg's AllReduceV when pg has one, or wraps one
 // that does behind Unwrap() ProcessGroup (as the group comm.Init returns).
 func AsVectorAllReducer(pg ProcessGroup) (VectorAllReducer, bool) {

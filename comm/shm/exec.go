@@ -43,15 +43,16 @@ const (
 
 // shmOp is one queued collective; it is the Work returned to the caller.
 type shmOp struct {
-	g    *shmGroup
-	kind shmKind
-	buf  backend.Buffer // in-place buffer, or the output
-	vec  *shmVec        // AllReduceV's buffers (buf is then empty but for its dtype)
-	in   backend.Buffer // input for the out-of-place collectives
-	root int            // also the peer of a send or receive
-	tag  int64          // send/receive tag
-	rop  backend.ReduceOp
-	seq  uint64 // issue number within the group, 1-based
+	g        *shmGroup
+	kind     shmKind
+	buf      backend.Buffer // in-place buffer, or the output
+	vec      *shmVec        // AllReduceV's buffers (buf is then empty but for its dtype)
+	in       backend.Buffer // input for the out-of-place collectives
+	root     int            // also the peer of a send or receive; all-reduce: 1 + the shared buffer's index, 0 if none
+	arenaOff int            // all-reduce in a shared buffer: the offset in this rank's region
+	tag      int64          // send/receive tag
+	rop      backend.ReduceOp
+	seq      uint64 // issue number within the group, 1-based
 
 	timeout  time.Duration // overrides the group timeout when > 0 (MonitoredBarrier)
 	deadline time.Time     // set by the first wait that reaches the slow path (a clock read costs)
@@ -169,7 +170,12 @@ func (op *shmOp) detail() string {
 	switch op.kind {
 	case shmBarrier, shmMonitoredBarrier:
 		return ""
-	case shmAllReduce, shmReduceScatter:
+	case shmAllReduce:
+		if op.root > 0 {
+			return fmt.Sprintf("%s %s in shared buffer %d at +%d: ", dt, op.rop, op.root-1, op.arenaOff)
+		}
+		return fmt.Sprintf("%s %s: ", dt, op.rop)
+	case shmReduceScatter:
 		return fmt.Sprintf("%s %s: ", dt, op.rop)
 	case shmReduce:
 		return fmt.Sprintf("%s %s root %d: ", dt, op.rop, op.root)

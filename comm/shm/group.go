@@ -154,6 +154,12 @@ type shmGroup struct {
 	oneParts [1][]byte // one's storage
 	oneEnds  [1]int
 
+	// Shared buffers (arena.go): appended under arenaMu, read lock-free.
+	arenaMu   sync.Mutex
+	arenas    atomic.Pointer[[]*shmArena]
+	storeBase string       // this group's key prefix in the store
+	sharedOps atomic.Int64 // all-reduces run in shared buffers (for tests)
+
 	mu        sync.Mutex // guards queue, closed, issued, subgroups and the p2p queues
 	queue     []*shmOp
 	closed    bool
@@ -246,6 +252,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 		asyncMin: shmAsyncMin, kickAfter: shmWatchdogTick, tick: shmWatchdogTick, stall: opts.StallThresholdOrDefault(), logf: opts.Logger(), stallf: opts.StallLogger(),
 		avx: reduce.HasAVX(),
 	}
+	g.arenas.Store(new([]*shmArena))
 	cfg = cfg.resolve(opts.Size)
 	g.cfg, g.spinFor, g.yieldFor = cfg, cfg.Spin, cfg.Yield
 	if !shmEager(cfg.Async) {
@@ -284,6 +291,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 		return fmt.Errorf("comm: shm: rendezvous on rank %d: %w", g.rank, err)
 	}
 	base := fmt.Sprintf("%sshm/%d/", g.prefix, inst)
+	g.storeBase = base
 	var p shmParams
 	if g.rank == 0 {
 		p = g.cfg.params()
@@ -434,7 +442,13 @@ func (g *shmGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Wo
 	if err := errorsJoinFirst(shmCheckBuf(buf), shmCheckOp(op)); err != nil {
 		return g.badArg(shmAllReduce, "%v", err)
 	}
-	return g.submit(&shmOp{kind: shmAllReduce, buf: buf, rop: op})
+	o := &shmOp{kind: shmAllReduce, buf: buf, rop: op}
+	if len(buf.Bytes) > g.smallMax && g.size > 1 {
+		if i, off, ok := g.findArena(buf.Bytes); ok {
+			o.root, o.arenaOff = i+1, off // reduced where it lies (arena.go)
+		}
+	}
+	return g.submit(o)
 }
 
 // Broadcast copies root's buf to every rank.

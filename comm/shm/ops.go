@@ -109,6 +109,7 @@ func (g *shmGroup) writeDesc(op *shmOp) {
 	g.seg.ctl(g.rank, shmCtlDescSeq).Store(0)
 	g.seg.ctl(g.rank, shmCtlDescKind).Store(shmDescWord(op))
 	g.seg.ctl(g.rank, shmCtlDescLen).Store(uint64(op.descBytes()))
+	g.seg.ctl(g.rank, shmCtlDescOff).Store(uint64(op.arenaOff))
 	g.seg.ctl(g.rank, shmCtlDescSeq).Store(op.seq)
 }
 
@@ -119,13 +120,14 @@ func (g *shmGroup) checkDesc(op *shmOp, k int) error {
 	}
 	kind := g.seg.ctl(k, shmCtlDescKind).Load()
 	n := g.seg.ctl(k, shmCtlDescLen).Load()
+	off := g.seg.ctl(k, shmCtlDescOff).Load()
 	if g.seg.ctl(k, shmCtlDescSeq).Load() != seq {
 		return nil
 	}
-	if kind == shmDescWord(op) && n == uint64(op.descBytes()) {
+	if kind == shmDescWord(op) && n == uint64(op.descBytes()) && off == uint64(op.arenaOff) {
 		return nil
 	}
-	other := &shmOp{kind: shmKind(kind & 0xff), rop: backend.ReduceOp(kind >> 16 & 0xff), root: int(int32(kind >> 32)), seq: seq}
+	other := &shmOp{kind: shmKind(kind & 0xff), rop: backend.ReduceOp(kind >> 16 & 0xff), root: int(int32(kind >> 32)), seq: seq, arenaOff: int(off)}
 	other.buf = backend.Buffer{DType: backend.DType(kind >> 8 & 0xff), Bytes: make([]byte, n)}
 	other.in = other.buf
 	return g.opError(op, backend.ErrBadArgument, []int{k}, fmt.Sprintf("mismatched collectives: rank %d called %s but rank %d called %s",
@@ -203,6 +205,9 @@ func shmSliceBounds(m, es, n, k int) (lo, hi int) {
 func (g *shmGroup) allReduce(op *shmOp) error {
 	if op.vec != nil {
 		return g.allReduceVec(op)
+	}
+	if op.root > 0 {
+		return g.allReduceShared(op, op.buf)
 	}
 	buf := op.buf
 	if len(buf.Bytes) == 0 || g.size == 1 {

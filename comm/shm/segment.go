@@ -63,6 +63,7 @@ const (
 	shmCtlBlame    = 440 // 1 + the rank an aborting rank blames, 0 if none
 	shmCtlAddr     = 448 // user buffer address for a single-copy (CMA) op
 	shmCtlProbe    = 456 // address of the rank's CMA probe word
+	shmCtlDescOff  = 464 // descriptor: an all-reduce's offset in a shared buffer
 	shmCtlMsgLen   = 512
 	shmCtlMsg      = 520
 	shmCtlMsgMax   = shmCtrlLen - shmCtlMsg

@@ -1,0 +1,242 @@
+package shm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"goddp/comm/backend"
+)
+
+// Shared buffers (AllocShared, backend.SharedAllocator). The chunked
+// all-reduce copies every byte through the slots: the rank's own data in,
+// its reduced slice out, the peers' reduced slices back. When the caller's
+// buffer already lies in memory every rank maps, none of that is needed:
+// rank r reduces the r-th slice of every rank's buffer straight into its
+// own, then copies the other slices from their owners' buffers. That is
+// half the memory traffic of the slots (ResNet-50's 102 MB of gradients at
+// world 2: about 22 ms against 30 in a microbenchmark on the 2-core VM).
+//
+// AllocShared is collective: rank 0 creates a file in /dev/shm holding one
+// region per rank, reserves its pages (a full /dev/shm fails here, not
+// with SIGBUS later), every rank maps it and reports through the store,
+// and the name is unlinked once all have. Each rank gets its own region;
+// peers' regions are at the same offset of theirs. Regions stay mapped
+// until the process exits: Go slices over them may outlive the group
+// (tensors viewing DDP's buckets), and unmapping under a live slice would
+// crash. Callers allocate once and reuse (DDP does).
+
+// shmArena is one AllocShared mapping.
+type shmArena struct {
+	mem    []byte // the whole file: world regions of stride bytes
+	stride int
+	size   int // bytes asked for
+}
+
+// region is rank k's region of the arena.
+func (a *shmArena) region(k int) []byte { return a.mem[k*a.stride : k*a.stride+a.size] }
+
+// AllocShared implements backend.SharedAllocator.
+func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
+	if bytes <= 0 {
+		return nil, fmt.Errorf("%w: shm: AllocShared(%d): want a positive size", backend.ErrBadArgument, bytes)
+	}
+	g.arenaMu.Lock()
+	defer g.arenaMu.Unlock()
+	id := len(*g.arenas.Load())
+	stride := shmAlign(bytes, 4096)
+	total := stride * g.size
+	key := fmt.Sprintf("%sarena/%d/", g.storeBase, id)
+	var mem []byte
+	var err error
+	var name string
+	if g.rank == 0 {
+		if name, err = shmRandomName(); err == nil {
+			mem, err = shmArenaFile(name+"-arena", total, true)
+		}
+		v := "error: "
+		if err == nil {
+			v = "name: " + name + "-arena"
+		} else {
+			v += err.Error()
+		}
+		if e := g.store.Set(ctx, key+"name", []byte(v)); e != nil && err == nil {
+			err = fmt.Errorf("comm: shm: rank 0 publishing shared buffer %d: %w", id, e)
+		}
+	} else {
+		var v []byte
+		if err = g.store.Wait(ctx, key+"name"); err == nil {
+			v, err = g.store.Get(ctx, key+"name")
+		}
+		switch {
+		case err != nil:
+			err = fmt.Errorf("comm: shm: rank %d waiting for shared buffer %d: %w", g.rank, id, err)
+		case strings.HasPrefix(string(v), "error: "):
+			err = fmt.Errorf("%w: shm: rank 0 could not create shared buffer %d: %s", backend.ErrPeerFailed, id, strings.TrimPrefix(string(v), "error: "))
+		default:
+			mem, err = shmArenaFile(strings.TrimPrefix(string(v), "name: "), total, false)
+		}
+	}
+	// Every rank reports; all succeed or all fail, so that no rank reduces
+	// through shared memory that a peer lacks.
+	verdict := "ok"
+	if err != nil {
+		verdict = "error: " + err.Error()
+	}
+	if e := g.store.Set(ctx, fmt.Sprintf("%sok/%d", key, g.rank), []byte(verdict)); e != nil && err == nil {
+		err = e
+	}
+	keys := make([]string, g.size)
+	for k := range keys {
+		keys[k] = fmt.Sprintf("%sok/%d", key, k)
+	}
+	if e := g.store.Wait(ctx, keys...); e != nil && err == nil {
+		err = fmt.Errorf("comm: shm: rank %d waiting for every rank to map shared buffer %d: %w", g.rank, id, e)
+	}
+	if err == nil {
+		for k, kk := range keys {
+			v, e := g.store.Get(ctx, kk)
+			if e != nil {
+				err = e
+				break
+			}
+			if string(v) != "ok" {
+				err = fmt.Errorf("%w: shm: rank %d could not map shared buffer %d: %s", backend.ErrPeerFailed, k, id, strings.TrimPrefix(string(v), "error: "))
+				break
+			}
+		}
+	}
+	if g.rank == 0 && mem != nil {
+		// Mapped everywhere (or failed): the name can go either way.
+		syscall.Unlink(shmDir + "/" + name + "-arena")
+	}
+	if err != nil {
+		if mem != nil {
+			syscall.Munmap(mem)
+		}
+		// Keep ids in step across ranks: a failed allocation takes one too.
+		next := append(append([]*shmArena(nil), *g.arenas.Load()...), nil)
+		g.arenas.Store(&next)
+		return nil, err
+	}
+	a := &shmArena{mem: mem, stride: stride, size: bytes}
+	next := append(append([]*shmArena(nil), *g.arenas.Load()...), a)
+	g.arenas.Store(&next)
+	return a.region(g.rank), nil
+}
+
+// shmArenaFile creates (rank 0) or opens a shared-buffer file of total
+// bytes and maps it.
+func shmArenaFile(name string, total int, create bool) ([]byte, error) {
+	path := shmDir + "/" + name
+	flags := syscall.O_RDWR | syscall.O_CLOEXEC
+	if create {
+		flags |= syscall.O_CREAT | syscall.O_EXCL
+	}
+	fd, err := syscall.Open(path, flags, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("comm: shm: open shared buffer %s: %w", path, err)
+	}
+	defer syscall.Close(fd)
+	if create {
+		if err := syscall.Ftruncate(fd, int64(total)); err != nil {
+			syscall.Unlink(path)
+			return nil, fmt.Errorf("comm: shm: size %s to %d bytes: %w", path, total, err)
+		}
+		if err := syscall.Fallocate(fd, 0, 0, int64(total)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
+			syscall.Unlink(path)
+			return nil, fmt.Errorf("comm: shm: reserve %d bytes for %s (is /dev/shm large enough?): %w", total, path, err)
+		}
+	} else {
+		var st syscall.Stat_t
+		if err := syscall.Fstat(fd, &st); err != nil {
+			return nil, fmt.Errorf("comm: shm: stat %s: %w", path, err)
+		}
+		if st.Size != int64(total) {
+			return nil, fmt.Errorf("%w: shm: shared buffer %s has %d bytes, want %d", backend.ErrBadArgument, path, st.Size, total)
+		}
+	}
+	mem, err := syscall.Mmap(fd, 0, total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	if err != nil {
+		if create {
+			syscall.Unlink(path)
+		}
+		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
+	}
+	return mem, nil
+}
+
+// findArena reports whether b lies in this rank's region of a shared
+// buffer, and where: the arena's index and b's byte offset in the region.
+func (g *shmGroup) findArena(b []byte) (int, int, bool) {
+	if len(b) == 0 {
+		return 0, 0, false
+	}
+	p := uintptr(unsafe.Pointer(&b[0]))
+	for i, a := range *g.arenas.Load() {
+		if a == nil {
+			continue
+		}
+		own := a.region(g.rank)
+		lo := uintptr(unsafe.Pointer(&own[0]))
+		if p >= lo && p+uintptr(len(b)) <= lo+uintptr(len(own)) {
+			return i, int(p - lo), true
+		}
+	}
+	return 0, 0, false
+}
+
+// allReduceShared is the all-reduce of a buffer in a shared region: every
+// rank's contribution is read where it lies (see the top of this file).
+// Three synchronisations: all posted, each slice reduced, all done reading
+// (so that no rank writes its buffer again while a peer still reads it).
+func (g *shmGroup) allReduceShared(op *shmOp, buf backend.Buffer) error {
+	g.sharedOps.Add(1)
+	r, n := g.rank, g.size
+	a := (*g.arenas.Load())[op.root-1]
+	off := op.arenaOff
+	peer := func(k, lo, hi int) []byte { return a.region(k)[off+lo : off+hi] }
+	es := buf.DType.Size()
+	s := g.next()
+	g.post(shmCtlPosted, s)
+	if err := g.awaitAll(op, shmCtlPosted, s); err != nil {
+		return err
+	}
+	lo, hi := shmSliceBounds(buf.Len(), es, n, r)
+	if r <= 1 {
+		// Ranks 0 and 1 fold into their own data in place (x0+x1 is x1+x0).
+		for a0 := lo; a0 < hi; a0 += shmCMAPiece {
+			b0 := min(a0+shmCMAPiece, hi)
+			g.reduceOrdered(shmSub(buf, a0, b0), func(k int) []byte { return peer(k, a0, b0) }, op.rop)
+		}
+	} else {
+		// Others start from x0 and meet their own data at k = r: keep it.
+		for a0 := lo; a0 < hi; a0 += shmCMAPiece {
+			b0 := min(a0+shmCMAPiece, hi)
+			own := g.scratch[:b0-a0]
+			copy(own, buf.Bytes[a0:b0])
+			g.reduceOrdered(shmSub(buf, a0, b0), func(k int) []byte {
+				if k == r {
+					return own
+				}
+				return peer(k, a0, b0)
+			}, op.rop)
+		}
+	}
+	g.post(shmCtlReduced, s)
+	for k := 0; k < n; k++ {
+		if k == r {
+			continue
+		}
+		if err := g.await(op, k, shmCtlReduced, s); err != nil {
+			return err
+		}
+		klo, khi := shmSliceBounds(buf.Len(), es, n, k)
+		copy(buf.Bytes[klo:khi], peer(k, klo, khi))
+	}
+	g.post(shmCtlConsumed, s)
+	return g.awaitAll(op, shmCtlConsumed, s)
+}

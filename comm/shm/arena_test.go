@@ -1,0 +1,119 @@
+package shm
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"goddp/comm/backend"
+	"goddp/comm/commtest"
+)
+
+// An all-reduce of a buffer in AllocShared memory, at several offsets of
+// the region, gives exactly what the slot algorithms give on a copy of it
+// in ordinary memory, for every dtype and op, at worlds 2 to 4.
+func TestShmSharedAllReduce(t *testing.T) {
+	dtypes := []backend.DType{backend.Float32, backend.Float64, backend.BFloat16, backend.Int64}
+	ops := []backend.ReduceOp{backend.Sum, backend.Avg, backend.Max, backend.Product}
+	for _, world := range []int{2, 3, 4} {
+		t.Run(fmt.Sprintf("world%d", world), func(t *testing.T) {
+			errs := shmWorld(t, world, 30*time.Second, func(ctx context.Context, pg backend.ProcessGroup) error {
+				g := pg.(*shmGroup)
+				region, err := g.AllocShared(ctx, 8*(300001+64))
+				if err != nil {
+					return err
+				}
+				var want int64
+				for _, dt := range dtypes {
+					for _, op := range ops {
+						for _, n := range []int{5, 3001, 300001} { // the small path, a few and many pieces
+							for _, off := range []int{0, 8 * 7} {
+								in := commtest.Input(dt, g.Rank()+int(op), n)
+								shared := backend.Buffer{DType: dt, Bytes: region[off : off+len(in.Bytes)]}
+								copy(shared.Bytes, in.Bytes)
+								heap := backend.Buffer{DType: dt, Bytes: bytes.Clone(in.Bytes)}
+								if err := g.AllReduce(shared, op).Wait(ctx); err != nil {
+									return fmt.Errorf("%v %v n=%d off=%d shared: %w", dt, op, n, off, err)
+								}
+								if err := g.AllReduce(heap, op).Wait(ctx); err != nil {
+									return fmt.Errorf("%v %v n=%d off=%d heap: %w", dt, op, n, off, err)
+								}
+								if len(in.Bytes) > g.smallMax {
+									want++
+								}
+								if !bytes.Equal(shared.Bytes, heap.Bytes) {
+									return fmt.Errorf("%v %v n=%d off=%d: the shared-buffer result differs from the slots'", dt, op, n, off)
+								}
+							}
+						}
+					}
+				}
+				// Up to SmallMax the slots' one-step path runs; above, the shared one.
+				if g.sharedOps.Load() != want || want == 0 {
+					return fmt.Errorf("%d all-reduces ran in the shared buffer, want %d", g.sharedOps.Load(), want)
+				}
+				return nil
+			})
+			for r, err := range errs {
+				require.NoError(t, err, "rank %d", r)
+			}
+			assert.Empty(t, shmSegmentsLeft(t))
+		})
+	}
+}
+
+// One rank reducing in a shared buffer and the other in ordinary memory is
+// a programming error: both fail, naming it, instead of hanging.
+func TestShmSharedMismatch(t *testing.T) {
+	errs := shmWorld(t, 2, 5*time.Second, func(ctx context.Context, pg backend.ProcessGroup) error {
+		g := pg.(*shmGroup)
+		region, err := g.AllocShared(ctx, 1<<20)
+		if err != nil {
+			return err
+		}
+		buf := region[:64<<10]
+		if g.Rank() == 1 {
+			buf = make([]byte, 64<<10)
+		}
+		return g.AllReduce(backend.Buffer{DType: backend.Float32, Bytes: buf}, backend.Sum).Wait(ctx)
+	})
+	for r, err := range errs {
+		require.Error(t, err, "rank %d", r)
+		assert.Contains(t, err.Error(), "mismatched collectives", "rank %d", r)
+	}
+	assert.Contains(t, errs[0].Error(), "in shared buffer 0 at +0")
+}
+
+// A shared buffer that cannot be created fails on every rank, and the next
+// allocation still works (the ranks stay in step).
+func TestShmAllocSharedFailsEverywhere(t *testing.T) {
+	errs := shmWorld(t, 3, 10*time.Second, func(ctx context.Context, pg backend.ProcessGroup) error {
+		g := pg.(*shmGroup)
+		if _, err := g.AllocShared(ctx, 1<<50); err == nil {
+			return fmt.Errorf("a 1 PiB shared buffer was allocated")
+		} else if g.Rank() > 0 && !assert.ErrorIs(t, err, backend.ErrPeerFailed) {
+			return fmt.Errorf("rank %d: %w", g.Rank(), err)
+		}
+		if _, err := g.AllocShared(ctx, 0); err == nil {
+			return fmt.Errorf("a zero-byte shared buffer was allocated")
+		}
+		region, err := g.AllocShared(ctx, 1<<20)
+		if err != nil {
+			return fmt.Errorf("after a failed allocation: %w", err)
+		}
+		for i := range region {
+			region[i] = byte(g.Rank())
+		}
+		x := backend.Buffer{DType: backend.Float32, Bytes: region[:256<<10]}
+		return g.AllReduce(x, backend.Sum).Wait(ctx)
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+	assert.Empty(t, shmSegmentsLeft(t))
+}
