@@ -114,6 +114,11 @@ func AllGather(pg ProcessGroup, out, in Buffer) Work { return backend.AllGather(
 func AsVectorAllReducer(pg ProcessGroup) (VectorAllReducer, bool) {
 	return backend.AsVectorAllReducer(pg)
 }
+
+// AsSharedAllocator returns pg's AllocShared, looking through wrappers.
+func AsSharedAllocator(pg ProcessGroup) (SharedAllocator, bool) {
+	return backend.AsSharedAllocator(pg)
+}
 func ReduceScatter(pg ProcessGroup, out, in Buffer, op ReduceOp) Work {
 	return backend.ReduceScatter(pg, out, in, op)
 }

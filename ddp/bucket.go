@@ -1,8 +1,10 @@
 package ddp
 
 import (
+	"context"
 	"sort"
 	"time"
+	"unsafe"
 
 	"goddp/autograd"
 	"goddp/comm"
@@ -259,8 +261,43 @@ func completeOrder(order []int, n int) []int {
 	return out
 }
 
-// newBuckets allocates the flat buffers for an assignment.
-func newBuckets(assign [][]int, params []param) ([]*bucket, []paramLoc) {
+// allocSharedBuckets gives the buckets memory that every rank maps, when
+// the group can reduce such memory where it lies (comm.SharedAllocator: shm)
+// and Grad views the buckets (GradientAsBucketView): then an all-reduce
+// copies nothing at all. One region per dtype holds all of its buckets, in
+// any assignment, so a rebuild reuses it. It returns nil (ordinary memory)
+// when that does not apply or the allocation fails, which it does on every
+// rank alike.
+func allocSharedBuckets(ctx context.Context, pg comm.ProcessGroup, c *config, params []param) map[tensor.DType][]byte {
+	if !c.gradAsBucketView || !c.inPlace || c.device != nil || pg.Size() < 2 {
+		return nil
+	}
+	sa, ok := comm.AsSharedAllocator(pg)
+	if !ok {
+		return nil
+	}
+	sizes := map[tensor.DType]int{}
+	for _, p := range params {
+		sizes[p.dtype] += p.bytes()
+	}
+	out := map[tensor.DType][]byte{}
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} { // the same order on every rank
+		if sizes[dt] == 0 {
+			continue
+		}
+		mem, err := sa.AllocShared(ctx, sizes[dt])
+		if err != nil {
+			return nil
+		}
+		out[dt] = mem
+	}
+	return out
+}
+
+// newBuckets lays out the flat buffers for an assignment: in shared, when
+// given (the whole region of each dtype, cleared), or in fresh memory.
+func newBuckets(assign [][]int, params []param, shared map[tensor.DType][]byte) ([]*bucket, []paramLoc) {
+	used := map[tensor.DType]int{} // bytes of each shared region laid out so far
 	bs := make([]*bucket, len(assign))
 	loc := make([]paramLoc, len(params))
 	for bi, idx := range assign {
@@ -272,7 +309,17 @@ func newBuckets(assign [][]int, params []param) ([]*bucket, []paramLoc) {
 			n += params[i].numel
 			loc[i] = paramLoc{bucket: bi, slot: slot}
 		}
-		if b.dtype == tensor.Float64 {
+		if mem := shared[b.dtype]; mem != nil {
+			at := used[b.dtype]
+			used[b.dtype] += n * b.dtype.Size()
+			raw := mem[at:used[b.dtype]:used[b.dtype]]
+			clear(raw)
+			if b.dtype == tensor.Float64 {
+				b.f64 = unsafe.Slice((*float64)(unsafe.Pointer(unsafe.SliceData(raw))), n)
+			} else {
+				b.f32 = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(raw))), n)
+			}
+		} else if b.dtype == tensor.Float64 {
 			b.f64 = make([]float64, n)
 		} else {
 			b.f32 = make([]float32, n)

@@ -110,6 +110,7 @@ func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Opt
 	if err := validateDevice(&d.cfg, d.params); err != nil {
 		return nil, err
 	}
+	d.cfg.shared = allocSharedBuckets(ctx, pg, &d.cfg, d.params)
 	d.r = newReducer(pg, &d.cfg, d.params, &d.stats, d.timeline)
 	if err := d.r.buildErr; err != nil {
 		d.r.close()

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"goddp/comm"
+	"goddp/tensor"
 )
 
 // Defaults, as in torch.nn.parallel.DistributedDataParallel.
@@ -35,6 +36,7 @@ type config struct {
 	device           Device // OnDevice: buckets in device memory (device.go)
 	overlap          bool
 	inPlace          bool
+	shared           map[tensor.DType][]byte // bucket memory every rank maps (allocSharedBuckets)
 }
 
 func defaultConfig() config {

@@ -103,7 +103,16 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 // build installs a bucket assignment. With gradient_as_bucket_view, existing
 // gradients move into the new bucket memory and Grad becomes the view.
 func (r *reducer) build(assign [][]int) {
-	r.buckets, r.loc = newBuckets(assign, r.params)
+	if r.cfg.shared != nil && r.views != nil {
+		// The new layout reuses the shared memory: move the gradients
+		// that view the old one out of it first.
+		for i, p := range r.params {
+			if p.v.Grad != nil && p.v.Grad == r.views[i] {
+				p.v.Grad = p.v.Grad.Clone()
+			}
+		}
+	}
+	r.buckets, r.loc = newBuckets(assign, r.params, r.cfg.shared)
 	for _, b := range r.buckets {
 		b.grad.owner = b
 	}
