@@ -111,3 +111,12 @@ func (q stagedQueue) CopyToTensor(dst *tensor.Tensor, src Mem, off int) {
 }
 
 func (q stagedQueue) Holds(t *tensor.Tensor) bool { return t.Device() == q.s.d && t.IsContiguous() }
+
+// AllocTensor implements devqueue.TensorAllocator (GradientAsBucketView).
+func (s *stagedDevice) AllocTensor(n int) (Mem, *tensor.Tensor, error) {
+	t, err := tensor.ZerosOn(s.d, tensor.Float32, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	return stagedMem{t}, t, nil
+}
