@@ -142,11 +142,13 @@ func (g *simGPU) sgemm(ta, tb bool, m, n, k int, alpha float32, a uint64, lda in
 func (g *simGPU) sgemv(bool, int, int, float32, uint64, int, uint64, float32, uint64) error {
 	return fmt.Errorf("simGPU: sgemv not simulated")
 }
-func (g *simGPU) sasum(int, uint64) (float32, error) { return 0, fmt.Errorf("simGPU: sasum not simulated") }
-func (g *simGPU) sscal(int, float32, uint64) error   { return fmt.Errorf("simGPU: sscal not simulated") }
-func (g *simGPU) stream() uintptr                    { return uintptr(g.computeStream()) }
-func (g *simGPU) info() Info                         { return Info{Name: "simGPU"} }
-func (g *simGPU) close() error                       { return g.d.Synchronize() }
+func (g *simGPU) sasum(int, uint64) (float32, error) {
+	return 0, fmt.Errorf("simGPU: sasum not simulated")
+}
+func (g *simGPU) sscal(int, float32, uint64) error { return fmt.Errorf("simGPU: sscal not simulated") }
+func (g *simGPU) stream() uintptr                  { return uintptr(g.computeStream()) }
+func (g *simGPU) info() Info                       { return Info{Name: "simGPU"} }
+func (g *simGPU) close() error                     { return g.d.Synchronize() }
 
 // queueDriver.
 func (g *simGPU) computeStream() unsafe.Pointer { return unsafe.Pointer(g.d.Compute()) }
@@ -155,7 +157,7 @@ func (g *simGPU) newStream() (unsafe.Pointer, error) {
 	return unsafe.Pointer(g.d.NewStream("queue")), nil
 }
 func (g *simGPU) destroyStream(s unsafe.Pointer) error { g.note("destroyStream"); return nil }
-func (g *simGPU) syncStream(s unsafe.Pointer) error   { return stream(s).Synchronize() }
+func (g *simGPU) syncStream(s unsafe.Pointer) error    { return stream(s).Synchronize() }
 func (g *simGPU) newEvent() (unsafe.Pointer, error) {
 	e := unsafe.Pointer(g.d.NewEvent())
 	g.mu.Lock()
