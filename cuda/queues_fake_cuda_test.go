@@ -18,6 +18,7 @@ import (
 	"goddp/autograd"
 	"goddp/comm"
 	"goddp/comm/commtest"
+	"goddp/comm/nccl"
 	"goddp/cuda/sim"
 	"goddp/ddp"
 	"goddp/ddp/devqueue"
@@ -36,6 +37,7 @@ type simGPU struct {
 
 	mu     sync.Mutex
 	bufs   map[uint64]*sim.Buffer
+	strms  map[uintptr]*sim.Stream // by handle, for the fake NCCL
 	pinned map[unsafe.Pointer][]byte
 	events map[unsafe.Pointer]bool // live events
 	calls  map[string]int
@@ -43,7 +45,8 @@ type simGPU struct {
 
 func newSimGPU(t *testing.T, ordinal int) (*Context, *simGPU) {
 	g := &simGPU{d: sim.New(ordinal), bufs: map[uint64]*sim.Buffer{}, pinned: map[unsafe.Pointer][]byte{},
-		events: map[unsafe.Pointer]bool{}, calls: map[string]int{}}
+		events: map[unsafe.Pointer]bool{}, calls: map[string]int{}, strms: map[uintptr]*sim.Stream{}}
+	g.strms[uintptr(unsafe.Pointer(g.d.Compute()))] = g.d.Compute()
 	t.Cleanup(func() { g.d.Close() })
 	return &Context{ordinal: ordinal, dev: g}, g
 }
@@ -154,7 +157,11 @@ func (g *simGPU) close() error                     { return g.d.Synchronize() }
 func (g *simGPU) computeStream() unsafe.Pointer { return unsafe.Pointer(g.d.Compute()) }
 func (g *simGPU) newStream() (unsafe.Pointer, error) {
 	g.note("newStream")
-	return unsafe.Pointer(g.d.NewStream("queue")), nil
+	s := g.d.NewStream("queue")
+	g.mu.Lock()
+	g.strms[uintptr(unsafe.Pointer(s))] = s
+	g.mu.Unlock()
+	return unsafe.Pointer(s), nil
 }
 func (g *simGPU) destroyStream(s unsafe.Pointer) error { g.note("destroyStream"); return nil }
 func (g *simGPU) syncStream(s unsafe.Pointer) error    { return stream(s).Synchronize() }
@@ -439,3 +446,146 @@ func (m chanMarker) Synchronize() { <-m }
 var _ devqueue.Reducer = (*queueDevice)(nil)
 var _ devqueue.TensorAllocator = (*queueDevice)(nil)
 var _ devqueue.TensorQueue = (*queue)(nil)
+
+// fakeNCCL is an nccl group on a simGPU as the nccl backend behaves on a
+// GPU (comm/nccl's direct path): a device collective records an event on
+// the buffer's stream at the call, the group's own stream waits for it,
+// reduces the device memory (here through an in-memory group) and the
+// Work completes when the group's stream has.
+type fakeNCCL struct {
+	comm.ProcessGroup
+	g      *simGPU
+	s      *sim.Stream
+	device int
+	calls  int
+}
+
+func (f *fakeNCCL) Device() int     { return f.device }
+func (f *fakeNCCL) Stream() uintptr { return uintptr(unsafe.Pointer(f.s)) }
+
+func (f *fakeNCCL) AllReduceDevice(buf nccl.DeviceBuffer, op comm.ReduceOp) comm.Work {
+	f.calls++
+	f.g.mu.Lock()
+	after, ok := f.g.strms[buf.Stream]
+	f.g.mu.Unlock()
+	if !ok {
+		panic(fmt.Sprintf("fakeNCCL: buffer on unknown stream %#x", buf.Stream))
+	}
+	if buf.DType != comm.Float32 {
+		panic("fakeNCCL: float32 only")
+	}
+	ev := f.g.d.NewEvent()
+	ev.Record(after)
+	f.s.WaitEvent(ev)
+	b, off := f.g.at(uint64(buf.Ptr))
+	w := &fakeWork{done: make(chan struct{})}
+	f.s.Enqueue("ncclAllReduce", func() error {
+		x := b.F32()[off/4 : off/4+buf.Count]
+		w.err = f.ProcessGroup.AllReduce(comm.Float32s(x), op).Wait(context.Background())
+		return w.err
+	})
+	done := f.g.d.NewEvent()
+	done.Record(f.s)
+	go func() { done.Synchronize(); close(w.done) }()
+	return w
+}
+
+func (f *fakeNCCL) BroadcastDevice(nccl.DeviceBuffer, int) comm.Work { panic("unused") }
+func (f *fakeNCCL) AllGatherDevice(_, _ nccl.DeviceBuffer) comm.Work { panic("unused") }
+func (f *fakeNCCL) ReduceScatterDevice(_, _ nccl.DeviceBuffer, _ comm.ReduceOp) comm.Work {
+	panic("unused")
+}
+
+type fakeWork struct {
+	done chan struct{}
+	err  error
+}
+
+func (w *fakeWork) Wait(ctx context.Context) error {
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (w *fakeWork) IsCompleted() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// With an nccl group on the same GPU the buckets go to NCCL in device
+// memory (no pinned staging, no host copy of a bucket): each on the comm
+// stream's point after the bucket's event, and the comm stream waits for
+// the collective before the compute stream copies out. The group's stream
+// is slowed, so a missing wait shows. Equal to DDP on the CPU.
+func TestQueuesNCCLDirect(t *testing.T) {
+	train := func(device bool) [][]float32 {
+		var res [][]float32
+		cudaRanks(t, func(rank int, c *Context, g *simGPU, pg comm.ProcessGroup) error {
+			net := nn.NewSequential(nn.NewLinear(tensor.NewRNG(1), 5, 7), nn.NewReLU(), nn.NewLinear(tensor.NewRNG(2), 7, 3))
+			var dev tensor.Device = tensor.CPU()
+			var fn *fakeNCCL
+			if device {
+				dev = c.Tensors()
+				if err := nn.To(net, dev); err != nil {
+					return err
+				}
+				fn = &fakeNCCL{ProcessGroup: pg, g: g, s: g.d.NewStream("nccl"), device: rank}
+				fn.s.SetDelay(time.Millisecond)
+				pg = fn
+			}
+			d, err := ddp.Wrap(context.Background(), net, pg, ddp.FirstBucketCapMB(100.0/(1<<20)), ddp.BucketCapMB(100.0/(1<<20)))
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			for step := range 2 {
+				rng := tensor.NewRNG(uint64(10*rank + step))
+				x := tensor.Randn(rng, tensor.Float32, 4, 5).MustTo(dev)
+				y := tensor.Randn(rng, tensor.Float32, 4, 3).MustTo(dev)
+				for _, p := range d.Parameters() {
+					p.Grad = nil
+				}
+				out, err := d.Forward(autograd.Const(x))
+				if err != nil {
+					return err
+				}
+				if err := autograd.MSELoss(out, autograd.Const(y), autograd.ReductionMean).Backward(); err != nil {
+					return err
+				}
+				if rank == 0 {
+					for _, p := range d.Parameters() {
+						g, err := p.Grad.To(tensor.CPU())
+						if err != nil {
+							return err
+						}
+						res = append(res, append([]float32(nil), g.F32()...))
+					}
+				}
+			}
+			if device {
+				if fn.calls < 2*2 {
+					return fmt.Errorf("%d device all-reduces, want one per bucket and step", fn.calls)
+				}
+				if n := g.count("hostAlloc"); n != 0 {
+					return fmt.Errorf("%d pinned staging buffers: a bucket went through the host", n)
+				}
+			}
+			return nil
+		})
+		return res
+	}
+	want, got := train(false), train(true)
+	require.Len(t, got, len(want))
+	for i := range want {
+		assert.InDeltaSlice(t, want[i], got[i], 1e-6, "gradient %d", i)
+	}
+}
+
+var _ nccl.DeviceCollectives = (*fakeNCCL)(nil)
