@@ -269,6 +269,39 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	return w
 }
 
+// afterBuckets issues the collective f starts after the buckets' own:
+// when a bucket of this iteration is staged, its collective is issued
+// from a host function on the comm queue, so f is too (every rank then
+// issues the same sequence); when all went to the group in device memory,
+// they were issued already and f runs now.
+func (d *deviceBuckets) afterBuckets(f func() comm.Work, timeout time.Duration) comm.Work {
+	staged := false
+	for _, direct := range d.direct {
+		staged = staged || !direct
+	}
+	if !staged {
+		return f()
+	}
+	w := &deviceWork{done: make(chan struct{})}
+	var ran atomic.Bool
+	d.comm.Host("all-reduce of the used-parameter map", func() error {
+		ran.Store(true)
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		w.err = f().Wait(ctx)
+		return w.err
+	})
+	m := d.comm.Record()
+	go func() {
+		m.Synchronize()
+		if !ran.Load() {
+			w.err = fmt.Errorf("ddp: the comm queue on %v failed before the used-parameter map's all-reduce: %w", d.dev, d.comm.Synchronize())
+		}
+		close(w.done)
+	}()
+	return w
+}
+
 // await enqueues on the compute queue a wait for bucket b's all-reduce,
 // once per bucket and iteration (waited tracks it).
 func (d *deviceBuckets) await(b *bucket, waited []bool) {

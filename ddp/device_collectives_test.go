@@ -26,7 +26,9 @@ type deviceCase struct {
 	collectives bool          // the group reduces device memory (sim.Collectives, NCCL's stand-in)
 	hook        CommHook      // a comm hook
 	views       bool          // GradientAsBucketView
+	findUnused  bool          // FindUnusedParameters
 	delay       time.Duration // compute stream delay
+	rank0Only   bool          // delay only rank 0's compute stream
 	commDelay   time.Duration // the group's stream delay
 	skipWait    bool
 	skipDone    bool
@@ -46,7 +48,9 @@ func trainCase(t *testing.T, c deviceCase) [][]float32 {
 		if c.device {
 			dev = sim.New(rank)
 			defer dev.Close()
-			dev.Compute().SetDelay(c.delay)
+			if !c.rank0Only || rank == 0 {
+				dev.Compute().SetDelay(c.delay)
+			}
 			opts = append(opts, OnDevice(SimDevice(dev)))
 			if c.onDevice {
 				if err := nn.To(net, dev.Tensors()); err != nil {
@@ -64,6 +68,9 @@ func trainCase(t *testing.T, c deviceCase) [][]float32 {
 		}
 		if c.views {
 			opts = append(opts, GradientAsBucketView(true))
+		}
+		if c.findUnused {
+			opts = append(opts, FindUnusedParameters(true))
 		}
 		d, err := Wrap(context.Background(), net, pg, opts...)
 		if err != nil {
@@ -227,4 +234,22 @@ func TestDeviceGradientAsBucketView(t *testing.T) {
 		return nil
 	})
 	requireNoErrs(t, errs)
+}
+
+// FindUnusedParameters all-reduces the used-parameter map after the
+// buckets: on a device whose buckets are reduced in host functions on the
+// comm queue, the map's all-reduce must be issued in the same order on
+// every rank (after the buckets), or the group pairs a bucket with the map.
+func TestDeviceFindUnusedMatchesCPU(t *testing.T) {
+	want := trainCase(t, deviceCase{findUnused: true, steps: 2})
+	for _, c := range []deviceCase{
+		{device: true, findUnused: true, steps: 2, delay: 2 * time.Millisecond},
+		{device: true, findUnused: true, steps: 2, delay: 2 * time.Millisecond, rank0Only: true},
+		{device: true, onDevice: true, findUnused: true, steps: 2, delay: 2 * time.Millisecond},
+		{device: true, onDevice: true, collectives: true, findUnused: true, steps: 2, commDelay: 2 * time.Millisecond},
+	} {
+		got := trainCase(t, c)
+		require.Equal(t, len(want), len(got))
+		assert.Less(t, maxDiff(want, got), 1e-6, "%+v", c)
+	}
 }

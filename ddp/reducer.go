@@ -322,7 +322,12 @@ func (r *reducer) launchReady() {
 			}
 		}
 		r.usedLaunch = true
-		r.usedWork = r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum)
+		used := func() comm.Work { return r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum) }
+		if r.dev != nil {
+			r.usedWork = r.dev.afterBuckets(used, r.cfg.timeout)
+		} else {
+			r.usedWork = used()
+		}
 	}
 }
 
