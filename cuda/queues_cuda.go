@@ -12,7 +12,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/comm"
+	comm "goddp/comm/backend"
 	"goddp/comm/nccl"
 	"goddp/cuda/devtensor"
 	"goddp/ddp/devqueue"

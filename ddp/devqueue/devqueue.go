@@ -7,7 +7,7 @@
 package devqueue
 
 import (
-	"goddp/comm"
+	comm "goddp/comm/backend"
 	"goddp/tensor"
 )
 
