@@ -40,7 +40,9 @@ func halfBuf(t *testing.T, dev *sim.Device, n int) *sim.Buffer {
 	return b
 }
 
-func u16(b *sim.Buffer) []uint16 { return unsafe.Slice((*uint16)(unsafe.Pointer(&b.Bytes()[0])), b.Len()/2) }
+func u16(b *sim.Buffer) []uint16 {
+	return unsafe.Slice((*uint16)(unsafe.Pointer(&b.Bytes()[0])), b.Len()/2)
+}
 
 // The cast kernels for DDP's compression hooks on a device equal
 // goddp/internal/half (the CPU hooks' conversions) bit for bit, NaNs
