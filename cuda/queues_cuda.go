@@ -152,14 +152,14 @@ func (d *queueDevice) AllocTensor(n int) (devqueue.Mem, *tensor.Tensor, error) {
 // it, so the all-reduce follows q's work on the GPU. done completes with
 // the collective's Work (the nccl backend's watcher sees NCCL's own event
 // complete); a queue waits for it in a host function.
-func (d *queueDevice) AllReduceAfter(pg comm.ProcessGroup, q devqueue.Queue, m devqueue.Mem, n int, op comm.ReduceOp) (comm.Work, devqueue.Marker, bool) {
+func (d *queueDevice) AllReduceAfter(pg comm.ProcessGroup, q devqueue.Queue, m devqueue.Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, devqueue.Marker, bool) {
 	dc, ok := nccl.AsDevice(pg)
 	cq, qok := q.(*queue)
 	dm, mok := m.(*mem)
 	if !ok || !qok || !mok || cq.d != d || dm.d != d || dc.Device() != d.c.ordinal {
 		return nil, nil, false
 	}
-	w := dc.AllReduceDevice(nccl.DeviceBuffer{DType: comm.Float32, Ptr: uintptr(dm.p), Count: n, Stream: uintptr(cq.s)}, op)
+	w := dc.AllReduceDevice(nccl.DeviceBuffer{DType: dtype, Ptr: uintptr(dm.p), Count: n, Stream: uintptr(cq.s)}, op)
 	return w, workMarker{w}, true
 }
 
@@ -364,6 +364,33 @@ func (q *queue) Scale(m devqueue.Mem, off, n int, s float32) {
 	q.enqueue(func() error {
 		return q.d.qd.launchOn(q.s, "scale_f32", grid(n), block, []uint64{p, p, intArg(n), uint64(math.Float32bits(s))})
 	})
+}
+
+// Narrow implements devqueue.Caster with kernels.cu's f32_to_f16 and
+// f32_to_bf16 on the queue's stream.
+func (q *queue) Narrow(dst, src devqueue.Mem, n int, bf16 bool) {
+	k := "f32_to_f16"
+	if bf16 {
+		k = "f32_to_bf16"
+	}
+	q.cast(k, dst, src, n)
+}
+
+// Widen implements devqueue.Caster.
+func (q *queue) Widen(dst, src devqueue.Mem, n int, bf16 bool) {
+	k := "f16_to_f32"
+	if bf16 {
+		k = "bf16_to_f32"
+	}
+	q.cast(k, dst, src, n)
+}
+
+func (q *queue) cast(kernel string, dst, src devqueue.Mem, n int) {
+	if n == 0 {
+		return
+	}
+	d, s := dst.(*mem).p, src.(*mem).p
+	q.enqueue(func() error { return q.d.qd.launchOn(q.s, kernel, grid(n), block, []uint64{d, s, intArg(n)}) })
 }
 
 func (q *queue) Memset0(m devqueue.Mem, off, n int) {

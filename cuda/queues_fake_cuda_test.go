@@ -458,6 +458,7 @@ type fakeNCCL struct {
 	s      *sim.Stream
 	device int
 	calls  int
+	dtypes []comm.DType
 }
 
 func (f *fakeNCCL) Device() int     { return f.device }
@@ -471,17 +472,25 @@ func (f *fakeNCCL) AllReduceDevice(buf nccl.DeviceBuffer, op comm.ReduceOp) comm
 	if !ok {
 		panic(fmt.Sprintf("fakeNCCL: buffer on unknown stream %#x", buf.Stream))
 	}
-	if buf.DType != comm.Float32 {
-		panic("fakeNCCL: float32 only")
-	}
 	ev := f.g.d.NewEvent()
 	ev.Record(after)
 	f.s.WaitEvent(ev)
 	b, off := f.g.at(uint64(buf.Ptr))
 	w := &fakeWork{done: make(chan struct{})}
 	f.s.Enqueue("ncclAllReduce", func() error {
-		x := b.F32()[off/4 : off/4+buf.Count]
-		w.err = f.ProcessGroup.AllReduce(comm.Float32s(x), op).Wait(context.Background())
+		var x comm.Buffer
+		switch raw := b.Bytes()[off : off+buf.Bytes()]; buf.DType {
+		case comm.Float32:
+			x = comm.Float32s(b.F32()[off/4 : off/4+buf.Count])
+		case comm.Float16:
+			x = comm.Float16s(unsafe.Slice((*uint16)(unsafe.Pointer(&raw[0])), buf.Count))
+		case comm.BFloat16:
+			x = comm.BFloat16s(unsafe.Slice((*uint16)(unsafe.Pointer(&raw[0])), buf.Count))
+		default:
+			panic(fmt.Sprintf("fakeNCCL: %v", buf.DType))
+		}
+		f.dtypes = append(f.dtypes, buf.DType)
+		w.err = f.ProcessGroup.AllReduce(x, op).Wait(context.Background())
 		return w.err
 	})
 	done := f.g.d.NewEvent()
@@ -525,6 +534,18 @@ func (w *fakeWork) IsCompleted() bool {
 // the collective before the compute stream copies out. The group's stream
 // is slowed, so a missing wait shows. Equal to DDP on the CPU.
 func TestQueuesNCCLDirect(t *testing.T) {
+	for _, h := range []struct {
+		name  string
+		hook  ddp.CommHook
+		dtype comm.DType
+	}{{"plain", nil, comm.Float32}, {"fp16 hook", ddp.FP16CompressHook(), comm.Float16}, {"bf16 hook", ddp.BF16CompressHook(), comm.BFloat16}} {
+		t.Run(h.name, func(t *testing.T) { ncclDirect(t, h.hook, h.dtype) })
+	}
+}
+
+// ncclDirect: with a compression hook the buckets are narrowed on the GPU
+// (the cast kernels) and NCCL reduces the 16-bit copies.
+func ncclDirect(t *testing.T, hook ddp.CommHook, dtype comm.DType) {
 	train := func(device bool) [][]float32 {
 		var res [][]float32
 		cudaRanks(t, func(rank int, c *Context, g *simGPU, pg comm.ProcessGroup) error {
@@ -540,7 +561,11 @@ func TestQueuesNCCLDirect(t *testing.T) {
 				fn.s.SetDelay(time.Millisecond)
 				pg = fn
 			}
-			d, err := ddp.Wrap(context.Background(), net, pg, ddp.FirstBucketCapMB(100.0/(1<<20)), ddp.BucketCapMB(100.0/(1<<20)))
+			opts := []ddp.Option{ddp.FirstBucketCapMB(100.0 / (1 << 20)), ddp.BucketCapMB(100.0 / (1 << 20))}
+			if hook != nil {
+				opts = append(opts, ddp.WithCommHook(hook))
+			}
+			d, err := ddp.Wrap(context.Background(), net, pg, opts...)
 			if err != nil {
 				return err
 			}
@@ -575,6 +600,14 @@ func TestQueuesNCCLDirect(t *testing.T) {
 				}
 				if n := g.count("hostAlloc"); n != 0 {
 					return fmt.Errorf("%d pinned staging buffers: a bucket went through the host", n)
+				}
+				for _, dt := range fn.dtypes {
+					if dt != dtype {
+						return fmt.Errorf("NCCL reduced %v, want %v", dt, dtype)
+					}
+				}
+				if hook != nil && g.count("launch f32_to_f16")+g.count("launch f32_to_bf16") == 0 {
+					return fmt.Errorf("no cast kernels: %v", g.calls)
 				}
 			}
 			return nil

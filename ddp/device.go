@@ -70,6 +70,10 @@ type deviceBuckets struct {
 	ready   []Marker         // per bucket: its gradients are in (compute queue)
 	reduced []Marker         // per bucket: its all-reduce is done (comm queue)
 	direct  []bool           // per bucket: reduced in device memory by the group
+	wire    []Mem            // per bucket: its 16-bit copy for a compression hook, made on first use
+	// noDirect: the group cannot reduce this device's memory (learnt from
+	// the first bucket), so every bucket is staged.
+	noDirect bool
 
 	// skipWait leaves out the comm queue's wait for a bucket's gradients,
 	// skipDone the comm queue's wait for the group's all-reduce: only for
@@ -145,14 +149,17 @@ func (d *deviceBuckets) alloc(bs []*bucket, asTensors bool) error {
 	if err := d.comm.Synchronize(); err != nil {
 		return fmt.Errorf("ddp: comm queue on %v: %w", d.dev, err)
 	}
-	for _, m := range d.mem {
-		m.Free()
+	for _, m := range append(d.mem, d.wire...) {
+		if m != nil {
+			m.Free()
+		}
 	}
 	d.mem = make([]Mem, len(bs))
 	d.tensors = make([]*tensor.Tensor, len(bs))
 	d.ready = make([]Marker, len(bs))
 	d.reduced = make([]Marker, len(bs))
 	d.direct = make([]bool, len(bs))
+	d.wire = make([]Mem, len(bs))
 	for i, b := range bs {
 		var m Mem
 		var err error
@@ -218,16 +225,38 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	w := &deviceWork{done: make(chan struct{})}
 	var ran atomic.Bool
 	var inner comm.Work
-	if red, ok := d.dev.(DeviceReducer); ok && hook == nil {
+	red, ok := d.dev.(DeviceReducer)
+	ch, compress := hook.(compressHook)
+	caster, canCast := d.comm.(devqueue.Caster)
+	if ok && !d.noDirect && (hook == nil || compress && canCast) {
 		// The group's queue waits for the comm queue's point (so for the
 		// bucket's gradients), the comm queue for the group's completion.
+		// A compression hook narrows the bucket on the device first and
+		// widens the result back, as it does on the host.
+		n, target, dtype := b.numel(), m, comm.Float32
+		if compress {
+			target, dtype = d.wireOf(b), comm.Float16
+			if ch.bf16 {
+				dtype = comm.BFloat16
+			}
+			if target != nil {
+				caster.Narrow(target, m, n, ch.bf16)
+			}
+		}
 		var done Marker
-		inner, done, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, m, b.numel(), op)
+		if target != nil {
+			inner, done, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, target, n, dtype, op)
+		}
 		if d.direct[b.index] {
 			ran.Store(true)
 			if !d.skipDone {
 				d.comm.Wait(done)
 			}
+			if compress {
+				caster.Widen(m, target, n, ch.bf16)
+			}
+		} else if target != nil {
+			d.noDirect = true
 		}
 	}
 	if !d.direct[b.index] {
@@ -300,6 +329,19 @@ func (d *deviceBuckets) afterBuckets(f func() comm.Work, timeout time.Duration) 
 		close(w.done)
 	}()
 	return w
+}
+
+// wireOf returns bucket b's 16-bit buffer, allocating it on first use;
+// nil when that fails (the bucket is staged then).
+func (d *deviceBuckets) wireOf(b *bucket) Mem {
+	if d.wire[b.index] == nil {
+		m, err := d.dev.Alloc(2 * b.numel())
+		if err != nil {
+			return nil
+		}
+		d.wire[b.index] = m
+	}
+	return d.wire[b.index]
 }
 
 // await enqueues on the compute queue a wait for bucket b's all-reduce,

@@ -21,18 +21,19 @@ import (
 
 // deviceCase is one way of training the 2-rank test MLP.
 type deviceCase struct {
-	device      bool          // buckets on a simulated device
-	onDevice    bool          // the model itself on the device (nn.To)
-	collectives bool          // the group reduces device memory (sim.Collectives, NCCL's stand-in)
-	hook        CommHook      // a comm hook
-	views       bool          // GradientAsBucketView
-	findUnused  bool          // FindUnusedParameters
-	delay       time.Duration // compute stream delay
-	rank0Only   bool          // delay only rank 0's compute stream
-	commDelay   time.Duration // the group's stream delay
-	skipWait    bool
-	skipDone    bool
-	steps       int
+	device           bool          // buckets on a simulated device
+	onDevice         bool          // the model itself on the device (nn.To)
+	collectives      bool          // the group reduces device memory (sim.Collectives, NCCL's stand-in)
+	hook             CommHook      // a comm hook
+	views            bool          // GradientAsBucketView
+	findUnused       bool          // FindUnusedParameters
+	compressOnDevice bool          // the hook is fp16/bf16 compression, which reduces device memory with collectives
+	delay            time.Duration // compute stream delay
+	rank0Only        bool          // delay only rank 0's compute stream
+	commDelay        time.Duration // the group's stream delay
+	skipWait         bool
+	skipDone         bool
+	steps            int
 }
 
 // trainCase runs c.steps synchronised steps (each after a NoSync one) and
@@ -106,7 +107,7 @@ func trainCase(t *testing.T, c deviceCase) [][]float32 {
 			}
 			if c.device {
 				for i, b := range d.r.buckets {
-					if got := d.r.dev.direct[i]; got != (c.collectives && c.hook == nil) {
+					if got := d.r.dev.direct[i]; got != (c.collectives && (c.hook == nil || c.compressOnDevice)) {
 						return fmt.Errorf("bucket %d reduced in device memory: %v", b.index, got)
 					}
 				}
@@ -168,9 +169,10 @@ func TestDeviceCollectivesOrdering(t *testing.T) {
 	assert.Greater(t, maxDiff(want[:len(early)], early), 1e-4, "without the wait on the group's completion the result should be copied out before the reduction")
 }
 
-// Comm hooks on a device run on the host copy of each bucket (the staged
-// path, also with a group that could reduce device memory): fp16 and bf16
-// compression give exactly what they give on the CPU.
+// Comm hooks on a device: fp16 and bf16 compression give exactly what they
+// give on the CPU, staged through host memory (tcp, shm, in-memory groups)
+// or, with a group that reduces device memory, narrowed and widened by the
+// cast kernels around a 16-bit all-reduce on the device.
 func TestDeviceCommHooksMatchCPU(t *testing.T) {
 	for _, h := range []struct {
 		name string
@@ -183,7 +185,8 @@ func TestDeviceCommHooksMatchCPU(t *testing.T) {
 			for _, c := range []deviceCase{
 				{device: true, hook: h.hook, steps: 2, delay: time.Millisecond},
 				{device: true, onDevice: true, hook: h.hook, steps: 2, delay: time.Millisecond},
-				{device: true, onDevice: true, collectives: true, hook: h.hook, steps: 2},
+				{device: true, onDevice: true, collectives: true, hook: h.hook, compressOnDevice: true, steps: 2, commDelay: time.Millisecond},
+				{device: true, collectives: true, hook: h.hook, compressOnDevice: true, steps: 2, delay: time.Millisecond},
 			} {
 				got := trainCase(t, c)
 				require.Equal(t, len(want), len(got))

@@ -60,7 +60,7 @@ func (s simDevice) AllocTensor(n int) (Mem, *tensor.Tensor, error) {
 
 // AllReduceAfter implements DeviceReducer for a group that is (or wraps) a
 // sim.Collectives on this device: the stand-in for NCCL on a GPU.
-func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, op comm.ReduceOp) (comm.Work, Marker, bool) {
+func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, Marker, bool) {
 	c, ok := sim.AsCollectives(pg)
 	if !ok || c.Device() != s.d {
 		return nil, nil, false
@@ -68,7 +68,7 @@ func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, o
 	sq := q.(simQueue)
 	after := s.d.NewEvent()
 	after.Record(sq.s)
-	w, done := c.AllReduceF32(m.(simMem).b, 0, n, op, after)
+	w, done := c.AllReduceDevice(m.(simMem).b, 0, n, dtype, op, after)
 	return w, done, true
 }
 
@@ -99,6 +99,25 @@ func (q simQueue) Scale(m Mem, off, n int, s float32) {
 	b := m.(simMem).b
 	p := sim.PtrAt(b, 4*off)
 	_ = q.s.Launch("scale_f32", max(1, min((n+255)/256, 1<<20)), 256, p, p, sim.I64(n), sim.F32(s))
+}
+
+// Narrow implements devqueue.Caster with kernels.cu's f32_to_f16 and
+// f32_to_bf16.
+func (q simQueue) Narrow(dst, src Mem, n int, bf16 bool) {
+	k := "f32_to_f16"
+	if bf16 {
+		k = "f32_to_bf16"
+	}
+	_ = q.s.Launch(k, max(1, min((n+255)/256, 1<<20)), 256, dst.(simMem).b.Ptr(), src.(simMem).b.Ptr(), sim.I64(n))
+}
+
+// Widen implements devqueue.Caster.
+func (q simQueue) Widen(dst, src Mem, n int, bf16 bool) {
+	k := "f16_to_f32"
+	if bf16 {
+		k = "bf16_to_f32"
+	}
+	_ = q.s.Launch(k, max(1, min((n+255)/256, 1<<20)), 256, dst.(simMem).b.Ptr(), src.(simMem).b.Ptr(), sim.I64(n))
 }
 
 // CopyFromTensor implements TensorQueue: a device-to-device copy from a

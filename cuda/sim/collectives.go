@@ -41,26 +41,42 @@ func (c *Collectives) Device() *Device { return c.dev }
 // Stream is the group's own stream (NCCL's).
 func (c *Collectives) Stream() *Stream { return c.stream }
 
-// AllReduceF32 enqueues on the group's stream, after after completes, an
-// in-place all-reduce of n float32s of b from byte offset off. done
-// completes with it; so does the Work, which also carries its error.
-func (c *Collectives) AllReduceF32(b *Buffer, off, n int, op comm.ReduceOp, after *Event) (comm.Work, *Event) {
+// AllReduceDevice enqueues on the group's stream, after after completes, an
+// in-place all-reduce of n elements of dtype (Float32, Float16 or
+// BFloat16) of b from byte offset off. done completes with it; so does
+// the Work, which also carries its error.
+func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype comm.DType, op comm.ReduceOp, after *Event) (comm.Work, *Event) {
 	w := &work{done: make(chan struct{})}
-	if b.Device() != c.dev {
-		w.err = fmt.Errorf("%w: buffer on %v, group's device %v", comm.ErrBadArgument, b.Device(), c.dev)
+	var err error
+	switch {
+	case b.Device() != c.dev:
+		err = fmt.Errorf("%w: buffer on %v, group's device %v", comm.ErrBadArgument, b.Device(), c.dev)
+	case dtype != comm.Float32 && dtype != comm.Float16 && dtype != comm.BFloat16:
+		err = fmt.Errorf("%w: device all-reduce of %v", comm.ErrBadArgument, dtype)
+	}
+	if err != nil {
+		w.err = err
 		close(w.done)
 		return w, c.dev.NewEvent()
 	}
 	c.stream.WaitEvent(after)
 	c.stream.Enqueue("all-reduce", func() error {
-		if err := b.check(off, 4*n, "all-reduce"); err != nil {
+		if err := b.check(off, n*dtype.Size(), "all-reduce"); err != nil {
 			w.err = err
 			return err
 		}
-		x := unsafe.Slice((*float32)(unsafe.Add(b.p, off)), n)
+		var buf comm.Buffer
+		switch p := unsafe.Add(b.p, off); dtype {
+		case comm.Float16:
+			buf = comm.Float16s(unsafe.Slice((*uint16)(p), n))
+		case comm.BFloat16:
+			buf = comm.BFloat16s(unsafe.Slice((*uint16)(p), n))
+		default:
+			buf = comm.Float32s(unsafe.Slice((*float32)(p), n))
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		defer cancel()
-		w.err = c.ProcessGroup.AllReduce(comm.Float32s(x), op).Wait(ctx)
+		w.err = c.ProcessGroup.AllReduce(buf, op).Wait(ctx)
 		return w.err
 	})
 	done := c.dev.NewEvent()

@@ -71,14 +71,27 @@ type Mem interface{ Free() }
 // group can all-reduce in place on the device, on a queue of the group's
 // own (NCCL's stream), without staging through host memory.
 type Reducer interface {
-	// AllReduceAfter enqueues an all-reduce of n float32s of m (from byte
+	// AllReduceAfter enqueues an all-reduce of n elements of dtype
+	// (Float32, or Float16/BFloat16 for compression hooks) of m (from byte
 	// 0, in place) across pg, ordered on the device after the work enqueued
 	// on q so far: the group's queue waits for it, the host does not. done
 	// is a marker that completes with the all-reduce (a queue that Waits on
 	// it sees the result); w completes on the host at the same point. ok is
 	// false, and nothing is enqueued, when pg cannot reduce this device's
 	// memory: the caller stages through host memory then.
-	AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, op comm.ReduceOp) (w comm.Work, done Marker, ok bool)
+	AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (w comm.Work, done Marker, ok bool)
+}
+
+// Caster is an optional interface of a Queue: conversions between float32
+// and 16-bit floats on the device (kernels.cu's f32_to_f16, f16_to_f32,
+// f32_to_bf16, bf16_to_f32), bit for bit goddp/internal/half, so that
+// DDP's fp16/bf16 compression hooks reduce device memory (with a Reducer)
+// exactly as they reduce host memory.
+type Caster interface {
+	// Narrow writes n float32s of src as float16 (bfloat16 when bf16)
+	// into dst; Widen converts back.
+	Narrow(dst, src Mem, n int, bf16 bool)
+	Widen(dst, src Mem, n int, bf16 bool)
 }
 
 // Provider is implemented by a goddp/cuda/devtensor launcher (the cuda
