@@ -26,8 +26,9 @@ type Context struct {
 	labels uint64 // int32 class labels
 	labN   int
 
-	tmu     sync.Mutex    // guards tensors (Tensors is called inside no do)
+	tmu     sync.Mutex    // guards tensors and queues (neither is made inside do)
 	tensors tensor.Device // Tensors' device, made on first use
+	queues  *queueDevice  // Queues' device, made on first use
 }
 
 // NewContext opens GPU device (a CUDA ordinal: the device-th of those
@@ -88,6 +89,14 @@ func (c *Context) Close() error {
 			if err := c.dev.free(p); err != nil && first == nil {
 				first = err
 			}
+		}
+	}
+	c.tmu.Lock()
+	qs := c.queues
+	c.tmu.Unlock()
+	if qs != nil {
+		if err := qs.closeQueues(); err != nil && first == nil {
+			first = fmt.Errorf("cuda: closing device %d's streams: %w", c.ordinal, err)
 		}
 	}
 	if err := c.dev.close(); err != nil && first == nil {

@@ -55,6 +55,15 @@ int gcu_load_cuda(gcu_lib *l, const char *path, char *err, int cap) {
 	SYM(cuMemsetD8Async, "cuMemsetD8Async");
 	SYM(cuMemcpyHtoDAsync, "cuMemcpyHtoDAsync_v2");
 	SYM(cuMemcpyDtoHAsync, "cuMemcpyDtoHAsync_v2");
+	SYM(cuMemcpyDtoDAsync, "cuMemcpyDtoDAsync_v2");
+	SYM(cuEventCreate, "cuEventCreate");
+	SYM(cuEventRecord, "cuEventRecord");
+	SYM(cuEventSynchronize, "cuEventSynchronize");
+	SYM(cuEventDestroy, "cuEventDestroy_v2");
+	SYM(cuStreamWaitEvent, "cuStreamWaitEvent");
+	SYM(cuLaunchHostFunc, "cuLaunchHostFunc");
+	SYM(cuMemHostAlloc, "cuMemHostAlloc");
+	SYM(cuMemFreeHost, "cuMemFreeHost");
 	return 0;
 }
 
@@ -179,6 +188,84 @@ int gcu_launch(gcu_lib *l, void *ctx, void *fn, unsigned grid, unsigned block, v
 	if (nargs > 16) return 1; // CUDA_ERROR_INVALID_VALUE
 	for (int i = 0; i < nargs; i++) params[i] = &args[i];
 	return l->cuLaunchKernel(fn, grid, 1, 1, block, 1, 1, 0, stream, params, NULL);
+}
+
+// ---- streams and events for ddp's queues (queues_cuda.go).
+
+#define CU_EVENT_DISABLE_TIMING 0x2
+
+int gcu_stream_new(gcu_lib *l, void *ctx, void **stream) {
+	CURRENT(ctx);
+	return l->cuStreamCreate(stream, CU_STREAM_NON_BLOCKING);
+}
+
+int gcu_stream_destroy(gcu_lib *l, void *ctx, void *stream) {
+	CURRENT(ctx);
+	return l->cuStreamDestroy(stream);
+}
+
+// Events only order and signal: no timing, the cheapest kind.
+int gcu_event_new(gcu_lib *l, void *ctx, void **ev) {
+	CURRENT(ctx);
+	return l->cuEventCreate(ev, CU_EVENT_DISABLE_TIMING);
+}
+
+int gcu_event_record(gcu_lib *l, void *ctx, void *ev, void *stream) {
+	CURRENT(ctx);
+	return l->cuEventRecord(ev, stream);
+}
+
+int gcu_event_sync(gcu_lib *l, void *ctx, void *ev) {
+	CURRENT(ctx);
+	return l->cuEventSynchronize(ev);
+}
+
+// An event destroyed before it completes is released when it does.
+int gcu_event_destroy(gcu_lib *l, void *ctx, void *ev) {
+	CURRENT(ctx);
+	return l->cuEventDestroy(ev);
+}
+
+int gcu_stream_wait(gcu_lib *l, void *ctx, void *stream, void *ev) {
+	CURRENT(ctx);
+	return l->cuStreamWaitEvent(stream, ev, 0);
+}
+
+// The asynchronous copies take pinned host memory (gcu_host_alloc), so the
+// host does not wait for them.
+int gcu_htod_async(gcu_lib *l, void *ctx, gcu_devptr dst, const void *src, size_t n, void *stream) {
+	CURRENT(ctx);
+	return l->cuMemcpyHtoDAsync(dst, src, n, stream);
+}
+
+int gcu_dtoh_async(gcu_lib *l, void *ctx, void *dst, gcu_devptr src, size_t n, void *stream) {
+	CURRENT(ctx);
+	return l->cuMemcpyDtoHAsync(dst, src, n, stream);
+}
+
+int gcu_dtod_async(gcu_lib *l, void *ctx, gcu_devptr dst, gcu_devptr src, size_t n, void *stream) {
+	CURRENT(ctx);
+	return l->cuMemcpyDtoDAsync(dst, src, n, stream);
+}
+
+// Host functions run on the driver's thread, in the stream's order; the
+// trampoline hands the Go side its handle (queues_cuda.go).
+extern void goddpCUDAHostFunc(size_t);
+static void gcu_host_tramp(void *h) { goddpCUDAHostFunc((size_t)h); }
+
+int gcu_host_func(gcu_lib *l, void *ctx, void *stream, size_t handle) {
+	CURRENT(ctx);
+	return l->cuLaunchHostFunc(stream, gcu_host_tramp, (void *)handle);
+}
+
+int gcu_host_alloc(gcu_lib *l, void *ctx, size_t n, void **p) {
+	CURRENT(ctx);
+	return l->cuMemHostAlloc(p, n, 0);
+}
+
+int gcu_host_free(gcu_lib *l, void *ctx, void *p) {
+	CURRENT(ctx);
+	return l->cuMemFreeHost(p);
 }
 
 int gcu_blas_create(gcu_lib *l, void *ctx, void *stream, void **h) {

@@ -37,6 +37,16 @@ typedef struct {
 	int (*cuMemsetD8Async)(gcu_devptr, unsigned char, size_t, void *);
 	int (*cuMemcpyHtoDAsync)(gcu_devptr, const void *, size_t, void *);
 	int (*cuMemcpyDtoHAsync)(void *, gcu_devptr, size_t, void *);
+	// Streams and events for ddp's queues (queues_cuda.go).
+	int (*cuMemcpyDtoDAsync)(gcu_devptr, gcu_devptr, size_t, void *);
+	int (*cuEventCreate)(void **, unsigned);
+	int (*cuEventRecord)(void *, void *);
+	int (*cuEventSynchronize)(void *);
+	int (*cuEventDestroy)(void *);
+	int (*cuStreamWaitEvent)(void *, void *, unsigned);
+	int (*cuLaunchHostFunc)(void *, void (*)(void *), void *);
+	int (*cuMemHostAlloc)(void **, size_t, unsigned);
+	int (*cuMemFreeHost)(void *);
 	// cuBLAS (cublasStatus_t is an int enum, cublasHandle_t a pointer,
 	// cublasOperation_t N = 0, T = 1).
 	int (*cublasCreate)(void **);
@@ -71,6 +81,22 @@ int gcu_module(gcu_lib *l, void *ctx, const char *ptx, void **mod);
 int gcu_function(gcu_lib *l, void *mod, const char *name, void **fn);
 int gcu_unload(gcu_lib *l, void *ctx, void *mod);
 int gcu_launch(gcu_lib *l, void *ctx, void *fn, unsigned grid, unsigned block, void *stream, unsigned long long *args, int nargs);
+
+// Stream and event calls for ddp's queues (return CUresult). Every one is
+// asynchronous for the host except the synchronisations and the frees.
+int gcu_stream_new(gcu_lib *l, void *ctx, void **stream);
+int gcu_stream_destroy(gcu_lib *l, void *ctx, void *stream);
+int gcu_event_new(gcu_lib *l, void *ctx, void **ev);
+int gcu_event_record(gcu_lib *l, void *ctx, void *ev, void *stream);
+int gcu_event_sync(gcu_lib *l, void *ctx, void *ev);
+int gcu_event_destroy(gcu_lib *l, void *ctx, void *ev);
+int gcu_stream_wait(gcu_lib *l, void *ctx, void *stream, void *ev);
+int gcu_htod_async(gcu_lib *l, void *ctx, gcu_devptr dst, const void *src, size_t n, void *stream);
+int gcu_dtoh_async(gcu_lib *l, void *ctx, void *dst, gcu_devptr src, size_t n, void *stream);
+int gcu_dtod_async(gcu_lib *l, void *ctx, gcu_devptr dst, gcu_devptr src, size_t n, void *stream);
+int gcu_host_func(gcu_lib *l, void *ctx, void *stream, size_t handle);
+int gcu_host_alloc(gcu_lib *l, void *ctx, size_t n, void **p);
+int gcu_host_free(gcu_lib *l, void *ctx, void *p);
 
 // cuBLAS calls (return cublasStatus_t).
 int gcu_blas_create(gcu_lib *l, void *ctx, void *stream, void **h);

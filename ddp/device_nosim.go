@@ -7,4 +7,9 @@ import (
 )
 
 // deviceFor: without cgo (and so without sim) every device is staged.
-func deviceFor(td tensor.Device) (Device, error) { return TensorDevice(td), nil }
+func deviceFor(td tensor.Device) (Device, error) {
+	if d, ok, err := providedDevice(td); ok {
+		return d, err
+	}
+	return TensorDevice(td), nil
+}

@@ -3,6 +3,9 @@
 package ddp
 
 import (
+	"fmt"
+
+	"goddp/comm"
 	"goddp/cuda/sim"
 	"goddp/tensor"
 )
@@ -17,9 +20,18 @@ type simQueue struct {
 	s *sim.Stream
 }
 
-type simMem struct{ b *sim.Buffer }
+// simMem is a bucket's memory; view: it belongs to a tensor (AllocTensor),
+// whose collection frees it.
+type simMem struct {
+	b    *sim.Buffer
+	view bool
+}
 
-func (m simMem) Free() { m.b.Free() }
+func (m simMem) Free() {
+	if !m.view {
+		m.b.Free()
+	}
+}
 
 func (s simDevice) String() string             { return s.d.String() }
 func (s simDevice) Compute() Queue             { return simQueue{s.d, s.d.Compute()} }
@@ -29,7 +41,35 @@ func (s simDevice) Alloc(bytes int) (Mem, error) {
 	if err != nil {
 		return nil, err
 	}
-	return simMem{b}, nil
+	return simMem{b: b}, nil
+}
+
+// AllocTensor implements devqueue.TensorAllocator: the bucket is a tensor
+// on the device's goddp/tensor device, for GradientAsBucketView.
+func (s simDevice) AllocTensor(n int) (Mem, *tensor.Tensor, error) {
+	t, err := tensor.ZerosOn(s.d.Tensors(), tensor.Float32, n)
+	if err != nil {
+		return nil, nil, err
+	}
+	b, off, ok := sim.BufferOf(t)
+	if !ok || off != 0 {
+		return nil, nil, fmt.Errorf("ddp: a new tensor on %v is not a whole buffer", s.d)
+	}
+	return simMem{b: b, view: true}, t, nil
+}
+
+// AllReduceAfter implements DeviceReducer for a group that is (or wraps) a
+// sim.Collectives on this device: the stand-in for NCCL on a GPU.
+func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, Marker, bool) {
+	c, ok := sim.AsCollectives(pg)
+	if !ok || c.Device() != s.d {
+		return nil, nil, false
+	}
+	sq := q.(simQueue)
+	after := s.d.NewEvent()
+	after.Record(sq.s)
+	w, done := c.AllReduceDevice(m.(simMem).b, 0, n, dtype, op, after)
+	return w, done, true
 }
 
 func (q simQueue) Record() Marker {
@@ -38,7 +78,16 @@ func (q simQueue) Record() Marker {
 	return e
 }
 
-func (q simQueue) Wait(m Marker)                         { q.s.WaitEvent(m.(*sim.Event)) }
+// Wait waits for an event of the device on the GPU's terms; any other
+// marker is waited for in a host function on the queue.
+func (q simQueue) Wait(m Marker) {
+	if e, ok := m.(*sim.Event); ok {
+		q.s.WaitEvent(e)
+		return
+	}
+	q.s.Enqueue("wait marker", func() error { m.Synchronize(); return nil })
+}
+
 func (q simQueue) Upload(dst Mem, off int, src []byte)   { q.s.CopyHtoD(dst.(simMem).b, off, src) }
 func (q simQueue) Download(dst []byte, src Mem, off int) { q.s.CopyDtoH(dst, src.(simMem).b, off) }
 func (q simQueue) Memset0(m Mem, off, n int)             { q.s.Memset0(m.(simMem).b, off, n) }
@@ -50,6 +99,25 @@ func (q simQueue) Scale(m Mem, off, n int, s float32) {
 	b := m.(simMem).b
 	p := sim.PtrAt(b, 4*off)
 	_ = q.s.Launch("scale_f32", max(1, min((n+255)/256, 1<<20)), 256, p, p, sim.I64(n), sim.F32(s))
+}
+
+// Narrow implements devqueue.Caster with kernels.cu's f32_to_f16 and
+// f32_to_bf16.
+func (q simQueue) Narrow(dst, src Mem, n int, bf16 bool) {
+	k := "f32_to_f16"
+	if bf16 {
+		k = "f32_to_bf16"
+	}
+	_ = q.s.Launch(k, max(1, min((n+255)/256, 1<<20)), 256, dst.(simMem).b.Ptr(), src.(simMem).b.Ptr(), sim.I64(n))
+}
+
+// Widen implements devqueue.Caster.
+func (q simQueue) Widen(dst, src Mem, n int, bf16 bool) {
+	k := "f16_to_f32"
+	if bf16 {
+		k = "bf16_to_f32"
+	}
+	_ = q.s.Launch(k, max(1, min((n+255)/256, 1<<20)), 256, dst.(simMem).b.Ptr(), src.(simMem).b.Ptr(), sim.I64(n))
 }
 
 // CopyFromTensor implements TensorQueue: a device-to-device copy from a
@@ -76,6 +144,9 @@ func (q simQueue) Holds(t *tensor.Tensor) bool {
 func deviceFor(td tensor.Device) (Device, error) {
 	if d, ok := sim.Of(td); ok {
 		return SimDevice(d), nil
+	}
+	if d, ok, err := providedDevice(td); ok {
+		return d, err
 	}
 	return TensorDevice(td), nil
 }

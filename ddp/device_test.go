@@ -189,12 +189,13 @@ func TestDeviceOverlapHidesCommunication(t *testing.T) {
 	requireNoErrs(t, errs)
 }
 
-// Options the device path does not support yet fail at Wrap, naming them.
-func TestDeviceRejectsUnsupportedOptions(t *testing.T) {
+// GradientAsBucketView on device buckets needs the parameters there (a
+// host gradient cannot be a view of device memory): Wrap says so.
+func TestDeviceRejectsHostViews(t *testing.T) {
 	pg := commtest.NewGroups(1)[0]
 	dev := sim.New(0)
 	defer dev.Close()
 	_, err := Wrap(context.Background(), mlpNet([]int{2, 2}, 1), pg, OnDevice(SimDevice(dev)), GradientAsBucketView(true))
 	assert.ErrorIs(t, err, ErrInvalidOption)
-	assert.ErrorContains(t, err, "GradientAsBucketView is not available with OnDevice(sim:0)")
+	assert.ErrorContains(t, err, `GradientAsBucketView with OnDevice(sim:0) needs the parameters on the device (parameter "0.weight" is on the host)`)
 }

@@ -117,7 +117,7 @@ func (r *reducer) build(assign [][]int) {
 		b.grad.owner = b
 	}
 	if r.dev != nil {
-		r.buildErr = r.dev.alloc(r.buckets)
+		r.buildErr = r.dev.alloc(r.buckets, r.cfg.gradAsBucketView)
 	}
 	if !r.cfg.gradAsBucketView {
 		return
@@ -125,9 +125,17 @@ func (r *reducer) build(assign [][]int) {
 	r.views = make([]*tensor.Tensor, len(r.params))
 	for i, p := range r.params {
 		l := r.loc[i]
-		r.views[i] = r.buckets[l.bucket].view(l.slot, p.shape)
+		if r.dev != nil {
+			r.views[i] = r.dev.view(r.buckets[l.bucket], l.slot, p.shape)
+		} else {
+			r.views[i] = r.buckets[l.bucket].view(l.slot, p.shape)
+		}
 		if p.v.Grad != nil {
-			r.buckets[l.bucket].copyIn(l.slot, p.v.Grad, 1)
+			if r.dev != nil {
+				r.dev.fill(r.buckets[l.bucket], l.slot, p.v.Grad, 1, false)
+			} else {
+				r.buckets[l.bucket].copyIn(l.slot, p.v.Grad, 1)
+			}
 			p.v.Grad = r.views[i]
 		}
 	}
@@ -308,7 +316,10 @@ func (r *reducer) fillSlot(i int) {
 	g := p.v.Grad
 	switch {
 	case r.dev != nil:
-		r.dev.fill(b, l.slot, g, s)
+		r.dev.fill(b, l.slot, g, s, r.views != nil && g == r.views[i])
+		if r.views != nil {
+			p.v.Grad = r.views[i]
+		}
 	case g == nil:
 		b.zeroSlot(l.slot)
 	case r.views != nil && g == r.views[i]:
@@ -339,7 +350,12 @@ func (r *reducer) launchReady() {
 			}
 		}
 		r.usedLaunch = true
-		r.usedWork = r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum)
+		used := func() comm.Work { return r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum) }
+		if r.dev != nil {
+			r.usedWork = r.dev.afterBuckets(used, r.cfg.timeout)
+		} else {
+			r.usedWork = used()
+		}
 	}
 }
 
@@ -390,7 +406,7 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 		if shadow {
 			r.dev.compute.Memset0(r.dev.mem[b.index], 0, b.nbytes())
 		}
-		w = r.dev.launch(r.pg, b, op, r.cfg.timeout)
+		w = r.dev.launch(r.pg, b, op, r.hook(), r.cfg.timeout)
 	} else if h := r.hook(); h != nil {
 		w = h.Reduce(r.pg, &b.grad)
 	} else {
@@ -551,6 +567,9 @@ func (r *reducer) finalize() error {
 			l := r.loc[i]
 			b := r.buckets[l.bucket]
 			if r.views != nil {
+				if r.dev != nil {
+					r.dev.await(b, waited)
+				}
 				p.v.Grad = r.views[i]
 				continue
 			}

@@ -164,6 +164,26 @@ if check "mlp-cuda-b1024" 900 "$bin/mlp" -device cuda -epochs 2 -batch-size 1024
   grep samples_per_s "$logs/mlp-cuda-b1024.log" | sed 's/^/   /'
 fi
 
+# DDP with its buckets on the GPUs, one rank per GPU over NCCL: ddp.Wrap
+# takes the cuda Context's queues (CUDA streams and events) and hands each
+# bucket to NCCL in device memory, ordered by events (issue 15). Rank 0's
+# loss at step 100 must be within 1e-3 relative of the CPU's at the same
+# world size and seed (tcp).
+ddpcudacmp() {
+  GODDP_BACKEND=tcp "$bin/ddprun" --standalone --nproc-per-node "$ngpu" "$bin/mlp" -device cpu -epochs 1 -seed 5 \
+    -metrics "$work/mlpddp-cpu.jsonl" -metrics-every 1 || return 1
+  GODDP_BACKEND=nccl "$bin/ddprun" --standalone --nproc-per-node gpu "$bin/mlp" -device cuda -epochs 1 -seed 5 \
+    -metrics "$work/mlpddp-cuda.jsonl" -metrics-every 1 || return 1
+  paste <(steplosses "$work/mlpddp-cpu.jsonl") <(steplosses "$work/mlpddp-cuda.jsonl") | awk '
+    NR <= 100 { d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > worst) worst = r; last = r; n = NR }
+    END { print n " steps compared, relative difference at the last " last ", worst " worst; exit (n >= 1 && last <= 1e-3) ? 0 : 1 }'
+}
+export ngpu
+export -f ddpcudacmp
+if check "mlp-cuda-ddp-nccl-vs-cpu" 900 bash -c ddpcudacmp; then
+  tail -n 1 "$logs/mlp-cuda-ddp-nccl-vs-cpu.log" | sed 's/^/   /'
+fi
+
 echo "logs: $logs"
 [ "$failed" -eq 0 ] || echo "failed: ${failures[*]}"
 echo "gpu-check: $passed passed, $failed failed"

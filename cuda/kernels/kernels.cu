@@ -58,6 +58,56 @@ __device__ float block_max(float v) {
 	return r;
 }
 
+// Bit casts through a union (CUDA and host C++ both accept it).
+__device__ unsigned int f32_bits(float f) {
+	union {
+		float f;
+		unsigned int u;
+	} v;
+	v.f = f;
+	return v.u;
+}
+
+__device__ float f32_from_bits(unsigned int u) {
+	union {
+		float f;
+		unsigned int u;
+	} v;
+	v.u = u;
+	return v.f;
+}
+
+__device__ float f16_bits_to_f32(unsigned short h) {
+	unsigned int o = (unsigned int)(h & 0x7fffu) << 13;
+	unsigned int exp = o & (0x1fu << 23);
+	o += (127u - 15u) << 23; // rebias
+	if (exp == 0x1fu << 23) {
+		o += (128u - 16u) << 23; // inf/NaN: exponent all ones, payload kept
+	} else if (exp == 0) {
+		o += 1u << 23; // zero or subnormal: renormalise
+		o = f32_bits(f32_from_bits(o) - f32_from_bits(113u << 23));
+	}
+	return f32_from_bits(o | (unsigned int)(h & 0x8000u) << 16);
+}
+
+__device__ unsigned short f32_to_f16_bits(float f) {
+	unsigned int x = f32_bits(f);
+	unsigned int a = x & 0x7fffffffu;
+	unsigned short sign = (unsigned short)((x >> 16) & 0x8000u);
+	if (a - (113u << 23) < (143u - 113u) << 23) {
+		// Normal result: rebias and round the 13 dropped bits to
+		// nearest-even; a mantissa carry bumps the exponent (up to inf).
+		return sign | (unsigned short)((a - (112u << 23) + 0xfffu + ((a >> 13) & 1u)) >> 13);
+	}
+	if (a > 0x7f800000u) return sign | 0x7e00u | (unsigned short)((a >> 13) & 0x3ffu); // NaN
+	if (a >= (127u + 16u) << 23) return sign | 0x7c00u;                                // >= 65536 or inf
+	// Below the smallest normal half: adding 0.5 aligns the subnormal's
+	// integer mantissa with float32's low bits, and the add rounds to
+	// nearest-even (needs denormals, NVRTC's default -ftz=false).
+	float r = f32_from_bits(a) + 0.5f;
+	return sign | (unsigned short)(f32_bits(r) - f32_bits(0.5f));
+}
+
 extern "C" {
 
 // x = v (e.g. the ones vector that turns column sums into a GEMV).
@@ -323,6 +373,36 @@ __global__ void adam_f32(float *w, const float *g, float *m, float *v, i64 n, fl
 		v[i] = vi;
 		w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2 + eps);
 	}
+}
+
+// ---- 16-bit floats for DDP's compression hooks on device memory
+// (fp16/bf16_compress_hook): bit for bit goddp/internal/half, which the
+// CPU hooks and comm's reductions use. Narrowing rounds to nearest, ties
+// to even; overflow gives inf; NaN stays a quiet NaN with the top of its
+// payload. The 16-bit values are held as unsigned short.
+
+__global__ void f32_to_f16(unsigned short *y, const float *x, i64 n) {
+	FOR_EACH(i, n) y[i] = f32_to_f16_bits(x[i]);
+}
+
+__global__ void f16_to_f32(float *y, const unsigned short *x, i64 n) {
+	FOR_EACH(i, n) y[i] = f16_bits_to_f32(x[i]);
+}
+
+__global__ void f32_to_bf16(unsigned short *y, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		unsigned int u = f32_bits(x[i]);
+		if ((u & 0x7fffffffu) > 0x7f800000u) {
+			y[i] = (unsigned short)((u >> 16) | 0x40u);
+		} else {
+			u += 0x7fffu + ((u >> 16) & 1u);
+			y[i] = (unsigned short)(u >> 16);
+		}
+	}
+}
+
+__global__ void bf16_to_f32(float *y, const unsigned short *x, i64 n) {
+	FOR_EACH(i, n) y[i] = f32_from_bits((unsigned int)x[i] << 16);
 }
 
 }

@@ -6308,5 +6308,920 @@ $L__BB33_17:
 	ret;
 
 }
+	// .globl	f32_to_f16
+.visible .entry f32_to_f16(
+	.param .u64 f32_to_f16_param_0,
+	.param .u64 f32_to_f16_param_1,
+	.param .u64 f32_to_f16_param_2
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .b16 	%rs<66>;
+	.reg .f32 	%f<11>;
+	.reg .b32 	%r<58>;
+	.reg .b64 	%rd<69>;
+
+
+	ld.param.u64 	%rd38, [f32_to_f16_param_0];
+	ld.param.u64 	%rd39, [f32_to_f16_param_1];
+	ld.param.u64 	%rd40, [f32_to_f16_param_2];
+	mov.u32 	%r11, %ctaid.x;
+	mov.u32 	%r12, %ntid.x;
+	cvt.u64.u32 	%rd1, %r12;
+	mul.wide.u32 	%rd41, %r11, %r12;
+	mov.u32 	%r13, %tid.x;
+	cvt.u64.u32 	%rd42, %r13;
+	add.s64 	%rd65, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd65, %rd40;
+	@%p1 bra 	$L__BB34_45;
+
+	mov.u32 	%r14, %nctaid.x;
+	cvt.u64.u32 	%rd3, %r14;
+	mul.lo.s64 	%rd4, %rd3, %rd1;
+	not.b64 	%rd43, %rd65;
+	add.s64 	%rd5, %rd43, %rd40;
+	or.b64  	%rd44, %rd5, %rd4;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB34_3;
+
+	div.u64 	%rd60, %rd5, %rd4;
+	bra.uni 	$L__BB34_4;
+
+$L__BB34_3:
+	cvt.u32.u64 	%r15, %rd4;
+	cvt.u32.u64 	%r16, %rd5;
+	div.u32 	%r17, %r16, %r15;
+	cvt.u64.u32 	%rd60, %r17;
+
+$L__BB34_4:
+	add.s64 	%rd46, %rd60, 1;
+	and.b64  	%rd64, %rd46, 3;
+	setp.eq.s64 	%p3, %rd64, 0;
+	@%p3 bra 	$L__BB34_14;
+
+	cvta.to.global.u64 	%rd47, %rd38;
+	shl.b64 	%rd48, %rd65, 1;
+	add.s64 	%rd62, %rd47, %rd48;
+	shl.b64 	%rd11, %rd4, 1;
+	cvta.to.global.u64 	%rd49, %rd39;
+	shl.b64 	%rd50, %rd65, 2;
+	add.s64 	%rd61, %rd49, %rd50;
+	shl.b64 	%rd13, %rd4, 2;
+
+$L__BB34_6:
+	.pragma "nounroll";
+	ld.global.u32 	%r1, [%rd61];
+	and.b32  	%r2, %r1, 2147483647;
+	shr.u32 	%r18, %r1, 16;
+	cvt.u16.u32 	%rs31, %r18;
+	and.b16  	%rs1, %rs31, -32768;
+	add.s32 	%r19, %r2, -947912704;
+	setp.lt.u32 	%p4, %r19, 251658240;
+	@%p4 bra 	$L__BB34_12;
+	bra.uni 	$L__BB34_7;
+
+$L__BB34_12:
+	bfe.u32 	%r22, %r1, 13, 1;
+	add.s32 	%r23, %r1, %r22;
+	add.s32 	%r24, %r23, 134221823;
+	shr.u32 	%r25, %r24, 13;
+	cvt.u16.u32 	%rs36, %r25;
+	or.b16  	%rs61, %rs1, %rs36;
+	bra.uni 	$L__BB34_13;
+
+$L__BB34_7:
+	setp.gt.u32 	%p5, %r2, 2139095040;
+	@%p5 bra 	$L__BB34_11;
+	bra.uni 	$L__BB34_8;
+
+$L__BB34_11:
+	shr.u32 	%r21, %r1, 13;
+	cvt.u16.u32 	%rs33, %r21;
+	and.b16  	%rs34, %rs33, 511;
+	or.b16  	%rs35, %rs1, %rs34;
+	or.b16  	%rs61, %rs35, 32256;
+	bra.uni 	$L__BB34_13;
+
+$L__BB34_8:
+	setp.gt.u32 	%p6, %r2, 1199570943;
+	@%p6 bra 	$L__BB34_10;
+	bra.uni 	$L__BB34_9;
+
+$L__BB34_10:
+	or.b16  	%rs61, %rs1, 31744;
+	bra.uni 	$L__BB34_13;
+
+$L__BB34_9:
+	mov.b32 	%f1, %r2;
+	add.f32 	%f2, %f1, 0f3F000000;
+	mov.b32 	%r20, %f2;
+	cvt.u16.u32 	%rs32, %r20;
+	or.b16  	%rs61, %rs1, %rs32;
+
+$L__BB34_13:
+	st.global.u16 	[%rd62], %rs61;
+	add.s64 	%rd65, %rd65, %rd4;
+	add.s64 	%rd62, %rd62, %rd11;
+	add.s64 	%rd61, %rd61, %rd13;
+	add.s64 	%rd64, %rd64, -1;
+	setp.ne.s64 	%p7, %rd64, 0;
+	@%p7 bra 	$L__BB34_6;
+
+$L__BB34_14:
+	setp.lt.u64 	%p8, %rd60, 3;
+	@%p8 bra 	$L__BB34_45;
+
+	cvta.to.global.u64 	%rd51, %rd38;
+	shl.b64 	%rd52, %rd65, 1;
+	add.s64 	%rd67, %rd51, %rd52;
+	shl.b64 	%rd24, %rd4, 1;
+	cvta.to.global.u64 	%rd54, %rd39;
+	shl.b64 	%rd55, %rd65, 2;
+	add.s64 	%rd68, %rd54, %rd55;
+	shl.b64 	%rd26, %rd4, 2;
+
+$L__BB34_16:
+	ld.global.u32 	%r3, [%rd68];
+	and.b32  	%r4, %r3, 2147483647;
+	shr.u32 	%r26, %r3, 16;
+	cvt.u16.u32 	%rs37, %r26;
+	and.b16  	%rs7, %rs37, -32768;
+	add.s32 	%r27, %r4, -947912704;
+	setp.lt.u32 	%p9, %r27, 251658240;
+	@%p9 bra 	$L__BB34_22;
+	bra.uni 	$L__BB34_17;
+
+$L__BB34_22:
+	bfe.u32 	%r30, %r3, 13, 1;
+	add.s32 	%r31, %r3, %r30;
+	add.s32 	%r32, %r31, 134221823;
+	shr.u32 	%r33, %r32, 13;
+	cvt.u16.u32 	%rs42, %r33;
+	or.b16  	%rs62, %rs7, %rs42;
+	bra.uni 	$L__BB34_23;
+
+$L__BB34_17:
+	setp.gt.u32 	%p10, %r4, 2139095040;
+	@%p10 bra 	$L__BB34_21;
+	bra.uni 	$L__BB34_18;
+
+$L__BB34_21:
+	shr.u32 	%r29, %r3, 13;
+	cvt.u16.u32 	%rs39, %r29;
+	and.b16  	%rs40, %rs39, 511;
+	or.b16  	%rs41, %rs7, %rs40;
+	or.b16  	%rs62, %rs41, 32256;
+	bra.uni 	$L__BB34_23;
+
+$L__BB34_18:
+	setp.gt.u32 	%p11, %r4, 1199570943;
+	@%p11 bra 	$L__BB34_20;
+	bra.uni 	$L__BB34_19;
+
+$L__BB34_20:
+	or.b16  	%rs62, %rs7, 31744;
+	bra.uni 	$L__BB34_23;
+
+$L__BB34_19:
+	mov.b32 	%f3, %r4;
+	add.f32 	%f4, %f3, 0f3F000000;
+	mov.b32 	%r28, %f4;
+	cvt.u16.u32 	%rs38, %r28;
+	or.b16  	%rs62, %rs7, %rs38;
+
+$L__BB34_23:
+	st.global.u16 	[%rd67], %rs62;
+	add.s64 	%rd30, %rd68, %rd26;
+	ld.global.u32 	%r5, [%rd30];
+	and.b32  	%r6, %r5, 2147483647;
+	shr.u32 	%r34, %r5, 16;
+	cvt.u16.u32 	%rs43, %r34;
+	and.b16  	%rs13, %rs43, -32768;
+	add.s32 	%r35, %r6, -947912704;
+	setp.lt.u32 	%p12, %r35, 251658240;
+	@%p12 bra 	$L__BB34_29;
+	bra.uni 	$L__BB34_24;
+
+$L__BB34_29:
+	bfe.u32 	%r38, %r5, 13, 1;
+	add.s32 	%r39, %r5, %r38;
+	add.s32 	%r40, %r39, 134221823;
+	shr.u32 	%r41, %r40, 13;
+	cvt.u16.u32 	%rs48, %r41;
+	or.b16  	%rs63, %rs13, %rs48;
+	bra.uni 	$L__BB34_30;
+
+$L__BB34_24:
+	setp.gt.u32 	%p13, %r6, 2139095040;
+	@%p13 bra 	$L__BB34_28;
+	bra.uni 	$L__BB34_25;
+
+$L__BB34_28:
+	shr.u32 	%r37, %r5, 13;
+	cvt.u16.u32 	%rs45, %r37;
+	and.b16  	%rs46, %rs45, 511;
+	or.b16  	%rs47, %rs13, %rs46;
+	or.b16  	%rs63, %rs47, 32256;
+	bra.uni 	$L__BB34_30;
+
+$L__BB34_25:
+	setp.gt.u32 	%p14, %r6, 1199570943;
+	@%p14 bra 	$L__BB34_27;
+	bra.uni 	$L__BB34_26;
+
+$L__BB34_27:
+	or.b16  	%rs63, %rs13, 31744;
+	bra.uni 	$L__BB34_30;
+
+$L__BB34_26:
+	mov.b32 	%f5, %r6;
+	add.f32 	%f6, %f5, 0f3F000000;
+	mov.b32 	%r36, %f6;
+	cvt.u16.u32 	%rs44, %r36;
+	or.b16  	%rs63, %rs13, %rs44;
+
+$L__BB34_30:
+	add.s64 	%rd31, %rd67, %rd24;
+	st.global.u16 	[%rd31], %rs63;
+	add.s64 	%rd32, %rd30, %rd26;
+	ld.global.u32 	%r7, [%rd32];
+	and.b32  	%r8, %r7, 2147483647;
+	shr.u32 	%r42, %r7, 16;
+	cvt.u16.u32 	%rs49, %r42;
+	and.b16  	%rs19, %rs49, -32768;
+	add.s32 	%r43, %r8, -947912704;
+	setp.lt.u32 	%p15, %r43, 251658240;
+	@%p15 bra 	$L__BB34_36;
+	bra.uni 	$L__BB34_31;
+
+$L__BB34_36:
+	bfe.u32 	%r46, %r7, 13, 1;
+	add.s32 	%r47, %r7, %r46;
+	add.s32 	%r48, %r47, 134221823;
+	shr.u32 	%r49, %r48, 13;
+	cvt.u16.u32 	%rs54, %r49;
+	or.b16  	%rs64, %rs19, %rs54;
+	bra.uni 	$L__BB34_37;
+
+$L__BB34_31:
+	setp.gt.u32 	%p16, %r8, 2139095040;
+	@%p16 bra 	$L__BB34_35;
+	bra.uni 	$L__BB34_32;
+
+$L__BB34_35:
+	shr.u32 	%r45, %r7, 13;
+	cvt.u16.u32 	%rs51, %r45;
+	and.b16  	%rs52, %rs51, 511;
+	or.b16  	%rs53, %rs19, %rs52;
+	or.b16  	%rs64, %rs53, 32256;
+	bra.uni 	$L__BB34_37;
+
+$L__BB34_32:
+	setp.gt.u32 	%p17, %r8, 1199570943;
+	@%p17 bra 	$L__BB34_34;
+	bra.uni 	$L__BB34_33;
+
+$L__BB34_34:
+	or.b16  	%rs64, %rs19, 31744;
+	bra.uni 	$L__BB34_37;
+
+$L__BB34_33:
+	mov.b32 	%f7, %r8;
+	add.f32 	%f8, %f7, 0f3F000000;
+	mov.b32 	%r44, %f8;
+	cvt.u16.u32 	%rs50, %r44;
+	or.b16  	%rs64, %rs19, %rs50;
+
+$L__BB34_37:
+	add.s64 	%rd33, %rd31, %rd24;
+	st.global.u16 	[%rd33], %rs64;
+	add.s64 	%rd34, %rd32, %rd26;
+	ld.global.u32 	%r9, [%rd34];
+	and.b32  	%r10, %r9, 2147483647;
+	shr.u32 	%r50, %r9, 16;
+	cvt.u16.u32 	%rs55, %r50;
+	and.b16  	%rs25, %rs55, -32768;
+	add.s32 	%r51, %r10, -947912704;
+	setp.lt.u32 	%p18, %r51, 251658240;
+	@%p18 bra 	$L__BB34_43;
+	bra.uni 	$L__BB34_38;
+
+$L__BB34_43:
+	bfe.u32 	%r54, %r9, 13, 1;
+	add.s32 	%r55, %r9, %r54;
+	add.s32 	%r56, %r55, 134221823;
+	shr.u32 	%r57, %r56, 13;
+	cvt.u16.u32 	%rs60, %r57;
+	or.b16  	%rs65, %rs25, %rs60;
+	bra.uni 	$L__BB34_44;
+
+$L__BB34_38:
+	setp.gt.u32 	%p19, %r10, 2139095040;
+	@%p19 bra 	$L__BB34_42;
+	bra.uni 	$L__BB34_39;
+
+$L__BB34_42:
+	shr.u32 	%r53, %r9, 13;
+	cvt.u16.u32 	%rs57, %r53;
+	and.b16  	%rs58, %rs57, 511;
+	or.b16  	%rs59, %rs25, %rs58;
+	or.b16  	%rs65, %rs59, 32256;
+	bra.uni 	$L__BB34_44;
+
+$L__BB34_39:
+	setp.gt.u32 	%p20, %r10, 1199570943;
+	@%p20 bra 	$L__BB34_41;
+	bra.uni 	$L__BB34_40;
+
+$L__BB34_41:
+	or.b16  	%rs65, %rs25, 31744;
+	bra.uni 	$L__BB34_44;
+
+$L__BB34_40:
+	mov.b32 	%f9, %r10;
+	add.f32 	%f10, %f9, 0f3F000000;
+	mov.b32 	%r52, %f10;
+	cvt.u16.u32 	%rs56, %r52;
+	or.b16  	%rs65, %rs25, %rs56;
+
+$L__BB34_44:
+	add.s64 	%rd56, %rd33, %rd24;
+	add.s64 	%rd67, %rd56, %rd24;
+	st.global.u16 	[%rd56], %rs65;
+	add.s64 	%rd57, %rd65, %rd4;
+	add.s64 	%rd58, %rd57, %rd4;
+	add.s64 	%rd59, %rd58, %rd4;
+	add.s64 	%rd65, %rd59, %rd4;
+	setp.lt.s64 	%p21, %rd65, %rd40;
+	add.s64 	%rd68, %rd34, %rd26;
+	@%p21 bra 	$L__BB34_16;
+
+$L__BB34_45:
+	ret;
+
+}
+	// .globl	f16_to_f32
+.visible .entry f16_to_f32(
+	.param .u64 f16_to_f32_param_0,
+	.param .u64 f16_to_f32_param_1,
+	.param .u64 f16_to_f32_param_2
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .b16 	%rs<6>;
+	.reg .f32 	%f<11>;
+	.reg .b32 	%r<73>;
+	.reg .b64 	%rd<69>;
+
+
+	ld.param.u64 	%rd38, [f16_to_f32_param_0];
+	ld.param.u64 	%rd39, [f16_to_f32_param_1];
+	ld.param.u64 	%rd40, [f16_to_f32_param_2];
+	mov.u32 	%r31, %ctaid.x;
+	mov.u32 	%r32, %ntid.x;
+	cvt.u64.u32 	%rd1, %r32;
+	mul.wide.u32 	%rd41, %r31, %r32;
+	mov.u32 	%r33, %tid.x;
+	cvt.u64.u32 	%rd42, %r33;
+	add.s64 	%rd65, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd65, %rd40;
+	@%p1 bra 	$L__BB35_30;
+
+	mov.u32 	%r34, %nctaid.x;
+	cvt.u64.u32 	%rd3, %r34;
+	mul.lo.s64 	%rd4, %rd3, %rd1;
+	not.b64 	%rd43, %rd65;
+	add.s64 	%rd5, %rd43, %rd40;
+	or.b64  	%rd44, %rd5, %rd4;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB35_3;
+
+	div.u64 	%rd60, %rd5, %rd4;
+	bra.uni 	$L__BB35_4;
+
+$L__BB35_3:
+	cvt.u32.u64 	%r35, %rd4;
+	cvt.u32.u64 	%r36, %rd5;
+	div.u32 	%r37, %r36, %r35;
+	cvt.u64.u32 	%rd60, %r37;
+
+$L__BB35_4:
+	add.s64 	%rd46, %rd60, 1;
+	and.b64  	%rd64, %rd46, 3;
+	setp.eq.s64 	%p3, %rd64, 0;
+	@%p3 bra 	$L__BB35_11;
+
+	cvta.to.global.u64 	%rd47, %rd38;
+	shl.b64 	%rd48, %rd65, 2;
+	add.s64 	%rd62, %rd47, %rd48;
+	shl.b64 	%rd11, %rd4, 2;
+	cvta.to.global.u64 	%rd49, %rd39;
+	shl.b64 	%rd50, %rd65, 1;
+	add.s64 	%rd61, %rd49, %rd50;
+	shl.b64 	%rd13, %rd4, 1;
+
+$L__BB35_6:
+	.pragma "nounroll";
+	ld.global.u16 	%rs1, [%rd61];
+	mul.wide.u16 	%r38, %rs1, 8192;
+	and.b32  	%r1, %r38, 268427264;
+	and.b32  	%r2, %r38, 260046848;
+	setp.eq.s32 	%p4, %r2, 260046848;
+	@%p4 bra 	$L__BB35_9;
+	bra.uni 	$L__BB35_7;
+
+$L__BB35_9:
+	or.b32  	%r68, %r1, 1879048192;
+	bra.uni 	$L__BB35_10;
+
+$L__BB35_7:
+	add.s32 	%r68, %r1, 939524096;
+	setp.ne.s32 	%p5, %r2, 0;
+	@%p5 bra 	$L__BB35_10;
+
+	add.s32 	%r39, %r1, 947912704;
+	mov.b32 	%f1, %r39;
+	add.f32 	%f2, %f1, 0fB8800000;
+	mov.b32 	%r68, %f2;
+
+$L__BB35_10:
+	cvt.u32.u16 	%r40, %rs1;
+	shl.b32 	%r41, %r40, 16;
+	and.b32  	%r42, %r41, -2147483648;
+	or.b32  	%r43, %r68, %r42;
+	st.global.u32 	[%rd62], %r43;
+	add.s64 	%rd65, %rd65, %rd4;
+	add.s64 	%rd62, %rd62, %rd11;
+	add.s64 	%rd61, %rd61, %rd13;
+	add.s64 	%rd64, %rd64, -1;
+	setp.ne.s64 	%p6, %rd64, 0;
+	@%p6 bra 	$L__BB35_6;
+
+$L__BB35_11:
+	setp.lt.u64 	%p7, %rd60, 3;
+	@%p7 bra 	$L__BB35_30;
+
+	cvta.to.global.u64 	%rd51, %rd39;
+	shl.b64 	%rd52, %rd65, 1;
+	add.s64 	%rd67, %rd51, %rd52;
+	shl.b64 	%rd24, %rd4, 1;
+	cvta.to.global.u64 	%rd54, %rd38;
+	shl.b64 	%rd55, %rd65, 2;
+	add.s64 	%rd68, %rd54, %rd55;
+	shl.b64 	%rd26, %rd4, 2;
+
+$L__BB35_13:
+	ld.global.u16 	%rs2, [%rd67];
+	mul.wide.u16 	%r44, %rs2, 8192;
+	and.b32  	%r7, %r44, 268427264;
+	and.b32  	%r8, %r44, 260046848;
+	setp.eq.s32 	%p8, %r8, 260046848;
+	@%p8 bra 	$L__BB35_16;
+	bra.uni 	$L__BB35_14;
+
+$L__BB35_16:
+	or.b32  	%r69, %r7, 1879048192;
+	bra.uni 	$L__BB35_17;
+
+$L__BB35_14:
+	add.s32 	%r69, %r7, 939524096;
+	setp.ne.s32 	%p9, %r8, 0;
+	@%p9 bra 	$L__BB35_17;
+
+	add.s32 	%r45, %r7, 947912704;
+	mov.b32 	%f3, %r45;
+	add.f32 	%f4, %f3, 0fB8800000;
+	mov.b32 	%r69, %f4;
+
+$L__BB35_17:
+	cvt.u32.u16 	%r46, %rs2;
+	shl.b32 	%r47, %r46, 16;
+	and.b32  	%r48, %r47, -2147483648;
+	or.b32  	%r49, %r69, %r48;
+	st.global.u32 	[%rd68], %r49;
+	add.s64 	%rd30, %rd67, %rd24;
+	ld.global.u16 	%rs3, [%rd30];
+	mul.wide.u16 	%r50, %rs3, 8192;
+	and.b32  	%r13, %r50, 268427264;
+	and.b32  	%r14, %r50, 260046848;
+	setp.eq.s32 	%p10, %r14, 260046848;
+	@%p10 bra 	$L__BB35_20;
+	bra.uni 	$L__BB35_18;
+
+$L__BB35_20:
+	or.b32  	%r70, %r13, 1879048192;
+	bra.uni 	$L__BB35_21;
+
+$L__BB35_18:
+	add.s32 	%r70, %r13, 939524096;
+	setp.ne.s32 	%p11, %r14, 0;
+	@%p11 bra 	$L__BB35_21;
+
+	add.s32 	%r51, %r13, 947912704;
+	mov.b32 	%f5, %r51;
+	add.f32 	%f6, %f5, 0fB8800000;
+	mov.b32 	%r70, %f6;
+
+$L__BB35_21:
+	cvt.u32.u16 	%r52, %rs3;
+	shl.b32 	%r53, %r52, 16;
+	and.b32  	%r54, %r53, -2147483648;
+	or.b32  	%r55, %r70, %r54;
+	add.s64 	%rd31, %rd68, %rd26;
+	st.global.u32 	[%rd31], %r55;
+	add.s64 	%rd32, %rd30, %rd24;
+	ld.global.u16 	%rs4, [%rd32];
+	mul.wide.u16 	%r56, %rs4, 8192;
+	and.b32  	%r19, %r56, 268427264;
+	and.b32  	%r20, %r56, 260046848;
+	setp.eq.s32 	%p12, %r20, 260046848;
+	@%p12 bra 	$L__BB35_24;
+	bra.uni 	$L__BB35_22;
+
+$L__BB35_24:
+	or.b32  	%r71, %r19, 1879048192;
+	bra.uni 	$L__BB35_25;
+
+$L__BB35_22:
+	add.s32 	%r71, %r19, 939524096;
+	setp.ne.s32 	%p13, %r20, 0;
+	@%p13 bra 	$L__BB35_25;
+
+	add.s32 	%r57, %r19, 947912704;
+	mov.b32 	%f7, %r57;
+	add.f32 	%f8, %f7, 0fB8800000;
+	mov.b32 	%r71, %f8;
+
+$L__BB35_25:
+	cvt.u32.u16 	%r58, %rs4;
+	shl.b32 	%r59, %r58, 16;
+	and.b32  	%r60, %r59, -2147483648;
+	or.b32  	%r61, %r71, %r60;
+	add.s64 	%rd33, %rd31, %rd26;
+	st.global.u32 	[%rd33], %r61;
+	add.s64 	%rd34, %rd32, %rd24;
+	ld.global.u16 	%rs5, [%rd34];
+	mul.wide.u16 	%r62, %rs5, 8192;
+	and.b32  	%r25, %r62, 268427264;
+	and.b32  	%r26, %r62, 260046848;
+	setp.eq.s32 	%p14, %r26, 260046848;
+	@%p14 bra 	$L__BB35_28;
+	bra.uni 	$L__BB35_26;
+
+$L__BB35_28:
+	or.b32  	%r72, %r25, 1879048192;
+	bra.uni 	$L__BB35_29;
+
+$L__BB35_26:
+	add.s32 	%r72, %r25, 939524096;
+	setp.ne.s32 	%p15, %r26, 0;
+	@%p15 bra 	$L__BB35_29;
+
+	add.s32 	%r63, %r25, 947912704;
+	mov.b32 	%f9, %r63;
+	add.f32 	%f10, %f9, 0fB8800000;
+	mov.b32 	%r72, %f10;
+
+$L__BB35_29:
+	cvt.u32.u16 	%r64, %rs5;
+	shl.b32 	%r65, %r64, 16;
+	and.b32  	%r66, %r65, -2147483648;
+	or.b32  	%r67, %r72, %r66;
+	add.s64 	%rd56, %rd33, %rd26;
+	add.s64 	%rd68, %rd56, %rd26;
+	st.global.u32 	[%rd56], %r67;
+	add.s64 	%rd57, %rd65, %rd4;
+	add.s64 	%rd58, %rd57, %rd4;
+	add.s64 	%rd59, %rd58, %rd4;
+	add.s64 	%rd65, %rd59, %rd4;
+	setp.lt.s64 	%p16, %rd65, %rd40;
+	add.s64 	%rd67, %rd34, %rd24;
+	@%p16 bra 	$L__BB35_13;
+
+$L__BB35_30:
+	ret;
+
+}
+	// .globl	f32_to_bf16
+.visible .entry f32_to_bf16(
+	.param .u64 f32_to_bf16_param_0,
+	.param .u64 f32_to_bf16_param_1,
+	.param .u64 f32_to_bf16_param_2
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .b16 	%rs<26>;
+	.reg .b32 	%r<43>;
+	.reg .b64 	%rd<67>;
+
+
+	ld.param.u64 	%rd41, [f32_to_bf16_param_0];
+	ld.param.u64 	%rd42, [f32_to_bf16_param_1];
+	ld.param.u64 	%rd40, [f32_to_bf16_param_2];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd42;
+	mov.u32 	%r11, %ctaid.x;
+	mov.u32 	%r12, %ntid.x;
+	cvt.u64.u32 	%rd3, %r12;
+	mul.wide.u32 	%rd43, %r11, %r12;
+	mov.u32 	%r13, %tid.x;
+	cvt.u64.u32 	%rd44, %r13;
+	add.s64 	%rd63, %rd43, %rd44;
+	setp.ge.s64 	%p1, %rd63, %rd40;
+	@%p1 bra 	$L__BB36_25;
+
+	mov.u32 	%r14, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r14;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd45, %rd63;
+	add.s64 	%rd7, %rd45, %rd40;
+	or.b64  	%rd46, %rd7, %rd6;
+	and.b64  	%rd47, %rd46, -4294967296;
+	setp.eq.s64 	%p2, %rd47, 0;
+	@%p2 bra 	$L__BB36_3;
+
+	div.u64 	%rd58, %rd7, %rd6;
+	bra.uni 	$L__BB36_4;
+
+$L__BB36_3:
+	cvt.u32.u64 	%r15, %rd6;
+	cvt.u32.u64 	%r16, %rd7;
+	div.u32 	%r17, %r16, %r15;
+	cvt.u64.u32 	%rd58, %r17;
+
+$L__BB36_4:
+	add.s64 	%rd48, %rd58, 1;
+	and.b64  	%rd62, %rd48, 3;
+	setp.eq.s64 	%p3, %rd62, 0;
+	@%p3 bra 	$L__BB36_10;
+
+	shl.b64 	%rd49, %rd63, 1;
+	add.s64 	%rd60, %rd1, %rd49;
+	shl.b64 	%rd13, %rd6, 1;
+	shl.b64 	%rd50, %rd63, 2;
+	add.s64 	%rd59, %rd2, %rd50;
+	shl.b64 	%rd15, %rd6, 2;
+
+$L__BB36_6:
+	.pragma "nounroll";
+	ld.global.u32 	%r1, [%rd59];
+	and.b32  	%r18, %r1, 2147483647;
+	setp.gt.u32 	%p4, %r18, 2139095040;
+	shr.u32 	%r2, %r1, 16;
+	@%p4 bra 	$L__BB36_8;
+	bra.uni 	$L__BB36_7;
+
+$L__BB36_8:
+	cvt.u16.u32 	%rs16, %r2;
+	or.b16  	%rs21, %rs16, 64;
+	bra.uni 	$L__BB36_9;
+
+$L__BB36_7:
+	and.b32  	%r19, %r2, 1;
+	add.s32 	%r20, %r1, %r19;
+	add.s32 	%r21, %r20, 32767;
+	shr.u32 	%r22, %r21, 16;
+	cvt.u16.u32 	%rs21, %r22;
+
+$L__BB36_9:
+	st.global.u16 	[%rd60], %rs21;
+	add.s64 	%rd63, %rd63, %rd6;
+	add.s64 	%rd60, %rd60, %rd13;
+	add.s64 	%rd59, %rd59, %rd15;
+	add.s64 	%rd62, %rd62, -1;
+	setp.ne.s64 	%p5, %rd62, 0;
+	@%p5 bra 	$L__BB36_6;
+
+$L__BB36_10:
+	setp.lt.u64 	%p6, %rd58, 3;
+	@%p6 bra 	$L__BB36_25;
+
+	shl.b64 	%rd51, %rd63, 1;
+	add.s64 	%rd65, %rd1, %rd51;
+	shl.b64 	%rd26, %rd6, 1;
+	shl.b64 	%rd53, %rd63, 2;
+	add.s64 	%rd66, %rd2, %rd53;
+	shl.b64 	%rd28, %rd6, 2;
+
+$L__BB36_12:
+	ld.global.u32 	%r3, [%rd66];
+	and.b32  	%r23, %r3, 2147483647;
+	setp.gt.u32 	%p7, %r23, 2139095040;
+	shr.u32 	%r4, %r3, 16;
+	@%p7 bra 	$L__BB36_14;
+	bra.uni 	$L__BB36_13;
+
+$L__BB36_14:
+	cvt.u16.u32 	%rs17, %r4;
+	or.b16  	%rs22, %rs17, 64;
+	bra.uni 	$L__BB36_15;
+
+$L__BB36_13:
+	and.b32  	%r24, %r4, 1;
+	add.s32 	%r25, %r3, %r24;
+	add.s32 	%r26, %r25, 32767;
+	shr.u32 	%r27, %r26, 16;
+	cvt.u16.u32 	%rs22, %r27;
+
+$L__BB36_15:
+	st.global.u16 	[%rd65], %rs22;
+	add.s64 	%rd32, %rd66, %rd28;
+	ld.global.u32 	%r5, [%rd32];
+	and.b32  	%r28, %r5, 2147483647;
+	setp.gt.u32 	%p8, %r28, 2139095040;
+	shr.u32 	%r6, %r5, 16;
+	@%p8 bra 	$L__BB36_17;
+	bra.uni 	$L__BB36_16;
+
+$L__BB36_17:
+	cvt.u16.u32 	%rs18, %r6;
+	or.b16  	%rs23, %rs18, 64;
+	bra.uni 	$L__BB36_18;
+
+$L__BB36_16:
+	and.b32  	%r29, %r6, 1;
+	add.s32 	%r30, %r5, %r29;
+	add.s32 	%r31, %r30, 32767;
+	shr.u32 	%r32, %r31, 16;
+	cvt.u16.u32 	%rs23, %r32;
+
+$L__BB36_18:
+	add.s64 	%rd33, %rd65, %rd26;
+	st.global.u16 	[%rd33], %rs23;
+	add.s64 	%rd34, %rd32, %rd28;
+	ld.global.u32 	%r7, [%rd34];
+	and.b32  	%r33, %r7, 2147483647;
+	setp.gt.u32 	%p9, %r33, 2139095040;
+	shr.u32 	%r8, %r7, 16;
+	@%p9 bra 	$L__BB36_20;
+	bra.uni 	$L__BB36_19;
+
+$L__BB36_20:
+	cvt.u16.u32 	%rs19, %r8;
+	or.b16  	%rs24, %rs19, 64;
+	bra.uni 	$L__BB36_21;
+
+$L__BB36_19:
+	and.b32  	%r34, %r8, 1;
+	add.s32 	%r35, %r7, %r34;
+	add.s32 	%r36, %r35, 32767;
+	shr.u32 	%r37, %r36, 16;
+	cvt.u16.u32 	%rs24, %r37;
+
+$L__BB36_21:
+	add.s64 	%rd35, %rd33, %rd26;
+	st.global.u16 	[%rd35], %rs24;
+	add.s64 	%rd36, %rd34, %rd28;
+	ld.global.u32 	%r9, [%rd36];
+	and.b32  	%r38, %r9, 2147483647;
+	setp.gt.u32 	%p10, %r38, 2139095040;
+	shr.u32 	%r10, %r9, 16;
+	@%p10 bra 	$L__BB36_23;
+	bra.uni 	$L__BB36_22;
+
+$L__BB36_23:
+	cvt.u16.u32 	%rs20, %r10;
+	or.b16  	%rs25, %rs20, 64;
+	bra.uni 	$L__BB36_24;
+
+$L__BB36_22:
+	and.b32  	%r39, %r10, 1;
+	add.s32 	%r40, %r9, %r39;
+	add.s32 	%r41, %r40, 32767;
+	shr.u32 	%r42, %r41, 16;
+	cvt.u16.u32 	%rs25, %r42;
+
+$L__BB36_24:
+	add.s64 	%rd54, %rd35, %rd26;
+	add.s64 	%rd65, %rd54, %rd26;
+	st.global.u16 	[%rd54], %rs25;
+	add.s64 	%rd55, %rd63, %rd6;
+	add.s64 	%rd56, %rd55, %rd6;
+	add.s64 	%rd57, %rd56, %rd6;
+	add.s64 	%rd63, %rd57, %rd6;
+	setp.lt.s64 	%p11, %rd63, %rd40;
+	add.s64 	%rd66, %rd36, %rd28;
+	@%p11 bra 	$L__BB36_12;
+
+$L__BB36_25:
+	ret;
+
+}
+	// .globl	bf16_to_f32
+.visible .entry bf16_to_f32(
+	.param .u64 bf16_to_f32_param_0,
+	.param .u64 bf16_to_f32_param_1,
+	.param .u64 bf16_to_f32_param_2
+)
+{
+	.reg .pred 	%p<7>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<67>;
+
+
+	ld.param.u64 	%rd36, [bf16_to_f32_param_0];
+	ld.param.u64 	%rd37, [bf16_to_f32_param_1];
+	ld.param.u64 	%rd35, [bf16_to_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd36;
+	cvta.to.global.u64 	%rd2, %rd37;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd38, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd39, %r3;
+	add.s64 	%rd63, %rd38, %rd39;
+	setp.ge.s64 	%p1, %rd63, %rd35;
+	@%p1 bra 	$L__BB37_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd40, %rd63;
+	add.s64 	%rd7, %rd40, %rd35;
+	or.b64  	%rd41, %rd7, %rd6;
+	and.b64  	%rd42, %rd41, -4294967296;
+	setp.eq.s64 	%p2, %rd42, 0;
+	@%p2 bra 	$L__BB37_3;
+
+	div.u64 	%rd58, %rd7, %rd6;
+	bra.uni 	$L__BB37_4;
+
+$L__BB37_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd58, %r7;
+
+$L__BB37_4:
+	add.s64 	%rd43, %rd58, 1;
+	and.b64  	%rd62, %rd43, 3;
+	setp.eq.s64 	%p3, %rd62, 0;
+	@%p3 bra 	$L__BB37_7;
+
+	shl.b64 	%rd44, %rd63, 2;
+	add.s64 	%rd60, %rd1, %rd44;
+	shl.b64 	%rd13, %rd6, 2;
+	shl.b64 	%rd45, %rd63, 1;
+	add.s64 	%rd59, %rd2, %rd45;
+	shl.b64 	%rd15, %rd6, 1;
+
+$L__BB37_6:
+	.pragma "nounroll";
+	ld.global.u16 	%r8, [%rd59];
+	shl.b32 	%r9, %r8, 16;
+	st.global.u32 	[%rd60], %r9;
+	add.s64 	%rd63, %rd63, %rd6;
+	add.s64 	%rd60, %rd60, %rd13;
+	add.s64 	%rd59, %rd59, %rd15;
+	add.s64 	%rd62, %rd62, -1;
+	setp.ne.s64 	%p4, %rd62, 0;
+	@%p4 bra 	$L__BB37_6;
+
+$L__BB37_7:
+	setp.lt.u64 	%p5, %rd58, 3;
+	@%p5 bra 	$L__BB37_10;
+
+	shl.b64 	%rd46, %rd63, 1;
+	add.s64 	%rd65, %rd2, %rd46;
+	shl.b64 	%rd26, %rd6, 1;
+	shl.b64 	%rd48, %rd63, 2;
+	add.s64 	%rd66, %rd1, %rd48;
+	shl.b64 	%rd28, %rd6, 2;
+
+$L__BB37_9:
+	ld.global.u16 	%r10, [%rd65];
+	shl.b32 	%r11, %r10, 16;
+	st.global.u32 	[%rd66], %r11;
+	add.s64 	%rd49, %rd65, %rd26;
+	ld.global.u16 	%r12, [%rd49];
+	shl.b32 	%r13, %r12, 16;
+	add.s64 	%rd50, %rd66, %rd28;
+	st.global.u32 	[%rd50], %r13;
+	add.s64 	%rd51, %rd63, %rd6;
+	add.s64 	%rd52, %rd51, %rd6;
+	add.s64 	%rd53, %rd49, %rd26;
+	ld.global.u16 	%r14, [%rd53];
+	shl.b32 	%r15, %r14, 16;
+	add.s64 	%rd54, %rd50, %rd28;
+	st.global.u32 	[%rd54], %r15;
+	add.s64 	%rd55, %rd52, %rd6;
+	add.s64 	%rd56, %rd53, %rd26;
+	add.s64 	%rd65, %rd56, %rd26;
+	ld.global.u16 	%r16, [%rd56];
+	shl.b32 	%r17, %r16, 16;
+	add.s64 	%rd57, %rd54, %rd28;
+	add.s64 	%rd66, %rd57, %rd28;
+	st.global.u32 	[%rd57], %r17;
+	add.s64 	%rd63, %rd55, %rd6;
+	setp.lt.s64 	%p6, %rd63, %rd35;
+	@%p6 bra 	$L__BB37_9;
+
+$L__BB37_10:
+	ret;
+
+}
 
 `

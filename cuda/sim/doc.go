@@ -40,4 +40,13 @@
 // (nn.To moves a model; ddp.Wrap then keeps its buckets on the device;
 // examples take -device sim). A tensor's memory is freed in stream order
 // once the garbage collector finds it unreachable.
+//
+// # As NCCL
+//
+// NewCollectives wraps a process group so that it all-reduces device
+// memory on a stream of its own, after an event and with a completion
+// event, as the nccl backend does on a GPU. ddp.Wrap with such a group and
+// a model on sim hands its buckets to it in device memory instead of
+// staging them through the host, so the event ordering of that path is
+// tested without a GPU. The data moves through the wrapped group.
 package sim

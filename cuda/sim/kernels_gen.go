@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "0489c891af3a7cf7f9ceffe94737b17d5120598f2f039fc6ecf9e374ca6bd2d8"
+const sourceSHA256 = "2368e0596566b84c3f51a31c14be72fd7c598a76de0fe1951ee054b859c53b36"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -41,4 +41,8 @@ var kernelTable = [...]kernelInfo{
 	{"sgd_f32", []argKind{argPtr, argPtr, argI64, argF32}, false},
 	{"sgd_momentum_f32", []argKind{argPtr, argPtr, argPtr, argI64, argF32, argF32, argF32, argF32, argF32, argF32}, false},
 	{"adam_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argF32, argF32, argF32, argF32, argF32, argF32, argF32, argF32}, false},
+	{"f32_to_f16", []argKind{argPtr, argPtr, argI64}, false},
+	{"f16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"f32_to_bf16", []argKind{argPtr, argPtr, argI64}, false},
+	{"bf16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
 }

@@ -9,8 +9,9 @@ import (
 
 // openDevice resolves -device for this rank: "cpu"; "sim", goddp/cuda/sim's
 // simulated GPU number LOCAL_RANK; "cuda", cuda:LOCAL_RANK (a cuda build on
-// a machine with a GPU; DDP's buckets there are reduced through
-// ddp.TensorDevice, staged through host memory, without overlap yet). It
+// a machine with a GPU; DDP keeps its buckets there on the cuda Context's
+// streams and events, and hands them to NCCL in device memory under
+// GODDP_BACKEND=nccl; never run on a GPU yet). It
 // returns the device and a function that releases it.
 func openDevice(name string, localRank int) (tensor.Device, func(), error) {
 	switch name {

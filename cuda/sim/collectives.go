@@ -1,0 +1,132 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+	"unsafe"
+
+	"goddp/comm"
+)
+
+// Collectives gives a process group the shape the nccl backend has on a
+// GPU: collectives on device memory, enqueued on a stream of the group's
+// own and ordered against other streams by events only. It stands in for
+// NCCL so that code which hands device buffers to the group (DDP's
+// buckets with OnDevice) can be tested without a GPU; the data itself
+// moves through the wrapped group on the host (the simulated device's
+// memory is host memory). Every other method is the wrapped group's.
+type Collectives struct {
+	comm.ProcessGroup
+	dev     *Device
+	stream  *Stream
+	timeout time.Duration
+}
+
+// NewCollectives wraps pg for device collectives on dev, each bounded by
+// timeout (0: 10 minutes, comm's default).
+func NewCollectives(pg comm.ProcessGroup, dev *Device, timeout time.Duration) *Collectives {
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	return &Collectives{ProcessGroup: pg, dev: dev, stream: dev.NewStream("collectives"), timeout: timeout}
+}
+
+// Unwrap returns the wrapped group.
+func (c *Collectives) Unwrap() comm.ProcessGroup { return c.ProcessGroup }
+
+// Device is the simulated device whose memory the group reduces.
+func (c *Collectives) Device() *Device { return c.dev }
+
+// Stream is the group's own stream (NCCL's).
+func (c *Collectives) Stream() *Stream { return c.stream }
+
+// AllReduceDevice enqueues on the group's stream, after after completes, an
+// in-place all-reduce of n elements of dtype (Float32, Float16 or
+// BFloat16) of b from byte offset off. done completes with it; so does
+// the Work, which also carries its error.
+func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype comm.DType, op comm.ReduceOp, after *Event) (comm.Work, *Event) {
+	w := &work{done: make(chan struct{})}
+	var err error
+	switch {
+	case b.Device() != c.dev:
+		err = fmt.Errorf("%w: buffer on %v, group's device %v", comm.ErrBadArgument, b.Device(), c.dev)
+	case dtype != comm.Float32 && dtype != comm.Float16 && dtype != comm.BFloat16:
+		err = fmt.Errorf("%w: device all-reduce of %v", comm.ErrBadArgument, dtype)
+	}
+	if err != nil {
+		w.err = err
+		close(w.done)
+		return w, c.dev.NewEvent()
+	}
+	c.stream.WaitEvent(after)
+	c.stream.Enqueue("all-reduce", func() error {
+		if err := b.check(off, n*dtype.Size(), "all-reduce"); err != nil {
+			w.err = err
+			return err
+		}
+		var buf comm.Buffer
+		switch p := unsafe.Add(b.p, off); dtype {
+		case comm.Float16:
+			buf = comm.Float16s(unsafe.Slice((*uint16)(p), n))
+		case comm.BFloat16:
+			buf = comm.BFloat16s(unsafe.Slice((*uint16)(p), n))
+		default:
+			buf = comm.Float32s(unsafe.Slice((*float32)(p), n))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		defer cancel()
+		w.err = c.ProcessGroup.AllReduce(buf, op).Wait(ctx)
+		return w.err
+	})
+	done := c.dev.NewEvent()
+	done.Record(c.stream)
+	go func() {
+		done.Synchronize()
+		if w.err == nil {
+			if err := c.stream.Err(); err != nil {
+				w.err = err
+			}
+		}
+		close(w.done)
+	}()
+	return w, done
+}
+
+// AsCollectives returns the Collectives pg is or wraps (through Unwrap).
+func AsCollectives(pg comm.ProcessGroup) (*Collectives, bool) {
+	for pg != nil {
+		if c, ok := pg.(*Collectives); ok {
+			return c, true
+		}
+		u, ok := pg.(interface{ Unwrap() comm.ProcessGroup })
+		if !ok {
+			return nil, false
+		}
+		pg = u.Unwrap()
+	}
+	return nil, false
+}
+
+type work struct {
+	done chan struct{}
+	err  error
+}
+
+func (w *work) Wait(ctx context.Context) error {
+	select {
+	case <-w.done:
+		return w.err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", comm.ErrTimeout, ctx.Err())
+	}
+}
+
+func (w *work) IsCompleted() bool {
+	select {
+	case <-w.done:
+		return true
+	default:
+		return false
+	}
+}
