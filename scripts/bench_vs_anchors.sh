@@ -59,7 +59,7 @@ if [ "$what" = sync ] || [ "$what" = all ]; then
     for prof in resnet50 gpt2; do
       iters=20; [ $prof = gpt2 ] && iters=10
       t=$(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_grad_sync.py" $prof 2 $iters 25 2>/dev/null | tail -1)
-      gs=$("$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 25 -bucket-view false,true -overlap true,false -format csv | tail -4)
+      gs=$("$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 25 -bucket-view false,true -overlap true,false -inplace true,false -format csv | tail -8)
       be=$(echo "$gs" | head -1 | cut -d, -f2)
       a=$("$tmp/ddpbench" allreduce -backend "$be" -min 16M -max 16M -stat median -format csv | tail -1)
       echo "round $round $prof torch: $t"
@@ -70,7 +70,8 @@ if [ "$what" = sync ] || [ "$what" = all ]; then
       echo "$gs" | awk -F, -v r="$round" -v p="$prof" -v t="$tg" -v a="$ab" '{
         mode = ($13 == "true") ? "bucket_view" : "default"
         if ($18 == "false") mode = mode "+no_overlap"
-        printf "round %s %s %-22s ratio_torch=%.2f of_allreduce=%.2f (goddp %.3f GB/s, torch %.3f, allreduce busbw %.3f)\n",
+        if ($19 == "false") mode = mode "+copies"
+        printf "round %s %s %-30s ratio_torch=%.2f of_allreduce=%.2f (goddp %.3f GB/s, torch %.3f, allreduce busbw %.3f)\n",
           r, p, mode, (t > 0 ? $8 / t : 0), (a > 0 ? $8 / a : 0), $8, t, a }'
     done
   done
