@@ -50,7 +50,15 @@
 //     so the backend divides, which a shared-memory backend fuses into its
 //     reduction. At a power-of-two world size the default hook uses comm.Avg
 //     too and the copy is a plain memmove: dividing by 2^k is exact, so the
-//     result is torch's bit for bit.) When a bucket reaches zero,
+//     result is torch's bit for bit.) With ReduceInPlace (the default) and a
+//     backend that reduces a list of buffers as one collective
+//     (comm.VectorAllReducer: shm), there is no copy either way at
+//     power-of-two world sizes: the bucket's all-reduce works on the
+//     gradients where they lie, and Grad holds the average when it ends.
+//     With GradientAsBucketView on shm the buckets themselves live in memory
+//     every rank maps (comm.SharedAllocator), and the all-reduce reads the
+//     peers' buckets directly instead of copying through the backend's
+//     slots. When a bucket reaches zero,
 //     every ready bucket from next_bucket on is launched, strictly in index
 //     order, so all ranks issue the same sequence of collectives whatever
 //     order their gradients arrive in. A launch starts the comm hook (by
