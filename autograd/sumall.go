@@ -44,21 +44,20 @@ func (o *sumAllOp) Name() string {
 	}
 	return "SumAll"
 }
-func (o *sumAllOp) freshGrads() {}
+func (o *sumAllOp) freshGrads()     {}
+func (o *sumAllOp) broadcastGrads() {}
 
+// Backward returns scale*gy as a new scalar expanded (stride 0) to the
+// input's shape: consumers that take broadcast gradients (Mul, Add, a leaf's
+// Grad) read it without a tensor of the input's size being filled; the
+// engine materialises it for any other op.
 func (o *sumAllOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	g := gy.Item() * o.scale
-	gx := tensor.New(gy.DType(), o.in(0).Value.Shape()...)
-	if gx.DType() == tensor.Float64 {
-		fill(gx.F64(), g)
+	s := tensor.New(gy.DType()) // set directly: Fill would turn -0 into +0
+	if s.DType() == tensor.Float64 {
+		s.F64()[0] = g
 	} else {
-		fill(gx.F32(), float32(g))
+		s.F32()[0] = float32(g)
 	}
-	return []*tensor.Tensor{gx}
-}
-
-func fill[T float](d []T, v T) {
-	for i := range d {
-		d[i] = v
-	}
+	return []*tensor.Tensor{tensor.Expand(s, o.in(0).Value.Shape()...)}
 }
