@@ -147,3 +147,44 @@ func TestSumAllBackwardIsBroadcastView(t *testing.T) {
 	require.Equal(t, []int{0, 0}, gp.Strides())
 	require.Equal(t, 6.0, gp.At(3, 5))
 }
+
+// SumAll and MeanAll accumulate in float64 in tensor.SumAll's documented
+// order (lane i%4, then (s0+s1)+(s2+s3)), on contiguous and strided inputs.
+func TestSumAllOrder(t *testing.T) {
+	ref := func(v []float64) float64 {
+		var s [4]float64
+		i := 0
+		for ; i+4 <= len(v); i += 4 {
+			for j := range 4 {
+				s[j] += v[i+j]
+			}
+		}
+		for ; i < len(v); i++ {
+			s[0] += v[i]
+		}
+		return (s[0] + s[1]) + (s[2] + s[3])
+	}
+	for _, n := range []int{0, 1, 7, 33, 1000003} {
+		x := randT(uint64(n), 1e3, 0.1, n)
+		d := x.F64()
+		for i := range d {
+			d[i] *= math.Pow(10, float64(i%17-8)) // wide exponents: order matters
+		}
+		want := ref(d)
+		require.Equal(t, math.Float64bits(want), math.Float64bits(SumAll(Const(x)).Value.Item()), "n=%d", n)
+		if n > 0 {
+			require.Equal(t, math.Float64bits(want/float64(n)), math.Float64bits(MeanAll(Const(x)).Value.Item()), "mean n=%d", n)
+		}
+		x32 := tensor.AsType(x, tensor.Float32)
+		v32 := x32.F32()
+		w64 := make([]float64, n)
+		for i, v := range v32 {
+			w64[i] = float64(v)
+		}
+		require.Equal(t, float32(ref(w64)), float32(SumAll(Const(x32)).Value.Item()), "float32 n=%d", n)
+	}
+	// A strided view sums in its element order.
+	m := randT(3, 1, 0, 5, 7)
+	tr := tensor.Transpose(m, 0, 1)
+	require.Equal(t, math.Float64bits(ref(tr.Contiguous().F64())), math.Float64bits(SumAll(Const(tr)).Value.Item()))
+}
