@@ -3,12 +3,12 @@ package autograd
 import "goddp/tensor"
 
 // SumAll returns the sum of every element of a as a 0-d tensor (torch's
-// a.sum()). It accumulates in float64, in tensor.SumAll's order: four
-// interleaved accumulators (element i into lane i%4), combined as
-// (s0+s1)+(s2+s3), which runs about four times faster than one running sum
-// (the additions no longer wait on each other). The result can differ from
-// a strictly sequential float64 sum in the last bits of a float64 input;
-// torch's own order (a float32 cascade for float32) matches neither.
+// a.sum()). It accumulates in float64 in tensor.SumAll's fixed order
+// (sixteen interleaved partial sums combined pairwise, then the tail),
+// which vectorises and runs several times faster than one running sum. The
+// result can differ from a strictly sequential float64 sum in the last bits
+// of a float64 input; torch's own order (a float32 cascade for float32)
+// matches neither.
 func SumAll(a *Variable) *Variable {
 	if !a.Value.IsCPU() {
 		return sumAllDevice(a, 1, "SumAll")

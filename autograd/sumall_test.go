@@ -149,20 +149,27 @@ func TestSumAllBackwardIsBroadcastView(t *testing.T) {
 }
 
 // SumAll and MeanAll accumulate in float64 in tensor.SumAll's documented
-// order (lane i%4, then (s0+s1)+(s2+s3)), on contiguous and strided inputs.
+// order (lane i%16, pairwise combination, then the tail), on contiguous and
+// strided inputs.
 func TestSumAllOrder(t *testing.T) {
 	ref := func(v []float64) float64 {
-		var s [4]float64
+		var s [16]float64
 		i := 0
-		for ; i+4 <= len(v); i += 4 {
-			for j := range 4 {
+		for ; i+16 <= len(v); i += 16 {
+			for j := range 16 {
 				s[j] += v[i+j]
 			}
 		}
-		for ; i < len(v); i++ {
-			s[0] += v[i]
+		for w := 8; w >= 1; w /= 2 {
+			for j := range w {
+				s[j] += s[j+w]
+			}
 		}
-		return (s[0] + s[1]) + (s[2] + s[3])
+		r := s[0]
+		for ; i < len(v); i++ {
+			r += v[i]
+		}
+		return r
 	}
 	for _, n := range []int{0, 1, 7, 33, 1000003} {
 		x := randT(uint64(n), 1e3, 0.1, n)
