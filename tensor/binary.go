@@ -51,7 +51,7 @@ func binary(op binOp, a, b *Tensor) *Tensor {
 	if !slices.Equal(a.shape, b.shape) {
 		shape = broadcastShapeInto(name, a.shape, b.shape, ints(&buf, max(a.Dim(), b.Dim())))
 	}
-	out := New(a.dtype, shape...)
+	out := newFull(a.dtype, shape...) // binaryInto writes every element
 	binaryInto(op, out, a, b)
 	return out
 }
