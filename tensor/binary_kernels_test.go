@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -198,4 +199,29 @@ func TestAxpyAndContiguousOfConstant(t *testing.T) {
 	}
 	// An empty broadcast is not constant (no element to read).
 	require.False(t, Expand(New(Float32, 0), 0).isConstant())
+}
+
+// BenchmarkBinaryKernels compares the Go loop with the dispatching binVV
+// (vector kernels from binCMin up) for an in-place add, d += s, as
+// AddInto runs it; binCMin is where "vec" should start to win.
+//
+//	go test -run '^$' -bench BinaryKernels ./tensor/
+func BenchmarkBinaryKernels(b *testing.B) {
+	for _, n := range []int{128, 256, 512, 1024, 4096, 1 << 20} {
+		d, s := make([]float32, n), make([]float32, n)
+		b.Run(fmt.Sprintf("go/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(8 * n))
+			for range b.N {
+				binVVGo(opAdd, d, d, s)
+			}
+		})
+		b.Run(fmt.Sprintf("vec/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(8 * n))
+			for range b.N {
+				if !binVVC(opAdd, d, d, s) {
+					binVVGo(opAdd, d, d, s)
+				}
+			}
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package tensor
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -56,4 +57,28 @@ func TestSumAllOrderAllPaths(t *testing.T) {
 	m := Rand(NewRNG(2), Float64, 37, 29)
 	tr := Transpose(m, 0, 1)
 	require.Equal(t, math.Float64bits(sumRef(tr.Contiguous().F64())), math.Float64bits(SumAll(tr)))
+}
+
+// BenchmarkSumKernels compares SumAll's Go loop with the C kernel; sumCMin
+// is where "vec" should start to win.
+//
+//	go test -run '^$' -bench SumKernels ./tensor/
+func BenchmarkSumKernels(b *testing.B) {
+	for _, n := range []int{64, 128, 256, 1024, 1 << 20} {
+		x := make([]float32, n)
+		b.Run(fmt.Sprintf("go/%d", n), func(b *testing.B) {
+			b.SetBytes(int64(4 * n))
+			for range b.N {
+				sumSliceGo(x)
+			}
+		})
+		if sumCMin < 1<<62 {
+			b.Run(fmt.Sprintf("vec/%d", n), func(b *testing.B) {
+				b.SetBytes(int64(4 * n))
+				for range b.N {
+					sumC(x)
+				}
+			})
+		}
+	}
 }
