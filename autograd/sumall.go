@@ -52,5 +52,19 @@ func (o *sumAllOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	} else {
 		s.F32()[0] = float32(g)
 	}
-	return []*tensor.Tensor{tensor.Expand(s, o.in(0).Value.Shape()...)}
+	shape := o.in(0).Value.Shape()
+	if numel(shape) == 1 {
+		// One element: a plain tensor with row-major strides (it may become
+		// the leaf's Grad as it is).
+		return []*tensor.Tensor{s.Reshape(shape...)}
+	}
+	return []*tensor.Tensor{tensor.Expand(s, shape...)}
+}
+
+func numel(shape []int) int {
+	n := 1
+	for _, d := range shape {
+		n *= d
+	}
+	return n
 }

@@ -195,3 +195,19 @@ func TestSumAllOrder(t *testing.T) {
 	tr := tensor.Transpose(m, 0, 1)
 	require.Equal(t, math.Float64bits(ref(tr.Contiguous().F64())), math.Float64bits(SumAll(Const(tr)).Value.Item()))
 }
+
+// A one-element input gets a plain gradient (row-major strides), never a
+// stride-0 view that could be adopted as a leaf's Grad.
+func TestSumAllOneElementGradIsPlain(t *testing.T) {
+	for _, shape := range [][]int{{}, {1}, {1, 1, 1}} {
+		p := Param(tensor.Full(tensor.Float32, 2, shape...))
+		require.NoError(t, SumAll(p).Backward())
+		require.True(t, p.Grad.IsContiguous())
+		want := make([]int, len(shape))
+		for i := range want {
+			want[i] = 1
+		}
+		require.Equal(t, want, append([]int{}, p.Grad.Strides()...), "shape %v", shape)
+		require.Equal(t, 1.0, p.Grad.Item())
+	}
+}
