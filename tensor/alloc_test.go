@@ -21,8 +21,8 @@ func dirtyHeap() {
 	runtime.GC()
 }
 
-// Every path of binary and unary writes every element of its unzeroed
-// output.
+// Every path of binary, unary and Contiguous writes every element of its
+// unzeroed output.
 func TestBinaryWritesEveryElementOfUnzeroedOutput(t *testing.T) {
 	rng := NewRNG(11)
 	big := Rand(rng, Float32, 300, 700)
@@ -51,6 +51,10 @@ func TestBinaryWritesEveryElementOfUnzeroedOutput(t *testing.T) {
 		"powscalar1":  func() *Tensor { return PowScalar(big, 1) },
 		"relu64":      func() *Tensor { return ReLU(AsType(big, Float64)) },
 		"addscalar64": func() *Tensor { return AddScalar(AsType(big, Float64), 3) },
+		// Contiguous copies of views
+		"contiguous-transposed": func() *Tensor { return Transpose(big, 0, 1).Contiguous() },
+		"contiguous-expanded":   func() *Tensor { return Expand(sc, 300, 700).Contiguous() },
+		"contiguous-column":     func() *Tensor { return Expand(col, 300, 700).Contiguous() },
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -96,9 +96,10 @@
 // loops that builds without cgo run. SumAll adds in float64 in a fixed
 // 16-lane order (reduce.go) that sum_kernels.c vectorises with the same bits.
 //
-// Outputs of binary and unary ops from 64 KiB up are allocated without
-// the zeroing pass (alloc.go): each op writes every element before the
-// tensor escapes, and a fresh 100 MB tensor no longer costs a clear as well.
+// Outputs of binary and unary ops and Contiguous copies from 64 KiB up are
+// allocated without the zeroing pass (alloc.go): each writes every element
+// before the tensor escapes, so a fresh 100 MB tensor no longer costs a
+// clear as well.
 //
 // # Devices
 //

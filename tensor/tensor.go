@@ -269,7 +269,7 @@ func (t *Tensor) Contiguous() *Tensor {
 	if t.dev != nil {
 		panic(NoKernel("contiguous", t.Device()))
 	}
-	out := New(t.dtype, t.shape...)
+	out := newFull(t.dtype, t.shape...) // both loops below write every element
 	n := t.Numel()
 	if t.isConstant() {
 		// A broadcast of one element (SumAll's gradient): a fill.
