@@ -16,6 +16,9 @@ type addOp struct{ inputs }
 
 func (o *addOp) Name() string { return "Add" }
 
+// broadcastGrads: a broadcast gy passes through to both inputs as it is.
+func (o *addOp) broadcastGrads() {}
+
 func (o *addOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{gy, gy}
 }

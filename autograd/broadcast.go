@@ -201,26 +201,19 @@ func step(idx, shape, strides []int, off int) int {
 	return off
 }
 
-// addIntoExisting adds b into dst in place (same number of elements).
+// addIntoExisting adds b into dst in place (same number of elements). b may
+// be a strided or broadcast view at dst's shape (SumAll's gradient), which
+// is added without materialising it.
 func addIntoExisting(dst, b *tensor.Tensor) {
-	b = b.Contiguous()
 	if dst.Numel() != b.Numel() {
 		panic(fmt.Sprintf("autograd: accumulating gradient of shape %v into %v", b.Shape(), dst.Shape()))
 	}
 	if !dst.IsCPU() || !b.IsCPU() {
-		tensor.Axpy(dst, 1, b) // the device's kernel; mixed devices panic there
+		tensor.Axpy(dst, 1, b.Contiguous()) // the device's kernel; mixed devices panic there
 		return
 	}
-	if dst.DType() == tensor.Float64 {
-		addSlice(dst.F64(), b.F64())
-		return
+	if !slices.Equal(b.Shape(), dst.Shape()) {
+		b = b.Contiguous().Reshape(dst.Shape()...)
 	}
-	addSlice(dst.F32(), b.F32())
-}
-
-func addSlice[T float](d, s []T) {
-	s = s[:len(d)]
-	for i := range d {
-		d[i] += s[i]
-	}
+	tensor.AddInto(dst, b) // d += s element by element, vectorised
 }

@@ -16,6 +16,9 @@ type divOp struct {
 func (o *divOp) Name() string { return "Div" }
 func (o *divOp) freshGrads()  {}
 
+// broadcastGrads: tensor.Div reads a broadcast gy as a scalar operand.
+func (o *divOp) broadcastGrads() {}
+
 // Backward: da = gy / b and db = -gy * a / b² = -da * y.
 func (o *divOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	a, b := o.in(0), o.in(1)

@@ -72,6 +72,25 @@ type inPlaceBackward interface {
 // through (Add, Reshape, ...) must not implement it.
 type freshGrads interface{ freshGrads() }
 
+// broadcastGrads marks ops whose Backward (and any in-place or accumulating
+// variant) takes a broadcast view of gy: strides 0 along dimensions longer
+// than 1, as SumAll and MeanAll hand back the upstream scalar expanded to
+// their input's shape instead of a materialised tensor. Before any other op
+// runs, the engine copies such a gy into a fresh contiguous tensor.
+type broadcastGrads interface{ broadcastGrads() }
+
+// isBroadcastView reports whether t repeats storage elements (a stride of 0
+// along a dimension longer than 1).
+func isBroadcastView(t *tensor.Tensor) bool {
+	st := t.Strides()
+	for i, d := range t.Shape() {
+		if d > 1 && st[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Backward computes the gradient of the scalar v with respect to every leaf
 // that requires grad, accumulating into their Grad fields.
 func (v *Variable) Backward() error {
@@ -147,6 +166,9 @@ func (p *Pass) run(n *Variable) {
 		}
 		return
 	}
+	if _, ok := op.(broadcastGrads); !ok && isBroadcastView(gy) {
+		gy, owned = gy.Contiguous(), true
+	}
 	var grads []*tensor.Tensor
 	offered, done := false, false
 	if ip, ok := op.(inPlaceBackward); ok && owned && gy.IsContiguous() {
@@ -184,7 +206,9 @@ func (p *Pass) run(n *Variable) {
 			p.deliver(in, nil, false)
 			continue
 		}
-		p.deliver(in, grads[k], fresh)
+		// A fresh op may still return a view (a broadcast of a new scalar);
+		// only a contiguous gradient may be adopted or added into.
+		p.deliver(in, grads[k], fresh && grads[k] != nil && grads[k].IsContiguous())
 	}
 	clear(p.dst)
 }

@@ -3,6 +3,7 @@ package autograd
 import (
 	"errors"
 	"fmt"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -330,4 +331,61 @@ func TestDeepChainIterative(t *testing.T) {
 	}
 	require.NoError(t, SumAll(h).Backward())
 	require.Equal(t, []float64{1, 1, 1}, x.Grad.F64())
+}
+
+// denseOnly is an op outside the broadcastGrads set; the engine must hand it
+// a contiguous gy even when SumAll produced a broadcast view.
+type denseOnly struct {
+	in  *Variable
+	got []bool
+}
+
+func (o *denseOnly) Name() string        { return "denseOnly" }
+func (o *denseOnly) Inputs() []*Variable { return []*Variable{o.in} }
+func (o *denseOnly) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	o.got = append(o.got, gy.IsContiguous())
+	return []*tensor.Tensor{gy.Clone()}
+}
+
+func TestEngineMaterialisesBroadcastGradForOtherOps(t *testing.T) {
+	p := Param(tensor.Full(tensor.Float32, 2, 3, 4))
+	op := &denseOnly{in: p}
+	y := FromOp(p.Value.Clone(), op)
+	require.NoError(t, SumAll(y).Backward())
+	require.Equal(t, []bool{true}, op.got)
+	for _, v := range p.Grad.F32() {
+		require.Equal(t, float32(1), v)
+	}
+}
+
+// addIntoExisting takes contiguous, reshaped, transposed and broadcast
+// gradients, each giving d[i] + s[i] bit for bit.
+func TestAddIntoExistingLayouts(t *testing.T) {
+	base := tensor.AsType(randT(5, 1, 0, 6, 35), tensor.Float32)
+	src := tensor.AsType(randT(6, 1, 0, 6, 35), tensor.Float32)
+	want := func(s *tensor.Tensor) []float32 {
+		s = s.Contiguous()
+		w := append([]float32(nil), base.F32()...)
+		for i, v := range s.F32() {
+			w[i] += v
+		}
+		return w
+	}
+	cases := map[string]*tensor.Tensor{
+		"contiguous": src,
+		"reshaped":   src.Reshape(210),
+		"transposed": tensor.Transpose(src.Reshape(35, 6), 0, 1).Contiguous().Reshape(6, 35),
+		"strided":    tensor.Transpose(tensor.Transpose(src, 0, 1).Contiguous(), 0, 1),
+		"broadcast":  tensor.Expand(tensor.Scalar(tensor.Float32, 0.7), 6, 35),
+	}
+	for name, s := range cases {
+		t.Run(name, func(t *testing.T) {
+			dst := base.Clone()
+			w := want(s.Contiguous().Reshape(6, 35))
+			addIntoExisting(dst, s)
+			for i, v := range dst.F32() {
+				require.Equal(t, math.Float32bits(w[i]), math.Float32bits(v), "element %d", i)
+			}
+		})
+	}
 }

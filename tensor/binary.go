@@ -51,7 +51,7 @@ func binary(op binOp, a, b *Tensor) *Tensor {
 	if !slices.Equal(a.shape, b.shape) {
 		shape = broadcastShapeInto(name, a.shape, b.shape, ints(&buf, max(a.Dim(), b.Dim())))
 	}
-	out := New(a.dtype, shape...)
+	out := newFull(a.dtype, shape...) // binaryInto writes every element
 	binaryInto(op, out, a, b)
 	return out
 }
@@ -114,6 +114,8 @@ func binaryStrided[T float](op binOp, dst []T, shape []int, a *Tensor, ad []T, b
 			binVS(op, d, ad[offA:offA+inner], bd[offB])
 		case ia == 0 && ib == 1:
 			binSV(op, d, ad[offA], bd[offB:offB+inner])
+		case ia == 0 && ib == 0:
+			splat(d, binScalar(op, ad[offA], bd[offB]))
 		default:
 			for j := range d {
 				d[j] = binScalar(op, ad[offA+j*ia], bd[offB+j*ib])
@@ -169,7 +171,18 @@ func binScalar[T float](op binOp, x, y T) T {
 	panic(fmt.Sprintf("tensor: unknown binary op %d", op))
 }
 
+// binVV sets dst[i] = x[i] op y[i]. Add, Sub, Mul and Div on long slices go
+// through the vector kernels (binary_kernels.c), which give the same bits as
+// the Go loops of binVVGo.
 func binVV[T float](op binOp, dst, x, y []T) {
+	x, y = x[:len(dst)], y[:len(dst)]
+	if len(dst) >= binCMin && op <= opDiv && binVVC(op, dst, x, y) {
+		return
+	}
+	binVVGo(op, dst, x, y)
+}
+
+func binVVGo[T float](op binOp, dst, x, y []T) {
 	x, y = x[:len(dst)], y[:len(dst)]
 	switch op {
 	case opAdd:
@@ -195,7 +208,16 @@ func binVV[T float](op binOp, dst, x, y []T) {
 	}
 }
 
+// binVS sets dst[i] = x[i] op y (vector kernels as binVV).
 func binVS[T float](op binOp, dst, x []T, y T) {
+	x = x[:len(dst)]
+	if len(dst) >= binCMin && op <= opDiv && binVSC(op, dst, x, y) {
+		return
+	}
+	binVSGo(op, dst, x, y)
+}
+
+func binVSGo[T float](op binOp, dst, x []T, y T) {
 	x = x[:len(dst)]
 	switch op {
 	case opAdd:
@@ -221,7 +243,16 @@ func binVS[T float](op binOp, dst, x []T, y T) {
 	}
 }
 
+// binSV sets dst[i] = x op y[i] (vector kernels as binVV).
 func binSV[T float](op binOp, dst []T, x T, y []T) {
+	y = y[:len(dst)]
+	if len(dst) >= binCMin && op <= opDiv && binSVC(op, dst, x, y) {
+		return
+	}
+	binSVGo(op, dst, x, y)
+}
+
+func binSVGo[T float](op binOp, dst []T, x T, y []T) {
 	y = y[:len(dst)]
 	switch op {
 	case opAdd:

@@ -88,6 +88,19 @@
 // float32 run branch-free polynomial kernels (fastmath.go) within 0.55 ulp
 // of float64 math; float64 keeps the math package.
 //
+// Add, Sub, Mul and Div (tensor-tensor, tensor-scalar, scalar-tensor, and
+// the in-place d += s of AddInto/Axpy) on float32 and float64 from 128
+// elements run C loops that GCC vectorises, built for AVX-512, AVX2 and
+// baseline x86 and chosen at load time (binary_kernels.c); each element is
+// the same single IEEE operation, so results are bit-identical to the Go
+// loops that builds without cgo run. SumAll adds in float64 in a fixed
+// 16-lane order (reduce.go) that sum_kernels.c vectorises with the same bits.
+//
+// Outputs of binary and unary ops and Contiguous copies from 64 KiB up are
+// allocated without the zeroing pass (alloc.go): each writes every element
+// before the tensor escapes, so a fresh 100 MB tensor no longer costs a
+// clear as well.
+//
 // # Devices
 //
 // A tensor lives on a Device, as in torch: the host (CPU(), the default),

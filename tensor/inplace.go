@@ -91,6 +91,16 @@ func Axpy(dst *Tensor, alpha float64, x *Tensor) {
 		return
 	}
 	checkBroadcastTo("Axpy", x.shape, dst.shape)
+	if x.isConstant() && dst.IsContiguous() {
+		// One element broadcast (a scalar, or SumAll's expanded gradient).
+		n := dst.Numel()
+		if dst.dtype == Float64 {
+			axpyScalar(dst.f64[dst.offset:dst.offset+n], alpha, x.f64[x.offset])
+		} else {
+			axpyScalar(dst.f32[dst.offset:dst.offset+n], float32(alpha), x.f32[x.offset])
+		}
+		return
+	}
 	if w, ok := rowBroadcast(dst, x); ok {
 		d := dst.Numel()
 		for r := 0; r < d; r += w {
@@ -113,12 +123,22 @@ func Axpy(dst *Tensor, alpha float64, x *Tensor) {
 func axpySlice[T float](dst []T, alpha T, x []T) {
 	x = x[:len(dst)]
 	if alpha == 1 {
-		for i, v := range x {
-			dst[i] += v
-		}
+		binVV(opAdd, dst, dst, x)
 		return
 	}
 	for i, v := range x {
+		dst[i] += alpha * v
+	}
+}
+
+// axpyScalar does dst[i] += alpha*v, element by element as axpySlice would
+// with every x[i] == v.
+func axpyScalar[T float](dst []T, alpha, v T) {
+	if alpha == 1 {
+		binVS(opAdd, dst, dst, v)
+		return
+	}
+	for i := range dst {
 		dst[i] += alpha * v
 	}
 }

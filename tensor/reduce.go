@@ -64,7 +64,13 @@ func Mean(a *Tensor, axes []int, keepDim bool) *Tensor {
 	return sumAxes(a, ax, keepDim, 1/float64(cnt))
 }
 
-// SumAll returns the sum of every element, accumulated in float64.
+// SumAll returns the sum of every element, accumulated in float64 in a fixed
+// order: sixteen interleaved partial sums (element i into lane i%16),
+// combined pairwise (lane j += lane j+8, then j+4, j+2, j+1), then the
+// elements after the last whole block of 16 added one by one. The order is
+// the same on every CPU and build (vector kernels or Go loop), so the
+// result is too; it is not a sequential sum's, and for float64 input the
+// last bits can differ from one.
 func SumAll(a *Tensor) float64 {
 	c := a.Contiguous()
 	if c.dtype == Float64 {
@@ -73,19 +79,34 @@ func SumAll(a *Tensor) float64 {
 	return sumSlice(c.F32())
 }
 
+// sumSlice is SumAll's sum of x.
 func sumSlice[T float](x []T) float64 {
-	var s0, s1, s2, s3 float64
+	if len(x) >= sumCMin {
+		return sumC(x)
+	}
+	return sumSliceGo(x)
+}
+
+// sumSliceGo is sumSlice in Go (sum_kernels.c is the same order).
+func sumSliceGo[T float](x []T) float64 {
+	var acc [16]float64
 	i := 0
-	for ; i+4 <= len(x); i += 4 {
-		s0 += float64(x[i])
-		s1 += float64(x[i+1])
-		s2 += float64(x[i+2])
-		s3 += float64(x[i+3])
+	for ; i+16 <= len(x); i += 16 {
+		b := x[i : i+16 : i+16]
+		for j := range acc {
+			acc[j] += float64(b[j])
+		}
 	}
+	for w := 8; w >= 1; w /= 2 {
+		for j := range w {
+			acc[j] += acc[j+w]
+		}
+	}
+	s := acc[0]
 	for ; i < len(x); i++ {
-		s0 += float64(x[i])
+		s += float64(x[i])
 	}
-	return (s0 + s1) + (s2 + s3)
+	return s
 }
 
 // sumAxes sums over sorted axes and multiplies by scale. Runs of adjacent

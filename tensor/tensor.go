@@ -192,6 +192,22 @@ func (t *Tensor) IsContiguous() bool {
 	return true
 }
 
+// isConstant reports whether every element of t is one storage element: a
+// tensor of at most one element, or a broadcast of one (Expand of a scalar),
+// whose strides are 0 along every dimension longer than 1. An empty tensor
+// is not constant (it has no element to read).
+func (t *Tensor) isConstant() bool {
+	if t.dev != nil || numel(t.shape) == 0 {
+		return false
+	}
+	for i, d := range t.shape {
+		if d > 1 && t.strides[i] != 0 {
+			return false
+		}
+	}
+	return true
+}
+
 // F32 returns the tensor's elements as a float32 slice that aliases its
 // storage. It panics if the tensor is not float32 or not contiguous
 // (call Contiguous first).
@@ -253,8 +269,17 @@ func (t *Tensor) Contiguous() *Tensor {
 	if t.dev != nil {
 		panic(NoKernel("contiguous", t.Device()))
 	}
-	out := New(t.dtype, t.shape...)
+	out := newFull(t.dtype, t.shape...) // both loops below write every element
 	n := t.Numel()
+	if t.isConstant() {
+		// A broadcast of one element (SumAll's gradient): a fill.
+		if t.dtype == Float64 {
+			splat(out.f64, t.f64[t.offset])
+		} else {
+			splat(out.f32, t.f32[t.offset])
+		}
+		return out
+	}
 	idx := make([]int, len(t.shape))
 	for k := 0; k < n; k++ {
 		src := t.at(idx)
@@ -272,6 +297,14 @@ func (t *Tensor) Contiguous() *Tensor {
 		}
 	}
 	return out
+}
+
+// splat sets every element of d to v, bit for bit (fillSlice clears for
+// v == 0, which would turn -0 into +0).
+func splat[T float](d []T, v T) {
+	for i := range d {
+		d[i] = v
+	}
 }
 
 // Clone returns a contiguous deep copy.
