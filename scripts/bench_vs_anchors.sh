@@ -11,7 +11,8 @@
 # examples/gpt at world 2, EPOCHS (default 3) each; both print samples/s,
 # the last epoch's mean loss and the peak RSS of each rank.
 # sync: ROUNDS (default 3) interleaved rounds of torch_grad_sync.py and `ddpbench sync` per profile
-# (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on, OverlapComm on and off) plus
+# (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on, OverlapComm on and off,
+# ReduceInPlace on and off) plus
 # `ddpbench allreduce` at 16 MiB, with the ratios;
 # SWEEP=1 adds the bucket_cap_mb sweep 1,5,25,100 on both sides (tcp and shm for goddp).
 set -uo pipefail
