@@ -92,7 +92,7 @@ func TestParseSyncArgs(t *testing.T) {
 	var errb bytes.Buffer
 	for _, bad := range [][]string{
 		{"-bucket-cap-mb", "0"}, {"-bucket-cap-mb", "x"}, {"-hook", "int8"}, {"-nproc", "0"}, {"-static-graph", "maybe"},
-		{"-compute", "gpu"}, {"-bucket-view", "yes"}, {"-procs", "0"}, {"-overlap", "x"}, {"-compute", "flops", "-gflops", "0"}, {"-format", "xml"}, {"-iters", "0"}, {"extra"},
+		{"-compute", "gpu"}, {"-bucket-view", "yes"}, {"-procs", "0"}, {"-overlap", "x"}, {"-inplace", "x"}, {"-compute", "flops", "-gflops", "0"}, {"-format", "xml"}, {"-iters", "0"}, {"extra"},
 	} {
 		_, err := parseSyncArgs(bad, &errb)
 		assert.Error(t, err, "%q", bad)
@@ -126,12 +126,12 @@ func TestSyncCSV(t *testing.T) {
 	prof := tinyProfile(t)
 	var out, errb bytes.Buffer
 	code := mainWithExitCode([]string{"sync", "-profile", prof, "-backend", "shm,tcp", "-bucket-cap-mb", "0.25,1",
-		"-hook", "none,fp16", "-overlap", "true,false", "-iters", "3", "-warmup", "1", "-compute", "flops", "-gflops", "10",
+		"-hook", "none,fp16", "-overlap", "true,false", "-inplace", "true,false", "-iters", "3", "-warmup", "1", "-compute", "flops", "-gflops", "10",
 		"-format", "csv"}, &out, &errb)
 	require.Equal(t, 0, code, "stderr:\n%s", errb.String())
 	rows, err := csv.NewReader(&out).ReadAll()
 	require.NoError(t, err, out.String())
-	require.Len(t, rows, 1+2*2*2*2, out.String()) // header + backends x hooks x overlap x caps
+	require.Len(t, rows, 1+2*2*2*2*2, out.String()) // header + backends x hooks x overlap x inplace x caps
 	require.Equal(t, syncCSVHeader, strings.Join(rows[0], ","))
 	require.True(t, strings.HasPrefix(syncCSVHeader, "profile,backend,bucket_cap_mb,grad_bytes,iter_ms,local_ms,sync_ms,sync_gbps,hidden_pct"))
 	col := map[string]int{}
@@ -146,7 +146,7 @@ func TestSyncCSV(t *testing.T) {
 	wantBytes := 4.0 * (1024*256 + 1024 + 512*1024 + 512 + 10*512 + 10)
 	seen := map[string]bool{}
 	for _, r := range rows[1:] {
-		seen[r[col["backend"]]+"/"+r[col["hook"]]+"/"+r[col["bucket_cap_mb"]]+"/"+r[col["overlap"]]] = true
+		seen[r[col["backend"]]+"/"+r[col["hook"]]+"/"+r[col["bucket_cap_mb"]]+"/"+r[col["overlap"]]+"/"+r[col["in_place"]]] = true
 		assert.Equal(t, "tiny", r[col["profile"]])
 		assert.Equal(t, wantBytes, num(r, "grad_bytes"))
 		assert.Equal(t, 2.0, num(r, "nproc"))
@@ -163,7 +163,7 @@ func TestSyncCSV(t *testing.T) {
 		// 3.1 MB of gradients: past the 1 MiB first bucket, l1.weight (2 MiB) fills one alone.
 		assert.GreaterOrEqual(t, num(r, "buckets"), 2.0)
 	}
-	for _, k := range []string{"shm/none/0.25/true", "shm/fp16/1/false", "tcp/none/1/true", "tcp/fp16/0.25/false"} {
+	for _, k := range []string{"shm/none/0.25/true/true", "shm/none/0.25/true/false", "shm/fp16/1/false/true", "tcp/none/1/true/false", "tcp/fp16/0.25/false/true"} {
 		assert.True(t, seen[k], "missing row %s in\n%s", k, out.String())
 	}
 }

@@ -55,6 +55,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	workers := fs.Int("num-workers", 0, "DataLoader worker goroutines")
 	bucketView := fs.Bool("gradient-as-bucket-view", true, "DDP gradient_as_bucket_view: gradients live in the buckets (saves a copy per step)")
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
+	overlap := fs.Bool("overlap", true, "all-reduce each bucket beside the rest of backward (false: ddp.OverlapComm(false), at once, blocking backward)")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval)")
@@ -70,7 +71,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
-		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, timeline: *timeline,
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline,
 		evalBatch: *evalBatch, metrics: *metrics, metricsEvery: *metricsEvery, plot: *plotFile, device: *device}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
@@ -102,6 +103,7 @@ type runConfig struct {
 	seed                              uint64
 	bucketMB                          float64
 	bucketView                        bool
+	overlap                           bool
 	metrics, plot                     string
 	metricsEvery                      int
 	device                            string
@@ -157,7 +159,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	var tl *ddp.Timeline
 	// Gradients as bucket views exist on the CPU only; on a device the
 	// gradients are copied into and out of the device buckets.
-	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB), ddp.GradientAsBucketView(rc.bucketView && tensor.IsCPU(dev))}
+	opts := []ddp.Option{ddp.BucketCapMB(rc.bucketMB), ddp.GradientAsBucketView(rc.bucketView && tensor.IsCPU(dev)), ddp.OverlapComm(rc.overlap)}
 	if rc.timeline != "" {
 		tl = ddp.NewTimeline(pg.Rank())
 		opts = append(opts, ddp.WithTimeline(tl))
