@@ -268,13 +268,13 @@ func completeOrder(order []int, n int) []int {
 // any assignment, so a rebuild reuses it. It returns nil (ordinary memory)
 // when that does not apply or the allocation fails, which it does on every
 // rank alike.
-func allocSharedBuckets(ctx context.Context, pg comm.ProcessGroup, c *config, params []param) map[tensor.DType][]byte {
+func allocSharedBuckets(ctx context.Context, pg comm.ProcessGroup, c *config, params []param) (map[tensor.DType][]byte, comm.SharedAllocator) {
 	if !c.gradAsBucketView || !c.inPlace || c.device != nil || pg.Size() < 2 {
-		return nil
+		return nil, nil
 	}
 	sa, ok := comm.AsSharedAllocator(pg)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	sizes := map[tensor.DType]int{}
 	for _, p := range params {
@@ -287,11 +287,14 @@ func allocSharedBuckets(ctx context.Context, pg comm.ProcessGroup, c *config, pa
 		}
 		mem, err := sa.AllocShared(ctx, sizes[dt])
 		if err != nil {
-			return nil
+			for _, m := range out {
+				sa.FreeShared(m)
+			}
+			return nil, nil
 		}
 		out[dt] = mem
 	}
-	return out
+	return out, sa
 }
 
 // newBuckets lays out the flat buffers for an assignment: in shared, when

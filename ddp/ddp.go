@@ -110,10 +110,11 @@ func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Opt
 	if err := validateDevice(&d.cfg, d.params); err != nil {
 		return nil, err
 	}
-	d.cfg.shared = allocSharedBuckets(ctx, pg, &d.cfg, d.params)
+	d.cfg.shared, d.cfg.sharedAlloc = allocSharedBuckets(ctx, pg, &d.cfg, d.params)
 	d.r = newReducer(pg, &d.cfg, d.params, &d.stats, d.timeline)
 	if err := d.r.buildErr; err != nil {
 		d.r.close()
+		d.r.releaseShared()
 		return nil, err
 	}
 	return d, nil
@@ -282,13 +283,16 @@ func (d *DDP) Buckets() [][]string {
 	return out
 }
 
-// Close detaches DDP's hooks from the parameters. It does not close the
-// process group, which the caller owns.
+// Close detaches DDP's hooks from the parameters and gives shared bucket
+// memory back to the group (gradients that viewed it get their own copy
+// first, so a later Wrap may reuse it). It does not close the process
+// group, which the caller owns. Like Wrap, it is collective when the
+// buckets are in shared memory: every rank must Close before the next Wrap.
 func (d *DDP) Close() error {
 	if d.closed {
 		return nil
 	}
 	d.closed = true
 	d.r.close()
-	return nil
+	return d.r.releaseShared()
 }

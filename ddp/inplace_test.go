@@ -238,3 +238,57 @@ func TestSharedBucketsOnShm(t *testing.T) {
 	})
 	requireNoErrs(t, errs)
 }
+
+// Close gives the shared buckets back: the gradients get memory of their
+// own, and the next Wrap on the group reuses the region instead of mapping
+// another.
+func TestSharedBucketsReusedAfterClose(t *testing.T) {
+	shapes := [][]int{{3, 4}, {300, 1000}, {700}}
+	errs := shmRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		var first uintptr
+		for round := 0; round < 3; round++ {
+			net := dotNet(shapes)
+			d, err := Wrap(context.Background(), net, pg, GradientAsBucketView(true))
+			if err != nil {
+				return err
+			}
+			region := d.cfg.shared[tensor.Float32]
+			if region == nil {
+				return fmt.Errorf("round %d: no shared buckets", round)
+			}
+			lo := uintptr(unsafe.Pointer(&region[0]))
+			if round == 0 {
+				first = lo
+			} else if lo != first {
+				return fmt.Errorf("round %d: a new shared region instead of the freed one", round)
+			}
+			loss, err := d.ForwardFunc(func() *autograd.Variable {
+				var ts []*autograd.Variable
+				for i, p := range net.params {
+					ts = append(ts, dot(p, constant(float32(rank+i), p.Value.Shape()...)))
+				}
+				return addAll(ts...)
+			})
+			if err != nil {
+				return err
+			}
+			if err := loss.Backward(); err != nil {
+				return err
+			}
+			if err := d.Close(); err != nil {
+				return err
+			}
+			for i, p := range net.params {
+				g := uintptr(unsafe.Pointer(&p.Grad.F32()[0]))
+				if g >= lo && g < lo+uintptr(len(region)) {
+					return fmt.Errorf("round %d: parameter %d's Grad still views the freed buckets", round, i)
+				}
+				if want := float32(i) + 0.5; p.Grad.F32()[0] != want {
+					return fmt.Errorf("round %d: parameter %d's Grad = %v after Close, want %v", round, i, p.Grad.F32()[0], want)
+				}
+			}
+		}
+		return nil
+	})
+	requireNoErrs(t, errs)
+}

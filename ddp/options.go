@@ -37,6 +37,7 @@ type config struct {
 	overlap          bool
 	inPlace          bool
 	shared           map[tensor.DType][]byte // bucket memory every rank maps (allocSharedBuckets)
+	sharedAlloc      comm.SharedAllocator    // where shared came from, to give it back in Close
 }
 
 func defaultConfig() config {

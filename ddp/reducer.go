@@ -153,6 +153,33 @@ func (r *reducer) close() {
 
 func (r *reducer) hook() CommHook { return r.cfg.hook }
 
+// releaseShared gives the shared bucket memory back to the group (Close):
+// gradients that view it get memory of their own first, since the next
+// Wrap on the group may reuse it.
+func (r *reducer) releaseShared() error {
+	if r.cfg.shared == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, p := range r.params {
+		if r.views != nil && p.v.Grad != nil && p.v.Grad == r.views[i] {
+			p.v.Grad = p.v.Grad.Clone()
+		}
+	}
+	r.views = nil
+	var first error
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+		if m := r.cfg.shared[dt]; m != nil {
+			if err := r.cfg.sharedAlloc.FreeShared(m); err != nil && first == nil {
+				first = fmt.Errorf("ddp: giving back the shared %v buckets: %w", dt, err)
+			}
+		}
+	}
+	r.cfg.shared = nil
+	return first
+}
+
 // inPlace reports whether buckets are reduced where the gradients lie
 // (ReduceInPlace); a comm hook registered after Wrap turns it off.
 func (r *reducer) inPlace() bool { return r.vec != nil && r.cfg.hook == nil }

@@ -191,9 +191,11 @@ type VectorAllReducer interface {
 // must then pass a buffer at the same offset of its allocation. AllocShared
 // is collective: every rank calls it with the same size in the same order,
 // and it returns zeroed memory on every rank or an error on every rank.
-// The memory stays valid for the life of the process.
+// The memory stays valid for the life of the process. FreeShared, called
+// on every rank, lets a later AllocShared reuse it.
 type SharedAllocator interface {
 	AllocShared(ctx context.Context, bytes int) ([]byte, error)
+	FreeShared(mem []byte) error
 }
 
 // AsSharedAllocator returns pg's AllocShared, looking through wrappers with

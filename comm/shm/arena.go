@@ -27,44 +27,59 @@ import (
 // peers' regions are at the same offset of theirs. Regions stay mapped
 // until the process exits: Go slices over them may outlive the group
 // (tensors viewing DDP's buckets), and unmapping under a live slice would
-// crash. Callers allocate once and reuse (DDP does).
+// crash. FreeShared on every rank makes a region reusable by the next
+// AllocShared that fits (DDP frees its buckets in Close), so repeated
+// Wraps do not grow /dev/shm.
 
 // shmArena is one AllocShared mapping.
 type shmArena struct {
 	mem    []byte // the whole file: world regions of stride bytes
 	stride int
-	size   int // bytes asked for
+	size   int  // bytes asked for
+	free   bool // given back (FreeShared), reusable; guarded by arenaMu
 }
 
 // region is rank k's region of the arena.
 func (a *shmArena) region(k int) []byte { return a.mem[k*a.stride : k*a.stride+a.size] }
 
-// AllocShared implements backend.SharedAllocator.
+// AllocShared implements backend.SharedAllocator. A region given back with
+// FreeShared on every rank is reused (cleared) before a new file is made:
+// rank 0 proposes the smallest free one that fits, and the others accept
+// it only if they freed it too.
 func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 	if bytes <= 0 {
 		return nil, fmt.Errorf("%w: shm: AllocShared(%d): want a positive size", backend.ErrBadArgument, bytes)
 	}
 	g.arenaMu.Lock()
 	defer g.arenaMu.Unlock()
-	id := len(*g.arenas.Load())
+	call := g.allocCalls
+	g.allocCalls++
+	arenas := *g.arenas.Load()
 	stride := shmAlign(bytes, 4096)
 	total := stride * g.size
-	key := fmt.Sprintf("%sarena/%d/", g.storeBase, id)
+	key := fmt.Sprintf("%sarena/%d/", g.storeBase, call)
 	var mem []byte
 	var err error
 	var name string
+	reuse := -1
 	if g.rank == 0 {
-		if name, err = shmRandomName(); err == nil {
-			mem, err = shmArenaFile(name+"-arena", total, true)
+		for i, a := range arenas {
+			if a != nil && a.free && a.size >= bytes && (reuse < 0 || a.size < arenas[reuse].size) {
+				reuse = i
+			}
 		}
-		v := "error: "
-		if err == nil {
+		var v string
+		if reuse >= 0 {
+			v = fmt.Sprintf("reuse: %d", reuse)
+		} else if name, err = shmRandomName(); err == nil {
+			mem, err = shmArenaFile(name+"-arena", total, true)
 			v = "name: " + name + "-arena"
-		} else {
-			v += err.Error()
+		}
+		if err != nil {
+			v = "error: " + err.Error()
 		}
 		if e := g.store.Set(ctx, key+"name", []byte(v)); e != nil && err == nil {
-			err = fmt.Errorf("comm: shm: rank 0 publishing shared buffer %d: %w", id, e)
+			err = fmt.Errorf("comm: shm: rank 0 publishing shared buffer %d: %w", call, e)
 		}
 	} else {
 		var v []byte
@@ -73,9 +88,15 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		}
 		switch {
 		case err != nil:
-			err = fmt.Errorf("comm: shm: rank %d waiting for shared buffer %d: %w", g.rank, id, err)
+			err = fmt.Errorf("comm: shm: rank %d waiting for shared buffer %d: %w", g.rank, call, err)
 		case strings.HasPrefix(string(v), "error: "):
-			err = fmt.Errorf("%w: shm: rank 0 could not create shared buffer %d: %s", backend.ErrPeerFailed, id, strings.TrimPrefix(string(v), "error: "))
+			err = fmt.Errorf("%w: shm: rank 0 could not create shared buffer %d: %s", backend.ErrPeerFailed, call, strings.TrimPrefix(string(v), "error: "))
+		case strings.HasPrefix(string(v), "reuse: "):
+			if _, e := fmt.Sscanf(string(v), "reuse: %d", &reuse); e != nil || reuse < 0 || reuse >= len(arenas) || arenas[reuse] == nil {
+				err = fmt.Errorf("%w: shm: rank 0 proposed shared buffer %q, which rank %d does not have", backend.ErrBadArgument, v, g.rank)
+			} else if a := arenas[reuse]; !a.free || a.size < bytes {
+				err = fmt.Errorf("%w: shm: rank 0 reuses shared buffer %d, but rank %d has not freed it (FreeShared must run on every rank)", backend.ErrBadArgument, reuse, g.rank)
+			}
 		default:
 			mem, err = shmArenaFile(strings.TrimPrefix(string(v), "name: "), total, false)
 		}
@@ -94,7 +115,7 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		keys[k] = fmt.Sprintf("%sok/%d", key, k)
 	}
 	if e := g.store.Wait(ctx, keys...); e != nil && err == nil {
-		err = fmt.Errorf("comm: shm: rank %d waiting for every rank to map shared buffer %d: %w", g.rank, id, e)
+		err = fmt.Errorf("comm: shm: rank %d waiting for every rank to map shared buffer %d: %w", g.rank, call, e)
 	}
 	if err == nil {
 		for k, kk := range keys {
@@ -104,7 +125,7 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 				break
 			}
 			if string(v) != "ok" {
-				err = fmt.Errorf("%w: shm: rank %d could not map shared buffer %d: %s", backend.ErrPeerFailed, k, id, strings.TrimPrefix(string(v), "error: "))
+				err = fmt.Errorf("%w: shm: rank %d could not map shared buffer %d: %s", backend.ErrPeerFailed, k, call, strings.TrimPrefix(string(v), "error: "))
 				break
 			}
 		}
@@ -117,15 +138,41 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		if mem != nil {
 			syscall.Munmap(mem)
 		}
-		// Keep ids in step across ranks: a failed allocation takes one too.
-		next := append(append([]*shmArena(nil), *g.arenas.Load()...), nil)
-		g.arenas.Store(&next)
 		return nil, err
 	}
+	if reuse >= 0 {
+		a := arenas[reuse]
+		a.free = false
+		own := a.region(g.rank)[:bytes:bytes]
+		clear(own)
+		return own, nil
+	}
 	a := &shmArena{mem: mem, stride: stride, size: bytes}
-	next := append(append([]*shmArena(nil), *g.arenas.Load()...), a)
+	next := append(append([]*shmArena(nil), arenas...), a)
 	g.arenas.Store(&next)
 	return a.region(g.rank), nil
+}
+
+// FreeShared implements backend.SharedAllocator: mem, a region AllocShared
+// returned, may be handed out again by a later AllocShared once every rank
+// has freed it. It stays mapped: slices over it remain valid memory, but
+// they alias whatever reuses it.
+func (g *shmGroup) FreeShared(mem []byte) error {
+	g.arenaMu.Lock()
+	defer g.arenaMu.Unlock()
+	if len(mem) > 0 {
+		p := &mem[0]
+		for _, a := range *g.arenas.Load() {
+			if a != nil && &a.region(g.rank)[0] == p {
+				if a.free {
+					return fmt.Errorf("%w: shm: FreeShared: shared buffer freed twice", backend.ErrBadArgument)
+				}
+				a.free = true
+				return nil
+			}
+		}
+	}
+	return fmt.Errorf("%w: shm: FreeShared: %d bytes that AllocShared did not return on rank %d", backend.ErrBadArgument, len(mem), g.rank)
 }
 
 // shmArenaFile creates (rank 0) or opens a shared-buffer file of total

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,4 +117,81 @@ func TestShmAllocSharedFailsEverywhere(t *testing.T) {
 		require.NoError(t, err, "rank %d", r)
 	}
 	assert.Empty(t, shmSegmentsLeft(t))
+}
+
+// FreeShared on every rank lets the next AllocShared that fits reuse the
+// region, cleared; a region freed on one rank only, freed twice, or not
+// from AllocShared is refused with an error naming it, on every rank.
+func TestShmSharedReuse(t *testing.T) {
+	errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, pg backend.ProcessGroup) error {
+		g := pg.(*shmGroup)
+		a, err := g.AllocShared(ctx, 1<<20)
+		if err != nil {
+			return err
+		}
+		for i := range a {
+			a[i] = 7
+		}
+		if err := g.FreeShared(a); err != nil {
+			return err
+		}
+		if err := g.FreeShared(a); err == nil || !strings.Contains(err.Error(), "freed twice") {
+			return fmt.Errorf("double free: %v", err)
+		}
+		if err := g.FreeShared(make([]byte, 8)); err == nil {
+			return fmt.Errorf("freeing ordinary memory succeeded")
+		}
+		b, err := g.AllocShared(ctx, 512<<10)
+		if err != nil {
+			return err
+		}
+		if &b[0] != &a[0] || len(b) != 512<<10 {
+			return fmt.Errorf("a freed region that fits was not reused")
+		}
+		for i, v := range b {
+			if v != 0 {
+				return fmt.Errorf("reused region not cleared at %d", i)
+			}
+		}
+		// Reduced through the shared path after reuse.
+		for i := range b {
+			b[i] = 0
+		}
+		x := backend.Buffer{DType: backend.Float32, Bytes: b[:256<<10]}
+		if err := g.AllReduce(x, backend.Sum).Wait(ctx); err != nil {
+			return err
+		}
+		// Freed on rank 0 only: rank 0 proposes it, rank 1 refuses, all fail.
+		if g.Rank() == 0 {
+			if err := g.FreeShared(b); err != nil {
+				return err
+			}
+		}
+		_, err = g.AllocShared(ctx, 4096)
+		if err == nil {
+			return fmt.Errorf("reuse of a region rank 1 still holds succeeded")
+		}
+		if g.Rank() == 1 && !strings.Contains(err.Error(), "has not freed it") {
+			return fmt.Errorf("rank 1's error does not say why: %v", err)
+		}
+		if g.Rank() == 1 {
+			if err := g.FreeShared(b); err != nil {
+				return err
+			}
+		}
+		c, err := g.AllocShared(ctx, 4096)
+		if err != nil {
+			return fmt.Errorf("after both ranks freed it: %w", err)
+		}
+		if &c[0] != &a[0] {
+			return fmt.Errorf("the region freed on both ranks was not reused")
+		}
+		if g.sharedOps.Load() != 1 || len(*g.arenas.Load()) != 1 {
+			return fmt.Errorf("%d shared all-reduces, %d arenas; want 1 and 1", g.sharedOps.Load(), len(*g.arenas.Load()))
+		}
+		return nil
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
 }

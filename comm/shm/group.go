@@ -155,10 +155,11 @@ type shmGroup struct {
 	oneEnds  [1]int
 
 	// Shared buffers (arena.go): appended under arenaMu, read lock-free.
-	arenaMu   sync.Mutex
-	arenas    atomic.Pointer[[]*shmArena]
-	storeBase string       // this group's key prefix in the store
-	sharedOps atomic.Int64 // all-reduces run in shared buffers (for tests)
+	arenaMu    sync.Mutex
+	arenas     atomic.Pointer[[]*shmArena]
+	storeBase  string       // this group's key prefix in the store
+	allocCalls int          // AllocShared calls so far (the same on every rank)
+	sharedOps  atomic.Int64 // all-reduces run in shared buffers (for tests)
 
 	mu        sync.Mutex // guards queue, closed, issued, subgroups and the p2p queues
 	queue     []*shmOp
