@@ -235,6 +235,7 @@ func (d *DDP) Stats() Stats {
 	for _, b := range d.r.buckets {
 		s.BucketBytes = append(s.BucketBytes, b.nbytes())
 	}
+	s.Reduction = d.r.reduction()
 	d.r.mu.Unlock()
 	return s
 }

@@ -292,3 +292,44 @@ func TestSharedBucketsReusedAfterClose(t *testing.T) {
 	})
 	requireNoErrs(t, errs)
 }
+
+func TestStatsReduction(t *testing.T) {
+	cases := []struct {
+		world int
+		opts  []Option
+		want  string
+	}{
+		{2, nil, "in place"},
+		{4, nil, "in place"},
+		{3, nil, "copies"}, // torch's division before the sum needs the copy
+		{2, []Option{ReduceInPlace(false)}, "copies"},
+		{2, []Option{GradientAsBucketView(true)}, "bucket view"}, // the in-memory group has no shared memory
+		{2, []Option{WithCommHook(FP16CompressHook())}, "copies"},
+	}
+	for _, c := range cases {
+		errs := runRanks(t, c.world, func(rank int, pg comm.ProcessGroup) error {
+			d, err := Wrap(context.Background(), dotNet([][]int{{4}}), pg, c.opts...)
+			if err != nil {
+				return err
+			}
+			defer d.Close()
+			if got := d.Stats().Reduction; got != c.want {
+				return fmt.Errorf("world %d: Reduction %q, want %q", c.world, got, c.want)
+			}
+			return nil
+		})
+		requireNoErrs(t, errs)
+	}
+	errs := shmRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		d, err := Wrap(context.Background(), dotNet([][]int{{4}}), pg, GradientAsBucketView(true))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		if got := d.Stats().Reduction; got != "shared buckets" {
+			return fmt.Errorf("shm with bucket view: Reduction %q", got)
+		}
+		return nil
+	})
+	requireNoErrs(t, errs)
+}

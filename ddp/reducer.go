@@ -153,6 +153,23 @@ func (r *reducer) close() {
 
 func (r *reducer) hook() CommHook { return r.cfg.hook }
 
+// reduction names the path the buckets take (Stats.Reduction); the caller
+// holds mu.
+func (r *reducer) reduction() string {
+	n := r.pg.Size()
+	switch {
+	case r.dev != nil:
+		return "device"
+	case r.cfg.shared != nil:
+		return "shared buckets"
+	case r.views != nil:
+		return "bucket view"
+	case r.inPlace() && n&(n-1) == 0:
+		return "in place"
+	}
+	return "copies"
+}
+
 // releaseShared gives the shared bucket memory back to the group (Close):
 // gradients that view it get memory of their own first, since the next
 // Wrap on the group may reuse it.

@@ -46,6 +46,12 @@ type Stats struct {
 	Total IterStats
 	// BucketBytes is the current size of each bucket.
 	BucketBytes []int
+	// Reduction says how the buckets reach the collective: "copies" (each
+	// gradient copied into its bucket and back, as torch), "in place"
+	// (ReduceInPlace: reduced where the gradients lie), "bucket view"
+	// (GradientAsBucketView), "shared buckets" (bucket view in memory every
+	// rank maps) or "device" (OnDevice).
+	Reduction string
 }
 
 type statsRecorder struct {

@@ -208,8 +208,8 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	}
 	if pg.Rank() == 0 {
 		st := t.Stats()
-		fmt.Fprintf(out, "%s: world=%d backend=%s blas=%s buckets=%d comm_hidden=%.1f%% comm_wait=%v/iter\n",
-			job.Name, pg.Size(), pg.Backend(), tensor.BLASName(), len(st.BucketBytes),
+		fmt.Fprintf(out, "%s: world=%d backend=%s blas=%s buckets=%d (%s) comm_hidden=%.1f%% comm_wait=%v/iter\n",
+			job.Name, pg.Size(), pg.Backend(), tensor.BLASName(), len(st.BucketBytes), st.Reduction,
 			100*st.Total.HiddenFraction(), perIter(st))
 		fmt.Fprintf(out, "samples_per_s=%.1f\n", sps)
 	}
