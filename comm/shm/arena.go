@@ -103,32 +103,12 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 	}
 	// Every rank reports; all succeed or all fail, so that no rank reduces
 	// through shared memory that a peer lacks.
-	verdict := "ok"
-	if err != nil {
-		verdict = "error: " + err.Error()
-	}
-	if e := g.store.Set(ctx, fmt.Sprintf("%sok/%d", key, g.rank), []byte(verdict)); e != nil && err == nil {
-		err = e
-	}
-	keys := make([]string, g.size)
-	for k := range keys {
-		keys[k] = fmt.Sprintf("%sok/%d", key, k)
-	}
-	if e := g.store.Wait(ctx, keys...); e != nil && err == nil {
+	bad, msg, e := g.agree(ctx, key+"ok/", err)
+	switch {
+	case e != nil && err == nil:
 		err = fmt.Errorf("comm: shm: rank %d waiting for every rank to map shared buffer %d: %w", g.rank, call, e)
-	}
-	if err == nil {
-		for k, kk := range keys {
-			v, e := g.store.Get(ctx, kk)
-			if e != nil {
-				err = e
-				break
-			}
-			if string(v) != "ok" {
-				err = fmt.Errorf("%w: shm: rank %d could not map shared buffer %d: %s", backend.ErrPeerFailed, k, call, strings.TrimPrefix(string(v), "error: "))
-				break
-			}
-		}
+	case bad >= 0 && err == nil:
+		err = fmt.Errorf("%w: shm: rank %d could not map shared buffer %d: %s", backend.ErrPeerFailed, bad, call, msg)
 	}
 	if g.rank == 0 && mem != nil {
 		// Mapped everywhere (or failed): the name can go either way.
@@ -274,15 +254,11 @@ func (g *shmGroup) allReduceShared(op *shmOp, buf backend.Buffer) error {
 		}
 	}
 	g.post(shmCtlReduced, s)
-	for k := 0; k < n; k++ {
-		if k == r {
-			continue
-		}
-		if err := g.await(op, k, shmCtlReduced, s); err != nil {
-			return err
-		}
-		klo, khi := shmSliceBounds(buf.Len(), es, n, k)
-		copy(buf.Bytes[klo:khi], peer(k, klo, khi))
+	if err := g.eachReduced(op, s, buf.Len(), es, func(k, lo, hi int) error {
+		copy(buf.Bytes[lo:hi], peer(k, lo, hi))
+		return nil
+	}); err != nil {
+		return err
 	}
 	g.post(shmCtlConsumed, s)
 	return g.awaitAll(op, shmCtlConsumed, s)

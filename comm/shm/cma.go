@@ -174,19 +174,15 @@ func (g *shmGroup) allReduceDirect(op *shmOp, buf backend.Buffer) error {
 		}
 	}
 	g.post(shmCtlReduced, s)
-	for k := 0; k < n; k++ {
-		if k == r {
-			continue
-		}
-		if err := g.await(op, k, shmCtlReduced, s); err != nil {
-			return err
-		}
-		klo, khi := shmSliceBounds(buf.Len(), es, n, k)
-		if khi > klo {
-			if err := shmReadRemote(g.pids[k], buf.Bytes[klo:khi], addrs[k]+uintptr(klo)); err != nil {
+	if err := g.eachReduced(op, s, buf.Len(), es, func(k, lo, hi int) error {
+		if hi > lo {
+			if err := shmReadRemote(g.pids[k], buf.Bytes[lo:hi], addrs[k]+uintptr(lo)); err != nil {
 				return g.remoteErr(op, k, err)
 			}
 		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	g.post(shmCtlConsumed, s)
 	// Our buffer must not change (the caller may reuse it as soon as Wait

@@ -345,25 +345,12 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	*g.probe = shmProbeValue
 	g.seg.ctl(g.rank, shmCtlProbe).Store(uint64(uintptr(unsafe.Pointer(g.probe))))
 	g.seg.ctl(g.rank, shmCtlStatus).Store(shmStatusReady)
-	if err := g.store.Set(ctx, fmt.Sprintf("%sopen/%d", base, g.rank), []byte("ok")); err != nil {
-		return fmt.Errorf("comm: shm: rank %d report: %w", g.rank, err)
-	}
-	keys := make([]string, g.size)
-	for k := range keys {
-		keys[k] = fmt.Sprintf("%sopen/%d", base, k)
-	}
-	if err := g.store.Wait(ctx, keys...); err != nil {
+	bad, msg, err := g.agree(ctx, base+"open/", nil)
+	if err != nil {
 		return fmt.Errorf("comm: shm: rank %d waiting for all ranks to map %s: %w", g.rank, g.seg.path, err)
 	}
-	for k, key := range keys {
-		v, err := g.store.Get(ctx, key)
-		if err != nil {
-			return fmt.Errorf("comm: shm: rank %d: %w", g.rank, err)
-		}
-		if string(v) != "ok" {
-			return fmt.Errorf("%w: shm: rank %d could not map the segment: %s", backend.ErrPeerFailed, k,
-				strings.TrimPrefix(string(v), "error: "))
-		}
+	if bad >= 0 {
+		return fmt.Errorf("%w: shm: rank %d could not map the segment: %s", backend.ErrPeerFailed, bad, msg)
 	}
 	// Everyone has mapped it; drop the name now (every rank tries, in case
 	// one dies right here).
@@ -381,29 +368,44 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	// Single-copy only if every rank can read every other: each probes its
 	// peers and the ranks agree through the store.
 	if g.cmaMin > 0 && g.size > 1 {
-		verdict := "ok"
-		if err := g.probeCMA(); err != nil {
-			verdict = "no: " + err.Error()
-		}
-		for k := range keys {
-			keys[k] = fmt.Sprintf("%scma/%d", base, k)
-		}
-		if err := g.store.Set(ctx, keys[g.rank], []byte(verdict)); err != nil {
-			return fmt.Errorf("comm: shm: rank %d report: %w", g.rank, err)
-		}
-		if err := g.store.Wait(ctx, keys...); err != nil {
+		bad, _, err := g.agree(ctx, base+"cma/", g.probeCMA())
+		if err != nil {
 			return fmt.Errorf("comm: shm: rank %d waiting for the CMA probes: %w", g.rank, err)
 		}
-		g.cma = true
-		for _, key := range keys {
-			v, err := g.store.Get(ctx, key)
-			if err != nil {
-				return fmt.Errorf("comm: shm: rank %d: %w", g.rank, err)
-			}
-			g.cma = g.cma && string(v) == "ok"
-		}
+		g.cma = bad < 0
 	}
 	return nil
+}
+
+// agree publishes this rank's verdict ("ok", or "error: " and mine's
+// message) under prefix<rank> in the store and waits for every rank's: the
+// ranks then take the same decision. It returns the lowest rank whose
+// verdict was not "ok" and its message, or -1; err is the store's.
+func (g *shmGroup) agree(ctx context.Context, prefix string, mine error) (bad int, msg string, err error) {
+	verdict := "ok"
+	if mine != nil {
+		verdict = "error: " + mine.Error()
+	}
+	keys := make([]string, g.size)
+	for k := range keys {
+		keys[k] = fmt.Sprintf("%s%d", prefix, k)
+	}
+	if err := g.store.Set(ctx, keys[g.rank], []byte(verdict)); err != nil {
+		return -1, "", err
+	}
+	if err := g.store.Wait(ctx, keys...); err != nil {
+		return -1, "", err
+	}
+	for k, key := range keys {
+		v, err := g.store.Get(ctx, key)
+		if err != nil {
+			return -1, "", err
+		}
+		if string(v) != "ok" {
+			return k, strings.TrimPrefix(string(v), "error: "), nil
+		}
+	}
+	return -1, "", nil
 }
 
 func (g *shmGroup) Rank() int       { return g.rank }

@@ -282,10 +282,11 @@ func (g *shmGroup) allReduceLarge(op *shmOp, buf *shmVec) error {
 	return nil
 }
 
-// collectSlices copies every other rank's reduced slice of step s into the
-// chunk of buf at byte offset base (m elements of es bytes), waiting for
-// each rank to post it.
-func (g *shmGroup) collectSlices(op *shmOp, s uint64, buf *shmVec, base, m, es int) error {
+// eachReduced waits, for every other rank k, until k has posted its
+// reduced slice of step s, and hands take that slice's byte range in a
+// buffer of m elements of es bytes (the algorithms differ only in where
+// they fetch it from: the slots, a shared region, the peer's memory).
+func (g *shmGroup) eachReduced(op *shmOp, s uint64, m, es int, take func(k, lo, hi int) error) error {
 	for k := 0; k < g.size; k++ {
 		if k == g.rank {
 			continue
@@ -293,10 +294,21 @@ func (g *shmGroup) collectSlices(op *shmOp, s uint64, buf *shmVec, base, m, es i
 		if err := g.await(op, k, shmCtlReduced, s); err != nil {
 			return err
 		}
-		klo, khi := shmSliceBounds(m, es, g.size, k)
-		buf.scatter(base+klo, g.seg.slot(k, s)[klo:khi])
+		lo, hi := shmSliceBounds(m, es, g.size, k)
+		if err := take(k, lo, hi); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// collectSlices copies every other rank's reduced slice of step s from its
+// slot into the chunk of buf at byte offset base.
+func (g *shmGroup) collectSlices(op *shmOp, s uint64, buf *shmVec, base, m, es int) error {
+	return g.eachReduced(op, s, m, es, func(k, lo, hi int) error {
+		buf.scatter(base+lo, g.seg.slot(k, s)[lo:hi])
+		return nil
+	})
 }
 
 func (g *shmGroup) broadcast(op *shmOp) error {
@@ -452,9 +464,10 @@ func (g *shmGroup) reduce(op *shmOp) error {
 		g.post(shmCtlReduced, s)
 		if r == root {
 			copy(chunk[lo:hi], mine[lo:hi])
-			err := g.collectSlices(op, s, g.single(chunk), 0, m, es)
-			g.oneParts[0] = nil
-			if err != nil {
+			if err := g.eachReduced(op, s, m, es, func(k, lo, hi int) error {
+				copy(chunk[lo:hi], g.seg.slot(k, s)[lo:hi])
+				return nil
+			}); err != nil {
 				return err
 			}
 		}
