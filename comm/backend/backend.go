@@ -198,37 +198,29 @@ type SharedAllocator interface {
 	FreeShared(mem []byte) error
 }
 
-// AsSharedAllocator returns pg's AllocShared, looking through wrappers with
-// Unwrap() ProcessGroup.
-func AsSharedAllocator(pg ProcessGroup) (SharedAllocator, bool) {
+// As returns the T that pg is, or wraps behind Unwrap() ProcessGroup (as
+// the group comm.Init returns does): how callers find an optional
+// capability through wrappers.
+func As[T any](pg ProcessGroup) (T, bool) {
 	for pg != nil {
-		if v, ok := pg.(SharedAllocator); ok {
+		if v, ok := pg.(T); ok {
 			return v, true
 		}
 		u, ok := pg.(interface{ Unwrap() ProcessGroup })
 		if !ok {
-			return nil, false
+			break
 		}
 		pg = u.Unwrap()
 	}
-	return nil, false
+	var zero T
+	return zero, false
 }
 
-// AsVectorAllReducer returns pg's AllReduceV when pg has one, or wraps one
-// that does behind Unwrap() ProcessGroup (as the group comm.Init returns).
-func AsVectorAllReducer(pg ProcessGroup) (VectorAllReducer, bool) {
-	for pg != nil {
-		if v, ok := pg.(VectorAllReducer); ok {
-			return v, true
-		}
-		u, ok := pg.(interface{ Unwrap() ProcessGroup })
-		if !ok {
-			return nil, false
-		}
-		pg = u.Unwrap()
-	}
-	return nil, false
-}
+// AsSharedAllocator is As[SharedAllocator].
+func AsSharedAllocator(pg ProcessGroup) (SharedAllocator, bool) { return As[SharedAllocator](pg) }
+
+// AsVectorAllReducer is As[VectorAllReducer].
+func AsVectorAllReducer(pg ProcessGroup) (VectorAllReducer, bool) { return As[VectorAllReducer](pg) }
 
 // PointToPoint sends and receives tagged messages between two ranks.
 type PointToPoint interface {

@@ -48,15 +48,5 @@ type DeviceCollectives interface {
 // AsDevice returns pg's device collectives when pg is (or wraps, as the
 // group comm.Init returns does) an nccl group.
 func AsDevice(pg backend.ProcessGroup) (DeviceCollectives, bool) {
-	for pg != nil {
-		if d, ok := pg.(DeviceCollectives); ok {
-			return d, true
-		}
-		u, ok := pg.(interface{ Unwrap() backend.ProcessGroup })
-		if !ok {
-			return nil, false
-		}
-		pg = u.Unwrap()
-	}
-	return nil, false
+	return backend.As[DeviceCollectives](pg)
 }

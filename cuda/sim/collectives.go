@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"goddp/comm"
+	"goddp/comm/backend"
 )
 
 // Collectives gives a process group the shape the nccl backend has on a
@@ -95,17 +96,7 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype comm.DType, o
 
 // AsCollectives returns the Collectives pg is or wraps (through Unwrap).
 func AsCollectives(pg comm.ProcessGroup) (*Collectives, bool) {
-	for pg != nil {
-		if c, ok := pg.(*Collectives); ok {
-			return c, true
-		}
-		u, ok := pg.(interface{ Unwrap() comm.ProcessGroup })
-		if !ok {
-			return nil, false
-		}
-		pg = u.Unwrap()
-	}
-	return nil, false
+	return backend.As[*Collectives](pg)
 }
 
 type work struct {
