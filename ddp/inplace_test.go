@@ -401,21 +401,7 @@ func TestRebuildWithSharedBuckets(t *testing.T) {
 // zeros while the others reduce in place (AllReduceV) or in shared buckets;
 // the two must meet as one collective.
 func TestJoinUnevenInputsOnShm(t *testing.T) {
-	for _, tc := range joinCases {
-		t.Run(tc.Name, func(t *testing.T) {
-			want, err := joinReference(tc)
-			require.NoError(t, err)
-			world := len(tc.Batches)
-			got := make([][][]float32, world)
-			errs := shmRanks(t, world, func(rank int, pg comm.ProcessGroup) error {
-				var err error
-				got[rank], err = joinTrain(tc, pg)
-				return err
-			})
-			requireNoErrs(t, errs)
-			for r := 0; r < world; r++ {
-				requireClose(t, want, got[r], tc.Tol, fmt.Sprintf("rank %d", r))
-			}
-		})
-	}
+	checkJoinCases(t, func(t *testing.T, world int, fn func(int, comm.ProcessGroup) error, _ ...commtest.Option) []error {
+		return shmRanks(t, world, fn)
+	})
 }

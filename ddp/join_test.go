@@ -187,14 +187,18 @@ func joinTrain(tc joinCase, pg comm.ProcessGroup) ([][]float32, error) {
 	return out, err
 }
 
-func TestJoinUnevenInputs(t *testing.T) {
+func TestJoinUnevenInputs(t *testing.T) { checkJoinCases(t, runRanks) }
+
+// checkJoinCases trains every join case on the ranks run starts and checks
+// each rank against the single-process reference.
+func checkJoinCases(t *testing.T, run func(*testing.T, int, func(int, comm.ProcessGroup) error, ...commtest.Option) []error) {
 	for _, tc := range joinCases {
 		t.Run(tc.Name, func(t *testing.T) {
 			want, err := joinReference(tc)
 			require.NoError(t, err)
 			world := len(tc.Batches)
 			got := make([][][]float32, world)
-			errs := runRanks(t, world, func(rank int, pg comm.ProcessGroup) error {
+			errs := run(t, world, func(rank int, pg comm.ProcessGroup) error {
 				var err error
 				got[rank], err = joinTrain(tc, pg)
 				return err
