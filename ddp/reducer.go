@@ -103,14 +103,10 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 // build installs a bucket assignment. With gradient_as_bucket_view, existing
 // gradients move into the new bucket memory and Grad becomes the view.
 func (r *reducer) build(assign [][]int) {
-	if r.cfg.shared != nil && r.views != nil {
+	if r.cfg.shared != nil {
 		// The new layout reuses the shared memory: move the gradients
 		// that view the old one out of it first.
-		for i, p := range r.params {
-			if p.v.Grad != nil && p.v.Grad == r.views[i] {
-				p.v.Grad = p.v.Grad.Clone()
-			}
-		}
+		r.detachViews()
 	}
 	r.buckets, r.loc = newBuckets(assign, r.params, r.cfg.shared)
 	for _, b := range r.buckets {
@@ -156,7 +152,6 @@ func (r *reducer) hook() CommHook { return r.cfg.hook }
 // reduction names the path the buckets take (Stats.Reduction); the caller
 // holds mu.
 func (r *reducer) reduction() string {
-	n := r.pg.Size()
 	switch {
 	case r.dev != nil:
 		return "device"
@@ -164,7 +159,7 @@ func (r *reducer) reduction() string {
 		return "shared buckets"
 	case r.views != nil:
 		return "bucket view"
-	case r.inPlace() && n&(n-1) == 0:
+	case r.inPlace() && r.avgInComm(): // what reduceDirect needs: no division on the way
 		return "in place"
 	}
 	return "copies"
@@ -179,11 +174,7 @@ func (r *reducer) releaseShared() error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, p := range r.params {
-		if r.views != nil && p.v.Grad != nil && p.v.Grad == r.views[i] {
-			p.v.Grad = p.v.Grad.Clone()
-		}
-	}
+	r.detachViews()
 	r.views = nil
 	var first error
 	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
@@ -195,6 +186,15 @@ func (r *reducer) releaseShared() error {
 	}
 	r.cfg.shared = nil
 	return first
+}
+
+// detachViews gives every gradient that views a bucket memory of its own.
+func (r *reducer) detachViews() {
+	for i, p := range r.params {
+		if r.views != nil && p.v.Grad != nil && p.v.Grad == r.views[i] {
+			p.v.Grad = p.v.Grad.Clone()
+		}
+	}
 }
 
 // inPlace reports whether buckets are reduced where the gradients lie
