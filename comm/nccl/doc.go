@@ -85,8 +85,10 @@
 // makes the NCCL calls, in call order; they can block inside NCCL (its lazy
 // connection setup waits for the peers), so each is bounded by the op's
 // deadline, and no lock is held meanwhile. A watcher goroutine completes
-// the Works in order by polling a CUDA event recorded after each op, and
-// checks ncclCommGetAsyncError meanwhile. A failed or overdue op, whether
+// the Works in order: it blocks in cuEventSynchronize on a CUDA event
+// recorded after each op, so completion follows the stream with no polling
+// delay, while a supervisor checks ncclCommGetAsyncError and the deadline
+// every few milliseconds. A failed or overdue op, whether
 // blocked in the NCCL call or running on the GPU, aborts the communicator
 // (ncclCommAbort), which ends its pending kernels and unblocks the call:
 // that op fails with comm.ErrPeerFailed or comm.ErrTimeout, and so does

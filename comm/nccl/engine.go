@@ -17,6 +17,7 @@ import (
 type libCalls interface {
 	recordEvent() (unsafe.Pointer, error)
 	queryEvent(ev unsafe.Pointer) (done bool, err error)
+	syncEvent(ev unsafe.Pointer) error // blocks until the event completes
 	destroyEvent(ev unsafe.Pointer)
 	syncStream() error
 	asyncError() error // ncclCommGetAsyncError: nil while healthy
@@ -32,9 +33,12 @@ type libCalls interface {
 // connection setup waits for the peers), so each is bounded by a timer
 // that aborts the communicator when the op's deadline passes, which
 // fails the op with backend.ErrTimeout and makes the blocked call return. A
-// watcher goroutine then completes the issued ops in stream order by
-// polling the event recorded after each, NCCL's asynchronous error and
-// the deadline.
+// watcher goroutine then completes the issued ops in stream order: it
+// blocks in cuEventSynchronize on the event recorded after each op, so a
+// Work completes when the stream reaches it, not at the next tick of a
+// polling loop, while a supervisor checks NCCL's asynchronous error and
+// the deadline beside it and aborts the communicator on either (the abort
+// ends the pending kernels, and with them the synchronisation).
 //
 // Every use of the communicator goes through a guard (gmu): once abort
 // has begun no new call starts, and ncclCommAbort waits for the calls in
@@ -225,20 +229,55 @@ func (e *engine) watcher() {
 	}
 }
 
-// await polls o's event, NCCL's asynchronous error and o's deadline.
+// superviseEvery is how often await checks NCCL's asynchronous error and
+// the op's deadline while it blocks on the op's event. It bounds how late
+// a peer's failure or a timeout is noticed, not when a healthy op
+// completes.
+const superviseEvery = 2 * time.Millisecond
+
+// await waits for o's event; a supervisor watches NCCL's asynchronous
+// error and o's deadline meanwhile.
 func (e *engine) await(o *op) error {
-	sleep := 5 * time.Microsecond
+	if broken := e.brokenErr(); broken != nil {
+		return e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
+	}
+	done, err := e.lib.queryEvent(o.event)
+	if err != nil {
+		e.abort(err)
+		return e.opErr(o, backend.ErrPeerFailed, "", err)
+	}
+	if done {
+		return nil
+	}
+	stop := make(chan struct{})
+	verdict := make(chan error, 1) // the supervisor's reason for aborting, or nil
+	go func() { verdict <- e.supervise(o, stop) }()
+	err = e.lib.syncEvent(o.event)
+	close(stop)
+	if why := <-verdict; why != nil {
+		return why
+	}
+	if broken := e.brokenErr(); broken != nil {
+		return e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
+	}
+	if err != nil {
+		e.abort(err)
+		return e.opErr(o, backend.ErrPeerFailed, "", err)
+	}
+	return nil
+}
+
+// supervise runs beside await's blocking wait until stop is closed. On
+// NCCL's asynchronous error or o's deadline it aborts the communicator,
+// which ends the wait, and returns o's error.
+func (e *engine) supervise(o *op, stop <-chan struct{}) error {
+	tick := time.NewTicker(superviseEvery)
+	defer tick.Stop()
 	for {
-		if broken := e.brokenErr(); broken != nil {
-			return e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", broken)
-		}
-		done, err := e.lib.queryEvent(o.event)
-		if err != nil {
-			e.abort(err)
-			return e.opErr(o, backend.ErrPeerFailed, "", err)
-		}
-		if done {
+		select {
+		case <-stop:
 			return nil
+		case <-tick.C:
 		}
 		if err := e.enter(false); err == nil {
 			aerr := e.lib.asyncError()
@@ -253,8 +292,6 @@ func (e *engine) await(o *op) error {
 			e.abort(err)
 			return e.opErr(o, backend.ErrTimeout, "a rank did not issue it, or is stuck", err)
 		}
-		time.Sleep(sleep)
-		sleep = min(2*sleep, time.Millisecond)
 	}
 }
 

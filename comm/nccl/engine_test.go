@@ -28,12 +28,14 @@ type fakeLib struct {
 	events   atomic.Int64
 	late     atomic.Int32 // calls that started after the abort
 	stuck    atomic.Bool  // events recorded from now on never complete
+	queries  atomic.Int64 // cuEventQuery calls
 	mu       sync.Mutex
 	ready    map[unsafe.Pointer]bool
+	wake     chan struct{} // closed and replaced when an event completes
 }
 
 func newFakeLib(t *testing.T) *fakeLib {
-	return &fakeLib{t: t, unblock: make(chan struct{}), ready: map[unsafe.Pointer]bool{}}
+	return &fakeLib{t: t, unblock: make(chan struct{}), ready: map[unsafe.Pointer]bool{}, wake: make(chan struct{})}
 }
 
 func (f *fakeLib) use(what string) {
@@ -53,9 +55,39 @@ func (f *fakeLib) recordEvent() (unsafe.Pointer, error) {
 }
 
 func (f *fakeLib) queryEvent(ev unsafe.Pointer) (bool, error) {
+	f.queries.Add(1)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.ready[ev], nil
+}
+
+// syncEvent blocks until the event completes or the communicator is
+// aborted (ncclCommAbort ends the pending kernels).
+func (f *fakeLib) syncEvent(ev unsafe.Pointer) error {
+	for {
+		f.mu.Lock()
+		ready, wake := f.ready[ev], f.wake
+		f.mu.Unlock()
+		if ready {
+			return nil
+		}
+		select {
+		case <-wake:
+		case <-f.unblock:
+			return nil
+		}
+	}
+}
+
+// complete lets every pending event complete, as a kernel finishing would.
+func (f *fakeLib) complete() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for ev := range f.ready {
+		f.ready[ev] = true
+	}
+	close(f.wake)
+	f.wake = make(chan struct{})
 }
 
 func (f *fakeLib) destroyEvent(ev unsafe.Pointer) {
@@ -214,4 +246,24 @@ func TestDefaultLogf(t *testing.T) {
 	stderrLogf(1, &b1)("nccl: rank %d: communicator aborted: %v", 1, "boom")
 	assert.Equal(t, "nccl: rank 0: communicator aborted: boom\n", b0.String())
 	assert.Empty(t, b1.String())
+}
+
+// A pending op completes when its event does, through one blocking wait,
+// not a polling loop: while the kernel runs for 100 ms, cuEventQuery is
+// called once (the fast path), where the old loop queried every 5 us to
+// 1 ms, and added up to a millisecond to every completion.
+func TestPendingOpWaitsOnItsEvent(t *testing.T) {
+	f := newFakeLib(t)
+	f.stuck.Store(true)
+	e := newEngine(f, 0, 10*time.Second, func(string, ...any) {})
+	w := e.submit("allreduce", 4, f.launch, nil, nil)
+	time.Sleep(100 * time.Millisecond)
+	f.stuck.Store(false)
+	f.complete()
+	require.NoError(t, waitErr(t, w, 5*time.Second))
+	assert.LessOrEqual(t, f.queries.Load(), int64(2), "cuEventQuery calls while one op was pending")
+	assert.Zero(t, f.aborts.Load())
+	healthy, _, err := e.close()
+	require.NoError(t, err)
+	assert.True(t, healthy)
 }

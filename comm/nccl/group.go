@@ -69,6 +69,13 @@ func (c cCalls) queryEvent(ev unsafe.Pointer) (bool, error) {
 	}
 }
 
+func (c cCalls) syncEvent(ev unsafe.Pointer) error {
+	if rc := C.gdn_event_sync(c.g.lib.l, c.g.ctx, ev); rc != 0 {
+		return c.g.lib.cuErr("cuEventSynchronize", rc)
+	}
+	return nil
+}
+
 func (c cCalls) destroyEvent(ev unsafe.Pointer) {
 	C.gdn_event_destroy(c.g.lib.l, c.g.ctx, ev)
 }

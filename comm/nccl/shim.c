@@ -45,6 +45,7 @@ int gdn_load_cuda(gdn_lib *l, const char *path, char *err, int cap) {
 	SYM(h, cuEventCreate, "cuEventCreate");
 	SYM(h, cuEventRecord, "cuEventRecord");
 	SYM(h, cuEventQuery, "cuEventQuery");
+	SYM(h, cuEventSynchronize, "cuEventSynchronize");
 	SYM(h, cuEventDestroy, "cuEventDestroy_v2");
 	SYM(h, cuMemAlloc, "cuMemAlloc_v2");
 	SYM(h, cuMemFree, "cuMemFree_v2");
@@ -175,6 +176,13 @@ int gdn_event_record(gdn_lib *l, void *ctx, void *stream, void **event) {
 int gdn_event_query(gdn_lib *l, void *ctx, void *event) {
 	CURRENT(ctx);
 	return l->cuEventQuery(event);
+}
+
+// Blocks the calling thread until the work before event has run (or the
+// communicator's abort has ended it).
+int gdn_event_sync(gdn_lib *l, void *ctx, void *event) {
+	CURRENT(ctx);
+	return l->cuEventSynchronize(event);
 }
 
 int gdn_event_destroy(gdn_lib *l, void *ctx, void *event) {

@@ -45,6 +45,7 @@ typedef struct {
 	int (*cuEventCreate)(void **event, unsigned flags);
 	int (*cuEventRecord)(void *event, void *stream);
 	int (*cuEventQuery)(void *event);
+	int (*cuEventSynchronize)(void *event);
 	int (*cuEventDestroy)(void *event);
 	int (*cuMemAlloc)(gdn_devptr *, size_t);
 	int (*cuMemFree)(gdn_devptr);
@@ -75,6 +76,7 @@ int gdn_h2d(gdn_lib *l, void *ctx, gdn_devptr dst, const void *src, size_t n, vo
 int gdn_d2h(gdn_lib *l, void *ctx, void *dst, gdn_devptr src, size_t n, void *stream);
 int gdn_event_record(gdn_lib *l, void *ctx, void *stream, void **event);
 int gdn_event_query(gdn_lib *l, void *ctx, void *event);
+int gdn_event_sync(gdn_lib *l, void *ctx, void *event);
 int gdn_event_destroy(gdn_lib *l, void *ctx, void *event);
 int gdn_event_record_on(gdn_lib *l, void *ctx, uintptr_t stream, void **event);
 int gdn_stream_wait(gdn_lib *l, void *ctx, void *stream, void *event);
