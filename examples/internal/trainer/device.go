@@ -2,6 +2,8 @@ package trainer
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"goddp/data"
 	"goddp/tensor"
@@ -11,9 +13,21 @@ import (
 // simulated GPU number LOCAL_RANK; "cuda", cuda:LOCAL_RANK (a cuda build on
 // a machine with a GPU; DDP keeps its buckets there on the cuda Context's
 // streams and events, and hands them to NCCL in device memory under
-// GODDP_BACKEND=nccl; never run on a GPU yet). It
-// returns the device and a function that releases it.
+// GODDP_BACKEND=nccl; never run on a GPU yet). "cuda:N" and "sim:N", as
+// torch names devices, pick device N for every rank: two ranks on one GPU
+// (NCCL refuses that, so they reduce over shm or tcp). It returns the
+// device and a function that releases it.
 func openDevice(name string, localRank int) (tensor.Device, func(), error) {
+	if kind, num, ok := strings.Cut(name, ":"); ok && (kind == "cuda" || kind == "sim") {
+		n, err := strconv.Atoi(num)
+		if err != nil || n < 0 {
+			return nil, nil, fmt.Errorf("trainer: -device %q: the device number must be a non-negative integer", name)
+		}
+		if kind == "sim" {
+			return openSim(n)
+		}
+		return openCUDA(n)
+	}
 	switch name {
 	case "", "cpu":
 		return tensor.CPU(), func() {}, nil
@@ -22,7 +36,7 @@ func openDevice(name string, localRank int) (tensor.Device, func(), error) {
 	case "cuda":
 		return openCUDA(localRank)
 	}
-	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda or sim", name)
+	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda, cuda:N, sim or sim:N", name)
 }
 
 // toDevice moves a batch's tensors to dev (labels stay on the host: the

@@ -12,6 +12,9 @@ func TestBackendForDevice(t *testing.T) {
 	for _, tc := range []struct{ device, configured, want string }{
 		{"cuda", "", "nccl"}, {"cuda", "auto", "nccl"}, {"cuda", "tcp", "tcp"},
 		{"sim", "", ""}, {"sim", "auto", "auto"}, {"cpu", "", ""}, {"cpu", "shm", "shm"},
+		// An explicit device may be shared by several ranks, which NCCL
+		// refuses: the configured backend (auto: shm on one host) stays.
+		{"cuda:0", "", ""}, {"cuda:0", "shm", "shm"},
 	} {
 		require.Equal(t, tc.want, backendFor(tc.device, tc.configured), "%+v", tc)
 	}
@@ -28,5 +31,15 @@ func TestOpenDevice(t *testing.T) {
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "trainer: -device cuda (cuda:1): cuda: ")
 	_, _, err = openDevice("tpu", 0)
-	require.EqualError(t, err, `trainer: -device "tpu": want cpu, cuda or sim`)
+	require.EqualError(t, err, `trainer: -device "tpu": want cpu, cuda, cuda:N, sim or sim:N`)
+	// cuda:N names the device whatever the local rank.
+	_, _, err = openDevice("cuda:3", 0)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "trainer: -device cuda (cuda:3): cuda: ")
+	_, _, err = openDevice("cuda:x", 0)
+	require.EqualError(t, err, `trainer: -device "cuda:x": the device number must be a non-negative integer`)
+	dev, release, err = openDevice("sim:1", 0)
+	require.NoError(t, err)
+	require.Contains(t, dev.String(), "sim:1")
+	release()
 }

@@ -61,7 +61,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval)")
 	metricsEvery := fs.Int("metrics-every", 10, "steps per -metrics record")
 	plotFile := fs.String("plot", "", "draw loss and throughput curves to FILE.png at the end (rank 0)")
-	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK) or cuda (cuda:LOCAL_RANK)")
+	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK), cuda (cuda:LOCAL_RANK), or sim:N / cuda:N (device N for every rank)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
