@@ -68,5 +68,7 @@
 // check every header-declared size against the bytes actually present before
 // allocating, and are fuzzed (FuzzCSV, FuzzIDX, FuzzNPY). A gzipped IDX file
 // is inflated only as far as its header declares, so a gzip bomb costs
-// neither memory nor time.
+// neither memory nor time; the size an IDX header may declare is capped
+// (IDXMaxBytes, default 2 GiB), and decoding holds that size plus a 64 KiB
+// staging buffer, whatever the element type.
 package data

@@ -2,7 +2,6 @@ package data
 
 import (
 	"bufio"
-	"bytes"
 	"compress/gzip"
 	"encoding/binary"
 	"fmt"
@@ -23,88 +22,190 @@ const (
 	idxFloat64 = 0x0E
 )
 
+// DefaultIDXMaxBytes is the largest data section (elements × element size)
+// an IDX header may declare unless IDXMaxBytes says otherwise. It holds
+// EMNIST's largest split (547 MB) with room to spare, and keeps a hostile
+// header from reserving more memory than a laptop has.
+const DefaultIDXMaxBytes = 2 << 30
+
+// IDXOption configures ReadIDX, DecodeIDX and LoadMNIST.
+type IDXOption func(*idxConfig)
+
+type idxConfig struct{ maxBytes int64 }
+
+// IDXMaxBytes caps the data size an IDX header may declare (default
+// DefaultIDXMaxBytes). A larger declaration is refused, naming the file, the
+// declared size and the cap, before anything is allocated. n must be positive.
+func IDXMaxBytes(n int64) IDXOption { return func(c *idxConfig) { c.maxBytes = n } }
+
 // ReadIDX reads an IDX file (the MNIST format: two zero bytes, a type code,
 // the number of dimensions, big-endian uint32 dimensions, then big-endian
 // data). A gzipped file (as MNIST is distributed, *.gz) is detected by its
 // magic bytes and decompressed.
-func ReadIDX(path string) (*Array, error) {
+func ReadIDX(path string, opts ...IDXOption) (*Array, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("data: read IDX: %w", err)
 	}
 	defer f.Close()
-	return DecodeIDX(f, path)
+	return DecodeIDX(f, path, opts...)
 }
 
 // DecodeIDX reads IDX data from r; name labels errors. Byte offsets in errors
 // count from the start of the (decompressed) IDX stream.
 //
-// A gzipped stream is inflated only as far as its IDX header declares, and
-// one that holds more is rejected after a bounded look past that end, so a
-// small file that inflates to gigabytes (a gzip bomb) costs neither the
-// memory nor the time to inflate it.
-func DecodeIDX(r io.Reader, name string) (*Array, error) {
+// The data is read straight into the returned array, a 64 KiB chunk at a
+// time, so decoding holds the declared size plus a small constant whatever
+// the element type. The declared size is checked against the cap
+// (IDXMaxBytes) and, when r's length is known (a file, a bytes.Reader),
+// against the bytes present, before anything is allocated. A gzipped stream
+// is inflated only as far as its header declares, and one that holds more is
+// rejected after a bounded look past that end, so a small file that inflates
+// to gigabytes (a gzip bomb) costs neither the memory nor the time to
+// inflate it.
+func DecodeIDX(r io.Reader, name string, opts ...IDXOption) (*Array, error) {
+	cfg := idxConfig{maxBytes: DefaultIDXMaxBytes}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.maxBytes <= 0 {
+		return nil, fmt.Errorf("%w: IDXMaxBytes must be positive, got %d", ErrConfig, cfg.maxBytes)
+	}
+	avail, known := remainingBytes(r)
 	br := bufio.NewReader(r)
 	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
 		zr, err := gzip.NewReader(br)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s: gzip header: %w", ErrFormat, name, err)
 		}
-		return decodeIDXStream(zr, name)
+		return decodeIDXStream(idxSource{r: zr, name: name, avail: -1, maxBytes: cfg.maxBytes,
+			readErr: func(err error) error { return fmt.Errorf("%w: %s: gzip stream: %w", ErrFormat, name, err) }})
 	}
-	raw, err := io.ReadAll(br)
-	if err != nil {
-		return nil, fmt.Errorf("data: read IDX %s: %w", name, err)
+	if !known {
+		avail = -1
 	}
-	return parseIDX(raw, name)
+	return decodeIDXStream(idxSource{r: br, name: name, avail: avail, maxBytes: cfg.maxBytes,
+		readErr: func(err error) error { return fmt.Errorf("data: read IDX %s: %w", name, err) }})
 }
 
-// trailingProbe is how far past the declared end a gzipped IDX stream is
-// inflated to report its trailing bytes.
+// remainingBytes is how many bytes r has left, when r can tell.
+func remainingBytes(r io.Reader) (int64, bool) {
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		return int64(v.Len()), true
+	case *os.File:
+		st, err := v.Stat()
+		if err != nil || !st.Mode().IsRegular() {
+			return 0, false
+		}
+		off, err := v.Seek(0, io.SeekCurrent)
+		if err != nil {
+			return 0, false
+		}
+		return st.Size() - off, true
+	}
+	return 0, false
+}
+
+// idxSource is one IDX stream being decoded.
+type idxSource struct {
+	r        io.Reader
+	name     string
+	avail    int64 // bytes in r at the start, or -1 when unknown (a decompressor, a pipe)
+	maxBytes int64
+	readErr  func(error) error // wraps an error of r itself
+}
+
+// trailingProbe is how far past the declared end an IDX stream is read to
+// report its trailing bytes.
 const trailingProbe = 64 << 10
 
-// decodeIDXStream reads an IDX stream whose length is not known in advance
-// (a decompressor): the header, then exactly the bytes it declares, growing
-// the buffer only as data arrives, then checks that the stream ends there.
-func decodeIDXStream(zr io.Reader, name string) (*Array, error) {
-	gzErr := func(err error) error { return fmt.Errorf("%w: %s: gzip stream: %w", ErrFormat, name, err) }
-	var buf bytes.Buffer
-	// The header: parseIDX reports a short or malformed one.
-	if _, err := io.CopyN(&buf, zr, 4); err != nil && err != io.EOF {
-		return nil, gzErr(err)
+// idxChunk is the staging buffer typed data is converted through; a
+// multiple of every element size.
+const idxChunk = 64 << 10
+
+// decodeIDXStream reads the header, then exactly the data it declares into
+// the array, then checks that the stream ends there.
+func decodeIDXStream(s idxSource) (*Array, error) {
+	bad := func(off int, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: byte %d: %s", ErrFormat, s.name, off, fmt.Sprintf(format, args...))
 	}
-	if buf.Len() == 4 {
-		if _, err := io.CopyN(&buf, zr, 4*int64(buf.Bytes()[3])); err != nil && err != io.EOF {
-			return nil, gzErr(err)
+	var hb [4 + 4*255]byte
+	got, err := io.ReadFull(s.r, hb[:4])
+	if err == nil {
+		var more int
+		more, err = io.ReadFull(s.r, hb[4:4+4*int(hb[3])])
+		got += more
+	}
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, s.readErr(err)
+	}
+	hdr := hb[:got]
+	code, shape, err := parseIDXHeader(hdr, s.name)
+	if err != nil {
+		return nil, err
+	}
+	size, _ := idxElemSize(hdr)
+	if s.avail >= 0 {
+		present := int(s.avail) - len(hdr)
+		if _, ok := checkedElems(shape, present/size); !ok {
+			return nil, bad(int(s.avail), "file truncated: shape %v of %d-byte elements needs more than the %d data bytes present", shape, size, present)
 		}
 	}
-	hdr := buf.Bytes()
-	size, ok := idxElemSize(hdr)
-	if !ok || len(hdr) < 4 || hdr[3] == 0 || len(hdr) < 4+4*int(hdr[3]) {
-		return parseIDX(hdr, name)
-	}
-	shape := idxShape(hdr)
 	n, ok := checkedElems(shape, math.MaxInt/size-len(hdr))
 	if !ok {
-		return nil, fmt.Errorf("%w: %s: byte 4: shape %v of %d-byte elements is larger than memory can hold", ErrFormat, name, shape, size)
+		return nil, bad(4, "shape %v of %d-byte elements is larger than memory can hold", shape, size)
 	}
-	if _, err := io.CopyN(&buf, zr, int64(n*size)); err != nil && err != io.EOF {
-		return nil, gzErr(err)
+	if declared := int64(n) * int64(size); declared > s.maxBytes {
+		return nil, bad(4, "the header declares %d data bytes (shape %v of %d-byte elements), over the cap of %d bytes (raise it with data.IDXMaxBytes if the file is trusted)",
+			declared, shape, size, s.maxBytes)
+	}
+	a := &Array{Shape: shape}
+	a.Data, got, err = readIDXData(s.r, code, n)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, bad(len(hdr)+got, "file truncated: shape %v of %d-byte elements needs more than the %d data bytes present", shape, size, got)
+	}
+	if err != nil {
+		return nil, s.readErr(err)
 	}
 	// Reading on to the end also verifies the gzip checksum.
-	extra, err := io.CopyN(io.Discard, zr, trailingProbe)
+	extra, err := io.CopyN(io.Discard, s.r, trailingProbe)
 	if err != nil && err != io.EOF {
-		return nil, gzErr(err)
+		return nil, s.readErr(err)
 	}
 	if extra > 0 {
 		more := ""
 		if extra == trailingProbe {
 			more = "at least "
 		}
-		return nil, fmt.Errorf("%w: %s: byte %d: %s%d trailing bytes after the %v data the header declares",
-			ErrFormat, name, buf.Len(), more, extra, shape)
+		return nil, bad(len(hdr)+n*size, "%s%d trailing bytes after the %v data the header declares", more, extra, shape)
 	}
-	return parseIDX(buf.Bytes(), name)
+	return a, nil
+}
+
+// parseIDXHeader checks a header read up to its declared end (or the end of
+// the stream) and returns its type code and shape.
+func parseIDXHeader(b []byte, name string) (byte, []int, error) {
+	bad := func(off int, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: byte %d: %s", ErrFormat, name, off, fmt.Sprintf(format, args...))
+	}
+	if len(b) < 4 {
+		return 0, nil, bad(len(b), "file too short for the 4-byte IDX magic (%d bytes)", len(b))
+	}
+	if b[0] != 0 || b[1] != 0 {
+		return 0, nil, bad(0, "bad IDX magic % x (want 00 00 <type> <ndim>)", b[:4])
+	}
+	code, ndim := b[2], int(b[3])
+	if _, ok := idxElemSize(b); !ok {
+		return 0, nil, bad(2, "unknown IDX type code 0x%02x", code)
+	}
+	if ndim == 0 {
+		return 0, nil, bad(3, "IDX file with 0 dimensions")
+	}
+	if len(b) < 4+4*ndim {
+		return 0, nil, bad(len(b), "file ends inside the dimensions (%d dimensions need %d header bytes)", ndim, 4+4*ndim)
+	}
+	return code, idxShape(b), nil
 }
 
 // idxElemSize is the element size of the type code in hdr[2].
@@ -134,77 +235,46 @@ func idxShape(hdr []byte) []int {
 	return shape
 }
 
-// parseIDX decodes the IDX bytes b, which become the Array's: uint8 data
-// aliases them.
-func parseIDX(b []byte, name string) (*Array, error) {
-	bad := func(off int, format string, args ...any) error {
-		return fmt.Errorf("%w: %s: byte %d: %s", ErrFormat, name, off, fmt.Sprintf(format, args...))
-	}
-	if len(b) < 4 {
-		return nil, bad(len(b), "file too short for the 4-byte IDX magic (%d bytes)", len(b))
-	}
-	if b[0] != 0 || b[1] != 0 {
-		return nil, bad(0, "bad IDX magic % x (want 00 00 <type> <ndim>)", b[:4])
-	}
-	code, ndim := b[2], int(b[3])
-	size, ok := idxElemSize(b)
-	if !ok {
-		return nil, bad(2, "unknown IDX type code 0x%02x", code)
-	}
-	if ndim == 0 {
-		return nil, bad(3, "IDX file with 0 dimensions")
-	}
-	hdr := 4 + 4*ndim
-	if len(b) < hdr {
-		return nil, bad(len(b), "file ends inside the dimensions (%d dimensions need %d header bytes)", ndim, hdr)
-	}
-	shape := idxShape(b)
-	body := b[hdr:]
-	n, ok := checkedElems(shape, len(body)/size)
-	if !ok || n*size != len(body) {
-		if ok && n*size < len(body) {
-			return nil, bad(hdr+n*size, "%d trailing bytes after the %v data", len(body)-n*size, shape)
-		}
-		return nil, bad(len(b), "file truncated: shape %v of %d-byte elements needs more than the %d data bytes present", shape, size, len(body))
-	}
-	a := &Array{Shape: shape}
+// readIDXData reads n big-endian elements of type code from r. got counts
+// the bytes read, for the error offset when r ends early (io.EOF or
+// io.ErrUnexpectedEOF).
+func readIDXData(r io.Reader, code byte, n int) (data any, got int, err error) {
 	switch code {
 	case idxUint8:
-		// b is DecodeIDX's own buffer: alias it rather than copy (the 47 MB
-		// of MNIST's training images would otherwise exist twice while loading).
-		a.Data = body[:n:n]
+		d := make([]uint8, n)
+		got, err = io.ReadFull(r, d)
+		return d, got, err
 	case idxInt8:
-		d := make([]int8, n)
-		for i := range d {
-			d[i] = int8(body[i])
-		}
-		a.Data = d
+		return readElems(r, n, 1, func(b []byte) int8 { return int8(b[0]) })
 	case idxInt16:
-		d := make([]int16, n)
-		for i := range d {
-			d[i] = int16(binary.BigEndian.Uint16(body[2*i:]))
-		}
-		a.Data = d
+		return readElems(r, n, 2, func(b []byte) int16 { return int16(binary.BigEndian.Uint16(b)) })
 	case idxInt32:
-		d := make([]int32, n)
-		for i := range d {
-			d[i] = int32(binary.BigEndian.Uint32(body[4*i:]))
-		}
-		a.Data = d
+		return readElems(r, n, 4, func(b []byte) int32 { return int32(binary.BigEndian.Uint32(b)) })
 	case idxFloat32:
-		d := make([]float32, n)
-		for i := range d {
-			d[i] = math.Float32frombits(binary.BigEndian.Uint32(body[4*i:]))
-		}
-		a.Data = d
-	case idxFloat64:
-		d := make([]float64, n)
-		for i := range d {
-			d[i] = math.Float64frombits(binary.BigEndian.Uint64(body[8*i:]))
-		}
-		a.Data = d
+		return readElems(r, n, 4, func(b []byte) float32 { return math.Float32frombits(binary.BigEndian.Uint32(b)) })
+	default: // idxFloat64; parseIDXHeader has refused every other code
+		return readElems(r, n, 8, func(b []byte) float64 { return math.Float64frombits(binary.BigEndian.Uint64(b)) })
 	}
-	return a, nil
+}
+
+// readElems converts n elements of size bytes into a []T through one
+// idxChunk buffer, so the raw bytes never exist beside the typed array.
+func readElems[T any](r io.Reader, n, size int, elem func([]byte) T) ([]T, int, error) {
+	d := make([]T, n)
+	buf := make([]byte, idxChunk)
+	per, got := len(buf)/size, 0
+	for i := 0; i < n; i += per {
+		k := min(per, n-i)
+		m, err := io.ReadFull(r, buf[:k*size])
+		got += m
+		if err != nil {
+			return nil, got, err
+		}
+		for j := range k {
+			d[i+j] = elem(buf[j*size:])
+		}
+	}
+	return d, got, nil
 }
 
 // WriteIDX writes a in the IDX format (uncompressed). Int64 arrays have no
@@ -267,12 +337,12 @@ func WriteIDX(w io.Writer, a *Array) error {
 // uint8 and labels [N] uint8, either possibly gzipped) into a classification
 // dataset whose inputs are float32 [N, rows*cols] scaled to [0, 1], as
 // torchvision's ToTensor followed by flattening.
-func LoadMNIST(imagesPath, labelsPath string) (*TensorDataset, error) {
-	img, err := ReadIDX(imagesPath)
+func LoadMNIST(imagesPath, labelsPath string, opts ...IDXOption) (*TensorDataset, error) {
+	img, err := ReadIDX(imagesPath, opts...)
 	if err != nil {
 		return nil, err
 	}
-	lab, err := ReadIDX(labelsPath)
+	lab, err := ReadIDX(labelsPath, opts...)
 	if err != nil {
 		return nil, err
 	}

@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -122,4 +124,118 @@ func TestIDXGzipBounds(t *testing.T) {
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
+}
+
+// declaredEnv names the gzipped IDX file TestIDXDeclaredSizeChild reads.
+const declaredEnv = "GODDP_TEST_IDX_DECLARED"
+
+// TestIDXDeclaredSizeChild reads the file named by declaredEnv when run by
+// TestIDXDeclaredSizeRSS. It also measures a file by hand:
+//
+//	GODDP_TEST_IDX_DECLARED=bomb.gz /usr/bin/time -v ./data.test -test.run '^TestIDXDeclaredSizeChild$'
+func TestIDXDeclaredSizeChild(t *testing.T) {
+	path := os.Getenv(declaredEnv)
+	if path == "" {
+		t.Skip("run by TestIDXDeclaredSizeRSS in a child process")
+	}
+	a, err := ReadIDX(path)
+	require.NoError(t, err)
+	t.Logf("DECLARED shape=%v dtype=%s", a.Shape, a.DType())
+}
+
+// TestIDXDeclaredSizeRSS is issue 24's bar for a gzipped IDX file that
+// really holds the large array its header declares: decoding peaks at the
+// declared size plus a small constant, for bytes and for converted types
+// alike (it peaked at about 4x: a doubling buffer, then the typed copy).
+func TestIDXDeclaredSizeRSS(t *testing.T) {
+	if os.Getenv(declaredEnv) != "" {
+		t.Skip("in the child")
+	}
+	const declared = 256 << 20
+	const slack = 64 << 20 // the test binary, the runtime, gzip's window
+	for _, tc := range []struct {
+		name string
+		code byte
+		size int
+	}{{"uint8", 0x08, 1}, {"float32", 0x0D, 4}} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "big.idx.gz")
+			f, err := os.Create(path)
+			require.NoError(t, err)
+			zw, _ := gzip.NewWriterLevel(f, gzip.BestSpeed)
+			_, err = zw.Write(idxBytes(tc.code, []uint32{declared / uint32(tc.size)}, nil))
+			require.NoError(t, err)
+			zeros := make([]byte, 1<<20)
+			for left := declared; left > 0; left -= len(zeros) {
+				_, err = zw.Write(zeros)
+				require.NoError(t, err)
+			}
+			require.NoError(t, zw.Close())
+			require.NoError(t, f.Close())
+
+			cmd := exec.Command(os.Args[0], "-test.run=^TestIDXDeclaredSizeChild$", "-test.v", "-test.count=1")
+			cmd.Env = append(os.Environ(), declaredEnv+"="+path)
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "child: %s", out)
+			require.Contains(t, string(out), "DECLARED shape=", "the child ran the decode: %s", out)
+			maxRSS := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss << 10 // KiB on Linux
+			t.Logf("%s IDX declaring %d MiB: peak RSS %.1f MiB", tc.name, declared>>20, float64(maxRSS)/(1<<20))
+			assert.Less(t, maxRSS, int64(declared+slack), "peak RSS within the declared size + %d MiB", slack>>20)
+		})
+	}
+}
+
+// TestIDXMaxBytes checks the settable cap on the declared data size: a
+// declaration over it is refused before any data is read, naming the file,
+// the declared size and the cap, whether or not the data is present.
+func TestIDXMaxBytes(t *testing.T) {
+	// A header declaring 3 GiB of float32 and no data: a gzipped stream
+	// cannot tell how much it holds until it is inflated.
+	huge := gz(t, idxBytes(0x0D, []uint32{3 << 28}, nil))
+	_, err := DecodeIDX(bytes.NewReader(huge), "huge.idx.gz")
+	require.ErrorIs(t, err, ErrFormat)
+	assert.Contains(t, err.Error(), "huge.idx.gz: byte 4: the header declares 3221225472 data bytes")
+	assert.Contains(t, err.Error(), "over the cap of 2147483648 bytes")
+
+	body := make([]byte, 101)
+	small := idxBytes(0x08, []uint32{101}, body)
+	_, err = DecodeIDX(bytes.NewReader(small), "small.idx", IDXMaxBytes(100))
+	require.ErrorIs(t, err, ErrFormat)
+	assert.Contains(t, err.Error(), "small.idx: byte 4: the header declares 101 data bytes (shape [101] of 1-byte elements), over the cap of 100 bytes")
+
+	path := filepath.Join(t.TempDir(), "small.idx.gz")
+	require.NoError(t, os.WriteFile(path, gz(t, small), 0o644))
+	_, err = ReadIDX(path, IDXMaxBytes(100))
+	require.ErrorIs(t, err, ErrFormat)
+	assert.Contains(t, err.Error(), path+": byte 4: the header declares 101 data bytes")
+	a, err := ReadIDX(path, IDXMaxBytes(101))
+	require.NoError(t, err)
+	assert.Equal(t, []int{101}, a.Shape)
+
+	_, err = DecodeIDX(bytes.NewReader(small), "small.idx", IDXMaxBytes(0))
+	require.ErrorIs(t, err, ErrConfig)
+}
+
+// TestIDXChunks decodes typed data that spans several staging chunks, from
+// a reader whose length is unknown, and reports where one cut mid-chunk ends.
+func TestIDXChunks(t *testing.T) {
+	const n = 3*idxChunk/8 + 5
+	want := make([]float64, n)
+	for i := range want {
+		want[i] = float64(i) - 0.5
+	}
+	var buf bytes.Buffer
+	require.NoError(t, WriteIDX(&buf, &Array{Shape: []int{n}, Data: want}))
+	full := buf.Bytes()
+	a, err := DecodeIDX(io.MultiReader(bytes.NewReader(full)), "f64.idx")
+	require.NoError(t, err)
+	assert.Equal(t, want, a.Data)
+	a, err = DecodeIDX(bytes.NewReader(gz(t, full)), "f64.idx.gz")
+	require.NoError(t, err)
+	assert.Equal(t, want, a.Data)
+
+	cut := full[:8+idxChunk+13]
+	_, err = DecodeIDX(io.MultiReader(bytes.NewReader(cut)), "cut.idx")
+	require.ErrorIs(t, err, ErrFormat)
+	assert.Contains(t, err.Error(), fmt.Sprintf("cut.idx: byte %d: file truncated: shape [%d] of 8-byte elements needs more than the %d data bytes present", len(cut), n, idxChunk+13))
 }
