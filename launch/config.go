@@ -4,6 +4,7 @@ import (
 	"io"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -162,6 +163,9 @@ func (c *Config) Validate() error {
 	case c.NodeRank < -1:
 		return usagef("--node-rank must be >= 0, got %d", c.NodeRank)
 	}
+	if err := checkRdzvID(c.RdzvID); err != nil {
+		return err
+	}
 	if c.Standalone && c.MaxNodes > 1 {
 		return usagef("--standalone runs a single node; it cannot be combined with --nnodes %d:%d", c.MinNodes, c.MaxNodes)
 	}
@@ -209,4 +213,14 @@ func (c *Config) rdzvHostPort() (string, int, error) {
 		return "", 0, usagef("--rdzv-endpoint %q: bad port", c.RdzvEndpoint)
 	}
 	return host, p, nil
+}
+
+// checkRdzvID refuses ids that are not one plain file name: the id names the
+// run's directory under --log-dir and its temp dir, so "../../etc" would
+// write the workers' logs outside --log-dir.
+func checkRdzvID(id string) error {
+	if id == "." || id == ".." || strings.ContainsAny(id, "/\\\x00") {
+		return usagef("--rdzv-id %q must be a plain name (no '/', '\\', NUL, and not '.' or '..'): it names the run's directory under --log-dir", id)
+	}
+	return nil
 }

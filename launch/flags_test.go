@@ -114,6 +114,10 @@ func TestValidate(t *testing.T) {
 		{"bad backend", []string{"--rdzv-backend", "etcd", "p"}, "static or store"},
 		{"filter out of range", []string{"--nproc-per-node", "2", "--local-ranks-filter", "3", "p"}, "local rank 3"},
 		{"negative restarts", []string{"--max-restarts", "-1", "p"}, "--max-restarts"},
+		{"rdzv id climbs out of --log-dir", []string{"--rdzv-id", "../../etc", "--log-dir", "/tmp/x", "p"}, `--rdzv-id "../../etc" must be a plain name`},
+		{"rdzv id is ..", []string{"--rdzv-id", "..", "p"}, `--rdzv-id ".." must be a plain name`},
+		{"rdzv id with a separator", []string{"--rdzv-id", "a/b", "p"}, `--rdzv-id "a/b"`},
+		{"rdzv id with a backslash", []string{"--rdzv-id", `a\b`, "p"}, `--rdzv-id "a\\b"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
