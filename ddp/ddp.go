@@ -285,11 +285,11 @@ func (d *DDP) Buckets() [][]string {
 }
 
 // Close detaches DDP's hooks from the parameters and gives shared bucket
-// memory back to the group (gradients that viewed it get their own copy
-// first, so a later Wrap may reuse it). It does not close the process
-// group, which the caller owns. The memory is reused only when every rank
-// has closed before the next Wrap; otherwise that Wrap falls back to
-// ordinary buckets on every rank.
+// memory back to the group: its pages return to /dev/shm at once, and a
+// later Wrap may reuse it (gradients that viewed it get their own copy
+// first). It does not close the process group, which the caller owns. The
+// memory is reused only when every rank has closed before the next Wrap;
+// otherwise that Wrap falls back to ordinary buckets on every rank.
 func (d *DDP) Close() error {
 	if d.closed {
 		return nil

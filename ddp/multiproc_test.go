@@ -69,6 +69,8 @@ func workerMain(scenario string) error {
 			return errors.New("training survived a dead peer")
 		}
 		return fmt.Errorf("training failed as expected: %w", err)
+	case "shmgrow":
+		return shmGrowWorker(ctx, pg)
 	case "bench":
 		if err := benchWorker(pg, name); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"unsafe"
@@ -24,12 +25,21 @@ import (
 // region per rank, reserves its pages (a full /dev/shm fails here, not
 // with SIGBUS later), every rank maps it and reports through the store,
 // and the name is unlinked once all have. Each rank gets its own region;
-// peers' regions are at the same offset of theirs. Regions stay mapped
-// until the process exits: Go slices over them may outlive the group
-// (tensors viewing DDP's buckets), and unmapping under a live slice would
-// crash. FreeShared on every rank makes a region reusable by the next
-// AllocShared that fits (DDP frees its buckets in Close), so repeated
-// Wraps do not grow /dev/shm.
+// peers' regions are at the same offset of theirs.
+//
+// Regions stay mapped until the process exits: Go slices over them may
+// outlive the group or the DDP that used them (a tensor kept from a
+// bucket view, a comm hook's GradBucket), and the garbage collector cannot
+// tell when the last one goes, so unmapping would turn a stale slice into
+// a crash. What a region costs is its pages, not its addresses: FreeShared
+// gives the rank's pages back to tmpfs at once (MADV_REMOVE punches them
+// out of the file), so what a process holds in /dev/shm is what it has not
+// freed, and a growing model wrapped and closed again and again (each Wrap
+// a size no freed region fits) holds one model's buckets, not the sum of
+// all of them. A slice over a freed region still reads and writes valid
+// memory (zeros, until reused). FreeShared on every rank also makes the
+// region reusable by the next AllocShared that fits: its pages are
+// reserved again, MADV_POPULATE_WRITE failing cleanly on a full /dev/shm.
 
 // shmArena is one AllocShared mapping.
 type shmArena struct {
@@ -55,12 +65,13 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 	call := g.allocCalls
 	g.allocCalls++
 	arenas := *g.arenas.Load()
-	stride := shmAlign(bytes, 4096)
+	stride := shmAlign(bytes, os.Getpagesize()) // each region on whole pages: FreeShared releases them
 	total := stride * g.size
 	key := fmt.Sprintf("%sarena/%d/", g.storeBase, call)
 	var mem []byte
 	var err error
 	var name string
+	lockFd := -1 // rank 0's creator lock on a new file, until its name goes (sweep.go)
 	reuse := -1
 	if g.rank == 0 {
 		for i, a := range arenas {
@@ -72,7 +83,7 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		if reuse >= 0 {
 			v = fmt.Sprintf("reuse: %d", reuse)
 		} else if name, err = shmRandomName(); err == nil {
-			mem, err = shmArenaFile(name+"-arena", total, true)
+			mem, lockFd, err = shmArenaFile(name+"-arena", total, true)
 			v = "name: " + name + "-arena"
 		}
 		if err != nil {
@@ -98,8 +109,13 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 				err = fmt.Errorf("%w: shm: rank 0 reuses shared buffer %d, but rank %d has not freed it (FreeShared must run on every rank)", backend.ErrBadArgument, reuse, g.rank)
 			}
 		default:
-			mem, err = shmArenaFile(strings.TrimPrefix(string(v), "name: "), total, false)
+			mem, _, err = shmArenaFile(strings.TrimPrefix(string(v), "name: "), total, false)
 		}
+	}
+	reserved := false
+	if reuse >= 0 && err == nil {
+		err = arenas[reuse].reserve(g.rank, bytes)
+		reserved = err == nil
 	}
 	// Every rank reports; all succeed or all fail, so that no rank reduces
 	// through shared memory that a peer lacks.
@@ -114,9 +130,15 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		// Mapped everywhere (or failed): the name can go either way.
 		syscall.Unlink(shmDir + "/" + name + "-arena")
 	}
+	if lockFd >= 0 {
+		syscall.Close(lockFd)
+	}
 	if err != nil {
 		if mem != nil {
 			syscall.Munmap(mem)
+		}
+		if reserved {
+			arenas[reuse].release(g.rank)
 		}
 		return nil, err
 	}
@@ -124,7 +146,7 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		a := arenas[reuse]
 		a.free = false
 		own := a.region(g.rank)[:bytes:bytes]
-		clear(own)
+		clear(own) // zero already, unless MADV_REMOVE did not apply
 		return own, nil
 	}
 	a := &shmArena{mem: mem, stride: stride, size: bytes}
@@ -135,8 +157,8 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 
 // FreeShared implements backend.SharedAllocator: mem, a region AllocShared
 // returned, may be handed out again by a later AllocShared once every rank
-// has freed it. It stays mapped: slices over it remain valid memory, but
-// they alias whatever reuses it.
+// has freed it. Its pages go back to /dev/shm now; it stays mapped, so
+// slices over it remain valid memory, but they alias whatever reuses it.
 func (g *shmGroup) FreeShared(mem []byte) error {
 	g.arenaMu.Lock()
 	defer g.arenaMu.Unlock()
@@ -148,6 +170,7 @@ func (g *shmGroup) FreeShared(mem []byte) error {
 					return fmt.Errorf("%w: shm: FreeShared: shared buffer freed twice", backend.ErrBadArgument)
 				}
 				a.free = true
+				a.release(g.rank)
 				return nil
 			}
 		}
@@ -156,44 +179,63 @@ func (g *shmGroup) FreeShared(mem []byte) error {
 }
 
 // shmArenaFile creates (rank 0) or opens a shared-buffer file of total
-// bytes and maps it.
-func shmArenaFile(name string, total int, create bool) ([]byte, error) {
+// bytes and maps it. A created file comes with the creator's lock (sweep.go)
+// in lockFd, which rank 0 keeps until the name is gone; -1 otherwise.
+func shmArenaFile(name string, total int, create bool) (mem []byte, lockFd int, err error) {
 	path := shmDir + "/" + name
-	flags := syscall.O_RDWR | syscall.O_CLOEXEC
+	var fd int
 	if create {
-		flags |= syscall.O_CREAT | syscall.O_EXCL
-	}
-	fd, err := syscall.Open(path, flags, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("comm: shm: open shared buffer %s: %w", path, err)
-	}
-	defer syscall.Close(fd)
-	if create {
-		if err := syscall.Ftruncate(fd, int64(total)); err != nil {
-			syscall.Unlink(path)
-			return nil, fmt.Errorf("comm: shm: size %s to %d bytes: %w", path, total, err)
-		}
-		if err := syscall.Fallocate(fd, 0, 0, int64(total)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
-			syscall.Unlink(path)
-			return nil, fmt.Errorf("comm: shm: reserve %d bytes for %s (is /dev/shm large enough?): %w", total, path, err)
+		if fd, err = shmCreateFile(path, total); err != nil {
+			return nil, -1, err
 		}
 	} else {
+		if fd, err = syscall.Open(path, syscall.O_RDWR|syscall.O_CLOEXEC, 0); err != nil {
+			return nil, -1, fmt.Errorf("comm: shm: open shared buffer %s: %w", path, err)
+		}
+		defer syscall.Close(fd)
 		var st syscall.Stat_t
 		if err := syscall.Fstat(fd, &st); err != nil {
-			return nil, fmt.Errorf("comm: shm: stat %s: %w", path, err)
+			return nil, -1, fmt.Errorf("comm: shm: stat %s: %w", path, err)
 		}
 		if st.Size != int64(total) {
-			return nil, fmt.Errorf("%w: shm: shared buffer %s has %d bytes, want %d", backend.ErrBadArgument, path, st.Size, total)
+			return nil, -1, fmt.Errorf("%w: shm: shared buffer %s has %d bytes, want %d", backend.ErrBadArgument, path, st.Size, total)
 		}
 	}
-	mem, err := syscall.Mmap(fd, 0, total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
+	mem, err = syscall.Mmap(fd, 0, total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		if create {
 			syscall.Unlink(path)
+			syscall.Close(fd)
 		}
-		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
+		return nil, -1, fmt.Errorf("comm: shm: map %s: %w", path, err)
 	}
-	return mem, nil
+	if !create {
+		fd = -1
+	}
+	return mem, fd, nil
+}
+
+// pages is rank k's whole region, to the page boundary.
+func (a *shmArena) pages(k int) []byte { return a.mem[k*a.stride : (k+1)*a.stride] }
+
+// release gives rank k's pages back to tmpfs (the file keeps its size;
+// reading the range gives zeros). Best effort: where MADV_REMOVE does not
+// apply the pages stay, as they did before it was used.
+func (a *shmArena) release(k int) {
+	syscall.Madvise(a.pages(k), syscall.MADV_REMOVE)
+}
+
+// reserve allocates the pages of the first bytes of rank k's region again
+// before a reuse, so that a full /dev/shm is an error here rather than a
+// SIGBUS when the region is first written. Kernels before 5.14 lack
+// MADV_POPULATE_WRITE: there the pages come on first touch, as they would
+// anyway.
+func (a *shmArena) reserve(k, bytes int) error {
+	p := a.pages(k)[:shmAlign(bytes, os.Getpagesize())]
+	if err := syscall.Madvise(p, shmMadvPopulateWrite); err != nil && !errors.Is(err, syscall.EINVAL) {
+		return fmt.Errorf("comm: shm: reserving %d bytes of shared buffer again (is /dev/shm large enough?): %w", len(p), err)
+	}
+	return nil
 }
 
 // findArena reports whether b lies in this rank's region of a shared

@@ -24,6 +24,18 @@
 // its bucket all-reduces still start during backward. GODDP_SHM_ASYNC=
 // eager|lazy overrides the choice.
 //
+// # Files in /dev/shm
+//
+// Rank 0 creates the segment, and a file per AllocShared (DDP's shared
+// buckets), as goddp-shm-<pid>-<start>-<random>[-arena], and every rank
+// unlinks the name once all have mapped it. A job killed before that
+// leaves the file; every new group removes the files whose creator has
+// died (it holds a lock on the file while the name exists, so a live job's
+// file is never taken, whatever pid namespace it runs in), and SweepDead
+// does the same for a launcher whose worker died. FreeShared gives a
+// region's pages back at once, so DDP wrapped and closed again and again
+// holds one set of buckets, not all of them.
+//
 // # Settings
 //
 // Config holds the tuning, with a field per variable; New reads it from the

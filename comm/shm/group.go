@@ -5,15 +5,16 @@ package shm
 // path. "auto" picks it when every rank is on one host.
 //
 // Set-up. Rank 0 creates a file under /dev/shm with a random name
-// (goddp-shm-<pid>-<random>), sizes and maps it, and publishes the name and
-// the protocol parameters (slot size, slots per rank, thresholds) in the
-// rendezvous store; the other ranks map it and report success or failure
-// through the store, so a rank on another host or in another mount
-// namespace fails everyone's set-up at once with its reason. As soon as all
+// (goddp-shm-<pid>-<start>-<random>), sizes and maps it, and publishes the
+// name and the protocol parameters (slot size, slots per rank, thresholds)
+// in the rendezvous store; the other ranks map it and report success or
+// failure through the store, so a rank on another host or in another
+// mount namespace fails everyone's set-up at once with its reason. As soon as all
 // ranks have mapped the segment, every rank unlinks its name: from then on
 // the kernel frees it when the last rank unmaps or exits, so nothing leaks
 // even if processes are killed. (A job killed during set-up, before every
-// rank has mapped, can leave a goddp-shm-* file behind.) Set-up also probes
+// rank has mapped, can leave a goddp-shm-* file behind; the next group
+// created on the host removes it, see sweep.go.) Set-up also probes
 // whether every rank may read every other's memory with process_vm_readv.
 //
 // Data path. Each rank owns a ring of slots it alone writes, and a control
@@ -258,6 +259,11 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 	g.cfg, g.spinFor, g.yieldFor = cfg, cfg.Spin, cfg.Yield
 	if !shmEager(cfg.Async) {
 		g.asyncMin, g.kickAfter, g.tick = math.MaxInt, shmLazyKickAfter, shmLazyTick
+	}
+	// A job killed during its set-up leaves its files in /dev/shm with
+	// nobody to remove them; whoever starts next does (sweep.go).
+	if removed, _ := SweepDead(); len(removed) > 0 {
+		g.logf("comm: shm: removed %d file(s) that dead processes left: %s", len(removed), strings.Join(removed, " "))
 	}
 	if err := g.setup(ctx); err != nil {
 		return nil, err

@@ -2,8 +2,6 @@ package shm
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"goddp/comm/backend"
@@ -80,8 +78,9 @@ const shmDir = "/dev/shm"
 
 // shmSegment is one rank's mapping of the group's segment.
 type shmSegment struct {
-	path string
-	mem  []byte
+	path   string
+	mem    []byte
+	lockFd int // rank 0's: holds the creator's lock until unlink (sweep.go); -1 elsewhere
 	shmLayout
 }
 
@@ -111,41 +110,21 @@ const (
 
 func shmAlign(n, a int) int { return (n + a - 1) / a * a }
 
-// shmRandomName returns a fresh segment file name. The pid and 64 random
-// bits make collisions between concurrent jobs on one host negligible, and
-// the prefix lets an operator find leftovers of a crashed job.
-func shmRandomName() (string, error) {
-	var b [8]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return "", fmt.Errorf("comm: shm: random segment name: %w", err)
-	}
-	return fmt.Sprintf("goddp-shm-%d-%s", os.Getpid(), hex.EncodeToString(b[:])), nil
-}
-
-// shmCreate creates, sizes and maps a new segment (rank 0).
+// shmCreate creates, sizes and maps a new segment (rank 0). The segment
+// holds the creator's lock (sweep.go) until unlink.
 func shmCreate(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 	path := shmDir + "/" + name
-	fd, err := syscall.Open(path, syscall.O_RDWR|syscall.O_CREAT|syscall.O_EXCL|syscall.O_CLOEXEC, 0o600)
+	fd, err := shmCreateFile(path, l.total)
 	if err != nil {
-		return nil, fmt.Errorf("comm: shm: create %s: %w", path, err)
-	}
-	defer syscall.Close(fd)
-	if err := syscall.Ftruncate(fd, int64(l.total)); err != nil {
-		syscall.Unlink(path)
-		return nil, fmt.Errorf("comm: shm: size %s to %d bytes: %w", path, l.total, err)
-	}
-	// tmpfs allocates pages lazily; fallocate reserves them now so that a
-	// full /dev/shm fails here with ENOSPC instead of SIGBUS mid-collective.
-	if err := syscall.Fallocate(fd, 0, 0, int64(l.total)); err != nil && !errors.Is(err, syscall.EOPNOTSUPP) {
-		syscall.Unlink(path)
-		return nil, fmt.Errorf("comm: shm: reserve %d bytes for %s: %w", l.total, path, err)
+		return nil, err
 	}
 	mem, err := syscall.Mmap(fd, 0, l.total, syscall.PROT_READ|syscall.PROT_WRITE, syscall.MAP_SHARED)
 	if err != nil {
 		syscall.Unlink(path)
+		syscall.Close(fd)
 		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
 	}
-	s := &shmSegment{path: path, mem: mem, shmLayout: l}
+	s := &shmSegment{path: path, mem: mem, lockFd: fd, shmLayout: l}
 	s.word(shmHdrVersion).Store(shmVersion)
 	s.word(shmHdrWorld).Store(uint64(l.world))
 	s.word(shmHdrSlot).Store(uint64(l.slotBytes))
@@ -177,7 +156,7 @@ func shmOpen(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 	if err != nil {
 		return nil, fmt.Errorf("comm: shm: map %s: %w", path, err)
 	}
-	s := &shmSegment{path: path, mem: mem, shmLayout: l}
+	s := &shmSegment{path: path, mem: mem, lockFd: -1, shmLayout: l}
 	if s.word(shmHdrMagic).Load() != shmMagic || s.word(shmHdrVersion).Load() != shmVersion ||
 		s.word(shmHdrWorld).Load() != uint64(l.world) || s.word(shmHdrSlot).Load() != uint64(l.slotBytes) ||
 		s.word(shmHdrNbuf).Load() != uint64(l.nbuf) || s.word(shmHdrRing).Load() != uint64(l.ringBytes) ||
@@ -189,15 +168,26 @@ func shmOpen(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 }
 
 // unlink removes the name; the memory lives on until the last rank unmaps
-// (or exits), so a crash after this point leaks nothing.
+// (or exits), so a crash after this point leaks nothing. Rank 0 then drops
+// the creator's lock, which guarded only the name.
 func (s *shmSegment) unlink() error {
-	if err := syscall.Unlink(s.path); err != nil && !errors.Is(err, syscall.ENOENT) {
+	err := syscall.Unlink(s.path)
+	s.unlock()
+	if err != nil && !errors.Is(err, syscall.ENOENT) {
 		return fmt.Errorf("comm: shm: unlink %s: %w", s.path, err)
 	}
 	return nil
 }
 
+func (s *shmSegment) unlock() {
+	if s.lockFd >= 0 {
+		syscall.Close(s.lockFd)
+		s.lockFd = -1
+	}
+}
+
 func (s *shmSegment) unmap() {
+	s.unlock()
 	if s.mem != nil {
 		syscall.Munmap(s.mem)
 		s.mem = nil
