@@ -53,21 +53,42 @@ echo "$out"
 if [ "$rc" != 3 ] || [ "$(echo "$out" | tail -n 1)" != "gpu-check: no NVIDIA GPU" ]; then
   echo "check-engines: run.sh without a GPU: exit $rc after $(($(date +%s) - start)) s, want 3 and 'gpu-check: no NVIDIA GPU'" >&2; exit 1
 fi
-# run.sh's GPU path, with a gpuinfo that claims one GPU: every check runs
-# and is counted (the GPU ones fail here), the cuda build of mlp trains on
-# the CPU, and the last line is the summary.
+# run.sh's GPU path, dry: a gpuinfo that claims one GPU, and in place of
+# the cuda test binary a stand-in (scripts/testdata/kithang) that hangs on
+# the first device test and fails the others at once. Every step runs and
+# is counted (the GPU ones fail here); the hung step is killed at its
+# bound (GPU_CHECK_LIMIT=5 here) with its Go stacks in $OUT/logs; the
+# steps after it still run; the last line is the summary.
 fake=$kit/fakekit
 cp -r "$kit/kit" "$fake"
 printf '#!/bin/sh\nif [ "$1" = -count ]; then echo 1; exit 0; fi\necho "fake gpuinfo"; exit 4\n' | gzip -n >"$fake/pack/bin/gpuinfo.gz"
-grep -v ' bin/gpuinfo$' "$kit/kit/SHA256SUMS" >"$fake/SHA256SUMS"
+go build -o "$kit/kithang" ./scripts/testdata/kithang
+gzip -n -c "$kit/kithang" >"$fake/pack/tests/cuda.test.gz"
+grep -v -e ' bin/gpuinfo$' -e ' tests/cuda.test$' "$kit/kit/SHA256SUMS" >"$fake/SHA256SUMS"
+first=$(head -n 1 "$fake/tests/cuda.tests")
+second=$(sed -n 2p "$fake/tests/cuda.tests")
+# Every step's bound is a literal of 120 s or less.
+if grep -E '^\s*(check|gotest) ' "$fake/run.sh" | grep -vE '^\s*(check|gotest) "?[^ ]+"? (120|[1-9][0-9]?|1[01][0-9]) ' | grep -v '^\s*check "\$name" 120'; then
+  echo "check-engines: a run.sh step above has no bound of 120 s or less" >&2; exit 1
+fi
 set +e
-out=$(GPU_CHECK_LOGS="$kit/logs" timeout 900 bash "$fake/run.sh" 2>&1)
+start=$(date +%s)
+out=$(OUT="$kit/out" GPU_CHECK_LIMIT=5 KITHANG_TEST="$first" timeout 600 bash "$fake/run.sh" 2>&1)
 rc=$?
+took=$(($(date +%s) - start))
 set -e
 echo "$out" | grep -E '^(== |   (ok|FAILED)|gpu-check)'
-if [ "$rc" != 1 ] || ! echo "$out" | tail -n 1 | grep -Eq '^gpu-check: [0-9]+ passed, [0-9]+ failed$' ||
-  ! echo "$out" | grep -A1 '^== mlp-cpu' | grep -q '   ok'; then
-  echo "check-engines: run.sh's GPU path (faked): exit $rc, want 1, a summary line and mlp-cpu ok" >&2; exit 1
+hunglog=$kit/out/logs/test-cuda-$first.log
+problem=""
+[ "$rc" = 1 ] || problem="exit $rc, want 1"
+echo "$out" | tail -n 1 | grep -Eq '^gpu-check: [0-9]+ passed, [1-9][0-9]* failed$' || problem="$problem; no summary line"
+echo "$out" | grep -A4 "^== test-cuda-$first " | grep -q 'killed at its bound of 5 s' || problem="$problem; the hung step was not killed at its bound"
+grep -q '^SIGQUIT' "$hunglog" && grep -q '^goroutine ' "$hunglog" || problem="$problem; no Go stacks in $hunglog"
+echo "$out" | grep -q "^== test-cuda-$second " || problem="$problem; the step after the hung one did not run"
+echo "$out" | grep -q '^== ddpbench-nccl-device ' || problem="$problem; the later steps did not run"
+[ "$took" -le 300 ] || problem="$problem; took $took s"
+if [ -n "$problem" ]; then
+  echo "check-engines: run.sh's GPU path (dry run): ${problem#; }" >&2; exit 1
 fi
 set +e
 out=$("$kit/unpacked/bin/ddpbench" allreduce -backend nccl -nproc 1 -max 4K -timeout 20s 2>&1)

@@ -10,16 +10,22 @@
 #   tests/<pkg>.test  the -tags cuda test binaries of every package with
 #                     device tests (cuda, comm/nccl, and any package whose
 #                     tests carry the cuda build tag)
+#   tests/<pkg>.tests the device tests run.sh runs, one step each: the Test
+#                     functions of the package's gpu*_test.go files, with
+#                     those that drive DDP or queues last (the likeliest to
+#                     hang). CPU-only tests (fakes, sim) are CI's, not the
+#                     GPU's.
 #   bin/ddprun bin/ddpbench bin/gpuinfo
 #   bin/mlp           examples/mlp with the cuda tag
-#   simtests/<pkg>.test  the device path on goddp/cuda/sim (issue 15), which
-#                     needs no GPU: cuda/sim (kernels.cu on the host, the
-#                     tensor device, training and checkpoints against the
-#                     CPU) and ddp (its device tests; run.sh picks them)
-# DIR holds them gzipped (pack/, about 40% of their size, so that the kit
-# stays well under 60 MiB as device packages are added), SHA256SUMS of the
-# unpacked binaries, VERSION, and run.sh (scripts/gpu-kit-run.sh), which
-# unpacks them into a temporary directory (gzip is all it needs).
+#   ref/mlp-w1.losses, ref/mlp-w2.losses  rank 0's loss at every step of
+#                     bin/mlp on the CPU (seed 5, world 1 and world 2 over
+#                     tcp), recorded here so that the GPU machine spends no
+#                     time training on its CPU
+#   bench_torch_gpu.py, data/GPL-3  the torch yardstick and the gpt text
+# DIR holds the binaries gzipped (pack/, about 40% of their size, so that
+# the kit stays well under 60 MiB as device packages are added), SHA256SUMS
+# of the unpacked binaries, VERSION, and run.sh (scripts/gpu-kit-run.sh),
+# which unpacks them into a temporary directory (gzip is all it needs).
 # GPU_KIT_UNPACKED=DIR2 also leaves the unpacked binaries in DIR2 (CI runs
 # ldd on them).
 set -euo pipefail
@@ -34,8 +40,8 @@ tags="cuda noblas"
 flags=(-trimpath -ldflags=-s\ -w -tags "$tags")
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
-rm -rf "$out/pack" "$out/bin" "$out/tests"
-mkdir -p "$build/bin" "$build/tests" "$build/simtests" "$out/pack/bin" "$out/pack/tests" "$out/pack/simtests"
+rm -rf "$out/pack" "$out/bin" "$out/tests" "$out/ref" "$out/data"
+mkdir -p "$build/bin" "$build/tests" "$out/pack/bin" "$out/pack/tests" "$out/tests" "$out/ref" "$out/data"
 
 # Device test packages: cuda and comm/nccl, plus any package with a
 # cuda-tagged test file (future device packages join by themselves).
@@ -46,10 +52,15 @@ pkgs=$( { echo ./cuda; echo ./comm/nccl;
 for p in $pkgs; do
   name=$(echo "${p#./}" | tr / _)
   go test -c "${flags[@]}" -o "$build/tests/$name.test" "$p"
-done
-for p in ./cuda/sim ./ddp; do
-  name=$(echo "${p#./}" | tr / _)
-  go test -c "${flags[@]}" -o "$build/simtests/$name.test" "$p"
+  # The package's device tests, those over DDP or queues last.
+  # (only files built with the cuda tag: a !cuda file's tests are not in the binary)
+  gpufiles=$(grep -lP '^//go:build .*(?<![!\w])cuda\b' "$p"/gpu*_test.go 2>/dev/null || true)
+  [ -z "$gpufiles" ] || grep -hoE '^func (Test[A-Za-z0-9_]+)\(t \*testing\.T\)' $gpufiles | sed -E 's/^func (Test[A-Za-z0-9_]+).*/\1/' |
+    awk '/DDP|Queues/ { last[n++] = $0; next } { print } END { for (i = 0; i < n; i++) print last[i] }' >"$out/tests/$name.tests"
+  if [ ! -s "$out/tests/$name.tests" ]; then
+    echo "gpu-kit: $p has no device tests (Test functions in gpu*_test.go)" >&2
+    exit 1
+  fi
 done
 go build "${flags[@]}" -o "$build/bin/ddprun" ./cmd/ddprun
 go build "${flags[@]}" -o "$build/bin/ddpbench" ./cmd/ddpbench
@@ -58,29 +69,47 @@ go build "${flags[@]}" -o "$build/bin/mlp" ./examples/mlp
 
 # The bars: nothing links a CUDA, NCCL or BLAS library; the kit fits.
 bad=0
-for f in "$build"/bin/* "$build"/tests/* "$build"/simtests/*; do
+for f in "$build"/bin/* "$build"/tests/*; do
   if ldd "$f" 2>/dev/null | grep -E 'libcublas|libnccl|libcudart|libcuda\.so|libopenblas|libdnnl|libgomp|libgfortran' ; then
     echo "gpu-kit: $f links a library the GPU machine may lack" >&2
     bad=1
   fi
 done
-(cd "$build" && sha256sum bin/* tests/* simtests/*) >"$out/SHA256SUMS"
+(cd "$build" && sha256sum bin/* tests/*) >"$out/SHA256SUMS"
 # The newest glibc symbol version the binaries use (2.34 when built on
 # Debian 12): run.sh refuses clearly on an older glibc.
-glibc=$(for f in "$build"/bin/* "$build"/tests/* "$build"/simtests/*; do objdump -T "$f"; done 2>/dev/null |
+glibc=$(for f in "$build"/bin/* "$build"/tests/*; do objdump -T "$f"; done 2>/dev/null |
   grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
 echo "${glibc:-2.34}" >"$out/GLIBC"
-for f in "$build"/bin/* "$build"/tests/* "$build"/simtests/*; do
+for f in "$build"/bin/* "$build"/tests/*; do
   gzip -9 -n -c "$f" >"$out/pack/${f#"$build"/}.gz"
 done
+# The CPU losses run.sh compares the GPU's with: the kit's own mlp binary,
+# seed 5, rank 0's loss at every step, at world 1 and at world 2 over tcp.
+steplosses() { grep '"kind":"train"' "$1" | grep -o '"loss":[^,}]*' | cut -d: -f2; }
+refdir=$(mktemp -d)
+"$build/bin/mlp" -device cpu -epochs 1 -seed 5 -metrics "$refdir/w1.jsonl" -metrics-every 1 -ckpt-dir "$refdir/c1" >"$refdir/w1.log" 2>&1 ||
+  { cat "$refdir/w1.log" >&2; echo "gpu-kit: the CPU reference run (world 1) failed" >&2; exit 1; }
+GODDP_BACKEND=tcp "$build/bin/ddprun" --standalone --nproc-per-node 2 "$build/bin/mlp" -device cpu -epochs 1 -seed 5 \
+  -metrics "$refdir/w2.jsonl" -metrics-every 1 -ckpt-dir "$refdir/c2" >"$refdir/w2.log" 2>&1 ||
+  { cat "$refdir/w2.log" >&2; echo "gpu-kit: the CPU reference run (world 2) failed" >&2; exit 1; }
+steplosses "$refdir/w1.jsonl" >"$out/ref/mlp-w1.losses"
+steplosses "$refdir/w2.jsonl" >"$out/ref/mlp-w2.losses"
+rm -rf "$refdir"
+for f in mlp-w1:100 mlp-w2:64; do
+  n=$(wc -l <"$out/ref/${f%%:*}.losses")
+  [ "$n" -ge "${f#*:}" ] || { echo "gpu-kit: ref/${f%%:*}.losses has $n steps, want at least ${f#*:}" >&2; exit 1; }
+done
+cp scripts/bench_torch_gpu.py "$out/bench_torch_gpu.py"
+cp /usr/share/common-licenses/GPL-3 "$out/data/GPL-3"
 cp scripts/gpu-kit-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
 git rev-parse --short HEAD >"$out/VERSION" 2>/dev/null || echo unknown >"$out/VERSION"
 if [ -n "${GPU_KIT_UNPACKED:-}" ]; then
-  rm -rf "$GPU_KIT_UNPACKED" && mkdir -p "$GPU_KIT_UNPACKED" && cp -r "$build"/bin "$build"/tests "$build"/simtests "$GPU_KIT_UNPACKED"/
+  rm -rf "$GPU_KIT_UNPACKED" && mkdir -p "$GPU_KIT_UNPACKED" && cp -r "$build"/bin "$build"/tests "$GPU_KIT_UNPACKED"/
 fi
 size=$(du -sk "$out" | cut -f1)
-echo "gpu-kit: $(ls "$build/tests" | wc -l) GPU and $(ls "$build/simtests" | wc -l) sim test binaries, $(ls "$build/bin" | wc -l) programs ($(du -sm "$build" | cut -f1) MiB unpacked), $((size / 1024)) MiB in $out"
+echo "gpu-kit: $(ls "$build/tests" | wc -l) GPU test binaries ($(cat "$out"/tests/*.tests | wc -l) device tests), $(ls "$build/bin" | wc -l) programs ($(du -sm "$build" | cut -f1) MiB unpacked), $((size / 1024)) MiB in $out"
 if [ "$size" -gt $((60 * 1024)) ]; then
   echo "gpu-kit: $out is over 60 MiB" >&2
   bad=1

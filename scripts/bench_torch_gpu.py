@@ -1,0 +1,175 @@
+"""The torch yardstick of the GPU kit: the anchors' recipes on one GPU.
+
+The recipes are those of the anchors (shared/anchors/torch_ddp_train.py for
+mlp, torch_models.py for cnn and gpt): the same layers, optimisers, batch
+sizes and seeds, at world 1 on cuda:0, with the machine's own torch (2.x on
+the GPU machines). They are restated here, not imported, because the
+anchors' GPT builds its position indices on the CPU, and the anchors spawn
+Gloo workers, which a one-GPU throughput figure does not need.
+
+Data: the mlp's synthetic set is generated as the anchor does. cnn reads
+Fashion-MNIST from FMNIST_DIR (default /usr/share/datasets/fashion-mnist)
+when it is there, and otherwise trains on random images of the same shape:
+the throughput is the same, the loss is not comparable, and the output
+says data=synthetic. gpt reads GPL_TEXT (default
+/usr/share/common-licenses/GPL-3; the kit carries a copy).
+
+Run: python3 bench_torch_gpu.py [WORKLOAD ...]   (default: all)
+  WORKLOAD is mlp-b64, mlp-b1024, cnn or gpt. One line per workload:
+  torch-gpu workload=W device=NAME batch=B samples_per_s=S final_loss=L data=D
+  samples/s excludes the first WARMUP steps and is timed with CUDA
+  synchronisation; final_loss is the mean loss of the timed steps.
+  Env: STEPS (timed steps per workload, default 200), TF32=1 allows TF32,
+  BENCH_DEVICE=cpu runs the same code on the CPU (CI's check of the script).
+"""
+import math
+import os
+import sys
+import time
+import gzip
+import struct
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+WARMUP = 10
+STEPS = int(os.environ.get("STEPS", "200"))
+FMNIST = os.environ.get("FMNIST_DIR", "/usr/share/datasets/fashion-mnist")
+TEXT = os.environ.get("GPL_TEXT", "/usr/share/common-licenses/GPL-3")
+
+
+def idx(path):
+    b = gzip.open(path).read()
+    nd = b[3]
+    dims = struct.unpack(">" + "I" * nd, b[4:4 + 4 * nd])
+    return torch.frombuffer(bytearray(b[4 + 4 * nd:]), dtype=torch.uint8).reshape(dims)
+
+
+class Block(nn.Module):
+    def __init__(self, d, h):
+        super().__init__()
+        self.h = h
+        self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+        self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.fc1, self.fc2 = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+    def forward(self, x):
+        B, T, D = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(D, dim=2)
+        q, k, v = [t.view(B, T, self.h, D // self.h).transpose(1, 2) for t in (q, k, v)]
+        att = (q @ k.transpose(-2, -1)) / math.sqrt(D // self.h)
+        mask = torch.triu(torch.ones(T, T, dtype=torch.bool, device=x.device), diagonal=1)
+        att = att.masked_fill(mask, float("-inf")).softmax(-1)
+        y = (att @ v).transpose(1, 2).reshape(B, T, D)
+        x = x + self.proj(y)
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, ctx=64, d=128, heads=4, layers=2):
+        super().__init__()
+        self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+        self.blocks = nn.Sequential(*[Block(d, heads) for _ in range(layers)])
+        self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        T = ids.shape[1]
+        x = self.tok(ids) + self.pos(torch.arange(T, device=ids.device))
+        return self.head(self.ln(self.blocks(x)))
+
+
+def build(workload, dev):
+    """Returns model, inputs, targets, batch, loss, optimiser, data label."""
+    torch.manual_seed(0)
+    if workload.startswith("mlp"):
+        g = torch.Generator().manual_seed(0)
+        x = torch.rand(8192, 784, generator=g)
+        y = torch.randint(0, 10, (8192,), generator=g)
+        model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
+        bs = int(workload.split("-b")[1]) if "-b" in workload else 64
+        return model, x, y, bs, F.cross_entropy, lambda p: torch.optim.SGD(p, lr=1e-3), "synthetic(anchor)"
+    if workload == "cnn":
+        model = nn.Sequential(
+            nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(3136, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10))
+        img = os.path.join(FMNIST, "train-images-idx3-ubyte.gz")
+        if os.path.exists(img):
+            x = idx(img).float().div(255.0).reshape(-1, 1, 28, 28)
+            y = idx(os.path.join(FMNIST, "train-labels-idx1-ubyte.gz")).long()
+            data = "fashion-mnist"
+        else:
+            g = torch.Generator().manual_seed(0)
+            x = torch.rand(60000, 1, 28, 28, generator=g)
+            y = torch.randint(0, 10, (60000,), generator=g)
+            data = "synthetic"
+        return model, x, y, 64, F.cross_entropy, lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9), data
+    if workload == "gpt":
+        raw = open(TEXT, "rb").read()
+        vocab = sorted(set(raw))
+        lut = {c: i for i, c in enumerate(vocab)}
+        ids = torch.tensor([lut[c] for c in raw], dtype=torch.int64)
+        starts = torch.arange(0, len(ids) - 65, 8)
+        x = torch.stack([ids[s:s + 64] for s in starts])
+        y = torch.stack([ids[s + 1:s + 65] for s in starts])
+        lossf = lambda o, t: F.cross_entropy(o.reshape(-1, o.shape[-1]), t.reshape(-1))
+        return GPT(len(vocab)), x, y, 32, lossf, \
+            lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.01), "gpl-3"
+    raise SystemExit(f"bench_torch_gpu: unknown workload {workload!r} (want mlp-b64, mlp-b1024, cnn or gpt)")
+
+
+def sync(dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+
+
+def device_name(dev):
+    return torch.cuda.get_device_name(dev).replace(" ", "_") if dev.type == "cuda" else "cpu"
+
+
+def run(workload, dev):
+    model, x, y, bs, lossf, mkopt, data = build(workload, dev)
+    model = model.to(dev)
+    opt = mkopt(model.parameters())
+    # The whole set lives on the device, as a DataLoader with pinned memory
+    # and prefetch would approach: the figure is the step, not the input path.
+    x, y = x.to(dev), y.to(dev)
+    g = torch.Generator().manual_seed(0)
+    order = torch.randperm(len(x), generator=g).to(dev)
+    n = len(x) // bs
+    losses = []
+    t0 = None
+    for step in range(WARMUP + STEPS):
+        if step == WARMUP:
+            sync(dev)
+            t0 = time.perf_counter()
+        b = order[(step % n) * bs:(step % n + 1) * bs]
+        opt.zero_grad(set_to_none=True)
+        loss = lossf(model(x[b]), y[b])
+        loss.backward()
+        opt.step()
+        if step >= WARMUP:
+            losses.append(loss.detach())
+    sync(dev)
+    dt = time.perf_counter() - t0
+    final = torch.stack(losses).mean().item()
+    print(f"torch-gpu workload={workload} device={device_name(dev)} "
+          f"batch={bs} samples_per_s={STEPS * bs / dt:.1f} final_loss={final:.4f} data={data} "
+          f"torch={torch.__version__}", flush=True)
+
+
+def main():
+    dev = torch.device(os.environ.get("BENCH_DEVICE", "cuda:0"))
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        print("bench_torch_gpu: torch sees no CUDA device", file=sys.stderr)
+        sys.exit(3)
+    allow = os.environ.get("TF32") == "1"
+    torch.backends.cuda.matmul.allow_tf32 = allow
+    torch.backends.cudnn.allow_tf32 = allow
+    for w in sys.argv[1:] or ["mlp-b64", "mlp-b1024", "cnn", "gpt"]:
+        run(w, dev)
+
+
+if __name__ == "__main__":
+    main()
