@@ -235,6 +235,9 @@ func DecodeSafetensors(b []byte, name string) (map[string]*tensor.Tensor, map[st
 	if err := json.Unmarshal(hdr, &raw); err != nil {
 		return nil, nil, bad("header JSON: %v", err)
 	}
+	if err := uniqueKeys(hdr); err != nil {
+		return nil, nil, bad("%v", err)
+	}
 	var meta map[string]string
 	if m, ok := raw["__metadata__"]; ok {
 		if err := json.Unmarshal(m, &meta); err != nil {
