@@ -10,7 +10,8 @@ import (
 )
 
 // tempMarker is part of every temporary file name, so that files left by a
-// killed save are recognised (and never mistaken for checkpoints).
+// killed save are recognised (and never mistaken for checkpoints); the
+// writer's identity follows it (see writer.go).
 const tempMarker = ".tmp-"
 
 // WriteFileAtomic writes path so that a reader (or a crash at any moment)
@@ -23,7 +24,7 @@ func WriteFileAtomic(path string, write func(w io.Writer) error) (err error) {
 	if dir == "" {
 		dir = "."
 	}
-	f, err := os.CreateTemp(dir, "."+base+tempMarker+"*")
+	f, err := os.CreateTemp(dir, self().tempPattern(base))
 	if err != nil {
 		return fmt.Errorf("checkpoint: save %s: %w", path, err)
 	}

@@ -128,7 +128,8 @@ func TestManager(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(ls[0], raw[:len(raw)/2], 0o644))
 	// Leftovers of a killed save and unrelated files are ignored.
-	require.NoError(t, os.WriteFile(filepath.Join(m.Dir(), ".ckpt-e00000009-s000000000090.safetensors.tmp-123"), raw[:10], 0o644))
+	leftover := filepath.Join(m.Dir(), tempOf(endedWriter(t), "ckpt-e00000009-s000000000090.safetensors"))
+	require.NoError(t, os.WriteFile(leftover, raw[:10], 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(m.Dir(), "notes.txt"), []byte("hi"), 0o644))
 	f, err = m.Latest()
 	require.NoError(t, err)
@@ -145,10 +146,10 @@ func TestManager(t *testing.T) {
 	require.ErrorIs(t, err, ErrCorrupt)
 	assert.Len(t, f.Skipped, 2)
 
-	// The next save cleans the temporary file.
+	// The next save cleans the temporary file, its writer being gone.
 	_, err = m.Save(fullCheckpoint(5, 50))
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(m.Dir(), ".ckpt-e00000009-s000000000090.safetensors.tmp-123"))
+	_, err = os.Stat(leftover)
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	_, err = NewManager(dir, Keep(-1))

@@ -65,6 +65,35 @@ func SaveOnRank0(ctx context.Context, pg comm.ProcessGroup, m *Manager, c *Check
 	return string(got), nil
 }
 
+// LockOnRank0 takes m's directory lock on rank 0, the rank that saves (see
+// Manager.Lock), and tells every rank the outcome, so that when another job
+// holds the directory every rank fails at once, before training, instead of
+// the other ranks waiting for a rank 0 that has already given up. The other
+// ranks take no lock: their Managers only name files. They get an error
+// wrapping ErrRemote that carries rank 0's (which wraps ErrLocked and names
+// the directory and the holder's pid).
+func LockOnRank0(ctx context.Context, pg comm.ProcessGroup, m *Manager) error {
+	var payload []byte
+	status := statusOK
+	var lockErr error
+	if pg.Rank() == 0 {
+		if lockErr = m.Lock(); lockErr != nil {
+			status, payload = statusFailed, []byte(lockErr.Error())
+		}
+	}
+	st, got, err := broadcastBytes(ctx, pg, status, payload)
+	if lockErr != nil {
+		return lockErr
+	}
+	if err != nil {
+		return fmt.Errorf("checkpoint: lock on rank 0: %w", err)
+	}
+	if st != statusOK {
+		return fmt.Errorf("%w: %s", ErrRemote, got)
+	}
+	return nil
+}
+
 // LoadLatestAndBroadcast finds the newest valid checkpoint in m on rank 0
 // (only rank 0 needs the directory) and sends the file to every rank, which
 // each decode and verify it. With no valid checkpoint every rank gets an

@@ -18,7 +18,9 @@
 // computed with the digest's own 64 characters zeroed. Every byte is covered,
 // so a corrupt or truncated file gives an error wrapping ErrCorrupt that
 // names the file. The reader checks every size in the header against the
-// bytes present before allocating anything, and is fuzzed (FuzzSafetensors).
+// bytes present before allocating anything, refuses a header that gives a
+// key twice (encoding/json would keep the last one silently, other readers
+// the first), and is fuzzed (FuzzSafetensors).
 //
 // # Durability
 //
@@ -27,13 +29,26 @@
 // or SIGKILL at any instant leaves the previous checkpoint intact (a test
 // kills a saving child process to show it). Manager keeps the newest K
 // checkpoints and Latest returns the newest one that verifies, listing the
-// corrupt ones it skipped and why. Manager.Save never deletes the file it
-// has just written: when valid checkpoints named after it already exist (a
-// rollback, or a fresh run in a used directory), it keeps everything and
-// returns ErrShadowed naming them.
+// corrupt ones it skipped and why; a file it cannot read at all (EACCES,
+// EIO, ESTALE) is not skipped but stops Latest with an error naming it, as
+// falling back would roll training back. Manager.Save never deletes the
+// file it has just written: when valid checkpoints named after it already
+// exist (a rollback, or a fresh run in a used directory), it keeps
+// everything and returns ErrShadowed naming them.
+//
+// # One writer per directory
+//
+// The Manager that saves holds an advisory lock (flock) on its directory
+// until Close, taken by Lock or by its first Save, so a second job given the
+// same directory is refused with ErrLocked, naming the directory and the
+// holder's pid, before it writes anything. A temporary file's name records
+// its writer's pid and start time, and Save removes only those whose writer
+// has ended.
 //
 // # Distributed use
 //
+// LockOnRank0 takes the directory lock on rank 0 when a job starts and tells
+// every rank the outcome, so a refused job stops on all ranks at once.
 // SaveOnRank0 saves on rank 0 while the other ranks wait, and tells every
 // rank the outcome. To resume, either call Load on every rank (shared file
 // system) or LoadLatestAndBroadcast, which reads the file on rank 0 only and

@@ -13,6 +13,9 @@ var (
 	// valid checkpoints named after the one just saved (a rollback, or
 	// another run's files): the new file is kept, nothing is pruned.
 	ErrShadowed = errors.New("checkpoint: newer checkpoints shadow this save")
+	// ErrLocked is returned by Manager.Lock and Manager.Save when another
+	// Manager (another job, as a rule) holds the directory's lock.
+	ErrLocked = errors.New("checkpoint: directory locked by another job")
 	// ErrMismatch marks a state that does not fit the model it is loaded into.
 	ErrMismatch = errors.New("checkpoint: state does not match the model")
 	// ErrUnsupported marks a tensor dtype this package cannot represent.

@@ -20,6 +20,7 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
+	defer m.Close() // releases the directory for the next run
 	if _, err := m.Latest(); errors.Is(err, checkpoint.ErrNotFound) {
 		fmt.Println("no checkpoint: starting fresh")
 	}
@@ -60,6 +61,7 @@ func ExampleManager_Latest() {
 	dir, _ := os.MkdirTemp("", "ckpt")
 	defer os.RemoveAll(dir)
 	m, _ := checkpoint.NewManager(dir)
+	defer m.Close()
 	for epoch := 1; epoch <= 2; epoch++ {
 		if _, err := m.Save(&checkpoint.Checkpoint{Epoch: epoch}); err != nil {
 			panic(err)

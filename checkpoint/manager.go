@@ -10,10 +10,12 @@ import (
 
 // Manager keeps the checkpoints of one run in a directory, named
 // ckpt-e<epoch>-s<step>.safetensors, keeps the newest K, and finds the newest
-// one that loads.
+// one that loads. The Manager that saves holds the directory's lock (see
+// Lock) until Close.
 type Manager struct {
 	dir  string
 	keep int
+	lock *os.File // the flocked LockName; nil when not held
 }
 
 // ManagerOption configures NewManager.
@@ -22,7 +24,8 @@ type ManagerOption func(*Manager)
 // Keep sets how many checkpoints to keep (default 3; 0 keeps all).
 func Keep(k int) ManagerOption { return func(m *Manager) { m.keep = k } }
 
-// NewManager uses dir, creating it if needed.
+// NewManager uses dir, creating it if needed. It does not lock dir: Lock
+// (or the first Save) does.
 func NewManager(dir string, opts ...ManagerOption) (*Manager, error) {
 	m := &Manager{dir: dir, keep: 3}
 	for _, o := range opts {
@@ -90,8 +93,15 @@ func (m *Manager) list() ([]listed, error) {
 }
 
 // Save writes c atomically as the checkpoint for (c.Epoch, c.Step), then
-// deletes all but the newest Keep checkpoints and any temporary files left
-// by interrupted saves. It returns the new file's path.
+// deletes all but the newest Keep checkpoints and the temporary files that
+// killed saves left behind. It returns the new file's path.
+//
+// Save first takes the directory's lock (see Lock); when another job holds
+// it, Save writes and deletes nothing and returns an error wrapping
+// ErrLocked. A temporary file is deleted only once the process that wrote
+// it has ended (its name records the writer, see writer.go), never while a
+// save of another process may still be writing it; temporary files whose
+// name records no writer are left alone.
 //
 // The file just written is never deleted. If the directory already holds a
 // valid checkpoint with a higher (epoch, step) name (after a rollback to an
@@ -102,7 +112,10 @@ func (m *Manager) list() ([]listed, error) {
 // newer files, so the caller can move them away (or, having rolled back on
 // purpose, delete them) before the next save.
 func (m *Manager) Save(c *Checkpoint) (string, error) {
-	m.removeTemps()
+	if err := m.Lock(); err != nil {
+		return "", err
+	}
+	m.removeStaleTemps()
 	path := m.Path(c.Epoch, c.Step)
 	if err := Save(path, c); err != nil {
 		return "", err
@@ -125,14 +138,15 @@ func (m *Manager) Save(c *Checkpoint) (string, error) {
 }
 
 // newerValid returns the checkpoints in ls (newest first) named after
-// (epoch, step) that load. Invalid ones do not count: Latest skips them.
+// (epoch, step) that load, or that cannot be read: damaged ones do not
+// count, as Latest skips them, but Latest stops at an unreadable one.
 func (m *Manager) newerValid(ls []listed, epoch, step int) []string {
 	var out []string
 	for _, l := range ls {
 		if l.epoch < epoch || (l.epoch == epoch && l.step <= step) {
 			break
 		}
-		if _, err := Load(l.path); err == nil {
+		if _, err := Load(l.path); !damaged(err) {
 			out = append(out, l.path)
 		}
 	}
@@ -167,13 +181,19 @@ func (m *Manager) prune(ls []listed, saved string) error {
 	return errors.Join(errs...)
 }
 
-func (m *Manager) removeTemps() {
+// removeStaleTemps deletes the temporary files whose writer has ended.
+// Temporary files of this process are not among them: WriteFileAtomic
+// removes its own on failure, and any other is a save still under way.
+func (m *Manager) removeStaleTemps() {
 	ents, err := os.ReadDir(m.dir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		if isTemp(e.Name()) {
+		if !isTemp(e.Name()) || e.IsDir() {
+			continue
+		}
+		if w, ok := tempWriter(e.Name()); ok && w.gone() {
 			os.Remove(filepath.Join(m.dir, e.Name()))
 		}
 	}
@@ -194,53 +214,64 @@ type Found struct {
 }
 
 // Latest loads the newest checkpoint that is valid, skipping (and reporting
-// in Found.Skipped) newer ones that are corrupt or truncated. With no valid
-// checkpoint it returns an error wrapping ErrNotFound (and the reasons).
+// in Found.Skipped) newer ones that are damaged: corrupt, truncated, or not
+// a checkpoint goddp can read (errors wrapping ErrCorrupt or
+// ErrUnsupported). With no valid checkpoint it returns an error wrapping
+// ErrNotFound (and the reasons).
+//
+// A file that cannot be read at all (permission denied, an I/O error, a
+// stale NFS handle) is not damage: it may well hold the newest training
+// state, readable again once the fault is fixed. Latest then stops with an
+// error naming the file (wrapping the system's error, never ErrNotFound)
+// instead of falling back to an older checkpoint, which would roll training
+// back and, through pruning, cost older checkpoints.
 func (m *Manager) Latest() (Found, error) {
+	f, _, err := m.latest()
+	return f, err
+}
+
+// latestBytes returns the newest valid checkpoint's raw bytes (for
+// broadcast); see Latest.
+func (m *Manager) latestBytes() ([]byte, string, error) {
+	f, b, err := m.latest()
+	return b, f.Path, err
+}
+
+func (m *Manager) latest() (Found, []byte, error) {
 	var f Found
 	ls, err := m.list()
 	if err != nil {
-		return f, err
+		return f, nil, err
 	}
 	for _, l := range ls {
 		b, err := os.ReadFile(l.path)
+		if err != nil {
+			return Found{Skipped: f.Skipped}, nil, fmt.Errorf("checkpoint: cannot read %s, so no older checkpoint "+
+				"is used in its place (nothing was skipped, renamed or deleted): %w", l.path, err)
+		}
+		c, err := Decode(b, l.path)
 		if err == nil {
-			var c *Checkpoint
-			if c, err = Decode(b, l.path); err == nil {
-				f.Path, f.Checkpoint = l.path, c
-				return f, nil
-			}
+			f.Path, f.Checkpoint = l.path, c
+			return f, b, nil
+		}
+		if !damaged(err) {
+			return Found{Skipped: f.Skipped}, nil, err
 		}
 		f.Skipped = append(f.Skipped, Skipped{Path: l.path, Err: err})
 	}
 	if len(f.Skipped) == 0 {
-		return f, fmt.Errorf("%w in %s", ErrNotFound, m.dir)
+		return f, nil, fmt.Errorf("%w in %s", ErrNotFound, m.dir)
 	}
 	errs := make([]error, len(f.Skipped))
 	for i, s := range f.Skipped {
 		errs[i] = s.Err
 	}
-	return f, fmt.Errorf("%w in %s (%d unreadable): %w", ErrNotFound, m.dir, len(f.Skipped), errors.Join(errs...))
+	return f, nil, fmt.Errorf("%w in %s (%d damaged): %w", ErrNotFound, m.dir, len(f.Skipped), errors.Join(errs...))
 }
 
-// latestBytes returns the newest valid checkpoint's raw bytes (for broadcast).
-func (m *Manager) latestBytes() ([]byte, string, error) {
-	ls, err := m.list()
-	if err != nil {
-		return nil, "", err
-	}
-	var errs []error
-	for _, l := range ls {
-		b, err := os.ReadFile(l.path)
-		if err == nil {
-			if _, err = Decode(b, l.path); err == nil {
-				return b, l.path, nil
-			}
-		}
-		errs = append(errs, err)
-	}
-	if len(errs) == 0 {
-		return nil, "", fmt.Errorf("%w in %s", ErrNotFound, m.dir)
-	}
-	return nil, "", fmt.Errorf("%w in %s (%d unreadable): %w", ErrNotFound, m.dir, len(errs), errors.Join(errs...))
+// damaged reports whether err says a file's contents are unusable (as
+// opposed to the file being unreadable): only such a file may be passed
+// over in favour of an older checkpoint.
+func damaged(err error) bool {
+	return errors.Is(err, ErrCorrupt) || errors.Is(err, ErrUnsupported)
 }

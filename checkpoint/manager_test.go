@@ -39,6 +39,7 @@ func TestManagerSaveNeverDeletesItsOwnFile(t *testing.T) {
 			old, err := NewManager(dir, Keep(2))
 			require.NoError(t, err)
 			saveAll(t, old, [2]int{3, 30}, [2]int{4, 40})
+			require.NoError(t, old.Close(), "that run ended: its lock is released")
 
 			m, err := NewManager(dir, Keep(tc.keep))
 			require.NoError(t, err)

@@ -27,6 +27,12 @@
 //     uninterrupted one;
 //   - truncated, corrupted or foreign checkpoint files: skipped with a message
 //     naming the file and the reason, or, when none loads, a clear error;
+//   - two jobs started in one directory (one -ckpt-dir): the second is
+//     refused before training, naming the directory and the first job's
+//     pid, and not one file of the first (a save under way included)
+//     changes; an unreadable newest checkpoint (a real EACCES, via
+//     testdata/nodac as root): the resume fails naming the file, nothing is
+//     renamed or deleted (ckptdir_test.go);
 //   - dropped peer connections (sockets destroyed with `ss -K`), a frozen
 //     peer (SIGSTOP), SIGSTOP then SIGKILL: errors, never a hang;
 //   - a worker with the wrong GODDP_TOKEN or none, garbage bytes at the store

@@ -50,7 +50,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	epochs := fs.Int("epochs", defaults.Epochs, "total epochs to train")
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size per rank")
 	saveEvery := fs.Int("save-every", defaults.SaveEvery, "save a checkpoint every N epochs (0: never)")
-	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory (\"\": no checkpoints)")
+	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory, locked for the run: a second job on it is refused (\"\": no checkpoints)")
 	seed := fs.Uint64("seed", 0, "seed for data, model init and shuffling")
 	workers := fs.Int("num-workers", 0, "DataLoader worker goroutines")
 	bucketView := fs.Bool("gradient-as-bucket-view", true, "DDP gradient_as_bucket_view: gradients live in the buckets (saves a copy per step)")
@@ -186,6 +186,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
+	defer t.Close()
 	if err := t.Train(ctx, rc.epochs); err != nil {
 		return err
 	}

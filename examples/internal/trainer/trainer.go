@@ -88,8 +88,11 @@ type Config struct {
 	MetricsEvery int
 }
 
-// New builds a Trainer. When CkptDir holds a valid checkpoint, every rank
-// resumes from it (rank 0 reads it and broadcasts it).
+// New builds a Trainer. Rank 0 locks CkptDir for the run (see
+// checkpoint.Manager.Lock; Close releases it): when another job holds it,
+// every rank fails here, before training, and nothing in the directory is
+// touched. When CkptDir holds a valid checkpoint, every rank resumes from it
+// (rank 0 reads it and broadcasts it).
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
@@ -120,16 +123,49 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 			return nil, fmt.Errorf("trainer: checkpoint dir: %w", err)
 		}
 		t.ckpt = m
+		if err := checkpoint.LockOnRank0(ctx, t.pg, m); err != nil {
+			m.Close()
+			if t.pg.Rank() != 0 {
+				letRank0ReportFirst(ctx)
+			}
+			return nil, fmt.Errorf("trainer: checkpoint dir: %w", err)
+		}
 		if err := t.resume(ctx); err != nil {
+			m.Close()
 			return nil, err
 		}
 	}
 	return t, nil
 }
 
+// Close releases the checkpoint directory for the next run.
+func (t *Trainer) Close() error {
+	if t.ckpt == nil {
+		return nil
+	}
+	if err := t.ckpt.Close(); err != nil {
+		return fmt.Errorf("trainer: %w", err)
+	}
+	return nil
+}
+
+// letRank0ReportFirst delays a rank's exit after rank 0 failed and told it
+// why: rank 0, which holds the full story, then exits first and the
+// launcher reports it as the root cause; the launcher then stops this rank
+// (ctx ends), or it gives up waiting after a few seconds.
+func letRank0ReportFirst(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(3 * time.Second):
+	}
+}
+
 // resume loads the newest valid checkpoint, if any, on every rank. Newer
 // files that are corrupt or truncated (a disk fault, a copy cut short) are
-// skipped, and rank 0 says so, naming each file and why. When the directory
+// skipped, and rank 0 says so, naming each file and why. A file that cannot
+// be read (permission, I/O error) stops the resume on every rank, naming
+// it, with nothing renamed or deleted: it may hold the newest state, and
+// falling back would roll training back. When the directory
 // holds checkpoint files but none of them loads, every rank fails with an
 // error naming them instead of silently starting over: a fresh run would
 // otherwise train from scratch, and its new, lower-numbered checkpoints would
@@ -160,16 +196,13 @@ func (t *Trainer) resume(ctx context.Context) error {
 			return fmt.Errorf("trainer: resume: no checkpoint in %s loads; move the unreadable files away to start fresh: %w",
 				t.ckpt.Dir(), err)
 		}
-		// Let rank 0, which holds the full story, exit first so the launcher
-		// reports it as the root cause; the launcher then stops this rank
-		// (ctx ends), or it gives up waiting after a few seconds.
-		select {
-		case <-ctx.Done():
-		case <-time.After(3 * time.Second):
-		}
+		letRank0ReportFirst(ctx)
 		return fmt.Errorf("trainer: resume: rank 0 found no loadable checkpoint: %s", refusal)
 	}
 	if err != nil {
+		if t.pg.Rank() != 0 && errors.Is(err, checkpoint.ErrRemote) {
+			letRank0ReportFirst(ctx)
+		}
 		return fmt.Errorf("trainer: resume: %w", err)
 	}
 	if t.pg.Rank() == 0 {
@@ -197,9 +230,11 @@ func (t *Trainer) resume(ctx context.Context) error {
 
 // reportSkipped names the listed files newer than loaded (the newest first,
 // as Manager.List orders them), which LoadLatestAndBroadcast passed over, with
-// the reason each fails to load, and renames each to FILE.corrupt: kept for
-// inspection, but out of Manager's way, so later resumes do not skip it again
-// and later saves do not re-read it while pruning.
+// the reason each fails to load, and renames each damaged one to
+// FILE.corrupt: kept for inspection, but out of Manager's way, so later
+// resumes do not skip it again and later saves do not re-read it while
+// pruning. A file that fails now for another reason (it could not be read
+// this time) is only reported: it may not be damaged at all.
 func (t *Trainer) reportSkipped(listed []string, loaded string) {
 	for _, p := range listed {
 		if p == loaded {
@@ -210,7 +245,9 @@ func (t *Trainer) reportSkipped(listed []string, loaded string) {
 			continue
 		}
 		moved := ""
-		if rerr := os.Rename(p, p+".corrupt"); rerr == nil {
+		if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrUnsupported) {
+			moved = "; left in place"
+		} else if rerr := os.Rename(p, p+".corrupt"); rerr == nil {
 			moved = "; moved to " + p + ".corrupt"
 		}
 		fmt.Fprintf(t.out, "Skipped checkpoint %s: %v%s\n", p, err, moved)

@@ -65,7 +65,18 @@ func newWorld(t *testing.T, ctx context.Context, dir string, saveEvery int, loss
 		})
 	}
 	wg.Wait()
+	t.Cleanup(func() { closeWorld(rs) })
 	return rs
+}
+
+// closeWorld closes the trainers built, as the job's end does, releasing
+// the checkpoint directory.
+func closeWorld(rs []rank) {
+	for _, r := range rs {
+		if r.t != nil {
+			r.t.Close()
+		}
+	}
 }
 
 func requireBuilt(t *testing.T, rs []rank) {
@@ -153,6 +164,7 @@ func TestResume(t *testing.T) {
 		require.NoError(t, err)
 	}
 	saved := weights(rs[0].t) // epoch 4 was the last one and was saved
+	closeWorld(rs)
 
 	again := newWorld(t, ctx, dir, 2, mse)
 	requireBuilt(t, again)
@@ -182,6 +194,7 @@ func TestResumeSkipsCorrupt(t *testing.T) {
 	for _, err := range train(ctx, rs, 5) {
 		require.NoError(t, err)
 	}
+	closeWorld(rs)
 	newest := filepath.Join(dir, "ckpt-e00000004-s000000000020.safetensors")
 	require.NoError(t, os.WriteFile(newest, []byte("not a checkpoint"), 0o644))
 
