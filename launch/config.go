@@ -32,11 +32,15 @@ const (
 // the defaults above (NodeRank: use -1 for "assigned at rendezvous").
 type Config struct {
 	// Program is a binary path, a name on $PATH, a Go package directory or a
-	// .go file; packages are built once with `go build` into a temp dir.
+	// .go file; packages are built once per run with `go build` (see BuildCache).
 	Program string
 	Args    []string
 	// BuildFlags are extra `go build` flags for a package PROGRAM (e.g. "-tags=cuda").
 	BuildFlags []string
+	// BuildCache keeps the binaries of package PROGRAMs between runs, one
+	// per package and set of build flags. Empty: goddp/ddprun-build under
+	// os.UserCacheDir (a per-run temp dir when there is none).
+	BuildCache string
 
 	NProcPerNode int // workers on this node (>= 1)
 	MinNodes     int // --nnodes MIN:MAX (or N:N)

@@ -44,7 +44,9 @@
 // group then restarts, all nodes together, up to MaxRestarts times; workers
 // resume from their own checkpoints (TORCHELASTIC_RESTART_COUNT tells them
 // it is a restart). A launcher killed with SIGKILL takes its workers along
-// (Pdeathsig); the other nodes notice its missing heartbeat. SIGINT, SIGTERM,
+// (Pdeathsig), and the next launcher on the host removes the temp dirs and
+// shared-memory files it left (owned_dir.go says how a dead owner is told
+// from a live one); the other nodes notice its missing heartbeat. SIGINT, SIGTERM,
 // SIGHUP and SIGQUIT given to ddprun are forwarded to the workers, and the
 // other nodes are told the job is over.
 //

@@ -68,7 +68,13 @@ func run(ctx context.Context, cfg Config, stores storeDriver) (err error) {
 	if cfg.Standalone && cfg.RdzvID == "none" {
 		a.cfg.RdzvID = newRunID()
 	}
-	if a.prog, err = resolveProgram(ctx, cfg.Program, cfg.BuildFlags, a.logf); err != nil {
+	a.sweepStale()
+	// The spawner starts the build too: a launcher killed mid-build takes
+	// the go command with it (Pdeathsig).
+	a.spawner = newSpawner()
+	defer a.spawner.close()
+	b := builder{flags: cfg.BuildFlags, cache: cfg.BuildCache, start: a.spawner.start, log: a.logf}
+	if a.prog, err = resolveProgram(ctx, cfg.Program, b); err != nil {
 		return a.interrupted(ctx, err) // a signal during the build is not a build error
 	}
 	defer a.prog.cleanup()
@@ -86,8 +92,6 @@ func run(ctx context.Context, cfg Config, stores storeDriver) (err error) {
 		rd = newStoreRdzv(a)
 	}
 	defer rd.close()
-	a.spawner = newSpawner()
-	defer a.spawner.close()
 
 	err = a.loop(ctx, rd)
 	if errors.Is(err, ErrInterrupted) {
@@ -147,6 +151,9 @@ func (a *agent) runRound(ctx context.Context, rd rendezvous, asg *assignment) (r
 	a.logf("started %d worker(s): ranks %d..%d of world size %d (node %d of %d, attempt %d, store %s:%d)",
 		len(g.workers), asg.RankOffset, asg.RankOffset+len(g.workers)-1, asg.WorldSize,
 		asg.GroupRank, asg.GroupWorldSize, asg.RestartCount, asg.MasterAddr, asg.MasterPort)
+	// However the round ends, its workers are gone by now: sweep what the
+	// dead ones left in /dev/shm.
+	defer a.sweepWorkerShm()
 	return a.supervise(ctx, g, rd, asg)
 }
 
@@ -270,16 +277,37 @@ func (a *agent) makeLogRoot() (func(), error) {
 		}
 		return func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "ddprun-"+a.cfg.RdzvID+"-")
-	if err != nil {
-		return nil, fmt.Errorf("launch: temp log dir: %w", err)
-	}
-	a.logRoot = dir
 	if a.cfg.Redirects.Any() || a.cfg.Tee.Any() {
+		// Kept on purpose, a kill included: no owner in the name, so no
+		// sweep removes it.
+		dir, err := os.MkdirTemp("", "ddprun-"+a.cfg.RdzvID+"-")
+		if err != nil {
+			return nil, fmt.Errorf("launch: temp log dir: %w", err)
+		}
+		a.logRoot = dir
 		a.logf("worker logs go to %s", dir)
 		return func() {}, nil
 	}
-	return func() { _ = os.RemoveAll(dir) }, nil
+	d, err := makeOwnedDir("", "ddprun-"+a.cfg.RdzvID+"-")
+	if err != nil {
+		return nil, fmt.Errorf("launch: temp log dir: %w", err)
+	}
+	a.logRoot = d.path
+	return d.remove, nil
+}
+
+// sweepStale removes what launchers killed before their cleanup left: their
+// temp log dirs and per-run build dirs, the scratch dirs of their builds in
+// the build cache, and their workers' shared-memory files. Only what
+// belongs to a dead process goes (see owned_dir.go), so launchers running
+// beside this one keep theirs.
+func (a *agent) sweepStale() {
+	removed := sweepOwnedDirs(os.TempDir(), "ddprun-", true)
+	removed = append(removed, sweepBuildScratch(a.cfg.BuildCache)...)
+	for _, p := range removed {
+		a.logf("removed %s, left by a launcher that was killed", p)
+	}
+	a.sweepWorkerShm()
 }
 
 var _ io.Writer = (*lineWriter)(nil)

@@ -262,6 +262,7 @@ func TestRunBadInput(t *testing.T) {
 	require.NoError(t, err)
 	defer busy.Close()
 	busyPort := busy.Addr().(*net.TCPAddr).Port
+	cache := t.TempDir()
 	notExec := filepath.Join(t.TempDir(), "data.txt")
 	require.NoError(t, os.WriteFile(notExec, []byte("x"), 0o644))
 
@@ -275,7 +276,7 @@ func TestRunBadInput(t *testing.T) {
 			"127.0.0.1:" + strconv.Itoa(busyPort)},
 		{"missing program", func(c *Config) { c.Program = "/nonexistent/prog" }, ErrProgram, "no such file"},
 		{"not executable", func(c *Config) { c.Program = notExec }, ErrProgram, "not executable"},
-		{"does not build", func(c *Config) { c.Program = "../testdata/launch/broken" }, ErrProgram, "does not build"},
+		{"does not build", func(c *Config) { c.Program, c.BuildCache = "../testdata/launch/broken", cache }, ErrProgram, "does not build"},
 		{"nproc zero", func(c *Config) { c.NProcPerNode = 0 }, ErrUsage, "at least 1"},
 		{"node rank too big", func(c *Config) { c.Standalone, c.MinNodes, c.MaxNodes, c.NodeRank = false, 2, 2, 2 }, ErrUsage, "less than --nnodes"},
 		{"multi-node needs a token", func(c *Config) {
@@ -314,6 +315,7 @@ func TestRunRequireGPU(t *testing.T) {
 func TestRunCudaTaggedProgramStartsWithoutGPU(t *testing.T) {
 	cfg, out, errb := testConfig(1)
 	cfg.Program, cfg.BuildFlags, cfg.Log = "../testdata/launch/cudatag", []string{"-tags=cuda"}, errb
+	cfg.BuildCache = t.TempDir()
 	require.NoError(t, Run(context.Background(), cfg), errb.String())
 	assert.Contains(t, out.String(), "cudatag ran")
 
@@ -325,7 +327,7 @@ func TestRunCudaTaggedProgramStartsWithoutGPU(t *testing.T) {
 
 func TestRunBuildsPackage(t *testing.T) {
 	cfg, out, errb := testConfig(2)
-	cfg.Program = "../testdata/launch/worker"
+	cfg.Program, cfg.BuildCache = "../testdata/launch/worker", t.TempDir()
 	cfg.Log = errb
 	require.NoError(t, Run(context.Background(), cfg), errb.String())
 	assert.Len(t, reports(out.String(), "start"), 2)

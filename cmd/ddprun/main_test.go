@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,9 @@ var (
 	self   string // this test binary
 	worker string // testdata/launch/worker, built by TestMain
 	tmpDir string // TMPDIR of every ddprun started: a killed one cannot clean up
+	// cacheEnv keeps ddprun's build cache in the test's dir, and the go
+	// command on the user's build cache, which XDG_CACHE_HOME would move.
+	cacheEnv []string
 )
 
 func TestMain(m *testing.M) {
@@ -57,6 +61,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building the test worker: %v\n%s", err, out)
 		os.Exit(1)
 	}
+	gocache, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "go env GOCACHE: %v\n", err)
+		os.Exit(1)
+	}
+	cacheEnv = []string{"XDG_CACHE_HOME=" + filepath.Join(dir, "cache"), "GOCACHE=" + strings.TrimSpace(string(gocache))}
 	code := m.Run()
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
@@ -66,7 +76,7 @@ func TestMain(m *testing.M) {
 func ddprunCmd(prefix []string, env []string, args ...string) *exec.Cmd {
 	argv := append(append(append([]string{}, prefix...), self), args...)
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = append(append(os.Environ(), asMain+"=1", "TMPDIR="+tmpDir), env...)
+	cmd.Env = append(append(append(os.Environ(), asMain+"=1", "TMPDIR="+tmpDir), cacheEnv...), env...)
 	return cmd
 }
 
@@ -368,8 +378,11 @@ func TestKill9Worker(t *testing.T) {
 }
 
 // TestKill9Launcher: a launcher killed with SIGKILL cannot stop anything,
-// so the workers must die by themselves (Pdeathsig).
+// so the workers must die by themselves (Pdeathsig), and it cannot remove
+// its temp log dir, so the next launcher does (issue 24's item 7).
 func TestKill9Launcher(t *testing.T) {
+	before, err := filepath.Glob(filepath.Join(tmpDir, "ddprun-*"))
+	require.NoError(t, err)
 	cmd, out, _ := startDdprun(t, nil, nil, 2, "--standalone", "--nproc-per-node", "2", worker, "-mode", "sleep")
 	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 	_ = cmd.Wait()
@@ -378,6 +391,17 @@ func TestKill9Launcher(t *testing.T) {
 		pids = append(pids, r.pid())
 	}
 	waitDead(t, pids, 5*time.Second)
+
+	left, err := filepath.Glob(filepath.Join(tmpDir, "ddprun-*"))
+	require.NoError(t, err)
+	require.Greater(t, len(left), len(before), "the killed launcher's temp dir")
+	r := runDdprun(t, nil, "--standalone", "--nproc-per-node", "1", worker)
+	require.Equal(t, launch.ExitOK, r.code, r.stderr)
+	for _, d := range left {
+		if !slices.Contains(before, d) {
+			assert.NoDirExists(t, d, "left by the killed launcher, and still there after the next run")
+		}
+	}
 }
 
 func freePort(t *testing.T) string {
