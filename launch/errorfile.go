@@ -8,19 +8,149 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// ErrorRecord is the JSON a worker writes to $GODDP_ERROR_FILE (the same
-// path is exported as TORCHELASTIC_ERROR_FILE) so that the launcher can show
-// the real cause of a failure rather than only an exit code.
+// ErrorRecord is what a worker writes to $GODDP_ERROR_FILE (the same path
+// is exported as TORCHELASTIC_ERROR_FILE) so that the launcher can show the
+// real cause of a failure rather than only an exit code. On disk it is
+// torchelastic's error file, the JSON torch's ErrorHandler.record_exception
+// writes, so that torchrun's failure summary shows it too:
+//
+//	{"message": {"message": MESSAGE,
+//	             "extraInfo": {"timestamp": "<integer seconds>", "py_callstack": STACK,
+//	                           "rank": "3", "local_rank": "1", "pid": "4242"}}}
+//
+// torch reads the timestamp with int() and shows py_callstack, when there
+// is one, in place of the message; so py_callstack is written only for a
+// panic (the message, then the goroutine stacks), and the rank and pid ride
+// along in extraInfo, which torch does not read. ReadErrorFile also takes
+// torch's other forms and goddp's earlier flat one.
 type ErrorRecord struct {
-	Message   string    `json:"message"`
-	Rank      int       `json:"rank"`
-	LocalRank int       `json:"local_rank"`
-	PID       int       `json:"pid"`
-	Time      time.Time `json:"timestamp"`
-	Stack     string    `json:"stack,omitempty"`
+	Message   string
+	Rank      int // -1 when unknown
+	LocalRank int // -1 when unknown
+	PID       int
+	Time      time.Time // whole seconds on disk, as torch writes it
+	Stack     string
+}
+
+// torchError is torchelastic's error file.
+type torchError struct {
+	Message torchMessage `json:"message"`
+}
+
+type torchMessage struct {
+	Message   string     `json:"message"`
+	ExtraInfo torchExtra `json:"extraInfo"`
+}
+
+type torchExtra struct {
+	PyCallstack string `json:"py_callstack,omitempty"`
+	Timestamp   string `json:"timestamp"`
+	Rank        string `json:"rank,omitempty"`
+	LocalRank   string `json:"local_rank,omitempty"`
+	PID         string `json:"pid,omitempty"`
+}
+
+// MarshalJSON writes torchelastic's error file (see ErrorRecord).
+func (r ErrorRecord) MarshalJSON() ([]byte, error) {
+	var ts int64
+	if !r.Time.IsZero() {
+		ts = r.Time.Unix()
+	}
+	x := torchExtra{Timestamp: strconv.FormatInt(ts, 10), Rank: known(r.Rank), LocalRank: known(r.LocalRank)}
+	if r.PID > 0 {
+		x.PID = strconv.Itoa(r.PID)
+	}
+	if r.Stack != "" {
+		x.PyCallstack = r.Message + "\n\n" + r.Stack
+	}
+	return json.Marshal(torchError{Message: torchMessage{Message: r.Message, ExtraInfo: x}})
+}
+
+func known(n int) string {
+	if n < 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
+}
+
+// UnmarshalJSON reads torchelastic's error file, in the object form
+// record_exception writes or the plain {"message": TEXT, "timestamp": N}
+// one, and goddp's earlier flat form (an RFC 3339 timestamp).
+func (r *ErrorRecord) UnmarshalJSON(b []byte) error {
+	var top struct {
+		Message   json.RawMessage `json:"message"`
+		Timestamp json.RawMessage `json:"timestamp"`
+		Rank      *int            `json:"rank"`
+		LocalRank *int            `json:"local_rank"`
+		PID       int             `json:"pid"`
+		Stack     string          `json:"stack"`
+	}
+	if err := json.Unmarshal(b, &top); err != nil {
+		return err
+	}
+	*r = ErrorRecord{Rank: -1, LocalRank: -1, PID: top.PID, Stack: top.Stack}
+	if top.Rank != nil {
+		r.Rank = *top.Rank
+	}
+	if top.LocalRank != nil {
+		r.LocalRank = *top.LocalRank
+	}
+	if err := json.Unmarshal(top.Message, &r.Message); err == nil {
+		r.Time = parseStamp(top.Timestamp)
+		return nil
+	}
+	var m struct {
+		Message   string                     `json:"message"`
+		ExtraInfo map[string]json.RawMessage `json:"extraInfo"`
+	}
+	if err := json.Unmarshal(top.Message, &m); err != nil {
+		return fmt.Errorf("launch: error file: \"message\" is neither text nor torch's object: %w", err)
+	}
+	r.Message = m.Message
+	r.Time = parseStamp(m.ExtraInfo["timestamp"])
+	if v, err := strconv.Atoi(text(m.ExtraInfo["rank"])); err == nil {
+		r.Rank = v
+	}
+	if v, err := strconv.Atoi(text(m.ExtraInfo["local_rank"])); err == nil {
+		r.LocalRank = v
+	}
+	if v, err := strconv.Atoi(text(m.ExtraInfo["pid"])); err == nil {
+		r.PID = v
+	}
+	// goddp writes the message above the stack; a Python worker's
+	// traceback is kept whole.
+	cs := text(m.ExtraInfo["py_callstack"])
+	r.Stack = strings.TrimPrefix(cs, r.Message+"\n\n")
+	return nil
+}
+
+// text is a JSON string's value, or a number's digits.
+func text(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	return string(raw)
+}
+
+// parseStamp reads integer seconds (torch), as text or a number, or an RFC
+// 3339 time (goddp's earlier files); zero when absent or 0.
+func parseStamp(raw json.RawMessage) time.Time {
+	s := text(raw)
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n == 0 {
+			return time.Time{}
+		}
+		return time.Unix(n, 0)
+	}
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t
+	}
+	return time.Time{}
 }
 
 // RecordError writes err to the error file named by $GODDP_ERROR_FILE (or
@@ -85,8 +215,8 @@ func writeErrorRecord(msg, stack string) error {
 	return nil
 }
 
-// ReadErrorFile parses an error file written by RecordError. A missing file
-// returns (nil, nil).
+// ReadErrorFile parses an error file written by RecordError, by torch's
+// ErrorHandler, or by an earlier goddp. A missing file returns (nil, nil).
 func ReadErrorFile(path string) (*ErrorRecord, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -97,8 +227,8 @@ func ReadErrorFile(path string) (*ErrorRecord, error) {
 	}
 	var rec ErrorRecord
 	if err := json.Unmarshal(data, &rec); err != nil {
-		// A worker may have written something else (a torch-style record,
-		// plain text): keep it as the message rather than dropping it.
+		// A worker may have written something else (plain text, a crash
+		// dump): keep it as the message rather than dropping it.
 		return &ErrorRecord{Message: string(data)}, nil
 	}
 	return &rec, nil
