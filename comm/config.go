@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"goddp/comm/internal/auth"
 	"goddp/internal/launchenv"
+	"math"
 	"net"
 	"os"
 	"strconv"
@@ -23,7 +24,9 @@ type Config struct {
 	Rank       int
 	WorldSize  int
 	// LocalRank and LocalWorldSize place the rank on its node. When
-	// LocalWorldSize is 0 Init derives both from the ranks' host names.
+	// LocalWorldSize is 0 Init derives both from the ranks' host names
+	// (and, when ConfigFromEnv found a LOCAL_RANK without a local world
+	// size, fails unless it matches).
 	LocalRank      int
 	LocalWorldSize int
 	MasterAddr     string        // env:// store host (MASTER_ADDR); default 127.0.0.1
@@ -46,8 +49,14 @@ type Config struct {
 	StoreBind string
 	// StorePrefix namespaces this job's keys in a shared store; ConfigFromEnv
 	// derives it from the launcher's run id and restart count so a restarted
-	// group never reads the previous attempt's keys.
+	// group never reads the previous attempt's keys. A store serves one job
+	// at a time per first element of the prefix ("goddp"): see RunID.
 	StorePrefix string
+	// RunID names the job (GODDP_RUN_ID, TORCHELASTIC_RUN_ID, which ddprun
+	// sets, or SLURM_JOB_ID). Rank 0 publishes it, or one it makes up when
+	// empty, and Init refuses a rank whose RunID is set and differs, naming
+	// both: a rank of another job that reached this job's store.
+	RunID string
 	// Addr is the host (or host:port) this rank's peer listener binds to;
 	// default: the interface that reaches the store (GODDP_ADDR).
 	Addr string
@@ -59,6 +68,10 @@ type Config struct {
 	// DebugCollectives checks op/dtype/size agreement on every collective
 	// (GODDP_DEBUG_COLLECTIVES=1).
 	DebugCollectives bool
+
+	// localRankFrom names the variable ConfigFromEnv read LocalRank from
+	// when no local world size came with it; Init checks it.
+	localRankFrom string
 }
 
 // Validate reports the first inconsistency in c.
@@ -187,6 +200,12 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.Rank, c.WorldSize = le.Rank, le.WorldSize
 	if le.HasLocal {
 		c.LocalRank, c.LocalWorldSize = le.LocalRank, le.LocalWorldSize
+	} else if n, ok := num(localRankKeys()...); ok {
+		// A local rank with no local world size: Init derives the
+		// placement from the hosts and fails if this one disagrees,
+		// instead of ignoring it.
+		_, c.localRankFrom, _ = get(localRankKeys()...)
+		c.LocalRank = n
 	}
 	c.MasterAddr, _, _ = get("MASTER_ADDR")
 	if c.MasterAddr == "" {
@@ -216,6 +235,7 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	}
 	c.DebugCollectives = flag("GODDP_DEBUG_COLLECTIVES")
 	run, _, _ := get("GODDP_RUN_ID", "TORCHELASTIC_RUN_ID", "SLURM_JOB_ID")
+	c.RunID = run
 	restart, _, _ := get("GODDP_RESTART_COUNT", "TORCHELASTIC_RESTART_COUNT")
 	if run != "" || restart != "" {
 		c.StorePrefix = "goddp/" + run + "/" + restart
@@ -226,11 +246,24 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	return c, c.Validate()
 }
 
+// localRankKeys are the launchers' local rank variables, in launchenv's order.
+func localRankKeys() []string {
+	return []string{"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"}
+}
+
 // parseEnvDuration accepts a Go duration ("90s", "10m") or plain seconds ("600").
 func parseEnvDuration(v string) (time.Duration, error) {
 	if secs, err := strconv.ParseFloat(v, 64); err == nil {
-		if secs < 0 {
+		// ParseFloat takes "inf" and "NaN" too, and a float that large
+		// converts to a nonsense (negative) Duration.
+		const most = time.Duration(math.MaxInt64)
+		switch {
+		case math.IsNaN(secs) || math.IsInf(secs, 0):
+			return 0, fmt.Errorf("want a number of seconds or a Go duration, not %q", v)
+		case secs < 0:
 			return 0, fmt.Errorf("negative duration")
+		case secs >= most.Seconds():
+			return 0, fmt.Errorf("%s seconds is longer than the most a timeout can be (%v)", v, most)
 		}
 		return time.Duration(secs * float64(time.Second)), nil
 	}

@@ -29,7 +29,7 @@ func TestConfigFromEnv(t *testing.T) {
 				"MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "1234", "GODDP_TIMEOUT": "90", "GODDP_TOKEN": "0123456789abcdef",
 				"TORCHELASTIC_RUN_ID": "job7", "TORCHELASTIC_RESTART_COUNT": "2"},
 			want: Config{Rank: 3, WorldSize: 8, LocalRank: 1, LocalWorldSize: 2, MasterAddr: "10.0.0.1",
-				MasterPort: 1234, Timeout: 90 * time.Second, Token: "0123456789abcdef", StorePrefix: "goddp/job7/2"},
+				MasterPort: 1234, Timeout: 90 * time.Second, Token: "0123456789abcdef", StorePrefix: "goddp/job7/2", RunID: "job7"},
 		},
 		{
 			name: "pytorchjob",
@@ -48,7 +48,8 @@ func TestConfigFromEnv(t *testing.T) {
 				"SLURM_NODELIST": "gpu[07-10],cpu1", "SLURM_JOB_ID": "42", "GODDP_TIMEOUT": "2m",
 				"GODDP_DEBUG_COLLECTIVES": "1", "GODDP_STALL_THRESHOLD": "off", "GODDP_BACKEND": "tcp"},
 			want: Config{Rank: 5, WorldSize: 8, MasterAddr: "gpu07", Timeout: 2 * time.Minute, DebugCollectives: true,
-				StallThreshold: -1, Backend: "tcp", StorePrefix: "goddp/42/"},
+				StallThreshold: -1, Backend: "tcp", StorePrefix: "goddp/42/", RunID: "42",
+				LocalRank: 1, localRankFrom: "SLURM_LOCALID"},
 		},
 		{
 			name: "torchrun wins over slurm",
@@ -63,6 +64,12 @@ func TestConfigFromEnv(t *testing.T) {
 			"SLURM_NODEID": "3", "SLURM_STEP_TASKS_PER_NODE": "2(x3),1", "SLURM_NODELIST": "n[1-4]"},
 			want: Config{Rank: 6, WorldSize: 7, LocalRank: 0, LocalWorldSize: 1, MasterAddr: "n1"}},
 		{name: "bad timeout", env: map[string]string{"GODDP_TIMEOUT": "soon"}, err: "GODDP_TIMEOUT"},
+		// Issue 24: ParseFloat takes these, and the timeout came out as
+		// "negative timeout -2562047h47m16.854775808s".
+		{name: "infinite timeout", env: map[string]string{"GODDP_TIMEOUT": "inf"}, err: `GODDP_TIMEOUT="inf": want a number of seconds or a Go duration`},
+		{name: "NaN timeout", env: map[string]string{"GODDP_TIMEOUT": "NaN"}, err: `GODDP_TIMEOUT="NaN": want a number of seconds or a Go duration`},
+		{name: "huge timeout", env: map[string]string{"GODDP_TIMEOUT": "1e300"}, err: `GODDP_TIMEOUT="1e300": 1e300 seconds is longer than the most a timeout can be (2562047h47m16.854775807s)`},
+		{name: "huge Go duration", env: map[string]string{"GODDP_TIMEOUT": "9999999h"}, err: `GODDP_TIMEOUT="9999999h"`},
 		{name: "bad init method", env: map[string]string{"GODDP_INIT_METHOD": "udp://x"}, err: "init method"},
 		{name: "bad node list", env: map[string]string{"SLURM_NODELIST": "n[3-1]"}, err: "bad range"},
 	}
@@ -73,6 +80,7 @@ func TestConfigFromEnv(t *testing.T) {
 				require.Error(t, err)
 				assert.ErrorIs(t, err, ErrBadArgument)
 				assert.Contains(t, err.Error(), tc.err)
+				assert.NotContains(t, err.Error(), "negative")
 				return
 			}
 			require.NoError(t, err)
@@ -211,4 +219,5 @@ func TestInitPortInUse(t *testing.T) {
 	_, err = Init(context.Background(), Config{Rank: 0, WorldSize: 2, MasterAddr: "127.0.0.1", MasterPort: port, Timeout: time.Second})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), fmt.Sprintf("127.0.0.1:%d", port))
+	assert.Contains(t, err.Error(), fmt.Sprintf("is another job using port %d?", port))
 }

@@ -36,9 +36,12 @@
 // The processes meet at a key-value Store: with env:// rank 0 hosts a
 // StoreServer at MASTER_ADDR:MASTER_PORT (unless GODDP_STORE_HOSTED=1 says
 // the launcher does), with tcp://host:port the same at that address, and
-// with file:///path they share a store file. Backends are chosen by name
-// from a registry (database/sql style): "auto", the default, picks shm when
-// every rank is on one host and tcp otherwise.
+// with file:///path they share a store file. A store serves one job at a
+// time: a rank whose run id (GODDP_RUN_ID, TORCHELASTIC_RUN_ID), WORLD_SIZE
+// or GODDP_BACKEND differs from rank 0's, or a second process claiming a
+// rank already taken, is refused with both values named. Backends are
+// chosen by name from a registry (database/sql style): "auto", the
+// default, picks shm when every rank is on one host and tcp otherwise.
 //
 // # Ops and their results
 //

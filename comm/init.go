@@ -9,8 +9,8 @@ import (
 	"goddp/comm/store"
 	"net"
 	"os"
-	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -20,10 +20,13 @@ import (
 //
 // Rendezvous: with env:// (and tcp://host:port) rank 0 hosts the store at the
 // master address unless cfg.StoreHosted says the launcher does; with
-// file:///path all ranks share a store file. The ranks then publish their
-// hosts, derive LocalRank/LocalWorldSize when not given, and pick the
-// backend: "auto" means shm when every rank is on one host and shm is
-// registered, tcp otherwise.
+// file:///path all ranks share a store file. Rank 0 publishes the job (run
+// id, world size, backend) and each rank claims its slot once, so a rank of
+// another job, a rank started with other settings or a second process with
+// the same rank is refused at once, naming what differs (see
+// rendezvous.go). The ranks then derive LocalRank/LocalWorldSize from their
+// hosts when not given, and pick the backend: "auto" means shm when every
+// rank is on one host and shm is registered, tcp otherwise.
 func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -55,25 +58,32 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if prefix == "" {
 		prefix = "goddp"
 	}
-	job := store.NewPrefix(prefix, base)
-
-	hosts, err := exchangeHosts(ctx, job, cfg.Rank, cfg.WorldSize)
+	scheme, target, _ := cfg.initTarget()
+	where := target
+	if scheme == "file" {
+		where = "file://" + target
+	}
+	j, err := rendezvous(ctx, base, cfg, prefix, where)
 	if err != nil {
 		return fail(err)
 	}
+	if srv != nil {
+		failRendezvous := fail
+		fail = func(err error) (ProcessGroup, error) {
+			lingerForReaders(base, j.ns, cfg.WorldSize, cfg.Timeout)
+			return failRendezvous(err)
+		}
+	}
+	localRank, localSize, err := localPlacement(j.members, cfg.Rank)
+	if err != nil {
+		return fail(fmt.Errorf("%w: rank %d: %v", ErrBadArgument, cfg.Rank, err))
+	}
 	sameHost := true
-	for _, h := range hosts {
-		sameHost = sameHost && h == hosts[0]
+	for _, m := range j.members {
+		sameHost = sameHost && m.Host == j.members[0].Host
 	}
 	if cfg.LocalWorldSize == 0 {
-		for r, h := range hosts {
-			if h == hosts[cfg.Rank] {
-				if r < cfg.Rank {
-					cfg.LocalRank++
-				}
-				cfg.LocalWorldSize++
-			}
-		}
+		cfg.LocalRank, cfg.LocalWorldSize = localRank[cfg.Rank], localSize[cfg.Rank]
 	}
 
 	name := cfg.Backend
@@ -94,11 +104,11 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	pg, err := factory(ctx, Options{
 		Rank:             cfg.Rank,
 		Size:             cfg.WorldSize,
-		Store:            store.NewPrefix(name, job),
+		Store:            store.NewPrefix(name, store.NewPrefix(j.ns, base)),
 		Timeout:          cfg.Timeout,
 		Token:            cfg.Token,
 		Insecure:         cfg.Insecure,
-		Prefix:           prefix + "/" + name,
+		Prefix:           j.ns + "/" + name,
 		LocalRank:        cfg.LocalRank,
 		LocalSize:        cfg.LocalWorldSize,
 		Addr:             addr,
@@ -109,7 +119,43 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if err != nil {
 		return fail(fmt.Errorf("comm: init backend %q on rank %d: %w", name, cfg.Rank, err))
 	}
-	return &initGroup{ProcessGroup: pg, base: base, srv: srv}, nil
+	// A second claim of a slot may land while the backend connects; the
+	// ranks that already formed a group with whoever came first must not
+	// go on with it.
+	if msg, err := aborted(ctx, base, j.ns); err == nil && msg != "" {
+		pg.Close()
+		return fail(fmt.Errorf("%w: rank %d: the job's rendezvous at %s failed: %s", ErrBadArgument, cfg.Rank, where, msg))
+	}
+	g := &initGroup{ProcessGroup: pg, base: base, srv: srv}
+	if srv != nil {
+		g.watchAborts(base, j.ns, cfg.Rank, logfOf(cfg))
+	}
+	if scheme == "file" {
+		g.release = func() { releaseFileRun(base, j, prefix, cfg.WorldSize, cfg.Timeout) }
+	}
+	return g, nil
+}
+
+// logfOf is cfg.Logf, or stderr.
+func logfOf(cfg Config) func(format string, args ...any) {
+	if cfg.Logf != nil {
+		return cfg.Logf
+	}
+	return func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
+}
+
+// releaseFileRun empties the job record of a file store once every rank
+// of the run has closed its group, so that the next run on the same file
+// starts afresh (its keys live under a new generation anyway). A run that
+// did not end cleanly leaves its record; the next run's rank 0 replaces it
+// when the old rank 0 has exited on this host, and refuses it otherwise.
+func releaseFileRun(s Store, j *joined, prefix string, world int, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(context.Background(), min(timeout, 10*time.Second))
+	defer cancel()
+	n, err := s.Add(ctx, j.ns+"/closed", 1)
+	if err == nil && n == int64(world) {
+		_, _ = s.CompareSet(ctx, rootOf(prefix)+"/job", j.recRaw, []byte{})
+	}
 }
 
 // InitFromEnv is Init(ctx, ConfigFromEnv()).
@@ -145,10 +191,7 @@ func checkAuth(cfg Config) error {
 		}
 	}
 	if cfg.Token == "" && cfg.Insecure {
-		logf := cfg.Logf
-		if logf == nil {
-			logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) }
-		}
+		logf := logfOf(cfg)
 		where := target
 		if len(addrs) > 0 {
 			where = strings.Join(addrs, " and ")
@@ -181,8 +224,11 @@ func openStore(ctx context.Context, cfg Config) (Store, *store.Server, error) {
 			bind = target
 		}
 		srv, err := store.Listen(ctx, bind, opts...)
-		if err != nil {
+		if errors.Is(err, syscall.EADDRINUSE) {
 			return nil, nil, fmt.Errorf("%w (is another job using port %s? set MASTER_PORT)", err, portOf(bind))
+		}
+		if err != nil {
+			return nil, nil, err
 		}
 		return srv.Client(), srv, nil
 	}
@@ -201,24 +247,9 @@ func portOf(addr string) string {
 	return p
 }
 
-// exchangeHosts publishes this rank's host identity and reads everyone's.
-// The identity is the host name plus the kernel boot id, so two containers
-// that share a host name on different machines are told apart.
-func exchangeHosts(ctx context.Context, s Store, rank, size int) ([]string, error) {
-	if err := s.Set(ctx, "host/"+strconv.Itoa(rank), []byte(hostIdentity())); err != nil {
-		return nil, fmt.Errorf("comm: rank %d: publish host: %w", rank, err)
-	}
-	hosts := make([]string, size)
-	for r := range size {
-		v, err := s.Get(ctx, "host/"+strconv.Itoa(r))
-		if err != nil {
-			return nil, fmt.Errorf("comm: rank %d: waiting for rank %d to join: %w", rank, r, err)
-		}
-		hosts[r] = string(v)
-	}
-	return hosts, nil
-}
-
+// hostIdentity names this host in the ranks' claims: the host name plus
+// the kernel boot id, so two containers that share a host name on
+// different machines are told apart.
 func hostIdentity() string {
 	h, _ := os.Hostname()
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
@@ -257,13 +288,50 @@ type initGroup struct {
 	ProcessGroup
 	base Store
 	srv  *store.Server
+	// stopWatch ends watchAborts, and watched is closed once it has.
+	stopWatch context.CancelFunc
+	watched   chan struct{}
+	// release runs once the backend's group is closed (file stores).
+	release func()
+}
+
+// watchAborts reports, on the rank that hosts the store, a second claim of
+// a rank's slot that comes after the job has formed: the late process is
+// refused and the job goes on with the ranks it formed with, but whoever
+// runs the job needs to know that another job, or a duplicate rank, tried
+// to join. The watch is a blocking get on the in-process store, so it
+// costs no round trips.
+func (g *initGroup) watchAborts(s Store, ns string, rank int, logf func(format string, args ...any)) {
+	ctx, cancel := context.WithCancel(context.Background())
+	g.stopWatch, g.watched = cancel, make(chan struct{})
+	go func() {
+		defer close(g.watched)
+		for {
+			v, err := s.Get(ctx, abortKey(ns))
+			if err == nil {
+				logf("comm: rank %d: WARNING: %s, after this job had formed; the late process was refused and this job "+
+					"goes on with the ranks it formed with", rank, v)
+				return
+			}
+			if !errors.Is(err, ErrTimeout) {
+				return // closed
+			}
+		}
+	}()
 }
 
 // Unwrap returns the backend's process group.
 func (g *initGroup) Unwrap() ProcessGroup { return g.ProcessGroup }
 
 func (g *initGroup) Close() error {
+	if g.stopWatch != nil {
+		g.stopWatch()
+		<-g.watched
+	}
 	err := g.ProcessGroup.Close()
+	if g.release != nil {
+		g.release()
+	}
 	if e := g.base.Close(); err == nil && !errors.Is(e, ErrClosed) {
 		err = e
 	}

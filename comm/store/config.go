@@ -12,8 +12,8 @@ import (
 
 // Config bounds what the store server spends on its clients, so that
 // whoever can reach its port cannot exhaust the hosting rank: connections
-// still in the token handshake, stored bytes, and how long a connection may
-// sit half way through something. The zero value picks every default;
+// still in the token handshake, stored bytes, the blocking requests waiting
+// for keys, and how long a connection may sit half way through something. The zero value picks every default;
 // Listen reads it from the environment (ConfigFromEnv) unless WithConfig
 // gives one. Sizes in the environment accept K, M and G suffixes, and
 // durations are Go durations ("0s" turns a timeout off).
@@ -47,6 +47,15 @@ type Config struct {
 	// count towards it but are never refused. GODDP_STORE_MAX_BYTES,
 	// default 1 GiB.
 	MaxBytes int
+	// MaxPendingBytes caps what the blocking gets and waits of all remote
+	// clients hold while they wait: each counts its keys and 4 KiB for the
+	// goroutine, timer and channels that serve it (and counts, the same way,
+	// against its client's MaxClientBytes). One more is refused at once
+	// with an error naming the limit. Rendezvous keys are short, so the
+	// default allows some 16,000 waiting requests, while keys of 64 KiB,
+	// the protocol's most, cannot pin more than the limit.
+	// GODDP_STORE_MAX_PENDING_BYTES, default 64 MiB.
+	MaxPendingBytes int
 }
 
 // The defaults, in one place.
@@ -56,10 +65,15 @@ const (
 	DefaultRequestTimeout   = time.Minute
 	DefaultMaxClientBytes   = 256 << 20
 	DefaultMaxBytes         = 1 << 30
+	DefaultMaxPendingBytes  = 64 << 20
 )
 
 // entryOverhead is what a key costs beyond its bytes.
 const entryOverhead = 64
+
+// pendingOverhead is what a blocking get or wait costs while it waits,
+// beyond its keys: a parked goroutine's stack, its timer and channels.
+const pendingOverhead = 4 << 10
 
 // ConfigFromEnv reads the GODDP_STORE_* limits; one that does not parse is
 // an error wrapping backend.ErrBadArgument that names it.
@@ -74,6 +88,7 @@ func configFrom(lookup envcfg.Lookup) (Config, error) {
 	r.Duration("GODDP_STORE_IDLE_TIMEOUT", &c.IdleTimeout)
 	r.Bytes("GODDP_STORE_MAX_CLIENT_BYTES", &c.MaxClientBytes)
 	r.Bytes("GODDP_STORE_MAX_BYTES", &c.MaxBytes)
+	r.Bytes("GODDP_STORE_MAX_PENDING_BYTES", &c.MaxPendingBytes)
 	if r.Err != nil {
 		return c, fmt.Errorf("store: %w", r.Err)
 	}
@@ -100,6 +115,8 @@ func (c Config) Validate() error {
 		return bad("MaxClientBytes", "GODDP_STORE_MAX_CLIENT_BYTES", c.MaxClientBytes, "0 (the default) or a positive size")
 	case c.MaxBytes < 0:
 		return bad("MaxBytes", "GODDP_STORE_MAX_BYTES", c.MaxBytes, "0 (the default) or a positive size")
+	case c.MaxPendingBytes < 0:
+		return bad("MaxPendingBytes", "GODDP_STORE_MAX_PENDING_BYTES", c.MaxPendingBytes, "0 (the default) or a positive size")
 	case c.MaxClientBytes > maxBytes:
 		return bad("MaxClientBytes", "GODDP_STORE_MAX_CLIENT_BYTES", c.MaxClientBytes, fmt.Sprintf("at most MaxBytes (%d)", maxBytes))
 	}
@@ -127,6 +144,9 @@ func (c Config) resolve() Config {
 	}
 	if c.MaxClientBytes == 0 {
 		c.MaxClientBytes = min(DefaultMaxClientBytes, c.MaxBytes)
+	}
+	if c.MaxPendingBytes == 0 {
+		c.MaxPendingBytes = DefaultMaxPendingBytes
 	}
 	return c
 }

@@ -30,8 +30,11 @@
 //	GODDP_STORE_IDLE_TIMEOUT       off   drop a client silent this long with nothing pending
 //	GODDP_STORE_MAX_CLIENT_BYTES   256M  keys and values one client holds
 //	GODDP_STORE_MAX_BYTES          1G    keys and values all remote clients hold
+//	GODDP_STORE_MAX_PENDING_BYTES  64M   what all waiting gets and waits hold: keys plus 4 KiB each
 //
-// A set past a byte limit fails with an error naming the variable; the
-// hosting process's own client is never refused. Listen refuses an address
+// A waiting get or wait also counts against its client's
+// GODDP_STORE_MAX_CLIENT_BYTES. A set, get or wait past a limit fails at
+// once with an error naming the variable; the hosting process's own client
+// is never refused. Listen refuses an address
 // that is not loopback without a token unless WithInsecure.
 package store

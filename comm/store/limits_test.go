@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
+	"path/filepath"
+	"regexp"
 	"runtime"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -206,12 +211,14 @@ func TestStoreConfigFromEnv(t *testing.T) {
 	assert.Equal(t, time.Duration(0), r.RequestTimeout, "0s turns the request timeout off")
 	d := Config{}.resolve()
 	assert.Equal(t, Config{MaxHandshakes: DefaultMaxHandshakes, HandshakeTimeout: DefaultHandshakeTimeout,
-		RequestTimeout: DefaultRequestTimeout, MaxClientBytes: DefaultMaxClientBytes, MaxBytes: DefaultMaxBytes}, d)
+		RequestTimeout: DefaultRequestTimeout, MaxClientBytes: DefaultMaxClientBytes, MaxBytes: DefaultMaxBytes,
+		MaxPendingBytes: DefaultMaxPendingBytes}, d)
 
 	for k, v := range map[string]string{
 		"GODDP_STORE_MAX_HANDSHAKES":    "many",
 		"GODDP_STORE_HANDSHAKE_TIMEOUT": "0s",
 		"GODDP_STORE_MAX_CLIENT_BYTES":  "2G",
+		"GODDP_STORE_MAX_PENDING_BYTES": "lots",
 	} {
 		_, err := configFrom(func(key string) (string, bool) {
 			if key == k {
@@ -236,4 +243,158 @@ func TestStoreListenRefusesNoToken(t *testing.T) {
 	srv.Close()
 	_, err = Listen(context.Background(), "127.0.0.1:0", WithToken("short"))
 	assert.ErrorContains(t, err, "at least 16")
+}
+
+// blockingGets issues n gets of missing keys of keyLen bytes at once on c,
+// each waiting up to wait. refused returns the errors of those the store
+// refused so far (a refusal comes back at once; the others wait), and rest
+// waits for every get to end.
+func blockingGets(c backend.Store, tag string, n, keyLen int, wait time.Duration) (refused func() []error, rest func()) {
+	var mu sync.Mutex
+	var errs []error
+	var wg sync.WaitGroup
+	for i := range n {
+		key := fmt.Sprintf("%s/%d/", tag, i)
+		key += strings.Repeat("k", keyLen-len(key))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), wait)
+			defer cancel()
+			_, err := c.Get(ctx, key)
+			if err != nil && !errors.Is(err, backend.ErrTimeout) && !errors.Is(err, context.DeadlineExceeded) {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	return func() []error {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]error(nil), errs...)
+	}, wg.Wait
+}
+
+// requireNothingPending waits for the server to have answered every
+// waiting get (it answers each at its own timeout, which a client's
+// context may beat by a moment).
+func requireNothingPending(t *testing.T, srv *Server) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		srv.state.mu.Lock()
+		defer srv.state.mu.Unlock()
+		return srv.state.pending == 0
+	}, 5*time.Second, 10*time.Millisecond, "the waiting gets gave their bytes back")
+}
+
+// TestStorePendingCounted: a blocking get that waits holds its key and a
+// goroutine on the server, so it counts against its client's
+// MaxClientBytes like a stored value. 64 gets of 64 KiB keys from one
+// client with a 1 MiB limit: at most 1 MiB of them wait, the rest are
+// refused at once naming the limit, and the bytes come back when they end.
+// Before issue 24 all 64 waited, and 4 clients x 4096 such gets took the
+// store host to 1.15 GB.
+func TestStorePendingCounted(t *testing.T) {
+	const n, keyLen, limit = 64, 64 << 10, 1 << 20
+	var log logSink
+	srv := listenWith(t, Config{MaxClientBytes: limit}, &log)
+	c, err := Dial(context.Background(), srv.Addr(), WithToken(testToken), WithTimeout(time.Minute))
+	require.NoError(t, err)
+	defer c.Close()
+	refusedSoFar, rest := blockingGets(c, "a", n, keyLen, 3*time.Second)
+	time.Sleep(1500 * time.Millisecond)
+	refused := refusedSoFar()
+	fits := limit / (keyLen + 32 + pendingOverhead)
+	t.Logf("%d of %d gets refused; %d fit in %d bytes", len(refused), n, fits, limit)
+	require.NotEmpty(t, refused, "every blocking get was left waiting, whatever its size")
+	assert.GreaterOrEqual(t, len(refused), n-fits)
+	assert.Contains(t, refused[0].Error(), "GODDP_STORE_MAX_CLIENT_BYTES")
+	assert.Less(t, len(refused[0].Error()), 1024, "the error does not echo a 64 KiB key")
+	rest()
+	requireNothingPending(t, srv)
+	require.NoError(t, c.Set(context.Background(), "after", bytes.Repeat([]byte{1}, limit/2)),
+		"the client's quota is free again once its gets ended")
+}
+
+// TestStorePendingBytesLimit: the waiting gets of all clients together stop
+// at MaxPendingBytes, so more connections cannot add up past it; the
+// server's goroutines stay bounded by it; and a get that fits is served.
+func TestStorePendingBytesLimit(t *testing.T) {
+	const clients, n, keyLen, limit = 4, 32, 64 << 10, 1 << 20
+	var log logSink
+	srv := listenWith(t, Config{MaxPendingBytes: limit}, &log)
+	before := runtime.NumGoroutine()
+	var conns []backend.Store
+	for range clients {
+		c, err := Dial(context.Background(), srv.Addr(), WithToken(testToken), WithTimeout(time.Minute))
+		require.NoError(t, err)
+		defer c.Close()
+		conns = append(conns, c)
+	}
+	var refusals []func() []error
+	var rests []func()
+	for i, c := range conns {
+		refused, rest := blockingGets(c, fmt.Sprint(i), n, keyLen, 4*time.Second)
+		refusals = append(refusals, refused)
+		rests = append(rests, rest)
+	}
+	time.Sleep(2 * time.Second)
+	var all []error
+	for _, refused := range refusals {
+		all = append(all, refused()...)
+	}
+	srv.state.mu.Lock()
+	pending := srv.state.pending
+	srv.state.mu.Unlock()
+	fits := limit / (keyLen + 32 + pendingOverhead)
+	t.Logf("%d of %d gets refused; %d bytes waiting (limit %d)", len(all), clients*n, pending, limit)
+	require.NotEmpty(t, all, "the clients' waiting gets added up without limit")
+	assert.GreaterOrEqual(t, len(all), clients*n-fits)
+	assert.LessOrEqual(t, pending, limit)
+	assert.Contains(t, all[0].Error(), "GODDP_STORE_MAX_PENDING_BYTES")
+	// Each client runs n goroutines of its own (blockingGets); the server
+	// adds one per waiting get, at most fits.
+	assert.Less(t, runtime.NumGoroutine()-before, clients*(n+4)+fits+16)
+	for _, rest := range rests {
+		rest()
+	}
+	requireNothingPending(t, srv)
+	// A get whose key appears is served as before.
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		srv.Client().Set(context.Background(), "late", []byte("v"))
+	}()
+	v, err := conns[0].Get(context.Background(), "late")
+	require.NoError(t, err)
+	assert.Equal(t, "v", string(v))
+}
+
+// TestStoreTimeoutSaysHowLong: a get that times out says how long it
+// waited, on every kind of store. Before issue 24 the TCP and in-process
+// stores said "after 0s".
+func TestStoreTimeoutSaysHowLong(t *testing.T) {
+	const wait = 300 * time.Millisecond
+	srv, err := Listen(context.Background(), "127.0.0.1:0", WithToken(testToken), WithTimeout(wait))
+	require.NoError(t, err)
+	defer srv.Close()
+	remote, err := Dial(context.Background(), srv.Addr(), WithToken(testToken), WithTimeout(wait))
+	require.NoError(t, err)
+	defer remote.Close()
+	file, err := NewFile(filepath.Join(t.TempDir(), "store"), WithTimeout(wait))
+	require.NoError(t, err)
+	defer file.Close()
+	re := regexp.MustCompile(`after (\S+)$`)
+	for name, s := range map[string]backend.Store{"tcp": remote, "local": srv.Client(), "file": file} {
+		t.Run(name, func(t *testing.T) {
+			_, err := s.Get(context.Background(), "missing")
+			require.ErrorIs(t, err, backend.ErrTimeout)
+			m := re.FindStringSubmatch(err.Error())
+			require.NotNil(t, m, "%v", err)
+			d, perr := time.ParseDuration(m[1])
+			require.NoError(t, perr, "%v", err)
+			assert.GreaterOrEqual(t, d, wait-20*time.Millisecond, "%v", err)
+			assert.Less(t, d, 5*time.Second, "%v", err)
+		})
+	}
 }

@@ -112,7 +112,7 @@ func Listen(ctx context.Context, addr string, opts ...Option) (*Server, error) {
 		cfg:    cfg,
 		limits: limits,
 		ln:     ln,
-		state:  newStoreState(limits.MaxBytes),
+		state:  newStoreState(limits.MaxBytes, limits.MaxPendingBytes),
 		done:   make(chan struct{}),
 		conns:  map[net.Conn]struct{}{},
 	}
@@ -312,6 +312,15 @@ func (s *Server) serveConn(conn net.Conn) {
 				}
 				continue
 			}
+			// A waiting request holds its keys and a goroutine: count them,
+			// so that many clients cannot add up past the limits.
+			cost, err := s.state.hold(&req, quota)
+			if err != nil {
+				if err := reply(failed(req.ID, err)); err != nil {
+					return
+				}
+				continue
+			}
 			// Keys are strings (copied out of buf), so the request
 			// survives the next read reusing buf.
 			blocked.Add(1)
@@ -319,6 +328,7 @@ func (s *Server) serveConn(conn net.Conn) {
 			go func() {
 				defer blocked.Done()
 				defer nblocked.Add(-1)
+				defer s.state.unhold(quota, cost)
 				if reply(s.state.serve(&req, quota, connDone, s.done)) != nil {
 					conn.Close()
 				}

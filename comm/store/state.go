@@ -20,6 +20,9 @@ type storeState struct {
 	// total is what every entry costs (entrySize); maxTotal bounds what
 	// remote clients may bring it to (0: no bound).
 	total, maxTotal int
+	// pending is what the remote clients' waiting gets and waits hold
+	// (pendingCost); maxPending bounds it (0: no bound).
+	pending, maxPending int
 }
 
 // storeEntry is a value and the client whose bytes it counts against
@@ -42,8 +45,45 @@ type storeWaiter struct {
 	ch      chan struct{}
 }
 
-func newStoreState(maxTotal int) *storeState {
-	return &storeState{data: map[string]storeEntry{}, waiting: map[string][]*storeWaiter{}, maxTotal: maxTotal}
+func newStoreState(maxTotal, maxPending int) *storeState {
+	return &storeState{data: map[string]storeEntry{}, waiting: map[string][]*storeWaiter{},
+		maxTotal: maxTotal, maxPending: maxPending}
+}
+
+// pendingCost is what a blocking request holds while it waits.
+func pendingCost(keys []string) int {
+	n := pendingOverhead
+	for _, k := range keys {
+		n += len(k)
+	}
+	return n
+}
+
+// hold counts the blocking request req of client q, which is about to
+// wait, against q's limit and the store's limit on waiting requests, or
+// refuses it. unhold gives back what hold returned once it has been answered.
+func (s *storeState) hold(req *storeRequest, q *clientQuota) (int, error) {
+	cost := pendingCost(req.Keys)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q.used+cost > q.limit {
+		return 0, &errQuota{fmt.Sprintf("client %s holds %d bytes; a blocking %s of %d keys (%d bytes while it waits) would pass its limit of %d (GODDP_STORE_MAX_CLIENT_BYTES)",
+			q.who, q.used, req.Op, len(req.Keys), cost, q.limit)}
+	}
+	if s.maxPending > 0 && s.pending+cost > s.maxPending {
+		return 0, &errQuota{fmt.Sprintf("the store's waiting gets and waits hold %d bytes; a blocking %s of %d keys (%d bytes) would pass their limit of %d (GODDP_STORE_MAX_PENDING_BYTES)",
+			s.pending, req.Op, len(req.Keys), cost, s.maxPending)}
+	}
+	q.used += cost
+	s.pending += cost
+	return cost, nil
+}
+
+func (s *storeState) unhold(q *clientQuota, cost int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q.used -= cost
+	s.pending -= cost
 }
 
 // errQuota is a set that would pass a client's or the store's byte limit.
@@ -330,6 +370,7 @@ func storeDo(ctx context.Context, call func(context.Context, storeRequest) (stor
 	if len(req.Value)+len(req.Expected)+len(req.Keys)*8 > maxStoreFrame-1024 {
 		return storeResponse{}, fmt.Errorf("%w: store value of %d bytes is too large", backend.ErrBadArgument, len(req.Value))
 	}
+	start := time.Now()
 	resp, err := call(ctx, req)
 	if err != nil {
 		return resp, err
@@ -338,7 +379,10 @@ func storeDo(ctx context.Context, call func(context.Context, storeRequest) (stor
 	case statusOK:
 		return resp, nil
 	case statusTimeout:
-		return resp, fmt.Errorf("%w: store%s %s %s after %v", backend.ErrTimeout, where, req.Op, keyList(req.Keys), req.Timeout)
+		// call sets the request's timeout on its own copy; what the caller
+		// needs is how long it actually waited.
+		return resp, fmt.Errorf("%w: store%s %s %s after %v", backend.ErrTimeout, where, req.Op, keyList(req.Keys),
+			time.Since(start).Round(time.Millisecond))
 	default:
 		return resp, fmt.Errorf("comm: store%s %s %s: %s", where, req.Op, keyList(req.Keys), resp.Value)
 	}
@@ -346,10 +390,14 @@ func storeDo(ctx context.Context, call func(context.Context, storeRequest) (stor
 
 func keyList(keys []string) string {
 	const show = 4
-	if len(keys) > show {
-		return fmt.Sprintf("%q and %d more", keys[:show], len(keys)-show)
+	shown := make([]string, 0, min(len(keys), show))
+	for _, k := range keys[:min(len(keys), show)] {
+		shown = append(shown, string(trimForLog([]byte(k))))
 	}
-	return fmt.Sprintf("%q", keys)
+	if len(keys) > show {
+		return fmt.Sprintf("%q and %d more", shown, len(keys)-show)
+	}
+	return fmt.Sprintf("%q", shown)
 }
 
 // effectiveTimeout is the store timeout shortened to ctx's deadline.
