@@ -210,13 +210,11 @@ func configFromLookup(lookup func(string) (string, bool)) (Config, error) {
 	c.MasterAddr, _, _ = get("MASTER_ADDR")
 	if c.MasterAddr == "" {
 		if nl, _, ok := get("SLURM_NODELIST", "SLURM_JOB_NODELIST", "SLURM_STEP_NODELIST"); ok {
-			hosts, err := ExpandNodeList(nl)
+			host, err := firstNodeListHost(nl)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-			if len(hosts) > 0 {
-				c.MasterAddr = hosts[0]
-			}
+			c.MasterAddr = host
 		}
 	}
 	c.MasterPort, _ = num("MASTER_PORT")
@@ -274,22 +272,156 @@ func parseEnvDuration(v string) (time.Duration, error) {
 	return d, err
 }
 
+// MaxNodeListHosts caps how many hosts ExpandNodeList returns: a node list
+// is short text, and "n[0-3000]-[0-3000]" alone names 9 million hosts.
+const MaxNodeListHosts = 1 << 16
+
 // ExpandNodeList expands a Slurm host list such as "node[01-04,07],gpu5"
 // into host names, keeping zero padding. It handles any number of bracket
-// groups per name ("rack[1-2]-n[1-2]").
+// groups per name ("rack[1-2]-n[1-2]"). A list naming more than
+// MaxNodeListHosts hosts is refused before anything is expanded.
 func ExpandNodeList(list string) ([]string, error) {
-	var out []string
+	items, total, err := parseNodeList(list)
+	if err != nil {
+		return nil, err
+	}
+	if total > MaxNodeListHosts {
+		return nil, fmt.Errorf("%w: node list %q names more than %d hosts", ErrBadArgument, list, MaxNodeListHosts)
+	}
+	out := make([]string, 0, total)
+	for _, it := range items {
+		out = it.expand(out, "", 0)
+	}
+	return out, nil
+}
+
+// firstNodeListHost is the first host of a Slurm host list, which is all
+// ConfigFromEnv needs: the list is checked whole but never expanded, so any
+// list a node's environment can hold costs its length, not its host count.
+func firstNodeListHost(list string) (string, error) {
+	items, _, err := parseNodeList(list)
+	if err != nil || len(items) == 0 {
+		return "", err
+	}
+	return items[0].first(), nil
+}
+
+// hostPattern is one item of a node list: literal text and bracket groups,
+// parts[i] followed by groups[i], then tail.
+type hostPattern struct {
+	parts  []string
+	groups [][]hostRange
+	tail   string
+}
+
+// hostRange is lo-hi of a bracket group, numbers printed at least width
+// digits wide (the zero padding of lo).
+type hostRange struct{ lo, hi, width int }
+
+// parseNodeList parses every item of list and counts the hosts it names,
+// saturating at MaxNodeListHosts+1.
+func parseNodeList(list string) ([]hostPattern, int, error) {
+	var items []hostPattern
+	total := 0
 	for _, item := range splitTopLevel(list) {
 		if item == "" {
 			continue
 		}
-		hosts, err := expandHostPattern(item)
+		hp, err := parseHostPattern(item)
 		if err != nil {
-			return nil, fmt.Errorf("%w: node list %q: %v", ErrBadArgument, list, err)
+			return nil, 0, fmt.Errorf("%w: node list %q: %v", ErrBadArgument, list, err)
 		}
-		out = append(out, hosts...)
+		items = append(items, hp)
+		total = min(total+hp.count(), MaxNodeListHosts+1)
 	}
-	return out, nil
+	return items, total, nil
+}
+
+func parseHostPattern(p string) (hostPattern, error) {
+	var hp hostPattern
+	for {
+		open := strings.IndexByte(p, '[')
+		if open < 0 {
+			if strings.ContainsRune(p, ']') {
+				return hp, fmt.Errorf("unbalanced ']' in %q", p)
+			}
+			hp.tail = p
+			return hp, nil
+		}
+		closing := strings.IndexByte(p[open:], ']')
+		if closing < 0 {
+			return hp, fmt.Errorf("unbalanced '[' in %q", p)
+		}
+		closing += open
+		prefix, body := p[:open], p[open+1:closing]
+		if strings.ContainsRune(prefix, ']') {
+			return hp, fmt.Errorf("unbalanced ']' in %q", prefix)
+		}
+		var group []hostRange
+		for _, rng := range strings.Split(body, ",") {
+			lo, hi, isRange := strings.Cut(rng, "-")
+			if !isRange {
+				hi = lo
+			}
+			a, err1 := strconv.Atoi(lo)
+			b, err2 := strconv.Atoi(hi)
+			if err1 != nil || err2 != nil || a > b || a < 0 {
+				return hp, fmt.Errorf("bad range %q", rng)
+			}
+			if b-a > MaxNodeListHosts {
+				return hp, fmt.Errorf("range %q names more than %d hosts", rng, MaxNodeListHosts)
+			}
+			group = append(group, hostRange{lo: a, hi: b, width: len(lo)})
+		}
+		hp.parts, hp.groups = append(hp.parts, prefix), append(hp.groups, group)
+		p = p[closing+1:]
+	}
+}
+
+// count is how many hosts hp names, saturating at MaxNodeListHosts+1 so
+// that the product of the groups cannot overflow.
+func (hp hostPattern) count() int {
+	n := 1
+	for _, g := range hp.groups {
+		k := 0
+		for _, r := range g {
+			k += r.hi - r.lo + 1 // each range is at most MaxNodeListHosts+1
+		}
+		n = min(n*min(k, MaxNodeListHosts+1), MaxNodeListHosts+1)
+	}
+	return n
+}
+
+func (r hostRange) format(i int) string {
+	num := strconv.Itoa(i)
+	if pad := r.width - len(num); pad > 0 {
+		num = strings.Repeat("0", pad) + num
+	}
+	return num
+}
+
+// first is the first host hp names.
+func (hp hostPattern) first() string {
+	var b strings.Builder
+	for i, part := range hp.parts {
+		b.WriteString(part)
+		b.WriteString(hp.groups[i][0].format(hp.groups[i][0].lo))
+	}
+	b.WriteString(hp.tail)
+	return b.String()
+}
+
+// expand appends the hosts of hp from group i on, after prefix, to out.
+func (hp hostPattern) expand(out []string, prefix string, i int) []string {
+	if i == len(hp.groups) {
+		return append(out, prefix+hp.tail)
+	}
+	for _, r := range hp.groups[i] {
+		for n := r.lo; n <= r.hi; n++ {
+			out = hp.expand(out, prefix+hp.parts[i]+r.format(n), i+1)
+		}
+	}
+	return out
 }
 
 // splitTopLevel splits on commas outside brackets.
@@ -310,49 +442,4 @@ func splitTopLevel(s string) []string {
 		}
 	}
 	return append(parts, s[start:])
-}
-
-func expandHostPattern(p string) ([]string, error) {
-	open := strings.IndexByte(p, '[')
-	if open < 0 {
-		if strings.ContainsRune(p, ']') {
-			return nil, fmt.Errorf("unbalanced ']' in %q", p)
-		}
-		return []string{p}, nil
-	}
-	closing := strings.IndexByte(p[open:], ']')
-	if closing < 0 {
-		return nil, fmt.Errorf("unbalanced '[' in %q", p)
-	}
-	closing += open
-	prefix, body, rest := p[:open], p[open+1:closing], p[closing+1:]
-	tails, err := expandHostPattern(rest)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for _, rng := range strings.Split(body, ",") {
-		lo, hi, isRange := strings.Cut(rng, "-")
-		if !isRange {
-			hi = lo
-		}
-		a, err1 := strconv.Atoi(lo)
-		b, err2 := strconv.Atoi(hi)
-		if err1 != nil || err2 != nil || a > b || a < 0 {
-			return nil, fmt.Errorf("bad range %q", rng)
-		}
-		if b-a > 1<<16 {
-			return nil, fmt.Errorf("range %q too large", rng)
-		}
-		for i := a; i <= b; i++ {
-			num := strconv.Itoa(i)
-			if pad := len(lo) - len(num); pad > 0 {
-				num = strings.Repeat("0", pad) + num
-			}
-			for _, t := range tails {
-				out = append(out, prefix+num+t)
-			}
-		}
-	}
-	return out, nil
 }

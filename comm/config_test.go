@@ -7,6 +7,7 @@ import (
 	"goddp/comm/backend"
 	"net"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"testing"
@@ -107,10 +108,40 @@ func TestExpandNodeList(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 		})
 	}
-	for _, bad := range []string{"n[1-", "n]1", "n[a-b]"} {
+	for _, bad := range []string{"n[1-", "n]1", "n[a-b]", "n]x[1]"} {
 		_, err := ExpandNodeList(bad)
 		assert.ErrorIs(t, err, ErrBadArgument, bad)
 	}
+}
+
+// TestNodeListHuge is issue 24's item 8: SLURM_NODELIST='n[0-3000]-[0-3000]'
+// (9 million hosts) ran ConfigFromEnv out of memory expanding it. Only the
+// first host is used, so only it is made; ExpandNodeList refuses a list
+// past MaxNodeListHosts before expanding anything.
+func TestNodeListHuge(t *testing.T) {
+	const huge = "n[0-3000]-[0-3000]"
+	var before runtime.MemStats
+	runtime.ReadMemStats(&before)
+	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "SLURM_NODELIST": huge}
+	c, err := configFromLookup(func(k string) (string, bool) { v, ok := env[k]; return v, ok })
+	require.NoError(t, err)
+	assert.Equal(t, "n0-0", c.MasterAddr)
+	var after runtime.MemStats
+	runtime.ReadMemStats(&after)
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes allocated reading the list")
+
+	for _, list := range []string{huge, "a[0-65535],b", "n[0-99999999]", "x[0-9][0-9][0-9][0-9][0-9]"} {
+		_, err = ExpandNodeList(list)
+		require.ErrorIs(t, err, ErrBadArgument, list)
+		assert.Contains(t, err.Error(), "more than 65536 hosts", list)
+	}
+	hosts, err := ExpandNodeList("a[0-65534],b")
+	require.NoError(t, err)
+	assert.Len(t, hosts, MaxNodeListHosts)
+	assert.Equal(t, "b", hosts[len(hosts)-1])
+	host, err := firstNodeListHost("gpu[007-010,3]-x[2-3]y,cpu1")
+	require.NoError(t, err)
+	assert.Equal(t, "gpu007-x2y", host)
 }
 
 // initWorld runs Init on world goroutine ranks with cfgs from mk.
