@@ -18,7 +18,9 @@
 //     left, the earlier checkpoints load and the job resumes from them;
 //   - a program whose ranks issue different collectives (reduce op, size,
 //     kind) under GODDP_DEBUG_COLLECTIVES=1: both ranks fail at once naming
-//     the other's call (testdata/collprobe);
+//     the other's call (testdata/collprobe); on tcp without it (reduce op,
+//     size, dtype, kind; 2 and 3 ranks), every rank fails within 5 s naming
+//     both collectives (mismatch_test.go);
 //   - --max-restarts 1: a worker killed after a checkpoint; the job resumes
 //     from that checkpoint and ends bit-identical to an uninterrupted run;
 //   - SIGKILL of rank 0 in the middle of a checkpoint save (caught with

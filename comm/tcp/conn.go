@@ -29,7 +29,9 @@ type xfer struct {
 	direct bool
 	// rest is what a direct write left for the writer goroutine.
 	rest []byte
-	hdr  [frameHeaderLen]byte
+	// hdr holds the encoded header, descriptor included (hdrLen bytes).
+	hdr    [frameHeaderLen + descLen]byte
+	hdrLen int
 	// quiet receives are read by the collective itself (see readInline),
 	// so posting one does not wake the reader goroutine.
 	quiet   bool
@@ -61,6 +63,9 @@ type peerConn struct {
 	unexpBytes int
 	gone       error // the peer left; receives it cannot satisfy fail with this
 	demand     int   // posted receives that the reader goroutine must serve
+	// early holds descriptors of collectives this rank has not started
+	// yet, by seq, until it starts them (see checkDesc).
+	early map[uint64]opDesc
 
 	// The read side (read.go). Whoever holds rtok may read: the
 	// reader goroutine, or a collective reading its own small reply.
@@ -81,8 +86,11 @@ type peerConn struct {
 	wbusy     bool    // the writer goroutine is writing a batch
 	direct    bool    // a caller is writing a small frame itself (see send)
 	directBuf []byte  // frame staging of direct writes
-	wclosed   bool
-	werr      error
+	// descSeq is the last collective whose descriptor went to this peer;
+	// only the op's goroutine touches it (collectives run one at a time).
+	descSeq uint64
+	wclosed bool
+	werr    error
 
 	readerDone chan struct{}
 	writerDone chan struct{}
@@ -199,10 +207,16 @@ func (pc *peerConn) sizeMismatch(k frameKey, got, want int) error {
 // handoff costs more than such a write.
 const directWriteMax = 64 << 10
 
-// send queues a frame, or writes a small one at once (see writeDirect).
+// send queues a frame, or writes a small one at once (see writeDirect). The
+// first data frame of a collective to this peer carries its descriptor.
 func (pc *peerConn) send(x *xfer, control bool) {
 	h := frameHeader{Kind: x.key.kind, Seq: x.key.seq, Step: x.key.step, Aux: x.key.aux, Length: uint32(len(x.buf))}
+	if x.op != nil && h.Kind == frameData && pc.descSeq != h.Seq {
+		pc.descSeq = h.Seq
+		h.HasDesc, h.Desc = true, x.op.desc
+	}
 	h.encode(x.hdr[:])
+	x.hdrLen = h.wireLen()
 	pc.wmu.Lock()
 	if pc.wclosed {
 		err := pc.werr
@@ -239,7 +253,7 @@ func (pc *peerConn) enqueue(x *xfer, control bool) {
 // deadlock two ranks that both write more than their socket buffers hold
 // while neither reads. pc.direct is set.
 func (pc *peerConn) writeDirect(x *xfer) {
-	frame := append(append(pc.directBuf[:0], x.hdr[:]...), x.buf...)
+	frame := append(append(pc.directBuf[:0], x.hdr[:x.hdrLen]...), x.buf...)
 	pc.directBuf = frame
 	var n int
 	var werr error
@@ -349,7 +363,7 @@ func (pc *peerConn) writeLoop() {
 				bufs = append(bufs, x.rest) // the tail of a direct write
 				continue
 			}
-			bufs = append(bufs, x.hdr[:])
+			bufs = append(bufs, x.hdr[:x.hdrLen])
 			if len(x.buf) > 0 {
 				bufs = append(bufs, x.buf)
 			}

@@ -16,6 +16,21 @@
 // an op right away runs it on its own goroutine and reads small replies
 // itself, so a small collective costs one wakeup.
 //
+// # Mismatched collectives
+//
+// Every rank must issue the same collectives in the same order. The first
+// data frame of each collective to each peer carries the sender's
+// descriptor (kind, dtype, reduce op, count, root: 16 bytes), checked by
+// the receiver before the data; a collective that waits a second asks the
+// other ranks what they run, for those that exchange no data. Ranks that
+// disagree fail at once, all of them (the finder's abort frame tells the
+// rest), with ErrBadArgument naming both collectives:
+//
+//	collective #12 mismatch: rank 0 issued allreduce(sum, float32, 4096 B), rank 1 issued broadcast(root 0, float32, 4096 B)
+//
+// GODDP_DEBUG_COLLECTIVES=1 adds an exchange of descriptors among all ranks
+// before each collective.
+//
 // # Settings
 //
 // Config holds the tuning, with a field per variable; New reads it from the

@@ -114,16 +114,24 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scra
 	bufs := make([][]byte, 0, 2*np)
 	sentEnd := make([]int, np) // stream offset at which piece p is out
 	total := 0
+	withDesc := pc.descSeq != o.seq // the first frame of o to this peer carries o's descriptor
+	pc.descSeq = o.seq
+	if withDesc {
+		hdrs = make([]byte, np*frameHeaderLen+descLen)
+	}
+	off := 0
 	for p := range np {
 		a, b := piece(all, p, np, es)
 		h := frameHeader{Kind: frameData, Seq: o.seq, Step: step, Aux: uint32(p), Length: uint32(b - a)}
-		hb := hdrs[p*frameHeaderLen : (p+1)*frameHeaderLen]
+		h.HasDesc, h.Desc = withDesc && p == 0, o.desc
+		hb := hdrs[off : off+h.wireLen()]
+		off += len(hb)
 		h.encode(hb)
 		bufs = append(bufs, hb)
 		if b > a {
 			bufs = append(bufs, buf.Bytes[a:b])
 		}
-		total += frameHeaderLen + b - a
+		total += len(hb) + b - a
 		sentEnd[p] = total
 	}
 	iov := make([]syscall.Iovec, len(bufs))
@@ -239,7 +247,7 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scra
 	for got < np || written < total {
 		g.schedHint()
 		// Parse every complete header that is buffered.
-		for dst == nil && got < np && got-reduced < slots && fr.n-fr.i >= frameHeaderLen {
+		for dst == nil && got < np && got-reduced < slots && fr.headerBuffered() {
 			h, err := fr.readHeader()
 			if err != nil {
 				pc.readFailed(err)
@@ -259,6 +267,12 @@ func (pc *peerConn) exchangeLoop(o *tcpOp, step uint32, buf backend.Buffer, scra
 					return pc.readErr()
 				}
 				continue
+			}
+			if h.HasDesc {
+				if err := pc.checkDesc(h.Seq, h.Desc); err != nil {
+					pc.readFailed(err)
+					return pc.readErr()
+				}
 			}
 			a, b := piece(all, got, np, es)
 			if int(h.Length) != b-a {

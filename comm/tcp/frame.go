@@ -19,6 +19,15 @@ import (
 // and aux the piece (point-to-point: the message's index under its tag).
 // The receiver knows every size it expects, so a frame whose length differs
 // from its posted receive is a protocol error that names both sides.
+//
+// The first data frame of a collective to each peer has frameFlagDesc set
+// and carries, between header and payload, the sender's descriptor of the
+// collective (opDesc: kind, dtype, reduce op, count, root; descLen bytes).
+// The receiver compares it with its own collective of that seq before it
+// matches the frame with any receive: ranks that issued different
+// collectives fail at once, naming both, instead of waiting for frames
+// that will never match (a hang until the timeout) or silently reducing
+// with different ops. It costs descLen bytes per peer and collective.
 
 const frameHeaderLen = 24
 
@@ -54,6 +63,9 @@ func (k frameKind) String() string {
 	return fmt.Sprintf("frameKind(%d)", uint8(k))
 }
 
+// frameFlagDesc: a collective descriptor follows the header (data frames only).
+const frameFlagDesc = 1
+
 // Limits: data pieces are at most maxFramePayload; control frames are small.
 const (
 	maxFramePayload   = 64 << 20
@@ -66,6 +78,17 @@ type frameHeader struct {
 	Seq    uint64
 	Length uint32
 	Aux    uint32
+	// HasDesc (frameFlagDesc): Desc follows the header on the wire.
+	HasDesc bool
+	Desc    opDesc
+}
+
+// wireLen is the header's size on the wire, descriptor included.
+func (h *frameHeader) wireLen() int {
+	if h.HasDesc {
+		return frameHeaderLen + descLen
+	}
+	return frameHeaderLen
 }
 
 // frameKey identifies a frame for matching with a posted receive.
@@ -80,17 +103,23 @@ func (h *frameHeader) key() frameKey { return frameKey{h.Kind, h.Seq, h.Step, h.
 
 var errFrame = errors.New("comm: bad peer frame")
 
+// encode writes the header, and its descriptor if any, to b[:h.wireLen()].
 func (h *frameHeader) encode(b []byte) {
-	_ = b[frameHeaderLen-1]
+	_ = b[h.wireLen()-1]
 	b[0] = byte(h.Kind)
 	b[1], b[2], b[3] = 0, 0, 0
 	binary.BigEndian.PutUint32(b[4:], h.Step)
 	binary.BigEndian.PutUint64(b[8:], h.Seq)
 	binary.BigEndian.PutUint32(b[16:], h.Length)
 	binary.BigEndian.PutUint32(b[20:], h.Aux)
+	if h.HasDesc {
+		b[1] = frameFlagDesc
+		h.Desc.put(b[frameHeaderLen:])
+	}
 }
 
-// decodeFrameHeader parses and validates a header.
+// decodeFrameHeader parses and validates the fixed header; a descriptor it
+// announces (HasDesc) is in the next descLen bytes, which readHeader reads.
 func decodeFrameHeader(b []byte) (frameHeader, error) {
 	if len(b) < frameHeaderLen {
 		return frameHeader{}, fmt.Errorf("%w: short header (%d bytes)", errFrame, len(b))
@@ -102,7 +131,8 @@ func decodeFrameHeader(b []byte) (frameHeader, error) {
 		Length: binary.BigEndian.Uint32(b[16:]),
 		Aux:    binary.BigEndian.Uint32(b[20:]),
 	}
-	if b[1] != 0 || b[2] != 0 || b[3] != 0 {
+	h.HasDesc = b[1] == frameFlagDesc && h.Kind == frameData
+	if (b[1] != 0 && !h.HasDesc) || b[2] != 0 || b[3] != 0 {
 		return h, fmt.Errorf("%w: reserved bits set", errFrame)
 	}
 	switch h.Kind {
@@ -167,17 +197,42 @@ func (fr *frameReader) readFull(dst []byte) error {
 	return nil
 }
 
-// readHeader reads and validates the next frame header; io.EOF means the
-// peer closed the connection cleanly between frames.
+// readHeader reads and validates the next frame header, with its
+// descriptor if it has one; io.EOF means the peer closed the connection
+// cleanly between frames.
 func (fr *frameReader) readHeader() (frameHeader, error) {
-	var b [frameHeaderLen]byte
-	if fr.n-fr.i >= frameHeaderLen {
-		copy(b[:], fr.buf[fr.i:])
-		fr.i += frameHeaderLen
-	} else if err := fr.readFull(b[:]); err != nil {
+	var b [frameHeaderLen + descLen]byte
+	if err := fr.take(b[:frameHeaderLen]); err != nil {
 		return frameHeader{}, err
 	}
-	return decodeFrameHeader(b[:])
+	h, err := decodeFrameHeader(b[:frameHeaderLen])
+	if err != nil || !h.HasDesc {
+		return h, err
+	}
+	if err := fr.take(b[frameHeaderLen:]); err != nil {
+		return h, noEOF(err)
+	}
+	h.Desc = decodeOpDesc(b[frameHeaderLen:])
+	return h, nil
+}
+
+// take fills dst, from the buffer alone when it holds enough.
+func (fr *frameReader) take(dst []byte) error {
+	if fr.n-fr.i >= len(dst) {
+		fr.i += copy(dst, fr.buf[fr.i:fr.n])
+		return nil
+	}
+	return fr.readFull(dst)
+}
+
+// headerBuffered reports whether the buffer holds a whole header, with
+// its descriptor if it announces one.
+func (fr *frameReader) headerBuffered() bool {
+	n := fr.n - fr.i
+	if n < frameHeaderLen {
+		return false
+	}
+	return fr.buf[fr.i+1] != frameFlagDesc || n >= frameHeaderLen+descLen
 }
 
 // discard skips n payload bytes.

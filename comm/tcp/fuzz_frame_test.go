@@ -18,6 +18,9 @@ func FuzzFrameDecode(f *testing.F) {
 	var b [frameHeaderLen]byte
 	(&frameHeader{Kind: frameData, Seq: 7, Step: 1, Aux: 2, Length: 3}).encode(b[:])
 	f.Add(append(b[:], 1, 2, 3))
+	var d [frameHeaderLen + descLen]byte
+	(&frameHeader{Kind: frameData, Seq: 7, Length: 2, HasDesc: true, Desc: opDesc{coll: collBroadcast, dtype: backend.Float32, count: 1}}).encode(d[:])
+	f.Add(append(d[:], 1, 2))
 	(&frameHeader{Kind: frameAbort, Length: 5}).encode(b[:])
 	f.Add(append(b[:], encodeAbort(&peerFault{kind: backend.ErrTimeout, peers: []int{3}, detail: "x"})...))
 	(&frameHeader{Kind: frameProgressReply, Length: 34}).encode(b[:])
@@ -26,7 +29,7 @@ func FuzzFrameDecode(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		h, err := decodeFrameHeader(data)
 		if err == nil {
-			var again [frameHeaderLen]byte
+			var again [frameHeaderLen + descLen]byte
 			h.encode(again[:])
 			h2, err := decodeFrameHeader(again[:])
 			require.NoError(t, err)

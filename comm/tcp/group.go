@@ -123,6 +123,10 @@ type tcpGroup struct {
 	cur           atomic.Pointer[tcpOp]
 	lastStarted   atomic.Uint64
 	lastCompleted atomic.Uint64
+	// earlyDescs counts the descriptors the peers' connections hold for
+	// collectives not started yet (peerConn.early): while it is 0, as it
+	// nearly always is, starting an op looks at no connection.
+	earlyDescs atomic.Int64
 
 	progMu      sync.Mutex
 	progID      uint64
@@ -166,9 +170,12 @@ type tcpOp struct {
 	// cuts can no longer carry a question.
 	probed   bool
 	preNotes atomic.Pointer[map[int]progressNote]
-	xfers    []*xfer
-	quiet    []*xfer // quiet receives not yet handed to the readers
-	pending  int
+	// agreeProbed says the watchdog has asked whether every rank runs
+	// this collective (its goroutine only; see probeAgreement).
+	agreeProbed bool
+	xfers       []*xfer
+	quiet       []*xfer // quiet receives not yet handed to the readers
+	pending     int
 }
 
 // New creates this rank's tcp group with the Config the environment gives
@@ -364,6 +371,9 @@ func (g *tcpGroup) cancelInline(o *tcpOp, ctx context.Context) {
 
 // expiredFault is the fault of an op the watchdog or a cancellation ended.
 func (g *tcpGroup) expiredFault(o *tcpOp) *peerFault {
+	if c := g.cause.Load(); c != nil {
+		return c // the teardown's deadlines, not o's
+	}
 	if err, _ := o.cancelled.Load().(error); err != nil {
 		return &peerFault{kind: backend.ErrClosed, err: err,
 			detail: "the context of the Wait running this op was cancelled; the group is torn down"}
@@ -434,7 +444,10 @@ func (g *tcpGroup) execute(o *tcpOp) {
 	g.lastStarted.Store(o.seq)
 	g.cur.Store(o)
 	var err error
-	if g.opts.DebugCollectives && g.size > 1 {
+	if g.size > 1 {
+		err = g.startDescs(o)
+	}
+	if err == nil && g.opts.DebugCollectives && g.size > 1 {
 		err = g.checkAgreement(o)
 	}
 	if err == nil {
@@ -449,6 +462,9 @@ func (g *tcpGroup) execute(o *tcpOp) {
 		if !o.soft || !errors.Is(f.kind, backend.ErrTimeout) {
 			g.abort(f)
 			<-g.failed
+			// What failed the group is what failed the op: a peer's abort
+			// may have come first, and o's own error be its symptom.
+			f = g.cause.Load()
 		}
 		err = g.opError(o, f, false)
 	}
@@ -510,21 +526,67 @@ func (g *tcpGroup) teardown(f *peerFault) {
 		}
 	}
 	closedErr := &peerFault{kind: f.kind, peers: f.peers, detail: f.detail, err: f.err}
+	// After a failure, linger: closing a socket that holds unread bytes
+	// (a peer's data for the op that failed) sends a reset, and a peer that
+	// meets the reset before it has read our abort frame would blame the
+	// connection instead of naming the cause. So end our side with a FIN
+	// and read until the peer closes too (it does once it has read the
+	// abort), or for abortLinger at most. A clean Close has nothing to tell.
+	linger := !bye
+	past, until := time.Unix(1, 0), time.Now().Add(abortLinger)
 	for _, pc := range g.peers {
 		if pc != nil {
 			pc.closeWriter(closedErr)
 			close(pc.stop)
-			pc.conn.Close()
+			if linger {
+				pc.conn.SetWriteDeadline(past) // a write blocked on a peer that does not read
+				pc.conn.SetReadDeadline(until)
+			} else {
+				pc.conn.Close()
+			}
+		}
+	}
+	for _, pc := range g.peers {
+		if pc != nil {
+			<-pc.writerDone
+			if cw, ok := pc.conn.(interface{ CloseWrite() error }); linger && ok {
+				cw.CloseWrite()
+			}
 		}
 	}
 	for _, pc := range g.peers {
 		if pc != nil {
 			<-pc.readerDone
-			<-pc.writerDone
+			if linger {
+				pc.drain(until)
+				pc.conn.Close()
+			}
 			pc.markGone(closedErr)
 		}
 	}
 	close(g.failed)
+}
+
+// abortLinger bounds how long a failed group reads what its peers still
+// send before it closes their connections (see teardown).
+const abortLinger = time.Second
+
+// drain discards what the peer sends until it closes the connection or
+// until; the read deadline is set. An op reading inline holds the read
+// token until the deadline ends its read.
+func (pc *peerConn) drain(until time.Time) {
+	select {
+	case <-pc.rtok:
+	case <-time.After(time.Until(until)):
+		return
+	}
+	defer func() { pc.rtok <- struct{}{} }()
+	var buf [16 << 10]byte
+	for {
+		if _, err := pc.conn.Read(buf[:]); err != nil {
+			return
+		}
+	}
 }
 
 // Abort frames carry the fault's kind and culprits, so a rank that hears of
@@ -749,6 +811,10 @@ func (g *tcpGroup) timeoutFault(o *tcpOp) *peerFault {
 				notes[r] = n
 			}
 		}
+	}
+	if f := g.mismatchIn(o, notes); f != nil {
+		f.detail = fmt.Sprintf("waited %v; %s", timeout, f.detail)
+		return f
 	}
 	lag, words := g.laggards(o, notes)
 	if len(lag) == 0 {

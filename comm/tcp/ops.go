@@ -9,7 +9,7 @@ import (
 // The tcp backend's public ops: validate, describe, queue. The algorithms
 // are in algos.go.
 
-// collective codes, for the debug-mode agreement check.
+// collective codes, carried by the descriptor (opDesc) every rank checks.
 const (
 	collAllReduce uint8 = iota + 1
 	collBroadcast
@@ -26,7 +26,9 @@ const (
 var collNames = [...]string{"", "allreduce", "broadcast", "allgather", "reducescatter", "reduce", "gather",
 	"scatter", "alltoall", "barrier", "monitored_barrier"}
 
-// opDesc is what every rank must agree on for a collective.
+// opDesc is what every rank must agree on for a collective. It travels in
+// the first data frame of each collective to each peer (see frame.go), in
+// progress answers, and in debug mode's agreement check.
 type opDesc struct {
 	coll  uint8
 	dtype backend.DType
@@ -35,12 +37,21 @@ type opDesc struct {
 	root  int32
 }
 
+// descLen is the encoded size of an opDesc.
+const descLen = 16
+
 func (d opDesc) encode() []byte {
-	b := make([]byte, 16)
-	b[0], b[1], b[2] = d.coll, byte(d.dtype), byte(d.redop)
+	b := make([]byte, descLen)
+	d.put(b)
+	return b
+}
+
+// put encodes d into b[:descLen].
+func (d opDesc) put(b []byte) {
+	_ = b[descLen-1]
+	b[0], b[1], b[2], b[3] = d.coll, byte(d.dtype), byte(d.redop), 0
 	binary.BigEndian.PutUint32(b[4:], uint32(d.root))
 	binary.BigEndian.PutUint64(b[8:], d.count)
-	return b
 }
 
 func decodeOpDesc(b []byte) opDesc {
@@ -48,22 +59,39 @@ func decodeOpDesc(b []byte) opDesc {
 		root: int32(binary.BigEndian.Uint32(b[4:])), count: binary.BigEndian.Uint64(b[8:])}
 }
 
+// String names the op as users wrote it: "allreduce(sum, float32, 4096 B)".
 func (d opDesc) String() string {
 	name := fmt.Sprintf("op%d", d.coll)
 	if int(d.coll) < len(collNames) {
 		name = collNames[d.coll]
 	}
+	size := fmt.Sprintf("%v, %d B", d.dtype, d.count*uint64(d.dtype.Size()))
+	if d.dtype > backend.BFloat16 {
+		size = fmt.Sprintf("%v x %d", d.dtype, d.count) // a size we cannot trust
+	}
 	switch d.coll {
 	case collBarrier, collMonitoredBarrier:
 		return name
 	case collAllReduce, collReduceScatter:
-		return fmt.Sprintf("%s(%v, %v x %d)", name, d.redop, d.dtype, d.count)
+		return fmt.Sprintf("%s(%v, %s)", name, d.redop, size)
 	case collReduce:
-		return fmt.Sprintf("%s(%v, root %d, %v x %d)", name, d.redop, d.root, d.dtype, d.count)
+		return fmt.Sprintf("%s(%v, root %d, %s)", name, d.redop, d.root, size)
 	case collBroadcast, collGather, collScatter:
-		return fmt.Sprintf("%s(root %d, %v x %d)", name, d.root, d.dtype, d.count)
+		return fmt.Sprintf("%s(root %d, %s)", name, d.root, size)
 	}
-	return fmt.Sprintf("%s(%v x %d)", name, d.dtype, d.count)
+	return fmt.Sprintf("%s(%s)", name, size)
+}
+
+// mismatchFault is the failure of collective #seq when this rank issued
+// mine and rank peer issued theirs. It names both, lower rank first, so
+// that every rank's message reads the same.
+func (g *tcpGroup) mismatchFault(seq uint64, mine opDesc, peer int, theirs opDesc) *peerFault {
+	a, da, b, db := g.rank, mine, peer, theirs
+	if b < a {
+		a, da, b, db = b, db, a, da
+	}
+	return &peerFault{kind: backend.ErrBadArgument, peers: []int{peer},
+		detail: fmt.Sprintf("collective #%d mismatch: rank %d issued %v, rank %d issued %v", seq, a, da, b, db)}
 }
 
 // badArg is the Work of an op rejected before it was issued.

@@ -1,16 +1,14 @@
 package tcp
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
-	"goddp/comm/backend"
 	"goddp/comm/internal/wire"
 	"strings"
 	"time"
 )
 
-// Progress queries, the stall inspector and the debug-mode agreement check.
+// Progress queries and the stall inspector.
 //
 // Any rank can ask every peer where it is: the question and the answer are
 // control frames handled by the connections' reader goroutines, so a peer
@@ -28,6 +26,7 @@ type progressNote struct {
 	op        string // the collective in progress, if any
 	bytes     int64
 	waited    time.Duration // how long it has been in progress
+	desc      opDesc        // the collective in progress, if any
 }
 
 func (n progressNote) encode() []byte {
@@ -41,7 +40,8 @@ func (n progressNote) encode() []byte {
 		in = 1
 	}
 	b = append(b, in, byte(min(len(n.op), 255)))
-	return append(b, n.op[:min(len(n.op), 255)]...)
+	b = append(b, n.op[:min(len(n.op), 255)]...)
+	return append(b, n.desc.encode()...)
 }
 
 func decodeProgress(rank int, b []byte) (progressNote, error) {
@@ -50,6 +50,9 @@ func decodeProgress(rank int, b []byte) (progressNote, error) {
 	n.waited = time.Duration(min(d.U64(), 1<<40)) * time.Millisecond
 	n.inOp = d.U8() == 1
 	n.op = string(d.Take(int(d.U8())))
+	if desc := d.Take(descLen); d.Err == nil {
+		n.desc = decodeOpDesc(desc)
+	}
 	return n, d.Err
 }
 
@@ -57,7 +60,7 @@ func decodeProgress(rank int, b []byte) (progressNote, error) {
 func (g *tcpGroup) localProgress() progressNote {
 	n := progressNote{rank: g.rank, started: g.lastStarted.Load(), completed: g.lastCompleted.Load()}
 	if o := g.cur.Load(); o != nil {
-		n.inOp, n.op, n.bytes, n.waited = true, o.name, int64(o.bytes), time.Since(o.start)
+		n.inOp, n.op, n.bytes, n.waited, n.desc = true, o.name, int64(o.bytes), time.Since(o.start), o.desc
 		n.started = o.seq
 	}
 	return n
@@ -158,10 +161,12 @@ func (g *tcpGroup) laggards(o *tcpOp, notes map[int]progressNote) ([]int, []stri
 // th after), it asks every rank where it is and logs the ranks that have
 // not arrived; every rank that waits logs, so a late rank 0 is named by the
 // others. Shortly before the deadline it asks once more and keeps the
-// answers for the timeout's diagnosis (see timeoutFault).
+// answers for the timeout's diagnosis (see timeoutFault). An op that has
+// waited agreeProbeAfter asks once whether every rank runs the same
+// collective (probeAgreement).
 func (g *tcpGroup) watchdog(th time.Duration) {
 	defer close(g.watchDone)
-	tickEvery := min(max(g.timeout/20, 5*time.Millisecond), time.Second)
+	tickEvery := min(max(g.timeout/20, 5*time.Millisecond), agreeProbeAfter/2)
 	if th > 0 {
 		tickEvery = min(tickEvery, max(th/4, 10*time.Millisecond))
 	}
@@ -192,6 +197,10 @@ func (g *tcpGroup) watchdog(th time.Duration) {
 				notes := g.queryProgress(lead / 2)
 				o.preNotes.Store(&notes)
 			}()
+		}
+		if !o.agreeProbed && time.Since(o.start) >= agreeProbeAfter {
+			o.agreeProbed = true
+			go g.probeAgreement(o)
 		}
 		if th <= 0 {
 			continue
@@ -233,11 +242,19 @@ func (g *tcpGroup) expire(o *tcpOp) {
 	})
 }
 
-// reportStall logs which ranks have not reached o.
+// reportStall logs which ranks have not reached o, or that some rank runs
+// another collective under o's number, which fails the group: o cannot
+// complete.
 func (g *tcpGroup) reportStall(o *tcpOp, waited, wait time.Duration) {
 	notes := g.queryProgress(wait)
 	if g.cur.Load() != o {
 		return // it finished meanwhile
+	}
+	if f := g.mismatchIn(o, notes); f != nil {
+		g.stallf("comm: stall: %s #%d (%d bytes) has waited %v on rank %d; %s",
+			o.name, o.seq, o.bytes, waited.Round(time.Second), g.rank, f.detail)
+		g.abort(f)
+		return
 	}
 	_, words := g.laggards(o, notes)
 	msg := "every rank has reached it; it waits on data (a slow or stuck peer connection)"
@@ -246,42 +263,4 @@ func (g *tcpGroup) reportStall(o *tcpOp, waited, wait time.Duration) {
 	}
 	g.stallf("comm: stall: %s #%d (%d bytes) has waited %v on rank %d; %s",
 		o.name, o.seq, o.bytes, waited.Round(time.Second), g.rank, msg)
-}
-
-// checkAgreement (debug mode) exchanges o's descriptor with every peer and
-// fails, on every rank, when any rank issued a different collective.
-func (g *tcpGroup) checkAgreement(o *tcpOp) error {
-	mine := o.desc.encode()
-	theirs := make([][]byte, g.size)
-	for j := range g.size {
-		if j == g.rank {
-			continue
-		}
-		theirs[j] = make([]byte, len(mine))
-		g.peers[j].post(g.newXfer(o, j, frameCheck, 0, 0, theirs[j]))
-	}
-	for j := range g.size {
-		if j != g.rank {
-			x := g.newXfer(o, j, frameCheck, 0, 0, mine)
-			x.send = true
-			g.peers[j].send(x, false)
-		}
-	}
-	if err := g.awaitAll(o); err != nil {
-		return err
-	}
-	var bad []int
-	var words []string
-	for j, b := range theirs {
-		if b != nil && !bytes.Equal(b, mine) {
-			bad = append(bad, j)
-			words = append(words, fmt.Sprintf("rank %d issued %v", j, decodeOpDesc(b)))
-		}
-	}
-	if len(bad) == 0 {
-		return nil
-	}
-	return &peerFault{kind: backend.ErrBadArgument, peers: bad,
-		detail: fmt.Sprintf("collective mismatch at #%d: rank %d issued %v but %s",
-			o.seq, g.rank, o.desc, strings.Join(words, ", "))}
 }

@@ -156,6 +156,11 @@ func (pc *peerConn) dispatch(h frameHeader) error {
 	fr := pc.fr
 	switch h.Kind {
 	case frameData, frameP2P, frameCheck:
+		if h.HasDesc {
+			if err := pc.checkDesc(h.Seq, h.Desc); err != nil {
+				return err
+			}
+		}
 		return pc.deliver(fr, &h)
 	case frameProgressReq:
 		pc.g.answerProgress(pc, h.Seq)

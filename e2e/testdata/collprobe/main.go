@@ -4,11 +4,13 @@
 //   - -mismatch MODE: has rank 1 issue a different collective from the
 //     other ranks, as a rank that took another branch would: "op" (sum
 //     against max on the same buffer, which no size check can see), "size"
-//     (4 floats against 8) or "kind" (all-reduce against broadcast); or
+//     (4 floats against 8), "dtype" (4 float32 against 2 float64, the same
+//     bytes) or "kind" (all-reduce against broadcast); or
 //   - -late R -late-for D: has rank R sleep for D (alive and answering, just
 //     busy) before the next all-reduce, so the others wait on it.
 //
-// Each rank prints its result, and exits 1 with the error on a failure.
+// Each rank prints when it issues the second collective and its result,
+// and exits 1 with the error on a failure.
 package main
 
 import (
@@ -22,7 +24,7 @@ import (
 )
 
 func main() {
-	mismatch := flag.String("mismatch", "", "what rank 1 does differently: op, size or kind")
+	mismatch := flag.String("mismatch", "", "what rank 1 does differently: op, size, dtype or kind")
 	late := flag.Int("late", -1, "the rank that arrives late at the second all-reduce")
 	lateFor := flag.Duration("late-for", 4*time.Second, "how late -late is")
 	flag.Parse()
@@ -48,6 +50,7 @@ func run(mismatch string, late int, lateFor time.Duration) error {
 		time.Sleep(lateFor)
 	}
 	x := []float32{float32(r + 1), float32(10 * (r + 1)), 3, 4}
+	fmt.Printf("rank %d: issuing the second collective\n", r)
 	var w comm.Work
 	switch {
 	case r != 1 || mismatch == "":
@@ -56,6 +59,8 @@ func run(mismatch string, late int, lateFor time.Duration) error {
 		w = pg.AllReduce(comm.Float32s(x), comm.Max)
 	case mismatch == "size":
 		w = pg.AllReduce(comm.Float32s(append(x, 5, 6, 7, 8)), comm.Sum)
+	case mismatch == "dtype":
+		w = pg.AllReduce(comm.Float64s([]float64{1, 2}), comm.Sum)
 	case mismatch == "kind":
 		w = pg.Broadcast(comm.Float32s(x), 0)
 	default:
