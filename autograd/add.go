@@ -5,9 +5,6 @@ import "goddp/tensor"
 // Add returns a + b with broadcasting. Each input's gradient is gy, reduced
 // to the input's shape by the engine.
 func Add(a, b *Variable) *Variable {
-	if !a.Value.IsCPU() || !b.Value.IsCPU() {
-		return addDevice(a, b)
-	}
 	return FromOp(tensor.Add(a.Value, b.Value), &addOp{ins(a, b)})
 }
 

@@ -10,13 +10,12 @@ import (
 // reduceToShape sums a gradient computed at a broadcast shape back to the
 // shape of the input it belongs to. This is the one place where broadcasting
 // is undone; ops return gradients at the output's shape. It returns g itself
-// when the shapes already match, otherwise a new tensor.
+// when the shapes already match, otherwise a new tensor on g's device.
 func reduceToShape(g *tensor.Tensor, shape []int, op string) *tensor.Tensor {
 	if slices.Equal(g.Shape(), shape) {
 		return g
 	}
-	tensor.OnCPU(op+"'s broadcast gradient reduction", g)
-	out := tensor.New(g.DType(), shape...)
+	out := tensor.ZerosAs(g, shape...)
 	reduceInto(out, g, op)
 	return out
 }
@@ -25,7 +24,6 @@ func reduceToShape(g *tensor.Tensor, shape []int, op string) *tensor.Tensor {
 // contiguous tensor of the input's shape). The engine uses it to reduce a
 // broadcast gradient straight into a leaf's Grad without a temporary.
 func reduceInto(dst, g *tensor.Tensor, op string) {
-	tensor.OnCPU(op+"'s broadcast gradient reduction", dst, g)
 	gs, shape := g.Shape(), dst.Shape()
 	if len(shape) > len(gs) {
 		panic(fmt.Sprintf("autograd: %s returned gradient of shape %v for input of shape %v", op, gs, shape))
@@ -36,84 +34,7 @@ func reduceInto(dst, g *tensor.Tensor, op string) {
 			panic(fmt.Sprintf("autograd: %s returned gradient of shape %v, not broadcastable to input shape %v", op, gs, shape))
 		}
 	}
-	g = g.Contiguous()
-	// outStrides maps each dimension of g to a stride in dst (0 where summed).
-	outStrides := make([]int, len(gs))
-	s := 1
-	for i := len(shape) - 1; i >= 0; i-- {
-		if shape[i] != 1 {
-			outStrides[lead+i] = s
-		}
-		s *= shape[i]
-	}
-	if g.DType() == tensor.Float64 {
-		reduceSlice(dst.F64(), g.F64(), gs, outStrides)
-	} else {
-		reduceSlice(dst.F32(), g.F32(), gs, outStrides)
-	}
-}
-
-// reduceSlice adds src (C order over shape gs) into o under outStrides. It
-// collapses g into [outer, inner] runs so common cases (a bias [cols] from
-// [rows, cols], a column [rows, 1] from [rows, cols]) run as tight loops.
-func reduceSlice[T float](o, src []T, gs, outStrides []int) {
-	n := len(src)
-	if n == 0 {
-		return
-	}
-	// Innermost run: trailing dims that are all kept with contiguous dst
-	// strides, or all summed.
-	d := len(gs) - 1
-	for d >= 0 && gs[d] == 1 {
-		d--
-	}
-	if d < 0 { // single element
-		o[0] += src[0]
-		return
-	}
-	inner := 1
-	keep := outStrides[d] != 0
-	expect := 1
-	e := d
-	for ; e >= 0; e-- {
-		if gs[e] == 1 {
-			continue
-		}
-		if keep != (outStrides[e] != 0) || (keep && outStrides[e] != expect) {
-			break
-		}
-		inner *= gs[e]
-		if keep {
-			expect *= gs[e]
-		}
-	}
-	// idx walks the outer dims [0, e].
-	idx := make([]int, e+1)
-	base := 0
-	for k := 0; k < n; k += inner {
-		run := src[k : k+inner]
-		if keep {
-			out := o[base : base+inner]
-			for j, x := range run {
-				out[j] += x
-			}
-		} else {
-			var acc T
-			for _, x := range run {
-				acc += x
-			}
-			o[base] += acc
-		}
-		for q := e; q >= 0; q-- {
-			idx[q]++
-			base += outStrides[q]
-			if idx[q] < gs[q] {
-				break
-			}
-			base -= outStrides[q] * idx[q]
-			idx[q] = 0
-		}
-	}
+	tensor.SumInto(dst, g)
 }
 
 // broadcastTo returns a new contiguous tensor of shape holding g broadcast to
@@ -207,10 +128,6 @@ func step(idx, shape, strides []int, off int) int {
 func addIntoExisting(dst, b *tensor.Tensor) {
 	if dst.Numel() != b.Numel() {
 		panic(fmt.Sprintf("autograd: accumulating gradient of shape %v into %v", b.Shape(), dst.Shape()))
-	}
-	if !dst.IsCPU() || !b.IsCPU() {
-		tensor.Axpy(dst, 1, b.Contiguous()) // the device's kernel; mixed devices panic there
-		return
 	}
 	if !slices.Equal(b.Shape(), dst.Shape()) {
 		b = b.Contiguous().Reshape(dst.Shape()...)

@@ -174,54 +174,6 @@ func mseDevice(pred, target *Variable, reduction Reduction) *Variable {
 	return FromOp(y, &scaledGradOp{inputs: ins(pred, target), name: "MSELoss", grad: grad})
 }
 
-// addDevice is Add on a device: equal shapes, or a [..., C] + [C] bias.
-// Its backward reduces the bias's gradient itself (column sums), since the
-// engine's broadcast reduction has no device path.
-func addDevice(a, b *Variable) *Variable {
-	k := kernels("Add", a, b)
-	x, z := a.Value.Contiguous(), b.Value.Contiguous()
-	needKernel(k.Add != nil && k.AddBias != nil && k.Copy != nil && k.SumRows != nil, "Add", x)
-	y := tensor.MustZerosOn(x.Device(), x.Shape()...)
-	switch {
-	case sameShape(x, z):
-		k.Add(y, x, z)
-	case z.Dim() == 1 && x.Dim() >= 1 && x.Size(-1) == z.Size(0):
-		k.Copy(y, x)
-		k.AddBias(y, z)
-	default:
-		panic(tensor.NoKernel(fmt.Sprintf("Add broadcasting %v to %v", z.Shape(), x.Shape()), x.Device()))
-	}
-	return FromOp(y, &addDeviceOp{inputs: ins(a, b)})
-}
-
-func sameShape(a, b *tensor.Tensor) bool {
-	if a.Dim() != b.Dim() {
-		return false
-	}
-	for i, d := range a.Shape() {
-		if b.Size(i) != d {
-			return false
-		}
-	}
-	return true
-}
-
-type addDeviceOp struct{ inputs }
-
-func (o *addDeviceOp) Name() string { return "Add" }
-
-func (o *addDeviceOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	b := o.in(1).Value
-	if sameShape(gy, b) {
-		return []*tensor.Tensor{gy, gy}
-	}
-	k := tensor.KernelsOf("autograd: Add backward", gy)
-	c := b.Size(0)
-	gb := tensor.MustZerosOn(gy.Device(), c)
-	k.SumRows(gb, gy.Contiguous().Reshape(gy.Numel()/c, c))
-	return []*tensor.Tensor{gy, gb}
-}
-
 // sumAllDevice is SumAll (scale 1) and MeanAll (scale 1/n) on a device.
 func sumAllDevice(a *Variable, scale float64, name string) *Variable {
 	k := kernels(name, a)

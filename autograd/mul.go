@@ -30,7 +30,7 @@ func (o *mulOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 // returns that product expanded to the output's shape, bit for bit what
 // tensor.Mul would fill in.
 func mulGrad(gy, other *tensor.Tensor) *tensor.Tensor {
-	if other.Numel() != 1 || gy.Numel() <= 1 || !isConstantView(gy) || !gy.IsCPU() || !other.IsCPU() {
+	if other.Numel() != 1 || gy.Numel() <= 1 || !isConstantView(gy) {
 		return tensor.Mul(gy, other)
 	}
 	one := gy

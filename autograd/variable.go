@@ -114,13 +114,7 @@ func (v *Variable) ZeroGrad() {
 	if v.Grad == nil {
 		return
 	}
-	if !v.Grad.IsCPU() {
-		tensor.Fill(v.Grad, 0)
-	} else if v.Grad.DType() == tensor.Float64 {
-		clear(v.Grad.F64())
-	} else {
-		clear(v.Grad.F32())
-	}
+	tensor.Fill(v.Grad, 0)
 }
 
 // NoGrad runs fn with requires-grad switched off on the given leaves (for

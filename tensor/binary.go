@@ -44,6 +44,9 @@ func Pow(a, b *Tensor) *Tensor { return binary(opPow, a, b) }
 func Maximum(a, b *Tensor) *Tensor { return binary(opMax2, a, b) }
 
 func binary(op binOp, a, b *Tensor) *Tensor {
+	if a.dev != nil || b.dev != nil {
+		return binaryDevice(op, a, b)
+	}
 	name := binOpNames[op]
 	checkDType(name, a, b)
 	var buf [maxStackDims]int

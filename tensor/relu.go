@@ -38,3 +38,32 @@ func ReLUBackwardF32(gx, gy, y []float32) {
 		}
 	}
 }
+
+// ReLUBackward writes ReLU's input gradient into gx: gy where y > 0, else 0,
+// y being ReLU's output (torch's threshold_backward). gx, gy and y are
+// contiguous with equal element counts; gx may be gy.
+func ReLUBackward(gx, gy, y *Tensor) {
+	if onDevice(gx, gy, y) {
+		k := kernelsFor("ReLUBackward", gx, gy, y)
+		NeedKernel(k.ReLUBackward != nil, "ReLUBackward", gx.Device())
+		k.ReLUBackward(gx, gy, y)
+		return
+	}
+	if gy.dtype == Float64 {
+		reluBwd64(gx.F64(), gy.F64(), y.F64())
+		return
+	}
+	ReLUBackwardF32(gx.F32(), gy.F32(), y.F32())
+}
+
+// reluBwd64 serves float64 (gradient checks); float32 has the vector kernel.
+func reluBwd64(gx, gy, y []float64) {
+	gy, y = gy[:len(gx)], y[:len(gx)]
+	for i, v := range y {
+		if v > 0 {
+			gx[i] = gy[i]
+		} else {
+			gx[i] = 0
+		}
+	}
+}

@@ -82,6 +82,9 @@ func RSubScalar(s float64, a *Tensor) *Tensor { return unary(opRsubS, a, s, 0) }
 func RDivScalar(s float64, a *Tensor) *Tensor { return unary(opRdivS, a, s, 0) }
 
 func unary(op unOp, a *Tensor, p0, p1 float64) *Tensor {
+	if a.dev != nil {
+		return unaryDevice(op, a)
+	}
 	out := newFull(a.dtype, a.shape...) // every kernel and loop writes each element
 	c := a.Contiguous()
 	if k := float32Kernel(op); a.dtype == Float32 && k != nil {
