@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"fmt"
-	"math"
 
 	"goddp/tensor"
 )
@@ -75,139 +74,27 @@ func CrossEntropyWith(logits *Variable, target []int, o CrossEntropyOptions) *Va
 	if eps := o.LabelSmoothing; !(eps >= 0 && eps <= 1) {
 		panic(fmt.Sprintf("autograd: CrossEntropy: label smoothing %v outside [0, 1]", eps))
 	}
-	n, c := s[0], s[1]
+	c := s[1]
 	ignore := o.ignoreIndex()
 	for i, t := range target {
 		if t != ignore && (t < 0 || t >= c) {
 			panic(fmt.Sprintf("autograd: CrossEntropy: target[%d] = %d outside [0, %d) and not the ignore index %d", i, t, c, ignore))
 		}
 	}
-	if !logits.Value.IsCPU() {
-		return crossEntropyDevice(logits, target, o)
-	}
-	x := logits.Value.Contiguous()
-	p := tensor.New(x.DType(), n, c)
-	var y *tensor.Tensor
-	if o.Reduction == ReductionNone {
-		y = tensor.New(x.DType(), n)
-	} else {
-		y = tensor.New(x.DType())
-	}
-	ce := crossEntropy{target: target, c: c, ignore: ignore, eps: o.LabelSmoothing, reduction: o.Reduction}
-	if x.DType() == tensor.Float64 {
-		ce.kept = crossEntropyFwd(ce, y.F64(), p.F64(), x.F64())
-	} else {
-		ce.kept = crossEntropyFwd(ce, y.F32(), p.F32(), x.F32())
-	}
-	return FromOp(y, &crossEntropyOp{inputs: ins(logits), p: p, crossEntropy: ce})
-}
-
-// crossEntropy is what forward and backward share about one call.
-type crossEntropy struct {
-	target    []int
-	c         int
-	ignore    int
-	eps       float64 // label smoothing
-	reduction Reduction
-	kept      int // samples whose target is not ignored: the mean's divisor
-}
-
-// crossEntropyFwd writes the loss to y and the softmax of each kept row to
-// p (ignored rows stay zero), accumulating in float64 for both dtypes, and
-// returns the number of kept rows.
-func crossEntropyFwd[T float](ce crossEntropy, y, p, x []T) int {
-	c := ce.c
-	total, kept := 0.0, 0
-	for i, t := range ce.target {
-		if t == ce.ignore {
-			continue // y[i] stays 0 for ReductionNone
-		}
-		kept++
-		row, pr := x[i*c:(i+1)*c], p[i*c:(i+1)*c]
-		m := math.Inf(-1)
-		for _, v := range row {
-			m = math.Max(m, float64(v))
-		}
-		s := 0.0
-		for j, v := range row {
-			e := math.Exp(float64(v) - m)
-			pr[j] = T(e)
-			s += e
-		}
-		inv := 1 / s
-		for j := range pr {
-			pr[j] = T(float64(pr[j]) * inv)
-		}
-		lse := m + math.Log(s)
-		loss := lse - float64(row[t])
-		// Only with ε > 0: a -Inf logit makes the smoothing sum +Inf, and
-		// 0·Inf would turn an otherwise finite loss into NaN (torch takes
-		// the plain nll path for ε = 0 too).
-		if ce.eps > 0 {
-			smooth := 0.0 // Σ_j -lp[j]; every term is >= 0, so no cancellation
-			for _, v := range row {
-				smooth += lse - float64(v)
-			}
-			loss = (1-ce.eps)*loss + ce.eps/float64(c)*smooth
-		}
-		if ce.reduction == ReductionNone {
-			y[i] = T(loss)
-		}
-		total += loss
-	}
-	switch ce.reduction {
-	case ReductionMean:
-		y[0] = T(total / float64(kept)) // 0/0 = NaN when every target is ignored, as torch
-	case ReductionSum:
-		y[0] = T(total)
-	}
-	return kept
+	y, saved := tensor.CrossEntropyLoss(logits.Value, target, ignore, o.LabelSmoothing, tensor.Reduction(o.Reduction))
+	return FromOp(y, &crossEntropyOp{inputs: ins(logits), saved: saved})
 }
 
 type crossEntropyOp struct {
 	inputs
-	p *tensor.Tensor // softmax of the kept rows of the logits
-	crossEntropy
+	saved *tensor.CrossEntropy
 }
 
 func (o *crossEntropyOp) Name() string { return "CrossEntropy" }
 func (o *crossEntropyOp) freshGrads()  {}
 
 func (o *crossEntropyOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	gy = gy.Contiguous()
-	gx := tensor.New(o.p.DType(), o.p.Shape()...)
-	if gx.DType() == tensor.Float64 {
-		crossEntropyBwd(o.crossEntropy, gx.F64(), o.p.F64(), gy.F64())
-	} else {
-		crossEntropyBwd(o.crossEntropy, gx.F32(), o.p.F32(), gy.F32())
-	}
-	return []*tensor.Tensor{gx}
-}
-
-// crossEntropyBwd writes the logits' gradient; ignored rows stay zero.
-func crossEntropyBwd[T float](ce crossEntropy, gx, p, gy []T) {
-	c := ce.c
-	if ce.kept == 0 {
-		return // also keeps the mean's gy/0 from being formed
-	}
-	g := gy[0]
-	if ce.reduction == ReductionMean {
-		g /= T(ce.kept)
-	}
-	uniform, onehot := T(ce.eps/float64(c)), T(1-ce.eps)
-	for i, t := range ce.target {
-		if t == ce.ignore {
-			continue
-		}
-		if ce.reduction == ReductionNone {
-			g = gy[i]
-		}
-		row, pr := gx[i*c:(i+1)*c], p[i*c:(i+1)*c]
-		for j, v := range pr {
-			row[j] = (v - uniform) * g
-		}
-		row[t] -= onehot * g
-	}
+	return []*tensor.Tensor{o.saved.Backward(gy)}
 }
 
 // crossEntropyKD is CrossEntropyWith for logits [N, C, d1, ...]: it moves the

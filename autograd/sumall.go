@@ -10,17 +10,7 @@ import "goddp/tensor"
 // of a float64 input; torch's own order (a float32 cascade for float32)
 // matches neither.
 func SumAll(a *Variable) *Variable {
-	if !a.Value.IsCPU() {
-		return sumAllDevice(a, 1, "SumAll")
-	}
-	y := tensor.New(a.Value.DType())
-	s := tensor.SumAll(a.Value)
-	if y.DType() == tensor.Float64 {
-		y.F64()[0] = s
-	} else {
-		y.F32()[0] = float32(s)
-	}
-	return FromOp(y, &sumAllOp{inputs: ins(a), scale: 1})
+	return FromOp(tensor.SumAllOf(a.Value), &sumAllOp{inputs: ins(a), scale: 1})
 }
 
 // sumAllOp is SumAll's (scale 1) and MeanAll's (scale 1/n) backward: every
@@ -45,20 +35,7 @@ func (o *sumAllOp) broadcastGrads() {}
 // Grad) read it without a tensor of the input's size being filled; the
 // engine materialises it for any other op.
 func (o *sumAllOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	g := gy.Item() * o.scale
-	s := tensor.New(gy.DType()) // set directly: Fill would turn -0 into +0
-	if s.DType() == tensor.Float64 {
-		s.F64()[0] = g
-	} else {
-		s.F32()[0] = float32(g)
-	}
-	shape := o.in(0).Value.Shape()
-	if numel(shape) == 1 {
-		// One element: a plain tensor with row-major strides (it may become
-		// the leaf's Grad as it is).
-		return []*tensor.Tensor{s.Reshape(shape...)}
-	}
-	return []*tensor.Tensor{tensor.Expand(s, shape...)}
+	return []*tensor.Tensor{tensor.ExpandScaled(gy, o.scale, o.in(0).Value.Shape()...)}
 }
 
 func numel(shape []int) int {

@@ -56,12 +56,9 @@ func sameDevice(a, b *Tensor) bool {
 }
 
 // ZerosAs returns a zero tensor of like's dtype on like's device with the
-// given shape (like's own shape when none is given): the buffer an op
+// given shape (no shape is a 0-d tensor, as New): the buffer an op
 // allocates for its result or gradient.
 func ZerosAs(like *Tensor, shape ...int) *Tensor {
-	if shape == nil {
-		shape = like.shape
-	}
 	if like.dev == nil {
 		return New(like.dtype, shape...)
 	}

@@ -92,7 +92,7 @@ func TestMixedDevicesNameBoth(t *testing.T) {
 		{"cpu+dev", func() { Add(a, a.MustTo(dev)) }, "tensor: Add: operands on cpu and fake:0"},
 		{"dev+cpu", func() { Add(a.MustTo(dev), a) }, "tensor: Add: operands on fake:0 and cpu"},
 		{"dev+dev", func() { Add(a.MustTo(dev), a.MustTo(other)) }, "tensor: Add: operands on fake:0 and fake:1"},
-		{"relu-bwd", func() { ReLUBackward(ZerosAs(a), a.MustTo(dev), a) }, "tensor: ReLUBackward: operands on cpu and fake:0"},
+		{"relu-bwd", func() { ReLUBackward(ZerosAs(a, 2), a.MustTo(dev), a) }, "tensor: ReLUBackward: operands on cpu and fake:0"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -17,6 +17,12 @@ func softmax(op string, a *Tensor, axis int, log bool) *Tensor {
 		panic(fmt.Sprintf("tensor: %s: scalar input", op))
 	}
 	ax := normAxis(op, axis, a.Dim(), a.shape)
+	if a.dev != nil {
+		if !log {
+			panic(NoKernel(op, a.Device()))
+		}
+		return logSoftmaxDevice(op, a, ax)
+	}
 	outer, n, inner := split3(a.shape, ax, ax+1)
 	out := New(a.dtype, a.shape...)
 	c := a.Contiguous()
@@ -64,4 +70,55 @@ func softmaxBlock[T float](dst, src []T, outer, n, inner int, log bool) {
 			}
 		}
 	}
+}
+
+// LogSoftmaxBackward writes into gx the gradient of LogSoftmax along axis
+// from its output y: gx = gy - exp(y) * Σ_axis gy. gx, gy and y are
+// contiguous with y's shape; gx may be gy.
+func LogSoftmaxBackward(gx, gy, y *Tensor, axis int) {
+	ax := normAxis("LogSoftmaxBackward", axis, y.Dim(), y.shape)
+	if onDevice(gx, gy, y) {
+		k := kernelsFor("LogSoftmaxBackward", gx, gy, y)
+		NeedKernel(k.LogSoftmaxBackward != nil, "LogSoftmaxBackward", y.Device())
+		if ax != y.Dim()-1 {
+			panic(NoKernel("LogSoftmaxBackward over a dimension other than the last", y.Device()))
+		}
+		k.LogSoftmaxBackward(gx, gy, y)
+		return
+	}
+	outer, n, inner := split3(y.shape, ax, ax+1)
+	if y.dtype == Float64 {
+		logSoftmaxBwd(gx.F64(), gy.F64(), y.F64(), outer, n, inner)
+	} else {
+		logSoftmaxBwd(gx.F32(), gy.F32(), y.F32(), outer, n, inner)
+	}
+}
+
+func logSoftmaxBwd[T float](gx, gy, y []T, outer, n, inner int) {
+	for o := 0; o < outer; o++ {
+		for i := 0; i < inner; i++ {
+			base := o*n*inner + i
+			var s T
+			for j := 0; j < n; j++ {
+				s += gy[base+j*inner]
+			}
+			for j := 0; j < n; j++ {
+				k := base + j*inner
+				gx[k] = gy[k] - T(math.Exp(float64(y[k])))*s
+			}
+		}
+	}
+}
+
+// logSoftmaxDevice is LogSoftmax over the last dimension on a device.
+func logSoftmaxDevice(op string, a *Tensor, ax int) *Tensor {
+	k := kernelsFor(op, a)
+	NeedKernel(k.LogSoftmax != nil, op, a.Device())
+	if ax != a.Dim()-1 {
+		panic(NoKernel(op+" over a dimension other than the last", a.Device()))
+	}
+	x := a.Contiguous()
+	y := MustZerosOn(x.Device(), x.shape...)
+	k.LogSoftmax(y, x)
+	return y
 }

@@ -49,7 +49,7 @@ func TestTensorDevice(t *testing.T) {
 		func() { xd.F32() })
 
 	w := autograd.Param(tensor.Randn(rng, tensor.Float32, 4, 5))
-	require.PanicsWithValue(t, "autograd: Linear: expected all tensors on the same device, found sim:0 and cpu",
+	require.PanicsWithValue(t, "tensor: Linear: operands on sim:0 and cpu",
 		func() { autograd.Linear(autograd.Const(xd), w, nil) })
 
 	conv := nn.NewConv2d(rng, 1, 2, 3)

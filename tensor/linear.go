@@ -1,0 +1,135 @@
+package tensor
+
+// Linear returns x @ wᵀ + b for x [..., in], w [out, in] and b [out] (b
+// may be nil), as torch.nn.functional.linear; shapes are the caller's to
+// check. The forward is one GEMM with the bias folded in: the output rows
+// start as b and the GEMM runs with beta = 1.
+func Linear(x, w, b *Tensor) *Tensor {
+	out, in := w.shape[0], w.shape[1]
+	xc := x.Contiguous()
+	n := xc.Numel() / in
+	shape := append([]int(nil), xc.shape...)
+	shape[len(shape)-1] = out
+	if onDevice(xc, w, b) {
+		k := kernelsFor("Linear", xc, w, b)
+		NeedKernel(k.Gemm != nil && k.AddBias != nil, "Linear", xc.Device())
+		y := MustZerosOn(xc.Device(), shape...)
+		var beta float32
+		if b != nil {
+			k.AddBias(y, b)
+			beta = 1
+		}
+		k.Gemm(false, true, n, out, in, 1, xc, in, w, in, beta, y, out)
+		return y
+	}
+	y := New(xc.dtype, shape...)
+	if xc.dtype == Float64 {
+		var bias []float64
+		if b != nil {
+			bias = b.Contiguous().F64()
+		}
+		linearFwd64(y.F64(), xc.F64(), w.Contiguous().F64(), bias, n, in, out)
+	} else {
+		var bias []float32
+		if b != nil {
+			bias = b.Contiguous().F32()
+		}
+		linearFwd32(y.F32(), xc.F32(), w.Contiguous().F32(), bias, n, in, out)
+	}
+	return y
+}
+
+func linearFwd32(y, x, w, b []float32, n, in, out int) {
+	var beta float32
+	if b != nil {
+		copyRows(y[:n*out], b)
+		beta = 1
+	}
+	Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+}
+
+func linearFwd64(y, x, w, b []float64, n, in, out int) {
+	var beta float64
+	if b != nil {
+		copyRows(y[:n*out], b)
+		beta = 1
+	}
+	Gemm64(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+}
+
+// LinearBackward computes Linear's gradients from gy [..., out] and the
+// forward's contiguous input x [..., in] and weight w [out, in]: dx = gy @
+// w, dw = gyᵀ @ x, db = the column sums of gy. Each of dx, dw and db that is
+// not nil is overwritten, or added to when its acc flag is set (a Grad
+// buffer accumulating in place, so a training step makes no parameter-sized
+// temporaries); a nil one is skipped.
+func LinearBackward(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool) {
+	out, in := w.shape[0], w.shape[1]
+	gy = gy.Contiguous()
+	n := gy.Numel() / out
+	if onDevice(gy, x, w, dx, dw, db) {
+		linearBwdDevice(gy, x, w, dx, dw, db, accX, accW, accB, n, in, out)
+		return
+	}
+	if gy.dtype == Float64 {
+		linearBwd(gy.F64(), x, w.Contiguous().F64(), dx, dw, db, accX, accW, accB, n, in, out,
+			(*Tensor).F64, Gemm64)
+	} else {
+		linearBwd(gy.F32(), x, w.Contiguous().F32(), dx, dw, db, accX, accW, accB, n, in, out,
+			(*Tensor).F32, Gemm)
+	}
+}
+
+func linearBwd[T float](gy []T, x *Tensor, w []T, dx, dw, db *Tensor, accX, accW, accB bool, n, in, out int,
+	data func(*Tensor) []T, gemm func(bool, bool, int, int, int, T, []T, int, []T, int, T, []T, int)) {
+	beta := func(acc bool) T {
+		if acc {
+			return 1
+		}
+		return 0
+	}
+	if dx != nil {
+		gemm(false, false, n, in, out, 1, gy, out, w, in, beta(accX), data(dx), in)
+	}
+	if dw != nil {
+		gemm(true, false, out, in, n, 1, gy, out, data(x), in, beta(accW), data(dw), in)
+	}
+	if db != nil {
+		d := data(db)[:out]
+		if !accB {
+			clear(d)
+		}
+		for r := 0; r < n; r++ {
+			for c, v := range gy[r*out : (r+1)*out] {
+				d[c] += v
+			}
+		}
+	}
+}
+
+func linearBwdDevice(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, n, in, out int) {
+	k := kernelsFor("LinearBackward", gy, x, w, dx, dw, db)
+	NeedKernel(k.Gemm != nil && k.SumRows != nil && k.Axpy != nil, "LinearBackward", gy.Device())
+	beta := func(acc bool) float32 {
+		if acc {
+			return 1
+		}
+		return 0
+	}
+	if dx != nil {
+		k.Gemm(false, false, n, in, out, 1, gy, out, w, in, beta(accX), dx, in)
+	}
+	if dw != nil {
+		k.Gemm(true, false, out, in, n, 1, gy, out, x, in, beta(accW), dw, in)
+	}
+	if db != nil {
+		g2 := gy.Reshape(n, out)
+		if !accB {
+			k.SumRows(db, g2)
+		} else {
+			s := MustZerosOn(gy.Device(), out)
+			k.SumRows(s, g2)
+			k.Axpy(db, 1, s)
+		}
+	}
+}
