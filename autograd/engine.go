@@ -24,6 +24,11 @@ type Pass struct {
 	stack []topoFrame      // scratch for the iterative DFS
 	dst   []*tensor.Tensor // scratch: leaf Grad buffers offered to an accumulator op
 
+	// rec collects the gradients private to the pass (fresh or owned, see
+	// deliver) so that their storage goes back to the host cache when the
+	// pass ends; whatever became a leaf's Grad is kept.
+	rec tensor.Recycler
+
 	// Inline backing for the slices above, so that a pass over a typical
 	// graph costs one allocation.
 	orderBuf [64]*Variable
@@ -127,6 +132,7 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	}
 	pass := newPass()
 	pass.topoSort(v)
+	pass.rec.Keep(grad) // the caller's seed
 	defer pass.release()
 
 	if v.creator == nil {
@@ -168,6 +174,7 @@ func (p *Pass) run(n *Variable) {
 	}
 	if _, ok := op.(broadcastGrads); !ok && isBroadcastView(gy) {
 		gy, owned = gy.Contiguous(), true
+		p.rec.Free(gy)
 	}
 	var grads []*tensor.Tensor
 	offered, done := false, false
@@ -218,14 +225,20 @@ func (p *Pass) run(n *Variable) {
 // last consumer.
 func (p *Pass) deliver(n *Variable, g *tensor.Tensor, owned bool) {
 	if g != nil {
+		if owned {
+			// Private to the pass: recycled when it ends unless it
+			// becomes a leaf's Grad (accumulateLeaf keeps it).
+			p.rec.Free(g)
+		}
 		if g.DType() != n.Value.DType() {
 			panic(fmt.Sprintf("autograd: gradient dtype %v for a %v variable of shape %v", g.DType(), n.Value.DType(), n.Value.Shape()))
 		}
 		if n.creator == nil {
 			n.accumulateLeaf(g, owned)
+			p.rec.Keep(n.Grad) // the caller's now, even if a hook swaps it
 			n.got = true
 		} else {
-			n.accumulatePending(g, owned)
+			n.accumulatePending(g, owned, &p.rec)
 		}
 	}
 	n.deps--
@@ -263,11 +276,13 @@ func (n *Variable) accumulateLeaf(g *tensor.Tensor, owned bool) {
 }
 
 // accumulatePending adds g into a non-leaf's pending gradient for this pass.
-func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool) {
+// The tensors it makes are private to the pass and go to rec.
+func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool, rec *tensor.Recycler) {
 	shape := n.Value.Shape()
 	if !slices.Equal(g.Shape(), shape) {
 		g = reduceToShape(g, shape, n.opName())
 		owned = true
+		rec.Free(g)
 	}
 	switch {
 	case n.pending == nil:
@@ -279,6 +294,7 @@ func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool) {
 		n.pending, n.pendingOwned = g, true
 	default:
 		sum := n.pending.Clone()
+		rec.Free(sum)
 		addIntoExisting(sum, g)
 		n.pending, n.pendingOwned = sum, true
 	}
@@ -322,11 +338,18 @@ func (p *Pass) topoSort(root *Variable) {
 	}
 }
 
-// release clears the per-pass state on every node so the pass keeps nothing alive.
+// release clears the per-pass state on every node so the pass keeps nothing
+// alive, and recycles the pass's private gradients. Every value and Grad in
+// the graph is kept: an op may have handed back a saved tensor, or a view of
+// one, as a gradient, and those belong to the graph, not to the pass.
 func (p *Pass) release() {
 	for _, n := range p.order {
+		p.rec.Keep(n.Value)
+		p.rec.Keep(n.Grad)
+		p.rec.Keep(n.pending) // a pass cut short by a panic
 		n.mark, n.deps, n.got, n.pending, n.pendingOwned = nil, 0, false, nil, false
 	}
+	p.rec.Flush()
 	clear(p.order)
 	p.order = p.order[:0]
 }

@@ -1,35 +1,243 @@
 package tensor
 
-import "unsafe"
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
 
-// newFull returns a tensor whose elements are not zeroed: the caller must
-// write every one of them before the tensor is returned or read. Large
-// outputs of ops that overwrite all their elements (binary's) use it,
-// because zeroing a fresh 100 MB tensor costs as much as writing it.
-//
-// The memory comes from the runtime's allocator without the clearing pass
-// (mallocgc with needzero false and no type, as the runtime itself makes
-// []byte for string conversions): garbage-collected, pointer-free, and
-// holding whatever an earlier float or byte object left there until the
-// op overwrites it. Below newFullMin the clear is cheap and make is used.
-func newFull(dt DType, shape ...int) *Tensor {
-	n := numel(shape)
-	size := uintptr(n) * uintptr(dt.Size())
-	if size < newFullMin {
-		return New(dt, shape...)
-	}
-	p := mallocgc(size, nil, false)
-	if dt == Float64 {
-		return FromF64(unsafe.Slice((*float64)(p), n), shape...)
-	}
-	return FromF32(unsafe.Slice((*float32)(p), n), shape...)
+	"goddp/tensor/internal/caching"
+)
+
+// MemoryStats is a device allocator's counters (bytes are size-class
+// bytes): Allocated in use, Reserved held (in use plus cached), their peaks,
+// and the requests served from the cache (Hits) or from the system (Misses).
+type MemoryStats = caching.Stats
+
+// HostAllocator is the CPU device's caching allocator: every host tensor's
+// storage comes from it. A block given back (Recycle, which the autograd
+// engine calls for the storage a backward pass no longer needs) is kept on
+// a free list of its size class and serves the next tensor of that class,
+// so a steady training loop stops allocating. A block never given back is
+// an ordinary Go object: the garbage collector frees it as before, because
+// the allocator keeps no reference to blocks in use.
+type HostAllocator struct {
+	f32 *caching.Allocator[[]float32]
+	f64 *caching.Allocator[[]float64]
+	// poison fills every block given back with NaN, so that a read after
+	// Recycle (a tensor recycled while still in use) shows in results.
+	poison atomic.Bool
 }
 
-// newFullMin is the size in bytes from which newFull skips zeroing.
-const newFullMin = 64 << 10
+// host is the CPU's allocator. It is package state only because the host
+// device is one per process; it is reached through CPU()'s Allocator method
+// and is the only mutable object of the kind in the package.
+var host = newHostAllocator()
 
-// mallocgc is the runtime's allocator (typ nil: no pointers). Go keeps it
-// reachable by linkname for existing users (go.dev/issue/67401).
+func newHostAllocator() *HostAllocator {
+	return &HostAllocator{
+		f32: caching.New[[]float32](hostBackend[float32]{}),
+		f64: caching.New[[]float64](hostBackend[float64]{}),
+	}
+}
+
+// hostBackend gets blocks from the Go heap. Free has nothing to do: the
+// garbage collector reclaims a dropped block once nothing points at it.
+type hostBackend[T float] struct{}
+
+func (hostBackend[T]) Alloc(size int) ([]T, error) {
+	var z T
+	return make([]T, size/int(sizeOf(z))), nil
+}
+
+func (hostBackend[T]) Free([]T, int) {}
+
+func sizeOf[T float](T) uintptr {
+	var z T
+	if any(z) == any(float64(0)) {
+		return 8
+	}
+	return 4
+}
+
+// Allocator returns the host's caching allocator.
+func (cpuDevice) Allocator() *HostAllocator { return host }
+
+// Host returns the host's caching allocator (CPU().Allocator() without the
+// type assertion).
+func Host() *HostAllocator { return host }
+
+// Stats returns the allocator's counters, float32 and float64 blocks
+// together.
+func (h *HostAllocator) Stats() MemoryStats {
+	a, b := h.f32.Stats(), h.f64.Stats()
+	return MemoryStats{
+		Allocated:     a.Allocated + b.Allocated,
+		Reserved:      a.Reserved + b.Reserved,
+		PeakAllocated: a.PeakAllocated + b.PeakAllocated,
+		PeakReserved:  a.PeakReserved + b.PeakReserved,
+		Hits:          a.Hits + b.Hits,
+		Misses:        a.Misses + b.Misses,
+		Frees:         a.Frees + b.Frees,
+	}
+}
+
+// EmptyCache drops every cached block, for the garbage collector to free
+// (torch.cuda.empty_cache). Tensors in use are not touched.
+func (h *HostAllocator) EmptyCache() {
+	h.f32.EmptyCache()
+	h.f64.EmptyCache()
+}
+
+// ResetPeak sets the peaks to the current values.
+func (h *HostAllocator) ResetPeak() {
+	h.f32.ResetPeak()
+	h.f64.ResetPeak()
+}
+
+// SetPoison switches the debug mode in which every recycled block is filled
+// with NaN, so that a tensor read after its storage was recycled changes
+// results instead of silently reading another tensor's numbers.
+func (h *HostAllocator) SetPoison(on bool) { h.poison.Store(on) }
+
+// hostBlock is one block handed out by the host allocator, shared by the
+// tensor made on it and every view of that tensor (they copy the pointer).
+// A fresh hostBlock is made per hand-out, so a header left over from an
+// earlier owner of the memory never sees freed turn false again.
+type hostBlock struct {
+	f32   []float32 // the whole block (class bytes), for float32 tensors
+	f64   []float64 // likewise for float64
+	class int
+	freed atomic.Bool
+}
+
+// cachedMin is the size in bytes below which storage comes from make: the
+// Go allocator serves small objects faster than a locked free list, and they
+// are a negligible share of a step's bytes.
+const cachedMin = 1 << 10
+
+// newStorage returns a host tensor of dt and shape with storage from the
+// cache. zero says the elements must read as zero; otherwise the caller
+// writes every element before the tensor is read (a recycled block holds its
+// last user's numbers, and a fresh one is zeroed by the Go allocator anyway).
+func newStorage(dt DType, zero bool, shape ...int) *Tensor {
+	n := numel(shape)
+	if n*dt.Size() < cachedMin {
+		if dt == Float64 {
+			return FromF64(make([]float64, n), shape...)
+		}
+		return FromF32(make([]float32, n), shape...)
+	}
+	var t *Tensor
+	blk := &hostBlock{}
+	if dt == Float64 {
+		b, class, err := host.f64.Alloc(n*8, caching.DefaultStream)
+		if err != nil {
+			panic(fmt.Sprintf("tensor: %v", err))
+		}
+		blk.f64, blk.class = b, class
+		if zero {
+			clear(b[:n])
+		}
+		t = FromF64(b[:n:n], shape...)
+	} else {
+		b, class, err := host.f32.Alloc(n*4, caching.DefaultStream)
+		if err != nil {
+			panic(fmt.Sprintf("tensor: %v", err))
+		}
+		blk.f32, blk.class = b, class
+		if zero {
+			clear(b[:n])
+		}
+		t = FromF32(b[:n:n], shape...)
+	}
+	t.blk = blk
+	return t
+}
+
+// newFull returns a tensor whose elements are not zeroed: the caller must
+// write every one of them before the tensor is returned or read. Outputs of
+// ops that overwrite all their elements (binary's, unary's) use it, because
+// zeroing a 100 MB tensor costs as much as writing it; a block from the
+// cache is handed over as its last user left it.
+func newFull(dt DType, shape ...int) *Tensor { return newStorage(dt, false, shape...) }
+
+// A Recycler gives storage back to the host cache when its owner (the
+// autograd engine after backward) knows the tensors are dead. Tensors added
+// with Keep protect their storage: a tensor added with Free whose storage a
+// kept tensor shares (a view of a parameter, a gradient adopted as Grad) is
+// left alone. Storage not made by the cache (FromF32 on the caller's slice,
+// small tensors) is never recycled.
 //
-//go:linkname mallocgc runtime.mallocgc
-func mallocgc(size uintptr, typ unsafe.Pointer, needzero bool) unsafe.Pointer
+// Recycling is safe only for tensors nothing outside the owner can reach;
+// Flush detaches the headers it recycles (their elements can no longer be
+// read), and any other header on the same block (a view made outside the
+// owner's knowledge) panics on F32, F64, At and Item instead of reading
+// another tensor's numbers.
+type Recycler struct {
+	keep map[*hostBlock]struct{}
+	free []*Tensor
+}
+
+// Keep protects t's storage from this Recycler's next Flush.
+func (r *Recycler) Keep(t *Tensor) {
+	if t == nil || t.blk == nil {
+		return
+	}
+	if r.keep == nil {
+		r.keep = make(map[*hostBlock]struct{})
+	}
+	r.keep[t.blk] = struct{}{}
+}
+
+// Free marks t's storage for recycling at the next Flush.
+func (r *Recycler) Free(t *Tensor) {
+	if t != nil && t.blk != nil {
+		r.free = append(r.free, t)
+	}
+}
+
+// Flush recycles the storage of every tensor passed to Free and not shared
+// with a kept one, then forgets both lists. It returns the bytes recycled.
+func (r *Recycler) Flush() int64 {
+	var n int64
+	for _, t := range r.free {
+		b := t.blk
+		if _, kept := r.keep[b]; kept {
+			continue
+		}
+		if !b.freed.Swap(true) {
+			n += int64(b.class)
+			host.recycle(b)
+		}
+		// Detach: the storage now belongs to the cache.
+		t.f32, t.f64, t.blk = nil, nil, b
+	}
+	clear(r.free)
+	r.free = r.free[:0]
+	clear(r.keep)
+	return n
+}
+
+// recycle puts b's memory back on its free list.
+func (h *HostAllocator) recycle(b *hostBlock) {
+	poison := h.poison.Load()
+	if b.f64 != nil {
+		if poison {
+			splat(b.f64, math.NaN())
+		}
+		h.f64.Free(b.f64, b.class, caching.DefaultStream)
+		return
+	}
+	if poison {
+		splat(b.f32, float32(math.NaN()))
+	}
+	h.f32.Free(b.f32, b.class, caching.DefaultStream)
+}
+
+// checkLive panics when t's storage went back to the cache: reading it
+// would return whatever tensor has it now.
+func (t *Tensor) checkLive(op string) {
+	if t.blk != nil && t.blk.freed.Load() {
+		panic(fmt.Sprintf("tensor: %s on a tensor of shape %s whose storage was recycled (the autograd graph that made it was freed)", op, sh(t.shape)))
+	}
+}

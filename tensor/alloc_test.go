@@ -2,23 +2,33 @@ package tensor
 
 import (
 	"math"
-	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 )
 
-// dirtyHeap leaves freed, NaN-filled float memory for the next large
-// allocations to reuse, so that an element an op forgot to write shows.
-func dirtyHeap() {
+// dirtyCache leaves NaN-filled blocks of the class of a [300, 700] tensor
+// of each dtype on the host cache's free lists, so that the next outputs of
+// that size get them and an element an op forgot to write shows. It returns
+// the blocks' first elements, to check that the output did get one.
+func dirtyCache() map[any]bool {
+	var r Recycler
+	dirty := map[any]bool{}
 	for range 4 {
-		g := make([]float32, 1<<21)
-		for i := range g {
-			g[i] = float32(math.NaN())
+		for _, dt := range []DType{Float32, Float64} {
+			d := New(dt, 300, 700)
+			if dt == Float64 {
+				dirty[&d.blk.f64[0]] = true
+			} else {
+				dirty[&d.blk.f32[0]] = true
+			}
+			r.Free(d)
 		}
-		runtime.KeepAlive(g)
 	}
-	runtime.GC()
+	Host().SetPoison(true)
+	defer Host().SetPoison(false)
+	r.Flush()
+	return dirty
 }
 
 // Every path of binary, unary and Contiguous writes every element of its
@@ -58,9 +68,16 @@ func TestBinaryWritesEveryElementOfUnzeroedOutput(t *testing.T) {
 	}
 	for name, f := range cases {
 		t.Run(name, func(t *testing.T) {
-			dirtyHeap()
+			dirty := dirtyCache()
 			out := f()
-			require.GreaterOrEqual(t, out.Numel()*out.DType().Size(), newFullMin, "the unzeroed path must run")
+			require.NotNil(t, out.blk)
+			var first any
+			if out.DType() == Float64 {
+				first = &out.blk.f64[0]
+			} else {
+				first = &out.blk.f32[0]
+			}
+			require.True(t, dirty[first], "the output must be a recycled, NaN-filled block")
 			require.True(t, out.IsContiguous())
 			for k, v := range AsType(out, Float64).F64() {
 				if math.IsNaN(v) {

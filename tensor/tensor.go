@@ -49,6 +49,9 @@ type Tensor struct {
 	// dev is the device memory of a tensor on a device (device.go); nil on
 	// the host, where f32 or f64 hold the elements.
 	dev *devRef
+	// blk is the host cache block holding f32 or f64 (alloc.go), shared by
+	// views; nil for storage the cache did not make.
+	blk *hostBlock
 	// dims backs shape and strides for tensors of rank <= inlineDims, so a
 	// new tensor is two allocations: this struct and its data.
 	dims [2 * inlineDims]int
@@ -145,13 +148,7 @@ func FromDense(d *gt.Dense) (*Tensor, error) {
 }
 
 // New returns a zero-filled tensor.
-func New(dt DType, shape ...int) *Tensor {
-	n := numel(shape)
-	if dt == Float64 {
-		return FromF64(make([]float64, n), shape...)
-	}
-	return FromF32(make([]float32, n), shape...)
-}
+func New(dt DType, shape ...int) *Tensor { return newStorage(dt, true, shape...) }
 
 // Zeros is New.
 func Zeros(dt DType, shape ...int) *Tensor { return New(dt, shape...) }
@@ -215,6 +212,7 @@ func (t *Tensor) F32() []float32 {
 	if t.dev != nil {
 		panic(t.deviceHostAccess("F32"))
 	}
+	t.checkLive("F32")
 	if t.dtype != Float32 {
 		panic(fmt.Sprintf("tensor: F32 on a %v tensor", t.dtype))
 	}
@@ -229,6 +227,7 @@ func (t *Tensor) F64() []float64 {
 	if t.dev != nil {
 		panic(t.deviceHostAccess("F64"))
 	}
+	t.checkLive("F64")
 	if t.dtype != Float64 {
 		panic(fmt.Sprintf("tensor: F64 on a %v tensor", t.dtype))
 	}
@@ -352,7 +351,7 @@ func (t *Tensor) Reshape(dims ...int) *Tensor {
 	c := t.Contiguous()
 	v := newHeader(c.dtype, len(shape))
 	v.setRowMajor(shape)
-	v.f32, v.f64, v.offset = c.f32, c.f64, c.offset
+	v.f32, v.f64, v.offset, v.blk = c.f32, c.f64, c.offset, c.blk
 	if c.dev != nil { // no write barrier for host tensors
 		v.dev = c.dev
 	}
@@ -367,6 +366,7 @@ func (t *Tensor) Item() float64 {
 	if t.dev != nil {
 		return t.deviceItem()
 	}
+	t.checkLive("Item")
 	if t.dtype == Float64 {
 		return t.f64[t.offset]
 	}
@@ -401,6 +401,7 @@ func (t *Tensor) checkedAt(op string, idx []int) int {
 	if t.dev != nil {
 		panic(t.deviceHostAccess(op))
 	}
+	t.checkLive(op)
 	if len(idx) != len(t.shape) {
 		panic(fmt.Sprintf("tensor: %s: %d indices for shape %s", op, len(idx), sh(t.shape)))
 	}

@@ -1,0 +1,237 @@
+// Package caching is goddp's caching allocator, shaped after PyTorch's CUDA
+// caching allocator and tinygrad's LRUAllocator: a freed block goes back to
+// a free list of its size class instead of to the system, and the next
+// request of that class takes it from there. Only EmptyCache hands cached
+// blocks back for real.
+//
+// The allocator does not know what memory is: a device parametrises it with
+// how to get and free a real block (Backend), so the host (Go heap slices),
+// sim and cuda (cuMemAlloc) share one implementation and one set of stats.
+//
+// Streams: free lists are kept per stream, so a block freed on the stream
+// that used it is reused on that stream at once (work on one stream runs in
+// order, so the next user cannot overtake the last). A block used on another
+// stream too is freed with FreeAfter and the events recorded on those
+// streams; it joins a free list only once every event has completed, which
+// is PyTorch's record_stream. The host has one stream and no events.
+package caching
+
+import (
+	"fmt"
+	"math/bits"
+	"sync"
+)
+
+// Stream names an ordered queue of device work. The host uses DefaultStream
+// only.
+type Stream uint64
+
+// DefaultStream is a device's compute stream, and the host's only one.
+const DefaultStream Stream = 0
+
+// Event marks a point in a stream's work; Done reports (without blocking)
+// whether the work before it has completed.
+type Event interface{ Done() bool }
+
+// Backend gets and frees real blocks of a device's memory. Alloc is asked
+// for a class size (Class), never an odd one; Free receives only blocks Alloc
+// returned, with the size they were asked for.
+type Backend[B any] interface {
+	Alloc(size int) (B, error)
+	Free(b B, size int)
+}
+
+// Stats is what the allocator has done, in bytes of class sizes.
+type Stats struct {
+	Allocated     int64 // handed out and not freed
+	Reserved      int64 // held from the backend: allocated plus cached
+	PeakAllocated int64 // the largest Allocated has been
+	PeakReserved  int64 // the largest Reserved has been
+	Hits          int64 // requests served from a free list
+	Misses        int64 // requests that went to the backend
+	Frees         int64 // blocks given back to the allocator
+}
+
+func (s Stats) String() string {
+	return fmt.Sprintf("allocated %s (peak %s), reserved %s (peak %s), %d hits, %d misses",
+		human(s.Allocated), human(s.PeakAllocated), human(s.Reserved), human(s.PeakReserved), s.Hits, s.Misses)
+}
+
+func human(b int64) string {
+	switch {
+	case b >= 1<<30:
+		return fmt.Sprintf("%.2f GiB", float64(b)/(1<<30))
+	case b >= 1<<20:
+		return fmt.Sprintf("%.2f MiB", float64(b)/(1<<20))
+	case b >= 1<<10:
+		return fmt.Sprintf("%.2f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// Allocator caches a device's blocks by (stream, size class). It is safe for
+// concurrent use; no lock is held while the backend allocates or frees, so a
+// slow cuMemFree does not stall other streams' allocations.
+type Allocator[B any] struct {
+	backend Backend[B]
+
+	mu       sync.Mutex
+	free     map[poolKey][]B
+	deferred []deferredBlock[B] // freed blocks waiting on other streams' events
+	stats    Stats
+}
+
+type poolKey struct {
+	stream Stream
+	class  int
+}
+
+type deferredBlock[B any] struct {
+	b      B
+	key    poolKey
+	events []Event
+}
+
+// New returns an empty allocator over backend.
+func New[B any](backend Backend[B]) *Allocator[B] {
+	return &Allocator[B]{backend: backend, free: make(map[poolKey][]B)}
+}
+
+// Class is the size class of a request of size bytes: the size a block
+// serving it has. Sizes round up to 64 bytes, then to one of eight steps per
+// power of two (at most 12.5% waste), so that tensors of one shape, made
+// every step, always meet the blocks their predecessors freed.
+func Class(size int) int {
+	if size <= 64 {
+		return 64
+	}
+	if size <= 1024 {
+		return (size + 63) &^ 63
+	}
+	// step = 2^(floor(log2(size-1)) - 3)
+	shift := bits.Len(uint(size-1)) - 4
+	step := 1 << shift
+	return (size + step - 1) &^ (step - 1)
+}
+
+// Alloc returns a block of Class(size) bytes for use on stream s, from s's
+// free list when it has one (hit) and from the backend otherwise (miss).
+// A block from the cache holds whatever its last user left in it.
+func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
+	class := Class(size)
+	key := poolKey{s, class}
+	a.mu.Lock()
+	if len(a.deferred) > 0 {
+		a.collectLocked()
+	}
+	if l := a.free[key]; len(l) > 0 {
+		b := l[len(l)-1]
+		var zero B
+		l[len(l)-1] = zero
+		a.free[key] = l[:len(l)-1]
+		a.stats.Hits++
+		a.addAllocatedLocked(int64(class))
+		a.mu.Unlock()
+		return b, class, nil
+	}
+	a.stats.Misses++
+	a.mu.Unlock()
+
+	b, err := a.backend.Alloc(class)
+	if err != nil {
+		var zero B
+		return zero, 0, fmt.Errorf("caching: allocating %d bytes (class %d): %w", size, class, err)
+	}
+	a.mu.Lock()
+	a.stats.Reserved += int64(class)
+	a.stats.PeakReserved = max(a.stats.PeakReserved, a.stats.Reserved)
+	a.addAllocatedLocked(int64(class))
+	a.mu.Unlock()
+	return b, class, nil
+}
+
+func (a *Allocator[B]) addAllocatedLocked(n int64) {
+	a.stats.Allocated += n
+	a.stats.PeakAllocated = max(a.stats.PeakAllocated, a.stats.Allocated)
+}
+
+// Free returns b, of class bytes (as Alloc returned), to stream s's free
+// list: every use of b was on s, so the next user on s runs after them.
+func (a *Allocator[B]) Free(b B, class int, s Stream) {
+	a.mu.Lock()
+	a.putLocked(b, poolKey{s, class})
+	a.mu.Unlock()
+}
+
+// FreeAfter returns b, allocated on stream s and used on other streams too,
+// to s's free list once every event in events (recorded on those streams
+// after their last use of b) is done. Until then no stream gets it.
+func (a *Allocator[B]) FreeAfter(b B, class int, s Stream, events []Event) {
+	a.mu.Lock()
+	a.stats.Allocated -= int64(class)
+	a.stats.Frees++
+	a.deferred = append(a.deferred, deferredBlock[B]{b, poolKey{s, class}, append([]Event(nil), events...)})
+	a.mu.Unlock()
+}
+
+func (a *Allocator[B]) putLocked(b B, key poolKey) {
+	a.stats.Allocated -= int64(key.class)
+	a.stats.Frees++
+	a.free[key] = append(a.free[key], b)
+}
+
+// collectLocked moves deferred blocks whose events have all completed to
+// their free lists.
+func (a *Allocator[B]) collectLocked() {
+	kept := a.deferred[:0]
+	for _, d := range a.deferred {
+		done := true
+		for _, e := range d.events {
+			if !e.Done() {
+				done = false
+				break
+			}
+		}
+		if done {
+			a.free[d.key] = append(a.free[d.key], d.b)
+		} else {
+			kept = append(kept, d)
+		}
+	}
+	clear(a.deferred[len(kept):])
+	a.deferred = kept
+}
+
+// EmptyCache frees every cached block (those on free lists, and deferred
+// ones whose events are done) through the backend, as
+// torch.cuda.empty_cache. Blocks in use are not touched.
+func (a *Allocator[B]) EmptyCache() {
+	a.mu.Lock()
+	a.collectLocked()
+	free := a.free
+	a.free = make(map[poolKey][]B)
+	for key, l := range free {
+		a.stats.Reserved -= int64(key.class) * int64(len(l))
+	}
+	a.mu.Unlock()
+	// Outside the lock: a real free may be slow or synchronise the device.
+	for key, l := range free {
+		for _, b := range l {
+			a.backend.Free(b, key.class)
+		}
+	}
+}
+
+// Stats returns a snapshot of the allocator's counters.
+func (a *Allocator[B]) Stats() Stats {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.stats
+}
+
+// ResetPeak sets the peaks to the current values, to measure a phase.
+func (a *Allocator[B]) ResetPeak() {
+	a.mu.Lock()
+	a.stats.PeakAllocated, a.stats.PeakReserved = a.stats.Allocated, a.stats.Reserved
+	a.mu.Unlock()
+}

@@ -1,0 +1,129 @@
+package caching
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// fakeBackend hands out numbered blocks and records real frees.
+type fakeBackend struct {
+	next  int
+	live  map[int]int // block -> size
+	fail  bool
+	freed []int
+}
+
+func (f *fakeBackend) Alloc(size int) (int, error) {
+	if f.fail {
+		return 0, errors.New("out of memory")
+	}
+	f.next++
+	f.live[f.next] = size
+	return f.next, nil
+}
+
+func (f *fakeBackend) Free(b, size int) {
+	if f.live[b] != size {
+		panic("freed with the wrong size")
+	}
+	delete(f.live, b)
+	f.freed = append(f.freed, b)
+}
+
+func newFake() (*fakeBackend, *Allocator[int]) {
+	f := &fakeBackend{live: map[int]int{}}
+	return f, New[int](f)
+}
+
+func TestClass(t *testing.T) {
+	for _, c := range []struct{ size, class int }{
+		{1, 64}, {64, 64}, {65, 128}, {1000, 1024}, {1024, 1024},
+		{1025, 1152}, {2048, 2048}, {2049, 2304}, {96 << 20, 96 << 20}, {100 << 20, 104 << 20},
+		{(1 << 20) + 1, (1 << 20) + (1 << 17)},
+	} {
+		require.Equal(t, c.class, Class(c.size), "size %d", c.size)
+	}
+	for size := 1; size < 1<<16; size += 37 {
+		c := Class(size)
+		require.GreaterOrEqual(t, c, size)
+		require.LessOrEqual(t, c, size+max(63, size/8), "size %d", size)
+		require.Equal(t, c, Class(c), "a class is its own class")
+	}
+}
+
+func TestReuseAndStats(t *testing.T) {
+	f, a := newFake()
+	b1, c1, err := a.Alloc(1000, DefaultStream)
+	require.NoError(t, err)
+	require.Equal(t, 1024, c1)
+	b2, _, err := a.Alloc(1000, DefaultStream)
+	require.NoError(t, err)
+	require.NotEqual(t, b1, b2)
+	a.Free(b1, c1, DefaultStream)
+	b3, _, err := a.Alloc(990, DefaultStream) // same class
+	require.NoError(t, err)
+	require.Equal(t, b1, b3, "a freed block serves the next request of its class")
+	_, _, err = a.Alloc(5000, DefaultStream) // another class misses
+	require.NoError(t, err)
+	s := a.Stats()
+	require.Equal(t, Stats{Allocated: 1024*2 + 5120, Reserved: 1024*2 + 5120, PeakAllocated: 1024*2 + 5120,
+		PeakReserved: 1024*2 + 5120, Hits: 1, Misses: 3, Frees: 1}, s)
+	require.Len(t, f.live, 3)
+}
+
+func TestEmptyCacheFreesOnlyCachedBlocks(t *testing.T) {
+	f, a := newFake()
+	b1, c, _ := a.Alloc(4096, DefaultStream)
+	b2, _, _ := a.Alloc(4096, DefaultStream)
+	a.Free(b1, c, DefaultStream)
+	a.EmptyCache()
+	require.Equal(t, []int{b1}, f.freed)
+	require.Contains(t, f.live, b2)
+	s := a.Stats()
+	require.Equal(t, int64(4096), s.Allocated)
+	require.Equal(t, int64(4096), s.Reserved)
+	require.Equal(t, int64(8192), s.PeakReserved)
+	b3, _, _ := a.Alloc(4096, DefaultStream)
+	require.NotEqual(t, b1, b3, "an emptied block is not handed out again")
+}
+
+type flag struct{ done bool }
+
+func (f *flag) Done() bool { return f.done }
+
+// A block is reused on its own stream at once, never on another stream, and
+// after use on another stream only once that stream's event is done.
+func TestStreams(t *testing.T) {
+	_, a := newFake()
+	b, c, _ := a.Alloc(256, 1)
+	a.Free(b, c, 1)
+	other, _, _ := a.Alloc(256, 2)
+	require.NotEqual(t, b, other, "a block freed on stream 1 went to stream 2")
+	again, _, _ := a.Alloc(256, 1)
+	require.Equal(t, b, again)
+
+	ev := &flag{}
+	a.FreeAfter(again, c, 1, []Event{ev})
+	fresh, _, _ := a.Alloc(256, 1)
+	require.NotEqual(t, b, fresh, "reused before the other stream's event completed")
+	ev.done = true
+	require.Equal(t, b, must(a.Alloc(256, 1)))
+}
+
+func must(b int, _ int, err error) int {
+	if err != nil {
+		panic(err)
+	}
+	return b
+}
+
+func TestBackendErrorIsWrapped(t *testing.T) {
+	f, a := newFake()
+	f.fail = true
+	_, _, err := a.Alloc(100, DefaultStream)
+	require.ErrorContains(t, err, "caching: allocating 100 bytes")
+	require.ErrorContains(t, err, "out of memory")
+	require.Equal(t, int64(0), a.Stats().Reserved)
+}
