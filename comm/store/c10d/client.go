@@ -23,6 +23,8 @@ const (
 	// maxIdle is how many idle connections the pool keeps; the rendezvous
 	// rarely has more calls in flight at once.
 	maxIdle = 4
+	// maxPoll is the longest a wait goes without checking its keys.
+	maxPoll = 250 * time.Millisecond
 	// legacyMaxValue bounds answers from a legacy server (it has no bound
 	// of its own); goddp's stores refuse larger values too.
 	legacyMaxValue = 64 << 20
@@ -178,15 +180,27 @@ func (cl *Client) release(c *conn, clean bool) {
 	c.close()
 }
 
-// call runs one exchange on a connection of its own: write req, then read
-// the answer with rd. Every exchange is bounded by the store timeout (and
-// ctx), and a cancelled ctx interrupts it.
+// call runs one request on a connection of its own: write req, then read
+// the answer with rd.
 func (cl *Client) call(ctx context.Context, what string, keys []string, req request, rd func(*conn) error) error {
-	if ctx == nil {
-		ctx = context.Background()
-	}
 	if err := cl.checkSizes(keys, req); err != nil {
 		return err
+	}
+	return cl.exchange(ctx, what, keys, func(c *conn, _ time.Time) (bool, error) {
+		if _, err := c.nc.Write(req); err != nil {
+			return false, err
+		}
+		return true, rd(c)
+	})
+}
+
+// exchange runs fn on a connection of its own. The connection's deadline
+// is the store timeout (or ctx's, when earlier), and a cancelled ctx
+// interrupts it. fn reports whether the connection can be reused; it is
+// not after an error, nor when the server may still answer on it.
+func (cl *Client) exchange(ctx context.Context, what string, keys []string, fn func(c *conn, deadline time.Time) (reuse bool, err error)) error {
+	if ctx == nil {
+		ctx = context.Background()
 	}
 	c, err := cl.acquire(ctx)
 	if err != nil {
@@ -199,12 +213,9 @@ func (cl *Client) call(ctx context.Context, what string, keys []string, req requ
 	}
 	c.nc.SetDeadline(deadline)
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
-	_, err = c.nc.Write(req)
-	if err == nil {
-		err = rd(c)
-	}
+	reuse, err := fn(c, deadline)
 	interrupted := !stop()
-	cl.release(c, err == nil && !interrupted)
+	cl.release(c, reuse && err == nil && !interrupted)
 	if err == nil {
 		return nil
 	}
@@ -212,17 +223,18 @@ func (cl *Client) call(ctx context.Context, what string, keys []string, req requ
 	if len(keys) > 0 {
 		op += " " + keyList(keys)
 	}
+	took := time.Since(start).Round(time.Millisecond)
 	switch {
-	case interrupted && ctx.Err() == context.DeadlineExceeded:
-		return fmt.Errorf("%w: c10d store %s: %s: nothing after %v: %w", backend.ErrTimeout, cl.addr, op, time.Since(start).Round(time.Millisecond), ctx.Err())
-	case interrupted && ctx.Err() != nil:
+	case ctx.Err() == context.DeadlineExceeded:
+		return fmt.Errorf("%w: c10d store %s: %s: nothing after %v: %w", backend.ErrTimeout, cl.addr, op, took, ctx.Err())
+	case ctx.Err() != nil:
 		return fmt.Errorf("comm: c10d store %s: %s: %w", cl.addr, op, ctx.Err())
 	case isTimeout(err):
-		return fmt.Errorf("%w: c10d store %s: %s: no answer after %v", backend.ErrTimeout, cl.addr, op, time.Since(start).Round(time.Millisecond))
-	case closedEarly(err):
-		return fmt.Errorf("%w: c10d store %s: %s: the server closed the connection", backend.ErrPeerFailed, cl.addr, op)
+		return fmt.Errorf("%w: c10d store %s: %s: nothing after %v", backend.ErrTimeout, cl.addr, op, took)
 	case cl.isClosed():
 		return fmt.Errorf("%w: c10d store %s: %s: client closed", backend.ErrClosed, cl.addr, op)
+	case closedEarly(err):
+		return fmt.Errorf("%w: c10d store %s: %s: the server closed the connection", backend.ErrPeerFailed, cl.addr, op)
 	}
 	return fmt.Errorf("%w: c10d store %s: %s: %v", backend.ErrPeerFailed, cl.addr, op, err)
 }
@@ -302,13 +314,49 @@ func (cl *Client) Add(ctx context.Context, key string, delta int64) (int64, erro
 }
 
 // Wait blocks until every key exists.
+//
+// torch's servers, but for the libuv one, wake no waiter when compare_set
+// creates a key (only set and add do), and goddp's rendezvous creates its
+// keys with compare-set. So the wait also polls with CHECK, at growing
+// intervals up to maxPoll: a key set is seen at once, a key compare-set
+// within maxPoll.
 func (cl *Client) Wait(ctx context.Context, keys ...string) error {
-	return cl.call(ctx, "wait for", keys, request{}.op(cl.d.wait).keys(wireAll(keys)), func(c *conn) error {
-		b, err := readU8(c.r)
-		if err == nil && b != stopWaiting {
-			err = fmt.Errorf("wait answered %d, not STOP_WAITING", b)
-		}
+	wk := wireAll(keys)
+	req := request{}.op(cl.d.wait).keys(wk)
+	if err := cl.checkSizes(keys, req); err != nil {
 		return err
+	}
+	if ready, err := cl.Check(ctx, keys...); err != nil || ready {
+		return err
+	}
+	return cl.exchange(ctx, "wait for", keys, func(c *conn, deadline time.Time) (bool, error) {
+		if _, err := c.nc.Write(req); err != nil {
+			return false, err
+		}
+		for poll := 10 * time.Millisecond; ; poll = min(2*poll, maxPoll) {
+			if ctx != nil && ctx.Err() != nil {
+				return false, ctx.Err()
+			}
+			slice := time.Now().Add(poll)
+			if slice.After(deadline) {
+				slice = deadline
+			}
+			c.nc.SetReadDeadline(slice)
+			b, err := c.r.ReadByte()
+			switch {
+			case err == nil && b != stopWaiting:
+				return false, fmt.Errorf("wait answered %d, not STOP_WAITING", b)
+			case err == nil:
+				return true, nil
+			case !isTimeout(err) || !time.Now().Before(deadline):
+				return false, err
+			}
+			ready, err := cl.Check(ctx, keys...)
+			if err != nil || ready {
+				// The server may still answer the wait: drop the connection.
+				return false, err
+			}
+		}
 	})
 }
 

@@ -43,14 +43,18 @@
 // top bit set; allocating that throws, and the server closes the
 // connection without storing anything or disturbing its other clients.
 // The client then asks a fresh connection for the key count in the legacy
-// numbering, and gives up, naming the address, on anything else: silence,
-// a close, or bytes that are not an answer. A goddp store, an HTTP server
-// or a closed port on MASTER_PORT therefore fails at once with an error
-// that says so, not with a rendezvous timeout minutes later.
+// numbering, and gives up, naming the address, on anything else: a close,
+// bytes that are not an answer, or silence past a 10 s deadline. Both
+// probes are padded with more key counts past the 41 bytes goddp's own
+// store reads before refusing a stranger, so that a goddp store on
+// MASTER_PORT, too, fails Dial at once with an error that says so, not a
+// rendezvous minutes later.
 //
 // # Semantics
 //
 // Get waits for the key, then reads it (torch's client does the same).
+// torch's servers, but for the libuv one, wake no waiter when compare_set
+// creates a key, so a wait also checks its keys every quarter second.
 // Set is followed, on the same connection, by a CHECK of the key, so it
 // returns only once the server has applied it: without it a later call on
 // another pooled connection could overtake it. CompareSet maps torch's

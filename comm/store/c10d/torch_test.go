@@ -205,6 +205,27 @@ func TestTorch113Store(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, []error{nil, nil, nil}, errs)
 	require.Equal(t, []string{"A", "B"}, got)
+
+	// torch 1.13 wakes no waiter when compare_set creates the key, and
+	// goddp's rendezvous claims its keys that way.
+	done := make(chan error)
+	go func() {
+		v, err := c.Get(ctx, "claimed")
+		if err == nil && string(v) != "mine" {
+			err = errors.New("got " + string(v))
+		}
+		done <- err
+	}()
+	time.Sleep(200 * time.Millisecond)
+	v, err = other.CompareSet(ctx, "claimed", nil, []byte("mine"))
+	require.NoError(t, err)
+	require.Equal(t, "mine", string(v))
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		t.Fatal("a get missed a key created by compare-set")
+	}
 }
 
 // TestTorch113Timeouts: a get past its deadline fails with ErrTimeout and
