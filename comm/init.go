@@ -218,6 +218,9 @@ func openStore(ctx context.Context, cfg Config) (Store, *store.Server, error) {
 		s, err := store.NewFile(target, opts...)
 		return s, nil, err
 	}
+	if s, ok, err := openAgentStore(ctx, cfg, scheme, target); ok {
+		return s, nil, err
+	}
 	if cfg.Rank == 0 && !cfg.StoreHosted {
 		bind := cfg.StoreBind
 		if bind == "" {
