@@ -11,14 +11,29 @@ import (
 
 // Context is one GPU's primary CUDA context with goddp's kernels loaded,
 // a cuBLAS handle, and one non-blocking compute stream on which all its
-// work runs, in call order. Its methods are safe for concurrent use and
-// run one at a time. After Close every method returns ErrClosed.
+// work runs, in call order. Its methods are safe for concurrent use. After
+// Close every method returns ErrClosed.
+//
+// No lock is held across a driver call that can block (a stream or event
+// synchronisation, cuMemFree): the driver is thread-safe, and a lock held
+// there is what deadlocked the comm stream's host functions against the
+// goroutine that waited for them. mu guards only the open/closed state and
+// the count of calls in flight, which Close waits to drain.
 type Context struct {
 	ordinal int
 	dev     device
 
-	mu     sync.Mutex // serialises calls; protects everything below
-	closed bool
+	mu      sync.Mutex
+	closed  bool
+	active  int        // calls inside do
+	drained *sync.Cond // signalled when active drops to 0 after Close began
+
+	// smu guards the loss and SumRows scratch below. Only those ops take
+	// it, from the caller's goroutine, never a host function or a comm
+	// goroutine, so that it is held across their cublasSasum (which waits
+	// for its result) cannot deadlock: it keeps two losses from sharing
+	// the scratch between one's kernel and its sum.
+	smu    sync.Mutex
 	ones   uint64 // fill_f32(1) scratch for SumRows
 	onesN  int
 	scr    uint64 // per-element loss terms
@@ -45,14 +60,34 @@ func NewContext(device int) (*Context, error) {
 	return &Context{ordinal: device, dev: d}, nil
 }
 
-// do runs fn under the lock unless the context is closed.
+// do runs fn unless the context is closed; Close waits for it. No lock is
+// held while fn runs.
 func (c *Context) do(fn func() error) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return ErrClosed
 	}
+	c.active++
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		c.active--
+		if c.active == 0 && c.drained != nil {
+			c.drained.Broadcast()
+		}
+		c.mu.Unlock()
+	}()
 	return fn()
+}
+
+// withScratch is do for the ops that use the scratch memory.
+func (c *Context) withScratch(fn func() error) error {
+	return c.do(func() error {
+		c.smu.Lock()
+		defer c.smu.Unlock()
+		return fn()
+	})
 }
 
 // Device is the GPU the context runs on.
@@ -77,11 +112,18 @@ func (c *Context) Synchronize() error {
 // ErrClosed. Close is idempotent.
 func (c *Context) Close() error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.closed {
+		c.mu.Unlock()
 		return nil
 	}
 	c.closed = true
+	// Calls in flight finish first (new ones see ErrClosed); a host
+	// function that calls in now fails instead of waiting for Close.
+	c.drained = sync.NewCond(&c.mu)
+	for c.active > 0 {
+		c.drained.Wait()
+	}
+	c.mu.Unlock()
 	// Wait for queued work before freeing memory it may still use.
 	first := c.dev.sync()
 	for _, p := range []uint64{c.ones, c.scr, c.labels} {

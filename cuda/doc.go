@@ -74,8 +74,11 @@
 // with the kernels loaded from PTX, a cuBLAS handle, and one non-blocking
 // compute stream on which all its work runs in call order. Each C call
 // makes the context current on its own thread first, so no goroutine is
-// pinned to a thread. Methods are safe for concurrent use and run one at
-// a time; after Close they return ErrClosed (Tensor.Free included).
+// pinned to a thread. Methods are safe for concurrent use and hold no lock
+// across a driver call that waits (a synchronisation, cuMemFree), so a
+// goroutine blocked in one never stalls the others; Close waits for the
+// calls in flight, and after it they return ErrClosed (Tensor.Free
+// included).
 //
 // A GPU is chosen by CUDA ordinal: the i-th device CUDA_VISIBLE_DEVICES
 // leaves visible (the driver applies the variable). LocalDevice returns

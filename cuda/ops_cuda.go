@@ -167,7 +167,7 @@ func (c *Context) SumRows(out, x *Tensor) error {
 	if err := fits32("SumRows", rows, cols); err != nil {
 		return err
 	}
-	return c.do(func() error {
+	return c.withScratch(func() error {
 		if cols == 0 {
 			return nil
 		}
@@ -191,7 +191,7 @@ func (c *Context) SumRows(out, x *Tensor) error {
 	})
 }
 
-// regrow makes *p hold at least n float32s (lock held).
+// regrow makes *p hold at least n float32s (smu held).
 func (c *Context) regrow(p *uint64, have *int, n int, what string) error {
 	if n <= *have {
 		return nil
@@ -258,7 +258,7 @@ func (c *Context) MSE(grad, pred, target *Tensor) (float64, error) {
 	sameShape("MSE", grad, pred)
 	n := pred.n
 	var loss float64
-	err := c.do(func() error {
+	err := c.withScratch(func() error {
 		if n == 0 {
 			loss = math.NaN() // torch: the mean of nothing
 			return nil
@@ -299,7 +299,7 @@ func (c *Context) SoftmaxCrossEntropy(grad, logits *Tensor, labels []int) (float
 		lab[i] = int32(y)
 	}
 	var loss float64
-	err := c.do(func() error {
+	err := c.withScratch(func() error {
 		if rows == 0 {
 			loss = math.NaN()
 			return nil

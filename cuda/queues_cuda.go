@@ -3,13 +3,13 @@
 package cuda
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"math"
 	"runtime"
 	"runtime/cgo"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	comm "goddp/comm/backend"
@@ -58,7 +58,9 @@ func runHostFunc(h cgo.Handle) {
 // the compute queue is the Context's compute stream, NewQueue creates a
 // non-blocking stream, markers are CUDA events without timing, copies to
 // and from host memory go through pinned staging buffers with
-// cuMemcpy*Async, and host work runs in cuLaunchHostFunc callbacks. Its
+// cuMemcpy*Async, whose copies between the staging and Go memory run in
+// cuLaunchHostFunc callbacks (plain memory copies, which neither block
+// nor call CUDA). Its
 // AllReduceAfter hands a bucket to an nccl group on the same GPU in
 // device memory (nccl.AsDevice). Every call returns the same device.
 // Never run on a GPU: the logic is tested over a fake driver.
@@ -149,18 +151,18 @@ func (d *queueDevice) AllocTensor(n int) (devqueue.Mem, *tensor.Tensor, error) {
 
 // AllReduceAfter implements devqueue.Reducer with an nccl group on this
 // GPU: NCCL records an event on q's stream now and its stream waits for
-// it, so the all-reduce follows q's work on the GPU. done completes with
-// the collective's Work (the nccl backend's watcher sees NCCL's own event
-// complete); a queue waits for it in a host function.
-func (d *queueDevice) AllReduceAfter(pg comm.ProcessGroup, q devqueue.Queue, m devqueue.Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, devqueue.Marker, bool) {
+// it, so the all-reduce follows q's work on the GPU. The Work completes
+// when the nccl backend's watcher has seen NCCL's own event complete, so
+// the collective is done on the device then.
+func (d *queueDevice) AllReduceAfter(pg comm.ProcessGroup, q devqueue.Queue, m devqueue.Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, bool) {
 	dc, ok := nccl.AsDevice(pg)
 	cq, qok := q.(*queue)
 	dm, mok := m.(*mem)
 	if !ok || !qok || !mok || cq.d != d || dm.d != d || dc.Device() != d.c.ordinal {
-		return nil, nil, false
+		return nil, false
 	}
 	w := dc.AllReduceDevice(nccl.DeviceBuffer{DType: dtype, Ptr: uintptr(dm.p), Count: n, Stream: uintptr(cq.s)}, op)
-	return w, workMarker{w}, true
+	return w, true
 }
 
 // closeQueues destroys the streams NewQueue made (Context.Close, with
@@ -198,12 +200,12 @@ type mem struct {
 }
 
 func (m *mem) Free() {
-	if m.view || m.p == 0 {
+	if m.view {
 		return
 	}
-	p := m.p
-	m.p = 0
-	_ = m.d.call(func() error { return m.d.c.dev.free(p) })
+	if p := atomic.SwapUint64(&m.p, 0); p != 0 {
+		_ = m.d.call(func() error { return m.d.c.dev.free(p) })
+	}
 }
 
 // queue is a CUDA stream. Failures are sticky: the first is kept, host
@@ -213,7 +215,13 @@ type queue struct {
 	s    unsafe.Pointer
 	name string
 
-	mu      sync.Mutex
+	// emu makes an Upload's or a Download's two enqueues (the copy and its
+	// host function) adjacent on the stream, since they share the staging
+	// with every other copy: it is held across enqueues only, none of
+	// which waits for the stream.
+	emu sync.Mutex
+
+	mu      sync.Mutex // guards the fields below; never held across a driver call
 	err     error
 	pin     unsafe.Pointer // pinned staging for Upload/Download, reused in stream order
 	pinN    int
@@ -230,6 +238,9 @@ func (q *queue) fail(err error) {
 	}
 	q.mu.Unlock()
 }
+
+// Err implements devqueue.Queue: the first failure so far.
+func (q *queue) Err() error { return q.failed() }
 
 func (q *queue) failed() error {
 	q.mu.Lock()
@@ -283,28 +294,33 @@ func (m *marker) Synchronize() {
 	runtime.KeepAlive(m)
 }
 
-// Wait waits for a CUDA event on the GPU (cuStreamWaitEvent); any other
-// marker (an nccl collective's) is waited for in a host function.
+// Wait waits for a CUDA event of this device on the GPU
+// (cuStreamWaitEvent). Any other marker fails the queue: waiting for it
+// would take a host function that blocks, and CUDA may run every host
+// function on one thread (a goroutine waits for it instead).
 func (q *queue) Wait(m devqueue.Marker) {
-	if cm, ok := m.(*marker); ok && cm.q.d == q.d {
-		if cm.e != nil {
-			q.enqueue(func() error { return q.d.qd.waitEvent(q.s, cm.e) })
-		}
-		runtime.KeepAlive(cm)
+	cm, ok := m.(*marker)
+	if !ok || cm.q.d != q.d {
+		q.fail(fmt.Errorf("waiting for a %T: only events of %v can be waited for on its streams", m, q.d))
 		return
 	}
-	q.Host("wait for a marker", func() error { m.Synchronize(); return nil })
+	if cm.e != nil {
+		q.enqueue(func() error { return q.d.qd.waitEvent(q.s, cm.e) })
+	}
+	runtime.KeepAlive(cm)
 }
 
 // staging returns pinned host memory of at least n bytes for the next
-// copy. The stream uses it in order, so one buffer serves every copy;
-// an outgrown one is freed at the next Synchronize.
+// copy (emu held). The stream uses it in order, so one buffer serves every
+// copy; an outgrown one is freed at the next Synchronize. cuMemHostAlloc
+// runs outside mu.
 func (q *queue) staging(n int) (unsafe.Pointer, error) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	if n <= q.pinN {
+		defer q.mu.Unlock()
 		return q.pin, nil
 	}
+	q.mu.Unlock()
 	var p unsafe.Pointer
 	err := q.d.call(func() error {
 		var err error
@@ -314,6 +330,8 @@ func (q *queue) staging(n int) (unsafe.Pointer, error) {
 	if err != nil {
 		return nil, err
 	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	if q.pin != nil {
 		q.retired = append(q.retired, q.pin)
 	}
@@ -325,6 +343,8 @@ func (q *queue) Upload(dst devqueue.Mem, off int, src []byte) {
 	if len(src) == 0 || q.failed() != nil {
 		return
 	}
+	q.emu.Lock()
+	defer q.emu.Unlock()
 	pin, err := q.staging(len(src))
 	if err != nil {
 		q.fail(err)
@@ -342,6 +362,8 @@ func (q *queue) Download(dst []byte, src devqueue.Mem, off int) {
 	if len(dst) == 0 || q.failed() != nil {
 		return
 	}
+	q.emu.Lock()
+	defer q.emu.Unlock()
 	pin, err := q.staging(len(dst))
 	if err != nil {
 		q.fail(err)
@@ -402,7 +424,8 @@ func (q *queue) Memset0(m devqueue.Mem, off, n int) {
 }
 
 // Host enqueues f with cuLaunchHostFunc. It is skipped when the queue
-// failed before it ran; its error fails the queue.
+// failed before it ran; its error fails the queue. f must neither block
+// nor call CUDA (see devqueue.Queue.Host).
 func (q *queue) Host(name string, f func() error) {
 	if q.failed() != nil {
 		return
@@ -471,9 +494,3 @@ func (q *queue) CopyToTensor(dst *tensor.Tensor, src devqueue.Mem, off int) {
 func (q *queue) Holds(t *tensor.Tensor) bool {
 	return t.Device() == q.d.c.Tensors() && t.IsContiguous()
 }
-
-// workMarker completes with a collective's Work (bounded by the group's
-// own op timeout).
-type workMarker struct{ w comm.Work }
-
-func (m workMarker) Synchronize() { _ = m.w.Wait(context.Background()) }

@@ -34,6 +34,10 @@ import (
 // queues run here as they would on a GPU, except for the driver itself.
 type simGPU struct {
 	d *sim.Device
+	// host runs the host functions of every stream, one at a time, on
+	// one goroutine, as CUDA may: a host function that waits for another
+	// hangs here as it would on a GPU.
+	host *hostThread
 
 	mu     sync.Mutex
 	bufs   map[uint64]*sim.Buffer
@@ -47,8 +51,30 @@ func newSimGPU(t *testing.T, ordinal int) (*Context, *simGPU) {
 	g := &simGPU{d: sim.New(ordinal), bufs: map[uint64]*sim.Buffer{}, pinned: map[unsafe.Pointer][]byte{},
 		events: map[unsafe.Pointer]bool{}, calls: map[string]int{}, strms: map[uintptr]*sim.Stream{}}
 	g.strms[uintptr(unsafe.Pointer(g.d.Compute()))] = g.d.Compute()
+	g.host = newHostThread(t)
 	t.Cleanup(func() { g.d.Close() })
 	return &Context{ordinal: ordinal, dev: g}, g
+}
+
+// hostThread is the driver's one thread for host functions.
+type hostThread struct{ fs chan func() }
+
+func newHostThread(t *testing.T) *hostThread {
+	h := &hostThread{fs: make(chan func())}
+	go func() {
+		for f := range h.fs {
+			f()
+		}
+	}()
+	t.Cleanup(func() { close(h.fs) })
+	return h
+}
+
+// run runs f on the thread and returns when it has.
+func (h *hostThread) run(f func()) {
+	done := make(chan struct{})
+	h.fs <- func() { f(); close(done) }
+	<-done
 }
 
 func (g *simGPU) note(call string) {
@@ -237,7 +263,8 @@ func (g *simGPU) launchOn(s unsafe.Pointer, kernel string, grid, block uint32, a
 }
 func (g *simGPU) hostFuncOn(s unsafe.Pointer, h cgo.Handle) error {
 	g.note("hostFunc")
-	stream(s).Enqueue("host function", func() error { runHostFunc(h); return nil })
+	host := g.host
+	stream(s).Enqueue("host function", func() error { host.run(func() { runHostFunc(h) }); return nil })
 	return nil
 }
 func (g *simGPU) hostAlloc(n int64) (unsafe.Pointer, error) {
@@ -305,16 +332,19 @@ func TestQueuesCopiesAndEvents(t *testing.T) {
 	g.mu.Unlock()
 }
 
-// cudaRanks runs fn on 2 ranks, each with a Context over its own simGPU.
+// cudaRanks runs fn on 2 ranks, each with a Context over its own simGPU;
+// both ranks' host functions share one thread, as in one process.
 func cudaRanks(t *testing.T, fn func(rank int, c *Context, g *simGPU, pg comm.ProcessGroup) error) {
 	pgs := commtest.NewGroups(2)
 	errs := make([]error, 2)
+	host := newHostThread(t)
 	var wg sync.WaitGroup
 	for r := range 2 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			c, g := newSimGPU(t, r)
+			g.host = host
 			g.d.Compute().SetDelay(200 * time.Microsecond)
 			errs[r] = fn(r, c, g, pgs[r])
 			if err := c.Close(); errs[r] == nil {
@@ -417,25 +447,21 @@ func TestQueuesDDPMatchesCPU(t *testing.T) {
 	}
 }
 
-// A marker that is not the Context's event (an nccl collective's Work) is
-// waited for in a host function on the stream, not by the host.
+// A marker that is not the Context's event fails the queue at once: it
+// is not waited for in a host function, which would block the one thread
+// CUDA may run every host function on.
 func TestQueuesWaitForeignMarker(t *testing.T) {
 	c, _ := newSimGPU(t, 0)
 	qd, err := c.Queues()
 	require.NoError(t, err)
 	q := qd.NewQueue("comm")
-	release := make(chan struct{})
-	var order []string
-	var mu sync.Mutex
-	q.Wait(chanMarker(release))
-	q.Host("after", func() error { mu.Lock(); order = append(order, "after"); mu.Unlock(); return nil })
-	time.Sleep(5 * time.Millisecond)
-	mu.Lock()
-	order = append(order, "released")
-	mu.Unlock()
-	close(release)
-	require.NoError(t, q.Synchronize())
-	assert.Equal(t, []string{"released", "after"}, order)
+	never := make(chanMarker)
+	q.Wait(never)
+	ran := false
+	q.Host("after", func() error { ran = true; return nil })
+	err = q.Synchronize()
+	require.ErrorContains(t, err, "only events of cuda:0 can be waited for")
+	assert.False(t, ran, "work after a failed wait is skipped")
 	require.NoError(t, c.Close())
 }
 

@@ -4,6 +4,7 @@ package cuda
 
 import (
 	"fmt"
+	"sync/atomic"
 	"unsafe"
 
 	"goddp/comm"
@@ -133,11 +134,11 @@ func (t *Tensor) CommBuffer() nccl.DeviceBuffer {
 // released the memory).
 func (t *Tensor) Free() error {
 	return t.ctx.do(func() error {
-		if t.ptr == 0 {
+		// Calls no longer run one at a time: of two Frees, one frees.
+		p := atomic.SwapUint64(&t.ptr, 0)
+		if p == 0 {
 			return nil
 		}
-		p := t.ptr
-		t.ptr = 0
 		return t.ctx.dev.free(p)
 	})
 }

@@ -3,7 +3,6 @@ package ddp
 import (
 	"context"
 	"fmt"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -39,14 +38,18 @@ type (
 //   - when dev is a DeviceReducer and the process group can reduce its
 //     memory (nccl on a CUDA device; cuda/sim's Collectives on sim), the
 //     group all-reduces the bucket in place on its own queue, after the
-//     comm queue's point (so after the bucket's gradients), and the comm
-//     queue waits on the group's completion marker: no host staging;
+//     comm queue's point (so after the bucket's gradients); a comm
+//     goroutine waits for the group's Work, then records the bucket's
+//     all-reduce marker on the comm queue: no host staging;
 //   - otherwise (tcp, shm, the in-memory group, and every comm hook) the
-//     bucket is staged through host memory: a copy to the host, the
-//     collective (or the hook) in a host function on the comm queue, and
-//     a copy back.
+//     bucket is staged through host memory: a copy to the host on the comm
+//     queue, then a comm goroutine waits for it, runs the collective (or
+//     the hook) and enqueues the copy back.
 //
-// Finalize makes the compute queue wait on each bucket's all-reduce marker
+// No host function waits or calls the device, and the comm goroutines run
+// one after another, in launch order, so every rank issues the same
+// collectives in the same order. Finalize makes the compute queue wait on
+// each bucket's all-reduce marker
 // before copying the results out (or, with GradientAsBucketView, before
 // any kernel reads the gradients, which are views of the buckets). The
 // host never waits for a bucket during backward.
@@ -74,10 +77,12 @@ type deviceBuckets struct {
 	// noDirect: the group cannot reduce this device's memory (learnt from
 	// the first bucket), so every bucket is staged.
 	noDirect bool
+	// tail is closed when the last comm goroutine (after) has ended.
+	tail chan struct{}
 
 	// skipWait leaves out the comm queue's wait for a bucket's gradients,
-	// skipDone the comm queue's wait for the group's all-reduce: only for
-	// the tests that show they are needed.
+	// skipDone the comm goroutine's wait for the group's all-reduce: only
+	// for the tests that show they are needed.
 	skipWait, skipDone bool
 }
 
@@ -143,6 +148,9 @@ func newDeviceBuckets(dev Device) *deviceBuckets {
 // asTensors allocates it as device tensors (GradientAsBucketView). The
 // previous buckets' memory is freed once no queue uses it.
 func (d *deviceBuckets) alloc(bs []*bucket, asTensors bool) error {
+	if d.tail != nil {
+		<-d.tail // the comm goroutines of a failed iteration use the buckets
+	}
 	if err := d.compute.Synchronize(); err != nil {
 		return fmt.Errorf("ddp: compute queue on %v: %w", d.dev, err)
 	}
@@ -216,6 +224,15 @@ func (d *deviceBuckets) fill(b *bucket, slot int, g *tensor.Tensor, s float64, i
 // gradients and returns a Work that completes with it: in device memory
 // when the device and group can (DeviceReducer, no hook), else staged
 // through the bucket's host buffer (b.f32), where hook, when set, reduces.
+//
+// The host waits only on comm goroutines (after), never in a host
+// function: CUDA may run every host function of a process on one thread
+// and forbids CUDA calls in them, so a collective in a host function that
+// waits for another queue's host function (or for a peer whose own
+// collective waits behind it) hangs. Here the backward goroutine enqueues
+// what needs no waiting (the comm queue's wait for the bucket's event, the
+// copy to the host, a device collective), and a comm goroutine waits for
+// an event or a Work, then issues what follows.
 func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp, hook CommHook, timeout time.Duration) comm.Work {
 	d.ready[b.index] = d.compute.Record()
 	if !d.skipWait {
@@ -223,17 +240,19 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	}
 	m := d.mem[b.index]
 	w := &deviceWork{done: make(chan struct{})}
-	var ran atomic.Bool
-	var inner comm.Work
 	red, ok := d.dev.(DeviceReducer)
 	ch, compress := hook.(compressHook)
 	caster, canCast := d.comm.(devqueue.Caster)
+	var inner comm.Work
+	var target Mem
+	n := b.numel()
 	if ok && !d.noDirect && (hook == nil || compress && canCast) {
 		// The group's queue waits for the comm queue's point (so for the
-		// bucket's gradients), the comm queue for the group's completion.
-		// A compression hook narrows the bucket on the device first and
-		// widens the result back, as it does on the host.
-		n, target, dtype := b.numel(), m, comm.Float32
+		// bucket's gradients). A compression hook narrows the bucket on
+		// the device first and widens the result back, as it does on the
+		// host.
+		dtype := comm.Float32
+		target = m
 		if compress {
 			target, dtype = d.wireOf(b), comm.Float16
 			if ch.bf16 {
@@ -243,91 +262,82 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 				caster.Narrow(target, m, n, ch.bf16)
 			}
 		}
-		var done Marker
 		if target != nil {
-			inner, done, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, target, n, dtype, op)
+			inner, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, target, n, dtype, op)
 		}
-		if d.direct[b.index] {
-			ran.Store(true)
-			if !d.skipDone {
-				d.comm.Wait(done)
-			}
-			if compress {
-				caster.Widen(m, target, n, ch.bf16)
-			}
-		} else if target != nil {
+		if !d.direct[b.index] && target != nil {
 			d.noDirect = true
 		}
 	}
-	if !d.direct[b.index] {
-		host := f32Bytes(b.f32)
-		d.comm.Download(host, m, 0)
-		d.comm.Host(fmt.Sprintf("all-reduce of bucket %d", b.index), func() error {
-			ran.Store(true)
+	if d.direct[b.index] {
+		skipDone := d.skipDone
+		d.after(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
-			var err error
-			if hook != nil {
-				err = hook.Reduce(pg, &b.grad).Wait(ctx)
-			} else {
-				err = pg.AllReduce(b.buffer(), op).Wait(ctx)
+			if skipDone {
+				d.reduced[b.index] = d.comm.Record()
+				return
 			}
-			w.err = err
-			return err
-		})
-		d.comm.Upload(m, 0, host)
-	}
-	reduced := d.comm.Record()
-	d.reduced[b.index] = reduced
-	skipDone := d.skipDone
-	go func() {
-		// A marker completes even after its queue failed, so this ends.
-		// When the group reduced the bucket, reduced follows its done
-		// marker, so inner has completed too and gives its error.
-		reduced.Synchronize()
-		if inner != nil && !skipDone {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			// The collective is done on the device too: what the comm
+			// queue runs next (the widening, the marker) follows it.
 			w.err = inner.Wait(ctx)
-			cancel()
+			if compress {
+				caster.Widen(m, target, n, ch.bf16)
+			}
+			d.reduced[b.index] = d.comm.Record()
+		}, w)
+		return w
+	}
+	host := f32Bytes(b.f32)
+	d.comm.Download(host, m, 0)
+	staged := d.comm.Record()
+	d.after(func() {
+		staged.Synchronize()
+		if err := d.comm.Err(); err != nil {
+			// Nothing valid reached the host; the collective is skipped,
+			// as it was when it ran on the queue.
+			w.err = fmt.Errorf("ddp: the comm queue on %v failed before bucket %d's all-reduce: %w", d.dev, b.index, err)
+			d.reduced[b.index] = d.comm.Record()
+			return
 		}
-		if !ran.Load() {
-			w.err = fmt.Errorf("ddp: the comm queue on %v failed before bucket %d's all-reduce: %w", d.dev, b.index, d.comm.Synchronize())
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		if hook != nil {
+			w.err = hook.Reduce(pg, &b.grad).Wait(ctx)
+		} else {
+			w.err = pg.AllReduce(b.buffer(), op).Wait(ctx)
 		}
-		close(w.done)
-	}()
+		d.comm.Upload(m, 0, host)
+		d.reduced[b.index] = d.comm.Record()
+	}, w)
 	return w
 }
 
-// afterBuckets issues the collective f starts after the buckets' own:
-// when a bucket of this iteration is staged, its collective is issued
-// from a host function on the comm queue, so f is too (every rank then
-// issues the same sequence); when all went to the group in device memory,
-// they were issued already and f runs now.
+// after runs f on a comm goroutine once the previous one has ended, then
+// completes w: the buckets' collectives, and the used-parameter map's
+// after them, are issued in launch order on every rank.
+func (d *deviceBuckets) after(f func(), w *deviceWork) {
+	prev, done := d.tail, make(chan struct{})
+	d.tail = done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		f()
+		close(w.done)
+	}()
+}
+
+// afterBuckets issues the collective f starts after the buckets' own, from
+// the comm goroutines, so that every rank issues the same sequence.
 func (d *deviceBuckets) afterBuckets(f func() comm.Work, timeout time.Duration) comm.Work {
-	staged := false
-	for _, direct := range d.direct {
-		staged = staged || !direct
-	}
-	if !staged {
-		return f()
-	}
 	w := &deviceWork{done: make(chan struct{})}
-	var ran atomic.Bool
-	d.comm.Host("all-reduce of the used-parameter map", func() error {
-		ran.Store(true)
+	d.after(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		w.err = f().Wait(ctx)
-		return w.err
-	})
-	m := d.comm.Record()
-	go func() {
-		m.Synchronize()
-		if !ran.Load() {
-			w.err = fmt.Errorf("ddp: the comm queue on %v failed before the used-parameter map's all-reduce: %w", d.dev, d.comm.Synchronize())
-		}
-		close(w.done)
-	}()
+	}, w)
 	return w
 }
 

@@ -60,16 +60,16 @@ func (s simDevice) AllocTensor(n int) (Mem, *tensor.Tensor, error) {
 
 // AllReduceAfter implements DeviceReducer for a group that is (or wraps) a
 // sim.Collectives on this device: the stand-in for NCCL on a GPU.
-func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, Marker, bool) {
+func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, bool) {
 	c, ok := sim.AsCollectives(pg)
 	if !ok || c.Device() != s.d {
-		return nil, nil, false
+		return nil, false
 	}
 	sq := q.(simQueue)
 	after := s.d.NewEvent()
 	after.Record(sq.s)
-	w, done := c.AllReduceDevice(m.(simMem).b, 0, n, dtype, op, after)
-	return w, done, true
+	w, _ := c.AllReduceDevice(m.(simMem).b, 0, n, dtype, op, after)
+	return w, true
 }
 
 func (q simQueue) Record() Marker {
@@ -79,14 +79,16 @@ func (q simQueue) Record() Marker {
 }
 
 // Wait waits for an event of the device on the GPU's terms; any other
-// marker is waited for in a host function on the queue.
+// marker fails the queue (a host function must not block).
 func (q simQueue) Wait(m Marker) {
 	if e, ok := m.(*sim.Event); ok {
 		q.s.WaitEvent(e)
 		return
 	}
-	q.s.Enqueue("wait marker", func() error { m.Synchronize(); return nil })
+	q.s.Enqueue("wait marker", func() error { return fmt.Errorf("ddp: %v cannot wait for a %T on the device", q.d, m) })
 }
+
+func (q simQueue) Err() error { return q.s.Err() }
 
 func (q simQueue) Upload(dst Mem, off int, src []byte)   { q.s.CopyHtoD(dst.(simMem).b, off, src) }
 func (q simQueue) Download(dst []byte, src Mem, off int) { q.s.CopyDtoH(dst, src.(simMem).b, off) }

@@ -93,6 +93,12 @@ func (q stagedQueue) Host(name string, f func() error) {
 	}
 }
 
+func (q stagedQueue) Err() error {
+	q.s.mu.Lock()
+	defer q.s.mu.Unlock()
+	return q.s.err
+}
+
 func (q stagedQueue) Synchronize() error {
 	err := q.s.d.Synchronize()
 	q.s.mu.Lock()

@@ -22,7 +22,8 @@ type Queue interface {
 	// Record returns a marker that completes when the queue has run the
 	// work enqueued so far (cuEventRecord).
 	Record() Marker
-	// Wait makes later work on the queue wait for m (cuStreamWaitEvent).
+	// Wait makes later work on the queue wait for m (cuStreamWaitEvent);
+	// m must be a marker of the same device (a queue fails on another).
 	Wait(m Marker)
 	// Upload copies src to dst at byte offset off; src must not change
 	// until the queue has run the copy.
@@ -35,12 +36,17 @@ type Queue interface {
 	// Memset0 zeroes n bytes of m from byte offset off.
 	Memset0(m Mem, off, n int)
 	// Host runs f on the queue's timeline (cuLaunchHostFunc): after the
-	// work enqueued before it, before the work enqueued after it. f may
-	// block (a collective over the network) but must not call the device.
+	// work enqueued before it, before the work enqueued after it. f must
+	// neither block nor call the device: CUDA may run every host function
+	// of the process on one thread, so one that waits for another (or for
+	// a collective whose peers wait behind it) hangs. Wait for a Marker on
+	// a goroutine instead, then enqueue what follows.
 	Host(name string, f func() error)
 	// Synchronize blocks the host until the queue is idle and returns
 	// its first error.
 	Synchronize() error
+	// Err returns the queue's first error so far, without waiting.
+	Err() error
 }
 
 // TensorQueue is a Queue that also moves tensors living on its own device
@@ -74,12 +80,12 @@ type Reducer interface {
 	// AllReduceAfter enqueues an all-reduce of n elements of dtype
 	// (Float32, or Float16/BFloat16 for compression hooks) of m (from byte
 	// 0, in place) across pg, ordered on the device after the work enqueued
-	// on q so far: the group's queue waits for it, the host does not. done
-	// is a marker that completes with the all-reduce (a queue that Waits on
-	// it sees the result); w completes on the host at the same point. ok is
-	// false, and nothing is enqueued, when pg cannot reduce this device's
-	// memory: the caller stages through host memory then.
-	AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (w comm.Work, done Marker, ok bool)
+	// on q so far: the group's queue waits for it, the host does not. w
+	// completes when the all-reduce has, on the device too, so work a
+	// queue is given after w completes sees the result. ok is false, and
+	// nothing is enqueued, when pg cannot reduce this device's memory: the
+	// caller stages through host memory then.
+	AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (w comm.Work, ok bool)
 }
 
 // Caster is an optional interface of a Queue: conversions between float32
