@@ -1,0 +1,21 @@
+// Package cluster runs goddp under the launchers that clusters already have,
+// with real daemons and real processes on one machine. It has no library code.
+//
+// A "node" is a network namespace with its own address, joined to the other
+// node by a veth pair, and its own UTS host name (node0, node1), which
+// /etc/netns/<ns>/hosts resolves on both nodes. That gives each rank what it
+// would see on a real machine: its own host name, an address that is not
+// loopback, and TCP that crosses a link.
+//
+//   - Slurm (slurm_test.go): munged, slurmctld on node0 and one slurmd per
+//     node, from a slurm.conf written into a temporary directory.
+//     `srun --nodes 2 --ntasks-per-node 2` starts examples/mlp directly
+//     (ranks from SLURM_*), an sbatch script runs `srun ddprun ...` once per
+//     node, and both train with the same losses as
+//     `ddprun --nproc-per-node 4`; a task killed with SIGKILL fails the job
+//     and the job's output names its rank.
+//
+// The tests need root (namespaces, the daemons). They install what is
+// missing with apt-get (scripts/setup.sh lists the same packages) and skip,
+// saying why, only when not root or when the packages cannot be installed.
+package cluster
