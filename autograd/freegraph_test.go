@@ -126,3 +126,45 @@ func TestBackwardRecyclesPassGradients(t *testing.T) {
 		}
 	}
 }
+
+// SelfAttention's own saved tensors (probabilities, the qkv copy) are
+// recycled with the graph, and training still matches bit for bit.
+func TestFreeGraphAttentionIsBitIdentical(t *testing.T) {
+	const b, tt, d, e, heads = 4, 16, 24, 32, 4
+	train := func(free bool) [][]uint32 {
+		rng := tensor.NewRNG(7)
+		wqkv := autograd.Param(tensor.Rand(rng, tensor.Float32, 3*e, d))
+		wo := autograd.Param(tensor.Rand(rng, tensor.Float32, 10, e))
+		x := tensor.Rand(rng, tensor.Float32, b*tt, d)
+		y := make([]int, b*tt)
+		for i := range y {
+			y[i] = i % 10
+		}
+		params := []*autograd.Variable{wqkv, wo}
+		opt, err := optim.NewSGD(params, optim.SGDConfig{LR: 0.1})
+		require.NoError(t, err)
+		for range 4 {
+			opt.ZeroGrad()
+			qkv := autograd.Reshape(autograd.Linear(autograd.Const(x), wqkv, nil), b, tt, 3*e)
+			att := autograd.SelfAttention(qkv, heads, autograd.AttentionOptions{Causal: true})
+			logits := autograd.Linear(autograd.Reshape(att, b*tt, e), wo, nil)
+			loss := autograd.CrossEntropy(logits, y, autograd.ReductionMean)
+			require.NoError(t, loss.Backward())
+			if free {
+				loss.FreeGraph()
+			}
+			require.NoError(t, opt.Step())
+		}
+		var out [][]uint32
+		for _, p := range params {
+			out = append(out, bits32(p.Value))
+		}
+		return out
+	}
+	want := train(false)
+	poisoned(t)
+	got := train(true)
+	for i := range want {
+		require.True(t, slices.Equal(want[i], got[i]), "parameter %d differs", i)
+	}
+}

@@ -64,6 +64,9 @@ type selfAttentionOp struct {
 func (o *selfAttentionOp) Name() string { return "SelfAttention" }
 func (o *selfAttentionOp) freshGrads()  {}
 
+// savedTensors lets FreeGraph recycle the probabilities and qkv copy (engine's savesTensors).
+func (o *selfAttentionOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.x, o.p} }
+
 func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
 	gx := tensor.New(o.x.DType(), o.x.Shape()...)

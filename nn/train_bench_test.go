@@ -61,9 +61,11 @@ func benchSteps(b *testing.B, model Module, batch int, loss func() *autograd.Var
 	}
 	step := func() {
 		opt.ZeroGrad()
-		if err := loss().Backward(); err != nil {
+		l := loss()
+		if err := l.Backward(); err != nil {
 			b.Fatal(err)
 		}
+		l.FreeGraph() // the step's intermediates go back to the cache
 		if err := opt.Step(); err != nil {
 			b.Fatal(err)
 		}

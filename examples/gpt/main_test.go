@@ -116,6 +116,7 @@ func BenchmarkGPTStep(b *testing.B) {
 		if err := loss.Backward(); err != nil {
 			b.Fatal(err)
 		}
+		loss.FreeGraph() // the step's intermediates go back to the cache
 		if err := opt.Step(); err != nil {
 			b.Fatal(err)
 		}

@@ -425,6 +425,7 @@ func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 			}
 		}
 	}
+	t.logf("host memory: %v\n", tensor.Host().Stats())
 	return nil
 }
 
