@@ -104,14 +104,16 @@
 //
 // Tensor.CommBuffer gives the nccl backend's DeviceBuffer, naming the
 // Context's compute stream. NCCL runs on its own non-blocking stream, so
-// nothing orders the two implicitly; the backend does it with CUDA events
-// for every device collective: it records an event on the compute stream
-// and makes its stream wait for it (the collective sees the gradients the
-// kernels wrote before the call), then records an event after the
-// collective and makes the compute stream wait for that (kernels queued
-// after the call, such as the optimizer step, see the reduced values).
-// The host never blocks for this; Work.Wait blocks the host until the
-// collective is done, as for host buffers.
+// nothing orders the two implicitly. Before a device collective the
+// backend records an event on the compute stream and makes its stream
+// wait for it, so the collective sees what the kernels queued before the
+// call wrote; the host does not block for this. After it, nothing makes
+// the compute stream wait: the collective is issued later, by the
+// backend's issuer goroutine, so at the call there is no event yet to
+// wait for. Work.Wait returns once the collective is done on the GPU (the
+// backend's watcher waits on an event recorded after it), so wait for the
+// Work before queueing kernels that read the result (the optimizer step),
+// as ddp does (a comm goroutine waits, then orders its queues).
 //
 // Ops: MatMul (cuBLAS SGEMM, either operand transposed), AddBias,
 // SumRows (bias gradients, as a GEMV; zero rows give zeros), ReLU,

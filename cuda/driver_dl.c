@@ -172,7 +172,12 @@ int gcu_module(gcu_lib *l, void *ctx, const char *ptx, void **mod) {
 	return l->cuModuleLoadData(mod, ptx);
 }
 
-int gcu_function(gcu_lib *l, void *mod, const char *name, void **fn) { return l->cuModuleGetFunction(fn, mod, name); }
+// The goroutine that loaded the module may be on another thread now, and
+// the context is current per thread: make it current here too.
+int gcu_function(gcu_lib *l, void *ctx, void *mod, const char *name, void **fn) {
+	CURRENT(ctx);
+	return l->cuModuleGetFunction(fn, mod, name);
+}
 
 int gcu_unload(gcu_lib *l, void *ctx, void *mod) {
 	CURRENT(ctx);

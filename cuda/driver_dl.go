@@ -133,7 +133,7 @@ func openDevice(ordinal int) (device, error) {
 	for _, name := range kernels.Names() {
 		cn := C.CString(name)
 		var fn unsafe.Pointer
-		rc := C.gcu_function(l, d.mod, cn, &fn)
+		rc := C.gcu_function(l, d.ctx, d.mod, cn, &fn)
 		C.free(unsafe.Pointer(cn))
 		if rc != 0 {
 			return fail(d.cuErr("kernel "+name, rc))

@@ -78,7 +78,7 @@ int gcu_htod(gcu_lib *l, void *ctx, gcu_devptr dst, const void *src, size_t n, v
 int gcu_dtoh(gcu_lib *l, void *ctx, void *dst, gcu_devptr src, size_t n, void *stream);
 int gcu_sync(gcu_lib *l, void *ctx, void *stream);
 int gcu_module(gcu_lib *l, void *ctx, const char *ptx, void **mod);
-int gcu_function(gcu_lib *l, void *mod, const char *name, void **fn);
+int gcu_function(gcu_lib *l, void *ctx, void *mod, const char *name, void **fn);
 int gcu_unload(gcu_lib *l, void *ctx, void *mod);
 int gcu_launch(gcu_lib *l, void *ctx, void *fn, unsigned grid, unsigned block, void *stream, unsigned long long *args, int nargs);
 

@@ -14,12 +14,13 @@ type DeviceBuffer struct {
 	DType backend.DType
 	Ptr   uintptr
 	Count int
-	// Stream is the CUstream that produced the data and will use the
-	// result (0: the legacy default stream). The collective waits, on the
-	// GPU, for the work queued on Stream before the call, and work queued
-	// on Stream after the call waits for the collective: both through CUDA
-	// events, see doc.go. cuda.Tensor.CommBuffer sets it to the Context's
-	// compute stream.
+	// Stream is the CUstream that produced the data (0: the legacy
+	// default stream). The collective waits, on the GPU, for the work
+	// queued on Stream before the call (through a CUDA event). Work queued
+	// on Stream after the call is not ordered after the collective, which
+	// the group's issuer enqueues later: wait for the op's Work first (it
+	// completes when the collective is done on the GPU). cuda.Tensor.
+	// CommBuffer sets it to the Context's compute stream.
 	Stream uintptr
 }
 
