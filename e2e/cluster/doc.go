@@ -14,8 +14,13 @@
 //     node, and both train with the same losses as
 //     `ddprun --nproc-per-node 4`; a task killed with SIGKILL fails the job
 //     and the job's output names its rank.
+//   - OpenMPI (mpirun_test.go): mpirun on node0 starts its daemon on node1
+//     through --mca plm_rsh_agent, a script that enters the node's namespace
+//     where ssh would log in. The ranks build the tcp backend from OMPI_*
+//     and MASTER_ADDR, or, built with -tags mpi, use the mpi backend over
+//     OpenMPI's TCP transport; both train with the same losses as ddprun.
 //
-// The tests need root (namespaces, the daemons). They install what is
+// The tests need root (namespaces, the daemons slurmd and orted). They install what is
 // missing with apt-get (scripts/setup.sh lists the same packages) and skip,
 // saying why, only when not root or when the packages cannot be installed.
 package cluster
