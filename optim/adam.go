@@ -145,104 +145,18 @@ func (o *Adam) Step() error {
 				}
 			}
 			st.step++
-			h := adamHyper{
-				lr: pg.LR, wd: pg.WeightDecay, beta1: o.cfg.Beta1, beta2: o.cfg.Beta2, eps: o.cfg.Eps,
-				decoupled: o.kind == "AdamW", maximize: o.cfg.Maximize,
-			}
-			h.stepSize = pg.LR / (1 - math.Pow(o.cfg.Beta1, st.step))
-			h.bc2Sqrt = math.Sqrt(1 - math.Pow(o.cfg.Beta2, st.step))
-			if !p.Value.IsCPU() {
-				if err := o.adamStepDevice(p, i, st, h); err != nil {
-					return err
-				}
-				continue
-			}
-			if p.Value.DType() == tensor.Float64 {
-				var mx []float64
-				if st.maxSq != nil {
-					mx = st.maxSq.F64()
-				}
-				adamUpdate(p.Value.F64(), p.Grad.F64(), st.expAvg.F64(), st.expSq.F64(), mx, h)
-			} else {
-				var mx []float32
-				if st.maxSq != nil {
-					mx = st.maxSq.F32()
-				}
-				adamUpdate(p.Value.F32(), p.Grad.F32(), st.expAvg.F32(), st.expSq.F32(), mx, h)
+			err := tensor.AdamStep(p.Value, p.Grad, st.expAvg, st.expSq, st.maxSq, tensor.AdamHyper{
+				LR: pg.LR, WeightDecay: pg.WeightDecay, Beta1: o.cfg.Beta1, Beta2: o.cfg.Beta2, Eps: o.cfg.Eps,
+				StepSize:  pg.LR / (1 - math.Pow(o.cfg.Beta1, st.step)),
+				BC2Sqrt:   math.Sqrt(1 - math.Pow(o.cfg.Beta2, st.step)),
+				Decoupled: o.kind == "AdamW", Maximize: o.cfg.Maximize,
+			})
+			if err != nil {
+				return stepErr(err, i)
 			}
 		}
 	}
 	return nil
-}
-
-type adamHyper struct {
-	lr, wd, beta1, beta2, eps float64
-	stepSize, bc2Sqrt         float64
-	beta1Sign                 float64 // -1 when maximizing
-	decoupled, maximize       bool
-}
-
-func adamUpdate[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
-	n := len(p)
-	g, m, v = g[:n], m[:n], v[:n]
-	if h.maximize {
-		// Flip the gradient's sign by folding it into the moment updates:
-		// m uses -g, and v's g*g is unchanged.
-		h.beta1Sign = -1
-	} else {
-		h.beta1Sign = 1
-	}
-	if h.decoupled && h.wd != 0 {
-		axpy(T(-h.lr*h.wd), p, p) // p *= 1 - lr*wd
-	}
-	if !h.decoupled && h.wd != 0 || vmax != nil {
-		adamGeneral(p, g, m, v, vmax, h)
-		return
-	}
-	// The common case (AdamW, or Adam without L2 and AMSGrad) in one tight
-	// loop with no branches.
-	b1, b2 := T(h.beta1), T(h.beta2)
-	omb1, omb2 := T((1-h.beta1)*h.beta1Sign), T(1-h.beta2)
-	invBc2, eps, stepSize := T(1/h.bc2Sqrt), T(h.eps), T(h.stepSize)
-	start := 0
-	if p32, ok := any(p).([]float32); ok {
-		// SSE2 kernel in this loop's exact order of operations (bit-identical).
-		start = adamF32Vec(p32, any(g).([]float32), any(m).([]float32), any(v).([]float32),
-			adamConsts{float32(b1), float32(omb1), float32(b2), float32(omb2),
-				float32(invBc2), float32(eps), float32(stepSize)})
-	}
-	for j := start; j < len(p); j++ {
-		gj := g[j]
-		mj := b1*m[j] + omb1*gj
-		vj := b2*v[j] + omb2*gj*gj
-		m[j], v[j] = mj, vj
-		p[j] -= stepSize * mj / (T(math.Sqrt(float64(vj)))*invBc2 + eps)
-	}
-}
-
-// adamGeneral handles Adam's L2 term (added to the gradient) and AMSGrad.
-func adamGeneral[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
-	b1, b2 := T(h.beta1), T(h.beta2)
-	omb1, omb2 := T(1-h.beta1), T(1-h.beta2)
-	wd := T(h.wd)
-	if h.decoupled {
-		wd = 0 // already applied to p
-	}
-	sign := T(h.beta1Sign)
-	invBc2, eps, stepSize := T(1/h.bc2Sqrt), T(h.eps), T(h.stepSize)
-	for j := range p {
-		gj := sign*g[j] + wd*p[j]
-		mj := b1*m[j] + omb1*gj
-		vj := b2*v[j] + omb2*gj*gj
-		m[j], v[j] = mj, vj
-		if vmax != nil {
-			if vj > vmax[j] {
-				vmax[j] = vj
-			}
-			vj = vmax[j]
-		}
-		p[j] -= stepSize * mj / (T(math.Sqrt(float64(vj)))*invBc2 + eps)
-	}
 }
 
 // StateDict implements Optimizer.

@@ -109,10 +109,18 @@ func checkGrad(p *autograd.Variable, idx int) error {
 	return nil
 }
 
-// newLike returns a zero tensor with p's dtype and shape.
-func newLike(p *autograd.Variable) *tensor.Tensor {
-	if !p.Value.IsCPU() {
-		return tensor.MustZerosOn(p.Value.Device(), p.Value.Shape()...)
+// stepErr attributes a tensor update's error to parameter idx: an update
+// the parameter's device has no kernel for is a configuration error (as
+// an option torch's device would refuse), tensors on different devices a
+// bad gradient.
+func stepErr(err error, idx int) error {
+	if errors.Is(err, tensor.ErrNoKernel) {
+		return fmt.Errorf("%w: parameter %d: %w", ErrInvalidConfig, idx, err)
 	}
-	return tensor.New(p.Value.DType(), p.Value.Shape()...)
+	return fmt.Errorf("%w: parameter %d: %w", ErrBadGrad, idx, err)
+}
+
+// newLike returns a zero tensor with p's dtype and shape on p's device.
+func newLike(p *autograd.Variable) *tensor.Tensor {
+	return tensor.ZerosAs(p.Value, p.Value.Shape()...)
 }

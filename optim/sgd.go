@@ -103,101 +103,16 @@ func (o *SGD) Step() error {
 				o.bufs[i] = newLike(p)
 				first = true
 			}
-			if !p.Value.IsCPU() {
-				if err := o.sgdStepDevice(pg, p, i, first); err != nil {
-					return err
-				}
-				continue
+			err := tensor.SGDStep(p.Value, p.Grad, o.bufs[i], tensor.SGDHyper{
+				LR: pg.LR, WeightDecay: pg.WeightDecay, Momentum: o.cfg.Momentum, Dampening: o.cfg.Dampening,
+				Nesterov: o.cfg.Nesterov, Maximize: o.cfg.Maximize, First: first,
+			})
+			if err != nil {
+				return stepErr(err, i)
 			}
-			o.sgdStep(pg, p, i, first)
 		}
 	}
 	return nil
-}
-
-func (o *SGD) sgdStep(pg *ParamGroup, p *autograd.Variable, i int, first bool) {
-	h := sgdHyper{lr: pg.LR, wd: pg.WeightDecay, momentum: o.cfg.Momentum, dampening: o.cfg.Dampening,
-		nesterov: o.cfg.Nesterov, maximize: o.cfg.Maximize, first: first}
-	if p.Value.DType() == tensor.Float64 {
-		var buf []float64
-		if o.bufs[i] != nil {
-			buf = o.bufs[i].F64()
-		}
-		sgdUpdate(p.Value.F64(), p.Grad.F64(), buf, h)
-		return
-	}
-	var buf []float32
-	if o.bufs[i] != nil {
-		buf = o.bufs[i].F32()
-	}
-	sgdUpdate(p.Value.F32(), p.Grad.F32(), buf, h)
-}
-
-type sgdHyper struct {
-	lr, wd, momentum, dampening float64
-	nesterov, maximize, first   bool
-}
-
-// sgdUpdate applies one SGD step to p in place. buf is nil without momentum.
-//
-// Except for Nesterov, the update is split into whole-vector axpy passes
-// (SIMD kernels) instead of one scalar loop; the arithmetic is torch's,
-// regrouped, so results agree with torch to float32 rounding:
-//
-//	p += -lr*wd * p                      (weight decay, no momentum)
-//	buf = m*buf + (1-dampening)*(±g + wd*p)
-//	p += -lr * (buf or ±g)
-func sgdUpdate[T float32 | float64](p, g, buf []T, h sgdHyper) {
-	g = g[:len(p)]
-	sign := 1.0
-	if h.maximize {
-		sign = -1
-	}
-	if buf == nil {
-		if h.wd != 0 {
-			axpy(T(-h.lr*h.wd), p, p)
-		}
-		axpy(T(-h.lr*sign), g, p)
-		return
-	}
-	buf = buf[:len(p)]
-	if h.nesterov {
-		sgdNesterov(p, g, buf, h, T(sign))
-		return
-	}
-	if h.first {
-		// buf = ±g + wd*p, torch's clone of the first d_p.
-		copy(buf, g)
-		if h.maximize {
-			axpy(T(-2), buf, buf)
-		}
-		if h.wd != 0 {
-			axpy(T(h.wd), p, buf)
-		}
-	} else {
-		damp := 1 - h.dampening
-		axpy(T(h.momentum-1), buf, buf)
-		axpy(T(sign*damp), g, buf)
-		if h.wd != 0 {
-			axpy(T(damp*h.wd), p, buf)
-		}
-	}
-	axpy(T(-h.lr), buf, p)
-}
-
-// sgdNesterov is the fused scalar loop for Nesterov momentum, whose update
-// needs d and buf together.
-func sgdNesterov[T float32 | float64](p, g, buf []T, h sgdHyper, sign T) {
-	lr, wd, m, damp := T(h.lr), T(h.wd), T(h.momentum), T(1-h.dampening)
-	for j := range p {
-		d := sign*g[j] + wd*p[j]
-		b := d
-		if !h.first {
-			b = m*buf[j] + damp*d
-		}
-		buf[j] = b
-		p[j] -= lr * (d + m*b)
-	}
 }
 
 // StateDict implements Optimizer.

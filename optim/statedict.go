@@ -150,9 +150,6 @@ func stateTensor(sd *StateDict, i int, name string, like *tensor.Tensor) (*tenso
 // cloneAs returns a private copy of src with like's shape, on like's
 // device (a checkpoint's host tensors load onto a device model's device).
 func cloneAs(src, like *tensor.Tensor) *tensor.Tensor {
-	c := src.Clone().Reshape(like.Shape()...)
-	if !like.IsCPU() && c.Device() != like.Device() {
-		return c.MustTo(like.Device())
-	}
-	return c
+	// To returns c itself when it is on like's device already.
+	return src.Clone().Reshape(like.Shape()...).MustTo(like.Device())
 }

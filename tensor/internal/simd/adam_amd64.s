@@ -1,6 +1,6 @@
 #include "textflag.h"
 
-// func adamF32SSE(p, grad, m, v *float32, n int, c *adamConsts)
+// func adamF32SSE(p, grad, m, v *float32, n int, c *AdamConsts)
 // The common Adam/AdamW update over n elements, n a multiple of 8, in the
 // scalar loop's exact order of operations (so results are bit-identical):
 //   m = b1*m + omb1*g
