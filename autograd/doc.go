@@ -59,8 +59,18 @@
 // beta = 1), broadcast gradients are reduced straight into Grad, and the
 // engine adopts or adds into gradients that ops allocate instead of copying
 // them. Elementwise ops compute their input gradient in place when the
-// engine owns the incoming one. Activations and activation-sized gradients
-// are still allocated per step.
+// engine owns the incoming one.
+//
+// Activation-sized tensors come from the host's caching allocator
+// (tensor.Host()). When a pass ends, the engine gives back the gradients
+// private to it (fresh or owned ones that did not become a leaf's Grad).
+// The activations themselves may still be read by the caller after
+// Backward, and Go cannot tell whether it holds them, so they go back only
+// when the caller says the graph is finished: loss.FreeGraph(keep...) after
+// Backward recycles every intermediate value (and what ops such as
+// SelfAttention saved for backward) except leaves, their Grad, the root and
+// keep, and detaches the recycled tensors so that a late read panics. With
+// it a steady step takes its activations from the previous step's blocks.
 //
 // # Checking gradients
 //

@@ -87,3 +87,50 @@ func TestBinaryWritesEveryElementOfUnzeroedOutput(t *testing.T) {
 		})
 	}
 }
+
+// New hands out zeros even when its block comes back NaN-poisoned from the
+// cache; the stats count the hit, and EmptyCache gives cached blocks up.
+func TestHostCacheReuseZeroAndEmpty(t *testing.T) {
+	h := Host()
+	h.SetPoison(true)
+	defer h.SetPoison(false)
+	h.EmptyCache()
+	a := New(Float32, 123, 457)
+	Fill(a, 3)
+	var r Recycler
+	r.Free(a)
+	require.Equal(t, int64(a.blk.class), r.Flush())
+	before := h.Stats()
+	b := New(Float32, 123, 457)
+	after := h.Stats()
+	require.Equal(t, before.Hits+1, after.Hits, "the recycled block serves the next tensor of its class")
+	require.Same(t, &a.blk.f32[0], &b.blk.f32[0])
+	for i, v := range b.F32() {
+		if v != 0 {
+			t.Fatalf("element %d of New is %v", i, v)
+		}
+	}
+	require.Panics(t, func() { a.F32() }, "a recycled tensor is still readable")
+
+	// A kept view protects its storage; a second Flush of the same tensor
+	// recycles nothing.
+	v := b.Reshape(-1)
+	r.Free(b)
+	r.Keep(v)
+	require.Zero(t, r.Flush())
+	require.NotPanics(t, func() { b.F32() })
+
+	var r2 Recycler
+	r2.Free(b)
+	r2.Free(b)
+	require.Equal(t, int64(b.blk.class), r2.Flush(), "recycled once")
+	reserved := h.Stats().Reserved
+	h.EmptyCache()
+	require.Equal(t, reserved-int64(b.blk.class), h.Stats().Reserved)
+
+	// Small tensors come from make and are never recycled.
+	s := New(Float32, 3)
+	var r3 Recycler
+	r3.Free(s)
+	require.Zero(t, r3.Flush())
+}

@@ -96,10 +96,19 @@
 // loops that builds without cgo run. SumAll adds in float64 in a fixed
 // 16-lane order (reduce.go) that sum_kernels.c vectorises with the same bits.
 //
-// Outputs of binary and unary ops and Contiguous copies from 64 KiB up are
-// allocated without the zeroing pass (alloc.go): each writes every element
-// before the tensor escapes, so a fresh 100 MB tensor no longer costs a
-// clear as well.
+// # Memory
+//
+// Host storage from 1 KiB up comes from the CPU's caching allocator
+// (Host(), alloc.go; the shared implementation is tensor/internal/caching):
+// blocks rounded to size classes, kept on free lists when given back, as in
+// PyTorch's caching allocator. The autograd engine gives back what a
+// backward pass no longer needs, and Variable.FreeGraph a finished step's
+// intermediates, through a Recycler; storage never given back is freed by
+// the garbage collector as before. Outputs of binary and unary ops and
+// Contiguous copies take a block as its last user left it, without the
+// zeroing pass: each writes every element before the tensor escapes.
+// Host().Stats() reports allocated, reserved, peaks, hits and misses;
+// Host().EmptyCache() drops the cached blocks.
 //
 // # Devices
 //
