@@ -3,6 +3,7 @@ package cluster
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,7 +208,13 @@ type result struct {
 func run(t *testing.T, cmd *exec.Cmd, limit time.Duration) result {
 	t.Helper()
 	var out, errb buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
+	// A caller that watches the output as it comes sets cmd.Stdout.
+	if cmd.Stdout != nil {
+		cmd.Stdout = io.MultiWriter(&out, cmd.Stdout)
+	} else {
+		cmd.Stdout = &out
+	}
+	cmd.Stderr = &errb
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	start := time.Now()
 	if err := cmd.Start(); err != nil {

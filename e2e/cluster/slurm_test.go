@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"crypto/rand"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -136,16 +137,25 @@ func startSlurm(t *testing.T) *slurm {
 		// -N: the node's name in slurm.conf, whatever the host name.
 		s.daemon(t, s.nodeCmd(i, true, "slurmd", "-D", "-N", n.name[i], "-f", s.conf))
 	}
+	s.waitIdle(t)
+	return s
+}
+
+// waitIdle waits until both nodes are idle: registered, or done with the
+// previous job (a job submitted while one is still completing waits for the
+// scheduler's next pass).
+func (s *slurm) waitIdle(t *testing.T) {
+	t.Helper()
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		out, _ := s.client(0, "sinfo", "--noheader", "--Node", "--format=%N %t").CombinedOutput()
 		if strings.Count(string(out), "idle") == 2 {
-			return s
+			return
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("cluster: the Slurm nodes did not become idle within 60 s; sinfo:\n%s", out)
 		}
-		time.Sleep(200 * time.Millisecond)
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
@@ -220,7 +230,7 @@ srun --kill-on-bad-exit=1 bash -c 'exec ddprun \
     --nnodes "$SLURM_NNODES" --node-rank "$SLURM_NODEID" \
     --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" \
     --nproc-per-node 2 --rdzv-id "$SLURM_JOB_ID" \
-    mlp -epochs 2'
+    mlp -epochs {{epochs}}'
 `
 
 func TestSlurm(t *testing.T) {
@@ -229,6 +239,7 @@ func TestSlurm(t *testing.T) {
 	mlp := filepath.Join(binDir, "mlp")
 
 	t.Run("srun starts the ranks", func(t *testing.T) {
+		s.waitIdle(t)
 		r := run(t, s.client(0, "srun", "--nodes", "2", "--ntasks-per-node", "2", "--kill-on-bad-exit=1",
 			"mlp", "-epochs", epochs), 3*time.Minute)
 		require.Equal(t, 0, r.code, "srun:\n%s\n%s", r.stdout, r.stderr)
@@ -239,8 +250,9 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("sbatch runs srun ddprun", func(t *testing.T) {
+		s.waitIdle(t)
 		script := filepath.Join(s.dir, "train.sbatch")
-		require.NoError(t, os.WriteFile(script, []byte(sbatchScript), 0o755))
+		require.NoError(t, os.WriteFile(script, []byte(strings.Replace(sbatchScript, "{{epochs}}", epochs, 1)), 0o755))
 		out := filepath.Join(s.dir, "sbatch-%j.out")
 		// --wait: sbatch returns when the job ends, with its exit code.
 		r := run(t, s.client(0, "sbatch", "--wait", "--output", out, script), 3*time.Minute)
@@ -258,28 +270,14 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("a killed task fails the job naming its rank", func(t *testing.T) {
+		s.waitIdle(t)
 		cmd := s.client(0, "srun", "--nodes", "2", "--ntasks-per-node", "2", "--kill-on-bad-exit=1",
 			"mlp", "-epochs", "100")
+		progress := &buffer{}
+		cmd.Stdout = progress
 		done := make(chan result, 1)
 		go func() { done <- run(t, cmd, 3*time.Minute) }()
-		// Rank 3 is on node1: kill it once every rank is training.
-		var victim int
-		deadline := time.Now().Add(60 * time.Second)
-		for victim == 0 {
-			pids := tasks(mlp)
-			if len(pids) == 4 {
-				for _, pid := range pids {
-					if v, _ := environ(pid, "SLURM_PROCID"); v == "3" {
-						victim = pid
-					}
-				}
-			}
-			require.True(t, time.Now().Before(deadline), "the 4 tasks did not start within 60 s")
-			time.Sleep(100 * time.Millisecond)
-		}
-		time.Sleep(2 * time.Second) // past the rendezvous, into the steps
-		killed := time.Now()
-		require.NoError(t, syscall.Kill(victim, syscall.SIGKILL))
+		killed := killRank(t, mlp, "SLURM_PROCID", "3", progress.String) // on node1
 		r := <-done
 		assert.NotEqual(t, 0, r.code)
 		assert.Less(t, time.Since(killed), 60*time.Second)
@@ -287,4 +285,74 @@ func TestSlurm(t *testing.T) {
 		t.Logf("job ended %v after the kill (exit %d)", time.Since(killed).Round(time.Millisecond), r.code)
 		requireNoTasks(t, mlp, 10*time.Second)
 	})
+
+	t.Run("without --kill-on-bad-exit the survivors name the killed rank", func(t *testing.T) {
+		s.waitIdle(t)
+		cmd := s.client(0, "srun", "--nodes", "2", "--ntasks-per-node", "2", "mlp", "-epochs", "100")
+		progress := &buffer{}
+		cmd.Stdout = progress
+		done := make(chan result, 1)
+		go func() { done <- run(t, cmd, 3*time.Minute) }()
+		killed := killRank(t, mlp, "SLURM_PROCID", "3", progress.String)
+		r := <-done
+		assert.NotEqual(t, 0, r.code)
+		assert.Contains(t, r.stderr, "srun: error: node1: task 3: Killed")
+		for rank := range 3 {
+			// goddp's own error on each survivor, not only Slurm's line.
+			assert.Regexp(t, fmt.Sprintf(`mlp: .*on rank %d: .*rank 3: connection closed`, rank), r.stderr,
+				"rank %d names the killed rank", rank)
+		}
+		assert.Less(t, time.Since(killed), 60*time.Second)
+		requireNoTasks(t, mlp, 10*time.Second)
+	})
+
+	t.Run("a killed worker under sbatch fails the job naming its rank", func(t *testing.T) {
+		s.waitIdle(t)
+		script := filepath.Join(s.dir, "long.sbatch")
+		require.NoError(t, os.WriteFile(script, []byte(strings.Replace(sbatchScript, "{{epochs}}", "100", 1)), 0o755))
+		out := filepath.Join(s.dir, "long-%j.out")
+		done := make(chan result, 1)
+		cmd := s.client(0, "sbatch", "--wait", "--output", out, script)
+		submitted := &buffer{}
+		cmd.Stdout = submitted
+		go func() { done <- run(t, cmd, 3*time.Minute) }()
+		output := func() string {
+			m := regexp.MustCompile(`Submitted batch job (\d+)`).FindStringSubmatch(submitted.String())
+			if m == nil {
+				return ""
+			}
+			b, _ := os.ReadFile(strings.Replace(out, "%j", m[1], 1))
+			return string(b)
+		}
+		killed := killRank(t, mlp, "RANK", "3", output)
+		r := <-done
+		b := output()
+		require.NotEmpty(t, b, "sbatch:\n%s\n%s", r.stdout, r.stderr)
+		assert.NotEqual(t, 0, r.code)
+		// Both nodes' ddprun report the root cause, node0's through the store.
+		assert.Equal(t, 2, strings.Count(b, "ddprun: error: launch: worker failed: rank 3 (local rank 1 on node1) failed with signal SIGKILL"), b)
+		assert.Contains(t, b, "rank       : 3 (local rank 1, node 1, host node1)")
+		assert.Less(t, time.Since(killed), 60*time.Second)
+		requireNoTasks(t, mlp, 10*time.Second)
+	})
+}
+
+// killRank SIGKILLs the process of bin whose environment has key=rank once
+// the job's output shows that the ranks are training (an epoch started),
+// and returns when it did.
+func killRank(t *testing.T, bin, key, rank string, output func() string) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(output(), "] Epoch 0 |") {
+		require.True(t, time.Now().Before(deadline), "the job did not start training within 60 s:\n%s", output())
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range tasks(bin) {
+		if v, _ := environ(pid, key); v == rank {
+			require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+			return time.Now()
+		}
+	}
+	t.Fatalf("no process of %s has %s=%s", bin, key, rank)
+	return time.Time{}
 }
