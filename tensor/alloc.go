@@ -13,6 +13,30 @@ import (
 // and the requests served from the cache (Hits) or from the system (Misses).
 type MemoryStats = caching.Stats
 
+// CachingAllocator is the caching allocator every device builds on
+// (tensor/internal/caching): size-class free lists per stream, a block used
+// on another stream reused only after that stream's event (FreeAfter),
+// stats and EmptyCache. A device supplies a CacheBackend that gets and
+// frees its real blocks (cuMemAlloc/cuMemFree on cuda). The host's is
+// HostAllocator; the aliases let device packages outside tensor use the one
+// implementation.
+type CachingAllocator[B any] = caching.Allocator[B]
+
+// CacheBackend gets and frees a device's real blocks for a CachingAllocator.
+type CacheBackend[B any] = caching.Backend[B]
+
+// CacheStream names a device stream's free lists (0 is the compute stream).
+type CacheStream = caching.Stream
+
+// CacheEvent is an event recorded on a stream, polled before a block used
+// there is reused on another.
+type CacheEvent = caching.Event
+
+// NewCachingAllocator returns an empty caching allocator over backend.
+func NewCachingAllocator[B any](backend CacheBackend[B]) *CachingAllocator[B] {
+	return caching.New(backend)
+}
+
 // HostAllocator is the CPU device's caching allocator: every host tensor's
 // storage comes from it. A block given back (Recycle, which the autograd
 // engine calls for the storage a backward pass no longer needs) is kept on
