@@ -122,12 +122,16 @@
 //
 // Ops reach a device through one table, Kernels, that the device supplies
 // (goddp/cuda/devtensor fills it once for every device that runs
-// goddp/cuda/kernels); package tensor imports no device. Autograd's and
-// optim's training ops check their operands' device once and use the
-// table (autograd/device.go, optim/device.go); KernelsOf panics when
-// operands are on two devices, naming both, and an op without a device
-// path panics with NoKernel ("Conv2d has no kernel on sim:0"). On the host
-// the check is a nil comparison: no allocation.
+// goddp/cuda/kernels); package tensor imports no device. The ops dispatch
+// here and nowhere else (dispatch.go): Add, ReLU, Linear, LogSoftmax, the
+// fused losses, SumInto and the optimizer updates (SGDStep, AdamStep,
+// ClipGradNorm) run their CPU code on host operands and their device's
+// table entry otherwise, so autograd and optim call them with no device
+// branch and each op is written once. Operands on two devices panic naming
+// both ("tensor: Add: operands on cpu and sim:0"; the updates return
+// ErrMixedDevices instead), and an op without a device path panics with
+// NoKernel ("Conv2d has no kernel on sim:0"). On the host the check is a
+// nil comparison: no allocation.
 //
 // # Errors
 //
