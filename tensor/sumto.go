@@ -144,4 +144,3 @@ func reduceSlice[T float](o, src []T, gs, outStrides []int) {
 		}
 	}
 }
-
