@@ -15,7 +15,7 @@
 //     `ddprun --nproc-per-node 4`. A rank killed with SIGKILL mid-training
 //     fails the job and is named: by srun (`task 3: Killed`), by every
 //     surviving rank's own error when srun does not stop them first, and,
-//     under sbatch, by both nodes' ddprun in their root-cause report.
+//     under sbatch, by ddprun's root-cause report.
 //   - OpenMPI (mpirun_test.go): mpirun on node0 starts its daemon on node1
 //     through --mca plm_rsh_agent, a script that enters the node's namespace
 //     where ssh would log in. The ranks build the tcp backend from OMPI_*

@@ -62,6 +62,9 @@ type slurm struct {
 // slurmd on one file system never share a file. The two nodes are declared
 // with 2 CPUs each, as `--ntasks-per-node 2` needs; ReturnToService=2 lets a
 // node that was down come back as soon as its slurmd registers.
+// `sbatch --wait` polls every 2 s, then 8, then 32 while that is under a
+// third of MinJobAge (default 300): MinJobAge=6 keeps it at 2 s, or a 11 s
+// job would take 42.
 const slurmConf = `ClusterName=goddptest
 SlurmctldHost={{node0}}({{addr0}})
 SlurmUser=root
@@ -87,6 +90,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_CPU
 MpiDefault=none
 ReturnToService=2
+MinJobAge=6
 KillWait=5
 SlurmctldDebug=info
 SlurmdDebug=info
@@ -329,8 +333,10 @@ func TestSlurm(t *testing.T) {
 		b := output()
 		require.NotEmpty(t, b, "sbatch:\n%s\n%s", r.stdout, r.stderr)
 		assert.NotEqual(t, 0, r.code)
-		// Both nodes' ddprun report the root cause, node0's through the store.
-		assert.Equal(t, 2, strings.Count(b, "ddprun: error: launch: worker failed: rank 3 (local rank 1 on node1) failed with signal SIGKILL"), b)
+		// node1's ddprun reports the root cause. node0's does too when it
+		// learns it through the store before srun's --kill-on-bad-exit
+		// stops it, which a loaded machine does not always allow.
+		assert.Contains(t, b, "ddprun: error: launch: worker failed: rank 3 (local rank 1 on node1) failed with signal SIGKILL")
 		assert.Contains(t, b, "rank       : 3 (local rank 1, node 1, host node1)")
 		assert.Less(t, time.Since(killed), 60*time.Second)
 		requireNoTasks(t, mlp, 10*time.Second)
