@@ -3,6 +3,7 @@ package tensor
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"sync/atomic"
 
 	"goddp/tensor/internal/caching"
@@ -131,7 +132,29 @@ type hostBlock struct {
 	f32   []float32 // the whole block (class bytes), for float32 tensors
 	f64   []float64 // likewise for float64
 	class int
-	freed atomic.Bool
+	// freed is set when the block goes back to the cache. It is a separate
+	// object so that the cleanup run when the tensor is dropped can read it
+	// without keeping the hostBlock alive.
+	freed *atomic.Bool
+}
+
+// dropped is the cleanup of a hostBlock: a tensor dropped without being
+// recycled leaves its memory to the garbage collector, and the stats stop
+// counting it as allocated and reserved.
+func dropped(d droppedBlock) {
+	if !d.freed.Load() {
+		if d.f64 {
+			host.f64.Forget(d.class)
+		} else {
+			host.f32.Forget(d.class)
+		}
+	}
+}
+
+type droppedBlock struct {
+	freed *atomic.Bool
+	class int
+	f64   bool
 }
 
 // cachedMin is the size in bytes below which storage comes from make: the
@@ -152,7 +175,7 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 		return FromF32(make([]float32, n), shape...)
 	}
 	var t *Tensor
-	blk := &hostBlock{}
+	blk := &hostBlock{freed: new(atomic.Bool)}
 	if dt == Float64 {
 		b, class, err := host.f64.Alloc(n*8, caching.DefaultStream)
 		if err != nil {
@@ -175,6 +198,7 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 		t = FromF32(b[:n:n], shape...)
 	}
 	t.blk = blk
+	runtime.AddCleanup(blk, dropped, droppedBlock{blk.freed, blk.class, dt == Float64})
 	return t
 }
 

@@ -2,7 +2,9 @@ package tensor
 
 import (
 	"math"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 )
@@ -133,4 +135,39 @@ func TestHostCacheReuseZeroAndEmpty(t *testing.T) {
 	var r3 Recycler
 	r3.Free(s)
 	require.Zero(t, r3.Flush())
+}
+
+// A tensor dropped without being recycled stops counting as allocated and
+// reserved once the garbage collector takes it: the stats describe memory
+// that exists.
+func TestDroppedTensorLeavesStats(t *testing.T) {
+	h := Host()
+	settle := func() {
+		// Cleanups of earlier tests' tensors run after some GC, on their own
+		// goroutine: wait until the counters stop moving.
+		for range 20 {
+			before := h.Stats().Allocated
+			runtime.GC()
+			time.Sleep(20 * time.Millisecond)
+			if h.Stats().Allocated == before {
+				return
+			}
+		}
+	}
+	settle()
+	base := h.Stats()
+	func() {
+		x := New(Float64, 1000, 100)
+		require.Equal(t, base.Allocated+int64(x.blk.class), h.Stats().Allocated)
+	}()
+	for range 50 {
+		runtime.GC()
+		if h.Stats().Allocated == base.Allocated {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s := h.Stats()
+	require.Equal(t, base.Allocated, s.Allocated)
+	require.Equal(t, base.Reserved, s.Reserved)
 }

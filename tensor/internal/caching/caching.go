@@ -163,6 +163,16 @@ func (a *Allocator[B]) Free(b B, class int, s Stream) {
 	a.mu.Unlock()
 }
 
+// Forget accounts for a block of class bytes that was in use and is gone
+// without Free: on the host, a tensor the garbage collector took. It is
+// neither allocated nor reserved any more.
+func (a *Allocator[B]) Forget(class int) {
+	a.mu.Lock()
+	a.stats.Allocated -= int64(class)
+	a.stats.Reserved -= int64(class)
+	a.mu.Unlock()
+}
+
 // FreeAfter returns b, allocated on stream s and used on other streams too,
 // to s's free list once every event in events (recorded on those streams
 // after their last use of b) is done. Until then no stream gets it.
