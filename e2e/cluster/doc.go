@@ -21,6 +21,7 @@
 //     where ssh would log in. The ranks build the tcp backend from OMPI_*
 //     and MASTER_ADDR, or, built with -tags mpi, use the mpi backend over
 //     OpenMPI's TCP transport; both train with the same losses as ddprun.
+//     A rank killed mid-training fails the job, and mpirun names it.
 //
 // The tests need root (namespaces, the daemons slurmd and orted). They install what is
 // missing with apt-get (scripts/setup.sh lists the same packages) and skip,

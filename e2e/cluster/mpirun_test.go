@@ -75,6 +75,25 @@ func TestMpirun(t *testing.T) {
 		requireAgentStarted(t, agent, n.name[1])
 	})
 
+	t.Run("a killed rank fails the job naming it", func(t *testing.T) {
+		args := append(mpirunArgs(agent, hostfile),
+			"-x", "PATH", "-x", "GODDP_TOKEN", "-x", "GODDP_NUM_THREADS",
+			"-x", "MASTER_ADDR=node0", "-x", "MASTER_PORT=29500",
+			"mlp", "-epochs", "100")
+		cmd := n.command(0, jobEnv(), "mpirun", args...)
+		progress := &buffer{}
+		cmd.Stdout = progress
+		done := make(chan result, 1)
+		go func() { done <- run(t, cmd, 3*time.Minute) }()
+		killed := killRank(t, mlp, "OMPI_COMM_WORLD_RANK", "3", progress.String) // on node1
+		r := <-done
+		assert.NotEqual(t, 0, r.code)
+		assert.Less(t, time.Since(killed), 60*time.Second)
+		assert.Regexp(t, `(?s)process rank 3 with PID \d+ on node node1 exited on\s+signal 9 \(Killed\)`, r.stdout+r.stderr,
+			"mpirun names the killed rank")
+		requireNoTasks(t, mlp, 10*time.Second)
+	})
+
 	t.Run("mpi backend", func(t *testing.T) {
 		mlpMPI := filepath.Join(dir, "mlp-mpi")
 		if out, err := exec.Command("go", "build", "-tags", "mpi", "-o", mlpMPI, "../../examples/mlp").CombinedOutput(); err != nil {
