@@ -15,7 +15,6 @@ import (
 	comm "goddp/comm/backend"
 	"goddp/comm/nccl"
 	"goddp/cuda/devtensor"
-	"goddp/ddp/devqueue"
 	"goddp/tensor"
 )
 
@@ -64,7 +63,7 @@ func runHostFunc(h cgo.Handle) {
 // AllReduceAfter hands a bucket to an nccl group on the same GPU in
 // device memory (nccl.AsDevice). Every call returns the same device.
 // Never run on a GPU: the logic is tested over a fake driver.
-func (c *Context) Queues() (devqueue.Device, error) {
+func (c *Context) Queues() (tensor.QueueDevice, error) {
 	c.tmu.Lock()
 	defer c.tmu.Unlock()
 	if c.queues != nil {
@@ -80,9 +79,9 @@ func (c *Context) Queues() (devqueue.Device, error) {
 	return q, nil
 }
 
-// QueueDevice implements devqueue.Provider for the tensor device's
-// launcher, so ddp.Wrap finds the queues of a model on c.Tensors().
-func (l *launcher) QueueDevice() (devqueue.Device, error) { return l.c.Queues() }
+// Queues makes the tensor device a tensor.QueueProvider (through
+// devtensor), so ddp.Wrap finds the queues of a model on c.Tensors().
+func (l *launcher) Queues() (tensor.QueueDevice, error) { return l.c.Queues() }
 
 type queueDevice struct {
 	c       *Context
@@ -96,9 +95,9 @@ type queueDevice struct {
 // call runs a driver call under the Context's lock (ErrClosed after Close).
 func (d *queueDevice) call(f func() error) error { return d.c.do(f) }
 
-func (d *queueDevice) String() string          { return d.c.Device().String() }
-func (d *queueDevice) Compute() devqueue.Queue { return d.compute }
-func (d *queueDevice) NewQueue(name string) devqueue.Queue {
+func (d *queueDevice) String() string        { return d.c.Device().String() }
+func (d *queueDevice) Compute() tensor.Queue { return d.compute }
+func (d *queueDevice) NewQueue(name string) tensor.Queue {
 	q := &queue{d: d, name: name}
 	err := d.call(func() error {
 		var err error
@@ -117,7 +116,7 @@ func (d *queueDevice) NewQueue(name string) devqueue.Queue {
 
 // Alloc returns zeroed device memory (waiting for the zeroing: buckets
 // are allocated once per bucket layout).
-func (d *queueDevice) Alloc(bytes int) (devqueue.Mem, error) {
+func (d *queueDevice) Alloc(bytes int) (tensor.Mem, error) {
 	var p uint64
 	err := d.call(func() error {
 		var err error
@@ -135,9 +134,9 @@ func (d *queueDevice) Alloc(bytes int) (devqueue.Mem, error) {
 	return &mem{d: d, p: p}, nil
 }
 
-// AllocTensor implements devqueue.TensorAllocator: a bucket that is a
+// AllocTensor implements tensor.TensorAllocator: a bucket that is a
 // tensor on c.Tensors(), for GradientAsBucketView.
-func (d *queueDevice) AllocTensor(n int) (devqueue.Mem, *tensor.Tensor, error) {
+func (d *queueDevice) AllocTensor(n int) (tensor.Mem, *tensor.Tensor, error) {
 	t, err := tensor.ZerosOn(d.c.Tensors(), tensor.Float32, n)
 	if err != nil {
 		return nil, nil, err
@@ -149,12 +148,12 @@ func (d *queueDevice) AllocTensor(n int) (devqueue.Mem, *tensor.Tensor, error) {
 	return &mem{d: d, p: m.Ptr(), view: true}, t, nil
 }
 
-// AllReduceAfter implements devqueue.Reducer with an nccl group on this
+// AllReduceAfter implements ddp.DeviceReducer with an nccl group on this
 // GPU: NCCL records an event on q's stream now and its stream waits for
 // it, so the all-reduce follows q's work on the GPU. The Work completes
 // when the nccl backend's watcher has seen NCCL's own event complete, so
 // the collective is done on the device then.
-func (d *queueDevice) AllReduceAfter(pg comm.ProcessGroup, q devqueue.Queue, m devqueue.Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, bool) {
+func (d *queueDevice) AllReduceAfter(pg comm.ProcessGroup, q tensor.Queue, m tensor.Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, bool) {
 	dc, ok := nccl.AsDevice(pg)
 	cq, qok := q.(*queue)
 	dm, mok := m.(*mem)
@@ -239,7 +238,7 @@ func (q *queue) fail(err error) {
 	q.mu.Unlock()
 }
 
-// Err implements devqueue.Queue: the first failure so far.
+// Err implements tensor.Queue: the first failure so far.
 func (q *queue) Err() error { return q.failed() }
 
 func (q *queue) failed() error {
@@ -264,7 +263,7 @@ type marker struct {
 	e unsafe.Pointer
 }
 
-func (q *queue) Record() devqueue.Marker {
+func (q *queue) Record() tensor.Event {
 	m := &marker{q: q}
 	err := q.d.call(func() error {
 		e, err := q.d.qd.newEvent()
@@ -298,7 +297,7 @@ func (m *marker) Synchronize() {
 // (cuStreamWaitEvent). Any other marker fails the queue: waiting for it
 // would take a host function that blocks, and CUDA may run every host
 // function on one thread (a goroutine waits for it instead).
-func (q *queue) Wait(m devqueue.Marker) {
+func (q *queue) Wait(m tensor.Event) {
 	cm, ok := m.(*marker)
 	if !ok || cm.q.d != q.d {
 		q.fail(fmt.Errorf("waiting for a %T: only events of %v can be waited for on its streams", m, q.d))
@@ -339,7 +338,7 @@ func (q *queue) staging(n int) (unsafe.Pointer, error) {
 	return p, nil
 }
 
-func (q *queue) Upload(dst devqueue.Mem, off int, src []byte) {
+func (q *queue) Upload(dst tensor.Mem, off int, src []byte) {
 	if len(src) == 0 || q.failed() != nil {
 		return
 	}
@@ -358,7 +357,7 @@ func (q *queue) Upload(dst devqueue.Mem, off int, src []byte) {
 	q.enqueue(func() error { return q.d.qd.htodOn(q.s, p, pin, int64(len(src))) })
 }
 
-func (q *queue) Download(dst []byte, src devqueue.Mem, off int) {
+func (q *queue) Download(dst []byte, src tensor.Mem, off int) {
 	if len(dst) == 0 || q.failed() != nil {
 		return
 	}
@@ -378,7 +377,7 @@ func (q *queue) Download(dst []byte, src devqueue.Mem, off int) {
 }
 
 // Scale runs kernels.cu's scale_f32 in place on the queue's stream.
-func (q *queue) Scale(m devqueue.Mem, off, n int, s float32) {
+func (q *queue) Scale(m tensor.Mem, off, n int, s float32) {
 	if n == 0 {
 		return
 	}
@@ -388,9 +387,9 @@ func (q *queue) Scale(m devqueue.Mem, off, n int, s float32) {
 	})
 }
 
-// Narrow implements devqueue.Caster with kernels.cu's f32_to_f16 and
+// Narrow implements tensor.Caster with kernels.cu's f32_to_f16 and
 // f32_to_bf16 on the queue's stream.
-func (q *queue) Narrow(dst, src devqueue.Mem, n int, bf16 bool) {
+func (q *queue) Narrow(dst, src tensor.Mem, n int, bf16 bool) {
 	k := "f32_to_f16"
 	if bf16 {
 		k = "f32_to_bf16"
@@ -398,8 +397,8 @@ func (q *queue) Narrow(dst, src devqueue.Mem, n int, bf16 bool) {
 	q.cast(k, dst, src, n)
 }
 
-// Widen implements devqueue.Caster.
-func (q *queue) Widen(dst, src devqueue.Mem, n int, bf16 bool) {
+// Widen implements tensor.Caster.
+func (q *queue) Widen(dst, src tensor.Mem, n int, bf16 bool) {
 	k := "f16_to_f32"
 	if bf16 {
 		k = "bf16_to_f32"
@@ -407,7 +406,7 @@ func (q *queue) Widen(dst, src devqueue.Mem, n int, bf16 bool) {
 	q.cast(k, dst, src, n)
 }
 
-func (q *queue) cast(kernel string, dst, src devqueue.Mem, n int) {
+func (q *queue) cast(kernel string, dst, src tensor.Mem, n int) {
 	if n == 0 {
 		return
 	}
@@ -415,7 +414,7 @@ func (q *queue) cast(kernel string, dst, src devqueue.Mem, n int) {
 	q.enqueue(func() error { return q.d.qd.launchOn(q.s, kernel, grid(n), block, []uint64{d, s, intArg(n)}) })
 }
 
-func (q *queue) Memset0(m devqueue.Mem, off, n int) {
+func (q *queue) Memset0(m tensor.Mem, off, n int) {
 	if n == 0 {
 		return
 	}
@@ -425,7 +424,7 @@ func (q *queue) Memset0(m devqueue.Mem, off, n int) {
 
 // Host enqueues f with cuLaunchHostFunc. It is skipped when the queue
 // failed before it ran; its error fails the queue. f must neither block
-// nor call CUDA (see devqueue.Queue.Host).
+// nor call CUDA (see tensor.Queue.Host).
 func (q *queue) Host(name string, f func() error) {
 	if q.failed() != nil {
 		return
@@ -465,9 +464,9 @@ func (q *queue) Synchronize() error {
 	return nil
 }
 
-// CopyFromTensor implements devqueue.TensorQueue: device to device, from
+// CopyFromTensor implements tensor.TensorQueue: device to device, from
 // a tensor on c.Tensors().
-func (q *queue) CopyFromTensor(dst devqueue.Mem, off int, src *tensor.Tensor) {
+func (q *queue) CopyFromTensor(dst tensor.Mem, off int, src *tensor.Tensor) {
 	m, soff, ok := devtensor.MemOf(src)
 	if !ok {
 		q.fail(fmt.Errorf("copying a tensor on %v: not a device tensor", src.Device()))
@@ -478,8 +477,8 @@ func (q *queue) CopyFromTensor(dst devqueue.Mem, off int, src *tensor.Tensor) {
 	runtime.KeepAlive(src)
 }
 
-// CopyToTensor implements devqueue.TensorQueue.
-func (q *queue) CopyToTensor(dst *tensor.Tensor, src devqueue.Mem, off int) {
+// CopyToTensor implements tensor.TensorQueue.
+func (q *queue) CopyToTensor(dst *tensor.Tensor, src tensor.Mem, off int) {
 	m, doff, ok := devtensor.MemOf(dst)
 	if !ok {
 		q.fail(fmt.Errorf("copying into a tensor on %v: not a device tensor", dst.Device()))
@@ -490,7 +489,7 @@ func (q *queue) CopyToTensor(dst *tensor.Tensor, src devqueue.Mem, off int) {
 	runtime.KeepAlive(dst)
 }
 
-// Holds implements devqueue.TensorQueue: contiguous tensors on c.Tensors().
+// Holds implements tensor.TensorQueue: contiguous tensors on c.Tensors().
 func (q *queue) Holds(t *tensor.Tensor) bool {
 	return t.Device() == q.d.c.Tensors() && t.IsContiguous()
 }

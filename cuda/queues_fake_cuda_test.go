@@ -21,7 +21,6 @@ import (
 	"goddp/comm/nccl"
 	"goddp/cuda/sim"
 	"goddp/ddp"
-	"goddp/ddp/devqueue"
 	"goddp/nn"
 	"goddp/tensor"
 )
@@ -359,7 +358,7 @@ func cudaRanks(t *testing.T, fn func(rank int, c *Context, g *simGPU, pg comm.Pr
 }
 
 // ddp.Wrap on a model moved to c.Tensors() finds the Context's queues
-// (devqueue.Provider) and trains with its buckets on the GPU: gradients
+// (tensor.Provider) and trains with its buckets on the GPU: gradients
 // device to device into the buckets, all-reduce staged through pinned
 // memory in host functions on a comm stream, events between the streams.
 // Two ranks give the gradients DDP gives on the CPU, with and without
@@ -469,9 +468,9 @@ type chanMarker chan struct{}
 
 func (m chanMarker) Synchronize() { <-m }
 
-var _ devqueue.Reducer = (*queueDevice)(nil)
-var _ devqueue.TensorAllocator = (*queueDevice)(nil)
-var _ devqueue.TensorQueue = (*queue)(nil)
+var _ ddp.DeviceReducer = (*queueDevice)(nil)
+var _ tensor.TensorAllocator = (*queueDevice)(nil)
+var _ tensor.TensorQueue = (*queue)(nil)
 
 // fakeNCCL is an nccl group on a simGPU as the nccl backend behaves on a
 // GPU (comm/nccl's direct path): a device collective records an event on

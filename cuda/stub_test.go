@@ -41,3 +41,12 @@ func TestNotCompiled(t *testing.T) {
 		})
 	}
 }
+
+// "cuda:N" is a registered kind in every build; without the tag opening it
+// says how to get CUDA.
+func TestOpenDeviceNotCompiled(t *testing.T) {
+	assert.Contains(t, tensor.DeviceKinds(), "cuda")
+	_, err := tensor.OpenDevice("cuda:0")
+	require.ErrorIs(t, err, cuda.ErrNotCompiled)
+	require.ErrorIs(t, err, tensor.ErrDevice)
+}

@@ -7,27 +7,40 @@ import (
 	"unsafe"
 
 	"goddp/comm"
-	"goddp/cuda/devtensor"
-	"goddp/ddp/devqueue"
 	"goddp/tensor"
 )
 
-// The device interfaces are goddp/ddp/devqueue's, re-exported: Device is
-// a GPU, or goddp/cuda/sim, that holds the reducer's buckets (OnDevice),
-// with memory (Mem), queues (CUDA streams) and markers (CUDA events).
-// SimDevice adapts goddp/cuda/sim; goddp/cuda (-tags cuda) implements them
-// over CUDA streams and events, and Wrap finds its adapter through the
-// model's tensor device (devqueue.Provider). A device that also implements
+// The device interfaces are goddp/tensor's stream contract, re-exported:
+// Device is a device's queues (a GPU's, or goddp/cuda/sim's) that hold the
+// reducer's buckets (OnDevice), with memory (Mem), queues (CUDA streams)
+// and markers (CUDA events). goddp/cuda/sim (Device.Queues) and goddp/cuda
+// (-tags cuda, Context.Queues) implement them in their own packages, and
+// Wrap finds them through the model's tensor device (tensor.QueuesOf), so
+// ddp imports no device package. A device that also implements
 // DeviceReducer lets the process group all-reduce the buckets in device
 // memory (NCCL) instead of staging them through the host.
 type (
-	Device        = devqueue.Device
-	Queue         = devqueue.Queue
-	TensorQueue   = devqueue.TensorQueue
-	Marker        = devqueue.Marker
-	Mem           = devqueue.Mem
-	DeviceReducer = devqueue.Reducer
+	Device      = tensor.QueueDevice
+	Queue       = tensor.Queue
+	TensorQueue = tensor.TensorQueue
+	Marker      = tensor.Event
+	Mem         = tensor.Mem
 )
+
+// DeviceReducer is an optional interface of a Device whose memory a
+// process group can all-reduce in place on the device, on a queue of the
+// group's own (NCCL's stream), without staging through host memory.
+type DeviceReducer interface {
+	// AllReduceAfter enqueues an all-reduce of n elements of dtype
+	// (Float32, or Float16/BFloat16 for compression hooks) of m (from byte
+	// 0, in place) across pg, ordered on the device after the work enqueued
+	// on q so far: the group's queue waits for it, the host does not. w
+	// completes when the all-reduce has, on the device too, so work a
+	// queue is given after w completes sees the result. ok is false, and
+	// nothing is enqueued, when pg cannot reduce this device's memory: the
+	// caller stages through host memory then.
+	AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (w comm.Work, ok bool)
+}
 
 // OnDevice keeps the gradient buckets in dev's memory, and reduces them on
 // a comm queue of their own: the grad-ready hook enqueues each gradient's
@@ -103,7 +116,7 @@ func validateDevice(c *config, params []param) error {
 				ErrInvalidOption, c.device, p.name)
 		}
 	}
-	if _, ok := c.device.(devqueue.TensorAllocator); c.gradAsBucketView && !ok {
+	if _, ok := c.device.(tensor.TensorAllocator); c.gradAsBucketView && !ok {
 		return fmt.Errorf("%w: GradientAsBucketView: buckets on %v cannot be tensors (its Device has no AllocTensor)", ErrInvalidOption, c.device)
 	}
 	return nil
@@ -122,22 +135,18 @@ func paramsDevice(params []param) (tensor.Device, error) {
 	return dev, nil
 }
 
-// providedDevice returns the queue adapter a tensor device offers through
-// its devtensor launcher (goddp/cuda's Context does, under -tags cuda).
-func providedDevice(td tensor.Device) (Device, bool, error) {
-	dt, ok := devtensor.Of(td)
-	if !ok {
-		return nil, false, nil
-	}
-	p, ok := dt.Launcher().(devqueue.Provider)
-	if !ok {
-		return nil, false, nil
-	}
-	d, err := p.QueueDevice()
+// deviceFor returns the queues of a goddp/tensor device, for Wrap on a
+// model whose parameters live there: the device's own (tensor.QueuesOf),
+// or TensorDevice for one without.
+func deviceFor(td tensor.Device) (Device, error) {
+	d, ok, err := tensor.QueuesOf(td)
 	if err != nil {
-		return nil, true, fmt.Errorf("ddp: queues on %v: %w", td, err)
+		return nil, fmt.Errorf("ddp: %w", err)
 	}
-	return d, true, nil
+	if ok {
+		return d, nil
+	}
+	return TensorDevice(td), nil
 }
 
 func newDeviceBuckets(dev Device) *deviceBuckets {
@@ -171,7 +180,7 @@ func (d *deviceBuckets) alloc(bs []*bucket, asTensors bool) error {
 	for i, b := range bs {
 		var m Mem
 		var err error
-		if ta, ok := d.dev.(devqueue.TensorAllocator); ok && asTensors {
+		if ta, ok := d.dev.(tensor.TensorAllocator); ok && asTensors {
 			m, d.tensors[i], err = ta.AllocTensor(b.numel())
 		} else {
 			m, err = d.dev.Alloc(b.nbytes())
@@ -242,7 +251,7 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	w := &deviceWork{done: make(chan struct{})}
 	red, ok := d.dev.(DeviceReducer)
 	ch, compress := hook.(compressHook)
-	caster, canCast := d.comm.(devqueue.Caster)
+	caster, canCast := d.comm.(tensor.Caster)
 	var inner comm.Work
 	var target Mem
 	n := b.numel()

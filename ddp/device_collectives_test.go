@@ -52,7 +52,7 @@ func trainCase(t *testing.T, c deviceCase) [][]float32 {
 			if !c.rank0Only || rank == 0 {
 				dev.Compute().SetDelay(c.delay)
 			}
-			opts = append(opts, OnDevice(SimDevice(dev)))
+			opts = append(opts, OnDevice(dev.Queues()))
 			if c.onDevice {
 				if err := nn.To(net, dev.Tensors()); err != nil {
 					return err

@@ -13,9 +13,9 @@ import (
 // device's compute stream (copies to the host wait for it). The all-reduce
 // of a bucket therefore runs inside backward, staged through host memory,
 // without overlap; the results are those of the CPU. Wrap uses it for a
-// model on a device that has no Device adapter with real queues; SimDevice
-// and goddp/cuda's Context.Queues (-tags cuda) are the ones with streams
-// and events.
+// model on a device that has no queues (tensor.QueuesOf); goddp/cuda/sim's
+// Device.Queues and goddp/cuda's Context.Queues (-tags cuda) are the ones
+// with streams and events.
 func TensorDevice(d tensor.Device) Device { return &stagedDevice{d: d} }
 
 type stagedDevice struct {
@@ -119,7 +119,7 @@ func (q stagedQueue) CopyToTensor(dst *tensor.Tensor, src Mem, off int) {
 
 func (q stagedQueue) Holds(t *tensor.Tensor) bool { return t.Device() == q.s.d && t.IsContiguous() }
 
-// AllocTensor implements devqueue.TensorAllocator (GradientAsBucketView).
+// AllocTensor implements tensor.TensorAllocator (GradientAsBucketView).
 func (s *stagedDevice) AllocTensor(n int) (Mem, *tensor.Tensor, error) {
 	t, err := tensor.ZerosOn(s.d, tensor.Float32, n)
 	if err != nil {

@@ -30,7 +30,7 @@ func deviceGrads(t *testing.T, onDevice, skipWait bool, delay time.Duration) [][
 			dev := sim.New(rank)
 			defer dev.Close()
 			dev.Compute().SetDelay(delay)
-			opts = append(opts, OnDevice(SimDevice(dev)))
+			opts = append(opts, OnDevice(dev.Queues()))
 		}
 		d, err := Wrap(context.Background(), net, pg, opts...)
 		if err != nil {
@@ -93,7 +93,7 @@ func TestDeviceTrainingMatchesCPU(t *testing.T) {
 			if onDevice {
 				dev := sim.New(rank)
 				defer dev.Close()
-				opts = append(opts, OnDevice(SimDevice(dev)))
+				opts = append(opts, OnDevice(dev.Queues()))
 			}
 			d, err := Wrap(context.Background(), net, pg, opts...)
 			if err != nil {
@@ -160,7 +160,7 @@ func TestDeviceOverlapHidesCommunication(t *testing.T) {
 		dev := sim.New(rank)
 		defer dev.Close()
 		const capMB = 288.0 / (1 << 20)
-		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB), OnDevice(SimDevice(dev)))
+		d, err := Wrap(context.Background(), net, pg, FirstBucketCapMB(capMB), BucketCapMB(capMB), OnDevice(dev.Queues()))
 		if err != nil {
 			return err
 		}
@@ -195,7 +195,7 @@ func TestDeviceRejectsHostViews(t *testing.T) {
 	pg := commtest.NewGroups(1)[0]
 	dev := sim.New(0)
 	defer dev.Close()
-	_, err := Wrap(context.Background(), mlpNet([]int{2, 2}, 1), pg, OnDevice(SimDevice(dev)), GradientAsBucketView(true))
+	_, err := Wrap(context.Background(), mlpNet([]int{2, 2}, 1), pg, OnDevice(dev.Queues()), GradientAsBucketView(true))
 	assert.ErrorIs(t, err, ErrInvalidOption)
 	assert.ErrorContains(t, err, `GradientAsBucketView with OnDevice(sim:0) needs the parameters on the device (parameter "0.weight" is on the host)`)
 }

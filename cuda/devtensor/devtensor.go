@@ -58,6 +58,15 @@ func New(l Launcher) *Device {
 // Launcher returns the device's launcher.
 func (d *Device) Launcher() Launcher { return d.l }
 
+// Queues implements tensor.QueueProvider with the launcher's queues, when
+// it has them (a Launcher that is itself a tensor.QueueProvider).
+func (d *Device) Queues() (tensor.QueueDevice, error) {
+	if p, ok := d.l.(tensor.QueueProvider); ok {
+		return p.Queues()
+	}
+	return nil, fmt.Errorf("%w: %v", tensor.ErrNoQueues, d)
+}
+
 func (d *Device) String() string           { return d.l.String() }
 func (d *Device) Kernels() *tensor.Kernels { return &d.k }
 func (d *Device) Synchronize() error       { return d.l.Synchronize() }

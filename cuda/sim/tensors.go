@@ -48,6 +48,10 @@ type launcher struct{ d *Device }
 
 func (l launcher) String() string { return l.d.String() }
 
+// Queues makes the tensor device a tensor.QueueProvider (through
+// devtensor): ddp finds the device's queues from its parameters' device.
+func (l launcher) Queues() (tensor.QueueDevice, error) { return l.d.Queues(), nil }
+
 func (l launcher) Alloc(bytes int) (devtensor.Mem, error) { return l.d.Alloc(bytes) }
 
 func (l launcher) FreeAsync(m devtensor.Mem) {
