@@ -274,6 +274,10 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 	if err := loss.Backward(); err != nil {
 		return err
 	}
+	// The step's activations are read no more: their storage goes back to
+	// the allocator's cache now, for the next step, instead of waiting for
+	// the garbage collector (parameters and their gradients are kept).
+	loss.FreeGraph()
 	end := t.model.Timeline().Span("optimizer")
 	err = t.optimizer.Step()
 	end()
