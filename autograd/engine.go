@@ -103,13 +103,7 @@ func (v *Variable) Backward() error {
 		return fmt.Errorf("%w: shape %v", ErrNonScalar, v.Value.Shape())
 	}
 	seed := zerosLike(v.Value, v.Value.Shape()...)
-	if !seed.IsCPU() {
-		tensor.Fill(seed, 1)
-	} else if seed.DType() == tensor.Float64 {
-		seed.F64()[0] = 1
-	} else {
-		seed.F32()[0] = 1
-	}
+	tensor.Fill(seed, 1) // on v's device: the one element is 1 in either dtype
 	return v.BackwardWith(seed)
 }
 

@@ -57,13 +57,8 @@ func itoa(n int) string {
 // TestNoDeviceBranches: ops are written once; the tensor ops they call
 // dispatch on their operands' device (issue 25), so no non-test file here
 // asks where a tensor lives.
-//
-// The one exception is Backward's seed in engine.go, which the caching
-// allocator's work owns; tensor.Fill(seed, 1) replaces the branch (Fill of
-// the one element is the same on the host).
 func TestNoDeviceBranches(t *testing.T) {
-	allowed := map[string]string{"engine.go": "if !seed.IsCPU() {"}
-	for _, b := range deviceBranches(t, ".", allowed) {
+	for _, b := range deviceBranches(t, ".", nil) {
 		t.Errorf("device branch outside package tensor: %s", b)
 	}
 }
