@@ -26,14 +26,12 @@ esac
 exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
 `
 
-// requireMPI skips the test when OpenMPI's mpirun is missing (scripts/setup.sh
-// installs openmpi-bin).
+// requireMPI installs OpenMPI when mpirun is missing (scripts/setup.sh
+// installs the same), or skips saying why.
 func requireMPI(t *testing.T) {
 	t.Helper()
 	requireRoot(t)
-	if _, err := exec.LookPath("mpirun"); err != nil {
-		t.Skip("cluster: mpirun is not installed (apt-get install openmpi-bin)")
-	}
+	requireCommands(t, []string{"mpirun"}, []string{"openmpi-bin", "libopenmpi-dev"})
 }
 
 // mpirunArgs are the flags every mpirun here takes: 2 slots per node from

@@ -24,9 +24,16 @@ var slurmPackages = []string{"slurmctld", "slurmd", "slurm-client", "munge"}
 func requireSlurm(t *testing.T) {
 	t.Helper()
 	requireRoot(t)
+	requireCommands(t, []string{"slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scontrol", "munged"}, slurmPackages)
+}
+
+// requireCommands installs pkgs with apt-get when one of cmds is missing,
+// and skips the test, saying why, when that does not bring them all.
+func requireCommands(t *testing.T, cmds, pkgs []string) {
+	t.Helper()
 	missing := func() []string {
 		var m []string
-		for _, c := range []string{"slurmctld", "slurmd", "srun", "sbatch", "sinfo", "scontrol", "munged"} {
+		for _, c := range cmds {
 			if _, err := exec.LookPath(c); err != nil {
 				m = append(m, c)
 			}
@@ -36,12 +43,12 @@ func requireSlurm(t *testing.T) {
 	if len(missing()) == 0 {
 		return
 	}
-	install := exec.Command("apt-get", append([]string{"install", "-y", "-qq", "--no-install-recommends"}, slurmPackages...)...)
+	install := exec.Command("apt-get", append([]string{"install", "-y", "-qq", "--no-install-recommends"}, pkgs...)...)
 	install.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 	out, err := install.CombinedOutput()
 	if m := missing(); len(m) > 0 {
-		t.Skipf("cluster: Slurm is not installed (%s missing) and apt-get install %s failed: %v\n%s",
-			strings.Join(m, ", "), strings.Join(slurmPackages, " "), err, out)
+		t.Skipf("cluster: %s not installed and apt-get install %s failed: %v\n%s",
+			strings.Join(m, ", "), strings.Join(pkgs, " "), err, out)
 	}
 }
 
