@@ -59,6 +59,7 @@ int gcu_load_cuda(gcu_lib *l, const char *path, char *err, int cap) {
 	SYM(cuEventCreate, "cuEventCreate");
 	SYM(cuEventRecord, "cuEventRecord");
 	SYM(cuEventSynchronize, "cuEventSynchronize");
+	SYM(cuEventQuery, "cuEventQuery");
 	SYM(cuEventDestroy, "cuEventDestroy_v2");
 	SYM(cuStreamWaitEvent, "cuStreamWaitEvent");
 	SYM(cuLaunchHostFunc, "cuLaunchHostFunc");
@@ -148,14 +149,9 @@ int gcu_zero(gcu_lib *l, void *ctx, gcu_devptr p, size_t n, void *stream) {
 	return l->cuMemsetD8Async(p, 0, n, stream);
 }
 
-// The copies are synchronous for the caller: the host memory is Go's and
-// must not be touched after the call returns.
-int gcu_htod(gcu_lib *l, void *ctx, gcu_devptr dst, const void *src, size_t n, void *stream) {
-	CURRENT(ctx);
-	int rc = l->cuMemcpyHtoDAsync(dst, src, n, stream);
-	return rc ? rc : l->cuStreamSynchronize(stream);
-}
-
+// The copy to the host is synchronous for the caller: the host memory is
+// Go's. (The copy to the device goes through pinned staging and does not
+// wait: upload_cuda.go, gcu_htod_async.)
 int gcu_dtoh(gcu_lib *l, void *ctx, void *dst, gcu_devptr src, size_t n, void *stream) {
 	CURRENT(ctx);
 	int rc = l->cuMemcpyDtoHAsync(dst, src, n, stream);
@@ -223,6 +219,13 @@ int gcu_event_record(gcu_lib *l, void *ctx, void *ev, void *stream) {
 int gcu_event_sync(gcu_lib *l, void *ctx, void *ev) {
 	CURRENT(ctx);
 	return l->cuEventSynchronize(ev);
+}
+
+// 0 when the event has completed, CUDA_ERROR_NOT_READY (600) while not:
+// it never waits.
+int gcu_event_query(gcu_lib *l, void *ctx, void *ev) {
+	CURRENT(ctx);
+	return l->cuEventQuery(ev);
 }
 
 // An event destroyed before it completes is released when it does.

@@ -30,6 +30,7 @@ type dlDevice struct {
 	fns     map[string]unsafe.Pointer
 	blas    unsafe.Pointer // cublasHandle_t
 	inf     Info
+	up      *uploader // asynchronous copies to the device
 }
 
 // driverLibrary is the CUDA driver's soname, which never changes.
@@ -112,6 +113,7 @@ func openDevice(ordinal int) (device, error) {
 	}
 	d := &dlDevice{l: l, ordinal: ordinal, fns: map[string]unsafe.Pointer{},
 		inf: Info{Ordinal: ordinal, DriverVersion: version, DeviceCount: count, CUBLASPath: path}}
+	d.up = &uploader{calls: dlUploads{d}, max: maxPinned}
 	var v C.int
 	if C.gcu_blas_version(l, &v) == 0 {
 		d.inf.CUBLASVersion = int(v)
@@ -184,8 +186,30 @@ func (d *dlDevice) zero(p uint64, bytes int64) error {
 	return d.cu("cuMemsetD8Async", C.gcu_zero(d.l, d.ctx, C.gcu_devptr(p), C.size_t(bytes), d.strm))
 }
 
+// htod stages src in pinned memory and returns without waiting for the
+// copy (uploader).
 func (d *dlDevice) htod(dst uint64, src unsafe.Pointer, bytes int64) error {
-	return d.cu("copying to the device", C.gcu_htod(d.l, d.ctx, C.gcu_devptr(dst), src, C.size_t(bytes), d.strm))
+	return d.up.htod(dst, src, bytes)
+}
+
+// dlUploads is the uploader's view of the device.
+type dlUploads struct{ *dlDevice }
+
+func (d dlUploads) recordCompute(e unsafe.Pointer) error { return d.recordEvent(e, d.strm) }
+
+func (d dlUploads) htodCompute(dst uint64, src unsafe.Pointer, n int64) error {
+	return d.htodOn(d.strm, dst, src, n)
+}
+
+func (d dlUploads) queryEvent(e unsafe.Pointer) (bool, error) {
+	switch rc := C.gcu_event_query(d.l, d.ctx, e); rc {
+	case 0:
+		return true, nil
+	case 600: // CUDA_ERROR_NOT_READY
+		return false, nil
+	default:
+		return false, d.cuErr("cuEventQuery", rc)
+	}
 }
 
 func (d *dlDevice) dtoh(dst unsafe.Pointer, src uint64, bytes int64) error {
@@ -254,6 +278,9 @@ func (d *dlDevice) close() error {
 	if d.ctx != nil {
 		if err := d.sync(); err != nil {
 			errs = append(errs, err)
+		}
+		if d.up != nil {
+			errs = append(errs, d.up.close())
 		}
 	}
 	if d.blas != nil {
