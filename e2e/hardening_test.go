@@ -192,8 +192,14 @@ var rankRe = regexp.MustCompile(`\brank (\d+)\b`)
 
 // blamed lists the ranks a timeout error of rank self mentions after
 // "timeout:", other than self: the ranks it says it waited for.
+var relayRe = regexp.MustCompile(`rank \d+ aborted the group: `)
+
 func blamed(err string, self int) []int {
 	_, diag, _ := strings.Cut(err, "timeout:")
+	// "rank N aborted the group: ..." relays the diagnosis of the rank that
+	// noticed first (tcp fails every rank with it): N passed it on, the
+	// diagnosis after it names whom it blames.
+	diag = relayRe.ReplaceAllString(diag, "")
 	seen := map[int]bool{}
 	var out []int
 	for _, m := range rankRe.FindAllStringSubmatch(diag, -1) {
