@@ -65,6 +65,9 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	}
 	j, err := rendezvous(ctx, base, cfg, prefix, where)
 	if err != nil {
+		if srv != nil {
+			lingerForClients(srv, min(cfg.Timeout, 5*time.Second))
+		}
 		return fail(err)
 	}
 	if srv != nil {

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"goddp/comm/store"
 )
 
 // How the ranks of one job meet in the store, and refuse everyone else.
@@ -198,6 +200,18 @@ func lingerForReaders(s Store, ns string, world int, timeout time.Duration) {
 			return
 		case <-time.After(10 * time.Millisecond):
 		}
+	}
+}
+
+// lingerForClients keeps the store of a hosting rank whose rendezvous
+// failed up until its other clients have gone, or for at most limit. The
+// ranks still waiting on it read the abort that rendezvous wrote into
+// their slots and fail naming its reason; closing the store under them
+// would tell them only that the connection was lost.
+func lingerForClients(srv *store.Server, limit time.Duration) {
+	deadline := time.Now().Add(limit)
+	for srv.Clients() > 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
 	}
 }
 

@@ -130,6 +130,14 @@ func (s *Server) Client() backend.Store {
 	return &localStore{state: s.state, timeout: s.cfg.timeout, done: s.done}
 }
 
+// Clients is the number of connections the server holds open (the
+// hosting process's own Client is not one).
+func (s *Server) Clients() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // Close stops the server and drops its clients; it waits for its goroutines.
 func (s *Server) Close() error {
 	s.mu.Lock()
