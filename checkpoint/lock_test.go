@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"goddp/comm/commtest"
+	"goddp/internal/procstat"
 )
 
 // dirState describes every file of dir (name, size, mode, mtime, SHA-256),
@@ -47,7 +48,7 @@ func liveWriter(t *testing.T) writer {
 	cmd := exec.Command("sleep", "600")
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	start, _, ok := procStat(cmd.Process.Pid)
+	start, _, ok := procstat.Stat(cmd.Process.Pid)
 	require.True(t, ok)
 	return writer{cmd.Process.Pid, start}
 }
@@ -58,7 +59,7 @@ func endedWriter(t *testing.T) writer {
 	t.Helper()
 	cmd := exec.Command("true")
 	require.NoError(t, cmd.Start())
-	start, _, _ := procStat(cmd.Process.Pid)
+	start, _, _ := procstat.Stat(cmd.Process.Pid)
 	require.NoError(t, cmd.Wait())
 	return writer{cmd.Process.Pid, start}
 }

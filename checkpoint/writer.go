@@ -1,11 +1,11 @@
 package checkpoint
 
 import (
-	"bytes"
 	"os"
 	"strconv"
 	"strings"
-	"syscall"
+
+	"goddp/internal/procstat"
 )
 
 // A temporary file's name records which process writes it,
@@ -24,7 +24,7 @@ type writer struct {
 // self is this process as a writer.
 func self() writer {
 	pid := os.Getpid()
-	start, _, _ := procStat(pid)
+	start := procstat.Start(pid)
 	return writer{pid, start}
 }
 
@@ -57,37 +57,4 @@ func tempWriter(name string) (w writer, ok bool) {
 // gone reports whether w has certainly ended: no process has its pid, or
 // the one that has it started at another time (the pid was reused), or it
 // is a zombie, which writes nothing more.
-func (w writer) gone() bool {
-	start, state, ok := procStat(w.pid)
-	if !ok {
-		if _, err := os.Stat("/proc/self/stat"); err == nil {
-			return true // /proc works and has no such process
-		}
-		return syscall.Kill(w.pid, 0) == syscall.ESRCH
-	}
-	if state == 'Z' || state == 'X' {
-		return true
-	}
-	return w.start != 0 && start != 0 && start != w.start
-}
-
-// procStat reads /proc/<pid>/stat: the start time and the state letter; ok
-// is false when there is no such entry.
-func procStat(pid int) (start uint64, state byte, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name may hold spaces and parentheses; the fields resume
-	// after the last ')': state(3) ppid ... starttime(22).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, true
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 || len(f[0]) == 0 {
-		return 0, 0, true
-	}
-	start, _ = strconv.ParseUint(f[19], 10, 64)
-	return start, f[0][0], true
-}
+func (w writer) gone() bool { return !procstat.Alive(w.pid, w.start) }

@@ -1,7 +1,6 @@
 package launch
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"goddp/internal/procstat"
 )
 
 // Temp dirs that ddprun removes when it ends (the run's log dir, a build's
@@ -36,7 +37,7 @@ type ownedDir struct {
 // self is this process as owner names record it.
 func self() owner {
 	pid := os.Getpid()
-	start, _, _ := procStat(pid)
+	start := procstat.Start(pid)
 	return owner{pid: pid, start: start}
 }
 
@@ -184,40 +185,4 @@ func removeIfDead(path string, o owner) bool {
 // alive reports whether a process with o's pid and start time runs. Where
 // /proc cannot tell, it answers yes: keeping a dead run's dir is harmless,
 // removing a live one's is not.
-func (o owner) alive() bool {
-	start, state, err := procStat(o.pid)
-	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return false
-	case err != nil:
-		return true
-	case state == 'Z' || state == 'X': // exited, not yet reaped
-		return false
-	}
-	return o.start == 0 || start == 0 || start == o.start
-}
-
-// procStat reads a process's start time (clock ticks after boot) and state
-// letter from /proc/<pid>/stat.
-func procStat(pid int) (start uint64, state byte, err error) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, err
-	}
-	// The command name, in parentheses, may hold spaces and parentheses.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, 0, fmt.Errorf("launch: /proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(s[i+1:])
-	// f[0] is field 3 (state); the start time is field 22.
-	if len(f) < 20 || len(f[0]) != 1 {
-		return 0, 0, fmt.Errorf("launch: /proc/%d/stat: %d fields", pid, len(f)+2)
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	if err != nil {
-		return 0, 0, fmt.Errorf("launch: /proc/%d/stat: start time: %w", pid, err)
-	}
-	return start, f[0][0], nil
-}
+func (o owner) alive() bool { return procstat.Alive(o.pid, o.start) }

@@ -1,16 +1,15 @@
 package shm
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
 	"os"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"unsafe"
+
+	"goddp/comm/backend"
+	"goddp/internal/procstat"
 )
 
 // The shared segment is one file under /dev/shm, mapped MAP_SHARED by every
@@ -245,49 +244,10 @@ func (s *shmSegment) msg(k int) string {
 // of its pid namespace (pids are comparable only inside one namespace).
 func shmProcIdentity() (pid int, start, ns uint64) {
 	pid = os.Getpid()
-	start, _, _ = shmProcStat(pid)
+	start = procstat.Start(pid)
 	var st syscall.Stat_t
 	if syscall.Stat("/proc/self/ns/pid", &st) == nil {
 		ns = st.Ino
 	}
 	return pid, start, ns
-}
-
-// shmProcStat reads /proc/<pid>/stat: the start time and the state letter.
-// ok is false when the process does not exist.
-func shmProcStat(pid int) (start uint64, state byte, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, 0, false
-	}
-	// The command name may contain spaces and parentheses; fields resume
-	// after the last ')'. Then: state(3) ppid ... starttime(22).
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, 0, true
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, 0, true
-	}
-	start, _ = strconv.ParseUint(f[19], 10, 64)
-	return start, f[0][0], true
-}
-
-// shmProcAlive reports whether the process recorded as (pid, start) still
-// runs. A zombie counts as dead: it can no longer make progress, and its
-// parent may not reap it for a while.
-func shmProcAlive(pid int, start uint64) bool {
-	st, state, ok := shmProcStat(pid)
-	if !ok {
-		// No /proc entry: either gone, or /proc is not mounted; ask the kernel.
-		if _, err := os.Stat("/proc/self/stat"); err == nil {
-			return false
-		}
-		return syscall.Kill(pid, 0) != syscall.ESRCH
-	}
-	if state == 'Z' || state == 'X' {
-		return false
-	}
-	return start == 0 || st == 0 || st == start
 }

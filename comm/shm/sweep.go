@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"unsafe"
+
+	"goddp/internal/procstat"
 )
 
 // Files a dead job leaves in /dev/shm. A segment's or a shared buffer's
@@ -58,7 +60,7 @@ func shmRandomName() (string, error) {
 		return "", fmt.Errorf("comm: shm: random segment name: %w", err)
 	}
 	pid := os.Getpid()
-	start, _, _ := shmProcStat(pid)
+	start := procstat.Start(pid)
 	return fmt.Sprintf("%s%d-%d-%s", shmNamePrefix, pid, start, hex.EncodeToString(b[:])), nil
 }
 
@@ -142,7 +144,7 @@ func shmRemoveIfDead(path string, o shmOwner) bool {
 	if syscall.Flock(fd, syscall.LOCK_EX|syscall.LOCK_NB) != nil {
 		return false // the creator holds it: alive
 	}
-	if shmProcAlive(o.pid, o.start) {
+	if procstat.Alive(o.pid, o.start) {
 		return false
 	}
 	// Held until the unlink: unlink the file that was checked, not one

@@ -16,6 +16,7 @@ import (
 
 	"goddp/comm/backend"
 	"goddp/comm/commtest"
+	"goddp/internal/procstat"
 )
 
 // deadPid returns the pid of a process that has exited and been reaped.
@@ -33,7 +34,7 @@ func TestShmSweepKeepsLiveFiles(t *testing.T) {
 	require.NoError(t, err)
 	defer os.RemoveAll(dir)
 	me := os.Getpid()
-	start, _, _ := shmProcStat(me)
+	start := procstat.Start(me)
 	require.NotZero(t, start)
 	dead := deadPid(t)
 

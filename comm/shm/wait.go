@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
 	"runtime"
 	"strings"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"goddp/comm/backend"
+	"goddp/internal/procstat"
 )
 
 // Waiting. A rank waits for a peer's counter to reach a step number. The
@@ -229,7 +231,7 @@ func (g *shmGroup) peerStatusErr(op *shmOp, k int) error {
 
 // livenessErr reports rank k's process as gone.
 func (g *shmGroup) livenessErr(op *shmOp, k int) error {
-	if !g.pidUsable[k] || shmProcAlive(g.pids[k], g.starts[k]) {
+	if !g.pidUsable[k] || procstat.Alive(g.pids[k], g.starts[k]) {
 		return nil
 	}
 	// It may have aborted (blaming another rank) and then exited.
