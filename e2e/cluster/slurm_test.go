@@ -242,6 +242,9 @@ srun --kill-on-bad-exit=1 bash -c 'exec ddprun \
     --master-addr "$MASTER_ADDR" --master-port "$MASTER_PORT" \
     --nproc-per-node 2 --rdzv-id "$SLURM_JOB_ID" \
     mlp -epochs {{epochs}}'
+rc=$?
+echo "srun exit status $rc"
+exit $rc
 `
 
 func TestSlurm(t *testing.T) {
@@ -312,8 +315,8 @@ func TestSlurm(t *testing.T) {
 			// goddp's own error on each survivor, not only Slurm's line.
 			// A survivor reading from rank 3 sees the connection closed; one
 			// writing to it (the kill may land in the start-up broadcast)
-			// sees it reset.
-			assert.Regexp(t, fmt.Sprintf(`mlp: .*on rank %d: .*rank 3: connection (closed|reset)`, rank), r.stderr,
+			// sees it reset or a broken pipe: each names rank 3.
+			assert.Regexp(t, fmt.Sprintf(`mlp: .*on rank %d: .*rank 3: [a-z ]+(\([A-Z]+\))?: the peer process exited or was killed`, rank), r.stderr,
 				"rank %d names the killed rank", rank)
 		}
 		assert.Less(t, time.Since(killed), 60*time.Second)
@@ -342,7 +345,11 @@ func TestSlurm(t *testing.T) {
 		r := <-done
 		b := output()
 		require.NotEmpty(t, b, "sbatch:\n%s\n%s", r.stdout, r.stderr)
-		assert.NotEqual(t, 0, r.code)
+		// The job's own record of srun's status: sbatch --wait can report 0
+		// for a failed job whose record slurmctld purged (MinJobAge) before
+		// its last poll.
+		assert.Regexp(t, `srun exit status [1-9]`, b)
+		t.Logf("sbatch --wait exited %d", r.code)
 		// node1's ddprun reports the root cause. node0's does too when it
 		// learns it through the store before srun's --kill-on-bad-exit
 		// stops it, which a loaded machine does not always allow.
