@@ -35,6 +35,13 @@ func main() {
 	defer launch.RecordPanic()
 
 	rank, _ := strconv.Atoi(os.Getenv("RANK"))
+	if *mode == "sleep" {
+		// Catch the signals before saying "start": a test signals the job
+		// once every worker has started, and a SIGINT that came between
+		// the two would kill the worker before it could report it.
+		signals = make(chan os.Signal, 1)
+		signal.Notify(signals, syscall.SIGTERM, syscall.SIGINT)
+	}
 	report(map[string]any{"event": "start"})
 	switch *mode {
 	case "env":
@@ -137,9 +144,15 @@ func report(extra map[string]any) {
 }
 
 // sleep waits for a signal; SIGTERM ends it (exit 143) unless ignored.
+// signals is set before "start" is reported in sleep mode.
+var signals chan os.Signal
+
 func sleep(ignoreTerm bool) {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	ch := signals
+	if ch == nil {
+		ch = make(chan os.Signal, 1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT)
+	}
 	deadline := time.After(10 * time.Minute)
 	for {
 		select {
