@@ -295,29 +295,7 @@ func Copy(dst, src *Tensor) error {
 // different devices make op panic naming both, as torch's "Expected all
 // tensors to be on the same device". Ops call it first; on the host it
 // costs a few comparisons.
-func KernelsOf(op string, ts ...*Tensor) *Kernels {
-	var first *Tensor
-	for _, t := range ts {
-		if t == nil {
-			continue
-		}
-		if first == nil {
-			first = t
-			continue
-		}
-		if (t.dev == nil) != (first.dev == nil) || (t.dev != nil && t.dev.s.Device() != first.dev.s.Device()) {
-			panic(fmt.Sprintf("%s: expected all tensors on the same device, found %v and %v", op, first.Device(), t.Device()))
-		}
-	}
-	if first == nil || first.dev == nil {
-		return nil
-	}
-	k := first.dev.s.Device().Kernels()
-	if k == nil {
-		panic(NoKernel(op, first.Device()))
-	}
-	return k
-}
+func KernelsOf(op string, ts ...*Tensor) *Kernels { return kernelsFor(op, ts...) }
 
 // NoKernel is the message of an op that a device lacks: "conv2d has no
 // kernel on sim:0".
@@ -371,7 +349,7 @@ func (t *Tensor) deviceHostAccess(what string) string {
 // for none) on one device, contiguous and of equal element counts (device
 // kernels do not broadcast).
 func deviceInPlace(op string, dst, src *Tensor, has func(*Kernels) bool, run func(*Kernels)) {
-	k := KernelsOf("tensor: "+op, dst, src)
+	k := KernelsOf(op, dst, src)
 	NeedKernel(has(k), op, dst.Device())
 	if !dst.IsContiguous() || (src != nil && (!src.IsContiguous() || src.Numel() != dst.Numel())) {
 		panic(NoKernel(op+" on views or with broadcasting", dst.Device()))
