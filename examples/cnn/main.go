@@ -29,10 +29,10 @@ import (
 
 	"goddp/autograd"
 	"goddp/data"
-	"goddp/examples/internal/trainer"
 	"goddp/nn"
 	"goddp/optim"
 	"goddp/tensor"
+	"goddp/trainer"
 )
 
 const defaultDir = "/usr/share/datasets/fashion-mnist"

@@ -16,10 +16,10 @@ import (
 
 	"goddp/autograd"
 	"goddp/data"
-	"goddp/examples/internal/trainer"
 	"goddp/nn"
 	"goddp/optim"
 	"goddp/tensor"
+	"goddp/trainer"
 )
 
 // newTrainDataset is the tutorial's TrainDataset(size): size pairs

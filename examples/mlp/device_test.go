@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/examples/internal/trainer"
 	"goddp/internal/proctest"
+	"goddp/trainer"
 )
 
 // TestMain lets a test re-run this binary as one rank of the example

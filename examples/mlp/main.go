@@ -11,10 +11,10 @@ import (
 
 	"goddp/autograd"
 	"goddp/data"
-	"goddp/examples/internal/trainer"
 	"goddp/nn"
 	"goddp/optim"
 	"goddp/tensor"
+	"goddp/trainer"
 )
 
 var defaults = trainer.Defaults{Epochs: 5, BatchSize: 64, SaveEvery: 0, CkptDir: ""}
