@@ -60,8 +60,10 @@
 // mounting a tmpfs (root).
 //
 // Every job runs under a deadline; running past it counts as a hang and
-// fails the test. Run it with `go test ./e2e/` (about 50 s on an idle 2-core
-// machine, 90 s on a loaded one); `go test -short` skips it. With -v,
+// fails the test. Run it with `go test ./e2e/`; `go test -short` skips it.
+// Its time is mostly the jobs' own (two ranks each, several at once), so it
+// grows as cores get fewer or busier: about 50 s with two idle cores, 90 s
+// with the same two loaded. With -v,
 // TestMain prints a tally of the faults injected, hangs and checkpoints lost.
 //
 // TestManagerKeepsValidCheckpointsBehindCorruptOnes exercises

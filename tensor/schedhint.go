@@ -14,8 +14,8 @@ import (
 // (forcePreemptNS), sysmon retakes its P during every syscall longer than
 // one sysmon tick, hands it off (waking another thread), and keeps polling
 // every 20 µs. A loop that only calls BLAS never passes through the
-// scheduler, so after its first 10 ms every GEMM pays for this. Measured on
-// the 2-core VM with OpenBLAS on 2 threads at n=256: 121k context switches
+// scheduler, so after its first 10 ms every GEMM pays for this. Measured
+// with OpenBLAS on 2 threads, one per core, at n=256: 121k context switches
 // in 6 s and 145 GFLOPS, against 431 switches and 180 GFLOPS for the same
 // loop run inside one C call. With the yield below: 5k switches and the C
 // loop's speed.
@@ -39,11 +39,13 @@ import (
 const (
 	schedHintPeriod = 4 * time.Millisecond
 	// schedHintRate is the GEMM rate per engine thread (flop/ns, i.e.
-	// GFLOPS) used to estimate a call's duration: a little below what one
-	// core of the 2-core VM reaches (n=256 on 2 threads: 195-225 in all;
-	// the MLP's batch-64 shapes on 1 thread: 85-110). An estimate shorter
-	// than the call only narrows the window, so that some boundaries are
-	// missed; the next one comes a period later.
+	// GFLOPS) used to estimate a call's duration. It depends on the core's
+	// GEMM rate (vector width, clock): 85 is a little below what one AVX2
+	// core sustains on the shapes that matter here (n=256 on 2 threads:
+	// 195-225 in all; the MLP's batch-64 shapes on 1 thread: 85-110). It
+	// errs low on purpose: an estimate shorter than the call only narrows
+	// the window, so that some boundaries are missed and the next one comes
+	// a period later.
 	schedHintRate = 85
 	// schedHintMin is the estimated duration under which no yield is
 	// needed: sysmon only retakes a P that stayed in one syscall across two

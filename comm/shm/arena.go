@@ -19,7 +19,9 @@ import (
 // rank r reduces the r-th slice of every rank's buffer straight into its
 // own, then copies the other slices from their owners' buffers. That is
 // half the memory traffic of the slots (ResNet-50's 102 MB of gradients at
-// world 2: about 22 ms against 30 in a microbenchmark on the 2-core VM).
+// world 2: about 22 ms against 30 in a microbenchmark with one core per
+// rank; the gain grows with the buffer's size past the last-level cache,
+// where memory bandwidth bounds both paths).
 //
 // AllocShared is collective: rank 0 creates a file in /dev/shm holding one
 // region per rank, reserves its pages (a full /dev/shm fails here, not

@@ -62,8 +62,11 @@ const (
 	DefaultNBuf       = 4
 	DefaultSmallMax   = 8 << 10
 	DefaultChunkBytes = 256 << 10
-	// DefaultCMAMin leaves the single-copy path off: on the 2-core VM the
-	// copy through the slots was twice as fast at 16-64 MiB, in 4 of 4
+	// DefaultCMAMin leaves the single-copy path off. Whether it pays
+	// depends on how often a peer is descheduled mid-op (ranks against
+	// cores, other load) and on the cost of process_vm_readv on the
+	// kernel; with one core per rank the copy through the slots was twice
+	// as fast at 16-64 MiB, in 4 of 4
 	// interleaved runs (16 MiB 1.4-2.0 ms against 3.2-4.0; 64 MiB 7.2-8.9
 	// against 15.4-17.1), so CMA, which only pays off where a peer is often
 	// descheduled mid-op (see cma.go), is opt-in.

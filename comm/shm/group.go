@@ -28,7 +28,8 @@ package shm
 //     reduces the r-th 1/N of it) then all-gathered through the slots;
 //   - from 16 MiB, if the probe succeeded: single-copy, each rank reading
 //     its peers' buffers directly (cma.go). Below that the chunked path
-//     wins, since the buffers stay in cache (2 ranks on the 2-core VM, quiet:
+//     wins, since the buffers stay in cache: the crossover follows the
+//     last-level cache's size (2 ranks, one core each, an idle host:
 //     11-12 GB/s busbw at 1-8 MiB against 4-5 single-copy); above, memory
 //     bandwidth rules, and single-copy moves less and tolerates a busy host
 //     far better, since a rank no longer waits for its peers chunk by chunk
@@ -101,9 +102,11 @@ const shmAsyncMin = 64 << 10
 // cores), the worker can only time-slice a core with some rank's compute,
 // and an op cannot progress until the peers' workers happen to run at the
 // same time; waiting for them costs more than the overlap saves. Measured
-// with examples/mlp at world 2 on the 2-core VM (GOMAXPROCS=1 per rank, 12
+// with examples/mlp at world 2 on 2 cores (GOMAXPROCS=1 per rank, 12
 // interleaved rounds): 38.5k samples/s eager, 40.7k lazy (median; lazy
-// faster in 9 of 12 rounds), a small effect next to this host's noise.
+// faster in 9 of 12 rounds), a small effect next to the run-to-run noise.
+// What decides is whether a core is left over once every rank's threads
+// have one, not the host: with one to spare, Config.resolve picks eager.
 //
 // Config.Async (GODDP_SHM_ASYNC=eager|lazy) overrides the choice, which
 // Config.resolve makes; threads per rank come from GODDP_NUM_THREADS or

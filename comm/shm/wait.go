@@ -15,8 +15,9 @@ import (
 )
 
 // Waiting. A rank waits for a peer's counter to reach a step number. The
-// wait escalates (the budgets below were measured on the 2-core VM): a pure
-// spin first (a peer on another core answers within a microsecond or two,
+// wait escalates (the budgets below depend on whether every rank has a
+// core of its own, and on what a context switch costs next to a peer's
+// answer; they were measured with 2 ranks on 2 cores): a pure spin first (a peer on another core answers within a microsecond or two,
 // and any syscall would cost more than that), then yielding the CPU
 // (sched_yield for the other processes on this core, and now and then
 // runtime.Gosched for the other goroutines of this process: with more ranks
@@ -37,7 +38,8 @@ const (
 )
 
 // shmSpinBudget picks how long a wait spins before yielding.
-// Measured on a 2-core VM under load: yielding after 20us made two ranks
+// With as many ranks as cores and other processes loading them, yielding
+// after 20us made two ranks
 // hand the CPU to other processes in turn, and every other 4 KiB
 // all-reduce took ~50us instead of ~1.2us; spinning 2ms keeps the median at
 // 1.2us. When ranks outnumber cores, though, a spinning rank burns the time

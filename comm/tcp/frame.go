@@ -290,8 +290,8 @@ func setSocketOptions(c net.Conn, bufBytes int, congestion string) {
 //
 // Why: with the system default bbr, a loopback connection is paced (TCP's
 // internal pacing, as loopback has no fq qdisc), which throttles exactly
-// the bursts a collective sends. On the 2-core VM, two-rank all-reduce over
-// loopback took 1.1-1.4 ms at 4 MiB with reno against 1.8-2.1 with bbr, and
+// the bursts a collective sends, whatever the host. Measured with two
+// ranks, one core each, two-rank all-reduce over loopback took 1.1-1.4 ms at 4 MiB with reno against 1.8-2.1 with bbr, and
 // 6.6-7.7 against 8.3-8.6 ms at 16 MiB, in three interleaved runs. reno is
 // always allowed (net.ipv4.tcp_allowed_congestion_control). Across hosts
 // the administrator's choice stands.
