@@ -16,7 +16,7 @@ import (
 // comm registers every backend it ships: a program that imports only comm
 // can ask for any of them by name.
 func TestBackendsRegisteredWithoutBlankImport(t *testing.T) {
-	assert.Subset(t, Backends(), []string{"mpi", "nccl", "shm", "tcp"})
+	assert.Subset(t, Backends(), []string{"hier", "mpi", "nccl", "shm", "tcp"})
 }
 
 // Asking Init for nccl or mpi reaches the backend (which explains what is

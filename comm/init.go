@@ -26,7 +26,8 @@ import (
 // the same rank is refused at once, naming what differs (see
 // rendezvous.go). The ranks then derive LocalRank/LocalWorldSize from their
 // hosts when not given, and pick the backend: "auto" means shm when every
-// rank is on one host and shm is registered, tcp otherwise.
+// rank is on one host and shm is registered, hier when the ranks span
+// hosts with the same number (more than one) on each, tcp otherwise.
 func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -91,10 +92,7 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 
 	name := cfg.Backend
 	if name == "" || name == "auto" {
-		name = "tcp"
-		if _, err := backend.Lookup("shm"); err == nil && sameHost {
-			name = "shm"
-		}
+		name = autoBackend(j.members, sameHost)
 	}
 	factory, err := backend.Lookup(name)
 	if err != nil {
@@ -137,6 +135,32 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 		g.release = func() { releaseFileRun(base, j, prefix, cfg.WorldSize, cfg.Timeout) }
 	}
 	return g, nil
+}
+
+// autoBackend is what "auto" picks: shm when every rank is on one host;
+// hier when the ranks span hosts and every host runs the same number of
+// them, more than one (a reduce-scatter within each host then saves the
+// hosts' links); tcp otherwise.
+func autoBackend(members []member, sameHost bool) string {
+	registered := func(name string) bool { _, err := backend.Lookup(name); return err == nil }
+	if sameHost {
+		if registered("shm") {
+			return "shm"
+		}
+		return "tcp"
+	}
+	perHost := map[string]int{}
+	for _, m := range members {
+		perHost[m.Host]++
+	}
+	even := true
+	for _, n := range perHost {
+		even = even && n == perHost[members[0].Host]
+	}
+	if even && perHost[members[0].Host] > 1 && registered("hier") && registered("shm") {
+		return "hier"
+	}
+	return "tcp"
 }
 
 // logfOf is cfg.Logf, or stderr.
