@@ -41,7 +41,9 @@
 // or GODDP_BACKEND differs from rank 0's, or a second process claiming a
 // rank already taken, is refused with both values named. Backends are
 // chosen by name from a registry (database/sql style): "auto", the
-// default, picks shm when every rank is on one host and tcp otherwise.
+// default, picks shm when every rank is on one host, hier (shm within each
+// host, tcp across them) when the ranks span hosts with the same number,
+// more than one, on each, and tcp otherwise.
 //
 // # Ops and their results
 //
