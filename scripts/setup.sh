@@ -9,7 +9,8 @@ need=()
 # iproute2 (ss) and strace are the e2e auth test's tools; it fails without them.
 # dataset-fashion-mnist: the real data examples/cnn trains on (/usr/share/datasets/fashion-mnist).
 # slurmctld, slurmd, slurm-client, munge: e2e/cluster's Slurm cluster (its daemons start inside the test).
-for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace dataset-fashion-mnist slurmctld slurmd slurm-client munge; do
+# chromium: trainer's dashboard test loads the live training page in headless Chromium.
+for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace dataset-fashion-mnist slurmctld slurmd slurm-client munge chromium; do
   dpkg_installed "$p" || need+=("$p")
 done
 if [ "${#need[@]}" -gt 0 ]; then

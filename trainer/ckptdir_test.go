@@ -86,7 +86,7 @@ func TestSecondJobRefused(t *testing.T) {
 	errs := make([]error, len(first))
 	var wg sync.WaitGroup
 	for r := range first {
-		wg.Go(func() { errs[r] = first[r].t.saveCheckpoint(ctx, 1) })
+		wg.Go(func() { errs[r] = first[r].t.SaveCheckpoint(ctx, 1) })
 	}
 	wg.Wait()
 	for r, err := range errs {

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -39,12 +40,21 @@ type Job struct {
 	// EvalDataset, when set, is evaluated after every epoch (see
 	// Config.EvalData), sharded over the ranks without padding.
 	EvalDataset data.Dataset
+	// Callbacks are added to the Trainer's (Config.Callbacks), after those
+	// the flags ask for.
+	Callbacks []Callback
 }
 
-// Main parses the common flags, joins the process group from the launcher's
-// environment (a single process when there is none), trains, and prints
-// `samples_per_s=<float>` on rank 0. It returns the process exit code; on
-// failure it records the error for ddprun's root-cause report.
+// Main is a whole training program's main: it parses the common flags,
+// joins the process group from the launcher's environment (a single
+// process when there is none), trains, and prints `samples_per_s=<float>`
+// on rank 0. It returns the process exit code, for os.Exit (Main itself
+// never exits); on failure it prints the error to stderr and records it
+// for ddprun's root-cause report.
+//
+// A run whose checkpoint directory already holds the final epoch's
+// checkpoint trains nothing: rank 0 prints "nothing to do: checkpoint PATH
+// is at epoch N; use -ckpt-dir or -fresh" and Main returns 0.
 func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tensor.RNG) (Job, error)) int {
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	epochs := fs.Int("epochs", defaults.Epochs, "total epochs to train")
@@ -58,9 +68,15 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	overlap := fs.Bool("overlap", true, "all-reduce each bucket beside the rest of backward (false: ddp.OverlapComm(false), at once, blocking backward)")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
-	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval)")
-	metricsEvery := fs.Int("metrics-every", 10, "steps per -metrics record")
+	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval, per-rank communication)")
+	metricsCSV := fs.String("metrics-csv", "", "write rank 0's metrics as CSV to FILE (the columns of -metrics, eval_loss and eval_acc)")
+	metricsEvery := fs.Int("metrics-every", 10, "steps per train record of -metrics, -metrics-csv, -plot and -dashboard")
 	plotFile := fs.String("plot", "", "draw loss and throughput curves to FILE.png at the end (rank 0)")
+	dashboard := fs.String("dashboard", "", "serve a live training page on ADDR from rank 0 (loss, eval, throughput, per-rank communication); \":8080\" binds to 127.0.0.1 only, name a host (0.0.0.0:8080) to reach it from elsewhere")
+	fresh := fs.Bool("fresh", false, "start over even if -ckpt-dir holds checkpoints: they are moved into a previous-<time> subdirectory, never deleted")
+	keepBest := fs.String("keep-best", "", "save the best model by this evaluation metric (loss or acc) to <ckpt-dir>/best.safetensors (needs an evaluation set and -ckpt-dir)")
+	earlyStop := fs.Int("early-stop", 0, "stop when the -keep-best metric (else the evaluation loss) has not improved for N evaluations (0: never)")
+	progress := fs.Duration("progress-every", 10*time.Second, "when stderr is not a terminal, the least time between two progress lines of rank 0 (a terminal gets a bar)")
 	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK), cuda (cuda:LOCAL_RANK), or sim:N / cuda:N (device N for every rank)")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -72,7 +88,8 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline,
-		evalBatch: *evalBatch, metrics: *metrics, metricsEvery: *metricsEvery, plot: *plotFile, device: *device}, build)
+		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
+		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
 			// A peer that left is most often one that was signalled a
@@ -104,9 +121,14 @@ type runConfig struct {
 	bucketMB                          float64
 	bucketView                        bool
 	overlap                           bool
-	metrics, plot                     string
+	metrics, metricsCSV, plot         string
 	metricsEvery                      int
 	device                            string
+	dashboard                         string
+	fresh                             bool
+	keepBest                          string
+	earlyStop                         int
+	progressEvery                     time.Duration
 }
 
 func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tensor.RNG) (Job, error)) error {
@@ -173,28 +195,73 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
-	var mlog *MetricsLog
-	if pg.Rank() == 0 && (rc.metrics != "" || rc.plot != "") {
-		if mlog, err = NewMetricsLog(rc.metrics); err != nil {
-			return err
+	var loggers []Logger
+	var dash *Dashboard
+	var plot *Plot
+	if pg.Rank() == 0 {
+		if rc.metrics != "" {
+			j, err := CreateJSONLines(rc.metrics)
+			if err != nil {
+				return err
+			}
+			defer j.Close()
+			loggers = append(loggers, j)
 		}
-		defer mlog.Close()
+		if rc.metricsCSV != "" {
+			c, err := CreateCSV(rc.metricsCSV, "loss", "acc")
+			if err != nil {
+				return err
+			}
+			defer c.Close()
+			loggers = append(loggers, c)
+		}
+		if rc.plot != "" {
+			if plot, err = NewPlot(rc.plot); err != nil {
+				return err
+			}
+			loggers = append(loggers, plot)
+		}
+		if rc.dashboard != "" {
+			if dash, err = NewDashboard(rc.dashboard); err != nil {
+				return err
+			}
+			defer dash.Close()
+			dash.SetInfo(DashboardInfo{Name: job.Name, World: pg.Size(), Backend: pg.Backend()})
+			loggers = append(loggers, dash)
+			fmt.Fprintf(out, "dashboard: %s\n", dash.URL())
+		}
+	}
+	cbs, err := flagCallbacks(rc, job)
+	if err != nil {
+		return err
+	}
+	if pg.Rank() == 0 {
+		p := NewProgress(os.Stderr)
+		p.Every = rc.progressEvery
+		cbs = append(cbs, p)
 	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Out: out,
-		EvalData: evalLoader, Metrics: mlog, MetricsEvery: rc.metricsEvery, Device: deviceLabel(dev), OnDevice: dev})
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Fresh: rc.fresh,
+		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
+		Device: deviceLabel(dev), OnDevice: dev})
 	if err != nil {
 		return err
 	}
 	defer t.Close()
+	if done, path, epoch := t.Done(rc.epochs); done {
+		if pg.Rank() == 0 {
+			fmt.Fprintf(out, "nothing to do: checkpoint %s is at epoch %d; use -ckpt-dir or -fresh\n", path, epoch)
+		}
+		return nil
+	}
 	if err := t.Train(ctx, rc.epochs); err != nil {
 		return err
 	}
-	if err := mlog.Close(); err != nil {
-		return err
+	if dash != nil {
+		dash.Finish()
 	}
-	if mlog != nil && rc.plot != "" {
-		if err := WritePlot(rc.plot, mlog.Records()); err != nil {
+	if plot != nil {
+		if err := plot.Close(); err != nil {
 			return err
 		}
 	}
@@ -215,6 +282,39 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		fmt.Fprintf(out, "samples_per_s=%.1f\n", sps)
 	}
 	return nil
+}
+
+// flagCallbacks are the callbacks -keep-best and -early-stop ask for.
+func flagCallbacks(rc runConfig, job Job) ([]Callback, error) {
+	var cbs []Callback
+	if rc.keepBest == "" && rc.earlyStop <= 0 {
+		return nil, nil
+	}
+	if job.EvalDataset == nil {
+		return nil, fmt.Errorf("-keep-best and -early-stop watch an evaluation metric, and %s has no evaluation set", job.Name)
+	}
+	metric := rc.keepBest
+	if metric == "" {
+		metric = "loss"
+	}
+	mode := Min
+	switch metric {
+	case "loss":
+	case "acc":
+		mode = Max
+	default:
+		return nil, fmt.Errorf("-keep-best %q: want loss or acc", metric)
+	}
+	if rc.keepBest != "" {
+		if rc.ckptDir == "" {
+			return nil, fmt.Errorf("-keep-best needs -ckpt-dir, where best.safetensors goes")
+		}
+		cbs = append(cbs, &KeepBest{Metric: metric, Mode: mode, Path: filepath.Join(rc.ckptDir, "best.safetensors")})
+	}
+	if rc.earlyStop > 0 {
+		cbs = append(cbs, &EarlyStopping{Metric: metric, Mode: mode, Patience: rc.earlyStop})
+	}
+	return cbs, nil
 }
 
 func perIter(st ddp.Stats) time.Duration {

@@ -1,17 +1,11 @@
-// Package trainer is the training loop shared by the examples. It mirrors the
-// Trainer class of the PyTorch DDP tutorial (runBatch, runEpoch,
-// saveCheckpoint, train), with a DistributedSampler-fed DataLoader, a
-// ddp-wrapped model, rank-0 checkpoints and resume.
 package trainer
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"goddp/autograd"
@@ -28,7 +22,11 @@ import (
 // LossFunc computes the loss of a model output against a batch.
 type LossFunc func(out *autograd.Variable, b data.Batch) *autograd.Variable
 
-// Trainer is the tutorial's Trainer{model, train_data, optimizer, gpu_id, save_every}.
+// Trainer is the tutorial's Trainer{model, train_data, optimizer, gpu_id,
+// save_every}: it runs batches and epochs, evaluates, saves checkpoints
+// from rank 0 and resumes from them. Every rank builds its own Trainer and
+// calls the same methods in the same order; they talk through the
+// model's process group.
 type Trainer struct {
 	model     *ddp.DDP
 	trainData *data.DataLoader
@@ -42,18 +40,28 @@ type Trainer struct {
 	pg    comm.ProcessGroup
 	ckpt  *checkpoint.Manager // nil: no checkpoints
 	out   io.Writer
-	tty   bool
 	step  int
 	start int // first epoch to run (after a resume)
 
-	// throughput, counted after the warm-up epoch
-	samples  int64
-	measured time.Duration
+	resumedFrom  string // the checkpoint resumed from, "" if none
+	resumedEpoch int
+
+	// throughput, counted once the warm-up steps are done (measure.go)
+	samples    int64
+	measured   time.Duration
+	warm       bool      // the warm-up is over; the clock runs
+	warmSkip   int       // warm-up steps to skip; -1 before the first epoch
+	clockStart time.Time // when the current measured stretch began
+	clockN     int64     // samples in the current stretch
 
 	evalData *data.DataLoader // nil: no evaluation
 	device   string           // this rank's device in log lines, e.g. "cpu0"
 	dev      tensor.Device    // where the model lives; batches go there
-	mon      monitor          // running loss and the metrics log (metrics.go)
+	mon      monitor          // running loss and the records (monitor.go)
+	hooks    hooks
+
+	stopReason string // Stop's request on this rank
+	stopped    string // the agreed reason training stopped, "" if it did not
 }
 
 // Config carries what the tutorial passes to Trainer's constructor, plus the
@@ -64,12 +72,17 @@ type Config struct {
 	Sampler   *data.DistributedSampler
 	Optimizer optim.Optimizer
 	GPUID     int
-	SaveEvery int
+	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0); 0: never
 	BatchSize int
 	Loss      LossFunc
 	CkptDir   string // "" disables checkpoints
-	KeepLast  int
-	Out       io.Writer
+	KeepLast  int    // checkpoints kept in CkptDir (default 3)
+	// Fresh starts over even when CkptDir holds checkpoints: rank 0 moves
+	// them into a new subdirectory, CkptDir/previous-<UTC time>/, and says
+	// so. Nothing is deleted: they may be another run's.
+	Fresh bool
+	// Out receives the log lines (default os.Stdout).
+	Out io.Writer
 	// EvalData, when set, is evaluated after every epoch in eval mode and
 	// without recording gradients; its loss and (for labelled batches)
 	// accuracy are reduced over the ranks and printed by rank 0 as
@@ -82,23 +95,33 @@ type Config struct {
 	// OnDevice is where the model's parameters live (nn.To); batches are
 	// moved there before the forward pass. nil means the CPU.
 	OnDevice tensor.Device
-	// Metrics, when not nil, receives rank 0's metrics records (metrics.go)
-	// every MetricsEvery steps (default 10) and at each epoch's end.
-	Metrics      *MetricsLog
-	MetricsEvery int
+	// Loggers receive rank 0's records (Record): a train record every
+	// LogEvery steps (default 10), an epoch record at each epoch's end and
+	// an eval record after each evaluation. Other ranks never call them.
+	Loggers  []Logger
+	LogEvery int
+	// Callbacks are called on every rank; see Callback.
+	Callbacks []Callback
 }
 
 // New builds a Trainer. Rank 0 locks CkptDir for the run (see
 // checkpoint.Manager.Lock; Close releases it): when another job holds it,
 // every rank fails here, before training, and nothing in the directory is
 // touched. When CkptDir holds a valid checkpoint, every rank resumes from it
-// (rank 0 reads it and broadcasts it).
+// (rank 0 reads it and broadcasts it), unless Fresh is set.
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
+	if cfg.Model == nil || cfg.TrainData == nil || cfg.Sampler == nil || cfg.Optimizer == nil || cfg.Loss == nil {
+		return nil, fmt.Errorf("trainer: Config needs Model, TrainData, Sampler, Optimizer and Loss")
+	}
+	h, err := newHooks(cfg.Callbacks)
+	if err != nil {
+		return nil, err
+	}
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
-		device: cfg.Device, mon: monitor{log: cfg.Metrics, every: cfg.MetricsEvery},
-		evalData: cfg.EvalData, dev: cfg.OnDevice}
+		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
+		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1}
 	if t.device == "" {
 		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
 	}
@@ -107,11 +130,6 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	}
 	if t.out == nil {
 		t.out = os.Stdout
-	}
-	if f, ok := t.out.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			t.tty = true
-		}
 	}
 	if cfg.CkptDir != "" {
 		keep := cfg.KeepLast
@@ -129,6 +147,12 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 				letRank0ReportFirst(ctx)
 			}
 			return nil, fmt.Errorf("trainer: checkpoint dir: %w", err)
+		}
+		if cfg.Fresh {
+			if err := t.moveAside(ctx); err != nil {
+				m.Close()
+				return nil, err
+			}
 		}
 		if err := t.resume(ctx); err != nil {
 			m.Close()
@@ -160,99 +184,37 @@ func letRank0ReportFirst(ctx context.Context) {
 	}
 }
 
-// resume loads the newest valid checkpoint, if any, on every rank. Newer
-// files that are corrupt or truncated (a disk fault, a copy cut short) are
-// skipped, and rank 0 says so, naming each file and why. A file that cannot
-// be read (permission, I/O error) stops the resume on every rank, naming
-// it, with nothing renamed or deleted: it may hold the newest state, and
-// falling back would roll training back. When the directory
-// holds checkpoint files but none of them loads, every rank fails with an
-// error naming them instead of silently starting over: a fresh run would
-// otherwise train from scratch, and its new, lower-numbered checkpoints would
-// be the ones pruned behind the unreadable files.
-func (t *Trainer) resume(ctx context.Context) error {
-	var listed []string
-	if t.pg.Rank() == 0 {
-		var err error
-		if listed, err = t.ckpt.List(); err != nil {
-			listed = nil // LoadLatestAndBroadcast reports the directory error
-		}
-	}
-	c, err := checkpoint.LoadLatestAndBroadcast(ctx, t.pg, t.ckpt)
-	if errors.Is(err, checkpoint.ErrNotFound) {
-		// Every rank got ErrNotFound; rank 0 alone knows whether files were
-		// there, so it tells the others.
-		refusal := ""
-		if t.pg.Rank() == 0 && len(listed) > 0 {
-			refusal = err.Error()
-		}
-		if berr := comm.BroadcastObject(ctx, t.pg, &refusal, 0); berr != nil {
-			return fmt.Errorf("trainer: resume: %w", berr)
-		}
-		if refusal == "" {
-			return nil
-		}
-		if t.pg.Rank() == 0 {
-			return fmt.Errorf("trainer: resume: no checkpoint in %s loads; move the unreadable files away to start fresh: %w",
-				t.ckpt.Dir(), err)
-		}
-		letRank0ReportFirst(ctx)
-		return fmt.Errorf("trainer: resume: rank 0 found no loadable checkpoint: %s", refusal)
-	}
-	if err != nil {
-		if t.pg.Rank() != 0 && errors.Is(err, checkpoint.ErrRemote) {
-			letRank0ReportFirst(ctx)
-		}
-		return fmt.Errorf("trainer: resume: %w", err)
-	}
-	if t.pg.Rank() == 0 {
-		t.reportSkipped(listed, t.ckpt.Path(c.Epoch, c.Step))
-	}
-	if err := checkpoint.LoadStateDict(t.model.Module(), c.Model, true); err != nil {
-		return fmt.Errorf("trainer: resume model: %w", err)
-	}
-	if c.Optimizer != nil {
-		if err := t.optimizer.LoadStateDict((*optim.StateDict)(c.Optimizer)); err != nil {
-			return fmt.Errorf("trainer: resume optimizer: %w", err)
-		}
-	}
-	t.start, t.step = c.Epoch+1, c.Step
-	if c.Sampler != nil && c.Sampler.Position > 0 && c.Sampler.Position < t.sampler.Len() {
-		// A mid-epoch checkpoint: continue inside that epoch.
-		if err := t.sampler.LoadState(*c.Sampler); err != nil {
-			return fmt.Errorf("trainer: resume sampler: %w", err)
-		}
-		t.start = c.Epoch
-	}
-	t.logf("Resumed from epoch %d (step %d) of %s\n", c.Epoch, c.Step, t.ckpt.Path(c.Epoch, c.Step))
-	return nil
+// Rank is this rank's number in the process group.
+func (t *Trainer) Rank() int { return t.pg.Rank() }
+
+// Device names this rank's device, as the log lines do ("cpu0", "sim:1").
+func (t *Trainer) Device() string { return t.device }
+
+// Step is the number of optimizer steps taken so far (resumed ones included).
+func (t *Trainer) Step() int { return t.step }
+
+// Model is the DDP-wrapped model.
+func (t *Trainer) Model() *ddp.DDP { return t.model }
+
+// Done reports whether a resumed run has nothing left to train for
+// maxEpochs, and the checkpoint it resumed from and that checkpoint's
+// epoch: running again a job that finished.
+func (t *Trainer) Done(maxEpochs int) (done bool, path string, epoch int) {
+	return t.resumedFrom != "" && t.start >= maxEpochs, t.resumedFrom, t.resumedEpoch
 }
 
-// reportSkipped names the listed files newer than loaded (the newest first,
-// as Manager.List orders them), which LoadLatestAndBroadcast passed over, with
-// the reason each fails to load, and renames each damaged one to
-// FILE.corrupt: kept for inspection, but out of Manager's way, so later
-// resumes do not skip it again and later saves do not re-read it while
-// pruning. A file that fails now for another reason (it could not be read
-// this time) is only reported: it may not be damaged at all.
-func (t *Trainer) reportSkipped(listed []string, loaded string) {
-	for _, p := range listed {
-		if p == loaded {
-			return
-		}
-		_, err := checkpoint.Load(p)
-		if err == nil {
-			continue
-		}
-		moved := ""
-		if !errors.Is(err, checkpoint.ErrCorrupt) && !errors.Is(err, checkpoint.ErrUnsupported) {
-			moved = "; left in place"
-		} else if rerr := os.Rename(p, p+".corrupt"); rerr == nil {
-			moved = "; moved to " + p + ".corrupt"
-		}
-		fmt.Fprintf(t.out, "Skipped checkpoint %s: %v%s\n", p, err, moved)
+// Stop asks training to stop at the end of the current epoch. Ranks agree
+// there: when any rank asked, every rank stops after the same epoch (so no
+// rank waits in a collective for one that left). Train then returns nil,
+// and rank 0 prints the reason.
+func (t *Trainer) Stop(reason string) {
+	if t.stopReason == "" {
+		t.stopReason = reason
 	}
 }
+
+// Stopped returns why training stopped early, or "" when it ran every epoch.
+func (t *Trainer) Stopped() string { return t.stopped }
 
 func (t *Trainer) logf(format string, args ...any) {
 	if t.pg.Rank() == 0 {
@@ -285,20 +247,22 @@ func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
 	return err
 }
 
-func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
+// RunEpoch trains one epoch: every batch of this rank's shard through
+// forward, backward (DDP all-reduces the gradients) and the optimizer.
+// Train calls it; call it directly to drive the epochs yourself.
+func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 	t.sampler.SetEpoch(epoch)
 	// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
 	// consume a batch of the sampler's resumable position, so use the size.
 	bsz := min(t.batchSize, t.sampler.Len())
-	if !t.tty || t.pg.Rank() != 0 {
-		// Every rank prints its line, naming its device, as in the
-		// tutorial; ddprun --local-ranks-filter chooses which are shown.
-		fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, t.trainData.Len())
-	}
+	steps := t.trainData.Len()
+	// Every rank prints its line, naming its device, as in the tutorial;
+	// ddprun --local-ranks-filter chooses which are shown.
+	fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, steps)
 	began := time.Now()
 	t.mon.epochStarted(began)
-	n, steps := 0, t.trainData.Len()
-	i := 0
+	t.epochClock(steps)
+	n, i := 0, 0
 	for b, err := range t.trainData.All(ctx) {
 		if err != nil {
 			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
@@ -311,31 +275,31 @@ func (t *Trainer) runEpoch(ctx context.Context, epoch int) error {
 		}
 		n += b.Size()
 		i++
+		t.stepClock(i, b.Size())
 		if err := t.observeStep(epoch, b.Size()); err != nil {
 			return err
 		}
-		if t.tty && t.pg.Rank() == 0 {
-			t.progress(epoch, i, steps)
+		if err := t.hooks.onStep(ctx, t, StepInfo{Epoch: epoch, Step: t.step, Index: i, Steps: steps,
+			Loss: t.mon.lastLoss, RunningLoss: t.mon.running, Samples: b.Size()}); err != nil {
+			return err
 		}
 	}
-	if t.tty && t.pg.Rank() == 0 {
-		fmt.Fprintln(t.out)
-	}
 	elapsed := time.Since(began)
-	if epoch > t.start { // the first epoch run is the warm-up
-		t.samples += int64(n)
-		t.measured += elapsed
-	}
+	t.stopClock()
 	// Rank 0's mean training loss over the epoch's steps, as torch's anchors print it.
 	t.logf("epoch=%d loss=%.4f\n", epoch, t.mon.epochMean())
-	return t.endEpochMetrics(epoch, elapsed, n)
+	return t.endEpochMetrics(ctx, epoch, elapsed, n)
 }
 
-// evaluate runs the evaluation set through the model in eval mode without
-// recording gradients, and prints the loss and accuracy over all ranks on
-// rank 0. It calls the wrapped module directly: DDP's forward would issue
-// collectives, and unpadded shards give ranks different batch counts.
-func (t *Trainer) evaluate(ctx context.Context, epoch int) error {
+// Evaluate runs the evaluation set through the model in eval mode without
+// recording gradients, prints the loss and accuracy over all ranks on
+// rank 0, and returns them ("loss", "acc"). It calls the wrapped module
+// directly: DDP's forward would issue collectives, and unpadded shards
+// give ranks different batch counts.
+func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, error) {
+	if t.evalData == nil {
+		return nil, fmt.Errorf("trainer: Evaluate: no EvalData")
+	}
 	m := t.model.Module()
 	wasTraining := m.Training()
 	m.Train(false)
@@ -366,43 +330,45 @@ func (t *Trainer) evaluate(ctx context.Context, epoch int) error {
 		}
 	})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	l, err := loss.Reduce(ctx, t.pg)
 	if err != nil {
-		return fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
+		return nil, fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
 	}
 	a, err := acc.Reduce(ctx, t.pg)
 	if err != nil {
-		return fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
+		return nil, fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
 	}
 	t.logf("epoch=%d test_loss=%.4f test_acc=%.4f\n", epoch, l, a)
-	return t.LogEval(epoch, map[string]float64{"loss": l, "acc": a})
-}
-
-func (t *Trainer) progress(epoch, i, steps int) {
-	const width = 30
-	filled := 0
-	if steps > 0 {
-		filled = i * width / steps
+	res := map[string]float64{"loss": l, "acc": a}
+	if err := t.LogEval(epoch, res); err != nil {
+		return nil, err
 	}
-	fmt.Fprintf(t.out, "\r[%s] Epoch %d [%s%s] %d/%d loss %.4f", t.device, epoch,
-		strings.Repeat("=", filled), strings.Repeat(" ", width-filled), i, steps, t.mon.running)
+	return res, nil
 }
 
-// saveCheckpoint saves from rank 0 while the others wait.
-func (t *Trainer) saveCheckpoint(ctx context.Context, epoch int) error {
+// Checkpoint returns the training state to save after epoch: model,
+// optimizer, the sampler's position, the epoch and step (Train saves rank
+// 0's).
+func (t *Trainer) Checkpoint(epoch int) *checkpoint.Checkpoint {
+	st := t.sampler.State()
+	cfg, _ := json.Marshal(map[string]any{"world_size": t.pg.Size(), "save_every": t.saveEvery})
+	return &checkpoint.Checkpoint{Epoch: epoch, Step: t.step,
+		Model:     checkpoint.StateDict(t.model.Module()),
+		Optimizer: (*checkpoint.OptimizerState)(t.optimizer.StateDict()),
+		Sampler:   &st, Config: cfg}
+}
+
+// SaveCheckpoint saves from rank 0 into the checkpoint directory while the
+// others wait (a no-op without CkptDir).
+func (t *Trainer) SaveCheckpoint(ctx context.Context, epoch int) error {
 	if t.ckpt == nil {
 		return nil
 	}
 	var c *checkpoint.Checkpoint
 	if t.pg.Rank() == 0 {
-		st := t.sampler.State()
-		cfg, _ := json.Marshal(map[string]any{"world_size": t.pg.Size(), "save_every": t.saveEvery})
-		c = &checkpoint.Checkpoint{Epoch: epoch, Step: t.step,
-			Model:     checkpoint.StateDict(t.model.Module()),
-			Optimizer: (*checkpoint.OptimizerState)(t.optimizer.StateDict()),
-			Sampler:   &st, Config: cfg}
+		c = t.Checkpoint(epoch)
 	}
 	path, err := checkpoint.SaveOnRank0(ctx, t.pg, t.ckpt, c)
 	if err != nil {
@@ -412,42 +378,45 @@ func (t *Trainer) saveCheckpoint(ctx context.Context, epoch int) error {
 	return nil
 }
 
-// Train runs epochs [resumed epoch, maxEpochs) and saves every saveEvery epochs.
+// Train runs epochs [resumed epoch, maxEpochs): each epoch, then its
+// evaluation (with EvalData), then a checkpoint every SaveEvery epochs,
+// then the epoch-end hooks; it stops early after an epoch in which a rank
+// called Stop.
 func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 	for epoch := t.start; epoch < maxEpochs; epoch++ {
-		if err := t.runEpoch(ctx, epoch); err != nil {
+		if err := t.RunEpoch(ctx, epoch); err != nil {
 			return err
 		}
 		if t.evalData != nil {
-			if err := t.evaluate(ctx, epoch); err != nil {
+			res, err := t.Evaluate(ctx, epoch)
+			if err != nil {
+				return err
+			}
+			if err := t.hooks.onEval(ctx, t, EvalInfo{Epoch: epoch, Step: t.step, Metrics: res}); err != nil {
 				return err
 			}
 		}
 		if t.saveEvery > 0 && epoch%t.saveEvery == 0 {
-			if err := t.saveCheckpoint(ctx, epoch); err != nil {
+			if err := t.SaveCheckpoint(ctx, epoch); err != nil {
 				return err
 			}
+		}
+		if err := t.hooks.onEpochEnd(ctx, t, EpochInfo{Epoch: epoch, Step: t.step, Loss: t.mon.lastEpochLoss,
+			Elapsed: t.mon.lastEpochTime, Samples: t.mon.lastEpochSamples}); err != nil {
+			return err
+		}
+		stop, err := t.agree(ctx)
+		if err != nil {
+			return err
+		}
+		if stop != "" {
+			t.stopped = stop
+			t.logf("Epoch %d | stopping early: %s\n", epoch, stop)
+			break
 		}
 	}
 	t.logf("host memory: %v\n", tensor.Host().Stats())
 	return nil
-}
-
-// SamplesPerSecond returns the throughput over all ranks after the warm-up
-// epoch: the ranks' sample counts summed, over the slowest rank's time.
-func (t *Trainer) SamplesPerSecond(ctx context.Context) (float64, error) {
-	v := []float64{float64(t.samples)}
-	if err := t.pg.AllReduce(comm.Float64s(v), comm.Sum).Wait(ctx); err != nil {
-		return 0, err
-	}
-	secs := []float64{t.measured.Seconds()}
-	if err := t.pg.AllReduce(comm.Float64s(secs), comm.Max).Wait(ctx); err != nil {
-		return 0, err
-	}
-	if secs[0] == 0 {
-		return 0, nil
-	}
-	return v[0] / secs[0], nil
 }
 
 // Stats reports DDP's overlap statistics.

@@ -235,7 +235,9 @@ func TestTrainStepError(t *testing.T) {
 	}
 }
 
-// Throughput counts every rank's samples after the warm-up epoch.
+// Throughput counts every rank's samples after the warm-up steps: of the
+// first epoch's 4 steps of 8 samples, the last 2 (half an epoch this
+// short), then every later epoch whole.
 func TestSamplesPerSecond(t *testing.T) {
 	ctx := context.Background()
 	rs := newWorld(t, ctx, "", 0, mse)
@@ -244,7 +246,7 @@ func TestSamplesPerSecond(t *testing.T) {
 		require.NoError(t, err)
 	}
 	for r := range rs {
-		assert.EqualValues(t, 2*32, rs[r].t.samples, "rank %d: two measured epochs of 32 samples", r)
+		assert.EqualValues(t, 2*8+2*32, rs[r].t.samples, "rank %d: half the first epoch, then two epochs of 32 samples", r)
 	}
 	got := make([]float64, world)
 	var wg sync.WaitGroup
@@ -258,4 +260,26 @@ func TestSamplesPerSecond(t *testing.T) {
 	wg.Wait()
 	assert.Positive(t, got[0])
 	assert.Equal(t, got[0], got[1], "every rank reports the same figure")
+}
+
+// -epochs 1 measures something: the first epoch is not thrown away whole.
+func TestSamplesPerSecondOneEpoch(t *testing.T) {
+	ctx := context.Background()
+	rs := newWorld(t, ctx, "", 0, mse)
+	requireBuilt(t, rs)
+	for _, err := range train(ctx, rs, 1) {
+		require.NoError(t, err)
+	}
+	got := make([]float64, world)
+	var wg sync.WaitGroup
+	for r := range rs {
+		assert.EqualValues(t, 2*8, rs[r].t.samples, "rank %d: the steps after the warm-up", r)
+		wg.Go(func() {
+			var err error
+			got[r], err = rs[r].t.SamplesPerSecond(ctx)
+			assert.NoError(t, err)
+		})
+	}
+	wg.Wait()
+	assert.Positive(t, got[0])
 }

@@ -44,7 +44,7 @@ func stepLosses(t *testing.T, device string) ([]float64, []string) {
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var r trainer.MetricsRecord
+		var r trainer.Record
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 		if r.Kind == trainer.KindTrain {
 			losses = append(losses, r.Loss)
