@@ -66,8 +66,8 @@ type Logger interface {
 // JSONLines writes each record as one JSON object per line, flushed at
 // once, so the file can be followed (tail -f) while training runs.
 type JSONLines struct {
-	w     *bufio.Writer
-	c     io.Closer // nil unless it owns the file
+	w    *bufio.Writer
+	c    io.Closer // nil unless it owns the file
 	name string
 }
 

@@ -3,10 +3,10 @@ package trainer
 import (
 	"fmt"
 	"image/color"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"os"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -145,4 +145,3 @@ func addLine(p *plot.Plot, pts plotter.XYs, name string, c color.Color) error {
 	}
 	return nil
 }
-

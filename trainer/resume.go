@@ -108,7 +108,6 @@ func (t *Trainer) reportSkipped(listed []string, loaded string) {
 	}
 }
 
-
 // moveAside is Config.Fresh: rank 0 moves the directory's checkpoints
 // (damaged ones included) into a new subdirectory named after the time,
 // where Manager neither resumes from them nor prunes them, and says where
