@@ -42,7 +42,7 @@ func TestMetricsLogAndPlot(t *testing.T) {
 		for _, field := range []string{"kind", "step", "epoch", "loss", "lr", "samples_per_s", "allreduce_hidden_pct", "elapsed_s"} {
 			require.Contains(t, raw, field, "line %q", sc.Text())
 		}
-		var r trainer.MetricsRecord
+		var r trainer.Record
 		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
 		kinds[r.Kind]++
 		require.GreaterOrEqual(t, r.Step, lastStep, "steps only grow")
