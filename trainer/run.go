@@ -59,7 +59,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	epochs := fs.Int("epochs", defaults.Epochs, "total epochs to train")
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size per rank")
-	saveEvery := fs.Int("save-every", defaults.SaveEvery, "save a checkpoint every N epochs (0: never)")
+	saveEvery := fs.Int("save-every", defaults.SaveEvery, "save a checkpoint every N epochs and after the last (0: never)")
 	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory, locked for the run: a second job on it is refused (\"\": no checkpoints)")
 	seed := fs.Uint64("seed", 0, "seed for data, model init and shuffling")
 	workers := fs.Int("num-workers", 0, "DataLoader worker goroutines")

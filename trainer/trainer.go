@@ -72,7 +72,7 @@ type Config struct {
 	Sampler   *data.DistributedSampler
 	Optimizer optim.Optimizer
 	GPUID     int
-	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0); 0: never
+	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
 	BatchSize int
 	Loss      LossFunc
 	CkptDir   string // "" disables checkpoints
@@ -379,7 +379,8 @@ func (t *Trainer) SaveCheckpoint(ctx context.Context, epoch int) error {
 }
 
 // Train runs epochs [resumed epoch, maxEpochs): each epoch, then its
-// evaluation (with EvalData), then a checkpoint every SaveEvery epochs,
+// evaluation (with EvalData), then a checkpoint every SaveEvery epochs and
+// after the last,
 // then the epoch-end hooks; it stops early after an epoch in which a rank
 // called Stop.
 func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
@@ -396,7 +397,10 @@ func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 				return err
 			}
 		}
-		if t.saveEvery > 0 && epoch%t.saveEvery == 0 {
+		// The last epoch is saved too, whatever the cadence: a run that
+		// finished then resumes into "nothing to do" (Done), instead of
+		// repeating the epochs after its last periodic checkpoint.
+		if t.saveEvery > 0 && (epoch%t.saveEvery == 0 || epoch == maxEpochs-1) {
 			if err := t.SaveCheckpoint(ctx, epoch); err != nil {
 				return err
 			}
