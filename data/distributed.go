@@ -47,6 +47,10 @@ type DistributedSampler struct {
 	eval     bool
 	epoch    int
 	pos      int
+	// base > 0 marks an epoch resumed at another world size
+	// (LoadStateElastic): this epoch's order from base on is what is left,
+	// split over the ranks with no padding.
+	base int
 }
 
 type samplerConfig struct {
@@ -154,6 +158,9 @@ func ceilDiv(a, b int) int {
 
 // Len is the number of indices this rank gets per epoch.
 func (s *DistributedSampler) Len() int {
+	if s.base > 0 {
+		return ceilDiv(s.remaining()-s.rank, s.replicas)
+	}
 	if s.eval {
 		return ceilDiv(s.n-s.rank, s.replicas)
 	}
@@ -163,6 +170,9 @@ func (s *DistributedSampler) Len() int {
 // TotalSize is the number of indices across all ranks per epoch, padding
 // included (torch's total_size; N in eval mode).
 func (s *DistributedSampler) TotalSize() int {
+	if s.base > 0 {
+		return s.remaining()
+	}
 	if s.eval {
 		return s.n
 	}
@@ -185,7 +195,7 @@ func (s *DistributedSampler) Epoch() int { return s.epoch }
 // SetEpoch(state.Epoch) and still continue mid-epoch.
 func (s *DistributedSampler) SetEpoch(epoch int) {
 	if epoch != s.epoch {
-		s.pos = 0
+		s.pos, s.base = 0, 0
 	}
 	s.epoch = epoch
 }
@@ -210,7 +220,12 @@ func (s *DistributedSampler) Indices() []int {
 	if s.n == 0 {
 		return []int{}
 	}
-	if !s.eval {
+	if s.base > 0 {
+		// A resumed epoch: what is left of the order, dealt out as the
+		// full epoch is, without padding.
+		order = order[s.base : s.base+total]
+	}
+	if !s.eval && s.base == 0 {
 		if total <= len(order) {
 			order = order[:total]
 		} else {
@@ -246,13 +261,37 @@ type SamplerState struct {
 	Shuffle     bool   `json:"shuffle"`
 	DropLast    bool   `json:"drop_last"`
 	Eval        bool   `json:"eval,omitempty"`
+	// Base is where in the epoch's order a resumed epoch's partition
+	// starts (0 for an epoch begun at this world size): the indices
+	// before it were consumed under another NumReplicas.
+	Base int `json:"base,omitempty"`
+}
+
+// Consumed is the number of entries of the epoch's global order (the
+// shuffled 0..N-1) that the ranks had consumed together, capped at the
+// dataset's length: in lockstep, each of NumReplicas ranks had taken
+// Position indices of its list, which together are the order's first
+// Position x NumReplicas entries from Base (the wrap-around padding of a
+// full epoch repeats samples from the start, so it adds none).
+func (st SamplerState) Consumed() int {
+	return min(st.Base+st.Position*st.NumReplicas, st.DatasetLen)
 }
 
 // State returns the sampler's state. In a lockstep data-parallel run every
 // rank has the same state, so rank 0's can be saved for all.
 func (s *DistributedSampler) State() SamplerState {
 	return SamplerState{Epoch: s.epoch, Position: s.pos, Seed: s.seed, NumReplicas: s.replicas,
-		DatasetLen: s.n, Shuffle: s.shuffle, DropLast: s.dropLast, Eval: s.eval}
+		DatasetLen: s.n, Shuffle: s.shuffle, DropLast: s.dropLast, Eval: s.eval, Base: s.base}
+}
+
+// remaining is how many of a resumed epoch's samples the ranks share:
+// the rest of the order, cut to a multiple of the replicas with DropLast.
+func (s *DistributedSampler) remaining() int {
+	left := s.n - s.base
+	if s.dropLast {
+		left -= left % s.replicas
+	}
+	return left
 }
 
 // LoadState restores the epoch and position. It fails with ErrState, changing
@@ -261,14 +300,43 @@ func (s *DistributedSampler) State() SamplerState {
 // then mean other samples.
 func (s *DistributedSampler) LoadState(st SamplerState) error {
 	want := s.State()
-	want.Epoch, want.Position = st.Epoch, st.Position
+	want.Epoch, want.Position, want.Base = st.Epoch, st.Position, st.Base
 	if st != want {
 		return fmt.Errorf("%w: saved %+v, sampler has seed=%d num_replicas=%d dataset_len=%d shuffle=%v drop_last=%v eval=%v",
 			ErrState, st, s.seed, s.replicas, s.n, s.shuffle, s.dropLast, s.eval)
 	}
-	if st.Position < 0 || st.Epoch < 0 {
-		return fmt.Errorf("%w: negative epoch %d or position %d", ErrState, st.Epoch, st.Position)
+	if st.Position < 0 || st.Epoch < 0 || st.Base < 0 || st.Base > st.DatasetLen {
+		return fmt.Errorf("%w: epoch %d, position %d or base %d out of range", ErrState, st.Epoch, st.Position, st.Base)
 	}
-	s.epoch, s.pos = st.Epoch, st.Position
+	s.epoch, s.pos, s.base = st.Epoch, st.Position, st.Base
+	return nil
+}
+
+// LoadStateElastic is LoadState for a job restarted at another world size
+// (torchelastic's --nnodes MIN:MAX): a state saved with the same
+// NumReplicas loads as LoadState does; one saved with another resumes its
+// epoch with what the old ranks had not consumed (SamplerState.Consumed),
+// dealt out over this sampler's replicas as rest[rank::replicas]. Every
+// remaining sample of the epoch is then seen exactly once, by one rank: no
+// padding, so the ranks' lists may differ in length by one; with DropLast
+// the rest is cut to a multiple of the replicas instead. The epoch's
+// shuffle is the same (seed+epoch). Call SetEpoch(st.Epoch), which keeps
+// the resumed position, and iterate; the next epoch is an ordinary one.
+//
+// The seed, dataset length, shuffle and drop-last settings must match,
+// and evaluation samplers do not re-shard (ErrState).
+func (s *DistributedSampler) LoadStateElastic(st SamplerState) error {
+	if st.NumReplicas == s.replicas {
+		return s.LoadState(st)
+	}
+	if st.Eval || s.eval || st.Seed != s.seed || st.DatasetLen != s.n || st.Shuffle != s.shuffle || st.DropLast != s.dropLast {
+		return fmt.Errorf("%w: saved %+v cannot resume on a sampler with seed=%d dataset_len=%d shuffle=%v drop_last=%v eval=%v "+
+			"(only num_replicas may differ, and not for evaluation)", ErrState, st, s.seed, s.n, s.shuffle, s.dropLast, s.eval)
+	}
+	if st.Position < 0 || st.Epoch < 0 || st.Base < 0 || st.Base > st.DatasetLen || st.NumReplicas <= 0 {
+		return fmt.Errorf("%w: epoch %d, position %d, base %d or num_replicas %d out of range", ErrState,
+			st.Epoch, st.Position, st.Base, st.NumReplicas)
+	}
+	s.epoch, s.base, s.pos = st.Epoch, st.Consumed(), 0
 	return nil
 }
