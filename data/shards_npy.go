@@ -1,0 +1,284 @@
+package data
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"strings"
+
+	"goddp/tensor"
+)
+
+// npyShard is an .npy file of inputs [n, ...] with optional labels or
+// targets beside it. Rows are read one at a time at their offsets, so a
+// shard costs one row of memory whatever its size.
+type npyShard struct {
+	inputs  npyFile
+	labels  *npyFile // X.labels.npy: [n] integers
+	targets *npyFile // X.targets.npy: [n, ...]
+}
+
+// npyFile is the header of an .npy file: where its C-order data starts, the
+// element type and the shape.
+type npyFile struct {
+	name  string
+	shape []int
+	kind  string // "f4", "u1", ... (npy's descr without the byte order)
+	order binary.ByteOrder
+	size  int   // bytes per element
+	start int64 // file offset of the data
+	row   int   // elements per row (product of shape[1:])
+}
+
+func openNPYShard(path string) (*npyShard, error) {
+	in, err := readNPYFileHeader(path)
+	if err != nil {
+		return nil, err
+	}
+	if len(in.shape) == 0 {
+		return nil, fmt.Errorf("%w: shard %s: a scalar array has no rows", ErrFormat, path)
+	}
+	s := &npyShard{inputs: in}
+	base := strings.TrimSuffix(path, ".npy")
+	for _, side := range []struct {
+		suffix string
+		dst    **npyFile
+	}{{".labels.npy", &s.labels}, {".targets.npy", &s.targets}} {
+		p := base + side.suffix
+		if _, err := os.Stat(p); err != nil {
+			continue
+		}
+		f, err := readNPYFileHeader(p)
+		if err != nil {
+			return nil, err
+		}
+		if len(f.shape) == 0 || f.shape[0] != in.shape[0] {
+			return nil, fmt.Errorf("%w: shard %s has %d rows but %s has shape %v", ErrShape, path, in.shape[0], p, f.shape)
+		}
+		*side.dst = &f
+	}
+	if s.labels != nil && s.targets != nil {
+		return nil, fmt.Errorf("%w: shard %s has both %s.labels.npy and %s.targets.npy; keep one", ErrConfig, path, base, base)
+	}
+	if s.labels != nil && (len(s.labels.shape) != 1 || s.labels.kind[0] == 'f') {
+		return nil, fmt.Errorf("%w: %s: labels must be a 1-d integer array, got %s %v", ErrShape, s.labels.name, s.labels.kind, s.labels.shape)
+	}
+	return s, nil
+}
+
+// readNPYFileHeader reads only the preamble and header of an .npy file and
+// checks that the file is as long as its shape says.
+func readNPYFileHeader(path string) (npyFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return npyFile{}, fmt.Errorf("data: shard: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return npyFile{}, fmt.Errorf("data: shard: %w", err)
+	}
+	bad := func(off int, format string, args ...any) error {
+		return fmt.Errorf("%w: %s: byte %d: %s", ErrFormat, path, off, fmt.Sprintf(format, args...))
+	}
+	var pre [12]byte
+	if _, err := io.ReadFull(f, pre[:10]); err != nil {
+		return npyFile{}, bad(0, "file too short for an npy preamble")
+	}
+	if string(pre[:6]) != string(npyMagic) {
+		return npyFile{}, bad(0, "bad npy magic %q", pre[:6])
+	}
+	var hlen, start int
+	switch pre[6] {
+	case 1:
+		hlen, start = int(binary.LittleEndian.Uint16(pre[8:])), 10
+	case 2, 3:
+		if _, err := io.ReadFull(f, pre[10:12]); err != nil {
+			return npyFile{}, bad(10, "file too short for an npy v%d preamble", pre[6])
+		}
+		h := binary.LittleEndian.Uint32(pre[8:])
+		if int64(h) > st.Size() {
+			return npyFile{}, bad(8, "header length %d exceeds the file (%d bytes)", h, st.Size())
+		}
+		hlen, start = int(h), 12
+	default:
+		return npyFile{}, bad(6, "unsupported npy format version %d.%d", pre[6], pre[7])
+	}
+	hb := make([]byte, hlen)
+	if _, err := io.ReadFull(f, hb); err != nil {
+		return npyFile{}, bad(start, "file ends inside the %d-byte header", hlen)
+	}
+	h, err := parseNPYHeader(hb, start)
+	if err != nil {
+		return npyFile{}, fmt.Errorf("%w: %s: %w", ErrFormat, path, err)
+	}
+	if h.fortran {
+		return npyFile{}, bad(start, "fortran_order arrays are not supported; save with np.ascontiguousarray")
+	}
+	if len(h.descr) < 3 {
+		return npyFile{}, bad(start, "unsupported dtype %q", h.descr)
+	}
+	nf := npyFile{name: path, shape: h.shape, kind: h.descr[1:], start: int64(start + hlen), order: binary.LittleEndian}
+	if h.descr[0] == '>' {
+		nf.order = binary.BigEndian
+	}
+	nf.size = map[string]int{"u1": 1, "i1": 1, "i2": 2, "i4": 4, "i8": 8, "f4": 4, "f8": 8}[nf.kind]
+	if nf.size == 0 || strings.IndexByte("<>|=", h.descr[0]) < 0 {
+		return npyFile{}, bad(start, "unsupported dtype %q (want <f4, <f8, <i4, <i8 or u1)", h.descr)
+	}
+	body := st.Size() - nf.start
+	n, ok := checkedElems(h.shape, int(body/int64(nf.size)))
+	if !ok || int64(n*nf.size) != body {
+		return npyFile{}, bad(int(nf.start), "data is %d bytes, shape %v of %s needs %d", body, h.shape, h.descr, int64(n)*int64(nf.size))
+	}
+	nf.row = 1
+	for _, d := range h.shape[1:] {
+		nf.row *= d
+	}
+	return nf, nil
+}
+
+// rowShape is the shape of one row ([1] for a 1-d array).
+func (f *npyFile) rowShape() []int {
+	if len(f.shape) == 1 {
+		return []int{1}
+	}
+	return f.shape[1:]
+}
+
+// readRow decodes row i of f, read from r, into dst (f.row float32s).
+func (f *npyFile) readRow(r io.ReaderAt, i int, buf []byte, dst []float32) error {
+	b := buf[:f.row*f.size]
+	if _, err := r.ReadAt(b, f.start+int64(i)*int64(len(b))); err != nil {
+		return fmt.Errorf("data: shard %s: row %d: %w", f.name, i, err)
+	}
+	decodeFloat32(dst, b, f.kind, f.order)
+	return nil
+}
+
+// decodeFloat32 converts len(dst) elements of npy kind from b.
+func decodeFloat32(dst []float32, b []byte, kind string, bo binary.ByteOrder) {
+	switch kind {
+	case "u1":
+		for k := range dst {
+			dst[k] = float32(b[k])
+		}
+	case "i1":
+		for k := range dst {
+			dst[k] = float32(int8(b[k]))
+		}
+	case "i2":
+		for k := range dst {
+			dst[k] = float32(int16(bo.Uint16(b[2*k:])))
+		}
+	case "i4":
+		for k := range dst {
+			dst[k] = float32(int32(bo.Uint32(b[4*k:])))
+		}
+	case "i8":
+		for k := range dst {
+			dst[k] = float32(int64(bo.Uint64(b[8*k:])))
+		}
+	case "f4":
+		for k := range dst {
+			dst[k] = math.Float32frombits(bo.Uint32(b[4*k:]))
+		}
+	case "f8":
+		for k := range dst {
+			dst[k] = float32(math.Float64frombits(bo.Uint64(b[8*k:])))
+		}
+	}
+}
+
+// readInt decodes element i of a 1-d integer file.
+func (f *npyFile) readInt(r io.ReaderAt, i int, buf []byte) (int, error) {
+	b := buf[:f.size]
+	if _, err := r.ReadAt(b, f.start+int64(i)*int64(f.size)); err != nil {
+		return 0, fmt.Errorf("data: shard %s: label %d: %w", f.name, i, err)
+	}
+	switch f.kind {
+	case "u1":
+		return int(b[0]), nil
+	case "i1":
+		return int(int8(b[0])), nil
+	case "i2":
+		return int(int16(f.order.Uint16(b))), nil
+	case "i4":
+		return int(int32(f.order.Uint32(b))), nil
+	default:
+		return int(int64(f.order.Uint64(b))), nil
+	}
+}
+
+func (s *npyShard) path() string { return s.inputs.name }
+func (s *npyShard) len() int     { return s.inputs.shape[0] }
+
+func (s *npyShard) stream(ctx context.Context, rng *tensor.RNG, _ int, yield func(int, Sample) bool) error {
+	open := func(f *npyFile) (*os.File, error) {
+		if f == nil {
+			return nil, nil
+		}
+		h, err := os.Open(f.name)
+		if err != nil {
+			return nil, fmt.Errorf("data: shard: %w", err)
+		}
+		return h, nil
+	}
+	in, err := open(&s.inputs)
+	if err != nil {
+		return err
+	}
+	defer in.Close()
+	lab, err := open(s.labels)
+	if err != nil {
+		return err
+	}
+	if lab != nil {
+		defer lab.Close()
+	}
+	tgt, err := open(s.targets)
+	if err != nil {
+		return err
+	}
+	if tgt != nil {
+		defer tgt.Close()
+	}
+	order := identity(s.len())
+	if rng != nil {
+		order = rng.Perm(s.len())
+	}
+	buf := make([]byte, max(s.inputs.row*s.inputs.size, 8))
+	var tbuf []byte
+	if s.targets != nil {
+		tbuf = make([]byte, s.targets.row*s.targets.size)
+	}
+	for _, i := range order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		x := make([]float32, s.inputs.row)
+		if err := s.inputs.readRow(in, i, buf, x); err != nil {
+			return err
+		}
+		smp := Sample{Input: tensor.FromF32(x, s.inputs.rowShape()...)}
+		if lab != nil {
+			if smp.Label, err = s.labels.readInt(lab, i, buf); err != nil {
+				return err
+			}
+		}
+		if tgt != nil {
+			y := make([]float32, s.targets.row)
+			if err := s.targets.readRow(tgt, i, tbuf, y); err != nil {
+				return err
+			}
+			smp.Target = tensor.FromF32(y, s.targets.rowShape()...)
+		}
+		if !yield(i, smp) {
+			return nil
+		}
+	}
+	return nil
+}
