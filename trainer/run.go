@@ -26,6 +26,10 @@ import (
 type Defaults struct {
 	Epochs, BatchSize, SaveEvery int
 	CkptDir                      string
+	Seed                         uint64
+	// Flags, when set, defines the program's own flags on Main's flag set
+	// before it parses the arguments; build then reads their values.
+	Flags func(fs *flag.FlagSet)
 }
 
 // Job is what an example supplies: its data, model, optimizer and loss. Build
@@ -43,6 +47,16 @@ type Job struct {
 	// Callbacks are added to the Trainer's (Config.Callbacks), after those
 	// the flags ask for.
 	Callbacks []Callback
+	// NewStep, when set, makes the Trainer's Config.Step from the wrapped
+	// model and the optimizer: for a model that computes its own loss and
+	// gradients. Loss may then be nil (without EvalDataset).
+	NewStep func(model *ddp.DDP, opt optim.Optimizer) StepFunc
+	// DropLast drops each epoch's last, partial batch (a graph built for a
+	// fixed batch size needs it).
+	DropLast bool
+	// BatchSize, when positive, overrides -batch-size (for a program whose
+	// own flag sets it).
+	BatchSize int
 }
 
 // Main is a whole training program's main: it parses the common flags,
@@ -61,7 +75,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size per rank")
 	saveEvery := fs.Int("save-every", defaults.SaveEvery, "save a checkpoint every N epochs and after the last (0: never)")
 	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory, locked for the run: a second job on it is refused (\"\": no checkpoints)")
-	seed := fs.Uint64("seed", 0, "seed for data, model init and shuffling")
+	seed := fs.Uint64("seed", defaults.Seed, "seed for data, model init and shuffling")
 	workers := fs.Int("num-workers", 0, "DataLoader worker goroutines")
 	bucketView := fs.Bool("gradient-as-bucket-view", true, "DDP gradient_as_bucket_view: gradients live in the buckets (saves a copy per step)")
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
@@ -78,6 +92,9 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	earlyStop := fs.Int("early-stop", 0, "stop when the -keep-best metric (else the evaluation loss) has not improved for N evaluations (0: never)")
 	progress := fs.Duration("progress-every", 10*time.Second, "when stderr is not a terminal, the least time between two progress lines of rank 0 (a terminal gets a bar)")
 	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK), cuda (cuda:LOCAL_RANK), or sim:N / cuda:N (device N for every rank)")
+	if defaults.Flags != nil {
+		defaults.Flags(fs)
+	}
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -159,8 +176,11 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
+	if job.BatchSize > 0 {
+		rc.batch = job.BatchSize
+	}
 	loader, err := data.NewDataLoader(job.Dataset, data.BatchSize(rc.batch), data.WithSampler(sampler),
-		data.NumWorkers(rc.workers))
+		data.NumWorkers(rc.workers), data.DropLast(job.DropLast))
 	if err != nil {
 		return err
 	}
@@ -240,8 +260,12 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		p.Every = rc.progressEvery
 		cbs = append(cbs, p)
 	}
+	var step StepFunc
+	if job.NewStep != nil {
+		step = job.NewStep(model, opt)
+	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, CkptDir: rc.ckptDir, Fresh: rc.fresh,
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
 		Device: deviceLabel(dev), OnDevice: dev})
 	if err != nil {

@@ -22,6 +22,12 @@ import (
 // LossFunc computes the loss of a model output against a batch.
 type LossFunc func(out *autograd.Variable, b data.Batch) *autograd.Variable
 
+// StepFunc runs one training step on a batch (forward, backward through
+// the DDP model, optimizer step) and returns this rank's loss: for a model
+// that computes its own loss and gradients, such as a gorgonia graph under
+// ddp/gorgoniaddp. See Config.Step.
+type StepFunc func(ctx context.Context, b data.Batch) (loss float64, err error)
+
 // Trainer is the tutorial's Trainer{model, train_data, optimizer, gpu_id,
 // save_every}: it runs batches and epochs, evaluates, saves checkpoints
 // from rank 0 and resumes from them. Every rank builds its own Trainer and
@@ -36,8 +42,9 @@ type Trainer struct {
 	saveEvery int
 	batchSize int
 
-	loss  LossFunc
-	pg    comm.ProcessGroup
+	loss   LossFunc
+	stepFn StepFunc
+	pg     comm.ProcessGroup
 	ckpt  *checkpoint.Manager // nil: no checkpoints
 	out   io.Writer
 	step  int
@@ -75,7 +82,11 @@ type Config struct {
 	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
 	BatchSize int
 	Loss      LossFunc
-	CkptDir   string // "" disables checkpoints
+	// Step, when set, runs each training batch instead of the built-in
+	// forward, Loss, backward and optimizer step; Loss is then needed only
+	// for EvalData.
+	Step    StepFunc
+	CkptDir string // "" disables checkpoints
 	KeepLast  int    // checkpoints kept in CkptDir (default 3)
 	// Fresh starts over even when CkptDir holds checkpoints: rank 0 moves
 	// them into a new subdirectory, CkptDir/previous-<UTC time>/, and says
@@ -110,8 +121,11 @@ type Config struct {
 // touched. When CkptDir holds a valid checkpoint, every rank resumes from it
 // (rank 0 reads it and broadcasts it), unless Fresh is set.
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
-	if cfg.Model == nil || cfg.TrainData == nil || cfg.Sampler == nil || cfg.Optimizer == nil || cfg.Loss == nil {
-		return nil, fmt.Errorf("trainer: Config needs Model, TrainData, Sampler, Optimizer and Loss")
+	if cfg.Model == nil || cfg.TrainData == nil || cfg.Sampler == nil || cfg.Optimizer == nil {
+		return nil, fmt.Errorf("trainer: Config needs Model, TrainData, Sampler and Optimizer")
+	}
+	if cfg.Loss == nil && (cfg.Step == nil || cfg.EvalData != nil) {
+		return nil, fmt.Errorf("trainer: Config needs Loss (only a Config with Step and no EvalData does without)")
 	}
 	h, err := newHooks(cfg.Callbacks)
 	if err != nil {
@@ -119,7 +133,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	}
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
-		loss: cfg.Loss, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
+		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
 		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1}
 	if t.device == "" {
@@ -222,7 +236,13 @@ func (t *Trainer) logf(format string, args ...any) {
 	}
 }
 
-func (t *Trainer) runBatch(source *tensor.Tensor, b data.Batch) error {
+func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Batch) error {
+	if t.stepFn != nil {
+		loss, err := t.stepFn(ctx, b)
+		t.mon.lastLoss = loss
+		t.step++
+		return err
+	}
 	t.optimizer.ZeroGrad()
 	output, err := t.model.Forward(autograd.Const(source))
 	if err != nil {
@@ -270,7 +290,7 @@ func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 		if b, err = toDevice(b, t.dev); err != nil {
 			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
 		}
-		if err := t.runBatch(b.Inputs, b); err != nil {
+		if err := t.runBatch(ctx, b.Inputs, b); err != nil {
 			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
 		}
 		n += b.Size()

@@ -5,13 +5,17 @@
 // error) built and differentiated by gorgonia's TapeMachine, whose
 // gradients go through DDP's Reducer and buckets (package
 // ddp/gorgoniaddp). Every rank builds the same data, shuffles it with the
-// same seed each epoch and trains on its own slice of each global batch.
+// same seed each epoch (a DistributedSampler) and trains on its own share
+// of each global batch.
 // Run it under the launcher:
 //
 //	go run ./cmd/ddprun --standalone --nproc-per-node 2 ./examples/gorgonia -epochs 20
 //
-// Rank 0 prints the mean loss over all ranks after each epoch, then
-// "weights_sum=<float>" (equal on every rank) and "final_loss=<float>".
+// It runs on package trainer (trainer.Main): the graph's step is the
+// Trainer's Step, so the common flags (-metrics, -dashboard, -ckpt-dir,
+// ...) work here too. Rank 0 prints the mean loss over all ranks after each
+// epoch, then "weights_sum=<float>" (equal on every rank) and
+// "final_loss=<float>".
 // With -solver the step is gorgonia's VanillaSolver on the averaged
 // gradients instead of goddp's SGD. Two ranks with -batch 32 follow one
 // process with -batch 64 (the same global batches): compare weights_sum.
@@ -25,16 +29,20 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
 	"time"
 
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
 
+	"goddp/autograd"
 	"goddp/comm"
+	"goddp/data"
 	"goddp/ddp"
 	"goddp/ddp/gorgoniaddp"
 	"goddp/optim"
 	"goddp/tensor"
+	"goddp/trainer"
 )
 
 func main() {
@@ -45,29 +53,26 @@ func main() {
 }
 
 type config struct {
-	epochs, batch, hidden, samples int
-	lr                             float64
-	seed                           uint64
-	solver                         bool
+	batch, hidden, samples int
+	lr                     float64
+	solver                 bool
 }
 
-func parse(args []string) (config, error) {
-	var c config
-	fs := flag.NewFlagSet("gorgonia", flag.ContinueOnError)
-	fs.IntVar(&c.epochs, "epochs", 20, "passes over the data")
+// flags defines the example's own flags on trainer.Main's flag set, which
+// has -epochs (default 20 here), -seed (default 1) and the common ones.
+func (c *config) flags(fs *flag.FlagSet) {
 	fs.IntVar(&c.batch, "batch", 32, "batch size per rank")
 	fs.IntVar(&c.hidden, "hidden", 32, "hidden units")
 	fs.IntVar(&c.samples, "samples", 1024, "training samples")
 	fs.Float64Var(&c.lr, "lr", 0.05, "learning rate")
-	fs.Uint64Var(&c.seed, "seed", 1, "seed for data and initial weights (same on every rank)")
 	fs.BoolVar(&c.solver, "solver", false, "step with gorgonia's VanillaSolver instead of goddp's SGD")
-	if err := fs.Parse(args); err != nil {
-		return c, err
+}
+
+func (c *config) validate() error {
+	if c.batch < 1 || c.hidden < 1 || c.samples < 1 || c.lr <= 0 {
+		return errors.New("batch, hidden, samples and lr must be positive")
 	}
-	if c.epochs < 1 || c.batch < 1 || c.hidden < 1 || c.samples < 1 || c.lr <= 0 {
-		return c, errors.New("epochs, batch, hidden, samples and lr must be positive")
-	}
-	return c, nil
+	return nil
 }
 
 const nIn, nOut = 8, 2
@@ -112,87 +117,111 @@ func makeData(rng *tensor.RNG, n int) (x, y *tensor.Tensor) {
 }
 
 func run(args []string, stdout io.Writer) error {
-	cfg, err := parse(args)
-	if err != nil {
-		return err
+	var (
+		cfg   config
+		nt    *net
+		model *gorgoniaddp.Model
+		rep   = &report{out: stdout}
+		start = time.Now()
+	)
+	defaults := trainer.Defaults{Epochs: 20, BatchSize: 32, Seed: 1, Flags: cfg.flags}
+	build := func(rng *tensor.RNG) (trainer.Job, error) {
+		if err := cfg.validate(); err != nil {
+			return trainer.Job{}, err
+		}
+		// A graph's batch is fixed, so each epoch drops the last partial
+		// global batch; a run with none would train nothing.
+		if world := envInt("WORLD_SIZE", 1); cfg.samples < cfg.batch*world {
+			return trainer.Job{}, fmt.Errorf("%d samples are fewer than one global batch (%d ranks x %d)", cfg.samples, world, cfg.batch)
+		}
+		xs, ys := makeData(rng, cfg.samples)
+		ds, err := data.NewTensorDataset(xs, ys)
+		if err != nil {
+			return trainer.Job{}, err
+		}
+		nt = buildNet(rng, cfg.batch, cfg.hidden)
+		if model, err = gorgoniaddp.New(nt.cost, nt.learnables); err != nil {
+			return trainer.Job{}, err
+		}
+		return trainer.Job{
+			Name: "gorgonia", Dataset: ds, Model: model, BatchSize: cfg.batch,
+			DropLast: true, // the graph is built for cfg.batch rows
+			NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
+				return optim.NewSGD(params, optim.SGDConfig{LR: cfg.lr})
+			},
+			NewStep:   func(d *ddp.DDP, opt optim.Optimizer) trainer.StepFunc { return newStep(d, model, nt, opt, cfg) },
+			Callbacks: []trainer.Callback{rep},
+		}, nil
 	}
-	ctx := context.Background()
-	pg, err := comm.InitFromEnv(ctx)
-	if err != nil {
-		return err
+	code := trainer.Main(append([]string{"gorgonia"}, args...), stdout, defaults, build)
+	if model != nil {
+		defer model.Close()
 	}
-	defer pg.Close()
-	rank, world := pg.Rank(), pg.Size()
+	if code != 0 {
+		return fmt.Errorf("exit status %d", code)
+	}
+	if rep.epochs > 0 && rep.rank == 0 {
+		var wsum float64
+		for _, p := range model.NamedParameters() {
+			wsum += tensor.SumAll(p.Param.Value)
+		}
+		fmt.Fprintf(stdout, "ranks=%d elapsed=%.2fs\nweights_sum=%.6f\nfinal_loss=%.6f\n", rep.world, time.Since(start).Seconds(), wsum, rep.last)
+	}
+	return nil
+}
 
-	rng := tensor.NewRNG(cfg.seed)
-	xs, ys := makeData(rng, cfg.samples)
-	nt := buildNet(rng, cfg.batch, cfg.hidden)
-	model, err := gorgoniaddp.New(nt.cost, nt.learnables)
-	if err != nil {
-		return err
-	}
-	defer model.Close()
-	d, err := ddp.Wrap(ctx, model, pg)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	opt, err := optim.NewSGD(d.Parameters(), optim.SGDConfig{LR: cfg.lr})
-	if err != nil {
-		return err
-	}
+// newStep is the Trainer's step: bind the batch to the graph, run it
+// forward and backward under DDP (gorgoniaddp.Step), then step with
+// goddp's optimizer or gorgonia's solver on the averaged gradients.
+func newStep(d *ddp.DDP, model *gorgoniaddp.Model, nt *net, opt optim.Optimizer, cfg config) trainer.StepFunc {
 	solver := G.NewVanillaSolver(G.WithLearnRate(cfg.lr))
+	return func(_ context.Context, b data.Batch) (float64, error) {
+		if err := G.Let(nt.x, dense(b.Inputs)); err != nil {
+			return 0, err
+		}
+		if err := G.Let(nt.y, dense(b.Targets)); err != nil {
+			return 0, err
+		}
+		opt.ZeroGrad()
+		loss, err := gorgoniaddp.Step(d, model)
+		if err != nil {
+			return 0, err
+		}
+		if !cfg.solver {
+			return loss, opt.Step()
+		}
+		if err := model.CopyGradsToGraph(); err != nil {
+			return 0, err
+		}
+		return loss, solver.Step(G.NodesToValueGrads(nt.learnables))
+	}
+}
 
-	global := cfg.batch * world
-	steps := cfg.samples / global
-	if steps == 0 {
-		return fmt.Errorf("%d samples are fewer than one global batch (%d ranks x %d)", cfg.samples, world, cfg.batch)
+// report prints the mean loss over all ranks after each epoch on rank 0,
+// and keeps the last for run's final lines.
+type report struct {
+	out         io.Writer
+	epochs      int // epochs run
+	rank, world int
+	last        float64
+}
+
+func (r *report) OnEpochEnd(ctx context.Context, t *trainer.Trainer, e trainer.EpochInfo) error {
+	pg := t.Model().ProcessGroup()
+	mean := []float64{e.Loss}
+	if err := pg.AllReduce(comm.Float64s(mean), comm.Avg).Wait(ctx); err != nil {
+		return err
 	}
-	start := time.Now()
-	var last float64
-	for epoch := range cfg.epochs {
-		perm := rng.Perm(cfg.samples) // same draw on every rank
-		var sum float64
-		for s := range steps {
-			idx := perm[s*global+rank*cfg.batch : s*global+(rank+1)*cfg.batch]
-			if err := G.Let(nt.x, dense(tensor.IndexSelect(xs, 0, idx))); err != nil {
-				return err
-			}
-			if err := G.Let(nt.y, dense(tensor.IndexSelect(ys, 0, idx))); err != nil {
-				return err
-			}
-			opt.ZeroGrad()
-			loss, err := gorgoniaddp.Step(d, model)
-			if err != nil {
-				return fmt.Errorf("epoch %d step %d: %w", epoch, s, err)
-			}
-			if cfg.solver {
-				if err := model.CopyGradsToGraph(); err != nil {
-					return err
-				}
-				if err := solver.Step(G.NodesToValueGrads(nt.learnables)); err != nil {
-					return err
-				}
-			} else if err := opt.Step(); err != nil {
-				return err
-			}
-			sum += loss
-		}
-		mean := []float64{sum / float64(steps)}
-		if err := pg.AllReduce(comm.Float64s(mean), comm.Avg).Wait(ctx); err != nil {
-			return err
-		}
-		last = mean[0]
-		if rank == 0 {
-			fmt.Fprintf(stdout, "epoch %d | loss %.6f\n", epoch, last)
-		}
+	r.last, r.epochs, r.rank, r.world = mean[0], r.epochs+1, pg.Rank(), pg.Size()
+	if r.rank == 0 {
+		fmt.Fprintf(r.out, "epoch %d | loss %.6f\n", e.Epoch, r.last)
 	}
-	var wsum float64
-	for _, p := range d.Parameters() {
-		wsum += tensor.SumAll(p.Value)
+	return nil
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
 	}
-	if rank == 0 {
-		fmt.Fprintf(stdout, "ranks=%d elapsed=%.2fs\nweights_sum=%.6f\nfinal_loss=%.6f\n", world, time.Since(start).Seconds(), wsum, last)
-	}
-	return pg.Barrier().Wait(ctx)
+	return def
 }
