@@ -45,10 +45,10 @@ type Trainer struct {
 	loss   LossFunc
 	stepFn StepFunc
 	pg     comm.ProcessGroup
-	ckpt  *checkpoint.Manager // nil: no checkpoints
-	out   io.Writer
-	step  int
-	start int // first epoch to run (after a resume)
+	ckpt   *checkpoint.Manager // nil: no checkpoints
+	out    io.Writer
+	step   int
+	start  int // first epoch to run (after a resume)
 
 	resumedFrom  string // the checkpoint resumed from, "" if none
 	resumedEpoch int
@@ -85,9 +85,9 @@ type Config struct {
 	// Step, when set, runs each training batch instead of the built-in
 	// forward, Loss, backward and optimizer step; Loss is then needed only
 	// for EvalData.
-	Step    StepFunc
-	CkptDir string // "" disables checkpoints
-	KeepLast  int    // checkpoints kept in CkptDir (default 3)
+	Step     StepFunc
+	CkptDir  string // "" disables checkpoints
+	KeepLast int    // checkpoints kept in CkptDir (default 3)
 	// Fresh starts over even when CkptDir holds checkpoints: rank 0 moves
 	// them into a new subdirectory, CkptDir/previous-<UTC time>/, and says
 	// so. Nothing is deleted: they may be another run's.
