@@ -8,7 +8,9 @@
 //
 // Every rank prints the tutorial's line naming its device ("[cpu0] Epoch 3 | Batchsize: 32 | Steps: 32";
 // ddprun --local-ranks-filter 0 shows rank 0's only)
-// and finally samples_per_s=<float>, counted over all ranks after a warm-up epoch.
+// and finally samples_per_s=<float>, counted over all ranks after the
+// first 3 steps (the warm-up). The last epoch is checkpointed too, so a
+// second run in the same directory says "nothing to do" (-fresh starts over).
 package main
 
 import (
