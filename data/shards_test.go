@@ -331,3 +331,42 @@ func TestShardNPYDtypes(t *testing.T) {
 		require.Equal(t, tensor.Float32, bt.Targets.DType())
 	}
 }
+
+func TestWriteShardsRoundTrip(t *testing.T) {
+	const n, width = 23, 5
+	x := make([]float32, n*width)
+	labels := make([]int, n)
+	for i := range n {
+		for k := range width {
+			x[i*width+k] = sampleValue(i, k)
+		}
+		labels[i] = i % 7
+	}
+	src, err := NewLabeledDataset(tensor.FromF32(x, n, width), labels)
+	require.NoError(t, err)
+	for _, format := range []ShardFormat{ShardNPY, ShardTar} {
+		t.Run(string(format), func(t *testing.T) {
+			dir := t.TempDir()
+			paths, err := WriteShards(src, dir, "fmnist", 10, format)
+			require.NoError(t, err)
+			require.Len(t, paths, 3)
+			ds, err := OpenShards(paths, ShardRank(0), ShardReplicas(1), ShardShuffle(false))
+			require.NoError(t, err)
+			require.Equal(t, n, ds.Len())
+			l, err := NewStreamLoader(ds, BatchSize(n))
+			require.NoError(t, err)
+			for b, err := range l.All(context.Background()) {
+				require.NoError(t, err)
+				require.Equal(t, identity(n), b.Indices)
+				require.Equal(t, x, b.Inputs.F32())
+				require.Equal(t, labels, b.Labels)
+			}
+			left, _ := filepath.Glob(filepath.Join(dir, ".*tmp*"))
+			require.Empty(t, left, "temporary files left behind")
+		})
+	}
+	_, err = WriteShards(src, t.TempDir(), "x", 0, ShardNPY)
+	require.ErrorIs(t, err, ErrConfig)
+	_, err = WriteShards(src, t.TempDir(), "x", 4, "parquet")
+	require.ErrorIs(t, err, ErrConfig)
+}
