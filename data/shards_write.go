@@ -173,4 +173,3 @@ func writeFileAtomic(path string, fill func(*bytes.Buffer) error) error {
 	}
 	return nil
 }
-
