@@ -58,6 +58,21 @@
 // checkpoint, let a restarted run continue mid-epoch with exactly the batches
 // the interrupted run had not yet seen.
 //
+// # Shards: data that does not fit in memory
+//
+// OpenShards indexes a list of shard files, each an .npy array of inputs
+// (with X.labels.npy or X.targets.npy beside it) or a tar of samples in
+// webdataset's layout (KEY.npy plus KEY.cls or KEY.target.npy), and a
+// StreamLoader iterates them (torch's IterableDataset in a DataLoader).
+// Each epoch the shard order is reshuffled from seed+epoch, identically on
+// every rank, and shard j goes to the (rank, worker) slot j mod
+// (ranks × workers); the samples inside a shard are shuffled too. So every
+// sample is seen exactly once per epoch across all ranks and workers, with
+// memory bounded by PrefetchFactor batches per worker (and a tar shard's
+// shuffle buffer). Ranks may get different numbers of batches; train inside
+// ddp's Join so that the rank that runs out first does not hang the others.
+// WriteShards turns any Dataset into shards.
+//
 // # Files
 //
 // ReadCSV reads numeric CSV with an optional header and target column;
