@@ -113,6 +113,16 @@ func (h *HostAllocator) EmptyCache() {
 	h.f64.EmptyCache()
 }
 
+// Tick marks the end of a phase of work (Recycler.Flush calls it at the
+// end of every backward pass and FreeGraph): the cached blocks of size
+// classes unused for the last caching.DefaultIdleTicks ticks (about two
+// training steps) go to the garbage collector, so that shapes seen once (an
+// epoch's last, shorter batch; an evaluation pass) do not stay reserved for
+// the rest of the run. It returns the bytes released.
+func (h *HostAllocator) Tick() int64 {
+	return h.f32.Tick(caching.DefaultIdleTicks) + h.f64.Tick(caching.DefaultIdleTicks)
+}
+
 // ResetPeak sets the peaks to the current values.
 func (h *HostAllocator) ResetPeak() {
 	h.f32.ResetPeak()
@@ -263,6 +273,7 @@ func (r *Recycler) Flush() int64 {
 	clear(r.free)
 	r.free = r.free[:0]
 	clear(r.keep)
+	host.Tick()
 	return n
 }
 

@@ -79,6 +79,11 @@ type Allocator[B any] struct {
 	free     map[poolKey][]B
 	deferred []deferredBlock[B] // freed blocks waiting on other streams' events
 	stats    Stats
+	// tick counts Tick calls (phase boundaries: a training step's end);
+	// used[key] is the tick at which key's free list last served or took
+	// a block. A list idle for idleTicks ticks is released (Tick).
+	tick int64
+	used map[poolKey]int64
 }
 
 type poolKey struct {
@@ -94,8 +99,13 @@ type deferredBlock[B any] struct {
 
 // New returns an empty allocator over backend.
 func New[B any](backend Backend[B]) *Allocator[B] {
-	return &Allocator[B]{backend: backend, free: make(map[poolKey][]B)}
+	return &Allocator[B]{backend: backend, free: make(map[poolKey][]B), used: make(map[poolKey]int64)}
 }
+
+// DefaultIdleTicks is how many Tick calls a size class's free list may go
+// unused before Tick releases its blocks: two training steps when Tick is
+// called at the end of backward and again when the step's graph is freed.
+const DefaultIdleTicks = 4
 
 // Class is the size class of a request of size bytes: the size a block
 // serving it has. Sizes round up to 64 bytes, then to one of eight steps per
@@ -129,6 +139,7 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 		var zero B
 		l[len(l)-1] = zero
 		a.free[key] = l[:len(l)-1]
+		a.used[key] = a.tick
 		a.stats.Hits++
 		a.addAllocatedLocked(int64(class))
 		a.mu.Unlock()
@@ -139,8 +150,15 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 
 	b, err := a.backend.Alloc(class)
 	if err != nil {
-		var zero B
-		return zero, 0, fmt.Errorf("caching: allocating %d bytes (class %d): %w", size, class, err)
+		// Out of memory, perhaps because the cache holds it: give every
+		// cached block back and try once more (PyTorch's free-and-retry).
+		a.EmptyCache()
+		if b, err = a.backend.Alloc(class); err != nil {
+			st := a.Stats()
+			var zero B
+			return zero, 0, fmt.Errorf("caching: allocating %d bytes (class %d) failed after emptying the cache, with %d bytes in use and %d reserved: %w",
+				size, class, st.Allocated, st.Reserved, err)
+		}
 	}
 	a.mu.Lock()
 	a.stats.Reserved += int64(class)
@@ -188,6 +206,7 @@ func (a *Allocator[B]) putLocked(b B, key poolKey) {
 	a.stats.Allocated -= int64(key.class)
 	a.stats.Frees++
 	a.free[key] = append(a.free[key], b)
+	a.used[key] = a.tick
 }
 
 // collectLocked moves deferred blocks whose events have all completed to
@@ -204,6 +223,7 @@ func (a *Allocator[B]) collectLocked() {
 		}
 		if done {
 			a.free[d.key] = append(a.free[d.key], d.b)
+			a.used[d.key] = a.tick
 		} else {
 			kept = append(kept, d)
 		}
@@ -220,6 +240,7 @@ func (a *Allocator[B]) EmptyCache() {
 	a.collectLocked()
 	free := a.free
 	a.free = make(map[poolKey][]B)
+	clear(a.used)
 	for key, l := range free {
 		a.stats.Reserved -= int64(key.class) * int64(len(l))
 	}
@@ -230,6 +251,44 @@ func (a *Allocator[B]) EmptyCache() {
 			a.backend.Free(b, key.class)
 		}
 	}
+}
+
+// Tick marks a phase boundary (the end of a training step) and releases,
+// through the backend, the cached blocks of every size class whose free
+// list has neither served nor taken a block in the last idleTicks ticks:
+// a class used once (the last, shorter batch of an epoch, an evaluation
+// pass) stops holding memory, while the classes every step uses keep
+// theirs. It returns the bytes released.
+func (a *Allocator[B]) Tick(idleTicks int) int64 {
+	a.mu.Lock()
+	a.tick++
+	if len(a.deferred) > 0 {
+		a.collectLocked()
+	}
+	var drop map[poolKey][]B
+	var n int64
+	for key, l := range a.free {
+		if a.tick-a.used[key] <= int64(idleTicks) {
+			continue
+		}
+		if len(l) > 0 {
+			if drop == nil {
+				drop = make(map[poolKey][]B)
+			}
+			drop[key] = l
+			n += int64(key.class) * int64(len(l))
+		}
+		delete(a.free, key)
+		delete(a.used, key)
+	}
+	a.stats.Reserved -= n
+	a.mu.Unlock()
+	for key, l := range drop {
+		for _, b := range l {
+			a.backend.Free(b, key.class)
+		}
+	}
+	return n
 }
 
 // Stats returns a snapshot of the allocator's counters.

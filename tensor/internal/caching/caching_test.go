@@ -127,3 +127,69 @@ func TestBackendErrorIsWrapped(t *testing.T) {
 	require.ErrorContains(t, err, "out of memory")
 	require.Equal(t, int64(0), a.Stats().Reserved)
 }
+
+// TestTickReleasesIdleClasses: a class unused for more than idleTicks ticks
+// gives its blocks back to the backend; a class used every tick keeps them.
+func TestTickReleasesIdleClasses(t *testing.T) {
+	f, a := newFake()
+	busy, cb, err := a.Alloc(4096, DefaultStream)
+	require.NoError(t, err)
+	idle, ci, err := a.Alloc(100, DefaultStream)
+	require.NoError(t, err)
+	a.Free(busy, cb, DefaultStream)
+	a.Free(idle, ci, DefaultStream)
+	for range 2 {
+		require.Zero(t, a.Tick(2), "released within idleTicks")
+		b, c, err := a.Alloc(4096, DefaultStream) // the busy class serves every tick
+		require.NoError(t, err)
+		require.Equal(t, busy, b)
+		a.Free(b, c, DefaultStream)
+	}
+	require.Equal(t, []int(nil), f.freed)
+	require.EqualValues(t, ci, a.Tick(2), "the idle class goes after idleTicks ticks")
+	require.Equal(t, []int{idle}, f.freed)
+	st := a.Stats()
+	require.EqualValues(t, cb, st.Reserved, "only the busy class stays reserved")
+	require.Zero(t, st.Allocated)
+}
+
+// TestAllocRetriesAfterEmptyCache: when the backend fails, the cache is
+// emptied and the request tried once more; a second failure names the bytes
+// requested, in use and reserved.
+func TestAllocRetriesAfterEmptyCache(t *testing.T) {
+	lim := &limitBackend{fakeBackend: fakeBackend{live: map[int]int{}}, limit: 4096}
+	a := New[int](lim)
+	b1, c1, err := a.Alloc(2048, DefaultStream)
+	require.NoError(t, err)
+	b2, c2, err := a.Alloc(2048, DefaultStream)
+	require.NoError(t, err)
+	a.Free(b1, c1, DefaultStream) // cached: the backend is still full
+	_, c3, err := a.Alloc(1024, DefaultStream)
+	require.NoError(t, err, "the cached block was freed and the request retried")
+	require.Equal(t, []int{b1}, lim.freed)
+	_, _, err = a.Alloc(4096, DefaultStream)
+	require.Error(t, err)
+	require.Contains(t, err.Error(), "allocating 4096 bytes")
+	require.Contains(t, err.Error(), "3072 bytes in use and 3072 reserved")
+	a.Free(b2, c2, DefaultStream)
+	_ = c3
+}
+
+// limitBackend fails allocations past limit bytes live.
+type limitBackend struct {
+	fakeBackend
+	limit, used int
+}
+
+func (l *limitBackend) Alloc(size int) (int, error) {
+	if l.used+size > l.limit {
+		return 0, errors.New("out of memory")
+	}
+	l.used += size
+	return l.fakeBackend.Alloc(size)
+}
+
+func (l *limitBackend) Free(b, size int) {
+	l.used -= size
+	l.fakeBackend.Free(b, size)
+}
