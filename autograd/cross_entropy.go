@@ -93,6 +93,10 @@ type crossEntropyOp struct {
 func (o *crossEntropyOp) Name() string { return "CrossEntropy" }
 func (o *crossEntropyOp) freshGrads()  {}
 
+// savedTensors: the softmax kept for backward goes back to the cache with
+// the graph (FreeGraph).
+func (o *crossEntropyOp) savedTensors() []*tensor.Tensor { return o.saved.Saved() }
+
 func (o *crossEntropyOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{o.saved.Backward(gy)}
 }

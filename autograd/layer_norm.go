@@ -66,6 +66,10 @@ type layerNormOp struct {
 func (o *layerNormOp) Name() string { return "LayerNorm" }
 func (o *layerNormOp) freshGrads()  {}
 
+// savedTensors: the normalized input kept for backward goes back to the
+// cache with the graph (FreeGraph).
+func (o *layerNormOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.xhat} }
+
 func layerNormFwd[T float](o *layerNormOp, y, x, w, b []T, eps float64) {
 	d := o.d
 	xh := data[T](o.xhat)

@@ -261,6 +261,11 @@ func crossEntropyFwd[T float](ce crossEntropy, y, p, x []T) int {
 	return kept
 }
 
+// Saved lists the tensors the loss keeps for Backward, for an owner that
+// recycles them once no backward will run (autograd's FreeGraph). Entries
+// may be nil.
+func (o *CrossEntropy) Saved() []*Tensor { return []*Tensor{o.p, o.grad} }
+
 // Backward returns the logits' gradient for the upstream gradient gy;
 // ignored rows get zero.
 func (o *CrossEntropy) Backward(gy *Tensor) *Tensor {
