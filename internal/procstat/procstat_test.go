@@ -17,7 +17,9 @@ func TestAlive(t *testing.T) {
 	start, state, ok := procstat.Stat(me)
 	require.True(t, ok)
 	require.NotZero(t, start)
-	assert.Equal(t, byte('R'), state)
+	// The leader thread's state: running, or sleeping while another of
+	// our threads reads the file.
+	assert.Contains(t, "RS", string(state))
 	assert.True(t, procstat.Alive(me, start))
 	assert.True(t, procstat.Alive(me, 0), "an unknown start time compares equal")
 	assert.False(t, procstat.Alive(me, start+1), "the same pid with another start time is a reused pid")
