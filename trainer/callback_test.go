@@ -198,3 +198,52 @@ func TestProgressLines(t *testing.T) {
 	assert.Equal(t, "\r[cpu0] Epoch 0 [===============               ] 1/2 loss 0.5000"+
 		"\r[cpu0] Epoch 0 [==============================] 2/2 loss 0.5000\n", buf.String())
 }
+
+// Config.Step replaces the built-in step: the Trainer counts its steps,
+// logs its losses and runs the hooks around it.
+func TestCustomStep(t *testing.T) {
+	ctx := context.Background()
+	pg := commtest.NewGroups(1, commtest.WithTimeout(time.Minute))[0]
+	rng := tensor.NewRNG(1)
+	ds, err := data.NewTensorDataset(tensor.Rand(rng, tensor.Float32, 32, 4), tensor.Rand(rng, tensor.Float32, 32, 1))
+	require.NoError(t, err)
+	sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg))
+	require.NoError(t, err)
+	loader, err := data.NewDataLoader(ds, data.BatchSize(8), data.WithSampler(sampler))
+	require.NoError(t, err)
+	model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 1), pg)
+	require.NoError(t, err)
+	defer model.Close()
+	opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
+	require.NoError(t, err)
+	cfg := Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt, BatchSize: 8, Out: &bytes.Buffer{}}
+	_, err = New(ctx, cfg)
+	require.ErrorContains(t, err, "Config needs Loss")
+
+	calls := 0
+	var losses []float64
+	var mem Memory
+	cfg.Step = func(_ context.Context, b data.Batch) (float64, error) {
+		calls++
+		require.Equal(t, 8, b.Size())
+		return float64(calls), nil
+	}
+	cfg.Loggers, cfg.LogEvery = []Logger{&mem}, 2
+	cfg.Callbacks = []Callback{Funcs{Step: func(_ context.Context, _ *Trainer, s StepInfo) error {
+		losses = append(losses, s.Loss)
+		return nil
+	}}}
+	tr, err := New(ctx, cfg)
+	require.NoError(t, err)
+	require.NoError(t, tr.Train(ctx, 2))
+	assert.Equal(t, 8, calls)
+	assert.Equal(t, 8, tr.Step())
+	assert.Equal(t, []float64{1, 2, 3, 4, 5, 6, 7, 8}, losses)
+	var train []float64
+	for _, r := range mem.Records() {
+		if r.Kind == KindTrain {
+			train = append(train, r.Loss)
+		}
+	}
+	assert.Equal(t, []float64{1.5, 3.5, 5.5, 7.5}, train, "each record is the mean over its 2 steps")
+}
