@@ -124,8 +124,10 @@ func Class(size int) int {
 	return (size + step - 1) &^ (step - 1)
 }
 
-// Alloc returns a block of Class(size) bytes for use on stream s, from s's
-// free list when it has one (hit) and from the backend otherwise (miss).
+// Alloc returns a block of at least Class(size) bytes for use on stream s,
+// and its class (the size to give back): from s's free list of that class
+// when it has one, else from the list of a larger class up to twice the
+// size (hits), else from the backend (a miss).
 // A block from the cache holds whatever its last user left in it.
 func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 	class := Class(size)
@@ -144,6 +146,24 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 		a.addAllocatedLocked(int64(class))
 		a.mu.Unlock()
 		return b, class, nil
+	}
+	// Best fit among the next larger classes, up to twice the size: a
+	// cached block that is idle now serves the request instead of a new
+	// one (the sum of each class's own peak is more than the peak of the
+	// sum). The block keeps its class, and goes back to that list.
+	for c := Class(class + 1); c <= 2*class; c = Class(c + 1) {
+		k := poolKey{s, c}
+		if l := a.free[k]; len(l) > 0 {
+			b := l[len(l)-1]
+			var zero B
+			l[len(l)-1] = zero
+			a.free[k] = l[:len(l)-1]
+			a.used[k] = a.tick
+			a.stats.Hits++
+			a.addAllocatedLocked(int64(c))
+			a.mu.Unlock()
+			return b, c, nil
+		}
 	}
 	a.stats.Misses++
 	a.mu.Unlock()

@@ -157,22 +157,45 @@ func TestTickReleasesIdleClasses(t *testing.T) {
 // emptied and the request tried once more; a second failure names the bytes
 // requested, in use and reserved.
 func TestAllocRetriesAfterEmptyCache(t *testing.T) {
-	lim := &limitBackend{fakeBackend: fakeBackend{live: map[int]int{}}, limit: 4096}
+	lim := &limitBackend{fakeBackend: fakeBackend{live: map[int]int{}}, limit: 5120}
 	a := New[int](lim)
 	b1, c1, err := a.Alloc(2048, DefaultStream)
 	require.NoError(t, err)
-	b2, c2, err := a.Alloc(2048, DefaultStream)
+	_, _, err = a.Alloc(2048, DefaultStream)
 	require.NoError(t, err)
-	a.Free(b1, c1, DefaultStream) // cached: the backend is still full
-	_, c3, err := a.Alloc(1024, DefaultStream)
+	a.Free(b1, c1, DefaultStream) // cached, too small for what follows: the backend is still full
+	_, c3, err := a.Alloc(3072, DefaultStream)
 	require.NoError(t, err, "the cached block was freed and the request retried")
+	require.Equal(t, 3072, c3)
 	require.Equal(t, []int{b1}, lim.freed)
 	_, _, err = a.Alloc(4096, DefaultStream)
 	require.Error(t, err)
 	require.Contains(t, err.Error(), "allocating 4096 bytes")
-	require.Contains(t, err.Error(), "3072 bytes in use and 3072 reserved")
-	a.Free(b2, c2, DefaultStream)
-	_ = c3
+	require.Contains(t, err.Error(), "5120 bytes in use and 5120 reserved")
+}
+
+// TestAllocBestFit: with its own class empty, a request takes an idle block
+// of a larger class up to twice its size, which goes back to its own class.
+func TestAllocBestFit(t *testing.T) {
+	f, a := newFake()
+	big, cb, err := a.Alloc(4096, DefaultStream)
+	require.NoError(t, err)
+	huge, ch, err := a.Alloc(16384, DefaultStream)
+	require.NoError(t, err)
+	a.Free(big, cb, DefaultStream)
+	a.Free(huge, ch, DefaultStream)
+	b, c, err := a.Alloc(2100, DefaultStream) // class 2304: 4096 fits, 16384 is more than twice
+	require.NoError(t, err)
+	require.Equal(t, big, b)
+	require.Equal(t, cb, c)
+	_, c2, err := a.Alloc(2100, DefaultStream) // no fit left: a new block
+	require.NoError(t, err)
+	require.Equal(t, Class(2100), c2)
+	require.Equal(t, 3, f.next)
+	a.Free(b, c, DefaultStream)
+	b, _, err = a.Alloc(4096, DefaultStream)
+	require.NoError(t, err)
+	require.Equal(t, big, b, "the block went back to its own class")
 }
 
 // limitBackend fails allocations past limit bytes live.
