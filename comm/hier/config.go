@@ -14,7 +14,7 @@ import (
 //	GODDP_HIER_INTRA          shm  backend within a host
 //	GODDP_HIER_INTER          tcp  backend across hosts (and for the flat group)
 //	GODDP_HIER_SMALL_BYTES    256K all-reduces up to this size take the latency path
-//	GODDP_HIER_SEGMENT_BYTES  4M   pipeline segment of a large all-reduce
+//	GODDP_HIER_SEGMENT_BYTES  16M  pipeline segment of a large all-reduce
 type Config struct {
 	Intra, Inter string
 	// Host names this rank's host; ranks with equal Host form a node. ""
@@ -24,10 +24,13 @@ type Config struct {
 	SegmentBytes int
 }
 
-// Defaults.
+// Defaults. Each segment is one network all-reduce per local rank, whose
+// ring synchronises the hosts 2(M-1) times; on the simulated cluster
+// (docs/scaleout.md) 4 MiB segments left the links idle a quarter of the
+// time at 64 MiB, 16 MiB ones kept them busy.
 const (
 	DefaultSmallBytes   = 256 << 10
-	DefaultSegmentBytes = 4 << 20
+	DefaultSegmentBytes = 16 << 20
 )
 
 // ConfigFromEnv reads the GODDP_HIER_* variables; one that does not parse
