@@ -25,6 +25,8 @@ func TestMain(m *testing.M) {
 		os.Exit(helperRecv())
 	case "send":
 		os.Exit(helperSend())
+	case "ring":
+		os.Exit(helperRing())
 	}
 	os.Exit(2)
 }
