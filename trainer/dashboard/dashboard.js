@@ -17,7 +17,7 @@ function series(kind, pick) {
 
 function draw(canvas, lines) {
   const ctx = canvas.getContext("2d");
-  const W = canvas.width, H = canvas.height, L = 60, R = 10, T = 10, B = 30;
+  const W = canvas.width, H = canvas.height, L = 64, R = 30, T = 10, B = 30;
   ctx.clearRect(0, 0, W, H);
   const all = lines.flatMap((l) => l.pts);
   if (all.length === 0) return;
@@ -32,7 +32,7 @@ function draw(canvas, lines) {
   ctx.fillStyle = "#444"; ctx.font = "11px sans-serif";
   for (let i = 0; i <= 4; i++) {
     const y = y0 + (y1 - y0) * i / 4;
-    ctx.fillText(y.toPrecision(4), 2, sy(y) + 4);
+    ctx.fillText(Number(y.toPrecision(3)).toString().slice(0, 9), 2, sy(y) + 4);
     const x = x0 + (x1 - x0) * i / 4;
     ctx.fillText(String(Math.round(x)), sx(x) - 10, H - B + 15);
   }
@@ -43,7 +43,9 @@ function draw(canvas, lines) {
     ctx.beginPath();
     l.pts.forEach((p, i) => (i ? ctx.lineTo(sx(p[0]), sy(p[1])) : ctx.moveTo(sx(p[0]), sy(p[1]))));
     ctx.stroke();
-    for (const p of l.pts) { ctx.beginPath(); ctx.arc(sx(p[0]), sy(p[1]), 2, 0, 2 * Math.PI); ctx.fill(); }
+    if (l.pts.length <= 200) { // dots while they can be told apart
+      for (const p of l.pts) { ctx.beginPath(); ctx.arc(sx(p[0]), sy(p[1]), 2, 0, 2 * Math.PI); ctx.fill(); }
+    }
   }
 }
 
