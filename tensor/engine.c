@@ -70,6 +70,7 @@ enum {
 
 typedef struct {
 	int dbl, dnnl, ta, tb;
+	int bf16; // a and b hold bfloat16, c float32 (goddp_gemm_bf16)
 	int64_t m, n, k, lda, ldb, ldc;
 	double alpha, beta;
 	const void *a, *b;
@@ -201,7 +202,11 @@ const char *goddp_blas_core(const char **detected, int *reinit, int *slow) {
 	return openblas_get_corename ? openblas_get_corename() : "";
 }
 
+static int run_bf16_part(part_t *p);
+
 static int run_part(part_t *p) {
+	if (p->bf16)
+		return run_bf16_part(p);
 	if (p->dnnl) {
 #ifdef GODDP_DNNL
 		one_thread_kernels();
@@ -354,6 +359,7 @@ static int split(const part_t *p, part_t *parts, int t) {
 	int64_t chunk = (len + t - 1) / t;
 	chunk = (chunk + align - 1) / align * align;
 	size_t es = p->dbl ? sizeof(double) : sizeof(float);
+	size_t ab = p->bf16 ? sizeof(uint16_t) : es; // elements of a and b
 	int np = 0;
 	for (int64_t off = 0; off < len && np < t; off += chunk, np++) {
 		part_t *q = &parts[np];
@@ -361,11 +367,11 @@ static int split(const part_t *p, part_t *parts, int t) {
 		int64_t size = len - off < chunk ? len - off : chunk;
 		if (byN) {
 			q->n = size;
-			q->b = (const char *)p->b + (size_t)(p->tb ? off * p->ldb : off) * es;
+			q->b = (const char *)p->b + (size_t)(p->tb ? off * p->ldb : off) * ab;
 			q->c = (char *)p->c + (size_t)off * es;
 		} else {
 			q->m = size;
-			q->a = (const char *)p->a + (size_t)(p->ta ? off : off * p->lda) * es;
+			q->a = (const char *)p->a + (size_t)(p->ta ? off : off * p->lda) * ab;
 			q->c = (char *)p->c + (size_t)(off * p->ldc) * es;
 		}
 	}
@@ -409,13 +415,114 @@ static int gemm(part_t *p) {
 int goddp_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
 	pthread_once(&pool.once, pool_init); // use_dnnl reads blas_core
-	part_t p = {0, use_dnnl(transA, transB, m, n, k), transA, transB, m, n, k, lda, ldb, ldc,
+	part_t p = {0, use_dnnl(transA, transB, m, n, k), transA, transB, 0, m, n, k, lda, ldb, ldc,
 	            alpha, beta, a, b, c, 0};
 	return gemm(&p);
 }
 
 int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double alpha, const double *a,
                 int64_t lda, const double *b, int64_t ldb, double beta, double *c, int64_t ldc) {
-	part_t p = {1, 0, transA, transB, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c, 0};
+	part_t p = {1, 0, transA, transB, 0, m, n, k, lda, ldb, ldc, alpha, beta, a, b, c, 0};
 	return gemm(&p);
+}
+
+// bfloat16 products (autocast's matmul and linear). The caller's float32
+// operands are rounded to bf16 once, on the calling thread, into per-thread
+// buffers; the product is then cut into slices as for float32, and each
+// slice runs oneDNN's bf16 matmul (gemm_bf16_dnnl.c) on its thread.
+
+static inline uint16_t f32_to_bf16(float f) {
+	uint32_t u;
+	memcpy(&u, &f, sizeof u);
+	if ((u & 0x7fffffffu) > 0x7f800000u)
+		return (uint16_t)((u >> 16) | 0x40); // NaN stays a quiet NaN
+	u += 0x7fffu + ((u >> 16) & 1);          // round to nearest, ties to even
+	return (uint16_t)(u >> 16);
+}
+
+static inline float bf16_to_f32(uint16_t h) {
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, sizeof f);
+	return f;
+}
+
+void goddp_round_bf16(const float *x, float *y, int64_t n) {
+	for (int64_t i = 0; i < n; i++)
+		y[i] = bf16_to_f32(f32_to_bf16(x[i]));
+}
+
+// span is the number of elements a rows×cols matrix with row stride ld spans.
+static int64_t span(int64_t rows, int64_t cols, int64_t ld) {
+	return rows > 0 && cols > 0 ? (rows - 1) * ld + cols : 0;
+}
+
+typedef struct {
+	void *p;
+	size_t cap;
+} tbuf_t;
+
+static void *tbuf(tbuf_t *b, size_t size) {
+	if (b->cap < size) {
+		free(b->p);
+		size = (size + 4095) / 4096 * 4096;
+		b->p = aligned_alloc(64, size);
+		b->cap = b->p ? size : 0;
+	}
+	return b->p;
+}
+
+static __thread tbuf_t tls_bf16[2], tls_f32[2];
+
+// run_bf16_part runs a slice through oneDNN, or, where oneDNN has no bf16
+// matmul for it, as a float32 product of the bf16 values widened back
+// (the same products, exact in float32; only the summation order differs).
+static int run_bf16_part(part_t *p) {
+	int rc = -1;
+#ifdef GODDP_DNNL
+	rc = goddp_bf16_slice(p->ta, p->tb, p->m, p->n, p->k, (float)p->alpha, p->a, p->lda, p->b, p->ldb,
+	                      (float)p->beta, p->c, p->ldc);
+	if (rc <= 0)
+		return rc;
+#endif
+	int64_t na = p->ta ? span(p->k, p->m, p->lda) : span(p->m, p->k, p->lda);
+	int64_t nb = p->tb ? span(p->n, p->k, p->ldb) : span(p->k, p->n, p->ldb);
+	float *a = tbuf(&tls_f32[0], (size_t)na * sizeof(float)), *b = tbuf(&tls_f32[1], (size_t)nb * sizeof(float));
+	if (!a || !b)
+		return -1;
+	const uint16_t *ha = p->a, *hb = p->b;
+	for (int64_t i = 0; i < na; i++)
+		a[i] = bf16_to_f32(ha[i]);
+	for (int64_t i = 0; i < nb; i++)
+		b[i] = bf16_to_f32(hb[i]);
+	part_t q = *p;
+	q.bf16 = 0;
+	q.dnnl = use_dnnl(p->ta, p->tb, p->m, p->n, p->k);
+	q.a = a, q.b = b;
+	(void)rc;
+	return run_part(&q);
+}
+
+int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+	pthread_once(&pool.once, pool_init);
+	int64_t na = transA ? span(k, m, lda) : span(m, k, lda);
+	int64_t nb = transB ? span(n, k, ldb) : span(k, n, ldb);
+	uint16_t *ha = tbuf(&tls_bf16[0], (size_t)na * sizeof(uint16_t));
+	uint16_t *hb = tbuf(&tls_bf16[1], (size_t)nb * sizeof(uint16_t));
+	if ((na && !ha) || (nb && !hb))
+		return -2;
+	for (int64_t i = 0; i < na; i++)
+		ha[i] = f32_to_bf16(a[i]);
+	for (int64_t i = 0; i < nb; i++)
+		hb[i] = f32_to_bf16(b[i]);
+	part_t p = {0, 0, transA, transB, 1, m, n, k, lda, ldb, ldc, alpha, beta, ha, hb, c, 0};
+	return gemm(&p);
+}
+
+int goddp_bf16_native(void) {
+	// AVX512-BF16 (Zen 4 and later, Cooper Lake, Sapphire Rapids); AMX-BF16
+	// implies it on the Intel parts that have AMX.
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512bf16");
 }

@@ -51,4 +51,21 @@ int goddp_conv_bwd_weights(const goddp_conv_t *g, const float *x, const float *d
 // 1 bwd data, 2 bwd weights) would run, "" for none. Tests and benchmarks.
 const char *goddp_conv_impl(int kind, int bias, const goddp_conv_t *g);
 
+// goddp_gemm_bf16 is goddp_sgemm with A and B rounded to bfloat16 (round to
+// nearest even) and the products accumulated in float32: autocast's bf16
+// matmul. goddp_bf16_native reports whether the CPU computes bf16 products
+// natively (AVX512-BF16); without it the result is the same but runs at
+// float32 speed or slower. goddp_round_bf16 rounds n floats to bf16 values.
+int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+int goddp_bf16_native(void);
+void goddp_round_bf16(const float *x, float *y, int64_t n);
+
+// goddp_bf16_slice runs one slice through oneDNN's bf16 matmul on the
+// calling thread: 0 done, 1 no implementation for the shape, -1 failure.
+// goddp_bf16_impl names the implementation for a shape ("" for none).
+int goddp_bf16_slice(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const uint16_t *a, int64_t lda,
+                     const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
+const char *goddp_bf16_impl(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
+
 #endif

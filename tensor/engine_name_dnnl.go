@@ -3,3 +3,4 @@
 package tensor
 
 const engineName = "onednn+openblas"
+const engineHasDNNL = true

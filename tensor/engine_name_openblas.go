@@ -3,3 +3,4 @@
 package tensor
 
 const engineName = "openblas"
+const engineHasDNNL = false

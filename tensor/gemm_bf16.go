@@ -1,0 +1,80 @@
+package tensor
+
+import "math"
+
+// Precision is the arithmetic a matrix product runs in. Float32 is the
+// default; BFloat16 is what torch's autocast(dtype=torch.bfloat16) gives
+// linear, matmul and conv: the operands rounded to bfloat16 (8 significant
+// bits), the products accumulated in float32, the result float32. The
+// tensors stay float32 throughout: parameters, gradients and optimizer
+// state are the float32 "master" copies, and only the product's inputs are
+// rounded on the way into the kernel.
+type Precision uint8
+
+const (
+	PrecisionFloat32 Precision = iota
+	PrecisionBFloat16
+)
+
+func (p Precision) String() string {
+	switch p {
+	case PrecisionFloat32:
+		return "float32"
+	case PrecisionBFloat16:
+		return "bfloat16"
+	}
+	return "Precision(?)"
+}
+
+// BF16Native reports whether bfloat16 products run natively on this CPU
+// (AVX512-BF16, through oneDNN): then GemmBF16 runs at up to twice
+// float32's rate. Without it GemmBF16 still computes the same values, at
+// float32 speed or below.
+func BF16Native() bool { return bf16Native() }
+
+// GemmBF16 is Gemm with op(A) and op(B) rounded to bfloat16 (round to
+// nearest even) and the products accumulated in float32.
+func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm("GemmBF16", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC32(m, n, beta, c, ldc)
+		return
+	}
+	schedHint(2 * float64(m) * float64(n) * float64(k))
+	engineGemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// RoundBF16 rounds x to the nearest bfloat16 value (ties to even), as a
+// float32; NaN stays NaN.
+func RoundBF16(x float32) float32 {
+	u := math.Float32bits(x)
+	if u&0x7fffffff > 0x7f800000 {
+		return x
+	}
+	u += 0x7fff + (u>>16)&1
+	return math.Float32frombits(u &^ 0xffff)
+}
+
+// gemmFor returns the float32 product of precision p.
+func gemmFor(p Precision) func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int) {
+	if p == PrecisionBFloat16 {
+		return GemmBF16
+	}
+	return Gemm
+}
+
+// roundedBF16 returns a copy of the span of x with every element rounded
+// to bfloat16: the fallback engines feed it to the float32 GEMM, which then
+// forms the same products (a product of two bf16 values is exact in
+// float32).
+func roundedBF16(x []float32) []float32 {
+	y := make([]float32, len(x))
+	for i, v := range x {
+		y[i] = RoundBF16(v)
+	}
+	return y
+}
