@@ -1,5 +1,18 @@
 // Package amp is goddp's mixed-precision training support, after torch.amp:
-// a GradScaler for float16 training with dynamic loss scaling.
+// Autocast, which runs the matrix products of a model's layers in bfloat16,
+// and a GradScaler for float16 training with dynamic loss scaling.
+//
+// # Autocast
+//
+// Autocast(model, BFloat16) lowers the layers on torch's autocast list
+// (linear today; see Autocast for the list and what stays float32) to
+// bfloat16 products with float32 accumulation, through oneDNN's bf16
+// matmul (tensor.GemmBF16). On a CPU with AVX512-BF16 those run at up to
+// twice float32's rate; elsewhere the values are the same at float32 speed
+// (tensor.BF16Native says which). Parameters, gradients and optimizer
+// state stay float32, so DDP's buckets, the all-reduce and checkpoints are
+// exactly as without autocast. bfloat16 has float32's exponent range, so it
+// needs no loss scaling.
 //
 // # GradScaler
 //

@@ -14,7 +14,13 @@ import (
 // column sums of gy. When w or b already has a Grad buffer, dW and db are
 // accumulated straight into it, so a training step makes no parameter-sized
 // temporaries; dX is skipped when x needs no gradient (the first layer).
-func Linear(x, w, b *Variable) *Variable {
+func Linear(x, w, b *Variable) *Variable { return LinearWith(x, w, b, tensor.PrecisionFloat32) }
+
+// LinearWith is Linear whose products, forward and backward, run in
+// precision p: tensor.PrecisionBFloat16 is autocast's bf16 linear (the
+// operands rounded to bfloat16, float32 accumulation, a float32 result).
+// Parameters and gradients stay float32.
+func LinearWith(x, w, b *Variable, p tensor.Precision) *Variable {
 	xs, ws := x.Value.Shape(), w.Value.Shape()
 	if len(ws) != 2 || len(xs) < 1 || xs[len(xs)-1] != ws[1] {
 		panic(fmt.Sprintf("autograd: Linear: input shape %v does not match weight shape %v", xs, ws))
@@ -31,18 +37,19 @@ func Linear(x, w, b *Variable) *Variable {
 		bias = b.Value
 	}
 	xc := x.Value.Contiguous()
-	y := tensor.Linear(xc, w.Value, bias)
+	y := tensor.LinearWith(xc, w.Value, bias, p)
 	in := ins(x, w)
 	if b != nil {
 		in = ins(x, w, b)
 	}
-	return FromOp(y, &linearOp{inputs: in, x: x, w: w, b: b, xc: xc})
+	return FromOp(y, &linearOp{inputs: in, x: x, w: w, b: b, xc: xc, prec: p})
 }
 
 type linearOp struct {
 	inputs
 	x, w, b *Variable
 	xc      *tensor.Tensor // x's value, contiguous
+	prec    tensor.Precision
 }
 
 func (o *linearOp) Name() string { return "Linear" }
@@ -75,7 +82,7 @@ func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 	if o.b != nil && needs(o.b) {
 		db, accB = into(2, o.b.Value.Shape()...)
 	}
-	tensor.LinearBackward(gy, o.xc, o.w.Value, dx, dw, db, accX, accW, accB)
+	tensor.LinearBackwardWith(gy, o.xc, o.w.Value, dx, dw, db, accX, accW, accB, o.prec)
 	return grads
 }
 

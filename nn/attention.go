@@ -136,7 +136,7 @@ func (m *MultiheadAttention) Attend(query, key, value *autograd.Variable, o Atte
 	var y *autograd.Variable
 	if self {
 		mask := m.mask(o, n, l, l, unbatched)
-		qkv := autograd.Linear(q, m.InProjWeight, m.InProjBias)
+		qkv := autograd.LinearWith(q, m.InProjWeight, m.InProjBias, m.OutProj.Precision) // the in-projection runs at the out-projection's precision (amp.Autocast sets both)
 		y = autograd.SelfAttention(qkv, h, autograd.AttentionOptions{Mask: mask, Causal: o.Causal})
 	} else {
 		k, v := toBatch(key, "key"), toBatch(value, "value")
@@ -151,7 +151,7 @@ func (m *MultiheadAttention) Attend(query, key, value *autograd.Variable, o Atte
 			if m.InProjBias != nil {
 				b = autograd.Narrow(m.InProjBias, 0, part*e, e)
 			}
-			p := autograd.Linear(x, w, b)
+			p := autograd.LinearWith(x, w, b, m.OutProj.Precision)
 			return autograd.Transpose(autograd.Reshape(p, n, rows, h, e/h), 1, 2)
 		}
 		att := autograd.ScaledDotProductAttention(heads(q, 0, l), heads(k, 1, s), heads(v, 2, s),

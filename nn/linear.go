@@ -13,6 +13,10 @@ type Linear struct {
 	mode
 	Weight *autograd.Variable
 	Bias   *autograd.Variable
+	// Precision is the arithmetic of the product (default float32);
+	// amp.Autocast sets it to bfloat16 for the layers torch's autocast
+	// lowers. Weight and Bias stay float32 whatever it is.
+	Precision tensor.Precision
 }
 
 // NewLinear returns a float32 Linear(in, out) with bias, initialised as
@@ -79,5 +83,13 @@ func (l *Linear) NamedBuffers() []NamedBuffer { return nil }
 
 // Forward implements Layer.
 func (l *Linear) Forward(x *autograd.Variable) *autograd.Variable {
-	return autograd.Linear(x, l.Weight, l.Bias)
+	return autograd.LinearWith(x, l.Weight, l.Bias, l.Precision)
+}
+
+// SetPrecision sets the product's precision and returns the previous one
+// (amp.Autocast calls it on every layer it lowers).
+func (l *Linear) SetPrecision(p tensor.Precision) tensor.Precision {
+	old := l.Precision
+	l.Precision = p
+	return old
 }

@@ -4,7 +4,12 @@ package tensor
 // may be nil), as torch.nn.functional.linear; shapes are the caller's to
 // check. The forward is one GEMM with the bias folded in: the output rows
 // start as b and the GEMM runs with beta = 1.
-func Linear(x, w, b *Tensor) *Tensor {
+func Linear(x, w, b *Tensor) *Tensor { return LinearWith(x, w, b, PrecisionFloat32) }
+
+// LinearWith is Linear whose float32 product runs in precision p (see
+// Precision; autocast's bf16 linear). Float64 operands, and device ones for
+// now, always run at their own precision.
+func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 	out, in := w.shape[0], w.shape[1]
 	xc := x.Contiguous()
 	n := xc.Numel() / in
@@ -34,18 +39,18 @@ func Linear(x, w, b *Tensor) *Tensor {
 		if b != nil {
 			bias = b.Contiguous().F32()
 		}
-		linearFwd32(y.F32(), xc.F32(), w.Contiguous().F32(), bias, n, in, out)
+		linearFwd32(y.F32(), xc.F32(), w.Contiguous().F32(), bias, n, in, out, gemmFor(p))
 	}
 	return y
 }
 
-func linearFwd32(y, x, w, b []float32, n, in, out int) {
+func linearFwd32(y, x, w, b []float32, n, in, out int, gemm func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int)) {
 	var beta float32
 	if b != nil {
 		copyRows(y[:n*out], b)
 		beta = 1
 	}
-	Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+	gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
 }
 
 func linearFwd64(y, x, w, b []float64, n, in, out int) {
@@ -64,6 +69,12 @@ func linearFwd64(y, x, w, b []float64, n, in, out int) {
 // buffer accumulating in place, so a training step makes no parameter-sized
 // temporaries); a nil one is skipped.
 func LinearBackward(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool) {
+	LinearBackwardWith(gy, x, w, dx, dw, db, accX, accW, accB, PrecisionFloat32)
+}
+
+// LinearBackwardWith is LinearBackward whose float32 products run in
+// precision p, as the backward of autocast's bf16 linear does.
+func LinearBackwardWith(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, p Precision) {
 	out, in := w.shape[0], w.shape[1]
 	gy = gy.Contiguous()
 	n := gy.Numel() / out
@@ -76,7 +87,7 @@ func LinearBackward(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool) {
 			(*Tensor).F64, Gemm64)
 	} else {
 		linearBwd(gy.F32(), x, w.Contiguous().F32(), dx, dw, db, accX, accW, accB, n, in, out,
-			(*Tensor).F32, Gemm)
+			(*Tensor).F32, gemmFor(p))
 	}
 }
 

@@ -1,0 +1,112 @@
+package amp
+
+import (
+	"fmt"
+
+	"goddp/nn"
+	"goddp/tensor"
+)
+
+// DType names a lower precision for Autocast.
+type DType string
+
+const (
+	// BFloat16 runs products with bfloat16 operands and float32
+	// accumulation (torch.autocast(dtype=torch.bfloat16)).
+	BFloat16 DType = "bf16"
+	// Float32 turns autocast off.
+	Float32 DType = "fp32"
+)
+
+// ParseDType reads a -amp flag value: "bf16" (or "bfloat16"), "fp32"
+// (or "float32", "" and "off").
+func ParseDType(s string) (DType, error) {
+	switch s {
+	case "bf16", "bfloat16":
+		return BFloat16, nil
+	case "", "off", "fp32", "float32":
+		return Float32, nil
+	case "fp16", "float16":
+		return "", fmt.Errorf("%w: -amp %q: float16 products are not implemented; use bf16 (float16's GradScaler is amp.GradScaler)", ErrConfig, s)
+	}
+	return "", fmt.Errorf("%w: -amp %q: want bf16 or fp32", ErrConfig, s)
+}
+
+// precisionSetter is a layer whose products autocast can lower.
+type precisionSetter interface {
+	SetPrecision(tensor.Precision) tensor.Precision
+}
+
+// Autocast lowers the products of every layer in m's tree that torch's
+// autocast lowers, and returns a function that restores what each had. It
+// is Go's form of `with torch.autocast(device, dtype)`:
+//
+//	defer amp.Autocast(model, amp.BFloat16)()
+//
+// or, for a whole run, call it once after building the model. As in torch,
+// the layers on the lower-precision list run their matrix products in
+// bfloat16 (today: nn.Linear, and the projections of
+// nn.MultiheadAttention); everything else (norms, softmax, losses,
+// activations, the optimizer) stays float32, and so do the parameters and
+// their gradients ("master weights"), so DDP and checkpoints are unchanged.
+//
+// Unlike torch, whose bf16 linear also returns a bf16 tensor, a lowered
+// layer's output is float32 (the accumulator, not rounded): the same
+// products, one rounding fewer. Without AVX512-BF16 (tensor.BF16Native)
+// the values are the same but run at float32 speed.
+func Autocast(m nn.Module, dt DType) (restore func()) {
+	p := tensor.PrecisionFloat32
+	if dt == BFloat16 {
+		p = tensor.PrecisionBFloat16
+	}
+	type was struct {
+		s precisionSetter
+		p tensor.Precision
+	}
+	var undo []was
+	var walk func(nn.Module)
+	seen := map[nn.Module]bool{}
+	walk = func(m nn.Module) {
+		if m == nil || seen[m] {
+			return
+		}
+		seen[m] = true
+		if s, ok := m.(precisionSetter); ok {
+			undo = append(undo, was{s, s.SetPrecision(p)})
+		}
+		if par, ok := m.(nn.Parent); ok {
+			for _, c := range par.NamedChildren() {
+				walk(c.Module)
+			}
+		}
+	}
+	walk(m)
+	return func() {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i].s.SetPrecision(undo[i].p)
+		}
+	}
+}
+
+// Lowered counts the layers in m's tree whose products run in bfloat16.
+func Lowered(m nn.Module) int {
+	n := 0
+	var walk func(nn.Module)
+	seen := map[nn.Module]bool{}
+	walk = func(m nn.Module) {
+		if m == nil || seen[m] {
+			return
+		}
+		seen[m] = true
+		if l, ok := m.(*nn.Linear); ok && l.Precision == tensor.PrecisionBFloat16 {
+			n++
+		}
+		if par, ok := m.(nn.Parent); ok {
+			for _, c := range par.NamedChildren() {
+				walk(c.Module)
+			}
+		}
+	}
+	walk(m)
+	return n
+}
