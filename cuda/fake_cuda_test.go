@@ -25,7 +25,8 @@ type fakeDevice struct {
 	calls    []string
 	launches []fakeLaunch
 	gemms    int
-	gemmFail int // fail the next gemmFail sgemm calls
+	gemmFail int   // fail the next gemmFail sgemm calls
+	limit    int64 // when > 0, alloc fails past limit bytes live, as cuMemAlloc out of memory
 	closed   bool
 	t        *testing.T
 }
@@ -54,6 +55,15 @@ func (f *fakeDevice) alloc(bytes int64) (uint64, error) {
 	f.note("alloc %d", bytes)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.limit > 0 {
+		var live int64
+		for _, n := range f.live {
+			live += n
+		}
+		if live+bytes > f.limit {
+			return 0, fmt.Errorf("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY (%d bytes live of %d)", live, f.limit)
+		}
+	}
 	p := f.next
 	f.next += uint64(bytes+255) &^ 255
 	f.live[p] = bytes

@@ -59,7 +59,8 @@ func TestTensorsTrainingStepCalls(t *testing.T) {
 }
 
 // A cuBLAS failure inside an op, which returns no error, comes back from
-// the next copy to the host; unreachable tensors are freed.
+// the next copy to the host; unreachable tensors' blocks go back to the
+// cache, and EmptyCache frees them.
 func TestTensorsStickyErrorAndFree(t *testing.T) {
 	c, f := newFake(t)
 	dev := c.Tensors()
@@ -71,16 +72,26 @@ func TestTensorsStickyErrorAndFree(t *testing.T) {
 	_, err = a.To(tensor.CPU())
 	require.ErrorIs(t, err, ErrCUBLAS)
 
-	before := f.count("free")
+	inUse, _ := tensor.MemoryStatsOf(dev)
 	for range 10 {
 		_, err := tensor.ZerosOn(dev, tensor.Float32, 16)
 		require.NoError(t, err)
 	}
+	// Collected tensors give their blocks back to the caching allocator
+	// (no cuMemFree from a GC cleanup); EmptyCache frees them on the device.
 	deadline := time.Now().Add(5 * time.Second)
-	for f.count("free") < before+10 && time.Now().Before(deadline) {
+	st, _ := tensor.MemoryStatsOf(dev)
+	for st.Allocated > inUse.Allocated && time.Now().Before(deadline) {
 		runtime.GC()
 		time.Sleep(10 * time.Millisecond)
+		st, _ = tensor.MemoryStatsOf(dev)
 	}
-	require.GreaterOrEqual(t, f.count("free"), before+10, "collected tensors free their device memory")
+	require.Equal(t, inUse.Allocated, st.Allocated, "collected tensors give their blocks back to the cache")
+	require.Greater(t, st.Reserved, st.Allocated, "the blocks stay cached")
+	before := f.count("free")
+	tensor.EmptyCache(dev)
+	require.Greater(t, f.count("free"), before, "EmptyCache frees the cached blocks on the device")
+	st, _ = tensor.MemoryStatsOf(dev)
+	require.Equal(t, st.Allocated, st.Reserved)
 	runtime.KeepAlive(a)
 }

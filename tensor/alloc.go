@@ -300,3 +300,41 @@ func (t *Tensor) checkLive(op string) {
 		panic(fmt.Sprintf("tensor: %s on a tensor of shape %s whose storage was recycled (the autograd graph that made it was freed)", op, sh(t.shape)))
 	}
 }
+
+// MemoryManager is an optional interface of a Device whose memory comes
+// from a caching allocator: the cpu device (the host allocator) and the
+// goddp/cuda/devtensor devices (sim, cuda) implement it.
+type MemoryManager interface {
+	// MemoryStats returns the allocator's counters (torch.cuda.memory_stats).
+	MemoryStats() MemoryStats
+	// EmptyCache gives every cached block back to the system
+	// (torch.cuda.empty_cache); memory in use is not touched.
+	EmptyCache()
+}
+
+// MemoryStatsOf returns d's allocator counters; ok is false for a device
+// without a caching allocator.
+func MemoryStatsOf(d Device) (s MemoryStats, ok bool) {
+	m, ok := d.(MemoryManager)
+	if !ok {
+		return MemoryStats{}, false
+	}
+	return m.MemoryStats(), true
+}
+
+// EmptyCache gives d's cached blocks back to the system, when d has a
+// caching allocator (MemoryManager); it does nothing otherwise. A program
+// calls it between phases whose shapes differ (after training, before
+// generation), or to let another process have the memory.
+func EmptyCache(d Device) {
+	if m, ok := d.(MemoryManager); ok {
+		m.EmptyCache()
+	}
+}
+
+// MemoryStats implements MemoryManager with the host allocator's counters.
+func (cpuDevice) MemoryStats() MemoryStats { return host.Stats() }
+
+// EmptyCache implements MemoryManager: the host's cached blocks go to the
+// garbage collector.
+func (cpuDevice) EmptyCache() { host.EmptyCache() }

@@ -43,17 +43,41 @@ type Launcher interface {
 
 // Device is a tensor.Device over a Launcher. Use one Device per device:
 // tensors are on the same device when their Device is the same value.
+//
+// Its memory comes from a caching allocator (tensor.CachingAllocator) over
+// the launcher's Alloc and FreeAsync, as PyTorch's CUDA caching allocator
+// over cudaMalloc: a tensor the garbage collector takes gives its block
+// back to the compute stream's free list of its size class (no device call
+// in the cleanup), and the next tensor of that class reuses it, zeroed by a
+// kernel on the compute stream, which runs after every use of the block's
+// last owner. Only EmptyCache, or an allocation that fails for want of
+// memory (emptied and retried once), frees blocks for real.
 type Device struct {
-	l Launcher
-	k tensor.Kernels
+	l     Launcher
+	k     tensor.Kernels
+	cache *tensor.CachingAllocator[Mem]
 }
 
 // New returns the tensor device of l.
 func New(l Launcher) *Device {
-	d := &Device{l: l}
+	d := &Device{l: l, cache: tensor.NewCachingAllocator[Mem](memBackend{l})}
 	d.k = d.kernels()
 	return d
 }
+
+// memBackend gets and frees the device's real blocks for the cache.
+type memBackend struct{ l Launcher }
+
+func (b memBackend) Alloc(size int) (Mem, error) { return b.l.Alloc(size) }
+func (b memBackend) Free(m Mem, _ int)           { b.l.FreeAsync(m) }
+
+// MemoryStats implements tensor.MemoryManager: the caching allocator's
+// counters, in bytes of size classes.
+func (d *Device) MemoryStats() tensor.MemoryStats { return d.cache.Stats() }
+
+// EmptyCache implements tensor.MemoryManager: every cached block is freed
+// through the launcher (after the work queued on it).
+func (d *Device) EmptyCache() { d.cache.EmptyCache() }
 
 // Launcher returns the device's launcher.
 func (d *Device) Launcher() Launcher { return d.l }
@@ -71,8 +95,8 @@ func (d *Device) String() string           { return d.l.String() }
 func (d *Device) Kernels() *tensor.Kernels { return &d.k }
 func (d *Device) Synchronize() error       { return d.l.Synchronize() }
 
-// storage is a tensor's device memory; its free is queued when it is
-// collected.
+// storage is a tensor's device memory: a cached block, back to the cache
+// when the storage is collected.
 type storage struct {
 	dev *Device
 	mem Mem
@@ -83,14 +107,29 @@ func (s *storage) Device() tensor.Device { return s.dev }
 
 // Alloc implements tensor.Device.
 func (d *Device) Alloc(n int) (tensor.Storage, error) {
-	m, err := d.l.Alloc(4 * n)
+	m, class, fresh, err := d.cache.AllocFresh(4*max(n, 1), tensor.CacheStream(0))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("devtensor: %v: %w", d, err)
+	}
+	if !fresh && n > 0 {
+		// A block from the cache holds its last owner's numbers; the
+		// zeroing runs on the compute stream after that owner's work.
+		d.launch("fill_f32", grid(n), m.Ptr(), f32(0), i64(n))
 	}
 	s := &storage{dev: d, mem: m, n: n}
-	l := d.l
-	runtime.AddCleanup(s, func(m Mem) { l.FreeAsync(m) }, m)
+	runtime.AddCleanup(s, func(b cachedBlock) { b.cache.Free(b.m, b.class, tensor.CacheStream(0)) },
+		cachedBlock{d.cache, m, class})
 	return s, nil
+}
+
+// cachedBlock is what a storage's cleanup gives back to the cache. Every
+// use of a tensor's storage is on the compute stream (ops, copies), so the
+// block goes back to that stream's free list at once: the next owner's
+// work is queued after the last one's.
+type cachedBlock struct {
+	cache *tensor.CachingAllocator[Mem]
+	m     Mem
+	class int
 }
 
 func (d *Device) own(s tensor.Storage) (*storage, error) {

@@ -130,6 +130,14 @@ func Class(size int) int {
 // size (hits), else from the backend (a miss).
 // A block from the cache holds whatever its last user left in it.
 func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
+	b, class, _, err := a.AllocFresh(size, s)
+	return b, class, err
+}
+
+// AllocFresh is Alloc that also reports whether the block is fresh from the
+// backend (a device's backend zeroes it) rather than from the cache (where
+// it holds its last user's numbers).
+func (a *Allocator[B]) AllocFresh(size int, s Stream) (B, int, bool, error) {
 	class := Class(size)
 	key := poolKey{s, class}
 	a.mu.Lock()
@@ -145,7 +153,7 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 		a.stats.Hits++
 		a.addAllocatedLocked(int64(class))
 		a.mu.Unlock()
-		return b, class, nil
+		return b, class, false, nil
 	}
 	// Best fit among the next larger classes, up to twice the size: a
 	// cached block that is idle now serves the request instead of a new
@@ -162,7 +170,7 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 			a.stats.Hits++
 			a.addAllocatedLocked(int64(c))
 			a.mu.Unlock()
-			return b, c, nil
+			return b, c, false, nil
 		}
 	}
 	a.stats.Misses++
@@ -176,7 +184,7 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 		if b, err = a.backend.Alloc(class); err != nil {
 			st := a.Stats()
 			var zero B
-			return zero, 0, fmt.Errorf("caching: allocating %d bytes (class %d) failed after emptying the cache, with %d bytes in use and %d reserved: %w",
+			return zero, 0, false, fmt.Errorf("caching: allocating %d bytes (class %d) failed after emptying the cache, with %d bytes in use and %d reserved: %w",
 				size, class, st.Allocated, st.Reserved, err)
 		}
 	}
@@ -185,7 +193,7 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 	a.stats.PeakReserved = max(a.stats.PeakReserved, a.stats.Reserved)
 	a.addAllocatedLocked(int64(class))
 	a.mu.Unlock()
-	return b, class, nil
+	return b, class, true, nil
 }
 
 func (a *Allocator[B]) addAllocatedLocked(n int64) {

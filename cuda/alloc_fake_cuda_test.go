@@ -1,0 +1,56 @@
+//go:build cuda
+
+package cuda
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"goddp/tensor"
+)
+
+// On cuda, tensors' memory comes from the caching allocator: a collected
+// tensor's block is cached, not cuMemFree'd. When cuMemAlloc runs out of
+// memory, the cache is freed and the allocation retried once; when that
+// fails too, the error names the bytes requested, in use and reserved.
+func TestTensorsOutOfMemoryFreesCacheAndRetries(t *testing.T) {
+	c, f := newFake(t)
+	f.limit = 1 << 20
+	dev := c.Tensors()
+
+	func() {
+		x, err := tensor.ZerosOn(dev, tensor.Float32, 160<<10) // 640 KiB
+		require.NoError(t, err)
+		runtime.KeepAlive(x)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	var st tensor.MemoryStats
+	for {
+		runtime.GC()
+		if st, _ = tensor.MemoryStatsOf(dev); st.Frees == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.EqualValues(t, 1, st.Frees, "the collected tensor's block went back to the cache")
+	require.Zero(t, f.count("free"), "a collected tensor is cached, not freed")
+	require.EqualValues(t, 640<<10, st.Reserved)
+
+	// A size the cached block is too small to serve.
+	y, err := tensor.ZerosOn(dev, tensor.Float32, 192<<10) // 768 KiB: 640 + 768 > 1 MiB
+	require.NoError(t, err, "the cache is emptied and the allocation retried")
+	require.Equal(t, 1, f.count("free"), "the cached block was freed for the retry")
+	st, _ = tensor.MemoryStatsOf(dev)
+	require.EqualValues(t, 768<<10, st.Allocated)
+	require.EqualValues(t, 768<<10, st.Reserved)
+
+	_, err = tensor.ZerosOn(dev, tensor.Float32, 100<<10) // 400 KiB more: no cache left to free
+	require.Error(t, err)
+	require.ErrorContains(t, err, "allocating 409600 bytes")
+	require.ErrorContains(t, err, "786432 bytes in use and 786432 reserved")
+	require.ErrorContains(t, err, "OUT_OF_MEMORY")
+	runtime.KeepAlive(y)
+}
