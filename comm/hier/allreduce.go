@@ -2,6 +2,7 @@ package hier
 
 import (
 	"context"
+	"time"
 
 	"goddp/comm/backend"
 	"goddp/comm/internal/reduce"
@@ -153,7 +154,7 @@ func (g *group) allReduce(ctx context.Context, o *op, buf backend.Buffer, rop ba
 // that none writes into a buffer after the op returned; the group is
 // broken by then and they fail fast.
 func drain(err error, pending ...[]backend.Work) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5e9)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	for _, ws := range pending {
 		for _, w := range ws {

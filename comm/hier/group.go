@@ -90,8 +90,10 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 		return nil, err
 	}
 	logf := opts.Logger()
-	// Each sub-group has its own store prefix; its local placement is
-	// what it spans (intra: all on one host; inter: one per host).
+	// Each sub-group has its own store prefix. Its local size stays the
+	// number of ranks on this host, even for the inter group (one per
+	// host): backends read it as how many ranks share the host's cores
+	// (tcp spins only when each can have one).
 	sub := func(f backend.Factory, name string, rank, size, localRank, localSize int) (backend.ProcessGroup, error) {
 		o := opts
 		o.Rank, o.Size, o.LocalRank, o.LocalSize = rank, size, localRank, localSize
@@ -112,7 +114,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 	if g.intra, err = sub(intraF, "intra"+strconv.Itoa(g.node), g.local, L, g.local, L); err != nil {
 		return fail("intra-node ("+cfg.Intra+")", err)
 	}
-	if g.inter, err = sub(interF, "inter"+strconv.Itoa(g.local), g.node, M, 0, 1); err != nil {
+	if g.inter, err = sub(interF, "inter"+strconv.Itoa(g.local), g.node, M, g.local, L); err != nil {
 		return fail("inter-node ("+cfg.Inter+")", err)
 	}
 	if g.flat, err = sub(interF, "flat", g.rank, g.size, opts.LocalRank, opts.LocalSize); err != nil {
