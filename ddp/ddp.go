@@ -225,7 +225,7 @@ func (d *DDP) ExitNoSync() {
 func (d *DDP) RegisterCommHook(h CommHook) {
 	d.r.mu.Lock()
 	defer d.r.mu.Unlock()
-	d.cfg.hook = h
+	d.r.setHook(h)
 }
 
 // Stats returns the timing statistics.

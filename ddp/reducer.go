@@ -65,6 +65,11 @@ type reducer struct {
 	dev      *deviceBuckets // OnDevice; nil on the CPU
 	buildErr error          // allocating device buckets failed
 
+	// The two strategies the reducer is built from (strategy.go): where
+	// the buckets live, and what reduces them.
+	home bucketHome
+	red  bucketReduce
+
 	// vec reduces gradients in place (ReduceInPlace): nil unless the
 	// group implements comm.VectorAllReducer and the configuration allows
 	// it. claimed holds the memory of this iteration's direct slots, so
@@ -91,6 +96,7 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 	if v, ok := comm.AsVectorAllReducer(pg); ok && cfg.inPlace && cfg.device == nil && !cfg.gradAsBucketView {
 		r.vec = v
 	}
+	r.home, r.red = chooseHome(r), chooseReduce(r)
 	r.build(assignBuckets(reverseOrder(len(params)), params, mbToBytes(cfg.firstBucketCapMB), mbToBytes(cfg.bucketCapMB)))
 	for i := range params {
 		r.remove = append(r.remove, params[i].v.RegisterGradReadyHook(func(_ *autograd.Variable, pass *autograd.Pass) {
@@ -100,40 +106,13 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 	return r
 }
 
-// build installs a bucket assignment. With gradient_as_bucket_view, existing
-// gradients move into the new bucket memory and Grad becomes the view.
+// build installs a bucket assignment (where: the bucket home). With
+// gradient_as_bucket_view, existing gradients move into the new bucket
+// memory and Grad becomes the view.
 func (r *reducer) build(assign [][]int) {
-	if r.cfg.shared != nil {
-		// The new layout reuses the shared memory: move the gradients
-		// that view the old one out of it first.
-		r.detachViews()
-	}
-	r.buckets, r.loc = newBuckets(assign, r.params, r.cfg.shared)
+	r.home.build(r, assign)
 	for _, b := range r.buckets {
 		b.grad.owner = b
-	}
-	if r.dev != nil {
-		r.buildErr = r.dev.alloc(r.buckets, r.cfg.gradAsBucketView)
-	}
-	if !r.cfg.gradAsBucketView {
-		return
-	}
-	r.views = make([]*tensor.Tensor, len(r.params))
-	for i, p := range r.params {
-		l := r.loc[i]
-		if r.dev != nil {
-			r.views[i] = r.dev.view(r.buckets[l.bucket], l.slot, p.shape)
-		} else {
-			r.views[i] = r.buckets[l.bucket].view(l.slot, p.shape)
-		}
-		if p.v.Grad != nil {
-			if r.dev != nil {
-				r.dev.fill(r.buckets[l.bucket], l.slot, p.v.Grad, 1, false)
-			} else {
-				r.buckets[l.bucket].copyIn(l.slot, p.v.Grad, 1)
-			}
-			p.v.Grad = r.views[i]
-		}
 	}
 }
 
@@ -147,22 +126,15 @@ func (r *reducer) close() {
 	r.expectHooks = false
 }
 
-func (r *reducer) hook() CommHook { return r.cfg.hook }
-
 // reduction names the path the buckets take (Stats.Reduction); the caller
 // holds mu.
-func (r *reducer) reduction() string {
-	switch {
-	case r.dev != nil:
-		return "device"
-	case r.cfg.shared != nil:
-		return "shared buckets"
-	case r.views != nil:
-		return "bucket view"
-	case r.inPlace() && r.avgInComm(): // what reduceDirect needs: no division on the way
-		return "in place"
-	}
-	return "copies"
+func (r *reducer) reduction() string { return r.home.describe(r) }
+
+// setHook installs a comm hook registered after Wrap: what reduces the
+// buckets is chosen again. The caller holds mu.
+func (r *reducer) setHook(h CommHook) {
+	r.cfg.hook = h
+	r.red = chooseReduce(r)
 }
 
 // releaseShared gives the shared bucket memory back to the group (Close):
@@ -197,10 +169,6 @@ func (r *reducer) detachViews() {
 	}
 }
 
-// inPlace reports whether buckets are reduced where the gradients lie
-// (ReduceInPlace); a comm hook registered after Wrap turns it off.
-func (r *reducer) inPlace() bool { return r.vec != nil && r.cfg.hook == nil }
-
 // usesUsedMap reports whether this iteration all-reduces the used-parameter
 // map: always with dynamic find_unused_parameters, and in the first
 // iteration of a static graph.
@@ -215,11 +183,8 @@ func (r *reducer) usesUsedMap() bool {
 func (r *reducer) tolerant() bool { return r.cfg.findUnused || r.cfg.staticGraph }
 
 // copyBackEarly: the watcher goroutine writes results into Grad as soon as
-// a bucket's reduction completes (no unused parameters are possible, so every
-// Grad exists and is final).
-func (r *reducer) copyBackEarly() bool {
-	return r.dev == nil && !r.cfg.gradAsBucketView && !r.tolerant()
-}
+// a bucket's reduction completes (the home decides).
+func (r *reducer) copyBackEarly() bool { return r.home.copyBackEarly(r) }
 
 // avgInComm reports whether the division by the world size is left to the
 // collective (comm.Avg) instead of being done while filling the bucket.
@@ -350,32 +315,11 @@ func (r *reducer) markReady(i int) {
 
 // fillSlot writes Grad/div into the bucket; a missing Grad contributes zeros.
 func (r *reducer) fillSlot(i int) {
-	p := r.params[i]
-	l := r.loc[i]
-	b := r.buckets[l.bucket]
 	s := 1 / r.div
 	if r.avgInComm() {
 		s = 1
 	}
-	g := p.v.Grad
-	switch {
-	case r.dev != nil:
-		r.dev.fill(b, l.slot, g, s, r.views != nil && g == r.views[i])
-		if r.views != nil {
-			p.v.Grad = r.views[i]
-		}
-	case g == nil:
-		b.zeroSlot(l.slot)
-	case r.views != nil && g == r.views[i]:
-		b.scaleSlot(l.slot, s)
-	case r.inPlace() && r.locallyUsed[i] && r.reduceDirect(b, l.slot, g, s):
-		// Reduced where it lies: no copy in, and none back.
-	default:
-		b.copyIn(l.slot, g, s)
-		if r.views != nil {
-			p.v.Grad = r.views[i]
-		}
-	}
+	r.home.fill(r, i, s)
 }
 
 // launchReady launches ready buckets in index order (next_bucket): a bucket
@@ -394,12 +338,7 @@ func (r *reducer) launchReady() {
 			}
 		}
 		r.usedLaunch = true
-		used := func() comm.Work { return r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum) }
-		if r.dev != nil {
-			r.usedWork = r.dev.afterBuckets(used, r.cfg.timeout)
-		} else {
-			r.usedWork = used()
-		}
+		r.usedWork = r.red.after(r, func() comm.Work { return r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum) })
 	}
 }
 
@@ -441,29 +380,11 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 	b.shadow = shadow
 	b.launchAt = time.Now()
 	b.done = make(chan struct{})
-	var w comm.Work
-	if r.dev != nil {
-		op := comm.Sum
-		if r.avgInComm() {
-			op = comm.Avg
-		}
-		if shadow {
-			r.dev.compute.Memset0(r.dev.mem[b.index], 0, b.nbytes())
-		}
-		w = r.dev.launch(r.pg, b, op, r.hook(), r.cfg.timeout)
-	} else if h := r.hook(); h != nil {
-		w = h.Reduce(r.pg, &b.grad)
-	} else {
-		op := comm.Sum
-		if r.avgInComm() {
-			op = comm.Avg
-		}
-		if r.inPlace() && !shadow {
-			w = r.vec.AllReduceV(b.segs, op)
-		} else {
-			w = r.pg.AllReduce(b.buffer(), op)
-		}
+	op := comm.Sum
+	if r.avgInComm() {
+		op = comm.Avg
 	}
+	w := r.red.launch(r, b, op, shadow)
 	early := r.copyBackEarly() && !shadow
 	if !r.cfg.overlap && !shadow {
 		// OverlapComm(false): finish the bucket here, on the backward
@@ -600,46 +521,17 @@ func (r *reducer) finalize() error {
 		} else if r.cfg.staticGraph {
 			globalUnused = r.staticGlobal
 		}
-		var waited []bool
-		if r.dev != nil {
-			waited = make([]bool, len(r.buckets))
-		}
-		for i, p := range r.params {
+		waited := make([]bool, len(r.buckets))
+		for i := range r.params {
 			if globalUnused != nil && globalUnused[i] {
 				continue // unused on every rank: leave Grad untouched, as torch does
 			}
-			l := r.loc[i]
-			b := r.buckets[l.bucket]
-			if r.views != nil {
-				if r.dev != nil {
-					r.dev.await(b, waited)
-				}
-				p.v.Grad = r.views[i]
-				continue
+			if err := r.home.writeBack(r, i, waited); err != nil {
+				return err
 			}
-			if b.direct[l.slot] {
-				continue // reduced in place
-			}
-			if p.v.Grad == nil {
-				g, err := tensor.ZerosOn(p.v.Value.Device(), p.dtype, p.shape...)
-				if err != nil {
-					return fmt.Errorf("ddp: gradient of %q: %w", p.name, err)
-				}
-				p.v.Grad = g
-			}
-			if r.dev != nil {
-				r.dev.copyOut(b, l.slot, p.v.Grad, waited)
-				continue
-			}
-			b.copyOut(l.slot, p.v.Grad)
 		}
-		if r.dev != nil && r.params[0].v.Value.IsCPU() {
-			// Grad is a host tensor: the host reads it next. (Gradients
-			// on the device are read by kernels queued after the copies:
-			// the host does not wait.)
-			if err := r.dev.compute.Synchronize(); err != nil {
-				return fmt.Errorf("ddp: copying the reduced gradients out of the buckets on %v: %w", r.dev.dev, err)
-			}
+		if err := r.home.endWriteBack(r); err != nil {
+			return err
 		}
 	}
 	if firstStatic {
