@@ -45,8 +45,8 @@ type precisionSetter interface {
 //
 // or, for a whole run, call it once after building the model. As in torch,
 // the layers on the lower-precision list run their matrix products in
-// bfloat16 (today: nn.Linear, and the projections of
-// nn.MultiheadAttention); everything else (norms, softmax, losses,
+// bfloat16 (today: nn.Linear, nn.Conv2d, and the projections
+// of nn.MultiheadAttention); everything else (norms, softmax, losses,
 // activations, the optimizer) stays float32, and so do the parameters and
 // their gradients ("master weights"), so DDP and checkpoints are unchanged.
 //
@@ -98,8 +98,15 @@ func Lowered(m nn.Module) int {
 			return
 		}
 		seen[m] = true
-		if l, ok := m.(*nn.Linear); ok && l.Precision == tensor.PrecisionBFloat16 {
-			n++
+		switch l := m.(type) {
+		case *nn.Linear:
+			if l.Precision == tensor.PrecisionBFloat16 {
+				n++
+			}
+		case *nn.Conv2d:
+			if l.Params.Precision == tensor.PrecisionBFloat16 {
+				n++
+			}
 		}
 		if par, ok := m.(nn.Parent); ok {
 			for _, c := range par.NamedChildren() {

@@ -19,6 +19,9 @@ type ConvParams struct {
 	// total padding dilation*(kernel-1) is split with the smaller half at
 	// the top/left, as torch does. It needs stride 1 and ignores Padding.
 	Same bool
+	// Precision of the products: tensor.PrecisionBFloat16 is autocast's
+	// bf16 convolution (bfloat16 inputs, float32 accumulation and result).
+	Precision tensor.Precision
 }
 
 // convGeom is one convolution's shapes, resolved from ConvParams.
@@ -31,6 +34,7 @@ type convGeom struct {
 	dh, dw         int // dilation
 	oh, ow         int // output size
 	groups, cg, og int // groups, input and output channels per group
+	bf16           bool
 }
 
 // k is the row count of one group's im2col matrix (cg*kh*kw); l the column count (oh*ow).
@@ -54,7 +58,7 @@ func newConvGeom(xs, ws []int, p ConvParams) convGeom {
 	}
 	g := convGeom{n: xs[0], c: xs[1], h: xs[2], w: xs[3], o: ws[0], kh: ws[2], kw: ws[3],
 		sh: def(p.Stride[0], 1), sw: def(p.Stride[1], 1), dh: def(p.Dilation[0], 1), dw: def(p.Dilation[1], 1),
-		groups: def(p.Groups, 1)}
+		groups: def(p.Groups, 1), bf16: p.Precision == tensor.PrecisionBFloat16}
 	if g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.groups < 1 || p.Padding[0] < 0 || p.Padding[1] < 0 {
 		panic(fmt.Sprintf("autograd: Conv2d: invalid params %+v", p))
 	}
@@ -162,7 +166,7 @@ func parallelSamples(n, workers int, fn func(worker, lo, hi int)) {
 func (g *convGeom) engineShape(n int) tensor.Conv2dShape {
 	return tensor.Conv2dShape{N: n, C: g.c, H: g.h, W: g.w, O: g.o, KH: g.kh, KW: g.kw,
 		StrideH: g.sh, StrideW: g.sw, PadTop: g.ph, PadLeft: g.pw, PadBottom: g.pb, PadRight: g.pr,
-		DilationH: g.dh, DilationW: g.dw, Groups: g.groups, OH: g.oh, OW: g.ow}
+		DilationH: g.dh, DilationW: g.dw, Groups: g.groups, OH: g.oh, OW: g.ow, BF16: g.bf16}
 }
 
 // convEngineChunk is the most samples one engine call gets. oneDNN works on
@@ -252,6 +256,17 @@ func convBwdEngine(g *convGeom, dx, dw, db, gy, x, w []float32) bool {
 	return true
 }
 
+// convGemm is the im2col path's product, in bf16 when g asks for it.
+func convGemm[T float](g *convGeom, ta, tb bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if g.bf16 {
+		if a32, ok := any(a).([]float32); ok {
+			tensor.GemmBF16(ta, tb, m, n, k, float32(alpha), a32, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+			return
+		}
+	}
+	gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
 func addTo(dst, src []float32) {
 	for i, v := range src {
 		dst[i] += v
@@ -282,7 +297,7 @@ func convFwd[T float](g *convGeom, y, x, w, b []T) {
 					}
 					beta = 1
 				}
-				gemm(false, false, g.og, L, K, 1, w[gr*g.og*K:(gr+1)*g.og*K], K, src, L, beta, ys, L)
+				convGemm(g, false, false, g.og, L, K, 1, w[gr*g.og*K:(gr+1)*g.og*K], K, src, L, beta, ys, L)
 			}
 		}
 	})
@@ -480,14 +495,14 @@ func convBwd[T float](o *conv2dOp, gyT *tensor.Tensor, dst, grads []*tensor.Tens
 						im2col(g, cols, src)
 						src = cols
 					}
-					gemm(false, true, K, g.og, L, 1, src, L, gys, L, 1, dwt[gr*g.og*K:(gr+1)*g.og*K], g.og)
+					convGemm(g, false, true, K, g.og, L, 1, src, L, gys, L, 1, dwt[gr*g.og*K:(gr+1)*g.og*K], g.og)
 				}
 				if dx != nil {
 					dxs := dx[off : off+g.cg*hw]
 					if pw {
-						gemm(true, false, K, L, g.og, 1, wg, K, gys, L, 0, dxs, L)
+						convGemm(g, true, false, K, L, g.og, 1, wg, K, gys, L, 0, dxs, L)
 					} else {
-						gemm(true, false, K, L, g.og, 1, wg, K, gys, L, 0, dcols, L)
+						convGemm(g, true, false, K, L, g.og, 1, wg, K, gys, L, 0, dcols, L)
 						col2im(g, dxs, dcols)
 					}
 				}

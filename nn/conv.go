@@ -112,3 +112,11 @@ func (c *Conv2d) NamedBuffers() []NamedBuffer { return nil }
 func (c *Conv2d) Forward(x *autograd.Variable) *autograd.Variable {
 	return autograd.Conv2d(x, c.Weight, c.Bias, c.Params)
 }
+
+// SetPrecision sets the convolution's product precision (Params.Precision)
+// and returns the previous one (amp.Autocast calls it).
+func (c *Conv2d) SetPrecision(p tensor.Precision) tensor.Precision {
+	old := c.Params.Precision
+	c.Params.Precision = p
+	return old
+}

@@ -15,6 +15,9 @@ type Conv2dShape struct {
 	DilationH, DilationW                 int
 	Groups                               int
 	OH, OW                               int
+	// BF16 runs the products with bfloat16 inputs and float32 accumulation
+	// (autocast's bf16 convolution); the arrays stay float32.
+	BF16 bool
 }
 
 // convArg is one array argument's name, length and required length.

@@ -96,8 +96,8 @@ static int plain_md(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims, dnnl
 	return dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, tag) == dnnl_success ? 0 : -1;
 }
 
-static int any_md(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims) {
-	return dnnl_memory_desc_init_by_tag(md, nd, dims, dnnl_f32, dnnl_format_tag_any) == dnnl_success ? 0 : -1;
+static int any_md(dnnl_memory_desc_t *md, int nd, const dnnl_dim_t *dims, dnnl_data_type_t dt) {
+	return dnnl_memory_desc_init_by_tag(md, nd, dims, dt, dnnl_format_tag_any) == dnnl_success ? 0 : -1;
 }
 
 static void free_entry(conv_entry_t *e) {
@@ -144,10 +144,25 @@ static conv_entry_t *build(const conv_key_t *key) {
 	dnnl_dims_t strides = {g->sh, g->sw}, dil = {g->dh - 1, g->dw - 1};
 	dnnl_dims_t pad_l = {g->pt, g->pl}, pad_r = {g->pb, g->pr};
 
-	dnnl_memory_desc_t ux, uw, uy, ub, ax, aw, ay, ab;
+	// With bf16, the arrays a pass reads (src and weights forward; weights
+	// and diff_dst for the data gradient; src and diff_dst for the weight
+	// gradient) are bf16 inside the primitive, and what it writes stays
+	// float32: the reorder from the caller's float32 array converts as it
+	// re-lays out. The forward hint of a backward pass is the bf16 forward.
+	dnnl_data_type_t lo = g->bf16 ? dnnl_bf16 : dnnl_f32;
+	dnnl_data_type_t tx = lo, tw = lo, ty = lo; // src, weights, dst of this pass's descriptor
+	if (key->kind == convFwd)
+		ty = dnnl_f32;
+	else if (key->kind == convBwdData)
+		tx = dnnl_f32;
+	else
+		tw = dnnl_f32;
+	dnnl_memory_desc_t ux, uw, uy, ub, ax, aw, ay, ab, hx, hw, hy;
 	if (plain_md(&ux, 4, xd, dnnl_nchw) || plain_md(&uy, 4, yd, dnnl_nchw) ||
 	    plain_md(&uw, wnd, wdims, g->groups > 1 ? dnnl_goihw : dnnl_oihw) || plain_md(&ub, 1, bd, dnnl_x) ||
-	    any_md(&ax, 4, xd) || any_md(&ay, 4, yd) || any_md(&aw, wnd, wdims) || plain_md(&ab, 1, bd, dnnl_x))
+	    any_md(&ax, 4, xd, tx) || any_md(&ay, 4, yd, ty) || any_md(&aw, wnd, wdims, tw) ||
+	    plain_md(&ab, 1, bd, dnnl_x) || any_md(&hx, 4, xd, lo) || any_md(&hw, wnd, wdims, lo) ||
+	    any_md(&hy, 4, yd, key->kind == convFwd ? dnnl_f32 : lo))
 		return NULL;
 
 	dnnl_primitive_attr_t attr;
@@ -162,8 +177,8 @@ static conv_entry_t *build(const conv_key_t *key) {
 	dnnl_convolution_desc_t fd, d;
 	int ok = e != NULL;
 	// Every kind needs the forward descriptor (the backward ones as a hint).
-	ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &ax, &aw,
-	                                                      key->bias ? &ab : NULL, &ay, strides, dil, pad_l,
+	ok = ok && dnnl_dilated_convolution_forward_desc_init(&fd, dnnl_forward_training, dnnl_convolution_direct, &hx, &hw,
+	                                                      key->bias ? &ab : NULL, &hy, strides, dil, pad_l,
 	                                                      pad_r) == dnnl_success;
 	ok = ok && dnnl_primitive_desc_create(&fpd, &fd, key->kind == convFwd ? attr : NULL, conv.eng, NULL) ==
 	               dnnl_success;

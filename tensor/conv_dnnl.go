@@ -17,7 +17,14 @@ func cConv(s *Conv2dShape) C.goddp_conv_t {
 		o: C.int64_t(s.O), kh: C.int64_t(s.KH), kw: C.int64_t(s.KW), sh: C.int64_t(s.StrideH), sw: C.int64_t(s.StrideW),
 		pt: C.int64_t(s.PadTop), pl: C.int64_t(s.PadLeft), pb: C.int64_t(s.PadBottom), pr: C.int64_t(s.PadRight),
 		dh: C.int64_t(s.DilationH), dw: C.int64_t(s.DilationW), groups: C.int64_t(s.Groups),
-		oh: C.int64_t(s.OH), ow: C.int64_t(s.OW)}
+		oh: C.int64_t(s.OH), ow: C.int64_t(s.OW), bf16: C.int64_t(b2i(s.BF16))}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 func fptr(s []float32) *C.float {

@@ -36,6 +36,7 @@ const char *goddp_blas_core(const char **detected, int *reinit, int *slow);
 // top, left, bottom, right; dilation as torch counts it (1: none).
 typedef struct {
 	int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pl, pb, pr, dh, dw, groups, oh, ow;
+	int64_t bf16; // 1: the inputs of each product as bfloat16, float32 accumulation and results
 } goddp_conv_t;
 
 // goddp_conv_fwd computes y = conv(x, w) + b (b may be NULL),
