@@ -75,6 +75,18 @@
 //     FindUnusedParameters an all-reduce of a "used" map tells parameters
 //     unused on every rank, whose Grad is left untouched.
 //
+// The handlers branch on no option: the reducer is built from two
+// strategies chosen once at Wrap (strategy.go). A bucketHome says where a
+// bucket lives (hostCopies: fresh host memory, copied in and out;
+// hostViews: memory Grad views, ordinary or shared by every rank;
+// deviceHome: memory on the parameters' device, filled on the compute
+// stream) and so how a gradient gets in and the result back out. A
+// bucketReduce says what reduces it (allReduce of the flat bucket,
+// allReduceV of the gradients where they lie, a comm hook, or deviceReduce:
+// the comm queue waits for the bucket's event, then the group's device
+// collective or a comm goroutine staging through the host). RegisterCommHook
+// chooses the reduction again.
+//
 // After the first synchronised iteration the buckets are rebuilt once from
 // the order in which gradients actually became ready (rank 0's order,
 // broadcast), at the start of the next Forward, unless FindUnusedParameters

@@ -108,7 +108,18 @@
 // Contiguous copies take a block as its last user left it, without the
 // zeroing pass: each writes every element before the tensor escapes.
 // Host().Stats() reports allocated, reserved, peaks, hits and misses;
-// Host().EmptyCache() drops the cached blocks.
+// Host().EmptyCache() drops the cached blocks. A request whose class is
+// empty takes an idle block of a larger class up to twice its size (best
+// fit), and every Recycler.Flush is a tick at which classes unused for
+// caching.DefaultIdleTicks ticks (about two steps) are released: cached
+// blocks are live to the garbage collector, whose heap goal grows with
+// them, so the cache keeps only what the steps reuse.
+//
+// The sim and cuda devices (goddp/cuda/devtensor) take tensor memory from
+// the same allocator over their own blocks, per stream; on cuda an
+// allocation that runs out of memory empties the cache and retries once.
+// Every device with a caching allocator is a MemoryManager: MemoryStatsOf
+// and EmptyCache work on cpu, sim and cuda alike.
 //
 // # Devices
 //
