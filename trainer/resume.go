@@ -71,7 +71,7 @@ func (t *Trainer) resume(ctx context.Context) error {
 	}
 	t.start, t.step = c.Epoch+1, c.Step
 	t.resumedFrom, t.resumedEpoch = t.ckpt.Path(c.Epoch, c.Step), c.Epoch
-	if c.Sampler != nil && c.Sampler.Position > 0 && c.Sampler.Position < t.sampler.Len() {
+	if t.sampler != nil && c.Sampler != nil && c.Sampler.Position > 0 && c.Sampler.Position < t.sampler.Len() {
 		// A mid-epoch checkpoint: continue inside that epoch.
 		if err := t.sampler.LoadState(*c.Sampler); err != nil {
 			return fmt.Errorf("trainer: resume sampler: %w", err)

@@ -9,9 +9,12 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"sort"
+	"strings"
 	"syscall"
 	"time"
 
+	"goddp/amp"
 	"goddp/autograd"
 	"goddp/comm"
 	"goddp/data"
@@ -91,6 +94,11 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	keepBest := fs.String("keep-best", "", "save the best model by this evaluation metric (loss or acc) to <ckpt-dir>/best.safetensors (needs an evaluation set and -ckpt-dir)")
 	earlyStop := fs.Int("early-stop", 0, "stop when the -keep-best metric (else the evaluation loss) has not improved for N evaluations (0: never)")
 	progress := fs.Duration("progress-every", 10*time.Second, "when stderr is not a terminal, the least time between two progress lines of rank 0 (a terminal gets a bar)")
+	ampFlag := fs.String("amp", "fp32", "mixed precision: bf16 runs the products of Linear and Conv2d layers with bfloat16 inputs and float32 accumulation (torch.autocast); weights, gradients and optimizer state stay float32")
+	shards := fs.String("shards", "", "train from shard files instead of the example's dataset: a glob or comma-separated list of .npy/.tar shards (see -write-shards), streamed and dealt over ranks and -num-workers")
+	writeShards := fs.String("write-shards", "", "write the example's training set as shards into DIR and exit (one process)")
+	shardSize := fs.Int("shard-size", 5000, "samples per shard for -write-shards")
+	shardFormat := fs.String("shard-format", "tar", "format for -write-shards: tar (webdataset) or npy")
 	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK), cuda (cuda:LOCAL_RANK), or sim:N / cuda:N (device N for every rank)")
 	if defaults.Flags != nil {
 		defaults.Flags(fs)
@@ -106,7 +114,8 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
-		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress}, build)
+		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress,
+		amp: *ampFlag, shards: *shards, writeShards: *writeShards, shardSize: *shardSize, shardFormat: *shardFormat}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
 			// A peer that left is most often one that was signalled a
@@ -146,6 +155,9 @@ type runConfig struct {
 	keepBest                          string
 	earlyStop                         int
 	progressEvery                     time.Duration
+	amp                               string
+	shards, writeShards, shardFormat  string
+	shardSize                         int
 }
 
 func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tensor.RNG) (Job, error)) error {
@@ -172,17 +184,44 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
-	sampler, err := data.NewDistributedSampler(job.Dataset, data.SamplerGroup(pg), data.SamplerSeed(rc.seed))
-	if err != nil {
-		return err
+	if rc.writeShards != "" {
+		return writeShardsOf(ctx, out, pg, job, rc)
 	}
 	if job.BatchSize > 0 {
 		rc.batch = job.BatchSize
 	}
-	loader, err := data.NewDataLoader(job.Dataset, data.BatchSize(rc.batch), data.WithSampler(sampler),
-		data.NumWorkers(rc.workers), data.DropLast(job.DropLast))
+	var (
+		sampler *data.DistributedSampler
+		loader  *data.DataLoader
+		stream  *data.StreamLoader
+	)
+	if rc.shards != "" {
+		if stream, err = openShardStream(pg, rc, job.DropLast); err != nil {
+			return err
+		}
+	} else {
+		if sampler, err = data.NewDistributedSampler(job.Dataset, data.SamplerGroup(pg), data.SamplerSeed(rc.seed)); err != nil {
+			return err
+		}
+		loader, err = data.NewDataLoader(job.Dataset, data.BatchSize(rc.batch), data.WithSampler(sampler),
+			data.NumWorkers(rc.workers), data.DropLast(job.DropLast))
+		if err != nil {
+			return err
+		}
+	}
+	dt, err := amp.ParseDType(rc.amp)
 	if err != nil {
 		return err
+	}
+	if dt == amp.BFloat16 {
+		amp.Autocast(job.Model, dt)
+		if pg.Rank() == 0 {
+			speed := "natively (AVX512-BF16)"
+			if !tensor.BF16Native() {
+				speed = "without native bf16 on this CPU: same values, float32 speed or slower"
+			}
+			fmt.Fprintf(out, "amp: bf16 products in %d layers, %s\n", amp.Lowered(job.Model), speed)
+		}
 	}
 	var evalLoader *data.DataLoader
 	if job.EvalDataset != nil {
@@ -264,7 +303,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if job.NewStep != nil {
 		step = job.NewStep(model, opt)
 	}
-	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt,
 		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
 		Device: deviceLabel(dev), OnDevice: dev})
@@ -386,4 +425,42 @@ func backendFor(device, configured string) string {
 		return "nccl"
 	}
 	return configured
+}
+
+// openShardStream opens -shards: a comma-separated list of globs, each
+// sorted, so every rank lists the same files in the same order.
+func openShardStream(pg comm.ProcessGroup, rc runConfig, dropLast bool) (*data.StreamLoader, error) {
+	var paths []string
+	for _, pat := range strings.Split(rc.shards, ",") {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			return nil, fmt.Errorf("trainer: -shards %q: %w", pat, err)
+		}
+		if len(m) == 0 {
+			return nil, fmt.Errorf("trainer: -shards %q matches no file", pat)
+		}
+		sort.Strings(m)
+		paths = append(paths, m...)
+	}
+	ds, err := data.OpenShards(paths, data.ShardGroup(pg), data.ShardSeed(rc.seed))
+	if err != nil {
+		return nil, fmt.Errorf("trainer: -shards: %w", err)
+	}
+	return data.NewStreamLoader(ds, data.BatchSize(rc.batch), data.NumWorkers(rc.workers), data.DropLast(dropLast))
+}
+
+// writeShardsOf writes the job's training set as shards (rank 0; the
+// others wait) for a later -shards run.
+func writeShardsOf(ctx context.Context, out io.Writer, pg comm.ProcessGroup, job Job, rc runConfig) error {
+	if pg.Rank() == 0 {
+		if err := os.MkdirAll(rc.writeShards, 0o755); err != nil {
+			return fmt.Errorf("trainer: -write-shards: %w", err)
+		}
+		paths, err := data.WriteShards(job.Dataset, rc.writeShards, job.Name, rc.shardSize, data.ShardFormat(rc.shardFormat))
+		if err != nil {
+			return fmt.Errorf("trainer: -write-shards: %w", err)
+		}
+		fmt.Fprintf(out, "wrote %d samples in %d shards to %s\n", job.Dataset.Len(), len(paths), rc.writeShards)
+	}
+	return pg.Barrier().Wait(ctx)
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"time"
 
@@ -37,6 +38,7 @@ type Trainer struct {
 	model     *ddp.DDP
 	trainData *data.DataLoader
 	sampler   *data.DistributedSampler
+	stream    *data.StreamLoader // instead of trainData and sampler
 	optimizer optim.Optimizer
 	gpuID     int // the local rank, as in the tutorial
 	saveEvery int
@@ -77,7 +79,13 @@ type Config struct {
 	Model     *ddp.DDP
 	TrainData *data.DataLoader
 	Sampler   *data.DistributedSampler
-	Optimizer optim.Optimizer
+	// TrainStream, instead of TrainData and Sampler, streams the training
+	// set from shard files (data.OpenShards). Ranks may then get different
+	// numbers of batches: each epoch runs inside DDP's Join, so a rank that
+	// runs out shadows the others' collectives. A resume starts at an
+	// epoch's beginning (a stream keeps no position within an epoch).
+	TrainStream *data.StreamLoader
+	Optimizer   optim.Optimizer
 	GPUID     int
 	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
 	BatchSize int
@@ -121,8 +129,11 @@ type Config struct {
 // touched. When CkptDir holds a valid checkpoint, every rank resumes from it
 // (rank 0 reads it and broadcasts it), unless Fresh is set.
 func New(ctx context.Context, cfg Config) (*Trainer, error) {
-	if cfg.Model == nil || cfg.TrainData == nil || cfg.Sampler == nil || cfg.Optimizer == nil {
-		return nil, fmt.Errorf("trainer: Config needs Model, TrainData, Sampler and Optimizer")
+	if cfg.Model == nil || cfg.Optimizer == nil || (cfg.TrainStream == nil && (cfg.TrainData == nil || cfg.Sampler == nil)) {
+		return nil, fmt.Errorf("trainer: Config needs Model, Optimizer, and TrainData with Sampler or TrainStream")
+	}
+	if cfg.TrainStream != nil && (cfg.TrainData != nil || cfg.Sampler != nil) {
+		return nil, fmt.Errorf("trainer: Config has both TrainStream and TrainData/Sampler; give one")
 	}
 	if cfg.Loss == nil && (cfg.Step == nil || cfg.EvalData != nil) {
 		return nil, fmt.Errorf("trainer: Config needs Loss (only a Config with Step and no EvalData does without)")
@@ -131,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	if err != nil {
 		return nil, err
 	}
-	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler,
+	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler, stream: cfg.TrainStream,
 		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
@@ -271,11 +282,20 @@ func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Ba
 // forward, backward (DDP all-reduces the gradients) and the optimizer.
 // Train calls it; call it directly to drive the epochs yourself.
 func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
-	t.sampler.SetEpoch(epoch)
-	// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
-	// consume a batch of the sampler's resumable position, so use the size.
-	bsz := min(t.batchSize, t.sampler.Len())
-	steps := t.trainData.Len()
+	var batches func(context.Context) iter.Seq2[data.Batch, error]
+	var bsz, steps int
+	if t.stream != nil {
+		t.stream.SetEpoch(epoch)
+		bsz, steps = t.batchSize, t.stream.Len()
+		batches = t.stream.All
+	} else {
+		t.sampler.SetEpoch(epoch)
+		// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
+		// consume a batch of the sampler's resumable position, so use the size.
+		bsz = min(t.batchSize, t.sampler.Len())
+		steps = t.trainData.Len()
+		batches = t.trainData.All
+	}
 	// Every rank prints its line, naming its device, as in the tutorial;
 	// ddprun --local-ranks-filter chooses which are shown.
 	fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, steps)
@@ -283,32 +303,57 @@ func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 	t.mon.epochStarted(began)
 	t.epochClock(steps)
 	n, i := 0, 0
-	for b, err := range t.trainData.All(ctx) {
-		if err != nil {
-			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
+	loop := func() error {
+		for b, err := range batches(ctx) {
+			if err := t.trainBatch(ctx, epoch, b, err, &n, &i, steps); err != nil {
+				return err
+			}
 		}
-		if b, err = toDevice(b, t.dev); err != nil {
-			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
-		}
-		if err := t.runBatch(ctx, b.Inputs, b); err != nil {
-			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, i, err)
-		}
-		n += b.Size()
-		i++
-		t.stepClock(i, b.Size())
-		if err := t.observeStep(epoch, b.Size()); err != nil {
-			return err
-		}
-		if err := t.hooks.onStep(ctx, t, StepInfo{Epoch: epoch, Step: t.step, Index: i, Steps: steps,
-			Loss: t.mon.lastLoss, RunningLoss: t.mon.running, Samples: b.Size()}); err != nil {
-			return err
-		}
+		return nil
+	}
+	var err error
+	if t.stream != nil {
+		// Shards give ranks uneven batch counts: Join lets the ranks that
+		// finish first shadow the collectives of those still training.
+		err = t.model.Join(ctx, loop)
+	} else {
+		err = loop()
+	}
+	if err != nil {
+		return err
 	}
 	elapsed := time.Since(began)
 	t.stopClock()
 	// Rank 0's mean training loss over the epoch's steps, as torch's anchors print it.
 	t.logf("epoch=%d loss=%.4f\n", epoch, t.mon.epochMean())
 	return t.endEpochMetrics(ctx, epoch, elapsed, n)
+}
+
+// trainBatch runs one batch of RunEpoch's loop (i counts the epoch's
+// steps, n its samples).
+func (t *Trainer) trainBatch(ctx context.Context, epoch int, b data.Batch, err error, n, i *int, steps int) error {
+	{
+		if err != nil {
+			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
+		}
+		if b, err = toDevice(b, t.dev); err != nil {
+			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *i, err)
+		}
+		if err := t.runBatch(ctx, b.Inputs, b); err != nil {
+			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *i, err)
+		}
+		*n += b.Size()
+		*i++
+		t.stepClock(*i, b.Size())
+		if err := t.observeStep(epoch, b.Size()); err != nil {
+			return err
+		}
+		if err := t.hooks.onStep(ctx, t, StepInfo{Epoch: epoch, Step: t.step, Index: *i, Steps: steps,
+			Loss: t.mon.lastLoss, RunningLoss: t.mon.running, Samples: b.Size()}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Evaluate runs the evaluation set through the model in eval mode without
@@ -372,12 +417,16 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 // optimizer, the sampler's position, the epoch and step (Train saves rank
 // 0's).
 func (t *Trainer) Checkpoint(epoch int) *checkpoint.Checkpoint {
-	st := t.sampler.State()
+	var st *data.SamplerState
+	if t.sampler != nil {
+		s := t.sampler.State()
+		st = &s
+	}
 	cfg, _ := json.Marshal(map[string]any{"world_size": t.pg.Size(), "save_every": t.saveEvery})
 	return &checkpoint.Checkpoint{Epoch: epoch, Step: t.step,
 		Model:     checkpoint.StateDict(t.model.Module()),
 		Optimizer: (*checkpoint.OptimizerState)(t.optimizer.StateDict()),
-		Sampler:   &st, Config: cfg}
+		Sampler:   st, Config: cfg}
 }
 
 // SaveCheckpoint saves from rank 0 into the checkpoint directory while the
