@@ -86,10 +86,10 @@ type Config struct {
 	// epoch's beginning (a stream keeps no position within an epoch).
 	TrainStream *data.StreamLoader
 	Optimizer   optim.Optimizer
-	GPUID     int
-	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
-	BatchSize int
-	Loss      LossFunc
+	GPUID       int
+	SaveEvery   int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
+	BatchSize   int
+	Loss        LossFunc
 	// Step, when set, runs each training batch instead of the built-in
 	// forward, Loss, backward and optimizer step; Loss is then needed only
 	// for EvalData.
