@@ -20,9 +20,12 @@ import (
 //
 // Errors are sticky as on the simulated device: a failed launch or cuBLAS
 // call is returned by the next copy to the host (Item, To(tensor.CPU()))
-// or Synchronize. Memory is freed with cuMemFree when the garbage
-// collector finds a tensor unreachable; cuMemFree waits for the work that
-// uses it. Never run on a GPU yet (see doc.go).
+// or Synchronize. Memory comes from devtensor's caching allocator: a
+// tensor the garbage collector finds unreachable gives its block back to
+// the cache (no cuMemFree in a cleanup); EmptyCache (tensor.EmptyCache),
+// or an allocation that runs out of memory, frees cached blocks with
+// cuMemFree, which waits for the work that uses them. Never run on a GPU
+// yet (see doc.go).
 func (c *Context) Tensors() tensor.Device {
 	c.tmu.Lock()
 	defer c.tmu.Unlock()
