@@ -115,9 +115,12 @@ func (c Config) initTarget() (scheme, target string, err error) {
 			host = "127.0.0.1"
 		}
 		port := c.MasterPort
-		if port == 0 {
+		if port == 0 && c.WorldSize > 1 {
 			port = DefaultMasterPort
 		}
+		// A world of one (a program run without a launcher) has no peer to
+		// find its store: it takes a free port rather than torch's default,
+		// so that two such programs, or tests, on one host never collide.
 		return scheme, net.JoinHostPort(host, strconv.Itoa(port)), nil
 	case "tcp":
 		if _, _, err := net.SplitHostPort(rest); err != nil {

@@ -252,3 +252,24 @@ func TestInitPortInUse(t *testing.T) {
 	assert.Contains(t, err.Error(), fmt.Sprintf("127.0.0.1:%d", port))
 	assert.Contains(t, err.Error(), fmt.Sprintf("is another job using port %d?", port))
 }
+
+// TestInitWorldOfOneTakesAFreePort: two programs run without a launcher
+// (world size 1, no MASTER_PORT) on one host at once both start; neither
+// holds torch's default port.
+func TestInitWorldOfOneTakesAFreePort(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var pgs []ProcessGroup
+	for range 2 {
+		pg, err := Init(ctx, Config{Backend: "tcp", Rank: 0, WorldSize: 1})
+		require.NoError(t, err)
+		pgs = append(pgs, pg)
+	}
+	for _, pg := range pgs {
+		require.Equal(t, 1, pg.Size())
+		require.NoError(t, pg.Close())
+	}
+	_, target, err := Config{WorldSize: 2}.initTarget()
+	require.NoError(t, err)
+	require.Equal(t, "127.0.0.1:29500", target, "a world of two still meets at torch's default port")
+}
