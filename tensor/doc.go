@@ -78,7 +78,8 @@
 // A BLAS call is a cgo call, which Go's scheduler treats as a syscall: a
 // goroutine that does nothing but call BLAS would, after 10 ms, have its P
 // retaken by the runtime's sysmon during every call (25% of GEMM speed at
-// n=256 on the 2-core VM). Gemm yields about once every 4 ms to prevent
+// n=256 when every core runs a GEMM thread, as with one rank per core).
+// Gemm yields about once every 4 ms to prevent
 // that (schedhint.go).
 //
 // # Vector kernels
