@@ -10,6 +10,10 @@
 # gpt: ROUNDS (default 2) interleaved rounds of torch_models.py gpt and
 # examples/gpt at world 2, EPOCHS (default 3) each; both print samples/s,
 # the last epoch's mean loss and the peak RSS of each rank.
+# amp: ROUNDS (default 2) interleaved rounds, for MODELS (default "gpt cnn"), of
+# torch float32, torch under autocast bf16 (scripts/torch_models_amp.py), goddp
+# float32 and goddp -amp bf16, all at world 2 for EPOCHS (default 1) epochs;
+# each prints samples/s and its final loss (cnn: test accuracy too).
 # sync: ROUNDS (default 3) interleaved rounds of torch_grad_sync.py and `ddpbench sync` per profile
 # (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on, OverlapComm on and off,
 # ReduceInPlace on and off) plus
@@ -133,5 +137,22 @@ if [ "$what" = gpt ] || [ "$what" = all ]; then
     "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
     poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
     echo "goddp gpt world 2 round $r: $(grep -E '^samples_per_s' "$tmp/out" | tr '\n' ' ')final_loss=$(grep -o 'loss=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
+  done
+fi
+
+if [ "$what" = amp ]; then
+  e=${EPOCHS:-1}
+  echo "### mixed precision, world 2, $e epoch(s): torch fp32 / torch autocast bf16 / goddp fp32 / goddp -amp bf16, interleaved"
+  grep -m1 'model name' /proc/cpuinfo
+  grep -o -w 'avx512_bf16\|amx_bf16' /proc/cpuinfo | sort -u | tr '\n' ' '; echo
+  for m in ${MODELS:-gpt cnn}; do
+    go build -o "$tmp/$m" ./examples/$m
+    for r in $(seq "${ROUNDS:-2}"); do
+      echo "round $r $m torch fp32: $(/usr/bin/python3 "$anchors/torch_models.py" $m 2 "$e" 2>/dev/null | tail -1)"
+      echo "round $r $m torch bf16: $(ANCHORS=$anchors /usr/bin/python3 scripts/torch_models_amp.py $m 2 "$e" 2>/dev/null | tail -1)"
+      for a in fp32 bf16; do
+        echo "round $r $m goddp $a: $("$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/$m" -epochs "$e" -amp $a -ckpt-dir '' 2>/dev/null | grep -E '^(samples_per_s|epoch=)' | tail -3 | tr '\n' ' ')"
+      done
+    done
   done
 fi
