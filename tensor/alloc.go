@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"runtime/debug"
 	"sync/atomic"
 
 	"goddp/tensor/internal/caching"
@@ -106,11 +107,16 @@ func (h *HostAllocator) Stats() MemoryStats {
 	}
 }
 
-// EmptyCache drops every cached block, for the garbage collector to free
-// (torch.cuda.empty_cache). Tensors in use are not touched.
+// EmptyCache drops every cached block and gives the memory back to the
+// system (torch.cuda.empty_cache): the garbage collector runs, so that its
+// heap goal, which counted the cached blocks as live, falls with them, and
+// the freed pages are returned (debug.FreeOSMemory). Tensors in use are not
+// touched. It costs a full collection: call it between phases (after
+// training, before generation or evaluation at other shapes), not per step.
 func (h *HostAllocator) EmptyCache() {
 	h.f32.EmptyCache()
 	h.f64.EmptyCache()
+	debug.FreeOSMemory()
 }
 
 // Tick marks the end of a phase of work (Recycler.Flush calls it at the
