@@ -73,6 +73,12 @@ func BenchmarkAutogradMLPStep(b *testing.B) {
 //	GODDP_NUM_THREADS=1 go test -run '^$' -bench ConvNetConv ./autograd/
 //	OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_conv.py
 func BenchmarkConvNetConvLayers(b *testing.B) {
+	for _, p := range []tensor.Precision{tensor.PrecisionFloat32, tensor.PrecisionBFloat16} {
+		b.Run(p.String(), func(b *testing.B) { benchConvNetConvLayers(b, p) })
+	}
+}
+
+func benchConvNetConvLayers(b *testing.B, prec tensor.Precision) {
 	if n := tensor.ThreadsFromEnv(); n > 0 {
 		prev := tensor.Threads()
 		tensor.SetThreads(n)
@@ -85,7 +91,7 @@ func BenchmarkConvNetConvLayers(b *testing.B) {
 	x2 := Param(randF32(r, 1, batch, 32, 14, 14))
 	w2, b2 := Param(randF32(r, 0.03, 64, 32, 5, 5)), Param(randF32(r, 0.03, 64))
 	gy1, gy2 := randF32(r, 1, batch, 32, 28, 28), randF32(r, 1, batch, 64, 14, 14)
-	pad2 := ConvParams{Padding: [2]int{2, 2}}
+	pad2 := ConvParams{Padding: [2]int{2, 2}, Precision: prec}
 	step := func() {
 		if err := Conv2d(x1, w1, b1, pad2).BackwardWith(gy1); err != nil {
 			b.Fatal(err)
