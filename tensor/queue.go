@@ -128,3 +128,21 @@ func QueuesOf(d Device) (q QueueDevice, ok bool, err error) {
 	}
 	return q, true, nil
 }
+
+// StreamRecorder is an optional interface of a Device whose tensors'
+// memory comes from a caching allocator with per-stream free lists: code
+// that uses a tensor's memory on a queue other than the compute queue (DDP's
+// comm queue on a bucket tensor) records an event there after that use, and
+// the block is reused only once the event completes (torch's
+// Tensor.record_stream).
+type StreamRecorder interface {
+	RecordStream(t *Tensor, e Event)
+}
+
+// RecordStream tells t's device that t's memory is used on another queue
+// until e completes; a device without per-stream caching ignores it.
+func RecordStream(t *Tensor, e Event) {
+	if r, ok := t.Device().(StreamRecorder); ok {
+		r.RecordStream(t, e)
+	}
+}

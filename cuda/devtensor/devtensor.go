@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"sync"
 	"unsafe"
 
 	"goddp/tensor"
@@ -98,9 +99,10 @@ func (d *Device) Synchronize() error       { return d.l.Synchronize() }
 // storage is a tensor's device memory: a cached block, back to the cache
 // when the storage is collected.
 type storage struct {
-	dev *Device
-	mem Mem
-	n   int // float32 elements
+	dev  *Device
+	mem  Mem
+	n    int // float32 elements
+	uses *streamUses
 }
 
 func (s *storage) Device() tensor.Device { return s.dev }
@@ -116,20 +118,79 @@ func (d *Device) Alloc(n int) (tensor.Storage, error) {
 		// zeroing runs on the compute stream after that owner's work.
 		d.launch("fill_f32", grid(n), m.Ptr(), f32(0), i64(n))
 	}
-	s := &storage{dev: d, mem: m, n: n}
-	runtime.AddCleanup(s, func(b cachedBlock) { b.cache.Free(b.m, b.class, tensor.CacheStream(0)) },
-		cachedBlock{d.cache, m, class})
+	s := &storage{dev: d, mem: m, n: n, uses: &streamUses{}}
+	runtime.AddCleanup(s, func(b cachedBlock) { b.free() }, cachedBlock{d.cache, m, class, s.uses})
 	return s, nil
 }
 
-// cachedBlock is what a storage's cleanup gives back to the cache. Every
-// use of a tensor's storage is on the compute stream (ops, copies), so the
-// block goes back to that stream's free list at once: the next owner's
-// work is queued after the last one's.
+// cachedBlock is what a storage's cleanup gives back to the cache. Tensor
+// ops and copies use a storage on the compute stream only, so the block
+// goes back to that stream's free list at once: the next owner's work is
+// queued after the last one's. A block also used on another stream
+// (RecordStream) is reused only once the events recorded there completed.
 type cachedBlock struct {
 	cache *tensor.CachingAllocator[Mem]
 	m     Mem
 	class int
+	uses  *streamUses
+}
+
+// streamUses lists the events after which other streams are done with a
+// storage (PyTorch's record_stream). It is an object of its own so that
+// the cleanup can read it without keeping the storage alive.
+type streamUses struct {
+	mu     sync.Mutex
+	events []tensor.Event
+}
+
+// queryable is an event that can say, without waiting, that it completed
+// (sim's Event.Query, cuEventQuery).
+type queryable interface{ Query() bool }
+
+type queried struct{ e queryable }
+
+func (q queried) Done() bool { return q.e.Query() }
+
+func (b cachedBlock) free() {
+	b.uses.mu.Lock()
+	events := b.uses.events
+	b.uses.mu.Unlock()
+	if len(events) == 0 {
+		b.cache.Free(b.m, b.class, tensor.CacheStream(0))
+		return
+	}
+	ce := make([]tensor.CacheEvent, 0, len(events))
+	for _, e := range events {
+		q, ok := e.(queryable)
+		if !ok {
+			// An event that cannot be polled: wait for them all off the
+			// cleanup goroutine, then give the block back.
+			go func() {
+				for _, e := range events {
+					e.Synchronize()
+				}
+				b.cache.Free(b.m, b.class, tensor.CacheStream(0))
+			}()
+			return
+		}
+		ce = append(ce, queried{q})
+	}
+	b.cache.FreeAfter(b.m, b.class, tensor.CacheStream(0), ce)
+}
+
+// RecordStream implements tensor.StreamRecorder: t's storage is used on
+// another stream until e (recorded there after that use) completes, so
+// when t is collected its block is reused only after e, never by work a
+// stream could run before the other stream's (torch's record_stream).
+func (d *Device) RecordStream(t *tensor.Tensor, e tensor.Event) {
+	s, _ := t.Storage()
+	st, ok := s.(*storage)
+	if !ok || st.dev != d || e == nil {
+		return
+	}
+	st.uses.mu.Lock()
+	st.uses.events = append(st.uses.events, e)
+	st.uses.mu.Unlock()
 }
 
 func (d *Device) own(s tensor.Storage) (*storage, error) {

@@ -73,3 +73,45 @@ func TestCPUMemoryStats(t *testing.T) {
 	require.True(t, ok)
 	tensor.EmptyCache(tensor.CPU())
 }
+
+// A block used on another stream (tensor.RecordStream with an event
+// recorded there) is not reused when its tensor is collected until that
+// event completes; then the same class reuses it.
+func TestDeviceCachingAllocatorRecordStream(t *testing.T) {
+	d := newDevice(t)
+	dev := d.Tensors()
+	side := d.NewStream("side")
+	gate := make(chan struct{})
+	side.Enqueue("held", func() error { <-gate; return nil }) // the side stream is busy until gate
+	func() {
+		x, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+		require.NoError(t, err)
+		ev := d.NewEvent()
+		ev.Record(side)
+		tensor.RecordStream(x, ev)
+	}()
+	st0, _ := tensor.MemoryStatsOf(dev)
+	deadline := time.Now().Add(10 * time.Second)
+	st := st0
+	for st.Allocated >= st0.Allocated && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		st, _ = tensor.MemoryStatsOf(dev)
+	}
+	require.Less(t, st.Allocated, st0.Allocated, "the collected tensor was given back")
+
+	y, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	st2, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st.Misses+1, st2.Misses, "the block is still in use on the side stream: not reused")
+	runtime.KeepAlive(y)
+
+	close(gate)
+	require.NoError(t, side.Synchronize())
+	z, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	st3, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st2.Hits+1, st3.Hits, "once the side stream's event completed, the block is reused")
+	require.Equal(t, st2.Misses, st3.Misses)
+	runtime.KeepAlive(z)
+}
