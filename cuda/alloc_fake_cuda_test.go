@@ -54,3 +54,44 @@ func TestTensorsOutOfMemoryFreesCacheAndRetries(t *testing.T) {
 	require.ErrorContains(t, err, "OUT_OF_MEMORY")
 	runtime.KeepAlive(y)
 }
+
+// On the Context's queues, a tensor used on another stream
+// (tensor.RecordStream with that stream's event) keeps its block out of
+// the cache until cuEventQuery says the event completed.
+func TestTensorsRecordStreamDefersReuse(t *testing.T) {
+	c, g := newSimGPU(t, 0)
+	defer c.Close()
+	dev := c.Tensors()
+	qd, err := c.Queues()
+	require.NoError(t, err)
+	side := qd.NewQueue("side")
+	gate := make(chan struct{})
+	stream(side.(*queue).s).Enqueue("held", func() error { <-gate; return nil })
+	func() {
+		x, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+		require.NoError(t, err)
+		tensor.RecordStream(x, side.Record())
+	}()
+	st0, _ := tensor.MemoryStatsOf(dev)
+	deadline := time.Now().Add(10 * time.Second)
+	st := st0
+	for st.Allocated >= st0.Allocated && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond)
+		st, _ = tensor.MemoryStatsOf(dev)
+	}
+	require.Less(t, st.Allocated, st0.Allocated, "the collected tensor was given back")
+	y, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	st2, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st.Misses+1, st2.Misses, "the side stream still uses the block: not reused")
+	close(gate)
+	require.NoError(t, side.Synchronize())
+	z, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	st3, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st2.Hits+1, st3.Hits, "after the event the block is reused")
+	runtime.KeepAlive(y)
+	runtime.KeepAlive(z)
+	_ = g
+}

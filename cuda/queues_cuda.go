@@ -31,6 +31,9 @@ type queueDriver interface {
 	newEvent() (unsafe.Pointer, error)
 	recordEvent(e, s unsafe.Pointer) error
 	syncEvent(e unsafe.Pointer) error
+	// queryEvent reports whether e has completed, without waiting
+	// (cuEventQuery).
+	queryEvent(e unsafe.Pointer) (bool, error)
 	destroyEvent(e unsafe.Pointer) error
 	waitEvent(s, e unsafe.Pointer) error
 	// The copies are asynchronous; their host memory is pinned (hostAlloc).
@@ -291,6 +294,28 @@ func (m *marker) Synchronize() {
 	}
 	m.q.fail(m.q.d.call(func() error { return m.q.d.qd.syncEvent(m.e) }))
 	runtime.KeepAlive(m)
+}
+
+// Query reports, without waiting, whether the event completed
+// (cuEventQuery): the caching allocator polls it before it reuses a block
+// another stream used (tensor.RecordStream). A failed query counts as
+// complete, its error going to the queue.
+func (m *marker) Query() bool {
+	if m.e == nil {
+		return true
+	}
+	var done bool
+	err := m.q.d.call(func() error {
+		var err error
+		done, err = m.q.d.qd.queryEvent(m.e)
+		return err
+	})
+	runtime.KeepAlive(m)
+	if err != nil {
+		m.q.fail(err)
+		return true
+	}
+	return done
 }
 
 // Wait waits for a CUDA event of this device on the GPU

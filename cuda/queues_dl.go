@@ -103,6 +103,8 @@ func (d *dlDevice) hostFree(p unsafe.Pointer) error {
 
 func (d *dlDevice) computeStream() unsafe.Pointer { return d.strm }
 
+func (d *dlDevice) queryEvent(e unsafe.Pointer) (bool, error) { return dlUploads{d}.queryEvent(e) }
+
 // goddpCUDAHostFunc runs a queue's host function (cuLaunchHostFunc's
 // callback, on the driver's thread).
 //

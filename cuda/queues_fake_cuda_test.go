@@ -203,6 +203,9 @@ func (g *simGPU) recordEvent(e, s unsafe.Pointer) error {
 	return nil
 }
 func (g *simGPU) syncEvent(e unsafe.Pointer) error { (*sim.Event)(e).Synchronize(); return nil }
+func (g *simGPU) queryEvent(e unsafe.Pointer) (bool, error) {
+	return (*sim.Event)(e).Query(), nil
+}
 func (g *simGPU) destroyEvent(e unsafe.Pointer) error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
