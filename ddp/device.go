@@ -154,7 +154,8 @@ func newDeviceBuckets(dev Device) *deviceBuckets {
 }
 
 // alloc gives every bucket its device memory (after a build or rebuild);
-// asTensors allocates it as device tensors (GradientAsBucketView). The
+// asTensors requires them to be device tensors (GradientAsBucketView);
+// they are wherever the device implements tensor.TensorAllocator. The
 // previous buckets' memory is freed once no queue uses it.
 func (d *deviceBuckets) alloc(bs []*bucket, asTensors bool) error {
 	if d.tail != nil {
@@ -180,7 +181,10 @@ func (d *deviceBuckets) alloc(bs []*bucket, asTensors bool) error {
 	for i, b := range bs {
 		var m Mem
 		var err error
-		if ta, ok := d.dev.(tensor.TensorAllocator); ok && asTensors {
+		if ta, ok := d.dev.(tensor.TensorAllocator); ok {
+			// A bucket is a tensor on the device wherever the device can
+			// make one (c10d's bucket is an at::Tensor): its memory comes
+			// from the device's caching allocator.
 			m, d.tensors[i], err = ta.AllocTensor(b.numel())
 		} else {
 			m, err = d.dev.Alloc(b.nbytes())
