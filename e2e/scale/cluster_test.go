@@ -85,6 +85,7 @@ func runAll(t *testing.T, limit time.Duration, cmds ...*exec.Cmd) []string {
 	for i, cmd := range cmds {
 		outs[i] = &syncBuf{}
 		cmd.Stdout, cmd.Stderr = outs[i], outs[i]
+		cmd.WaitDelay = 5 * time.Second // workers that outlive a killed ddprun hold the pipe
 		require.NoError(t, cmd.Start())
 		go func() { errs <- cmd.Wait() }()
 	}

@@ -2,5 +2,7 @@
 // (goddp/internal/netcluster: 4 network namespaces of 2 ranks each, a
 // bridge, every link shaped with tc): the hierarchical backend against the
 // flat one, and examples/mlp at world 8 across the nodes against one node.
-// They need root and iproute2 and skip without them.
+// They need root and iproute2 and skip without them. TestElasticResume
+// (real processes on this host) kills a 3-rank job mid-epoch and resumes
+// it at 2 ranks from the sampler state it saved.
 package scale

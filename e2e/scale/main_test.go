@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// binDir holds ddprun, mlp and hierprobe, built once by TestMain.
+// binDir holds ddprun, mlp, hierprobe and elastic, built once by TestMain.
 var binDir string
 
 func TestMain(m *testing.M) { os.Exit(testMain(m)) }
@@ -25,7 +25,7 @@ func testMain(m *testing.M) int {
 		return 1
 	}
 	binDir = filepath.Join(dir, "bin")
-	for name, pkg := range map[string]string{"ddprun": "../../cmd/ddprun", "mlp": "../../examples/mlp", "hierprobe": "./testdata/hierprobe"} {
+	for name, pkg := range map[string]string{"ddprun": "../../cmd/ddprun", "mlp": "../../examples/mlp", "hierprobe": "./testdata/hierprobe", "elastic": "./testdata/elastic"} {
 		if out, err := exec.Command("go", "build", "-o", filepath.Join(binDir, name), pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "scale: building %s: %v\n%s", pkg, err, out)
 			return 1
