@@ -45,8 +45,9 @@ func (g *group) AllReduceV(bufs []backend.Buffer, rop backend.ReduceOp) backend.
 		return backend.DoneWork{}
 	}
 	return g.submit("allreduce", total, func(ctx context.Context, o *op) error {
-		// The concatenation lives past the scratch the all-reduce itself uses.
-		all := make([]byte, total)
+		// The concatenation has a scratch of its own: the all-reduce uses
+		// the others.
+		all := grow(&g.vec, total)
 		at := 0
 		for _, b := range bufs {
 			at += copy(all[at:], b.Bytes)

@@ -36,7 +36,7 @@ type group struct {
 	seq    uint64
 
 	// Scratch of the worker (one op at a time).
-	scratch, shard []byte
+	scratch, shard, vec []byte
 }
 
 // op is one queued collective.
