@@ -65,7 +65,7 @@ func TestConv2dBadLengthsPanic(t *testing.T) {
 	s := Conv2dShape{N: 1, C: 1, H: 3, W: 3, O: 1, KH: 3, KW: 3, StrideH: 1, StrideW: 1, DilationH: 1, DilationW: 1, Groups: 1, OH: 1, OW: 1}
 	ok := func() []float32 { return make([]float32, 9) }
 	assert.PanicsWithValue(t, "tensor: Conv2dForward: y has 2 elements, shape "+
-		"{N:1 C:1 H:3 W:3 O:1 KH:3 KW:3 StrideH:1 StrideW:1 PadTop:0 PadLeft:0 PadBottom:0 PadRight:0 DilationH:1 DilationW:1 Groups:1 OH:1 OW:1} needs 1",
+		"{N:1 C:1 H:3 W:3 O:1 KH:3 KW:3 StrideH:1 StrideW:1 PadTop:0 PadLeft:0 PadBottom:0 PadRight:0 DilationH:1 DilationW:1 Groups:1 OH:1 OW:1 BF16:false} needs 1",
 		func() { Conv2dForward(&s, make([]float32, 2), ok(), ok(), nil) })
 	assert.Panics(t, func() { Conv2dBackwardData(&s, make([]float32, 8), ok(), make([]float32, 1)) }, "dx")
 	assert.Panics(t, func() { Conv2dBackwardWeights(&s, ok(), make([]float32, 2), ok(), make([]float32, 1)) }, "db")
