@@ -489,6 +489,15 @@ func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 		}
 	}
 	t.logf("host memory: %v\n", tensor.Host().Stats())
+	if t.dev != nil {
+		if st, ok := tensor.MemoryStatsOf(t.dev); ok {
+			t.logf("device memory: %v\n", st)
+		}
+	}
+	// The cached blocks count as live to the garbage collector, whose heap
+	// goal would otherwise stay at twice them through what follows Train
+	// (evaluation, generation, the final save): hand them back now.
+	tensor.EmptyCache(tensor.CPU())
 	return nil
 }
 
