@@ -2,6 +2,7 @@ package data
 
 import (
 	"archive/tar"
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -110,7 +111,8 @@ func (s *tarShard) stream(ctx context.Context, rng *tensor.RNG, buffer int, yiel
 		return fmt.Errorf("data: shard: %w", err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
+	// Buffered: tar reads each 512-byte header by itself.
+	tr := tar.NewReader(bufio.NewReaderSize(f, 1<<20))
 	var (
 		cur     *tarSample
 		key     string
