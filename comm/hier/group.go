@@ -174,9 +174,6 @@ func (g *group) Rank() int       { return g.rank }
 func (g *group) Size() int       { return g.size }
 func (g *group) Backend() string { return "hier" }
 
-// Nodes reports the placement: the global ranks of each node.
-func (g *group) Nodes() [][]int { return g.nodes }
-
 // submit queues an op for the worker.
 func (g *group) submit(name string, bytes int, run func(ctx context.Context, o *op) error) backend.Work {
 	o := &op{name: name, bytes: bytes, run: run, fut: backend.NewFuture()}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -182,6 +183,46 @@ func TestClosed(t *testing.T) {
 		}
 		return nil
 	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+// A rank that never issues the collective makes it fail on the others by
+// the group's timeout, naming the step, instead of hanging.
+func TestTimeoutNamesStep(t *testing.T) {
+	st := commtest.NewStore()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	top := topologies[0]
+	errs := make([]error, top.world)
+	var wg sync.WaitGroup
+	for r := range top.world {
+		wg.Go(func() {
+			g, err := hier.NewWithConfig(ctx, backend.Options{Rank: r, Size: top.world, Store: st, Prefix: "t",
+				Timeout: 3 * time.Second, StallThreshold: -1}, hier.Config{Host: top.host(r), SegmentBytes: 64 << 10})
+			if err != nil {
+				errs[r] = err
+				return
+			}
+			defer g.Close()
+			if r == 3 {
+				time.Sleep(5 * time.Second) // never joins
+				return
+			}
+			start := time.Now()
+			err = g.AllReduce(backend.Float32s(make([]float32, 1<<18)), backend.Sum).Wait(ctx)
+			switch {
+			case !errors.Is(err, backend.ErrTimeout) && !errors.Is(err, backend.ErrPeerFailed):
+				errs[r] = fmt.Errorf("want a timeout, got %v", err)
+			case time.Since(start) > 20*time.Second:
+				errs[r] = fmt.Errorf("failed only after %v", time.Since(start))
+			case !strings.Contains(err.Error(), "allreduce #1") || !strings.Contains(err.Error(), "-node"):
+				errs[r] = fmt.Errorf("the error names neither the op nor the step: %v", err)
+			}
+		})
+	}
+	wg.Wait()
 	for r, err := range errs {
 		require.NoError(t, err, "rank %d", r)
 	}
