@@ -262,3 +262,38 @@ func TestOverTCP(t *testing.T) {
 	}
 	require.Equal(t, ref.StateDict().TensorKeys(), opts[1].StateDict().TensorKeys())
 }
+
+// Under ddp the gradients arrive averaged: without ReduceGrads, ZeRO takes
+// them as they are and still matches unsharded AdamW.
+func TestGradientsAveragedByDDP(t *testing.T) {
+	const world, steps = 3, 50
+	want, _ := reference(t, world, steps)
+	pgs := commtest.NewGroups(world)
+	params := make([][]*autograd.Variable, world)
+	errs := commtest.Run(pgs, func(pg backend.ProcessGroup) error {
+		r := pg.Rank()
+		params[r] = newParams()
+		o, err := zero.NewAdamW(pg, params[r], adamw, zero.Config{})
+		if err != nil {
+			return err
+		}
+		for s := range steps {
+			for _, p := range params[r] {
+				g := grad(p.Value.F32(), r, s)
+				// What ddp's bucket all-reduce does.
+				if err := pg.AllReduce(backend.Float32s(g), backend.Avg).Wait(context.Background()); err != nil {
+					return err
+				}
+				p.Grad = tensor.FromF32(g, p.Value.Shape()...)
+			}
+			if err := o.Step(); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+		requireClose(t, want, params[r], 1e-6, fmt.Sprintf("rank %d", r))
+	}
+}
