@@ -62,7 +62,7 @@ func TestMpirun(t *testing.T) {
 		// -x: mpirun passes only these variables on to the ranks on node1.
 		args := append(mpirunArgs(agent, hostfile),
 			"-x", "PATH", "-x", "GODDP_TOKEN", "-x", "GODDP_NUM_THREADS",
-			"-x", "MASTER_ADDR=node0", "-x", "MASTER_PORT=29500",
+			"-x", "MASTER_ADDR=node0", "-x", "MASTER_PORT=29500", "-x", "GODDP_BACKEND=tcp",
 			"mlp", "-epochs", epochs)
 		r := run(t, n.command(0, jobEnv(), "mpirun", args...), 3*time.Minute)
 		require.Equal(t, 0, r.code, "mpirun:\n%s\n%s", r.stdout, r.stderr)
