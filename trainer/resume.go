@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"goddp/checkpoint"
+	"goddp/data"
 	"goddp/comm"
 	"goddp/optim"
 )
@@ -71,9 +72,11 @@ func (t *Trainer) resume(ctx context.Context) error {
 	}
 	t.start, t.step = c.Epoch+1, c.Step
 	t.resumedFrom, t.resumedEpoch = t.ckpt.Path(c.Epoch, c.Step), c.Epoch
-	if t.sampler != nil && c.Sampler != nil && c.Sampler.Position > 0 && c.Sampler.Position < t.sampler.Len() {
-		// A mid-epoch checkpoint: continue inside that epoch.
-		if err := t.sampler.LoadState(*c.Sampler); err != nil {
+	if t.sampler != nil && c.Sampler != nil && c.Sampler.Position > 0 && midEpoch(*c.Sampler, t.sampler) {
+		// A mid-epoch checkpoint: continue inside that epoch, at this run's
+		// world size if it differs (the rest of the epoch is dealt over the
+		// ranks there are now, each remaining sample once).
+		if err := t.sampler.LoadStateElastic(*c.Sampler); err != nil {
 			return fmt.Errorf("trainer: resume sampler: %w", err)
 		}
 		t.start = c.Epoch
@@ -160,4 +163,19 @@ func (t *Trainer) moveCheckpointsAside() (string, error) {
 		}
 	}
 	return fmt.Sprintf("Fresh start: moved %d checkpoint files from %s to %s", len(files), dir, aside), nil
+}
+
+// midEpoch reports whether a saved sampler state stopped inside its epoch:
+// at the same world size, before the end of the rank's list; at another,
+// before the last index the saving ranks would have reached (with drop_last
+// the tail they would have dropped does not count).
+func midEpoch(st data.SamplerState, now *data.DistributedSampler) bool {
+	if st.NumReplicas == now.NumReplicas() {
+		return st.Position < now.Len()
+	}
+	end := st.DatasetLen
+	if st.DropLast && st.NumReplicas > 0 {
+		end = st.Base + (st.DatasetLen-st.Base)/st.NumReplicas*st.NumReplicas
+	}
+	return st.Consumed() < end
 }
