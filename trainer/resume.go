@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"goddp/checkpoint"
-	"goddp/data"
 	"goddp/comm"
+	"goddp/data"
 	"goddp/optim"
 )
 
