@@ -1,4 +1,4 @@
-module goddp
+module github.com/goddp/goddp
 
 go 1.26
 

@@ -3,8 +3,8 @@ package amp
 import (
 	"fmt"
 
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // DType names a lower precision for Autocast.

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/amp"
-	"goddp/autograd"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/amp"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // A float16-style training step with dynamic loss scaling: scale the loss,

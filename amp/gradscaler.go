@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrConfig marks an invalid GradScaler configuration or state.

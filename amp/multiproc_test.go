@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/internal/proctest"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/internal/proctest"
+	"github.com/goddp/goddp/tensor"
 )
 
 func TestMain(m *testing.M) {

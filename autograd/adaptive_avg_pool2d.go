@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // AdaptiveAvgPool2d is torch.nn.functional.adaptive_avg_pool2d over x [N,

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Add returns a + b with broadcasting. Each input's gradient is gy, reduced
 // to the input's shape by the engine.

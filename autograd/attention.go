@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // AttentionOptions are the optional arguments of the attention ops.

@@ -3,7 +3,7 @@ package autograd
 import (
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // attnPlan describes a batch of attention problems laid out in memory: for

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // AvgPool2d is torch.nn.functional.avg_pool2d over x [N, C, H, W]: the mean
 // of each kernel window. With countIncludePad (torch's default) padding

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BatchNorm normalizes x [N, C, *] per channel C, as

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BCEWithLogits returns the binary cross-entropy of sigmoid(logits) against

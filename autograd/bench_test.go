@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 func randF32(r *rand.Rand, scale float32, shape ...int) *tensor.Tensor {

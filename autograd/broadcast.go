@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // reduceToShape sums a gradient computed at a broadcast shape back to the

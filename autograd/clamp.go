@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Clamp limits a to [lo, hi] elementwise (math.Inf bounds leave a side open).
 // The gradient passes where lo <= a <= hi, bounds included, as in torch.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ConvParams are the geometry arguments of Conv2d (torch's stride, padding,

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Ops never ask where their operands live: the tensor ops they call
 // dispatch on the operands' device (package tensor runs the CPU code or the

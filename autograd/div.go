@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Div returns a / b elementwise with broadcasting.
 func Div(a, b *Variable) *Variable {

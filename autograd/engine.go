@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrNonScalar is returned by Backward on a non-scalar output without a seed gradient.

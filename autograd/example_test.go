@@ -3,8 +3,8 @@ package autograd_test
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // A forward pass, a backward pass and a grad-ready hook: the hook fires while

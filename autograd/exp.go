@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Exp returns e**a elementwise; its gradient is gy * e**a.
 func Exp(a *Variable) *Variable {

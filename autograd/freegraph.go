@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // FreeGraph declares v's graph finished, as dropping the last reference to
 // it does in PyTorch: the storage of every intermediate value in it (the

@@ -3,7 +3,7 @@ package autograd
 import (
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // GELU returns the exact (erf) Gaussian error linear unit x * Φ(x), torch's

@@ -7,7 +7,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrGradCheck is returned by GradCheck when analytic and numeric gradients disagree.

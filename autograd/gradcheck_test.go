@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // badSquare computes x² but claims its gradient is x (not 2x).

@@ -5,7 +5,7 @@ import (
 	"math"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // LayerNorm normalizes x over its trailing dimensions to zero mean and unit

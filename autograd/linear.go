@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Linear returns x @ wᵀ + b for x [..., in], w [out, in] and b [out] (b may be

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Log returns the natural logarithm of a; its gradient is gy / a.
 func Log(a *Variable) *Variable {

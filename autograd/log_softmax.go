@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // LogSoftmax returns a - logsumexp(a) along axis (negative counts from the
 // end), computed stably. Its gradient is gy - exp(y) * sum(gy) along axis.

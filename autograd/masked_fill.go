@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // MaskedFill returns a copy of a with value wherever mask is nonzero, as

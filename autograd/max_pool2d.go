@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // PoolParams are a 2-d pooling window's kernel, stride and padding (torch's

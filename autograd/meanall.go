@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // MeanAll returns the mean of every element of a as a 0-d tensor (torch's
 // a.mean()). It accumulates in float64 in SumAll's order.

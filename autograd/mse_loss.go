@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // MSELoss returns the squared error (pred - target)² reduced as asked, like

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Mul returns a * b elementwise with broadcasting.
 func Mul(a, b *Variable) *Variable {

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Neg returns -a.
 func Neg(a *Variable) *Variable {

@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Permute reorders a's dimensions: dimension i of the result is a's dimension

@@ -3,7 +3,7 @@ package autograd
 import (
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Pow returns a ** b elementwise with broadcasting. The exponent's gradient

@@ -3,7 +3,7 @@ package autograd
 import (
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // PowScalar returns a ** p elementwise; its gradient is gy * p * a**(p-1).

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // ReLU returns max(a, 0) elementwise. Its gradient at 0 is 0, as in torch.
 func ReLU(a *Variable) *Variable {

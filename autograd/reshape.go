@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Reshape returns a with a new shape (one dimension may be -1). Like
 // tensor.Reshape the result shares a's storage when a is contiguous.

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Sigmoid returns 1 / (1 + e**-a); its gradient is gy * y * (1 - y).
 // Float32 runs the branch-free kernel tensor.SigmoidF32 (within about one ulp);

@@ -3,7 +3,7 @@ package autograd
 import (
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Softmax returns exp(a) / sum(exp(a)) along axis (negative counts from the

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // weightedCat is the fixtures' cat([p * (i+1) for i, p in enumerate(pieces)]):

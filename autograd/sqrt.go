@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Sqrt returns the square root of a; its gradient is gy / (2 sqrt(a)).
 func Sqrt(a *Variable) *Variable {

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Sub returns a - b with broadcasting.
 func Sub(a, b *Variable) *Variable {

@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Sum returns the sum of a over axes (nil means all; negative axes count from

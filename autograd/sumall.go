@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // SumAll returns the sum of every element of a as a 0-d tensor (torch's
 // a.sum()). It accumulates in float64 in tensor.SumAll's fixed order

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // SumAcrossReplicas sums buf elementwise across every replica of a

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Tanh returns the hyperbolic tangent of a; its gradient is gy * (1 - y²).
 // Float32 runs the branch-free kernel tensor.TanhF32 (within about one ulp);

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // Transpose swaps dimensions d0 and d1 of a (negative counts from the end).
 // The result is a strided view sharing a's storage, as in torch; ops that

@@ -1,6 +1,6 @@
 package autograd
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // unaryGrad allocates an elementwise op's input gradient, or reuses gy when
 // the engine owns it (inPlace), and runs the op's kernel over plain slices.

@@ -1,7 +1,7 @@
 package autograd
 
 import (
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Op is one differentiable operation recorded in the graph. Each op lives in

@@ -3,7 +3,7 @@ package autograd
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Where returns a where cond is nonzero and b elsewhere, as torch.where(cond,

@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"goddp/data"
-	"goddp/tensor"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Checkpoint is everything needed to resume training. It is stored as one

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"goddp/comm"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
 	"math"
 	"os"
 	"path/filepath"
@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/data"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 func fullCheckpoint(epoch, step int) *Checkpoint {

@@ -7,7 +7,7 @@ import (
 	"os"
 	"unsafe"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // Status codes broadcast by rank 0 ahead of a payload. They travel as small

@@ -6,9 +6,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"goddp/checkpoint"
-	"goddp/data"
-	"goddp/tensor"
+	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The seed Trainer's save/resume cycle with a Manager: save every few

@@ -8,7 +8,7 @@ import (
 	"errors"
 	"testing"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // withoutChecksum encodes sampleTensors as a foreign writer would, so the

@@ -2,7 +2,7 @@ package checkpoint
 
 import (
 	"fmt"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // TestCheckpointKillChild is the child process of TestSIGKILLDuringSave: it

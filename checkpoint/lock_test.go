@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/commtest"
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 // dirState describes every file of dir (name, size, mode, mtime, SHA-256),

@@ -3,7 +3,7 @@ package checkpoint
 import (
 	"context"
 	"fmt"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // TestMultiProcessChild is one rank of TestMultiProcessSaveAndLoad, which

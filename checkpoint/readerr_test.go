@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 // unreadable makes path a checkpoint name whose reading fails with an I/O

@@ -14,7 +14,7 @@ import (
 	"sort"
 	"unsafe"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Safetensors layout (https://github.com/huggingface/safetensors): an 8-byte

@@ -3,8 +3,8 @@ package checkpoint
 import (
 	"fmt"
 
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // StateDict returns m's parameters and buffers by name, as torch's

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/data"
-	"goddp/tensor"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/tensor"
 )
 
 // mlpForward computes Sequential(Linear(20,16), ReLU, Linear(16,1)) on x

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 // A temporary file's name records which process writes it,

@@ -6,8 +6,8 @@ import (
 	"os"
 	"strconv"
 
-	"goddp/comm/store"
-	"goddp/comm/store/c10d"
+	"github.com/goddp/goddp/comm/store"
+	"github.com/goddp/goddp/comm/store/c10d"
 )
 
 // torchrun's agent hosts a torch TCPStore at MASTER_ADDR:MASTER_PORT and

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/store"
-	"goddp/comm/store/c10d"
+	"github.com/goddp/goddp/comm/store"
+	"github.com/goddp/goddp/comm/store/c10d"
 )
 
 // TestOpenAgentStore: Init joins torchrun's agent store only where torch's

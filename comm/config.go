@@ -2,8 +2,8 @@ package comm
 
 import (
 	"fmt"
-	"goddp/comm/internal/auth"
-	"goddp/internal/launchenv"
+	"github.com/goddp/goddp/comm/internal/auth"
+	"github.com/goddp/goddp/internal/launchenv"
 	"math"
 	"net"
 	"os"

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"net"
 	"path/filepath"
 	"runtime"

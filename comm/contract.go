@@ -1,6 +1,6 @@
 package comm
 
-import "goddp/comm/backend"
+import "github.com/goddp/goddp/comm/backend"
 
 // The contract between users, comm and the backends lives in
 // goddp/comm/backend (see doc.go); these aliases let users write

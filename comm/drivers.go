@@ -6,9 +6,9 @@ package comm
 // when a group is created, so linking it costs no CUDA dependency; mpi is a
 // stub that says how to build it unless the mpi build tag is set.
 import (
-	_ "goddp/comm/hier"
-	_ "goddp/comm/mpi"
-	_ "goddp/comm/nccl"
-	_ "goddp/comm/shm"
-	_ "goddp/comm/tcp"
+	_ "github.com/goddp/goddp/comm/hier"
+	_ "github.com/goddp/goddp/comm/mpi"
+	_ "github.com/goddp/goddp/comm/nccl"
+	_ "github.com/goddp/goddp/comm/shm"
+	_ "github.com/goddp/goddp/comm/tcp"
 )

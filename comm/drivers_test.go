@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/mpi"
+	"github.com/goddp/goddp/comm/mpi"
 )
 
 // comm registers every backend it ships: a program that imports only comm

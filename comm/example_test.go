@@ -6,7 +6,7 @@ import (
 	"sync"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // Two ranks meet through a store that rank 0 hosts and all-reduce a

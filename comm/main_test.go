@@ -3,8 +3,8 @@ package comm
 import (
 	"context"
 	"fmt"
-	"goddp/comm/commtest"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/internal/proctest"
 	"net"
 	"testing"
 	"time"

@@ -2,7 +2,7 @@ package comm
 
 import (
 	"fmt"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/internal/proctest"
 	"strings"
 	"syscall"
 	"testing"

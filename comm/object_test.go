@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 type testMeta struct {

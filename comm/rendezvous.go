@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/store"
 )
 
 // How the ranks of one job meet in the store, and refuse everyone else.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/store"
 )
 
 // The rendezvous store lives in goddp/comm/store (launchers import it

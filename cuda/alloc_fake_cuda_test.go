@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // On cuda, tensors' memory comes from the caching allocator: a collected

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"sync"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Context is one GPU's primary CUDA context with goddp's kernels loaded,

@@ -5,7 +5,7 @@ import (
 	"os"
 	"strconv"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Device names where a tensor lives: the host (CPU) or GPU i (CUDA(i)).

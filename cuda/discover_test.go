@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"goddp/cuda"
+	"github.com/goddp/goddp/cuda"
 )
 
 // Without a driver (as where this was written) discovery fails cleanly;

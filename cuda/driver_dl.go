@@ -16,8 +16,8 @@ import (
 	"strings"
 	"unsafe"
 
-	"goddp/cuda/kernels"
-	"goddp/internal/libfind"
+	"github.com/goddp/goddp/cuda/kernels"
+	"github.com/goddp/goddp/internal/libfind"
 )
 
 // dlDevice is the real device: libcuda.so.1 and cuBLAS through dlopen.

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"goddp/cuda"
-	"goddp/tensor"
+	"github.com/goddp/goddp/cuda"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Moving a tensor to GPU 0 and back, torch's x.to("cuda:0"). Built without

@@ -15,11 +15,11 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/comm/nccl"
-	"goddp/cuda"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/cuda"
+	"github.com/goddp/goddp/tensor"
 )
 
 // These tests need a GPU and have never run: the machine they were written

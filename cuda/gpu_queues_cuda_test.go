@@ -12,13 +12,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/comm/commtest"
-	"goddp/cuda"
-	"goddp/ddp"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/cuda"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // GPU tests of Context.Queues, ddp's device over CUDA streams and events.

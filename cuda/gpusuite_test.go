@@ -9,7 +9,7 @@ import (
 	"runtime"
 	"testing"
 
-	"goddp/cuda"
+	"github.com/goddp/goddp/cuda"
 )
 
 // TestGPUSuite runs this package's -tags cuda tests in a child `go test`

@@ -12,10 +12,10 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	comm "goddp/comm/backend"
-	"goddp/comm/nccl"
-	"goddp/cuda/devtensor"
-	"goddp/tensor"
+	comm "github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/cuda/devtensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // queueDriver is what the queues need of a device beyond the Context's

@@ -15,14 +15,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/comm/commtest"
-	"goddp/comm/nccl"
-	"goddp/cuda/sim"
-	"goddp/ddp"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/cuda/sim"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // simGPU is a fake driver that is a GPU in behaviour: its memory, streams,

@@ -1,6 +1,6 @@
 package cuda
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // The "cuda" kind of goddp/tensor's device registry: a blank import of
 // this package lets a program open "cuda:N" by name

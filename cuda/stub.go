@@ -3,8 +3,8 @@
 package cuda
 
 import (
-	"goddp/comm/nccl"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Context is a CUDA context on one GPU. Without the cuda build tag it

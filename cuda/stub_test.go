@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda"
-	"goddp/tensor"
+	"github.com/goddp/goddp/cuda"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Without -tags cuda every entry point says how to get CUDA.

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"goddp/comm"
-	"goddp/comm/nccl"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Tensor is a dense row-major tensor in GPU memory, owned by a Context.

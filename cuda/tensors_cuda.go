@@ -8,8 +8,8 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/cuda/devtensor"
-	"goddp/tensor"
+	"github.com/goddp/goddp/cuda/devtensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Tensors returns the context as a goddp/tensor device ("cuda:N"): tensors

@@ -3,7 +3,7 @@ package data
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Array is an n-dimensional array read from an IDX or .npy file, kept in its

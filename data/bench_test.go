@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BenchmarkDataLoader measures batches/s for MNIST-sized samples (784

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Batch is what a DataLoader yields.

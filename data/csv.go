@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // CSVOptions says how to read a numeric CSV file.

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sort"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Sample is one example. Input is required. A regression or multi-output

@@ -3,7 +3,7 @@ package data
 import (
 	"fmt"
 
-	"goddp/internal/launchenv"
+	"github.com/goddp/goddp/internal/launchenv"
 )
 
 // Sized is anything with a length, such as a Dataset.

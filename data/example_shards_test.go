@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"os"
 
-	"goddp/data"
-	"goddp/tensor"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/tensor"
 )
 
 // A dataset written as shards and read back as a stream, by rank 0 of 2:

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"strings"
 
-	"goddp/data"
-	"goddp/tensor"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The seed Trainer's input side: a DistributedSampler feeding a DataLoader,

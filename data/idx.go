@@ -9,7 +9,7 @@ import (
 	"math"
 	"os"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // IDX element type codes (the MNIST file format).

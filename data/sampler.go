@@ -3,7 +3,7 @@ package data
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Sampler yields the dataset indices of one pass (torch's Sampler). The

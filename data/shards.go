@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"goddp/internal/launchenv"
-	"goddp/tensor"
+	"github.com/goddp/goddp/internal/launchenv"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ShardDataset is an iterable dataset over shard files (torch's

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BenchmarkLoaderFashionMNISTSized compares the loaders on 60000 samples of

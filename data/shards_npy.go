@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // npyShard is an .npy file of inputs [n, ...] with optional labels or

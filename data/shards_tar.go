@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // tarShard is a tar file in webdataset's layout: each sample is a run of

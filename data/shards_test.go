@@ -18,7 +18,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // sampleValue is element k of global sample id's input: every sample is

@@ -8,7 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ShardFormat is the file format WriteShards writes.

@@ -3,8 +3,8 @@ package ddp
 import (
 	"context"
 	"fmt"
-	"goddp/comm/commtest"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The MLP of examples/mlp and the torch anchor: 784-512-512-10, batch 64

@@ -6,9 +6,9 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // param is one trainable parameter as the reducer sees it.

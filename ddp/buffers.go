@@ -3,7 +3,7 @@ package ddp
 import (
 	"unsafe"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // Typed views of a comm.Buffer's bytes. The buffers come from comm.Float32s

@@ -2,11 +2,11 @@ package ddp
 
 import (
 	"context"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/internal/half"
 	"sync"
 
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // GradBucket is what a CommHook sees of one bucket (torch's

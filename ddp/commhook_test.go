@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // TestCompressionHookErrorBounds drives the hooks directly on pre-divided

@@ -6,10 +6,10 @@ import (
 	"os"
 	"time"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // DDP wraps a model for synchronous data-parallel training (torch's

@@ -6,8 +6,8 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The device interfaces are goddp/tensor's stream contract, re-exported:

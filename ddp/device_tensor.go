@@ -5,7 +5,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // TensorDevice adapts any goddp/tensor device to Device, with no queue of

@@ -5,7 +5,7 @@ package ddp
 import (
 	"context"
 	"fmt"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"math"
 	"testing"
 	"time"
@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/cuda/sim"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/cuda/sim"
 )
 
 // deviceGrads trains one step of a 2-rank MLP and returns rank 0's

@@ -3,15 +3,15 @@ package ddp_test
 import (
 	"context"
 	"fmt"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"sync"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/ddp"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Two ranks (goroutines over an in-memory process group; a real job gets its

@@ -1,17 +1,17 @@
 package ddp
 
 import (
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // testNet is a minimal nn.Layer: named parameters plus a forward closure.

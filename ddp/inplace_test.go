@@ -11,12 +11,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/comm/shm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/shm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // inPlaceRun trains a dotNet for steps iterations on one rank and returns

@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // JoinOption configures Join.

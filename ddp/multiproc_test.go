@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // The multi-process tests re-execute this test binary as the workers

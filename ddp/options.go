@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Defaults, as in torch.nn.parallel.DistributedDataParallel.

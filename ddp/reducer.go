@@ -9,9 +9,9 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // reducer is the gradient synchronisation state machine (torch's

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/internal/proctest"
 )
 
 // Wrapping and closing a growing model again and again with

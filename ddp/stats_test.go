@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 func TestUnionLength(t *testing.T) {

@@ -3,8 +3,8 @@ package ddp
 import (
 	"fmt"
 
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The reducer is built from two strategies chosen once at Wrap, as c10d's

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // Wrap builds the reducer from the two strategies the configuration

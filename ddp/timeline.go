@@ -13,7 +13,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // Timeline records spans as a Chrome trace (the JSON array format that

@@ -3,7 +3,7 @@ package ddp
 import (
 	"context"
 	"encoding/json"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"os"
 	"testing"
 

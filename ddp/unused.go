@@ -1,6 +1,6 @@
 package ddp
 
-import "goddp/autograd"
+import "github.com/goddp/goddp/autograd"
 
 // reachableLeaves walks the recorded graph from out and returns the leaves
 // that requires-grad paths reach: the parameters that can receive a gradient

@@ -6,9 +6,9 @@ import (
 	"slices"
 	"strings"
 
-	"goddp/comm"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // stateEntry is one parameter or buffer of the model, as compared across

@@ -19,7 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // strangers are what the auth test sends to a listening port: each connects,

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/checkpoint"
+	"github.com/goddp/goddp/checkpoint"
 )
 
 // watchCreates reports the names of files created in dir (inotify).

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/checkpoint"
+	"github.com/goddp/goddp/checkpoint"
 )
 
 // defaultCkptDir is examples/linear's -ckpt-dir default: relative, so two

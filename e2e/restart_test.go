@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/checkpoint"
-	"goddp/tensor"
+	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/tensor"
 )
 
 var (

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"goddp/internal/threadenv"
+	"github.com/goddp/goddp/internal/threadenv"
 )
 
 // Environment variables set for every worker. The torch names are the

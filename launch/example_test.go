@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"goddp/launch"
+	"github.com/goddp/goddp/launch"
 )
 
 // ddprun's command line, torchrun-style: both spellings of each flag work,

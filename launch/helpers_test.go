@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // workerBin is testdata/launch/worker, built once by TestMain.

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 // Temp dirs that ddprun removes when it ends (the run's log dir, a build's

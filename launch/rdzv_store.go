@@ -12,7 +12,7 @@ import (
 	"strings"
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Multi-node rendezvous through a store hosted by node 0's launcher (the

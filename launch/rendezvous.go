@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // storeServer is a store hosted by this launcher (store.Server).

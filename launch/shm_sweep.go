@@ -1,6 +1,6 @@
 package launch
 
-import "goddp/comm/shm"
+import "github.com/goddp/goddp/comm/shm"
 
 // sweepWorkerShm removes the shared-memory files (/dev/shm/goddp-shm-*) of
 // workers that died before unlinking them: a rank 0 killed while the other

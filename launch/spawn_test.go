@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -5,8 +5,8 @@ import (
 	"net"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/store"
 )
 
 // commStores is the real store driver: comm's TCP store, every connection

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // AllReduceSum sums values elementwise across every rank of pg, in place,

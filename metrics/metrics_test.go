@@ -3,14 +3,14 @@ package metrics_test
 import (
 	"context"
 	"fmt"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/metrics"
+	"github.com/goddp/goddp/metrics"
 )
 
 // TestReduceWeightsRanksBySampleCount: rank 0 saw 3 samples, rank 1 saw 1

@@ -1,6 +1,6 @@
 package nn
 
-import "goddp/autograd"
+import "github.com/goddp/goddp/autograd"
 
 // stateless is embedded by layers without parameters or buffers.
 type stateless struct{ mode }

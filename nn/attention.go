@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // MultiheadAttention is torch's nn.MultiheadAttention(embed_dim, num_heads,

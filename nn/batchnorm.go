@@ -3,8 +3,8 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BatchNorm1d normalizes each channel of x [N, C] (or [N, C, L]) over the

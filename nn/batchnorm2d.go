@@ -3,8 +3,8 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BatchNorm2d normalizes each channel of x [N, C, H, W] over the batch and

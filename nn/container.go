@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"strings"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Container is a Module assembled from registered parameters, buffers and

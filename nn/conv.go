@@ -3,8 +3,8 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Conv2d is a 2-d convolution over [N, C, H, W] inputs (torch's nn.Conv2d).

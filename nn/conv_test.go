@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // newConvNet is examples/cnn's network.

@@ -3,7 +3,7 @@ package nn
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // To moves m's parameters to dev in place, as torch's module.to(device): each

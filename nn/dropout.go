@@ -3,8 +3,8 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Dropout zeroes each element with probability P during training and scales

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Embedding maps integer indices to rows of Weight [num, dim] (torch's

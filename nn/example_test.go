@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Build a small classifier, train it for a few steps and save its state.

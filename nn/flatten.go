@@ -3,7 +3,7 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
+	"github.com/goddp/goddp/autograd"
 )
 
 // Flatten merges the dimensions StartDim..EndDim into one (torch's

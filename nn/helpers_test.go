@@ -5,8 +5,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/optim"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/optim"
 )
 
 func newTestSGD(t testing.TB, ps []*autograd.Variable, lr, momentum, wd float64) *optim.SGD {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // torch.nn.init. Each function overwrites a contiguous tensor in place from

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // torchArr is an array as scripts/gen_fixtures_rng.py stores it: raw

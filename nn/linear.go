@@ -3,8 +3,8 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Linear applies y = x Wᵀ + b to the last dimension of x (torch's nn.Linear).

@@ -1,6 +1,6 @@
 package nn
 
-import "goddp/autograd"
+import "github.com/goddp/goddp/autograd"
 
 // MSELoss is the mean squared error between prediction and target (torch's
 // nn.MSELoss). The zero value averages (reduction='mean').

@@ -1,8 +1,8 @@
 package nn
 
 import (
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // NamedParameter is a parameter with its torch-style dotted name ("net.2.bias").

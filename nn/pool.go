@@ -3,7 +3,7 @@ package nn
 import (
 	"fmt"
 
-	"goddp/autograd"
+	"github.com/goddp/goddp/autograd"
 )
 
 // MaxPool2d takes the maximum over each kernel window of [N, C, H, W]

@@ -3,7 +3,7 @@ package nn
 import (
 	"strconv"
 
-	"goddp/autograd"
+	"github.com/goddp/goddp/autograd"
 )
 
 // Sequential chains layers, feeding each one's output to the next (torch's

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrStateDict is wrapped by LoadStateDict's errors.

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/tensor"
 )
 
 // SyncBatchNorm is BatchNorm whose training statistics cover the whole

@@ -1,15 +1,15 @@
 package nn_test
 
 import (
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // TestSyncBatchNormWorld2MatchesConcatenatedBatch: a model converted with

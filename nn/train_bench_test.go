@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"goddp/autograd"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // BenchmarkTrainStep measures one full single-process training step

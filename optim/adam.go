@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"math"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // AdamConfig holds torch.optim.Adam's (and AdamW's) arguments. Use

@@ -1,8 +1,8 @@
 package optim
 
 import (
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ClipGradNorm rescales the gradients of params in place so that their

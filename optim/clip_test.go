@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 func TestClipGradNormMatchesTorch(t *testing.T) {

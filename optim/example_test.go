@@ -3,9 +3,9 @@ package optim_test
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Minimise f(x) = sum(x^2) with SGD and momentum, warming the learning rate

@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrInvalidConfig is wrapped by constructor errors for out-of-range

@@ -3,8 +3,8 @@ package optim
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // SGDConfig holds torch.optim.SGD's arguments. The zero value except LR is

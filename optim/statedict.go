@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"sort"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrStateDict is wrapped by LoadStateDict errors.

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // benchParams returns the 784-512-512-10 MLP's parameter shapes with grads.

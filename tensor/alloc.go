@@ -7,7 +7,7 @@ import (
 	"runtime/debug"
 	"sync/atomic"
 
-	"goddp/tensor/internal/caching"
+	"github.com/goddp/goddp/tensor/internal/caching"
 )
 
 // MemoryStats is a device allocator's counters (bytes are size-class

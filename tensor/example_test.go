@@ -3,7 +3,7 @@ package tensor_test
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 func Example() {

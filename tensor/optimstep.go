@@ -7,7 +7,7 @@ import (
 
 	"gonum.org/v1/gonum/blas/gonum"
 
-	"goddp/tensor/internal/simd"
+	"github.com/goddp/goddp/tensor/internal/simd"
 )
 
 // The optimizers' fused updates, as tensor ops so that goddp/optim never

@@ -3,7 +3,7 @@ package tensor
 import (
 	"fmt"
 
-	"goddp/tensor/internal/simd"
+	"github.com/goddp/goddp/tensor/internal/simd"
 )
 
 // ReLUF32 sets dst[i] = max(src[i], 0). NaN and -0 pass through, as in

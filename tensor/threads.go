@@ -1,6 +1,6 @@
 package tensor
 
-import "goddp/internal/threadenv"
+import "github.com/goddp/goddp/internal/threadenv"
 
 // ThreadsFromEnv returns the BLAS thread count requested by the environment:
 // GODDP_NUM_THREADS, or else OMP_NUM_THREADS. It returns 0 when neither holds

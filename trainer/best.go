@@ -10,8 +10,8 @@ import (
 	"math"
 	"slices"
 
-	"goddp/checkpoint"
-	"goddp/comm"
+	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/comm"
 )
 
 // Mode says which way a metric improves.

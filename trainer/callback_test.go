@@ -14,13 +14,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/checkpoint"
-	"goddp/comm/commtest"
-	"goddp/data"
-	"goddp/ddp"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // evalWorld trains a linear classifier on n ranks of an in-memory group

@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/checkpoint"
+	"github.com/goddp/goddp/checkpoint"
 )
 
 // dirState describes every entry of dir (name, mode, size, mtime and, for

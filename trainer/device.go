@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"strings"
 
-	"goddp/data"
-	"goddp/tensor"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/tensor"
 )
 
 // openDevice resolves -device for this rank: "cpu"; "sim", goddp/cuda/sim's

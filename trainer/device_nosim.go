@@ -5,7 +5,7 @@ package trainer
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 func openSim(localRank int) (tensor.Device, func(), error) {

@@ -5,9 +5,9 @@ package trainer
 import (
 	"fmt"
 
-	"goddp/cuda"
-	"goddp/cuda/sim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/cuda"
+	"github.com/goddp/goddp/cuda/sim"
+	"github.com/goddp/goddp/tensor"
 )
 
 func openSim(localRank int) (tensor.Device, func(), error) {

@@ -6,14 +6,14 @@ import (
 	"io"
 	"log"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/data"
-	"goddp/ddp"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
-	"goddp/trainer"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
+	"github.com/goddp/goddp/trainer"
 )
 
 // A Trainer built from parts: one process here (no launcher variables), a

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // Throughput. The first steps of a run are slower than the rest: the host

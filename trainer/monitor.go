@@ -6,7 +6,7 @@ import (
 	"maps"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // monitor is the trainer's running view of training for the callbacks and

@@ -8,10 +8,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"goddp/checkpoint"
-	"goddp/comm"
-	"goddp/data"
-	"goddp/optim"
+	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/optim"
 )
 
 // resume loads the newest valid checkpoint, if any, on every rank. Newer

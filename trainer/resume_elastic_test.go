@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/data"
+	"github.com/goddp/goddp/data"
 )
 
 func TestMidEpoch(t *testing.T) {

@@ -14,15 +14,15 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/amp"
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/data"
-	"goddp/ddp"
-	"goddp/launch"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/amp"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/launch"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Defaults are an example's flag defaults.

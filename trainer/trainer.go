@@ -9,15 +9,15 @@ import (
 	"os"
 	"time"
 
-	"goddp/autograd"
-	"goddp/checkpoint"
-	"goddp/comm"
-	"goddp/data"
-	"goddp/ddp"
-	"goddp/metrics"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/metrics"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // LossFunc computes the loss of a model output against a batch.

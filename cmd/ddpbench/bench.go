@@ -8,8 +8,8 @@ import (
 	"slices"
 	"time"
 
-	"goddp/comm"
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 // result is one row of the report.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 var errUsage = errors.New("usage")

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 func main() {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 // TestMain lets the test binary stand in for ddpbench: the launcher

@@ -16,10 +16,10 @@ import (
 	"strings"
 	"time"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/ddp"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/tensor"
 )
 
 // syncConfig is the parsed command line of `ddpbench sync`.

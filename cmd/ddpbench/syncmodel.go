@@ -4,9 +4,9 @@ import (
 	"runtime"
 	"time"
 
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // profileModel holds exactly a profile's parameters (float32, zeros) and

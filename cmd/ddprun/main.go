@@ -18,7 +18,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"goddp/launch"
+	"github.com/goddp/goddp/launch"
 )
 
 func main() {

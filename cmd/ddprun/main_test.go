@@ -20,7 +20,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/launch"
+	"github.com/goddp/goddp/launch"
 )
 
 // The test binary doubles as ddprun: with DDPRUN_TEST_MAIN=1 it runs main's

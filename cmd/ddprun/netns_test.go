@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/launch"
+	"github.com/goddp/goddp/launch"
 )
 
 // Two "machines" on one host: network namespaces joined by a veth pair,

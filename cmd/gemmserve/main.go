@@ -19,7 +19,7 @@ import (
 	"strings"
 	"time"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 func main() {

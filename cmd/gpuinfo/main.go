@@ -19,9 +19,9 @@ import (
 	"os"
 	"path/filepath"
 
-	"goddp/comm/nccl"
-	"goddp/cuda"
-	"goddp/internal/libfind"
+	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/cuda"
+	"github.com/goddp/goddp/internal/libfind"
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout)) }

@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda"
+	"github.com/goddp/goddp/cuda"
 )
 
 // Without a GPU gpuinfo exits 3 and says what is missing; with one it

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // A backend's ops return Futures; Wait gives every waiter the same result.

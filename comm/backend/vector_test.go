@@ -3,8 +3,8 @@ package backend_test
 import (
 	"testing"
 
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 type unwrapping struct{ backend.ProcessGroup }

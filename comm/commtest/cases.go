@@ -3,8 +3,8 @@ package commtest
 import (
 	"context"
 	"fmt"
-	"goddp/comm/backend"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/half"
 	"hash/fnv"
 	"math"
 )

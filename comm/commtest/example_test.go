@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 // Three ranks of one process all-reduce, as a unit test of code that takes

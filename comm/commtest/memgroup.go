@@ -3,11 +3,11 @@ package commtest
 import (
 	"context"
 	"fmt"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/internal/half"
 	"sync"
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Group is one rank of a process group whose ranks are goroutines of

@@ -2,15 +2,15 @@ package commtest_test
 
 import (
 	"context"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/internal/half"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 func TestGroupCollectives(t *testing.T) {

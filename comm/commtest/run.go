@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Run calls fn once per group, each on its own goroutine (the ranks of one

@@ -1,8 +1,8 @@
 package commtest
 
 import (
-	"goddp/comm/backend"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/half"
 	"math"
 
 	"unsafe"

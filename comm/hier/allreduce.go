@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/reduce"
 )
 
 // AllReduce reduces buf across all ranks in place (see the package doc).

@@ -5,8 +5,8 @@ import (
 	"os"
 	"strings"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/envcfg"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/envcfg"
 )
 
 // Config is the hier backend's tuning. The zero value means the defaults.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/store"
 )
 
 func init() { backend.Register("hier", New) }

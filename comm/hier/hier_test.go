@@ -13,11 +13,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/comm/hier"
-	_ "goddp/comm/shm"
-	"goddp/comm/tcp"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/hier"
+	_ "github.com/goddp/goddp/comm/shm"
+	"github.com/goddp/goddp/comm/tcp"
 )
 
 // topology places world ranks on hosts: host(r) names rank r's node.

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/reduce"
 )
 
 func checkBuf(b backend.Buffer) error {

@@ -13,7 +13,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // mpiError turns an MPI return code into an error (nil for MPI_SUCCESS).

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 
-	"goddp/comm"
-	"goddp/comm/mpi"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/mpi"
 )
 
 // A program started by mpirun joins the job and averages a buffer. Outside

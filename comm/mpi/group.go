@@ -16,7 +16,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // group is a backend.ProcessGroup over a duplicate of MPI_COMM_WORLD.

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/comm/commtest"
-	"goddp/comm/mpi"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/mpi"
 )
 
 // The collective tests need a real MPI job: scripts/test-mpi.sh builds this

@@ -5,7 +5,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"goddp/comm/mpi"
+	"github.com/goddp/goddp/comm/mpi"
 )
 
 func TestUnderLauncher(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 func init() { backend.Register("mpi", factory) }

@@ -5,7 +5,7 @@ package mpi
 import (
 	"context"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // The default build has no MPI: the backend name is still registered so

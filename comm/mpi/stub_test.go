@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/comm/mpi"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/mpi"
 )
 
 // Without the mpi tag, both entry points say how to get MPI.

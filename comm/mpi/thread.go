@@ -16,7 +16,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // All of a group's MPI calls run on one goroutine locked to one OS thread

@@ -2,7 +2,7 @@
 
 package mpi
 
-import "goddp/comm/backend"
+import "github.com/goddp/goddp/comm/backend"
 
 // work is the future every op returns: backend.Future, completed exactly once.
 type work = backend.Future

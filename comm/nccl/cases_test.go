@@ -9,9 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/comm/commtest"
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 // TestGPUCases runs commtest's conformance table, the one tcp, shm and mpi

@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // AllocDevice allocates device memory on an nccl group's GPU (pg as

@@ -1,7 +1,7 @@
 package nccl
 
 import (
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // DeviceBuffer is a typed view of GPU memory, the device counterpart of

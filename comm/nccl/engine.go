@@ -8,7 +8,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // libCalls is what the engine needs from CUDA and NCCL: group.go

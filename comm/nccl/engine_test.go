@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // fakeLib stands for CUDA and NCCL: events complete when the test says,

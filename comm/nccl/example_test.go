@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"goddp/comm"
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 // Probe tells, before a job starts, whether this machine can run the nccl

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 // TestGPUCollectives runs the host-buffer collectives on a one-rank NCCL

@@ -16,7 +16,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // group is the nccl backend.ProcessGroup: one NCCL communicator on one GPU,

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"unsafe"
 
-	"goddp/internal/libfind"
+	"github.com/goddp/goddp/internal/libfind"
 )
 
 // CUDA and NCCL codes used on the Go side.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
-	"goddp/comm/nccl"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/nccl"
 )
 
 // missing reports whether err says what is missing with one of the sentinels.

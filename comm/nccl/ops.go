@@ -11,7 +11,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // ncclType is NCCL's ncclDataType_t for a dtype (nccl.h, NCCL 2.x).

@@ -3,7 +3,7 @@ package nccl
 import (
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // DefaultLibrary is NCCL's soname, which Candidates looks for.

@@ -5,7 +5,7 @@ package nccl
 import (
 	"context"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 func init() { backend.Register("nccl", factory) }

@@ -9,7 +9,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Shared buffers (AllocShared, backend.SharedAllocator). The chunked

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 // An all-reduce of a buffer in AllocShared memory, at several offsets of

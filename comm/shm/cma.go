@@ -3,8 +3,8 @@ package shm
 import (
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/reduce"
 	"runtime"
 	"syscall"
 	"unsafe"

@@ -6,9 +6,9 @@ import (
 	"runtime"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/envcfg"
-	"goddp/internal/threadenv"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/envcfg"
+	"github.com/goddp/goddp/internal/threadenv"
 )
 
 // Config tunes the shm backend. The zero value picks every default; New

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
 )
 
 func lookupIn(env map[string]string) func(string) (string, bool) {

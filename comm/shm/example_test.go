@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/comm/shm"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/shm"
 )
 
 // Settings come from the environment (shm.New) or from the caller.

@@ -72,7 +72,7 @@ package shm
 import (
 	"context"
 	"fmt"
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/internal/reduce"
 	"math"
 	"slices"
 	"strconv"
@@ -82,7 +82,7 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 func init() {

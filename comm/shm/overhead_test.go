@@ -2,9 +2,9 @@ package shm
 
 import (
 	"context"
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/internal/reduce"
 	"testing"
 	"time"
 )

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"sync/atomic"
 	"time"
 )

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
 	"testing"
 	"time"
 

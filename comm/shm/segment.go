@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"unsafe"
 
-	"goddp/comm/backend"
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 // The shared segment is one file under /dev/shm, mapped MAP_SHARED by every

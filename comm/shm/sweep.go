@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"unsafe"
 
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 // Files a dead job leaves in /dev/shm. A segment's or a shared buffer's

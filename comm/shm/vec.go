@@ -1,7 +1,7 @@
 package shm
 
 import (
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"sort"
 	"unsafe"
 )

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 // Waiting. A rank waits for a peer's counter to reach a step number. The

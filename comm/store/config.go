@@ -5,9 +5,9 @@ import (
 	"os"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/auth"
-	"goddp/comm/internal/envcfg"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/auth"
+	"github.com/goddp/goddp/comm/internal/envcfg"
 )
 
 // Config bounds what the store server spends on its clients, so that

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/store"
 )
 
 // Rank 0 hosts the store; every rank (here, the same process) dials it.

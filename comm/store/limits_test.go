@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/auth"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/auth"
 )
 
 const testToken = "limits-token-0123456789"

@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"net"
 )
 

@@ -4,7 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"goddp/comm/internal/wire"
+	"github.com/goddp/goddp/comm/internal/wire"
 	"io"
 	"time"
 )

@@ -3,7 +3,7 @@ package tcp
 import (
 	"bytes"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"strings"
 	"time"
 )

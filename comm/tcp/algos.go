@@ -1,9 +1,9 @@
 package tcp
 
 import (
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/internal/reduce"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Collective algorithms of the tcp backend. They run on the group's worker

@@ -5,8 +5,8 @@ import (
 	"os"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/internal/envcfg"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/envcfg"
 )
 
 // Config tunes the tcp backend. The zero value picks every default; New

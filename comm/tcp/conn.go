@@ -3,7 +3,7 @@ package tcp
 import (
 	"errors"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"io"
 	"net"
 	"os"

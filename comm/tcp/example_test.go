@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/comm/tcp"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/tcp"
 )
 
 // Settings come from the environment (tcp.New) or from the caller.

@@ -4,8 +4,8 @@ package tcp
 
 import (
 	"errors"
-	"goddp/comm/backend"
-	"goddp/comm/internal/reduce"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/internal/reduce"
 	"io"
 	"os"
 	"syscall"

@@ -3,7 +3,7 @@ package tcp
 import (
 	"bytes"
 	"errors"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"io"
 	"testing"
 

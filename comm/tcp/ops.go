@@ -3,7 +3,7 @@ package tcp
 import (
 	"encoding/binary"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // The tcp backend's public ops: validate, describe, queue. The algorithms

@@ -2,7 +2,7 @@ package tcp
 
 import (
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"time"
 )
 

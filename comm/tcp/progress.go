@@ -3,7 +3,7 @@ package tcp
 import (
 	"encoding/binary"
 	"fmt"
-	"goddp/comm/internal/wire"
+	"github.com/goddp/goddp/comm/internal/wire"
 	"strings"
 	"time"
 )

@@ -3,8 +3,8 @@ package tcp
 import (
 	"context"
 	"fmt"
-	"goddp/comm/backend"
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/store"
 	"slices"
 )
 

@@ -7,7 +7,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Mem is device memory as a Launcher allocates it.

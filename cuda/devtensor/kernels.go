@@ -3,7 +3,7 @@ package devtensor
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // kernels is the op table: each entry maps a tensor.Kernels op onto

@@ -7,7 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"goddp/cuda/kernels"
+	"github.com/goddp/goddp/cuda/kernels"
 )
 
 func TestEveryKernelIsInPTX(t *testing.T) {

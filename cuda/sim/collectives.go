@@ -6,8 +6,8 @@ import (
 	"time"
 	"unsafe"
 
-	"goddp/comm"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Collectives gives a process group the shape the nccl backend has on a

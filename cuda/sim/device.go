@@ -11,7 +11,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrClosed is returned for work on a closed device or a freed buffer.

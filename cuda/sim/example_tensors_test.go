@@ -3,10 +3,10 @@ package sim_test
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/cuda/sim"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/cuda/sim"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // A model moved to the simulated device trains there: the forward and

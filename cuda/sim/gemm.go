@@ -3,7 +3,7 @@ package sim
 import (
 	"fmt"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Sgemm enqueues C = alpha*op(A)*op(B) + beta*C on row-major float32

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda/sim"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/cuda/sim"
+	"github.com/goddp/goddp/internal/half"
 )
 
 // halfInputs are float32s that exercise every path of the narrowing:

@@ -7,8 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda/kernels"
-	"goddp/cuda/sim"
+	"github.com/goddp/goddp/cuda/kernels"
+	"github.com/goddp/goddp/cuda/sim"
 )
 
 // The device runs exactly the kernels the GPU build loads.

@@ -3,8 +3,8 @@ package sim
 import (
 	"fmt"
 
-	comm "goddp/comm/backend"
-	"goddp/tensor"
+	comm "github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Queues returns the device's queues, goddp/tensor's stream contract

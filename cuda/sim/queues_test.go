@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda/sim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/cuda/sim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // A device's queues as ddp uses them: an upload on the compute queue, a

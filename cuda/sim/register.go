@@ -1,6 +1,6 @@
 package sim
 
-import "goddp/tensor"
+import "github.com/goddp/goddp/tensor"
 
 // The "sim" kind of goddp/tensor's device registry: a blank import of
 // this package lets a program open "sim:N" by name

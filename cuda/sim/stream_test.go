@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda/sim"
+	"github.com/goddp/goddp/cuda/sim"
 )
 
 func newDevice(t *testing.T) *sim.Device {

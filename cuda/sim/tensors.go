@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"unsafe"
 
-	"goddp/cuda/devtensor"
-	"goddp/tensor"
+	"github.com/goddp/goddp/cuda/devtensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Tensors returns the device as a goddp/tensor device ("sim:N"): tensors

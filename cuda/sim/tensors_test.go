@@ -6,10 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The tensor layer's device: To and back, Item, creation, and the errors of

@@ -3,7 +3,7 @@
 package gorgoniaddp_test
 
 import (
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"sync"
 	"testing"
 

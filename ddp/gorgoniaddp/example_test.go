@@ -5,14 +5,14 @@ package gorgoniaddp_test
 import (
 	"context"
 	"fmt"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
 
-	"goddp/ddp"
-	"goddp/ddp/gorgoniaddp"
-	"goddp/optim"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/ddp/gorgoniaddp"
+	"github.com/goddp/goddp/optim"
 )
 
 // Fit y = 2x + 1 with a gorgonia graph under DDP (one rank here; under a

@@ -3,8 +3,8 @@
 package gorgoniaddp
 
 import (
-	"goddp/autograd"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/tensor"
 )
 
 // graphOp is the autograd node standing for a whole gorgonia graph run:

@@ -8,8 +8,8 @@ import (
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
 
-	"goddp/ddp/gorgoniaddp"
-	"goddp/tensor"
+	"github.com/goddp/goddp/ddp/gorgoniaddp"
+	"github.com/goddp/goddp/tensor"
 )
 
 // A small float32 MLP regression, built directly in gorgonia:

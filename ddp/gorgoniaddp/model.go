@@ -9,9 +9,9 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Model adapts a gorgonia *ExprGraph (learnables plus a scalar cost node)

@@ -4,7 +4,7 @@ package gorgoniaddp_test
 
 import (
 	"context"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/commtest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -12,10 +12,10 @@ import (
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
 
-	"goddp/autograd"
-	"goddp/ddp"
-	"goddp/ddp/gorgoniaddp"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/ddp/gorgoniaddp"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The gradients the adapter delivers to the goddp leaves are those of the

@@ -6,7 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 // The multi-process test re-executes this test binary as the ranks through

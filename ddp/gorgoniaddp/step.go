@@ -5,9 +5,9 @@ package gorgoniaddp
 import (
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/ddp"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Step runs one synchronised forward and backward of m under d, which must

@@ -8,10 +8,10 @@ import (
 
 	G "gorgonia.org/gorgonia"
 
-	"goddp/comm"
-	"goddp/ddp"
-	"goddp/ddp/gorgoniaddp"
-	"goddp/optim"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/ddp/gorgoniaddp"
+	"github.com/goddp/goddp/optim"
 )
 
 // trainRank trains this rank's shard under DDP for steps steps and returns

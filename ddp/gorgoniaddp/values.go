@@ -9,7 +9,7 @@ import (
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
 
-	"goddp/tensor"
+	"github.com/goddp/goddp/tensor"
 )
 
 // alias returns a goddp tensor sharing v's memory: a *tensor.Dense

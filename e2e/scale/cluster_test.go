@@ -22,7 +22,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/internal/netcluster"
+	"github.com/goddp/goddp/internal/netcluster"
 )
 
 // The cluster of issue 30: 4 nodes of 2 ranks, 1 Gbit/s links with 50 µs
@@ -147,7 +147,7 @@ var probeLine = regexp.MustCompile(`rank=(\d+) backend=(\S+) op=(\S+) hash=(\S+)
 
 type probed struct {
 	backend, hash string
-	sum          float64
+	sum           float64
 }
 
 // probes maps op -> rank -> result from hierprobe's output.

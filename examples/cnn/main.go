@@ -27,12 +27,12 @@ import (
 	"runtime"
 	"runtime/debug"
 
-	"goddp/autograd"
-	"goddp/data"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
-	"goddp/trainer"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
+	"github.com/goddp/goddp/trainer"
 )
 
 const defaultDir = "/usr/share/datasets/fashion-mnist"

@@ -35,14 +35,14 @@ import (
 	G "gorgonia.org/gorgonia"
 	gt "gorgonia.org/tensor"
 
-	"goddp/autograd"
-	"goddp/comm"
-	"goddp/data"
-	"goddp/ddp"
-	"goddp/ddp/gorgoniaddp"
-	"goddp/optim"
-	"goddp/tensor"
-	"goddp/trainer"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/ddp"
+	"github.com/goddp/goddp/ddp/gorgoniaddp"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
+	"github.com/goddp/goddp/trainer"
 )
 
 func main() {

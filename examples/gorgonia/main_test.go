@@ -4,7 +4,7 @@ package main
 
 import (
 	"bytes"
-	"goddp/internal/proctest"
+	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"path/filepath"
 	"regexp"

@@ -7,10 +7,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // The state_dict of torch_models.py's GPT(vocab) (printed from torch 1.13):

@@ -1,9 +1,9 @@
 package main
 
 import (
-	"goddp/autograd"
-	"goddp/nn"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Block is the anchor's pre-LayerNorm transformer block:

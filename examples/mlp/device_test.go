@@ -15,8 +15,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/internal/proctest"
-	"goddp/trainer"
+	"github.com/goddp/goddp/internal/proctest"
+	"github.com/goddp/goddp/trainer"
 )
 
 // TestMain lets a test re-run this binary as one rank of the example

@@ -9,12 +9,12 @@ package main
 import (
 	"os"
 
-	"goddp/autograd"
-	"goddp/data"
-	"goddp/nn"
-	"goddp/optim"
-	"goddp/tensor"
-	"goddp/trainer"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
+	"github.com/goddp/goddp/trainer"
 )
 
 var defaults = trainer.Defaults{Epochs: 5, BatchSize: 64, SaveEvery: 0, CkptDir: ""}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/trainer"
+	"github.com/goddp/goddp/trainer"
 )
 
 // TestMetricsLogAndPlot is issue 19's bar: examples/mlp with

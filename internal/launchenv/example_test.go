@@ -3,7 +3,7 @@ package launchenv_test
 import (
 	"fmt"
 
-	"goddp/internal/launchenv"
+	"github.com/goddp/goddp/internal/launchenv"
 )
 
 // Under mpirun, RANK and WORLD_SIZE are unset and OpenMPI's variables decide.

@@ -3,7 +3,7 @@ package libfind_test
 import (
 	"fmt"
 
-	"goddp/internal/libfind"
+	"github.com/goddp/goddp/internal/libfind"
 )
 
 // The cuBLAS files goddp/cuda would try on a machine whose driver supports

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/internal/libfind"
+	"github.com/goddp/goddp/internal/libfind"
 )
 
 // tree makes files (and python3 symlinks) under a temp root.

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/internal/procstat"
+	"github.com/goddp/goddp/internal/procstat"
 )
 
 func TestAlive(t *testing.T) {

@@ -36,7 +36,7 @@ import (
 	"testing"
 	"time"
 
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/store"
 )
 
 // WorkerEnv names the worker a spawned process runs; Main dispatches on it.

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/store"
 )
 
 func TestMain(m *testing.M) {

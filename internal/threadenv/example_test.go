@@ -3,7 +3,7 @@ package threadenv_test
 import (
 	"fmt"
 
-	"goddp/internal/threadenv"
+	"github.com/goddp/goddp/internal/threadenv"
 )
 
 // GODDP_NUM_THREADS holds no count, so OMP_NUM_THREADS decides.

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 
-	"goddp/autograd"
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/optim"
-	"goddp/optim/zero"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/optim/zero"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Two ranks (goroutines here; processes under ddprun) share AdamW's state:

@@ -7,10 +7,10 @@ import (
 	"strings"
 	"time"
 
-	"goddp/autograd"
-	"goddp/comm/backend"
-	"goddp/optim"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/tensor"
 )
 
 // ErrConfig is wrapped by New's errors.

@@ -10,13 +10,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/autograd"
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
-	"goddp/comm/tcp"
-	"goddp/optim"
-	"goddp/optim/zero"
-	"goddp/tensor"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/tcp"
+	"github.com/goddp/goddp/optim"
+	"github.com/goddp/goddp/optim/zero"
+	"github.com/goddp/goddp/tensor"
 )
 
 // Parameter shapes whose total (98) no world size here divides, and whose

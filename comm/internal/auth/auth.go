@@ -10,7 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"io"
 	"net"
 	"time"

@@ -3,7 +3,7 @@ package auth
 import (
 	"context"
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"net"
 	"strings"
 	"time"

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Lookup reads a variable (os.LookupEnv, or a map in tests).

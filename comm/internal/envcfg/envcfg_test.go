@@ -7,7 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 func TestParseBytes(t *testing.T) {

@@ -3,7 +3,7 @@ package reduce
 import (
 	"unsafe"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // AVX sums for the reductions that dominate data-parallel training

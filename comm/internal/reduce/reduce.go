@@ -2,8 +2,8 @@ package reduce
 
 import (
 	"fmt"
-	"goddp/comm/backend"
-	"goddp/internal/half"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/half"
 	"unsafe"
 )
 

@@ -1,8 +1,8 @@
 package reduce
 
 import (
-	"goddp/comm/backend"
-	"goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
 	"math"
 	"testing"
 

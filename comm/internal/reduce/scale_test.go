@@ -2,7 +2,7 @@ package reduce
 
 import (
 	"fmt"
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 	"math"
 	"math/rand/v2"
 	"testing"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Defaults.

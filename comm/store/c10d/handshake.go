@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/comm/backend"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // ErrProtocol is what Dial returns, wrapped with the address and what the

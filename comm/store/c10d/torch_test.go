@@ -14,8 +14,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"goddp/comm/backend"
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/store"
 )
 
 // python is Debian's interpreter, whose torch (1.13) hosts the stores.

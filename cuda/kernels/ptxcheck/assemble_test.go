@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"goddp/cuda/kernels"
-	"goddp/cuda/kernels/ptxcheck"
+	"github.com/goddp/goddp/cuda/kernels"
+	"github.com/goddp/goddp/cuda/kernels/ptxcheck"
 )
 
 // TestPTXAssembles assembles the kernels' PTX for Volta, Ampere and Hopper,

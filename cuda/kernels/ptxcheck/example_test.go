@@ -5,8 +5,8 @@ package ptxcheck_test
 import (
 	"fmt"
 
-	"goddp/cuda/kernels"
-	"goddp/cuda/kernels/ptxcheck"
+	"github.com/goddp/goddp/cuda/kernels"
+	"github.com/goddp/goddp/cuda/kernels/ptxcheck"
 )
 
 // Assemble reports whether the driver would accept the kernels on an

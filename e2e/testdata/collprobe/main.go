@@ -20,7 +20,7 @@ import (
 	"os"
 	"time"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 func main() {

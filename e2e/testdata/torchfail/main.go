@@ -12,8 +12,8 @@ import (
 	"os"
 	"time"
 
-	"goddp/comm"
-	"goddp/launch"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/launch"
 )
 
 func main() {

@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/internal/netcluster"
+	"github.com/goddp/goddp/internal/netcluster"
 )
 
 type row struct {

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
-	"goddp/tensor/internal/simd"
+	"github.com/goddp/goddp/tensor/internal/simd"
 )
 
 // A kernel does the longest multiple of its block it can and reports how

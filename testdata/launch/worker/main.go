@@ -19,8 +19,8 @@ import (
 	"syscall"
 	"time"
 
-	"goddp/comm"
-	"goddp/launch"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/launch"
 )
 
 func main() {

@@ -21,8 +21,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"goddp/comm/backend"
-	"goddp/comm/store"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/store"
 )
 
 func main() {

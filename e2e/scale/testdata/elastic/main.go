@@ -22,8 +22,8 @@ import (
 	"strings"
 	"time"
 
-	"goddp/comm"
-	"goddp/data"
+	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/data"
 )
 
 type sized int

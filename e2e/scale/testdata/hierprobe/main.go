@@ -15,7 +15,7 @@ import (
 	"os"
 	"unsafe"
 
-	"goddp/comm"
+	"github.com/goddp/goddp/comm"
 )
 
 func main() {
