@@ -49,7 +49,31 @@ func (slowLayer) Forward(h *autograd.Variable) *autograd.Variable {
 // the device (OnDevice(c.Queues())), each reduced on the comm stream after
 // its event while backward goes on, at least 80% of the all-reduce time is
 // hidden behind backward, as on sim (ddp's TestDeviceOverlapHidesCommunication).
+//
+// The figure is a timing: a loaded machine (a parallel test binary, the
+// race detector) can stall one iteration's backward or comm goroutine for
+// tens of milliseconds. So the bar must be met on one of three tries, not
+// on every one; a run without overlap (OverlapComm(false): under 1%) fails
+// all three.
 func TestQueuesOverlapHidesCommunication(t *testing.T) {
+	var errs []error
+	for try := range 3 {
+		errs = overlapOnFakeCuda(t)
+		ok := true
+		for _, err := range errs {
+			ok = ok && err == nil
+		}
+		if ok {
+			return
+		}
+		t.Logf("try %d: %v", try, errs)
+	}
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+}
+
+func overlapOnFakeCuda(t *testing.T) []error {
 	const layers = 16
 	pgs := commtest.NewGroups(2, commtest.WithLatency(2*time.Millisecond))
 	host := newHostThread(t)
@@ -108,7 +132,5 @@ func TestQueuesOverlapHidesCommunication(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
+	return errs
 }
