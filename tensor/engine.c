@@ -555,3 +555,11 @@ int goddp_bf16_native(void) {
 	__builtin_cpu_init();
 	return __builtin_cpu_supports("avx512bf16");
 }
+
+#ifndef GODDP_DNNL
+// Without oneDNN (-tags nodnnl) there is no bf16 primitive to name.
+const char *goddp_bf16_impl(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+	(void)ta, (void)tb, (void)m, (void)n, (void)k, (void)lda, (void)ldb, (void)ldc;
+	return "";
+}
+#endif
