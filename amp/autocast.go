@@ -64,23 +64,11 @@ func Autocast(m nn.Module, dt DType) (restore func()) {
 		p tensor.Precision
 	}
 	var undo []was
-	var walk func(nn.Module)
-	seen := map[nn.Module]bool{}
-	walk = func(m nn.Module) {
-		if m == nil || seen[m] {
-			return
-		}
-		seen[m] = true
+	walk(m, func(m nn.Module) {
 		if s, ok := m.(precisionSetter); ok {
 			undo = append(undo, was{s, s.SetPrecision(p)})
 		}
-		if par, ok := m.(nn.Parent); ok {
-			for _, c := range par.NamedChildren() {
-				walk(c.Module)
-			}
-		}
-	}
-	walk(m)
+	})
 	return func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i].s.SetPrecision(undo[i].p)
@@ -88,16 +76,29 @@ func Autocast(m nn.Module, dt DType) (restore func()) {
 	}
 }
 
-// Lowered counts the layers in m's tree whose products run in bfloat16.
-func Lowered(m nn.Module) int {
-	n := 0
-	var walk func(nn.Module)
+// walk calls fn on m and every module below it, once each.
+func walk(m nn.Module, fn func(nn.Module)) {
 	seen := map[nn.Module]bool{}
-	walk = func(m nn.Module) {
+	var visit func(nn.Module)
+	visit = func(m nn.Module) {
 		if m == nil || seen[m] {
 			return
 		}
 		seen[m] = true
+		fn(m)
+		if par, ok := m.(nn.Parent); ok {
+			for _, c := range par.NamedChildren() {
+				visit(c.Module)
+			}
+		}
+	}
+	visit(m)
+}
+
+// Lowered counts the layers in m's tree whose products run in bfloat16.
+func Lowered(m nn.Module) int {
+	n := 0
+	walk(m, func(m nn.Module) {
 		switch l := m.(type) {
 		case *nn.Linear:
 			if l.Precision == tensor.PrecisionBFloat16 {
@@ -108,12 +109,6 @@ func Lowered(m nn.Module) int {
 				n++
 			}
 		}
-		if par, ok := m.(nn.Parent); ok {
-			for _, c := range par.NamedChildren() {
-				walk(c.Module)
-			}
-		}
-	}
-	walk(m)
+	})
 	return n
 }

@@ -94,6 +94,7 @@ static struct {
 	int reinit;        // 1: we re-initialised it with a better core
 	int slow;          // 1: it still runs pre-AVX2 kernels on an AVX2 CPU
 	int intel;         // the CPU is an Intel one (oneDNN's jit sgemm is tuned there)
+	int bf16;          // the CPU has AVX512-BF16 (goddp_gemm_bf16's conversions and products)
 } blas_core;
 
 static struct {
@@ -308,6 +309,10 @@ static void blas_core_fix(void) {
 
 static void pool_init(void) {
 	blas_core_fix();
+	// AVX512-BF16 (Zen 4 and later, Cooper Lake, Sapphire Rapids; AMX-BF16
+	// implies it on the Intel parts that have AMX).
+	__builtin_cpu_init();
+	blas_core.bf16 = __builtin_cpu_supports("avx512bf16");
 	// Our pool does the threading: every kernel call runs on one thread.
 	openblas_set_num_threads(1);
 	int n = online_cpus();
@@ -521,12 +526,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void to_bf16_avx512(const f
 }
 
 static void to_bf16(const float *x, uint16_t *y, int64_t n) {
-	static int native = -1;
-	if (native < 0) {
-		__builtin_cpu_init();
-		native = __builtin_cpu_supports("avx512bf16");
-	}
-	if (native) {
+	if (blas_core.bf16) { // set by pool_init, which goddp_gemm_bf16 runs first
 		to_bf16_avx512(x, y, n);
 		return;
 	}
@@ -550,10 +550,8 @@ int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, flo
 }
 
 int goddp_bf16_native(void) {
-	// AVX512-BF16 (Zen 4 and later, Cooper Lake, Sapphire Rapids); AMX-BF16
-	// implies it on the Intel parts that have AMX.
-	__builtin_cpu_init();
-	return __builtin_cpu_supports("avx512bf16");
+	pthread_once(&pool.once, pool_init);
+	return blas_core.bf16;
 }
 
 #ifndef GODDP_DNNL

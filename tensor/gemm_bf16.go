@@ -1,6 +1,6 @@
 package tensor
 
-import "math"
+import "github.com/goddp/goddp/internal/half"
 
 // Precision is the arithmetic a matrix product runs in. Float32 is the
 // default; BFloat16 is what torch's autocast(dtype=torch.bfloat16) gives
@@ -49,15 +49,8 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 }
 
 // RoundBF16 rounds x to the nearest bfloat16 value (ties to even), as a
-// float32; NaN stays NaN.
-func RoundBF16(x float32) float32 {
-	u := math.Float32bits(x)
-	if u&0x7fffffff > 0x7f800000 {
-		return x
-	}
-	u += 0x7fff + (u>>16)&1
-	return math.Float32frombits(u &^ 0xffff)
-}
+// float32; NaN stays NaN. It is internal/half's conversion there and back.
+func RoundBF16(x float32) float32 { return half.BF16ToF32(half.F32ToBF16(x)) }
 
 // gemmFor returns the float32 product of precision p.
 func gemmFor(p Precision) func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int) {
