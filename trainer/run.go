@@ -83,6 +83,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	bucketView := fs.Bool("gradient-as-bucket-view", true, "DDP gradient_as_bucket_view: gradients live in the buckets (saves a copy per step)")
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
 	overlap := fs.Bool("overlap", true, "all-reduce each bucket beside the rest of backward (false: ddp.OverlapComm(false), at once, blocking backward)")
+	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of each rank to FILE (FILE.rank<r> when there are several ranks); read it with go tool pprof")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval, per-rank communication)")
@@ -112,7 +113,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
-		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline,
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
 		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress,
 		amp: *ampFlag, shards: *shards, writeShards: *writeShards, shardSize: *shardSize, shardFormat: *shardFormat}, build)
@@ -143,6 +144,7 @@ type runConfig struct {
 	epochs, batch, saveEvery, workers int
 	evalBatch                         int
 	ckptDir, timeline                 string
+	cpuProfile                        string
 	seed                              uint64
 	bucketMB                          float64
 	bucketView                        bool
@@ -180,6 +182,13 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	}
 	defer pg.Close()
 
+	if rc.cpuProfile != "" {
+		stopProfile, err := startCPUProfile(rc.cpuProfile, pg.Rank(), pg.Size())
+		if err != nil {
+			return err
+		}
+		defer stopProfile()
+	}
 	job, err := build(tensor.NewRNG(rc.seed))
 	if err != nil {
 		return err
