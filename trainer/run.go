@@ -76,6 +76,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	epochs := fs.Int("epochs", defaults.Epochs, "total epochs to train")
 	batch := fs.Int("batch-size", defaults.BatchSize, "batch size per rank")
+	maxSteps := fs.Int("max-steps", 0, "stop after this many optimizer steps in all (0: train every epoch)")
 	saveEvery := fs.Int("save-every", defaults.SaveEvery, "save a checkpoint every N epochs and after the last (0: never)")
 	ckptDir := fs.String("ckpt-dir", defaults.CkptDir, "checkpoint directory, locked for the run: a second job on it is refused (\"\": no checkpoints)")
 	seed := fs.Uint64("seed", defaults.Seed, "seed for data, model init and shuffling")
@@ -112,7 +113,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery,
+	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery, maxSteps: *maxSteps,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
 		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress,
@@ -145,6 +146,7 @@ type runConfig struct {
 	evalBatch                         int
 	ckptDir, timeline                 string
 	cpuProfile                        string
+	maxSteps                          int
 	seed                              uint64
 	bucketMB                          float64
 	bucketView                        bool
@@ -313,7 +315,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		step = job.NewStep(model, opt)
 	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
 		Device: deviceLabel(dev), OnDevice: dev})
 	if err != nil {

@@ -42,6 +42,7 @@ type Trainer struct {
 	optimizer optim.Optimizer
 	gpuID     int // the local rank, as in the tutorial
 	saveEvery int
+	maxSteps  int
 	batchSize int
 
 	loss   LossFunc
@@ -88,8 +89,13 @@ type Config struct {
 	Optimizer   optim.Optimizer
 	GPUID       int
 	SaveEvery   int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
-	BatchSize   int
-	Loss        LossFunc
+	// MaxSteps, when positive, ends training after this many optimizer
+	// steps in all (counted across epochs and resumes, as Lightning's
+	// max_steps): the epoch it falls in ends there, is evaluated and saved
+	// as the last, and Train returns.
+	MaxSteps  int
+	BatchSize int
+	Loss      LossFunc
 	// Step, when set, runs each training batch instead of the built-in
 	// forward, Loss, backward and optimizer step; Loss is then needed only
 	// for EvalData.
@@ -143,7 +149,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler, stream: cfg.TrainStream,
-		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, batchSize: cfg.BatchSize,
+		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, maxSteps: cfg.MaxSteps, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
 		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1}
@@ -263,7 +269,6 @@ func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Ba
 	if loss.Value.Numel() != 1 {
 		return fmt.Errorf("loss has shape %v, want a scalar", loss.Value.Shape())
 	}
-	t.mon.lastLoss = loss.Value.Item()
 	if err := loss.Backward(); err != nil {
 		return err
 	}
@@ -274,6 +279,10 @@ func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Ba
 	end := t.model.Timeline().Span("optimizer")
 	err = t.optimizer.Step()
 	end()
+	// The loss is read once the whole step is queued: on a device Item
+	// waits for the queue, and reading it before backward would hold the
+	// host back until the forward pass had run on the device.
+	t.mon.lastLoss = loss.Value.Item()
 	t.step++
 	return err
 }
@@ -305,6 +314,9 @@ func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 	n, i := 0, 0
 	loop := func() error {
 		for b, err := range batches(ctx) {
+			if t.maxSteps > 0 && t.step >= t.maxSteps {
+				break
+			}
 			if err := t.trainBatch(ctx, epoch, b, err, &n, &i, steps); err != nil {
 				return err
 			}
@@ -469,7 +481,8 @@ func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 		// The last epoch is saved too, whatever the cadence: a run that
 		// finished then resumes into "nothing to do" (Done), instead of
 		// repeating the epochs after its last periodic checkpoint.
-		if t.saveEvery > 0 && (epoch%t.saveEvery == 0 || epoch == maxEpochs-1) {
+		last := epoch == maxEpochs-1 || (t.maxSteps > 0 && t.step >= t.maxSteps)
+		if t.saveEvery > 0 && (epoch%t.saveEvery == 0 || last) {
 			if err := t.SaveCheckpoint(ctx, epoch); err != nil {
 				return err
 			}
@@ -477,6 +490,10 @@ func (t *Trainer) Train(ctx context.Context, maxEpochs int) error {
 		if err := t.hooks.onEpochEnd(ctx, t, EpochInfo{Epoch: epoch, Step: t.step, Loss: t.mon.lastEpochLoss,
 			Elapsed: t.mon.lastEpochTime, Samples: t.mon.lastEpochSamples}); err != nil {
 			return err
+		}
+		if t.maxSteps > 0 && t.step >= t.maxSteps {
+			t.logf("Epoch %d | stopping: reached -max-steps %d\n", epoch, t.maxSteps)
+			break
 		}
 		stop, err := t.agree(ctx)
 		if err != nil {
