@@ -283,3 +283,29 @@ func TestSamplesPerSecondOneEpoch(t *testing.T) {
 	wg.Wait()
 	assert.Positive(t, got[0])
 }
+
+// MaxSteps ends training mid-epoch after that many steps in all: the
+// epoch it falls in is saved as the last, and no later epoch runs.
+func TestMaxSteps(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	rs := newWorld(t, ctx, dir, 3, mse)
+	requireBuilt(t, rs)
+	for r := range rs {
+		rs[r].t.maxSteps = 6 // epoch 0's 4 steps, then 2 of epoch 1's
+	}
+	for r, err := range train(ctx, rs, 7) {
+		require.NoError(t, err, "rank %d", r)
+	}
+	for r := range rs {
+		assert.Equal(t, 6, rs[r].t.step, "rank %d's steps", r)
+		assert.NotContains(t, rs[r].out.String(), "Epoch 2 |", "rank %d trained past -max-steps", r)
+	}
+	assert.Contains(t, rs[0].out.String(), "Epoch 1 | stopping: reached -max-steps 6")
+	// Epoch 0 saves by the cadence (0%3 == 0); epoch 1 saves as the last.
+	assert.Equal(t, []string{
+		"ckpt-e00000001-s000000000006.safetensors",
+		"ckpt-e00000000-s000000000004.safetensors",
+	}, listNames(t, dir))
+	assert.Equal(t, weights(rs[0].t), weights(rs[1].t), "ranks hold the same model")
+}
