@@ -22,8 +22,9 @@ import (
 )
 
 // GPU tests of Context.Queues, ddp's device over CUDA streams and events.
-// Never run: the machine they were written on has no GPU (the same logic
-// runs on a fake driver built from cuda/sim in queues_fake_cuda_test.go).
+// They passed on an H100 (the GPU kit, docs/gpu.md); in CI, without a GPU,
+// the same logic runs on a fake driver built from cuda/sim
+// (queues_fake_cuda_test.go).
 
 func f32bytes(x []float32) []byte { return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x)) }
 

@@ -14,8 +14,9 @@ import (
 )
 
 // The real device's streams, events, asynchronous copies and host
-// functions, for the queues ddp's buckets use (queues_cuda.go). Never run
-// on a GPU; the queues' logic is tested over a fake (queues_fake_cuda_test.go).
+// functions, for the queues ddp's buckets use (queues_cuda.go). Run on an
+// H100 by the GPU kit (docs/gpu.md); the queues' logic is also tested over
+// a fake in CI (queues_fake_cuda_test.go).
 
 func (d *dlDevice) newStream() (unsafe.Pointer, error) {
 	var s unsafe.Pointer

@@ -24,8 +24,8 @@ import (
 // tensor the garbage collector finds unreachable gives its block back to
 // the cache (no cuMemFree in a cleanup); EmptyCache (tensor.EmptyCache),
 // or an allocation that runs out of memory, frees cached blocks with
-// cuMemFree, which waits for the work that uses them. Never run on a GPU
-// yet (see doc.go).
+// cuMemFree, which waits for the work that uses them. Run on an H100 by
+// the GPU kit (docs/gpu.md).
 func (c *Context) Tensors() tensor.Device {
 	c.tmu.Lock()
 	defer c.tmu.Unlock()

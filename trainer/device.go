@@ -13,7 +13,7 @@ import (
 // simulated GPU number LOCAL_RANK; "cuda", cuda:LOCAL_RANK (a cuda build on
 // a machine with a GPU; DDP keeps its buckets there on the cuda Context's
 // streams and events, and hands them to NCCL in device memory under
-// GODDP_BACKEND=nccl; never run on a GPU yet). "cuda:N" and "sim:N", as
+// GODDP_BACKEND=nccl; run on one H100, see docs/gpu.md). "cuda:N" and "sim:N", as
 // torch names devices, pick device N for every rank: two ranks on one GPU
 // (NCCL refuses that, so they reduce over shm or tcp). It returns the
 // device and a function that releases it.
