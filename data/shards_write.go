@@ -4,10 +4,11 @@ import (
 	"archive/tar"
 	"bytes"
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"strconv"
 
+	"github.com/goddp/goddp/internal/atomicfile"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -71,7 +72,7 @@ func writeNPYShardFiles(base string, samples []Sample, first int) error {
 		}
 		x = append(x, f32sOf(s)...)
 	}
-	if err := writeFileAtomic(base+".npy", func(b *bytes.Buffer) error {
+	if err := writeFileAtomic(base+".npy", func(b io.Writer) error {
 		return WriteNPY(b, &Array{Shape: append([]int{len(samples)}, shape...), Data: x})
 	}); err != nil {
 		return err
@@ -85,7 +86,7 @@ func writeNPYShardFiles(base string, samples []Sample, first int) error {
 			}
 			y = append(y, asF32(s.Target)...)
 		}
-		return writeFileAtomic(base+".targets.npy", func(b *bytes.Buffer) error {
+		return writeFileAtomic(base+".targets.npy", func(b io.Writer) error {
 			return WriteNPY(b, &Array{Shape: append([]int{len(samples)}, tshape...), Data: y})
 		})
 	}
@@ -93,7 +94,7 @@ func writeNPYShardFiles(base string, samples []Sample, first int) error {
 	for i, s := range samples {
 		lab[i] = int64(s.Label)
 	}
-	return writeFileAtomic(base+".labels.npy", func(b *bytes.Buffer) error {
+	return writeFileAtomic(base+".labels.npy", func(b io.Writer) error {
 		return WriteNPY(b, &Array{Shape: []int{len(samples)}, Data: lab})
 	})
 }
@@ -115,7 +116,7 @@ func asF32(t *tensor.Tensor) []float32 {
 }
 
 func writeTarShardFile(path string, samples []Sample, first int) error {
-	return writeFileAtomic(path, func(out *bytes.Buffer) error {
+	return writeFileAtomic(path, func(out io.Writer) error {
 		tw := tar.NewWriter(out)
 		add := func(name string, body []byte) error {
 			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
@@ -150,25 +151,10 @@ func writeTarShardFile(path string, samples []Sample, first int) error {
 }
 
 // writeFileAtomic writes what fill produces to path through a temporary
-// file in the same directory.
-func writeFileAtomic(path string, fill func(*bytes.Buffer) error) error {
-	var b bytes.Buffer
-	if err := fill(&b); err != nil {
-		return fmt.Errorf("data: WriteShards: %s: %w", path, err)
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("data: WriteShards: %w", err)
-	}
-	_, err = f.Write(b.Bytes())
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		_ = os.Remove(f.Name())
+// file in the same directory (internal/atomicfile: fsynced, renamed, the
+// directory fsynced), so that a reader never opens half a shard.
+func writeFileAtomic(path string, fill func(io.Writer) error) error {
+	if err := atomicfile.Write(path, "."+filepath.Base(path)+".tmp-*", fill); err != nil {
 		return fmt.Errorf("data: WriteShards: %s: %w", path, err)
 	}
 	return nil

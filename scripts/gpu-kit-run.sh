@@ -234,7 +234,26 @@ check mlp-cuda-vs-cpu 120 bash -c mlp_cuda_vs_cpu && grep -h -e 'steps compared'
 check mlp-cuda-b1024 120 "$bin/mlp" -device cuda -epochs 26 -batch-size 1024 -num-workers 2 -ckpt-dir "$work/ckpt-b1024" &&
   grep -h samples_per_s "$logs/mlp-cuda-b1024.log" | sed 's/^/   /'
 check mlp-cuda0-w2-shm 120 bash -c mlp_cuda_w2_shm && grep -h 'steps compared' "$logs/mlp-cuda0-w2-shm.log" | sed 's/^/   /'
-# examples/cnn and examples/gpt join here once they run on a device.
+# examples/cnn (without dropout) and examples/gpt on the GPU against the
+# CPU, 30 steps each; then their samples/s over 300 steps with the
+# anchors' recipes (cnn with its dropout, on the kit's slice of
+# Fashion-MNIST).
+cnn_cuda_vs_cpu() {
+  FASHION_MNIST_DIR=$kit/data/fmnist "$bin/cnn" -device cuda -epochs 1 -max-steps 30 -dropout 0 -seed 5 \
+    -metrics "$work/cnn.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
+  cmpref "$kit/ref/cnn.losses" "$work/cnn.jsonl" 30
+}
+gpt_cuda_vs_cpu() {
+  "$bin/gpt" -device cuda -epochs 1 -max-steps 30 -seed 5 -metrics "$work/gpt.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
+  cmpref "$kit/ref/gpt.losses" "$work/gpt.jsonl" 30
+}
+export -f cnn_cuda_vs_cpu gpt_cuda_vs_cpu
+check cnn-cuda-vs-cpu 120 bash -c cnn_cuda_vs_cpu && grep -h 'steps compared' "$logs/cnn-cuda-vs-cpu.log" | sed 's/^/   /'
+check cnn-cuda-speed 120 env FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
+  grep -h samples_per_s "$logs/cnn-cuda-speed.log" | sed 's/^/   /'
+check gpt-cuda-vs-cpu 120 bash -c gpt_cuda_vs_cpu && grep -h 'steps compared' "$logs/gpt-cuda-vs-cpu.log" | sed 's/^/   /'
+check gpt-cuda-speed 120 "$bin/gpt" -device cuda -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
+  grep -h samples_per_s "$logs/gpt-cuda-speed.log" | sed 's/^/   /'
 
 # NCCL: its device tests ran above (test-comm_nccl-*); DDP over it.
 check mlp-cuda-ddp-nccl 120 bash -c mlp_cuda_nccl && grep -h 'steps compared' "$logs/mlp-cuda-ddp-nccl.log" | sed 's/^/   /'
@@ -250,14 +269,14 @@ done
 
 # The yardstick: torch on the same GPU, the anchors' recipes.
 if [ -f "$kit/bench_torch_gpu.py" ]; then
-  check torch-yardstick 120 env GPL_TEXT="$kit/data/GPL-3" STEPS=200 "$py" "$kit/bench_torch_gpu.py" &&
+  check torch-yardstick 120 env GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" &&
     grep -h '^torch-gpu' "$logs/torch-yardstick.log" | sed 's/^/   /'
 fi
 
 echo "== goddp against torch on this GPU (samples/s)"
 fig() { grep -ho 'samples_per_s=[0-9.]*' "$logs/$1.log" 2>/dev/null | tail -n 1 | cut -d= -f2; }
 tfig() { grep -h "^torch-gpu workload=$1 " "$logs/torch-yardstick.log" 2>/dev/null | grep -o 'samples_per_s=[0-9.]*' | cut -d= -f2; }
-for row in "mlp-b64 mlp-cuda-vs-cpu" "mlp-b1024 mlp-cuda-b1024"; do
+for row in "mlp-b64 mlp-cuda-vs-cpu" "mlp-b1024 mlp-cuda-b1024" "cnn cnn-cuda-speed" "gpt gpt-cuda-speed"; do
   set -- $row
   g=$(fig "$2"); tt=$(tfig "$1")
   ratio=$(awk -v g="${g:-0}" -v t="${tt:-0}" 'BEGIN { if (g > 0 && t > 0) printf "%.2fx", g / t; else print "n/a" }')

@@ -16,12 +16,18 @@
 #                     hang). CPU-only tests (fakes, sim) are CI's, not the
 #                     GPU's.
 #   bin/ddprun bin/ddpbench bin/gpuinfo
-#   bin/mlp           examples/mlp with the cuda tag
+#   bin/mlp bin/cnn bin/gpt  the examples with the cuda tag
 #   ref/mlp-w1.losses, ref/mlp-w2.losses  rank 0's loss at every step of
 #                     bin/mlp on the CPU (seed 5, world 1 and world 2 over
 #                     tcp), recorded here so that the GPU machine spends no
 #                     time training on its CPU
+#   ref/cnn.losses, ref/gpt.losses  the same for examples/cnn (without
+#                     dropout, whose masks a device draws its own way) and
+#                     examples/gpt, 30 steps each at world 1
 #   bench_torch_gpu.py, data/GPL-3  the torch yardstick and the gpt text
+#   data/fmnist       the first 12800 training and 1000 test images of
+#                     Fashion-MNIST (the whole set would not fit the lease's
+#                     64 MiB), for cnn and the yardstick's cnn
 # DIR holds the binaries gzipped (pack/, about 40% of their size, so that
 # the kit stays well under 60 MiB as device packages are added), SHA256SUMS
 # of the unpacked binaries, VERSION, and run.sh (scripts/gpu-kit-run.sh),
@@ -66,6 +72,8 @@ go build "${flags[@]}" -o "$build/bin/ddprun" ./cmd/ddprun
 go build "${flags[@]}" -o "$build/bin/ddpbench" ./cmd/ddpbench
 go build "${flags[@]}" -o "$build/bin/gpuinfo" ./cmd/gpuinfo
 go build "${flags[@]}" -o "$build/bin/mlp" ./examples/mlp
+go build "${flags[@]}" -o "$build/bin/cnn" ./examples/cnn
+go build "${flags[@]}" -o "$build/bin/gpt" ./examples/gpt
 
 # The bars: nothing links a CUDA, NCCL or BLAS library; the kit fits.
 bad=0
@@ -95,8 +103,38 @@ GODDP_BACKEND=tcp "$build/bin/ddprun" --standalone --nproc-per-node 2 "$build/bi
   { cat "$refdir/w2.log" >&2; echo "gpu-kit: the CPU reference run (world 2) failed" >&2; exit 1; }
 steplosses "$refdir/w1.jsonl" >"$out/ref/mlp-w1.losses"
 steplosses "$refdir/w2.jsonl" >"$out/ref/mlp-w2.losses"
+# A slice of Fashion-MNIST, cut record by record from the idx files.
+fm=${FASHION_MNIST_DIR:-/usr/share/datasets/fashion-mnist}
+mkdir -p "$out/data/fmnist"
+python3 - "$fm" "$out/data/fmnist" <<'EOF'
+import gzip, os, struct, sys
+src, dst = sys.argv[1], sys.argv[2]
+for split, n in (("train", 12800), ("t10k", 1000)):
+    for kind in ("images-idx3", "labels-idx1"):
+        name = f"{split}-{kind}-ubyte.gz"
+        b = gzip.open(os.path.join(src, name)).read()
+        nd = b[3]
+        dims = list(struct.unpack(">" + "I" * nd, b[4:4 + 4 * nd]))
+        rec = 1
+        for d in dims[1:]:
+            rec *= d
+        dims[0] = min(n, dims[0])
+        head = b[:4] + struct.pack(">" + "I" * nd, *dims)
+        body = b[4 + 4 * nd:4 + 4 * nd + dims[0] * rec]
+        with gzip.GzipFile(os.path.join(dst, name), "wb", compresslevel=9, mtime=0) as f:
+            f.write(head + body)
+EOF
+# cnn without dropout (-dropout 0): a device draws its masks its own way.
+FASHION_MNIST_DIR=$out/data/fmnist "$build/bin/cnn" -device cpu -epochs 1 -max-steps 30 -dropout 0 -seed 5 \
+  -metrics "$refdir/cnn.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/cnn.log" 2>&1 ||
+  { cat "$refdir/cnn.log" >&2; echo "gpu-kit: the CPU reference run of cnn failed" >&2; exit 1; }
+"$build/bin/gpt" -device cpu -epochs 1 -max-steps 30 -seed 5 \
+  -metrics "$refdir/gpt.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/gpt.log" 2>&1 ||
+  { cat "$refdir/gpt.log" >&2; echo "gpu-kit: the CPU reference run of gpt failed" >&2; exit 1; }
+steplosses "$refdir/cnn.jsonl" >"$out/ref/cnn.losses"
+steplosses "$refdir/gpt.jsonl" >"$out/ref/gpt.losses"
 rm -rf "$refdir"
-for f in mlp-w1:100 mlp-w2:64; do
+for f in mlp-w1:100 mlp-w2:64 cnn:30 gpt:30; do
   n=$(wc -l <"$out/ref/${f%%:*}.losses")
   [ "$n" -ge "${f#*:}" ] || { echo "gpu-kit: ref/${f%%:*}.losses has $n steps, want at least ${f#*:}" >&2; exit 1; }
 done

@@ -1,0 +1,67 @@
+// Package atomicfile writes a file so that a reader, or a crash at any
+// moment, sees either the old file or the complete new one, never a mix:
+// the bytes go to a temporary file in the same directory, which is
+// fsynced, renamed over the path, and the directory fsynced so that the
+// rename itself is durable. Checkpoints and data shards are written this
+// way.
+package atomicfile
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// Write writes path from what write produces, through a temporary file in
+// path's directory named by pattern (os.CreateTemp's; the caller's marker
+// lets it recognise files a killed writer left behind). The file gets mode
+// 0644. On error the temporary file is removed and path is untouched; the
+// error names the step that failed but not path (callers add it).
+func Write(path, pattern string, write func(w io.Writer) error) (err error) {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, pattern)
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	if err = write(bw); err != nil {
+		return err
+	}
+	if err = bw.Flush(); err != nil {
+		return err
+	}
+	if err = f.Chmod(0o644); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return fmt.Errorf("fsync: %w", err)
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if err = syncDir(dir); err != nil {
+		return fmt.Errorf("fsync directory: %w", err)
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
