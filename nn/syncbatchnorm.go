@@ -87,15 +87,45 @@ type containerOf interface{ container() *Container }
 
 func (c *Container) container() *Container { return c }
 
-// ConvertSyncBatchNorm replaces every BatchNorm1d and BatchNorm2d in m with a
-// SyncBatchNorm over pg that shares its parameters, buffers and settings
-// (torch's SyncBatchNorm.convert_sync_batchnorm), and returns the result: m
-// itself, changed in place, or the new layer when m is a BatchNorm. It walks
-// Sequential and Container children recursively. A custom module's Forward
+// ConvertSyncBatchNorm replaces every BatchNorm1d and BatchNorm2d inside m
+// with a SyncBatchNorm over pg that shares its parameters, buffers and
+// settings (torch's SyncBatchNorm.convert_sync_batchnorm), in place, and
+// returns m with its own type, so that the result goes straight to
+// ddp.Wrap:
+//
+//	model := nn.ConvertSyncBatchNorm(nn.NewSequential(...), pg) // *nn.Sequential
+//	net, err := ddp.Wrap(ctx, model, pg)
+//
+// It walks Sequential and Container children recursively. A BatchNorm
+// passed as m itself has no parent whose child could be replaced, and its
+// type cannot hold a SyncBatchNorm: convert it with SyncBatchNormFrom
+// (ConvertSyncBatchNorm panics naming that). A custom module's Forward
 // that calls a BatchNorm through its own struct field rather than through
-// its registered children keeps calling the old layer: assign the field from
-// NamedChildren after converting.
-func ConvertSyncBatchNorm(m Module, pg comm.ProcessGroup) Module {
+// its registered children keeps calling the old layer: assign the field
+// from NamedChildren after converting.
+func ConvertSyncBatchNorm[M Module](m M, pg comm.ProcessGroup) M {
+	switch any(m).(type) {
+	case *BatchNorm1d, *BatchNorm2d:
+		panic(fmt.Sprintf("nn: ConvertSyncBatchNorm of a %T: a BatchNorm itself cannot become a SyncBatchNorm in place; use SyncBatchNormFrom", m))
+	}
+	convertSync(m, pg)
+	return m
+}
+
+// SyncBatchNormFrom returns a SyncBatchNorm over pg that shares bn's
+// parameters, buffers and settings; bn is a *BatchNorm1d or *BatchNorm2d
+// (anything else panics, naming its type).
+func SyncBatchNormFrom(bn Module, pg comm.ProcessGroup) *SyncBatchNorm {
+	s, ok := convertSync(bn, pg).(*SyncBatchNorm)
+	if !ok {
+		panic(fmt.Sprintf("nn: SyncBatchNormFrom of a %T, not a BatchNorm1d or BatchNorm2d", bn))
+	}
+	return s
+}
+
+// convertSync is ConvertSyncBatchNorm over any Module: a BatchNorm yields
+// its SyncBatchNorm, anything else is converted in place and returned.
+func convertSync(m Module, pg comm.ProcessGroup) Module {
 	switch b := m.(type) {
 	case *BatchNorm1d:
 		return &SyncBatchNorm{mode: b.mode, Weight: b.Weight, Bias: b.Bias, RunningMean: b.RunningMean, RunningVar: b.RunningVar,
@@ -107,7 +137,7 @@ func ConvertSyncBatchNorm(m Module, pg comm.ProcessGroup) Module {
 			PG: pg, Timeout: comm.DefaultTimeout}
 	case *Sequential:
 		for i, l := range b.layers {
-			nl, ok := ConvertSyncBatchNorm(l, pg).(Layer)
+			nl, ok := convertSync(l, pg).(Layer)
 			if !ok {
 				panic(fmt.Sprintf("nn: ConvertSyncBatchNorm: layer %d became a non-Layer %T", i, nl))
 			}
@@ -118,7 +148,7 @@ func ConvertSyncBatchNorm(m Module, pg comm.ProcessGroup) Module {
 	case containerOf:
 		c := b.container()
 		for i := range c.children {
-			c.children[i].Module = ConvertSyncBatchNorm(c.children[i].Module, pg)
+			c.children[i].Module = convertSync(c.children[i].Module, pg)
 		}
 		return m
 	}

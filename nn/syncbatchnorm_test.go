@@ -40,7 +40,7 @@ func TestSyncBatchNormWorld2MatchesConcatenatedBatch(t *testing.T) {
 		wg.Add(1)
 		go func(r int) {
 			defer wg.Done()
-			model := nn.ConvertSyncBatchNorm(nn.NewSequential(nn.NewBatchNorm2d(c), nn.NewReLU()), pgs[r]).(*nn.Sequential)
+			model := nn.ConvertSyncBatchNorm(nn.NewSequential(nn.NewBatchNorm2d(c), nn.NewReLU()), pgs[r])
 			sbn, ok := model.At(0).(*nn.SyncBatchNorm)
 			if !ok {
 				panic("layer 0 was not converted")
@@ -101,8 +101,13 @@ func TestConvertSyncBatchNormKeepsStateAndKeys(t *testing.T) {
 	require.Same(t, bn2.RunningVar, s.RunningVar, "buffers shared")
 	_, ok = inner.NamedChildren()[0].Module.(*nn.SyncBatchNorm)
 	require.True(t, ok, "nested container converted")
-	single := nn.ConvertSyncBatchNorm(nn.NewBatchNorm1d(2), pg)
-	_, ok = single.(*nn.SyncBatchNorm)
+	single := nn.SyncBatchNormFrom(nn.NewBatchNorm1d(2), pg)
+	require.NotNil(t, single)
+	require.PanicsWithValue(t, "nn: ConvertSyncBatchNorm of a *nn.BatchNorm2d: a BatchNorm itself cannot become a SyncBatchNorm in place; use SyncBatchNormFrom",
+		func() { nn.ConvertSyncBatchNorm(nn.NewBatchNorm2d(2), pg) })
+	// The result keeps its type: a *Sequential goes to ddp.Wrap as it is.
+	var seq *nn.Sequential = nn.ConvertSyncBatchNorm(nn.NewSequential(nn.NewBatchNorm1d(2)), pg)
+	_, ok = seq.At(0).(*nn.SyncBatchNorm)
 	require.True(t, ok)
 	// A group of one is plain BatchNorm.
 	y := s.Forward(autograd.Const(tensor.Randn(tensor.NewRNG(1), tensor.Float32, 2, 2, 3, 3)))
