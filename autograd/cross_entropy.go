@@ -33,12 +33,31 @@ func (o CrossEntropyOptions) ignoreIndex() int {
 	return *o.IgnoreIndex
 }
 
+// Targets are class indices: a []int, or an int64 tensor (torch's long
+// target tensor; any shape holding the indices in C order).
+type Targets interface{ []int | *tensor.Tensor }
+
+// targetInts returns the class indices of a Targets value.
+func targetInts[T Targets](target T) []int {
+	switch t := any(target).(type) {
+	case []int:
+		return t
+	case *tensor.Tensor:
+		if t.DType() != tensor.Int64 {
+			panic(fmt.Sprintf("autograd: CrossEntropy: a target tensor of %v; class indices are an int64 tensor (as torch's long)", t.DType()))
+		}
+		return t.Ints()
+	}
+	panic("unreachable")
+}
+
 // CrossEntropy returns the cross-entropy loss of logits [N, C] against class
-// indices target (len N, each in [0, C) or DefaultIgnoreIndex), fused as
+// indices target (N of them, each in [0, C) or DefaultIgnoreIndex; a []int
+// or an int64 tensor such as data.Batch.LabelTensor), fused as
 // log_softmax + nll_loss like torch.nn.functional.cross_entropy with its
 // default options. ReductionMean and ReductionSum give a 0-d loss,
 // ReductionNone the N per-sample losses. See CrossEntropyWith.
-func CrossEntropy(logits *Variable, target []int, reduction Reduction) *Variable {
+func CrossEntropy[T Targets](logits *Variable, target T, reduction Reduction) *Variable {
 	return CrossEntropyWith(logits, target, CrossEntropyOptions{Reduction: reduction})
 }
 
@@ -62,8 +81,9 @@ func CrossEntropy(logits *Variable, target []int, reduction Reduction) *Variable
 // is that of the logits moved to [N·d1·..., C]; ReductionNone returns it
 // shaped [N, d1, ...]. Logits [B, T, V] go through Reshape(logits, -1, V)
 // instead, with target in the order of [B, T].
-func CrossEntropyWith(logits *Variable, target []int, o CrossEntropyOptions) *Variable {
+func CrossEntropyWith[T Targets](logits *Variable, targets T, o CrossEntropyOptions) *Variable {
 	o.Reduction.check("CrossEntropy")
+	target := targetInts(targets)
 	s := logits.Value.Shape()
 	if len(s) > 2 {
 		return crossEntropyKD(logits, target, o)

@@ -52,6 +52,20 @@ var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // hosts the slice aliases t's storage.
 func tensorBytes(t *tensor.Tensor) []byte {
 	t = t.Contiguous()
+	if t.DType() == tensor.Int64 {
+		d := t.I64()
+		if len(d) == 0 {
+			return nil
+		}
+		if nativeLittle {
+			return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 8*len(d))
+		}
+		b := make([]byte, 8*len(d))
+		for i, v := range d {
+			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
+		}
+		return b
+	}
 	if t.DType() == tensor.Float64 {
 		d := t.F64()
 		if len(d) == 0 {
@@ -81,8 +95,11 @@ func tensorBytes(t *tensor.Tensor) []byte {
 }
 
 func dtypeName(dt tensor.DType) string {
-	if dt == tensor.Float64 {
+	switch dt {
+	case tensor.Float64:
 		return "F64"
+	case tensor.Int64:
+		return "I64"
 	}
 	return "F32"
 }
@@ -134,8 +151,8 @@ func encodeHeader(tensors map[string]*tensor.Tensor, metadata map[string]string,
 }
 
 // WriteSafetensors writes tensors and metadata in the safetensors format,
-// tensors sorted by name, with the goddp checksum in the metadata. Only
-// float32 (F32) and float64 (F64) tensors exist in goddp.
+// tensors sorted by name, with the goddp checksum in the metadata: float32
+// as F32, float64 as F64, int64 as I64 (torch's dtypes of the same names).
 func WriteSafetensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata map[string]string) error {
 	tensors, err := onHost(tensors)
 	if err != nil {
@@ -210,8 +227,10 @@ func LoadSafetensors(path string) (map[string]*tensor.Tensor, map[string]string,
 // DecodeSafetensors parses a safetensors file held in b; name labels errors.
 // Every size in the header is checked against b before anything is allocated.
 // When the metadata holds ChecksumKey the digest is verified. F32 and F64
-// tensors load as such; F16 and BF16 are widened to float32; integer and
-// BOOL tensors are converted to float64 (exact up to 2^53).
+// tensors load as such, and I64 as int64 (torch's long: labels, counters
+// such as num_batches_tracked); F16 and BF16 are widened to float32; the
+// other integer and BOOL tensors are converted to float64 (exact up to
+// 2^53).
 func DecodeSafetensors(b []byte, name string) (map[string]*tensor.Tensor, map[string]string, error) {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, name, fmt.Sprintf(format, args...))
@@ -372,6 +391,12 @@ func decodeTensor(e entry, b []byte) *tensor.Tensor {
 			}
 		}
 		return tensor.FromF32(out, shape...)
+	case "I64":
+		out := make([]int64, len(b)/8)
+		for i := range out {
+			out[i] = int64(le.Uint64(b[8*i:]))
+		}
+		return tensor.FromI64(out, shape...)
 	}
 	size := elemSize(e.DType)
 	out := make([]float64, len(b)/size)

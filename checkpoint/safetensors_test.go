@@ -104,7 +104,8 @@ func TestSafetensorsForeignDTypes(t *testing.T) {
 	assert.Equal(t, "pt", meta["format"])
 	assert.Equal(t, []float32{1, -2, 1.0 / (1 << 24), float32(math.Inf(1))}, ts["h"].F32())
 	assert.Equal(t, []float32{1, 3.140625}, ts["bf"].F32())
-	assert.Equal(t, []float64{-5, 1 << 40}, ts["n"].F64())
+	assert.Equal(t, tensor.Int64, ts["n"].DType(), "I64 loads as int64 (torch's long)")
+	assert.Equal(t, []int64{-5, 1 << 40}, ts["n"].I64())
 	assert.Equal(t, []int{2, 1}, ts["n"].Shape())
 	assert.Equal(t, []float64{1, 0}, ts["m"].F64())
 }

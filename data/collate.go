@@ -25,6 +25,16 @@ type Batch struct {
 	Indices []int
 }
 
+// LabelTensor returns the batch's class labels as an int64 tensor [N]
+// (torch's long label tensor), for autograd.CrossEntropy and the like; nil
+// when the batch has Targets instead.
+func (b Batch) LabelTensor() *tensor.Tensor {
+	if b.Labels == nil {
+		return nil
+	}
+	return tensor.FromInts(b.Labels, len(b.Labels))
+}
+
 // Size is the number of samples in the batch.
 func (b Batch) Size() int { return len(b.Indices) }
 
@@ -83,6 +93,13 @@ func stack(ts []*tensor.Tensor, what string) (*tensor.Tensor, error) {
 		}
 	}
 	bshape := append([]int{len(ts)}, shape...)
+	if first.DType() == tensor.Int64 {
+		dst := make([]int64, len(ts)*row)
+		for k, t := range ts {
+			copy(dst[k*row:], t.Contiguous().I64())
+		}
+		return tensor.FromI64(dst, bshape...), nil
+	}
 	if first.DType() == tensor.Float64 {
 		dst := make([]float64, len(ts)*row)
 		for k, t := range ts {

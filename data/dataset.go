@@ -127,6 +127,9 @@ func (d *TensorDataset) Get(i int) (Sample, error) {
 
 // rowView returns row i of a contiguous tensor as a tensor sharing storage.
 func rowView(t *tensor.Tensor, i, row int, shape []int) *tensor.Tensor {
+	if t.DType() == tensor.Int64 {
+		return tensor.FromI64(t.I64()[i*row:(i+1)*row:(i+1)*row], shape...)
+	}
 	if t.DType() == tensor.Float64 {
 		return tensor.FromF64(t.F64()[i*row:(i+1)*row:(i+1)*row], shape...)
 	}
@@ -157,6 +160,14 @@ func (d *TensorDataset) GetBatch(indices []int) (Batch, error) {
 
 func gatherRows(t *tensor.Tensor, indices []int, row int, shape []int) *tensor.Tensor {
 	bshape := append([]int{len(indices)}, shape...)
+	if t.DType() == tensor.Int64 {
+		src := t.I64()
+		dst := make([]int64, len(indices)*row)
+		for k, i := range indices {
+			copy(dst[k*row:(k+1)*row], src[i*row:(i+1)*row])
+		}
+		return tensor.FromI64(dst, bshape...)
+	}
 	if t.DType() == tensor.Float64 {
 		src := t.F64()
 		dst := make([]float64, len(indices)*row)

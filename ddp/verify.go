@@ -170,7 +170,7 @@ func broadcastState(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tens
 		return nil
 	}
 	const chunkBytes = 64 << 20
-	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64} {
+	for _, dt := range []tensor.DType{tensor.Float32, tensor.Float64, tensor.Int64} {
 		var group []*tensor.Tensor
 		size := 0
 		flush := func() error {
@@ -207,6 +207,19 @@ func broadcastFlat(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tenso
 	n := 0
 	for _, t := range ts {
 		n += t.Numel()
+	}
+	if dt == tensor.Int64 { // counters: BatchNorm's num_batches_tracked
+		flat := make([]int64, 0, n)
+		for _, t := range ts {
+			flat = append(flat, t.I64()...)
+		}
+		if err := wait(ctx, pg.Broadcast(comm.Int64s(flat), root), what); err != nil {
+			return err
+		}
+		for _, t := range ts {
+			flat = flat[copy(t.I64(), flat):]
+		}
+		return nil
 	}
 	if dt == tensor.Float64 {
 		flat := make([]float64, 0, n)

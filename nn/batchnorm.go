@@ -15,15 +15,15 @@ import (
 //
 // RunningMean, RunningVar and NumBatchesTracked are buffers, so they are in
 // the state dict ("running_mean", "running_var", "num_batches_tracked").
-// NumBatchesTracked is a 0-d float64 tensor (goddp has no integer dtype;
-// float64 counts exactly to 2^53).
+// NumBatchesTracked is a 0-d int64 tensor, as torch saves it (a state dict
+// from an older goddp, where it was float64, loads into it).
 type BatchNorm1d struct {
 	mode
 	Weight            *autograd.Variable // [C], ones at init
 	Bias              *autograd.Variable // [C], zeros at init
 	RunningMean       *tensor.Tensor     // [C], zeros at init
 	RunningVar        *tensor.Tensor     // [C], ones at init
-	NumBatchesTracked *tensor.Tensor     // 0-d float64
+	NumBatchesTracked *tensor.Tensor     // 0-d int64, as torch's
 	Eps               float64            // 1e-5
 	Momentum          float64            // 0.1
 	// CumulativeAverage uses momentum 1/num_batches_tracked, a simple
@@ -44,7 +44,7 @@ func NewBatchNorm1d(c int) *BatchNorm1d {
 	return &BatchNorm1d{
 		Weight: autograd.Param(w), Bias: autograd.Param(tensor.New(tensor.Float32, c)),
 		RunningMean: tensor.New(tensor.Float32, c), RunningVar: rv,
-		NumBatchesTracked: tensor.New(tensor.Float64),
+		NumBatchesTracked: tensor.New(tensor.Int64),
 		Eps:               1e-5, Momentum: 0.1,
 	}
 }
@@ -67,12 +67,6 @@ func (b *BatchNorm1d) NamedBuffers() []NamedBuffer {
 func (b *BatchNorm1d) Forward(x *autograd.Variable) *autograd.Variable {
 	training := b.Training()
 	momentum := b.Momentum
-	if training {
-		nbt := b.NumBatchesTracked.F64()
-		nbt[0]++
-		if b.CumulativeAverage {
-			momentum = 1 / nbt[0]
-		}
-	}
+	momentum = trackBatch(training, b.NumBatchesTracked, momentum, b.CumulativeAverage)
 	return autograd.BatchNorm(x, b.Weight, b.Bias, b.RunningMean, b.RunningVar, training, momentum, b.Eps)
 }

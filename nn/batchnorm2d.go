@@ -17,7 +17,7 @@ type BatchNorm2d struct {
 	Bias              *autograd.Variable // [C], zeros at init
 	RunningMean       *tensor.Tensor     // [C], zeros at init
 	RunningVar        *tensor.Tensor     // [C], ones at init
-	NumBatchesTracked *tensor.Tensor     // 0-d float64
+	NumBatchesTracked *tensor.Tensor     // 0-d int64, as torch's
 	Eps               float64            // 1e-5
 	Momentum          float64            // 0.1
 	// CumulativeAverage is torch's momentum=None (see BatchNorm1d).
@@ -61,10 +61,10 @@ func trackBatch(training bool, nbt *tensor.Tensor, momentum float64, cumulative 
 	if !training {
 		return momentum
 	}
-	n := nbt.F64()
+	n := nbt.I64()
 	n[0]++
 	if cumulative {
-		return 1 / n[0]
+		return 1 / float64(n[0])
 	}
 	return momentum
 }

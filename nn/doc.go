@@ -50,9 +50,9 @@
 // aliases the module's storage. LoadStateDict copies into the existing
 // tensors (so optimizers and DDP keep their references) and is strict: every
 // missing, unexpected or mis-shaped key is named in a *StateDictError, which
-// wraps ErrStateDict, and nothing is changed. BatchNorm1d's
-// num_batches_tracked is a 0-d float64 buffer, since goddp tensors have no
-// integer dtype.
+// wraps ErrStateDict, and nothing is changed. BatchNorm's
+// num_batches_tracked is a 0-d int64 buffer, as torch's; a float64 one
+// (saved by an older goddp) loads into it.
 //
 // # Errors
 //

@@ -125,7 +125,7 @@ func TestLoadStateDictRoundTrip(t *testing.T) {
 	src := torchModel(tensor.NewRNG(1))
 	dst := torchModel(tensor.NewRNG(2))
 	src.At(1).(*BatchNorm1d).RunningMean.F32()[2] = 5
-	src.At(1).(*BatchNorm1d).NumBatchesTracked.F64()[0] = 7
+	src.At(1).(*BatchNorm1d).NumBatchesTracked.I64()[0] = 7
 	w := dst.At(0).(*Linear).Weight.Value // loading must keep storage identity
 	require.NoError(t, LoadStateDict(dst, StateDict(src)))
 	require.Same(t, w, dst.At(0).(*Linear).Weight.Value)
@@ -134,12 +134,18 @@ func TestLoadStateDictRoundTrip(t *testing.T) {
 		a, _ := ss.Get(k)
 		b, _ := ds.Get(k)
 		require.Equal(t, a.DType(), b.DType(), k)
-		if a.DType() == tensor.Float64 {
-			require.Equal(t, a.F64(), b.F64(), k)
-		} else {
-			require.Equal(t, a.F32(), b.F32(), k)
-		}
+		require.Equal(t, a.Dense().Data(), b.Dense().Data(), k)
 	}
+	nbt, _ := ds.Get("1.num_batches_tracked")
+	require.Equal(t, tensor.Int64, nbt.DType(), "as torch saves it")
+	require.Equal(t, []int64{7}, nbt.I64())
+
+	// A state dict from before goddp had int64 tensors holds the counter
+	// as float64: it loads into the int64 buffer.
+	old := StateDict(src)
+	old.Set("1.num_batches_tracked", tensor.FromF64([]float64{9}))
+	require.NoError(t, LoadStateDict(dst, old))
+	require.Equal(t, []int64{9}, dst.At(1).(*BatchNorm1d).NumBatchesTracked.I64())
 }
 
 func TestLoadStateDictErrors(t *testing.T) {

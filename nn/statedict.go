@@ -167,6 +167,10 @@ func copyConvert(dst, src *tensor.Tensor) {
 		return
 	}
 	src = src.Contiguous()
+	if dst.DType() == tensor.Int64 || src.DType() == tensor.Int64 {
+		copyInt64(dst, src)
+		return
+	}
 	switch {
 	case dst.DType() == tensor.Float32 && src.DType() == tensor.Float32:
 		copy(dst.F32(), src.F32())
@@ -182,5 +186,20 @@ func copyConvert(dst, src *tensor.Tensor) {
 		for i, v := range src.F32() {
 			d[i] = float64(v)
 		}
+	}
+}
+
+// copyInt64 is copyConvert where either side is int64: a counter such as
+// num_batches_tracked saved as int64 (torch) or as float64 (goddp before
+// it had int64 tensors), loaded into either. Floats convert by truncation,
+// as torch's .long().
+func copyInt64(dst, src *tensor.Tensor) {
+	if src.DType() == tensor.Int64 && dst.DType() == tensor.Int64 {
+		copy(dst.I64(), src.I64())
+		return
+	}
+	s, d := src.Reshape(-1), dst.Reshape(-1)
+	for i := range d.Numel() {
+		d.Set(s.At(i), i)
 	}
 }

@@ -185,14 +185,16 @@ const cachedMin = 1 << 10
 func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 	n := numel(shape)
 	if n*dt.Size() < cachedMin {
-		if dt == Float64 {
-			return FromF64(make([]float64, n), shape...)
+		if dt.Size() == 8 {
+			t := FromF64(make([]float64, n), shape...)
+			t.dtype = dt
+			return t
 		}
 		return FromF32(make([]float32, n), shape...)
 	}
 	var t *Tensor
 	blk := &hostBlock{freed: new(atomic.Bool)}
-	if dt == Float64 {
+	if dt.Size() == 8 { // Float64, and Int64's bits
 		b, class, err := host.f64.Alloc(n*8, caching.DefaultStream)
 		if err != nil {
 			panic(fmt.Sprintf("tensor: %v", err))
@@ -202,6 +204,7 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 			clear(b[:n])
 		}
 		t = FromF64(b[:n:n], shape...)
+		t.dtype = dt
 	} else {
 		b, class, err := host.f32.Alloc(n*4, caching.DefaultStream)
 		if err != nil {
@@ -214,7 +217,7 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 		t = FromF32(b[:n:n], shape...)
 	}
 	t.blk = blk
-	runtime.AddCleanup(blk, dropped, droppedBlock{blk.freed, blk.class, dt == Float64})
+	runtime.AddCleanup(blk, dropped, droppedBlock{blk.freed, blk.class, dt.Size() == 8})
 	return t
 }
 

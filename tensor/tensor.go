@@ -2,6 +2,8 @@ package tensor
 
 import (
 	"fmt"
+	"math"
+	"unsafe"
 
 	gt "gorgonia.org/tensor"
 )
@@ -12,6 +14,11 @@ type DType uint8
 const (
 	Float32 DType = iota // first-class training dtype
 	Float64              // used for gradient checks
+	// Int64 holds labels, token ids, indices and counters (torch.long):
+	// tensors of it are made, viewed, copied, saved and loaded, and the ops
+	// that take indices accept them; arithmetic ops take float tensors.
+	// Int64 tensors live on the host (devices hold float32).
+	Int64
 )
 
 func (d DType) String() string {
@@ -20,13 +27,15 @@ func (d DType) String() string {
 		return "float32"
 	case Float64:
 		return "float64"
+	case Int64:
+		return "int64"
 	}
 	return fmt.Sprintf("DType(%d)", uint8(d))
 }
 
 // Size is the width of one element in bytes.
 func (d DType) Size() int {
-	if d == Float64 {
+	if d == Float64 || d == Int64 {
 		return 8
 	}
 	return 4
@@ -41,7 +50,7 @@ func (d DType) Size() int {
 // Tensors are not safe for concurrent mutation.
 type Tensor struct {
 	f32     []float32 // storage for Float32 tensors
-	f64     []float64 // storage for Float64 tensors
+	f64     []float64 // storage for Float64 tensors, and the bits of Int64 ones (see FromI64)
 	dtype   DType
 	shape   []int
 	strides []int
@@ -118,6 +127,30 @@ func FromF64(data []float64, shape ...int) *Tensor {
 	t.setRowMajor(shape)
 	t.f64 = data
 	return t
+}
+
+// FromI64 wraps data as an int64 tensor of the given shape without copying.
+// Its storage is the 8-byte storage of float64 tensors holding the integers'
+// bits, so views, the host cache, Contiguous and Clone serve both without a
+// third storage field in every tensor; I64 reads it back as int64s.
+func FromI64(data []int64, shape ...int) *Tensor {
+	var f []float64
+	if len(data) > 0 {
+		f = unsafe.Slice((*float64)(unsafe.Pointer(&data[0])), len(data))
+	}
+	t := FromF64(f, shape...)
+	t.dtype = Int64
+	return t
+}
+
+// FromInts copies ints into a new int64 tensor of the given shape (labels
+// or token ids held as []int).
+func FromInts(data []int, shape ...int) *Tensor {
+	out := make([]int64, len(data))
+	for i, v := range data {
+		out[i] = int64(v)
+	}
+	return FromI64(out, shape...)
 }
 
 // FromDense copies a gorgonia dense tensor (float32 or float64) into a new Tensor.
@@ -237,6 +270,36 @@ func (t *Tensor) F64() []float64 {
 	return t.f64[t.offset : t.offset+t.Numel() : t.offset+t.Numel()]
 }
 
+// I64 is F32 for int64 tensors.
+func (t *Tensor) I64() []int64 {
+	if t.dev != nil {
+		panic(t.deviceHostAccess("I64"))
+	}
+	t.checkLive("I64")
+	if t.dtype != Int64 {
+		panic(fmt.Sprintf("tensor: I64 on a %v tensor", t.dtype))
+	}
+	if !t.IsContiguous() {
+		panic(fmt.Sprintf("tensor: I64 on a non-contiguous view (shape %s, strides %s); call Contiguous", sh(t.shape), sh(t.strides)))
+	}
+	n := t.Numel()
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int64)(unsafe.Pointer(&t.f64[t.offset])), n)
+}
+
+// Ints returns an int64 tensor's elements as ints, in C order (labels and
+// indices for the ops that take []int).
+func (t *Tensor) Ints() []int {
+	src := t.Contiguous().I64()
+	out := make([]int, len(src))
+	for i, v := range src {
+		out[i] = int(v)
+	}
+	return out
+}
+
 // Dense returns a gorgonia *Dense holding this tensor's elements with its
 // shape. For a contiguous tensor it aliases the storage; otherwise it is a copy.
 func (t *Tensor) Dense() *gt.Dense {
@@ -245,8 +308,11 @@ func (t *Tensor) Dense() *gt.Dense {
 	if len(shape) == 0 {
 		shape = []int{1}
 	}
-	if c.dtype == Float64 {
+	switch c.dtype {
+	case Float64:
 		return gt.New(gt.WithShape(shape...), gt.WithBacking(c.F64()))
+	case Int64:
+		return gt.New(gt.WithShape(shape...), gt.WithBacking(c.I64()))
 	}
 	return gt.New(gt.WithShape(shape...), gt.WithBacking(c.F32()))
 }
@@ -271,8 +337,9 @@ func (t *Tensor) Contiguous() *Tensor {
 	out := newFull(t.dtype, t.shape...) // both loops below write every element
 	n := t.Numel()
 	if t.isConstant() {
-		// A broadcast of one element (SumAll's gradient): a fill.
-		if t.dtype == Float64 {
+		// A broadcast of one element (SumAll's gradient): a fill. 8-byte
+		// dtypes copy bits (Int64 lives in f64 storage).
+		if t.dtype.Size() == 8 {
 			splat(out.f64, t.f64[t.offset])
 		} else {
 			splat(out.f32, t.f32[t.offset])
@@ -282,7 +349,7 @@ func (t *Tensor) Contiguous() *Tensor {
 	idx := make([]int, len(t.shape))
 	for k := 0; k < n; k++ {
 		src := t.at(idx)
-		if t.dtype == Float64 {
+		if t.dtype.Size() == 8 {
 			out.f64[k] = t.f64[src]
 		} else {
 			out.f32[k] = t.f32[src]
@@ -315,8 +382,11 @@ func (t *Tensor) Clone() *Tensor {
 	if t.dev != nil {
 		return t.deviceClone()
 	}
-	if t.dtype == Float64 {
+	switch t.dtype {
+	case Float64:
 		return FromF64(append([]float64(nil), t.F64()...), t.shape...)
+	case Int64:
+		return FromI64(append([]int64(nil), t.I64()...), t.shape...)
 	}
 	return FromF32(append([]float32(nil), t.F32()...), t.shape...)
 }
@@ -367,8 +437,11 @@ func (t *Tensor) Item() float64 {
 		return t.deviceItem()
 	}
 	t.checkLive("Item")
-	if t.dtype == Float64 {
+	switch t.dtype {
+	case Float64:
 		return t.f64[t.offset]
+	case Int64:
+		return float64(i64FromBits(t.f64[t.offset]))
 	}
 	return float64(t.f32[t.offset])
 }
@@ -381,8 +454,11 @@ func (t *Tensor) String() string {
 // indices are not allowed). It is meant for tests and debugging, not loops.
 func (t *Tensor) At(idx ...int) float64 {
 	p := t.checkedAt("At", idx)
-	if t.dtype == Float64 {
+	switch t.dtype {
+	case Float64:
 		return t.f64[p]
+	case Int64:
+		return float64(i64FromBits(t.f64[p]))
 	}
 	return float64(t.f32[p])
 }
@@ -390,9 +466,12 @@ func (t *Tensor) At(idx ...int) float64 {
 // Set stores v at the given multi-index.
 func (t *Tensor) Set(v float64, idx ...int) {
 	p := t.checkedAt("Set", idx)
-	if t.dtype == Float64 {
+	switch t.dtype {
+	case Float64:
 		t.f64[p] = v
-	} else {
+	case Int64:
+		t.f64[p] = math.Float64frombits(uint64(int64(v)))
+	default:
 		t.f32[p] = float32(v)
 	}
 }
@@ -412,3 +491,6 @@ func (t *Tensor) checkedAt(op string, idx []int) int {
 	}
 	return t.at(idx)
 }
+
+// i64FromBits reads the int64 an Int64 tensor stores in a float64 slot.
+func i64FromBits(f float64) int64 { return int64(math.Float64bits(f)) }

@@ -51,7 +51,9 @@ func toDevice(b data.Batch, dev tensor.Device) (data.Batch, error) {
 			return b, fmt.Errorf("trainer: batch inputs to %v: %w", dev, err)
 		}
 	}
-	if b.Targets != nil {
+	// Int64 targets (class indices, token ids) stay on the host, where
+	// int64 tensors live: the loss ops that take them upload what they need.
+	if b.Targets != nil && b.Targets.DType() != tensor.Int64 {
 		if b.Targets, err = b.Targets.To(dev); err != nil {
 			return b, fmt.Errorf("trainer: batch targets to %v: %w", dev, err)
 		}
