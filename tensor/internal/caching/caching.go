@@ -19,7 +19,9 @@ package caching
 import (
 	"fmt"
 	"math/bits"
+	"runtime"
 	"sync"
+	"time"
 )
 
 // Stream names an ordered queue of device work. The host uses DefaultStream
@@ -181,12 +183,21 @@ func (a *Allocator[B]) AllocFresh(size int, s Stream) (B, int, bool, error) {
 		// Out of memory, perhaps because the cache holds it: give every
 		// cached block back and try once more (PyTorch's free-and-retry).
 		a.EmptyCache()
-		if b, err = a.backend.Alloc(class); err != nil {
-			st := a.Stats()
-			var zero B
-			return zero, 0, false, fmt.Errorf("caching: allocating %d bytes (class %d) failed after emptying the cache, with %d bytes in use and %d reserved: %w",
-				size, class, st.Allocated, st.Reserved, err)
-		}
+		b, err = a.backend.Alloc(class)
+	}
+	if err != nil {
+		// Device tensors nothing references any more still hold their
+		// blocks until the garbage collector finds them: Go's heap goal
+		// knows nothing of device memory, so a device can fill with
+		// garbage the collector has not been asked to find. Collect, let
+		// the cleanups give the blocks back, and try again.
+		b, err = a.allocAfterGC(class)
+	}
+	if err != nil {
+		st := a.Stats()
+		var zero B
+		return zero, 0, false, fmt.Errorf("caching: allocating %d bytes (class %d) failed after emptying the cache and collecting garbage, with %d bytes in use and %d reserved: %w",
+			size, class, st.Allocated, st.Reserved, err)
 	}
 	a.mu.Lock()
 	a.stats.Reserved += int64(class)
@@ -331,4 +342,26 @@ func (a *Allocator[B]) ResetPeak() {
 	a.mu.Lock()
 	a.stats.PeakAllocated, a.stats.PeakReserved = a.stats.Allocated, a.stats.Reserved
 	a.mu.Unlock()
+}
+
+// gcRetries bounds allocAfterGC's waits for the cleanups of collected
+// tensors, which run on the runtime's cleanup goroutine after runtime.GC
+// returns; each wait is a millisecond, and a retry follows each.
+const gcRetries = 50
+
+// allocAfterGC runs the garbage collector, then retries the allocation
+// while the collected tensors' cleanups return their blocks, giving the
+// cache back before each try.
+func (a *Allocator[B]) allocAfterGC(class int) (B, error) {
+	runtime.GC()
+	var b B
+	var err error
+	for range gcRetries {
+		a.EmptyCache()
+		if b, err = a.backend.Alloc(class); err == nil {
+			return b, nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return b, err
 }
