@@ -102,6 +102,34 @@ type Kernels struct {
 	ClipCoef   func(coef, norm, sumsq *Tensor, maxNorm float32)
 	// Adam is goddp/optim's Adam (decoupled false) or AdamW step, fused.
 	Adam func(w, g, m, v *Tensor, lr, beta1, beta2, eps, wd float32, decoupled bool, stepSize, invBC2 float32)
+
+	// Convolutional networks (Conv2dDevice, MaxPool2dDevice, DropoutDevice
+	// in device_cnn.go are written against these).
+	//
+	// Im2col writes the patch matrix of the s.N samples of x [N, C, H, W]
+	// into cols [C*KH*KW, N*OH*OW]: row (channel, ki, kj), column (sample,
+	// oy, ox), padding read as zero, so group g's rows are one block.
+	// Col2im is its adjoint, gathered: dx [N, C, H, W] (overwritten) gets
+	// the sum of the cols entries each element fed. s.O, s.Groups and
+	// s.BF16 are not used.
+	Im2col func(cols, x *Tensor, s *Conv2dShape)
+	Col2im func(dx, cols *Tensor, s *Conv2dShape)
+	// Swap01 is dst[b, a, k] = src[a, b, k] for src [na, nb, nk].
+	Swap01 func(dst, src *Tensor, na, nb, nk int)
+	// AddChannelBias is y[s, c, p] += bias[c] for y [n, c, l]; SumChannels
+	// is out[c] = Σ_{s,p} x[s, c, p], added to out[c] when acc.
+	AddChannelBias func(y, bias *Tensor, n, c, l int)
+	SumChannels    func(out, x *Tensor, n, c, l int, acc bool)
+	// MaxPool2d writes each window's maximum into y [N, C, OH, OW] and its
+	// offset in the [H, W] plane, as int32 bits, into idx (a float32 tensor
+	// of y's size); MaxPool2dBackward gathers dx (overwritten) from dy and
+	// idx.
+	MaxPool2d         func(y, idx, x *Tensor, s *Pool2dShape)
+	MaxPool2dBackward func(dx, dy, idx *Tensor, s *Pool2dShape)
+	// Dropout is y = x * mask (y may be x), the mask keeping an element
+	// with probability 1-p, scaled by 1/(1-p), drawn from a counter-based
+	// hash of (seed, element index): a function of the seed alone.
+	Dropout func(y, x *Tensor, p float32, seed uint64)
 }
 
 // cpuDevice is the host.
