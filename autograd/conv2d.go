@@ -430,6 +430,11 @@ func (o *conv2dOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 	} else {
 		convBwd[float32](o, gy, dst, grads)
 	}
+	if len(dst) > 0 && dst[0] != nil && grads[0] != nil {
+		// The engine offered x's Grad (x a leaf): dx goes into it, as dW does.
+		tensor.AddInto(dst[0], grads[0])
+		grads[0] = nil
+	}
 	return grads
 }
 

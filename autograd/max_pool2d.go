@@ -68,9 +68,9 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 
 type maxPool2dOp struct {
 	inputs
-	idx  []int32       // per output: the argmax's offset inside its [H, W] plane
+	idx  []int32        // per output: the argmax's offset inside its [H, W] plane
 	didx *tensor.Tensor // idx on the input's device (nil on the host)
-	g   poolGeom
+	g    poolGeom
 }
 
 func (o *maxPool2dOp) Name() string { return "MaxPool2d" }

@@ -128,8 +128,9 @@ type Kernels struct {
 	MaxPool2dBackward func(dx, dy, idx *Tensor, s *Pool2dShape)
 	// Dropout is y = x * mask (y may be x), the mask keeping an element
 	// with probability 1-p, scaled by 1/(1-p), drawn from a counter-based
-	// hash of (seed, element index): a function of the seed alone.
-	Dropout func(y, x *Tensor, p float32, seed uint64)
+	// hash of (seed, element index): a function of the seed alone. The
+	// scale is 1/float32(1-p), as the CPU op's.
+	Dropout func(y, x *Tensor, p float64, seed uint64)
 }
 
 // cpuDevice is the host.

@@ -224,6 +224,6 @@ func DropoutMaskDevice(dst, src *Tensor, p float64, seed uint64) bool {
 	if !dst.IsContiguous() || !src.IsContiguous() || dst.Numel() != src.Numel() {
 		panic(fmt.Sprintf("tensor: Dropout: %v into %v: operands must be contiguous and of one size", src.shape, dst.shape))
 	}
-	k.Dropout(dst, src, float32(p), seed)
+	k.Dropout(dst, src, p, seed)
 	return true
 }

@@ -162,9 +162,9 @@ func (d *Device) kernels() tensor.Kernels {
 			d.launch("max_pool2d_bwd_f32", grid(n), append([]uint64{d.ptr("max pool backward", dx), d.ptr("max pool backward", dy),
 				d.ptr("max pool backward", idx)}, poolArgs(s)...)...)
 		},
-		Dropout: func(y, x *tensor.Tensor, p float32, seed uint64) {
+		Dropout: func(y, x *tensor.Tensor, p float64, seed uint64) {
 			n := same("dropout", y, x)
-			keep := 1 - p
+			keep := float32(1 - p)
 			d.launch("dropout_f32", grid(n), d.ptr("dropout", y), d.ptr("dropout", x), i64(n), seed, f32(keep), f32(1/keep))
 		},
 	}
