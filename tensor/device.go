@@ -131,6 +131,12 @@ type Kernels struct {
 	// hash of (seed, element index): a function of the seed alone. The
 	// scale is 1/float32(1-p), as the CPU op's.
 	Dropout func(y, x *Tensor, p float64, seed uint64)
+	// AvgPool2d writes each window's mean into y [N, C, OH, OW]: torch's
+	// avg_pool2d (the divisor counting padding when countIncludePad), or
+	// adaptive_avg_pool2d's windows when adaptive (s's kernel, stride and
+	// padding unused). AvgPool2dBackward gathers dx (overwritten) from dy.
+	AvgPool2d         func(y, x *Tensor, s *Pool2dShape, countIncludePad, adaptive bool)
+	AvgPool2dBackward func(dx, dy *Tensor, s *Pool2dShape, countIncludePad, adaptive bool)
 }
 
 // cpuDevice is the host.

@@ -3,7 +3,7 @@ package tensor
 import "fmt"
 
 // The device paths of the convolutional-network ops whose CPU code lives in
-// goddp/autograd (Conv2d, MaxPool2d, Dropout). Each function here runs its
+// goddp/autograd (Conv2d, MaxPool2d, AvgPool2d, AdaptiveAvgPool2d, Dropout). Each function here runs its
 // op on the device its operands live on and reports, by a nil result or a
 // false, that they all live on the host: the caller then runs its CPU
 // code. So the op asks where nothing lives; this package does.
@@ -226,4 +226,37 @@ func DropoutMaskDevice(dst, src *Tensor, p float64, seed uint64) bool {
 	}
 	k.Dropout(dst, src, p, seed)
 	return true
+}
+
+// AvgPool2dDevice returns avg_pool2d (adaptive_avg_pool2d when adaptive)
+// of the contiguous x [N, C, H, W] on its device, or nil when x lives on
+// the host.
+func AvgPool2dDevice(x *Tensor, s *Pool2dShape, countIncludePad, adaptive bool) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
+	k := kernelsFor("AvgPool2d", x)
+	NeedKernel(k.AvgPool2d != nil, "AvgPool2d", x.Device())
+	if x.Numel() != s.N*s.C*s.H*s.W || !x.IsContiguous() {
+		panic(fmt.Sprintf("tensor: AvgPool2d: input %v (contiguous %v) for %+v", x.shape, x.IsContiguous(), *s))
+	}
+	y := MustZerosOn(x.Device(), s.N, s.C, s.OH, s.OW)
+	k.AvgPool2d(y, x, s, countIncludePad, adaptive)
+	return y
+}
+
+// AvgPool2dBackwardDevice returns AvgPool2dDevice's input gradient from gy
+// on its device, or nil when gy lives on the host.
+func AvgPool2dBackwardDevice(gy *Tensor, s *Pool2dShape, countIncludePad, adaptive bool) *Tensor {
+	if !onDevice(gy) {
+		return nil
+	}
+	k := kernelsFor("AvgPool2dBackward", gy)
+	NeedKernel(k.AvgPool2dBackward != nil, "AvgPool2dBackward", gy.Device())
+	if gy.Numel() != s.N*s.C*s.OH*s.OW {
+		panic(fmt.Sprintf("tensor: AvgPool2dBackward: gradient %v for %+v", gy.shape, *s))
+	}
+	dx := MustZerosOn(gy.Device(), s.N, s.C, s.H, s.W)
+	k.AvgPool2dBackward(dx, gy.Contiguous(), s, countIncludePad, adaptive)
+	return dx
 }

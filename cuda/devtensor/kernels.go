@@ -167,6 +167,22 @@ func (d *Device) kernels() tensor.Kernels {
 			keep := float32(1 - p)
 			d.launch("dropout_f32", grid(n), d.ptr("dropout", y), d.ptr("dropout", x), i64(n), seed, f32(keep), f32(1/keep))
 		},
+		AvgPool2d: func(y, x *tensor.Tensor, s *tensor.Pool2dShape, incl, adaptive bool) {
+			n := y.Numel()
+			if n != s.N*s.C*s.OH*s.OW || x.Numel() != s.N*s.C*s.H*s.W {
+				panic(fmt.Sprintf("devtensor: avg pool of %v into %v for %+v", x.Shape(), y.Shape(), *s))
+			}
+			d.launch("avg_pool2d_f32", grid(n), append(append([]uint64{d.ptr("avg pool", y), d.ptr("avg pool", x)},
+				poolArgs(s)...), flag(incl), flag(adaptive))...)
+		},
+		AvgPool2dBackward: func(dx, dy *tensor.Tensor, s *tensor.Pool2dShape, incl, adaptive bool) {
+			n := dx.Numel()
+			if n != s.N*s.C*s.H*s.W || dy.Numel() != s.N*s.C*s.OH*s.OW {
+				panic(fmt.Sprintf("devtensor: avg pool backward of %v into %v for %+v", dy.Shape(), dx.Shape(), *s))
+			}
+			d.launch("avg_pool2d_bwd_f32", grid(n), append(append([]uint64{d.ptr("avg pool backward", dx), d.ptr("avg pool backward", dy)},
+				poolArgs(s)...), flag(incl), flag(adaptive))...)
+		},
 	}
 }
 

@@ -559,3 +559,86 @@ __global__ void dropout_f32(float *y, const float *x, i64 n, i64 seed, float kee
 }
 
 }
+
+// Average pooling's window for output (oy, ox): input rows [*ylo, *yhi),
+// columns [*xlo, *xhi), and the divisor. adaptive != 0 is
+// adaptive_avg_pool2d's window (rows [oy*h/oh, ceil((oy+1)*h/oh))), which
+// ignores k*, s*, p*; otherwise the divisor counts padding when incl != 0,
+// the window clipped to the padded input as torch's pool_size.
+__device__ float avg_window(i64 oy, i64 ox, i64 h, i64 w, i64 kh, i64 kw, i64 sh, i64 sw, i64 ph, i64 pw, i64 oh, i64 ow,
+                            float incl, float adaptive, i64 *ylo, i64 *yhi, i64 *xlo, i64 *xhi) {
+	if (adaptive != 0.0f) {
+		*ylo = oy * h / oh;
+		*yhi = ((oy + 1) * h + oh - 1) / oh;
+		*xlo = ox * w / ow;
+		*xhi = ((ox + 1) * w + ow - 1) / ow;
+		return (float)((*yhi - *ylo) * (*xhi - *xlo));
+	}
+	i64 y0 = oy * sh - ph, x0 = ox * sw - pw;
+	*ylo = y0 < 0 ? 0 : y0;
+	*yhi = y0 + kh < h ? y0 + kh : h;
+	*xlo = x0 < 0 ? 0 : x0;
+	*xhi = x0 + kw < w ? x0 + kw : w;
+	if (incl != 0.0f) {
+		i64 ye = y0 + kh < h + ph ? y0 + kh : h + ph, xe = x0 + kw < w + pw ? x0 + kw : w + pw;
+		return (float)((ye - y0) * (xe - x0));
+	}
+	return (float)((*yhi - *ylo) * (*xhi - *xlo));
+}
+
+extern "C" {
+
+// Average pooling (avg_pool2d, or adaptive_avg_pool2d when adaptive != 0)
+// over planes [planes, h, w] into y [planes, oh, ow].
+__global__ void avg_pool2d_f32(float *y, const float *x, i64 planes, i64 h, i64 w, i64 kh, i64 kw, i64 sh, i64 sw,
+                               i64 ph, i64 pw, i64 oh, i64 ow, float incl, float adaptive) {
+	FOR_EACH(i, planes * oh * ow) {
+		i64 ox = i % ow, t = i / ow, oy = t % oh, p = t / oh;
+		i64 ylo, yhi, xlo, xhi;
+		float div = avg_window(oy, ox, h, w, kh, kw, sh, sw, ph, pw, oh, ow, incl, adaptive, &ylo, &yhi, &xlo, &xhi);
+		const float *xp = x + p * h * w;
+		float s = 0.0f;
+		for (i64 iy = ylo; iy < yhi; iy++)
+			for (i64 ix = xlo; ix < xhi; ix++) s += xp[iy * w + ix];
+		y[i] = s / div;
+	}
+}
+
+// Its gradient, gathered: dx[p, iy, ix] = the sum of dy/divisor over the
+// outputs whose window holds (iy, ix), in output order.
+__global__ void avg_pool2d_bwd_f32(float *dx, const float *dy, i64 planes, i64 h, i64 w, i64 kh, i64 kw, i64 sh,
+                                   i64 sw, i64 ph, i64 pw, i64 oh, i64 ow, float incl, float adaptive) {
+	FOR_EACH(i, planes * h * w) {
+		i64 ix = i % w, t = i / w, iy = t % h, p = t / h;
+		i64 oylo, oyhi, oxlo, oxhi; // candidate outputs, each checked below
+		if (adaptive != 0.0f) {
+			oylo = iy * oh / h - 1;
+			oyhi = ((iy + 1) * oh + h - 1) / h;
+			oxlo = ix * ow / w - 1;
+			oxhi = ((ix + 1) * ow + w - 1) / w;
+		} else {
+			oylo = iy + ph - kh + 1;
+			oylo = oylo <= 0 ? 0 : (oylo + sh - 1) / sh;
+			oyhi = (iy + ph) / sh;
+			oxlo = ix + pw - kw + 1;
+			oxlo = oxlo <= 0 ? 0 : (oxlo + sw - 1) / sw;
+			oxhi = (ix + pw) / sw;
+		}
+		oylo = oylo < 0 ? 0 : oylo;
+		oxlo = oxlo < 0 ? 0 : oxlo;
+		oyhi = oyhi < oh - 1 ? oyhi : oh - 1;
+		oxhi = oxhi < ow - 1 ? oxhi : ow - 1;
+		const float *g = dy + p * oh * ow;
+		float acc = 0.0f;
+		for (i64 oy = oylo; oy <= oyhi; oy++) {
+			for (i64 ox = oxlo; ox <= oxhi; ox++) {
+				i64 ylo, yhi, xlo, xhi;
+				float div = avg_window(oy, ox, h, w, kh, kw, sh, sw, ph, pw, oh, ow, incl, adaptive, &ylo, &yhi, &xlo, &xhi);
+				if (iy >= ylo && iy < yhi && ix >= xlo && ix < xhi) acc += g[oy * ow + ox] / div;
+			}
+		}
+		dx[i] = acc;
+	}
+}
+
+}

@@ -9928,5 +9928,1563 @@ $L__BB45_10:
 	ret;
 
 }
+	// .globl	avg_pool2d_f32
+.visible .entry avg_pool2d_f32(
+	.param .u64 avg_pool2d_f32_param_0,
+	.param .u64 avg_pool2d_f32_param_1,
+	.param .u64 avg_pool2d_f32_param_2,
+	.param .u64 avg_pool2d_f32_param_3,
+	.param .u64 avg_pool2d_f32_param_4,
+	.param .u64 avg_pool2d_f32_param_5,
+	.param .u64 avg_pool2d_f32_param_6,
+	.param .u64 avg_pool2d_f32_param_7,
+	.param .u64 avg_pool2d_f32_param_8,
+	.param .u64 avg_pool2d_f32_param_9,
+	.param .u64 avg_pool2d_f32_param_10,
+	.param .u64 avg_pool2d_f32_param_11,
+	.param .u64 avg_pool2d_f32_param_12,
+	.param .f32 avg_pool2d_f32_param_13,
+	.param .f32 avg_pool2d_f32_param_14
+)
+{
+	.reg .pred 	%p<30>;
+	.reg .f32 	%f<65>;
+	.reg .b32 	%r<37>;
+	.reg .b64 	%rd<187>;
+
+
+	ld.param.u64 	%rd107, [avg_pool2d_f32_param_0];
+	ld.param.u64 	%rd108, [avg_pool2d_f32_param_1];
+	ld.param.u64 	%rd109, [avg_pool2d_f32_param_2];
+	ld.param.u64 	%rd97, [avg_pool2d_f32_param_3];
+	ld.param.u64 	%rd98, [avg_pool2d_f32_param_4];
+	ld.param.u64 	%rd99, [avg_pool2d_f32_param_5];
+	ld.param.u64 	%rd100, [avg_pool2d_f32_param_6];
+	ld.param.u64 	%rd101, [avg_pool2d_f32_param_7];
+	ld.param.u64 	%rd102, [avg_pool2d_f32_param_8];
+	ld.param.u64 	%rd103, [avg_pool2d_f32_param_9];
+	ld.param.u64 	%rd104, [avg_pool2d_f32_param_10];
+	ld.param.u64 	%rd105, [avg_pool2d_f32_param_11];
+	ld.param.u64 	%rd106, [avg_pool2d_f32_param_12];
+	ld.param.f32 	%f21, [avg_pool2d_f32_param_13];
+	ld.param.f32 	%f22, [avg_pool2d_f32_param_14];
+	cvta.to.global.u64 	%rd1, %rd108;
+	cvta.to.global.u64 	%rd2, %rd107;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd110, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd111, %r3;
+	add.s64 	%rd165, %rd110, %rd111;
+	mul.lo.s64 	%rd112, %rd105, %rd109;
+	mul.lo.s64 	%rd5, %rd112, %rd106;
+	setp.ge.s64 	%p1, %rd165, %rd5;
+	@%p1 bra 	$L__BB46_55;
+
+	setp.neu.f32 	%p2, %f22, 0f00000000;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd113, %r4;
+	mul.lo.s64 	%rd6, %rd113, %rd3;
+	@%p2 bra 	$L__BB46_24;
+	bra.uni 	$L__BB46_2;
+
+$L__BB46_24:
+	add.s64 	%rd47, %rd1, 8;
+	add.s64 	%rd48, %rd106, -1;
+	add.s64 	%rd49, %rd105, -1;
+	cvt.u32.u64 	%r15, %rd106;
+	cvt.u32.u64 	%r20, %rd105;
+
+$L__BB46_25:
+	or.b64  	%rd138, %rd165, %rd106;
+	and.b64  	%rd139, %rd138, -4294967296;
+	setp.eq.s64 	%p15, %rd139, 0;
+	@%p15 bra 	$L__BB46_27;
+
+	div.s64 	%rd175, %rd165, %rd106;
+	mul.lo.s64 	%rd140, %rd175, %rd106;
+	sub.s64 	%rd176, %rd165, %rd140;
+	bra.uni 	$L__BB46_28;
+
+$L__BB46_27:
+	cvt.u32.u64 	%r16, %rd165;
+	div.u32 	%r17, %r16, %r15;
+	mul.lo.s32 	%r18, %r17, %r15;
+	sub.s32 	%r19, %r16, %r18;
+	cvt.u64.u32 	%rd175, %r17;
+	cvt.u64.u32 	%rd176, %r19;
+
+$L__BB46_28:
+	or.b64  	%rd141, %rd175, %rd105;
+	and.b64  	%rd142, %rd141, -4294967296;
+	setp.eq.s64 	%p16, %rd142, 0;
+	@%p16 bra 	$L__BB46_30;
+
+	div.s64 	%rd177, %rd175, %rd105;
+	mul.lo.s64 	%rd143, %rd177, %rd105;
+	sub.s64 	%rd178, %rd175, %rd143;
+	bra.uni 	$L__BB46_31;
+
+$L__BB46_30:
+	cvt.u32.u64 	%r21, %rd175;
+	div.u32 	%r22, %r21, %r20;
+	mul.lo.s32 	%r23, %r22, %r20;
+	sub.s32 	%r24, %r21, %r23;
+	cvt.u64.u32 	%rd177, %r22;
+	cvt.u64.u32 	%rd178, %r24;
+
+$L__BB46_31:
+	mul.lo.s64 	%rd63, %rd178, %rd97;
+	or.b64  	%rd144, %rd63, %rd105;
+	and.b64  	%rd145, %rd144, -4294967296;
+	setp.eq.s64 	%p17, %rd145, 0;
+	@%p17 bra 	$L__BB46_33;
+
+	div.s64 	%rd179, %rd63, %rd105;
+	bra.uni 	$L__BB46_34;
+
+$L__BB46_33:
+	cvt.u32.u64 	%r26, %rd63;
+	div.u32 	%r27, %r26, %r20;
+	cvt.u64.u32 	%rd179, %r27;
+
+$L__BB46_34:
+	add.s64 	%rd146, %rd63, %rd97;
+	add.s64 	%rd67, %rd49, %rd146;
+	or.b64  	%rd147, %rd67, %rd105;
+	and.b64  	%rd148, %rd147, -4294967296;
+	setp.eq.s64 	%p18, %rd148, 0;
+	@%p18 bra 	$L__BB46_36;
+
+	div.s64 	%rd180, %rd67, %rd105;
+	bra.uni 	$L__BB46_37;
+
+$L__BB46_36:
+	cvt.u32.u64 	%r29, %rd67;
+	div.u32 	%r30, %r29, %r20;
+	cvt.u64.u32 	%rd180, %r30;
+
+$L__BB46_37:
+	mul.lo.s64 	%rd71, %rd176, %rd98;
+	or.b64  	%rd149, %rd71, %rd106;
+	and.b64  	%rd150, %rd149, -4294967296;
+	setp.eq.s64 	%p19, %rd150, 0;
+	@%p19 bra 	$L__BB46_39;
+
+	div.s64 	%rd181, %rd71, %rd106;
+	bra.uni 	$L__BB46_40;
+
+$L__BB46_39:
+	cvt.u32.u64 	%r32, %rd71;
+	div.u32 	%r33, %r32, %r15;
+	cvt.u64.u32 	%rd181, %r33;
+
+$L__BB46_40:
+	add.s64 	%rd151, %rd71, %rd98;
+	add.s64 	%rd75, %rd48, %rd151;
+	or.b64  	%rd152, %rd75, %rd106;
+	and.b64  	%rd153, %rd152, -4294967296;
+	setp.eq.s64 	%p20, %rd153, 0;
+	@%p20 bra 	$L__BB46_42;
+
+	div.s64 	%rd182, %rd75, %rd106;
+	bra.uni 	$L__BB46_43;
+
+$L__BB46_42:
+	cvt.u32.u64 	%r35, %rd75;
+	div.u32 	%r36, %r35, %r15;
+	cvt.u64.u32 	%rd182, %r36;
+
+$L__BB46_43:
+	sub.s64 	%rd79, %rd182, %rd181;
+	setp.le.s64 	%p21, %rd180, %rd179;
+	mov.f32 	%f63, 0f00000000;
+	@%p21 bra 	$L__BB46_54;
+
+	not.b64 	%rd154, %rd181;
+	add.s64 	%rd80, %rd182, %rd154;
+	and.b64  	%rd81, %rd79, 3;
+	add.s64 	%rd83, %rd181, 2;
+	add.s64 	%rd84, %rd181, 3;
+	mul.lo.s64 	%rd85, %rd177, %rd97;
+	mov.u64 	%rd183, %rd179;
+
+$L__BB46_45:
+	setp.le.s64 	%p22, %rd182, %rd181;
+	@%p22 bra 	$L__BB46_53;
+
+	setp.eq.s64 	%p23, %rd81, 0;
+	add.s64 	%rd155, %rd183, %rd85;
+	mul.lo.s64 	%rd87, %rd155, %rd98;
+	mov.u64 	%rd184, %rd181;
+	@%p23 bra 	$L__BB46_50;
+
+	add.s64 	%rd184, %rd181, 1;
+	setp.eq.s64 	%p24, %rd81, 1;
+	add.s64 	%rd156, %rd181, %rd87;
+	shl.b64 	%rd157, %rd156, 2;
+	add.s64 	%rd88, %rd1, %rd157;
+	ld.global.f32 	%f41, [%rd88];
+	add.f32 	%f63, %f63, %f41;
+	@%p24 bra 	$L__BB46_50;
+
+	setp.eq.s64 	%p25, %rd81, 2;
+	ld.global.f32 	%f42, [%rd88+4];
+	add.f32 	%f63, %f63, %f42;
+	mov.u64 	%rd184, %rd83;
+	@%p25 bra 	$L__BB46_50;
+
+	ld.global.f32 	%f43, [%rd88+8];
+	add.f32 	%f63, %f63, %f43;
+	mov.u64 	%rd184, %rd84;
+
+$L__BB46_50:
+	setp.lt.u64 	%p26, %rd80, 3;
+	@%p26 bra 	$L__BB46_53;
+
+	add.s64 	%rd158, %rd184, %rd87;
+	shl.b64 	%rd159, %rd158, 2;
+	add.s64 	%rd185, %rd47, %rd159;
+
+$L__BB46_52:
+	ld.global.f32 	%f44, [%rd185+-8];
+	add.f32 	%f45, %f63, %f44;
+	ld.global.f32 	%f46, [%rd185+-4];
+	add.f32 	%f47, %f45, %f46;
+	ld.global.f32 	%f48, [%rd185];
+	add.f32 	%f49, %f47, %f48;
+	ld.global.f32 	%f50, [%rd185+4];
+	add.f32 	%f63, %f49, %f50;
+	add.s64 	%rd185, %rd185, 16;
+	add.s64 	%rd184, %rd184, 4;
+	setp.lt.s64 	%p27, %rd184, %rd182;
+	@%p27 bra 	$L__BB46_52;
+
+$L__BB46_53:
+	add.s64 	%rd183, %rd183, 1;
+	setp.lt.s64 	%p28, %rd183, %rd180;
+	@%p28 bra 	$L__BB46_45;
+
+$L__BB46_54:
+	shl.b64 	%rd160, %rd165, 2;
+	add.s64 	%rd161, %rd2, %rd160;
+	sub.s64 	%rd162, %rd180, %rd179;
+	mul.lo.s64 	%rd163, %rd79, %rd162;
+	cvt.rn.f32.s64 	%f51, %rd163;
+	div.rn.f32 	%f52, %f63, %f51;
+	st.global.f32 	[%rd161], %f52;
+	add.s64 	%rd165, %rd165, %rd6;
+	setp.lt.s64 	%p29, %rd165, %rd5;
+	@%p29 bra 	$L__BB46_25;
+	bra.uni 	$L__BB46_55;
+
+$L__BB46_2:
+	add.s64 	%rd7, %rd103, %rd97;
+	add.s64 	%rd8, %rd104, %rd98;
+	cvt.u32.u64 	%r5, %rd106;
+	cvt.u32.u64 	%r10, %rd105;
+
+$L__BB46_3:
+	or.b64  	%rd114, %rd165, %rd106;
+	and.b64  	%rd115, %rd114, -4294967296;
+	setp.eq.s64 	%p3, %rd115, 0;
+	@%p3 bra 	$L__BB46_5;
+
+	div.s64 	%rd166, %rd165, %rd106;
+	mul.lo.s64 	%rd116, %rd166, %rd106;
+	sub.s64 	%rd167, %rd165, %rd116;
+	bra.uni 	$L__BB46_6;
+
+$L__BB46_5:
+	cvt.u32.u64 	%r6, %rd165;
+	div.u32 	%r7, %r6, %r5;
+	mul.lo.s32 	%r8, %r7, %r5;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd166, %r7;
+	cvt.u64.u32 	%rd167, %r9;
+
+$L__BB46_6:
+	or.b64  	%rd117, %rd166, %rd105;
+	and.b64  	%rd118, %rd117, -4294967296;
+	setp.eq.s64 	%p4, %rd118, 0;
+	@%p4 bra 	$L__BB46_8;
+
+	div.s64 	%rd168, %rd166, %rd105;
+	mul.lo.s64 	%rd119, %rd168, %rd105;
+	sub.s64 	%rd169, %rd166, %rd119;
+	bra.uni 	$L__BB46_9;
+
+$L__BB46_8:
+	cvt.u32.u64 	%r11, %rd166;
+	div.u32 	%r12, %r11, %r10;
+	mul.lo.s32 	%r13, %r12, %r10;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd168, %r12;
+	cvt.u64.u32 	%rd169, %r14;
+
+$L__BB46_9:
+	mul.lo.s64 	%rd120, %rd169, %rd101;
+	sub.s64 	%rd22, %rd120, %rd103;
+	mul.lo.s64 	%rd121, %rd167, %rd102;
+	sub.s64 	%rd23, %rd121, %rd104;
+	max.s64 	%rd171, %rd22, 0;
+	add.s64 	%rd25, %rd22, %rd99;
+	min.s64 	%rd26, %rd25, %rd97;
+	max.s64 	%rd27, %rd23, 0;
+	add.s64 	%rd28, %rd23, %rd100;
+	min.s64 	%rd29, %rd28, %rd98;
+	setp.neu.f32 	%p5, %f21, 0f00000000;
+	@%p5 bra 	$L__BB46_11;
+	bra.uni 	$L__BB46_10;
+
+$L__BB46_11:
+	min.s64 	%rd124, %rd25, %rd7;
+	min.s64 	%rd125, %rd28, %rd8;
+	sub.s64 	%rd126, %rd124, %rd22;
+	sub.s64 	%rd127, %rd125, %rd23;
+	mul.lo.s64 	%rd170, %rd126, %rd127;
+	bra.uni 	$L__BB46_12;
+
+$L__BB46_10:
+	sub.s64 	%rd122, %rd26, %rd171;
+	sub.s64 	%rd123, %rd29, %rd27;
+	mul.lo.s64 	%rd170, %rd122, %rd123;
+
+$L__BB46_12:
+	setp.le.s64 	%p6, %rd26, %rd171;
+	mov.f32 	%f57, 0f00000000;
+	@%p6 bra 	$L__BB46_23;
+
+	sub.s64 	%rd128, %rd29, %rd27;
+	not.b64 	%rd129, %rd27;
+	add.s64 	%rd33, %rd29, %rd129;
+	and.b64  	%rd34, %rd128, 3;
+	add.s64 	%rd35, %rd27, 1;
+	add.s64 	%rd36, %rd27, 2;
+	add.s64 	%rd37, %rd27, 3;
+	mul.lo.s64 	%rd38, %rd168, %rd97;
+
+$L__BB46_14:
+	setp.le.s64 	%p7, %rd29, %rd27;
+	@%p7 bra 	$L__BB46_22;
+
+	setp.eq.s64 	%p8, %rd34, 0;
+	add.s64 	%rd130, %rd171, %rd38;
+	mul.lo.s64 	%rd40, %rd130, %rd98;
+	mov.u64 	%rd172, %rd27;
+	@%p8 bra 	$L__BB46_19;
+
+	setp.eq.s64 	%p9, %rd34, 1;
+	add.s64 	%rd131, %rd27, %rd40;
+	shl.b64 	%rd132, %rd131, 2;
+	add.s64 	%rd41, %rd1, %rd132;
+	ld.global.f32 	%f26, [%rd41];
+	add.f32 	%f57, %f57, %f26;
+	mov.u64 	%rd172, %rd35;
+	@%p9 bra 	$L__BB46_19;
+
+	setp.eq.s64 	%p10, %rd34, 2;
+	ld.global.f32 	%f27, [%rd41+4];
+	add.f32 	%f57, %f57, %f27;
+	mov.u64 	%rd172, %rd36;
+	@%p10 bra 	$L__BB46_19;
+
+	ld.global.f32 	%f28, [%rd41+8];
+	add.f32 	%f57, %f57, %f28;
+	mov.u64 	%rd172, %rd37;
+
+$L__BB46_19:
+	setp.lt.u64 	%p11, %rd33, 3;
+	@%p11 bra 	$L__BB46_22;
+
+$L__BB46_21:
+	add.s64 	%rd133, %rd172, %rd40;
+	shl.b64 	%rd134, %rd133, 2;
+	add.s64 	%rd135, %rd1, %rd134;
+	ld.global.f32 	%f29, [%rd135];
+	add.f32 	%f30, %f57, %f29;
+	ld.global.f32 	%f31, [%rd135+4];
+	add.f32 	%f32, %f30, %f31;
+	ld.global.f32 	%f33, [%rd135+8];
+	add.f32 	%f34, %f32, %f33;
+	ld.global.f32 	%f35, [%rd135+12];
+	add.f32 	%f57, %f34, %f35;
+	add.s64 	%rd172, %rd172, 4;
+	setp.lt.s64 	%p12, %rd172, %rd29;
+	@%p12 bra 	$L__BB46_21;
+
+$L__BB46_22:
+	add.s64 	%rd171, %rd171, 1;
+	setp.lt.s64 	%p13, %rd171, %rd26;
+	@%p13 bra 	$L__BB46_14;
+
+$L__BB46_23:
+	shl.b64 	%rd136, %rd165, 2;
+	add.s64 	%rd137, %rd2, %rd136;
+	cvt.rn.f32.s64 	%f36, %rd170;
+	div.rn.f32 	%f37, %f57, %f36;
+	st.global.f32 	[%rd137], %f37;
+	add.s64 	%rd165, %rd165, %rd6;
+	setp.lt.s64 	%p14, %rd165, %rd5;
+	@%p14 bra 	$L__BB46_3;
+
+$L__BB46_55:
+	ret;
+
+}
+	// .globl	avg_pool2d_bwd_f32
+.visible .entry avg_pool2d_bwd_f32(
+	.param .u64 avg_pool2d_bwd_f32_param_0,
+	.param .u64 avg_pool2d_bwd_f32_param_1,
+	.param .u64 avg_pool2d_bwd_f32_param_2,
+	.param .u64 avg_pool2d_bwd_f32_param_3,
+	.param .u64 avg_pool2d_bwd_f32_param_4,
+	.param .u64 avg_pool2d_bwd_f32_param_5,
+	.param .u64 avg_pool2d_bwd_f32_param_6,
+	.param .u64 avg_pool2d_bwd_f32_param_7,
+	.param .u64 avg_pool2d_bwd_f32_param_8,
+	.param .u64 avg_pool2d_bwd_f32_param_9,
+	.param .u64 avg_pool2d_bwd_f32_param_10,
+	.param .u64 avg_pool2d_bwd_f32_param_11,
+	.param .u64 avg_pool2d_bwd_f32_param_12,
+	.param .f32 avg_pool2d_bwd_f32_param_13,
+	.param .f32 avg_pool2d_bwd_f32_param_14
+)
+{
+	.reg .pred 	%p<187>;
+	.reg .f32 	%f<154>;
+	.reg .b32 	%r<93>;
+	.reg .b64 	%rd<542>;
+
+
+	ld.param.u64 	%rd221, [avg_pool2d_bwd_f32_param_0];
+	ld.param.u64 	%rd222, [avg_pool2d_bwd_f32_param_1];
+	ld.param.u64 	%rd233, [avg_pool2d_bwd_f32_param_2];
+	ld.param.u64 	%rd223, [avg_pool2d_bwd_f32_param_3];
+	ld.param.u64 	%rd224, [avg_pool2d_bwd_f32_param_4];
+	ld.param.u64 	%rd225, [avg_pool2d_bwd_f32_param_5];
+	ld.param.u64 	%rd226, [avg_pool2d_bwd_f32_param_6];
+	ld.param.u64 	%rd227, [avg_pool2d_bwd_f32_param_7];
+	ld.param.u64 	%rd228, [avg_pool2d_bwd_f32_param_8];
+	ld.param.u64 	%rd229, [avg_pool2d_bwd_f32_param_9];
+	ld.param.u64 	%rd230, [avg_pool2d_bwd_f32_param_10];
+	ld.param.u64 	%rd231, [avg_pool2d_bwd_f32_param_11];
+	ld.param.u64 	%rd232, [avg_pool2d_bwd_f32_param_12];
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd1, %r2;
+	mul.wide.u32 	%rd234, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd235, %r3;
+	add.s64 	%rd497, %rd234, %rd235;
+	mul.lo.s64 	%rd236, %rd223, %rd233;
+	mul.lo.s64 	%rd3, %rd236, %rd224;
+	setp.ge.s64 	%p7, %rd497, %rd3;
+	@%p7 bra 	$L__BB47_156;
+
+	cvta.to.global.u64 	%rd4, %rd222;
+	add.s64 	%rd7, %rd231, -1;
+	add.s64 	%rd8, %rd232, -1;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd237, %r4;
+	mul.lo.s64 	%rd9, %rd237, %rd1;
+	add.s64 	%rd11, %rd230, %rd224;
+	cvta.to.global.u64 	%rd15, %rd221;
+	cvt.u32.u64 	%r5, %rd224;
+	cvt.u32.u64 	%r10, %rd223;
+
+$L__BB47_2:
+	or.b64  	%rd238, %rd497, %rd224;
+	and.b64  	%rd239, %rd238, -4294967296;
+	setp.eq.s64 	%p8, %rd239, 0;
+	@%p8 bra 	$L__BB47_4;
+
+	div.s64 	%rd498, %rd497, %rd224;
+	mul.lo.s64 	%rd240, %rd498, %rd224;
+	sub.s64 	%rd499, %rd497, %rd240;
+	bra.uni 	$L__BB47_5;
+
+$L__BB47_4:
+	cvt.u32.u64 	%r6, %rd497;
+	div.u32 	%r7, %r6, %r5;
+	mul.lo.s32 	%r8, %r7, %r5;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd498, %r7;
+	cvt.u64.u32 	%rd499, %r9;
+
+$L__BB47_5:
+	or.b64  	%rd241, %rd498, %rd223;
+	and.b64  	%rd242, %rd241, -4294967296;
+	setp.eq.s64 	%p9, %rd242, 0;
+	@%p9 bra 	$L__BB47_7;
+
+	div.s64 	%rd500, %rd498, %rd223;
+	mul.lo.s64 	%rd243, %rd500, %rd223;
+	sub.s64 	%rd501, %rd498, %rd243;
+	bra.uni 	$L__BB47_8;
+
+$L__BB47_7:
+	cvt.u32.u64 	%r11, %rd498;
+	div.u32 	%r12, %r11, %r10;
+	mul.lo.s32 	%r13, %r12, %r10;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd500, %r12;
+	cvt.u64.u32 	%rd501, %r14;
+
+$L__BB47_8:
+	ld.param.f32 	%f122, [avg_pool2d_bwd_f32_param_14];
+	setp.neu.f32 	%p10, %f122, 0f00000000;
+	@%p10 bra 	$L__BB47_23;
+	bra.uni 	$L__BB47_9;
+
+$L__BB47_23:
+	mul.lo.s64 	%rd46, %rd501, %rd231;
+	or.b64  	%rd254, %rd46, %rd223;
+	and.b64  	%rd255, %rd254, -4294967296;
+	setp.eq.s64 	%p17, %rd255, 0;
+	@%p17 bra 	$L__BB47_25;
+
+	div.s64 	%rd505, %rd46, %rd223;
+	bra.uni 	$L__BB47_26;
+
+$L__BB47_9:
+	add.s64 	%rd29, %rd501, %rd229;
+	sub.s64 	%rd30, %rd29, %rd225;
+	setp.lt.s64 	%p11, %rd30, 0;
+	mov.u64 	%rd508, 0;
+	@%p11 bra 	$L__BB47_13;
+
+	add.s64 	%rd31, %rd30, %rd227;
+	or.b64  	%rd245, %rd31, %rd227;
+	and.b64  	%rd246, %rd245, -4294967296;
+	setp.eq.s64 	%p12, %rd246, 0;
+	@%p12 bra 	$L__BB47_12;
+
+	div.s64 	%rd508, %rd31, %rd227;
+	bra.uni 	$L__BB47_13;
+
+$L__BB47_25:
+	cvt.u32.u64 	%r28, %rd46;
+	div.u32 	%r29, %r28, %r10;
+	cvt.u64.u32 	%rd505, %r29;
+
+$L__BB47_26:
+	add.s64 	%rd408, %rd223, -1;
+	add.s64 	%rd256, %rd46, %rd231;
+	add.s64 	%rd50, %rd408, %rd256;
+	or.b64  	%rd257, %rd50, %rd223;
+	and.b64  	%rd258, %rd257, -4294967296;
+	setp.eq.s64 	%p18, %rd258, 0;
+	@%p18 bra 	$L__BB47_28;
+
+	div.s64 	%rd509, %rd50, %rd223;
+	bra.uni 	$L__BB47_29;
+
+$L__BB47_28:
+	cvt.u32.u64 	%r31, %rd50;
+	div.u32 	%r32, %r31, %r10;
+	cvt.u64.u32 	%rd509, %r32;
+
+$L__BB47_29:
+	mul.lo.s64 	%rd54, %rd499, %rd232;
+	or.b64  	%rd259, %rd54, %rd224;
+	and.b64  	%rd260, %rd259, -4294967296;
+	setp.eq.s64 	%p19, %rd260, 0;
+	@%p19 bra 	$L__BB47_31;
+
+	div.s64 	%rd507, %rd54, %rd224;
+	bra.uni 	$L__BB47_32;
+
+$L__BB47_31:
+	cvt.u32.u64 	%r34, %rd54;
+	div.u32 	%r35, %r34, %r5;
+	cvt.u64.u32 	%rd507, %r35;
+
+$L__BB47_32:
+	add.s64 	%rd409, %rd224, -1;
+	add.s64 	%rd508, %rd505, -1;
+	add.s64 	%rd510, %rd507, -1;
+	add.s64 	%rd261, %rd54, %rd232;
+	add.s64 	%rd60, %rd409, %rd261;
+	or.b64  	%rd262, %rd60, %rd224;
+	and.b64  	%rd263, %rd262, -4294967296;
+	setp.eq.s64 	%p20, %rd263, 0;
+	@%p20 bra 	$L__BB47_34;
+
+	div.s64 	%rd511, %rd60, %rd224;
+	bra.uni 	$L__BB47_35;
+
+$L__BB47_34:
+	cvt.u32.u64 	%r37, %rd60;
+	div.u32 	%r38, %r37, %r5;
+	cvt.u64.u32 	%rd511, %r38;
+	bra.uni 	$L__BB47_35;
+
+$L__BB47_12:
+	cvt.u32.u64 	%r15, %rd227;
+	cvt.u32.u64 	%r16, %rd31;
+	div.u32 	%r17, %r16, %r15;
+	cvt.u64.u32 	%rd508, %r17;
+
+$L__BB47_13:
+	or.b64  	%rd247, %rd29, %rd227;
+	and.b64  	%rd248, %rd247, -4294967296;
+	setp.eq.s64 	%p13, %rd248, 0;
+	@%p13 bra 	$L__BB47_15;
+
+	div.s64 	%rd509, %rd29, %rd227;
+	bra.uni 	$L__BB47_16;
+
+$L__BB47_15:
+	cvt.u32.u64 	%r18, %rd227;
+	cvt.u32.u64 	%r19, %rd29;
+	div.u32 	%r20, %r19, %r18;
+	cvt.u64.u32 	%rd509, %r20;
+
+$L__BB47_16:
+	add.s64 	%rd38, %rd499, %rd230;
+	sub.s64 	%rd39, %rd38, %rd226;
+	setp.lt.s64 	%p14, %rd39, 0;
+	mov.u64 	%rd510, 0;
+	@%p14 bra 	$L__BB47_20;
+
+	add.s64 	%rd40, %rd39, %rd228;
+	or.b64  	%rd250, %rd40, %rd228;
+	and.b64  	%rd251, %rd250, -4294967296;
+	setp.eq.s64 	%p15, %rd251, 0;
+	@%p15 bra 	$L__BB47_19;
+
+	div.s64 	%rd510, %rd40, %rd228;
+	bra.uni 	$L__BB47_20;
+
+$L__BB47_19:
+	cvt.u32.u64 	%r21, %rd228;
+	cvt.u32.u64 	%r22, %rd40;
+	div.u32 	%r23, %r22, %r21;
+	cvt.u64.u32 	%rd510, %r23;
+
+$L__BB47_20:
+	or.b64  	%rd252, %rd38, %rd228;
+	and.b64  	%rd253, %rd252, -4294967296;
+	setp.eq.s64 	%p16, %rd253, 0;
+	@%p16 bra 	$L__BB47_22;
+
+	div.s64 	%rd511, %rd38, %rd228;
+	bra.uni 	$L__BB47_35;
+
+$L__BB47_22:
+	cvt.u32.u64 	%r24, %rd228;
+	cvt.u32.u64 	%r25, %rd38;
+	div.u32 	%r26, %r25, %r24;
+	cvt.u64.u32 	%rd511, %r26;
+
+$L__BB47_35:
+	max.s64 	%rd513, %rd508, 0;
+	max.s64 	%rd68, %rd510, 0;
+	min.s64 	%rd69, %rd509, %rd7;
+	min.s64 	%rd70, %rd511, %rd8;
+	setp.gt.s64 	%p21, %rd513, %rd69;
+	mov.f32 	%f130, 0f00000000;
+	@%p21 bra 	$L__BB47_155;
+
+	neg.s64 	%rd407, %rd232;
+	neg.s64 	%rd265, %rd68;
+	mov.u64 	%rd512, 0;
+	not.b64 	%rd266, %rd511;
+	max.s64 	%rd267, %rd407, %rd266;
+	sub.s64 	%rd268, %rd265, %rd267;
+	not.b64 	%rd269, %rd68;
+	sub.s64 	%rd71, %rd269, %rd267;
+	and.b64  	%rd72, %rd268, 3;
+	mul.lo.s64 	%rd74, %rd68, %rd224;
+	add.s64 	%rd75, %rd74, %rd224;
+	add.s64 	%rd76, %rd8, %rd75;
+	mul.lo.s64 	%rd270, %rd68, %rd228;
+	sub.s64 	%rd271, %rd270, %rd230;
+	max.s64 	%rd77, %rd271, 0;
+	add.s64 	%rd272, %rd271, %rd226;
+	min.s64 	%rd78, %rd272, %rd224;
+	add.s64 	%rd82, %rd75, %rd224;
+	add.s64 	%rd83, %rd8, %rd82;
+	add.s64 	%rd274, %rd270, %rd228;
+	sub.s64 	%rd275, %rd274, %rd230;
+	max.s64 	%rd84, %rd275, 0;
+	add.s64 	%rd276, %rd275, %rd226;
+	min.s64 	%rd85, %rd276, %rd224;
+	add.s64 	%rd88, %rd68, 3;
+	add.s64 	%rd89, %rd83, %rd224;
+	add.s64 	%rd278, %rd274, %rd228;
+	sub.s64 	%rd279, %rd278, %rd230;
+	max.s64 	%rd90, %rd279, 0;
+	add.s64 	%rd280, %rd279, %rd226;
+	min.s64 	%rd91, %rd280, %rd224;
+	mul.lo.s64 	%rd95, %rd231, %rd500;
+	add.s64 	%rd282, %rd513, %rd95;
+	mul.lo.s64 	%rd94, %rd232, %rd282;
+
+$L__BB47_37:
+	mov.u64 	%rd97, %rd513;
+	max.s64 	%rd471, %rd510, 0;
+	setp.gt.s64 	%p22, %rd471, %rd70;
+	@%p22 bra 	$L__BB47_154;
+
+	max.s64 	%rd472, %rd510, 0;
+	setp.neu.f32 	%p180, %f122, 0f00000000;
+	add.s64 	%rd410, %rd229, %rd223;
+	mul.lo.s64 	%rd283, %rd232, %rd512;
+	add.s64 	%rd284, %rd94, %rd283;
+	shl.b64 	%rd285, %rd284, 2;
+	add.s64 	%rd98, %rd4, %rd285;
+	mul.lo.s64 	%rd99, %rd97, %rd223;
+	add.s64 	%rd286, %rd99, %rd223;
+	add.s64 	%rd100, %rd7, %rd286;
+	mul.lo.s64 	%rd287, %rd97, %rd227;
+	sub.s64 	%rd288, %rd287, %rd229;
+	max.s64 	%rd101, %rd288, 0;
+	add.s64 	%rd289, %rd288, %rd225;
+	min.s64 	%rd102, %rd289, %rd223;
+	add.s64 	%rd290, %rd97, %rd95;
+	mul.lo.s64 	%rd291, %rd290, %rd232;
+	min.s64 	%rd292, %rd289, %rd410;
+	sub.s64 	%rd103, %rd292, %rd288;
+	sub.s64 	%rd104, %rd102, %rd101;
+	add.s64 	%rd293, %rd472, %rd291;
+	shl.b64 	%rd294, %rd293, 2;
+	add.s64 	%rd105, %rd4, %rd294;
+	@%p180 bra 	$L__BB47_80;
+	bra.uni 	$L__BB47_39;
+
+$L__BB47_80:
+	max.s64 	%rd529, %rd510, 0;
+	setp.eq.s64 	%p113, %rd72, 0;
+	@%p113 bra 	$L__BB47_113;
+
+	or.b64  	%rd351, %rd99, %rd231;
+	and.b64  	%rd352, %rd351, -4294967296;
+	setp.eq.s64 	%p114, %rd352, 0;
+	@%p114 bra 	$L__BB47_83;
+
+	div.s64 	%rd521, %rd99, %rd231;
+	bra.uni 	$L__BB47_84;
+
+$L__BB47_39:
+	ld.param.f32 	%f123, [avg_pool2d_bwd_f32_param_13];
+	setp.neu.f32 	%p24, %f123, 0f00000000;
+	@%p24 bra 	$L__BB47_60;
+	bra.uni 	$L__BB47_40;
+
+$L__BB47_60:
+	max.s64 	%rd518, %rd510, 0;
+	setp.eq.s64 	%p69, %rd72, 0;
+	@%p69 bra 	$L__BB47_69;
+
+	setp.ge.s64 	%p70, %rd499, %rd78;
+	setp.lt.s64 	%p71, %rd501, %rd102;
+	setp.ge.s64 	%p72, %rd501, %rd101;
+	and.pred  	%p3, %p72, %p71;
+	not.pred 	%p73, %p3;
+	setp.lt.s64 	%p74, %rd499, %rd77;
+	or.pred  	%p75, %p73, %p74;
+	or.pred  	%p76, %p75, %p70;
+	@%p76 bra 	$L__BB47_63;
+
+	max.s64 	%rd464, %rd510, 0;
+	mul.lo.s64 	%rd463, %rd464, %rd228;
+	sub.s64 	%rd462, %rd463, %rd230;
+	add.s64 	%rd461, %rd462, %rd226;
+	min.s64 	%rd460, %rd461, %rd11;
+	sub.s64 	%rd459, %rd460, %rd462;
+	mul.lo.s64 	%rd322, %rd459, %rd103;
+	cvt.rn.f32.s64 	%f79, %rd322;
+	ld.global.f32 	%f80, [%rd105];
+	div.rn.f32 	%f81, %f80, %f79;
+	add.f32 	%f130, %f130, %f81;
+
+$L__BB47_63:
+	max.s64 	%rd441, %rd510, 0;
+	add.s64 	%rd518, %rd441, 1;
+	setp.eq.s64 	%p77, %rd72, 1;
+	@%p77 bra 	$L__BB47_69;
+
+	setp.ge.s64 	%p78, %rd499, %rd85;
+	setp.lt.s64 	%p79, %rd499, %rd84;
+	or.pred  	%p81, %p73, %p79;
+	or.pred  	%p82, %p81, %p78;
+	@%p82 bra 	$L__BB47_66;
+
+	max.s64 	%rd458, %rd510, 0;
+	mul.lo.s64 	%rd457, %rd458, %rd228;
+	add.s64 	%rd456, %rd457, %rd228;
+	sub.s64 	%rd455, %rd456, %rd230;
+	add.s64 	%rd454, %rd455, %rd226;
+	min.s64 	%rd453, %rd454, %rd11;
+	sub.s64 	%rd452, %rd453, %rd455;
+	mul.lo.s64 	%rd323, %rd452, %rd103;
+	cvt.rn.f32.s64 	%f82, %rd323;
+	ld.global.f32 	%f83, [%rd105+4];
+	div.rn.f32 	%f84, %f83, %f82;
+	add.f32 	%f130, %f130, %f84;
+
+$L__BB47_66:
+	max.s64 	%rd443, %rd510, 0;
+	add.s64 	%rd518, %rd443, 2;
+	setp.eq.s64 	%p83, %rd72, 2;
+	@%p83 bra 	$L__BB47_69;
+
+	setp.ge.s64 	%p84, %rd499, %rd91;
+	setp.lt.s64 	%p85, %rd499, %rd90;
+	or.pred  	%p87, %p73, %p85;
+	or.pred  	%p88, %p87, %p84;
+	mov.u64 	%rd518, %rd88;
+	@%p88 bra 	$L__BB47_69;
+
+	max.s64 	%rd451, %rd510, 0;
+	mul.lo.s64 	%rd450, %rd451, %rd228;
+	add.s64 	%rd449, %rd450, %rd228;
+	add.s64 	%rd448, %rd449, %rd228;
+	sub.s64 	%rd447, %rd448, %rd230;
+	add.s64 	%rd446, %rd447, %rd226;
+	min.s64 	%rd445, %rd446, %rd11;
+	sub.s64 	%rd444, %rd445, %rd447;
+	mul.lo.s64 	%rd324, %rd444, %rd103;
+	cvt.rn.f32.s64 	%f85, %rd324;
+	ld.global.f32 	%f86, [%rd105+8];
+	div.rn.f32 	%f87, %f86, %f85;
+	add.f32 	%f130, %f130, %f87;
+	mov.u64 	%rd518, %rd88;
+
+$L__BB47_69:
+	setp.lt.u64 	%p89, %rd71, 3;
+	@%p89 bra 	$L__BB47_154;
+
+	setp.ge.s64 	%p90, %rd501, %rd101;
+	setp.lt.s64 	%p91, %rd501, %rd102;
+	and.pred  	%p4, %p90, %p91;
+	shl.b64 	%rd325, %rd518, 2;
+	add.s64 	%rd520, %rd98, %rd325;
+
+$L__BB47_71:
+	mul.lo.s64 	%rd131, %rd518, %rd228;
+	sub.s64 	%rd326, %rd131, %rd230;
+	max.s64 	%rd327, %rd326, 0;
+	add.s64 	%rd328, %rd326, %rd226;
+	min.s64 	%rd329, %rd328, %rd224;
+	setp.lt.s64 	%p92, %rd499, %rd327;
+	not.pred 	%p93, %p4;
+	or.pred  	%p94, %p93, %p92;
+	setp.ge.s64 	%p95, %rd499, %rd329;
+	or.pred  	%p96, %p94, %p95;
+	@%p96 bra 	$L__BB47_73;
+
+	mul.lo.s64 	%rd483, %rd518, %rd228;
+	sub.s64 	%rd482, %rd483, %rd230;
+	add.s64 	%rd481, %rd482, %rd226;
+	min.s64 	%rd480, %rd481, %rd11;
+	sub.s64 	%rd479, %rd480, %rd482;
+	mul.lo.s64 	%rd331, %rd479, %rd103;
+	cvt.rn.f32.s64 	%f88, %rd331;
+	ld.global.f32 	%f89, [%rd520];
+	div.rn.f32 	%f90, %f89, %f88;
+	add.f32 	%f130, %f130, %f90;
+
+$L__BB47_73:
+	not.pred 	%p181, %p4;
+	add.s64 	%rd133, %rd131, %rd228;
+	sub.s64 	%rd332, %rd133, %rd230;
+	max.s64 	%rd333, %rd332, 0;
+	add.s64 	%rd334, %rd332, %rd226;
+	min.s64 	%rd335, %rd334, %rd224;
+	setp.lt.s64 	%p97, %rd499, %rd333;
+	or.pred  	%p99, %p181, %p97;
+	setp.ge.s64 	%p100, %rd499, %rd335;
+	or.pred  	%p101, %p99, %p100;
+	@%p101 bra 	$L__BB47_75;
+
+	mul.lo.s64 	%rd489, %rd518, %rd228;
+	add.s64 	%rd488, %rd489, %rd228;
+	sub.s64 	%rd487, %rd488, %rd230;
+	add.s64 	%rd486, %rd487, %rd226;
+	min.s64 	%rd485, %rd486, %rd11;
+	sub.s64 	%rd484, %rd485, %rd487;
+	mul.lo.s64 	%rd337, %rd484, %rd103;
+	cvt.rn.f32.s64 	%f91, %rd337;
+	ld.global.f32 	%f92, [%rd520+4];
+	div.rn.f32 	%f93, %f92, %f91;
+	add.f32 	%f130, %f130, %f93;
+
+$L__BB47_75:
+	not.pred 	%p182, %p4;
+	add.s64 	%rd135, %rd133, %rd228;
+	sub.s64 	%rd338, %rd135, %rd230;
+	max.s64 	%rd339, %rd338, 0;
+	add.s64 	%rd340, %rd338, %rd226;
+	min.s64 	%rd341, %rd340, %rd224;
+	setp.lt.s64 	%p102, %rd499, %rd339;
+	or.pred  	%p104, %p182, %p102;
+	setp.ge.s64 	%p105, %rd499, %rd341;
+	or.pred  	%p106, %p104, %p105;
+	@%p106 bra 	$L__BB47_77;
+
+	mul.lo.s64 	%rd496, %rd518, %rd228;
+	add.s64 	%rd495, %rd496, %rd228;
+	add.s64 	%rd494, %rd495, %rd228;
+	sub.s64 	%rd493, %rd494, %rd230;
+	add.s64 	%rd492, %rd493, %rd226;
+	min.s64 	%rd491, %rd492, %rd11;
+	sub.s64 	%rd490, %rd491, %rd493;
+	mul.lo.s64 	%rd343, %rd490, %rd103;
+	cvt.rn.f32.s64 	%f94, %rd343;
+	ld.global.f32 	%f95, [%rd520+8];
+	div.rn.f32 	%f96, %f95, %f94;
+	add.f32 	%f130, %f130, %f96;
+
+$L__BB47_77:
+	not.pred 	%p183, %p4;
+	add.s64 	%rd344, %rd135, %rd228;
+	sub.s64 	%rd137, %rd344, %rd230;
+	max.s64 	%rd345, %rd137, 0;
+	add.s64 	%rd138, %rd137, %rd226;
+	min.s64 	%rd346, %rd138, %rd224;
+	setp.lt.s64 	%p107, %rd499, %rd345;
+	or.pred  	%p109, %p183, %p107;
+	setp.ge.s64 	%p110, %rd499, %rd346;
+	or.pred  	%p111, %p109, %p110;
+	@%p111 bra 	$L__BB47_79;
+
+	min.s64 	%rd347, %rd138, %rd11;
+	sub.s64 	%rd348, %rd347, %rd137;
+	mul.lo.s64 	%rd349, %rd348, %rd103;
+	cvt.rn.f32.s64 	%f97, %rd349;
+	ld.global.f32 	%f98, [%rd520+12];
+	div.rn.f32 	%f99, %f98, %f97;
+	add.f32 	%f130, %f130, %f99;
+
+$L__BB47_79:
+	add.s64 	%rd139, %rd518, 4;
+	add.s64 	%rd520, %rd520, 16;
+	add.s64 	%rd350, %rd518, 3;
+	setp.lt.s64 	%p112, %rd350, %rd70;
+	mov.u64 	%rd518, %rd139;
+	@%p112 bra 	$L__BB47_71;
+	bra.uni 	$L__BB47_154;
+
+$L__BB47_83:
+	cvt.u32.u64 	%r39, %rd231;
+	cvt.u32.u64 	%r40, %rd99;
+	div.u32 	%r41, %r40, %r39;
+	cvt.u64.u32 	%rd521, %r41;
+
+$L__BB47_84:
+	or.b64  	%rd353, %rd100, %rd231;
+	and.b64  	%rd354, %rd353, -4294967296;
+	setp.eq.s64 	%p115, %rd354, 0;
+	@%p115 bra 	$L__BB47_86;
+
+	div.s64 	%rd522, %rd100, %rd231;
+	bra.uni 	$L__BB47_87;
+
+$L__BB47_86:
+	cvt.u32.u64 	%r42, %rd231;
+	cvt.u32.u64 	%r43, %rd100;
+	div.u32 	%r44, %r43, %r42;
+	cvt.u64.u32 	%rd522, %r44;
+
+$L__BB47_87:
+	or.b64  	%rd355, %rd74, %rd232;
+	and.b64  	%rd356, %rd355, -4294967296;
+	setp.eq.s64 	%p116, %rd356, 0;
+	@%p116 bra 	$L__BB47_89;
+
+	div.s64 	%rd523, %rd74, %rd232;
+	bra.uni 	$L__BB47_90;
+
+$L__BB47_89:
+	cvt.u32.u64 	%r45, %rd232;
+	cvt.u32.u64 	%r46, %rd74;
+	div.u32 	%r47, %r46, %r45;
+	cvt.u64.u32 	%rd523, %r47;
+
+$L__BB47_90:
+	or.b64  	%rd357, %rd76, %rd232;
+	and.b64  	%rd358, %rd357, -4294967296;
+	setp.eq.s64 	%p117, %rd358, 0;
+	@%p117 bra 	$L__BB47_92;
+
+	div.s64 	%rd524, %rd76, %rd232;
+	bra.uni 	$L__BB47_93;
+
+$L__BB47_92:
+	cvt.u32.u64 	%r48, %rd232;
+	cvt.u32.u64 	%r49, %rd76;
+	div.u32 	%r50, %r49, %r48;
+	cvt.u64.u32 	%rd524, %r50;
+
+$L__BB47_93:
+	sub.s64 	%rd153, %rd524, %rd523;
+	sub.s64 	%rd154, %rd522, %rd521;
+	setp.lt.s64 	%p118, %rd501, %rd522;
+	setp.ge.s64 	%p119, %rd501, %rd521;
+	and.pred  	%p5, %p119, %p118;
+	not.pred 	%p120, %p5;
+	setp.lt.s64 	%p121, %rd499, %rd523;
+	or.pred  	%p122, %p120, %p121;
+	setp.ge.s64 	%p123, %rd499, %rd524;
+	or.pred  	%p124, %p122, %p123;
+	@%p124 bra 	$L__BB47_95;
+
+	mul.lo.s64 	%rd359, %rd153, %rd154;
+	cvt.rn.f32.s64 	%f101, %rd359;
+	ld.global.f32 	%f102, [%rd105];
+	div.rn.f32 	%f103, %f102, %f101;
+	add.f32 	%f130, %f130, %f103;
+
+$L__BB47_95:
+	max.s64 	%rd466, %rd510, 0;
+	add.s64 	%rd529, %rd466, 1;
+	setp.eq.s64 	%p125, %rd72, 1;
+	@%p125 bra 	$L__BB47_113;
+
+	or.b64  	%rd360, %rd75, %rd232;
+	and.b64  	%rd361, %rd360, -4294967296;
+	setp.eq.s64 	%p126, %rd361, 0;
+	@%p126 bra 	$L__BB47_98;
+
+	div.s64 	%rd525, %rd75, %rd232;
+	bra.uni 	$L__BB47_99;
+
+$L__BB47_40:
+	max.s64 	%rd514, %rd510, 0;
+	setp.eq.s64 	%p25, %rd72, 0;
+	@%p25 bra 	$L__BB47_49;
+
+	setp.ge.s64 	%p26, %rd499, %rd78;
+	setp.lt.s64 	%p27, %rd501, %rd102;
+	setp.ge.s64 	%p28, %rd501, %rd101;
+	and.pred  	%p1, %p28, %p27;
+	not.pred 	%p29, %p1;
+	setp.lt.s64 	%p30, %rd499, %rd77;
+	or.pred  	%p31, %p29, %p30;
+	or.pred  	%p32, %p31, %p26;
+	@%p32 bra 	$L__BB47_43;
+
+	max.s64 	%rd438, %rd510, 0;
+	mul.lo.s64 	%rd437, %rd438, %rd228;
+	sub.s64 	%rd436, %rd437, %rd230;
+	add.s64 	%rd435, %rd436, %rd226;
+	max.s64 	%rd434, %rd436, 0;
+	min.s64 	%rd433, %rd435, %rd224;
+	sub.s64 	%rd432, %rd433, %rd434;
+	mul.lo.s64 	%rd295, %rd432, %rd104;
+	cvt.rn.f32.s64 	%f57, %rd295;
+	ld.global.f32 	%f58, [%rd105];
+	div.rn.f32 	%f59, %f58, %f57;
+	add.f32 	%f130, %f130, %f59;
+
+$L__BB47_43:
+	max.s64 	%rd412, %rd510, 0;
+	add.s64 	%rd514, %rd412, 1;
+	setp.eq.s64 	%p33, %rd72, 1;
+	@%p33 bra 	$L__BB47_49;
+
+	setp.ge.s64 	%p34, %rd499, %rd85;
+	setp.lt.s64 	%p35, %rd499, %rd84;
+	or.pred  	%p37, %p29, %p35;
+	or.pred  	%p38, %p37, %p34;
+	@%p38 bra 	$L__BB47_46;
+
+	max.s64 	%rd431, %rd510, 0;
+	mul.lo.s64 	%rd430, %rd431, %rd228;
+	add.s64 	%rd429, %rd430, %rd228;
+	sub.s64 	%rd428, %rd429, %rd230;
+	add.s64 	%rd427, %rd428, %rd226;
+	max.s64 	%rd426, %rd428, 0;
+	min.s64 	%rd425, %rd427, %rd224;
+	sub.s64 	%rd424, %rd425, %rd426;
+	mul.lo.s64 	%rd296, %rd424, %rd104;
+	cvt.rn.f32.s64 	%f60, %rd296;
+	ld.global.f32 	%f61, [%rd105+4];
+	div.rn.f32 	%f62, %f61, %f60;
+	add.f32 	%f130, %f130, %f62;
+
+$L__BB47_46:
+	max.s64 	%rd414, %rd510, 0;
+	add.s64 	%rd514, %rd414, 2;
+	setp.eq.s64 	%p39, %rd72, 2;
+	@%p39 bra 	$L__BB47_49;
+
+	setp.ge.s64 	%p40, %rd499, %rd91;
+	setp.lt.s64 	%p41, %rd499, %rd90;
+	or.pred  	%p43, %p29, %p41;
+	or.pred  	%p44, %p43, %p40;
+	mov.u64 	%rd514, %rd88;
+	@%p44 bra 	$L__BB47_49;
+
+	max.s64 	%rd423, %rd510, 0;
+	mul.lo.s64 	%rd422, %rd423, %rd228;
+	add.s64 	%rd421, %rd422, %rd228;
+	add.s64 	%rd420, %rd421, %rd228;
+	sub.s64 	%rd419, %rd420, %rd230;
+	add.s64 	%rd418, %rd419, %rd226;
+	max.s64 	%rd417, %rd419, 0;
+	min.s64 	%rd416, %rd418, %rd224;
+	sub.s64 	%rd415, %rd416, %rd417;
+	mul.lo.s64 	%rd297, %rd415, %rd104;
+	cvt.rn.f32.s64 	%f63, %rd297;
+	ld.global.f32 	%f64, [%rd105+8];
+	div.rn.f32 	%f65, %f64, %f63;
+	add.f32 	%f130, %f130, %f65;
+	mov.u64 	%rd514, %rd88;
+
+$L__BB47_49:
+	setp.lt.u64 	%p45, %rd71, 3;
+	@%p45 bra 	$L__BB47_154;
+
+	neg.s64 	%rd515, %rd230;
+	setp.ge.s64 	%p46, %rd501, %rd101;
+	setp.lt.s64 	%p47, %rd501, %rd102;
+	and.pred  	%p2, %p46, %p47;
+	add.s64 	%rd516, %rd514, -1;
+	shl.b64 	%rd301, %rd514, 2;
+	add.s64 	%rd517, %rd98, %rd301;
+
+$L__BB47_51:
+	mul.lo.s64 	%rd470, %rd228, %rd514;
+	add.s64 	%rd469, %rd226, %rd470;
+	add.s64 	%rd302, %rd470, %rd515;
+	max.s64 	%rd303, %rd302, 0;
+	add.s64 	%rd304, %rd469, %rd515;
+	min.s64 	%rd305, %rd304, %rd224;
+	sub.s64 	%rd120, %rd305, %rd303;
+	setp.lt.s64 	%p48, %rd499, %rd303;
+	not.pred 	%p49, %p2;
+	or.pred  	%p50, %p49, %p48;
+	setp.ge.s64 	%p51, %rd499, %rd305;
+	or.pred  	%p52, %p50, %p51;
+	@%p52 bra 	$L__BB47_53;
+
+	mul.lo.s64 	%rd306, %rd120, %rd104;
+	cvt.rn.f32.s64 	%f66, %rd306;
+	ld.global.f32 	%f67, [%rd517];
+	div.rn.f32 	%f68, %f67, %f66;
+	add.f32 	%f130, %f130, %f68;
+
+$L__BB47_53:
+	add.s64 	%rd478, %rd514, 1;
+	mul.lo.s64 	%rd477, %rd228, %rd478;
+	add.s64 	%rd476, %rd226, %rd477;
+	add.s64 	%rd399, %rd514, 1;
+	mul.lo.s64 	%rd398, %rd228, %rd399;
+	not.pred 	%p177, %p2;
+	add.s64 	%rd307, %rd398, %rd515;
+	max.s64 	%rd308, %rd307, 0;
+	add.s64 	%rd309, %rd476, %rd515;
+	min.s64 	%rd310, %rd309, %rd224;
+	sub.s64 	%rd121, %rd310, %rd308;
+	setp.lt.s64 	%p53, %rd499, %rd308;
+	or.pred  	%p55, %p177, %p53;
+	setp.ge.s64 	%p56, %rd499, %rd310;
+	or.pred  	%p57, %p55, %p56;
+	@%p57 bra 	$L__BB47_55;
+
+	mul.lo.s64 	%rd311, %rd121, %rd104;
+	cvt.rn.f32.s64 	%f69, %rd311;
+	ld.global.f32 	%f70, [%rd517+4];
+	div.rn.f32 	%f71, %f70, %f69;
+	add.f32 	%f130, %f130, %f71;
+
+$L__BB47_55:
+	add.s64 	%rd402, %rd514, 2;
+	mul.lo.s64 	%rd401, %rd228, %rd402;
+	add.s64 	%rd400, %rd226, %rd401;
+	not.pred 	%p178, %p2;
+	add.s64 	%rd312, %rd401, %rd515;
+	max.s64 	%rd313, %rd312, 0;
+	add.s64 	%rd314, %rd400, %rd515;
+	min.s64 	%rd315, %rd314, %rd224;
+	sub.s64 	%rd122, %rd315, %rd313;
+	setp.lt.s64 	%p58, %rd499, %rd313;
+	or.pred  	%p60, %p178, %p58;
+	setp.ge.s64 	%p61, %rd499, %rd315;
+	or.pred  	%p62, %p60, %p61;
+	@%p62 bra 	$L__BB47_57;
+
+	mul.lo.s64 	%rd316, %rd122, %rd104;
+	cvt.rn.f32.s64 	%f72, %rd316;
+	ld.global.f32 	%f73, [%rd517+8];
+	div.rn.f32 	%f74, %f73, %f72;
+	add.f32 	%f130, %f130, %f74;
+
+$L__BB47_57:
+	add.s64 	%rd405, %rd514, 3;
+	mul.lo.s64 	%rd404, %rd228, %rd405;
+	add.s64 	%rd403, %rd226, %rd404;
+	not.pred 	%p179, %p2;
+	add.s64 	%rd317, %rd404, %rd515;
+	max.s64 	%rd318, %rd317, 0;
+	add.s64 	%rd319, %rd403, %rd515;
+	min.s64 	%rd320, %rd319, %rd224;
+	sub.s64 	%rd123, %rd320, %rd318;
+	setp.lt.s64 	%p63, %rd499, %rd318;
+	or.pred  	%p65, %p179, %p63;
+	setp.ge.s64 	%p66, %rd499, %rd320;
+	or.pred  	%p67, %p65, %p66;
+	@%p67 bra 	$L__BB47_59;
+
+	mul.lo.s64 	%rd321, %rd123, %rd104;
+	cvt.rn.f32.s64 	%f75, %rd321;
+	ld.global.f32 	%f76, [%rd517+12];
+	div.rn.f32 	%f77, %f76, %f75;
+	add.f32 	%f130, %f130, %f77;
+
+$L__BB47_59:
+	shl.b64 	%rd406, %rd228, 2;
+	add.s64 	%rd515, %rd515, %rd406;
+	add.s64 	%rd516, %rd516, 4;
+	setp.lt.s64 	%p68, %rd516, %rd70;
+	add.s64 	%rd517, %rd517, 16;
+	@%p68 bra 	$L__BB47_51;
+	bra.uni 	$L__BB47_154;
+
+$L__BB47_98:
+	cvt.u32.u64 	%r51, %rd232;
+	cvt.u32.u64 	%r52, %rd75;
+	div.u32 	%r53, %r52, %r51;
+	cvt.u64.u32 	%rd525, %r53;
+
+$L__BB47_99:
+	or.b64  	%rd362, %rd83, %rd232;
+	and.b64  	%rd363, %rd362, -4294967296;
+	setp.eq.s64 	%p127, %rd363, 0;
+	@%p127 bra 	$L__BB47_101;
+
+	div.s64 	%rd526, %rd83, %rd232;
+	bra.uni 	$L__BB47_102;
+
+$L__BB47_101:
+	cvt.u32.u64 	%r54, %rd232;
+	cvt.u32.u64 	%r55, %rd83;
+	div.u32 	%r56, %r55, %r54;
+	cvt.u64.u32 	%rd526, %r56;
+
+$L__BB47_102:
+	sub.s64 	%rd161, %rd526, %rd525;
+	setp.lt.s64 	%p128, %rd499, %rd525;
+	or.pred  	%p130, %p120, %p128;
+	setp.ge.s64 	%p131, %rd499, %rd526;
+	or.pred  	%p132, %p130, %p131;
+	@%p132 bra 	$L__BB47_104;
+
+	mul.lo.s64 	%rd364, %rd161, %rd154;
+	cvt.rn.f32.s64 	%f104, %rd364;
+	ld.global.f32 	%f105, [%rd105+4];
+	div.rn.f32 	%f106, %f105, %f104;
+	add.f32 	%f130, %f130, %f106;
+
+$L__BB47_104:
+	max.s64 	%rd468, %rd510, 0;
+	add.s64 	%rd529, %rd468, 2;
+	setp.eq.s64 	%p133, %rd72, 2;
+	@%p133 bra 	$L__BB47_113;
+
+	or.b64  	%rd365, %rd82, %rd232;
+	and.b64  	%rd366, %rd365, -4294967296;
+	setp.eq.s64 	%p134, %rd366, 0;
+	@%p134 bra 	$L__BB47_107;
+
+	div.s64 	%rd527, %rd82, %rd232;
+	bra.uni 	$L__BB47_108;
+
+$L__BB47_107:
+	cvt.u32.u64 	%r57, %rd232;
+	cvt.u32.u64 	%r58, %rd82;
+	div.u32 	%r59, %r58, %r57;
+	cvt.u64.u32 	%rd527, %r59;
+
+$L__BB47_108:
+	or.b64  	%rd367, %rd89, %rd232;
+	and.b64  	%rd368, %rd367, -4294967296;
+	setp.eq.s64 	%p135, %rd368, 0;
+	@%p135 bra 	$L__BB47_110;
+
+	div.s64 	%rd528, %rd89, %rd232;
+	bra.uni 	$L__BB47_111;
+
+$L__BB47_110:
+	cvt.u32.u64 	%r60, %rd232;
+	cvt.u32.u64 	%r61, %rd89;
+	div.u32 	%r62, %r61, %r60;
+	cvt.u64.u32 	%rd528, %r62;
+
+$L__BB47_111:
+	sub.s64 	%rd369, %rd528, %rd527;
+	mul.lo.s64 	%rd168, %rd369, %rd154;
+	setp.lt.s64 	%p136, %rd499, %rd527;
+	or.pred  	%p138, %p120, %p136;
+	setp.ge.s64 	%p139, %rd499, %rd528;
+	or.pred  	%p140, %p138, %p139;
+	mov.u64 	%rd529, %rd88;
+	@%p140 bra 	$L__BB47_113;
+
+	cvt.rn.f32.s64 	%f107, %rd168;
+	ld.global.f32 	%f108, [%rd105+8];
+	div.rn.f32 	%f109, %f108, %f107;
+	add.f32 	%f130, %f130, %f109;
+	mov.u64 	%rd529, %rd88;
+
+$L__BB47_113:
+	setp.lt.u64 	%p141, %rd71, 3;
+	@%p141 bra 	$L__BB47_154;
+
+	or.b64  	%rd370, %rd99, %rd231;
+	and.b64  	%rd371, %rd370, -4294967296;
+	setp.eq.s64 	%p142, %rd371, 0;
+	@%p142 bra 	$L__BB47_116;
+
+	div.s64 	%rd530, %rd99, %rd231;
+	bra.uni 	$L__BB47_117;
+
+$L__BB47_116:
+	cvt.u32.u64 	%r63, %rd231;
+	cvt.u32.u64 	%r64, %rd99;
+	div.u32 	%r65, %r64, %r63;
+	cvt.u64.u32 	%rd530, %r65;
+
+$L__BB47_117:
+	or.b64  	%rd372, %rd100, %rd231;
+	and.b64  	%rd373, %rd372, -4294967296;
+	setp.eq.s64 	%p143, %rd373, 0;
+	@%p143 bra 	$L__BB47_119;
+
+	div.s64 	%rd531, %rd100, %rd231;
+	bra.uni 	$L__BB47_120;
+
+$L__BB47_119:
+	cvt.u32.u64 	%r66, %rd231;
+	cvt.u32.u64 	%r67, %rd100;
+	div.u32 	%r68, %r67, %r66;
+	cvt.u64.u32 	%rd531, %r68;
+
+$L__BB47_120:
+	sub.s64 	%rd176, %rd531, %rd530;
+	setp.lt.s64 	%p144, %rd501, %rd531;
+	setp.ge.s64 	%p145, %rd501, %rd530;
+	and.pred  	%p6, %p145, %p144;
+	shl.b64 	%rd374, %rd529, 2;
+	add.s64 	%rd533, %rd98, %rd374;
+
+$L__BB47_121:
+	mul.lo.s64 	%rd180, %rd529, %rd224;
+	or.b64  	%rd375, %rd180, %rd232;
+	and.b64  	%rd376, %rd375, -4294967296;
+	setp.eq.s64 	%p146, %rd376, 0;
+	@%p146 bra 	$L__BB47_123;
+
+	div.s64 	%rd534, %rd180, %rd232;
+	bra.uni 	$L__BB47_124;
+
+$L__BB47_123:
+	cvt.u32.u64 	%r69, %rd232;
+	cvt.u32.u64 	%r70, %rd180;
+	div.u32 	%r71, %r70, %r69;
+	cvt.u64.u32 	%rd534, %r71;
+
+$L__BB47_124:
+	add.s64 	%rd184, %rd180, %rd224;
+	add.s64 	%rd185, %rd8, %rd184;
+	or.b64  	%rd377, %rd185, %rd232;
+	and.b64  	%rd378, %rd377, -4294967296;
+	setp.eq.s64 	%p147, %rd378, 0;
+	@%p147 bra 	$L__BB47_126;
+
+	div.s64 	%rd535, %rd185, %rd232;
+	bra.uni 	$L__BB47_127;
+
+$L__BB47_126:
+	cvt.u32.u64 	%r72, %rd232;
+	cvt.u32.u64 	%r73, %rd185;
+	div.u32 	%r74, %r73, %r72;
+	cvt.u64.u32 	%rd535, %r74;
+
+$L__BB47_127:
+	sub.s64 	%rd189, %rd535, %rd534;
+	setp.lt.s64 	%p148, %rd499, %rd534;
+	not.pred 	%p149, %p6;
+	or.pred  	%p150, %p149, %p148;
+	setp.ge.s64 	%p151, %rd499, %rd535;
+	or.pred  	%p152, %p150, %p151;
+	@%p152 bra 	$L__BB47_129;
+
+	mul.lo.s64 	%rd379, %rd189, %rd176;
+	cvt.rn.f32.s64 	%f110, %rd379;
+	ld.global.f32 	%f111, [%rd533];
+	div.rn.f32 	%f112, %f111, %f110;
+	add.f32 	%f130, %f130, %f112;
+
+$L__BB47_129:
+	or.b64  	%rd380, %rd184, %rd232;
+	and.b64  	%rd381, %rd380, -4294967296;
+	setp.eq.s64 	%p153, %rd381, 0;
+	@%p153 bra 	$L__BB47_131;
+
+	div.s64 	%rd536, %rd184, %rd232;
+	bra.uni 	$L__BB47_132;
+
+$L__BB47_131:
+	cvt.u32.u64 	%r75, %rd232;
+	cvt.u32.u64 	%r76, %rd184;
+	div.u32 	%r77, %r76, %r75;
+	cvt.u64.u32 	%rd536, %r77;
+
+$L__BB47_132:
+	add.s64 	%rd193, %rd184, %rd224;
+	add.s64 	%rd194, %rd8, %rd193;
+	or.b64  	%rd382, %rd194, %rd232;
+	and.b64  	%rd383, %rd382, -4294967296;
+	setp.eq.s64 	%p154, %rd383, 0;
+	@%p154 bra 	$L__BB47_134;
+
+	div.s64 	%rd537, %rd194, %rd232;
+	bra.uni 	$L__BB47_135;
+
+$L__BB47_134:
+	cvt.u32.u64 	%r78, %rd232;
+	cvt.u32.u64 	%r79, %rd194;
+	div.u32 	%r80, %r79, %r78;
+	cvt.u64.u32 	%rd537, %r80;
+
+$L__BB47_135:
+	not.pred 	%p184, %p6;
+	sub.s64 	%rd198, %rd537, %rd536;
+	setp.lt.s64 	%p155, %rd499, %rd536;
+	or.pred  	%p157, %p184, %p155;
+	setp.ge.s64 	%p158, %rd499, %rd537;
+	or.pred  	%p159, %p157, %p158;
+	@%p159 bra 	$L__BB47_137;
+
+	mul.lo.s64 	%rd384, %rd198, %rd176;
+	cvt.rn.f32.s64 	%f113, %rd384;
+	ld.global.f32 	%f114, [%rd533+4];
+	div.rn.f32 	%f115, %f114, %f113;
+	add.f32 	%f130, %f130, %f115;
+
+$L__BB47_137:
+	or.b64  	%rd385, %rd193, %rd232;
+	and.b64  	%rd386, %rd385, -4294967296;
+	setp.eq.s64 	%p160, %rd386, 0;
+	@%p160 bra 	$L__BB47_139;
+
+	div.s64 	%rd538, %rd193, %rd232;
+	bra.uni 	$L__BB47_140;
+
+$L__BB47_139:
+	cvt.u32.u64 	%r81, %rd232;
+	cvt.u32.u64 	%r82, %rd193;
+	div.u32 	%r83, %r82, %r81;
+	cvt.u64.u32 	%rd538, %r83;
+
+$L__BB47_140:
+	add.s64 	%rd202, %rd193, %rd224;
+	add.s64 	%rd203, %rd8, %rd202;
+	or.b64  	%rd387, %rd203, %rd232;
+	and.b64  	%rd388, %rd387, -4294967296;
+	setp.eq.s64 	%p161, %rd388, 0;
+	@%p161 bra 	$L__BB47_142;
+
+	div.s64 	%rd539, %rd203, %rd232;
+	bra.uni 	$L__BB47_143;
+
+$L__BB47_142:
+	cvt.u32.u64 	%r84, %rd232;
+	cvt.u32.u64 	%r85, %rd203;
+	div.u32 	%r86, %r85, %r84;
+	cvt.u64.u32 	%rd539, %r86;
+
+$L__BB47_143:
+	not.pred 	%p185, %p6;
+	sub.s64 	%rd207, %rd539, %rd538;
+	setp.lt.s64 	%p162, %rd499, %rd538;
+	or.pred  	%p164, %p185, %p162;
+	setp.ge.s64 	%p165, %rd499, %rd539;
+	or.pred  	%p166, %p164, %p165;
+	@%p166 bra 	$L__BB47_145;
+
+	mul.lo.s64 	%rd389, %rd207, %rd176;
+	cvt.rn.f32.s64 	%f116, %rd389;
+	ld.global.f32 	%f117, [%rd533+8];
+	div.rn.f32 	%f118, %f117, %f116;
+	add.f32 	%f130, %f130, %f118;
+
+$L__BB47_145:
+	or.b64  	%rd390, %rd202, %rd232;
+	and.b64  	%rd391, %rd390, -4294967296;
+	setp.eq.s64 	%p167, %rd391, 0;
+	@%p167 bra 	$L__BB47_147;
+
+	div.s64 	%rd540, %rd202, %rd232;
+	bra.uni 	$L__BB47_148;
+
+$L__BB47_147:
+	cvt.u32.u64 	%r87, %rd232;
+	cvt.u32.u64 	%r88, %rd202;
+	div.u32 	%r89, %r88, %r87;
+	cvt.u64.u32 	%rd540, %r89;
+
+$L__BB47_148:
+	add.s64 	%rd211, %rd203, %rd224;
+	or.b64  	%rd392, %rd211, %rd232;
+	and.b64  	%rd393, %rd392, -4294967296;
+	setp.eq.s64 	%p168, %rd393, 0;
+	@%p168 bra 	$L__BB47_150;
+
+	div.s64 	%rd541, %rd211, %rd232;
+	bra.uni 	$L__BB47_151;
+
+$L__BB47_150:
+	cvt.u32.u64 	%r90, %rd232;
+	cvt.u32.u64 	%r91, %rd211;
+	div.u32 	%r92, %r91, %r90;
+	cvt.u64.u32 	%rd541, %r92;
+
+$L__BB47_151:
+	not.pred 	%p186, %p6;
+	sub.s64 	%rd215, %rd541, %rd540;
+	setp.lt.s64 	%p169, %rd499, %rd540;
+	or.pred  	%p171, %p186, %p169;
+	setp.ge.s64 	%p172, %rd499, %rd541;
+	or.pred  	%p173, %p171, %p172;
+	@%p173 bra 	$L__BB47_153;
+
+	mul.lo.s64 	%rd394, %rd215, %rd176;
+	cvt.rn.f32.s64 	%f119, %rd394;
+	ld.global.f32 	%f120, [%rd533+12];
+	div.rn.f32 	%f121, %f120, %f119;
+	add.f32 	%f130, %f130, %f121;
+
+$L__BB47_153:
+	add.s64 	%rd533, %rd533, 16;
+	add.s64 	%rd395, %rd529, 3;
+	setp.lt.s64 	%p174, %rd395, %rd70;
+	add.s64 	%rd529, %rd529, 4;
+	@%p174 bra 	$L__BB47_121;
+
+$L__BB47_154:
+	add.s64 	%rd513, %rd97, 1;
+	add.s64 	%rd512, %rd512, 1;
+	setp.lt.s64 	%p175, %rd97, %rd69;
+	@%p175 bra 	$L__BB47_37;
+
+$L__BB47_155:
+	shl.b64 	%rd396, %rd497, 2;
+	add.s64 	%rd397, %rd15, %rd396;
+	st.global.f32 	[%rd397], %f130;
+	add.s64 	%rd497, %rd497, %rd9;
+	setp.lt.s64 	%p176, %rd497, %rd3;
+	@%p176 bra 	$L__BB47_2;
+
+$L__BB47_156:
+	ret;
+
+}
 
 `

@@ -194,3 +194,50 @@ func TestDropoutOnSim(t *testing.T) {
 	require.Same(t, c, autograd.Dropout(c, 0.4, tensor.NewRNG(1), false), "eval mode is the identity")
 	require.Same(t, c, autograd.Dropout(c, 0, tensor.NewRNG(1), true), "p = 0 is the identity")
 }
+
+// AvgPool2d (with and without count_include_pad) and AdaptiveAvgPool2d
+// (shrinking, with overlapping windows, and growing) on sim against the CPU
+// ops: output and gradient.
+func TestAvgPool2dOnSimMatchesCPU(t *testing.T) {
+	d := newDevice(t).Tensors()
+	type tc struct {
+		name string
+		x    []int
+		op   func(*autograd.Variable) *autograd.Variable
+	}
+	var cases []tc
+	for _, incl := range []bool{true, false} {
+		for _, p := range []autograd.PoolParams{
+			{Kernel: [2]int{2, 2}},
+			{Kernel: [2]int{3, 3}, Stride: [2]int{2, 2}, Padding: [2]int{1, 1}},
+			{Kernel: [2]int{3, 2}, Stride: [2]int{1, 2}, Padding: [2]int{1, 1}},
+			{Kernel: [2]int{4, 4}, Stride: [2]int{3, 2}, Padding: [2]int{2, 1}},
+		} {
+			cases = append(cases, tc{fmt.Sprintf("avg/%v/incl=%v", p, incl), []int{2, 3, 9, 8},
+				func(v *autograd.Variable) *autograd.Variable { return autograd.AvgPool2d(v, p, incl) }})
+		}
+	}
+	for _, o := range [][2]int{{1, 1}, {3, 4}, {4, 3}, {7, 5}, {12, 11}} {
+		cases = append(cases, tc{fmt.Sprintf("adaptive/%dx%d", o[0], o[1]), []int{2, 3, 7, 8},
+			func(v *autograd.Variable) *autograd.Variable { return autograd.AdaptiveAvgPool2d(v, o[0], o[1]) }})
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rng := tensor.NewRNG(6)
+			x := tensor.Randn(rng, tensor.Float32, c.x...)
+			var ys, gs [2]*tensor.Tensor
+			var dy *tensor.Tensor
+			for i, dev := range []tensor.Device{tensor.CPU(), d} {
+				v := autograd.Param(x.Clone().MustTo(dev))
+				y := c.op(v)
+				if dy == nil {
+					dy = tensor.Randn(rng, tensor.Float32, y.Value.Shape()...)
+				}
+				require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
+				ys[i], gs[i] = y.Value.MustTo(tensor.CPU()), v.Grad.MustTo(tensor.CPU())
+			}
+			requireClose(t, ys[0], ys[1], 1e-6, "forward")
+			requireClose(t, gs[0], gs[1], 1e-6, "backward")
+		})
+	}
+}

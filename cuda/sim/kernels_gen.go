@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "522543bb803f174e967279288aebc7f903bb1e78fb1b1fb2873ae8b93c2848a2"
+const sourceSHA256 = "cb41406565ec0d99b143503e3c912ce4bf5bacb82a1fc13eddc0c112fccc957c"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -53,4 +53,6 @@ var kernelTable = [...]kernelInfo{
 	{"max_pool2d_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"max_pool2d_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"dropout_f32", []argKind{argPtr, argPtr, argI64, argI64, argF32, argF32}, false},
+	{"avg_pool2d_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
+	{"avg_pool2d_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
 }
