@@ -137,6 +137,10 @@ type Kernels struct {
 	// padding unused). AvgPool2dBackward gathers dx (overwritten) from dy.
 	AvgPool2d         func(y, x *Tensor, s *Pool2dShape, countIncludePad, adaptive bool)
 	AvgPool2dBackward func(dx, dy *Tensor, s *Pool2dShape, countIncludePad, adaptive bool)
+	// StridedCopy copies the view src (any strides, broadcasts included)
+	// into the contiguous dst of its shape: Contiguous on a device. src is
+	// the one operand of the table that need not be contiguous.
+	StridedCopy func(dst, src *Tensor)
 }
 
 // cpuDevice is the host.
@@ -274,7 +278,7 @@ func (t *Tensor) MustTo(dev Device) *Tensor {
 
 func download(dst []float32, t *Tensor) error {
 	if !t.IsContiguous() {
-		return fmt.Errorf("%w: copying a non-contiguous view on %v to the host: contiguous has no kernel on %v", ErrDevice, t.Device(), t.Device())
+		t = t.deviceContiguous()
 	}
 	if err := t.dev.s.Device().Download(dst, t.dev.s, t.offset); err != nil {
 		return fmt.Errorf("%w: copying %s from %v: %w", ErrDevice, sh(t.shape), t.Device(), err)

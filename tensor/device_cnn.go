@@ -260,3 +260,12 @@ func AvgPool2dBackwardDevice(gy *Tensor, s *Pool2dShape, countIncludePad, adapti
 	k.AvgPool2dBackward(dx, gy.Contiguous(), s, countIncludePad, adaptive)
 	return dx
 }
+
+// deviceContiguous is Contiguous on a device: a strided copy.
+func (t *Tensor) deviceContiguous() *Tensor {
+	k := kernelsFor("contiguous", t)
+	NeedKernel(k.StridedCopy != nil, "contiguous", t.Device())
+	out := MustZerosOn(t.Device(), t.shape...)
+	k.StridedCopy(out, t)
+	return out
+}

@@ -183,20 +183,8 @@ func (d *Device) kernels() tensor.Kernels {
 			d.launch("avg_pool2d_bwd_f32", grid(n), append(append([]uint64{d.ptr("avg pool backward", dx), d.ptr("avg pool backward", dy)},
 				poolArgs(s)...), flag(incl), flag(adaptive))...)
 		},
+		StridedCopy: d.stridedCopy,
 	}
-}
-
-// convArgs are im2col_f32's and col2im_f32's geometry arguments. The
-// bottom and right padding are implied by OH and OW.
-func convArgs(s *tensor.Conv2dShape) []uint64 {
-	return []uint64{i64(s.N), i64(s.C), i64(s.H), i64(s.W), i64(s.KH), i64(s.KW), i64(s.StrideH), i64(s.StrideW),
-		i64(s.PadTop), i64(s.PadLeft), i64(s.DilationH), i64(s.DilationW), i64(s.OH), i64(s.OW)}
-}
-
-// poolArgs are the pooling kernels' geometry arguments.
-func poolArgs(s *tensor.Pool2dShape) []uint64 {
-	return []uint64{i64(s.N * s.C), i64(s.H), i64(s.W), i64(s.KH), i64(s.KW), i64(s.StrideH), i64(s.StrideW),
-		i64(s.PadH), i64(s.PadW), i64(s.OH), i64(s.OW)}
 }
 
 // sumAll writes Σ x into the one-element out. One block when x is small, so

@@ -25,5 +25,6 @@ func Names() []string {
 		// Convolutional networks.
 		"im2col_f32", "col2im_f32", "swap01_f32", "add_channel_bias_f32", "sum_channels_f32", "max_pool2d_f32",
 		"max_pool2d_bwd_f32", "dropout_f32", "avg_pool2d_f32", "avg_pool2d_bwd_f32",
+		"strided_copy_f32",
 	}
 }

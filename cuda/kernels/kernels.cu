@@ -642,3 +642,22 @@ __global__ void avg_pool2d_bwd_f32(float *dx, const float *dy, i64 planes, i64 h
 }
 
 }
+
+extern "C" {
+
+// dst = src as a contiguous copy of a strided view: meta holds the view's
+// ndim sizes, then its ndim strides (in elements, 0 for a broadcast
+// dimension); src points at the view's first element.
+__global__ void strided_copy_f32(float *dst, const float *src, i64 n, i64 ndim, const i64 *meta) {
+	FOR_EACH(i, n) {
+		i64 r = i, off = 0;
+		for (i64 d = ndim - 1; d >= 0; d--) {
+			i64 sz = meta[d];
+			off += (r % sz) * meta[ndim + d];
+			r /= sz;
+		}
+		dst[i] = src[off];
+	}
+}
+
+}

@@ -11486,5 +11486,333 @@ $L__BB47_156:
 	ret;
 
 }
+	// .globl	strided_copy_f32
+.visible .entry strided_copy_f32(
+	.param .u64 strided_copy_f32_param_0,
+	.param .u64 strided_copy_f32_param_1,
+	.param .u64 strided_copy_f32_param_2,
+	.param .u64 strided_copy_f32_param_3,
+	.param .u64 strided_copy_f32_param_4
+)
+{
+	.reg .pred 	%p<21>;
+	.reg .f32 	%f<7>;
+	.reg .b32 	%r<41>;
+	.reg .b64 	%rd<204>;
+
+
+	ld.param.u64 	%rd103, [strided_copy_f32_param_0];
+	ld.param.u64 	%rd104, [strided_copy_f32_param_1];
+	ld.param.u64 	%rd101, [strided_copy_f32_param_2];
+	ld.param.u64 	%rd102, [strided_copy_f32_param_3];
+	ld.param.u64 	%rd105, [strided_copy_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd105;
+	cvta.to.global.u64 	%rd2, %rd103;
+	cvta.to.global.u64 	%rd3, %rd104;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd106, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd107, %r3;
+	add.s64 	%rd180, %rd106, %rd107;
+	setp.ge.s64 	%p1, %rd180, %rd101;
+	@%p1 bra 	$L__BB48_40;
+
+	setp.gt.s64 	%p2, %rd102, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	@%p2 bra 	$L__BB48_11;
+	bra.uni 	$L__BB48_2;
+
+$L__BB48_11:
+	not.b64 	%rd122, %rd102;
+	max.s64 	%rd123, %rd122, -2;
+	add.s64 	%rd124, %rd123, %rd102;
+	add.s64 	%rd125, %rd124, 2;
+	add.s64 	%rd24, %rd124, 1;
+	and.b64  	%rd25, %rd125, 3;
+	add.s64 	%rd126, %rd123, 2;
+	sub.s64 	%rd26, %rd126, %rd25;
+	shl.b64 	%rd127, %rd102, 3;
+	add.s64 	%rd128, %rd1, %rd127;
+	add.s64 	%rd27, %rd128, -16;
+	shl.b64 	%rd129, %rd102, 4;
+	add.s64 	%rd130, %rd1, %rd129;
+	add.s64 	%rd28, %rd130, -16;
+
+$L__BB48_12:
+	setp.lt.u64 	%p8, %rd24, 3;
+	mov.u64 	%rd203, 0;
+	mov.u64 	%rd184, %rd28;
+	mov.u64 	%rd185, %rd27;
+	mov.u64 	%rd186, %rd102;
+	mov.u64 	%rd188, %rd180;
+	@%p8 bra 	$L__BB48_26;
+
+$L__BB48_13:
+	ld.global.u64 	%rd36, [%rd185+8];
+	or.b64  	%rd134, %rd188, %rd36;
+	and.b64  	%rd135, %rd134, -4294967296;
+	setp.eq.s64 	%p9, %rd135, 0;
+	@%p9 bra 	$L__BB48_15;
+
+	div.s64 	%rd189, %rd188, %rd36;
+	mul.lo.s64 	%rd136, %rd189, %rd36;
+	sub.s64 	%rd190, %rd188, %rd136;
+	bra.uni 	$L__BB48_16;
+
+$L__BB48_15:
+	cvt.u32.u64 	%r8, %rd36;
+	cvt.u32.u64 	%r9, %rd188;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd189, %r10;
+	cvt.u64.u32 	%rd190, %r12;
+
+$L__BB48_16:
+	ld.global.u64 	%rd137, [%rd184+8];
+	mul.lo.s64 	%rd138, %rd137, %rd190;
+	add.s64 	%rd44, %rd138, %rd203;
+	ld.global.u64 	%rd45, [%rd185];
+	or.b64  	%rd139, %rd189, %rd45;
+	and.b64  	%rd140, %rd139, -4294967296;
+	setp.eq.s64 	%p10, %rd140, 0;
+	@%p10 bra 	$L__BB48_18;
+
+	div.s64 	%rd191, %rd189, %rd45;
+	mul.lo.s64 	%rd141, %rd191, %rd45;
+	sub.s64 	%rd192, %rd189, %rd141;
+	bra.uni 	$L__BB48_19;
+
+$L__BB48_18:
+	cvt.u32.u64 	%r13, %rd45;
+	cvt.u32.u64 	%r14, %rd189;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd191, %r15;
+	cvt.u64.u32 	%rd192, %r17;
+
+$L__BB48_19:
+	ld.global.u64 	%rd142, [%rd184];
+	mul.lo.s64 	%rd143, %rd142, %rd192;
+	add.s64 	%rd52, %rd143, %rd44;
+	ld.global.u64 	%rd53, [%rd185+-8];
+	or.b64  	%rd144, %rd191, %rd53;
+	and.b64  	%rd145, %rd144, -4294967296;
+	setp.eq.s64 	%p11, %rd145, 0;
+	@%p11 bra 	$L__BB48_21;
+
+	div.s64 	%rd193, %rd191, %rd53;
+	mul.lo.s64 	%rd146, %rd193, %rd53;
+	sub.s64 	%rd194, %rd191, %rd146;
+	bra.uni 	$L__BB48_22;
+
+$L__BB48_21:
+	cvt.u32.u64 	%r18, %rd53;
+	cvt.u32.u64 	%r19, %rd191;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd193, %r20;
+	cvt.u64.u32 	%rd194, %r22;
+
+$L__BB48_22:
+	ld.global.u64 	%rd147, [%rd184+-8];
+	mul.lo.s64 	%rd148, %rd147, %rd194;
+	add.s64 	%rd60, %rd148, %rd52;
+	add.s64 	%rd186, %rd186, -4;
+	ld.global.u64 	%rd62, [%rd185+-16];
+	or.b64  	%rd149, %rd193, %rd62;
+	and.b64  	%rd150, %rd149, -4294967296;
+	setp.eq.s64 	%p12, %rd150, 0;
+	@%p12 bra 	$L__BB48_24;
+
+	div.s64 	%rd188, %rd193, %rd62;
+	mul.lo.s64 	%rd151, %rd188, %rd62;
+	sub.s64 	%rd196, %rd193, %rd151;
+	bra.uni 	$L__BB48_25;
+
+$L__BB48_24:
+	cvt.u32.u64 	%r23, %rd62;
+	cvt.u32.u64 	%r24, %rd193;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd188, %r25;
+	cvt.u64.u32 	%rd196, %r27;
+
+$L__BB48_25:
+	ld.global.u64 	%rd152, [%rd184+-16];
+	mul.lo.s64 	%rd153, %rd152, %rd196;
+	add.s64 	%rd203, %rd153, %rd60;
+	add.s64 	%rd185, %rd185, -32;
+	add.s64 	%rd184, %rd184, -32;
+	add.s64 	%rd154, %rd26, %rd186;
+	setp.ne.s64 	%p13, %rd154, 0;
+	@%p13 bra 	$L__BB48_13;
+
+$L__BB48_26:
+	setp.eq.s64 	%p14, %rd25, 0;
+	@%p14 bra 	$L__BB48_39;
+
+	shl.b64 	%rd155, %rd186, 3;
+	add.s64 	%rd76, %rd1, %rd155;
+	ld.global.u64 	%rd77, [%rd76+-8];
+	or.b64  	%rd156, %rd188, %rd77;
+	and.b64  	%rd157, %rd156, -4294967296;
+	setp.eq.s64 	%p15, %rd157, 0;
+	@%p15 bra 	$L__BB48_29;
+
+	div.s64 	%rd198, %rd188, %rd77;
+	mul.lo.s64 	%rd158, %rd198, %rd77;
+	sub.s64 	%rd199, %rd188, %rd158;
+	bra.uni 	$L__BB48_30;
+
+$L__BB48_29:
+	cvt.u32.u64 	%r28, %rd77;
+	cvt.u32.u64 	%r29, %rd188;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd198, %r30;
+	cvt.u64.u32 	%rd199, %r32;
+
+$L__BB48_30:
+	add.s64 	%rd84, %rd76, %rd127;
+	ld.global.u64 	%rd162, [%rd84+-8];
+	mul.lo.s64 	%rd163, %rd162, %rd199;
+	add.s64 	%rd203, %rd163, %rd203;
+	setp.eq.s64 	%p16, %rd25, 1;
+	@%p16 bra 	$L__BB48_39;
+
+	ld.global.u64 	%rd86, [%rd76+-16];
+	or.b64  	%rd164, %rd198, %rd86;
+	and.b64  	%rd165, %rd164, -4294967296;
+	setp.eq.s64 	%p17, %rd165, 0;
+	@%p17 bra 	$L__BB48_33;
+
+	div.s64 	%rd200, %rd198, %rd86;
+	mul.lo.s64 	%rd166, %rd200, %rd86;
+	sub.s64 	%rd201, %rd198, %rd166;
+	bra.uni 	$L__BB48_34;
+
+$L__BB48_33:
+	cvt.u32.u64 	%r33, %rd86;
+	cvt.u32.u64 	%r34, %rd198;
+	div.u32 	%r35, %r34, %r33;
+	mul.lo.s32 	%r36, %r35, %r33;
+	sub.s32 	%r37, %r34, %r36;
+	cvt.u64.u32 	%rd200, %r35;
+	cvt.u64.u32 	%rd201, %r37;
+
+$L__BB48_34:
+	ld.global.u64 	%rd167, [%rd84+-16];
+	mul.lo.s64 	%rd168, %rd167, %rd201;
+	add.s64 	%rd203, %rd168, %rd203;
+	setp.eq.s64 	%p18, %rd25, 2;
+	@%p18 bra 	$L__BB48_39;
+
+	ld.global.u64 	%rd94, [%rd76+-24];
+	or.b64  	%rd169, %rd200, %rd94;
+	and.b64  	%rd170, %rd169, -4294967296;
+	setp.eq.s64 	%p19, %rd170, 0;
+	@%p19 bra 	$L__BB48_37;
+
+	rem.s64 	%rd202, %rd200, %rd94;
+	bra.uni 	$L__BB48_38;
+
+$L__BB48_37:
+	cvt.u32.u64 	%r38, %rd94;
+	cvt.u32.u64 	%r39, %rd200;
+	rem.u32 	%r40, %r39, %r38;
+	cvt.u64.u32 	%rd202, %r40;
+
+$L__BB48_38:
+	ld.global.u64 	%rd171, [%rd84+-24];
+	mul.lo.s64 	%rd172, %rd171, %rd202;
+	add.s64 	%rd203, %rd172, %rd203;
+
+$L__BB48_39:
+	shl.b64 	%rd173, %rd203, 2;
+	add.s64 	%rd174, %rd3, %rd173;
+	ld.global.f32 	%f6, [%rd174];
+	shl.b64 	%rd175, %rd180, 2;
+	add.s64 	%rd176, %rd2, %rd175;
+	st.global.f32 	[%rd176], %f6;
+	add.s64 	%rd180, %rd180, %rd7;
+	setp.lt.s64 	%p20, %rd180, %rd101;
+	@%p20 bra 	$L__BB48_12;
+	bra.uni 	$L__BB48_40;
+
+$L__BB48_2:
+	not.b64 	%rd108, %rd180;
+	add.s64 	%rd8, %rd108, %rd101;
+	or.b64  	%rd109, %rd8, %rd7;
+	and.b64  	%rd110, %rd109, -4294967296;
+	setp.eq.s64 	%p3, %rd110, 0;
+	@%p3 bra 	$L__BB48_4;
+
+	div.u64 	%rd177, %rd8, %rd7;
+	bra.uni 	$L__BB48_5;
+
+$L__BB48_4:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd177, %r7;
+
+$L__BB48_5:
+	add.s64 	%rd111, %rd177, 1;
+	and.b64  	%rd179, %rd111, 3;
+	setp.eq.s64 	%p4, %rd179, 0;
+	@%p4 bra 	$L__BB48_8;
+
+$L__BB48_7:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd3];
+	shl.b64 	%rd112, %rd180, 2;
+	add.s64 	%rd113, %rd2, %rd112;
+	st.global.f32 	[%rd113], %f1;
+	add.s64 	%rd180, %rd180, %rd7;
+	add.s64 	%rd179, %rd179, -1;
+	setp.ne.s64 	%p5, %rd179, 0;
+	@%p5 bra 	$L__BB48_7;
+
+$L__BB48_8:
+	setp.lt.u64 	%p6, %rd177, 3;
+	@%p6 bra 	$L__BB48_40;
+
+	shl.b64 	%rd114, %rd180, 2;
+	add.s64 	%rd182, %rd2, %rd114;
+	shl.b64 	%rd19, %rd7, 2;
+
+$L__BB48_10:
+	ld.global.f32 	%f2, [%rd3];
+	st.global.f32 	[%rd182], %f2;
+	ld.global.f32 	%f3, [%rd3];
+	add.s64 	%rd116, %rd182, %rd19;
+	st.global.f32 	[%rd116], %f3;
+	add.s64 	%rd117, %rd180, %rd7;
+	add.s64 	%rd118, %rd117, %rd7;
+	ld.global.f32 	%f4, [%rd3];
+	add.s64 	%rd119, %rd116, %rd19;
+	st.global.f32 	[%rd119], %f4;
+	add.s64 	%rd120, %rd118, %rd7;
+	ld.global.f32 	%f5, [%rd3];
+	add.s64 	%rd121, %rd119, %rd19;
+	add.s64 	%rd182, %rd121, %rd19;
+	st.global.f32 	[%rd121], %f5;
+	add.s64 	%rd180, %rd120, %rd7;
+	setp.lt.s64 	%p7, %rd180, %rd101;
+	@%p7 bra 	$L__BB48_10;
+
+$L__BB48_40:
+	ret;
+
+}
 
 `

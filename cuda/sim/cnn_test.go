@@ -241,3 +241,32 @@ func TestAvgPool2dOnSimMatchesCPU(t *testing.T) {
 		})
 	}
 }
+
+// Contiguous on a device is a strided copy: permuted, transposed, narrowed
+// and broadcast views come out as on the CPU, and To(CPU) reads a view.
+func TestContiguousOnSim(t *testing.T) {
+	d := newDevice(t).Tensors()
+	x := tensor.Randn(tensor.NewRNG(4), tensor.Float32, 3, 5, 7)
+	xd := x.MustTo(d)
+	views := []struct {
+		name string
+		f    func(*tensor.Tensor) *tensor.Tensor
+	}{
+		{"permute", func(t *tensor.Tensor) *tensor.Tensor { return tensor.Permute(t, 2, 0, 1) }},
+		{"transpose", func(t *tensor.Tensor) *tensor.Tensor { return tensor.Transpose(t, 0, 2) }},
+		{"narrow", func(t *tensor.Tensor) *tensor.Tensor { return tensor.Narrow(tensor.Narrow(t, 1, 1, 3), 2, 2, 4) }},
+		{"broadcast", func(t *tensor.Tensor) *tensor.Tensor { return tensor.Expand(tensor.Narrow(t, 1, 2, 1), 3, 4, 7) }},
+		{"column", func(t *tensor.Tensor) *tensor.Tensor { return tensor.Narrow(t, 2, 3, 1) }},
+	}
+	for _, v := range views {
+		t.Run(v.name, func(t *testing.T) {
+			want := v.f(x).Contiguous()
+			got := v.f(xd)
+			require.False(t, got.IsContiguous())
+			c := got.Contiguous()
+			require.True(t, c.IsContiguous())
+			require.Equal(t, want.F32(), c.MustTo(tensor.CPU()).F32())
+			require.Equal(t, want.F32(), got.MustTo(tensor.CPU()).F32(), "To(CPU) of the view")
+		})
+	}
+}

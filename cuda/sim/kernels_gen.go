@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "cb41406565ec0d99b143503e3c912ce4bf5bacb82a1fc13eddc0c112fccc957c"
+const sourceSHA256 = "407c76690999659741d1f1098bd146c78512dbf3fe7d3adfa03c9c7c3bbf21cc"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -55,4 +55,5 @@ var kernelTable = [...]kernelInfo{
 	{"dropout_f32", []argKind{argPtr, argPtr, argI64, argI64, argF32, argF32}, false},
 	{"avg_pool2d_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
 	{"avg_pool2d_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
+	{"strided_copy_f32", []argKind{argPtr, argPtr, argI64, argI64, argPtr}, false},
 }
