@@ -34,8 +34,9 @@ func closeTo(t *testing.T, want, got *tensor.Tensor, tol float64, what string) {
 // The convnet ops' device paths on the GPU (Conv2d as im2col, cuBLAS and
 // col2im with padding, stride, dilation and groups; MaxPool2d, AvgPool2d,
 // AdaptiveAvgPool2d): a small convnet's output and the gradients of its
-// input and parameters match the CPU ops'. And Dropout on the GPU draws the
-// masks that goddp/cuda/sim draws from the same generator state.
+// input and parameters match the CPU ops'. Dropout on the GPU draws the
+// masks that goddp/cuda/sim draws from the same generator state, and
+// Contiguous copies a permuted view as on the CPU.
 func TestConvNetOpsMatchCPU(t *testing.T) {
 	c := newContext(t)
 	dev := c.Tensors()
@@ -79,4 +80,8 @@ func TestConvNetOpsMatchCPU(t *testing.T) {
 		masks[i] = autograd.Dropout(autograd.Const(x.MustTo(d)), 0.4, tensor.NewRNG(21), true).Value.MustTo(tensor.CPU()).F32()
 	}
 	require.Equal(t, masks[1], masks[0], "dropout on the GPU and on sim from one generator state")
+
+	// Contiguous of a permuted view (the strided copy).
+	p := tensor.Permute(inputs[0], 3, 1, 0, 2)
+	require.Equal(t, p.Contiguous().F32(), tensor.Permute(inputs[0].MustTo(dev), 3, 1, 0, 2).Contiguous().MustTo(tensor.CPU()).F32())
 }
