@@ -11,13 +11,15 @@ import (
 // [floor(i*H/oh), ceil((i+1)*H/oh)), and likewise for columns, so windows
 // may overlap or differ in size.
 func AdaptiveAvgPool2d(x *Variable, oh, ow int) *Variable {
-	hostOnly("AdaptiveAvgPool2d", x)
 	xs := x.Value.Shape()
 	if len(xs) != 4 || oh < 1 || ow < 1 {
 		panic(fmt.Sprintf("autograd: AdaptiveAvgPool2d: input %v to output %dx%d, want a [N, C, H, W] input and a positive size", xs, oh, ow))
 	}
 	g := poolGeom{n: xs[0], c: xs[1], h: xs[2], w: xs[3], oh: oh, ow: ow}
 	xc := x.Value.Contiguous()
+	if y := tensor.AvgPool2dDevice(xc, g.shape(), false, true); y != nil {
+		return FromOp(y, &adaptiveAvgPool2dOp{inputs: ins(x), g: g})
+	}
 	y := tensor.New(xc.DType(), g.n, g.c, oh, ow)
 	if xc.DType() == tensor.Float64 {
 		adaptivePool(&g, y.F64(), xc.F64(), false)
@@ -37,6 +39,9 @@ func (o *adaptiveAvgPool2dOp) freshGrads()  {}
 
 func (o *adaptiveAvgPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
+	if gx := tensor.AvgPool2dBackwardDevice(gy, o.g.shape(), false, true); gx != nil {
+		return []*tensor.Tensor{gx}
+	}
 	gx := tensor.New(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
 	if gy.DType() == tensor.Float64 {
 		adaptivePool(&o.g, gy.F64(), gx.F64(), true)

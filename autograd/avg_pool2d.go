@@ -7,9 +7,11 @@ import "github.com/goddp/goddp/tensor"
 // counts as zeros in the divisor, so it is always kh*kw; without it, the
 // divisor is the number of input elements in the window.
 func AvgPool2d(x *Variable, p PoolParams, countIncludePad bool) *Variable {
-	hostOnly("AvgPool2d", x)
 	g := newPoolGeom("AvgPool2d", x.Value.Shape(), p)
 	xc := x.Value.Contiguous()
+	if y := tensor.AvgPool2dDevice(xc, g.shape(), countIncludePad, false); y != nil {
+		return FromOp(y, &avgPool2dOp{inputs: ins(x), g: g, incl: countIncludePad})
+	}
 	y := tensor.New(xc.DType(), g.n, g.c, g.oh, g.ow)
 	if xc.DType() == tensor.Float64 {
 		avgPoolFwd(&g, y.F64(), xc.F64(), countIncludePad)
@@ -62,6 +64,9 @@ func avgPoolFwd[T float](g *poolGeom, y, x []T, incl bool) {
 
 func (o *avgPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
+	if gx := tensor.AvgPool2dBackwardDevice(gy, o.g.shape(), o.incl, false); gx != nil {
+		return []*tensor.Tensor{gx}
+	}
 	gx := tensor.New(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
 	if gy.DType() == tensor.Float64 {
 		avgPoolBwd(&o.g, gx.F64(), gy.F64(), o.incl)

@@ -107,7 +107,6 @@ func newConvGeom(xs, ws []int, p ConvParams) convGeom {
 // the samples are split over that many goroutines (each GEMM then runs on
 // its caller's thread), with a private dW per worker summed at the end.
 func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
-	hostOnly("Conv2d", x, w, b)
 	g := newConvGeom(x.Value.Shape(), w.Value.Shape(), p)
 	sameDType("Conv2d", x.Value, w.Value)
 	if b != nil {
@@ -117,15 +116,18 @@ func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
 		}
 	}
 	xc := x.Value.Contiguous()
+	in := ins(x, w)
+	if b != nil {
+		in = ins(x, w, b)
+	}
+	if y := tensor.Conv2dDevice(xc, w.Value, biasValue(b), new(g.engineShape(g.n))); y != nil {
+		return FromOp(y, &conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g})
+	}
 	y := tensor.New(xc.DType(), g.n, g.o, g.oh, g.ow)
 	if xc.DType() == tensor.Float64 {
 		convFwd(&g, y.F64(), xc.F64(), data[float64](w.Value), biasData[float64](b))
 	} else if w32, b32 := data[float32](w.Value), biasData[float32](b); !convFwdEngine(&g, y.F32(), xc.F32(), w32, b32) {
 		convFwd(&g, y.F32(), xc.F32(), w32, b32)
-	}
-	in := ins(x, w)
-	if b != nil {
-		in = ins(x, w, b)
 	}
 	return FromOp(y, &conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g})
 }
@@ -419,11 +421,19 @@ func (o *conv2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backw
 
 func (o *conv2dOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
+	if dg, ok := tensor.Conv2dBackwardDevice(gy, o.xc, o.w.Value, o.needs(), at3(dst), new(o.g.engineShape(o.g.n))); ok {
+		return dg[:len(o.Inputs())]
+	}
 	grads := make([]*tensor.Tensor, len(o.Inputs()))
 	if gy.DType() == tensor.Float64 {
 		convBwd[float64](o, gy, dst, grads)
 	} else {
 		convBwd[float32](o, gy, dst, grads)
+	}
+	if len(dst) > 0 && dst[0] != nil && grads[0] != nil {
+		// The engine offered x's Grad (x a leaf): dx goes into it, as dW does.
+		tensor.AddInto(dst[0], grads[0])
+		grads[0] = nil
 	}
 	return grads
 }
@@ -523,4 +533,22 @@ func convBwd[T float](o *conv2dOp, gyT *tensor.Tensor, dst, grads []*tensor.Tens
 			}
 		}
 	}
+}
+
+// needs reports which of dx, dw, db the backward pass wants.
+func (o *conv2dOp) needs() [3]bool {
+	return [3]bool{needs(o.x), needs(o.w), o.b != nil && needs(o.b)}
+}
+
+// at3 is the engine's gradient buffers (up to 3) as an array.
+func at3(dst []*tensor.Tensor) (a [3]*tensor.Tensor) {
+	copy(a[:], dst)
+	return a
+}
+
+func biasValue(b *Variable) *tensor.Tensor {
+	if b == nil {
+		return nil
+	}
+	return b.Value
 }

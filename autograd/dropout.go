@@ -14,8 +14,12 @@ import (
 // noise = bernoulli_(1-p) (one float64 uniform per element, kept when it is
 // below 1-p), noise /= (1-p) in the tensor's dtype, and returns a·noise; so
 // the same generator state gives the same zeros and the same scaled values.
+//
+// On a device the mask is not the CPU's: each call draws one seed from rng
+// and the device keeps element i where a counter-based hash of (seed, i)
+// says so (tensor.DropoutDevice), so sim and cuda draw the same masks, and
+// backward regenerates the mask from the seed rather than storing it.
 func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
-	hostOnly("Dropout", a)
 	if p < 0 || p > 1 {
 		panic(fmt.Sprintf("autograd: Dropout: probability %v not in [0, 1]", p))
 	}
@@ -23,6 +27,9 @@ func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 		return a
 	}
 	x := a.Value.Contiguous()
+	if y, seed := tensor.DropoutDevice(x, p, rng); y != nil {
+		return FromOp(y, &dropoutOp{inputs: ins(a), p: p, seed: seed})
+	}
 	mask := tensor.New(x.DType(), x.Shape()...)
 	y := tensor.New(x.DType(), x.Shape()...)
 	keep := 1 - p
@@ -50,7 +57,9 @@ func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, keep float64, scale T)
 
 type dropoutOp struct {
 	inputs
-	mask *tensor.Tensor // 0 or 1/(1-p) per element
+	mask *tensor.Tensor // 0 or 1/(1-p) per element; nil on a device
+	p    float64        // on a device: the probability and the mask's seed
+	seed uint64
 }
 
 func (o *dropoutOp) Name() string { return "Dropout" }
@@ -60,6 +69,14 @@ func (o *dropoutOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return
 func (o *dropoutOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *dropoutOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if o.mask == nil {
+		gx := gy
+		if !inPlace {
+			gx = zerosLike(gy, gy.Shape()...)
+		}
+		tensor.DropoutMaskDevice(gx, gy.Contiguous(), o.p, o.seed)
+		return []*tensor.Tensor{gx}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { mulKernel(gx, gy, o.mask.F32()) },
 		func(gx, gy []float64) { mulKernel(gx, gy, o.mask.F64()) })

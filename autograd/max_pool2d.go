@@ -51,9 +51,11 @@ func newPoolGeom(op string, xs []int, p PoolParams) poolGeom {
 // each output's gradient to the input element that was the maximum (the
 // first one in row-major window order on ties, as torch's CPU kernel).
 func MaxPool2d(x *Variable, p PoolParams) *Variable {
-	hostOnly("MaxPool2d", x)
 	g := newPoolGeom("MaxPool2d", x.Value.Shape(), p)
 	xc := x.Value.Contiguous()
+	if y, didx := tensor.MaxPool2dDevice(xc, g.shape()); y != nil {
+		return FromOp(y, &maxPool2dOp{inputs: ins(x), didx: didx, g: g})
+	}
 	y := tensor.New(xc.DType(), g.n, g.c, g.oh, g.ow)
 	idx := make([]int32, y.Numel())
 	if xc.DType() == tensor.Float64 {
@@ -66,8 +68,9 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 
 type maxPool2dOp struct {
 	inputs
-	idx []int32 // per output: the argmax's offset inside its [H, W] plane
-	g   poolGeom
+	idx  []int32        // per output: the argmax's offset inside its [H, W] plane
+	didx *tensor.Tensor // idx on the input's device (nil on the host)
+	g    poolGeom
 }
 
 func (o *maxPool2dOp) Name() string { return "MaxPool2d" }
@@ -126,6 +129,9 @@ func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int32) {
 
 func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
+	if gx := tensor.MaxPool2dBackwardDevice(gy, o.didx, o.g.shape()); gx != nil {
+		return []*tensor.Tensor{gx}
+	}
 	gx := tensor.New(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
 	if gy.DType() == tensor.Float64 {
 		maxPoolBwd(&o.g, gx.F64(), gy.F64(), o.idx)
@@ -143,4 +149,10 @@ func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
 			gp[idx[pl*ohw+j]] += v
 		}
 	}
+}
+
+// shape is g in tensor's terms.
+func (g *poolGeom) shape() *tensor.Pool2dShape {
+	return &tensor.Pool2dShape{N: g.n, C: g.c, H: g.h, W: g.w, KH: g.kh, KW: g.kw, StrideH: g.sh, StrideW: g.sw,
+		PadH: g.ph, PadW: g.pw, OH: g.oh, OW: g.ow}
 }

@@ -102,6 +102,45 @@ type Kernels struct {
 	ClipCoef   func(coef, norm, sumsq *Tensor, maxNorm float32)
 	// Adam is goddp/optim's Adam (decoupled false) or AdamW step, fused.
 	Adam func(w, g, m, v *Tensor, lr, beta1, beta2, eps, wd float32, decoupled bool, stepSize, invBC2 float32)
+
+	// Convolutional networks (Conv2dDevice, MaxPool2dDevice, DropoutDevice
+	// in device_cnn.go are written against these).
+	//
+	// Im2col writes the patch matrix of the s.N samples of x [N, C, H, W]
+	// into cols [C*KH*KW, N*OH*OW]: row (channel, ki, kj), column (sample,
+	// oy, ox), padding read as zero, so group g's rows are one block.
+	// Col2im is its adjoint, gathered: dx [N, C, H, W] (overwritten) gets
+	// the sum of the cols entries each element fed. s.O, s.Groups and
+	// s.BF16 are not used.
+	Im2col func(cols, x *Tensor, s *Conv2dShape)
+	Col2im func(dx, cols *Tensor, s *Conv2dShape)
+	// Swap01 is dst[b, a, k] = src[a, b, k] for src [na, nb, nk].
+	Swap01 func(dst, src *Tensor, na, nb, nk int)
+	// AddChannelBias is y[s, c, p] += bias[c] for y [n, c, l]; SumChannels
+	// is out[c] = Σ_{s,p} x[s, c, p], added to out[c] when acc.
+	AddChannelBias func(y, bias *Tensor, n, c, l int)
+	SumChannels    func(out, x *Tensor, n, c, l int, acc bool)
+	// MaxPool2d writes each window's maximum into y [N, C, OH, OW] and its
+	// offset in the [H, W] plane, as int32 bits, into idx (a float32 tensor
+	// of y's size); MaxPool2dBackward gathers dx (overwritten) from dy and
+	// idx.
+	MaxPool2d         func(y, idx, x *Tensor, s *Pool2dShape)
+	MaxPool2dBackward func(dx, dy, idx *Tensor, s *Pool2dShape)
+	// Dropout is y = x * mask (y may be x), the mask keeping an element
+	// with probability 1-p, scaled by 1/(1-p), drawn from a counter-based
+	// hash of (seed, element index): a function of the seed alone. The
+	// scale is 1/float32(1-p), as the CPU op's.
+	Dropout func(y, x *Tensor, p float64, seed uint64)
+	// AvgPool2d writes each window's mean into y [N, C, OH, OW]: torch's
+	// avg_pool2d (the divisor counting padding when countIncludePad), or
+	// adaptive_avg_pool2d's windows when adaptive (s's kernel, stride and
+	// padding unused). AvgPool2dBackward gathers dx (overwritten) from dy.
+	AvgPool2d         func(y, x *Tensor, s *Pool2dShape, countIncludePad, adaptive bool)
+	AvgPool2dBackward func(dx, dy *Tensor, s *Pool2dShape, countIncludePad, adaptive bool)
+	// StridedCopy copies the view src (any strides, broadcasts included)
+	// into the contiguous dst of its shape: Contiguous on a device. src is
+	// the one operand of the table that need not be contiguous.
+	StridedCopy func(dst, src *Tensor)
 }
 
 // cpuDevice is the host.
@@ -239,7 +278,7 @@ func (t *Tensor) MustTo(dev Device) *Tensor {
 
 func download(dst []float32, t *Tensor) error {
 	if !t.IsContiguous() {
-		return fmt.Errorf("%w: copying a non-contiguous view on %v to the host: contiguous has no kernel on %v", ErrDevice, t.Device(), t.Device())
+		t = t.deviceContiguous()
 	}
 	if err := t.dev.s.Device().Download(dst, t.dev.s, t.offset); err != nil {
 		return fmt.Errorf("%w: copying %s from %v: %w", ErrDevice, sh(t.shape), t.Device(), err)

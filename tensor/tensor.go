@@ -332,7 +332,7 @@ func (t *Tensor) Contiguous() *Tensor {
 		return t
 	}
 	if t.dev != nil {
-		panic(NoKernel("contiguous", t.Device()))
+		return t.deviceContiguous()
 	}
 	out := newFull(t.dtype, t.shape...) // both loops below write every element
 	n := t.Numel()

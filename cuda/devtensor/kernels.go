@@ -110,6 +110,80 @@ func (d *Device) kernels() tensor.Kernels {
 			d.launch("adam_f32", grid(n), d.ptr("adam", w), d.ptr("adam", g), d.ptr("adam", m), d.ptr("adam", v), i64(n),
 				f32(lr), f32(beta1), f32(beta2), f32(eps), f32(wd), flag(decoupled), f32(stepSize), f32(invBC2))
 		},
+
+		// Convolutional networks.
+		Im2col: func(cols, x *tensor.Tensor, s *tensor.Conv2dShape) {
+			n := s.C * s.KH * s.KW * s.N * s.OH * s.OW
+			if x.Numel() != s.N*s.C*s.H*s.W || cols.Numel() != n {
+				panic(fmt.Sprintf("devtensor: im2col of %v into %v for %+v", x.Shape(), cols.Shape(), *s))
+			}
+			d.launch("im2col_f32", grid(n), append([]uint64{d.ptr("im2col", cols), d.ptr("im2col", x)}, convArgs(s)...)...)
+		},
+		Col2im: func(dx, cols *tensor.Tensor, s *tensor.Conv2dShape) {
+			n := s.N * s.C * s.H * s.W
+			if dx.Numel() != n || cols.Numel() != s.C*s.KH*s.KW*s.N*s.OH*s.OW {
+				panic(fmt.Sprintf("devtensor: col2im of %v into %v for %+v", cols.Shape(), dx.Shape(), *s))
+			}
+			d.launch("col2im_f32", grid(n), append([]uint64{d.ptr("col2im", dx), d.ptr("col2im", cols)}, convArgs(s)...)...)
+		},
+		Swap01: func(dst, src *tensor.Tensor, na, nb, nk int) {
+			n := same("swap01", dst, src)
+			if n != na*nb*nk {
+				panic(fmt.Sprintf("devtensor: swap01 of %d elements as [%d, %d, %d]", n, na, nb, nk))
+			}
+			d.launch("swap01_f32", grid(n), d.ptr("swap01", dst), d.ptr("swap01", src), i64(na), i64(nb), i64(nk))
+		},
+		AddChannelBias: func(y, bias *tensor.Tensor, n, c, l int) {
+			if y.Numel() != n*c*l || bias.Numel() != c {
+				panic(fmt.Sprintf("devtensor: channel bias %v for %v as [%d, %d, %d]", bias.Shape(), y.Shape(), n, c, l))
+			}
+			d.launch("add_channel_bias_f32", grid(n*c*l), d.ptr("channel bias", y), d.ptr("channel bias", bias), i64(n), i64(c), i64(l))
+		},
+		SumChannels: func(out, x *tensor.Tensor, n, c, l int, acc bool) {
+			if x.Numel() != n*c*l || out.Numel() != c {
+				panic(fmt.Sprintf("devtensor: channel sums of %v as [%d, %d, %d] into %v", x.Shape(), n, c, l, out.Shape()))
+			}
+			d.launch("sum_channels_f32", min(max(c, 1), maxGrid), d.ptr("channel sums", out), d.ptr("channel sums", x),
+				i64(n), i64(c), i64(l), flag(acc))
+		},
+		MaxPool2d: func(y, idx, x *tensor.Tensor, s *tensor.Pool2dShape) {
+			n := same("max pool", y, idx)
+			if n != s.N*s.C*s.OH*s.OW || x.Numel() != s.N*s.C*s.H*s.W {
+				panic(fmt.Sprintf("devtensor: max pool of %v into %v for %+v", x.Shape(), y.Shape(), *s))
+			}
+			d.launch("max_pool2d_f32", grid(n), append([]uint64{d.ptr("max pool", y), d.ptr("max pool", idx), d.ptr("max pool", x)}, poolArgs(s)...)...)
+		},
+		MaxPool2dBackward: func(dx, dy, idx *tensor.Tensor, s *tensor.Pool2dShape) {
+			same("max pool backward", dy, idx)
+			n := s.N * s.C * s.H * s.W
+			if dx.Numel() != n || dy.Numel() != s.N*s.C*s.OH*s.OW {
+				panic(fmt.Sprintf("devtensor: max pool backward of %v into %v for %+v", dy.Shape(), dx.Shape(), *s))
+			}
+			d.launch("max_pool2d_bwd_f32", grid(n), append([]uint64{d.ptr("max pool backward", dx), d.ptr("max pool backward", dy),
+				d.ptr("max pool backward", idx)}, poolArgs(s)...)...)
+		},
+		Dropout: func(y, x *tensor.Tensor, p float64, seed uint64) {
+			n := same("dropout", y, x)
+			keep := float32(1 - p)
+			d.launch("dropout_f32", grid(n), d.ptr("dropout", y), d.ptr("dropout", x), i64(n), seed, f32(keep), f32(1/keep))
+		},
+		AvgPool2d: func(y, x *tensor.Tensor, s *tensor.Pool2dShape, incl, adaptive bool) {
+			n := y.Numel()
+			if n != s.N*s.C*s.OH*s.OW || x.Numel() != s.N*s.C*s.H*s.W {
+				panic(fmt.Sprintf("devtensor: avg pool of %v into %v for %+v", x.Shape(), y.Shape(), *s))
+			}
+			d.launch("avg_pool2d_f32", grid(n), append(append([]uint64{d.ptr("avg pool", y), d.ptr("avg pool", x)},
+				poolArgs(s)...), flag(incl), flag(adaptive))...)
+		},
+		AvgPool2dBackward: func(dx, dy *tensor.Tensor, s *tensor.Pool2dShape, incl, adaptive bool) {
+			n := dx.Numel()
+			if n != s.N*s.C*s.H*s.W || dy.Numel() != s.N*s.C*s.OH*s.OW {
+				panic(fmt.Sprintf("devtensor: avg pool backward of %v into %v for %+v", dy.Shape(), dx.Shape(), *s))
+			}
+			d.launch("avg_pool2d_bwd_f32", grid(n), append(append([]uint64{d.ptr("avg pool backward", dx), d.ptr("avg pool backward", dy)},
+				poolArgs(s)...), flag(incl), flag(adaptive))...)
+		},
+		StridedCopy: d.stridedCopy,
 	}
 }
 

@@ -406,3 +406,258 @@ __global__ void bf16_to_f32(float *y, const unsigned short *x, i64 n) {
 }
 
 }
+
+// ---- Convolutional networks: Conv2d as im2col and GEMMs, MaxPool2d,
+// Dropout. Gradients are gathered (each output element sums what fed it,
+// in a fixed order), never scattered with atomics, so they are
+// deterministic.
+
+extern "C" {
+
+// im2col for n samples x [n, c, h, w]: cols [c*kh*kw, n*oh*ow], row
+// (channel, ki, kj), column (sample, oy, ox); padding reads as zero. The
+// rows of group g are the block [g*cg*kh*kw, (g+1)*cg*kh*kw), so each
+// group's GEMM covers all n samples at once.
+__global__ void im2col_f32(float *cols, const float *x, i64 n, i64 c, i64 h, i64 w, i64 kh, i64 kw, i64 sh, i64 sw,
+                           i64 ph, i64 pw, i64 dh, i64 dw, i64 oh, i64 ow) {
+	i64 l = oh * ow, nl = n * l;
+	FOR_EACH(i, c * kh * kw * nl) {
+		i64 col = i % nl, row = i / nl;
+		i64 s = col / l, p = col % l, oy = p / ow, ox = p % ow;
+		i64 kj = row % kw, t = row / kw, ki = t % kh, ch = t / kh;
+		i64 iy = oy * sh - ph + ki * dh, ix = ox * sw - pw + kj * dw;
+		cols[i] = (iy >= 0 && iy < h && ix >= 0 && ix < w) ? x[((s * c + ch) * h + iy) * w + ix] : 0.0f;
+	}
+}
+
+// col2im, im2col's adjoint, gathered: dx[s, ch, iy, ix] = the sum of the
+// cols entries that im2col_f32 read from it (dx is overwritten).
+__global__ void col2im_f32(float *dx, const float *cols, i64 n, i64 c, i64 h, i64 w, i64 kh, i64 kw, i64 sh, i64 sw,
+                           i64 ph, i64 pw, i64 dh, i64 dw, i64 oh, i64 ow) {
+	i64 l = oh * ow, nl = n * l;
+	FOR_EACH(i, n * c * h * w) {
+		i64 ix = i % w, t = i / w, iy = t % h;
+		t /= h;
+		i64 ch = t % c, s = t / c;
+		float acc = 0.0f;
+		for (i64 ki = 0; ki < kh; ki++) {
+			i64 y = iy + ph - ki * dh;
+			if (y < 0 || y % sh != 0 || y / sh >= oh) continue;
+			i64 oy = y / sh;
+			for (i64 kj = 0; kj < kw; kj++) {
+				i64 xx = ix + pw - kj * dw;
+				if (xx < 0 || xx % sw != 0 || xx / sw >= ow) continue;
+				acc += cols[((ch * kh + ki) * kw + kj) * nl + s * l + oy * ow + xx / sw];
+			}
+		}
+		dx[i] = acc;
+	}
+}
+
+// dst[b, a, k] = src[a, b, k] for src [na, nb, nk]: between a convolution's
+// GEMM layout [channels, samples, positions] and NCHW.
+__global__ void swap01_f32(float *dst, const float *src, i64 na, i64 nb, i64 nk) {
+	FOR_EACH(i, na * nb * nk) {
+		i64 k = i % nk, t = i / nk, b = t % nb, a = t / nb;
+		dst[(b * na + a) * nk + k] = src[i];
+	}
+}
+
+// y[s, ch, p] += bias[ch] for y [n, c, l] (a convolution's bias).
+__global__ void add_channel_bias_f32(float *y, const float *bias, i64 n, i64 c, i64 l) {
+	FOR_EACH(i, n * c * l) y[i] += bias[(i / l) % c];
+}
+
+// out[ch] = sum over s and p of x[s, ch, p] for x [n, c, l], plus out[ch]
+// when acc != 0 (a convolution's bias gradient into a Grad buffer). A block
+// per channel.
+__global__ void sum_channels_f32(float *out, const float *x, i64 n, i64 c, i64 l, float acc) {
+	FOR_EACH_ROW(ch, c) {
+		float s = 0.0f;
+		for (i64 j = threadIdx.x; j < n * l; j += blockDim.x) s += x[((j / l) * c + ch) * l + j % l];
+		s = block_sum(s);
+		if (threadIdx.x == 0) out[ch] = acc != 0.0f ? out[ch] + s : s;
+	}
+}
+
+// Max pooling over planes [planes, h, w] into y [planes, oh, ow], padding
+// counting as -inf; idx gets each maximum's offset in its plane (the first
+// in row-major window order on ties, as goddp's CPU op).
+__global__ void max_pool2d_f32(float *y, int *idx, const float *x, i64 planes, i64 h, i64 w, i64 kh, i64 kw, i64 sh,
+                               i64 sw, i64 ph, i64 pw, i64 oh, i64 ow) {
+	FOR_EACH(i, planes * oh * ow) {
+		i64 ox = i % ow, t = i / ow, oy = t % oh, p = t / oh;
+		i64 y0 = oy * sh - ph, x0 = ox * sw - pw;
+		i64 ylo = y0 < 0 ? 0 : y0, yhi = y0 + kh < h ? y0 + kh : h;
+		i64 xlo = x0 < 0 ? 0 : x0, xhi = x0 + kw < w ? x0 + kw : w;
+		const float *xp = x + p * h * w;
+		i64 bi = ylo * w + xlo;
+		float best = xp[bi];
+		for (i64 iy = ylo; iy < yhi; iy++) {
+			for (i64 ix = xlo; ix < xhi; ix++) {
+				float v = xp[iy * w + ix];
+				if (v > best || v != v) {
+					best = v;
+					bi = iy * w + ix;
+				}
+			}
+		}
+		y[i] = best;
+		idx[i] = (int)bi;
+	}
+}
+
+// Max pooling's gradient, gathered: dx[p, iy, ix] = the sum of dy over the
+// outputs whose window holds (iy, ix) and whose maximum it was.
+__global__ void max_pool2d_bwd_f32(float *dx, const float *dy, const int *idx, i64 planes, i64 h, i64 w, i64 kh, i64 kw,
+                                   i64 sh, i64 sw, i64 ph, i64 pw, i64 oh, i64 ow) {
+	FOR_EACH(i, planes * h * w) {
+		i64 ix = i % w, t = i / w, iy = t % h, p = t / h;
+		// Windows oy*sh-ph <= iy < oy*sh-ph+kh, and likewise for x.
+		i64 ylo = iy + ph - kh + 1, xlo = ix + pw - kw + 1;
+		ylo = ylo <= 0 ? 0 : (ylo + sh - 1) / sh;
+		xlo = xlo <= 0 ? 0 : (xlo + sw - 1) / sw;
+		i64 yhi = (iy + ph) / sh, xhi = (ix + pw) / sw;
+		yhi = yhi < oh - 1 ? yhi : oh - 1;
+		xhi = xhi < ow - 1 ? xhi : ow - 1;
+		int me = (int)(iy * w + ix);
+		float acc = 0.0f;
+		for (i64 oy = ylo; oy <= yhi; oy++) {
+			for (i64 ox = xlo; ox <= xhi; ox++) {
+				i64 j = (p * oh + oy) * ow + ox;
+				if (idx[j] == me) acc += dy[j];
+			}
+		}
+		dx[i] = acc;
+	}
+}
+
+}
+
+// splitmix64's finalizer: a bijection of 64-bit words whose outputs for
+// consecutive inputs look independent.
+__device__ unsigned long long mix64(unsigned long long z) {
+	z += 0x9e3779b97f4a7c15ULL;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+extern "C" {
+
+// Inverted dropout: y[i] = x[i] * scale where element i is kept, else
+// x[i] * 0. Element i is kept when u < keep for u, 24 bits of a
+// counter-based hash of (seed, i) scaled to [0, 1): the mask is a function
+// of the seed alone, the same on every device and grid, and the backward
+// pass regenerates it rather than storing it. y may be x.
+__global__ void dropout_f32(float *y, const float *x, i64 n, i64 seed, float keep, float scale) {
+	FOR_EACH(i, n) {
+		unsigned long long hsh = mix64((unsigned long long)seed ^ mix64((unsigned long long)i));
+		float u = (float)(hsh >> 40) * 5.9604644775390625e-8f; // 2^-24
+		y[i] = x[i] * (u < keep ? scale : 0.0f);
+	}
+}
+
+}
+
+// Average pooling's window for output (oy, ox): input rows [*ylo, *yhi),
+// columns [*xlo, *xhi), and the divisor. adaptive != 0 is
+// adaptive_avg_pool2d's window (rows [oy*h/oh, ceil((oy+1)*h/oh))), which
+// ignores k*, s*, p*; otherwise the divisor counts padding when incl != 0,
+// the window clipped to the padded input as torch's pool_size.
+__device__ float avg_window(i64 oy, i64 ox, i64 h, i64 w, i64 kh, i64 kw, i64 sh, i64 sw, i64 ph, i64 pw, i64 oh, i64 ow,
+                            float incl, float adaptive, i64 *ylo, i64 *yhi, i64 *xlo, i64 *xhi) {
+	if (adaptive != 0.0f) {
+		*ylo = oy * h / oh;
+		*yhi = ((oy + 1) * h + oh - 1) / oh;
+		*xlo = ox * w / ow;
+		*xhi = ((ox + 1) * w + ow - 1) / ow;
+		return (float)((*yhi - *ylo) * (*xhi - *xlo));
+	}
+	i64 y0 = oy * sh - ph, x0 = ox * sw - pw;
+	*ylo = y0 < 0 ? 0 : y0;
+	*yhi = y0 + kh < h ? y0 + kh : h;
+	*xlo = x0 < 0 ? 0 : x0;
+	*xhi = x0 + kw < w ? x0 + kw : w;
+	if (incl != 0.0f) {
+		i64 ye = y0 + kh < h + ph ? y0 + kh : h + ph, xe = x0 + kw < w + pw ? x0 + kw : w + pw;
+		return (float)((ye - y0) * (xe - x0));
+	}
+	return (float)((*yhi - *ylo) * (*xhi - *xlo));
+}
+
+extern "C" {
+
+// Average pooling (avg_pool2d, or adaptive_avg_pool2d when adaptive != 0)
+// over planes [planes, h, w] into y [planes, oh, ow].
+__global__ void avg_pool2d_f32(float *y, const float *x, i64 planes, i64 h, i64 w, i64 kh, i64 kw, i64 sh, i64 sw,
+                               i64 ph, i64 pw, i64 oh, i64 ow, float incl, float adaptive) {
+	FOR_EACH(i, planes * oh * ow) {
+		i64 ox = i % ow, t = i / ow, oy = t % oh, p = t / oh;
+		i64 ylo, yhi, xlo, xhi;
+		float div = avg_window(oy, ox, h, w, kh, kw, sh, sw, ph, pw, oh, ow, incl, adaptive, &ylo, &yhi, &xlo, &xhi);
+		const float *xp = x + p * h * w;
+		float s = 0.0f;
+		for (i64 iy = ylo; iy < yhi; iy++)
+			for (i64 ix = xlo; ix < xhi; ix++) s += xp[iy * w + ix];
+		y[i] = s / div;
+	}
+}
+
+// Its gradient, gathered: dx[p, iy, ix] = the sum of dy/divisor over the
+// outputs whose window holds (iy, ix), in output order.
+__global__ void avg_pool2d_bwd_f32(float *dx, const float *dy, i64 planes, i64 h, i64 w, i64 kh, i64 kw, i64 sh,
+                                   i64 sw, i64 ph, i64 pw, i64 oh, i64 ow, float incl, float adaptive) {
+	FOR_EACH(i, planes * h * w) {
+		i64 ix = i % w, t = i / w, iy = t % h, p = t / h;
+		i64 oylo, oyhi, oxlo, oxhi; // candidate outputs, each checked below
+		if (adaptive != 0.0f) {
+			oylo = iy * oh / h - 1;
+			oyhi = ((iy + 1) * oh + h - 1) / h;
+			oxlo = ix * ow / w - 1;
+			oxhi = ((ix + 1) * ow + w - 1) / w;
+		} else {
+			oylo = iy + ph - kh + 1;
+			oylo = oylo <= 0 ? 0 : (oylo + sh - 1) / sh;
+			oyhi = (iy + ph) / sh;
+			oxlo = ix + pw - kw + 1;
+			oxlo = oxlo <= 0 ? 0 : (oxlo + sw - 1) / sw;
+			oxhi = (ix + pw) / sw;
+		}
+		oylo = oylo < 0 ? 0 : oylo;
+		oxlo = oxlo < 0 ? 0 : oxlo;
+		oyhi = oyhi < oh - 1 ? oyhi : oh - 1;
+		oxhi = oxhi < ow - 1 ? oxhi : ow - 1;
+		const float *g = dy + p * oh * ow;
+		float acc = 0.0f;
+		for (i64 oy = oylo; oy <= oyhi; oy++) {
+			for (i64 ox = oxlo; ox <= oxhi; ox++) {
+				i64 ylo, yhi, xlo, xhi;
+				float div = avg_window(oy, ox, h, w, kh, kw, sh, sw, ph, pw, oh, ow, incl, adaptive, &ylo, &yhi, &xlo, &xhi);
+				if (iy >= ylo && iy < yhi && ix >= xlo && ix < xhi) acc += g[oy * ow + ox] / div;
+			}
+		}
+		dx[i] = acc;
+	}
+}
+
+}
+
+extern "C" {
+
+// dst = src as a contiguous copy of a strided view: meta holds the view's
+// ndim sizes, then its ndim strides (in elements, 0 for a broadcast
+// dimension); src points at the view's first element.
+__global__ void strided_copy_f32(float *dst, const float *src, i64 n, i64 ndim, const i64 *meta) {
+	FOR_EACH(i, n) {
+		i64 r = i, off = 0;
+		for (i64 d = ndim - 1; d >= 0; d--) {
+			i64 sz = meta[d];
+			off += (r % sz) * meta[ndim + d];
+			r /= sz;
+		}
+		dst[i] = src[off];
+	}
+}
+
+}

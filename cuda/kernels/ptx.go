@@ -7223,5 +7223,4596 @@ $L__BB37_10:
 	ret;
 
 }
+	// .globl	im2col_f32
+.visible .entry im2col_f32(
+	.param .u64 im2col_f32_param_0,
+	.param .u64 im2col_f32_param_1,
+	.param .u64 im2col_f32_param_2,
+	.param .u64 im2col_f32_param_3,
+	.param .u64 im2col_f32_param_4,
+	.param .u64 im2col_f32_param_5,
+	.param .u64 im2col_f32_param_6,
+	.param .u64 im2col_f32_param_7,
+	.param .u64 im2col_f32_param_8,
+	.param .u64 im2col_f32_param_9,
+	.param .u64 im2col_f32_param_10,
+	.param .u64 im2col_f32_param_11,
+	.param .u64 im2col_f32_param_12,
+	.param .u64 im2col_f32_param_13,
+	.param .u64 im2col_f32_param_14,
+	.param .u64 im2col_f32_param_15
+)
+{
+	.reg .pred 	%p<38>;
+	.reg .f32 	%f<13>;
+	.reg .b32 	%r<83>;
+	.reg .b64 	%rd<268>;
+
+
+	ld.param.u64 	%rd127, [im2col_f32_param_0];
+	ld.param.u64 	%rd128, [im2col_f32_param_1];
+	ld.param.u64 	%rd129, [im2col_f32_param_2];
+	ld.param.u64 	%rd115, [im2col_f32_param_3];
+	ld.param.u64 	%rd116, [im2col_f32_param_4];
+	ld.param.u64 	%rd117, [im2col_f32_param_5];
+	ld.param.u64 	%rd118, [im2col_f32_param_6];
+	ld.param.u64 	%rd119, [im2col_f32_param_7];
+	ld.param.u64 	%rd120, [im2col_f32_param_8];
+	ld.param.u64 	%rd121, [im2col_f32_param_9];
+	ld.param.u64 	%rd122, [im2col_f32_param_10];
+	ld.param.u64 	%rd123, [im2col_f32_param_11];
+	ld.param.u64 	%rd124, [im2col_f32_param_12];
+	ld.param.u64 	%rd125, [im2col_f32_param_13];
+	ld.param.u64 	%rd130, [im2col_f32_param_14];
+	ld.param.u64 	%rd126, [im2col_f32_param_15];
+	cvta.to.global.u64 	%rd1, %rd127;
+	cvta.to.global.u64 	%rd2, %rd128;
+	mul.lo.s64 	%rd3, %rd126, %rd130;
+	mul.lo.s64 	%rd4, %rd3, %rd129;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd131, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd132, %r3;
+	add.s64 	%rd247, %rd131, %rd132;
+	mul.lo.s64 	%rd133, %rd118, %rd115;
+	mul.lo.s64 	%rd134, %rd133, %rd119;
+	mul.lo.s64 	%rd7, %rd134, %rd4;
+	setp.ge.s64 	%p1, %rd247, %rd7;
+	@%p1 bra 	$L__BB38_60;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd135, %r4;
+	mul.lo.s64 	%rd8, %rd135, %rd5;
+	not.b64 	%rd136, %rd247;
+	add.s64 	%rd9, %rd7, %rd136;
+	or.b64  	%rd137, %rd9, %rd8;
+	and.b64  	%rd138, %rd137, -4294967296;
+	setp.eq.s64 	%p2, %rd138, 0;
+	@%p2 bra 	$L__BB38_3;
+
+	div.u64 	%rd235, %rd9, %rd8;
+	bra.uni 	$L__BB38_4;
+
+$L__BB38_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd235, %r7;
+
+$L__BB38_4:
+	and.b64  	%rd139, %rd235, 1;
+	setp.eq.b64 	%p3, %rd139, 1;
+	mov.pred 	%p4, 0;
+	xor.pred  	%p5, %p3, %p4;
+	@%p5 bra 	$L__BB38_23;
+
+	or.b64  	%rd140, %rd247, %rd4;
+	and.b64  	%rd141, %rd140, -4294967296;
+	setp.eq.s64 	%p6, %rd141, 0;
+	@%p6 bra 	$L__BB38_7;
+
+	div.s64 	%rd236, %rd247, %rd4;
+	mul.lo.s64 	%rd142, %rd236, %rd4;
+	sub.s64 	%rd237, %rd247, %rd142;
+	bra.uni 	$L__BB38_8;
+
+$L__BB38_7:
+	cvt.u32.u64 	%r8, %rd4;
+	cvt.u32.u64 	%r9, %rd247;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd236, %r10;
+	cvt.u64.u32 	%rd237, %r12;
+
+$L__BB38_8:
+	or.b64  	%rd143, %rd237, %rd3;
+	and.b64  	%rd144, %rd143, -4294967296;
+	setp.eq.s64 	%p7, %rd144, 0;
+	@%p7 bra 	$L__BB38_10;
+
+	div.s64 	%rd238, %rd237, %rd3;
+	mul.lo.s64 	%rd145, %rd238, %rd3;
+	sub.s64 	%rd239, %rd237, %rd145;
+	bra.uni 	$L__BB38_11;
+
+$L__BB38_10:
+	cvt.u32.u64 	%r13, %rd3;
+	cvt.u32.u64 	%r14, %rd237;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd238, %r15;
+	cvt.u64.u32 	%rd239, %r17;
+
+$L__BB38_11:
+	or.b64  	%rd146, %rd239, %rd126;
+	and.b64  	%rd147, %rd146, -4294967296;
+	setp.eq.s64 	%p8, %rd147, 0;
+	@%p8 bra 	$L__BB38_13;
+
+	div.s64 	%rd240, %rd239, %rd126;
+	mul.lo.s64 	%rd148, %rd240, %rd126;
+	sub.s64 	%rd241, %rd239, %rd148;
+	bra.uni 	$L__BB38_14;
+
+$L__BB38_13:
+	cvt.u32.u64 	%r18, %rd126;
+	cvt.u32.u64 	%r19, %rd239;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd240, %r20;
+	cvt.u64.u32 	%rd241, %r22;
+
+$L__BB38_14:
+	or.b64  	%rd149, %rd236, %rd119;
+	and.b64  	%rd150, %rd149, -4294967296;
+	setp.eq.s64 	%p9, %rd150, 0;
+	@%p9 bra 	$L__BB38_16;
+
+	div.s64 	%rd242, %rd236, %rd119;
+	mul.lo.s64 	%rd151, %rd242, %rd119;
+	sub.s64 	%rd243, %rd236, %rd151;
+	bra.uni 	$L__BB38_17;
+
+$L__BB38_16:
+	cvt.u32.u64 	%r23, %rd119;
+	cvt.u32.u64 	%r24, %rd236;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd242, %r25;
+	cvt.u64.u32 	%rd243, %r27;
+
+$L__BB38_17:
+	or.b64  	%rd152, %rd242, %rd118;
+	and.b64  	%rd153, %rd152, -4294967296;
+	setp.eq.s64 	%p10, %rd153, 0;
+	@%p10 bra 	$L__BB38_19;
+
+	div.s64 	%rd244, %rd242, %rd118;
+	mul.lo.s64 	%rd154, %rd244, %rd118;
+	sub.s64 	%rd245, %rd242, %rd154;
+	bra.uni 	$L__BB38_20;
+
+$L__BB38_19:
+	cvt.u32.u64 	%r28, %rd118;
+	cvt.u32.u64 	%r29, %rd242;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd244, %r30;
+	cvt.u64.u32 	%rd245, %r32;
+
+$L__BB38_20:
+	mul.lo.s64 	%rd155, %rd240, %rd120;
+	sub.s64 	%rd156, %rd155, %rd122;
+	mul.lo.s64 	%rd157, %rd245, %rd124;
+	add.s64 	%rd43, %rd157, %rd156;
+	mul.lo.s64 	%rd158, %rd241, %rd121;
+	sub.s64 	%rd159, %rd158, %rd123;
+	mul.lo.s64 	%rd160, %rd243, %rd125;
+	add.s64 	%rd44, %rd159, %rd160;
+	setp.ge.s64 	%p11, %rd43, %rd116;
+	or.b64  	%rd161, %rd43, %rd44;
+	setp.lt.s64 	%p12, %rd161, 0;
+	or.pred  	%p13, %p11, %p12;
+	setp.ge.s64 	%p14, %rd44, %rd117;
+	mov.f32 	%f10, 0f00000000;
+	or.pred  	%p15, %p14, %p13;
+	@%p15 bra 	$L__BB38_22;
+
+	mul.lo.s64 	%rd162, %rd238, %rd115;
+	add.s64 	%rd163, %rd244, %rd162;
+	mul.lo.s64 	%rd164, %rd163, %rd116;
+	add.s64 	%rd165, %rd164, %rd43;
+	mul.lo.s64 	%rd166, %rd165, %rd117;
+	add.s64 	%rd167, %rd166, %rd44;
+	shl.b64 	%rd168, %rd167, 2;
+	add.s64 	%rd169, %rd2, %rd168;
+	ld.global.f32 	%f10, [%rd169];
+
+$L__BB38_22:
+	shl.b64 	%rd170, %rd247, 2;
+	add.s64 	%rd171, %rd1, %rd170;
+	st.global.f32 	[%rd171], %f10;
+	add.s64 	%rd247, %rd247, %rd8;
+
+$L__BB38_23:
+	setp.gt.u64 	%p16, %rd8, %rd9;
+	@%p16 bra 	$L__BB38_60;
+
+	cvt.u32.u64 	%r33, %rd4;
+	cvt.u32.u64 	%r38, %rd3;
+
+$L__BB38_25:
+	or.b64  	%rd172, %rd247, %rd4;
+	and.b64  	%rd173, %rd172, -4294967296;
+	setp.eq.s64 	%p17, %rd173, 0;
+	@%p17 bra 	$L__BB38_27;
+
+	div.s64 	%rd248, %rd247, %rd4;
+	mul.lo.s64 	%rd174, %rd248, %rd4;
+	sub.s64 	%rd249, %rd247, %rd174;
+	bra.uni 	$L__BB38_28;
+
+$L__BB38_27:
+	cvt.u32.u64 	%r34, %rd247;
+	div.u32 	%r35, %r34, %r33;
+	mul.lo.s32 	%r36, %r35, %r33;
+	sub.s32 	%r37, %r34, %r36;
+	cvt.u64.u32 	%rd248, %r35;
+	cvt.u64.u32 	%rd249, %r37;
+
+$L__BB38_28:
+	or.b64  	%rd175, %rd249, %rd3;
+	and.b64  	%rd176, %rd175, -4294967296;
+	setp.eq.s64 	%p18, %rd176, 0;
+	@%p18 bra 	$L__BB38_30;
+
+	div.s64 	%rd250, %rd249, %rd3;
+	mul.lo.s64 	%rd177, %rd250, %rd3;
+	sub.s64 	%rd251, %rd249, %rd177;
+	bra.uni 	$L__BB38_31;
+
+$L__BB38_30:
+	cvt.u32.u64 	%r39, %rd249;
+	div.u32 	%r40, %r39, %r38;
+	mul.lo.s32 	%r41, %r40, %r38;
+	sub.s32 	%r42, %r39, %r41;
+	cvt.u64.u32 	%rd250, %r40;
+	cvt.u64.u32 	%rd251, %r42;
+
+$L__BB38_31:
+	or.b64  	%rd178, %rd251, %rd126;
+	and.b64  	%rd179, %rd178, -4294967296;
+	setp.eq.s64 	%p19, %rd179, 0;
+	@%p19 bra 	$L__BB38_33;
+
+	div.s64 	%rd252, %rd251, %rd126;
+	mul.lo.s64 	%rd180, %rd252, %rd126;
+	sub.s64 	%rd253, %rd251, %rd180;
+	bra.uni 	$L__BB38_34;
+
+$L__BB38_33:
+	cvt.u32.u64 	%r43, %rd126;
+	cvt.u32.u64 	%r44, %rd251;
+	div.u32 	%r45, %r44, %r43;
+	mul.lo.s32 	%r46, %r45, %r43;
+	sub.s32 	%r47, %r44, %r46;
+	cvt.u64.u32 	%rd252, %r45;
+	cvt.u64.u32 	%rd253, %r47;
+
+$L__BB38_34:
+	or.b64  	%rd181, %rd248, %rd119;
+	and.b64  	%rd182, %rd181, -4294967296;
+	setp.eq.s64 	%p20, %rd182, 0;
+	@%p20 bra 	$L__BB38_36;
+
+	div.s64 	%rd254, %rd248, %rd119;
+	mul.lo.s64 	%rd183, %rd254, %rd119;
+	sub.s64 	%rd255, %rd248, %rd183;
+	bra.uni 	$L__BB38_37;
+
+$L__BB38_36:
+	cvt.u32.u64 	%r48, %rd119;
+	cvt.u32.u64 	%r49, %rd248;
+	div.u32 	%r50, %r49, %r48;
+	mul.lo.s32 	%r51, %r50, %r48;
+	sub.s32 	%r52, %r49, %r51;
+	cvt.u64.u32 	%rd254, %r50;
+	cvt.u64.u32 	%rd255, %r52;
+
+$L__BB38_37:
+	or.b64  	%rd184, %rd254, %rd118;
+	and.b64  	%rd185, %rd184, -4294967296;
+	setp.eq.s64 	%p21, %rd185, 0;
+	@%p21 bra 	$L__BB38_39;
+
+	div.s64 	%rd256, %rd254, %rd118;
+	mul.lo.s64 	%rd186, %rd256, %rd118;
+	sub.s64 	%rd257, %rd254, %rd186;
+	bra.uni 	$L__BB38_40;
+
+$L__BB38_39:
+	cvt.u32.u64 	%r53, %rd118;
+	cvt.u32.u64 	%r54, %rd254;
+	div.u32 	%r55, %r54, %r53;
+	mul.lo.s32 	%r56, %r55, %r53;
+	sub.s32 	%r57, %r54, %r56;
+	cvt.u64.u32 	%rd256, %r55;
+	cvt.u64.u32 	%rd257, %r57;
+
+$L__BB38_40:
+	mul.lo.s64 	%rd187, %rd252, %rd120;
+	sub.s64 	%rd188, %rd187, %rd122;
+	mul.lo.s64 	%rd189, %rd257, %rd124;
+	add.s64 	%rd78, %rd189, %rd188;
+	mul.lo.s64 	%rd190, %rd253, %rd121;
+	sub.s64 	%rd191, %rd190, %rd123;
+	mul.lo.s64 	%rd192, %rd255, %rd125;
+	add.s64 	%rd79, %rd191, %rd192;
+	setp.ge.s64 	%p22, %rd78, %rd116;
+	or.b64  	%rd193, %rd78, %rd79;
+	setp.lt.s64 	%p23, %rd193, 0;
+	or.pred  	%p24, %p22, %p23;
+	setp.ge.s64 	%p25, %rd79, %rd117;
+	mov.f32 	%f11, 0f00000000;
+	or.pred  	%p26, %p25, %p24;
+	@%p26 bra 	$L__BB38_42;
+
+	mul.lo.s64 	%rd194, %rd250, %rd115;
+	add.s64 	%rd195, %rd256, %rd194;
+	mul.lo.s64 	%rd196, %rd195, %rd116;
+	add.s64 	%rd197, %rd196, %rd78;
+	mul.lo.s64 	%rd198, %rd197, %rd117;
+	add.s64 	%rd199, %rd198, %rd79;
+	shl.b64 	%rd200, %rd199, 2;
+	add.s64 	%rd201, %rd2, %rd200;
+	ld.global.f32 	%f11, [%rd201];
+
+$L__BB38_42:
+	shl.b64 	%rd202, %rd247, 2;
+	add.s64 	%rd80, %rd1, %rd202;
+	st.global.f32 	[%rd80], %f11;
+	add.s64 	%rd81, %rd247, %rd8;
+	or.b64  	%rd203, %rd81, %rd4;
+	and.b64  	%rd204, %rd203, -4294967296;
+	setp.eq.s64 	%p27, %rd204, 0;
+	@%p27 bra 	$L__BB38_44;
+
+	div.s64 	%rd258, %rd81, %rd4;
+	mul.lo.s64 	%rd205, %rd258, %rd4;
+	sub.s64 	%rd259, %rd81, %rd205;
+	bra.uni 	$L__BB38_45;
+
+$L__BB38_44:
+	cvt.u32.u64 	%r59, %rd81;
+	div.u32 	%r60, %r59, %r33;
+	mul.lo.s32 	%r61, %r60, %r33;
+	sub.s32 	%r62, %r59, %r61;
+	cvt.u64.u32 	%rd258, %r60;
+	cvt.u64.u32 	%rd259, %r62;
+
+$L__BB38_45:
+	or.b64  	%rd206, %rd259, %rd3;
+	and.b64  	%rd207, %rd206, -4294967296;
+	setp.eq.s64 	%p28, %rd207, 0;
+	@%p28 bra 	$L__BB38_47;
+
+	div.s64 	%rd260, %rd259, %rd3;
+	mul.lo.s64 	%rd208, %rd260, %rd3;
+	sub.s64 	%rd261, %rd259, %rd208;
+	bra.uni 	$L__BB38_48;
+
+$L__BB38_47:
+	cvt.u32.u64 	%r64, %rd259;
+	div.u32 	%r65, %r64, %r38;
+	mul.lo.s32 	%r66, %r65, %r38;
+	sub.s32 	%r67, %r64, %r66;
+	cvt.u64.u32 	%rd260, %r65;
+	cvt.u64.u32 	%rd261, %r67;
+
+$L__BB38_48:
+	or.b64  	%rd209, %rd261, %rd126;
+	and.b64  	%rd210, %rd209, -4294967296;
+	setp.eq.s64 	%p29, %rd210, 0;
+	@%p29 bra 	$L__BB38_50;
+
+	div.s64 	%rd262, %rd261, %rd126;
+	mul.lo.s64 	%rd211, %rd262, %rd126;
+	sub.s64 	%rd263, %rd261, %rd211;
+	bra.uni 	$L__BB38_51;
+
+$L__BB38_50:
+	cvt.u32.u64 	%r68, %rd126;
+	cvt.u32.u64 	%r69, %rd261;
+	div.u32 	%r70, %r69, %r68;
+	mul.lo.s32 	%r71, %r70, %r68;
+	sub.s32 	%r72, %r69, %r71;
+	cvt.u64.u32 	%rd262, %r70;
+	cvt.u64.u32 	%rd263, %r72;
+
+$L__BB38_51:
+	or.b64  	%rd212, %rd258, %rd119;
+	and.b64  	%rd213, %rd212, -4294967296;
+	setp.eq.s64 	%p30, %rd213, 0;
+	@%p30 bra 	$L__BB38_53;
+
+	div.s64 	%rd264, %rd258, %rd119;
+	mul.lo.s64 	%rd214, %rd264, %rd119;
+	sub.s64 	%rd265, %rd258, %rd214;
+	bra.uni 	$L__BB38_54;
+
+$L__BB38_53:
+	cvt.u32.u64 	%r73, %rd119;
+	cvt.u32.u64 	%r74, %rd258;
+	div.u32 	%r75, %r74, %r73;
+	mul.lo.s32 	%r76, %r75, %r73;
+	sub.s32 	%r77, %r74, %r76;
+	cvt.u64.u32 	%rd264, %r75;
+	cvt.u64.u32 	%rd265, %r77;
+
+$L__BB38_54:
+	or.b64  	%rd215, %rd264, %rd118;
+	and.b64  	%rd216, %rd215, -4294967296;
+	setp.eq.s64 	%p31, %rd216, 0;
+	@%p31 bra 	$L__BB38_56;
+
+	div.s64 	%rd266, %rd264, %rd118;
+	mul.lo.s64 	%rd217, %rd266, %rd118;
+	sub.s64 	%rd267, %rd264, %rd217;
+	bra.uni 	$L__BB38_57;
+
+$L__BB38_56:
+	cvt.u32.u64 	%r78, %rd118;
+	cvt.u32.u64 	%r79, %rd264;
+	div.u32 	%r80, %r79, %r78;
+	mul.lo.s32 	%r81, %r80, %r78;
+	sub.s32 	%r82, %r79, %r81;
+	cvt.u64.u32 	%rd266, %r80;
+	cvt.u64.u32 	%rd267, %r82;
+
+$L__BB38_57:
+	mul.lo.s64 	%rd218, %rd262, %rd120;
+	sub.s64 	%rd219, %rd218, %rd122;
+	mul.lo.s64 	%rd220, %rd267, %rd124;
+	add.s64 	%rd112, %rd220, %rd219;
+	mul.lo.s64 	%rd221, %rd263, %rd121;
+	sub.s64 	%rd222, %rd221, %rd123;
+	mul.lo.s64 	%rd223, %rd265, %rd125;
+	add.s64 	%rd113, %rd222, %rd223;
+	setp.ge.s64 	%p32, %rd112, %rd116;
+	or.b64  	%rd224, %rd112, %rd113;
+	setp.lt.s64 	%p33, %rd224, 0;
+	or.pred  	%p34, %p32, %p33;
+	setp.ge.s64 	%p35, %rd113, %rd117;
+	mov.f32 	%f12, 0f00000000;
+	or.pred  	%p36, %p35, %p34;
+	@%p36 bra 	$L__BB38_59;
+
+	mul.lo.s64 	%rd225, %rd260, %rd115;
+	add.s64 	%rd226, %rd266, %rd225;
+	mul.lo.s64 	%rd227, %rd226, %rd116;
+	add.s64 	%rd228, %rd227, %rd112;
+	mul.lo.s64 	%rd229, %rd228, %rd117;
+	add.s64 	%rd230, %rd229, %rd113;
+	shl.b64 	%rd231, %rd230, 2;
+	add.s64 	%rd232, %rd2, %rd231;
+	ld.global.f32 	%f12, [%rd232];
+
+$L__BB38_59:
+	shl.b64 	%rd233, %rd8, 2;
+	add.s64 	%rd234, %rd80, %rd233;
+	st.global.f32 	[%rd234], %f12;
+	add.s64 	%rd247, %rd81, %rd8;
+	setp.lt.s64 	%p37, %rd247, %rd7;
+	@%p37 bra 	$L__BB38_25;
+
+$L__BB38_60:
+	ret;
+
+}
+	// .globl	col2im_f32
+.visible .entry col2im_f32(
+	.param .u64 col2im_f32_param_0,
+	.param .u64 col2im_f32_param_1,
+	.param .u64 col2im_f32_param_2,
+	.param .u64 col2im_f32_param_3,
+	.param .u64 col2im_f32_param_4,
+	.param .u64 col2im_f32_param_5,
+	.param .u64 col2im_f32_param_6,
+	.param .u64 col2im_f32_param_7,
+	.param .u64 col2im_f32_param_8,
+	.param .u64 col2im_f32_param_9,
+	.param .u64 col2im_f32_param_10,
+	.param .u64 col2im_f32_param_11,
+	.param .u64 col2im_f32_param_12,
+	.param .u64 col2im_f32_param_13,
+	.param .u64 col2im_f32_param_14,
+	.param .u64 col2im_f32_param_15
+)
+{
+	.reg .pred 	%p<62>;
+	.reg .f32 	%f<42>;
+	.reg .b32 	%r<75>;
+	.reg .b64 	%rd<354>;
+
+
+	ld.param.u64 	%rd148, [col2im_f32_param_0];
+	ld.param.u64 	%rd149, [col2im_f32_param_1];
+	ld.param.u64 	%rd134, [col2im_f32_param_2];
+	ld.param.u64 	%rd135, [col2im_f32_param_3];
+	ld.param.u64 	%rd136, [col2im_f32_param_4];
+	ld.param.u64 	%rd137, [col2im_f32_param_5];
+	ld.param.u64 	%rd138, [col2im_f32_param_6];
+	ld.param.u64 	%rd139, [col2im_f32_param_7];
+	ld.param.u64 	%rd140, [col2im_f32_param_8];
+	ld.param.u64 	%rd141, [col2im_f32_param_9];
+	ld.param.u64 	%rd145, [col2im_f32_param_13];
+	ld.param.u64 	%rd146, [col2im_f32_param_14];
+	ld.param.u64 	%rd147, [col2im_f32_param_15];
+	cvta.to.global.u64 	%rd1, %rd149;
+	cvta.to.global.u64 	%rd2, %rd148;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd150, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd151, %r3;
+	add.s64 	%rd320, %rd150, %rd151;
+	mul.lo.s64 	%rd152, %rd135, %rd134;
+	mul.lo.s64 	%rd153, %rd152, %rd136;
+	mul.lo.s64 	%rd5, %rd153, %rd137;
+	setp.ge.s64 	%p1, %rd320, %rd5;
+	@%p1 bra 	$L__BB39_110;
+
+	setp.gt.s64 	%p2, %rd138, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd3;
+	@%p2 bra 	$L__BB39_11;
+	bra.uni 	$L__BB39_2;
+
+$L__BB39_11:
+	mul.lo.s64 	%rd168, %rd147, %rd146;
+	mul.lo.s64 	%rd169, %rd168, %rd134;
+	shl.b64 	%rd25, %rd169, 4;
+	mul.lo.s64 	%rd26, %rd139, %rd134;
+	mul.lo.s64 	%rd30, %rd145, -3;
+	and.b64  	%rd31, %rd139, 3;
+	sub.s64 	%rd32, %rd31, %rd139;
+
+$L__BB39_12:
+	or.b64  	%rd171, %rd320, %rd137;
+	and.b64  	%rd172, %rd171, -4294967296;
+	setp.eq.s64 	%p8, %rd172, 0;
+	@%p8 bra 	$L__BB39_14;
+
+	div.s64 	%rd324, %rd320, %rd137;
+	mul.lo.s64 	%rd173, %rd324, %rd137;
+	sub.s64 	%rd325, %rd320, %rd173;
+	bra.uni 	$L__BB39_15;
+
+$L__BB39_14:
+	cvt.u32.u64 	%r74, %rd137;
+	cvt.u32.u64 	%r11, %rd320;
+	div.u32 	%r12, %r11, %r74;
+	mul.lo.s32 	%r13, %r12, %r74;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd324, %r12;
+	cvt.u64.u32 	%rd325, %r14;
+
+$L__BB39_15:
+	or.b64  	%rd174, %rd324, %rd136;
+	and.b64  	%rd175, %rd174, -4294967296;
+	setp.eq.s64 	%p9, %rd175, 0;
+	@%p9 bra 	$L__BB39_17;
+
+	div.s64 	%rd326, %rd324, %rd136;
+	mul.lo.s64 	%rd176, %rd326, %rd136;
+	sub.s64 	%rd327, %rd324, %rd176;
+	bra.uni 	$L__BB39_18;
+
+$L__BB39_17:
+	cvt.u32.u64 	%r73, %rd136;
+	cvt.u32.u64 	%r16, %rd324;
+	div.u32 	%r17, %r16, %r73;
+	mul.lo.s32 	%r18, %r17, %r73;
+	sub.s32 	%r19, %r16, %r18;
+	cvt.u64.u32 	%rd326, %r17;
+	cvt.u64.u32 	%rd327, %r19;
+
+$L__BB39_18:
+	or.b64  	%rd177, %rd326, %rd135;
+	and.b64  	%rd178, %rd177, -4294967296;
+	setp.eq.s64 	%p10, %rd178, 0;
+	@%p10 bra 	$L__BB39_20;
+
+	div.s64 	%rd328, %rd326, %rd135;
+	mul.lo.s64 	%rd179, %rd328, %rd135;
+	sub.s64 	%rd329, %rd326, %rd179;
+	bra.uni 	$L__BB39_21;
+
+$L__BB39_20:
+	cvt.u32.u64 	%r20, %rd135;
+	cvt.u32.u64 	%r21, %rd326;
+	div.u32 	%r22, %r21, %r20;
+	mul.lo.s32 	%r23, %r22, %r20;
+	sub.s32 	%r24, %r21, %r23;
+	cvt.u64.u32 	%rd328, %r22;
+	cvt.u64.u32 	%rd329, %r24;
+
+$L__BB39_21:
+	ld.param.u64 	%rd284, [col2im_f32_param_11];
+	add.s64 	%rd52, %rd325, %rd284;
+	setp.lt.s64 	%p11, %rd139, 1;
+	mov.f32 	%f40, 0f00000000;
+	@%p11 bra 	$L__BB39_109;
+
+	ld.param.u64 	%rd285, [col2im_f32_param_10];
+	add.s64 	%rd54, %rd327, %rd285;
+	mov.u64 	%rd330, 0;
+
+$L__BB39_23:
+	ld.param.u64 	%rd286, [col2im_f32_param_12];
+	mul.lo.s64 	%rd181, %rd330, %rd286;
+	sub.s64 	%rd56, %rd54, %rd181;
+	setp.lt.s64 	%p12, %rd56, 0;
+	@%p12 bra 	$L__BB39_108;
+
+	or.b64  	%rd182, %rd56, %rd140;
+	and.b64  	%rd183, %rd182, -4294967296;
+	setp.eq.s64 	%p13, %rd183, 0;
+	@%p13 bra 	$L__BB39_26;
+
+	rem.s64 	%rd331, %rd56, %rd140;
+	bra.uni 	$L__BB39_27;
+
+$L__BB39_26:
+	cvt.u32.u64 	%r25, %rd140;
+	cvt.u32.u64 	%r26, %rd56;
+	rem.u32 	%r27, %r26, %r25;
+	cvt.u64.u32 	%rd331, %r27;
+
+$L__BB39_27:
+	setp.ne.s64 	%p14, %rd331, 0;
+	@%p14 bra 	$L__BB39_108;
+
+	@%p13 bra 	$L__BB39_30;
+
+	div.s64 	%rd332, %rd56, %rd140;
+	bra.uni 	$L__BB39_31;
+
+$L__BB39_30:
+	cvt.u32.u64 	%r28, %rd140;
+	cvt.u32.u64 	%r29, %rd56;
+	div.u32 	%r30, %r29, %r28;
+	cvt.u64.u32 	%rd332, %r30;
+
+$L__BB39_31:
+	setp.ge.s64 	%p16, %rd332, %rd146;
+	@%p16 bra 	$L__BB39_108;
+
+	mul.lo.s64 	%rd294, %rd329, %rd138;
+	add.s64 	%rd287, %rd139, -1;
+	setp.lt.u64 	%p17, %rd287, 3;
+	add.s64 	%rd63, %rd330, %rd294;
+	mul.lo.s64 	%rd64, %rd63, %rd139;
+	mov.u64 	%rd347, 0;
+	@%p17 bra 	$L__BB39_75;
+
+	add.s64 	%rd188, %rd64, 3;
+	mul.lo.s64 	%rd189, %rd134, %rd188;
+	add.s64 	%rd190, %rd328, %rd189;
+	mul.lo.s64 	%rd191, %rd146, %rd190;
+	add.s64 	%rd192, %rd332, %rd191;
+	mul.lo.s64 	%rd193, %rd147, %rd192;
+	shl.b64 	%rd194, %rd193, 2;
+	add.s64 	%rd337, %rd1, %rd194;
+	add.s64 	%rd195, %rd64, 2;
+	mul.lo.s64 	%rd196, %rd134, %rd195;
+	add.s64 	%rd197, %rd328, %rd196;
+	mul.lo.s64 	%rd198, %rd146, %rd197;
+	add.s64 	%rd199, %rd332, %rd198;
+	mul.lo.s64 	%rd200, %rd147, %rd199;
+	shl.b64 	%rd201, %rd200, 2;
+	add.s64 	%rd336, %rd1, %rd201;
+	add.s64 	%rd202, %rd64, 1;
+	mul.lo.s64 	%rd203, %rd134, %rd202;
+	add.s64 	%rd204, %rd328, %rd203;
+	mul.lo.s64 	%rd205, %rd146, %rd204;
+	add.s64 	%rd206, %rd332, %rd205;
+	mul.lo.s64 	%rd207, %rd147, %rd206;
+	shl.b64 	%rd208, %rd207, 2;
+	add.s64 	%rd335, %rd1, %rd208;
+	mul.lo.s64 	%rd209, %rd26, %rd63;
+	add.s64 	%rd210, %rd328, %rd209;
+	mul.lo.s64 	%rd211, %rd146, %rd210;
+	add.s64 	%rd212, %rd332, %rd211;
+	mul.lo.s64 	%rd213, %rd147, %rd212;
+	shl.b64 	%rd214, %rd213, 2;
+	add.s64 	%rd334, %rd1, %rd214;
+	mov.u64 	%rd333, %rd52;
+
+$L__BB39_34:
+	setp.lt.s64 	%p18, %rd333, 0;
+	@%p18 bra 	$L__BB39_44;
+
+	or.b64  	%rd215, %rd333, %rd141;
+	and.b64  	%rd216, %rd215, -4294967296;
+	setp.eq.s64 	%p19, %rd216, 0;
+	@%p19 bra 	$L__BB39_37;
+
+	rem.s64 	%rd339, %rd333, %rd141;
+	bra.uni 	$L__BB39_38;
+
+$L__BB39_37:
+	cvt.u32.u64 	%r31, %rd141;
+	cvt.u32.u64 	%r32, %rd333;
+	rem.u32 	%r33, %r32, %r31;
+	cvt.u64.u32 	%rd339, %r33;
+
+$L__BB39_38:
+	setp.ne.s64 	%p20, %rd339, 0;
+	@%p20 bra 	$L__BB39_44;
+
+	or.b64  	%rd297, %rd333, %rd141;
+	and.b64  	%rd296, %rd297, -4294967296;
+	setp.eq.s64 	%p59, %rd296, 0;
+	@%p59 bra 	$L__BB39_41;
+
+	div.s64 	%rd340, %rd333, %rd141;
+	bra.uni 	$L__BB39_42;
+
+$L__BB39_41:
+	cvt.u32.u64 	%r34, %rd141;
+	cvt.u32.u64 	%r35, %rd333;
+	div.u32 	%r36, %r35, %r34;
+	cvt.u64.u32 	%rd340, %r36;
+
+$L__BB39_42:
+	setp.ge.s64 	%p22, %rd340, %rd147;
+	@%p22 bra 	$L__BB39_44;
+
+	shl.b64 	%rd219, %rd340, 2;
+	add.s64 	%rd220, %rd334, %rd219;
+	ld.global.f32 	%f23, [%rd220];
+	add.f32 	%f40, %f40, %f23;
+
+$L__BB39_44:
+	neg.s64 	%rd288, %rd145;
+	add.s64 	%rd81, %rd288, %rd333;
+	setp.lt.s64 	%p23, %rd81, 0;
+	@%p23 bra 	$L__BB39_54;
+
+	neg.s64 	%rd299, %rd145;
+	add.s64 	%rd298, %rd299, %rd333;
+	or.b64  	%rd221, %rd298, %rd141;
+	and.b64  	%rd222, %rd221, -4294967296;
+	setp.eq.s64 	%p24, %rd222, 0;
+	@%p24 bra 	$L__BB39_47;
+
+	neg.s64 	%rd301, %rd145;
+	add.s64 	%rd300, %rd301, %rd333;
+	rem.s64 	%rd341, %rd300, %rd141;
+	bra.uni 	$L__BB39_48;
+
+$L__BB39_47:
+	neg.s64 	%rd307, %rd145;
+	add.s64 	%rd306, %rd307, %rd333;
+	cvt.u32.u64 	%r37, %rd141;
+	cvt.u32.u64 	%r38, %rd306;
+	rem.u32 	%r39, %r38, %r37;
+	cvt.u64.u32 	%rd341, %r39;
+
+$L__BB39_48:
+	setp.ne.s64 	%p25, %rd341, 0;
+	@%p25 bra 	$L__BB39_54;
+
+	neg.s64 	%rd311, %rd145;
+	add.s64 	%rd310, %rd311, %rd333;
+	or.b64  	%rd309, %rd310, %rd141;
+	and.b64  	%rd308, %rd309, -4294967296;
+	setp.eq.s64 	%p60, %rd308, 0;
+	@%p60 bra 	$L__BB39_51;
+
+	neg.s64 	%rd303, %rd145;
+	add.s64 	%rd302, %rd303, %rd333;
+	div.s64 	%rd342, %rd302, %rd141;
+	bra.uni 	$L__BB39_52;
+
+$L__BB39_51:
+	neg.s64 	%rd305, %rd145;
+	add.s64 	%rd304, %rd305, %rd333;
+	cvt.u32.u64 	%r40, %rd141;
+	cvt.u32.u64 	%r41, %rd304;
+	div.u32 	%r42, %r41, %r40;
+	cvt.u64.u32 	%rd342, %r42;
+
+$L__BB39_52:
+	setp.ge.s64 	%p27, %rd342, %rd147;
+	@%p27 bra 	$L__BB39_54;
+
+	shl.b64 	%rd225, %rd342, 2;
+	add.s64 	%rd226, %rd335, %rd225;
+	ld.global.f32 	%f24, [%rd226];
+	add.f32 	%f40, %f40, %f24;
+
+$L__BB39_54:
+	shl.b64 	%rd290, %rd145, 1;
+	neg.s64 	%rd289, %rd290;
+	add.s64 	%rd88, %rd289, %rd333;
+	setp.lt.s64 	%p28, %rd88, 0;
+	@%p28 bra 	$L__BB39_64;
+
+	or.b64  	%rd227, %rd88, %rd141;
+	and.b64  	%rd228, %rd227, -4294967296;
+	setp.eq.s64 	%p29, %rd228, 0;
+	@%p29 bra 	$L__BB39_57;
+
+	rem.s64 	%rd343, %rd88, %rd141;
+	bra.uni 	$L__BB39_58;
+
+$L__BB39_57:
+	cvt.u32.u64 	%r43, %rd141;
+	cvt.u32.u64 	%r44, %rd88;
+	rem.u32 	%r45, %r44, %r43;
+	cvt.u64.u32 	%rd343, %r45;
+
+$L__BB39_58:
+	setp.ne.s64 	%p30, %rd343, 0;
+	@%p30 bra 	$L__BB39_64;
+
+	shl.b64 	%rd316, %rd145, 1;
+	neg.s64 	%rd315, %rd316;
+	add.s64 	%rd314, %rd315, %rd333;
+	or.b64  	%rd313, %rd314, %rd141;
+	and.b64  	%rd312, %rd313, -4294967296;
+	setp.eq.s64 	%p61, %rd312, 0;
+	@%p61 bra 	$L__BB39_61;
+
+	div.s64 	%rd344, %rd88, %rd141;
+	bra.uni 	$L__BB39_62;
+
+$L__BB39_61:
+	cvt.u32.u64 	%r46, %rd141;
+	cvt.u32.u64 	%r47, %rd88;
+	div.u32 	%r48, %r47, %r46;
+	cvt.u64.u32 	%rd344, %r48;
+
+$L__BB39_62:
+	setp.ge.s64 	%p32, %rd344, %rd147;
+	@%p32 bra 	$L__BB39_64;
+
+	shl.b64 	%rd231, %rd344, 2;
+	add.s64 	%rd232, %rd336, %rd231;
+	ld.global.f32 	%f25, [%rd232];
+	add.f32 	%f40, %f40, %f25;
+
+$L__BB39_64:
+	add.s64 	%rd95, %rd30, %rd333;
+	setp.lt.s64 	%p33, %rd95, 0;
+	@%p33 bra 	$L__BB39_74;
+
+	or.b64  	%rd233, %rd95, %rd141;
+	and.b64  	%rd234, %rd233, -4294967296;
+	setp.eq.s64 	%p34, %rd234, 0;
+	@%p34 bra 	$L__BB39_67;
+
+	rem.s64 	%rd345, %rd95, %rd141;
+	bra.uni 	$L__BB39_68;
+
+$L__BB39_67:
+	cvt.u32.u64 	%r49, %rd141;
+	cvt.u32.u64 	%r50, %rd95;
+	rem.u32 	%r51, %r50, %r49;
+	cvt.u64.u32 	%rd345, %r51;
+
+$L__BB39_68:
+	setp.ne.s64 	%p35, %rd345, 0;
+	@%p35 bra 	$L__BB39_74;
+
+	@%p34 bra 	$L__BB39_71;
+
+	div.s64 	%rd346, %rd95, %rd141;
+	bra.uni 	$L__BB39_72;
+
+$L__BB39_71:
+	cvt.u32.u64 	%r52, %rd141;
+	cvt.u32.u64 	%r53, %rd95;
+	div.u32 	%r54, %r53, %r52;
+	cvt.u64.u32 	%rd346, %r54;
+
+$L__BB39_72:
+	setp.ge.s64 	%p37, %rd346, %rd147;
+	@%p37 bra 	$L__BB39_74;
+
+	shl.b64 	%rd237, %rd346, 2;
+	add.s64 	%rd238, %rd337, %rd237;
+	ld.global.f32 	%f26, [%rd238];
+	add.f32 	%f40, %f40, %f26;
+
+$L__BB39_74:
+	shl.b64 	%rd291, %rd145, 2;
+	add.s64 	%rd337, %rd337, %rd25;
+	add.s64 	%rd336, %rd336, %rd25;
+	add.s64 	%rd335, %rd335, %rd25;
+	add.s64 	%rd334, %rd334, %rd25;
+	sub.s64 	%rd333, %rd333, %rd291;
+	add.s64 	%rd347, %rd347, 4;
+	add.s64 	%rd239, %rd32, %rd347;
+	setp.ne.s64 	%p38, %rd239, 0;
+	@%p38 bra 	$L__BB39_34;
+
+$L__BB39_75:
+	setp.eq.s64 	%p39, %rd31, 0;
+	@%p39 bra 	$L__BB39_108;
+
+	mul.lo.s64 	%rd109, %rd347, %rd145;
+	sub.s64 	%rd110, %rd52, %rd109;
+	setp.lt.s64 	%p40, %rd110, 0;
+	@%p40 bra 	$L__BB39_86;
+
+	or.b64  	%rd240, %rd110, %rd141;
+	and.b64  	%rd241, %rd240, -4294967296;
+	setp.eq.s64 	%p41, %rd241, 0;
+	@%p41 bra 	$L__BB39_79;
+
+	rem.s64 	%rd348, %rd110, %rd141;
+	bra.uni 	$L__BB39_80;
+
+$L__BB39_79:
+	cvt.u32.u64 	%r55, %rd141;
+	cvt.u32.u64 	%r56, %rd110;
+	rem.u32 	%r57, %r56, %r55;
+	cvt.u64.u32 	%rd348, %r57;
+
+$L__BB39_80:
+	setp.ne.s64 	%p42, %rd348, 0;
+	@%p42 bra 	$L__BB39_86;
+
+	@%p41 bra 	$L__BB39_83;
+
+	div.s64 	%rd349, %rd110, %rd141;
+	bra.uni 	$L__BB39_84;
+
+$L__BB39_83:
+	cvt.u32.u64 	%r58, %rd141;
+	cvt.u32.u64 	%r59, %rd110;
+	div.u32 	%r60, %r59, %r58;
+	cvt.u64.u32 	%rd349, %r60;
+
+$L__BB39_84:
+	setp.ge.s64 	%p44, %rd349, %rd147;
+	@%p44 bra 	$L__BB39_86;
+
+	add.s64 	%rd244, %rd347, %rd64;
+	mul.lo.s64 	%rd245, %rd244, %rd134;
+	add.s64 	%rd246, %rd245, %rd328;
+	mul.lo.s64 	%rd247, %rd246, %rd146;
+	add.s64 	%rd248, %rd247, %rd332;
+	mul.lo.s64 	%rd249, %rd248, %rd147;
+	add.s64 	%rd250, %rd249, %rd349;
+	shl.b64 	%rd251, %rd250, 2;
+	add.s64 	%rd252, %rd1, %rd251;
+	ld.global.f32 	%f27, [%rd252];
+	add.f32 	%f40, %f40, %f27;
+
+$L__BB39_86:
+	setp.eq.s64 	%p45, %rd31, 1;
+	@%p45 bra 	$L__BB39_108;
+
+	mul.lo.s64 	%rd295, %rd347, %rd145;
+	add.s64 	%rd117, %rd295, %rd145;
+	sub.s64 	%rd118, %rd52, %rd117;
+	setp.lt.s64 	%p46, %rd118, 0;
+	@%p46 bra 	$L__BB39_97;
+
+	or.b64  	%rd253, %rd118, %rd141;
+	and.b64  	%rd254, %rd253, -4294967296;
+	setp.eq.s64 	%p47, %rd254, 0;
+	@%p47 bra 	$L__BB39_90;
+
+	rem.s64 	%rd350, %rd118, %rd141;
+	bra.uni 	$L__BB39_91;
+
+$L__BB39_90:
+	cvt.u32.u64 	%r61, %rd141;
+	cvt.u32.u64 	%r62, %rd118;
+	rem.u32 	%r63, %r62, %r61;
+	cvt.u64.u32 	%rd350, %r63;
+
+$L__BB39_91:
+	setp.ne.s64 	%p48, %rd350, 0;
+	@%p48 bra 	$L__BB39_97;
+
+	@%p47 bra 	$L__BB39_94;
+
+	div.s64 	%rd351, %rd118, %rd141;
+	bra.uni 	$L__BB39_95;
+
+$L__BB39_94:
+	cvt.u32.u64 	%r64, %rd141;
+	cvt.u32.u64 	%r65, %rd118;
+	div.u32 	%r66, %r65, %r64;
+	cvt.u64.u32 	%rd351, %r66;
+
+$L__BB39_95:
+	setp.ge.s64 	%p50, %rd351, %rd147;
+	@%p50 bra 	$L__BB39_97;
+
+	add.s64 	%rd257, %rd347, %rd64;
+	add.s64 	%rd258, %rd257, 1;
+	mul.lo.s64 	%rd259, %rd258, %rd134;
+	add.s64 	%rd260, %rd259, %rd328;
+	mul.lo.s64 	%rd261, %rd260, %rd146;
+	add.s64 	%rd262, %rd261, %rd332;
+	mul.lo.s64 	%rd263, %rd262, %rd147;
+	add.s64 	%rd264, %rd263, %rd351;
+	shl.b64 	%rd265, %rd264, 2;
+	add.s64 	%rd266, %rd1, %rd265;
+	ld.global.f32 	%f28, [%rd266];
+	add.f32 	%f40, %f40, %f28;
+
+$L__BB39_97:
+	setp.eq.s64 	%p51, %rd31, 2;
+	@%p51 bra 	$L__BB39_108;
+
+	mul.lo.s64 	%rd293, %rd347, %rd145;
+	add.s64 	%rd292, %rd293, %rd145;
+	add.s64 	%rd267, %rd292, %rd145;
+	sub.s64 	%rd125, %rd52, %rd267;
+	setp.lt.s64 	%p52, %rd125, 0;
+	@%p52 bra 	$L__BB39_108;
+
+	or.b64  	%rd268, %rd125, %rd141;
+	and.b64  	%rd269, %rd268, -4294967296;
+	setp.eq.s64 	%p53, %rd269, 0;
+	@%p53 bra 	$L__BB39_101;
+
+	rem.s64 	%rd352, %rd125, %rd141;
+	bra.uni 	$L__BB39_102;
+
+$L__BB39_101:
+	cvt.u32.u64 	%r67, %rd141;
+	cvt.u32.u64 	%r68, %rd125;
+	rem.u32 	%r69, %r68, %r67;
+	cvt.u64.u32 	%rd352, %r69;
+
+$L__BB39_102:
+	setp.ne.s64 	%p54, %rd352, 0;
+	@%p54 bra 	$L__BB39_108;
+
+	@%p53 bra 	$L__BB39_105;
+
+	div.s64 	%rd353, %rd125, %rd141;
+	bra.uni 	$L__BB39_106;
+
+$L__BB39_105:
+	cvt.u32.u64 	%r70, %rd141;
+	cvt.u32.u64 	%r71, %rd125;
+	div.u32 	%r72, %r71, %r70;
+	cvt.u64.u32 	%rd353, %r72;
+
+$L__BB39_106:
+	setp.ge.s64 	%p56, %rd353, %rd147;
+	@%p56 bra 	$L__BB39_108;
+
+	add.s64 	%rd272, %rd347, %rd64;
+	add.s64 	%rd273, %rd272, 2;
+	mul.lo.s64 	%rd274, %rd273, %rd134;
+	add.s64 	%rd275, %rd274, %rd328;
+	mul.lo.s64 	%rd276, %rd275, %rd146;
+	add.s64 	%rd277, %rd276, %rd332;
+	mul.lo.s64 	%rd278, %rd277, %rd147;
+	add.s64 	%rd279, %rd278, %rd353;
+	shl.b64 	%rd280, %rd279, 2;
+	add.s64 	%rd281, %rd1, %rd280;
+	ld.global.f32 	%f29, [%rd281];
+	add.f32 	%f40, %f40, %f29;
+
+$L__BB39_108:
+	add.s64 	%rd330, %rd330, 1;
+	setp.lt.s64 	%p57, %rd330, %rd138;
+	@%p57 bra 	$L__BB39_23;
+
+$L__BB39_109:
+	shl.b64 	%rd282, %rd320, 2;
+	add.s64 	%rd283, %rd2, %rd282;
+	st.global.f32 	[%rd283], %f40;
+	add.s64 	%rd320, %rd320, %rd7;
+	setp.lt.s64 	%p58, %rd320, %rd5;
+	@%p58 bra 	$L__BB39_12;
+	bra.uni 	$L__BB39_110;
+
+$L__BB39_2:
+	not.b64 	%rd154, %rd320;
+	add.s64 	%rd8, %rd5, %rd154;
+	or.b64  	%rd155, %rd8, %rd7;
+	and.b64  	%rd156, %rd155, -4294967296;
+	setp.eq.s64 	%p3, %rd156, 0;
+	@%p3 bra 	$L__BB39_4;
+
+	div.u64 	%rd317, %rd8, %rd7;
+	bra.uni 	$L__BB39_5;
+
+$L__BB39_4:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd317, %r7;
+
+$L__BB39_5:
+	add.s64 	%rd157, %rd317, 1;
+	and.b64  	%rd319, %rd157, 3;
+	setp.eq.s64 	%p4, %rd319, 0;
+	@%p4 bra 	$L__BB39_8;
+
+$L__BB39_7:
+	.pragma "nounroll";
+	shl.b64 	%rd158, %rd320, 2;
+	add.s64 	%rd159, %rd2, %rd158;
+	mov.u32 	%r8, 0;
+	st.global.u32 	[%rd159], %r8;
+	add.s64 	%rd320, %rd320, %rd7;
+	add.s64 	%rd319, %rd319, -1;
+	setp.ne.s64 	%p5, %rd319, 0;
+	@%p5 bra 	$L__BB39_7;
+
+$L__BB39_8:
+	setp.lt.u64 	%p6, %rd317, 3;
+	@%p6 bra 	$L__BB39_110;
+
+	shl.b64 	%rd160, %rd320, 2;
+	add.s64 	%rd322, %rd2, %rd160;
+	shl.b64 	%rd19, %rd7, 2;
+
+$L__BB39_10:
+	mov.u32 	%r9, 0;
+	st.global.u32 	[%rd322], %r9;
+	add.s64 	%rd162, %rd322, %rd19;
+	st.global.u32 	[%rd162], %r9;
+	add.s64 	%rd163, %rd320, %rd7;
+	add.s64 	%rd164, %rd163, %rd7;
+	add.s64 	%rd165, %rd162, %rd19;
+	st.global.u32 	[%rd165], %r9;
+	add.s64 	%rd166, %rd164, %rd7;
+	add.s64 	%rd167, %rd165, %rd19;
+	add.s64 	%rd322, %rd167, %rd19;
+	st.global.u32 	[%rd167], %r9;
+	add.s64 	%rd320, %rd166, %rd7;
+	setp.lt.s64 	%p7, %rd320, %rd5;
+	@%p7 bra 	$L__BB39_10;
+
+$L__BB39_110:
+	ret;
+
+}
+	// .globl	swap01_f32
+.visible .entry swap01_f32(
+	.param .u64 swap01_f32_param_0,
+	.param .u64 swap01_f32_param_1,
+	.param .u64 swap01_f32_param_2,
+	.param .u64 swap01_f32_param_3,
+	.param .u64 swap01_f32_param_4
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<58>;
+	.reg .b64 	%rd<193>;
+
+
+	ld.param.u64 	%rd94, [swap01_f32_param_0];
+	ld.param.u64 	%rd95, [swap01_f32_param_1];
+	ld.param.u64 	%rd91, [swap01_f32_param_2];
+	ld.param.u64 	%rd92, [swap01_f32_param_3];
+	ld.param.u64 	%rd93, [swap01_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd94;
+	cvta.to.global.u64 	%rd2, %rd95;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd96, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd97, %r3;
+	add.s64 	%rd175, %rd96, %rd97;
+	mul.lo.s64 	%rd98, %rd92, %rd91;
+	mul.lo.s64 	%rd5, %rd98, %rd93;
+	setp.ge.s64 	%p1, %rd175, %rd5;
+	@%p1 bra 	$L__BB40_39;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd3;
+	not.b64 	%rd99, %rd175;
+	add.s64 	%rd8, %rd5, %rd99;
+	or.b64  	%rd100, %rd8, %rd7;
+	and.b64  	%rd101, %rd100, -4294967296;
+	setp.eq.s64 	%p2, %rd101, 0;
+	@%p2 bra 	$L__BB40_3;
+
+	div.u64 	%rd167, %rd8, %rd7;
+	bra.uni 	$L__BB40_4;
+
+$L__BB40_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd167, %r7;
+
+$L__BB40_4:
+	add.s64 	%rd102, %rd167, 1;
+	and.b64  	%rd170, %rd102, 3;
+	setp.eq.s64 	%p3, %rd170, 0;
+	@%p3 bra 	$L__BB40_13;
+
+	shl.b64 	%rd103, %rd175, 2;
+	add.s64 	%rd168, %rd2, %rd103;
+	shl.b64 	%rd14, %rd7, 2;
+	cvt.u32.u64 	%r8, %rd93;
+	cvt.u32.u64 	%r13, %rd92;
+
+$L__BB40_6:
+	.pragma "nounroll";
+	or.b64  	%rd104, %rd175, %rd93;
+	and.b64  	%rd105, %rd104, -4294967296;
+	setp.eq.s64 	%p4, %rd105, 0;
+	@%p4 bra 	$L__BB40_8;
+
+	div.s64 	%rd171, %rd175, %rd93;
+	mul.lo.s64 	%rd106, %rd171, %rd93;
+	sub.s64 	%rd172, %rd175, %rd106;
+	bra.uni 	$L__BB40_9;
+
+$L__BB40_8:
+	cvt.u32.u64 	%r9, %rd175;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd171, %r10;
+	cvt.u64.u32 	%rd172, %r12;
+
+$L__BB40_9:
+	or.b64  	%rd107, %rd171, %rd92;
+	and.b64  	%rd108, %rd107, -4294967296;
+	setp.eq.s64 	%p5, %rd108, 0;
+	@%p5 bra 	$L__BB40_11;
+
+	div.s64 	%rd173, %rd171, %rd92;
+	mul.lo.s64 	%rd109, %rd173, %rd92;
+	sub.s64 	%rd174, %rd171, %rd109;
+	bra.uni 	$L__BB40_12;
+
+$L__BB40_11:
+	cvt.u32.u64 	%r14, %rd171;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd173, %r15;
+	cvt.u64.u32 	%rd174, %r17;
+
+$L__BB40_12:
+	ld.global.f32 	%f1, [%rd168];
+	mul.lo.s64 	%rd110, %rd174, %rd91;
+	add.s64 	%rd111, %rd110, %rd173;
+	mul.lo.s64 	%rd112, %rd111, %rd93;
+	add.s64 	%rd113, %rd112, %rd172;
+	shl.b64 	%rd114, %rd113, 2;
+	add.s64 	%rd115, %rd1, %rd114;
+	st.global.f32 	[%rd115], %f1;
+	add.s64 	%rd175, %rd175, %rd7;
+	add.s64 	%rd168, %rd168, %rd14;
+	add.s64 	%rd170, %rd170, -1;
+	setp.ne.s64 	%p6, %rd170, 0;
+	@%p6 bra 	$L__BB40_6;
+
+$L__BB40_13:
+	setp.lt.u64 	%p7, %rd167, 3;
+	@%p7 bra 	$L__BB40_39;
+
+$L__BB40_14:
+	shl.b64 	%rd35, %rd7, 2;
+	or.b64  	%rd117, %rd175, %rd93;
+	and.b64  	%rd118, %rd117, -4294967296;
+	setp.eq.s64 	%p8, %rd118, 0;
+	@%p8 bra 	$L__BB40_16;
+
+	div.s64 	%rd177, %rd175, %rd93;
+	mul.lo.s64 	%rd119, %rd177, %rd93;
+	sub.s64 	%rd178, %rd175, %rd119;
+	bra.uni 	$L__BB40_17;
+
+$L__BB40_16:
+	cvt.u32.u64 	%r18, %rd93;
+	cvt.u32.u64 	%r19, %rd175;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd177, %r20;
+	cvt.u64.u32 	%rd178, %r22;
+
+$L__BB40_17:
+	or.b64  	%rd120, %rd177, %rd92;
+	and.b64  	%rd121, %rd120, -4294967296;
+	setp.eq.s64 	%p9, %rd121, 0;
+	@%p9 bra 	$L__BB40_19;
+
+	div.s64 	%rd179, %rd177, %rd92;
+	mul.lo.s64 	%rd122, %rd179, %rd92;
+	sub.s64 	%rd180, %rd177, %rd122;
+	bra.uni 	$L__BB40_20;
+
+$L__BB40_19:
+	cvt.u32.u64 	%r23, %rd92;
+	cvt.u32.u64 	%r24, %rd177;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd179, %r25;
+	cvt.u64.u32 	%rd180, %r27;
+
+$L__BB40_20:
+	shl.b64 	%rd123, %rd175, 2;
+	add.s64 	%rd48, %rd2, %rd123;
+	ld.global.f32 	%f2, [%rd48];
+	mul.lo.s64 	%rd124, %rd180, %rd91;
+	add.s64 	%rd125, %rd124, %rd179;
+	mul.lo.s64 	%rd126, %rd125, %rd93;
+	add.s64 	%rd127, %rd126, %rd178;
+	shl.b64 	%rd128, %rd127, 2;
+	add.s64 	%rd129, %rd1, %rd128;
+	st.global.f32 	[%rd129], %f2;
+	add.s64 	%rd49, %rd175, %rd7;
+	or.b64  	%rd130, %rd49, %rd93;
+	and.b64  	%rd131, %rd130, -4294967296;
+	setp.eq.s64 	%p10, %rd131, 0;
+	@%p10 bra 	$L__BB40_22;
+
+	div.s64 	%rd181, %rd49, %rd93;
+	mul.lo.s64 	%rd132, %rd181, %rd93;
+	sub.s64 	%rd182, %rd49, %rd132;
+	bra.uni 	$L__BB40_23;
+
+$L__BB40_22:
+	cvt.u32.u64 	%r28, %rd93;
+	cvt.u32.u64 	%r29, %rd49;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd181, %r30;
+	cvt.u64.u32 	%rd182, %r32;
+
+$L__BB40_23:
+	or.b64  	%rd133, %rd181, %rd92;
+	and.b64  	%rd134, %rd133, -4294967296;
+	setp.eq.s64 	%p11, %rd134, 0;
+	@%p11 bra 	$L__BB40_25;
+
+	div.s64 	%rd183, %rd181, %rd92;
+	mul.lo.s64 	%rd135, %rd183, %rd92;
+	sub.s64 	%rd184, %rd181, %rd135;
+	bra.uni 	$L__BB40_26;
+
+$L__BB40_25:
+	cvt.u32.u64 	%r33, %rd92;
+	cvt.u32.u64 	%r34, %rd181;
+	div.u32 	%r35, %r34, %r33;
+	mul.lo.s32 	%r36, %r35, %r33;
+	sub.s32 	%r37, %r34, %r36;
+	cvt.u64.u32 	%rd183, %r35;
+	cvt.u64.u32 	%rd184, %r37;
+
+$L__BB40_26:
+	add.s64 	%rd62, %rd48, %rd35;
+	ld.global.f32 	%f3, [%rd62];
+	mul.lo.s64 	%rd136, %rd184, %rd91;
+	add.s64 	%rd137, %rd136, %rd183;
+	mul.lo.s64 	%rd138, %rd137, %rd93;
+	add.s64 	%rd139, %rd138, %rd182;
+	shl.b64 	%rd140, %rd139, 2;
+	add.s64 	%rd141, %rd1, %rd140;
+	st.global.f32 	[%rd141], %f3;
+	add.s64 	%rd63, %rd49, %rd7;
+	or.b64  	%rd142, %rd63, %rd93;
+	and.b64  	%rd143, %rd142, -4294967296;
+	setp.eq.s64 	%p12, %rd143, 0;
+	@%p12 bra 	$L__BB40_28;
+
+	div.s64 	%rd185, %rd63, %rd93;
+	mul.lo.s64 	%rd144, %rd185, %rd93;
+	sub.s64 	%rd186, %rd63, %rd144;
+	bra.uni 	$L__BB40_29;
+
+$L__BB40_28:
+	cvt.u32.u64 	%r38, %rd93;
+	cvt.u32.u64 	%r39, %rd63;
+	div.u32 	%r40, %r39, %r38;
+	mul.lo.s32 	%r41, %r40, %r38;
+	sub.s32 	%r42, %r39, %r41;
+	cvt.u64.u32 	%rd185, %r40;
+	cvt.u64.u32 	%rd186, %r42;
+
+$L__BB40_29:
+	or.b64  	%rd145, %rd185, %rd92;
+	and.b64  	%rd146, %rd145, -4294967296;
+	setp.eq.s64 	%p13, %rd146, 0;
+	@%p13 bra 	$L__BB40_31;
+
+	div.s64 	%rd187, %rd185, %rd92;
+	mul.lo.s64 	%rd147, %rd187, %rd92;
+	sub.s64 	%rd188, %rd185, %rd147;
+	bra.uni 	$L__BB40_32;
+
+$L__BB40_31:
+	cvt.u32.u64 	%r43, %rd92;
+	cvt.u32.u64 	%r44, %rd185;
+	div.u32 	%r45, %r44, %r43;
+	mul.lo.s32 	%r46, %r45, %r43;
+	sub.s32 	%r47, %r44, %r46;
+	cvt.u64.u32 	%rd187, %r45;
+	cvt.u64.u32 	%rd188, %r47;
+
+$L__BB40_32:
+	add.s64 	%rd76, %rd62, %rd35;
+	ld.global.f32 	%f4, [%rd76];
+	mul.lo.s64 	%rd148, %rd188, %rd91;
+	add.s64 	%rd149, %rd148, %rd187;
+	mul.lo.s64 	%rd150, %rd149, %rd93;
+	add.s64 	%rd151, %rd150, %rd186;
+	shl.b64 	%rd152, %rd151, 2;
+	add.s64 	%rd153, %rd1, %rd152;
+	st.global.f32 	[%rd153], %f4;
+	add.s64 	%rd77, %rd63, %rd7;
+	or.b64  	%rd154, %rd77, %rd93;
+	and.b64  	%rd155, %rd154, -4294967296;
+	setp.eq.s64 	%p14, %rd155, 0;
+	@%p14 bra 	$L__BB40_34;
+
+	div.s64 	%rd189, %rd77, %rd93;
+	mul.lo.s64 	%rd156, %rd189, %rd93;
+	sub.s64 	%rd190, %rd77, %rd156;
+	bra.uni 	$L__BB40_35;
+
+$L__BB40_34:
+	cvt.u32.u64 	%r48, %rd93;
+	cvt.u32.u64 	%r49, %rd77;
+	div.u32 	%r50, %r49, %r48;
+	mul.lo.s32 	%r51, %r50, %r48;
+	sub.s32 	%r52, %r49, %r51;
+	cvt.u64.u32 	%rd189, %r50;
+	cvt.u64.u32 	%rd190, %r52;
+
+$L__BB40_35:
+	or.b64  	%rd157, %rd189, %rd92;
+	and.b64  	%rd158, %rd157, -4294967296;
+	setp.eq.s64 	%p15, %rd158, 0;
+	@%p15 bra 	$L__BB40_37;
+
+	div.s64 	%rd191, %rd189, %rd92;
+	mul.lo.s64 	%rd159, %rd191, %rd92;
+	sub.s64 	%rd192, %rd189, %rd159;
+	bra.uni 	$L__BB40_38;
+
+$L__BB40_37:
+	cvt.u32.u64 	%r53, %rd92;
+	cvt.u32.u64 	%r54, %rd189;
+	div.u32 	%r55, %r54, %r53;
+	mul.lo.s32 	%r56, %r55, %r53;
+	sub.s32 	%r57, %r54, %r56;
+	cvt.u64.u32 	%rd191, %r55;
+	cvt.u64.u32 	%rd192, %r57;
+
+$L__BB40_38:
+	add.s64 	%rd160, %rd76, %rd35;
+	ld.global.f32 	%f5, [%rd160];
+	mul.lo.s64 	%rd161, %rd192, %rd91;
+	add.s64 	%rd162, %rd161, %rd191;
+	mul.lo.s64 	%rd163, %rd162, %rd93;
+	add.s64 	%rd164, %rd163, %rd190;
+	shl.b64 	%rd165, %rd164, 2;
+	add.s64 	%rd166, %rd1, %rd165;
+	st.global.f32 	[%rd166], %f5;
+	add.s64 	%rd175, %rd77, %rd7;
+	setp.lt.s64 	%p16, %rd175, %rd5;
+	@%p16 bra 	$L__BB40_14;
+
+$L__BB40_39:
+	ret;
+
+}
+	// .globl	add_channel_bias_f32
+.visible .entry add_channel_bias_f32(
+	.param .u64 add_channel_bias_f32_param_0,
+	.param .u64 add_channel_bias_f32_param_1,
+	.param .u64 add_channel_bias_f32_param_2,
+	.param .u64 add_channel_bias_f32_param_3,
+	.param .u64 add_channel_bias_f32_param_4
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<38>;
+	.reg .b64 	%rd<123>;
+
+
+	ld.param.u64 	%rd63, [add_channel_bias_f32_param_0];
+	ld.param.u64 	%rd64, [add_channel_bias_f32_param_1];
+	ld.param.u64 	%rd65, [add_channel_bias_f32_param_2];
+	ld.param.u64 	%rd61, [add_channel_bias_f32_param_3];
+	ld.param.u64 	%rd62, [add_channel_bias_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd63;
+	cvta.to.global.u64 	%rd2, %rd64;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd66, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd67, %r3;
+	add.s64 	%rd113, %rd66, %rd67;
+	mul.lo.s64 	%rd68, %rd61, %rd65;
+	mul.lo.s64 	%rd5, %rd68, %rd62;
+	setp.ge.s64 	%p1, %rd113, %rd5;
+	@%p1 bra 	$L__BB41_39;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd3;
+	not.b64 	%rd69, %rd113;
+	add.s64 	%rd8, %rd5, %rd69;
+	or.b64  	%rd70, %rd8, %rd7;
+	and.b64  	%rd71, %rd70, -4294967296;
+	setp.eq.s64 	%p2, %rd71, 0;
+	@%p2 bra 	$L__BB41_3;
+
+	div.u64 	%rd107, %rd8, %rd7;
+	bra.uni 	$L__BB41_4;
+
+$L__BB41_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd107, %r7;
+
+$L__BB41_4:
+	add.s64 	%rd72, %rd107, 1;
+	and.b64  	%rd110, %rd72, 3;
+	setp.eq.s64 	%p3, %rd110, 0;
+	@%p3 bra 	$L__BB41_13;
+
+	shl.b64 	%rd73, %rd113, 2;
+	add.s64 	%rd108, %rd1, %rd73;
+	shl.b64 	%rd14, %rd7, 2;
+	cvt.u32.u64 	%r8, %rd62;
+	cvt.u32.u64 	%r11, %rd61;
+
+$L__BB41_6:
+	.pragma "nounroll";
+	or.b64  	%rd74, %rd113, %rd62;
+	and.b64  	%rd75, %rd74, -4294967296;
+	setp.eq.s64 	%p4, %rd75, 0;
+	@%p4 bra 	$L__BB41_8;
+
+	div.s64 	%rd111, %rd113, %rd62;
+	bra.uni 	$L__BB41_9;
+
+$L__BB41_8:
+	cvt.u32.u64 	%r9, %rd113;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd111, %r10;
+
+$L__BB41_9:
+	or.b64  	%rd76, %rd111, %rd61;
+	and.b64  	%rd77, %rd76, -4294967296;
+	setp.eq.s64 	%p5, %rd77, 0;
+	@%p5 bra 	$L__BB41_11;
+
+	rem.s64 	%rd112, %rd111, %rd61;
+	bra.uni 	$L__BB41_12;
+
+$L__BB41_11:
+	cvt.u32.u64 	%r12, %rd111;
+	rem.u32 	%r13, %r12, %r11;
+	cvt.u64.u32 	%rd112, %r13;
+
+$L__BB41_12:
+	ld.global.f32 	%f1, [%rd108];
+	shl.b64 	%rd78, %rd112, 2;
+	add.s64 	%rd79, %rd2, %rd78;
+	ld.global.f32 	%f2, [%rd79];
+	add.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd108], %f3;
+	add.s64 	%rd113, %rd113, %rd7;
+	add.s64 	%rd108, %rd108, %rd14;
+	add.s64 	%rd110, %rd110, -1;
+	setp.ne.s64 	%p6, %rd110, 0;
+	@%p6 bra 	$L__BB41_6;
+
+$L__BB41_13:
+	setp.lt.u64 	%p7, %rd107, 3;
+	@%p7 bra 	$L__BB41_39;
+
+$L__BB41_14:
+	shl.b64 	%rd29, %rd7, 2;
+	or.b64  	%rd81, %rd113, %rd62;
+	and.b64  	%rd82, %rd81, -4294967296;
+	setp.eq.s64 	%p8, %rd82, 0;
+	@%p8 bra 	$L__BB41_16;
+
+	div.s64 	%rd115, %rd113, %rd62;
+	bra.uni 	$L__BB41_17;
+
+$L__BB41_16:
+	cvt.u32.u64 	%r14, %rd62;
+	cvt.u32.u64 	%r15, %rd113;
+	div.u32 	%r16, %r15, %r14;
+	cvt.u64.u32 	%rd115, %r16;
+
+$L__BB41_17:
+	or.b64  	%rd83, %rd115, %rd61;
+	and.b64  	%rd84, %rd83, -4294967296;
+	setp.eq.s64 	%p9, %rd84, 0;
+	@%p9 bra 	$L__BB41_19;
+
+	rem.s64 	%rd116, %rd115, %rd61;
+	bra.uni 	$L__BB41_20;
+
+$L__BB41_19:
+	cvt.u32.u64 	%r17, %rd61;
+	cvt.u32.u64 	%r18, %rd115;
+	rem.u32 	%r19, %r18, %r17;
+	cvt.u64.u32 	%rd116, %r19;
+
+$L__BB41_20:
+	shl.b64 	%rd85, %rd113, 2;
+	add.s64 	%rd36, %rd1, %rd85;
+	ld.global.f32 	%f4, [%rd36];
+	shl.b64 	%rd86, %rd116, 2;
+	add.s64 	%rd87, %rd2, %rd86;
+	ld.global.f32 	%f5, [%rd87];
+	add.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd36], %f6;
+	add.s64 	%rd37, %rd113, %rd7;
+	or.b64  	%rd88, %rd37, %rd62;
+	and.b64  	%rd89, %rd88, -4294967296;
+	setp.eq.s64 	%p10, %rd89, 0;
+	@%p10 bra 	$L__BB41_22;
+
+	div.s64 	%rd117, %rd37, %rd62;
+	bra.uni 	$L__BB41_23;
+
+$L__BB41_22:
+	cvt.u32.u64 	%r20, %rd62;
+	cvt.u32.u64 	%r21, %rd37;
+	div.u32 	%r22, %r21, %r20;
+	cvt.u64.u32 	%rd117, %r22;
+
+$L__BB41_23:
+	or.b64  	%rd90, %rd117, %rd61;
+	and.b64  	%rd91, %rd90, -4294967296;
+	setp.eq.s64 	%p11, %rd91, 0;
+	@%p11 bra 	$L__BB41_25;
+
+	rem.s64 	%rd118, %rd117, %rd61;
+	bra.uni 	$L__BB41_26;
+
+$L__BB41_25:
+	cvt.u32.u64 	%r23, %rd61;
+	cvt.u32.u64 	%r24, %rd117;
+	rem.u32 	%r25, %r24, %r23;
+	cvt.u64.u32 	%rd118, %r25;
+
+$L__BB41_26:
+	add.s64 	%rd44, %rd36, %rd29;
+	ld.global.f32 	%f7, [%rd44];
+	shl.b64 	%rd92, %rd118, 2;
+	add.s64 	%rd93, %rd2, %rd92;
+	ld.global.f32 	%f8, [%rd93];
+	add.f32 	%f9, %f8, %f7;
+	st.global.f32 	[%rd44], %f9;
+	add.s64 	%rd45, %rd37, %rd7;
+	or.b64  	%rd94, %rd45, %rd62;
+	and.b64  	%rd95, %rd94, -4294967296;
+	setp.eq.s64 	%p12, %rd95, 0;
+	@%p12 bra 	$L__BB41_28;
+
+	div.s64 	%rd119, %rd45, %rd62;
+	bra.uni 	$L__BB41_29;
+
+$L__BB41_28:
+	cvt.u32.u64 	%r26, %rd62;
+	cvt.u32.u64 	%r27, %rd45;
+	div.u32 	%r28, %r27, %r26;
+	cvt.u64.u32 	%rd119, %r28;
+
+$L__BB41_29:
+	or.b64  	%rd96, %rd119, %rd61;
+	and.b64  	%rd97, %rd96, -4294967296;
+	setp.eq.s64 	%p13, %rd97, 0;
+	@%p13 bra 	$L__BB41_31;
+
+	rem.s64 	%rd120, %rd119, %rd61;
+	bra.uni 	$L__BB41_32;
+
+$L__BB41_31:
+	cvt.u32.u64 	%r29, %rd61;
+	cvt.u32.u64 	%r30, %rd119;
+	rem.u32 	%r31, %r30, %r29;
+	cvt.u64.u32 	%rd120, %r31;
+
+$L__BB41_32:
+	add.s64 	%rd52, %rd44, %rd29;
+	ld.global.f32 	%f10, [%rd52];
+	shl.b64 	%rd98, %rd120, 2;
+	add.s64 	%rd99, %rd2, %rd98;
+	ld.global.f32 	%f11, [%rd99];
+	add.f32 	%f12, %f11, %f10;
+	st.global.f32 	[%rd52], %f12;
+	add.s64 	%rd53, %rd45, %rd7;
+	or.b64  	%rd100, %rd53, %rd62;
+	and.b64  	%rd101, %rd100, -4294967296;
+	setp.eq.s64 	%p14, %rd101, 0;
+	@%p14 bra 	$L__BB41_34;
+
+	div.s64 	%rd121, %rd53, %rd62;
+	bra.uni 	$L__BB41_35;
+
+$L__BB41_34:
+	cvt.u32.u64 	%r32, %rd62;
+	cvt.u32.u64 	%r33, %rd53;
+	div.u32 	%r34, %r33, %r32;
+	cvt.u64.u32 	%rd121, %r34;
+
+$L__BB41_35:
+	or.b64  	%rd102, %rd121, %rd61;
+	and.b64  	%rd103, %rd102, -4294967296;
+	setp.eq.s64 	%p15, %rd103, 0;
+	@%p15 bra 	$L__BB41_37;
+
+	rem.s64 	%rd122, %rd121, %rd61;
+	bra.uni 	$L__BB41_38;
+
+$L__BB41_37:
+	cvt.u32.u64 	%r35, %rd61;
+	cvt.u32.u64 	%r36, %rd121;
+	rem.u32 	%r37, %r36, %r35;
+	cvt.u64.u32 	%rd122, %r37;
+
+$L__BB41_38:
+	add.s64 	%rd104, %rd52, %rd29;
+	ld.global.f32 	%f13, [%rd104];
+	shl.b64 	%rd105, %rd122, 2;
+	add.s64 	%rd106, %rd2, %rd105;
+	ld.global.f32 	%f14, [%rd106];
+	add.f32 	%f15, %f14, %f13;
+	st.global.f32 	[%rd104], %f15;
+	add.s64 	%rd113, %rd53, %rd7;
+	setp.lt.s64 	%p16, %rd113, %rd5;
+	@%p16 bra 	$L__BB41_14;
+
+$L__BB41_39:
+	ret;
+
+}
+	// .globl	sum_channels_f32
+.visible .entry sum_channels_f32(
+	.param .u64 sum_channels_f32_param_0,
+	.param .u64 sum_channels_f32_param_1,
+	.param .u64 sum_channels_f32_param_2,
+	.param .u64 sum_channels_f32_param_3,
+	.param .u64 sum_channels_f32_param_4,
+	.param .f32 sum_channels_f32_param_5
+)
+{
+	.reg .pred 	%p<13>;
+	.reg .f32 	%f<17>;
+	.reg .b32 	%r<21>;
+	.reg .b64 	%rd<44>;
+
+
+	ld.param.u64 	%rd20, [sum_channels_f32_param_0];
+	ld.param.u64 	%rd21, [sum_channels_f32_param_1];
+	ld.param.u64 	%rd22, [sum_channels_f32_param_2];
+	ld.param.u64 	%rd23, [sum_channels_f32_param_3];
+	ld.param.u64 	%rd24, [sum_channels_f32_param_4];
+	ld.param.f32 	%f7, [sum_channels_f32_param_5];
+	mov.u32 	%r4, %ctaid.x;
+	cvt.u64.u32 	%rd40, %r4;
+	setp.ge.s64 	%p1, %rd40, %rd23;
+	@%p1 bra 	$L__BB42_17;
+
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd2, %r5;
+	mul.lo.s64 	%rd3, %rd24, %rd22;
+	mul.wide.u32 	%rd25, %r5, 4;
+	mov.u64 	%rd26, _ZZ9block_sumfE4part;
+	add.s64 	%rd4, %rd26, %rd25;
+	mov.u32 	%r6, %ntid.x;
+	cvt.u64.u32 	%rd5, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r7;
+	cvta.to.global.u64 	%rd7, %rd20;
+	cvta.to.global.u64 	%rd8, %rd21;
+	cvt.u32.u64 	%r8, %rd24;
+	cvt.u32.u64 	%r13, %rd5;
+
+$L__BB42_2:
+	setp.le.s64 	%p2, %rd3, %rd2;
+	mov.f32 	%f15, 0f00000000;
+	mov.u64 	%rd41, %rd2;
+	@%p2 bra 	$L__BB42_7;
+
+$L__BB42_3:
+	or.b64  	%rd27, %rd41, %rd24;
+	and.b64  	%rd28, %rd27, -4294967296;
+	setp.eq.s64 	%p3, %rd28, 0;
+	@%p3 bra 	$L__BB42_5;
+
+	div.s64 	%rd42, %rd41, %rd24;
+	mul.lo.s64 	%rd29, %rd42, %rd24;
+	sub.s64 	%rd43, %rd41, %rd29;
+	bra.uni 	$L__BB42_6;
+
+$L__BB42_5:
+	cvt.u32.u64 	%r9, %rd41;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd42, %r10;
+	cvt.u64.u32 	%rd43, %r12;
+
+$L__BB42_6:
+	mul.lo.s64 	%rd30, %rd42, %rd23;
+	add.s64 	%rd31, %rd30, %rd40;
+	mul.lo.s64 	%rd32, %rd31, %rd24;
+	add.s64 	%rd33, %rd32, %rd43;
+	shl.b64 	%rd34, %rd33, 2;
+	add.s64 	%rd35, %rd8, %rd34;
+	ld.global.f32 	%f10, [%rd35];
+	add.f32 	%f15, %f15, %f10;
+	add.s64 	%rd41, %rd41, %rd5;
+	setp.lt.s64 	%p4, %rd41, %rd3;
+	@%p4 bra 	$L__BB42_3;
+
+$L__BB42_7:
+	setp.lt.u32 	%p5, %r13, 2;
+	st.shared.f32 	[%rd4], %f15;
+	bar.sync 	0;
+	@%p5 bra 	$L__BB42_12;
+
+	mov.u32 	%r20, 1;
+
+$L__BB42_9:
+	shl.b32 	%r2, %r20, 1;
+	cvt.u32.u64 	%r15, %rd2;
+	rem.u32 	%r16, %r15, %r2;
+	setp.ne.s32 	%p6, %r16, 0;
+	add.s32 	%r3, %r20, %r15;
+	setp.ge.u32 	%p7, %r3, %r13;
+	or.pred  	%p8, %p7, %p6;
+	@%p8 bra 	$L__BB42_11;
+
+	mul.wide.u32 	%rd36, %r3, 4;
+	add.s64 	%rd38, %rd26, %rd36;
+	ld.shared.f32 	%f11, [%rd4];
+	ld.shared.f32 	%f12, [%rd38];
+	add.f32 	%f13, %f12, %f11;
+	st.shared.f32 	[%rd4], %f13;
+
+$L__BB42_11:
+	bar.sync 	0;
+	setp.lt.u32 	%p9, %r2, %r13;
+	mov.u32 	%r20, %r2;
+	@%p9 bra 	$L__BB42_9;
+
+$L__BB42_12:
+	cvt.u32.u64 	%r19, %rd2;
+	setp.ne.s32 	%p10, %r19, 0;
+	ld.shared.f32 	%f16, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p10 bra 	$L__BB42_16;
+
+	setp.eq.f32 	%p11, %f7, 0f00000000;
+	shl.b64 	%rd39, %rd40, 2;
+	add.s64 	%rd18, %rd7, %rd39;
+	@%p11 bra 	$L__BB42_15;
+
+	ld.global.f32 	%f14, [%rd18];
+	add.f32 	%f16, %f16, %f14;
+
+$L__BB42_15:
+	st.global.f32 	[%rd18], %f16;
+
+$L__BB42_16:
+	add.s64 	%rd40, %rd40, %rd6;
+	setp.lt.s64 	%p12, %rd40, %rd23;
+	@%p12 bra 	$L__BB42_2;
+
+$L__BB42_17:
+	ret;
+
+}
+	// .globl	max_pool2d_f32
+.visible .entry max_pool2d_f32(
+	.param .u64 max_pool2d_f32_param_0,
+	.param .u64 max_pool2d_f32_param_1,
+	.param .u64 max_pool2d_f32_param_2,
+	.param .u64 max_pool2d_f32_param_3,
+	.param .u64 max_pool2d_f32_param_4,
+	.param .u64 max_pool2d_f32_param_5,
+	.param .u64 max_pool2d_f32_param_6,
+	.param .u64 max_pool2d_f32_param_7,
+	.param .u64 max_pool2d_f32_param_8,
+	.param .u64 max_pool2d_f32_param_9,
+	.param .u64 max_pool2d_f32_param_10,
+	.param .u64 max_pool2d_f32_param_11,
+	.param .u64 max_pool2d_f32_param_12,
+	.param .u64 max_pool2d_f32_param_13
+)
+{
+	.reg .pred 	%p<34>;
+	.reg .f32 	%f<29>;
+	.reg .b32 	%r<17>;
+	.reg .b64 	%rd<152>;
+
+
+	ld.param.u64 	%rd62, [max_pool2d_f32_param_0];
+	ld.param.u64 	%rd63, [max_pool2d_f32_param_1];
+	ld.param.u64 	%rd74, [max_pool2d_f32_param_2];
+	ld.param.u64 	%rd75, [max_pool2d_f32_param_3];
+	ld.param.u64 	%rd64, [max_pool2d_f32_param_4];
+	ld.param.u64 	%rd65, [max_pool2d_f32_param_5];
+	ld.param.u64 	%rd67, [max_pool2d_f32_param_7];
+	ld.param.u64 	%rd71, [max_pool2d_f32_param_11];
+	ld.param.u64 	%rd72, [max_pool2d_f32_param_12];
+	ld.param.u64 	%rd73, [max_pool2d_f32_param_13];
+	cvta.to.global.u64 	%rd1, %rd74;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd2, %r2;
+	mul.wide.u32 	%rd76, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd77, %r3;
+	add.s64 	%rd137, %rd76, %rd77;
+	mul.lo.s64 	%rd78, %rd72, %rd75;
+	mul.lo.s64 	%rd4, %rd78, %rd73;
+	setp.ge.s64 	%p1, %rd137, %rd4;
+	@%p1 bra 	$L__BB43_20;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd79, %r4;
+	mul.lo.s64 	%rd6, %rd79, %rd2;
+	not.b64 	%rd80, %rd67;
+	add.s64 	%rd7, %rd80, %rd71;
+	cvta.to.global.u64 	%rd10, %rd62;
+	cvta.to.global.u64 	%rd11, %rd63;
+
+$L__BB43_2:
+	or.b64  	%rd81, %rd137, %rd73;
+	and.b64  	%rd82, %rd81, -4294967296;
+	setp.eq.s64 	%p2, %rd82, 0;
+	@%p2 bra 	$L__BB43_4;
+
+	div.s64 	%rd138, %rd137, %rd73;
+	mul.lo.s64 	%rd83, %rd138, %rd73;
+	sub.s64 	%rd139, %rd137, %rd83;
+	bra.uni 	$L__BB43_5;
+
+$L__BB43_4:
+	cvt.u32.u64 	%r16, %rd73;
+	cvt.u32.u64 	%r6, %rd137;
+	div.u32 	%r7, %r6, %r16;
+	mul.lo.s32 	%r8, %r7, %r16;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd138, %r7;
+	cvt.u64.u32 	%rd139, %r9;
+
+$L__BB43_5:
+	or.b64  	%rd84, %rd138, %rd72;
+	and.b64  	%rd85, %rd84, -4294967296;
+	setp.eq.s64 	%p3, %rd85, 0;
+	@%p3 bra 	$L__BB43_7;
+
+	div.s64 	%rd140, %rd138, %rd72;
+	mul.lo.s64 	%rd86, %rd140, %rd72;
+	sub.s64 	%rd141, %rd138, %rd86;
+	bra.uni 	$L__BB43_8;
+
+$L__BB43_7:
+	cvt.u32.u64 	%r15, %rd72;
+	cvt.u32.u64 	%r11, %rd138;
+	div.u32 	%r12, %r11, %r15;
+	mul.lo.s32 	%r13, %r12, %r15;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd140, %r12;
+	cvt.u64.u32 	%rd141, %r14;
+
+$L__BB43_8:
+	mul.lo.s64 	%rd128, %rd65, %rd64;
+	ld.param.u64 	%rd127, [max_pool2d_f32_param_6];
+	ld.param.u64 	%rd126, [max_pool2d_f32_param_9];
+	ld.param.u64 	%rd125, [max_pool2d_f32_param_10];
+	ld.param.u64 	%rd124, [max_pool2d_f32_param_8];
+	ld.param.u64 	%rd123, [max_pool2d_f32_param_11];
+	ld.param.u64 	%rd122, [max_pool2d_f32_param_7];
+	mul.lo.s64 	%rd87, %rd141, %rd124;
+	sub.s64 	%rd88, %rd87, %rd125;
+	mul.lo.s64 	%rd25, %rd139, %rd126;
+	sub.s64 	%rd89, %rd25, %rd123;
+	max.s64 	%rd142, %rd88, 0;
+	add.s64 	%rd90, %rd88, %rd127;
+	min.s64 	%rd27, %rd90, %rd64;
+	max.s64 	%rd28, %rd89, 0;
+	add.s64 	%rd91, %rd89, %rd122;
+	min.s64 	%rd29, %rd91, %rd65;
+	mul.lo.s64 	%rd92, %rd142, %rd65;
+	add.s64 	%rd150, %rd92, %rd28;
+	mul.lo.s64 	%rd31, %rd128, %rd140;
+	add.s64 	%rd93, %rd150, %rd31;
+	shl.b64 	%rd94, %rd93, 2;
+	add.s64 	%rd95, %rd1, %rd94;
+	ld.global.f32 	%f27, [%rd95];
+	setp.ge.s64 	%p4, %rd142, %rd27;
+	@%p4 bra 	$L__BB43_19;
+
+	not.b64 	%rd129, %rd65;
+	not.b64 	%rd96, %rd28;
+	sub.s64 	%rd97, %rd7, %rd25;
+	max.s64 	%rd98, %rd97, %rd129;
+	sub.s64 	%rd99, %rd96, %rd98;
+	mov.u64 	%rd100, -2;
+	sub.s64 	%rd101, %rd100, %rd28;
+	sub.s64 	%rd32, %rd101, %rd98;
+	and.b64  	%rd33, %rd99, 3;
+	add.s64 	%rd34, %rd28, 1;
+	add.s64 	%rd35, %rd28, 2;
+	add.s64 	%rd36, %rd28, 3;
+
+$L__BB43_10:
+	setp.ge.s64 	%p5, %rd28, %rd29;
+	@%p5 bra 	$L__BB43_18;
+
+	setp.eq.s64 	%p6, %rd33, 0;
+	mul.lo.s64 	%rd40, %rd142, %rd65;
+	mov.u64 	%rd144, %rd28;
+	@%p6 bra 	$L__BB43_15;
+
+	mul.lo.s64 	%rd130, %rd128, %rd140;
+	setp.eq.s64 	%p7, %rd33, 1;
+	add.s64 	%rd103, %rd28, %rd40;
+	add.s64 	%rd104, %rd103, %rd130;
+	shl.b64 	%rd105, %rd104, 2;
+	add.s64 	%rd41, %rd1, %rd105;
+	ld.global.f32 	%f13, [%rd41];
+	setp.gt.f32 	%p8, %f13, %f27;
+	setp.nan.f32 	%p9, %f13, %f13;
+	or.pred  	%p10, %p8, %p9;
+	selp.b64 	%rd150, %rd103, %rd150, %p10;
+	selp.f32 	%f27, %f13, %f27, %p10;
+	mov.u64 	%rd144, %rd34;
+	@%p7 bra 	$L__BB43_15;
+
+	setp.eq.s64 	%p11, %rd33, 2;
+	ld.global.f32 	%f14, [%rd41+4];
+	setp.gt.f32 	%p12, %f14, %f27;
+	setp.nan.f32 	%p13, %f14, %f14;
+	or.pred  	%p14, %p12, %p13;
+	add.s64 	%rd106, %rd34, %rd40;
+	selp.b64 	%rd150, %rd106, %rd150, %p14;
+	selp.f32 	%f27, %f14, %f27, %p14;
+	mov.u64 	%rd144, %rd35;
+	@%p11 bra 	$L__BB43_15;
+
+	add.s64 	%rd107, %rd35, %rd40;
+	ld.global.f32 	%f15, [%rd41+8];
+	setp.gt.f32 	%p15, %f15, %f27;
+	setp.nan.f32 	%p16, %f15, %f15;
+	or.pred  	%p17, %p15, %p16;
+	selp.b64 	%rd150, %rd107, %rd150, %p17;
+	selp.f32 	%f27, %f15, %f27, %p17;
+	mov.u64 	%rd144, %rd36;
+
+$L__BB43_15:
+	setp.lt.u64 	%p18, %rd32, 3;
+	@%p18 bra 	$L__BB43_18;
+
+	mul.lo.s64 	%rd132, %rd64, %rd140;
+	add.s64 	%rd131, %rd1, 8;
+	add.s64 	%rd108, %rd132, %rd142;
+	mul.lo.s64 	%rd109, %rd65, %rd108;
+	add.s64 	%rd110, %rd144, %rd109;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd147, %rd131, %rd111;
+
+$L__BB43_17:
+	mul.lo.s64 	%rd136, %rd142, %rd65;
+	add.s64 	%rd135, %rd136, 3;
+	add.s64 	%rd134, %rd136, 2;
+	add.s64 	%rd133, %rd136, 1;
+	ld.global.f32 	%f16, [%rd147+-8];
+	setp.gt.f32 	%p19, %f16, %f27;
+	setp.nan.f32 	%p20, %f16, %f16;
+	or.pred  	%p21, %p19, %p20;
+	add.s64 	%rd112, %rd136, %rd144;
+	selp.b64 	%rd113, %rd112, %rd150, %p21;
+	selp.f32 	%f17, %f16, %f27, %p21;
+	ld.global.f32 	%f18, [%rd147+-4];
+	setp.gt.f32 	%p22, %f18, %f17;
+	setp.nan.f32 	%p23, %f18, %f18;
+	or.pred  	%p24, %p22, %p23;
+	add.s64 	%rd114, %rd133, %rd144;
+	selp.b64 	%rd115, %rd114, %rd113, %p24;
+	selp.f32 	%f19, %f18, %f17, %p24;
+	ld.global.f32 	%f20, [%rd147];
+	setp.gt.f32 	%p25, %f20, %f19;
+	setp.nan.f32 	%p26, %f20, %f20;
+	or.pred  	%p27, %p25, %p26;
+	add.s64 	%rd116, %rd134, %rd144;
+	selp.b64 	%rd117, %rd116, %rd115, %p27;
+	selp.f32 	%f21, %f20, %f19, %p27;
+	ld.global.f32 	%f22, [%rd147+4];
+	setp.gt.f32 	%p28, %f22, %f21;
+	setp.nan.f32 	%p29, %f22, %f22;
+	or.pred  	%p30, %p28, %p29;
+	add.s64 	%rd118, %rd135, %rd144;
+	selp.b64 	%rd150, %rd118, %rd117, %p30;
+	selp.f32 	%f27, %f22, %f21, %p30;
+	add.s64 	%rd147, %rd147, 16;
+	add.s64 	%rd144, %rd144, 4;
+	setp.lt.s64 	%p31, %rd144, %rd29;
+	@%p31 bra 	$L__BB43_17;
+
+$L__BB43_18:
+	add.s64 	%rd142, %rd142, 1;
+	setp.lt.s64 	%p32, %rd142, %rd27;
+	@%p32 bra 	$L__BB43_10;
+
+$L__BB43_19:
+	shl.b64 	%rd119, %rd137, 2;
+	add.s64 	%rd120, %rd10, %rd119;
+	st.global.f32 	[%rd120], %f27;
+	add.s64 	%rd121, %rd11, %rd119;
+	st.global.u32 	[%rd121], %rd150;
+	add.s64 	%rd137, %rd137, %rd6;
+	setp.lt.s64 	%p33, %rd137, %rd4;
+	@%p33 bra 	$L__BB43_2;
+
+$L__BB43_20:
+	ret;
+
+}
+	// .globl	max_pool2d_bwd_f32
+.visible .entry max_pool2d_bwd_f32(
+	.param .u64 max_pool2d_bwd_f32_param_0,
+	.param .u64 max_pool2d_bwd_f32_param_1,
+	.param .u64 max_pool2d_bwd_f32_param_2,
+	.param .u64 max_pool2d_bwd_f32_param_3,
+	.param .u64 max_pool2d_bwd_f32_param_4,
+	.param .u64 max_pool2d_bwd_f32_param_5,
+	.param .u64 max_pool2d_bwd_f32_param_6,
+	.param .u64 max_pool2d_bwd_f32_param_7,
+	.param .u64 max_pool2d_bwd_f32_param_8,
+	.param .u64 max_pool2d_bwd_f32_param_9,
+	.param .u64 max_pool2d_bwd_f32_param_10,
+	.param .u64 max_pool2d_bwd_f32_param_11,
+	.param .u64 max_pool2d_bwd_f32_param_12,
+	.param .u64 max_pool2d_bwd_f32_param_13
+)
+{
+	.reg .pred 	%p<26>;
+	.reg .f32 	%f<42>;
+	.reg .b32 	%r<37>;
+	.reg .b64 	%rd<149>;
+
+
+	ld.param.u64 	%rd67, [max_pool2d_bwd_f32_param_0];
+	ld.param.u64 	%rd78, [max_pool2d_bwd_f32_param_1];
+	ld.param.u64 	%rd79, [max_pool2d_bwd_f32_param_2];
+	ld.param.u64 	%rd80, [max_pool2d_bwd_f32_param_3];
+	ld.param.u64 	%rd68, [max_pool2d_bwd_f32_param_4];
+	ld.param.u64 	%rd69, [max_pool2d_bwd_f32_param_5];
+	ld.param.u64 	%rd72, [max_pool2d_bwd_f32_param_8];
+	ld.param.u64 	%rd73, [max_pool2d_bwd_f32_param_9];
+	ld.param.u64 	%rd76, [max_pool2d_bwd_f32_param_12];
+	ld.param.u64 	%rd77, [max_pool2d_bwd_f32_param_13];
+	cvta.to.global.u64 	%rd1, %rd78;
+	cvta.to.global.u64 	%rd2, %rd79;
+	mov.u32 	%r2, %ctaid.x;
+	mov.u32 	%r3, %ntid.x;
+	cvt.u64.u32 	%rd3, %r3;
+	mul.wide.u32 	%rd81, %r2, %r3;
+	mov.u32 	%r4, %tid.x;
+	cvt.u64.u32 	%rd82, %r4;
+	add.s64 	%rd134, %rd81, %rd82;
+	mul.lo.s64 	%rd83, %rd68, %rd80;
+	mul.lo.s64 	%rd5, %rd83, %rd69;
+	setp.ge.s64 	%p1, %rd134, %rd5;
+	@%p1 bra 	$L__BB44_47;
+
+	add.s64 	%rd6, %rd76, -1;
+	mov.u32 	%r5, %nctaid.x;
+	cvt.u64.u32 	%rd84, %r5;
+	mul.lo.s64 	%rd8, %rd84, %rd3;
+	cvta.to.global.u64 	%rd9, %rd67;
+
+$L__BB44_2:
+	or.b64  	%rd85, %rd134, %rd69;
+	and.b64  	%rd86, %rd85, -4294967296;
+	setp.eq.s64 	%p2, %rd86, 0;
+	@%p2 bra 	$L__BB44_4;
+
+	div.s64 	%rd135, %rd134, %rd69;
+	mul.lo.s64 	%rd87, %rd135, %rd69;
+	sub.s64 	%rd136, %rd134, %rd87;
+	bra.uni 	$L__BB44_5;
+
+$L__BB44_4:
+	cvt.u32.u64 	%r36, %rd69;
+	cvt.u32.u64 	%r7, %rd134;
+	div.u32 	%r8, %r7, %r36;
+	mul.lo.s32 	%r9, %r8, %r36;
+	sub.s32 	%r10, %r7, %r9;
+	cvt.u64.u32 	%rd135, %r8;
+	cvt.u64.u32 	%rd136, %r10;
+
+$L__BB44_5:
+	or.b64  	%rd88, %rd135, %rd68;
+	and.b64  	%rd89, %rd88, -4294967296;
+	setp.eq.s64 	%p3, %rd89, 0;
+	@%p3 bra 	$L__BB44_7;
+
+	div.s64 	%rd137, %rd135, %rd68;
+	mul.lo.s64 	%rd90, %rd137, %rd68;
+	sub.s64 	%rd138, %rd135, %rd90;
+	bra.uni 	$L__BB44_8;
+
+$L__BB44_7:
+	cvt.u32.u64 	%r35, %rd68;
+	cvt.u32.u64 	%r12, %rd135;
+	div.u32 	%r13, %r12, %r35;
+	mul.lo.s32 	%r14, %r13, %r35;
+	sub.s32 	%r15, %r12, %r14;
+	cvt.u64.u32 	%rd137, %r13;
+	cvt.u64.u32 	%rd138, %r15;
+
+$L__BB44_8:
+	ld.param.u64 	%rd131, [max_pool2d_bwd_f32_param_7];
+	ld.param.u64 	%rd130, [max_pool2d_bwd_f32_param_11];
+	ld.param.u64 	%rd129, [max_pool2d_bwd_f32_param_6];
+	ld.param.u64 	%rd128, [max_pool2d_bwd_f32_param_10];
+	add.s64 	%rd23, %rd138, %rd128;
+	sub.s64 	%rd24, %rd23, %rd129;
+	add.s64 	%rd25, %rd136, %rd130;
+	sub.s64 	%rd26, %rd25, %rd131;
+	setp.lt.s64 	%p4, %rd24, 0;
+	mov.u64 	%rd140, 0;
+	mov.u64 	%rd139, %rd140;
+	@%p4 bra 	$L__BB44_12;
+
+	add.s64 	%rd27, %rd24, %rd72;
+	or.b64  	%rd92, %rd27, %rd72;
+	and.b64  	%rd93, %rd92, -4294967296;
+	setp.eq.s64 	%p5, %rd93, 0;
+	@%p5 bra 	$L__BB44_11;
+
+	div.s64 	%rd139, %rd27, %rd72;
+	bra.uni 	$L__BB44_12;
+
+$L__BB44_11:
+	cvt.u32.u64 	%r16, %rd72;
+	cvt.u32.u64 	%r17, %rd27;
+	div.u32 	%r18, %r17, %r16;
+	cvt.u64.u32 	%rd139, %r18;
+
+$L__BB44_12:
+	setp.lt.s64 	%p6, %rd26, 0;
+	@%p6 bra 	$L__BB44_16;
+
+	add.s64 	%rd31, %rd26, %rd73;
+	or.b64  	%rd95, %rd31, %rd73;
+	and.b64  	%rd96, %rd95, -4294967296;
+	setp.eq.s64 	%p7, %rd96, 0;
+	@%p7 bra 	$L__BB44_15;
+
+	div.s64 	%rd140, %rd31, %rd73;
+	bra.uni 	$L__BB44_16;
+
+$L__BB44_15:
+	cvt.u32.u64 	%r19, %rd73;
+	cvt.u32.u64 	%r20, %rd31;
+	div.u32 	%r21, %r20, %r19;
+	cvt.u64.u32 	%rd140, %r21;
+
+$L__BB44_16:
+	or.b64  	%rd97, %rd23, %rd72;
+	and.b64  	%rd98, %rd97, -4294967296;
+	setp.eq.s64 	%p8, %rd98, 0;
+	@%p8 bra 	$L__BB44_18;
+
+	div.s64 	%rd141, %rd23, %rd72;
+	bra.uni 	$L__BB44_19;
+
+$L__BB44_18:
+	cvt.u32.u64 	%r22, %rd72;
+	cvt.u32.u64 	%r23, %rd23;
+	div.u32 	%r24, %r23, %r22;
+	cvt.u64.u32 	%rd141, %r24;
+
+$L__BB44_19:
+	or.b64  	%rd99, %rd25, %rd73;
+	and.b64  	%rd100, %rd99, -4294967296;
+	setp.eq.s64 	%p9, %rd100, 0;
+	@%p9 bra 	$L__BB44_21;
+
+	div.s64 	%rd142, %rd25, %rd73;
+	bra.uni 	$L__BB44_22;
+
+$L__BB44_21:
+	cvt.u32.u64 	%r25, %rd73;
+	cvt.u32.u64 	%r26, %rd25;
+	div.u32 	%r27, %r26, %r25;
+	cvt.u64.u32 	%rd142, %r27;
+
+$L__BB44_22:
+	add.s64 	%rd132, %rd77, -1;
+	min.s64 	%rd41, %rd141, %rd6;
+	min.s64 	%rd42, %rd142, %rd132;
+	mul.lo.s64 	%rd101, %rd138, %rd69;
+	add.s64 	%rd102, %rd101, %rd136;
+	cvt.u32.u64 	%r1, %rd102;
+	setp.gt.s64 	%p10, %rd139, %rd41;
+	mov.f32 	%f36, 0f00000000;
+	@%p10 bra 	$L__BB44_46;
+
+	ld.param.u64 	%rd133, [max_pool2d_bwd_f32_param_12];
+	max.s64 	%rd104, %rd140, %rd42;
+	add.s64 	%rd105, %rd104, 1;
+	sub.s64 	%rd106, %rd105, %rd140;
+	and.b64  	%rd44, %rd106, 3;
+	mul.lo.s64 	%rd48, %rd137, %rd133;
+	add.s64 	%rd107, %rd139, %rd48;
+	mul.lo.s64 	%rd49, %rd77, %rd107;
+	mov.u64 	%rd143, 0;
+
+$L__BB44_24:
+	mov.u64 	%rd51, %rd139;
+	setp.gt.s64 	%p11, %rd140, %rd42;
+	@%p11 bra 	$L__BB44_45;
+
+	setp.eq.s64 	%p12, %rd44, 0;
+	mov.u64 	%rd145, %rd140;
+	@%p12 bra 	$L__BB44_34;
+
+	add.s64 	%rd108, %rd51, %rd48;
+	mul.lo.s64 	%rd109, %rd108, %rd77;
+	add.s64 	%rd110, %rd140, %rd109;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd52, %rd2, %rd111;
+	ld.global.u32 	%r28, [%rd52];
+	setp.ne.s32 	%p13, %r28, %r1;
+	add.s64 	%rd53, %rd1, %rd111;
+	@%p13 bra 	$L__BB44_28;
+
+	ld.global.f32 	%f23, [%rd53];
+	add.f32 	%f36, %f36, %f23;
+
+$L__BB44_28:
+	add.s64 	%rd145, %rd140, 1;
+	setp.eq.s64 	%p14, %rd44, 1;
+	@%p14 bra 	$L__BB44_34;
+
+	ld.global.u32 	%r29, [%rd52+4];
+	setp.ne.s32 	%p15, %r29, %r1;
+	@%p15 bra 	$L__BB44_31;
+
+	ld.global.f32 	%f24, [%rd53+4];
+	add.f32 	%f36, %f36, %f24;
+
+$L__BB44_31:
+	add.s64 	%rd145, %rd140, 2;
+	setp.eq.s64 	%p16, %rd44, 2;
+	@%p16 bra 	$L__BB44_34;
+
+	add.s64 	%rd145, %rd140, 3;
+	ld.global.u32 	%r30, [%rd52+8];
+	setp.ne.s32 	%p17, %r30, %r1;
+	@%p17 bra 	$L__BB44_34;
+
+	add.s64 	%rd145, %rd140, 3;
+	ld.global.f32 	%f25, [%rd53+8];
+	add.f32 	%f36, %f36, %f25;
+
+$L__BB44_34:
+	add.s64 	%rd127, %rd77, -1;
+	min.s64 	%rd126, %rd142, %rd127;
+	max.s64 	%rd125, %rd140, %rd126;
+	sub.s64 	%rd124, %rd125, %rd140;
+	setp.lt.u64 	%p18, %rd124, 3;
+	@%p18 bra 	$L__BB44_45;
+
+	mul.lo.s64 	%rd112, %rd77, %rd143;
+	add.s64 	%rd113, %rd49, %rd112;
+	add.s64 	%rd146, %rd145, -1;
+	shl.b64 	%rd114, %rd113, 2;
+	add.s64 	%rd115, %rd2, %rd114;
+	shl.b64 	%rd116, %rd145, 2;
+	add.s64 	%rd147, %rd115, %rd116;
+	add.s64 	%rd117, %rd1, %rd114;
+	add.s64 	%rd148, %rd117, %rd116;
+
+$L__BB44_36:
+	ld.global.u32 	%r31, [%rd147];
+	setp.ne.s32 	%p19, %r31, %r1;
+	@%p19 bra 	$L__BB44_38;
+
+	ld.global.f32 	%f26, [%rd148];
+	add.f32 	%f36, %f36, %f26;
+
+$L__BB44_38:
+	ld.global.u32 	%r32, [%rd147+4];
+	setp.ne.s32 	%p20, %r32, %r1;
+	@%p20 bra 	$L__BB44_40;
+
+	ld.global.f32 	%f27, [%rd148+4];
+	add.f32 	%f36, %f36, %f27;
+
+$L__BB44_40:
+	ld.global.u32 	%r33, [%rd147+8];
+	setp.ne.s32 	%p21, %r33, %r1;
+	@%p21 bra 	$L__BB44_42;
+
+	ld.global.f32 	%f28, [%rd148+8];
+	add.f32 	%f36, %f36, %f28;
+
+$L__BB44_42:
+	ld.global.u32 	%r34, [%rd147+12];
+	setp.ne.s32 	%p22, %r34, %r1;
+	@%p22 bra 	$L__BB44_44;
+
+	ld.global.f32 	%f29, [%rd148+12];
+	add.f32 	%f36, %f36, %f29;
+
+$L__BB44_44:
+	add.s64 	%rd146, %rd146, 4;
+	setp.lt.s64 	%p23, %rd146, %rd42;
+	add.s64 	%rd147, %rd147, 16;
+	add.s64 	%rd148, %rd148, 16;
+	@%p23 bra 	$L__BB44_36;
+
+$L__BB44_45:
+	add.s64 	%rd139, %rd51, 1;
+	add.s64 	%rd143, %rd143, 1;
+	setp.lt.s64 	%p24, %rd51, %rd41;
+	@%p24 bra 	$L__BB44_24;
+
+$L__BB44_46:
+	shl.b64 	%rd118, %rd134, 2;
+	add.s64 	%rd119, %rd9, %rd118;
+	st.global.f32 	[%rd119], %f36;
+	add.s64 	%rd134, %rd134, %rd8;
+	setp.lt.s64 	%p25, %rd134, %rd5;
+	@%p25 bra 	$L__BB44_2;
+
+$L__BB44_47:
+	ret;
+
+}
+	// .globl	dropout_f32
+.visible .entry dropout_f32(
+	.param .u64 dropout_f32_param_0,
+	.param .u64 dropout_f32_param_1,
+	.param .u64 dropout_f32_param_2,
+	.param .u64 dropout_f32_param_3,
+	.param .f32 dropout_f32_param_4,
+	.param .f32 dropout_f32_param_5
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<28>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<154>;
+
+
+	ld.param.u64 	%rd35, [dropout_f32_param_0];
+	ld.param.u64 	%rd36, [dropout_f32_param_1];
+	ld.param.u64 	%rd33, [dropout_f32_param_2];
+	ld.param.u64 	%rd34, [dropout_f32_param_3];
+	ld.param.f32 	%f1, [dropout_f32_param_4];
+	ld.param.f32 	%f2, [dropout_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd35;
+	cvta.to.global.u64 	%rd2, %rd36;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd37, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd38, %r3;
+	add.s64 	%rd150, %rd37, %rd38;
+	setp.ge.s64 	%p1, %rd150, %rd33;
+	@%p1 bra 	$L__BB45_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd39, %rd150;
+	add.s64 	%rd7, %rd39, %rd33;
+	or.b64  	%rd40, %rd7, %rd6;
+	and.b64  	%rd41, %rd40, -4294967296;
+	setp.eq.s64 	%p2, %rd41, 0;
+	@%p2 bra 	$L__BB45_3;
+
+	div.u64 	%rd145, %rd7, %rd6;
+	bra.uni 	$L__BB45_4;
+
+$L__BB45_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd145, %r7;
+
+$L__BB45_4:
+	add.s64 	%rd42, %rd145, 1;
+	and.b64  	%rd149, %rd42, 3;
+	setp.eq.s64 	%p3, %rd149, 0;
+	@%p3 bra 	$L__BB45_7;
+
+	shl.b64 	%rd43, %rd150, 2;
+	add.s64 	%rd147, %rd1, %rd43;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd146, %rd2, %rd43;
+
+$L__BB45_6:
+	.pragma "nounroll";
+	add.s64 	%rd44, %rd150, -7046029254386353131;
+	shr.u64 	%rd45, %rd44, 30;
+	xor.b64  	%rd46, %rd45, %rd44;
+	mul.lo.s64 	%rd47, %rd46, -4658895280553007687;
+	shr.u64 	%rd48, %rd47, 27;
+	xor.b64  	%rd49, %rd48, %rd47;
+	mul.lo.s64 	%rd50, %rd49, -7723592293110705685;
+	shr.u64 	%rd51, %rd50, 31;
+	xor.b64  	%rd52, %rd50, %rd34;
+	xor.b64  	%rd53, %rd52, %rd51;
+	add.s64 	%rd54, %rd53, -7046029254386353131;
+	shr.u64 	%rd55, %rd54, 30;
+	xor.b64  	%rd56, %rd55, %rd54;
+	mul.lo.s64 	%rd57, %rd56, -4658895280553007687;
+	shr.u64 	%rd58, %rd57, 27;
+	xor.b64  	%rd59, %rd58, %rd57;
+	mul.lo.s64 	%rd60, %rd59, -7723592293110705685;
+	shr.u64 	%rd61, %rd60, 40;
+	cvt.rn.f32.u64 	%f3, %rd61;
+	mul.f32 	%f4, %f3, 0f33800000;
+	setp.lt.f32 	%p4, %f4, %f1;
+	selp.f32 	%f5, %f2, 0f00000000, %p4;
+	ld.global.f32 	%f6, [%rd146];
+	mul.f32 	%f7, %f6, %f5;
+	st.global.f32 	[%rd147], %f7;
+	add.s64 	%rd150, %rd150, %rd6;
+	add.s64 	%rd147, %rd147, %rd13;
+	add.s64 	%rd146, %rd146, %rd13;
+	add.s64 	%rd149, %rd149, -1;
+	setp.ne.s64 	%p5, %rd149, 0;
+	@%p5 bra 	$L__BB45_6;
+
+$L__BB45_7:
+	setp.lt.u64 	%p6, %rd145, 3;
+	@%p6 bra 	$L__BB45_10;
+
+	shl.b64 	%rd62, %rd150, 2;
+	add.s64 	%rd152, %rd2, %rd62;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd153, %rd1, %rd62;
+
+$L__BB45_9:
+	add.s64 	%rd64, %rd150, -7046029254386353131;
+	shr.u64 	%rd65, %rd64, 30;
+	xor.b64  	%rd66, %rd65, %rd64;
+	mul.lo.s64 	%rd67, %rd66, -4658895280553007687;
+	shr.u64 	%rd68, %rd67, 27;
+	xor.b64  	%rd69, %rd68, %rd67;
+	mul.lo.s64 	%rd70, %rd69, -7723592293110705685;
+	shr.u64 	%rd71, %rd70, 31;
+	xor.b64  	%rd72, %rd70, %rd34;
+	xor.b64  	%rd73, %rd72, %rd71;
+	add.s64 	%rd74, %rd73, -7046029254386353131;
+	shr.u64 	%rd75, %rd74, 30;
+	xor.b64  	%rd76, %rd75, %rd74;
+	mul.lo.s64 	%rd77, %rd76, -4658895280553007687;
+	shr.u64 	%rd78, %rd77, 27;
+	xor.b64  	%rd79, %rd78, %rd77;
+	mul.lo.s64 	%rd80, %rd79, -7723592293110705685;
+	shr.u64 	%rd81, %rd80, 40;
+	cvt.rn.f32.u64 	%f8, %rd81;
+	mul.f32 	%f9, %f8, 0f33800000;
+	setp.lt.f32 	%p7, %f9, %f1;
+	selp.f32 	%f10, %f2, 0f00000000, %p7;
+	ld.global.f32 	%f11, [%rd152];
+	mul.f32 	%f12, %f11, %f10;
+	st.global.f32 	[%rd153], %f12;
+	add.s64 	%rd82, %rd150, %rd6;
+	add.s64 	%rd83, %rd82, -7046029254386353131;
+	shr.u64 	%rd84, %rd83, 30;
+	xor.b64  	%rd85, %rd84, %rd83;
+	mul.lo.s64 	%rd86, %rd85, -4658895280553007687;
+	shr.u64 	%rd87, %rd86, 27;
+	xor.b64  	%rd88, %rd87, %rd86;
+	mul.lo.s64 	%rd89, %rd88, -7723592293110705685;
+	shr.u64 	%rd90, %rd89, 31;
+	xor.b64  	%rd91, %rd89, %rd34;
+	xor.b64  	%rd92, %rd91, %rd90;
+	add.s64 	%rd93, %rd92, -7046029254386353131;
+	shr.u64 	%rd94, %rd93, 30;
+	xor.b64  	%rd95, %rd94, %rd93;
+	mul.lo.s64 	%rd96, %rd95, -4658895280553007687;
+	shr.u64 	%rd97, %rd96, 27;
+	xor.b64  	%rd98, %rd97, %rd96;
+	mul.lo.s64 	%rd99, %rd98, -7723592293110705685;
+	shr.u64 	%rd100, %rd99, 40;
+	cvt.rn.f32.u64 	%f13, %rd100;
+	mul.f32 	%f14, %f13, 0f33800000;
+	add.s64 	%rd101, %rd152, %rd25;
+	setp.lt.f32 	%p8, %f14, %f1;
+	selp.f32 	%f15, %f2, 0f00000000, %p8;
+	ld.global.f32 	%f16, [%rd101];
+	mul.f32 	%f17, %f16, %f15;
+	add.s64 	%rd102, %rd153, %rd25;
+	st.global.f32 	[%rd102], %f17;
+	add.s64 	%rd103, %rd82, %rd6;
+	add.s64 	%rd104, %rd103, -7046029254386353131;
+	shr.u64 	%rd105, %rd104, 30;
+	xor.b64  	%rd106, %rd105, %rd104;
+	mul.lo.s64 	%rd107, %rd106, -4658895280553007687;
+	shr.u64 	%rd108, %rd107, 27;
+	xor.b64  	%rd109, %rd108, %rd107;
+	mul.lo.s64 	%rd110, %rd109, -7723592293110705685;
+	shr.u64 	%rd111, %rd110, 31;
+	xor.b64  	%rd112, %rd110, %rd34;
+	xor.b64  	%rd113, %rd112, %rd111;
+	add.s64 	%rd114, %rd113, -7046029254386353131;
+	shr.u64 	%rd115, %rd114, 30;
+	xor.b64  	%rd116, %rd115, %rd114;
+	mul.lo.s64 	%rd117, %rd116, -4658895280553007687;
+	shr.u64 	%rd118, %rd117, 27;
+	xor.b64  	%rd119, %rd118, %rd117;
+	mul.lo.s64 	%rd120, %rd119, -7723592293110705685;
+	shr.u64 	%rd121, %rd120, 40;
+	cvt.rn.f32.u64 	%f18, %rd121;
+	mul.f32 	%f19, %f18, 0f33800000;
+	add.s64 	%rd122, %rd101, %rd25;
+	setp.lt.f32 	%p9, %f19, %f1;
+	selp.f32 	%f20, %f2, 0f00000000, %p9;
+	ld.global.f32 	%f21, [%rd122];
+	mul.f32 	%f22, %f21, %f20;
+	add.s64 	%rd123, %rd102, %rd25;
+	st.global.f32 	[%rd123], %f22;
+	add.s64 	%rd124, %rd103, %rd6;
+	add.s64 	%rd125, %rd124, -7046029254386353131;
+	shr.u64 	%rd126, %rd125, 30;
+	xor.b64  	%rd127, %rd126, %rd125;
+	mul.lo.s64 	%rd128, %rd127, -4658895280553007687;
+	shr.u64 	%rd129, %rd128, 27;
+	xor.b64  	%rd130, %rd129, %rd128;
+	mul.lo.s64 	%rd131, %rd130, -7723592293110705685;
+	shr.u64 	%rd132, %rd131, 31;
+	xor.b64  	%rd133, %rd131, %rd34;
+	xor.b64  	%rd134, %rd133, %rd132;
+	add.s64 	%rd135, %rd134, -7046029254386353131;
+	shr.u64 	%rd136, %rd135, 30;
+	xor.b64  	%rd137, %rd136, %rd135;
+	mul.lo.s64 	%rd138, %rd137, -4658895280553007687;
+	shr.u64 	%rd139, %rd138, 27;
+	xor.b64  	%rd140, %rd139, %rd138;
+	mul.lo.s64 	%rd141, %rd140, -7723592293110705685;
+	shr.u64 	%rd142, %rd141, 40;
+	cvt.rn.f32.u64 	%f23, %rd142;
+	mul.f32 	%f24, %f23, 0f33800000;
+	add.s64 	%rd143, %rd122, %rd25;
+	add.s64 	%rd152, %rd143, %rd25;
+	setp.lt.f32 	%p10, %f24, %f1;
+	selp.f32 	%f25, %f2, 0f00000000, %p10;
+	ld.global.f32 	%f26, [%rd143];
+	mul.f32 	%f27, %f26, %f25;
+	add.s64 	%rd144, %rd123, %rd25;
+	add.s64 	%rd153, %rd144, %rd25;
+	st.global.f32 	[%rd144], %f27;
+	add.s64 	%rd150, %rd124, %rd6;
+	setp.lt.s64 	%p11, %rd150, %rd33;
+	@%p11 bra 	$L__BB45_9;
+
+$L__BB45_10:
+	ret;
+
+}
+	// .globl	avg_pool2d_f32
+.visible .entry avg_pool2d_f32(
+	.param .u64 avg_pool2d_f32_param_0,
+	.param .u64 avg_pool2d_f32_param_1,
+	.param .u64 avg_pool2d_f32_param_2,
+	.param .u64 avg_pool2d_f32_param_3,
+	.param .u64 avg_pool2d_f32_param_4,
+	.param .u64 avg_pool2d_f32_param_5,
+	.param .u64 avg_pool2d_f32_param_6,
+	.param .u64 avg_pool2d_f32_param_7,
+	.param .u64 avg_pool2d_f32_param_8,
+	.param .u64 avg_pool2d_f32_param_9,
+	.param .u64 avg_pool2d_f32_param_10,
+	.param .u64 avg_pool2d_f32_param_11,
+	.param .u64 avg_pool2d_f32_param_12,
+	.param .f32 avg_pool2d_f32_param_13,
+	.param .f32 avg_pool2d_f32_param_14
+)
+{
+	.reg .pred 	%p<30>;
+	.reg .f32 	%f<65>;
+	.reg .b32 	%r<37>;
+	.reg .b64 	%rd<187>;
+
+
+	ld.param.u64 	%rd107, [avg_pool2d_f32_param_0];
+	ld.param.u64 	%rd108, [avg_pool2d_f32_param_1];
+	ld.param.u64 	%rd109, [avg_pool2d_f32_param_2];
+	ld.param.u64 	%rd97, [avg_pool2d_f32_param_3];
+	ld.param.u64 	%rd98, [avg_pool2d_f32_param_4];
+	ld.param.u64 	%rd99, [avg_pool2d_f32_param_5];
+	ld.param.u64 	%rd100, [avg_pool2d_f32_param_6];
+	ld.param.u64 	%rd101, [avg_pool2d_f32_param_7];
+	ld.param.u64 	%rd102, [avg_pool2d_f32_param_8];
+	ld.param.u64 	%rd103, [avg_pool2d_f32_param_9];
+	ld.param.u64 	%rd104, [avg_pool2d_f32_param_10];
+	ld.param.u64 	%rd105, [avg_pool2d_f32_param_11];
+	ld.param.u64 	%rd106, [avg_pool2d_f32_param_12];
+	ld.param.f32 	%f21, [avg_pool2d_f32_param_13];
+	ld.param.f32 	%f22, [avg_pool2d_f32_param_14];
+	cvta.to.global.u64 	%rd1, %rd108;
+	cvta.to.global.u64 	%rd2, %rd107;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd110, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd111, %r3;
+	add.s64 	%rd165, %rd110, %rd111;
+	mul.lo.s64 	%rd112, %rd105, %rd109;
+	mul.lo.s64 	%rd5, %rd112, %rd106;
+	setp.ge.s64 	%p1, %rd165, %rd5;
+	@%p1 bra 	$L__BB46_55;
+
+	setp.neu.f32 	%p2, %f22, 0f00000000;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd113, %r4;
+	mul.lo.s64 	%rd6, %rd113, %rd3;
+	@%p2 bra 	$L__BB46_24;
+	bra.uni 	$L__BB46_2;
+
+$L__BB46_24:
+	add.s64 	%rd47, %rd1, 8;
+	add.s64 	%rd48, %rd106, -1;
+	add.s64 	%rd49, %rd105, -1;
+	cvt.u32.u64 	%r15, %rd106;
+	cvt.u32.u64 	%r20, %rd105;
+
+$L__BB46_25:
+	or.b64  	%rd138, %rd165, %rd106;
+	and.b64  	%rd139, %rd138, -4294967296;
+	setp.eq.s64 	%p15, %rd139, 0;
+	@%p15 bra 	$L__BB46_27;
+
+	div.s64 	%rd175, %rd165, %rd106;
+	mul.lo.s64 	%rd140, %rd175, %rd106;
+	sub.s64 	%rd176, %rd165, %rd140;
+	bra.uni 	$L__BB46_28;
+
+$L__BB46_27:
+	cvt.u32.u64 	%r16, %rd165;
+	div.u32 	%r17, %r16, %r15;
+	mul.lo.s32 	%r18, %r17, %r15;
+	sub.s32 	%r19, %r16, %r18;
+	cvt.u64.u32 	%rd175, %r17;
+	cvt.u64.u32 	%rd176, %r19;
+
+$L__BB46_28:
+	or.b64  	%rd141, %rd175, %rd105;
+	and.b64  	%rd142, %rd141, -4294967296;
+	setp.eq.s64 	%p16, %rd142, 0;
+	@%p16 bra 	$L__BB46_30;
+
+	div.s64 	%rd177, %rd175, %rd105;
+	mul.lo.s64 	%rd143, %rd177, %rd105;
+	sub.s64 	%rd178, %rd175, %rd143;
+	bra.uni 	$L__BB46_31;
+
+$L__BB46_30:
+	cvt.u32.u64 	%r21, %rd175;
+	div.u32 	%r22, %r21, %r20;
+	mul.lo.s32 	%r23, %r22, %r20;
+	sub.s32 	%r24, %r21, %r23;
+	cvt.u64.u32 	%rd177, %r22;
+	cvt.u64.u32 	%rd178, %r24;
+
+$L__BB46_31:
+	mul.lo.s64 	%rd63, %rd178, %rd97;
+	or.b64  	%rd144, %rd63, %rd105;
+	and.b64  	%rd145, %rd144, -4294967296;
+	setp.eq.s64 	%p17, %rd145, 0;
+	@%p17 bra 	$L__BB46_33;
+
+	div.s64 	%rd179, %rd63, %rd105;
+	bra.uni 	$L__BB46_34;
+
+$L__BB46_33:
+	cvt.u32.u64 	%r26, %rd63;
+	div.u32 	%r27, %r26, %r20;
+	cvt.u64.u32 	%rd179, %r27;
+
+$L__BB46_34:
+	add.s64 	%rd146, %rd63, %rd97;
+	add.s64 	%rd67, %rd49, %rd146;
+	or.b64  	%rd147, %rd67, %rd105;
+	and.b64  	%rd148, %rd147, -4294967296;
+	setp.eq.s64 	%p18, %rd148, 0;
+	@%p18 bra 	$L__BB46_36;
+
+	div.s64 	%rd180, %rd67, %rd105;
+	bra.uni 	$L__BB46_37;
+
+$L__BB46_36:
+	cvt.u32.u64 	%r29, %rd67;
+	div.u32 	%r30, %r29, %r20;
+	cvt.u64.u32 	%rd180, %r30;
+
+$L__BB46_37:
+	mul.lo.s64 	%rd71, %rd176, %rd98;
+	or.b64  	%rd149, %rd71, %rd106;
+	and.b64  	%rd150, %rd149, -4294967296;
+	setp.eq.s64 	%p19, %rd150, 0;
+	@%p19 bra 	$L__BB46_39;
+
+	div.s64 	%rd181, %rd71, %rd106;
+	bra.uni 	$L__BB46_40;
+
+$L__BB46_39:
+	cvt.u32.u64 	%r32, %rd71;
+	div.u32 	%r33, %r32, %r15;
+	cvt.u64.u32 	%rd181, %r33;
+
+$L__BB46_40:
+	add.s64 	%rd151, %rd71, %rd98;
+	add.s64 	%rd75, %rd48, %rd151;
+	or.b64  	%rd152, %rd75, %rd106;
+	and.b64  	%rd153, %rd152, -4294967296;
+	setp.eq.s64 	%p20, %rd153, 0;
+	@%p20 bra 	$L__BB46_42;
+
+	div.s64 	%rd182, %rd75, %rd106;
+	bra.uni 	$L__BB46_43;
+
+$L__BB46_42:
+	cvt.u32.u64 	%r35, %rd75;
+	div.u32 	%r36, %r35, %r15;
+	cvt.u64.u32 	%rd182, %r36;
+
+$L__BB46_43:
+	sub.s64 	%rd79, %rd182, %rd181;
+	setp.le.s64 	%p21, %rd180, %rd179;
+	mov.f32 	%f63, 0f00000000;
+	@%p21 bra 	$L__BB46_54;
+
+	not.b64 	%rd154, %rd181;
+	add.s64 	%rd80, %rd182, %rd154;
+	and.b64  	%rd81, %rd79, 3;
+	add.s64 	%rd83, %rd181, 2;
+	add.s64 	%rd84, %rd181, 3;
+	mul.lo.s64 	%rd85, %rd177, %rd97;
+	mov.u64 	%rd183, %rd179;
+
+$L__BB46_45:
+	setp.le.s64 	%p22, %rd182, %rd181;
+	@%p22 bra 	$L__BB46_53;
+
+	setp.eq.s64 	%p23, %rd81, 0;
+	add.s64 	%rd155, %rd183, %rd85;
+	mul.lo.s64 	%rd87, %rd155, %rd98;
+	mov.u64 	%rd184, %rd181;
+	@%p23 bra 	$L__BB46_50;
+
+	add.s64 	%rd184, %rd181, 1;
+	setp.eq.s64 	%p24, %rd81, 1;
+	add.s64 	%rd156, %rd181, %rd87;
+	shl.b64 	%rd157, %rd156, 2;
+	add.s64 	%rd88, %rd1, %rd157;
+	ld.global.f32 	%f41, [%rd88];
+	add.f32 	%f63, %f63, %f41;
+	@%p24 bra 	$L__BB46_50;
+
+	setp.eq.s64 	%p25, %rd81, 2;
+	ld.global.f32 	%f42, [%rd88+4];
+	add.f32 	%f63, %f63, %f42;
+	mov.u64 	%rd184, %rd83;
+	@%p25 bra 	$L__BB46_50;
+
+	ld.global.f32 	%f43, [%rd88+8];
+	add.f32 	%f63, %f63, %f43;
+	mov.u64 	%rd184, %rd84;
+
+$L__BB46_50:
+	setp.lt.u64 	%p26, %rd80, 3;
+	@%p26 bra 	$L__BB46_53;
+
+	add.s64 	%rd158, %rd184, %rd87;
+	shl.b64 	%rd159, %rd158, 2;
+	add.s64 	%rd185, %rd47, %rd159;
+
+$L__BB46_52:
+	ld.global.f32 	%f44, [%rd185+-8];
+	add.f32 	%f45, %f63, %f44;
+	ld.global.f32 	%f46, [%rd185+-4];
+	add.f32 	%f47, %f45, %f46;
+	ld.global.f32 	%f48, [%rd185];
+	add.f32 	%f49, %f47, %f48;
+	ld.global.f32 	%f50, [%rd185+4];
+	add.f32 	%f63, %f49, %f50;
+	add.s64 	%rd185, %rd185, 16;
+	add.s64 	%rd184, %rd184, 4;
+	setp.lt.s64 	%p27, %rd184, %rd182;
+	@%p27 bra 	$L__BB46_52;
+
+$L__BB46_53:
+	add.s64 	%rd183, %rd183, 1;
+	setp.lt.s64 	%p28, %rd183, %rd180;
+	@%p28 bra 	$L__BB46_45;
+
+$L__BB46_54:
+	shl.b64 	%rd160, %rd165, 2;
+	add.s64 	%rd161, %rd2, %rd160;
+	sub.s64 	%rd162, %rd180, %rd179;
+	mul.lo.s64 	%rd163, %rd79, %rd162;
+	cvt.rn.f32.s64 	%f51, %rd163;
+	div.rn.f32 	%f52, %f63, %f51;
+	st.global.f32 	[%rd161], %f52;
+	add.s64 	%rd165, %rd165, %rd6;
+	setp.lt.s64 	%p29, %rd165, %rd5;
+	@%p29 bra 	$L__BB46_25;
+	bra.uni 	$L__BB46_55;
+
+$L__BB46_2:
+	add.s64 	%rd7, %rd103, %rd97;
+	add.s64 	%rd8, %rd104, %rd98;
+	cvt.u32.u64 	%r5, %rd106;
+	cvt.u32.u64 	%r10, %rd105;
+
+$L__BB46_3:
+	or.b64  	%rd114, %rd165, %rd106;
+	and.b64  	%rd115, %rd114, -4294967296;
+	setp.eq.s64 	%p3, %rd115, 0;
+	@%p3 bra 	$L__BB46_5;
+
+	div.s64 	%rd166, %rd165, %rd106;
+	mul.lo.s64 	%rd116, %rd166, %rd106;
+	sub.s64 	%rd167, %rd165, %rd116;
+	bra.uni 	$L__BB46_6;
+
+$L__BB46_5:
+	cvt.u32.u64 	%r6, %rd165;
+	div.u32 	%r7, %r6, %r5;
+	mul.lo.s32 	%r8, %r7, %r5;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd166, %r7;
+	cvt.u64.u32 	%rd167, %r9;
+
+$L__BB46_6:
+	or.b64  	%rd117, %rd166, %rd105;
+	and.b64  	%rd118, %rd117, -4294967296;
+	setp.eq.s64 	%p4, %rd118, 0;
+	@%p4 bra 	$L__BB46_8;
+
+	div.s64 	%rd168, %rd166, %rd105;
+	mul.lo.s64 	%rd119, %rd168, %rd105;
+	sub.s64 	%rd169, %rd166, %rd119;
+	bra.uni 	$L__BB46_9;
+
+$L__BB46_8:
+	cvt.u32.u64 	%r11, %rd166;
+	div.u32 	%r12, %r11, %r10;
+	mul.lo.s32 	%r13, %r12, %r10;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd168, %r12;
+	cvt.u64.u32 	%rd169, %r14;
+
+$L__BB46_9:
+	mul.lo.s64 	%rd120, %rd169, %rd101;
+	sub.s64 	%rd22, %rd120, %rd103;
+	mul.lo.s64 	%rd121, %rd167, %rd102;
+	sub.s64 	%rd23, %rd121, %rd104;
+	max.s64 	%rd171, %rd22, 0;
+	add.s64 	%rd25, %rd22, %rd99;
+	min.s64 	%rd26, %rd25, %rd97;
+	max.s64 	%rd27, %rd23, 0;
+	add.s64 	%rd28, %rd23, %rd100;
+	min.s64 	%rd29, %rd28, %rd98;
+	setp.neu.f32 	%p5, %f21, 0f00000000;
+	@%p5 bra 	$L__BB46_11;
+	bra.uni 	$L__BB46_10;
+
+$L__BB46_11:
+	min.s64 	%rd124, %rd25, %rd7;
+	min.s64 	%rd125, %rd28, %rd8;
+	sub.s64 	%rd126, %rd124, %rd22;
+	sub.s64 	%rd127, %rd125, %rd23;
+	mul.lo.s64 	%rd170, %rd126, %rd127;
+	bra.uni 	$L__BB46_12;
+
+$L__BB46_10:
+	sub.s64 	%rd122, %rd26, %rd171;
+	sub.s64 	%rd123, %rd29, %rd27;
+	mul.lo.s64 	%rd170, %rd122, %rd123;
+
+$L__BB46_12:
+	setp.le.s64 	%p6, %rd26, %rd171;
+	mov.f32 	%f57, 0f00000000;
+	@%p6 bra 	$L__BB46_23;
+
+	sub.s64 	%rd128, %rd29, %rd27;
+	not.b64 	%rd129, %rd27;
+	add.s64 	%rd33, %rd29, %rd129;
+	and.b64  	%rd34, %rd128, 3;
+	add.s64 	%rd35, %rd27, 1;
+	add.s64 	%rd36, %rd27, 2;
+	add.s64 	%rd37, %rd27, 3;
+	mul.lo.s64 	%rd38, %rd168, %rd97;
+
+$L__BB46_14:
+	setp.le.s64 	%p7, %rd29, %rd27;
+	@%p7 bra 	$L__BB46_22;
+
+	setp.eq.s64 	%p8, %rd34, 0;
+	add.s64 	%rd130, %rd171, %rd38;
+	mul.lo.s64 	%rd40, %rd130, %rd98;
+	mov.u64 	%rd172, %rd27;
+	@%p8 bra 	$L__BB46_19;
+
+	setp.eq.s64 	%p9, %rd34, 1;
+	add.s64 	%rd131, %rd27, %rd40;
+	shl.b64 	%rd132, %rd131, 2;
+	add.s64 	%rd41, %rd1, %rd132;
+	ld.global.f32 	%f26, [%rd41];
+	add.f32 	%f57, %f57, %f26;
+	mov.u64 	%rd172, %rd35;
+	@%p9 bra 	$L__BB46_19;
+
+	setp.eq.s64 	%p10, %rd34, 2;
+	ld.global.f32 	%f27, [%rd41+4];
+	add.f32 	%f57, %f57, %f27;
+	mov.u64 	%rd172, %rd36;
+	@%p10 bra 	$L__BB46_19;
+
+	ld.global.f32 	%f28, [%rd41+8];
+	add.f32 	%f57, %f57, %f28;
+	mov.u64 	%rd172, %rd37;
+
+$L__BB46_19:
+	setp.lt.u64 	%p11, %rd33, 3;
+	@%p11 bra 	$L__BB46_22;
+
+$L__BB46_21:
+	add.s64 	%rd133, %rd172, %rd40;
+	shl.b64 	%rd134, %rd133, 2;
+	add.s64 	%rd135, %rd1, %rd134;
+	ld.global.f32 	%f29, [%rd135];
+	add.f32 	%f30, %f57, %f29;
+	ld.global.f32 	%f31, [%rd135+4];
+	add.f32 	%f32, %f30, %f31;
+	ld.global.f32 	%f33, [%rd135+8];
+	add.f32 	%f34, %f32, %f33;
+	ld.global.f32 	%f35, [%rd135+12];
+	add.f32 	%f57, %f34, %f35;
+	add.s64 	%rd172, %rd172, 4;
+	setp.lt.s64 	%p12, %rd172, %rd29;
+	@%p12 bra 	$L__BB46_21;
+
+$L__BB46_22:
+	add.s64 	%rd171, %rd171, 1;
+	setp.lt.s64 	%p13, %rd171, %rd26;
+	@%p13 bra 	$L__BB46_14;
+
+$L__BB46_23:
+	shl.b64 	%rd136, %rd165, 2;
+	add.s64 	%rd137, %rd2, %rd136;
+	cvt.rn.f32.s64 	%f36, %rd170;
+	div.rn.f32 	%f37, %f57, %f36;
+	st.global.f32 	[%rd137], %f37;
+	add.s64 	%rd165, %rd165, %rd6;
+	setp.lt.s64 	%p14, %rd165, %rd5;
+	@%p14 bra 	$L__BB46_3;
+
+$L__BB46_55:
+	ret;
+
+}
+	// .globl	avg_pool2d_bwd_f32
+.visible .entry avg_pool2d_bwd_f32(
+	.param .u64 avg_pool2d_bwd_f32_param_0,
+	.param .u64 avg_pool2d_bwd_f32_param_1,
+	.param .u64 avg_pool2d_bwd_f32_param_2,
+	.param .u64 avg_pool2d_bwd_f32_param_3,
+	.param .u64 avg_pool2d_bwd_f32_param_4,
+	.param .u64 avg_pool2d_bwd_f32_param_5,
+	.param .u64 avg_pool2d_bwd_f32_param_6,
+	.param .u64 avg_pool2d_bwd_f32_param_7,
+	.param .u64 avg_pool2d_bwd_f32_param_8,
+	.param .u64 avg_pool2d_bwd_f32_param_9,
+	.param .u64 avg_pool2d_bwd_f32_param_10,
+	.param .u64 avg_pool2d_bwd_f32_param_11,
+	.param .u64 avg_pool2d_bwd_f32_param_12,
+	.param .f32 avg_pool2d_bwd_f32_param_13,
+	.param .f32 avg_pool2d_bwd_f32_param_14
+)
+{
+	.reg .pred 	%p<187>;
+	.reg .f32 	%f<154>;
+	.reg .b32 	%r<93>;
+	.reg .b64 	%rd<542>;
+
+
+	ld.param.u64 	%rd221, [avg_pool2d_bwd_f32_param_0];
+	ld.param.u64 	%rd222, [avg_pool2d_bwd_f32_param_1];
+	ld.param.u64 	%rd233, [avg_pool2d_bwd_f32_param_2];
+	ld.param.u64 	%rd223, [avg_pool2d_bwd_f32_param_3];
+	ld.param.u64 	%rd224, [avg_pool2d_bwd_f32_param_4];
+	ld.param.u64 	%rd225, [avg_pool2d_bwd_f32_param_5];
+	ld.param.u64 	%rd226, [avg_pool2d_bwd_f32_param_6];
+	ld.param.u64 	%rd227, [avg_pool2d_bwd_f32_param_7];
+	ld.param.u64 	%rd228, [avg_pool2d_bwd_f32_param_8];
+	ld.param.u64 	%rd229, [avg_pool2d_bwd_f32_param_9];
+	ld.param.u64 	%rd230, [avg_pool2d_bwd_f32_param_10];
+	ld.param.u64 	%rd231, [avg_pool2d_bwd_f32_param_11];
+	ld.param.u64 	%rd232, [avg_pool2d_bwd_f32_param_12];
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd1, %r2;
+	mul.wide.u32 	%rd234, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd235, %r3;
+	add.s64 	%rd497, %rd234, %rd235;
+	mul.lo.s64 	%rd236, %rd223, %rd233;
+	mul.lo.s64 	%rd3, %rd236, %rd224;
+	setp.ge.s64 	%p7, %rd497, %rd3;
+	@%p7 bra 	$L__BB47_156;
+
+	cvta.to.global.u64 	%rd4, %rd222;
+	add.s64 	%rd7, %rd231, -1;
+	add.s64 	%rd8, %rd232, -1;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd237, %r4;
+	mul.lo.s64 	%rd9, %rd237, %rd1;
+	add.s64 	%rd11, %rd230, %rd224;
+	cvta.to.global.u64 	%rd15, %rd221;
+	cvt.u32.u64 	%r5, %rd224;
+	cvt.u32.u64 	%r10, %rd223;
+
+$L__BB47_2:
+	or.b64  	%rd238, %rd497, %rd224;
+	and.b64  	%rd239, %rd238, -4294967296;
+	setp.eq.s64 	%p8, %rd239, 0;
+	@%p8 bra 	$L__BB47_4;
+
+	div.s64 	%rd498, %rd497, %rd224;
+	mul.lo.s64 	%rd240, %rd498, %rd224;
+	sub.s64 	%rd499, %rd497, %rd240;
+	bra.uni 	$L__BB47_5;
+
+$L__BB47_4:
+	cvt.u32.u64 	%r6, %rd497;
+	div.u32 	%r7, %r6, %r5;
+	mul.lo.s32 	%r8, %r7, %r5;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd498, %r7;
+	cvt.u64.u32 	%rd499, %r9;
+
+$L__BB47_5:
+	or.b64  	%rd241, %rd498, %rd223;
+	and.b64  	%rd242, %rd241, -4294967296;
+	setp.eq.s64 	%p9, %rd242, 0;
+	@%p9 bra 	$L__BB47_7;
+
+	div.s64 	%rd500, %rd498, %rd223;
+	mul.lo.s64 	%rd243, %rd500, %rd223;
+	sub.s64 	%rd501, %rd498, %rd243;
+	bra.uni 	$L__BB47_8;
+
+$L__BB47_7:
+	cvt.u32.u64 	%r11, %rd498;
+	div.u32 	%r12, %r11, %r10;
+	mul.lo.s32 	%r13, %r12, %r10;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd500, %r12;
+	cvt.u64.u32 	%rd501, %r14;
+
+$L__BB47_8:
+	ld.param.f32 	%f122, [avg_pool2d_bwd_f32_param_14];
+	setp.neu.f32 	%p10, %f122, 0f00000000;
+	@%p10 bra 	$L__BB47_23;
+	bra.uni 	$L__BB47_9;
+
+$L__BB47_23:
+	mul.lo.s64 	%rd46, %rd501, %rd231;
+	or.b64  	%rd254, %rd46, %rd223;
+	and.b64  	%rd255, %rd254, -4294967296;
+	setp.eq.s64 	%p17, %rd255, 0;
+	@%p17 bra 	$L__BB47_25;
+
+	div.s64 	%rd505, %rd46, %rd223;
+	bra.uni 	$L__BB47_26;
+
+$L__BB47_9:
+	add.s64 	%rd29, %rd501, %rd229;
+	sub.s64 	%rd30, %rd29, %rd225;
+	setp.lt.s64 	%p11, %rd30, 0;
+	mov.u64 	%rd508, 0;
+	@%p11 bra 	$L__BB47_13;
+
+	add.s64 	%rd31, %rd30, %rd227;
+	or.b64  	%rd245, %rd31, %rd227;
+	and.b64  	%rd246, %rd245, -4294967296;
+	setp.eq.s64 	%p12, %rd246, 0;
+	@%p12 bra 	$L__BB47_12;
+
+	div.s64 	%rd508, %rd31, %rd227;
+	bra.uni 	$L__BB47_13;
+
+$L__BB47_25:
+	cvt.u32.u64 	%r28, %rd46;
+	div.u32 	%r29, %r28, %r10;
+	cvt.u64.u32 	%rd505, %r29;
+
+$L__BB47_26:
+	add.s64 	%rd408, %rd223, -1;
+	add.s64 	%rd256, %rd46, %rd231;
+	add.s64 	%rd50, %rd408, %rd256;
+	or.b64  	%rd257, %rd50, %rd223;
+	and.b64  	%rd258, %rd257, -4294967296;
+	setp.eq.s64 	%p18, %rd258, 0;
+	@%p18 bra 	$L__BB47_28;
+
+	div.s64 	%rd509, %rd50, %rd223;
+	bra.uni 	$L__BB47_29;
+
+$L__BB47_28:
+	cvt.u32.u64 	%r31, %rd50;
+	div.u32 	%r32, %r31, %r10;
+	cvt.u64.u32 	%rd509, %r32;
+
+$L__BB47_29:
+	mul.lo.s64 	%rd54, %rd499, %rd232;
+	or.b64  	%rd259, %rd54, %rd224;
+	and.b64  	%rd260, %rd259, -4294967296;
+	setp.eq.s64 	%p19, %rd260, 0;
+	@%p19 bra 	$L__BB47_31;
+
+	div.s64 	%rd507, %rd54, %rd224;
+	bra.uni 	$L__BB47_32;
+
+$L__BB47_31:
+	cvt.u32.u64 	%r34, %rd54;
+	div.u32 	%r35, %r34, %r5;
+	cvt.u64.u32 	%rd507, %r35;
+
+$L__BB47_32:
+	add.s64 	%rd409, %rd224, -1;
+	add.s64 	%rd508, %rd505, -1;
+	add.s64 	%rd510, %rd507, -1;
+	add.s64 	%rd261, %rd54, %rd232;
+	add.s64 	%rd60, %rd409, %rd261;
+	or.b64  	%rd262, %rd60, %rd224;
+	and.b64  	%rd263, %rd262, -4294967296;
+	setp.eq.s64 	%p20, %rd263, 0;
+	@%p20 bra 	$L__BB47_34;
+
+	div.s64 	%rd511, %rd60, %rd224;
+	bra.uni 	$L__BB47_35;
+
+$L__BB47_34:
+	cvt.u32.u64 	%r37, %rd60;
+	div.u32 	%r38, %r37, %r5;
+	cvt.u64.u32 	%rd511, %r38;
+	bra.uni 	$L__BB47_35;
+
+$L__BB47_12:
+	cvt.u32.u64 	%r15, %rd227;
+	cvt.u32.u64 	%r16, %rd31;
+	div.u32 	%r17, %r16, %r15;
+	cvt.u64.u32 	%rd508, %r17;
+
+$L__BB47_13:
+	or.b64  	%rd247, %rd29, %rd227;
+	and.b64  	%rd248, %rd247, -4294967296;
+	setp.eq.s64 	%p13, %rd248, 0;
+	@%p13 bra 	$L__BB47_15;
+
+	div.s64 	%rd509, %rd29, %rd227;
+	bra.uni 	$L__BB47_16;
+
+$L__BB47_15:
+	cvt.u32.u64 	%r18, %rd227;
+	cvt.u32.u64 	%r19, %rd29;
+	div.u32 	%r20, %r19, %r18;
+	cvt.u64.u32 	%rd509, %r20;
+
+$L__BB47_16:
+	add.s64 	%rd38, %rd499, %rd230;
+	sub.s64 	%rd39, %rd38, %rd226;
+	setp.lt.s64 	%p14, %rd39, 0;
+	mov.u64 	%rd510, 0;
+	@%p14 bra 	$L__BB47_20;
+
+	add.s64 	%rd40, %rd39, %rd228;
+	or.b64  	%rd250, %rd40, %rd228;
+	and.b64  	%rd251, %rd250, -4294967296;
+	setp.eq.s64 	%p15, %rd251, 0;
+	@%p15 bra 	$L__BB47_19;
+
+	div.s64 	%rd510, %rd40, %rd228;
+	bra.uni 	$L__BB47_20;
+
+$L__BB47_19:
+	cvt.u32.u64 	%r21, %rd228;
+	cvt.u32.u64 	%r22, %rd40;
+	div.u32 	%r23, %r22, %r21;
+	cvt.u64.u32 	%rd510, %r23;
+
+$L__BB47_20:
+	or.b64  	%rd252, %rd38, %rd228;
+	and.b64  	%rd253, %rd252, -4294967296;
+	setp.eq.s64 	%p16, %rd253, 0;
+	@%p16 bra 	$L__BB47_22;
+
+	div.s64 	%rd511, %rd38, %rd228;
+	bra.uni 	$L__BB47_35;
+
+$L__BB47_22:
+	cvt.u32.u64 	%r24, %rd228;
+	cvt.u32.u64 	%r25, %rd38;
+	div.u32 	%r26, %r25, %r24;
+	cvt.u64.u32 	%rd511, %r26;
+
+$L__BB47_35:
+	max.s64 	%rd513, %rd508, 0;
+	max.s64 	%rd68, %rd510, 0;
+	min.s64 	%rd69, %rd509, %rd7;
+	min.s64 	%rd70, %rd511, %rd8;
+	setp.gt.s64 	%p21, %rd513, %rd69;
+	mov.f32 	%f130, 0f00000000;
+	@%p21 bra 	$L__BB47_155;
+
+	neg.s64 	%rd407, %rd232;
+	neg.s64 	%rd265, %rd68;
+	mov.u64 	%rd512, 0;
+	not.b64 	%rd266, %rd511;
+	max.s64 	%rd267, %rd407, %rd266;
+	sub.s64 	%rd268, %rd265, %rd267;
+	not.b64 	%rd269, %rd68;
+	sub.s64 	%rd71, %rd269, %rd267;
+	and.b64  	%rd72, %rd268, 3;
+	mul.lo.s64 	%rd74, %rd68, %rd224;
+	add.s64 	%rd75, %rd74, %rd224;
+	add.s64 	%rd76, %rd8, %rd75;
+	mul.lo.s64 	%rd270, %rd68, %rd228;
+	sub.s64 	%rd271, %rd270, %rd230;
+	max.s64 	%rd77, %rd271, 0;
+	add.s64 	%rd272, %rd271, %rd226;
+	min.s64 	%rd78, %rd272, %rd224;
+	add.s64 	%rd82, %rd75, %rd224;
+	add.s64 	%rd83, %rd8, %rd82;
+	add.s64 	%rd274, %rd270, %rd228;
+	sub.s64 	%rd275, %rd274, %rd230;
+	max.s64 	%rd84, %rd275, 0;
+	add.s64 	%rd276, %rd275, %rd226;
+	min.s64 	%rd85, %rd276, %rd224;
+	add.s64 	%rd88, %rd68, 3;
+	add.s64 	%rd89, %rd83, %rd224;
+	add.s64 	%rd278, %rd274, %rd228;
+	sub.s64 	%rd279, %rd278, %rd230;
+	max.s64 	%rd90, %rd279, 0;
+	add.s64 	%rd280, %rd279, %rd226;
+	min.s64 	%rd91, %rd280, %rd224;
+	mul.lo.s64 	%rd95, %rd231, %rd500;
+	add.s64 	%rd282, %rd513, %rd95;
+	mul.lo.s64 	%rd94, %rd232, %rd282;
+
+$L__BB47_37:
+	mov.u64 	%rd97, %rd513;
+	max.s64 	%rd471, %rd510, 0;
+	setp.gt.s64 	%p22, %rd471, %rd70;
+	@%p22 bra 	$L__BB47_154;
+
+	max.s64 	%rd472, %rd510, 0;
+	setp.neu.f32 	%p180, %f122, 0f00000000;
+	add.s64 	%rd410, %rd229, %rd223;
+	mul.lo.s64 	%rd283, %rd232, %rd512;
+	add.s64 	%rd284, %rd94, %rd283;
+	shl.b64 	%rd285, %rd284, 2;
+	add.s64 	%rd98, %rd4, %rd285;
+	mul.lo.s64 	%rd99, %rd97, %rd223;
+	add.s64 	%rd286, %rd99, %rd223;
+	add.s64 	%rd100, %rd7, %rd286;
+	mul.lo.s64 	%rd287, %rd97, %rd227;
+	sub.s64 	%rd288, %rd287, %rd229;
+	max.s64 	%rd101, %rd288, 0;
+	add.s64 	%rd289, %rd288, %rd225;
+	min.s64 	%rd102, %rd289, %rd223;
+	add.s64 	%rd290, %rd97, %rd95;
+	mul.lo.s64 	%rd291, %rd290, %rd232;
+	min.s64 	%rd292, %rd289, %rd410;
+	sub.s64 	%rd103, %rd292, %rd288;
+	sub.s64 	%rd104, %rd102, %rd101;
+	add.s64 	%rd293, %rd472, %rd291;
+	shl.b64 	%rd294, %rd293, 2;
+	add.s64 	%rd105, %rd4, %rd294;
+	@%p180 bra 	$L__BB47_80;
+	bra.uni 	$L__BB47_39;
+
+$L__BB47_80:
+	max.s64 	%rd529, %rd510, 0;
+	setp.eq.s64 	%p113, %rd72, 0;
+	@%p113 bra 	$L__BB47_113;
+
+	or.b64  	%rd351, %rd99, %rd231;
+	and.b64  	%rd352, %rd351, -4294967296;
+	setp.eq.s64 	%p114, %rd352, 0;
+	@%p114 bra 	$L__BB47_83;
+
+	div.s64 	%rd521, %rd99, %rd231;
+	bra.uni 	$L__BB47_84;
+
+$L__BB47_39:
+	ld.param.f32 	%f123, [avg_pool2d_bwd_f32_param_13];
+	setp.neu.f32 	%p24, %f123, 0f00000000;
+	@%p24 bra 	$L__BB47_60;
+	bra.uni 	$L__BB47_40;
+
+$L__BB47_60:
+	max.s64 	%rd518, %rd510, 0;
+	setp.eq.s64 	%p69, %rd72, 0;
+	@%p69 bra 	$L__BB47_69;
+
+	setp.ge.s64 	%p70, %rd499, %rd78;
+	setp.lt.s64 	%p71, %rd501, %rd102;
+	setp.ge.s64 	%p72, %rd501, %rd101;
+	and.pred  	%p3, %p72, %p71;
+	not.pred 	%p73, %p3;
+	setp.lt.s64 	%p74, %rd499, %rd77;
+	or.pred  	%p75, %p73, %p74;
+	or.pred  	%p76, %p75, %p70;
+	@%p76 bra 	$L__BB47_63;
+
+	max.s64 	%rd464, %rd510, 0;
+	mul.lo.s64 	%rd463, %rd464, %rd228;
+	sub.s64 	%rd462, %rd463, %rd230;
+	add.s64 	%rd461, %rd462, %rd226;
+	min.s64 	%rd460, %rd461, %rd11;
+	sub.s64 	%rd459, %rd460, %rd462;
+	mul.lo.s64 	%rd322, %rd459, %rd103;
+	cvt.rn.f32.s64 	%f79, %rd322;
+	ld.global.f32 	%f80, [%rd105];
+	div.rn.f32 	%f81, %f80, %f79;
+	add.f32 	%f130, %f130, %f81;
+
+$L__BB47_63:
+	max.s64 	%rd441, %rd510, 0;
+	add.s64 	%rd518, %rd441, 1;
+	setp.eq.s64 	%p77, %rd72, 1;
+	@%p77 bra 	$L__BB47_69;
+
+	setp.ge.s64 	%p78, %rd499, %rd85;
+	setp.lt.s64 	%p79, %rd499, %rd84;
+	or.pred  	%p81, %p73, %p79;
+	or.pred  	%p82, %p81, %p78;
+	@%p82 bra 	$L__BB47_66;
+
+	max.s64 	%rd458, %rd510, 0;
+	mul.lo.s64 	%rd457, %rd458, %rd228;
+	add.s64 	%rd456, %rd457, %rd228;
+	sub.s64 	%rd455, %rd456, %rd230;
+	add.s64 	%rd454, %rd455, %rd226;
+	min.s64 	%rd453, %rd454, %rd11;
+	sub.s64 	%rd452, %rd453, %rd455;
+	mul.lo.s64 	%rd323, %rd452, %rd103;
+	cvt.rn.f32.s64 	%f82, %rd323;
+	ld.global.f32 	%f83, [%rd105+4];
+	div.rn.f32 	%f84, %f83, %f82;
+	add.f32 	%f130, %f130, %f84;
+
+$L__BB47_66:
+	max.s64 	%rd443, %rd510, 0;
+	add.s64 	%rd518, %rd443, 2;
+	setp.eq.s64 	%p83, %rd72, 2;
+	@%p83 bra 	$L__BB47_69;
+
+	setp.ge.s64 	%p84, %rd499, %rd91;
+	setp.lt.s64 	%p85, %rd499, %rd90;
+	or.pred  	%p87, %p73, %p85;
+	or.pred  	%p88, %p87, %p84;
+	mov.u64 	%rd518, %rd88;
+	@%p88 bra 	$L__BB47_69;
+
+	max.s64 	%rd451, %rd510, 0;
+	mul.lo.s64 	%rd450, %rd451, %rd228;
+	add.s64 	%rd449, %rd450, %rd228;
+	add.s64 	%rd448, %rd449, %rd228;
+	sub.s64 	%rd447, %rd448, %rd230;
+	add.s64 	%rd446, %rd447, %rd226;
+	min.s64 	%rd445, %rd446, %rd11;
+	sub.s64 	%rd444, %rd445, %rd447;
+	mul.lo.s64 	%rd324, %rd444, %rd103;
+	cvt.rn.f32.s64 	%f85, %rd324;
+	ld.global.f32 	%f86, [%rd105+8];
+	div.rn.f32 	%f87, %f86, %f85;
+	add.f32 	%f130, %f130, %f87;
+	mov.u64 	%rd518, %rd88;
+
+$L__BB47_69:
+	setp.lt.u64 	%p89, %rd71, 3;
+	@%p89 bra 	$L__BB47_154;
+
+	setp.ge.s64 	%p90, %rd501, %rd101;
+	setp.lt.s64 	%p91, %rd501, %rd102;
+	and.pred  	%p4, %p90, %p91;
+	shl.b64 	%rd325, %rd518, 2;
+	add.s64 	%rd520, %rd98, %rd325;
+
+$L__BB47_71:
+	mul.lo.s64 	%rd131, %rd518, %rd228;
+	sub.s64 	%rd326, %rd131, %rd230;
+	max.s64 	%rd327, %rd326, 0;
+	add.s64 	%rd328, %rd326, %rd226;
+	min.s64 	%rd329, %rd328, %rd224;
+	setp.lt.s64 	%p92, %rd499, %rd327;
+	not.pred 	%p93, %p4;
+	or.pred  	%p94, %p93, %p92;
+	setp.ge.s64 	%p95, %rd499, %rd329;
+	or.pred  	%p96, %p94, %p95;
+	@%p96 bra 	$L__BB47_73;
+
+	mul.lo.s64 	%rd483, %rd518, %rd228;
+	sub.s64 	%rd482, %rd483, %rd230;
+	add.s64 	%rd481, %rd482, %rd226;
+	min.s64 	%rd480, %rd481, %rd11;
+	sub.s64 	%rd479, %rd480, %rd482;
+	mul.lo.s64 	%rd331, %rd479, %rd103;
+	cvt.rn.f32.s64 	%f88, %rd331;
+	ld.global.f32 	%f89, [%rd520];
+	div.rn.f32 	%f90, %f89, %f88;
+	add.f32 	%f130, %f130, %f90;
+
+$L__BB47_73:
+	not.pred 	%p181, %p4;
+	add.s64 	%rd133, %rd131, %rd228;
+	sub.s64 	%rd332, %rd133, %rd230;
+	max.s64 	%rd333, %rd332, 0;
+	add.s64 	%rd334, %rd332, %rd226;
+	min.s64 	%rd335, %rd334, %rd224;
+	setp.lt.s64 	%p97, %rd499, %rd333;
+	or.pred  	%p99, %p181, %p97;
+	setp.ge.s64 	%p100, %rd499, %rd335;
+	or.pred  	%p101, %p99, %p100;
+	@%p101 bra 	$L__BB47_75;
+
+	mul.lo.s64 	%rd489, %rd518, %rd228;
+	add.s64 	%rd488, %rd489, %rd228;
+	sub.s64 	%rd487, %rd488, %rd230;
+	add.s64 	%rd486, %rd487, %rd226;
+	min.s64 	%rd485, %rd486, %rd11;
+	sub.s64 	%rd484, %rd485, %rd487;
+	mul.lo.s64 	%rd337, %rd484, %rd103;
+	cvt.rn.f32.s64 	%f91, %rd337;
+	ld.global.f32 	%f92, [%rd520+4];
+	div.rn.f32 	%f93, %f92, %f91;
+	add.f32 	%f130, %f130, %f93;
+
+$L__BB47_75:
+	not.pred 	%p182, %p4;
+	add.s64 	%rd135, %rd133, %rd228;
+	sub.s64 	%rd338, %rd135, %rd230;
+	max.s64 	%rd339, %rd338, 0;
+	add.s64 	%rd340, %rd338, %rd226;
+	min.s64 	%rd341, %rd340, %rd224;
+	setp.lt.s64 	%p102, %rd499, %rd339;
+	or.pred  	%p104, %p182, %p102;
+	setp.ge.s64 	%p105, %rd499, %rd341;
+	or.pred  	%p106, %p104, %p105;
+	@%p106 bra 	$L__BB47_77;
+
+	mul.lo.s64 	%rd496, %rd518, %rd228;
+	add.s64 	%rd495, %rd496, %rd228;
+	add.s64 	%rd494, %rd495, %rd228;
+	sub.s64 	%rd493, %rd494, %rd230;
+	add.s64 	%rd492, %rd493, %rd226;
+	min.s64 	%rd491, %rd492, %rd11;
+	sub.s64 	%rd490, %rd491, %rd493;
+	mul.lo.s64 	%rd343, %rd490, %rd103;
+	cvt.rn.f32.s64 	%f94, %rd343;
+	ld.global.f32 	%f95, [%rd520+8];
+	div.rn.f32 	%f96, %f95, %f94;
+	add.f32 	%f130, %f130, %f96;
+
+$L__BB47_77:
+	not.pred 	%p183, %p4;
+	add.s64 	%rd344, %rd135, %rd228;
+	sub.s64 	%rd137, %rd344, %rd230;
+	max.s64 	%rd345, %rd137, 0;
+	add.s64 	%rd138, %rd137, %rd226;
+	min.s64 	%rd346, %rd138, %rd224;
+	setp.lt.s64 	%p107, %rd499, %rd345;
+	or.pred  	%p109, %p183, %p107;
+	setp.ge.s64 	%p110, %rd499, %rd346;
+	or.pred  	%p111, %p109, %p110;
+	@%p111 bra 	$L__BB47_79;
+
+	min.s64 	%rd347, %rd138, %rd11;
+	sub.s64 	%rd348, %rd347, %rd137;
+	mul.lo.s64 	%rd349, %rd348, %rd103;
+	cvt.rn.f32.s64 	%f97, %rd349;
+	ld.global.f32 	%f98, [%rd520+12];
+	div.rn.f32 	%f99, %f98, %f97;
+	add.f32 	%f130, %f130, %f99;
+
+$L__BB47_79:
+	add.s64 	%rd139, %rd518, 4;
+	add.s64 	%rd520, %rd520, 16;
+	add.s64 	%rd350, %rd518, 3;
+	setp.lt.s64 	%p112, %rd350, %rd70;
+	mov.u64 	%rd518, %rd139;
+	@%p112 bra 	$L__BB47_71;
+	bra.uni 	$L__BB47_154;
+
+$L__BB47_83:
+	cvt.u32.u64 	%r39, %rd231;
+	cvt.u32.u64 	%r40, %rd99;
+	div.u32 	%r41, %r40, %r39;
+	cvt.u64.u32 	%rd521, %r41;
+
+$L__BB47_84:
+	or.b64  	%rd353, %rd100, %rd231;
+	and.b64  	%rd354, %rd353, -4294967296;
+	setp.eq.s64 	%p115, %rd354, 0;
+	@%p115 bra 	$L__BB47_86;
+
+	div.s64 	%rd522, %rd100, %rd231;
+	bra.uni 	$L__BB47_87;
+
+$L__BB47_86:
+	cvt.u32.u64 	%r42, %rd231;
+	cvt.u32.u64 	%r43, %rd100;
+	div.u32 	%r44, %r43, %r42;
+	cvt.u64.u32 	%rd522, %r44;
+
+$L__BB47_87:
+	or.b64  	%rd355, %rd74, %rd232;
+	and.b64  	%rd356, %rd355, -4294967296;
+	setp.eq.s64 	%p116, %rd356, 0;
+	@%p116 bra 	$L__BB47_89;
+
+	div.s64 	%rd523, %rd74, %rd232;
+	bra.uni 	$L__BB47_90;
+
+$L__BB47_89:
+	cvt.u32.u64 	%r45, %rd232;
+	cvt.u32.u64 	%r46, %rd74;
+	div.u32 	%r47, %r46, %r45;
+	cvt.u64.u32 	%rd523, %r47;
+
+$L__BB47_90:
+	or.b64  	%rd357, %rd76, %rd232;
+	and.b64  	%rd358, %rd357, -4294967296;
+	setp.eq.s64 	%p117, %rd358, 0;
+	@%p117 bra 	$L__BB47_92;
+
+	div.s64 	%rd524, %rd76, %rd232;
+	bra.uni 	$L__BB47_93;
+
+$L__BB47_92:
+	cvt.u32.u64 	%r48, %rd232;
+	cvt.u32.u64 	%r49, %rd76;
+	div.u32 	%r50, %r49, %r48;
+	cvt.u64.u32 	%rd524, %r50;
+
+$L__BB47_93:
+	sub.s64 	%rd153, %rd524, %rd523;
+	sub.s64 	%rd154, %rd522, %rd521;
+	setp.lt.s64 	%p118, %rd501, %rd522;
+	setp.ge.s64 	%p119, %rd501, %rd521;
+	and.pred  	%p5, %p119, %p118;
+	not.pred 	%p120, %p5;
+	setp.lt.s64 	%p121, %rd499, %rd523;
+	or.pred  	%p122, %p120, %p121;
+	setp.ge.s64 	%p123, %rd499, %rd524;
+	or.pred  	%p124, %p122, %p123;
+	@%p124 bra 	$L__BB47_95;
+
+	mul.lo.s64 	%rd359, %rd153, %rd154;
+	cvt.rn.f32.s64 	%f101, %rd359;
+	ld.global.f32 	%f102, [%rd105];
+	div.rn.f32 	%f103, %f102, %f101;
+	add.f32 	%f130, %f130, %f103;
+
+$L__BB47_95:
+	max.s64 	%rd466, %rd510, 0;
+	add.s64 	%rd529, %rd466, 1;
+	setp.eq.s64 	%p125, %rd72, 1;
+	@%p125 bra 	$L__BB47_113;
+
+	or.b64  	%rd360, %rd75, %rd232;
+	and.b64  	%rd361, %rd360, -4294967296;
+	setp.eq.s64 	%p126, %rd361, 0;
+	@%p126 bra 	$L__BB47_98;
+
+	div.s64 	%rd525, %rd75, %rd232;
+	bra.uni 	$L__BB47_99;
+
+$L__BB47_40:
+	max.s64 	%rd514, %rd510, 0;
+	setp.eq.s64 	%p25, %rd72, 0;
+	@%p25 bra 	$L__BB47_49;
+
+	setp.ge.s64 	%p26, %rd499, %rd78;
+	setp.lt.s64 	%p27, %rd501, %rd102;
+	setp.ge.s64 	%p28, %rd501, %rd101;
+	and.pred  	%p1, %p28, %p27;
+	not.pred 	%p29, %p1;
+	setp.lt.s64 	%p30, %rd499, %rd77;
+	or.pred  	%p31, %p29, %p30;
+	or.pred  	%p32, %p31, %p26;
+	@%p32 bra 	$L__BB47_43;
+
+	max.s64 	%rd438, %rd510, 0;
+	mul.lo.s64 	%rd437, %rd438, %rd228;
+	sub.s64 	%rd436, %rd437, %rd230;
+	add.s64 	%rd435, %rd436, %rd226;
+	max.s64 	%rd434, %rd436, 0;
+	min.s64 	%rd433, %rd435, %rd224;
+	sub.s64 	%rd432, %rd433, %rd434;
+	mul.lo.s64 	%rd295, %rd432, %rd104;
+	cvt.rn.f32.s64 	%f57, %rd295;
+	ld.global.f32 	%f58, [%rd105];
+	div.rn.f32 	%f59, %f58, %f57;
+	add.f32 	%f130, %f130, %f59;
+
+$L__BB47_43:
+	max.s64 	%rd412, %rd510, 0;
+	add.s64 	%rd514, %rd412, 1;
+	setp.eq.s64 	%p33, %rd72, 1;
+	@%p33 bra 	$L__BB47_49;
+
+	setp.ge.s64 	%p34, %rd499, %rd85;
+	setp.lt.s64 	%p35, %rd499, %rd84;
+	or.pred  	%p37, %p29, %p35;
+	or.pred  	%p38, %p37, %p34;
+	@%p38 bra 	$L__BB47_46;
+
+	max.s64 	%rd431, %rd510, 0;
+	mul.lo.s64 	%rd430, %rd431, %rd228;
+	add.s64 	%rd429, %rd430, %rd228;
+	sub.s64 	%rd428, %rd429, %rd230;
+	add.s64 	%rd427, %rd428, %rd226;
+	max.s64 	%rd426, %rd428, 0;
+	min.s64 	%rd425, %rd427, %rd224;
+	sub.s64 	%rd424, %rd425, %rd426;
+	mul.lo.s64 	%rd296, %rd424, %rd104;
+	cvt.rn.f32.s64 	%f60, %rd296;
+	ld.global.f32 	%f61, [%rd105+4];
+	div.rn.f32 	%f62, %f61, %f60;
+	add.f32 	%f130, %f130, %f62;
+
+$L__BB47_46:
+	max.s64 	%rd414, %rd510, 0;
+	add.s64 	%rd514, %rd414, 2;
+	setp.eq.s64 	%p39, %rd72, 2;
+	@%p39 bra 	$L__BB47_49;
+
+	setp.ge.s64 	%p40, %rd499, %rd91;
+	setp.lt.s64 	%p41, %rd499, %rd90;
+	or.pred  	%p43, %p29, %p41;
+	or.pred  	%p44, %p43, %p40;
+	mov.u64 	%rd514, %rd88;
+	@%p44 bra 	$L__BB47_49;
+
+	max.s64 	%rd423, %rd510, 0;
+	mul.lo.s64 	%rd422, %rd423, %rd228;
+	add.s64 	%rd421, %rd422, %rd228;
+	add.s64 	%rd420, %rd421, %rd228;
+	sub.s64 	%rd419, %rd420, %rd230;
+	add.s64 	%rd418, %rd419, %rd226;
+	max.s64 	%rd417, %rd419, 0;
+	min.s64 	%rd416, %rd418, %rd224;
+	sub.s64 	%rd415, %rd416, %rd417;
+	mul.lo.s64 	%rd297, %rd415, %rd104;
+	cvt.rn.f32.s64 	%f63, %rd297;
+	ld.global.f32 	%f64, [%rd105+8];
+	div.rn.f32 	%f65, %f64, %f63;
+	add.f32 	%f130, %f130, %f65;
+	mov.u64 	%rd514, %rd88;
+
+$L__BB47_49:
+	setp.lt.u64 	%p45, %rd71, 3;
+	@%p45 bra 	$L__BB47_154;
+
+	neg.s64 	%rd515, %rd230;
+	setp.ge.s64 	%p46, %rd501, %rd101;
+	setp.lt.s64 	%p47, %rd501, %rd102;
+	and.pred  	%p2, %p46, %p47;
+	add.s64 	%rd516, %rd514, -1;
+	shl.b64 	%rd301, %rd514, 2;
+	add.s64 	%rd517, %rd98, %rd301;
+
+$L__BB47_51:
+	mul.lo.s64 	%rd470, %rd228, %rd514;
+	add.s64 	%rd469, %rd226, %rd470;
+	add.s64 	%rd302, %rd470, %rd515;
+	max.s64 	%rd303, %rd302, 0;
+	add.s64 	%rd304, %rd469, %rd515;
+	min.s64 	%rd305, %rd304, %rd224;
+	sub.s64 	%rd120, %rd305, %rd303;
+	setp.lt.s64 	%p48, %rd499, %rd303;
+	not.pred 	%p49, %p2;
+	or.pred  	%p50, %p49, %p48;
+	setp.ge.s64 	%p51, %rd499, %rd305;
+	or.pred  	%p52, %p50, %p51;
+	@%p52 bra 	$L__BB47_53;
+
+	mul.lo.s64 	%rd306, %rd120, %rd104;
+	cvt.rn.f32.s64 	%f66, %rd306;
+	ld.global.f32 	%f67, [%rd517];
+	div.rn.f32 	%f68, %f67, %f66;
+	add.f32 	%f130, %f130, %f68;
+
+$L__BB47_53:
+	add.s64 	%rd478, %rd514, 1;
+	mul.lo.s64 	%rd477, %rd228, %rd478;
+	add.s64 	%rd476, %rd226, %rd477;
+	add.s64 	%rd399, %rd514, 1;
+	mul.lo.s64 	%rd398, %rd228, %rd399;
+	not.pred 	%p177, %p2;
+	add.s64 	%rd307, %rd398, %rd515;
+	max.s64 	%rd308, %rd307, 0;
+	add.s64 	%rd309, %rd476, %rd515;
+	min.s64 	%rd310, %rd309, %rd224;
+	sub.s64 	%rd121, %rd310, %rd308;
+	setp.lt.s64 	%p53, %rd499, %rd308;
+	or.pred  	%p55, %p177, %p53;
+	setp.ge.s64 	%p56, %rd499, %rd310;
+	or.pred  	%p57, %p55, %p56;
+	@%p57 bra 	$L__BB47_55;
+
+	mul.lo.s64 	%rd311, %rd121, %rd104;
+	cvt.rn.f32.s64 	%f69, %rd311;
+	ld.global.f32 	%f70, [%rd517+4];
+	div.rn.f32 	%f71, %f70, %f69;
+	add.f32 	%f130, %f130, %f71;
+
+$L__BB47_55:
+	add.s64 	%rd402, %rd514, 2;
+	mul.lo.s64 	%rd401, %rd228, %rd402;
+	add.s64 	%rd400, %rd226, %rd401;
+	not.pred 	%p178, %p2;
+	add.s64 	%rd312, %rd401, %rd515;
+	max.s64 	%rd313, %rd312, 0;
+	add.s64 	%rd314, %rd400, %rd515;
+	min.s64 	%rd315, %rd314, %rd224;
+	sub.s64 	%rd122, %rd315, %rd313;
+	setp.lt.s64 	%p58, %rd499, %rd313;
+	or.pred  	%p60, %p178, %p58;
+	setp.ge.s64 	%p61, %rd499, %rd315;
+	or.pred  	%p62, %p60, %p61;
+	@%p62 bra 	$L__BB47_57;
+
+	mul.lo.s64 	%rd316, %rd122, %rd104;
+	cvt.rn.f32.s64 	%f72, %rd316;
+	ld.global.f32 	%f73, [%rd517+8];
+	div.rn.f32 	%f74, %f73, %f72;
+	add.f32 	%f130, %f130, %f74;
+
+$L__BB47_57:
+	add.s64 	%rd405, %rd514, 3;
+	mul.lo.s64 	%rd404, %rd228, %rd405;
+	add.s64 	%rd403, %rd226, %rd404;
+	not.pred 	%p179, %p2;
+	add.s64 	%rd317, %rd404, %rd515;
+	max.s64 	%rd318, %rd317, 0;
+	add.s64 	%rd319, %rd403, %rd515;
+	min.s64 	%rd320, %rd319, %rd224;
+	sub.s64 	%rd123, %rd320, %rd318;
+	setp.lt.s64 	%p63, %rd499, %rd318;
+	or.pred  	%p65, %p179, %p63;
+	setp.ge.s64 	%p66, %rd499, %rd320;
+	or.pred  	%p67, %p65, %p66;
+	@%p67 bra 	$L__BB47_59;
+
+	mul.lo.s64 	%rd321, %rd123, %rd104;
+	cvt.rn.f32.s64 	%f75, %rd321;
+	ld.global.f32 	%f76, [%rd517+12];
+	div.rn.f32 	%f77, %f76, %f75;
+	add.f32 	%f130, %f130, %f77;
+
+$L__BB47_59:
+	shl.b64 	%rd406, %rd228, 2;
+	add.s64 	%rd515, %rd515, %rd406;
+	add.s64 	%rd516, %rd516, 4;
+	setp.lt.s64 	%p68, %rd516, %rd70;
+	add.s64 	%rd517, %rd517, 16;
+	@%p68 bra 	$L__BB47_51;
+	bra.uni 	$L__BB47_154;
+
+$L__BB47_98:
+	cvt.u32.u64 	%r51, %rd232;
+	cvt.u32.u64 	%r52, %rd75;
+	div.u32 	%r53, %r52, %r51;
+	cvt.u64.u32 	%rd525, %r53;
+
+$L__BB47_99:
+	or.b64  	%rd362, %rd83, %rd232;
+	and.b64  	%rd363, %rd362, -4294967296;
+	setp.eq.s64 	%p127, %rd363, 0;
+	@%p127 bra 	$L__BB47_101;
+
+	div.s64 	%rd526, %rd83, %rd232;
+	bra.uni 	$L__BB47_102;
+
+$L__BB47_101:
+	cvt.u32.u64 	%r54, %rd232;
+	cvt.u32.u64 	%r55, %rd83;
+	div.u32 	%r56, %r55, %r54;
+	cvt.u64.u32 	%rd526, %r56;
+
+$L__BB47_102:
+	sub.s64 	%rd161, %rd526, %rd525;
+	setp.lt.s64 	%p128, %rd499, %rd525;
+	or.pred  	%p130, %p120, %p128;
+	setp.ge.s64 	%p131, %rd499, %rd526;
+	or.pred  	%p132, %p130, %p131;
+	@%p132 bra 	$L__BB47_104;
+
+	mul.lo.s64 	%rd364, %rd161, %rd154;
+	cvt.rn.f32.s64 	%f104, %rd364;
+	ld.global.f32 	%f105, [%rd105+4];
+	div.rn.f32 	%f106, %f105, %f104;
+	add.f32 	%f130, %f130, %f106;
+
+$L__BB47_104:
+	max.s64 	%rd468, %rd510, 0;
+	add.s64 	%rd529, %rd468, 2;
+	setp.eq.s64 	%p133, %rd72, 2;
+	@%p133 bra 	$L__BB47_113;
+
+	or.b64  	%rd365, %rd82, %rd232;
+	and.b64  	%rd366, %rd365, -4294967296;
+	setp.eq.s64 	%p134, %rd366, 0;
+	@%p134 bra 	$L__BB47_107;
+
+	div.s64 	%rd527, %rd82, %rd232;
+	bra.uni 	$L__BB47_108;
+
+$L__BB47_107:
+	cvt.u32.u64 	%r57, %rd232;
+	cvt.u32.u64 	%r58, %rd82;
+	div.u32 	%r59, %r58, %r57;
+	cvt.u64.u32 	%rd527, %r59;
+
+$L__BB47_108:
+	or.b64  	%rd367, %rd89, %rd232;
+	and.b64  	%rd368, %rd367, -4294967296;
+	setp.eq.s64 	%p135, %rd368, 0;
+	@%p135 bra 	$L__BB47_110;
+
+	div.s64 	%rd528, %rd89, %rd232;
+	bra.uni 	$L__BB47_111;
+
+$L__BB47_110:
+	cvt.u32.u64 	%r60, %rd232;
+	cvt.u32.u64 	%r61, %rd89;
+	div.u32 	%r62, %r61, %r60;
+	cvt.u64.u32 	%rd528, %r62;
+
+$L__BB47_111:
+	sub.s64 	%rd369, %rd528, %rd527;
+	mul.lo.s64 	%rd168, %rd369, %rd154;
+	setp.lt.s64 	%p136, %rd499, %rd527;
+	or.pred  	%p138, %p120, %p136;
+	setp.ge.s64 	%p139, %rd499, %rd528;
+	or.pred  	%p140, %p138, %p139;
+	mov.u64 	%rd529, %rd88;
+	@%p140 bra 	$L__BB47_113;
+
+	cvt.rn.f32.s64 	%f107, %rd168;
+	ld.global.f32 	%f108, [%rd105+8];
+	div.rn.f32 	%f109, %f108, %f107;
+	add.f32 	%f130, %f130, %f109;
+	mov.u64 	%rd529, %rd88;
+
+$L__BB47_113:
+	setp.lt.u64 	%p141, %rd71, 3;
+	@%p141 bra 	$L__BB47_154;
+
+	or.b64  	%rd370, %rd99, %rd231;
+	and.b64  	%rd371, %rd370, -4294967296;
+	setp.eq.s64 	%p142, %rd371, 0;
+	@%p142 bra 	$L__BB47_116;
+
+	div.s64 	%rd530, %rd99, %rd231;
+	bra.uni 	$L__BB47_117;
+
+$L__BB47_116:
+	cvt.u32.u64 	%r63, %rd231;
+	cvt.u32.u64 	%r64, %rd99;
+	div.u32 	%r65, %r64, %r63;
+	cvt.u64.u32 	%rd530, %r65;
+
+$L__BB47_117:
+	or.b64  	%rd372, %rd100, %rd231;
+	and.b64  	%rd373, %rd372, -4294967296;
+	setp.eq.s64 	%p143, %rd373, 0;
+	@%p143 bra 	$L__BB47_119;
+
+	div.s64 	%rd531, %rd100, %rd231;
+	bra.uni 	$L__BB47_120;
+
+$L__BB47_119:
+	cvt.u32.u64 	%r66, %rd231;
+	cvt.u32.u64 	%r67, %rd100;
+	div.u32 	%r68, %r67, %r66;
+	cvt.u64.u32 	%rd531, %r68;
+
+$L__BB47_120:
+	sub.s64 	%rd176, %rd531, %rd530;
+	setp.lt.s64 	%p144, %rd501, %rd531;
+	setp.ge.s64 	%p145, %rd501, %rd530;
+	and.pred  	%p6, %p145, %p144;
+	shl.b64 	%rd374, %rd529, 2;
+	add.s64 	%rd533, %rd98, %rd374;
+
+$L__BB47_121:
+	mul.lo.s64 	%rd180, %rd529, %rd224;
+	or.b64  	%rd375, %rd180, %rd232;
+	and.b64  	%rd376, %rd375, -4294967296;
+	setp.eq.s64 	%p146, %rd376, 0;
+	@%p146 bra 	$L__BB47_123;
+
+	div.s64 	%rd534, %rd180, %rd232;
+	bra.uni 	$L__BB47_124;
+
+$L__BB47_123:
+	cvt.u32.u64 	%r69, %rd232;
+	cvt.u32.u64 	%r70, %rd180;
+	div.u32 	%r71, %r70, %r69;
+	cvt.u64.u32 	%rd534, %r71;
+
+$L__BB47_124:
+	add.s64 	%rd184, %rd180, %rd224;
+	add.s64 	%rd185, %rd8, %rd184;
+	or.b64  	%rd377, %rd185, %rd232;
+	and.b64  	%rd378, %rd377, -4294967296;
+	setp.eq.s64 	%p147, %rd378, 0;
+	@%p147 bra 	$L__BB47_126;
+
+	div.s64 	%rd535, %rd185, %rd232;
+	bra.uni 	$L__BB47_127;
+
+$L__BB47_126:
+	cvt.u32.u64 	%r72, %rd232;
+	cvt.u32.u64 	%r73, %rd185;
+	div.u32 	%r74, %r73, %r72;
+	cvt.u64.u32 	%rd535, %r74;
+
+$L__BB47_127:
+	sub.s64 	%rd189, %rd535, %rd534;
+	setp.lt.s64 	%p148, %rd499, %rd534;
+	not.pred 	%p149, %p6;
+	or.pred  	%p150, %p149, %p148;
+	setp.ge.s64 	%p151, %rd499, %rd535;
+	or.pred  	%p152, %p150, %p151;
+	@%p152 bra 	$L__BB47_129;
+
+	mul.lo.s64 	%rd379, %rd189, %rd176;
+	cvt.rn.f32.s64 	%f110, %rd379;
+	ld.global.f32 	%f111, [%rd533];
+	div.rn.f32 	%f112, %f111, %f110;
+	add.f32 	%f130, %f130, %f112;
+
+$L__BB47_129:
+	or.b64  	%rd380, %rd184, %rd232;
+	and.b64  	%rd381, %rd380, -4294967296;
+	setp.eq.s64 	%p153, %rd381, 0;
+	@%p153 bra 	$L__BB47_131;
+
+	div.s64 	%rd536, %rd184, %rd232;
+	bra.uni 	$L__BB47_132;
+
+$L__BB47_131:
+	cvt.u32.u64 	%r75, %rd232;
+	cvt.u32.u64 	%r76, %rd184;
+	div.u32 	%r77, %r76, %r75;
+	cvt.u64.u32 	%rd536, %r77;
+
+$L__BB47_132:
+	add.s64 	%rd193, %rd184, %rd224;
+	add.s64 	%rd194, %rd8, %rd193;
+	or.b64  	%rd382, %rd194, %rd232;
+	and.b64  	%rd383, %rd382, -4294967296;
+	setp.eq.s64 	%p154, %rd383, 0;
+	@%p154 bra 	$L__BB47_134;
+
+	div.s64 	%rd537, %rd194, %rd232;
+	bra.uni 	$L__BB47_135;
+
+$L__BB47_134:
+	cvt.u32.u64 	%r78, %rd232;
+	cvt.u32.u64 	%r79, %rd194;
+	div.u32 	%r80, %r79, %r78;
+	cvt.u64.u32 	%rd537, %r80;
+
+$L__BB47_135:
+	not.pred 	%p184, %p6;
+	sub.s64 	%rd198, %rd537, %rd536;
+	setp.lt.s64 	%p155, %rd499, %rd536;
+	or.pred  	%p157, %p184, %p155;
+	setp.ge.s64 	%p158, %rd499, %rd537;
+	or.pred  	%p159, %p157, %p158;
+	@%p159 bra 	$L__BB47_137;
+
+	mul.lo.s64 	%rd384, %rd198, %rd176;
+	cvt.rn.f32.s64 	%f113, %rd384;
+	ld.global.f32 	%f114, [%rd533+4];
+	div.rn.f32 	%f115, %f114, %f113;
+	add.f32 	%f130, %f130, %f115;
+
+$L__BB47_137:
+	or.b64  	%rd385, %rd193, %rd232;
+	and.b64  	%rd386, %rd385, -4294967296;
+	setp.eq.s64 	%p160, %rd386, 0;
+	@%p160 bra 	$L__BB47_139;
+
+	div.s64 	%rd538, %rd193, %rd232;
+	bra.uni 	$L__BB47_140;
+
+$L__BB47_139:
+	cvt.u32.u64 	%r81, %rd232;
+	cvt.u32.u64 	%r82, %rd193;
+	div.u32 	%r83, %r82, %r81;
+	cvt.u64.u32 	%rd538, %r83;
+
+$L__BB47_140:
+	add.s64 	%rd202, %rd193, %rd224;
+	add.s64 	%rd203, %rd8, %rd202;
+	or.b64  	%rd387, %rd203, %rd232;
+	and.b64  	%rd388, %rd387, -4294967296;
+	setp.eq.s64 	%p161, %rd388, 0;
+	@%p161 bra 	$L__BB47_142;
+
+	div.s64 	%rd539, %rd203, %rd232;
+	bra.uni 	$L__BB47_143;
+
+$L__BB47_142:
+	cvt.u32.u64 	%r84, %rd232;
+	cvt.u32.u64 	%r85, %rd203;
+	div.u32 	%r86, %r85, %r84;
+	cvt.u64.u32 	%rd539, %r86;
+
+$L__BB47_143:
+	not.pred 	%p185, %p6;
+	sub.s64 	%rd207, %rd539, %rd538;
+	setp.lt.s64 	%p162, %rd499, %rd538;
+	or.pred  	%p164, %p185, %p162;
+	setp.ge.s64 	%p165, %rd499, %rd539;
+	or.pred  	%p166, %p164, %p165;
+	@%p166 bra 	$L__BB47_145;
+
+	mul.lo.s64 	%rd389, %rd207, %rd176;
+	cvt.rn.f32.s64 	%f116, %rd389;
+	ld.global.f32 	%f117, [%rd533+8];
+	div.rn.f32 	%f118, %f117, %f116;
+	add.f32 	%f130, %f130, %f118;
+
+$L__BB47_145:
+	or.b64  	%rd390, %rd202, %rd232;
+	and.b64  	%rd391, %rd390, -4294967296;
+	setp.eq.s64 	%p167, %rd391, 0;
+	@%p167 bra 	$L__BB47_147;
+
+	div.s64 	%rd540, %rd202, %rd232;
+	bra.uni 	$L__BB47_148;
+
+$L__BB47_147:
+	cvt.u32.u64 	%r87, %rd232;
+	cvt.u32.u64 	%r88, %rd202;
+	div.u32 	%r89, %r88, %r87;
+	cvt.u64.u32 	%rd540, %r89;
+
+$L__BB47_148:
+	add.s64 	%rd211, %rd203, %rd224;
+	or.b64  	%rd392, %rd211, %rd232;
+	and.b64  	%rd393, %rd392, -4294967296;
+	setp.eq.s64 	%p168, %rd393, 0;
+	@%p168 bra 	$L__BB47_150;
+
+	div.s64 	%rd541, %rd211, %rd232;
+	bra.uni 	$L__BB47_151;
+
+$L__BB47_150:
+	cvt.u32.u64 	%r90, %rd232;
+	cvt.u32.u64 	%r91, %rd211;
+	div.u32 	%r92, %r91, %r90;
+	cvt.u64.u32 	%rd541, %r92;
+
+$L__BB47_151:
+	not.pred 	%p186, %p6;
+	sub.s64 	%rd215, %rd541, %rd540;
+	setp.lt.s64 	%p169, %rd499, %rd540;
+	or.pred  	%p171, %p186, %p169;
+	setp.ge.s64 	%p172, %rd499, %rd541;
+	or.pred  	%p173, %p171, %p172;
+	@%p173 bra 	$L__BB47_153;
+
+	mul.lo.s64 	%rd394, %rd215, %rd176;
+	cvt.rn.f32.s64 	%f119, %rd394;
+	ld.global.f32 	%f120, [%rd533+12];
+	div.rn.f32 	%f121, %f120, %f119;
+	add.f32 	%f130, %f130, %f121;
+
+$L__BB47_153:
+	add.s64 	%rd533, %rd533, 16;
+	add.s64 	%rd395, %rd529, 3;
+	setp.lt.s64 	%p174, %rd395, %rd70;
+	add.s64 	%rd529, %rd529, 4;
+	@%p174 bra 	$L__BB47_121;
+
+$L__BB47_154:
+	add.s64 	%rd513, %rd97, 1;
+	add.s64 	%rd512, %rd512, 1;
+	setp.lt.s64 	%p175, %rd97, %rd69;
+	@%p175 bra 	$L__BB47_37;
+
+$L__BB47_155:
+	shl.b64 	%rd396, %rd497, 2;
+	add.s64 	%rd397, %rd15, %rd396;
+	st.global.f32 	[%rd397], %f130;
+	add.s64 	%rd497, %rd497, %rd9;
+	setp.lt.s64 	%p176, %rd497, %rd3;
+	@%p176 bra 	$L__BB47_2;
+
+$L__BB47_156:
+	ret;
+
+}
+	// .globl	strided_copy_f32
+.visible .entry strided_copy_f32(
+	.param .u64 strided_copy_f32_param_0,
+	.param .u64 strided_copy_f32_param_1,
+	.param .u64 strided_copy_f32_param_2,
+	.param .u64 strided_copy_f32_param_3,
+	.param .u64 strided_copy_f32_param_4
+)
+{
+	.reg .pred 	%p<21>;
+	.reg .f32 	%f<7>;
+	.reg .b32 	%r<41>;
+	.reg .b64 	%rd<204>;
+
+
+	ld.param.u64 	%rd103, [strided_copy_f32_param_0];
+	ld.param.u64 	%rd104, [strided_copy_f32_param_1];
+	ld.param.u64 	%rd101, [strided_copy_f32_param_2];
+	ld.param.u64 	%rd102, [strided_copy_f32_param_3];
+	ld.param.u64 	%rd105, [strided_copy_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd105;
+	cvta.to.global.u64 	%rd2, %rd103;
+	cvta.to.global.u64 	%rd3, %rd104;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd106, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd107, %r3;
+	add.s64 	%rd180, %rd106, %rd107;
+	setp.ge.s64 	%p1, %rd180, %rd101;
+	@%p1 bra 	$L__BB48_40;
+
+	setp.gt.s64 	%p2, %rd102, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	@%p2 bra 	$L__BB48_11;
+	bra.uni 	$L__BB48_2;
+
+$L__BB48_11:
+	not.b64 	%rd122, %rd102;
+	max.s64 	%rd123, %rd122, -2;
+	add.s64 	%rd124, %rd123, %rd102;
+	add.s64 	%rd125, %rd124, 2;
+	add.s64 	%rd24, %rd124, 1;
+	and.b64  	%rd25, %rd125, 3;
+	add.s64 	%rd126, %rd123, 2;
+	sub.s64 	%rd26, %rd126, %rd25;
+	shl.b64 	%rd127, %rd102, 3;
+	add.s64 	%rd128, %rd1, %rd127;
+	add.s64 	%rd27, %rd128, -16;
+	shl.b64 	%rd129, %rd102, 4;
+	add.s64 	%rd130, %rd1, %rd129;
+	add.s64 	%rd28, %rd130, -16;
+
+$L__BB48_12:
+	setp.lt.u64 	%p8, %rd24, 3;
+	mov.u64 	%rd203, 0;
+	mov.u64 	%rd184, %rd28;
+	mov.u64 	%rd185, %rd27;
+	mov.u64 	%rd186, %rd102;
+	mov.u64 	%rd188, %rd180;
+	@%p8 bra 	$L__BB48_26;
+
+$L__BB48_13:
+	ld.global.u64 	%rd36, [%rd185+8];
+	or.b64  	%rd134, %rd188, %rd36;
+	and.b64  	%rd135, %rd134, -4294967296;
+	setp.eq.s64 	%p9, %rd135, 0;
+	@%p9 bra 	$L__BB48_15;
+
+	div.s64 	%rd189, %rd188, %rd36;
+	mul.lo.s64 	%rd136, %rd189, %rd36;
+	sub.s64 	%rd190, %rd188, %rd136;
+	bra.uni 	$L__BB48_16;
+
+$L__BB48_15:
+	cvt.u32.u64 	%r8, %rd36;
+	cvt.u32.u64 	%r9, %rd188;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd189, %r10;
+	cvt.u64.u32 	%rd190, %r12;
+
+$L__BB48_16:
+	ld.global.u64 	%rd137, [%rd184+8];
+	mul.lo.s64 	%rd138, %rd137, %rd190;
+	add.s64 	%rd44, %rd138, %rd203;
+	ld.global.u64 	%rd45, [%rd185];
+	or.b64  	%rd139, %rd189, %rd45;
+	and.b64  	%rd140, %rd139, -4294967296;
+	setp.eq.s64 	%p10, %rd140, 0;
+	@%p10 bra 	$L__BB48_18;
+
+	div.s64 	%rd191, %rd189, %rd45;
+	mul.lo.s64 	%rd141, %rd191, %rd45;
+	sub.s64 	%rd192, %rd189, %rd141;
+	bra.uni 	$L__BB48_19;
+
+$L__BB48_18:
+	cvt.u32.u64 	%r13, %rd45;
+	cvt.u32.u64 	%r14, %rd189;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd191, %r15;
+	cvt.u64.u32 	%rd192, %r17;
+
+$L__BB48_19:
+	ld.global.u64 	%rd142, [%rd184];
+	mul.lo.s64 	%rd143, %rd142, %rd192;
+	add.s64 	%rd52, %rd143, %rd44;
+	ld.global.u64 	%rd53, [%rd185+-8];
+	or.b64  	%rd144, %rd191, %rd53;
+	and.b64  	%rd145, %rd144, -4294967296;
+	setp.eq.s64 	%p11, %rd145, 0;
+	@%p11 bra 	$L__BB48_21;
+
+	div.s64 	%rd193, %rd191, %rd53;
+	mul.lo.s64 	%rd146, %rd193, %rd53;
+	sub.s64 	%rd194, %rd191, %rd146;
+	bra.uni 	$L__BB48_22;
+
+$L__BB48_21:
+	cvt.u32.u64 	%r18, %rd53;
+	cvt.u32.u64 	%r19, %rd191;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd193, %r20;
+	cvt.u64.u32 	%rd194, %r22;
+
+$L__BB48_22:
+	ld.global.u64 	%rd147, [%rd184+-8];
+	mul.lo.s64 	%rd148, %rd147, %rd194;
+	add.s64 	%rd60, %rd148, %rd52;
+	add.s64 	%rd186, %rd186, -4;
+	ld.global.u64 	%rd62, [%rd185+-16];
+	or.b64  	%rd149, %rd193, %rd62;
+	and.b64  	%rd150, %rd149, -4294967296;
+	setp.eq.s64 	%p12, %rd150, 0;
+	@%p12 bra 	$L__BB48_24;
+
+	div.s64 	%rd188, %rd193, %rd62;
+	mul.lo.s64 	%rd151, %rd188, %rd62;
+	sub.s64 	%rd196, %rd193, %rd151;
+	bra.uni 	$L__BB48_25;
+
+$L__BB48_24:
+	cvt.u32.u64 	%r23, %rd62;
+	cvt.u32.u64 	%r24, %rd193;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd188, %r25;
+	cvt.u64.u32 	%rd196, %r27;
+
+$L__BB48_25:
+	ld.global.u64 	%rd152, [%rd184+-16];
+	mul.lo.s64 	%rd153, %rd152, %rd196;
+	add.s64 	%rd203, %rd153, %rd60;
+	add.s64 	%rd185, %rd185, -32;
+	add.s64 	%rd184, %rd184, -32;
+	add.s64 	%rd154, %rd26, %rd186;
+	setp.ne.s64 	%p13, %rd154, 0;
+	@%p13 bra 	$L__BB48_13;
+
+$L__BB48_26:
+	setp.eq.s64 	%p14, %rd25, 0;
+	@%p14 bra 	$L__BB48_39;
+
+	shl.b64 	%rd155, %rd186, 3;
+	add.s64 	%rd76, %rd1, %rd155;
+	ld.global.u64 	%rd77, [%rd76+-8];
+	or.b64  	%rd156, %rd188, %rd77;
+	and.b64  	%rd157, %rd156, -4294967296;
+	setp.eq.s64 	%p15, %rd157, 0;
+	@%p15 bra 	$L__BB48_29;
+
+	div.s64 	%rd198, %rd188, %rd77;
+	mul.lo.s64 	%rd158, %rd198, %rd77;
+	sub.s64 	%rd199, %rd188, %rd158;
+	bra.uni 	$L__BB48_30;
+
+$L__BB48_29:
+	cvt.u32.u64 	%r28, %rd77;
+	cvt.u32.u64 	%r29, %rd188;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd198, %r30;
+	cvt.u64.u32 	%rd199, %r32;
+
+$L__BB48_30:
+	add.s64 	%rd84, %rd76, %rd127;
+	ld.global.u64 	%rd162, [%rd84+-8];
+	mul.lo.s64 	%rd163, %rd162, %rd199;
+	add.s64 	%rd203, %rd163, %rd203;
+	setp.eq.s64 	%p16, %rd25, 1;
+	@%p16 bra 	$L__BB48_39;
+
+	ld.global.u64 	%rd86, [%rd76+-16];
+	or.b64  	%rd164, %rd198, %rd86;
+	and.b64  	%rd165, %rd164, -4294967296;
+	setp.eq.s64 	%p17, %rd165, 0;
+	@%p17 bra 	$L__BB48_33;
+
+	div.s64 	%rd200, %rd198, %rd86;
+	mul.lo.s64 	%rd166, %rd200, %rd86;
+	sub.s64 	%rd201, %rd198, %rd166;
+	bra.uni 	$L__BB48_34;
+
+$L__BB48_33:
+	cvt.u32.u64 	%r33, %rd86;
+	cvt.u32.u64 	%r34, %rd198;
+	div.u32 	%r35, %r34, %r33;
+	mul.lo.s32 	%r36, %r35, %r33;
+	sub.s32 	%r37, %r34, %r36;
+	cvt.u64.u32 	%rd200, %r35;
+	cvt.u64.u32 	%rd201, %r37;
+
+$L__BB48_34:
+	ld.global.u64 	%rd167, [%rd84+-16];
+	mul.lo.s64 	%rd168, %rd167, %rd201;
+	add.s64 	%rd203, %rd168, %rd203;
+	setp.eq.s64 	%p18, %rd25, 2;
+	@%p18 bra 	$L__BB48_39;
+
+	ld.global.u64 	%rd94, [%rd76+-24];
+	or.b64  	%rd169, %rd200, %rd94;
+	and.b64  	%rd170, %rd169, -4294967296;
+	setp.eq.s64 	%p19, %rd170, 0;
+	@%p19 bra 	$L__BB48_37;
+
+	rem.s64 	%rd202, %rd200, %rd94;
+	bra.uni 	$L__BB48_38;
+
+$L__BB48_37:
+	cvt.u32.u64 	%r38, %rd94;
+	cvt.u32.u64 	%r39, %rd200;
+	rem.u32 	%r40, %r39, %r38;
+	cvt.u64.u32 	%rd202, %r40;
+
+$L__BB48_38:
+	ld.global.u64 	%rd171, [%rd84+-24];
+	mul.lo.s64 	%rd172, %rd171, %rd202;
+	add.s64 	%rd203, %rd172, %rd203;
+
+$L__BB48_39:
+	shl.b64 	%rd173, %rd203, 2;
+	add.s64 	%rd174, %rd3, %rd173;
+	ld.global.f32 	%f6, [%rd174];
+	shl.b64 	%rd175, %rd180, 2;
+	add.s64 	%rd176, %rd2, %rd175;
+	st.global.f32 	[%rd176], %f6;
+	add.s64 	%rd180, %rd180, %rd7;
+	setp.lt.s64 	%p20, %rd180, %rd101;
+	@%p20 bra 	$L__BB48_12;
+	bra.uni 	$L__BB48_40;
+
+$L__BB48_2:
+	not.b64 	%rd108, %rd180;
+	add.s64 	%rd8, %rd108, %rd101;
+	or.b64  	%rd109, %rd8, %rd7;
+	and.b64  	%rd110, %rd109, -4294967296;
+	setp.eq.s64 	%p3, %rd110, 0;
+	@%p3 bra 	$L__BB48_4;
+
+	div.u64 	%rd177, %rd8, %rd7;
+	bra.uni 	$L__BB48_5;
+
+$L__BB48_4:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd177, %r7;
+
+$L__BB48_5:
+	add.s64 	%rd111, %rd177, 1;
+	and.b64  	%rd179, %rd111, 3;
+	setp.eq.s64 	%p4, %rd179, 0;
+	@%p4 bra 	$L__BB48_8;
+
+$L__BB48_7:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd3];
+	shl.b64 	%rd112, %rd180, 2;
+	add.s64 	%rd113, %rd2, %rd112;
+	st.global.f32 	[%rd113], %f1;
+	add.s64 	%rd180, %rd180, %rd7;
+	add.s64 	%rd179, %rd179, -1;
+	setp.ne.s64 	%p5, %rd179, 0;
+	@%p5 bra 	$L__BB48_7;
+
+$L__BB48_8:
+	setp.lt.u64 	%p6, %rd177, 3;
+	@%p6 bra 	$L__BB48_40;
+
+	shl.b64 	%rd114, %rd180, 2;
+	add.s64 	%rd182, %rd2, %rd114;
+	shl.b64 	%rd19, %rd7, 2;
+
+$L__BB48_10:
+	ld.global.f32 	%f2, [%rd3];
+	st.global.f32 	[%rd182], %f2;
+	ld.global.f32 	%f3, [%rd3];
+	add.s64 	%rd116, %rd182, %rd19;
+	st.global.f32 	[%rd116], %f3;
+	add.s64 	%rd117, %rd180, %rd7;
+	add.s64 	%rd118, %rd117, %rd7;
+	ld.global.f32 	%f4, [%rd3];
+	add.s64 	%rd119, %rd116, %rd19;
+	st.global.f32 	[%rd119], %f4;
+	add.s64 	%rd120, %rd118, %rd7;
+	ld.global.f32 	%f5, [%rd3];
+	add.s64 	%rd121, %rd119, %rd19;
+	add.s64 	%rd182, %rd121, %rd19;
+	st.global.f32 	[%rd121], %f5;
+	add.s64 	%rd180, %rd120, %rd7;
+	setp.lt.s64 	%p7, %rd180, %rd101;
+	@%p7 bra 	$L__BB48_10;
+
+$L__BB48_40:
+	ret;
+
+}
 
 `

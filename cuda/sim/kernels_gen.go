@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "2368e0596566b84c3f51a31c14be72fd7c598a76de0fe1951ee054b859c53b36"
+const sourceSHA256 = "407c76690999659741d1f1098bd146c78512dbf3fe7d3adfa03c9c7c3bbf21cc"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -45,4 +45,15 @@ var kernelTable = [...]kernelInfo{
 	{"f16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"f32_to_bf16", []argKind{argPtr, argPtr, argI64}, false},
 	{"bf16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"im2col_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
+	{"col2im_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
+	{"swap01_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"add_channel_bias_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"sum_channels_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argF32}, true},
+	{"max_pool2d_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
+	{"max_pool2d_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
+	{"dropout_f32", []argKind{argPtr, argPtr, argI64, argI64, argF32, argF32}, false},
+	{"avg_pool2d_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
+	{"avg_pool2d_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
+	{"strided_copy_f32", []argKind{argPtr, argPtr, argI64, argI64, argPtr}, false},
 }

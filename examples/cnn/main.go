@@ -7,7 +7,7 @@
 //	-Flatten-Linear(3136,1024)-ReLU-Dropout(0.4)-Linear(1024,10)
 //
 // Pixels scaled to [0,1], SGD lr 0.01 momentum 0.9, batch 64 per rank,
-// cross-entropy. Rank 0 prints each epoch's mean training loss (loss=), the
+// cross-entropy (-dropout sets the dropout probability). Rank 0 prints each epoch's mean training loss (loss=), the
 // test accuracy over all ranks (test_acc=) and finally samples_per_s. Run it
 // under the launcher:
 //
@@ -20,6 +20,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -37,36 +38,48 @@ import (
 
 const defaultDir = "/usr/share/datasets/fashion-mnist"
 
-func main() {
-	os.Exit(trainer.Main(os.Args, os.Stdout,
-		trainer.Defaults{Epochs: 2, BatchSize: 64, SaveEvery: 1, CkptDir: "checkpoints/cnn"},
-		func(rng *tensor.RNG) (trainer.Job, error) {
-			dir := os.Getenv("FASHION_MNIST_DIR")
-			if dir == "" {
-				dir = defaultDir
-			}
-			train, err := loadImages(dir, "train")
-			if err != nil {
-				return trainer.Job{}, err
-			}
-			test, err := loadImages(dir, "t10k")
-			if err != nil {
-				return trainer.Job{}, err
-			}
-			releaseLoadGarbage()
-			return trainer.Job{
-				Name:        "cnn",
-				Dataset:     train,
-				EvalDataset: test,
-				Model:       NewConvNet(rng),
-				NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
-					return optim.NewSGD(params, optim.SGDConfig{LR: 0.01, Momentum: 0.9})
-				},
-				Loss: func(out *autograd.Variable, b data.Batch) *autograd.Variable {
-					return autograd.CrossEntropy(out, b.Labels, autograd.ReductionMean)
-				},
-			}, nil
-		}))
+// dropout is the -dropout flag: the probability of the Dropout layer
+// (torch anchor's 0.4; 0 makes a run on a device comparable with the CPU's
+// step for step, since a device draws its dropout masks differently).
+var dropout = 0.4
+
+var defaults = trainer.Defaults{Epochs: 2, BatchSize: 64, SaveEvery: 1, CkptDir: "checkpoints/cnn",
+	Flags: func(fs *flag.FlagSet) {
+		fs.Float64Var(&dropout, "dropout", dropout, "probability of the Dropout layer before the last Linear")
+	}}
+
+func main() { os.Exit(trainer.Main(os.Args, os.Stdout, defaults, build)) }
+
+// build makes the job from the run's seed: data, model, optimizer and loss.
+func build(rng *tensor.RNG) (trainer.Job, error) {
+	dir := os.Getenv("FASHION_MNIST_DIR")
+	if dir == "" {
+		dir = defaultDir
+	}
+	train, err := loadImages(dir, "train")
+	if err != nil {
+		return trainer.Job{}, err
+	}
+	test, err := loadImages(dir, "t10k")
+	if err != nil {
+		return trainer.Job{}, err
+	}
+	releaseLoadGarbage()
+	if dropout < 0 || dropout > 1 {
+		return trainer.Job{}, fmt.Errorf("cnn: -dropout %v is not a probability in [0, 1]", dropout)
+	}
+	return trainer.Job{
+		Name:        "cnn",
+		Dataset:     train,
+		EvalDataset: test,
+		Model:       newConvNet(rng, dropout),
+		NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
+			return optim.NewSGD(params, optim.SGDConfig{LR: 0.01, Momentum: 0.9})
+		},
+		Loss: func(out *autograd.Variable, b data.Batch) *autograd.Variable {
+			return autograd.CrossEntropy(out, b.Labels, autograd.ReductionMean)
+		},
+	}, nil
 }
 
 // releaseLoadGarbage hands the decoding buffers of the IDX files (the
@@ -87,11 +100,14 @@ func releaseLoadGarbage() {
 const gcPercent = 25
 
 // NewConvNet returns the benchmark convnet with torch's default initialisation.
-func NewConvNet(rng *tensor.RNG) *nn.Sequential {
+func NewConvNet(rng *tensor.RNG) *nn.Sequential { return newConvNet(rng, 0.4) }
+
+// newConvNet is NewConvNet with dropout probability p.
+func newConvNet(rng *tensor.RNG, p float64) *nn.Sequential {
 	return nn.NewSequential(
 		nn.NewConv2d(rng, 1, 32, 5, nn.Padding(2)), nn.NewReLU(), nn.NewMaxPool2d(2),
 		nn.NewConv2d(rng, 32, 64, 5, nn.Padding(2)), nn.NewReLU(), nn.NewMaxPool2d(2),
-		nn.NewFlatten(), nn.NewLinear(rng, 3136, 1024), nn.NewReLU(), nn.NewDropout(rng, 0.4),
+		nn.NewFlatten(), nn.NewLinear(rng, 3136, 1024), nn.NewReLU(), nn.NewDropout(rng, p),
 		nn.NewLinear(rng, 1024, 10))
 }
 
