@@ -22,5 +22,8 @@ func Names() []string {
 		"sqrt_bwd_f32", "sum_rows_f32", "sum_cols_f32", "sum_squares_f32", "sum_f32", "clip_coef_f32", "softmax_f32", "log_softmax_f32",
 		"softmax_bwd_f32", "log_softmax_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "sgd_momentum_f32", "adam_f32",
 		"f32_to_f16", "f16_to_f32", "f32_to_bf16", "bf16_to_f32",
+		// Transformer ops (examples/gpt).
+		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "layer_norm_params_bwd_f32",
+		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32",
 	}
 }

@@ -7223,5 +7223,2227 @@ $L__BB37_10:
 	ret;
 
 }
+	// .globl	index_select_f32
+.visible .entry index_select_f32(
+	.param .u64 index_select_f32_param_0,
+	.param .u64 index_select_f32_param_1,
+	.param .u64 index_select_f32_param_2,
+	.param .u64 index_select_f32_param_3,
+	.param .u64 index_select_f32_param_4,
+	.param .u64 index_select_f32_param_5,
+	.param .u64 index_select_f32_param_6
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<63>;
+	.reg .b64 	%rd<218>;
+
+
+	ld.param.u64 	%rd97, [index_select_f32_param_0];
+	ld.param.u64 	%rd98, [index_select_f32_param_1];
+	ld.param.u64 	%rd99, [index_select_f32_param_2];
+	ld.param.u64 	%rd93, [index_select_f32_param_3];
+	ld.param.u64 	%rd94, [index_select_f32_param_4];
+	ld.param.u64 	%rd95, [index_select_f32_param_5];
+	ld.param.u64 	%rd96, [index_select_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd97;
+	cvta.to.global.u64 	%rd2, %rd98;
+	cvta.to.global.u64 	%rd3, %rd99;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd100, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd101, %r3;
+	add.s64 	%rd200, %rd100, %rd101;
+	mul.lo.s64 	%rd102, %rd95, %rd93;
+	mul.lo.s64 	%rd6, %rd102, %rd96;
+	setp.ge.s64 	%p1, %rd200, %rd6;
+	@%p1 bra 	$L__BB38_54;
+
+	mul.lo.s64 	%rd7, %rd96, %rd95;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd4;
+	mul.lo.s64 	%rd103, %rd7, %rd93;
+	not.b64 	%rd104, %rd200;
+	add.s64 	%rd10, %rd103, %rd104;
+	or.b64  	%rd105, %rd10, %rd9;
+	and.b64  	%rd106, %rd105, -4294967296;
+	setp.eq.s64 	%p2, %rd106, 0;
+	@%p2 bra 	$L__BB38_3;
+
+	div.u64 	%rd192, %rd10, %rd9;
+	bra.uni 	$L__BB38_4;
+
+$L__BB38_3:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd192, %r7;
+
+$L__BB38_4:
+	add.s64 	%rd107, %rd192, 1;
+	and.b64  	%rd195, %rd107, 3;
+	setp.eq.s64 	%p3, %rd195, 0;
+	@%p3 bra 	$L__BB38_16;
+
+	shl.b64 	%rd108, %rd200, 2;
+	add.s64 	%rd193, %rd1, %rd108;
+	shl.b64 	%rd16, %rd9, 2;
+	cvt.u32.u64 	%r8, %rd96;
+	cvt.u32.u64 	%r13, %rd95;
+	cvt.u32.u64 	%r16, %rd7;
+
+$L__BB38_6:
+	.pragma "nounroll";
+	or.b64  	%rd109, %rd200, %rd96;
+	and.b64  	%rd110, %rd109, -4294967296;
+	setp.eq.s64 	%p4, %rd110, 0;
+	@%p4 bra 	$L__BB38_8;
+
+	div.s64 	%rd196, %rd200, %rd96;
+	mul.lo.s64 	%rd111, %rd196, %rd96;
+	sub.s64 	%rd197, %rd200, %rd111;
+	bra.uni 	$L__BB38_9;
+
+$L__BB38_8:
+	cvt.u32.u64 	%r9, %rd200;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd196, %r10;
+	cvt.u64.u32 	%rd197, %r12;
+
+$L__BB38_9:
+	or.b64  	%rd112, %rd196, %rd95;
+	and.b64  	%rd113, %rd112, -4294967296;
+	setp.eq.s64 	%p5, %rd113, 0;
+	@%p5 bra 	$L__BB38_11;
+
+	rem.s64 	%rd198, %rd196, %rd95;
+	bra.uni 	$L__BB38_12;
+
+$L__BB38_11:
+	cvt.u32.u64 	%r14, %rd196;
+	rem.u32 	%r15, %r14, %r13;
+	cvt.u64.u32 	%rd198, %r15;
+
+$L__BB38_12:
+	or.b64  	%rd114, %rd200, %rd7;
+	and.b64  	%rd115, %rd114, -4294967296;
+	setp.eq.s64 	%p6, %rd115, 0;
+	@%p6 bra 	$L__BB38_14;
+
+	div.s64 	%rd199, %rd200, %rd7;
+	bra.uni 	$L__BB38_15;
+
+$L__BB38_14:
+	cvt.u32.u64 	%r17, %rd200;
+	div.u32 	%r18, %r17, %r16;
+	cvt.u64.u32 	%rd199, %r18;
+
+$L__BB38_15:
+	shl.b64 	%rd116, %rd198, 2;
+	add.s64 	%rd117, %rd3, %rd116;
+	ld.global.s32 	%rd118, [%rd117];
+	mul.lo.s64 	%rd119, %rd199, %rd94;
+	add.s64 	%rd120, %rd119, %rd118;
+	mul.lo.s64 	%rd121, %rd120, %rd96;
+	add.s64 	%rd122, %rd121, %rd197;
+	shl.b64 	%rd123, %rd122, 2;
+	add.s64 	%rd124, %rd2, %rd123;
+	ld.global.f32 	%f1, [%rd124];
+	st.global.f32 	[%rd193], %f1;
+	add.s64 	%rd200, %rd200, %rd9;
+	add.s64 	%rd193, %rd193, %rd16;
+	add.s64 	%rd195, %rd195, -1;
+	setp.ne.s64 	%p7, %rd195, 0;
+	@%p7 bra 	$L__BB38_6;
+
+$L__BB38_16:
+	setp.lt.u64 	%p8, %rd192, 3;
+	@%p8 bra 	$L__BB38_54;
+
+$L__BB38_17:
+	shl.b64 	%rd37, %rd9, 2;
+	or.b64  	%rd126, %rd200, %rd96;
+	and.b64  	%rd127, %rd126, -4294967296;
+	setp.eq.s64 	%p9, %rd127, 0;
+	@%p9 bra 	$L__BB38_19;
+
+	div.s64 	%rd202, %rd200, %rd96;
+	mul.lo.s64 	%rd128, %rd202, %rd96;
+	sub.s64 	%rd203, %rd200, %rd128;
+	bra.uni 	$L__BB38_20;
+
+$L__BB38_19:
+	cvt.u32.u64 	%r19, %rd96;
+	cvt.u32.u64 	%r20, %rd200;
+	div.u32 	%r21, %r20, %r19;
+	mul.lo.s32 	%r22, %r21, %r19;
+	sub.s32 	%r23, %r20, %r22;
+	cvt.u64.u32 	%rd202, %r21;
+	cvt.u64.u32 	%rd203, %r23;
+
+$L__BB38_20:
+	or.b64  	%rd129, %rd202, %rd95;
+	and.b64  	%rd130, %rd129, -4294967296;
+	setp.eq.s64 	%p10, %rd130, 0;
+	@%p10 bra 	$L__BB38_22;
+
+	rem.s64 	%rd204, %rd202, %rd95;
+	bra.uni 	$L__BB38_23;
+
+$L__BB38_22:
+	cvt.u32.u64 	%r24, %rd95;
+	cvt.u32.u64 	%r25, %rd202;
+	rem.u32 	%r26, %r25, %r24;
+	cvt.u64.u32 	%rd204, %r26;
+
+$L__BB38_23:
+	or.b64  	%rd131, %rd200, %rd7;
+	and.b64  	%rd132, %rd131, -4294967296;
+	setp.eq.s64 	%p11, %rd132, 0;
+	@%p11 bra 	$L__BB38_25;
+
+	div.s64 	%rd205, %rd200, %rd7;
+	bra.uni 	$L__BB38_26;
+
+$L__BB38_25:
+	cvt.u32.u64 	%r27, %rd7;
+	cvt.u32.u64 	%r28, %rd200;
+	div.u32 	%r29, %r28, %r27;
+	cvt.u64.u32 	%rd205, %r29;
+
+$L__BB38_26:
+	shl.b64 	%rd133, %rd204, 2;
+	add.s64 	%rd134, %rd3, %rd133;
+	ld.global.s32 	%rd135, [%rd134];
+	mul.lo.s64 	%rd136, %rd205, %rd94;
+	add.s64 	%rd137, %rd136, %rd135;
+	mul.lo.s64 	%rd138, %rd137, %rd96;
+	add.s64 	%rd139, %rd138, %rd203;
+	shl.b64 	%rd140, %rd139, 2;
+	add.s64 	%rd141, %rd2, %rd140;
+	ld.global.f32 	%f2, [%rd141];
+	shl.b64 	%rd142, %rd200, 2;
+	add.s64 	%rd50, %rd1, %rd142;
+	st.global.f32 	[%rd50], %f2;
+	add.s64 	%rd51, %rd200, %rd9;
+	or.b64  	%rd143, %rd51, %rd96;
+	and.b64  	%rd144, %rd143, -4294967296;
+	setp.eq.s64 	%p12, %rd144, 0;
+	@%p12 bra 	$L__BB38_28;
+
+	div.s64 	%rd206, %rd51, %rd96;
+	mul.lo.s64 	%rd145, %rd206, %rd96;
+	sub.s64 	%rd207, %rd51, %rd145;
+	bra.uni 	$L__BB38_29;
+
+$L__BB38_28:
+	cvt.u32.u64 	%r30, %rd96;
+	cvt.u32.u64 	%r31, %rd51;
+	div.u32 	%r32, %r31, %r30;
+	mul.lo.s32 	%r33, %r32, %r30;
+	sub.s32 	%r34, %r31, %r33;
+	cvt.u64.u32 	%rd206, %r32;
+	cvt.u64.u32 	%rd207, %r34;
+
+$L__BB38_29:
+	or.b64  	%rd146, %rd206, %rd95;
+	and.b64  	%rd147, %rd146, -4294967296;
+	setp.eq.s64 	%p13, %rd147, 0;
+	@%p13 bra 	$L__BB38_31;
+
+	rem.s64 	%rd208, %rd206, %rd95;
+	bra.uni 	$L__BB38_32;
+
+$L__BB38_31:
+	cvt.u32.u64 	%r35, %rd95;
+	cvt.u32.u64 	%r36, %rd206;
+	rem.u32 	%r37, %r36, %r35;
+	cvt.u64.u32 	%rd208, %r37;
+
+$L__BB38_32:
+	or.b64  	%rd148, %rd51, %rd7;
+	and.b64  	%rd149, %rd148, -4294967296;
+	setp.eq.s64 	%p14, %rd149, 0;
+	@%p14 bra 	$L__BB38_34;
+
+	div.s64 	%rd209, %rd51, %rd7;
+	bra.uni 	$L__BB38_35;
+
+$L__BB38_34:
+	cvt.u32.u64 	%r38, %rd7;
+	cvt.u32.u64 	%r39, %rd51;
+	div.u32 	%r40, %r39, %r38;
+	cvt.u64.u32 	%rd209, %r40;
+
+$L__BB38_35:
+	shl.b64 	%rd150, %rd208, 2;
+	add.s64 	%rd151, %rd3, %rd150;
+	ld.global.s32 	%rd152, [%rd151];
+	mul.lo.s64 	%rd153, %rd209, %rd94;
+	add.s64 	%rd154, %rd153, %rd152;
+	mul.lo.s64 	%rd155, %rd154, %rd96;
+	add.s64 	%rd156, %rd155, %rd207;
+	shl.b64 	%rd157, %rd156, 2;
+	add.s64 	%rd158, %rd2, %rd157;
+	ld.global.f32 	%f3, [%rd158];
+	add.s64 	%rd64, %rd50, %rd37;
+	st.global.f32 	[%rd64], %f3;
+	add.s64 	%rd65, %rd51, %rd9;
+	or.b64  	%rd159, %rd65, %rd96;
+	and.b64  	%rd160, %rd159, -4294967296;
+	setp.eq.s64 	%p15, %rd160, 0;
+	@%p15 bra 	$L__BB38_37;
+
+	div.s64 	%rd210, %rd65, %rd96;
+	mul.lo.s64 	%rd161, %rd210, %rd96;
+	sub.s64 	%rd211, %rd65, %rd161;
+	bra.uni 	$L__BB38_38;
+
+$L__BB38_37:
+	cvt.u32.u64 	%r41, %rd96;
+	cvt.u32.u64 	%r42, %rd65;
+	div.u32 	%r43, %r42, %r41;
+	mul.lo.s32 	%r44, %r43, %r41;
+	sub.s32 	%r45, %r42, %r44;
+	cvt.u64.u32 	%rd210, %r43;
+	cvt.u64.u32 	%rd211, %r45;
+
+$L__BB38_38:
+	or.b64  	%rd162, %rd210, %rd95;
+	and.b64  	%rd163, %rd162, -4294967296;
+	setp.eq.s64 	%p16, %rd163, 0;
+	@%p16 bra 	$L__BB38_40;
+
+	rem.s64 	%rd212, %rd210, %rd95;
+	bra.uni 	$L__BB38_41;
+
+$L__BB38_40:
+	cvt.u32.u64 	%r46, %rd95;
+	cvt.u32.u64 	%r47, %rd210;
+	rem.u32 	%r48, %r47, %r46;
+	cvt.u64.u32 	%rd212, %r48;
+
+$L__BB38_41:
+	or.b64  	%rd164, %rd65, %rd7;
+	and.b64  	%rd165, %rd164, -4294967296;
+	setp.eq.s64 	%p17, %rd165, 0;
+	@%p17 bra 	$L__BB38_43;
+
+	div.s64 	%rd213, %rd65, %rd7;
+	bra.uni 	$L__BB38_44;
+
+$L__BB38_43:
+	cvt.u32.u64 	%r49, %rd7;
+	cvt.u32.u64 	%r50, %rd65;
+	div.u32 	%r51, %r50, %r49;
+	cvt.u64.u32 	%rd213, %r51;
+
+$L__BB38_44:
+	shl.b64 	%rd166, %rd212, 2;
+	add.s64 	%rd167, %rd3, %rd166;
+	ld.global.s32 	%rd168, [%rd167];
+	mul.lo.s64 	%rd169, %rd213, %rd94;
+	add.s64 	%rd170, %rd169, %rd168;
+	mul.lo.s64 	%rd171, %rd170, %rd96;
+	add.s64 	%rd172, %rd171, %rd211;
+	shl.b64 	%rd173, %rd172, 2;
+	add.s64 	%rd174, %rd2, %rd173;
+	ld.global.f32 	%f4, [%rd174];
+	add.s64 	%rd78, %rd64, %rd37;
+	st.global.f32 	[%rd78], %f4;
+	add.s64 	%rd79, %rd65, %rd9;
+	or.b64  	%rd175, %rd79, %rd96;
+	and.b64  	%rd176, %rd175, -4294967296;
+	setp.eq.s64 	%p18, %rd176, 0;
+	@%p18 bra 	$L__BB38_46;
+
+	div.s64 	%rd214, %rd79, %rd96;
+	mul.lo.s64 	%rd177, %rd214, %rd96;
+	sub.s64 	%rd215, %rd79, %rd177;
+	bra.uni 	$L__BB38_47;
+
+$L__BB38_46:
+	cvt.u32.u64 	%r52, %rd96;
+	cvt.u32.u64 	%r53, %rd79;
+	div.u32 	%r54, %r53, %r52;
+	mul.lo.s32 	%r55, %r54, %r52;
+	sub.s32 	%r56, %r53, %r55;
+	cvt.u64.u32 	%rd214, %r54;
+	cvt.u64.u32 	%rd215, %r56;
+
+$L__BB38_47:
+	or.b64  	%rd178, %rd214, %rd95;
+	and.b64  	%rd179, %rd178, -4294967296;
+	setp.eq.s64 	%p19, %rd179, 0;
+	@%p19 bra 	$L__BB38_49;
+
+	rem.s64 	%rd216, %rd214, %rd95;
+	bra.uni 	$L__BB38_50;
+
+$L__BB38_49:
+	cvt.u32.u64 	%r57, %rd95;
+	cvt.u32.u64 	%r58, %rd214;
+	rem.u32 	%r59, %r58, %r57;
+	cvt.u64.u32 	%rd216, %r59;
+
+$L__BB38_50:
+	or.b64  	%rd180, %rd79, %rd7;
+	and.b64  	%rd181, %rd180, -4294967296;
+	setp.eq.s64 	%p20, %rd181, 0;
+	@%p20 bra 	$L__BB38_52;
+
+	div.s64 	%rd217, %rd79, %rd7;
+	bra.uni 	$L__BB38_53;
+
+$L__BB38_52:
+	cvt.u32.u64 	%r60, %rd7;
+	cvt.u32.u64 	%r61, %rd79;
+	div.u32 	%r62, %r61, %r60;
+	cvt.u64.u32 	%rd217, %r62;
+
+$L__BB38_53:
+	shl.b64 	%rd182, %rd216, 2;
+	add.s64 	%rd183, %rd3, %rd182;
+	ld.global.s32 	%rd184, [%rd183];
+	mul.lo.s64 	%rd185, %rd217, %rd94;
+	add.s64 	%rd186, %rd185, %rd184;
+	mul.lo.s64 	%rd187, %rd186, %rd96;
+	add.s64 	%rd188, %rd187, %rd215;
+	shl.b64 	%rd189, %rd188, 2;
+	add.s64 	%rd190, %rd2, %rd189;
+	ld.global.f32 	%f5, [%rd190];
+	add.s64 	%rd191, %rd78, %rd37;
+	st.global.f32 	[%rd191], %f5;
+	add.s64 	%rd200, %rd79, %rd9;
+	setp.lt.s64 	%p21, %rd200, %rd6;
+	@%p21 bra 	$L__BB38_17;
+
+$L__BB38_54:
+	ret;
+
+}
+	// .globl	index_add_f32
+.visible .entry index_add_f32(
+	.param .u64 index_add_f32_param_0,
+	.param .u64 index_add_f32_param_1,
+	.param .u64 index_add_f32_param_2,
+	.param .u64 index_add_f32_param_3,
+	.param .u64 index_add_f32_param_4,
+	.param .u64 index_add_f32_param_5,
+	.param .u64 index_add_f32_param_6,
+	.param .u64 index_add_f32_param_7
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<25>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<118>;
+
+
+	ld.param.u64 	%rd41, [index_add_f32_param_0];
+	ld.param.u64 	%rd46, [index_add_f32_param_1];
+	ld.param.u64 	%rd42, [index_add_f32_param_2];
+	ld.param.u64 	%rd47, [index_add_f32_param_3];
+	ld.param.u64 	%rd48, [index_add_f32_param_4];
+	ld.param.u64 	%rd43, [index_add_f32_param_5];
+	ld.param.u64 	%rd44, [index_add_f32_param_6];
+	ld.param.u64 	%rd45, [index_add_f32_param_7];
+	cvta.to.global.u64 	%rd1, %rd46;
+	cvta.to.global.u64 	%rd2, %rd47;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd49, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd50, %r3;
+	add.s64 	%rd110, %rd49, %rd50;
+	mul.lo.s64 	%rd51, %rd43, %rd48;
+	mul.lo.s64 	%rd5, %rd51, %rd45;
+	setp.ge.s64 	%p1, %rd110, %rd5;
+	@%p1 bra 	$L__BB39_20;
+
+	mul.lo.s64 	%rd6, %rd45, %rd43;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd52, %r4;
+	mul.lo.s64 	%rd7, %rd52, %rd3;
+	add.s64 	%rd8, %rd2, 8;
+	cvta.to.global.u64 	%rd9, %rd41;
+	cvta.to.global.u64 	%rd10, %rd42;
+	cvt.u32.u64 	%r5, %rd45;
+	cvt.u32.u64 	%r10, %rd43;
+
+$L__BB39_2:
+	or.b64  	%rd53, %rd110, %rd45;
+	and.b64  	%rd54, %rd53, -4294967296;
+	setp.eq.s64 	%p2, %rd54, 0;
+	@%p2 bra 	$L__BB39_4;
+
+	div.s64 	%rd111, %rd110, %rd45;
+	mul.lo.s64 	%rd55, %rd111, %rd45;
+	sub.s64 	%rd112, %rd110, %rd55;
+	bra.uni 	$L__BB39_5;
+
+$L__BB39_4:
+	cvt.u32.u64 	%r6, %rd110;
+	div.u32 	%r7, %r6, %r5;
+	mul.lo.s32 	%r8, %r7, %r5;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd111, %r7;
+	cvt.u64.u32 	%rd112, %r9;
+
+$L__BB39_5:
+	or.b64  	%rd56, %rd111, %rd43;
+	and.b64  	%rd57, %rd56, -4294967296;
+	setp.eq.s64 	%p3, %rd57, 0;
+	@%p3 bra 	$L__BB39_7;
+
+	rem.s64 	%rd113, %rd111, %rd43;
+	bra.uni 	$L__BB39_8;
+
+$L__BB39_7:
+	cvt.u32.u64 	%r11, %rd111;
+	rem.u32 	%r12, %r11, %r10;
+	cvt.u64.u32 	%rd113, %r12;
+
+$L__BB39_8:
+	or.b64  	%rd58, %rd110, %rd6;
+	and.b64  	%rd59, %rd58, -4294967296;
+	setp.eq.s64 	%p4, %rd59, 0;
+	@%p4 bra 	$L__BB39_10;
+
+	div.s64 	%rd114, %rd110, %rd6;
+	bra.uni 	$L__BB39_11;
+
+$L__BB39_10:
+	cvt.u32.u64 	%r13, %rd6;
+	cvt.u32.u64 	%r14, %rd110;
+	div.u32 	%r15, %r14, %r13;
+	cvt.u64.u32 	%rd114, %r15;
+
+$L__BB39_11:
+	shl.b64 	%rd60, %rd110, 2;
+	add.s64 	%rd24, %rd9, %rd60;
+	ld.global.f32 	%f24, [%rd24];
+	shl.b64 	%rd61, %rd113, 2;
+	add.s64 	%rd62, %rd10, %rd61;
+	ld.global.u32 	%r16, [%rd62];
+	cvt.s64.s32 	%rd25, %r16;
+	ld.global.u32 	%r17, [%rd62+4];
+	cvt.s64.s32 	%rd26, %r17;
+	setp.ge.s32 	%p5, %r16, %r17;
+	@%p5 bra 	$L__BB39_19;
+
+	mul.lo.s64 	%rd27, %rd114, %rd44;
+	add.s64 	%rd28, %rd25, 1;
+	max.s64 	%rd29, %rd28, %rd26;
+	sub.s64 	%rd63, %rd29, %rd25;
+	and.b64  	%rd30, %rd63, 3;
+	setp.eq.s64 	%p6, %rd30, 0;
+	mov.u64 	%rd115, %rd25;
+	@%p6 bra 	$L__BB39_16;
+
+	shl.b64 	%rd64, %rd25, 2;
+	add.s64 	%rd31, %rd2, %rd64;
+	ld.global.s32 	%rd65, [%rd31];
+	add.s64 	%rd66, %rd27, %rd65;
+	mul.lo.s64 	%rd67, %rd66, %rd45;
+	add.s64 	%rd68, %rd67, %rd112;
+	shl.b64 	%rd69, %rd68, 2;
+	add.s64 	%rd70, %rd1, %rd69;
+	ld.global.f32 	%f11, [%rd70];
+	add.f32 	%f24, %f24, %f11;
+	setp.eq.s64 	%p7, %rd30, 1;
+	mov.u64 	%rd115, %rd28;
+	@%p7 bra 	$L__BB39_16;
+
+	ld.global.s32 	%rd71, [%rd31+4];
+	add.s64 	%rd72, %rd27, %rd71;
+	mul.lo.s64 	%rd73, %rd72, %rd45;
+	add.s64 	%rd74, %rd73, %rd112;
+	shl.b64 	%rd75, %rd74, 2;
+	add.s64 	%rd76, %rd1, %rd75;
+	ld.global.f32 	%f12, [%rd76];
+	add.f32 	%f24, %f24, %f12;
+	add.s64 	%rd115, %rd25, 2;
+	setp.eq.s64 	%p8, %rd30, 2;
+	@%p8 bra 	$L__BB39_16;
+
+	ld.global.s32 	%rd77, [%rd31+8];
+	add.s64 	%rd78, %rd27, %rd77;
+	mul.lo.s64 	%rd79, %rd78, %rd45;
+	add.s64 	%rd80, %rd79, %rd112;
+	shl.b64 	%rd81, %rd80, 2;
+	add.s64 	%rd82, %rd1, %rd81;
+	ld.global.f32 	%f13, [%rd82];
+	add.f32 	%f24, %f24, %f13;
+	add.s64 	%rd115, %rd25, 3;
+
+$L__BB39_16:
+	not.b64 	%rd83, %rd25;
+	add.s64 	%rd84, %rd29, %rd83;
+	setp.lt.u64 	%p9, %rd84, 3;
+	@%p9 bra 	$L__BB39_19;
+
+	shl.b64 	%rd85, %rd115, 2;
+	add.s64 	%rd116, %rd8, %rd85;
+
+$L__BB39_18:
+	ld.global.s32 	%rd86, [%rd116+-8];
+	add.s64 	%rd87, %rd27, %rd86;
+	mul.lo.s64 	%rd88, %rd87, %rd45;
+	add.s64 	%rd89, %rd88, %rd112;
+	shl.b64 	%rd90, %rd89, 2;
+	add.s64 	%rd91, %rd1, %rd90;
+	ld.global.f32 	%f14, [%rd91];
+	add.f32 	%f15, %f24, %f14;
+	ld.global.s32 	%rd92, [%rd116+-4];
+	add.s64 	%rd93, %rd27, %rd92;
+	mul.lo.s64 	%rd94, %rd93, %rd45;
+	add.s64 	%rd95, %rd94, %rd112;
+	shl.b64 	%rd96, %rd95, 2;
+	add.s64 	%rd97, %rd1, %rd96;
+	ld.global.f32 	%f16, [%rd97];
+	add.f32 	%f17, %f15, %f16;
+	ld.global.s32 	%rd98, [%rd116];
+	add.s64 	%rd99, %rd27, %rd98;
+	mul.lo.s64 	%rd100, %rd99, %rd45;
+	add.s64 	%rd101, %rd100, %rd112;
+	shl.b64 	%rd102, %rd101, 2;
+	add.s64 	%rd103, %rd1, %rd102;
+	ld.global.f32 	%f18, [%rd103];
+	add.f32 	%f19, %f17, %f18;
+	ld.global.s32 	%rd104, [%rd116+4];
+	add.s64 	%rd105, %rd27, %rd104;
+	mul.lo.s64 	%rd106, %rd105, %rd45;
+	add.s64 	%rd107, %rd106, %rd112;
+	shl.b64 	%rd108, %rd107, 2;
+	add.s64 	%rd109, %rd1, %rd108;
+	ld.global.f32 	%f20, [%rd109];
+	add.f32 	%f24, %f19, %f20;
+	add.s64 	%rd116, %rd116, 16;
+	add.s64 	%rd115, %rd115, 4;
+	setp.lt.s64 	%p10, %rd115, %rd26;
+	@%p10 bra 	$L__BB39_18;
+
+$L__BB39_19:
+	st.global.f32 	[%rd24], %f24;
+	add.s64 	%rd110, %rd110, %rd7;
+	setp.lt.s64 	%p11, %rd110, %rd5;
+	@%p11 bra 	$L__BB39_2;
+
+$L__BB39_20:
+	ret;
+
+}
+	// .globl	layer_norm_f32
+.visible .entry layer_norm_f32(
+	.param .u64 layer_norm_f32_param_0,
+	.param .u64 layer_norm_f32_param_1,
+	.param .u64 layer_norm_f32_param_2,
+	.param .u64 layer_norm_f32_param_3,
+	.param .u64 layer_norm_f32_param_4,
+	.param .u64 layer_norm_f32_param_5,
+	.param .u64 layer_norm_f32_param_6,
+	.param .u64 layer_norm_f32_param_7,
+	.param .f32 layer_norm_f32_param_8
+)
+{
+	.reg .pred 	%p<25>;
+	.reg .f32 	%f<50>;
+	.reg .b32 	%r<26>;
+	.reg .b64 	%rd<77>;
+
+
+	ld.param.u64 	%rd31, [layer_norm_f32_param_0];
+	ld.param.u64 	%rd32, [layer_norm_f32_param_1];
+	ld.param.u64 	%rd26, [layer_norm_f32_param_2];
+	ld.param.u64 	%rd33, [layer_norm_f32_param_3];
+	ld.param.u64 	%rd27, [layer_norm_f32_param_4];
+	ld.param.u64 	%rd28, [layer_norm_f32_param_5];
+	ld.param.u64 	%rd29, [layer_norm_f32_param_6];
+	ld.param.u64 	%rd30, [layer_norm_f32_param_7];
+	ld.param.f32 	%f13, [layer_norm_f32_param_8];
+	cvta.to.global.u64 	%rd1, %rd31;
+	cvta.to.global.u64 	%rd2, %rd28;
+	cvta.to.global.u64 	%rd3, %rd32;
+	cvta.to.global.u64 	%rd4, %rd33;
+	mov.u32 	%r7, %ctaid.x;
+	cvt.u64.u32 	%rd71, %r7;
+	setp.ge.s64 	%p1, %rd71, %rd29;
+	@%p1 bra 	$L__BB40_32;
+
+	mov.u32 	%r8, %tid.x;
+	cvt.u64.u32 	%rd6, %r8;
+	mul.wide.u32 	%rd34, %r8, 4;
+	mov.u64 	%rd35, _ZZ9block_sumfE4part;
+	add.s64 	%rd7, %rd35, %rd34;
+	mov.u32 	%r9, %ntid.x;
+	cvt.u64.u32 	%rd8, %r9;
+	cvt.rn.f32.s64 	%f1, %rd30;
+	mov.u32 	%r10, %nctaid.x;
+	cvt.u64.u32 	%rd9, %r10;
+	cvta.to.global.u64 	%rd10, %rd26;
+	cvta.to.global.u64 	%rd11, %rd27;
+	cvt.u32.u64 	%r11, %rd8;
+	cvt.u32.u64 	%r13, %rd6;
+
+$L__BB40_2:
+	mul.lo.s64 	%rd13, %rd71, %rd30;
+	setp.ge.s64 	%p2, %rd6, %rd30;
+	mov.f32 	%f46, 0f00000000;
+	@%p2 bra 	$L__BB40_5;
+
+	mov.u64 	%rd72, %rd6;
+
+$L__BB40_4:
+	add.s64 	%rd36, %rd72, %rd13;
+	shl.b64 	%rd37, %rd36, 2;
+	add.s64 	%rd38, %rd4, %rd37;
+	ld.global.f32 	%f16, [%rd38];
+	add.f32 	%f46, %f46, %f16;
+	add.s64 	%rd72, %rd72, %rd8;
+	setp.lt.s64 	%p3, %rd72, %rd30;
+	@%p3 bra 	$L__BB40_4;
+
+$L__BB40_5:
+	setp.lt.u32 	%p4, %r11, 2;
+	st.shared.f32 	[%rd7], %f46;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB40_10;
+
+	mov.u32 	%r24, 1;
+
+$L__BB40_7:
+	shl.b32 	%r2, %r24, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p5, %r14, 0;
+	add.s32 	%r3, %r24, %r13;
+	setp.ge.u32 	%p6, %r3, %r11;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB40_9;
+
+	mul.wide.u32 	%rd39, %r3, 4;
+	add.s64 	%rd41, %rd35, %rd39;
+	ld.shared.f32 	%f17, [%rd7];
+	ld.shared.f32 	%f18, [%rd41];
+	add.f32 	%f19, %f18, %f17;
+	st.shared.f32 	[%rd7], %f19;
+
+$L__BB40_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r11;
+	mov.u32 	%r24, %r2;
+	@%p8 bra 	$L__BB40_7;
+
+$L__BB40_10:
+	ld.shared.f32 	%f21, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	div.rn.f32 	%f5, %f21, %f1;
+	mov.f32 	%f48, 0f00000000;
+	@%p2 bra 	$L__BB40_13;
+
+	mov.u64 	%rd73, %rd6;
+
+$L__BB40_12:
+	add.s64 	%rd42, %rd73, %rd13;
+	shl.b64 	%rd43, %rd42, 2;
+	add.s64 	%rd44, %rd4, %rd43;
+	ld.global.f32 	%f23, [%rd44];
+	sub.f32 	%f24, %f23, %f5;
+	fma.rn.f32 	%f48, %f24, %f24, %f48;
+	add.s64 	%rd73, %rd73, %rd8;
+	setp.lt.s64 	%p10, %rd73, %rd30;
+	@%p10 bra 	$L__BB40_12;
+
+$L__BB40_13:
+	st.shared.f32 	[%rd7], %f48;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB40_18;
+
+	mov.u32 	%r25, 1;
+
+$L__BB40_15:
+	shl.b32 	%r5, %r25, 1;
+	rem.u32 	%r20, %r13, %r5;
+	setp.ne.s32 	%p12, %r20, 0;
+	add.s32 	%r6, %r25, %r13;
+	setp.ge.u32 	%p13, %r6, %r11;
+	or.pred  	%p14, %p13, %p12;
+	@%p14 bra 	$L__BB40_17;
+
+	mul.wide.u32 	%rd45, %r6, 4;
+	add.s64 	%rd47, %rd35, %rd45;
+	ld.shared.f32 	%f25, [%rd7];
+	ld.shared.f32 	%f26, [%rd47];
+	add.f32 	%f27, %f26, %f25;
+	st.shared.f32 	[%rd7], %f27;
+
+$L__BB40_17:
+	bar.sync 	0;
+	setp.lt.u32 	%p15, %r5, %r11;
+	mov.u32 	%r25, %r5;
+	@%p15 bra 	$L__BB40_15;
+
+$L__BB40_18:
+	setp.ne.s32 	%p16, %r13, 0;
+	ld.shared.f32 	%f28, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	div.rn.f32 	%f29, %f28, %f1;
+	add.f32 	%f30, %f29, %f13;
+	sqrt.rn.f32 	%f31, %f30;
+	rcp.rn.f32 	%f9, %f31;
+	@%p16 bra 	$L__BB40_20;
+
+	shl.b64 	%rd48, %rd71, 2;
+	add.s64 	%rd49, %rd10, %rd48;
+	st.global.f32 	[%rd49], %f9;
+
+$L__BB40_20:
+	@%p2 bra 	$L__BB40_31;
+
+	setp.eq.s64 	%p18, %rd27, 0;
+	@%p18 bra 	$L__BB40_26;
+
+	mov.u64 	%rd74, %rd6;
+
+$L__BB40_23:
+	add.s64 	%rd19, %rd74, %rd13;
+	shl.b64 	%rd50, %rd19, 2;
+	add.s64 	%rd51, %rd4, %rd50;
+	ld.global.f32 	%f32, [%rd51];
+	sub.f32 	%f33, %f32, %f5;
+	mul.f32 	%f34, %f9, %f33;
+	add.s64 	%rd52, %rd3, %rd50;
+	st.global.f32 	[%rd52], %f34;
+	shl.b64 	%rd53, %rd74, 2;
+	add.s64 	%rd54, %rd11, %rd53;
+	ld.global.f32 	%f35, [%rd54];
+	mul.f32 	%f49, %f34, %f35;
+	setp.eq.s64 	%p19, %rd28, 0;
+	@%p19 bra 	$L__BB40_25;
+
+	add.s64 	%rd56, %rd2, %rd53;
+	ld.global.f32 	%f36, [%rd56];
+	add.f32 	%f49, %f49, %f36;
+
+$L__BB40_25:
+	add.s64 	%rd58, %rd1, %rd50;
+	st.global.f32 	[%rd58], %f49;
+	add.s64 	%rd74, %rd74, %rd8;
+	setp.lt.s64 	%p20, %rd74, %rd30;
+	@%p20 bra 	$L__BB40_23;
+	bra.uni 	$L__BB40_31;
+
+$L__BB40_26:
+	setp.eq.s64 	%p21, %rd28, 0;
+	@%p21 bra 	$L__BB40_29;
+
+	mov.u64 	%rd75, %rd6;
+
+$L__BB40_28:
+	add.s64 	%rd59, %rd75, %rd13;
+	shl.b64 	%rd60, %rd59, 2;
+	add.s64 	%rd61, %rd4, %rd60;
+	ld.global.f32 	%f37, [%rd61];
+	sub.f32 	%f38, %f37, %f5;
+	mul.f32 	%f39, %f9, %f38;
+	add.s64 	%rd62, %rd3, %rd60;
+	st.global.f32 	[%rd62], %f39;
+	shl.b64 	%rd63, %rd75, 2;
+	add.s64 	%rd64, %rd2, %rd63;
+	ld.global.f32 	%f40, [%rd64];
+	add.f32 	%f41, %f39, %f40;
+	add.s64 	%rd65, %rd1, %rd60;
+	st.global.f32 	[%rd65], %f41;
+	add.s64 	%rd75, %rd75, %rd8;
+	setp.lt.s64 	%p22, %rd75, %rd30;
+	@%p22 bra 	$L__BB40_28;
+	bra.uni 	$L__BB40_31;
+
+$L__BB40_29:
+	mov.u64 	%rd76, %rd6;
+
+$L__BB40_30:
+	add.s64 	%rd66, %rd76, %rd13;
+	shl.b64 	%rd67, %rd66, 2;
+	add.s64 	%rd68, %rd4, %rd67;
+	ld.global.f32 	%f42, [%rd68];
+	sub.f32 	%f43, %f42, %f5;
+	mul.f32 	%f44, %f9, %f43;
+	add.s64 	%rd69, %rd3, %rd67;
+	st.global.f32 	[%rd69], %f44;
+	add.s64 	%rd70, %rd1, %rd67;
+	st.global.f32 	[%rd70], %f44;
+	add.s64 	%rd76, %rd76, %rd8;
+	setp.lt.s64 	%p23, %rd76, %rd30;
+	@%p23 bra 	$L__BB40_30;
+
+$L__BB40_31:
+	add.s64 	%rd71, %rd71, %rd9;
+	setp.lt.s64 	%p24, %rd71, %rd29;
+	@%p24 bra 	$L__BB40_2;
+
+$L__BB40_32:
+	ret;
+
+}
+	// .globl	layer_norm_bwd_f32
+.visible .entry layer_norm_bwd_f32(
+	.param .u64 layer_norm_bwd_f32_param_0,
+	.param .u64 layer_norm_bwd_f32_param_1,
+	.param .u64 layer_norm_bwd_f32_param_2,
+	.param .u64 layer_norm_bwd_f32_param_3,
+	.param .u64 layer_norm_bwd_f32_param_4,
+	.param .u64 layer_norm_bwd_f32_param_5,
+	.param .u64 layer_norm_bwd_f32_param_6
+)
+{
+	.reg .pred 	%p<21>;
+	.reg .f32 	%f<55>;
+	.reg .b32 	%r<25>;
+	.reg .b64 	%rd<66>;
+
+
+	ld.param.u64 	%rd26, [layer_norm_bwd_f32_param_0];
+	ld.param.u64 	%rd27, [layer_norm_bwd_f32_param_1];
+	ld.param.u64 	%rd28, [layer_norm_bwd_f32_param_2];
+	ld.param.u64 	%rd22, [layer_norm_bwd_f32_param_3];
+	ld.param.u64 	%rd23, [layer_norm_bwd_f32_param_4];
+	ld.param.u64 	%rd24, [layer_norm_bwd_f32_param_5];
+	ld.param.u64 	%rd25, [layer_norm_bwd_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd26;
+	cvta.to.global.u64 	%rd2, %rd28;
+	cvta.to.global.u64 	%rd3, %rd23;
+	cvta.to.global.u64 	%rd4, %rd27;
+	mov.u32 	%r7, %ctaid.x;
+	cvt.u64.u32 	%rd61, %r7;
+	setp.ge.s64 	%p1, %rd61, %rd24;
+	@%p1 bra 	$L__BB41_25;
+
+	mov.u32 	%r8, %tid.x;
+	cvt.u64.u32 	%rd6, %r8;
+	mul.wide.u32 	%rd29, %r8, 4;
+	mov.u64 	%rd30, _ZZ9block_sumfE4part;
+	add.s64 	%rd7, %rd30, %rd29;
+	mov.u32 	%r9, %ntid.x;
+	cvt.u64.u32 	%rd8, %r9;
+	cvt.rn.f32.s64 	%f1, %rd25;
+	mov.u32 	%r10, %nctaid.x;
+	cvt.u64.u32 	%rd9, %r10;
+	cvta.to.global.u64 	%rd10, %rd22;
+	cvt.u32.u64 	%r11, %rd8;
+	cvt.u32.u64 	%r13, %rd6;
+
+$L__BB41_2:
+	mul.lo.s64 	%rd12, %rd61, %rd25;
+	setp.ge.s64 	%p2, %rd6, %rd25;
+	mov.f32 	%f53, 0f00000000;
+	mov.f32 	%f54, %f53;
+	@%p2 bra 	$L__BB41_8;
+
+	mov.f32 	%f54, 0f00000000;
+	setp.eq.s64 	%p3, %rd23, 0;
+	@%p3 bra 	$L__BB41_6;
+
+	mov.u64 	%rd62, %rd6;
+	mov.f32 	%f53, %f54;
+
+$L__BB41_5:
+	add.s64 	%rd31, %rd62, %rd12;
+	shl.b64 	%rd32, %rd31, 2;
+	add.s64 	%rd33, %rd4, %rd32;
+	shl.b64 	%rd34, %rd62, 2;
+	add.s64 	%rd35, %rd3, %rd34;
+	ld.global.f32 	%f19, [%rd35];
+	ld.global.f32 	%f20, [%rd33];
+	mul.f32 	%f21, %f20, %f19;
+	add.f32 	%f53, %f53, %f21;
+	add.s64 	%rd36, %rd2, %rd32;
+	ld.global.f32 	%f22, [%rd36];
+	fma.rn.f32 	%f54, %f21, %f22, %f54;
+	add.s64 	%rd62, %rd62, %rd8;
+	setp.lt.s64 	%p4, %rd62, %rd25;
+	@%p4 bra 	$L__BB41_5;
+	bra.uni 	$L__BB41_8;
+
+$L__BB41_6:
+	mov.u64 	%rd63, %rd6;
+	mov.f32 	%f53, %f54;
+
+$L__BB41_7:
+	add.s64 	%rd37, %rd63, %rd12;
+	shl.b64 	%rd38, %rd37, 2;
+	add.s64 	%rd39, %rd4, %rd38;
+	ld.global.f32 	%f25, [%rd39];
+	add.f32 	%f53, %f53, %f25;
+	add.s64 	%rd40, %rd2, %rd38;
+	ld.global.f32 	%f26, [%rd40];
+	fma.rn.f32 	%f54, %f25, %f26, %f54;
+	add.s64 	%rd63, %rd63, %rd8;
+	setp.lt.s64 	%p5, %rd63, %rd25;
+	@%p5 bra 	$L__BB41_7;
+
+$L__BB41_8:
+	setp.lt.u32 	%p6, %r11, 2;
+	st.shared.f32 	[%rd7], %f53;
+	bar.sync 	0;
+	@%p6 bra 	$L__BB41_13;
+
+	mov.u32 	%r23, 1;
+
+$L__BB41_10:
+	shl.b32 	%r2, %r23, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p7, %r14, 0;
+	add.s32 	%r3, %r23, %r13;
+	setp.ge.u32 	%p8, %r3, %r11;
+	or.pred  	%p9, %p8, %p7;
+	@%p9 bra 	$L__BB41_12;
+
+	mul.wide.u32 	%rd41, %r3, 4;
+	add.s64 	%rd43, %rd30, %rd41;
+	ld.shared.f32 	%f27, [%rd7];
+	ld.shared.f32 	%f28, [%rd43];
+	add.f32 	%f29, %f28, %f27;
+	st.shared.f32 	[%rd7], %f29;
+
+$L__BB41_12:
+	bar.sync 	0;
+	setp.lt.u32 	%p10, %r2, %r11;
+	mov.u32 	%r23, %r2;
+	@%p10 bra 	$L__BB41_10;
+
+$L__BB41_13:
+	ld.shared.f32 	%f30, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	div.rn.f32 	%f12, %f30, %f1;
+	st.shared.f32 	[%rd7], %f54;
+	bar.sync 	0;
+	@%p6 bra 	$L__BB41_18;
+
+	mov.u32 	%r24, 1;
+
+$L__BB41_15:
+	shl.b32 	%r5, %r24, 1;
+	rem.u32 	%r20, %r13, %r5;
+	setp.ne.s32 	%p12, %r20, 0;
+	add.s32 	%r6, %r24, %r13;
+	setp.ge.u32 	%p13, %r6, %r11;
+	or.pred  	%p14, %p13, %p12;
+	@%p14 bra 	$L__BB41_17;
+
+	mul.wide.u32 	%rd44, %r6, 4;
+	add.s64 	%rd46, %rd30, %rd44;
+	ld.shared.f32 	%f31, [%rd7];
+	ld.shared.f32 	%f32, [%rd46];
+	add.f32 	%f33, %f32, %f31;
+	st.shared.f32 	[%rd7], %f33;
+
+$L__BB41_17:
+	bar.sync 	0;
+	setp.lt.u32 	%p15, %r5, %r11;
+	mov.u32 	%r24, %r5;
+	@%p15 bra 	$L__BB41_15;
+
+$L__BB41_18:
+	ld.shared.f32 	%f34, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	div.rn.f32 	%f13, %f34, %f1;
+	shl.b64 	%rd47, %rd61, 2;
+	add.s64 	%rd48, %rd10, %rd47;
+	ld.global.f32 	%f14, [%rd48];
+	@%p2 bra 	$L__BB41_24;
+
+	setp.eq.s64 	%p17, %rd23, 0;
+	@%p17 bra 	$L__BB41_22;
+
+	mov.u64 	%rd64, %rd6;
+
+$L__BB41_21:
+	add.s64 	%rd49, %rd64, %rd12;
+	shl.b64 	%rd50, %rd49, 2;
+	add.s64 	%rd51, %rd4, %rd50;
+	shl.b64 	%rd52, %rd64, 2;
+	add.s64 	%rd53, %rd3, %rd52;
+	ld.global.f32 	%f35, [%rd53];
+	ld.global.f32 	%f36, [%rd51];
+	mul.f32 	%f37, %f36, %f35;
+	sub.f32 	%f38, %f37, %f12;
+	add.s64 	%rd54, %rd2, %rd50;
+	ld.global.f32 	%f39, [%rd54];
+	mul.f32 	%f40, %f13, %f39;
+	sub.f32 	%f41, %f38, %f40;
+	mul.f32 	%f42, %f14, %f41;
+	add.s64 	%rd55, %rd1, %rd50;
+	st.global.f32 	[%rd55], %f42;
+	add.s64 	%rd64, %rd64, %rd8;
+	setp.lt.s64 	%p18, %rd64, %rd25;
+	@%p18 bra 	$L__BB41_21;
+	bra.uni 	$L__BB41_24;
+
+$L__BB41_22:
+	mov.u64 	%rd65, %rd6;
+
+$L__BB41_23:
+	add.s64 	%rd56, %rd65, %rd12;
+	shl.b64 	%rd57, %rd56, 2;
+	add.s64 	%rd58, %rd4, %rd57;
+	ld.global.f32 	%f43, [%rd58];
+	sub.f32 	%f44, %f43, %f12;
+	add.s64 	%rd59, %rd2, %rd57;
+	ld.global.f32 	%f45, [%rd59];
+	mul.f32 	%f46, %f13, %f45;
+	sub.f32 	%f47, %f44, %f46;
+	mul.f32 	%f48, %f14, %f47;
+	add.s64 	%rd60, %rd1, %rd57;
+	st.global.f32 	[%rd60], %f48;
+	add.s64 	%rd65, %rd65, %rd8;
+	setp.lt.s64 	%p19, %rd65, %rd25;
+	@%p19 bra 	$L__BB41_23;
+
+$L__BB41_24:
+	add.s64 	%rd61, %rd61, %rd9;
+	setp.lt.s64 	%p20, %rd61, %rd24;
+	@%p20 bra 	$L__BB41_2;
+
+$L__BB41_25:
+	ret;
+
+}
+	// .globl	layer_norm_params_bwd_f32
+.visible .entry layer_norm_params_bwd_f32(
+	.param .u64 layer_norm_params_bwd_f32_param_0,
+	.param .u64 layer_norm_params_bwd_f32_param_1,
+	.param .u64 layer_norm_params_bwd_f32_param_2,
+	.param .u64 layer_norm_params_bwd_f32_param_3,
+	.param .u64 layer_norm_params_bwd_f32_param_4,
+	.param .u64 layer_norm_params_bwd_f32_param_5
+)
+{
+	.reg .pred 	%p<31>;
+	.reg .f32 	%f<84>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<139>;
+
+
+	ld.param.u64 	%rd63, [layer_norm_params_bwd_f32_param_0];
+	ld.param.u64 	%rd64, [layer_norm_params_bwd_f32_param_1];
+	ld.param.u64 	%rd67, [layer_norm_params_bwd_f32_param_2];
+	ld.param.u64 	%rd68, [layer_norm_params_bwd_f32_param_3];
+	ld.param.u64 	%rd65, [layer_norm_params_bwd_f32_param_4];
+	ld.param.u64 	%rd66, [layer_norm_params_bwd_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd68;
+	cvta.to.global.u64 	%rd2, %rd67;
+	cvta.to.global.u64 	%rd3, %rd64;
+	cvta.to.global.u64 	%rd4, %rd63;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd69, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd70, %r3;
+	add.s64 	%rd126, %rd69, %rd70;
+	setp.ge.s64 	%p1, %rd126, %rd66;
+	@%p1 bra 	$L__BB42_48;
+
+	setp.gt.s64 	%p2, %rd65, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd5;
+	@%p2 bra 	$L__BB42_35;
+	bra.uni 	$L__BB42_2;
+
+$L__BB42_35:
+	add.s64 	%rd41, %rd65, -1;
+	and.b64  	%rd42, %rd65, 3;
+	sub.s64 	%rd43, %rd42, %rd65;
+	shl.b64 	%rd45, %rd66, 2;
+	mov.u64 	%rd99, 0;
+	mov.u64 	%rd133, %rd99;
+	mov.u64 	%rd134, %rd126;
+
+$L__BB42_36:
+	setp.lt.u64 	%p23, %rd41, 3;
+	mov.f32 	%f83, 0f00000000;
+	mov.u64 	%rd138, %rd99;
+	mov.f32 	%f82, %f83;
+	@%p23 bra 	$L__BB42_39;
+
+	mul.lo.s64 	%rd102, %rd8, %rd133;
+	add.s64 	%rd103, %rd126, %rd102;
+	shl.b64 	%rd104, %rd103, 2;
+	add.s64 	%rd137, %rd1, %rd104;
+	add.s64 	%rd136, %rd2, %rd104;
+	mov.u64 	%rd138, 0;
+
+$L__BB42_38:
+	ld.global.f32 	%f52, [%rd137];
+	ld.global.f32 	%f53, [%rd136];
+	fma.rn.f32 	%f54, %f53, %f52, %f82;
+	add.f32 	%f55, %f83, %f53;
+	add.s64 	%rd105, %rd136, %rd45;
+	add.s64 	%rd106, %rd137, %rd45;
+	ld.global.f32 	%f56, [%rd106];
+	ld.global.f32 	%f57, [%rd105];
+	fma.rn.f32 	%f58, %f57, %f56, %f54;
+	add.f32 	%f59, %f55, %f57;
+	add.s64 	%rd107, %rd105, %rd45;
+	add.s64 	%rd108, %rd106, %rd45;
+	ld.global.f32 	%f60, [%rd108];
+	ld.global.f32 	%f61, [%rd107];
+	fma.rn.f32 	%f62, %f61, %f60, %f58;
+	add.f32 	%f63, %f59, %f61;
+	add.s64 	%rd109, %rd107, %rd45;
+	add.s64 	%rd136, %rd109, %rd45;
+	add.s64 	%rd110, %rd108, %rd45;
+	add.s64 	%rd137, %rd110, %rd45;
+	ld.global.f32 	%f64, [%rd110];
+	ld.global.f32 	%f65, [%rd109];
+	fma.rn.f32 	%f82, %f65, %f64, %f62;
+	add.f32 	%f83, %f63, %f65;
+	add.s64 	%rd138, %rd138, 4;
+	add.s64 	%rd111, %rd43, %rd138;
+	setp.ne.s64 	%p24, %rd111, 0;
+	@%p24 bra 	$L__BB42_38;
+
+$L__BB42_39:
+	setp.eq.s64 	%p25, %rd42, 0;
+	@%p25 bra 	$L__BB42_43;
+
+	setp.eq.s64 	%p26, %rd42, 1;
+	mul.lo.s64 	%rd112, %rd138, %rd66;
+	add.s64 	%rd113, %rd112, %rd134;
+	shl.b64 	%rd114, %rd113, 2;
+	add.s64 	%rd57, %rd2, %rd114;
+	add.s64 	%rd58, %rd1, %rd114;
+	ld.global.f32 	%f66, [%rd58];
+	ld.global.f32 	%f67, [%rd57];
+	fma.rn.f32 	%f82, %f67, %f66, %f82;
+	add.f32 	%f83, %f83, %f67;
+	@%p26 bra 	$L__BB42_43;
+
+	setp.eq.s64 	%p27, %rd42, 2;
+	add.s64 	%rd59, %rd58, %rd45;
+	ld.global.f32 	%f68, [%rd59];
+	add.s64 	%rd60, %rd57, %rd45;
+	ld.global.f32 	%f69, [%rd60];
+	fma.rn.f32 	%f82, %f69, %f68, %f82;
+	add.f32 	%f83, %f83, %f69;
+	@%p27 bra 	$L__BB42_43;
+
+	add.s64 	%rd117, %rd60, %rd45;
+	add.s64 	%rd118, %rd59, %rd45;
+	ld.global.f32 	%f70, [%rd118];
+	ld.global.f32 	%f71, [%rd117];
+	fma.rn.f32 	%f82, %f71, %f70, %f82;
+	add.f32 	%f83, %f83, %f71;
+
+$L__BB42_43:
+	setp.eq.s64 	%p28, %rd63, 0;
+	@%p28 bra 	$L__BB42_45;
+
+	shl.b64 	%rd119, %rd134, 2;
+	add.s64 	%rd120, %rd4, %rd119;
+	ld.global.f32 	%f72, [%rd120];
+	add.f32 	%f73, %f82, %f72;
+	st.global.f32 	[%rd120], %f73;
+
+$L__BB42_45:
+	setp.eq.s64 	%p29, %rd64, 0;
+	@%p29 bra 	$L__BB42_47;
+
+	shl.b64 	%rd121, %rd134, 2;
+	add.s64 	%rd122, %rd3, %rd121;
+	ld.global.f32 	%f74, [%rd122];
+	add.f32 	%f75, %f83, %f74;
+	st.global.f32 	[%rd122], %f75;
+
+$L__BB42_47:
+	add.s64 	%rd134, %rd134, %rd8;
+	setp.lt.s64 	%p30, %rd134, %rd66;
+	add.s64 	%rd133, %rd133, 1;
+	@%p30 bra 	$L__BB42_36;
+
+$L__BB42_48:
+	ret;
+
+$L__BB42_2:
+	not.b64 	%rd71, %rd126;
+	add.s64 	%rd9, %rd71, %rd66;
+	or.b64  	%rd72, %rd9, %rd8;
+	and.b64  	%rd73, %rd72, -4294967296;
+	setp.eq.s64 	%p3, %rd73, 0;
+	@%p3 bra 	$L__BB42_4;
+
+	div.u64 	%rd123, %rd9, %rd8;
+	bra.uni 	$L__BB42_5;
+
+$L__BB42_4:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd123, %r7;
+
+$L__BB42_5:
+	add.s64 	%rd74, %rd123, 1;
+	and.b64  	%rd125, %rd74, 3;
+	setp.eq.s64 	%p4, %rd63, 0;
+	@%p4 bra 	$L__BB42_21;
+
+	setp.eq.s64 	%p5, %rd125, 0;
+	@%p5 bra 	$L__BB42_10;
+
+$L__BB42_7:
+	.pragma "nounroll";
+	shl.b64 	%rd75, %rd126, 2;
+	add.s64 	%rd76, %rd4, %rd75;
+	ld.global.f32 	%f17, [%rd76];
+	add.f32 	%f18, %f17, 0f00000000;
+	st.global.f32 	[%rd76], %f18;
+	setp.eq.s64 	%p6, %rd64, 0;
+	@%p6 bra 	$L__BB42_9;
+
+	add.s64 	%rd78, %rd3, %rd75;
+	ld.global.f32 	%f19, [%rd78];
+	add.f32 	%f20, %f19, 0f00000000;
+	st.global.f32 	[%rd78], %f20;
+
+$L__BB42_9:
+	add.s64 	%rd126, %rd126, %rd8;
+	add.s64 	%rd125, %rd125, -1;
+	setp.ne.s64 	%p7, %rd125, 0;
+	@%p7 bra 	$L__BB42_7;
+
+$L__BB42_10:
+	setp.lt.u64 	%p8, %rd123, 3;
+	@%p8 bra 	$L__BB42_48;
+
+	shl.b64 	%rd79, %rd126, 2;
+	add.s64 	%rd128, %rd4, %rd79;
+	shl.b64 	%rd20, %rd8, 2;
+
+$L__BB42_12:
+	ld.global.f32 	%f21, [%rd128];
+	add.f32 	%f22, %f21, 0f00000000;
+	st.global.f32 	[%rd128], %f22;
+	setp.eq.s64 	%p9, %rd64, 0;
+	@%p9 bra 	$L__BB42_14;
+
+	shl.b64 	%rd81, %rd126, 2;
+	add.s64 	%rd82, %rd3, %rd81;
+	ld.global.f32 	%f23, [%rd82];
+	add.f32 	%f24, %f23, 0f00000000;
+	st.global.f32 	[%rd82], %f24;
+
+$L__BB42_14:
+	add.s64 	%rd23, %rd126, %rd8;
+	add.s64 	%rd24, %rd128, %rd20;
+	ld.global.f32 	%f25, [%rd24];
+	add.f32 	%f26, %f25, 0f00000000;
+	st.global.f32 	[%rd24], %f26;
+	@%p9 bra 	$L__BB42_16;
+
+	shl.b64 	%rd83, %rd23, 2;
+	add.s64 	%rd84, %rd3, %rd83;
+	ld.global.f32 	%f27, [%rd84];
+	add.f32 	%f28, %f27, 0f00000000;
+	st.global.f32 	[%rd84], %f28;
+
+$L__BB42_16:
+	add.s64 	%rd25, %rd23, %rd8;
+	add.s64 	%rd26, %rd24, %rd20;
+	ld.global.f32 	%f29, [%rd26];
+	add.f32 	%f30, %f29, 0f00000000;
+	st.global.f32 	[%rd26], %f30;
+	@%p9 bra 	$L__BB42_18;
+
+	shl.b64 	%rd85, %rd25, 2;
+	add.s64 	%rd86, %rd3, %rd85;
+	ld.global.f32 	%f31, [%rd86];
+	add.f32 	%f32, %f31, 0f00000000;
+	st.global.f32 	[%rd86], %f32;
+
+$L__BB42_18:
+	add.s64 	%rd27, %rd25, %rd8;
+	add.s64 	%rd28, %rd26, %rd20;
+	ld.global.f32 	%f33, [%rd28];
+	add.f32 	%f34, %f33, 0f00000000;
+	st.global.f32 	[%rd28], %f34;
+	@%p9 bra 	$L__BB42_20;
+
+	shl.b64 	%rd87, %rd27, 2;
+	add.s64 	%rd88, %rd3, %rd87;
+	ld.global.f32 	%f35, [%rd88];
+	add.f32 	%f36, %f35, 0f00000000;
+	st.global.f32 	[%rd88], %f36;
+
+$L__BB42_20:
+	add.s64 	%rd126, %rd27, %rd8;
+	setp.lt.s64 	%p13, %rd126, %rd66;
+	add.s64 	%rd128, %rd28, %rd20;
+	@%p13 bra 	$L__BB42_12;
+	bra.uni 	$L__BB42_48;
+
+$L__BB42_21:
+	setp.eq.s64 	%p14, %rd125, 0;
+	@%p14 bra 	$L__BB42_25;
+
+$L__BB42_22:
+	.pragma "nounroll";
+	setp.eq.s64 	%p15, %rd64, 0;
+	@%p15 bra 	$L__BB42_24;
+
+	shl.b64 	%rd89, %rd126, 2;
+	add.s64 	%rd90, %rd3, %rd89;
+	ld.global.f32 	%f37, [%rd90];
+	add.f32 	%f38, %f37, 0f00000000;
+	st.global.f32 	[%rd90], %f38;
+
+$L__BB42_24:
+	add.s64 	%rd126, %rd126, %rd8;
+	add.s64 	%rd125, %rd125, -1;
+	setp.ne.s64 	%p16, %rd125, 0;
+	@%p16 bra 	$L__BB42_22;
+
+$L__BB42_25:
+	setp.lt.u64 	%p17, %rd123, 3;
+	@%p17 bra 	$L__BB42_48;
+
+$L__BB42_26:
+	setp.eq.s64 	%p18, %rd64, 0;
+	@%p18 bra 	$L__BB42_28;
+
+	shl.b64 	%rd91, %rd126, 2;
+	add.s64 	%rd92, %rd3, %rd91;
+	ld.global.f32 	%f39, [%rd92];
+	add.f32 	%f40, %f39, 0f00000000;
+	st.global.f32 	[%rd92], %f40;
+
+$L__BB42_28:
+	add.s64 	%rd37, %rd126, %rd8;
+	@%p18 bra 	$L__BB42_30;
+
+	shl.b64 	%rd93, %rd37, 2;
+	add.s64 	%rd94, %rd3, %rd93;
+	ld.global.f32 	%f41, [%rd94];
+	add.f32 	%f42, %f41, 0f00000000;
+	st.global.f32 	[%rd94], %f42;
+
+$L__BB42_30:
+	add.s64 	%rd38, %rd37, %rd8;
+	@%p18 bra 	$L__BB42_32;
+
+	shl.b64 	%rd95, %rd38, 2;
+	add.s64 	%rd96, %rd3, %rd95;
+	ld.global.f32 	%f43, [%rd96];
+	add.f32 	%f44, %f43, 0f00000000;
+	st.global.f32 	[%rd96], %f44;
+
+$L__BB42_32:
+	add.s64 	%rd39, %rd38, %rd8;
+	@%p18 bra 	$L__BB42_34;
+
+	shl.b64 	%rd97, %rd39, 2;
+	add.s64 	%rd98, %rd3, %rd97;
+	ld.global.f32 	%f45, [%rd98];
+	add.f32 	%f46, %f45, 0f00000000;
+	st.global.f32 	[%rd98], %f46;
+
+$L__BB42_34:
+	add.s64 	%rd126, %rd39, %rd8;
+	setp.lt.s64 	%p22, %rd126, %rd66;
+	@%p22 bra 	$L__BB42_26;
+	bra.uni 	$L__BB42_48;
+
+}
+	// .globl	gelu_f32
+.visible .entry gelu_f32(
+	.param .u64 gelu_f32_param_0,
+	.param .u64 gelu_f32_param_1,
+	.param .u64 gelu_f32_param_2
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<151>;
+	.reg .b32 	%r<28>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd39, [gelu_f32_param_0];
+	ld.param.u64 	%rd40, [gelu_f32_param_1];
+	ld.param.u64 	%rd38, [gelu_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd39;
+	cvta.to.global.u64 	%rd2, %rd40;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd41, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd42, %r3;
+	add.s64 	%rd59, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd59, %rd38;
+	@%p1 bra 	$L__BB43_20;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd43, %rd59;
+	add.s64 	%rd7, %rd43, %rd38;
+	or.b64  	%rd44, %rd7, %rd6;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB43_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB43_4;
+
+$L__BB43_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB43_4:
+	add.s64 	%rd46, %rd54, 1;
+	and.b64  	%rd58, %rd46, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB43_9;
+
+	shl.b64 	%rd47, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd47;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd47;
+
+$L__BB43_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	mul.f32 	%f2, %f1, 0f3F3504F3;
+	abs.f32 	%f26, %f2;
+	setp.ltu.f32 	%p4, %f26, 0f3F8060FE;
+	setp.ge.f32 	%p5, %f26, 0f3F8060FE;
+	mul.f32 	%f27, %f2, %f2;
+	selp.f32 	%f28, %f26, %f27, %p5;
+	selp.f32 	%f29, 0f3789CA3C, 0f38B1E96A, %p5;
+	selp.f32 	%f30, 0fB9F560B9, 0fBA574D20, %p5;
+	fma.rn.f32 	%f31, %f29, %f28, %f30;
+	selp.f32 	%f32, 0f3BAC840B, 0f3BAAD5EA, %p5;
+	fma.rn.f32 	%f33, %f31, %f28, %f32;
+	selp.f32 	%f34, 0fBD0C8162, 0fBCDC1BE7, %p5;
+	fma.rn.f32 	%f35, %f33, %f28, %f34;
+	selp.f32 	%f36, 0f3E1CF906, 0f3DE718AF, %p5;
+	fma.rn.f32 	%f37, %f35, %f28, %f36;
+	selp.f32 	%f38, 0f3F6A937E, 0fBEC093AC, %p5;
+	fma.rn.f32 	%f39, %f37, %f28, %f38;
+	selp.f32 	%f40, 0f3F20D842, 0f3E0375D3, %p5;
+	fma.rn.f32 	%f41, %f39, %f28, %f40;
+	neg.f32 	%f42, %f26;
+	selp.f32 	%f43, %f42, %f2, %p5;
+	fma.rn.f32 	%f146, %f41, %f43, %f43;
+	@%p4 bra 	$L__BB43_8;
+
+	ex2.approx.ftz.f32 	%f44, %f146;
+	mov.f32 	%f45, 0f3F800000;
+	sub.f32 	%f46, %f45, %f44;
+	mov.b32 	%r8, %f46;
+	mov.b32 	%r9, %f2;
+	and.b32  	%r10, %r9, -2147483648;
+	or.b32  	%r11, %r10, %r8;
+	mov.b32 	%f146, %r11;
+
+$L__BB43_8:
+	add.f32 	%f47, %f146, 0f3F800000;
+	mul.f32 	%f48, %f1, 0f3F000000;
+	mul.f32 	%f49, %f48, %f47;
+	st.global.f32 	[%rd56], %f49;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p6, %rd58, 0;
+	@%p6 bra 	$L__BB43_6;
+
+$L__BB43_9:
+	setp.lt.u64 	%p7, %rd54, 3;
+	@%p7 bra 	$L__BB43_20;
+
+	shl.b64 	%rd48, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd48;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd48;
+
+$L__BB43_11:
+	ld.global.f32 	%f6, [%rd61];
+	mul.f32 	%f7, %f6, 0f3F3504F3;
+	abs.f32 	%f50, %f7;
+	setp.ltu.f32 	%p8, %f50, 0f3F8060FE;
+	setp.ge.f32 	%p9, %f50, 0f3F8060FE;
+	mul.f32 	%f51, %f7, %f7;
+	selp.f32 	%f52, %f50, %f51, %p9;
+	selp.f32 	%f53, 0f3789CA3C, 0f38B1E96A, %p9;
+	selp.f32 	%f54, 0fB9F560B9, 0fBA574D20, %p9;
+	fma.rn.f32 	%f55, %f53, %f52, %f54;
+	selp.f32 	%f56, 0f3BAC840B, 0f3BAAD5EA, %p9;
+	fma.rn.f32 	%f57, %f55, %f52, %f56;
+	selp.f32 	%f58, 0fBD0C8162, 0fBCDC1BE7, %p9;
+	fma.rn.f32 	%f59, %f57, %f52, %f58;
+	selp.f32 	%f60, 0f3E1CF906, 0f3DE718AF, %p9;
+	fma.rn.f32 	%f61, %f59, %f52, %f60;
+	selp.f32 	%f62, 0f3F6A937E, 0fBEC093AC, %p9;
+	fma.rn.f32 	%f63, %f61, %f52, %f62;
+	selp.f32 	%f64, 0f3F20D842, 0f3E0375D3, %p9;
+	fma.rn.f32 	%f65, %f63, %f52, %f64;
+	neg.f32 	%f66, %f50;
+	selp.f32 	%f67, %f66, %f7, %p9;
+	fma.rn.f32 	%f147, %f65, %f67, %f67;
+	@%p8 bra 	$L__BB43_13;
+
+	ex2.approx.ftz.f32 	%f68, %f147;
+	mov.f32 	%f69, 0f3F800000;
+	sub.f32 	%f70, %f69, %f68;
+	mov.b32 	%r12, %f70;
+	mov.b32 	%r13, %f7;
+	and.b32  	%r14, %r13, -2147483648;
+	or.b32  	%r15, %r14, %r12;
+	mov.b32 	%f147, %r15;
+
+$L__BB43_13:
+	add.f32 	%f71, %f147, 0f3F800000;
+	mul.f32 	%f72, %f6, 0f3F000000;
+	mul.f32 	%f73, %f72, %f71;
+	st.global.f32 	[%rd62], %f73;
+	add.s64 	%rd30, %rd61, %rd25;
+	ld.global.f32 	%f11, [%rd30];
+	mul.f32 	%f12, %f11, 0f3F3504F3;
+	abs.f32 	%f74, %f12;
+	setp.ltu.f32 	%p10, %f74, 0f3F8060FE;
+	setp.ge.f32 	%p11, %f74, 0f3F8060FE;
+	mul.f32 	%f75, %f12, %f12;
+	selp.f32 	%f76, %f74, %f75, %p11;
+	selp.f32 	%f77, 0f3789CA3C, 0f38B1E96A, %p11;
+	selp.f32 	%f78, 0fB9F560B9, 0fBA574D20, %p11;
+	fma.rn.f32 	%f79, %f77, %f76, %f78;
+	selp.f32 	%f80, 0f3BAC840B, 0f3BAAD5EA, %p11;
+	fma.rn.f32 	%f81, %f79, %f76, %f80;
+	selp.f32 	%f82, 0fBD0C8162, 0fBCDC1BE7, %p11;
+	fma.rn.f32 	%f83, %f81, %f76, %f82;
+	selp.f32 	%f84, 0f3E1CF906, 0f3DE718AF, %p11;
+	fma.rn.f32 	%f85, %f83, %f76, %f84;
+	selp.f32 	%f86, 0f3F6A937E, 0fBEC093AC, %p11;
+	fma.rn.f32 	%f87, %f85, %f76, %f86;
+	selp.f32 	%f88, 0f3F20D842, 0f3E0375D3, %p11;
+	fma.rn.f32 	%f89, %f87, %f76, %f88;
+	neg.f32 	%f90, %f74;
+	selp.f32 	%f91, %f90, %f12, %p11;
+	fma.rn.f32 	%f148, %f89, %f91, %f91;
+	@%p10 bra 	$L__BB43_15;
+
+	ex2.approx.ftz.f32 	%f92, %f148;
+	mov.f32 	%f93, 0f3F800000;
+	sub.f32 	%f94, %f93, %f92;
+	mov.b32 	%r16, %f94;
+	mov.b32 	%r17, %f12;
+	and.b32  	%r18, %r17, -2147483648;
+	or.b32  	%r19, %r18, %r16;
+	mov.b32 	%f148, %r19;
+
+$L__BB43_15:
+	add.f32 	%f95, %f148, 0f3F800000;
+	mul.f32 	%f96, %f11, 0f3F000000;
+	mul.f32 	%f97, %f96, %f95;
+	add.s64 	%rd31, %rd62, %rd25;
+	st.global.f32 	[%rd31], %f97;
+	add.s64 	%rd32, %rd30, %rd25;
+	ld.global.f32 	%f16, [%rd32];
+	mul.f32 	%f17, %f16, 0f3F3504F3;
+	abs.f32 	%f98, %f17;
+	setp.ltu.f32 	%p12, %f98, 0f3F8060FE;
+	setp.ge.f32 	%p13, %f98, 0f3F8060FE;
+	mul.f32 	%f99, %f17, %f17;
+	selp.f32 	%f100, %f98, %f99, %p13;
+	selp.f32 	%f101, 0f3789CA3C, 0f38B1E96A, %p13;
+	selp.f32 	%f102, 0fB9F560B9, 0fBA574D20, %p13;
+	fma.rn.f32 	%f103, %f101, %f100, %f102;
+	selp.f32 	%f104, 0f3BAC840B, 0f3BAAD5EA, %p13;
+	fma.rn.f32 	%f105, %f103, %f100, %f104;
+	selp.f32 	%f106, 0fBD0C8162, 0fBCDC1BE7, %p13;
+	fma.rn.f32 	%f107, %f105, %f100, %f106;
+	selp.f32 	%f108, 0f3E1CF906, 0f3DE718AF, %p13;
+	fma.rn.f32 	%f109, %f107, %f100, %f108;
+	selp.f32 	%f110, 0f3F6A937E, 0fBEC093AC, %p13;
+	fma.rn.f32 	%f111, %f109, %f100, %f110;
+	selp.f32 	%f112, 0f3F20D842, 0f3E0375D3, %p13;
+	fma.rn.f32 	%f113, %f111, %f100, %f112;
+	neg.f32 	%f114, %f98;
+	selp.f32 	%f115, %f114, %f17, %p13;
+	fma.rn.f32 	%f149, %f113, %f115, %f115;
+	@%p12 bra 	$L__BB43_17;
+
+	ex2.approx.ftz.f32 	%f116, %f149;
+	mov.f32 	%f117, 0f3F800000;
+	sub.f32 	%f118, %f117, %f116;
+	mov.b32 	%r20, %f118;
+	mov.b32 	%r21, %f17;
+	and.b32  	%r22, %r21, -2147483648;
+	or.b32  	%r23, %r22, %r20;
+	mov.b32 	%f149, %r23;
+
+$L__BB43_17:
+	add.f32 	%f119, %f149, 0f3F800000;
+	mul.f32 	%f120, %f16, 0f3F000000;
+	mul.f32 	%f121, %f120, %f119;
+	add.s64 	%rd33, %rd31, %rd25;
+	st.global.f32 	[%rd33], %f121;
+	add.s64 	%rd34, %rd32, %rd25;
+	ld.global.f32 	%f21, [%rd34];
+	mul.f32 	%f22, %f21, 0f3F3504F3;
+	abs.f32 	%f122, %f22;
+	setp.ltu.f32 	%p14, %f122, 0f3F8060FE;
+	setp.ge.f32 	%p15, %f122, 0f3F8060FE;
+	mul.f32 	%f123, %f22, %f22;
+	selp.f32 	%f124, %f122, %f123, %p15;
+	selp.f32 	%f125, 0f3789CA3C, 0f38B1E96A, %p15;
+	selp.f32 	%f126, 0fB9F560B9, 0fBA574D20, %p15;
+	fma.rn.f32 	%f127, %f125, %f124, %f126;
+	selp.f32 	%f128, 0f3BAC840B, 0f3BAAD5EA, %p15;
+	fma.rn.f32 	%f129, %f127, %f124, %f128;
+	selp.f32 	%f130, 0fBD0C8162, 0fBCDC1BE7, %p15;
+	fma.rn.f32 	%f131, %f129, %f124, %f130;
+	selp.f32 	%f132, 0f3E1CF906, 0f3DE718AF, %p15;
+	fma.rn.f32 	%f133, %f131, %f124, %f132;
+	selp.f32 	%f134, 0f3F6A937E, 0fBEC093AC, %p15;
+	fma.rn.f32 	%f135, %f133, %f124, %f134;
+	selp.f32 	%f136, 0f3F20D842, 0f3E0375D3, %p15;
+	fma.rn.f32 	%f137, %f135, %f124, %f136;
+	neg.f32 	%f138, %f122;
+	selp.f32 	%f139, %f138, %f22, %p15;
+	fma.rn.f32 	%f150, %f137, %f139, %f139;
+	@%p14 bra 	$L__BB43_19;
+
+	ex2.approx.ftz.f32 	%f140, %f150;
+	mov.f32 	%f141, 0f3F800000;
+	sub.f32 	%f142, %f141, %f140;
+	mov.b32 	%r24, %f142;
+	mov.b32 	%r25, %f22;
+	and.b32  	%r26, %r25, -2147483648;
+	or.b32  	%r27, %r26, %r24;
+	mov.b32 	%f150, %r27;
+
+$L__BB43_19:
+	add.f32 	%f143, %f150, 0f3F800000;
+	mul.f32 	%f144, %f21, 0f3F000000;
+	mul.f32 	%f145, %f144, %f143;
+	add.s64 	%rd50, %rd33, %rd25;
+	add.s64 	%rd62, %rd50, %rd25;
+	st.global.f32 	[%rd50], %f145;
+	add.s64 	%rd51, %rd59, %rd6;
+	add.s64 	%rd52, %rd51, %rd6;
+	add.s64 	%rd53, %rd52, %rd6;
+	add.s64 	%rd59, %rd53, %rd6;
+	setp.lt.s64 	%p16, %rd59, %rd38;
+	add.s64 	%rd61, %rd34, %rd25;
+	@%p16 bra 	$L__BB43_11;
+
+$L__BB43_20:
+	ret;
+
+}
+	// .globl	gelu_bwd_f32
+.visible .entry gelu_bwd_f32(
+	.param .u64 gelu_bwd_f32_param_0,
+	.param .u64 gelu_bwd_f32_param_1,
+	.param .u64 gelu_bwd_f32_param_2,
+	.param .u64 gelu_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<14>;
+	.reg .f32 	%f<154>;
+	.reg .b32 	%r<26>;
+	.reg .b64 	%rd<45>;
+
+
+	ld.param.u64 	%rd19, [gelu_bwd_f32_param_0];
+	ld.param.u64 	%rd20, [gelu_bwd_f32_param_1];
+	ld.param.u64 	%rd21, [gelu_bwd_f32_param_2];
+	ld.param.u64 	%rd18, [gelu_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd19;
+	cvta.to.global.u64 	%rd2, %rd20;
+	cvta.to.global.u64 	%rd3, %rd21;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd22, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd23, %r3;
+	add.s64 	%rd44, %rd22, %rd23;
+	setp.ge.s64 	%p1, %rd44, %rd18;
+	@%p1 bra 	$L__BB44_15;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd24, %r4;
+	mul.lo.s64 	%rd6, %rd24, %rd4;
+	not.b64 	%rd25, %rd44;
+	add.s64 	%rd7, %rd25, %rd18;
+	or.b64  	%rd26, %rd7, %rd6;
+	and.b64  	%rd27, %rd26, -4294967296;
+	setp.eq.s64 	%p2, %rd27, 0;
+	@%p2 bra 	$L__BB44_3;
+
+	div.u64 	%rd42, %rd7, %rd6;
+	bra.uni 	$L__BB44_4;
+
+$L__BB44_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd42, %r7;
+
+$L__BB44_4:
+	and.b64  	%rd28, %rd42, 1;
+	setp.eq.b64 	%p3, %rd28, 1;
+	mov.pred 	%p4, 0;
+	xor.pred  	%p5, %p3, %p4;
+	@%p5 bra 	$L__BB44_8;
+
+	shl.b64 	%rd29, %rd44, 2;
+	add.s64 	%rd30, %rd3, %rd29;
+	ld.global.f32 	%f1, [%rd30];
+	mul.f32 	%f2, %f1, 0f3F3504F3;
+	abs.f32 	%f16, %f2;
+	setp.ltu.f32 	%p6, %f16, 0f3F8060FE;
+	setp.ge.f32 	%p7, %f16, 0f3F8060FE;
+	mul.f32 	%f17, %f2, %f2;
+	selp.f32 	%f18, %f16, %f17, %p7;
+	selp.f32 	%f19, 0f3789CA3C, 0f38B1E96A, %p7;
+	selp.f32 	%f20, 0fB9F560B9, 0fBA574D20, %p7;
+	fma.rn.f32 	%f21, %f19, %f18, %f20;
+	selp.f32 	%f22, 0f3BAC840B, 0f3BAAD5EA, %p7;
+	fma.rn.f32 	%f23, %f21, %f18, %f22;
+	selp.f32 	%f24, 0fBD0C8162, 0fBCDC1BE7, %p7;
+	fma.rn.f32 	%f25, %f23, %f18, %f24;
+	selp.f32 	%f26, 0f3E1CF906, 0f3DE718AF, %p7;
+	fma.rn.f32 	%f27, %f25, %f18, %f26;
+	selp.f32 	%f28, 0f3F6A937E, 0fBEC093AC, %p7;
+	fma.rn.f32 	%f29, %f27, %f18, %f28;
+	selp.f32 	%f30, 0f3F20D842, 0f3E0375D3, %p7;
+	fma.rn.f32 	%f31, %f29, %f18, %f30;
+	neg.f32 	%f32, %f16;
+	selp.f32 	%f33, %f32, %f2, %p7;
+	fma.rn.f32 	%f151, %f31, %f33, %f33;
+	@%p6 bra 	$L__BB44_7;
+
+	ex2.approx.ftz.f32 	%f34, %f151;
+	mov.f32 	%f35, 0f3F800000;
+	sub.f32 	%f36, %f35, %f34;
+	mov.b32 	%r8, %f36;
+	mov.b32 	%r9, %f2;
+	and.b32  	%r10, %r9, -2147483648;
+	or.b32  	%r11, %r10, %r8;
+	mov.b32 	%f151, %r11;
+
+$L__BB44_7:
+	add.f32 	%f37, %f151, 0f3F800000;
+	mov.f32 	%f38, 0f3F000000;
+	mul.f32 	%f39, %f1, 0fBF000000;
+	mul.f32 	%f40, %f1, %f39;
+	mov.f32 	%f41, 0f3BBB989D;
+	fma.rn.f32 	%f42, %f40, %f41, %f38;
+	mov.f32 	%f43, 0f3FB8AA3B;
+	mov.f32 	%f44, 0f437C0000;
+	cvt.sat.f32.f32 	%f45, %f42;
+	mov.f32 	%f46, 0f4B400001;
+	fma.rm.f32 	%f47, %f45, %f44, %f46;
+	add.f32 	%f48, %f47, 0fCB40007F;
+	neg.f32 	%f49, %f48;
+	fma.rn.f32 	%f50, %f40, %f43, %f49;
+	mov.f32 	%f51, 0f32A57060;
+	fma.rn.f32 	%f52, %f40, %f51, %f50;
+	mov.b32 	%r12, %f47;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f53, %r13;
+	ex2.approx.ftz.f32 	%f54, %f52;
+	mul.f32 	%f55, %f54, %f53;
+	mul.f32 	%f56, %f55, 0f3ECC422A;
+	mul.f32 	%f57, %f1, %f56;
+	fma.rn.f32 	%f58, %f37, 0f3F000000, %f57;
+	add.s64 	%rd32, %rd2, %rd29;
+	ld.global.f32 	%f59, [%rd32];
+	mul.f32 	%f60, %f59, %f58;
+	add.s64 	%rd33, %rd1, %rd29;
+	st.global.f32 	[%rd33], %f60;
+	add.s64 	%rd44, %rd44, %rd6;
+
+$L__BB44_8:
+	setp.gt.u64 	%p8, %rd6, %rd7;
+	@%p8 bra 	$L__BB44_15;
+
+$L__BB44_10:
+	shl.b64 	%rd34, %rd44, 2;
+	add.s64 	%rd14, %rd3, %rd34;
+	ld.global.f32 	%f6, [%rd14];
+	mul.f32 	%f7, %f6, 0f3F3504F3;
+	abs.f32 	%f61, %f7;
+	setp.ltu.f32 	%p9, %f61, 0f3F8060FE;
+	setp.ge.f32 	%p10, %f61, 0f3F8060FE;
+	mul.f32 	%f62, %f7, %f7;
+	selp.f32 	%f63, %f61, %f62, %p10;
+	selp.f32 	%f64, 0f3789CA3C, 0f38B1E96A, %p10;
+	selp.f32 	%f65, 0fB9F560B9, 0fBA574D20, %p10;
+	fma.rn.f32 	%f66, %f64, %f63, %f65;
+	selp.f32 	%f67, 0f3BAC840B, 0f3BAAD5EA, %p10;
+	fma.rn.f32 	%f68, %f66, %f63, %f67;
+	selp.f32 	%f69, 0fBD0C8162, 0fBCDC1BE7, %p10;
+	fma.rn.f32 	%f70, %f68, %f63, %f69;
+	selp.f32 	%f71, 0f3E1CF906, 0f3DE718AF, %p10;
+	fma.rn.f32 	%f72, %f70, %f63, %f71;
+	selp.f32 	%f73, 0f3F6A937E, 0fBEC093AC, %p10;
+	fma.rn.f32 	%f74, %f72, %f63, %f73;
+	selp.f32 	%f75, 0f3F20D842, 0f3E0375D3, %p10;
+	fma.rn.f32 	%f76, %f74, %f63, %f75;
+	neg.f32 	%f77, %f61;
+	selp.f32 	%f78, %f77, %f7, %p10;
+	fma.rn.f32 	%f152, %f76, %f78, %f78;
+	@%p9 bra 	$L__BB44_12;
+
+	ex2.approx.ftz.f32 	%f79, %f152;
+	mov.f32 	%f80, 0f3F800000;
+	sub.f32 	%f81, %f80, %f79;
+	mov.b32 	%r14, %f81;
+	mov.b32 	%r15, %f7;
+	and.b32  	%r16, %r15, -2147483648;
+	or.b32  	%r17, %r16, %r14;
+	mov.b32 	%f152, %r17;
+
+$L__BB44_12:
+	add.f32 	%f82, %f152, 0f3F800000;
+	mov.f32 	%f83, 0f3F000000;
+	mul.f32 	%f84, %f6, 0fBF000000;
+	mul.f32 	%f85, %f6, %f84;
+	mov.f32 	%f86, 0f3BBB989D;
+	fma.rn.f32 	%f87, %f85, %f86, %f83;
+	mov.f32 	%f88, 0f3FB8AA3B;
+	mov.f32 	%f89, 0f437C0000;
+	cvt.sat.f32.f32 	%f90, %f87;
+	mov.f32 	%f91, 0f4B400001;
+	fma.rm.f32 	%f92, %f90, %f89, %f91;
+	add.f32 	%f93, %f92, 0fCB40007F;
+	neg.f32 	%f94, %f93;
+	fma.rn.f32 	%f95, %f85, %f88, %f94;
+	mov.f32 	%f96, 0f32A57060;
+	fma.rn.f32 	%f97, %f85, %f96, %f95;
+	mov.b32 	%r18, %f92;
+	shl.b32 	%r19, %r18, 23;
+	mov.b32 	%f98, %r19;
+	ex2.approx.ftz.f32 	%f99, %f97;
+	mul.f32 	%f100, %f99, %f98;
+	mul.f32 	%f101, %f100, 0f3ECC422A;
+	mul.f32 	%f102, %f6, %f101;
+	fma.rn.f32 	%f103, %f82, 0f3F000000, %f102;
+	add.s64 	%rd15, %rd2, %rd34;
+	ld.global.f32 	%f104, [%rd15];
+	mul.f32 	%f105, %f104, %f103;
+	add.s64 	%rd16, %rd1, %rd34;
+	st.global.f32 	[%rd16], %f105;
+	shl.b64 	%rd36, %rd6, 2;
+	add.s64 	%rd37, %rd14, %rd36;
+	ld.global.f32 	%f11, [%rd37];
+	mul.f32 	%f12, %f11, 0f3F3504F3;
+	abs.f32 	%f106, %f12;
+	setp.ltu.f32 	%p11, %f106, 0f3F8060FE;
+	setp.ge.f32 	%p12, %f106, 0f3F8060FE;
+	mul.f32 	%f107, %f12, %f12;
+	selp.f32 	%f108, %f106, %f107, %p12;
+	selp.f32 	%f109, 0f3789CA3C, 0f38B1E96A, %p12;
+	selp.f32 	%f110, 0fB9F560B9, 0fBA574D20, %p12;
+	fma.rn.f32 	%f111, %f109, %f108, %f110;
+	selp.f32 	%f112, 0f3BAC840B, 0f3BAAD5EA, %p12;
+	fma.rn.f32 	%f113, %f111, %f108, %f112;
+	selp.f32 	%f114, 0fBD0C8162, 0fBCDC1BE7, %p12;
+	fma.rn.f32 	%f115, %f113, %f108, %f114;
+	selp.f32 	%f116, 0f3E1CF906, 0f3DE718AF, %p12;
+	fma.rn.f32 	%f117, %f115, %f108, %f116;
+	selp.f32 	%f118, 0f3F6A937E, 0fBEC093AC, %p12;
+	fma.rn.f32 	%f119, %f117, %f108, %f118;
+	selp.f32 	%f120, 0f3F20D842, 0f3E0375D3, %p12;
+	fma.rn.f32 	%f121, %f119, %f108, %f120;
+	neg.f32 	%f122, %f106;
+	selp.f32 	%f123, %f122, %f12, %p12;
+	fma.rn.f32 	%f153, %f121, %f123, %f123;
+	@%p11 bra 	$L__BB44_14;
+
+	ex2.approx.ftz.f32 	%f124, %f153;
+	mov.f32 	%f125, 0f3F800000;
+	sub.f32 	%f126, %f125, %f124;
+	mov.b32 	%r20, %f126;
+	mov.b32 	%r21, %f12;
+	and.b32  	%r22, %r21, -2147483648;
+	or.b32  	%r23, %r22, %r20;
+	mov.b32 	%f153, %r23;
+
+$L__BB44_14:
+	add.f32 	%f127, %f153, 0f3F800000;
+	mul.f32 	%f129, %f11, 0fBF000000;
+	mul.f32 	%f130, %f11, %f129;
+	fma.rn.f32 	%f132, %f130, %f86, %f83;
+	cvt.sat.f32.f32 	%f135, %f132;
+	fma.rm.f32 	%f137, %f135, %f89, %f91;
+	add.f32 	%f138, %f137, 0fCB40007F;
+	neg.f32 	%f139, %f138;
+	fma.rn.f32 	%f140, %f130, %f88, %f139;
+	fma.rn.f32 	%f142, %f130, %f96, %f140;
+	mov.b32 	%r24, %f137;
+	shl.b32 	%r25, %r24, 23;
+	mov.b32 	%f143, %r25;
+	ex2.approx.ftz.f32 	%f144, %f142;
+	mul.f32 	%f145, %f144, %f143;
+	mul.f32 	%f146, %f145, 0f3ECC422A;
+	mul.f32 	%f147, %f11, %f146;
+	fma.rn.f32 	%f148, %f127, 0f3F000000, %f147;
+	add.s64 	%rd39, %rd15, %rd36;
+	ld.global.f32 	%f149, [%rd39];
+	mul.f32 	%f150, %f149, %f148;
+	add.s64 	%rd40, %rd16, %rd36;
+	st.global.f32 	[%rd40], %f150;
+	add.s64 	%rd41, %rd44, %rd6;
+	add.s64 	%rd44, %rd41, %rd6;
+	setp.lt.s64 	%p13, %rd44, %rd18;
+	@%p13 bra 	$L__BB44_10;
+
+$L__BB44_15:
+	ret;
+
+}
+	// .globl	attn_softmax_f32
+.visible .entry attn_softmax_f32(
+	.param .u64 attn_softmax_f32_param_0,
+	.param .u64 attn_softmax_f32_param_1,
+	.param .u64 attn_softmax_f32_param_2,
+	.param .u64 attn_softmax_f32_param_3,
+	.param .f32 attn_softmax_f32_param_4
+)
+{
+	.reg .pred 	%p<24>;
+	.reg .f32 	%f<65>;
+	.reg .b32 	%r<32>;
+	.reg .b64 	%rd<51>;
+
+
+	ld.param.u64 	%rd25, [attn_softmax_f32_param_0];
+	ld.param.u64 	%rd22, [attn_softmax_f32_param_1];
+	ld.param.u64 	%rd23, [attn_softmax_f32_param_2];
+	ld.param.u64 	%rd24, [attn_softmax_f32_param_3];
+	ld.param.f32 	%f12, [attn_softmax_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd25;
+	mov.u32 	%r7, %ctaid.x;
+	cvt.u64.u32 	%rd46, %r7;
+	setp.ge.s64 	%p1, %rd46, %rd22;
+	@%p1 bra 	$L__BB45_27;
+
+	mov.u32 	%r8, %tid.x;
+	cvt.u64.u32 	%rd3, %r8;
+	mul.wide.u32 	%rd26, %r8, 4;
+	mov.u64 	%rd27, _ZZ9block_maxfE4part;
+	add.s64 	%rd4, %rd27, %rd26;
+	mov.u32 	%r9, %ntid.x;
+	cvt.u64.u32 	%rd5, %r9;
+	mov.u64 	%rd28, _ZZ9block_sumfE4part;
+	add.s64 	%rd6, %rd28, %rd26;
+	mov.u32 	%r10, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r10;
+	cvt.u32.u64 	%r11, %rd23;
+	cvt.u32.u64 	%r14, %rd5;
+	cvt.u32.u64 	%r16, %rd3;
+
+$L__BB45_2:
+	mul.lo.s64 	%rd9, %rd46, %rd24;
+	or.b64  	%rd29, %rd46, %rd23;
+	and.b64  	%rd30, %rd29, -4294967296;
+	setp.eq.s64 	%p2, %rd30, 0;
+	@%p2 bra 	$L__BB45_4;
+
+	rem.s64 	%rd47, %rd46, %rd23;
+	bra.uni 	$L__BB45_5;
+
+$L__BB45_4:
+	cvt.u32.u64 	%r12, %rd46;
+	rem.u32 	%r13, %r12, %r11;
+	cvt.u64.u32 	%rd47, %r13;
+
+$L__BB45_5:
+	add.s64 	%rd31, %rd47, 1;
+	setp.lt.s64 	%p3, %rd31, %rd24;
+	setp.neu.f32 	%p4, %f12, 0f00000000;
+	and.pred  	%p5, %p4, %p3;
+	selp.b64 	%rd13, %rd31, %rd24, %p5;
+	setp.le.s64 	%p6, %rd13, %rd3;
+	mov.f32 	%f61, 0fFF7FFFFF;
+	@%p6 bra 	$L__BB45_8;
+
+	mov.u64 	%rd48, %rd3;
+
+$L__BB45_7:
+	add.s64 	%rd32, %rd48, %rd9;
+	shl.b64 	%rd33, %rd32, 2;
+	add.s64 	%rd34, %rd1, %rd33;
+	ld.global.f32 	%f15, [%rd34];
+	max.f32 	%f61, %f61, %f15;
+	add.s64 	%rd48, %rd48, %rd5;
+	setp.lt.s64 	%p7, %rd48, %rd13;
+	@%p7 bra 	$L__BB45_7;
+
+$L__BB45_8:
+	setp.lt.u32 	%p8, %r14, 2;
+	st.shared.f32 	[%rd4], %f61;
+	bar.sync 	0;
+	@%p8 bra 	$L__BB45_13;
+
+	mov.u32 	%r30, 1;
+
+$L__BB45_10:
+	shl.b32 	%r2, %r30, 1;
+	rem.u32 	%r17, %r16, %r2;
+	setp.ne.s32 	%p9, %r17, 0;
+	add.s32 	%r3, %r30, %r16;
+	setp.ge.u32 	%p10, %r3, %r14;
+	or.pred  	%p11, %p10, %p9;
+	@%p11 bra 	$L__BB45_12;
+
+	ld.shared.f32 	%f16, [%rd4];
+	mul.wide.u32 	%rd35, %r3, 4;
+	add.s64 	%rd37, %rd27, %rd35;
+	ld.shared.f32 	%f17, [%rd37];
+	max.f32 	%f18, %f16, %f17;
+	st.shared.f32 	[%rd4], %f18;
+
+$L__BB45_12:
+	bar.sync 	0;
+	setp.lt.u32 	%p12, %r2, %r14;
+	mov.u32 	%r30, %r2;
+	@%p12 bra 	$L__BB45_10;
+
+$L__BB45_13:
+	ld.shared.f32 	%f4, [_ZZ9block_maxfE4part];
+	bar.sync 	0;
+	mov.f32 	%f63, 0f00000000;
+	@%p6 bra 	$L__BB45_16;
+
+	mov.u64 	%rd49, %rd3;
+
+$L__BB45_15:
+	add.s64 	%rd38, %rd49, %rd9;
+	shl.b64 	%rd39, %rd38, 2;
+	add.s64 	%rd40, %rd1, %rd39;
+	ld.global.f32 	%f21, [%rd40];
+	sub.f32 	%f22, %f21, %f4;
+	mov.f32 	%f23, 0f3F000000;
+	mov.f32 	%f24, 0f3BBB989D;
+	fma.rn.f32 	%f25, %f22, %f24, %f23;
+	mov.f32 	%f26, 0f3FB8AA3B;
+	mov.f32 	%f27, 0f437C0000;
+	cvt.sat.f32.f32 	%f28, %f25;
+	mov.f32 	%f29, 0f4B400001;
+	fma.rm.f32 	%f30, %f28, %f27, %f29;
+	add.f32 	%f31, %f30, 0fCB40007F;
+	neg.f32 	%f32, %f31;
+	fma.rn.f32 	%f33, %f22, %f26, %f32;
+	mov.f32 	%f34, 0f32A57060;
+	fma.rn.f32 	%f35, %f22, %f34, %f33;
+	mov.b32 	%r20, %f30;
+	shl.b32 	%r21, %r20, 23;
+	mov.b32 	%f36, %r21;
+	ex2.approx.ftz.f32 	%f37, %f35;
+	fma.rn.f32 	%f63, %f37, %f36, %f63;
+	add.s64 	%rd49, %rd49, %rd5;
+	setp.lt.s64 	%p14, %rd49, %rd13;
+	@%p14 bra 	$L__BB45_15;
+
+$L__BB45_16:
+	st.shared.f32 	[%rd6], %f63;
+	bar.sync 	0;
+	@%p8 bra 	$L__BB45_21;
+
+	mov.u32 	%r31, 1;
+
+$L__BB45_18:
+	shl.b32 	%r5, %r31, 1;
+	rem.u32 	%r25, %r16, %r5;
+	setp.ne.s32 	%p16, %r25, 0;
+	add.s32 	%r6, %r31, %r16;
+	setp.ge.u32 	%p17, %r6, %r14;
+	or.pred  	%p18, %p17, %p16;
+	@%p18 bra 	$L__BB45_20;
+
+	mul.wide.u32 	%rd41, %r6, 4;
+	add.s64 	%rd43, %rd28, %rd41;
+	ld.shared.f32 	%f38, [%rd6];
+	ld.shared.f32 	%f39, [%rd43];
+	add.f32 	%f40, %f39, %f38;
+	st.shared.f32 	[%rd6], %f40;
+
+$L__BB45_20:
+	bar.sync 	0;
+	setp.lt.u32 	%p19, %r5, %r14;
+	mov.u32 	%r31, %r5;
+	@%p19 bra 	$L__BB45_18;
+
+$L__BB45_21:
+	setp.ge.s64 	%p20, %rd3, %rd24;
+	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p20 bra 	$L__BB45_26;
+
+	rcp.rn.f32 	%f9, %f8;
+	mov.u64 	%rd50, %rd3;
+
+$L__BB45_23:
+	add.s64 	%rd44, %rd50, %rd9;
+	shl.b64 	%rd45, %rd44, 2;
+	add.s64 	%rd19, %rd1, %rd45;
+	setp.ge.s64 	%p21, %rd50, %rd13;
+	mov.f32 	%f64, 0f00000000;
+	@%p21 bra 	$L__BB45_25;
+
+	ld.global.f32 	%f42, [%rd19];
+	sub.f32 	%f43, %f42, %f4;
+	mov.f32 	%f44, 0f3F000000;
+	mov.f32 	%f45, 0f3BBB989D;
+	fma.rn.f32 	%f46, %f43, %f45, %f44;
+	mov.f32 	%f47, 0f3FB8AA3B;
+	mov.f32 	%f48, 0f437C0000;
+	cvt.sat.f32.f32 	%f49, %f46;
+	mov.f32 	%f50, 0f4B400001;
+	fma.rm.f32 	%f51, %f49, %f48, %f50;
+	add.f32 	%f52, %f51, 0fCB40007F;
+	neg.f32 	%f53, %f52;
+	fma.rn.f32 	%f54, %f43, %f47, %f53;
+	mov.f32 	%f55, 0f32A57060;
+	fma.rn.f32 	%f56, %f43, %f55, %f54;
+	mov.b32 	%r28, %f51;
+	shl.b32 	%r29, %r28, 23;
+	mov.b32 	%f57, %r29;
+	ex2.approx.ftz.f32 	%f58, %f56;
+	mul.f32 	%f59, %f58, %f57;
+	mul.f32 	%f64, %f9, %f59;
+
+$L__BB45_25:
+	st.global.f32 	[%rd19], %f64;
+	add.s64 	%rd50, %rd50, %rd5;
+	setp.lt.s64 	%p22, %rd50, %rd24;
+	@%p22 bra 	$L__BB45_23;
+
+$L__BB45_26:
+	add.s64 	%rd46, %rd46, %rd7;
+	setp.lt.s64 	%p23, %rd46, %rd22;
+	@%p23 bra 	$L__BB45_2;
+
+$L__BB45_27:
+	ret;
+
+}
 
 `

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "2368e0596566b84c3f51a31c14be72fd7c598a76de0fe1951ee054b859c53b36"
+const sourceSHA256 = "72207c9bd03b06aa2e92e0a9e1dc594991049e6a5652d32d5a28335bf371f13c"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -45,4 +45,12 @@ var kernelTable = [...]kernelInfo{
 	{"f16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"f32_to_bf16", []argKind{argPtr, argPtr, argI64}, false},
 	{"bf16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"index_select_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
+	{"index_add_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
+	{"layer_norm_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argF32}, true},
+	{"layer_norm_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64}, true},
+	{"layer_norm_params_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
+	{"gelu_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"gelu_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
+	{"attn_softmax_f32", []argKind{argPtr, argI64, argI64, argI64, argF32}, true},
 }

@@ -60,7 +60,7 @@ func main() {
 					cfg.WeightDecay = 0.01
 					return optim.NewAdamW(params, cfg)
 				},
-				Loss: (&seqLoss{vocab: len(c.vocab)}).loss,
+				Loss: (&seqLoss{vocab: len(c.vocab), ids: c.ids}).loss,
 			}, nil
 		})
 	if code == 0 && rank == 0 && model != nil {
@@ -133,22 +133,28 @@ func (c *corpus) dataset() (*data.TensorDataset, error) {
 // The trainer prints rank 0's mean of it over each epoch as loss=.
 type seqLoss struct {
 	vocab  int
+	ids    []int // the corpus: sample i's targets are ids[stride*i+1:][:ctxLen]
 	target []int // reused: the loss op keeps it only until its backward
 }
 
+// loss reads the targets from the corpus by the batch's sample indices (the
+// rows of the dataset's targets), not from b.Targets, which the trainer
+// moved to the model's device: the loss takes host labels, and reading
+// them back would wait for the forward pass queued on the device.
 func (l *seqLoss) loss(out *autograd.Variable, b data.Batch) *autograd.Variable {
-	t := b.Targets.Contiguous().F32()
 	l.target = l.target[:0]
-	for _, v := range t {
-		l.target = append(l.target, int(v))
+	for _, i := range b.Indices {
+		l.target = append(l.target, l.ids[stride*i+1:][:ctxLen]...)
 	}
 	return autograd.CrossEntropy(autograd.Reshape(out, -1, l.vocab), l.target, autograd.ReductionMean)
 }
 
 // generate extends prompt greedily by n tokens, feeding the model at most
-// its context's last ctx tokens.
+// its context's last ctx tokens. The ids go to the model's device and the
+// last position's logits come back to the host for the argmax.
 func generate(m *GPT, prompt []int, n int) []int {
 	ids := append([]int(nil), prompt...)
+	dev := m.head.Weight.Value.Device()
 	nn.Eval(m)
 	nn.NoGrad(m, func() {
 		for range n {
@@ -157,8 +163,8 @@ func generate(m *GPT, prompt []int, n int) []int {
 			for i, id := range window {
 				x.F32()[i] = float32(id)
 			}
-			logits := m.Forward(autograd.Const(x)).Value // [1, T, V]
-			last := tensor.Narrow(logits, 1, len(window)-1, 1).Contiguous()
+			logits := m.Forward(autograd.Const(x.MustTo(dev))).Value // [1, T, V]
+			last := tensor.Narrow(logits, 1, len(window)-1, 1).MustTo(tensor.CPU()).Contiguous()
 			ids = append(ids, tensor.ArgMax(last.Reshape(1, -1), 1)[0])
 		}
 	})
