@@ -129,7 +129,10 @@ type Kernels struct {
 	// AttentionSoftmax turns the scaled scores p [rows, s] into
 	// probabilities in place, row r being query r % l of its matrix; with
 	// causal, entries past the query get probability 0.
-	AttentionSoftmax func(p *Tensor, l int, causal bool)
+	// AttentionSoftmaxBackward turns dp [rows, s] into the scores'
+	// gradient p ⊙ (dp - Σ_j dp·p) in place.
+	AttentionSoftmax         func(p *Tensor, l int, causal bool)
+	AttentionSoftmaxBackward func(dp, p *Tensor)
 }
 
 // cpuDevice is the host.

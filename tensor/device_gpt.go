@@ -165,7 +165,7 @@ func SelfAttentionDevice(qkv *Tensor, heads int, causal bool, scale float64) (y,
 func SelfAttentionBackwardDevice(qkv, p, gy *Tensor, heads int, scale float64) *Tensor {
 	const op = "SelfAttention backward"
 	k := kernelsFor(op, qkv, p, gy)
-	NeedKernel(k.Gemm != nil && k.SoftmaxBackward != nil, op, qkv.Device())
+	NeedKernel(k.Gemm != nil && k.AttentionSoftmaxBackward != nil, op, qkv.Device())
 	l := newAttnLayout(op, qkv, heads)
 	x, g := qkv.Contiguous(), gy.Contiguous()
 	dev := x.Device()
@@ -183,7 +183,7 @@ func SelfAttentionBackwardDevice(qkv, p, gy *Tensor, heads int, scale float64) *
 		k.Gemm(false, true, t, t, l.dh, 1, from(gf, o), e, from(xf, q+2*e), ld, 0, from(dpf, pb), t)
 	}
 	// ds = p ⊙ (dp - Σ_j dp·p), row by row, in place.
-	k.SoftmaxBackward(dp.Reshape(l.nb*t, t), dp.Reshape(l.nb*t, t), p.Reshape(l.nb*t, t))
+	k.AttentionSoftmaxBackward(dp.Reshape(l.nb*t, t), p.Reshape(l.nb*t, t))
 	sc := float32(scale)
 	for bi := range l.nb {
 		q, pb := l.q(bi), bi*t*t

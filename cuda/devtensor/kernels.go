@@ -140,7 +140,12 @@ func (d *Device) kernels() tensor.Kernels {
 			if l <= 0 || rows%l != 0 {
 				panic(fmt.Sprintf("devtensor: attention softmax of %d rows in matrices of %d", rows, l))
 			}
-			d.launch("attn_softmax_f32", min(max(rows, 1), maxGrid), d.ptr("attention softmax", p), i64(rows), i64(l), i64(s), flag(causal))
+			d.launch("attn_softmax_f32", grid(rows), d.ptr("attention softmax", p), i64(rows), i64(l), i64(s), flag(causal))
+		},
+		AttentionSoftmaxBackward: func(dp, p *tensor.Tensor) {
+			same("attention softmax backward", dp, p)
+			rows, s := rowsCols(p)
+			d.launch("attn_softmax_bwd_f32", grid(rows), d.ptr("attention softmax backward", dp), d.ptr("attention softmax backward", p), i64(rows), i64(s))
 		},
 	}
 }
@@ -270,7 +275,7 @@ func (d *Device) layerNorm(y, xhat, rstd, x, w, b *tensor.Tensor, eps float32) {
 			panic(fmt.Sprintf("devtensor: layer norm over %d features with an affine parameter of shape %v", dd, p.Shape()))
 		}
 	}
-	d.launch("layer_norm_f32", min(rows, maxGrid), d.ptr("layer norm", y), d.ptr("layer norm", xhat), d.ptr("layer norm", rstd),
+	d.launch("layer_norm_f32", grid(rows), d.ptr("layer norm", y), d.ptr("layer norm", xhat), d.ptr("layer norm", rstd),
 		d.ptr("layer norm", x), d.optPtr("layer norm", w), d.optPtr("layer norm", b), i64(rows), i64(dd), f32(eps))
 }
 
@@ -288,7 +293,7 @@ func (d *Device) layerNormBackward(dx, dw, db, gy, xhat, rstd, w *tensor.Tensor)
 	}
 	if dx != nil {
 		same("layer norm backward", dx, gy)
-		d.launch("layer_norm_bwd_f32", min(rows, maxGrid), d.ptr("layer norm backward", dx), d.ptr("layer norm backward", gy),
+		d.launch("layer_norm_bwd_f32", grid(rows), d.ptr("layer norm backward", dx), d.ptr("layer norm backward", gy),
 			d.ptr("layer norm backward", xhat), d.ptr("layer norm backward", rstd), d.optPtr("layer norm backward", w), i64(rows), i64(dd))
 	}
 	if dw != nil || db != nil {

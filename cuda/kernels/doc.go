@@ -24,6 +24,6 @@ func Names() []string {
 		"f32_to_f16", "f16_to_f32", "f32_to_bf16", "bf16_to_f32",
 		// Transformer ops (examples/gpt).
 		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "layer_norm_params_bwd_f32",
-		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32",
+		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
 	}
 }

@@ -443,25 +443,27 @@ __global__ void index_add_f32(float *gx, const float *gy, const int *start, cons
 	}
 }
 
-// Layer norm over the last dimension of x [rows, d], a block per row:
-// xhat = (x - mean) * rstd with rstd = 1/sqrt(var + eps) (biased
-// variance, two passes), y = xhat * w + b. w and b may be null (no
-// affine); xhat and rstd [rows] are kept for the backward.
+// Layer norm over the last dimension of x [rows, d], one thread per row
+// (rows are d_model long and there are B*T of them, which fills the
+// device; no barrier, so the simulated device runs it as a plain loop):
+// xhat = (x - mean) * rstd with rstd = 1/sqrt(var + eps) (biased variance,
+// two passes), y = xhat * w + b. w and b may be null (no affine); xhat and
+// rstd [rows] are kept for the backward.
 __global__ void layer_norm_f32(float *y, float *xhat, float *rstd, const float *x, const float *w, const float *b,
                                i64 rows, i64 d, float eps) {
-	FOR_EACH_ROW(r, rows) {
+	FOR_EACH(r, rows) {
 		const float *xr = x + r * d;
 		float s = 0.0f;
-		for (i64 c = threadIdx.x; c < d; c += blockDim.x) s += xr[c];
-		float mean = block_sum(s) / (float)d;
+		for (i64 c = 0; c < d; c++) s += xr[c];
+		float mean = s / (float)d;
 		float v = 0.0f;
-		for (i64 c = threadIdx.x; c < d; c += blockDim.x) {
+		for (i64 c = 0; c < d; c++) {
 			float e = xr[c] - mean;
 			v += e * e;
 		}
-		float rs = 1.0f / sqrtf(block_sum(v) / (float)d + eps);
-		if (threadIdx.x == 0) rstd[r] = rs;
-		for (i64 c = threadIdx.x; c < d; c += blockDim.x) {
+		float rs = 1.0f / sqrtf(v / (float)d + eps);
+		rstd[r] = rs;
+		for (i64 c = 0; c < d; c++) {
 			float h = (xr[c] - mean) * rs;
 			xhat[r * d + c] = h;
 			if (w) h *= w[c];
@@ -471,22 +473,22 @@ __global__ void layer_norm_f32(float *y, float *xhat, float *rstd, const float *
 	}
 }
 
-// Layer norm's input gradient, a block per row: with gh = gy * w (gy when
-// w is null), dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)).
+// Layer norm's input gradient, one thread per row: with gh = gy * w (gy
+// when w is null), dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)).
 __global__ void layer_norm_bwd_f32(float *dx, const float *gy, const float *xhat, const float *rstd, const float *w,
                                    i64 rows, i64 d) {
-	FOR_EACH_ROW(r, rows) {
+	FOR_EACH(r, rows) {
 		const float *g = gy + r * d, *h = xhat + r * d;
 		float s1 = 0.0f, s2 = 0.0f;
-		for (i64 c = threadIdx.x; c < d; c += blockDim.x) {
+		for (i64 c = 0; c < d; c++) {
 			float gh = w ? g[c] * w[c] : g[c];
 			s1 += gh;
 			s2 += gh * h[c];
 		}
-		s1 = block_sum(s1) / (float)d;
-		s2 = block_sum(s2) / (float)d;
+		s1 /= (float)d;
+		s2 /= (float)d;
 		float rs = rstd[r];
-		for (i64 c = threadIdx.x; c < d; c += blockDim.x) {
+		for (i64 c = 0; c < d; c++) {
 			float gh = w ? g[c] * w[c] : g[c];
 			dx[r * d + c] = rs * (gh - s1 - h[c] * s2);
 		}
@@ -530,19 +532,36 @@ __global__ void gelu_bwd_f32(float *dx, const float *dy, const float *x, i64 n) 
 // Attention's softmax in place over the rows of p [rows, s], the scores
 // already scaled; row r is query i = r % l of its matrix. With causal set
 // (non-zero), entries j > i get probability 0 and are not read, so a row
-// softmaxes its first min(i+1, s) entries. A block per row.
+// softmaxes its first min(i+1, s) entries. One thread per row: rows are
+// the context length long and there are B*heads*T of them.
 __global__ void attn_softmax_f32(float *p, i64 rows, i64 l, i64 s, float causal) {
-	FOR_EACH_ROW(r, rows) {
+	FOR_EACH(r, rows) {
 		float *pr = p + r * s;
 		i64 i = r % l;
 		i64 n = causal != 0.0f ? (i + 1 < s ? i + 1 : s) : s;
 		float m = -3.402823466e38f;
-		for (i64 c = threadIdx.x; c < n; c += blockDim.x) m = fmaxf(m, pr[c]);
-		m = block_max(m);
+		for (i64 c = 0; c < n; c++) m = fmaxf(m, pr[c]);
 		float sum = 0.0f;
-		for (i64 c = threadIdx.x; c < n; c += blockDim.x) sum += expf(pr[c] - m);
-		float inv = 1.0f / block_sum(sum);
-		for (i64 c = threadIdx.x; c < s; c += blockDim.x) pr[c] = c < n ? expf(pr[c] - m) * inv : 0.0f;
+		for (i64 c = 0; c < n; c++) {
+			float e = expf(pr[c] - m);
+			pr[c] = e;
+			sum += e;
+		}
+		float inv = 1.0f / sum;
+		for (i64 c = 0; c < n; c++) pr[c] *= inv;
+		for (i64 c = n; c < s; c++) pr[c] = 0.0f;
+	}
+}
+
+// Its gradient in place, one thread per row: ds = p * (dp - sum_c dp*p),
+// over [rows, s]; masked entries have p = 0 and get 0.
+__global__ void attn_softmax_bwd_f32(float *dp, const float *p, i64 rows, i64 s) {
+	FOR_EACH(r, rows) {
+		float *g = dp + r * s;
+		const float *pr = p + r * s;
+		float dot = 0.0f;
+		for (i64 c = 0; c < s; c++) dot += g[c] * pr[c];
+		for (i64 c = 0; c < s; c++) g[c] = pr[c] * (g[c] - dot);
 	}
 }
 

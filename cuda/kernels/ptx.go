@@ -7854,242 +7854,473 @@ $L__BB39_20:
 	.param .f32 layer_norm_f32_param_8
 )
 {
-	.reg .pred 	%p<25>;
-	.reg .f32 	%f<50>;
-	.reg .b32 	%r<26>;
-	.reg .b64 	%rd<77>;
+	.reg .pred 	%p<39>;
+	.reg .f32 	%f<190>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<150>;
 
 
-	ld.param.u64 	%rd31, [layer_norm_f32_param_0];
-	ld.param.u64 	%rd32, [layer_norm_f32_param_1];
-	ld.param.u64 	%rd26, [layer_norm_f32_param_2];
-	ld.param.u64 	%rd33, [layer_norm_f32_param_3];
-	ld.param.u64 	%rd27, [layer_norm_f32_param_4];
-	ld.param.u64 	%rd28, [layer_norm_f32_param_5];
-	ld.param.u64 	%rd29, [layer_norm_f32_param_6];
-	ld.param.u64 	%rd30, [layer_norm_f32_param_7];
-	ld.param.f32 	%f13, [layer_norm_f32_param_8];
-	cvta.to.global.u64 	%rd1, %rd31;
-	cvta.to.global.u64 	%rd2, %rd28;
-	cvta.to.global.u64 	%rd3, %rd32;
-	cvta.to.global.u64 	%rd4, %rd33;
-	mov.u32 	%r7, %ctaid.x;
-	cvt.u64.u32 	%rd71, %r7;
-	setp.ge.s64 	%p1, %rd71, %rd29;
-	@%p1 bra 	$L__BB40_32;
+	ld.param.u64 	%rd76, [layer_norm_f32_param_0];
+	ld.param.u64 	%rd77, [layer_norm_f32_param_1];
+	ld.param.u64 	%rd78, [layer_norm_f32_param_2];
+	ld.param.u64 	%rd79, [layer_norm_f32_param_3];
+	ld.param.u64 	%rd72, [layer_norm_f32_param_4];
+	ld.param.u64 	%rd73, [layer_norm_f32_param_5];
+	ld.param.u64 	%rd74, [layer_norm_f32_param_6];
+	ld.param.u64 	%rd75, [layer_norm_f32_param_7];
+	ld.param.f32 	%f42, [layer_norm_f32_param_8];
+	cvta.to.global.u64 	%rd1, %rd76;
+	cvta.to.global.u64 	%rd2, %rd73;
+	cvta.to.global.u64 	%rd3, %rd72;
+	cvta.to.global.u64 	%rd4, %rd77;
+	cvta.to.global.u64 	%rd5, %rd79;
+	cvta.to.global.u64 	%rd6, %rd78;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd7, %r2;
+	mul.wide.u32 	%rd80, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd81, %r3;
+	add.s64 	%rd133, %rd80, %rd81;
+	setp.ge.s64 	%p1, %rd133, %rd74;
+	@%p1 bra 	$L__BB40_57;
 
-	mov.u32 	%r8, %tid.x;
-	cvt.u64.u32 	%rd6, %r8;
-	mul.wide.u32 	%rd34, %r8, 4;
-	mov.u64 	%rd35, _ZZ9block_sumfE4part;
-	add.s64 	%rd7, %rd35, %rd34;
-	mov.u32 	%r9, %ntid.x;
-	cvt.u64.u32 	%rd8, %r9;
-	cvt.rn.f32.s64 	%f1, %rd30;
-	mov.u32 	%r10, %nctaid.x;
-	cvt.u64.u32 	%rd9, %r10;
-	cvta.to.global.u64 	%rd10, %rd26;
-	cvta.to.global.u64 	%rd11, %rd27;
-	cvt.u32.u64 	%r11, %rd8;
-	cvt.u32.u64 	%r13, %rd6;
-
-$L__BB40_2:
-	mul.lo.s64 	%rd13, %rd71, %rd30;
-	setp.ge.s64 	%p2, %rd6, %rd30;
-	mov.f32 	%f46, 0f00000000;
-	@%p2 bra 	$L__BB40_5;
-
-	mov.u64 	%rd72, %rd6;
+	setp.gt.s64 	%p2, %rd75, 0;
+	cvt.rn.f32.s64 	%f1, %rd75;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd82, %r4;
+	mul.lo.s64 	%rd9, %rd82, %rd7;
+	@%p2 bra 	$L__BB40_4;
+	bra.uni 	$L__BB40_2;
 
 $L__BB40_4:
-	add.s64 	%rd36, %rd72, %rd13;
-	shl.b64 	%rd37, %rd36, 2;
-	add.s64 	%rd38, %rd4, %rd37;
-	ld.global.f32 	%f16, [%rd38];
-	add.f32 	%f46, %f46, %f16;
-	add.s64 	%rd72, %rd72, %rd8;
-	setp.lt.s64 	%p3, %rd72, %rd30;
-	@%p3 bra 	$L__BB40_4;
+	add.s64 	%rd16, %rd75, -1;
+	and.b64  	%rd17, %rd75, 3;
+	sub.s64 	%rd18, %rd75, %rd17;
 
 $L__BB40_5:
-	setp.lt.u32 	%p4, %r11, 2;
-	st.shared.f32 	[%rd7], %f46;
-	bar.sync 	0;
-	@%p4 bra 	$L__BB40_10;
+	ld.param.u64 	%rd130, [layer_norm_f32_param_7];
+	mul.lo.s64 	%rd20, %rd133, %rd130;
+	setp.lt.u64 	%p4, %rd16, 3;
+	mov.f32 	%f178, 0f00000000;
+	mov.u64 	%rd137, 0;
+	@%p4 bra 	$L__BB40_8;
 
-	mov.u32 	%r24, 1;
+	mov.u64 	%rd136, %rd18;
 
 $L__BB40_7:
-	shl.b32 	%r2, %r24, 1;
-	rem.u32 	%r14, %r13, %r2;
-	setp.ne.s32 	%p5, %r14, 0;
-	add.s32 	%r3, %r24, %r13;
-	setp.ge.u32 	%p6, %r3, %r11;
-	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB40_9;
+	add.s64 	%rd86, %rd137, %rd20;
+	shl.b64 	%rd87, %rd86, 2;
+	add.s64 	%rd88, %rd5, %rd87;
+	ld.global.f32 	%f50, [%rd88];
+	add.f32 	%f51, %f178, %f50;
+	ld.global.f32 	%f52, [%rd88+4];
+	add.f32 	%f53, %f51, %f52;
+	ld.global.f32 	%f54, [%rd88+8];
+	add.f32 	%f55, %f53, %f54;
+	ld.global.f32 	%f56, [%rd88+12];
+	add.f32 	%f178, %f55, %f56;
+	add.s64 	%rd137, %rd137, 4;
+	add.s64 	%rd136, %rd136, -4;
+	setp.ne.s64 	%p5, %rd136, 0;
+	@%p5 bra 	$L__BB40_7;
 
-	mul.wide.u32 	%rd39, %r3, 4;
-	add.s64 	%rd41, %rd35, %rd39;
-	ld.shared.f32 	%f17, [%rd7];
-	ld.shared.f32 	%f18, [%rd41];
-	add.f32 	%f19, %f18, %f17;
-	st.shared.f32 	[%rd7], %f19;
+$L__BB40_8:
+	setp.eq.s64 	%p6, %rd17, 0;
+	@%p6 bra 	$L__BB40_12;
 
-$L__BB40_9:
-	bar.sync 	0;
-	setp.lt.u32 	%p8, %r2, %r11;
-	mov.u32 	%r24, %r2;
-	@%p8 bra 	$L__BB40_7;
+	setp.eq.s64 	%p7, %rd17, 1;
+	add.s64 	%rd89, %rd137, %rd20;
+	shl.b64 	%rd90, %rd89, 2;
+	add.s64 	%rd26, %rd5, %rd90;
+	ld.global.f32 	%f57, [%rd26];
+	add.f32 	%f178, %f178, %f57;
+	@%p7 bra 	$L__BB40_12;
 
-$L__BB40_10:
-	ld.shared.f32 	%f21, [_ZZ9block_sumfE4part];
-	bar.sync 	0;
-	div.rn.f32 	%f5, %f21, %f1;
-	mov.f32 	%f48, 0f00000000;
-	@%p2 bra 	$L__BB40_13;
+	setp.eq.s64 	%p8, %rd17, 2;
+	ld.global.f32 	%f58, [%rd26+4];
+	add.f32 	%f178, %f178, %f58;
+	@%p8 bra 	$L__BB40_12;
 
-	mov.u64 	%rd73, %rd6;
+	ld.global.f32 	%f59, [%rd26+8];
+	add.f32 	%f178, %f178, %f59;
 
 $L__BB40_12:
-	add.s64 	%rd42, %rd73, %rd13;
-	shl.b64 	%rd43, %rd42, 2;
-	add.s64 	%rd44, %rd4, %rd43;
-	ld.global.f32 	%f23, [%rd44];
-	sub.f32 	%f24, %f23, %f5;
-	fma.rn.f32 	%f48, %f24, %f24, %f48;
-	add.s64 	%rd73, %rd73, %rd8;
-	setp.lt.s64 	%p10, %rd73, %rd30;
-	@%p10 bra 	$L__BB40_12;
+	div.rn.f32 	%f11, %f178, %f1;
+	mov.f32 	%f182, 0f00000000;
+	mov.u64 	%rd140, 0;
+	@%p4 bra 	$L__BB40_15;
 
-$L__BB40_13:
-	st.shared.f32 	[%rd7], %f48;
-	bar.sync 	0;
-	@%p4 bra 	$L__BB40_18;
+	mov.u64 	%rd139, %rd18;
 
-	mov.u32 	%r25, 1;
+$L__BB40_14:
+	add.s64 	%rd93, %rd140, %rd20;
+	shl.b64 	%rd94, %rd93, 2;
+	add.s64 	%rd95, %rd5, %rd94;
+	ld.global.f32 	%f63, [%rd95];
+	sub.f32 	%f64, %f63, %f11;
+	fma.rn.f32 	%f65, %f64, %f64, %f182;
+	ld.global.f32 	%f66, [%rd95+4];
+	sub.f32 	%f67, %f66, %f11;
+	fma.rn.f32 	%f68, %f67, %f67, %f65;
+	ld.global.f32 	%f69, [%rd95+8];
+	sub.f32 	%f70, %f69, %f11;
+	fma.rn.f32 	%f71, %f70, %f70, %f68;
+	ld.global.f32 	%f72, [%rd95+12];
+	sub.f32 	%f73, %f72, %f11;
+	fma.rn.f32 	%f182, %f73, %f73, %f71;
+	add.s64 	%rd140, %rd140, 4;
+	add.s64 	%rd139, %rd139, -4;
+	setp.ne.s64 	%p10, %rd139, 0;
+	@%p10 bra 	$L__BB40_14;
 
 $L__BB40_15:
-	shl.b32 	%r5, %r25, 1;
-	rem.u32 	%r20, %r13, %r5;
-	setp.ne.s32 	%p12, %r20, 0;
-	add.s32 	%r6, %r25, %r13;
-	setp.ge.u32 	%p13, %r6, %r11;
-	or.pred  	%p14, %p13, %p12;
-	@%p14 bra 	$L__BB40_17;
+	@%p6 bra 	$L__BB40_19;
 
-	mul.wide.u32 	%rd45, %r6, 4;
-	add.s64 	%rd47, %rd35, %rd45;
-	ld.shared.f32 	%f25, [%rd7];
-	ld.shared.f32 	%f26, [%rd47];
-	add.f32 	%f27, %f26, %f25;
-	st.shared.f32 	[%rd7], %f27;
+	setp.eq.s64 	%p12, %rd17, 1;
+	add.s64 	%rd96, %rd140, %rd20;
+	shl.b64 	%rd97, %rd96, 2;
+	add.s64 	%rd32, %rd5, %rd97;
+	ld.global.f32 	%f74, [%rd32];
+	sub.f32 	%f75, %f74, %f11;
+	fma.rn.f32 	%f182, %f75, %f75, %f182;
+	@%p12 bra 	$L__BB40_19;
 
-$L__BB40_17:
-	bar.sync 	0;
-	setp.lt.u32 	%p15, %r5, %r11;
-	mov.u32 	%r25, %r5;
-	@%p15 bra 	$L__BB40_15;
+	setp.eq.s64 	%p13, %rd17, 2;
+	ld.global.f32 	%f76, [%rd32+4];
+	sub.f32 	%f77, %f76, %f11;
+	fma.rn.f32 	%f182, %f77, %f77, %f182;
+	@%p13 bra 	$L__BB40_19;
 
-$L__BB40_18:
-	setp.ne.s32 	%p16, %r13, 0;
-	ld.shared.f32 	%f28, [_ZZ9block_sumfE4part];
-	bar.sync 	0;
-	div.rn.f32 	%f29, %f28, %f1;
-	add.f32 	%f30, %f29, %f13;
-	sqrt.rn.f32 	%f31, %f30;
-	rcp.rn.f32 	%f9, %f31;
-	@%p16 bra 	$L__BB40_20;
+	ld.global.f32 	%f78, [%rd32+8];
+	sub.f32 	%f79, %f78, %f11;
+	fma.rn.f32 	%f182, %f79, %f79, %f182;
 
-	shl.b64 	%rd48, %rd71, 2;
-	add.s64 	%rd49, %rd10, %rd48;
-	st.global.f32 	[%rd49], %f9;
+$L__BB40_19:
+	ld.param.u64 	%rd131, [layer_norm_f32_param_4];
+	ld.param.f32 	%f174, [layer_norm_f32_param_8];
+	div.rn.f32 	%f80, %f182, %f1;
+	add.f32 	%f81, %f80, %f174;
+	sqrt.rn.f32 	%f82, %f81;
+	rcp.rn.f32 	%f20, %f82;
+	shl.b64 	%rd98, %rd133, 2;
+	add.s64 	%rd99, %rd6, %rd98;
+	st.global.f32 	[%rd99], %f20;
+	setp.eq.s64 	%p14, %rd131, 0;
+	@%p14 bra 	$L__BB40_41;
 
-$L__BB40_20:
-	@%p2 bra 	$L__BB40_31;
+	mov.u64 	%rd143, 0;
+	@%p4 bra 	$L__BB40_31;
 
-	setp.eq.s64 	%p18, %rd27, 0;
-	@%p18 bra 	$L__BB40_26;
+	mov.u64 	%rd142, %rd18;
 
-	mov.u64 	%rd74, %rd6;
+$L__BB40_22:
+	add.s64 	%rd35, %rd143, %rd20;
+	shl.b64 	%rd102, %rd35, 2;
+	add.s64 	%rd36, %rd5, %rd102;
+	ld.global.f32 	%f83, [%rd36];
+	sub.f32 	%f84, %f83, %f11;
+	mul.f32 	%f85, %f20, %f84;
+	add.s64 	%rd37, %rd4, %rd102;
+	st.global.f32 	[%rd37], %f85;
+	shl.b64 	%rd103, %rd143, 2;
+	add.s64 	%rd38, %rd3, %rd103;
+	ld.global.f32 	%f86, [%rd38];
+	mul.f32 	%f183, %f85, %f86;
+	add.s64 	%rd39, %rd2, %rd103;
+	setp.eq.s64 	%p16, %rd73, 0;
+	@%p16 bra 	$L__BB40_24;
 
-$L__BB40_23:
-	add.s64 	%rd19, %rd74, %rd13;
-	shl.b64 	%rd50, %rd19, 2;
-	add.s64 	%rd51, %rd4, %rd50;
-	ld.global.f32 	%f32, [%rd51];
-	sub.f32 	%f33, %f32, %f5;
-	mul.f32 	%f34, %f9, %f33;
-	add.s64 	%rd52, %rd3, %rd50;
-	st.global.f32 	[%rd52], %f34;
-	shl.b64 	%rd53, %rd74, 2;
-	add.s64 	%rd54, %rd11, %rd53;
-	ld.global.f32 	%f35, [%rd54];
-	mul.f32 	%f49, %f34, %f35;
-	setp.eq.s64 	%p19, %rd28, 0;
-	@%p19 bra 	$L__BB40_25;
+	ld.global.f32 	%f87, [%rd39];
+	add.f32 	%f183, %f183, %f87;
 
-	add.s64 	%rd56, %rd2, %rd53;
-	ld.global.f32 	%f36, [%rd56];
-	add.f32 	%f49, %f49, %f36;
+$L__BB40_24:
+	add.s64 	%rd40, %rd1, %rd102;
+	st.global.f32 	[%rd40], %f183;
+	ld.global.f32 	%f88, [%rd36+4];
+	sub.f32 	%f89, %f88, %f11;
+	mul.f32 	%f90, %f20, %f89;
+	st.global.f32 	[%rd37+4], %f90;
+	ld.global.f32 	%f91, [%rd38+4];
+	mul.f32 	%f184, %f90, %f91;
+	@%p16 bra 	$L__BB40_26;
 
-$L__BB40_25:
-	add.s64 	%rd58, %rd1, %rd50;
-	st.global.f32 	[%rd58], %f49;
-	add.s64 	%rd74, %rd74, %rd8;
-	setp.lt.s64 	%p20, %rd74, %rd30;
-	@%p20 bra 	$L__BB40_23;
-	bra.uni 	$L__BB40_31;
+	ld.global.f32 	%f92, [%rd39+4];
+	add.f32 	%f184, %f184, %f92;
 
 $L__BB40_26:
-	setp.eq.s64 	%p21, %rd28, 0;
-	@%p21 bra 	$L__BB40_29;
+	st.global.f32 	[%rd40+4], %f184;
+	ld.global.f32 	%f93, [%rd36+8];
+	sub.f32 	%f94, %f93, %f11;
+	mul.f32 	%f95, %f20, %f94;
+	st.global.f32 	[%rd37+8], %f95;
+	ld.global.f32 	%f96, [%rd38+8];
+	mul.f32 	%f185, %f95, %f96;
+	@%p16 bra 	$L__BB40_28;
 
-	mov.u64 	%rd75, %rd6;
+	ld.global.f32 	%f97, [%rd39+8];
+	add.f32 	%f185, %f185, %f97;
 
 $L__BB40_28:
-	add.s64 	%rd59, %rd75, %rd13;
-	shl.b64 	%rd60, %rd59, 2;
-	add.s64 	%rd61, %rd4, %rd60;
-	ld.global.f32 	%f37, [%rd61];
-	sub.f32 	%f38, %f37, %f5;
-	mul.f32 	%f39, %f9, %f38;
-	add.s64 	%rd62, %rd3, %rd60;
-	st.global.f32 	[%rd62], %f39;
-	shl.b64 	%rd63, %rd75, 2;
-	add.s64 	%rd64, %rd2, %rd63;
-	ld.global.f32 	%f40, [%rd64];
-	add.f32 	%f41, %f39, %f40;
-	add.s64 	%rd65, %rd1, %rd60;
-	st.global.f32 	[%rd65], %f41;
-	add.s64 	%rd75, %rd75, %rd8;
-	setp.lt.s64 	%p22, %rd75, %rd30;
-	@%p22 bra 	$L__BB40_28;
-	bra.uni 	$L__BB40_31;
+	st.global.f32 	[%rd40+8], %f185;
+	ld.global.f32 	%f98, [%rd36+12];
+	sub.f32 	%f99, %f98, %f11;
+	mul.f32 	%f100, %f20, %f99;
+	st.global.f32 	[%rd37+12], %f100;
+	ld.global.f32 	%f101, [%rd38+12];
+	mul.f32 	%f186, %f100, %f101;
+	@%p16 bra 	$L__BB40_30;
 
-$L__BB40_29:
-	mov.u64 	%rd76, %rd6;
+	ld.global.f32 	%f102, [%rd39+12];
+	add.f32 	%f186, %f186, %f102;
 
 $L__BB40_30:
-	add.s64 	%rd66, %rd76, %rd13;
-	shl.b64 	%rd67, %rd66, 2;
-	add.s64 	%rd68, %rd4, %rd67;
-	ld.global.f32 	%f42, [%rd68];
-	sub.f32 	%f43, %f42, %f5;
-	mul.f32 	%f44, %f9, %f43;
-	add.s64 	%rd69, %rd3, %rd67;
-	st.global.f32 	[%rd69], %f44;
-	add.s64 	%rd70, %rd1, %rd67;
-	st.global.f32 	[%rd70], %f44;
-	add.s64 	%rd76, %rd76, %rd8;
-	setp.lt.s64 	%p23, %rd76, %rd30;
-	@%p23 bra 	$L__BB40_30;
+	st.global.f32 	[%rd40+12], %f186;
+	add.s64 	%rd143, %rd143, 4;
+	add.s64 	%rd142, %rd142, -4;
+	setp.ne.s64 	%p20, %rd142, 0;
+	@%p20 bra 	$L__BB40_22;
 
 $L__BB40_31:
-	add.s64 	%rd71, %rd71, %rd9;
-	setp.lt.s64 	%p24, %rd71, %rd29;
-	@%p24 bra 	$L__BB40_2;
+	@%p6 bra 	$L__BB40_56;
 
-$L__BB40_32:
+	setp.eq.s64 	%p22, %rd73, 0;
+	add.s64 	%rd48, %rd143, %rd20;
+	shl.b64 	%rd105, %rd48, 2;
+	add.s64 	%rd49, %rd5, %rd105;
+	ld.global.f32 	%f103, [%rd49];
+	sub.f32 	%f104, %f103, %f11;
+	mul.f32 	%f105, %f20, %f104;
+	add.s64 	%rd50, %rd4, %rd105;
+	st.global.f32 	[%rd50], %f105;
+	shl.b64 	%rd106, %rd143, 2;
+	add.s64 	%rd51, %rd3, %rd106;
+	ld.global.f32 	%f106, [%rd51];
+	mul.f32 	%f187, %f105, %f106;
+	add.s64 	%rd52, %rd2, %rd106;
+	@%p22 bra 	$L__BB40_34;
+
+	ld.global.f32 	%f107, [%rd52];
+	add.f32 	%f187, %f187, %f107;
+
+$L__BB40_34:
+	add.s64 	%rd53, %rd1, %rd105;
+	st.global.f32 	[%rd53], %f187;
+	setp.eq.s64 	%p23, %rd17, 1;
+	@%p23 bra 	$L__BB40_56;
+
+	ld.global.f32 	%f108, [%rd49+4];
+	sub.f32 	%f109, %f108, %f11;
+	mul.f32 	%f110, %f20, %f109;
+	st.global.f32 	[%rd50+4], %f110;
+	ld.global.f32 	%f111, [%rd51+4];
+	mul.f32 	%f188, %f110, %f111;
+	@%p22 bra 	$L__BB40_37;
+
+	ld.global.f32 	%f112, [%rd52+4];
+	add.f32 	%f188, %f188, %f112;
+
+$L__BB40_37:
+	st.global.f32 	[%rd53+4], %f188;
+	setp.eq.s64 	%p25, %rd17, 2;
+	@%p25 bra 	$L__BB40_56;
+
+	ld.global.f32 	%f113, [%rd49+8];
+	sub.f32 	%f114, %f113, %f11;
+	mul.f32 	%f115, %f20, %f114;
+	st.global.f32 	[%rd50+8], %f115;
+	ld.global.f32 	%f116, [%rd51+8];
+	mul.f32 	%f189, %f115, %f116;
+	@%p22 bra 	$L__BB40_40;
+
+	ld.global.f32 	%f117, [%rd52+8];
+	add.f32 	%f189, %f189, %f117;
+
+$L__BB40_40:
+	st.global.f32 	[%rd53+8], %f189;
+	bra.uni 	$L__BB40_56;
+
+$L__BB40_41:
+	setp.eq.s64 	%p27, %rd73, 0;
+	@%p27 bra 	$L__BB40_49;
+
+	mov.u64 	%rd146, 0;
+	@%p4 bra 	$L__BB40_45;
+
+	mov.u64 	%rd145, %rd18;
+
+$L__BB40_44:
+	add.s64 	%rd110, %rd146, %rd20;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd112, %rd5, %rd111;
+	ld.global.f32 	%f118, [%rd112];
+	sub.f32 	%f119, %f118, %f11;
+	mul.f32 	%f120, %f20, %f119;
+	add.s64 	%rd113, %rd4, %rd111;
+	st.global.f32 	[%rd113], %f120;
+	shl.b64 	%rd114, %rd146, 2;
+	add.s64 	%rd115, %rd2, %rd114;
+	ld.global.f32 	%f121, [%rd115];
+	add.f32 	%f122, %f120, %f121;
+	add.s64 	%rd116, %rd1, %rd111;
+	st.global.f32 	[%rd116], %f122;
+	ld.global.f32 	%f123, [%rd112+4];
+	sub.f32 	%f124, %f123, %f11;
+	mul.f32 	%f125, %f20, %f124;
+	st.global.f32 	[%rd113+4], %f125;
+	ld.global.f32 	%f126, [%rd115+4];
+	add.f32 	%f127, %f125, %f126;
+	st.global.f32 	[%rd116+4], %f127;
+	ld.global.f32 	%f128, [%rd112+8];
+	sub.f32 	%f129, %f128, %f11;
+	mul.f32 	%f130, %f20, %f129;
+	st.global.f32 	[%rd113+8], %f130;
+	ld.global.f32 	%f131, [%rd115+8];
+	add.f32 	%f132, %f130, %f131;
+	st.global.f32 	[%rd116+8], %f132;
+	ld.global.f32 	%f133, [%rd112+12];
+	sub.f32 	%f134, %f133, %f11;
+	mul.f32 	%f135, %f20, %f134;
+	st.global.f32 	[%rd113+12], %f135;
+	ld.global.f32 	%f136, [%rd115+12];
+	add.f32 	%f137, %f135, %f136;
+	st.global.f32 	[%rd116+12], %f137;
+	add.s64 	%rd146, %rd146, 4;
+	add.s64 	%rd145, %rd145, -4;
+	setp.ne.s64 	%p29, %rd145, 0;
+	@%p29 bra 	$L__BB40_44;
+
+$L__BB40_45:
+	@%p6 bra 	$L__BB40_56;
+
+	setp.eq.s64 	%p31, %rd17, 1;
+	add.s64 	%rd117, %rd146, %rd20;
+	shl.b64 	%rd118, %rd117, 2;
+	add.s64 	%rd59, %rd5, %rd118;
+	ld.global.f32 	%f138, [%rd59];
+	sub.f32 	%f139, %f138, %f11;
+	mul.f32 	%f140, %f20, %f139;
+	add.s64 	%rd60, %rd4, %rd118;
+	st.global.f32 	[%rd60], %f140;
+	shl.b64 	%rd119, %rd146, 2;
+	add.s64 	%rd61, %rd2, %rd119;
+	ld.global.f32 	%f141, [%rd61];
+	add.f32 	%f142, %f140, %f141;
+	add.s64 	%rd62, %rd1, %rd118;
+	st.global.f32 	[%rd62], %f142;
+	@%p31 bra 	$L__BB40_56;
+
+	setp.eq.s64 	%p32, %rd17, 2;
+	ld.global.f32 	%f143, [%rd59+4];
+	sub.f32 	%f144, %f143, %f11;
+	mul.f32 	%f145, %f20, %f144;
+	st.global.f32 	[%rd60+4], %f145;
+	ld.global.f32 	%f146, [%rd61+4];
+	add.f32 	%f147, %f145, %f146;
+	st.global.f32 	[%rd62+4], %f147;
+	@%p32 bra 	$L__BB40_56;
+
+	ld.global.f32 	%f148, [%rd59+8];
+	sub.f32 	%f149, %f148, %f11;
+	mul.f32 	%f150, %f20, %f149;
+	st.global.f32 	[%rd60+8], %f150;
+	ld.global.f32 	%f151, [%rd61+8];
+	add.f32 	%f152, %f150, %f151;
+	st.global.f32 	[%rd62+8], %f152;
+	bra.uni 	$L__BB40_56;
+
+$L__BB40_49:
+	mov.u64 	%rd149, 0;
+	@%p4 bra 	$L__BB40_52;
+
+	mov.u64 	%rd148, %rd18;
+
+$L__BB40_51:
+	add.s64 	%rd122, %rd149, %rd20;
+	shl.b64 	%rd123, %rd122, 2;
+	add.s64 	%rd124, %rd5, %rd123;
+	ld.global.f32 	%f153, [%rd124];
+	sub.f32 	%f154, %f153, %f11;
+	mul.f32 	%f155, %f20, %f154;
+	add.s64 	%rd125, %rd4, %rd123;
+	st.global.f32 	[%rd125], %f155;
+	add.s64 	%rd126, %rd1, %rd123;
+	st.global.f32 	[%rd126], %f155;
+	ld.global.f32 	%f156, [%rd124+4];
+	sub.f32 	%f157, %f156, %f11;
+	mul.f32 	%f158, %f20, %f157;
+	st.global.f32 	[%rd125+4], %f158;
+	st.global.f32 	[%rd126+4], %f158;
+	ld.global.f32 	%f159, [%rd124+8];
+	sub.f32 	%f160, %f159, %f11;
+	mul.f32 	%f161, %f20, %f160;
+	st.global.f32 	[%rd125+8], %f161;
+	st.global.f32 	[%rd126+8], %f161;
+	ld.global.f32 	%f162, [%rd124+12];
+	sub.f32 	%f163, %f162, %f11;
+	mul.f32 	%f164, %f20, %f163;
+	st.global.f32 	[%rd125+12], %f164;
+	st.global.f32 	[%rd126+12], %f164;
+	add.s64 	%rd149, %rd149, 4;
+	add.s64 	%rd148, %rd148, -4;
+	setp.ne.s64 	%p34, %rd148, 0;
+	@%p34 bra 	$L__BB40_51;
+
+$L__BB40_52:
+	@%p6 bra 	$L__BB40_56;
+
+	setp.eq.s64 	%p36, %rd17, 1;
+	add.s64 	%rd127, %rd149, %rd20;
+	shl.b64 	%rd128, %rd127, 2;
+	add.s64 	%rd68, %rd5, %rd128;
+	ld.global.f32 	%f165, [%rd68];
+	sub.f32 	%f166, %f165, %f11;
+	mul.f32 	%f167, %f20, %f166;
+	add.s64 	%rd69, %rd4, %rd128;
+	st.global.f32 	[%rd69], %f167;
+	add.s64 	%rd70, %rd1, %rd128;
+	st.global.f32 	[%rd70], %f167;
+	@%p36 bra 	$L__BB40_56;
+
+	setp.eq.s64 	%p37, %rd17, 2;
+	ld.global.f32 	%f168, [%rd68+4];
+	sub.f32 	%f169, %f168, %f11;
+	mul.f32 	%f170, %f20, %f169;
+	st.global.f32 	[%rd69+4], %f170;
+	st.global.f32 	[%rd70+4], %f170;
+	@%p37 bra 	$L__BB40_56;
+
+	ld.global.f32 	%f171, [%rd68+8];
+	sub.f32 	%f172, %f171, %f11;
+	mul.f32 	%f173, %f20, %f172;
+	st.global.f32 	[%rd69+8], %f173;
+	st.global.f32 	[%rd70+8], %f173;
+
+$L__BB40_56:
+	ld.param.u64 	%rd129, [layer_norm_f32_param_6];
+	add.s64 	%rd133, %rd133, %rd9;
+	setp.lt.s64 	%p38, %rd133, %rd129;
+	@%p38 bra 	$L__BB40_5;
+	bra.uni 	$L__BB40_57;
+
+$L__BB40_2:
+	mov.f32 	%f43, 0f00000000;
+	div.rn.f32 	%f44, %f43, %f1;
+	add.f32 	%f45, %f44, %f42;
+	sqrt.rn.f32 	%f46, %f45;
+	rcp.rn.f32 	%f2, %f46;
+	shl.b64 	%rd83, %rd133, 2;
+	add.s64 	%rd132, %rd6, %rd83;
+	shl.b64 	%rd11, %rd9, 2;
+
+$L__BB40_3:
+	st.global.f32 	[%rd132], %f2;
+	add.s64 	%rd132, %rd132, %rd11;
+	add.s64 	%rd133, %rd133, %rd9;
+	setp.lt.s64 	%p3, %rd133, %rd74;
+	@%p3 bra 	$L__BB40_3;
+
+$L__BB40_57:
 	ret;
 
 }
@@ -8104,215 +8335,393 @@ $L__BB40_32:
 	.param .u64 layer_norm_bwd_f32_param_6
 )
 {
-	.reg .pred 	%p<21>;
-	.reg .f32 	%f<55>;
-	.reg .b32 	%r<25>;
-	.reg .b64 	%rd<66>;
+	.reg .pred 	%p<26>;
+	.reg .f32 	%f<211>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<119>;
 
 
-	ld.param.u64 	%rd26, [layer_norm_bwd_f32_param_0];
-	ld.param.u64 	%rd27, [layer_norm_bwd_f32_param_1];
-	ld.param.u64 	%rd28, [layer_norm_bwd_f32_param_2];
-	ld.param.u64 	%rd22, [layer_norm_bwd_f32_param_3];
-	ld.param.u64 	%rd23, [layer_norm_bwd_f32_param_4];
-	ld.param.u64 	%rd24, [layer_norm_bwd_f32_param_5];
-	ld.param.u64 	%rd25, [layer_norm_bwd_f32_param_6];
-	cvta.to.global.u64 	%rd1, %rd26;
-	cvta.to.global.u64 	%rd2, %rd28;
-	cvta.to.global.u64 	%rd3, %rd23;
-	cvta.to.global.u64 	%rd4, %rd27;
-	mov.u32 	%r7, %ctaid.x;
-	cvt.u64.u32 	%rd61, %r7;
-	setp.ge.s64 	%p1, %rd61, %rd24;
-	@%p1 bra 	$L__BB41_25;
+	ld.param.u64 	%rd60, [layer_norm_bwd_f32_param_0];
+	ld.param.u64 	%rd61, [layer_norm_bwd_f32_param_1];
+	ld.param.u64 	%rd62, [layer_norm_bwd_f32_param_2];
+	ld.param.u64 	%rd56, [layer_norm_bwd_f32_param_3];
+	ld.param.u64 	%rd57, [layer_norm_bwd_f32_param_4];
+	ld.param.u64 	%rd58, [layer_norm_bwd_f32_param_5];
+	ld.param.u64 	%rd59, [layer_norm_bwd_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd60;
+	cvta.to.global.u64 	%rd2, %rd62;
+	cvta.to.global.u64 	%rd3, %rd57;
+	cvta.to.global.u64 	%rd4, %rd61;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd63, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd64, %r3;
+	add.s64 	%rd104, %rd63, %rd64;
+	setp.ge.s64 	%p1, %rd104, %rd58;
+	@%p1 bra 	$L__BB41_34;
 
-	mov.u32 	%r8, %tid.x;
-	cvt.u64.u32 	%rd6, %r8;
-	mul.wide.u32 	%rd29, %r8, 4;
-	mov.u64 	%rd30, _ZZ9block_sumfE4part;
-	add.s64 	%rd7, %rd30, %rd29;
-	mov.u32 	%r9, %ntid.x;
-	cvt.u64.u32 	%rd8, %r9;
-	cvt.rn.f32.s64 	%f1, %rd25;
-	mov.u32 	%r10, %nctaid.x;
-	cvt.u64.u32 	%rd9, %r10;
-	cvta.to.global.u64 	%rd10, %rd22;
-	cvt.u32.u64 	%r11, %rd8;
-	cvt.u32.u64 	%r13, %rd6;
+	setp.lt.s64 	%p2, %rd59, 1;
+	@%p2 bra 	$L__BB41_34;
 
-$L__BB41_2:
-	mul.lo.s64 	%rd12, %rd61, %rd25;
-	setp.ge.s64 	%p2, %rd6, %rd25;
-	mov.f32 	%f53, 0f00000000;
-	mov.f32 	%f54, %f53;
-	@%p2 bra 	$L__BB41_8;
+	cvt.rn.f32.s64 	%f1, %rd59;
+	add.s64 	%rd7, %rd59, -1;
+	and.b64  	%rd8, %rd59, 3;
+	sub.s64 	%rd9, %rd59, %rd8;
+	sub.s64 	%rd10, %rd8, %rd59;
+	add.s64 	%rd11, %rd4, 8;
+	add.s64 	%rd12, %rd2, 8;
+	cvta.to.global.u64 	%rd13, %rd56;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd65, %r4;
+	mul.lo.s64 	%rd14, %rd65, %rd5;
 
-	mov.f32 	%f54, 0f00000000;
-	setp.eq.s64 	%p3, %rd23, 0;
-	@%p3 bra 	$L__BB41_6;
+$L__BB41_3:
+	mul.lo.s64 	%rd16, %rd104, %rd59;
+	setp.eq.s64 	%p3, %rd57, 0;
+	@%p3 bra 	$L__BB41_11;
 
-	mov.u64 	%rd62, %rd6;
-	mov.f32 	%f53, %f54;
+	setp.lt.u64 	%p4, %rd7, 3;
+	mov.f32 	%f210, 0f00000000;
+	mov.u64 	%rd109, 0;
+	mov.f32 	%f209, %f210;
+	@%p4 bra 	$L__BB41_7;
 
-$L__BB41_5:
-	add.s64 	%rd31, %rd62, %rd12;
-	shl.b64 	%rd32, %rd31, 2;
-	add.s64 	%rd33, %rd4, %rd32;
-	shl.b64 	%rd34, %rd62, 2;
-	add.s64 	%rd35, %rd3, %rd34;
-	ld.global.f32 	%f19, [%rd35];
-	ld.global.f32 	%f20, [%rd33];
-	mul.f32 	%f21, %f20, %f19;
-	add.f32 	%f53, %f53, %f21;
-	add.s64 	%rd36, %rd2, %rd32;
-	ld.global.f32 	%f22, [%rd36];
-	fma.rn.f32 	%f54, %f21, %f22, %f54;
-	add.s64 	%rd62, %rd62, %rd8;
-	setp.lt.s64 	%p4, %rd62, %rd25;
-	@%p4 bra 	$L__BB41_5;
-	bra.uni 	$L__BB41_8;
+	shl.b64 	%rd68, %rd16, 2;
+	add.s64 	%rd107, %rd11, %rd68;
+	add.s64 	%rd106, %rd12, %rd68;
+	mov.u64 	%rd105, %rd3;
 
 $L__BB41_6:
-	mov.u64 	%rd63, %rd6;
-	mov.f32 	%f53, %f54;
+	ld.global.f32 	%f40, [%rd105];
+	ld.global.f32 	%f41, [%rd107+-8];
+	mul.f32 	%f42, %f41, %f40;
+	add.f32 	%f43, %f209, %f42;
+	ld.global.f32 	%f44, [%rd106+-8];
+	fma.rn.f32 	%f45, %f42, %f44, %f210;
+	ld.global.f32 	%f46, [%rd105+4];
+	ld.global.f32 	%f47, [%rd107+-4];
+	mul.f32 	%f48, %f47, %f46;
+	add.f32 	%f49, %f43, %f48;
+	ld.global.f32 	%f50, [%rd106+-4];
+	fma.rn.f32 	%f51, %f48, %f50, %f45;
+	ld.global.f32 	%f52, [%rd105+8];
+	ld.global.f32 	%f53, [%rd107];
+	mul.f32 	%f54, %f53, %f52;
+	add.f32 	%f55, %f49, %f54;
+	ld.global.f32 	%f56, [%rd106];
+	fma.rn.f32 	%f57, %f54, %f56, %f51;
+	ld.global.f32 	%f58, [%rd105+12];
+	ld.global.f32 	%f59, [%rd107+4];
+	mul.f32 	%f60, %f59, %f58;
+	add.f32 	%f209, %f55, %f60;
+	ld.global.f32 	%f61, [%rd106+4];
+	fma.rn.f32 	%f210, %f60, %f61, %f57;
+	add.s64 	%rd109, %rd109, 4;
+	add.s64 	%rd69, %rd10, %rd109;
+	add.s64 	%rd107, %rd107, 16;
+	add.s64 	%rd106, %rd106, 16;
+	add.s64 	%rd105, %rd105, 16;
+	setp.ne.s64 	%p5, %rd69, 0;
+	@%p5 bra 	$L__BB41_6;
 
 $L__BB41_7:
-	add.s64 	%rd37, %rd63, %rd12;
-	shl.b64 	%rd38, %rd37, 2;
-	add.s64 	%rd39, %rd4, %rd38;
-	ld.global.f32 	%f25, [%rd39];
-	add.f32 	%f53, %f53, %f25;
-	add.s64 	%rd40, %rd2, %rd38;
-	ld.global.f32 	%f26, [%rd40];
-	fma.rn.f32 	%f54, %f25, %f26, %f54;
-	add.s64 	%rd63, %rd63, %rd8;
-	setp.lt.s64 	%p5, %rd63, %rd25;
-	@%p5 bra 	$L__BB41_7;
-
-$L__BB41_8:
-	setp.lt.u32 	%p6, %r11, 2;
-	st.shared.f32 	[%rd7], %f53;
-	bar.sync 	0;
-	@%p6 bra 	$L__BB41_13;
-
-	mov.u32 	%r23, 1;
-
-$L__BB41_10:
-	shl.b32 	%r2, %r23, 1;
-	rem.u32 	%r14, %r13, %r2;
-	setp.ne.s32 	%p7, %r14, 0;
-	add.s32 	%r3, %r23, %r13;
-	setp.ge.u32 	%p8, %r3, %r11;
-	or.pred  	%p9, %p8, %p7;
-	@%p9 bra 	$L__BB41_12;
-
-	mul.wide.u32 	%rd41, %r3, 4;
-	add.s64 	%rd43, %rd30, %rd41;
-	ld.shared.f32 	%f27, [%rd7];
-	ld.shared.f32 	%f28, [%rd43];
-	add.f32 	%f29, %f28, %f27;
-	st.shared.f32 	[%rd7], %f29;
-
-$L__BB41_12:
-	bar.sync 	0;
-	setp.lt.u32 	%p10, %r2, %r11;
-	mov.u32 	%r23, %r2;
-	@%p10 bra 	$L__BB41_10;
-
-$L__BB41_13:
-	ld.shared.f32 	%f30, [_ZZ9block_sumfE4part];
-	bar.sync 	0;
-	div.rn.f32 	%f12, %f30, %f1;
-	st.shared.f32 	[%rd7], %f54;
-	bar.sync 	0;
+	setp.eq.s64 	%p6, %rd8, 0;
 	@%p6 bra 	$L__BB41_18;
 
-	mov.u32 	%r24, 1;
+	setp.eq.s64 	%p7, %rd8, 1;
+	add.s64 	%rd70, %rd109, %rd16;
+	shl.b64 	%rd71, %rd70, 2;
+	add.s64 	%rd28, %rd4, %rd71;
+	shl.b64 	%rd72, %rd109, 2;
+	add.s64 	%rd29, %rd3, %rd72;
+	ld.global.f32 	%f62, [%rd29];
+	ld.global.f32 	%f63, [%rd28];
+	mul.f32 	%f64, %f63, %f62;
+	add.f32 	%f209, %f209, %f64;
+	add.s64 	%rd30, %rd2, %rd71;
+	ld.global.f32 	%f65, [%rd30];
+	fma.rn.f32 	%f210, %f64, %f65, %f210;
+	@%p7 bra 	$L__BB41_18;
 
-$L__BB41_15:
-	shl.b32 	%r5, %r24, 1;
-	rem.u32 	%r20, %r13, %r5;
-	setp.ne.s32 	%p12, %r20, 0;
-	add.s32 	%r6, %r24, %r13;
-	setp.ge.u32 	%p13, %r6, %r11;
-	or.pred  	%p14, %p13, %p12;
-	@%p14 bra 	$L__BB41_17;
+	setp.eq.s64 	%p8, %rd8, 2;
+	ld.global.f32 	%f66, [%rd29+4];
+	ld.global.f32 	%f67, [%rd28+4];
+	mul.f32 	%f68, %f67, %f66;
+	add.f32 	%f209, %f209, %f68;
+	ld.global.f32 	%f69, [%rd30+4];
+	fma.rn.f32 	%f210, %f68, %f69, %f210;
+	@%p8 bra 	$L__BB41_18;
 
-	mul.wide.u32 	%rd44, %r6, 4;
-	add.s64 	%rd46, %rd30, %rd44;
-	ld.shared.f32 	%f31, [%rd7];
-	ld.shared.f32 	%f32, [%rd46];
-	add.f32 	%f33, %f32, %f31;
-	st.shared.f32 	[%rd7], %f33;
+	ld.global.f32 	%f70, [%rd29+8];
+	ld.global.f32 	%f71, [%rd28+8];
+	mul.f32 	%f72, %f71, %f70;
+	add.f32 	%f209, %f209, %f72;
+	ld.global.f32 	%f73, [%rd30+8];
+	fma.rn.f32 	%f210, %f72, %f73, %f210;
+	bra.uni 	$L__BB41_18;
 
-$L__BB41_17:
-	bar.sync 	0;
-	setp.lt.u32 	%p15, %r5, %r11;
-	mov.u32 	%r24, %r5;
-	@%p15 bra 	$L__BB41_15;
+$L__BB41_11:
+	setp.lt.u64 	%p9, %rd7, 3;
+	mov.f32 	%f210, 0f00000000;
+	mov.u64 	%rd112, 0;
+	mov.f32 	%f209, %f210;
+	@%p9 bra 	$L__BB41_14;
+
+	mov.u64 	%rd111, %rd9;
+
+$L__BB41_13:
+	add.s64 	%rd75, %rd112, %rd16;
+	shl.b64 	%rd76, %rd75, 2;
+	add.s64 	%rd77, %rd4, %rd76;
+	ld.global.f32 	%f79, [%rd77];
+	add.f32 	%f80, %f209, %f79;
+	add.s64 	%rd78, %rd2, %rd76;
+	ld.global.f32 	%f81, [%rd78];
+	fma.rn.f32 	%f82, %f79, %f81, %f210;
+	ld.global.f32 	%f83, [%rd77+4];
+	add.f32 	%f84, %f80, %f83;
+	ld.global.f32 	%f85, [%rd78+4];
+	fma.rn.f32 	%f86, %f83, %f85, %f82;
+	ld.global.f32 	%f87, [%rd77+8];
+	add.f32 	%f88, %f84, %f87;
+	ld.global.f32 	%f89, [%rd78+8];
+	fma.rn.f32 	%f90, %f87, %f89, %f86;
+	ld.global.f32 	%f91, [%rd77+12];
+	add.f32 	%f209, %f88, %f91;
+	ld.global.f32 	%f92, [%rd78+12];
+	fma.rn.f32 	%f210, %f91, %f92, %f90;
+	add.s64 	%rd112, %rd112, 4;
+	add.s64 	%rd111, %rd111, -4;
+	setp.ne.s64 	%p10, %rd111, 0;
+	@%p10 bra 	$L__BB41_13;
+
+$L__BB41_14:
+	setp.eq.s64 	%p11, %rd8, 0;
+	@%p11 bra 	$L__BB41_18;
+
+	setp.eq.s64 	%p12, %rd8, 1;
+	add.s64 	%rd79, %rd112, %rd16;
+	shl.b64 	%rd80, %rd79, 2;
+	add.s64 	%rd36, %rd4, %rd80;
+	ld.global.f32 	%f93, [%rd36];
+	add.f32 	%f209, %f209, %f93;
+	add.s64 	%rd37, %rd2, %rd80;
+	ld.global.f32 	%f94, [%rd37];
+	fma.rn.f32 	%f210, %f93, %f94, %f210;
+	@%p12 bra 	$L__BB41_18;
+
+	setp.eq.s64 	%p13, %rd8, 2;
+	ld.global.f32 	%f95, [%rd36+4];
+	add.f32 	%f209, %f209, %f95;
+	ld.global.f32 	%f96, [%rd37+4];
+	fma.rn.f32 	%f210, %f95, %f96, %f210;
+	@%p13 bra 	$L__BB41_18;
+
+	ld.global.f32 	%f97, [%rd36+8];
+	add.f32 	%f209, %f209, %f97;
+	ld.global.f32 	%f98, [%rd37+8];
+	fma.rn.f32 	%f210, %f97, %f98, %f210;
 
 $L__BB41_18:
-	ld.shared.f32 	%f34, [_ZZ9block_sumfE4part];
-	bar.sync 	0;
-	div.rn.f32 	%f13, %f34, %f1;
-	shl.b64 	%rd47, %rd61, 2;
-	add.s64 	%rd48, %rd10, %rd47;
-	ld.global.f32 	%f14, [%rd48];
-	@%p2 bra 	$L__BB41_24;
+	div.rn.f32 	%f32, %f209, %f1;
+	div.rn.f32 	%f33, %f210, %f1;
+	shl.b64 	%rd81, %rd104, 2;
+	add.s64 	%rd82, %rd13, %rd81;
+	ld.global.f32 	%f34, [%rd82];
+	@%p3 bra 	$L__BB41_26;
 
-	setp.eq.s64 	%p17, %rd23, 0;
-	@%p17 bra 	$L__BB41_22;
+	setp.lt.u64 	%p15, %rd7, 3;
+	mov.u64 	%rd115, 0;
+	@%p15 bra 	$L__BB41_22;
 
-	mov.u64 	%rd64, %rd6;
+	mov.u64 	%rd114, %rd9;
 
 $L__BB41_21:
-	add.s64 	%rd49, %rd64, %rd12;
-	shl.b64 	%rd50, %rd49, 2;
-	add.s64 	%rd51, %rd4, %rd50;
-	shl.b64 	%rd52, %rd64, 2;
-	add.s64 	%rd53, %rd3, %rd52;
-	ld.global.f32 	%f35, [%rd53];
-	ld.global.f32 	%f36, [%rd51];
-	mul.f32 	%f37, %f36, %f35;
-	sub.f32 	%f38, %f37, %f12;
-	add.s64 	%rd54, %rd2, %rd50;
-	ld.global.f32 	%f39, [%rd54];
-	mul.f32 	%f40, %f13, %f39;
-	sub.f32 	%f41, %f38, %f40;
-	mul.f32 	%f42, %f14, %f41;
-	add.s64 	%rd55, %rd1, %rd50;
-	st.global.f32 	[%rd55], %f42;
-	add.s64 	%rd64, %rd64, %rd8;
-	setp.lt.s64 	%p18, %rd64, %rd25;
-	@%p18 bra 	$L__BB41_21;
-	bra.uni 	$L__BB41_24;
+	add.s64 	%rd85, %rd115, %rd16;
+	shl.b64 	%rd86, %rd85, 2;
+	add.s64 	%rd87, %rd4, %rd86;
+	shl.b64 	%rd88, %rd115, 2;
+	add.s64 	%rd89, %rd3, %rd88;
+	ld.global.f32 	%f99, [%rd89];
+	ld.global.f32 	%f100, [%rd87];
+	mul.f32 	%f101, %f100, %f99;
+	sub.f32 	%f102, %f101, %f32;
+	add.s64 	%rd90, %rd2, %rd86;
+	ld.global.f32 	%f103, [%rd90];
+	mul.f32 	%f104, %f33, %f103;
+	sub.f32 	%f105, %f102, %f104;
+	mul.f32 	%f106, %f34, %f105;
+	add.s64 	%rd91, %rd1, %rd86;
+	st.global.f32 	[%rd91], %f106;
+	ld.global.f32 	%f107, [%rd89+4];
+	ld.global.f32 	%f108, [%rd87+4];
+	mul.f32 	%f109, %f108, %f107;
+	sub.f32 	%f110, %f109, %f32;
+	ld.global.f32 	%f111, [%rd90+4];
+	mul.f32 	%f112, %f33, %f111;
+	sub.f32 	%f113, %f110, %f112;
+	mul.f32 	%f114, %f34, %f113;
+	st.global.f32 	[%rd91+4], %f114;
+	ld.global.f32 	%f115, [%rd89+8];
+	ld.global.f32 	%f116, [%rd87+8];
+	mul.f32 	%f117, %f116, %f115;
+	sub.f32 	%f118, %f117, %f32;
+	ld.global.f32 	%f119, [%rd90+8];
+	mul.f32 	%f120, %f33, %f119;
+	sub.f32 	%f121, %f118, %f120;
+	mul.f32 	%f122, %f34, %f121;
+	st.global.f32 	[%rd91+8], %f122;
+	ld.global.f32 	%f123, [%rd89+12];
+	ld.global.f32 	%f124, [%rd87+12];
+	mul.f32 	%f125, %f124, %f123;
+	sub.f32 	%f126, %f125, %f32;
+	ld.global.f32 	%f127, [%rd90+12];
+	mul.f32 	%f128, %f33, %f127;
+	sub.f32 	%f129, %f126, %f128;
+	mul.f32 	%f130, %f34, %f129;
+	st.global.f32 	[%rd91+12], %f130;
+	add.s64 	%rd115, %rd115, 4;
+	add.s64 	%rd114, %rd114, -4;
+	setp.ne.s64 	%p16, %rd114, 0;
+	@%p16 bra 	$L__BB41_21;
 
 $L__BB41_22:
-	mov.u64 	%rd65, %rd6;
+	setp.eq.s64 	%p17, %rd8, 0;
+	@%p17 bra 	$L__BB41_33;
 
-$L__BB41_23:
-	add.s64 	%rd56, %rd65, %rd12;
-	shl.b64 	%rd57, %rd56, 2;
-	add.s64 	%rd58, %rd4, %rd57;
-	ld.global.f32 	%f43, [%rd58];
-	sub.f32 	%f44, %f43, %f12;
-	add.s64 	%rd59, %rd2, %rd57;
-	ld.global.f32 	%f45, [%rd59];
-	mul.f32 	%f46, %f13, %f45;
-	sub.f32 	%f47, %f44, %f46;
-	mul.f32 	%f48, %f14, %f47;
-	add.s64 	%rd60, %rd1, %rd57;
-	st.global.f32 	[%rd60], %f48;
-	add.s64 	%rd65, %rd65, %rd8;
-	setp.lt.s64 	%p19, %rd65, %rd25;
-	@%p19 bra 	$L__BB41_23;
+	setp.eq.s64 	%p18, %rd8, 1;
+	add.s64 	%rd92, %rd115, %rd16;
+	shl.b64 	%rd93, %rd92, 2;
+	add.s64 	%rd43, %rd4, %rd93;
+	shl.b64 	%rd94, %rd115, 2;
+	add.s64 	%rd44, %rd3, %rd94;
+	ld.global.f32 	%f131, [%rd44];
+	ld.global.f32 	%f132, [%rd43];
+	mul.f32 	%f133, %f132, %f131;
+	sub.f32 	%f134, %f133, %f32;
+	add.s64 	%rd45, %rd2, %rd93;
+	ld.global.f32 	%f135, [%rd45];
+	mul.f32 	%f136, %f33, %f135;
+	sub.f32 	%f137, %f134, %f136;
+	mul.f32 	%f138, %f34, %f137;
+	add.s64 	%rd46, %rd1, %rd93;
+	st.global.f32 	[%rd46], %f138;
+	@%p18 bra 	$L__BB41_33;
 
-$L__BB41_24:
-	add.s64 	%rd61, %rd61, %rd9;
-	setp.lt.s64 	%p20, %rd61, %rd24;
-	@%p20 bra 	$L__BB41_2;
+	setp.eq.s64 	%p19, %rd8, 2;
+	ld.global.f32 	%f139, [%rd44+4];
+	ld.global.f32 	%f140, [%rd43+4];
+	mul.f32 	%f141, %f140, %f139;
+	sub.f32 	%f142, %f141, %f32;
+	ld.global.f32 	%f143, [%rd45+4];
+	mul.f32 	%f144, %f33, %f143;
+	sub.f32 	%f145, %f142, %f144;
+	mul.f32 	%f146, %f34, %f145;
+	st.global.f32 	[%rd46+4], %f146;
+	@%p19 bra 	$L__BB41_33;
 
-$L__BB41_25:
+	ld.global.f32 	%f147, [%rd44+8];
+	ld.global.f32 	%f148, [%rd43+8];
+	mul.f32 	%f149, %f148, %f147;
+	sub.f32 	%f150, %f149, %f32;
+	ld.global.f32 	%f151, [%rd45+8];
+	mul.f32 	%f152, %f33, %f151;
+	sub.f32 	%f153, %f150, %f152;
+	mul.f32 	%f154, %f34, %f153;
+	st.global.f32 	[%rd46+8], %f154;
+	bra.uni 	$L__BB41_33;
+
+$L__BB41_26:
+	setp.lt.u64 	%p20, %rd7, 3;
+	mov.u64 	%rd118, 0;
+	@%p20 bra 	$L__BB41_29;
+
+	mov.u64 	%rd117, %rd9;
+
+$L__BB41_28:
+	add.s64 	%rd97, %rd118, %rd16;
+	shl.b64 	%rd98, %rd97, 2;
+	add.s64 	%rd99, %rd4, %rd98;
+	ld.global.f32 	%f155, [%rd99];
+	sub.f32 	%f156, %f155, %f32;
+	add.s64 	%rd100, %rd2, %rd98;
+	ld.global.f32 	%f157, [%rd100];
+	mul.f32 	%f158, %f33, %f157;
+	sub.f32 	%f159, %f156, %f158;
+	mul.f32 	%f160, %f34, %f159;
+	add.s64 	%rd101, %rd1, %rd98;
+	st.global.f32 	[%rd101], %f160;
+	ld.global.f32 	%f161, [%rd99+4];
+	sub.f32 	%f162, %f161, %f32;
+	ld.global.f32 	%f163, [%rd100+4];
+	mul.f32 	%f164, %f33, %f163;
+	sub.f32 	%f165, %f162, %f164;
+	mul.f32 	%f166, %f34, %f165;
+	st.global.f32 	[%rd101+4], %f166;
+	ld.global.f32 	%f167, [%rd99+8];
+	sub.f32 	%f168, %f167, %f32;
+	ld.global.f32 	%f169, [%rd100+8];
+	mul.f32 	%f170, %f33, %f169;
+	sub.f32 	%f171, %f168, %f170;
+	mul.f32 	%f172, %f34, %f171;
+	st.global.f32 	[%rd101+8], %f172;
+	ld.global.f32 	%f173, [%rd99+12];
+	sub.f32 	%f174, %f173, %f32;
+	ld.global.f32 	%f175, [%rd100+12];
+	mul.f32 	%f176, %f33, %f175;
+	sub.f32 	%f177, %f174, %f176;
+	mul.f32 	%f178, %f34, %f177;
+	st.global.f32 	[%rd101+12], %f178;
+	add.s64 	%rd118, %rd118, 4;
+	add.s64 	%rd117, %rd117, -4;
+	setp.ne.s64 	%p21, %rd117, 0;
+	@%p21 bra 	$L__BB41_28;
+
+$L__BB41_29:
+	setp.eq.s64 	%p22, %rd8, 0;
+	@%p22 bra 	$L__BB41_33;
+
+	setp.eq.s64 	%p23, %rd8, 1;
+	add.s64 	%rd102, %rd118, %rd16;
+	shl.b64 	%rd103, %rd102, 2;
+	add.s64 	%rd52, %rd4, %rd103;
+	ld.global.f32 	%f179, [%rd52];
+	sub.f32 	%f180, %f179, %f32;
+	add.s64 	%rd53, %rd2, %rd103;
+	ld.global.f32 	%f181, [%rd53];
+	mul.f32 	%f182, %f33, %f181;
+	sub.f32 	%f183, %f180, %f182;
+	mul.f32 	%f184, %f34, %f183;
+	add.s64 	%rd54, %rd1, %rd103;
+	st.global.f32 	[%rd54], %f184;
+	@%p23 bra 	$L__BB41_33;
+
+	setp.eq.s64 	%p24, %rd8, 2;
+	ld.global.f32 	%f185, [%rd52+4];
+	sub.f32 	%f186, %f185, %f32;
+	ld.global.f32 	%f187, [%rd53+4];
+	mul.f32 	%f188, %f33, %f187;
+	sub.f32 	%f189, %f186, %f188;
+	mul.f32 	%f190, %f34, %f189;
+	st.global.f32 	[%rd54+4], %f190;
+	@%p24 bra 	$L__BB41_33;
+
+	ld.global.f32 	%f191, [%rd52+8];
+	sub.f32 	%f192, %f191, %f32;
+	ld.global.f32 	%f193, [%rd53+8];
+	mul.f32 	%f194, %f33, %f193;
+	sub.f32 	%f195, %f192, %f194;
+	mul.f32 	%f196, %f34, %f195;
+	st.global.f32 	[%rd54+8], %f196;
+
+$L__BB41_33:
+	add.s64 	%rd104, %rd104, %rd14;
+	setp.lt.s64 	%p25, %rd104, %rd58;
+	@%p25 bra 	$L__BB41_3;
+
+$L__BB41_34:
 	ret;
 
 }
@@ -9227,221 +9636,830 @@ $L__BB44_15:
 	.param .f32 attn_softmax_f32_param_4
 )
 {
-	.reg .pred 	%p<24>;
-	.reg .f32 	%f<65>;
-	.reg .b32 	%r<32>;
-	.reg .b64 	%rd<51>;
+	.reg .pred 	%p<46>;
+	.reg .f32 	%f<336>;
+	.reg .b32 	%r<40>;
+	.reg .b64 	%rd<162>;
 
 
-	ld.param.u64 	%rd25, [attn_softmax_f32_param_0];
-	ld.param.u64 	%rd22, [attn_softmax_f32_param_1];
-	ld.param.u64 	%rd23, [attn_softmax_f32_param_2];
-	ld.param.u64 	%rd24, [attn_softmax_f32_param_3];
-	ld.param.f32 	%f12, [attn_softmax_f32_param_4];
-	cvta.to.global.u64 	%rd1, %rd25;
-	mov.u32 	%r7, %ctaid.x;
-	cvt.u64.u32 	%rd46, %r7;
-	setp.ge.s64 	%p1, %rd46, %rd22;
-	@%p1 bra 	$L__BB45_27;
+	ld.param.u64 	%rd80, [attn_softmax_f32_param_0];
+	ld.param.u64 	%rd77, [attn_softmax_f32_param_1];
+	ld.param.u64 	%rd78, [attn_softmax_f32_param_2];
+	ld.param.u64 	%rd79, [attn_softmax_f32_param_3];
+	ld.param.f32 	%f35, [attn_softmax_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd80;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd2, %r2;
+	mul.wide.u32 	%rd81, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd82, %r3;
+	add.s64 	%rd139, %rd81, %rd82;
+	setp.ge.s64 	%p1, %rd139, %rd77;
+	@%p1 bra 	$L__BB45_63;
 
-	mov.u32 	%r8, %tid.x;
-	cvt.u64.u32 	%rd3, %r8;
-	mul.wide.u32 	%rd26, %r8, 4;
-	mov.u64 	%rd27, _ZZ9block_maxfE4part;
-	add.s64 	%rd4, %rd27, %rd26;
-	mov.u32 	%r9, %ntid.x;
-	cvt.u64.u32 	%rd5, %r9;
-	mov.u64 	%rd28, _ZZ9block_sumfE4part;
-	add.s64 	%rd6, %rd28, %rd26;
-	mov.u32 	%r10, %nctaid.x;
-	cvt.u64.u32 	%rd7, %r10;
-	cvt.u32.u64 	%r11, %rd23;
-	cvt.u32.u64 	%r14, %rd5;
-	cvt.u32.u64 	%r16, %rd3;
-
-$L__BB45_2:
-	mul.lo.s64 	%rd9, %rd46, %rd24;
-	or.b64  	%rd29, %rd46, %rd23;
-	and.b64  	%rd30, %rd29, -4294967296;
-	setp.eq.s64 	%p2, %rd30, 0;
-	@%p2 bra 	$L__BB45_4;
-
-	rem.s64 	%rd47, %rd46, %rd23;
-	bra.uni 	$L__BB45_5;
-
-$L__BB45_4:
-	cvt.u32.u64 	%r12, %rd46;
-	rem.u32 	%r13, %r12, %r11;
-	cvt.u64.u32 	%rd47, %r13;
-
-$L__BB45_5:
-	add.s64 	%rd31, %rd47, 1;
-	setp.lt.s64 	%p3, %rd31, %rd24;
-	setp.neu.f32 	%p4, %f12, 0f00000000;
-	and.pred  	%p5, %p4, %p3;
-	selp.b64 	%rd13, %rd31, %rd24, %p5;
-	setp.le.s64 	%p6, %rd13, %rd3;
-	mov.f32 	%f61, 0fFF7FFFFF;
-	@%p6 bra 	$L__BB45_8;
-
-	mov.u64 	%rd48, %rd3;
-
-$L__BB45_7:
-	add.s64 	%rd32, %rd48, %rd9;
-	shl.b64 	%rd33, %rd32, 2;
-	add.s64 	%rd34, %rd1, %rd33;
-	ld.global.f32 	%f15, [%rd34];
-	max.f32 	%f61, %f61, %f15;
-	add.s64 	%rd48, %rd48, %rd5;
-	setp.lt.s64 	%p7, %rd48, %rd13;
-	@%p7 bra 	$L__BB45_7;
-
-$L__BB45_8:
-	setp.lt.u32 	%p8, %r14, 2;
-	st.shared.f32 	[%rd4], %f61;
-	bar.sync 	0;
-	@%p8 bra 	$L__BB45_13;
-
-	mov.u32 	%r30, 1;
-
-$L__BB45_10:
-	shl.b32 	%r2, %r30, 1;
-	rem.u32 	%r17, %r16, %r2;
-	setp.ne.s32 	%p9, %r17, 0;
-	add.s32 	%r3, %r30, %r16;
-	setp.ge.u32 	%p10, %r3, %r14;
-	or.pred  	%p11, %p10, %p9;
-	@%p11 bra 	$L__BB45_12;
-
-	ld.shared.f32 	%f16, [%rd4];
-	mul.wide.u32 	%rd35, %r3, 4;
-	add.s64 	%rd37, %rd27, %rd35;
-	ld.shared.f32 	%f17, [%rd37];
-	max.f32 	%f18, %f16, %f17;
-	st.shared.f32 	[%rd4], %f18;
-
-$L__BB45_12:
-	bar.sync 	0;
-	setp.lt.u32 	%p12, %r2, %r14;
-	mov.u32 	%r30, %r2;
-	@%p12 bra 	$L__BB45_10;
-
-$L__BB45_13:
-	ld.shared.f32 	%f4, [_ZZ9block_maxfE4part];
-	bar.sync 	0;
-	mov.f32 	%f63, 0f00000000;
-	@%p6 bra 	$L__BB45_16;
-
-	mov.u64 	%rd49, %rd3;
-
-$L__BB45_15:
-	add.s64 	%rd38, %rd49, %rd9;
-	shl.b64 	%rd39, %rd38, 2;
-	add.s64 	%rd40, %rd1, %rd39;
-	ld.global.f32 	%f21, [%rd40];
-	sub.f32 	%f22, %f21, %f4;
-	mov.f32 	%f23, 0f3F000000;
-	mov.f32 	%f24, 0f3BBB989D;
-	fma.rn.f32 	%f25, %f22, %f24, %f23;
-	mov.f32 	%f26, 0f3FB8AA3B;
-	mov.f32 	%f27, 0f437C0000;
-	cvt.sat.f32.f32 	%f28, %f25;
-	mov.f32 	%f29, 0f4B400001;
-	fma.rm.f32 	%f30, %f28, %f27, %f29;
-	add.f32 	%f31, %f30, 0fCB40007F;
-	neg.f32 	%f32, %f31;
-	fma.rn.f32 	%f33, %f22, %f26, %f32;
-	mov.f32 	%f34, 0f32A57060;
-	fma.rn.f32 	%f35, %f22, %f34, %f33;
-	mov.b32 	%r20, %f30;
-	shl.b32 	%r21, %r20, 23;
-	mov.b32 	%f36, %r21;
-	ex2.approx.ftz.f32 	%f37, %f35;
-	fma.rn.f32 	%f63, %f37, %f36, %f63;
-	add.s64 	%rd49, %rd49, %rd5;
-	setp.lt.s64 	%p14, %rd49, %rd13;
-	@%p14 bra 	$L__BB45_15;
-
-$L__BB45_16:
-	st.shared.f32 	[%rd6], %f63;
-	bar.sync 	0;
-	@%p8 bra 	$L__BB45_21;
-
-	mov.u32 	%r31, 1;
-
-$L__BB45_18:
-	shl.b32 	%r5, %r31, 1;
-	rem.u32 	%r25, %r16, %r5;
-	setp.ne.s32 	%p16, %r25, 0;
-	add.s32 	%r6, %r31, %r16;
-	setp.ge.u32 	%p17, %r6, %r14;
-	or.pred  	%p18, %p17, %p16;
-	@%p18 bra 	$L__BB45_20;
-
-	mul.wide.u32 	%rd41, %r6, 4;
-	add.s64 	%rd43, %rd28, %rd41;
-	ld.shared.f32 	%f38, [%rd6];
-	ld.shared.f32 	%f39, [%rd43];
-	add.f32 	%f40, %f39, %f38;
-	st.shared.f32 	[%rd6], %f40;
-
-$L__BB45_20:
-	bar.sync 	0;
-	setp.lt.u32 	%p19, %r5, %r14;
-	mov.u32 	%r31, %r5;
-	@%p19 bra 	$L__BB45_18;
-
-$L__BB45_21:
-	setp.ge.s64 	%p20, %rd3, %rd24;
-	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
-	bar.sync 	0;
-	@%p20 bra 	$L__BB45_26;
-
-	rcp.rn.f32 	%f9, %f8;
-	mov.u64 	%rd50, %rd3;
-
-$L__BB45_23:
-	add.s64 	%rd44, %rd50, %rd9;
-	shl.b64 	%rd45, %rd44, 2;
-	add.s64 	%rd19, %rd1, %rd45;
-	setp.ge.s64 	%p21, %rd50, %rd13;
-	mov.f32 	%f64, 0f00000000;
-	@%p21 bra 	$L__BB45_25;
-
-	ld.global.f32 	%f42, [%rd19];
-	sub.f32 	%f43, %f42, %f4;
-	mov.f32 	%f44, 0f3F000000;
-	mov.f32 	%f45, 0f3BBB989D;
-	fma.rn.f32 	%f46, %f43, %f45, %f44;
-	mov.f32 	%f47, 0f3FB8AA3B;
-	mov.f32 	%f48, 0f437C0000;
-	cvt.sat.f32.f32 	%f49, %f46;
-	mov.f32 	%f50, 0f4B400001;
-	fma.rm.f32 	%f51, %f49, %f48, %f50;
-	add.f32 	%f52, %f51, 0fCB40007F;
-	neg.f32 	%f53, %f52;
-	fma.rn.f32 	%f54, %f43, %f47, %f53;
-	mov.f32 	%f55, 0f32A57060;
-	fma.rn.f32 	%f56, %f43, %f55, %f54;
-	mov.b32 	%r28, %f51;
-	shl.b32 	%r29, %r28, 23;
-	mov.b32 	%f57, %r29;
-	ex2.approx.ftz.f32 	%f58, %f56;
-	mul.f32 	%f59, %f58, %f57;
-	mul.f32 	%f64, %f9, %f59;
-
-$L__BB45_25:
-	st.global.f32 	[%rd19], %f64;
-	add.s64 	%rd50, %rd50, %rd5;
-	setp.lt.s64 	%p22, %rd50, %rd24;
-	@%p22 bra 	$L__BB45_23;
+	setp.neu.f32 	%p2, %f35, 0f00000000;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd83, %r4;
+	mul.lo.s64 	%rd4, %rd83, %rd2;
+	@%p2 bra 	$L__BB45_26;
+	bra.uni 	$L__BB45_2;
 
 $L__BB45_26:
-	add.s64 	%rd46, %rd46, %rd7;
-	setp.lt.s64 	%p23, %rd46, %rd22;
-	@%p23 bra 	$L__BB45_2;
+	add.s64 	%rd29, %rd79, 1;
+	not.b64 	%rd30, %rd79;
+	add.s64 	%rd31, %rd1, 8;
+	cvt.u32.u64 	%r19, %rd78;
 
 $L__BB45_27:
+	mul.lo.s64 	%rd33, %rd139, %rd79;
+	or.b64  	%rd105, %rd139, %rd78;
+	and.b64  	%rd106, %rd105, -4294967296;
+	setp.eq.s64 	%p20, %rd106, 0;
+	@%p20 bra 	$L__BB45_29;
+
+	rem.s64 	%rd150, %rd139, %rd78;
+	bra.uni 	$L__BB45_30;
+
+$L__BB45_29:
+	cvt.u32.u64 	%r20, %rd139;
+	rem.u32 	%r21, %r20, %r19;
+	cvt.u64.u32 	%rd150, %r21;
+
+$L__BB45_30:
+	add.s64 	%rd37, %rd150, 1;
+	min.s64 	%rd38, %rd37, %rd79;
+	setp.lt.s64 	%p21, %rd79, 1;
+	mov.f32 	%f331, 0fFF7FFFFF;
+	@%p21 bra 	$L__BB45_38;
+
+	max.s64 	%rd39, %rd38, 1;
+	add.s64 	%rd108, %rd39, -1;
+	and.b64  	%rd40, %rd39, 3;
+	setp.lt.u64 	%p22, %rd108, 3;
+	mov.f32 	%f331, 0fFF7FFFFF;
+	mov.u64 	%rd153, 0;
+	@%p22 bra 	$L__BB45_34;
+
+	shl.b64 	%rd110, %rd33, 2;
+	add.s64 	%rd151, %rd31, %rd110;
+	sub.s64 	%rd42, %rd40, %rd39;
+
+$L__BB45_33:
+	ld.global.f32 	%f181, [%rd151+-8];
+	max.f32 	%f182, %f331, %f181;
+	ld.global.f32 	%f183, [%rd151+-4];
+	max.f32 	%f184, %f182, %f183;
+	ld.global.f32 	%f185, [%rd151];
+	max.f32 	%f186, %f184, %f185;
+	ld.global.f32 	%f187, [%rd151+4];
+	max.f32 	%f331, %f186, %f187;
+	add.s64 	%rd151, %rd151, 16;
+	add.s64 	%rd153, %rd153, 4;
+	add.s64 	%rd111, %rd42, %rd153;
+	setp.ne.s64 	%p23, %rd111, 0;
+	@%p23 bra 	$L__BB45_33;
+
+$L__BB45_34:
+	setp.eq.s64 	%p24, %rd40, 0;
+	@%p24 bra 	$L__BB45_38;
+
+	add.s64 	%rd112, %rd153, %rd33;
+	shl.b64 	%rd113, %rd112, 2;
+	add.s64 	%rd48, %rd1, %rd113;
+	ld.global.f32 	%f188, [%rd48];
+	max.f32 	%f331, %f331, %f188;
+	setp.eq.s64 	%p25, %rd40, 1;
+	@%p25 bra 	$L__BB45_38;
+
+	ld.global.f32 	%f189, [%rd48+4];
+	max.f32 	%f331, %f331, %f189;
+	setp.eq.s64 	%p26, %rd40, 2;
+	@%p26 bra 	$L__BB45_38;
+
+	ld.global.f32 	%f190, [%rd48+8];
+	max.f32 	%f331, %f331, %f190;
+
+$L__BB45_38:
+	mov.f32 	%f335, 0f00000000;
+	@%p21 bra 	$L__BB45_46;
+
+	max.s64 	%rd49, %rd38, 1;
+	add.s64 	%rd115, %rd49, -1;
+	and.b64  	%rd50, %rd49, 3;
+	setp.lt.u64 	%p28, %rd115, 3;
+	mov.f32 	%f335, 0f00000000;
+	mov.u64 	%rd156, 0;
+	@%p28 bra 	$L__BB45_42;
+
+	sub.s64 	%rd155, %rd49, %rd50;
+
+$L__BB45_41:
+	add.s64 	%rd117, %rd156, %rd33;
+	shl.b64 	%rd118, %rd117, 2;
+	add.s64 	%rd119, %rd1, %rd118;
+	ld.global.f32 	%f195, [%rd119];
+	sub.f32 	%f196, %f195, %f331;
+	mov.f32 	%f197, 0f3F000000;
+	mov.f32 	%f198, 0f3BBB989D;
+	fma.rn.f32 	%f199, %f196, %f198, %f197;
+	mov.f32 	%f200, 0f3FB8AA3B;
+	mov.f32 	%f201, 0f437C0000;
+	cvt.sat.f32.f32 	%f202, %f199;
+	mov.f32 	%f203, 0f4B400001;
+	fma.rm.f32 	%f204, %f202, %f201, %f203;
+	add.f32 	%f205, %f204, 0fCB40007F;
+	neg.f32 	%f206, %f205;
+	fma.rn.f32 	%f207, %f196, %f200, %f206;
+	mov.f32 	%f208, 0f32A57060;
+	fma.rn.f32 	%f209, %f196, %f208, %f207;
+	mov.b32 	%r22, %f204;
+	shl.b32 	%r23, %r22, 23;
+	mov.b32 	%f210, %r23;
+	ex2.approx.ftz.f32 	%f211, %f209;
+	mul.f32 	%f212, %f211, %f210;
+	st.global.f32 	[%rd119], %f212;
+	add.f32 	%f213, %f335, %f212;
+	ld.global.f32 	%f214, [%rd119+4];
+	sub.f32 	%f215, %f214, %f331;
+	fma.rn.f32 	%f216, %f215, %f198, %f197;
+	cvt.sat.f32.f32 	%f217, %f216;
+	fma.rm.f32 	%f218, %f217, %f201, %f203;
+	add.f32 	%f219, %f218, 0fCB40007F;
+	neg.f32 	%f220, %f219;
+	fma.rn.f32 	%f221, %f215, %f200, %f220;
+	fma.rn.f32 	%f222, %f215, %f208, %f221;
+	mov.b32 	%r24, %f218;
+	shl.b32 	%r25, %r24, 23;
+	mov.b32 	%f223, %r25;
+	ex2.approx.ftz.f32 	%f224, %f222;
+	mul.f32 	%f225, %f224, %f223;
+	st.global.f32 	[%rd119+4], %f225;
+	add.f32 	%f226, %f213, %f225;
+	ld.global.f32 	%f227, [%rd119+8];
+	sub.f32 	%f228, %f227, %f331;
+	fma.rn.f32 	%f229, %f228, %f198, %f197;
+	cvt.sat.f32.f32 	%f230, %f229;
+	fma.rm.f32 	%f231, %f230, %f201, %f203;
+	add.f32 	%f232, %f231, 0fCB40007F;
+	neg.f32 	%f233, %f232;
+	fma.rn.f32 	%f234, %f228, %f200, %f233;
+	fma.rn.f32 	%f235, %f228, %f208, %f234;
+	mov.b32 	%r26, %f231;
+	shl.b32 	%r27, %r26, 23;
+	mov.b32 	%f236, %r27;
+	ex2.approx.ftz.f32 	%f237, %f235;
+	mul.f32 	%f238, %f237, %f236;
+	st.global.f32 	[%rd119+8], %f238;
+	add.f32 	%f239, %f226, %f238;
+	ld.global.f32 	%f240, [%rd119+12];
+	sub.f32 	%f241, %f240, %f331;
+	fma.rn.f32 	%f242, %f241, %f198, %f197;
+	cvt.sat.f32.f32 	%f243, %f242;
+	fma.rm.f32 	%f244, %f243, %f201, %f203;
+	add.f32 	%f245, %f244, 0fCB40007F;
+	neg.f32 	%f246, %f245;
+	fma.rn.f32 	%f247, %f241, %f200, %f246;
+	fma.rn.f32 	%f248, %f241, %f208, %f247;
+	mov.b32 	%r28, %f244;
+	shl.b32 	%r29, %r28, 23;
+	mov.b32 	%f249, %r29;
+	ex2.approx.ftz.f32 	%f250, %f248;
+	mul.f32 	%f251, %f250, %f249;
+	st.global.f32 	[%rd119+12], %f251;
+	add.f32 	%f335, %f239, %f251;
+	add.s64 	%rd156, %rd156, 4;
+	add.s64 	%rd155, %rd155, -4;
+	setp.ne.s64 	%p29, %rd155, 0;
+	@%p29 bra 	$L__BB45_41;
+
+$L__BB45_42:
+	setp.eq.s64 	%p30, %rd50, 0;
+	@%p30 bra 	$L__BB45_46;
+
+	add.s64 	%rd120, %rd156, %rd33;
+	shl.b64 	%rd121, %rd120, 2;
+	add.s64 	%rd57, %rd1, %rd121;
+	ld.global.f32 	%f252, [%rd57];
+	sub.f32 	%f253, %f252, %f331;
+	mov.f32 	%f254, 0f3F000000;
+	mov.f32 	%f255, 0f3BBB989D;
+	fma.rn.f32 	%f256, %f253, %f255, %f254;
+	mov.f32 	%f257, 0f3FB8AA3B;
+	mov.f32 	%f258, 0f437C0000;
+	cvt.sat.f32.f32 	%f259, %f256;
+	mov.f32 	%f260, 0f4B400001;
+	fma.rm.f32 	%f261, %f259, %f258, %f260;
+	add.f32 	%f262, %f261, 0fCB40007F;
+	neg.f32 	%f263, %f262;
+	fma.rn.f32 	%f264, %f253, %f257, %f263;
+	mov.f32 	%f265, 0f32A57060;
+	fma.rn.f32 	%f266, %f253, %f265, %f264;
+	mov.b32 	%r30, %f261;
+	shl.b32 	%r31, %r30, 23;
+	mov.b32 	%f267, %r31;
+	ex2.approx.ftz.f32 	%f268, %f266;
+	mul.f32 	%f269, %f268, %f267;
+	st.global.f32 	[%rd57], %f269;
+	add.f32 	%f335, %f335, %f269;
+	setp.eq.s64 	%p31, %rd50, 1;
+	@%p31 bra 	$L__BB45_46;
+
+	ld.global.f32 	%f270, [%rd57+4];
+	sub.f32 	%f271, %f270, %f331;
+	fma.rn.f32 	%f274, %f271, %f255, %f254;
+	cvt.sat.f32.f32 	%f277, %f274;
+	fma.rm.f32 	%f279, %f277, %f258, %f260;
+	add.f32 	%f280, %f279, 0fCB40007F;
+	neg.f32 	%f281, %f280;
+	fma.rn.f32 	%f282, %f271, %f257, %f281;
+	fma.rn.f32 	%f284, %f271, %f265, %f282;
+	mov.b32 	%r32, %f279;
+	shl.b32 	%r33, %r32, 23;
+	mov.b32 	%f285, %r33;
+	ex2.approx.ftz.f32 	%f286, %f284;
+	mul.f32 	%f287, %f286, %f285;
+	st.global.f32 	[%rd57+4], %f287;
+	add.f32 	%f335, %f335, %f287;
+	setp.eq.s64 	%p32, %rd50, 2;
+	@%p32 bra 	$L__BB45_46;
+
+	ld.global.f32 	%f288, [%rd57+8];
+	sub.f32 	%f289, %f288, %f331;
+	mov.f32 	%f290, 0f3F000000;
+	mov.f32 	%f291, 0f3BBB989D;
+	fma.rn.f32 	%f292, %f289, %f291, %f290;
+	mov.f32 	%f293, 0f3FB8AA3B;
+	mov.f32 	%f294, 0f437C0000;
+	cvt.sat.f32.f32 	%f295, %f292;
+	mov.f32 	%f296, 0f4B400001;
+	fma.rm.f32 	%f297, %f295, %f294, %f296;
+	add.f32 	%f298, %f297, 0fCB40007F;
+	neg.f32 	%f299, %f298;
+	fma.rn.f32 	%f300, %f289, %f293, %f299;
+	mov.f32 	%f301, 0f32A57060;
+	fma.rn.f32 	%f302, %f289, %f301, %f300;
+	mov.b32 	%r34, %f297;
+	shl.b32 	%r35, %r34, 23;
+	mov.b32 	%f303, %r35;
+	ex2.approx.ftz.f32 	%f304, %f302;
+	mul.f32 	%f305, %f304, %f303;
+	st.global.f32 	[%rd57+8], %f305;
+	add.f32 	%f335, %f335, %f305;
+
+$L__BB45_46:
+	rcp.rn.f32 	%f34, %f335;
+	@%p21 bra 	$L__BB45_54;
+
+	max.s64 	%rd58, %rd38, 1;
+	add.s64 	%rd123, %rd58, -1;
+	and.b64  	%rd59, %rd58, 3;
+	setp.lt.u64 	%p34, %rd123, 3;
+	mov.u64 	%rd159, 0;
+	@%p34 bra 	$L__BB45_50;
+
+	sub.s64 	%rd158, %rd58, %rd59;
+
+$L__BB45_49:
+	add.s64 	%rd125, %rd159, %rd33;
+	shl.b64 	%rd126, %rd125, 2;
+	add.s64 	%rd127, %rd1, %rd126;
+	ld.global.f32 	%f306, [%rd127];
+	mul.f32 	%f307, %f34, %f306;
+	st.global.f32 	[%rd127], %f307;
+	ld.global.f32 	%f308, [%rd127+4];
+	mul.f32 	%f309, %f34, %f308;
+	st.global.f32 	[%rd127+4], %f309;
+	ld.global.f32 	%f310, [%rd127+8];
+	mul.f32 	%f311, %f34, %f310;
+	st.global.f32 	[%rd127+8], %f311;
+	ld.global.f32 	%f312, [%rd127+12];
+	mul.f32 	%f313, %f34, %f312;
+	st.global.f32 	[%rd127+12], %f313;
+	add.s64 	%rd159, %rd159, 4;
+	add.s64 	%rd158, %rd158, -4;
+	setp.ne.s64 	%p35, %rd158, 0;
+	@%p35 bra 	$L__BB45_49;
+
+$L__BB45_50:
+	setp.eq.s64 	%p36, %rd59, 0;
+	@%p36 bra 	$L__BB45_54;
+
+	add.s64 	%rd128, %rd159, %rd33;
+	shl.b64 	%rd129, %rd128, 2;
+	add.s64 	%rd66, %rd1, %rd129;
+	ld.global.f32 	%f314, [%rd66];
+	mul.f32 	%f315, %f34, %f314;
+	st.global.f32 	[%rd66], %f315;
+	setp.eq.s64 	%p37, %rd59, 1;
+	@%p37 bra 	$L__BB45_54;
+
+	ld.global.f32 	%f316, [%rd66+4];
+	mul.f32 	%f317, %f34, %f316;
+	st.global.f32 	[%rd66+4], %f317;
+	setp.eq.s64 	%p38, %rd59, 2;
+	@%p38 bra 	$L__BB45_54;
+
+	ld.global.f32 	%f318, [%rd66+8];
+	mul.f32 	%f319, %f34, %f318;
+	st.global.f32 	[%rd66+8], %f319;
+
+$L__BB45_54:
+	setp.ge.s64 	%p39, %rd37, %rd79;
+	@%p39 bra 	$L__BB45_62;
+
+	mov.u64 	%rd130, -2;
+	sub.s64 	%rd131, %rd130, %rd150;
+	max.s64 	%rd67, %rd131, %rd30;
+	add.s64 	%rd132, %rd29, %rd67;
+	and.b64  	%rd68, %rd132, 3;
+	setp.eq.s64 	%p40, %rd68, 0;
+	mov.u64 	%rd160, %rd38;
+	@%p40 bra 	$L__BB45_59;
+
+	add.s64 	%rd133, %rd38, %rd33;
+	shl.b64 	%rd134, %rd133, 2;
+	add.s64 	%rd69, %rd1, %rd134;
+	mov.u32 	%r36, 0;
+	st.global.u32 	[%rd69], %r36;
+	add.s64 	%rd160, %rd38, 1;
+	setp.eq.s64 	%p41, %rd68, 1;
+	@%p41 bra 	$L__BB45_59;
+
+	st.global.u32 	[%rd69+4], %r36;
+	add.s64 	%rd160, %rd38, 2;
+	setp.eq.s64 	%p42, %rd68, 2;
+	@%p42 bra 	$L__BB45_59;
+
+	mov.u32 	%r38, 0;
+	st.global.u32 	[%rd69+8], %r38;
+	add.s64 	%rd160, %rd38, 3;
+
+$L__BB45_59:
+	add.s64 	%rd135, %rd67, %rd79;
+	setp.lt.u64 	%p43, %rd135, 3;
+	@%p43 bra 	$L__BB45_62;
+
+$L__BB45_61:
+	add.s64 	%rd136, %rd160, %rd33;
+	shl.b64 	%rd137, %rd136, 2;
+	add.s64 	%rd138, %rd1, %rd137;
+	mov.u32 	%r39, 0;
+	st.global.u32 	[%rd138], %r39;
+	st.global.u32 	[%rd138+4], %r39;
+	st.global.u32 	[%rd138+8], %r39;
+	st.global.u32 	[%rd138+12], %r39;
+	add.s64 	%rd160, %rd160, 4;
+	setp.lt.s64 	%p44, %rd160, %rd79;
+	@%p44 bra 	$L__BB45_61;
+
+$L__BB45_62:
+	add.s64 	%rd139, %rd139, %rd4;
+	setp.lt.s64 	%p45, %rd139, %rd77;
+	@%p45 bra 	$L__BB45_27;
+	bra.uni 	$L__BB45_63;
+
+$L__BB45_2:
+	setp.lt.s64 	%p3, %rd79, 1;
+	@%p3 bra 	$L__BB45_63;
+
+	add.s64 	%rd5, %rd79, -1;
+	and.b64  	%rd6, %rd79, 3;
+	sub.s64 	%rd7, %rd79, %rd6;
+
+$L__BB45_4:
+	mul.lo.s64 	%rd9, %rd139, %rd79;
+	setp.lt.u64 	%p4, %rd5, 3;
+	mov.f32 	%f323, 0fFF7FFFFF;
+	mov.u64 	%rd142, 0;
+	@%p4 bra 	$L__BB45_7;
+
+	mov.u64 	%rd141, %rd7;
+
+$L__BB45_6:
+	add.s64 	%rd86, %rd142, %rd9;
+	shl.b64 	%rd87, %rd86, 2;
+	add.s64 	%rd88, %rd1, %rd87;
+	ld.global.f32 	%f39, [%rd88];
+	max.f32 	%f40, %f323, %f39;
+	ld.global.f32 	%f41, [%rd88+4];
+	max.f32 	%f42, %f40, %f41;
+	ld.global.f32 	%f43, [%rd88+8];
+	max.f32 	%f44, %f42, %f43;
+	ld.global.f32 	%f45, [%rd88+12];
+	max.f32 	%f323, %f44, %f45;
+	add.s64 	%rd142, %rd142, 4;
+	add.s64 	%rd141, %rd141, -4;
+	setp.ne.s64 	%p5, %rd141, 0;
+	@%p5 bra 	$L__BB45_6;
+
+$L__BB45_7:
+	setp.eq.s64 	%p6, %rd6, 0;
+	@%p6 bra 	$L__BB45_11;
+
+	setp.eq.s64 	%p7, %rd6, 1;
+	add.s64 	%rd89, %rd142, %rd9;
+	shl.b64 	%rd90, %rd89, 2;
+	add.s64 	%rd15, %rd1, %rd90;
+	ld.global.f32 	%f46, [%rd15];
+	max.f32 	%f323, %f323, %f46;
+	@%p7 bra 	$L__BB45_11;
+
+	setp.eq.s64 	%p8, %rd6, 2;
+	ld.global.f32 	%f47, [%rd15+4];
+	max.f32 	%f323, %f323, %f47;
+	@%p8 bra 	$L__BB45_11;
+
+	ld.global.f32 	%f48, [%rd15+8];
+	max.f32 	%f323, %f323, %f48;
+
+$L__BB45_11:
+	mov.f32 	%f327, 0f00000000;
+	mov.u64 	%rd145, 0;
+	@%p4 bra 	$L__BB45_14;
+
+	mov.u64 	%rd144, %rd7;
+
+$L__BB45_13:
+	add.s64 	%rd93, %rd145, %rd9;
+	shl.b64 	%rd94, %rd93, 2;
+	add.s64 	%rd95, %rd1, %rd94;
+	ld.global.f32 	%f52, [%rd95];
+	sub.f32 	%f53, %f52, %f323;
+	mov.f32 	%f54, 0f3F000000;
+	mov.f32 	%f55, 0f3BBB989D;
+	fma.rn.f32 	%f56, %f53, %f55, %f54;
+	mov.f32 	%f57, 0f3FB8AA3B;
+	mov.f32 	%f58, 0f437C0000;
+	cvt.sat.f32.f32 	%f59, %f56;
+	mov.f32 	%f60, 0f4B400001;
+	fma.rm.f32 	%f61, %f59, %f58, %f60;
+	add.f32 	%f62, %f61, 0fCB40007F;
+	neg.f32 	%f63, %f62;
+	fma.rn.f32 	%f64, %f53, %f57, %f63;
+	mov.f32 	%f65, 0f32A57060;
+	fma.rn.f32 	%f66, %f53, %f65, %f64;
+	mov.b32 	%r5, %f61;
+	shl.b32 	%r6, %r5, 23;
+	mov.b32 	%f67, %r6;
+	ex2.approx.ftz.f32 	%f68, %f66;
+	mul.f32 	%f69, %f68, %f67;
+	st.global.f32 	[%rd95], %f69;
+	add.f32 	%f70, %f327, %f69;
+	ld.global.f32 	%f71, [%rd95+4];
+	sub.f32 	%f72, %f71, %f323;
+	fma.rn.f32 	%f73, %f72, %f55, %f54;
+	cvt.sat.f32.f32 	%f74, %f73;
+	fma.rm.f32 	%f75, %f74, %f58, %f60;
+	add.f32 	%f76, %f75, 0fCB40007F;
+	neg.f32 	%f77, %f76;
+	fma.rn.f32 	%f78, %f72, %f57, %f77;
+	fma.rn.f32 	%f79, %f72, %f65, %f78;
+	mov.b32 	%r7, %f75;
+	shl.b32 	%r8, %r7, 23;
+	mov.b32 	%f80, %r8;
+	ex2.approx.ftz.f32 	%f81, %f79;
+	mul.f32 	%f82, %f81, %f80;
+	st.global.f32 	[%rd95+4], %f82;
+	add.f32 	%f83, %f70, %f82;
+	ld.global.f32 	%f84, [%rd95+8];
+	sub.f32 	%f85, %f84, %f323;
+	fma.rn.f32 	%f86, %f85, %f55, %f54;
+	cvt.sat.f32.f32 	%f87, %f86;
+	fma.rm.f32 	%f88, %f87, %f58, %f60;
+	add.f32 	%f89, %f88, 0fCB40007F;
+	neg.f32 	%f90, %f89;
+	fma.rn.f32 	%f91, %f85, %f57, %f90;
+	fma.rn.f32 	%f92, %f85, %f65, %f91;
+	mov.b32 	%r9, %f88;
+	shl.b32 	%r10, %r9, 23;
+	mov.b32 	%f93, %r10;
+	ex2.approx.ftz.f32 	%f94, %f92;
+	mul.f32 	%f95, %f94, %f93;
+	st.global.f32 	[%rd95+8], %f95;
+	add.f32 	%f96, %f83, %f95;
+	ld.global.f32 	%f97, [%rd95+12];
+	sub.f32 	%f98, %f97, %f323;
+	fma.rn.f32 	%f99, %f98, %f55, %f54;
+	cvt.sat.f32.f32 	%f100, %f99;
+	fma.rm.f32 	%f101, %f100, %f58, %f60;
+	add.f32 	%f102, %f101, 0fCB40007F;
+	neg.f32 	%f103, %f102;
+	fma.rn.f32 	%f104, %f98, %f57, %f103;
+	fma.rn.f32 	%f105, %f98, %f65, %f104;
+	mov.b32 	%r11, %f101;
+	shl.b32 	%r12, %r11, 23;
+	mov.b32 	%f106, %r12;
+	ex2.approx.ftz.f32 	%f107, %f105;
+	mul.f32 	%f108, %f107, %f106;
+	st.global.f32 	[%rd95+12], %f108;
+	add.f32 	%f327, %f96, %f108;
+	add.s64 	%rd145, %rd145, 4;
+	add.s64 	%rd144, %rd144, -4;
+	setp.ne.s64 	%p10, %rd144, 0;
+	@%p10 bra 	$L__BB45_13;
+
+$L__BB45_14:
+	@%p6 bra 	$L__BB45_18;
+
+	setp.eq.s64 	%p12, %rd6, 1;
+	add.s64 	%rd96, %rd145, %rd9;
+	shl.b64 	%rd97, %rd96, 2;
+	add.s64 	%rd21, %rd1, %rd97;
+	ld.global.f32 	%f109, [%rd21];
+	sub.f32 	%f110, %f109, %f323;
+	mov.f32 	%f111, 0f3F000000;
+	mov.f32 	%f112, 0f3BBB989D;
+	fma.rn.f32 	%f113, %f110, %f112, %f111;
+	mov.f32 	%f114, 0f3FB8AA3B;
+	mov.f32 	%f115, 0f437C0000;
+	cvt.sat.f32.f32 	%f116, %f113;
+	mov.f32 	%f117, 0f4B400001;
+	fma.rm.f32 	%f118, %f116, %f115, %f117;
+	add.f32 	%f119, %f118, 0fCB40007F;
+	neg.f32 	%f120, %f119;
+	fma.rn.f32 	%f121, %f110, %f114, %f120;
+	mov.f32 	%f122, 0f32A57060;
+	fma.rn.f32 	%f123, %f110, %f122, %f121;
+	mov.b32 	%r13, %f118;
+	shl.b32 	%r14, %r13, 23;
+	mov.b32 	%f124, %r14;
+	ex2.approx.ftz.f32 	%f125, %f123;
+	mul.f32 	%f126, %f125, %f124;
+	st.global.f32 	[%rd21], %f126;
+	add.f32 	%f327, %f327, %f126;
+	@%p12 bra 	$L__BB45_18;
+
+	setp.eq.s64 	%p13, %rd6, 2;
+	ld.global.f32 	%f127, [%rd21+4];
+	sub.f32 	%f128, %f127, %f323;
+	fma.rn.f32 	%f131, %f128, %f112, %f111;
+	cvt.sat.f32.f32 	%f134, %f131;
+	fma.rm.f32 	%f136, %f134, %f115, %f117;
+	add.f32 	%f137, %f136, 0fCB40007F;
+	neg.f32 	%f138, %f137;
+	fma.rn.f32 	%f139, %f128, %f114, %f138;
+	fma.rn.f32 	%f141, %f128, %f122, %f139;
+	mov.b32 	%r15, %f136;
+	shl.b32 	%r16, %r15, 23;
+	mov.b32 	%f142, %r16;
+	ex2.approx.ftz.f32 	%f143, %f141;
+	mul.f32 	%f144, %f143, %f142;
+	st.global.f32 	[%rd21+4], %f144;
+	add.f32 	%f327, %f327, %f144;
+	@%p13 bra 	$L__BB45_18;
+
+	ld.global.f32 	%f145, [%rd21+8];
+	sub.f32 	%f146, %f145, %f323;
+	mov.f32 	%f147, 0f3F000000;
+	mov.f32 	%f148, 0f3BBB989D;
+	fma.rn.f32 	%f149, %f146, %f148, %f147;
+	mov.f32 	%f150, 0f3FB8AA3B;
+	mov.f32 	%f151, 0f437C0000;
+	cvt.sat.f32.f32 	%f152, %f149;
+	mov.f32 	%f153, 0f4B400001;
+	fma.rm.f32 	%f154, %f152, %f151, %f153;
+	add.f32 	%f155, %f154, 0fCB40007F;
+	neg.f32 	%f156, %f155;
+	fma.rn.f32 	%f157, %f146, %f150, %f156;
+	mov.f32 	%f158, 0f32A57060;
+	fma.rn.f32 	%f159, %f146, %f158, %f157;
+	mov.b32 	%r17, %f154;
+	shl.b32 	%r18, %r17, 23;
+	mov.b32 	%f160, %r18;
+	ex2.approx.ftz.f32 	%f161, %f159;
+	mul.f32 	%f162, %f161, %f160;
+	st.global.f32 	[%rd21+8], %f162;
+	add.f32 	%f327, %f327, %f162;
+
+$L__BB45_18:
+	rcp.rn.f32 	%f17, %f327;
+	mov.u64 	%rd148, 0;
+	@%p4 bra 	$L__BB45_21;
+
+	mov.u64 	%rd147, %rd7;
+
+$L__BB45_20:
+	add.s64 	%rd100, %rd148, %rd9;
+	shl.b64 	%rd101, %rd100, 2;
+	add.s64 	%rd102, %rd1, %rd101;
+	ld.global.f32 	%f163, [%rd102];
+	mul.f32 	%f164, %f17, %f163;
+	st.global.f32 	[%rd102], %f164;
+	ld.global.f32 	%f165, [%rd102+4];
+	mul.f32 	%f166, %f17, %f165;
+	st.global.f32 	[%rd102+4], %f166;
+	ld.global.f32 	%f167, [%rd102+8];
+	mul.f32 	%f168, %f17, %f167;
+	st.global.f32 	[%rd102+8], %f168;
+	ld.global.f32 	%f169, [%rd102+12];
+	mul.f32 	%f170, %f17, %f169;
+	st.global.f32 	[%rd102+12], %f170;
+	add.s64 	%rd148, %rd148, 4;
+	add.s64 	%rd147, %rd147, -4;
+	setp.ne.s64 	%p15, %rd147, 0;
+	@%p15 bra 	$L__BB45_20;
+
+$L__BB45_21:
+	@%p6 bra 	$L__BB45_25;
+
+	setp.eq.s64 	%p17, %rd6, 1;
+	add.s64 	%rd103, %rd148, %rd9;
+	shl.b64 	%rd104, %rd103, 2;
+	add.s64 	%rd27, %rd1, %rd104;
+	ld.global.f32 	%f171, [%rd27];
+	mul.f32 	%f172, %f17, %f171;
+	st.global.f32 	[%rd27], %f172;
+	@%p17 bra 	$L__BB45_25;
+
+	setp.eq.s64 	%p18, %rd6, 2;
+	ld.global.f32 	%f173, [%rd27+4];
+	mul.f32 	%f174, %f17, %f173;
+	st.global.f32 	[%rd27+4], %f174;
+	@%p18 bra 	$L__BB45_25;
+
+	ld.global.f32 	%f175, [%rd27+8];
+	mul.f32 	%f176, %f17, %f175;
+	st.global.f32 	[%rd27+8], %f176;
+
+$L__BB45_25:
+	add.s64 	%rd139, %rd139, %rd4;
+	setp.lt.s64 	%p19, %rd139, %rd77;
+	@%p19 bra 	$L__BB45_4;
+
+$L__BB45_63:
+	ret;
+
+}
+	// .globl	attn_softmax_bwd_f32
+.visible .entry attn_softmax_bwd_f32(
+	.param .u64 attn_softmax_bwd_f32_param_0,
+	.param .u64 attn_softmax_bwd_f32_param_1,
+	.param .u64 attn_softmax_bwd_f32_param_2,
+	.param .u64 attn_softmax_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<14>;
+	.reg .f32 	%f<61>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<62>;
+
+
+	ld.param.u64 	%rd35, [attn_softmax_bwd_f32_param_0];
+	ld.param.u64 	%rd36, [attn_softmax_bwd_f32_param_1];
+	ld.param.u64 	%rd33, [attn_softmax_bwd_f32_param_2];
+	ld.param.u64 	%rd34, [attn_softmax_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd35;
+	cvta.to.global.u64 	%rd2, %rd36;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd37, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd38, %r3;
+	add.s64 	%rd54, %rd37, %rd38;
+	setp.ge.s64 	%p1, %rd54, %rd33;
+	@%p1 bra 	$L__BB46_18;
+
+	setp.lt.s64 	%p2, %rd34, 1;
+	@%p2 bra 	$L__BB46_18;
+
+	add.s64 	%rd5, %rd34, -1;
+	and.b64  	%rd6, %rd34, 3;
+	sub.s64 	%rd7, %rd34, %rd6;
+	sub.s64 	%rd8, %rd6, %rd34;
+	add.s64 	%rd9, %rd1, 8;
+	add.s64 	%rd10, %rd2, 8;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd39, %r4;
+	mul.lo.s64 	%rd11, %rd39, %rd3;
+
+$L__BB46_3:
+	mul.lo.s64 	%rd13, %rd54, %rd34;
+	setp.lt.u64 	%p3, %rd5, 3;
+	mov.f32 	%f60, 0f00000000;
+	mov.u64 	%rd58, 0;
+	@%p3 bra 	$L__BB46_6;
+
+	shl.b64 	%rd42, %rd13, 2;
+	add.s64 	%rd56, %rd9, %rd42;
+	add.s64 	%rd55, %rd10, %rd42;
+
+$L__BB46_5:
+	ld.global.f32 	%f12, [%rd55+-8];
+	ld.global.f32 	%f13, [%rd56+-8];
+	fma.rn.f32 	%f14, %f13, %f12, %f60;
+	ld.global.f32 	%f15, [%rd55+-4];
+	ld.global.f32 	%f16, [%rd56+-4];
+	fma.rn.f32 	%f17, %f16, %f15, %f14;
+	ld.global.f32 	%f18, [%rd55];
+	ld.global.f32 	%f19, [%rd56];
+	fma.rn.f32 	%f20, %f19, %f18, %f17;
+	ld.global.f32 	%f21, [%rd55+4];
+	ld.global.f32 	%f22, [%rd56+4];
+	fma.rn.f32 	%f60, %f22, %f21, %f20;
+	add.s64 	%rd58, %rd58, 4;
+	add.s64 	%rd43, %rd8, %rd58;
+	add.s64 	%rd56, %rd56, 16;
+	add.s64 	%rd55, %rd55, 16;
+	setp.ne.s64 	%p4, %rd43, 0;
+	@%p4 bra 	$L__BB46_5;
+
+$L__BB46_6:
+	setp.eq.s64 	%p5, %rd6, 0;
+	@%p5 bra 	$L__BB46_10;
+
+	setp.eq.s64 	%p6, %rd6, 1;
+	add.s64 	%rd44, %rd58, %rd13;
+	shl.b64 	%rd45, %rd44, 2;
+	add.s64 	%rd23, %rd1, %rd45;
+	add.s64 	%rd24, %rd2, %rd45;
+	ld.global.f32 	%f23, [%rd24];
+	ld.global.f32 	%f24, [%rd23];
+	fma.rn.f32 	%f60, %f24, %f23, %f60;
+	@%p6 bra 	$L__BB46_10;
+
+	setp.eq.s64 	%p7, %rd6, 2;
+	ld.global.f32 	%f25, [%rd24+4];
+	ld.global.f32 	%f26, [%rd23+4];
+	fma.rn.f32 	%f60, %f26, %f25, %f60;
+	@%p7 bra 	$L__BB46_10;
+
+	ld.global.f32 	%f27, [%rd24+8];
+	ld.global.f32 	%f28, [%rd23+8];
+	fma.rn.f32 	%f60, %f28, %f27, %f60;
+
+$L__BB46_10:
+	mov.u64 	%rd61, 0;
+	@%p3 bra 	$L__BB46_13;
+
+	mov.u64 	%rd60, %rd7;
+
+$L__BB46_12:
+	add.s64 	%rd48, %rd61, %rd13;
+	shl.b64 	%rd49, %rd48, 2;
+	add.s64 	%rd50, %rd2, %rd49;
+	add.s64 	%rd51, %rd1, %rd49;
+	ld.global.f32 	%f29, [%rd51];
+	sub.f32 	%f30, %f29, %f60;
+	ld.global.f32 	%f31, [%rd50];
+	mul.f32 	%f32, %f31, %f30;
+	st.global.f32 	[%rd51], %f32;
+	ld.global.f32 	%f33, [%rd51+4];
+	sub.f32 	%f34, %f33, %f60;
+	ld.global.f32 	%f35, [%rd50+4];
+	mul.f32 	%f36, %f35, %f34;
+	st.global.f32 	[%rd51+4], %f36;
+	ld.global.f32 	%f37, [%rd51+8];
+	sub.f32 	%f38, %f37, %f60;
+	ld.global.f32 	%f39, [%rd50+8];
+	mul.f32 	%f40, %f39, %f38;
+	st.global.f32 	[%rd51+8], %f40;
+	ld.global.f32 	%f41, [%rd51+12];
+	sub.f32 	%f42, %f41, %f60;
+	ld.global.f32 	%f43, [%rd50+12];
+	mul.f32 	%f44, %f43, %f42;
+	st.global.f32 	[%rd51+12], %f44;
+	add.s64 	%rd61, %rd61, 4;
+	add.s64 	%rd60, %rd60, -4;
+	setp.ne.s64 	%p9, %rd60, 0;
+	@%p9 bra 	$L__BB46_12;
+
+$L__BB46_13:
+	@%p5 bra 	$L__BB46_17;
+
+	setp.eq.s64 	%p11, %rd6, 1;
+	add.s64 	%rd52, %rd61, %rd13;
+	shl.b64 	%rd53, %rd52, 2;
+	add.s64 	%rd30, %rd2, %rd53;
+	add.s64 	%rd31, %rd1, %rd53;
+	ld.global.f32 	%f45, [%rd31];
+	sub.f32 	%f46, %f45, %f60;
+	ld.global.f32 	%f47, [%rd30];
+	mul.f32 	%f48, %f47, %f46;
+	st.global.f32 	[%rd31], %f48;
+	@%p11 bra 	$L__BB46_17;
+
+	setp.eq.s64 	%p12, %rd6, 2;
+	ld.global.f32 	%f49, [%rd31+4];
+	sub.f32 	%f50, %f49, %f60;
+	ld.global.f32 	%f51, [%rd30+4];
+	mul.f32 	%f52, %f51, %f50;
+	st.global.f32 	[%rd31+4], %f52;
+	@%p12 bra 	$L__BB46_17;
+
+	ld.global.f32 	%f53, [%rd31+8];
+	sub.f32 	%f54, %f53, %f60;
+	ld.global.f32 	%f55, [%rd30+8];
+	mul.f32 	%f56, %f55, %f54;
+	st.global.f32 	[%rd31+8], %f56;
+
+$L__BB46_17:
+	add.s64 	%rd54, %rd54, %rd11;
+	setp.lt.s64 	%p13, %rd54, %rd33;
+	@%p13 bra 	$L__BB46_3;
+
+$L__BB46_18:
 	ret;
 
 }

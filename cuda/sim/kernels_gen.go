@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "72207c9bd03b06aa2e92e0a9e1dc594991049e6a5652d32d5a28335bf371f13c"
+const sourceSHA256 = "bdbdafdceb9707edf49511f2806f6081eb6ea412d6270f12e83e6c1f4e2e0789"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -47,10 +47,11 @@ var kernelTable = [...]kernelInfo{
 	{"bf16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"index_select_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
 	{"index_add_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
-	{"layer_norm_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argF32}, true},
-	{"layer_norm_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64}, true},
+	{"layer_norm_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argF32}, false},
+	{"layer_norm_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
 	{"layer_norm_params_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
 	{"gelu_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"gelu_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
-	{"attn_softmax_f32", []argKind{argPtr, argI64, argI64, argI64, argF32}, true},
+	{"attn_softmax_f32", []argKind{argPtr, argI64, argI64, argI64, argF32}, false},
+	{"attn_softmax_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64}, false},
 }
