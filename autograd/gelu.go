@@ -13,8 +13,8 @@ import (
 // since it serves the finite-difference gradient checks.
 func GELU(a *Variable) *Variable {
 	x := a.Value.Contiguous()
-	if !x.IsCPU() {
-		return FromOp(tensor.GELUDevice(x), &geluOp{inputs: ins(a), x: x})
+	if y := tensor.GELUDevice(x); y != nil {
+		return FromOp(y, &geluOp{inputs: ins(a), x: x})
 	}
 	var y *tensor.Tensor
 	if x.DType() == tensor.Float32 {
@@ -38,8 +38,8 @@ func (o *geluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.
 func (o *geluOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *geluOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
-	if !o.x.IsCPU() {
-		return []*tensor.Tensor{tensor.GELUBackwardDevice(gy, o.x)}
+	if gx := tensor.GELUBackwardDevice(gy, o.x); gx != nil {
+		return []*tensor.Tensor{gx}
 	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { tensor.GELUGradF32(gx, gy, o.x.F32()) },

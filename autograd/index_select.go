@@ -23,8 +23,8 @@ func IndexSelect(a *Variable, axis int, idx []int) *Variable {
 	}
 	oshape := cloneInts(shape)
 	oshape[axis] = len(idx)
-	if !x.IsCPU() {
-		return FromOp(tensor.IndexSelectDevice(x, idx, outer, n, inner, oshape), &indexSelectOp{inputs: ins(a), idx: idx, outer: outer, n: n, inner: inner})
+	if y := tensor.IndexSelectDevice(x, idx, outer, n, inner, oshape); y != nil {
+		return FromOp(y, &indexSelectOp{inputs: ins(a), idx: idx, outer: outer, n: n, inner: inner})
 	}
 	y := tensor.New(x.DType(), oshape...)
 	if x.DType() == tensor.Float64 {
@@ -75,8 +75,7 @@ func (o *indexSelectOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []
 		gx = zerosLike(gy, o.in(0).Value.Shape()...)
 		grads = []*tensor.Tensor{gx}
 	}
-	if !gx.IsCPU() {
-		tensor.IndexAddDevice(gx, gy, o.idx, o.outer, o.n, o.inner)
+	if tensor.IndexAddDevice(gx, gy, o.idx, o.outer, o.n, o.inner) {
 		return grads
 	}
 	if gx.DType() == tensor.Float64 {

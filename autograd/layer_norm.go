@@ -36,8 +36,8 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 	}
 	xc := x.Value.Contiguous()
 	rows := xc.Numel() / d
-	if !xc.IsCPU() {
-		return layerNormDevice(x, w, b, d, eps)
+	if y, xhat, rstd := tensor.LayerNormDevice(xc, value(w), value(b), d, eps); y != nil {
+		return FromOp(y, &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows, xhat: xhat, rstdDev: rstd})
 	}
 	o := &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows,
 		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, rows)}

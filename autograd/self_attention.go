@@ -39,8 +39,8 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 		pl.oOff[bi] = bb*t*e + h*dh
 	}
 	pl.setScale(o.Scale)
-	if !qkv.Value.IsCPU() {
-		return selfAttentionDevice(qkv, heads, pl, o)
+	if y, p := tensor.SelfAttentionDevice(qkv.Value, o.Mask, heads, pl.causal, pl.scale); y != nil {
+		return FromOp(y, &selfAttentionOp{inputs: ins(qkv), plan: pl, x: qkv.Value.Contiguous(), p: p, heads: heads})
 	}
 	pl.setMask("SelfAttention", o.Mask, []int{b, heads}, qkv.Value.DType())
 	x := qkv.Value.Contiguous()
@@ -71,8 +71,8 @@ func (o *selfAttentionOp) freshGrads()  {}
 func (o *selfAttentionOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.x, o.p} }
 
 func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	if !o.x.IsCPU() {
-		return []*tensor.Tensor{tensor.SelfAttentionBackwardDevice(o.x, o.p, gy, o.heads, o.plan.scale)}
+	if gx := tensor.SelfAttentionBackwardDevice(o.x, o.p, gy, o.heads, o.plan.scale); gx != nil {
+		return []*tensor.Tensor{gx}
 	}
 	gy = gy.Contiguous()
 	gx := tensor.New(o.x.DType(), o.x.Shape()...)

@@ -12,8 +12,8 @@ func Softmax(a *Variable, axis int) *Variable {
 	x := a.Value.Contiguous()
 	axis = normAxis("Softmax", axis, x.Dim())
 	outer, n, inner := splitAt(x.Shape(), axis)
-	if !x.IsCPU() {
-		return softmaxDevice(a, x, outer, n, inner)
+	if y := tensor.SoftmaxDevice(x, inner); y != nil {
+		return FromOp(y, &softmaxOp{inputs: ins(a), y: y, outer: outer, n: n, inner: inner})
 	}
 	y := tensor.New(x.DType(), x.Shape()...)
 	if x.DType() == tensor.Float64 {
@@ -71,8 +71,8 @@ func (o *softmaxOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return
 func (o *softmaxOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *softmaxOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
-	if !o.y.IsCPU() {
-		return []*tensor.Tensor{tensor.SoftmaxBackwardDevice(gy, o.y)}
+	if gx := tensor.SoftmaxBackwardDevice(gy, o.y); gx != nil {
+		return []*tensor.Tensor{gx}
 	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { softmaxBwd(gx, gy, o.y.F32(), o.outer, o.n, o.inner) },

@@ -4,13 +4,19 @@ import "fmt"
 
 // Device paths of the transformer ops (examples/gpt): autograd's
 // IndexSelect, LayerNorm, GELU, Softmax and SelfAttention keep their CPU
-// code over host slices and call these when their operands live on a
-// device. Each runs its device's Kernels entries on contiguous operands and
-// returns device tensors; an entry the device lacks panics with NoKernel.
+// code over host slices and call these first. Each dispatches here, as
+// every op does: with its operands on the host it returns ok false (or nil)
+// and the caller runs its CPU code; on a device it runs the device's
+// Kernels entries on contiguous operands and returns device tensors (an
+// entry the device lacks panics with NoKernel).
 
 // IndexSelectDevice returns y [oshape] with y[o, k, :] = x[o, idx[k], :],
-// x viewed as [outer, n, inner] and y as [outer, len(idx), inner].
+// x viewed as [outer, n, inner] and y as [outer, len(idx), inner]; nil for
+// x on the host.
 func IndexSelectDevice(x *Tensor, idx []int, outer, n, inner int, oshape []int) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
 	k := kernelsFor("IndexSelect", x)
 	NeedKernel(k.IndexSelect != nil, "IndexSelect", x.Device())
 	xc := x.Contiguous()
@@ -20,20 +26,29 @@ func IndexSelectDevice(x *Tensor, idx []int, outer, n, inner int, oshape []int) 
 }
 
 // IndexAddDevice adds IndexSelectDevice's gradient gy into gx (the
-// selected rows of gx accumulate gy's rows, deterministically).
-func IndexAddDevice(gx, gy *Tensor, idx []int, outer, n, inner int) {
+// selected rows of gx accumulate gy's rows, deterministically) and reports
+// true; false, doing nothing, for gx and gy on the host.
+func IndexAddDevice(gx, gy *Tensor, idx []int, outer, n, inner int) bool {
+	if !onDevice(gx, gy) {
+		return false
+	}
 	k := kernelsFor("IndexSelect backward", gx, gy)
 	NeedKernel(k.IndexAdd != nil, "IndexSelect backward", gx.Device())
 	if !gx.IsContiguous() {
 		panic(NoKernel("IndexSelect backward into a view", gx.Device()))
 	}
 	k.IndexAdd(gx, gy.Contiguous(), idx, outer, n, inner)
+	return true
 }
 
 // LayerNormDevice normalizes x over its trailing d elements (rows of d) and
 // applies w and b (each [d] or nil): it returns y (x's shape), the
-// normalized input xhat and rstd [rows] for LayerNormBackwardDevice.
+// normalized input xhat and rstd [rows] for LayerNormBackwardDevice; nils
+// for operands on the host.
 func LayerNormDevice(x, w, b *Tensor, d int, eps float64) (y, xhat, rstd *Tensor) {
+	if !onDevice(x, w, b) {
+		return nil, nil, nil
+	}
 	k := kernelsFor("LayerNorm", x, w, b)
 	NeedKernel(k.LayerNorm != nil, "LayerNorm", x.Device())
 	xc := x.Contiguous()
@@ -68,8 +83,11 @@ func LayerNormBackwardDevice(gy, xhat, rstd, w, dw, db *Tensor, wantDX bool) *Te
 	return dx
 }
 
-// GELUDevice is the exact GELU of x on its device.
+// GELUDevice is the exact GELU of x on its device; nil for x on the host.
 func GELUDevice(x *Tensor) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
 	k := kernelsFor("GELU", x)
 	NeedKernel(k.GELU != nil, "GELU", x.Device())
 	xc := x.Contiguous()
@@ -78,8 +96,12 @@ func GELUDevice(x *Tensor) *Tensor {
 	return y
 }
 
-// GELUBackwardDevice is GELU's input gradient from gy and the input x.
+// GELUBackwardDevice is GELU's input gradient from gy and the input x;
+// nil for operands on the host.
 func GELUBackwardDevice(gy, x *Tensor) *Tensor {
+	if !onDevice(gy, x) {
+		return nil
+	}
 	k := kernelsFor("GELU backward", gy, x)
 	NeedKernel(k.GELUBackward != nil, "GELU backward", gy.Device())
 	g := gy.Contiguous()
@@ -88,8 +110,16 @@ func GELUBackwardDevice(gy, x *Tensor) *Tensor {
 	return dx
 }
 
-// SoftmaxDevice is the softmax of x over its last dimension.
-func SoftmaxDevice(x *Tensor) *Tensor {
+// SoftmaxDevice is the softmax of x over its last dimension, its axis
+// (normalized) having inner elements after it; nil for x on the host.
+// Other axes have no kernel (a transpose would need one).
+func SoftmaxDevice(x *Tensor, inner int) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
+	if inner != 1 {
+		panic(NoKernel("Softmax over a dimension other than the last", x.Device()))
+	}
 	k := kernelsFor("Softmax", x)
 	NeedKernel(k.Softmax != nil, "Softmax", x.Device())
 	xc := x.Contiguous()
@@ -98,8 +128,12 @@ func SoftmaxDevice(x *Tensor) *Tensor {
 	return y
 }
 
-// SoftmaxBackwardDevice is Softmax's input gradient from gy and its output y.
+// SoftmaxBackwardDevice is Softmax's input gradient from gy and its output
+// y; nil for operands on the host.
 func SoftmaxBackwardDevice(gy, y *Tensor) *Tensor {
+	if !onDevice(gy, y) {
+		return nil
+	}
 	k := kernelsFor("Softmax backward", gy, y)
 	NeedKernel(k.SoftmaxBackward != nil, "Softmax backward", gy.Device())
 	g := gy.Contiguous()
@@ -134,9 +168,17 @@ func from(flat *Tensor, off int) *Tensor { return Narrow(flat, 0, off, flat.Nume
 // for every (batch, head) matrix, p = softmax(scale·q kᵀ) (causal: keys
 // past the query masked) and y = p v, through one GEMM per product on
 // strided views of qkv (no head is copied) and one softmax launch over all
-// matrices. It returns y [B, T, E] and p [B·heads, T, T] for the backward.
-func SelfAttentionDevice(qkv *Tensor, heads int, causal bool, scale float64) (y, p *Tensor) {
+// matrices. It returns y [B, T, E] and p [B·heads, T, T] for the backward;
+// nils for qkv on the host. An additive mask has no device path: a non-nil
+// mask panics with NoKernel.
+func SelfAttentionDevice(qkv, mask *Tensor, heads int, causal bool, scale float64) (y, p *Tensor) {
 	const op = "SelfAttention"
+	if !onDevice(qkv) {
+		return nil, nil
+	}
+	if mask != nil {
+		panic(NoKernel(op+" with an explicit Mask", qkv.Device()))
+	}
 	k := kernelsFor(op, qkv)
 	NeedKernel(k.Gemm != nil && k.AttentionSoftmax != nil, op, qkv.Device())
 	l := newAttnLayout(op, qkv, heads)
@@ -161,9 +203,13 @@ func SelfAttentionDevice(qkv *Tensor, heads int, causal bool, scale float64) (y,
 
 // SelfAttentionBackwardDevice returns the gradient of qkv [B, T, 3E] from
 // the output gradient gy [B, T, E] and SelfAttentionDevice's p (masked
-// entries are 0 there, so the causal mask needs no second look).
+// entries are 0 there, so the causal mask needs no second look); nil for
+// operands on the host.
 func SelfAttentionBackwardDevice(qkv, p, gy *Tensor, heads int, scale float64) *Tensor {
 	const op = "SelfAttention backward"
+	if !onDevice(qkv, p, gy) {
+		return nil
+	}
 	k := kernelsFor(op, qkv, p, gy)
 	NeedKernel(k.Gemm != nil && k.AttentionSoftmaxBackward != nil, op, qkv.Device())
 	l := newAttnLayout(op, qkv, heads)
