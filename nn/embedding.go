@@ -57,11 +57,7 @@ func (e *Embedding) Lookup(idx []int, shape ...int) *autograd.Variable {
 // (which waits for the device's queued work): the lookup's kernels take
 // host indices, checked there, as Lookup's.
 func (e *Embedding) Forward(x *autograd.Variable) *autograd.Variable {
-	v := x.Value
-	if !v.IsCPU() {
-		v = v.MustTo(tensor.CPU())
-	}
-	v = v.Contiguous()
+	v := x.Value.MustTo(tensor.CPU()).Contiguous() // x itself on the host
 	idx := make([]int, v.Numel())
 	if v.DType() == tensor.Float64 {
 		for i, f := range v.F64() {
