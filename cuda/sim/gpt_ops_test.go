@@ -208,3 +208,53 @@ func TestTransformerRowKernelsAnyLaunch(t *testing.T) {
 		}
 	})
 }
+
+// The elementwise transformer kernels under every launch shape:
+// index_select_f32 and index_add_f32 (rows grouped by the host, repeats
+// summed in order) against the CPU's IndexSelect and its gradient, and
+// gelu_f32 / gelu_bwd_f32 against the CPU's GELU.
+func TestTransformerElementwiseKernelsAnyLaunch(t *testing.T) {
+	forLaunches(t, func(t *testing.T, grid, block int) {
+		e := newEnv(t)
+		outer, n, inner := 2, 9, 3
+		idx := []int{8, 1, 1, 0, 8, 4}
+		m := len(idx)
+		x, gy := e.randn(outer, n, inner), e.randn(outer, m, inner)
+		vx := autograd.Param(x)
+		want := autograd.IndexSelect(vx, 1, idx)
+		require.NoError(t, want.BackwardWith(gy))
+		i32 := make([]float32, m)
+		for k, j := range idx {
+			i32[k] = math.Float32frombits(uint32(int32(j)))
+		}
+		y := e.zeros(outer * m * inner)
+		e.launch("index_select_f32", grid, block, sim.Ptr(y), sim.Ptr(e.up(x.F32())), sim.Ptr(e.up(i32)), sim.I64(outer), sim.I64(n), sim.I64(m), sim.I64(inner))
+		close32(t, want.Value.F32(), y.F32(), 0, "index select")
+
+		// Rows 0, 1, 4 and 8 hold positions {3}, {1, 2}, {5}, {0, 4}.
+		start := []int32{0, 1, 3, 3, 3, 4, 4, 4, 4, 6}
+		pos := []int32{3, 1, 2, 5, 0, 4}
+		bits := func(v []int32) []float32 {
+			f := make([]float32, len(v))
+			for i, u := range v {
+				f[i] = math.Float32frombits(uint32(u))
+			}
+			return f
+		}
+		gx := e.zeros(outer * n * inner)
+		e.launch("index_add_f32", grid, block, sim.Ptr(gx), sim.Ptr(e.up(gy.F32())), sim.Ptr(e.up(bits(start))), sim.Ptr(e.up(bits(pos))),
+			sim.I64(outer), sim.I64(n), sim.I64(m), sim.I64(inner))
+		close32(t, vx.Grad.F32(), gx.F32(), 0, "index add")
+
+		g := tensor.MulScalar(e.randn(1027), 3)
+		dy := e.randn(1027)
+		vg := autograd.Param(g)
+		wantG := autograd.GELU(vg)
+		require.NoError(t, wantG.BackwardWith(dy))
+		gb, out, dx := e.up(g.F32()), e.zeros(1027), e.zeros(1027)
+		e.launch("gelu_f32", grid, block, sim.Ptr(out), sim.Ptr(gb), sim.I64(1027))
+		close32(t, wantG.Value.F32(), out.F32(), 1e-6, "gelu")
+		e.launch("gelu_bwd_f32", grid, block, sim.Ptr(dx), sim.Ptr(e.up(dy.F32())), sim.Ptr(gb), sim.I64(1027))
+		close32(t, vg.Grad.F32(), dx.F32(), 1e-6, "gelu backward")
+	})
+}
