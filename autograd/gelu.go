@@ -12,8 +12,10 @@ import (
 // one ulp, several times faster than math.Erf); float64 keeps math.Erf,
 // since it serves the finite-difference gradient checks.
 func GELU(a *Variable) *Variable {
-	hostOnly("GELU", a)
 	x := a.Value.Contiguous()
+	if y := tensor.GELUDevice(x); y != nil {
+		return FromOp(y, &geluOp{inputs: ins(a), x: x})
+	}
 	var y *tensor.Tensor
 	if x.DType() == tensor.Float32 {
 		y = tensor.New(tensor.Float32, x.Shape()...)
@@ -36,6 +38,9 @@ func (o *geluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.
 func (o *geluOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *geluOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if gx := tensor.GELUBackwardDevice(gy, o.x); gx != nil {
+		return []*tensor.Tensor{gx}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { tensor.GELUGradF32(gx, gy, o.x.F32()) },
 		func(gx, gy []float64) { geluBwd64(gx, gy, o.x.F64()) })

@@ -12,7 +12,6 @@ import (
 // rows, straight into a's Grad buffer when it exists, so an embedding table
 // gets no table-sized temporary per step.
 func IndexSelect(a *Variable, axis int, idx []int) *Variable {
-	hostOnly("IndexSelect", a)
 	x := a.Value.Contiguous()
 	shape := x.Shape()
 	axis = normAxis("IndexSelect", axis, len(shape))
@@ -24,6 +23,9 @@ func IndexSelect(a *Variable, axis int, idx []int) *Variable {
 	}
 	oshape := cloneInts(shape)
 	oshape[axis] = len(idx)
+	if y := tensor.IndexSelectDevice(x, idx, outer, n, inner, oshape); y != nil {
+		return FromOp(y, &indexSelectOp{inputs: ins(a), idx: idx, outer: outer, n: n, inner: inner})
+	}
 	y := tensor.New(x.DType(), oshape...)
 	if x.DType() == tensor.Float64 {
 		indexSelectKernel(y.F64(), x.F64(), idx, outer, n, inner, false)
@@ -70,8 +72,11 @@ func (o *indexSelectOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []
 	if len(dst) > 0 && dst[0] != nil {
 		gx, grads = dst[0], []*tensor.Tensor{nil}
 	} else {
-		gx = tensor.New(gy.DType(), o.in(0).Value.Shape()...)
+		gx = zerosLike(gy, o.in(0).Value.Shape()...)
 		grads = []*tensor.Tensor{gx}
+	}
+	if tensor.IndexAddDevice(gx, gy, o.idx, o.outer, o.n, o.inner) {
+		return grads
 	}
 	if gx.DType() == tensor.Float64 {
 		indexSelectKernel(gy.F64(), gx.F64(), o.idx, o.outer, o.n, o.inner, true)

@@ -14,7 +14,6 @@ import (
 // when both are nil it is x's last dimension. Backward accumulates dw and db
 // straight into existing Grad buffers.
 func LayerNorm(x, w, b *Variable, eps float64) *Variable {
-	hostOnly("LayerNorm", x, w, b)
 	xs := x.Value.Shape()
 	var norm []int
 	switch {
@@ -37,6 +36,9 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 	}
 	xc := x.Value.Contiguous()
 	rows := xc.Numel() / d
+	if y, xhat, rstd := tensor.LayerNormDevice(xc, value(w), value(b), d, eps); y != nil {
+		return FromOp(y, &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows, xhat: xhat, rstdDev: rstd})
+	}
 	o := &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows,
 		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, rows)}
 	y := tensor.New(xc.DType(), xs...)
@@ -61,6 +63,7 @@ type layerNormOp struct {
 	d, rows int
 	xhat    *tensor.Tensor // normalized input
 	rstd    []float64      // 1/sqrt(var+eps) per row
+	rstdDev *tensor.Tensor // rstd on a device (xhat is there too); nil on the host
 }
 
 func (o *layerNormOp) Name() string { return "LayerNorm" }
@@ -104,6 +107,9 @@ func layerNormFwd[T float](o *layerNormOp, y, x, w, b []T, eps float64) {
 func (o *layerNormOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
 
 func (o *layerNormOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
+	if o.rstdDev != nil {
+		return o.backwardDevice(gy, dst)
+	}
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, 3)
 	if gy.DType() == tensor.Float64 {

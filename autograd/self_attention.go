@@ -23,7 +23,6 @@ import (
 // or concatenation copies in either direction. o.Mask broadcasts to
 // [B, heads, T, T].
 func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
-	hostOnly("SelfAttention", qkv)
 	sh := qkv.Value.Shape()
 	if len(sh) != 3 || heads <= 0 || sh[2]%(3*heads) != 0 {
 		panic(fmt.Sprintf("autograd: SelfAttention: qkv of shape %v with %d heads (want [B, T, 3E] with E divisible by heads)", sh, heads))
@@ -40,6 +39,9 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 		pl.oOff[bi] = bb*t*e + h*dh
 	}
 	pl.setScale(o.Scale)
+	if y, p := tensor.SelfAttentionDevice(qkv.Value, o.Mask, heads, pl.causal, pl.scale); y != nil {
+		return FromOp(y, &selfAttentionOp{inputs: ins(qkv), plan: pl, x: qkv.Value.Contiguous(), p: p, heads: heads})
+	}
 	pl.setMask("SelfAttention", o.Mask, []int{b, heads}, qkv.Value.DType())
 	x := qkv.Value.Contiguous()
 	y := tensor.New(x.DType(), b, t, e)
@@ -56,9 +58,10 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 
 type selfAttentionOp struct {
 	inputs
-	plan *attnPlan
-	x    *tensor.Tensor // contiguous qkv
-	p    *tensor.Tensor // softmax probabilities [B·heads, T, T]
+	plan  *attnPlan
+	x     *tensor.Tensor // contiguous qkv
+	p     *tensor.Tensor // softmax probabilities [B·heads, T, T]
+	heads int            // on a device (0 on the host)
 }
 
 func (o *selfAttentionOp) Name() string { return "SelfAttention" }
@@ -68,6 +71,9 @@ func (o *selfAttentionOp) freshGrads()  {}
 func (o *selfAttentionOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.x, o.p} }
 
 func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	if gx := tensor.SelfAttentionBackwardDevice(o.x, o.p, gy, o.heads, o.plan.scale); gx != nil {
+		return []*tensor.Tensor{gx}
+	}
 	gy = gy.Contiguous()
 	gx := tensor.New(o.x.DType(), o.x.Shape()...)
 	if gy.DType() == tensor.Float64 {

@@ -9,10 +9,12 @@ import (
 // Softmax returns exp(a) / sum(exp(a)) along axis (negative counts from the
 // end), computed stably. Its gradient is y * (gy - sum(gy * y)) along axis.
 func Softmax(a *Variable, axis int) *Variable {
-	hostOnly("Softmax", a)
 	x := a.Value.Contiguous()
 	axis = normAxis("Softmax", axis, x.Dim())
 	outer, n, inner := splitAt(x.Shape(), axis)
+	if y := tensor.SoftmaxDevice(x, inner); y != nil {
+		return FromOp(y, &softmaxOp{inputs: ins(a), y: y, outer: outer, n: n, inner: inner})
+	}
 	y := tensor.New(x.DType(), x.Shape()...)
 	if x.DType() == tensor.Float64 {
 		softmaxFwd(y.F64(), x.F64(), outer, n, inner, false)
@@ -69,6 +71,9 @@ func (o *softmaxOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return
 func (o *softmaxOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *softmaxOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if gx := tensor.SoftmaxBackwardDevice(gy, o.y); gx != nil {
+		return []*tensor.Tensor{gx}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { softmaxBwd(gx, gy, o.y.F32(), o.outer, o.n, o.inner) },
 		func(gx, gy []float64) { softmaxBwd(gx, gy, o.y.F64(), o.outer, o.n, o.inner) })

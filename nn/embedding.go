@@ -53,9 +53,11 @@ func (e *Embedding) Lookup(idx []int, shape ...int) *autograd.Variable {
 
 // Forward implements Layer for index tensors stored as floats (the only
 // element types goddp tensors have): x of shape [...] gives [..., dim]. Each
-// value must be a whole number.
+// value must be a whole number. Ids on a device are read back to the host
+// (which waits for the device's queued work): the lookup's kernels take
+// host indices, checked there, as Lookup's.
 func (e *Embedding) Forward(x *autograd.Variable) *autograd.Variable {
-	v := x.Value.Contiguous()
+	v := x.Value.MustTo(tensor.CPU()).Contiguous() // x itself on the host
 	idx := make([]int, v.Numel())
 	if v.DType() == tensor.Float64 {
 		for i, f := range v.F64() {

@@ -141,6 +141,36 @@ type Kernels struct {
 	// into the contiguous dst of its shape: Contiguous on a device. src is
 	// the one operand of the table that need not be contiguous.
 	StridedCopy func(dst, src *Tensor)
+	// Transformer ops (examples/gpt; tensor/device_gpt.go calls them).
+	//
+	// IndexSelect is y[o, k, :] = x[o, idx[k], :] for x [outer, n, inner]
+	// and y [outer, len(idx), inner], every idx in [0, n); IndexAdd is its
+	// gradient, gx[o, idx[k], :] += gy[o, k, :], summed in the order of k
+	// (deterministic, as the CPU op).
+	IndexSelect func(y, x *Tensor, idx []int, outer, n, inner int)
+	IndexAdd    func(gx, gy *Tensor, idx []int, outer, n, inner int)
+	// LayerNorm normalizes the rows of x [rows, d]: xhat = (x - mean) *
+	// rstd, rstd [rows] = 1/√(var + eps), y = xhat*w + b (w and b [d], each
+	// may be nil). LayerNormBackward writes dx from gy, xhat, rstd and w
+	// (nil dx: not wanted) and adds Σ_r gy*xhat to dw and Σ_r gy to db
+	// (either nil: not wanted).
+	LayerNorm         func(y, xhat, rstd, x, w, b *Tensor, eps float32)
+	LayerNormBackward func(dx, dw, db, gy, xhat, rstd, w *Tensor)
+	// GELU is the exact (erf) GELU; GELUBackward its gradient from x (dx
+	// may be dy).
+	GELU         func(y, x *Tensor)
+	GELUBackward func(dx, dy, x *Tensor)
+	// Softmax is y = softmax(x) over the last dimension of x [rows, cols];
+	// SoftmaxBackward its gradient from y (dx may be dy).
+	Softmax         func(y, x *Tensor)
+	SoftmaxBackward func(dx, dy, y *Tensor)
+	// AttentionSoftmax turns the scaled scores p [rows, s] into
+	// probabilities in place, row r being query r % l of its matrix; with
+	// causal, entries past the query get probability 0.
+	// AttentionSoftmaxBackward turns dp [rows, s] into the scores'
+	// gradient p ⊙ (dp - Σ_j dp·p) in place.
+	AttentionSoftmax         func(p *Tensor, l int, causal bool)
+	AttentionSoftmaxBackward func(dp, p *Tensor)
 }
 
 // cpuDevice is the host.

@@ -87,15 +87,20 @@ func binaryDevice(op binOp, a, b *Tensor) *Tensor {
 		panic(NoKernel(name, a.Device()))
 	}
 	x, z := a.Contiguous(), b.Contiguous()
+	if z.Dim() > x.Dim() {
+		x, z = z, x // addition commutes: broadcast the smaller operand
+	}
 	y := MustZerosOn(x.Device(), x.shape...)
 	switch {
 	case sameShape(x, z):
 		NeedKernel(k.Add != nil, name, x.Device())
 		k.Add(y, x, z)
-	case z.Dim() == 1 && x.Dim() >= 1 && x.Size(-1) == z.Size(0):
+	case z.Dim() >= 1 && equalInts(x.shape[x.Dim()-z.Dim():], z.shape) && z.Numel() > 0:
+		// z repeats along x's leading dimensions (a bias [C], a position
+		// embedding [T, C] added to [B, T, C]): a bias over rows of z.Numel().
 		NeedKernel(k.Copy != nil && k.AddBias != nil, name, x.Device())
 		k.Copy(y, x)
-		k.AddBias(y, z)
+		k.AddBias(y.Reshape(-1, z.Numel()), z.Reshape(z.Numel()))
 	default:
 		panic(NoKernel(fmt.Sprintf("%s broadcasting %v to %v", name, z.shape, x.shape), x.Device()))
 	}

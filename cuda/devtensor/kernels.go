@@ -184,6 +184,42 @@ func (d *Device) kernels() tensor.Kernels {
 				poolArgs(s)...), flag(incl), flag(adaptive))...)
 		},
 		StridedCopy: d.stridedCopy,
+		// Transformer ops (examples/gpt).
+		IndexSelect:       d.indexSelect,
+		IndexAdd:          d.indexAdd,
+		LayerNorm:         d.layerNorm,
+		LayerNormBackward: d.layerNormBackward,
+		GELU: func(y, x *tensor.Tensor) {
+			n := same("gelu", y, x)
+			d.launch("gelu_f32", grid(n), d.ptr("gelu", y), d.ptr("gelu", x), i64(n))
+		},
+		GELUBackward: func(dx, dy, x *tensor.Tensor) {
+			n := same("gelu backward", dx, dy, x)
+			d.launch("gelu_bwd_f32", grid(n), d.ptr("gelu backward", dx), d.ptr("gelu backward", dy), d.ptr("gelu backward", x), i64(n))
+		},
+		Softmax: func(y, x *tensor.Tensor) {
+			same("softmax", y, x)
+			rows, cols := rowsCols(x)
+			d.launch("softmax_f32", min(max(rows, 1), maxGrid), d.ptr("softmax", y), d.ptr("softmax", x), i64(rows), i64(cols))
+		},
+		SoftmaxBackward: func(dx, dy, y *tensor.Tensor) {
+			same("softmax backward", dx, dy, y)
+			rows, cols := rowsCols(y)
+			d.launch("softmax_bwd_f32", min(max(rows, 1), maxGrid), d.ptr("softmax backward", dx),
+				d.ptr("softmax backward", dy), d.ptr("softmax backward", y), i64(rows), i64(cols))
+		},
+		AttentionSoftmax: func(p *tensor.Tensor, l int, causal bool) {
+			rows, s := rowsCols(p)
+			if l <= 0 || rows%l != 0 {
+				panic(fmt.Sprintf("devtensor: attention softmax of %d rows in matrices of %d", rows, l))
+			}
+			d.launch("attn_softmax_f32", grid(rows), d.ptr("attention softmax", p), i64(rows), i64(l), i64(s), flag(causal))
+		},
+		AttentionSoftmaxBackward: func(dp, p *tensor.Tensor) {
+			same("attention softmax backward", dp, p)
+			rows, s := rowsCols(p)
+			d.launch("attn_softmax_bwd_f32", grid(rows), d.ptr("attention softmax backward", dp), d.ptr("attention softmax backward", p), i64(rows), i64(s))
+		},
 	}
 }
 
@@ -223,4 +259,118 @@ func (d *Device) softmaxCrossEntropy(grad, loss, logits *tensor.Tensor, labels [
 		d.ptr("cross entropy", logits), d.ptr("cross entropy", lt), i64(rows), i64(cols), f32(scale))
 	d.sumAll("cross entropy", loss, per)
 	d.launch("scale_f32", 1, d.ptr("cross entropy", loss), d.ptr("cross entropy", loss), i64(1), f32(scale))
+}
+
+// int32s uploads v as int32 into a float32-sized device buffer (kernels
+// index with it); the tensor keeps the memory until the kernels that read
+// it have been queued, after which the caching allocator reuses it only
+// for later work on the same stream.
+func (d *Device) int32s(op string, v []int32) *tensor.Tensor {
+	t := tensor.MustZerosOn(d, max(len(v), 1))
+	m, off := d.mem(op, t)
+	if len(v) > 0 {
+		d.l.CopyHtoD(m, off, int32Bytes(v))
+	}
+	return t
+}
+
+// indexArgs checks index_select's operands and idx.
+func indexArgs(op string, x, y *tensor.Tensor, idx []int, outer, n, inner int) {
+	if x.Numel() != outer*n*inner || y.Numel() != outer*len(idx)*inner {
+		panic(fmt.Sprintf("devtensor: %s: operands of shapes %v and %v for [%d, %d, %d] and %d indices",
+			op, x.Shape(), y.Shape(), outer, n, inner, len(idx)))
+	}
+	for k, j := range idx {
+		if j < 0 || j >= n {
+			panic(fmt.Sprintf("devtensor: %s: idx[%d] = %d outside [0, %d)", op, k, j, n))
+		}
+	}
+}
+
+func (d *Device) indexSelect(y, x *tensor.Tensor, idx []int, outer, n, inner int) {
+	indexArgs("index select", x, y, idx, outer, n, inner)
+	m := len(idx)
+	if outer*m*inner == 0 {
+		return
+	}
+	iv := make([]int32, m)
+	for k, j := range idx {
+		iv[k] = int32(j)
+	}
+	it := d.int32s("index select", iv)
+	d.launch("index_select_f32", grid(outer*m*inner), d.ptr("index select", y), d.ptr("index select", x), d.ptr("index select", it),
+		i64(outer), i64(n), i64(m), i64(inner))
+}
+
+// indexAdd groups the positions k by their row idx[k] on the host (a
+// counting sort, k increasing within a row), so that index_add_f32 sums
+// every row of gx in one thread, in the CPU op's order, without atomics.
+func (d *Device) indexAdd(gx, gy *tensor.Tensor, idx []int, outer, n, inner int) {
+	indexArgs("index add", gx, gy, idx, outer, n, inner)
+	m := len(idx)
+	if outer*n*inner == 0 || m == 0 {
+		return
+	}
+	start := make([]int32, n+1)
+	for _, j := range idx {
+		start[j+1]++
+	}
+	for j := range n {
+		start[j+1] += start[j]
+	}
+	pos, next := make([]int32, m), append([]int32(nil), start[:n]...)
+	for k, j := range idx {
+		pos[next[j]] = int32(k)
+		next[j]++
+	}
+	st, pt := d.int32s("index add", start), d.int32s("index add", pos)
+	d.launch("index_add_f32", grid(outer*n*inner), d.ptr("index add", gx), d.ptr("index add", gy), d.ptr("index add", st),
+		d.ptr("index add", pt), i64(outer), i64(n), i64(m), i64(inner))
+}
+
+// optPtr is ptr for an optional operand: 0 (a null pointer) for nil.
+func (d *Device) optPtr(op string, t *tensor.Tensor) uint64 {
+	if t == nil {
+		return 0
+	}
+	return d.ptr(op, t)
+}
+
+func (d *Device) layerNorm(y, xhat, rstd, x, w, b *tensor.Tensor, eps float32) {
+	rows := rstd.Numel()
+	n := same("layer norm", y, xhat, x)
+	if rows == 0 || n%rows != 0 {
+		panic(fmt.Sprintf("devtensor: layer norm of %v with %d rows", x.Shape(), rows))
+	}
+	dd := n / rows
+	for _, p := range []*tensor.Tensor{w, b} {
+		if p != nil && p.Numel() != dd {
+			panic(fmt.Sprintf("devtensor: layer norm over %d features with an affine parameter of shape %v", dd, p.Shape()))
+		}
+	}
+	d.launch("layer_norm_f32", grid(rows), d.ptr("layer norm", y), d.ptr("layer norm", xhat), d.ptr("layer norm", rstd),
+		d.ptr("layer norm", x), d.optPtr("layer norm", w), d.optPtr("layer norm", b), i64(rows), i64(dd), f32(eps))
+}
+
+func (d *Device) layerNormBackward(dx, dw, db, gy, xhat, rstd, w *tensor.Tensor) {
+	rows := rstd.Numel()
+	n := same("layer norm backward", gy, xhat)
+	if rows == 0 || n%rows != 0 {
+		panic(fmt.Sprintf("devtensor: layer norm backward of %v with %d rows", gy.Shape(), rows))
+	}
+	dd := n / rows
+	for _, p := range []*tensor.Tensor{dw, db, w} {
+		if p != nil && p.Numel() != dd {
+			panic(fmt.Sprintf("devtensor: layer norm backward over %d features with a parameter of shape %v", dd, p.Shape()))
+		}
+	}
+	if dx != nil {
+		same("layer norm backward", dx, gy)
+		d.launch("layer_norm_bwd_f32", grid(rows), d.ptr("layer norm backward", dx), d.ptr("layer norm backward", gy),
+			d.ptr("layer norm backward", xhat), d.ptr("layer norm backward", rstd), d.optPtr("layer norm backward", w), i64(rows), i64(dd))
+	}
+	if dw != nil || db != nil {
+		d.launch("layer_norm_params_bwd_f32", grid(dd), d.optPtr("layer norm backward", dw), d.optPtr("layer norm backward", db),
+			d.ptr("layer norm backward", gy), d.ptr("layer norm backward", xhat), i64(rows), i64(dd))
+	}
 }

@@ -27,5 +27,8 @@ func Names() []string {
 		"im2col_f32", "col2im_f32", "swap01_f32", "add_channel_bias_f32", "sum_channels_f32", "max_pool2d_f32",
 		"max_pool2d_bwd_f32", "dropout_f32", "avg_pool2d_f32", "avg_pool2d_bwd_f32",
 		"strided_copy_f32",
+		// Transformer ops (examples/gpt).
+		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "layer_norm_params_bwd_f32",
+		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
 	}
 }

@@ -661,3 +661,163 @@ __global__ void strided_copy_f32(float *dst, const float *src, i64 n, i64 ndim, 
 }
 
 }
+
+// ---- Transformer ops (examples/gpt): embedding rows, layer norm, GELU and
+// the masked softmax of attention. Attention's products are the launcher's
+// SGEMM on strided views of the packed qkv buffer; these kernels do the
+// rest.
+
+extern "C" {
+
+// y[o, k, :] = x[o, idx[k], :] for x [outer, n, inner] and y [outer, m,
+// inner] (index_select; an embedding lookup with outer = 1). idx is int32,
+// each in [0, n) (checked on the host).
+__global__ void index_select_f32(float *y, const float *x, const int *idx, i64 outer, i64 n, i64 m, i64 inner) {
+	FOR_EACH(i, outer * m * inner) {
+		i64 c = i % inner;
+		i64 k = (i / inner) % m;
+		i64 o = i / (m * inner);
+		y[i] = x[(o * n + idx[k]) * inner + c];
+	}
+}
+
+// index_select's gradient, gx[o, j, :] += sum over k with idx[k] == j of
+// gy[o, k, :], deterministically and without atomics: the host groups the
+// positions k by row j (pos[start[j] .. start[j+1]) lists them in
+// increasing k), so one thread per element of gx adds its rows in the
+// order of the CPU op.
+__global__ void index_add_f32(float *gx, const float *gy, const int *start, const int *pos, i64 outer, i64 n, i64 m,
+                              i64 inner) {
+	FOR_EACH(i, outer * n * inner) {
+		i64 c = i % inner;
+		i64 j = (i / inner) % n;
+		i64 o = i / (n * inner);
+		float s = gx[i];
+		for (i64 p = start[j]; p < start[j + 1]; p++) s += gy[(o * m + pos[p]) * inner + c];
+		gx[i] = s;
+	}
+}
+
+// Layer norm over the last dimension of x [rows, d], one thread per row
+// (rows are d_model long and there are B*T of them, which fills the
+// device; no barrier, so the simulated device runs it as a plain loop):
+// xhat = (x - mean) * rstd with rstd = 1/sqrt(var + eps) (biased variance,
+// two passes), y = xhat * w + b. w and b may be null (no affine); xhat and
+// rstd [rows] are kept for the backward.
+__global__ void layer_norm_f32(float *y, float *xhat, float *rstd, const float *x, const float *w, const float *b,
+                               i64 rows, i64 d, float eps) {
+	FOR_EACH(r, rows) {
+		const float *xr = x + r * d;
+		float s = 0.0f;
+		for (i64 c = 0; c < d; c++) s += xr[c];
+		float mean = s / (float)d;
+		float v = 0.0f;
+		for (i64 c = 0; c < d; c++) {
+			float e = xr[c] - mean;
+			v += e * e;
+		}
+		float rs = 1.0f / sqrtf(v / (float)d + eps);
+		rstd[r] = rs;
+		for (i64 c = 0; c < d; c++) {
+			float h = (xr[c] - mean) * rs;
+			xhat[r * d + c] = h;
+			if (w) h *= w[c];
+			if (b) h += b[c];
+			y[r * d + c] = h;
+		}
+	}
+}
+
+// Layer norm's input gradient, one thread per row: with gh = gy * w (gy
+// when w is null), dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)).
+__global__ void layer_norm_bwd_f32(float *dx, const float *gy, const float *xhat, const float *rstd, const float *w,
+                                   i64 rows, i64 d) {
+	FOR_EACH(r, rows) {
+		const float *g = gy + r * d, *h = xhat + r * d;
+		float s1 = 0.0f, s2 = 0.0f;
+		for (i64 c = 0; c < d; c++) {
+			float gh = w ? g[c] * w[c] : g[c];
+			s1 += gh;
+			s2 += gh * h[c];
+		}
+		s1 /= (float)d;
+		s2 /= (float)d;
+		float rs = rstd[r];
+		for (i64 c = 0; c < d; c++) {
+			float gh = w ? g[c] * w[c] : g[c];
+			dx[r * d + c] = rs * (gh - s1 - h[c] * s2);
+		}
+	}
+}
+
+// Layer norm's parameter gradients, accumulated: dw[c] += sum over r of
+// gy[r, c] * xhat[r, c] and db[c] += sum over r of gy[r, c]; either may be
+// null. One thread per column, rows in order (deterministic).
+__global__ void layer_norm_params_bwd_f32(float *dw, float *db, const float *gy, const float *xhat, i64 rows, i64 d) {
+	FOR_EACH(c, d) {
+		float sw = 0.0f, sb = 0.0f;
+		for (i64 r = 0; r < rows; r++) {
+			float g = gy[r * d + c];
+			sw += g * xhat[r * d + c];
+			sb += g;
+		}
+		if (dw) dw[c] += sw;
+		if (db) db[c] += sb;
+	}
+}
+
+// The exact GELU, torch's default: y = x * Phi(x) = x/2 * (1 + erf(x/sqrt2)),
+// and its gradient dx = dy * (Phi(x) + x * phi(x)); dx may be dy.
+__global__ void gelu_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i];
+		y[i] = 0.5f * v * (1.0f + erff(v * 0.70710678118654752f));
+	}
+}
+
+__global__ void gelu_bwd_f32(float *dx, const float *dy, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i];
+		float cdf = 0.5f * (1.0f + erff(v * 0.70710678118654752f));
+		float pdf = 0.39894228040143267794f * expf(-0.5f * v * v);
+		dx[i] = dy[i] * (cdf + v * pdf);
+	}
+}
+
+// Attention's softmax in place over the rows of p [rows, s], the scores
+// already scaled; row r is query i = r % l of its matrix. With causal set
+// (non-zero), entries j > i get probability 0 and are not read, so a row
+// softmaxes its first min(i+1, s) entries. One thread per row: rows are
+// the context length long and there are B*heads*T of them.
+__global__ void attn_softmax_f32(float *p, i64 rows, i64 l, i64 s, float causal) {
+	FOR_EACH(r, rows) {
+		float *pr = p + r * s;
+		i64 i = r % l;
+		i64 n = causal != 0.0f ? (i + 1 < s ? i + 1 : s) : s;
+		float m = -3.402823466e38f;
+		for (i64 c = 0; c < n; c++) m = fmaxf(m, pr[c]);
+		float sum = 0.0f;
+		for (i64 c = 0; c < n; c++) {
+			float e = expf(pr[c] - m);
+			pr[c] = e;
+			sum += e;
+		}
+		float inv = 1.0f / sum;
+		for (i64 c = 0; c < n; c++) pr[c] *= inv;
+		for (i64 c = n; c < s; c++) pr[c] = 0.0f;
+	}
+}
+
+// Its gradient in place, one thread per row: ds = p * (dp - sum_c dp*p),
+// over [rows, s]; masked entries have p = 0 and get 0.
+__global__ void attn_softmax_bwd_f32(float *dp, const float *p, i64 rows, i64 s) {
+	FOR_EACH(r, rows) {
+		float *g = dp + r * s;
+		const float *pr = p + r * s;
+		float dot = 0.0f;
+		for (i64 c = 0; c < s; c++) dot += g[c] * pr[c];
+		for (i64 c = 0; c < s; c++) g[c] = pr[c] * (g[c] - dot);
+	}
+}
+
+}

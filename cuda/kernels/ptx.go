@@ -11814,5 +11814,3245 @@ $L__BB48_40:
 	ret;
 
 }
+	// .globl	index_select_f32
+.visible .entry index_select_f32(
+	.param .u64 index_select_f32_param_0,
+	.param .u64 index_select_f32_param_1,
+	.param .u64 index_select_f32_param_2,
+	.param .u64 index_select_f32_param_3,
+	.param .u64 index_select_f32_param_4,
+	.param .u64 index_select_f32_param_5,
+	.param .u64 index_select_f32_param_6
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<63>;
+	.reg .b64 	%rd<218>;
+
+
+	ld.param.u64 	%rd97, [index_select_f32_param_0];
+	ld.param.u64 	%rd98, [index_select_f32_param_1];
+	ld.param.u64 	%rd99, [index_select_f32_param_2];
+	ld.param.u64 	%rd93, [index_select_f32_param_3];
+	ld.param.u64 	%rd94, [index_select_f32_param_4];
+	ld.param.u64 	%rd95, [index_select_f32_param_5];
+	ld.param.u64 	%rd96, [index_select_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd97;
+	cvta.to.global.u64 	%rd2, %rd98;
+	cvta.to.global.u64 	%rd3, %rd99;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd100, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd101, %r3;
+	add.s64 	%rd200, %rd100, %rd101;
+	mul.lo.s64 	%rd102, %rd95, %rd93;
+	mul.lo.s64 	%rd6, %rd102, %rd96;
+	setp.ge.s64 	%p1, %rd200, %rd6;
+	@%p1 bra 	$L__BB49_54;
+
+	mul.lo.s64 	%rd7, %rd96, %rd95;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd4;
+	mul.lo.s64 	%rd103, %rd7, %rd93;
+	not.b64 	%rd104, %rd200;
+	add.s64 	%rd10, %rd103, %rd104;
+	or.b64  	%rd105, %rd10, %rd9;
+	and.b64  	%rd106, %rd105, -4294967296;
+	setp.eq.s64 	%p2, %rd106, 0;
+	@%p2 bra 	$L__BB49_3;
+
+	div.u64 	%rd192, %rd10, %rd9;
+	bra.uni 	$L__BB49_4;
+
+$L__BB49_3:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd192, %r7;
+
+$L__BB49_4:
+	add.s64 	%rd107, %rd192, 1;
+	and.b64  	%rd195, %rd107, 3;
+	setp.eq.s64 	%p3, %rd195, 0;
+	@%p3 bra 	$L__BB49_16;
+
+	shl.b64 	%rd108, %rd200, 2;
+	add.s64 	%rd193, %rd1, %rd108;
+	shl.b64 	%rd16, %rd9, 2;
+	cvt.u32.u64 	%r8, %rd96;
+	cvt.u32.u64 	%r13, %rd95;
+	cvt.u32.u64 	%r16, %rd7;
+
+$L__BB49_6:
+	.pragma "nounroll";
+	or.b64  	%rd109, %rd200, %rd96;
+	and.b64  	%rd110, %rd109, -4294967296;
+	setp.eq.s64 	%p4, %rd110, 0;
+	@%p4 bra 	$L__BB49_8;
+
+	div.s64 	%rd196, %rd200, %rd96;
+	mul.lo.s64 	%rd111, %rd196, %rd96;
+	sub.s64 	%rd197, %rd200, %rd111;
+	bra.uni 	$L__BB49_9;
+
+$L__BB49_8:
+	cvt.u32.u64 	%r9, %rd200;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd196, %r10;
+	cvt.u64.u32 	%rd197, %r12;
+
+$L__BB49_9:
+	or.b64  	%rd112, %rd196, %rd95;
+	and.b64  	%rd113, %rd112, -4294967296;
+	setp.eq.s64 	%p5, %rd113, 0;
+	@%p5 bra 	$L__BB49_11;
+
+	rem.s64 	%rd198, %rd196, %rd95;
+	bra.uni 	$L__BB49_12;
+
+$L__BB49_11:
+	cvt.u32.u64 	%r14, %rd196;
+	rem.u32 	%r15, %r14, %r13;
+	cvt.u64.u32 	%rd198, %r15;
+
+$L__BB49_12:
+	or.b64  	%rd114, %rd200, %rd7;
+	and.b64  	%rd115, %rd114, -4294967296;
+	setp.eq.s64 	%p6, %rd115, 0;
+	@%p6 bra 	$L__BB49_14;
+
+	div.s64 	%rd199, %rd200, %rd7;
+	bra.uni 	$L__BB49_15;
+
+$L__BB49_14:
+	cvt.u32.u64 	%r17, %rd200;
+	div.u32 	%r18, %r17, %r16;
+	cvt.u64.u32 	%rd199, %r18;
+
+$L__BB49_15:
+	shl.b64 	%rd116, %rd198, 2;
+	add.s64 	%rd117, %rd3, %rd116;
+	ld.global.s32 	%rd118, [%rd117];
+	mul.lo.s64 	%rd119, %rd199, %rd94;
+	add.s64 	%rd120, %rd119, %rd118;
+	mul.lo.s64 	%rd121, %rd120, %rd96;
+	add.s64 	%rd122, %rd121, %rd197;
+	shl.b64 	%rd123, %rd122, 2;
+	add.s64 	%rd124, %rd2, %rd123;
+	ld.global.f32 	%f1, [%rd124];
+	st.global.f32 	[%rd193], %f1;
+	add.s64 	%rd200, %rd200, %rd9;
+	add.s64 	%rd193, %rd193, %rd16;
+	add.s64 	%rd195, %rd195, -1;
+	setp.ne.s64 	%p7, %rd195, 0;
+	@%p7 bra 	$L__BB49_6;
+
+$L__BB49_16:
+	setp.lt.u64 	%p8, %rd192, 3;
+	@%p8 bra 	$L__BB49_54;
+
+$L__BB49_17:
+	shl.b64 	%rd37, %rd9, 2;
+	or.b64  	%rd126, %rd200, %rd96;
+	and.b64  	%rd127, %rd126, -4294967296;
+	setp.eq.s64 	%p9, %rd127, 0;
+	@%p9 bra 	$L__BB49_19;
+
+	div.s64 	%rd202, %rd200, %rd96;
+	mul.lo.s64 	%rd128, %rd202, %rd96;
+	sub.s64 	%rd203, %rd200, %rd128;
+	bra.uni 	$L__BB49_20;
+
+$L__BB49_19:
+	cvt.u32.u64 	%r19, %rd96;
+	cvt.u32.u64 	%r20, %rd200;
+	div.u32 	%r21, %r20, %r19;
+	mul.lo.s32 	%r22, %r21, %r19;
+	sub.s32 	%r23, %r20, %r22;
+	cvt.u64.u32 	%rd202, %r21;
+	cvt.u64.u32 	%rd203, %r23;
+
+$L__BB49_20:
+	or.b64  	%rd129, %rd202, %rd95;
+	and.b64  	%rd130, %rd129, -4294967296;
+	setp.eq.s64 	%p10, %rd130, 0;
+	@%p10 bra 	$L__BB49_22;
+
+	rem.s64 	%rd204, %rd202, %rd95;
+	bra.uni 	$L__BB49_23;
+
+$L__BB49_22:
+	cvt.u32.u64 	%r24, %rd95;
+	cvt.u32.u64 	%r25, %rd202;
+	rem.u32 	%r26, %r25, %r24;
+	cvt.u64.u32 	%rd204, %r26;
+
+$L__BB49_23:
+	or.b64  	%rd131, %rd200, %rd7;
+	and.b64  	%rd132, %rd131, -4294967296;
+	setp.eq.s64 	%p11, %rd132, 0;
+	@%p11 bra 	$L__BB49_25;
+
+	div.s64 	%rd205, %rd200, %rd7;
+	bra.uni 	$L__BB49_26;
+
+$L__BB49_25:
+	cvt.u32.u64 	%r27, %rd7;
+	cvt.u32.u64 	%r28, %rd200;
+	div.u32 	%r29, %r28, %r27;
+	cvt.u64.u32 	%rd205, %r29;
+
+$L__BB49_26:
+	shl.b64 	%rd133, %rd204, 2;
+	add.s64 	%rd134, %rd3, %rd133;
+	ld.global.s32 	%rd135, [%rd134];
+	mul.lo.s64 	%rd136, %rd205, %rd94;
+	add.s64 	%rd137, %rd136, %rd135;
+	mul.lo.s64 	%rd138, %rd137, %rd96;
+	add.s64 	%rd139, %rd138, %rd203;
+	shl.b64 	%rd140, %rd139, 2;
+	add.s64 	%rd141, %rd2, %rd140;
+	ld.global.f32 	%f2, [%rd141];
+	shl.b64 	%rd142, %rd200, 2;
+	add.s64 	%rd50, %rd1, %rd142;
+	st.global.f32 	[%rd50], %f2;
+	add.s64 	%rd51, %rd200, %rd9;
+	or.b64  	%rd143, %rd51, %rd96;
+	and.b64  	%rd144, %rd143, -4294967296;
+	setp.eq.s64 	%p12, %rd144, 0;
+	@%p12 bra 	$L__BB49_28;
+
+	div.s64 	%rd206, %rd51, %rd96;
+	mul.lo.s64 	%rd145, %rd206, %rd96;
+	sub.s64 	%rd207, %rd51, %rd145;
+	bra.uni 	$L__BB49_29;
+
+$L__BB49_28:
+	cvt.u32.u64 	%r30, %rd96;
+	cvt.u32.u64 	%r31, %rd51;
+	div.u32 	%r32, %r31, %r30;
+	mul.lo.s32 	%r33, %r32, %r30;
+	sub.s32 	%r34, %r31, %r33;
+	cvt.u64.u32 	%rd206, %r32;
+	cvt.u64.u32 	%rd207, %r34;
+
+$L__BB49_29:
+	or.b64  	%rd146, %rd206, %rd95;
+	and.b64  	%rd147, %rd146, -4294967296;
+	setp.eq.s64 	%p13, %rd147, 0;
+	@%p13 bra 	$L__BB49_31;
+
+	rem.s64 	%rd208, %rd206, %rd95;
+	bra.uni 	$L__BB49_32;
+
+$L__BB49_31:
+	cvt.u32.u64 	%r35, %rd95;
+	cvt.u32.u64 	%r36, %rd206;
+	rem.u32 	%r37, %r36, %r35;
+	cvt.u64.u32 	%rd208, %r37;
+
+$L__BB49_32:
+	or.b64  	%rd148, %rd51, %rd7;
+	and.b64  	%rd149, %rd148, -4294967296;
+	setp.eq.s64 	%p14, %rd149, 0;
+	@%p14 bra 	$L__BB49_34;
+
+	div.s64 	%rd209, %rd51, %rd7;
+	bra.uni 	$L__BB49_35;
+
+$L__BB49_34:
+	cvt.u32.u64 	%r38, %rd7;
+	cvt.u32.u64 	%r39, %rd51;
+	div.u32 	%r40, %r39, %r38;
+	cvt.u64.u32 	%rd209, %r40;
+
+$L__BB49_35:
+	shl.b64 	%rd150, %rd208, 2;
+	add.s64 	%rd151, %rd3, %rd150;
+	ld.global.s32 	%rd152, [%rd151];
+	mul.lo.s64 	%rd153, %rd209, %rd94;
+	add.s64 	%rd154, %rd153, %rd152;
+	mul.lo.s64 	%rd155, %rd154, %rd96;
+	add.s64 	%rd156, %rd155, %rd207;
+	shl.b64 	%rd157, %rd156, 2;
+	add.s64 	%rd158, %rd2, %rd157;
+	ld.global.f32 	%f3, [%rd158];
+	add.s64 	%rd64, %rd50, %rd37;
+	st.global.f32 	[%rd64], %f3;
+	add.s64 	%rd65, %rd51, %rd9;
+	or.b64  	%rd159, %rd65, %rd96;
+	and.b64  	%rd160, %rd159, -4294967296;
+	setp.eq.s64 	%p15, %rd160, 0;
+	@%p15 bra 	$L__BB49_37;
+
+	div.s64 	%rd210, %rd65, %rd96;
+	mul.lo.s64 	%rd161, %rd210, %rd96;
+	sub.s64 	%rd211, %rd65, %rd161;
+	bra.uni 	$L__BB49_38;
+
+$L__BB49_37:
+	cvt.u32.u64 	%r41, %rd96;
+	cvt.u32.u64 	%r42, %rd65;
+	div.u32 	%r43, %r42, %r41;
+	mul.lo.s32 	%r44, %r43, %r41;
+	sub.s32 	%r45, %r42, %r44;
+	cvt.u64.u32 	%rd210, %r43;
+	cvt.u64.u32 	%rd211, %r45;
+
+$L__BB49_38:
+	or.b64  	%rd162, %rd210, %rd95;
+	and.b64  	%rd163, %rd162, -4294967296;
+	setp.eq.s64 	%p16, %rd163, 0;
+	@%p16 bra 	$L__BB49_40;
+
+	rem.s64 	%rd212, %rd210, %rd95;
+	bra.uni 	$L__BB49_41;
+
+$L__BB49_40:
+	cvt.u32.u64 	%r46, %rd95;
+	cvt.u32.u64 	%r47, %rd210;
+	rem.u32 	%r48, %r47, %r46;
+	cvt.u64.u32 	%rd212, %r48;
+
+$L__BB49_41:
+	or.b64  	%rd164, %rd65, %rd7;
+	and.b64  	%rd165, %rd164, -4294967296;
+	setp.eq.s64 	%p17, %rd165, 0;
+	@%p17 bra 	$L__BB49_43;
+
+	div.s64 	%rd213, %rd65, %rd7;
+	bra.uni 	$L__BB49_44;
+
+$L__BB49_43:
+	cvt.u32.u64 	%r49, %rd7;
+	cvt.u32.u64 	%r50, %rd65;
+	div.u32 	%r51, %r50, %r49;
+	cvt.u64.u32 	%rd213, %r51;
+
+$L__BB49_44:
+	shl.b64 	%rd166, %rd212, 2;
+	add.s64 	%rd167, %rd3, %rd166;
+	ld.global.s32 	%rd168, [%rd167];
+	mul.lo.s64 	%rd169, %rd213, %rd94;
+	add.s64 	%rd170, %rd169, %rd168;
+	mul.lo.s64 	%rd171, %rd170, %rd96;
+	add.s64 	%rd172, %rd171, %rd211;
+	shl.b64 	%rd173, %rd172, 2;
+	add.s64 	%rd174, %rd2, %rd173;
+	ld.global.f32 	%f4, [%rd174];
+	add.s64 	%rd78, %rd64, %rd37;
+	st.global.f32 	[%rd78], %f4;
+	add.s64 	%rd79, %rd65, %rd9;
+	or.b64  	%rd175, %rd79, %rd96;
+	and.b64  	%rd176, %rd175, -4294967296;
+	setp.eq.s64 	%p18, %rd176, 0;
+	@%p18 bra 	$L__BB49_46;
+
+	div.s64 	%rd214, %rd79, %rd96;
+	mul.lo.s64 	%rd177, %rd214, %rd96;
+	sub.s64 	%rd215, %rd79, %rd177;
+	bra.uni 	$L__BB49_47;
+
+$L__BB49_46:
+	cvt.u32.u64 	%r52, %rd96;
+	cvt.u32.u64 	%r53, %rd79;
+	div.u32 	%r54, %r53, %r52;
+	mul.lo.s32 	%r55, %r54, %r52;
+	sub.s32 	%r56, %r53, %r55;
+	cvt.u64.u32 	%rd214, %r54;
+	cvt.u64.u32 	%rd215, %r56;
+
+$L__BB49_47:
+	or.b64  	%rd178, %rd214, %rd95;
+	and.b64  	%rd179, %rd178, -4294967296;
+	setp.eq.s64 	%p19, %rd179, 0;
+	@%p19 bra 	$L__BB49_49;
+
+	rem.s64 	%rd216, %rd214, %rd95;
+	bra.uni 	$L__BB49_50;
+
+$L__BB49_49:
+	cvt.u32.u64 	%r57, %rd95;
+	cvt.u32.u64 	%r58, %rd214;
+	rem.u32 	%r59, %r58, %r57;
+	cvt.u64.u32 	%rd216, %r59;
+
+$L__BB49_50:
+	or.b64  	%rd180, %rd79, %rd7;
+	and.b64  	%rd181, %rd180, -4294967296;
+	setp.eq.s64 	%p20, %rd181, 0;
+	@%p20 bra 	$L__BB49_52;
+
+	div.s64 	%rd217, %rd79, %rd7;
+	bra.uni 	$L__BB49_53;
+
+$L__BB49_52:
+	cvt.u32.u64 	%r60, %rd7;
+	cvt.u32.u64 	%r61, %rd79;
+	div.u32 	%r62, %r61, %r60;
+	cvt.u64.u32 	%rd217, %r62;
+
+$L__BB49_53:
+	shl.b64 	%rd182, %rd216, 2;
+	add.s64 	%rd183, %rd3, %rd182;
+	ld.global.s32 	%rd184, [%rd183];
+	mul.lo.s64 	%rd185, %rd217, %rd94;
+	add.s64 	%rd186, %rd185, %rd184;
+	mul.lo.s64 	%rd187, %rd186, %rd96;
+	add.s64 	%rd188, %rd187, %rd215;
+	shl.b64 	%rd189, %rd188, 2;
+	add.s64 	%rd190, %rd2, %rd189;
+	ld.global.f32 	%f5, [%rd190];
+	add.s64 	%rd191, %rd78, %rd37;
+	st.global.f32 	[%rd191], %f5;
+	add.s64 	%rd200, %rd79, %rd9;
+	setp.lt.s64 	%p21, %rd200, %rd6;
+	@%p21 bra 	$L__BB49_17;
+
+$L__BB49_54:
+	ret;
+
+}
+	// .globl	index_add_f32
+.visible .entry index_add_f32(
+	.param .u64 index_add_f32_param_0,
+	.param .u64 index_add_f32_param_1,
+	.param .u64 index_add_f32_param_2,
+	.param .u64 index_add_f32_param_3,
+	.param .u64 index_add_f32_param_4,
+	.param .u64 index_add_f32_param_5,
+	.param .u64 index_add_f32_param_6,
+	.param .u64 index_add_f32_param_7
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<25>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<118>;
+
+
+	ld.param.u64 	%rd41, [index_add_f32_param_0];
+	ld.param.u64 	%rd46, [index_add_f32_param_1];
+	ld.param.u64 	%rd42, [index_add_f32_param_2];
+	ld.param.u64 	%rd47, [index_add_f32_param_3];
+	ld.param.u64 	%rd48, [index_add_f32_param_4];
+	ld.param.u64 	%rd43, [index_add_f32_param_5];
+	ld.param.u64 	%rd44, [index_add_f32_param_6];
+	ld.param.u64 	%rd45, [index_add_f32_param_7];
+	cvta.to.global.u64 	%rd1, %rd46;
+	cvta.to.global.u64 	%rd2, %rd47;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd49, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd50, %r3;
+	add.s64 	%rd110, %rd49, %rd50;
+	mul.lo.s64 	%rd51, %rd43, %rd48;
+	mul.lo.s64 	%rd5, %rd51, %rd45;
+	setp.ge.s64 	%p1, %rd110, %rd5;
+	@%p1 bra 	$L__BB50_20;
+
+	mul.lo.s64 	%rd6, %rd45, %rd43;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd52, %r4;
+	mul.lo.s64 	%rd7, %rd52, %rd3;
+	add.s64 	%rd8, %rd2, 8;
+	cvta.to.global.u64 	%rd9, %rd41;
+	cvta.to.global.u64 	%rd10, %rd42;
+	cvt.u32.u64 	%r5, %rd45;
+	cvt.u32.u64 	%r10, %rd43;
+
+$L__BB50_2:
+	or.b64  	%rd53, %rd110, %rd45;
+	and.b64  	%rd54, %rd53, -4294967296;
+	setp.eq.s64 	%p2, %rd54, 0;
+	@%p2 bra 	$L__BB50_4;
+
+	div.s64 	%rd111, %rd110, %rd45;
+	mul.lo.s64 	%rd55, %rd111, %rd45;
+	sub.s64 	%rd112, %rd110, %rd55;
+	bra.uni 	$L__BB50_5;
+
+$L__BB50_4:
+	cvt.u32.u64 	%r6, %rd110;
+	div.u32 	%r7, %r6, %r5;
+	mul.lo.s32 	%r8, %r7, %r5;
+	sub.s32 	%r9, %r6, %r8;
+	cvt.u64.u32 	%rd111, %r7;
+	cvt.u64.u32 	%rd112, %r9;
+
+$L__BB50_5:
+	or.b64  	%rd56, %rd111, %rd43;
+	and.b64  	%rd57, %rd56, -4294967296;
+	setp.eq.s64 	%p3, %rd57, 0;
+	@%p3 bra 	$L__BB50_7;
+
+	rem.s64 	%rd113, %rd111, %rd43;
+	bra.uni 	$L__BB50_8;
+
+$L__BB50_7:
+	cvt.u32.u64 	%r11, %rd111;
+	rem.u32 	%r12, %r11, %r10;
+	cvt.u64.u32 	%rd113, %r12;
+
+$L__BB50_8:
+	or.b64  	%rd58, %rd110, %rd6;
+	and.b64  	%rd59, %rd58, -4294967296;
+	setp.eq.s64 	%p4, %rd59, 0;
+	@%p4 bra 	$L__BB50_10;
+
+	div.s64 	%rd114, %rd110, %rd6;
+	bra.uni 	$L__BB50_11;
+
+$L__BB50_10:
+	cvt.u32.u64 	%r13, %rd6;
+	cvt.u32.u64 	%r14, %rd110;
+	div.u32 	%r15, %r14, %r13;
+	cvt.u64.u32 	%rd114, %r15;
+
+$L__BB50_11:
+	shl.b64 	%rd60, %rd110, 2;
+	add.s64 	%rd24, %rd9, %rd60;
+	ld.global.f32 	%f24, [%rd24];
+	shl.b64 	%rd61, %rd113, 2;
+	add.s64 	%rd62, %rd10, %rd61;
+	ld.global.u32 	%r16, [%rd62];
+	cvt.s64.s32 	%rd25, %r16;
+	ld.global.u32 	%r17, [%rd62+4];
+	cvt.s64.s32 	%rd26, %r17;
+	setp.ge.s32 	%p5, %r16, %r17;
+	@%p5 bra 	$L__BB50_19;
+
+	mul.lo.s64 	%rd27, %rd114, %rd44;
+	add.s64 	%rd28, %rd25, 1;
+	max.s64 	%rd29, %rd28, %rd26;
+	sub.s64 	%rd63, %rd29, %rd25;
+	and.b64  	%rd30, %rd63, 3;
+	setp.eq.s64 	%p6, %rd30, 0;
+	mov.u64 	%rd115, %rd25;
+	@%p6 bra 	$L__BB50_16;
+
+	shl.b64 	%rd64, %rd25, 2;
+	add.s64 	%rd31, %rd2, %rd64;
+	ld.global.s32 	%rd65, [%rd31];
+	add.s64 	%rd66, %rd27, %rd65;
+	mul.lo.s64 	%rd67, %rd66, %rd45;
+	add.s64 	%rd68, %rd67, %rd112;
+	shl.b64 	%rd69, %rd68, 2;
+	add.s64 	%rd70, %rd1, %rd69;
+	ld.global.f32 	%f11, [%rd70];
+	add.f32 	%f24, %f24, %f11;
+	setp.eq.s64 	%p7, %rd30, 1;
+	mov.u64 	%rd115, %rd28;
+	@%p7 bra 	$L__BB50_16;
+
+	ld.global.s32 	%rd71, [%rd31+4];
+	add.s64 	%rd72, %rd27, %rd71;
+	mul.lo.s64 	%rd73, %rd72, %rd45;
+	add.s64 	%rd74, %rd73, %rd112;
+	shl.b64 	%rd75, %rd74, 2;
+	add.s64 	%rd76, %rd1, %rd75;
+	ld.global.f32 	%f12, [%rd76];
+	add.f32 	%f24, %f24, %f12;
+	add.s64 	%rd115, %rd25, 2;
+	setp.eq.s64 	%p8, %rd30, 2;
+	@%p8 bra 	$L__BB50_16;
+
+	ld.global.s32 	%rd77, [%rd31+8];
+	add.s64 	%rd78, %rd27, %rd77;
+	mul.lo.s64 	%rd79, %rd78, %rd45;
+	add.s64 	%rd80, %rd79, %rd112;
+	shl.b64 	%rd81, %rd80, 2;
+	add.s64 	%rd82, %rd1, %rd81;
+	ld.global.f32 	%f13, [%rd82];
+	add.f32 	%f24, %f24, %f13;
+	add.s64 	%rd115, %rd25, 3;
+
+$L__BB50_16:
+	not.b64 	%rd83, %rd25;
+	add.s64 	%rd84, %rd29, %rd83;
+	setp.lt.u64 	%p9, %rd84, 3;
+	@%p9 bra 	$L__BB50_19;
+
+	shl.b64 	%rd85, %rd115, 2;
+	add.s64 	%rd116, %rd8, %rd85;
+
+$L__BB50_18:
+	ld.global.s32 	%rd86, [%rd116+-8];
+	add.s64 	%rd87, %rd27, %rd86;
+	mul.lo.s64 	%rd88, %rd87, %rd45;
+	add.s64 	%rd89, %rd88, %rd112;
+	shl.b64 	%rd90, %rd89, 2;
+	add.s64 	%rd91, %rd1, %rd90;
+	ld.global.f32 	%f14, [%rd91];
+	add.f32 	%f15, %f24, %f14;
+	ld.global.s32 	%rd92, [%rd116+-4];
+	add.s64 	%rd93, %rd27, %rd92;
+	mul.lo.s64 	%rd94, %rd93, %rd45;
+	add.s64 	%rd95, %rd94, %rd112;
+	shl.b64 	%rd96, %rd95, 2;
+	add.s64 	%rd97, %rd1, %rd96;
+	ld.global.f32 	%f16, [%rd97];
+	add.f32 	%f17, %f15, %f16;
+	ld.global.s32 	%rd98, [%rd116];
+	add.s64 	%rd99, %rd27, %rd98;
+	mul.lo.s64 	%rd100, %rd99, %rd45;
+	add.s64 	%rd101, %rd100, %rd112;
+	shl.b64 	%rd102, %rd101, 2;
+	add.s64 	%rd103, %rd1, %rd102;
+	ld.global.f32 	%f18, [%rd103];
+	add.f32 	%f19, %f17, %f18;
+	ld.global.s32 	%rd104, [%rd116+4];
+	add.s64 	%rd105, %rd27, %rd104;
+	mul.lo.s64 	%rd106, %rd105, %rd45;
+	add.s64 	%rd107, %rd106, %rd112;
+	shl.b64 	%rd108, %rd107, 2;
+	add.s64 	%rd109, %rd1, %rd108;
+	ld.global.f32 	%f20, [%rd109];
+	add.f32 	%f24, %f19, %f20;
+	add.s64 	%rd116, %rd116, 16;
+	add.s64 	%rd115, %rd115, 4;
+	setp.lt.s64 	%p10, %rd115, %rd26;
+	@%p10 bra 	$L__BB50_18;
+
+$L__BB50_19:
+	st.global.f32 	[%rd24], %f24;
+	add.s64 	%rd110, %rd110, %rd7;
+	setp.lt.s64 	%p11, %rd110, %rd5;
+	@%p11 bra 	$L__BB50_2;
+
+$L__BB50_20:
+	ret;
+
+}
+	// .globl	layer_norm_f32
+.visible .entry layer_norm_f32(
+	.param .u64 layer_norm_f32_param_0,
+	.param .u64 layer_norm_f32_param_1,
+	.param .u64 layer_norm_f32_param_2,
+	.param .u64 layer_norm_f32_param_3,
+	.param .u64 layer_norm_f32_param_4,
+	.param .u64 layer_norm_f32_param_5,
+	.param .u64 layer_norm_f32_param_6,
+	.param .u64 layer_norm_f32_param_7,
+	.param .f32 layer_norm_f32_param_8
+)
+{
+	.reg .pred 	%p<39>;
+	.reg .f32 	%f<190>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<150>;
+
+
+	ld.param.u64 	%rd76, [layer_norm_f32_param_0];
+	ld.param.u64 	%rd77, [layer_norm_f32_param_1];
+	ld.param.u64 	%rd78, [layer_norm_f32_param_2];
+	ld.param.u64 	%rd79, [layer_norm_f32_param_3];
+	ld.param.u64 	%rd72, [layer_norm_f32_param_4];
+	ld.param.u64 	%rd73, [layer_norm_f32_param_5];
+	ld.param.u64 	%rd74, [layer_norm_f32_param_6];
+	ld.param.u64 	%rd75, [layer_norm_f32_param_7];
+	ld.param.f32 	%f42, [layer_norm_f32_param_8];
+	cvta.to.global.u64 	%rd1, %rd76;
+	cvta.to.global.u64 	%rd2, %rd73;
+	cvta.to.global.u64 	%rd3, %rd72;
+	cvta.to.global.u64 	%rd4, %rd77;
+	cvta.to.global.u64 	%rd5, %rd79;
+	cvta.to.global.u64 	%rd6, %rd78;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd7, %r2;
+	mul.wide.u32 	%rd80, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd81, %r3;
+	add.s64 	%rd133, %rd80, %rd81;
+	setp.ge.s64 	%p1, %rd133, %rd74;
+	@%p1 bra 	$L__BB51_57;
+
+	setp.gt.s64 	%p2, %rd75, 0;
+	cvt.rn.f32.s64 	%f1, %rd75;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd82, %r4;
+	mul.lo.s64 	%rd9, %rd82, %rd7;
+	@%p2 bra 	$L__BB51_4;
+	bra.uni 	$L__BB51_2;
+
+$L__BB51_4:
+	add.s64 	%rd16, %rd75, -1;
+	and.b64  	%rd17, %rd75, 3;
+	sub.s64 	%rd18, %rd75, %rd17;
+
+$L__BB51_5:
+	ld.param.u64 	%rd130, [layer_norm_f32_param_7];
+	mul.lo.s64 	%rd20, %rd133, %rd130;
+	setp.lt.u64 	%p4, %rd16, 3;
+	mov.f32 	%f178, 0f00000000;
+	mov.u64 	%rd137, 0;
+	@%p4 bra 	$L__BB51_8;
+
+	mov.u64 	%rd136, %rd18;
+
+$L__BB51_7:
+	add.s64 	%rd86, %rd137, %rd20;
+	shl.b64 	%rd87, %rd86, 2;
+	add.s64 	%rd88, %rd5, %rd87;
+	ld.global.f32 	%f50, [%rd88];
+	add.f32 	%f51, %f178, %f50;
+	ld.global.f32 	%f52, [%rd88+4];
+	add.f32 	%f53, %f51, %f52;
+	ld.global.f32 	%f54, [%rd88+8];
+	add.f32 	%f55, %f53, %f54;
+	ld.global.f32 	%f56, [%rd88+12];
+	add.f32 	%f178, %f55, %f56;
+	add.s64 	%rd137, %rd137, 4;
+	add.s64 	%rd136, %rd136, -4;
+	setp.ne.s64 	%p5, %rd136, 0;
+	@%p5 bra 	$L__BB51_7;
+
+$L__BB51_8:
+	setp.eq.s64 	%p6, %rd17, 0;
+	@%p6 bra 	$L__BB51_12;
+
+	setp.eq.s64 	%p7, %rd17, 1;
+	add.s64 	%rd89, %rd137, %rd20;
+	shl.b64 	%rd90, %rd89, 2;
+	add.s64 	%rd26, %rd5, %rd90;
+	ld.global.f32 	%f57, [%rd26];
+	add.f32 	%f178, %f178, %f57;
+	@%p7 bra 	$L__BB51_12;
+
+	setp.eq.s64 	%p8, %rd17, 2;
+	ld.global.f32 	%f58, [%rd26+4];
+	add.f32 	%f178, %f178, %f58;
+	@%p8 bra 	$L__BB51_12;
+
+	ld.global.f32 	%f59, [%rd26+8];
+	add.f32 	%f178, %f178, %f59;
+
+$L__BB51_12:
+	div.rn.f32 	%f11, %f178, %f1;
+	mov.f32 	%f182, 0f00000000;
+	mov.u64 	%rd140, 0;
+	@%p4 bra 	$L__BB51_15;
+
+	mov.u64 	%rd139, %rd18;
+
+$L__BB51_14:
+	add.s64 	%rd93, %rd140, %rd20;
+	shl.b64 	%rd94, %rd93, 2;
+	add.s64 	%rd95, %rd5, %rd94;
+	ld.global.f32 	%f63, [%rd95];
+	sub.f32 	%f64, %f63, %f11;
+	fma.rn.f32 	%f65, %f64, %f64, %f182;
+	ld.global.f32 	%f66, [%rd95+4];
+	sub.f32 	%f67, %f66, %f11;
+	fma.rn.f32 	%f68, %f67, %f67, %f65;
+	ld.global.f32 	%f69, [%rd95+8];
+	sub.f32 	%f70, %f69, %f11;
+	fma.rn.f32 	%f71, %f70, %f70, %f68;
+	ld.global.f32 	%f72, [%rd95+12];
+	sub.f32 	%f73, %f72, %f11;
+	fma.rn.f32 	%f182, %f73, %f73, %f71;
+	add.s64 	%rd140, %rd140, 4;
+	add.s64 	%rd139, %rd139, -4;
+	setp.ne.s64 	%p10, %rd139, 0;
+	@%p10 bra 	$L__BB51_14;
+
+$L__BB51_15:
+	@%p6 bra 	$L__BB51_19;
+
+	setp.eq.s64 	%p12, %rd17, 1;
+	add.s64 	%rd96, %rd140, %rd20;
+	shl.b64 	%rd97, %rd96, 2;
+	add.s64 	%rd32, %rd5, %rd97;
+	ld.global.f32 	%f74, [%rd32];
+	sub.f32 	%f75, %f74, %f11;
+	fma.rn.f32 	%f182, %f75, %f75, %f182;
+	@%p12 bra 	$L__BB51_19;
+
+	setp.eq.s64 	%p13, %rd17, 2;
+	ld.global.f32 	%f76, [%rd32+4];
+	sub.f32 	%f77, %f76, %f11;
+	fma.rn.f32 	%f182, %f77, %f77, %f182;
+	@%p13 bra 	$L__BB51_19;
+
+	ld.global.f32 	%f78, [%rd32+8];
+	sub.f32 	%f79, %f78, %f11;
+	fma.rn.f32 	%f182, %f79, %f79, %f182;
+
+$L__BB51_19:
+	ld.param.u64 	%rd131, [layer_norm_f32_param_4];
+	ld.param.f32 	%f174, [layer_norm_f32_param_8];
+	div.rn.f32 	%f80, %f182, %f1;
+	add.f32 	%f81, %f80, %f174;
+	sqrt.rn.f32 	%f82, %f81;
+	rcp.rn.f32 	%f20, %f82;
+	shl.b64 	%rd98, %rd133, 2;
+	add.s64 	%rd99, %rd6, %rd98;
+	st.global.f32 	[%rd99], %f20;
+	setp.eq.s64 	%p14, %rd131, 0;
+	@%p14 bra 	$L__BB51_41;
+
+	mov.u64 	%rd143, 0;
+	@%p4 bra 	$L__BB51_31;
+
+	mov.u64 	%rd142, %rd18;
+
+$L__BB51_22:
+	add.s64 	%rd35, %rd143, %rd20;
+	shl.b64 	%rd102, %rd35, 2;
+	add.s64 	%rd36, %rd5, %rd102;
+	ld.global.f32 	%f83, [%rd36];
+	sub.f32 	%f84, %f83, %f11;
+	mul.f32 	%f85, %f20, %f84;
+	add.s64 	%rd37, %rd4, %rd102;
+	st.global.f32 	[%rd37], %f85;
+	shl.b64 	%rd103, %rd143, 2;
+	add.s64 	%rd38, %rd3, %rd103;
+	ld.global.f32 	%f86, [%rd38];
+	mul.f32 	%f183, %f85, %f86;
+	add.s64 	%rd39, %rd2, %rd103;
+	setp.eq.s64 	%p16, %rd73, 0;
+	@%p16 bra 	$L__BB51_24;
+
+	ld.global.f32 	%f87, [%rd39];
+	add.f32 	%f183, %f183, %f87;
+
+$L__BB51_24:
+	add.s64 	%rd40, %rd1, %rd102;
+	st.global.f32 	[%rd40], %f183;
+	ld.global.f32 	%f88, [%rd36+4];
+	sub.f32 	%f89, %f88, %f11;
+	mul.f32 	%f90, %f20, %f89;
+	st.global.f32 	[%rd37+4], %f90;
+	ld.global.f32 	%f91, [%rd38+4];
+	mul.f32 	%f184, %f90, %f91;
+	@%p16 bra 	$L__BB51_26;
+
+	ld.global.f32 	%f92, [%rd39+4];
+	add.f32 	%f184, %f184, %f92;
+
+$L__BB51_26:
+	st.global.f32 	[%rd40+4], %f184;
+	ld.global.f32 	%f93, [%rd36+8];
+	sub.f32 	%f94, %f93, %f11;
+	mul.f32 	%f95, %f20, %f94;
+	st.global.f32 	[%rd37+8], %f95;
+	ld.global.f32 	%f96, [%rd38+8];
+	mul.f32 	%f185, %f95, %f96;
+	@%p16 bra 	$L__BB51_28;
+
+	ld.global.f32 	%f97, [%rd39+8];
+	add.f32 	%f185, %f185, %f97;
+
+$L__BB51_28:
+	st.global.f32 	[%rd40+8], %f185;
+	ld.global.f32 	%f98, [%rd36+12];
+	sub.f32 	%f99, %f98, %f11;
+	mul.f32 	%f100, %f20, %f99;
+	st.global.f32 	[%rd37+12], %f100;
+	ld.global.f32 	%f101, [%rd38+12];
+	mul.f32 	%f186, %f100, %f101;
+	@%p16 bra 	$L__BB51_30;
+
+	ld.global.f32 	%f102, [%rd39+12];
+	add.f32 	%f186, %f186, %f102;
+
+$L__BB51_30:
+	st.global.f32 	[%rd40+12], %f186;
+	add.s64 	%rd143, %rd143, 4;
+	add.s64 	%rd142, %rd142, -4;
+	setp.ne.s64 	%p20, %rd142, 0;
+	@%p20 bra 	$L__BB51_22;
+
+$L__BB51_31:
+	@%p6 bra 	$L__BB51_56;
+
+	setp.eq.s64 	%p22, %rd73, 0;
+	add.s64 	%rd48, %rd143, %rd20;
+	shl.b64 	%rd105, %rd48, 2;
+	add.s64 	%rd49, %rd5, %rd105;
+	ld.global.f32 	%f103, [%rd49];
+	sub.f32 	%f104, %f103, %f11;
+	mul.f32 	%f105, %f20, %f104;
+	add.s64 	%rd50, %rd4, %rd105;
+	st.global.f32 	[%rd50], %f105;
+	shl.b64 	%rd106, %rd143, 2;
+	add.s64 	%rd51, %rd3, %rd106;
+	ld.global.f32 	%f106, [%rd51];
+	mul.f32 	%f187, %f105, %f106;
+	add.s64 	%rd52, %rd2, %rd106;
+	@%p22 bra 	$L__BB51_34;
+
+	ld.global.f32 	%f107, [%rd52];
+	add.f32 	%f187, %f187, %f107;
+
+$L__BB51_34:
+	add.s64 	%rd53, %rd1, %rd105;
+	st.global.f32 	[%rd53], %f187;
+	setp.eq.s64 	%p23, %rd17, 1;
+	@%p23 bra 	$L__BB51_56;
+
+	ld.global.f32 	%f108, [%rd49+4];
+	sub.f32 	%f109, %f108, %f11;
+	mul.f32 	%f110, %f20, %f109;
+	st.global.f32 	[%rd50+4], %f110;
+	ld.global.f32 	%f111, [%rd51+4];
+	mul.f32 	%f188, %f110, %f111;
+	@%p22 bra 	$L__BB51_37;
+
+	ld.global.f32 	%f112, [%rd52+4];
+	add.f32 	%f188, %f188, %f112;
+
+$L__BB51_37:
+	st.global.f32 	[%rd53+4], %f188;
+	setp.eq.s64 	%p25, %rd17, 2;
+	@%p25 bra 	$L__BB51_56;
+
+	ld.global.f32 	%f113, [%rd49+8];
+	sub.f32 	%f114, %f113, %f11;
+	mul.f32 	%f115, %f20, %f114;
+	st.global.f32 	[%rd50+8], %f115;
+	ld.global.f32 	%f116, [%rd51+8];
+	mul.f32 	%f189, %f115, %f116;
+	@%p22 bra 	$L__BB51_40;
+
+	ld.global.f32 	%f117, [%rd52+8];
+	add.f32 	%f189, %f189, %f117;
+
+$L__BB51_40:
+	st.global.f32 	[%rd53+8], %f189;
+	bra.uni 	$L__BB51_56;
+
+$L__BB51_41:
+	setp.eq.s64 	%p27, %rd73, 0;
+	@%p27 bra 	$L__BB51_49;
+
+	mov.u64 	%rd146, 0;
+	@%p4 bra 	$L__BB51_45;
+
+	mov.u64 	%rd145, %rd18;
+
+$L__BB51_44:
+	add.s64 	%rd110, %rd146, %rd20;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd112, %rd5, %rd111;
+	ld.global.f32 	%f118, [%rd112];
+	sub.f32 	%f119, %f118, %f11;
+	mul.f32 	%f120, %f20, %f119;
+	add.s64 	%rd113, %rd4, %rd111;
+	st.global.f32 	[%rd113], %f120;
+	shl.b64 	%rd114, %rd146, 2;
+	add.s64 	%rd115, %rd2, %rd114;
+	ld.global.f32 	%f121, [%rd115];
+	add.f32 	%f122, %f120, %f121;
+	add.s64 	%rd116, %rd1, %rd111;
+	st.global.f32 	[%rd116], %f122;
+	ld.global.f32 	%f123, [%rd112+4];
+	sub.f32 	%f124, %f123, %f11;
+	mul.f32 	%f125, %f20, %f124;
+	st.global.f32 	[%rd113+4], %f125;
+	ld.global.f32 	%f126, [%rd115+4];
+	add.f32 	%f127, %f125, %f126;
+	st.global.f32 	[%rd116+4], %f127;
+	ld.global.f32 	%f128, [%rd112+8];
+	sub.f32 	%f129, %f128, %f11;
+	mul.f32 	%f130, %f20, %f129;
+	st.global.f32 	[%rd113+8], %f130;
+	ld.global.f32 	%f131, [%rd115+8];
+	add.f32 	%f132, %f130, %f131;
+	st.global.f32 	[%rd116+8], %f132;
+	ld.global.f32 	%f133, [%rd112+12];
+	sub.f32 	%f134, %f133, %f11;
+	mul.f32 	%f135, %f20, %f134;
+	st.global.f32 	[%rd113+12], %f135;
+	ld.global.f32 	%f136, [%rd115+12];
+	add.f32 	%f137, %f135, %f136;
+	st.global.f32 	[%rd116+12], %f137;
+	add.s64 	%rd146, %rd146, 4;
+	add.s64 	%rd145, %rd145, -4;
+	setp.ne.s64 	%p29, %rd145, 0;
+	@%p29 bra 	$L__BB51_44;
+
+$L__BB51_45:
+	@%p6 bra 	$L__BB51_56;
+
+	setp.eq.s64 	%p31, %rd17, 1;
+	add.s64 	%rd117, %rd146, %rd20;
+	shl.b64 	%rd118, %rd117, 2;
+	add.s64 	%rd59, %rd5, %rd118;
+	ld.global.f32 	%f138, [%rd59];
+	sub.f32 	%f139, %f138, %f11;
+	mul.f32 	%f140, %f20, %f139;
+	add.s64 	%rd60, %rd4, %rd118;
+	st.global.f32 	[%rd60], %f140;
+	shl.b64 	%rd119, %rd146, 2;
+	add.s64 	%rd61, %rd2, %rd119;
+	ld.global.f32 	%f141, [%rd61];
+	add.f32 	%f142, %f140, %f141;
+	add.s64 	%rd62, %rd1, %rd118;
+	st.global.f32 	[%rd62], %f142;
+	@%p31 bra 	$L__BB51_56;
+
+	setp.eq.s64 	%p32, %rd17, 2;
+	ld.global.f32 	%f143, [%rd59+4];
+	sub.f32 	%f144, %f143, %f11;
+	mul.f32 	%f145, %f20, %f144;
+	st.global.f32 	[%rd60+4], %f145;
+	ld.global.f32 	%f146, [%rd61+4];
+	add.f32 	%f147, %f145, %f146;
+	st.global.f32 	[%rd62+4], %f147;
+	@%p32 bra 	$L__BB51_56;
+
+	ld.global.f32 	%f148, [%rd59+8];
+	sub.f32 	%f149, %f148, %f11;
+	mul.f32 	%f150, %f20, %f149;
+	st.global.f32 	[%rd60+8], %f150;
+	ld.global.f32 	%f151, [%rd61+8];
+	add.f32 	%f152, %f150, %f151;
+	st.global.f32 	[%rd62+8], %f152;
+	bra.uni 	$L__BB51_56;
+
+$L__BB51_49:
+	mov.u64 	%rd149, 0;
+	@%p4 bra 	$L__BB51_52;
+
+	mov.u64 	%rd148, %rd18;
+
+$L__BB51_51:
+	add.s64 	%rd122, %rd149, %rd20;
+	shl.b64 	%rd123, %rd122, 2;
+	add.s64 	%rd124, %rd5, %rd123;
+	ld.global.f32 	%f153, [%rd124];
+	sub.f32 	%f154, %f153, %f11;
+	mul.f32 	%f155, %f20, %f154;
+	add.s64 	%rd125, %rd4, %rd123;
+	st.global.f32 	[%rd125], %f155;
+	add.s64 	%rd126, %rd1, %rd123;
+	st.global.f32 	[%rd126], %f155;
+	ld.global.f32 	%f156, [%rd124+4];
+	sub.f32 	%f157, %f156, %f11;
+	mul.f32 	%f158, %f20, %f157;
+	st.global.f32 	[%rd125+4], %f158;
+	st.global.f32 	[%rd126+4], %f158;
+	ld.global.f32 	%f159, [%rd124+8];
+	sub.f32 	%f160, %f159, %f11;
+	mul.f32 	%f161, %f20, %f160;
+	st.global.f32 	[%rd125+8], %f161;
+	st.global.f32 	[%rd126+8], %f161;
+	ld.global.f32 	%f162, [%rd124+12];
+	sub.f32 	%f163, %f162, %f11;
+	mul.f32 	%f164, %f20, %f163;
+	st.global.f32 	[%rd125+12], %f164;
+	st.global.f32 	[%rd126+12], %f164;
+	add.s64 	%rd149, %rd149, 4;
+	add.s64 	%rd148, %rd148, -4;
+	setp.ne.s64 	%p34, %rd148, 0;
+	@%p34 bra 	$L__BB51_51;
+
+$L__BB51_52:
+	@%p6 bra 	$L__BB51_56;
+
+	setp.eq.s64 	%p36, %rd17, 1;
+	add.s64 	%rd127, %rd149, %rd20;
+	shl.b64 	%rd128, %rd127, 2;
+	add.s64 	%rd68, %rd5, %rd128;
+	ld.global.f32 	%f165, [%rd68];
+	sub.f32 	%f166, %f165, %f11;
+	mul.f32 	%f167, %f20, %f166;
+	add.s64 	%rd69, %rd4, %rd128;
+	st.global.f32 	[%rd69], %f167;
+	add.s64 	%rd70, %rd1, %rd128;
+	st.global.f32 	[%rd70], %f167;
+	@%p36 bra 	$L__BB51_56;
+
+	setp.eq.s64 	%p37, %rd17, 2;
+	ld.global.f32 	%f168, [%rd68+4];
+	sub.f32 	%f169, %f168, %f11;
+	mul.f32 	%f170, %f20, %f169;
+	st.global.f32 	[%rd69+4], %f170;
+	st.global.f32 	[%rd70+4], %f170;
+	@%p37 bra 	$L__BB51_56;
+
+	ld.global.f32 	%f171, [%rd68+8];
+	sub.f32 	%f172, %f171, %f11;
+	mul.f32 	%f173, %f20, %f172;
+	st.global.f32 	[%rd69+8], %f173;
+	st.global.f32 	[%rd70+8], %f173;
+
+$L__BB51_56:
+	ld.param.u64 	%rd129, [layer_norm_f32_param_6];
+	add.s64 	%rd133, %rd133, %rd9;
+	setp.lt.s64 	%p38, %rd133, %rd129;
+	@%p38 bra 	$L__BB51_5;
+	bra.uni 	$L__BB51_57;
+
+$L__BB51_2:
+	mov.f32 	%f43, 0f00000000;
+	div.rn.f32 	%f44, %f43, %f1;
+	add.f32 	%f45, %f44, %f42;
+	sqrt.rn.f32 	%f46, %f45;
+	rcp.rn.f32 	%f2, %f46;
+	shl.b64 	%rd83, %rd133, 2;
+	add.s64 	%rd132, %rd6, %rd83;
+	shl.b64 	%rd11, %rd9, 2;
+
+$L__BB51_3:
+	st.global.f32 	[%rd132], %f2;
+	add.s64 	%rd132, %rd132, %rd11;
+	add.s64 	%rd133, %rd133, %rd9;
+	setp.lt.s64 	%p3, %rd133, %rd74;
+	@%p3 bra 	$L__BB51_3;
+
+$L__BB51_57:
+	ret;
+
+}
+	// .globl	layer_norm_bwd_f32
+.visible .entry layer_norm_bwd_f32(
+	.param .u64 layer_norm_bwd_f32_param_0,
+	.param .u64 layer_norm_bwd_f32_param_1,
+	.param .u64 layer_norm_bwd_f32_param_2,
+	.param .u64 layer_norm_bwd_f32_param_3,
+	.param .u64 layer_norm_bwd_f32_param_4,
+	.param .u64 layer_norm_bwd_f32_param_5,
+	.param .u64 layer_norm_bwd_f32_param_6
+)
+{
+	.reg .pred 	%p<26>;
+	.reg .f32 	%f<211>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<119>;
+
+
+	ld.param.u64 	%rd60, [layer_norm_bwd_f32_param_0];
+	ld.param.u64 	%rd61, [layer_norm_bwd_f32_param_1];
+	ld.param.u64 	%rd62, [layer_norm_bwd_f32_param_2];
+	ld.param.u64 	%rd56, [layer_norm_bwd_f32_param_3];
+	ld.param.u64 	%rd57, [layer_norm_bwd_f32_param_4];
+	ld.param.u64 	%rd58, [layer_norm_bwd_f32_param_5];
+	ld.param.u64 	%rd59, [layer_norm_bwd_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd60;
+	cvta.to.global.u64 	%rd2, %rd62;
+	cvta.to.global.u64 	%rd3, %rd57;
+	cvta.to.global.u64 	%rd4, %rd61;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd63, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd64, %r3;
+	add.s64 	%rd104, %rd63, %rd64;
+	setp.ge.s64 	%p1, %rd104, %rd58;
+	@%p1 bra 	$L__BB52_34;
+
+	setp.lt.s64 	%p2, %rd59, 1;
+	@%p2 bra 	$L__BB52_34;
+
+	cvt.rn.f32.s64 	%f1, %rd59;
+	add.s64 	%rd7, %rd59, -1;
+	and.b64  	%rd8, %rd59, 3;
+	sub.s64 	%rd9, %rd59, %rd8;
+	sub.s64 	%rd10, %rd8, %rd59;
+	add.s64 	%rd11, %rd4, 8;
+	add.s64 	%rd12, %rd2, 8;
+	cvta.to.global.u64 	%rd13, %rd56;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd65, %r4;
+	mul.lo.s64 	%rd14, %rd65, %rd5;
+
+$L__BB52_3:
+	mul.lo.s64 	%rd16, %rd104, %rd59;
+	setp.eq.s64 	%p3, %rd57, 0;
+	@%p3 bra 	$L__BB52_11;
+
+	setp.lt.u64 	%p4, %rd7, 3;
+	mov.f32 	%f210, 0f00000000;
+	mov.u64 	%rd109, 0;
+	mov.f32 	%f209, %f210;
+	@%p4 bra 	$L__BB52_7;
+
+	shl.b64 	%rd68, %rd16, 2;
+	add.s64 	%rd107, %rd11, %rd68;
+	add.s64 	%rd106, %rd12, %rd68;
+	mov.u64 	%rd105, %rd3;
+
+$L__BB52_6:
+	ld.global.f32 	%f40, [%rd105];
+	ld.global.f32 	%f41, [%rd107+-8];
+	mul.f32 	%f42, %f41, %f40;
+	add.f32 	%f43, %f209, %f42;
+	ld.global.f32 	%f44, [%rd106+-8];
+	fma.rn.f32 	%f45, %f42, %f44, %f210;
+	ld.global.f32 	%f46, [%rd105+4];
+	ld.global.f32 	%f47, [%rd107+-4];
+	mul.f32 	%f48, %f47, %f46;
+	add.f32 	%f49, %f43, %f48;
+	ld.global.f32 	%f50, [%rd106+-4];
+	fma.rn.f32 	%f51, %f48, %f50, %f45;
+	ld.global.f32 	%f52, [%rd105+8];
+	ld.global.f32 	%f53, [%rd107];
+	mul.f32 	%f54, %f53, %f52;
+	add.f32 	%f55, %f49, %f54;
+	ld.global.f32 	%f56, [%rd106];
+	fma.rn.f32 	%f57, %f54, %f56, %f51;
+	ld.global.f32 	%f58, [%rd105+12];
+	ld.global.f32 	%f59, [%rd107+4];
+	mul.f32 	%f60, %f59, %f58;
+	add.f32 	%f209, %f55, %f60;
+	ld.global.f32 	%f61, [%rd106+4];
+	fma.rn.f32 	%f210, %f60, %f61, %f57;
+	add.s64 	%rd109, %rd109, 4;
+	add.s64 	%rd69, %rd10, %rd109;
+	add.s64 	%rd107, %rd107, 16;
+	add.s64 	%rd106, %rd106, 16;
+	add.s64 	%rd105, %rd105, 16;
+	setp.ne.s64 	%p5, %rd69, 0;
+	@%p5 bra 	$L__BB52_6;
+
+$L__BB52_7:
+	setp.eq.s64 	%p6, %rd8, 0;
+	@%p6 bra 	$L__BB52_18;
+
+	setp.eq.s64 	%p7, %rd8, 1;
+	add.s64 	%rd70, %rd109, %rd16;
+	shl.b64 	%rd71, %rd70, 2;
+	add.s64 	%rd28, %rd4, %rd71;
+	shl.b64 	%rd72, %rd109, 2;
+	add.s64 	%rd29, %rd3, %rd72;
+	ld.global.f32 	%f62, [%rd29];
+	ld.global.f32 	%f63, [%rd28];
+	mul.f32 	%f64, %f63, %f62;
+	add.f32 	%f209, %f209, %f64;
+	add.s64 	%rd30, %rd2, %rd71;
+	ld.global.f32 	%f65, [%rd30];
+	fma.rn.f32 	%f210, %f64, %f65, %f210;
+	@%p7 bra 	$L__BB52_18;
+
+	setp.eq.s64 	%p8, %rd8, 2;
+	ld.global.f32 	%f66, [%rd29+4];
+	ld.global.f32 	%f67, [%rd28+4];
+	mul.f32 	%f68, %f67, %f66;
+	add.f32 	%f209, %f209, %f68;
+	ld.global.f32 	%f69, [%rd30+4];
+	fma.rn.f32 	%f210, %f68, %f69, %f210;
+	@%p8 bra 	$L__BB52_18;
+
+	ld.global.f32 	%f70, [%rd29+8];
+	ld.global.f32 	%f71, [%rd28+8];
+	mul.f32 	%f72, %f71, %f70;
+	add.f32 	%f209, %f209, %f72;
+	ld.global.f32 	%f73, [%rd30+8];
+	fma.rn.f32 	%f210, %f72, %f73, %f210;
+	bra.uni 	$L__BB52_18;
+
+$L__BB52_11:
+	setp.lt.u64 	%p9, %rd7, 3;
+	mov.f32 	%f210, 0f00000000;
+	mov.u64 	%rd112, 0;
+	mov.f32 	%f209, %f210;
+	@%p9 bra 	$L__BB52_14;
+
+	mov.u64 	%rd111, %rd9;
+
+$L__BB52_13:
+	add.s64 	%rd75, %rd112, %rd16;
+	shl.b64 	%rd76, %rd75, 2;
+	add.s64 	%rd77, %rd4, %rd76;
+	ld.global.f32 	%f79, [%rd77];
+	add.f32 	%f80, %f209, %f79;
+	add.s64 	%rd78, %rd2, %rd76;
+	ld.global.f32 	%f81, [%rd78];
+	fma.rn.f32 	%f82, %f79, %f81, %f210;
+	ld.global.f32 	%f83, [%rd77+4];
+	add.f32 	%f84, %f80, %f83;
+	ld.global.f32 	%f85, [%rd78+4];
+	fma.rn.f32 	%f86, %f83, %f85, %f82;
+	ld.global.f32 	%f87, [%rd77+8];
+	add.f32 	%f88, %f84, %f87;
+	ld.global.f32 	%f89, [%rd78+8];
+	fma.rn.f32 	%f90, %f87, %f89, %f86;
+	ld.global.f32 	%f91, [%rd77+12];
+	add.f32 	%f209, %f88, %f91;
+	ld.global.f32 	%f92, [%rd78+12];
+	fma.rn.f32 	%f210, %f91, %f92, %f90;
+	add.s64 	%rd112, %rd112, 4;
+	add.s64 	%rd111, %rd111, -4;
+	setp.ne.s64 	%p10, %rd111, 0;
+	@%p10 bra 	$L__BB52_13;
+
+$L__BB52_14:
+	setp.eq.s64 	%p11, %rd8, 0;
+	@%p11 bra 	$L__BB52_18;
+
+	setp.eq.s64 	%p12, %rd8, 1;
+	add.s64 	%rd79, %rd112, %rd16;
+	shl.b64 	%rd80, %rd79, 2;
+	add.s64 	%rd36, %rd4, %rd80;
+	ld.global.f32 	%f93, [%rd36];
+	add.f32 	%f209, %f209, %f93;
+	add.s64 	%rd37, %rd2, %rd80;
+	ld.global.f32 	%f94, [%rd37];
+	fma.rn.f32 	%f210, %f93, %f94, %f210;
+	@%p12 bra 	$L__BB52_18;
+
+	setp.eq.s64 	%p13, %rd8, 2;
+	ld.global.f32 	%f95, [%rd36+4];
+	add.f32 	%f209, %f209, %f95;
+	ld.global.f32 	%f96, [%rd37+4];
+	fma.rn.f32 	%f210, %f95, %f96, %f210;
+	@%p13 bra 	$L__BB52_18;
+
+	ld.global.f32 	%f97, [%rd36+8];
+	add.f32 	%f209, %f209, %f97;
+	ld.global.f32 	%f98, [%rd37+8];
+	fma.rn.f32 	%f210, %f97, %f98, %f210;
+
+$L__BB52_18:
+	div.rn.f32 	%f32, %f209, %f1;
+	div.rn.f32 	%f33, %f210, %f1;
+	shl.b64 	%rd81, %rd104, 2;
+	add.s64 	%rd82, %rd13, %rd81;
+	ld.global.f32 	%f34, [%rd82];
+	@%p3 bra 	$L__BB52_26;
+
+	setp.lt.u64 	%p15, %rd7, 3;
+	mov.u64 	%rd115, 0;
+	@%p15 bra 	$L__BB52_22;
+
+	mov.u64 	%rd114, %rd9;
+
+$L__BB52_21:
+	add.s64 	%rd85, %rd115, %rd16;
+	shl.b64 	%rd86, %rd85, 2;
+	add.s64 	%rd87, %rd4, %rd86;
+	shl.b64 	%rd88, %rd115, 2;
+	add.s64 	%rd89, %rd3, %rd88;
+	ld.global.f32 	%f99, [%rd89];
+	ld.global.f32 	%f100, [%rd87];
+	mul.f32 	%f101, %f100, %f99;
+	sub.f32 	%f102, %f101, %f32;
+	add.s64 	%rd90, %rd2, %rd86;
+	ld.global.f32 	%f103, [%rd90];
+	mul.f32 	%f104, %f33, %f103;
+	sub.f32 	%f105, %f102, %f104;
+	mul.f32 	%f106, %f34, %f105;
+	add.s64 	%rd91, %rd1, %rd86;
+	st.global.f32 	[%rd91], %f106;
+	ld.global.f32 	%f107, [%rd89+4];
+	ld.global.f32 	%f108, [%rd87+4];
+	mul.f32 	%f109, %f108, %f107;
+	sub.f32 	%f110, %f109, %f32;
+	ld.global.f32 	%f111, [%rd90+4];
+	mul.f32 	%f112, %f33, %f111;
+	sub.f32 	%f113, %f110, %f112;
+	mul.f32 	%f114, %f34, %f113;
+	st.global.f32 	[%rd91+4], %f114;
+	ld.global.f32 	%f115, [%rd89+8];
+	ld.global.f32 	%f116, [%rd87+8];
+	mul.f32 	%f117, %f116, %f115;
+	sub.f32 	%f118, %f117, %f32;
+	ld.global.f32 	%f119, [%rd90+8];
+	mul.f32 	%f120, %f33, %f119;
+	sub.f32 	%f121, %f118, %f120;
+	mul.f32 	%f122, %f34, %f121;
+	st.global.f32 	[%rd91+8], %f122;
+	ld.global.f32 	%f123, [%rd89+12];
+	ld.global.f32 	%f124, [%rd87+12];
+	mul.f32 	%f125, %f124, %f123;
+	sub.f32 	%f126, %f125, %f32;
+	ld.global.f32 	%f127, [%rd90+12];
+	mul.f32 	%f128, %f33, %f127;
+	sub.f32 	%f129, %f126, %f128;
+	mul.f32 	%f130, %f34, %f129;
+	st.global.f32 	[%rd91+12], %f130;
+	add.s64 	%rd115, %rd115, 4;
+	add.s64 	%rd114, %rd114, -4;
+	setp.ne.s64 	%p16, %rd114, 0;
+	@%p16 bra 	$L__BB52_21;
+
+$L__BB52_22:
+	setp.eq.s64 	%p17, %rd8, 0;
+	@%p17 bra 	$L__BB52_33;
+
+	setp.eq.s64 	%p18, %rd8, 1;
+	add.s64 	%rd92, %rd115, %rd16;
+	shl.b64 	%rd93, %rd92, 2;
+	add.s64 	%rd43, %rd4, %rd93;
+	shl.b64 	%rd94, %rd115, 2;
+	add.s64 	%rd44, %rd3, %rd94;
+	ld.global.f32 	%f131, [%rd44];
+	ld.global.f32 	%f132, [%rd43];
+	mul.f32 	%f133, %f132, %f131;
+	sub.f32 	%f134, %f133, %f32;
+	add.s64 	%rd45, %rd2, %rd93;
+	ld.global.f32 	%f135, [%rd45];
+	mul.f32 	%f136, %f33, %f135;
+	sub.f32 	%f137, %f134, %f136;
+	mul.f32 	%f138, %f34, %f137;
+	add.s64 	%rd46, %rd1, %rd93;
+	st.global.f32 	[%rd46], %f138;
+	@%p18 bra 	$L__BB52_33;
+
+	setp.eq.s64 	%p19, %rd8, 2;
+	ld.global.f32 	%f139, [%rd44+4];
+	ld.global.f32 	%f140, [%rd43+4];
+	mul.f32 	%f141, %f140, %f139;
+	sub.f32 	%f142, %f141, %f32;
+	ld.global.f32 	%f143, [%rd45+4];
+	mul.f32 	%f144, %f33, %f143;
+	sub.f32 	%f145, %f142, %f144;
+	mul.f32 	%f146, %f34, %f145;
+	st.global.f32 	[%rd46+4], %f146;
+	@%p19 bra 	$L__BB52_33;
+
+	ld.global.f32 	%f147, [%rd44+8];
+	ld.global.f32 	%f148, [%rd43+8];
+	mul.f32 	%f149, %f148, %f147;
+	sub.f32 	%f150, %f149, %f32;
+	ld.global.f32 	%f151, [%rd45+8];
+	mul.f32 	%f152, %f33, %f151;
+	sub.f32 	%f153, %f150, %f152;
+	mul.f32 	%f154, %f34, %f153;
+	st.global.f32 	[%rd46+8], %f154;
+	bra.uni 	$L__BB52_33;
+
+$L__BB52_26:
+	setp.lt.u64 	%p20, %rd7, 3;
+	mov.u64 	%rd118, 0;
+	@%p20 bra 	$L__BB52_29;
+
+	mov.u64 	%rd117, %rd9;
+
+$L__BB52_28:
+	add.s64 	%rd97, %rd118, %rd16;
+	shl.b64 	%rd98, %rd97, 2;
+	add.s64 	%rd99, %rd4, %rd98;
+	ld.global.f32 	%f155, [%rd99];
+	sub.f32 	%f156, %f155, %f32;
+	add.s64 	%rd100, %rd2, %rd98;
+	ld.global.f32 	%f157, [%rd100];
+	mul.f32 	%f158, %f33, %f157;
+	sub.f32 	%f159, %f156, %f158;
+	mul.f32 	%f160, %f34, %f159;
+	add.s64 	%rd101, %rd1, %rd98;
+	st.global.f32 	[%rd101], %f160;
+	ld.global.f32 	%f161, [%rd99+4];
+	sub.f32 	%f162, %f161, %f32;
+	ld.global.f32 	%f163, [%rd100+4];
+	mul.f32 	%f164, %f33, %f163;
+	sub.f32 	%f165, %f162, %f164;
+	mul.f32 	%f166, %f34, %f165;
+	st.global.f32 	[%rd101+4], %f166;
+	ld.global.f32 	%f167, [%rd99+8];
+	sub.f32 	%f168, %f167, %f32;
+	ld.global.f32 	%f169, [%rd100+8];
+	mul.f32 	%f170, %f33, %f169;
+	sub.f32 	%f171, %f168, %f170;
+	mul.f32 	%f172, %f34, %f171;
+	st.global.f32 	[%rd101+8], %f172;
+	ld.global.f32 	%f173, [%rd99+12];
+	sub.f32 	%f174, %f173, %f32;
+	ld.global.f32 	%f175, [%rd100+12];
+	mul.f32 	%f176, %f33, %f175;
+	sub.f32 	%f177, %f174, %f176;
+	mul.f32 	%f178, %f34, %f177;
+	st.global.f32 	[%rd101+12], %f178;
+	add.s64 	%rd118, %rd118, 4;
+	add.s64 	%rd117, %rd117, -4;
+	setp.ne.s64 	%p21, %rd117, 0;
+	@%p21 bra 	$L__BB52_28;
+
+$L__BB52_29:
+	setp.eq.s64 	%p22, %rd8, 0;
+	@%p22 bra 	$L__BB52_33;
+
+	setp.eq.s64 	%p23, %rd8, 1;
+	add.s64 	%rd102, %rd118, %rd16;
+	shl.b64 	%rd103, %rd102, 2;
+	add.s64 	%rd52, %rd4, %rd103;
+	ld.global.f32 	%f179, [%rd52];
+	sub.f32 	%f180, %f179, %f32;
+	add.s64 	%rd53, %rd2, %rd103;
+	ld.global.f32 	%f181, [%rd53];
+	mul.f32 	%f182, %f33, %f181;
+	sub.f32 	%f183, %f180, %f182;
+	mul.f32 	%f184, %f34, %f183;
+	add.s64 	%rd54, %rd1, %rd103;
+	st.global.f32 	[%rd54], %f184;
+	@%p23 bra 	$L__BB52_33;
+
+	setp.eq.s64 	%p24, %rd8, 2;
+	ld.global.f32 	%f185, [%rd52+4];
+	sub.f32 	%f186, %f185, %f32;
+	ld.global.f32 	%f187, [%rd53+4];
+	mul.f32 	%f188, %f33, %f187;
+	sub.f32 	%f189, %f186, %f188;
+	mul.f32 	%f190, %f34, %f189;
+	st.global.f32 	[%rd54+4], %f190;
+	@%p24 bra 	$L__BB52_33;
+
+	ld.global.f32 	%f191, [%rd52+8];
+	sub.f32 	%f192, %f191, %f32;
+	ld.global.f32 	%f193, [%rd53+8];
+	mul.f32 	%f194, %f33, %f193;
+	sub.f32 	%f195, %f192, %f194;
+	mul.f32 	%f196, %f34, %f195;
+	st.global.f32 	[%rd54+8], %f196;
+
+$L__BB52_33:
+	add.s64 	%rd104, %rd104, %rd14;
+	setp.lt.s64 	%p25, %rd104, %rd58;
+	@%p25 bra 	$L__BB52_3;
+
+$L__BB52_34:
+	ret;
+
+}
+	// .globl	layer_norm_params_bwd_f32
+.visible .entry layer_norm_params_bwd_f32(
+	.param .u64 layer_norm_params_bwd_f32_param_0,
+	.param .u64 layer_norm_params_bwd_f32_param_1,
+	.param .u64 layer_norm_params_bwd_f32_param_2,
+	.param .u64 layer_norm_params_bwd_f32_param_3,
+	.param .u64 layer_norm_params_bwd_f32_param_4,
+	.param .u64 layer_norm_params_bwd_f32_param_5
+)
+{
+	.reg .pred 	%p<31>;
+	.reg .f32 	%f<84>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<139>;
+
+
+	ld.param.u64 	%rd63, [layer_norm_params_bwd_f32_param_0];
+	ld.param.u64 	%rd64, [layer_norm_params_bwd_f32_param_1];
+	ld.param.u64 	%rd67, [layer_norm_params_bwd_f32_param_2];
+	ld.param.u64 	%rd68, [layer_norm_params_bwd_f32_param_3];
+	ld.param.u64 	%rd65, [layer_norm_params_bwd_f32_param_4];
+	ld.param.u64 	%rd66, [layer_norm_params_bwd_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd68;
+	cvta.to.global.u64 	%rd2, %rd67;
+	cvta.to.global.u64 	%rd3, %rd64;
+	cvta.to.global.u64 	%rd4, %rd63;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd69, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd70, %r3;
+	add.s64 	%rd126, %rd69, %rd70;
+	setp.ge.s64 	%p1, %rd126, %rd66;
+	@%p1 bra 	$L__BB53_48;
+
+	setp.gt.s64 	%p2, %rd65, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd5;
+	@%p2 bra 	$L__BB53_35;
+	bra.uni 	$L__BB53_2;
+
+$L__BB53_35:
+	add.s64 	%rd41, %rd65, -1;
+	and.b64  	%rd42, %rd65, 3;
+	sub.s64 	%rd43, %rd42, %rd65;
+	shl.b64 	%rd45, %rd66, 2;
+	mov.u64 	%rd99, 0;
+	mov.u64 	%rd133, %rd99;
+	mov.u64 	%rd134, %rd126;
+
+$L__BB53_36:
+	setp.lt.u64 	%p23, %rd41, 3;
+	mov.f32 	%f83, 0f00000000;
+	mov.u64 	%rd138, %rd99;
+	mov.f32 	%f82, %f83;
+	@%p23 bra 	$L__BB53_39;
+
+	mul.lo.s64 	%rd102, %rd8, %rd133;
+	add.s64 	%rd103, %rd126, %rd102;
+	shl.b64 	%rd104, %rd103, 2;
+	add.s64 	%rd137, %rd1, %rd104;
+	add.s64 	%rd136, %rd2, %rd104;
+	mov.u64 	%rd138, 0;
+
+$L__BB53_38:
+	ld.global.f32 	%f52, [%rd137];
+	ld.global.f32 	%f53, [%rd136];
+	fma.rn.f32 	%f54, %f53, %f52, %f82;
+	add.f32 	%f55, %f83, %f53;
+	add.s64 	%rd105, %rd136, %rd45;
+	add.s64 	%rd106, %rd137, %rd45;
+	ld.global.f32 	%f56, [%rd106];
+	ld.global.f32 	%f57, [%rd105];
+	fma.rn.f32 	%f58, %f57, %f56, %f54;
+	add.f32 	%f59, %f55, %f57;
+	add.s64 	%rd107, %rd105, %rd45;
+	add.s64 	%rd108, %rd106, %rd45;
+	ld.global.f32 	%f60, [%rd108];
+	ld.global.f32 	%f61, [%rd107];
+	fma.rn.f32 	%f62, %f61, %f60, %f58;
+	add.f32 	%f63, %f59, %f61;
+	add.s64 	%rd109, %rd107, %rd45;
+	add.s64 	%rd136, %rd109, %rd45;
+	add.s64 	%rd110, %rd108, %rd45;
+	add.s64 	%rd137, %rd110, %rd45;
+	ld.global.f32 	%f64, [%rd110];
+	ld.global.f32 	%f65, [%rd109];
+	fma.rn.f32 	%f82, %f65, %f64, %f62;
+	add.f32 	%f83, %f63, %f65;
+	add.s64 	%rd138, %rd138, 4;
+	add.s64 	%rd111, %rd43, %rd138;
+	setp.ne.s64 	%p24, %rd111, 0;
+	@%p24 bra 	$L__BB53_38;
+
+$L__BB53_39:
+	setp.eq.s64 	%p25, %rd42, 0;
+	@%p25 bra 	$L__BB53_43;
+
+	setp.eq.s64 	%p26, %rd42, 1;
+	mul.lo.s64 	%rd112, %rd138, %rd66;
+	add.s64 	%rd113, %rd112, %rd134;
+	shl.b64 	%rd114, %rd113, 2;
+	add.s64 	%rd57, %rd2, %rd114;
+	add.s64 	%rd58, %rd1, %rd114;
+	ld.global.f32 	%f66, [%rd58];
+	ld.global.f32 	%f67, [%rd57];
+	fma.rn.f32 	%f82, %f67, %f66, %f82;
+	add.f32 	%f83, %f83, %f67;
+	@%p26 bra 	$L__BB53_43;
+
+	setp.eq.s64 	%p27, %rd42, 2;
+	add.s64 	%rd59, %rd58, %rd45;
+	ld.global.f32 	%f68, [%rd59];
+	add.s64 	%rd60, %rd57, %rd45;
+	ld.global.f32 	%f69, [%rd60];
+	fma.rn.f32 	%f82, %f69, %f68, %f82;
+	add.f32 	%f83, %f83, %f69;
+	@%p27 bra 	$L__BB53_43;
+
+	add.s64 	%rd117, %rd60, %rd45;
+	add.s64 	%rd118, %rd59, %rd45;
+	ld.global.f32 	%f70, [%rd118];
+	ld.global.f32 	%f71, [%rd117];
+	fma.rn.f32 	%f82, %f71, %f70, %f82;
+	add.f32 	%f83, %f83, %f71;
+
+$L__BB53_43:
+	setp.eq.s64 	%p28, %rd63, 0;
+	@%p28 bra 	$L__BB53_45;
+
+	shl.b64 	%rd119, %rd134, 2;
+	add.s64 	%rd120, %rd4, %rd119;
+	ld.global.f32 	%f72, [%rd120];
+	add.f32 	%f73, %f82, %f72;
+	st.global.f32 	[%rd120], %f73;
+
+$L__BB53_45:
+	setp.eq.s64 	%p29, %rd64, 0;
+	@%p29 bra 	$L__BB53_47;
+
+	shl.b64 	%rd121, %rd134, 2;
+	add.s64 	%rd122, %rd3, %rd121;
+	ld.global.f32 	%f74, [%rd122];
+	add.f32 	%f75, %f83, %f74;
+	st.global.f32 	[%rd122], %f75;
+
+$L__BB53_47:
+	add.s64 	%rd134, %rd134, %rd8;
+	setp.lt.s64 	%p30, %rd134, %rd66;
+	add.s64 	%rd133, %rd133, 1;
+	@%p30 bra 	$L__BB53_36;
+
+$L__BB53_48:
+	ret;
+
+$L__BB53_2:
+	not.b64 	%rd71, %rd126;
+	add.s64 	%rd9, %rd71, %rd66;
+	or.b64  	%rd72, %rd9, %rd8;
+	and.b64  	%rd73, %rd72, -4294967296;
+	setp.eq.s64 	%p3, %rd73, 0;
+	@%p3 bra 	$L__BB53_4;
+
+	div.u64 	%rd123, %rd9, %rd8;
+	bra.uni 	$L__BB53_5;
+
+$L__BB53_4:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd123, %r7;
+
+$L__BB53_5:
+	add.s64 	%rd74, %rd123, 1;
+	and.b64  	%rd125, %rd74, 3;
+	setp.eq.s64 	%p4, %rd63, 0;
+	@%p4 bra 	$L__BB53_21;
+
+	setp.eq.s64 	%p5, %rd125, 0;
+	@%p5 bra 	$L__BB53_10;
+
+$L__BB53_7:
+	.pragma "nounroll";
+	shl.b64 	%rd75, %rd126, 2;
+	add.s64 	%rd76, %rd4, %rd75;
+	ld.global.f32 	%f17, [%rd76];
+	add.f32 	%f18, %f17, 0f00000000;
+	st.global.f32 	[%rd76], %f18;
+	setp.eq.s64 	%p6, %rd64, 0;
+	@%p6 bra 	$L__BB53_9;
+
+	add.s64 	%rd78, %rd3, %rd75;
+	ld.global.f32 	%f19, [%rd78];
+	add.f32 	%f20, %f19, 0f00000000;
+	st.global.f32 	[%rd78], %f20;
+
+$L__BB53_9:
+	add.s64 	%rd126, %rd126, %rd8;
+	add.s64 	%rd125, %rd125, -1;
+	setp.ne.s64 	%p7, %rd125, 0;
+	@%p7 bra 	$L__BB53_7;
+
+$L__BB53_10:
+	setp.lt.u64 	%p8, %rd123, 3;
+	@%p8 bra 	$L__BB53_48;
+
+	shl.b64 	%rd79, %rd126, 2;
+	add.s64 	%rd128, %rd4, %rd79;
+	shl.b64 	%rd20, %rd8, 2;
+
+$L__BB53_12:
+	ld.global.f32 	%f21, [%rd128];
+	add.f32 	%f22, %f21, 0f00000000;
+	st.global.f32 	[%rd128], %f22;
+	setp.eq.s64 	%p9, %rd64, 0;
+	@%p9 bra 	$L__BB53_14;
+
+	shl.b64 	%rd81, %rd126, 2;
+	add.s64 	%rd82, %rd3, %rd81;
+	ld.global.f32 	%f23, [%rd82];
+	add.f32 	%f24, %f23, 0f00000000;
+	st.global.f32 	[%rd82], %f24;
+
+$L__BB53_14:
+	add.s64 	%rd23, %rd126, %rd8;
+	add.s64 	%rd24, %rd128, %rd20;
+	ld.global.f32 	%f25, [%rd24];
+	add.f32 	%f26, %f25, 0f00000000;
+	st.global.f32 	[%rd24], %f26;
+	@%p9 bra 	$L__BB53_16;
+
+	shl.b64 	%rd83, %rd23, 2;
+	add.s64 	%rd84, %rd3, %rd83;
+	ld.global.f32 	%f27, [%rd84];
+	add.f32 	%f28, %f27, 0f00000000;
+	st.global.f32 	[%rd84], %f28;
+
+$L__BB53_16:
+	add.s64 	%rd25, %rd23, %rd8;
+	add.s64 	%rd26, %rd24, %rd20;
+	ld.global.f32 	%f29, [%rd26];
+	add.f32 	%f30, %f29, 0f00000000;
+	st.global.f32 	[%rd26], %f30;
+	@%p9 bra 	$L__BB53_18;
+
+	shl.b64 	%rd85, %rd25, 2;
+	add.s64 	%rd86, %rd3, %rd85;
+	ld.global.f32 	%f31, [%rd86];
+	add.f32 	%f32, %f31, 0f00000000;
+	st.global.f32 	[%rd86], %f32;
+
+$L__BB53_18:
+	add.s64 	%rd27, %rd25, %rd8;
+	add.s64 	%rd28, %rd26, %rd20;
+	ld.global.f32 	%f33, [%rd28];
+	add.f32 	%f34, %f33, 0f00000000;
+	st.global.f32 	[%rd28], %f34;
+	@%p9 bra 	$L__BB53_20;
+
+	shl.b64 	%rd87, %rd27, 2;
+	add.s64 	%rd88, %rd3, %rd87;
+	ld.global.f32 	%f35, [%rd88];
+	add.f32 	%f36, %f35, 0f00000000;
+	st.global.f32 	[%rd88], %f36;
+
+$L__BB53_20:
+	add.s64 	%rd126, %rd27, %rd8;
+	setp.lt.s64 	%p13, %rd126, %rd66;
+	add.s64 	%rd128, %rd28, %rd20;
+	@%p13 bra 	$L__BB53_12;
+	bra.uni 	$L__BB53_48;
+
+$L__BB53_21:
+	setp.eq.s64 	%p14, %rd125, 0;
+	@%p14 bra 	$L__BB53_25;
+
+$L__BB53_22:
+	.pragma "nounroll";
+	setp.eq.s64 	%p15, %rd64, 0;
+	@%p15 bra 	$L__BB53_24;
+
+	shl.b64 	%rd89, %rd126, 2;
+	add.s64 	%rd90, %rd3, %rd89;
+	ld.global.f32 	%f37, [%rd90];
+	add.f32 	%f38, %f37, 0f00000000;
+	st.global.f32 	[%rd90], %f38;
+
+$L__BB53_24:
+	add.s64 	%rd126, %rd126, %rd8;
+	add.s64 	%rd125, %rd125, -1;
+	setp.ne.s64 	%p16, %rd125, 0;
+	@%p16 bra 	$L__BB53_22;
+
+$L__BB53_25:
+	setp.lt.u64 	%p17, %rd123, 3;
+	@%p17 bra 	$L__BB53_48;
+
+$L__BB53_26:
+	setp.eq.s64 	%p18, %rd64, 0;
+	@%p18 bra 	$L__BB53_28;
+
+	shl.b64 	%rd91, %rd126, 2;
+	add.s64 	%rd92, %rd3, %rd91;
+	ld.global.f32 	%f39, [%rd92];
+	add.f32 	%f40, %f39, 0f00000000;
+	st.global.f32 	[%rd92], %f40;
+
+$L__BB53_28:
+	add.s64 	%rd37, %rd126, %rd8;
+	@%p18 bra 	$L__BB53_30;
+
+	shl.b64 	%rd93, %rd37, 2;
+	add.s64 	%rd94, %rd3, %rd93;
+	ld.global.f32 	%f41, [%rd94];
+	add.f32 	%f42, %f41, 0f00000000;
+	st.global.f32 	[%rd94], %f42;
+
+$L__BB53_30:
+	add.s64 	%rd38, %rd37, %rd8;
+	@%p18 bra 	$L__BB53_32;
+
+	shl.b64 	%rd95, %rd38, 2;
+	add.s64 	%rd96, %rd3, %rd95;
+	ld.global.f32 	%f43, [%rd96];
+	add.f32 	%f44, %f43, 0f00000000;
+	st.global.f32 	[%rd96], %f44;
+
+$L__BB53_32:
+	add.s64 	%rd39, %rd38, %rd8;
+	@%p18 bra 	$L__BB53_34;
+
+	shl.b64 	%rd97, %rd39, 2;
+	add.s64 	%rd98, %rd3, %rd97;
+	ld.global.f32 	%f45, [%rd98];
+	add.f32 	%f46, %f45, 0f00000000;
+	st.global.f32 	[%rd98], %f46;
+
+$L__BB53_34:
+	add.s64 	%rd126, %rd39, %rd8;
+	setp.lt.s64 	%p22, %rd126, %rd66;
+	@%p22 bra 	$L__BB53_26;
+	bra.uni 	$L__BB53_48;
+
+}
+	// .globl	gelu_f32
+.visible .entry gelu_f32(
+	.param .u64 gelu_f32_param_0,
+	.param .u64 gelu_f32_param_1,
+	.param .u64 gelu_f32_param_2
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<151>;
+	.reg .b32 	%r<28>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd39, [gelu_f32_param_0];
+	ld.param.u64 	%rd40, [gelu_f32_param_1];
+	ld.param.u64 	%rd38, [gelu_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd39;
+	cvta.to.global.u64 	%rd2, %rd40;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd41, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd42, %r3;
+	add.s64 	%rd59, %rd41, %rd42;
+	setp.ge.s64 	%p1, %rd59, %rd38;
+	@%p1 bra 	$L__BB54_20;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd43, %rd59;
+	add.s64 	%rd7, %rd43, %rd38;
+	or.b64  	%rd44, %rd7, %rd6;
+	and.b64  	%rd45, %rd44, -4294967296;
+	setp.eq.s64 	%p2, %rd45, 0;
+	@%p2 bra 	$L__BB54_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB54_4;
+
+$L__BB54_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB54_4:
+	add.s64 	%rd46, %rd54, 1;
+	and.b64  	%rd58, %rd46, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB54_9;
+
+	shl.b64 	%rd47, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd47;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd47;
+
+$L__BB54_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	mul.f32 	%f2, %f1, 0f3F3504F3;
+	abs.f32 	%f26, %f2;
+	setp.ltu.f32 	%p4, %f26, 0f3F8060FE;
+	setp.ge.f32 	%p5, %f26, 0f3F8060FE;
+	mul.f32 	%f27, %f2, %f2;
+	selp.f32 	%f28, %f26, %f27, %p5;
+	selp.f32 	%f29, 0f3789CA3C, 0f38B1E96A, %p5;
+	selp.f32 	%f30, 0fB9F560B9, 0fBA574D20, %p5;
+	fma.rn.f32 	%f31, %f29, %f28, %f30;
+	selp.f32 	%f32, 0f3BAC840B, 0f3BAAD5EA, %p5;
+	fma.rn.f32 	%f33, %f31, %f28, %f32;
+	selp.f32 	%f34, 0fBD0C8162, 0fBCDC1BE7, %p5;
+	fma.rn.f32 	%f35, %f33, %f28, %f34;
+	selp.f32 	%f36, 0f3E1CF906, 0f3DE718AF, %p5;
+	fma.rn.f32 	%f37, %f35, %f28, %f36;
+	selp.f32 	%f38, 0f3F6A937E, 0fBEC093AC, %p5;
+	fma.rn.f32 	%f39, %f37, %f28, %f38;
+	selp.f32 	%f40, 0f3F20D842, 0f3E0375D3, %p5;
+	fma.rn.f32 	%f41, %f39, %f28, %f40;
+	neg.f32 	%f42, %f26;
+	selp.f32 	%f43, %f42, %f2, %p5;
+	fma.rn.f32 	%f146, %f41, %f43, %f43;
+	@%p4 bra 	$L__BB54_8;
+
+	ex2.approx.ftz.f32 	%f44, %f146;
+	mov.f32 	%f45, 0f3F800000;
+	sub.f32 	%f46, %f45, %f44;
+	mov.b32 	%r8, %f46;
+	mov.b32 	%r9, %f2;
+	and.b32  	%r10, %r9, -2147483648;
+	or.b32  	%r11, %r10, %r8;
+	mov.b32 	%f146, %r11;
+
+$L__BB54_8:
+	add.f32 	%f47, %f146, 0f3F800000;
+	mul.f32 	%f48, %f1, 0f3F000000;
+	mul.f32 	%f49, %f48, %f47;
+	st.global.f32 	[%rd56], %f49;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p6, %rd58, 0;
+	@%p6 bra 	$L__BB54_6;
+
+$L__BB54_9:
+	setp.lt.u64 	%p7, %rd54, 3;
+	@%p7 bra 	$L__BB54_20;
+
+	shl.b64 	%rd48, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd48;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd48;
+
+$L__BB54_11:
+	ld.global.f32 	%f6, [%rd61];
+	mul.f32 	%f7, %f6, 0f3F3504F3;
+	abs.f32 	%f50, %f7;
+	setp.ltu.f32 	%p8, %f50, 0f3F8060FE;
+	setp.ge.f32 	%p9, %f50, 0f3F8060FE;
+	mul.f32 	%f51, %f7, %f7;
+	selp.f32 	%f52, %f50, %f51, %p9;
+	selp.f32 	%f53, 0f3789CA3C, 0f38B1E96A, %p9;
+	selp.f32 	%f54, 0fB9F560B9, 0fBA574D20, %p9;
+	fma.rn.f32 	%f55, %f53, %f52, %f54;
+	selp.f32 	%f56, 0f3BAC840B, 0f3BAAD5EA, %p9;
+	fma.rn.f32 	%f57, %f55, %f52, %f56;
+	selp.f32 	%f58, 0fBD0C8162, 0fBCDC1BE7, %p9;
+	fma.rn.f32 	%f59, %f57, %f52, %f58;
+	selp.f32 	%f60, 0f3E1CF906, 0f3DE718AF, %p9;
+	fma.rn.f32 	%f61, %f59, %f52, %f60;
+	selp.f32 	%f62, 0f3F6A937E, 0fBEC093AC, %p9;
+	fma.rn.f32 	%f63, %f61, %f52, %f62;
+	selp.f32 	%f64, 0f3F20D842, 0f3E0375D3, %p9;
+	fma.rn.f32 	%f65, %f63, %f52, %f64;
+	neg.f32 	%f66, %f50;
+	selp.f32 	%f67, %f66, %f7, %p9;
+	fma.rn.f32 	%f147, %f65, %f67, %f67;
+	@%p8 bra 	$L__BB54_13;
+
+	ex2.approx.ftz.f32 	%f68, %f147;
+	mov.f32 	%f69, 0f3F800000;
+	sub.f32 	%f70, %f69, %f68;
+	mov.b32 	%r12, %f70;
+	mov.b32 	%r13, %f7;
+	and.b32  	%r14, %r13, -2147483648;
+	or.b32  	%r15, %r14, %r12;
+	mov.b32 	%f147, %r15;
+
+$L__BB54_13:
+	add.f32 	%f71, %f147, 0f3F800000;
+	mul.f32 	%f72, %f6, 0f3F000000;
+	mul.f32 	%f73, %f72, %f71;
+	st.global.f32 	[%rd62], %f73;
+	add.s64 	%rd30, %rd61, %rd25;
+	ld.global.f32 	%f11, [%rd30];
+	mul.f32 	%f12, %f11, 0f3F3504F3;
+	abs.f32 	%f74, %f12;
+	setp.ltu.f32 	%p10, %f74, 0f3F8060FE;
+	setp.ge.f32 	%p11, %f74, 0f3F8060FE;
+	mul.f32 	%f75, %f12, %f12;
+	selp.f32 	%f76, %f74, %f75, %p11;
+	selp.f32 	%f77, 0f3789CA3C, 0f38B1E96A, %p11;
+	selp.f32 	%f78, 0fB9F560B9, 0fBA574D20, %p11;
+	fma.rn.f32 	%f79, %f77, %f76, %f78;
+	selp.f32 	%f80, 0f3BAC840B, 0f3BAAD5EA, %p11;
+	fma.rn.f32 	%f81, %f79, %f76, %f80;
+	selp.f32 	%f82, 0fBD0C8162, 0fBCDC1BE7, %p11;
+	fma.rn.f32 	%f83, %f81, %f76, %f82;
+	selp.f32 	%f84, 0f3E1CF906, 0f3DE718AF, %p11;
+	fma.rn.f32 	%f85, %f83, %f76, %f84;
+	selp.f32 	%f86, 0f3F6A937E, 0fBEC093AC, %p11;
+	fma.rn.f32 	%f87, %f85, %f76, %f86;
+	selp.f32 	%f88, 0f3F20D842, 0f3E0375D3, %p11;
+	fma.rn.f32 	%f89, %f87, %f76, %f88;
+	neg.f32 	%f90, %f74;
+	selp.f32 	%f91, %f90, %f12, %p11;
+	fma.rn.f32 	%f148, %f89, %f91, %f91;
+	@%p10 bra 	$L__BB54_15;
+
+	ex2.approx.ftz.f32 	%f92, %f148;
+	mov.f32 	%f93, 0f3F800000;
+	sub.f32 	%f94, %f93, %f92;
+	mov.b32 	%r16, %f94;
+	mov.b32 	%r17, %f12;
+	and.b32  	%r18, %r17, -2147483648;
+	or.b32  	%r19, %r18, %r16;
+	mov.b32 	%f148, %r19;
+
+$L__BB54_15:
+	add.f32 	%f95, %f148, 0f3F800000;
+	mul.f32 	%f96, %f11, 0f3F000000;
+	mul.f32 	%f97, %f96, %f95;
+	add.s64 	%rd31, %rd62, %rd25;
+	st.global.f32 	[%rd31], %f97;
+	add.s64 	%rd32, %rd30, %rd25;
+	ld.global.f32 	%f16, [%rd32];
+	mul.f32 	%f17, %f16, 0f3F3504F3;
+	abs.f32 	%f98, %f17;
+	setp.ltu.f32 	%p12, %f98, 0f3F8060FE;
+	setp.ge.f32 	%p13, %f98, 0f3F8060FE;
+	mul.f32 	%f99, %f17, %f17;
+	selp.f32 	%f100, %f98, %f99, %p13;
+	selp.f32 	%f101, 0f3789CA3C, 0f38B1E96A, %p13;
+	selp.f32 	%f102, 0fB9F560B9, 0fBA574D20, %p13;
+	fma.rn.f32 	%f103, %f101, %f100, %f102;
+	selp.f32 	%f104, 0f3BAC840B, 0f3BAAD5EA, %p13;
+	fma.rn.f32 	%f105, %f103, %f100, %f104;
+	selp.f32 	%f106, 0fBD0C8162, 0fBCDC1BE7, %p13;
+	fma.rn.f32 	%f107, %f105, %f100, %f106;
+	selp.f32 	%f108, 0f3E1CF906, 0f3DE718AF, %p13;
+	fma.rn.f32 	%f109, %f107, %f100, %f108;
+	selp.f32 	%f110, 0f3F6A937E, 0fBEC093AC, %p13;
+	fma.rn.f32 	%f111, %f109, %f100, %f110;
+	selp.f32 	%f112, 0f3F20D842, 0f3E0375D3, %p13;
+	fma.rn.f32 	%f113, %f111, %f100, %f112;
+	neg.f32 	%f114, %f98;
+	selp.f32 	%f115, %f114, %f17, %p13;
+	fma.rn.f32 	%f149, %f113, %f115, %f115;
+	@%p12 bra 	$L__BB54_17;
+
+	ex2.approx.ftz.f32 	%f116, %f149;
+	mov.f32 	%f117, 0f3F800000;
+	sub.f32 	%f118, %f117, %f116;
+	mov.b32 	%r20, %f118;
+	mov.b32 	%r21, %f17;
+	and.b32  	%r22, %r21, -2147483648;
+	or.b32  	%r23, %r22, %r20;
+	mov.b32 	%f149, %r23;
+
+$L__BB54_17:
+	add.f32 	%f119, %f149, 0f3F800000;
+	mul.f32 	%f120, %f16, 0f3F000000;
+	mul.f32 	%f121, %f120, %f119;
+	add.s64 	%rd33, %rd31, %rd25;
+	st.global.f32 	[%rd33], %f121;
+	add.s64 	%rd34, %rd32, %rd25;
+	ld.global.f32 	%f21, [%rd34];
+	mul.f32 	%f22, %f21, 0f3F3504F3;
+	abs.f32 	%f122, %f22;
+	setp.ltu.f32 	%p14, %f122, 0f3F8060FE;
+	setp.ge.f32 	%p15, %f122, 0f3F8060FE;
+	mul.f32 	%f123, %f22, %f22;
+	selp.f32 	%f124, %f122, %f123, %p15;
+	selp.f32 	%f125, 0f3789CA3C, 0f38B1E96A, %p15;
+	selp.f32 	%f126, 0fB9F560B9, 0fBA574D20, %p15;
+	fma.rn.f32 	%f127, %f125, %f124, %f126;
+	selp.f32 	%f128, 0f3BAC840B, 0f3BAAD5EA, %p15;
+	fma.rn.f32 	%f129, %f127, %f124, %f128;
+	selp.f32 	%f130, 0fBD0C8162, 0fBCDC1BE7, %p15;
+	fma.rn.f32 	%f131, %f129, %f124, %f130;
+	selp.f32 	%f132, 0f3E1CF906, 0f3DE718AF, %p15;
+	fma.rn.f32 	%f133, %f131, %f124, %f132;
+	selp.f32 	%f134, 0f3F6A937E, 0fBEC093AC, %p15;
+	fma.rn.f32 	%f135, %f133, %f124, %f134;
+	selp.f32 	%f136, 0f3F20D842, 0f3E0375D3, %p15;
+	fma.rn.f32 	%f137, %f135, %f124, %f136;
+	neg.f32 	%f138, %f122;
+	selp.f32 	%f139, %f138, %f22, %p15;
+	fma.rn.f32 	%f150, %f137, %f139, %f139;
+	@%p14 bra 	$L__BB54_19;
+
+	ex2.approx.ftz.f32 	%f140, %f150;
+	mov.f32 	%f141, 0f3F800000;
+	sub.f32 	%f142, %f141, %f140;
+	mov.b32 	%r24, %f142;
+	mov.b32 	%r25, %f22;
+	and.b32  	%r26, %r25, -2147483648;
+	or.b32  	%r27, %r26, %r24;
+	mov.b32 	%f150, %r27;
+
+$L__BB54_19:
+	add.f32 	%f143, %f150, 0f3F800000;
+	mul.f32 	%f144, %f21, 0f3F000000;
+	mul.f32 	%f145, %f144, %f143;
+	add.s64 	%rd50, %rd33, %rd25;
+	add.s64 	%rd62, %rd50, %rd25;
+	st.global.f32 	[%rd50], %f145;
+	add.s64 	%rd51, %rd59, %rd6;
+	add.s64 	%rd52, %rd51, %rd6;
+	add.s64 	%rd53, %rd52, %rd6;
+	add.s64 	%rd59, %rd53, %rd6;
+	setp.lt.s64 	%p16, %rd59, %rd38;
+	add.s64 	%rd61, %rd34, %rd25;
+	@%p16 bra 	$L__BB54_11;
+
+$L__BB54_20:
+	ret;
+
+}
+	// .globl	gelu_bwd_f32
+.visible .entry gelu_bwd_f32(
+	.param .u64 gelu_bwd_f32_param_0,
+	.param .u64 gelu_bwd_f32_param_1,
+	.param .u64 gelu_bwd_f32_param_2,
+	.param .u64 gelu_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<14>;
+	.reg .f32 	%f<154>;
+	.reg .b32 	%r<26>;
+	.reg .b64 	%rd<45>;
+
+
+	ld.param.u64 	%rd19, [gelu_bwd_f32_param_0];
+	ld.param.u64 	%rd20, [gelu_bwd_f32_param_1];
+	ld.param.u64 	%rd21, [gelu_bwd_f32_param_2];
+	ld.param.u64 	%rd18, [gelu_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd19;
+	cvta.to.global.u64 	%rd2, %rd20;
+	cvta.to.global.u64 	%rd3, %rd21;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd22, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd23, %r3;
+	add.s64 	%rd44, %rd22, %rd23;
+	setp.ge.s64 	%p1, %rd44, %rd18;
+	@%p1 bra 	$L__BB55_15;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd24, %r4;
+	mul.lo.s64 	%rd6, %rd24, %rd4;
+	not.b64 	%rd25, %rd44;
+	add.s64 	%rd7, %rd25, %rd18;
+	or.b64  	%rd26, %rd7, %rd6;
+	and.b64  	%rd27, %rd26, -4294967296;
+	setp.eq.s64 	%p2, %rd27, 0;
+	@%p2 bra 	$L__BB55_3;
+
+	div.u64 	%rd42, %rd7, %rd6;
+	bra.uni 	$L__BB55_4;
+
+$L__BB55_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd42, %r7;
+
+$L__BB55_4:
+	and.b64  	%rd28, %rd42, 1;
+	setp.eq.b64 	%p3, %rd28, 1;
+	mov.pred 	%p4, 0;
+	xor.pred  	%p5, %p3, %p4;
+	@%p5 bra 	$L__BB55_8;
+
+	shl.b64 	%rd29, %rd44, 2;
+	add.s64 	%rd30, %rd3, %rd29;
+	ld.global.f32 	%f1, [%rd30];
+	mul.f32 	%f2, %f1, 0f3F3504F3;
+	abs.f32 	%f16, %f2;
+	setp.ltu.f32 	%p6, %f16, 0f3F8060FE;
+	setp.ge.f32 	%p7, %f16, 0f3F8060FE;
+	mul.f32 	%f17, %f2, %f2;
+	selp.f32 	%f18, %f16, %f17, %p7;
+	selp.f32 	%f19, 0f3789CA3C, 0f38B1E96A, %p7;
+	selp.f32 	%f20, 0fB9F560B9, 0fBA574D20, %p7;
+	fma.rn.f32 	%f21, %f19, %f18, %f20;
+	selp.f32 	%f22, 0f3BAC840B, 0f3BAAD5EA, %p7;
+	fma.rn.f32 	%f23, %f21, %f18, %f22;
+	selp.f32 	%f24, 0fBD0C8162, 0fBCDC1BE7, %p7;
+	fma.rn.f32 	%f25, %f23, %f18, %f24;
+	selp.f32 	%f26, 0f3E1CF906, 0f3DE718AF, %p7;
+	fma.rn.f32 	%f27, %f25, %f18, %f26;
+	selp.f32 	%f28, 0f3F6A937E, 0fBEC093AC, %p7;
+	fma.rn.f32 	%f29, %f27, %f18, %f28;
+	selp.f32 	%f30, 0f3F20D842, 0f3E0375D3, %p7;
+	fma.rn.f32 	%f31, %f29, %f18, %f30;
+	neg.f32 	%f32, %f16;
+	selp.f32 	%f33, %f32, %f2, %p7;
+	fma.rn.f32 	%f151, %f31, %f33, %f33;
+	@%p6 bra 	$L__BB55_7;
+
+	ex2.approx.ftz.f32 	%f34, %f151;
+	mov.f32 	%f35, 0f3F800000;
+	sub.f32 	%f36, %f35, %f34;
+	mov.b32 	%r8, %f36;
+	mov.b32 	%r9, %f2;
+	and.b32  	%r10, %r9, -2147483648;
+	or.b32  	%r11, %r10, %r8;
+	mov.b32 	%f151, %r11;
+
+$L__BB55_7:
+	add.f32 	%f37, %f151, 0f3F800000;
+	mov.f32 	%f38, 0f3F000000;
+	mul.f32 	%f39, %f1, 0fBF000000;
+	mul.f32 	%f40, %f1, %f39;
+	mov.f32 	%f41, 0f3BBB989D;
+	fma.rn.f32 	%f42, %f40, %f41, %f38;
+	mov.f32 	%f43, 0f3FB8AA3B;
+	mov.f32 	%f44, 0f437C0000;
+	cvt.sat.f32.f32 	%f45, %f42;
+	mov.f32 	%f46, 0f4B400001;
+	fma.rm.f32 	%f47, %f45, %f44, %f46;
+	add.f32 	%f48, %f47, 0fCB40007F;
+	neg.f32 	%f49, %f48;
+	fma.rn.f32 	%f50, %f40, %f43, %f49;
+	mov.f32 	%f51, 0f32A57060;
+	fma.rn.f32 	%f52, %f40, %f51, %f50;
+	mov.b32 	%r12, %f47;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f53, %r13;
+	ex2.approx.ftz.f32 	%f54, %f52;
+	mul.f32 	%f55, %f54, %f53;
+	mul.f32 	%f56, %f55, 0f3ECC422A;
+	mul.f32 	%f57, %f1, %f56;
+	fma.rn.f32 	%f58, %f37, 0f3F000000, %f57;
+	add.s64 	%rd32, %rd2, %rd29;
+	ld.global.f32 	%f59, [%rd32];
+	mul.f32 	%f60, %f59, %f58;
+	add.s64 	%rd33, %rd1, %rd29;
+	st.global.f32 	[%rd33], %f60;
+	add.s64 	%rd44, %rd44, %rd6;
+
+$L__BB55_8:
+	setp.gt.u64 	%p8, %rd6, %rd7;
+	@%p8 bra 	$L__BB55_15;
+
+$L__BB55_10:
+	shl.b64 	%rd34, %rd44, 2;
+	add.s64 	%rd14, %rd3, %rd34;
+	ld.global.f32 	%f6, [%rd14];
+	mul.f32 	%f7, %f6, 0f3F3504F3;
+	abs.f32 	%f61, %f7;
+	setp.ltu.f32 	%p9, %f61, 0f3F8060FE;
+	setp.ge.f32 	%p10, %f61, 0f3F8060FE;
+	mul.f32 	%f62, %f7, %f7;
+	selp.f32 	%f63, %f61, %f62, %p10;
+	selp.f32 	%f64, 0f3789CA3C, 0f38B1E96A, %p10;
+	selp.f32 	%f65, 0fB9F560B9, 0fBA574D20, %p10;
+	fma.rn.f32 	%f66, %f64, %f63, %f65;
+	selp.f32 	%f67, 0f3BAC840B, 0f3BAAD5EA, %p10;
+	fma.rn.f32 	%f68, %f66, %f63, %f67;
+	selp.f32 	%f69, 0fBD0C8162, 0fBCDC1BE7, %p10;
+	fma.rn.f32 	%f70, %f68, %f63, %f69;
+	selp.f32 	%f71, 0f3E1CF906, 0f3DE718AF, %p10;
+	fma.rn.f32 	%f72, %f70, %f63, %f71;
+	selp.f32 	%f73, 0f3F6A937E, 0fBEC093AC, %p10;
+	fma.rn.f32 	%f74, %f72, %f63, %f73;
+	selp.f32 	%f75, 0f3F20D842, 0f3E0375D3, %p10;
+	fma.rn.f32 	%f76, %f74, %f63, %f75;
+	neg.f32 	%f77, %f61;
+	selp.f32 	%f78, %f77, %f7, %p10;
+	fma.rn.f32 	%f152, %f76, %f78, %f78;
+	@%p9 bra 	$L__BB55_12;
+
+	ex2.approx.ftz.f32 	%f79, %f152;
+	mov.f32 	%f80, 0f3F800000;
+	sub.f32 	%f81, %f80, %f79;
+	mov.b32 	%r14, %f81;
+	mov.b32 	%r15, %f7;
+	and.b32  	%r16, %r15, -2147483648;
+	or.b32  	%r17, %r16, %r14;
+	mov.b32 	%f152, %r17;
+
+$L__BB55_12:
+	add.f32 	%f82, %f152, 0f3F800000;
+	mov.f32 	%f83, 0f3F000000;
+	mul.f32 	%f84, %f6, 0fBF000000;
+	mul.f32 	%f85, %f6, %f84;
+	mov.f32 	%f86, 0f3BBB989D;
+	fma.rn.f32 	%f87, %f85, %f86, %f83;
+	mov.f32 	%f88, 0f3FB8AA3B;
+	mov.f32 	%f89, 0f437C0000;
+	cvt.sat.f32.f32 	%f90, %f87;
+	mov.f32 	%f91, 0f4B400001;
+	fma.rm.f32 	%f92, %f90, %f89, %f91;
+	add.f32 	%f93, %f92, 0fCB40007F;
+	neg.f32 	%f94, %f93;
+	fma.rn.f32 	%f95, %f85, %f88, %f94;
+	mov.f32 	%f96, 0f32A57060;
+	fma.rn.f32 	%f97, %f85, %f96, %f95;
+	mov.b32 	%r18, %f92;
+	shl.b32 	%r19, %r18, 23;
+	mov.b32 	%f98, %r19;
+	ex2.approx.ftz.f32 	%f99, %f97;
+	mul.f32 	%f100, %f99, %f98;
+	mul.f32 	%f101, %f100, 0f3ECC422A;
+	mul.f32 	%f102, %f6, %f101;
+	fma.rn.f32 	%f103, %f82, 0f3F000000, %f102;
+	add.s64 	%rd15, %rd2, %rd34;
+	ld.global.f32 	%f104, [%rd15];
+	mul.f32 	%f105, %f104, %f103;
+	add.s64 	%rd16, %rd1, %rd34;
+	st.global.f32 	[%rd16], %f105;
+	shl.b64 	%rd36, %rd6, 2;
+	add.s64 	%rd37, %rd14, %rd36;
+	ld.global.f32 	%f11, [%rd37];
+	mul.f32 	%f12, %f11, 0f3F3504F3;
+	abs.f32 	%f106, %f12;
+	setp.ltu.f32 	%p11, %f106, 0f3F8060FE;
+	setp.ge.f32 	%p12, %f106, 0f3F8060FE;
+	mul.f32 	%f107, %f12, %f12;
+	selp.f32 	%f108, %f106, %f107, %p12;
+	selp.f32 	%f109, 0f3789CA3C, 0f38B1E96A, %p12;
+	selp.f32 	%f110, 0fB9F560B9, 0fBA574D20, %p12;
+	fma.rn.f32 	%f111, %f109, %f108, %f110;
+	selp.f32 	%f112, 0f3BAC840B, 0f3BAAD5EA, %p12;
+	fma.rn.f32 	%f113, %f111, %f108, %f112;
+	selp.f32 	%f114, 0fBD0C8162, 0fBCDC1BE7, %p12;
+	fma.rn.f32 	%f115, %f113, %f108, %f114;
+	selp.f32 	%f116, 0f3E1CF906, 0f3DE718AF, %p12;
+	fma.rn.f32 	%f117, %f115, %f108, %f116;
+	selp.f32 	%f118, 0f3F6A937E, 0fBEC093AC, %p12;
+	fma.rn.f32 	%f119, %f117, %f108, %f118;
+	selp.f32 	%f120, 0f3F20D842, 0f3E0375D3, %p12;
+	fma.rn.f32 	%f121, %f119, %f108, %f120;
+	neg.f32 	%f122, %f106;
+	selp.f32 	%f123, %f122, %f12, %p12;
+	fma.rn.f32 	%f153, %f121, %f123, %f123;
+	@%p11 bra 	$L__BB55_14;
+
+	ex2.approx.ftz.f32 	%f124, %f153;
+	mov.f32 	%f125, 0f3F800000;
+	sub.f32 	%f126, %f125, %f124;
+	mov.b32 	%r20, %f126;
+	mov.b32 	%r21, %f12;
+	and.b32  	%r22, %r21, -2147483648;
+	or.b32  	%r23, %r22, %r20;
+	mov.b32 	%f153, %r23;
+
+$L__BB55_14:
+	add.f32 	%f127, %f153, 0f3F800000;
+	mul.f32 	%f129, %f11, 0fBF000000;
+	mul.f32 	%f130, %f11, %f129;
+	fma.rn.f32 	%f132, %f130, %f86, %f83;
+	cvt.sat.f32.f32 	%f135, %f132;
+	fma.rm.f32 	%f137, %f135, %f89, %f91;
+	add.f32 	%f138, %f137, 0fCB40007F;
+	neg.f32 	%f139, %f138;
+	fma.rn.f32 	%f140, %f130, %f88, %f139;
+	fma.rn.f32 	%f142, %f130, %f96, %f140;
+	mov.b32 	%r24, %f137;
+	shl.b32 	%r25, %r24, 23;
+	mov.b32 	%f143, %r25;
+	ex2.approx.ftz.f32 	%f144, %f142;
+	mul.f32 	%f145, %f144, %f143;
+	mul.f32 	%f146, %f145, 0f3ECC422A;
+	mul.f32 	%f147, %f11, %f146;
+	fma.rn.f32 	%f148, %f127, 0f3F000000, %f147;
+	add.s64 	%rd39, %rd15, %rd36;
+	ld.global.f32 	%f149, [%rd39];
+	mul.f32 	%f150, %f149, %f148;
+	add.s64 	%rd40, %rd16, %rd36;
+	st.global.f32 	[%rd40], %f150;
+	add.s64 	%rd41, %rd44, %rd6;
+	add.s64 	%rd44, %rd41, %rd6;
+	setp.lt.s64 	%p13, %rd44, %rd18;
+	@%p13 bra 	$L__BB55_10;
+
+$L__BB55_15:
+	ret;
+
+}
+	// .globl	attn_softmax_f32
+.visible .entry attn_softmax_f32(
+	.param .u64 attn_softmax_f32_param_0,
+	.param .u64 attn_softmax_f32_param_1,
+	.param .u64 attn_softmax_f32_param_2,
+	.param .u64 attn_softmax_f32_param_3,
+	.param .f32 attn_softmax_f32_param_4
+)
+{
+	.reg .pred 	%p<46>;
+	.reg .f32 	%f<336>;
+	.reg .b32 	%r<40>;
+	.reg .b64 	%rd<162>;
+
+
+	ld.param.u64 	%rd80, [attn_softmax_f32_param_0];
+	ld.param.u64 	%rd77, [attn_softmax_f32_param_1];
+	ld.param.u64 	%rd78, [attn_softmax_f32_param_2];
+	ld.param.u64 	%rd79, [attn_softmax_f32_param_3];
+	ld.param.f32 	%f35, [attn_softmax_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd80;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd2, %r2;
+	mul.wide.u32 	%rd81, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd82, %r3;
+	add.s64 	%rd139, %rd81, %rd82;
+	setp.ge.s64 	%p1, %rd139, %rd77;
+	@%p1 bra 	$L__BB56_63;
+
+	setp.neu.f32 	%p2, %f35, 0f00000000;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd83, %r4;
+	mul.lo.s64 	%rd4, %rd83, %rd2;
+	@%p2 bra 	$L__BB56_26;
+	bra.uni 	$L__BB56_2;
+
+$L__BB56_26:
+	add.s64 	%rd29, %rd79, 1;
+	not.b64 	%rd30, %rd79;
+	add.s64 	%rd31, %rd1, 8;
+	cvt.u32.u64 	%r19, %rd78;
+
+$L__BB56_27:
+	mul.lo.s64 	%rd33, %rd139, %rd79;
+	or.b64  	%rd105, %rd139, %rd78;
+	and.b64  	%rd106, %rd105, -4294967296;
+	setp.eq.s64 	%p20, %rd106, 0;
+	@%p20 bra 	$L__BB56_29;
+
+	rem.s64 	%rd150, %rd139, %rd78;
+	bra.uni 	$L__BB56_30;
+
+$L__BB56_29:
+	cvt.u32.u64 	%r20, %rd139;
+	rem.u32 	%r21, %r20, %r19;
+	cvt.u64.u32 	%rd150, %r21;
+
+$L__BB56_30:
+	add.s64 	%rd37, %rd150, 1;
+	min.s64 	%rd38, %rd37, %rd79;
+	setp.lt.s64 	%p21, %rd79, 1;
+	mov.f32 	%f331, 0fFF7FFFFF;
+	@%p21 bra 	$L__BB56_38;
+
+	max.s64 	%rd39, %rd38, 1;
+	add.s64 	%rd108, %rd39, -1;
+	and.b64  	%rd40, %rd39, 3;
+	setp.lt.u64 	%p22, %rd108, 3;
+	mov.f32 	%f331, 0fFF7FFFFF;
+	mov.u64 	%rd153, 0;
+	@%p22 bra 	$L__BB56_34;
+
+	shl.b64 	%rd110, %rd33, 2;
+	add.s64 	%rd151, %rd31, %rd110;
+	sub.s64 	%rd42, %rd40, %rd39;
+
+$L__BB56_33:
+	ld.global.f32 	%f181, [%rd151+-8];
+	max.f32 	%f182, %f331, %f181;
+	ld.global.f32 	%f183, [%rd151+-4];
+	max.f32 	%f184, %f182, %f183;
+	ld.global.f32 	%f185, [%rd151];
+	max.f32 	%f186, %f184, %f185;
+	ld.global.f32 	%f187, [%rd151+4];
+	max.f32 	%f331, %f186, %f187;
+	add.s64 	%rd151, %rd151, 16;
+	add.s64 	%rd153, %rd153, 4;
+	add.s64 	%rd111, %rd42, %rd153;
+	setp.ne.s64 	%p23, %rd111, 0;
+	@%p23 bra 	$L__BB56_33;
+
+$L__BB56_34:
+	setp.eq.s64 	%p24, %rd40, 0;
+	@%p24 bra 	$L__BB56_38;
+
+	add.s64 	%rd112, %rd153, %rd33;
+	shl.b64 	%rd113, %rd112, 2;
+	add.s64 	%rd48, %rd1, %rd113;
+	ld.global.f32 	%f188, [%rd48];
+	max.f32 	%f331, %f331, %f188;
+	setp.eq.s64 	%p25, %rd40, 1;
+	@%p25 bra 	$L__BB56_38;
+
+	ld.global.f32 	%f189, [%rd48+4];
+	max.f32 	%f331, %f331, %f189;
+	setp.eq.s64 	%p26, %rd40, 2;
+	@%p26 bra 	$L__BB56_38;
+
+	ld.global.f32 	%f190, [%rd48+8];
+	max.f32 	%f331, %f331, %f190;
+
+$L__BB56_38:
+	mov.f32 	%f335, 0f00000000;
+	@%p21 bra 	$L__BB56_46;
+
+	max.s64 	%rd49, %rd38, 1;
+	add.s64 	%rd115, %rd49, -1;
+	and.b64  	%rd50, %rd49, 3;
+	setp.lt.u64 	%p28, %rd115, 3;
+	mov.f32 	%f335, 0f00000000;
+	mov.u64 	%rd156, 0;
+	@%p28 bra 	$L__BB56_42;
+
+	sub.s64 	%rd155, %rd49, %rd50;
+
+$L__BB56_41:
+	add.s64 	%rd117, %rd156, %rd33;
+	shl.b64 	%rd118, %rd117, 2;
+	add.s64 	%rd119, %rd1, %rd118;
+	ld.global.f32 	%f195, [%rd119];
+	sub.f32 	%f196, %f195, %f331;
+	mov.f32 	%f197, 0f3F000000;
+	mov.f32 	%f198, 0f3BBB989D;
+	fma.rn.f32 	%f199, %f196, %f198, %f197;
+	mov.f32 	%f200, 0f3FB8AA3B;
+	mov.f32 	%f201, 0f437C0000;
+	cvt.sat.f32.f32 	%f202, %f199;
+	mov.f32 	%f203, 0f4B400001;
+	fma.rm.f32 	%f204, %f202, %f201, %f203;
+	add.f32 	%f205, %f204, 0fCB40007F;
+	neg.f32 	%f206, %f205;
+	fma.rn.f32 	%f207, %f196, %f200, %f206;
+	mov.f32 	%f208, 0f32A57060;
+	fma.rn.f32 	%f209, %f196, %f208, %f207;
+	mov.b32 	%r22, %f204;
+	shl.b32 	%r23, %r22, 23;
+	mov.b32 	%f210, %r23;
+	ex2.approx.ftz.f32 	%f211, %f209;
+	mul.f32 	%f212, %f211, %f210;
+	st.global.f32 	[%rd119], %f212;
+	add.f32 	%f213, %f335, %f212;
+	ld.global.f32 	%f214, [%rd119+4];
+	sub.f32 	%f215, %f214, %f331;
+	fma.rn.f32 	%f216, %f215, %f198, %f197;
+	cvt.sat.f32.f32 	%f217, %f216;
+	fma.rm.f32 	%f218, %f217, %f201, %f203;
+	add.f32 	%f219, %f218, 0fCB40007F;
+	neg.f32 	%f220, %f219;
+	fma.rn.f32 	%f221, %f215, %f200, %f220;
+	fma.rn.f32 	%f222, %f215, %f208, %f221;
+	mov.b32 	%r24, %f218;
+	shl.b32 	%r25, %r24, 23;
+	mov.b32 	%f223, %r25;
+	ex2.approx.ftz.f32 	%f224, %f222;
+	mul.f32 	%f225, %f224, %f223;
+	st.global.f32 	[%rd119+4], %f225;
+	add.f32 	%f226, %f213, %f225;
+	ld.global.f32 	%f227, [%rd119+8];
+	sub.f32 	%f228, %f227, %f331;
+	fma.rn.f32 	%f229, %f228, %f198, %f197;
+	cvt.sat.f32.f32 	%f230, %f229;
+	fma.rm.f32 	%f231, %f230, %f201, %f203;
+	add.f32 	%f232, %f231, 0fCB40007F;
+	neg.f32 	%f233, %f232;
+	fma.rn.f32 	%f234, %f228, %f200, %f233;
+	fma.rn.f32 	%f235, %f228, %f208, %f234;
+	mov.b32 	%r26, %f231;
+	shl.b32 	%r27, %r26, 23;
+	mov.b32 	%f236, %r27;
+	ex2.approx.ftz.f32 	%f237, %f235;
+	mul.f32 	%f238, %f237, %f236;
+	st.global.f32 	[%rd119+8], %f238;
+	add.f32 	%f239, %f226, %f238;
+	ld.global.f32 	%f240, [%rd119+12];
+	sub.f32 	%f241, %f240, %f331;
+	fma.rn.f32 	%f242, %f241, %f198, %f197;
+	cvt.sat.f32.f32 	%f243, %f242;
+	fma.rm.f32 	%f244, %f243, %f201, %f203;
+	add.f32 	%f245, %f244, 0fCB40007F;
+	neg.f32 	%f246, %f245;
+	fma.rn.f32 	%f247, %f241, %f200, %f246;
+	fma.rn.f32 	%f248, %f241, %f208, %f247;
+	mov.b32 	%r28, %f244;
+	shl.b32 	%r29, %r28, 23;
+	mov.b32 	%f249, %r29;
+	ex2.approx.ftz.f32 	%f250, %f248;
+	mul.f32 	%f251, %f250, %f249;
+	st.global.f32 	[%rd119+12], %f251;
+	add.f32 	%f335, %f239, %f251;
+	add.s64 	%rd156, %rd156, 4;
+	add.s64 	%rd155, %rd155, -4;
+	setp.ne.s64 	%p29, %rd155, 0;
+	@%p29 bra 	$L__BB56_41;
+
+$L__BB56_42:
+	setp.eq.s64 	%p30, %rd50, 0;
+	@%p30 bra 	$L__BB56_46;
+
+	add.s64 	%rd120, %rd156, %rd33;
+	shl.b64 	%rd121, %rd120, 2;
+	add.s64 	%rd57, %rd1, %rd121;
+	ld.global.f32 	%f252, [%rd57];
+	sub.f32 	%f253, %f252, %f331;
+	mov.f32 	%f254, 0f3F000000;
+	mov.f32 	%f255, 0f3BBB989D;
+	fma.rn.f32 	%f256, %f253, %f255, %f254;
+	mov.f32 	%f257, 0f3FB8AA3B;
+	mov.f32 	%f258, 0f437C0000;
+	cvt.sat.f32.f32 	%f259, %f256;
+	mov.f32 	%f260, 0f4B400001;
+	fma.rm.f32 	%f261, %f259, %f258, %f260;
+	add.f32 	%f262, %f261, 0fCB40007F;
+	neg.f32 	%f263, %f262;
+	fma.rn.f32 	%f264, %f253, %f257, %f263;
+	mov.f32 	%f265, 0f32A57060;
+	fma.rn.f32 	%f266, %f253, %f265, %f264;
+	mov.b32 	%r30, %f261;
+	shl.b32 	%r31, %r30, 23;
+	mov.b32 	%f267, %r31;
+	ex2.approx.ftz.f32 	%f268, %f266;
+	mul.f32 	%f269, %f268, %f267;
+	st.global.f32 	[%rd57], %f269;
+	add.f32 	%f335, %f335, %f269;
+	setp.eq.s64 	%p31, %rd50, 1;
+	@%p31 bra 	$L__BB56_46;
+
+	ld.global.f32 	%f270, [%rd57+4];
+	sub.f32 	%f271, %f270, %f331;
+	fma.rn.f32 	%f274, %f271, %f255, %f254;
+	cvt.sat.f32.f32 	%f277, %f274;
+	fma.rm.f32 	%f279, %f277, %f258, %f260;
+	add.f32 	%f280, %f279, 0fCB40007F;
+	neg.f32 	%f281, %f280;
+	fma.rn.f32 	%f282, %f271, %f257, %f281;
+	fma.rn.f32 	%f284, %f271, %f265, %f282;
+	mov.b32 	%r32, %f279;
+	shl.b32 	%r33, %r32, 23;
+	mov.b32 	%f285, %r33;
+	ex2.approx.ftz.f32 	%f286, %f284;
+	mul.f32 	%f287, %f286, %f285;
+	st.global.f32 	[%rd57+4], %f287;
+	add.f32 	%f335, %f335, %f287;
+	setp.eq.s64 	%p32, %rd50, 2;
+	@%p32 bra 	$L__BB56_46;
+
+	ld.global.f32 	%f288, [%rd57+8];
+	sub.f32 	%f289, %f288, %f331;
+	mov.f32 	%f290, 0f3F000000;
+	mov.f32 	%f291, 0f3BBB989D;
+	fma.rn.f32 	%f292, %f289, %f291, %f290;
+	mov.f32 	%f293, 0f3FB8AA3B;
+	mov.f32 	%f294, 0f437C0000;
+	cvt.sat.f32.f32 	%f295, %f292;
+	mov.f32 	%f296, 0f4B400001;
+	fma.rm.f32 	%f297, %f295, %f294, %f296;
+	add.f32 	%f298, %f297, 0fCB40007F;
+	neg.f32 	%f299, %f298;
+	fma.rn.f32 	%f300, %f289, %f293, %f299;
+	mov.f32 	%f301, 0f32A57060;
+	fma.rn.f32 	%f302, %f289, %f301, %f300;
+	mov.b32 	%r34, %f297;
+	shl.b32 	%r35, %r34, 23;
+	mov.b32 	%f303, %r35;
+	ex2.approx.ftz.f32 	%f304, %f302;
+	mul.f32 	%f305, %f304, %f303;
+	st.global.f32 	[%rd57+8], %f305;
+	add.f32 	%f335, %f335, %f305;
+
+$L__BB56_46:
+	rcp.rn.f32 	%f34, %f335;
+	@%p21 bra 	$L__BB56_54;
+
+	max.s64 	%rd58, %rd38, 1;
+	add.s64 	%rd123, %rd58, -1;
+	and.b64  	%rd59, %rd58, 3;
+	setp.lt.u64 	%p34, %rd123, 3;
+	mov.u64 	%rd159, 0;
+	@%p34 bra 	$L__BB56_50;
+
+	sub.s64 	%rd158, %rd58, %rd59;
+
+$L__BB56_49:
+	add.s64 	%rd125, %rd159, %rd33;
+	shl.b64 	%rd126, %rd125, 2;
+	add.s64 	%rd127, %rd1, %rd126;
+	ld.global.f32 	%f306, [%rd127];
+	mul.f32 	%f307, %f34, %f306;
+	st.global.f32 	[%rd127], %f307;
+	ld.global.f32 	%f308, [%rd127+4];
+	mul.f32 	%f309, %f34, %f308;
+	st.global.f32 	[%rd127+4], %f309;
+	ld.global.f32 	%f310, [%rd127+8];
+	mul.f32 	%f311, %f34, %f310;
+	st.global.f32 	[%rd127+8], %f311;
+	ld.global.f32 	%f312, [%rd127+12];
+	mul.f32 	%f313, %f34, %f312;
+	st.global.f32 	[%rd127+12], %f313;
+	add.s64 	%rd159, %rd159, 4;
+	add.s64 	%rd158, %rd158, -4;
+	setp.ne.s64 	%p35, %rd158, 0;
+	@%p35 bra 	$L__BB56_49;
+
+$L__BB56_50:
+	setp.eq.s64 	%p36, %rd59, 0;
+	@%p36 bra 	$L__BB56_54;
+
+	add.s64 	%rd128, %rd159, %rd33;
+	shl.b64 	%rd129, %rd128, 2;
+	add.s64 	%rd66, %rd1, %rd129;
+	ld.global.f32 	%f314, [%rd66];
+	mul.f32 	%f315, %f34, %f314;
+	st.global.f32 	[%rd66], %f315;
+	setp.eq.s64 	%p37, %rd59, 1;
+	@%p37 bra 	$L__BB56_54;
+
+	ld.global.f32 	%f316, [%rd66+4];
+	mul.f32 	%f317, %f34, %f316;
+	st.global.f32 	[%rd66+4], %f317;
+	setp.eq.s64 	%p38, %rd59, 2;
+	@%p38 bra 	$L__BB56_54;
+
+	ld.global.f32 	%f318, [%rd66+8];
+	mul.f32 	%f319, %f34, %f318;
+	st.global.f32 	[%rd66+8], %f319;
+
+$L__BB56_54:
+	setp.ge.s64 	%p39, %rd37, %rd79;
+	@%p39 bra 	$L__BB56_62;
+
+	mov.u64 	%rd130, -2;
+	sub.s64 	%rd131, %rd130, %rd150;
+	max.s64 	%rd67, %rd131, %rd30;
+	add.s64 	%rd132, %rd29, %rd67;
+	and.b64  	%rd68, %rd132, 3;
+	setp.eq.s64 	%p40, %rd68, 0;
+	mov.u64 	%rd160, %rd38;
+	@%p40 bra 	$L__BB56_59;
+
+	add.s64 	%rd133, %rd38, %rd33;
+	shl.b64 	%rd134, %rd133, 2;
+	add.s64 	%rd69, %rd1, %rd134;
+	mov.u32 	%r36, 0;
+	st.global.u32 	[%rd69], %r36;
+	add.s64 	%rd160, %rd38, 1;
+	setp.eq.s64 	%p41, %rd68, 1;
+	@%p41 bra 	$L__BB56_59;
+
+	st.global.u32 	[%rd69+4], %r36;
+	add.s64 	%rd160, %rd38, 2;
+	setp.eq.s64 	%p42, %rd68, 2;
+	@%p42 bra 	$L__BB56_59;
+
+	mov.u32 	%r38, 0;
+	st.global.u32 	[%rd69+8], %r38;
+	add.s64 	%rd160, %rd38, 3;
+
+$L__BB56_59:
+	add.s64 	%rd135, %rd67, %rd79;
+	setp.lt.u64 	%p43, %rd135, 3;
+	@%p43 bra 	$L__BB56_62;
+
+$L__BB56_61:
+	add.s64 	%rd136, %rd160, %rd33;
+	shl.b64 	%rd137, %rd136, 2;
+	add.s64 	%rd138, %rd1, %rd137;
+	mov.u32 	%r39, 0;
+	st.global.u32 	[%rd138], %r39;
+	st.global.u32 	[%rd138+4], %r39;
+	st.global.u32 	[%rd138+8], %r39;
+	st.global.u32 	[%rd138+12], %r39;
+	add.s64 	%rd160, %rd160, 4;
+	setp.lt.s64 	%p44, %rd160, %rd79;
+	@%p44 bra 	$L__BB56_61;
+
+$L__BB56_62:
+	add.s64 	%rd139, %rd139, %rd4;
+	setp.lt.s64 	%p45, %rd139, %rd77;
+	@%p45 bra 	$L__BB56_27;
+	bra.uni 	$L__BB56_63;
+
+$L__BB56_2:
+	setp.lt.s64 	%p3, %rd79, 1;
+	@%p3 bra 	$L__BB56_63;
+
+	add.s64 	%rd5, %rd79, -1;
+	and.b64  	%rd6, %rd79, 3;
+	sub.s64 	%rd7, %rd79, %rd6;
+
+$L__BB56_4:
+	mul.lo.s64 	%rd9, %rd139, %rd79;
+	setp.lt.u64 	%p4, %rd5, 3;
+	mov.f32 	%f323, 0fFF7FFFFF;
+	mov.u64 	%rd142, 0;
+	@%p4 bra 	$L__BB56_7;
+
+	mov.u64 	%rd141, %rd7;
+
+$L__BB56_6:
+	add.s64 	%rd86, %rd142, %rd9;
+	shl.b64 	%rd87, %rd86, 2;
+	add.s64 	%rd88, %rd1, %rd87;
+	ld.global.f32 	%f39, [%rd88];
+	max.f32 	%f40, %f323, %f39;
+	ld.global.f32 	%f41, [%rd88+4];
+	max.f32 	%f42, %f40, %f41;
+	ld.global.f32 	%f43, [%rd88+8];
+	max.f32 	%f44, %f42, %f43;
+	ld.global.f32 	%f45, [%rd88+12];
+	max.f32 	%f323, %f44, %f45;
+	add.s64 	%rd142, %rd142, 4;
+	add.s64 	%rd141, %rd141, -4;
+	setp.ne.s64 	%p5, %rd141, 0;
+	@%p5 bra 	$L__BB56_6;
+
+$L__BB56_7:
+	setp.eq.s64 	%p6, %rd6, 0;
+	@%p6 bra 	$L__BB56_11;
+
+	setp.eq.s64 	%p7, %rd6, 1;
+	add.s64 	%rd89, %rd142, %rd9;
+	shl.b64 	%rd90, %rd89, 2;
+	add.s64 	%rd15, %rd1, %rd90;
+	ld.global.f32 	%f46, [%rd15];
+	max.f32 	%f323, %f323, %f46;
+	@%p7 bra 	$L__BB56_11;
+
+	setp.eq.s64 	%p8, %rd6, 2;
+	ld.global.f32 	%f47, [%rd15+4];
+	max.f32 	%f323, %f323, %f47;
+	@%p8 bra 	$L__BB56_11;
+
+	ld.global.f32 	%f48, [%rd15+8];
+	max.f32 	%f323, %f323, %f48;
+
+$L__BB56_11:
+	mov.f32 	%f327, 0f00000000;
+	mov.u64 	%rd145, 0;
+	@%p4 bra 	$L__BB56_14;
+
+	mov.u64 	%rd144, %rd7;
+
+$L__BB56_13:
+	add.s64 	%rd93, %rd145, %rd9;
+	shl.b64 	%rd94, %rd93, 2;
+	add.s64 	%rd95, %rd1, %rd94;
+	ld.global.f32 	%f52, [%rd95];
+	sub.f32 	%f53, %f52, %f323;
+	mov.f32 	%f54, 0f3F000000;
+	mov.f32 	%f55, 0f3BBB989D;
+	fma.rn.f32 	%f56, %f53, %f55, %f54;
+	mov.f32 	%f57, 0f3FB8AA3B;
+	mov.f32 	%f58, 0f437C0000;
+	cvt.sat.f32.f32 	%f59, %f56;
+	mov.f32 	%f60, 0f4B400001;
+	fma.rm.f32 	%f61, %f59, %f58, %f60;
+	add.f32 	%f62, %f61, 0fCB40007F;
+	neg.f32 	%f63, %f62;
+	fma.rn.f32 	%f64, %f53, %f57, %f63;
+	mov.f32 	%f65, 0f32A57060;
+	fma.rn.f32 	%f66, %f53, %f65, %f64;
+	mov.b32 	%r5, %f61;
+	shl.b32 	%r6, %r5, 23;
+	mov.b32 	%f67, %r6;
+	ex2.approx.ftz.f32 	%f68, %f66;
+	mul.f32 	%f69, %f68, %f67;
+	st.global.f32 	[%rd95], %f69;
+	add.f32 	%f70, %f327, %f69;
+	ld.global.f32 	%f71, [%rd95+4];
+	sub.f32 	%f72, %f71, %f323;
+	fma.rn.f32 	%f73, %f72, %f55, %f54;
+	cvt.sat.f32.f32 	%f74, %f73;
+	fma.rm.f32 	%f75, %f74, %f58, %f60;
+	add.f32 	%f76, %f75, 0fCB40007F;
+	neg.f32 	%f77, %f76;
+	fma.rn.f32 	%f78, %f72, %f57, %f77;
+	fma.rn.f32 	%f79, %f72, %f65, %f78;
+	mov.b32 	%r7, %f75;
+	shl.b32 	%r8, %r7, 23;
+	mov.b32 	%f80, %r8;
+	ex2.approx.ftz.f32 	%f81, %f79;
+	mul.f32 	%f82, %f81, %f80;
+	st.global.f32 	[%rd95+4], %f82;
+	add.f32 	%f83, %f70, %f82;
+	ld.global.f32 	%f84, [%rd95+8];
+	sub.f32 	%f85, %f84, %f323;
+	fma.rn.f32 	%f86, %f85, %f55, %f54;
+	cvt.sat.f32.f32 	%f87, %f86;
+	fma.rm.f32 	%f88, %f87, %f58, %f60;
+	add.f32 	%f89, %f88, 0fCB40007F;
+	neg.f32 	%f90, %f89;
+	fma.rn.f32 	%f91, %f85, %f57, %f90;
+	fma.rn.f32 	%f92, %f85, %f65, %f91;
+	mov.b32 	%r9, %f88;
+	shl.b32 	%r10, %r9, 23;
+	mov.b32 	%f93, %r10;
+	ex2.approx.ftz.f32 	%f94, %f92;
+	mul.f32 	%f95, %f94, %f93;
+	st.global.f32 	[%rd95+8], %f95;
+	add.f32 	%f96, %f83, %f95;
+	ld.global.f32 	%f97, [%rd95+12];
+	sub.f32 	%f98, %f97, %f323;
+	fma.rn.f32 	%f99, %f98, %f55, %f54;
+	cvt.sat.f32.f32 	%f100, %f99;
+	fma.rm.f32 	%f101, %f100, %f58, %f60;
+	add.f32 	%f102, %f101, 0fCB40007F;
+	neg.f32 	%f103, %f102;
+	fma.rn.f32 	%f104, %f98, %f57, %f103;
+	fma.rn.f32 	%f105, %f98, %f65, %f104;
+	mov.b32 	%r11, %f101;
+	shl.b32 	%r12, %r11, 23;
+	mov.b32 	%f106, %r12;
+	ex2.approx.ftz.f32 	%f107, %f105;
+	mul.f32 	%f108, %f107, %f106;
+	st.global.f32 	[%rd95+12], %f108;
+	add.f32 	%f327, %f96, %f108;
+	add.s64 	%rd145, %rd145, 4;
+	add.s64 	%rd144, %rd144, -4;
+	setp.ne.s64 	%p10, %rd144, 0;
+	@%p10 bra 	$L__BB56_13;
+
+$L__BB56_14:
+	@%p6 bra 	$L__BB56_18;
+
+	setp.eq.s64 	%p12, %rd6, 1;
+	add.s64 	%rd96, %rd145, %rd9;
+	shl.b64 	%rd97, %rd96, 2;
+	add.s64 	%rd21, %rd1, %rd97;
+	ld.global.f32 	%f109, [%rd21];
+	sub.f32 	%f110, %f109, %f323;
+	mov.f32 	%f111, 0f3F000000;
+	mov.f32 	%f112, 0f3BBB989D;
+	fma.rn.f32 	%f113, %f110, %f112, %f111;
+	mov.f32 	%f114, 0f3FB8AA3B;
+	mov.f32 	%f115, 0f437C0000;
+	cvt.sat.f32.f32 	%f116, %f113;
+	mov.f32 	%f117, 0f4B400001;
+	fma.rm.f32 	%f118, %f116, %f115, %f117;
+	add.f32 	%f119, %f118, 0fCB40007F;
+	neg.f32 	%f120, %f119;
+	fma.rn.f32 	%f121, %f110, %f114, %f120;
+	mov.f32 	%f122, 0f32A57060;
+	fma.rn.f32 	%f123, %f110, %f122, %f121;
+	mov.b32 	%r13, %f118;
+	shl.b32 	%r14, %r13, 23;
+	mov.b32 	%f124, %r14;
+	ex2.approx.ftz.f32 	%f125, %f123;
+	mul.f32 	%f126, %f125, %f124;
+	st.global.f32 	[%rd21], %f126;
+	add.f32 	%f327, %f327, %f126;
+	@%p12 bra 	$L__BB56_18;
+
+	setp.eq.s64 	%p13, %rd6, 2;
+	ld.global.f32 	%f127, [%rd21+4];
+	sub.f32 	%f128, %f127, %f323;
+	fma.rn.f32 	%f131, %f128, %f112, %f111;
+	cvt.sat.f32.f32 	%f134, %f131;
+	fma.rm.f32 	%f136, %f134, %f115, %f117;
+	add.f32 	%f137, %f136, 0fCB40007F;
+	neg.f32 	%f138, %f137;
+	fma.rn.f32 	%f139, %f128, %f114, %f138;
+	fma.rn.f32 	%f141, %f128, %f122, %f139;
+	mov.b32 	%r15, %f136;
+	shl.b32 	%r16, %r15, 23;
+	mov.b32 	%f142, %r16;
+	ex2.approx.ftz.f32 	%f143, %f141;
+	mul.f32 	%f144, %f143, %f142;
+	st.global.f32 	[%rd21+4], %f144;
+	add.f32 	%f327, %f327, %f144;
+	@%p13 bra 	$L__BB56_18;
+
+	ld.global.f32 	%f145, [%rd21+8];
+	sub.f32 	%f146, %f145, %f323;
+	mov.f32 	%f147, 0f3F000000;
+	mov.f32 	%f148, 0f3BBB989D;
+	fma.rn.f32 	%f149, %f146, %f148, %f147;
+	mov.f32 	%f150, 0f3FB8AA3B;
+	mov.f32 	%f151, 0f437C0000;
+	cvt.sat.f32.f32 	%f152, %f149;
+	mov.f32 	%f153, 0f4B400001;
+	fma.rm.f32 	%f154, %f152, %f151, %f153;
+	add.f32 	%f155, %f154, 0fCB40007F;
+	neg.f32 	%f156, %f155;
+	fma.rn.f32 	%f157, %f146, %f150, %f156;
+	mov.f32 	%f158, 0f32A57060;
+	fma.rn.f32 	%f159, %f146, %f158, %f157;
+	mov.b32 	%r17, %f154;
+	shl.b32 	%r18, %r17, 23;
+	mov.b32 	%f160, %r18;
+	ex2.approx.ftz.f32 	%f161, %f159;
+	mul.f32 	%f162, %f161, %f160;
+	st.global.f32 	[%rd21+8], %f162;
+	add.f32 	%f327, %f327, %f162;
+
+$L__BB56_18:
+	rcp.rn.f32 	%f17, %f327;
+	mov.u64 	%rd148, 0;
+	@%p4 bra 	$L__BB56_21;
+
+	mov.u64 	%rd147, %rd7;
+
+$L__BB56_20:
+	add.s64 	%rd100, %rd148, %rd9;
+	shl.b64 	%rd101, %rd100, 2;
+	add.s64 	%rd102, %rd1, %rd101;
+	ld.global.f32 	%f163, [%rd102];
+	mul.f32 	%f164, %f17, %f163;
+	st.global.f32 	[%rd102], %f164;
+	ld.global.f32 	%f165, [%rd102+4];
+	mul.f32 	%f166, %f17, %f165;
+	st.global.f32 	[%rd102+4], %f166;
+	ld.global.f32 	%f167, [%rd102+8];
+	mul.f32 	%f168, %f17, %f167;
+	st.global.f32 	[%rd102+8], %f168;
+	ld.global.f32 	%f169, [%rd102+12];
+	mul.f32 	%f170, %f17, %f169;
+	st.global.f32 	[%rd102+12], %f170;
+	add.s64 	%rd148, %rd148, 4;
+	add.s64 	%rd147, %rd147, -4;
+	setp.ne.s64 	%p15, %rd147, 0;
+	@%p15 bra 	$L__BB56_20;
+
+$L__BB56_21:
+	@%p6 bra 	$L__BB56_25;
+
+	setp.eq.s64 	%p17, %rd6, 1;
+	add.s64 	%rd103, %rd148, %rd9;
+	shl.b64 	%rd104, %rd103, 2;
+	add.s64 	%rd27, %rd1, %rd104;
+	ld.global.f32 	%f171, [%rd27];
+	mul.f32 	%f172, %f17, %f171;
+	st.global.f32 	[%rd27], %f172;
+	@%p17 bra 	$L__BB56_25;
+
+	setp.eq.s64 	%p18, %rd6, 2;
+	ld.global.f32 	%f173, [%rd27+4];
+	mul.f32 	%f174, %f17, %f173;
+	st.global.f32 	[%rd27+4], %f174;
+	@%p18 bra 	$L__BB56_25;
+
+	ld.global.f32 	%f175, [%rd27+8];
+	mul.f32 	%f176, %f17, %f175;
+	st.global.f32 	[%rd27+8], %f176;
+
+$L__BB56_25:
+	add.s64 	%rd139, %rd139, %rd4;
+	setp.lt.s64 	%p19, %rd139, %rd77;
+	@%p19 bra 	$L__BB56_4;
+
+$L__BB56_63:
+	ret;
+
+}
+	// .globl	attn_softmax_bwd_f32
+.visible .entry attn_softmax_bwd_f32(
+	.param .u64 attn_softmax_bwd_f32_param_0,
+	.param .u64 attn_softmax_bwd_f32_param_1,
+	.param .u64 attn_softmax_bwd_f32_param_2,
+	.param .u64 attn_softmax_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<14>;
+	.reg .f32 	%f<61>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<62>;
+
+
+	ld.param.u64 	%rd35, [attn_softmax_bwd_f32_param_0];
+	ld.param.u64 	%rd36, [attn_softmax_bwd_f32_param_1];
+	ld.param.u64 	%rd33, [attn_softmax_bwd_f32_param_2];
+	ld.param.u64 	%rd34, [attn_softmax_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd35;
+	cvta.to.global.u64 	%rd2, %rd36;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd37, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd38, %r3;
+	add.s64 	%rd54, %rd37, %rd38;
+	setp.ge.s64 	%p1, %rd54, %rd33;
+	@%p1 bra 	$L__BB57_18;
+
+	setp.lt.s64 	%p2, %rd34, 1;
+	@%p2 bra 	$L__BB57_18;
+
+	add.s64 	%rd5, %rd34, -1;
+	and.b64  	%rd6, %rd34, 3;
+	sub.s64 	%rd7, %rd34, %rd6;
+	sub.s64 	%rd8, %rd6, %rd34;
+	add.s64 	%rd9, %rd1, 8;
+	add.s64 	%rd10, %rd2, 8;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd39, %r4;
+	mul.lo.s64 	%rd11, %rd39, %rd3;
+
+$L__BB57_3:
+	mul.lo.s64 	%rd13, %rd54, %rd34;
+	setp.lt.u64 	%p3, %rd5, 3;
+	mov.f32 	%f60, 0f00000000;
+	mov.u64 	%rd58, 0;
+	@%p3 bra 	$L__BB57_6;
+
+	shl.b64 	%rd42, %rd13, 2;
+	add.s64 	%rd56, %rd9, %rd42;
+	add.s64 	%rd55, %rd10, %rd42;
+
+$L__BB57_5:
+	ld.global.f32 	%f12, [%rd55+-8];
+	ld.global.f32 	%f13, [%rd56+-8];
+	fma.rn.f32 	%f14, %f13, %f12, %f60;
+	ld.global.f32 	%f15, [%rd55+-4];
+	ld.global.f32 	%f16, [%rd56+-4];
+	fma.rn.f32 	%f17, %f16, %f15, %f14;
+	ld.global.f32 	%f18, [%rd55];
+	ld.global.f32 	%f19, [%rd56];
+	fma.rn.f32 	%f20, %f19, %f18, %f17;
+	ld.global.f32 	%f21, [%rd55+4];
+	ld.global.f32 	%f22, [%rd56+4];
+	fma.rn.f32 	%f60, %f22, %f21, %f20;
+	add.s64 	%rd58, %rd58, 4;
+	add.s64 	%rd43, %rd8, %rd58;
+	add.s64 	%rd56, %rd56, 16;
+	add.s64 	%rd55, %rd55, 16;
+	setp.ne.s64 	%p4, %rd43, 0;
+	@%p4 bra 	$L__BB57_5;
+
+$L__BB57_6:
+	setp.eq.s64 	%p5, %rd6, 0;
+	@%p5 bra 	$L__BB57_10;
+
+	setp.eq.s64 	%p6, %rd6, 1;
+	add.s64 	%rd44, %rd58, %rd13;
+	shl.b64 	%rd45, %rd44, 2;
+	add.s64 	%rd23, %rd1, %rd45;
+	add.s64 	%rd24, %rd2, %rd45;
+	ld.global.f32 	%f23, [%rd24];
+	ld.global.f32 	%f24, [%rd23];
+	fma.rn.f32 	%f60, %f24, %f23, %f60;
+	@%p6 bra 	$L__BB57_10;
+
+	setp.eq.s64 	%p7, %rd6, 2;
+	ld.global.f32 	%f25, [%rd24+4];
+	ld.global.f32 	%f26, [%rd23+4];
+	fma.rn.f32 	%f60, %f26, %f25, %f60;
+	@%p7 bra 	$L__BB57_10;
+
+	ld.global.f32 	%f27, [%rd24+8];
+	ld.global.f32 	%f28, [%rd23+8];
+	fma.rn.f32 	%f60, %f28, %f27, %f60;
+
+$L__BB57_10:
+	mov.u64 	%rd61, 0;
+	@%p3 bra 	$L__BB57_13;
+
+	mov.u64 	%rd60, %rd7;
+
+$L__BB57_12:
+	add.s64 	%rd48, %rd61, %rd13;
+	shl.b64 	%rd49, %rd48, 2;
+	add.s64 	%rd50, %rd2, %rd49;
+	add.s64 	%rd51, %rd1, %rd49;
+	ld.global.f32 	%f29, [%rd51];
+	sub.f32 	%f30, %f29, %f60;
+	ld.global.f32 	%f31, [%rd50];
+	mul.f32 	%f32, %f31, %f30;
+	st.global.f32 	[%rd51], %f32;
+	ld.global.f32 	%f33, [%rd51+4];
+	sub.f32 	%f34, %f33, %f60;
+	ld.global.f32 	%f35, [%rd50+4];
+	mul.f32 	%f36, %f35, %f34;
+	st.global.f32 	[%rd51+4], %f36;
+	ld.global.f32 	%f37, [%rd51+8];
+	sub.f32 	%f38, %f37, %f60;
+	ld.global.f32 	%f39, [%rd50+8];
+	mul.f32 	%f40, %f39, %f38;
+	st.global.f32 	[%rd51+8], %f40;
+	ld.global.f32 	%f41, [%rd51+12];
+	sub.f32 	%f42, %f41, %f60;
+	ld.global.f32 	%f43, [%rd50+12];
+	mul.f32 	%f44, %f43, %f42;
+	st.global.f32 	[%rd51+12], %f44;
+	add.s64 	%rd61, %rd61, 4;
+	add.s64 	%rd60, %rd60, -4;
+	setp.ne.s64 	%p9, %rd60, 0;
+	@%p9 bra 	$L__BB57_12;
+
+$L__BB57_13:
+	@%p5 bra 	$L__BB57_17;
+
+	setp.eq.s64 	%p11, %rd6, 1;
+	add.s64 	%rd52, %rd61, %rd13;
+	shl.b64 	%rd53, %rd52, 2;
+	add.s64 	%rd30, %rd2, %rd53;
+	add.s64 	%rd31, %rd1, %rd53;
+	ld.global.f32 	%f45, [%rd31];
+	sub.f32 	%f46, %f45, %f60;
+	ld.global.f32 	%f47, [%rd30];
+	mul.f32 	%f48, %f47, %f46;
+	st.global.f32 	[%rd31], %f48;
+	@%p11 bra 	$L__BB57_17;
+
+	setp.eq.s64 	%p12, %rd6, 2;
+	ld.global.f32 	%f49, [%rd31+4];
+	sub.f32 	%f50, %f49, %f60;
+	ld.global.f32 	%f51, [%rd30+4];
+	mul.f32 	%f52, %f51, %f50;
+	st.global.f32 	[%rd31+4], %f52;
+	@%p12 bra 	$L__BB57_17;
+
+	ld.global.f32 	%f53, [%rd31+8];
+	sub.f32 	%f54, %f53, %f60;
+	ld.global.f32 	%f55, [%rd30+8];
+	mul.f32 	%f56, %f55, %f54;
+	st.global.f32 	[%rd31+8], %f56;
+
+$L__BB57_17:
+	add.s64 	%rd54, %rd54, %rd11;
+	setp.lt.s64 	%p13, %rd54, %rd33;
+	@%p13 bra 	$L__BB57_3;
+
+$L__BB57_18:
+	ret;
+
+}
 
 `

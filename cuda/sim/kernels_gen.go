@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "407c76690999659741d1f1098bd146c78512dbf3fe7d3adfa03c9c7c3bbf21cc"
+const sourceSHA256 = "6ab7d46fa9ef5bee9ae891a76e3b7a9f6a87022faca25df7093840ea3c2a236e"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -56,4 +56,13 @@ var kernelTable = [...]kernelInfo{
 	{"avg_pool2d_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
 	{"avg_pool2d_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argF32, argF32}, false},
 	{"strided_copy_f32", []argKind{argPtr, argPtr, argI64, argI64, argPtr}, false},
+	{"index_select_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
+	{"index_add_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
+	{"layer_norm_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argF32}, false},
+	{"layer_norm_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
+	{"layer_norm_params_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
+	{"gelu_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"gelu_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
+	{"attn_softmax_f32", []argKind{argPtr, argI64, argI64, argI64, argF32}, false},
+	{"attn_softmax_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64}, false},
 }

@@ -13,7 +13,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 
@@ -40,34 +42,75 @@ func main() {
 		fmt.Fprintf(os.Stderr, "gpt: %v (the file comes with Debian's base-files package)\n", err)
 		os.Exit(1)
 	}
+	os.Exit(run(os.Args, os.Stdout, text))
+}
+
+// defaults are the example's flag defaults.
+var defaults = trainer.Defaults{Epochs: 3, BatchSize: 32, SaveEvery: 0, CkptDir: ""}
+
+// run trains on text with the flags in args (args[0] the program name) and
+// returns the exit code; rank 0 then prints a greedy sample. A model on a
+// device is copied to the host at every epoch's end (the device is released
+// when trainer.Main returns), and the sample comes from that copy.
+func run(args []string, out io.Writer, text []byte) int {
 	c := newCorpus(text)
 	rank := envInt("RANK", 0)
-	var model *GPT
-	code := trainer.Main(os.Args, os.Stdout,
-		trainer.Defaults{Epochs: 3, BatchSize: 32, SaveEvery: 0, CkptDir: ""},
-		func(rng *tensor.RNG) (trainer.Job, error) {
-			ds, err := c.dataset()
-			if err != nil {
-				return trainer.Job{}, err
-			}
-			model = NewGPT(rng, len(c.vocab), ctxLen, dModel, nHeads, nLayers)
-			return trainer.Job{
-				Name:    "gpt",
-				Dataset: ds,
-				Model:   model,
-				NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
-					cfg := optim.DefaultAdam()
-					cfg.WeightDecay = 0.01
-					return optim.NewAdamW(params, cfg)
-				},
-				Loss: (&seqLoss{vocab: len(c.vocab)}).loss,
-			}, nil
-		})
+	var model, host *GPT
+	code := trainer.Main(args, out, defaults, func(rng *tensor.RNG) (trainer.Job, error) {
+		ds, err := c.dataset()
+		if err != nil {
+			return trainer.Job{}, err
+		}
+		model = NewGPT(rng, len(c.vocab), ctxLen, dModel, nHeads, nLayers)
+		return trainer.Job{
+			Name:    "gpt",
+			Dataset: ds,
+			Model:   model,
+			NewOpt: func(params []*autograd.Variable) (optim.Optimizer, error) {
+				cfg := optim.DefaultAdam()
+				cfg.WeightDecay = 0.01
+				return optim.NewAdamW(params, cfg)
+			},
+			Loss: (&seqLoss{vocab: len(c.vocab), ids: c.ids}).loss,
+			Callbacks: []trainer.Callback{trainer.Funcs{EpochEnd: func(context.Context, *trainer.Trainer, trainer.EpochInfo) error {
+				var err error
+				host, err = hostCopy(model, host)
+				return err
+			}}},
+		}, nil
+	})
 	if code == 0 && rank == 0 && model != nil {
+		m := model
+		if host != nil {
+			m = host
+		}
 		prompt := c.encode(text[:32])
-		fmt.Fprintf(os.Stdout, "sample: %q\n", c.decode(append(prompt, generate(model, prompt, 160)...)))
+		fmt.Fprintf(out, "sample: %q\n", c.decode(append(prompt, generate(m, prompt, 160)...)))
 	}
-	os.Exit(code)
+	return code
+}
+
+// hostCopy copies the parameters of m, when it lives on a device, into host
+// (a host GPT of m's sizes, made when nil) and returns it; nil for a model
+// on the host.
+func hostCopy(m, host *GPT) (*GPT, error) {
+	if m.head.Weight.Value.IsCPU() {
+		return nil, nil
+	}
+	if host == nil {
+		heads := 1
+		if m.blocks.Len() > 0 {
+			heads = m.blocks.At(0).(*Block).heads
+		}
+		host = NewGPT(tensor.NewRNG(0), m.tok.Weight.Value.Size(0), m.ctx, m.tok.Weight.Value.Size(1), heads, m.blocks.Len())
+	}
+	src, dst := nn.Parameters(m), nn.Parameters(host)
+	for i, p := range src {
+		if err := tensor.Copy(dst[i].Value, p.Value); err != nil {
+			return nil, fmt.Errorf("gpt: copying the model to the host: %w", err)
+		}
+	}
+	return host, nil
 }
 
 // corpus maps the text's bytes to token ids (the sorted distinct bytes).
@@ -133,22 +176,28 @@ func (c *corpus) dataset() (*data.TensorDataset, error) {
 // The trainer prints rank 0's mean of it over each epoch as loss=.
 type seqLoss struct {
 	vocab  int
+	ids    []int // the corpus: sample i's targets are ids[stride*i+1:][:ctxLen]
 	target []int // reused: the loss op keeps it only until its backward
 }
 
+// loss reads the targets from the corpus by the batch's sample indices (the
+// rows of the dataset's targets), not from b.Targets, which the trainer
+// moved to the model's device: the loss takes host labels, and reading
+// them back would wait for the forward pass queued on the device.
 func (l *seqLoss) loss(out *autograd.Variable, b data.Batch) *autograd.Variable {
-	t := b.Targets.Contiguous().F32()
 	l.target = l.target[:0]
-	for _, v := range t {
-		l.target = append(l.target, int(v))
+	for _, i := range b.Indices {
+		l.target = append(l.target, l.ids[stride*i+1:][:ctxLen]...)
 	}
 	return autograd.CrossEntropy(autograd.Reshape(out, -1, l.vocab), l.target, autograd.ReductionMean)
 }
 
 // generate extends prompt greedily by n tokens, feeding the model at most
-// its context's last ctx tokens.
+// its context's last ctx tokens. The ids go to the model's device and the
+// last position's logits come back to the host for the argmax.
 func generate(m *GPT, prompt []int, n int) []int {
 	ids := append([]int(nil), prompt...)
+	dev := m.head.Weight.Value.Device()
 	nn.Eval(m)
 	nn.NoGrad(m, func() {
 		for range n {
@@ -157,8 +206,8 @@ func generate(m *GPT, prompt []int, n int) []int {
 			for i, id := range window {
 				x.F32()[i] = float32(id)
 			}
-			logits := m.Forward(autograd.Const(x)).Value // [1, T, V]
-			last := tensor.Narrow(logits, 1, len(window)-1, 1).Contiguous()
+			logits := m.Forward(autograd.Const(x.MustTo(dev))).Value // [1, T, V]
+			last := tensor.Narrow(logits, 1, len(window)-1, 1).MustTo(tensor.CPU()).Contiguous()
 			ids = append(ids, tensor.ArgMax(last.Reshape(1, -1), 1)[0])
 		}
 	})

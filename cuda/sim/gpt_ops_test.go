@@ -1,0 +1,260 @@
+package sim_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/cuda/sim"
+	"github.com/goddp/goddp/tensor"
+)
+
+// The transformer ops' device paths (tensor/device_gpt.go over the
+// kernels of kernels.cu) against the CPU ops: the output and the gradient
+// of every input, for odd shapes, with gradients accumulated into existing
+// Grad buffers as the engine does for parameters.
+
+// onDevice runs f on copies of xs placed on dev, back-propagates dy and
+// returns the output and each input's gradient on the host (nil where an
+// input got none). Each input's Grad starts at ones, so that the ops that
+// accumulate into Grad are checked to add, not overwrite.
+func onDevice(t *testing.T, dev tensor.Device, f func(xs []*autograd.Variable) *autograd.Variable, dy *tensor.Tensor, xs ...*tensor.Tensor) (*tensor.Tensor, []*tensor.Tensor) {
+	t.Helper()
+	vs := make([]*autograd.Variable, len(xs))
+	for i, x := range xs {
+		vs[i] = autograd.Param(x.Clone().MustTo(dev))
+		g := tensor.New(tensor.Float32, x.Shape()...)
+		tensor.Fill(g, 1)
+		vs[i].Grad = g.MustTo(dev)
+	}
+	y := f(vs)
+	require.Equal(t, dev.String(), y.Value.Device().String())
+	require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
+	out := y.Value.MustTo(tensor.CPU())
+	grads := make([]*tensor.Tensor, len(vs))
+	for i, v := range vs {
+		if v.Grad != nil {
+			grads[i] = v.Grad.MustTo(tensor.CPU())
+		}
+	}
+	return out, grads
+}
+
+// requireSameOnSim checks f on sim against f on the CPU within tol
+// relative (to 1 + |want|).
+func requireSameOnSim(t *testing.T, f func(xs []*autograd.Variable) *autograd.Variable, tol float64, xs ...*tensor.Tensor) {
+	t.Helper()
+	d := newDevice(t)
+	rng := tensor.NewRNG(11)
+	wantY, wantG := onDevice(t, tensor.CPU(), f, tensor.Randn(rng, tensor.Float32, f(constants(xs)).Value.Shape()...), xs...)
+	rng = tensor.NewRNG(11)
+	gotY, gotG := onDevice(t, d.Tensors(), f, tensor.Randn(rng, tensor.Float32, wantY.Shape()...), xs...)
+	require.Equal(t, wantY.Shape(), gotY.Shape())
+	close32(t, wantY.F32(), gotY.F32(), tol, "output")
+	for i := range wantG {
+		close32(t, wantG[i].F32(), gotG[i].F32(), tol, fmt.Sprintf("gradient of input %d", i))
+	}
+}
+
+func constants(xs []*tensor.Tensor) []*autograd.Variable {
+	vs := make([]*autograd.Variable, len(xs))
+	for i, x := range xs {
+		vs[i] = autograd.Const(x)
+	}
+	return vs
+}
+
+func TestIndexSelectOnSim(t *testing.T) {
+	rng := tensor.NewRNG(1)
+	for _, tc := range []struct {
+		shape []int
+		axis  int
+		idx   []int
+	}{
+		{[]int{13, 7}, 0, []int{3, 0, 12, 3, 3, 5, 0}}, // an embedding lookup with repeats
+		{[]int{5, 1}, 0, []int{4}},
+		{[]int{2, 9, 3}, 1, []int{8, 1, 1, 0, 8}}, // a middle axis: outer 2, inner 3
+		{[]int{3, 4}, 1, []int{}},
+	} {
+		t.Run(fmt.Sprint(tc.shape, tc.axis, len(tc.idx)), func(t *testing.T) {
+			requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+				return autograd.IndexSelect(xs[0], tc.axis, tc.idx)
+			}, 1e-6, tensor.Randn(rng, tensor.Float32, tc.shape...))
+		})
+	}
+}
+
+func TestLayerNormOnSim(t *testing.T) {
+	rng := tensor.NewRNG(2)
+	for _, shape := range [][]int{{1, 1}, {3, 7}, {2, 5, 130}, {17, 1027}} {
+		d := shape[len(shape)-1]
+		x := tensor.AddScalar(tensor.MulScalar(tensor.Randn(rng, tensor.Float32, shape...), 3), 1)
+		w, b := tensor.Randn(rng, tensor.Float32, d), tensor.Randn(rng, tensor.Float32, d)
+		t.Run(fmt.Sprint(shape, "/affine"), func(t *testing.T) {
+			requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+				return autograd.LayerNorm(xs[0], xs[1], xs[2], 1e-5)
+			}, 1e-5, x, w, b)
+		})
+		t.Run(fmt.Sprint(shape, "/plain"), func(t *testing.T) {
+			requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+				return autograd.LayerNorm(xs[0], nil, nil, 1e-5)
+			}, 1e-5, x)
+		})
+	}
+	// A normalized shape of two dimensions: rows of 4*5.
+	x, w := tensor.Randn(rng, tensor.Float32, 3, 4, 5), tensor.Randn(rng, tensor.Float32, 4, 5)
+	requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+		return autograd.LayerNorm(xs[0], xs[1], nil, 1e-3)
+	}, 1e-5, x, w)
+}
+
+func TestGELUOnSim(t *testing.T) {
+	rng := tensor.NewRNG(3)
+	for _, n := range sizes {
+		x := tensor.MulScalar(tensor.Randn(rng, tensor.Float32, n), 3)
+		requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable { return autograd.GELU(xs[0]) }, 1e-5, x)
+	}
+}
+
+func TestSoftmaxOnSim(t *testing.T) {
+	rng := tensor.NewRNG(4)
+	for _, s := range shapes {
+		x := tensor.MulScalar(tensor.Randn(rng, tensor.Float32, s[0], s[1]), 4)
+		requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable { return autograd.Softmax(xs[0], -1) }, 1e-5, x)
+	}
+	d := newDevice(t)
+	x := tensor.Randn(rng, tensor.Float32, 3, 4).MustTo(d.Tensors())
+	require.PanicsWithValue(t, "Softmax over a dimension other than the last has no kernel on sim:0; copy its operands to the host with To(tensor.CPU())",
+		func() { autograd.Softmax(autograd.Const(x), 0) })
+}
+
+func TestSelfAttentionOnSim(t *testing.T) {
+	rng := tensor.NewRNG(5)
+	for _, tc := range []struct {
+		b, t, heads, dh int
+		causal          bool
+		scale           float64
+	}{
+		{2, 7, 3, 4, true, 0},
+		{2, 7, 3, 4, false, 0},
+		{1, 1, 1, 3, true, 0.7},
+		{3, 13, 2, 5, true, 0},
+	} {
+		t.Run(fmt.Sprintf("B%d_T%d_H%d_D%d_causal%v", tc.b, tc.t, tc.heads, tc.dh, tc.causal), func(t *testing.T) {
+			qkv := tensor.Randn(rng, tensor.Float32, tc.b, tc.t, 3*tc.heads*tc.dh)
+			requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+				return autograd.SelfAttention(xs[0], tc.heads, autograd.AttentionOptions{Causal: tc.causal, Scale: tc.scale})
+			}, 1e-5, qkv)
+		})
+	}
+	d := newDevice(t)
+	qkv := tensor.Randn(rng, tensor.Float32, 1, 3, 6).MustTo(d.Tensors())
+	require.PanicsWithValue(t, "SelfAttention with an explicit Mask has no kernel on sim:0; copy its operands to the host with To(tensor.CPU())",
+		func() {
+			autograd.SelfAttention(autograd.Const(qkv), 1, autograd.AttentionOptions{Mask: tensor.New(tensor.Float32, 3, 3)})
+		})
+}
+
+// A position embedding [T, C] added to token embeddings [B, T, C] (either
+// order) and its gradient summed over the batch.
+func TestAddBroadcastOnSim(t *testing.T) {
+	rng := tensor.NewRNG(6)
+	a, p := tensor.Randn(rng, tensor.Float32, 3, 5, 7), tensor.Randn(rng, tensor.Float32, 5, 7)
+	requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable { return autograd.Add(xs[0], xs[1]) }, 1e-6, a, p)
+	requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable { return autograd.Add(xs[1], xs[0]) }, 1e-6, a, p)
+}
+
+// The row kernels are correct for any launch shape: layer norm and the
+// causal softmax under one-thread blocks, blocks that do not divide a row,
+// and fewer blocks than rows.
+func TestTransformerRowKernelsAnyLaunch(t *testing.T) {
+	forLaunches(t, func(t *testing.T, grid, block int) {
+		e := newEnv(t)
+		rows, d := 6, 37
+		x := e.randn(rows, d)
+		w, b := e.randn(d), e.randn(d)
+		want := autograd.LayerNorm(autograd.Const(x), autograd.Const(w), autograd.Const(b), 1e-5).Value
+		y, xh, rs := e.zeros(rows*d), e.zeros(rows*d), e.zeros(rows)
+		xb, wb, bb := e.up(x.F32()), e.up(w.F32()), e.up(b.F32())
+		e.launch("layer_norm_f32", grid, block, sim.Ptr(y), sim.Ptr(xh), sim.Ptr(rs), sim.Ptr(xb), sim.Ptr(wb), sim.Ptr(bb), sim.I64(rows), sim.I64(d), sim.F32(1e-5))
+		close32(t, want.F32(), y.F32(), 1e-5, "layer norm")
+
+		l := 5
+		s := e.randn(2*l, l)
+		p := e.up(s.Clone().F32())
+		e.launch("attn_softmax_f32", grid, block, sim.Ptr(p), sim.I64(2*l), sim.I64(l), sim.I64(l), sim.F32(1))
+		got := p.F32()
+		for r := range 2 * l {
+			i := r % l
+			row := s.F32()[r*l : (r+1)*l]
+			m := math.Inf(-1)
+			for _, v := range row[:i+1] {
+				m = math.Max(m, float64(v))
+			}
+			sum := 0.0
+			for _, v := range row[:i+1] {
+				sum += math.Exp(float64(v) - m)
+			}
+			for j := range l {
+				w := 0.0
+				if j <= i {
+					w = math.Exp(float64(row[j])-m) / sum
+				}
+				require.InDelta(t, w, got[r*l+j], 1e-6, "row %d col %d", r, j)
+			}
+		}
+	})
+}
+
+// The elementwise transformer kernels under every launch shape:
+// index_select_f32 and index_add_f32 (rows grouped by the host, repeats
+// summed in order) against the CPU's IndexSelect and its gradient, and
+// gelu_f32 / gelu_bwd_f32 against the CPU's GELU.
+func TestTransformerElementwiseKernelsAnyLaunch(t *testing.T) {
+	forLaunches(t, func(t *testing.T, grid, block int) {
+		e := newEnv(t)
+		outer, n, inner := 2, 9, 3
+		idx := []int{8, 1, 1, 0, 8, 4}
+		m := len(idx)
+		x, gy := e.randn(outer, n, inner), e.randn(outer, m, inner)
+		vx := autograd.Param(x)
+		want := autograd.IndexSelect(vx, 1, idx)
+		require.NoError(t, want.BackwardWith(gy))
+		i32 := make([]float32, m)
+		for k, j := range idx {
+			i32[k] = math.Float32frombits(uint32(int32(j)))
+		}
+		y := e.zeros(outer * m * inner)
+		e.launch("index_select_f32", grid, block, sim.Ptr(y), sim.Ptr(e.up(x.F32())), sim.Ptr(e.up(i32)), sim.I64(outer), sim.I64(n), sim.I64(m), sim.I64(inner))
+		close32(t, want.Value.F32(), y.F32(), 0, "index select")
+
+		// Rows 0, 1, 4 and 8 hold positions {3}, {1, 2}, {5}, {0, 4}.
+		start := []int32{0, 1, 3, 3, 3, 4, 4, 4, 4, 6}
+		pos := []int32{3, 1, 2, 5, 0, 4}
+		bits := func(v []int32) []float32 {
+			f := make([]float32, len(v))
+			for i, u := range v {
+				f[i] = math.Float32frombits(uint32(u))
+			}
+			return f
+		}
+		gx := e.zeros(outer * n * inner)
+		e.launch("index_add_f32", grid, block, sim.Ptr(gx), sim.Ptr(e.up(gy.F32())), sim.Ptr(e.up(bits(start))), sim.Ptr(e.up(bits(pos))),
+			sim.I64(outer), sim.I64(n), sim.I64(m), sim.I64(inner))
+		close32(t, vx.Grad.F32(), gx.F32(), 0, "index add")
+
+		g := tensor.MulScalar(e.randn(1027), 3)
+		dy := e.randn(1027)
+		vg := autograd.Param(g)
+		wantG := autograd.GELU(vg)
+		require.NoError(t, wantG.BackwardWith(dy))
+		gb, out, dx := e.up(g.F32()), e.zeros(1027), e.zeros(1027)
+		e.launch("gelu_f32", grid, block, sim.Ptr(out), sim.Ptr(gb), sim.I64(1027))
+		close32(t, wantG.Value.F32(), out.F32(), 1e-6, "gelu")
+		e.launch("gelu_bwd_f32", grid, block, sim.Ptr(dx), sim.Ptr(e.up(dy.F32())), sim.Ptr(gb), sim.I64(1027))
+		close32(t, vg.Grad.F32(), dx.F32(), 1e-6, "gelu backward")
+	})
+}

@@ -1,0 +1,249 @@
+package tensor
+
+import "fmt"
+
+// Device paths of the transformer ops (examples/gpt): autograd's
+// IndexSelect, LayerNorm, GELU, Softmax and SelfAttention keep their CPU
+// code over host slices and call these first. Each dispatches here, as
+// every op does: with its operands on the host it returns ok false (or nil)
+// and the caller runs its CPU code; on a device it runs the device's
+// Kernels entries on contiguous operands and returns device tensors (an
+// entry the device lacks panics with NoKernel).
+
+// IndexSelectDevice returns y [oshape] with y[o, k, :] = x[o, idx[k], :],
+// x viewed as [outer, n, inner] and y as [outer, len(idx), inner]; nil for
+// x on the host.
+func IndexSelectDevice(x *Tensor, idx []int, outer, n, inner int, oshape []int) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
+	k := kernelsFor("IndexSelect", x)
+	NeedKernel(k.IndexSelect != nil, "IndexSelect", x.Device())
+	xc := x.Contiguous()
+	y := MustZerosOn(xc.Device(), oshape...)
+	k.IndexSelect(y, xc, idx, outer, n, inner)
+	return y
+}
+
+// IndexAddDevice adds IndexSelectDevice's gradient gy into gx (the
+// selected rows of gx accumulate gy's rows, deterministically) and reports
+// true; false, doing nothing, for gx and gy on the host.
+func IndexAddDevice(gx, gy *Tensor, idx []int, outer, n, inner int) bool {
+	if !onDevice(gx, gy) {
+		return false
+	}
+	k := kernelsFor("IndexSelect backward", gx, gy)
+	NeedKernel(k.IndexAdd != nil, "IndexSelect backward", gx.Device())
+	if !gx.IsContiguous() {
+		panic(NoKernel("IndexSelect backward into a view", gx.Device()))
+	}
+	k.IndexAdd(gx, gy.Contiguous(), idx, outer, n, inner)
+	return true
+}
+
+// LayerNormDevice normalizes x over its trailing d elements (rows of d) and
+// applies w and b (each [d] or nil): it returns y (x's shape), the
+// normalized input xhat and rstd [rows] for LayerNormBackwardDevice; nils
+// for operands on the host.
+func LayerNormDevice(x, w, b *Tensor, d int, eps float64) (y, xhat, rstd *Tensor) {
+	if !onDevice(x, w, b) {
+		return nil, nil, nil
+	}
+	k := kernelsFor("LayerNorm", x, w, b)
+	NeedKernel(k.LayerNorm != nil, "LayerNorm", x.Device())
+	xc := x.Contiguous()
+	rows := xc.Numel() / d
+	dev := xc.Device()
+	y, xhat, rstd = MustZerosOn(dev, xc.shape...), MustZerosOn(dev, xc.shape...), MustZerosOn(dev, rows)
+	if rows > 0 {
+		k.LayerNorm(y, xhat, rstd, xc, contiguousOrNil(w), contiguousOrNil(b), float32(eps))
+	}
+	return y, xhat, rstd
+}
+
+// LayerNormBackwardDevice returns LayerNorm's input gradient (nil unless
+// wantDX) and adds the weight and bias gradients into dw and db (each nil
+// when not wanted).
+func LayerNormBackwardDevice(gy, xhat, rstd, w, dw, db *Tensor, wantDX bool) *Tensor {
+	k := kernelsFor("LayerNorm backward", gy, xhat, rstd, w, dw, db)
+	NeedKernel(k.LayerNormBackward != nil, "LayerNorm backward", gy.Device())
+	for _, p := range []*Tensor{dw, db} {
+		if p != nil && !p.IsContiguous() {
+			panic(NoKernel("LayerNorm backward into a view", p.Device()))
+		}
+	}
+	g := gy.Contiguous()
+	var dx *Tensor
+	if wantDX {
+		dx = MustZerosOn(g.Device(), xhat.shape...)
+	}
+	if rstd.Numel() > 0 {
+		k.LayerNormBackward(dx, dw, db, g, xhat, rstd, contiguousOrNil(w))
+	}
+	return dx
+}
+
+// GELUDevice is the exact GELU of x on its device; nil for x on the host.
+func GELUDevice(x *Tensor) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
+	k := kernelsFor("GELU", x)
+	NeedKernel(k.GELU != nil, "GELU", x.Device())
+	xc := x.Contiguous()
+	y := MustZerosOn(xc.Device(), xc.shape...)
+	k.GELU(y, xc)
+	return y
+}
+
+// GELUBackwardDevice is GELU's input gradient from gy and the input x;
+// nil for operands on the host.
+func GELUBackwardDevice(gy, x *Tensor) *Tensor {
+	if !onDevice(gy, x) {
+		return nil
+	}
+	k := kernelsFor("GELU backward", gy, x)
+	NeedKernel(k.GELUBackward != nil, "GELU backward", gy.Device())
+	g := gy.Contiguous()
+	dx := MustZerosOn(g.Device(), x.shape...)
+	k.GELUBackward(dx, g, x.Contiguous())
+	return dx
+}
+
+// SoftmaxDevice is the softmax of x over its last dimension, its axis
+// (normalized) having inner elements after it; nil for x on the host.
+// Other axes have no kernel (a transpose would need one).
+func SoftmaxDevice(x *Tensor, inner int) *Tensor {
+	if !onDevice(x) {
+		return nil
+	}
+	if inner != 1 {
+		panic(NoKernel("Softmax over a dimension other than the last", x.Device()))
+	}
+	k := kernelsFor("Softmax", x)
+	NeedKernel(k.Softmax != nil, "Softmax", x.Device())
+	xc := x.Contiguous()
+	y := MustZerosOn(xc.Device(), xc.shape...)
+	k.Softmax(y, xc)
+	return y
+}
+
+// SoftmaxBackwardDevice is Softmax's input gradient from gy and its output
+// y; nil for operands on the host.
+func SoftmaxBackwardDevice(gy, y *Tensor) *Tensor {
+	if !onDevice(gy, y) {
+		return nil
+	}
+	k := kernelsFor("Softmax backward", gy, y)
+	NeedKernel(k.SoftmaxBackward != nil, "Softmax backward", gy.Device())
+	g := gy.Contiguous()
+	dx := MustZerosOn(g.Device(), y.shape...)
+	k.SoftmaxBackward(dx, g, y)
+	return dx
+}
+
+// attnLayout places the heads of a packed qkv [B, T, 3E]: matrix bi (batch
+// bi/heads, head bi%heads) has its queries at element q(bi) with row
+// stride 3E, keys at q(bi)+E, values at q(bi)+2E, and its output at o(bi)
+// in a [B, T, E] result with row stride E.
+type attnLayout struct{ b, t, e, heads, dh, nb int }
+
+func newAttnLayout(op string, qkv *Tensor, heads int) attnLayout {
+	s := qkv.shape
+	if len(s) != 3 || heads <= 0 || s[2]%(3*heads) != 0 {
+		panic(fmt.Sprintf("tensor: %s: qkv of shape %s with %d heads (want [B, T, 3E] with E divisible by heads)", op, sh(s), heads))
+	}
+	e := s[2] / 3
+	return attnLayout{b: s[0], t: s[1], e: e, heads: heads, dh: e / heads, nb: s[0] * heads}
+}
+
+func (l attnLayout) q(bi int) int { return (bi/l.heads)*l.t*3*l.e + (bi%l.heads)*l.dh }
+func (l attnLayout) o(bi int) int { return (bi/l.heads)*l.t*l.e + (bi%l.heads)*l.dh }
+
+// from is the contiguous 1-D view of flat from element off to its end: a
+// GEMM operand that starts there, read through its leading dimension.
+func from(flat *Tensor, off int) *Tensor { return Narrow(flat, 0, off, flat.Numel()-off) }
+
+// SelfAttentionDevice is autograd.SelfAttention's forward on qkv's device:
+// for every (batch, head) matrix, p = softmax(scale·q kᵀ) (causal: keys
+// past the query masked) and y = p v, through one GEMM per product on
+// strided views of qkv (no head is copied) and one softmax launch over all
+// matrices. It returns y [B, T, E] and p [B·heads, T, T] for the backward;
+// nils for qkv on the host. An additive mask has no device path: a non-nil
+// mask panics with NoKernel.
+func SelfAttentionDevice(qkv, mask *Tensor, heads int, causal bool, scale float64) (y, p *Tensor) {
+	const op = "SelfAttention"
+	if !onDevice(qkv) {
+		return nil, nil
+	}
+	if mask != nil {
+		panic(NoKernel(op+" with an explicit Mask", qkv.Device()))
+	}
+	k := kernelsFor(op, qkv)
+	NeedKernel(k.Gemm != nil && k.AttentionSoftmax != nil, op, qkv.Device())
+	l := newAttnLayout(op, qkv, heads)
+	x := qkv.Contiguous()
+	dev := x.Device()
+	y, p = MustZerosOn(dev, l.b, l.t, l.e), MustZerosOn(dev, l.nb, l.t, l.t)
+	if l.nb*l.t*l.dh == 0 {
+		return y, p
+	}
+	xf, yf, pf := x.Reshape(-1), y.Reshape(-1), p.Reshape(-1)
+	t, ld := l.t, 3*l.e
+	for bi := range l.nb {
+		q := l.q(bi)
+		k.Gemm(false, true, t, t, l.dh, float32(scale), from(xf, q), ld, from(xf, q+l.e), ld, 0, from(pf, bi*t*t), t)
+	}
+	k.AttentionSoftmax(p.Reshape(l.nb*t, t), t, causal)
+	for bi := range l.nb {
+		k.Gemm(false, false, t, l.dh, t, 1, from(pf, bi*t*t), t, from(xf, l.q(bi)+2*l.e), ld, 0, from(yf, l.o(bi)), l.e)
+	}
+	return y, p
+}
+
+// SelfAttentionBackwardDevice returns the gradient of qkv [B, T, 3E] from
+// the output gradient gy [B, T, E] and SelfAttentionDevice's p (masked
+// entries are 0 there, so the causal mask needs no second look); nil for
+// operands on the host.
+func SelfAttentionBackwardDevice(qkv, p, gy *Tensor, heads int, scale float64) *Tensor {
+	const op = "SelfAttention backward"
+	if !onDevice(qkv, p, gy) {
+		return nil
+	}
+	k := kernelsFor(op, qkv, p, gy)
+	NeedKernel(k.Gemm != nil && k.AttentionSoftmaxBackward != nil, op, qkv.Device())
+	l := newAttnLayout(op, qkv, heads)
+	x, g := qkv.Contiguous(), gy.Contiguous()
+	dev := x.Device()
+	gx := MustZerosOn(dev, x.shape...)
+	if l.nb*l.t*l.dh == 0 {
+		return gx
+	}
+	dp := MustZerosOn(dev, l.nb, l.t, l.t)
+	xf, gf, gxf, pf, dpf := x.Reshape(-1), g.Reshape(-1), gx.Reshape(-1), p.Reshape(-1), dp.Reshape(-1)
+	t, ld, e := l.t, 3*l.e, l.e
+	for bi := range l.nb {
+		q, o, pb := l.q(bi), l.o(bi), bi*t*t
+		// dv = pᵀ g; dp = g vᵀ.
+		k.Gemm(true, false, t, l.dh, t, 1, from(pf, pb), t, from(gf, o), e, 0, from(gxf, q+2*e), ld)
+		k.Gemm(false, true, t, t, l.dh, 1, from(gf, o), e, from(xf, q+2*e), ld, 0, from(dpf, pb), t)
+	}
+	// ds = p ⊙ (dp - Σ_j dp·p), row by row, in place.
+	k.AttentionSoftmaxBackward(dp.Reshape(l.nb*t, t), p.Reshape(l.nb*t, t))
+	sc := float32(scale)
+	for bi := range l.nb {
+		q, pb := l.q(bi), bi*t*t
+		// dq = scale · ds k; dk = scale · dsᵀ q.
+		k.Gemm(false, false, t, l.dh, t, sc, from(dpf, pb), t, from(xf, q+e), ld, 0, from(gxf, q), ld)
+		k.Gemm(true, false, t, l.dh, t, sc, from(dpf, pb), t, from(xf, q), ld, 0, from(gxf, q+e), ld)
+	}
+	return gx
+}
+
+// contiguousOrNil is t.Contiguous(), nil for nil.
+func contiguousOrNil(t *Tensor) *Tensor {
+	if t == nil {
+		return nil
+	}
+	return t.Contiguous()
+}
