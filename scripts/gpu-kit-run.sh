@@ -33,12 +33,22 @@ else logs=$kit/logs; fi
 limit=${GPU_CHECK_LIMIT:-120}
 [ "$limit" -le 120 ] 2>/dev/null || limit=120
 py=${GPU_CHECK_PYTHON:-python3}
-# The binaries travel gzipped (pack/); unpack them into a scratch directory.
+# The binaries travel compressed (pack/NAME.xz, or .gz); unpack them into
+# a scratch directory. Without an xz command, Python's lzma module reads
+# .xz (the torch machines have Python).
 work=$(mktemp -d "${TMPDIR:-/tmp}/goddp-kit.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 unpack() { # unpack bin/NAME or tests/NAME
   mkdir -p "$work/$(dirname "$1")"
-  gzip -dc "$kit/pack/$1.gz" >"$work/$1" && chmod +x "$work/$1"
+  if [ -f "$kit/pack/$1.xz" ]; then
+    if command -v xz >/dev/null 2>&1; then
+      xz -dc "$kit/pack/$1.xz" >"$work/$1"
+    else
+      "$py" -c 'import lzma, shutil, sys; shutil.copyfileobj(lzma.open(sys.argv[1]), sys.stdout.buffer)' "$kit/pack/$1.xz" >"$work/$1"
+    fi
+  else
+    gzip -dc "$kit/pack/$1.gz" >"$work/$1"
+  fi && chmod +x "$work/$1"
 }
 bin=$work/bin
 
@@ -62,9 +72,10 @@ elif [ "$rc" != 0 ]; then
   echo "gpu-check: gpuinfo failed (exit $rc): $(cat "$work/gpuinfo.err")"
   exit 1
 fi
-for f in "$kit"/pack/bin/*.gz "$kit"/pack/tests/*.gz; do
+for f in "$kit"/pack/bin/* "$kit"/pack/tests/*; do
   rel=${f#"$kit"/pack/}
-  unpack "${rel%.gz}"
+  rel=${rel%.gz}
+  unpack "${rel%.xz}"
 done
 if command -v sha256sum >/dev/null 2>&1 && ! (cd "$work" && sha256sum --quiet -c "$kit/SHA256SUMS"); then
   echo "gpu-check: the kit's binaries do not match SHA256SUMS (a damaged copy?)"
@@ -244,7 +255,7 @@ cnn_cuda_vs_cpu() {
   cmpref "$kit/ref/cnn.losses" "$work/cnn.jsonl" 30
 }
 gpt_cuda_vs_cpu() {
-  "$bin/gpt" -device cuda -epochs 1 -max-steps 30 -seed 5 -metrics "$work/gpt.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
+  GPT_TEXT=$kit/data/GPL-3 "$bin/gpt" -device cuda -epochs 1 -max-steps 30 -seed 5 -metrics "$work/gpt.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
   cmpref "$kit/ref/gpt.losses" "$work/gpt.jsonl" 30
 }
 export -f cnn_cuda_vs_cpu gpt_cuda_vs_cpu
@@ -252,7 +263,7 @@ check cnn-cuda-vs-cpu 120 bash -c cnn_cuda_vs_cpu && grep -h 'steps compared' "$
 check cnn-cuda-speed 120 env FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
   grep -h samples_per_s "$logs/cnn-cuda-speed.log" | sed 's/^/   /'
 check gpt-cuda-vs-cpu 120 bash -c gpt_cuda_vs_cpu && grep -h 'steps compared' "$logs/gpt-cuda-vs-cpu.log" | sed 's/^/   /'
-check gpt-cuda-speed 120 "$bin/gpt" -device cuda -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
+check gpt-cuda-speed 120 env GPT_TEXT="$kit/data/GPL-3" "$bin/gpt" -device cuda -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
   grep -h samples_per_s "$logs/gpt-cuda-speed.log" | sed 's/^/   /'
 
 # NCCL: its device tests ran above (test-comm_nccl-*); DDP over it.

@@ -28,10 +28,12 @@
 #   data/fmnist       the first 12800 training and 1000 test images of
 #                     Fashion-MNIST (the whole set would not fit the lease's
 #                     64 MiB), for cnn and the yardstick's cnn
-# DIR holds the binaries gzipped (pack/, about 40% of their size, so that
-# the kit stays well under 60 MiB as device packages are added), SHA256SUMS
+# DIR holds the binaries compressed (pack/: xz where this machine has it,
+# about 28% of their size, else gzip, about 40%), so that the kit stays
+# under 60 MiB as device programs are added; SHA256SUMS
 # of the unpacked binaries, VERSION, and run.sh (scripts/gpu-kit-run.sh),
-# which unpacks them into a temporary directory (gzip is all it needs).
+# which unpacks them into a temporary directory (with xz, or Python's lzma
+# where xz is missing; gzip for a gzipped kit).
 # GPU_KIT_UNPACKED=DIR2 also leaves the unpacked binaries in DIR2 (CI runs
 # ldd on them).
 set -euo pipefail
@@ -90,7 +92,11 @@ glibc=$(for f in "$build"/bin/* "$build"/tests/*; do objdump -T "$f"; done 2>/de
   grep -o 'GLIBC_[0-9.]*' | sed 's/GLIBC_//' | sort -uV | tail -n 1)
 echo "${glibc:-2.34}" >"$out/GLIBC"
 for f in "$build"/bin/* "$build"/tests/*; do
-  gzip -9 -n -c "$f" >"$out/pack/${f#"$build"/}.gz"
+  if command -v xz >/dev/null 2>&1; then
+    xz -9 -T0 -c "$f" >"$out/pack/${f#"$build"/}.xz"
+  else
+    gzip -9 -n -c "$f" >"$out/pack/${f#"$build"/}.gz"
+  fi
 done
 # The CPU losses run.sh compares the GPU's with: the kit's own mlp binary,
 # seed 5, rank 0's loss at every step, at world 1 and at world 2 over tcp.

@@ -37,9 +37,13 @@ const (
 )
 
 func main() {
-	text, err := os.ReadFile(textPath)
+	path := textPath
+	if p := os.Getenv("GPT_TEXT"); p != "" { // another text, or the GPL where base-files put none
+		path = p
+	}
+	text, err := os.ReadFile(path)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "gpt: %v (the file comes with Debian's base-files package)\n", err)
+		fmt.Fprintf(os.Stderr, "gpt: %v (the file comes with Debian's base-files package; GPT_TEXT names another)\n", err)
 		os.Exit(1)
 	}
 	os.Exit(run(os.Args, os.Stdout, text))
