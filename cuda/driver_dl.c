@@ -77,6 +77,7 @@ int gcu_load_cublas(gcu_lib *l, const char *path, char *err, int cap) {
 	SYM(cublasSetStream, "cublasSetStream_v2");
 	SYM(cublasGetProperty, "cublasGetProperty");
 	SYM(cublasSgemm, "cublasSgemm_v2");
+	SYM(cublasSgemmStridedBatched, "cublasSgemmStridedBatched");
 	SYM(cublasSgemv, "cublasSgemv_v2");
 	SYM(cublasSasum, "cublasSasum_v2");
 	SYM(cublasSscal, "cublasSscal_v2");
@@ -309,6 +310,14 @@ int gcu_sgemm(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int 
               gcu_devptr b, int ldb, float beta, gcu_devptr c, int ldc) {
 	BLAS_CURRENT(ctx);
 	return l->cublasSgemm(h, ta, tb, m, n, k, &alpha, (const float *)a, lda, (const float *)b, ldb, &beta, (float *)c, ldc);
+}
+
+int gcu_sgemm_strided_batched(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int k, float alpha,
+                              gcu_devptr a, int lda, long long sa, gcu_devptr b, int ldb, long long sb, float beta,
+                              gcu_devptr c, int ldc, long long sc, int batch) {
+	BLAS_CURRENT(ctx);
+	return l->cublasSgemmStridedBatched(h, ta, tb, m, n, k, &alpha, (const float *)a, lda, sa, (const float *)b, ldb, sb,
+	                                    &beta, (float *)c, ldc, sc, batch);
 }
 
 int gcu_sgemv(gcu_lib *l, void *ctx, void *h, int t, int m, int n, float alpha, gcu_devptr a, int lda, gcu_devptr x,

@@ -251,6 +251,13 @@ func (d *dlDevice) sgemm(ta, tb bool, m, n, k int, alpha float32, a uint64, lda 
 		C.gcu_devptr(a), C.int(lda), C.gcu_devptr(b), C.int(ldb), C.float(beta), C.gcu_devptr(c), C.int(ldc)))
 }
 
+func (d *dlDevice) sgemmStridedBatched(ta, tb bool, m, n, k int, alpha float32, a uint64, lda, sa int, b uint64, ldb, sb int,
+	beta float32, c uint64, ldc, sc, batch int) error {
+	return d.blasStatus("cublasSgemmStridedBatched", C.gcu_sgemm_strided_batched(d.l, d.ctx, d.blasH(), op(ta), op(tb),
+		C.int(m), C.int(n), C.int(k), C.float(alpha), C.gcu_devptr(a), C.int(lda), C.longlong(sa), C.gcu_devptr(b), C.int(ldb), C.longlong(sb),
+		C.float(beta), C.gcu_devptr(c), C.int(ldc), C.longlong(sc), C.int(batch)))
+}
+
 func (d *dlDevice) sgemv(t bool, m, n int, alpha float32, a uint64, lda int, x uint64, beta float32, y uint64) error {
 	return d.blasStatus("cublasSgemv", C.gcu_sgemv(d.l, d.ctx, d.blasH(), op(t), C.int(m), C.int(n), C.float(alpha),
 		C.gcu_devptr(a), C.int(lda), C.gcu_devptr(x), C.float(beta), C.gcu_devptr(y)))

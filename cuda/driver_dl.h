@@ -56,6 +56,8 @@ typedef struct {
 	int (*cublasGetProperty)(int, int *);
 	int (*cublasSgemm)(void *, int, int, int, int, int, const float *, const float *, int, const float *, int,
 	                   const float *, float *, int);
+	int (*cublasSgemmStridedBatched)(void *, int, int, int, int, int, const float *, const float *, int, long long,
+	                                 const float *, int, long long, const float *, float *, int, long long, int);
 	int (*cublasSgemv)(void *, int, int, int, const float *, const float *, int, const float *, int, const float *,
 	                   float *, int);
 	int (*cublasSasum)(void *, int, const float *, int, float *);
@@ -103,6 +105,9 @@ int gcu_host_free(gcu_lib *l, void *ctx, void *p);
 int gcu_blas_create(gcu_lib *l, void *ctx, void *stream, void **h);
 int gcu_blas_destroy(gcu_lib *l, void *ctx, void *h);
 int gcu_blas_version(gcu_lib *l, int *v);
+int gcu_sgemm_strided_batched(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int k, float alpha,
+                              gcu_devptr a, int lda, long long sa, gcu_devptr b, int ldb, long long sb, float beta,
+                              gcu_devptr c, int ldc, long long sc, int batch);
 int gcu_sgemm(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int k, float alpha, gcu_devptr a, int lda,
               gcu_devptr b, int ldb, float beta, gcu_devptr c, int ldc);
 int gcu_sgemv(gcu_lib *l, void *ctx, void *h, int t, int m, int n, float alpha, gcu_devptr a, int lda, gcu_devptr x,

@@ -51,12 +51,16 @@ func (e *Embedding) Lookup(idx []int, shape ...int) *autograd.Variable {
 	return autograd.Reshape(rows, append(append([]int(nil), shape...), dim)...)
 }
 
-// Forward implements Layer for index tensors stored as floats (the only
-// element types goddp tensors have): x of shape [...] gives [..., dim]. Each
-// value must be a whole number. Ids on a device are read back to the host
-// (which waits for the device's queued work): the lookup's kernels take
-// host indices, checked there, as Lookup's.
+// Forward implements Layer: x of shape [...] gives [..., dim]. x is an int64
+// tensor of ids (torch's long, which lives on the host and is read without
+// waiting for any device), or floats holding whole numbers. Float ids on a
+// device are read back to the host (which waits for the device's queued
+// work): the lookup's kernels take host indices, checked there, as
+// Lookup's.
 func (e *Embedding) Forward(x *autograd.Variable) *autograd.Variable {
+	if x.Value.DType() == tensor.Int64 { // torch's long ids, on the host: read as they are
+		return e.Lookup(x.Value.Ints(), x.Value.Shape()...)
+	}
 	v := x.Value.MustTo(tensor.CPU()).Contiguous() // x itself on the host
 	idx := make([]int, v.Numel())
 	if v.DType() == tensor.Float64 {

@@ -57,6 +57,12 @@ type Kernels struct {
 	// package function Gemm (op(A) m×k, op(B) k×n, C m×n; ld* in elements).
 	Gemm func(transA, transB bool, m, n, k int, alpha float32, a *Tensor, lda int,
 		b *Tensor, ldb int, beta float32, c *Tensor, ldc int)
+	// GemmStridedBatched is Gemm on batch matrices: matrix i of a, b and c
+	// starts strideA, strideB, strideC elements after matrix i-1's (the
+	// first at each tensor's own start), as cuBLAS's SgemmStridedBatched
+	// (attention's per-head products in one call).
+	GemmStridedBatched func(transA, transB bool, m, n, k int, alpha float32, a *Tensor, lda, strideA int,
+		b *Tensor, ldb, strideB int, beta float32, c *Tensor, ldc, strideC, batch int)
 	// Fill sets every element of x to v.
 	Fill func(x *Tensor, v float32)
 	// Copy copies src into dst (equal element counts).

@@ -157,8 +157,38 @@ func newAttnLayout(op string, qkv *Tensor, heads int) attnLayout {
 	return attnLayout{b: s[0], t: s[1], e: e, heads: heads, dh: e / heads, nb: s[0] * heads}
 }
 
-func (l attnLayout) q(bi int) int { return (bi/l.heads)*l.t*3*l.e + (bi%l.heads)*l.dh }
-func (l attnLayout) o(bi int) int { return (bi/l.heads)*l.t*l.e + (bi%l.heads)*l.dh }
+// aff places one operand of the per-head products: matrix (batch b, head
+// h) starts at element base + b·batch + h·head of its flat tensor.
+type aff struct{ base, batch, head int }
+
+func (a aff) at(l attnLayout, bi int) int { return a.base + (bi/l.heads)*a.batch + (bi%l.heads)*a.head }
+
+// The operands of attention's products: queries, keys and values in the
+// packed qkv (row stride 3E), the output (and its gradient) in [B, T, E],
+// and the probabilities (and their gradient) in [B·heads, T, T].
+func (l attnLayout) qa() aff { return aff{0, l.t * 3 * l.e, l.dh} }
+func (l attnLayout) ka() aff { return aff{l.e, l.t * 3 * l.e, l.dh} }
+func (l attnLayout) va() aff { return aff{2 * l.e, l.t * 3 * l.e, l.dh} }
+func (l attnLayout) oa() aff { return aff{0, l.t * l.e, l.dh} }
+func (l attnLayout) pa() aff { return aff{0, l.heads * l.t * l.t, l.t * l.t} }
+
+// gemmHeads runs one product c = alpha·op(a)·op(b) for every (batch, head)
+// matrix: one strided-batched GEMM per head over the batch where the device
+// has it (attention at batch 32 and 4 heads is then 4 calls, not 128),
+// else one GEMM per matrix.
+func gemmHeads(k *Kernels, l attnLayout, tA, tB bool, m, n, kk int, alpha float32,
+	a *Tensor, ao aff, lda int, b *Tensor, bo aff, ldb int, c *Tensor, co aff, ldc int) {
+	if k.GemmStridedBatched != nil {
+		for h := range l.heads {
+			k.GemmStridedBatched(tA, tB, m, n, kk, alpha, from(a, ao.base+h*ao.head), lda, ao.batch,
+				from(b, bo.base+h*bo.head), ldb, bo.batch, 0, from(c, co.base+h*co.head), ldc, co.batch, l.b)
+		}
+		return
+	}
+	for bi := range l.nb {
+		k.Gemm(tA, tB, m, n, kk, alpha, from(a, ao.at(l, bi)), lda, from(b, bo.at(l, bi)), ldb, 0, from(c, co.at(l, bi)), ldc)
+	}
+}
 
 // from is the contiguous 1-D view of flat from element off to its end: a
 // GEMM operand that starts there, read through its leading dimension.
@@ -190,14 +220,9 @@ func SelfAttentionDevice(qkv, mask *Tensor, heads int, causal bool, scale float6
 	}
 	xf, yf, pf := x.Reshape(-1), y.Reshape(-1), p.Reshape(-1)
 	t, ld := l.t, 3*l.e
-	for bi := range l.nb {
-		q := l.q(bi)
-		k.Gemm(false, true, t, t, l.dh, float32(scale), from(xf, q), ld, from(xf, q+l.e), ld, 0, from(pf, bi*t*t), t)
-	}
+	gemmHeads(k, l, false, true, t, t, l.dh, float32(scale), xf, l.qa(), ld, xf, l.ka(), ld, pf, l.pa(), t)
 	k.AttentionSoftmax(p.Reshape(l.nb*t, t), t, causal)
-	for bi := range l.nb {
-		k.Gemm(false, false, t, l.dh, t, 1, from(pf, bi*t*t), t, from(xf, l.q(bi)+2*l.e), ld, 0, from(yf, l.o(bi)), l.e)
-	}
+	gemmHeads(k, l, false, false, t, l.dh, t, 1, pf, l.pa(), t, xf, l.va(), ld, yf, l.oa(), l.e)
 	return y, p
 }
 
@@ -222,21 +247,15 @@ func SelfAttentionBackwardDevice(qkv, p, gy *Tensor, heads int, scale float64) *
 	dp := MustZerosOn(dev, l.nb, l.t, l.t)
 	xf, gf, gxf, pf, dpf := x.Reshape(-1), g.Reshape(-1), gx.Reshape(-1), p.Reshape(-1), dp.Reshape(-1)
 	t, ld, e := l.t, 3*l.e, l.e
-	for bi := range l.nb {
-		q, o, pb := l.q(bi), l.o(bi), bi*t*t
-		// dv = pᵀ g; dp = g vᵀ.
-		k.Gemm(true, false, t, l.dh, t, 1, from(pf, pb), t, from(gf, o), e, 0, from(gxf, q+2*e), ld)
-		k.Gemm(false, true, t, t, l.dh, 1, from(gf, o), e, from(xf, q+2*e), ld, 0, from(dpf, pb), t)
-	}
+	// dv = pᵀ g; dp = g vᵀ.
+	gemmHeads(k, l, true, false, t, l.dh, t, 1, pf, l.pa(), t, gf, l.oa(), e, gxf, l.va(), ld)
+	gemmHeads(k, l, false, true, t, t, l.dh, 1, gf, l.oa(), e, xf, l.va(), ld, dpf, l.pa(), t)
 	// ds = p ⊙ (dp - Σ_j dp·p), row by row, in place.
 	k.AttentionSoftmaxBackward(dp.Reshape(l.nb*t, t), p.Reshape(l.nb*t, t))
 	sc := float32(scale)
-	for bi := range l.nb {
-		q, pb := l.q(bi), bi*t*t
-		// dq = scale · ds k; dk = scale · dsᵀ q.
-		k.Gemm(false, false, t, l.dh, t, sc, from(dpf, pb), t, from(xf, q+e), ld, 0, from(gxf, q), ld)
-		k.Gemm(true, false, t, l.dh, t, sc, from(dpf, pb), t, from(xf, q), ld, 0, from(gxf, q+e), ld)
-	}
+	// dq = scale · ds k; dk = scale · dsᵀ q.
+	gemmHeads(k, l, false, false, t, l.dh, t, sc, dpf, l.pa(), t, xf, l.ka(), ld, gxf, l.qa(), ld)
+	gemmHeads(k, l, true, false, t, l.dh, t, sc, dpf, l.pa(), t, xf, l.qa(), ld, gxf, l.ka(), ld)
 	return gx
 }
 

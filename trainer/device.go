@@ -46,7 +46,7 @@ func toDevice(b data.Batch, dev tensor.Device) (data.Batch, error) {
 		return b, nil
 	}
 	var err error
-	if b.Inputs != nil {
+	if b.Inputs != nil && b.Inputs.DType() != tensor.Int64 { // int64 ids stay on the host, as targets below
 		if b.Inputs, err = b.Inputs.To(dev); err != nil {
 			return b, fmt.Errorf("trainer: batch inputs to %v: %w", dev, err)
 		}

@@ -42,6 +42,15 @@ type Launcher interface {
 	Synchronize() error
 }
 
+// BatchedLauncher is a Launcher with a strided-batched GEMM (cuBLAS's
+// SgemmStridedBatched): batch products whose operands start sa, sb, sc
+// elements after the previous one's, in one call. A Launcher without it
+// gets a loop of Sgemm calls.
+type BatchedLauncher interface {
+	SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a Mem, aOff, lda, sa int,
+		b Mem, bOff, ldb, sb int, beta float32, c Mem, cOff, ldc, sc, batch int)
+}
+
 // Device is a tensor.Device over a Launcher. Use one Device per device:
 // tensors are on the same device when their Device is the same value.
 //

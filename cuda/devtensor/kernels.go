@@ -21,6 +21,22 @@ func (d *Device) kernels() tensor.Kernels {
 			}
 			d.l.Sgemm(transA, transB, m, n, k, alpha, am, ao, lda, bm, bo, ldb, beta, cm, co, ldc)
 		},
+		GemmStridedBatched: func(transA, transB bool, m, n, k int, alpha float32, a *tensor.Tensor, lda, sa int,
+			b *tensor.Tensor, ldb, sb int, beta float32, c *tensor.Tensor, ldc, sc, batch int) {
+			am, ao := d.mem("batched gemm", a)
+			bm, bo := d.mem("batched gemm", b)
+			cm, co := d.mem("batched gemm", c)
+			if m == 0 || n == 0 || batch == 0 {
+				return
+			}
+			if bl, ok := d.l.(BatchedLauncher); ok {
+				bl.SgemmStridedBatched(transA, transB, m, n, k, alpha, am, ao, lda, sa, bm, bo, ldb, sb, beta, cm, co, ldc, sc, batch)
+				return
+			}
+			for i := range batch {
+				d.l.Sgemm(transA, transB, m, n, k, alpha, am, ao+4*i*sa, lda, bm, bo+4*i*sb, ldb, beta, cm, co+4*i*sc, ldc)
+			}
+		},
 		Fill: func(x *tensor.Tensor, v float32) {
 			n := x.Numel()
 			d.launch("fill_f32", grid(n), d.ptr("fill", x), f32(v), i64(n))

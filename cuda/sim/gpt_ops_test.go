@@ -258,3 +258,36 @@ func TestTransformerElementwiseKernelsAnyLaunch(t *testing.T) {
 		close32(t, vg.Grad.F32(), dx.F32(), 1e-6, "gelu backward")
 	})
 }
+
+// GemmStridedBatched (attention's per-head products in one call) equals one
+// CPU GEMM per matrix, for every transposition, with operands that start
+// at offsets and matrices spaced by strides larger than a matrix.
+func TestGemmStridedBatchedOnSim(t *testing.T) {
+	d := newDevice(t).Tensors()
+	k := d.Kernels()
+	require.NotNil(t, k.GemmStridedBatched)
+	rng := tensor.NewRNG(5)
+	const m, n, kk, batch = 5, 3, 7, 4
+	for _, tr := range [][2]bool{{false, false}, {true, false}, {false, true}, {true, true}} {
+		ta, tb := tr[0], tr[1]
+		lda, ldb, ldc := kk+2, n+1, n+3
+		if ta {
+			lda = m + 2
+		}
+		if tb {
+			ldb = kk + 1
+		}
+		sa, sb, sc := 60, 50, 40 // elements between matrices: more than each one spans
+		a := tensor.Randn(rng, tensor.Float32, 3+batch*sa)
+		b := tensor.Randn(rng, tensor.Float32, 1+batch*sb)
+		c := tensor.Randn(rng, tensor.Float32, 2+batch*sc)
+		want := c.Clone()
+		for i := range batch {
+			tensor.Gemm(ta, tb, m, n, kk, 0.5, a.F32()[3+i*sa:], lda, b.F32()[1+i*sb:], ldb, 0.25, want.F32()[2+i*sc:], ldc)
+		}
+		ad, bd, cd := a.MustTo(d), b.MustTo(d), c.MustTo(d)
+		k.GemmStridedBatched(ta, tb, m, n, kk, 0.5, tensor.Narrow(ad, 0, 3, ad.Numel()-3), lda, sa,
+			tensor.Narrow(bd, 0, 1, bd.Numel()-1), ldb, sb, 0.25, tensor.Narrow(cd, 0, 2, cd.Numel()-2), ldc, sc, batch)
+		close32(t, want.F32(), cd.MustTo(tensor.CPU()).F32(), 1e-5, fmt.Sprintf("transposes %v", tr))
+	}
+}

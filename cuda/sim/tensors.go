@@ -92,6 +92,24 @@ func (l launcher) Sgemm(transA, transB bool, m, n, k int, alpha float32, a devte
 	})
 }
 
+// SgemmStridedBatched runs the batch products in one enqueued step, as
+// cuBLAS's SgemmStridedBatched is one launch (devtensor.BatchedLauncher).
+func (l launcher) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a devtensor.Mem, aOff, lda, sa int,
+	b devtensor.Mem, bOff, ldb, sb int, beta float32, c devtensor.Mem, cOff, ldc, sc, batch int) {
+	ab, bb, cb := a.(*Buffer), b.(*Buffer), c.(*Buffer)
+	l.d.compute.Enqueue("sgemm strided batched", func() error {
+		for _, x := range []*Buffer{ab, bb, cb} {
+			if x.p == nil {
+				return fmt.Errorf("sgemm strided batched: %w (buffer freed)", ErrClosed)
+			}
+		}
+		for i := range batch {
+			tensor.Gemm(transA, transB, m, n, k, alpha, at(ab, aOff+4*i*sa), lda, at(bb, bOff+4*i*sb), ldb, beta, at(cb, cOff+4*i*sc), ldc)
+		}
+		return nil
+	})
+}
+
 func (l launcher) Synchronize() error { return l.d.compute.Synchronize() }
 
 // at views a buffer's float32s from a byte offset.

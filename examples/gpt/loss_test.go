@@ -5,14 +5,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/tensor"
 )
 
-// The loss reads each sample's targets from the corpus by its dataset
-// index: the same numbers as the dataset's target rows, which on a device
-// live in device memory.
-func TestSeqLossTargetsAreTheDatasetRows(t *testing.T) {
+// Sample i is the corpus at stride·i as int64 token ids, and its targets
+// the same window one token later.
+func TestDatasetRowsAreShiftedWindows(t *testing.T) {
 	text := make([]byte, 300)
 	for i := range text {
 		text[i] = "abcdefg"[i*i%7]
@@ -23,12 +21,13 @@ func TestSeqLossTargetsAreTheDatasetRows(t *testing.T) {
 	idx := []int{ds.Len() - 1, 0, 2}
 	b, err := ds.GetBatch(idx)
 	require.NoError(t, err)
-	l := &seqLoss{vocab: len(c.vocab), ids: c.ids}
-	logits := autograd.Const(tensor.New(tensor.Float32, len(idx), ctxLen, len(c.vocab)))
-	l.loss(logits, b)
-	want := b.Targets.Contiguous().F32()
-	require.Len(t, l.target, len(want))
-	for i, v := range want {
-		require.Equal(t, int(v), l.target[i], "target %d", i)
+	require.Equal(t, tensor.Int64, b.Inputs.DType())
+	require.Equal(t, tensor.Int64, b.Targets.DType())
+	x, y := b.Inputs.I64(), b.Targets.I64()
+	for k, i := range idx {
+		for j := range ctxLen {
+			require.Equal(t, int64(c.ids[stride*i+j]), x[k*ctxLen+j], "input %d, %d", i, j)
+			require.Equal(t, int64(c.ids[stride*i+j+1]), y[k*ctxLen+j], "target %d, %d", i, j)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func run(args []string, out io.Writer, text []byte) int {
 				cfg.WeightDecay = 0.01
 				return optim.NewAdamW(params, cfg)
 			},
-			Loss: (&seqLoss{vocab: len(c.vocab), ids: c.ids}).loss,
+			Loss: (&seqLoss{vocab: len(c.vocab)}).loss,
 			Callbacks: []trainer.Callback{trainer.Funcs{EpochEnd: func(context.Context, *trainer.Trainer, trainer.EpochInfo) error {
 				var err error
 				host, err = hostCopy(model, host)
@@ -165,35 +165,28 @@ func (c *corpus) dataset() (*data.TensorDataset, error) {
 		starts = append(starts, s)
 	}
 	n := len(starts)
-	x, y := make([]float32, n*ctxLen), make([]float32, n*ctxLen)
+	// Token ids are int64 tensors (torch's long): they stay on the host
+	// when the model trains on a device, where the embedding and the loss
+	// read them without waiting for the device.
+	x, y := make([]int64, n*ctxLen), make([]int64, n*ctxLen)
 	for i, s := range starts {
 		for j := range ctxLen {
-			x[i*ctxLen+j] = float32(c.ids[s+j])
-			y[i*ctxLen+j] = float32(c.ids[s+j+1])
+			x[i*ctxLen+j] = int64(c.ids[s+j])
+			y[i*ctxLen+j] = int64(c.ids[s+j+1])
 		}
 	}
-	return data.NewTensorDataset(tensor.FromF32(x, n, ctxLen), tensor.FromF32(y, n, ctxLen))
+	return data.NewTensorDataset(tensor.FromI64(x, n, ctxLen), tensor.FromI64(y, n, ctxLen))
 }
 
 // seqLoss is the loss function, cross-entropy of logits [B, T, V] through
 // Reshape as the anchor's F.cross_entropy(o.reshape(-1, V), t.reshape(-1)).
 // The trainer prints rank 0's mean of it over each epoch as loss=.
-type seqLoss struct {
-	vocab  int
-	ids    []int // the corpus: sample i's targets are ids[stride*i+1:][:ctxLen]
-	target []int // reused: the loss op keeps it only until its backward
-}
+type seqLoss struct{ vocab int }
 
-// loss reads the targets from the corpus by the batch's sample indices (the
-// rows of the dataset's targets), not from b.Targets, which the trainer
-// moved to the model's device: the loss takes host labels, and reading
-// them back would wait for the forward pass queued on the device.
+// loss takes the batch's targets [B, T], int64 token ids, which stay on the
+// host whatever the model's device.
 func (l *seqLoss) loss(out *autograd.Variable, b data.Batch) *autograd.Variable {
-	l.target = l.target[:0]
-	for _, i := range b.Indices {
-		l.target = append(l.target, l.ids[stride*i+1:][:ctxLen]...)
-	}
-	return autograd.CrossEntropy(autograd.Reshape(out, -1, l.vocab), l.target, autograd.ReductionMean)
+	return autograd.CrossEntropy(autograd.Reshape(out, -1, l.vocab), b.Targets, autograd.ReductionMean)
 }
 
 // generate extends prompt greedily by n tokens, feeding the model at most
