@@ -324,7 +324,13 @@ func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 		return nil
 	}
 	var err error
+	even := true
 	if t.stream != nil {
+		if even, err = t.evenSteps(ctx, steps); err != nil {
+			return err
+		}
+	}
+	if !even {
 		// Shards give ranks uneven batch counts: Join lets the ranks that
 		// finish first shadow the collectives of those still training.
 		err = t.model.Join(ctx, loop)
@@ -339,6 +345,17 @@ func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 	// Rank 0's mean training loss over the epoch's steps, as torch's anchors print it.
 	t.logf("epoch=%d loss=%.4f\n", epoch, t.mon.epochMean())
 	return t.endEpochMetrics(ctx, epoch, elapsed, n)
+}
+
+// evenSteps reports whether every rank has steps batches this epoch. Then
+// the epoch needs no Join, whose per-step all-reduce (to find the ranks that
+// ran out) would cost every step a synchronisation of all ranks.
+func (t *Trainer) evenSteps(ctx context.Context, steps int) (bool, error) {
+	mm := []float64{float64(steps), -float64(steps)} // max, and -min
+	if err := t.pg.AllReduce(comm.Float64s(mm), comm.Max).Wait(ctx); err != nil {
+		return false, fmt.Errorf("trainer: comparing the ranks' batch counts: %w", err)
+	}
+	return mm[0] == -mm[1], nil
 }
 
 // trainBatch runs one batch of RunEpoch's loop (i counts the epoch's
