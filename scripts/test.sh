@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (idempotent), then runs
-#   1. go vet and the unit + multi-process tests of every package (default build),
+#   1. go vet and the unit + multi-process tests of every package (default build;
+#      the end-to-end fault suites after the rest, one package at a time),
 #   2. the pure-Go build (CGO_ENABLED=0) of tensor/autograd/nn/optim, and the
 #      OpenBLAS-only engine (-tags nodnnl) of tensor/nn,
 #   3. a compile + vet of the `cuda` and `mpi` build tags, and the mpi suite under mpirun,
@@ -16,7 +17,12 @@ bash scripts/test-dpkg-installed.sh
 echo "== go vet"
 go vet ./...
 echo "== go test (default build)"
-go test -count=1 -timeout 25m ./...
+go test -count=1 -timeout 25m $(go list ./... | grep -v '/e2e')
+# The end-to-end fault suites time kills, freezes and timeouts across real
+# processes: run them one package at a time after the rest, so that the
+# heaviest tests (examples on the simulated GPU) do not share their cores.
+echo "== go test (end-to-end fault suites, one package at a time)"
+go test -count=1 -p 1 -timeout 25m ./e2e/...
 [ "${GODDP_TEST_QUICK:-0}" = 1 ] && exit 0
 
 echo "== go test (pure Go, CGO_ENABLED=0)"
