@@ -61,6 +61,7 @@ fi
 # steps after it still run; the last line is the summary.
 fake=$kit/fakekit
 cp -r "$kit/kit" "$fake"
+rm -f "$fake"/pack/bin/gpuinfo.* "$fake"/pack/tests/cuda.test.* # the real ones (.xz or .gz), replaced below
 printf '#!/bin/sh\nif [ "$1" = -count ]; then echo 1; exit 0; fi\necho "fake gpuinfo"; exit 4\n' | gzip -n >"$fake/pack/bin/gpuinfo.gz"
 go build -o "$kit/kithang" ./scripts/testdata/kithang
 gzip -n -c "$kit/kithang" >"$fake/pack/tests/cuda.test.gz"
