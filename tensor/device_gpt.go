@@ -142,10 +142,9 @@ func SoftmaxBackwardDevice(gy, y *Tensor) *Tensor {
 	return dx
 }
 
-// attnLayout places the heads of a packed qkv [B, T, 3E]: matrix bi (batch
-// bi/heads, head bi%heads) has its queries at element q(bi) with row
-// stride 3E, keys at q(bi)+E, values at q(bi)+2E, and its output at o(bi)
-// in a [B, T, E] result with row stride E.
+// attnLayout is the shape of a packed qkv [B, T, 3E] cut into heads: matrix
+// bi is batch bi/heads, head bi%heads; aff and the qa..pa methods place
+// each operand of its products.
 type attnLayout struct{ b, t, e, heads, dh, nb int }
 
 func newAttnLayout(op string, qkv *Tensor, heads int) attnLayout {
@@ -192,7 +191,7 @@ func gemmHeads(k *Kernels, l attnLayout, tA, tB bool, m, n, kk int, alpha float3
 
 // from is the contiguous 1-D view of flat from element off to its end: a
 // GEMM operand that starts there, read through its leading dimension.
-func from(flat *Tensor, off int) *Tensor { return Narrow(flat, 0, off, flat.Numel()-off) }
+func from(t *Tensor, off int) *Tensor { return flat(t, off, t.Numel()-off) }
 
 // SelfAttentionDevice is autograd.SelfAttention's forward on qkv's device:
 // for every (batch, head) matrix, p = softmax(scale·q kᵀ) (causal: keys

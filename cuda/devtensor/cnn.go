@@ -3,7 +3,6 @@ package devtensor
 import (
 	"fmt"
 	"runtime"
-	"unsafe"
 
 	"github.com/goddp/goddp/tensor"
 )
@@ -46,13 +45,9 @@ func (d *Device) stridedCopy(dst, src *tensor.Tensor) {
 	mt := tensor.MustZerosOn(d, max(2*len(meta), 1))
 	mm, mo := d.mem("contiguous", mt)
 	if len(meta) > 0 {
-		d.l.CopyHtoD(mm, mo, int64Bytes(meta))
+		d.l.CopyHtoD(mm, mo, hostBytes(meta))
 	}
 	d.launch("strided_copy_f32", grid(n), d.ptr("contiguous", dst), st.mem.Ptr()+4*uint64(off), i64(n), i64(len(shape)),
 		d.ptr("contiguous", mt))
 	runtime.KeepAlive(st)
-}
-
-func int64Bytes(x []int64) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 8*len(x))
 }

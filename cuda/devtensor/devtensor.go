@@ -46,9 +46,11 @@ type Launcher interface {
 // SgemmStridedBatched): batch products whose operands start sa, sb, sc
 // elements after the previous one's, in one call. A Launcher without it
 // gets a loop of Sgemm calls.
+// SgemmStridedBatched returns false, having queued nothing, when the device
+// behind the launcher has no such call after all.
 type BatchedLauncher interface {
 	SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a Mem, aOff, lda, sa int,
-		b Mem, bOff, ldb, sb int, beta float32, c Mem, cOff, ldc, sc, batch int)
+		b Mem, bOff, ldb, sb int, beta float32, c Mem, cOff, ldc, sc, batch int) bool
 }
 
 // Device is a tensor.Device over a Launcher. Use one Device per device:
@@ -256,11 +258,12 @@ func Of(d tensor.Device) (*Device, bool) {
 	return dd, ok
 }
 
-func int32Bytes(x []int32) []byte {
+// hostBytes views integers as the bytes a host-to-device copy sends.
+func hostBytes[T int32 | int64](x []T) []byte {
 	if len(x) == 0 {
 		return nil
 	}
-	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x))
+	return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), int(unsafe.Sizeof(x[0]))*len(x))
 }
 
 func f32Bytes(x []float32) []byte {

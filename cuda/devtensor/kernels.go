@@ -29,8 +29,8 @@ func (d *Device) kernels() tensor.Kernels {
 			if m == 0 || n == 0 || batch == 0 {
 				return
 			}
-			if bl, ok := d.l.(BatchedLauncher); ok {
-				bl.SgemmStridedBatched(transA, transB, m, n, k, alpha, am, ao, lda, sa, bm, bo, ldb, sb, beta, cm, co, ldc, sc, batch)
+			if bl, ok := d.l.(BatchedLauncher); ok &&
+				bl.SgemmStridedBatched(transA, transB, m, n, k, alpha, am, ao, lda, sa, bm, bo, ldb, sb, beta, cm, co, ldc, sc, batch) {
 				return
 			}
 			for i := range batch {
@@ -264,12 +264,7 @@ func (d *Device) softmaxCrossEntropy(grad, loss, logits *tensor.Tensor, labels [
 		}
 		lab[i] = int32(l)
 	}
-	// The labels travel as int32 in a float32-sized buffer.
-	lt := tensor.MustZerosOn(d, rows)
-	lm, lo := d.mem("cross entropy", lt)
-	if rows > 0 {
-		d.l.CopyHtoD(lm, lo, int32Bytes(lab))
-	}
+	lt := d.int32s("cross entropy", lab)
 	per := tensor.MustZerosOn(d, rows)
 	d.launch("softmax_ce_f32", grid(rows), d.ptr("cross entropy", grad), d.ptr("cross entropy", per),
 		d.ptr("cross entropy", logits), d.ptr("cross entropy", lt), i64(rows), i64(cols), f32(scale))
@@ -285,7 +280,7 @@ func (d *Device) int32s(op string, v []int32) *tensor.Tensor {
 	t := tensor.MustZerosOn(d, max(len(v), 1))
 	m, off := d.mem(op, t)
 	if len(v) > 0 {
-		d.l.CopyHtoD(m, off, int32Bytes(v))
+		d.l.CopyHtoD(m, off, hostBytes(v))
 	}
 	return t
 }

@@ -95,7 +95,7 @@ func (l launcher) Sgemm(transA, transB bool, m, n, k int, alpha float32, a devte
 // SgemmStridedBatched runs the batch products in one enqueued step, as
 // cuBLAS's SgemmStridedBatched is one launch (devtensor.BatchedLauncher).
 func (l launcher) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha float32, a devtensor.Mem, aOff, lda, sa int,
-	b devtensor.Mem, bOff, ldb, sb int, beta float32, c devtensor.Mem, cOff, ldc, sc, batch int) {
+	b devtensor.Mem, bOff, ldb, sb int, beta float32, c devtensor.Mem, cOff, ldc, sc, batch int) bool {
 	ab, bb, cb := a.(*Buffer), b.(*Buffer), c.(*Buffer)
 	l.d.compute.Enqueue("sgemm strided batched", func() error {
 		for _, x := range []*Buffer{ab, bb, cb} {
@@ -108,6 +108,7 @@ func (l launcher) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha fl
 		}
 		return nil
 	})
+	return true
 }
 
 func (l launcher) Synchronize() error { return l.d.compute.Synchronize() }
