@@ -108,8 +108,10 @@ func TestDialRefusesOtherServers(t *testing.T) {
 		{"goddp's own store", goddpStore.Addr(), 3 * time.Second, "in both numberings"},
 		{"a server that greets first", banner, 3 * time.Second, "answered torch's handshake with 53 53 48"},
 		// It waits for a request line, as a torch store never makes a
-		// client wait: the handshake's deadline ends it.
-		{"an HTTP server", web.Listener.Addr().String(), time.Second, "no answer to torch's handshake"},
+		// client wait: the handshake's deadline ends it. When the
+		// handshake's random ping holds a line feed, the server has a
+		// malformed request line at once and answers "HTTP/1.1 400".
+		{"an HTTP server", web.Listener.Addr().String(), time.Second, `no answer to torch's handshake|answered torch's handshake with 48 54 54 50`},
 		{"a server that hangs up", closer, 3 * time.Second, "in both numberings"},
 		{"a silent server", silent, time.Second, "no answer to torch's handshake"},
 	} {
@@ -120,7 +122,7 @@ func TestDialRefusesOtherServers(t *testing.T) {
 			_, err := Dial(ctx, tc.addr)
 			require.ErrorIs(t, err, ErrProtocol)
 			require.ErrorContains(t, err, tc.addr)
-			require.ErrorContains(t, err, tc.want)
+			require.Regexp(t, tc.want, err.Error())
 			require.Less(t, time.Since(start), tc.limit+time.Second)
 		})
 	}
