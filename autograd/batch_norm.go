@@ -17,7 +17,6 @@ import (
 // Training needs more than one value per channel; fewer panics, as torch
 // raises.
 func BatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, training bool, momentum, eps float64) *Variable {
-	hostOnly("BatchNorm", x, w, b)
 	xs := x.Value.Shape()
 	if len(xs) < 2 {
 		panic(fmt.Sprintf("autograd: BatchNorm: input shape %v, want [N, C, *]", xs))
@@ -39,6 +38,9 @@ func BatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, training bool,
 	cnt := xs[0] * spatial
 	if training && cnt <= 1 {
 		panic(fmt.Sprintf("autograd: BatchNorm: expected more than 1 value per channel when training, got input shape %v", xs))
+	}
+	if onDevice(x, w, b) {
+		return batchNormDevice("BatchNorm", x, w, b, runMean, runVar, training, momentum, eps, nil)
 	}
 	o := &batchNormOp{inputs: ins(x, w, b), n: xs[0], c: c, spatial: spatial, training: training,
 		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, c)}

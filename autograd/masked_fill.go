@@ -18,6 +18,9 @@ func MaskedFill(a *Variable, mask *tensor.Tensor, value float64) *Variable {
 	if bs := broadcastShapes("MaskedFill", mask.Shape(), x.Shape()); !slices.Equal(bs, x.Shape()) {
 		panic(fmt.Sprintf("autograd: MaskedFill: mask of shape %v does not broadcast to the input's %v", mask.Shape(), x.Shape()))
 	}
+	if y, m := tensor.WhereDevice(mask, nil, x, value, 0, x.Shape()); y != nil {
+		return FromOp(y, &maskedFillOp{inputs: ins(a), mask: m})
+	}
 	m := broadcastTo(tensor.AsType(mask, x.DType()), x.Shape())
 	y := x.Clone()
 	if y.DType() == tensor.Float64 {
@@ -49,6 +52,10 @@ func (o *maskedFillOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { ret
 func (o *maskedFillOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *maskedFillOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if !o.mask.IsCPU() {
+		g, _ := tensor.WhereDevice(o.mask, nil, gy, 0, 0, o.mask.Shape())
+		return []*tensor.Tensor{g}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { maskedGrad(gx, gy, o.mask.F32(), false) },
 		func(gx, gy []float64) { maskedGrad(gx, gy, o.mask.F64(), false) })

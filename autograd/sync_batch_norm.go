@@ -24,7 +24,6 @@ type SumAcrossReplicas func(buf []float64) error
 // be nil. A failed all-reduce panics with the error: forward and backward
 // have no error result, and the replicas can no longer agree.
 func SyncBatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, momentum, eps float64, sum SumAcrossReplicas) *Variable {
-	hostOnly("SyncBatchNorm", x, w, b)
 	xs := x.Value.Shape()
 	if len(xs) < 2 {
 		panic(fmt.Sprintf("autograd: SyncBatchNorm: input shape %v, want [N, C, *]", xs))
@@ -37,6 +36,14 @@ func SyncBatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, momentum, 
 	}
 	if (runMean == nil) != (runVar == nil) {
 		panic("autograd: SyncBatchNorm: give both running mean and running variance, or neither")
+	}
+	if onDevice(x, w, b) {
+		// The count across replicas stays on the device, unchecked: a
+		// replica's own batch must have more than one value per channel.
+		if x.Value.Numel() <= c {
+			panic(fmt.Sprintf("autograd: SyncBatchNorm: expected more than 1 value per channel on a device, got local input %v", xs))
+		}
+		return batchNormDevice("SyncBatchNorm", x, w, b, runMean, runVar, true, momentum, eps, sum)
 	}
 	xc := x.Value.Contiguous()
 	spatial := xc.Numel() / max(xs[0]*c, 1)

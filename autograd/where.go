@@ -14,6 +14,9 @@ import (
 func Where(cond *tensor.Tensor, a, b *Variable) *Variable {
 	sameDType("Where", a.Value, b.Value)
 	shape := broadcastShapes("Where", cond.Shape(), a.Value.Shape(), b.Value.Shape())
+	if y, m := tensor.WhereDevice(cond, a.Value, b.Value, 0, 0, shape); y != nil {
+		return FromOp(y, &whereOp{inputs: ins(a, b), mask: m})
+	}
 	dt := a.Value.DType()
 	m := broadcastTo(tensor.AsType(cond, dt), shape)
 	x, z := broadcastTo(a.Value, shape), broadcastTo(b.Value, shape)
@@ -45,6 +48,15 @@ func (o *whereOp) freshGrads()  {}
 func (o *whereOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, 2)
+	if !o.mask.IsCPU() {
+		if needs(o.in(0)) {
+			grads[0], _ = tensor.WhereDevice(o.mask, gy, nil, 0, 0, o.mask.Shape())
+		}
+		if needs(o.in(1)) {
+			grads[1], _ = tensor.WhereDevice(o.mask, nil, gy, 0, 0, o.mask.Shape())
+		}
+		return grads
+	}
 	for k, onTrue := range []bool{true, false} {
 		if !needs(o.in(k)) {
 			continue

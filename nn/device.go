@@ -3,37 +3,60 @@ package nn
 import (
 	"fmt"
 
+	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/tensor"
 )
 
-// To moves m's parameters to dev in place, as torch's module.to(device): each
-// parameter keeps its Variable (so optimizers and DDP built afterwards, or
-// holding the same Variables, see the moved values) and gets its value, and
-// any gradient, on dev. Buffers cannot move yet (no module with buffers has
-// device kernels), so a module with buffers is refused before anything
-// moves. Moving to the device the parameters are on is a no-op.
+// To moves m's parameters and float32 buffers to dev in place, as torch's
+// module.to(device): each parameter keeps its Variable (so optimizers and
+// DDP built afterwards, or holding the same Variables, see the moved
+// values) and gets its value, and any gradient, on dev; each buffer keeps
+// its *tensor.Tensor (tensor.Tensor.SetData), so the layer that holds it (BatchNorm's
+// running statistics) and anything else holding it see it on dev.
+// Integer buffers (BatchNorm's num_batches_tracked, a 0-d int64 counter
+// that only host code reads and increments) stay on the host. Moving to
+// the device m is on is a no-op; every tensor is copied before any
+// moves, so a failed copy leaves m where it was.
 func To(m Module, dev tensor.Device) error {
-	if !tensor.IsCPU(dev) {
-		for _, nb := range m.NamedBuffers() {
-			if nb.Buffer != nil {
-				return fmt.Errorf("nn: To(%v): buffer %q cannot move to a device yet (no layer with buffers has device kernels)", dev, nb.Name)
-			}
-		}
+	type move struct {
+		t, to *tensor.Tensor
 	}
+	var moves []move
+	for _, nb := range m.NamedBuffers() {
+		b := nb.Buffer
+		if b == nil || b.DType() != tensor.Float32 {
+			continue
+		}
+		to, err := b.Contiguous().To(dev)
+		if err != nil {
+			return fmt.Errorf("nn: To(%v): buffer %q: %w", dev, nb.Name, err)
+		}
+		moves = append(moves, move{b, to})
+	}
+	type pmove struct {
+		v        *autograd.Variable
+		val, grd *tensor.Tensor
+	}
+	var pmoves []pmove
 	for _, np := range m.NamedParameters() {
 		v := np.Param
 		val, err := v.Value.To(dev)
 		if err != nil {
 			return fmt.Errorf("nn: To(%v): parameter %q: %w", dev, np.Name, err)
 		}
-		if v.Grad != nil {
-			g, err := v.Grad.To(dev)
-			if err != nil {
+		g := v.Grad
+		if g != nil {
+			if g, err = g.To(dev); err != nil {
 				return fmt.Errorf("nn: To(%v): gradient of %q: %w", dev, np.Name, err)
 			}
-			v.Grad = g
 		}
-		v.Value = val
+		pmoves = append(pmoves, pmove{v, val, g})
+	}
+	for _, mv := range moves {
+		mv.t.SetData(mv.to)
+	}
+	for _, pm := range pmoves {
+		pm.v.Value, pm.v.Grad = pm.val, pm.grd
 	}
 	return nil
 }

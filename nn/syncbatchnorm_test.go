@@ -1,9 +1,10 @@
 package nn_test
 
 import (
-	"github.com/goddp/goddp/comm/commtest"
 	"sync"
 	"testing"
+
+	"github.com/goddp/goddp/comm/commtest"
 
 	"github.com/stretchr/testify/require"
 

@@ -177,6 +177,28 @@ type Kernels struct {
 	// gradient p ⊙ (dp - Σ_j dp·p) in place.
 	AttentionSoftmax         func(p *Tensor, l int, causal bool)
 	AttentionSoftmaxBackward func(dp, p *Tensor)
+	// Batch norm over x [n, c, l] (BatchNormDevice in device_norm.go).
+	//
+	// BatchNormStats writes stats [2c+1]: per channel the batch mean and
+	// biased variance (sums false), or Σx and Σx² (sums true: what
+	// SyncBatchNorm all-reduces across replicas); then the count n*l.
+	// BatchNormFinalize writes coef [2c] = (mean, 1/√(var+eps)) from stats
+	// in training, from rm and rv in evaluation, and in training updates rm
+	// and rv (nil: not tracked) with momentum and the unbiased variance.
+	// BatchNormApply writes xhat and y = xhat*w + b (w, b may be nil).
+	// BatchNormBackwardReduce writes sums [2c] = (Σgy, Σgy·xhat) and adds
+	// them into db and dw (nil: not wanted). BatchNormBackwardInput writes
+	// dx: in training from sums and the count in stats, in evaluation
+	// (sums and stats nil) w*rstd*gy.
+	BatchNormStats          func(stats, x *Tensor, n, c, l int, sums bool)
+	BatchNormFinalize       func(coef, stats, rm, rv *Tensor, training, sums bool, momentum, eps float32)
+	BatchNormApply          func(y, xhat, x, coef, w, b *Tensor, n, c, l int)
+	BatchNormBackwardReduce func(sums, dw, db, gy, xhat *Tensor, n, c, l int)
+	BatchNormBackwardInput  func(dx, gy, xhat, coef, w, sums, stats *Tensor, n, c, l int)
+	// Where is y = m ≠ 0 ? a : b elementwise, every operand of y's size
+	// and contiguous; a nil a reads va, a nil b reads vb (masked_fill,
+	// where and their gradients). y may alias an operand.
+	Where func(y, m, a, b *Tensor, va, vb float32)
 }
 
 // cpuDevice is the host.
@@ -301,6 +323,27 @@ func (t *Tensor) To(dev Device) (*Tensor, error) {
 		return nil, fmt.Errorf("%w: copying %s to %v: %w", ErrDevice, sh(t.shape), dev, err)
 	}
 	return out, nil
+}
+
+// SetData makes t the tensor src is, sharing its storage (torch's
+// t.set_(src), and module.to's param.data = ...): its device, memory,
+// dtype, shape and strides. Every holder of t sees src's elements from
+// then on, so a module's buffers can move to a device in place.
+func (t *Tensor) SetData(src *Tensor) {
+	if t == src {
+		return
+	}
+	*t = Tensor{f32: src.f32, f64: src.f64, dtype: src.dtype, offset: src.offset, dev: src.dev, blk: src.blk}
+	r := len(src.shape)
+	if r <= inlineDims {
+		t.shape = t.dims[:r:r]
+		t.strides = t.dims[inlineDims : inlineDims+r : inlineDims+r]
+	} else {
+		b := make([]int, 2*r)
+		t.shape, t.strides = b[:r:r], b[r:]
+	}
+	copy(t.shape, src.shape)
+	copy(t.strides, src.strides)
 }
 
 // MustTo is To for code that treats a failed copy as fatal (tests, ops).

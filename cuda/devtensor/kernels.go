@@ -236,6 +236,13 @@ func (d *Device) kernels() tensor.Kernels {
 			rows, s := rowsCols(p)
 			d.launch("attn_softmax_bwd_f32", grid(rows), d.ptr("attention softmax backward", dp), d.ptr("attention softmax backward", p), i64(rows), i64(s))
 		},
+		// Batch norm and where (norm.go).
+		BatchNormStats:          d.batchNormStats,
+		BatchNormFinalize:       d.batchNormFinalize,
+		BatchNormApply:          d.batchNormApply,
+		BatchNormBackwardReduce: d.batchNormBackwardReduce,
+		BatchNormBackwardInput:  d.batchNormBackwardInput,
+		Where:                   d.where,
 	}
 }
 

@@ -30,5 +30,7 @@ func Names() []string {
 		// Transformer ops (examples/gpt).
 		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "layer_norm_params_bwd_f32",
 		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
+		// Batch norm (SyncBatchNorm too), masked_fill and where.
+		"bn_stats_f32", "bn_finalize_f32", "bn_apply_f32", "bn_bwd_reduce_f32", "bn_bwd_input_f32", "where_f32",
 	}
 }

@@ -820,4 +820,143 @@ __global__ void attn_softmax_bwd_f32(float *dp, const float *p, i64 rows, i64 s)
 	}
 }
 
+
+// Batch norm over x [n, c, l] (l the spatial size), channel by channel.
+// The statistics are accumulated in double, in the CPU op's order, so a
+// channel of n*l values loses no more than the float32 inputs carry; one
+// thread per channel (channels are tens to hundreds, and the simulated
+// device runs it as a plain loop).
+//
+// bn_stats_f32 writes stats [2c+1]: with sums zero, the batch mean and
+// biased variance (two passes, as the CPU's BatchNorm); with sums
+// non-zero, Σx and Σx² (what SyncBatchNorm all-reduces across replicas);
+// stats[2c] is the count n*l either way.
+__global__ void bn_stats_f32(float *stats, const float *x, i64 n, i64 c, i64 l, float sums) {
+	FOR_EACH(ch, c) {
+		double s = 0.0, ss = 0.0;
+		for (i64 i = 0; i < n; i++) {
+			const float *xr = x + (i * c + ch) * l;
+			for (i64 j = 0; j < l; j++) {
+				double v = (double)xr[j];
+				s += v;
+				ss += v * v;
+			}
+		}
+		double cnt = (double)(n * l);
+		if (sums != 0.0f) {
+			stats[ch] = (float)s;
+			stats[c + ch] = (float)ss;
+		} else {
+			double mean = s / cnt, v = 0.0;
+			for (i64 i = 0; i < n; i++) {
+				const float *xr = x + (i * c + ch) * l;
+				for (i64 j = 0; j < l; j++) {
+					double e = (double)xr[j] - mean;
+					v += e * e;
+				}
+			}
+			stats[ch] = (float)mean;
+			stats[c + ch] = (float)(v / cnt);
+		}
+		if (ch == 0) stats[2 * c] = (float)cnt;
+	}
+}
+
+// bn_finalize_f32 turns the statistics into coef [2c] = (mean, rstd) and,
+// in training with running statistics (rm and rv non-null), updates them:
+// run = (1-momentum)*run + momentum*stat, the variance unbiased with the
+// count in stats[2c]. In evaluation (training zero) the mean and variance
+// are rm and rv and stats is not read. One thread per channel.
+__global__ void bn_finalize_f32(float *coef, const float *stats, float *rm, float *rv, i64 c, float training,
+                                float sums, float momentum, float eps) {
+	FOR_EACH(ch, c) {
+		double mean, var;
+		if (training != 0.0f) {
+			double cnt = (double)stats[2 * c];
+			if (sums != 0.0f) {
+				mean = (double)stats[ch] / cnt;
+				var = (double)stats[c + ch] / cnt - mean * mean;
+				if (var < 0.0) var = 0.0;
+			} else {
+				mean = (double)stats[ch];
+				var = (double)stats[c + ch];
+			}
+			if (rm) {
+				double m = (double)momentum;
+				rm[ch] = (float)((1.0 - m) * (double)rm[ch] + m * mean);
+				rv[ch] = (float)((1.0 - m) * (double)rv[ch] + m * var * cnt / (cnt - 1.0));
+			}
+		} else {
+			mean = (double)rm[ch];
+			var = (double)rv[ch];
+		}
+		coef[ch] = (float)mean;
+		coef[c + ch] = (float)(1.0 / sqrt(var + (double)eps));
+	}
+}
+
+// bn_apply_f32: xhat = (x - mean) * rstd and y = xhat*w + b (w, b may be
+// null), elementwise over [n, c, l] with coef from bn_finalize_f32.
+__global__ void bn_apply_f32(float *y, float *xhat, const float *x, const float *coef, const float *w, const float *b,
+                             i64 n, i64 c, i64 l) {
+	FOR_EACH(i, n * c * l) {
+		i64 ch = (i / l) % c;
+		float h = (x[i] - coef[ch]) * coef[c + ch];
+		xhat[i] = h;
+		if (w) h *= w[ch];
+		if (b) h += b[ch];
+		y[i] = h;
+	}
+}
+
+// bn_bwd_reduce_f32 writes sums [2c] = (Σ gy, Σ gy*xhat) per channel, in
+// double, and adds them into db and dw (either may be null). One thread
+// per channel, in the CPU op's order.
+__global__ void bn_bwd_reduce_f32(float *sums, float *dw, float *db, const float *gy, const float *xhat,
+                                  i64 n, i64 c, i64 l) {
+	FOR_EACH(ch, c) {
+		double sg = 0.0, sgh = 0.0;
+		for (i64 i = 0; i < n; i++) {
+			i64 off = (i * c + ch) * l;
+			for (i64 j = 0; j < l; j++) {
+				double g = (double)gy[off + j];
+				sg += g;
+				sgh += g * (double)xhat[off + j];
+			}
+		}
+		sums[ch] = (float)sg;
+		sums[c + ch] = (float)sgh;
+		if (dw) dw[ch] += (float)sgh;
+		if (db) db[ch] += (float)sg;
+	}
+}
+
+// bn_bwd_input_f32 is the input gradient, elementwise: in training (sums
+// non-null, the count in stats[2c]) dx = w*rstd*(gy - Σgy/cnt -
+// xhat*Σ(gy*xhat)/cnt); in evaluation (sums null) dx = w*rstd*gy. w may be
+// null (one).
+__global__ void bn_bwd_input_f32(float *dx, const float *gy, const float *xhat, const float *coef, const float *w,
+                                 const float *sums, const float *stats, i64 n, i64 c, i64 l) {
+	FOR_EACH(i, n * c * l) {
+		i64 ch = (i / l) % c;
+		float scale = coef[c + ch];
+		if (w) scale *= w[ch];
+		if (sums) {
+			float cnt = stats[2 * c];
+			dx[i] = scale * (gy[i] - sums[ch] / cnt - xhat[i] * (sums[c + ch] / cnt));
+		} else {
+			dx[i] = scale * gy[i];
+		}
+	}
+}
+
+// where_f32 is y = m != 0 ? a : b elementwise over n, a null a reading va
+// and a null b reading vb: masked_fill (a null), where, and their
+// gradients (one side null, reading 0). y may alias any operand.
+__global__ void where_f32(float *y, const float *m, const float *a, const float *b, float va, float vb, i64 n) {
+	FOR_EACH(i, n) {
+		y[i] = m[i] != 0.0f ? (a ? a[i] : va) : (b ? b[i] : vb);
+	}
+}
+
 }

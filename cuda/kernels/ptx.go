@@ -15054,5 +15054,3361 @@ $L__BB57_18:
 	ret;
 
 }
+	// .globl	bn_stats_f32
+.visible .entry bn_stats_f32(
+	.param .u64 bn_stats_f32_param_0,
+	.param .u64 bn_stats_f32_param_1,
+	.param .u64 bn_stats_f32_param_2,
+	.param .u64 bn_stats_f32_param_3,
+	.param .u64 bn_stats_f32_param_4,
+	.param .f32 bn_stats_f32_param_5
+)
+{
+	.reg .pred 	%p<23>;
+	.reg .f32 	%f<24>;
+	.reg .b32 	%r<6>;
+	.reg .f64 	%fd<92>;
+	.reg .b64 	%rd<96>;
+
+
+	ld.param.u64 	%rd42, [bn_stats_f32_param_0];
+	ld.param.u64 	%rd43, [bn_stats_f32_param_1];
+	ld.param.u64 	%rd39, [bn_stats_f32_param_2];
+	ld.param.u64 	%rd40, [bn_stats_f32_param_3];
+	ld.param.u64 	%rd41, [bn_stats_f32_param_4];
+	ld.param.f32 	%f3, [bn_stats_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd43;
+	cvta.to.global.u64 	%rd2, %rd42;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd86, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd86, %rd40;
+	@%p1 bra 	$L__BB58_36;
+
+	setp.gt.s64 	%p2, %rd39, 0;
+	mul.lo.s64 	%rd46, %rd41, %rd39;
+	cvt.rn.f64.s64 	%fd1, %rd46;
+	cvt.rn.f32.f64 	%f1, %fd1;
+	shl.b64 	%rd47, %rd40, 3;
+	add.s64 	%rd5, %rd2, %rd47;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd48, %r4;
+	mul.lo.s64 	%rd6, %rd48, %rd3;
+	add.s64 	%rd7, %rd41, -1;
+	@%p2 bra 	$L__BB58_9;
+	bra.uni 	$L__BB58_2;
+
+$L__BB58_9:
+	and.b64  	%rd12, %rd41, 3;
+	sub.s64 	%rd15, %rd12, %rd41;
+
+$L__BB58_10:
+	setp.lt.s64 	%p6, %rd41, 1;
+	mov.f64 	%fd82, 0d0000000000000000;
+	mov.f64 	%fd83, %fd82;
+	@%p6 bra 	$L__BB58_20;
+
+	mov.u64 	%rd88, 0;
+
+$L__BB58_12:
+	mov.u64 	%rd91, 0;
+	mul.lo.s64 	%rd53, %rd88, %rd40;
+	add.s64 	%rd54, %rd53, %rd86;
+	mul.lo.s64 	%rd18, %rd54, %rd41;
+	setp.lt.u64 	%p7, %rd7, 3;
+	@%p7 bra 	$L__BB58_15;
+
+	add.s64 	%rd82, %rd1, 8;
+	shl.b64 	%rd56, %rd18, 2;
+	add.s64 	%rd89, %rd82, %rd56;
+	mov.u64 	%rd91, 0;
+
+$L__BB58_14:
+	ld.global.f32 	%f4, [%rd89+-8];
+	cvt.f64.f32 	%fd40, %f4;
+	add.f64 	%fd41, %fd82, %fd40;
+	fma.rn.f64 	%fd42, %fd40, %fd40, %fd83;
+	ld.global.f32 	%f5, [%rd89+-4];
+	cvt.f64.f32 	%fd43, %f5;
+	add.f64 	%fd44, %fd41, %fd43;
+	fma.rn.f64 	%fd45, %fd43, %fd43, %fd42;
+	ld.global.f32 	%f6, [%rd89];
+	cvt.f64.f32 	%fd46, %f6;
+	add.f64 	%fd47, %fd44, %fd46;
+	fma.rn.f64 	%fd48, %fd46, %fd46, %fd45;
+	ld.global.f32 	%f7, [%rd89+4];
+	cvt.f64.f32 	%fd49, %f7;
+	add.f64 	%fd82, %fd47, %fd49;
+	fma.rn.f64 	%fd83, %fd49, %fd49, %fd48;
+	add.s64 	%rd89, %rd89, 16;
+	add.s64 	%rd91, %rd91, 4;
+	add.s64 	%rd57, %rd15, %rd91;
+	setp.ne.s64 	%p8, %rd57, 0;
+	@%p8 bra 	$L__BB58_14;
+
+$L__BB58_15:
+	setp.eq.s64 	%p9, %rd12, 0;
+	@%p9 bra 	$L__BB58_19;
+
+	setp.eq.s64 	%p10, %rd12, 1;
+	add.s64 	%rd58, %rd91, %rd18;
+	shl.b64 	%rd59, %rd58, 2;
+	add.s64 	%rd25, %rd1, %rd59;
+	ld.global.f32 	%f8, [%rd25];
+	cvt.f64.f32 	%fd50, %f8;
+	add.f64 	%fd82, %fd82, %fd50;
+	fma.rn.f64 	%fd83, %fd50, %fd50, %fd83;
+	@%p10 bra 	$L__BB58_19;
+
+	setp.eq.s64 	%p11, %rd12, 2;
+	ld.global.f32 	%f9, [%rd25+4];
+	cvt.f64.f32 	%fd51, %f9;
+	add.f64 	%fd82, %fd82, %fd51;
+	fma.rn.f64 	%fd83, %fd51, %fd51, %fd83;
+	@%p11 bra 	$L__BB58_19;
+
+	ld.global.f32 	%f10, [%rd25+8];
+	cvt.f64.f32 	%fd52, %f10;
+	add.f64 	%fd82, %fd82, %fd52;
+	fma.rn.f64 	%fd83, %fd52, %fd52, %fd83;
+
+$L__BB58_19:
+	add.s64 	%rd88, %rd88, 1;
+	setp.lt.s64 	%p12, %rd88, %rd39;
+	@%p12 bra 	$L__BB58_12;
+
+$L__BB58_20:
+	ld.param.u64 	%rd77, [bn_stats_f32_param_0];
+	cvta.to.global.u64 	%rd76, %rd77;
+	ld.param.f32 	%f22, [bn_stats_f32_param_5];
+	shl.b64 	%rd60, %rd86, 2;
+	add.s64 	%rd27, %rd76, %rd60;
+	shl.b64 	%rd61, %rd40, 2;
+	add.s64 	%rd28, %rd27, %rd61;
+	setp.neu.f32 	%p13, %f22, 0f00000000;
+	@%p13 bra 	$L__BB58_32;
+	bra.uni 	$L__BB58_21;
+
+$L__BB58_32:
+	ld.param.u64 	%rd81, [bn_stats_f32_param_0];
+	shl.b64 	%rd80, %rd86, 2;
+	cvta.to.global.u64 	%rd79, %rd81;
+	add.s64 	%rd78, %rd76, %rd80;
+	cvt.rn.f32.f64 	%f20, %fd82;
+	st.global.f32 	[%rd78], %f20;
+	cvt.rn.f32.f64 	%f21, %fd83;
+	st.global.f32 	[%rd28], %f21;
+	bra.uni 	$L__BB58_33;
+
+$L__BB58_21:
+	div.rn.f64 	%fd22, %fd82, %fd1;
+	mov.f64 	%fd90, 0d0000000000000000;
+	@%p6 bra 	$L__BB58_31;
+
+	mov.u64 	%rd92, 0;
+
+$L__BB58_23:
+	mov.u64 	%rd95, 0;
+	mul.lo.s64 	%rd64, %rd92, %rd40;
+	add.s64 	%rd65, %rd64, %rd86;
+	mul.lo.s64 	%rd30, %rd65, %rd41;
+	setp.lt.u64 	%p15, %rd7, 3;
+	@%p15 bra 	$L__BB58_26;
+
+	sub.s64 	%rd94, %rd41, %rd12;
+	mov.u64 	%rd95, 0;
+
+$L__BB58_25:
+	add.s64 	%rd67, %rd95, %rd30;
+	shl.b64 	%rd68, %rd67, 2;
+	add.s64 	%rd69, %rd1, %rd68;
+	ld.global.f32 	%f11, [%rd69];
+	cvt.f64.f32 	%fd56, %f11;
+	sub.f64 	%fd57, %fd56, %fd22;
+	fma.rn.f64 	%fd58, %fd57, %fd57, %fd90;
+	ld.global.f32 	%f12, [%rd69+4];
+	cvt.f64.f32 	%fd59, %f12;
+	sub.f64 	%fd60, %fd59, %fd22;
+	fma.rn.f64 	%fd61, %fd60, %fd60, %fd58;
+	ld.global.f32 	%f13, [%rd69+8];
+	cvt.f64.f32 	%fd62, %f13;
+	sub.f64 	%fd63, %fd62, %fd22;
+	fma.rn.f64 	%fd64, %fd63, %fd63, %fd61;
+	ld.global.f32 	%f14, [%rd69+12];
+	cvt.f64.f32 	%fd65, %f14;
+	sub.f64 	%fd66, %fd65, %fd22;
+	fma.rn.f64 	%fd90, %fd66, %fd66, %fd64;
+	add.s64 	%rd95, %rd95, 4;
+	add.s64 	%rd94, %rd94, -4;
+	setp.ne.s64 	%p16, %rd94, 0;
+	@%p16 bra 	$L__BB58_25;
+
+$L__BB58_26:
+	setp.eq.s64 	%p17, %rd12, 0;
+	@%p17 bra 	$L__BB58_30;
+
+	setp.eq.s64 	%p18, %rd12, 1;
+	add.s64 	%rd70, %rd95, %rd30;
+	shl.b64 	%rd71, %rd70, 2;
+	add.s64 	%rd36, %rd1, %rd71;
+	ld.global.f32 	%f15, [%rd36];
+	cvt.f64.f32 	%fd67, %f15;
+	sub.f64 	%fd68, %fd67, %fd22;
+	fma.rn.f64 	%fd90, %fd68, %fd68, %fd90;
+	@%p18 bra 	$L__BB58_30;
+
+	setp.eq.s64 	%p19, %rd12, 2;
+	ld.global.f32 	%f16, [%rd36+4];
+	cvt.f64.f32 	%fd69, %f16;
+	sub.f64 	%fd70, %fd69, %fd22;
+	fma.rn.f64 	%fd90, %fd70, %fd70, %fd90;
+	@%p19 bra 	$L__BB58_30;
+
+	ld.global.f32 	%f17, [%rd36+8];
+	cvt.f64.f32 	%fd71, %f17;
+	sub.f64 	%fd72, %fd71, %fd22;
+	fma.rn.f64 	%fd90, %fd72, %fd72, %fd90;
+
+$L__BB58_30:
+	add.s64 	%rd92, %rd92, 1;
+	setp.lt.s64 	%p20, %rd92, %rd39;
+	@%p20 bra 	$L__BB58_23;
+
+$L__BB58_31:
+	ld.param.u64 	%rd75, [bn_stats_f32_param_0];
+	shl.b64 	%rd74, %rd86, 2;
+	cvta.to.global.u64 	%rd73, %rd75;
+	add.s64 	%rd72, %rd73, %rd74;
+	cvt.rn.f32.f64 	%f18, %fd22;
+	st.global.f32 	[%rd72], %f18;
+	div.rn.f64 	%fd73, %fd90, %fd1;
+	cvt.rn.f32.f64 	%f19, %fd73;
+	st.global.f32 	[%rd28], %f19;
+
+$L__BB58_33:
+	setp.ne.s64 	%p21, %rd86, 0;
+	@%p21 bra 	$L__BB58_35;
+
+	cvt.rn.f32.f64 	%f23, %fd1;
+	st.global.f32 	[%rd5], %f23;
+
+$L__BB58_35:
+	add.s64 	%rd86, %rd86, %rd6;
+	setp.lt.s64 	%p22, %rd86, %rd40;
+	@%p22 bra 	$L__BB58_10;
+	bra.uni 	$L__BB58_36;
+
+$L__BB58_2:
+	mov.f64 	%fd33, 0d0000000000000000;
+	div.rn.f64 	%fd34, %fd33, %fd1;
+	cvt.rn.f32.f64 	%f2, %fd34;
+
+$L__BB58_3:
+	shl.b64 	%rd49, %rd86, 2;
+	add.s64 	%rd9, %rd2, %rd49;
+	shl.b64 	%rd50, %rd40, 2;
+	add.s64 	%rd10, %rd9, %rd50;
+	setp.neu.f32 	%p3, %f3, 0f00000000;
+	@%p3 bra 	$L__BB58_5;
+	bra.uni 	$L__BB58_4;
+
+$L__BB58_5:
+	mov.u32 	%r5, 0;
+	st.global.u32 	[%rd9], %r5;
+	st.global.u32 	[%rd10], %r5;
+	bra.uni 	$L__BB58_6;
+
+$L__BB58_4:
+	st.global.f32 	[%rd9], %f2;
+	st.global.f32 	[%rd10], %f2;
+
+$L__BB58_6:
+	setp.ne.s64 	%p4, %rd86, 0;
+	@%p4 bra 	$L__BB58_8;
+
+	st.global.f32 	[%rd5], %f1;
+
+$L__BB58_8:
+	add.s64 	%rd86, %rd86, %rd6;
+	setp.lt.s64 	%p5, %rd86, %rd40;
+	@%p5 bra 	$L__BB58_3;
+
+$L__BB58_36:
+	ret;
+
+}
+	// .globl	bn_finalize_f32
+.visible .entry bn_finalize_f32(
+	.param .u64 bn_finalize_f32_param_0,
+	.param .u64 bn_finalize_f32_param_1,
+	.param .u64 bn_finalize_f32_param_2,
+	.param .u64 bn_finalize_f32_param_3,
+	.param .u64 bn_finalize_f32_param_4,
+	.param .f32 bn_finalize_f32_param_5,
+	.param .f32 bn_finalize_f32_param_6,
+	.param .f32 bn_finalize_f32_param_7,
+	.param .f32 bn_finalize_f32_param_8
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<50>;
+	.reg .b32 	%r<10>;
+	.reg .f64 	%fd<103>;
+	.reg .b64 	%rd<138>;
+
+
+	ld.param.u64 	%rd61, [bn_finalize_f32_param_0];
+	ld.param.u64 	%rd58, [bn_finalize_f32_param_1];
+	ld.param.u64 	%rd59, [bn_finalize_f32_param_2];
+	ld.param.u64 	%rd62, [bn_finalize_f32_param_3];
+	ld.param.u64 	%rd60, [bn_finalize_f32_param_4];
+	ld.param.f32 	%f1, [bn_finalize_f32_param_5];
+	ld.param.f32 	%f2, [bn_finalize_f32_param_6];
+	ld.param.f32 	%f3, [bn_finalize_f32_param_7];
+	ld.param.f32 	%f4, [bn_finalize_f32_param_8];
+	cvta.to.global.u64 	%rd1, %rd61;
+	cvta.to.global.u64 	%rd2, %rd62;
+	cvta.to.global.u64 	%rd3, %rd59;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd5, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd6, %r3;
+	add.s64 	%rd130, %rd5, %rd6;
+	setp.ge.s64 	%p1, %rd130, %rd60;
+	@%p1 bra 	$L__BB59_31;
+
+	cvt.f64.f32 	%fd1, %f4;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd63, %r4;
+	mul.lo.s64 	%rd8, %rd63, %rd4;
+	cvt.f64.f32 	%fd24, %f3;
+	mov.f64 	%fd25, 0d3FF0000000000000;
+	sub.f64 	%fd2, %fd25, %fd24;
+	not.b64 	%rd64, %rd130;
+	add.s64 	%rd9, %rd64, %rd60;
+	or.b64  	%rd65, %rd9, %rd8;
+	and.b64  	%rd66, %rd65, -4294967296;
+	setp.eq.s64 	%p2, %rd66, 0;
+	@%p2 bra 	$L__BB59_3;
+
+	div.u64 	%rd123, %rd9, %rd8;
+	bra.uni 	$L__BB59_4;
+
+$L__BB59_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd123, %r7;
+
+$L__BB59_4:
+	setp.neu.f32 	%p3, %f1, 0f00000000;
+	@%p3 bra 	$L__BB59_11;
+	bra.uni 	$L__BB59_5;
+
+$L__BB59_11:
+	cvta.to.global.u64 	%rd91, %rd58;
+	shl.b64 	%rd92, %rd60, 3;
+	add.s64 	%rd47, %rd91, %rd92;
+	and.b64  	%rd93, %rd123, 1;
+	setp.eq.b64 	%p8, %rd93, 1;
+	mov.pred 	%p9, 0;
+	xor.pred  	%p10, %p8, %p9;
+	@%p10 bra 	$L__BB59_18;
+
+	setp.neu.f32 	%p11, %f2, 0f00000000;
+	ld.global.f32 	%f20, [%rd47];
+	cvt.f64.f32 	%fd3, %f20;
+	shl.b64 	%rd95, %rd130, 2;
+	add.s64 	%rd96, %rd91, %rd95;
+	ld.global.f32 	%f21, [%rd96];
+	cvt.f64.f32 	%fd97, %f21;
+	shl.b64 	%rd97, %rd60, 2;
+	add.s64 	%rd48, %rd96, %rd97;
+	@%p11 bra 	$L__BB59_14;
+	bra.uni 	$L__BB59_13;
+
+$L__BB59_14:
+	div.rn.f64 	%fd97, %fd97, %fd3;
+	ld.global.f32 	%f23, [%rd48];
+	cvt.f64.f32 	%fd46, %f23;
+	div.rn.f64 	%fd47, %fd46, %fd3;
+	mul.f64 	%fd48, %fd97, %fd97;
+	sub.f64 	%fd49, %fd47, %fd48;
+	setp.lt.f64 	%p12, %fd49, 0d0000000000000000;
+	selp.f64 	%fd98, 0d0000000000000000, %fd49, %p12;
+	bra.uni 	$L__BB59_15;
+
+$L__BB59_5:
+	add.s64 	%rd67, %rd123, 1;
+	and.b64  	%rd129, %rd67, 3;
+	setp.eq.s64 	%p4, %rd129, 0;
+	@%p4 bra 	$L__BB59_8;
+
+	add.s64 	%rd68, %rd60, %rd5;
+	add.s64 	%rd69, %rd68, %rd6;
+	shl.b64 	%rd70, %rd69, 2;
+	add.s64 	%rd127, %rd1, %rd70;
+	shl.b64 	%rd15, %rd8, 2;
+	shl.b64 	%rd71, %rd130, 2;
+	add.s64 	%rd126, %rd1, %rd71;
+	add.s64 	%rd125, %rd2, %rd71;
+	add.s64 	%rd124, %rd3, %rd71;
+
+$L__BB59_7:
+	.pragma "nounroll";
+	ld.global.f32 	%f5, [%rd124];
+	ld.global.f32 	%f6, [%rd125];
+	cvt.f64.f32 	%fd26, %f6;
+	st.global.f32 	[%rd126], %f5;
+	add.f64 	%fd27, %fd26, %fd1;
+	sqrt.rn.f64 	%fd28, %fd27;
+	rcp.rn.f64 	%fd29, %fd28;
+	cvt.rn.f32.f64 	%f7, %fd29;
+	st.global.f32 	[%rd127], %f7;
+	add.s64 	%rd130, %rd130, %rd8;
+	add.s64 	%rd127, %rd127, %rd15;
+	add.s64 	%rd126, %rd126, %rd15;
+	add.s64 	%rd125, %rd125, %rd15;
+	add.s64 	%rd124, %rd124, %rd15;
+	add.s64 	%rd129, %rd129, -1;
+	setp.ne.s64 	%p5, %rd129, 0;
+	@%p5 bra 	$L__BB59_7;
+
+$L__BB59_8:
+	setp.lt.u64 	%p6, %rd123, 3;
+	@%p6 bra 	$L__BB59_31;
+
+	shl.b64 	%rd72, %rd130, 2;
+	add.s64 	%rd132, %rd1, %rd72;
+	mul.wide.u32 	%rd73, %r4, %r2;
+	shl.b64 	%rd33, %rd73, 2;
+	add.s64 	%rd74, %rd130, %rd60;
+	shl.b64 	%rd75, %rd74, 2;
+	add.s64 	%rd133, %rd1, %rd75;
+	add.s64 	%rd134, %rd3, %rd72;
+	add.s64 	%rd135, %rd2, %rd72;
+
+$L__BB59_10:
+	ld.global.f32 	%f8, [%rd134];
+	ld.global.f32 	%f9, [%rd135];
+	cvt.f64.f32 	%fd30, %f9;
+	st.global.f32 	[%rd132], %f8;
+	add.f64 	%fd31, %fd30, %fd1;
+	sqrt.rn.f64 	%fd32, %fd31;
+	rcp.rn.f64 	%fd33, %fd32;
+	cvt.rn.f32.f64 	%f10, %fd33;
+	st.global.f32 	[%rd133], %f10;
+	add.s64 	%rd76, %rd134, %rd33;
+	ld.global.f32 	%f11, [%rd76];
+	add.s64 	%rd77, %rd135, %rd33;
+	ld.global.f32 	%f12, [%rd77];
+	cvt.f64.f32 	%fd34, %f12;
+	add.s64 	%rd78, %rd132, %rd33;
+	st.global.f32 	[%rd78], %f11;
+	add.f64 	%fd35, %fd34, %fd1;
+	sqrt.rn.f64 	%fd36, %fd35;
+	rcp.rn.f64 	%fd37, %fd36;
+	cvt.rn.f32.f64 	%f13, %fd37;
+	add.s64 	%rd79, %rd133, %rd33;
+	st.global.f32 	[%rd79], %f13;
+	add.s64 	%rd80, %rd130, %rd8;
+	add.s64 	%rd81, %rd80, %rd8;
+	add.s64 	%rd82, %rd76, %rd33;
+	ld.global.f32 	%f14, [%rd82];
+	add.s64 	%rd83, %rd77, %rd33;
+	ld.global.f32 	%f15, [%rd83];
+	cvt.f64.f32 	%fd38, %f15;
+	add.s64 	%rd84, %rd78, %rd33;
+	st.global.f32 	[%rd84], %f14;
+	add.f64 	%fd39, %fd38, %fd1;
+	sqrt.rn.f64 	%fd40, %fd39;
+	rcp.rn.f64 	%fd41, %fd40;
+	cvt.rn.f32.f64 	%f16, %fd41;
+	add.s64 	%rd85, %rd79, %rd33;
+	st.global.f32 	[%rd85], %f16;
+	add.s64 	%rd86, %rd81, %rd8;
+	add.s64 	%rd87, %rd82, %rd33;
+	add.s64 	%rd134, %rd87, %rd33;
+	ld.global.f32 	%f17, [%rd87];
+	add.s64 	%rd88, %rd83, %rd33;
+	add.s64 	%rd135, %rd88, %rd33;
+	ld.global.f32 	%f18, [%rd88];
+	cvt.f64.f32 	%fd42, %f18;
+	add.s64 	%rd89, %rd84, %rd33;
+	add.s64 	%rd132, %rd89, %rd33;
+	st.global.f32 	[%rd89], %f17;
+	add.f64 	%fd43, %fd42, %fd1;
+	sqrt.rn.f64 	%fd44, %fd43;
+	rcp.rn.f64 	%fd45, %fd44;
+	cvt.rn.f32.f64 	%f19, %fd45;
+	add.s64 	%rd90, %rd85, %rd33;
+	add.s64 	%rd133, %rd90, %rd33;
+	st.global.f32 	[%rd90], %f19;
+	add.s64 	%rd130, %rd86, %rd8;
+	setp.lt.s64 	%p7, %rd130, %rd60;
+	@%p7 bra 	$L__BB59_10;
+	bra.uni 	$L__BB59_31;
+
+$L__BB59_13:
+	ld.global.f32 	%f22, [%rd48];
+	cvt.f64.f32 	%fd98, %f22;
+
+$L__BB59_15:
+	setp.eq.s64 	%p13, %rd59, 0;
+	@%p13 bra 	$L__BB59_17;
+
+	add.s64 	%rd99, %rd3, %rd95;
+	ld.global.f32 	%f24, [%rd99];
+	cvt.f64.f32 	%fd50, %f24;
+	mul.f64 	%fd51, %fd2, %fd50;
+	fma.rn.f64 	%fd53, %fd97, %fd24, %fd51;
+	cvt.rn.f32.f64 	%f25, %fd53;
+	st.global.f32 	[%rd99], %f25;
+	add.s64 	%rd100, %rd2, %rd95;
+	ld.global.f32 	%f26, [%rd100];
+	cvt.f64.f32 	%fd54, %f26;
+	mul.f64 	%fd55, %fd98, %fd24;
+	mul.f64 	%fd56, %fd55, %fd3;
+	add.f64 	%fd57, %fd3, 0dBFF0000000000000;
+	div.rn.f64 	%fd58, %fd56, %fd57;
+	fma.rn.f64 	%fd59, %fd2, %fd54, %fd58;
+	cvt.rn.f32.f64 	%f27, %fd59;
+	st.global.f32 	[%rd100], %f27;
+
+$L__BB59_17:
+	cvt.rn.f32.f64 	%f28, %fd97;
+	add.s64 	%rd102, %rd1, %rd95;
+	st.global.f32 	[%rd102], %f28;
+	add.f64 	%fd60, %fd98, %fd1;
+	sqrt.rn.f64 	%fd61, %fd60;
+	rcp.rn.f64 	%fd62, %fd61;
+	cvt.rn.f32.f64 	%f29, %fd62;
+	add.s64 	%rd104, %rd102, %rd97;
+	st.global.f32 	[%rd104], %f29;
+	add.s64 	%rd130, %rd130, %rd8;
+
+$L__BB59_18:
+	setp.gt.u64 	%p14, %rd8, %rd9;
+	@%p14 bra 	$L__BB59_31;
+
+$L__BB59_20:
+	ld.global.f32 	%f30, [%rd47];
+	cvt.f64.f32 	%fd10, %f30;
+	shl.b64 	%rd106, %rd130, 2;
+	add.s64 	%rd52, %rd91, %rd106;
+	ld.global.f32 	%f31, [%rd52];
+	cvt.f64.f32 	%fd99, %f31;
+	shl.b64 	%rd107, %rd60, 2;
+	add.s64 	%rd53, %rd52, %rd107;
+	setp.neu.f32 	%p15, %f2, 0f00000000;
+	@%p15 bra 	$L__BB59_22;
+	bra.uni 	$L__BB59_21;
+
+$L__BB59_22:
+	div.rn.f64 	%fd99, %fd99, %fd10;
+	ld.global.f32 	%f33, [%rd53];
+	cvt.f64.f32 	%fd63, %f33;
+	div.rn.f64 	%fd64, %fd63, %fd10;
+	mul.f64 	%fd65, %fd99, %fd99;
+	sub.f64 	%fd66, %fd64, %fd65;
+	setp.lt.f64 	%p16, %fd66, 0d0000000000000000;
+	selp.f64 	%fd100, 0d0000000000000000, %fd66, %p16;
+	bra.uni 	$L__BB59_23;
+
+$L__BB59_21:
+	ld.global.f32 	%f32, [%rd53];
+	cvt.f64.f32 	%fd100, %f32;
+
+$L__BB59_23:
+	setp.eq.s64 	%p17, %rd59, 0;
+	@%p17 bra 	$L__BB59_25;
+
+	add.s64 	%rd109, %rd3, %rd106;
+	ld.global.f32 	%f34, [%rd109];
+	cvt.f64.f32 	%fd67, %f34;
+	mul.f64 	%fd68, %fd2, %fd67;
+	fma.rn.f64 	%fd70, %fd99, %fd24, %fd68;
+	cvt.rn.f32.f64 	%f35, %fd70;
+	st.global.f32 	[%rd109], %f35;
+	add.s64 	%rd110, %rd2, %rd106;
+	ld.global.f32 	%f36, [%rd110];
+	cvt.f64.f32 	%fd71, %f36;
+	mul.f64 	%fd72, %fd100, %fd24;
+	mul.f64 	%fd73, %fd72, %fd10;
+	add.f64 	%fd74, %fd10, 0dBFF0000000000000;
+	div.rn.f64 	%fd75, %fd73, %fd74;
+	fma.rn.f64 	%fd76, %fd2, %fd71, %fd75;
+	cvt.rn.f32.f64 	%f37, %fd76;
+	st.global.f32 	[%rd110], %f37;
+
+$L__BB59_25:
+	add.s64 	%rd54, %rd1, %rd106;
+	cvt.rn.f32.f64 	%f38, %fd99;
+	st.global.f32 	[%rd54], %f38;
+	add.f64 	%fd77, %fd100, %fd1;
+	sqrt.rn.f64 	%fd78, %fd77;
+	rcp.rn.f64 	%fd79, %fd78;
+	cvt.rn.f32.f64 	%f39, %fd79;
+	add.s64 	%rd113, %rd54, %rd107;
+	st.global.f32 	[%rd113], %f39;
+	add.s64 	%rd55, %rd130, %rd8;
+	ld.global.f32 	%f40, [%rd47];
+	cvt.f64.f32 	%fd17, %f40;
+	shl.b64 	%rd114, %rd8, 2;
+	add.s64 	%rd115, %rd52, %rd114;
+	ld.global.f32 	%f41, [%rd115];
+	cvt.f64.f32 	%fd101, %f41;
+	add.s64 	%rd56, %rd115, %rd107;
+	@%p15 bra 	$L__BB59_27;
+	bra.uni 	$L__BB59_26;
+
+$L__BB59_27:
+	div.rn.f64 	%fd101, %fd101, %fd17;
+	ld.global.f32 	%f43, [%rd56];
+	cvt.f64.f32 	%fd80, %f43;
+	div.rn.f64 	%fd81, %fd80, %fd17;
+	mul.f64 	%fd82, %fd101, %fd101;
+	sub.f64 	%fd83, %fd81, %fd82;
+	setp.lt.f64 	%p19, %fd83, 0d0000000000000000;
+	selp.f64 	%fd102, 0d0000000000000000, %fd83, %p19;
+	bra.uni 	$L__BB59_28;
+
+$L__BB59_26:
+	ld.global.f32 	%f42, [%rd56];
+	cvt.f64.f32 	%fd102, %f42;
+
+$L__BB59_28:
+	@%p17 bra 	$L__BB59_30;
+
+	shl.b64 	%rd116, %rd55, 2;
+	add.s64 	%rd117, %rd3, %rd116;
+	ld.global.f32 	%f44, [%rd117];
+	cvt.f64.f32 	%fd84, %f44;
+	mul.f64 	%fd85, %fd2, %fd84;
+	fma.rn.f64 	%fd87, %fd101, %fd24, %fd85;
+	cvt.rn.f32.f64 	%f45, %fd87;
+	st.global.f32 	[%rd117], %f45;
+	add.s64 	%rd118, %rd2, %rd116;
+	ld.global.f32 	%f46, [%rd118];
+	cvt.f64.f32 	%fd88, %f46;
+	mul.f64 	%fd89, %fd102, %fd24;
+	mul.f64 	%fd90, %fd89, %fd17;
+	add.f64 	%fd91, %fd17, 0dBFF0000000000000;
+	div.rn.f64 	%fd92, %fd90, %fd91;
+	fma.rn.f64 	%fd93, %fd2, %fd88, %fd92;
+	cvt.rn.f32.f64 	%f47, %fd93;
+	st.global.f32 	[%rd118], %f47;
+
+$L__BB59_30:
+	cvt.rn.f32.f64 	%f48, %fd101;
+	add.s64 	%rd120, %rd54, %rd114;
+	st.global.f32 	[%rd120], %f48;
+	add.f64 	%fd94, %fd102, %fd1;
+	sqrt.rn.f64 	%fd95, %fd94;
+	rcp.rn.f64 	%fd96, %fd95;
+	cvt.rn.f32.f64 	%f49, %fd96;
+	add.s64 	%rd122, %rd120, %rd107;
+	st.global.f32 	[%rd122], %f49;
+	add.s64 	%rd130, %rd55, %rd8;
+	setp.lt.s64 	%p21, %rd130, %rd60;
+	@%p21 bra 	$L__BB59_20;
+
+$L__BB59_31:
+	ret;
+
+}
+	// .globl	bn_apply_f32
+.visible .entry bn_apply_f32(
+	.param .u64 bn_apply_f32_param_0,
+	.param .u64 bn_apply_f32_param_1,
+	.param .u64 bn_apply_f32_param_2,
+	.param .u64 bn_apply_f32_param_3,
+	.param .u64 bn_apply_f32_param_4,
+	.param .u64 bn_apply_f32_param_5,
+	.param .u64 bn_apply_f32_param_6,
+	.param .u64 bn_apply_f32_param_7,
+	.param .u64 bn_apply_f32_param_8
+)
+{
+	.reg .pred 	%p<52>;
+	.reg .f32 	%f<116>;
+	.reg .b32 	%r<98>;
+	.reg .b64 	%rd<432>;
+
+
+	ld.param.u64 	%rd209, [bn_apply_f32_param_0];
+	ld.param.u64 	%rd210, [bn_apply_f32_param_1];
+	ld.param.u64 	%rd211, [bn_apply_f32_param_2];
+	ld.param.u64 	%rd212, [bn_apply_f32_param_3];
+	ld.param.u64 	%rd205, [bn_apply_f32_param_4];
+	ld.param.u64 	%rd206, [bn_apply_f32_param_5];
+	ld.param.u64 	%rd213, [bn_apply_f32_param_6];
+	ld.param.u64 	%rd207, [bn_apply_f32_param_7];
+	ld.param.u64 	%rd208, [bn_apply_f32_param_8];
+	cvta.to.global.u64 	%rd1, %rd209;
+	cvta.to.global.u64 	%rd2, %rd206;
+	cvta.to.global.u64 	%rd3, %rd205;
+	cvta.to.global.u64 	%rd4, %rd210;
+	cvta.to.global.u64 	%rd5, %rd212;
+	cvta.to.global.u64 	%rd6, %rd211;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd7, %r2;
+	mul.wide.u32 	%rd214, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd215, %r3;
+	add.s64 	%rd405, %rd214, %rd215;
+	mul.lo.s64 	%rd216, %rd207, %rd213;
+	mul.lo.s64 	%rd9, %rd216, %rd208;
+	setp.ge.s64 	%p1, %rd405, %rd9;
+	@%p1 bra 	$L__BB60_122;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd10, %r4;
+	mul.lo.s64 	%rd11, %rd10, %rd7;
+	not.b64 	%rd217, %rd405;
+	add.s64 	%rd12, %rd9, %rd217;
+	or.b64  	%rd218, %rd12, %rd11;
+	and.b64  	%rd219, %rd218, -4294967296;
+	setp.eq.s64 	%p2, %rd219, 0;
+	@%p2 bra 	$L__BB60_3;
+
+	div.u64 	%rd15, %rd12, %rd11;
+	bra.uni 	$L__BB60_4;
+
+$L__BB60_3:
+	cvt.u32.u64 	%r5, %rd11;
+	cvt.u32.u64 	%r6, %rd12;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd15, %r7;
+
+$L__BB60_4:
+	add.s64 	%rd220, %rd15, 1;
+	and.b64  	%rd382, %rd220, 3;
+	setp.eq.s64 	%p3, %rd205, 0;
+	@%p3 bra 	$L__BB60_51;
+
+	setp.eq.s64 	%p4, %rd382, 0;
+	@%p4 bra 	$L__BB60_16;
+
+	shl.b64 	%rd221, %rd405, 2;
+	add.s64 	%rd380, %rd1, %rd221;
+	shl.b64 	%rd18, %rd11, 2;
+	add.s64 	%rd379, %rd4, %rd221;
+	add.s64 	%rd378, %rd6, %rd221;
+	cvt.u32.u64 	%r8, %rd208;
+	cvt.u32.u64 	%r11, %rd207;
+
+$L__BB60_7:
+	.pragma "nounroll";
+	or.b64  	%rd222, %rd405, %rd208;
+	and.b64  	%rd223, %rd222, -4294967296;
+	setp.eq.s64 	%p5, %rd223, 0;
+	@%p5 bra 	$L__BB60_9;
+
+	div.s64 	%rd383, %rd405, %rd208;
+	bra.uni 	$L__BB60_10;
+
+$L__BB60_9:
+	cvt.u32.u64 	%r9, %rd405;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd383, %r10;
+
+$L__BB60_10:
+	or.b64  	%rd224, %rd383, %rd207;
+	and.b64  	%rd225, %rd224, -4294967296;
+	setp.eq.s64 	%p6, %rd225, 0;
+	@%p6 bra 	$L__BB60_12;
+
+	rem.s64 	%rd384, %rd383, %rd207;
+	bra.uni 	$L__BB60_13;
+
+$L__BB60_12:
+	cvt.u32.u64 	%r12, %rd383;
+	rem.u32 	%r13, %r12, %r11;
+	cvt.u64.u32 	%rd384, %r13;
+
+$L__BB60_13:
+	shl.b64 	%rd226, %rd384, 2;
+	add.s64 	%rd227, %rd5, %rd226;
+	ld.global.f32 	%f16, [%rd227];
+	ld.global.f32 	%f17, [%rd378];
+	sub.f32 	%f18, %f17, %f16;
+	shl.b64 	%rd228, %rd207, 2;
+	add.s64 	%rd229, %rd227, %rd228;
+	ld.global.f32 	%f19, [%rd229];
+	mul.f32 	%f20, %f18, %f19;
+	st.global.f32 	[%rd379], %f20;
+	add.s64 	%rd230, %rd3, %rd226;
+	ld.global.f32 	%f21, [%rd230];
+	mul.f32 	%f111, %f20, %f21;
+	setp.eq.s64 	%p7, %rd206, 0;
+	@%p7 bra 	$L__BB60_15;
+
+	add.s64 	%rd232, %rd2, %rd226;
+	ld.global.f32 	%f22, [%rd232];
+	add.f32 	%f111, %f111, %f22;
+
+$L__BB60_15:
+	st.global.f32 	[%rd380], %f111;
+	add.s64 	%rd405, %rd405, %rd11;
+	add.s64 	%rd380, %rd380, %rd18;
+	add.s64 	%rd379, %rd379, %rd18;
+	add.s64 	%rd378, %rd378, %rd18;
+	add.s64 	%rd382, %rd382, -1;
+	setp.ne.s64 	%p8, %rd382, 0;
+	@%p8 bra 	$L__BB60_7;
+
+$L__BB60_16:
+	setp.lt.u64 	%p9, %rd15, 3;
+	@%p9 bra 	$L__BB60_122;
+
+	shl.b64 	%rd233, %rd405, 2;
+	add.s64 	%rd387, %rd6, %rd233;
+	shl.b64 	%rd39, %rd11, 2;
+	add.s64 	%rd388, %rd4, %rd233;
+	add.s64 	%rd389, %rd1, %rd233;
+	cvt.u32.u64 	%r14, %rd208;
+	cvt.u32.u64 	%r17, %rd207;
+
+$L__BB60_18:
+	or.b64  	%rd235, %rd405, %rd208;
+	and.b64  	%rd236, %rd235, -4294967296;
+	setp.eq.s64 	%p10, %rd236, 0;
+	@%p10 bra 	$L__BB60_20;
+
+	div.s64 	%rd390, %rd405, %rd208;
+	bra.uni 	$L__BB60_21;
+
+$L__BB60_20:
+	cvt.u32.u64 	%r15, %rd405;
+	div.u32 	%r16, %r15, %r14;
+	cvt.u64.u32 	%rd390, %r16;
+
+$L__BB60_21:
+	or.b64  	%rd237, %rd390, %rd207;
+	and.b64  	%rd238, %rd237, -4294967296;
+	setp.eq.s64 	%p11, %rd238, 0;
+	@%p11 bra 	$L__BB60_23;
+
+	rem.s64 	%rd391, %rd390, %rd207;
+	bra.uni 	$L__BB60_24;
+
+$L__BB60_23:
+	cvt.u32.u64 	%r18, %rd390;
+	rem.u32 	%r19, %r18, %r17;
+	cvt.u64.u32 	%rd391, %r19;
+
+$L__BB60_24:
+	shl.b64 	%rd239, %rd391, 2;
+	add.s64 	%rd240, %rd5, %rd239;
+	ld.global.f32 	%f23, [%rd240];
+	ld.global.f32 	%f24, [%rd387];
+	sub.f32 	%f25, %f24, %f23;
+	shl.b64 	%rd241, %rd207, 2;
+	add.s64 	%rd242, %rd240, %rd241;
+	ld.global.f32 	%f26, [%rd242];
+	mul.f32 	%f27, %f25, %f26;
+	st.global.f32 	[%rd388], %f27;
+	add.s64 	%rd243, %rd3, %rd239;
+	ld.global.f32 	%f28, [%rd243];
+	mul.f32 	%f112, %f27, %f28;
+	setp.eq.s64 	%p12, %rd206, 0;
+	@%p12 bra 	$L__BB60_26;
+
+	add.s64 	%rd245, %rd2, %rd239;
+	ld.global.f32 	%f29, [%rd245];
+	add.f32 	%f112, %f112, %f29;
+
+$L__BB60_26:
+	st.global.f32 	[%rd389], %f112;
+	add.s64 	%rd52, %rd405, %rd11;
+	or.b64  	%rd246, %rd52, %rd208;
+	and.b64  	%rd247, %rd246, -4294967296;
+	setp.eq.s64 	%p13, %rd247, 0;
+	@%p13 bra 	$L__BB60_28;
+
+	div.s64 	%rd392, %rd52, %rd208;
+	bra.uni 	$L__BB60_29;
+
+$L__BB60_28:
+	cvt.u32.u64 	%r21, %rd52;
+	div.u32 	%r22, %r21, %r14;
+	cvt.u64.u32 	%rd392, %r22;
+
+$L__BB60_29:
+	or.b64  	%rd248, %rd392, %rd207;
+	and.b64  	%rd249, %rd248, -4294967296;
+	setp.eq.s64 	%p14, %rd249, 0;
+	@%p14 bra 	$L__BB60_31;
+
+	rem.s64 	%rd393, %rd392, %rd207;
+	bra.uni 	$L__BB60_32;
+
+$L__BB60_31:
+	cvt.u32.u64 	%r24, %rd392;
+	rem.u32 	%r25, %r24, %r17;
+	cvt.u64.u32 	%rd393, %r25;
+
+$L__BB60_32:
+	add.s64 	%rd59, %rd387, %rd39;
+	shl.b64 	%rd250, %rd393, 2;
+	add.s64 	%rd251, %rd5, %rd250;
+	ld.global.f32 	%f30, [%rd251];
+	ld.global.f32 	%f31, [%rd59];
+	sub.f32 	%f32, %f31, %f30;
+	add.s64 	%rd253, %rd251, %rd241;
+	ld.global.f32 	%f33, [%rd253];
+	mul.f32 	%f34, %f32, %f33;
+	add.s64 	%rd60, %rd388, %rd39;
+	st.global.f32 	[%rd60], %f34;
+	add.s64 	%rd254, %rd3, %rd250;
+	ld.global.f32 	%f35, [%rd254];
+	mul.f32 	%f113, %f34, %f35;
+	@%p12 bra 	$L__BB60_34;
+
+	add.s64 	%rd256, %rd2, %rd250;
+	ld.global.f32 	%f36, [%rd256];
+	add.f32 	%f113, %f113, %f36;
+
+$L__BB60_34:
+	add.s64 	%rd61, %rd389, %rd39;
+	st.global.f32 	[%rd61], %f113;
+	add.s64 	%rd62, %rd52, %rd11;
+	or.b64  	%rd257, %rd62, %rd208;
+	and.b64  	%rd258, %rd257, -4294967296;
+	setp.eq.s64 	%p16, %rd258, 0;
+	@%p16 bra 	$L__BB60_36;
+
+	div.s64 	%rd394, %rd62, %rd208;
+	bra.uni 	$L__BB60_37;
+
+$L__BB60_36:
+	cvt.u32.u64 	%r27, %rd62;
+	div.u32 	%r28, %r27, %r14;
+	cvt.u64.u32 	%rd394, %r28;
+
+$L__BB60_37:
+	or.b64  	%rd259, %rd394, %rd207;
+	and.b64  	%rd260, %rd259, -4294967296;
+	setp.eq.s64 	%p17, %rd260, 0;
+	@%p17 bra 	$L__BB60_39;
+
+	rem.s64 	%rd395, %rd394, %rd207;
+	bra.uni 	$L__BB60_40;
+
+$L__BB60_39:
+	cvt.u32.u64 	%r30, %rd394;
+	rem.u32 	%r31, %r30, %r17;
+	cvt.u64.u32 	%rd395, %r31;
+
+$L__BB60_40:
+	add.s64 	%rd69, %rd59, %rd39;
+	shl.b64 	%rd261, %rd395, 2;
+	add.s64 	%rd262, %rd5, %rd261;
+	ld.global.f32 	%f37, [%rd262];
+	ld.global.f32 	%f38, [%rd69];
+	sub.f32 	%f39, %f38, %f37;
+	add.s64 	%rd264, %rd262, %rd241;
+	ld.global.f32 	%f40, [%rd264];
+	mul.f32 	%f41, %f39, %f40;
+	add.s64 	%rd70, %rd60, %rd39;
+	st.global.f32 	[%rd70], %f41;
+	add.s64 	%rd265, %rd3, %rd261;
+	ld.global.f32 	%f42, [%rd265];
+	mul.f32 	%f114, %f41, %f42;
+	@%p12 bra 	$L__BB60_42;
+
+	add.s64 	%rd267, %rd2, %rd261;
+	ld.global.f32 	%f43, [%rd267];
+	add.f32 	%f114, %f114, %f43;
+
+$L__BB60_42:
+	add.s64 	%rd71, %rd61, %rd39;
+	st.global.f32 	[%rd71], %f114;
+	add.s64 	%rd72, %rd62, %rd11;
+	or.b64  	%rd268, %rd72, %rd208;
+	and.b64  	%rd269, %rd268, -4294967296;
+	setp.eq.s64 	%p19, %rd269, 0;
+	@%p19 bra 	$L__BB60_44;
+
+	div.s64 	%rd396, %rd72, %rd208;
+	bra.uni 	$L__BB60_45;
+
+$L__BB60_44:
+	cvt.u32.u64 	%r33, %rd72;
+	div.u32 	%r34, %r33, %r14;
+	cvt.u64.u32 	%rd396, %r34;
+
+$L__BB60_45:
+	or.b64  	%rd270, %rd396, %rd207;
+	and.b64  	%rd271, %rd270, -4294967296;
+	setp.eq.s64 	%p20, %rd271, 0;
+	@%p20 bra 	$L__BB60_47;
+
+	rem.s64 	%rd397, %rd396, %rd207;
+	bra.uni 	$L__BB60_48;
+
+$L__BB60_47:
+	cvt.u32.u64 	%r36, %rd396;
+	rem.u32 	%r37, %r36, %r17;
+	cvt.u64.u32 	%rd397, %r37;
+
+$L__BB60_48:
+	add.s64 	%rd79, %rd69, %rd39;
+	shl.b64 	%rd272, %rd397, 2;
+	add.s64 	%rd273, %rd5, %rd272;
+	ld.global.f32 	%f44, [%rd273];
+	ld.global.f32 	%f45, [%rd79];
+	sub.f32 	%f46, %f45, %f44;
+	add.s64 	%rd275, %rd273, %rd241;
+	ld.global.f32 	%f47, [%rd275];
+	mul.f32 	%f48, %f46, %f47;
+	add.s64 	%rd80, %rd70, %rd39;
+	st.global.f32 	[%rd80], %f48;
+	add.s64 	%rd276, %rd3, %rd272;
+	ld.global.f32 	%f49, [%rd276];
+	mul.f32 	%f115, %f48, %f49;
+	@%p12 bra 	$L__BB60_50;
+
+	add.s64 	%rd278, %rd2, %rd272;
+	ld.global.f32 	%f50, [%rd278];
+	add.f32 	%f115, %f115, %f50;
+
+$L__BB60_50:
+	add.s64 	%rd279, %rd71, %rd39;
+	add.s64 	%rd389, %rd279, %rd39;
+	st.global.f32 	[%rd279], %f115;
+	add.s64 	%rd405, %rd72, %rd11;
+	setp.lt.s64 	%p22, %rd405, %rd9;
+	add.s64 	%rd387, %rd79, %rd39;
+	add.s64 	%rd388, %rd80, %rd39;
+	@%p22 bra 	$L__BB60_18;
+	bra.uni 	$L__BB60_122;
+
+$L__BB60_51:
+	setp.eq.s64 	%p23, %rd206, 0;
+	@%p23 bra 	$L__BB60_87;
+
+	setp.eq.s64 	%p24, %rd382, 0;
+	@%p24 bra 	$L__BB60_61;
+
+	shl.b64 	%rd280, %rd405, 2;
+	add.s64 	%rd400, %rd1, %rd280;
+	shl.b64 	%rd86, %rd11, 2;
+	add.s64 	%rd399, %rd4, %rd280;
+	add.s64 	%rd398, %rd6, %rd280;
+	cvt.u32.u64 	%r38, %rd208;
+	cvt.u32.u64 	%r41, %rd207;
+
+$L__BB60_54:
+	.pragma "nounroll";
+	or.b64  	%rd281, %rd405, %rd208;
+	and.b64  	%rd282, %rd281, -4294967296;
+	setp.eq.s64 	%p25, %rd282, 0;
+	@%p25 bra 	$L__BB60_56;
+
+	div.s64 	%rd403, %rd405, %rd208;
+	bra.uni 	$L__BB60_57;
+
+$L__BB60_56:
+	cvt.u32.u64 	%r39, %rd405;
+	div.u32 	%r40, %r39, %r38;
+	cvt.u64.u32 	%rd403, %r40;
+
+$L__BB60_57:
+	or.b64  	%rd283, %rd403, %rd207;
+	and.b64  	%rd284, %rd283, -4294967296;
+	setp.eq.s64 	%p26, %rd284, 0;
+	@%p26 bra 	$L__BB60_59;
+
+	rem.s64 	%rd404, %rd403, %rd207;
+	bra.uni 	$L__BB60_60;
+
+$L__BB60_59:
+	cvt.u32.u64 	%r42, %rd403;
+	rem.u32 	%r43, %r42, %r41;
+	cvt.u64.u32 	%rd404, %r43;
+
+$L__BB60_60:
+	shl.b64 	%rd285, %rd404, 2;
+	add.s64 	%rd286, %rd5, %rd285;
+	ld.global.f32 	%f51, [%rd286];
+	ld.global.f32 	%f52, [%rd398];
+	sub.f32 	%f53, %f52, %f51;
+	shl.b64 	%rd287, %rd207, 2;
+	add.s64 	%rd288, %rd286, %rd287;
+	ld.global.f32 	%f54, [%rd288];
+	mul.f32 	%f55, %f53, %f54;
+	st.global.f32 	[%rd399], %f55;
+	add.s64 	%rd289, %rd2, %rd285;
+	ld.global.f32 	%f56, [%rd289];
+	add.f32 	%f57, %f55, %f56;
+	st.global.f32 	[%rd400], %f57;
+	add.s64 	%rd405, %rd405, %rd11;
+	add.s64 	%rd400, %rd400, %rd86;
+	add.s64 	%rd399, %rd399, %rd86;
+	add.s64 	%rd398, %rd398, %rd86;
+	add.s64 	%rd382, %rd382, -1;
+	setp.ne.s64 	%p27, %rd382, 0;
+	@%p27 bra 	$L__BB60_54;
+
+$L__BB60_61:
+	setp.lt.u64 	%p28, %rd15, 3;
+	@%p28 bra 	$L__BB60_122;
+
+$L__BB60_62:
+	shl.b64 	%rd107, %rd11, 2;
+	or.b64  	%rd291, %rd405, %rd208;
+	and.b64  	%rd292, %rd291, -4294967296;
+	setp.eq.s64 	%p29, %rd292, 0;
+	@%p29 bra 	$L__BB60_64;
+
+	div.s64 	%rd407, %rd405, %rd208;
+	bra.uni 	$L__BB60_65;
+
+$L__BB60_64:
+	cvt.u32.u64 	%r44, %rd208;
+	cvt.u32.u64 	%r45, %rd405;
+	div.u32 	%r46, %r45, %r44;
+	cvt.u64.u32 	%rd407, %r46;
+
+$L__BB60_65:
+	or.b64  	%rd293, %rd407, %rd207;
+	and.b64  	%rd294, %rd293, -4294967296;
+	setp.eq.s64 	%p30, %rd294, 0;
+	@%p30 bra 	$L__BB60_67;
+
+	rem.s64 	%rd408, %rd407, %rd207;
+	bra.uni 	$L__BB60_68;
+
+$L__BB60_67:
+	cvt.u32.u64 	%r47, %rd207;
+	cvt.u32.u64 	%r48, %rd407;
+	rem.u32 	%r49, %r48, %r47;
+	cvt.u64.u32 	%rd408, %r49;
+
+$L__BB60_68:
+	shl.b64 	%rd295, %rd405, 2;
+	add.s64 	%rd114, %rd6, %rd295;
+	shl.b64 	%rd296, %rd408, 2;
+	add.s64 	%rd297, %rd5, %rd296;
+	ld.global.f32 	%f58, [%rd297];
+	ld.global.f32 	%f59, [%rd114];
+	sub.f32 	%f60, %f59, %f58;
+	shl.b64 	%rd298, %rd207, 2;
+	add.s64 	%rd299, %rd297, %rd298;
+	ld.global.f32 	%f61, [%rd299];
+	mul.f32 	%f62, %f60, %f61;
+	add.s64 	%rd115, %rd4, %rd295;
+	st.global.f32 	[%rd115], %f62;
+	add.s64 	%rd300, %rd2, %rd296;
+	ld.global.f32 	%f63, [%rd300];
+	add.f32 	%f64, %f62, %f63;
+	add.s64 	%rd116, %rd1, %rd295;
+	st.global.f32 	[%rd116], %f64;
+	add.s64 	%rd117, %rd405, %rd11;
+	or.b64  	%rd301, %rd117, %rd208;
+	and.b64  	%rd302, %rd301, -4294967296;
+	setp.eq.s64 	%p31, %rd302, 0;
+	@%p31 bra 	$L__BB60_70;
+
+	div.s64 	%rd409, %rd117, %rd208;
+	bra.uni 	$L__BB60_71;
+
+$L__BB60_70:
+	cvt.u32.u64 	%r50, %rd208;
+	cvt.u32.u64 	%r51, %rd117;
+	div.u32 	%r52, %r51, %r50;
+	cvt.u64.u32 	%rd409, %r52;
+
+$L__BB60_71:
+	or.b64  	%rd303, %rd409, %rd207;
+	and.b64  	%rd304, %rd303, -4294967296;
+	setp.eq.s64 	%p32, %rd304, 0;
+	@%p32 bra 	$L__BB60_73;
+
+	rem.s64 	%rd410, %rd409, %rd207;
+	bra.uni 	$L__BB60_74;
+
+$L__BB60_73:
+	cvt.u32.u64 	%r53, %rd207;
+	cvt.u32.u64 	%r54, %rd409;
+	rem.u32 	%r55, %r54, %r53;
+	cvt.u64.u32 	%rd410, %r55;
+
+$L__BB60_74:
+	add.s64 	%rd124, %rd114, %rd107;
+	shl.b64 	%rd305, %rd410, 2;
+	add.s64 	%rd306, %rd5, %rd305;
+	ld.global.f32 	%f65, [%rd306];
+	ld.global.f32 	%f66, [%rd124];
+	sub.f32 	%f67, %f66, %f65;
+	add.s64 	%rd308, %rd306, %rd298;
+	ld.global.f32 	%f68, [%rd308];
+	mul.f32 	%f69, %f67, %f68;
+	add.s64 	%rd125, %rd115, %rd107;
+	st.global.f32 	[%rd125], %f69;
+	add.s64 	%rd309, %rd2, %rd305;
+	ld.global.f32 	%f70, [%rd309];
+	add.f32 	%f71, %f69, %f70;
+	add.s64 	%rd126, %rd116, %rd107;
+	st.global.f32 	[%rd126], %f71;
+	add.s64 	%rd127, %rd117, %rd11;
+	or.b64  	%rd310, %rd127, %rd208;
+	and.b64  	%rd311, %rd310, -4294967296;
+	setp.eq.s64 	%p33, %rd311, 0;
+	@%p33 bra 	$L__BB60_76;
+
+	div.s64 	%rd411, %rd127, %rd208;
+	bra.uni 	$L__BB60_77;
+
+$L__BB60_76:
+	cvt.u32.u64 	%r56, %rd208;
+	cvt.u32.u64 	%r57, %rd127;
+	div.u32 	%r58, %r57, %r56;
+	cvt.u64.u32 	%rd411, %r58;
+
+$L__BB60_77:
+	or.b64  	%rd312, %rd411, %rd207;
+	and.b64  	%rd313, %rd312, -4294967296;
+	setp.eq.s64 	%p34, %rd313, 0;
+	@%p34 bra 	$L__BB60_79;
+
+	rem.s64 	%rd412, %rd411, %rd207;
+	bra.uni 	$L__BB60_80;
+
+$L__BB60_79:
+	cvt.u32.u64 	%r59, %rd207;
+	cvt.u32.u64 	%r60, %rd411;
+	rem.u32 	%r61, %r60, %r59;
+	cvt.u64.u32 	%rd412, %r61;
+
+$L__BB60_80:
+	add.s64 	%rd134, %rd124, %rd107;
+	shl.b64 	%rd314, %rd412, 2;
+	add.s64 	%rd315, %rd5, %rd314;
+	ld.global.f32 	%f72, [%rd315];
+	ld.global.f32 	%f73, [%rd134];
+	sub.f32 	%f74, %f73, %f72;
+	add.s64 	%rd317, %rd315, %rd298;
+	ld.global.f32 	%f75, [%rd317];
+	mul.f32 	%f76, %f74, %f75;
+	add.s64 	%rd135, %rd125, %rd107;
+	st.global.f32 	[%rd135], %f76;
+	add.s64 	%rd318, %rd2, %rd314;
+	ld.global.f32 	%f77, [%rd318];
+	add.f32 	%f78, %f76, %f77;
+	add.s64 	%rd136, %rd126, %rd107;
+	st.global.f32 	[%rd136], %f78;
+	add.s64 	%rd137, %rd127, %rd11;
+	or.b64  	%rd319, %rd137, %rd208;
+	and.b64  	%rd320, %rd319, -4294967296;
+	setp.eq.s64 	%p35, %rd320, 0;
+	@%p35 bra 	$L__BB60_82;
+
+	div.s64 	%rd413, %rd137, %rd208;
+	bra.uni 	$L__BB60_83;
+
+$L__BB60_82:
+	cvt.u32.u64 	%r62, %rd208;
+	cvt.u32.u64 	%r63, %rd137;
+	div.u32 	%r64, %r63, %r62;
+	cvt.u64.u32 	%rd413, %r64;
+
+$L__BB60_83:
+	or.b64  	%rd321, %rd413, %rd207;
+	and.b64  	%rd322, %rd321, -4294967296;
+	setp.eq.s64 	%p36, %rd322, 0;
+	@%p36 bra 	$L__BB60_85;
+
+	rem.s64 	%rd414, %rd413, %rd207;
+	bra.uni 	$L__BB60_86;
+
+$L__BB60_85:
+	cvt.u32.u64 	%r65, %rd207;
+	cvt.u32.u64 	%r66, %rd413;
+	rem.u32 	%r67, %r66, %r65;
+	cvt.u64.u32 	%rd414, %r67;
+
+$L__BB60_86:
+	add.s64 	%rd323, %rd134, %rd107;
+	shl.b64 	%rd324, %rd414, 2;
+	add.s64 	%rd325, %rd5, %rd324;
+	ld.global.f32 	%f79, [%rd325];
+	ld.global.f32 	%f80, [%rd323];
+	sub.f32 	%f81, %f80, %f79;
+	add.s64 	%rd327, %rd325, %rd298;
+	ld.global.f32 	%f82, [%rd327];
+	mul.f32 	%f83, %f81, %f82;
+	add.s64 	%rd328, %rd135, %rd107;
+	st.global.f32 	[%rd328], %f83;
+	add.s64 	%rd329, %rd2, %rd324;
+	ld.global.f32 	%f84, [%rd329];
+	add.f32 	%f85, %f83, %f84;
+	add.s64 	%rd330, %rd136, %rd107;
+	st.global.f32 	[%rd330], %f85;
+	add.s64 	%rd405, %rd137, %rd11;
+	setp.lt.s64 	%p37, %rd405, %rd9;
+	@%p37 bra 	$L__BB60_62;
+	bra.uni 	$L__BB60_122;
+
+$L__BB60_87:
+	setp.eq.s64 	%p38, %rd382, 0;
+	@%p38 bra 	$L__BB60_96;
+
+	shl.b64 	%rd331, %rd405, 2;
+	add.s64 	%rd417, %rd1, %rd331;
+	shl.b64 	%rd146, %rd11, 2;
+	add.s64 	%rd416, %rd4, %rd331;
+	add.s64 	%rd415, %rd6, %rd331;
+	cvt.u32.u64 	%r68, %rd208;
+	cvt.u32.u64 	%r71, %rd207;
+
+$L__BB60_89:
+	.pragma "nounroll";
+	or.b64  	%rd332, %rd405, %rd208;
+	and.b64  	%rd333, %rd332, -4294967296;
+	setp.eq.s64 	%p39, %rd333, 0;
+	@%p39 bra 	$L__BB60_91;
+
+	div.s64 	%rd420, %rd405, %rd208;
+	bra.uni 	$L__BB60_92;
+
+$L__BB60_91:
+	cvt.u32.u64 	%r69, %rd405;
+	div.u32 	%r70, %r69, %r68;
+	cvt.u64.u32 	%rd420, %r70;
+
+$L__BB60_92:
+	or.b64  	%rd334, %rd420, %rd207;
+	and.b64  	%rd335, %rd334, -4294967296;
+	setp.eq.s64 	%p40, %rd335, 0;
+	@%p40 bra 	$L__BB60_94;
+
+	rem.s64 	%rd421, %rd420, %rd207;
+	bra.uni 	$L__BB60_95;
+
+$L__BB60_94:
+	cvt.u32.u64 	%r72, %rd420;
+	rem.u32 	%r73, %r72, %r71;
+	cvt.u64.u32 	%rd421, %r73;
+
+$L__BB60_95:
+	shl.b64 	%rd336, %rd421, 2;
+	add.s64 	%rd337, %rd5, %rd336;
+	ld.global.f32 	%f86, [%rd337];
+	ld.global.f32 	%f87, [%rd415];
+	sub.f32 	%f88, %f87, %f86;
+	shl.b64 	%rd338, %rd207, 2;
+	add.s64 	%rd339, %rd337, %rd338;
+	ld.global.f32 	%f89, [%rd339];
+	mul.f32 	%f90, %f88, %f89;
+	st.global.f32 	[%rd416], %f90;
+	st.global.f32 	[%rd417], %f90;
+	add.s64 	%rd405, %rd405, %rd11;
+	add.s64 	%rd417, %rd417, %rd146;
+	add.s64 	%rd416, %rd416, %rd146;
+	add.s64 	%rd415, %rd415, %rd146;
+	add.s64 	%rd382, %rd382, -1;
+	setp.ne.s64 	%p41, %rd382, 0;
+	@%p41 bra 	$L__BB60_89;
+
+$L__BB60_96:
+	setp.lt.u64 	%p42, %rd15, 3;
+	@%p42 bra 	$L__BB60_122;
+
+$L__BB60_97:
+	shl.b64 	%rd167, %rd11, 2;
+	or.b64  	%rd341, %rd405, %rd208;
+	and.b64  	%rd342, %rd341, -4294967296;
+	setp.eq.s64 	%p43, %rd342, 0;
+	@%p43 bra 	$L__BB60_99;
+
+	div.s64 	%rd424, %rd405, %rd208;
+	bra.uni 	$L__BB60_100;
+
+$L__BB60_99:
+	cvt.u32.u64 	%r74, %rd208;
+	cvt.u32.u64 	%r75, %rd405;
+	div.u32 	%r76, %r75, %r74;
+	cvt.u64.u32 	%rd424, %r76;
+
+$L__BB60_100:
+	or.b64  	%rd343, %rd424, %rd207;
+	and.b64  	%rd344, %rd343, -4294967296;
+	setp.eq.s64 	%p44, %rd344, 0;
+	@%p44 bra 	$L__BB60_102;
+
+	rem.s64 	%rd425, %rd424, %rd207;
+	bra.uni 	$L__BB60_103;
+
+$L__BB60_102:
+	cvt.u32.u64 	%r77, %rd207;
+	cvt.u32.u64 	%r78, %rd424;
+	rem.u32 	%r79, %r78, %r77;
+	cvt.u64.u32 	%rd425, %r79;
+
+$L__BB60_103:
+	shl.b64 	%rd345, %rd405, 2;
+	add.s64 	%rd174, %rd6, %rd345;
+	shl.b64 	%rd346, %rd425, 2;
+	add.s64 	%rd347, %rd5, %rd346;
+	ld.global.f32 	%f91, [%rd347];
+	ld.global.f32 	%f92, [%rd174];
+	sub.f32 	%f93, %f92, %f91;
+	shl.b64 	%rd348, %rd207, 2;
+	add.s64 	%rd349, %rd347, %rd348;
+	ld.global.f32 	%f94, [%rd349];
+	mul.f32 	%f95, %f93, %f94;
+	add.s64 	%rd175, %rd4, %rd345;
+	st.global.f32 	[%rd175], %f95;
+	add.s64 	%rd176, %rd1, %rd345;
+	st.global.f32 	[%rd176], %f95;
+	add.s64 	%rd177, %rd405, %rd11;
+	or.b64  	%rd350, %rd177, %rd208;
+	and.b64  	%rd351, %rd350, -4294967296;
+	setp.eq.s64 	%p45, %rd351, 0;
+	@%p45 bra 	$L__BB60_105;
+
+	div.s64 	%rd426, %rd177, %rd208;
+	bra.uni 	$L__BB60_106;
+
+$L__BB60_105:
+	cvt.u32.u64 	%r80, %rd208;
+	cvt.u32.u64 	%r81, %rd177;
+	div.u32 	%r82, %r81, %r80;
+	cvt.u64.u32 	%rd426, %r82;
+
+$L__BB60_106:
+	or.b64  	%rd352, %rd426, %rd207;
+	and.b64  	%rd353, %rd352, -4294967296;
+	setp.eq.s64 	%p46, %rd353, 0;
+	@%p46 bra 	$L__BB60_108;
+
+	rem.s64 	%rd427, %rd426, %rd207;
+	bra.uni 	$L__BB60_109;
+
+$L__BB60_108:
+	cvt.u32.u64 	%r83, %rd207;
+	cvt.u32.u64 	%r84, %rd426;
+	rem.u32 	%r85, %r84, %r83;
+	cvt.u64.u32 	%rd427, %r85;
+
+$L__BB60_109:
+	add.s64 	%rd184, %rd174, %rd167;
+	shl.b64 	%rd354, %rd427, 2;
+	add.s64 	%rd355, %rd5, %rd354;
+	ld.global.f32 	%f96, [%rd355];
+	ld.global.f32 	%f97, [%rd184];
+	sub.f32 	%f98, %f97, %f96;
+	add.s64 	%rd357, %rd355, %rd348;
+	ld.global.f32 	%f99, [%rd357];
+	mul.f32 	%f100, %f98, %f99;
+	add.s64 	%rd185, %rd175, %rd167;
+	st.global.f32 	[%rd185], %f100;
+	add.s64 	%rd186, %rd176, %rd167;
+	st.global.f32 	[%rd186], %f100;
+	add.s64 	%rd187, %rd177, %rd11;
+	or.b64  	%rd358, %rd187, %rd208;
+	and.b64  	%rd359, %rd358, -4294967296;
+	setp.eq.s64 	%p47, %rd359, 0;
+	@%p47 bra 	$L__BB60_111;
+
+	div.s64 	%rd428, %rd187, %rd208;
+	bra.uni 	$L__BB60_112;
+
+$L__BB60_111:
+	cvt.u32.u64 	%r86, %rd208;
+	cvt.u32.u64 	%r87, %rd187;
+	div.u32 	%r88, %r87, %r86;
+	cvt.u64.u32 	%rd428, %r88;
+
+$L__BB60_112:
+	or.b64  	%rd360, %rd428, %rd207;
+	and.b64  	%rd361, %rd360, -4294967296;
+	setp.eq.s64 	%p48, %rd361, 0;
+	@%p48 bra 	$L__BB60_114;
+
+	rem.s64 	%rd429, %rd428, %rd207;
+	bra.uni 	$L__BB60_115;
+
+$L__BB60_114:
+	cvt.u32.u64 	%r89, %rd207;
+	cvt.u32.u64 	%r90, %rd428;
+	rem.u32 	%r91, %r90, %r89;
+	cvt.u64.u32 	%rd429, %r91;
+
+$L__BB60_115:
+	add.s64 	%rd194, %rd184, %rd167;
+	shl.b64 	%rd362, %rd429, 2;
+	add.s64 	%rd363, %rd5, %rd362;
+	ld.global.f32 	%f101, [%rd363];
+	ld.global.f32 	%f102, [%rd194];
+	sub.f32 	%f103, %f102, %f101;
+	add.s64 	%rd365, %rd363, %rd348;
+	ld.global.f32 	%f104, [%rd365];
+	mul.f32 	%f105, %f103, %f104;
+	add.s64 	%rd195, %rd185, %rd167;
+	st.global.f32 	[%rd195], %f105;
+	add.s64 	%rd196, %rd186, %rd167;
+	st.global.f32 	[%rd196], %f105;
+	add.s64 	%rd197, %rd187, %rd11;
+	or.b64  	%rd366, %rd197, %rd208;
+	and.b64  	%rd367, %rd366, -4294967296;
+	setp.eq.s64 	%p49, %rd367, 0;
+	@%p49 bra 	$L__BB60_117;
+
+	div.s64 	%rd430, %rd197, %rd208;
+	bra.uni 	$L__BB60_118;
+
+$L__BB60_117:
+	cvt.u32.u64 	%r92, %rd208;
+	cvt.u32.u64 	%r93, %rd197;
+	div.u32 	%r94, %r93, %r92;
+	cvt.u64.u32 	%rd430, %r94;
+
+$L__BB60_118:
+	or.b64  	%rd368, %rd430, %rd207;
+	and.b64  	%rd369, %rd368, -4294967296;
+	setp.eq.s64 	%p50, %rd369, 0;
+	@%p50 bra 	$L__BB60_120;
+
+	rem.s64 	%rd431, %rd430, %rd207;
+	bra.uni 	$L__BB60_121;
+
+$L__BB60_120:
+	cvt.u32.u64 	%r95, %rd207;
+	cvt.u32.u64 	%r96, %rd430;
+	rem.u32 	%r97, %r96, %r95;
+	cvt.u64.u32 	%rd431, %r97;
+
+$L__BB60_121:
+	add.s64 	%rd370, %rd194, %rd167;
+	shl.b64 	%rd371, %rd431, 2;
+	add.s64 	%rd372, %rd5, %rd371;
+	ld.global.f32 	%f106, [%rd372];
+	ld.global.f32 	%f107, [%rd370];
+	sub.f32 	%f108, %f107, %f106;
+	add.s64 	%rd374, %rd372, %rd348;
+	ld.global.f32 	%f109, [%rd374];
+	mul.f32 	%f110, %f108, %f109;
+	add.s64 	%rd375, %rd195, %rd167;
+	st.global.f32 	[%rd375], %f110;
+	add.s64 	%rd376, %rd196, %rd167;
+	st.global.f32 	[%rd376], %f110;
+	add.s64 	%rd405, %rd197, %rd11;
+	setp.lt.s64 	%p51, %rd405, %rd9;
+	@%p51 bra 	$L__BB60_97;
+
+$L__BB60_122:
+	ret;
+
+}
+	// .globl	bn_bwd_reduce_f32
+.visible .entry bn_bwd_reduce_f32(
+	.param .u64 bn_bwd_reduce_f32_param_0,
+	.param .u64 bn_bwd_reduce_f32_param_1,
+	.param .u64 bn_bwd_reduce_f32_param_2,
+	.param .u64 bn_bwd_reduce_f32_param_3,
+	.param .u64 bn_bwd_reduce_f32_param_4,
+	.param .u64 bn_bwd_reduce_f32_param_5,
+	.param .u64 bn_bwd_reduce_f32_param_6,
+	.param .u64 bn_bwd_reduce_f32_param_7
+)
+{
+	.reg .pred 	%p<33>;
+	.reg .f32 	%f<51>;
+	.reg .b32 	%r<18>;
+	.reg .f64 	%fd<58>;
+	.reg .b64 	%rd<178>;
+
+
+	ld.param.u64 	%rd93, [bn_bwd_reduce_f32_param_0];
+	ld.param.u64 	%rd88, [bn_bwd_reduce_f32_param_1];
+	ld.param.u64 	%rd89, [bn_bwd_reduce_f32_param_2];
+	ld.param.u64 	%rd94, [bn_bwd_reduce_f32_param_3];
+	ld.param.u64 	%rd95, [bn_bwd_reduce_f32_param_4];
+	ld.param.u64 	%rd90, [bn_bwd_reduce_f32_param_5];
+	ld.param.u64 	%rd91, [bn_bwd_reduce_f32_param_6];
+	ld.param.u64 	%rd92, [bn_bwd_reduce_f32_param_7];
+	cvta.to.global.u64 	%rd1, %rd95;
+	cvta.to.global.u64 	%rd2, %rd94;
+	cvta.to.global.u64 	%rd3, %rd89;
+	cvta.to.global.u64 	%rd4, %rd88;
+	cvta.to.global.u64 	%rd5, %rd93;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd6, %r2;
+	mul.wide.u32 	%rd96, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd97, %r3;
+	add.s64 	%rd161, %rd96, %rd97;
+	setp.ge.s64 	%p1, %rd161, %rd91;
+	@%p1 bra 	$L__BB61_54;
+
+	setp.gt.s64 	%p2, %rd90, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd6;
+	@%p2 bra 	$L__BB61_38;
+	bra.uni 	$L__BB61_2;
+
+$L__BB61_38:
+	add.s64 	%rd67, %rd92, -1;
+	and.b64  	%rd68, %rd92, 3;
+	sub.s64 	%rd69, %rd68, %rd92;
+	add.s64 	%rd70, %rd2, 8;
+	add.s64 	%rd71, %rd1, 8;
+
+$L__BB61_39:
+	setp.lt.s64 	%p23, %rd92, 1;
+	mov.f64 	%fd54, 0d0000000000000000;
+	mov.f64 	%fd55, %fd54;
+	@%p23 bra 	$L__BB61_49;
+
+	mov.u64 	%rd173, 0;
+
+$L__BB61_41:
+	mov.u64 	%rd177, 0;
+	mul.lo.s64 	%rd141, %rd173, %rd91;
+	add.s64 	%rd142, %rd141, %rd161;
+	mul.lo.s64 	%rd74, %rd142, %rd92;
+	setp.lt.u64 	%p24, %rd67, 3;
+	@%p24 bra 	$L__BB61_44;
+
+	shl.b64 	%rd144, %rd74, 2;
+	add.s64 	%rd175, %rd70, %rd144;
+	add.s64 	%rd174, %rd71, %rd144;
+	mov.u64 	%rd177, 0;
+
+$L__BB61_43:
+	ld.global.f32 	%f33, [%rd175+-8];
+	cvt.f64.f32 	%fd26, %f33;
+	add.f64 	%fd27, %fd54, %fd26;
+	ld.global.f32 	%f34, [%rd174+-8];
+	cvt.f64.f32 	%fd28, %f34;
+	fma.rn.f64 	%fd29, %fd26, %fd28, %fd55;
+	ld.global.f32 	%f35, [%rd175+-4];
+	cvt.f64.f32 	%fd30, %f35;
+	add.f64 	%fd31, %fd27, %fd30;
+	ld.global.f32 	%f36, [%rd174+-4];
+	cvt.f64.f32 	%fd32, %f36;
+	fma.rn.f64 	%fd33, %fd30, %fd32, %fd29;
+	ld.global.f32 	%f37, [%rd175];
+	cvt.f64.f32 	%fd34, %f37;
+	add.f64 	%fd35, %fd31, %fd34;
+	ld.global.f32 	%f38, [%rd174];
+	cvt.f64.f32 	%fd36, %f38;
+	fma.rn.f64 	%fd37, %fd34, %fd36, %fd33;
+	ld.global.f32 	%f39, [%rd175+4];
+	cvt.f64.f32 	%fd38, %f39;
+	add.f64 	%fd54, %fd35, %fd38;
+	ld.global.f32 	%f40, [%rd174+4];
+	cvt.f64.f32 	%fd39, %f40;
+	fma.rn.f64 	%fd55, %fd38, %fd39, %fd37;
+	add.s64 	%rd177, %rd177, 4;
+	add.s64 	%rd145, %rd69, %rd177;
+	add.s64 	%rd175, %rd175, 16;
+	add.s64 	%rd174, %rd174, 16;
+	setp.ne.s64 	%p25, %rd145, 0;
+	@%p25 bra 	$L__BB61_43;
+
+$L__BB61_44:
+	setp.eq.s64 	%p26, %rd68, 0;
+	@%p26 bra 	$L__BB61_48;
+
+	setp.eq.s64 	%p27, %rd68, 1;
+	add.s64 	%rd146, %rd177, %rd74;
+	shl.b64 	%rd147, %rd146, 2;
+	add.s64 	%rd84, %rd2, %rd147;
+	ld.global.f32 	%f41, [%rd84];
+	cvt.f64.f32 	%fd40, %f41;
+	add.f64 	%fd54, %fd54, %fd40;
+	add.s64 	%rd85, %rd1, %rd147;
+	ld.global.f32 	%f42, [%rd85];
+	cvt.f64.f32 	%fd41, %f42;
+	fma.rn.f64 	%fd55, %fd40, %fd41, %fd55;
+	@%p27 bra 	$L__BB61_48;
+
+	setp.eq.s64 	%p28, %rd68, 2;
+	ld.global.f32 	%f43, [%rd84+4];
+	cvt.f64.f32 	%fd42, %f43;
+	add.f64 	%fd54, %fd54, %fd42;
+	ld.global.f32 	%f44, [%rd85+4];
+	cvt.f64.f32 	%fd43, %f44;
+	fma.rn.f64 	%fd55, %fd42, %fd43, %fd55;
+	@%p28 bra 	$L__BB61_48;
+
+	ld.global.f32 	%f45, [%rd84+8];
+	cvt.f64.f32 	%fd44, %f45;
+	add.f64 	%fd54, %fd54, %fd44;
+	ld.global.f32 	%f46, [%rd85+8];
+	cvt.f64.f32 	%fd45, %f46;
+	fma.rn.f64 	%fd55, %fd44, %fd45, %fd55;
+
+$L__BB61_48:
+	add.s64 	%rd173, %rd173, 1;
+	setp.lt.s64 	%p29, %rd173, %rd90;
+	@%p29 bra 	$L__BB61_41;
+
+$L__BB61_49:
+	shl.b64 	%rd148, %rd161, 2;
+	add.s64 	%rd149, %rd5, %rd148;
+	cvt.rn.f32.f64 	%f1, %fd54;
+	st.global.f32 	[%rd149], %f1;
+	shl.b64 	%rd150, %rd91, 2;
+	add.s64 	%rd151, %rd149, %rd150;
+	cvt.rn.f32.f64 	%f2, %fd55;
+	st.global.f32 	[%rd151], %f2;
+	setp.eq.s64 	%p30, %rd88, 0;
+	@%p30 bra 	$L__BB61_51;
+
+	add.s64 	%rd153, %rd4, %rd148;
+	ld.global.f32 	%f47, [%rd153];
+	add.f32 	%f48, %f47, %f2;
+	st.global.f32 	[%rd153], %f48;
+
+$L__BB61_51:
+	ld.param.u64 	%rd156, [bn_bwd_reduce_f32_param_2];
+	setp.eq.s64 	%p31, %rd156, 0;
+	@%p31 bra 	$L__BB61_53;
+
+	add.s64 	%rd155, %rd3, %rd148;
+	ld.global.f32 	%f49, [%rd155];
+	add.f32 	%f50, %f49, %f1;
+	st.global.f32 	[%rd155], %f50;
+
+$L__BB61_53:
+	add.s64 	%rd161, %rd161, %rd9;
+	setp.lt.s64 	%p32, %rd161, %rd91;
+	@%p32 bra 	$L__BB61_39;
+
+$L__BB61_54:
+	ret;
+
+$L__BB61_2:
+	not.b64 	%rd98, %rd161;
+	add.s64 	%rd10, %rd98, %rd91;
+	or.b64  	%rd99, %rd10, %rd9;
+	and.b64  	%rd100, %rd99, -4294967296;
+	setp.eq.s64 	%p3, %rd100, 0;
+	@%p3 bra 	$L__BB61_4;
+
+	div.u64 	%rd158, %rd10, %rd9;
+	bra.uni 	$L__BB61_5;
+
+$L__BB61_4:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd158, %r7;
+
+$L__BB61_5:
+	add.s64 	%rd101, %rd158, 1;
+	and.b64  	%rd160, %rd101, 3;
+	setp.eq.s64 	%p4, %rd88, 0;
+	@%p4 bra 	$L__BB61_22;
+
+	setp.eq.s64 	%p5, %rd160, 0;
+	@%p5 bra 	$L__BB61_11;
+
+	shl.b64 	%rd104, %rd91, 2;
+
+$L__BB61_8:
+	.pragma "nounroll";
+	shl.b64 	%rd102, %rd161, 2;
+	add.s64 	%rd103, %rd5, %rd102;
+	mov.u32 	%r8, 0;
+	st.global.u32 	[%rd103], %r8;
+	add.s64 	%rd105, %rd103, %rd104;
+	st.global.u32 	[%rd105], %r8;
+	add.s64 	%rd106, %rd4, %rd102;
+	ld.global.f32 	%f3, [%rd106];
+	add.f32 	%f4, %f3, 0f00000000;
+	st.global.f32 	[%rd106], %f4;
+	setp.eq.s64 	%p6, %rd89, 0;
+	@%p6 bra 	$L__BB61_10;
+
+	add.s64 	%rd108, %rd3, %rd102;
+	ld.global.f32 	%f5, [%rd108];
+	add.f32 	%f6, %f5, 0f00000000;
+	st.global.f32 	[%rd108], %f6;
+
+$L__BB61_10:
+	add.s64 	%rd161, %rd161, %rd9;
+	add.s64 	%rd160, %rd160, -1;
+	setp.ne.s64 	%p7, %rd160, 0;
+	@%p7 bra 	$L__BB61_8;
+
+$L__BB61_11:
+	setp.lt.u64 	%p8, %rd158, 3;
+	@%p8 bra 	$L__BB61_54;
+
+	shl.b64 	%rd109, %rd161, 2;
+	add.s64 	%rd163, %rd5, %rd109;
+	shl.b64 	%rd21, %rd9, 2;
+	add.s64 	%rd111, %rd161, %rd91;
+	shl.b64 	%rd112, %rd111, 2;
+	add.s64 	%rd164, %rd5, %rd112;
+	add.s64 	%rd165, %rd4, %rd109;
+
+$L__BB61_13:
+	mov.u32 	%r9, 0;
+	st.global.u32 	[%rd163], %r9;
+	st.global.u32 	[%rd164], %r9;
+	ld.global.f32 	%f7, [%rd165];
+	add.f32 	%f8, %f7, 0f00000000;
+	st.global.f32 	[%rd165], %f8;
+	setp.eq.s64 	%p9, %rd89, 0;
+	@%p9 bra 	$L__BB61_15;
+
+	shl.b64 	%rd113, %rd161, 2;
+	add.s64 	%rd114, %rd3, %rd113;
+	ld.global.f32 	%f9, [%rd114];
+	add.f32 	%f10, %f9, 0f00000000;
+	st.global.f32 	[%rd114], %f10;
+
+$L__BB61_15:
+	add.s64 	%rd28, %rd161, %rd9;
+	add.s64 	%rd29, %rd163, %rd21;
+	st.global.u32 	[%rd29], %r9;
+	add.s64 	%rd30, %rd164, %rd21;
+	st.global.u32 	[%rd30], %r9;
+	add.s64 	%rd31, %rd165, %rd21;
+	ld.global.f32 	%f11, [%rd31];
+	add.f32 	%f12, %f11, 0f00000000;
+	st.global.f32 	[%rd31], %f12;
+	@%p9 bra 	$L__BB61_17;
+
+	shl.b64 	%rd115, %rd28, 2;
+	add.s64 	%rd116, %rd3, %rd115;
+	ld.global.f32 	%f13, [%rd116];
+	add.f32 	%f14, %f13, 0f00000000;
+	st.global.f32 	[%rd116], %f14;
+
+$L__BB61_17:
+	add.s64 	%rd32, %rd28, %rd9;
+	add.s64 	%rd33, %rd29, %rd21;
+	mov.u32 	%r11, 0;
+	st.global.u32 	[%rd33], %r11;
+	add.s64 	%rd34, %rd30, %rd21;
+	st.global.u32 	[%rd34], %r11;
+	add.s64 	%rd35, %rd31, %rd21;
+	ld.global.f32 	%f15, [%rd35];
+	add.f32 	%f16, %f15, 0f00000000;
+	st.global.f32 	[%rd35], %f16;
+	@%p9 bra 	$L__BB61_19;
+
+	shl.b64 	%rd117, %rd32, 2;
+	add.s64 	%rd118, %rd3, %rd117;
+	ld.global.f32 	%f17, [%rd118];
+	add.f32 	%f18, %f17, 0f00000000;
+	st.global.f32 	[%rd118], %f18;
+
+$L__BB61_19:
+	add.s64 	%rd36, %rd32, %rd9;
+	add.s64 	%rd37, %rd33, %rd21;
+	st.global.u32 	[%rd37], %r11;
+	add.s64 	%rd38, %rd34, %rd21;
+	st.global.u32 	[%rd38], %r11;
+	add.s64 	%rd39, %rd35, %rd21;
+	ld.global.f32 	%f19, [%rd39];
+	add.f32 	%f20, %f19, 0f00000000;
+	st.global.f32 	[%rd39], %f20;
+	@%p9 bra 	$L__BB61_21;
+
+	shl.b64 	%rd119, %rd36, 2;
+	add.s64 	%rd120, %rd3, %rd119;
+	ld.global.f32 	%f21, [%rd120];
+	add.f32 	%f22, %f21, 0f00000000;
+	st.global.f32 	[%rd120], %f22;
+
+$L__BB61_21:
+	add.s64 	%rd161, %rd36, %rd9;
+	setp.lt.s64 	%p13, %rd161, %rd91;
+	add.s64 	%rd163, %rd37, %rd21;
+	add.s64 	%rd164, %rd38, %rd21;
+	add.s64 	%rd165, %rd39, %rd21;
+	@%p13 bra 	$L__BB61_13;
+	bra.uni 	$L__BB61_54;
+
+$L__BB61_22:
+	setp.eq.s64 	%p14, %rd160, 0;
+	@%p14 bra 	$L__BB61_27;
+
+	shl.b64 	%rd123, %rd91, 2;
+
+$L__BB61_24:
+	.pragma "nounroll";
+	shl.b64 	%rd121, %rd161, 2;
+	add.s64 	%rd122, %rd5, %rd121;
+	mov.u32 	%r13, 0;
+	st.global.u32 	[%rd122], %r13;
+	add.s64 	%rd124, %rd122, %rd123;
+	st.global.u32 	[%rd124], %r13;
+	setp.eq.s64 	%p15, %rd89, 0;
+	@%p15 bra 	$L__BB61_26;
+
+	add.s64 	%rd126, %rd3, %rd121;
+	ld.global.f32 	%f23, [%rd126];
+	add.f32 	%f24, %f23, 0f00000000;
+	st.global.f32 	[%rd126], %f24;
+
+$L__BB61_26:
+	add.s64 	%rd161, %rd161, %rd9;
+	add.s64 	%rd160, %rd160, -1;
+	setp.ne.s64 	%p16, %rd160, 0;
+	@%p16 bra 	$L__BB61_24;
+
+$L__BB61_27:
+	setp.lt.u64 	%p17, %rd158, 3;
+	@%p17 bra 	$L__BB61_54;
+
+	shl.b64 	%rd127, %rd161, 2;
+	add.s64 	%rd170, %rd5, %rd127;
+	shl.b64 	%rd50, %rd9, 2;
+	add.s64 	%rd129, %rd161, %rd91;
+	shl.b64 	%rd130, %rd129, 2;
+	add.s64 	%rd171, %rd5, %rd130;
+
+$L__BB61_29:
+	mov.u32 	%r14, 0;
+	st.global.u32 	[%rd170], %r14;
+	st.global.u32 	[%rd171], %r14;
+	setp.eq.s64 	%p18, %rd89, 0;
+	@%p18 bra 	$L__BB61_31;
+
+	shl.b64 	%rd131, %rd161, 2;
+	add.s64 	%rd132, %rd3, %rd131;
+	ld.global.f32 	%f25, [%rd132];
+	add.f32 	%f26, %f25, 0f00000000;
+	st.global.f32 	[%rd132], %f26;
+
+$L__BB61_31:
+	add.s64 	%rd55, %rd161, %rd9;
+	add.s64 	%rd56, %rd170, %rd50;
+	st.global.u32 	[%rd56], %r14;
+	add.s64 	%rd57, %rd171, %rd50;
+	st.global.u32 	[%rd57], %r14;
+	@%p18 bra 	$L__BB61_33;
+
+	shl.b64 	%rd133, %rd55, 2;
+	add.s64 	%rd134, %rd3, %rd133;
+	ld.global.f32 	%f27, [%rd134];
+	add.f32 	%f28, %f27, 0f00000000;
+	st.global.f32 	[%rd134], %f28;
+
+$L__BB61_33:
+	add.s64 	%rd58, %rd55, %rd9;
+	add.s64 	%rd59, %rd56, %rd50;
+	mov.u32 	%r16, 0;
+	st.global.u32 	[%rd59], %r16;
+	add.s64 	%rd60, %rd57, %rd50;
+	st.global.u32 	[%rd60], %r16;
+	@%p18 bra 	$L__BB61_35;
+
+	shl.b64 	%rd135, %rd58, 2;
+	add.s64 	%rd136, %rd3, %rd135;
+	ld.global.f32 	%f29, [%rd136];
+	add.f32 	%f30, %f29, 0f00000000;
+	st.global.f32 	[%rd136], %f30;
+
+$L__BB61_35:
+	add.s64 	%rd61, %rd58, %rd9;
+	add.s64 	%rd62, %rd59, %rd50;
+	st.global.u32 	[%rd62], %r16;
+	add.s64 	%rd63, %rd60, %rd50;
+	st.global.u32 	[%rd63], %r16;
+	@%p18 bra 	$L__BB61_37;
+
+	shl.b64 	%rd137, %rd61, 2;
+	add.s64 	%rd138, %rd3, %rd137;
+	ld.global.f32 	%f31, [%rd138];
+	add.f32 	%f32, %f31, 0f00000000;
+	st.global.f32 	[%rd138], %f32;
+
+$L__BB61_37:
+	add.s64 	%rd161, %rd61, %rd9;
+	setp.lt.s64 	%p22, %rd161, %rd91;
+	add.s64 	%rd170, %rd62, %rd50;
+	add.s64 	%rd171, %rd63, %rd50;
+	@%p22 bra 	$L__BB61_29;
+	bra.uni 	$L__BB61_54;
+
+}
+	// .globl	bn_bwd_input_f32
+.visible .entry bn_bwd_input_f32(
+	.param .u64 bn_bwd_input_f32_param_0,
+	.param .u64 bn_bwd_input_f32_param_1,
+	.param .u64 bn_bwd_input_f32_param_2,
+	.param .u64 bn_bwd_input_f32_param_3,
+	.param .u64 bn_bwd_input_f32_param_4,
+	.param .u64 bn_bwd_input_f32_param_5,
+	.param .u64 bn_bwd_input_f32_param_6,
+	.param .u64 bn_bwd_input_f32_param_7,
+	.param .u64 bn_bwd_input_f32_param_8,
+	.param .u64 bn_bwd_input_f32_param_9
+)
+{
+	.reg .pred 	%p<52>;
+	.reg .f32 	%f<161>;
+	.reg .b32 	%r<98>;
+	.reg .b64 	%rd<445>;
+
+
+	ld.param.u64 	%rd197, [bn_bwd_input_f32_param_0];
+	ld.param.u64 	%rd198, [bn_bwd_input_f32_param_1];
+	ld.param.u64 	%rd199, [bn_bwd_input_f32_param_2];
+	ld.param.u64 	%rd200, [bn_bwd_input_f32_param_3];
+	ld.param.u64 	%rd192, [bn_bwd_input_f32_param_4];
+	ld.param.u64 	%rd193, [bn_bwd_input_f32_param_5];
+	ld.param.u64 	%rd194, [bn_bwd_input_f32_param_6];
+	ld.param.u64 	%rd201, [bn_bwd_input_f32_param_7];
+	ld.param.u64 	%rd195, [bn_bwd_input_f32_param_8];
+	ld.param.u64 	%rd196, [bn_bwd_input_f32_param_9];
+	cvta.to.global.u64 	%rd1, %rd197;
+	cvta.to.global.u64 	%rd2, %rd199;
+	cvta.to.global.u64 	%rd3, %rd193;
+	cvta.to.global.u64 	%rd4, %rd198;
+	cvta.to.global.u64 	%rd5, %rd192;
+	cvta.to.global.u64 	%rd6, %rd200;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd7, %r2;
+	mul.wide.u32 	%rd202, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd203, %r3;
+	add.s64 	%rd419, %rd202, %rd203;
+	mul.lo.s64 	%rd204, %rd195, %rd201;
+	mul.lo.s64 	%rd9, %rd204, %rd196;
+	setp.ge.s64 	%p1, %rd419, %rd9;
+	@%p1 bra 	$L__BB62_127;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd10, %r4;
+	mul.lo.s64 	%rd11, %rd10, %rd7;
+	not.b64 	%rd205, %rd419;
+	add.s64 	%rd12, %rd9, %rd205;
+	or.b64  	%rd206, %rd12, %rd11;
+	and.b64  	%rd207, %rd206, -4294967296;
+	setp.eq.s64 	%p2, %rd207, 0;
+	@%p2 bra 	$L__BB62_3;
+
+	div.u64 	%rd15, %rd12, %rd11;
+	bra.uni 	$L__BB62_4;
+
+$L__BB62_3:
+	cvt.u32.u64 	%r5, %rd11;
+	cvt.u32.u64 	%r6, %rd12;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd15, %r7;
+
+$L__BB62_4:
+	cvta.to.global.u64 	%rd208, %rd194;
+	shl.b64 	%rd209, %rd195, 3;
+	add.s64 	%rd16, %rd208, %rd209;
+	add.s64 	%rd210, %rd15, 1;
+	and.b64  	%rd398, %rd210, 3;
+	setp.eq.s64 	%p3, %rd192, 0;
+	@%p3 bra 	$L__BB62_56;
+
+	setp.eq.s64 	%p4, %rd398, 0;
+	@%p4 bra 	$L__BB62_17;
+
+	shl.b64 	%rd211, %rd419, 2;
+	add.s64 	%rd396, %rd2, %rd211;
+	shl.b64 	%rd19, %rd11, 2;
+	add.s64 	%rd395, %rd1, %rd211;
+	add.s64 	%rd394, %rd4, %rd211;
+	cvt.u32.u64 	%r8, %rd196;
+	cvt.u32.u64 	%r11, %rd195;
+
+$L__BB62_7:
+	.pragma "nounroll";
+	or.b64  	%rd212, %rd419, %rd196;
+	and.b64  	%rd213, %rd212, -4294967296;
+	setp.eq.s64 	%p5, %rd213, 0;
+	@%p5 bra 	$L__BB62_9;
+
+	div.s64 	%rd399, %rd419, %rd196;
+	bra.uni 	$L__BB62_10;
+
+$L__BB62_9:
+	cvt.u32.u64 	%r9, %rd419;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd399, %r10;
+
+$L__BB62_10:
+	or.b64  	%rd214, %rd399, %rd195;
+	and.b64  	%rd215, %rd214, -4294967296;
+	setp.eq.s64 	%p6, %rd215, 0;
+	@%p6 bra 	$L__BB62_12;
+
+	rem.s64 	%rd400, %rd399, %rd195;
+	bra.uni 	$L__BB62_13;
+
+$L__BB62_12:
+	cvt.u32.u64 	%r12, %rd399;
+	rem.u32 	%r13, %r12, %r11;
+	cvt.u64.u32 	%rd400, %r13;
+
+$L__BB62_13:
+	add.s64 	%rd216, %rd400, %rd195;
+	shl.b64 	%rd217, %rd216, 2;
+	add.s64 	%rd218, %rd6, %rd217;
+	shl.b64 	%rd219, %rd400, 2;
+	add.s64 	%rd220, %rd5, %rd219;
+	ld.global.f32 	%f21, [%rd220];
+	ld.global.f32 	%f22, [%rd218];
+	mul.f32 	%f1, %f22, %f21;
+	setp.eq.s64 	%p7, %rd193, 0;
+	@%p7 bra 	$L__BB62_15;
+
+	ld.global.f32 	%f23, [%rd16];
+	add.s64 	%rd222, %rd3, %rd219;
+	ld.global.f32 	%f24, [%rd222];
+	div.rn.f32 	%f25, %f24, %f23;
+	ld.global.f32 	%f26, [%rd394];
+	sub.f32 	%f27, %f26, %f25;
+	shl.b64 	%rd223, %rd195, 2;
+	add.s64 	%rd224, %rd222, %rd223;
+	ld.global.f32 	%f28, [%rd224];
+	div.rn.f32 	%f29, %f28, %f23;
+	ld.global.f32 	%f30, [%rd396];
+	mul.f32 	%f31, %f30, %f29;
+	sub.f32 	%f156, %f27, %f31;
+	bra.uni 	$L__BB62_16;
+
+$L__BB62_15:
+	ld.global.f32 	%f156, [%rd394];
+
+$L__BB62_16:
+	mul.f32 	%f32, %f1, %f156;
+	st.global.f32 	[%rd395], %f32;
+	add.s64 	%rd419, %rd419, %rd11;
+	add.s64 	%rd396, %rd396, %rd19;
+	add.s64 	%rd395, %rd395, %rd19;
+	add.s64 	%rd394, %rd394, %rd19;
+	add.s64 	%rd398, %rd398, -1;
+	setp.ne.s64 	%p8, %rd398, 0;
+	@%p8 bra 	$L__BB62_7;
+
+$L__BB62_17:
+	setp.lt.u64 	%p9, %rd15, 3;
+	@%p9 bra 	$L__BB62_127;
+
+	shl.b64 	%rd225, %rd419, 2;
+	add.s64 	%rd403, %rd1, %rd225;
+	shl.b64 	%rd40, %rd11, 2;
+	cvt.u32.u64 	%r14, %rd196;
+	cvt.u32.u64 	%r17, %rd195;
+
+$L__BB62_19:
+	or.b64  	%rd227, %rd419, %rd196;
+	and.b64  	%rd228, %rd227, -4294967296;
+	setp.eq.s64 	%p10, %rd228, 0;
+	@%p10 bra 	$L__BB62_21;
+
+	div.s64 	%rd404, %rd419, %rd196;
+	bra.uni 	$L__BB62_22;
+
+$L__BB62_21:
+	cvt.u32.u64 	%r15, %rd419;
+	div.u32 	%r16, %r15, %r14;
+	cvt.u64.u32 	%rd404, %r16;
+
+$L__BB62_22:
+	or.b64  	%rd229, %rd404, %rd195;
+	and.b64  	%rd230, %rd229, -4294967296;
+	setp.eq.s64 	%p11, %rd230, 0;
+	@%p11 bra 	$L__BB62_24;
+
+	rem.s64 	%rd405, %rd404, %rd195;
+	bra.uni 	$L__BB62_25;
+
+$L__BB62_24:
+	cvt.u32.u64 	%r18, %rd404;
+	rem.u32 	%r19, %r18, %r17;
+	cvt.u64.u32 	%rd405, %r19;
+
+$L__BB62_25:
+	add.s64 	%rd231, %rd405, %rd195;
+	shl.b64 	%rd232, %rd231, 2;
+	add.s64 	%rd233, %rd6, %rd232;
+	shl.b64 	%rd234, %rd405, 2;
+	add.s64 	%rd235, %rd5, %rd234;
+	ld.global.f32 	%f33, [%rd235];
+	ld.global.f32 	%f34, [%rd233];
+	mul.f32 	%f5, %f34, %f33;
+	shl.b64 	%rd236, %rd419, 2;
+	add.s64 	%rd49, %rd4, %rd236;
+	setp.eq.s64 	%p12, %rd193, 0;
+	@%p12 bra 	$L__BB62_27;
+
+	ld.global.f32 	%f35, [%rd16];
+	add.s64 	%rd238, %rd3, %rd234;
+	ld.global.f32 	%f36, [%rd238];
+	div.rn.f32 	%f37, %f36, %f35;
+	ld.global.f32 	%f38, [%rd49];
+	sub.f32 	%f39, %f38, %f37;
+	shl.b64 	%rd239, %rd195, 2;
+	add.s64 	%rd240, %rd238, %rd239;
+	ld.global.f32 	%f40, [%rd240];
+	div.rn.f32 	%f41, %f40, %f35;
+	add.s64 	%rd242, %rd2, %rd236;
+	ld.global.f32 	%f42, [%rd242];
+	mul.f32 	%f43, %f42, %f41;
+	sub.f32 	%f157, %f39, %f43;
+	bra.uni 	$L__BB62_28;
+
+$L__BB62_27:
+	ld.global.f32 	%f157, [%rd49];
+
+$L__BB62_28:
+	mul.f32 	%f44, %f5, %f157;
+	st.global.f32 	[%rd403], %f44;
+	add.s64 	%rd50, %rd419, %rd11;
+	or.b64  	%rd243, %rd50, %rd196;
+	and.b64  	%rd244, %rd243, -4294967296;
+	setp.eq.s64 	%p13, %rd244, 0;
+	@%p13 bra 	$L__BB62_30;
+
+	div.s64 	%rd406, %rd50, %rd196;
+	bra.uni 	$L__BB62_31;
+
+$L__BB62_30:
+	cvt.u32.u64 	%r21, %rd50;
+	div.u32 	%r22, %r21, %r14;
+	cvt.u64.u32 	%rd406, %r22;
+
+$L__BB62_31:
+	or.b64  	%rd245, %rd406, %rd195;
+	and.b64  	%rd246, %rd245, -4294967296;
+	setp.eq.s64 	%p14, %rd246, 0;
+	@%p14 bra 	$L__BB62_33;
+
+	rem.s64 	%rd407, %rd406, %rd195;
+	bra.uni 	$L__BB62_34;
+
+$L__BB62_33:
+	cvt.u32.u64 	%r24, %rd406;
+	rem.u32 	%r25, %r24, %r17;
+	cvt.u64.u32 	%rd407, %r25;
+
+$L__BB62_34:
+	add.s64 	%rd247, %rd407, %rd195;
+	shl.b64 	%rd248, %rd247, 2;
+	add.s64 	%rd249, %rd6, %rd248;
+	shl.b64 	%rd250, %rd407, 2;
+	add.s64 	%rd251, %rd5, %rd250;
+	ld.global.f32 	%f45, [%rd251];
+	ld.global.f32 	%f46, [%rd249];
+	mul.f32 	%f9, %f46, %f45;
+	add.s64 	%rd57, %rd49, %rd40;
+	@%p12 bra 	$L__BB62_36;
+
+	ld.global.f32 	%f47, [%rd16];
+	add.s64 	%rd254, %rd3, %rd250;
+	ld.global.f32 	%f48, [%rd254];
+	div.rn.f32 	%f49, %f48, %f47;
+	ld.global.f32 	%f50, [%rd57];
+	sub.f32 	%f51, %f50, %f49;
+	shl.b64 	%rd255, %rd195, 2;
+	add.s64 	%rd256, %rd254, %rd255;
+	ld.global.f32 	%f52, [%rd256];
+	div.rn.f32 	%f53, %f52, %f47;
+	shl.b64 	%rd257, %rd50, 2;
+	add.s64 	%rd258, %rd2, %rd257;
+	ld.global.f32 	%f54, [%rd258];
+	mul.f32 	%f55, %f54, %f53;
+	sub.f32 	%f158, %f51, %f55;
+	bra.uni 	$L__BB62_37;
+
+$L__BB62_36:
+	ld.global.f32 	%f158, [%rd57];
+
+$L__BB62_37:
+	add.s64 	%rd58, %rd403, %rd40;
+	mul.f32 	%f56, %f9, %f158;
+	st.global.f32 	[%rd58], %f56;
+	add.s64 	%rd59, %rd50, %rd11;
+	or.b64  	%rd259, %rd59, %rd196;
+	and.b64  	%rd260, %rd259, -4294967296;
+	setp.eq.s64 	%p16, %rd260, 0;
+	@%p16 bra 	$L__BB62_39;
+
+	div.s64 	%rd408, %rd59, %rd196;
+	bra.uni 	$L__BB62_40;
+
+$L__BB62_39:
+	cvt.u32.u64 	%r27, %rd59;
+	div.u32 	%r28, %r27, %r14;
+	cvt.u64.u32 	%rd408, %r28;
+
+$L__BB62_40:
+	or.b64  	%rd261, %rd408, %rd195;
+	and.b64  	%rd262, %rd261, -4294967296;
+	setp.eq.s64 	%p17, %rd262, 0;
+	@%p17 bra 	$L__BB62_42;
+
+	rem.s64 	%rd409, %rd408, %rd195;
+	bra.uni 	$L__BB62_43;
+
+$L__BB62_42:
+	cvt.u32.u64 	%r30, %rd408;
+	rem.u32 	%r31, %r30, %r17;
+	cvt.u64.u32 	%rd409, %r31;
+
+$L__BB62_43:
+	add.s64 	%rd263, %rd409, %rd195;
+	shl.b64 	%rd264, %rd263, 2;
+	add.s64 	%rd265, %rd6, %rd264;
+	shl.b64 	%rd266, %rd409, 2;
+	add.s64 	%rd267, %rd5, %rd266;
+	ld.global.f32 	%f57, [%rd267];
+	ld.global.f32 	%f58, [%rd265];
+	mul.f32 	%f13, %f58, %f57;
+	add.s64 	%rd66, %rd57, %rd40;
+	@%p12 bra 	$L__BB62_45;
+
+	ld.global.f32 	%f59, [%rd16];
+	add.s64 	%rd270, %rd3, %rd266;
+	ld.global.f32 	%f60, [%rd270];
+	div.rn.f32 	%f61, %f60, %f59;
+	ld.global.f32 	%f62, [%rd66];
+	sub.f32 	%f63, %f62, %f61;
+	shl.b64 	%rd271, %rd195, 2;
+	add.s64 	%rd272, %rd270, %rd271;
+	ld.global.f32 	%f64, [%rd272];
+	div.rn.f32 	%f65, %f64, %f59;
+	shl.b64 	%rd273, %rd59, 2;
+	add.s64 	%rd274, %rd2, %rd273;
+	ld.global.f32 	%f66, [%rd274];
+	mul.f32 	%f67, %f66, %f65;
+	sub.f32 	%f159, %f63, %f67;
+	bra.uni 	$L__BB62_46;
+
+$L__BB62_45:
+	ld.global.f32 	%f159, [%rd66];
+
+$L__BB62_46:
+	add.s64 	%rd67, %rd58, %rd40;
+	mul.f32 	%f68, %f13, %f159;
+	st.global.f32 	[%rd67], %f68;
+	add.s64 	%rd68, %rd59, %rd11;
+	or.b64  	%rd275, %rd68, %rd196;
+	and.b64  	%rd276, %rd275, -4294967296;
+	setp.eq.s64 	%p19, %rd276, 0;
+	@%p19 bra 	$L__BB62_48;
+
+	div.s64 	%rd410, %rd68, %rd196;
+	bra.uni 	$L__BB62_49;
+
+$L__BB62_48:
+	cvt.u32.u64 	%r33, %rd68;
+	div.u32 	%r34, %r33, %r14;
+	cvt.u64.u32 	%rd410, %r34;
+
+$L__BB62_49:
+	or.b64  	%rd277, %rd410, %rd195;
+	and.b64  	%rd278, %rd277, -4294967296;
+	setp.eq.s64 	%p20, %rd278, 0;
+	@%p20 bra 	$L__BB62_51;
+
+	rem.s64 	%rd411, %rd410, %rd195;
+	bra.uni 	$L__BB62_52;
+
+$L__BB62_51:
+	cvt.u32.u64 	%r36, %rd410;
+	rem.u32 	%r37, %r36, %r17;
+	cvt.u64.u32 	%rd411, %r37;
+
+$L__BB62_52:
+	add.s64 	%rd279, %rd411, %rd195;
+	shl.b64 	%rd280, %rd279, 2;
+	add.s64 	%rd281, %rd6, %rd280;
+	shl.b64 	%rd282, %rd411, 2;
+	add.s64 	%rd283, %rd5, %rd282;
+	ld.global.f32 	%f69, [%rd283];
+	ld.global.f32 	%f70, [%rd281];
+	mul.f32 	%f17, %f70, %f69;
+	add.s64 	%rd75, %rd66, %rd40;
+	@%p12 bra 	$L__BB62_54;
+
+	ld.global.f32 	%f71, [%rd16];
+	add.s64 	%rd286, %rd3, %rd282;
+	ld.global.f32 	%f72, [%rd286];
+	div.rn.f32 	%f73, %f72, %f71;
+	ld.global.f32 	%f74, [%rd75];
+	sub.f32 	%f75, %f74, %f73;
+	shl.b64 	%rd287, %rd195, 2;
+	add.s64 	%rd288, %rd286, %rd287;
+	ld.global.f32 	%f76, [%rd288];
+	div.rn.f32 	%f77, %f76, %f71;
+	shl.b64 	%rd289, %rd68, 2;
+	add.s64 	%rd290, %rd2, %rd289;
+	ld.global.f32 	%f78, [%rd290];
+	mul.f32 	%f79, %f78, %f77;
+	sub.f32 	%f160, %f75, %f79;
+	bra.uni 	$L__BB62_55;
+
+$L__BB62_54:
+	ld.global.f32 	%f160, [%rd75];
+
+$L__BB62_55:
+	add.s64 	%rd291, %rd67, %rd40;
+	add.s64 	%rd403, %rd291, %rd40;
+	mul.f32 	%f80, %f17, %f160;
+	st.global.f32 	[%rd291], %f80;
+	add.s64 	%rd419, %rd68, %rd11;
+	setp.lt.s64 	%p22, %rd419, %rd9;
+	@%p22 bra 	$L__BB62_19;
+	bra.uni 	$L__BB62_127;
+
+$L__BB62_56:
+	setp.eq.s64 	%p23, %rd193, 0;
+	@%p23 bra 	$L__BB62_92;
+
+	setp.eq.s64 	%p24, %rd398, 0;
+	@%p24 bra 	$L__BB62_66;
+
+	shl.b64 	%rd292, %rd419, 2;
+	add.s64 	%rd414, %rd2, %rd292;
+	shl.b64 	%rd79, %rd11, 2;
+	add.s64 	%rd413, %rd1, %rd292;
+	add.s64 	%rd412, %rd4, %rd292;
+	cvt.u32.u64 	%r38, %rd196;
+	cvt.u32.u64 	%r41, %rd195;
+
+$L__BB62_59:
+	.pragma "nounroll";
+	or.b64  	%rd293, %rd419, %rd196;
+	and.b64  	%rd294, %rd293, -4294967296;
+	setp.eq.s64 	%p25, %rd294, 0;
+	@%p25 bra 	$L__BB62_61;
+
+	div.s64 	%rd417, %rd419, %rd196;
+	bra.uni 	$L__BB62_62;
+
+$L__BB62_61:
+	cvt.u32.u64 	%r39, %rd419;
+	div.u32 	%r40, %r39, %r38;
+	cvt.u64.u32 	%rd417, %r40;
+
+$L__BB62_62:
+	or.b64  	%rd295, %rd417, %rd195;
+	and.b64  	%rd296, %rd295, -4294967296;
+	setp.eq.s64 	%p26, %rd296, 0;
+	@%p26 bra 	$L__BB62_64;
+
+	rem.s64 	%rd418, %rd417, %rd195;
+	bra.uni 	$L__BB62_65;
+
+$L__BB62_64:
+	cvt.u32.u64 	%r42, %rd417;
+	rem.u32 	%r43, %r42, %r41;
+	cvt.u64.u32 	%rd418, %r43;
+
+$L__BB62_65:
+	add.s64 	%rd297, %rd418, %rd195;
+	shl.b64 	%rd298, %rd297, 2;
+	add.s64 	%rd299, %rd6, %rd298;
+	shl.b64 	%rd300, %rd418, 2;
+	add.s64 	%rd301, %rd3, %rd300;
+	ld.global.f32 	%f81, [%rd301];
+	ld.global.f32 	%f82, [%rd16];
+	div.rn.f32 	%f83, %f81, %f82;
+	ld.global.f32 	%f84, [%rd412];
+	sub.f32 	%f85, %f84, %f83;
+	shl.b64 	%rd302, %rd195, 2;
+	add.s64 	%rd303, %rd301, %rd302;
+	ld.global.f32 	%f86, [%rd303];
+	div.rn.f32 	%f87, %f86, %f82;
+	ld.global.f32 	%f88, [%rd414];
+	mul.f32 	%f89, %f88, %f87;
+	sub.f32 	%f90, %f85, %f89;
+	ld.global.f32 	%f91, [%rd299];
+	mul.f32 	%f92, %f91, %f90;
+	st.global.f32 	[%rd413], %f92;
+	add.s64 	%rd419, %rd419, %rd11;
+	add.s64 	%rd414, %rd414, %rd79;
+	add.s64 	%rd413, %rd413, %rd79;
+	add.s64 	%rd412, %rd412, %rd79;
+	add.s64 	%rd398, %rd398, -1;
+	setp.ne.s64 	%p27, %rd398, 0;
+	@%p27 bra 	$L__BB62_59;
+
+$L__BB62_66:
+	setp.lt.u64 	%p28, %rd15, 3;
+	@%p28 bra 	$L__BB62_127;
+
+$L__BB62_67:
+	shl.b64 	%rd100, %rd11, 2;
+	or.b64  	%rd305, %rd419, %rd196;
+	and.b64  	%rd306, %rd305, -4294967296;
+	setp.eq.s64 	%p29, %rd306, 0;
+	@%p29 bra 	$L__BB62_69;
+
+	div.s64 	%rd421, %rd419, %rd196;
+	bra.uni 	$L__BB62_70;
+
+$L__BB62_69:
+	cvt.u32.u64 	%r44, %rd196;
+	cvt.u32.u64 	%r45, %rd419;
+	div.u32 	%r46, %r45, %r44;
+	cvt.u64.u32 	%rd421, %r46;
+
+$L__BB62_70:
+	or.b64  	%rd307, %rd421, %rd195;
+	and.b64  	%rd308, %rd307, -4294967296;
+	setp.eq.s64 	%p30, %rd308, 0;
+	@%p30 bra 	$L__BB62_72;
+
+	rem.s64 	%rd422, %rd421, %rd195;
+	bra.uni 	$L__BB62_73;
+
+$L__BB62_72:
+	cvt.u32.u64 	%r47, %rd195;
+	cvt.u32.u64 	%r48, %rd421;
+	rem.u32 	%r49, %r48, %r47;
+	cvt.u64.u32 	%rd422, %r49;
+
+$L__BB62_73:
+	add.s64 	%rd309, %rd422, %rd195;
+	shl.b64 	%rd310, %rd309, 2;
+	add.s64 	%rd311, %rd6, %rd310;
+	shl.b64 	%rd312, %rd419, 2;
+	add.s64 	%rd107, %rd4, %rd312;
+	add.s64 	%rd108, %rd1, %rd312;
+	shl.b64 	%rd313, %rd422, 2;
+	add.s64 	%rd314, %rd3, %rd313;
+	ld.global.f32 	%f93, [%rd314];
+	ld.global.f32 	%f94, [%rd16];
+	div.rn.f32 	%f95, %f93, %f94;
+	ld.global.f32 	%f96, [%rd107];
+	sub.f32 	%f97, %f96, %f95;
+	add.s64 	%rd109, %rd2, %rd312;
+	shl.b64 	%rd315, %rd195, 2;
+	add.s64 	%rd316, %rd314, %rd315;
+	ld.global.f32 	%f98, [%rd316];
+	div.rn.f32 	%f99, %f98, %f94;
+	ld.global.f32 	%f100, [%rd109];
+	mul.f32 	%f101, %f100, %f99;
+	sub.f32 	%f102, %f97, %f101;
+	ld.global.f32 	%f103, [%rd311];
+	mul.f32 	%f104, %f103, %f102;
+	st.global.f32 	[%rd108], %f104;
+	add.s64 	%rd110, %rd419, %rd11;
+	or.b64  	%rd317, %rd110, %rd196;
+	and.b64  	%rd318, %rd317, -4294967296;
+	setp.eq.s64 	%p31, %rd318, 0;
+	@%p31 bra 	$L__BB62_75;
+
+	div.s64 	%rd423, %rd110, %rd196;
+	bra.uni 	$L__BB62_76;
+
+$L__BB62_75:
+	cvt.u32.u64 	%r50, %rd196;
+	cvt.u32.u64 	%r51, %rd110;
+	div.u32 	%r52, %r51, %r50;
+	cvt.u64.u32 	%rd423, %r52;
+
+$L__BB62_76:
+	or.b64  	%rd319, %rd423, %rd195;
+	and.b64  	%rd320, %rd319, -4294967296;
+	setp.eq.s64 	%p32, %rd320, 0;
+	@%p32 bra 	$L__BB62_78;
+
+	rem.s64 	%rd424, %rd423, %rd195;
+	bra.uni 	$L__BB62_79;
+
+$L__BB62_78:
+	cvt.u32.u64 	%r53, %rd195;
+	cvt.u32.u64 	%r54, %rd423;
+	rem.u32 	%r55, %r54, %r53;
+	cvt.u64.u32 	%rd424, %r55;
+
+$L__BB62_79:
+	add.s64 	%rd321, %rd424, %rd195;
+	shl.b64 	%rd322, %rd321, 2;
+	add.s64 	%rd323, %rd6, %rd322;
+	add.s64 	%rd117, %rd107, %rd100;
+	shl.b64 	%rd324, %rd424, 2;
+	add.s64 	%rd325, %rd3, %rd324;
+	ld.global.f32 	%f105, [%rd325];
+	ld.global.f32 	%f106, [%rd16];
+	div.rn.f32 	%f107, %f105, %f106;
+	ld.global.f32 	%f108, [%rd117];
+	sub.f32 	%f109, %f108, %f107;
+	add.s64 	%rd118, %rd109, %rd100;
+	add.s64 	%rd327, %rd325, %rd315;
+	ld.global.f32 	%f110, [%rd327];
+	div.rn.f32 	%f111, %f110, %f106;
+	ld.global.f32 	%f112, [%rd118];
+	mul.f32 	%f113, %f112, %f111;
+	sub.f32 	%f114, %f109, %f113;
+	ld.global.f32 	%f115, [%rd323];
+	mul.f32 	%f116, %f115, %f114;
+	add.s64 	%rd119, %rd108, %rd100;
+	st.global.f32 	[%rd119], %f116;
+	add.s64 	%rd120, %rd110, %rd11;
+	or.b64  	%rd328, %rd120, %rd196;
+	and.b64  	%rd329, %rd328, -4294967296;
+	setp.eq.s64 	%p33, %rd329, 0;
+	@%p33 bra 	$L__BB62_81;
+
+	div.s64 	%rd425, %rd120, %rd196;
+	bra.uni 	$L__BB62_82;
+
+$L__BB62_81:
+	cvt.u32.u64 	%r56, %rd196;
+	cvt.u32.u64 	%r57, %rd120;
+	div.u32 	%r58, %r57, %r56;
+	cvt.u64.u32 	%rd425, %r58;
+
+$L__BB62_82:
+	or.b64  	%rd330, %rd425, %rd195;
+	and.b64  	%rd331, %rd330, -4294967296;
+	setp.eq.s64 	%p34, %rd331, 0;
+	@%p34 bra 	$L__BB62_84;
+
+	rem.s64 	%rd426, %rd425, %rd195;
+	bra.uni 	$L__BB62_85;
+
+$L__BB62_84:
+	cvt.u32.u64 	%r59, %rd195;
+	cvt.u32.u64 	%r60, %rd425;
+	rem.u32 	%r61, %r60, %r59;
+	cvt.u64.u32 	%rd426, %r61;
+
+$L__BB62_85:
+	add.s64 	%rd332, %rd426, %rd195;
+	shl.b64 	%rd333, %rd332, 2;
+	add.s64 	%rd334, %rd6, %rd333;
+	add.s64 	%rd127, %rd117, %rd100;
+	shl.b64 	%rd335, %rd426, 2;
+	add.s64 	%rd336, %rd3, %rd335;
+	ld.global.f32 	%f117, [%rd336];
+	ld.global.f32 	%f118, [%rd16];
+	div.rn.f32 	%f119, %f117, %f118;
+	ld.global.f32 	%f120, [%rd127];
+	sub.f32 	%f121, %f120, %f119;
+	add.s64 	%rd128, %rd118, %rd100;
+	add.s64 	%rd338, %rd336, %rd315;
+	ld.global.f32 	%f122, [%rd338];
+	div.rn.f32 	%f123, %f122, %f118;
+	ld.global.f32 	%f124, [%rd128];
+	mul.f32 	%f125, %f124, %f123;
+	sub.f32 	%f126, %f121, %f125;
+	ld.global.f32 	%f127, [%rd334];
+	mul.f32 	%f128, %f127, %f126;
+	add.s64 	%rd129, %rd119, %rd100;
+	st.global.f32 	[%rd129], %f128;
+	add.s64 	%rd130, %rd120, %rd11;
+	or.b64  	%rd339, %rd130, %rd196;
+	and.b64  	%rd340, %rd339, -4294967296;
+	setp.eq.s64 	%p35, %rd340, 0;
+	@%p35 bra 	$L__BB62_87;
+
+	div.s64 	%rd427, %rd130, %rd196;
+	bra.uni 	$L__BB62_88;
+
+$L__BB62_87:
+	cvt.u32.u64 	%r62, %rd196;
+	cvt.u32.u64 	%r63, %rd130;
+	div.u32 	%r64, %r63, %r62;
+	cvt.u64.u32 	%rd427, %r64;
+
+$L__BB62_88:
+	or.b64  	%rd341, %rd427, %rd195;
+	and.b64  	%rd342, %rd341, -4294967296;
+	setp.eq.s64 	%p36, %rd342, 0;
+	@%p36 bra 	$L__BB62_90;
+
+	rem.s64 	%rd428, %rd427, %rd195;
+	bra.uni 	$L__BB62_91;
+
+$L__BB62_90:
+	cvt.u32.u64 	%r65, %rd195;
+	cvt.u32.u64 	%r66, %rd427;
+	rem.u32 	%r67, %r66, %r65;
+	cvt.u64.u32 	%rd428, %r67;
+
+$L__BB62_91:
+	add.s64 	%rd343, %rd428, %rd195;
+	shl.b64 	%rd344, %rd343, 2;
+	add.s64 	%rd345, %rd6, %rd344;
+	add.s64 	%rd346, %rd127, %rd100;
+	shl.b64 	%rd347, %rd428, 2;
+	add.s64 	%rd348, %rd3, %rd347;
+	ld.global.f32 	%f129, [%rd348];
+	ld.global.f32 	%f130, [%rd16];
+	div.rn.f32 	%f131, %f129, %f130;
+	ld.global.f32 	%f132, [%rd346];
+	sub.f32 	%f133, %f132, %f131;
+	add.s64 	%rd349, %rd128, %rd100;
+	add.s64 	%rd351, %rd348, %rd315;
+	ld.global.f32 	%f134, [%rd351];
+	div.rn.f32 	%f135, %f134, %f130;
+	ld.global.f32 	%f136, [%rd349];
+	mul.f32 	%f137, %f136, %f135;
+	sub.f32 	%f138, %f133, %f137;
+	ld.global.f32 	%f139, [%rd345];
+	mul.f32 	%f140, %f139, %f138;
+	add.s64 	%rd352, %rd129, %rd100;
+	st.global.f32 	[%rd352], %f140;
+	add.s64 	%rd419, %rd130, %rd11;
+	setp.lt.s64 	%p37, %rd419, %rd9;
+	@%p37 bra 	$L__BB62_67;
+	bra.uni 	$L__BB62_127;
+
+$L__BB62_92:
+	setp.eq.s64 	%p38, %rd398, 0;
+	@%p38 bra 	$L__BB62_101;
+
+	shl.b64 	%rd353, %rd419, 2;
+	add.s64 	%rd430, %rd1, %rd353;
+	shl.b64 	%rd139, %rd11, 2;
+	add.s64 	%rd429, %rd4, %rd353;
+	cvt.u32.u64 	%r68, %rd196;
+	cvt.u32.u64 	%r71, %rd195;
+
+$L__BB62_94:
+	.pragma "nounroll";
+	or.b64  	%rd354, %rd419, %rd196;
+	and.b64  	%rd355, %rd354, -4294967296;
+	setp.eq.s64 	%p39, %rd355, 0;
+	@%p39 bra 	$L__BB62_96;
+
+	div.s64 	%rd433, %rd419, %rd196;
+	bra.uni 	$L__BB62_97;
+
+$L__BB62_96:
+	cvt.u32.u64 	%r69, %rd419;
+	div.u32 	%r70, %r69, %r68;
+	cvt.u64.u32 	%rd433, %r70;
+
+$L__BB62_97:
+	or.b64  	%rd356, %rd433, %rd195;
+	and.b64  	%rd357, %rd356, -4294967296;
+	setp.eq.s64 	%p40, %rd357, 0;
+	@%p40 bra 	$L__BB62_99;
+
+	rem.s64 	%rd434, %rd433, %rd195;
+	bra.uni 	$L__BB62_100;
+
+$L__BB62_99:
+	cvt.u32.u64 	%r72, %rd433;
+	rem.u32 	%r73, %r72, %r71;
+	cvt.u64.u32 	%rd434, %r73;
+
+$L__BB62_100:
+	add.s64 	%rd358, %rd434, %rd195;
+	shl.b64 	%rd359, %rd358, 2;
+	add.s64 	%rd360, %rd6, %rd359;
+	ld.global.f32 	%f141, [%rd429];
+	ld.global.f32 	%f142, [%rd360];
+	mul.f32 	%f143, %f142, %f141;
+	st.global.f32 	[%rd430], %f143;
+	add.s64 	%rd419, %rd419, %rd11;
+	add.s64 	%rd430, %rd430, %rd139;
+	add.s64 	%rd429, %rd429, %rd139;
+	add.s64 	%rd398, %rd398, -1;
+	setp.ne.s64 	%p41, %rd398, 0;
+	@%p41 bra 	$L__BB62_94;
+
+$L__BB62_101:
+	setp.lt.u64 	%p42, %rd15, 3;
+	@%p42 bra 	$L__BB62_127;
+
+$L__BB62_102:
+	shl.b64 	%rd157, %rd11, 2;
+	or.b64  	%rd362, %rd419, %rd196;
+	and.b64  	%rd363, %rd362, -4294967296;
+	setp.eq.s64 	%p43, %rd363, 0;
+	@%p43 bra 	$L__BB62_104;
+
+	div.s64 	%rd437, %rd419, %rd196;
+	bra.uni 	$L__BB62_105;
+
+$L__BB62_104:
+	cvt.u32.u64 	%r74, %rd196;
+	cvt.u32.u64 	%r75, %rd419;
+	div.u32 	%r76, %r75, %r74;
+	cvt.u64.u32 	%rd437, %r76;
+
+$L__BB62_105:
+	or.b64  	%rd364, %rd437, %rd195;
+	and.b64  	%rd365, %rd364, -4294967296;
+	setp.eq.s64 	%p44, %rd365, 0;
+	@%p44 bra 	$L__BB62_107;
+
+	rem.s64 	%rd438, %rd437, %rd195;
+	bra.uni 	$L__BB62_108;
+
+$L__BB62_107:
+	cvt.u32.u64 	%r77, %rd195;
+	cvt.u32.u64 	%r78, %rd437;
+	rem.u32 	%r79, %r78, %r77;
+	cvt.u64.u32 	%rd438, %r79;
+
+$L__BB62_108:
+	add.s64 	%rd366, %rd438, %rd195;
+	shl.b64 	%rd367, %rd366, 2;
+	add.s64 	%rd368, %rd6, %rd367;
+	shl.b64 	%rd369, %rd419, 2;
+	add.s64 	%rd164, %rd4, %rd369;
+	add.s64 	%rd165, %rd1, %rd369;
+	ld.global.f32 	%f144, [%rd164];
+	ld.global.f32 	%f145, [%rd368];
+	mul.f32 	%f146, %f145, %f144;
+	st.global.f32 	[%rd165], %f146;
+	add.s64 	%rd166, %rd419, %rd11;
+	or.b64  	%rd370, %rd166, %rd196;
+	and.b64  	%rd371, %rd370, -4294967296;
+	setp.eq.s64 	%p45, %rd371, 0;
+	@%p45 bra 	$L__BB62_110;
+
+	div.s64 	%rd439, %rd166, %rd196;
+	bra.uni 	$L__BB62_111;
+
+$L__BB62_110:
+	cvt.u32.u64 	%r80, %rd196;
+	cvt.u32.u64 	%r81, %rd166;
+	div.u32 	%r82, %r81, %r80;
+	cvt.u64.u32 	%rd439, %r82;
+
+$L__BB62_111:
+	or.b64  	%rd372, %rd439, %rd195;
+	and.b64  	%rd373, %rd372, -4294967296;
+	setp.eq.s64 	%p46, %rd373, 0;
+	@%p46 bra 	$L__BB62_113;
+
+	rem.s64 	%rd440, %rd439, %rd195;
+	bra.uni 	$L__BB62_114;
+
+$L__BB62_113:
+	cvt.u32.u64 	%r83, %rd195;
+	cvt.u32.u64 	%r84, %rd439;
+	rem.u32 	%r85, %r84, %r83;
+	cvt.u64.u32 	%rd440, %r85;
+
+$L__BB62_114:
+	add.s64 	%rd374, %rd440, %rd195;
+	shl.b64 	%rd375, %rd374, 2;
+	add.s64 	%rd376, %rd6, %rd375;
+	add.s64 	%rd173, %rd164, %rd157;
+	ld.global.f32 	%f147, [%rd173];
+	ld.global.f32 	%f148, [%rd376];
+	mul.f32 	%f149, %f148, %f147;
+	add.s64 	%rd174, %rd165, %rd157;
+	st.global.f32 	[%rd174], %f149;
+	add.s64 	%rd175, %rd166, %rd11;
+	or.b64  	%rd377, %rd175, %rd196;
+	and.b64  	%rd378, %rd377, -4294967296;
+	setp.eq.s64 	%p47, %rd378, 0;
+	@%p47 bra 	$L__BB62_116;
+
+	div.s64 	%rd441, %rd175, %rd196;
+	bra.uni 	$L__BB62_117;
+
+$L__BB62_116:
+	cvt.u32.u64 	%r86, %rd196;
+	cvt.u32.u64 	%r87, %rd175;
+	div.u32 	%r88, %r87, %r86;
+	cvt.u64.u32 	%rd441, %r88;
+
+$L__BB62_117:
+	or.b64  	%rd379, %rd441, %rd195;
+	and.b64  	%rd380, %rd379, -4294967296;
+	setp.eq.s64 	%p48, %rd380, 0;
+	@%p48 bra 	$L__BB62_119;
+
+	rem.s64 	%rd442, %rd441, %rd195;
+	bra.uni 	$L__BB62_120;
+
+$L__BB62_119:
+	cvt.u32.u64 	%r89, %rd195;
+	cvt.u32.u64 	%r90, %rd441;
+	rem.u32 	%r91, %r90, %r89;
+	cvt.u64.u32 	%rd442, %r91;
+
+$L__BB62_120:
+	add.s64 	%rd381, %rd442, %rd195;
+	shl.b64 	%rd382, %rd381, 2;
+	add.s64 	%rd383, %rd6, %rd382;
+	add.s64 	%rd182, %rd173, %rd157;
+	ld.global.f32 	%f150, [%rd182];
+	ld.global.f32 	%f151, [%rd383];
+	mul.f32 	%f152, %f151, %f150;
+	add.s64 	%rd183, %rd174, %rd157;
+	st.global.f32 	[%rd183], %f152;
+	add.s64 	%rd184, %rd175, %rd11;
+	or.b64  	%rd384, %rd184, %rd196;
+	and.b64  	%rd385, %rd384, -4294967296;
+	setp.eq.s64 	%p49, %rd385, 0;
+	@%p49 bra 	$L__BB62_122;
+
+	div.s64 	%rd443, %rd184, %rd196;
+	bra.uni 	$L__BB62_123;
+
+$L__BB62_122:
+	cvt.u32.u64 	%r92, %rd196;
+	cvt.u32.u64 	%r93, %rd184;
+	div.u32 	%r94, %r93, %r92;
+	cvt.u64.u32 	%rd443, %r94;
+
+$L__BB62_123:
+	or.b64  	%rd386, %rd443, %rd195;
+	and.b64  	%rd387, %rd386, -4294967296;
+	setp.eq.s64 	%p50, %rd387, 0;
+	@%p50 bra 	$L__BB62_125;
+
+	rem.s64 	%rd444, %rd443, %rd195;
+	bra.uni 	$L__BB62_126;
+
+$L__BB62_125:
+	cvt.u32.u64 	%r95, %rd195;
+	cvt.u32.u64 	%r96, %rd443;
+	rem.u32 	%r97, %r96, %r95;
+	cvt.u64.u32 	%rd444, %r97;
+
+$L__BB62_126:
+	add.s64 	%rd388, %rd444, %rd195;
+	shl.b64 	%rd389, %rd388, 2;
+	add.s64 	%rd390, %rd6, %rd389;
+	add.s64 	%rd391, %rd182, %rd157;
+	ld.global.f32 	%f153, [%rd391];
+	ld.global.f32 	%f154, [%rd390];
+	mul.f32 	%f155, %f154, %f153;
+	add.s64 	%rd392, %rd183, %rd157;
+	st.global.f32 	[%rd392], %f155;
+	add.s64 	%rd419, %rd184, %rd11;
+	setp.lt.s64 	%p51, %rd419, %rd9;
+	@%p51 bra 	$L__BB62_102;
+
+$L__BB62_127:
+	ret;
+
+}
+	// .globl	where_f32
+.visible .entry where_f32(
+	.param .u64 where_f32_param_0,
+	.param .u64 where_f32_param_1,
+	.param .u64 where_f32_param_2,
+	.param .u64 where_f32_param_3,
+	.param .f32 where_f32_param_4,
+	.param .f32 where_f32_param_5,
+	.param .u64 where_f32_param_6
+)
+{
+	.reg .pred 	%p<42>;
+	.reg .f32 	%f<63>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<227>;
+
+
+	ld.param.u64 	%rd122, [where_f32_param_0];
+	ld.param.u64 	%rd123, [where_f32_param_1];
+	ld.param.u64 	%rd119, [where_f32_param_2];
+	ld.param.u64 	%rd120, [where_f32_param_3];
+	ld.param.f32 	%f21, [where_f32_param_4];
+	ld.param.f32 	%f22, [where_f32_param_5];
+	ld.param.u64 	%rd121, [where_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd122;
+	cvta.to.global.u64 	%rd2, %rd119;
+	cvta.to.global.u64 	%rd3, %rd120;
+	cvta.to.global.u64 	%rd4, %rd123;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd6, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd7, %r3;
+	add.s64 	%rd197, %rd6, %rd7;
+	setp.ge.s64 	%p1, %rd197, %rd121;
+	@%p1 bra 	$L__BB63_51;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd9, %r4;
+	mul.lo.s64 	%rd10, %rd9, %rd5;
+	not.b64 	%rd124, %rd197;
+	add.s64 	%rd11, %rd124, %rd121;
+	or.b64  	%rd125, %rd11, %rd10;
+	and.b64  	%rd126, %rd125, -4294967296;
+	setp.eq.s64 	%p2, %rd126, 0;
+	@%p2 bra 	$L__BB63_3;
+
+	div.u64 	%rd14, %rd11, %rd10;
+	bra.uni 	$L__BB63_4;
+
+$L__BB63_3:
+	cvt.u32.u64 	%r5, %rd10;
+	cvt.u32.u64 	%r6, %rd11;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd14, %r7;
+
+$L__BB63_4:
+	add.s64 	%rd127, %rd14, 1;
+	and.b64  	%rd15, %rd127, 3;
+	setp.eq.s64 	%p3, %rd120, 0;
+	@%p3 bra 	$L__BB63_28;
+
+	setp.eq.s64 	%p4, %rd119, 0;
+	@%p4 bra 	$L__BB63_12;
+
+	setp.eq.s64 	%p5, %rd15, 0;
+	@%p5 bra 	$L__BB63_9;
+
+	shl.b64 	%rd128, %rd6, 2;
+	shl.b64 	%rd129, %rd7, 2;
+	add.s64 	%rd194, %rd128, %rd129;
+	shl.b64 	%rd17, %rd10, 2;
+
+$L__BB63_8:
+	.pragma "nounroll";
+	add.s64 	%rd130, %rd4, %rd194;
+	ld.global.f32 	%f23, [%rd130];
+	setp.neu.f32 	%p6, %f23, 0f00000000;
+	selp.b64 	%rd131, %rd2, %rd3, %p6;
+	add.s64 	%rd132, %rd131, %rd194;
+	ld.global.f32 	%f24, [%rd132];
+	add.s64 	%rd133, %rd1, %rd194;
+	st.global.f32 	[%rd133], %f24;
+	add.s64 	%rd197, %rd197, %rd10;
+	add.s64 	%rd194, %rd194, %rd17;
+	add.s64 	%rd15, %rd15, -1;
+	setp.ne.s64 	%p7, %rd15, 0;
+	@%p7 bra 	$L__BB63_8;
+
+$L__BB63_9:
+	setp.lt.u64 	%p8, %rd14, 3;
+	@%p8 bra 	$L__BB63_51;
+
+	shl.b64 	%rd134, %rd197, 2;
+	add.s64 	%rd199, %rd4, %rd134;
+	shl.b64 	%rd26, %rd10, 2;
+	add.s64 	%rd200, %rd1, %rd134;
+
+$L__BB63_11:
+	ld.global.f32 	%f25, [%rd199];
+	setp.neu.f32 	%p9, %f25, 0f00000000;
+	selp.b64 	%rd136, %rd2, %rd3, %p9;
+	shl.b64 	%rd137, %rd197, 2;
+	add.s64 	%rd138, %rd136, %rd137;
+	ld.global.f32 	%f26, [%rd138];
+	st.global.f32 	[%rd200], %f26;
+	add.s64 	%rd139, %rd199, %rd26;
+	ld.global.f32 	%f27, [%rd139];
+	setp.neu.f32 	%p10, %f27, 0f00000000;
+	selp.b64 	%rd140, %rd2, %rd3, %p10;
+	add.s64 	%rd141, %rd197, %rd10;
+	shl.b64 	%rd142, %rd141, 2;
+	add.s64 	%rd143, %rd140, %rd142;
+	ld.global.f32 	%f28, [%rd143];
+	add.s64 	%rd144, %rd200, %rd26;
+	st.global.f32 	[%rd144], %f28;
+	add.s64 	%rd145, %rd141, %rd10;
+	add.s64 	%rd146, %rd139, %rd26;
+	ld.global.f32 	%f29, [%rd146];
+	setp.neu.f32 	%p11, %f29, 0f00000000;
+	selp.b64 	%rd147, %rd2, %rd3, %p11;
+	shl.b64 	%rd148, %rd145, 2;
+	add.s64 	%rd149, %rd147, %rd148;
+	ld.global.f32 	%f30, [%rd149];
+	add.s64 	%rd150, %rd144, %rd26;
+	st.global.f32 	[%rd150], %f30;
+	add.s64 	%rd151, %rd145, %rd10;
+	add.s64 	%rd152, %rd146, %rd26;
+	add.s64 	%rd199, %rd152, %rd26;
+	ld.global.f32 	%f31, [%rd152];
+	setp.neu.f32 	%p12, %f31, 0f00000000;
+	selp.b64 	%rd153, %rd2, %rd3, %p12;
+	shl.b64 	%rd154, %rd151, 2;
+	add.s64 	%rd155, %rd153, %rd154;
+	ld.global.f32 	%f32, [%rd155];
+	add.s64 	%rd156, %rd150, %rd26;
+	add.s64 	%rd200, %rd156, %rd26;
+	st.global.f32 	[%rd156], %f32;
+	add.s64 	%rd197, %rd151, %rd10;
+	setp.lt.s64 	%p13, %rd197, %rd121;
+	@%p13 bra 	$L__BB63_11;
+	bra.uni 	$L__BB63_51;
+
+$L__BB63_28:
+	setp.eq.s64 	%p23, %rd119, 0;
+	@%p23 bra 	$L__BB63_45;
+
+	setp.eq.s64 	%p24, %rd15, 0;
+	@%p24 bra 	$L__BB63_34;
+
+	shl.b64 	%rd169, %rd197, 2;
+	add.s64 	%rd212, %rd1, %rd169;
+	shl.b64 	%rd67, %rd10, 2;
+	add.s64 	%rd211, %rd2, %rd169;
+	add.s64 	%rd210, %rd4, %rd169;
+
+$L__BB63_31:
+	.pragma "nounroll";
+	ld.global.f32 	%f38, [%rd210];
+	setp.eq.f32 	%p25, %f38, 0f00000000;
+	mov.f32 	%f58, %f22;
+	@%p25 bra 	$L__BB63_33;
+
+	ld.global.f32 	%f58, [%rd211];
+
+$L__BB63_33:
+	st.global.f32 	[%rd212], %f58;
+	add.s64 	%rd197, %rd197, %rd10;
+	add.s64 	%rd212, %rd212, %rd67;
+	add.s64 	%rd211, %rd211, %rd67;
+	add.s64 	%rd210, %rd210, %rd67;
+	add.s64 	%rd15, %rd15, -1;
+	setp.ne.s64 	%p26, %rd15, 0;
+	@%p26 bra 	$L__BB63_31;
+
+$L__BB63_34:
+	setp.lt.u64 	%p27, %rd14, 3;
+	@%p27 bra 	$L__BB63_51;
+
+	shl.b64 	%rd170, %rd197, 2;
+	add.s64 	%rd217, %rd4, %rd170;
+	shl.b64 	%rd82, %rd10, 2;
+	add.s64 	%rd218, %rd1, %rd170;
+
+$L__BB63_36:
+	ld.global.f32 	%f39, [%rd217];
+	setp.eq.f32 	%p28, %f39, 0f00000000;
+	mov.f32 	%f59, %f22;
+	@%p28 bra 	$L__BB63_38;
+
+	shl.b64 	%rd172, %rd197, 2;
+	add.s64 	%rd173, %rd2, %rd172;
+	ld.global.f32 	%f59, [%rd173];
+
+$L__BB63_38:
+	st.global.f32 	[%rd218], %f59;
+	add.s64 	%rd87, %rd197, %rd10;
+	add.s64 	%rd88, %rd217, %rd82;
+	ld.global.f32 	%f40, [%rd88];
+	setp.eq.f32 	%p29, %f40, 0f00000000;
+	mov.f32 	%f60, %f22;
+	@%p29 bra 	$L__BB63_40;
+
+	shl.b64 	%rd174, %rd87, 2;
+	add.s64 	%rd175, %rd2, %rd174;
+	ld.global.f32 	%f60, [%rd175];
+
+$L__BB63_40:
+	add.s64 	%rd89, %rd218, %rd82;
+	st.global.f32 	[%rd89], %f60;
+	add.s64 	%rd90, %rd87, %rd10;
+	add.s64 	%rd91, %rd88, %rd82;
+	ld.global.f32 	%f41, [%rd91];
+	setp.eq.f32 	%p30, %f41, 0f00000000;
+	mov.f32 	%f61, %f22;
+	@%p30 bra 	$L__BB63_42;
+
+	shl.b64 	%rd176, %rd90, 2;
+	add.s64 	%rd177, %rd2, %rd176;
+	ld.global.f32 	%f61, [%rd177];
+
+$L__BB63_42:
+	add.s64 	%rd92, %rd89, %rd82;
+	st.global.f32 	[%rd92], %f61;
+	add.s64 	%rd93, %rd90, %rd10;
+	add.s64 	%rd94, %rd91, %rd82;
+	ld.global.f32 	%f42, [%rd94];
+	setp.eq.f32 	%p31, %f42, 0f00000000;
+	mov.f32 	%f62, %f22;
+	@%p31 bra 	$L__BB63_44;
+
+	shl.b64 	%rd178, %rd93, 2;
+	add.s64 	%rd179, %rd2, %rd178;
+	ld.global.f32 	%f62, [%rd179];
+
+$L__BB63_44:
+	add.s64 	%rd180, %rd92, %rd82;
+	add.s64 	%rd218, %rd180, %rd82;
+	st.global.f32 	[%rd180], %f62;
+	add.s64 	%rd197, %rd93, %rd10;
+	setp.lt.s64 	%p32, %rd197, %rd121;
+	add.s64 	%rd217, %rd94, %rd82;
+	@%p32 bra 	$L__BB63_36;
+	bra.uni 	$L__BB63_51;
+
+$L__BB63_12:
+	setp.eq.s64 	%p14, %rd15, 0;
+	@%p14 bra 	$L__BB63_17;
+
+	shl.b64 	%rd157, %rd197, 2;
+	add.s64 	%rd203, %rd1, %rd157;
+	shl.b64 	%rd35, %rd10, 2;
+	add.s64 	%rd202, %rd3, %rd157;
+	add.s64 	%rd201, %rd4, %rd157;
+
+$L__BB63_14:
+	.pragma "nounroll";
+	ld.global.f32 	%f33, [%rd201];
+	setp.neu.f32 	%p15, %f33, 0f00000000;
+	mov.f32 	%f53, %f21;
+	@%p15 bra 	$L__BB63_16;
+
+	ld.global.f32 	%f53, [%rd202];
+
+$L__BB63_16:
+	st.global.f32 	[%rd203], %f53;
+	add.s64 	%rd197, %rd197, %rd10;
+	add.s64 	%rd203, %rd203, %rd35;
+	add.s64 	%rd202, %rd202, %rd35;
+	add.s64 	%rd201, %rd201, %rd35;
+	add.s64 	%rd15, %rd15, -1;
+	setp.ne.s64 	%p16, %rd15, 0;
+	@%p16 bra 	$L__BB63_14;
+
+$L__BB63_17:
+	setp.lt.u64 	%p17, %rd14, 3;
+	@%p17 bra 	$L__BB63_51;
+
+	shl.b64 	%rd158, %rd197, 2;
+	add.s64 	%rd208, %rd4, %rd158;
+	shl.b64 	%rd50, %rd10, 2;
+	add.s64 	%rd209, %rd1, %rd158;
+
+$L__BB63_19:
+	ld.global.f32 	%f34, [%rd208];
+	setp.neu.f32 	%p18, %f34, 0f00000000;
+	mov.f32 	%f54, %f21;
+	@%p18 bra 	$L__BB63_21;
+
+	shl.b64 	%rd160, %rd197, 2;
+	add.s64 	%rd161, %rd3, %rd160;
+	ld.global.f32 	%f54, [%rd161];
+
+$L__BB63_21:
+	st.global.f32 	[%rd209], %f54;
+	add.s64 	%rd55, %rd197, %rd10;
+	add.s64 	%rd56, %rd208, %rd50;
+	ld.global.f32 	%f35, [%rd56];
+	setp.neu.f32 	%p19, %f35, 0f00000000;
+	mov.f32 	%f55, %f21;
+	@%p19 bra 	$L__BB63_23;
+
+	shl.b64 	%rd162, %rd55, 2;
+	add.s64 	%rd163, %rd3, %rd162;
+	ld.global.f32 	%f55, [%rd163];
+
+$L__BB63_23:
+	add.s64 	%rd57, %rd209, %rd50;
+	st.global.f32 	[%rd57], %f55;
+	add.s64 	%rd58, %rd55, %rd10;
+	add.s64 	%rd59, %rd56, %rd50;
+	ld.global.f32 	%f36, [%rd59];
+	setp.neu.f32 	%p20, %f36, 0f00000000;
+	mov.f32 	%f56, %f21;
+	@%p20 bra 	$L__BB63_25;
+
+	shl.b64 	%rd164, %rd58, 2;
+	add.s64 	%rd165, %rd3, %rd164;
+	ld.global.f32 	%f56, [%rd165];
+
+$L__BB63_25:
+	add.s64 	%rd60, %rd57, %rd50;
+	st.global.f32 	[%rd60], %f56;
+	add.s64 	%rd61, %rd58, %rd10;
+	add.s64 	%rd62, %rd59, %rd50;
+	ld.global.f32 	%f37, [%rd62];
+	setp.neu.f32 	%p21, %f37, 0f00000000;
+	mov.f32 	%f57, %f21;
+	@%p21 bra 	$L__BB63_27;
+
+	shl.b64 	%rd166, %rd61, 2;
+	add.s64 	%rd167, %rd3, %rd166;
+	ld.global.f32 	%f57, [%rd167];
+
+$L__BB63_27:
+	add.s64 	%rd168, %rd60, %rd50;
+	add.s64 	%rd209, %rd168, %rd50;
+	st.global.f32 	[%rd168], %f57;
+	add.s64 	%rd197, %rd61, %rd10;
+	setp.lt.s64 	%p22, %rd197, %rd121;
+	add.s64 	%rd208, %rd62, %rd50;
+	@%p22 bra 	$L__BB63_19;
+	bra.uni 	$L__BB63_51;
+
+$L__BB63_45:
+	setp.eq.s64 	%p33, %rd15, 0;
+	@%p33 bra 	$L__BB63_48;
+
+	shl.b64 	%rd181, %rd197, 2;
+	add.s64 	%rd220, %rd1, %rd181;
+	shl.b64 	%rd99, %rd10, 2;
+	add.s64 	%rd219, %rd4, %rd181;
+
+$L__BB63_47:
+	.pragma "nounroll";
+	ld.global.f32 	%f43, [%rd219];
+	setp.neu.f32 	%p34, %f43, 0f00000000;
+	selp.f32 	%f44, %f21, %f22, %p34;
+	st.global.f32 	[%rd220], %f44;
+	add.s64 	%rd197, %rd197, %rd10;
+	add.s64 	%rd220, %rd220, %rd99;
+	add.s64 	%rd219, %rd219, %rd99;
+	add.s64 	%rd15, %rd15, -1;
+	setp.ne.s64 	%p35, %rd15, 0;
+	@%p35 bra 	$L__BB63_47;
+
+$L__BB63_48:
+	setp.lt.u64 	%p36, %rd14, 3;
+	@%p36 bra 	$L__BB63_51;
+
+	shl.b64 	%rd182, %rd197, 2;
+	add.s64 	%rd225, %rd4, %rd182;
+	shl.b64 	%rd111, %rd10, 2;
+	add.s64 	%rd226, %rd1, %rd182;
+
+$L__BB63_50:
+	ld.global.f32 	%f45, [%rd225];
+	setp.neu.f32 	%p37, %f45, 0f00000000;
+	selp.f32 	%f46, %f21, %f22, %p37;
+	st.global.f32 	[%rd226], %f46;
+	add.s64 	%rd184, %rd225, %rd111;
+	ld.global.f32 	%f47, [%rd184];
+	setp.neu.f32 	%p38, %f47, 0f00000000;
+	selp.f32 	%f48, %f21, %f22, %p38;
+	add.s64 	%rd185, %rd226, %rd111;
+	st.global.f32 	[%rd185], %f48;
+	add.s64 	%rd186, %rd197, %rd10;
+	add.s64 	%rd187, %rd186, %rd10;
+	add.s64 	%rd188, %rd184, %rd111;
+	ld.global.f32 	%f49, [%rd188];
+	setp.neu.f32 	%p39, %f49, 0f00000000;
+	selp.f32 	%f50, %f21, %f22, %p39;
+	add.s64 	%rd189, %rd185, %rd111;
+	st.global.f32 	[%rd189], %f50;
+	add.s64 	%rd190, %rd187, %rd10;
+	add.s64 	%rd191, %rd188, %rd111;
+	add.s64 	%rd225, %rd191, %rd111;
+	ld.global.f32 	%f51, [%rd191];
+	setp.neu.f32 	%p40, %f51, 0f00000000;
+	selp.f32 	%f52, %f21, %f22, %p40;
+	add.s64 	%rd192, %rd189, %rd111;
+	add.s64 	%rd226, %rd192, %rd111;
+	st.global.f32 	[%rd192], %f52;
+	add.s64 	%rd197, %rd190, %rd10;
+	setp.lt.s64 	%p41, %rd197, %rd121;
+	@%p41 bra 	$L__BB63_50;
+
+$L__BB63_51:
+	ret;
+
+}
 
 `

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "6ab7d46fa9ef5bee9ae891a76e3b7a9f6a87022faca25df7093840ea3c2a236e"
+const sourceSHA256 = "9fe3c28e2adacc113e90507660ff219f6a11ffad52e372b8121a28c3c1bb30d7"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -65,4 +65,10 @@ var kernelTable = [...]kernelInfo{
 	{"gelu_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
 	{"attn_softmax_f32", []argKind{argPtr, argI64, argI64, argI64, argF32}, false},
 	{"attn_softmax_bwd_f32", []argKind{argPtr, argPtr, argI64, argI64}, false},
+	{"bn_stats_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argF32}, false},
+	{"bn_finalize_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argF32, argF32, argF32, argF32}, false},
+	{"bn_apply_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"bn_bwd_reduce_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"bn_bwd_input_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"where_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argF32, argF32, argI64}, false},
 }

@@ -1,0 +1,97 @@
+package autograd
+
+import (
+	"fmt"
+
+	"github.com/goddp/goddp/tensor"
+)
+
+// batchNormDevice is BatchNorm (sum nil) or SyncBatchNorm in training on
+// x's device (tensor.BatchNormDevice). The running statistics must be on
+// that device too (nn.To moves them with the module). SyncBatchNorm's
+// sums ([Σx | Σx² | count] in forward, [Σgy | Σgy·xhat] in backward: 2C+1
+// and 2C floats) go through host memory to sum, a copy each way of a few
+// hundred bytes per layer, so that every backend (tcp, shm, nccl) can
+// reduce them.
+func batchNormDevice(name string, x, w, b *Variable, rm, rv *tensor.Tensor, training bool, momentum, eps float64, sum SumAcrossReplicas) *Variable {
+	xs := x.Value.Shape()
+	if x.Value.DType() != tensor.Float32 {
+		panic(fmt.Sprintf("autograd: %s: a %v input on %v (devices run float32)", name, x.Value.DType(), x.Value.Device()))
+	}
+	c := xs[1]
+	n := xs[0]
+	l := x.Value.Numel() / max(n*c, 1)
+	var reduce func(*tensor.Tensor) error
+	if sum != nil {
+		reduce = stagedSum(name, sum)
+	}
+	y, st, err := tensor.BatchNormDevice(x.Value, value(w), value(b), rm, rv, n, c, l, training, momentum, eps, reduce)
+	if err != nil {
+		panic(fmt.Errorf("autograd: %s: all-reduce of the batch statistics: %w", name, err))
+	}
+	return FromOp(y, &batchNormDeviceOp{inputs: ins(x, w, b), name: name, st: st, reduce: reduce})
+}
+
+// stagedSum sums a device tensor across replicas in place with sum, through
+// a float64 host buffer (as the CPU op's sums are float64).
+func stagedSum(name string, sum SumAcrossReplicas) func(*tensor.Tensor) error {
+	return func(t *tensor.Tensor) error {
+		host, err := t.To(tensor.CPU())
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		f := host.F32()
+		buf := make([]float64, len(f))
+		for i, v := range f {
+			buf[i] = float64(v)
+		}
+		if err := sum(buf); err != nil {
+			return err
+		}
+		for i, v := range buf {
+			f[i] = float32(v)
+		}
+		return tensor.Copy(t, host)
+	}
+}
+
+type batchNormDeviceOp struct {
+	inputs // x, w (may be nil), b (may be nil)
+	name   string
+	st     *tensor.BatchNormState
+	reduce func(*tensor.Tensor) error // SyncBatchNorm's sum across replicas; nil for BatchNorm
+}
+
+func (o *batchNormDeviceOp) Name() string { return o.name }
+func (o *batchNormDeviceOp) freshGrads()  {}
+
+// savedTensors: the normalized input goes back to the cache with the graph.
+func (o *batchNormDeviceOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.st.Xhat} }
+
+func (o *batchNormDeviceOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	return o.backwardInto(gy, nil)
+}
+
+// backwardInto adds dw and db into the Grad buffers the engine offers
+// (dst), else into new zeroed tensors, as the CPU op.
+func (o *batchNormDeviceOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
+	x, w, b := o.in(0), o.in(1), o.in(2)
+	grads := make([]*tensor.Tensor, 3)
+	paramGrad := func(i int, p *Variable) *tensor.Tensor {
+		if !needs(p) {
+			return nil
+		}
+		if i < len(dst) && dst[i] != nil {
+			return dst[i]
+		}
+		grads[i] = zerosLike(gy, p.Value.Shape()...)
+		return grads[i]
+	}
+	dw, db := paramGrad(1, w), paramGrad(2, b)
+	dx, err := tensor.BatchNormBackwardDevice(gy, o.st, value(w), dw, db, needs(x), o.reduce)
+	if err != nil {
+		panic(fmt.Errorf("autograd: %s backward: all-reduce of the gradient sums: %w", o.name, err))
+	}
+	grads[0] = dx
+	return grads
+}

@@ -1,0 +1,122 @@
+package tensor
+
+import "fmt"
+
+// Device paths of batch normalization and of masked_fill / where:
+// autograd's BatchNorm, SyncBatchNorm, MaskedFill and Where call these when
+// their operands live on a device, as the other ops of device_cnn.go and
+// device_gpt.go.
+
+// BatchNormState is what BatchNorm's forward on a device keeps for its
+// backward: the normalized input, coef [2c] = (mean, rstd) and the
+// statistics stats [2c+1] (nil in evaluation), whose last element is the
+// count of values per channel (across every replica for SyncBatchNorm).
+type BatchNormState struct {
+	Xhat, Coef, Stats *Tensor
+	N, C, L           int
+	Training          bool
+}
+
+// BatchNormDevice normalizes x [n, c, l] (contiguous, on a device) per
+// channel, as the CPU's BatchNorm: with the batch statistics in training,
+// updating rm and rv in place when given, or with rm and rv in evaluation.
+// w, b, rm and rv ([c]) may be nil and must be on x's device. allReduce,
+// when non-nil (SyncBatchNorm in training), sums the statistics
+// tensor [Σx | Σx² | count] across replicas in place before they are used.
+func BatchNormDevice(x, w, b, rm, rv *Tensor, n, c, l int, training bool, momentum, eps float64,
+	allReduce func(stats *Tensor) error) (*Tensor, *BatchNormState, error) {
+	k := kernelsFor("BatchNorm", x, w, b, rm, rv)
+	NeedKernel(k.BatchNormStats != nil && k.BatchNormApply != nil, "BatchNorm", x.Device())
+	for _, t := range []*Tensor{rm, rv} {
+		if t != nil && !t.IsContiguous() {
+			return nil, nil, fmt.Errorf("%w: BatchNorm's running statistics of shape %s must be contiguous on %v", ErrDevice, sh(t.shape), x.Device())
+		}
+	}
+	dev := x.Device()
+	xc := x.Contiguous()
+	st := &BatchNormState{Xhat: MustZerosOn(dev, xc.shape...), Coef: MustZerosOn(dev, 2*c), N: n, C: c, L: l, Training: training}
+	y := MustZerosOn(dev, xc.shape...)
+	if training {
+		st.Stats = MustZerosOn(dev, 2*c+1)
+		k.BatchNormStats(st.Stats, xc, n, c, l, allReduce != nil)
+		if allReduce != nil {
+			if err := allReduce(st.Stats); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	k.BatchNormFinalize(st.Coef, st.Stats, rm, rv, training, allReduce != nil, float32(momentum), float32(eps))
+	k.BatchNormApply(y, st.Xhat, xc, st.Coef, contiguousOrNil(w), contiguousOrNil(b), n, c, l)
+	return y, st, nil
+}
+
+// BatchNormBackwardDevice returns BatchNorm's input gradient (nil unless
+// wantDX) from gy and the forward's state, and adds the weight and bias
+// gradients into dw and db (each nil when not wanted). allReduce, when
+// non-nil (SyncBatchNorm), sums [Σgy | Σgy·xhat] across replicas before
+// the input gradient; dw and db get the local sums, as torch's.
+func BatchNormBackwardDevice(gy *Tensor, st *BatchNormState, w, dw, db *Tensor, wantDX bool,
+	allReduce func(sums *Tensor) error) (*Tensor, error) {
+	k := kernelsFor("BatchNorm backward", gy, w, dw, db)
+	NeedKernel(k.BatchNormBackwardReduce != nil && k.BatchNormBackwardInput != nil, "BatchNorm backward", gy.Device())
+	for _, p := range []*Tensor{dw, db} {
+		if p != nil && !p.IsContiguous() {
+			panic(NoKernel("BatchNorm backward into a view", p.Device()))
+		}
+	}
+	dev := gy.Device()
+	g := gy.Contiguous()
+	var sums *Tensor
+	if st.Training || dw != nil || db != nil {
+		sums = MustZerosOn(dev, 2*st.C)
+		k.BatchNormBackwardReduce(sums, dw, db, g, st.Xhat, st.N, st.C, st.L)
+	}
+	if !wantDX {
+		return nil, nil
+	}
+	if st.Training && allReduce != nil {
+		if err := allReduce(sums); err != nil {
+			return nil, err
+		}
+	}
+	dx := MustZerosOn(dev, g.shape...)
+	if st.Training {
+		k.BatchNormBackwardInput(dx, g, st.Xhat, st.Coef, contiguousOrNil(w), sums, st.Stats, st.N, st.C, st.L)
+	} else {
+		k.BatchNormBackwardInput(dx, g, st.Xhat, st.Coef, contiguousOrNil(w), nil, nil, st.N, st.C, st.L)
+	}
+	return dx, nil
+}
+
+// WhereDevice is y = m ≠ 0 ? a : b on the device of the operands, each
+// broadcast to shape (the mask m may be on the host: it is copied to the
+// device); a nil a reads va and a nil b reads vb. It also returns the mask
+// at shape on the device, for the gradients. It returns nils, doing
+// nothing, when neither a nor b is on a device.
+func WhereDevice(m, a, b *Tensor, va, vb float64, shape []int) (y, mask *Tensor) {
+	if !onDevice(a, b) {
+		return nil, nil
+	}
+	on := a
+	if on == nil {
+		on = b
+	}
+	k := kernelsFor("Where", a, b)
+	NeedKernel(k.Where != nil, "Where", on.Device())
+	if m.dev == nil {
+		m = AsType(m, Float32).MustTo(on.Device())
+	}
+	kernelsFor("Where", m, on) // a mask on another device panics, naming both
+	mask = expandTo(m, shape)
+	y = MustZerosOn(on.Device(), shape...)
+	k.Where(y, mask, expandTo(a, shape), expandTo(b, shape), float32(va), float32(vb))
+	return y, mask
+}
+
+// expandTo is t broadcast to shape, contiguous (nil for nil).
+func expandTo(t *Tensor, shape []int) *Tensor {
+	if t == nil {
+		return nil
+	}
+	return Expand(t, shape...).Contiguous()
+}
