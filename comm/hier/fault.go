@@ -21,9 +21,10 @@ const faultLookup = 2 * time.Second
 // index, the inter group by node) and calls this rank by that number, so
 // the detail names the ranks at fault by global rank, node and host.
 //
-// A failure also spreads: when rank 3 dies, rank 2 on its host fails its
-// shm step and gives up, and rank 0, which meets rank 2 only across hosts,
-// sees rank 2 leave and would blame it. So the first rank to see a fault
+// A failure also spreads: when rank 3 of two hosts of two ranks dies,
+// rank 2 (its host) and rank 1 (its local index) fail their steps and give
+// up, and rank 0, which meets rank 3 in no step, sees one of them leave
+// and would blame that one. So the first rank to see a fault
 // records its culprit in the store, and every later error names that rank
 // first, with the partner it saw fail after.
 func (g *group) opError(o *op, step string, sub backend.ProcessGroup, err error) error {
