@@ -44,5 +44,9 @@
 // Ops run one at a time in issue order on the group's worker, which
 // issues the sub-groups' ops in the same order on every rank. Every op
 // fails by itself after the group's timeout (Options.Timeout); an error
-// names the step that failed and the global ranks at fault.
+// names the step that failed and the ranks at fault by global rank, node
+// and host (OpError.Peers holds their global ranks), since the sub-group's
+// own message numbers them its way. The first rank to see a fault records
+// its culprit in the store, so that a rank which only saw a partner give
+// up after it (a rank on another host) names the rank that failed first.
 package hier

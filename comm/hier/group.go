@@ -25,6 +25,12 @@ type group struct {
 	nodes       [][]int
 	node, local int
 	where       [][2]int
+	// hosts[m] is node m's Config.Host, for errors.
+	hosts []string
+
+	// store and faultKey share the first fault any rank saw (firstFault).
+	store    backend.Store
+	faultKey string
 
 	intra, inter, flat backend.ProcessGroup
 
@@ -85,6 +91,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 	ctx, cancel := context.WithTimeout(ctx, opts.Timeout)
 	defer cancel()
 	g := &group{rank: opts.Rank, size: opts.Size, cfg: cfg, timeout: opts.Timeout,
+		store: opts.Store, faultKey: opts.Prefix + "/hier/fault",
 		kick: make(chan struct{}, 1), done: make(chan struct{})}
 	if err := g.place(ctx, opts); err != nil {
 		return nil, err
@@ -152,6 +159,7 @@ func (g *group) place(ctx context.Context, opts backend.Options) error {
 			m = len(g.nodes)
 			index[string(v)] = m
 			g.nodes = append(g.nodes, nil)
+			g.hosts = append(g.hosts, string(v))
 		}
 		g.where[r] = [2]int{m, len(g.nodes[m])}
 		g.nodes[m] = append(g.nodes[m], r)
@@ -227,40 +235,6 @@ func (g *group) wait(ctx context.Context, o *op, step string, sub backend.Proces
 		return g.opError(o, step, sub, err)
 	}
 	return nil
-}
-
-// opError wraps a sub-group's failure as this group's OpError, with the
-// culprits translated to global ranks.
-func (g *group) opError(o *op, step string, sub backend.ProcessGroup, err error) error {
-	kind := backend.ErrPeerFailed
-	for _, s := range []error{backend.ErrTimeout, backend.ErrClosed, backend.ErrBadArgument, backend.ErrAuth, backend.ErrUnsupported, backend.ErrPeerFailed} {
-		if errors.Is(err, s) {
-			kind = s
-			break
-		}
-	}
-	if errors.Is(err, context.DeadlineExceeded) {
-		kind = backend.ErrTimeout
-	}
-	oe := &backend.OpError{Kind: kind, Op: o.name, Seq: o.seq, Bytes: o.bytes, Rank: g.rank, Detail: step, Err: err}
-	var sube *backend.OpError
-	if errors.As(err, &sube) {
-		for _, p := range sube.Peers {
-			oe.Peers = append(oe.Peers, g.global(sub, p))
-		}
-	}
-	return oe
-}
-
-// global is the global rank of rank p of sub.
-func (g *group) global(sub backend.ProcessGroup, p int) int {
-	switch {
-	case sub == g.intra && p >= 0 && p < len(g.nodes[g.node]):
-		return g.nodes[g.node][p]
-	case sub == g.inter && p >= 0 && p < len(g.nodes):
-		return g.nodes[p][g.local]
-	}
-	return p
 }
 
 // Close fails queued ops with ErrClosed and closes the sub-groups, which

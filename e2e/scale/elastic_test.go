@@ -2,31 +2,51 @@ package scale
 
 import (
 	"bufio"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 // A job killed at world 3 mid-epoch and restarted at world 2 from the
-// sampler state it saved sees every sample of that epoch exactly once, by
-// index: the steps the killed job had saved, then the rest, re-dealt over
-// 2 ranks (data.DistributedSampler.LoadStateElastic).
+// checkpoint it saved (the model and the sampler state) sees every sample
+// of that epoch exactly once, by index: the steps the killed job had
+// saved, then the rest, re-dealt over 2 ranks
+// (data.DistributedSampler.LoadStateElastic). And it trains on from where
+// it stopped: its loss curve, as a function of the samples seen, stays
+// within the noise of uninterrupted runs (see withinNoise), which a resume
+// that started the model over does not.
 func TestElasticResume(t *testing.T) {
 	if testing.Short() {
-		t.Skip("scale: runs two 2- and 3-rank jobs")
+		t.Skip("scale: runs 2- and 3-rank jobs")
 	}
 	const n, batch, hold = 1000, 8, 10
 	dir := t.TempDir()
-	state := filepath.Join(dir, "state.json")
-	args := []string{"-n", strconv.Itoa(n), "-batch", strconv.Itoa(batch), "-state", state, "-log", dir}
+	state := filepath.Join(dir, "state.ckpt")
+	jobArgs := func(state, log string) []string {
+		return []string{"-n", strconv.Itoa(n), "-batch", strconv.Itoa(batch), "-state", state, "-log", log}
+	}
+	args := jobArgs(state, dir)
+
+	// The noise band: the same epoch uninterrupted at world 2 and at world 3.
+	plain := map[int]curve{}
+	for _, w := range []int{2, 3} {
+		d := filepath.Join(dir, "plain"+strconv.Itoa(w))
+		require.NoError(t, os.Mkdir(d, 0o755))
+		onHostN(t, w, jobArgs(filepath.Join(d, "state.ckpt"), d))
+		plain[w] = lossCurve(readLog(t, filepath.Join(d, fmt.Sprintf("rank0.world%d", w))), -1)
+	}
 
 	// World 3, killed once rank 0 has saved step hold-1.
 	cmd := exec.Command(filepath.Join(binDir, "ddprun"), append([]string{"--standalone", "--nproc-per-node", "3",
@@ -78,8 +98,17 @@ func TestElasticResume(t *testing.T) {
 		t.Fatalf("ddprun did not end after rank 2 was killed:\n%s", out.String())
 	}
 
+	// A resume that drops the saved model and starts it over, from a copy
+	// of the same checkpoint: the loss check must reject it.
+	fresh := filepath.Join(dir, "fresh")
+	require.NoError(t, os.Mkdir(fresh, 0o755))
+	saved, err := os.ReadFile(state)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(fresh, "state.ckpt"), saved, 0o644))
+	onHostN(t, 2, append(jobArgs(filepath.Join(fresh, "state.ckpt"), fresh), "-fresh-model"))
+
 	// World 2 resumes from the saved state.
-	res := onHost2(t, args)
+	res := onHostN(t, 2, args)
 	require.Contains(t, res, "resumed from")
 
 	count := make([]int, n)
@@ -87,11 +116,11 @@ func TestElasticResume(t *testing.T) {
 		name  string
 		steps int // steps that count (-1: all)
 	}{{"rank0.world3", hold}, {"rank1.world3", hold}, {"rank2.world3", hold}, {"rank0.world2", -1}, {"rank1.world2", -1}} {
-		for step, idx := range readLog(t, filepath.Join(dir, f.name)) {
+		for step, l := range readLog(t, filepath.Join(dir, f.name)) {
 			if f.steps >= 0 && step >= f.steps {
 				continue // after the saved state: redone by the resumed job
 			}
-			for _, i := range idx {
+			for _, i := range l.idx {
 				count[i]++
 			}
 		}
@@ -106,47 +135,129 @@ func TestElasticResume(t *testing.T) {
 	}
 	require.Empty(t, missing, "samples never seen")
 	require.Empty(t, repeated, "samples seen twice")
+
+	before := lossCurve(readLog(t, filepath.Join(dir, "rank0.world3")), hold)
+	resumed := slices.Concat(before, lossCurve(readLog(t, filepath.Join(dir, "rank0.world2")), -1))
+	restarted := slices.Concat(before, lossCurve(readLog(t, filepath.Join(fresh, "rank0.world2")), -1))
+	band, bandAt, dev, at := withinNoise(plain[2], plain[3], resumed)
+	t.Logf("loss after the epoch: world 2 %.4g, world 3 %.4g, resumed %.4g; noise band %.3g (at %d samples), resumed strays %.3g beyond it at %d samples",
+		plain[2].at(n), plain[3].at(n), resumed.at(n), band, bandAt, dev, at)
+	assert.LessOrEqual(t, dev, band, "the resumed run's loss curve leaves the noise band of uninterrupted runs at %d samples:\nresumed %v\nworld 2 %v\nworld 3 %v",
+		at, resumed, plain[2], plain[3])
+	_, _, devFresh, atFresh := withinNoise(plain[2], plain[3], restarted)
+	t.Logf("a resume that restarted the model strays %.3g beyond the band at %d samples", devFresh, atFresh)
+	assert.Greater(t, devFresh, band, "the loss check cannot tell a resume that restarted the model from a real one")
 }
 
-func onHost2(t *testing.T, args []string) string {
+// onHostN runs `ddprun --standalone --nproc-per-node nproc elastic args` here.
+func onHostN(t *testing.T, nproc int, args []string) string {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(binDir, "ddprun"), append([]string{"--standalone", "--nproc-per-node", "2",
+	cmd := exec.Command(filepath.Join(binDir, "ddprun"), append([]string{"--standalone", "--nproc-per-node", strconv.Itoa(nproc),
 		filepath.Join(binDir, "elastic")}, args...)...)
 	cmd.Env = jobEnv()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	return runAll(t, time.Minute, cmd)[0]
 }
 
-// readLog maps step -> indices of one rank's log.
-func readLog(t *testing.T, path string) map[int][]int {
+// logged is one step of a rank's log.
+type logged struct {
+	idx  []int
+	seen int     // the epoch's samples seen by all ranks after the step
+	loss float64 // the mean squared error over the dataset after the step
+}
+
+var logLine = regexp.MustCompile(`^step=(\d+) idx=([\d,]*) seen=(\d+) loss=(\S+)$`)
+
+// readLog maps step -> what one rank's log says of it.
+func readLog(t *testing.T, path string) map[int]logged {
 	t.Helper()
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
-	steps := map[int][]int{}
+	steps := map[int]logged{}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		var step int
-		var list string
-		_, err := fmtSscanf(sc.Text(), &step, &list)
-		require.NoError(t, err, sc.Text())
-		for _, s := range strings.Split(list, ",") {
+		m := logLine.FindStringSubmatch(sc.Text())
+		require.NotNil(t, m, "%s: %q", path, sc.Text())
+		step, _ := strconv.Atoi(m[1])
+		var l logged
+		for _, s := range strings.Split(m[2], ",") {
 			if s == "" {
 				continue
 			}
 			i, err := strconv.Atoi(s)
 			require.NoError(t, err)
-			steps[step] = append(steps[step], i)
+			l.idx = append(l.idx, i)
 		}
+		l.seen, _ = strconv.Atoi(m[3])
+		l.loss, err = strconv.ParseFloat(m[4], 64)
+		require.NoError(t, err, sc.Text())
+		steps[step] = l
 	}
+	require.NoError(t, sc.Err())
 	return steps
 }
 
-// fmtSscanf reads "step=S idx=LIST" (LIST may be empty).
-func fmtSscanf(line string, step *int, list *string) (int, error) {
-	a, b, _ := strings.Cut(line, " ")
-	var err error
-	*step, err = strconv.Atoi(strings.TrimPrefix(a, "step="))
-	*list = strings.TrimPrefix(b, "idx=")
-	return 2, err
+// curve is a run's loss after each step against the samples seen, in
+// step order.
+type curve []point
+
+type point struct {
+	seen int
+	loss float64
+}
+
+// lossCurve is the curve of a log's steps before upTo (-1: all).
+func lossCurve(steps map[int]logged, upTo int) curve {
+	var c curve
+	for s := 0; ; s++ {
+		l, ok := steps[s]
+		if !ok || (upTo >= 0 && s >= upTo) {
+			return c
+		}
+		c = append(c, point{l.seen, l.loss})
+	}
+}
+
+// at is the curve's log-loss interpolated linearly at seen samples (the
+// loss falls about exponentially), as a loss; past its ends, its end.
+func (c curve) at(seen int) float64 {
+	if seen <= c[0].seen {
+		return c[0].loss
+	}
+	for i := 1; i < len(c); i++ {
+		if seen <= c[i].seen {
+			a, b := c[i-1], c[i]
+			f := float64(seen-a.seen) / float64(b.seen-a.seen)
+			return math.Exp((1-f)*math.Log(a.loss) + f*math.Log(b.loss))
+		}
+	}
+	return c[len(c)-1].loss
+}
+
+// withinNoise compares curve got with two uninterrupted runs a and b at
+// every sample count they all cover. The noise band is the largest gap
+// between a and b in log-loss: the same data, model and rate per sample,
+// only the world size and so the batches differ. dev is how far got's
+// log-loss strays outside [a, b] at its worst, at samples seen. A resume
+// that keeps the model and the rest of the epoch strays less than the band.
+// One that starts the model over jumps back to the first steps' loss (here
+// several times the band), and one that skips samples ends the epoch with
+// fewer steps taken, above both (or its curve stops short, at a loss
+// above theirs at the end).
+func withinNoise(a, b, got curve) (band float64, bandAt int, dev float64, at int) {
+	// To the end of the shorter uninterrupted run, not of got: a run that
+	// ends its epoch early stays at its last loss.
+	from := max(a[0].seen, b[0].seen, got[0].seen)
+	to := min(a[len(a)-1].seen, b[len(b)-1].seen)
+	for s := from; s <= to; s++ {
+		la, lb, lg := math.Log(a.at(s)), math.Log(b.at(s)), math.Log(got.at(s))
+		if d := math.Abs(la - lb); d > band {
+			band, bandAt = d, s
+		}
+		if d := max(lg-max(la, lb), min(la, lb)-lg); d > dev {
+			dev, at = d, s
+		}
+	}
+	return band, bandAt, dev, at
 }
