@@ -39,8 +39,8 @@ func BatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, training bool,
 	if training && cnt <= 1 {
 		panic(fmt.Sprintf("autograd: BatchNorm: expected more than 1 value per channel when training, got input shape %v", xs))
 	}
-	if onDevice(x, w, b) {
-		return batchNormDevice("BatchNorm", x, w, b, runMean, runVar, training, momentum, eps, nil)
+	if y := batchNormDevice("BatchNorm", x, w, b, runMean, runVar, training, momentum, eps, nil); y != nil {
+		return y
 	}
 	o := &batchNormOp{inputs: ins(x, w, b), n: xs[0], c: c, spatial: spatial, training: training,
 		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, c)}

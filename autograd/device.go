@@ -23,13 +23,3 @@ func zerosLike(t *tensor.Tensor, shape ...int) *tensor.Tensor {
 	return tensor.ZerosAs(t, shape...)
 }
 
-// onDevice reports whether any of vs (nil skipped) holds its value on a
-// device.
-func onDevice(vs ...*Variable) bool {
-	for _, v := range vs {
-		if v != nil && !v.Value.IsCPU() {
-			return true
-		}
-	}
-	return false
-}

@@ -20,6 +20,9 @@ func (o *expOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.r
 func (o *expOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *expOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if g := tensor.UnaryGradDevice("Exp", gy, o.y); g != nil {
+		return []*tensor.Tensor{g}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { mulKernel(gx, gy, o.y.F32()) },
 		func(gx, gy []float64) { mulKernel(gx, gy, o.y.F64()) })

@@ -19,6 +19,9 @@ func (o *logOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.r
 func (o *logOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *logOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if g := tensor.UnaryGradDevice("Log", gy, o.x); g != nil {
+		return []*tensor.Tensor{g}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { divKernel(gx, gy, o.x.F32(), 1) },
 		func(gx, gy []float64) { divKernel(gx, gy, o.x.F64(), 1) })

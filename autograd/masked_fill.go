@@ -52,8 +52,7 @@ func (o *maskedFillOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { ret
 func (o *maskedFillOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *maskedFillOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
-	if !o.mask.IsCPU() {
-		g, _ := tensor.WhereDevice(o.mask, nil, gy, 0, 0, o.mask.Shape())
+	if g := tensor.MaskedGradDevice(o.mask, gy, false); g != nil {
 		return []*tensor.Tensor{g}
 	}
 	return unaryGrad(gy, inPlace,

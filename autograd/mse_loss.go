@@ -35,15 +35,4 @@ func (o *mseOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 }
 
 // negate flips the sign of t's elements in place.
-func negate(t *tensor.Tensor) {
-	if t.DType() == tensor.Float64 {
-		for i, v := range t.F64() {
-			t.F64()[i] = -v
-		}
-		return
-	}
-	d := t.F32()
-	for i, v := range d {
-		d[i] = -v
-	}
-}
+func negate(t *tensor.Tensor) { tensor.ScaleInto(t, -1) }

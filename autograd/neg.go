@@ -16,12 +16,9 @@ func (o *negOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.r
 func (o *negOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *negOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
-	return unaryGrad(gy, inPlace, negKernel[float32], negKernel[float64])
-}
-
-func negKernel[T float](gx, gy []T) {
-	gy = gy[:len(gx)]
-	for i, g := range gy {
-		gx[i] = -g
+	if inPlace && gy.IsContiguous() {
+		tensor.ScaleInto(gy, -1)
+		return []*tensor.Tensor{gy}
 	}
+	return []*tensor.Tensor{tensor.Neg(gy)}
 }

@@ -6,13 +6,7 @@ import "github.com/goddp/goddp/tensor"
 // Float32 runs the branch-free kernel tensor.SigmoidF32 (within about one ulp);
 // float64 keeps math.*, since it serves the gradient checks.
 func Sigmoid(a *Variable) *Variable {
-	var y *tensor.Tensor
-	if x := a.Value.Contiguous(); x.DType() == tensor.Float32 {
-		y = tensor.New(tensor.Float32, x.Shape()...)
-		tensor.SigmoidF32(y.F32(), x.F32())
-	} else {
-		y = tensor.Sigmoid(x)
-	}
+	y := tensor.Sigmoid(a.Value)
 	return FromOp(y, &sigmoidOp{inputs: ins(a), y: y})
 }
 
@@ -28,6 +22,9 @@ func (o *sigmoidOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return
 func (o *sigmoidOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *sigmoidOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if g := tensor.UnaryGradDevice("Sigmoid", gy, o.y); g != nil {
+		return []*tensor.Tensor{g}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { sigmoidBwd(gx, gy, o.y.F32()) },
 		func(gx, gy []float64) { sigmoidBwd(gx, gy, o.y.F64()) })

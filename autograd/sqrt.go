@@ -20,6 +20,9 @@ func (o *sqrtOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.
 func (o *sqrtOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *sqrtOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if g := tensor.UnaryGradDevice("Sqrt", gy, o.y); g != nil {
+		return []*tensor.Tensor{g}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { divKernel(gx, gy, o.y.F32(), 2) },
 		func(gx, gy []float64) { divKernel(gx, gy, o.y.F64(), 2) })

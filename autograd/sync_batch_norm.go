@@ -37,13 +37,8 @@ func SyncBatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, momentum, 
 	if (runMean == nil) != (runVar == nil) {
 		panic("autograd: SyncBatchNorm: give both running mean and running variance, or neither")
 	}
-	if onDevice(x, w, b) {
-		// The count across replicas stays on the device, unchecked: a
-		// replica's own batch must have more than one value per channel.
-		if x.Value.Numel() <= c {
-			panic(fmt.Sprintf("autograd: SyncBatchNorm: expected more than 1 value per channel on a device, got local input %v", xs))
-		}
-		return batchNormDevice("SyncBatchNorm", x, w, b, runMean, runVar, true, momentum, eps, sum)
+	if y := batchNormDevice("SyncBatchNorm", x, w, b, runMean, runVar, true, momentum, eps, sum); y != nil {
+		return y
 	}
 	xc := x.Value.Contiguous()
 	spatial := xc.Numel() / max(xs[0]*c, 1)

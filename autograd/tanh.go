@@ -6,13 +6,7 @@ import "github.com/goddp/goddp/tensor"
 // Float32 runs the branch-free kernel tensor.TanhF32 (within about one ulp);
 // float64 keeps math.*, since it serves the gradient checks.
 func Tanh(a *Variable) *Variable {
-	var y *tensor.Tensor
-	if x := a.Value.Contiguous(); x.DType() == tensor.Float32 {
-		y = tensor.New(tensor.Float32, x.Shape()...)
-		tensor.TanhF32(y.F32(), x.F32())
-	} else {
-		y = tensor.Tanh(x)
-	}
+	y := tensor.Tanh(a.Value)
 	return FromOp(y, &tanhOp{inputs: ins(a), y: y})
 }
 
@@ -28,6 +22,9 @@ func (o *tanhOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.
 func (o *tanhOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *tanhOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if g := tensor.UnaryGradDevice("Tanh", gy, o.y); g != nil {
+		return []*tensor.Tensor{g}
+	}
 	return unaryGrad(gy, inPlace,
 		func(gx, gy []float32) { tanhBwd(gx, gy, o.y.F32()) },
 		func(gx, gy []float64) { tanhBwd(gx, gy, o.y.F64()) })

@@ -48,17 +48,12 @@ func (o *whereOp) freshGrads()  {}
 func (o *whereOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, 2)
-	if !o.mask.IsCPU() {
-		if needs(o.in(0)) {
-			grads[0], _ = tensor.WhereDevice(o.mask, gy, nil, 0, 0, o.mask.Shape())
-		}
-		if needs(o.in(1)) {
-			grads[1], _ = tensor.WhereDevice(o.mask, nil, gy, 0, 0, o.mask.Shape())
-		}
-		return grads
-	}
 	for k, onTrue := range []bool{true, false} {
 		if !needs(o.in(k)) {
+			continue
+		}
+		if g := tensor.MaskedGradDevice(o.mask, gy, onTrue); g != nil {
+			grads[k] = g
 			continue
 		}
 		g := tensor.New(gy.DType(), gy.Shape()...)

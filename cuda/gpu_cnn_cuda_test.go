@@ -85,3 +85,51 @@ func TestConvNetOpsMatchCPU(t *testing.T) {
 	p := tensor.Permute(inputs[0], 3, 1, 0, 2)
 	require.Equal(t, p.Contiguous().F32(), tensor.Permute(inputs[0].MustTo(dev), 3, 1, 0, 2).Contiguous().MustTo(tensor.CPU()).F32())
 }
+
+// BatchNorm (training with running statistics, then evaluation),
+// SyncBatchNorm's sums path (a world of one: its sums staged through the
+// host and back), masked_fill and where on the GPU against the CPU ops:
+// outputs, input and parameter gradients, and the running statistics.
+func TestNormAndMaskOpsMatchCPU(t *testing.T) {
+	c := newContext(t)
+	dev := c.Tensors()
+	rng := tensor.NewRNG(9)
+	randn := func(shape ...int) *tensor.Tensor { return tensor.Randn(rng, tensor.Float32, shape...) }
+	x := tensor.AddScalar(randn(6, 5, 9, 7), 2)
+	w, b := randn(5), randn(5)
+	rm, rv := randn(5), tensor.AddScalar(tensor.Rand(rng, tensor.Float32, 5), 0.5)
+	mask := tensor.Triu(tensor.Ones(tensor.Float32, 9, 7), 1)
+	cond := tensor.Rand(rng, tensor.Float32, 6, 1, 9, 7)
+	var dy *tensor.Tensor
+	alone := func([]float64) error { return nil }
+	run := func(d tensor.Device, mode string) []*tensor.Tensor {
+		xv, wv, bv := autograd.Param(x.Clone().MustTo(d)), autograd.Param(w.Clone().MustTo(d)), autograd.Param(b.Clone().MustTo(d))
+		rmd, rvd := rm.Clone().MustTo(d), rv.Clone().MustTo(d)
+		var y *autograd.Variable
+		switch mode {
+		case "train":
+			y = autograd.BatchNorm(xv, wv, bv, rmd, rvd, true, 0.1, 1e-5)
+		case "eval":
+			y = autograd.BatchNorm(xv, wv, bv, rmd, rvd, false, 0.1, 1e-5)
+		case "sync":
+			y = autograd.SyncBatchNorm(xv, wv, bv, rmd, rvd, 0.1, 1e-5, alone)
+		}
+		y = autograd.MaskedFill(y, mask, -3)
+		y = autograd.Where(tensor.ReLU(tensor.AddScalar(cond, -0.5)), y, autograd.Mul(y, y))
+		if dy == nil {
+			dy = randn(y.Value.Shape()...)
+		}
+		require.NoError(t, y.BackwardWith(dy.MustTo(d)))
+		out := []*tensor.Tensor{y.Value, xv.Grad, wv.Grad, bv.Grad, rmd, rvd}
+		for i := range out {
+			out[i] = out[i].MustTo(tensor.CPU())
+		}
+		return out
+	}
+	for _, mode := range []string{"train", "eval", "sync"} {
+		want, got := run(tensor.CPU(), mode), run(dev, mode)
+		for i, name := range []string{"output", "dx", "dw", "db", "running mean", "running variance"} {
+			closeTo(t, want[i], got[i], 1e-4, mode+": "+name)
+		}
+	}
+}

@@ -195,6 +195,15 @@ type Kernels struct {
 	BatchNormApply          func(y, xhat, x, coef, w, b *Tensor, n, c, l int)
 	BatchNormBackwardReduce func(sums, dw, db, gy, xhat *Tensor, n, c, l int)
 	BatchNormBackwardInput  func(dx, gy, xhat, coef, w, sums, stats *Tensor, n, c, l int)
+	// Sub, Mul and Div are y = a op b elementwise, every operand of y's
+	// size (Add is above; tensor's Sub, Mul and Div materialize a
+	// broadcast operand first). Exp, Log, Sqrt, Tanh and Sigmoid are
+	// y = f(x) elementwise.
+	Sub, Mul, Div                 func(y, a, b *Tensor)
+	Exp, Log, Sqrt, Tanh, Sigmoid func(y, x *Tensor)
+	// TanhBackward, SigmoidBackward and SqrtBackward are the gradients of
+	// those ops from their output y: dy·(1-y²), dy·y·(1-y), dy/(2y).
+	TanhBackward, SigmoidBackward, SqrtBackward func(dx, dy, y *Tensor)
 	// Where is y = m ≠ 0 ? a : b elementwise, every operand of y's size
 	// and contiguous; a nil a reads va, a nil b reads vb (masked_fill,
 	// where and their gradients). y may alias an operand.

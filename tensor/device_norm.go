@@ -23,9 +23,16 @@ type BatchNormState struct {
 // w, b, rm and rv ([c]) may be nil and must be on x's device. allReduce,
 // when non-nil (SyncBatchNorm in training), sums the statistics
 // tensor [Σx | Σx² | count] across replicas in place before they are used.
+// It returns nils, doing nothing, when no operand is on a device.
 func BatchNormDevice(x, w, b, rm, rv *Tensor, n, c, l int, training bool, momentum, eps float64,
 	allReduce func(stats *Tensor) error) (*Tensor, *BatchNormState, error) {
+	if !onDevice(x, w, b, rm, rv) {
+		return nil, nil, nil
+	}
 	k := kernelsFor("BatchNorm", x, w, b, rm, rv)
+	if x.dtype != Float32 {
+		return nil, nil, fmt.Errorf("%w: BatchNorm of a %v input on %v (devices run float32)", ErrDevice, x.dtype, x.Device())
+	}
 	NeedKernel(k.BatchNormStats != nil && k.BatchNormApply != nil, "BatchNorm", x.Device())
 	for _, t := range []*Tensor{rm, rv} {
 		if t != nil && !t.IsContiguous() {
@@ -113,10 +120,52 @@ func WhereDevice(m, a, b *Tensor, va, vb float64, shape []int) (y, mask *Tensor)
 	return y, mask
 }
 
+// MaskedGradDevice is the gradient through a mask on a device: gy where
+// mask ≠ 0 (onTrue) or where it is 0 (otherwise), 0 elsewhere; mask is
+// WhereDevice's, at gy's shape. It returns nil for gy on the host.
+func MaskedGradDevice(mask, gy *Tensor, onTrue bool) *Tensor {
+	var g *Tensor
+	if onTrue {
+		g, _ = WhereDevice(mask, gy, nil, 0, 0, gy.shape)
+	} else {
+		g, _ = WhereDevice(mask, nil, gy, 0, 0, gy.shape)
+	}
+	return g
+}
+
 // expandTo is t broadcast to shape, contiguous (nil for nil).
 func expandTo(t *Tensor, shape []int) *Tensor {
 	if t == nil {
 		return nil
 	}
 	return Expand(t, shape...).Contiguous()
+}
+
+// UnaryGradDevice is the input gradient of an elementwise op on a device,
+// from gy and the tensor the op saved (s): Exp gy·y, Log gy/x, Sqrt
+// gy/(2y), Tanh gy·(1-y²), Sigmoid gy·y·(1-y). It returns nil, doing
+// nothing, for gy on the host.
+func UnaryGradDevice(op string, gy, s *Tensor) *Tensor {
+	if !onDevice(gy, s) {
+		return nil
+	}
+	k := kernelsFor(op+" backward", gy, s)
+	var kern func(dx, dy, y *Tensor)
+	switch op {
+	case "Exp":
+		kern = k.Mul
+	case "Log":
+		kern = k.Div
+	case "Sqrt":
+		kern = k.SqrtBackward
+	case "Tanh":
+		kern = k.TanhBackward
+	case "Sigmoid":
+		kern = k.SigmoidBackward
+	}
+	NeedKernel(kern != nil, op+" backward", gy.Device())
+	g := gy.Contiguous()
+	dx := MustZerosOn(g.Device(), g.shape...)
+	kern(dx, g, s.Contiguous())
+	return dx
 }

@@ -78,45 +78,96 @@ func sameShape(a, b *Tensor) bool {
 	return true
 }
 
-// binaryDevice is a broadcasting binary op on a device. Devices add equal
-// shapes and a [..., C] + [C] bias; everything else has no kernel.
+// binaryDevice is a broadcasting binary op on a device: Add, Sub, Mul and
+// Div. An operand that broadcasts is materialized at the result's shape
+// first (a strided copy), except the bias of an Add ([..., C] + [C], a
+// position embedding [T, C] added to [B, T, C]), which has a kernel of
+// its own. Pow and Maximum have no kernel.
 func binaryDevice(op binOp, a, b *Tensor) *Tensor {
 	name := binOpNames[op]
 	k := kernelsFor(name, a, b)
-	if op != opAdd {
-		panic(NoKernel(name, a.Device()))
+	checkDType(name, a, b)
+	var kern func(y, a, b *Tensor)
+	switch op {
+	case opAdd:
+		kern = k.Add
+	case opSub:
+		kern = k.Sub
+	case opMul:
+		kern = k.Mul
+	case opDiv:
+		kern = k.Div
 	}
-	x, z := a.Contiguous(), b.Contiguous()
-	if z.Dim() > x.Dim() {
-		x, z = z, x // addition commutes: broadcast the smaller operand
+	dev := a.Device()
+	if a.dev == nil {
+		dev = b.Device()
 	}
-	y := MustZerosOn(x.Device(), x.shape...)
-	switch {
-	case sameShape(x, z):
-		NeedKernel(k.Add != nil, name, x.Device())
-		k.Add(y, x, z)
-	case z.Dim() >= 1 && equalInts(x.shape[x.Dim()-z.Dim():], z.shape) && z.Numel() > 0:
-		// z repeats along x's leading dimensions (a bias [C], a position
-		// embedding [T, C] added to [B, T, C]): a bias over rows of z.Numel().
-		NeedKernel(k.Copy != nil && k.AddBias != nil, name, x.Device())
-		k.Copy(y, x)
-		k.AddBias(y.Reshape(-1, z.Numel()), z.Reshape(z.Numel()))
-	default:
-		panic(NoKernel(fmt.Sprintf("%s broadcasting %v to %v", name, z.shape, x.shape), x.Device()))
+	NeedKernel(kern != nil, name, dev)
+	if op == opAdd && !sameShape(a, b) {
+		x, z := a, b
+		if z.Dim() > x.Dim() {
+			x, z = z, x // addition commutes: the smaller operand is the bias
+		}
+		if z.Dim() >= 1 && equalInts(x.shape[x.Dim()-z.Dim():], z.shape) && z.Numel() > 0 {
+			NeedKernel(k.Copy != nil && k.AddBias != nil, name, dev)
+			y := MustZerosOn(dev, x.shape...)
+			k.Copy(y, x.Contiguous())
+			k.AddBias(y.Reshape(-1, z.Numel()), z.Contiguous().Reshape(z.Numel()))
+			return y
+		}
 	}
+	shape := a.shape
+	if !sameShape(a, b) {
+		shape = broadcastShapeInto(name, a.shape, b.shape, make([]int, max(a.Dim(), b.Dim())))
+	}
+	y := MustZerosOn(dev, shape...)
+	kern(y, expandTo(a, shape), expandTo(b, shape))
 	return y
 }
 
-// unaryDevice is an elementwise unary op on a device.
-func unaryDevice(op unOp, a *Tensor) *Tensor {
+// unaryDevice is an elementwise unary op on a device: ReLU, GELU, Exp,
+// Log, Sqrt, Tanh and Sigmoid by their kernels, Neg and MulScalar as a
+// scale, AddScalar and RSubScalar as a fill and an axpy. The others
+// (Clamp, PowScalar, Abs, RDivScalar) have no kernel.
+func unaryDevice(op unOp, a *Tensor, p0 float64) *Tensor {
 	name := unOpNames[op]
 	k := kernelsFor(name, a)
-	if op != opReLU {
-		panic(NoKernel(name, a.Device()))
+	var kern func(y, x *Tensor)
+	switch op {
+	case opReLU:
+		kern = k.ReLU
+	case opGELU:
+		kern = k.GELU
+	case opExp:
+		kern = k.Exp
+	case opLog:
+		kern = k.Log
+	case opSqrt:
+		kern = k.Sqrt
+	case opTanh:
+		kern = k.Tanh
+	case opSigmoid:
+		kern = k.Sigmoid
+	case opNeg, opMulS:
+		s := float32(p0)
+		if op == opNeg {
+			s = -1
+		}
+		if k.Scale != nil {
+			kern = func(y, x *Tensor) { k.Scale(y, x, s) }
+		}
+	case opAddS, opRsubS:
+		alpha := float32(1)
+		if op == opRsubS {
+			alpha = -1
+		}
+		if k.Fill != nil && k.Axpy != nil {
+			kern = func(y, x *Tensor) { k.Fill(y, float32(p0)); k.Axpy(y, alpha, x) }
+		}
 	}
-	NeedKernel(k.ReLU != nil, name, a.Device())
+	NeedKernel(kern != nil, name, a.Device())
 	x := a.Contiguous()
 	y := MustZerosOn(x.Device(), x.shape...)
-	k.ReLU(y, x)
+	kern(y, x)
 	return y
 }

@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // SumInto adds g, summed over the dimensions it was broadcast along, into
 // dst: the one reduction that undoes broadcasting (a bias's gradient from
@@ -64,6 +67,10 @@ func equalInts(a, b []int) bool {
 	return true
 }
 
+// sumIntoDevice reduces g over its broadcast dimensions into dst on the
+// device. g's dimensions are collapsed into alternating runs of summed and
+// kept ones; each summed run is reduced in turn, moved to the front by a
+// Swap01 when kept dimensions precede it, then summed by SumRows.
 func sumIntoDevice(dst, g *Tensor, lead int) {
 	k := kernelsFor("SumInto", dst, g)
 	NeedKernel(k.Axpy != nil, "SumInto", dst.Device())
@@ -72,14 +79,52 @@ func sumIntoDevice(dst, g *Tensor, lead int) {
 		k.Axpy(dst, 1, g)
 		return
 	}
-	if !equalInts(dst.shape, g.shape[lead:]) {
-		panic(NoKernel(fmt.Sprintf("SumInto reducing %v to %v", g.shape, dst.shape), dst.Device()))
+	NeedKernel(k.SumRows != nil && k.Swap01 != nil, "SumInto", dst.Device())
+	type run struct {
+		size   int
+		summed bool
 	}
-	NeedKernel(k.SumRows != nil, "SumInto", dst.Device())
-	c := max(numel(dst.shape), 1)
-	s := MustZerosOn(dst.Device(), c)
-	k.SumRows(s, g.Reshape(numel(g.shape)/c, c))
-	k.Axpy(dst, 1, s.Reshape(dst.shape...))
+	var runs []run
+	for i, d := range g.shape {
+		if d == 1 {
+			continue
+		}
+		summed := i < lead || dst.shape[i-lead] == 1
+		if n := len(runs); n > 0 && runs[n-1].summed == summed {
+			runs[n-1].size *= d
+			continue
+		}
+		runs = append(runs, run{d, summed})
+	}
+	cur := g
+	for {
+		j := slices.IndexFunc(runs, func(r run) bool { return r.summed })
+		if j < 0 {
+			break
+		}
+		outer, inner := 1, 1
+		for _, r := range runs[:j] {
+			outer *= r.size
+		}
+		for _, r := range runs[j+1:] {
+			inner *= r.size
+		}
+		m := runs[j].size
+		src := cur
+		if outer > 1 {
+			src = MustZerosOn(dst.Device(), m, outer, inner)
+			k.Swap01(src, cur, outer, m, inner)
+		}
+		out := MustZerosOn(dst.Device(), outer*inner)
+		k.SumRows(out, src.Reshape(m, outer*inner))
+		cur = out
+		runs = slices.Delete(runs, j, j+1)
+		if j > 0 && j < len(runs) { // the kept runs on either side are now adjacent
+			runs[j-1].size *= runs[j].size
+			runs = slices.Delete(runs, j, j+1)
+		}
+	}
+	k.Axpy(dst, 1, cur.Reshape(dst.shape...))
 }
 
 // reduceSlice adds src (C order over shape gs) into o under outStrides. It

@@ -83,7 +83,7 @@ func RDivScalar(s float64, a *Tensor) *Tensor { return unary(opRdivS, a, s, 0) }
 
 func unary(op unOp, a *Tensor, p0, p1 float64) *Tensor {
 	if a.dev != nil {
-		return unaryDevice(op, a)
+		return unaryDevice(op, a, p0)
 	}
 	out := newFull(a.dtype, a.shape...) // every kernel and loop writes each element
 	c := a.Contiguous()

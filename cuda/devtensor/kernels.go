@@ -236,6 +236,19 @@ func (d *Device) kernels() tensor.Kernels {
 			rows, s := rowsCols(p)
 			d.launch("attn_softmax_bwd_f32", grid(rows), d.ptr("attention softmax backward", dp), d.ptr("attention softmax backward", p), i64(rows), i64(s))
 		},
+		// Elementwise ops of the tensor package (Sub, Mul, Div; Exp, Log,
+		// Sqrt, Tanh, Sigmoid).
+		Sub:     d.binary("sub_f32"),
+		Mul:     d.binary("mul_f32"),
+		Div:     d.binary("div_f32"),
+		Exp:     d.unary("exp_f32"),
+		Log:     d.unary("log_f32"),
+		Sqrt:    d.unary("sqrt_f32"),
+		Tanh:    d.unary("tanh_f32"),
+		Sigmoid: d.unary("sigmoid_f32"),
+		TanhBackward:    d.binary("tanh_bwd_f32"),
+		SigmoidBackward: d.binary("sigmoid_bwd_f32"),
+		SqrtBackward:    d.binary("sqrt_bwd_f32"),
 		// Batch norm and where (norm.go).
 		BatchNormStats:          d.batchNormStats,
 		BatchNormFinalize:       d.batchNormFinalize,

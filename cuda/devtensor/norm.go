@@ -72,3 +72,19 @@ func (d *Device) where(y, m, a, b *tensor.Tensor, va, vb float32) {
 	d.launch("where_f32", grid(n), d.ptr("where", y), d.ptr("where", m), d.optPtr("where", a), d.optPtr("where", b),
 		f32(va), f32(vb), i64(n))
 }
+
+// binary is the table entry of an elementwise kernel y = a op b.
+func (d *Device) binary(kernel string) func(y, a, b *tensor.Tensor) {
+	return func(y, a, b *tensor.Tensor) {
+		n := same(kernel, y, a, b)
+		d.launch(kernel, grid(n), d.ptr(kernel, y), d.ptr(kernel, a), d.ptr(kernel, b), i64(n))
+	}
+}
+
+// unary is the table entry of an elementwise kernel y = f(x).
+func (d *Device) unary(kernel string) func(y, x *tensor.Tensor) {
+	return func(y, x *tensor.Tensor) {
+		n := same(kernel, y, x)
+		d.launch(kernel, grid(n), d.ptr(kernel, y), d.ptr(kernel, x), i64(n))
+	}
+}
