@@ -22,4 +22,3 @@ func hostOnly(op string, vs ...*Variable) {
 func zerosLike(t *tensor.Tensor, shape ...int) *tensor.Tensor {
 	return tensor.ZerosAs(t, shape...)
 }
-
