@@ -177,6 +177,16 @@ type Kernels struct {
 	// gradient p ⊙ (dp - Σ_j dp·p) in place.
 	AttentionSoftmax         func(p *Tensor, l int, causal bool)
 	AttentionSoftmaxBackward func(dp, p *Tensor)
+
+	// ---- bf16 autocast (amp.Autocast on a device; device_bf16.go).
+	//
+	// GemmBF16 is Gemm with op(A) and op(B) rounded to bfloat16 (round to
+	// nearest, ties to even, as package function GemmBF16 and
+	// internal/half) and the products accumulated in float32 into the
+	// float32 C: the products of Linear and Conv2d under bf16 autocast. A
+	// device without it refuses those products (NoKernel).
+	GemmBF16 func(transA, transB bool, m, n, k int, alpha float32, a *Tensor, lda int,
+		b *Tensor, ldb int, beta float32, c *Tensor, ldc int)
 }
 
 // cpuDevice is the host.

@@ -228,7 +228,12 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		amp.Autocast(job.Model, dt)
 		if pg.Rank() == 0 {
 			speed := "natively (AVX512-BF16)"
-			if !tensor.BF16Native() {
+			switch {
+			case !tensor.IsCPU(dev):
+				// The device's own bf16 GEMM (tensor.Kernels.GemmBF16);
+				// the CPU's bf16 support does not matter there.
+				speed = "on " + dev.String() + " (its bf16 GEMM)"
+			case !tensor.BF16Native():
 				speed = "without native bf16 on this CPU: same values, float32 speed or slower"
 			}
 			fmt.Fprintf(out, "amp: bf16 products in %d layers, %s\n", amp.Lowered(job.Model), speed)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"path/filepath"
+	"regexp"
 	"sync"
 	"testing"
 	"time"
@@ -202,4 +203,24 @@ func TestMainFP16(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, c.GradScaler)
 	assert.Equal(t, 16, c.GradScaler.GrowthTracker, "the tracker went on from the resumed 8")
+}
+
+// -amp bf16 -device sim trains with the device's bf16 GEMM (before, a
+// device ran autocast's products in float32, silently), and its losses
+// track the CPU's bf16 run.
+func TestMainBF16OnSim(t *testing.T) {
+	singleProcess(t)
+	losses := func(device string, prec ...string) []string {
+		var out bytes.Buffer
+		require.Equal(t, 0, Main([]string{"tiny", "-amp", append(prec, "bf16")[0], "-device", device, "-epochs", "2", "-batch-size", "32", "-ckpt-dir", ""},
+			&out, Defaults{}, tinyJob()), out.String())
+		if device == "sim" && len(prec) == 0 {
+			require.Contains(t, out.String(), "amp: bf16 products in 1 layers, on sim:0 (its bf16 GEMM)")
+		}
+		return regexp.MustCompile(`(?m)^epoch=\d+ loss=\S+$`).FindAllString(out.String(), -1)
+	}
+	cpu, sim := losses("cpu"), losses("sim")
+	require.Len(t, cpu, 2)
+	assert.Equal(t, cpu, sim, "the epochs' mean losses, to 4 decimals")
+	assert.NotEqual(t, sim, losses("sim", "fp32"), "float32 products give other losses")
 }
