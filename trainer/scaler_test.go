@@ -203,6 +203,13 @@ func TestMainFP16(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, c.GradScaler)
 	assert.Equal(t, 16, c.GradScaler.GrowthTracker, "the tracker went on from the resumed 8")
+
+	// On a device the loss is scaled there and the gradients are checked
+	// and unscaled through the host.
+	out.Reset()
+	require.Equal(t, 0, Main([]string{"tiny", "-amp", "fp16", "-device", "sim", "-epochs", "1", "-batch-size", "32", "-ckpt-dir", ""},
+		&out, Defaults{}, tinyJob()), out.String())
+	require.Contains(t, out.String(), "amp: fp16 loss scaling")
 }
 
 // -amp bf16 -device sim trains with the device's bf16 GEMM (before, a
