@@ -240,6 +240,9 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		}
 	}
 	var scaler *amp.GradScaler
+	if dt == amp.Float16 && job.NewStep != nil {
+		return fmt.Errorf("-amp fp16: %s computes its own gradients (Job.NewStep), and loss scaling runs in the trainer's built-in step", job.Name)
+	}
 	if dt == amp.Float16 {
 		// torch's defaults; the overflow flag is all-reduced so every rank
 		// skips the same steps.

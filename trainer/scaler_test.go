@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -185,11 +186,19 @@ func TestGradScalerResumeWithoutState(t *testing.T) {
 func TestMainFP16(t *testing.T) {
 	singleProcess(t)
 	ck := filepath.Join(t.TempDir(), "ck")
-	var out bytes.Buffer
+	var (
+		out bytes.Buffer
+		c   *checkpoint.Checkpoint
+	)
 	args := []string{"tiny", "-amp", "fp16", "-epochs", "1", "-batch-size", "32", "-save-every", "1", "-ckpt-dir", ck}
 	require.Equal(t, 0, Main(args, &out, Defaults{}, tinyJob()), out.String())
 	require.Contains(t, out.String(), "amp: fp16 loss scaling with a GradScaler (initial scale 65536)")
-	c, err := checkpoint.Load(filepath.Join(ck, "ckpt-e00000000-s000000000008.safetensors"))
+	m := regexp.MustCompile(`(?m)^epoch=0 loss=(\S+)$`).FindStringSubmatch(out.String())
+	require.NotNil(t, m, out.String())
+	loss, err := strconv.ParseFloat(m[1], 64)
+	require.NoError(t, err)
+	require.Less(t, loss, 1.0, "the loss logged is the unscaled one")
+	c, err = checkpoint.Load(filepath.Join(ck, "ckpt-e00000000-s000000000008.safetensors"))
 	require.NoError(t, err)
 	require.NotNil(t, c.GradScaler)
 	assert.Equal(t, checkpoint.GradScalerState{Scale: 65536, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 2000, GrowthTracker: 8},

@@ -293,7 +293,8 @@ func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Ba
 	// The step's activations are read no more: their storage goes back to
 	// the allocator's cache now, for the next step, instead of waiting for
 	// the garbage collector (parameters and their gradients are kept).
-	root.FreeGraph()
+	// With a scaler, loss is inside root's graph; it is read below.
+	root.FreeGraph(loss)
 	end := t.model.Timeline().Span("optimizer")
 	if t.scaler != nil {
 		// Unscales, skips the step when a gradient overflowed on any rank,
