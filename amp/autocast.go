@@ -16,20 +16,25 @@ const (
 	BFloat16 DType = "bf16"
 	// Float32 turns autocast off.
 	Float32 DType = "fp32"
+	// Float16 is float16 training's loss scaling: a run with it trains
+	// through a GradScaler. float16 products are not implemented, so
+	// Autocast lowers nothing for it: the products stay float32 and only
+	// the loss scaling (and its state in checkpoints) is float16's.
+	Float16 DType = "fp16"
 )
 
-// ParseDType reads a -amp flag value: "bf16" (or "bfloat16"), "fp32"
-// (or "float32", "" and "off").
+// ParseDType reads a -amp flag value: "bf16" (or "bfloat16"), "fp16" (or
+// "float16"), "fp32" (or "float32", "" and "off").
 func ParseDType(s string) (DType, error) {
 	switch s {
 	case "bf16", "bfloat16":
 		return BFloat16, nil
+	case "fp16", "float16":
+		return Float16, nil
 	case "", "off", "fp32", "float32":
 		return Float32, nil
-	case "fp16", "float16":
-		return "", fmt.Errorf("%w: -amp %q: float16 products are not implemented; use bf16 (float16's GradScaler is amp.GradScaler)", ErrConfig, s)
 	}
-	return "", fmt.Errorf("%w: -amp %q: want bf16 or fp32", ErrConfig, s)
+	return "", fmt.Errorf("%w: -amp %q: want bf16, fp16 or fp32", ErrConfig, s)
 }
 
 // precisionSetter is a layer whose products autocast can lower.

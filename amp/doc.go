@@ -9,7 +9,11 @@
 // bfloat16 products with float32 accumulation, through oneDNN's bf16
 // matmul (tensor.GemmBF16). On a CPU with AVX512-BF16 those run at up to
 // twice float32's rate; elsewhere the values are the same at float32 speed
-// (tensor.BF16Native says which). Parameters, gradients and optimizer
+// (tensor.BF16Native says which). On a device the products go through
+// its tensor.Kernels.GemmBF16, the operands narrowed to bfloat16 on the
+// device: cuBLAS's bf16 GEMM (cublasGemmEx, float32 compute) on a GPU, and
+// on goddp/cuda/sim the rounded operands through the float32 GEMM, which
+// gives the same numbers. Parameters, gradients and optimizer
 // state stay float32, so DDP's buckets, the all-reduce and checkpoints are
 // exactly as without autocast. bfloat16 has float32's exponent range, so it
 // needs no loss scaling.

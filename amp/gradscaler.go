@@ -119,11 +119,9 @@ func (s *GradScaler) ScaleLoss(loss *autograd.Variable) *autograd.Variable {
 	if s.cfg.Disabled {
 		return loss
 	}
-	// The scale as a tensor on the loss's device, so that a device loss
-	// stays there.
-	k := tensor.ZerosAs(loss.Value)
-	tensor.Fill(k, float64(s.scale))
-	return autograd.Mul(loss, autograd.Const(k))
+	// autograd.Scale runs on the loss's device too (Mul by a constant
+	// tensor has no device kernel), with the same float32 products.
+	return autograd.Scale(loss, float64(s.scale))
 }
 
 // Unscale divides opt's gradients by the scale in place and records whether

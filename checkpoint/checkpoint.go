@@ -30,6 +30,10 @@ type Checkpoint struct {
 	Scheduler *OptimizerState
 	// Sampler is the DistributedSampler's position, for a mid-epoch resume.
 	Sampler *data.SamplerState
+	// GradScaler is a float16 run's loss-scale state (amp.GradScaler), nil
+	// when the run has none; checkpoints written before it existed load
+	// with it nil.
+	GradScaler *GradScalerState
 	// RNG is an opaque random-generator state, e.g. tensor.RNG.State();
 	// restore it with SetState. Stored base64-encoded.
 	RNG []byte
@@ -50,6 +54,18 @@ type OptimizerState struct {
 	Scalars map[string]float64
 }
 
+// GradScalerState is torch's GradScaler.state_dict(), under its key names.
+// Its fields are those of amp.State, so the two convert directly:
+// (*checkpoint.GradScalerState)(&st), and back. It is a type of its own so
+// that checkpoint does not import amp and what amp pulls in.
+type GradScalerState struct {
+	Scale          float32 `json:"scale"`
+	GrowthFactor   float64 `json:"growth_factor"`
+	BackoffFactor  float64 `json:"backoff_factor"`
+	GrowthInterval int     `json:"growth_interval"`
+	GrowthTracker  int     `json:"_growth_tracker"`
+}
+
 // Metadata keys.
 const (
 	FormatVersion = "1"
@@ -57,6 +73,7 @@ const (
 	keyEpoch      = "goddp.epoch"
 	keyStep       = "goddp.step"
 	keySampler    = "goddp.sampler"
+	keyGradScaler = "goddp.grad_scaler"
 	keyRNG        = "goddp.rng"
 	keyConfig     = "goddp.config"
 	keyMetaPrefix = "goddp.meta."
@@ -110,6 +127,15 @@ func (c *Checkpoint) tensorsAndMeta() (map[string]*tensor.Tensor, map[string]str
 			return nil, nil, fmt.Errorf("checkpoint: encode sampler state: %w", err)
 		}
 		meta[keySampler] = string(js)
+	}
+	if c.GradScaler != nil {
+		// JSON keeps torch's names, and a float32 scale round-trips exactly
+		// (encoding/json writes the shortest float32 form).
+		js, err := json.Marshal(c.GradScaler)
+		if err != nil {
+			return nil, nil, fmt.Errorf("checkpoint: encode GradScaler state: %w", err)
+		}
+		meta[keyGradScaler] = string(js)
 	}
 	if c.RNG != nil {
 		meta[keyRNG] = base64.StdEncoding.EncodeToString(c.RNG)
@@ -215,6 +241,12 @@ func Decode(b []byte, name string) (*Checkpoint, error) {
 		c.Sampler = new(data.SamplerState)
 		if err := json.Unmarshal([]byte(js), c.Sampler); err != nil {
 			return nil, bad("sampler state: %v", err)
+		}
+	}
+	if js, ok := meta[keyGradScaler]; ok {
+		c.GradScaler = new(GradScalerState)
+		if err := json.Unmarshal([]byte(js), c.GradScaler); err != nil {
+			return nil, bad("GradScaler state: %v", err)
 		}
 	}
 	if b64, ok := meta[keyRNG]; ok {

@@ -38,9 +38,11 @@ func fullCheckpoint(epoch, step int) *Checkpoint {
 		},
 		Scheduler: &OptimizerState{Kind: "StepLR", Tensors: map[string]*tensor.Tensor{}, Scalars: map[string]float64{"last_epoch": 4}},
 		Sampler:   &data.SamplerState{Epoch: epoch, Position: 96, Seed: 1, NumReplicas: 2, DatasetLen: 2048, Shuffle: true},
-		RNG:       []byte{0, 1, 2, 255},
-		Config:    json.RawMessage(`{"lr":0.001,"batch_size":32}`),
-		Meta:      map[string]string{"git": "abc123"},
+		// A scale that is not a short decimal: it must come back bit for bit.
+		GradScaler: &GradScalerState{Scale: 65536 * 0.5 * 0.5 * 3.0000002, GrowthFactor: 2, BackoffFactor: 0.5, GrowthInterval: 2000, GrowthTracker: 17},
+		RNG:        []byte{0, 1, 2, 255},
+		Config:     json.RawMessage(`{"lr":0.001,"batch_size":32}`),
+		Meta:       map[string]string{"git": "abc123"},
 	}
 }
 
@@ -58,6 +60,13 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	assertSameTensors(t, want.Optimizer.Tensors, got.Optimizer.Tensors)
 	assert.Equal(t, want.Scheduler.Scalars, got.Scheduler.Scalars)
 	assert.Equal(t, want.Sampler, got.Sampler)
+	assert.Equal(t, want.GradScaler, got.GradScaler)
+	raw, err := os.ReadFile(p)
+	require.NoError(t, err)
+	_, meta, err := DecodeSafetensors(raw, p)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"scale":49152.004,"growth_factor":2,"backoff_factor":0.5,"growth_interval":2000,"_growth_tracker":17}`,
+		meta["goddp.grad_scaler"], "torch's GradScaler.state_dict() names")
 	assert.Equal(t, want.RNG, got.RNG)
 	assert.JSONEq(t, string(want.Config), string(got.Config))
 	assert.Equal(t, want.Meta, got.Meta)
@@ -68,6 +77,7 @@ func TestCheckpointRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, got.Optimizer)
 	assert.Nil(t, got.Sampler)
+	assert.Nil(t, got.GradScaler, "a checkpoint without GradScaler state (the format before it) loads with none")
 	assert.Nil(t, got.RNG)
 	assert.Empty(t, got.Model)
 

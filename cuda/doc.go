@@ -118,7 +118,10 @@
 // Ops: MatMul (cuBLAS SGEMM, either operand transposed), AddBias,
 // SumRows (bias gradients, as a GEMV; zero rows give zeros), ReLU,
 // ReLUBackward, MSE and SoftmaxCrossEntropy (loss and gradient in one
-// kernel, mean reduction, as torch), SGD and Fill. Kernels index in 64
+// kernel, mean reduction, as torch), SGD and Fill. Device tensors'
+// bf16 autocast GEMM (devtensor's GemmBF16) narrows the operands with
+// f32_to_bf16 and calls cublasGemmEx (bfloat16 A and B, float32 C,
+// CUBLAS_COMPUTE_32F) where cuBLAS is 11.0 or later. Kernels index in 64
 // bits, so tensors of 2^31 elements and more work; cuBLAS dimensions are
 // 32-bit, and larger ones return ErrTooLarge. As in package tensor, wrong
 // shapes or dtypes are programmer errors and panic; CUDA and cuBLAS

@@ -81,6 +81,9 @@ int gcu_load_cublas(gcu_lib *l, const char *path, char *err, int cap) {
 	SYM(cublasSgemv, "cublasSgemv_v2");
 	SYM(cublasSasum, "cublasSasum_v2");
 	SYM(cublasSscal, "cublasSscal_v2");
+	// Optional (bf16 autocast): without it bf16 products take the float32
+	// GEMM on widened operands.
+	l->cublasGemmEx = dlsym(h, "cublasGemmEx");
 	return 0;
 }
 
@@ -335,4 +338,21 @@ int gcu_sasum(gcu_lib *l, void *ctx, void *h, int n, gcu_devptr x, float *out) {
 int gcu_sscal(gcu_lib *l, void *ctx, void *h, int n, float alpha, gcu_devptr x) {
 	BLAS_CURRENT(ctx);
 	return l->cublasSscal(h, n, &alpha, (float *)x, 1);
+}
+
+// ---- bf16 GEMM for autocast (bf16_cuda.go).
+
+// cuBLAS 11's enum values (library_types.h, cublas_api.h).
+#define GCU_R_32F 0        // CUDA_R_32F
+#define GCU_R_16BF 14      // CUDA_R_16BF
+#define GCU_COMPUTE_32F 68 // CUBLAS_COMPUTE_32F: float32 accumulation, no TF32 or bf16 down-conversion
+#define GCU_GEMM_DEFAULT -1 // CUBLAS_GEMM_DEFAULT
+
+int gcu_has_gemm_bf16(gcu_lib *l) { return l->cublasGemmEx != NULL; }
+
+int gcu_gemm_bf16(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int k, float alpha, gcu_devptr a,
+                  int lda, gcu_devptr b, int ldb, float beta, gcu_devptr c, int ldc) {
+	BLAS_CURRENT(ctx);
+	return l->cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void *)a, GCU_R_16BF, lda, (const void *)b, GCU_R_16BF,
+	                       ldb, &beta, (void *)c, GCU_R_32F, ldc, GCU_COMPUTE_32F, GCU_GEMM_DEFAULT);
 }

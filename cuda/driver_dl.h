@@ -62,6 +62,13 @@ typedef struct {
 	                   float *, int);
 	int (*cublasSasum)(void *, int, const float *, int, float *);
 	int (*cublasSscal)(void *, int, const float *, float *, int);
+	// ---- bf16 GEMM for autocast (bf16_cuda.go). cublasGemmEx, loaded
+	// when present (NULL otherwise): handle, transa, transb, m, n, k,
+	// alpha, A, Atype, lda, B, Btype, ldb, beta, C, Ctype, ldc,
+	// computeType, algo; the types are the cudaDataType_t,
+	// cublasComputeType_t and cublasGemmAlgo_t enums, as ints.
+	int (*cublasGemmEx)(void *, int, int, int, int, int, const void *, const void *, int, int, const void *, int, int,
+	                    const void *, void *, int, int, int, int);
 } gcu_lib;
 
 // Loading: 0 on success, else a message in err.
@@ -114,5 +121,12 @@ int gcu_sgemv(gcu_lib *l, void *ctx, void *h, int t, int m, int n, float alpha, 
               float beta, gcu_devptr y);
 int gcu_sasum(gcu_lib *l, void *ctx, void *h, int n, gcu_devptr x, float *out);
 int gcu_sscal(gcu_lib *l, void *ctx, void *h, int n, float alpha, gcu_devptr x);
+
+// ---- bf16 GEMM for autocast (bf16_cuda.go): column-major C = alpha *
+// op(A) op(B) + beta * C with A and B bfloat16, C float32, float32
+// compute (cublasGemmEx). gcu_has_gemm_bf16 says whether cuBLAS has it.
+int gcu_has_gemm_bf16(gcu_lib *l);
+int gcu_gemm_bf16(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, int k, float alpha, gcu_devptr a,
+                  int lda, gcu_devptr b, int ldb, float beta, gcu_devptr c, int ldc);
 
 #endif

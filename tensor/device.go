@@ -208,6 +208,16 @@ type Kernels struct {
 	// and contiguous; a nil a reads va, a nil b reads vb (masked_fill,
 	// where and their gradients). y may alias an operand.
 	Where func(y, m, a, b *Tensor, va, vb float32)
+
+	// ---- bf16 autocast (amp.Autocast on a device; device_bf16.go).
+	//
+	// GemmBF16 is Gemm with op(A) and op(B) rounded to bfloat16 (round to
+	// nearest, ties to even, as package function GemmBF16 and
+	// internal/half) and the products accumulated in float32 into the
+	// float32 C: the products of Linear and Conv2d under bf16 autocast. A
+	// device without it refuses those products (NoKernel).
+	GemmBF16 func(transA, transB bool, m, n, k int, alpha float32, a *Tensor, lda int,
+		b *Tensor, ldb int, beta float32, c *Tensor, ldc int)
 }
 
 // cpuDevice is the host.

@@ -38,13 +38,14 @@ func flat(t *Tensor, off, n int) *Tensor { return Narrow(t.Reshape(t.Numel()), 0
 // when they all live on the host. Per chunk of samples: im2col into
 // [C*KH*KW, n*OH*OW], one GEMM per group (weight rows times that group's
 // block of rows) into [O, n, OH*OW], then a transpose into NCHW; the bias
-// is added at the end. s.BF16 is ignored: devices multiply in float32.
+// is added at the end. With s.BF16 the GEMMs are the device's GemmBF16.
 func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	if !onDevice(x, w, b) {
 		return nil
 	}
 	k := kernelsFor("Conv2d", x, w, b)
 	NeedKernel(k.Gemm != nil && k.Im2col != nil && k.Swap01 != nil && k.AddChannelBias != nil, "Conv2d", x.Device())
+	gemm := deviceGemm(k, convPrecision(s), "Conv2d", x.Device())
 	nx, nw, ny := s.sizes()
 	s.check("Conv2d", convArg{"x", x.Numel(), nx}, convArg{"w", w.Numel(), nw}, convArg{"y", ny, ny})
 	if b != nil && b.Numel() != s.O {
@@ -68,7 +69,7 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 		k.Im2col(c, flat(x, lo*s.C*s.H*s.W, n*s.C*s.H*s.W), &cs)
 		t := flat(yt, 0, s.O*nl)
 		for g := range G {
-			k.Gemm(false, false, og, nl, K, 1, flat(w, g*og*K, og*K), K, flat(c, g*K*nl, K*nl), nl,
+			gemm(false, false, og, nl, K, 1, flat(w, g*og*K, og*K), K, flat(c, g*K*nl, K*nl), nl,
 				0, flat(t, g*og*nl, og*nl), nl)
 		}
 		k.Swap01(flat(y, lo*s.O*L, n*s.O*L), t, s.O, n, L)
@@ -93,6 +94,7 @@ func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Co
 	k := kernelsFor("Conv2dBackward", gy, x, w, into[0], into[1], into[2])
 	NeedKernel(k.Gemm != nil && k.Im2col != nil && k.Col2im != nil && k.Swap01 != nil && k.SumChannels != nil,
 		"Conv2dBackward", gy.Device())
+	gemm := deviceGemm(k, convPrecision(s), "Conv2dBackward", gy.Device())
 	nx, nw, ny := s.sizes()
 	s.check("Conv2dBackward", convArg{"x", x.Numel(), nx}, convArg{"w", w.Numel(), nw}, convArg{"gy", gy.Numel(), ny})
 	gy = gy.Contiguous()
@@ -136,14 +138,14 @@ func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Co
 				beta = 1
 			}
 			for g := range G {
-				k.Gemm(false, true, og, K, nl, 1, flat(t, g*og*nl, og*nl), nl, flat(c, g*K*nl, K*nl), nl,
+				gemm(false, true, og, K, nl, 1, flat(t, g*og*nl, og*nl), nl, flat(c, g*K*nl, K*nl), nl,
 					beta, flat(dw, g*og*K, og*K), K)
 			}
 		}
 		if dx := out[0]; dx != nil {
 			// c is free again: the dW GEMMs before it in the stream read it.
 			for g := range G {
-				k.Gemm(true, false, K, nl, og, 1, flat(w, g*og*K, og*K), K, flat(t, g*og*nl, og*nl), nl,
+				gemm(true, false, K, nl, og, 1, flat(w, g*og*K, og*K), K, flat(t, g*og*nl, og*nl), nl,
 					0, flat(c, g*K*nl, K*nl), nl)
 			}
 			dxc := flat(dx, lo*s.C*s.H*s.W, n*s.C*s.H*s.W)

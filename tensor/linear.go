@@ -7,8 +7,8 @@ package tensor
 func Linear(x, w, b *Tensor) *Tensor { return LinearWith(x, w, b, PrecisionFloat32) }
 
 // LinearWith is Linear whose float32 product runs in precision p (see
-// Precision; autocast's bf16 linear). Float64 operands, and device ones for
-// now, always run at their own precision.
+// Precision; autocast's bf16 linear). Float64 operands always run at their
+// own precision; device ones run bfloat16 through the device's GemmBF16.
 func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 	out, in := w.shape[0], w.shape[1]
 	xc := x.Contiguous()
@@ -17,14 +17,15 @@ func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 	shape[len(shape)-1] = out
 	if onDevice(xc, w, b) {
 		k := kernelsFor("Linear", xc, w, b)
-		NeedKernel(k.Gemm != nil && k.AddBias != nil, "Linear", xc.Device())
+		NeedKernel(k.AddBias != nil, "Linear", xc.Device())
+		gemm := deviceGemm(k, p, "Linear", xc.Device())
 		y := MustZerosOn(xc.Device(), shape...)
 		var beta float32
 		if b != nil {
 			k.AddBias(y, b)
 			beta = 1
 		}
-		k.Gemm(false, true, n, out, in, 1, xc, in, w, in, beta, y, out)
+		gemm(false, true, n, out, in, 1, xc, in, w, in, beta, y, out)
 		return y
 	}
 	y := New(xc.dtype, shape...)
@@ -79,7 +80,7 @@ func LinearBackwardWith(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, p P
 	gy = gy.Contiguous()
 	n := gy.Numel() / out
 	if onDevice(gy, x, w, dx, dw, db) {
-		linearBwdDevice(gy, x, w, dx, dw, db, accX, accW, accB, n, in, out)
+		linearBwdDevice(gy, x, w, dx, dw, db, accX, accW, accB, n, in, out, p)
 		return
 	}
 	if gy.dtype == Float64 {
@@ -118,9 +119,10 @@ func linearBwd[T float](gy []T, x *Tensor, w []T, dx, dw, db *Tensor, accX, accW
 	}
 }
 
-func linearBwdDevice(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, n, in, out int) {
+func linearBwdDevice(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, n, in, out int, p Precision) {
 	k := kernelsFor("LinearBackward", gy, x, w, dx, dw, db)
-	NeedKernel(k.Gemm != nil && k.SumRows != nil && k.Axpy != nil, "LinearBackward", gy.Device())
+	NeedKernel(k.SumRows != nil && k.Axpy != nil, "LinearBackward", gy.Device())
+	gemm := deviceGemm(k, p, "LinearBackward", gy.Device())
 	beta := func(acc bool) float32 {
 		if acc {
 			return 1
@@ -128,10 +130,10 @@ func linearBwdDevice(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, n, in,
 		return 0
 	}
 	if dx != nil {
-		k.Gemm(false, false, n, in, out, 1, gy, out, w, in, beta(accX), dx, in)
+		gemm(false, false, n, in, out, 1, gy, out, w, in, beta(accX), dx, in)
 	}
 	if dw != nil {
-		k.Gemm(true, false, out, in, n, 1, gy, out, x, in, beta(accW), dw, in)
+		gemm(true, false, out, in, n, 1, gy, out, x, in, beta(accW), dw, in)
 	}
 	if db != nil {
 		g2 := gy.Reshape(n, out)

@@ -26,7 +26,10 @@
 // every rank resumes from the newest valid checkpoint when it starts;
 // damaged files are skipped and named. Done says whether a resumed run has
 // anything left to train; Config.Fresh starts over, moving the old files
-// into a previous-<time> subdirectory rather than deleting them.
+// into a previous-<time> subdirectory rather than deleting them. A
+// checkpoint holds the model, the optimizer, the sampler's position and,
+// with Config.Scaler (-amp fp16), the GradScaler's scale and growth
+// tracker, so a resumed float16 run goes on with the scale it had.
 //
 // # Callbacks
 //

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/goddp/goddp/amp"
 	"github.com/goddp/goddp/checkpoint"
 	"github.com/goddp/goddp/comm"
 	"github.com/goddp/goddp/data"
@@ -70,6 +71,9 @@ func (t *Trainer) resume(ctx context.Context) error {
 			return fmt.Errorf("trainer: resume optimizer: %w", err)
 		}
 	}
+	if err := t.resumeScaler(c); err != nil {
+		return err
+	}
 	t.start, t.step = c.Epoch+1, c.Step
 	t.resumedFrom, t.resumedEpoch = t.ckpt.Path(c.Epoch, c.Step), c.Epoch
 	if t.sampler != nil && c.Sampler != nil && c.Sampler.Position > 0 && midEpoch(*c.Sampler, t.sampler) {
@@ -82,6 +86,26 @@ func (t *Trainer) resume(ctx context.Context) error {
 		t.start = c.Epoch
 	}
 	t.logf("Resumed from epoch %d (step %d) of %s\n", c.Epoch, c.Step, t.ckpt.Path(c.Epoch, c.Step))
+	return nil
+}
+
+// resumeScaler restores the GradScaler's scale and growth tracker, so the
+// run continues with the scale it had instead of starting again at the
+// initial one (which overflows for its first steps). A checkpoint without
+// scaler state (saved without one, or before checkpoints held it) leaves the
+// scaler as configured, and a scaler state with no scaler to take it is
+// ignored (a float16 run resumed in float32); rank 0 says which.
+func (t *Trainer) resumeScaler(c *checkpoint.Checkpoint) error {
+	switch {
+	case t.scaler != nil && c.GradScaler != nil:
+		if err := t.scaler.LoadState(amp.State(*c.GradScaler)); err != nil {
+			return fmt.Errorf("trainer: resume GradScaler: %w", err)
+		}
+	case t.scaler != nil:
+		t.logf("Resume: the checkpoint has no GradScaler state; the loss scale starts at %g\n", t.scaler.Scale())
+	case c.GradScaler != nil:
+		t.logf("Resume: the checkpoint's GradScaler state (scale %g) is unused: this run has no loss scaling\n", c.GradScaler.Scale)
+	}
 	return nil
 }
 

@@ -96,7 +96,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	keepBest := fs.String("keep-best", "", "save the best model by this evaluation metric (loss or acc) to <ckpt-dir>/best.safetensors (needs an evaluation set and -ckpt-dir)")
 	earlyStop := fs.Int("early-stop", 0, "stop when the -keep-best metric (else the evaluation loss) has not improved for N evaluations (0: never)")
 	progress := fs.Duration("progress-every", 10*time.Second, "when stderr is not a terminal, the least time between two progress lines of rank 0 (a terminal gets a bar)")
-	ampFlag := fs.String("amp", "fp32", "mixed precision: bf16 runs the products of Linear and Conv2d layers with bfloat16 inputs and float32 accumulation (torch.autocast); weights, gradients and optimizer state stay float32")
+	ampFlag := fs.String("amp", "fp32", "mixed precision: bf16 runs the products of Linear and Conv2d layers with bfloat16 inputs and float32 accumulation (torch.autocast); fp16 trains with a GradScaler (dynamic loss scaling, its state in the checkpoints; the products stay float32); weights, gradients and optimizer state stay float32")
 	shards := fs.String("shards", "", "train from shard files instead of the example's dataset: a glob or comma-separated list of .npy/.tar shards (see -write-shards), streamed and dealt over ranks and -num-workers")
 	writeShards := fs.String("write-shards", "", "write the example's training set as shards into DIR and exit (one process)")
 	shardSize := fs.Int("shard-size", 5000, "samples per shard for -write-shards")
@@ -228,10 +228,29 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		amp.Autocast(job.Model, dt)
 		if pg.Rank() == 0 {
 			speed := "natively (AVX512-BF16)"
-			if !tensor.BF16Native() {
+			switch {
+			case !tensor.IsCPU(dev):
+				// The device's own bf16 GEMM (tensor.Kernels.GemmBF16);
+				// the CPU's bf16 support does not matter there.
+				speed = "on " + dev.String() + " (its bf16 GEMM)"
+			case !tensor.BF16Native():
 				speed = "without native bf16 on this CPU: same values, float32 speed or slower"
 			}
 			fmt.Fprintf(out, "amp: bf16 products in %d layers, %s\n", amp.Lowered(job.Model), speed)
+		}
+	}
+	var scaler *amp.GradScaler
+	if dt == amp.Float16 && job.NewStep != nil {
+		return fmt.Errorf("-amp fp16: %s computes its own gradients (Job.NewStep), and loss scaling runs in the trainer's built-in step", job.Name)
+	}
+	if dt == amp.Float16 {
+		// torch's defaults; the overflow flag is all-reduced so every rank
+		// skips the same steps.
+		if scaler, err = amp.NewGradScaler(amp.GradScalerConfig{}, amp.WithGroup(pg)); err != nil {
+			return err
+		}
+		if pg.Rank() == 0 {
+			fmt.Fprintf(out, "amp: fp16 loss scaling with a GradScaler (initial scale %g); float16 products are not implemented, so the products stay float32\n", scaler.Scale())
 		}
 	}
 	var evalLoader *data.DataLoader
@@ -314,7 +333,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if job.NewStep != nil {
 		step = job.NewStep(model, opt)
 	}
-	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt,
+	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt, Scaler: scaler,
 		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
 		Device: deviceLabel(dev), OnDevice: dev})

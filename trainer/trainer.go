@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/goddp/goddp/amp"
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/checkpoint"
 	"github.com/goddp/goddp/comm"
@@ -40,7 +41,8 @@ type Trainer struct {
 	sampler   *data.DistributedSampler
 	stream    *data.StreamLoader // instead of trainData and sampler
 	optimizer optim.Optimizer
-	gpuID     int // the local rank, as in the tutorial
+	scaler    *amp.GradScaler // nil: no loss scaling
+	gpuID     int             // the local rank, as in the tutorial
 	saveEvery int
 	maxSteps  int
 	batchSize int
@@ -87,8 +89,15 @@ type Config struct {
 	// epoch's beginning (a stream keeps no position within an epoch).
 	TrainStream *data.StreamLoader
 	Optimizer   optim.Optimizer
-	GPUID       int
-	SaveEvery   int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
+	// Scaler, when set, runs the built-in step with dynamic loss scaling
+	// (float16 training, torch's GradScaler): the loss is scaled before
+	// backward, a step whose gradients overflowed is skipped, and the
+	// scaler's state is saved in checkpoints and restored on resume. It
+	// needs the built-in step (not Step). Build it with amp.WithGroup on the
+	// model's process group, so every rank skips the same steps.
+	Scaler    *amp.GradScaler
+	GPUID     int
+	SaveEvery int // save a checkpoint every N epochs (epoch%N == 0) and after the last; 0: never
 	// MaxSteps, when positive, ends training after this many optimizer
 	// steps in all (counted across epochs and resumes, as Lightning's
 	// max_steps): the epoch it falls in ends there, is evaluated and saved
@@ -141,6 +150,9 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	if cfg.TrainStream != nil && (cfg.TrainData != nil || cfg.Sampler != nil) {
 		return nil, fmt.Errorf("trainer: Config has both TrainStream and TrainData/Sampler; give one")
 	}
+	if cfg.Scaler != nil && cfg.Step != nil {
+		return nil, fmt.Errorf("trainer: Config has Scaler and Step: loss scaling runs in the built-in step, and a custom Step computes its own gradients")
+	}
 	if cfg.Loss == nil && (cfg.Step == nil || cfg.EvalData != nil) {
 		return nil, fmt.Errorf("trainer: Config needs Loss (only a Config with Step and no EvalData does without)")
 	}
@@ -149,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		return nil, err
 	}
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler, stream: cfg.TrainStream,
-		optimizer: cfg.Optimizer, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, maxSteps: cfg.MaxSteps, batchSize: cfg.BatchSize,
+		optimizer: cfg.Optimizer, scaler: cfg.Scaler, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, maxSteps: cfg.MaxSteps, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
 		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1}
@@ -269,15 +281,30 @@ func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Ba
 	if loss.Value.Numel() != 1 {
 		return fmt.Errorf("loss has shape %v, want a scalar", loss.Value.Shape())
 	}
-	if err := loss.Backward(); err != nil {
+	// With a scaler the graph's root is the scaled loss; the loss logged
+	// stays the unscaled one.
+	root := loss
+	if t.scaler != nil {
+		root = t.scaler.ScaleLoss(loss)
+	}
+	if err := root.Backward(); err != nil {
 		return err
 	}
 	// The step's activations are read no more: their storage goes back to
 	// the allocator's cache now, for the next step, instead of waiting for
 	// the garbage collector (parameters and their gradients are kept).
-	loss.FreeGraph()
+	// With a scaler, loss is inside root's graph; it is read below.
+	root.FreeGraph(loss)
 	end := t.model.Timeline().Span("optimizer")
-	err = t.optimizer.Step()
+	if t.scaler != nil {
+		// Unscales, skips the step when a gradient overflowed on any rank,
+		// and moves the scale; a skipped step still counts as a step, as
+		// in torch's loop.
+		_, err = t.scaler.Step(ctx, t.optimizer)
+		t.scaler.Update()
+	} else {
+		err = t.optimizer.Step()
+	}
 	end()
 	// The loss is read once the whole step is queued: on a device Item
 	// waits for the queue, and reading it before backward would hold the
@@ -443,8 +470,8 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 }
 
 // Checkpoint returns the training state to save after epoch: model,
-// optimizer, the sampler's position, the epoch and step (Train saves rank
-// 0's).
+// optimizer, the GradScaler's state (with Config.Scaler), the sampler's
+// position, the epoch and step (Train saves rank 0's).
 func (t *Trainer) Checkpoint(epoch int) *checkpoint.Checkpoint {
 	var st *data.SamplerState
 	if t.sampler != nil {
@@ -455,8 +482,20 @@ func (t *Trainer) Checkpoint(epoch int) *checkpoint.Checkpoint {
 	return &checkpoint.Checkpoint{Epoch: epoch, Step: t.step,
 		Model:     checkpoint.StateDict(t.model.Module()),
 		Optimizer: (*checkpoint.OptimizerState)(t.optimizer.StateDict()),
-		Sampler:   st, Config: cfg}
+		Sampler:   st, Config: cfg, GradScaler: scalerState(t.scaler)}
 }
+
+// scalerState is s's state for a checkpoint, nil without a scaler.
+func scalerState(s *amp.GradScaler) *checkpoint.GradScalerState {
+	if s == nil {
+		return nil
+	}
+	st := checkpoint.GradScalerState(s.State())
+	return &st
+}
+
+// Scaler is the GradScaler of Config.Scaler, nil without one.
+func (t *Trainer) Scaler() *amp.GradScaler { return t.scaler }
 
 // SaveCheckpoint saves from rank 0 into the checkpoint directory while the
 // others wait (a no-op without CkptDir).

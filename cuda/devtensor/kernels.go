@@ -256,6 +256,8 @@ func (d *Device) kernels() tensor.Kernels {
 		BatchNormBackwardReduce: d.batchNormBackwardReduce,
 		BatchNormBackwardInput:  d.batchNormBackwardInput,
 		Where:                   d.where,
+		// ---- bf16 autocast (bf16.go)
+		GemmBF16: d.gemmBF16,
 	}
 }
 
