@@ -104,13 +104,30 @@ if [ "$what" = allreduce ] || [ "$what" = all ]; then
   echo "-- Gloo";        OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_allreduce.py" 2
 fi
 
+# The physical yardstick of cnn and gpt: the machine's own float32 GEMM
+# rate (square n=1024, every core), measured in the same round, and the
+# fraction of it a model's samples/s reach. A sample's FLOPs are those of
+# its GEMMs and convolutions, forward and backward (3x forward, less the
+# first layer's input gradient): cnn 82 MFLOP per image (conv2's 20 MFLOP
+# forward dominates), gpt 168 MFLOP per 64-token sequence.
+gemm_gflops() {
+  [ -x "$tmp/tensor.test" ] || go test -c -o "$tmp/tensor.test" ./tensor/
+  "$tmp/tensor.test" -test.run '^$' -test.bench 'MatMul/n=1024$' -test.benchtime 2s |
+    awk '/GFLOPS/ {for (i = 1; i < NF; i++) if ($(i+1) == "GFLOPS") print $i}'
+}
+# gemm_fraction SAMPLES_PER_S MFLOP_PER_SAMPLE GFLOPS
+gemm_fraction() { awk -v s="$1" -v f="$2" -v g="$3" 'BEGIN {if (s > 0 && g > 0) printf "%.0f%%", 100 * s * f / 1000 / g; else print "n/a"}'; }
+
 if [ "$what" = cnn ]; then
   e=${EPOCHS:-2}
   go build -o "$tmp/cnn" ./examples/cnn
   echo "### cnn (Fashion-MNIST convnet), world 2, $e epochs: torch DDP+Gloo via mp.spawn vs goddp via ddprun, interleaved"
   for r in $(seq "${ROUNDS:-1}"); do
     echo "round $r torch cnn world 2: $( { /usr/bin/time -f 'peak_rss_kb=%M' /usr/bin/python3 "$anchors/torch_models.py" cnn 2 "$e"; } 2>&1 | grep -E 'torch-ddp|peak_rss' | tr '\n' ' ')"
-    echo "round $r goddp cnn world 2: $( { /usr/bin/time -f 'peak_rss_kb=%M' "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/cnn" -epochs "$e" -ckpt-dir ''; } 2>&1 | grep -E '^(samples_per_s|epoch=|peak_rss)' | tr '\n' ' ')"
+    line=$( { /usr/bin/time -f 'peak_rss_kb=%M' "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/cnn" -epochs "$e" -ckpt-dir ''; } 2>&1 | grep -E '^(samples_per_s|epoch=|peak_rss)' | tr '\n' ' ')
+    echo "round $r goddp cnn world 2: $line"
+    g=$(gemm_gflops); sps=$(echo "$line" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
+    echo "round $r GEMM n=1024: ${g:-?} GFLOPS; goddp cnn at $(gemm_fraction "${sps:-0}" 82 "${g:-0}") of it"
   done
   echo "### conv layers of the convnet, forward+backward, batch 64, 1 thread (Go, then torch, twice)"
   go test -c -o "$tmp/autograd.test" ./autograd/
@@ -137,6 +154,8 @@ if [ "$what" = gpt ] || [ "$what" = all ]; then
     "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
     poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
     echo "goddp gpt world 2 round $r: $(grep -E '^samples_per_s' "$tmp/out" | tr '\n' ' ')final_loss=$(grep -o 'loss=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
+    g=$(gemm_gflops); sps=$(grep -o 'samples_per_s=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2)
+    echo "round $r GEMM n=1024: ${g:-?} GFLOPS; goddp gpt at $(gemm_fraction "${sps:-0}" 168 "${g:-0}") of it"
   done
 fi
 
