@@ -10,6 +10,8 @@ import "C"
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"unsafe"
@@ -80,6 +82,47 @@ func findCUDNN() (string, int, error) {
 	return loadCUDNN(l)
 }
 
+// preloadSiblings loads the sub-libraries beside a cuDNN opened by path
+// (libcudnn_cnn.so.9, libcudnn_ops.so.9, ...; cuDNN 8's libcudnn_*_infer
+// and _train): cuDNN opens them by soname when it first needs them, which
+// finds a Python wheel's directory only if it is on LD_LIBRARY_PATH. A
+// sub-library that fails to load here is left to fail in cuDNN, which
+// then names it. A bare soname (the system loader's search) needs nothing.
+func preloadSiblings(path string) {
+	if !strings.Contains(path, "/") {
+		return
+	}
+	base := filepath.Base(path) // libcudnn.so.9
+	major := strings.TrimPrefix(base, "libcudnn.so")
+	ents, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return
+	}
+	var todo []string
+	for _, e := range ents {
+		if n := e.Name(); strings.HasPrefix(n, "libcudnn_") && strings.HasSuffix(n, ".so"+major) {
+			todo = append(todo, filepath.Join(filepath.Dir(path), n))
+		}
+	}
+	// They need one another (cnn needs ops and graph) and are listed by
+	// name, not by need: retry those that failed while any loads.
+	var msg [512]C.char
+	for progress := true; progress && len(todo) > 0; {
+		progress = false
+		var left []string
+		for _, p := range todo {
+			cp := C.CString(p)
+			if C.gcu_preload(cp, &msg[0], C.int(len(msg))) == 0 {
+				progress = true
+			} else {
+				left = append(left, p)
+			}
+			C.free(unsafe.Pointer(cp))
+		}
+		todo = left
+	}
+}
+
 // dnnVersion renders cudnnGetVersion's value: 91900 is 9.19.0 (cuDNN 9
 // counts major*10000), 8907 is 8.9.7 (cuDNN 8, major*1000).
 func dnnVersion(v int) string {
@@ -117,6 +160,7 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, erro
 		return nil, ErrClosed
 	}
 	if d.dnn.h == nil && d.dnn.hErr == nil {
+		preloadSiblings(d.dnn.path)
 		if rc := C.gcu_dnn_create(d.l, d.ctx, d.strm, &d.dnn.h); rc != 0 {
 			d.dnn.hErr = d.dnnErr("cudnnCreate with "+d.dnn.path, rc)
 		}

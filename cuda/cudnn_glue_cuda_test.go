@@ -79,3 +79,35 @@ func TestCUDNNGlue(t *testing.T) {
 	out = cudnnGlue(t, "0", dims...)
 	assert.Contains(t, out, "plan -2\n")
 }
+
+// A cuDNN opened by path (a Python wheel's, not on LD_LIBRARY_PATH) gets
+// its sub-libraries loaded from its directory before first use, in
+// whatever order their needs allow: here libcudnn_cnn.so.9 needs
+// libcudnn_ops.so.9, which sorts after it.
+func TestCUDNNPreloadsSiblings(t *testing.T) {
+	cc := os.Getenv("CC")
+	if cc == "" {
+		cc = "cc"
+	}
+	if _, err := exec.LookPath(cc); err != nil {
+		t.Skipf("no C compiler (%s): %v", cc, err)
+	}
+	dir := t.TempDir()
+	src := filepath.Join(dir, "x.c")
+	require.NoError(t, os.WriteFile(src, []byte("int goddp_fake_sym(void) { return 1; }\n"), 0o644))
+	for _, args := range [][]string{
+		{"-shared", "-fPIC", "-Wl,-soname,libcudnn_ops.so.9", "-o", filepath.Join(dir, "libcudnn_ops.so.9"), src},
+		{"-shared", "-fPIC", "-Wl,-soname,libcudnn_cnn.so.9", "-o", filepath.Join(dir, "libcudnn_cnn.so.9"), src,
+			"-L" + dir, "-l:libcudnn_ops.so.9"},
+		{"-shared", "-fPIC", "-o", filepath.Join(dir, "libcudnn_other.so.8"), src},
+	} {
+		out, err := exec.Command(cc, args...).CombinedOutput()
+		require.NoError(t, err, "%s %v: %s", cc, args, out)
+	}
+	preloadSiblings(filepath.Join(dir, "libcudnn.so.9"))
+	maps, err := os.ReadFile("/proc/self/maps")
+	require.NoError(t, err)
+	assert.Contains(t, string(maps), filepath.Join(dir, "libcudnn_ops.so.9"))
+	assert.Contains(t, string(maps), filepath.Join(dir, "libcudnn_cnn.so.9"))
+	assert.NotContains(t, string(maps), filepath.Join(dir, "libcudnn_other.so.8"), "another major version's")
+}

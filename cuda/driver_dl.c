@@ -86,6 +86,11 @@ int gcu_load_cublas(gcu_lib *l, const char *path, char *err, int cap) {
 	return 0;
 }
 
+// gcu_preload opens a library for its soname's sake only: a later dlopen
+// of that soname (cuDNN's of its sub-libraries) finds it loaded. The
+// handle is never closed.
+int gcu_preload(const char *path, char *err, int cap) { return gcu_open_lib(path, err, cap) ? 0 : 1; }
+
 // A cuDNN that does not load, or lacks a symbol, leaves l->dnn_handle
 // NULL: convolutions then run on goddp's own kernels.
 int gcu_load_cudnn(gcu_lib *l, const char *path, char *err, int cap) {

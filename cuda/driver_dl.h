@@ -111,6 +111,7 @@ typedef struct {
 int gcu_load_cuda(gcu_lib *l, const char *path, char *err, int cap);
 int gcu_load_cublas(gcu_lib *l, const char *path, char *err, int cap);
 int gcu_load_cudnn(gcu_lib *l, const char *path, char *err, int cap);
+int gcu_preload(const char *path, char *err, int cap);
 const char *gcu_error(gcu_lib *l, int code);
 
 // Driver calls (return CUresult). Those taking ctx make it current first,
