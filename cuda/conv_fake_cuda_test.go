@@ -189,27 +189,6 @@ func TestConvRunsOnCUDNN(t *testing.T) {
 	assert.Equal(t, []int{2, 1}, []int{d.runs[0].pass, d.runs[1].pass})
 }
 
-// SetAllowTF32 sets cuBLAS's math mode on the context's handle, and
-// AllowTF32 reports it; a context starts with TF32 off.
-func TestAllowTF32ReachesCUBLAS(t *testing.T) {
-	c, f := newFake(t)
-	assert.False(t, c.AllowTF32())
-	require.NoError(t, c.SetAllowTF32(true))
-	assert.True(t, c.AllowTF32())
-	require.NoError(t, c.SetAllowTF32(false))
-	assert.False(t, c.AllowTF32())
-	var modes []string
-	for _, call := range f.calls {
-		if strings.HasPrefix(call, "cublasSetMathMode") {
-			modes = append(modes, call)
-		}
-	}
-	assert.Equal(t, []string{"cublasSetMathMode tf32=true", "cublasSetMathMode tf32=false"}, modes)
-	require.NoError(t, c.Close())
-	assert.ErrorIs(t, c.SetAllowTF32(true), ErrClosed)
-	assert.False(t, c.AllowTF32(), "a failed switch leaves the setting")
-}
-
 // The cuDNN search at the dlopen level: GODDP_CUDNN_LIBRARY is the one
 // candidate when set, and a file that is missing, or is not cuDNN, leaves
 // the device without one (ErrNoCUDNN, naming what was tried), which only
