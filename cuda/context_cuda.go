@@ -41,6 +41,14 @@ type Context struct {
 	labels uint64 // int32 class labels
 	labN   int
 
+	// setMu guards the per-context settings (SetAllowTF32, SetCUDNN) and
+	// the record of which engine ran each convolution pass (ConvEngine).
+	setMu    sync.Mutex
+	tf32     bool
+	noDNN    bool
+	engines  [3]string
+	onEngine func(string)
+
 	tmu     sync.Mutex    // guards tensors and queues (neither is made inside do)
 	tensors tensor.Device // Tensors' device, made on first use
 	queues  *queueDevice  // Queues' device, made on first use

@@ -46,6 +46,18 @@ type Info struct {
 	DeviceCount   int    // devices CUDA sees
 	CUBLASPath    string // what was loaded, e.g. ".../nvidia/cu13/lib/libcublas.so.13"
 	CUBLASVersion int    // major*10000 + minor*100 + patch
+	// Capability is the compute capability, {9, 0} on an H100.
+	Capability [2]int
+	// Kernels says which code of goddp's kernels was loaded: the machine
+	// code built for the device's architecture ("sm_90 machine code") or
+	// the PTX, JIT-compiled by the driver, and why.
+	Kernels string
+	// CUDNNPath and CUDNNVersion (cudnnGetVersion: 91900 is 9.19.0) are the
+	// cuDNN loaded for convolutions; CUDNNError says why none was, and
+	// convolutions then run goddp's own kernels (Context.ConvEngine).
+	CUDNNPath    string
+	CUDNNVersion int
+	CUDNNError   error
 }
 
 // LocalDevice is the GPU this process should use: CUDA(LOCAL_RANK), as

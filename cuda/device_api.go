@@ -24,6 +24,9 @@ type device interface {
 	sgemv(t bool, m, n int, alpha float32, a uint64, lda int, x uint64, beta float32, y uint64) error
 	sasum(n int, x uint64) (float32, error)
 	sscal(n int, alpha float32, x uint64) error
+	// setMathMode sets the cuBLAS handle's math mode: TF32 tensor cores
+	// for float32 GEMMs, or float32 throughout (the default).
+	setMathMode(tf32 bool) error
 	stream() uintptr
 	info() Info
 	close() error

@@ -40,7 +40,22 @@
 //     skipped: it would load and then fail at its first call;
 //   - the kernels ship as PTX ISA 7.8 (NVRTC 11.8, compute_52), which the
 //     driver JIT-compiles: any driver for CUDA 11.8 or later (R520+; R525+
-//     for the CUDA 12 libraries) loads them.
+//     for the CUDA 12 libraries) loads them. Beside the PTX, machine code
+//     for sm_80 and sm_90 (kernels.Cubin, built by the same NVRTC) is
+//     loaded on A100- and H100-class devices (compute capability 8.x and
+//     9.0), skipping the JIT; Info.Kernels says which was loaded;
+//   - convolutions run on cuDNN where it loads (GODDP_CUDNN_LIBRARY if set,
+//     else libcudnn.so.9, .so.8 through the system loader, then the Python
+//     wheels' nvidia/cudnn/lib): forward, backward data and backward filter,
+//     with the algorithm cuDNN's heuristics rank first (v7 queries) and a
+//     workspace from the tensors' caching allocator. Without cuDNN, with
+//     Context.SetCUDNN(false), or for a shape cuDNN refuses (uneven
+//     padding), goddp's own im2col, cuBLAS and col2im run, as on sim.
+//     Context.ConvEngine and OnConvEngine say which ran and why;
+//   - TF32 is off by default, as torch's allow_tf32: cuBLAS's default
+//     math and cuDNN's CUDNN_FMA_MATH keep float32 products float32.
+//     Context.SetAllowTF32(true) (the trainer: GODDP_ALLOW_TF32=1) selects
+//     CUBLAS_TF32_TENSOR_OP_MATH and cuDNN's default math.
 //
 // # Why not gorgonia.org/cu
 //

@@ -40,6 +40,7 @@ int gcu_load_cuda(gcu_lib *l, const char *path, char *err, int cap) {
 	SYM(cuDeviceGetCount, "cuDeviceGetCount");
 	SYM(cuDeviceGet, "cuDeviceGet");
 	SYM(cuDeviceGetName, "cuDeviceGetName");
+	SYM(cuDeviceGetAttribute, "cuDeviceGetAttribute");
 	SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
 	SYM(cuDevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2");
 	SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
@@ -84,7 +85,59 @@ int gcu_load_cublas(gcu_lib *l, const char *path, char *err, int cap) {
 	// Optional (bf16 autocast): without it bf16 products take the float32
 	// GEMM on widened operands.
 	l->cublasGemmEx = dlsym(h, "cublasGemmEx");
+	SYM(cublasSetMathMode, "cublasSetMathMode");
 	return 0;
+}
+
+// gcu_preload opens a library for its soname's sake only: a later dlopen
+// of that soname (cuDNN's of its sub-libraries) finds it loaded. The
+// handle is never closed.
+int gcu_preload(const char *path, char *err, int cap) { return gcu_open_lib(path, err, cap) ? 0 : 1; }
+
+// A cuDNN that does not load, or lacks a symbol, leaves l->dnn_handle
+// NULL: convolutions then run on goddp's own kernels.
+int gcu_load_cudnn(gcu_lib *l, const char *path, char *err, int cap) {
+	void *h = gcu_open_lib(path, err, cap);
+	if (!h) return 1;
+	SYM(cudnnGetVersion, "cudnnGetVersion");
+	SYM(cudnnGetErrorString, "cudnnGetErrorString");
+	SYM(cudnnCreate, "cudnnCreate");
+	SYM(cudnnDestroy, "cudnnDestroy");
+	SYM(cudnnSetStream, "cudnnSetStream");
+	SYM(cudnnCreateTensorDescriptor, "cudnnCreateTensorDescriptor");
+	SYM(cudnnSetTensor4dDescriptor, "cudnnSetTensor4dDescriptor");
+	SYM(cudnnDestroyTensorDescriptor, "cudnnDestroyTensorDescriptor");
+	SYM(cudnnCreateFilterDescriptor, "cudnnCreateFilterDescriptor");
+	SYM(cudnnSetFilter4dDescriptor, "cudnnSetFilter4dDescriptor");
+	SYM(cudnnDestroyFilterDescriptor, "cudnnDestroyFilterDescriptor");
+	SYM(cudnnCreateConvolutionDescriptor, "cudnnCreateConvolutionDescriptor");
+	SYM(cudnnSetConvolution2dDescriptor, "cudnnSetConvolution2dDescriptor");
+	SYM(cudnnSetConvolutionGroupCount, "cudnnSetConvolutionGroupCount");
+	SYM(cudnnSetConvolutionMathType, "cudnnSetConvolutionMathType");
+	SYM(cudnnDestroyConvolutionDescriptor, "cudnnDestroyConvolutionDescriptor");
+	SYM(cudnnGetConvolution2dForwardOutputDim, "cudnnGetConvolution2dForwardOutputDim");
+	SYM(cudnnGetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
+	SYM(cudnnGetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+	SYM(cudnnGetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+	SYM(cudnnGetConvolutionForwardWorkspaceSize, "cudnnGetConvolutionForwardWorkspaceSize");
+	SYM(cudnnGetConvolutionBackwardDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize");
+	SYM(cudnnGetConvolutionBackwardFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
+	SYM(cudnnConvolutionForward, "cudnnConvolutionForward");
+	SYM(cudnnConvolutionBackwardData, "cudnnConvolutionBackwardData");
+	SYM(cudnnConvolutionBackwardFilter, "cudnnConvolutionBackwardFilter");
+	l->dnn_handle = h;
+	return 0;
+}
+
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+int gcu_capability(gcu_lib *l, int ordinal, int *major, int *minor) {
+	int dev = 0;
+	int rc = l->cuDeviceGet(&dev, ordinal);
+	if (!rc) rc = l->cuDeviceGetAttribute(major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev);
+	if (!rc) rc = l->cuDeviceGetAttribute(minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev);
+	return rc;
 }
 
 const char *gcu_error(gcu_lib *l, int code) {
@@ -167,9 +220,11 @@ int gcu_sync(gcu_lib *l, void *ctx, void *stream) {
 	return l->cuStreamSynchronize(stream);
 }
 
-int gcu_module(gcu_lib *l, void *ctx, const char *ptx, void **mod) {
+// image is PTX text (NUL-terminated, JIT-compiled by the driver) or a
+// cubin (ELF machine code for the device's architecture).
+int gcu_module(gcu_lib *l, void *ctx, const void *image, void **mod) {
 	CURRENT(ctx);
-	return l->cuModuleLoadData(mod, ptx);
+	return l->cuModuleLoadData(mod, image);
 }
 
 // The goroutine that loaded the module may be on another thread now, and
@@ -355,4 +410,147 @@ int gcu_gemm_bf16(gcu_lib *l, void *ctx, void *h, int ta, int tb, int m, int n, 
 	BLAS_CURRENT(ctx);
 	return l->cublasGemmEx(h, ta, tb, m, n, k, &alpha, (const void *)a, GCU_R_16BF, lda, (const void *)b, GCU_R_16BF,
 	                       ldb, &beta, (void *)c, GCU_R_32F, ldc, GCU_COMPUTE_32F, GCU_GEMM_DEFAULT);
+}
+
+// cublasMath_t: CUBLAS_DEFAULT_MATH 0, CUBLAS_PEDANTIC_MATH 2,
+// CUBLAS_TF32_TENSOR_OP_MATH 3.
+int gcu_blas_math(gcu_lib *l, void *ctx, void *h, int mode) {
+	BLAS_CURRENT(ctx);
+	return l->cublasSetMathMode(h, mode);
+}
+
+// ---- cuDNN (cuDNN 8 and 9's legacy convolution API).
+
+#define CUDNN_TENSOR_NCHW 0
+#define CUDNN_DATA_FLOAT 0
+#define CUDNN_CROSS_CORRELATION 1
+#define CUDNN_TENSOR_OP_MATH 1
+#define CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION 2
+
+// cudnnConvolution{Fwd,BwdData,BwdFilter}AlgoPerf_t share this layout.
+typedef struct {
+	int algo;
+	int status;
+	float time;
+	size_t memory;
+	int determinism;
+	int mathType;
+	int reserved[3];
+} gcu_dnn_perf;
+
+#define DNN_CURRENT(ctx)                                                      \
+	if (l->cuCtxSetCurrent(ctx)) return GCU_DNN_NO_CONTEXT;
+
+size_t gcu_dnn_version(gcu_lib *l) { return l->cudnnGetVersion(); }
+
+const char *gcu_dnn_error(gcu_lib *l, int rc) {
+	const char *s = l->cudnnGetErrorString ? l->cudnnGetErrorString(rc) : NULL;
+	return s ? s : "unknown cuDNN status";
+}
+
+int gcu_dnn_create(gcu_lib *l, void *ctx, void *stream, void **h) {
+	DNN_CURRENT(ctx);
+	int rc = l->cudnnCreate(h);
+	if (rc) return rc;
+	rc = l->cudnnSetStream(*h, stream);
+	if (rc) {
+		l->cudnnDestroy(*h);
+		*h = NULL;
+	}
+	return rc;
+}
+
+int gcu_dnn_destroy(gcu_lib *l, void *ctx, void *h) {
+	DNN_CURRENT(ctx);
+	return l->cudnnDestroy(h);
+}
+
+void gcu_dnn_plan_free(gcu_lib *l, gcu_dnn_plan *p) {
+	if (p->x) l->cudnnDestroyTensorDescriptor(p->x);
+	if (p->y) l->cudnnDestroyTensorDescriptor(p->y);
+	if (p->w) l->cudnnDestroyFilterDescriptor(p->w);
+	if (p->conv) l->cudnnDestroyConvolutionDescriptor(p->conv);
+	p->x = p->y = p->w = p->conv = NULL;
+}
+
+// pick takes the heuristics' first algorithm that can run, within the
+// workspace bound, and, unless tf32, without TF32 tensor cores; its exact
+// workspace comes from the pass's WorkspaceSize call.
+static int pick(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_perf *perf, int n, int tf32, size_t wsmax) {
+	for (int i = 0; i < n; i++) {
+		if (perf[i].status) continue;
+		if (!tf32 && (perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
+			continue;
+		size_t ws = 0;
+		int rc;
+		switch (pass) {
+		case 0: rc = l->cudnnGetConvolutionForwardWorkspaceSize(h, p->x, p->w, p->conv, p->y, perf[i].algo, &ws); break;
+		case 1: rc = l->cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w, p->y, p->conv, p->x, perf[i].algo, &ws); break;
+		default: rc = l->cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x, p->y, p->conv, p->w, perf[i].algo, &ws);
+		}
+		if (rc || ws > wsmax) continue;
+		p->algo[pass] = perf[i].algo;
+		p->ws[pass] = ws;
+		return 0;
+	}
+	return GCU_DNN_NO_ALGORITHM;
+}
+
+int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int tf32, size_t wsmax, gcu_dnn_plan *p) {
+	DNN_CURRENT(ctx);
+	int n = d[0], c = d[1], hh = d[2], w = d[3], o = d[4], kh = d[5], kw = d[6], ph = d[7], pw = d[8], sh = d[9],
+	    sw = d[10], dh = d[11], dw = d[12], g = d[13], oh = d[14], ow = d[15];
+	int rc;
+#define TRY(call)                                                             \
+	if ((rc = (call))) goto fail;
+	TRY(l->cudnnCreateTensorDescriptor(&p->x));
+	TRY(l->cudnnCreateTensorDescriptor(&p->y));
+	TRY(l->cudnnCreateFilterDescriptor(&p->w));
+	TRY(l->cudnnCreateConvolutionDescriptor(&p->conv));
+	TRY(l->cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, hh, w));
+	TRY(l->cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, o, c / g, kh, kw));
+	TRY(l->cudnnSetConvolution2dDescriptor(p->conv, ph, pw, sh, sw, dh, dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+	TRY(l->cudnnSetConvolutionGroupCount(p->conv, g));
+	TRY(l->cudnnSetConvolutionMathType(p->conv, math));
+	int yn, yc, yh, yw;
+	TRY(l->cudnnGetConvolution2dForwardOutputDim(p->conv, p->x, p->w, &yn, &yc, &yh, &yw));
+	if (yn != n || yc != o || yh != oh || yw != ow) {
+		rc = GCU_DNN_SHAPE;
+		goto fail;
+	}
+	TRY(l->cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, o, oh, ow));
+	gcu_dnn_perf perf[16];
+	int got = 0;
+	p->status[0] = l->cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, 16, &got, perf);
+	if (!p->status[0]) p->status[0] = pick(l, h, p, 0, perf, got, tf32, wsmax);
+	got = 0;
+	p->status[1] = l->cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x, 16, &got, perf);
+	if (!p->status[1]) p->status[1] = pick(l, h, p, 1, perf, got, tf32, wsmax);
+	got = 0;
+	p->status[2] = l->cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w, 16, &got, perf);
+	if (!p->status[2]) p->status[2] = pick(l, h, p, 2, perf, got, tf32, wsmax);
+	return 0;
+fail:
+	gcu_dnn_plan_free(l, p);
+	return rc;
+#undef TRY
+}
+
+int gcu_dnn_conv(gcu_lib *l, void *ctx, void *h, gcu_dnn_plan *p, int pass, gcu_devptr out, gcu_devptr a, gcu_devptr b,
+                 float beta, gcu_devptr ws, size_t wsbytes) {
+	DNN_CURRENT(ctx);
+	if (p->status[pass]) return p->status[pass];
+	float alpha = 1;
+	void *w = wsbytes ? (void *)ws : NULL;
+	switch (pass) {
+	case 0: // y = conv(x, w): out y, a x, b w
+		return l->cudnnConvolutionForward(h, &alpha, p->x, (void *)a, p->w, (void *)b, p->conv, p->algo[0], w, wsbytes,
+		                                  &beta, p->y, (void *)out);
+	case 1: // dx from dy and w: out dx, a dy, b w
+		return l->cudnnConvolutionBackwardData(h, &alpha, p->w, (void *)b, p->y, (void *)a, p->conv, p->algo[1], w,
+		                                       wsbytes, &beta, p->x, (void *)out);
+	default: // dw from x and dy: out dw, a x, b dy
+		return l->cudnnConvolutionBackwardFilter(h, &alpha, p->x, (void *)a, p->y, (void *)b, p->conv, p->algo[2], w,
+		                                         wsbytes, &beta, p->w, (void *)out);
+	}
 }

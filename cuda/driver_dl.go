@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -31,6 +32,7 @@ type dlDevice struct {
 	blas    unsafe.Pointer // cublasHandle_t
 	inf     Info
 	up      *uploader // asynchronous copies to the device
+	dnn     dnnState  // cuDNN (cudnn_dl.go)
 }
 
 // driverLibrary is the CUDA driver's soname, which never changes.
@@ -94,6 +96,8 @@ func Probe() (Info, error) {
 			inf.CUBLASVersion = int(v)
 		}
 	}
+	// cuDNN is optional: without it convolutions run goddp's own kernels.
+	inf.CUDNNPath, inf.CUDNNVersion, inf.CUDNNError = findCUDNN()
 	return inf, errors.Join(err, berr)
 }
 
@@ -127,25 +131,96 @@ func openDevice(ordinal int) (device, error) {
 		d.close()
 		return nil, err
 	}
-	ptx := C.CString(kernels.PTX)
-	defer C.free(unsafe.Pointer(ptx))
-	if rc := C.gcu_module(l, d.ctx, ptx, &d.mod); rc != 0 {
-		return fail(d.cuErr("loading the kernels' PTX (the driver must support CUDA 11.8 or later)", rc))
+	var major, minor C.int
+	if rc := C.gcu_capability(l, C.int(ordinal), &major, &minor); rc != 0 {
+		return fail(d.cuErr(fmt.Sprintf("device %d's compute capability", ordinal), rc))
 	}
-	for _, name := range kernels.Names() {
-		cn := C.CString(name)
-		var fn unsafe.Pointer
-		rc := C.gcu_function(l, d.ctx, d.mod, cn, &fn)
-		C.free(unsafe.Pointer(cn))
-		if rc != 0 {
-			return fail(d.cuErr("kernel "+name, rc))
-		}
-		d.fns[name] = fn
+	d.inf.Capability = [2]int{int(major), int(minor)}
+	if err := d.loadKernels(); err != nil {
+		return fail(err)
 	}
 	if rc := C.gcu_blas_create(l, d.ctx, d.strm, &d.blas); rc != 0 {
 		return fail(blasErr("cublasCreate with "+path, rc))
 	}
+	// cuBLAS's default math keeps float32 GEMMs in float32 (no TF32),
+	// as torch's allow_tf32 = False; Context.SetAllowTF32 changes it.
+	if err := d.setMathMode(false); err != nil {
+		return fail(err)
+	}
+	d.dnn.path, d.dnn.version, d.dnn.err = loadCUDNN(l)
+	d.inf.CUDNNPath, d.inf.CUDNNVersion, d.inf.CUDNNError = d.dnn.path, d.dnn.version, d.dnn.err
 	return d, nil
+}
+
+// loadKernels loads the machine code built for the device's architecture
+// when this build has it (kernels.Cubin: sm_80 for A100s, sm_90 for H100s),
+// else the PTX, which the driver JIT-compiles, and looks up every kernel.
+// A cubin the driver refuses, or that lacks a kernel, gives way to the
+// PTX; Info.Kernels says which was loaded.
+func (d *dlDevice) loadKernels() error {
+	major, minor := d.inf.Capability[0], d.inf.Capability[1]
+	image, arch, ok, err := kernels.Cubin(major, minor)
+	var why string
+	switch {
+	case err != nil:
+		why = err.Error()
+	case !ok:
+		why = fmt.Sprintf("no machine code for sm_%d%d in this build (%v)", major, minor, kernels.Arches())
+	default:
+		cimg := C.CBytes(image)
+		err := d.loadModule(cimg)
+		C.free(cimg)
+		if err == nil {
+			d.inf.Kernels = arch + " machine code"
+			return nil
+		}
+		why = fmt.Sprintf("the %s cubin did not load: %v", arch, err)
+	}
+	ptx := C.CString(kernels.PTX)
+	defer C.free(unsafe.Pointer(ptx))
+	if err := d.loadModule(unsafe.Pointer(ptx)); err != nil {
+		return fmt.Errorf("loading the kernels' PTX (the driver must support CUDA 11.8 or later): %w", err)
+	}
+	d.inf.Kernels = "PTX, JIT-compiled for sm_" + strconv.Itoa(major) + strconv.Itoa(minor) + ": " + why
+	return nil
+}
+
+// loadModule loads image and looks up every kernel in it, unloading it
+// again when one is missing.
+func (d *dlDevice) loadModule(image unsafe.Pointer) error {
+	var mod unsafe.Pointer
+	if rc := C.gcu_module(d.l, d.ctx, image, &mod); rc != 0 {
+		return d.cuErr("cuModuleLoadData", rc)
+	}
+	fns := map[string]unsafe.Pointer{}
+	for _, name := range kernels.Names() {
+		cn := C.CString(name)
+		var fn unsafe.Pointer
+		rc := C.gcu_function(d.l, d.ctx, mod, cn, &fn)
+		C.free(unsafe.Pointer(cn))
+		if rc != 0 {
+			C.gcu_unload(d.l, d.ctx, mod)
+			return d.cuErr("kernel "+name, rc)
+		}
+		fns[name] = fn
+	}
+	d.mod, d.fns = mod, fns
+	return nil
+}
+
+// cuBLAS's math modes (cublasMath_t).
+const (
+	blasDefaultMath = 0
+	blasTF32Math    = 3
+)
+
+// setMathMode lets cuBLAS use TF32 tensor cores for float32 GEMMs, or not.
+func (d *dlDevice) setMathMode(tf32 bool) error {
+	mode := C.int(blasDefaultMath)
+	if tf32 {
+		mode = blasTF32Math
+	}
+	return d.blasStatus(fmt.Sprintf("cublasSetMathMode(%d)", int(mode)), C.gcu_blas_math(d.l, d.ctx, d.blas, mode))
 }
 
 func (d *dlDevice) cuErr(what string, rc C.int) error {
@@ -289,6 +364,9 @@ func (d *dlDevice) close() error {
 		if d.up != nil {
 			errs = append(errs, d.up.close())
 		}
+	}
+	if d.ctx != nil {
+		errs = append(errs, d.closeDNN())
 	}
 	if d.blas != nil {
 		if rc := C.gcu_blas_destroy(d.l, d.ctx, d.blas); rc != 0 {

@@ -17,6 +17,13 @@ var (
 	// ErrNoCUBLAS: no cuBLAS library could be loaded (see doc.go for the
 	// search, and GODDP_CUBLAS_LIBRARY).
 	ErrNoCUBLAS = errors.New("cuda: cuBLAS library (libcublas.so.13/.12/.11) not available")
+	// ErrNoCUDNN: no cuDNN library could be loaded (GODDP_CUDNN_LIBRARY,
+	// libcudnn.so.9/.8, the Python wheels' nvidia/cudnn/lib). Not fatal:
+	// convolutions run goddp's own kernels.
+	ErrNoCUDNN = errors.New("cuda: cuDNN library (libcudnn.so.9/.8) not available")
+	// ErrCUDNN: a cuDNN call failed, or cuDNN cannot run a convolution's
+	// shape. That convolution runs goddp's own kernels instead.
+	ErrCUDNN = errors.New("cuda: cuDNN error")
 	// ErrCUDA: a CUDA driver call failed.
 	ErrCUDA = errors.New("cuda: CUDA error")
 	// ErrCUBLAS: a cuBLAS call failed. Only that call: the next one runs.

@@ -120,6 +120,10 @@ func (f *fakeDevice) sscal(n int, alpha float32, x uint64) error {
 	f.note("sscal %d", n)
 	return nil
 }
+func (f *fakeDevice) setMathMode(tf32 bool) error {
+	f.note("cublasSetMathMode tf32=%v", tf32)
+	return nil
+}
 func (f *fakeDevice) stream() uintptr { return 0x5eed }
 func (f *fakeDevice) info() Info      { return Info{Name: "fake"} }
 func (f *fakeDevice) close() error {

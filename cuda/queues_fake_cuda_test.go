@@ -174,6 +174,7 @@ func (g *simGPU) sasum(int, uint64) (float32, error) {
 	return 0, fmt.Errorf("simGPU: sasum not simulated")
 }
 func (g *simGPU) sscal(int, float32, uint64) error { return fmt.Errorf("simGPU: sscal not simulated") }
+func (g *simGPU) setMathMode(bool) error           { return nil }
 func (g *simGPU) stream() uintptr                  { return uintptr(g.computeStream()) }
 func (g *simGPU) info() Info                       { return Info{Name: "simGPU"} }
 func (g *simGPU) close() error                     { return g.d.Synchronize() }

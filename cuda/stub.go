@@ -57,3 +57,12 @@ func (t *Tensor) CommBuffer() nccl.DeviceBuffer       { return nccl.DeviceBuffer
 // Tensors is nil: without the cuda build tag no Context can be made, so
 // there is no device to return.
 func (c *Context) Tensors() tensor.Device { return nil }
+
+// SetAllowTF32 returns ErrNotCompiled: this build has no CUDA.
+func (c *Context) SetAllowTF32(on bool) error   { return ErrNotCompiled }
+func (c *Context) AllowTF32() bool              { return false }
+func (c *Context) SetCUDNN(on bool)             {}
+func (c *Context) OnConvEngine(fn func(string)) {}
+
+// ConvEngine says that this build runs no convolution on a GPU.
+func (c *Context) ConvEngine() string { return ErrNotCompiled.Error() }

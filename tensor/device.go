@@ -120,6 +120,17 @@ type Kernels struct {
 	// s.BF16 are not used.
 	Im2col func(cols, x *Tensor, s *Conv2dShape)
 	Col2im func(dx, cols *Tensor, s *Conv2dShape)
+	// Conv2dForward, Conv2dBackwardData and Conv2dBackwardFilter are a
+	// convolution library's passes (cuDNN's on goddp/cuda), optional:
+	// y = conv2d(x, w) + beta*y; dx = conv2d's input gradient from gy and w
+	// + beta*dx; dw = its weight gradient from x and gy + beta*dw, every
+	// operand contiguous NCHW of s's shape. Each reports false, having
+	// queued nothing, when the library cannot run s (none loaded, turned
+	// off, a shape it does not take, a failed call): Conv2dDevice and
+	// Conv2dBackwardDevice then run Im2col and Gemm.
+	Conv2dForward        func(y, x, w *Tensor, s *Conv2dShape, beta float32) bool
+	Conv2dBackwardData   func(dx, gy, w *Tensor, s *Conv2dShape, beta float32) bool
+	Conv2dBackwardFilter func(dw, x, gy *Tensor, s *Conv2dShape, beta float32) bool
 	// Swap01 is dst[b, a, k] = src[a, b, k] for src [na, nb, nk].
 	Swap01 func(dst, src *Tensor, na, nb, nk int)
 	// AddChannelBias is y[s, c, p] += bias[c] for y [n, c, l]; SumChannels

@@ -35,10 +35,13 @@ func flat(t *Tensor, off, n int) *Tensor { return Narrow(t.Reshape(t.Numel()), 0
 
 // Conv2dDevice returns conv2d(x, w) + b (b nil: no bias) for contiguous
 // x [N, C, H, W], w [O, C/Groups, KH, KW] and b [O] on their device, or nil
-// when they all live on the host. Per chunk of samples: im2col into
-// [C*KH*KW, n*OH*OW], one GEMM per group (weight rows times that group's
-// block of rows) into [O, n, OH*OW], then a transpose into NCHW; the bias
-// is added at the end. With s.BF16 the GEMMs are the device's GemmBF16.
+// when they all live on the host. The device's convolution library runs
+// it when it takes s (Kernels.Conv2dForward: cuDNN on goddp/cuda, float32
+// only, so not under bf16 autocast); else, per chunk of samples: im2col
+// into [C*KH*KW, n*OH*OW], one GEMM per group (weight rows times that
+// group's block of rows) into [O, n, OH*OW], then a transpose into NCHW.
+// The bias is added at the end. With s.BF16 the GEMMs are the device's
+// GemmBF16.
 func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	if !onDevice(x, w, b) {
 		return nil
@@ -56,6 +59,12 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	}
 	y := MustZerosOn(x.Device(), s.N, s.O, s.OH, s.OW)
 	L, G := s.OH*s.OW, s.Groups
+	if k.Conv2dForward != nil && !s.BF16 && k.Conv2dForward(y, x, w, s, 0) {
+		if b != nil {
+			k.AddChannelBias(y, b, s.N, s.O, L)
+		}
+		return y
+	}
 	K, og := s.C/G*s.KH*s.KW, s.O/G
 	chunk := convChunk(s)
 	cols := MustZerosOn(x.Device(), G*K*chunk*L)
@@ -85,8 +94,11 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 // doing nothing, when they all live on the host. need says which of dx,
 // dw, db to compute; into[i], when not nil, is a buffer the gradient is
 // added to (a Grad accumulating in place), else grads[i] is a fresh one.
-// dW = gy·colsᵀ per group as one GEMM over a chunk's samples, accumulated
-// over chunks; dx is col2im (gathered) of Wᵀ·gy; db the channel sums of gy.
+// dx and dw come from the device's convolution library when it takes s
+// (Kernels.Conv2dBackwardData and Conv2dBackwardFilter, accumulating with
+// beta 1; float32 only, so not under bf16 autocast); else dW = gy·colsᵀ per group as one GEMM over a chunk's samples,
+// accumulated over chunks, and dx is col2im (gathered) of Wᵀ·gy. db is the
+// channel sums of gy.
 func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Conv2dShape) (grads [3]*Tensor, ok bool) {
 	if !onDevice(gy, x, w, into[0], into[1], into[2]) {
 		return grads, false
@@ -117,6 +129,20 @@ func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Co
 	K, og := s.C/G*s.KH*s.KW, s.O/G
 	if out[2] != nil {
 		k.SumChannels(out[2], gy, s.N, s.O, L, acc[2])
+	}
+	// The library's passes first; what it cannot run goes through the
+	// chunks below.
+	beta := func(acc bool) float32 {
+		if acc {
+			return 1
+		}
+		return 0
+	}
+	if out[1] != nil && k.Conv2dBackwardFilter != nil && !s.BF16 && k.Conv2dBackwardFilter(out[1], x, gy, s, beta(acc[1])) {
+		out[1] = nil
+	}
+	if out[0] != nil && k.Conv2dBackwardData != nil && !s.BF16 && k.Conv2dBackwardData(out[0], gy, w, s, beta(acc[0])) {
+		out[0] = nil
 	}
 	if out[0] == nil && out[1] == nil {
 		return grads, true

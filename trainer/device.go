@@ -39,6 +39,31 @@ func openDevice(name string, localRank int) (tensor.Device, func(), error) {
 	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda, cuda:N, sim or sim:N", name)
 }
 
+// cudaSettings are the per-context CUDA switches the trainer takes from
+// the environment (getenv is os.Getenv): GODDP_ALLOW_TF32=1 lets float32
+// GEMMs and convolutions use TF32 tensor cores (off by default, as torch's
+// allow_tf32), GODDP_CUDNN=0 keeps convolutions off cuDNN (on by default
+// where it loads, as torch.backends.cudnn.enabled). A value that is not a
+// boolean is an error naming the variable.
+func cudaSettings(getenv func(string) string) (tf32, cudnn bool, err error) {
+	parse := func(name string, def bool) (bool, error) {
+		v := getenv(name)
+		if v == "" {
+			return def, nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return def, fmt.Errorf("trainer: %s=%q: want 1 or 0 (true or false)", name, v)
+		}
+		return b, nil
+	}
+	if tf32, err = parse("GODDP_ALLOW_TF32", false); err != nil {
+		return false, false, err
+	}
+	cudnn, err = parse("GODDP_CUDNN", true)
+	return tf32, cudnn, err
+}
+
 // toDevice moves a batch's tensors to dev (labels stay on the host: the
 // loss kernels take them as arguments).
 func toDevice(b data.Batch, dev tensor.Device) (data.Batch, error) {

@@ -43,3 +43,27 @@ func TestOpenDevice(t *testing.T) {
 	require.Contains(t, dev.String(), "sim:1")
 	release()
 }
+
+// GODDP_ALLOW_TF32 is off and GODDP_CUDNN on unless set; anything but a
+// boolean names the variable.
+func TestCUDASettings(t *testing.T) {
+	for _, tc := range []struct {
+		env         map[string]string
+		tf32, cudnn bool
+		err         string
+	}{
+		{env: nil, tf32: false, cudnn: true},
+		{env: map[string]string{"GODDP_ALLOW_TF32": "1", "GODDP_CUDNN": "0"}, tf32: true, cudnn: false},
+		{env: map[string]string{"GODDP_ALLOW_TF32": "true"}, tf32: true, cudnn: true},
+		{env: map[string]string{"GODDP_ALLOW_TF32": "yes"}, err: "GODDP_ALLOW_TF32"},
+		{env: map[string]string{"GODDP_CUDNN": "off"}, err: "GODDP_CUDNN"},
+	} {
+		tf32, cudnn, err := cudaSettings(func(k string) string { return tc.env[k] })
+		if tc.err != "" {
+			require.ErrorContains(t, err, tc.err, "%v", tc.env)
+			continue
+		}
+		require.NoError(t, err, "%v", tc.env)
+		require.Equal(t, [2]bool{tc.tf32, tc.cudnn}, [2]bool{tf32, cudnn}, "%v", tc.env)
+	}
+}

@@ -49,12 +49,22 @@ func run(args []string, w io.Writer) int {
 	if inf.CUBLASPath != "" {
 		fmt.Fprintf(w, "cuBLAS: %s (%d.%d.%d)\n", resolve(inf.CUBLASPath), inf.CUBLASVersion/10000, inf.CUBLASVersion/100%100, inf.CUBLASVersion%100)
 	}
+	switch {
+	case inf.CUDNNPath != "":
+		fmt.Fprintf(w, "cuDNN: %s (%s): convolutions run on it\n", resolve(inf.CUDNNPath), cudnnVersion(inf.CUDNNVersion))
+	case inf.CUDNNError != nil:
+		fmt.Fprintf(w, "cuDNN: none, convolutions run goddp's own kernels: %v\n", inf.CUDNNError)
+	}
 	ninf, nerr := nccl.Probe()
 	if ninf.NCCLPath != "" {
 		fmt.Fprintf(w, "NCCL: %s (%d.%d.%d)\n", resolve(ninf.NCCLPath), ninf.NCCLVersion/10000, ninf.NCCLVersion/100%100, ninf.NCCLVersion%100)
 	}
 	fmt.Fprintln(w, "cuBLAS candidates, in order:")
 	for _, p := range libfind.Candidates("GODDP_CUBLAS_LIBRARY", libfind.CUBLASSonames(inf.DriverVersion), libfind.Env{}) {
+		fmt.Fprintln(w, "  ", p)
+	}
+	fmt.Fprintln(w, "cuDNN candidates, in order:")
+	for _, p := range libfind.CandidatesSystemFirst("GODDP_CUDNN_LIBRARY", libfind.CUDNNSonames(), libfind.Env{}) {
 		fmt.Fprintln(w, "  ", p)
 	}
 	fmt.Fprintln(w, "NCCL candidates, in order:")
@@ -72,6 +82,15 @@ func run(args []string, w io.Writer) int {
 		return 4
 	}
 	return 0
+}
+
+// cudnnVersion renders cudnnGetVersion's 91900 as "9.19.0" (cuDNN 9
+// counts major*10000, cuDNN 8 major*1000: 8907 is 8.9.7).
+func cudnnVersion(v int) string {
+	if v >= 90000 {
+		return fmt.Sprintf("%d.%d.%d", v/10000, v%10000/100, v%100)
+	}
+	return fmt.Sprintf("%d.%d.%d", v/1000, v%1000/100, v%100)
 }
 
 // version renders cuDriverGetVersion's 12040 as "CUDA 12.4".

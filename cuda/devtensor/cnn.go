@@ -9,6 +9,83 @@ import (
 
 // Helpers of the convolutional-network entries of the op table (kernels.go).
 
+// ConvPass is one pass of a convolution library's conv2d.
+type ConvPass int
+
+const (
+	// ConvForward is y = conv2d(x, w) + beta*y: out y, a x, b w.
+	ConvForward ConvPass = iota
+	// ConvBackwardData is dx = conv2d's input gradient + beta*dx: out dx,
+	// a gy, b w.
+	ConvBackwardData
+	// ConvBackwardFilter is dw = conv2d's weight gradient + beta*dw: out
+	// dw, a x, b gy.
+	ConvBackwardFilter
+)
+
+func (p ConvPass) String() string {
+	return [...]string{"forward", "backward data", "backward filter"}[p]
+}
+
+// ConvLauncher is a Launcher with a convolution library (goddp/cuda's
+// cuDNN): the op table's Conv2dForward, Conv2dBackwardData and
+// Conv2dBackwardFilter go to it, and fall back to im2col and GEMM when it
+// declines. The launcher decides per call (the library may be missing or
+// turned off) and keeps its own record of which engine ran.
+type ConvLauncher interface {
+	// ConvWorkspace returns the scratch bytes pass of s needs, or an
+	// error when the library cannot run it.
+	ConvWorkspace(pass ConvPass, s *tensor.Conv2dShape) (int, error)
+	// Conv queues pass on contiguous float32 NCHW operands at byte
+	// offsets, with ws (wsBytes, from ConvWorkspace) as scratch; an error
+	// means nothing was queued.
+	Conv(pass ConvPass, s *tensor.Conv2dShape, out Mem, outOff int, a Mem, aOff int, b Mem, bOff int, beta float32,
+		ws Mem, wsBytes int) error
+}
+
+// conv runs pass through the launcher's library, reporting false, having
+// queued nothing, when it declines. The workspace comes from the caching
+// allocator and goes back to it as soon as the pass is queued: its next
+// owner's work is queued on the same compute stream after this pass, so it
+// cannot run before the pass is done with it.
+func (d *Device) conv(cl ConvLauncher, pass ConvPass, s *tensor.Conv2dShape, out, a, b *tensor.Tensor, beta float32) bool {
+	om, oo := d.mem("conv2d "+pass.String(), out)
+	am, ao := d.mem("conv2d "+pass.String(), a)
+	bm, bo := d.mem("conv2d "+pass.String(), b)
+	bytes, err := cl.ConvWorkspace(pass, s)
+	if err != nil {
+		return false
+	}
+	var ws Mem
+	if bytes > 0 {
+		m, class, _, err := d.cache.AllocFresh(bytes, tensor.CacheStream(0))
+		if err != nil {
+			return false // no room for the scratch: im2col works in chunks
+		}
+		defer d.cache.Free(m, class, tensor.CacheStream(0))
+		ws = m
+	}
+	return cl.Conv(pass, s, om, oo, am, ao, bm, bo, beta, ws, bytes) == nil
+}
+
+// convKernels fills k's convolution-library entries when the launcher has
+// a library.
+func (d *Device) convKernels(k *tensor.Kernels) {
+	cl, ok := d.l.(ConvLauncher)
+	if !ok {
+		return
+	}
+	k.Conv2dForward = func(y, x, w *tensor.Tensor, s *tensor.Conv2dShape, beta float32) bool {
+		return d.conv(cl, ConvForward, s, y, x, w, beta)
+	}
+	k.Conv2dBackwardData = func(dx, gy, w *tensor.Tensor, s *tensor.Conv2dShape, beta float32) bool {
+		return d.conv(cl, ConvBackwardData, s, dx, gy, w, beta)
+	}
+	k.Conv2dBackwardFilter = func(dw, x, gy *tensor.Tensor, s *tensor.Conv2dShape, beta float32) bool {
+		return d.conv(cl, ConvBackwardFilter, s, dw, x, gy, beta)
+	}
+}
+
 // convArgs are im2col_f32's and col2im_f32's geometry arguments. The
 // bottom and right padding are implied by OH and OW.
 func convArgs(s *tensor.Conv2dShape) []uint64 {

@@ -74,6 +74,7 @@ type Device struct {
 func New(l Launcher) *Device {
 	d := &Device{l: l, cache: tensor.NewCachingAllocator[Mem](memBackend{l})}
 	d.k = d.kernels()
+	d.convKernels(&d.k)
 	return d
 }
 

@@ -1,7 +1,9 @@
 // Package kernels holds goddp/cuda's device kernels: their CUDA C source
-// (kernels.cu) and the PTX that NVRTC generates from it (ptx.go, by
-// `go generate`), which goddp/cuda loads with cu.LoadData. It has no cgo
-// and imports nothing from CUDA, so it builds everywhere.
+// (kernels.cu), the PTX that NVRTC generates from it (ptx.go, by
+// `go generate`), and, where that NVRTC can build it, machine code for
+// sm_80 and sm_90 (cubin/, embedded; Cubin picks the one for a device),
+// which goddp/cuda loads with cuModuleLoadData. It has no cgo and imports
+// nothing from CUDA, so it builds everywhere.
 //
 // The kernels examples/mlp uses ran on an H100 (the GPU kit, docs/gpu.md)
 // and matched the CPU. What CI checks, on a machine without a GPU: every

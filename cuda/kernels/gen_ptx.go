@@ -1,9 +1,16 @@
 //go:build ignore
 
-// gen_ptx compiles kernels.cu to PTX with NVRTC and writes ptx.go. It
-// needs libnvrtc (Debian: nvidia-cuda-dev) and cgo, but no GPU:
+// gen_ptx compiles kernels.cu to PTX with NVRTC and writes ptx.go, then,
+// where this NVRTC can build them, machine code for the GPUs goddp is run
+// on most (cubin/sm_80.cubin.gz for A100s, cubin/sm_90.cubin.gz for H100s)
+// and cubin/SOURCE, the SHA-256 of the kernels.cu they came from
+// (kernels.Cubin uses a cubin only when that matches). It needs libnvrtc
+// (Debian: nvidia-cuda-dev) and cgo, but no GPU:
 //
 //	go generate ./cuda/kernels
+//
+// The output depends only on kernels.cu, NVRTC's version and Go's gzip:
+// the cubins are compressed with no name and no time stamp.
 package main
 
 /*
@@ -14,8 +21,14 @@ package main
 import "C"
 
 import (
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"unsafe"
 )
@@ -24,33 +37,24 @@ import (
 // compiles it for whatever GPU loads it.
 const arch = "compute_52"
 
+// cubinArches are the real architectures built to machine code, where
+// NVRTC knows them; every other GPU JIT-compiles the PTX.
+var cubinArches = []int{80, 90}
+
 func main() {
 	src, err := os.ReadFile("kernels.cu")
 	if err != nil {
 		fail(err)
 	}
-	csrc, cname := C.CString(string(src)), C.CString("kernels.cu")
-	defer C.free(unsafe.Pointer(csrc))
-	defer C.free(unsafe.Pointer(cname))
-	var prog C.nvrtcProgram
-	check("nvrtcCreateProgram", C.nvrtcCreateProgram(&prog, csrc, cname, 0, nil, nil))
-	opts := []string{"--gpu-architecture=" + arch, "--fmad=true", "-default-device"}
-	copts := make([]*C.char, len(opts))
-	for i, o := range opts {
-		copts[i] = C.CString(o)
-		defer C.free(unsafe.Pointer(copts[i]))
-	}
-	if rc := C.nvrtcCompileProgram(prog, C.int(len(opts)), &copts[0]); rc != C.NVRTC_SUCCESS {
-		var n C.size_t
-		C.nvrtcGetProgramLogSize(prog, &n)
-		log := make([]byte, n)
-		C.nvrtcGetProgramLog(prog, (*C.char)(unsafe.Pointer(&log[0])))
-		fail(fmt.Errorf("nvrtc: %s\n%s", C.GoString(C.nvrtcGetErrorString(rc)), log))
+	prog, err := compile(src, arch)
+	if err != nil {
+		fail(err)
 	}
 	var n C.size_t
 	check("nvrtcGetPTXSize", C.nvrtcGetPTXSize(prog, &n))
 	ptx := make([]byte, n)
 	check("nvrtcGetPTX", C.nvrtcGetPTX(prog, (*C.char)(unsafe.Pointer(&ptx[0]))))
+	C.nvrtcDestroyProgram(&prog)
 	var major, minor C.int
 	C.nvrtcVersion(&major, &minor)
 	text := strings.TrimRight(string(ptx), "\x00")
@@ -66,6 +70,97 @@ package kernels
 const PTX = `+"`%s`"+`
 `, major, minor, arch, arch, text)
 	if err := os.WriteFile("ptx.go", []byte(out), 0o644); err != nil {
+		fail(err)
+	}
+	writeCubins(src)
+}
+
+// compile runs NVRTC on kernels.cu for one architecture (virtual:
+// compute_XY, PTX; real: sm_XY, PTX and machine code).
+func compile(src []byte, gpuArch string) (C.nvrtcProgram, error) {
+	csrc, cname := C.CString(string(src)), C.CString("kernels.cu")
+	defer C.free(unsafe.Pointer(csrc))
+	defer C.free(unsafe.Pointer(cname))
+	var prog C.nvrtcProgram
+	check("nvrtcCreateProgram", C.nvrtcCreateProgram(&prog, csrc, cname, 0, nil, nil))
+	opts := []string{"--gpu-architecture=" + gpuArch, "--fmad=true", "-default-device"}
+	copts := make([]*C.char, len(opts))
+	for i, o := range opts {
+		copts[i] = C.CString(o)
+		defer C.free(unsafe.Pointer(copts[i]))
+	}
+	if rc := C.nvrtcCompileProgram(prog, C.int(len(opts)), &copts[0]); rc != C.NVRTC_SUCCESS {
+		var n C.size_t
+		C.nvrtcGetProgramLogSize(prog, &n)
+		log := make([]byte, max(n, 1))
+		C.nvrtcGetProgramLog(prog, (*C.char)(unsafe.Pointer(&log[0])))
+		C.nvrtcDestroyProgram(&prog)
+		return nil, fmt.Errorf("nvrtc (%s): %s\n%s", gpuArch, C.GoString(C.nvrtcGetErrorString(rc)), log)
+	}
+	return prog, nil
+}
+
+// supported lists the real architectures this NVRTC compiles for.
+func supported() []int {
+	var n C.int
+	if C.nvrtcGetNumSupportedArchs(&n) != C.NVRTC_SUCCESS || n <= 0 {
+		return nil
+	}
+	archs := make([]C.int, n)
+	if C.nvrtcGetSupportedArchs(&archs[0]) != C.NVRTC_SUCCESS {
+		return nil
+	}
+	out := make([]int, n)
+	for i, a := range archs {
+		out[i] = int(a)
+	}
+	return out
+}
+
+// writeCubins writes cubin/sm_XY.cubin.gz for each of cubinArches NVRTC
+// supports and cubin/SOURCE, and removes the cubins of any it does not,
+// so the directory never holds machine code from another kernels.cu.
+func writeCubins(src []byte) {
+	old, _ := filepath.Glob(filepath.Join("cubin", "sm_*.cubin.gz"))
+	for _, f := range append(old, filepath.Join("cubin", "SOURCE")) {
+		if err := os.Remove(f); err != nil && !os.IsNotExist(err) {
+			fail(err)
+		}
+	}
+	have := supported()
+	built := 0
+	for _, a := range cubinArches {
+		name := fmt.Sprintf("sm_%d", a)
+		if !slices.Contains(have, a) {
+			fmt.Fprintf(os.Stderr, "gen_ptx: this NVRTC cannot build %s (it knows %v): devices of that kind JIT-compile the PTX\n", name, have)
+			continue
+		}
+		prog, err := compile(src, name)
+		if err != nil {
+			fail(err)
+		}
+		var n C.size_t
+		check("nvrtcGetCUBINSize", C.nvrtcGetCUBINSize(prog, &n))
+		cubin := make([]byte, n)
+		check("nvrtcGetCUBIN", C.nvrtcGetCUBIN(prog, (*C.char)(unsafe.Pointer(&cubin[0]))))
+		C.nvrtcDestroyProgram(&prog)
+		var gz bytes.Buffer
+		w, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression) // zero Header: no name, no time, so reproducible
+		w.Write(cubin)
+		if err := w.Close(); err != nil {
+			fail(err)
+		}
+		if err := os.WriteFile(filepath.Join("cubin", name+".cubin.gz"), gz.Bytes(), 0o644); err != nil {
+			fail(err)
+		}
+		fmt.Fprintf(os.Stderr, "gen_ptx: %s: %d bytes of machine code, %d compressed\n", name, len(cubin), gz.Len())
+		built++
+	}
+	if built == 0 {
+		return
+	}
+	sum := sha256.Sum256(src)
+	if err := os.WriteFile(filepath.Join("cubin", "SOURCE"), []byte(hex.EncodeToString(sum[:])+"\n"), 0o644); err != nil {
 		fail(err)
 	}
 }

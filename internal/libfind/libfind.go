@@ -149,3 +149,28 @@ func CUBLASSonames(driverVersion int) []string {
 	}
 	return out
 }
+
+// CUDNNSonames are the cuDNN sonames goddp/cuda tries, newest first. Both
+// keep the legacy convolution API (cudnnConvolutionForward and its
+// algorithm queries) that goddp calls.
+func CUDNNSonames() []string { return []string{"libcudnn.so.9", "libcudnn.so.8"} }
+
+// CandidatesSystemFirst is Candidates with every bare soname (the system
+// loader's search) before any Python environment's copy: a cuDNN
+// installed with the system, which its CUDA toolkit was built against, is
+// preferred to a wheel's of a newer major version. The environment
+// variable, when set, is still the only candidate.
+func CandidatesSystemFirst(envVar string, sonames []string, env Env) []string {
+	if envVar != "" {
+		if p := env.getenv(envVar); p != "" {
+			return []string{p}
+		}
+	}
+	out := slices.Clone(sonames)
+	for _, c := range Candidates("", sonames, env) {
+		if !slices.Contains(sonames, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}

@@ -82,3 +82,21 @@ func TestCUBLASSonames(t *testing.T) {
 		assert.Equal(t, tc.want, libfind.CUBLASSonames(tc.driver), "driver %d", tc.driver)
 	}
 }
+
+// cuDNN: the environment variable, then the system's libcudnn.so.9 and .8,
+// then the wheels' nvidia/cudnn/lib copies, newest soname first.
+func TestCUDNNCandidates(t *testing.T) {
+	root := tree(t, []string{
+		"/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+		"/usr/local/lib/python3.11/dist-packages/nvidia/cudnn/lib/libcudnn.so.8",
+	}, nil)
+	env := envOf(root, map[string]string{"VIRTUAL_ENV": "/venv", "HOME": "/nonexistent"})
+	assert.Equal(t, []string{
+		"libcudnn.so.9", "libcudnn.so.8",
+		root + "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+		root + "/usr/local/lib/python3.11/dist-packages/nvidia/cudnn/lib/libcudnn.so.8",
+	}, libfind.CandidatesSystemFirst("GODDP_CUDNN_LIBRARY", libfind.CUDNNSonames(), env))
+
+	env = envOf(root, map[string]string{"GODDP_CUDNN_LIBRARY": "/x/libcudnn.so.9"})
+	assert.Equal(t, []string{"/x/libcudnn.so.9"}, libfind.CandidatesSystemFirst("GODDP_CUDNN_LIBRARY", libfind.CUDNNSonames(), env))
+}
