@@ -246,17 +246,17 @@ check mlp-cuda-b1024 120 "$bin/mlp" -device cuda -epochs 26 -batch-size 1024 -nu
   grep -h samples_per_s "$logs/mlp-cuda-b1024.log" | sed 's/^/   /'
 check mlp-cuda0-w2-shm 120 bash -c mlp_cuda_w2_shm && grep -h 'steps compared' "$logs/mlp-cuda0-w2-shm.log" | sed 's/^/   /'
 # examples/cnn (without dropout) and examples/gpt on the GPU against the
-# CPU, 30 steps each; then their samples/s over 300 steps with the
+# CPU, 50 steps each; then their samples/s over 300 steps with the
 # anchors' recipes (cnn with its dropout, on the kit's slice of
 # Fashion-MNIST).
 cnn_cuda_vs_cpu() {
-  FASHION_MNIST_DIR=$kit/data/fmnist "$bin/cnn" -device cuda -epochs 1 -max-steps 30 -dropout 0 -seed 5 \
+  FASHION_MNIST_DIR=$kit/data/fmnist "$bin/cnn" -device cuda -epochs 1 -max-steps 50 -dropout 0 -seed 5 \
     -metrics "$work/cnn.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
-  cmpref "$kit/ref/cnn.losses" "$work/cnn.jsonl" 30
+  cmpref "$kit/ref/cnn.losses" "$work/cnn.jsonl" 50
 }
 gpt_cuda_vs_cpu() {
-  GPT_TEXT=$kit/data/GPL-3 "$bin/gpt" -device cuda -epochs 1 -max-steps 30 -seed 5 -metrics "$work/gpt.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
-  cmpref "$kit/ref/gpt.losses" "$work/gpt.jsonl" 30
+  GPT_TEXT=$kit/data/GPL-3 "$bin/gpt" -device cuda -epochs 1 -max-steps 50 -seed 5 -metrics "$work/gpt.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
+  cmpref "$kit/ref/gpt.losses" "$work/gpt.jsonl" 50
 }
 export -f cnn_cuda_vs_cpu gpt_cuda_vs_cpu
 check cnn-cuda-vs-cpu 120 bash -c cnn_cuda_vs_cpu && grep -h 'steps compared' "$logs/cnn-cuda-vs-cpu.log" | sed 's/^/   /'

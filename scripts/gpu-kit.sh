@@ -23,7 +23,7 @@
 #                     time training on its CPU
 #   ref/cnn.losses, ref/gpt.losses  the same for examples/cnn (without
 #                     dropout, whose masks a device draws its own way) and
-#                     examples/gpt, 30 steps each at world 1
+#                     examples/gpt, 50 steps each at world 1
 #   bench_torch_gpu.py, data/GPL-3  the torch yardstick and the gpt text
 #   data/fmnist       the first 12800 training and 1000 test images of
 #                     Fashion-MNIST (the whole set would not fit the lease's
@@ -131,10 +131,10 @@ for split, n in (("train", 12800), ("t10k", 1000)):
             f.write(head + body)
 EOF
 # cnn without dropout (-dropout 0): a device draws its masks its own way.
-FASHION_MNIST_DIR=$out/data/fmnist "$build/bin/cnn" -device cpu -epochs 1 -max-steps 30 -dropout 0 -seed 5 \
+FASHION_MNIST_DIR=$out/data/fmnist "$build/bin/cnn" -device cpu -epochs 1 -max-steps 50 -dropout 0 -seed 5 \
   -metrics "$refdir/cnn.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/cnn.log" 2>&1 ||
   { cat "$refdir/cnn.log" >&2; echo "gpu-kit: the CPU reference run of cnn failed" >&2; exit 1; }
-"$build/bin/gpt" -device cpu -epochs 1 -max-steps 30 -seed 5 \
+"$build/bin/gpt" -device cpu -epochs 1 -max-steps 50 -seed 5 \
   -metrics "$refdir/gpt.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/gpt.log" 2>&1 ||
   { cat "$refdir/gpt.log" >&2; echo "gpu-kit: the CPU reference run of gpt failed" >&2; exit 1; }
 steplosses "$refdir/cnn.jsonl" >"$out/ref/cnn.losses"

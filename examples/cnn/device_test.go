@@ -74,10 +74,10 @@ func smallDataset(t *testing.T, dir string) string {
 // the trained parameters (from the checkpoint saved at the end).
 func run(t *testing.T, dir, device string, steps int) ([]float64, *trainer.Record, map[string]*tensor.Tensor) {
 	metrics, ckpt := filepath.Join(t.TempDir(), "m.jsonl"), t.TempDir()
-	res := proctest.Run(t, proctest.Options{Worker: "rank", World: 1, Timeout: 600 * time.Second,
+	res := proctest.Run(t, proctest.Options{Worker: "rank", World: 2, Timeout: 600 * time.Second,
 		Args: []string{"-device", device, "-epochs", "1", "-max-steps", fmt.Sprint(steps), "-seed", "3", "-dropout", "0",
 			"-ckpt-dir", ckpt, "-save-every", "1", "-metrics", metrics, "-metrics-every", "1"},
-		Env: []string{"FASHION_MNIST_DIR=" + dir, "GODDP_TIMEOUT=300s"}})
+		Env: []string{"FASHION_MNIST_DIR=" + dir, "GODDP_TIMEOUT=300s", "GODDP_NUM_THREADS=1"}})
 	proctest.RequireSuccess(t, res)
 	require.Regexp(t, regexp.MustCompile(`(?m)^epoch=0 test_loss=\S+ test_acc=\S+$`), res[0].Stdout)
 	f, err := os.Open(metrics)
@@ -106,11 +106,13 @@ func run(t *testing.T, dir, device string, steps int) ([]float64, *trainer.Recor
 	return losses, eval, found.Checkpoint.Model
 }
 
-// examples/cnn on the simulated device (every op of the convnet through
-// kernels.cu: im2col/col2im convolutions, max pooling, Linear, ReLU,
-// cross-entropy, SGD with momentum) follows the CPU run with the same seed
-// step for step at -dropout 0 (a device draws other dropout masks than the
-// CPU), within 1e-3 relative over 20 steps to the same parameters, its loss falls, and its
+// examples/cnn at world 2 on the simulated device (every op of the convnet
+// through kernels.cu: im2col/col2im convolutions, max pooling, Linear, ReLU,
+// cross-entropy, SGD with momentum; DDP over each rank's device) follows
+// the CPU run with the same seed step for step at -dropout 0 (a device
+// draws other dropout masks than the CPU): rank 0's loss within 1e-5
+// relative at each of 20 steps (issue 27's bar), the parameters within
+// 1e-3 relative (L2), its loss falls, and its
 // evaluation of the test images (on the device, then read back) gives the
 // CPU's accuracy and loss.
 func TestSimMatchesCPU(t *testing.T) {
@@ -147,8 +149,13 @@ func TestSimMatchesCPU(t *testing.T) {
 		t.Logf("%s: relative L2 difference %.3g", name, rel)
 		assert.Less(t, rel, 1e-3, "%s: relative L2 difference", name)
 	}
+	worst := 0.0
 	for i := range cpu {
-		require.InEpsilon(t, cpu[i], sim[i], 1e-3, "step %d: cpu %v, sim %v", i+1, cpu, sim)
+		worst = max(worst, math.Abs(sim[i]-cpu[i])/math.Abs(cpu[i]))
+	}
+	t.Logf("worst relative difference of rank 0's loss over %d steps at world 2: %.3g", steps, worst)
+	for i := range cpu {
+		require.InEpsilon(t, cpu[i], sim[i], 1e-5, "step %d: cpu %v, sim %v", i+1, cpu, sim)
 	}
 	head, tail := (sim[0]+sim[1]+sim[2])/3, (sim[steps-3]+sim[steps-2]+sim[steps-1])/3
 	require.Less(t, tail, head-0.05, "the loss falls: %v", sim)
