@@ -4,13 +4,14 @@ package main
 
 import (
 	"bytes"
-	"github.com/goddp/goddp/internal/proctest"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/goddp/goddp/internal/proctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
