@@ -88,18 +88,7 @@ func (o *batchNormDeviceOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 // (dst), else into new zeroed tensors, as the CPU op.
 func (o *batchNormDeviceOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
 	x, w, b := o.in(0), o.in(1), o.in(2)
-	grads := make([]*tensor.Tensor, 3)
-	paramGrad := func(i int, p *Variable) *tensor.Tensor {
-		if !needs(p) {
-			return nil
-		}
-		if i < len(dst) && dst[i] != nil {
-			return dst[i]
-		}
-		grads[i] = zerosLike(gy, p.Value.Shape()...)
-		return grads[i]
-	}
-	dw, db := paramGrad(1, w), paramGrad(2, b)
+	grads, dw, db := affineGrads(gy, dst, w, b)
 	dx, err := tensor.BatchNormBackwardDevice(gy, o.st, value(w), dw, db, needs(x), o.reduce)
 	if err != nil {
 		panic(fmt.Errorf("autograd: %s backward: %w", o.name, err))

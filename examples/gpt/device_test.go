@@ -24,7 +24,12 @@ func stepLosses(t *testing.T, text []byte, device string) ([]float64, string) {
 	code := run([]string{"gpt", "-device", device, "-epochs", "1", "-max-steps", "10", "-seed", "3", "-ckpt-dir", "",
 		"-metrics", metrics, "-metrics-every", "1"}, &out, text)
 	require.Equal(t, 0, code, "gpt on %s:\n%s", device, out.String())
-	f, err := os.Open(metrics)
+	return readLosses(t, metrics), out.String()
+}
+
+// readLosses returns the loss of every training record of a -metrics file.
+func readLosses(t *testing.T, path string) []float64 {
+	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
 	var losses []float64
@@ -37,7 +42,7 @@ func stepLosses(t *testing.T, text []byte, device string) ([]float64, string) {
 		}
 	}
 	require.NoError(t, sc.Err())
-	return losses, out.String()
+	return losses
 }
 
 // examples/gpt on the simulated device (embedding, layer norm, causal

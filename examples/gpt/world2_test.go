@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -15,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goddp/goddp/internal/proctest"
-	"github.com/goddp/goddp/trainer"
 )
 
 // TestMain lets a test re-run this binary as one rank of the example
@@ -42,20 +39,7 @@ func worldLosses(t *testing.T, device string, steps int) []float64 {
 			"-metrics", metrics, "-metrics-every", "1"},
 		Env: []string{"GODDP_TIMEOUT=120s", "GODDP_NUM_THREADS=1"}})
 	proctest.RequireSuccess(t, res)
-	f, err := os.Open(metrics)
-	require.NoError(t, err)
-	defer f.Close()
-	var losses []float64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r trainer.Record
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
-		if r.Kind == trainer.KindTrain {
-			losses = append(losses, r.Loss)
-		}
-	}
-	require.NoError(t, sc.Err())
-	return losses
+	return readLosses(t, metrics)
 }
 
 // Issue 27's bar: examples/gpt at world 2 (DDP over each rank's device)
