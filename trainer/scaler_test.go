@@ -6,9 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -16,11 +14,8 @@ import (
 	"github.com/goddp/goddp/amp"
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/checkpoint"
-	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm"
 	"github.com/goddp/goddp/data"
-	"github.com/goddp/goddp/ddp"
-	"github.com/goddp/goddp/nn"
-	"github.com/goddp/goddp/optim"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -47,42 +42,20 @@ var scalerCfg = amp.GradScalerConfig{InitScale: 1024, GrowthInterval: 3}
 // after each of its steps.
 func scalerWorld(t *testing.T, ctx context.Context, dir string, withScaler bool, scales *[world][]float32) []rank {
 	t.Helper()
-	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
-	rs := make([]rank, world)
-	var wg sync.WaitGroup
-	for r, pg := range pgs {
-		wg.Go(func() {
-			rng := tensor.NewRNG(1)
-			ds, err := data.NewTensorDataset(tensor.Rand(rng, tensor.Float32, 64, 4), tensor.Rand(rng, tensor.Float32, 64, 1))
+	return newWorldWith(t, ctx, dir, func(r int, pg comm.ProcessGroup, c *Config) {
+		if withScaler {
+			scaler, err := amp.NewGradScaler(scalerCfg, amp.WithGroup(pg))
 			require.NoError(t, err)
-			sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
-			require.NoError(t, err)
-			loader, err := data.NewDataLoader(ds, data.BatchSize(8), data.WithSampler(sampler))
-			require.NoError(t, err)
-			model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 1), pg)
-			require.NoError(t, err)
-			t.Cleanup(func() { model.Close() })
-			opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1, Momentum: 0.9})
-			require.NoError(t, err)
-			var scaler *amp.GradScaler
-			if withScaler {
-				scaler, err = amp.NewGradScaler(scalerCfg, amp.WithGroup(pg))
-				require.NoError(t, err)
+			c.Scaler = scaler
+		}
+		record := Funcs{Step: func(_ context.Context, tr *Trainer, _ StepInfo) error {
+			if scales != nil && tr.Scaler() != nil {
+				scales[r] = append(scales[r], tr.Scaler().Scale())
 			}
-			record := Funcs{Step: func(_ context.Context, tr *Trainer, _ StepInfo) error {
-				if scales != nil && tr.Scaler() != nil {
-					scales[r] = append(scales[r], tr.Scaler().Scale())
-				}
-				return nil
-			}}
-			rs[r].out = &bytes.Buffer{}
-			rs[r].t, rs[r].err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt, Scaler: scaler,
-				GPUID: r, SaveEvery: 1, BatchSize: 8, Loss: overflowing, CkptDir: dir, Out: rs[r].out, Callbacks: []Callback{record}})
-		})
-	}
-	wg.Wait()
-	t.Cleanup(func() { closeWorld(rs) })
-	return rs
+			return nil
+		}}
+		c.SaveEvery, c.Loss, c.Callbacks = 1, overflowing, []Callback{record}
+	})
 }
 
 // A run saved after epoch 3 and resumed continues with the saved scale and

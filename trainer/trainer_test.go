@@ -17,6 +17,7 @@ import (
 
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/checkpoint"
+	"github.com/goddp/goddp/comm"
 	"github.com/goddp/goddp/comm/commtest"
 	"github.com/goddp/goddp/data"
 	"github.com/goddp/goddp/ddp"
@@ -42,6 +43,14 @@ type rank struct {
 // batch 8) on an in-memory group of two ranks, with checkpoints in dir.
 func newWorld(t *testing.T, ctx context.Context, dir string, saveEvery int, loss LossFunc) []rank {
 	t.Helper()
+	return newWorldWith(t, ctx, dir, func(_ int, _ comm.ProcessGroup, c *Config) {
+		c.SaveEvery, c.Loss = saveEvery, loss
+	})
+}
+
+// newWorldWith is newWorld with each rank's Config finished by adjust.
+func newWorldWith(t *testing.T, ctx context.Context, dir string, adjust func(r int, pg comm.ProcessGroup, c *Config)) []rank {
+	t.Helper()
 	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
 	rs := make([]rank, world)
 	var wg sync.WaitGroup
@@ -60,8 +69,10 @@ func newWorld(t *testing.T, ctx context.Context, dir string, saveEvery int, loss
 			opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1, Momentum: 0.9})
 			require.NoError(t, err)
 			rs[r].out = &bytes.Buffer{}
-			rs[r].t, rs[r].err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-				GPUID: r, SaveEvery: saveEvery, BatchSize: 8, Loss: loss, CkptDir: dir, Out: rs[r].out})
+			c := Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+				GPUID: r, BatchSize: 8, CkptDir: dir, Out: rs[r].out}
+			adjust(r, pg, &c)
+			rs[r].t, rs[r].err = New(ctx, c)
 		})
 	}
 	wg.Wait()
