@@ -56,7 +56,7 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 	if y, didx := tensor.MaxPool2dDevice(xc, g.shape()); y != nil {
 		return FromOp(y, &maxPool2dOp{inputs: ins(x), didx: didx, g: g})
 	}
-	y := tensor.New(xc.DType(), g.n, g.c, g.oh, g.ow)
+	y := tensor.Empty(xc.DType(), g.n, g.c, g.oh, g.ow) // every output is written
 	idx := make([]int32, y.Numel())
 	if xc.DType() == tensor.Float64 {
 		maxPoolFwd(&g, y.F64(), xc.F64(), idx)
@@ -78,9 +78,14 @@ func (o *maxPool2dOp) freshGrads()  {}
 
 func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
 	hw, ohw := g.h*g.w, g.oh*g.ow
+	window2x2 := g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0
+	if y32, ok := any(y).([]float32); ok && window2x2 {
+		tensor.MaxPool2x2F32(y32, idx, any(x).([]float32), g.n*g.c, g.h, g.w)
+		return
+	}
 	for pl := 0; pl < g.n*g.c; pl++ {
 		xp, yp, ip := x[pl*hw:(pl+1)*hw], y[pl*ohw:(pl+1)*ohw], idx[pl*ohw:(pl+1)*ohw]
-		if g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0 {
+		if window2x2 {
 			maxPool2x2(g, yp, xp, ip)
 			continue
 		}
@@ -104,7 +109,9 @@ func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
 	}
 }
 
-// maxPool2x2 is the common 2x2, stride 2, unpadded window.
+// maxPool2x2 is the common 2x2, stride 2, unpadded window (float64; float32
+// runs tensor.MaxPool2x2F32), with the general loop's rule: the first
+// maximum, or the last NaN.
 func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int32) {
 	w := g.w
 	for oy := 0; oy < g.oh; oy++ {
@@ -113,13 +120,13 @@ func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int32) {
 		for ox := range yr {
 			i := 2 * ox
 			best, bi := r0[i], 2*oy*w+i
-			if v := r0[i+1]; v > best {
+			if v := r0[i+1]; v > best || v != v {
 				best, bi = v, 2*oy*w+i+1
 			}
-			if v := r1[i]; v > best {
+			if v := r1[i]; v > best || v != v {
 				best, bi = v, (2*oy+1)*w+i
 			}
-			if v := r1[i+1]; v > best {
+			if v := r1[i+1]; v > best || v != v {
 				best, bi = v, (2*oy+1)*w+i+1
 			}
 			yr[ox], ir[ox] = best, int32(bi)

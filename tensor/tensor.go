@@ -183,6 +183,13 @@ func FromDense(d *gt.Dense) (*Tensor, error) {
 // New returns a zero-filled tensor.
 func New(dt DType, shape ...int) *Tensor { return newStorage(dt, true, shape...) }
 
+// Empty returns a host tensor whose elements are not initialized, as
+// torch.empty: they hold whatever the host cache's block last held. The
+// caller must write every element before any is read; ops whose output
+// they overwrite whole use it, since zeroing a large tensor costs about as
+// much as writing it.
+func Empty(dt DType, shape ...int) *Tensor { return newFull(dt, shape...) }
+
 // Zeros is New.
 func Zeros(dt DType, shape ...int) *Tensor { return New(dt, shape...) }
 

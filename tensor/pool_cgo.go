@@ -1,0 +1,25 @@
+//go:build cgo && !noblas
+
+package tensor
+
+// #cgo CFLAGS: -O2
+// #include <stdint.h>
+// void goddp_maxpool2x2_f32(float *y, int32_t *idx, const float *x, int64_t planes, int64_t h, int64_t w);
+import "C"
+
+import "unsafe"
+
+// MaxPool2x2F32 is the 2x2, stride-2, unpadded max pool of planes planes
+// of x [planes, h, w] (h and w even or odd: the last row or column of an
+// odd size is dropped, as torch's floor mode) into y [planes, h/2, w/2]:
+// each output is its window's first maximum in row-major order, the last
+// NaN winning, and idx gets that element's offset in its [h, w] plane.
+func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
+	n := planes * (h / 2) * (w / 2)
+	if n == 0 {
+		return
+	}
+	_, _, _ = y[n-1], idx[n-1], x[planes*h*w-1]
+	C.goddp_maxpool2x2_f32((*C.float)(unsafe.Pointer(&y[0])), (*C.int32_t)(unsafe.Pointer(&idx[0])),
+		(*C.float)(unsafe.Pointer(&x[0])), C.int64_t(planes), C.int64_t(h), C.int64_t(w))
+}

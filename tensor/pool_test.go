@@ -1,0 +1,59 @@
+package tensor
+
+import (
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// MaxPool2x2F32 against a plain loop with the rule it documents (the
+// first maximum of the window in row-major order, the last NaN), over odd
+// sizes (the last row or column dropped), ties and NaNs.
+func TestMaxPool2x2F32(t *testing.T) {
+	rng := NewRNG(4)
+	for _, s := range [][3]int{{1, 2, 2}, {3, 5, 7}, {2, 28, 28}, {4, 14, 13}, {1, 1, 6}} {
+		planes, h, w := s[0], s[1], s[2]
+		x := Randn(rng, Float32, planes*h*w).F32()
+		for i := range x {
+			switch i % 17 {
+			case 3, 4: // ties
+				x[i] = 1
+			case 11:
+				x[i] = float32(math.NaN())
+			}
+		}
+		oh, ow := h/2, w/2
+		y, idx := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
+		MaxPool2x2F32(y, idx, x, planes, h, w)
+		for p := range planes {
+			for oy := range oh {
+				for ox := range ow {
+					xp := x[p*h*w:]
+					bi := 2*oy*w + 2*ox
+					best := xp[bi]
+					for _, o := range []int{2*oy*w + 2*ox + 1, (2*oy+1)*w + 2*ox, (2*oy+1)*w + 2*ox + 1} {
+						if v := xp[o]; v > best || v != v {
+							best, bi = v, o
+						}
+					}
+					k := (p*oh+oy)*ow + ox
+					require.Equal(t, int32(bi), idx[k], "shape %v output %d", s, k)
+					require.Equal(t, math.Float32bits(best), math.Float32bits(y[k]), "shape %v output %d", s, k)
+				}
+			}
+		}
+	}
+}
+
+// BenchmarkMaxPool2x2F32 pools the benchmark convnet's first activation
+// ([64, 32, 28, 28]).
+func BenchmarkMaxPool2x2F32(b *testing.B) {
+	const planes, h, w = 64 * 32, 28, 28
+	x := Randn(NewRNG(1), Float32, planes*h*w).F32()
+	y, idx := make([]float32, planes*h*w/4), make([]int32, planes*h*w/4)
+	for b.Loop() {
+		MaxPool2x2F32(y, idx, x, planes, h, w)
+	}
+	b.SetBytes(int64(4 * (len(x) + 2*len(y))))
+}
