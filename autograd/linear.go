@@ -63,12 +63,14 @@ func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, len(o.Inputs()))
 	// into returns the buffer of input i's gradient: the caller's (dst, added
-	// to) or a fresh one handed back in grads.
+	// to) or a fresh one handed back in grads, which LinearBackwardWith
+	// overwrites whole (GEMMs with beta 0, the bias sums cleared first), so
+	// it is not zeroed.
 	into := func(i int, shape ...int) (*tensor.Tensor, bool) {
 		if i < len(dst) && dst[i] != nil {
 			return dst[i], true
 		}
-		grads[i] = tensor.ZerosAs(gy, shape...)
+		grads[i] = tensor.EmptyAs(gy, shape...)
 		return grads[i], false
 	}
 	var dx, dw, db *tensor.Tensor

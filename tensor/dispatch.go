@@ -65,6 +65,16 @@ func ZerosAs(like *Tensor, shape ...int) *Tensor {
 	return MustZerosOn(like.Device(), shape...)
 }
 
+// EmptyAs is ZerosAs for a result its op overwrites whole (a GEMM's
+// output with beta 0): on the host its elements are not initialized
+// (Empty); on a device it is zeroed.
+func EmptyAs(like *Tensor, shape ...int) *Tensor {
+	if like.dev == nil {
+		return newFull(like.dtype, shape...)
+	}
+	return MustZerosOn(like.Device(), shape...)
+}
+
 // sameShape reports whether a and b have equal shapes.
 func sameShape(a, b *Tensor) bool {
 	if len(a.shape) != len(b.shape) {
