@@ -364,14 +364,7 @@ func (t *Tensor) SetData(src *Tensor) {
 		return
 	}
 	*t = Tensor{f32: src.f32, f64: src.f64, dtype: src.dtype, offset: src.offset, dev: src.dev, blk: src.blk}
-	r := len(src.shape)
-	if r <= inlineDims {
-		t.shape = t.dims[:r:r]
-		t.strides = t.dims[inlineDims : inlineDims+r : inlineDims+r]
-	} else {
-		b := make([]int, 2*r)
-		t.shape, t.strides = b[:r:r], b[r:]
-	}
+	t.initDims(len(src.shape))
 	copy(t.shape, src.shape)
 	copy(t.strides, src.strides)
 }

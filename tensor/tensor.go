@@ -73,6 +73,13 @@ const inlineDims = 4
 // strides are set by the caller.
 func newHeader(dt DType, rank int) *Tensor {
 	t := &Tensor{dtype: dt}
+	t.initDims(rank)
+	return t
+}
+
+// initDims points t's shape and strides at storage for rank dimensions:
+// the inline dims when they fit, else a new slice.
+func (t *Tensor) initDims(rank int) {
 	if rank <= inlineDims {
 		t.shape = t.dims[:rank:rank]
 		t.strides = t.dims[inlineDims : inlineDims+rank : inlineDims+rank]
@@ -80,7 +87,6 @@ func newHeader(dt DType, rank int) *Tensor {
 		b := make([]int, 2*rank)
 		t.shape, t.strides = b[:rank:rank], b[rank:]
 	}
-	return t
 }
 
 // setRowMajor sets t's shape to shape with C-order strides.

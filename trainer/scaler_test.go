@@ -90,12 +90,7 @@ func TestGradScalerResume(t *testing.T) {
 		require.NoError(t, err)
 	}
 	closeWorld(rs)
-	m, err := checkpoint.NewManager(dir)
-	require.NoError(t, err)
-	paths, err := m.List()
-	require.NoError(t, err)
-	c, err := checkpoint.Load(paths[0])
-	require.NoError(t, err)
+	c := firstCheckpoint(t, dir)
 	require.Equal(t, cut-1, c.Epoch)
 	require.NotNil(t, c.GradScaler, "the checkpoint holds the scaler's state")
 	assert.Equal(t, checkpoint.GradScalerState{Scale: whole[0][cut*4-1], GrowthFactor: 2, BackoffFactor: 0.5,
@@ -132,12 +127,7 @@ func TestGradScalerResumeWithoutState(t *testing.T) {
 		require.NoError(t, err)
 	}
 	closeWorld(rs)
-	m, err := checkpoint.NewManager(dir)
-	require.NoError(t, err)
-	paths, err := m.List()
-	require.NoError(t, err)
-	c, err := checkpoint.Load(paths[0])
-	require.NoError(t, err)
+	c := firstCheckpoint(t, dir)
 	require.Nil(t, c.GradScaler)
 
 	var scales [world][]float32
@@ -212,4 +202,17 @@ func TestMainBF16OnSim(t *testing.T) {
 	require.Len(t, cpu, 2)
 	assert.Equal(t, cpu, sim, "the epochs' mean losses, to 4 decimals")
 	assert.NotEqual(t, sim, losses("sim", "fp32"), "float32 products give other losses")
+}
+
+// firstCheckpoint loads the oldest checkpoint of dir.
+func firstCheckpoint(t *testing.T, dir string) *checkpoint.Checkpoint {
+	t.Helper()
+	m, err := checkpoint.NewManager(dir)
+	require.NoError(t, err)
+	paths, err := m.List()
+	require.NoError(t, err)
+	require.NotEmpty(t, paths, "no checkpoint in %s", dir)
+	c, err := checkpoint.Load(paths[0])
+	require.NoError(t, err)
+	return c
 }
