@@ -72,6 +72,14 @@ func TestBatchNormModelOnSimResumesOnCPU(t *testing.T) {
 	require.NoError(t, checkpoint.LoadStateDict(resumed.m, c.Model, true))
 	require.NoError(t, resumed.opt.LoadStateDict((*optim.StateDict)(c.Optimizer)))
 	require.EqualValues(t, 4, resumed.m.At(1).(*nn.BatchNorm2d).NumBatchesTracked.Item())
+	// And back onto sim: the buffers load into the device tensors the
+	// module holds.
+	back := newRun(d.Tensors())
+	require.NoError(t, checkpoint.LoadStateDict(back.m, c.Model, true))
+	bnBack := back.m.At(1).(*nn.BatchNorm2d)
+	require.Equal(t, "sim:0", bnBack.RunningMean.Device().String())
+	require.Equal(t, gotRM, bnBack.RunningMean.MustTo(tensor.CPU()).F32(), "the running mean came back onto sim")
+	require.EqualValues(t, 4, bnBack.NumBatchesTracked.Item())
 	for i := range 3 {
 		want, got := step(cpu), step(resumed)
 		require.InDelta(t, want, got, 1e-5*math.Abs(want), "resumed step %d", i)
