@@ -92,37 +92,50 @@ func newCluster(t *testing.T, cfg Config) *Cluster {
 }
 
 // A node's link runs at the configured rate (give or take the bucket),
-// nodes reach each other by host name, and each runs under its own.
+// nodes reach each other by host name, and each runs under its own. The
+// shaper caps every transfer; a transfer below the rate can be a sender or
+// receiver starved of CPU by other tests on a small machine, so up to
+// three are made until one runs within 20% of the rate.
 func TestShapedLink(t *testing.T) {
 	c := newCluster(t, Config{Nodes: 2, Rate: "200mbit", Delay: 50 * time.Microsecond})
 	t.Logf("shaping: %s", c.Shaping)
 	if c.DelayErr != nil {
 		t.Logf("delay: %v", c.DelayErr)
 	}
-	recv := c.Command(1, append(os.Environ(), "NETCLUSTER_HELPER=recv"), os.Args[0])
-	var out strings.Builder
-	pr, pw := io.Pipe()
-	recv.Stdout = pw
-	require.NoError(t, recv.Start())
-	t.Cleanup(func() { _ = recv.Process.Kill(); _ = recv.Wait() })
-	go func() { _, _ = io.Copy(&out, pr) }()
 	const bytes = 10 << 20
-	send := c.Command(0, append(os.Environ(), "NETCLUSTER_HELPER=send", "NETCLUSTER_PEER=node1",
-		"NETCLUSTER_BYTES="+strconv.Itoa(bytes)), os.Args[0])
-	b, err := send.CombinedOutput()
-	require.NoError(t, err, "%s", b)
-	require.NoError(t, recv.Wait())
-	pw.Close()
-	time.Sleep(50 * time.Millisecond)
-	var n, ns int64
-	var host string
-	_, err = fmt.Sscanf(strings.TrimPrefix(out.String(), "listening\n"), "%d %d %s", &n, &ns, &host)
-	require.NoError(t, err, "receiver said %q", out.String())
-	require.EqualValues(t, bytes, n)
-	require.Equal(t, "node1", host)
-	mbit := float64(n*8) / float64(ns) * 1e3
-	t.Logf("10 MiB from node0 to node1 at %.0f Mbit/s (link 200 Mbit/s)", mbit)
-	require.InDelta(t, 200, mbit, 40, "the link's rate")
+	transfer := func() float64 {
+		recv := c.Command(1, append(os.Environ(), "NETCLUSTER_HELPER=recv"), os.Args[0])
+		var out strings.Builder
+		pr, pw := io.Pipe()
+		recv.Stdout = pw
+		require.NoError(t, recv.Start())
+		defer func() { _ = recv.Process.Kill(); _ = recv.Wait() }()
+		copied := make(chan struct{})
+		go func() { _, _ = io.Copy(&out, pr); close(copied) }()
+		send := c.Command(0, append(os.Environ(), "NETCLUSTER_HELPER=send", "NETCLUSTER_PEER=node1",
+			"NETCLUSTER_BYTES="+strconv.Itoa(bytes)), os.Args[0])
+		b, err := send.CombinedOutput()
+		require.NoError(t, err, "%s", b)
+		require.NoError(t, recv.Wait())
+		pw.Close()
+		<-copied
+		var n, ns int64
+		var host string
+		_, err = fmt.Sscanf(strings.TrimPrefix(out.String(), "listening\n"), "%d %d %s", &n, &ns, &host)
+		require.NoError(t, err, "receiver said %q", out.String())
+		require.EqualValues(t, bytes, n)
+		require.Equal(t, "node1", host)
+		return float64(n*8) / float64(ns) * 1e3
+	}
+	for attempt := 1; ; attempt++ {
+		mbit := transfer()
+		t.Logf("10 MiB from node0 to node1 at %.0f Mbit/s (link 200 Mbit/s)", mbit)
+		require.Less(t, mbit, 240.0, "the shaper caps the link at its rate")
+		if mbit >= 160 {
+			return
+		}
+		require.Less(t, attempt, 3, "no transfer of three reached the link's rate")
+	}
 }
 
 // Close removes every namespace; a cluster of a dead process is swept.
