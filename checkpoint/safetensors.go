@@ -52,44 +52,28 @@ var nativeLittle = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 // hosts the slice aliases t's storage.
 func tensorBytes(t *tensor.Tensor) []byte {
 	t = t.Contiguous()
-	if t.DType() == tensor.Int64 {
-		d := t.I64()
-		if len(d) == 0 {
-			return nil
-		}
-		if nativeLittle {
-			return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 8*len(d))
-		}
-		b := make([]byte, 8*len(d))
-		for i, v := range d {
-			binary.LittleEndian.PutUint64(b[8*i:], uint64(v))
-		}
-		return b
+	switch t.DType() {
+	case tensor.Int64:
+		return leBytes(t.I64(), func(b []byte, v int64) { binary.LittleEndian.PutUint64(b, uint64(v)) })
+	case tensor.Float64:
+		return leBytes(t.F64(), func(b []byte, v float64) { binary.LittleEndian.PutUint64(b, math.Float64bits(v)) })
 	}
-	if t.DType() == tensor.Float64 {
-		d := t.F64()
-		if len(d) == 0 {
-			return nil
-		}
-		if nativeLittle {
-			return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 8*len(d))
-		}
-		b := make([]byte, 8*len(d))
-		for i, v := range d {
-			binary.LittleEndian.PutUint64(b[8*i:], math.Float64bits(v))
-		}
-		return b
-	}
-	d := t.F32()
+	return leBytes(t.F32(), func(b []byte, v float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(v)) })
+}
+
+// leBytes is d as little-endian bytes: d's own memory on a little-endian
+// host, else a copy written element by element with put.
+func leBytes[T int64 | float64 | float32](d []T, put func([]byte, T)) []byte {
 	if len(d) == 0 {
 		return nil
 	}
+	size := int(unsafe.Sizeof(d[0]))
 	if nativeLittle {
-		return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), 4*len(d))
+		return unsafe.Slice((*byte)(unsafe.Pointer(&d[0])), size*len(d))
 	}
-	b := make([]byte, 4*len(d))
+	b := make([]byte, size*len(d))
 	for i, v := range d {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(v))
+		put(b[size*i:], v)
 	}
 	return b
 }
