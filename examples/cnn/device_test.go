@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -83,20 +81,18 @@ func run(t *testing.T, dir, device string, steps int) ([]float64, *trainer.Recor
 	f, err := os.Open(metrics)
 	require.NoError(t, err)
 	defer f.Close()
+	recs, err := trainer.ReadJSONLines(f)
+	require.NoError(t, err)
 	var losses []float64
 	var eval *trainer.Record
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r trainer.Record
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+	for i, r := range recs {
 		switch r.Kind {
 		case trainer.KindTrain:
 			losses = append(losses, r.Loss)
 		case trainer.KindEval:
-			eval = &r
+			eval = &recs[i]
 		}
 	}
-	require.NoError(t, sc.Err())
 	require.NotNil(t, eval, "no evaluation record; output:\n%s", res[0].Output())
 	m, err := checkpoint.NewManager(ckpt)
 	require.NoError(t, err)

@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -32,16 +30,14 @@ func readLosses(t *testing.T, path string) []float64 {
 	f, err := os.Open(path)
 	require.NoError(t, err)
 	defer f.Close()
+	recs, err := trainer.ReadJSONLines(f)
+	require.NoError(t, err)
 	var losses []float64
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r trainer.Record
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+	for _, r := range recs {
 		if r.Kind == trainer.KindTrain {
 			losses = append(losses, r.Loss)
 		}
 	}
-	require.NoError(t, sc.Err())
 	return losses
 }
 

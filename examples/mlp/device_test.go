@@ -3,8 +3,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -40,19 +38,17 @@ func stepLosses(t *testing.T, device string, extra ...string) ([]float64, []stri
 		Args: append([]string{"-device", device, "-epochs", "1", "-seed", "5", "-metrics", metrics, "-metrics-every", "1"}, extra...),
 		Env:  []string{"GODDP_TIMEOUT=120s", "GODDP_NUM_THREADS=1"}})
 	proctest.RequireSuccess(t, res)
-	var losses []float64
 	f, err := os.Open(metrics)
 	require.NoError(t, err)
 	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		var r trainer.Record
-		require.NoError(t, json.Unmarshal(sc.Bytes(), &r))
+	recs, err := trainer.ReadJSONLines(f)
+	require.NoError(t, err)
+	var losses []float64
+	for _, r := range recs {
 		if r.Kind == trainer.KindTrain {
 			losses = append(losses, r.Loss)
 		}
 	}
-	require.NoError(t, sc.Err())
 	epochs := regexp.MustCompile(`(?m)^epoch=\d+ loss=\S+$`).FindAllString(res[0].Stdout, -1)
 	require.NotEmpty(t, epochs, "rank 0's output:\n%s", res[0].Output())
 	require.Contains(t, res[1].Stdout, fmt.Sprintf("[%s] Epoch 0", map[string]string{"cpu": "cpu1", "sim": "sim:1"}[device]),
