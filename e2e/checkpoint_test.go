@@ -79,7 +79,7 @@ func killMidSave(t *testing.T, j *job, creates <-chan string, ck string, pid int
 			continue
 		}
 		tries++
-		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		signal(t, pid, syscall.SIGSTOP)
 		waitStopped(t, pid)
 		if _, err := os.Stat(filepath.Join(ck, name)); err == nil {
 			before := completeCheckpoints(t, ck)
@@ -87,7 +87,7 @@ func killMidSave(t *testing.T, j *job, creates <-chan string, ck string, pid int
 			t.Logf("killed in the middle of writing %s (caught on try %d); complete checkpoints: %d", name, tries, len(before))
 			return name, before
 		}
-		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+		signal(t, pid, syscall.SIGCONT)
 	}
 }
 

@@ -72,13 +72,13 @@ func stopMidSave(t *testing.T, j *job, creates <-chan string, ck string, pid int
 			continue
 		}
 		tries++
-		require.NoError(t, syscall.Kill(pid, syscall.SIGSTOP))
+		signal(t, pid, syscall.SIGSTOP)
 		waitStopped(t, pid)
 		if _, err := os.Stat(filepath.Join(ck, name)); err == nil {
 			t.Logf("stopped in the middle of writing %s (caught on try %d)", name, tries)
 			return name
 		}
-		require.NoError(t, syscall.Kill(pid, syscall.SIGCONT))
+		signal(t, pid, syscall.SIGCONT)
 	}
 }
 
@@ -122,7 +122,7 @@ func TestTwoJobsOneCheckpointDir(t *testing.T) {
 	// The first job finishes the save it was stopped in and goes on.
 	target := strings.TrimPrefix(inFlight[:strings.LastIndex(inFlight, ".tmp-")], ".")
 	saves := strings.Count(first.stdout.String(), "Training checkpoint saved")
-	require.NoError(t, syscall.Kill(ws[0], syscall.SIGCONT))
+	signal(t, ws[0], syscall.SIGCONT)
 	deadline := time.Now().Add(20 * time.Second)
 	for strings.Count(first.stdout.String(), "Training checkpoint saved") < saves+3 {
 		select {
@@ -138,7 +138,7 @@ func TestTwoJobsOneCheckpointDir(t *testing.T) {
 		_, err := checkpoint.Load(p)
 		assert.NoError(t, err, "the first job's checkpoint %s", p)
 	}
-	require.NoError(t, syscall.Kill(first.cmd.Process.Pid, syscall.SIGTERM))
+	signal(t, first.cmd.Process.Pid, syscall.SIGTERM)
 	first.wait(30 * time.Second)
 	assert.NotContains(t, first.stderr.String(), "no such file or directory")
 	first.requireNoLeftovers()

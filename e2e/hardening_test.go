@@ -165,7 +165,7 @@ func TestBlackholedRank(t *testing.T) {
 			waitFor(t, 60*time.Second, func() bool { return epochLine(3).MatchString(ws[0].stdout.String()) }, ws[0].stderr)
 			tally.faults.Add(1)
 			victim := ws[tc.victim].cmd.Process.Pid
-			require.NoError(t, syscall.Kill(victim, syscall.SIGSTOP))
+			signal(t, victim, syscall.SIGSTOP)
 			stopped := time.Now()
 			waitStopped(t, victim)
 			errs := map[int]string{}

@@ -143,7 +143,7 @@ func (j *job) kill() {
 	select {
 	case <-j.done:
 	default:
-		_ = syscall.Kill(-j.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(j.cmd.Process.Pid)
 		<-j.done
 	}
 	for _, p := range marked(j.marker) {
@@ -296,7 +296,7 @@ func (j *job) workers(n, attempt int, limit time.Duration) map[int]int {
 			j.seen[pid] = true
 		}
 		j.mu.Unlock()
-		if len(got) == n {
+		if len(got) == n && hasRanks(got, n) {
 			return got
 		}
 		if time.Now().After(deadline) {
@@ -304,6 +304,17 @@ func (j *job) workers(n, attempt int, limit time.Duration) map[int]int {
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
+}
+
+// hasRanks reports whether got holds ranks 0 to n-1 (a worker whose RANK
+// could not be read counts as rank -1).
+func hasRanks(got map[int]int, n int) bool {
+	for r := range n {
+		if got[r] <= 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // leftovers lists processes still alive after the job ended: any carrying
@@ -344,7 +355,29 @@ func (j *job) requireNoLeftovers() {
 func (j *job) inject(pid int, sig syscall.Signal) {
 	j.t.Helper()
 	tally.faults.Add(1)
-	require.NoError(j.t, syscall.Kill(pid, sig), "signal %v to %d", sig, pid)
+	signal(j.t, pid, sig)
+}
+
+// signal sends sig to the one process pid, and fails the test instead when
+// pid could mean more than that process: kill(2) reads 0 as this process's
+// own group, -1 as every process and 1 as init, and a pid of this test
+// process or of its group would stop or kill the test run itself (go test
+// and the script that started it share that group). A zero pid is what a
+// map lookup of a rank that was never found returns.
+func signal(t testing.TB, pid int, sig syscall.Signal) {
+	t.Helper()
+	self, _ := syscall.Getpgid(0)
+	require.False(t, pid <= 1 || pid == os.Getpid() || pid == self,
+		"refusing to send %v to pid %d: not one worker of the job (this test is pid %d, group %d)", sig, pid, os.Getpid(), self)
+	require.NoError(t, syscall.Kill(pid, sig), "signal %v to %d", sig, pid)
+}
+
+// killGroup SIGKILLs the process group that the process leader leads (its
+// pgid is its pid: started with Setpgid), never this test's own group.
+func killGroup(leader int) {
+	if self, _ := syscall.Getpgid(0); leader > 1 && leader != self {
+		_ = syscall.Kill(-leader, syscall.SIGKILL)
+	}
 }
 
 // waitStopped waits until pid is in the stopped state.
@@ -442,7 +475,7 @@ func startProgram(t *testing.T, bin string, n int, env []string, args ...string)
 			select {
 			case <-w.done:
 			default:
-				_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+				killGroup(w.cmd.Process.Pid)
 				<-w.done
 			}
 		}
@@ -459,7 +492,7 @@ func (w *worker) wait(t *testing.T, since time.Time, limit time.Duration) (code 
 		return w.code, w.ended.Sub(since)
 	case <-time.After(time.Until(since.Add(limit))):
 		tally.hangs.Add(1)
-		_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(w.cmd.Process.Pid)
 		<-w.done
 		t.Fatalf("HANG: rank %d still running %v after the fault\nstderr:\n%s", w.rank, limit, w.stderr.String())
 		return -1, 0

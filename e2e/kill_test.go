@@ -65,7 +65,7 @@ func TestKill9RankMidStep(t *testing.T) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			took := time.Since(killed)
-			require.NoError(t, syscall.Kill(j.cmd.Process.Pid, syscall.SIGCONT))
+			signal(t, j.cmd.Process.Pid, syscall.SIGCONT)
 			t.Logf("survivors exited on their own within %v of the kill (launcher frozen)", took.Round(time.Millisecond))
 			require.Empty(t, running, "survivor ranks still running %v after rank %d was killed, with no launcher to stop them", tc.bound, tc.victim)
 
@@ -121,7 +121,7 @@ func TestKill9NoLauncher(t *testing.T) {
 			waitFor(t, 60*time.Second, func() bool { return epochLine(3).MatchString(ws[0].stdout.String()) }, ws[0].stderr)
 			killed := time.Now()
 			tally.faults.Add(1)
-			require.NoError(t, syscall.Kill(ws[tc.victim].cmd.Process.Pid, syscall.SIGKILL))
+			signal(t, ws[tc.victim].cmd.Process.Pid, syscall.SIGKILL)
 			for _, s := range ws {
 				if s.rank == tc.victim {
 					continue

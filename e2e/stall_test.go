@@ -39,7 +39,7 @@ func TestStallInspector(t *testing.T) {
 			j.inject(ws[1], syscall.SIGSTOP)
 			waitStopped(t, ws[1])
 			time.Sleep(3 * time.Second)
-			require.NoError(t, syscall.Kill(ws[1], syscall.SIGCONT))
+			signal(t, ws[1], syscall.SIGCONT)
 			code, took := j.wait(90 * time.Second)
 			t.Logf("job took %v", took.Round(time.Millisecond))
 			require.Equal(t, 0, code, j.stderr.String())

@@ -44,7 +44,7 @@ func startRank(t *testing.T, bin string, port, rank, world int, env []string, ar
 		select {
 		case <-w.done:
 		default:
-			_ = syscall.Kill(-w.cmd.Process.Pid, syscall.SIGKILL)
+			killGroup(w.cmd.Process.Pid)
 			<-w.done
 		}
 	})

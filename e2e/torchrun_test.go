@@ -62,7 +62,7 @@ func runTorchrun(t *testing.T, limit time.Duration, args ...string) (int, string
 	require.NoError(t, cmd.Start())
 	tally.jobs.Add(1)
 	killAll := func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		killGroup(cmd.Process.Pid)
 		for _, p := range marked(marker) {
 			_ = syscall.Kill(p.pid, syscall.SIGKILL)
 		}

@@ -16,13 +16,17 @@ bash scripts/test-dpkg-installed.sh
 
 echo "== go vet"
 go vet ./...
+logs=$(mktemp -d)
 echo "== go test (default build)"
-go test -count=1 -timeout 25m $(go list ./... | grep -v '/e2e')
+bash scripts/bounded.sh 2100 "$logs/unit.log" go test -count=1 -timeout 25m $(go list ./... | grep -v '/e2e')
 # The end-to-end fault suites time kills, freezes and timeouts across real
 # processes: run them one package at a time after the rest, so that the
 # heaviest tests (examples on the simulated GPU) do not share their cores.
+# -v streams each test's verdict as it ends (one package at a time), so a
+# run that hangs shows where; each package takes about 3 minutes.
 echo "== go test (end-to-end fault suites, one package at a time)"
-go test -count=1 -p 1 -timeout 25m ./e2e/...
+bash scripts/bounded.sh 1800 "$logs/e2e.log" go test -count=1 -p 1 -v -timeout 12m ./e2e/...
+rm -rf "$logs"
 [ "${GODDP_TEST_QUICK:-0}" = 1 ] && exit 0
 
 echo "== go test (pure Go, CGO_ENABLED=0)"
