@@ -49,6 +49,11 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 // (zero probability) without being computed. A row whose every entry is
 // masked comes out NaN, as in torch.
 func softmaxRows[T float](x, mask []T, l, s int, causal bool) {
+	if xf, ok := any(x).([]float32); ok {
+		mf, _ := any(mask).([]float32)
+		tensor.SoftmaxRowsF32(xf, mf, l, s, causal)
+		return
+	}
 	for i := 0; i < l; i++ {
 		row := x[i*s : (i+1)*s]
 		n := s
@@ -111,26 +116,37 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		}
 		gemm(false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
 		// ds = p ⊙ (dp - Σ_j dp·p) row by row; masked entries have p = 0.
-		for i := 0; i < l; i++ {
-			n := s
-			if pl.causal {
-				n = min(i+1, s)
-			}
-			pr, dr := pb[i*s:i*s+n], dp[i*s:(i+1)*s]
-			var dot T
-			for j, pv := range pr {
-				dot += pv * dr[j]
-			}
-			for j, pv := range pr {
-				dr[j] = pv * (dr[j] - dot)
-			}
-			clear(dr[n:])
-		}
+		softmaxBwdRows(pb, dp, l, s, pl.causal)
 		if dq != nil {
 			gemm(false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
 		}
 		if dk != nil {
 			gemm(true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
 		}
+	}
+}
+
+// softmaxBwdRows turns dp (l×s, the gradient of the probabilities p) into
+// the gradient of the scores in place: dp = p ⊙ (dp - Σ_j dp·p), entries
+// past a causal row's end 0.
+func softmaxBwdRows[T float](pb, dp []T, l, s int, causal bool) {
+	if df, ok := any(dp).([]float32); ok {
+		tensor.SoftmaxBwdRowsF32(df, any(pb).([]float32), l, s, causal)
+		return
+	}
+	for i := 0; i < l; i++ {
+		n := s
+		if causal {
+			n = min(i+1, s)
+		}
+		pr, dr := pb[i*s:i*s+n], dp[i*s:(i+1)*s]
+		var dot T
+		for j, pv := range pr {
+			dot += pv * dr[j]
+		}
+		for j, pv := range pr {
+			dr[j] = pv * (dr[j] - dot)
+		}
+		clear(dr[n:])
 	}
 }

@@ -18,7 +18,7 @@ func GELU(a *Variable) *Variable {
 	}
 	var y *tensor.Tensor
 	if x.DType() == tensor.Float32 {
-		y = tensor.New(tensor.Float32, x.Shape()...)
+		y = tensor.Empty(tensor.Float32, x.Shape()...) // written whole
 		tensor.GELUF32(y.F32(), x.F32())
 	} else {
 		y = tensor.GELU(x)

@@ -39,13 +39,14 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 	if y, xhat, rstd := tensor.LayerNormDevice(xc, value(w), value(b), d, eps); y != nil {
 		return FromOp(y, &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows, xhat: xhat, rstdDev: rstd})
 	}
+	// Both outputs are written whole (Empty: no zeroing first).
 	o := &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows,
-		xhat: tensor.New(xc.DType(), xs...), rstd: make([]float64, rows)}
-	y := tensor.New(xc.DType(), xs...)
+		xhat: tensor.Empty(xc.DType(), xs...), rstd: make([]float64, rows)}
+	y := tensor.Empty(xc.DType(), xs...)
 	if xc.DType() == tensor.Float64 {
 		layerNormFwd(o, y.F64(), xc.F64(), affine[float64](w), affine[float64](b), eps)
 	} else {
-		layerNormFwd(o, y.F32(), xc.F32(), affine[float32](w), affine[float32](b), eps)
+		tensor.LayerNormF32(y.F32(), o.xhat.F32(), o.rstd, xc.F32(), affine[float32](w), affine[float32](b), rows, d, eps)
 	}
 	return FromOp(y, o)
 }
@@ -115,7 +116,7 @@ func (o *layerNormOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*t
 	if gy.DType() == tensor.Float64 {
 		layerNormBwd[float64](o, gy, dst, grads)
 	} else {
-		layerNormBwd[float32](o, gy, dst, grads)
+		layerNormBwdF32(o, gy, dst, grads)
 	}
 	return grads
 }
@@ -128,6 +129,28 @@ func paramGrad[T float](i int, dst, grads []*tensor.Tensor, dt tensor.DType, sha
 	}
 	grads[i] = tensor.New(dt, shape...)
 	return data[T](grads[i])
+}
+
+// layerNormBwdF32 is layerNormBwd for float32, through the vectorised row
+// kernel (tensor.LayerNormBwdF32).
+func layerNormBwdF32(o *layerNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
+	x, w, b := o.in(0), o.in(1), o.in(2)
+	var wd, dw, db []float32
+	if w != nil {
+		wd = w.Value.F32()
+		if needs(w) {
+			dw = paramGrad[float32](1, dst, grads, gyT.DType(), w.Value.Shape())
+		}
+	}
+	if needs(b) {
+		db = paramGrad[float32](2, dst, grads, gyT.DType(), b.Value.Shape())
+	}
+	var dx []float32
+	if needs(x) {
+		grads[0] = tensor.Empty(gyT.DType(), x.Value.Shape()...) // written whole
+		dx = grads[0].F32()
+	}
+	tensor.LayerNormBwdF32(dx, dw, db, gyT.F32(), o.xhat.F32(), wd, o.rstd, o.rows, o.d)
 }
 
 func layerNormBwd[T float](o *layerNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {

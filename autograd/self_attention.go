@@ -44,8 +44,10 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 	}
 	pl.setMask("SelfAttention", o.Mask, []int{b, heads}, qkv.Value.DType())
 	x := qkv.Value.Contiguous()
-	y := tensor.New(x.DType(), b, t, e)
-	p := tensor.New(x.DType(), nb, t, t)
+	// Every head's GEMMs write their block of y and p whole (Empty: no
+	// zeroing first).
+	y := tensor.Empty(x.DType(), b, t, e)
+	p := tensor.Empty(x.DType(), nb, t, t)
 	if y.DType() == tensor.Float64 {
 		xs := x.F64()
 		attnForward(pl, xs, xs, xs, p.F64(), y.F64())
@@ -75,7 +77,7 @@ func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 		return []*tensor.Tensor{gx}
 	}
 	gy = gy.Contiguous()
-	gx := tensor.New(o.x.DType(), o.x.Shape()...)
+	gx := tensor.Empty(o.x.DType(), o.x.Shape()...) // dq, dk and dv of every head cover it whole
 	if gy.DType() == tensor.Float64 {
 		selfAttentionBackward[float64](o, gy, gx)
 	} else {

@@ -28,7 +28,12 @@ func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 		gemm(false, true, n, out, in, 1, xc, in, w, in, beta, y, out)
 		return y
 	}
-	y := New(xc.dtype, shape...)
+	// The bias rows or the GEMM (beta 0) write y whole; with in = 0 the
+	// GEMM has no product to write, so y must start at zero.
+	y := Empty(xc.dtype, shape...)
+	if in == 0 {
+		y = New(xc.dtype, shape...)
+	}
 	if xc.dtype == Float64 {
 		var bias []float64
 		if b != nil {

@@ -1,0 +1,204 @@
+//go:build cgo && !noblas
+
+// Row-wise float32 kernels of a transformer step: LayerNorm forward and
+// backward over rows of d, and the attention's softmax over rows of scores
+// with its backward (rownorm.go's LayerNormF32, LayerNormBwdF32,
+// SoftmaxRowsF32 and SoftmaxBwdRowsF32; rownorm_go.go has the same
+// algorithms in Go). Go compiles these loops to scalar SSE, where a GPT
+// of width 128 spent as long in them as in half its GEMMs.
+//
+// The statistics accumulate in double, as the Go loops do, but in eight
+// independent lanes summed at the end, so that GCC vectorises them: the
+// sums differ from a sequential loop's in the last bits of double, far
+// below float32's ulp. e**x is fastmath.go's ExpF32 (the same reduction,
+// polynomial and clamp). target_clones builds AVX-512, AVX2+FMA and
+// baseline versions and picks one at load time by the CPU.
+
+#pragma GCC optimize("O3", "no-trapping-math")
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#define CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
+#define LANES 8
+
+static inline double bits_to_double(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+static inline uint64_t double_to_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
+
+// ExpF32's e**y: clamped to [-104, 89], y = k·ln2 + r, 2**k from the bits.
+static inline float exp_f32(float v) {
+	const double log2e = 1.44269504088896340736, ln2 = 0.693147180559945309417;
+	const double shifter = 0x1.8p52 + 1023;
+	double y = v;
+	y = y < -104 ? -104 : y;
+	y = y > 89 ? 89 : y;
+	double kf = y * log2e + shifter;
+	double s = bits_to_double(double_to_bits(kf) << 52);
+	double r = y - (kf - shifter) * ln2;
+	double r2 = r * r;
+	double m = r * ((1.0000000000312237 + 0.5000000046680004 * r) + r2 * (0.16666666249338286 + 0.041666354325215704 * r) +
+	                r2 * r2 * ((0.008333402933959448 + 0.0013941015328067642 * r) + r2 * 0.00019841247011729895));
+	return (float)(s + s * m);
+}
+
+static inline double sum_lanes(const double *acc) {
+	double s = 0;
+	for (int j = 0; j < LANES; j++) s += acc[j];
+	return s;
+}
+
+// sum of x[0:n] and of (x - mean)² in double, eight lanes.
+static inline double sum_f32(const float *restrict x, int64_t n) {
+	double acc[LANES] = {0};
+	int64_t i = 0;
+	for (; i + LANES <= n; i += LANES)
+		for (int j = 0; j < LANES; j++) acc[j] += (double)x[i + j];
+	for (; i < n; i++) acc[0] += (double)x[i];
+	return sum_lanes(acc);
+}
+
+static inline double sqdev_f32(const float *restrict x, double mean, int64_t n) {
+	double acc[LANES] = {0};
+	int64_t i = 0;
+	for (; i + LANES <= n; i += LANES)
+		for (int j = 0; j < LANES; j++) {
+			double e = (double)x[i + j] - mean;
+			acc[j] += e * e;
+		}
+	for (; i < n; i++) {
+		double e = (double)x[i] - mean;
+		acc[0] += e * e;
+	}
+	return sum_lanes(acc);
+}
+
+// y = xhat·w + b over rows of d, xhat = (x - mean)·rstd, rstd = 1/√(var+eps)
+// (biased variance); w and b may be NULL.
+CLONES void goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, double *restrict rstd_out, const float *restrict x,
+                                    const float *restrict w, const float *restrict b, int64_t rows, int64_t d, double eps) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * d;
+		float *hr = xhat + r * d, *yr = y + r * d;
+		double mean = sum_f32(xr, d) / (double)d;
+		double rstd = 1 / sqrt(sqdev_f32(xr, mean, d) / (double)d + eps);
+		rstd_out[r] = rstd;
+		for (int64_t i = 0; i < d; i++) hr[i] = (float)(((double)xr[i] - mean) * rstd);
+		if (w && b)
+			for (int64_t i = 0; i < d; i++) yr[i] = hr[i] * w[i] + b[i];
+		else if (w)
+			for (int64_t i = 0; i < d; i++) yr[i] = hr[i] * w[i];
+		else if (b)
+			for (int64_t i = 0; i < d; i++) yr[i] = hr[i] + b[i];
+		else
+			memcpy(yr, hr, (size_t)d * sizeof(float));
+	}
+}
+
+// LayerNorm's backward over rows of d: dw += Σ gy·xhat and db += Σ gy
+// (either may be NULL), and, when dx is not NULL,
+// dx = rstd·(gh - mean(gh) - xhat·mean(gh·xhat)) with gh = gy·w (w may be NULL).
+CLONES void goddp_layernorm_bwd_f32(float *restrict dx, float *restrict dw, float *restrict db, const float *restrict gy,
+                                    const float *restrict xhat, const float *restrict w, const double *restrict rstd,
+                                    int64_t rows, int64_t d) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *g = gy + r * d, *h = xhat + r * d;
+		if (dw)
+			for (int64_t i = 0; i < d; i++) dw[i] += g[i] * h[i];
+		if (db)
+			for (int64_t i = 0; i < d; i++) db[i] += g[i];
+		if (!dx) continue;
+		double a1[LANES] = {0}, a2[LANES] = {0};
+		int64_t i = 0;
+		for (; i + LANES <= d; i += LANES)
+			for (int j = 0; j < LANES; j++) {
+				double gh = (double)g[i + j] * (w ? (double)w[i + j] : 1.0);
+				a1[j] += gh;
+				a2[j] += gh * (double)h[i + j];
+			}
+		for (; i < d; i++) {
+			double gh = (double)g[i] * (w ? (double)w[i] : 1.0);
+			a1[0] += gh;
+			a2[0] += gh * (double)h[i];
+		}
+		double s1 = sum_lanes(a1) / (double)d, s2 = sum_lanes(a2) / (double)d, rs = rstd[r];
+		float *out = dx + r * d;
+		for (i = 0; i < d; i++) {
+			double gh = (double)g[i] * (w ? (double)w[i] : 1.0);
+			out[i] = (float)(rs * (gh - s1 - (double)h[i] * s2));
+		}
+	}
+}
+
+// max and sum of x[0:n] in float32, sixteen lanes (NaN: the max skips it,
+// the sum carries it).
+#define FLANES 16
+static inline float max_f32(const float *restrict x, int64_t n) {
+	float acc[FLANES];
+	for (int j = 0; j < FLANES; j++) acc[j] = -INFINITY;
+	int64_t i = 0;
+	for (; i + FLANES <= n; i += FLANES)
+		for (int j = 0; j < FLANES; j++) acc[j] = x[i + j] > acc[j] ? x[i + j] : acc[j];
+	for (; i < n; i++) acc[0] = x[i] > acc[0] ? x[i] : acc[0];
+	float m = acc[0];
+	for (int j = 1; j < FLANES; j++) m = acc[j] > m ? acc[j] : m;
+	return m;
+}
+
+static inline float fsum_f32(const float *restrict x, int64_t n) {
+	float acc[FLANES] = {0};
+	int64_t i = 0;
+	for (; i + FLANES <= n; i += FLANES)
+		for (int j = 0; j < FLANES; j++) acc[j] += x[i + j];
+	for (; i < n; i++) acc[0] += x[i];
+	float s = 0;
+	for (int j = 0; j < FLANES; j++) s += acc[j];
+	return s;
+}
+
+static inline float fdot_f32(const float *restrict x, const float *restrict y, int64_t n) {
+	float acc[FLANES] = {0};
+	int64_t i = 0;
+	for (; i + FLANES <= n; i += FLANES)
+		for (int j = 0; j < FLANES; j++) acc[j] += x[i + j] * y[i + j];
+	for (; i < n; i++) acc[0] += x[i] * y[i];
+	float s = 0;
+	for (int j = 0; j < FLANES; j++) s += acc[j];
+	return s;
+}
+
+// Each of the l rows of x (l×s scores) becomes its softmax after adding
+// mask (l×s, or NULL); with causal, entries j > i are zeroed without being
+// read. A row whose every entry is -inf, or that holds a NaN, comes out
+// NaN, as in torch.
+CLONES void goddp_softmax_rows_f32(float *restrict x, const float *restrict mask, int64_t l, int64_t s, int causal) {
+	for (int64_t i = 0; i < l; i++) {
+		float *row = x + i * s;
+		int64_t n = s;
+		if (causal) {
+			n = i + 1 < s ? i + 1 : s;
+			memset(row + n, 0, (size_t)(s - n) * sizeof(float));
+		}
+		if (mask)
+			for (int64_t j = 0; j < n; j++) row[j] += mask[i * s + j];
+		float m = max_f32(row, n);
+		for (int64_t j = 0; j < n; j++) row[j] = exp_f32(row[j] - m);
+		float inv = 1 / fsum_f32(row, n);
+		for (int64_t j = 0; j < n; j++) row[j] *= inv;
+	}
+}
+
+// The softmax's backward in place over the l rows of dp (l×s, the gradient
+// of the probabilities p): dp = p ⊙ (dp - Σ_j dp·p); with causal, entries
+// j > i become 0.
+CLONES void goddp_softmax_bwd_rows_f32(float *restrict dp, const float *restrict p, int64_t l, int64_t s, int causal) {
+	for (int64_t i = 0; i < l; i++) {
+		int64_t n = s;
+		if (causal) n = i + 1 < s ? i + 1 : s;
+		const float *pr = p + i * s;
+		float *dr = dp + i * s;
+		float dot = fdot_f32(pr, dr, n);
+		for (int64_t j = 0; j < n; j++) dr[j] = pr[j] * (dr[j] - dot);
+		memset(dr + n, 0, (size_t)(s - n) * sizeof(float));
+	}
+}

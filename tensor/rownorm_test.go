@@ -1,0 +1,190 @@
+package tensor
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// The row kernels against float64 references of the formulas they
+// document, over widths that leave every lane count a remainder (1, 7, 17,
+// 128, 129), with and without the affine parameters: each output within a
+// few float32 ulps of the reference.
+
+func randF32(rng *rand.Rand, n int, scale float64) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32((rng.Float64()*2 - 1) * scale)
+	}
+	return x
+}
+
+// within asserts |got - want| <= ulps·ulp(want) + abs.
+func within(t *testing.T, got []float32, want []float64, ulps, abs float64, what string) {
+	t.Helper()
+	require.Len(t, got, len(want))
+	for i, w := range want {
+		ulp := float64(math.Nextafter32(float32(math.Abs(w)), float32(math.Inf(1)))) - math.Abs(float64(float32(w)))
+		if d := math.Abs(float64(got[i]) - w); d > ulps*ulp+abs {
+			t.Fatalf("%s[%d] = %v, want %v (off by %.3g, %.1f ulps)", what, i, got[i], w, d, d/ulp)
+		}
+	}
+}
+
+func TestLayerNormF32MatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, d := range []int{1, 7, 17, 128, 129} {
+		for _, affine := range []bool{false, true} {
+			rows, eps := 5, 1e-5
+			x := randF32(rng, rows*d, 3)
+			x[0] += 100 // a row with a large mean: the variance must not cancel
+			var w, b []float32
+			if affine {
+				w, b = randF32(rng, d, 2), randF32(rng, d, 1)
+			}
+			y, xh, rstd := make([]float32, rows*d), make([]float32, rows*d), make([]float64, rows)
+			LayerNormF32(y, xh, rstd, x, w, b, rows, d, eps)
+
+			gy := randF32(rng, rows*d, 1)
+			dx := make([]float32, rows*d)
+			var dw, db []float32
+			if affine {
+				dw, db = make([]float32, d), make([]float32, d)
+				dw[0], db[0] = 1, -1 // accumulated into, not overwritten
+			}
+			LayerNormBwdF32(dx, dw, db, gy, xh, w, rstd, rows, d)
+
+			wantY, wantH, wantDX := make([]float64, rows*d), make([]float64, rows*d), make([]float64, rows*d)
+			var wantDW, wantDB []float64
+			if affine {
+				wantDW, wantDB = make([]float64, d), make([]float64, d)
+				wantDW[0], wantDB[0] = 1, -1
+			}
+			for r := range rows {
+				row := x[r*d : (r+1)*d]
+				mean, vr := 0.0, 0.0
+				for _, v := range row {
+					mean += float64(v)
+				}
+				mean /= float64(d)
+				for _, v := range row {
+					vr += (float64(v) - mean) * (float64(v) - mean)
+				}
+				rs := 1 / math.Sqrt(vr/float64(d)+eps)
+				assert.InDelta(t, rs, rstd[r], 1e-12*rs)
+				s1, s2 := 0.0, 0.0
+				for i, v := range row {
+					h := (float64(v) - mean) * rs
+					wantH[r*d+i], wantY[r*d+i] = h, h
+					gh := float64(gy[r*d+i])
+					if affine {
+						wantY[r*d+i] = float64(float32(h))*float64(w[i]) + float64(b[i])
+						wantDW[i] += float64(gy[r*d+i]) * float64(xh[r*d+i])
+						wantDB[i] += float64(gy[r*d+i])
+						gh *= float64(w[i])
+					}
+					s1 += gh
+					s2 += gh * float64(xh[r*d+i])
+				}
+				s1, s2 = s1/float64(d), s2/float64(d)
+				for i := range row {
+					gh := float64(gy[r*d+i])
+					if affine {
+						gh *= float64(w[i])
+					}
+					wantDX[r*d+i] = rs * (gh - s1 - float64(xh[r*d+i])*s2)
+				}
+			}
+			within(t, xh, wantH, 1, 0, "xhat")
+			within(t, y, wantY, 2, 1e-7, "y")
+			within(t, dx, wantDX, 2, 1e-6, "dx")
+			if affine {
+				within(t, dw, wantDW, 4, 1e-6, "dw")
+				within(t, db, wantDB, 4, 1e-6, "db")
+			}
+		}
+	}
+	assert.Panics(t, func() { LayerNormF32(make([]float32, 3), make([]float32, 4), make([]float64, 1), make([]float32, 4), nil, nil, 1, 4, 1e-5) },
+		"a short output buffer")
+}
+
+func TestSoftmaxRowsF32MatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, s := range []int{1, 7, 17, 64, 65} {
+		for _, causal := range []bool{false, true} {
+			for _, masked := range []bool{false, true} {
+				l := s + 2
+				x := randF32(rng, l*s, 8)
+				var mask []float32
+				if masked {
+					mask = randF32(rng, l*s, 2)
+					mask[0] = float32(math.Inf(-1)) // a key no query may see
+				}
+				p := append([]float32(nil), x...)
+				SoftmaxRowsF32(p, mask, l, s, causal)
+				want := make([]float64, l*s)
+				for i := range l {
+					n := s
+					if causal {
+						n = min(i+1, s)
+					}
+					m, sum := math.Inf(-1), 0.0
+					for j := range n {
+						v := float64(x[i*s+j])
+						if mask != nil {
+							v = float64(x[i*s+j] + mask[i*s+j])
+						}
+						want[i*s+j] = v
+						m = max(m, v)
+					}
+					for j := range n {
+						want[i*s+j] = math.Exp(want[i*s+j] - m)
+						sum += want[i*s+j]
+					}
+					for j := range n {
+						want[i*s+j] /= sum
+					}
+				}
+				if masked && s == 1 {
+					// Row 0 has its only key masked: NaN, as torch.
+					require.True(t, math.IsNaN(float64(p[0])), "a fully masked row is NaN, got %v", p[0])
+					p[0], want[0] = 0, 0
+				}
+				within(t, p, want, 8, 1e-9, "softmax") // float32 exp, sum and reciprocal: a few roundings
+
+				dp := randF32(rng, l*s, 1)
+				wantG, tol := make([]float64, l*s), make([]float64, l*s)
+				for i := range l {
+					n := s
+					if causal {
+						n = min(i+1, s)
+					}
+					dot, absDot := 0.0, 0.0
+					for j := range n {
+						dot += float64(p[i*s+j]) * float64(dp[i*s+j])
+						absDot += math.Abs(float64(p[i*s+j]) * float64(dp[i*s+j]))
+					}
+					for j := range n {
+						wantG[i*s+j] = float64(p[i*s+j]) * (float64(dp[i*s+j]) - dot)
+						// dp - dot may cancel, so the bound scales with the
+						// terms, not with the result: a float32 sum of n
+						// products errs by up to about n·u·Σ|p·dp|.
+						tol[i*s+j] = float64(n+4) * 0x1p-24 * math.Abs(float64(p[i*s+j])) * (math.Abs(float64(dp[i*s+j])) + absDot)
+					}
+				}
+				SoftmaxBwdRowsF32(dp, p, l, s, causal)
+				for i, w := range wantG {
+					require.InDelta(t, w, dp[i], tol[i]+1e-12, "softmax backward[%d] (s=%d causal=%v)", i, s, causal)
+				}
+			}
+		}
+	}
+	nan := []float32{1, float32(math.NaN()), 2}
+	SoftmaxRowsF32(nan, nil, 1, 3, false)
+	for _, v := range nan {
+		assert.True(t, math.IsNaN(float64(v)), "a row holding a NaN comes out NaN: %v", nan)
+	}
+}
