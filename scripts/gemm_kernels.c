@@ -41,6 +41,14 @@ static const int shapes[][5] = {
     {64, 10, 1024, 0, 1}, {64, 1024, 10, 0, 0}, {10, 1024, 64, 1, 0},
     {32, 784, 25, 0, 0}, {25, 32, 784, 0, 1}, {64, 196, 800, 0, 0}, {800, 64, 196, 0, 1},
     {800, 196, 64, 1, 0},
+    // examples/gpt per rank (32 sequences of 64 tokens, width 128, vocab 80): the qkv, proj, fc1,
+    // fc2 and head Linears forward, input gradient, weight gradient; then one head's attention
+    // (64 queries and keys of 32): scores, output, and the backward's products
+    {2048, 384, 128, 0, 1}, {2048, 128, 128, 0, 1}, {2048, 512, 128, 0, 1}, {2048, 128, 512, 0, 1},
+    {2048, 80, 128, 0, 1}, {2048, 128, 384, 0, 0}, {2048, 128, 128, 0, 0}, {2048, 128, 512, 0, 0},
+    {2048, 512, 128, 0, 0}, {2048, 128, 80, 0, 0}, {384, 128, 2048, 1, 0}, {128, 128, 2048, 1, 0},
+    {512, 128, 2048, 1, 0}, {128, 512, 2048, 1, 0}, {80, 128, 2048, 1, 0},
+    {64, 64, 32, 0, 1}, {64, 32, 64, 0, 0}, {64, 32, 64, 1, 0}, {64, 64, 32, 0, 1},
 };
 
 static double run(int lib, int m, int n, int k, int ta, int tb, const float *a, const float *b, float *c) {

@@ -65,11 +65,13 @@ func engineError(op string, rc, m, n, k int) string {
 // engineBLASCore describes OpenBLAS's kernel set (see BLASCore).
 func engineBLASCore() string {
 	var detected *C.char
-	var reinit, slow C.int
-	core := C.GoString(C.goddp_blas_core(&detected, &reinit, &slow))
+	var reinit, slow, narrow C.int
+	core := C.GoString(C.goddp_blas_core(&detected, &reinit, &slow, &narrow))
 	switch {
 	case slow != 0:
 		return core + " (pre-AVX2 kernels on an AVX2 CPU: float32 products go to oneDNN)"
+	case narrow != 0 && engineName != "openblas":
+		return core + " (AVX2 kernels on a full-width AVX-512 CPU: float32 products go to oneDNN)"
 	case reinit != 0:
 		return core + " (OpenBLAS picked " + C.GoString(detected) + "; the engine re-initialised it)"
 	}

@@ -25,6 +25,7 @@
 #include "engine.h"
 
 #include <errno.h>
+#include <cpuid.h>
 #include <immintrin.h>
 #include <limits.h>
 #include <stdio.h>
@@ -93,6 +94,7 @@ static struct {
 	char detected[32]; // the core OpenBLAS picked for itself
 	int reinit;        // 1: we re-initialised it with a better core
 	int slow;          // 1: it still runs pre-AVX2 kernels on an AVX2 CPU
+	int narrow;        // 1: it runs AVX2 kernels on a CPU with full-width AVX-512 (see wide_avx512)
 	int intel;         // the CPU is an Intel one (oneDNN's jit sgemm is tuned there)
 	int bf16;          // the CPU has AVX512-BF16 (goddp_gemm_bf16's conversions and products)
 } blas_core;
@@ -181,8 +183,17 @@ static int use_dnnl(int ta, int tb, int64_t m, int64_t n, int64_t k) {
 	//
 	// When OpenBLAS runs pre-AVX2 kernels on an AVX2 CPU (blas_core_fix could
 	// not repair it), it is 3-5x behind everywhere, and oneDNN takes all.
+	//
+	// On a CPU with full-width AVX-512 (AMD Zen 5) where OpenBLAS runs its
+	// AVX2 kernels (the Haswell or Zen set, chosen by OPENBLAS_CORETYPE or by
+	// OpenBLAS itself), oneDNN's AVX-512 sgemm is ahead at every shape
+	// measured, small ones included (one thread of an EPYC Zen 5,
+	// scripts/gemm_kernels.c): 64³ 186 against 96 GFLOPS, 64×10×512 with
+	// op(B) transposed 75 against 54, a GPT head's 64×32×64 121 against 53,
+	// its 2048×512×128 Linear 169 against 67. Zen 4 runs AVX-512 on 256-bit
+	// halves, and there OpenBLAS's AVX2 kernels kept the small shapes.
 	(void)ta;
-	if (blas_core.slow)
+	if (blas_core.slow || blas_core.narrow)
 		return 1;
 	return m >= 64 && n >= 64 && k >= 64 && m * n * k >= (1 << 20) && (!tb || m >= (blas_core.intel ? 64 : 128));
 #else
@@ -196,11 +207,12 @@ int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k) 
 	return use_dnnl(transA, transB, m, n, k);
 }
 
-const char *goddp_blas_core(const char **detected, int *reinit, int *slow) {
+const char *goddp_blas_core(const char **detected, int *reinit, int *slow, int *narrow) {
 	pthread_once(&pool.once, pool_init);
 	*detected = blas_core.detected;
 	*reinit = blas_core.reinit;
 	*slow = blas_core.slow;
+	*narrow = blas_core.narrow;
 	return openblas_get_corename ? openblas_get_corename() : "";
 }
 
@@ -307,8 +319,30 @@ static void blas_core_fix(void) {
 	blas_core.slow = !name || strcmp(name, want) != 0;
 }
 
+// wide_avx512 reports whether the CPU executes 512-bit vectors at full
+// width: AMD from family 1Ah (Zen 5) on. Intel CPUs with AVX-512 get
+// OpenBLAS's SkylakeX kernels, so the question does not arise there unless
+// OPENBLAS_CORETYPE says otherwise, and then the shape rule stays.
+static int wide_avx512(void) {
+#if defined(__x86_64__)
+	unsigned a, b, c, d;
+	if (cpu_level() < 2 || !__builtin_cpu_is("amd") || !__get_cpuid(1, &a, &b, &c, &d))
+		return 0;
+	unsigned family = (a >> 8) & 0xf;
+	if (family == 0xf)
+		family += (a >> 20) & 0xff;
+	return family >= 0x1a;
+#else
+	return 0;
+#endif
+}
+
 static void pool_init(void) {
 	blas_core_fix();
+	if (!blas_core.slow && openblas_get_corename && wide_avx512()) {
+		const char *name = openblas_get_corename();
+		blas_core.narrow = name && (strcmp(name, "Haswell") == 0 || strcmp(name, "Zen") == 0);
+	}
 	// AVX512-BF16 (Zen 4 and later, Cooper Lake, Sapphire Rapids; AMX-BF16
 	// implies it on the Intel parts that have AMX).
 	__builtin_cpu_init();

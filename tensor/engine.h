@@ -27,9 +27,11 @@ int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k);
 
 // goddp_blas_core returns the kernel set OpenBLAS runs ("" when the library
 // cannot say), with the one it had picked for itself, whether the engine
-// re-initialised it, and whether it is still a pre-AVX2 set on an AVX2 CPU
-// (then float32 products all go to oneDNN). See blas_core_fix in engine.c.
-const char *goddp_blas_core(const char **detected, int *reinit, int *slow);
+// re-initialised it, whether it is still a pre-AVX2 set on an AVX2 CPU, and
+// whether it is an AVX2 set on a CPU with full-width AVX-512 (in either
+// case float32 products all go to oneDNN). See blas_core_fix and
+// wide_avx512 in engine.c.
+const char *goddp_blas_core(const char **detected, int *reinit, int *slow, int *narrow);
 
 // goddp_conv_t is one 2-d convolution over NCHW float32 arrays: input
 // [n, c, h, w], weight [o, c/groups, kh, kw], output [n, o, oh, ow]; padding

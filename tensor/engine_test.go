@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -158,6 +159,50 @@ func TestBLASCoreForcedSlow(t *testing.T) {
 	} else {
 		assert.Contains(t, string(out), "kernel64=openblas")
 	}
+}
+
+// TestBLASCoreNarrowKernels runs this test binary with
+// OPENBLAS_CORETYPE=Haswell (OpenBLAS's AVX2 kernels): on a CPU with
+// full-width AVX-512 (AMD family 1Ah and later) the engine must say so and
+// send even a 64³ product to oneDNN; elsewhere the shape rule keeps that
+// product on OpenBLAS.
+func TestBLASCoreNarrowKernels(t *testing.T) {
+	if os.Getenv("GODDP_TEST_FORCED_SLOW") == "1" {
+		t.Skip("the child of TestBLASCoreForcedSlow")
+	}
+	if os.Getenv("GODDP_TEST_NARROW") == "1" {
+		fmt.Printf("core=%s\nkernel64=%s\n", BLASCore(), engineKernel(false, false, 64, 64, 64))
+		return
+	}
+	if !cpuinfoHas("avx2", "fma") || !strings.Contains(BLASName(), "onednn") {
+		t.Skip("no AVX2 on this CPU, or no oneDNN in this build")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestBLASCoreNarrowKernels$", "-test.v")
+	cmd.Env = append(os.Environ(), "GODDP_TEST_NARROW=1", "OPENBLAS_CORETYPE=Haswell")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	t.Logf("%s", out)
+	if cpuinfoHas("AuthenticAMD", "avx512f", "avx512bw", "avx512dq", "avx512vl") && cpuFamily() >= 0x1a {
+		assert.Contains(t, string(out), "core=Haswell (AVX2 kernels on a full-width AVX-512 CPU")
+		assert.Contains(t, string(out), "kernel64=onednn")
+	} else {
+		assert.Contains(t, string(out), "kernel64=openblas")
+	}
+}
+
+// cpuFamily is /proc/cpuinfo's "cpu family" of the first CPU (0 when absent).
+func cpuFamily() int {
+	b, err := os.ReadFile("/proc/cpuinfo")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "cpu family" {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }
 
 // TestEngineConcurrentCallers runs GEMMs from several goroutines at once: one
