@@ -107,7 +107,9 @@ func TestLayerNormF32MatchesFloat64(t *testing.T) {
 			}
 		}
 	}
-	assert.Panics(t, func() { LayerNormF32(make([]float32, 3), make([]float32, 4), make([]float64, 1), make([]float32, 4), nil, nil, 1, 4, 1e-5) },
+	assert.Panics(t, func() {
+		LayerNormF32(make([]float32, 3), make([]float32, 4), make([]float64, 1), make([]float32, 4), nil, nil, 1, 4, 1e-5)
+	},
 		"a short output buffer")
 }
 
