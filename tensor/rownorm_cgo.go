@@ -9,6 +9,7 @@ package tensor
 // void goddp_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *gy, const float *xhat, const float *w, const double *rstd, int64_t rows, int64_t d);
 // void goddp_softmax_rows_f32(float *x, const float *mask, int64_t l, int64_t s, int causal);
 // void goddp_softmax_bwd_rows_f32(float *dp, const float *p, int64_t l, int64_t s, int causal);
+// void goddp_add_rows_f32(float *d, const float *x, int64_t rows, int64_t cols);
 import "C"
 
 import "unsafe"
@@ -85,4 +86,15 @@ func SoftmaxBwdRowsF32(dp, p []float32, l, s int, causal bool) {
 		c = 1
 	}
 	C.goddp_softmax_bwd_rows_f32(optF32(dp), optF32(p), C.int64_t(l), C.int64_t(s), C.int(c))
+}
+
+// AddRowsF32 adds the rows of x (rows×cols) to d (cols), one row after
+// another: d[c] += Σ_r x[r·cols+c], the same bits as a plain loop.
+func AddRowsF32(d, x []float32, rows, cols int) {
+	checkRows("AddRowsF32", rows, cols, len(x))
+	checkRows("AddRowsF32", 1, cols, len(d))
+	if rows*cols == 0 {
+		return
+	}
+	C.goddp_add_rows_f32(optF32(d), optF32(x), C.int64_t(rows), C.int64_t(cols))
 }

@@ -148,3 +148,15 @@ func SoftmaxBwdRowsF32(dp, p []float32, l, s int, causal bool) {
 		clear(dr[n:])
 	}
 }
+
+// AddRowsF32 adds the rows of x (rows×cols) to d (cols), one row after
+// another: d[c] += Σ_r x[r·cols+c], the same bits as a plain loop.
+func AddRowsF32(d, x []float32, rows, cols int) {
+	checkRows("AddRowsF32", rows, cols, len(x))
+	checkRows("AddRowsF32", 1, cols, len(d))
+	for r := range rows {
+		for c, v := range x[r*cols : (r+1)*cols] {
+			d[c] += v
+		}
+	}
+}

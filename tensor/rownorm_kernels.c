@@ -202,3 +202,13 @@ CLONES void goddp_softmax_bwd_rows_f32(float *restrict dp, const float *restrict
 		memset(dr + n, 0, (size_t)(s - n) * sizeof(float));
 	}
 }
+
+// d[c] += Σ_r x[r·cols + c], the rows added one after another, as the Go
+// loop does (the same bits): a Linear's bias gradient. Vectorised across
+// columns.
+CLONES void goddp_add_rows_f32(float *restrict d, const float *restrict x, int64_t rows, int64_t cols) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * cols;
+		for (int64_t c = 0; c < cols; c++) d[c] += xr[c];
+	}
+}

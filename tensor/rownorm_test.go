@@ -190,3 +190,19 @@ func TestSoftmaxRowsF32MatchesFloat64(t *testing.T) {
 		assert.True(t, math.IsNaN(float64(v)), "a row holding a NaN comes out NaN: %v", nan)
 	}
 }
+
+func TestAddRowsF32MatchesLoop(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, cols := range []int{1, 7, 80, 129} {
+		rows := 33
+		x, d := randF32(rng, rows*cols, 3), randF32(rng, cols, 1)
+		want := append([]float32(nil), d...)
+		for r := range rows {
+			for c := range cols {
+				want[c] += x[r*cols+c]
+			}
+		}
+		AddRowsF32(d, x, rows, cols)
+		assert.Equal(t, want, d, "cols=%d: the same bits as the row-by-row loop", cols)
+	}
+}
