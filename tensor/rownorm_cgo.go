@@ -10,9 +10,13 @@ package tensor
 // void goddp_softmax_rows_f32(float *x, const float *mask, int64_t l, int64_t s, int causal);
 // void goddp_softmax_bwd_rows_f32(float *dp, const float *p, int64_t l, int64_t s, int causal);
 // void goddp_add_rows_f32(float *d, const float *x, int64_t rows, int64_t cols);
+// double goddp_softmax_row_f64acc_f32(float *p, const float *x, int64_t c, double *max);
 import "C"
 
-import "unsafe"
+import (
+	"math"
+	"unsafe"
+)
 
 // optF32 is the C pointer of an optional slice (NULL when empty).
 func optF32(s []float32) *C.float {
@@ -97,4 +101,17 @@ func AddRowsF32(d, x []float32, rows, cols int) {
 		return
 	}
 	C.goddp_add_rows_f32(optF32(d), optF32(x), C.int64_t(rows), C.int64_t(cols))
+}
+
+// softmaxRowF32 writes the softmax of the logits x into p (len(x)) with
+// float64 accumulation, and returns the row's maximum and Σ e**(x-max),
+// whose log plus the maximum is the log-sum-exp. A NaN logit gives NaN.
+func softmaxRowF32(p, x []float32) (m, sum float64) {
+	if len(x) == 0 {
+		return math.Inf(-1), 0
+	}
+	_ = p[len(x)-1]
+	var cm C.double
+	s := C.goddp_softmax_row_f64acc_f32(optF32(p), optF32(x), C.int64_t(len(x)), &cm)
+	return float64(cm), float64(s)
 }

@@ -160,3 +160,6 @@ func AddRowsF32(d, x []float32, rows, cols int) {
 		}
 	}
 }
+
+// softmaxRowF32 is softmaxRowGo: this build has no C kernels.
+func softmaxRowF32(p, x []float32) (m, sum float64) { return softmaxRowGo(p, x) }

@@ -212,3 +212,52 @@ CLONES void goddp_add_rows_f32(float *restrict d, const float *restrict x, int64
 		for (int64_t c = 0; c < cols; c++) d[c] += xr[c];
 	}
 }
+
+// e**y in double for y <= 0 (or NaN): the reduction and polynomial of
+// ExpF32 (relative error about 2.3e-10), y clamped at -708 where 2**k stays
+// normal; e**-708 is far below anything a float32 probability can hold.
+static inline double exp_nonpos(double y) {
+	const double log2e = 1.44269504088896340736, ln2 = 0.693147180559945309417;
+	const double shifter = 0x1.8p52 + 1023;
+	y = y < -708 ? -708 : y;
+	double kf = y * log2e + shifter;
+	double s = bits_to_double(double_to_bits(kf) << 52);
+	double r = y - (kf - shifter) * ln2;
+	double r2 = r * r;
+	double m = r * ((1.0000000000312237 + 0.5000000046680004 * r) + r2 * (0.16666666249338286 + 0.041666354325215704 * r) +
+	                r2 * r2 * ((0.008333402933959448 + 0.0013941015328067642 * r) + r2 * 0.00019841247011729895));
+	return s + s * m;
+}
+
+// The softmax of one row of c logits into p, in double: returns the row's
+// maximum in *max and Σ e**(x - max) (the log-sum-exp is max + log of it).
+// A NaN logit makes the maximum NaN, and with it every output.
+CLONES double goddp_softmax_row_f64acc_f32(float *restrict p, const float *restrict x, int64_t c, double *max) {
+	double m = -INFINITY;
+	int nan = 0;
+	for (int64_t j = 0; j < c; j++) {
+		double v = x[j];
+		nan |= v != v;
+		m = v > m ? v : m;
+	}
+	if (nan) m = NAN;
+	// As the Go loop: p holds e rounded to float32, then p·(1/Σe) rounded
+	// again; the sum takes the unrounded e.
+	double acc[LANES] = {0};
+	int64_t j = 0;
+	for (; j + LANES <= c; j += LANES)
+		for (int l = 0; l < LANES; l++) {
+			double e = exp_nonpos((double)x[j + l] - m);
+			p[j + l] = (float)e;
+			acc[l] += e;
+		}
+	for (; j < c; j++) {
+		double e = exp_nonpos((double)x[j] - m);
+		p[j] = (float)e;
+		acc[0] += e;
+	}
+	double s = sum_lanes(acc), inv = 1 / s;
+	for (j = 0; j < c; j++) p[j] = (float)((double)p[j] * inv);
+	*max = m;
+	return s;
+}

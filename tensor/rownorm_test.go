@@ -206,3 +206,32 @@ func TestAddRowsF32MatchesLoop(t *testing.T) {
 		assert.Equal(t, want, d, "cols=%d: the same bits as the row-by-row loop", cols)
 	}
 }
+
+func TestSoftmaxRowF32MatchesFloat64(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, c := range []int{1, 7, 80, 129} {
+		x := randF32(rng, c, 20)
+		x[0] = float32(math.Inf(-1)) // a logit that can never win
+		p := make([]float32, c)
+		m, s := softmaxRowF32(p, x)
+		wm, ws := math.Inf(-1), 0.0
+		for _, v := range x {
+			wm = max(wm, float64(v))
+		}
+		want := make([]float64, c)
+		for j, v := range x {
+			want[j] = math.Exp(float64(v) - wm)
+			ws += want[j]
+		}
+		for j := range want {
+			want[j] /= ws
+		}
+		assert.Equal(t, wm, m, "c=%d: the maximum", c)
+		assert.InDelta(t, ws, s, 1e-9*ws, "c=%d: the sum", c)
+		within(t, p, want, 2, 1e-30, "softmax row") // e is rounded to float32, then e·(1/Σ) again
+		assert.InDelta(t, math.Log(ws)+wm, math.Log(s)+m, 1e-9, "c=%d: the log-sum-exp", c)
+	}
+	p := make([]float32, 3)
+	m, s := softmaxRowF32(p, []float32{1, float32(math.NaN()), 2})
+	assert.True(t, math.IsNaN(m+math.Log(s)) && math.IsNaN(float64(p[0])), "a NaN logit: NaN out, got %v %v %v", m, s, p)
+}
