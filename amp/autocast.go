@@ -50,8 +50,10 @@ type precisionSetter interface {
 //
 // or, for a whole run, call it once after building the model. As in torch,
 // the layers on the lower-precision list run their matrix products in
-// bfloat16 (today: nn.Linear, nn.Conv2d, and the projections
-// of nn.MultiheadAttention); everything else (norms, softmax, losses,
+// bfloat16 (today: nn.Linear, nn.Conv2d, and nn.MultiheadAttention's
+// projections and its two attention products, torch's bmm; a model that
+// calls autograd.SelfAttention itself passes its projection's Precision in
+// AttentionOptions, as examples/gpt does); everything else (norms, softmax, losses,
 // activations, the optimizer) stays float32, and so do the parameters and
 // their gradients ("master weights"), so DDP and checkpoints are unchanged.
 //

@@ -5,7 +5,7 @@
 // # Autocast
 //
 // Autocast(model, BFloat16) lowers the layers on torch's autocast list
-// (linear and conv2d today; see Autocast for the list and what stays float32) to
+// (linear, conv2d and attention's products today; see Autocast for the list and what stays float32) to
 // bfloat16 products with float32 accumulation, through oneDNN's bf16
 // matmul (tensor.GemmBF16). On a CPU with AVX512-BF16 those run at up to
 // twice float32's rate; elsewhere the values are the same at float32 speed

@@ -21,6 +21,13 @@ type AttentionOptions struct {
 	Causal bool
 	// Scale multiplies q kᵀ; 0 means 1/√D.
 	Scale float64
+	// Precision is that of the two products of float32 attention and of
+	// their gradients: tensor.PrecisionBFloat16 rounds their operands to
+	// bfloat16 and accumulates in float32, as torch's autocast runs bmm and
+	// matmul; the mask, the softmax and its gradient stay float32. Zero is
+	// float32. nn.MultiheadAttention passes its output projection's
+	// (amp.Autocast sets it). The ops on a device keep float32 products.
+	Precision tensor.Precision
 }
 
 // BoolMaskToAdditive turns a 0/1 mask (nonzero: may not attend) into the
@@ -73,6 +80,7 @@ func ScaledDotProductAttention(q, k, v *Variable, o AttentionOptions) *Variable 
 		pl.qOff[bi], pl.kOff[bi], pl.vOff[bi], pl.oOff[bi] = bi*l*d, bi*s*d, bi*s*dv, bi*l*dv
 	}
 	pl.setScale(o.Scale)
+	pl.prec = o.Precision
 	pl.setMask("ScaledDotProductAttention", o.Mask, batch, q.Value.DType())
 	qc, kc, vc := q.Value.Contiguous(), k.Value.Contiguous(), v.Value.Contiguous()
 	y := tensor.New(qc.DType(), append(cloneInts(batch), l, dv)...)

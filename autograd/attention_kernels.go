@@ -22,6 +22,17 @@ type attnPlan struct {
 	ldq, ldk, ldv, ldo int
 	mask               *tensor.Tensor // additive, [mb, L, S] contiguous, or nil
 	mOff               []int          // matrix index into mask for each bi
+	prec               tensor.Precision
+}
+
+// planGemm is the plan's product: bfloat16 operands with float32 accumulation
+// (tensor.GemmBF16) for float32 under PrecisionBFloat16, else gemm.
+func planGemm[T float](pl *attnPlan, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
+	if af, ok := any(a).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
+		tensor.GemmBF16(transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
+		return
+	}
+	gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
 // forward computes, for every matrix, p = softmax(scale·q kᵀ + mask) (the
@@ -34,13 +45,13 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 	}
 	for bi := 0; bi < pl.nb; bi++ {
 		pb := p[bi*l*s : (bi+1)*l*s]
-		gemm(false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, 0, pb, s)
+		planGemm(pl, false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, 0, pb, s)
 		var mb []T
 		if mask != nil {
 			mb = mask[pl.mOff[bi]*l*s : (pl.mOff[bi]+1)*l*s]
 		}
 		softmaxRows(pb, mb, l, s, pl.causal)
-		gemm(false, false, l, pl.dv, s, 1, pb, s, v[pl.vOff[bi]:], pl.ldv, 0, o[pl.oOff[bi]:], pl.ldo)
+		planGemm(pl, false, false, l, pl.dv, s, 1, pb, s, v[pl.vOff[bi]:], pl.ldv, 0, o[pl.oOff[bi]:], pl.ldo)
 	}
 }
 
@@ -109,19 +120,19 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		pb := p[bi*l*s : (bi+1)*l*s]
 		g := gout[pl.oOff[bi]:]
 		if dv != nil {
-			gemm(true, false, s, pl.dv, l, 1, pb, s, g, pl.ldo, 0, dv[pl.vOff[bi]:], pl.ldv)
+			planGemm(pl, true, false, s, pl.dv, l, 1, pb, s, g, pl.ldo, 0, dv[pl.vOff[bi]:], pl.ldv)
 		}
 		if dq == nil && dk == nil {
 			continue
 		}
-		gemm(false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
+		planGemm(pl, false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
 		// ds = p ⊙ (dp - Σ_j dp·p) row by row; masked entries have p = 0.
 		softmaxBwdRows(pb, dp, l, s, pl.causal)
 		if dq != nil {
-			gemm(false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
+			planGemm(pl, false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
 		}
 		if dk != nil {
-			gemm(true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
+			planGemm(pl, true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
 		}
 	}
 }

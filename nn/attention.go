@@ -137,7 +137,7 @@ func (m *MultiheadAttention) Attend(query, key, value *autograd.Variable, o Atte
 	if self {
 		mask := m.mask(o, n, l, l, unbatched)
 		qkv := autograd.LinearWith(q, m.InProjWeight, m.InProjBias, m.OutProj.Precision) // the in-projection runs at the out-projection's precision (amp.Autocast sets both)
-		y = autograd.SelfAttention(qkv, h, autograd.AttentionOptions{Mask: mask, Causal: o.Causal})
+		y = autograd.SelfAttention(qkv, h, autograd.AttentionOptions{Mask: mask, Causal: o.Causal, Precision: m.OutProj.Precision})
 	} else {
 		k, v := toBatch(key, "key"), toBatch(value, "value")
 		s := k.Shape()[1]
@@ -155,7 +155,7 @@ func (m *MultiheadAttention) Attend(query, key, value *autograd.Variable, o Atte
 			return autograd.Transpose(autograd.Reshape(p, n, rows, h, e/h), 1, 2)
 		}
 		att := autograd.ScaledDotProductAttention(heads(q, 0, l), heads(k, 1, s), heads(v, 2, s),
-			autograd.AttentionOptions{Mask: mask, Causal: o.Causal})
+			autograd.AttentionOptions{Mask: mask, Causal: o.Causal, Precision: m.OutProj.Precision})
 		y = autograd.Reshape(autograd.Transpose(att, 1, 2), n, l, e)
 	}
 	out := m.OutProj.Forward(y)

@@ -39,7 +39,9 @@ func NewBlock(rng *tensor.RNG, d, h int) *Block {
 
 // Forward implements nn.Layer on x [B, T, d].
 func (b *Block) Forward(x *autograd.Variable) *autograd.Variable {
-	y := autograd.SelfAttention(b.qkv.Forward(b.ln1.Forward(x)), b.heads, autograd.AttentionOptions{Causal: true})
+	// The attention's products run at the projections' precision
+	// (amp.Autocast lowers both to bf16, as torch's autocast does bmm).
+	y := autograd.SelfAttention(b.qkv.Forward(b.ln1.Forward(x)), b.heads, autograd.AttentionOptions{Causal: true, Precision: b.proj.Precision})
 	x = autograd.Add(x, b.proj.Forward(y))
 	return autograd.Add(x, b.fc2.Forward(autograd.GELU(b.fc1.Forward(b.ln2.Forward(x)))))
 }
