@@ -82,7 +82,7 @@ func ScaledDotProductAttention(q, k, v *Variable, o AttentionOptions) *Variable 
 	pl.setScale(o.Scale)
 	pl.prec = o.Precision
 	pl.setMask("ScaledDotProductAttention", o.Mask, batch, q.Value.DType())
-	qc, kc, vc := q.Value.Contiguous(), k.Value.Contiguous(), v.Value.Contiguous()
+	qc, kc, vc := pl.roundOperand(q.Value.Contiguous()), pl.roundOperand(k.Value.Contiguous()), pl.roundOperand(v.Value.Contiguous())
 	y := tensor.New(qc.DType(), append(cloneInts(batch), l, dv)...)
 	p := tensor.New(qc.DType(), nb, l, s)
 	if y.DType() == tensor.Float64 {
@@ -129,7 +129,7 @@ func (pl *attnPlan) setMask(op string, mask *tensor.Tensor, batch []int, dt tens
 type sdpaOp struct {
 	inputs
 	plan       *attnPlan
-	qc, kc, vc *tensor.Tensor // contiguous inputs
+	qc, kc, vc *tensor.Tensor // contiguous inputs (rounded to bfloat16 for bf16 products)
 	p          *tensor.Tensor // softmax probabilities [nb, L, S]
 }
 
@@ -137,7 +137,7 @@ func (o *sdpaOp) Name() string { return "ScaledDotProductAttention" }
 func (o *sdpaOp) freshGrads()  {}
 
 func (o *sdpaOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	gy = gy.Contiguous()
+	gy = o.plan.roundOperand(gy.Contiguous())
 	grads := make([]*tensor.Tensor, 3)
 	for i, x := range []*tensor.Tensor{o.qc, o.kc, o.vc} {
 		if needs(o.in(i)) {

@@ -25,33 +25,67 @@ type attnPlan struct {
 	prec               tensor.Precision
 }
 
-// planGemm is the plan's product: bfloat16 operands with float32 accumulation
-// (tensor.GemmBF16) for float32 under PrecisionBFloat16, else gemm.
-func planGemm[T float](pl *attnPlan, transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	if af, ok := any(a).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
-		tensor.GemmBF16(transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
-		return
+// bf16 reports whether the plan's products take bfloat16 operands: float32
+// under PrecisionBFloat16.
+func (pl *attnPlan) bf16(dt tensor.DType) bool {
+	return pl.prec == tensor.PrecisionBFloat16 && dt == tensor.Float32
+}
+
+// roundOperand returns t's elements rounded to bfloat16 in a new tensor
+// when the plan's products are bf16, else t. The attention rounds each
+// operand once (q, k and v, the output gradient) and runs float32 GEMMs on
+// the rounded values: the same products as bf16 GEMMs, without a
+// conversion per (batch, head) product, which at a head's size (64×64×32)
+// costs more than bf16 saves.
+func (pl *attnPlan) roundOperand(t *tensor.Tensor) *tensor.Tensor {
+	if !pl.bf16(t.DType()) {
+		return t
 	}
-	gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	r := tensor.Empty(tensor.Float32, t.Shape()...)
+	tensor.RoundBF16Slice(r.F32(), t.F32())
+	return r
+}
+
+// roundInPlace rounds x to bfloat16 values when the plan's products are bf16.
+func roundInPlace[T float](pl *attnPlan, x []T) {
+	if xf, ok := any(x).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
+		tensor.RoundBF16Slice(xf, xf)
+	}
+}
+
+// probOperand is p as the second product's operand: p itself, or its
+// bfloat16 rounding in scratch (p stays float32 for the softmax backward).
+func probOperand[T float](pl *attnPlan, p, scratch []T) []T {
+	if pf, ok := any(p).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
+		tensor.RoundBF16Slice(any(scratch).([]float32), pf)
+		return scratch
+	}
+	return p
 }
 
 // forward computes, for every matrix, p = softmax(scale·q kᵀ + mask) (the
-// causal part masked) into p ([nb, L, S]) and o = p v.
+// causal part masked) into p ([nb, L, S]) and o = p v. With bf16 products
+// the caller passes q, k and v rounded (roundOperand), and p is rounded
+// for the second product only.
 func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 	l, s := pl.l, pl.s
 	var mask []T
 	if pl.mask != nil {
 		mask = data[T](pl.mask)
 	}
+	var scratch []T
+	if pl.prec == tensor.PrecisionBFloat16 {
+		scratch = make([]T, l*s)
+	}
 	for bi := 0; bi < pl.nb; bi++ {
 		pb := p[bi*l*s : (bi+1)*l*s]
-		planGemm(pl, false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, 0, pb, s)
+		gemm(false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, 0, pb, s)
 		var mb []T
 		if mask != nil {
 			mb = mask[pl.mOff[bi]*l*s : (pl.mOff[bi]+1)*l*s]
 		}
 		softmaxRows(pb, mb, l, s, pl.causal)
-		planGemm(pl, false, false, l, pl.dv, s, 1, pb, s, v[pl.vOff[bi]:], pl.ldv, 0, o[pl.oOff[bi]:], pl.ldo)
+		gemm(false, false, l, pl.dv, s, 1, probOperand(pl, pb, scratch), s, v[pl.vOff[bi]:], pl.ldv, 0, o[pl.oOff[bi]:], pl.ldo)
 	}
 }
 
@@ -114,25 +148,32 @@ func expInPlace[T float](x []T) {
 // L×S scratch. dq, dk and dv (each nil when not wanted) use the layouts of
 // q, k and v and are overwritten (beta 0) where the plan places matrices;
 // when q, k and v share one buffer (SelfAttention) dq, dk and dv may too.
+// With bf16 products q, k, v and gout come rounded (roundOperand), and p
+// and the scores' gradient are rounded where they are operands.
 func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 	l, s, sc := pl.l, pl.s, T(pl.scale)
+	var scratch []T
+	if pl.prec == tensor.PrecisionBFloat16 {
+		scratch = make([]T, l*s)
+	}
 	for bi := 0; bi < pl.nb; bi++ {
 		pb := p[bi*l*s : (bi+1)*l*s]
 		g := gout[pl.oOff[bi]:]
 		if dv != nil {
-			planGemm(pl, true, false, s, pl.dv, l, 1, pb, s, g, pl.ldo, 0, dv[pl.vOff[bi]:], pl.ldv)
+			gemm(true, false, s, pl.dv, l, 1, probOperand(pl, pb, scratch), s, g, pl.ldo, 0, dv[pl.vOff[bi]:], pl.ldv)
 		}
 		if dq == nil && dk == nil {
 			continue
 		}
-		planGemm(pl, false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
+		gemm(false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
 		// ds = p ⊙ (dp - Σ_j dp·p) row by row; masked entries have p = 0.
 		softmaxBwdRows(pb, dp, l, s, pl.causal)
+		roundInPlace(pl, dp) // ds is only an operand from here on
 		if dq != nil {
-			planGemm(pl, false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
+			gemm(false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
 		}
 		if dk != nil {
-			planGemm(pl, true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
+			gemm(true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
 		}
 	}
 }

@@ -44,7 +44,7 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 	}
 	pl.prec = o.Precision
 	pl.setMask("SelfAttention", o.Mask, []int{b, heads}, qkv.Value.DType())
-	x := qkv.Value.Contiguous()
+	x := pl.roundOperand(qkv.Value.Contiguous()) // backward needs only the rounded one
 	// Every head's GEMMs write their block of y and p whole (Empty: no
 	// zeroing first).
 	y := tensor.Empty(x.DType(), b, t, e)
@@ -64,20 +64,31 @@ type selfAttentionOp struct {
 	plan  *attnPlan
 	x     *tensor.Tensor // contiguous qkv
 	p     *tensor.Tensor // softmax probabilities [B·heads, T, T]
+	gr    *tensor.Tensor // the output gradient rounded to bfloat16 (bf16 products), made by Backward
 	heads int            // on a device (0 on the host)
 }
 
 func (o *selfAttentionOp) Name() string { return "SelfAttention" }
 func (o *selfAttentionOp) freshGrads()  {}
 
-// savedTensors lets FreeGraph recycle the probabilities and qkv copy (engine's savesTensors).
-func (o *selfAttentionOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.x, o.p} }
+// savedTensors lets FreeGraph recycle the probabilities, the qkv copy and
+// the rounded output gradient (engine's savesTensors): without it each
+// step's bf16 attention leaves a gradient-sized block to the GC.
+func (o *selfAttentionOp) savedTensors() []*tensor.Tensor {
+	if o.gr != nil {
+		return []*tensor.Tensor{o.x, o.p, o.gr}
+	}
+	return []*tensor.Tensor{o.x, o.p}
+}
 
 func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	if gx := tensor.SelfAttentionBackwardDevice(o.x, o.p, gy, o.heads, o.plan.scale); gx != nil {
 		return []*tensor.Tensor{gx}
 	}
 	gy = gy.Contiguous()
+	if r := o.plan.roundOperand(gy); r != gy {
+		gy, o.gr = r, r
+	}
 	gx := tensor.Empty(o.x.DType(), o.x.Shape()...) // dq, dk and dv of every head cover it whole
 	if gy.DType() == tensor.Float64 {
 		selfAttentionBackward[float64](o, gy, gx)

@@ -52,6 +52,16 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 // float32; NaN stays NaN. It is internal/half's conversion there and back.
 func RoundBF16(x float32) float32 { return half.BF16ToF32(half.F32ToBF16(x)) }
 
+// RoundBF16Slice writes src's elements rounded to bfloat16 (RoundBF16) to
+// dst, which may be src. A float32 GEMM over rounded operands forms the
+// products a bfloat16 GEMM does (the product of two bfloat16 values is
+// exact in float32), at float32 speed: for products too small to gain from
+// bf16 kernels, an operand rounded once serves several of them.
+func RoundBF16Slice(dst, src []float32) {
+	checkLen("RoundBF16Slice", dst, src)
+	roundBF16s(dst[:len(src)], src)
+}
+
 // gemmFor returns the float32 product of precision p.
 func gemmFor(p Precision) func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int) {
 	if p == PrecisionBFloat16 {

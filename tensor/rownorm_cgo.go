@@ -10,6 +10,7 @@ package tensor
 // void goddp_softmax_rows_f32(float *x, const float *mask, int64_t l, int64_t s, int causal);
 // void goddp_softmax_bwd_rows_f32(float *dp, const float *p, int64_t l, int64_t s, int causal);
 // void goddp_add_rows_f32(float *d, const float *x, int64_t rows, int64_t cols);
+// void goddp_round_bf16_f32(float *y, const float *x, int64_t n);
 // double goddp_softmax_row_f64acc_f32(float *p, const float *x, int64_t c, double *max);
 import "C"
 
@@ -114,4 +115,11 @@ func softmaxRowF32(p, x []float32) (m, sum float64) {
 	var cm C.double
 	s := C.goddp_softmax_row_f64acc_f32(optF32(p), optF32(x), C.int64_t(len(x)), &cm)
 	return float64(cm), float64(s)
+}
+
+// roundBF16s is RoundBF16Slice's kernel (dst may be src).
+func roundBF16s(dst, src []float32) {
+	if len(src) > 0 {
+		C.goddp_round_bf16_f32((*C.float)(unsafe.Pointer(&dst[0])), (*C.float)(unsafe.Pointer(&src[0])), C.int64_t(len(src)))
+	}
 }

@@ -163,3 +163,10 @@ func AddRowsF32(d, x []float32, rows, cols int) {
 
 // softmaxRowF32 is softmaxRowGo: this build has no C kernels.
 func softmaxRowF32(p, x []float32) (m, sum float64) { return softmaxRowGo(p, x) }
+
+// roundBF16s is RoundBF16Slice's kernel (dst may be src).
+func roundBF16s(dst, src []float32) {
+	for i, v := range src {
+		dst[i] = RoundBF16(v)
+	}
+}

@@ -235,3 +235,19 @@ func TestSoftmaxRowF32MatchesFloat64(t *testing.T) {
 	m, s := softmaxRowF32(p, []float32{1, float32(math.NaN()), 2})
 	assert.True(t, math.IsNaN(m+math.Log(s)) && math.IsNaN(float64(p[0])), "a NaN logit: NaN out, got %v %v %v", m, s, p)
 }
+
+func TestRoundBF16SliceMatchesRoundBF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := randF32(rng, 1000, 1e3)
+	x = append(x, 0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()),
+		math.Float32frombits(0x3f808000), math.Float32frombits(0x3f818000), // ties: to even, both ways
+		math.Float32frombits(0x7f7fffff), math.Float32frombits(0x00000001), math.Float32frombits(0xff800001))
+	y := make([]float32, len(x))
+	RoundBF16Slice(y, x)
+	for i, v := range x {
+		w := RoundBF16(v)
+		assert.Equal(t, math.Float32bits(w), math.Float32bits(y[i]), "element %d (%#08x)", i, math.Float32bits(v))
+	}
+	RoundBF16Slice(x, x) // in place
+	assert.Equal(t, y[:10], x[:10])
+}
