@@ -26,7 +26,8 @@ while kill -0 "$pid" 2>/dev/null; do
 		ps -o pid,ppid,pgid,stat,etime,args -s "$pid" || true
 		echo "bounded: the last 100 lines of $log:"
 		tail -n 100 "$log"
-		pkill -KILL -s "$pid" || true
+		kill -KILL -- -"$pid" 2>/dev/null # CMD's group (setsid made it the leader)
+		pkill -KILL -s "$pid" || true     # and any group its tests made inside the session
 		wait "$pid" 2>/dev/null
 		exit 124
 	fi
