@@ -638,6 +638,13 @@ func (g *tcpGroup) connFailed(pc *peerConn, err error, dir string) error {
 	if c := g.cause.Load(); c != nil {
 		return c
 	}
+	if dir == "write" && pc.cut.Load() && errors.Is(err, os.ErrDeadlineExceeded) {
+		// expire set this deadline: the op timed out while the write was
+		// blocked on a peer that does not read, most often because that
+		// peer waits for the same laggard. The op names the cause itself
+		// (expiredFault asks every rank); blaming this peer would race it.
+		return errExpiredWrite
+	}
 	f, ok := err.(*peerFault)
 	if !ok {
 		kind := backend.ErrPeerFailed
@@ -770,6 +777,9 @@ func (g *tcpGroup) took(o *tcpOp, x *xfer) error {
 	if x.err == nil && x.then != nil {
 		x.then()
 	}
+	if errors.Is(x.err, errExpiredWrite) {
+		return g.expiredFault(o)
+	}
 	return x.err
 }
 
@@ -782,6 +792,12 @@ func (g *tcpGroup) promoteQuiet(o *tcpOp) {
 	}
 	o.quiet = o.quiet[:0]
 }
+
+// errExpiredWrite finishes the transfers of a write that an op's expiry
+// interrupted (connFailed); the op turns it into its own timeout diagnosis
+// (took).
+// It is a timeout wherever it surfaces as it is.
+var errExpiredWrite = fmt.Errorf("%w: comm: tcp: a write interrupted by the op's deadline", backend.ErrTimeout)
 
 // timeoutFault names the peers o still waits on and, asking every rank
 // where it is, the ranks that never reached this collective.

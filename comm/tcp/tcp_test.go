@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/goddp/goddp/comm/backend"
-	"github.com/goddp/goddp/comm/commtest"
-	"github.com/goddp/goddp/comm/internal/auth"
-	"github.com/goddp/goddp/comm/store"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/comm/internal/auth"
+	"github.com/goddp/goddp/comm/store"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -386,6 +388,36 @@ func TestTCPExchangeSlots(t *testing.T) {
 			if x[i] != want[i] {
 				return fmt.Errorf("rank %d: element %d = %v, want %v", g.Rank(), i, x[i], want[i])
 			}
+		}
+		return nil
+	})
+	for r, err := range errs {
+		assert.NoError(t, err, "rank %d", r)
+	}
+}
+
+// TestTCPExpiredWriteLeavesDiagnosisToTheOp: a write that an op's expiry
+// interrupted (the op's deadline set on a connection whose peer does not
+// read) must not abort the group naming that peer, which on 3 or more
+// ranks is usually waiting for the same laggard: the op's own timeout
+// diagnosis (expiredFault, asking every rank) names the cause. A write
+// deadline without an expired op is still the peer's fault.
+func TestTCPExpiredWriteLeavesDiagnosisToTheOp(t *testing.T) {
+	errs := tcpWorld(t, 2, backend.Options{Timeout: 5 * time.Second, StallThreshold: -1}, func(ctx context.Context, pg backend.ProcessGroup) error {
+		if pg.Rank() != 0 {
+			return nil
+		}
+		g := pg.(*tcpGroup)
+		pc := g.peers[1]
+		pc.cut.Store(true) // as expire leaves it
+		err := g.connFailed(pc, os.ErrDeadlineExceeded, "write")
+		if !errors.Is(err, errExpiredWrite) || !errors.Is(err, backend.ErrTimeout) || g.cause.Load() != nil {
+			return fmt.Errorf("write cut by an expiry: got %v, group cause %v; want errExpiredWrite and no abort", err, g.cause.Load())
+		}
+		pc.cut.Store(false)
+		err = g.connFailed(pc, os.ErrDeadlineExceeded, "write")
+		if !errors.Is(err, backend.ErrTimeout) || !strings.Contains(err.Error(), "rank 1: a write stayed blocked") || g.cause.Load() == nil {
+			return fmt.Errorf("write deadline without an expiry: got %v; want the group aborted naming rank 1", err)
 		}
 		return nil
 	})
