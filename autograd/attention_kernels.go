@@ -1,8 +1,6 @@
 package autograd
 
 import (
-	"math"
-
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -84,62 +82,8 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 		if mask != nil {
 			mb = mask[pl.mOff[bi]*l*s : (pl.mOff[bi]+1)*l*s]
 		}
-		softmaxRows(pb, mb, l, s, pl.causal)
+		tensor.SoftmaxRows(pb, mb, l, s, pl.causal)
 		gemm(false, false, l, pl.dv, s, 1, probOperand(pl, pb, scratch), s, v[pl.vOff[bi]:], pl.ldv, 0, o[pl.oOff[bi]:], pl.ldo)
-	}
-}
-
-// softmaxRows turns each of the l rows of x (l×s scores) into its softmax
-// after adding mask (l×s, or nil); with causal, entries j > i are masked
-// (zero probability) without being computed. A row whose every entry is
-// masked comes out NaN, as in torch.
-func softmaxRows[T float](x, mask []T, l, s int, causal bool) {
-	if xf, ok := any(x).([]float32); ok {
-		mf, _ := any(mask).([]float32)
-		tensor.SoftmaxRowsF32(xf, mf, l, s, causal)
-		return
-	}
-	for i := 0; i < l; i++ {
-		row := x[i*s : (i+1)*s]
-		n := s
-		if causal {
-			n = min(i+1, s)
-			clear(row[n:])
-		}
-		r := row[:n]
-		if mask != nil {
-			for j, m := range mask[i*s : i*s+n] {
-				r[j] += m
-			}
-		}
-		m := T(math.Inf(-1))
-		for _, v := range r {
-			m = max(m, v)
-		}
-		for j := range r {
-			r[j] -= m
-		}
-		expInPlace(r)
-		var sum T
-		for _, v := range r {
-			sum += v
-		}
-		inv := 1 / sum
-		for j := range r {
-			r[j] *= inv
-		}
-	}
-}
-
-// expInPlace replaces x by e**x, through the vectorisable float32 kernel for
-// float32.
-func expInPlace[T float](x []T) {
-	if f, ok := any(x).([]float32); ok {
-		tensor.ExpF32(f, f)
-		return
-	}
-	for i, v := range x {
-		x[i] = T(math.Exp(float64(v)))
 	}
 }
 
@@ -167,7 +111,7 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		}
 		gemm(false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
 		// ds = p ⊙ (dp - Σ_j dp·p) row by row; masked entries have p = 0.
-		softmaxBwdRows(pb, dp, l, s, pl.causal)
+		tensor.SoftmaxRowsBackward(dp, pb, l, s, pl.causal)
 		roundInPlace(pl, dp) // ds is only an operand from here on
 		if dq != nil {
 			gemm(false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
@@ -175,30 +119,5 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		if dk != nil {
 			gemm(true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
 		}
-	}
-}
-
-// softmaxBwdRows turns dp (l×s, the gradient of the probabilities p) into
-// the gradient of the scores in place: dp = p ⊙ (dp - Σ_j dp·p), entries
-// past a causal row's end 0.
-func softmaxBwdRows[T float](pb, dp []T, l, s int, causal bool) {
-	if df, ok := any(dp).([]float32); ok {
-		tensor.SoftmaxBwdRowsF32(df, any(pb).([]float32), l, s, causal)
-		return
-	}
-	for i := 0; i < l; i++ {
-		n := s
-		if causal {
-			n = min(i+1, s)
-		}
-		pr, dr := pb[i*s:i*s+n], dp[i*s:(i+1)*s]
-		var dot T
-		for j, pv := range pr {
-			dot += pv * dr[j]
-		}
-		for j, pv := range pr {
-			dr[j] = pv * (dr[j] - dot)
-		}
-		clear(dr[n:])
 	}
 }

@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/goddp/goddp/tensor"
@@ -44,9 +43,9 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 		xhat: tensor.Empty(xc.DType(), xs...), rstd: make([]float64, rows)}
 	y := tensor.Empty(xc.DType(), xs...)
 	if xc.DType() == tensor.Float64 {
-		layerNormFwd(o, y.F64(), xc.F64(), affine[float64](w), affine[float64](b), eps)
+		tensor.LayerNormRows(y.F64(), o.xhat.F64(), o.rstd, xc.F64(), affine[float64](w), affine[float64](b), rows, d, eps)
 	} else {
-		tensor.LayerNormF32(y.F32(), o.xhat.F32(), o.rstd, xc.F32(), affine[float32](w), affine[float32](b), rows, d, eps)
+		tensor.LayerNormRows(y.F32(), o.xhat.F32(), o.rstd, xc.F32(), affine[float32](w), affine[float32](b), rows, d, eps)
 	}
 	return FromOp(y, o)
 }
@@ -74,37 +73,6 @@ func (o *layerNormOp) freshGrads()  {}
 // cache with the graph (FreeGraph).
 func (o *layerNormOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.xhat} }
 
-func layerNormFwd[T float](o *layerNormOp, y, x, w, b []T, eps float64) {
-	d := o.d
-	xh := data[T](o.xhat)
-	for r := 0; r < o.rows; r++ {
-		row, hr, yr := x[r*d:(r+1)*d], xh[r*d:(r+1)*d], y[r*d:(r+1)*d]
-		mean := 0.0
-		for _, v := range row {
-			mean += float64(v)
-		}
-		mean /= float64(d)
-		vr := 0.0
-		for _, v := range row {
-			e := float64(v) - mean
-			vr += e * e
-		}
-		rstd := 1 / math.Sqrt(vr/float64(d)+eps)
-		o.rstd[r] = rstd
-		for i, v := range row {
-			h := T((float64(v) - mean) * rstd)
-			hr[i] = h
-			if w != nil {
-				h *= w[i]
-			}
-			if b != nil {
-				h += b[i]
-			}
-			yr[i] = h
-		}
-	}
-}
-
 func (o *layerNormOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
 
 func (o *layerNormOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
@@ -116,7 +84,7 @@ func (o *layerNormOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*t
 	if gy.DType() == tensor.Float64 {
 		layerNormBwd[float64](o, gy, dst, grads)
 	} else {
-		layerNormBwdF32(o, gy, dst, grads)
+		layerNormBwd[float32](o, gy, dst, grads)
 	}
 	return grads
 }
@@ -131,32 +99,8 @@ func paramGrad[T float](i int, dst, grads []*tensor.Tensor, dt tensor.DType, sha
 	return data[T](grads[i])
 }
 
-// layerNormBwdF32 is layerNormBwd for float32, through the vectorised row
-// kernel (tensor.LayerNormBwdF32).
-func layerNormBwdF32(o *layerNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
-	x, w, b := o.in(0), o.in(1), o.in(2)
-	var wd, dw, db []float32
-	if w != nil {
-		wd = w.Value.F32()
-		if needs(w) {
-			dw = paramGrad[float32](1, dst, grads, gyT.DType(), w.Value.Shape())
-		}
-	}
-	if needs(b) {
-		db = paramGrad[float32](2, dst, grads, gyT.DType(), b.Value.Shape())
-	}
-	var dx []float32
-	if needs(x) {
-		grads[0] = tensor.Empty(gyT.DType(), x.Value.Shape()...) // written whole
-		dx = grads[0].F32()
-	}
-	tensor.LayerNormBwdF32(dx, dw, db, gyT.F32(), o.xhat.F32(), wd, o.rstd, o.rows, o.d)
-}
-
 func layerNormBwd[T float](o *layerNormOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
 	x, w, b := o.in(0), o.in(1), o.in(2)
-	d := o.d
-	gy, xh := data[T](gyT), data[T](o.xhat)
 	var wd, dw, db []T
 	if w != nil {
 		wd = data[T](w.Value)
@@ -169,44 +113,8 @@ func layerNormBwd[T float](o *layerNormOp, gyT *tensor.Tensor, dst, grads []*ten
 	}
 	var dx []T
 	if needs(x) {
-		grads[0] = tensor.New(gyT.DType(), x.Value.Shape()...)
+		grads[0] = tensor.Empty(gyT.DType(), x.Value.Shape()...) // written whole
 		dx = data[T](grads[0])
 	}
-	for r := 0; r < o.rows; r++ {
-		g, h := gy[r*d:(r+1)*d], xh[r*d:(r+1)*d]
-		if dw != nil {
-			for i, v := range g {
-				dw[i] += v * h[i]
-			}
-		}
-		if db != nil {
-			for i, v := range g {
-				db[i] += v
-			}
-		}
-		if dx == nil {
-			continue
-		}
-		// dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)), gh = gy * w.
-		s1, s2 := 0.0, 0.0
-		for i, v := range g {
-			gh := float64(v)
-			if wd != nil {
-				gh *= float64(wd[i])
-			}
-			s1 += gh
-			s2 += gh * float64(h[i])
-		}
-		s1 /= float64(d)
-		s2 /= float64(d)
-		rstd := o.rstd[r]
-		out := dx[r*d : (r+1)*d]
-		for i, v := range g {
-			gh := float64(v)
-			if wd != nil {
-				gh *= float64(wd[i])
-			}
-			out[i] = T(rstd * (gh - s1 - float64(h[i])*s2))
-		}
-	}
+	tensor.LayerNormRowsBackward(dx, dw, db, data[T](gyT), data[T](o.xhat), wd, o.rstd, o.rows, o.d)
 }

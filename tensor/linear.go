@@ -116,15 +116,7 @@ func linearBwd[T float](gy []T, x *Tensor, w []T, dx, dw, db *Tensor, accX, accW
 		if !accB {
 			clear(d)
 		}
-		if d32, ok := any(d).([]float32); ok {
-			AddRowsF32(d32, any(gy).([]float32)[:n*out], n, out)
-			return
-		}
-		for r := 0; r < n; r++ {
-			for c, v := range gy[r*out : (r+1)*out] {
-				d[c] += v
-			}
-		}
+		AddRows(d, gy[:n*out], n, out)
 	}
 }
 

@@ -321,14 +321,9 @@ func negate(t *Tensor) {
 // accumulation and returns the row's maximum and Σ e**(row-max); float32
 // runs the vectorised kernel (e**x to about 2.3e-10, summed in lanes).
 func softmaxRow[T float](p, row []T) (m, s float64) {
-	if pf, ok := any(p).([]float32); ok {
-		return softmaxRowF32(pf, any(row).([]float32))
+	if m, s, ok := softmaxRowC(p, row); ok {
+		return m, s
 	}
-	return softmaxRowGo(p, row)
-}
-
-// softmaxRowGo is softmaxRow's loop in Go (float64 e**x from math.Exp).
-func softmaxRowGo[T float](p, row []T) (m, s float64) {
 	m = math.Inf(-1)
 	for _, v := range row {
 		m = math.Max(m, float64(v))

@@ -14,107 +14,87 @@ package tensor
 // double goddp_softmax_row_f64acc_f32(float *p, const float *x, int64_t c, double *max);
 import "C"
 
-import (
-	"math"
-	"unsafe"
-)
+import "unsafe"
 
-// optF32 is the C pointer of an optional slice (NULL when empty).
-func optF32(s []float32) *C.float {
-	if len(s) == 0 {
-		return nil
+// The hooks of rownorm.go: each runs its float32 C kernel
+// (rownorm_kernels.c) and reports true, or reports false for float64.
+// rownorm.go has checked the lengths and that the work is not empty.
+
+// optF32 is the C pointer of an optional float32 slice (NULL when empty);
+// ok is false when s is not []float32.
+func optF32[T float](s []T) (p *C.float, ok bool) {
+	f, ok := any(s).([]float32)
+	if ok && len(f) > 0 {
+		p = (*C.float)(unsafe.Pointer(&f[0]))
 	}
-	return (*C.float)(unsafe.Pointer(&s[0]))
+	return p, ok
 }
 
-// LayerNormF32 normalizes rows of d: xhat = (x - mean)·rstd with rstd =
-// 1/√(var + eps) (biased variance, statistics in float64), and y = xhat·w +
-// b, w and b optional (nil). rstd gets one value per row.
-func LayerNormF32(y, xhat []float32, rstd []float64, x, w, b []float32, rows, d int, eps float64) {
-	checkRows("LayerNormF32", rows, d, len(y), len(xhat), len(x))
-	if rows*d == 0 {
-		return
+func layerNormC[T float](y, xhat []T, rstd []float64, x, w, b []T, rows, d int, eps float64) bool {
+	yp, ok := optF32(y)
+	if !ok {
+		return false
 	}
-	_ = rstd[rows-1]
-	checkAffine("LayerNormF32", d, w, b)
-	C.goddp_layernorm_fwd_f32(optF32(y), optF32(xhat), (*C.double)(unsafe.Pointer(&rstd[0])), optF32(x), optF32(w), optF32(b),
-		C.int64_t(rows), C.int64_t(d), C.double(eps))
+	hp, _ := optF32(xhat)
+	xp, _ := optF32(x)
+	wp, _ := optF32(w)
+	bp, _ := optF32(b)
+	C.goddp_layernorm_fwd_f32(yp, hp, (*C.double)(unsafe.Pointer(&rstd[0])), xp, wp, bp, C.int64_t(rows), C.int64_t(d), C.double(eps))
+	return true
 }
 
-// LayerNormBwdF32 is LayerNormF32's backward from the output gradient gy
-// and the saved xhat and rstd: dw += Σ gy·xhat and db += Σ gy over the
-// rows (each nil when not wanted), and dx (nil when not wanted) =
-// rstd·(gh - mean(gh) - xhat·mean(gh·xhat)) with gh = gy·w (w may be nil).
-func LayerNormBwdF32(dx, dw, db, gy, xhat, w []float32, rstd []float64, rows, d int) {
-	checkRows("LayerNormBwdF32", rows, d, len(gy), len(xhat))
-	if dx != nil {
-		checkRows("LayerNormBwdF32", rows, d, len(dx))
+func layerNormBwdC[T float](dx, dw, db, gy, xhat, w []T, rstd []float64, rows, d int) bool {
+	gp, ok := optF32(gy)
+	if !ok {
+		return false
 	}
-	if rows*d == 0 {
-		return
-	}
-	_ = rstd[rows-1]
-	checkAffine("LayerNormBwdF32", d, w, dw, db)
-	C.goddp_layernorm_bwd_f32(optF32(dx), optF32(dw), optF32(db), optF32(gy), optF32(xhat), optF32(w),
-		(*C.double)(unsafe.Pointer(&rstd[0])), C.int64_t(rows), C.int64_t(d))
+	dxp, _ := optF32(dx)
+	dwp, _ := optF32(dw)
+	dbp, _ := optF32(db)
+	hp, _ := optF32(xhat)
+	wp, _ := optF32(w)
+	C.goddp_layernorm_bwd_f32(dxp, dwp, dbp, gp, hp, wp, (*C.double)(unsafe.Pointer(&rstd[0])), C.int64_t(rows), C.int64_t(d))
+	return true
 }
 
-// SoftmaxRowsF32 turns each of the l rows of x (l×s scores) into its
-// softmax after adding mask (l×s, or nil); with causal, entries j > i are
-// zeroed without being read. A row that is all -Inf, or holds a NaN, comes
-// out NaN, as in torch.
-func SoftmaxRowsF32(x, mask []float32, l, s int, causal bool) {
-	checkRows("SoftmaxRowsF32", l, s, len(x))
-	if mask != nil {
-		checkRows("SoftmaxRowsF32", l, s, len(mask))
+func softmaxRowsC[T float](x, mask []T, l, s int, causal bool) bool {
+	xp, ok := optF32(x)
+	if ok {
+		mp, _ := optF32(mask)
+		C.goddp_softmax_rows_f32(xp, mp, C.int64_t(l), C.int64_t(s), cbool(causal))
 	}
-	if l*s == 0 {
-		return
-	}
-	c := 0
-	if causal {
-		c = 1
-	}
-	C.goddp_softmax_rows_f32(optF32(x), optF32(mask), C.int64_t(l), C.int64_t(s), C.int(c))
+	return ok
 }
 
-// SoftmaxBwdRowsF32 is the softmax's backward in place over the l rows of
-// dp (l×s, the gradient of the probabilities p): dp = p ⊙ (dp - Σ_j dp·p);
-// with causal, entries j > i become 0.
-func SoftmaxBwdRowsF32(dp, p []float32, l, s int, causal bool) {
-	checkRows("SoftmaxBwdRowsF32", l, s, len(dp), len(p))
-	if l*s == 0 {
-		return
+func softmaxBwdRowsC[T float](dp, p []T, l, s int, causal bool) bool {
+	dpp, ok := optF32(dp)
+	if ok {
+		pp, _ := optF32(p)
+		C.goddp_softmax_bwd_rows_f32(dpp, pp, C.int64_t(l), C.int64_t(s), cbool(causal))
 	}
-	c := 0
-	if causal {
-		c = 1
-	}
-	C.goddp_softmax_bwd_rows_f32(optF32(dp), optF32(p), C.int64_t(l), C.int64_t(s), C.int(c))
+	return ok
 }
 
-// AddRowsF32 adds the rows of x (rows×cols) to d (cols), one row after
-// another: d[c] += Σ_r x[r·cols+c], the same bits as a plain loop.
-func AddRowsF32(d, x []float32, rows, cols int) {
-	checkRows("AddRowsF32", rows, cols, len(x))
-	checkRows("AddRowsF32", 1, cols, len(d))
-	if rows*cols == 0 {
-		return
+func addRowsC[T float](d, x []T, rows, cols int) bool {
+	dp, ok := optF32(d)
+	if ok {
+		xp, _ := optF32(x)
+		C.goddp_add_rows_f32(dp, xp, C.int64_t(rows), C.int64_t(cols))
 	}
-	C.goddp_add_rows_f32(optF32(d), optF32(x), C.int64_t(rows), C.int64_t(cols))
+	return ok
 }
 
-// softmaxRowF32 writes the softmax of the logits x into p (len(x)) with
-// float64 accumulation, and returns the row's maximum and Σ e**(x-max),
-// whose log plus the maximum is the log-sum-exp. A NaN logit gives NaN.
-func softmaxRowF32(p, x []float32) (m, sum float64) {
-	if len(x) == 0 {
-		return math.Inf(-1), 0
+// softmaxRowC is softmaxRow's float32 kernel (float64 accumulation, e**x
+// to about 2.3e-10, summed in lanes); x is not empty.
+func softmaxRowC[T float](p, x []T) (m, sum float64, ok bool) {
+	pp, ok := optF32(p)
+	if !ok {
+		return 0, 0, false
 	}
-	_ = p[len(x)-1]
+	xp, _ := optF32(x)
 	var cm C.double
-	s := C.goddp_softmax_row_f64acc_f32(optF32(p), optF32(x), C.int64_t(len(x)), &cm)
-	return float64(cm), float64(s)
+	s := C.goddp_softmax_row_f64acc_f32(pp, xp, C.int64_t(len(x)), &cm)
+	return float64(cm), float64(s), true
 }
 
 // roundBF16s is RoundBF16Slice's kernel (dst may be src).

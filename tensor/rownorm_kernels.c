@@ -20,26 +20,18 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "fastexp.h"
+
 #define CLONES __attribute__((target_clones("avx512f", "avx2,fma", "default")))
 #define LANES 8
 
-static inline double bits_to_double(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
-static inline uint64_t double_to_bits(double d) { uint64_t u; memcpy(&u, &d, 8); return u; }
-
-// ExpF32's e**y: clamped to [-104, 89], y = k·ln2 + r, 2**k from the bits.
+// ExpF32's e**y: clamped to [-104, 89] (e**89 and e**-104 already round to
+// +Inf and 0 in float32).
 static inline float exp_f32(float v) {
-	const double log2e = 1.44269504088896340736, ln2 = 0.693147180559945309417;
-	const double shifter = 0x1.8p52 + 1023;
 	double y = v;
 	y = y < -104 ? -104 : y;
 	y = y > 89 ? 89 : y;
-	double kf = y * log2e + shifter;
-	double s = bits_to_double(double_to_bits(kf) << 52);
-	double r = y - (kf - shifter) * ln2;
-	double r2 = r * r;
-	double m = r * ((1.0000000000312237 + 0.5000000046680004 * r) + r2 * (0.16666666249338286 + 0.041666354325215704 * r) +
-	                r2 * r2 * ((0.008333402933959448 + 0.0013941015328067642 * r) + r2 * 0.00019841247011729895));
-	return (float)(s + s * m);
+	return (float)goddp_exp(y);
 }
 
 static inline double sum_lanes(const double *acc) {
@@ -213,21 +205,9 @@ CLONES void goddp_add_rows_f32(float *restrict d, const float *restrict x, int64
 	}
 }
 
-// e**y in double for y <= 0 (or NaN): the reduction and polynomial of
-// ExpF32 (relative error about 2.3e-10), y clamped at -708 where 2**k stays
+// e**y in double for y <= 0 (or NaN), clamped at -708 where 2**k stays
 // normal; e**-708 is far below anything a float32 probability can hold.
-static inline double exp_nonpos(double y) {
-	const double log2e = 1.44269504088896340736, ln2 = 0.693147180559945309417;
-	const double shifter = 0x1.8p52 + 1023;
-	y = y < -708 ? -708 : y;
-	double kf = y * log2e + shifter;
-	double s = bits_to_double(double_to_bits(kf) << 52);
-	double r = y - (kf - shifter) * ln2;
-	double r2 = r * r;
-	double m = r * ((1.0000000000312237 + 0.5000000046680004 * r) + r2 * (0.16666666249338286 + 0.041666354325215704 * r) +
-	                r2 * r2 * ((0.008333402933959448 + 0.0013941015328067642 * r) + r2 * 0.00019841247011729895));
-	return s + s * m;
-}
+static inline double exp_nonpos(double y) { return goddp_exp(y < -708 ? -708 : y); }
 
 // The softmax of one row of c logits into p, in double: returns the row's
 // maximum in *max and Σ e**(x - max) (the log-sum-exp is max + log of it).

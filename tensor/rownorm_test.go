@@ -46,7 +46,7 @@ func TestLayerNormF32MatchesFloat64(t *testing.T) {
 				w, b = randF32(rng, d, 2), randF32(rng, d, 1)
 			}
 			y, xh, rstd := make([]float32, rows*d), make([]float32, rows*d), make([]float64, rows)
-			LayerNormF32(y, xh, rstd, x, w, b, rows, d, eps)
+			LayerNormRows(y, xh, rstd, x, w, b, rows, d, eps)
 
 			gy := randF32(rng, rows*d, 1)
 			dx := make([]float32, rows*d)
@@ -55,7 +55,7 @@ func TestLayerNormF32MatchesFloat64(t *testing.T) {
 				dw, db = make([]float32, d), make([]float32, d)
 				dw[0], db[0] = 1, -1 // accumulated into, not overwritten
 			}
-			LayerNormBwdF32(dx, dw, db, gy, xh, w, rstd, rows, d)
+			LayerNormRowsBackward(dx, dw, db, gy, xh, w, rstd, rows, d)
 
 			wantY, wantH, wantDX := make([]float64, rows*d), make([]float64, rows*d), make([]float64, rows*d)
 			var wantDW, wantDB []float64
@@ -108,7 +108,7 @@ func TestLayerNormF32MatchesFloat64(t *testing.T) {
 		}
 	}
 	assert.Panics(t, func() {
-		LayerNormF32(make([]float32, 3), make([]float32, 4), make([]float64, 1), make([]float32, 4), nil, nil, 1, 4, 1e-5)
+		LayerNormRows(make([]float32, 3), make([]float32, 4), make([]float64, 1), make([]float32, 4), nil, nil, 1, 4, 1e-5)
 	},
 		"a short output buffer")
 }
@@ -126,7 +126,7 @@ func TestSoftmaxRowsF32MatchesFloat64(t *testing.T) {
 					mask[0] = float32(math.Inf(-1)) // a key no query may see
 				}
 				p := append([]float32(nil), x...)
-				SoftmaxRowsF32(p, mask, l, s, causal)
+				SoftmaxRows(p, mask, l, s, causal)
 				want := make([]float64, l*s)
 				for i := range l {
 					n := s
@@ -177,7 +177,7 @@ func TestSoftmaxRowsF32MatchesFloat64(t *testing.T) {
 						tol[i*s+j] = float64(n+4) * 0x1p-24 * math.Abs(float64(p[i*s+j])) * (math.Abs(float64(dp[i*s+j])) + absDot)
 					}
 				}
-				SoftmaxBwdRowsF32(dp, p, l, s, causal)
+				SoftmaxRowsBackward(dp, p, l, s, causal)
 				for i, w := range wantG {
 					require.InDelta(t, w, dp[i], tol[i]+1e-12, "softmax backward[%d] (s=%d causal=%v)", i, s, causal)
 				}
@@ -185,7 +185,7 @@ func TestSoftmaxRowsF32MatchesFloat64(t *testing.T) {
 		}
 	}
 	nan := []float32{1, float32(math.NaN()), 2}
-	SoftmaxRowsF32(nan, nil, 1, 3, false)
+	SoftmaxRows(nan, nil, 1, 3, false)
 	for _, v := range nan {
 		assert.True(t, math.IsNaN(float64(v)), "a row holding a NaN comes out NaN: %v", nan)
 	}
@@ -202,7 +202,7 @@ func TestAddRowsF32MatchesLoop(t *testing.T) {
 				want[c] += x[r*cols+c]
 			}
 		}
-		AddRowsF32(d, x, rows, cols)
+		AddRows(d, x, rows, cols)
 		assert.Equal(t, want, d, "cols=%d: the same bits as the row-by-row loop", cols)
 	}
 }
@@ -213,7 +213,7 @@ func TestSoftmaxRowF32MatchesFloat64(t *testing.T) {
 		x := randF32(rng, c, 20)
 		x[0] = float32(math.Inf(-1)) // a logit that can never win
 		p := make([]float32, c)
-		m, s := softmaxRowF32(p, x)
+		m, s := softmaxRow(p, x)
 		wm, ws := math.Inf(-1), 0.0
 		for _, v := range x {
 			wm = max(wm, float64(v))
@@ -232,7 +232,7 @@ func TestSoftmaxRowF32MatchesFloat64(t *testing.T) {
 		assert.InDelta(t, math.Log(ws)+wm, math.Log(s)+m, 1e-9, "c=%d: the log-sum-exp", c)
 	}
 	p := make([]float32, 3)
-	m, s := softmaxRowF32(p, []float32{1, float32(math.NaN()), 2})
+	m, s := softmaxRow(p, []float32{1, float32(math.NaN()), 2})
 	assert.True(t, math.IsNaN(m+math.Log(s)) && math.IsNaN(float64(p[0])), "a NaN logit: NaN out, got %v %v %v", m, s, p)
 }
 
