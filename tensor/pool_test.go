@@ -12,7 +12,7 @@ import (
 // sizes (the last row or column dropped), ties and NaNs.
 func TestMaxPool2x2F32(t *testing.T) {
 	rng := NewRNG(4)
-	for _, s := range [][3]int{{1, 2, 2}, {3, 5, 7}, {2, 28, 28}, {4, 14, 13}, {1, 1, 6}} {
+	for _, s := range [][3]int{{1, 2, 2}, {3, 5, 7}, {2, 28, 28}, {4, 14, 13}, {1, 1, 6}, {2, 6, 70}, {3, 4, 65}, {1, 2, 32}, {1, 2, 34}} {
 		planes, h, w := s[0], s[1], s[2]
 		x := Randn(rng, Float32, planes*h*w).F32()
 		for i := range x {
