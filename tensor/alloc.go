@@ -56,7 +56,8 @@ type HostAllocator struct {
 
 // host is the CPU's allocator. It is package state only because the host
 // device is one per process; it is reached through CPU()'s Allocator method
-// and is the only mutable object of the kind in the package.
+// and it and kernelRecorder (kernelprofile.go) are the only mutable
+// objects of the kind in the package.
 var host = newHostAllocator()
 
 func newHostAllocator() *HostAllocator {

@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // Conv2dShape is one 2-d convolution over row-major NCHW float32 arrays, in
 // torch's terms: input [N, C, H, W], weight [O, C/Groups, KH, KW], bias [O],
@@ -60,6 +63,14 @@ func Conv2dForward(s *Conv2dShape, y, x, w, b []float32) bool {
 	s.check("Conv2dForward", convArg{"x", len(x), nx}, convArg{"w", len(w), nw}, convArg{"y", len(y), ny},
 		biasArg("b", b, s.O))
 	schedHintOn(s.flops(), 1)
+	if p := recorder(); p != nil {
+		t0 := time.Now()
+		ok := engineConvFwd(s, y, x, w, b)
+		if ok {
+			profileConv(p, "fwd", s, t0)
+		}
+		return ok
+	}
 	return engineConvFwd(s, y, x, w, b)
 }
 
@@ -69,6 +80,14 @@ func Conv2dBackwardData(s *Conv2dShape, dx, w, dy []float32) bool {
 	nx, nw, ny := s.sizes()
 	s.check("Conv2dBackwardData", convArg{"dx", len(dx), nx}, convArg{"w", len(w), nw}, convArg{"dy", len(dy), ny})
 	schedHintOn(s.flops(), 1)
+	if p := recorder(); p != nil {
+		t0 := time.Now()
+		ok := engineConvBwdData(s, dx, w, dy)
+		if ok {
+			profileConv(p, "bwd_data", s, t0)
+		}
+		return ok
+	}
 	return engineConvBwdData(s, dx, w, dy)
 }
 
@@ -80,6 +99,14 @@ func Conv2dBackwardWeights(s *Conv2dShape, dw, db, x, dy []float32) bool {
 	s.check("Conv2dBackwardWeights", convArg{"x", len(x), nx}, convArg{"dw", len(dw), nw}, convArg{"dy", len(dy), ny},
 		biasArg("db", db, s.O))
 	schedHintOn(s.flops(), 1)
+	if p := recorder(); p != nil {
+		t0 := time.Now()
+		ok := engineConvBwdWeights(s, dw, db, x, dy)
+		if ok {
+			profileConv(p, "bwd_weights", s, t0)
+		}
+		return ok
+	}
 	return engineConvBwdWeights(s, dw, db, x, dy)
 }
 

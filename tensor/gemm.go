@@ -1,6 +1,9 @@
 package tensor
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+)
 
 // smallGemmWork is the m*n*k at or below which Gemm runs a plain Go loop
 // instead of calling the BLAS engine. BenchmarkGemmSmall puts the crossover
@@ -26,6 +29,9 @@ func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 		scaleC32(m, n, beta, c, ldc)
 		return
 	}
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "sgemm", transA, transB, m, n, k, time.Now())
+	}
 	if m*n*k <= smallGemmWork {
 		smallGemm32(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 		return
@@ -44,6 +50,9 @@ func Gemm64(transA, transB bool, m, n, k int, alpha float64, a []float64, lda in
 	if k == 0 || alpha == 0 {
 		scaleC64(m, n, beta, c, ldc)
 		return
+	}
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "dgemm", transA, transB, m, n, k, time.Now())
 	}
 	if m*n*k <= smallGemmWork {
 		smallGemm64(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

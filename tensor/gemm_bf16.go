@@ -1,6 +1,10 @@
 package tensor
 
-import "github.com/goddp/goddp/internal/half"
+import (
+	"time"
+
+	"github.com/goddp/goddp/internal/half"
+)
 
 // Precision is the arithmetic a matrix product runs in. Float32 is the
 // default; BFloat16 is what torch's autocast(dtype=torch.bfloat16) gives
@@ -43,6 +47,9 @@ func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda 
 	if k == 0 || alpha == 0 {
 		scaleC32(m, n, beta, c, ldc)
 		return
+	}
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "bf16gemm", transA, transB, m, n, k, time.Now())
 	}
 	schedHint(2 * float64(m) * float64(n) * float64(k))
 	engineGemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

@@ -2,7 +2,10 @@ package trainer
 
 import (
 	"context"
+	"fmt"
 	"time"
+
+	"github.com/goddp/goddp/tensor"
 
 	"github.com/goddp/goddp/comm"
 )
@@ -30,6 +33,7 @@ func (t *Trainer) epochClock(steps int) {
 	}
 	if t.warm {
 		t.clockStart, t.clockN = time.Now(), 0
+		t.startKernels()
 	}
 }
 
@@ -42,6 +46,7 @@ func (t *Trainer) stepClock(i, n int) {
 	if i >= t.warmSkip {
 		t.warm = true
 		t.clockStart, t.clockN = time.Now(), 0
+		t.startKernels()
 	}
 }
 
@@ -50,6 +55,7 @@ func (t *Trainer) stopClock() {
 	if !t.warm || t.clockStart.IsZero() {
 		return
 	}
+	t.stopKernels()
 	t.measured += time.Since(t.clockStart)
 	t.samples += t.clockN
 	t.clockStart, t.clockN = time.Time{}, 0
@@ -71,4 +77,81 @@ func (t *Trainer) SamplesPerSecond(ctx context.Context) (float64, error) {
 		return 0, nil
 	}
 	return v[0] / secs[0], nil
+}
+
+// startKernels starts the kernel profile, if any, with the clock. Another
+// profile recording in the process (ErrProfiling) leaves this one empty for
+// the stretch; KernelReport then shows less kernel time, never a wrong rate.
+func (t *Trainer) startKernels() {
+	if t.kprof == nil || t.kprofStop != nil {
+		return
+	}
+	if stop, err := t.kprof.Start(); err == nil {
+		t.kprofStop = stop
+	}
+}
+
+func (t *Trainer) stopKernels() {
+	if t.kprofStop != nil {
+		t.kprofStop()
+		t.kprofStop = nil
+	}
+}
+
+// KernelReport is the kernels' share of the measured steps, over all ranks.
+type KernelReport struct {
+	Ranks       int
+	Measured    time.Duration       // the slowest rank's measured time (samples_per_s's)
+	KernelTime  time.Duration       // the ranks' kernel time, summed
+	KernelFLOPs float64             // the ranks' kernel work, summed
+	Kernels     []tensor.KernelStat // this rank's, the most time-consuming first
+}
+
+// KernelGFLOPS is the kernels' own rate for the whole job: each rank's
+// kernel work over its kernel time, summed over the ranks (ranks run side
+// by side, so their rates add). It is what the steps would reach if
+// nothing but the kernels took time.
+func (r KernelReport) KernelGFLOPS() float64 {
+	if r.KernelTime <= 0 {
+		return 0
+	}
+	return r.KernelFLOPs / (r.KernelTime.Seconds() / float64(r.Ranks)) / 1e9
+}
+
+// StepGFLOPS is the kernels' work over the measured time, for the whole job.
+func (r KernelReport) StepGFLOPS() float64 {
+	if r.Measured <= 0 {
+		return 0
+	}
+	return r.KernelFLOPs / r.Measured.Seconds() / 1e9
+}
+
+// KernelFraction is the share of the ranks' measured time spent in kernels.
+func (r KernelReport) KernelFraction() float64 {
+	if r.Measured <= 0 {
+		return 0
+	}
+	return r.KernelTime.Seconds() / (r.Measured.Seconds() * float64(r.Ranks))
+}
+
+// KernelReport gathers Config.KernelProfile's figures from every rank (all
+// ranks must call it: it all-reduces); Kernels lists this rank's own. It
+// fails when the Trainer has no KernelProfile.
+func (t *Trainer) KernelReport(ctx context.Context) (KernelReport, error) {
+	if t.kprof == nil {
+		return KernelReport{}, fmt.Errorf("trainer: KernelReport: Config.KernelProfile is nil")
+	}
+	t.stopKernels()
+	tot := t.kprof.Total()
+	sums := []float64{tot.Time.Seconds(), tot.FLOPs}
+	if err := t.pg.AllReduce(comm.Float64s(sums), comm.Sum).Wait(ctx); err != nil {
+		return KernelReport{}, fmt.Errorf("trainer: KernelReport: %w", err)
+	}
+	secs := []float64{t.measured.Seconds()}
+	if err := t.pg.AllReduce(comm.Float64s(secs), comm.Max).Wait(ctx); err != nil {
+		return KernelReport{}, fmt.Errorf("trainer: KernelReport: %w", err)
+	}
+	r := KernelReport{Ranks: t.pg.Size(), Measured: time.Duration(secs[0] * float64(time.Second)),
+		KernelTime: time.Duration(sums[0] * float64(time.Second)), KernelFLOPs: sums[1], Kernels: t.kprof.Stats()}
+	return r, nil
 }

@@ -85,6 +85,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
 	overlap := fs.Bool("overlap", true, "all-reduce each bucket beside the rest of backward (false: ddp.OverlapComm(false), at once, blocking backward)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of each rank to FILE (FILE.rank<r> when there are several ranks); read it with go tool pprof")
+	kernelProfile := fs.Bool("kernel-profile", false, "time the matrix products and convolutions of the measured steps and print their share and rate (tensor.KernelProfile)")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval, per-rank communication)")
@@ -114,7 +115,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery, maxSteps: *maxSteps,
-		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile,
+		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile, kernelProfile: *kernelProfile,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
 		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress,
 		amp: *ampFlag, shards: *shards, writeShards: *writeShards, shardSize: *shardSize, shardFormat: *shardFormat}, build)
@@ -146,6 +147,7 @@ type runConfig struct {
 	evalBatch                         int
 	ckptDir, timeline                 string
 	cpuProfile                        string
+	kernelProfile                     bool
 	maxSteps                          int
 	seed                              uint64
 	bucketMB                          float64
@@ -336,7 +338,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt, Scaler: scaler,
 		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
-		Device: deviceLabel(dev), OnDevice: dev})
+		Device: deviceLabel(dev), OnDevice: dev, KernelProfile: kernelProfileIf(rc.kernelProfile)})
 	if err != nil {
 		return err
 	}
@@ -365,6 +367,15 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if rc.timeline != "" {
 		if err := writeTimeline(ctx, pg, tl, rc.timeline); err != nil {
 			return err
+		}
+	}
+	if rc.kernelProfile {
+		r, err := t.KernelReport(ctx)
+		if err != nil {
+			return err
+		}
+		if pg.Rank() == 0 {
+			printKernelReport(out, r)
 		}
 	}
 	if pg.Rank() == 0 {

@@ -61,10 +61,12 @@ type Trainer struct {
 	// throughput, counted once the warm-up steps are done (measure.go)
 	samples    int64
 	measured   time.Duration
-	warm       bool      // the warm-up is over; the clock runs
-	warmSkip   int       // warm-up steps to skip; -1 before the first epoch
-	clockStart time.Time // when the current measured stretch began
-	clockN     int64     // samples in the current stretch
+	warm       bool                  // the warm-up is over; the clock runs
+	warmSkip   int                   // warm-up steps to skip; -1 before the first epoch
+	clockStart time.Time             // when the current measured stretch began
+	clockN     int64                 // samples in the current stretch
+	kprof      *tensor.KernelProfile // nil: none (measure.go)
+	kprofStop  func()                // ends kprof's current recording
 
 	evalData *data.DataLoader // nil: no evaluation
 	device   string           // this rank's device in log lines, e.g. "cpu0"
@@ -136,6 +138,11 @@ type Config struct {
 	LogEvery int
 	// Callbacks are called on every rank; see Callback.
 	Callbacks []Callback
+	// KernelProfile, when set, records the host's matrix-product and
+	// convolution kernels over the steps that samples_per_s measures (the
+	// warm-up, evaluation and checkpoints left out); see
+	// tensor.KernelProfile and KernelReport.
+	KernelProfile *tensor.KernelProfile
 }
 
 // New builds a Trainer. Rank 0 locks CkptDir for the run (see
@@ -164,7 +171,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		optimizer: cfg.Optimizer, scaler: cfg.Scaler, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, maxSteps: cfg.MaxSteps, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
-		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1}
+		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1, kprof: cfg.KernelProfile}
 	if t.device == "" {
 		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
 	}

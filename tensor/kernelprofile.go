@@ -1,0 +1,150 @@
+package tensor
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// A KernelProfile accumulates, per kernel and shape, the calls, wall time
+// and floating-point work of the host's compute kernels: every matrix
+// product (Gemm, Gemm64, GemmBF16, and so Linear and attention) and every
+// convolution pass (Conv2dForward, Conv2dBackwardData,
+// Conv2dBackwardWeights). Everything else a training step does (norms,
+// activations, pooling, the optimizer, collectives, the framework itself)
+// is the step's time minus the kernels'. That split is the yardstick for a
+// model's speed: the kernels' own rate at the model's shapes is the most
+// the step can reach, whatever the rest costs; torch.profiler's table of
+// aten::mm and aten::convolution is the same idea.
+//
+// It covers host kernels only; a device's kernels run asynchronously on
+// its streams and are timed there (cuda events), not here. Kernels that
+// run on other goroutines while it records are counted too: the time is
+// each call's own, so kernels running in parallel add up to more than the
+// wall time.
+type KernelProfile struct {
+	mu    sync.Mutex
+	stats map[kernelKey]*KernelStat
+}
+
+// KernelStat is one kernel at one shape.
+type KernelStat struct {
+	Kernel string        // "sgemm", "dgemm", "bf16gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_weights" (+ "_bf16")
+	Shape  string        // "MxNxK" with the transposes ("NT": B transposed), or the convolution's shape
+	Calls  int64         // calls recorded
+	Time   time.Duration // their wall time, summed
+	FLOPs  float64       // their floating-point operations (a multiply-add counts 2)
+}
+
+// GFLOPS is the kernel's rate over its calls (0 when it took no time).
+func (s KernelStat) GFLOPS() float64 {
+	if s.Time <= 0 {
+		return 0
+	}
+	return s.FLOPs / s.Time.Seconds() / 1e9
+}
+
+type kernelKey struct{ kernel, shape string }
+
+// ErrProfiling is returned by KernelProfile.Start while another profile
+// records: kernels have one recorder at a time, as runtime/pprof's CPU
+// profile.
+var ErrProfiling = errors.New("tensor: a kernel profile is already recording")
+
+// NewKernelProfile returns an empty profile; Start begins recording into it.
+func NewKernelProfile() *KernelProfile {
+	return &KernelProfile{stats: map[kernelKey]*KernelStat{}}
+}
+
+// Start makes p the recorder of every host kernel call until the returned
+// stop function is called. A profile can be started and stopped many
+// times (a trainer records its measured steps, not evaluation); the
+// figures add up. It fails with ErrProfiling while another profile records.
+func (p *KernelProfile) Start() (stop func(), err error) {
+	if !kernelRecorder.CompareAndSwap(nil, p) {
+		return nil, ErrProfiling
+	}
+	var once sync.Once
+	return func() { once.Do(func() { kernelRecorder.CompareAndSwap(p, nil) }) }, nil
+}
+
+// Stats returns the figures so far, the most time-consuming first.
+func (p *KernelProfile) Stats() []KernelStat {
+	p.mu.Lock()
+	out := make([]KernelStat, 0, len(p.stats))
+	for _, s := range p.stats {
+		out = append(out, *s)
+	}
+	p.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Time != out[j].Time {
+			return out[i].Time > out[j].Time
+		}
+		return out[i].Kernel+out[i].Shape < out[j].Kernel+out[j].Shape
+	})
+	return out
+}
+
+// Total sums Stats: every kernel's calls, time and work.
+func (p *KernelProfile) Total() KernelStat {
+	t := KernelStat{Kernel: "all"}
+	for _, s := range p.Stats() {
+		t.Calls += s.Calls
+		t.Time += s.Time
+		t.FLOPs += s.FLOPs
+	}
+	return t
+}
+
+func (p *KernelProfile) add(kernel, shape string, flops float64, d time.Duration) {
+	k := kernelKey{kernel, shape}
+	p.mu.Lock()
+	s := p.stats[k]
+	if s == nil {
+		s = &KernelStat{Kernel: kernel, Shape: shape}
+		p.stats[k] = s
+	}
+	s.Calls++
+	s.Time += d
+	s.FLOPs += flops
+	p.mu.Unlock()
+}
+
+// recorder returns the recording profile, nil when none records: one
+// atomic load on every kernel call.
+func recorder() *KernelProfile { return kernelRecorder.Load() }
+
+// profileGemm records a product of op(A) m×k by op(B) k×n that started at
+// t0.
+func profileGemm(p *KernelProfile, kernel string, transA, transB bool, m, n, k int, t0 time.Time) {
+	d := time.Since(t0)
+	p.add(kernel, fmt.Sprintf("%dx%dx%d %s%s", m, n, k, transName(transA), transName(transB)),
+		2*float64(m)*float64(n)*float64(k), d)
+}
+
+func transName(t bool) string {
+	if t {
+		return "T"
+	}
+	return "N"
+}
+
+// profileConv records one convolution pass (each pass of forward, backward
+// data and backward weights is the same work) that started at t0.
+func profileConv(p *KernelProfile, pass string, s *Conv2dShape, t0 time.Time) {
+	d := time.Since(t0)
+	kernel := "conv_" + pass
+	if s.BF16 {
+		kernel += "_bf16"
+	}
+	p.add(kernel, fmt.Sprintf("N%d C%d %dx%d -> O%d %dx%d k%dx%d s%d g%d", s.N, s.C, s.H, s.W, s.O, s.OH, s.OW,
+		s.KH, s.KW, s.StrideH, s.Groups), s.flops(), d)
+}
+
+// kernelRecorder is the profile recording the host's kernels, if any. Like
+// host (the allocator), it is package state only because the host's
+// kernels are one per process and no call into them carries a context.
+var kernelRecorder atomic.Pointer[KernelProfile]
