@@ -287,6 +287,16 @@ func (r *Recycler) Flush() int64 {
 	return n
 }
 
+// recycleScratch gives t's storage back to the cache at once: t is a
+// temporary of an op that no one else ever saw (see Recycler for the
+// general case). Storage not from the cache is left to the GC.
+func recycleScratch(t *Tensor) {
+	if b := t.blk; b != nil && !b.freed.Swap(true) {
+		host.recycle(b)
+		t.f32, t.f64 = nil, nil
+	}
+}
+
 // recycle puts b's memory back on its free list.
 func (h *HostAllocator) recycle(b *hostBlock) {
 	poison := h.poison.Load()

@@ -27,3 +27,30 @@ func TestLinearBackwardOverwritesFreshBuffers(t *testing.T) {
 		}
 	}
 }
+
+// A Linear with few rows against a wide weight runs transposed (yᵀ = w·xᵀ,
+// linearSwapped); it gives the product and bias of the plain loop, with
+// and without bias, at sizes that are not multiples of the transpose tile.
+func TestLinearSwappedShape(t *testing.T) {
+	const n, in, out = 5, 1030, 67
+	require.True(t, linearSwapped(n, in, out))
+	require.False(t, linearSwapped(64, 784, 512), "a weight that ran the same both ways keeps the one product")
+	rng := NewRNG(3)
+	x, w, b := Randn(rng, Float32, n, in), Randn(rng, Float32, out, in), Randn(rng, Float32, out)
+	for _, bias := range []*Tensor{b, nil} {
+		y := Linear(x, w, bias)
+		require.Equal(t, []int{n, out}, y.Shape())
+		for i := range n {
+			for j := range out {
+				var want float64
+				if bias != nil {
+					want = float64(b.F32()[j])
+				}
+				for k := range in {
+					want += float64(x.F32()[i*in+k]) * float64(w.F32()[j*in+k])
+				}
+				require.InDelta(t, want, float64(y.F32()[i*out+j]), 1e-3, "y[%d][%d] bias=%v", i, j, bias != nil)
+			}
+		}
+	}
+}
