@@ -43,3 +43,53 @@ func TestGELUKernelsMatchGoLoops(t *testing.T) {
 		}
 	}
 }
+
+// GELUWithGradF32 gives GELUF32's outputs and GELUGradF32's gradient at
+// gy = 1 (the C kernel and the Go loop each against their own single
+// versions), NaN for NaN and the limits at ±Inf.
+func TestGELUWithGradMatchesSeparateKernels(t *testing.T) {
+	inf, nan := float32(math.Inf(1)), float32(math.NaN())
+	xs := []float32{0, float32(math.Copysign(0, -1)), inf, -inf, nan, 20, -20, 1e6, -1e6, 15, -15, 1e-40, -1e-40}
+	for i := 0; len(xs) < 5000; i++ {
+		xs = append(xs, float32(i-2500)*0.0041)
+	}
+	ones := make([]float32, len(xs))
+	for i := range ones {
+		ones[i] = 1
+	}
+	for _, impl := range []struct {
+		name               string
+		both               func(y, g []float32)
+		single, singleGrad func(d []float32)
+	}{
+		{"kernels", func(y, g []float32) { GELUWithGradF32(y, g, xs) },
+			func(d []float32) { GELUF32(d, xs) }, func(d []float32) { GELUGradF32(d, ones, xs) }},
+		{"Go loops", func(y, g []float32) { geluWithGradF32Go(y, g, xs) },
+			func(d []float32) { geluF32Go(d, xs) }, func(d []float32) { geluGradF32Go(d, ones, xs) }},
+	} {
+		y, g := make([]float32, len(xs)), make([]float32, len(xs))
+		impl.both(y, g)
+		wy, wg := make([]float32, len(xs)), make([]float32, len(xs))
+		impl.single(wy)
+		impl.singleGrad(wg)
+		for i, x := range xs {
+			for _, c := range []struct {
+				what      string
+				got, want float32
+			}{{"GELU", y[i], wy[i]}, {"GELU'", g[i], wg[i]}} {
+				if c.want != c.want {
+					require.True(t, c.got != c.got, "%s %s(%g) = %g, want NaN", impl.name, c.what, x, c.got)
+					continue
+				}
+				if math.IsInf(float64(c.want), 0) {
+					require.Equal(t, c.want, c.got, "%s %s(%g)", impl.name, c.what, x)
+					continue
+				}
+				ulp := math.Abs(float64(math.Nextafter32(c.want, inf) - c.want))
+				require.LessOrEqual(t, math.Abs(float64(c.got-c.want)), ulp, "%s %s(%g) = %g, want %g", impl.name, c.what, x, c.got, c.want)
+			}
+		}
+		require.Equal(t, math.Float32bits(float32(math.Copysign(0, -1))), math.Float32bits(y[3]), "%s: GELU(-Inf) = -0", impl.name)
+		require.Equal(t, []float32{1, 0}, g[2:4], "%s: GELU'(±Inf)", impl.name)
+	}
+}
