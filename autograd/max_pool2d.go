@@ -2,6 +2,7 @@ package autograd
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/goddp/goddp/tensor"
 )
@@ -57,20 +58,41 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 		return FromOp(y, &maxPool2dOp{inputs: ins(x), didx: didx, g: g})
 	}
 	y := tensor.Empty(xc.DType(), g.n, g.c, g.oh, g.ow) // every output is written
-	idx := make([]int32, y.Numel())
+	// The indices live in a float32 block of the host cache, read as
+	// int32 (the same size): a make per step cost the GC a zeroed 1.6 MB
+	// for a convnet's first pooling, and FreeGraph recycles a cached block.
+	idxT := tensor.Empty(tensor.Float32, y.Numel())
+	idx := int32View(idxT.F32())
 	if xc.DType() == tensor.Float64 {
 		maxPoolFwd(&g, y.F64(), xc.F64(), idx)
 	} else {
 		maxPoolFwd(&g, y.F32(), xc.F32(), idx)
 	}
-	return FromOp(y, &maxPool2dOp{inputs: ins(x), idx: idx, g: g})
+	return FromOp(y, &maxPool2dOp{inputs: ins(x), idx: idx, idxT: idxT, g: g})
+}
+
+// int32View is f's memory as int32s.
+func int32View(f []float32) []int32 {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*int32)(unsafe.Pointer(&f[0])), len(f))
 }
 
 type maxPool2dOp struct {
 	inputs
 	idx  []int32        // per output: the argmax's offset inside its [H, W] plane
+	idxT *tensor.Tensor // the block idx lives in (keeps it alive; FreeGraph recycles it)
 	didx *tensor.Tensor // idx on the input's device (nil on the host)
 	g    poolGeom
+}
+
+// savedTensors lets FreeGraph recycle the indices' block.
+func (o *maxPool2dOp) savedTensors() []*tensor.Tensor {
+	if o.idxT == nil {
+		return nil
+	}
+	return []*tensor.Tensor{o.idxT}
 }
 
 func (o *maxPool2dOp) Name() string { return "MaxPool2d" }
@@ -139,6 +161,17 @@ func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	if gx := tensor.MaxPool2dBackwardDevice(gy, o.didx, o.g.shape()); gx != nil {
 		return []*tensor.Tensor{gx}
 	}
+	if o.g.kh == 2 && o.g.kw == 2 && o.g.sh == 2 && o.g.sw == 2 && o.g.ph == 0 && o.g.pw == 0 {
+		// Disjoint windows: every input element is written once, with its
+		// window's gradient or 0, so gx needs no zeroing pass first.
+		gx := tensor.Empty(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
+		if gy.DType() == tensor.Float64 {
+			maxPool2x2Bwd(&o.g, gx.F64(), gy.F64(), o.idx)
+		} else {
+			maxPool2x2Bwd(&o.g, gx.F32(), gy.F32(), o.idx)
+		}
+		return []*tensor.Tensor{gx}
+	}
 	gx := tensor.New(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
 	if gy.DType() == tensor.Float64 {
 		maxPoolBwd(&o.g, gx.F64(), gy.F64(), o.idx)
@@ -155,6 +188,29 @@ func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
 		for j, v := range gy[pl*ohw : (pl+1)*ohw] {
 			gp[idx[pl*ohw+j]] += v
 		}
+	}
+}
+
+// maxPool2x2Bwd is maxPoolBwd for the 2x2, stride-2, unpadded window,
+// writing all of gx: each window's four elements get 0 but the argmax,
+// which gets the output's gradient; an odd size's last row or column,
+// in no window, gets 0.
+func maxPool2x2Bwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
+	hw, ohw, w := g.h*g.w, g.oh*g.ow, g.w
+	for pl := 0; pl < g.n*g.c; pl++ {
+		gp, yp, ip := gx[pl*hw:(pl+1)*hw], gy[pl*ohw:(pl+1)*ohw], idx[pl*ohw:(pl+1)*ohw]
+		for oy := 0; oy < g.oh; oy++ {
+			r0, r1 := gp[2*oy*w:(2*oy+1)*w], gp[(2*oy+1)*w:(2*oy+2)*w]
+			for ox := range g.ow {
+				r0[2*ox], r0[2*ox+1], r1[2*ox], r1[2*ox+1] = 0, 0, 0, 0
+			}
+			clear(r0[2*g.ow:])
+			clear(r1[2*g.ow:])
+			for ox, v := range yp[oy*g.ow : (oy+1)*g.ow] {
+				gp[ip[oy*g.ow+ox]] = v
+			}
+		}
+		clear(gp[2*g.oh*w:])
 	}
 }
 
