@@ -13,7 +13,11 @@
 # amp: ROUNDS (default 2) interleaved rounds, for MODELS (default "gpt cnn"), of
 # torch float32, torch under autocast bf16 (scripts/torch_models_amp.py), goddp
 # float32 and goddp -amp bf16, all at world 2 for EPOCHS (default 1) epochs;
-# each prints samples/s and its final loss (cnn: test accuracy too).
+# each prints samples/s and its final loss (cnn: test accuracy too), and goddp
+# its kernels' own rate (-kernel-profile): bf16's kernel_gflops over fp32's is
+# the most -amp bf16 can gain while everything else stays float32.
+# cnn and gpt also run goddp with -kernel-profile and print the kernels'
+# share of the steps and their own rate against the GEMM rate (the ceiling).
 # sync: ROUNDS (default 3) interleaved rounds of torch_grad_sync.py and `ddpbench sync` per profile
 # (world 2, bucket_cap_mb 25, default backend; gradient_as_bucket_view off and on, OverlapComm on and off,
 # ReduceInPlace on and off) plus
@@ -115,6 +119,18 @@ gemm_gflops() {
   "$tmp/tensor.test" -test.run '^$' -test.bench 'MatMul/n=1024$' -test.benchtime 2s |
     awk '/GFLOPS/ {for (i = 1; i < NF; i++) if ($(i+1) == "GFLOPS") print $i}'
 }
+# kernel_ceiling OUTPUT GFLOPS: from a run with -kernel-profile, the kernels'
+# share of the measured steps, their own rate (all ranks) and that rate as a
+# fraction of the same round's GEMM rate: the most the step could reach if
+# nothing but the matrix products and convolutions took time. The
+# kernel-counted FLOPs over the measured time (step_gflops) checks the
+# MFLOP-per-sample figures used above.
+kernel_ceiling() {
+  echo "$1" | awk -v g="$2" '/^kernel_profile/ {
+    for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+    printf "kernels %.1f%% of the steps at %.1f GFLOPS = %.0f%% of the GEMM rate (the ceiling); the steps at %.1f GFLOPS = %.0f%%\n",
+      f["kernel_pct"], f["kernel_gflops"], (g > 0 ? 100 * f["kernel_gflops"] / g : 0), f["step_gflops"], (g > 0 ? 100 * f["step_gflops"] / g : 0) }'
+}
 # gemm_fraction SAMPLES_PER_S MFLOP_PER_SAMPLE GFLOPS
 gemm_fraction() { awk -v s="$1" -v f="$2" -v g="$3" 'BEGIN {if (s > 0 && g > 0) printf "%.0f%%", 100 * s * f / 1000 / g; else print "n/a"}'; }
 
@@ -124,10 +140,12 @@ if [ "$what" = cnn ]; then
   echo "### cnn (Fashion-MNIST convnet), world 2, $e epochs: torch DDP+Gloo via mp.spawn vs goddp via ddprun, interleaved"
   for r in $(seq "${ROUNDS:-1}"); do
     echo "round $r torch cnn world 2: $( { /usr/bin/time -f 'peak_rss_kb=%M' /usr/bin/python3 "$anchors/torch_models.py" cnn 2 "$e"; } 2>&1 | grep -E 'torch-ddp|peak_rss' | tr '\n' ' ')"
-    line=$( { /usr/bin/time -f 'peak_rss_kb=%M' "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/cnn" -epochs "$e" -ckpt-dir ''; } 2>&1 | grep -E '^(samples_per_s|epoch=|peak_rss)' | tr '\n' ' ')
+    full=$( { /usr/bin/time -f 'peak_rss_kb=%M' "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/cnn" -epochs "$e" -ckpt-dir '' -kernel-profile; } 2>&1)
+    line=$(echo "$full" | grep -E '^(samples_per_s|epoch=|peak_rss)' | tr '\n' ' ')
     echo "round $r goddp cnn world 2: $line"
     g=$(gemm_gflops); sps=$(echo "$line" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
     echo "round $r GEMM n=1024: ${g:-?} GFLOPS; goddp cnn at $(gemm_fraction "${sps:-0}" 82 "${g:-0}") of it"
+    echo "round $r goddp cnn $(kernel_ceiling "$full" "${g:-0}")"
   done
   echo "### conv layers of the convnet, forward+backward, batch 64, 1 thread (Go, then torch, twice)"
   go test -c -o "$tmp/autograd.test" ./autograd/
@@ -151,11 +169,12 @@ if [ "$what" = gpt ] || [ "$what" = all ]; then
     poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
     echo "torch gpt world 2 round $r: $(tail -1 "$tmp/out") peak_rss_kib=[ $(peak_rss)]"
     : > "$tmp/rss"
-    "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
+    "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" -kernel-profile > "$tmp/out" 2>/dev/null & j=$!
     poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
     echo "goddp gpt world 2 round $r: $(grep -E '^samples_per_s' "$tmp/out" | tr '\n' ' ')final_loss=$(grep -o 'loss=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
     g=$(gemm_gflops); sps=$(grep -o 'samples_per_s=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2)
     echo "round $r GEMM n=1024: ${g:-?} GFLOPS; goddp gpt at $(gemm_fraction "${sps:-0}" 168 "${g:-0}") of it"
+    echo "round $r goddp gpt $(kernel_ceiling "$(cat "$tmp/out")" "${g:-0}")"
   done
 fi
 
@@ -170,7 +189,8 @@ if [ "$what" = amp ]; then
       echo "round $r $m torch fp32: $(/usr/bin/python3 "$anchors/torch_models.py" $m 2 "$e" 2>/dev/null | tail -1)"
       echo "round $r $m torch bf16: $(ANCHORS=$anchors /usr/bin/python3 scripts/torch_models_amp.py $m 2 "$e" 2>/dev/null | tail -1)"
       for a in fp32 bf16; do
-        echo "round $r $m goddp $a: $("$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/$m" -epochs "$e" -amp $a -ckpt-dir '' 2>/dev/null | grep -E '^(samples_per_s|epoch=)' | tail -3 | tr '\n' ' ')"
+        out=$("$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/$m" -epochs "$e" -amp $a -ckpt-dir '' -kernel-profile 2>/dev/null)
+        echo "round $r $m goddp $a: $(echo "$out" | grep -E '^(samples_per_s|epoch=)' | tail -3 | tr '\n' ' ')$(echo "$out" | grep '^kernel_profile' | cut -d' ' -f2-)"
       done
     done
   done
