@@ -159,3 +159,24 @@ func TestBatchNorm2dLayer(t *testing.T) {
 	require.Equal(t, 1.0, bn.NumBatchesTracked.Item(), "eval does not count batches")
 	require.Panics(t, func() { bn.Forward(autograd.Const(tensor.New(tensor.Float32, 4, 3))) }, "BatchNorm2d wants 4-d input")
 }
+
+// A Sequential runs Conv2d+ReLU as one op (autograd.Conv2dReLU) with the
+// outputs and gradients of the layers one by one.
+func TestSequentialFusesConvReLU(t *testing.T) {
+	rng := tensor.NewRNG(11)
+	conv, pool := NewConv2d(rng, 2, 4, 3, Padding(1)), NewMaxPool2d(2)
+	seq := NewSequential(conv, NewReLU(), pool)
+	x := tensor.Randn(tensor.NewRNG(12), tensor.Float32, 3, 2, 8, 8)
+	gy := tensor.Randn(tensor.NewRNG(13), tensor.Float32, 3, 4, 4, 4)
+
+	out := seq.Forward(autograd.Const(x))
+	require.NoError(t, out.BackwardWith(gy))
+	fusedW, fusedB := conv.Weight.Grad.Clone(), conv.Bias.Grad.Clone()
+	conv.Weight.Grad, conv.Bias.Grad = nil, nil
+
+	ref := pool.Forward(autograd.ReLU(conv.Forward(autograd.Const(x))))
+	require.NoError(t, ref.BackwardWith(gy))
+	require.Equal(t, ref.Value.F32(), out.Value.F32())
+	require.Equal(t, conv.Weight.Grad.F32(), fusedW.F32())
+	require.Equal(t, conv.Bias.Grad.F32(), fusedB.F32())
+}

@@ -34,10 +34,21 @@ func (s *Sequential) Len() int { return len(s.layers) }
 // At returns layer i.
 func (s *Sequential) At(i int) Layer { return s.layers[i] }
 
-// Forward implements Layer.
+// Forward implements Layer. A Conv2d followed by a ReLU runs as one op,
+// autograd.Conv2dReLU: the same values and gradients, with the ReLU inside
+// the convolution's kernel where the engine has one. The convolution's
+// output before the ReLU is never materialised; nothing in a Sequential
+// reads it.
 func (s *Sequential) Forward(x *autograd.Variable) *autograd.Variable {
-	for _, l := range s.layers {
-		x = l.Forward(x)
+	for i := 0; i < len(s.layers); i++ {
+		if c, ok := s.layers[i].(*Conv2d); ok && i+1 < len(s.layers) {
+			if _, relu := s.layers[i+1].(*ReLU); relu {
+				x = autograd.Conv2dReLU(x, c.Weight, c.Bias, c.Params)
+				i++
+				continue
+			}
+		}
+		x = s.layers[i].Forward(x)
 	}
 	return x
 }

@@ -74,6 +74,26 @@ func Conv2dForward(s *Conv2dShape, y, x, w, b []float32) bool {
 	return engineConvFwd(s, y, x, w, b)
 }
 
+// Conv2dForwardReLU is Conv2dForward followed by y = max(0, y), the ReLU
+// running inside the convolution's kernel (a oneDNN post-op) instead of as
+// a pass of its own over y. It reports false, writing nothing, where the
+// engine has no such kernel; the caller then runs the two ops.
+func Conv2dForwardReLU(s *Conv2dShape, y, x, w, b []float32) bool {
+	nx, nw, ny := s.sizes()
+	s.check("Conv2dForwardReLU", convArg{"x", len(x), nx}, convArg{"w", len(w), nw}, convArg{"y", len(y), ny},
+		biasArg("b", b, s.O))
+	schedHintOn(s.flops(), 1)
+	if p := recorder(); p != nil {
+		t0 := time.Now()
+		ok := engineConvFwdReLU(s, y, x, w, b)
+		if ok {
+			profileConv(p, "fwd_relu", s, t0)
+		}
+		return ok
+	}
+	return engineConvFwdReLU(s, y, x, w, b)
+}
+
 // Conv2dBackwardData overwrites dx with the gradient of conv2d(x, w) with
 // respect to x, for the output gradient dy, as Conv2dForward does.
 func Conv2dBackwardData(s *Conv2dShape, dx, w, dy []float32) bool {

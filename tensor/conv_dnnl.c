@@ -34,7 +34,7 @@ enum { convFwd, convBwdData, convBwdWeights };
 enum { argSrc, argWei, argDst, argBias, nArgs };
 
 typedef struct {
-	int kind, bias;
+	int kind, bias, relu; // relu: the forward applies max(0, ·) to its output (a post-op)
 	goddp_conv_t g;
 } conv_key_t;
 
@@ -171,6 +171,20 @@ static conv_entry_t *build(const conv_key_t *key) {
 	// The scratchpad comes with each call (a per-thread buffer), so that
 	// threads can run one primitive at the same time.
 	dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user);
+	// A ReLU after the convolution runs as its post-op, on the output while
+	// the kernel holds it: no pass of its own over the output in memory.
+	if (key->relu && key->kind == convFwd) {
+		dnnl_post_ops_t po;
+		int pok = dnnl_post_ops_create(&po) == dnnl_success;
+		pok = pok && dnnl_post_ops_append_eltwise(po, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f) == dnnl_success &&
+		      dnnl_primitive_attr_set_post_ops(attr, po) == dnnl_success;
+		if (po)
+			dnnl_post_ops_destroy(po);
+		if (!pok) {
+			dnnl_primitive_attr_destroy(attr);
+			return NULL;
+		}
+	}
 
 	conv_entry_t *e = calloc(1, sizeof *e);
 	dnnl_primitive_desc_t fpd = NULL, pd = NULL;
@@ -347,7 +361,7 @@ static int run(conv_entry_t *e, void *user[nArgs]) {
 	return rc;
 }
 
-static int conv_call(int kind, int bias, const goddp_conv_t *g, void *a0, void *a1, void *a2, void *a3) {
+static int conv_call(int kind, int bias, int relu, const goddp_conv_t *g, void *a0, void *a1, void *a2, void *a3) {
 	pthread_once(&conv.once, conv_init);
 	if (!conv.eng)
 		return 1;
@@ -359,6 +373,7 @@ static int conv_call(int kind, int bias, const goddp_conv_t *g, void *a0, void *
 	memset(&key, 0, sizeof key); // padding bytes take part in memcmp
 	key.kind = kind;
 	key.bias = bias;
+	key.relu = relu;
 	key.g = *g;
 	int owned;
 	conv_entry_t *e = lookup(&key, &owned);
@@ -372,15 +387,19 @@ static int conv_call(int kind, int bias, const goddp_conv_t *g, void *a0, void *
 }
 
 int goddp_conv_fwd(const goddp_conv_t *g, const float *x, const float *w, const float *b, float *y) {
-	return conv_call(convFwd, b != NULL, g, (void *)x, (void *)w, y, (void *)b);
+	return conv_call(convFwd, b != NULL, 0, g, (void *)x, (void *)w, y, (void *)b);
+}
+
+int goddp_conv_fwd_relu(const goddp_conv_t *g, const float *x, const float *w, const float *b, float *y) {
+	return conv_call(convFwd, b != NULL, 1, g, (void *)x, (void *)w, y, (void *)b);
 }
 
 int goddp_conv_bwd_data(const goddp_conv_t *g, const float *w, const float *dy, float *dx) {
-	return conv_call(convBwdData, 0, g, dx, (void *)w, (void *)dy, NULL);
+	return conv_call(convBwdData, 0, 0, g, dx, (void *)w, (void *)dy, NULL);
 }
 
 int goddp_conv_bwd_weights(const goddp_conv_t *g, const float *x, const float *dy, float *dw, float *db) {
-	return conv_call(convBwdWeights, db != NULL, g, (void *)x, dw, (void *)dy, db);
+	return conv_call(convBwdWeights, db != NULL, 0, g, (void *)x, dw, (void *)dy, db);
 }
 
 const char *goddp_conv_impl(int kind, int bias, const goddp_conv_t *g) {

@@ -51,6 +51,11 @@ func engineConvFwd(s *Conv2dShape, y, x, w, b []float32) bool {
 	return convResult("Conv2dForward", s, C.goddp_conv_fwd(&g, fptr(x), fptr(w), fptr(b), fptr(y)))
 }
 
+func engineConvFwdReLU(s *Conv2dShape, y, x, w, b []float32) bool {
+	g := cConv(s)
+	return convResult("Conv2dForwardReLU", s, C.goddp_conv_fwd_relu(&g, fptr(x), fptr(w), fptr(b), fptr(y)))
+}
+
 func engineConvBwdData(s *Conv2dShape, dx, w, dy []float32) bool {
 	g := cConv(s)
 	return convResult("Conv2dBackwardData", s, C.goddp_conv_bwd_data(&g, fptr(w), fptr(dy), fptr(dx)))

@@ -7,6 +7,8 @@ package tensor
 
 func engineConvFwd(*Conv2dShape, []float32, []float32, []float32, []float32) bool { return false }
 
+func engineConvFwdReLU(*Conv2dShape, []float32, []float32, []float32, []float32) bool { return false }
+
 func engineConvBwdData(*Conv2dShape, []float32, []float32, []float32) bool { return false }
 
 func engineConvBwdWeights(*Conv2dShape, []float32, []float32, []float32, []float32) bool {

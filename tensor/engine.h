@@ -47,6 +47,8 @@ typedef struct {
 // on the calling thread alone. They return 0, 1 where oneDNN has no
 // implementation for the shape (the caller falls back), or -1 on failure.
 int goddp_conv_fwd(const goddp_conv_t *g, const float *x, const float *w, const float *b, float *y);
+// goddp_conv_fwd_relu is goddp_conv_fwd followed by y = max(0, y), fused.
+int goddp_conv_fwd_relu(const goddp_conv_t *g, const float *x, const float *w, const float *b, float *y);
 int goddp_conv_bwd_data(const goddp_conv_t *g, const float *w, const float *dy, float *dx);
 int goddp_conv_bwd_weights(const goddp_conv_t *g, const float *x, const float *dy, float *dw, float *db);
 

@@ -32,7 +32,7 @@ type KernelProfile struct {
 
 // KernelStat is one kernel at one shape.
 type KernelStat struct {
-	Kernel string        // "sgemm", "dgemm", "bf16gemm", "conv_fwd", "conv_bwd_data", "conv_bwd_weights" (+ "_bf16")
+	Kernel string        // "sgemm", "dgemm", "bf16gemm", "conv_fwd", "conv_fwd_relu", "conv_bwd_data", "conv_bwd_weights" (+ "_bf16")
 	Shape  string        // "MxNxK" with the transposes ("NT": B transposed), or the convolution's shape
 	Calls  int64         // calls recorded
 	Time   time.Duration // their wall time, summed

@@ -1,0 +1,82 @@
+package autograd
+
+import "github.com/goddp/goddp/tensor"
+
+// Conv2dReLU returns ReLU(Conv2d(x, w, b, p)), with the same values and
+// gradients. On the host in float32 with oneDNN's kernels the ReLU runs
+// inside the convolution (a post-op on the output while the kernel holds
+// it), which saves the separate ReLU's pass over the output and its
+// allocation: in a convnet the first convolution's output is 6.4 MB a step
+// at batch 64, and each pass over it costs about as long as memory takes
+// to stream it. Elsewhere (devices, float64, builds without oneDNN) it is
+// the two ops. nn.Sequential calls it for a Conv2d followed by a ReLU.
+func Conv2dReLU(x, w, b *Variable, p ConvParams) *Variable {
+	if x.Value.DType() != tensor.Float32 || !tensor.IsCPU(x.Value.Device()) || !tensor.IsCPU(w.Value.Device()) ||
+		(b != nil && !tensor.IsCPU(b.Value.Device())) || w.Value.DType() != tensor.Float32 {
+		return ReLU(Conv2d(x, w, b, p))
+	}
+	g := newConvGeom(x.Value.Shape(), w.Value.Shape(), p)
+	sameDType("Conv2d", x.Value, w.Value)
+	if b != nil {
+		sameDType("Conv2d", x.Value, b.Value)
+		if b.Value.Numel() != g.o {
+			return ReLU(Conv2d(x, w, b, p)) // Conv2d names the mismatch
+		}
+	}
+	xc := x.Value.Contiguous()
+	y := tensor.Empty(tensor.Float32, g.n, g.o, g.oh, g.ow) // the engine writes every element
+	if !convFwdReLUEngine(&g, y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b)) {
+		return ReLU(Conv2d(x, w, b, p))
+	}
+	in := ins(x, w)
+	if b != nil {
+		in = ins(x, w, b)
+	}
+	return FromOp(y, &conv2dReLUOp{conv2dOp: conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g}, y: y})
+}
+
+// convFwdReLUEngine is convFwdEngine with the ReLU fused, all or nothing.
+func convFwdReLUEngine(g *convGeom, y, x, w, b []float32) bool {
+	workers := convWorkers(g.n)
+	ok := make([]bool, workers)
+	xs, ys := g.c*g.h*g.w, g.o*g.l()
+	parallelSamples(g.n, workers, func(wk, lo, hi int) {
+		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
+			s := g.engineShape(hi - lo)
+			return tensor.Conv2dForwardReLU(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
+		})
+	})
+	for _, v := range ok {
+		if !v {
+			return false
+		}
+	}
+	return true
+}
+
+// conv2dReLUOp is a convolution whose output went through ReLU: backward
+// masks gy where the output is not positive (ReLU's gradient, from its
+// output as torch's threshold_backward), then runs the convolution's.
+type conv2dReLUOp struct {
+	conv2dOp
+	y *tensor.Tensor // the op's output, ReLU applied
+}
+
+func (o *conv2dReLUOp) Name() string { return "Conv2dReLU" }
+
+func (o *conv2dReLUOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
+
+// backwardInto masks into a new tensor: gy may be shared.
+func (o *conv2dReLUOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
+	gy = gy.Contiguous()
+	m := tensor.Empty(gy.DType(), gy.Shape()...) // ReLUBackward writes every element
+	tensor.ReLUBackward(m, gy, o.y)
+	return o.conv2dOp.backwardInto(m, dst)
+}
+
+// backwardInPlace masks an owned gy in place (the engine hands it over
+// when nothing else reads it), which saves a tensor of the output's size.
+func (o *conv2dReLUOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor {
+	tensor.ReLUBackward(gy, gy, o.y)
+	return o.conv2dOp.backwardInto(gy, nil)
+}
