@@ -145,6 +145,15 @@
 // NoKernel ("Conv2d has no kernel on sim:0"). On the host the check is a
 // nil comparison: no allocation.
 //
+// # Profiling the kernels
+//
+// A KernelProfile, once started, records every host matrix product (Gemm,
+// Gemm64, GemmBF16, and so Linear and attention) and convolution pass by
+// kernel and shape: calls, time and FLOPs. The kernels' own rate at a
+// model's shapes is the most its step can reach; trainer's -kernel-profile
+// prints it beside the step's. It is process-wide, like the host
+// allocator: one profile records at a time (ErrProfiling otherwise).
+//
 // # Errors
 //
 // Shape and dtype mismatches are programmer errors: the op panics with a
