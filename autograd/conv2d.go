@@ -106,7 +106,12 @@ func newConvGeom(xs, ws []int, p ConvParams) convGeom {
 // scatters dcols = Wᵀ·gy back with col2im for dX. With tensor.Threads() > 1
 // the samples are split over that many goroutines (each GEMM then runs on
 // its caller's thread), with a private dW per worker summed at the end.
-func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
+func Conv2d(x, w, b *Variable, p ConvParams) *Variable { return conv2d(x, w, b, p, false) }
+
+// conv2d is Conv2d, followed by ReLU when relu is set (Conv2dReLU): fused
+// into the engine's kernel on the host in float32 where it has one, the
+// two ops elsewhere.
+func conv2d(x, w, b *Variable, p ConvParams, relu bool) *Variable {
 	g := newConvGeom(x.Value.Shape(), w.Value.Shape(), p)
 	sameDType("Conv2d", x.Value, w.Value)
 	if b != nil {
@@ -120,13 +125,18 @@ func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
 	if b != nil {
 		in = ins(x, w, b)
 	}
+	op := conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g}
 	if y := tensor.Conv2dDevice(xc, w.Value, biasValue(b), new(g.engineShape(g.n))); y != nil {
-		return FromOp(y, &conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g})
+		return reluIf(relu, FromOp(y, &op))
 	}
 	// The engine overwrites every element, so its output is not zeroed
 	// first (the benchmark convnet's first layer makes 6.4 MB a step at
 	// batch 64); the loops get zeros.
 	y := tensor.Empty(xc.DType(), g.n, g.o, g.oh, g.ow)
+	if relu && xc.DType() == tensor.Float32 &&
+		convFwdReLUEngine(&g, y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b)) {
+		return FromOp(y, &conv2dReLUOp{conv2dOp: op, y: y})
+	}
 	if xc.DType() == tensor.Float64 {
 		tensor.Fill(y, 0)
 		convFwd(&g, y.F64(), xc.F64(), data[float64](w.Value), biasData[float64](b))
@@ -134,7 +144,14 @@ func Conv2d(x, w, b *Variable, p ConvParams) *Variable {
 		tensor.Fill(y, 0)
 		convFwd(&g, y.F32(), xc.F32(), w32, b32)
 	}
-	return FromOp(y, &conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g})
+	return reluIf(relu, FromOp(y, &op))
+}
+
+func reluIf(relu bool, v *Variable) *Variable {
+	if relu {
+		return ReLU(v)
+	}
+	return v
 }
 
 type conv2dOp struct {

@@ -10,30 +10,7 @@ import "github.com/goddp/goddp/tensor"
 // at batch 64, and each pass over it costs about as long as memory takes
 // to stream it. Elsewhere (devices, float64, builds without oneDNN) it is
 // the two ops. nn.Sequential calls it for a Conv2d followed by a ReLU.
-func Conv2dReLU(x, w, b *Variable, p ConvParams) *Variable {
-	if x.Value.DType() != tensor.Float32 || !tensor.IsCPU(x.Value.Device()) || !tensor.IsCPU(w.Value.Device()) ||
-		(b != nil && !tensor.IsCPU(b.Value.Device())) || w.Value.DType() != tensor.Float32 {
-		return ReLU(Conv2d(x, w, b, p))
-	}
-	g := newConvGeom(x.Value.Shape(), w.Value.Shape(), p)
-	sameDType("Conv2d", x.Value, w.Value)
-	if b != nil {
-		sameDType("Conv2d", x.Value, b.Value)
-		if b.Value.Numel() != g.o {
-			return ReLU(Conv2d(x, w, b, p)) // Conv2d names the mismatch
-		}
-	}
-	xc := x.Value.Contiguous()
-	y := tensor.Empty(tensor.Float32, g.n, g.o, g.oh, g.ow) // the engine writes every element
-	if !convFwdReLUEngine(&g, y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b)) {
-		return ReLU(Conv2d(x, w, b, p))
-	}
-	in := ins(x, w)
-	if b != nil {
-		in = ins(x, w, b)
-	}
-	return FromOp(y, &conv2dReLUOp{conv2dOp: conv2dOp{inputs: in, x: x, w: w, b: b, xc: xc, g: g}, y: y})
-}
+func Conv2dReLU(x, w, b *Variable, p ConvParams) *Variable { return conv2d(x, w, b, p, true) }
 
 // convFwdReLUEngine is convFwdEngine with the ReLU fused, all or nothing.
 func convFwdReLUEngine(g *convGeom, y, x, w, b []float32) bool {

@@ -14,11 +14,11 @@ import (
 // new tensor) and gy handed over (masked in place).
 func TestConv2dReLUMatchesTheTwoOps(t *testing.T) {
 	cases := []struct {
-		name      string
-		x, w      []int
-		bias      bool
-		p         ConvParams
-		threads   int
+		name    string
+		x, w    []int
+		bias    bool
+		p       ConvParams
+		threads int
 	}{
 		{"5x5 pad 2 bias", []int{3, 2, 9, 8}, []int{4, 2, 5, 5}, true, ConvParams{Padding: [2]int{2, 2}}, 1},
 		{"3x3 stride 2 no bias", []int{2, 3, 7, 7}, []int{5, 3, 3, 3}, false, ConvParams{Stride: [2]int{2, 2}}, 1},
