@@ -46,7 +46,7 @@ func (o *conv2dReLUOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.b
 // backwardInto masks into a new tensor: gy may be shared.
 func (o *conv2dReLUOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
-	m := tensor.Empty(gy.DType(), gy.Shape()...) // ReLUBackward writes every element
+	m := tensor.EmptyAs(gy, gy.Shape()...) // ReLUBackward writes every element
 	tensor.ReLUBackward(m, gy, o.y)
 	return o.conv2dOp.backwardInto(m, dst)
 }

@@ -17,7 +17,7 @@ func (o *reluOp) Name() string { return "ReLU" }
 func (o *reluOp) freshGrads()  {}
 
 func (o *reluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	return o.backwardTo(gy, tensor.ZerosAs(gy, gy.Shape()...))
+	return o.backwardTo(gy, tensor.EmptyAs(gy, gy.Shape()...)) // ReLUBackward writes every element
 }
 
 // backwardInPlace masks an owned gy in place.
