@@ -180,39 +180,6 @@ func geluF32Go(dst, src []float32) {
 	}
 }
 
-// GELUWithGradF32 writes GELUF32(src) to dst and GELU'(src) to grad (what
-// GELUGradF32 gives with gy = 1), in one pass. The costly part of both is
-// the same Φ and exponential, so a forward that keeps grad for its backward
-// (autograd's GELU) evaluates them once per step instead of twice; the
-// backward is then one multiplication. dst and grad may alias src.
-func GELUWithGradF32(dst, grad, src []float32) {
-	checkLen("GELUWithGradF32", dst, grad, src)
-	dst, grad = dst[:len(src)], grad[:len(src)]
-	if len(src) >= geluCMin && geluWithGradC(dst, grad, src) {
-		return
-	}
-	geluWithGradF32Go(dst, grad, src)
-}
-
-// geluWithGradF32Go is geluF32Go and geluGradF32Go (gy = 1) sharing t, q
-// and e: the clamped |x| is the same in both, and so is x's sign.
-func geluWithGradF32Go(dst, grad, src []float32) {
-	const invSqrt2Pi = 0.39894228040143267794
-	for i, v := range src {
-		x := float64(v)
-		xf := min(max(x, -geluClamp), geluClamp)
-		a := max(xf, -xf)
-		t := phiT / (phiT + a)
-		s, r := expReduce(-0.5 * a * a)
-		m := expm1Poly(r)
-		e := s + s*m
-		q := 0.5 * t * phiR(t) * e
-		p := q + unitIfPositive(x)*(1-2*q)
-		dst[i] = float32(max(x, -geluClamp) * p)
-		grad[i] = float32(p + xf*invSqrt2Pi*e)
-	}
-}
-
 // GELUGradF32 writes gy[i]·GELU'(x[i]) = gy[i]·(Φ(x) + x·φ(x)) to dst[i],
 // the backward of GELUF32; dst may alias gy or x. The gradient is 1 at
 // +Inf and 0 at -Inf.

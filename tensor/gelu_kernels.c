@@ -61,22 +61,3 @@ CLONES void goddp_gelu_grad_f32(float *dst, const float *gy, const float *x, int
 		dst[i] = (float)((double)gy[i] * (p + xf * invSqrt2Pi * e));
 	}
 }
-
-// GELU and its gradient (gy = 1) in one pass, as the Go loop
-// geluWithGradF32Go: one Φ and one exponential for both.
-CLONES void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n) {
-	const double invSqrt2Pi = 0.39894228040143267794;
-	for (int64_t i = 0; i < n; i++) {
-		double x = src[i];
-		double xf = x < -geluClamp ? -geluClamp : x;
-		xf = xf > geluClamp ? geluClamp : xf;
-		double a = xf < 0 ? -xf : xf;
-		double t = phiT / (phiT + a);
-		double e = exp_neg(-0.5 * a * a);
-		double q = 0.5 * t * phi_r(t) * e;
-		double p = q + unit_if_positive(x) * (1 - 2 * q);
-		double xc = x < -geluClamp ? -geluClamp : x;
-		dst[i] = (float)(xc * p);
-		grad[i] = (float)(p + xf * invSqrt2Pi * e);
-	}
-}
