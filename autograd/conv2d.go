@@ -134,13 +134,13 @@ func conv2d(x, w, b *Variable, p ConvParams, relu bool) *Variable {
 	// batch 64); the loops get zeros.
 	y := tensor.Empty(xc.DType(), g.n, g.o, g.oh, g.ow)
 	if relu && xc.DType() == tensor.Float32 &&
-		convFwdReLUEngine(&g, y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b)) {
+		convFwdEngine(&g, y.F32(), xc.F32(), data[float32](w.Value), biasData[float32](b), true) {
 		return FromOp(y, &conv2dReLUOp{conv2dOp: op, y: y})
 	}
 	if xc.DType() == tensor.Float64 {
 		tensor.Fill(y, 0)
 		convFwd(&g, y.F64(), xc.F64(), data[float64](w.Value), biasData[float64](b))
-	} else if w32, b32 := data[float32](w.Value), biasData[float32](b); !convFwdEngine(&g, y.F32(), xc.F32(), w32, b32) {
+	} else if w32, b32 := data[float32](w.Value), biasData[float32](b); !convFwdEngine(&g, y.F32(), xc.F32(), w32, b32, false) {
 		tensor.Fill(y, 0)
 		convFwd(&g, y.F32(), xc.F32(), w32, b32)
 	}
@@ -214,16 +214,21 @@ func convChunks(lo, hi int, fn func(lo, hi int) bool) bool {
 }
 
 // convFwdEngine runs the forward pass on the engine's kernels, split over
-// samples, and reports false (for im2col to redo all of it) where the
-// engine has no kernel for a part.
-func convFwdEngine(g *convGeom, y, x, w, b []float32) bool {
+// samples, with the ReLU fused when relu is set, and reports false (for
+// im2col, or the two ops, to redo all of it) where the engine has no
+// kernel for a part.
+func convFwdEngine(g *convGeom, y, x, w, b []float32, relu bool) bool {
+	fwd := tensor.Conv2dForward
+	if relu {
+		fwd = tensor.Conv2dForwardReLU
+	}
 	workers := convWorkers(g.n)
 	ok := make([]bool, workers)
 	xs, ys := g.c*g.h*g.w, g.o*g.l()
 	parallelSamples(g.n, workers, func(wk, lo, hi int) {
 		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
 			s := g.engineShape(hi - lo)
-			return tensor.Conv2dForward(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
+			return fwd(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
 		})
 	})
 	for _, v := range ok {

@@ -12,25 +12,6 @@ import "github.com/goddp/goddp/tensor"
 // the two ops. nn.Sequential calls it for a Conv2d followed by a ReLU.
 func Conv2dReLU(x, w, b *Variable, p ConvParams) *Variable { return conv2d(x, w, b, p, true) }
 
-// convFwdReLUEngine is convFwdEngine with the ReLU fused, all or nothing.
-func convFwdReLUEngine(g *convGeom, y, x, w, b []float32) bool {
-	workers := convWorkers(g.n)
-	ok := make([]bool, workers)
-	xs, ys := g.c*g.h*g.w, g.o*g.l()
-	parallelSamples(g.n, workers, func(wk, lo, hi int) {
-		ok[wk] = convChunks(lo, hi, func(lo, hi int) bool {
-			s := g.engineShape(hi - lo)
-			return tensor.Conv2dForwardReLU(&s, y[lo*ys:hi*ys], x[lo*xs:hi*xs], w, b)
-		})
-	})
-	for _, v := range ok {
-		if !v {
-			return false
-		}
-	}
-	return true
-}
-
 // conv2dReLUOp is a convolution whose output went through ReLU: backward
 // masks gy where the output is not positive (ReLU's gradient, from its
 // output as torch's threshold_backward), then runs the convolution's.

@@ -59,19 +59,24 @@ func (s *Conv2dShape) sizes() (x, w, y int) {
 // none for this shape (the pure-Go and -tags nodnnl builds have none at
 // all): the caller then computes it another way (autograd's im2col).
 func Conv2dForward(s *Conv2dShape, y, x, w, b []float32) bool {
+	return conv2dForward("Conv2dForward", "fwd", engineConvFwd, s, y, x, w, b)
+}
+
+// conv2dForward checks a forward's arguments and runs it on kernel,
+// recording it as pass in a KernelProfile.
+func conv2dForward(op, pass string, kernel func(s *Conv2dShape, y, x, w, b []float32) bool, s *Conv2dShape, y, x, w, b []float32) bool {
 	nx, nw, ny := s.sizes()
-	s.check("Conv2dForward", convArg{"x", len(x), nx}, convArg{"w", len(w), nw}, convArg{"y", len(y), ny},
-		biasArg("b", b, s.O))
+	s.check(op, convArg{"x", len(x), nx}, convArg{"w", len(w), nw}, convArg{"y", len(y), ny}, biasArg("b", b, s.O))
 	schedHintOn(s.flops(), 1)
 	if p := recorder(); p != nil {
 		t0 := time.Now()
-		ok := engineConvFwd(s, y, x, w, b)
+		ok := kernel(s, y, x, w, b)
 		if ok {
-			profileConv(p, "fwd", s, t0)
+			profileConv(p, pass, s, t0)
 		}
 		return ok
 	}
-	return engineConvFwd(s, y, x, w, b)
+	return kernel(s, y, x, w, b)
 }
 
 // Conv2dForwardReLU is Conv2dForward followed by y = max(0, y), the ReLU
@@ -79,19 +84,7 @@ func Conv2dForward(s *Conv2dShape, y, x, w, b []float32) bool {
 // a pass of its own over y. It reports false, writing nothing, where the
 // engine has no such kernel; the caller then runs the two ops.
 func Conv2dForwardReLU(s *Conv2dShape, y, x, w, b []float32) bool {
-	nx, nw, ny := s.sizes()
-	s.check("Conv2dForwardReLU", convArg{"x", len(x), nx}, convArg{"w", len(w), nw}, convArg{"y", len(y), ny},
-		biasArg("b", b, s.O))
-	schedHintOn(s.flops(), 1)
-	if p := recorder(); p != nil {
-		t0 := time.Now()
-		ok := engineConvFwdReLU(s, y, x, w, b)
-		if ok {
-			profileConv(p, "fwd_relu", s, t0)
-		}
-		return ok
-	}
-	return engineConvFwdReLU(s, y, x, w, b)
+	return conv2dForward("Conv2dForwardReLU", "fwd_relu", engineConvFwdReLU, s, y, x, w, b)
 }
 
 // Conv2dBackwardData overwrites dx with the gradient of conv2d(x, w) with

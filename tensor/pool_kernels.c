@@ -15,7 +15,7 @@
 // row), shorter than one AVX-512 vector, so GCC's vectorised loop never
 // runs and every output takes the scalar tail: about 2 ns an input, ten
 // times a pass over memory. With AVX-512 the rows go through
-// maxpool_rows_avx512 instead, 16 outputs at a time under masks (the last,
+// maxpool_row_avx512 instead, 16 outputs at a time under masks (the last,
 // partial chunk of a row too), deinterleaving each row pair's even and odd
 // columns with one permute each.
 
@@ -26,36 +26,32 @@
 
 #define CLONES __attribute__((target_clones("avx2", "default")))
 
-CLONES static void maxpool_rows(float *restrict y, int32_t *restrict idx, const float *restrict x, int64_t planes,
-                                int64_t h, int64_t w) {
-	int64_t oh = h / 2, ow = w / 2;
-	for (int64_t p = 0; p < planes; p++) {
-		const float *xp = x + p * h * w;
-		float *yp = y + p * oh * ow;
-		int32_t *ip = idx + p * oh * ow;
-		for (int64_t oy = 0; oy < oh; oy++) {
-			const float *r0 = xp + 2 * oy * w, *r1 = r0 + w;
-			int32_t b0 = (int32_t)(2 * oy * w), b1 = b0 + (int32_t)w;
-			for (int64_t ox = 0; ox < ow; ox++) {
-				int32_t i = (int32_t)(2 * ox);
-				float best = r0[i];
-				int32_t bi = b0 + i;
-				float v = r0[i + 1];
-				int take = (v > best) | (v != v);
-				best = take ? v : best;
-				bi = take ? b0 + i + 1 : bi;
-				v = r1[i];
-				take = (v > best) | (v != v);
-				best = take ? v : best;
-				bi = take ? b1 + i : bi;
-				v = r1[i + 1];
-				take = (v > best) | (v != v);
-				best = take ? v : best;
-				bi = take ? b1 + i + 1 : bi;
-				yp[oy * ow + ox] = best;
-				ip[oy * ow + ox] = bi;
-			}
-		}
+// One output row: ow outputs from input rows r0 and r1 (offsets b0 and
+// b0 + w in the plane), into yr and ir.
+typedef void row_fn(float *restrict yr, int32_t *restrict ir, const float *restrict r0, const float *restrict r1,
+                    int64_t ow, int32_t b0, int32_t w);
+
+CLONES static void maxpool_row(float *restrict yr, int32_t *restrict ir, const float *restrict r0,
+                               const float *restrict r1, int64_t ow, int32_t b0, int32_t w) {
+	int32_t b1 = b0 + w;
+	for (int64_t ox = 0; ox < ow; ox++) {
+		int32_t i = (int32_t)(2 * ox);
+		float best = r0[i];
+		int32_t bi = b0 + i;
+		float v = r0[i + 1];
+		int take = (v > best) | (v != v);
+		best = take ? v : best;
+		bi = take ? b0 + i + 1 : bi;
+		v = r1[i];
+		take = (v > best) | (v != v);
+		best = take ? v : best;
+		bi = take ? b1 + i : bi;
+		v = r1[i + 1];
+		take = (v > best) | (v != v);
+		best = take ? v : best;
+		bi = take ? b1 + i + 1 : bi;
+		yr[ox] = best;
+		ir[ox] = bi;
 	}
 }
 
@@ -67,48 +63,44 @@ __attribute__((target("avx512f"))) static inline void take16(__m512 *best, __m51
 	*bi = _mm512_mask_mov_epi32(*bi, m, vi);
 }
 
-__attribute__((target("avx512f"))) static void maxpool_rows_avx512(float *restrict y, int32_t *restrict idx,
-                                                                   const float *restrict x, int64_t planes, int64_t h,
-                                                                   int64_t w) {
-	int64_t oh = h / 2, ow = w / 2;
+__attribute__((target("avx512f"))) static void maxpool_row_avx512(float *restrict yr, int32_t *restrict ir,
+                                                                  const float *restrict r0, const float *restrict r1,
+                                                                  int64_t ow, int32_t b0, int32_t w) {
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 	const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-	const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32((int32_t)w);
-	for (int64_t p = 0; p < planes; p++) {
-		const float *xp = x + p * h * w;
-		float *yp = y + p * oh * ow;
-		int32_t *ip = idx + p * oh * ow;
-		for (int64_t oy = 0; oy < oh; oy++) {
-			const float *r0 = xp + 2 * oy * w, *r1 = r0 + w;
-			for (int64_t ox = 0; ox < ow; ox += 16) {
-				int64_t n = ow - ox < 16 ? ow - ox : 16; // outputs in this chunk
-				__mmask16 lo = n >= 8 ? 0xFFFF : (__mmask16)((1u << (2 * n)) - 1);
-				__mmask16 hi = n > 8 ? (__mmask16)((1u << (2 * n - 16)) - 1) : 0;
-				__mmask16 out = (__mmask16)((1u << n) - 1);
-				const float *a0 = r0 + 2 * ox, *a1 = r1 + 2 * ox;
-				__m512 l0 = _mm512_maskz_loadu_ps(lo, a0), h0 = _mm512_maskz_loadu_ps(hi, a0 + 16);
-				__m512 l1 = _mm512_maskz_loadu_ps(lo, a1), h1 = _mm512_maskz_loadu_ps(hi, a1 + 16);
-				// Offsets in the plane: the window's top-left is 2·oy·w + 2·ox.
-				__m512i i00 = _mm512_add_epi32(_mm512_set1_epi32((int32_t)(2 * oy * w + 2 * ox)), even);
-				__m512 best = _mm512_permutex2var_ps(l0, even, h0);
-				__m512i bi = i00;
-				take16(&best, &bi, _mm512_permutex2var_ps(l0, odd, h0), _mm512_add_epi32(i00, one));
-				__m512i i10 = _mm512_add_epi32(i00, wv);
-				take16(&best, &bi, _mm512_permutex2var_ps(l1, even, h1), i10);
-				take16(&best, &bi, _mm512_permutex2var_ps(l1, odd, h1), _mm512_add_epi32(i10, one));
-				_mm512_mask_storeu_ps(yp + oy * ow + ox, out, best);
-				_mm512_mask_storeu_epi32(ip + oy * ow + ox, out, bi);
-			}
-		}
+	const __m512i one = _mm512_set1_epi32(1), wv = _mm512_set1_epi32(w);
+	for (int64_t ox = 0; ox < ow; ox += 16) {
+		int64_t n = ow - ox < 16 ? ow - ox : 16; // outputs in this chunk
+		__mmask16 lo = n >= 8 ? 0xFFFF : (__mmask16)((1u << (2 * n)) - 1);
+		__mmask16 hi = n > 8 ? (__mmask16)((1u << (2 * n - 16)) - 1) : 0;
+		__mmask16 out = (__mmask16)((1u << n) - 1);
+		const float *a0 = r0 + 2 * ox, *a1 = r1 + 2 * ox;
+		__m512 l0 = _mm512_maskz_loadu_ps(lo, a0), h0 = _mm512_maskz_loadu_ps(hi, a0 + 16);
+		__m512 l1 = _mm512_maskz_loadu_ps(lo, a1), h1 = _mm512_maskz_loadu_ps(hi, a1 + 16);
+		// Offsets in the plane: the window's top-left is b0 + 2·ox.
+		__m512i i00 = _mm512_add_epi32(_mm512_set1_epi32(b0 + (int32_t)(2 * ox)), even);
+		__m512 best = _mm512_permutex2var_ps(l0, even, h0);
+		__m512i bi = i00;
+		take16(&best, &bi, _mm512_permutex2var_ps(l0, odd, h0), _mm512_add_epi32(i00, one));
+		__m512i i10 = _mm512_add_epi32(i00, wv);
+		take16(&best, &bi, _mm512_permutex2var_ps(l1, even, h1), i10);
+		take16(&best, &bi, _mm512_permutex2var_ps(l1, odd, h1), _mm512_add_epi32(i10, one));
+		_mm512_mask_storeu_ps(yr + ox, out, best);
+		_mm512_mask_storeu_epi32(ir + ox, out, bi);
 	}
 }
 
 void goddp_maxpool2x2_f32(float *restrict y, int32_t *restrict idx, const float *restrict x, int64_t planes, int64_t h,
                           int64_t w) {
 	__builtin_cpu_init();
-	if (__builtin_cpu_supports("avx512f")) {
-		maxpool_rows_avx512(y, idx, x, planes, h, w);
-		return;
+	row_fn *row = __builtin_cpu_supports("avx512f") ? maxpool_row_avx512 : maxpool_row;
+	int64_t oh = h / 2, ow = w / 2;
+	for (int64_t p = 0; p < planes; p++) {
+		const float *xp = x + p * h * w;
+		for (int64_t oy = 0; oy < oh; oy++) {
+			const float *r0 = xp + 2 * oy * w;
+			int64_t o = p * oh * ow + oy * ow;
+			row(y + o, idx + o, r0, r0 + w, ow, (int32_t)(2 * oy * w), (int32_t)w);
+		}
 	}
-	maxpool_rows(y, idx, x, planes, h, w);
 }

@@ -8,10 +8,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goddp/goddp/comm/commtest"
-	"github.com/goddp/goddp/data"
-	"github.com/goddp/goddp/ddp"
-	"github.com/goddp/goddp/nn"
-	"github.com/goddp/goddp/optim"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -22,27 +18,16 @@ import (
 func TestKernelReportCountsTheMeasuredSteps(t *testing.T) {
 	ctx := context.Background()
 	pg := commtest.NewGroups(1, commtest.WithTimeout(time.Minute))[0]
-	rng := tensor.NewRNG(1)
-	ds, err := data.NewTensorDataset(tensor.Rand(rng, tensor.Float32, 64, 4), tensor.Rand(rng, tensor.Float32, 64, 1))
-	require.NoError(t, err)
-	sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
-	require.NoError(t, err)
-	loader, err := data.NewDataLoader(ds, data.BatchSize(8), data.WithSampler(sampler))
-	require.NoError(t, err)
-	model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 1), pg)
-	require.NoError(t, err)
-	defer model.Close()
-	opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
-	require.NoError(t, err)
-
-	noProfile, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt, BatchSize: 8, Loss: mse})
+	cfg := tutorialJob(t, ctx, pg, 0)
+	cfg.Loss = mse
+	noProfile, err := New(ctx, cfg)
 	require.NoError(t, err)
 	_, err = noProfile.KernelReport(ctx)
 	require.ErrorContains(t, err, "KernelProfile is nil")
 	noProfile.Close()
 
-	tr, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt, BatchSize: 8, Loss: mse,
-		KernelProfile: tensor.NewKernelProfile()})
+	cfg.KernelProfile = tensor.NewKernelProfile()
+	tr, err := New(ctx, cfg)
 	require.NoError(t, err)
 	defer tr.Close()
 	require.NoError(t, tr.Train(ctx, 2))

@@ -56,21 +56,9 @@ func newWorldWith(t *testing.T, ctx context.Context, dir string, adjust func(r i
 	var wg sync.WaitGroup
 	for r, pg := range pgs {
 		wg.Go(func() {
-			rng := tensor.NewRNG(1)
-			ds, err := data.NewTensorDataset(tensor.Rand(rng, tensor.Float32, 64, 4), tensor.Rand(rng, tensor.Float32, 64, 1))
-			require.NoError(t, err)
-			sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
-			require.NoError(t, err)
-			loader, err := data.NewDataLoader(ds, data.BatchSize(8), data.WithSampler(sampler))
-			require.NoError(t, err)
-			model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 1), pg)
-			require.NoError(t, err)
-			t.Cleanup(func() { model.Close() })
-			opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1, Momentum: 0.9})
-			require.NoError(t, err)
 			rs[r].out = &bytes.Buffer{}
-			c := Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-				GPUID: r, BatchSize: 8, CkptDir: dir, Out: rs[r].out}
+			c := tutorialJob(t, ctx, pg, 0.9)
+			c.GPUID, c.CkptDir, c.Out = r, dir, rs[r].out
 			adjust(r, pg, &c)
 			rs[r].t, rs[r].err = New(ctx, c)
 		})
@@ -78,6 +66,26 @@ func newWorldWith(t *testing.T, ctx context.Context, dir string, adjust func(r i
 	wg.Wait()
 	t.Cleanup(func() { closeWorld(rs) })
 	return rs
+}
+
+// tutorialJob is the tutorial's job on pg: Linear(4, 1) on 64 random
+// samples (seed 1), batch 8, SGD with lr 0.1 and the given momentum. The
+// model is closed when the test ends.
+func tutorialJob(t *testing.T, ctx context.Context, pg comm.ProcessGroup, momentum float64) Config {
+	t.Helper()
+	rng := tensor.NewRNG(1)
+	ds, err := data.NewTensorDataset(tensor.Rand(rng, tensor.Float32, 64, 4), tensor.Rand(rng, tensor.Float32, 64, 1))
+	require.NoError(t, err)
+	sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
+	require.NoError(t, err)
+	loader, err := data.NewDataLoader(ds, data.BatchSize(8), data.WithSampler(sampler))
+	require.NoError(t, err)
+	model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 1), pg)
+	require.NoError(t, err)
+	t.Cleanup(func() { model.Close() })
+	opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1, Momentum: momentum})
+	require.NoError(t, err)
+	return Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt, BatchSize: 8}
 }
 
 // closeWorld closes the trainers built, as the job's end does, releasing
