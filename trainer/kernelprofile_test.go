@@ -7,7 +7,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/comm/commtest"
+	"github.com/goddp/goddp/data"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -48,4 +50,29 @@ func TestKernelReportCountsTheMeasuredSteps(t *testing.T) {
 	require.Less(t, r.KernelFraction(), 1.0)
 	require.Positive(t, r.KernelGFLOPS())
 	require.Greater(t, r.KernelGFLOPS(), r.StepGFLOPS(), "the kernels alone run faster than the steps")
+}
+
+// A Train that fails mid-epoch leaves its profile recording until Close,
+// which frees the process's recorder for the next profile.
+func TestCloseStopsTheKernelProfile(t *testing.T) {
+	ctx := context.Background()
+	pg := commtest.NewGroups(1, commtest.WithTimeout(time.Minute))[0]
+	cfg := tutorialJob(t, ctx, pg, 0)
+	steps := 0
+	cfg.Loss = func(out *autograd.Variable, b data.Batch) *autograd.Variable {
+		if steps++; steps > 5 { // past the warm-up: the profile records
+			return out // not a scalar: the step fails
+		}
+		return mse(out, b)
+	}
+	cfg.KernelProfile = tensor.NewKernelProfile()
+	tr, err := New(ctx, cfg)
+	require.NoError(t, err)
+	require.ErrorContains(t, tr.Train(ctx, 1), "want a scalar")
+	_, err = tensor.NewKernelProfile().Start()
+	require.ErrorIs(t, err, tensor.ErrProfiling, "the failed Train's profile still records")
+	require.NoError(t, tr.Close())
+	stop, err := tensor.NewKernelProfile().Start()
+	require.NoError(t, err)
+	stop()
 }

@@ -141,7 +141,9 @@ type Config struct {
 	// KernelProfile, when set, records the host's matrix-product and
 	// convolution kernels over the steps that samples_per_s measures (the
 	// warm-up, evaluation and checkpoints left out); see
-	// tensor.KernelProfile and KernelReport.
+	// tensor.KernelProfile and KernelReport. It records the whole process's
+	// kernels, so give it to one Trainer per process (one rank per
+	// process, as launchers run them); KernelReport and Close stop it.
 	KernelProfile *tensor.KernelProfile
 }
 
@@ -214,6 +216,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 
 // Close releases the checkpoint directory for the next run.
 func (t *Trainer) Close() error {
+	t.stopKernels() // a Train that failed mid-epoch left the profile recording
 	if t.ckpt == nil {
 		return nil
 	}
