@@ -68,7 +68,7 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 	} else {
 		maxPoolFwd(&g, y.F32(), xc.F32(), idx)
 	}
-	return FromOp(y, &maxPool2dOp{inputs: ins(x), idx: idx, idxT: idxT, g: g})
+	return FromOp(y, &maxPool2dOp{inputs: ins(x), idx: idxT, g: g})
 }
 
 // int32View is f's memory as int32s.
@@ -81,18 +81,17 @@ func int32View(f []float32) []int32 {
 
 type maxPool2dOp struct {
 	inputs
-	idx  []int32        // per output: the argmax's offset inside its [H, W] plane
-	idxT *tensor.Tensor // the block idx lives in (keeps it alive; FreeGraph recycles it)
-	didx *tensor.Tensor // idx on the input's device (nil on the host)
+	idx  *tensor.Tensor // host: per output, the argmax's offset in its [H, W] plane (int32View)
+	didx *tensor.Tensor // the same on the input's device (nil on the host)
 	g    poolGeom
 }
 
 // savedTensors lets FreeGraph recycle the indices' block.
 func (o *maxPool2dOp) savedTensors() []*tensor.Tensor {
-	if o.idxT == nil {
+	if o.idx == nil {
 		return nil
 	}
-	return []*tensor.Tensor{o.idxT}
+	return []*tensor.Tensor{o.idx}
 }
 
 func (o *maxPool2dOp) Name() string { return "MaxPool2d" }
@@ -100,7 +99,7 @@ func (o *maxPool2dOp) freshGrads()  {}
 
 func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
 	hw, ohw := g.h*g.w, g.oh*g.ow
-	window2x2 := g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0
+	window2x2 := g.window2x2()
 	if y32, ok := any(y).([]float32); ok && window2x2 {
 		tensor.MaxPool2x2F32(y32, idx, any(x).([]float32), g.n*g.c, g.h, g.w)
 		return
@@ -161,22 +160,23 @@ func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	if gx := tensor.MaxPool2dBackwardDevice(gy, o.didx, o.g.shape()); gx != nil {
 		return []*tensor.Tensor{gx}
 	}
-	if o.g.kh == 2 && o.g.kw == 2 && o.g.sh == 2 && o.g.sw == 2 && o.g.ph == 0 && o.g.pw == 0 {
+	idx := int32View(o.idx.F32())
+	if o.g.window2x2() {
 		// Disjoint windows: every input element is written once, with its
 		// window's gradient or 0, so gx needs no zeroing pass first.
 		gx := tensor.Empty(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
 		if gy.DType() == tensor.Float64 {
-			maxPool2x2Bwd(&o.g, gx.F64(), gy.F64(), o.idx)
+			maxPool2x2Bwd(&o.g, gx.F64(), gy.F64(), idx)
 		} else {
-			maxPool2x2Bwd(&o.g, gx.F32(), gy.F32(), o.idx)
+			maxPool2x2Bwd(&o.g, gx.F32(), gy.F32(), idx)
 		}
 		return []*tensor.Tensor{gx}
 	}
 	gx := tensor.New(gy.DType(), o.g.n, o.g.c, o.g.h, o.g.w)
 	if gy.DType() == tensor.Float64 {
-		maxPoolBwd(&o.g, gx.F64(), gy.F64(), o.idx)
+		maxPoolBwd(&o.g, gx.F64(), gy.F64(), idx)
 	} else {
-		maxPoolBwd(&o.g, gx.F32(), gy.F32(), o.idx)
+		maxPoolBwd(&o.g, gx.F32(), gy.F32(), idx)
 	}
 	return []*tensor.Tensor{gx}
 }
@@ -212,6 +212,12 @@ func maxPool2x2Bwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
 		}
 		clear(gp[2*g.oh*w:])
 	}
+}
+
+// window2x2 reports the common 2x2, stride-2, unpadded window, whose
+// windows are disjoint and which the fast paths handle.
+func (g *poolGeom) window2x2() bool {
+	return g.kh == 2 && g.kw == 2 && g.sh == 2 && g.sw == 2 && g.ph == 0 && g.pw == 0
 }
 
 // shape is g in tensor's terms.

@@ -47,7 +47,23 @@ func (s KernelStat) GFLOPS() float64 {
 	return s.FLOPs / s.Time.Seconds() / 1e9
 }
 
-type kernelKey struct{ kernel, shape string }
+// kernelKey identifies a kernel and shape by value, so that a call costs a
+// map lookup and the shape is formatted once, when first seen.
+type kernelKey struct {
+	kernel         string
+	m, n, k        int  // a product's sizes
+	transA, transB bool // and transposes
+	conv           Conv2dShape
+}
+
+func (k kernelKey) shape() string {
+	if k.conv.N == 0 {
+		return fmt.Sprintf("%dx%dx%d %s%s", k.m, k.n, k.k, transName(k.transA), transName(k.transB))
+	}
+	c := &k.conv
+	return fmt.Sprintf("N%d C%d %dx%d -> O%d %dx%d k%dx%d s%d p%d d%d g%d", c.N, c.C, c.H, c.W, c.O, c.OH, c.OW,
+		c.KH, c.KW, c.StrideH, c.PadTop, c.DilationH, c.Groups)
+}
 
 // ErrProfiling is returned by KernelProfile.Start while another profile
 // records: kernels have one recorder at a time, as runtime/pprof's CPU
@@ -99,12 +115,11 @@ func (p *KernelProfile) Total() KernelStat {
 	return t
 }
 
-func (p *KernelProfile) add(kernel, shape string, flops float64, d time.Duration) {
-	k := kernelKey{kernel, shape}
+func (p *KernelProfile) add(k kernelKey, flops float64, d time.Duration) {
 	p.mu.Lock()
 	s := p.stats[k]
 	if s == nil {
-		s = &KernelStat{Kernel: kernel, Shape: shape}
+		s = &KernelStat{Kernel: k.kernel, Shape: k.shape()}
 		p.stats[k] = s
 	}
 	s.Calls++
@@ -121,8 +136,7 @@ func recorder() *KernelProfile { return kernelRecorder.Load() }
 // t0.
 func profileGemm(p *KernelProfile, kernel string, transA, transB bool, m, n, k int, t0 time.Time) {
 	d := time.Since(t0)
-	p.add(kernel, fmt.Sprintf("%dx%dx%d %s%s", m, n, k, transName(transA), transName(transB)),
-		2*float64(m)*float64(n)*float64(k), d)
+	p.add(kernelKey{kernel: kernel, m: m, n: n, k: k, transA: transA, transB: transB}, 2*float64(m)*float64(n)*float64(k), d)
 }
 
 func transName(t bool) string {
@@ -140,8 +154,7 @@ func profileConv(p *KernelProfile, pass string, s *Conv2dShape, t0 time.Time) {
 	if s.BF16 {
 		kernel += "_bf16"
 	}
-	p.add(kernel, fmt.Sprintf("N%d C%d %dx%d -> O%d %dx%d k%dx%d s%d g%d", s.N, s.C, s.H, s.W, s.O, s.OH, s.OW,
-		s.KH, s.KW, s.StrideH, s.Groups), s.flops(), d)
+	p.add(kernelKey{kernel: kernel, conv: *s}, s.flops(), d)
 }
 
 // kernelRecorder is the profile recording the host's kernels, if any. Like
