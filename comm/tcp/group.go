@@ -513,13 +513,24 @@ func (g *tcpGroup) teardown(f *peerFault) {
 	} else if !errors.Is(f.kind, backend.ErrClosed) {
 		g.logf("comm: tcp rank %d: process group failed: %v", g.rank, f)
 	}
+	// Let the control frames out, briefly: a stuck peer must not hold us.
+	deadline := time.Now().Add(250 * time.Millisecond)
+	for _, pc := range g.peers {
+		if pc != nil && pc.cut.Load() {
+			// expire put this connection's write deadline in the past. A
+			// write it tore mid-frame closed the writer (the send below
+			// then drops the frame); otherwise the stream ends at a frame
+			// boundary, and the peer, often a live rank that is merely
+			// busy, must read why we left rather than a bare EOF, which it
+			// would take for the cause.
+			pc.conn.SetWriteDeadline(deadline)
+		}
+	}
 	for _, pc := range g.peers {
 		if pc != nil {
 			pc.send(&xfer{key: frameKey{kind: kind}, peer: pc.rank, buf: msg}, true)
 		}
 	}
-	// Let the control frames out, briefly: a stuck peer must not hold us.
-	deadline := time.Now().Add(250 * time.Millisecond)
 	for _, pc := range g.peers {
 		for pc != nil && !pc.idle() && time.Now().Before(deadline) {
 			time.Sleep(time.Millisecond)

@@ -425,3 +425,25 @@ func TestTCPExpiredWriteLeavesDiagnosisToTheOp(t *testing.T) {
 		assert.NoError(t, err, "rank %d", r)
 	}
 }
+
+// TestTCPTimeoutAbortReachesIdlePeer: a rank whose op times out while it
+// reads inline from a live peer (one that is busy, not in a collective)
+// cuts that connection's I/O at its deadline. The abort that follows must
+// still reach that peer, so that the peer's next op names the timeout and
+// the missing rank rather than a bare "connection closed (EOF)": on 4 tcp
+// ranks, that EOF became the cause on a rank still waiting in an earlier
+// collective (e2e TestBlackholedRank).
+func TestTCPTimeoutAbortReachesIdlePeer(t *testing.T) {
+	errs := tcpWorld(t, 2, backend.Options{Timeout: 500 * time.Millisecond, StallThreshold: -1}, func(ctx context.Context, g backend.ProcessGroup) error {
+		if g.Rank() == 1 {
+			time.Sleep(3 * time.Second) // alive, busy; the peer's timeout and abort pass meanwhile
+		}
+		return g.AllReduce(backend.Float32s(make([]float32, 10)), backend.Sum).Wait(ctx)
+	})
+	require.Error(t, errs[0])
+	assert.ErrorIs(t, errs[0], backend.ErrTimeout, "rank 0")
+	require.Error(t, errs[1])
+	assert.ErrorIs(t, errs[1], backend.ErrTimeout, "rank 1 hears rank 0's timeout: %v", errs[1])
+	assert.Contains(t, errs[1].Error(), "rank 0 aborted the group", "rank 1")
+	assert.NotContains(t, errs[1].Error(), "EOF", "rank 1")
+}
