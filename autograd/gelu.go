@@ -8,27 +8,36 @@ import (
 
 // GELU returns the exact (erf) Gaussian error linear unit x * Φ(x), torch's
 // default; its gradient is gy * (Φ(x) + x φ(x)). Float32 runs the
-// branch-free kernels tensor.GELUF32 and tensor.GELUGradF32 (within about
-// one ulp, several times faster than math.Erf); float64 keeps math.Erf,
-// since it serves the finite-difference gradient checks.
+// branch-free kernels of tensor's fastmath (within about one ulp, several
+// times faster than math.Erf); float64 keeps math.Erf, since it serves the
+// finite-difference gradient checks.
+//
+// A float32 GELU whose input needs a gradient keeps the derivative instead
+// of its input (tensor.GELUWithGradF32, one tensor either way): the
+// forward evaluates Φ and φ anyway, and the backward is then one product
+// rather than a second evaluation, which cost twice the forward.
 func GELU(a *Variable) *Variable {
 	x := a.Value.Contiguous()
 	if y := tensor.GELUDevice(x); y != nil {
 		return FromOp(y, &geluOp{inputs: ins(a), x: x})
 	}
-	var y *tensor.Tensor
-	if x.DType() == tensor.Float32 {
-		y = tensor.Empty(tensor.Float32, x.Shape()...) // written whole
-		tensor.GELUF32(y.F32(), x.F32())
-	} else {
-		y = tensor.GELU(x)
+	if x.DType() != tensor.Float32 {
+		return FromOp(tensor.GELU(x), &geluOp{inputs: ins(a), x: x})
 	}
-	return FromOp(y, &geluOp{inputs: ins(a), x: x})
+	y := tensor.Empty(tensor.Float32, x.Shape()...) // written whole
+	if !a.RequiresGrad() {
+		tensor.GELUF32(y.F32(), x.F32())
+		return FromOp(y, &geluOp{inputs: ins(a)})
+	}
+	d := tensor.Empty(tensor.Float32, x.Shape()...)
+	tensor.GELUWithGradF32(y.F32(), d.F32(), x.F32())
+	return FromOp(y, &geluOp{inputs: ins(a), deriv: d})
 }
 
 type geluOp struct {
 	inputs
-	x *tensor.Tensor
+	x     *tensor.Tensor // the input (device and float64 GELUs)
+	deriv *tensor.Tensor // GELU'(x) (host float32 GELUs)
 }
 
 func (o *geluOp) Name() string { return "GELU" }
@@ -38,6 +47,15 @@ func (o *geluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.
 func (o *geluOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
 
 func (o *geluOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
+	if o.deriv != nil {
+		return unaryGrad(gy, inPlace,
+			func(gx, gy []float32) { tensor.GELUBackwardF32(gx, gy, o.deriv.F32()) },
+			func(gx, gy []float64) { // a float64 gradient reaching a float32 GELU
+				for i, d := range o.deriv.F32()[:len(gx)] {
+					gx[i] = gy[i] * float64(d)
+				}
+			})
+	}
 	if gx := tensor.GELUBackwardDevice(gy, o.x); gx != nil {
 		return []*tensor.Tensor{gx}
 	}

@@ -66,3 +66,17 @@ func TestGELUFloat32MatchesFloat64(t *testing.T) {
 	// accuracy the float32 kernel keeps, so compare where the reference holds.
 	checkF32MatchesF64(t, GELU, sweepT(5, 20, 2001, -0.7517916, 1e-30, -1e-30, 0), 4)
 }
+
+// A float32 GELU that needs a gradient keeps GELU'(x), not x, so that its
+// backward is one product; one that needs none keeps nothing.
+func TestGELUKeepsItsDerivative(t *testing.T) {
+	x := tensor.AsType(sweepT(3, 3, 64), tensor.Float32)
+	op, ok := GELU(Param(x)).Creator().(*geluOp)
+	require.True(t, ok)
+	require.Nil(t, op.x)
+	require.NotNil(t, op.deriv)
+	want := make([]float32, x.Numel())
+	tensor.GELUGradF32(want, tensor.OnesLike(x).F32(), x.F32())
+	require.Equal(t, want, op.deriv.F32(), "the derivative equals the gradient at gy = 1")
+	require.Nil(t, GELU(Const(x)).Creator(), "no gradient, no op")
+}

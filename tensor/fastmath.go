@@ -192,6 +192,44 @@ func GELUGradF32(dst, gy, x []float32) {
 	geluGradF32Go(dst, gy, x)
 }
 
+// GELUWithGradF32 writes GELU(src[i]) to dst[i], as GELUF32 does, and its
+// derivative Φ(x) + x·φ(x), rounded to float32, to grad[i]: the forward
+// of a GELU whose input needs a gradient, so that the backward is the
+// product GELUBackwardF32 instead of a second evaluation of Φ and φ.
+// dst may alias src; grad may not alias either.
+func GELUWithGradF32(dst, grad, src []float32) {
+	checkLen("GELUWithGradF32", dst, grad, src)
+	if len(src) >= geluCMin && geluWithGradC(dst, grad, src) {
+		return
+	}
+	geluWithGradF32Go(dst, grad, src)
+}
+
+func geluWithGradF32Go(dst, grad, src []float32) {
+	const invSqrt2Pi = 0.39894228040143267794
+	for i, v := range src {
+		x := float64(v)
+		xc := max(x, -geluClamp)
+		xf := min(xc, geluClamp)
+		a := max(xf, -xf)
+		t := phiT / (phiT + a)
+		s, r := expReduce(-0.5 * a * a)
+		m := expm1Poly(r)
+		e := s + s*m // e**(-x²/2)
+		q := 0.5 * t * phiR(t) * e
+		p := q + unitIfPositive(xf)*(1-2*q)
+		dst[i] = float32(xc * p)
+		grad[i] = float32(p + xf*invSqrt2Pi*e)
+	}
+}
+
+// GELUBackwardF32 writes gy[i]·grad[i] to gx[i], grad being the derivative
+// GELUWithGradF32 wrote: GELU's backward. gx may alias gy.
+func GELUBackwardF32(gx, gy, grad []float32) {
+	checkLen("GELUBackwardF32", gx, gy, grad)
+	binVV(opMul, gx, gy, grad)
+}
+
 func geluGradF32Go(dst, gy, x []float32) {
 	const invSqrt2Pi = 0.39894228040143267794
 	for i, v := range x {

@@ -146,17 +146,35 @@ func TestFastMathAccuracy(t *testing.T) {
 // The gradient Φ(x) + xφ(x) cancels around its root at x ≈ -0.75, where no
 // float32 evaluation can be accurate relative to the result; the bound there
 // is 4 ulps of the terms' magnitude, which is what float32 itself can resolve.
+// GELUWithGradF32's derivative output is held to the same bound.
 func TestGELUGradF32Accuracy(t *testing.T) {
-	t.Parallel()
-	var worst, worstRel float64
-	var worstX float32
-	sweepInputs(20, sweepStride(), func(xs []float32) {
-		gy := make([]float32, len(xs))
+	ones := func(n int) []float32 {
+		gy := make([]float32, n)
 		for i := range gy {
 			gy[i] = 1
 		}
+		return gy
+	}
+	for _, k := range []struct {
+		name string
+		grad func(got, xs []float32)
+	}{
+		{"GELUGradF32", func(got, xs []float32) { GELUGradF32(got, ones(len(xs)), xs) }},
+		{"GELUWithGradF32", func(got, xs []float32) { GELUWithGradF32(make([]float32, len(xs)), got, xs) }},
+	} {
+		t.Run(k.name, func(t *testing.T) {
+			t.Parallel()
+			geluGradAccuracy(t, k.grad)
+		})
+	}
+}
+
+func geluGradAccuracy(t *testing.T, grad func(got, xs []float32)) {
+	var worst, worstRel float64
+	var worstX float32
+	sweepInputs(20, sweepStride(), func(xs []float32) {
 		got := make([]float32, len(xs))
-		GELUGradF32(got, gy, xs)
+		grad(got, xs)
 		for i, x := range xs {
 			want, scale := refGELUGrad(float64(x))
 			e := ulpErr(got[i], want)
@@ -215,6 +233,13 @@ func TestFastMathSpecialValues(t *testing.T) {
 	require.Equal(t, []float32{2, 0, 1, 2, 0}, g)
 	GELUGradF32(g[:1], g[:1], []float32{nan})
 	require.True(t, g[0] != g[0])
+
+	// The derivative's limits, and NaN through both outputs.
+	y, d := make([]float32, 6), make([]float32, 6)
+	GELUWithGradF32(y, d, []float32{inf, -inf, 0, 30, -30, nan})
+	require.Equal(t, []float32{inf, negZero, 0, 30, negZero}, y[:5])
+	require.Equal(t, []float32{1, 0, 0.5, 1, 0}, d[:5])
+	require.True(t, y[5] != y[5] && d[5] != d[5], "NaN: %g, %g", y[5], d[5])
 }
 
 func TestFastMathInPlaceAndLengths(t *testing.T) {
@@ -230,6 +255,10 @@ func TestFastMathInPlaceAndLengths(t *testing.T) {
 	}
 	require.PanicsWithValue(t, "tensor: GELUGradF32: lengths 5 and 4 differ",
 		func() { GELUGradF32(make([]float32, 5), make([]float32, 4), xs) })
+	require.PanicsWithValue(t, "tensor: GELUWithGradF32: lengths 5 and 4 differ",
+		func() { GELUWithGradF32(make([]float32, 5), make([]float32, 4), xs) })
+	require.PanicsWithValue(t, "tensor: GELUBackwardF32: lengths 5 and 4 differ",
+		func() { GELUBackwardF32(make([]float32, 5), make([]float32, 5), make([]float32, 4)) })
 }
 
 // The loops the float32 ops ran before the fast kernels: float64 math.* per

@@ -6,6 +6,7 @@ package tensor
 // #include <stdint.h>
 // void goddp_gelu_f32(float *dst, const float *src, int64_t n);
 // void goddp_gelu_grad_f32(float *dst, const float *gy, const float *x, int64_t n);
+// void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n);
 import "C"
 
 import "unsafe"
@@ -24,5 +25,12 @@ func geluGradC(dst, gy, x []float32) bool {
 	C.goddp_gelu_grad_f32((*C.float)(unsafe.Pointer(unsafe.SliceData(dst))),
 		(*C.float)(unsafe.Pointer(unsafe.SliceData(gy))),
 		(*C.float)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(len(x)))
+	return true
+}
+
+func geluWithGradC(dst, grad, src []float32) bool {
+	C.goddp_gelu_with_grad_f32((*C.float)(unsafe.Pointer(unsafe.SliceData(dst))),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(grad))),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(src))), C.int64_t(len(src)))
 	return true
 }

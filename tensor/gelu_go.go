@@ -8,3 +8,5 @@ const geluCMin = 1 << 62
 func geluC(dst, src []float32) bool { return false }
 
 func geluGradC(dst, gy, x []float32) bool { return false }
+
+func geluWithGradC(dst, grad, src []float32) bool { return false }

@@ -33,12 +33,20 @@ static const double phiT = 4.24264068711928514640, geluClamp = 15;
 // sign bit, q = ½ makes both choices equal).
 static inline double unit_if_positive(double x) { return x < 0 ? 0.0 : 1.0; }
 
+// min(|x|, geluClamp). Every kernel takes |x| from x itself, before any
+// other clamp: GCC vectorised the gradient, which took it from x clamped
+// on both sides, with every operation after it twice (1.8 ns an element
+// against the forward's 0.9, at AVX-512).
+static inline double abs_clamped(double x) {
+	double a = x < 0 ? -x : x;
+	return a > geluClamp ? geluClamp : a;
+}
+
 // The comparisons are written so that NaN passes through every clamp.
 CLONES void goddp_gelu_f32(float *dst, const float *src, int64_t n) {
 	for (int64_t i = 0; i < n; i++) {
 		double x = src[i];
-		double a = x < 0 ? -x : x;
-		a = a > geluClamp ? geluClamp : a;
+		double a = abs_clamped(x);
 		double t = phiT / (phiT + a);
 		double q = 0.5 * t * phi_r(t) * exp_neg(-0.5 * a * a);
 		double p = q + unit_if_positive(x) * (1 - 2 * q);
@@ -50,14 +58,34 @@ CLONES void goddp_gelu_f32(float *dst, const float *src, int64_t n) {
 CLONES void goddp_gelu_grad_f32(float *dst, const float *gy, const float *x, int64_t n) {
 	const double invSqrt2Pi = 0.39894228040143267794;
 	for (int64_t i = 0; i < n; i++) {
-		double xf = x[i];
-		xf = xf < -geluClamp ? -geluClamp : xf;
-		xf = xf > geluClamp ? geluClamp : xf;
-		double a = xf < 0 ? -xf : xf;
+		double v = x[i];
+		double a = abs_clamped(v);
 		double t = phiT / (phiT + a);
 		double e = exp_neg(-0.5 * a * a);
 		double q = 0.5 * t * phi_r(t) * e;
-		double p = q + unit_if_positive(xf) * (1 - 2 * q);
+		double p = q + unit_if_positive(v) * (1 - 2 * q);
+		double xf = v < -geluClamp ? -geluClamp : v;
+		xf = xf > geluClamp ? geluClamp : xf;
 		dst[i] = (float)((double)gy[i] * (p + xf * invSqrt2Pi * e));
+	}
+}
+
+// GELU and its derivative in one pass (GELUWithGradF32): the forward of a
+// GELU whose input needs a gradient computes t, e and Φ anyway, and the
+// derivative Φ(x) + x·φ(x) costs two more operations on them, where the
+// backward would compute them all again.
+CLONES void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n) {
+	const double invSqrt2Pi = 0.39894228040143267794;
+	for (int64_t i = 0; i < n; i++) {
+		double x = src[i];
+		double a = abs_clamped(x);
+		double t = phiT / (phiT + a);
+		double e = exp_neg(-0.5 * a * a);
+		double q = 0.5 * t * phi_r(t) * e;
+		double p = q + unit_if_positive(x) * (1 - 2 * q);
+		double xc = x < -geluClamp ? -geluClamp : x;
+		dst[i] = (float)(xc * p);
+		double xf = xc > geluClamp ? geluClamp : xc;
+		grad[i] = (float)(p + xf * invSqrt2Pi * e);
 	}
 }

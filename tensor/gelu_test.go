@@ -25,6 +25,10 @@ func TestGELUKernelsMatchGoLoops(t *testing.T) {
 	}{
 		{"GELU", func(d []float32) { GELUF32(d, xs) }, func(d []float32) { geluF32Go(d, xs) }},
 		{"GELUGrad", func(d []float32) { GELUGradF32(d, gy, xs) }, func(d []float32) { geluGradF32Go(d, gy, xs) }},
+		{"GELUWithGrad's GELU", func(d []float32) { GELUWithGradF32(d, make([]float32, len(xs)), xs) },
+			func(d []float32) { geluWithGradF32Go(d, make([]float32, len(xs)), xs) }},
+		{"GELUWithGrad's derivative", func(d []float32) { GELUWithGradF32(make([]float32, len(xs)), d, xs) },
+			func(d []float32) { geluWithGradF32Go(make([]float32, len(xs)), d, xs) }},
 	} {
 		got, want := make([]float32, len(xs)), make([]float32, len(xs))
 		k.fast(got)
@@ -40,6 +44,33 @@ func TestGELUKernelsMatchGoLoops(t *testing.T) {
 			}
 			ulp := math.Abs(float64(math.Nextafter32(want[i], float32(math.Inf(1))) - want[i]))
 			require.LessOrEqual(t, math.Abs(float64(got[i]-want[i])), ulp, "%s(%v): %v vs %v", k.name, xs[i], got[i], want[i])
+		}
+	}
+}
+
+// GELUWithGradF32's GELU is GELUF32's, bit for bit (one algorithm), and
+// the backward it serves, gy times the rounded derivative, stays within
+// one ulp of the terms of GELUGradF32's single rounding.
+func TestGELUWithGradMatchesGELU(t *testing.T) {
+	var xs, gy []float32
+	for i := range 20000 {
+		xs = append(xs, float32(i-10000)*0.00173)
+		gy = append(gy, float32(i%13)*0.37-2.1)
+	}
+	for _, n := range []int{7, len(xs)} { // the Go loop, the C kernel
+		y, want := make([]float32, n), make([]float32, n)
+		d, gx, wantGx := make([]float32, n), make([]float32, n), make([]float32, n)
+		GELUWithGradF32(y, d, xs[:n])
+		GELUF32(want, xs[:n])
+		for i := range n {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(y[i]), "GELU(%v): %v vs %v", xs[i], y[i], want[i])
+		}
+		GELUBackwardF32(gx, gy[:n], d)
+		GELUGradF32(wantGx, gy[:n], xs[:n])
+		for i := range n {
+			_, scale := refGELUGrad(float64(xs[i]))
+			tol := ulp32(max(math.Abs(float64(wantGx[i])), math.Abs(float64(gy[i]))*scale))
+			require.LessOrEqual(t, math.Abs(float64(gx[i]-wantGx[i])), tol, "grad at %v, gy %v: %v vs %v", xs[i], gy[i], gx[i], wantGx[i])
 		}
 	}
 }
