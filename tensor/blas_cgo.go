@@ -42,6 +42,24 @@ func engineSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 	}
 }
 
+// engineLinearFused reports whether engineLinear32 adds the bias in
+// oneDNN's matmul epilogue for this shape (see linear_fused in engine.c).
+func engineLinearFused(m, n, k int) bool {
+	return C.goddp_linear_fused(C.int64_t(m), C.int64_t(n), C.int64_t(k)) != 0
+}
+
+// engineLinear32 computes y = x·wᵀ + b, y [n, out], through the engine.
+func engineLinear32(y, x, w, b []float32, n, in, out int) {
+	rc := C.goddp_linear_f32(C.int64_t(n), C.int64_t(out), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(w))), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(y))), C.int64_t(out))
+	if rc != 0 {
+		panic(engineError("LinearF32", int(rc), n, out, in))
+	}
+}
+
 func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
 	b []float64, ldb int, beta float64, c []float64, ldc int) {
 	rc := C.goddp_dgemm(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k), C.double(alpha),

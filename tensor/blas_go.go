@@ -31,6 +31,16 @@ func engineSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 	gonum.Implementation{}.Sgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// engineLinearFused is false: gonum has no product with a bias epilogue.
+func engineLinearFused(m, n, k int) bool { return false }
+
+// engineLinear32 is not reached (engineLinearFused is false); it computes
+// the same as LinearF32's other branch.
+func engineLinear32(y, x, w, b []float32, n, in, out int) {
+	copyRows(y[:n*out], b[:out])
+	engineSgemm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+}
+
 func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
 	b []float64, ldb int, beta float64, c []float64, ldc int) {
 	gonum.Implementation{}.Dgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)

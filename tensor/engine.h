@@ -73,4 +73,19 @@ int goddp_bf16_slice(int ta, int tb, int64_t m, int64_t n, int64_t k, float alph
                      const uint16_t *b, int64_t ldb, float beta, float *c, int64_t ldc);
 const char *goddp_bf16_impl(int ta, int tb, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
 
+// goddp_matmul_slice is goddp_bf16_slice for A and B float32 (f32 = 1) or
+// bfloat16 (f32 = 0), with an optional bias row (NULL: none) added to
+// every row of C in the primitive's epilogue.
+int goddp_matmul_slice(int f32, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                       int64_t lda, const void *b, int64_t ldb, float beta, float *c, int64_t ldc, const float *bias);
+
+// goddp_linear_f32 computes y = x·wᵀ + bias for row-major x m×k, w n×k and
+// y m×n (bias NULL: none), a float32 Linear's forward. Where the engine
+// runs the shape through oneDNN, the bias is added in oneDNN's matmul
+// epilogue; elsewhere y's rows start as the bias and sgemm adds the
+// product (beta = 1). goddp_linear_fused reports which (1: the epilogue).
+int goddp_linear_f32(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
+                     const float *bias, float *y, int64_t ldy);
+int goddp_linear_fused(int64_t m, int64_t n, int64_t k);
+
 #endif

@@ -1,5 +1,10 @@
 package tensor
 
+import (
+	"fmt"
+	"time"
+)
+
 // Linear returns x @ wᵀ + b for x [..., in], w [out, in] and b [out] (b
 // may be nil), as torch.nn.functional.linear; shapes are the caller's to
 // check. The forward is one GEMM with the bias folded in: the output rows
@@ -45,12 +50,13 @@ func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 		if b != nil {
 			bias = b.Contiguous().F32()
 		}
-		linearFwd32(y.F32(), xc.F32(), w.Contiguous().F32(), bias, n, in, out, gemmFor(p))
+		linearFwd32(y.F32(), xc.F32(), w.Contiguous().F32(), bias, n, in, out, p)
 	}
 	return y
 }
 
-func linearFwd32(y, x, w, b []float32, n, in, out int, gemm func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int)) {
+func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
+	gemm := gemmFor(p)
 	if linearSwapped(n, in, out) {
 		t := newFull(Float32, out*n)
 		yt := t.f32[:out*n]
@@ -59,12 +65,43 @@ func linearFwd32(y, x, w, b []float32, n, in, out int, gemm func(bool, bool, int
 		recycleScratch(t)
 		return
 	}
+	if p == PrecisionFloat32 && b != nil {
+		LinearF32(y, x, w, b, n, in, out)
+		return
+	}
 	var beta float32
 	if b != nil {
 		copyRows(y[:n*out], b)
 		beta = 1
 	}
 	gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+}
+
+// LinearF32 writes y = x·wᵀ + b for row-major x [n, in], w [out, in] and y
+// [n, out], b [out] (nil: no bias): a float32 Linear's product. Where the
+// engine runs the shape through oneDNN, the bias is added in the epilogue
+// of oneDNN's matmul (see linear_fused in engine.c); elsewhere y's rows
+// start as b and Gemm adds the product, as Linear did before. Bad shapes
+// or short slices panic, as in Gemm.
+func LinearF32(y, x, w, b []float32, n, in, out int) {
+	if b == nil || !engineLinearFused(n, out, in) {
+		var beta float32
+		if b != nil {
+			copyRows(y[:n*out], b[:out])
+			beta = 1
+		}
+		Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+		return
+	}
+	checkGemm("LinearF32", false, true, n, out, in, len(x), in, len(w), in, len(y), out)
+	if len(b) < out {
+		panic(fmt.Sprintf("tensor: LinearF32: bias has %d values for %d outputs", len(b), out))
+	}
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "matmul+bias", false, true, n, out, in, time.Now())
+	}
+	schedHint(2 * float64(n) * float64(out) * float64(in))
+	engineLinear32(y, x, w, b, n, in, out)
 }
 
 // linearSwapped reports whether a float32 Linear of n rows runs as yᵀ =

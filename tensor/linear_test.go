@@ -54,3 +54,44 @@ func TestLinearSwappedShape(t *testing.T) {
 		}
 	}
 }
+
+// LinearF32 adds the bias in oneDNN's matmul epilogue where the engine runs
+// the shape through oneDNN (engineLinearFused), and fills the rows first
+// elsewhere; both give the float64 product plus bias within float32's
+// rounding, on one thread and sliced over two (cut along the outputs,
+// where each slice takes its own part of the bias, and along the rows).
+// A slice of the bias that went to the wrong columns, or a bias added
+// twice, is off by whole values.
+func TestLinearF32Bias(t *testing.T) {
+	defer SetThreads(Threads())
+	rng := NewRNG(4)
+	for _, sh := range []struct{ n, in, out int }{{64, 96, 520}, {520, 96, 128}, {2048, 128, 76}, {64, 512, 10}} {
+		x, w, b := Randn(rng, Float32, sh.n, sh.in), Randn(rng, Float32, sh.out, sh.in), Randn(rng, Float32, sh.out)
+		want := make([]float64, sh.n*sh.out)
+		for i := range sh.n {
+			for j := range sh.out {
+				acc := float64(b.F32()[j])
+				for k := range sh.in {
+					acc += float64(x.F32()[i*sh.in+k]) * float64(w.F32()[j*sh.in+k])
+				}
+				want[i*sh.out+j] = acc
+			}
+		}
+		for _, threads := range []int{1, 2} {
+			SetThreads(threads)
+			y := make([]float32, sh.n*sh.out)
+			for i := range y {
+				y[i] = float32(math.NaN()) // the output is written whole
+			}
+			LinearF32(y, x.F32(), w.F32(), b.F32(), sh.n, sh.in, sh.out)
+			for i, v := range want {
+				require.InDelta(t, v, float64(y[i]), 1e-4*math.Sqrt(float64(sh.in)), "%v, %d threads, y[%d][%d] (fused %v)",
+					sh, threads, i/sh.out, i%sh.out, engineLinearFused(sh.n, sh.out, sh.in))
+			}
+		}
+	}
+	if BLASName() == "onednn+openblas" {
+		require.True(t, engineLinearFused(2048, 512, 128), "a GPT's Linear adds its bias in the epilogue")
+		require.False(t, engineLinearFused(512, 10, 512), "a narrow output keeps sgemm")
+	}
+}
