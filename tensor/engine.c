@@ -585,8 +585,8 @@ static __thread tbuf_t tls_bf16[2], tls_f32[2];
 static int run_bf16_part(part_t *p) {
 	int rc = -1;
 #ifdef GODDP_DNNL
-	rc = goddp_bf16_slice(p->ta, p->tb, p->m, p->n, p->k, (float)p->alpha, p->a, p->lda, p->b, p->ldb,
-	                      (float)p->beta, p->c, p->ldc);
+	rc = goddp_matmul_slice(0, p->ta, p->tb, p->m, p->n, p->k, (float)p->alpha, p->a, p->lda, p->b, p->ldb,
+	                        (float)p->beta, p->c, p->ldc, p->bias);
 	if (rc <= 0)
 		return rc;
 #endif
@@ -645,6 +645,20 @@ int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, flo
 	to_bf16(a, ha, na);
 	to_bf16(b, hb, nb);
 	part_t p = {0, 0, transA, transB, 1, m, n, k, lda, ldb, ldc, alpha, beta, ha, hb, c, 0};
+	return gemm(&p);
+}
+
+int goddp_linear_bf16(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
+                      const float *bias, float *y, int64_t ldy) {
+	pthread_once(&pool.once, pool_init);
+	int64_t na = span(m, k, ldx), nb = span(n, k, ldw);
+	uint16_t *hx = tbuf(&tls_bf16[0], (size_t)na * sizeof(uint16_t));
+	uint16_t *hw = tbuf(&tls_bf16[1], (size_t)nb * sizeof(uint16_t));
+	if ((na && !hx) || (nb && !hw))
+		return -2;
+	to_bf16(x, hx, na);
+	to_bf16(w, hw, nb);
+	part_t p = {0, 0, 0, 1, 1, m, n, k, ldx, ldw, ldy, 1, 0, hx, hw, y, 0, bias};
 	return gemm(&p);
 }
 

@@ -88,4 +88,9 @@ int goddp_linear_f32(int64_t m, int64_t n, int64_t k, const float *x, int64_t ld
                      const float *bias, float *y, int64_t ldy);
 int goddp_linear_fused(int64_t m, int64_t n, int64_t k);
 
+// goddp_linear_bf16 is goddp_linear_f32 with x and w rounded to bfloat16
+// (autocast's linear); the bias is added in the bf16 matmul's epilogue.
+int goddp_linear_bf16(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
+                      const float *bias, float *y, int64_t ldy);
+
 #endif

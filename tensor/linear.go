@@ -65,9 +65,15 @@ func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
 		recycleScratch(t)
 		return
 	}
-	if p == PrecisionFloat32 && b != nil {
-		LinearF32(y, x, w, b, n, in, out)
-		return
+	if b != nil && n > 0 && out > 0 && in > 0 {
+		switch p {
+		case PrecisionFloat32:
+			LinearF32(y, x, w, b, n, in, out)
+			return
+		case PrecisionBFloat16:
+			linearBF16(y, x, w, b, n, in, out)
+			return
+		}
 	}
 	var beta float32
 	if b != nil {
@@ -102,6 +108,20 @@ func LinearF32(y, x, w, b []float32, n, in, out int) {
 	}
 	schedHint(2 * float64(n) * float64(out) * float64(in))
 	engineLinear32(y, x, w, b, n, in, out)
+}
+
+// linearBF16 is LinearF32 with x and w rounded to bfloat16 (autocast's
+// linear): the bias goes into the bf16 matmul's epilogue.
+func linearBF16(y, x, w, b []float32, n, in, out int) {
+	checkGemm("LinearBF16", false, true, n, out, in, len(x), in, len(w), in, len(y), out)
+	if len(b) < out {
+		panic(fmt.Sprintf("tensor: LinearBF16: bias has %d values for %d outputs", len(b), out))
+	}
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "bf16matmul+bias", false, true, n, out, in, time.Now())
+	}
+	schedHint(2 * float64(n) * float64(out) * float64(in))
+	engineLinearBF16(y, x, w, b, n, in, out)
 }
 
 // linearSwapped reports whether a float32 Linear of n rows runs as yᵀ =

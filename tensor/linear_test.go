@@ -95,3 +95,28 @@ func TestLinearF32Bias(t *testing.T) {
 		require.False(t, engineLinearFused(512, 10, 512), "a narrow output keeps sgemm")
 	}
 }
+
+// A bf16 Linear with a bias adds it in the bf16 matmul's epilogue: the
+// float64 product of the rounded operands plus the bias, within float32's
+// rounding, on one thread and on two (slices cut along the outputs take
+// their part of the bias).
+func TestLinearBF16Bias(t *testing.T) {
+	defer SetThreads(Threads())
+	rng := NewRNG(5)
+	for _, sh := range []struct{ n, in, out int }{{64, 96, 520}, {520, 96, 128}, {64, 512, 10}} {
+		x, w, b := Randn(rng, Float32, sh.n, sh.in), Randn(rng, Float32, sh.out, sh.in), Randn(rng, Float32, sh.out)
+		for _, threads := range []int{1, 2} {
+			SetThreads(threads)
+			y := LinearWith(x, w, b, PrecisionBFloat16).F32()
+			for i := range sh.n {
+				for j := range sh.out {
+					want := float64(b.F32()[j])
+					for k := range sh.in {
+						want += float64(RoundBF16(x.F32()[i*sh.in+k])) * float64(RoundBF16(w.F32()[j*sh.in+k]))
+					}
+					require.InDelta(t, want, float64(y[i*sh.out+j]), 1e-4*math.Sqrt(float64(sh.in)), "%v, %d threads, y[%d][%d]", sh, threads, i, j)
+				}
+			}
+		}
+	}
+}
