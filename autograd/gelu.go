@@ -12,10 +12,11 @@ import (
 // times faster than math.Erf); float64 keeps math.Erf, since it serves the
 // finite-difference gradient checks.
 //
-// A float32 GELU whose input needs a gradient keeps the derivative instead
-// of its input (tensor.GELUWithGradF32, one tensor either way): the
-// forward evaluates Φ and φ anyway, and the backward is then one product
-// rather than a second evaluation, which cost twice the forward.
+// A float32 GELU whose input needs a gradient keeps the derivative
+// (tensor.GELUWithGradF32), one more activation-sized tensor until the
+// graph is freed: the forward evaluates Φ and φ anyway, and the backward
+// is then one product rather than a second evaluation, which cost twice
+// the forward.
 func GELU(a *Variable) *Variable {
 	x := a.Value.Contiguous()
 	if y := tensor.GELUDevice(x); y != nil {
@@ -42,6 +43,16 @@ type geluOp struct {
 
 func (o *geluOp) Name() string { return "GELU" }
 func (o *geluOp) freshGrads()  {}
+
+// savedTensors gives the derivative back to the cache with the graph
+// (FreeGraph); left to the garbage collector, a step's derivatives raised
+// a GPT's peak memory by half.
+func (o *geluOp) savedTensors() []*tensor.Tensor {
+	if o.deriv == nil {
+		return nil
+	}
+	return []*tensor.Tensor{o.deriv}
+}
 
 func (o *geluOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.run(gy, false) }
 func (o *geluOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }

@@ -79,4 +79,14 @@ func TestGELUKeepsItsDerivative(t *testing.T) {
 	tensor.GELUGradF32(want, tensor.OnesLike(x).F32(), x.F32())
 	require.Equal(t, want, op.deriv.F32(), "the derivative equals the gradient at gy = 1")
 	require.Nil(t, GELU(Const(x)).Creator(), "no gradient, no op")
+
+	// FreeGraph gives the derivative back with the graph's values (a
+	// tensor large enough to come from the cache).
+	big := tensor.AsType(sweepT(3, 3, 1<<14), tensor.Float32)
+	y := GELU(Param(big))
+	d := y.Creator().(*geluOp).deriv
+	loss := SumAll(y)
+	require.NoError(t, loss.Backward())
+	loss.FreeGraph()
+	require.Panics(t, func() { d.F32() }, "the derivative's storage was recycled")
 }
