@@ -76,6 +76,7 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 		scratch = make([]T, l*s)
 	}
 	for bi := 0; bi < pl.nb; bi++ {
+		prefetchNext(pl, bi+1, q, k, v, nil)
 		pb := p[bi*l*s : (bi+1)*l*s]
 		gemm(false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, 0, pb, s)
 		var mb []T
@@ -101,6 +102,7 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		scratch = make([]T, l*s)
 	}
 	for bi := 0; bi < pl.nb; bi++ {
+		prefetchNext(pl, bi+1, q, k, v, gout)
 		pb := p[bi*l*s : (bi+1)*l*s]
 		g := gout[pl.oOff[bi]:]
 		if dv != nil {
@@ -119,5 +121,26 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		if dk != nil {
 			gemm(true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
 		}
+	}
+}
+
+// prefetchNext starts loading matrix bi's operands (q, k, v, and gout when
+// not nil) while matrix bi-1's products run: a head's rows are a strided
+// slice of a larger buffer, which the hardware prefetchers do not follow,
+// and without it the products of a GPT's heads waited on their operands'
+// cache misses (in situ 48-86 GFLOPS against 97-150 from cache).
+func prefetchNext[T float](pl *attnPlan, bi int, q, k, v, gout []T) {
+	if bi >= pl.nb {
+		return
+	}
+	qf, ok := any(q).([]float32)
+	if !ok {
+		return
+	}
+	tensor.PrefetchRowsF32(qf[pl.qOff[bi]:], pl.l, pl.ldq, pl.d)
+	tensor.PrefetchRowsF32(any(k).([]float32)[pl.kOff[bi]:], pl.s, pl.ldk, pl.d)
+	tensor.PrefetchRowsF32(any(v).([]float32)[pl.vOff[bi]:], pl.s, pl.ldv, pl.dv)
+	if gout != nil {
+		tensor.PrefetchRowsF32(any(gout).([]float32)[pl.oOff[bi]:], pl.l, pl.ldo, pl.dv)
 	}
 }

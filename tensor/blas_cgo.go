@@ -42,6 +42,12 @@ func engineSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 	}
 }
 
+// engineUsesSmall reports whether engineSgemm runs this shape on the
+// AVX-512 register kernel (gemm_small_kernels.c).
+func engineUsesSmall(m, n, k int, beta float32) bool {
+	return C.goddp_sgemm_uses_small(C.int64_t(m), C.int64_t(n), C.int64_t(k), C.float(beta)) != 0
+}
+
 // engineLinearFused reports whether engineLinear32 adds the bias in
 // oneDNN's matmul epilogue for this shape (see linear_fused in engine.c).
 func engineLinearFused(m, n, k int) bool {

@@ -31,6 +31,9 @@ func engineSgemm(transA, transB bool, m, n, k int, alpha float32, a []float32, l
 	gonum.Implementation{}.Sgemm(transOf(transA), transOf(transB), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
 }
 
+// engineUsesSmall is false: the register kernel is C.
+func engineUsesSmall(m, n, k int, beta float32) bool { return false }
+
 // engineLinearFused is false: gonum has no product with a bias epilogue.
 func engineLinearFused(m, n, k int) bool { return false }
 

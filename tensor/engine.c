@@ -98,6 +98,7 @@ static struct {
 	int narrow;        // 1: it runs AVX2 kernels on a CPU with full-width AVX-512 (see wide_avx512)
 	int intel;         // the CPU is an Intel one (oneDNN's jit sgemm is tuned there)
 	int bf16;          // the CPU has AVX512-BF16 (goddp_gemm_bf16's conversions and products)
+	int wide;          // the CPU runs 512-bit vectors at full width (wide_avx512)
 } blas_core;
 
 static struct {
@@ -365,6 +366,7 @@ static int wide_avx512(void) {
 
 static void pool_init(void) {
 	blas_core_fix();
+	blas_core.wide = wide_avx512();
 	if (!blas_core.slow && openblas_get_corename && wide_avx512()) {
 		const char *name = openblas_get_corename();
 		blas_core.narrow = name && (strcmp(name, "Haswell") == 0 || strcmp(name, "Zen") == 0);
@@ -480,9 +482,30 @@ static int gemm(part_t *p) {
 	return rc;
 }
 
+// use_small reports whether goddp_sgemm runs a product on the AVX-512
+// register kernel (gemm_small_kernels.c): small products, up to 2**19
+// multiply-adds, on a CPU with full-width AVX-512. On one thread of an
+// EPYC Zen 5, at a GPT's attention products (operands strided as in the
+// model): 64×64×32 with Bᵀ 162-168 GFLOPS against oneDNN's sgemm at
+// 97-103, 64×32×64 191 against 150, with Aᵀ 197 against 150. Elsewhere
+// (Zen 4's half-width AVX-512, Intel) it was not measured, and the
+// engine's choice stands.
+static int use_small(int64_t m, int64_t n, int64_t k, float beta) {
+	return blas_core.wide && m * n * k <= (1 << 19) && goddp_small_shape(m, n, k, beta);
+}
+
+int goddp_sgemm_uses_small(int64_t m, int64_t n, int64_t k, float beta) {
+	pthread_once(&pool.once, pool_init);
+	return use_small(m, n, k, beta);
+}
+
 int goddp_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                 int64_t lda, const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
 	pthread_once(&pool.once, pool_init); // use_dnnl reads blas_core
+	if (use_small(m, n, k, beta)) {
+		goddp_sgemm_small(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+		return 0;
+	}
 	part_t p = {0, use_dnnl(transA, transB, m, n, k), transA, transB, 0, m, n, k, lda, ldb, ldc,
 	            alpha, beta, a, b, c, 0};
 	return gemm(&p);

@@ -21,6 +21,18 @@ int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double 
                 const double *a, int64_t lda, const double *b, int64_t ldb, double beta,
                 double *c, int64_t ldc);
 
+// goddp_small_shape reports whether goddp_sgemm_small takes a product of
+// this shape: m up to 512, n a multiple of 16 up to 64, k up to 128, beta
+// 0 or 1. goddp_sgemm_small computes it on AVX-512 registers (the CPU must
+// have AVX-512F); goddp_sgemm sends it there on CPUs that run 512-bit
+// vectors at full width (gemm_small_kernels.c).
+int goddp_small_shape(int64_t m, int64_t n, int64_t k, float beta);
+void goddp_sgemm_small(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                       const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+// goddp_sgemm_uses_small reports whether goddp_sgemm takes that path for
+// a shape on this CPU. Tests use it.
+int goddp_sgemm_uses_small(int64_t m, int64_t n, int64_t k, float beta);
+
 // goddp_sgemm_kernel names the kernel library goddp_sgemm picks for a
 // shape: 1 for oneDNN, 0 for OpenBLAS. Tests use it.
 int goddp_sgemm_kernel(int transA, int transB, int64_t m, int64_t n, int64_t k);

@@ -173,3 +173,74 @@ func TestThreadsFromEnv(t *testing.T) {
 	}
 	assert.NotEmpty(t, BLASName())
 }
+
+// Small products (attention's per head) run on the AVX-512 register kernel
+// where the CPU runs 512-bit vectors at full width (engineUsesSmall): every
+// transpose combination, strided operands and result, alpha, beta 0 over a
+// result full of NaN and beta 1 over one that holds values, rows that do
+// not fill a block, against float64 sums.
+func TestGemmSmallShapes(t *testing.T) {
+	rng := NewRNG(6)
+	shapes := []struct{ m, n, k int }{{64, 64, 32}, {64, 32, 64}, {37, 48, 5}, {3, 16, 128}, {9, 64, 1}}
+	for _, sh := range shapes {
+		for _, ta := range []bool{false, true} {
+			for _, tb := range []bool{false, true} {
+				for _, beta := range []float32{0, 1} {
+					m, n, k := sh.m, sh.n, sh.k
+					lda, ldb, ldc := k+3, n+5, n+7 // strided, as attention's q, k and v are
+					if ta {
+						lda = m + 3
+					}
+					if tb {
+						ldb = k + 5
+					}
+					rowsA, rowsB := m, k
+					if ta {
+						rowsA = k
+					}
+					if tb {
+						rowsB = n
+					}
+					a, b := Randn(rng, Float32, rowsA*lda).F32(), Randn(rng, Float32, rowsB*ldb).F32()
+					c := Randn(rng, Float32, m*ldc).F32()
+					if beta == 0 {
+						for i := range c {
+							c[i] = float32(math.NaN())
+						}
+					}
+					c0 := append([]float32(nil), c...)
+					const alpha = 0.75
+					Gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+					for i := range m {
+						for j := range n {
+							var acc float64
+							for kk := range k {
+								ia, ib := i*lda+kk, kk*ldb+j
+								if ta {
+									ia = kk*lda + i
+								}
+								if tb {
+									ib = j*ldb + kk
+								}
+								av, bv := a[ia], b[ib]
+								acc += float64(av) * float64(bv)
+							}
+							want := alpha * acc
+							if beta != 0 {
+								want += float64(c0[i*ldc+j])
+							}
+							require.InDelta(t, want, float64(c[i*ldc+j]), 1e-5*float64(k)+1e-5, "%v ta=%v tb=%v beta=%v c[%d][%d]", sh, ta, tb, beta, i, j)
+						}
+						for j := n; j < ldc; j++ { // the padding of a strided result is not written
+							require.Equal(t, math.Float32bits(c0[i*ldc+j]), math.Float32bits(c[i*ldc+j]), "%v padding c[%d][%d]", sh, i, j)
+						}
+					}
+				}
+			}
+		}
+	}
+	t.Logf("register kernel for 64x64x32: %v (CPU runs 512-bit vectors at full width)", engineUsesSmall(64, 64, 32, 0))
+	require.False(t, engineUsesSmall(64, 80, 32, 0), "n not a multiple of 16")
+	require.False(t, engineUsesSmall(2048, 64, 64, 0), "too large")
+	require.False(t, engineUsesSmall(64, 64, 32, 0.5), "beta other than 0 or 1")
+}
