@@ -388,10 +388,11 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 	early := r.copyBackEarly() && !shadow
 	if !r.cfg.overlap && !shadow {
 		// OverlapComm(false): finish the bucket here, on the backward
-		// goroutine, before backward continues.
-		t := time.Now()
+		// goroutine, before backward continues. Backward waited from the
+		// launch on: a backend may run a small collective inside launch
+		// (shm does), so the wait after it alone undercounts.
 		r.watch(b, w, early)
-		r.inlineWait += time.Since(t)
+		r.inlineWait += time.Since(b.launchAt)
 		return
 	}
 	go r.watch(b, w, early)

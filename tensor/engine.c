@@ -367,7 +367,7 @@ static int wide_avx512(void) {
 static void pool_init(void) {
 	blas_core_fix();
 	blas_core.wide = wide_avx512();
-	if (!blas_core.slow && openblas_get_corename && wide_avx512()) {
+	if (!blas_core.slow && openblas_get_corename && blas_core.wide) {
 		const char *name = openblas_get_corename();
 		blas_core.narrow = name && (strcmp(name, "Haswell") == 0 || strcmp(name, "Zen") == 0);
 	}
