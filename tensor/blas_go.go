@@ -37,10 +37,14 @@ func engineUsesSmall(m, n, k int, beta float32) bool { return false }
 // engineLinearFused is false: gonum has no product with a bias epilogue.
 func engineLinearFused(m, n, k int) bool { return false }
 
-// engineLinear32 is not reached (engineLinearFused is false); it computes
-// the same as LinearF32's other branch.
-func engineLinear32(y, x, w, b []float32, n, in, out int) {
+// engineLinear fills y's rows with the bias and adds the product (of the
+// bf16-rounded operands when bf16 is set): gonum has no epilogue.
+func engineLinear(bf16 bool, y, x, w, b []float32, n, in, out int) {
 	copyRows(y[:n*out], b[:out])
+	if bf16 {
+		engineGemmBF16(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+		return
+	}
 	engineSgemm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
 

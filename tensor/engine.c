@@ -656,8 +656,10 @@ static void to_bf16(const float *x, uint16_t *y, int64_t n) {
 		y[i] = f32_to_bf16(x[i]);
 }
 
-int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+// gemm_bf16 rounds op(A) and op(B) to bf16 and runs the product, with a
+// bias row in the epilogue when bias is not NULL.
+static int gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc, const float *bias) {
 	pthread_once(&pool.once, pool_init);
 	int64_t na = transA ? span(k, m, lda) : span(m, k, lda);
 	int64_t nb = transB ? span(n, k, ldb) : span(k, n, ldb);
@@ -667,22 +669,18 @@ int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, flo
 		return -2;
 	to_bf16(a, ha, na);
 	to_bf16(b, hb, nb);
-	part_t p = {0, 0, transA, transB, 1, m, n, k, lda, ldb, ldc, alpha, beta, ha, hb, c, 0};
+	part_t p = {0, 0, transA, transB, 1, m, n, k, lda, ldb, ldc, alpha, beta, ha, hb, c, 0, bias};
 	return gemm(&p);
+}
+
+int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+	return gemm_bf16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
 }
 
 int goddp_linear_bf16(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
                       const float *bias, float *y, int64_t ldy) {
-	pthread_once(&pool.once, pool_init);
-	int64_t na = span(m, k, ldx), nb = span(n, k, ldw);
-	uint16_t *hx = tbuf(&tls_bf16[0], (size_t)na * sizeof(uint16_t));
-	uint16_t *hw = tbuf(&tls_bf16[1], (size_t)nb * sizeof(uint16_t));
-	if ((na && !hx) || (nb && !hw))
-		return -2;
-	to_bf16(x, hx, na);
-	to_bf16(w, hw, nb);
-	part_t p = {0, 0, 0, 1, 1, m, n, k, ldx, ldw, ldy, 1, 0, hx, hw, y, 0, bias};
-	return gemm(&p);
+	return gemm_bf16(0, 1, m, n, k, 1, x, ldx, w, ldw, 0, y, ldy, bias);
 }
 
 int goddp_bf16_native(void) {

@@ -168,16 +168,22 @@ func GELUF32(dst, src []float32) {
 func geluF32Go(dst, src []float32) {
 	for i, v := range src {
 		x := float64(v)
-		a := min(max(x, -x), geluClamp)
-		t := phiT / (phiT + a)
-		s, r := expReduce(-0.5 * a * a)
-		m := expm1Poly(r)
-		q := 0.5 * t * phiR(t) * (s + s*m) // Φ(-|x|)
-		// Φ(x) = q for x < 0 and 1-q otherwise, selected arithmetically:
-		// q + 0·(1-2q) returns q bit for bit, with its relative accuracy.
-		p := q + unitIfPositive(x)*(1-2*q)
+		p, _ := geluCDF(x)
 		dst[i] = float32(max(x, -geluClamp) * p)
 	}
+}
+
+// geluCDF returns Φ(x) and e**(-a²/2) for a = min(|x|, geluClamp), the
+// parts GELU and its derivative share. Φ(-a) = q comes from erfc, and
+// Φ(x) = q for x < 0 and 1-q otherwise, selected arithmetically: q +
+// 0·(1-2q) returns q bit for bit, with its relative accuracy.
+func geluCDF(x float64) (p, e float64) {
+	a := min(max(x, -x), geluClamp)
+	t := phiT / (phiT + a)
+	s, r := expReduce(-0.5 * a * a)
+	e = s + s*expm1Poly(r)
+	q := 0.5 * t * phiR(t) * e
+	return q + unitIfPositive(x)*(1-2*q), e
 }
 
 // GELUGradF32 writes gy[i]·GELU'(x[i]) = gy[i]·(Φ(x) + x·φ(x)) to dst[i],
@@ -209,17 +215,10 @@ func geluWithGradF32Go(dst, grad, src []float32) {
 	const invSqrt2Pi = 0.39894228040143267794
 	for i, v := range src {
 		x := float64(v)
+		p, e := geluCDF(x)
 		xc := max(x, -geluClamp)
-		xf := min(xc, geluClamp)
-		a := max(xf, -xf)
-		t := phiT / (phiT + a)
-		s, r := expReduce(-0.5 * a * a)
-		m := expm1Poly(r)
-		e := s + s*m // e**(-x²/2)
-		q := 0.5 * t * phiR(t) * e
-		p := q + unitIfPositive(xf)*(1-2*q)
 		dst[i] = float32(xc * p)
-		grad[i] = float32(p + xf*invSqrt2Pi*e)
+		grad[i] = float32(p + min(xc, geluClamp)*invSqrt2Pi*e)
 	}
 }
 
@@ -233,14 +232,8 @@ func GELUBackwardF32(gx, gy, grad []float32) {
 func geluGradF32Go(dst, gy, x []float32) {
 	const invSqrt2Pi = 0.39894228040143267794
 	for i, v := range x {
+		p, e := geluCDF(float64(v))
 		xf := min(max(float64(v), -geluClamp), geluClamp)
-		a := max(xf, -xf)
-		t := phiT / (phiT + a)
-		s, r := expReduce(-0.5 * a * a)
-		m := expm1Poly(r)
-		e := s + s*m // e**(-x²/2)
-		q := 0.5 * t * phiR(t) * e
-		p := q + unitIfPositive(xf)*(1-2*q)
 		dst[i] = float32(float64(gy[i]) * (p + xf*invSqrt2Pi*e))
 	}
 }

@@ -42,14 +42,21 @@ static inline double abs_clamped(double x) {
 	return a > geluClamp ? geluClamp : a;
 }
 
+// gelu_cdf returns Φ(x) and sets *e = e**(-a²/2), a = min(|x|, geluClamp):
+// the parts GELU and its derivative share.
+static inline double gelu_cdf(double x, double *e) {
+	double a = abs_clamped(x);
+	double t = phiT / (phiT + a);
+	*e = exp_neg(-0.5 * a * a);
+	double q = 0.5 * t * phi_r(t) * *e;
+	return q + unit_if_positive(x) * (1 - 2 * q);
+}
+
 // The comparisons are written so that NaN passes through every clamp.
 CLONES void goddp_gelu_f32(float *dst, const float *src, int64_t n) {
 	for (int64_t i = 0; i < n; i++) {
-		double x = src[i];
-		double a = abs_clamped(x);
-		double t = phiT / (phiT + a);
-		double q = 0.5 * t * phi_r(t) * exp_neg(-0.5 * a * a);
-		double p = q + unit_if_positive(x) * (1 - 2 * q);
+		double x = src[i], e;
+		double p = gelu_cdf(x, &e);
 		double xc = x < -geluClamp ? -geluClamp : x;
 		dst[i] = (float)(xc * p);
 	}
@@ -58,12 +65,8 @@ CLONES void goddp_gelu_f32(float *dst, const float *src, int64_t n) {
 CLONES void goddp_gelu_grad_f32(float *dst, const float *gy, const float *x, int64_t n) {
 	const double invSqrt2Pi = 0.39894228040143267794;
 	for (int64_t i = 0; i < n; i++) {
-		double v = x[i];
-		double a = abs_clamped(v);
-		double t = phiT / (phiT + a);
-		double e = exp_neg(-0.5 * a * a);
-		double q = 0.5 * t * phi_r(t) * e;
-		double p = q + unit_if_positive(v) * (1 - 2 * q);
+		double v = x[i], e;
+		double p = gelu_cdf(v, &e);
 		double xf = v < -geluClamp ? -geluClamp : v;
 		xf = xf > geluClamp ? geluClamp : xf;
 		dst[i] = (float)((double)gy[i] * (p + xf * invSqrt2Pi * e));
@@ -77,12 +80,8 @@ CLONES void goddp_gelu_grad_f32(float *dst, const float *gy, const float *x, int
 CLONES void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n) {
 	const double invSqrt2Pi = 0.39894228040143267794;
 	for (int64_t i = 0; i < n; i++) {
-		double x = src[i];
-		double a = abs_clamped(x);
-		double t = phiT / (phiT + a);
-		double e = exp_neg(-0.5 * a * a);
-		double q = 0.5 * t * phi_r(t) * e;
-		double p = q + unit_if_positive(x) * (1 - 2 * q);
+		double x = src[i], e;
+		double p = gelu_cdf(x, &e);
 		double xc = x < -geluClamp ? -geluClamp : x;
 		dst[i] = (float)(xc * p);
 		double xf = xc > geluClamp ? geluClamp : xc;

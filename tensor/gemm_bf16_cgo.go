@@ -22,19 +22,6 @@ func engineGemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32
 	}
 }
 
-// engineLinearBF16 computes y = x·wᵀ + b with x and w rounded to bf16,
-// the bias in the matmul's epilogue (goddp_linear_bf16).
-func engineLinearBF16(y, x, w, b []float32, n, in, out int) {
-	rc := C.goddp_linear_bf16(C.int64_t(n), C.int64_t(out), C.int64_t(in),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(in),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(w))), C.int64_t(in),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(y))), C.int64_t(out))
-	if rc != 0 {
-		panic(engineError("LinearBF16", int(rc), n, out, in))
-	}
-}
-
 // bf16Impl names oneDNN's implementation for a bf16 slice shape ("" for
 // none): benchmarks print it.
 func bf16Impl(transA, transB bool, m, n, k, lda, ldb, ldc int) string {

@@ -11,11 +11,4 @@ func engineGemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32
 	engineSgemm(transA, transB, m, n, k, alpha, roundedBF16(a), lda, roundedBF16(b), ldb, beta, c, ldc)
 }
 
-// engineLinearBF16 fills y's rows with the bias and adds the rounded
-// operands' product.
-func engineLinearBF16(y, x, w, b []float32, n, in, out int) {
-	copyRows(y[:n*out], b[:out])
-	engineGemmBF16(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
-}
-
 func bf16Impl(transA, transB bool, m, n, k, lda, ldb, ldc int) string { return "" }

@@ -71,7 +71,7 @@ func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
 			LinearF32(y, x, w, b, n, in, out)
 			return
 		case PrecisionBFloat16:
-			linearBF16(y, x, w, b, n, in, out)
+			linearEpilogue(true, y, x, w, b, n, in, out)
 			return
 		}
 	}
@@ -99,29 +99,26 @@ func LinearF32(y, x, w, b []float32, n, in, out int) {
 		Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
 		return
 	}
-	checkGemm("LinearF32", false, true, n, out, in, len(x), in, len(w), in, len(y), out)
-	if len(b) < out {
-		panic(fmt.Sprintf("tensor: LinearF32: bias has %d values for %d outputs", len(b), out))
-	}
-	if p := recorder(); p != nil {
-		defer profileGemm(p, "matmul+bias", false, true, n, out, in, time.Now())
-	}
-	schedHint(2 * float64(n) * float64(out) * float64(in))
-	engineLinear32(y, x, w, b, n, in, out)
+	linearEpilogue(false, y, x, w, b, n, in, out)
 }
 
-// linearBF16 is LinearF32 with x and w rounded to bfloat16 (autocast's
-// linear): the bias goes into the bf16 matmul's epilogue.
-func linearBF16(y, x, w, b []float32, n, in, out int) {
-	checkGemm("LinearBF16", false, true, n, out, in, len(x), in, len(w), in, len(y), out)
+// linearEpilogue runs y = x·wᵀ + b with the bias in the engine's matmul
+// epilogue, the operands rounded to bfloat16 when bf16 is set (autocast's
+// linear).
+func linearEpilogue(bf16 bool, y, x, w, b []float32, n, in, out int) {
+	op, kernel := "LinearF32", "matmul+bias"
+	if bf16 {
+		op, kernel = "LinearBF16", "bf16matmul+bias"
+	}
+	checkGemm(op, false, true, n, out, in, len(x), in, len(w), in, len(y), out)
 	if len(b) < out {
-		panic(fmt.Sprintf("tensor: LinearBF16: bias has %d values for %d outputs", len(b), out))
+		panic(fmt.Sprintf("tensor: %s: bias has %d values for %d outputs", op, len(b), out))
 	}
 	if p := recorder(); p != nil {
-		defer profileGemm(p, "bf16matmul+bias", false, true, n, out, in, time.Now())
+		defer profileGemm(p, kernel, false, true, n, out, in, time.Now())
 	}
 	schedHint(2 * float64(n) * float64(out) * float64(in))
-	engineLinearBF16(y, x, w, b, n, in, out)
+	engineLinear(bf16, y, x, w, b, n, in, out)
 }
 
 // linearSwapped reports whether a float32 Linear of n rows runs as yᵀ =
