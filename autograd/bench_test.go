@@ -127,3 +127,61 @@ func processCPU() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkLinearLayers times a Linear's forward and backward (dx, dw, db
+// accumulated into Grad buffers, as in training) at the examples' shapes:
+// the convnet's Linear(3136, 1024) at batch 64, and a GPT MLP's
+// Linear(128, 512) and Linear(512, 128) at 2048 tokens, in float32 and
+// under autocast's bf16. Every gradient, the input's too, accumulates in a
+// Grad buffer kept across steps, so the steady state allocates nothing
+// the host cache does not serve. cpu-ns/op is the figure to compare on a
+// shared host.
+func BenchmarkLinearLayers(b *testing.B) {
+	shapes := []struct {
+		name         string
+		n, in, out   int
+		inputNeedsDx bool
+	}{
+		{"cnn_fc1_64x3136x1024", 64, 3136, 1024, false},
+		{"gpt_fc1_2048x128x512", 2048, 128, 512, true},
+		{"gpt_fc2_2048x512x128", 2048, 512, 128, true},
+	}
+	for _, s := range shapes {
+		for _, p := range []tensor.Precision{tensor.PrecisionFloat32, tensor.PrecisionBFloat16} {
+			b.Run(s.name+"/"+p.String(), func(b *testing.B) {
+				if n := tensor.ThreadsFromEnv(); n > 0 {
+					prev := tensor.Threads()
+					tensor.SetThreads(n)
+					defer tensor.SetThreads(prev)
+				}
+				r := rand.New(rand.NewPCG(5, 6))
+				x := Const(randF32(r, 1, s.n, s.in))
+				if s.inputNeedsDx {
+					x = Param(randF32(r, 1, s.n, s.in))
+				}
+				w, bias := Param(randF32(r, 0.05, s.out, s.in)), Param(randF32(r, 0.05, s.out))
+				gy := randF32(r, 1, s.n, s.out)
+				step := func() {
+					y := LinearWith(x, w, bias, p)
+					if err := y.BackwardWith(gy); err != nil {
+						b.Fatal(err)
+					}
+					y.FreeGraph()
+				}
+				step()
+				b.ResetTimer()
+				cpu0 := processCPU()
+				for i := 0; i < b.N; i++ {
+					step()
+				}
+				cpu := processCPU() - cpu0
+				flops := 6.0 * float64(s.n) * float64(s.in) * float64(s.out)
+				if !s.inputNeedsDx {
+					flops = 4.0 * float64(s.n) * float64(s.in) * float64(s.out)
+				}
+				b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(flops*float64(b.N)/cpu.Seconds()/1e9, "GFLOPS/cpu")
+			})
+		}
+	}
+}

@@ -168,7 +168,7 @@ func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 		if gy.DType() == tensor.Float64 {
 			maxPool2x2Bwd(&o.g, gx.F64(), gy.F64(), idx)
 		} else {
-			maxPool2x2Bwd(&o.g, gx.F32(), gy.F32(), idx)
+			tensor.MaxPool2x2BackwardF32(gx.F32(), gy.F32(), idx, o.g.n*o.g.c, o.g.h, o.g.w)
 		}
 		return []*tensor.Tensor{gx}
 	}
@@ -191,8 +191,8 @@ func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
 	}
 }
 
-// maxPool2x2Bwd is maxPoolBwd for the 2x2, stride-2, unpadded window,
-// writing all of gx: each window's four elements get 0 but the argmax,
+// maxPool2x2Bwd is maxPoolBwd for the 2x2, stride-2, unpadded window
+// (float64; float32 runs tensor.MaxPool2x2BackwardF32), writing all of gx: each window's four elements get 0 but the argmax,
 // which gets the output's gradient; an odd size's last row or column,
 // in no window, gets 0.
 func maxPool2x2Bwd[T float](g *poolGeom, gx, gy []T, idx []int32) {

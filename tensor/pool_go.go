@@ -23,3 +23,18 @@ func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
 		}
 	}
 }
+
+// MaxPool2x2BackwardF32 is MaxPool2x2F32's backward: gx [planes, h, w]
+// gets, in every window, gy's value at the offset idx names and 0 at the
+// window's other three elements; the last row or column of an odd size,
+// in no window, gets 0. Every element of gx is written.
+func MaxPool2x2BackwardF32(gx, gy []float32, idx []int32, planes, h, w int) {
+	oh, ow := h/2, w/2
+	for p := range planes {
+		gp := gx[p*h*w : (p+1)*h*w]
+		clear(gp)
+		for j, v := range gy[p*oh*ow : (p+1)*oh*ow] {
+			gp[idx[p*oh*ow+j]] = v
+		}
+	}
+}

@@ -57,3 +57,55 @@ func BenchmarkMaxPool2x2F32(b *testing.B) {
 	}
 	b.SetBytes(int64(4 * (len(x) + 2*len(y))))
 }
+
+// MaxPool2x2BackwardF32 against the rule it documents, from indices the
+// forward picked (ties and NaNs included), over odd sizes and rows wider
+// and narrower than a vector: gx starts as NaN, so an element left
+// unwritten shows.
+func TestMaxPool2x2BackwardF32(t *testing.T) {
+	rng := NewRNG(5)
+	for _, s := range [][3]int{{1, 2, 2}, {3, 5, 7}, {2, 28, 28}, {4, 14, 13}, {1, 1, 6}, {2, 6, 70}, {3, 4, 65}, {1, 2, 32}, {1, 2, 34}, {2, 3, 1}} {
+		planes, h, w := s[0], s[1], s[2]
+		x := Randn(rng, Float32, planes*h*w).F32()
+		for i := range x {
+			switch i % 13 {
+			case 2, 3:
+				x[i] = 1
+			case 7:
+				x[i] = float32(math.NaN())
+			}
+		}
+		oh, ow := h/2, w/2
+		y, idx := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
+		MaxPool2x2F32(y, idx, x, planes, h, w)
+		gy := Randn(rng, Float32, planes*oh*ow).F32()
+		gx := make([]float32, planes*h*w)
+		for i := range gx {
+			gx[i] = float32(math.NaN())
+		}
+		MaxPool2x2BackwardF32(gx, gy, idx, planes, h, w)
+		want := make([]float32, planes*h*w)
+		for p := range planes {
+			for j := range oh * ow {
+				want[p*h*w+int(idx[p*oh*ow+j])] = gy[p*oh*ow+j]
+			}
+		}
+		for i := range want {
+			require.Equal(t, math.Float32bits(want[i]), math.Float32bits(gx[i]), "shape %v element %d", s, i)
+		}
+	}
+}
+
+// BenchmarkMaxPool2x2BackwardF32 is the backward of the benchmark
+// convnet's first pooling ([64, 32, 28, 28]).
+func BenchmarkMaxPool2x2BackwardF32(b *testing.B) {
+	const planes, h, w = 64 * 32, 28, 28
+	x := Randn(NewRNG(1), Float32, planes*h*w).F32()
+	y, idx := make([]float32, planes*h*w/4), make([]int32, planes*h*w/4)
+	MaxPool2x2F32(y, idx, x, planes, h, w)
+	gx := make([]float32, len(x))
+	for b.Loop() {
+		MaxPool2x2BackwardF32(gx, y, idx, planes, h, w)
+	}
+	b.SetBytes(int64(4 * (len(x) + 2*len(y))))
+}
