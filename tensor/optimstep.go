@@ -12,8 +12,9 @@ import (
 
 // The optimizers' fused updates, as tensor ops so that goddp/optim never
 // asks where a parameter lives: on the host the element-wise code below
-// (moved from optim unchanged, so results are bit-identical), on a device
-// one kernel of its table, the state staying there. They return errors
+// (float32 SGD with momentum in one pass with torch's arithmetic,
+// sgd_kernels.c), on a device one kernel of its table, the state staying
+// there. They return errors
 // rather than panic because an optimizer's Step does.
 
 // ErrNoKernel is the error of an update that the parameter's device has no
@@ -272,6 +273,9 @@ func sgdUpdate[T float32 | float64](p, g, buf []T, h sgdHyper) {
 	buf = buf[:len(p)]
 	if h.nesterov {
 		sgdNesterov(p, g, buf, h, T(sign))
+		return
+	}
+	if p32, ok := any(p).([]float32); ok && sgdMomentumC(p32, any(g).([]float32), any(buf).([]float32), h, float32(sign)) {
 		return
 	}
 	if h.first {
