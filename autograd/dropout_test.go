@@ -1,6 +1,7 @@
 package autograd
 
 import (
+	"math/rand/v2"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -52,4 +53,30 @@ func TestDropoutGradCheck(t *testing.T) {
 	// Reseeding inside f keeps the mask fixed across the perturbed forwards.
 	gradCheck(t, func(xs []*Variable) *Variable { return Dropout(xs[0], 0.4, tensor.NewRNG(5), true) }, randT(1, 1, 0, 4, 5))
 	gradCheck(t, func(xs []*Variable) *Variable { return Dropout(Exp(xs[0]), 0.4, tensor.NewRNG(5), true) }, randT(1, 1, 0, 4, 5))
+}
+
+// FreeGraph gives Dropout's mask back with the graph, so that a steady
+// training loop through a Dropout stops missing the host cache: the mask
+// held a block of the cache's size class, which the next step missed.
+func TestDropoutMaskRecycled(t *testing.T) {
+	r := rand.New(rand.NewPCG(8, 9))
+	rng := tensor.NewRNG(3)
+	w1, w2 := Param(randF32(r, 0.05, 1024, 256)), Param(randF32(r, 0.05, 10, 1024))
+	x := Const(randF32(r, 1, 64, 256))
+	step := func() *dropoutOp {
+		h := Dropout(ReLU(Linear(x, w1, nil)), 0.4, rng, true)
+		op := h.Creator().(*dropoutOp)
+		loss := SumAll(Linear(h, w2, nil))
+		require.NoError(t, loss.Backward())
+		loss.FreeGraph()
+		return op
+	}
+	op := step()
+	require.Panics(t, func() { op.mask.F32() }, "the mask's storage was recycled")
+	step()
+	before := tensor.Host().Stats().Misses
+	for range 5 {
+		step()
+	}
+	require.Equal(t, before, tensor.Host().Stats().Misses, "steady steps missed the host cache")
 }
