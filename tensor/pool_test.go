@@ -7,6 +7,21 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// poolInput is n normal values with ties and NaNs planted: every period
+// values, the one at tie and the next are 1, the one at nan is NaN.
+func poolInput(rng *RNG, n, period, tie, nan int) []float32 {
+	x := Randn(rng, Float32, n).F32()
+	for i := range x {
+		switch i % period {
+		case tie, tie + 1:
+			x[i] = 1
+		case nan:
+			x[i] = float32(math.NaN())
+		}
+	}
+	return x
+}
+
 // MaxPool2x2F32 against a plain loop with the rule it documents (the
 // first maximum of the window in row-major order, the last NaN), over odd
 // sizes (the last row or column dropped), ties and NaNs.
@@ -14,15 +29,7 @@ func TestMaxPool2x2F32(t *testing.T) {
 	rng := NewRNG(4)
 	for _, s := range [][3]int{{1, 2, 2}, {3, 5, 7}, {2, 28, 28}, {4, 14, 13}, {1, 1, 6}, {2, 6, 70}, {3, 4, 65}, {1, 2, 32}, {1, 2, 34}} {
 		planes, h, w := s[0], s[1], s[2]
-		x := Randn(rng, Float32, planes*h*w).F32()
-		for i := range x {
-			switch i % 17 {
-			case 3, 4: // ties
-				x[i] = 1
-			case 11:
-				x[i] = float32(math.NaN())
-			}
-		}
+		x := poolInput(rng, planes*h*w, 17, 3, 11)
 		oh, ow := h/2, w/2
 		y, idx := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
 		MaxPool2x2F32(y, idx, x, planes, h, w)
@@ -66,15 +73,7 @@ func TestMaxPool2x2BackwardF32(t *testing.T) {
 	rng := NewRNG(5)
 	for _, s := range [][3]int{{1, 2, 2}, {3, 5, 7}, {2, 28, 28}, {4, 14, 13}, {1, 1, 6}, {2, 6, 70}, {3, 4, 65}, {1, 2, 32}, {1, 2, 34}, {2, 3, 1}} {
 		planes, h, w := s[0], s[1], s[2]
-		x := Randn(rng, Float32, planes*h*w).F32()
-		for i := range x {
-			switch i % 13 {
-			case 2, 3:
-				x[i] = 1
-			case 7:
-				x[i] = float32(math.NaN())
-			}
-		}
+		x := poolInput(rng, planes*h*w, 13, 2, 7)
 		oh, ow := h/2, w/2
 		y, idx := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
 		MaxPool2x2F32(y, idx, x, planes, h, w)
