@@ -38,14 +38,18 @@ func LayerNorm(x, w, b *Variable, eps float64) *Variable {
 	if y, xhat, rstd := tensor.LayerNormDevice(xc, value(w), value(b), d, eps); y != nil {
 		return FromOp(y, &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows, xhat: xhat, rstdDev: rstd})
 	}
-	// Both outputs are written whole (Empty: no zeroing first).
-	o := &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows,
-		xhat: tensor.Empty(xc.DType(), xs...), rstd: make([]float64, rows)}
+	// The op keeps x and each row's mean and rstd, as torch's layer_norm
+	// does, and its backward recomputes xhat from them (to the same bits):
+	// keeping xhat cost an activation-sized tensor per LayerNorm until the
+	// backward, and a third of the forward's memory traffic. y is written
+	// whole (Empty: no zeroing first).
+	o := &layerNormOp{inputs: ins(x, w, b), d: d, rows: rows, xc: xc,
+		mean: make([]float64, rows), rstd: make([]float64, rows)}
 	y := tensor.Empty(xc.DType(), xs...)
 	if xc.DType() == tensor.Float64 {
-		tensor.LayerNormRows(y.F64(), o.xhat.F64(), o.rstd, xc.F64(), affine[float64](w), affine[float64](b), rows, d, eps)
+		tensor.LayerNormRowsStats(y.F64(), o.mean, o.rstd, xc.F64(), affine[float64](w), affine[float64](b), rows, d, eps)
 	} else {
-		tensor.LayerNormRows(y.F32(), o.xhat.F32(), o.rstd, xc.F32(), affine[float32](w), affine[float32](b), rows, d, eps)
+		tensor.LayerNormRowsStats(y.F32(), o.mean, o.rstd, xc.F32(), affine[float32](w), affine[float32](b), rows, d, eps)
 	}
 	return FromOp(y, o)
 }
@@ -61,17 +65,21 @@ func affine[T float](v *Variable) []T {
 type layerNormOp struct {
 	inputs  // x, w (may be nil), b (may be nil)
 	d, rows int
-	xhat    *tensor.Tensor // normalized input
-	rstd    []float64      // 1/sqrt(var+eps) per row
-	rstdDev *tensor.Tensor // rstd on a device (xhat is there too); nil on the host
+	xc      *tensor.Tensor // host: x, contiguous
+	mean    []float64      // host: the mean per row
+	rstd    []float64      // host: 1/sqrt(var+eps) per row
+	xhat    *tensor.Tensor // device: the normalized input
+	rstdDev *tensor.Tensor // device: rstd; nil on the host
 }
 
 func (o *layerNormOp) Name() string { return "LayerNorm" }
 func (o *layerNormOp) freshGrads()  {}
 
-// savedTensors: the normalized input kept for backward goes back to the
-// cache with the graph (FreeGraph).
-func (o *layerNormOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.xhat} }
+// savedTensors: what the op kept for backward goes back to the cache with
+// the graph (FreeGraph): the normalized input on a device, and on the
+// host x's contiguous copy when x was not contiguous (FreeGraph keeps x's
+// own storage when the caller holds x).
+func (o *layerNormOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.xhat, o.xc} }
 
 func (o *layerNormOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
 
@@ -116,5 +124,5 @@ func layerNormBwd[T float](o *layerNormOp, gyT *tensor.Tensor, dst, grads []*ten
 		grads[0] = tensor.Empty(gyT.DType(), x.Value.Shape()...) // written whole
 		dx = data[T](grads[0])
 	}
-	tensor.LayerNormRowsBackward(dx, dw, db, data[T](gyT), data[T](o.xhat), wd, o.rstd, o.rows, o.d)
+	tensor.LayerNormRowsBackwardFromX(dx, dw, db, data[T](gyT), data[T](o.xc), wd, o.mean, o.rstd, o.rows, o.d)
 }

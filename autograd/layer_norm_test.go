@@ -1,6 +1,12 @@
 package autograd
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/goddp/goddp/tensor"
+)
 
 func TestLayerNormFixture(t *testing.T) {
 	runFixture(t, "layer_norm", plain(func(c *fixCase, in []*Variable) *Variable {
@@ -19,4 +25,24 @@ func TestLayerNormGradCheck(t *testing.T) {
 	// Normalized over the two trailing dims.
 	gradCheck(t, func(xs []*Variable) *Variable { return LayerNorm(xs[0], xs[1], xs[2], 1e-5) },
 		randT(7, 1, 0, 2, 3, 4), randT(8, 0.3, 1, 3, 4), randT(9, 1, 0, 3, 4))
+}
+
+// On the host LayerNorm keeps x and each row's mean and rstd for its
+// backward, as torch's layer_norm does, not the normalized input; a
+// non-contiguous x's contiguous copy goes back to the cache with the graph.
+func TestLayerNormKeepsStatistics(t *testing.T) {
+	x := Param(tensor.AsType(randT(1, 1, 0, 64, 96), tensor.Float32))
+	w, b := Param(tensor.Ones(tensor.Float32, 64)), Param(tensor.Zeros(tensor.Float32, 64))
+	xt := Transpose(x, 0, 1) // [96, 64], not contiguous
+	y := LayerNorm(xt, w, b, 1e-5)
+	op := y.Creator().(*layerNormOp)
+	require.Nil(t, op.xhat)
+	require.Len(t, op.mean, 96)
+	require.Len(t, op.rstd, 96)
+	require.NotSame(t, xt.Value, op.xc, "a non-contiguous input is copied")
+	loss := SumAll(Mul(y, y))
+	require.NoError(t, loss.Backward())
+	loss.FreeGraph()
+	require.Panics(t, func() { op.xc.F32() }, "the copy was recycled")
+	require.NotPanics(t, func() { x.Value.F32() }, "the parameter was kept")
 }

@@ -16,32 +16,57 @@ import (
 // 1/√(var + eps) (biased variance, statistics in float64), and y = xhat·w +
 // b, w and b optional (nil). rstd gets one value per row.
 func LayerNormRows[T float](y, xhat []T, rstd []float64, x, w, b []T, rows, d int, eps float64) {
-	checkRows("LayerNormRows", rows, d, len(y), len(xhat), len(x))
+	checkRows("LayerNormRows", rows, d, len(xhat))
+	layerNormRows(y, xhat, nil, rstd, x, w, b, rows, d, eps)
+}
+
+// LayerNormRowsStats is LayerNormRows that keeps each row's mean (in mean)
+// instead of xhat, as torch's layer_norm saves its mean and rstd:
+// LayerNormRowsBackwardFromX recomputes xhat from x with them, to the same
+// bits. Keeping xhat cost an activation-sized tensor per LayerNorm until
+// the backward, and a third of the forward's memory traffic.
+func LayerNormRowsStats[T float](y []T, mean, rstd []float64, x, w, b []T, rows, d int, eps float64) {
+	if rows*d > 0 {
+		_ = mean[rows-1]
+	}
+	layerNormRows(y, nil, mean, rstd, x, w, b, rows, d, eps)
+}
+
+// layerNormRows is LayerNormRows with xhat or mean nil when not kept.
+func layerNormRows[T float](y, xhat []T, mean, rstd []float64, x, w, b []T, rows, d int, eps float64) {
+	checkRows("LayerNormRows", rows, d, len(y), len(x))
 	checkAffine("LayerNormRows", d, w, b)
 	if rows*d == 0 {
 		return
 	}
 	_ = rstd[rows-1]
-	if layerNormC(y, xhat, rstd, x, w, b, rows, d, eps) {
+	if layerNormC(y, xhat, mean, rstd, x, w, b, rows, d, eps) {
 		return
 	}
+	hbuf := make([]T, d)
 	for r := range rows {
-		row, hr, yr := x[r*d:(r+1)*d], xhat[r*d:(r+1)*d], y[r*d:(r+1)*d]
-		mean := 0.0
-		for _, v := range row {
-			mean += float64(v)
+		row, yr := x[r*d:(r+1)*d], y[r*d:(r+1)*d]
+		hr := hbuf
+		if xhat != nil {
+			hr = xhat[r*d : (r+1)*d]
 		}
-		mean /= float64(d)
+		m := 0.0
+		for _, v := range row {
+			m += float64(v)
+		}
+		m /= float64(d)
 		vr := 0.0
 		for _, v := range row {
-			e := float64(v) - mean
+			e := float64(v) - m
 			vr += e * e
 		}
 		rs := 1 / math.Sqrt(vr/float64(d)+eps)
 		rstd[r] = rs
-		for i, v := range row {
-			h := T((float64(v) - mean) * rs)
-			hr[i] = h
+		if mean != nil {
+			mean[r] = m
+		}
+		xhatRow(hr, row, m, rs)
+		for i, h := range hr {
 			if w != nil {
 				h *= w[i]
 			}
@@ -53,12 +78,37 @@ func LayerNormRows[T float](y, xhat []T, rstd []float64, x, w, b []T, rows, d in
 	}
 }
 
+// xhatRow writes one row's xhat = (x - mean)·rstd: the forward's, and the
+// backward's when it recomputes it.
+func xhatRow[T float](h, x []T, mean, rstd float64) {
+	for i, v := range x {
+		h[i] = T((float64(v) - mean) * rstd)
+	}
+}
+
 // LayerNormRowsBackward is LayerNormRows' backward from the output gradient
 // gy and the saved xhat and rstd: dw += Σ gy·xhat and db += Σ gy over the
 // rows (each nil when not wanted), and dx (nil when not wanted) =
 // rstd·(gh - mean(gh) - xhat·mean(gh·xhat)) with gh = gy·w (w may be nil).
 func LayerNormRowsBackward[T float](dx, dw, db, gy, xhat, w []T, rstd []float64, rows, d int) {
-	checkRows("LayerNormRowsBackward", rows, d, len(gy), len(xhat))
+	checkRows("LayerNormRowsBackward", rows, d, len(xhat))
+	layerNormRowsBackward(dx, dw, db, gy, xhat, nil, nil, w, rstd, rows, d)
+}
+
+// LayerNormRowsBackwardFromX is LayerNormRowsBackward after
+// LayerNormRowsStats: xhat is recomputed from the forward's x, mean and
+// rstd, to the bits LayerNormRows would have kept.
+func LayerNormRowsBackwardFromX[T float](dx, dw, db, gy, x, w []T, mean, rstd []float64, rows, d int) {
+	checkRows("LayerNormRowsBackward", rows, d, len(x))
+	if rows*d > 0 {
+		_ = mean[rows-1]
+	}
+	layerNormRowsBackward(dx, dw, db, gy, nil, x, mean, w, rstd, rows, d)
+}
+
+// layerNormRowsBackward takes xhat, or x and mean to recompute it.
+func layerNormRowsBackward[T float](dx, dw, db, gy, xhat, x []T, mean []float64, w []T, rstd []float64, rows, d int) {
+	checkRows("LayerNormRowsBackward", rows, d, len(gy))
 	if dx != nil {
 		checkRows("LayerNormRowsBackward", rows, d, len(dx))
 	}
@@ -67,11 +117,17 @@ func LayerNormRowsBackward[T float](dx, dw, db, gy, xhat, w []T, rstd []float64,
 		return
 	}
 	_ = rstd[rows-1]
-	if layerNormBwdC(dx, dw, db, gy, xhat, w, rstd, rows, d) {
+	if layerNormBwdC(dx, dw, db, gy, xhat, x, mean, w, rstd, rows, d) {
 		return
 	}
+	hbuf := make([]T, d)
 	for r := range rows {
-		g, h := gy[r*d:(r+1)*d], xhat[r*d:(r+1)*d]
+		g, h := gy[r*d:(r+1)*d], hbuf
+		if xhat != nil {
+			h = xhat[r*d : (r+1)*d]
+		} else {
+			xhatRow(h, x[r*d:(r+1)*d], mean[r], rstd[r])
+		}
 		if dw != nil {
 			for i, v := range g {
 				dw[i] += v * h[i]

@@ -18,6 +18,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fastexp.h"
@@ -65,17 +66,31 @@ static inline double sqdev_f32(const float *restrict x, double mean, int64_t n) 
 	return sum_lanes(acc);
 }
 
+// xhat_row writes one row's xhat = (x - mean)·rstd: the forward's, and the
+// backward's when it recomputes it.
+static inline void xhat_row(float *restrict h, const float *restrict xr, double mean, double rstd, int64_t d) {
+	for (int64_t i = 0; i < d; i++) h[i] = (float)(((double)xr[i] - mean) * rstd);
+}
+
 // y = xhat·w + b over rows of d, xhat = (x - mean)·rstd, rstd = 1/√(var+eps)
-// (biased variance); w and b may be NULL.
-CLONES void goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, double *restrict rstd_out, const float *restrict x,
-                                    const float *restrict w, const float *restrict b, int64_t rows, int64_t d, double eps) {
+// (biased variance); w and b may be NULL. xhat may be NULL (a row's goes
+// through a buffer that stays in cache), and mean_out too; the backward
+// then recomputes xhat from x, mean and rstd, to the same bits.
+CLONES int goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, double *restrict mean_out,
+                                   double *restrict rstd_out, const float *restrict x, const float *restrict w,
+                                   const float *restrict b, int64_t rows, int64_t d, double eps) {
+	float *buf = xhat ? NULL : malloc((size_t)d * sizeof(float));
+	if (!xhat && !buf)
+		return -1;
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * d;
-		float *hr = xhat + r * d, *yr = y + r * d;
+		float *hr = xhat ? xhat + r * d : buf, *yr = y + r * d;
 		double mean = sum_f32(xr, d) / (double)d;
 		double rstd = 1 / sqrt(sqdev_f32(xr, mean, d) / (double)d + eps);
 		rstd_out[r] = rstd;
-		for (int64_t i = 0; i < d; i++) hr[i] = (float)(((double)xr[i] - mean) * rstd);
+		if (mean_out)
+			mean_out[r] = mean;
+		xhat_row(hr, xr, mean, rstd, d);
 		if (w && b)
 			for (int64_t i = 0; i < d; i++) yr[i] = hr[i] * w[i] + b[i];
 		else if (w)
@@ -85,16 +100,24 @@ CLONES void goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, dou
 		else
 			memcpy(yr, hr, (size_t)d * sizeof(float));
 	}
+	free(buf);
+	return 0;
 }
 
 // LayerNorm's backward over rows of d: dw += Σ gy·xhat and db += Σ gy
 // (either may be NULL), and, when dx is not NULL,
 // dx = rstd·(gh - mean(gh) - xhat·mean(gh·xhat)) with gh = gy·w (w may be NULL).
-CLONES void goddp_layernorm_bwd_f32(float *restrict dx, float *restrict dw, float *restrict db, const float *restrict gy,
-                                    const float *restrict xhat, const float *restrict w, const double *restrict rstd,
-                                    int64_t rows, int64_t d) {
+// With xhat NULL each row's is recomputed from x and mean (xhat_row).
+CLONES int goddp_layernorm_bwd_f32(float *restrict dx, float *restrict dw, float *restrict db, const float *restrict gy,
+                                   const float *restrict xhat, const float *restrict x, const double *restrict mean,
+                                   const float *restrict w, const double *restrict rstd, int64_t rows, int64_t d) {
+	float *buf = xhat ? NULL : malloc((size_t)d * sizeof(float));
+	if (!xhat && !buf)
+		return -1;
 	for (int64_t r = 0; r < rows; r++) {
-		const float *g = gy + r * d, *h = xhat + r * d;
+		const float *g = gy + r * d, *h = xhat ? xhat + r * d : buf;
+		if (!xhat)
+			xhat_row(buf, x + r * d, mean[r], rstd[r], d);
 		if (dw)
 			for (int64_t i = 0; i < d; i++) dw[i] += g[i] * h[i];
 		if (db)
@@ -120,6 +143,8 @@ CLONES void goddp_layernorm_bwd_f32(float *restrict dx, float *restrict dw, floa
 			out[i] = (float)(rs * (gh - s1 - (double)h[i] * s2));
 		}
 	}
+	free(buf);
+	return 0;
 }
 
 // max and sum of x[0:n] in float32, sixteen lanes (NaN: the max skips it,

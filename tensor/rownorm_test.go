@@ -251,3 +251,61 @@ func TestRoundBF16SliceMatchesRoundBF16(t *testing.T) {
 	RoundBF16Slice(x, x) // in place
 	assert.Equal(t, y[:10], x[:10])
 }
+
+// LayerNormRowsStats and LayerNormRowsBackwardFromX (what autograd's
+// LayerNorm keeps: x, mean and rstd) give LayerNormRows' and
+// LayerNormRowsBackward's results bit for bit, xhat being recomputed to the
+// bits the forward would have kept: over widths with every lane remainder,
+// affine and not, dw and db accumulated into, dx wanted or not, in float32
+// (the C kernels where the build has them) and float64 (the Go loops).
+func TestLayerNormFromStatsMatchesXhat(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, d := range []int{1, 7, 17, 128, 129} {
+		for _, affine := range []bool{false, true} {
+			rows := 6
+			x := randF32(rng, rows*d, 3)
+			x[0] += 100
+			var w, b []float32
+			if affine {
+				w, b = randF32(rng, d, 2), randF32(rng, d, 1)
+			}
+			gy := randF32(rng, rows*d, 1)
+			layerNormFromStatsCase(t, d, rows, x, w, b, gy)
+			x64, gy64 := make([]float64, len(x)), make([]float64, len(gy))
+			for i := range x {
+				x64[i], gy64[i] = float64(x[i]), float64(gy[i])
+			}
+			var w64, b64 []float64
+			for i := range w {
+				w64, b64 = append(w64, float64(w[i])), append(b64, float64(b[i]))
+			}
+			layerNormFromStatsCase(t, d, rows, x64, w64, b64, gy64)
+		}
+	}
+}
+
+func layerNormFromStatsCase[T float](t *testing.T, d, rows int, x, w, b, gy []T) {
+	t.Helper()
+	const eps = 1e-5
+	y1, xh, rs1 := make([]T, rows*d), make([]T, rows*d), make([]float64, rows)
+	LayerNormRows(y1, xh, rs1, x, w, b, rows, d, eps)
+	y2, mean, rs2 := make([]T, rows*d), make([]float64, rows), make([]float64, rows)
+	LayerNormRowsStats(y2, mean, rs2, x, w, b, rows, d, eps)
+	require.Equal(t, y1, y2, "y, d %d", d)
+	require.Equal(t, rs1, rs2, "rstd, d %d", d)
+	for _, wantDX := range []bool{true, false} {
+		var dx1, dx2, dw1, dw2, db1, db2 []T
+		if wantDX {
+			dx1, dx2 = make([]T, rows*d), make([]T, rows*d)
+		}
+		if w != nil {
+			dw1, dw2, db1, db2 = make([]T, d), make([]T, d), make([]T, d), make([]T, d)
+			dw1[0], dw2[0], db1[0], db2[0] = 1, 1, -1, -1
+		}
+		LayerNormRowsBackward(dx1, dw1, db1, gy, xh, w, rs1, rows, d)
+		LayerNormRowsBackwardFromX(dx2, dw2, db2, gy, x, w, mean, rs2, rows, d)
+		require.Equal(t, dx1, dx2, "dx, d %d", d)
+		require.Equal(t, dw1, dw2, "dw, d %d", d)
+		require.Equal(t, db1, db2, "db, d %d", d)
+	}
+}
