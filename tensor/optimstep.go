@@ -250,9 +250,11 @@ type sgdHyper struct {
 
 // sgdUpdate applies one SGD step to p in place. buf is nil without momentum.
 //
-// Except for Nesterov, the update is split into whole-vector axpy passes
-// (SIMD kernels) instead of one scalar loop; the arithmetic is torch's,
-// regrouped, so results agree with torch to float32 rounding:
+// float32 with momentum (not Nesterov) is one pass with torch's arithmetic,
+// operation by operation (sgdMomentumF32). Otherwise, except for Nesterov,
+// the update is split into whole-vector axpy passes (SIMD kernels) instead
+// of one scalar loop; the arithmetic is torch's, regrouped, so results
+// agree with torch to rounding:
 //
 //	p += -lr*wd * p                      (weight decay, no momentum)
 //	buf = m*buf + (1-dampening)*(±g + wd*p)
@@ -275,7 +277,8 @@ func sgdUpdate[T float32 | float64](p, g, buf []T, h sgdHyper) {
 		sgdNesterov(p, g, buf, h, T(sign))
 		return
 	}
-	if p32, ok := any(p).([]float32); ok && sgdMomentumC(p32, any(g).([]float32), any(buf).([]float32), h, float32(sign)) {
+	if p32, ok := any(p).([]float32); ok {
+		sgdMomentumF32(p32, any(g).([]float32), any(buf).([]float32), h, float32(sign))
 		return
 	}
 	if h.first {

@@ -11,9 +11,9 @@ import "C"
 
 import "unsafe"
 
-// sgdMomentumC runs SGD with momentum (not Nesterov) on float32 in one
-// pass (sgd_kernels.c). It reports whether it ran (always, here).
-func sgdMomentumC(w, g, buf []float32, h sgdHyper, sign float32) bool {
+// sgdMomentumF32 runs SGD with momentum (not Nesterov) on float32 in one
+// pass (sgd_kernels.c).
+func sgdMomentumF32(w, g, buf []float32, h sgdHyper, sign float32) {
 	first := 0
 	if h.first {
 		first = 1
@@ -21,5 +21,4 @@ func sgdMomentumC(w, g, buf []float32, h sgdHyper, sign float32) bool {
 	f := func(s []float32) *C.float { return (*C.float)(unsafe.Pointer(unsafe.SliceData(s))) }
 	C.goddp_sgd_momentum_f32(f(w), f(g), f(buf), C.int64_t(len(w)), C.float(h.lr), C.float(h.momentum),
 		C.float(1-h.dampening), C.float(h.wd), C.float(sign), C.int(first))
-	return true
 }

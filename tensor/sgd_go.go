@@ -2,10 +2,10 @@
 
 package tensor
 
-// sgdMomentumC is sgd_kernels.c's pass in Go, with the same arithmetic
+// sgdMomentumF32 is sgd_kernels.c's pass in Go, with the same arithmetic
 // (fma32 for each fused multiply-add), so that every build takes the same
 // steps.
-func sgdMomentumC(w, g, buf []float32, h sgdHyper, sign float32) bool {
+func sgdMomentumF32(w, g, buf []float32, h sgdHyper, sign float32) {
 	lr, m, damp, wd := float32(h.lr), float32(h.momentum), float32(1-h.dampening), float32(h.wd)
 	g, buf = g[:len(w)], buf[:len(w)]
 	for i, wi := range w {
@@ -20,5 +20,4 @@ func sgdMomentumC(w, g, buf []float32, h sgdHyper, sign float32) bool {
 		buf[i] = b
 		w[i] = fma32(-lr, b, wi)
 	}
-	return true
 }

@@ -22,17 +22,9 @@
 
 CLONES void goddp_sgd_momentum_f32(float *restrict w, const float *restrict g, float *restrict buf, int64_t n,
                                    float lr, float momentum, float damp, float wd, float sign, int first) {
-	if (first) {
-		for (int64_t i = 0; i < n; i++) {
-			float d = wd != 0 ? fmaf(wd, w[i], sign * g[i]) : sign * g[i];
-			buf[i] = d;
-			w[i] = fmaf(-lr, d, w[i]);
-		}
-		return;
-	}
 	for (int64_t i = 0; i < n; i++) {
 		float d = wd != 0 ? fmaf(wd, w[i], sign * g[i]) : sign * g[i];
-		float b = fmaf(damp, d, buf[i] * momentum);
+		float b = first ? d : fmaf(damp, d, buf[i] * momentum);
 		buf[i] = b;
 		w[i] = fmaf(-lr, b, w[i]);
 	}
