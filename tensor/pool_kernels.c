@@ -91,6 +91,33 @@ __attribute__((target("avx512f"))) static void maxpool_row_avx512(float *restric
 	}
 }
 
+// In a model the pooled activation comes from memory, not cache (a
+// convnet's first one is 6.4 MB at batch 64, written by the convolution
+// before it), and the hardware prefetchers did not keep these loops fed:
+// 28-wide rows read as masked vectors ran at 8 GB/s from memory against
+// 30 GB/s from cache and 40 GB/s for a copy (BenchmarkMaxPool2x2F32's cold
+// case, one thread). So each row pair first prefetches the lines
+// PF_AHEAD bytes on in the stream it reads (and, in the backward, writes):
+// far enough ahead to cover memory's latency at the loop's rate (about
+// 100 ns at 20 GB/s is 2 KB), near enough that the lines are still in L1
+// or L2 when the loop reaches them. With it the cold case ran at 24 GB/s,
+// 1.2 → 0.4 ms for the forward and 1.0-1.1 → 0.3-0.4 ms for the backward.
+// A prefetch never faults, so the lines past a buffer's end need no check.
+#define PF_AHEAD 2048
+
+// prefetch_span prefetches the bytes [p + ahead, p + ahead + bytes), for
+// writing when write is set. The address is formed as an integer: it may
+// lie past the buffer, which a pointer may not.
+static inline void prefetch_span(const void *p, int64_t bytes, int64_t ahead, int write) {
+	const char *c = (const char *)((uintptr_t)p + (uintptr_t)ahead);
+	for (int64_t b = 0; b < bytes; b += 64) {
+		if (write)
+			__builtin_prefetch(c + b, 1, 3);
+		else
+			__builtin_prefetch(c + b, 0, 3);
+	}
+}
+
 void goddp_maxpool2x2_f32(float *restrict y, int32_t *restrict idx, const float *restrict x, int64_t planes, int64_t h,
                           int64_t w) {
 	__builtin_cpu_init();
@@ -101,6 +128,7 @@ void goddp_maxpool2x2_f32(float *restrict y, int32_t *restrict idx, const float 
 		for (int64_t oy = 0; oy < oh; oy++) {
 			const float *r0 = xp + 2 * oy * w;
 			int64_t o = p * oh * ow + oy * ow;
+			prefetch_span(r0, 2 * w * (int64_t)sizeof(float), PF_AHEAD, 0);
 			row(y + o, idx + o, r0, r0 + w, ow, (int32_t)(2 * oy * w), (int32_t)w);
 		}
 	}
@@ -169,6 +197,10 @@ void goddp_maxpool2x2_bwd_f32(float *restrict gx, const float *restrict gy, cons
 		for (int64_t oy = 0; oy < oh; oy++) {
 			float *g0 = gp + 2 * oy * w, *g1 = g0 + w;
 			int64_t o = p * oh * ow + oy * ow;
+			prefetch_span(g0, 2 * w * (int64_t)sizeof(float), PF_AHEAD, 1);
+			// gy and idx advance a quarter as fast as gx.
+			prefetch_span(gy + o, ow * (int64_t)sizeof(float), PF_AHEAD / 4, 0);
+			prefetch_span(idx + o, ow * (int64_t)sizeof(int32_t), PF_AHEAD / 4, 0);
 			row(g0, g1, gy + o, idx + o, ow, (int32_t)(2 * oy * w), (int32_t)w);
 			if (w % 2 == 1)
 				g0[w - 1] = g1[w - 1] = 0;

@@ -54,16 +54,34 @@ func TestMaxPool2x2F32(t *testing.T) {
 }
 
 // BenchmarkMaxPool2x2F32 pools the benchmark convnet's first activation
-// ([64, 32, 28, 28]).
+// ([64, 32, 28, 28]), from cache (one input, pooled again and again) and
+// from memory (the next of poolSets inputs each time, 64 MB in all, as in
+// a model, where the convolution before it wrote the input).
 func BenchmarkMaxPool2x2F32(b *testing.B) {
 	const planes, h, w = 64 * 32, 28, 28
-	x := Randn(NewRNG(1), Float32, planes*h*w).F32()
-	y, idx := make([]float32, planes*h*w/4), make([]int32, planes*h*w/4)
-	for b.Loop() {
-		MaxPool2x2F32(y, idx, x, planes, h, w)
+	for _, c := range poolCases {
+		b.Run(c.name, func(b *testing.B) {
+			xs, ys, idxs := make([][]float32, c.sets), make([][]float32, c.sets), make([][]int32, c.sets)
+			for i := range xs {
+				xs[i] = Randn(NewRNG(uint64(i+1)), Float32, planes*h*w).F32()
+				ys[i], idxs[i] = make([]float32, planes*h*w/4), make([]int32, planes*h*w/4)
+			}
+			i := 0
+			for b.Loop() {
+				MaxPool2x2F32(ys[i], idxs[i], xs[i], planes, h, w)
+				i = (i + 1) % c.sets
+			}
+			b.SetBytes(int64(4 * (len(xs[0]) + 2*len(ys[0]))))
+		})
 	}
-	b.SetBytes(int64(4 * (len(x) + 2*len(y))))
 }
+
+// poolCases are the pooling benchmarks' two cases: operands in cache, and
+// rotating through sets that together exceed it.
+var poolCases = []struct {
+	name string
+	sets int
+}{{"cached", 1}, {"memory", 10}}
 
 // MaxPool2x2BackwardF32 against the rule it documents, from indices the
 // forward picked (ties and NaNs included), over odd sizes and rows wider
@@ -96,15 +114,24 @@ func TestMaxPool2x2BackwardF32(t *testing.T) {
 }
 
 // BenchmarkMaxPool2x2BackwardF32 is the backward of the benchmark
-// convnet's first pooling ([64, 32, 28, 28]).
+// convnet's first pooling ([64, 32, 28, 28]), from cache and from memory
+// as BenchmarkMaxPool2x2F32.
 func BenchmarkMaxPool2x2BackwardF32(b *testing.B) {
 	const planes, h, w = 64 * 32, 28, 28
 	x := Randn(NewRNG(1), Float32, planes*h*w).F32()
-	y, idx := make([]float32, planes*h*w/4), make([]int32, planes*h*w/4)
-	MaxPool2x2F32(y, idx, x, planes, h, w)
-	gx := make([]float32, len(x))
-	for b.Loop() {
-		MaxPool2x2BackwardF32(gx, y, idx, planes, h, w)
+	for _, c := range poolCases {
+		b.Run(c.name, func(b *testing.B) {
+			gxs, gys, idxs := make([][]float32, c.sets), make([][]float32, c.sets), make([][]int32, c.sets)
+			for i := range gxs {
+				gxs[i], gys[i], idxs[i] = make([]float32, len(x)), make([]float32, len(x)/4), make([]int32, len(x)/4)
+				MaxPool2x2F32(gys[i], idxs[i], x, planes, h, w)
+			}
+			i := 0
+			for b.Loop() {
+				MaxPool2x2BackwardF32(gxs[i], gys[i], idxs[i], planes, h, w)
+				i = (i + 1) % c.sets
+			}
+			b.SetBytes(int64(4 * (len(x) + 2*len(gys[0]))))
+		})
 	}
-	b.SetBytes(int64(4 * (len(x) + 2*len(y))))
 }
