@@ -185,3 +185,13 @@ func BenchmarkLinearLayers(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkDropout is the forward of the benchmark convnet's Dropout(0.4)
+// on its [64, 1024] activation: one torch-compatible draw per element.
+func BenchmarkDropout(b *testing.B) {
+	x := Param(randF32(rand.New(rand.NewPCG(1, 2)), 1, 64, 1024))
+	rng := tensor.NewRNG(1)
+	for b.Loop() {
+		Dropout(x, 0.4, rng, true).FreeGraph()
+	}
+}

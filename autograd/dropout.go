@@ -43,17 +43,38 @@ func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 	return FromOp(y, &dropoutOp{inputs: ins(a), mask: mask})
 }
 
+// dropoutFwd draws one Float64 per element, as torch's bernoulli_(keep),
+// a block at a time (tensor.RNG.Float64s: a call per draw was most of the
+// layer's time); keep = 0 (p = 1) draws nothing and zeroes everything.
 func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, keep float64, scale T) {
 	x, mask = x[:len(y)], mask[:len(y)]
-	for i, v := range x {
-		if keep > 0 && rng.Float64() < keep {
-			mask[i] = scale
-			y[i] = v * scale
-		} else {
-			mask[i] = 0
-			y[i] = v * 0
+	if keep <= 0 { // scale is +Inf: nothing is kept
+		for i, v := range x {
+			mask[i], y[i] = 0, v*0
+		}
+		return
+	}
+	var u [256]float64
+	for off := 0; off < len(y); off += len(u) {
+		n := min(len(u), len(y)-off)
+		rng.Float64s(u[:n])
+		// Without a branch (kept or not is a coin toss, which a branch
+		// mispredicts): s is scale or 0, and a dropped v gives v·0, as
+		// torch's x·mask (NaN for an infinite v).
+		for i, v := range x[off : off+n] {
+			s := scale * T(b2i(u[i] < keep))
+			mask[off+i] = s
+			y[off+i] = v * s
 		}
 	}
+}
+
+// b2i is 1 for true, else 0 (a SETcc, not a branch).
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 type dropoutOp struct {

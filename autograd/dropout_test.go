@@ -42,6 +42,21 @@ func TestDropoutMaskAndScale(t *testing.T) {
 	require.Panics(t, func() { Dropout(x, 1.5, tensor.NewRNG(7), true) })
 }
 
+// The mask over more elements than one block of draws and one state of
+// the generator (624 outputs) is torch's rule element by element (the
+// rule the 50-element torch fixture in nn checks): kept where that
+// element's Float64 is below 1-p, drawn in order from the same seed.
+func TestDropoutDrawsOnePerElement(t *testing.T) {
+	const p = 0.3
+	x := Const(to32T(absShift(randT(1, 1, 0, 1500), 0.1)))
+	y := Dropout(x, p, tensor.NewRNG(11), true).Value.F32()
+	ref := tensor.NewRNG(11)
+	for i, v := range y {
+		kept := ref.Float64() < 1-p
+		require.Equal(t, kept, v != 0, "element %d", i)
+	}
+}
+
 func TestDropoutDeterministicPerSeed(t *testing.T) {
 	x := Const(randT(1, 1, 0, 50))
 	a := Dropout(x, 0.5, tensor.NewRNG(3), true).Value.F64()

@@ -58,9 +58,38 @@ func (m *mt19937) uint32() uint32 {
 	}
 	y := m.state[m.next]
 	m.next++
+	return mtTemper(y)
+}
+
+func mtTemper(y uint32) uint32 {
 	y ^= y >> 11
 	y ^= (y << 7) & 0x9d2c5680
 	y ^= (y << 15) & 0xefc60000
 	y ^= y >> 18
 	return y
+}
+
+// fill writes the next len(dst) outputs of uint32 into dst, the same
+// sequence and bookkeeping, a run of the state at a time. A Dropout draws
+// two outputs per element; through calls per output a convnet's
+// Dropout(0.4) on [64, 1024] took 1.02-1.06 ms, through fill (RNG.Float64s)
+// 0.47-0.52 (autograd's BenchmarkDropout).
+func (m *mt19937) fill(dst []uint32) {
+	for len(dst) > 0 {
+		if m.left == 1 { // uint32's next call regenerates and returns state[0]
+			m.nextState()
+			dst[0] = mtTemper(m.state[0])
+			m.next = 1
+			dst = dst[1:]
+			continue
+		}
+		// left-1 outputs come from state[next:] before the next regeneration.
+		k := min(int(m.left-1), len(dst))
+		for i, y := range m.state[m.next : int(m.next)+k] {
+			dst[i] = mtTemper(y)
+		}
+		m.next += uint32(k)
+		m.left -= int32(k)
+		dst = dst[k:]
+	}
 }

@@ -64,6 +64,23 @@ func (g *RNG) Uint64() uint64 { return g.Random64() }
 // element: 53 bits of Random64.
 func (g *RNG) Float64() float64 { return float64(g.Random64()&(1<<53-1)) * 0x1p-53 }
 
+// Float64s fills dst with successive Float64 values: the same values, in
+// the same order, as len(dst) calls of Float64.
+func (g *RNG) Float64s(dst []float64) {
+	var buf [512]uint32
+	for len(dst) > 0 {
+		n := min(len(dst), len(buf)/2)
+		g.mt.fill(buf[:2*n])
+		for i := range dst[:n] {
+			r := uint64(buf[2*i])<<32 | uint64(buf[2*i+1])
+			// As int64, the 53 bits convert in one instruction; Go
+			// converts a uint64 with a branch for the top bit.
+			dst[i] = float64(int64(r&(1<<53-1))) * 0x1p-53
+		}
+		dst = dst[n:]
+	}
+}
+
 // Float32 returns a uniform value in [0, 1) as torch draws one float32
 // element: 24 bits of Random.
 func (g *RNG) Float32() float32 { return float32(g.Random()&(1<<24-1)) * 0x1p-24 }

@@ -76,3 +76,21 @@ func TestRNGDistributions(t *testing.T) {
 		})
 	}
 }
+
+// Float64s gives what as many Float64 calls give, across the state's
+// regenerations (624 outputs each) and from any position in it: a second
+// generator draws one at a time from the same seed.
+func TestFloat64sMatchesFloat64(t *testing.T) {
+	for _, lens := range [][]int{{1, 2000}, {311, 312, 313}, {5000}, {0, 7, 623, 624, 625}} {
+		a, b := NewRNG(42), NewRNG(42)
+		for _, n := range lens {
+			got := make([]float64, n)
+			a.Float64s(got)
+			for i := range got {
+				require.Equal(t, b.Float64(), got[i], "lengths %v: draw %d of %d", lens, i, n)
+			}
+		}
+		// Both generators are at the same place afterwards.
+		require.Equal(t, b.Random(), a.Random(), "lengths %v: next output", lens)
+	}
+}
