@@ -160,8 +160,9 @@ func TestBatchNorm2dLayer(t *testing.T) {
 	require.Panics(t, func() { bn.Forward(autograd.Const(tensor.New(tensor.Float32, 4, 3))) }, "BatchNorm2d wants 4-d input")
 }
 
-// A Sequential runs Conv2d+ReLU as one op (autograd.Conv2dReLU) with the
-// outputs and gradients of the layers one by one.
+// A Sequential runs Conv2d+ReLU+MaxPool2d as one op
+// (autograd.Conv2dReLUMaxPool2d, where the engine fuses the ReLU into the
+// convolution) with the outputs and gradients of the layers one by one.
 func TestSequentialFusesConvReLU(t *testing.T) {
 	rng := tensor.NewRNG(11)
 	conv, pool := NewConv2d(rng, 2, 4, 3, Padding(1)), NewMaxPool2d(2)
@@ -179,4 +180,7 @@ func TestSequentialFusesConvReLU(t *testing.T) {
 	require.Equal(t, ref.Value.F32(), out.Value.F32())
 	require.Equal(t, conv.Weight.Grad.F32(), fusedW.F32())
 	require.Equal(t, conv.Bias.Grad.F32(), fusedB.F32())
+	if autograd.Conv2dReLU(autograd.Const(x), conv.Weight, conv.Bias, conv.Params).Creator().Name() == "Conv2dReLU" {
+		require.Equal(t, "Conv2dReLUMaxPool2d", out.Creator().Name())
+	}
 }

@@ -287,9 +287,15 @@ func (r *Recycler) Flush() int64 {
 	return n
 }
 
-// recycleScratch gives t's storage back to the cache at once: t is a
-// temporary of an op that no one else ever saw (see Recycler for the
-// general case). Storage not from the cache is left to the GC.
+// ReleaseScratch gives t's storage back to the host cache at once, for the
+// next tensor of its size class. t must be a temporary its caller made and
+// no one else saw (an op's intermediate inside one Backward); reading t
+// afterwards panics. Storage not from the cache (small tensors, tensors on
+// a caller's slice) is left to the garbage collector. Recycler is the
+// general case, for tensors others may share.
+func ReleaseScratch(t *Tensor) { recycleScratch(t) }
+
+// recycleScratch is ReleaseScratch.
 func recycleScratch(t *Tensor) {
 	if b := t.blk; b != nil && !b.freed.Swap(true) {
 		host.recycle(b)
