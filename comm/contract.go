@@ -1,6 +1,10 @@
 package comm
 
-import "github.com/goddp/goddp/comm/backend"
+import (
+	"context"
+
+	"github.com/goddp/goddp/comm/backend"
+)
 
 // The contract between users, comm and the backends lives in
 // goddp/comm/backend (see doc.go); these aliases let users write
@@ -89,6 +93,10 @@ func Int32s(x []int32) Buffer     { return backend.Int32s(x) }
 func Int64s(x []int64) Buffer     { return backend.Int64s(x) }
 func Float16s(x []uint16) Buffer  { return backend.Float16s(x) }
 func BFloat16s(x []uint16) Buffer { return backend.BFloat16s(x) }
+
+// WaitBeside marks ctx for a Wait that runs beside other work of the
+// process (backend.WaitBeside).
+func WaitBeside(ctx context.Context) context.Context { return backend.WaitBeside(ctx) }
 
 // NewFuture returns a pending Future.
 func NewFuture() *Future { return backend.NewFuture() }

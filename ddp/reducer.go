@@ -402,7 +402,11 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 // completion time is known precisely (for the overlap statistics) and, when
 // possible, the result is copied back into Grad while backward continues.
 func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
+	// The watcher waits beside backward: marked so, a backend does not
+	// spin long on its behalf. With 2 ranks on 2 cores, shm's 2 ms spin
+	// while a peer had not reached the bucket took the core from backward
+	// (see docs/benchmarks.md, ninth session).
+	ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), r.cfg.timeout)
 	err := w.Wait(ctx)
 	timedOut := ctx.Err() != nil
 	cancel()

@@ -4,8 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/goddp/goddp/comm/commtest"
 	"math"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +14,8 @@ import (
 
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/comm/commtest"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -968,4 +970,58 @@ func TestOverlapCommOff(t *testing.T) {
 		return nil
 	})
 	requireNoErrs(t, errs)
+}
+
+// besideGroup records, for every all-reduce's Wait, whether its context
+// was marked comm.WaitBeside.
+type besideGroup struct {
+	comm.ProcessGroup
+	mu    sync.Mutex
+	waits []bool
+}
+
+type besideWork struct {
+	comm.Work
+	g *besideGroup
+}
+
+func (w besideWork) Wait(ctx context.Context) error {
+	w.g.mu.Lock()
+	w.g.waits = append(w.g.waits, backend.IsWaitBeside(ctx))
+	w.g.mu.Unlock()
+	return w.Work.Wait(ctx)
+}
+
+func (g *besideGroup) AllReduce(buf comm.Buffer, op comm.ReduceOp) comm.Work {
+	return besideWork{g.ProcessGroup.AllReduce(buf, op), g}
+}
+
+// The reducer's bucket watchers wait beside backward, and say so
+// (comm.WaitBeside), so that a backend does not spin long on their behalf.
+func TestBucketWatchersWaitBeside(t *testing.T) {
+	groups := make([]*besideGroup, 2)
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		g := &besideGroup{ProcessGroup: pg}
+		groups[rank] = g
+		net := fourParams()
+		d, err := Wrap(context.Background(), net, g, append(fourCaps, rebuildBuckets(false))...)
+		if err != nil {
+			return err
+		}
+		g.mu.Lock()
+		g.waits = nil // Wrap's own collectives
+		g.mu.Unlock()
+		r := d.r
+		r.prepare(nil, 2)
+		pass := &autograd.Pass{}
+		for i := 3; i >= 0; i-- {
+			net.params[i].Grad = constant(1, 1000)
+			r.gradReady(i, pass)
+		}
+		return r.finalize()
+	})
+	requireNoErrs(t, errs)
+	for rank, g := range groups {
+		require.Equal(t, []bool{true, true, true}, g.waits, "rank %d: one marked Wait per bucket", rank)
+	}
 }

@@ -74,3 +74,23 @@ func (f *Future) Done() <-chan struct{} { return f.done }
 
 // Err returns the result; valid only after Done is closed.
 func (f *Future) Err() error { return f.err }
+
+// besideKey marks a context with WaitBeside.
+type besideKey struct{}
+
+// WaitBeside returns ctx marked for a Wait that runs beside other work of
+// the same process: DDP's bucket watchers wait on their all-reduces while
+// backward computes. A backend should then wait without holding a core for
+// long (a short spin, then yield or block), since a long spin takes the
+// core from that work. An unmarked Wait is one whose caller has nothing else
+// to do, which may spin for the fastest answer.
+func WaitBeside(ctx context.Context) context.Context {
+	return context.WithValue(ctx, besideKey{}, true)
+}
+
+// IsWaitBeside reports whether ctx (or a context derived from it) was
+// marked by WaitBeside.
+func IsWaitBeside(ctx context.Context) bool {
+	b, _ := ctx.Value(besideKey{}).(bool)
+	return b
+}

@@ -202,8 +202,13 @@ func (op *shmOp) Wait(ctx context.Context) error {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	op.g.waiters.Add(1)
-	defer op.g.waiters.Add(-1)
+	// A Wait beside the process's other work (DDP's bucket watchers beside
+	// backward) does not count as a waiter: the op's waits then spin only
+	// briefly (spinBudget), as when no one waits.
+	if !backend.IsWaitBeside(ctx) {
+		op.g.waiters.Add(1)
+		defer op.g.waiters.Add(-1)
+	}
 	if op.kind != shmSend && op.kind != shmRecv {
 		op.g.runUntil(op, ctx)
 		if op.done.Load() {

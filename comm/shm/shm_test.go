@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -415,5 +416,43 @@ func TestShmWaitContextEnds(t *testing.T) {
 	})
 	for _, err := range errs {
 		require.NoError(t, err)
+	}
+}
+
+// A Wait marked backend.WaitBeside (DDP's bucket watchers, beside
+// backward) does not count as a waiter, so the op's waits keep the short
+// spin (spinBudget); an unmarked Wait does. Rank 1 holds back until rank
+// 0's Wait is under way and reads rank 0's count meanwhile.
+func TestShmWaitBesideIsNotAWaiter(t *testing.T) {
+	for _, beside := range []bool{true, false} {
+		var rank0 atomic.Pointer[shmGroup]
+		var seen atomic.Int32
+		started := make(chan struct{})
+		errs := shmWorld(t, 2, 10*time.Second, func(ctx context.Context, pg backend.ProcessGroup) error {
+			g := pg.(*shmGroup)
+			x := make([]float32, 1<<16)
+			if g.rank == 1 {
+				<-started
+				time.Sleep(50 * time.Millisecond) // rank 0 is in its Wait meanwhile
+				seen.Store(rank0.Load().waiters.Load())
+				return g.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx)
+			}
+			rank0.Store(g)
+			w := g.AllReduce(backend.Float32s(x), backend.Sum)
+			wctx := ctx
+			if beside {
+				wctx = backend.WaitBeside(ctx)
+			}
+			close(started)
+			return w.Wait(wctx)
+		})
+		for _, err := range errs {
+			require.NoError(t, err)
+		}
+		want := int32(1)
+		if beside {
+			want = 0
+		}
+		require.Equal(t, want, seen.Load(), "rank 0's waiters during a Wait (beside: %v)", beside)
 	}
 }
