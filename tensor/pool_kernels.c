@@ -100,8 +100,9 @@ __attribute__((target("avx512f"))) static void maxpool_row_avx512(float *restric
 // PF_AHEAD bytes on in the stream it reads (and, in the backward, writes):
 // far enough ahead to cover memory's latency at the loop's rate (about
 // 100 ns at 20 GB/s is 2 KB), near enough that the lines are still in L1
-// or L2 when the loop reaches them. With it the cold case ran at 24 GB/s,
-// 1.2 → 0.4 ms for the forward and 1.0-1.1 → 0.3-0.4 ms for the backward.
+// or L2 when the loop reaches them. With it the cold case ran at 15-28
+// GB/s: 1.21-1.23 → 0.34-0.63 ms for the forward and 0.86-0.92 →
+// 0.38-0.44 ms for the backward (the benchmarks' memory cases).
 // A prefetch never faults, so the lines past a buffer's end need no check.
 #define PF_AHEAD 2048
 

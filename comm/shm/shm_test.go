@@ -433,8 +433,19 @@ func TestShmWaitBesideIsNotAWaiter(t *testing.T) {
 			x := make([]float32, 1<<16)
 			if g.rank == 1 {
 				<-started
-				time.Sleep(50 * time.Millisecond) // rank 0 is in its Wait meanwhile
-				seen.Store(rank0.Load().waiters.Load())
+				// Rank 0 enters its Wait meanwhile: an unmarked one shows
+				// within the poll (seconds on a loaded machine), a marked one
+				// must not show in 100 ms.
+				limit := 5 * time.Second
+				if beside {
+					limit = 100 * time.Millisecond
+				}
+				for end := time.Now().Add(limit); time.Now().Before(end); time.Sleep(time.Millisecond) {
+					if n := rank0.Load().waiters.Load(); n != 0 {
+						seen.Store(n)
+						break
+					}
+				}
 				return g.AllReduce(backend.Float32s(x), backend.Sum).Wait(ctx)
 			}
 			rank0.Store(g)
