@@ -38,14 +38,15 @@ func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 		dropoutFwd(y.F64(), mask.F64(), x.F64(), rng, keep, 1/keep)
 	} else {
 		// torch divides the float32 noise by the float32 scalar 1-p.
-		dropoutFwd(y.F32(), mask.F32(), x.F32(), rng, keep, 1/float32(keep))
+		rng.DropoutF32(y.F32(), mask.F32(), x.F32(), keep, 1/float32(keep))
 	}
 	return FromOp(y, &dropoutOp{inputs: ins(a), mask: mask})
 }
 
-// dropoutFwd draws one Float64 per element, as torch's bernoulli_(keep),
-// a block at a time (tensor.RNG.Float64s: a call per draw was most of the
-// layer's time); keep = 0 (p = 1) draws nothing and zeroes everything.
+// dropoutFwd is float64's Dropout (float32 runs tensor.RNG.DropoutF32, the
+// same rule): one Float64 per element, as torch's bernoulli_(keep), drawn a
+// block at a time (tensor.RNG.Float64s); keep = 0 (p = 1) draws nothing
+// and zeroes everything.
 func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, keep float64, scale T) {
 	x, mask = x[:len(y)], mask[:len(y)]
 	if keep <= 0 { // scale is +Inf: nothing is kept

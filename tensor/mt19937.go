@@ -70,10 +70,9 @@ func mtTemper(y uint32) uint32 {
 }
 
 // fill writes the next len(dst) outputs of uint32 into dst, the same
-// sequence and bookkeeping, a run of the state at a time. A Dropout draws
-// two outputs per element; through calls per output a convnet's
-// Dropout(0.4) on [64, 1024] took 1.02-1.06 ms, through fill (RNG.Float64s)
-// 0.47-0.52 (autograd's BenchmarkDropout).
+// sequence and bookkeeping, a run of the state at a time: the pure-Go
+// build's RNG.Float64s and RNG.DropoutF32 (mt19937_go.go; cgo builds run
+// mt19937_kernels.c). A call per output was most of a Dropout's time.
 func (m *mt19937) fill(dst []uint32) {
 	for len(dst) > 0 {
 		if m.left == 1 { // uint32's next call regenerates and returns state[0]

@@ -66,19 +66,27 @@ func (g *RNG) Float64() float64 { return float64(g.Random64()&(1<<53-1)) * 0x1p-
 
 // Float64s fills dst with successive Float64 values: the same values, in
 // the same order, as len(dst) calls of Float64.
-func (g *RNG) Float64s(dst []float64) {
-	var buf [512]uint32
-	for len(dst) > 0 {
-		n := min(len(dst), len(buf)/2)
-		g.mt.fill(buf[:2*n])
-		for i := range dst[:n] {
-			r := uint64(buf[2*i])<<32 | uint64(buf[2*i+1])
-			// As int64, the 53 bits convert in one instruction; Go
-			// converts a uint64 with a branch for the top bit.
-			dst[i] = float64(int64(r&(1<<53-1))) * 0x1p-53
-		}
-		dst = dst[n:]
+func (g *RNG) Float64s(dst []float64) { g.mt.uniform64(dst) }
+
+// DropoutF32 writes torch's dropout of x with keep probability keep and
+// scale (1/keep): per element one Float64 draw, in order, as
+// bernoulli_(keep) draws it; kept where the draw is below keep (mask =
+// scale, y = x·scale), dropped elsewhere (mask = 0, y = x·0, NaN for an
+// infinite x, as torch's x·mask). keep = 0 draws nothing. y and mask must
+// be as long as x. The draws and the masking run in one pass (in C where
+// cgo is): drawing blocks and masking in Go took three times as long
+// (autograd's BenchmarkDropout).
+func (g *RNG) DropoutF32(y, mask, x []float32, keep float64, scale float32) {
+	if len(y) != len(x) || len(mask) != len(x) {
+		panic(fmt.Sprintf("tensor: RNG.DropoutF32: lengths y %d, mask %d, x %d", len(y), len(mask), len(x)))
 	}
+	if !(keep > 0) {
+		for i, v := range x {
+			mask[i], y[i] = 0, v*0
+		}
+		return
+	}
+	g.mt.dropoutF32(y, mask, x, keep, scale)
 }
 
 // Float32 returns a uniform value in [0, 1) as torch draws one float32

@@ -94,3 +94,32 @@ func TestFloat64sMatchesFloat64(t *testing.T) {
 		require.Equal(t, b.Random(), a.Random(), "lengths %v: next output", lens)
 	}
 }
+
+// DropoutF32 is the rule it documents, bit for bit, element by element
+// from a second generator's Float64 draws: over more elements than one
+// block of draws and one state (624 outputs), with infinities, NaN and
+// negative values among x (a dropped one gives x·0), keep = 0 drawing
+// nothing, and both generators at the same place afterwards.
+func TestDropoutF32MatchesTheRule(t *testing.T) {
+	x := Randn(NewRNG(3), Float32, 1500).F32()
+	x[7], x[8], x[9], x[10] = float32(math.Inf(1)), float32(math.Inf(-1)), float32(math.NaN()), -2
+	for _, keep := range []float64{0.6, 1e-9, 1, 0} {
+		scale := float32(0)
+		if keep > 0 {
+			scale = 1 / float32(keep)
+		}
+		a, b := NewRNG(77), NewRNG(77)
+		y, mask := make([]float32, len(x)), make([]float32, len(x))
+		a.DropoutF32(y, mask, x, keep, scale)
+		for i, v := range x {
+			var s float32
+			if keep > 0 && b.Float64() < keep {
+				s = scale
+			}
+			require.Equal(t, math.Float32bits(s), math.Float32bits(mask[i]), "keep %v: mask[%d]", keep, i)
+			require.Equal(t, math.Float32bits(v*s), math.Float32bits(y[i]), "keep %v: y[%d]", keep, i)
+		}
+		require.Equal(t, b.Random(), a.Random(), "keep %v: next output", keep)
+	}
+	require.Panics(t, func() { NewRNG(1).DropoutF32(make([]float32, 3), make([]float32, 2), make([]float32, 3), 0.5, 2) })
+}
