@@ -285,7 +285,7 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	if d.direct[b.index] {
 		skipDone := d.skipDone
 		d.after(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), timeout)
 			defer cancel()
 			if skipDone {
 				d.reduced[b.index] = d.comm.Record()
@@ -313,7 +313,7 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 			d.reduced[b.index] = d.comm.Record()
 			return
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), timeout)
 		defer cancel()
 		if hook != nil {
 			w.err = hook.Reduce(pg, &b.grad).Wait(ctx)
@@ -328,7 +328,9 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 
 // after runs f on a comm goroutine once the previous one has ended, then
 // completes w: the buckets' collectives, and the used-parameter map's
-// after them, are issued in launch order on every rank.
+// after them, are issued in launch order on every rank. Their Waits run
+// beside backward, so their contexts say so (comm.WaitBeside), as the
+// host reducer's watchers' do.
 func (d *deviceBuckets) after(f func(), w *deviceWork) {
 	prev, done := d.tail, make(chan struct{})
 	d.tail = done
@@ -347,7 +349,7 @@ func (d *deviceBuckets) after(f func(), w *deviceWork) {
 func (d *deviceBuckets) afterBuckets(f func() comm.Work, timeout time.Duration) comm.Work {
 	w := &deviceWork{done: make(chan struct{})}
 	d.after(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), timeout)
 		defer cancel()
 		w.err = f().Wait(ctx)
 	}, w)

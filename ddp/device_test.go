@@ -199,3 +199,37 @@ func TestDeviceRejectsHostViews(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidOption)
 	assert.ErrorContains(t, err, `GradientAsBucketView with OnDevice(sim:0) needs the parameters on the device (parameter "0.weight" is on the host)`)
 }
+
+// On a device the buckets' collectives wait on comm goroutines beside
+// backward, and say so (comm.WaitBeside), as the host reducer's watchers do.
+func TestDeviceBucketWaitsBeside(t *testing.T) {
+	groups := make([]*besideGroup, 2)
+	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
+		g := &besideGroup{ProcessGroup: pg}
+		groups[rank] = g
+		dev := sim.New(rank)
+		defer dev.Close()
+		net := mlpNet([]int{4, 9, 2}, 3)
+		d, err := Wrap(context.Background(), net, g, OnDevice(dev.Queues()))
+		if err != nil {
+			return err
+		}
+		defer d.Close()
+		g.mu.Lock()
+		g.waits = nil // Wrap's own collectives
+		g.mu.Unlock()
+		x, y := batch(rank, 0, 3, 4, 2)
+		out, err := d.Forward(x)
+		if err != nil {
+			return err
+		}
+		return autograd.MSELoss(out, y, autograd.ReductionMean).Backward()
+	})
+	requireNoErrs(t, errs)
+	for rank, g := range groups {
+		require.NotEmpty(t, g.waits, "rank %d: the buckets' all-reduces", rank)
+		for i, beside := range g.waits {
+			require.True(t, beside, "rank %d: wait %d", rank, i)
+		}
+	}
+}
