@@ -30,52 +30,17 @@ func Dropout(a *Variable, p float64, rng *tensor.RNG, training bool) *Variable {
 	if y, seed := tensor.DropoutDevice(x, p, rng); y != nil {
 		return FromOp(y, &dropoutOp{inputs: ins(a), p: p, seed: seed})
 	}
-	// dropoutFwd writes every element of both.
+	// RNG.DropoutF32 and DropoutF64 write every element of both.
 	mask := tensor.Empty(x.DType(), x.Shape()...)
 	y := tensor.Empty(x.DType(), x.Shape()...)
 	keep := 1 - p
 	if x.DType() == tensor.Float64 {
-		dropoutFwd(y.F64(), mask.F64(), x.F64(), rng, keep, 1/keep)
+		rng.DropoutF64(y.F64(), mask.F64(), x.F64(), keep, 1/keep)
 	} else {
 		// torch divides the float32 noise by the float32 scalar 1-p.
 		rng.DropoutF32(y.F32(), mask.F32(), x.F32(), keep, 1/float32(keep))
 	}
 	return FromOp(y, &dropoutOp{inputs: ins(a), mask: mask})
-}
-
-// dropoutFwd is float64's Dropout (float32 runs tensor.RNG.DropoutF32, the
-// same rule): one Float64 per element, as torch's bernoulli_(keep), drawn a
-// block at a time (tensor.RNG.Float64s); keep = 0 (p = 1) draws nothing
-// and zeroes everything.
-func dropoutFwd[T float](y, mask, x []T, rng *tensor.RNG, keep float64, scale T) {
-	x, mask = x[:len(y)], mask[:len(y)]
-	if keep <= 0 { // scale is +Inf: nothing is kept
-		for i, v := range x {
-			mask[i], y[i] = 0, v*0
-		}
-		return
-	}
-	var u [256]float64
-	for off := 0; off < len(y); off += len(u) {
-		n := min(len(u), len(y)-off)
-		rng.Float64s(u[:n])
-		// Without a branch (kept or not is a coin toss, which a branch
-		// mispredicts): s is scale or 0, and a dropped v gives v·0, as
-		// torch's x·mask (NaN for an infinite v).
-		for i, v := range x[off : off+n] {
-			s := scale * T(b2i(u[i] < keep))
-			mask[off+i] = s
-			y[off+i] = v * s
-		}
-	}
-}
-
-// b2i is 1 for true, else 0 (a SETcc, not a branch).
-func b2i(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 type dropoutOp struct {

@@ -293,10 +293,7 @@ func (r *Recycler) Flush() int64 {
 // afterwards panics. Storage not from the cache (small tensors, tensors on
 // a caller's slice) is left to the garbage collector. Recycler is the
 // general case, for tensors others may share.
-func ReleaseScratch(t *Tensor) { recycleScratch(t) }
-
-// recycleScratch is ReleaseScratch.
-func recycleScratch(t *Tensor) {
+func ReleaseScratch(t *Tensor) {
 	if b := t.blk; b != nil && !b.freed.Swap(true) {
 		host.recycle(b)
 		t.f32, t.f64 = nil, nil

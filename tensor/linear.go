@@ -62,7 +62,7 @@ func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
 		yt := t.f32[:out*n]
 		gemm(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
 		transposeAddBias(y, yt, b, n, out)
-		recycleScratch(t)
+		ReleaseScratch(t)
 		return
 	}
 	if b != nil && n > 0 && out > 0 && in > 0 {

@@ -92,3 +92,21 @@ func (m *mt19937) fill(dst []uint32) {
 		dst = dst[k:]
 	}
 }
+
+// mtDropout is RNG.DropoutF32's and DropoutF64's rule in Go for keep > 0,
+// a block of draws at a time (uniform64).
+func mtDropout[T float](m *mt19937, y, mask, x []T, keep float64, scale T) {
+	var u [256]float64
+	for off := 0; off < len(y); off += len(u) {
+		n := min(len(u), len(y)-off)
+		m.uniform64(u[:n])
+		for i, v := range x[off : off+n] {
+			var s T
+			if u[i] < keep {
+				s = scale
+			}
+			mask[off+i] = s
+			y[off+i] = v * s
+		}
+	}
+}

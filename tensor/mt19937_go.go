@@ -19,19 +19,7 @@ func (m *mt19937) uniform64(dst []float64) {
 	}
 }
 
-// dropoutF32 is RNG.DropoutF32 for keep > 0, a block of draws at a time.
+// dropoutF32 is RNG.DropoutF32 for keep > 0.
 func (m *mt19937) dropoutF32(y, mask, x []float32, keep float64, scale float32) {
-	var u [256]float64
-	for off := 0; off < len(y); off += len(u) {
-		n := min(len(u), len(y)-off)
-		m.uniform64(u[:n])
-		for i, v := range x[off : off+n] {
-			var s float32
-			if u[i] < keep {
-				s = scale
-			}
-			mask[off+i] = s
-			y[off+i] = v * s
-		}
-	}
+	mtDropout(m, y, mask, x, keep, scale)
 }

@@ -77,16 +77,31 @@ func (g *RNG) Float64s(dst []float64) { g.mt.uniform64(dst) }
 // cgo is): drawing blocks and masking in Go took three times as long
 // (autograd's BenchmarkDropout).
 func (g *RNG) DropoutF32(y, mask, x []float32, keep float64, scale float32) {
+	if dropoutArgs("DropoutF32", y, mask, x, keep) {
+		g.mt.dropoutF32(y, mask, x, keep, scale)
+	}
+}
+
+// DropoutF64 is DropoutF32 for float64, in Go.
+func (g *RNG) DropoutF64(y, mask, x []float64, keep, scale float64) {
+	if dropoutArgs("DropoutF64", y, mask, x, keep) {
+		mtDropout(&g.mt, y, mask, x, keep, scale)
+	}
+}
+
+// dropoutArgs checks the lengths, handles keep = 0 (nothing kept, nothing
+// drawn) and reports whether the draws are still to do.
+func dropoutArgs[T float](op string, y, mask, x []T, keep float64) bool {
 	if len(y) != len(x) || len(mask) != len(x) {
-		panic(fmt.Sprintf("tensor: RNG.DropoutF32: lengths y %d, mask %d, x %d", len(y), len(mask), len(x)))
+		panic(fmt.Sprintf("tensor: RNG.%s: lengths y %d, mask %d, x %d", op, len(y), len(mask), len(x)))
 	}
-	if !(keep > 0) {
-		for i, v := range x {
-			mask[i], y[i] = 0, v*0
-		}
-		return
+	if keep > 0 {
+		return true
 	}
-	g.mt.dropoutF32(y, mask, x, keep, scale)
+	for i, v := range x {
+		mask[i], y[i] = 0, v*0
+	}
+	return false
 }
 
 // Float32 returns a uniform value in [0, 1) as torch draws one float32

@@ -95,7 +95,7 @@ func TestFloat64sMatchesFloat64(t *testing.T) {
 	}
 }
 
-// DropoutF32 is the rule it documents, bit for bit, element by element
+// DropoutF32 (and DropoutF64) is the rule it documents, bit for bit, element by element
 // from a second generator's Float64 draws: over more elements than one
 // block of draws and one state (624 outputs), with infinities, NaN and
 // negative values among x (a dropped one gives x·0), keep = 0 drawing
@@ -122,4 +122,23 @@ func TestDropoutF32MatchesTheRule(t *testing.T) {
 		require.Equal(t, b.Random(), a.Random(), "keep %v: next output", keep)
 	}
 	require.Panics(t, func() { NewRNG(1).DropoutF32(make([]float32, 3), make([]float32, 2), make([]float32, 3), 0.5, 2) })
+	// DropoutF64 follows the same rule in float64.
+	x64 := make([]float64, len(x))
+	for i, v := range x {
+		x64[i] = float64(v)
+	}
+	for _, keep := range []float64{0.6, 0} {
+		a, b := NewRNG(78), NewRNG(78)
+		y, mask := make([]float64, len(x64)), make([]float64, len(x64))
+		a.DropoutF64(y, mask, x64, keep, 1/keep)
+		for i, v := range x64 {
+			var s float64
+			if keep > 0 && b.Float64() < keep {
+				s = 1 / keep
+			}
+			require.Equal(t, math.Float64bits(s), math.Float64bits(mask[i]), "float64 keep %v: mask[%d]", keep, i)
+			require.Equal(t, math.Float64bits(v*s), math.Float64bits(y[i]), "float64 keep %v: y[%d]", keep, i)
+		}
+		require.Equal(t, b.Random(), a.Random(), "float64 keep %v: next output", keep)
+	}
 }
