@@ -99,6 +99,7 @@ static struct {
 	int intel;         // the CPU is an Intel one (oneDNN's jit sgemm is tuned there)
 	int bf16;          // the CPU has AVX512-BF16 (goddp_gemm_bf16's conversions and products)
 	int wide;          // the CPU runs 512-bit vectors at full width (wide_avx512)
+	int small;         // small products run on gemm_small_kernels.c (amd_avx512)
 } blas_core;
 
 static struct {
@@ -364,9 +365,20 @@ static int wide_avx512(void) {
 #endif
 }
 
+// amd_avx512 reports whether the CPU is an AMD one with AVX-512 (Zen 4 and
+// later), where the small-product kernel (use_small) was measured ahead.
+static int amd_avx512(void) {
+#if defined(__x86_64__)
+	return cpu_level() == 2 && __builtin_cpu_is("amd");
+#else
+	return 0;
+#endif
+}
+
 static void pool_init(void) {
 	blas_core_fix();
 	blas_core.wide = wide_avx512();
+	blas_core.small = amd_avx512();
 	if (!blas_core.slow && openblas_get_corename && blas_core.wide) {
 		const char *name = openblas_get_corename();
 		blas_core.narrow = name && (strcmp(name, "Haswell") == 0 || strcmp(name, "Zen") == 0);
@@ -484,14 +496,18 @@ static int gemm(part_t *p) {
 
 // use_small reports whether goddp_sgemm runs a product on the AVX-512
 // register kernel (gemm_small_kernels.c): small products, up to 2**19
-// multiply-adds, on a CPU with full-width AVX-512. On one thread of an
-// EPYC Zen 5, at a GPT's attention products (operands strided as in the
-// model): 64×64×32 with Bᵀ 162-168 GFLOPS against oneDNN's sgemm at
-// 97-103, 64×32×64 191 against 150, with Aᵀ 197 against 150. Elsewhere
-// (Zen 4's half-width AVX-512, Intel) it was not measured, and the
-// engine's choice stands.
+// multiply-adds, on an AMD CPU with AVX-512. On one thread, at a GPT's
+// attention products (operands strided as in the model), against the
+// engine's other choices:
+//   - EPYC Zen 5 (full-width AVX-512): 64×64×32 with Bᵀ 162-168 GFLOPS
+//     against oneDNN's sgemm at 97-103, 64×32×64 191 against 150, with Aᵀ
+//     197 against 150;
+//   - EPYC Zen 4 (AVX-512 on 256-bit halves), against OpenBLAS's Cooper
+//     Lake kernels: 64×64×32 with Bᵀ 98 against 78-79, 64×32×64 108-109
+//     against 78-82, with Aᵀ 108-109 against 78-80.
+// On Intel it was not measured, and the engine's choice stands.
 static int use_small(int64_t m, int64_t n, int64_t k, float beta) {
-	return blas_core.wide && m * n * k <= (1 << 19) && goddp_small_shape(m, n, k, beta);
+	return blas_core.small && m * n * k <= (1 << 19) && goddp_small_shape(m, n, k, beta);
 }
 
 int goddp_sgemm_uses_small(int64_t m, int64_t n, int64_t k, float beta) {

@@ -175,7 +175,7 @@ func TestThreadsFromEnv(t *testing.T) {
 }
 
 // Small products (attention's per head) run on the AVX-512 register kernel
-// where the CPU runs 512-bit vectors at full width (engineUsesSmall): every
+// on an AMD CPU with AVX-512 (engineUsesSmall): every
 // transpose combination, strided operands and result, alpha, beta 0 over a
 // result full of NaN and beta 1 over one that holds values, rows that do
 // not fill a block, against float64 sums.
@@ -239,7 +239,7 @@ func TestGemmSmallShapes(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("register kernel for 64x64x32: %v (CPU runs 512-bit vectors at full width)", engineUsesSmall(64, 64, 32, 0))
+	t.Logf("register kernel for 64x64x32: %v (an AMD CPU with AVX-512)", engineUsesSmall(64, 64, 32, 0))
 	require.False(t, engineUsesSmall(64, 80, 32, 0), "n not a multiple of 16")
 	require.False(t, engineUsesSmall(2048, 64, 64, 0), "too large")
 	require.False(t, engineUsesSmall(64, 64, 32, 0.5), "beta other than 0 or 1")
