@@ -37,23 +37,43 @@ func LinearWith(x, w, b *Variable, p tensor.Precision) *Variable {
 		bias = b.Value
 	}
 	xc := x.Value.Contiguous()
-	y := tensor.LinearWith(xc, w.Value, bias, p)
 	in := ins(x, w)
 	if b != nil {
 		in = ins(x, w, b)
 	}
+	if p == tensor.PrecisionBFloat16 {
+		// The weight gradient's product takes x rounded to bfloat16: the
+		// forward's rounding is kept for it (xh), and x itself only where
+		// the product does not round on the host.
+		y, xh := tensor.LinearBF16(xc, w.Value, bias)
+		op := &linearOp{inputs: in, x: x, w: w, b: b, xh: xh, prec: p}
+		if xh == nil {
+			op.xc = xc
+		}
+		return FromOp(y, op)
+	}
+	y := tensor.LinearWith(xc, w.Value, bias, p)
 	return FromOp(y, &linearOp{inputs: in, x: x, w: w, b: b, xc: xc, prec: p})
 }
 
 type linearOp struct {
 	inputs
 	x, w, b *Variable
-	xc      *tensor.Tensor // x's value, contiguous
+	xc      *tensor.Tensor     // x's value, contiguous (nil when xh holds it)
+	xh      *tensor.BF16Matrix // x rounded to bfloat16 (bf16 products on the host)
 	prec    tensor.Precision
 }
 
 func (o *linearOp) Name() string { return "Linear" }
 func (o *linearOp) freshGrads()  {}
+
+// savedTensors lets FreeGraph recycle the rounded input with the graph.
+func (o *linearOp) savedTensors() []*tensor.Tensor {
+	if o.xh == nil {
+		return nil
+	}
+	return []*tensor.Tensor{o.xh.Storage()}
+}
 
 func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return o.backwardInto(gy, nil)
@@ -83,6 +103,10 @@ func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 	}
 	if o.b != nil && needs(o.b) {
 		db, accB = into(2, o.b.Value.Shape()...)
+	}
+	if o.prec == tensor.PrecisionBFloat16 {
+		tensor.LinearBackwardBF16(gy, o.xc, o.xh, o.w.Value, dx, dw, db, accX, accW, accB)
+		return grads
 	}
 	tensor.LinearBackwardWith(gy, o.xc, o.w.Value, dx, dw, db, accX, accW, accB, o.prec)
 	return grads

@@ -672,31 +672,100 @@ static void to_bf16(const float *x, uint16_t *y, int64_t n) {
 		y[i] = f32_to_bf16(x[i]);
 }
 
-// gemm_bf16 rounds op(A) and op(B) to bf16 and runs the product, with a
-// bias row in the epilogue when bias is not NULL.
-static int gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc, const float *bias) {
+// to_bf16_add_rows is to_bf16 over a rows×cols contiguous matrix that
+// also adds its rows to d (d[c] += Σ_r x[r·cols + c], rows in order,
+// goddp_add_rows_f32's sums to the bit): a bf16 Linear's output gradient,
+// rounded for its two products and summed for its bias in one read.
+__attribute__((target("avx512f,avx512bf16"))) static void to_bf16_add_rows_avx512(const float *x, uint16_t *y,
+                                                                                 float *d, int64_t rows,
+                                                                                 int64_t cols) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * cols;
+		uint16_t *yr = y + r * cols;
+		int64_t c = 0;
+		for (; c + 32 <= cols; c += 32) {
+			__m512 lo = _mm512_loadu_ps(xr + c), hi = _mm512_loadu_ps(xr + c + 16);
+			_mm512_storeu_si512((void *)(yr + c), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+			_mm512_storeu_ps(d + c, _mm512_add_ps(_mm512_loadu_ps(d + c), lo));
+			_mm512_storeu_ps(d + c + 16, _mm512_add_ps(_mm512_loadu_ps(d + c + 16), hi));
+		}
+		for (; c < cols; c++) {
+			yr[c] = f32_to_bf16(xr[c]);
+			d[c] += xr[c];
+		}
+	}
+}
+
+static void to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols) {
+	if (blas_core.bf16) {
+		to_bf16_add_rows_avx512(x, y, d, rows, cols);
+		return;
+	}
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++) {
+			y[r * cols + c] = f32_to_bf16(x[r * cols + c]);
+			d[c] += x[r * cols + c];
+		}
+}
+
+void goddp_to_bf16(const float *x, uint16_t *y, int64_t n) {
+	pthread_once(&pool.once, pool_init); // to_bf16 reads blas_core
+	to_bf16(x, y, n);
+}
+
+void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols) {
 	pthread_once(&pool.once, pool_init);
-	int64_t na = transA ? span(k, m, lda) : span(m, k, lda);
-	int64_t nb = transB ? span(n, k, ldb) : span(k, n, ldb);
-	uint16_t *ha = tbuf(&tls_bf16[0], (size_t)na * sizeof(uint16_t));
-	uint16_t *hb = tbuf(&tls_bf16[1], (size_t)nb * sizeof(uint16_t));
-	if ((na && !ha) || (nb && !hb))
-		return -2;
-	to_bf16(a, ha, na);
-	to_bf16(b, hb, nb);
+	to_bf16_add_rows(x, y, d, rows, cols);
+}
+
+// gemm_bf16 runs the product of op(A) and op(B) rounded to bf16, with a
+// bias row in the epilogue when bias is not NULL. An operand whose flag
+// (a16, b16) is set holds bfloat16 values already (goddp_to_bf16), and is
+// used as it is; a float32 one is rounded here, into this thread's buffer.
+static int gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a, int a16,
+                     int64_t lda, const void *b, int b16, int64_t ldb, float beta, float *c, int64_t ldc,
+                     const float *bias) {
+	pthread_once(&pool.once, pool_init);
+	const uint16_t *ha = a, *hb = b;
+	if (!a16) {
+		int64_t na = transA ? span(k, m, lda) : span(m, k, lda);
+		uint16_t *t = tbuf(&tls_bf16[0], (size_t)na * sizeof(uint16_t));
+		if (na && !t)
+			return -2;
+		to_bf16(a, t, na);
+		ha = t;
+	}
+	if (!b16) {
+		int64_t nb = transB ? span(n, k, ldb) : span(k, n, ldb);
+		uint16_t *t = tbuf(&tls_bf16[1], (size_t)nb * sizeof(uint16_t));
+		if (nb && !t)
+			return -2;
+		to_bf16(b, t, nb);
+		hb = t;
+	}
 	part_t p = {0, 0, transA, transB, 1, m, n, k, lda, ldb, ldc, alpha, beta, ha, hb, c, 0, bias};
 	return gemm(&p);
 }
 
 int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-	return gemm_bf16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL);
+	return gemm_bf16(transA, transB, m, n, k, alpha, a, 0, lda, b, 0, ldb, beta, c, ldc, NULL);
+}
+
+int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                          int a16, int64_t lda, const void *b, int b16, int64_t ldb, float beta, float *c,
+                          int64_t ldc) {
+	return gemm_bf16(transA, transB, m, n, k, alpha, a, a16, lda, b, b16, ldb, beta, c, ldc, NULL);
 }
 
 int goddp_linear_bf16(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
                       const float *bias, float *y, int64_t ldy) {
-	return gemm_bf16(0, 1, m, n, k, 1, x, ldx, w, ldw, 0, y, ldy, bias);
+	return gemm_bf16(0, 1, m, n, k, 1, x, 0, ldx, w, 0, ldw, 0, y, ldy, bias);
+}
+
+int goddp_linear_bf16_mixed(int64_t m, int64_t n, int64_t k, const uint16_t *x, int64_t ldx, const float *w,
+                            int64_t ldw, const float *bias, float *y, int64_t ldy) {
+	return gemm_bf16(0, 1, m, n, k, 1, x, 1, ldx, w, 0, ldw, 0, y, ldy, bias);
 }
 
 int goddp_bf16_native(void) {

@@ -78,6 +78,20 @@ int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, flo
 int goddp_bf16_native(void);
 void goddp_round_bf16(const float *x, float *y, int64_t n);
 
+// goddp_to_bf16 rounds n floats to bfloat16 as goddp_gemm_bf16 rounds its
+// operands. goddp_to_bf16_add_rows does so for a rows×cols contiguous
+// matrix and adds its rows to d as goddp_add_rows_f32 does (the same
+// sums). goddp_gemm_bf16_mixed is goddp_gemm_bf16 where an operand whose
+// flag (a16, b16) is set holds bfloat16 values already (uint16_t), used as
+// they are; goddp_linear_bf16_mixed is goddp_linear_bf16 with x so.
+void goddp_to_bf16(const float *x, uint16_t *y, int64_t n);
+void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols);
+int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
+                          int a16, int64_t lda, const void *b, int b16, int64_t ldb, float beta, float *c,
+                          int64_t ldc);
+int goddp_linear_bf16_mixed(int64_t m, int64_t n, int64_t k, const uint16_t *x, int64_t ldx, const float *w,
+                            int64_t ldw, const float *bias, float *y, int64_t ldy);
+
 // goddp_bf16_slice runs one slice through oneDNN's bf16 matmul on the
 // calling thread: 0 done, 1 no implementation for the shape, -1 failure.
 // goddp_bf16_impl names the implementation for a shape ("" for none).

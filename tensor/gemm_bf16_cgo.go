@@ -31,3 +31,45 @@ func bf16Impl(transA, transB bool, m, n, k, lda, ldb, ldc int) string {
 	return C.GoString(C.goddp_bf16_impl(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k),
 		C.int64_t(lda), C.int64_t(ldb), C.int64_t(ldc)))
 }
+
+func engineToBF16(dst []uint16, src []float32) {
+	C.goddp_to_bf16((*C.float)(unsafe.Pointer(unsafe.SliceData(src))),
+		(*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(dst))), C.int64_t(len(src)))
+}
+
+func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
+	C.goddp_to_bf16_add_rows((*C.float)(unsafe.Pointer(unsafe.SliceData(src))),
+		(*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(dst))), (*C.float)(unsafe.Pointer(unsafe.SliceData(d))),
+		C.int64_t(rows), C.int64_t(cols))
+}
+
+// ptr returns the operand's first element and whether it holds bfloat16.
+func (o bf16Operand) ptr() (unsafe.Pointer, C.int) {
+	if o.h != nil {
+		return unsafe.Pointer(unsafe.SliceData(o.h)), 1
+	}
+	return unsafe.Pointer(unsafe.SliceData(o.f)), 0
+}
+
+func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
+	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
+	ap, a16 := a.ptr()
+	bp, b16 := b.ptr()
+	rc := C.goddp_gemm_bf16_mixed(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k),
+		C.float(alpha), ap, a16, C.int64_t(lda), bp, b16, C.int64_t(ldb), C.float(beta),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(c))), C.int64_t(ldc))
+	if rc != 0 {
+		panic(engineError("GemmBF16", int(rc), m, n, k))
+	}
+}
+
+// engineLinearBF16Mixed is engineLinear(true, ...) with x rounded already.
+func engineLinearBF16Mixed(y []float32, x []uint16, w, b []float32, n, in, out int) {
+	rc := C.goddp_linear_bf16_mixed(C.int64_t(n), C.int64_t(out), C.int64_t(in),
+		(*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(w))), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), (*C.float)(unsafe.Pointer(unsafe.SliceData(y))), C.int64_t(out))
+	if rc != 0 {
+		panic(engineError("LinearBF16", int(rc), n, out, in))
+	}
+}

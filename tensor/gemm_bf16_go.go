@@ -2,6 +2,8 @@
 
 package tensor
 
+import "github.com/goddp/goddp/internal/half"
+
 func bf16Native() bool { return false }
 
 // engineGemmBF16 rounds the operands and runs the float32 product: the
@@ -12,3 +14,36 @@ func engineGemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32
 }
 
 func bf16Impl(transA, transB bool, m, n, k, lda, ldb, ldc int) string { return "" }
+
+func engineToBF16(dst []uint16, src []float32) {
+	for i, v := range src {
+		dst[i] = half.F32ToBF16(v)
+	}
+}
+
+func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
+	engineToBF16(dst, src[:rows*cols])
+	AddRows(d, src, rows, cols)
+}
+
+// widened returns the operand as float32 values rounded to bfloat16.
+func (o bf16Operand) widened() []float32 {
+	if o.h == nil {
+		return roundedBF16(o.f)
+	}
+	f := make([]float32, len(o.h))
+	for i, h := range o.h {
+		f[i] = half.BF16ToF32(h)
+	}
+	return f
+}
+
+func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
+	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
+	engineSgemm(transA, transB, m, n, k, alpha, a.widened(), lda, b.widened(), ldb, beta, c, ldc)
+}
+
+func engineLinearBF16Mixed(y []float32, x []uint16, w, b []float32, n, in, out int) {
+	copyRows(y[:n*out], b[:out])
+	engineGemmBF16Mixed(false, true, n, out, in, 1, bf16Operand{h: x}, in, bf16Operand{f: w}, in, 1, y, out)
+}

@@ -1,0 +1,195 @@
+package tensor
+
+import (
+	"fmt"
+	"time"
+	"unsafe"
+
+	"github.com/goddp/goddp/internal/half"
+)
+
+// A BF16Matrix is a row-major float32 matrix rounded to bfloat16 once
+// (round to nearest even, as GemmBF16 rounds its operands), to serve as
+// the operand of more than one bf16 product. Autocast's Linear keeps its
+// input this way for the weight gradient, as torch's autocast saves the
+// bf16 cast of the input for backward: the backward then reads half the
+// bytes and rounds nothing again. Its storage comes from the host cache
+// (Storage, for a Recycler).
+type BF16Matrix struct {
+	rows, cols int
+	buf        *Tensor // ⌈rows·cols/2⌉ float32 slots holding the halves
+}
+
+func newBF16Matrix(rows, cols int) *BF16Matrix {
+	return &BF16Matrix{rows: rows, cols: cols, buf: newFull(Float32, (rows*cols+1)/2)}
+}
+
+// RoundToBF16 rounds the rows×cols row-major float32 matrix x (at least
+// rows·cols values) to a BF16Matrix.
+func RoundToBF16(x []float32, rows, cols int) *BF16Matrix {
+	checkRows("RoundToBF16", rows, cols, len(x))
+	m := newBF16Matrix(rows, cols)
+	engineToBF16(m.halves(), x[:rows*cols])
+	return m
+}
+
+// Rows and Cols are the matrix's shape.
+func (m *BF16Matrix) Rows() int { return m.rows }
+func (m *BF16Matrix) Cols() int { return m.cols }
+
+// Storage is the tensor that holds the values, for a Recycler; the matrix
+// must not be used after its storage is recycled.
+func (m *BF16Matrix) Storage() *Tensor { return m.buf }
+
+// At returns element (i, j) widened to float32 (tests, debugging).
+func (m *BF16Matrix) At(i, j int) float32 {
+	if i < 0 || i >= m.rows || j < 0 || j >= m.cols {
+		panic(fmt.Sprintf("tensor: BF16Matrix.At(%d, %d) out of range for %dx%d", i, j, m.rows, m.cols))
+	}
+	h := m.halves()[i*m.cols+j]
+	return half.BF16ToF32(h)
+}
+
+func (m *BF16Matrix) halves() []uint16 {
+	f := m.buf.F32()
+	n := m.rows * m.cols
+	if n == 0 {
+		return []uint16{}
+	}
+	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), n)
+}
+
+// bf16Operand is a product's operand: float32 values (f), rounded by the
+// engine, or bfloat16 ones (h) used as they are.
+type bf16Operand struct {
+	f []float32
+	h []uint16
+}
+
+func (o bf16Operand) len() int {
+	if o.h != nil {
+		return len(o.h)
+	}
+	return len(o.f)
+}
+
+// gemmBF16Mixed is GemmBF16 where either operand may be rounded already.
+func gemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
+	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
+	checkGemm("GemmBF16", transA, transB, m, n, k, a.len(), lda, b.len(), ldb, len(c), ldc)
+	if m == 0 || n == 0 {
+		return
+	}
+	if k == 0 || alpha == 0 {
+		scaleC32(m, n, beta, c, ldc)
+		return
+	}
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "bf16gemm", transA, transB, m, n, k, time.Now())
+	}
+	schedHint(2 * float64(m) * float64(n) * float64(k))
+	engineGemmBF16Mixed(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+}
+
+// LinearBF16 is LinearWith(x, w, b, PrecisionBFloat16) that also returns
+// x rounded to bfloat16, for LinearBackwardBF16. xh is nil where the
+// product does not round on the host (x on a device, or not float32);
+// LinearBackwardBF16 then takes x itself.
+func LinearBF16(x, w, b *Tensor) (y *Tensor, xh *BF16Matrix) {
+	xc := x.Contiguous()
+	if xc.dtype != Float32 || onDevice(xc, w, b) {
+		return LinearWith(xc, w, b, PrecisionBFloat16), nil
+	}
+	out, in := w.shape[0], w.shape[1]
+	n := xc.Numel() / in
+	shape := append([]int(nil), xc.shape...)
+	shape[len(shape)-1] = out
+	y = Empty(Float32, shape...)
+	if in == 0 {
+		y = New(Float32, shape...)
+	}
+	var bias []float32
+	if b != nil {
+		bias = b.Contiguous().F32()
+	}
+	xh = RoundToBF16(xc.F32(), n, in)
+	linearFwdBF16(y.F32(), xh, w.Contiguous().F32(), bias, n, in, out)
+	return y, xh
+}
+
+// linearFwdBF16 is linearFwd32's bf16 path with x rounded already: the
+// same products, so the same results to the bit.
+func linearFwdBF16(y []float32, xh *BF16Matrix, w, b []float32, n, in, out int) {
+	x := bf16Operand{h: xh.halves()}
+	if linearSwapped(n, in, out) {
+		t := newFull(Float32, out*n)
+		yt := t.f32[:out*n]
+		gemmBF16Mixed(false, true, out, n, in, 1, bf16Operand{f: w}, in, x, in, 0, yt, n)
+		transposeAddBias(y, yt, b, n, out)
+		ReleaseScratch(t)
+		return
+	}
+	if b != nil && n > 0 && out > 0 && in > 0 {
+		checkGemm("LinearBF16", false, true, n, out, in, len(x.h), in, len(w), in, len(y), out)
+		if len(b) < out {
+			panic(fmt.Sprintf("tensor: LinearBF16: bias has %d values for %d outputs", len(b), out))
+		}
+		if p := recorder(); p != nil {
+			defer profileGemm(p, "bf16matmul+bias", false, true, n, out, in, time.Now())
+		}
+		schedHint(2 * float64(n) * float64(out) * float64(in))
+		engineLinearBF16Mixed(y, x.h, w, b, n, in, out)
+		return
+	}
+	var beta float32
+	if b != nil {
+		copyRows(y[:n*out], b)
+		beta = 1
+	}
+	gemmBF16Mixed(false, true, n, out, in, 1, x, in, bf16Operand{f: w}, in, beta, y, out)
+}
+
+// LinearBackwardBF16 is LinearBackwardWith(..., PrecisionBFloat16) that
+// takes the forward's rounded input xh (LinearBF16) for the weight
+// gradient, and rounds gy once for both of its products, in the pass that
+// sums its rows for db. With xh nil it is LinearBackwardWith on x.
+func LinearBackwardBF16(gy *Tensor, x *Tensor, xh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool) {
+	if xh == nil {
+		LinearBackwardWith(gy, x, w, dx, dw, db, accX, accW, accB, PrecisionBFloat16)
+		return
+	}
+	out, in := w.shape[0], w.shape[1]
+	gy = gy.Contiguous()
+	n := gy.Numel() / out
+	if xh.rows != n || xh.cols != in {
+		panic(fmt.Sprintf("tensor: LinearBackwardBF16: rounded input %dx%d does not match %d rows of %d", xh.rows, xh.cols, n, in))
+	}
+	g := gy.F32()[:n*out]
+	gh := newBF16Matrix(n, out)
+	if db != nil {
+		d := db.F32()[:out]
+		if !accB {
+			clear(d)
+		}
+		checkRows("LinearBackwardBF16", n, out, len(g))
+		if n*out > 0 {
+			engineToBF16AddRows(gh.halves(), g, d, n, out)
+		}
+	} else {
+		engineToBF16(gh.halves(), g)
+	}
+	beta := func(acc bool) float32 {
+		if acc {
+			return 1
+		}
+		return 0
+	}
+	wv := w.Contiguous().F32()
+	if dx != nil {
+		gemmBF16Mixed(false, false, n, in, out, 1, bf16Operand{h: gh.halves()}, out, bf16Operand{f: wv}, in, beta(accX), dx.F32(), in)
+	}
+	if dw != nil {
+		gemmBF16Mixed(true, false, out, in, n, 1, bf16Operand{h: gh.halves()}, out, bf16Operand{h: xh.halves()}, in, beta(accW), dw.F32(), in)
+	}
+	ReleaseScratch(gh.buf)
+}
