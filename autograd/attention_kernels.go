@@ -79,13 +79,13 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 		prefetchNext(pl, bi+1, q, k, v, nil)
 		prefetchProbs(p, bi+1, pl.nb, l*s)
 		pb := p[bi*l*s : (bi+1)*l*s]
-		gemm(false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, 0, pb, s)
+		triGemm(pl, tensor.TriCols, false, true, l, s, pl.d, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, pb, s)
 		var mb []T
 		if mask != nil {
 			mb = mask[pl.mOff[bi]*l*s : (pl.mOff[bi]+1)*l*s]
 		}
 		tensor.SoftmaxRows(pb, mb, l, s, pl.causal)
-		gemm(false, false, l, pl.dv, s, 1, probOperand(pl, pb, scratch), s, v[pl.vOff[bi]:], pl.ldv, 0, o[pl.oOff[bi]:], pl.ldo)
+		triGemm(pl, tensor.TriKEnd, false, false, l, pl.dv, s, 1, probOperand(pl, pb, scratch), s, v[pl.vOff[bi]:], pl.ldv, o[pl.oOff[bi]:], pl.ldo)
 	}
 }
 
@@ -108,22 +108,37 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		pb := p[bi*l*s : (bi+1)*l*s]
 		g := gout[pl.oOff[bi]:]
 		if dv != nil {
-			gemm(true, false, s, pl.dv, l, 1, probOperand(pl, pb, scratch), s, g, pl.ldo, 0, dv[pl.vOff[bi]:], pl.ldv)
+			triGemm(pl, tensor.TriKStart, true, false, s, pl.dv, l, 1, probOperand(pl, pb, scratch), s, g, pl.ldo, dv[pl.vOff[bi]:], pl.ldv)
 		}
 		if dq == nil && dk == nil {
 			continue
 		}
-		gemm(false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, 0, dp, s)
+		triGemm(pl, tensor.TriCols, false, true, l, s, pl.dv, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, dp, s)
 		// ds = p ⊙ (dp - Σ_j dp·p) row by row; masked entries have p = 0.
 		tensor.SoftmaxRowsBackward(dp, pb, l, s, pl.causal)
 		roundInPlace(pl, dp) // ds is only an operand from here on
 		if dq != nil {
-			gemm(false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, 0, dq[pl.qOff[bi]:], pl.ldq)
+			triGemm(pl, tensor.TriKEnd, false, false, l, pl.d, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, dq[pl.qOff[bi]:], pl.ldq)
 		}
 		if dk != nil {
-			gemm(true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, 0, dk[pl.kOff[bi]:], pl.ldk)
+			triGemm(pl, tensor.TriKStart, true, false, s, pl.d, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, dk[pl.kOff[bi]:], pl.ldk)
 		}
 	}
+}
+
+// triGemm runs one of a matrix's products with beta 0. With a causal mask
+// over square scores (L = S), float32 products go through tensor.GemmTri,
+// which skips what the mask makes zero (p and its gradient past the
+// diagonal) or unused (the scores and their gradient there, which the
+// causal softmax and its backward neither read nor keep): about half the
+// arithmetic. mode names which of the three the product is.
+func triGemm[T float](pl *attnPlan, mode tensor.TriMode, transA, transB bool, m, n, k int, alpha T, a []T, lda int,
+	b []T, ldb int, c []T, ldc int) {
+	if af, ok := any(a).([]float32); ok && pl.causal && pl.l == pl.s {
+		tensor.GemmTri(mode, transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, any(c).([]float32), ldc)
+		return
+	}
+	gemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc)
 }
 
 // prefetchNext starts loading matrix bi's operands (q, k, v, and gout when

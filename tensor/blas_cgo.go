@@ -121,3 +121,19 @@ func engineKernel(transA, transB bool, m, n, k int) string {
 	}
 	return "openblas"
 }
+
+func engineSgemmTri(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, c []float32, ldc int) {
+	rc := C.goddp_sgemm_tri(C.int(mode), cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k),
+		C.float(alpha), (*C.float)(unsafe.Pointer(unsafe.SliceData(a))), C.int64_t(lda),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), C.int64_t(ldb),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(c))), C.int64_t(ldc))
+	if rc != 0 {
+		panic(engineError("GemmTri", int(rc), m, n, k))
+	}
+}
+
+// engineUsesTri reports whether engineSgemmTri skips the masked part.
+func engineUsesTri(mode TriMode, m, n, k int) bool {
+	return engineUsesSmall(m, n, k, 0) && C.goddp_small_tri_shape(C.int(mode), C.int64_t(m), C.int64_t(n), C.int64_t(k)) != 0
+}

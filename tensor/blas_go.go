@@ -62,3 +62,11 @@ func engineSetThreads(int) {}
 // engineThreads is the Go engine's worker count: gonum spreads a product
 // over up to GOMAXPROCS goroutines.
 func engineThreads() int { return runtime.GOMAXPROCS(0) }
+
+// engineSgemmTri runs the full product: gonum has no triangular kernel.
+func engineSgemmTri(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, c []float32, ldc int) {
+	engineSgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc)
+}
+
+func engineUsesTri(mode TriMode, m, n, k int) bool { return false }

@@ -527,6 +527,16 @@ int goddp_sgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, float a
 	return gemm(&p);
 }
 
+int goddp_sgemm_tri(int mode, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+	pthread_once(&pool.once, pool_init);
+	if (blas_core.small && m * n * k <= (1 << 19) && goddp_small_tri_shape(mode, m, n, k)) {
+		goddp_sgemm_small_tri(mode, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+		return 0;
+	}
+	return goddp_sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc);
+}
+
 // linear_fused reports whether a float32 Linear forward of this shape adds
 // its bias in oneDNN's matmul epilogue. Measured on one thread of an EPYC
 // Zen 5 (matmul with bias against sgemm after filling the rows, 12 rotating

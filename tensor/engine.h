@@ -24,11 +24,26 @@ int goddp_dgemm(int transA, int transB, int64_t m, int64_t n, int64_t k, double 
 // goddp_small_shape reports whether goddp_sgemm_small takes a product of
 // this shape: m up to 512, n a multiple of 16 up to 64, k up to 128, beta
 // 0 or 1. goddp_sgemm_small computes it on AVX-512 registers (the CPU must
-// have AVX-512F); goddp_sgemm sends it there on CPUs that run 512-bit
-// vectors at full width (gemm_small_kernels.c).
+// have AVX-512F); goddp_sgemm sends it there on AMD CPUs with AVX-512
+// (gemm_small_kernels.c).
 int goddp_small_shape(int64_t m, int64_t n, int64_t k, float beta);
 void goddp_sgemm_small(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+
+// goddp_sgemm_small_tri is goddp_sgemm_small (beta 0) for causal
+// attention's products, skipping what the mask makes zero or unused: mode 1
+// computes only the columns j <= i of each row i (more at most, up to the
+// next 16-column vector; the rest is not written), mode 2 sums row i over
+// kk <= i only (op(A) zero past its diagonal), mode 3 over kk >= i only
+// (zero before it). goddp_small_tri_shape reports whether it takes the
+// shape (goddp_small_shape's, with m = n for mode 1 and m = k otherwise).
+// goddp_sgemm_tri is the engine's entry: the small kernel where the CPU
+// runs it (goddp_sgemm_uses_small), else the full product.
+int goddp_small_tri_shape(int mode, int64_t m, int64_t n, int64_t k);
+void goddp_sgemm_small_tri(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+int goddp_sgemm_tri(int mode, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                    int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
 // goddp_sgemm_uses_small reports whether goddp_sgemm takes that path for
 // a shape on this CPU. Tests use it.
 int goddp_sgemm_uses_small(int64_t m, int64_t n, int64_t k, float beta);

@@ -27,16 +27,17 @@
 
 enum { smallMaxN = 64, smallMaxK = 128, smallMaxM = 512 };
 
-// block computes rows i0..i0+R-1 of C; R and NV (vectors per row) are
-// constants at every call, so the accumulators stay in registers.
+// block computes rows i0..i0+R-1 of C, summing over kk in [k0, k); R and
+// NV (vectors per row) are constants at every call, so the accumulators
+// stay in registers.
 __attribute__((target("avx512f"), always_inline)) static inline void
-small_block(const int R, const int NV, int ta, int64_t k, float alpha, const float *a, int64_t lda, const float *bp,
-            int64_t ldbp, float beta, float *c, int64_t ldc, int64_t i0) {
+small_block(const int R, const int NV, int ta, int64_t k0, int64_t k, float alpha, const float *a, int64_t lda,
+            const float *bp, int64_t ldbp, float beta, float *c, int64_t ldc, int64_t i0) {
 	__m512 acc[16][4];
 	for (int r = 0; r < R; r++)
 		for (int v = 0; v < NV; v++)
 			acc[r][v] = _mm512_setzero_ps();
-	for (int64_t kk = 0; kk < k; kk++) {
+	for (int64_t kk = k0; kk < k; kk++) {
 		__m512 bv[4];
 		for (int v = 0; v < NV; v++)
 			bv[v] = _mm512_loadu_ps(bp + kk * ldbp + 16 * v);
@@ -90,27 +91,34 @@ __attribute__((target("avx512f"))) static void transpose16(const float *src, int
 
 #define ROWS(R, NV)                                                                                        \
 	for (; i + (R) <= m; i += (R))                                                                         \
-		small_block((R), (NV), ta, k, alpha, a, lda, bp, ldbp, beta, c, ldc, i);                           \
+		small_block((R), (NV), ta, 0, k, alpha, a, lda, bp, ldbp, beta, c, ldc, i);                        \
 	for (; i < m; i++)                                                                                     \
-		small_block(1, (NV), ta, k, alpha, a, lda, bp, ldbp, beta, c, ldc, i);
+		small_block(1, (NV), ta, 0, k, alpha, a, lda, bp, ldbp, beta, c, ldc, i);
+
+// pack_b returns op(B) as k×n rows: B itself, or Bᵀ copied into bt.
+__attribute__((target("avx512f"))) static const float *pack_b(int tb, int64_t n, int64_t k, const float *b,
+                                                               int64_t ldb, float *bt, int64_t *ldbp) {
+	*ldbp = ldb;
+	if (!tb)
+		return b;
+	int64_t k16 = k / 16 * 16;
+	for (int64_t j = 0; j < n; j += 16)
+		for (int64_t kk = 0; kk < k16; kk += 16)
+			transpose16(b + j * ldb + kk, ldb, bt + kk * n + j, n);
+	for (int64_t kk = k16; kk < k; kk++)
+		for (int64_t j = 0; j < n; j++)
+			bt[kk * n + j] = b[j * ldb + kk];
+	*ldbp = n;
+	return bt;
+}
 
 __attribute__((target("avx512f"))) static void small_avx512(int ta, int tb, int64_t m, int64_t n, int64_t k,
                                                              float alpha, const float *a, int64_t lda,
                                                              const float *b, int64_t ldb, float beta, float *c,
                                                              int64_t ldc) {
 	float bt[smallMaxK * smallMaxN] __attribute__((aligned(64)));
-	const float *bp = b;
-	int64_t ldbp = ldb;
-	if (tb) {
-		int64_t k16 = k / 16 * 16;
-		for (int64_t j = 0; j < n; j += 16)
-			for (int64_t kk = 0; kk < k16; kk += 16)
-				transpose16(b + j * ldb + kk, ldb, bt + kk * n + j, n);
-		for (int64_t kk = k16; kk < k; kk++)
-			for (int64_t j = 0; j < n; j++)
-				bt[kk * n + j] = b[j * ldb + kk];
-		bp = bt, ldbp = n;
-	}
+	int64_t ldbp;
+	const float *bp = pack_b(tb, n, k, b, ldb, bt, &ldbp);
 	int64_t i = 0;
 	switch (n / 16) {
 	case 1:
@@ -128,6 +136,74 @@ __attribute__((target("avx512f"))) static void small_avx512(int ta, int tb, int6
 	}
 }
 
+// Causal attention's products skip what its mask makes zero or unused
+// (goddp_sgemm_small_tri), row block by row block, with beta 0:
+//   - small_tri_cols (S = q·kᵀ, dP = dO·vᵀ, m = n): row i needs columns
+//     j <= i only; a block of rows gets the 16-column vectors up to its
+//     last row's diagonal, and the columns past them are not written (the
+//     causal softmax and its backward neither read them nor keep them);
+//   - small_tri_kend (o = p·v, dq = ds·k, m = k): row i of op(A) is zero
+//     past column i, so a block's sums stop after its last row;
+//   - small_tri_kstart (dv = pᵀ·dO, dk = dsᵀ·q, m = k): row j of op(A) is
+//     zero before column j, so a block's sums start at its first row.
+// The terms skipped are products with an exact zero, which leave a float32
+// sum that starts at +0 unchanged, so every written element has the bits
+// of the full product (for finite operands: 0·Inf would have made a NaN).
+enum { small_tri_cols = 1, small_tri_kend = 2, small_tri_kstart = 3 };
+
+#define TRI_ROWS(R, NV, LO, HI)                                                                                       \
+	for (; i + (R) <= (HI); i += (R))                                                                              \
+		small_block((R), (NV), ta, mode == small_tri_kstart ? i : 0, mode == small_tri_kend ? i + (R) : k, alpha, a,  \
+		            lda, bp, ldbp, 0, c, ldc, i);                                                                   \
+	for (; i < (HI); i++)                                                                                          \
+		small_block(1, (NV), ta, mode == small_tri_kstart ? i : 0, mode == small_tri_kend ? i + 1 : k, alpha, a, lda, \
+		            bp, ldbp, 0, c, ldc, i);
+
+__attribute__((target("avx512f"))) static void small_tri_avx512(int mode, int ta, int tb, int64_t m, int64_t n,
+                                                                 int64_t k, float alpha, const float *a, int64_t lda,
+                                                                 const float *b, int64_t ldb, float *c,
+                                                                 int64_t ldc) {
+	float bt[smallMaxK * smallMaxN] __attribute__((aligned(64)));
+	int64_t ldbp;
+	const float *bp = pack_b(tb, n, k, b, ldb, bt, &ldbp);
+	int64_t i = 0;
+	if (mode == small_tri_cols) {
+		// Bands of 16 rows: band v needs v+1 vectors of columns.
+		for (int64_t band = 0; band * 16 < m; band++) {
+			int64_t hi = band * 16 + 16 < m ? band * 16 + 16 : m;
+			switch (band < n / 16 ? band + 1 : n / 16) {
+			case 1:
+				TRI_ROWS(16, 1, i, hi)
+				break;
+			case 2:
+				TRI_ROWS(8, 2, i, hi)
+				break;
+			case 3:
+				TRI_ROWS(5, 3, i, hi)
+				break;
+			default:
+				TRI_ROWS(4, 4, i, hi)
+				break;
+			}
+		}
+		return;
+	}
+	switch (n / 16) {
+	case 1:
+		TRI_ROWS(16, 1, 0, m)
+		break;
+	case 2:
+		TRI_ROWS(8, 2, 0, m)
+		break;
+	case 3:
+		TRI_ROWS(5, 3, 0, m)
+		break;
+	default:
+		TRI_ROWS(4, 4, 0, m)
+		break;
+	}
+}
+
 int goddp_small_shape(int64_t m, int64_t n, int64_t k, float beta) {
 	return m >= 1 && m <= smallMaxM && n >= 16 && n <= smallMaxN && n % 16 == 0 && k >= 1 && k <= smallMaxK &&
 	       (beta == 0 || beta == 1);
@@ -136,4 +212,15 @@ int goddp_small_shape(int64_t m, int64_t n, int64_t k, float beta) {
 void goddp_sgemm_small(int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
                        const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
 	small_avx512(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+int goddp_small_tri_shape(int mode, int64_t m, int64_t n, int64_t k) {
+	if (!goddp_small_shape(m, n, k, 0))
+		return 0;
+	return mode == small_tri_cols ? m == n : (mode == small_tri_kend || mode == small_tri_kstart) && m == k;
+}
+
+void goddp_sgemm_small_tri(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
+                           int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+	small_tri_avx512(mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc);
 }
