@@ -16,6 +16,7 @@
 
 #pragma GCC optimize("O3", "no-trapping-math")
 
+#include <immintrin.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -72,6 +73,11 @@ static inline void xhat_row(float *restrict h, const float *restrict xr, double 
 	for (int64_t i = 0; i < d; i++) h[i] = (float)(((double)xr[i] - mean) * rstd);
 }
 
+static int have_avx512f(void) {
+	__builtin_cpu_init();
+	return __builtin_cpu_supports("avx512f");
+}
+
 // y = xhat·w + b over rows of d, xhat = (x - mean)·rstd, rstd = 1/√(var+eps)
 // (biased variance); w and b may be NULL. xhat may be NULL (a row's goes
 // through a buffer that stays in cache), and mean_out too; the backward
@@ -108,12 +114,67 @@ CLONES int goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, doub
 // (either may be NULL), and, when dx is not NULL,
 // dx = rstd·(gh - mean(gh) - xhat·mean(gh·xhat)) with gh = gy·w (w may be NULL).
 // With xhat NULL each row's is recomputed from x and mean (xhat_row).
+// ln_bwd_avx512 is goddp_layernorm_bwd_f32 for the common case, written
+// with AVX-512 intrinsics: xhat recomputed from x, w present, dw and db
+// summed, d a multiple of 16. One pass over a row computes xhat, the
+// parameters' sums and the two row sums, and a second writes dx; GCC's
+// vectorisation of the generic loops below made five passes, each
+// converting to double, at 1.14 ns an element on a Zen 4 core. The row
+// sums keep the generic loops' lanes and order (element i into lane i mod
+// 8, in order).
+__attribute__((target("avx512f"))) static void ln_bwd_avx512(float *restrict dx, float *restrict dw,
+                                                              float *restrict db, const float *restrict gy,
+                                                              const float *restrict x, const double *restrict mean,
+                                                              const float *restrict w, const double *restrict rstd,
+                                                              float *restrict buf, int64_t rows, int64_t d) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *g = gy + r * d, *xr = x + r * d;
+		__m512d m = _mm512_set1_pd(mean[r]), rs = _mm512_set1_pd(rstd[r]);
+		__m512d a1 = _mm512_setzero_pd(), a2 = _mm512_setzero_pd();
+		for (int64_t i = 0; i < d; i += 16) {
+			__m512 gv = _mm512_loadu_ps(g + i);
+			__m256 xlo = _mm256_loadu_ps(xr + i), xhi = _mm256_loadu_ps(xr + i + 8);
+			__m256 hlo = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(_mm512_cvtps_pd(xlo), m), rs));
+			__m256 hhi = _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_sub_pd(_mm512_cvtps_pd(xhi), m), rs));
+			_mm256_storeu_ps(buf + i, hlo);
+			_mm256_storeu_ps(buf + i + 8, hhi);
+			__m512 h = _mm512_loadu_ps(buf + i);
+			_mm512_storeu_ps(dw + i, _mm512_add_ps(_mm512_loadu_ps(dw + i), _mm512_mul_ps(gv, h)));
+			_mm512_storeu_ps(db + i, _mm512_add_ps(_mm512_loadu_ps(db + i), gv));
+			__m512d ghlo = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(g + i)), _mm512_cvtps_pd(_mm256_loadu_ps(w + i)));
+			__m512d ghhi =
+			    _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(g + i + 8)), _mm512_cvtps_pd(_mm256_loadu_ps(w + i + 8)));
+			a1 = _mm512_add_pd(a1, ghlo);
+			a2 = _mm512_add_pd(a2, _mm512_mul_pd(ghlo, _mm512_cvtps_pd(hlo)));
+			a1 = _mm512_add_pd(a1, ghhi);
+			a2 = _mm512_add_pd(a2, _mm512_mul_pd(ghhi, _mm512_cvtps_pd(hhi)));
+		}
+		if (!dx)
+			continue;
+		double t1[LANES], t2[LANES];
+		_mm512_storeu_pd(t1, a1);
+		_mm512_storeu_pd(t2, a2);
+		__m512d s1 = _mm512_set1_pd(sum_lanes(t1) / (double)d), s2 = _mm512_set1_pd(sum_lanes(t2) / (double)d);
+		float *out = dx + r * d;
+		for (int64_t i = 0; i < d; i += 8) {
+			__m512d gh = _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(g + i)), _mm512_cvtps_pd(_mm256_loadu_ps(w + i)));
+			__m512d t = _mm512_sub_pd(_mm512_sub_pd(gh, s1), _mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(buf + i)), s2));
+			_mm256_storeu_ps(out + i, _mm512_cvtpd_ps(_mm512_mul_pd(rs, t)));
+		}
+	}
+}
+
 CLONES int goddp_layernorm_bwd_f32(float *restrict dx, float *restrict dw, float *restrict db, const float *restrict gy,
                                    const float *restrict xhat, const float *restrict x, const double *restrict mean,
                                    const float *restrict w, const double *restrict rstd, int64_t rows, int64_t d) {
-	float *buf = xhat ? NULL : malloc((size_t)d * sizeof(float));
-	if (!xhat && !buf)
+	float *buf = malloc((size_t)d * sizeof(float));
+	if (!buf)
 		return -1;
+	if (!xhat && w && dw && db && d % 16 == 0 && have_avx512f()) {
+		ln_bwd_avx512(dx, dw, db, gy, x, mean, w, rstd, buf, rows, d);
+		free(buf);
+		return 0;
+	}
 	for (int64_t r = 0; r < rows; r++) {
 		const float *g = gy + r * d, *h = xhat ? xhat + r * d : buf;
 		if (!xhat)
