@@ -42,11 +42,11 @@ func LinearWith(x, w, b *Variable, p tensor.Precision) *Variable {
 		in = ins(x, w, b)
 	}
 	if p == tensor.PrecisionBFloat16 {
-		// The weight gradient's product takes x rounded to bfloat16: the
-		// forward's rounding is kept for it (xh), and x itself only where
-		// the product does not round on the host.
-		y, xh := tensor.LinearBF16(xc, w.Value, bias)
-		op := &linearOp{inputs: in, x: x, w: w, b: b, xh: xh, prec: p}
+		// The backward's products take x and w rounded to bfloat16: the
+		// forward's roundings are kept for them (xh, wh), and x itself only
+		// where the product does not round on the host.
+		y, xh, wh := tensor.LinearBF16(xc, w.Value, bias)
+		op := &linearOp{inputs: in, x: x, w: w, b: b, xh: xh, wh: wh, prec: p}
 		if xh == nil {
 			op.xc = xc
 		}
@@ -60,19 +60,20 @@ type linearOp struct {
 	inputs
 	x, w, b *Variable
 	xc      *tensor.Tensor     // x's value, contiguous (nil when xh holds it)
-	xh      *tensor.BF16Matrix // x rounded to bfloat16 (bf16 products on the host)
+	xh, wh  *tensor.BF16Matrix // x and w rounded to bfloat16 (bf16 products on the host)
 	prec    tensor.Precision
 }
 
 func (o *linearOp) Name() string { return "Linear" }
 func (o *linearOp) freshGrads()  {}
 
-// savedTensors lets FreeGraph recycle the rounded input with the graph.
+// savedTensors lets FreeGraph recycle the rounded input and weight with
+// the graph.
 func (o *linearOp) savedTensors() []*tensor.Tensor {
 	if o.xh == nil {
 		return nil
 	}
-	return []*tensor.Tensor{o.xh.Storage()}
+	return []*tensor.Tensor{o.xh.Storage(), o.wh.Storage()}
 }
 
 func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
@@ -105,7 +106,7 @@ func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 		db, accB = into(2, o.b.Value.Shape()...)
 	}
 	if o.prec == tensor.PrecisionBFloat16 {
-		tensor.LinearBackwardBF16(gy, o.xc, o.xh, o.w.Value, dx, dw, db, accX, accW, accB)
+		tensor.LinearBackwardBF16(gy, o.xc, o.xh, o.wh, o.w.Value, dx, dw, db, accX, accW, accB)
 		return grads
 	}
 	tensor.LinearBackwardWith(gy, o.xc, o.w.Value, dx, dw, db, accX, accW, accB, o.prec)

@@ -92,13 +92,15 @@ func gemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operan
 }
 
 // LinearBF16 is LinearWith(x, w, b, PrecisionBFloat16) that also returns
-// x rounded to bfloat16, for LinearBackwardBF16. xh is nil where the
+// x and w rounded to bfloat16, for LinearBackwardBF16: its weight gradient
+// takes x again and its input gradient w, which torch's autocast likewise
+// keeps as the bf16 casts of its forward. xh and wh are nil where the
 // product does not round on the host (x on a device, or not float32);
-// LinearBackwardBF16 then takes x itself.
-func LinearBF16(x, w, b *Tensor) (y *Tensor, xh *BF16Matrix) {
+// LinearBackwardBF16 then takes x and w themselves.
+func LinearBF16(x, w, b *Tensor) (y *Tensor, xh, wh *BF16Matrix) {
 	xc := x.Contiguous()
 	if xc.dtype != Float32 || onDevice(xc, w, b) {
-		return LinearWith(xc, w, b, PrecisionBFloat16), nil
+		return LinearWith(xc, w, b, PrecisionBFloat16), nil, nil
 	}
 	out, in := w.shape[0], w.shape[1]
 	n := xc.Numel() / in
@@ -113,24 +115,25 @@ func LinearBF16(x, w, b *Tensor) (y *Tensor, xh *BF16Matrix) {
 		bias = b.Contiguous().F32()
 	}
 	xh = RoundToBF16(xc.F32(), n, in)
-	linearFwdBF16(y.F32(), xh, w.Contiguous().F32(), bias, n, in, out)
-	return y, xh
+	wh = RoundToBF16(w.Contiguous().F32(), out, in)
+	linearFwdBF16(y.F32(), xh, wh, bias, n, in, out)
+	return y, xh, wh
 }
 
-// linearFwdBF16 is linearFwd32's bf16 path with x rounded already: the
-// same products, so the same results to the bit.
-func linearFwdBF16(y []float32, xh *BF16Matrix, w, b []float32, n, in, out int) {
-	x := bf16Operand{h: xh.halves()}
+// linearFwdBF16 is linearFwd32's bf16 path with x and w rounded already:
+// the same products, so the same results to the bit.
+func linearFwdBF16(y []float32, xh, wh *BF16Matrix, b []float32, n, in, out int) {
+	x, w := bf16Operand{h: xh.halves()}, bf16Operand{h: wh.halves()}
 	if linearSwapped(n, in, out) {
 		t := newFull(Float32, out*n)
 		yt := t.f32[:out*n]
-		gemmBF16Mixed(false, true, out, n, in, 1, bf16Operand{f: w}, in, x, in, 0, yt, n)
+		gemmBF16Mixed(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
 		transposeAddBias(y, yt, b, n, out)
 		ReleaseScratch(t)
 		return
 	}
 	if b != nil && n > 0 && out > 0 && in > 0 {
-		checkGemm("LinearBF16", false, true, n, out, in, len(x.h), in, len(w), in, len(y), out)
+		checkGemm("LinearBF16", false, true, n, out, in, len(x.h), in, len(w.h), in, len(y), out)
 		if len(b) < out {
 			panic(fmt.Sprintf("tensor: LinearBF16: bias has %d values for %d outputs", len(b), out))
 		}
@@ -138,7 +141,7 @@ func linearFwdBF16(y []float32, xh *BF16Matrix, w, b []float32, n, in, out int) 
 			defer profileGemm(p, "bf16matmul+bias", false, true, n, out, in, time.Now())
 		}
 		schedHint(2 * float64(n) * float64(out) * float64(in))
-		engineLinearBF16Mixed(y, x.h, w, b, n, in, out)
+		engineLinearBF16Mixed(y, x, w, b, n, in, out)
 		return
 	}
 	var beta float32
@@ -146,14 +149,15 @@ func linearFwdBF16(y []float32, xh *BF16Matrix, w, b []float32, n, in, out int) 
 		copyRows(y[:n*out], b)
 		beta = 1
 	}
-	gemmBF16Mixed(false, true, n, out, in, 1, x, in, bf16Operand{f: w}, in, beta, y, out)
+	gemmBF16Mixed(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
 }
 
 // LinearBackwardBF16 is LinearBackwardWith(..., PrecisionBFloat16) that
-// takes the forward's rounded input xh (LinearBF16) for the weight
-// gradient, and rounds gy once for both of its products, in the pass that
-// sums its rows for db. With xh nil it is LinearBackwardWith on x.
-func LinearBackwardBF16(gy *Tensor, x *Tensor, xh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool) {
+// takes the forward's rounded input xh and weight wh (LinearBF16) for the
+// weight and input gradients, and rounds gy once for both of its products,
+// in the pass that sums its rows for db. With xh nil it is
+// LinearBackwardWith on x; with wh nil the input gradient rounds w.
+func LinearBackwardBF16(gy *Tensor, x *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool) {
 	if xh == nil {
 		LinearBackwardWith(gy, x, w, dx, dw, db, accX, accW, accB, PrecisionBFloat16)
 		return
@@ -184,9 +188,15 @@ func LinearBackwardBF16(gy *Tensor, x *Tensor, xh *BF16Matrix, w, dx, dw, db *Te
 		}
 		return 0
 	}
-	wv := w.Contiguous().F32()
 	if dx != nil {
-		gemmBF16Mixed(false, false, n, in, out, 1, bf16Operand{h: gh.halves()}, out, bf16Operand{f: wv}, in, beta(accX), dx.F32(), in)
+		wo := bf16Operand{f: w.Contiguous().F32()}
+		if wh != nil {
+			if wh.rows != out || wh.cols != in {
+				panic(fmt.Sprintf("tensor: LinearBackwardBF16: rounded weight %dx%d does not match %dx%d", wh.rows, wh.cols, out, in))
+			}
+			wo = bf16Operand{h: wh.halves()}
+		}
+		gemmBF16Mixed(false, false, n, in, out, 1, bf16Operand{h: gh.halves()}, out, wo, in, beta(accX), dx.F32(), in)
 	}
 	if dw != nil {
 		gemmBF16Mixed(true, false, out, in, n, 1, bf16Operand{h: gh.halves()}, out, bf16Operand{h: xh.halves()}, in, beta(accW), dw.F32(), in)

@@ -29,7 +29,7 @@ func TestLinearBF16MatchesLinearWith(t *testing.T) {
 			if sh.bias {
 				b = Randn(rng, Float32, sh.out)
 			}
-			y, xh := LinearBF16(x, w, b)
+			y, xh, wh := LinearBF16(x, w, b)
 			want := LinearWith(x, w, b, PrecisionBFloat16)
 			requireSameBits(t, want.F32(), y.F32(), "y")
 			require.Equal(t, sh.n, xh.Rows())
@@ -37,6 +37,10 @@ func TestLinearBF16MatchesLinearWith(t *testing.T) {
 			for i := 0; i < sh.n*sh.in; i += 1 + sh.n*sh.in/97 {
 				r, c := i/sh.in, i%sh.in
 				require.Equal(t, RoundBF16(x.F32()[i]), xh.At(r, c), "xh[%d][%d]", r, c)
+			}
+			for i := 0; i < sh.out*sh.in; i += 1 + sh.out*sh.in/97 {
+				r, c := i/sh.in, i%sh.in
+				require.Equal(t, RoundBF16(w.F32()[i]), wh.At(r, c), "wh[%d][%d]", r, c)
 			}
 			gy := Randn(rng, Float32, sh.n, sh.out)
 			for _, acc := range []bool{false, true} {
@@ -48,7 +52,7 @@ func TestLinearBF16MatchesLinearWith(t *testing.T) {
 					return
 				}
 				dx, dw, db := grads()
-				LinearBackwardBF16(gy, nil, xh, w, dx, dw, db, acc, acc, acc)
+				LinearBackwardBF16(gy, nil, xh, wh, w, dx, dw, db, acc, acc, acc)
 				wx, ww, wb := grads()
 				LinearBackwardWith(gy, x, w, wx, ww, wb, acc, acc, acc, PrecisionBFloat16)
 				requireSameBits(t, wx.F32(), dx.F32(), "dx acc=%v", acc)
@@ -60,8 +64,12 @@ func TestLinearBF16MatchesLinearWith(t *testing.T) {
 		})
 	}
 	require.Panics(t, func() {
-		LinearBackwardBF16(New(Float32, 4, 3), nil, RoundToBF16(make([]float32, 10), 5, 2), New(Float32, 3, 2), nil, nil, nil, false, false, false)
+		LinearBackwardBF16(New(Float32, 4, 3), nil, RoundToBF16(make([]float32, 10), 5, 2), nil, New(Float32, 3, 2), nil, nil, nil, false, false, false)
 	}, "a rounded input of another row count")
+	require.Panics(t, func() {
+		LinearBackwardBF16(New(Float32, 4, 3), nil, RoundToBF16(make([]float32, 8), 4, 2), RoundToBF16(make([]float32, 6), 2, 3),
+			New(Float32, 3, 2), New(Float32, 4, 2), nil, nil, false, false, false)
+	}, "a rounded weight of another shape")
 }
 
 func requireSameBits(t *testing.T, want, got []float32, msg string, args ...any) {

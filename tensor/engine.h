@@ -98,14 +98,15 @@ void goddp_round_bf16(const float *x, float *y, int64_t n);
 // matrix and adds its rows to d as goddp_add_rows_f32 does (the same
 // sums). goddp_gemm_bf16_mixed is goddp_gemm_bf16 where an operand whose
 // flag (a16, b16) is set holds bfloat16 values already (uint16_t), used as
-// they are; goddp_linear_bf16_mixed is goddp_linear_bf16 with x so.
+// they are; goddp_linear_bf16_mixed is goddp_linear_bf16 with x and w so
+// by their flags.
 void goddp_to_bf16(const float *x, uint16_t *y, int64_t n);
 void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols);
 int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                           int a16, int64_t lda, const void *b, int b16, int64_t ldb, float beta, float *c,
                           int64_t ldc);
-int goddp_linear_bf16_mixed(int64_t m, int64_t n, int64_t k, const uint16_t *x, int64_t ldx, const float *w,
-                            int64_t ldw, const float *bias, float *y, int64_t ldy);
+int goddp_linear_bf16_mixed(int64_t m, int64_t n, int64_t k, const void *x, int x16, int64_t ldx, const void *w,
+                            int w16, int64_t ldw, const float *bias, float *y, int64_t ldy);
 
 // goddp_bf16_slice runs one slice through oneDNN's bf16 matmul on the
 // calling thread: 0 done, 1 no implementation for the shape, -1 failure.

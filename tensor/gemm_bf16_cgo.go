@@ -63,12 +63,14 @@ func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16
 	}
 }
 
-// engineLinearBF16Mixed is engineLinear(true, ...) with x rounded already.
-func engineLinearBF16Mixed(y []float32, x []uint16, w, b []float32, n, in, out int) {
-	rc := C.goddp_linear_bf16_mixed(C.int64_t(n), C.int64_t(out), C.int64_t(in),
-		(*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(in),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(w))), C.int64_t(in),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), (*C.float)(unsafe.Pointer(unsafe.SliceData(y))), C.int64_t(out))
+// engineLinearBF16Mixed is engineLinear(true, ...) with x and w each
+// rounded already or not.
+func engineLinearBF16Mixed(y []float32, x, w bf16Operand, b []float32, n, in, out int) {
+	xp, x16 := x.ptr()
+	wp, w16 := w.ptr()
+	rc := C.goddp_linear_bf16_mixed(C.int64_t(n), C.int64_t(out), C.int64_t(in), xp, x16, C.int64_t(in), wp, w16,
+		C.int64_t(in), (*C.float)(unsafe.Pointer(unsafe.SliceData(b))), (*C.float)(unsafe.Pointer(unsafe.SliceData(y))),
+		C.int64_t(out))
 	if rc != 0 {
 		panic(engineError("LinearBF16", int(rc), n, out, in))
 	}

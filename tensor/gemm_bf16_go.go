@@ -43,7 +43,7 @@ func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16
 	engineSgemm(transA, transB, m, n, k, alpha, a.widened(), lda, b.widened(), ldb, beta, c, ldc)
 }
 
-func engineLinearBF16Mixed(y []float32, x []uint16, w, b []float32, n, in, out int) {
+func engineLinearBF16Mixed(y []float32, x, w bf16Operand, b []float32, n, in, out int) {
 	copyRows(y[:n*out], b[:out])
-	engineGemmBF16Mixed(false, true, n, out, in, 1, bf16Operand{h: x}, in, bf16Operand{f: w}, in, 1, y, out)
+	engineGemmBF16Mixed(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }
