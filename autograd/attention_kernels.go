@@ -44,21 +44,37 @@ func (pl *attnPlan) roundOperand(t *tensor.Tensor) *tensor.Tensor {
 	return r
 }
 
-// roundInPlace rounds x to bfloat16 values when the plan's products are bf16.
+// roundInPlace rounds x, an L×S matrix of the scores' gradient, to
+// bfloat16 values when the plan's products are bf16 (roundMatrix).
 func roundInPlace[T float](pl *attnPlan, x []T) {
 	if xf, ok := any(x).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
-		tensor.RoundBF16Slice(xf, xf)
+		pl.roundMatrix(xf, xf)
 	}
 }
 
 // probOperand is p as the second product's operand: p itself, or its
 // bfloat16 rounding in scratch (p stays float32 for the softmax backward).
+// scratch is zero where a causal p is (roundMatrix leaves it so).
 func probOperand[T float](pl *attnPlan, p, scratch []T) []T {
 	if pf, ok := any(p).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
-		tensor.RoundBF16Slice(any(scratch).([]float32), pf)
+		pl.roundMatrix(any(scratch).([]float32), pf)
 		return scratch
 	}
 	return p
+}
+
+// roundMatrix writes the L×S matrix src rounded to bfloat16 to dst. With a
+// causal mask only each row's first i+1 entries: the causal softmax and its
+// backward write zeros past them, so they round to themselves, and dst
+// holds zeros there already (it is src, or scratch that was made zero and
+// is never written there).
+func (pl *attnPlan) roundMatrix(dst, src []float32) {
+	l, s := pl.l, pl.s
+	if !pl.causal {
+		tensor.RoundBF16Slice(dst[:l*s], src[:l*s])
+		return
+	}
+	tensor.RoundBF16Causal(dst, src, l, s)
 }
 
 // forward computes, for every matrix, p = softmax(scale·q kᵀ + mask) (the

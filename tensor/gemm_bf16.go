@@ -69,6 +69,15 @@ func RoundBF16Slice(dst, src []float32) {
 	roundBF16s(dst[:len(src)], src)
 }
 
+// RoundBF16Causal is RoundBF16Slice over the l×s row-major matrix src into
+// dst (which may be src), each row i only in its first min(i+1, s)
+// entries: causal attention's probabilities and their gradient, which are
+// zero past them. The rest of dst is not written.
+func RoundBF16Causal(dst, src []float32, l, s int) {
+	checkRows("RoundBF16Causal", l, s, len(dst), len(src))
+	roundBF16Causal(dst, src, l, s)
+}
+
 // gemmFor returns the float32 product of precision p.
 func gemmFor(p Precision) func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int) {
 	if p == PrecisionBFloat16 {

@@ -108,3 +108,34 @@ func TestRoundBF16(t *testing.T) {
 	}
 	require.True(t, math.IsNaN(float64(RoundBF16(float32(math.NaN())))))
 }
+
+// RoundBF16Causal rounds each row's first i+1 entries as RoundBF16Slice
+// does and writes nothing past them, in place and into another slice, with
+// more columns than rows and more rows than columns.
+func TestRoundBF16Causal(t *testing.T) {
+	for _, sh := range []struct{ l, s int }{{5, 9}, {9, 5}, {64, 64}} {
+		src := Randn(NewRNG(41), Float32, sh.l*sh.s).F32()
+		want := make([]float32, len(src))
+		RoundBF16Slice(want, src)
+		dst := make([]float32, len(src))
+		for i := range dst {
+			dst[i] = 7
+		}
+		in := append([]float32(nil), src...)
+		RoundBF16Causal(dst, src, sh.l, sh.s)
+		RoundBF16Causal(in, in, sh.l, sh.s)
+		for i := range sh.l {
+			for j := range sh.s {
+				k := i*sh.s + j
+				if j <= i {
+					require.Equal(t, want[k], dst[k], "[%d][%d]", i, j)
+					require.Equal(t, want[k], in[k], "in place [%d][%d]", i, j)
+				} else {
+					require.Equal(t, float32(7), dst[k], "[%d][%d] written", i, j)
+					require.Equal(t, src[k], in[k], "in place [%d][%d] written", i, j)
+				}
+			}
+		}
+	}
+	require.Panics(t, func() { RoundBF16Causal(make([]float32, 5), make([]float32, 6), 2, 3) })
+}

@@ -11,6 +11,7 @@ package tensor
 // void goddp_softmax_bwd_rows_f32(float *dp, const float *p, int64_t l, int64_t s, int causal);
 // void goddp_add_rows_f32(float *d, const float *x, int64_t rows, int64_t cols);
 // void goddp_round_bf16_f32(float *y, const float *x, int64_t n);
+// void goddp_round_bf16_causal_f32(float *y, const float *x, int64_t l, int64_t s);
 // double goddp_softmax_row_f64acc_f32(float *p, const float *x, int64_t c, double *max);
 import "C"
 
@@ -117,5 +118,13 @@ func softmaxRowC[T float](p, x []T) (m, sum float64, ok bool) {
 func roundBF16s(dst, src []float32) {
 	if len(src) > 0 {
 		C.goddp_round_bf16_f32((*C.float)(unsafe.Pointer(&dst[0])), (*C.float)(unsafe.Pointer(&src[0])), C.int64_t(len(src)))
+	}
+}
+
+// roundBF16Causal is RoundBF16Causal's kernel.
+func roundBF16Causal(dst, src []float32, l, s int) {
+	if l*s > 0 {
+		C.goddp_round_bf16_causal_f32((*C.float)(unsafe.Pointer(&dst[0])), (*C.float)(unsafe.Pointer(&src[0])),
+			C.int64_t(l), C.int64_t(s))
 	}
 }

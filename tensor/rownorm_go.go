@@ -22,3 +22,11 @@ func roundBF16s(dst, src []float32) {
 		dst[i] = RoundBF16(v)
 	}
 }
+
+// roundBF16Causal is RoundBF16Causal's kernel.
+func roundBF16Causal(dst, src []float32, l, s int) {
+	for i := range l {
+		n := min(i+1, s)
+		roundBF16s(dst[i*s:i*s+n], src[i*s:i*s+n])
+	}
+}

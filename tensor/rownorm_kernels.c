@@ -332,7 +332,7 @@ CLONES double goddp_softmax_row_f64acc_f32(float *restrict p, const float *restr
 // quiet NaN), engine.c's f32_to_bf16 and back, written branch-free so that
 // GCC vectorises it: the attention rounds every operand of its bf16
 // products with it, millions of elements a step.
-CLONES void goddp_round_bf16_f32(float *y, const float *x, int64_t n) {
+static inline void round_bf16_span(float *y, const float *x, int64_t n) {
 	for (int64_t i = 0; i < n; i++) {
 		uint32_t u;
 		memcpy(&u, &x[i], sizeof u);
@@ -341,4 +341,14 @@ CLONES void goddp_round_bf16_f32(float *y, const float *x, int64_t n) {
 		u = (u & 0x7fffffffu) > 0x7f800000u ? q : r;
 		memcpy(&y[i], &u, sizeof u);
 	}
+}
+
+CLONES void goddp_round_bf16_f32(float *y, const float *x, int64_t n) { round_bf16_span(y, x, n); }
+
+// goddp_round_bf16_causal_f32 rounds, of the l×s matrix x, each row i's
+// first min(i+1, s) entries into y (causal attention's probabilities and
+// their gradient, zero past them); the rest of y is not written.
+CLONES void goddp_round_bf16_causal_f32(float *y, const float *x, int64_t l, int64_t s) {
+	for (int64_t i = 0; i < l; i++)
+		round_bf16_span(y + i * s, x + i * s, i + 1 < s ? i + 1 : s);
 }
