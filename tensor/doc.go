@@ -85,9 +85,10 @@
 // # Vector kernels
 //
 // ReLU and its gradient run SSE2 kernels (internal/simd; Go assembly lives
-// there because this package uses cgo). Exp, Sigmoid, Tanh and GELU on
-// float32 run branch-free polynomial kernels (fastmath.go) within 0.55 ulp
-// of float64 math; float64 keeps the math package.
+// there because this package uses cgo). Exp, Sigmoid and Tanh on float32
+// run branch-free polynomial kernels (fastmath.go) within 0.55 ulp of
+// float64 math; GELU computes in float32 arithmetic, within 8 ulps, the
+// left tail included; float64 keeps the math package.
 //
 // Add, Sub, Mul and Div (tensor-tensor, tensor-scalar, scalar-tensor, and
 // the in-place d += s of AddInto/Axpy) on float32 and float64 from 128
