@@ -42,7 +42,7 @@ func engineLinearFused(m, n, k int) bool { return false }
 func engineLinear(bf16 bool, y, x, w, b []float32, n, in, out int) {
 	copyRows(y[:n*out], b[:out])
 	if bf16 {
-		engineGemmBF16(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+		engineGemmBF16Mixed(false, true, n, out, in, 1, bf16Operand{f: x}, in, bf16Operand{f: w}, in, 1, y, out)
 		return
 	}
 	engineSgemm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)

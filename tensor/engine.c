@@ -72,7 +72,7 @@ enum {
 
 typedef struct {
 	int dbl, dnnl, ta, tb;
-	int bf16; // a and b hold bfloat16, c float32 (goddp_gemm_bf16)
+	int bf16; // a and b hold bfloat16, c float32 (gemm_bf16)
 	int64_t m, n, k, lda, ldb, ldc;
 	double alpha, beta;
 	const void *a, *b;
@@ -97,7 +97,7 @@ static struct {
 	int slow;          // 1: it still runs pre-AVX2 kernels on an AVX2 CPU
 	int narrow;        // 1: it runs AVX2 kernels on a CPU with full-width AVX-512 (see wide_avx512)
 	int intel;         // the CPU is an Intel one (oneDNN's jit sgemm is tuned there)
-	int bf16;          // the CPU has AVX512-BF16 (goddp_gemm_bf16's conversions and products)
+	int bf16;          // the CPU has AVX512-BF16 (gemm_bf16's conversions and products)
 	int wide;          // the CPU runs 512-bit vectors at full width (wide_avx512)
 	int small;         // small products run on gemm_small_kernels.c (amd_avx512)
 } blas_core;
@@ -674,7 +674,7 @@ __attribute__((target("avx512f,avx512bf16"))) static void to_bf16_avx512(const f
 }
 
 static void to_bf16(const float *x, uint16_t *y, int64_t n) {
-	if (blas_core.bf16) { // set by pool_init, which goddp_gemm_bf16 runs first
+	if (blas_core.bf16) { // set by pool_init, which every caller of to_bf16 runs first
 		to_bf16_avx512(x, y, n);
 		return;
 	}
@@ -728,6 +728,18 @@ void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows,
 	to_bf16_add_rows(x, y, d, rows, cols);
 }
 
+// as_bf16 returns an operand of n values as bfloat16: x itself when x16
+// is set (rounded already), else x rounded into buf; NULL when buf cannot
+// grow.
+static const uint16_t *as_bf16(const void *x, int x16, int64_t n, tbuf_t *buf) {
+	if (x16 || n == 0)
+		return x;
+	uint16_t *t = tbuf(buf, (size_t)n * sizeof(uint16_t));
+	if (t)
+		to_bf16(x, t, n);
+	return t;
+}
+
 // gemm_bf16 runs the product of op(A) and op(B) rounded to bf16, with a
 // bias row in the epilogue when bias is not NULL. An operand whose flag
 // (a16, b16) is set holds bfloat16 values already (goddp_to_bf16), and is
@@ -736,30 +748,12 @@ static int gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, fl
                      int64_t lda, const void *b, int b16, int64_t ldb, float beta, float *c, int64_t ldc,
                      const float *bias) {
 	pthread_once(&pool.once, pool_init);
-	const uint16_t *ha = a, *hb = b;
-	if (!a16) {
-		int64_t na = transA ? span(k, m, lda) : span(m, k, lda);
-		uint16_t *t = tbuf(&tls_bf16[0], (size_t)na * sizeof(uint16_t));
-		if (na && !t)
-			return -2;
-		to_bf16(a, t, na);
-		ha = t;
-	}
-	if (!b16) {
-		int64_t nb = transB ? span(n, k, ldb) : span(k, n, ldb);
-		uint16_t *t = tbuf(&tls_bf16[1], (size_t)nb * sizeof(uint16_t));
-		if (nb && !t)
-			return -2;
-		to_bf16(b, t, nb);
-		hb = t;
-	}
+	const uint16_t *ha = as_bf16(a, a16, transA ? span(k, m, lda) : span(m, k, lda), &tls_bf16[0]);
+	const uint16_t *hb = as_bf16(b, b16, transB ? span(n, k, ldb) : span(k, n, ldb), &tls_bf16[1]);
+	if (!ha || !hb)
+		return -2;
 	part_t p = {0, 0, transA, transB, 1, m, n, k, lda, ldb, ldc, alpha, beta, ha, hb, c, 0, bias};
 	return gemm(&p);
-}
-
-int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
-	return gemm_bf16(transA, transB, m, n, k, alpha, a, 0, lda, b, 0, ldb, beta, c, ldc, NULL);
 }
 
 int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a,

@@ -83,23 +83,19 @@ int goddp_conv_bwd_weights(const goddp_conv_t *g, const float *x, const float *d
 // 1 bwd data, 2 bwd weights) would run, "" for none. Tests and benchmarks.
 const char *goddp_conv_impl(int kind, int bias, const goddp_conv_t *g);
 
-// goddp_gemm_bf16 is goddp_sgemm with A and B rounded to bfloat16 (round to
-// nearest even) and the products accumulated in float32: autocast's bf16
-// matmul. goddp_bf16_native reports whether the CPU computes bf16 products
-// natively (AVX512-BF16); without it the result is the same but runs at
-// float32 speed or slower. goddp_round_bf16 rounds n floats to bf16 values.
-int goddp_gemm_bf16(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-                    const float *b, int64_t ldb, float beta, float *c, int64_t ldc);
+// goddp_gemm_bf16_mixed is goddp_sgemm with A and B as bfloat16 and the
+// products accumulated in float32: autocast's bf16 matmul. An operand whose
+// flag (a16, b16) is set holds bfloat16 values (uint16_t) and is used as
+// it is; a float32 one is rounded to bfloat16 first (round to nearest
+// even), as goddp_to_bf16 rounds. goddp_to_bf16_add_rows rounds a rows×cols
+// contiguous matrix and adds its rows to d as goddp_add_rows_f32 does (the
+// same sums). goddp_linear_bf16_mixed is goddp_linear_bf16 with x and w
+// flagged so. goddp_bf16_native reports whether the CPU computes bf16
+// products natively (AVX512-BF16); without it the result is the same but
+// runs at float32 speed or slower. goddp_round_bf16 rounds n floats to bf16
+// values.
 int goddp_bf16_native(void);
 void goddp_round_bf16(const float *x, float *y, int64_t n);
-
-// goddp_to_bf16 rounds n floats to bfloat16 as goddp_gemm_bf16 rounds its
-// operands. goddp_to_bf16_add_rows does so for a rows×cols contiguous
-// matrix and adds its rows to d as goddp_add_rows_f32 does (the same
-// sums). goddp_gemm_bf16_mixed is goddp_gemm_bf16 where an operand whose
-// flag (a16, b16) is set holds bfloat16 values already (uint16_t), used as
-// they are; goddp_linear_bf16_mixed is goddp_linear_bf16 with x and w so
-// by their flags.
 void goddp_to_bf16(const float *x, uint16_t *y, int64_t n);
 void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols);
 int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a,

@@ -1,8 +1,6 @@
 package tensor
 
 import (
-	"time"
-
 	"github.com/goddp/goddp/internal/half"
 )
 
@@ -40,19 +38,7 @@ func BF16Native() bool { return bf16Native() }
 // nearest even) and the products accumulated in float32.
 func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 	b []float32, ldb int, beta float32, c []float32, ldc int) {
-	checkGemm("GemmBF16", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || alpha == 0 {
-		scaleC32(m, n, beta, c, ldc)
-		return
-	}
-	if p := recorder(); p != nil {
-		defer profileGemm(p, "bf16gemm", transA, transB, m, n, k, time.Now())
-	}
-	schedHint(2 * float64(m) * float64(n) * float64(k))
-	engineGemmBF16(transA, transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc)
+	gemmBF16Mixed(transA, transB, m, n, k, alpha, bf16Operand{f: a}, lda, bf16Operand{f: b}, ldb, beta, c, ldc)
 }
 
 // RoundBF16 rounds x to the nearest bfloat16 value (ties to even), as a
