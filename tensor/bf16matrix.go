@@ -134,9 +134,7 @@ func linearFwdBF16(y []float32, xh, wh *BF16Matrix, b []float32, n, in, out int)
 	}
 	if b != nil && n > 0 && out > 0 && in > 0 {
 		checkGemm("LinearBF16", false, true, n, out, in, len(x.h), in, len(w.h), in, len(y), out)
-		if len(b) < out {
-			panic(fmt.Sprintf("tensor: LinearBF16: bias has %d values for %d outputs", len(b), out))
-		}
+		checkBias("LinearBF16", b, out)
 		if p := recorder(); p != nil {
 			defer profileGemm(p, "bf16matmul+bias", false, true, n, out, in, time.Now())
 		}
@@ -162,6 +160,12 @@ func LinearBackwardBF16(gy *Tensor, x *Tensor, xh, wh *BF16Matrix, w, dx, dw, db
 		LinearBackwardWith(gy, x, w, dx, dw, db, accX, accW, accB, PrecisionBFloat16)
 		return
 	}
+	linearBwdBF16(gy, xh, wh, w, dx, dw, db, accX, accW, accB)
+}
+
+// linearBwdBF16 is the host's bf16 Linear backward (LinearBackwardBF16,
+// and LinearBackwardWith at PrecisionBFloat16, which rounds x first).
+func linearBwdBF16(gy *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool) {
 	out, in := w.shape[0], w.shape[1]
 	gy = gy.Contiguous()
 	n := gy.Numel() / out

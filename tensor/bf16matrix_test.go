@@ -9,11 +9,13 @@ import (
 )
 
 // LinearBF16 and LinearBackwardBF16 round each operand once and keep the
-// rounding; the products are the ones LinearWith and LinearBackwardWith run
-// at PrecisionBFloat16, so every output must match theirs to the bit: the
-// fused bias path, the transposed product of few rows against a wide
-// weight (linearSwapped), no bias, an odd element count (the halves' last
-// slot), and the gradients overwritten or accumulated.
+// rounding; LinearWith and LinearBackwardWith at PrecisionBFloat16 round
+// their own, so every output must match theirs to the bit: the fused bias
+// path, the transposed product of few rows against a wide weight
+// (linearSwapped), no bias, an odd element count (the halves' last slot),
+// and the gradients overwritten or accumulated. Independently of that
+// shared code, the forward matches float64 sums over the rounded operands,
+// and the backward GemmBF16's products and AddRows's sums to the bit.
 func TestLinearBF16MatchesLinearWith(t *testing.T) {
 	rng := NewRNG(11)
 	for _, sh := range []struct {
@@ -32,6 +34,21 @@ func TestLinearBF16MatchesLinearWith(t *testing.T) {
 			y, xh, wh := LinearBF16(x, w, b)
 			want := LinearWith(x, w, b, PrecisionBFloat16)
 			requireSameBits(t, want.F32(), y.F32(), "y")
+			for i := range sh.n {
+				for j := range sh.out {
+					ref, mag := 0.0, 1.0
+					if sh.bias {
+						ref = float64(b.F32()[j])
+					}
+					for k := range sh.in {
+						term := float64(RoundBF16(x.F32()[i*sh.in+k])) * float64(RoundBF16(w.F32()[j*sh.in+k]))
+						ref += term
+						mag += math.Abs(term)
+					}
+					// float32 sums: within a few 2**-24 of the terms' size
+					require.InDelta(t, ref, float64(y.F32()[i*sh.out+j]), 1e-6*mag, "y[%d][%d] against float64", i, j)
+				}
+			}
 			require.Equal(t, sh.n, xh.Rows())
 			require.Equal(t, sh.in, xh.Cols())
 			for i := 0; i < sh.n*sh.in; i += 1 + sh.n*sh.in/97 {
@@ -59,6 +76,21 @@ func TestLinearBF16MatchesLinearWith(t *testing.T) {
 				requireSameBits(t, ww.F32(), dw.F32(), "dw acc=%v", acc)
 				if sh.bias {
 					requireSameBits(t, wb.F32(), db.F32(), "db acc=%v", acc)
+				}
+				rx, rw, rb := grads()
+				beta := float32(0)
+				if acc {
+					beta = 1
+				} else if sh.bias {
+					clear(rb.F32())
+				}
+				GemmBF16(false, false, sh.n, sh.in, sh.out, 1, gy.F32(), sh.out, w.F32(), sh.in, beta, rx.F32(), sh.in)
+				GemmBF16(true, false, sh.out, sh.in, sh.n, 1, gy.F32(), sh.out, x.F32(), sh.in, beta, rw.F32(), sh.in)
+				requireSameBits(t, rx.F32(), dx.F32(), "dx acc=%v against GemmBF16", acc)
+				requireSameBits(t, rw.F32(), dw.F32(), "dw acc=%v against GemmBF16", acc)
+				if sh.bias {
+					AddRows(rb.F32(), gy.F32(), sh.n, sh.out)
+					requireSameBits(t, rb.F32(), db.F32(), "db acc=%v against AddRows", acc)
 				}
 			}
 		})

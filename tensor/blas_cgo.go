@@ -54,22 +54,15 @@ func engineLinearFused(m, n, k int) bool {
 	return C.goddp_linear_fused(C.int64_t(m), C.int64_t(n), C.int64_t(k)) != 0
 }
 
-// engineLinear computes y = x·wᵀ + b, y [n, out], through the engine:
-// goddp_linear_bf16 (x and w rounded to bf16) or goddp_linear_f32.
-func engineLinear(bf16 bool, y, x, w, b []float32, n, in, out int) {
-	xp, wp := (*C.float)(unsafe.Pointer(unsafe.SliceData(x))), (*C.float)(unsafe.Pointer(unsafe.SliceData(w)))
-	bp, yp := (*C.float)(unsafe.Pointer(unsafe.SliceData(b))), (*C.float)(unsafe.Pointer(unsafe.SliceData(y)))
-	m, nn, k := C.int64_t(n), C.int64_t(out), C.int64_t(in)
-	var rc C.int
-	op := "LinearF32"
-	if bf16 {
-		op = "LinearBF16"
-		rc = C.goddp_linear_bf16(m, nn, k, xp, k, wp, k, bp, yp, nn)
-	} else {
-		rc = C.goddp_linear_f32(m, nn, k, xp, k, wp, k, bp, yp, nn)
-	}
+// engineLinear computes y = x·wᵀ + b, y [n, out], through the engine's
+// goddp_linear_f32 (the bias in oneDNN's epilogue).
+func engineLinear(y, x, w, b []float32, n, in, out int) {
+	rc := C.goddp_linear_f32(C.int64_t(n), C.int64_t(out), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(w))), C.int64_t(in),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), (*C.float)(unsafe.Pointer(unsafe.SliceData(y))), C.int64_t(out))
 	if rc != 0 {
-		panic(engineError(op, int(rc), n, out, in))
+		panic(engineError("LinearF32", int(rc), n, out, in))
 	}
 }
 

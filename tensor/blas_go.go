@@ -37,15 +37,9 @@ func engineUsesSmall(m, n, k int, beta float32) bool { return false }
 // engineLinearFused is false: gonum has no product with a bias epilogue.
 func engineLinearFused(m, n, k int) bool { return false }
 
-// engineLinear fills y's rows with the bias and adds the product (of the
-// bf16-rounded operands when bf16 is set): gonum has no epilogue.
-func engineLinear(bf16 bool, y, x, w, b []float32, n, in, out int) {
-	copyRows(y[:n*out], b[:out])
-	if bf16 {
-		engineGemmBF16Mixed(false, true, n, out, in, 1, bf16Operand{f: x}, in, bf16Operand{f: w}, in, 1, y, out)
-		return
-	}
-	engineSgemm(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
+// engineLinear is never reached: engineLinearFused is false.
+func engineLinear(y, x, w, b []float32, n, in, out int) {
+	panic("tensor: engineLinear without a fused engine")
 }
 
 func engineDgemm(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,

@@ -762,11 +762,6 @@ int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t 
 	return gemm_bf16(transA, transB, m, n, k, alpha, a, a16, lda, b, b16, ldb, beta, c, ldc, NULL);
 }
 
-int goddp_linear_bf16(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
-                      const float *bias, float *y, int64_t ldy) {
-	return gemm_bf16(0, 1, m, n, k, 1, x, 0, ldx, w, 0, ldw, 0, y, ldy, bias);
-}
-
 int goddp_linear_bf16_mixed(int64_t m, int64_t n, int64_t k, const void *x, int x16, int64_t ldx, const void *w,
                             int w16, int64_t ldw, const float *bias, float *y, int64_t ldy) {
 	return gemm_bf16(0, 1, m, n, k, 1, x, x16, ldx, w, w16, ldw, 0, y, ldy, bias);

@@ -89,7 +89,8 @@ const char *goddp_conv_impl(int kind, int bias, const goddp_conv_t *g);
 // it is; a float32 one is rounded to bfloat16 first (round to nearest
 // even), as goddp_to_bf16 rounds. goddp_to_bf16_add_rows rounds a rows×cols
 // contiguous matrix and adds its rows to d as goddp_add_rows_f32 does (the
-// same sums). goddp_linear_bf16_mixed is goddp_linear_bf16 with x and w
+// same sums). goddp_linear_bf16_mixed is goddp_linear_f32 in bfloat16
+// (autocast's linear: the bias in the bf16 matmul's epilogue), x and w
 // flagged so. goddp_bf16_native reports whether the CPU computes bf16
 // products natively (AVX512-BF16); without it the result is the same but
 // runs at float32 speed or slower. goddp_round_bf16 rounds n floats to bf16
@@ -125,10 +126,5 @@ int goddp_matmul_slice(int f32, int ta, int tb, int64_t m, int64_t n, int64_t k,
 int goddp_linear_f32(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
                      const float *bias, float *y, int64_t ldy);
 int goddp_linear_fused(int64_t m, int64_t n, int64_t k);
-
-// goddp_linear_bf16 is goddp_linear_f32 with x and w rounded to bfloat16
-// (autocast's linear); the bias is added in the bf16 matmul's epilogue.
-int goddp_linear_bf16(int64_t m, int64_t n, int64_t k, const float *x, int64_t ldx, const float *w, int64_t ldw,
-                      const float *bias, float *y, int64_t ldy);
 
 #endif

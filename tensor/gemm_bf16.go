@@ -64,14 +64,6 @@ func RoundBF16Causal(dst, src []float32, l, s int) {
 	roundBF16Causal(dst, src, l, s)
 }
 
-// gemmFor returns the float32 product of precision p.
-func gemmFor(p Precision) func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int) {
-	if p == PrecisionBFloat16 {
-		return GemmBF16
-	}
-	return Gemm
-}
-
 // roundedBF16 returns a copy of the span of x with every element rounded
 // to bfloat16: the fallback engines feed it to the float32 GEMM, which then
 // forms the same products (a product of two bf16 values is exact in

@@ -34,3 +34,11 @@ func BenchmarkGemmBF16(b *testing.B) {
 		}
 	}
 }
+
+// gemmFor returns the float32 product of precision p.
+func gemmFor(p Precision) func(bool, bool, int, int, int, float32, []float32, int, []float32, int, float32, []float32, int) {
+	if p == PrecisionBFloat16 {
+		return GemmBF16
+	}
+	return Gemm
+}

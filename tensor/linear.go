@@ -56,31 +56,22 @@ func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 }
 
 func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
-	gemm := gemmFor(p)
+	if p == PrecisionBFloat16 {
+		xh, wh := RoundToBF16(x, n, in), RoundToBF16(w, out, in)
+		linearFwdBF16(y, xh, wh, b, n, in, out)
+		ReleaseScratch(xh.buf)
+		ReleaseScratch(wh.buf)
+		return
+	}
 	if linearSwapped(n, in, out) {
 		t := newFull(Float32, out*n)
 		yt := t.f32[:out*n]
-		gemm(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
+		Gemm(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
 		transposeAddBias(y, yt, b, n, out)
 		ReleaseScratch(t)
 		return
 	}
-	if b != nil && n > 0 && out > 0 && in > 0 {
-		switch p {
-		case PrecisionFloat32:
-			LinearF32(y, x, w, b, n, in, out)
-			return
-		case PrecisionBFloat16:
-			linearEpilogue(true, y, x, w, b, n, in, out)
-			return
-		}
-	}
-	var beta float32
-	if b != nil {
-		copyRows(y[:n*out], b)
-		beta = 1
-	}
-	gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
+	LinearF32(y, x, w, b, n, in, out)
 }
 
 // LinearF32 writes y = x·wᵀ + b for row-major x [n, in], w [out, in] and y
@@ -90,7 +81,7 @@ func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
 // start as b and Gemm adds the product, as Linear did before. Bad shapes
 // or short slices panic, as in Gemm.
 func LinearF32(y, x, w, b []float32, n, in, out int) {
-	if b == nil || !engineLinearFused(n, out, in) {
+	if b == nil || n == 0 || out == 0 || in == 0 || !engineLinearFused(n, out, in) {
 		var beta float32
 		if b != nil {
 			copyRows(y[:n*out], b[:out])
@@ -99,26 +90,19 @@ func LinearF32(y, x, w, b []float32, n, in, out int) {
 		Gemm(false, true, n, out, in, 1, x, in, w, in, beta, y, out)
 		return
 	}
-	linearEpilogue(false, y, x, w, b, n, in, out)
+	checkGemm("LinearF32", false, true, n, out, in, len(x), in, len(w), in, len(y), out)
+	checkBias("LinearF32", b, out)
+	if p := recorder(); p != nil {
+		defer profileGemm(p, "matmul+bias", false, true, n, out, in, time.Now())
+	}
+	schedHint(2 * float64(n) * float64(out) * float64(in))
+	engineLinear(y, x, w, b, n, in, out)
 }
 
-// linearEpilogue runs y = x·wᵀ + b with the bias in the engine's matmul
-// epilogue, the operands rounded to bfloat16 when bf16 is set (autocast's
-// linear).
-func linearEpilogue(bf16 bool, y, x, w, b []float32, n, in, out int) {
-	op, kernel := "LinearF32", "matmul+bias"
-	if bf16 {
-		op, kernel = "LinearBF16", "bf16matmul+bias"
-	}
-	checkGemm(op, false, true, n, out, in, len(x), in, len(w), in, len(y), out)
+func checkBias(op string, b []float32, out int) {
 	if len(b) < out {
 		panic(fmt.Sprintf("tensor: %s: bias has %d values for %d outputs", op, len(b), out))
 	}
-	if p := recorder(); p != nil {
-		defer profileGemm(p, kernel, false, true, n, out, in, time.Now())
-	}
-	schedHint(2 * float64(n) * float64(out) * float64(in))
-	engineLinear(bf16, y, x, w, b, n, in, out)
 }
 
 // linearSwapped reports whether a float32 Linear of n rows runs as yᵀ =
@@ -181,12 +165,17 @@ func LinearBackwardWith(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, p P
 		linearBwdDevice(gy, x, w, dx, dw, db, accX, accW, accB, n, in, out, p)
 		return
 	}
-	if gy.dtype == Float64 {
+	switch {
+	case gy.dtype == Float64:
 		linearBwd(gy.F64(), x, w.Contiguous().F64(), dx, dw, db, accX, accW, accB, n, in, out,
 			(*Tensor).F64, Gemm64)
-	} else {
+	case p == PrecisionBFloat16:
+		xh := RoundToBF16(x.Contiguous().F32(), n, in)
+		linearBwdBF16(gy, xh, nil, w, dx, dw, db, accX, accW, accB)
+		ReleaseScratch(xh.buf)
+	default:
 		linearBwd(gy.F32(), x, w.Contiguous().F32(), dx, dw, db, accX, accW, accB, n, in, out,
-			(*Tensor).F32, gemmFor(p))
+			(*Tensor).F32, Gemm)
 	}
 }
 
