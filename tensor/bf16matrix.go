@@ -77,11 +77,7 @@ func (o bf16Operand) len() int {
 func gemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
 	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("GemmBF16", transA, transB, m, n, k, a.len(), lda, b.len(), ldb, len(c), ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || alpha == 0 {
-		scaleC32(m, n, beta, c, ldc)
+	if gemmTrivial(m, n, k, alpha, beta, c, ldc) {
 		return
 	}
 	if p := recorder(); p != nil {
@@ -125,11 +121,9 @@ func LinearBF16(x, w, b *Tensor) (y *Tensor, xh, wh *BF16Matrix) {
 func linearFwdBF16(y []float32, xh, wh *BF16Matrix, b []float32, n, in, out int) {
 	x, w := bf16Operand{h: xh.halves()}, bf16Operand{h: wh.halves()}
 	if linearSwapped(n, in, out) {
-		t := newFull(Float32, out*n)
-		yt := t.f32[:out*n]
-		gemmBF16Mixed(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
-		transposeAddBias(y, yt, b, n, out)
-		ReleaseScratch(t)
+		linearTransposed(y, b, n, out, func(yt []float32) {
+			gemmBF16Mixed(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
+		})
 		return
 	}
 	if b != nil && n > 0 && out > 0 && in > 0 {

@@ -22,11 +22,7 @@ const smallGemmWork = 32
 func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 	b []float32, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("Gemm", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || alpha == 0 {
-		scaleC32(m, n, beta, c, ldc)
+	if gemmTrivial(m, n, k, alpha, beta, c, ldc) {
 		return
 	}
 	if p := recorder(); p != nil {
@@ -44,11 +40,7 @@ func Gemm(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 func Gemm64(transA, transB bool, m, n, k int, alpha float64, a []float64, lda int,
 	b []float64, ldb int, beta float64, c []float64, ldc int) {
 	checkGemm("Gemm64", transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
-	if m == 0 || n == 0 {
-		return
-	}
-	if k == 0 || alpha == 0 {
-		scaleC64(m, n, beta, c, ldc)
+	if gemmTrivial(m, n, k, alpha, beta, c, ldc) {
 		return
 	}
 	if p := recorder(); p != nil {
@@ -89,4 +81,17 @@ func checkGemm(op string, transA, transB bool, m, n, k, la, lda, lb, ldb, lc, ld
 	check("A", rowsA, colsA, la, lda)
 	check("B", rowsB, colsB, lb, ldb)
 	check("C", m, n, lc, ldc)
+}
+
+// gemmTrivial does a product with nothing to multiply, and reports whether
+// there was one: an empty C, or k = 0 or alpha = 0, where C = beta·C.
+func gemmTrivial[T float](m, n, k int, alpha, beta T, c []T, ldc int) bool {
+	if m == 0 || n == 0 {
+		return true
+	}
+	if k == 0 || alpha == 0 {
+		scaleC(m, n, beta, c, ldc)
+		return true
+	}
+	return false
 }

@@ -20,9 +20,6 @@ func scaleC[T float](m, n int, beta T, c []T, ldc int) {
 	}
 }
 
-func scaleC32(m, n int, beta float32, c []float32, ldc int) { scaleC(m, n, beta, c, ldc) }
-func scaleC64(m, n int, beta float64, c []float64, ldc int) { scaleC(m, n, beta, c, ldc) }
-
 // dot returns x·y over len(x) elements with four independent accumulators,
 // so the loop is bound by loads rather than by the add latency.
 func dot[T float](x, y []T) T {

@@ -64,11 +64,9 @@ func linearFwd32(y, x, w, b []float32, n, in, out int, p Precision) {
 		return
 	}
 	if linearSwapped(n, in, out) {
-		t := newFull(Float32, out*n)
-		yt := t.f32[:out*n]
-		Gemm(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
-		transposeAddBias(y, yt, b, n, out)
-		ReleaseScratch(t)
+		linearTransposed(y, b, n, out, func(yt []float32) {
+			Gemm(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
+		})
 		return
 	}
 	LinearF32(y, x, w, b, n, in, out)
@@ -116,6 +114,16 @@ func checkBias(op string, b []float32, out int) {
 // to gain; 64x512x784 ran the same both ways, so smaller weights keep the
 // one product.
 func linearSwapped(n, in, out int) bool { return n <= 64 && out >= 8*n && in >= 1024 }
+
+// linearTransposed writes y [n, out] = ytᵀ + b, where product writes yt
+// [out, n] = w·xᵀ into scratch from the host cache (linearSwapped's way).
+func linearTransposed(y, b []float32, n, out int, product func(yt []float32)) {
+	t := newFull(Float32, out*n)
+	yt := t.f32[:out*n]
+	product(yt)
+	transposeAddBias(y, yt, b, n, out)
+	ReleaseScratch(t)
+}
 
 // transposeAddBias writes y [n, out] = ytᵀ + b (b nil: no bias) from yt
 // [out, n], in tiles that keep both sides' lines in cache.
