@@ -15,7 +15,8 @@ says data=synthetic. gpt reads GPL_TEXT (default
 /usr/share/common-licenses/GPL-3; the kit carries a copy).
 
 Run: python3 bench_torch_gpu.py [WORKLOAD ...]   (default: all)
-  WORKLOAD is mlp-b64, mlp-b1024, cnn or gpt. One line per workload:
+  WORKLOAD is mlp-b64, mlp-b1024, cnn, gpt, cnn-bf16 or gpt-bf16 (the
+  last two under torch.autocast with bfloat16). One line per workload:
   torch-gpu workload=W device=NAME batch=B samples_per_s=S final_loss=L data=D
   samples/s excludes the first WARMUP steps and is timed with CUDA
   synchronisation; final_loss is the mean loss of the timed steps.
@@ -129,7 +130,11 @@ def device_name(dev):
 
 
 def run(workload, dev):
-    model, x, y, bs, lossf, mkopt, data = build(workload, dev)
+    # W-bf16 is W under torch.autocast(dtype=bfloat16): float32 weights,
+    # bf16 matmuls and convolutions, as goddp's -amp bf16.
+    amp = workload.endswith("-bf16")
+    base = workload[:-len("-bf16")] if amp else workload
+    model, x, y, bs, lossf, mkopt, data = build(base, dev)
     model = model.to(dev)
     opt = mkopt(model.parameters())
     # The whole set lives on the device, as a DataLoader with pinned memory
@@ -146,7 +151,8 @@ def run(workload, dev):
             t0 = time.perf_counter()
         b = order[(step % n) * bs:(step % n + 1) * bs]
         opt.zero_grad(set_to_none=True)
-        loss = lossf(model(x[b]), y[b])
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+            loss = lossf(model(x[b]), y[b])
         loss.backward()
         opt.step()
         if step >= WARMUP:
@@ -167,7 +173,7 @@ def main():
     allow = os.environ.get("TF32") == "1"
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
-    for w in sys.argv[1:] or ["mlp-b64", "mlp-b1024", "cnn", "gpt"]:
+    for w in sys.argv[1:] or ["mlp-b64", "mlp-b1024", "cnn", "gpt", "cnn-bf16", "gpt-bf16"]:
         run(w, dev)
 
 

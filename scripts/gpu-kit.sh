@@ -24,6 +24,7 @@
 #   ref/cnn.losses, ref/gpt.losses  the same for examples/cnn (without
 #                     dropout, whose masks a device draws its own way) and
 #                     examples/gpt, 50 steps each at world 1
+#   ref/cnn-bf16.losses, ref/gpt-bf16.losses  the same under -amp bf16
 #   bench_torch_gpu.py, data/GPL-3  the torch yardstick and the gpt text
 #   data/fmnist       the first 12800 training and 1000 test images of
 #                     Fashion-MNIST (the whole set would not fit the lease's
@@ -137,10 +138,20 @@ FASHION_MNIST_DIR=$out/data/fmnist "$build/bin/cnn" -device cpu -epochs 1 -max-s
 "$build/bin/gpt" -device cpu -epochs 1 -max-steps 50 -seed 5 \
   -metrics "$refdir/gpt.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/gpt.log" 2>&1 ||
   { cat "$refdir/gpt.log" >&2; echo "gpu-kit: the CPU reference run of gpt failed" >&2; exit 1; }
+# The same two under bf16 autocast (-amp bf16): the device's bf16 GEMMs
+# against the CPU's, both rounding their operands to nearest even.
+FASHION_MNIST_DIR=$out/data/fmnist "$build/bin/cnn" -device cpu -amp bf16 -epochs 1 -max-steps 50 -dropout 0 -seed 5 \
+  -metrics "$refdir/cnn-bf16.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/cnn-bf16.log" 2>&1 ||
+  { cat "$refdir/cnn-bf16.log" >&2; echo "gpu-kit: the CPU reference run of cnn -amp bf16 failed" >&2; exit 1; }
+"$build/bin/gpt" -device cpu -amp bf16 -epochs 1 -max-steps 50 -seed 5 \
+  -metrics "$refdir/gpt-bf16.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/gpt-bf16.log" 2>&1 ||
+  { cat "$refdir/gpt-bf16.log" >&2; echo "gpu-kit: the CPU reference run of gpt -amp bf16 failed" >&2; exit 1; }
 steplosses "$refdir/cnn.jsonl" >"$out/ref/cnn.losses"
 steplosses "$refdir/gpt.jsonl" >"$out/ref/gpt.losses"
+steplosses "$refdir/cnn-bf16.jsonl" >"$out/ref/cnn-bf16.losses"
+steplosses "$refdir/gpt-bf16.jsonl" >"$out/ref/gpt-bf16.losses"
 rm -rf "$refdir"
-for f in mlp-w1:100 mlp-w2:64 cnn:30 gpt:30; do
+for f in mlp-w1:100 mlp-w2:64 cnn:30 gpt:30 cnn-bf16:50 gpt-bf16:50; do
   n=$(wc -l <"$out/ref/${f%%:*}.losses")
   [ "$n" -ge "${f#*:}" ] || { echo "gpu-kit: ref/${f%%:*}.losses has $n steps, want at least ${f#*:}" >&2; exit 1; }
 done
