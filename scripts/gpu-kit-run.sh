@@ -296,6 +296,33 @@ check cnn-cuda-bf16-speed 120 env FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn
 check gpt-cuda-bf16-vs-cpu 120 bash -c gpt_cuda_bf16_vs_cpu && grep -h -e 'steps compared' -e 'every 5' "$logs/gpt-cuda-bf16-vs-cpu.log" | sed 's/^/   /'
 check gpt-cuda-bf16-speed 120 env GPT_TEXT="$kit/data/GPL-3" "$bin/gpt" -device cuda -amp bf16 -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
   grep -h samples_per_s "$logs/gpt-cuda-bf16-speed.log" | sed 's/^/   /'
+# Device memory. A step's intermediates go back to the cache when the step
+# ends (FreeGraph) and an op's temporaries at once, not when Go's collector
+# finds them; each run above prints its footprint ("device memory:").
+# Under GODDP_DEVICE_MEMORY_LIMIT the allocator reserves no more than the
+# limit, collecting garbage first when a request would pass it: the
+# convnet under autocast, whose rounded copies are the most garbage,
+# trains within 1 GiB.
+peakreserved() { # the peak reserved bytes on the last "device memory:" line of $1
+  grep -h '^device memory:' "$1" | tail -n 1 | sed -nE 's/.*reserved [^(]*\(peak ([0-9.]+) (GiB|MiB|KiB|B)\).*/\1 \2/p' |
+    awk '{ m = $2 == "GiB" ? 2^30 : $2 == "MiB" ? 2^20 : $2 == "KiB" ? 2^10 : 1; printf "%.0f\n", $1 * m }'
+}
+cnn_cuda_bf16_limit() {
+  local out=$work/cnn-bf16-limit.log peak rc=0
+  GODDP_DEVICE_MEMORY_LIMIT=1G FASHION_MNIST_DIR=$kit/data/fmnist "$bin/cnn" -device cuda -amp bf16 -epochs 2 -max-steps 300 \
+    -num-workers 2 -ckpt-dir "" >"$out" 2>&1 || rc=$?
+  cat "$out"
+  [ "$rc" -eq 0 ] || return 1
+  peak=$(peakreserved "$out")
+  echo "peak reserved: ${peak:-none} bytes, under a limit of 1073741824"
+  [ -n "$peak" ] && [ "$peak" -le 1073741824 ]
+}
+export -f peakreserved cnn_cuda_bf16_limit
+check cnn-cuda-bf16-limit 120 bash -c cnn_cuda_bf16_limit &&
+  grep -h -e samples_per_s -e 'peak reserved' "$logs/cnn-cuda-bf16-limit.log" | sed 's/^/   /'
+for f in cnn-cuda-speed gpt-cuda-speed cnn-cuda-bf16-speed gpt-cuda-bf16-speed; do
+  echo "   $f: $(grep -h '^device memory:' "$logs/$f.log" 2>/dev/null | tail -n 1)"
+done
 
 # NCCL: its device tests ran above (test-comm_nccl-*); DDP over it.
 check mlp-cuda-ddp-nccl 120 bash -c mlp_cuda_nccl && grep -h 'steps compared' "$logs/mlp-cuda-ddp-nccl.log" | sed 's/^/   /'

@@ -229,37 +229,46 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 // cache is handed over as its last user left it.
 func newFull(dt DType, shape ...int) *Tensor { return newStorage(dt, false, shape...) }
 
-// A Recycler gives storage back to the host cache when its owner (the
-// autograd engine after backward) knows the tensors are dead. Tensors added
-// with Keep protect their storage: a tensor added with Free whose storage a
-// kept tensor shares (a view of a parameter, a gradient adopted as Grad) is
-// left alone. Storage not made by the cache (FromF32 on the caller's slice,
-// small tensors) is never recycled.
+// A Recycler gives storage back to the host cache, or to a device's
+// (ReleasableStorage), when its owner (the autograd engine after backward)
+// knows the tensors are dead. Tensors added with Keep protect their
+// storage: a tensor added with Free whose storage a kept tensor shares (a
+// view of a parameter, a gradient adopted as Grad) is left alone. Storage
+// not made by the cache (FromF32 on the caller's slice, small tensors) is
+// never recycled.
 //
 // Recycling is safe only for tensors nothing outside the owner can reach;
 // Flush detaches the headers it recycles (their elements can no longer be
 // read), and any other header on the same block (a view made outside the
 // owner's knowledge) panics on F32, F64, At and Item instead of reading
-// another tensor's numbers.
+// another tensor's numbers; on a device, the device refuses it as an
+// operand.
 type Recycler struct {
-	keep map[*hostBlock]struct{}
-	free []*Tensor
+	keep    map[*hostBlock]struct{}
+	keepDev map[Storage]struct{}
+	free    []*Tensor
 }
 
 // Keep protects t's storage from this Recycler's next Flush.
 func (r *Recycler) Keep(t *Tensor) {
-	if t == nil || t.blk == nil {
-		return
+	switch {
+	case t == nil:
+	case t.dev != nil:
+		if r.keepDev == nil {
+			r.keepDev = make(map[Storage]struct{})
+		}
+		r.keepDev[t.dev.s] = struct{}{}
+	case t.blk != nil:
+		if r.keep == nil {
+			r.keep = make(map[*hostBlock]struct{})
+		}
+		r.keep[t.blk] = struct{}{}
 	}
-	if r.keep == nil {
-		r.keep = make(map[*hostBlock]struct{})
-	}
-	r.keep[t.blk] = struct{}{}
 }
 
 // Free marks t's storage for recycling at the next Flush.
 func (r *Recycler) Free(t *Tensor) {
-	if t != nil && t.blk != nil {
+	if t != nil && (t.blk != nil || t.dev != nil) {
 		r.free = append(r.free, t)
 	}
 }
@@ -269,6 +278,10 @@ func (r *Recycler) Free(t *Tensor) {
 func (r *Recycler) Flush() int64 {
 	var n int64
 	for _, t := range r.free {
+		if t.dev != nil {
+			n += r.releaseDevice(t)
+			continue
+		}
 		b := t.blk
 		if _, kept := r.keep[b]; kept {
 			continue
@@ -283,17 +296,52 @@ func (r *Recycler) Flush() int64 {
 	clear(r.free)
 	r.free = r.free[:0]
 	clear(r.keep)
+	clear(r.keepDev)
 	host.Tick()
 	return n
 }
 
-// ReleaseScratch gives t's storage back to the host cache at once, for the
-// next tensor of its size class. t must be a temporary its caller made and
-// no one else saw (an op's intermediate inside one Backward); reading t
-// afterwards panics. Storage not from the cache (small tensors, tensors on
-// a caller's slice) is left to the garbage collector. Recycler is the
-// general case, for tensors others may share.
+// releaseDevice gives a device tensor's storage back to its device's cache
+// unless a kept tensor shares it, and detaches the header (and the views
+// that share its reference). It returns the bytes released.
+func (r *Recycler) releaseDevice(t *Tensor) int64 {
+	s := t.dev.s
+	if _, kept := r.keepDev[s]; kept {
+		return 0
+	}
+	rs, ok := s.(ReleasableStorage)
+	if !ok {
+		return 0
+	}
+	n := rs.Release()
+	t.dev.s = releasedStorage{s.Device()}
+	return n
+}
+
+// releasedStorage stands in a device tensor's header for storage a
+// Recycler gave back: the device refuses it as an operand (it is not the
+// device's own storage type), so reading or writing through the header
+// fails instead of touching the block's next owner.
+type releasedStorage struct{ dev Device }
+
+func (s releasedStorage) Device() Device { return s.dev }
+
+// ReleaseScratch gives t's storage back to the host cache at once, or to
+// its device's (ReleasableStorage: the work already queued on it runs
+// first, as the stream orders it), for the next tensor of its size class.
+// t must be a temporary its caller made and no one else saw (an op's
+// intermediate inside one Backward); reading t afterwards panics. Storage
+// not from the cache (small tensors, tensors on a caller's slice) is left
+// to the garbage collector. Recycler is the general case, for tensors
+// others may share.
 func ReleaseScratch(t *Tensor) {
+	if t.dev != nil {
+		if rs, ok := t.dev.s.(ReleasableStorage); ok {
+			rs.Release()
+			t.dev.s = releasedStorage{rs.Device()}
+		}
+		return
+	}
 	if b := t.blk; b != nil && !b.freed.Swap(true) {
 		host.recycle(b)
 		t.f32, t.f64 = nil, nil
@@ -333,6 +381,31 @@ type MemoryManager interface {
 	// EmptyCache gives every cached block back to the system
 	// (torch.cuda.empty_cache); memory in use is not touched.
 	EmptyCache()
+}
+
+// MemoryLimiter is an optional interface of a device whose caching
+// allocator takes a cap (the goddp/cuda/devtensor devices: sim, cuda). The
+// host's memory is Go's heap, which GOMEMLIMIT caps.
+type MemoryLimiter interface {
+	// SetMemoryLimit caps the memory the device's allocator reserves
+	// (torch.cuda.set_per_process_memory_fraction, as bytes); 0 removes
+	// the cap. At the cap, a request is served by what the garbage
+	// collector frees before it fails (caching.Allocator.SetLimit).
+	SetMemoryLimit(bytes int64)
+}
+
+// SetMemoryLimit caps d's reserved memory at bytes (0: no cap). It is an
+// error for a device without a capped allocator (the CPU: use GOMEMLIMIT).
+func SetMemoryLimit(d Device, bytes int64) error {
+	m, ok := d.(MemoryLimiter)
+	if !ok {
+		return fmt.Errorf("%w: %v takes no memory limit (the host's is GOMEMLIMIT)", ErrDevice, d)
+	}
+	if bytes < 0 {
+		return fmt.Errorf("%w: %v: memory limit %d is negative", ErrDevice, d, bytes)
+	}
+	m.SetMemoryLimit(bytes)
+	return nil
 }
 
 // MemoryStatsOf returns d's allocator counters; ok is false for a device

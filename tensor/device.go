@@ -39,6 +39,20 @@ type Storage interface {
 	Device() Device
 }
 
+// ReleasableStorage is device memory that can go back to its device's
+// cache before the garbage collector finds it unreachable: a Recycler
+// releases the storage of the tensors its owner (the autograd engine after
+// backward, FreeGraph) knows are dead, as the host's blocks are recycled,
+// so that a training loop's device footprint is its working set and not
+// whatever garbage builds up between two collections. Release returns the
+// bytes given back, 0 when the storage was released before; afterwards the
+// device refuses the storage as an operand, whichever header it comes
+// through.
+type ReleasableStorage interface {
+	Storage
+	Release() int64
+}
+
 // ErrDevice is the error of a request a device cannot serve (a dtype it does
 // not hold, memory it cannot allocate, a copy that failed).
 var ErrDevice = errors.New("tensor: device")

@@ -83,6 +83,8 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 		}
 		k.Swap01(flat(y, lo*s.O*L, n*s.O*L), t, s.O, n, L)
 	}
+	ReleaseScratch(cols)
+	ReleaseScratch(yt)
 	if b != nil {
 		k.AddChannelBias(y, b, s.N, s.O, L)
 	}
@@ -183,8 +185,11 @@ func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Co
 			k.Col2im(tmp, c, &cs)
 			NeedKernel(k.Axpy != nil, "Conv2dBackward", dev)
 			k.Axpy(dxc, 1, tmp)
+			ReleaseScratch(tmp)
 		}
 	}
+	ReleaseScratch(cols)
+	ReleaseScratch(gt)
 	return grads, true
 }
 

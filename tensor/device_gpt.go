@@ -255,6 +255,7 @@ func SelfAttentionBackwardDevice(qkv, p, gy *Tensor, heads int, scale float64) *
 	// dq = scale · ds k; dk = scale · dsᵀ q.
 	gemmHeads(k, l, false, false, t, l.dh, t, sc, dpf, l.pa(), t, xf, l.ka(), ld, gxf, l.qa(), ld)
 	gemmHeads(k, l, true, false, t, l.dh, t, sc, dpf, l.pa(), t, xf, l.qa(), ld, gxf, l.ka(), ld)
+	ReleaseScratch(dp)
 	return gx
 }
 

@@ -2,10 +2,12 @@ package trainer
 
 import (
 	"fmt"
+	"os"
 	"strconv"
 	"strings"
 
 	"github.com/goddp/goddp/data"
+	"github.com/goddp/goddp/internal/bytesize"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -16,8 +18,46 @@ import (
 // GODDP_BACKEND=nccl; run on one H100, see docs/gpu.md). "cuda:N" and "sim:N", as
 // torch names devices, pick device N for every rank: two ranks on one GPU
 // (NCCL refuses that, so they reduce over shm or tcp). It returns the
-// device and a function that releases it.
+// device and a function that releases it. GODDP_DEVICE_MEMORY_LIMIT caps
+// a sim or cuda device's memory (deviceMemoryLimit).
 func openDevice(name string, localRank int) (tensor.Device, func(), error) {
+	dev, release, err := openDeviceNamed(name, localRank)
+	if err != nil || tensor.IsCPU(dev) {
+		return dev, release, err
+	}
+	limit, err := deviceMemoryLimit(os.Getenv)
+	if err == nil && limit > 0 {
+		err = tensor.SetMemoryLimit(dev, limit)
+	}
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("trainer: -device %q: %w", name, err)
+	}
+	return dev, release, nil
+}
+
+// deviceMemoryLimit reads GODDP_DEVICE_MEMORY_LIMIT (unset or 0: no cap),
+// a byte count such as 2G or 512M: the most memory a device's caching
+// allocator reserves, as torch.cuda.set_per_process_memory_fraction caps
+// torch's. At the cap, the garbage collector runs before the device takes
+// more: the memory of device tensors nothing references comes back only
+// when the collector finds them (the autograd graph's own intermediates
+// go back at the end of each step, FreeGraph), so without a cap a device's
+// footprint also holds whatever garbage builds up between two collections
+// of the host heap.
+func deviceMemoryLimit(getenv func(string) string) (int64, error) {
+	v := getenv("GODDP_DEVICE_MEMORY_LIMIT")
+	if v == "" {
+		return 0, nil
+	}
+	n, err := bytesize.Parse(v)
+	if err != nil {
+		return 0, fmt.Errorf("GODDP_DEVICE_MEMORY_LIMIT: %w", err)
+	}
+	return n, nil
+}
+
+func openDeviceNamed(name string, localRank int) (tensor.Device, func(), error) {
 	if kind, num, ok := strings.Cut(name, ":"); ok && (kind == "cuda" || kind == "sim") {
 		n, err := strconv.Atoi(num)
 		if err != nil || n < 0 {

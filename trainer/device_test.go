@@ -1,6 +1,7 @@
 package trainer
 
 import (
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -66,4 +67,35 @@ func TestCUDASettings(t *testing.T) {
 		require.NoError(t, err, "%v", tc.env)
 		require.Equal(t, [2]bool{tc.tf32, tc.cudnn}, [2]bool{tf32, cudnn}, "%v", tc.env)
 	}
+}
+
+// GODDP_DEVICE_MEMORY_LIMIT caps a sim or cuda device's allocator; a value
+// that is not a byte count names the variable.
+func TestDeviceMemoryLimitEnv(t *testing.T) {
+	for v, want := range map[string]int64{"": 0, "0": 0, "64M": 64 << 20, "2GiB": 2 << 30} {
+		got, err := deviceMemoryLimit(func(string) string { return v })
+		require.NoError(t, err, v)
+		require.Equal(t, want, got, v)
+	}
+	_, err := deviceMemoryLimit(func(string) string { return "lots" })
+	require.ErrorContains(t, err, `GODDP_DEVICE_MEMORY_LIMIT: bad size "lots"`)
+
+	t.Setenv("GODDP_DEVICE_MEMORY_LIMIT", "64M")
+	dev, release, err := openDevice("sim:0", 0)
+	require.NoError(t, err)
+	defer release()
+	a, err := tensor.ZerosOn(dev, tensor.Float32, 12<<20) // 48 MiB
+	require.NoError(t, err)
+	_, err = tensor.ZerosOn(dev, tensor.Float32, 12<<20)
+	require.ErrorContains(t, err, "would pass the limit of 67108864")
+	runtime.KeepAlive(a)
+
+	dev, release2, err := openDevice("cpu", 0)
+	require.NoError(t, err, "the host has no device limit and ignores the variable")
+	require.True(t, tensor.IsCPU(dev))
+	release2()
+
+	t.Setenv("GODDP_DEVICE_MEMORY_LIMIT", "-5")
+	_, _, err = openDevice("sim:0", 0)
+	require.ErrorContains(t, err, `trainer: -device "sim:0": GODDP_DEVICE_MEMORY_LIMIT: bad size "-5"`)
 }

@@ -5,11 +5,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/internal/bytesize"
 )
 
 var errUsage = errors.New("usage")
@@ -81,10 +81,10 @@ func parseArgs(args []string, stderr io.Writer) (benchConfig, error) {
 	if c.op, err = parseOp(*op); err != nil {
 		return c, err
 	}
-	if c.min, err = parseSize(*minS); err != nil {
+	if c.min, err = bytesize.Parse(*minS); err != nil {
 		return c, err
 	}
-	if c.max, err = parseSize(*maxS); err != nil {
+	if c.max, err = bytesize.Parse(*maxS); err != nil {
 		return c, err
 	}
 	switch {
@@ -122,39 +122,4 @@ func parseOp(s string) (comm.ReduceOp, error) {
 		}
 	}
 	return 0, fmt.Errorf("unknown -op %q", s)
-}
-
-// parseSize reads "4096", "4K", "64M", "1G" (binary multiples).
-func parseSize(s string) (int64, error) {
-	t := strings.ToUpper(strings.TrimSpace(s))
-	t = strings.TrimSuffix(strings.TrimSuffix(t, "IB"), "B")
-	mult := int64(1)
-	if n := len(t); n > 0 {
-		switch t[n-1] {
-		case 'K':
-			mult, t = 1<<10, t[:n-1]
-		case 'M':
-			mult, t = 1<<20, t[:n-1]
-		case 'G':
-			mult, t = 1<<30, t[:n-1]
-		}
-	}
-	v, err := strconv.ParseInt(t, 10, 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("bad size %q", s)
-	}
-	return v * mult, nil
-}
-
-// formatSize renders 4096 as "4K" and 67108864 as "64M".
-func formatSize(b int64) string {
-	switch {
-	case b >= 1<<30 && b%(1<<30) == 0:
-		return fmt.Sprintf("%dG", b>>30)
-	case b >= 1<<20 && b%(1<<20) == 0:
-		return fmt.Sprintf("%dM", b>>20)
-	case b >= 1<<10 && b%(1<<10) == 0:
-		return fmt.Sprintf("%dK", b>>10)
-	}
-	return strconv.FormatInt(b, 10)
 }

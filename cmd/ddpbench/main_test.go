@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goddp/goddp/comm/nccl"
+	"github.com/goddp/goddp/internal/bytesize"
 )
 
 // TestMain lets the test binary stand in for ddpbench: the launcher
@@ -104,8 +105,8 @@ func TestParseArgs(t *testing.T) {
 	assert.Equal(t, int64(2<<20), c.max)
 	assert.Equal(t, "bfloat16", c.dtype.String())
 	assert.Equal(t, "max", c.op.String())
-	assert.Equal(t, "64M", formatSize(64<<20))
-	assert.Equal(t, "1000", formatSize(1000))
+	assert.Equal(t, "64M", bytesize.Format(64<<20))
+	assert.Equal(t, "1000", bytesize.Format(1000))
 }
 
 func TestBusFactor(t *testing.T) {

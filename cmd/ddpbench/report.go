@@ -8,6 +8,8 @@ import (
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/goddp/goddp/internal/bytesize"
 )
 
 // header is what every report states about the run.
@@ -69,7 +71,7 @@ func (sizeTicks) Ticks(lo, hi float64) []plot.Tick {
 	for v := math.Exp2(math.Ceil(math.Log2(lo))); v <= hi*1.0001; v *= 2 {
 		label := ""
 		if i%step == 0 {
-			label = formatSize(int64(v))
+			label = bytesize.Format(int64(v))
 		}
 		ticks = append(ticks, plot.Tick{Value: v, Label: label})
 		i++

@@ -1,10 +1,6 @@
 package devtensor
 
-import (
-	"runtime"
-
-	"github.com/goddp/goddp/tensor"
-)
+import "github.com/goddp/goddp/tensor"
 
 // BF16Launcher is a Launcher with a GEMM on bfloat16 operands (cuBLAS's
 // cublasGemmEx with A and B CUDA_R_16BF, C CUDA_R_32F and float32
@@ -49,20 +45,20 @@ func (d *Device) gemmBF16(transA, transB bool, m, n, k int, alpha float32, a *te
 	d.launch("f32_to_bf16", grid(spanB), b16.mem.Ptr(), bm.Ptr()+uint64(bo), i64(spanB))
 	if bl, ok := d.l.(BF16Launcher); ok &&
 		bl.GemmBF16(transA, transB, m, n, k, alpha, a16.mem, 0, lda, b16.mem, 0, ldb, beta, cm, co, ldc) {
-		// The scratch blocks go back to the cache when collected, to be
-		// reused by work queued after this GEMM on the same stream.
-		runtime.KeepAlive(a16)
-		runtime.KeepAlive(b16)
+		// The scratch blocks go back to the cache now, to be reused by
+		// work queued after this GEMM on the same stream.
+		a16.Release()
+		b16.Release()
 		return
 	}
 	a32, b32 := d.scratch(spanA, 4), d.scratch(spanB, 4)
 	d.launch("bf16_to_f32", grid(spanA), a32.mem.Ptr(), a16.mem.Ptr(), i64(spanA))
 	d.launch("bf16_to_f32", grid(spanB), b32.mem.Ptr(), b16.mem.Ptr(), i64(spanB))
 	d.l.Sgemm(transA, transB, m, n, k, alpha, a32.mem, 0, lda, b32.mem, 0, ldb, beta, cm, co, ldc)
-	runtime.KeepAlive(a16)
-	runtime.KeepAlive(b16)
-	runtime.KeepAlive(a32)
-	runtime.KeepAlive(b32)
+	a16.Release()
+	b16.Release()
+	a32.Release()
+	b32.Release()
 }
 
 // span is the number of elements an operand of rows×cols after op (its

@@ -107,9 +107,9 @@ func (d *Device) stridedCopy(dst, src *tensor.Tensor) {
 		return
 	}
 	s, off := src.Storage()
-	st, ok := s.(*storage)
-	if !ok || st.dev != d {
-		panic(fmt.Sprintf("devtensor: contiguous: operand on %v, not %v", src.Device(), d))
+	st, err := d.own(s)
+	if err != nil {
+		panic(fmt.Sprintf("devtensor: contiguous: %v", err))
 	}
 	shape, strides := src.Shape(), src.Strides()
 	meta := make([]int64, 0, 2*len(shape))

@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/goddp/goddp/tensor"
@@ -58,12 +59,15 @@ type BatchedLauncher interface {
 //
 // Its memory comes from a caching allocator (tensor.CachingAllocator) over
 // the launcher's Alloc and FreeAsync, as PyTorch's CUDA caching allocator
-// over cudaMalloc: a tensor the garbage collector takes gives its block
-// back to the compute stream's free list of its size class (no device call
-// in the cleanup), and the next tensor of that class reuses it, zeroed by a
-// kernel on the compute stream, which runs after every use of the block's
-// last owner. Only EmptyCache, or an allocation that fails for want of
-// memory (emptied and retried once), frees blocks for real.
+// over cudaMalloc: a tensor's block goes back to the compute stream's free
+// list of its size class (no device call) when its storage is released (a
+// tensor.Recycler: the autograd graph's intermediates at the end of a
+// step; ReleaseScratch: an op's temporaries) or, failing that, when the
+// garbage collector takes it, and the next tensor of that class reuses it,
+// zeroed by a kernel on the compute stream, which runs after every use of
+// the block's last owner. Only EmptyCache, or an allocation that fails for
+// want of memory (emptied and retried once), frees blocks for real.
+// SetMemoryLimit caps what the allocator reserves.
 type Device struct {
 	l     Launcher
 	k     tensor.Kernels
@@ -88,6 +92,11 @@ func (b memBackend) Free(m Mem, _ int)           { b.l.FreeAsync(m) }
 // counters, in bytes of size classes.
 func (d *Device) MemoryStats() tensor.MemoryStats { return d.cache.Stats() }
 
+// SetMemoryLimit implements tensor.MemoryLimiter: the caching allocator
+// reserves at most bytes (0: no cap), collecting garbage first when a
+// request would pass it.
+func (d *Device) SetMemoryLimit(bytes int64) { d.cache.SetLimit(bytes) }
+
 // EmptyCache implements tensor.MemoryManager: every cached block is freed
 // through the launcher (after the work queued on it).
 func (d *Device) EmptyCache() { d.cache.EmptyCache() }
@@ -111,10 +120,21 @@ func (d *Device) Synchronize() error       { return d.l.Synchronize() }
 // storage is a tensor's device memory: a cached block, back to the cache
 // when the storage is collected.
 type storage struct {
-	dev  *Device
-	mem  Mem
-	n    int // float32 elements
-	uses *streamUses
+	dev   *Device
+	mem   Mem
+	n     int // float32 elements
+	class int // the block's size class, in bytes
+	uses  *streamUses
+}
+
+// Release implements tensor.ReleasableStorage: the block goes back to the
+// cache now (after the events RecordStream listed, as when the storage is
+// collected), and the storage is refused as an operand from then on.
+func (s *storage) Release() int64 {
+	if !(cachedBlock{s.dev.cache, s.mem, s.class, s.uses}).release() {
+		return 0
+	}
+	return int64(s.class)
 }
 
 func (s *storage) Device() tensor.Device { return s.dev }
@@ -130,8 +150,8 @@ func (d *Device) Alloc(n int) (tensor.Storage, error) {
 		// zeroing runs on the compute stream after that owner's work.
 		d.launch("fill_f32", grid(n), m.Ptr(), f32(0), i64(n))
 	}
-	s := &storage{dev: d, mem: m, n: n, uses: &streamUses{}}
-	runtime.AddCleanup(s, func(b cachedBlock) { b.free() }, cachedBlock{d.cache, m, class, s.uses})
+	s := &storage{dev: d, mem: m, n: n, class: class, uses: &streamUses{}}
+	runtime.AddCleanup(s, func(b cachedBlock) { b.release() }, cachedBlock{d.cache, m, class, s.uses})
 	return s, nil
 }
 
@@ -148,11 +168,13 @@ type cachedBlock struct {
 }
 
 // streamUses lists the events after which other streams are done with a
-// storage (PyTorch's record_stream). It is an object of its own so that
+// storage (PyTorch's record_stream), and whether its block went back to
+// the cache (Release, or the cleanup). It is an object of its own so that
 // the cleanup can read it without keeping the storage alive.
 type streamUses struct {
-	mu     sync.Mutex
-	events []tensor.Event
+	mu       sync.Mutex
+	events   []tensor.Event
+	released atomic.Bool
 }
 
 // queryable is an event that can say, without waiting, that it completed
@@ -162,6 +184,16 @@ type queryable interface{ Query() bool }
 type queried struct{ e queryable }
 
 func (q queried) Done() bool { return q.e.Query() }
+
+// release gives the block back once: the first of Release and the
+// cleanup does, and reports true.
+func (b cachedBlock) release() bool {
+	if b.uses.released.Swap(true) {
+		return false
+	}
+	b.free()
+	return true
+}
 
 func (b cachedBlock) free() {
 	b.uses.mu.Lock()
@@ -208,9 +240,21 @@ func (d *Device) RecordStream(t *tensor.Tensor, e tensor.Event) {
 func (d *Device) own(s tensor.Storage) (*storage, error) {
 	st, ok := s.(*storage)
 	if !ok || st.dev != d {
-		return nil, fmt.Errorf("devtensor: storage of %v used on %v", s.Device(), d)
+		return nil, fmt.Errorf("devtensor: storage of %v used on %v%s", s.Device(), d, releasedNote(s))
+	}
+	if st.uses.released.Load() {
+		return nil, fmt.Errorf("devtensor: storage on %v used after it was released%s", d, releasedNote(nil))
 	}
 	return st, nil
+}
+
+// releasedNote explains a storage a Recycler gave back (tensor.Recycler
+// puts a stand-in of another type in the headers it detaches).
+func releasedNote(s tensor.Storage) string {
+	if _, ok := s.(*storage); s != nil && ok {
+		return ""
+	}
+	return " (a tensor whose storage was released: the autograd graph that made it was freed)"
 }
 
 // Upload implements tensor.Device.
@@ -296,7 +340,10 @@ func flag(b bool) uint64 {
 func (d *Device) ptr(op string, t *tensor.Tensor) uint64 {
 	s, off := t.Storage()
 	st, ok := s.(*storage)
-	if !ok || st.dev != d {
+	if !ok || st.dev != d || st.uses.released.Load() {
+		if _, err := d.own(s); err != nil {
+			panic(fmt.Sprintf("devtensor: %s: %v", op, err))
+		}
 		panic(fmt.Sprintf("devtensor: %s: operand on %v, not %v", op, t.Device(), d))
 	}
 	if !t.IsContiguous() {

@@ -115,3 +115,93 @@ func TestDeviceCachingAllocatorRecordStream(t *testing.T) {
 	require.Equal(t, st2.Misses, st3.Misses)
 	runtime.KeepAlive(z)
 }
+
+// A Recycler gives a device tensor's block back at once (no collection):
+// the next tensor of its class reuses it, the header it detached and every
+// view sharing it are refused as operands, and a kept tensor's storage,
+// shared by a freed view, stays. The autograd engine and FreeGraph recycle
+// a step's intermediates this way.
+func TestRecyclerReleasesDeviceStorage(t *testing.T) {
+	d := newDevice(t)
+	dev := d.Tensors()
+	x, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	view := x.Reshape(100, 30)
+	s, _ := x.Storage()
+	alias := tensor.FromStorage(s, 3000) // a header the Recycler does not know
+	kept, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	tensor.Fill(kept, 2)
+	keptView := kept.Reshape(30, 100)
+	st0, _ := tensor.MemoryStatsOf(dev)
+
+	var rec tensor.Recycler
+	rec.Free(x)
+	rec.Free(keptView)
+	rec.Keep(kept)
+	require.EqualValues(t, 12288, rec.Flush(), "x's block (the 12288-byte class) and only it")
+	st, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st0.Allocated-12288, st.Allocated)
+	require.Equal(t, st0.Reserved, st.Reserved, "the block is cached, not freed")
+
+	y, err := tensor.ZerosOn(dev, tensor.Float32, 3000)
+	require.NoError(t, err)
+	st2, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st.Hits+1, st2.Hits, "the next tensor of the class reuses the block")
+	require.Equal(t, st.Misses, st2.Misses)
+	for _, dead := range []*tensor.Tensor{x, view} {
+		require.PanicsWithValue(t, "devtensor: fill: devtensor: storage of sim:0 used on sim:0 (a tensor whose storage was released: the autograd graph that made it was freed)",
+			func() { tensor.Fill(dead, 1) })
+	}
+	require.PanicsWithValue(t, "devtensor: fill: devtensor: storage on sim:0 used after it was released (a tensor whose storage was released: the autograd graph that made it was freed)",
+		func() { tensor.Fill(alias, 1) })
+	_, err = x.To(tensor.CPU())
+	require.ErrorContains(t, err, "storage was released")
+	_, err = alias.To(tensor.CPU())
+	require.ErrorContains(t, err, "used after it was released")
+	host, err := kept.To(tensor.CPU())
+	require.NoError(t, err)
+	require.Equal(t, float32(2), host.F32()[2999], "the kept tensor's storage was not released")
+
+	// ReleaseScratch, for an op's own temporaries, does the same at once.
+	tensor.ReleaseScratch(y)
+	st3, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, st2.Allocated-12288, st3.Allocated)
+	require.Panics(t, func() { tensor.Fill(y, 1) })
+	require.NoError(t, dev.Synchronize())
+}
+
+// Under a memory limit the device reserves no more than it allows: blocks
+// of collected tensors serve new requests, and live tensors past the limit
+// fail with an error naming it.
+func TestDeviceMemoryLimit(t *testing.T) {
+	d := newDevice(t)
+	dev := d.Tensors()
+	const mib = 1 << 20
+	require.NoError(t, tensor.SetMemoryLimit(dev, 16*mib))
+	for range 20 { // 80 MiB in all, 4 MiB at a time, each dropped at once
+		x, err := tensor.ZerosOn(dev, tensor.Float32, mib)
+		require.NoError(t, err)
+		runtime.KeepAlive(x)
+	}
+	st, _ := tensor.MemoryStatsOf(dev)
+	require.LessOrEqual(t, st.PeakReserved, int64(16*mib))
+	var live []*tensor.Tensor
+	for {
+		x, err := tensor.ZerosOn(dev, tensor.Float32, mib)
+		if err != nil {
+			require.ErrorContains(t, err, "would pass the limit of 16777216")
+			break
+		}
+		live = append(live, x)
+	}
+	require.Len(t, live, 4, "four live tensors of 4 MiB fill 16 MiB")
+	require.NoError(t, tensor.SetMemoryLimit(dev, 0))
+	x, err := tensor.ZerosOn(dev, tensor.Float32, mib)
+	require.NoError(t, err, "without the limit the device serves the request")
+	runtime.KeepAlive(x)
+	runtime.KeepAlive(live)
+
+	require.ErrorContains(t, tensor.SetMemoryLimit(tensor.CPU(), mib), "GOMEMLIMIT")
+	require.NoError(t, dev.Synchronize())
+}

@@ -24,6 +24,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/goddp/goddp/internal/bytesize"
 	"github.com/goddp/goddp/internal/netcluster"
 )
 
@@ -260,11 +261,11 @@ func runMPI(c *netcluster.Cluster, bin string, nproc int, minS, maxS string, ite
 	if err := os.WriteFile(hostfile, []byte(hosts.String()), 0o644); err != nil {
 		return nil, err
 	}
-	minB, err := parseSize(minS)
+	minB, err := bytesize.Parse(minS)
 	if err != nil {
 		return nil, err
 	}
-	maxB, err := parseSize(maxS)
+	maxB, err := bytesize.Parse(maxS)
 	if err != nil {
 		return nil, err
 	}
@@ -287,18 +288,4 @@ func runMPI(c *netcluster.Cluster, bin string, nproc int, minS, maxS string, ite
 		return nil, fmt.Errorf("%v\n%s", err, out.String())
 	}
 	return parseCSV(out.String())
-}
-
-func parseSize(s string) (int64, error) {
-	mult := int64(1)
-	switch {
-	case strings.HasSuffix(s, "K"):
-		mult = 1 << 10
-	case strings.HasSuffix(s, "M"):
-		mult = 1 << 20
-	case strings.HasSuffix(s, "G"):
-		mult = 1 << 30
-	}
-	n, err := strconv.ParseInt(strings.TrimRight(s, "KMG"), 10, 64)
-	return n * mult, err
 }

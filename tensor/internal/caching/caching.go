@@ -17,6 +17,7 @@
 package caching
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"runtime"
@@ -86,6 +87,37 @@ type Allocator[B any] struct {
 	// a block. A list idle for idleTicks ticks is released (Tick).
 	tick int64
 	used map[poolKey]int64
+	// limit caps Reserved (0: no cap), torch's
+	// set_per_process_memory_fraction as a byte count (SetLimit).
+	limit int64
+}
+
+// ErrLimit is the error an allocation wraps when it would take the
+// allocator's reserved memory past its limit (SetLimit) even after the
+// garbage collector found what it could.
+var ErrLimit = errors.New("memory limit reached")
+
+// SetLimit caps the memory the allocator reserves from its backend at
+// bytes (0 removes the cap), as torch.cuda.set_per_process_memory_fraction
+// caps its allocator. A request that would cross it is served from what
+// the garbage collector frees first: on a device, tensors nothing
+// references give their blocks back only when the collector finds them,
+// and Go's heap goal knows nothing of device memory, so without a cap a
+// training loop's device footprint is whatever garbage builds up between
+// two collections the host heap triggered. Only when that is not enough
+// does the request fail, with ErrLimit. Blocks already reserved beyond a
+// new, lower cap stay until they are freed or the cache is emptied.
+func (a *Allocator[B]) SetLimit(bytes int64) {
+	a.mu.Lock()
+	a.limit = max(bytes, 0)
+	a.mu.Unlock()
+}
+
+// Limit returns the cap SetLimit set (0: none).
+func (a *Allocator[B]) Limit() int64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.limit
 }
 
 type poolKey struct {
@@ -141,49 +173,25 @@ func (a *Allocator[B]) Alloc(size int, s Stream) (B, int, error) {
 // it holds its last user's numbers).
 func (a *Allocator[B]) AllocFresh(size int, s Stream) (B, int, bool, error) {
 	class := Class(size)
-	key := poolKey{s, class}
 	a.mu.Lock()
 	if len(a.deferred) > 0 {
 		a.collectLocked()
 	}
-	if l := a.free[key]; len(l) > 0 {
-		b := l[len(l)-1]
-		var zero B
-		l[len(l)-1] = zero
-		a.free[key] = l[:len(l)-1]
-		a.used[key] = a.tick
-		a.stats.Hits++
-		a.addAllocatedLocked(int64(class))
+	if b, c, ok := a.takeLocked(s, class); ok {
 		a.mu.Unlock()
-		return b, class, false, nil
-	}
-	// Best fit among the next larger classes, up to twice the size: a
-	// cached block that is idle now serves the request instead of a new
-	// one (the sum of each class's own peak is more than the peak of the
-	// sum). The block keeps its class, and goes back to that list.
-	for c := Class(class + 1); c <= 2*class; c = Class(c + 1) {
-		k := poolKey{s, c}
-		if l := a.free[k]; len(l) > 0 {
-			b := l[len(l)-1]
-			var zero B
-			l[len(l)-1] = zero
-			a.free[k] = l[:len(l)-1]
-			a.used[k] = a.tick
-			a.stats.Hits++
-			a.addAllocatedLocked(int64(c))
-			a.mu.Unlock()
-			return b, c, false, nil
-		}
+		return b, c, false, nil
 	}
 	a.stats.Misses++
 	a.mu.Unlock()
 
-	b, err := a.backend.Alloc(class)
-	if err != nil {
+	b, err := a.reserve(class)
+	if err != nil && !errors.Is(err, ErrLimit) {
 		// Out of memory, perhaps because the cache holds it: give every
 		// cached block back and try once more (PyTorch's free-and-retry).
+		// At the limit, the garbage collector goes first (below): the
+		// blocks it frees serve the request from the cache.
 		a.EmptyCache()
-		b, err = a.backend.Alloc(class)
+		b, err = a.reserve(class)
 	}
 	if err != nil {
 		// Device tensors nothing references any more still hold their
@@ -191,7 +199,11 @@ func (a *Allocator[B]) AllocFresh(size int, s Stream) (B, int, bool, error) {
 		// knows nothing of device memory, so a device can fill with
 		// garbage the collector has not been asked to find. Collect, let
 		// the cleanups give the blocks back, and try again.
-		b, err = a.allocAfterGC(class)
+		var c int
+		var cached bool
+		if b, c, cached, err = a.allocAfterGC(s, class); err == nil && cached {
+			return b, c, false, nil
+		}
 	}
 	if err != nil {
 		st := a.Stats()
@@ -200,11 +212,54 @@ func (a *Allocator[B]) AllocFresh(size int, s Stream) (B, int, bool, error) {
 			size, class, st.Allocated, st.Reserved, err)
 	}
 	a.mu.Lock()
-	a.stats.Reserved += int64(class)
-	a.stats.PeakReserved = max(a.stats.PeakReserved, a.stats.Reserved)
 	a.addAllocatedLocked(int64(class))
 	a.mu.Unlock()
 	return b, class, true, nil
+}
+
+// takeLocked serves a request of class bytes on stream s from the cache:
+// s's free list of that class, else the best fit among the next larger
+// classes, up to twice the size (a cached block that is idle now serves
+// the request instead of a new one: the sum of each class's own peak is
+// more than the peak of the sum). The block keeps its class, and goes back
+// to that list. ok is false when no list has one.
+func (a *Allocator[B]) takeLocked(s Stream, class int) (b B, c int, ok bool) {
+	for c = class; c <= 2*class; c = Class(c + 1) {
+		k := poolKey{s, c}
+		if l := a.free[k]; len(l) > 0 {
+			b = l[len(l)-1]
+			var zero B
+			l[len(l)-1] = zero
+			a.free[k] = l[:len(l)-1]
+			a.used[k] = a.tick
+			a.stats.Hits++
+			a.addAllocatedLocked(int64(c))
+			return b, c, true
+		}
+	}
+	return b, 0, false
+}
+
+// reserve gets a block of class bytes from the backend, within the limit.
+func (a *Allocator[B]) reserve(class int) (B, error) {
+	var zero B
+	a.mu.Lock()
+	if a.limit > 0 && a.stats.Reserved+int64(class) > a.limit {
+		r, l := a.stats.Reserved, a.limit
+		a.mu.Unlock()
+		return zero, fmt.Errorf("%w: %d bytes reserved and %d more would pass the limit of %d", ErrLimit, r, class, l)
+	}
+	a.stats.Reserved += int64(class) // counted before the call, so that concurrent requests see it
+	a.mu.Unlock()
+	b, err := a.backend.Alloc(class)
+	a.mu.Lock()
+	if err != nil {
+		a.stats.Reserved -= int64(class)
+	} else {
+		a.stats.PeakReserved = max(a.stats.PeakReserved, a.stats.Reserved)
+	}
+	a.mu.Unlock()
+	return b, err
 }
 
 func (a *Allocator[B]) addAllocatedLocked(n int64) {
@@ -349,19 +404,31 @@ func (a *Allocator[B]) ResetPeak() {
 // returns; each wait is a millisecond, and a retry follows each.
 const gcRetries = 50
 
-// allocAfterGC runs the garbage collector, then retries the allocation
-// while the collected tensors' cleanups return their blocks, giving the
-// cache back before each try.
-func (a *Allocator[B]) allocAfterGC(class int) (B, error) {
+// allocAfterGC runs the garbage collector, then retries the request while
+// the collected tensors' cleanups return their blocks: from the cache
+// (cached is true: the request is a hit after all), else from the
+// backend, giving the cache back first from the second try on (the blocks
+// the cleanups returned may all be of other classes).
+func (a *Allocator[B]) allocAfterGC(s Stream, class int) (b B, c int, cached bool, err error) {
 	runtime.GC()
-	var b B
-	var err error
-	for range gcRetries {
-		a.EmptyCache()
-		if b, err = a.backend.Alloc(class); err == nil {
-			return b, nil
+	for i := range gcRetries {
+		a.mu.Lock()
+		if len(a.deferred) > 0 {
+			a.collectLocked()
+		}
+		if b, c, ok := a.takeLocked(s, class); ok {
+			a.stats.Misses--
+			a.mu.Unlock()
+			return b, c, true, nil
+		}
+		a.mu.Unlock()
+		if i > 0 {
+			a.EmptyCache()
+		}
+		if b, err = a.reserve(class); err == nil {
+			return b, class, false, nil
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return b, err
+	return b, 0, false, err
 }

@@ -10,7 +10,9 @@ import (
 )
 
 // fakeBackend hands out numbered blocks and records real frees.
+// It is safe for concurrent use, as a device's backend is.
 type fakeBackend struct {
+	mu    sync.Mutex
 	next  int
 	live  map[int]int // block -> size
 	fail  bool
@@ -18,6 +20,8 @@ type fakeBackend struct {
 }
 
 func (f *fakeBackend) Alloc(size int) (int, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.fail {
 		return 0, errors.New("out of memory")
 	}
@@ -27,6 +31,8 @@ func (f *fakeBackend) Alloc(size int) (int, error) {
 }
 
 func (f *fakeBackend) Free(b, size int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if f.live[b] != size {
 		panic("freed with the wrong size")
 	}
@@ -266,4 +272,80 @@ func TestAllocCollectsGarbageWhenFull(t *testing.T) {
 		}
 	}
 	require.ErrorContains(t, err, "failed after emptying the cache and collecting garbage")
+}
+
+// Under a limit, a request that would cross it is served by what the
+// collector frees (the holders' blocks come back to the cache: the request
+// is a hit, and nothing more is reserved); memory really in use fails with
+// ErrLimit, and the limit is never crossed, with requests from several
+// goroutines too.
+func TestLimitCollectsGarbageFirst(t *testing.T) {
+	f, a := newFake()
+	const mib = 1 << 20
+	a.SetLimit(4 * mib)
+	require.EqualValues(t, 4*mib, a.Limit())
+	type holder struct{ pad [64]byte }
+	for range 4 {
+		b, class, err := a.Alloc(mib, DefaultStream)
+		require.NoError(t, err)
+		runtime.AddCleanup(&holder{}, func(b int) { a.Free(b, class, DefaultStream) }, b)
+	}
+	b, _, fresh, err := a.AllocFresh(mib, DefaultStream)
+	require.NoError(t, err, "the collected holders' blocks serve the request")
+	require.False(t, fresh, "the block comes from the cache")
+	require.Contains(t, f.live, b)
+	require.Len(t, f.live, 4, "nothing more was taken from the backend")
+	st := a.Stats()
+	require.EqualValues(t, 4*mib, st.PeakReserved)
+	require.EqualValues(t, 4, st.Misses, "the request counts as a hit")
+
+	held := []int{b}
+	for {
+		b, _, err := a.Alloc(mib, DefaultStream)
+		if err != nil {
+			require.ErrorIs(t, err, ErrLimit)
+			require.ErrorContains(t, err, "pass the limit of 4194304")
+			break
+		}
+		held = append(held, b)
+	}
+	require.Len(t, held, 4, "the limit holds 4 blocks of 1 MiB")
+	require.EqualValues(t, 4*mib, a.Stats().PeakReserved)
+
+	// Concurrent requests of mixed sizes, half of them dropped as garbage.
+	for _, b := range held {
+		a.Free(b, mib, DefaultStream)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 40 {
+				size := (1 + (g+i)%3) * mib / 2
+				b, class, err := a.Alloc(size, DefaultStream)
+				if err != nil {
+					continue // the other goroutines hold the rest
+				}
+				if i%2 == 0 {
+					runtime.AddCleanup(&holder{}, func(b int) { a.Free(b, class, DefaultStream) }, b)
+				} else {
+					a.Free(b, class, DefaultStream)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	require.LessOrEqual(t, a.Stats().PeakReserved, int64(4*mib))
+	total := 0
+	for _, size := range f.live {
+		total += size
+	}
+	require.LessOrEqual(t, total, 4*mib, "the backend holds no more than the limit")
+
+	a.SetLimit(0)
+	for range 8 {
+		_, _, err := a.Alloc(mib, DefaultStream)
+		require.NoError(t, err, "without a limit the backend is the only bound")
+	}
 }
