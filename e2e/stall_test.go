@@ -24,11 +24,12 @@ func TestStallInspector(t *testing.T) {
 		want    string
 	}{
 		// The stop may catch rank 1 at a gradient bucket (84 bytes of
-		// float32) or at an epoch's end, where the trainer agrees on
-		// stopping (2 float64s, max): either way rank 0 names the op, its
+		// float32), at an epoch's end, where the trainer agrees on
+		// stopping (2 float64s, max), or at the epoch's metrics, which it
+		// gathers: either way rank 0 names the op, its
 		// number, its size and the missing rank.
-		{"tcp", `comm: stall: allreduce #\d+ \((84|16) bytes\) has waited [1-9]s on rank 0; not arrived: rank 1 \(no answer\)`},
-		{"shm", `comm: shm allreduce #\d+ \((84 bytes float32 (sum|avg)|16 bytes float64 max)\) on rank 0 has waited [1-9]s for rank 1 to \w+`},
+		{"tcp", `comm: stall: (allreduce #\d+ \((84|16) bytes\)|allgather #\d+ \(\d+ bytes\)) has waited [1-9]s on rank 0; not arrived: rank 1 \(no answer\)`},
+		{"shm", `comm: shm (allreduce #\d+ \((84 bytes float32 (sum|avg)|16 bytes float64 max)\)|allgather #\d+ \(\d+ bytes float64\)) on rank 0 has waited [1-9]s for rank 1 to \w+`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.backend, func(t *testing.T) {
