@@ -43,7 +43,7 @@ func TestTensorsTrainingStepCalls(t *testing.T) {
 	for _, l := range f.launches {
 		kernels = append(kernels, l.kernel)
 	}
-	for _, k := range []string{"add_bias_f32", "softmax_ce_f32", "sum_f32", "fill_f32", "scale_by_f32", "sum_rows_f32", "axpy_f32"} {
+	for _, k := range []string{"add_bias_f32", "softmax_ce_f32", "sum_f32", "fill_f32", "scale_by_f32", "col_sums_part_f32", "col_sums_f32", "axpy_f32"} {
 		require.Contains(t, kernels, k)
 	}
 	// y[4,2] = x[4,3]·wᵀ is cuBLAS's (n, m, k) = (2, 4, 3); dW[2,3] = gyᵀ·x

@@ -15,8 +15,10 @@ says data=synthetic. gpt reads GPL_TEXT (default
 /usr/share/common-licenses/GPL-3; the kit carries a copy).
 
 Run: python3 bench_torch_gpu.py [WORKLOAD ...]   (default: all)
-  WORKLOAD is mlp-b64, mlp-b1024, cnn, gpt, cnn-bf16 or gpt-bf16 (the
-  last two under torch.autocast with bfloat16). One line per workload:
+  WORKLOAD is mlp, cnn or gpt (batch 64, 64, 32), with an optional -bN
+  suffix for batch N (mlp-b1024) and an optional -bf16 suffix for
+  torch.autocast with bfloat16 (gpt-b256-bf16). Default: mlp-b64,
+  mlp-b1024, cnn, gpt, cnn-bf16, gpt-bf16. One line per workload:
   torch-gpu workload=W device=NAME batch=B samples_per_s=S final_loss=L data=D
   samples/s excludes the first WARMUP steps and is timed with CUDA
   synchronisation; final_loss is the mean loss of the timed steps.
@@ -81,15 +83,26 @@ class GPT(nn.Module):
 
 
 def build(workload, dev):
-    """Returns model, inputs, targets, batch, loss, optimiser, data label."""
+    """Returns model, inputs, targets, batch, loss, optimiser, data label.
+    A "-bN" suffix (mlp-b1024, gpt-b256) sets the batch."""
     torch.manual_seed(0)
+    batch = None
+    if "-b" in workload:
+        workload, b = workload.split("-b")
+        batch = int(b)
+    built = build_recipe(workload, dev)
+    if batch is not None:
+        built = built[:3] + (batch,) + built[4:]
+    return built
+
+
+def build_recipe(workload, dev):
     if workload.startswith("mlp"):
         g = torch.Generator().manual_seed(0)
         x = torch.rand(8192, 784, generator=g)
         y = torch.randint(0, 10, (8192,), generator=g)
         model = nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 10))
-        bs = int(workload.split("-b")[1]) if "-b" in workload else 64
-        return model, x, y, bs, F.cross_entropy, lambda p: torch.optim.SGD(p, lr=1e-3), "synthetic(anchor)"
+        return model, x, y, 64, F.cross_entropy, lambda p: torch.optim.SGD(p, lr=1e-3), "synthetic(anchor)"
     if workload == "cnn":
         model = nn.Sequential(
             nn.Conv2d(1, 32, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
@@ -117,7 +130,7 @@ def build(workload, dev):
         lossf = lambda o, t: F.cross_entropy(o.reshape(-1, o.shape[-1]), t.reshape(-1))
         return GPT(len(vocab)), x, y, 32, lossf, \
             lambda p: torch.optim.AdamW(p, lr=1e-3, weight_decay=0.01), "gpl-3"
-    raise SystemExit(f"bench_torch_gpu: unknown workload {workload!r} (want mlp-b64, mlp-b1024, cnn or gpt)")
+    raise SystemExit(f"bench_torch_gpu: unknown workload {workload!r} (want mlp, cnn or gpt, with -bN and -bf16 suffixes)")
 
 
 def sync(dev):

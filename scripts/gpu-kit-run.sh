@@ -342,6 +342,27 @@ if [ -f "$kit/bench_torch_gpu.py" ]; then
     grep -h '^torch-gpu' "$logs/torch-yardstick.log" | sed 's/^/   /'
 fi
 
+# GPU_KIT_SWEEP=1: the same models at batch sizes that fill the GPU
+# (gpt at 256 sequences, cnn at 512 images), in float32, with TF32, and
+# under bf16 autocast, goddp and torch (200 steps each): at the anchors'
+# batches both are bound by the host's kernel launches, so precision does
+# not show there.
+if [ -n "${GPU_KIT_SWEEP:-}" ]; then
+  for v in "fp32:" "tf32:GODDP_ALLOW_TF32=1" "bf16:-amp bf16"; do
+    name=${v%%:*} opt=${v#*:}
+    env=() flags=()
+    case $opt in GODDP_*) env=("$opt") ;; -*) read -ra flags <<<"$opt" ;; esac
+    check "sweep-gpt-b256-$name" 120 env "${env[@]}" GPT_TEXT="$kit/data/GPL-3" "$bin/gpt" -device cuda "${flags[@]}" \
+      -batch-size 256 -epochs 20 -max-steps 200 -num-workers 2 -ckpt-dir "" && grep -h samples_per_s "$logs/sweep-gpt-b256-$name.log" | sed 's/^/   /'
+    check "sweep-cnn-b512-$name" 120 env "${env[@]}" FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda "${flags[@]}" \
+      -batch-size 512 -epochs 20 -max-steps 200 -num-workers 2 -ckpt-dir "" && grep -h samples_per_s "$logs/sweep-cnn-b512-$name.log" | sed 's/^/   /'
+  done
+  check sweep-torch 120 env GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" \
+    gpt-b256 cnn-b512 gpt-b256-bf16 cnn-b512-bf16 && grep -h '^torch-gpu' "$logs/sweep-torch.log" | sed 's/^/   /'
+  check sweep-torch-tf32 120 env TF32=1 GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" \
+    gpt-b256 cnn-b512 && grep -h '^torch-gpu' "$logs/sweep-torch-tf32.log" | sed 's/^/   /'
+fi
+
 echo "== goddp against torch on this GPU (samples/s)"
 fig() { grep -ho 'samples_per_s=[0-9.]*' "$logs/$1.log" 2>/dev/null | tail -n 1 | cut -d= -f2; }
 tfig() { grep -h "^torch-gpu workload=$1 " "$logs/torch-yardstick.log" 2>/dev/null | grep -o 'samples_per_s=[0-9.]*' | cut -d= -f2; }

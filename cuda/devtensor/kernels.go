@@ -87,7 +87,7 @@ func (d *Device) kernels() tensor.Kernels {
 			if out.Numel() != cols {
 				panic(fmt.Sprintf("devtensor: column sums of %d columns into %d elements", cols, out.Numel()))
 			}
-			d.launch("sum_rows_f32", grid(cols), d.ptr("sum rows", out), d.ptr("sum rows", x), i64(rows), i64(cols))
+			d.colSums("sum rows", out, x, nil, rows, cols, false)
 		},
 		SumAll: func(out, x *tensor.Tensor) { d.sumAll("sum", out, x) },
 		LogSoftmax: func(y, x *tensor.Tensor) {
@@ -402,8 +402,39 @@ func (d *Device) layerNormBackward(dx, dw, db, gy, xhat, rstd, w *tensor.Tensor)
 		d.launch("layer_norm_bwd_f32", grid(rows), d.ptr("layer norm backward", dx), d.ptr("layer norm backward", gy),
 			d.ptr("layer norm backward", xhat), d.ptr("layer norm backward", rstd), d.optPtr("layer norm backward", w), i64(rows), i64(dd))
 	}
-	if dw != nil || db != nil {
-		d.launch("layer_norm_params_bwd_f32", grid(dd), d.optPtr("layer norm backward", dw), d.optPtr("layer norm backward", db),
-			d.ptr("layer norm backward", gy), d.ptr("layer norm backward", xhat), i64(rows), i64(dd))
+	if dw != nil {
+		d.colSums("layer norm backward", dw, gy, xhat, rows, dd, true)
 	}
+	if db != nil {
+		d.colSums("layer norm backward", db, gy, nil, rows, dd, true)
+	}
+}
+
+// colSumsChunk is the rows a work item of col_sums_part_f32 sums: 256
+// rows, 32 per thread, give the [B*T, d] reductions of a transformer
+// (16384 rows at batch 256) 64 chunks a column tile, enough items to fill
+// a GPU; a one-thread-per-column loop over the rows left it nearly idle
+// (128 to 512 threads, each 16384 loads in sequence).
+const colSumsChunk = 256
+
+// colSums sets out[c] (adds to it, with acc) to the sum over rows of x[r, c]
+// times y[r, c] (x alone when y is nil), over [rows, cols], in two stages
+// (col_sums_part_f32 into a scratch block of a partial sum per chunk and
+// column, col_sums_f32 adding them in order).
+func (d *Device) colSums(op string, out, x, y *tensor.Tensor, rows, cols int, acc bool) {
+	if cols == 0 {
+		return
+	}
+	if rows == 0 {
+		if !acc {
+			d.launch("fill_f32", grid(cols), d.ptr(op, out), f32(0), i64(cols))
+		}
+		return
+	}
+	chunks := (rows + colSumsChunk - 1) / colSumsChunk
+	part := d.scratch(chunks*cols, 4)
+	items := chunks * ((cols + 31) / 32)
+	d.launch("col_sums_part_f32", min(items, maxGrid), part.mem.Ptr(), d.ptr(op, x), d.optPtr(op, y), i64(rows), i64(cols), i64(colSumsChunk))
+	d.launch("col_sums_f32", grid(cols), d.ptr(op, out), part.mem.Ptr(), i64(chunks), i64(cols), flag(acc))
+	part.Release() // the launches above are queued before any later user of the block
 }

@@ -22,7 +22,7 @@ func Names() []string {
 	return []string{
 		"fill_f32", "scale_f32", "axpy_f32", "scale_by_f32", "add_f32", "sub_f32", "mul_f32", "div_f32", "div_bwd_b_f32", "add_bias_f32",
 		"relu_f32", "exp_f32", "log_f32", "sqrt_f32", "tanh_f32", "sigmoid_f32", "relu_bwd_f32", "tanh_bwd_f32", "sigmoid_bwd_f32",
-		"sqrt_bwd_f32", "sum_rows_f32", "sum_cols_f32", "sum_squares_f32", "sum_f32", "clip_coef_f32", "softmax_f32", "log_softmax_f32",
+		"sqrt_bwd_f32", "sum_cols_f32", "sum_squares_f32", "sum_f32", "clip_coef_f32", "softmax_f32", "log_softmax_f32",
 		"softmax_bwd_f32", "log_softmax_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "sgd_momentum_f32", "adam_f32",
 		"f32_to_f16", "f16_to_f32", "f32_to_bf16", "bf16_to_f32",
 		// Convolutional networks.
@@ -30,7 +30,7 @@ func Names() []string {
 		"max_pool2d_bwd_f32", "dropout_f32", "avg_pool2d_f32", "avg_pool2d_bwd_f32",
 		"strided_copy_f32",
 		// Transformer ops (examples/gpt).
-		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "layer_norm_params_bwd_f32",
+		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "col_sums_part_f32", "col_sums_f32",
 		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
 		// Batch norm (SyncBatchNorm too), masked_fill and where.
 		"bn_stats_f32", "bn_finalize_f32", "bn_apply_f32", "bn_bwd_reduce_f32", "bn_bwd_input_f32", "where_f32",

@@ -202,16 +202,6 @@ __global__ void sqrt_bwd_f32(float *dx, const float *dy, const float *y, i64 n) 
 	FOR_EACH(i, n) dx[i] = dy[i] / (2.0f * y[i]);
 }
 
-// out[c] = sum over r of x[r, c] for a [rows, cols] x: the reduction over
-// dimension 0 (a bias gradient). One thread per column, rows in order.
-__global__ void sum_rows_f32(float *out, const float *x, i64 rows, i64 cols) {
-	FOR_EACH(c, cols) {
-		float s = 0.0f;
-		for (i64 r = 0; r < rows; r++) s += x[r * cols + c];
-		out[c] = s;
-	}
-}
-
 // out[r] = sum over c of x[r, c]: the reduction over the last dimension.
 __global__ void sum_cols_f32(float *out, const float *x, i64 rows, i64 cols) {
 	FOR_EACH_ROW(r, rows) {
@@ -750,19 +740,48 @@ __global__ void layer_norm_bwd_f32(float *dx, const float *gy, const float *xhat
 	}
 }
 
-// Layer norm's parameter gradients, accumulated: dw[c] += sum over r of
-// gy[r, c] * xhat[r, c] and db[c] += sum over r of gy[r, c]; either may be
-// null. One thread per column, rows in order (deterministic).
-__global__ void layer_norm_params_bwd_f32(float *dw, float *db, const float *gy, const float *xhat, i64 rows, i64 d) {
-	FOR_EACH(c, d) {
-		float sw = 0.0f, sb = 0.0f;
-		for (i64 r = 0; r < rows; r++) {
-			float g = gy[r * d + c];
-			sw += g * xhat[r * d + c];
-			sb += g;
+// Column sums in two stages, for reductions over many rows and few columns
+// (a bias gradient over B*T rows, LayerNorm's parameter gradients), where
+// one thread per column would leave the device nearly idle: the first
+// stage's blocks each sum a chunk of rows for 32 columns, and the second
+// adds the chunks' partial sums, column by column, in order. The partition
+// is fixed by the shape, so the result is deterministic.
+//
+// col_sums_part_f32, launched with blocks of 256 threads: work item b
+// (blocks take them grid-stride) is columns [32*(b % tiles), +32) of rows
+// [chunk*(b / tiles), +chunk), tiles = ceil(cols/32); its 256 threads are
+// 32 columns by 8 lanes, lane j summing rows j, j+8, ... of the chunk, and
+// lane 0 adds the 8 lanes in order. It writes part[k*cols + c] = sum of
+// x[r, c] (times y[r, c] when y is not null) over chunk k's rows.
+__global__ void col_sums_part_f32(float *part, const float *x, const float *y, i64 rows, i64 cols, i64 chunk) {
+	__shared__ float lanes[8][32];
+	i64 tiles = (cols + 31) / 32, chunks = (rows + chunk - 1) / chunk;
+	unsigned int col = threadIdx.x % 32, lane = threadIdx.x / 32;
+	for (i64 b = blockIdx.x; b < tiles * chunks; b += gridDim.x) {
+		i64 c = (b % tiles) * 32 + col, k = b / tiles;
+		i64 r0 = k * chunk, r1 = r0 + chunk < rows ? r0 + chunk : rows;
+		float s = 0.0f;
+		if (c < cols) {
+			for (i64 r = r0 + lane; r < r1; r += 8) s += y ? x[r * cols + c] * y[r * cols + c] : x[r * cols + c];
 		}
-		if (dw) dw[c] += sw;
-		if (db) db[c] += sb;
+		lanes[lane][col] = s;
+		__syncthreads();
+		if (lane == 0 && c < cols) {
+			float t = 0.0f;
+			for (int j = 0; j < 8; j++) t += lanes[j][col];
+			part[k * cols + c] = t;
+		}
+		__syncthreads(); // lanes is reused by the next item
+	}
+}
+
+// out[c] = sum over k of part[k*cols + c] (the chunks in order), plus
+// out[c] when acc != 0: col_sums_part_f32's second stage.
+__global__ void col_sums_f32(float *out, const float *part, i64 chunks, i64 cols, float acc) {
+	FOR_EACH(c, cols) {
+		float s = 0.0f;
+		for (i64 k = 0; k < chunks; k++) s += part[k * cols + c];
+		out[c] = acc != 0.0f ? out[c] + s : s;
 	}
 }
 

@@ -19,6 +19,7 @@ const PTX = `//
 	// .globl	fill_f32
 .shared .align 4 .b8 _ZZ9block_sumfE4part[4096];
 .shared .align 4 .b8 _ZZ9block_maxfE4part[4096];
+// _ZZ17col_sums_part_f32E5lanes has been demoted
 
 .visible .entry fill_f32(
 	.param .u64 fill_f32_param_0,
@@ -3056,171 +3057,6 @@ $L__BB19_10:
 	ret;
 
 }
-	// .globl	sum_rows_f32
-.visible .entry sum_rows_f32(
-	.param .u64 sum_rows_f32_param_0,
-	.param .u64 sum_rows_f32_param_1,
-	.param .u64 sum_rows_f32_param_2,
-	.param .u64 sum_rows_f32_param_3
-)
-{
-	.reg .pred 	%p<14>;
-	.reg .f32 	%f<26>;
-	.reg .b32 	%r<10>;
-	.reg .b64 	%rd<82>;
-
-
-	ld.param.u64 	%rd39, [sum_rows_f32_param_0];
-	ld.param.u64 	%rd40, [sum_rows_f32_param_1];
-	ld.param.u64 	%rd37, [sum_rows_f32_param_2];
-	ld.param.u64 	%rd38, [sum_rows_f32_param_3];
-	cvta.to.global.u64 	%rd1, %rd40;
-	cvta.to.global.u64 	%rd2, %rd39;
-	mov.u32 	%r1, %ctaid.x;
-	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd3, %r2;
-	mul.wide.u32 	%rd41, %r1, %r2;
-	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd42, %r3;
-	add.s64 	%rd75, %rd41, %rd42;
-	setp.ge.s64 	%p1, %rd75, %rd38;
-	@%p1 bra 	$L__BB20_20;
-
-	setp.gt.s64 	%p2, %rd37, 0;
-	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd5, %r4;
-	mul.lo.s64 	%rd6, %rd5, %rd3;
-	@%p2 bra 	$L__BB20_11;
-	bra.uni 	$L__BB20_2;
-
-$L__BB20_11:
-	add.s64 	%rd23, %rd37, -1;
-	and.b64  	%rd24, %rd37, 3;
-	sub.s64 	%rd25, %rd24, %rd37;
-	shl.b64 	%rd26, %rd38, 2;
-
-$L__BB20_12:
-	setp.lt.u64 	%p8, %rd23, 3;
-	mov.f32 	%f25, 0f00000000;
-	mov.u64 	%rd81, 0;
-	@%p8 bra 	$L__BB20_15;
-
-	shl.b64 	%rd59, %rd75, 2;
-	add.s64 	%rd79, %rd1, %rd59;
-
-$L__BB20_14:
-	ld.global.f32 	%f12, [%rd79];
-	add.f32 	%f13, %f25, %f12;
-	add.s64 	%rd60, %rd79, %rd26;
-	ld.global.f32 	%f14, [%rd60];
-	add.f32 	%f15, %f13, %f14;
-	add.s64 	%rd61, %rd60, %rd26;
-	ld.global.f32 	%f16, [%rd61];
-	add.f32 	%f17, %f15, %f16;
-	add.s64 	%rd62, %rd61, %rd26;
-	add.s64 	%rd79, %rd62, %rd26;
-	ld.global.f32 	%f18, [%rd62];
-	add.f32 	%f25, %f17, %f18;
-	add.s64 	%rd81, %rd81, 4;
-	add.s64 	%rd63, %rd25, %rd81;
-	setp.ne.s64 	%p9, %rd63, 0;
-	@%p9 bra 	$L__BB20_14;
-
-$L__BB20_15:
-	setp.eq.s64 	%p10, %rd24, 0;
-	@%p10 bra 	$L__BB20_19;
-
-	setp.eq.s64 	%p11, %rd24, 1;
-	mul.lo.s64 	%rd64, %rd81, %rd38;
-	add.s64 	%rd65, %rd64, %rd75;
-	shl.b64 	%rd66, %rd65, 2;
-	add.s64 	%rd34, %rd1, %rd66;
-	ld.global.f32 	%f19, [%rd34];
-	add.f32 	%f25, %f25, %f19;
-	@%p11 bra 	$L__BB20_19;
-
-	setp.eq.s64 	%p12, %rd24, 2;
-	add.s64 	%rd35, %rd34, %rd26;
-	ld.global.f32 	%f20, [%rd35];
-	add.f32 	%f25, %f25, %f20;
-	@%p12 bra 	$L__BB20_19;
-
-	add.s64 	%rd69, %rd35, %rd26;
-	ld.global.f32 	%f21, [%rd69];
-	add.f32 	%f25, %f25, %f21;
-
-$L__BB20_19:
-	shl.b64 	%rd70, %rd75, 2;
-	add.s64 	%rd71, %rd2, %rd70;
-	st.global.f32 	[%rd71], %f25;
-	add.s64 	%rd75, %rd75, %rd6;
-	setp.lt.s64 	%p13, %rd75, %rd38;
-	@%p13 bra 	$L__BB20_12;
-	bra.uni 	$L__BB20_20;
-
-$L__BB20_2:
-	not.b64 	%rd43, %rd75;
-	add.s64 	%rd7, %rd43, %rd38;
-	or.b64  	%rd44, %rd7, %rd6;
-	and.b64  	%rd45, %rd44, -4294967296;
-	setp.eq.s64 	%p3, %rd45, 0;
-	@%p3 bra 	$L__BB20_4;
-
-	div.u64 	%rd72, %rd7, %rd6;
-	bra.uni 	$L__BB20_5;
-
-$L__BB20_4:
-	cvt.u32.u64 	%r5, %rd6;
-	cvt.u32.u64 	%r6, %rd7;
-	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd72, %r7;
-
-$L__BB20_5:
-	add.s64 	%rd46, %rd72, 1;
-	and.b64  	%rd74, %rd46, 3;
-	setp.eq.s64 	%p4, %rd74, 0;
-	@%p4 bra 	$L__BB20_8;
-
-$L__BB20_7:
-	.pragma "nounroll";
-	shl.b64 	%rd47, %rd75, 2;
-	add.s64 	%rd48, %rd2, %rd47;
-	mov.u32 	%r8, 0;
-	st.global.u32 	[%rd48], %r8;
-	add.s64 	%rd75, %rd75, %rd6;
-	add.s64 	%rd74, %rd74, -1;
-	setp.ne.s64 	%p5, %rd74, 0;
-	@%p5 bra 	$L__BB20_7;
-
-$L__BB20_8:
-	setp.lt.u64 	%p6, %rd72, 3;
-	@%p6 bra 	$L__BB20_20;
-
-	shl.b64 	%rd49, %rd75, 2;
-	add.s64 	%rd77, %rd2, %rd49;
-	shl.b64 	%rd18, %rd6, 2;
-
-$L__BB20_10:
-	mov.u32 	%r9, 0;
-	st.global.u32 	[%rd77], %r9;
-	add.s64 	%rd51, %rd77, %rd18;
-	st.global.u32 	[%rd51], %r9;
-	add.s64 	%rd52, %rd75, %rd6;
-	add.s64 	%rd53, %rd52, %rd6;
-	add.s64 	%rd54, %rd51, %rd18;
-	st.global.u32 	[%rd54], %r9;
-	add.s64 	%rd55, %rd53, %rd6;
-	add.s64 	%rd56, %rd54, %rd18;
-	add.s64 	%rd77, %rd56, %rd18;
-	st.global.u32 	[%rd56], %r9;
-	add.s64 	%rd75, %rd55, %rd6;
-	setp.lt.s64 	%p7, %rd75, %rd38;
-	@%p7 bra 	$L__BB20_10;
-
-$L__BB20_20:
-	ret;
-
-}
 	// .globl	sum_cols_f32
 .visible .entry sum_cols_f32(
 	.param .u64 sum_cols_f32_param_0,
@@ -3242,7 +3078,7 @@ $L__BB20_20:
 	mov.u32 	%r4, %ctaid.x;
 	cvt.u64.u32 	%rd27, %r4;
 	setp.ge.s64 	%p1, %rd27, %rd15;
-	@%p1 bra 	$L__BB21_13;
+	@%p1 bra 	$L__BB20_13;
 
 	mov.u32 	%r5, %tid.x;
 	cvt.u64.u32 	%rd2, %r5;
@@ -3258,15 +3094,15 @@ $L__BB20_20:
 	cvt.u32.u64 	%r8, %rd4;
 	cvt.u32.u64 	%r10, %rd2;
 
-$L__BB21_2:
+$L__BB20_2:
 	setp.ge.s64 	%p2, %rd2, %rd16;
 	mov.f32 	%f12, 0f00000000;
-	@%p2 bra 	$L__BB21_5;
+	@%p2 bra 	$L__BB20_5;
 
 	mul.lo.s64 	%rd9, %rd27, %rd16;
 	mov.u64 	%rd28, %rd2;
 
-$L__BB21_4:
+$L__BB20_4:
 	add.s64 	%rd19, %rd28, %rd9;
 	shl.b64 	%rd20, %rd19, 2;
 	add.s64 	%rd21, %rd7, %rd20;
@@ -3274,24 +3110,24 @@ $L__BB21_4:
 	add.f32 	%f12, %f12, %f7;
 	add.s64 	%rd28, %rd28, %rd4;
 	setp.lt.s64 	%p3, %rd28, %rd16;
-	@%p3 bra 	$L__BB21_4;
+	@%p3 bra 	$L__BB20_4;
 
-$L__BB21_5:
+$L__BB20_5:
 	setp.lt.u32 	%p4, %r8, 2;
 	st.shared.f32 	[%rd3], %f12;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB21_10;
+	@%p4 bra 	$L__BB20_10;
 
 	mov.u32 	%r15, 1;
 
-$L__BB21_7:
+$L__BB20_7:
 	shl.b32 	%r2, %r15, 1;
 	rem.u32 	%r11, %r10, %r2;
 	setp.ne.s32 	%p5, %r11, 0;
 	add.s32 	%r3, %r15, %r10;
 	setp.ge.u32 	%p6, %r3, %r8;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB21_9;
+	@%p7 bra 	$L__BB20_9;
 
 	mul.wide.u32 	%rd22, %r3, 4;
 	add.s64 	%rd24, %rd18, %rd22;
@@ -3300,28 +3136,28 @@ $L__BB21_7:
 	add.f32 	%f10, %f9, %f8;
 	st.shared.f32 	[%rd3], %f10;
 
-$L__BB21_9:
+$L__BB20_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r8;
 	mov.u32 	%r15, %r2;
-	@%p8 bra 	$L__BB21_7;
+	@%p8 bra 	$L__BB20_7;
 
-$L__BB21_10:
+$L__BB20_10:
 	setp.ne.s32 	%p9, %r10, 0;
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p9 bra 	$L__BB21_12;
+	@%p9 bra 	$L__BB20_12;
 
 	shl.b64 	%rd25, %rd27, 2;
 	add.s64 	%rd26, %rd6, %rd25;
 	st.global.f32 	[%rd26], %f4;
 
-$L__BB21_12:
+$L__BB20_12:
 	add.s64 	%rd27, %rd27, %rd5;
 	setp.lt.s64 	%p10, %rd27, %rd15;
-	@%p10 bra 	$L__BB21_2;
+	@%p10 bra 	$L__BB20_2;
 
-$L__BB21_13:
+$L__BB20_13:
 	ret;
 
 }
@@ -3341,6 +3177,151 @@ $L__BB21_13:
 	ld.param.u64 	%rd28, [sum_squares_f32_param_0];
 	ld.param.u64 	%rd30, [sum_squares_f32_param_1];
 	ld.param.u64 	%rd29, [sum_squares_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd30;
+	mov.u32 	%r4, %ctaid.x;
+	mov.u32 	%r5, %ntid.x;
+	cvt.u64.u32 	%rd2, %r5;
+	mul.wide.u32 	%rd31, %r4, %r5;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd3, %r6;
+	add.s64 	%rd55, %rd31, %rd3;
+	setp.ge.s64 	%p1, %rd55, %rd29;
+	mov.f32 	%f29, 0f00000000;
+	@%p1 bra 	$L__BB21_10;
+
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r7;
+	mul.lo.s64 	%rd6, %rd5, %rd2;
+	not.b64 	%rd32, %rd55;
+	add.s64 	%rd7, %rd32, %rd29;
+	or.b64  	%rd33, %rd7, %rd6;
+	and.b64  	%rd34, %rd33, -4294967296;
+	setp.eq.s64 	%p2, %rd34, 0;
+	@%p2 bra 	$L__BB21_3;
+
+	div.u64 	%rd51, %rd7, %rd6;
+	bra.uni 	$L__BB21_4;
+
+$L__BB21_3:
+	cvt.u32.u64 	%r8, %rd6;
+	cvt.u32.u64 	%r9, %rd7;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd51, %r10;
+
+$L__BB21_4:
+	add.s64 	%rd35, %rd51, 1;
+	and.b64  	%rd54, %rd35, 3;
+	setp.eq.s64 	%p3, %rd54, 0;
+	mov.f32 	%f29, 0f00000000;
+	@%p3 bra 	$L__BB21_7;
+
+	shl.b64 	%rd36, %rd55, 2;
+	add.s64 	%rd52, %rd1, %rd36;
+	shl.b64 	%rd13, %rd6, 2;
+
+$L__BB21_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f13, [%rd52];
+	fma.rn.f32 	%f29, %f13, %f13, %f29;
+	add.s64 	%rd55, %rd55, %rd6;
+	add.s64 	%rd52, %rd52, %rd13;
+	add.s64 	%rd54, %rd54, -1;
+	setp.ne.s64 	%p4, %rd54, 0;
+	@%p4 bra 	$L__BB21_6;
+
+$L__BB21_7:
+	setp.lt.u64 	%p5, %rd51, 3;
+	@%p5 bra 	$L__BB21_10;
+
+	shl.b64 	%rd37, %rd55, 2;
+	add.s64 	%rd57, %rd1, %rd37;
+	shl.b64 	%rd22, %rd6, 2;
+
+$L__BB21_9:
+	ld.global.f32 	%f14, [%rd57];
+	fma.rn.f32 	%f15, %f14, %f14, %f29;
+	add.s64 	%rd39, %rd57, %rd22;
+	ld.global.f32 	%f16, [%rd39];
+	fma.rn.f32 	%f17, %f16, %f16, %f15;
+	add.s64 	%rd40, %rd55, %rd6;
+	add.s64 	%rd41, %rd40, %rd6;
+	add.s64 	%rd42, %rd39, %rd22;
+	ld.global.f32 	%f18, [%rd42];
+	fma.rn.f32 	%f19, %f18, %f18, %f17;
+	add.s64 	%rd43, %rd41, %rd6;
+	add.s64 	%rd44, %rd42, %rd22;
+	add.s64 	%rd57, %rd44, %rd22;
+	ld.global.f32 	%f20, [%rd44];
+	fma.rn.f32 	%f29, %f20, %f20, %f19;
+	add.s64 	%rd55, %rd43, %rd6;
+	setp.lt.s64 	%p6, %rd55, %rd29;
+	@%p6 bra 	$L__BB21_9;
+
+$L__BB21_10:
+	shl.b64 	%rd45, %rd3, 2;
+	mov.u64 	%rd46, _ZZ9block_sumfE4part;
+	add.s64 	%rd27, %rd46, %rd45;
+	st.shared.f32 	[%rd27], %f29;
+	bar.sync 	0;
+	cvt.u32.u64 	%r11, %rd2;
+	setp.lt.u32 	%p7, %r11, 2;
+	@%p7 bra 	$L__BB21_15;
+
+	mov.u32 	%r18, 1;
+	cvt.u32.u64 	%r13, %rd3;
+
+$L__BB21_12:
+	shl.b32 	%r2, %r18, 1;
+	rem.u32 	%r14, %r13, %r2;
+	setp.ne.s32 	%p8, %r14, 0;
+	add.s32 	%r3, %r18, %r13;
+	setp.ge.u32 	%p9, %r3, %r11;
+	or.pred  	%p10, %p9, %p8;
+	@%p10 bra 	$L__BB21_14;
+
+	mul.wide.u32 	%rd47, %r3, 4;
+	add.s64 	%rd49, %rd46, %rd47;
+	ld.shared.f32 	%f21, [%rd27];
+	ld.shared.f32 	%f22, [%rd49];
+	add.f32 	%f23, %f22, %f21;
+	st.shared.f32 	[%rd27], %f23;
+
+$L__BB21_14:
+	bar.sync 	0;
+	setp.lt.u32 	%p11, %r2, %r11;
+	mov.u32 	%r18, %r2;
+	@%p11 bra 	$L__BB21_12;
+
+$L__BB21_15:
+	cvt.u32.u64 	%r17, %rd3;
+	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	setp.ne.s32 	%p12, %r17, 0;
+	@%p12 bra 	$L__BB21_17;
+
+	cvta.to.global.u64 	%rd50, %rd28;
+	atom.global.add.f32 	%f24, [%rd50], %f8;
+
+$L__BB21_17:
+	ret;
+
+}
+	// .globl	sum_f32
+.visible .entry sum_f32(
+	.param .u64 sum_f32_param_0,
+	.param .u64 sum_f32_param_1,
+	.param .u64 sum_f32_param_2
+)
+{
+	.reg .pred 	%p<13>;
+	.reg .f32 	%f<30>;
+	.reg .b32 	%r<19>;
+	.reg .b64 	%rd<58>;
+
+
+	ld.param.u64 	%rd28, [sum_f32_param_0];
+	ld.param.u64 	%rd30, [sum_f32_param_1];
+	ld.param.u64 	%rd29, [sum_f32_param_2];
 	cvta.to.global.u64 	%rd1, %rd30;
 	mov.u32 	%r4, %ctaid.x;
 	mov.u32 	%r5, %ntid.x;
@@ -3386,7 +3367,7 @@ $L__BB22_4:
 $L__BB22_6:
 	.pragma "nounroll";
 	ld.global.f32 	%f13, [%rd52];
-	fma.rn.f32 	%f29, %f13, %f13, %f29;
+	add.f32 	%f29, %f29, %f13;
 	add.s64 	%rd55, %rd55, %rd6;
 	add.s64 	%rd52, %rd52, %rd13;
 	add.s64 	%rd54, %rd54, -1;
@@ -3403,20 +3384,20 @@ $L__BB22_7:
 
 $L__BB22_9:
 	ld.global.f32 	%f14, [%rd57];
-	fma.rn.f32 	%f15, %f14, %f14, %f29;
+	add.f32 	%f15, %f29, %f14;
 	add.s64 	%rd39, %rd57, %rd22;
 	ld.global.f32 	%f16, [%rd39];
-	fma.rn.f32 	%f17, %f16, %f16, %f15;
+	add.f32 	%f17, %f15, %f16;
 	add.s64 	%rd40, %rd55, %rd6;
 	add.s64 	%rd41, %rd40, %rd6;
 	add.s64 	%rd42, %rd39, %rd22;
 	ld.global.f32 	%f18, [%rd42];
-	fma.rn.f32 	%f19, %f18, %f18, %f17;
+	add.f32 	%f19, %f17, %f18;
 	add.s64 	%rd43, %rd41, %rd6;
 	add.s64 	%rd44, %rd42, %rd22;
 	add.s64 	%rd57, %rd44, %rd22;
 	ld.global.f32 	%f20, [%rd44];
-	fma.rn.f32 	%f29, %f20, %f20, %f19;
+	add.f32 	%f29, %f19, %f20;
 	add.s64 	%rd55, %rd43, %rd6;
 	setp.lt.s64 	%p6, %rd55, %rd29;
 	@%p6 bra 	$L__BB22_9;
@@ -3470,151 +3451,6 @@ $L__BB22_17:
 	ret;
 
 }
-	// .globl	sum_f32
-.visible .entry sum_f32(
-	.param .u64 sum_f32_param_0,
-	.param .u64 sum_f32_param_1,
-	.param .u64 sum_f32_param_2
-)
-{
-	.reg .pred 	%p<13>;
-	.reg .f32 	%f<30>;
-	.reg .b32 	%r<19>;
-	.reg .b64 	%rd<58>;
-
-
-	ld.param.u64 	%rd28, [sum_f32_param_0];
-	ld.param.u64 	%rd30, [sum_f32_param_1];
-	ld.param.u64 	%rd29, [sum_f32_param_2];
-	cvta.to.global.u64 	%rd1, %rd30;
-	mov.u32 	%r4, %ctaid.x;
-	mov.u32 	%r5, %ntid.x;
-	cvt.u64.u32 	%rd2, %r5;
-	mul.wide.u32 	%rd31, %r4, %r5;
-	mov.u32 	%r6, %tid.x;
-	cvt.u64.u32 	%rd3, %r6;
-	add.s64 	%rd55, %rd31, %rd3;
-	setp.ge.s64 	%p1, %rd55, %rd29;
-	mov.f32 	%f29, 0f00000000;
-	@%p1 bra 	$L__BB23_10;
-
-	mov.u32 	%r7, %nctaid.x;
-	cvt.u64.u32 	%rd5, %r7;
-	mul.lo.s64 	%rd6, %rd5, %rd2;
-	not.b64 	%rd32, %rd55;
-	add.s64 	%rd7, %rd32, %rd29;
-	or.b64  	%rd33, %rd7, %rd6;
-	and.b64  	%rd34, %rd33, -4294967296;
-	setp.eq.s64 	%p2, %rd34, 0;
-	@%p2 bra 	$L__BB23_3;
-
-	div.u64 	%rd51, %rd7, %rd6;
-	bra.uni 	$L__BB23_4;
-
-$L__BB23_3:
-	cvt.u32.u64 	%r8, %rd6;
-	cvt.u32.u64 	%r9, %rd7;
-	div.u32 	%r10, %r9, %r8;
-	cvt.u64.u32 	%rd51, %r10;
-
-$L__BB23_4:
-	add.s64 	%rd35, %rd51, 1;
-	and.b64  	%rd54, %rd35, 3;
-	setp.eq.s64 	%p3, %rd54, 0;
-	mov.f32 	%f29, 0f00000000;
-	@%p3 bra 	$L__BB23_7;
-
-	shl.b64 	%rd36, %rd55, 2;
-	add.s64 	%rd52, %rd1, %rd36;
-	shl.b64 	%rd13, %rd6, 2;
-
-$L__BB23_6:
-	.pragma "nounroll";
-	ld.global.f32 	%f13, [%rd52];
-	add.f32 	%f29, %f29, %f13;
-	add.s64 	%rd55, %rd55, %rd6;
-	add.s64 	%rd52, %rd52, %rd13;
-	add.s64 	%rd54, %rd54, -1;
-	setp.ne.s64 	%p4, %rd54, 0;
-	@%p4 bra 	$L__BB23_6;
-
-$L__BB23_7:
-	setp.lt.u64 	%p5, %rd51, 3;
-	@%p5 bra 	$L__BB23_10;
-
-	shl.b64 	%rd37, %rd55, 2;
-	add.s64 	%rd57, %rd1, %rd37;
-	shl.b64 	%rd22, %rd6, 2;
-
-$L__BB23_9:
-	ld.global.f32 	%f14, [%rd57];
-	add.f32 	%f15, %f29, %f14;
-	add.s64 	%rd39, %rd57, %rd22;
-	ld.global.f32 	%f16, [%rd39];
-	add.f32 	%f17, %f15, %f16;
-	add.s64 	%rd40, %rd55, %rd6;
-	add.s64 	%rd41, %rd40, %rd6;
-	add.s64 	%rd42, %rd39, %rd22;
-	ld.global.f32 	%f18, [%rd42];
-	add.f32 	%f19, %f17, %f18;
-	add.s64 	%rd43, %rd41, %rd6;
-	add.s64 	%rd44, %rd42, %rd22;
-	add.s64 	%rd57, %rd44, %rd22;
-	ld.global.f32 	%f20, [%rd44];
-	add.f32 	%f29, %f19, %f20;
-	add.s64 	%rd55, %rd43, %rd6;
-	setp.lt.s64 	%p6, %rd55, %rd29;
-	@%p6 bra 	$L__BB23_9;
-
-$L__BB23_10:
-	shl.b64 	%rd45, %rd3, 2;
-	mov.u64 	%rd46, _ZZ9block_sumfE4part;
-	add.s64 	%rd27, %rd46, %rd45;
-	st.shared.f32 	[%rd27], %f29;
-	bar.sync 	0;
-	cvt.u32.u64 	%r11, %rd2;
-	setp.lt.u32 	%p7, %r11, 2;
-	@%p7 bra 	$L__BB23_15;
-
-	mov.u32 	%r18, 1;
-	cvt.u32.u64 	%r13, %rd3;
-
-$L__BB23_12:
-	shl.b32 	%r2, %r18, 1;
-	rem.u32 	%r14, %r13, %r2;
-	setp.ne.s32 	%p8, %r14, 0;
-	add.s32 	%r3, %r18, %r13;
-	setp.ge.u32 	%p9, %r3, %r11;
-	or.pred  	%p10, %p9, %p8;
-	@%p10 bra 	$L__BB23_14;
-
-	mul.wide.u32 	%rd47, %r3, 4;
-	add.s64 	%rd49, %rd46, %rd47;
-	ld.shared.f32 	%f21, [%rd27];
-	ld.shared.f32 	%f22, [%rd49];
-	add.f32 	%f23, %f22, %f21;
-	st.shared.f32 	[%rd27], %f23;
-
-$L__BB23_14:
-	bar.sync 	0;
-	setp.lt.u32 	%p11, %r2, %r11;
-	mov.u32 	%r18, %r2;
-	@%p11 bra 	$L__BB23_12;
-
-$L__BB23_15:
-	cvt.u32.u64 	%r17, %rd3;
-	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
-	bar.sync 	0;
-	setp.ne.s32 	%p12, %r17, 0;
-	@%p12 bra 	$L__BB23_17;
-
-	cvta.to.global.u64 	%rd50, %rd28;
-	atom.global.add.f32 	%f24, [%rd50], %f8;
-
-$L__BB23_17:
-	ret;
-
-}
 	// .globl	clip_coef_f32
 .visible .entry clip_coef_f32(
 	.param .u64 clip_coef_f32_param_0,
@@ -3640,7 +3476,7 @@ $L__BB23_17:
 	cvt.u64.u32 	%rd5, %r3;
 	neg.s64 	%rd6, %rd5;
 	setp.ne.s64 	%p1, %rd4, %rd6;
-	@%p1 bra 	$L__BB24_2;
+	@%p1 bra 	$L__BB23_2;
 
 	cvta.to.global.u64 	%rd7, %rd3;
 	ld.global.f32 	%f2, [%rd7];
@@ -3653,7 +3489,7 @@ $L__BB23_17:
 	cvta.to.global.u64 	%rd9, %rd2;
 	st.global.f32 	[%rd9], %f3;
 
-$L__BB24_2:
+$L__BB23_2:
 	ret;
 
 }
@@ -3679,7 +3515,7 @@ $L__BB24_2:
 	mov.u32 	%r7, %ctaid.x;
 	cvt.u64.u32 	%rd41, %r7;
 	setp.ge.s64 	%p1, %rd41, %rd19;
-	@%p1 bra 	$L__BB25_22;
+	@%p1 bra 	$L__BB24_22;
 
 	mov.u32 	%r8, %tid.x;
 	cvt.u64.u32 	%rd3, %r8;
@@ -3696,15 +3532,15 @@ $L__BB24_2:
 	cvt.u32.u64 	%r11, %rd5;
 	cvt.u32.u64 	%r13, %rd3;
 
-$L__BB25_2:
+$L__BB24_2:
 	mul.lo.s64 	%rd10, %rd41, %rd20;
 	setp.ge.s64 	%p2, %rd3, %rd20;
 	mov.f32 	%f58, 0fFF7FFFFF;
-	@%p2 bra 	$L__BB25_5;
+	@%p2 bra 	$L__BB24_5;
 
 	mov.u64 	%rd42, %rd3;
 
-$L__BB25_4:
+$L__BB24_4:
 	add.s64 	%rd25, %rd42, %rd10;
 	shl.b64 	%rd26, %rd25, 2;
 	add.s64 	%rd27, %rd1, %rd26;
@@ -3712,24 +3548,24 @@ $L__BB25_4:
 	max.f32 	%f58, %f58, %f12;
 	add.s64 	%rd42, %rd42, %rd5;
 	setp.lt.s64 	%p3, %rd42, %rd20;
-	@%p3 bra 	$L__BB25_4;
+	@%p3 bra 	$L__BB24_4;
 
-$L__BB25_5:
+$L__BB24_5:
 	setp.lt.u32 	%p4, %r11, 2;
 	st.shared.f32 	[%rd4], %f58;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB25_10;
+	@%p4 bra 	$L__BB24_10;
 
 	mov.u32 	%r27, 1;
 
-$L__BB25_7:
+$L__BB24_7:
 	shl.b32 	%r2, %r27, 1;
 	rem.u32 	%r14, %r13, %r2;
 	setp.ne.s32 	%p5, %r14, 0;
 	add.s32 	%r3, %r27, %r13;
 	setp.ge.u32 	%p6, %r3, %r11;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB25_9;
+	@%p7 bra 	$L__BB24_9;
 
 	ld.shared.f32 	%f13, [%rd4];
 	mul.wide.u32 	%rd28, %r3, 4;
@@ -3738,21 +3574,21 @@ $L__BB25_7:
 	max.f32 	%f15, %f13, %f14;
 	st.shared.f32 	[%rd4], %f15;
 
-$L__BB25_9:
+$L__BB24_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r11;
 	mov.u32 	%r27, %r2;
-	@%p8 bra 	$L__BB25_7;
+	@%p8 bra 	$L__BB24_7;
 
-$L__BB25_10:
+$L__BB24_10:
 	ld.shared.f32 	%f4, [_ZZ9block_maxfE4part];
 	bar.sync 	0;
 	mov.f32 	%f60, 0f00000000;
-	@%p2 bra 	$L__BB25_13;
+	@%p2 bra 	$L__BB24_13;
 
 	mov.u64 	%rd43, %rd3;
 
-$L__BB25_12:
+$L__BB24_12:
 	add.s64 	%rd31, %rd43, %rd10;
 	shl.b64 	%rd32, %rd31, 2;
 	add.s64 	%rd33, %rd1, %rd32;
@@ -3778,23 +3614,23 @@ $L__BB25_12:
 	fma.rn.f32 	%f60, %f34, %f33, %f60;
 	add.s64 	%rd43, %rd43, %rd5;
 	setp.lt.s64 	%p10, %rd43, %rd20;
-	@%p10 bra 	$L__BB25_12;
+	@%p10 bra 	$L__BB24_12;
 
-$L__BB25_13:
+$L__BB24_13:
 	st.shared.f32 	[%rd6], %f60;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB25_18;
+	@%p4 bra 	$L__BB24_18;
 
 	mov.u32 	%r28, 1;
 
-$L__BB25_15:
+$L__BB24_15:
 	shl.b32 	%r5, %r28, 1;
 	rem.u32 	%r22, %r13, %r5;
 	setp.ne.s32 	%p12, %r22, 0;
 	add.s32 	%r6, %r28, %r13;
 	setp.ge.u32 	%p13, %r6, %r11;
 	or.pred  	%p14, %p13, %p12;
-	@%p14 bra 	$L__BB25_17;
+	@%p14 bra 	$L__BB24_17;
 
 	mul.wide.u32 	%rd34, %r6, 4;
 	add.s64 	%rd36, %rd24, %rd34;
@@ -3803,21 +3639,21 @@ $L__BB25_15:
 	add.f32 	%f37, %f36, %f35;
 	st.shared.f32 	[%rd6], %f37;
 
-$L__BB25_17:
+$L__BB24_17:
 	bar.sync 	0;
 	setp.lt.u32 	%p15, %r5, %r11;
 	mov.u32 	%r28, %r5;
-	@%p15 bra 	$L__BB25_15;
+	@%p15 bra 	$L__BB24_15;
 
-$L__BB25_18:
+$L__BB24_18:
 	ld.shared.f32 	%f8, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p2 bra 	$L__BB25_21;
+	@%p2 bra 	$L__BB24_21;
 
 	rcp.rn.f32 	%f9, %f8;
 	mov.u64 	%rd44, %rd3;
 
-$L__BB25_20:
+$L__BB24_20:
 	add.s64 	%rd37, %rd44, %rd10;
 	shl.b64 	%rd38, %rd37, 2;
 	add.s64 	%rd39, %rd1, %rd38;
@@ -3846,14 +3682,14 @@ $L__BB25_20:
 	st.global.f32 	[%rd40], %f56;
 	add.s64 	%rd44, %rd44, %rd5;
 	setp.lt.s64 	%p17, %rd44, %rd20;
-	@%p17 bra 	$L__BB25_20;
+	@%p17 bra 	$L__BB24_20;
 
-$L__BB25_21:
+$L__BB24_21:
 	add.s64 	%rd41, %rd41, %rd7;
 	setp.lt.s64 	%p18, %rd41, %rd19;
-	@%p18 bra 	$L__BB25_2;
+	@%p18 bra 	$L__BB24_2;
 
-$L__BB25_22:
+$L__BB24_22:
 	ret;
 
 }
@@ -3879,7 +3715,7 @@ $L__BB25_22:
 	mov.u32 	%r7, %ctaid.x;
 	cvt.u64.u32 	%rd41, %r7;
 	setp.ge.s64 	%p1, %rd41, %rd19;
-	@%p1 bra 	$L__BB26_24;
+	@%p1 bra 	$L__BB25_24;
 
 	mov.u32 	%r8, %tid.x;
 	cvt.u64.u32 	%rd3, %r8;
@@ -3896,15 +3732,15 @@ $L__BB25_22:
 	cvt.u32.u64 	%r11, %rd5;
 	cvt.u32.u64 	%r13, %rd3;
 
-$L__BB26_2:
+$L__BB25_2:
 	mul.lo.s64 	%rd10, %rd41, %rd20;
 	setp.ge.s64 	%p2, %rd3, %rd20;
 	mov.f32 	%f74, 0fFF7FFFFF;
-	@%p2 bra 	$L__BB26_5;
+	@%p2 bra 	$L__BB25_5;
 
 	mov.u64 	%rd42, %rd3;
 
-$L__BB26_4:
+$L__BB25_4:
 	add.s64 	%rd25, %rd42, %rd10;
 	shl.b64 	%rd26, %rd25, 2;
 	add.s64 	%rd27, %rd1, %rd26;
@@ -3912,24 +3748,24 @@ $L__BB26_4:
 	max.f32 	%f74, %f74, %f15;
 	add.s64 	%rd42, %rd42, %rd5;
 	setp.lt.s64 	%p3, %rd42, %rd20;
-	@%p3 bra 	$L__BB26_4;
+	@%p3 bra 	$L__BB25_4;
 
-$L__BB26_5:
+$L__BB25_5:
 	setp.lt.u32 	%p4, %r11, 2;
 	st.shared.f32 	[%rd4], %f74;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB26_10;
+	@%p4 bra 	$L__BB25_10;
 
 	mov.u32 	%r29, 1;
 
-$L__BB26_7:
+$L__BB25_7:
 	shl.b32 	%r2, %r29, 1;
 	rem.u32 	%r14, %r13, %r2;
 	setp.ne.s32 	%p5, %r14, 0;
 	add.s32 	%r3, %r29, %r13;
 	setp.ge.u32 	%p6, %r3, %r11;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB26_9;
+	@%p7 bra 	$L__BB25_9;
 
 	ld.shared.f32 	%f16, [%rd4];
 	mul.wide.u32 	%rd28, %r3, 4;
@@ -3938,21 +3774,21 @@ $L__BB26_7:
 	max.f32 	%f18, %f16, %f17;
 	st.shared.f32 	[%rd4], %f18;
 
-$L__BB26_9:
+$L__BB25_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r11;
 	mov.u32 	%r29, %r2;
-	@%p8 bra 	$L__BB26_7;
+	@%p8 bra 	$L__BB25_7;
 
-$L__BB26_10:
+$L__BB25_10:
 	ld.shared.f32 	%f4, [_ZZ9block_maxfE4part];
 	bar.sync 	0;
 	mov.f32 	%f76, 0f00000000;
-	@%p2 bra 	$L__BB26_13;
+	@%p2 bra 	$L__BB25_13;
 
 	mov.u64 	%rd43, %rd3;
 
-$L__BB26_12:
+$L__BB25_12:
 	add.s64 	%rd31, %rd43, %rd10;
 	shl.b64 	%rd32, %rd31, 2;
 	add.s64 	%rd33, %rd1, %rd32;
@@ -3978,23 +3814,23 @@ $L__BB26_12:
 	fma.rn.f32 	%f76, %f37, %f36, %f76;
 	add.s64 	%rd43, %rd43, %rd5;
 	setp.lt.s64 	%p10, %rd43, %rd20;
-	@%p10 bra 	$L__BB26_12;
+	@%p10 bra 	$L__BB25_12;
 
-$L__BB26_13:
+$L__BB25_13:
 	st.shared.f32 	[%rd6], %f76;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB26_18;
+	@%p4 bra 	$L__BB25_18;
 
 	mov.u32 	%r30, 1;
 
-$L__BB26_15:
+$L__BB25_15:
 	shl.b32 	%r5, %r30, 1;
 	rem.u32 	%r22, %r13, %r5;
 	setp.ne.s32 	%p12, %r22, 0;
 	add.s32 	%r6, %r30, %r13;
 	setp.ge.u32 	%p13, %r6, %r11;
 	or.pred  	%p14, %p13, %p12;
-	@%p14 bra 	$L__BB26_17;
+	@%p14 bra 	$L__BB25_17;
 
 	mul.wide.u32 	%rd34, %r6, 4;
 	add.s64 	%rd36, %rd24, %rd34;
@@ -4003,13 +3839,13 @@ $L__BB26_15:
 	add.f32 	%f40, %f39, %f38;
 	st.shared.f32 	[%rd6], %f40;
 
-$L__BB26_17:
+$L__BB25_17:
 	bar.sync 	0;
 	setp.lt.u32 	%p15, %r5, %r11;
 	mov.u32 	%r30, %r5;
-	@%p15 bra 	$L__BB26_15;
+	@%p15 bra 	$L__BB25_15;
 
-$L__BB26_18:
+$L__BB25_18:
 	ld.shared.f32 	%f41, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
 	setp.lt.f32 	%p16, %f41, 0f00800000;
@@ -4047,20 +3883,20 @@ $L__BB26_18:
 	mov.f32 	%f68, 0f3F317218;
 	fma.rn.f32 	%f77, %f47, %f68, %f67;
 	setp.lt.u32 	%p17, %r25, 2139095040;
-	@%p17 bra 	$L__BB26_20;
+	@%p17 bra 	$L__BB25_20;
 
 	mov.f32 	%f69, 0f7F800000;
 	fma.rn.f32 	%f77, %f8, %f69, %f69;
 
-$L__BB26_20:
+$L__BB25_20:
 	setp.eq.f32 	%p18, %f8, 0f00000000;
 	selp.f32 	%f70, 0fFF800000, %f77, %p18;
 	add.f32 	%f12, %f4, %f70;
-	@%p2 bra 	$L__BB26_23;
+	@%p2 bra 	$L__BB25_23;
 
 	mov.u64 	%rd44, %rd3;
 
-$L__BB26_22:
+$L__BB25_22:
 	add.s64 	%rd37, %rd44, %rd10;
 	shl.b64 	%rd38, %rd37, 2;
 	add.s64 	%rd39, %rd1, %rd38;
@@ -4070,14 +3906,14 @@ $L__BB26_22:
 	st.global.f32 	[%rd40], %f72;
 	add.s64 	%rd44, %rd44, %rd5;
 	setp.lt.s64 	%p20, %rd44, %rd20;
-	@%p20 bra 	$L__BB26_22;
+	@%p20 bra 	$L__BB25_22;
 
-$L__BB26_23:
+$L__BB25_23:
 	add.s64 	%rd41, %rd41, %rd7;
 	setp.lt.s64 	%p21, %rd41, %rd19;
-	@%p21 bra 	$L__BB26_2;
+	@%p21 bra 	$L__BB25_2;
 
-$L__BB26_24:
+$L__BB25_24:
 	ret;
 
 }
@@ -4106,7 +3942,7 @@ $L__BB26_24:
 	mov.u32 	%r4, %ctaid.x;
 	cvt.u64.u32 	%rd35, %r4;
 	setp.ge.s64 	%p1, %rd35, %rd17;
-	@%p1 bra 	$L__BB27_14;
+	@%p1 bra 	$L__BB26_14;
 
 	mov.u32 	%r5, %tid.x;
 	cvt.u64.u32 	%rd4, %r5;
@@ -4121,15 +3957,15 @@ $L__BB26_24:
 	cvt.u32.u64 	%r8, %rd6;
 	cvt.u32.u64 	%r10, %rd4;
 
-$L__BB27_2:
+$L__BB26_2:
 	mul.lo.s64 	%rd10, %rd35, %rd18;
 	setp.ge.s64 	%p2, %rd4, %rd18;
 	mov.f32 	%f17, 0f00000000;
-	@%p2 bra 	$L__BB27_5;
+	@%p2 bra 	$L__BB26_5;
 
 	mov.u64 	%rd36, %rd4;
 
-$L__BB27_4:
+$L__BB26_4:
 	add.s64 	%rd23, %rd36, %rd10;
 	shl.b64 	%rd24, %rd23, 2;
 	add.s64 	%rd25, %rd1, %rd24;
@@ -4139,24 +3975,24 @@ $L__BB27_4:
 	fma.rn.f32 	%f17, %f8, %f7, %f17;
 	add.s64 	%rd36, %rd36, %rd6;
 	setp.lt.s64 	%p3, %rd36, %rd18;
-	@%p3 bra 	$L__BB27_4;
+	@%p3 bra 	$L__BB26_4;
 
-$L__BB27_5:
+$L__BB26_5:
 	setp.lt.u32 	%p4, %r8, 2;
 	st.shared.f32 	[%rd5], %f17;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB27_10;
+	@%p4 bra 	$L__BB26_10;
 
 	mov.u32 	%r14, 1;
 
-$L__BB27_7:
+$L__BB26_7:
 	shl.b32 	%r2, %r14, 1;
 	rem.u32 	%r11, %r10, %r2;
 	setp.ne.s32 	%p5, %r11, 0;
 	add.s32 	%r3, %r14, %r10;
 	setp.ge.u32 	%p6, %r3, %r8;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB27_9;
+	@%p7 bra 	$L__BB26_9;
 
 	mul.wide.u32 	%rd27, %r3, 4;
 	add.s64 	%rd29, %rd22, %rd27;
@@ -4165,20 +4001,20 @@ $L__BB27_7:
 	add.f32 	%f11, %f10, %f9;
 	st.shared.f32 	[%rd5], %f11;
 
-$L__BB27_9:
+$L__BB26_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r8;
 	mov.u32 	%r14, %r2;
-	@%p8 bra 	$L__BB27_7;
+	@%p8 bra 	$L__BB26_7;
 
-$L__BB27_10:
+$L__BB26_10:
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p2 bra 	$L__BB27_13;
+	@%p2 bra 	$L__BB26_13;
 
 	mov.u64 	%rd37, %rd4;
 
-$L__BB27_12:
+$L__BB26_12:
 	add.s64 	%rd30, %rd37, %rd10;
 	shl.b64 	%rd31, %rd30, 2;
 	add.s64 	%rd32, %rd2, %rd31;
@@ -4191,14 +4027,14 @@ $L__BB27_12:
 	st.global.f32 	[%rd34], %f15;
 	add.s64 	%rd37, %rd37, %rd6;
 	setp.lt.s64 	%p10, %rd37, %rd18;
-	@%p10 bra 	$L__BB27_12;
+	@%p10 bra 	$L__BB26_12;
 
-$L__BB27_13:
+$L__BB26_13:
 	add.s64 	%rd35, %rd35, %rd7;
 	setp.lt.s64 	%p11, %rd35, %rd17;
-	@%p11 bra 	$L__BB27_2;
+	@%p11 bra 	$L__BB26_2;
 
-$L__BB27_14:
+$L__BB26_14:
 	ret;
 
 }
@@ -4226,7 +4062,7 @@ $L__BB27_14:
 	mov.u32 	%r4, %ctaid.x;
 	cvt.u64.u32 	%rd34, %r4;
 	setp.ge.s64 	%p1, %rd34, %rd18;
-	@%p1 bra 	$L__BB28_14;
+	@%p1 bra 	$L__BB27_14;
 
 	mov.u32 	%r5, %tid.x;
 	cvt.u64.u32 	%rd3, %r5;
@@ -4242,15 +4078,15 @@ $L__BB27_14:
 	cvt.u32.u64 	%r8, %rd5;
 	cvt.u32.u64 	%r10, %rd3;
 
-$L__BB28_2:
+$L__BB27_2:
 	mul.lo.s64 	%rd10, %rd34, %rd19;
 	setp.ge.s64 	%p2, %rd3, %rd19;
 	mov.f32 	%f32, 0f00000000;
-	@%p2 bra 	$L__BB28_5;
+	@%p2 bra 	$L__BB27_5;
 
 	mov.u64 	%rd35, %rd3;
 
-$L__BB28_4:
+$L__BB27_4:
 	add.s64 	%rd23, %rd35, %rd10;
 	shl.b64 	%rd24, %rd23, 2;
 	add.s64 	%rd25, %rd1, %rd24;
@@ -4258,24 +4094,24 @@ $L__BB28_4:
 	add.f32 	%f32, %f32, %f7;
 	add.s64 	%rd35, %rd35, %rd5;
 	setp.lt.s64 	%p3, %rd35, %rd19;
-	@%p3 bra 	$L__BB28_4;
+	@%p3 bra 	$L__BB27_4;
 
-$L__BB28_5:
+$L__BB27_5:
 	setp.lt.u32 	%p4, %r8, 2;
 	st.shared.f32 	[%rd4], %f32;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB28_10;
+	@%p4 bra 	$L__BB27_10;
 
 	mov.u32 	%r16, 1;
 
-$L__BB28_7:
+$L__BB27_7:
 	shl.b32 	%r2, %r16, 1;
 	rem.u32 	%r11, %r10, %r2;
 	setp.ne.s32 	%p5, %r11, 0;
 	add.s32 	%r3, %r16, %r10;
 	setp.ge.u32 	%p6, %r3, %r8;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB28_9;
+	@%p7 bra 	$L__BB27_9;
 
 	mul.wide.u32 	%rd26, %r3, 4;
 	add.s64 	%rd28, %rd22, %rd26;
@@ -4284,20 +4120,20 @@ $L__BB28_7:
 	add.f32 	%f10, %f9, %f8;
 	st.shared.f32 	[%rd4], %f10;
 
-$L__BB28_9:
+$L__BB27_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r8;
 	mov.u32 	%r16, %r2;
-	@%p8 bra 	$L__BB28_7;
+	@%p8 bra 	$L__BB27_7;
 
-$L__BB28_10:
+$L__BB27_10:
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p2 bra 	$L__BB28_13;
+	@%p2 bra 	$L__BB27_13;
 
 	mov.u64 	%rd36, %rd3;
 
-$L__BB28_12:
+$L__BB27_12:
 	add.s64 	%rd29, %rd36, %rd10;
 	shl.b64 	%rd30, %rd29, 2;
 	add.s64 	%rd31, %rd1, %rd30;
@@ -4328,14 +4164,14 @@ $L__BB28_12:
 	st.global.f32 	[%rd33], %f30;
 	add.s64 	%rd36, %rd36, %rd5;
 	setp.lt.s64 	%p10, %rd36, %rd19;
-	@%p10 bra 	$L__BB28_12;
+	@%p10 bra 	$L__BB27_12;
 
-$L__BB28_13:
+$L__BB27_13:
 	add.s64 	%rd34, %rd34, %rd6;
 	setp.lt.s64 	%p11, %rd34, %rd18;
-	@%p11 bra 	$L__BB28_2;
+	@%p11 bra 	$L__BB27_2;
 
-$L__BB28_14:
+$L__BB27_14:
 	ret;
 
 }
@@ -4373,7 +4209,7 @@ $L__BB28_14:
 	cvt.u64.u32 	%rd53, %r3;
 	add.s64 	%rd83, %rd52, %rd53;
 	setp.ge.s64 	%p1, %rd83, %rd47;
-	@%p1 bra 	$L__BB29_10;
+	@%p1 bra 	$L__BB28_10;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd7, %r4;
@@ -4383,22 +4219,22 @@ $L__BB28_14:
 	or.b64  	%rd55, %rd9, %rd8;
 	and.b64  	%rd56, %rd55, -4294967296;
 	setp.eq.s64 	%p2, %rd56, 0;
-	@%p2 bra 	$L__BB29_3;
+	@%p2 bra 	$L__BB28_3;
 
 	div.u64 	%rd76, %rd9, %rd8;
-	bra.uni 	$L__BB29_4;
+	bra.uni 	$L__BB28_4;
 
-$L__BB29_3:
+$L__BB28_3:
 	cvt.u32.u64 	%r5, %rd8;
 	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd76, %r7;
 
-$L__BB29_4:
+$L__BB28_4:
 	add.s64 	%rd57, %rd76, 1;
 	and.b64  	%rd82, %rd57, 3;
 	setp.eq.s64 	%p3, %rd82, 0;
-	@%p3 bra 	$L__BB29_7;
+	@%p3 bra 	$L__BB28_7;
 
 	shl.b64 	%rd58, %rd83, 2;
 	add.s64 	%rd80, %rd1, %rd58;
@@ -4407,7 +4243,7 @@ $L__BB29_4:
 	add.s64 	%rd78, %rd3, %rd58;
 	add.s64 	%rd77, %rd4, %rd58;
 
-$L__BB29_6:
+$L__BB28_6:
 	.pragma "nounroll";
 	ld.global.f32 	%f2, [%rd78];
 	ld.global.f32 	%f3, [%rd77];
@@ -4423,11 +4259,11 @@ $L__BB29_6:
 	add.s64 	%rd77, %rd77, %rd15;
 	add.s64 	%rd82, %rd82, -1;
 	setp.ne.s64 	%p4, %rd82, 0;
-	@%p4 bra 	$L__BB29_6;
+	@%p4 bra 	$L__BB28_6;
 
-$L__BB29_7:
+$L__BB28_7:
 	setp.lt.u64 	%p5, %rd76, 3;
-	@%p5 bra 	$L__BB29_10;
+	@%p5 bra 	$L__BB28_10;
 
 	shl.b64 	%rd59, %rd83, 2;
 	add.s64 	%rd85, %rd4, %rd59;
@@ -4436,7 +4272,7 @@ $L__BB29_7:
 	add.s64 	%rd87, %rd2, %rd59;
 	add.s64 	%rd88, %rd1, %rd59;
 
-$L__BB29_9:
+$L__BB28_9:
 	ld.global.f32 	%f7, [%rd86];
 	ld.global.f32 	%f8, [%rd85];
 	sub.f32 	%f9, %f8, %f7;
@@ -4486,9 +4322,9 @@ $L__BB29_9:
 	st.global.f32 	[%rd75], %f26;
 	add.s64 	%rd83, %rd71, %rd8;
 	setp.lt.s64 	%p6, %rd83, %rd47;
-	@%p6 bra 	$L__BB29_9;
+	@%p6 bra 	$L__BB28_9;
 
-$L__BB29_10:
+$L__BB28_10:
 	ret;
 
 }
@@ -4528,7 +4364,7 @@ $L__BB29_10:
 	cvt.u64.u32 	%rd63, %r3;
 	add.s64 	%rd125, %rd62, %rd63;
 	setp.ge.s64 	%p1, %rd125, %rd56;
-	@%p1 bra 	$L__BB30_49;
+	@%p1 bra 	$L__BB29_49;
 
 	setp.gt.s64 	%p2, %rd57, 1;
 	mov.u32 	%r4, %nctaid.x;
@@ -4537,26 +4373,26 @@ $L__BB29_10:
 	add.s64 	%rd8, %rd57, -1;
 	and.b64  	%rd9, %rd57, 3;
 	sub.s64 	%rd10, %rd57, %rd9;
-	@%p2 bra 	$L__BB30_22;
-	bra.uni 	$L__BB30_3;
+	@%p2 bra 	$L__BB29_22;
+	bra.uni 	$L__BB29_3;
 
-$L__BB30_22:
+$L__BB29_22:
 	add.s64 	%rd29, %rd57, -2;
 	and.b64  	%rd30, %rd8, 3;
 	sub.s64 	%rd31, %rd8, %rd30;
 
-$L__BB30_23:
+$L__BB29_23:
 	mul.lo.s64 	%rd33, %rd125, %rd57;
 	shl.b64 	%rd93, %rd33, 2;
 	add.s64 	%rd34, %rd4, %rd93;
 	ld.global.f32 	%f609, [%rd34];
 	setp.lt.u64 	%p26, %rd29, 3;
 	mov.u64 	%rd135, 1;
-	@%p26 bra 	$L__BB30_26;
+	@%p26 bra 	$L__BB29_26;
 
 	mov.u64 	%rd134, %rd31;
 
-$L__BB30_25:
+$L__BB29_25:
 	shl.b64 	%rd95, %rd135, 2;
 	add.s64 	%rd96, %rd34, %rd95;
 	ld.global.f32 	%f315, [%rd96];
@@ -4570,40 +4406,40 @@ $L__BB30_25:
 	add.s64 	%rd135, %rd135, 4;
 	add.s64 	%rd134, %rd134, -4;
 	setp.ne.s64 	%p27, %rd134, 0;
-	@%p27 bra 	$L__BB30_25;
+	@%p27 bra 	$L__BB29_25;
 
-$L__BB30_26:
+$L__BB29_26:
 	setp.eq.s64 	%p28, %rd30, 0;
-	@%p28 bra 	$L__BB30_30;
+	@%p28 bra 	$L__BB29_30;
 
 	setp.eq.s64 	%p29, %rd30, 1;
 	shl.b64 	%rd97, %rd135, 2;
 	add.s64 	%rd40, %rd34, %rd97;
 	ld.global.f32 	%f322, [%rd40];
 	max.f32 	%f609, %f609, %f322;
-	@%p29 bra 	$L__BB30_30;
+	@%p29 bra 	$L__BB29_30;
 
 	setp.eq.s64 	%p30, %rd30, 2;
 	ld.global.f32 	%f323, [%rd40+4];
 	max.f32 	%f609, %f609, %f323;
-	@%p30 bra 	$L__BB30_30;
+	@%p30 bra 	$L__BB29_30;
 
 	ld.global.f32 	%f324, [%rd40+8];
 	max.f32 	%f609, %f609, %f324;
 
-$L__BB30_30:
+$L__BB29_30:
 	setp.lt.s64 	%p31, %rd57, 1;
 	mov.f32 	%f613, 0f00000000;
-	@%p31 bra 	$L__BB30_38;
+	@%p31 bra 	$L__BB29_38;
 
 	setp.lt.u64 	%p32, %rd8, 3;
 	mov.f32 	%f613, 0f00000000;
 	mov.u64 	%rd138, 0;
-	@%p32 bra 	$L__BB30_34;
+	@%p32 bra 	$L__BB29_34;
 
 	mov.u64 	%rd137, %rd10;
 
-$L__BB30_33:
+$L__BB29_33:
 	shl.b64 	%rd100, %rd138, 2;
 	add.s64 	%rd101, %rd34, %rd100;
 	ld.global.f32 	%f329, [%rd101];
@@ -4671,11 +4507,11 @@ $L__BB30_33:
 	add.s64 	%rd138, %rd138, 4;
 	add.s64 	%rd137, %rd137, -4;
 	setp.ne.s64 	%p33, %rd137, 0;
-	@%p33 bra 	$L__BB30_33;
+	@%p33 bra 	$L__BB29_33;
 
-$L__BB30_34:
+$L__BB29_34:
 	setp.eq.s64 	%p34, %rd9, 0;
-	@%p34 bra 	$L__BB30_38;
+	@%p34 bra 	$L__BB29_38;
 
 	setp.eq.s64 	%p35, %rd9, 1;
 	shl.b64 	%rd102, %rd138, 2;
@@ -4700,7 +4536,7 @@ $L__BB30_34:
 	mov.b32 	%f397, %r46;
 	ex2.approx.ftz.f32 	%f398, %f396;
 	fma.rn.f32 	%f613, %f398, %f397, %f613;
-	@%p35 bra 	$L__BB30_38;
+	@%p35 bra 	$L__BB29_38;
 
 	setp.eq.s64 	%p36, %rd9, 2;
 	ld.global.f32 	%f399, [%rd46+4];
@@ -4717,7 +4553,7 @@ $L__BB30_34:
 	mov.b32 	%f414, %r48;
 	ex2.approx.ftz.f32 	%f415, %f413;
 	fma.rn.f32 	%f613, %f415, %f414, %f613;
-	@%p36 bra 	$L__BB30_38;
+	@%p36 bra 	$L__BB29_38;
 
 	ld.global.f32 	%f416, [%rd46+8];
 	sub.f32 	%f417, %f416, %f609;
@@ -4740,7 +4576,7 @@ $L__BB30_34:
 	ex2.approx.ftz.f32 	%f432, %f430;
 	fma.rn.f32 	%f613, %f432, %f431, %f613;
 
-$L__BB30_38:
+$L__BB29_38:
 	shl.b64 	%rd103, %rd125, 2;
 	add.s64 	%rd104, %rd3, %rd103;
 	ld.global.s32 	%rd47, [%rd104];
@@ -4779,12 +4615,12 @@ $L__BB30_38:
 	mov.f32 	%f459, 0f3F317218;
 	fma.rn.f32 	%f614, %f438, %f459, %f458;
 	setp.lt.u32 	%p38, %r51, 2139095040;
-	@%p38 bra 	$L__BB30_40;
+	@%p38 bra 	$L__BB29_40;
 
 	mov.f32 	%f460, 0f7F800000;
 	fma.rn.f32 	%f614, %f32, %f460, %f460;
 
-$L__BB30_40:
+$L__BB29_40:
 	setp.eq.f32 	%p39, %f32, 0f00000000;
 	selp.f32 	%f461, 0fFF800000, %f614, %p39;
 	add.f32 	%f462, %f609, %f461;
@@ -4795,15 +4631,15 @@ $L__BB30_40:
 	add.s64 	%rd108, %rd2, %rd103;
 	st.global.f32 	[%rd108], %f464;
 	rcp.rn.f32 	%f36, %f613;
-	@%p31 bra 	$L__BB30_48;
+	@%p31 bra 	$L__BB29_48;
 
 	setp.lt.u64 	%p41, %rd8, 3;
 	mov.u64 	%rd141, 0;
-	@%p41 bra 	$L__BB30_44;
+	@%p41 bra 	$L__BB29_44;
 
 	mov.u64 	%rd140, %rd10;
 
-$L__BB30_43:
+$L__BB29_43:
 	shl.b64 	%rd111, %rd141, 2;
 	add.s64 	%rd112, %rd34, %rd111;
 	ld.global.f32 	%f465, [%rd112];
@@ -4901,11 +4737,11 @@ $L__BB30_43:
 	add.s64 	%rd141, %rd141, 4;
 	add.s64 	%rd140, %rd140, -4;
 	setp.ne.s64 	%p46, %rd140, 0;
-	@%p46 bra 	$L__BB30_43;
+	@%p46 bra 	$L__BB29_43;
 
-$L__BB30_44:
+$L__BB29_44:
 	setp.eq.s64 	%p47, %rd9, 0;
-	@%p47 bra 	$L__BB30_48;
+	@%p47 bra 	$L__BB29_48;
 
 	setp.eq.s64 	%p48, %rd9, 1;
 	shl.b64 	%rd119, %rd141, 2;
@@ -4939,7 +4775,7 @@ $L__BB30_44:
 	shl.b64 	%rd121, %rd120, 2;
 	add.s64 	%rd54, %rd1, %rd121;
 	st.global.f32 	[%rd54], %f556;
-	@%p48 bra 	$L__BB30_48;
+	@%p48 bra 	$L__BB29_48;
 
 	setp.eq.s64 	%p50, %rd9, 2;
 	ld.global.f32 	%f557, [%rd53+4];
@@ -4963,7 +4799,7 @@ $L__BB30_44:
 	sub.f32 	%f577, %f575, %f576;
 	mul.f32 	%f578, %f577, %f37;
 	st.global.f32 	[%rd54+4], %f578;
-	@%p50 bra 	$L__BB30_48;
+	@%p50 bra 	$L__BB29_48;
 
 	ld.global.f32 	%f579, [%rd53+8];
 	sub.f32 	%f580, %f579, %f609;
@@ -4993,30 +4829,30 @@ $L__BB30_44:
 	mul.f32 	%f600, %f599, %f37;
 	st.global.f32 	[%rd54+8], %f600;
 
-$L__BB30_48:
+$L__BB29_48:
 	ld.param.u64 	%rd124, [softmax_ce_f32_param_4];
 	add.s64 	%rd125, %rd125, %rd7;
 	setp.lt.s64 	%p53, %rd125, %rd124;
-	@%p53 bra 	$L__BB30_23;
-	bra.uni 	$L__BB30_49;
+	@%p53 bra 	$L__BB29_23;
+	bra.uni 	$L__BB29_49;
 
-$L__BB30_3:
+$L__BB29_3:
 	mul.lo.s64 	%rd12, %rd125, %rd57;
 	shl.b64 	%rd65, %rd12, 2;
 	add.s64 	%rd13, %rd4, %rd65;
 	ld.global.f32 	%f1, [%rd13];
 	setp.lt.s64 	%p3, %rd57, 1;
 	mov.f32 	%f604, 0f00000000;
-	@%p3 bra 	$L__BB30_11;
+	@%p3 bra 	$L__BB29_11;
 
 	setp.lt.u64 	%p4, %rd8, 3;
 	mov.f32 	%f604, 0f00000000;
 	mov.u64 	%rd128, 0;
-	@%p4 bra 	$L__BB30_7;
+	@%p4 bra 	$L__BB29_7;
 
 	mov.u64 	%rd127, %rd10;
 
-$L__BB30_6:
+$L__BB29_6:
 	shl.b64 	%rd68, %rd128, 2;
 	add.s64 	%rd69, %rd13, %rd68;
 	ld.global.f32 	%f42, [%rd69];
@@ -5084,11 +4920,11 @@ $L__BB30_6:
 	add.s64 	%rd128, %rd128, 4;
 	add.s64 	%rd127, %rd127, -4;
 	setp.ne.s64 	%p5, %rd127, 0;
-	@%p5 bra 	$L__BB30_6;
+	@%p5 bra 	$L__BB29_6;
 
-$L__BB30_7:
+$L__BB29_7:
 	setp.eq.s64 	%p6, %rd9, 0;
-	@%p6 bra 	$L__BB30_11;
+	@%p6 bra 	$L__BB29_11;
 
 	setp.eq.s64 	%p7, %rd9, 1;
 	shl.b64 	%rd70, %rd128, 2;
@@ -5113,7 +4949,7 @@ $L__BB30_7:
 	mov.b32 	%f110, %r14;
 	ex2.approx.ftz.f32 	%f111, %f109;
 	fma.rn.f32 	%f604, %f111, %f110, %f604;
-	@%p7 bra 	$L__BB30_11;
+	@%p7 bra 	$L__BB29_11;
 
 	setp.eq.s64 	%p8, %rd9, 2;
 	ld.global.f32 	%f112, [%rd19+4];
@@ -5130,7 +4966,7 @@ $L__BB30_7:
 	mov.b32 	%f127, %r16;
 	ex2.approx.ftz.f32 	%f128, %f126;
 	fma.rn.f32 	%f604, %f128, %f127, %f604;
-	@%p8 bra 	$L__BB30_11;
+	@%p8 bra 	$L__BB29_11;
 
 	ld.global.f32 	%f129, [%rd19+8];
 	sub.f32 	%f130, %f129, %f1;
@@ -5153,7 +4989,7 @@ $L__BB30_7:
 	ex2.approx.ftz.f32 	%f145, %f143;
 	fma.rn.f32 	%f604, %f145, %f144, %f604;
 
-$L__BB30_11:
+$L__BB29_11:
 	shl.b64 	%rd71, %rd125, 2;
 	add.s64 	%rd72, %rd3, %rd71;
 	ld.global.s32 	%rd20, [%rd72];
@@ -5192,12 +5028,12 @@ $L__BB30_11:
 	mov.f32 	%f172, 0f3F317218;
 	fma.rn.f32 	%f605, %f151, %f172, %f171;
 	setp.lt.u32 	%p10, %r19, 2139095040;
-	@%p10 bra 	$L__BB30_13;
+	@%p10 bra 	$L__BB29_13;
 
 	mov.f32 	%f173, 0f7F800000;
 	fma.rn.f32 	%f605, %f10, %f173, %f173;
 
-$L__BB30_13:
+$L__BB29_13:
 	setp.eq.f32 	%p11, %f10, 0f00000000;
 	selp.f32 	%f174, 0fFF800000, %f605, %p11;
 	add.f32 	%f175, %f1, %f174;
@@ -5208,15 +5044,15 @@ $L__BB30_13:
 	add.s64 	%rd76, %rd2, %rd71;
 	st.global.f32 	[%rd76], %f177;
 	rcp.rn.f32 	%f14, %f604;
-	@%p3 bra 	$L__BB30_21;
+	@%p3 bra 	$L__BB29_21;
 
 	setp.lt.u64 	%p13, %rd8, 3;
 	mov.u64 	%rd131, 0;
-	@%p13 bra 	$L__BB30_17;
+	@%p13 bra 	$L__BB29_17;
 
 	mov.u64 	%rd130, %rd10;
 
-$L__BB30_16:
+$L__BB29_16:
 	shl.b64 	%rd79, %rd131, 2;
 	add.s64 	%rd80, %rd13, %rd79;
 	ld.global.f32 	%f178, [%rd80];
@@ -5314,11 +5150,11 @@ $L__BB30_16:
 	add.s64 	%rd131, %rd131, 4;
 	add.s64 	%rd130, %rd130, -4;
 	setp.ne.s64 	%p18, %rd130, 0;
-	@%p18 bra 	$L__BB30_16;
+	@%p18 bra 	$L__BB29_16;
 
-$L__BB30_17:
+$L__BB29_17:
 	setp.eq.s64 	%p19, %rd9, 0;
-	@%p19 bra 	$L__BB30_21;
+	@%p19 bra 	$L__BB29_21;
 
 	setp.eq.s64 	%p20, %rd9, 1;
 	shl.b64 	%rd87, %rd131, 2;
@@ -5352,7 +5188,7 @@ $L__BB30_17:
 	shl.b64 	%rd89, %rd88, 2;
 	add.s64 	%rd27, %rd1, %rd89;
 	st.global.f32 	[%rd27], %f269;
-	@%p20 bra 	$L__BB30_21;
+	@%p20 bra 	$L__BB29_21;
 
 	setp.eq.s64 	%p22, %rd9, 2;
 	ld.global.f32 	%f270, [%rd26+4];
@@ -5376,7 +5212,7 @@ $L__BB30_17:
 	sub.f32 	%f290, %f288, %f289;
 	mul.f32 	%f291, %f290, %f37;
 	st.global.f32 	[%rd27+4], %f291;
-	@%p22 bra 	$L__BB30_21;
+	@%p22 bra 	$L__BB29_21;
 
 	ld.global.f32 	%f292, [%rd26+8];
 	sub.f32 	%f293, %f292, %f1;
@@ -5406,12 +5242,12 @@ $L__BB30_17:
 	mul.f32 	%f313, %f312, %f37;
 	st.global.f32 	[%rd27+8], %f313;
 
-$L__BB30_21:
+$L__BB29_21:
 	add.s64 	%rd125, %rd125, %rd7;
 	setp.lt.s64 	%p25, %rd125, %rd56;
-	@%p25 bra 	$L__BB30_3;
+	@%p25 bra 	$L__BB29_3;
 
-$L__BB30_49:
+$L__BB29_49:
 	ret;
 
 }
@@ -5443,7 +5279,7 @@ $L__BB30_49:
 	cvt.u64.u32 	%rd37, %r3;
 	add.s64 	%rd59, %rd36, %rd37;
 	setp.ge.s64 	%p1, %rd59, %rd33;
-	@%p1 bra 	$L__BB31_10;
+	@%p1 bra 	$L__BB30_10;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
@@ -5453,29 +5289,29 @@ $L__BB30_49:
 	or.b64  	%rd39, %rd7, %rd6;
 	and.b64  	%rd40, %rd39, -4294967296;
 	setp.eq.s64 	%p2, %rd40, 0;
-	@%p2 bra 	$L__BB31_3;
+	@%p2 bra 	$L__BB30_3;
 
 	div.u64 	%rd54, %rd7, %rd6;
-	bra.uni 	$L__BB31_4;
+	bra.uni 	$L__BB30_4;
 
-$L__BB31_3:
+$L__BB30_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd54, %r7;
 
-$L__BB31_4:
+$L__BB30_4:
 	add.s64 	%rd41, %rd54, 1;
 	and.b64  	%rd58, %rd41, 3;
 	setp.eq.s64 	%p3, %rd58, 0;
-	@%p3 bra 	$L__BB31_7;
+	@%p3 bra 	$L__BB30_7;
 
 	shl.b64 	%rd42, %rd59, 2;
 	add.s64 	%rd56, %rd1, %rd42;
 	shl.b64 	%rd13, %rd6, 2;
 	add.s64 	%rd55, %rd2, %rd42;
 
-$L__BB31_6:
+$L__BB30_6:
 	.pragma "nounroll";
 	ld.global.f32 	%f2, [%rd55];
 	mul.f32 	%f3, %f2, %f1;
@@ -5487,18 +5323,18 @@ $L__BB31_6:
 	add.s64 	%rd55, %rd55, %rd13;
 	add.s64 	%rd58, %rd58, -1;
 	setp.ne.s64 	%p4, %rd58, 0;
-	@%p4 bra 	$L__BB31_6;
+	@%p4 bra 	$L__BB30_6;
 
-$L__BB31_7:
+$L__BB30_7:
 	setp.lt.u64 	%p5, %rd54, 3;
-	@%p5 bra 	$L__BB31_10;
+	@%p5 bra 	$L__BB30_10;
 
 	shl.b64 	%rd43, %rd59, 2;
 	add.s64 	%rd61, %rd2, %rd43;
 	shl.b64 	%rd25, %rd6, 2;
 	add.s64 	%rd62, %rd1, %rd43;
 
-$L__BB31_9:
+$L__BB30_9:
 	ld.global.f32 	%f6, [%rd61];
 	mul.f32 	%f7, %f6, %f1;
 	ld.global.f32 	%f8, [%rd62];
@@ -5532,9 +5368,9 @@ $L__BB31_9:
 	st.global.f32 	[%rd53], %f21;
 	add.s64 	%rd59, %rd51, %rd6;
 	setp.lt.s64 	%p6, %rd59, %rd33;
-	@%p6 bra 	$L__BB31_9;
+	@%p6 bra 	$L__BB30_9;
 
-$L__BB31_10:
+$L__BB30_10:
 	ret;
 
 }
@@ -5579,7 +5415,7 @@ $L__BB31_10:
 	cvt.u64.u32 	%rd99, %r3;
 	add.s64 	%rd155, %rd98, %rd99;
 	setp.ge.s64 	%p1, %rd155, %rd94;
-	@%p1 bra 	$L__BB32_24;
+	@%p1 bra 	$L__BB31_24;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
@@ -5589,32 +5425,32 @@ $L__BB31_10:
 	or.b64  	%rd101, %rd8, %rd7;
 	and.b64  	%rd102, %rd101, -4294967296;
 	setp.eq.s64 	%p2, %rd102, 0;
-	@%p2 bra 	$L__BB32_3;
+	@%p2 bra 	$L__BB31_3;
 
 	div.u64 	%rd11, %rd8, %rd7;
-	bra.uni 	$L__BB32_4;
+	bra.uni 	$L__BB31_4;
 
-$L__BB32_3:
+$L__BB31_3:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd11, %r7;
 
-$L__BB32_4:
+$L__BB31_4:
 	add.s64 	%rd103, %rd11, 1;
 	and.b64  	%rd154, %rd103, 3;
 	setp.neu.f32 	%p3, %f8, 0f00000000;
-	@%p3 bra 	$L__BB32_11;
-	bra.uni 	$L__BB32_5;
+	@%p3 bra 	$L__BB31_11;
+	bra.uni 	$L__BB31_5;
 
-$L__BB32_11:
+$L__BB31_11:
 	setp.neu.f32 	%p10, %f7, 0f00000000;
-	@%p10 bra 	$L__BB32_18;
-	bra.uni 	$L__BB32_12;
+	@%p10 bra 	$L__BB31_18;
+	bra.uni 	$L__BB31_12;
 
-$L__BB32_18:
+$L__BB31_18:
 	setp.eq.s64 	%p15, %rd154, 0;
-	@%p15 bra 	$L__BB32_21;
+	@%p15 bra 	$L__BB31_21;
 
 	shl.b64 	%rd134, %rd155, 2;
 	add.s64 	%rd172, %rd1, %rd134;
@@ -5622,7 +5458,7 @@ $L__BB32_18:
 	add.s64 	%rd171, %rd2, %rd134;
 	add.s64 	%rd170, %rd3, %rd134;
 
-$L__BB32_20:
+$L__BB31_20:
 	.pragma "nounroll";
 	ld.global.f32 	%f96, [%rd171];
 	ld.global.f32 	%f97, [%rd170];
@@ -5639,11 +5475,11 @@ $L__BB32_20:
 	add.s64 	%rd170, %rd170, %rd68;
 	add.s64 	%rd154, %rd154, -1;
 	setp.ne.s64 	%p16, %rd154, 0;
-	@%p16 bra 	$L__BB32_20;
+	@%p16 bra 	$L__BB31_20;
 
-$L__BB32_21:
+$L__BB31_21:
 	setp.lt.u64 	%p17, %rd11, 3;
-	@%p17 bra 	$L__BB32_24;
+	@%p17 bra 	$L__BB31_24;
 
 	shl.b64 	%rd135, %rd155, 2;
 	add.s64 	%rd177, %rd3, %rd135;
@@ -5651,7 +5487,7 @@ $L__BB32_21:
 	add.s64 	%rd178, %rd2, %rd135;
 	add.s64 	%rd179, %rd1, %rd135;
 
-$L__BB32_23:
+$L__BB31_23:
 	ld.global.f32 	%f103, [%rd178];
 	ld.global.f32 	%f104, [%rd177];
 	fma.rn.f32 	%f105, %f103, %f6, %f104;
@@ -5705,12 +5541,12 @@ $L__BB32_23:
 	st.global.f32 	[%rd147], %f130;
 	add.s64 	%rd155, %rd145, %rd7;
 	setp.lt.s64 	%p18, %rd155, %rd94;
-	@%p18 bra 	$L__BB32_23;
-	bra.uni 	$L__BB32_24;
+	@%p18 bra 	$L__BB31_23;
+	bra.uni 	$L__BB31_24;
 
-$L__BB32_5:
+$L__BB31_5:
 	setp.eq.s64 	%p4, %rd154, 0;
-	@%p4 bra 	$L__BB32_8;
+	@%p4 bra 	$L__BB31_8;
 
 	shl.b64 	%rd104, %rd155, 2;
 	add.s64 	%rd152, %rd1, %rd104;
@@ -5720,7 +5556,7 @@ $L__BB32_5:
 	mov.f32 	%f9, 0f3F800000;
 	sub.f32 	%f1, %f9, %f5;
 
-$L__BB32_7:
+$L__BB31_7:
 	.pragma "nounroll";
 	ld.global.f32 	%f10, [%rd151];
 	ld.global.f32 	%f11, [%rd150];
@@ -5742,11 +5578,11 @@ $L__BB32_7:
 	add.s64 	%rd150, %rd150, %rd14;
 	add.s64 	%rd154, %rd154, -1;
 	setp.ne.s64 	%p6, %rd154, 0;
-	@%p6 bra 	$L__BB32_7;
+	@%p6 bra 	$L__BB31_7;
 
-$L__BB32_8:
+$L__BB31_8:
 	setp.lt.u64 	%p7, %rd11, 3;
-	@%p7 bra 	$L__BB32_24;
+	@%p7 bra 	$L__BB31_24;
 
 	shl.b64 	%rd105, %rd155, 2;
 	add.s64 	%rd157, %rd3, %rd105;
@@ -5756,7 +5592,7 @@ $L__BB32_8:
 	mov.f32 	%f21, 0f3F800000;
 	sub.f32 	%f2, %f21, %f5;
 
-$L__BB32_10:
+$L__BB31_10:
 	ld.global.f32 	%f22, [%rd158];
 	ld.global.f32 	%f23, [%rd157];
 	fma.rn.f32 	%f24, %f22, %f6, %f23;
@@ -5827,12 +5663,12 @@ $L__BB32_10:
 	st.global.f32 	[%rd117], %f65;
 	add.s64 	%rd155, %rd115, %rd7;
 	setp.lt.s64 	%p9, %rd155, %rd94;
-	@%p9 bra 	$L__BB32_10;
-	bra.uni 	$L__BB32_24;
+	@%p9 bra 	$L__BB31_10;
+	bra.uni 	$L__BB31_24;
 
-$L__BB32_12:
+$L__BB31_12:
 	setp.eq.s64 	%p11, %rd154, 0;
-	@%p11 bra 	$L__BB32_15;
+	@%p11 bra 	$L__BB31_15;
 
 	shl.b64 	%rd119, %rd155, 2;
 	add.s64 	%rd162, %rd1, %rd119;
@@ -5840,7 +5676,7 @@ $L__BB32_12:
 	add.s64 	%rd161, %rd2, %rd119;
 	add.s64 	%rd160, %rd3, %rd119;
 
-$L__BB32_14:
+$L__BB31_14:
 	.pragma "nounroll";
 	ld.global.f32 	%f66, [%rd161];
 	ld.global.f32 	%f67, [%rd160];
@@ -5856,11 +5692,11 @@ $L__BB32_14:
 	add.s64 	%rd160, %rd160, %rd41;
 	add.s64 	%rd154, %rd154, -1;
 	setp.ne.s64 	%p12, %rd154, 0;
-	@%p12 bra 	$L__BB32_14;
+	@%p12 bra 	$L__BB31_14;
 
-$L__BB32_15:
+$L__BB31_15:
 	setp.lt.u64 	%p13, %rd11, 3;
-	@%p13 bra 	$L__BB32_24;
+	@%p13 bra 	$L__BB31_24;
 
 	shl.b64 	%rd120, %rd155, 2;
 	add.s64 	%rd167, %rd3, %rd120;
@@ -5868,7 +5704,7 @@ $L__BB32_15:
 	add.s64 	%rd168, %rd2, %rd120;
 	add.s64 	%rd169, %rd1, %rd120;
 
-$L__BB32_17:
+$L__BB31_17:
 	ld.global.f32 	%f72, [%rd168];
 	ld.global.f32 	%f73, [%rd167];
 	fma.rn.f32 	%f74, %f72, %f6, %f73;
@@ -5918,9 +5754,9 @@ $L__BB32_17:
 	st.global.f32 	[%rd132], %f95;
 	add.s64 	%rd155, %rd130, %rd7;
 	setp.lt.s64 	%p14, %rd155, %rd94;
-	@%p14 bra 	$L__BB32_17;
+	@%p14 bra 	$L__BB31_17;
 
-$L__BB32_24:
+$L__BB31_24:
 	ret;
 
 }
@@ -5972,7 +5808,7 @@ $L__BB32_24:
 	cvt.u64.u32 	%rd86, %r3;
 	add.s64 	%rd146, %rd85, %rd86;
 	setp.ge.s64 	%p1, %rd146, %rd80;
-	@%p1 bra 	$L__BB33_17;
+	@%p1 bra 	$L__BB32_17;
 
 	mul.f32 	%f1, %f4, %f8;
 	mov.f32 	%f12, 0f3F800000;
@@ -5986,27 +5822,27 @@ $L__BB32_24:
 	or.b64  	%rd88, %rd9, %rd8;
 	and.b64  	%rd89, %rd88, -4294967296;
 	setp.eq.s64 	%p2, %rd89, 0;
-	@%p2 bra 	$L__BB33_3;
+	@%p2 bra 	$L__BB32_3;
 
 	div.u64 	%rd127, %rd9, %rd8;
-	bra.uni 	$L__BB33_4;
+	bra.uni 	$L__BB32_4;
 
-$L__BB33_3:
+$L__BB32_3:
 	cvt.u32.u64 	%r5, %rd8;
 	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd127, %r7;
 
-$L__BB33_4:
+$L__BB32_4:
 	add.s64 	%rd90, %rd127, 1;
 	and.b64  	%rd133, %rd90, 3;
 	setp.neu.f32 	%p3, %f9, 0f00000000;
-	@%p3 bra 	$L__BB33_11;
-	bra.uni 	$L__BB33_5;
+	@%p3 bra 	$L__BB32_11;
+	bra.uni 	$L__BB32_5;
 
-$L__BB33_11:
+$L__BB32_11:
 	setp.eq.s64 	%p8, %rd133, 0;
-	@%p8 bra 	$L__BB33_14;
+	@%p8 bra 	$L__BB32_14;
 
 	shl.b64 	%rd109, %rd146, 2;
 	add.s64 	%rd143, %rd1, %rd109;
@@ -6015,7 +5851,7 @@ $L__BB33_11:
 	add.s64 	%rd141, %rd3, %rd109;
 	add.s64 	%rd140, %rd4, %rd109;
 
-$L__BB33_13:
+$L__BB32_13:
 	.pragma "nounroll";
 	ld.global.f32 	%f88, [%rd140];
 	mul.f32 	%f89, %f1, %f88;
@@ -6043,11 +5879,11 @@ $L__BB33_13:
 	add.s64 	%rd140, %rd140, %rd48;
 	add.s64 	%rd133, %rd133, -1;
 	setp.ne.s64 	%p9, %rd133, 0;
-	@%p9 bra 	$L__BB33_13;
+	@%p9 bra 	$L__BB32_13;
 
-$L__BB33_14:
+$L__BB32_14:
 	setp.lt.u64 	%p10, %rd127, 3;
-	@%p10 bra 	$L__BB33_17;
+	@%p10 bra 	$L__BB32_17;
 
 	shl.b64 	%rd110, %rd146, 2;
 	add.s64 	%rd148, %rd4, %rd110;
@@ -6056,7 +5892,7 @@ $L__BB33_14:
 	add.s64 	%rd150, %rd2, %rd110;
 	add.s64 	%rd151, %rd1, %rd110;
 
-$L__BB33_16:
+$L__BB32_16:
 	ld.global.f32 	%f104, [%rd148];
 	mul.f32 	%f105, %f1, %f104;
 	sub.f32 	%f106, %f104, %f105;
@@ -6154,12 +5990,12 @@ $L__BB33_16:
 	st.global.f32 	[%rd123], %f167;
 	add.s64 	%rd146, %rd122, %rd8;
 	setp.lt.s64 	%p11, %rd146, %rd80;
-	@%p11 bra 	$L__BB33_16;
-	bra.uni 	$L__BB33_17;
+	@%p11 bra 	$L__BB32_16;
+	bra.uni 	$L__BB32_17;
 
-$L__BB33_5:
+$L__BB32_5:
 	setp.eq.s64 	%p4, %rd133, 0;
-	@%p4 bra 	$L__BB33_8;
+	@%p4 bra 	$L__BB32_8;
 
 	shl.b64 	%rd91, %rd146, 2;
 	add.s64 	%rd131, %rd1, %rd91;
@@ -6168,7 +6004,7 @@ $L__BB33_5:
 	add.s64 	%rd129, %rd3, %rd91;
 	add.s64 	%rd128, %rd4, %rd91;
 
-$L__BB33_7:
+$L__BB32_7:
 	.pragma "nounroll";
 	ld.global.f32 	%f13, [%rd128];
 	ld.global.f32 	%f14, [%rd129];
@@ -6195,11 +6031,11 @@ $L__BB33_7:
 	add.s64 	%rd128, %rd128, %rd15;
 	add.s64 	%rd133, %rd133, -1;
 	setp.ne.s64 	%p5, %rd133, 0;
-	@%p5 bra 	$L__BB33_7;
+	@%p5 bra 	$L__BB32_7;
 
-$L__BB33_8:
+$L__BB32_8:
 	setp.lt.u64 	%p6, %rd127, 3;
-	@%p6 bra 	$L__BB33_17;
+	@%p6 bra 	$L__BB32_17;
 
 	shl.b64 	%rd92, %rd146, 2;
 	add.s64 	%rd136, %rd4, %rd92;
@@ -6208,7 +6044,7 @@ $L__BB33_8:
 	add.s64 	%rd138, %rd2, %rd92;
 	add.s64 	%rd139, %rd1, %rd92;
 
-$L__BB33_10:
+$L__BB32_10:
 	ld.global.f32 	%f28, [%rd136];
 	ld.global.f32 	%f29, [%rd137];
 	fma.rn.f32 	%f30, %f28, %f8, %f29;
@@ -6302,9 +6138,9 @@ $L__BB33_10:
 	st.global.f32 	[%rd105], %f87;
 	add.s64 	%rd146, %rd104, %rd8;
 	setp.lt.s64 	%p7, %rd146, %rd80;
-	@%p7 bra 	$L__BB33_10;
+	@%p7 bra 	$L__BB32_10;
 
-$L__BB33_17:
+$L__BB32_17:
 	ret;
 
 }
@@ -6333,7 +6169,7 @@ $L__BB33_17:
 	cvt.u64.u32 	%rd42, %r13;
 	add.s64 	%rd65, %rd41, %rd42;
 	setp.ge.s64 	%p1, %rd65, %rd40;
-	@%p1 bra 	$L__BB34_45;
+	@%p1 bra 	$L__BB33_45;
 
 	mov.u32 	%r14, %nctaid.x;
 	cvt.u64.u32 	%rd3, %r14;
@@ -6343,22 +6179,22 @@ $L__BB33_17:
 	or.b64  	%rd44, %rd5, %rd4;
 	and.b64  	%rd45, %rd44, -4294967296;
 	setp.eq.s64 	%p2, %rd45, 0;
-	@%p2 bra 	$L__BB34_3;
+	@%p2 bra 	$L__BB33_3;
 
 	div.u64 	%rd60, %rd5, %rd4;
-	bra.uni 	$L__BB34_4;
+	bra.uni 	$L__BB33_4;
 
-$L__BB34_3:
+$L__BB33_3:
 	cvt.u32.u64 	%r15, %rd4;
 	cvt.u32.u64 	%r16, %rd5;
 	div.u32 	%r17, %r16, %r15;
 	cvt.u64.u32 	%rd60, %r17;
 
-$L__BB34_4:
+$L__BB33_4:
 	add.s64 	%rd46, %rd60, 1;
 	and.b64  	%rd64, %rd46, 3;
 	setp.eq.s64 	%p3, %rd64, 0;
-	@%p3 bra 	$L__BB34_14;
+	@%p3 bra 	$L__BB33_14;
 
 	cvta.to.global.u64 	%rd47, %rd38;
 	shl.b64 	%rd48, %rd65, 1;
@@ -6369,7 +6205,7 @@ $L__BB34_4:
 	add.s64 	%rd61, %rd49, %rd50;
 	shl.b64 	%rd13, %rd4, 2;
 
-$L__BB34_6:
+$L__BB33_6:
 	.pragma "nounroll";
 	ld.global.u32 	%r1, [%rd61];
 	and.b32  	%r2, %r1, 2147483647;
@@ -6378,59 +6214,59 @@ $L__BB34_6:
 	and.b16  	%rs1, %rs31, -32768;
 	add.s32 	%r19, %r2, -947912704;
 	setp.lt.u32 	%p4, %r19, 251658240;
-	@%p4 bra 	$L__BB34_12;
-	bra.uni 	$L__BB34_7;
+	@%p4 bra 	$L__BB33_12;
+	bra.uni 	$L__BB33_7;
 
-$L__BB34_12:
+$L__BB33_12:
 	bfe.u32 	%r22, %r1, 13, 1;
 	add.s32 	%r23, %r1, %r22;
 	add.s32 	%r24, %r23, 134221823;
 	shr.u32 	%r25, %r24, 13;
 	cvt.u16.u32 	%rs36, %r25;
 	or.b16  	%rs61, %rs1, %rs36;
-	bra.uni 	$L__BB34_13;
+	bra.uni 	$L__BB33_13;
 
-$L__BB34_7:
+$L__BB33_7:
 	setp.gt.u32 	%p5, %r2, 2139095040;
-	@%p5 bra 	$L__BB34_11;
-	bra.uni 	$L__BB34_8;
+	@%p5 bra 	$L__BB33_11;
+	bra.uni 	$L__BB33_8;
 
-$L__BB34_11:
+$L__BB33_11:
 	shr.u32 	%r21, %r1, 13;
 	cvt.u16.u32 	%rs33, %r21;
 	and.b16  	%rs34, %rs33, 511;
 	or.b16  	%rs35, %rs1, %rs34;
 	or.b16  	%rs61, %rs35, 32256;
-	bra.uni 	$L__BB34_13;
+	bra.uni 	$L__BB33_13;
 
-$L__BB34_8:
+$L__BB33_8:
 	setp.gt.u32 	%p6, %r2, 1199570943;
-	@%p6 bra 	$L__BB34_10;
-	bra.uni 	$L__BB34_9;
+	@%p6 bra 	$L__BB33_10;
+	bra.uni 	$L__BB33_9;
 
-$L__BB34_10:
+$L__BB33_10:
 	or.b16  	%rs61, %rs1, 31744;
-	bra.uni 	$L__BB34_13;
+	bra.uni 	$L__BB33_13;
 
-$L__BB34_9:
+$L__BB33_9:
 	mov.b32 	%f1, %r2;
 	add.f32 	%f2, %f1, 0f3F000000;
 	mov.b32 	%r20, %f2;
 	cvt.u16.u32 	%rs32, %r20;
 	or.b16  	%rs61, %rs1, %rs32;
 
-$L__BB34_13:
+$L__BB33_13:
 	st.global.u16 	[%rd62], %rs61;
 	add.s64 	%rd65, %rd65, %rd4;
 	add.s64 	%rd62, %rd62, %rd11;
 	add.s64 	%rd61, %rd61, %rd13;
 	add.s64 	%rd64, %rd64, -1;
 	setp.ne.s64 	%p7, %rd64, 0;
-	@%p7 bra 	$L__BB34_6;
+	@%p7 bra 	$L__BB33_6;
 
-$L__BB34_14:
+$L__BB33_14:
 	setp.lt.u64 	%p8, %rd60, 3;
-	@%p8 bra 	$L__BB34_45;
+	@%p8 bra 	$L__BB33_45;
 
 	cvta.to.global.u64 	%rd51, %rd38;
 	shl.b64 	%rd52, %rd65, 1;
@@ -6441,7 +6277,7 @@ $L__BB34_14:
 	add.s64 	%rd68, %rd54, %rd55;
 	shl.b64 	%rd26, %rd4, 2;
 
-$L__BB34_16:
+$L__BB33_16:
 	ld.global.u32 	%r3, [%rd68];
 	and.b32  	%r4, %r3, 2147483647;
 	shr.u32 	%r26, %r3, 16;
@@ -6449,48 +6285,48 @@ $L__BB34_16:
 	and.b16  	%rs7, %rs37, -32768;
 	add.s32 	%r27, %r4, -947912704;
 	setp.lt.u32 	%p9, %r27, 251658240;
-	@%p9 bra 	$L__BB34_22;
-	bra.uni 	$L__BB34_17;
+	@%p9 bra 	$L__BB33_22;
+	bra.uni 	$L__BB33_17;
 
-$L__BB34_22:
+$L__BB33_22:
 	bfe.u32 	%r30, %r3, 13, 1;
 	add.s32 	%r31, %r3, %r30;
 	add.s32 	%r32, %r31, 134221823;
 	shr.u32 	%r33, %r32, 13;
 	cvt.u16.u32 	%rs42, %r33;
 	or.b16  	%rs62, %rs7, %rs42;
-	bra.uni 	$L__BB34_23;
+	bra.uni 	$L__BB33_23;
 
-$L__BB34_17:
+$L__BB33_17:
 	setp.gt.u32 	%p10, %r4, 2139095040;
-	@%p10 bra 	$L__BB34_21;
-	bra.uni 	$L__BB34_18;
+	@%p10 bra 	$L__BB33_21;
+	bra.uni 	$L__BB33_18;
 
-$L__BB34_21:
+$L__BB33_21:
 	shr.u32 	%r29, %r3, 13;
 	cvt.u16.u32 	%rs39, %r29;
 	and.b16  	%rs40, %rs39, 511;
 	or.b16  	%rs41, %rs7, %rs40;
 	or.b16  	%rs62, %rs41, 32256;
-	bra.uni 	$L__BB34_23;
+	bra.uni 	$L__BB33_23;
 
-$L__BB34_18:
+$L__BB33_18:
 	setp.gt.u32 	%p11, %r4, 1199570943;
-	@%p11 bra 	$L__BB34_20;
-	bra.uni 	$L__BB34_19;
+	@%p11 bra 	$L__BB33_20;
+	bra.uni 	$L__BB33_19;
 
-$L__BB34_20:
+$L__BB33_20:
 	or.b16  	%rs62, %rs7, 31744;
-	bra.uni 	$L__BB34_23;
+	bra.uni 	$L__BB33_23;
 
-$L__BB34_19:
+$L__BB33_19:
 	mov.b32 	%f3, %r4;
 	add.f32 	%f4, %f3, 0f3F000000;
 	mov.b32 	%r28, %f4;
 	cvt.u16.u32 	%rs38, %r28;
 	or.b16  	%rs62, %rs7, %rs38;
 
-$L__BB34_23:
+$L__BB33_23:
 	st.global.u16 	[%rd67], %rs62;
 	add.s64 	%rd30, %rd68, %rd26;
 	ld.global.u32 	%r5, [%rd30];
@@ -6500,48 +6336,48 @@ $L__BB34_23:
 	and.b16  	%rs13, %rs43, -32768;
 	add.s32 	%r35, %r6, -947912704;
 	setp.lt.u32 	%p12, %r35, 251658240;
-	@%p12 bra 	$L__BB34_29;
-	bra.uni 	$L__BB34_24;
+	@%p12 bra 	$L__BB33_29;
+	bra.uni 	$L__BB33_24;
 
-$L__BB34_29:
+$L__BB33_29:
 	bfe.u32 	%r38, %r5, 13, 1;
 	add.s32 	%r39, %r5, %r38;
 	add.s32 	%r40, %r39, 134221823;
 	shr.u32 	%r41, %r40, 13;
 	cvt.u16.u32 	%rs48, %r41;
 	or.b16  	%rs63, %rs13, %rs48;
-	bra.uni 	$L__BB34_30;
+	bra.uni 	$L__BB33_30;
 
-$L__BB34_24:
+$L__BB33_24:
 	setp.gt.u32 	%p13, %r6, 2139095040;
-	@%p13 bra 	$L__BB34_28;
-	bra.uni 	$L__BB34_25;
+	@%p13 bra 	$L__BB33_28;
+	bra.uni 	$L__BB33_25;
 
-$L__BB34_28:
+$L__BB33_28:
 	shr.u32 	%r37, %r5, 13;
 	cvt.u16.u32 	%rs45, %r37;
 	and.b16  	%rs46, %rs45, 511;
 	or.b16  	%rs47, %rs13, %rs46;
 	or.b16  	%rs63, %rs47, 32256;
-	bra.uni 	$L__BB34_30;
+	bra.uni 	$L__BB33_30;
 
-$L__BB34_25:
+$L__BB33_25:
 	setp.gt.u32 	%p14, %r6, 1199570943;
-	@%p14 bra 	$L__BB34_27;
-	bra.uni 	$L__BB34_26;
+	@%p14 bra 	$L__BB33_27;
+	bra.uni 	$L__BB33_26;
 
-$L__BB34_27:
+$L__BB33_27:
 	or.b16  	%rs63, %rs13, 31744;
-	bra.uni 	$L__BB34_30;
+	bra.uni 	$L__BB33_30;
 
-$L__BB34_26:
+$L__BB33_26:
 	mov.b32 	%f5, %r6;
 	add.f32 	%f6, %f5, 0f3F000000;
 	mov.b32 	%r36, %f6;
 	cvt.u16.u32 	%rs44, %r36;
 	or.b16  	%rs63, %rs13, %rs44;
 
-$L__BB34_30:
+$L__BB33_30:
 	add.s64 	%rd31, %rd67, %rd24;
 	st.global.u16 	[%rd31], %rs63;
 	add.s64 	%rd32, %rd30, %rd26;
@@ -6552,48 +6388,48 @@ $L__BB34_30:
 	and.b16  	%rs19, %rs49, -32768;
 	add.s32 	%r43, %r8, -947912704;
 	setp.lt.u32 	%p15, %r43, 251658240;
-	@%p15 bra 	$L__BB34_36;
-	bra.uni 	$L__BB34_31;
+	@%p15 bra 	$L__BB33_36;
+	bra.uni 	$L__BB33_31;
 
-$L__BB34_36:
+$L__BB33_36:
 	bfe.u32 	%r46, %r7, 13, 1;
 	add.s32 	%r47, %r7, %r46;
 	add.s32 	%r48, %r47, 134221823;
 	shr.u32 	%r49, %r48, 13;
 	cvt.u16.u32 	%rs54, %r49;
 	or.b16  	%rs64, %rs19, %rs54;
-	bra.uni 	$L__BB34_37;
+	bra.uni 	$L__BB33_37;
 
-$L__BB34_31:
+$L__BB33_31:
 	setp.gt.u32 	%p16, %r8, 2139095040;
-	@%p16 bra 	$L__BB34_35;
-	bra.uni 	$L__BB34_32;
+	@%p16 bra 	$L__BB33_35;
+	bra.uni 	$L__BB33_32;
 
-$L__BB34_35:
+$L__BB33_35:
 	shr.u32 	%r45, %r7, 13;
 	cvt.u16.u32 	%rs51, %r45;
 	and.b16  	%rs52, %rs51, 511;
 	or.b16  	%rs53, %rs19, %rs52;
 	or.b16  	%rs64, %rs53, 32256;
-	bra.uni 	$L__BB34_37;
+	bra.uni 	$L__BB33_37;
 
-$L__BB34_32:
+$L__BB33_32:
 	setp.gt.u32 	%p17, %r8, 1199570943;
-	@%p17 bra 	$L__BB34_34;
-	bra.uni 	$L__BB34_33;
+	@%p17 bra 	$L__BB33_34;
+	bra.uni 	$L__BB33_33;
 
-$L__BB34_34:
+$L__BB33_34:
 	or.b16  	%rs64, %rs19, 31744;
-	bra.uni 	$L__BB34_37;
+	bra.uni 	$L__BB33_37;
 
-$L__BB34_33:
+$L__BB33_33:
 	mov.b32 	%f7, %r8;
 	add.f32 	%f8, %f7, 0f3F000000;
 	mov.b32 	%r44, %f8;
 	cvt.u16.u32 	%rs50, %r44;
 	or.b16  	%rs64, %rs19, %rs50;
 
-$L__BB34_37:
+$L__BB33_37:
 	add.s64 	%rd33, %rd31, %rd24;
 	st.global.u16 	[%rd33], %rs64;
 	add.s64 	%rd34, %rd32, %rd26;
@@ -6604,48 +6440,48 @@ $L__BB34_37:
 	and.b16  	%rs25, %rs55, -32768;
 	add.s32 	%r51, %r10, -947912704;
 	setp.lt.u32 	%p18, %r51, 251658240;
-	@%p18 bra 	$L__BB34_43;
-	bra.uni 	$L__BB34_38;
+	@%p18 bra 	$L__BB33_43;
+	bra.uni 	$L__BB33_38;
 
-$L__BB34_43:
+$L__BB33_43:
 	bfe.u32 	%r54, %r9, 13, 1;
 	add.s32 	%r55, %r9, %r54;
 	add.s32 	%r56, %r55, 134221823;
 	shr.u32 	%r57, %r56, 13;
 	cvt.u16.u32 	%rs60, %r57;
 	or.b16  	%rs65, %rs25, %rs60;
-	bra.uni 	$L__BB34_44;
+	bra.uni 	$L__BB33_44;
 
-$L__BB34_38:
+$L__BB33_38:
 	setp.gt.u32 	%p19, %r10, 2139095040;
-	@%p19 bra 	$L__BB34_42;
-	bra.uni 	$L__BB34_39;
+	@%p19 bra 	$L__BB33_42;
+	bra.uni 	$L__BB33_39;
 
-$L__BB34_42:
+$L__BB33_42:
 	shr.u32 	%r53, %r9, 13;
 	cvt.u16.u32 	%rs57, %r53;
 	and.b16  	%rs58, %rs57, 511;
 	or.b16  	%rs59, %rs25, %rs58;
 	or.b16  	%rs65, %rs59, 32256;
-	bra.uni 	$L__BB34_44;
+	bra.uni 	$L__BB33_44;
 
-$L__BB34_39:
+$L__BB33_39:
 	setp.gt.u32 	%p20, %r10, 1199570943;
-	@%p20 bra 	$L__BB34_41;
-	bra.uni 	$L__BB34_40;
+	@%p20 bra 	$L__BB33_41;
+	bra.uni 	$L__BB33_40;
 
-$L__BB34_41:
+$L__BB33_41:
 	or.b16  	%rs65, %rs25, 31744;
-	bra.uni 	$L__BB34_44;
+	bra.uni 	$L__BB33_44;
 
-$L__BB34_40:
+$L__BB33_40:
 	mov.b32 	%f9, %r10;
 	add.f32 	%f10, %f9, 0f3F000000;
 	mov.b32 	%r52, %f10;
 	cvt.u16.u32 	%rs56, %r52;
 	or.b16  	%rs65, %rs25, %rs56;
 
-$L__BB34_44:
+$L__BB33_44:
 	add.s64 	%rd56, %rd33, %rd24;
 	add.s64 	%rd67, %rd56, %rd24;
 	st.global.u16 	[%rd56], %rs65;
@@ -6655,9 +6491,9 @@ $L__BB34_44:
 	add.s64 	%rd65, %rd59, %rd4;
 	setp.lt.s64 	%p21, %rd65, %rd40;
 	add.s64 	%rd68, %rd34, %rd26;
-	@%p21 bra 	$L__BB34_16;
+	@%p21 bra 	$L__BB33_16;
 
-$L__BB34_45:
+$L__BB33_45:
 	ret;
 
 }
@@ -6686,7 +6522,7 @@ $L__BB34_45:
 	cvt.u64.u32 	%rd42, %r33;
 	add.s64 	%rd65, %rd41, %rd42;
 	setp.ge.s64 	%p1, %rd65, %rd40;
-	@%p1 bra 	$L__BB35_30;
+	@%p1 bra 	$L__BB34_30;
 
 	mov.u32 	%r34, %nctaid.x;
 	cvt.u64.u32 	%rd3, %r34;
@@ -6696,22 +6532,22 @@ $L__BB34_45:
 	or.b64  	%rd44, %rd5, %rd4;
 	and.b64  	%rd45, %rd44, -4294967296;
 	setp.eq.s64 	%p2, %rd45, 0;
-	@%p2 bra 	$L__BB35_3;
+	@%p2 bra 	$L__BB34_3;
 
 	div.u64 	%rd60, %rd5, %rd4;
-	bra.uni 	$L__BB35_4;
+	bra.uni 	$L__BB34_4;
 
-$L__BB35_3:
+$L__BB34_3:
 	cvt.u32.u64 	%r35, %rd4;
 	cvt.u32.u64 	%r36, %rd5;
 	div.u32 	%r37, %r36, %r35;
 	cvt.u64.u32 	%rd60, %r37;
 
-$L__BB35_4:
+$L__BB34_4:
 	add.s64 	%rd46, %rd60, 1;
 	and.b64  	%rd64, %rd46, 3;
 	setp.eq.s64 	%p3, %rd64, 0;
-	@%p3 bra 	$L__BB35_11;
+	@%p3 bra 	$L__BB34_11;
 
 	cvta.to.global.u64 	%rd47, %rd38;
 	shl.b64 	%rd48, %rd65, 2;
@@ -6722,31 +6558,31 @@ $L__BB35_4:
 	add.s64 	%rd61, %rd49, %rd50;
 	shl.b64 	%rd13, %rd4, 1;
 
-$L__BB35_6:
+$L__BB34_6:
 	.pragma "nounroll";
 	ld.global.u16 	%rs1, [%rd61];
 	mul.wide.u16 	%r38, %rs1, 8192;
 	and.b32  	%r1, %r38, 268427264;
 	and.b32  	%r2, %r38, 260046848;
 	setp.eq.s32 	%p4, %r2, 260046848;
-	@%p4 bra 	$L__BB35_9;
-	bra.uni 	$L__BB35_7;
+	@%p4 bra 	$L__BB34_9;
+	bra.uni 	$L__BB34_7;
 
-$L__BB35_9:
+$L__BB34_9:
 	or.b32  	%r68, %r1, 1879048192;
-	bra.uni 	$L__BB35_10;
+	bra.uni 	$L__BB34_10;
 
-$L__BB35_7:
+$L__BB34_7:
 	add.s32 	%r68, %r1, 939524096;
 	setp.ne.s32 	%p5, %r2, 0;
-	@%p5 bra 	$L__BB35_10;
+	@%p5 bra 	$L__BB34_10;
 
 	add.s32 	%r39, %r1, 947912704;
 	mov.b32 	%f1, %r39;
 	add.f32 	%f2, %f1, 0fB8800000;
 	mov.b32 	%r68, %f2;
 
-$L__BB35_10:
+$L__BB34_10:
 	cvt.u32.u16 	%r40, %rs1;
 	shl.b32 	%r41, %r40, 16;
 	and.b32  	%r42, %r41, -2147483648;
@@ -6757,11 +6593,11 @@ $L__BB35_10:
 	add.s64 	%rd61, %rd61, %rd13;
 	add.s64 	%rd64, %rd64, -1;
 	setp.ne.s64 	%p6, %rd64, 0;
-	@%p6 bra 	$L__BB35_6;
+	@%p6 bra 	$L__BB34_6;
 
-$L__BB35_11:
+$L__BB34_11:
 	setp.lt.u64 	%p7, %rd60, 3;
-	@%p7 bra 	$L__BB35_30;
+	@%p7 bra 	$L__BB34_30;
 
 	cvta.to.global.u64 	%rd51, %rd39;
 	shl.b64 	%rd52, %rd65, 1;
@@ -6772,30 +6608,30 @@ $L__BB35_11:
 	add.s64 	%rd68, %rd54, %rd55;
 	shl.b64 	%rd26, %rd4, 2;
 
-$L__BB35_13:
+$L__BB34_13:
 	ld.global.u16 	%rs2, [%rd67];
 	mul.wide.u16 	%r44, %rs2, 8192;
 	and.b32  	%r7, %r44, 268427264;
 	and.b32  	%r8, %r44, 260046848;
 	setp.eq.s32 	%p8, %r8, 260046848;
-	@%p8 bra 	$L__BB35_16;
-	bra.uni 	$L__BB35_14;
+	@%p8 bra 	$L__BB34_16;
+	bra.uni 	$L__BB34_14;
 
-$L__BB35_16:
+$L__BB34_16:
 	or.b32  	%r69, %r7, 1879048192;
-	bra.uni 	$L__BB35_17;
+	bra.uni 	$L__BB34_17;
 
-$L__BB35_14:
+$L__BB34_14:
 	add.s32 	%r69, %r7, 939524096;
 	setp.ne.s32 	%p9, %r8, 0;
-	@%p9 bra 	$L__BB35_17;
+	@%p9 bra 	$L__BB34_17;
 
 	add.s32 	%r45, %r7, 947912704;
 	mov.b32 	%f3, %r45;
 	add.f32 	%f4, %f3, 0fB8800000;
 	mov.b32 	%r69, %f4;
 
-$L__BB35_17:
+$L__BB34_17:
 	cvt.u32.u16 	%r46, %rs2;
 	shl.b32 	%r47, %r46, 16;
 	and.b32  	%r48, %r47, -2147483648;
@@ -6807,24 +6643,24 @@ $L__BB35_17:
 	and.b32  	%r13, %r50, 268427264;
 	and.b32  	%r14, %r50, 260046848;
 	setp.eq.s32 	%p10, %r14, 260046848;
-	@%p10 bra 	$L__BB35_20;
-	bra.uni 	$L__BB35_18;
+	@%p10 bra 	$L__BB34_20;
+	bra.uni 	$L__BB34_18;
 
-$L__BB35_20:
+$L__BB34_20:
 	or.b32  	%r70, %r13, 1879048192;
-	bra.uni 	$L__BB35_21;
+	bra.uni 	$L__BB34_21;
 
-$L__BB35_18:
+$L__BB34_18:
 	add.s32 	%r70, %r13, 939524096;
 	setp.ne.s32 	%p11, %r14, 0;
-	@%p11 bra 	$L__BB35_21;
+	@%p11 bra 	$L__BB34_21;
 
 	add.s32 	%r51, %r13, 947912704;
 	mov.b32 	%f5, %r51;
 	add.f32 	%f6, %f5, 0fB8800000;
 	mov.b32 	%r70, %f6;
 
-$L__BB35_21:
+$L__BB34_21:
 	cvt.u32.u16 	%r52, %rs3;
 	shl.b32 	%r53, %r52, 16;
 	and.b32  	%r54, %r53, -2147483648;
@@ -6837,24 +6673,24 @@ $L__BB35_21:
 	and.b32  	%r19, %r56, 268427264;
 	and.b32  	%r20, %r56, 260046848;
 	setp.eq.s32 	%p12, %r20, 260046848;
-	@%p12 bra 	$L__BB35_24;
-	bra.uni 	$L__BB35_22;
+	@%p12 bra 	$L__BB34_24;
+	bra.uni 	$L__BB34_22;
 
-$L__BB35_24:
+$L__BB34_24:
 	or.b32  	%r71, %r19, 1879048192;
-	bra.uni 	$L__BB35_25;
+	bra.uni 	$L__BB34_25;
 
-$L__BB35_22:
+$L__BB34_22:
 	add.s32 	%r71, %r19, 939524096;
 	setp.ne.s32 	%p13, %r20, 0;
-	@%p13 bra 	$L__BB35_25;
+	@%p13 bra 	$L__BB34_25;
 
 	add.s32 	%r57, %r19, 947912704;
 	mov.b32 	%f7, %r57;
 	add.f32 	%f8, %f7, 0fB8800000;
 	mov.b32 	%r71, %f8;
 
-$L__BB35_25:
+$L__BB34_25:
 	cvt.u32.u16 	%r58, %rs4;
 	shl.b32 	%r59, %r58, 16;
 	and.b32  	%r60, %r59, -2147483648;
@@ -6867,24 +6703,24 @@ $L__BB35_25:
 	and.b32  	%r25, %r62, 268427264;
 	and.b32  	%r26, %r62, 260046848;
 	setp.eq.s32 	%p14, %r26, 260046848;
-	@%p14 bra 	$L__BB35_28;
-	bra.uni 	$L__BB35_26;
+	@%p14 bra 	$L__BB34_28;
+	bra.uni 	$L__BB34_26;
 
-$L__BB35_28:
+$L__BB34_28:
 	or.b32  	%r72, %r25, 1879048192;
-	bra.uni 	$L__BB35_29;
+	bra.uni 	$L__BB34_29;
 
-$L__BB35_26:
+$L__BB34_26:
 	add.s32 	%r72, %r25, 939524096;
 	setp.ne.s32 	%p15, %r26, 0;
-	@%p15 bra 	$L__BB35_29;
+	@%p15 bra 	$L__BB34_29;
 
 	add.s32 	%r63, %r25, 947912704;
 	mov.b32 	%f9, %r63;
 	add.f32 	%f10, %f9, 0fB8800000;
 	mov.b32 	%r72, %f10;
 
-$L__BB35_29:
+$L__BB34_29:
 	cvt.u32.u16 	%r64, %rs5;
 	shl.b32 	%r65, %r64, 16;
 	and.b32  	%r66, %r65, -2147483648;
@@ -6898,9 +6734,9 @@ $L__BB35_29:
 	add.s64 	%rd65, %rd59, %rd4;
 	setp.lt.s64 	%p16, %rd65, %rd40;
 	add.s64 	%rd67, %rd34, %rd24;
-	@%p16 bra 	$L__BB35_13;
+	@%p16 bra 	$L__BB34_13;
 
-$L__BB35_30:
+$L__BB34_30:
 	ret;
 
 }
@@ -6930,7 +6766,7 @@ $L__BB35_30:
 	cvt.u64.u32 	%rd44, %r13;
 	add.s64 	%rd63, %rd43, %rd44;
 	setp.ge.s64 	%p1, %rd63, %rd40;
-	@%p1 bra 	$L__BB36_25;
+	@%p1 bra 	$L__BB35_25;
 
 	mov.u32 	%r14, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r14;
@@ -6940,22 +6776,22 @@ $L__BB35_30:
 	or.b64  	%rd46, %rd7, %rd6;
 	and.b64  	%rd47, %rd46, -4294967296;
 	setp.eq.s64 	%p2, %rd47, 0;
-	@%p2 bra 	$L__BB36_3;
+	@%p2 bra 	$L__BB35_3;
 
 	div.u64 	%rd58, %rd7, %rd6;
-	bra.uni 	$L__BB36_4;
+	bra.uni 	$L__BB35_4;
 
-$L__BB36_3:
+$L__BB35_3:
 	cvt.u32.u64 	%r15, %rd6;
 	cvt.u32.u64 	%r16, %rd7;
 	div.u32 	%r17, %r16, %r15;
 	cvt.u64.u32 	%rd58, %r17;
 
-$L__BB36_4:
+$L__BB35_4:
 	add.s64 	%rd48, %rd58, 1;
 	and.b64  	%rd62, %rd48, 3;
 	setp.eq.s64 	%p3, %rd62, 0;
-	@%p3 bra 	$L__BB36_10;
+	@%p3 bra 	$L__BB35_10;
 
 	shl.b64 	%rd49, %rd63, 1;
 	add.s64 	%rd60, %rd1, %rd49;
@@ -6964,39 +6800,39 @@ $L__BB36_4:
 	add.s64 	%rd59, %rd2, %rd50;
 	shl.b64 	%rd15, %rd6, 2;
 
-$L__BB36_6:
+$L__BB35_6:
 	.pragma "nounroll";
 	ld.global.u32 	%r1, [%rd59];
 	and.b32  	%r18, %r1, 2147483647;
 	setp.gt.u32 	%p4, %r18, 2139095040;
 	shr.u32 	%r2, %r1, 16;
-	@%p4 bra 	$L__BB36_8;
-	bra.uni 	$L__BB36_7;
+	@%p4 bra 	$L__BB35_8;
+	bra.uni 	$L__BB35_7;
 
-$L__BB36_8:
+$L__BB35_8:
 	cvt.u16.u32 	%rs16, %r2;
 	or.b16  	%rs21, %rs16, 64;
-	bra.uni 	$L__BB36_9;
+	bra.uni 	$L__BB35_9;
 
-$L__BB36_7:
+$L__BB35_7:
 	and.b32  	%r19, %r2, 1;
 	add.s32 	%r20, %r1, %r19;
 	add.s32 	%r21, %r20, 32767;
 	shr.u32 	%r22, %r21, 16;
 	cvt.u16.u32 	%rs21, %r22;
 
-$L__BB36_9:
+$L__BB35_9:
 	st.global.u16 	[%rd60], %rs21;
 	add.s64 	%rd63, %rd63, %rd6;
 	add.s64 	%rd60, %rd60, %rd13;
 	add.s64 	%rd59, %rd59, %rd15;
 	add.s64 	%rd62, %rd62, -1;
 	setp.ne.s64 	%p5, %rd62, 0;
-	@%p5 bra 	$L__BB36_6;
+	@%p5 bra 	$L__BB35_6;
 
-$L__BB36_10:
+$L__BB35_10:
 	setp.lt.u64 	%p6, %rd58, 3;
-	@%p6 bra 	$L__BB36_25;
+	@%p6 bra 	$L__BB35_25;
 
 	shl.b64 	%rd51, %rd63, 1;
 	add.s64 	%rd65, %rd1, %rd51;
@@ -7005,49 +6841,49 @@ $L__BB36_10:
 	add.s64 	%rd66, %rd2, %rd53;
 	shl.b64 	%rd28, %rd6, 2;
 
-$L__BB36_12:
+$L__BB35_12:
 	ld.global.u32 	%r3, [%rd66];
 	and.b32  	%r23, %r3, 2147483647;
 	setp.gt.u32 	%p7, %r23, 2139095040;
 	shr.u32 	%r4, %r3, 16;
-	@%p7 bra 	$L__BB36_14;
-	bra.uni 	$L__BB36_13;
+	@%p7 bra 	$L__BB35_14;
+	bra.uni 	$L__BB35_13;
 
-$L__BB36_14:
+$L__BB35_14:
 	cvt.u16.u32 	%rs17, %r4;
 	or.b16  	%rs22, %rs17, 64;
-	bra.uni 	$L__BB36_15;
+	bra.uni 	$L__BB35_15;
 
-$L__BB36_13:
+$L__BB35_13:
 	and.b32  	%r24, %r4, 1;
 	add.s32 	%r25, %r3, %r24;
 	add.s32 	%r26, %r25, 32767;
 	shr.u32 	%r27, %r26, 16;
 	cvt.u16.u32 	%rs22, %r27;
 
-$L__BB36_15:
+$L__BB35_15:
 	st.global.u16 	[%rd65], %rs22;
 	add.s64 	%rd32, %rd66, %rd28;
 	ld.global.u32 	%r5, [%rd32];
 	and.b32  	%r28, %r5, 2147483647;
 	setp.gt.u32 	%p8, %r28, 2139095040;
 	shr.u32 	%r6, %r5, 16;
-	@%p8 bra 	$L__BB36_17;
-	bra.uni 	$L__BB36_16;
+	@%p8 bra 	$L__BB35_17;
+	bra.uni 	$L__BB35_16;
 
-$L__BB36_17:
+$L__BB35_17:
 	cvt.u16.u32 	%rs18, %r6;
 	or.b16  	%rs23, %rs18, 64;
-	bra.uni 	$L__BB36_18;
+	bra.uni 	$L__BB35_18;
 
-$L__BB36_16:
+$L__BB35_16:
 	and.b32  	%r29, %r6, 1;
 	add.s32 	%r30, %r5, %r29;
 	add.s32 	%r31, %r30, 32767;
 	shr.u32 	%r32, %r31, 16;
 	cvt.u16.u32 	%rs23, %r32;
 
-$L__BB36_18:
+$L__BB35_18:
 	add.s64 	%rd33, %rd65, %rd26;
 	st.global.u16 	[%rd33], %rs23;
 	add.s64 	%rd34, %rd32, %rd28;
@@ -7055,22 +6891,22 @@ $L__BB36_18:
 	and.b32  	%r33, %r7, 2147483647;
 	setp.gt.u32 	%p9, %r33, 2139095040;
 	shr.u32 	%r8, %r7, 16;
-	@%p9 bra 	$L__BB36_20;
-	bra.uni 	$L__BB36_19;
+	@%p9 bra 	$L__BB35_20;
+	bra.uni 	$L__BB35_19;
 
-$L__BB36_20:
+$L__BB35_20:
 	cvt.u16.u32 	%rs19, %r8;
 	or.b16  	%rs24, %rs19, 64;
-	bra.uni 	$L__BB36_21;
+	bra.uni 	$L__BB35_21;
 
-$L__BB36_19:
+$L__BB35_19:
 	and.b32  	%r34, %r8, 1;
 	add.s32 	%r35, %r7, %r34;
 	add.s32 	%r36, %r35, 32767;
 	shr.u32 	%r37, %r36, 16;
 	cvt.u16.u32 	%rs24, %r37;
 
-$L__BB36_21:
+$L__BB35_21:
 	add.s64 	%rd35, %rd33, %rd26;
 	st.global.u16 	[%rd35], %rs24;
 	add.s64 	%rd36, %rd34, %rd28;
@@ -7078,22 +6914,22 @@ $L__BB36_21:
 	and.b32  	%r38, %r9, 2147483647;
 	setp.gt.u32 	%p10, %r38, 2139095040;
 	shr.u32 	%r10, %r9, 16;
-	@%p10 bra 	$L__BB36_23;
-	bra.uni 	$L__BB36_22;
+	@%p10 bra 	$L__BB35_23;
+	bra.uni 	$L__BB35_22;
 
-$L__BB36_23:
+$L__BB35_23:
 	cvt.u16.u32 	%rs20, %r10;
 	or.b16  	%rs25, %rs20, 64;
-	bra.uni 	$L__BB36_24;
+	bra.uni 	$L__BB35_24;
 
-$L__BB36_22:
+$L__BB35_22:
 	and.b32  	%r39, %r10, 1;
 	add.s32 	%r40, %r9, %r39;
 	add.s32 	%r41, %r40, 32767;
 	shr.u32 	%r42, %r41, 16;
 	cvt.u16.u32 	%rs25, %r42;
 
-$L__BB36_24:
+$L__BB35_24:
 	add.s64 	%rd54, %rd35, %rd26;
 	add.s64 	%rd65, %rd54, %rd26;
 	st.global.u16 	[%rd54], %rs25;
@@ -7103,9 +6939,9 @@ $L__BB36_24:
 	add.s64 	%rd63, %rd57, %rd6;
 	setp.lt.s64 	%p11, %rd63, %rd40;
 	add.s64 	%rd66, %rd36, %rd28;
-	@%p11 bra 	$L__BB36_12;
+	@%p11 bra 	$L__BB35_12;
 
-$L__BB36_25:
+$L__BB35_25:
 	ret;
 
 }
@@ -7134,7 +6970,7 @@ $L__BB36_25:
 	cvt.u64.u32 	%rd39, %r3;
 	add.s64 	%rd63, %rd38, %rd39;
 	setp.ge.s64 	%p1, %rd63, %rd35;
-	@%p1 bra 	$L__BB37_10;
+	@%p1 bra 	$L__BB36_10;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
@@ -7144,22 +6980,22 @@ $L__BB36_25:
 	or.b64  	%rd41, %rd7, %rd6;
 	and.b64  	%rd42, %rd41, -4294967296;
 	setp.eq.s64 	%p2, %rd42, 0;
-	@%p2 bra 	$L__BB37_3;
+	@%p2 bra 	$L__BB36_3;
 
 	div.u64 	%rd58, %rd7, %rd6;
-	bra.uni 	$L__BB37_4;
+	bra.uni 	$L__BB36_4;
 
-$L__BB37_3:
+$L__BB36_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd58, %r7;
 
-$L__BB37_4:
+$L__BB36_4:
 	add.s64 	%rd43, %rd58, 1;
 	and.b64  	%rd62, %rd43, 3;
 	setp.eq.s64 	%p3, %rd62, 0;
-	@%p3 bra 	$L__BB37_7;
+	@%p3 bra 	$L__BB36_7;
 
 	shl.b64 	%rd44, %rd63, 2;
 	add.s64 	%rd60, %rd1, %rd44;
@@ -7168,7 +7004,7 @@ $L__BB37_4:
 	add.s64 	%rd59, %rd2, %rd45;
 	shl.b64 	%rd15, %rd6, 1;
 
-$L__BB37_6:
+$L__BB36_6:
 	.pragma "nounroll";
 	ld.global.u16 	%r8, [%rd59];
 	shl.b32 	%r9, %r8, 16;
@@ -7178,11 +7014,11 @@ $L__BB37_6:
 	add.s64 	%rd59, %rd59, %rd15;
 	add.s64 	%rd62, %rd62, -1;
 	setp.ne.s64 	%p4, %rd62, 0;
-	@%p4 bra 	$L__BB37_6;
+	@%p4 bra 	$L__BB36_6;
 
-$L__BB37_7:
+$L__BB36_7:
 	setp.lt.u64 	%p5, %rd58, 3;
-	@%p5 bra 	$L__BB37_10;
+	@%p5 bra 	$L__BB36_10;
 
 	shl.b64 	%rd46, %rd63, 1;
 	add.s64 	%rd65, %rd2, %rd46;
@@ -7191,7 +7027,7 @@ $L__BB37_7:
 	add.s64 	%rd66, %rd1, %rd48;
 	shl.b64 	%rd28, %rd6, 2;
 
-$L__BB37_9:
+$L__BB36_9:
 	ld.global.u16 	%r10, [%rd65];
 	shl.b32 	%r11, %r10, 16;
 	st.global.u32 	[%rd66], %r11;
@@ -7217,9 +7053,9 @@ $L__BB37_9:
 	st.global.u32 	[%rd57], %r17;
 	add.s64 	%rd63, %rd55, %rd6;
 	setp.lt.s64 	%p6, %rd63, %rd35;
-	@%p6 bra 	$L__BB37_9;
+	@%p6 bra 	$L__BB36_9;
 
-$L__BB37_10:
+$L__BB36_10:
 	ret;
 
 }
@@ -7280,7 +7116,7 @@ $L__BB37_10:
 	mul.lo.s64 	%rd134, %rd133, %rd119;
 	mul.lo.s64 	%rd7, %rd134, %rd4;
 	setp.ge.s64 	%p1, %rd247, %rd7;
-	@%p1 bra 	$L__BB38_60;
+	@%p1 bra 	$L__BB37_60;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd135, %r4;
@@ -7290,35 +7126,35 @@ $L__BB37_10:
 	or.b64  	%rd137, %rd9, %rd8;
 	and.b64  	%rd138, %rd137, -4294967296;
 	setp.eq.s64 	%p2, %rd138, 0;
-	@%p2 bra 	$L__BB38_3;
+	@%p2 bra 	$L__BB37_3;
 
 	div.u64 	%rd235, %rd9, %rd8;
-	bra.uni 	$L__BB38_4;
+	bra.uni 	$L__BB37_4;
 
-$L__BB38_3:
+$L__BB37_3:
 	cvt.u32.u64 	%r5, %rd8;
 	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd235, %r7;
 
-$L__BB38_4:
+$L__BB37_4:
 	and.b64  	%rd139, %rd235, 1;
 	setp.eq.b64 	%p3, %rd139, 1;
 	mov.pred 	%p4, 0;
 	xor.pred  	%p5, %p3, %p4;
-	@%p5 bra 	$L__BB38_23;
+	@%p5 bra 	$L__BB37_23;
 
 	or.b64  	%rd140, %rd247, %rd4;
 	and.b64  	%rd141, %rd140, -4294967296;
 	setp.eq.s64 	%p6, %rd141, 0;
-	@%p6 bra 	$L__BB38_7;
+	@%p6 bra 	$L__BB37_7;
 
 	div.s64 	%rd236, %rd247, %rd4;
 	mul.lo.s64 	%rd142, %rd236, %rd4;
 	sub.s64 	%rd237, %rd247, %rd142;
-	bra.uni 	$L__BB38_8;
+	bra.uni 	$L__BB37_8;
 
-$L__BB38_7:
+$L__BB37_7:
 	cvt.u32.u64 	%r8, %rd4;
 	cvt.u32.u64 	%r9, %rd247;
 	div.u32 	%r10, %r9, %r8;
@@ -7327,18 +7163,18 @@ $L__BB38_7:
 	cvt.u64.u32 	%rd236, %r10;
 	cvt.u64.u32 	%rd237, %r12;
 
-$L__BB38_8:
+$L__BB37_8:
 	or.b64  	%rd143, %rd237, %rd3;
 	and.b64  	%rd144, %rd143, -4294967296;
 	setp.eq.s64 	%p7, %rd144, 0;
-	@%p7 bra 	$L__BB38_10;
+	@%p7 bra 	$L__BB37_10;
 
 	div.s64 	%rd238, %rd237, %rd3;
 	mul.lo.s64 	%rd145, %rd238, %rd3;
 	sub.s64 	%rd239, %rd237, %rd145;
-	bra.uni 	$L__BB38_11;
+	bra.uni 	$L__BB37_11;
 
-$L__BB38_10:
+$L__BB37_10:
 	cvt.u32.u64 	%r13, %rd3;
 	cvt.u32.u64 	%r14, %rd237;
 	div.u32 	%r15, %r14, %r13;
@@ -7347,18 +7183,18 @@ $L__BB38_10:
 	cvt.u64.u32 	%rd238, %r15;
 	cvt.u64.u32 	%rd239, %r17;
 
-$L__BB38_11:
+$L__BB37_11:
 	or.b64  	%rd146, %rd239, %rd126;
 	and.b64  	%rd147, %rd146, -4294967296;
 	setp.eq.s64 	%p8, %rd147, 0;
-	@%p8 bra 	$L__BB38_13;
+	@%p8 bra 	$L__BB37_13;
 
 	div.s64 	%rd240, %rd239, %rd126;
 	mul.lo.s64 	%rd148, %rd240, %rd126;
 	sub.s64 	%rd241, %rd239, %rd148;
-	bra.uni 	$L__BB38_14;
+	bra.uni 	$L__BB37_14;
 
-$L__BB38_13:
+$L__BB37_13:
 	cvt.u32.u64 	%r18, %rd126;
 	cvt.u32.u64 	%r19, %rd239;
 	div.u32 	%r20, %r19, %r18;
@@ -7367,18 +7203,18 @@ $L__BB38_13:
 	cvt.u64.u32 	%rd240, %r20;
 	cvt.u64.u32 	%rd241, %r22;
 
-$L__BB38_14:
+$L__BB37_14:
 	or.b64  	%rd149, %rd236, %rd119;
 	and.b64  	%rd150, %rd149, -4294967296;
 	setp.eq.s64 	%p9, %rd150, 0;
-	@%p9 bra 	$L__BB38_16;
+	@%p9 bra 	$L__BB37_16;
 
 	div.s64 	%rd242, %rd236, %rd119;
 	mul.lo.s64 	%rd151, %rd242, %rd119;
 	sub.s64 	%rd243, %rd236, %rd151;
-	bra.uni 	$L__BB38_17;
+	bra.uni 	$L__BB37_17;
 
-$L__BB38_16:
+$L__BB37_16:
 	cvt.u32.u64 	%r23, %rd119;
 	cvt.u32.u64 	%r24, %rd236;
 	div.u32 	%r25, %r24, %r23;
@@ -7387,18 +7223,18 @@ $L__BB38_16:
 	cvt.u64.u32 	%rd242, %r25;
 	cvt.u64.u32 	%rd243, %r27;
 
-$L__BB38_17:
+$L__BB37_17:
 	or.b64  	%rd152, %rd242, %rd118;
 	and.b64  	%rd153, %rd152, -4294967296;
 	setp.eq.s64 	%p10, %rd153, 0;
-	@%p10 bra 	$L__BB38_19;
+	@%p10 bra 	$L__BB37_19;
 
 	div.s64 	%rd244, %rd242, %rd118;
 	mul.lo.s64 	%rd154, %rd244, %rd118;
 	sub.s64 	%rd245, %rd242, %rd154;
-	bra.uni 	$L__BB38_20;
+	bra.uni 	$L__BB37_20;
 
-$L__BB38_19:
+$L__BB37_19:
 	cvt.u32.u64 	%r28, %rd118;
 	cvt.u32.u64 	%r29, %rd242;
 	div.u32 	%r30, %r29, %r28;
@@ -7407,7 +7243,7 @@ $L__BB38_19:
 	cvt.u64.u32 	%rd244, %r30;
 	cvt.u64.u32 	%rd245, %r32;
 
-$L__BB38_20:
+$L__BB37_20:
 	mul.lo.s64 	%rd155, %rd240, %rd120;
 	sub.s64 	%rd156, %rd155, %rd122;
 	mul.lo.s64 	%rd157, %rd245, %rd124;
@@ -7423,7 +7259,7 @@ $L__BB38_20:
 	setp.ge.s64 	%p14, %rd44, %rd117;
 	mov.f32 	%f10, 0f00000000;
 	or.pred  	%p15, %p14, %p13;
-	@%p15 bra 	$L__BB38_22;
+	@%p15 bra 	$L__BB37_22;
 
 	mul.lo.s64 	%rd162, %rd238, %rd115;
 	add.s64 	%rd163, %rd244, %rd162;
@@ -7435,31 +7271,31 @@ $L__BB38_20:
 	add.s64 	%rd169, %rd2, %rd168;
 	ld.global.f32 	%f10, [%rd169];
 
-$L__BB38_22:
+$L__BB37_22:
 	shl.b64 	%rd170, %rd247, 2;
 	add.s64 	%rd171, %rd1, %rd170;
 	st.global.f32 	[%rd171], %f10;
 	add.s64 	%rd247, %rd247, %rd8;
 
-$L__BB38_23:
+$L__BB37_23:
 	setp.gt.u64 	%p16, %rd8, %rd9;
-	@%p16 bra 	$L__BB38_60;
+	@%p16 bra 	$L__BB37_60;
 
 	cvt.u32.u64 	%r33, %rd4;
 	cvt.u32.u64 	%r38, %rd3;
 
-$L__BB38_25:
+$L__BB37_25:
 	or.b64  	%rd172, %rd247, %rd4;
 	and.b64  	%rd173, %rd172, -4294967296;
 	setp.eq.s64 	%p17, %rd173, 0;
-	@%p17 bra 	$L__BB38_27;
+	@%p17 bra 	$L__BB37_27;
 
 	div.s64 	%rd248, %rd247, %rd4;
 	mul.lo.s64 	%rd174, %rd248, %rd4;
 	sub.s64 	%rd249, %rd247, %rd174;
-	bra.uni 	$L__BB38_28;
+	bra.uni 	$L__BB37_28;
 
-$L__BB38_27:
+$L__BB37_27:
 	cvt.u32.u64 	%r34, %rd247;
 	div.u32 	%r35, %r34, %r33;
 	mul.lo.s32 	%r36, %r35, %r33;
@@ -7467,18 +7303,18 @@ $L__BB38_27:
 	cvt.u64.u32 	%rd248, %r35;
 	cvt.u64.u32 	%rd249, %r37;
 
-$L__BB38_28:
+$L__BB37_28:
 	or.b64  	%rd175, %rd249, %rd3;
 	and.b64  	%rd176, %rd175, -4294967296;
 	setp.eq.s64 	%p18, %rd176, 0;
-	@%p18 bra 	$L__BB38_30;
+	@%p18 bra 	$L__BB37_30;
 
 	div.s64 	%rd250, %rd249, %rd3;
 	mul.lo.s64 	%rd177, %rd250, %rd3;
 	sub.s64 	%rd251, %rd249, %rd177;
-	bra.uni 	$L__BB38_31;
+	bra.uni 	$L__BB37_31;
 
-$L__BB38_30:
+$L__BB37_30:
 	cvt.u32.u64 	%r39, %rd249;
 	div.u32 	%r40, %r39, %r38;
 	mul.lo.s32 	%r41, %r40, %r38;
@@ -7486,18 +7322,18 @@ $L__BB38_30:
 	cvt.u64.u32 	%rd250, %r40;
 	cvt.u64.u32 	%rd251, %r42;
 
-$L__BB38_31:
+$L__BB37_31:
 	or.b64  	%rd178, %rd251, %rd126;
 	and.b64  	%rd179, %rd178, -4294967296;
 	setp.eq.s64 	%p19, %rd179, 0;
-	@%p19 bra 	$L__BB38_33;
+	@%p19 bra 	$L__BB37_33;
 
 	div.s64 	%rd252, %rd251, %rd126;
 	mul.lo.s64 	%rd180, %rd252, %rd126;
 	sub.s64 	%rd253, %rd251, %rd180;
-	bra.uni 	$L__BB38_34;
+	bra.uni 	$L__BB37_34;
 
-$L__BB38_33:
+$L__BB37_33:
 	cvt.u32.u64 	%r43, %rd126;
 	cvt.u32.u64 	%r44, %rd251;
 	div.u32 	%r45, %r44, %r43;
@@ -7506,18 +7342,18 @@ $L__BB38_33:
 	cvt.u64.u32 	%rd252, %r45;
 	cvt.u64.u32 	%rd253, %r47;
 
-$L__BB38_34:
+$L__BB37_34:
 	or.b64  	%rd181, %rd248, %rd119;
 	and.b64  	%rd182, %rd181, -4294967296;
 	setp.eq.s64 	%p20, %rd182, 0;
-	@%p20 bra 	$L__BB38_36;
+	@%p20 bra 	$L__BB37_36;
 
 	div.s64 	%rd254, %rd248, %rd119;
 	mul.lo.s64 	%rd183, %rd254, %rd119;
 	sub.s64 	%rd255, %rd248, %rd183;
-	bra.uni 	$L__BB38_37;
+	bra.uni 	$L__BB37_37;
 
-$L__BB38_36:
+$L__BB37_36:
 	cvt.u32.u64 	%r48, %rd119;
 	cvt.u32.u64 	%r49, %rd248;
 	div.u32 	%r50, %r49, %r48;
@@ -7526,18 +7362,18 @@ $L__BB38_36:
 	cvt.u64.u32 	%rd254, %r50;
 	cvt.u64.u32 	%rd255, %r52;
 
-$L__BB38_37:
+$L__BB37_37:
 	or.b64  	%rd184, %rd254, %rd118;
 	and.b64  	%rd185, %rd184, -4294967296;
 	setp.eq.s64 	%p21, %rd185, 0;
-	@%p21 bra 	$L__BB38_39;
+	@%p21 bra 	$L__BB37_39;
 
 	div.s64 	%rd256, %rd254, %rd118;
 	mul.lo.s64 	%rd186, %rd256, %rd118;
 	sub.s64 	%rd257, %rd254, %rd186;
-	bra.uni 	$L__BB38_40;
+	bra.uni 	$L__BB37_40;
 
-$L__BB38_39:
+$L__BB37_39:
 	cvt.u32.u64 	%r53, %rd118;
 	cvt.u32.u64 	%r54, %rd254;
 	div.u32 	%r55, %r54, %r53;
@@ -7546,7 +7382,7 @@ $L__BB38_39:
 	cvt.u64.u32 	%rd256, %r55;
 	cvt.u64.u32 	%rd257, %r57;
 
-$L__BB38_40:
+$L__BB37_40:
 	mul.lo.s64 	%rd187, %rd252, %rd120;
 	sub.s64 	%rd188, %rd187, %rd122;
 	mul.lo.s64 	%rd189, %rd257, %rd124;
@@ -7562,7 +7398,7 @@ $L__BB38_40:
 	setp.ge.s64 	%p25, %rd79, %rd117;
 	mov.f32 	%f11, 0f00000000;
 	or.pred  	%p26, %p25, %p24;
-	@%p26 bra 	$L__BB38_42;
+	@%p26 bra 	$L__BB37_42;
 
 	mul.lo.s64 	%rd194, %rd250, %rd115;
 	add.s64 	%rd195, %rd256, %rd194;
@@ -7574,7 +7410,7 @@ $L__BB38_40:
 	add.s64 	%rd201, %rd2, %rd200;
 	ld.global.f32 	%f11, [%rd201];
 
-$L__BB38_42:
+$L__BB37_42:
 	shl.b64 	%rd202, %rd247, 2;
 	add.s64 	%rd80, %rd1, %rd202;
 	st.global.f32 	[%rd80], %f11;
@@ -7582,14 +7418,14 @@ $L__BB38_42:
 	or.b64  	%rd203, %rd81, %rd4;
 	and.b64  	%rd204, %rd203, -4294967296;
 	setp.eq.s64 	%p27, %rd204, 0;
-	@%p27 bra 	$L__BB38_44;
+	@%p27 bra 	$L__BB37_44;
 
 	div.s64 	%rd258, %rd81, %rd4;
 	mul.lo.s64 	%rd205, %rd258, %rd4;
 	sub.s64 	%rd259, %rd81, %rd205;
-	bra.uni 	$L__BB38_45;
+	bra.uni 	$L__BB37_45;
 
-$L__BB38_44:
+$L__BB37_44:
 	cvt.u32.u64 	%r59, %rd81;
 	div.u32 	%r60, %r59, %r33;
 	mul.lo.s32 	%r61, %r60, %r33;
@@ -7597,18 +7433,18 @@ $L__BB38_44:
 	cvt.u64.u32 	%rd258, %r60;
 	cvt.u64.u32 	%rd259, %r62;
 
-$L__BB38_45:
+$L__BB37_45:
 	or.b64  	%rd206, %rd259, %rd3;
 	and.b64  	%rd207, %rd206, -4294967296;
 	setp.eq.s64 	%p28, %rd207, 0;
-	@%p28 bra 	$L__BB38_47;
+	@%p28 bra 	$L__BB37_47;
 
 	div.s64 	%rd260, %rd259, %rd3;
 	mul.lo.s64 	%rd208, %rd260, %rd3;
 	sub.s64 	%rd261, %rd259, %rd208;
-	bra.uni 	$L__BB38_48;
+	bra.uni 	$L__BB37_48;
 
-$L__BB38_47:
+$L__BB37_47:
 	cvt.u32.u64 	%r64, %rd259;
 	div.u32 	%r65, %r64, %r38;
 	mul.lo.s32 	%r66, %r65, %r38;
@@ -7616,18 +7452,18 @@ $L__BB38_47:
 	cvt.u64.u32 	%rd260, %r65;
 	cvt.u64.u32 	%rd261, %r67;
 
-$L__BB38_48:
+$L__BB37_48:
 	or.b64  	%rd209, %rd261, %rd126;
 	and.b64  	%rd210, %rd209, -4294967296;
 	setp.eq.s64 	%p29, %rd210, 0;
-	@%p29 bra 	$L__BB38_50;
+	@%p29 bra 	$L__BB37_50;
 
 	div.s64 	%rd262, %rd261, %rd126;
 	mul.lo.s64 	%rd211, %rd262, %rd126;
 	sub.s64 	%rd263, %rd261, %rd211;
-	bra.uni 	$L__BB38_51;
+	bra.uni 	$L__BB37_51;
 
-$L__BB38_50:
+$L__BB37_50:
 	cvt.u32.u64 	%r68, %rd126;
 	cvt.u32.u64 	%r69, %rd261;
 	div.u32 	%r70, %r69, %r68;
@@ -7636,18 +7472,18 @@ $L__BB38_50:
 	cvt.u64.u32 	%rd262, %r70;
 	cvt.u64.u32 	%rd263, %r72;
 
-$L__BB38_51:
+$L__BB37_51:
 	or.b64  	%rd212, %rd258, %rd119;
 	and.b64  	%rd213, %rd212, -4294967296;
 	setp.eq.s64 	%p30, %rd213, 0;
-	@%p30 bra 	$L__BB38_53;
+	@%p30 bra 	$L__BB37_53;
 
 	div.s64 	%rd264, %rd258, %rd119;
 	mul.lo.s64 	%rd214, %rd264, %rd119;
 	sub.s64 	%rd265, %rd258, %rd214;
-	bra.uni 	$L__BB38_54;
+	bra.uni 	$L__BB37_54;
 
-$L__BB38_53:
+$L__BB37_53:
 	cvt.u32.u64 	%r73, %rd119;
 	cvt.u32.u64 	%r74, %rd258;
 	div.u32 	%r75, %r74, %r73;
@@ -7656,18 +7492,18 @@ $L__BB38_53:
 	cvt.u64.u32 	%rd264, %r75;
 	cvt.u64.u32 	%rd265, %r77;
 
-$L__BB38_54:
+$L__BB37_54:
 	or.b64  	%rd215, %rd264, %rd118;
 	and.b64  	%rd216, %rd215, -4294967296;
 	setp.eq.s64 	%p31, %rd216, 0;
-	@%p31 bra 	$L__BB38_56;
+	@%p31 bra 	$L__BB37_56;
 
 	div.s64 	%rd266, %rd264, %rd118;
 	mul.lo.s64 	%rd217, %rd266, %rd118;
 	sub.s64 	%rd267, %rd264, %rd217;
-	bra.uni 	$L__BB38_57;
+	bra.uni 	$L__BB37_57;
 
-$L__BB38_56:
+$L__BB37_56:
 	cvt.u32.u64 	%r78, %rd118;
 	cvt.u32.u64 	%r79, %rd264;
 	div.u32 	%r80, %r79, %r78;
@@ -7676,7 +7512,7 @@ $L__BB38_56:
 	cvt.u64.u32 	%rd266, %r80;
 	cvt.u64.u32 	%rd267, %r82;
 
-$L__BB38_57:
+$L__BB37_57:
 	mul.lo.s64 	%rd218, %rd262, %rd120;
 	sub.s64 	%rd219, %rd218, %rd122;
 	mul.lo.s64 	%rd220, %rd267, %rd124;
@@ -7692,7 +7528,7 @@ $L__BB38_57:
 	setp.ge.s64 	%p35, %rd113, %rd117;
 	mov.f32 	%f12, 0f00000000;
 	or.pred  	%p36, %p35, %p34;
-	@%p36 bra 	$L__BB38_59;
+	@%p36 bra 	$L__BB37_59;
 
 	mul.lo.s64 	%rd225, %rd260, %rd115;
 	add.s64 	%rd226, %rd266, %rd225;
@@ -7704,15 +7540,15 @@ $L__BB38_57:
 	add.s64 	%rd232, %rd2, %rd231;
 	ld.global.f32 	%f12, [%rd232];
 
-$L__BB38_59:
+$L__BB37_59:
 	shl.b64 	%rd233, %rd8, 2;
 	add.s64 	%rd234, %rd80, %rd233;
 	st.global.f32 	[%rd234], %f12;
 	add.s64 	%rd247, %rd81, %rd8;
 	setp.lt.s64 	%p37, %rd247, %rd7;
-	@%p37 bra 	$L__BB38_25;
+	@%p37 bra 	$L__BB37_25;
 
-$L__BB38_60:
+$L__BB37_60:
 	ret;
 
 }
@@ -7768,16 +7604,16 @@ $L__BB38_60:
 	mul.lo.s64 	%rd153, %rd152, %rd136;
 	mul.lo.s64 	%rd5, %rd153, %rd137;
 	setp.ge.s64 	%p1, %rd320, %rd5;
-	@%p1 bra 	$L__BB39_110;
+	@%p1 bra 	$L__BB38_110;
 
 	setp.gt.s64 	%p2, %rd138, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
 	mul.lo.s64 	%rd7, %rd6, %rd3;
-	@%p2 bra 	$L__BB39_11;
-	bra.uni 	$L__BB39_2;
+	@%p2 bra 	$L__BB38_11;
+	bra.uni 	$L__BB38_2;
 
-$L__BB39_11:
+$L__BB38_11:
 	mul.lo.s64 	%rd168, %rd147, %rd146;
 	mul.lo.s64 	%rd169, %rd168, %rd134;
 	shl.b64 	%rd25, %rd169, 4;
@@ -7786,18 +7622,18 @@ $L__BB39_11:
 	and.b64  	%rd31, %rd139, 3;
 	sub.s64 	%rd32, %rd31, %rd139;
 
-$L__BB39_12:
+$L__BB38_12:
 	or.b64  	%rd171, %rd320, %rd137;
 	and.b64  	%rd172, %rd171, -4294967296;
 	setp.eq.s64 	%p8, %rd172, 0;
-	@%p8 bra 	$L__BB39_14;
+	@%p8 bra 	$L__BB38_14;
 
 	div.s64 	%rd324, %rd320, %rd137;
 	mul.lo.s64 	%rd173, %rd324, %rd137;
 	sub.s64 	%rd325, %rd320, %rd173;
-	bra.uni 	$L__BB39_15;
+	bra.uni 	$L__BB38_15;
 
-$L__BB39_14:
+$L__BB38_14:
 	cvt.u32.u64 	%r74, %rd137;
 	cvt.u32.u64 	%r11, %rd320;
 	div.u32 	%r12, %r11, %r74;
@@ -7806,18 +7642,18 @@ $L__BB39_14:
 	cvt.u64.u32 	%rd324, %r12;
 	cvt.u64.u32 	%rd325, %r14;
 
-$L__BB39_15:
+$L__BB38_15:
 	or.b64  	%rd174, %rd324, %rd136;
 	and.b64  	%rd175, %rd174, -4294967296;
 	setp.eq.s64 	%p9, %rd175, 0;
-	@%p9 bra 	$L__BB39_17;
+	@%p9 bra 	$L__BB38_17;
 
 	div.s64 	%rd326, %rd324, %rd136;
 	mul.lo.s64 	%rd176, %rd326, %rd136;
 	sub.s64 	%rd327, %rd324, %rd176;
-	bra.uni 	$L__BB39_18;
+	bra.uni 	$L__BB38_18;
 
-$L__BB39_17:
+$L__BB38_17:
 	cvt.u32.u64 	%r73, %rd136;
 	cvt.u32.u64 	%r16, %rd324;
 	div.u32 	%r17, %r16, %r73;
@@ -7826,18 +7662,18 @@ $L__BB39_17:
 	cvt.u64.u32 	%rd326, %r17;
 	cvt.u64.u32 	%rd327, %r19;
 
-$L__BB39_18:
+$L__BB38_18:
 	or.b64  	%rd177, %rd326, %rd135;
 	and.b64  	%rd178, %rd177, -4294967296;
 	setp.eq.s64 	%p10, %rd178, 0;
-	@%p10 bra 	$L__BB39_20;
+	@%p10 bra 	$L__BB38_20;
 
 	div.s64 	%rd328, %rd326, %rd135;
 	mul.lo.s64 	%rd179, %rd328, %rd135;
 	sub.s64 	%rd329, %rd326, %rd179;
-	bra.uni 	$L__BB39_21;
+	bra.uni 	$L__BB38_21;
 
-$L__BB39_20:
+$L__BB38_20:
 	cvt.u32.u64 	%r20, %rd135;
 	cvt.u32.u64 	%r21, %rd326;
 	div.u32 	%r22, %r21, %r20;
@@ -7846,56 +7682,56 @@ $L__BB39_20:
 	cvt.u64.u32 	%rd328, %r22;
 	cvt.u64.u32 	%rd329, %r24;
 
-$L__BB39_21:
+$L__BB38_21:
 	ld.param.u64 	%rd284, [col2im_f32_param_11];
 	add.s64 	%rd52, %rd325, %rd284;
 	setp.lt.s64 	%p11, %rd139, 1;
 	mov.f32 	%f40, 0f00000000;
-	@%p11 bra 	$L__BB39_109;
+	@%p11 bra 	$L__BB38_109;
 
 	ld.param.u64 	%rd285, [col2im_f32_param_10];
 	add.s64 	%rd54, %rd327, %rd285;
 	mov.u64 	%rd330, 0;
 
-$L__BB39_23:
+$L__BB38_23:
 	ld.param.u64 	%rd286, [col2im_f32_param_12];
 	mul.lo.s64 	%rd181, %rd330, %rd286;
 	sub.s64 	%rd56, %rd54, %rd181;
 	setp.lt.s64 	%p12, %rd56, 0;
-	@%p12 bra 	$L__BB39_108;
+	@%p12 bra 	$L__BB38_108;
 
 	or.b64  	%rd182, %rd56, %rd140;
 	and.b64  	%rd183, %rd182, -4294967296;
 	setp.eq.s64 	%p13, %rd183, 0;
-	@%p13 bra 	$L__BB39_26;
+	@%p13 bra 	$L__BB38_26;
 
 	rem.s64 	%rd331, %rd56, %rd140;
-	bra.uni 	$L__BB39_27;
+	bra.uni 	$L__BB38_27;
 
-$L__BB39_26:
+$L__BB38_26:
 	cvt.u32.u64 	%r25, %rd140;
 	cvt.u32.u64 	%r26, %rd56;
 	rem.u32 	%r27, %r26, %r25;
 	cvt.u64.u32 	%rd331, %r27;
 
-$L__BB39_27:
+$L__BB38_27:
 	setp.ne.s64 	%p14, %rd331, 0;
-	@%p14 bra 	$L__BB39_108;
+	@%p14 bra 	$L__BB38_108;
 
-	@%p13 bra 	$L__BB39_30;
+	@%p13 bra 	$L__BB38_30;
 
 	div.s64 	%rd332, %rd56, %rd140;
-	bra.uni 	$L__BB39_31;
+	bra.uni 	$L__BB38_31;
 
-$L__BB39_30:
+$L__BB38_30:
 	cvt.u32.u64 	%r28, %rd140;
 	cvt.u32.u64 	%r29, %rd56;
 	div.u32 	%r30, %r29, %r28;
 	cvt.u64.u32 	%rd332, %r30;
 
-$L__BB39_31:
+$L__BB38_31:
 	setp.ge.s64 	%p16, %rd332, %rd146;
-	@%p16 bra 	$L__BB39_108;
+	@%p16 bra 	$L__BB38_108;
 
 	mul.lo.s64 	%rd294, %rd329, %rd138;
 	add.s64 	%rd287, %rd139, -1;
@@ -7903,7 +7739,7 @@ $L__BB39_31:
 	add.s64 	%rd63, %rd330, %rd294;
 	mul.lo.s64 	%rd64, %rd63, %rd139;
 	mov.u64 	%rd347, 0;
-	@%p17 bra 	$L__BB39_75;
+	@%p17 bra 	$L__BB38_75;
 
 	add.s64 	%rd188, %rd64, 3;
 	mul.lo.s64 	%rd189, %rd134, %rd188;
@@ -7938,70 +7774,70 @@ $L__BB39_31:
 	add.s64 	%rd334, %rd1, %rd214;
 	mov.u64 	%rd333, %rd52;
 
-$L__BB39_34:
+$L__BB38_34:
 	setp.lt.s64 	%p18, %rd333, 0;
-	@%p18 bra 	$L__BB39_44;
+	@%p18 bra 	$L__BB38_44;
 
 	or.b64  	%rd215, %rd333, %rd141;
 	and.b64  	%rd216, %rd215, -4294967296;
 	setp.eq.s64 	%p19, %rd216, 0;
-	@%p19 bra 	$L__BB39_37;
+	@%p19 bra 	$L__BB38_37;
 
 	rem.s64 	%rd339, %rd333, %rd141;
-	bra.uni 	$L__BB39_38;
+	bra.uni 	$L__BB38_38;
 
-$L__BB39_37:
+$L__BB38_37:
 	cvt.u32.u64 	%r31, %rd141;
 	cvt.u32.u64 	%r32, %rd333;
 	rem.u32 	%r33, %r32, %r31;
 	cvt.u64.u32 	%rd339, %r33;
 
-$L__BB39_38:
+$L__BB38_38:
 	setp.ne.s64 	%p20, %rd339, 0;
-	@%p20 bra 	$L__BB39_44;
+	@%p20 bra 	$L__BB38_44;
 
 	or.b64  	%rd297, %rd333, %rd141;
 	and.b64  	%rd296, %rd297, -4294967296;
 	setp.eq.s64 	%p59, %rd296, 0;
-	@%p59 bra 	$L__BB39_41;
+	@%p59 bra 	$L__BB38_41;
 
 	div.s64 	%rd340, %rd333, %rd141;
-	bra.uni 	$L__BB39_42;
+	bra.uni 	$L__BB38_42;
 
-$L__BB39_41:
+$L__BB38_41:
 	cvt.u32.u64 	%r34, %rd141;
 	cvt.u32.u64 	%r35, %rd333;
 	div.u32 	%r36, %r35, %r34;
 	cvt.u64.u32 	%rd340, %r36;
 
-$L__BB39_42:
+$L__BB38_42:
 	setp.ge.s64 	%p22, %rd340, %rd147;
-	@%p22 bra 	$L__BB39_44;
+	@%p22 bra 	$L__BB38_44;
 
 	shl.b64 	%rd219, %rd340, 2;
 	add.s64 	%rd220, %rd334, %rd219;
 	ld.global.f32 	%f23, [%rd220];
 	add.f32 	%f40, %f40, %f23;
 
-$L__BB39_44:
+$L__BB38_44:
 	neg.s64 	%rd288, %rd145;
 	add.s64 	%rd81, %rd288, %rd333;
 	setp.lt.s64 	%p23, %rd81, 0;
-	@%p23 bra 	$L__BB39_54;
+	@%p23 bra 	$L__BB38_54;
 
 	neg.s64 	%rd299, %rd145;
 	add.s64 	%rd298, %rd299, %rd333;
 	or.b64  	%rd221, %rd298, %rd141;
 	and.b64  	%rd222, %rd221, -4294967296;
 	setp.eq.s64 	%p24, %rd222, 0;
-	@%p24 bra 	$L__BB39_47;
+	@%p24 bra 	$L__BB38_47;
 
 	neg.s64 	%rd301, %rd145;
 	add.s64 	%rd300, %rd301, %rd333;
 	rem.s64 	%rd341, %rd300, %rd141;
-	bra.uni 	$L__BB39_48;
+	bra.uni 	$L__BB38_48;
 
-$L__BB39_47:
+$L__BB38_47:
 	neg.s64 	%rd307, %rd145;
 	add.s64 	%rd306, %rd307, %rd333;
 	cvt.u32.u64 	%r37, %rd141;
@@ -8009,23 +7845,23 @@ $L__BB39_47:
 	rem.u32 	%r39, %r38, %r37;
 	cvt.u64.u32 	%rd341, %r39;
 
-$L__BB39_48:
+$L__BB38_48:
 	setp.ne.s64 	%p25, %rd341, 0;
-	@%p25 bra 	$L__BB39_54;
+	@%p25 bra 	$L__BB38_54;
 
 	neg.s64 	%rd311, %rd145;
 	add.s64 	%rd310, %rd311, %rd333;
 	or.b64  	%rd309, %rd310, %rd141;
 	and.b64  	%rd308, %rd309, -4294967296;
 	setp.eq.s64 	%p60, %rd308, 0;
-	@%p60 bra 	$L__BB39_51;
+	@%p60 bra 	$L__BB38_51;
 
 	neg.s64 	%rd303, %rd145;
 	add.s64 	%rd302, %rd303, %rd333;
 	div.s64 	%rd342, %rd302, %rd141;
-	bra.uni 	$L__BB39_52;
+	bra.uni 	$L__BB38_52;
 
-$L__BB39_51:
+$L__BB38_51:
 	neg.s64 	%rd305, %rd145;
 	add.s64 	%rd304, %rd305, %rd333;
 	cvt.u32.u64 	%r40, %rd141;
@@ -8033,39 +7869,39 @@ $L__BB39_51:
 	div.u32 	%r42, %r41, %r40;
 	cvt.u64.u32 	%rd342, %r42;
 
-$L__BB39_52:
+$L__BB38_52:
 	setp.ge.s64 	%p27, %rd342, %rd147;
-	@%p27 bra 	$L__BB39_54;
+	@%p27 bra 	$L__BB38_54;
 
 	shl.b64 	%rd225, %rd342, 2;
 	add.s64 	%rd226, %rd335, %rd225;
 	ld.global.f32 	%f24, [%rd226];
 	add.f32 	%f40, %f40, %f24;
 
-$L__BB39_54:
+$L__BB38_54:
 	shl.b64 	%rd290, %rd145, 1;
 	neg.s64 	%rd289, %rd290;
 	add.s64 	%rd88, %rd289, %rd333;
 	setp.lt.s64 	%p28, %rd88, 0;
-	@%p28 bra 	$L__BB39_64;
+	@%p28 bra 	$L__BB38_64;
 
 	or.b64  	%rd227, %rd88, %rd141;
 	and.b64  	%rd228, %rd227, -4294967296;
 	setp.eq.s64 	%p29, %rd228, 0;
-	@%p29 bra 	$L__BB39_57;
+	@%p29 bra 	$L__BB38_57;
 
 	rem.s64 	%rd343, %rd88, %rd141;
-	bra.uni 	$L__BB39_58;
+	bra.uni 	$L__BB38_58;
 
-$L__BB39_57:
+$L__BB38_57:
 	cvt.u32.u64 	%r43, %rd141;
 	cvt.u32.u64 	%r44, %rd88;
 	rem.u32 	%r45, %r44, %r43;
 	cvt.u64.u32 	%rd343, %r45;
 
-$L__BB39_58:
+$L__BB38_58:
 	setp.ne.s64 	%p30, %rd343, 0;
-	@%p30 bra 	$L__BB39_64;
+	@%p30 bra 	$L__BB38_64;
 
 	shl.b64 	%rd316, %rd145, 1;
 	neg.s64 	%rd315, %rd316;
@@ -8073,70 +7909,70 @@ $L__BB39_58:
 	or.b64  	%rd313, %rd314, %rd141;
 	and.b64  	%rd312, %rd313, -4294967296;
 	setp.eq.s64 	%p61, %rd312, 0;
-	@%p61 bra 	$L__BB39_61;
+	@%p61 bra 	$L__BB38_61;
 
 	div.s64 	%rd344, %rd88, %rd141;
-	bra.uni 	$L__BB39_62;
+	bra.uni 	$L__BB38_62;
 
-$L__BB39_61:
+$L__BB38_61:
 	cvt.u32.u64 	%r46, %rd141;
 	cvt.u32.u64 	%r47, %rd88;
 	div.u32 	%r48, %r47, %r46;
 	cvt.u64.u32 	%rd344, %r48;
 
-$L__BB39_62:
+$L__BB38_62:
 	setp.ge.s64 	%p32, %rd344, %rd147;
-	@%p32 bra 	$L__BB39_64;
+	@%p32 bra 	$L__BB38_64;
 
 	shl.b64 	%rd231, %rd344, 2;
 	add.s64 	%rd232, %rd336, %rd231;
 	ld.global.f32 	%f25, [%rd232];
 	add.f32 	%f40, %f40, %f25;
 
-$L__BB39_64:
+$L__BB38_64:
 	add.s64 	%rd95, %rd30, %rd333;
 	setp.lt.s64 	%p33, %rd95, 0;
-	@%p33 bra 	$L__BB39_74;
+	@%p33 bra 	$L__BB38_74;
 
 	or.b64  	%rd233, %rd95, %rd141;
 	and.b64  	%rd234, %rd233, -4294967296;
 	setp.eq.s64 	%p34, %rd234, 0;
-	@%p34 bra 	$L__BB39_67;
+	@%p34 bra 	$L__BB38_67;
 
 	rem.s64 	%rd345, %rd95, %rd141;
-	bra.uni 	$L__BB39_68;
+	bra.uni 	$L__BB38_68;
 
-$L__BB39_67:
+$L__BB38_67:
 	cvt.u32.u64 	%r49, %rd141;
 	cvt.u32.u64 	%r50, %rd95;
 	rem.u32 	%r51, %r50, %r49;
 	cvt.u64.u32 	%rd345, %r51;
 
-$L__BB39_68:
+$L__BB38_68:
 	setp.ne.s64 	%p35, %rd345, 0;
-	@%p35 bra 	$L__BB39_74;
+	@%p35 bra 	$L__BB38_74;
 
-	@%p34 bra 	$L__BB39_71;
+	@%p34 bra 	$L__BB38_71;
 
 	div.s64 	%rd346, %rd95, %rd141;
-	bra.uni 	$L__BB39_72;
+	bra.uni 	$L__BB38_72;
 
-$L__BB39_71:
+$L__BB38_71:
 	cvt.u32.u64 	%r52, %rd141;
 	cvt.u32.u64 	%r53, %rd95;
 	div.u32 	%r54, %r53, %r52;
 	cvt.u64.u32 	%rd346, %r54;
 
-$L__BB39_72:
+$L__BB38_72:
 	setp.ge.s64 	%p37, %rd346, %rd147;
-	@%p37 bra 	$L__BB39_74;
+	@%p37 bra 	$L__BB38_74;
 
 	shl.b64 	%rd237, %rd346, 2;
 	add.s64 	%rd238, %rd337, %rd237;
 	ld.global.f32 	%f26, [%rd238];
 	add.f32 	%f40, %f40, %f26;
 
-$L__BB39_74:
+$L__BB38_74:
 	shl.b64 	%rd291, %rd145, 2;
 	add.s64 	%rd337, %rd337, %rd25;
 	add.s64 	%rd336, %rd336, %rd25;
@@ -8146,49 +7982,49 @@ $L__BB39_74:
 	add.s64 	%rd347, %rd347, 4;
 	add.s64 	%rd239, %rd32, %rd347;
 	setp.ne.s64 	%p38, %rd239, 0;
-	@%p38 bra 	$L__BB39_34;
+	@%p38 bra 	$L__BB38_34;
 
-$L__BB39_75:
+$L__BB38_75:
 	setp.eq.s64 	%p39, %rd31, 0;
-	@%p39 bra 	$L__BB39_108;
+	@%p39 bra 	$L__BB38_108;
 
 	mul.lo.s64 	%rd109, %rd347, %rd145;
 	sub.s64 	%rd110, %rd52, %rd109;
 	setp.lt.s64 	%p40, %rd110, 0;
-	@%p40 bra 	$L__BB39_86;
+	@%p40 bra 	$L__BB38_86;
 
 	or.b64  	%rd240, %rd110, %rd141;
 	and.b64  	%rd241, %rd240, -4294967296;
 	setp.eq.s64 	%p41, %rd241, 0;
-	@%p41 bra 	$L__BB39_79;
+	@%p41 bra 	$L__BB38_79;
 
 	rem.s64 	%rd348, %rd110, %rd141;
-	bra.uni 	$L__BB39_80;
+	bra.uni 	$L__BB38_80;
 
-$L__BB39_79:
+$L__BB38_79:
 	cvt.u32.u64 	%r55, %rd141;
 	cvt.u32.u64 	%r56, %rd110;
 	rem.u32 	%r57, %r56, %r55;
 	cvt.u64.u32 	%rd348, %r57;
 
-$L__BB39_80:
+$L__BB38_80:
 	setp.ne.s64 	%p42, %rd348, 0;
-	@%p42 bra 	$L__BB39_86;
+	@%p42 bra 	$L__BB38_86;
 
-	@%p41 bra 	$L__BB39_83;
+	@%p41 bra 	$L__BB38_83;
 
 	div.s64 	%rd349, %rd110, %rd141;
-	bra.uni 	$L__BB39_84;
+	bra.uni 	$L__BB38_84;
 
-$L__BB39_83:
+$L__BB38_83:
 	cvt.u32.u64 	%r58, %rd141;
 	cvt.u32.u64 	%r59, %rd110;
 	div.u32 	%r60, %r59, %r58;
 	cvt.u64.u32 	%rd349, %r60;
 
-$L__BB39_84:
+$L__BB38_84:
 	setp.ge.s64 	%p44, %rd349, %rd147;
-	@%p44 bra 	$L__BB39_86;
+	@%p44 bra 	$L__BB38_86;
 
 	add.s64 	%rd244, %rd347, %rd64;
 	mul.lo.s64 	%rd245, %rd244, %rd134;
@@ -8202,48 +8038,48 @@ $L__BB39_84:
 	ld.global.f32 	%f27, [%rd252];
 	add.f32 	%f40, %f40, %f27;
 
-$L__BB39_86:
+$L__BB38_86:
 	setp.eq.s64 	%p45, %rd31, 1;
-	@%p45 bra 	$L__BB39_108;
+	@%p45 bra 	$L__BB38_108;
 
 	mul.lo.s64 	%rd295, %rd347, %rd145;
 	add.s64 	%rd117, %rd295, %rd145;
 	sub.s64 	%rd118, %rd52, %rd117;
 	setp.lt.s64 	%p46, %rd118, 0;
-	@%p46 bra 	$L__BB39_97;
+	@%p46 bra 	$L__BB38_97;
 
 	or.b64  	%rd253, %rd118, %rd141;
 	and.b64  	%rd254, %rd253, -4294967296;
 	setp.eq.s64 	%p47, %rd254, 0;
-	@%p47 bra 	$L__BB39_90;
+	@%p47 bra 	$L__BB38_90;
 
 	rem.s64 	%rd350, %rd118, %rd141;
-	bra.uni 	$L__BB39_91;
+	bra.uni 	$L__BB38_91;
 
-$L__BB39_90:
+$L__BB38_90:
 	cvt.u32.u64 	%r61, %rd141;
 	cvt.u32.u64 	%r62, %rd118;
 	rem.u32 	%r63, %r62, %r61;
 	cvt.u64.u32 	%rd350, %r63;
 
-$L__BB39_91:
+$L__BB38_91:
 	setp.ne.s64 	%p48, %rd350, 0;
-	@%p48 bra 	$L__BB39_97;
+	@%p48 bra 	$L__BB38_97;
 
-	@%p47 bra 	$L__BB39_94;
+	@%p47 bra 	$L__BB38_94;
 
 	div.s64 	%rd351, %rd118, %rd141;
-	bra.uni 	$L__BB39_95;
+	bra.uni 	$L__BB38_95;
 
-$L__BB39_94:
+$L__BB38_94:
 	cvt.u32.u64 	%r64, %rd141;
 	cvt.u32.u64 	%r65, %rd118;
 	div.u32 	%r66, %r65, %r64;
 	cvt.u64.u32 	%rd351, %r66;
 
-$L__BB39_95:
+$L__BB38_95:
 	setp.ge.s64 	%p50, %rd351, %rd147;
-	@%p50 bra 	$L__BB39_97;
+	@%p50 bra 	$L__BB38_97;
 
 	add.s64 	%rd257, %rd347, %rd64;
 	add.s64 	%rd258, %rd257, 1;
@@ -8258,49 +8094,49 @@ $L__BB39_95:
 	ld.global.f32 	%f28, [%rd266];
 	add.f32 	%f40, %f40, %f28;
 
-$L__BB39_97:
+$L__BB38_97:
 	setp.eq.s64 	%p51, %rd31, 2;
-	@%p51 bra 	$L__BB39_108;
+	@%p51 bra 	$L__BB38_108;
 
 	mul.lo.s64 	%rd293, %rd347, %rd145;
 	add.s64 	%rd292, %rd293, %rd145;
 	add.s64 	%rd267, %rd292, %rd145;
 	sub.s64 	%rd125, %rd52, %rd267;
 	setp.lt.s64 	%p52, %rd125, 0;
-	@%p52 bra 	$L__BB39_108;
+	@%p52 bra 	$L__BB38_108;
 
 	or.b64  	%rd268, %rd125, %rd141;
 	and.b64  	%rd269, %rd268, -4294967296;
 	setp.eq.s64 	%p53, %rd269, 0;
-	@%p53 bra 	$L__BB39_101;
+	@%p53 bra 	$L__BB38_101;
 
 	rem.s64 	%rd352, %rd125, %rd141;
-	bra.uni 	$L__BB39_102;
+	bra.uni 	$L__BB38_102;
 
-$L__BB39_101:
+$L__BB38_101:
 	cvt.u32.u64 	%r67, %rd141;
 	cvt.u32.u64 	%r68, %rd125;
 	rem.u32 	%r69, %r68, %r67;
 	cvt.u64.u32 	%rd352, %r69;
 
-$L__BB39_102:
+$L__BB38_102:
 	setp.ne.s64 	%p54, %rd352, 0;
-	@%p54 bra 	$L__BB39_108;
+	@%p54 bra 	$L__BB38_108;
 
-	@%p53 bra 	$L__BB39_105;
+	@%p53 bra 	$L__BB38_105;
 
 	div.s64 	%rd353, %rd125, %rd141;
-	bra.uni 	$L__BB39_106;
+	bra.uni 	$L__BB38_106;
 
-$L__BB39_105:
+$L__BB38_105:
 	cvt.u32.u64 	%r70, %rd141;
 	cvt.u32.u64 	%r71, %rd125;
 	div.u32 	%r72, %r71, %r70;
 	cvt.u64.u32 	%rd353, %r72;
 
-$L__BB39_106:
+$L__BB38_106:
 	setp.ge.s64 	%p56, %rd353, %rd147;
-	@%p56 bra 	$L__BB39_108;
+	@%p56 bra 	$L__BB38_108;
 
 	add.s64 	%rd272, %rd347, %rd64;
 	add.s64 	%rd273, %rd272, 2;
@@ -8315,44 +8151,44 @@ $L__BB39_106:
 	ld.global.f32 	%f29, [%rd281];
 	add.f32 	%f40, %f40, %f29;
 
-$L__BB39_108:
+$L__BB38_108:
 	add.s64 	%rd330, %rd330, 1;
 	setp.lt.s64 	%p57, %rd330, %rd138;
-	@%p57 bra 	$L__BB39_23;
+	@%p57 bra 	$L__BB38_23;
 
-$L__BB39_109:
+$L__BB38_109:
 	shl.b64 	%rd282, %rd320, 2;
 	add.s64 	%rd283, %rd2, %rd282;
 	st.global.f32 	[%rd283], %f40;
 	add.s64 	%rd320, %rd320, %rd7;
 	setp.lt.s64 	%p58, %rd320, %rd5;
-	@%p58 bra 	$L__BB39_12;
-	bra.uni 	$L__BB39_110;
+	@%p58 bra 	$L__BB38_12;
+	bra.uni 	$L__BB38_110;
 
-$L__BB39_2:
+$L__BB38_2:
 	not.b64 	%rd154, %rd320;
 	add.s64 	%rd8, %rd5, %rd154;
 	or.b64  	%rd155, %rd8, %rd7;
 	and.b64  	%rd156, %rd155, -4294967296;
 	setp.eq.s64 	%p3, %rd156, 0;
-	@%p3 bra 	$L__BB39_4;
+	@%p3 bra 	$L__BB38_4;
 
 	div.u64 	%rd317, %rd8, %rd7;
-	bra.uni 	$L__BB39_5;
+	bra.uni 	$L__BB38_5;
 
-$L__BB39_4:
+$L__BB38_4:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd317, %r7;
 
-$L__BB39_5:
+$L__BB38_5:
 	add.s64 	%rd157, %rd317, 1;
 	and.b64  	%rd319, %rd157, 3;
 	setp.eq.s64 	%p4, %rd319, 0;
-	@%p4 bra 	$L__BB39_8;
+	@%p4 bra 	$L__BB38_8;
 
-$L__BB39_7:
+$L__BB38_7:
 	.pragma "nounroll";
 	shl.b64 	%rd158, %rd320, 2;
 	add.s64 	%rd159, %rd2, %rd158;
@@ -8361,17 +8197,17 @@ $L__BB39_7:
 	add.s64 	%rd320, %rd320, %rd7;
 	add.s64 	%rd319, %rd319, -1;
 	setp.ne.s64 	%p5, %rd319, 0;
-	@%p5 bra 	$L__BB39_7;
+	@%p5 bra 	$L__BB38_7;
 
-$L__BB39_8:
+$L__BB38_8:
 	setp.lt.u64 	%p6, %rd317, 3;
-	@%p6 bra 	$L__BB39_110;
+	@%p6 bra 	$L__BB38_110;
 
 	shl.b64 	%rd160, %rd320, 2;
 	add.s64 	%rd322, %rd2, %rd160;
 	shl.b64 	%rd19, %rd7, 2;
 
-$L__BB39_10:
+$L__BB38_10:
 	mov.u32 	%r9, 0;
 	st.global.u32 	[%rd322], %r9;
 	add.s64 	%rd162, %rd322, %rd19;
@@ -8386,9 +8222,9 @@ $L__BB39_10:
 	st.global.u32 	[%rd167], %r9;
 	add.s64 	%rd320, %rd166, %rd7;
 	setp.lt.s64 	%p7, %rd320, %rd5;
-	@%p7 bra 	$L__BB39_10;
+	@%p7 bra 	$L__BB38_10;
 
-$L__BB39_110:
+$L__BB38_110:
 	ret;
 
 }
@@ -8424,7 +8260,7 @@ $L__BB39_110:
 	mul.lo.s64 	%rd98, %rd92, %rd91;
 	mul.lo.s64 	%rd5, %rd98, %rd93;
 	setp.ge.s64 	%p1, %rd175, %rd5;
-	@%p1 bra 	$L__BB40_39;
+	@%p1 bra 	$L__BB39_39;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
@@ -8434,22 +8270,22 @@ $L__BB39_110:
 	or.b64  	%rd100, %rd8, %rd7;
 	and.b64  	%rd101, %rd100, -4294967296;
 	setp.eq.s64 	%p2, %rd101, 0;
-	@%p2 bra 	$L__BB40_3;
+	@%p2 bra 	$L__BB39_3;
 
 	div.u64 	%rd167, %rd8, %rd7;
-	bra.uni 	$L__BB40_4;
+	bra.uni 	$L__BB39_4;
 
-$L__BB40_3:
+$L__BB39_3:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd167, %r7;
 
-$L__BB40_4:
+$L__BB39_4:
 	add.s64 	%rd102, %rd167, 1;
 	and.b64  	%rd170, %rd102, 3;
 	setp.eq.s64 	%p3, %rd170, 0;
-	@%p3 bra 	$L__BB40_13;
+	@%p3 bra 	$L__BB39_13;
 
 	shl.b64 	%rd103, %rd175, 2;
 	add.s64 	%rd168, %rd2, %rd103;
@@ -8457,19 +8293,19 @@ $L__BB40_4:
 	cvt.u32.u64 	%r8, %rd93;
 	cvt.u32.u64 	%r13, %rd92;
 
-$L__BB40_6:
+$L__BB39_6:
 	.pragma "nounroll";
 	or.b64  	%rd104, %rd175, %rd93;
 	and.b64  	%rd105, %rd104, -4294967296;
 	setp.eq.s64 	%p4, %rd105, 0;
-	@%p4 bra 	$L__BB40_8;
+	@%p4 bra 	$L__BB39_8;
 
 	div.s64 	%rd171, %rd175, %rd93;
 	mul.lo.s64 	%rd106, %rd171, %rd93;
 	sub.s64 	%rd172, %rd175, %rd106;
-	bra.uni 	$L__BB40_9;
+	bra.uni 	$L__BB39_9;
 
-$L__BB40_8:
+$L__BB39_8:
 	cvt.u32.u64 	%r9, %rd175;
 	div.u32 	%r10, %r9, %r8;
 	mul.lo.s32 	%r11, %r10, %r8;
@@ -8477,18 +8313,18 @@ $L__BB40_8:
 	cvt.u64.u32 	%rd171, %r10;
 	cvt.u64.u32 	%rd172, %r12;
 
-$L__BB40_9:
+$L__BB39_9:
 	or.b64  	%rd107, %rd171, %rd92;
 	and.b64  	%rd108, %rd107, -4294967296;
 	setp.eq.s64 	%p5, %rd108, 0;
-	@%p5 bra 	$L__BB40_11;
+	@%p5 bra 	$L__BB39_11;
 
 	div.s64 	%rd173, %rd171, %rd92;
 	mul.lo.s64 	%rd109, %rd173, %rd92;
 	sub.s64 	%rd174, %rd171, %rd109;
-	bra.uni 	$L__BB40_12;
+	bra.uni 	$L__BB39_12;
 
-$L__BB40_11:
+$L__BB39_11:
 	cvt.u32.u64 	%r14, %rd171;
 	div.u32 	%r15, %r14, %r13;
 	mul.lo.s32 	%r16, %r15, %r13;
@@ -8496,7 +8332,7 @@ $L__BB40_11:
 	cvt.u64.u32 	%rd173, %r15;
 	cvt.u64.u32 	%rd174, %r17;
 
-$L__BB40_12:
+$L__BB39_12:
 	ld.global.f32 	%f1, [%rd168];
 	mul.lo.s64 	%rd110, %rd174, %rd91;
 	add.s64 	%rd111, %rd110, %rd173;
@@ -8509,25 +8345,25 @@ $L__BB40_12:
 	add.s64 	%rd168, %rd168, %rd14;
 	add.s64 	%rd170, %rd170, -1;
 	setp.ne.s64 	%p6, %rd170, 0;
-	@%p6 bra 	$L__BB40_6;
+	@%p6 bra 	$L__BB39_6;
 
-$L__BB40_13:
+$L__BB39_13:
 	setp.lt.u64 	%p7, %rd167, 3;
-	@%p7 bra 	$L__BB40_39;
+	@%p7 bra 	$L__BB39_39;
 
-$L__BB40_14:
+$L__BB39_14:
 	shl.b64 	%rd35, %rd7, 2;
 	or.b64  	%rd117, %rd175, %rd93;
 	and.b64  	%rd118, %rd117, -4294967296;
 	setp.eq.s64 	%p8, %rd118, 0;
-	@%p8 bra 	$L__BB40_16;
+	@%p8 bra 	$L__BB39_16;
 
 	div.s64 	%rd177, %rd175, %rd93;
 	mul.lo.s64 	%rd119, %rd177, %rd93;
 	sub.s64 	%rd178, %rd175, %rd119;
-	bra.uni 	$L__BB40_17;
+	bra.uni 	$L__BB39_17;
 
-$L__BB40_16:
+$L__BB39_16:
 	cvt.u32.u64 	%r18, %rd93;
 	cvt.u32.u64 	%r19, %rd175;
 	div.u32 	%r20, %r19, %r18;
@@ -8536,18 +8372,18 @@ $L__BB40_16:
 	cvt.u64.u32 	%rd177, %r20;
 	cvt.u64.u32 	%rd178, %r22;
 
-$L__BB40_17:
+$L__BB39_17:
 	or.b64  	%rd120, %rd177, %rd92;
 	and.b64  	%rd121, %rd120, -4294967296;
 	setp.eq.s64 	%p9, %rd121, 0;
-	@%p9 bra 	$L__BB40_19;
+	@%p9 bra 	$L__BB39_19;
 
 	div.s64 	%rd179, %rd177, %rd92;
 	mul.lo.s64 	%rd122, %rd179, %rd92;
 	sub.s64 	%rd180, %rd177, %rd122;
-	bra.uni 	$L__BB40_20;
+	bra.uni 	$L__BB39_20;
 
-$L__BB40_19:
+$L__BB39_19:
 	cvt.u32.u64 	%r23, %rd92;
 	cvt.u32.u64 	%r24, %rd177;
 	div.u32 	%r25, %r24, %r23;
@@ -8556,7 +8392,7 @@ $L__BB40_19:
 	cvt.u64.u32 	%rd179, %r25;
 	cvt.u64.u32 	%rd180, %r27;
 
-$L__BB40_20:
+$L__BB39_20:
 	shl.b64 	%rd123, %rd175, 2;
 	add.s64 	%rd48, %rd2, %rd123;
 	ld.global.f32 	%f2, [%rd48];
@@ -8571,14 +8407,14 @@ $L__BB40_20:
 	or.b64  	%rd130, %rd49, %rd93;
 	and.b64  	%rd131, %rd130, -4294967296;
 	setp.eq.s64 	%p10, %rd131, 0;
-	@%p10 bra 	$L__BB40_22;
+	@%p10 bra 	$L__BB39_22;
 
 	div.s64 	%rd181, %rd49, %rd93;
 	mul.lo.s64 	%rd132, %rd181, %rd93;
 	sub.s64 	%rd182, %rd49, %rd132;
-	bra.uni 	$L__BB40_23;
+	bra.uni 	$L__BB39_23;
 
-$L__BB40_22:
+$L__BB39_22:
 	cvt.u32.u64 	%r28, %rd93;
 	cvt.u32.u64 	%r29, %rd49;
 	div.u32 	%r30, %r29, %r28;
@@ -8587,18 +8423,18 @@ $L__BB40_22:
 	cvt.u64.u32 	%rd181, %r30;
 	cvt.u64.u32 	%rd182, %r32;
 
-$L__BB40_23:
+$L__BB39_23:
 	or.b64  	%rd133, %rd181, %rd92;
 	and.b64  	%rd134, %rd133, -4294967296;
 	setp.eq.s64 	%p11, %rd134, 0;
-	@%p11 bra 	$L__BB40_25;
+	@%p11 bra 	$L__BB39_25;
 
 	div.s64 	%rd183, %rd181, %rd92;
 	mul.lo.s64 	%rd135, %rd183, %rd92;
 	sub.s64 	%rd184, %rd181, %rd135;
-	bra.uni 	$L__BB40_26;
+	bra.uni 	$L__BB39_26;
 
-$L__BB40_25:
+$L__BB39_25:
 	cvt.u32.u64 	%r33, %rd92;
 	cvt.u32.u64 	%r34, %rd181;
 	div.u32 	%r35, %r34, %r33;
@@ -8607,7 +8443,7 @@ $L__BB40_25:
 	cvt.u64.u32 	%rd183, %r35;
 	cvt.u64.u32 	%rd184, %r37;
 
-$L__BB40_26:
+$L__BB39_26:
 	add.s64 	%rd62, %rd48, %rd35;
 	ld.global.f32 	%f3, [%rd62];
 	mul.lo.s64 	%rd136, %rd184, %rd91;
@@ -8621,14 +8457,14 @@ $L__BB40_26:
 	or.b64  	%rd142, %rd63, %rd93;
 	and.b64  	%rd143, %rd142, -4294967296;
 	setp.eq.s64 	%p12, %rd143, 0;
-	@%p12 bra 	$L__BB40_28;
+	@%p12 bra 	$L__BB39_28;
 
 	div.s64 	%rd185, %rd63, %rd93;
 	mul.lo.s64 	%rd144, %rd185, %rd93;
 	sub.s64 	%rd186, %rd63, %rd144;
-	bra.uni 	$L__BB40_29;
+	bra.uni 	$L__BB39_29;
 
-$L__BB40_28:
+$L__BB39_28:
 	cvt.u32.u64 	%r38, %rd93;
 	cvt.u32.u64 	%r39, %rd63;
 	div.u32 	%r40, %r39, %r38;
@@ -8637,18 +8473,18 @@ $L__BB40_28:
 	cvt.u64.u32 	%rd185, %r40;
 	cvt.u64.u32 	%rd186, %r42;
 
-$L__BB40_29:
+$L__BB39_29:
 	or.b64  	%rd145, %rd185, %rd92;
 	and.b64  	%rd146, %rd145, -4294967296;
 	setp.eq.s64 	%p13, %rd146, 0;
-	@%p13 bra 	$L__BB40_31;
+	@%p13 bra 	$L__BB39_31;
 
 	div.s64 	%rd187, %rd185, %rd92;
 	mul.lo.s64 	%rd147, %rd187, %rd92;
 	sub.s64 	%rd188, %rd185, %rd147;
-	bra.uni 	$L__BB40_32;
+	bra.uni 	$L__BB39_32;
 
-$L__BB40_31:
+$L__BB39_31:
 	cvt.u32.u64 	%r43, %rd92;
 	cvt.u32.u64 	%r44, %rd185;
 	div.u32 	%r45, %r44, %r43;
@@ -8657,7 +8493,7 @@ $L__BB40_31:
 	cvt.u64.u32 	%rd187, %r45;
 	cvt.u64.u32 	%rd188, %r47;
 
-$L__BB40_32:
+$L__BB39_32:
 	add.s64 	%rd76, %rd62, %rd35;
 	ld.global.f32 	%f4, [%rd76];
 	mul.lo.s64 	%rd148, %rd188, %rd91;
@@ -8671,14 +8507,14 @@ $L__BB40_32:
 	or.b64  	%rd154, %rd77, %rd93;
 	and.b64  	%rd155, %rd154, -4294967296;
 	setp.eq.s64 	%p14, %rd155, 0;
-	@%p14 bra 	$L__BB40_34;
+	@%p14 bra 	$L__BB39_34;
 
 	div.s64 	%rd189, %rd77, %rd93;
 	mul.lo.s64 	%rd156, %rd189, %rd93;
 	sub.s64 	%rd190, %rd77, %rd156;
-	bra.uni 	$L__BB40_35;
+	bra.uni 	$L__BB39_35;
 
-$L__BB40_34:
+$L__BB39_34:
 	cvt.u32.u64 	%r48, %rd93;
 	cvt.u32.u64 	%r49, %rd77;
 	div.u32 	%r50, %r49, %r48;
@@ -8687,18 +8523,18 @@ $L__BB40_34:
 	cvt.u64.u32 	%rd189, %r50;
 	cvt.u64.u32 	%rd190, %r52;
 
-$L__BB40_35:
+$L__BB39_35:
 	or.b64  	%rd157, %rd189, %rd92;
 	and.b64  	%rd158, %rd157, -4294967296;
 	setp.eq.s64 	%p15, %rd158, 0;
-	@%p15 bra 	$L__BB40_37;
+	@%p15 bra 	$L__BB39_37;
 
 	div.s64 	%rd191, %rd189, %rd92;
 	mul.lo.s64 	%rd159, %rd191, %rd92;
 	sub.s64 	%rd192, %rd189, %rd159;
-	bra.uni 	$L__BB40_38;
+	bra.uni 	$L__BB39_38;
 
-$L__BB40_37:
+$L__BB39_37:
 	cvt.u32.u64 	%r53, %rd92;
 	cvt.u32.u64 	%r54, %rd189;
 	div.u32 	%r55, %r54, %r53;
@@ -8707,7 +8543,7 @@ $L__BB40_37:
 	cvt.u64.u32 	%rd191, %r55;
 	cvt.u64.u32 	%rd192, %r57;
 
-$L__BB40_38:
+$L__BB39_38:
 	add.s64 	%rd160, %rd76, %rd35;
 	ld.global.f32 	%f5, [%rd160];
 	mul.lo.s64 	%rd161, %rd192, %rd91;
@@ -8719,9 +8555,9 @@ $L__BB40_38:
 	st.global.f32 	[%rd166], %f5;
 	add.s64 	%rd175, %rd77, %rd7;
 	setp.lt.s64 	%p16, %rd175, %rd5;
-	@%p16 bra 	$L__BB40_14;
+	@%p16 bra 	$L__BB39_14;
 
-$L__BB40_39:
+$L__BB39_39:
 	ret;
 
 }
@@ -8757,7 +8593,7 @@ $L__BB40_39:
 	mul.lo.s64 	%rd68, %rd61, %rd65;
 	mul.lo.s64 	%rd5, %rd68, %rd62;
 	setp.ge.s64 	%p1, %rd113, %rd5;
-	@%p1 bra 	$L__BB41_39;
+	@%p1 bra 	$L__BB40_39;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
@@ -8767,22 +8603,22 @@ $L__BB40_39:
 	or.b64  	%rd70, %rd8, %rd7;
 	and.b64  	%rd71, %rd70, -4294967296;
 	setp.eq.s64 	%p2, %rd71, 0;
-	@%p2 bra 	$L__BB41_3;
+	@%p2 bra 	$L__BB40_3;
 
 	div.u64 	%rd107, %rd8, %rd7;
-	bra.uni 	$L__BB41_4;
+	bra.uni 	$L__BB40_4;
 
-$L__BB41_3:
+$L__BB40_3:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd107, %r7;
 
-$L__BB41_4:
+$L__BB40_4:
 	add.s64 	%rd72, %rd107, 1;
 	and.b64  	%rd110, %rd72, 3;
 	setp.eq.s64 	%p3, %rd110, 0;
-	@%p3 bra 	$L__BB41_13;
+	@%p3 bra 	$L__BB40_13;
 
 	shl.b64 	%rd73, %rd113, 2;
 	add.s64 	%rd108, %rd1, %rd73;
@@ -8790,36 +8626,36 @@ $L__BB41_4:
 	cvt.u32.u64 	%r8, %rd62;
 	cvt.u32.u64 	%r11, %rd61;
 
-$L__BB41_6:
+$L__BB40_6:
 	.pragma "nounroll";
 	or.b64  	%rd74, %rd113, %rd62;
 	and.b64  	%rd75, %rd74, -4294967296;
 	setp.eq.s64 	%p4, %rd75, 0;
-	@%p4 bra 	$L__BB41_8;
+	@%p4 bra 	$L__BB40_8;
 
 	div.s64 	%rd111, %rd113, %rd62;
-	bra.uni 	$L__BB41_9;
+	bra.uni 	$L__BB40_9;
 
-$L__BB41_8:
+$L__BB40_8:
 	cvt.u32.u64 	%r9, %rd113;
 	div.u32 	%r10, %r9, %r8;
 	cvt.u64.u32 	%rd111, %r10;
 
-$L__BB41_9:
+$L__BB40_9:
 	or.b64  	%rd76, %rd111, %rd61;
 	and.b64  	%rd77, %rd76, -4294967296;
 	setp.eq.s64 	%p5, %rd77, 0;
-	@%p5 bra 	$L__BB41_11;
+	@%p5 bra 	$L__BB40_11;
 
 	rem.s64 	%rd112, %rd111, %rd61;
-	bra.uni 	$L__BB41_12;
+	bra.uni 	$L__BB40_12;
 
-$L__BB41_11:
+$L__BB40_11:
 	cvt.u32.u64 	%r12, %rd111;
 	rem.u32 	%r13, %r12, %r11;
 	cvt.u64.u32 	%rd112, %r13;
 
-$L__BB41_12:
+$L__BB40_12:
 	ld.global.f32 	%f1, [%rd108];
 	shl.b64 	%rd78, %rd112, 2;
 	add.s64 	%rd79, %rd2, %rd78;
@@ -8830,44 +8666,44 @@ $L__BB41_12:
 	add.s64 	%rd108, %rd108, %rd14;
 	add.s64 	%rd110, %rd110, -1;
 	setp.ne.s64 	%p6, %rd110, 0;
-	@%p6 bra 	$L__BB41_6;
+	@%p6 bra 	$L__BB40_6;
 
-$L__BB41_13:
+$L__BB40_13:
 	setp.lt.u64 	%p7, %rd107, 3;
-	@%p7 bra 	$L__BB41_39;
+	@%p7 bra 	$L__BB40_39;
 
-$L__BB41_14:
+$L__BB40_14:
 	shl.b64 	%rd29, %rd7, 2;
 	or.b64  	%rd81, %rd113, %rd62;
 	and.b64  	%rd82, %rd81, -4294967296;
 	setp.eq.s64 	%p8, %rd82, 0;
-	@%p8 bra 	$L__BB41_16;
+	@%p8 bra 	$L__BB40_16;
 
 	div.s64 	%rd115, %rd113, %rd62;
-	bra.uni 	$L__BB41_17;
+	bra.uni 	$L__BB40_17;
 
-$L__BB41_16:
+$L__BB40_16:
 	cvt.u32.u64 	%r14, %rd62;
 	cvt.u32.u64 	%r15, %rd113;
 	div.u32 	%r16, %r15, %r14;
 	cvt.u64.u32 	%rd115, %r16;
 
-$L__BB41_17:
+$L__BB40_17:
 	or.b64  	%rd83, %rd115, %rd61;
 	and.b64  	%rd84, %rd83, -4294967296;
 	setp.eq.s64 	%p9, %rd84, 0;
-	@%p9 bra 	$L__BB41_19;
+	@%p9 bra 	$L__BB40_19;
 
 	rem.s64 	%rd116, %rd115, %rd61;
-	bra.uni 	$L__BB41_20;
+	bra.uni 	$L__BB40_20;
 
-$L__BB41_19:
+$L__BB40_19:
 	cvt.u32.u64 	%r17, %rd61;
 	cvt.u32.u64 	%r18, %rd115;
 	rem.u32 	%r19, %r18, %r17;
 	cvt.u64.u32 	%rd116, %r19;
 
-$L__BB41_20:
+$L__BB40_20:
 	shl.b64 	%rd85, %rd113, 2;
 	add.s64 	%rd36, %rd1, %rd85;
 	ld.global.f32 	%f4, [%rd36];
@@ -8880,33 +8716,33 @@ $L__BB41_20:
 	or.b64  	%rd88, %rd37, %rd62;
 	and.b64  	%rd89, %rd88, -4294967296;
 	setp.eq.s64 	%p10, %rd89, 0;
-	@%p10 bra 	$L__BB41_22;
+	@%p10 bra 	$L__BB40_22;
 
 	div.s64 	%rd117, %rd37, %rd62;
-	bra.uni 	$L__BB41_23;
+	bra.uni 	$L__BB40_23;
 
-$L__BB41_22:
+$L__BB40_22:
 	cvt.u32.u64 	%r20, %rd62;
 	cvt.u32.u64 	%r21, %rd37;
 	div.u32 	%r22, %r21, %r20;
 	cvt.u64.u32 	%rd117, %r22;
 
-$L__BB41_23:
+$L__BB40_23:
 	or.b64  	%rd90, %rd117, %rd61;
 	and.b64  	%rd91, %rd90, -4294967296;
 	setp.eq.s64 	%p11, %rd91, 0;
-	@%p11 bra 	$L__BB41_25;
+	@%p11 bra 	$L__BB40_25;
 
 	rem.s64 	%rd118, %rd117, %rd61;
-	bra.uni 	$L__BB41_26;
+	bra.uni 	$L__BB40_26;
 
-$L__BB41_25:
+$L__BB40_25:
 	cvt.u32.u64 	%r23, %rd61;
 	cvt.u32.u64 	%r24, %rd117;
 	rem.u32 	%r25, %r24, %r23;
 	cvt.u64.u32 	%rd118, %r25;
 
-$L__BB41_26:
+$L__BB40_26:
 	add.s64 	%rd44, %rd36, %rd29;
 	ld.global.f32 	%f7, [%rd44];
 	shl.b64 	%rd92, %rd118, 2;
@@ -8918,33 +8754,33 @@ $L__BB41_26:
 	or.b64  	%rd94, %rd45, %rd62;
 	and.b64  	%rd95, %rd94, -4294967296;
 	setp.eq.s64 	%p12, %rd95, 0;
-	@%p12 bra 	$L__BB41_28;
+	@%p12 bra 	$L__BB40_28;
 
 	div.s64 	%rd119, %rd45, %rd62;
-	bra.uni 	$L__BB41_29;
+	bra.uni 	$L__BB40_29;
 
-$L__BB41_28:
+$L__BB40_28:
 	cvt.u32.u64 	%r26, %rd62;
 	cvt.u32.u64 	%r27, %rd45;
 	div.u32 	%r28, %r27, %r26;
 	cvt.u64.u32 	%rd119, %r28;
 
-$L__BB41_29:
+$L__BB40_29:
 	or.b64  	%rd96, %rd119, %rd61;
 	and.b64  	%rd97, %rd96, -4294967296;
 	setp.eq.s64 	%p13, %rd97, 0;
-	@%p13 bra 	$L__BB41_31;
+	@%p13 bra 	$L__BB40_31;
 
 	rem.s64 	%rd120, %rd119, %rd61;
-	bra.uni 	$L__BB41_32;
+	bra.uni 	$L__BB40_32;
 
-$L__BB41_31:
+$L__BB40_31:
 	cvt.u32.u64 	%r29, %rd61;
 	cvt.u32.u64 	%r30, %rd119;
 	rem.u32 	%r31, %r30, %r29;
 	cvt.u64.u32 	%rd120, %r31;
 
-$L__BB41_32:
+$L__BB40_32:
 	add.s64 	%rd52, %rd44, %rd29;
 	ld.global.f32 	%f10, [%rd52];
 	shl.b64 	%rd98, %rd120, 2;
@@ -8956,33 +8792,33 @@ $L__BB41_32:
 	or.b64  	%rd100, %rd53, %rd62;
 	and.b64  	%rd101, %rd100, -4294967296;
 	setp.eq.s64 	%p14, %rd101, 0;
-	@%p14 bra 	$L__BB41_34;
+	@%p14 bra 	$L__BB40_34;
 
 	div.s64 	%rd121, %rd53, %rd62;
-	bra.uni 	$L__BB41_35;
+	bra.uni 	$L__BB40_35;
 
-$L__BB41_34:
+$L__BB40_34:
 	cvt.u32.u64 	%r32, %rd62;
 	cvt.u32.u64 	%r33, %rd53;
 	div.u32 	%r34, %r33, %r32;
 	cvt.u64.u32 	%rd121, %r34;
 
-$L__BB41_35:
+$L__BB40_35:
 	or.b64  	%rd102, %rd121, %rd61;
 	and.b64  	%rd103, %rd102, -4294967296;
 	setp.eq.s64 	%p15, %rd103, 0;
-	@%p15 bra 	$L__BB41_37;
+	@%p15 bra 	$L__BB40_37;
 
 	rem.s64 	%rd122, %rd121, %rd61;
-	bra.uni 	$L__BB41_38;
+	bra.uni 	$L__BB40_38;
 
-$L__BB41_37:
+$L__BB40_37:
 	cvt.u32.u64 	%r35, %rd61;
 	cvt.u32.u64 	%r36, %rd121;
 	rem.u32 	%r37, %r36, %r35;
 	cvt.u64.u32 	%rd122, %r37;
 
-$L__BB41_38:
+$L__BB40_38:
 	add.s64 	%rd104, %rd52, %rd29;
 	ld.global.f32 	%f13, [%rd104];
 	shl.b64 	%rd105, %rd122, 2;
@@ -8992,9 +8828,9 @@ $L__BB41_38:
 	st.global.f32 	[%rd104], %f15;
 	add.s64 	%rd113, %rd53, %rd7;
 	setp.lt.s64 	%p16, %rd113, %rd5;
-	@%p16 bra 	$L__BB41_14;
+	@%p16 bra 	$L__BB40_14;
 
-$L__BB41_39:
+$L__BB40_39:
 	ret;
 
 }
@@ -9023,7 +8859,7 @@ $L__BB41_39:
 	mov.u32 	%r4, %ctaid.x;
 	cvt.u64.u32 	%rd40, %r4;
 	setp.ge.s64 	%p1, %rd40, %rd23;
-	@%p1 bra 	$L__BB42_17;
+	@%p1 bra 	$L__BB41_17;
 
 	mov.u32 	%r5, %tid.x;
 	cvt.u64.u32 	%rd2, %r5;
@@ -9040,24 +8876,24 @@ $L__BB41_39:
 	cvt.u32.u64 	%r8, %rd24;
 	cvt.u32.u64 	%r13, %rd5;
 
-$L__BB42_2:
+$L__BB41_2:
 	setp.le.s64 	%p2, %rd3, %rd2;
 	mov.f32 	%f15, 0f00000000;
 	mov.u64 	%rd41, %rd2;
-	@%p2 bra 	$L__BB42_7;
+	@%p2 bra 	$L__BB41_7;
 
-$L__BB42_3:
+$L__BB41_3:
 	or.b64  	%rd27, %rd41, %rd24;
 	and.b64  	%rd28, %rd27, -4294967296;
 	setp.eq.s64 	%p3, %rd28, 0;
-	@%p3 bra 	$L__BB42_5;
+	@%p3 bra 	$L__BB41_5;
 
 	div.s64 	%rd42, %rd41, %rd24;
 	mul.lo.s64 	%rd29, %rd42, %rd24;
 	sub.s64 	%rd43, %rd41, %rd29;
-	bra.uni 	$L__BB42_6;
+	bra.uni 	$L__BB41_6;
 
-$L__BB42_5:
+$L__BB41_5:
 	cvt.u32.u64 	%r9, %rd41;
 	div.u32 	%r10, %r9, %r8;
 	mul.lo.s32 	%r11, %r10, %r8;
@@ -9065,7 +8901,7 @@ $L__BB42_5:
 	cvt.u64.u32 	%rd42, %r10;
 	cvt.u64.u32 	%rd43, %r12;
 
-$L__BB42_6:
+$L__BB41_6:
 	mul.lo.s64 	%rd30, %rd42, %rd23;
 	add.s64 	%rd31, %rd30, %rd40;
 	mul.lo.s64 	%rd32, %rd31, %rd24;
@@ -9076,17 +8912,17 @@ $L__BB42_6:
 	add.f32 	%f15, %f15, %f10;
 	add.s64 	%rd41, %rd41, %rd5;
 	setp.lt.s64 	%p4, %rd41, %rd3;
-	@%p4 bra 	$L__BB42_3;
+	@%p4 bra 	$L__BB41_3;
 
-$L__BB42_7:
+$L__BB41_7:
 	setp.lt.u32 	%p5, %r13, 2;
 	st.shared.f32 	[%rd4], %f15;
 	bar.sync 	0;
-	@%p5 bra 	$L__BB42_12;
+	@%p5 bra 	$L__BB41_12;
 
 	mov.u32 	%r20, 1;
 
-$L__BB42_9:
+$L__BB41_9:
 	shl.b32 	%r2, %r20, 1;
 	cvt.u32.u64 	%r15, %rd2;
 	rem.u32 	%r16, %r15, %r2;
@@ -9094,7 +8930,7 @@ $L__BB42_9:
 	add.s32 	%r3, %r20, %r15;
 	setp.ge.u32 	%p7, %r3, %r13;
 	or.pred  	%p8, %p7, %p6;
-	@%p8 bra 	$L__BB42_11;
+	@%p8 bra 	$L__BB41_11;
 
 	mul.wide.u32 	%rd36, %r3, 4;
 	add.s64 	%rd38, %rd26, %rd36;
@@ -9103,36 +8939,36 @@ $L__BB42_9:
 	add.f32 	%f13, %f12, %f11;
 	st.shared.f32 	[%rd4], %f13;
 
-$L__BB42_11:
+$L__BB41_11:
 	bar.sync 	0;
 	setp.lt.u32 	%p9, %r2, %r13;
 	mov.u32 	%r20, %r2;
-	@%p9 bra 	$L__BB42_9;
+	@%p9 bra 	$L__BB41_9;
 
-$L__BB42_12:
+$L__BB41_12:
 	cvt.u32.u64 	%r19, %rd2;
 	setp.ne.s32 	%p10, %r19, 0;
 	ld.shared.f32 	%f16, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p10 bra 	$L__BB42_16;
+	@%p10 bra 	$L__BB41_16;
 
 	setp.eq.f32 	%p11, %f7, 0f00000000;
 	shl.b64 	%rd39, %rd40, 2;
 	add.s64 	%rd18, %rd7, %rd39;
-	@%p11 bra 	$L__BB42_15;
+	@%p11 bra 	$L__BB41_15;
 
 	ld.global.f32 	%f14, [%rd18];
 	add.f32 	%f16, %f16, %f14;
 
-$L__BB42_15:
+$L__BB41_15:
 	st.global.f32 	[%rd18], %f16;
 
-$L__BB42_16:
+$L__BB41_16:
 	add.s64 	%rd40, %rd40, %rd6;
 	setp.lt.s64 	%p12, %rd40, %rd23;
-	@%p12 bra 	$L__BB42_2;
+	@%p12 bra 	$L__BB41_2;
 
-$L__BB42_17:
+$L__BB41_17:
 	ret;
 
 }
@@ -9181,7 +9017,7 @@ $L__BB42_17:
 	mul.lo.s64 	%rd78, %rd72, %rd75;
 	mul.lo.s64 	%rd4, %rd78, %rd73;
 	setp.ge.s64 	%p1, %rd137, %rd4;
-	@%p1 bra 	$L__BB43_20;
+	@%p1 bra 	$L__BB42_20;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd79, %r4;
@@ -9191,18 +9027,18 @@ $L__BB42_17:
 	cvta.to.global.u64 	%rd10, %rd62;
 	cvta.to.global.u64 	%rd11, %rd63;
 
-$L__BB43_2:
+$L__BB42_2:
 	or.b64  	%rd81, %rd137, %rd73;
 	and.b64  	%rd82, %rd81, -4294967296;
 	setp.eq.s64 	%p2, %rd82, 0;
-	@%p2 bra 	$L__BB43_4;
+	@%p2 bra 	$L__BB42_4;
 
 	div.s64 	%rd138, %rd137, %rd73;
 	mul.lo.s64 	%rd83, %rd138, %rd73;
 	sub.s64 	%rd139, %rd137, %rd83;
-	bra.uni 	$L__BB43_5;
+	bra.uni 	$L__BB42_5;
 
-$L__BB43_4:
+$L__BB42_4:
 	cvt.u32.u64 	%r16, %rd73;
 	cvt.u32.u64 	%r6, %rd137;
 	div.u32 	%r7, %r6, %r16;
@@ -9211,18 +9047,18 @@ $L__BB43_4:
 	cvt.u64.u32 	%rd138, %r7;
 	cvt.u64.u32 	%rd139, %r9;
 
-$L__BB43_5:
+$L__BB42_5:
 	or.b64  	%rd84, %rd138, %rd72;
 	and.b64  	%rd85, %rd84, -4294967296;
 	setp.eq.s64 	%p3, %rd85, 0;
-	@%p3 bra 	$L__BB43_7;
+	@%p3 bra 	$L__BB42_7;
 
 	div.s64 	%rd140, %rd138, %rd72;
 	mul.lo.s64 	%rd86, %rd140, %rd72;
 	sub.s64 	%rd141, %rd138, %rd86;
-	bra.uni 	$L__BB43_8;
+	bra.uni 	$L__BB42_8;
 
-$L__BB43_7:
+$L__BB42_7:
 	cvt.u32.u64 	%r15, %rd72;
 	cvt.u32.u64 	%r11, %rd138;
 	div.u32 	%r12, %r11, %r15;
@@ -9231,7 +9067,7 @@ $L__BB43_7:
 	cvt.u64.u32 	%rd140, %r12;
 	cvt.u64.u32 	%rd141, %r14;
 
-$L__BB43_8:
+$L__BB42_8:
 	mul.lo.s64 	%rd128, %rd65, %rd64;
 	ld.param.u64 	%rd127, [max_pool2d_f32_param_6];
 	ld.param.u64 	%rd126, [max_pool2d_f32_param_9];
@@ -9257,7 +9093,7 @@ $L__BB43_8:
 	add.s64 	%rd95, %rd1, %rd94;
 	ld.global.f32 	%f27, [%rd95];
 	setp.ge.s64 	%p4, %rd142, %rd27;
-	@%p4 bra 	$L__BB43_19;
+	@%p4 bra 	$L__BB42_19;
 
 	not.b64 	%rd129, %rd65;
 	not.b64 	%rd96, %rd28;
@@ -9272,14 +9108,14 @@ $L__BB43_8:
 	add.s64 	%rd35, %rd28, 2;
 	add.s64 	%rd36, %rd28, 3;
 
-$L__BB43_10:
+$L__BB42_10:
 	setp.ge.s64 	%p5, %rd28, %rd29;
-	@%p5 bra 	$L__BB43_18;
+	@%p5 bra 	$L__BB42_18;
 
 	setp.eq.s64 	%p6, %rd33, 0;
 	mul.lo.s64 	%rd40, %rd142, %rd65;
 	mov.u64 	%rd144, %rd28;
-	@%p6 bra 	$L__BB43_15;
+	@%p6 bra 	$L__BB42_15;
 
 	mul.lo.s64 	%rd130, %rd128, %rd140;
 	setp.eq.s64 	%p7, %rd33, 1;
@@ -9294,7 +9130,7 @@ $L__BB43_10:
 	selp.b64 	%rd150, %rd103, %rd150, %p10;
 	selp.f32 	%f27, %f13, %f27, %p10;
 	mov.u64 	%rd144, %rd34;
-	@%p7 bra 	$L__BB43_15;
+	@%p7 bra 	$L__BB42_15;
 
 	setp.eq.s64 	%p11, %rd33, 2;
 	ld.global.f32 	%f14, [%rd41+4];
@@ -9305,7 +9141,7 @@ $L__BB43_10:
 	selp.b64 	%rd150, %rd106, %rd150, %p14;
 	selp.f32 	%f27, %f14, %f27, %p14;
 	mov.u64 	%rd144, %rd35;
-	@%p11 bra 	$L__BB43_15;
+	@%p11 bra 	$L__BB42_15;
 
 	add.s64 	%rd107, %rd35, %rd40;
 	ld.global.f32 	%f15, [%rd41+8];
@@ -9316,9 +9152,9 @@ $L__BB43_10:
 	selp.f32 	%f27, %f15, %f27, %p17;
 	mov.u64 	%rd144, %rd36;
 
-$L__BB43_15:
+$L__BB42_15:
 	setp.lt.u64 	%p18, %rd32, 3;
-	@%p18 bra 	$L__BB43_18;
+	@%p18 bra 	$L__BB42_18;
 
 	mul.lo.s64 	%rd132, %rd64, %rd140;
 	add.s64 	%rd131, %rd1, 8;
@@ -9328,7 +9164,7 @@ $L__BB43_15:
 	shl.b64 	%rd111, %rd110, 2;
 	add.s64 	%rd147, %rd131, %rd111;
 
-$L__BB43_17:
+$L__BB42_17:
 	mul.lo.s64 	%rd136, %rd142, %rd65;
 	add.s64 	%rd135, %rd136, 3;
 	add.s64 	%rd134, %rd136, 2;
@@ -9364,14 +9200,14 @@ $L__BB43_17:
 	add.s64 	%rd147, %rd147, 16;
 	add.s64 	%rd144, %rd144, 4;
 	setp.lt.s64 	%p31, %rd144, %rd29;
-	@%p31 bra 	$L__BB43_17;
+	@%p31 bra 	$L__BB42_17;
 
-$L__BB43_18:
+$L__BB42_18:
 	add.s64 	%rd142, %rd142, 1;
 	setp.lt.s64 	%p32, %rd142, %rd27;
-	@%p32 bra 	$L__BB43_10;
+	@%p32 bra 	$L__BB42_10;
 
-$L__BB43_19:
+$L__BB42_19:
 	shl.b64 	%rd119, %rd137, 2;
 	add.s64 	%rd120, %rd10, %rd119;
 	st.global.f32 	[%rd120], %f27;
@@ -9379,9 +9215,9 @@ $L__BB43_19:
 	st.global.u32 	[%rd121], %rd150;
 	add.s64 	%rd137, %rd137, %rd6;
 	setp.lt.s64 	%p33, %rd137, %rd4;
-	@%p33 bra 	$L__BB43_2;
+	@%p33 bra 	$L__BB42_2;
 
-$L__BB43_20:
+$L__BB42_20:
 	ret;
 
 }
@@ -9431,7 +9267,7 @@ $L__BB43_20:
 	mul.lo.s64 	%rd83, %rd68, %rd80;
 	mul.lo.s64 	%rd5, %rd83, %rd69;
 	setp.ge.s64 	%p1, %rd134, %rd5;
-	@%p1 bra 	$L__BB44_47;
+	@%p1 bra 	$L__BB43_47;
 
 	add.s64 	%rd6, %rd76, -1;
 	mov.u32 	%r5, %nctaid.x;
@@ -9439,18 +9275,18 @@ $L__BB43_20:
 	mul.lo.s64 	%rd8, %rd84, %rd3;
 	cvta.to.global.u64 	%rd9, %rd67;
 
-$L__BB44_2:
+$L__BB43_2:
 	or.b64  	%rd85, %rd134, %rd69;
 	and.b64  	%rd86, %rd85, -4294967296;
 	setp.eq.s64 	%p2, %rd86, 0;
-	@%p2 bra 	$L__BB44_4;
+	@%p2 bra 	$L__BB43_4;
 
 	div.s64 	%rd135, %rd134, %rd69;
 	mul.lo.s64 	%rd87, %rd135, %rd69;
 	sub.s64 	%rd136, %rd134, %rd87;
-	bra.uni 	$L__BB44_5;
+	bra.uni 	$L__BB43_5;
 
-$L__BB44_4:
+$L__BB43_4:
 	cvt.u32.u64 	%r36, %rd69;
 	cvt.u32.u64 	%r7, %rd134;
 	div.u32 	%r8, %r7, %r36;
@@ -9459,18 +9295,18 @@ $L__BB44_4:
 	cvt.u64.u32 	%rd135, %r8;
 	cvt.u64.u32 	%rd136, %r10;
 
-$L__BB44_5:
+$L__BB43_5:
 	or.b64  	%rd88, %rd135, %rd68;
 	and.b64  	%rd89, %rd88, -4294967296;
 	setp.eq.s64 	%p3, %rd89, 0;
-	@%p3 bra 	$L__BB44_7;
+	@%p3 bra 	$L__BB43_7;
 
 	div.s64 	%rd137, %rd135, %rd68;
 	mul.lo.s64 	%rd90, %rd137, %rd68;
 	sub.s64 	%rd138, %rd135, %rd90;
-	bra.uni 	$L__BB44_8;
+	bra.uni 	$L__BB43_8;
 
-$L__BB44_7:
+$L__BB43_7:
 	cvt.u32.u64 	%r35, %rd68;
 	cvt.u32.u64 	%r12, %rd135;
 	div.u32 	%r13, %r12, %r35;
@@ -9479,7 +9315,7 @@ $L__BB44_7:
 	cvt.u64.u32 	%rd137, %r13;
 	cvt.u64.u32 	%rd138, %r15;
 
-$L__BB44_8:
+$L__BB43_8:
 	ld.param.u64 	%rd131, [max_pool2d_bwd_f32_param_7];
 	ld.param.u64 	%rd130, [max_pool2d_bwd_f32_param_11];
 	ld.param.u64 	%rd129, [max_pool2d_bwd_f32_param_6];
@@ -9491,73 +9327,73 @@ $L__BB44_8:
 	setp.lt.s64 	%p4, %rd24, 0;
 	mov.u64 	%rd140, 0;
 	mov.u64 	%rd139, %rd140;
-	@%p4 bra 	$L__BB44_12;
+	@%p4 bra 	$L__BB43_12;
 
 	add.s64 	%rd27, %rd24, %rd72;
 	or.b64  	%rd92, %rd27, %rd72;
 	and.b64  	%rd93, %rd92, -4294967296;
 	setp.eq.s64 	%p5, %rd93, 0;
-	@%p5 bra 	$L__BB44_11;
+	@%p5 bra 	$L__BB43_11;
 
 	div.s64 	%rd139, %rd27, %rd72;
-	bra.uni 	$L__BB44_12;
+	bra.uni 	$L__BB43_12;
 
-$L__BB44_11:
+$L__BB43_11:
 	cvt.u32.u64 	%r16, %rd72;
 	cvt.u32.u64 	%r17, %rd27;
 	div.u32 	%r18, %r17, %r16;
 	cvt.u64.u32 	%rd139, %r18;
 
-$L__BB44_12:
+$L__BB43_12:
 	setp.lt.s64 	%p6, %rd26, 0;
-	@%p6 bra 	$L__BB44_16;
+	@%p6 bra 	$L__BB43_16;
 
 	add.s64 	%rd31, %rd26, %rd73;
 	or.b64  	%rd95, %rd31, %rd73;
 	and.b64  	%rd96, %rd95, -4294967296;
 	setp.eq.s64 	%p7, %rd96, 0;
-	@%p7 bra 	$L__BB44_15;
+	@%p7 bra 	$L__BB43_15;
 
 	div.s64 	%rd140, %rd31, %rd73;
-	bra.uni 	$L__BB44_16;
+	bra.uni 	$L__BB43_16;
 
-$L__BB44_15:
+$L__BB43_15:
 	cvt.u32.u64 	%r19, %rd73;
 	cvt.u32.u64 	%r20, %rd31;
 	div.u32 	%r21, %r20, %r19;
 	cvt.u64.u32 	%rd140, %r21;
 
-$L__BB44_16:
+$L__BB43_16:
 	or.b64  	%rd97, %rd23, %rd72;
 	and.b64  	%rd98, %rd97, -4294967296;
 	setp.eq.s64 	%p8, %rd98, 0;
-	@%p8 bra 	$L__BB44_18;
+	@%p8 bra 	$L__BB43_18;
 
 	div.s64 	%rd141, %rd23, %rd72;
-	bra.uni 	$L__BB44_19;
+	bra.uni 	$L__BB43_19;
 
-$L__BB44_18:
+$L__BB43_18:
 	cvt.u32.u64 	%r22, %rd72;
 	cvt.u32.u64 	%r23, %rd23;
 	div.u32 	%r24, %r23, %r22;
 	cvt.u64.u32 	%rd141, %r24;
 
-$L__BB44_19:
+$L__BB43_19:
 	or.b64  	%rd99, %rd25, %rd73;
 	and.b64  	%rd100, %rd99, -4294967296;
 	setp.eq.s64 	%p9, %rd100, 0;
-	@%p9 bra 	$L__BB44_21;
+	@%p9 bra 	$L__BB43_21;
 
 	div.s64 	%rd142, %rd25, %rd73;
-	bra.uni 	$L__BB44_22;
+	bra.uni 	$L__BB43_22;
 
-$L__BB44_21:
+$L__BB43_21:
 	cvt.u32.u64 	%r25, %rd73;
 	cvt.u32.u64 	%r26, %rd25;
 	div.u32 	%r27, %r26, %r25;
 	cvt.u64.u32 	%rd142, %r27;
 
-$L__BB44_22:
+$L__BB43_22:
 	add.s64 	%rd132, %rd77, -1;
 	min.s64 	%rd41, %rd141, %rd6;
 	min.s64 	%rd42, %rd142, %rd132;
@@ -9566,7 +9402,7 @@ $L__BB44_22:
 	cvt.u32.u64 	%r1, %rd102;
 	setp.gt.s64 	%p10, %rd139, %rd41;
 	mov.f32 	%f36, 0f00000000;
-	@%p10 bra 	$L__BB44_46;
+	@%p10 bra 	$L__BB43_46;
 
 	ld.param.u64 	%rd133, [max_pool2d_bwd_f32_param_12];
 	max.s64 	%rd104, %rd140, %rd42;
@@ -9578,14 +9414,14 @@ $L__BB44_22:
 	mul.lo.s64 	%rd49, %rd77, %rd107;
 	mov.u64 	%rd143, 0;
 
-$L__BB44_24:
+$L__BB43_24:
 	mov.u64 	%rd51, %rd139;
 	setp.gt.s64 	%p11, %rd140, %rd42;
-	@%p11 bra 	$L__BB44_45;
+	@%p11 bra 	$L__BB43_45;
 
 	setp.eq.s64 	%p12, %rd44, 0;
 	mov.u64 	%rd145, %rd140;
-	@%p12 bra 	$L__BB44_34;
+	@%p12 bra 	$L__BB43_34;
 
 	add.s64 	%rd108, %rd51, %rd48;
 	mul.lo.s64 	%rd109, %rd108, %rd77;
@@ -9595,44 +9431,44 @@ $L__BB44_24:
 	ld.global.u32 	%r28, [%rd52];
 	setp.ne.s32 	%p13, %r28, %r1;
 	add.s64 	%rd53, %rd1, %rd111;
-	@%p13 bra 	$L__BB44_28;
+	@%p13 bra 	$L__BB43_28;
 
 	ld.global.f32 	%f23, [%rd53];
 	add.f32 	%f36, %f36, %f23;
 
-$L__BB44_28:
+$L__BB43_28:
 	add.s64 	%rd145, %rd140, 1;
 	setp.eq.s64 	%p14, %rd44, 1;
-	@%p14 bra 	$L__BB44_34;
+	@%p14 bra 	$L__BB43_34;
 
 	ld.global.u32 	%r29, [%rd52+4];
 	setp.ne.s32 	%p15, %r29, %r1;
-	@%p15 bra 	$L__BB44_31;
+	@%p15 bra 	$L__BB43_31;
 
 	ld.global.f32 	%f24, [%rd53+4];
 	add.f32 	%f36, %f36, %f24;
 
-$L__BB44_31:
+$L__BB43_31:
 	add.s64 	%rd145, %rd140, 2;
 	setp.eq.s64 	%p16, %rd44, 2;
-	@%p16 bra 	$L__BB44_34;
+	@%p16 bra 	$L__BB43_34;
 
 	add.s64 	%rd145, %rd140, 3;
 	ld.global.u32 	%r30, [%rd52+8];
 	setp.ne.s32 	%p17, %r30, %r1;
-	@%p17 bra 	$L__BB44_34;
+	@%p17 bra 	$L__BB43_34;
 
 	add.s64 	%rd145, %rd140, 3;
 	ld.global.f32 	%f25, [%rd53+8];
 	add.f32 	%f36, %f36, %f25;
 
-$L__BB44_34:
+$L__BB43_34:
 	add.s64 	%rd127, %rd77, -1;
 	min.s64 	%rd126, %rd142, %rd127;
 	max.s64 	%rd125, %rd140, %rd126;
 	sub.s64 	%rd124, %rd125, %rd140;
 	setp.lt.u64 	%p18, %rd124, 3;
-	@%p18 bra 	$L__BB44_45;
+	@%p18 bra 	$L__BB43_45;
 
 	mul.lo.s64 	%rd112, %rd77, %rd143;
 	add.s64 	%rd113, %rd49, %rd112;
@@ -9644,60 +9480,60 @@ $L__BB44_34:
 	add.s64 	%rd117, %rd1, %rd114;
 	add.s64 	%rd148, %rd117, %rd116;
 
-$L__BB44_36:
+$L__BB43_36:
 	ld.global.u32 	%r31, [%rd147];
 	setp.ne.s32 	%p19, %r31, %r1;
-	@%p19 bra 	$L__BB44_38;
+	@%p19 bra 	$L__BB43_38;
 
 	ld.global.f32 	%f26, [%rd148];
 	add.f32 	%f36, %f36, %f26;
 
-$L__BB44_38:
+$L__BB43_38:
 	ld.global.u32 	%r32, [%rd147+4];
 	setp.ne.s32 	%p20, %r32, %r1;
-	@%p20 bra 	$L__BB44_40;
+	@%p20 bra 	$L__BB43_40;
 
 	ld.global.f32 	%f27, [%rd148+4];
 	add.f32 	%f36, %f36, %f27;
 
-$L__BB44_40:
+$L__BB43_40:
 	ld.global.u32 	%r33, [%rd147+8];
 	setp.ne.s32 	%p21, %r33, %r1;
-	@%p21 bra 	$L__BB44_42;
+	@%p21 bra 	$L__BB43_42;
 
 	ld.global.f32 	%f28, [%rd148+8];
 	add.f32 	%f36, %f36, %f28;
 
-$L__BB44_42:
+$L__BB43_42:
 	ld.global.u32 	%r34, [%rd147+12];
 	setp.ne.s32 	%p22, %r34, %r1;
-	@%p22 bra 	$L__BB44_44;
+	@%p22 bra 	$L__BB43_44;
 
 	ld.global.f32 	%f29, [%rd148+12];
 	add.f32 	%f36, %f36, %f29;
 
-$L__BB44_44:
+$L__BB43_44:
 	add.s64 	%rd146, %rd146, 4;
 	setp.lt.s64 	%p23, %rd146, %rd42;
 	add.s64 	%rd147, %rd147, 16;
 	add.s64 	%rd148, %rd148, 16;
-	@%p23 bra 	$L__BB44_36;
+	@%p23 bra 	$L__BB43_36;
 
-$L__BB44_45:
+$L__BB43_45:
 	add.s64 	%rd139, %rd51, 1;
 	add.s64 	%rd143, %rd143, 1;
 	setp.lt.s64 	%p24, %rd51, %rd41;
-	@%p24 bra 	$L__BB44_24;
+	@%p24 bra 	$L__BB43_24;
 
-$L__BB44_46:
+$L__BB43_46:
 	shl.b64 	%rd118, %rd134, 2;
 	add.s64 	%rd119, %rd9, %rd118;
 	st.global.f32 	[%rd119], %f36;
 	add.s64 	%rd134, %rd134, %rd8;
 	setp.lt.s64 	%p25, %rd134, %rd5;
-	@%p25 bra 	$L__BB44_2;
+	@%p25 bra 	$L__BB43_2;
 
-$L__BB44_47:
+$L__BB43_47:
 	ret;
 
 }
@@ -9733,7 +9569,7 @@ $L__BB44_47:
 	cvt.u64.u32 	%rd38, %r3;
 	add.s64 	%rd150, %rd37, %rd38;
 	setp.ge.s64 	%p1, %rd150, %rd33;
-	@%p1 bra 	$L__BB45_10;
+	@%p1 bra 	$L__BB44_10;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
@@ -9743,29 +9579,29 @@ $L__BB44_47:
 	or.b64  	%rd40, %rd7, %rd6;
 	and.b64  	%rd41, %rd40, -4294967296;
 	setp.eq.s64 	%p2, %rd41, 0;
-	@%p2 bra 	$L__BB45_3;
+	@%p2 bra 	$L__BB44_3;
 
 	div.u64 	%rd145, %rd7, %rd6;
-	bra.uni 	$L__BB45_4;
+	bra.uni 	$L__BB44_4;
 
-$L__BB45_3:
+$L__BB44_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd145, %r7;
 
-$L__BB45_4:
+$L__BB44_4:
 	add.s64 	%rd42, %rd145, 1;
 	and.b64  	%rd149, %rd42, 3;
 	setp.eq.s64 	%p3, %rd149, 0;
-	@%p3 bra 	$L__BB45_7;
+	@%p3 bra 	$L__BB44_7;
 
 	shl.b64 	%rd43, %rd150, 2;
 	add.s64 	%rd147, %rd1, %rd43;
 	shl.b64 	%rd13, %rd6, 2;
 	add.s64 	%rd146, %rd2, %rd43;
 
-$L__BB45_6:
+$L__BB44_6:
 	.pragma "nounroll";
 	add.s64 	%rd44, %rd150, -7046029254386353131;
 	shr.u64 	%rd45, %rd44, 30;
@@ -9797,18 +9633,18 @@ $L__BB45_6:
 	add.s64 	%rd146, %rd146, %rd13;
 	add.s64 	%rd149, %rd149, -1;
 	setp.ne.s64 	%p5, %rd149, 0;
-	@%p5 bra 	$L__BB45_6;
+	@%p5 bra 	$L__BB44_6;
 
-$L__BB45_7:
+$L__BB44_7:
 	setp.lt.u64 	%p6, %rd145, 3;
-	@%p6 bra 	$L__BB45_10;
+	@%p6 bra 	$L__BB44_10;
 
 	shl.b64 	%rd62, %rd150, 2;
 	add.s64 	%rd152, %rd2, %rd62;
 	shl.b64 	%rd25, %rd6, 2;
 	add.s64 	%rd153, %rd1, %rd62;
 
-$L__BB45_9:
+$L__BB44_9:
 	add.s64 	%rd64, %rd150, -7046029254386353131;
 	shr.u64 	%rd65, %rd64, 30;
 	xor.b64  	%rd66, %rd65, %rd64;
@@ -9922,9 +9758,9 @@ $L__BB45_9:
 	st.global.f32 	[%rd144], %f27;
 	add.s64 	%rd150, %rd124, %rd6;
 	setp.lt.s64 	%p11, %rd150, %rd33;
-	@%p11 bra 	$L__BB45_9;
+	@%p11 bra 	$L__BB44_9;
 
-$L__BB45_10:
+$L__BB44_10:
 	ret;
 
 }
@@ -9980,34 +9816,34 @@ $L__BB45_10:
 	mul.lo.s64 	%rd112, %rd105, %rd109;
 	mul.lo.s64 	%rd5, %rd112, %rd106;
 	setp.ge.s64 	%p1, %rd165, %rd5;
-	@%p1 bra 	$L__BB46_55;
+	@%p1 bra 	$L__BB45_55;
 
 	setp.neu.f32 	%p2, %f22, 0f00000000;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd113, %r4;
 	mul.lo.s64 	%rd6, %rd113, %rd3;
-	@%p2 bra 	$L__BB46_24;
-	bra.uni 	$L__BB46_2;
+	@%p2 bra 	$L__BB45_24;
+	bra.uni 	$L__BB45_2;
 
-$L__BB46_24:
+$L__BB45_24:
 	add.s64 	%rd47, %rd1, 8;
 	add.s64 	%rd48, %rd106, -1;
 	add.s64 	%rd49, %rd105, -1;
 	cvt.u32.u64 	%r15, %rd106;
 	cvt.u32.u64 	%r20, %rd105;
 
-$L__BB46_25:
+$L__BB45_25:
 	or.b64  	%rd138, %rd165, %rd106;
 	and.b64  	%rd139, %rd138, -4294967296;
 	setp.eq.s64 	%p15, %rd139, 0;
-	@%p15 bra 	$L__BB46_27;
+	@%p15 bra 	$L__BB45_27;
 
 	div.s64 	%rd175, %rd165, %rd106;
 	mul.lo.s64 	%rd140, %rd175, %rd106;
 	sub.s64 	%rd176, %rd165, %rd140;
-	bra.uni 	$L__BB46_28;
+	bra.uni 	$L__BB45_28;
 
-$L__BB46_27:
+$L__BB45_27:
 	cvt.u32.u64 	%r16, %rd165;
 	div.u32 	%r17, %r16, %r15;
 	mul.lo.s32 	%r18, %r17, %r15;
@@ -10015,18 +9851,18 @@ $L__BB46_27:
 	cvt.u64.u32 	%rd175, %r17;
 	cvt.u64.u32 	%rd176, %r19;
 
-$L__BB46_28:
+$L__BB45_28:
 	or.b64  	%rd141, %rd175, %rd105;
 	and.b64  	%rd142, %rd141, -4294967296;
 	setp.eq.s64 	%p16, %rd142, 0;
-	@%p16 bra 	$L__BB46_30;
+	@%p16 bra 	$L__BB45_30;
 
 	div.s64 	%rd177, %rd175, %rd105;
 	mul.lo.s64 	%rd143, %rd177, %rd105;
 	sub.s64 	%rd178, %rd175, %rd143;
-	bra.uni 	$L__BB46_31;
+	bra.uni 	$L__BB45_31;
 
-$L__BB46_30:
+$L__BB45_30:
 	cvt.u32.u64 	%r21, %rd175;
 	div.u32 	%r22, %r21, %r20;
 	mul.lo.s32 	%r23, %r22, %r20;
@@ -10034,73 +9870,73 @@ $L__BB46_30:
 	cvt.u64.u32 	%rd177, %r22;
 	cvt.u64.u32 	%rd178, %r24;
 
-$L__BB46_31:
+$L__BB45_31:
 	mul.lo.s64 	%rd63, %rd178, %rd97;
 	or.b64  	%rd144, %rd63, %rd105;
 	and.b64  	%rd145, %rd144, -4294967296;
 	setp.eq.s64 	%p17, %rd145, 0;
-	@%p17 bra 	$L__BB46_33;
+	@%p17 bra 	$L__BB45_33;
 
 	div.s64 	%rd179, %rd63, %rd105;
-	bra.uni 	$L__BB46_34;
+	bra.uni 	$L__BB45_34;
 
-$L__BB46_33:
+$L__BB45_33:
 	cvt.u32.u64 	%r26, %rd63;
 	div.u32 	%r27, %r26, %r20;
 	cvt.u64.u32 	%rd179, %r27;
 
-$L__BB46_34:
+$L__BB45_34:
 	add.s64 	%rd146, %rd63, %rd97;
 	add.s64 	%rd67, %rd49, %rd146;
 	or.b64  	%rd147, %rd67, %rd105;
 	and.b64  	%rd148, %rd147, -4294967296;
 	setp.eq.s64 	%p18, %rd148, 0;
-	@%p18 bra 	$L__BB46_36;
+	@%p18 bra 	$L__BB45_36;
 
 	div.s64 	%rd180, %rd67, %rd105;
-	bra.uni 	$L__BB46_37;
+	bra.uni 	$L__BB45_37;
 
-$L__BB46_36:
+$L__BB45_36:
 	cvt.u32.u64 	%r29, %rd67;
 	div.u32 	%r30, %r29, %r20;
 	cvt.u64.u32 	%rd180, %r30;
 
-$L__BB46_37:
+$L__BB45_37:
 	mul.lo.s64 	%rd71, %rd176, %rd98;
 	or.b64  	%rd149, %rd71, %rd106;
 	and.b64  	%rd150, %rd149, -4294967296;
 	setp.eq.s64 	%p19, %rd150, 0;
-	@%p19 bra 	$L__BB46_39;
+	@%p19 bra 	$L__BB45_39;
 
 	div.s64 	%rd181, %rd71, %rd106;
-	bra.uni 	$L__BB46_40;
+	bra.uni 	$L__BB45_40;
 
-$L__BB46_39:
+$L__BB45_39:
 	cvt.u32.u64 	%r32, %rd71;
 	div.u32 	%r33, %r32, %r15;
 	cvt.u64.u32 	%rd181, %r33;
 
-$L__BB46_40:
+$L__BB45_40:
 	add.s64 	%rd151, %rd71, %rd98;
 	add.s64 	%rd75, %rd48, %rd151;
 	or.b64  	%rd152, %rd75, %rd106;
 	and.b64  	%rd153, %rd152, -4294967296;
 	setp.eq.s64 	%p20, %rd153, 0;
-	@%p20 bra 	$L__BB46_42;
+	@%p20 bra 	$L__BB45_42;
 
 	div.s64 	%rd182, %rd75, %rd106;
-	bra.uni 	$L__BB46_43;
+	bra.uni 	$L__BB45_43;
 
-$L__BB46_42:
+$L__BB45_42:
 	cvt.u32.u64 	%r35, %rd75;
 	div.u32 	%r36, %r35, %r15;
 	cvt.u64.u32 	%rd182, %r36;
 
-$L__BB46_43:
+$L__BB45_43:
 	sub.s64 	%rd79, %rd182, %rd181;
 	setp.le.s64 	%p21, %rd180, %rd179;
 	mov.f32 	%f63, 0f00000000;
-	@%p21 bra 	$L__BB46_54;
+	@%p21 bra 	$L__BB45_54;
 
 	not.b64 	%rd154, %rd181;
 	add.s64 	%rd80, %rd182, %rd154;
@@ -10110,15 +9946,15 @@ $L__BB46_43:
 	mul.lo.s64 	%rd85, %rd177, %rd97;
 	mov.u64 	%rd183, %rd179;
 
-$L__BB46_45:
+$L__BB45_45:
 	setp.le.s64 	%p22, %rd182, %rd181;
-	@%p22 bra 	$L__BB46_53;
+	@%p22 bra 	$L__BB45_53;
 
 	setp.eq.s64 	%p23, %rd81, 0;
 	add.s64 	%rd155, %rd183, %rd85;
 	mul.lo.s64 	%rd87, %rd155, %rd98;
 	mov.u64 	%rd184, %rd181;
-	@%p23 bra 	$L__BB46_50;
+	@%p23 bra 	$L__BB45_50;
 
 	add.s64 	%rd184, %rd181, 1;
 	setp.eq.s64 	%p24, %rd81, 1;
@@ -10127,27 +9963,27 @@ $L__BB46_45:
 	add.s64 	%rd88, %rd1, %rd157;
 	ld.global.f32 	%f41, [%rd88];
 	add.f32 	%f63, %f63, %f41;
-	@%p24 bra 	$L__BB46_50;
+	@%p24 bra 	$L__BB45_50;
 
 	setp.eq.s64 	%p25, %rd81, 2;
 	ld.global.f32 	%f42, [%rd88+4];
 	add.f32 	%f63, %f63, %f42;
 	mov.u64 	%rd184, %rd83;
-	@%p25 bra 	$L__BB46_50;
+	@%p25 bra 	$L__BB45_50;
 
 	ld.global.f32 	%f43, [%rd88+8];
 	add.f32 	%f63, %f63, %f43;
 	mov.u64 	%rd184, %rd84;
 
-$L__BB46_50:
+$L__BB45_50:
 	setp.lt.u64 	%p26, %rd80, 3;
-	@%p26 bra 	$L__BB46_53;
+	@%p26 bra 	$L__BB45_53;
 
 	add.s64 	%rd158, %rd184, %rd87;
 	shl.b64 	%rd159, %rd158, 2;
 	add.s64 	%rd185, %rd47, %rd159;
 
-$L__BB46_52:
+$L__BB45_52:
 	ld.global.f32 	%f44, [%rd185+-8];
 	add.f32 	%f45, %f63, %f44;
 	ld.global.f32 	%f46, [%rd185+-4];
@@ -10159,14 +9995,14 @@ $L__BB46_52:
 	add.s64 	%rd185, %rd185, 16;
 	add.s64 	%rd184, %rd184, 4;
 	setp.lt.s64 	%p27, %rd184, %rd182;
-	@%p27 bra 	$L__BB46_52;
+	@%p27 bra 	$L__BB45_52;
 
-$L__BB46_53:
+$L__BB45_53:
 	add.s64 	%rd183, %rd183, 1;
 	setp.lt.s64 	%p28, %rd183, %rd180;
-	@%p28 bra 	$L__BB46_45;
+	@%p28 bra 	$L__BB45_45;
 
-$L__BB46_54:
+$L__BB45_54:
 	shl.b64 	%rd160, %rd165, 2;
 	add.s64 	%rd161, %rd2, %rd160;
 	sub.s64 	%rd162, %rd180, %rd179;
@@ -10176,27 +10012,27 @@ $L__BB46_54:
 	st.global.f32 	[%rd161], %f52;
 	add.s64 	%rd165, %rd165, %rd6;
 	setp.lt.s64 	%p29, %rd165, %rd5;
-	@%p29 bra 	$L__BB46_25;
-	bra.uni 	$L__BB46_55;
+	@%p29 bra 	$L__BB45_25;
+	bra.uni 	$L__BB45_55;
 
-$L__BB46_2:
+$L__BB45_2:
 	add.s64 	%rd7, %rd103, %rd97;
 	add.s64 	%rd8, %rd104, %rd98;
 	cvt.u32.u64 	%r5, %rd106;
 	cvt.u32.u64 	%r10, %rd105;
 
-$L__BB46_3:
+$L__BB45_3:
 	or.b64  	%rd114, %rd165, %rd106;
 	and.b64  	%rd115, %rd114, -4294967296;
 	setp.eq.s64 	%p3, %rd115, 0;
-	@%p3 bra 	$L__BB46_5;
+	@%p3 bra 	$L__BB45_5;
 
 	div.s64 	%rd166, %rd165, %rd106;
 	mul.lo.s64 	%rd116, %rd166, %rd106;
 	sub.s64 	%rd167, %rd165, %rd116;
-	bra.uni 	$L__BB46_6;
+	bra.uni 	$L__BB45_6;
 
-$L__BB46_5:
+$L__BB45_5:
 	cvt.u32.u64 	%r6, %rd165;
 	div.u32 	%r7, %r6, %r5;
 	mul.lo.s32 	%r8, %r7, %r5;
@@ -10204,18 +10040,18 @@ $L__BB46_5:
 	cvt.u64.u32 	%rd166, %r7;
 	cvt.u64.u32 	%rd167, %r9;
 
-$L__BB46_6:
+$L__BB45_6:
 	or.b64  	%rd117, %rd166, %rd105;
 	and.b64  	%rd118, %rd117, -4294967296;
 	setp.eq.s64 	%p4, %rd118, 0;
-	@%p4 bra 	$L__BB46_8;
+	@%p4 bra 	$L__BB45_8;
 
 	div.s64 	%rd168, %rd166, %rd105;
 	mul.lo.s64 	%rd119, %rd168, %rd105;
 	sub.s64 	%rd169, %rd166, %rd119;
-	bra.uni 	$L__BB46_9;
+	bra.uni 	$L__BB45_9;
 
-$L__BB46_8:
+$L__BB45_8:
 	cvt.u32.u64 	%r11, %rd166;
 	div.u32 	%r12, %r11, %r10;
 	mul.lo.s32 	%r13, %r12, %r10;
@@ -10223,7 +10059,7 @@ $L__BB46_8:
 	cvt.u64.u32 	%rd168, %r12;
 	cvt.u64.u32 	%rd169, %r14;
 
-$L__BB46_9:
+$L__BB45_9:
 	mul.lo.s64 	%rd120, %rd169, %rd101;
 	sub.s64 	%rd22, %rd120, %rd103;
 	mul.lo.s64 	%rd121, %rd167, %rd102;
@@ -10235,26 +10071,26 @@ $L__BB46_9:
 	add.s64 	%rd28, %rd23, %rd100;
 	min.s64 	%rd29, %rd28, %rd98;
 	setp.neu.f32 	%p5, %f21, 0f00000000;
-	@%p5 bra 	$L__BB46_11;
-	bra.uni 	$L__BB46_10;
+	@%p5 bra 	$L__BB45_11;
+	bra.uni 	$L__BB45_10;
 
-$L__BB46_11:
+$L__BB45_11:
 	min.s64 	%rd124, %rd25, %rd7;
 	min.s64 	%rd125, %rd28, %rd8;
 	sub.s64 	%rd126, %rd124, %rd22;
 	sub.s64 	%rd127, %rd125, %rd23;
 	mul.lo.s64 	%rd170, %rd126, %rd127;
-	bra.uni 	$L__BB46_12;
+	bra.uni 	$L__BB45_12;
 
-$L__BB46_10:
+$L__BB45_10:
 	sub.s64 	%rd122, %rd26, %rd171;
 	sub.s64 	%rd123, %rd29, %rd27;
 	mul.lo.s64 	%rd170, %rd122, %rd123;
 
-$L__BB46_12:
+$L__BB45_12:
 	setp.le.s64 	%p6, %rd26, %rd171;
 	mov.f32 	%f57, 0f00000000;
-	@%p6 bra 	$L__BB46_23;
+	@%p6 bra 	$L__BB45_23;
 
 	sub.s64 	%rd128, %rd29, %rd27;
 	not.b64 	%rd129, %rd27;
@@ -10265,15 +10101,15 @@ $L__BB46_12:
 	add.s64 	%rd37, %rd27, 3;
 	mul.lo.s64 	%rd38, %rd168, %rd97;
 
-$L__BB46_14:
+$L__BB45_14:
 	setp.le.s64 	%p7, %rd29, %rd27;
-	@%p7 bra 	$L__BB46_22;
+	@%p7 bra 	$L__BB45_22;
 
 	setp.eq.s64 	%p8, %rd34, 0;
 	add.s64 	%rd130, %rd171, %rd38;
 	mul.lo.s64 	%rd40, %rd130, %rd98;
 	mov.u64 	%rd172, %rd27;
-	@%p8 bra 	$L__BB46_19;
+	@%p8 bra 	$L__BB45_19;
 
 	setp.eq.s64 	%p9, %rd34, 1;
 	add.s64 	%rd131, %rd27, %rd40;
@@ -10282,23 +10118,23 @@ $L__BB46_14:
 	ld.global.f32 	%f26, [%rd41];
 	add.f32 	%f57, %f57, %f26;
 	mov.u64 	%rd172, %rd35;
-	@%p9 bra 	$L__BB46_19;
+	@%p9 bra 	$L__BB45_19;
 
 	setp.eq.s64 	%p10, %rd34, 2;
 	ld.global.f32 	%f27, [%rd41+4];
 	add.f32 	%f57, %f57, %f27;
 	mov.u64 	%rd172, %rd36;
-	@%p10 bra 	$L__BB46_19;
+	@%p10 bra 	$L__BB45_19;
 
 	ld.global.f32 	%f28, [%rd41+8];
 	add.f32 	%f57, %f57, %f28;
 	mov.u64 	%rd172, %rd37;
 
-$L__BB46_19:
+$L__BB45_19:
 	setp.lt.u64 	%p11, %rd33, 3;
-	@%p11 bra 	$L__BB46_22;
+	@%p11 bra 	$L__BB45_22;
 
-$L__BB46_21:
+$L__BB45_21:
 	add.s64 	%rd133, %rd172, %rd40;
 	shl.b64 	%rd134, %rd133, 2;
 	add.s64 	%rd135, %rd1, %rd134;
@@ -10312,14 +10148,14 @@ $L__BB46_21:
 	add.f32 	%f57, %f34, %f35;
 	add.s64 	%rd172, %rd172, 4;
 	setp.lt.s64 	%p12, %rd172, %rd29;
-	@%p12 bra 	$L__BB46_21;
+	@%p12 bra 	$L__BB45_21;
 
-$L__BB46_22:
+$L__BB45_22:
 	add.s64 	%rd171, %rd171, 1;
 	setp.lt.s64 	%p13, %rd171, %rd26;
-	@%p13 bra 	$L__BB46_14;
+	@%p13 bra 	$L__BB45_14;
 
-$L__BB46_23:
+$L__BB45_23:
 	shl.b64 	%rd136, %rd165, 2;
 	add.s64 	%rd137, %rd2, %rd136;
 	cvt.rn.f32.s64 	%f36, %rd170;
@@ -10327,9 +10163,9 @@ $L__BB46_23:
 	st.global.f32 	[%rd137], %f37;
 	add.s64 	%rd165, %rd165, %rd6;
 	setp.lt.s64 	%p14, %rd165, %rd5;
-	@%p14 bra 	$L__BB46_3;
+	@%p14 bra 	$L__BB45_3;
 
-$L__BB46_55:
+$L__BB45_55:
 	ret;
 
 }
@@ -10381,7 +10217,7 @@ $L__BB46_55:
 	mul.lo.s64 	%rd236, %rd223, %rd233;
 	mul.lo.s64 	%rd3, %rd236, %rd224;
 	setp.ge.s64 	%p7, %rd497, %rd3;
-	@%p7 bra 	$L__BB47_156;
+	@%p7 bra 	$L__BB46_156;
 
 	cvta.to.global.u64 	%rd4, %rd222;
 	add.s64 	%rd7, %rd231, -1;
@@ -10394,18 +10230,18 @@ $L__BB46_55:
 	cvt.u32.u64 	%r5, %rd224;
 	cvt.u32.u64 	%r10, %rd223;
 
-$L__BB47_2:
+$L__BB46_2:
 	or.b64  	%rd238, %rd497, %rd224;
 	and.b64  	%rd239, %rd238, -4294967296;
 	setp.eq.s64 	%p8, %rd239, 0;
-	@%p8 bra 	$L__BB47_4;
+	@%p8 bra 	$L__BB46_4;
 
 	div.s64 	%rd498, %rd497, %rd224;
 	mul.lo.s64 	%rd240, %rd498, %rd224;
 	sub.s64 	%rd499, %rd497, %rd240;
-	bra.uni 	$L__BB47_5;
+	bra.uni 	$L__BB46_5;
 
-$L__BB47_4:
+$L__BB46_4:
 	cvt.u32.u64 	%r6, %rd497;
 	div.u32 	%r7, %r6, %r5;
 	mul.lo.s32 	%r8, %r7, %r5;
@@ -10413,18 +10249,18 @@ $L__BB47_4:
 	cvt.u64.u32 	%rd498, %r7;
 	cvt.u64.u32 	%rd499, %r9;
 
-$L__BB47_5:
+$L__BB46_5:
 	or.b64  	%rd241, %rd498, %rd223;
 	and.b64  	%rd242, %rd241, -4294967296;
 	setp.eq.s64 	%p9, %rd242, 0;
-	@%p9 bra 	$L__BB47_7;
+	@%p9 bra 	$L__BB46_7;
 
 	div.s64 	%rd500, %rd498, %rd223;
 	mul.lo.s64 	%rd243, %rd500, %rd223;
 	sub.s64 	%rd501, %rd498, %rd243;
-	bra.uni 	$L__BB47_8;
+	bra.uni 	$L__BB46_8;
 
-$L__BB47_7:
+$L__BB46_7:
 	cvt.u32.u64 	%r11, %rd498;
 	div.u32 	%r12, %r11, %r10;
 	mul.lo.s32 	%r13, %r12, %r10;
@@ -10432,76 +10268,76 @@ $L__BB47_7:
 	cvt.u64.u32 	%rd500, %r12;
 	cvt.u64.u32 	%rd501, %r14;
 
-$L__BB47_8:
+$L__BB46_8:
 	ld.param.f32 	%f122, [avg_pool2d_bwd_f32_param_14];
 	setp.neu.f32 	%p10, %f122, 0f00000000;
-	@%p10 bra 	$L__BB47_23;
-	bra.uni 	$L__BB47_9;
+	@%p10 bra 	$L__BB46_23;
+	bra.uni 	$L__BB46_9;
 
-$L__BB47_23:
+$L__BB46_23:
 	mul.lo.s64 	%rd46, %rd501, %rd231;
 	or.b64  	%rd254, %rd46, %rd223;
 	and.b64  	%rd255, %rd254, -4294967296;
 	setp.eq.s64 	%p17, %rd255, 0;
-	@%p17 bra 	$L__BB47_25;
+	@%p17 bra 	$L__BB46_25;
 
 	div.s64 	%rd505, %rd46, %rd223;
-	bra.uni 	$L__BB47_26;
+	bra.uni 	$L__BB46_26;
 
-$L__BB47_9:
+$L__BB46_9:
 	add.s64 	%rd29, %rd501, %rd229;
 	sub.s64 	%rd30, %rd29, %rd225;
 	setp.lt.s64 	%p11, %rd30, 0;
 	mov.u64 	%rd508, 0;
-	@%p11 bra 	$L__BB47_13;
+	@%p11 bra 	$L__BB46_13;
 
 	add.s64 	%rd31, %rd30, %rd227;
 	or.b64  	%rd245, %rd31, %rd227;
 	and.b64  	%rd246, %rd245, -4294967296;
 	setp.eq.s64 	%p12, %rd246, 0;
-	@%p12 bra 	$L__BB47_12;
+	@%p12 bra 	$L__BB46_12;
 
 	div.s64 	%rd508, %rd31, %rd227;
-	bra.uni 	$L__BB47_13;
+	bra.uni 	$L__BB46_13;
 
-$L__BB47_25:
+$L__BB46_25:
 	cvt.u32.u64 	%r28, %rd46;
 	div.u32 	%r29, %r28, %r10;
 	cvt.u64.u32 	%rd505, %r29;
 
-$L__BB47_26:
+$L__BB46_26:
 	add.s64 	%rd408, %rd223, -1;
 	add.s64 	%rd256, %rd46, %rd231;
 	add.s64 	%rd50, %rd408, %rd256;
 	or.b64  	%rd257, %rd50, %rd223;
 	and.b64  	%rd258, %rd257, -4294967296;
 	setp.eq.s64 	%p18, %rd258, 0;
-	@%p18 bra 	$L__BB47_28;
+	@%p18 bra 	$L__BB46_28;
 
 	div.s64 	%rd509, %rd50, %rd223;
-	bra.uni 	$L__BB47_29;
+	bra.uni 	$L__BB46_29;
 
-$L__BB47_28:
+$L__BB46_28:
 	cvt.u32.u64 	%r31, %rd50;
 	div.u32 	%r32, %r31, %r10;
 	cvt.u64.u32 	%rd509, %r32;
 
-$L__BB47_29:
+$L__BB46_29:
 	mul.lo.s64 	%rd54, %rd499, %rd232;
 	or.b64  	%rd259, %rd54, %rd224;
 	and.b64  	%rd260, %rd259, -4294967296;
 	setp.eq.s64 	%p19, %rd260, 0;
-	@%p19 bra 	$L__BB47_31;
+	@%p19 bra 	$L__BB46_31;
 
 	div.s64 	%rd507, %rd54, %rd224;
-	bra.uni 	$L__BB47_32;
+	bra.uni 	$L__BB46_32;
 
-$L__BB47_31:
+$L__BB46_31:
 	cvt.u32.u64 	%r34, %rd54;
 	div.u32 	%r35, %r34, %r5;
 	cvt.u64.u32 	%rd507, %r35;
 
-$L__BB47_32:
+$L__BB46_32:
 	add.s64 	%rd409, %rd224, -1;
 	add.s64 	%rd508, %rd505, -1;
 	add.s64 	%rd510, %rd507, -1;
@@ -10510,83 +10346,83 @@ $L__BB47_32:
 	or.b64  	%rd262, %rd60, %rd224;
 	and.b64  	%rd263, %rd262, -4294967296;
 	setp.eq.s64 	%p20, %rd263, 0;
-	@%p20 bra 	$L__BB47_34;
+	@%p20 bra 	$L__BB46_34;
 
 	div.s64 	%rd511, %rd60, %rd224;
-	bra.uni 	$L__BB47_35;
+	bra.uni 	$L__BB46_35;
 
-$L__BB47_34:
+$L__BB46_34:
 	cvt.u32.u64 	%r37, %rd60;
 	div.u32 	%r38, %r37, %r5;
 	cvt.u64.u32 	%rd511, %r38;
-	bra.uni 	$L__BB47_35;
+	bra.uni 	$L__BB46_35;
 
-$L__BB47_12:
+$L__BB46_12:
 	cvt.u32.u64 	%r15, %rd227;
 	cvt.u32.u64 	%r16, %rd31;
 	div.u32 	%r17, %r16, %r15;
 	cvt.u64.u32 	%rd508, %r17;
 
-$L__BB47_13:
+$L__BB46_13:
 	or.b64  	%rd247, %rd29, %rd227;
 	and.b64  	%rd248, %rd247, -4294967296;
 	setp.eq.s64 	%p13, %rd248, 0;
-	@%p13 bra 	$L__BB47_15;
+	@%p13 bra 	$L__BB46_15;
 
 	div.s64 	%rd509, %rd29, %rd227;
-	bra.uni 	$L__BB47_16;
+	bra.uni 	$L__BB46_16;
 
-$L__BB47_15:
+$L__BB46_15:
 	cvt.u32.u64 	%r18, %rd227;
 	cvt.u32.u64 	%r19, %rd29;
 	div.u32 	%r20, %r19, %r18;
 	cvt.u64.u32 	%rd509, %r20;
 
-$L__BB47_16:
+$L__BB46_16:
 	add.s64 	%rd38, %rd499, %rd230;
 	sub.s64 	%rd39, %rd38, %rd226;
 	setp.lt.s64 	%p14, %rd39, 0;
 	mov.u64 	%rd510, 0;
-	@%p14 bra 	$L__BB47_20;
+	@%p14 bra 	$L__BB46_20;
 
 	add.s64 	%rd40, %rd39, %rd228;
 	or.b64  	%rd250, %rd40, %rd228;
 	and.b64  	%rd251, %rd250, -4294967296;
 	setp.eq.s64 	%p15, %rd251, 0;
-	@%p15 bra 	$L__BB47_19;
+	@%p15 bra 	$L__BB46_19;
 
 	div.s64 	%rd510, %rd40, %rd228;
-	bra.uni 	$L__BB47_20;
+	bra.uni 	$L__BB46_20;
 
-$L__BB47_19:
+$L__BB46_19:
 	cvt.u32.u64 	%r21, %rd228;
 	cvt.u32.u64 	%r22, %rd40;
 	div.u32 	%r23, %r22, %r21;
 	cvt.u64.u32 	%rd510, %r23;
 
-$L__BB47_20:
+$L__BB46_20:
 	or.b64  	%rd252, %rd38, %rd228;
 	and.b64  	%rd253, %rd252, -4294967296;
 	setp.eq.s64 	%p16, %rd253, 0;
-	@%p16 bra 	$L__BB47_22;
+	@%p16 bra 	$L__BB46_22;
 
 	div.s64 	%rd511, %rd38, %rd228;
-	bra.uni 	$L__BB47_35;
+	bra.uni 	$L__BB46_35;
 
-$L__BB47_22:
+$L__BB46_22:
 	cvt.u32.u64 	%r24, %rd228;
 	cvt.u32.u64 	%r25, %rd38;
 	div.u32 	%r26, %r25, %r24;
 	cvt.u64.u32 	%rd511, %r26;
 
-$L__BB47_35:
+$L__BB46_35:
 	max.s64 	%rd513, %rd508, 0;
 	max.s64 	%rd68, %rd510, 0;
 	min.s64 	%rd69, %rd509, %rd7;
 	min.s64 	%rd70, %rd511, %rd8;
 	setp.gt.s64 	%p21, %rd513, %rd69;
 	mov.f32 	%f130, 0f00000000;
-	@%p21 bra 	$L__BB47_155;
+	@%p21 bra 	$L__BB46_155;
 
 	neg.s64 	%rd407, %rd232;
 	neg.s64 	%rd265, %rd68;
@@ -10623,11 +10459,11 @@ $L__BB47_35:
 	add.s64 	%rd282, %rd513, %rd95;
 	mul.lo.s64 	%rd94, %rd232, %rd282;
 
-$L__BB47_37:
+$L__BB46_37:
 	mov.u64 	%rd97, %rd513;
 	max.s64 	%rd471, %rd510, 0;
 	setp.gt.s64 	%p22, %rd471, %rd70;
-	@%p22 bra 	$L__BB47_154;
+	@%p22 bra 	$L__BB46_154;
 
 	max.s64 	%rd472, %rd510, 0;
 	setp.neu.f32 	%p180, %f122, 0f00000000;
@@ -10652,32 +10488,32 @@ $L__BB47_37:
 	add.s64 	%rd293, %rd472, %rd291;
 	shl.b64 	%rd294, %rd293, 2;
 	add.s64 	%rd105, %rd4, %rd294;
-	@%p180 bra 	$L__BB47_80;
-	bra.uni 	$L__BB47_39;
+	@%p180 bra 	$L__BB46_80;
+	bra.uni 	$L__BB46_39;
 
-$L__BB47_80:
+$L__BB46_80:
 	max.s64 	%rd529, %rd510, 0;
 	setp.eq.s64 	%p113, %rd72, 0;
-	@%p113 bra 	$L__BB47_113;
+	@%p113 bra 	$L__BB46_113;
 
 	or.b64  	%rd351, %rd99, %rd231;
 	and.b64  	%rd352, %rd351, -4294967296;
 	setp.eq.s64 	%p114, %rd352, 0;
-	@%p114 bra 	$L__BB47_83;
+	@%p114 bra 	$L__BB46_83;
 
 	div.s64 	%rd521, %rd99, %rd231;
-	bra.uni 	$L__BB47_84;
+	bra.uni 	$L__BB46_84;
 
-$L__BB47_39:
+$L__BB46_39:
 	ld.param.f32 	%f123, [avg_pool2d_bwd_f32_param_13];
 	setp.neu.f32 	%p24, %f123, 0f00000000;
-	@%p24 bra 	$L__BB47_60;
-	bra.uni 	$L__BB47_40;
+	@%p24 bra 	$L__BB46_60;
+	bra.uni 	$L__BB46_40;
 
-$L__BB47_60:
+$L__BB46_60:
 	max.s64 	%rd518, %rd510, 0;
 	setp.eq.s64 	%p69, %rd72, 0;
-	@%p69 bra 	$L__BB47_69;
+	@%p69 bra 	$L__BB46_69;
 
 	setp.ge.s64 	%p70, %rd499, %rd78;
 	setp.lt.s64 	%p71, %rd501, %rd102;
@@ -10687,7 +10523,7 @@ $L__BB47_60:
 	setp.lt.s64 	%p74, %rd499, %rd77;
 	or.pred  	%p75, %p73, %p74;
 	or.pred  	%p76, %p75, %p70;
-	@%p76 bra 	$L__BB47_63;
+	@%p76 bra 	$L__BB46_63;
 
 	max.s64 	%rd464, %rd510, 0;
 	mul.lo.s64 	%rd463, %rd464, %rd228;
@@ -10701,17 +10537,17 @@ $L__BB47_60:
 	div.rn.f32 	%f81, %f80, %f79;
 	add.f32 	%f130, %f130, %f81;
 
-$L__BB47_63:
+$L__BB46_63:
 	max.s64 	%rd441, %rd510, 0;
 	add.s64 	%rd518, %rd441, 1;
 	setp.eq.s64 	%p77, %rd72, 1;
-	@%p77 bra 	$L__BB47_69;
+	@%p77 bra 	$L__BB46_69;
 
 	setp.ge.s64 	%p78, %rd499, %rd85;
 	setp.lt.s64 	%p79, %rd499, %rd84;
 	or.pred  	%p81, %p73, %p79;
 	or.pred  	%p82, %p81, %p78;
-	@%p82 bra 	$L__BB47_66;
+	@%p82 bra 	$L__BB46_66;
 
 	max.s64 	%rd458, %rd510, 0;
 	mul.lo.s64 	%rd457, %rd458, %rd228;
@@ -10726,18 +10562,18 @@ $L__BB47_63:
 	div.rn.f32 	%f84, %f83, %f82;
 	add.f32 	%f130, %f130, %f84;
 
-$L__BB47_66:
+$L__BB46_66:
 	max.s64 	%rd443, %rd510, 0;
 	add.s64 	%rd518, %rd443, 2;
 	setp.eq.s64 	%p83, %rd72, 2;
-	@%p83 bra 	$L__BB47_69;
+	@%p83 bra 	$L__BB46_69;
 
 	setp.ge.s64 	%p84, %rd499, %rd91;
 	setp.lt.s64 	%p85, %rd499, %rd90;
 	or.pred  	%p87, %p73, %p85;
 	or.pred  	%p88, %p87, %p84;
 	mov.u64 	%rd518, %rd88;
-	@%p88 bra 	$L__BB47_69;
+	@%p88 bra 	$L__BB46_69;
 
 	max.s64 	%rd451, %rd510, 0;
 	mul.lo.s64 	%rd450, %rd451, %rd228;
@@ -10754,9 +10590,9 @@ $L__BB47_66:
 	add.f32 	%f130, %f130, %f87;
 	mov.u64 	%rd518, %rd88;
 
-$L__BB47_69:
+$L__BB46_69:
 	setp.lt.u64 	%p89, %rd71, 3;
-	@%p89 bra 	$L__BB47_154;
+	@%p89 bra 	$L__BB46_154;
 
 	setp.ge.s64 	%p90, %rd501, %rd101;
 	setp.lt.s64 	%p91, %rd501, %rd102;
@@ -10764,7 +10600,7 @@ $L__BB47_69:
 	shl.b64 	%rd325, %rd518, 2;
 	add.s64 	%rd520, %rd98, %rd325;
 
-$L__BB47_71:
+$L__BB46_71:
 	mul.lo.s64 	%rd131, %rd518, %rd228;
 	sub.s64 	%rd326, %rd131, %rd230;
 	max.s64 	%rd327, %rd326, 0;
@@ -10775,7 +10611,7 @@ $L__BB47_71:
 	or.pred  	%p94, %p93, %p92;
 	setp.ge.s64 	%p95, %rd499, %rd329;
 	or.pred  	%p96, %p94, %p95;
-	@%p96 bra 	$L__BB47_73;
+	@%p96 bra 	$L__BB46_73;
 
 	mul.lo.s64 	%rd483, %rd518, %rd228;
 	sub.s64 	%rd482, %rd483, %rd230;
@@ -10788,7 +10624,7 @@ $L__BB47_71:
 	div.rn.f32 	%f90, %f89, %f88;
 	add.f32 	%f130, %f130, %f90;
 
-$L__BB47_73:
+$L__BB46_73:
 	not.pred 	%p181, %p4;
 	add.s64 	%rd133, %rd131, %rd228;
 	sub.s64 	%rd332, %rd133, %rd230;
@@ -10799,7 +10635,7 @@ $L__BB47_73:
 	or.pred  	%p99, %p181, %p97;
 	setp.ge.s64 	%p100, %rd499, %rd335;
 	or.pred  	%p101, %p99, %p100;
-	@%p101 bra 	$L__BB47_75;
+	@%p101 bra 	$L__BB46_75;
 
 	mul.lo.s64 	%rd489, %rd518, %rd228;
 	add.s64 	%rd488, %rd489, %rd228;
@@ -10813,7 +10649,7 @@ $L__BB47_73:
 	div.rn.f32 	%f93, %f92, %f91;
 	add.f32 	%f130, %f130, %f93;
 
-$L__BB47_75:
+$L__BB46_75:
 	not.pred 	%p182, %p4;
 	add.s64 	%rd135, %rd133, %rd228;
 	sub.s64 	%rd338, %rd135, %rd230;
@@ -10824,7 +10660,7 @@ $L__BB47_75:
 	or.pred  	%p104, %p182, %p102;
 	setp.ge.s64 	%p105, %rd499, %rd341;
 	or.pred  	%p106, %p104, %p105;
-	@%p106 bra 	$L__BB47_77;
+	@%p106 bra 	$L__BB46_77;
 
 	mul.lo.s64 	%rd496, %rd518, %rd228;
 	add.s64 	%rd495, %rd496, %rd228;
@@ -10839,7 +10675,7 @@ $L__BB47_75:
 	div.rn.f32 	%f96, %f95, %f94;
 	add.f32 	%f130, %f130, %f96;
 
-$L__BB47_77:
+$L__BB46_77:
 	not.pred 	%p183, %p4;
 	add.s64 	%rd344, %rd135, %rd228;
 	sub.s64 	%rd137, %rd344, %rd230;
@@ -10850,7 +10686,7 @@ $L__BB47_77:
 	or.pred  	%p109, %p183, %p107;
 	setp.ge.s64 	%p110, %rd499, %rd346;
 	or.pred  	%p111, %p109, %p110;
-	@%p111 bra 	$L__BB47_79;
+	@%p111 bra 	$L__BB46_79;
 
 	min.s64 	%rd347, %rd138, %rd11;
 	sub.s64 	%rd348, %rd347, %rd137;
@@ -10860,67 +10696,67 @@ $L__BB47_77:
 	div.rn.f32 	%f99, %f98, %f97;
 	add.f32 	%f130, %f130, %f99;
 
-$L__BB47_79:
+$L__BB46_79:
 	add.s64 	%rd139, %rd518, 4;
 	add.s64 	%rd520, %rd520, 16;
 	add.s64 	%rd350, %rd518, 3;
 	setp.lt.s64 	%p112, %rd350, %rd70;
 	mov.u64 	%rd518, %rd139;
-	@%p112 bra 	$L__BB47_71;
-	bra.uni 	$L__BB47_154;
+	@%p112 bra 	$L__BB46_71;
+	bra.uni 	$L__BB46_154;
 
-$L__BB47_83:
+$L__BB46_83:
 	cvt.u32.u64 	%r39, %rd231;
 	cvt.u32.u64 	%r40, %rd99;
 	div.u32 	%r41, %r40, %r39;
 	cvt.u64.u32 	%rd521, %r41;
 
-$L__BB47_84:
+$L__BB46_84:
 	or.b64  	%rd353, %rd100, %rd231;
 	and.b64  	%rd354, %rd353, -4294967296;
 	setp.eq.s64 	%p115, %rd354, 0;
-	@%p115 bra 	$L__BB47_86;
+	@%p115 bra 	$L__BB46_86;
 
 	div.s64 	%rd522, %rd100, %rd231;
-	bra.uni 	$L__BB47_87;
+	bra.uni 	$L__BB46_87;
 
-$L__BB47_86:
+$L__BB46_86:
 	cvt.u32.u64 	%r42, %rd231;
 	cvt.u32.u64 	%r43, %rd100;
 	div.u32 	%r44, %r43, %r42;
 	cvt.u64.u32 	%rd522, %r44;
 
-$L__BB47_87:
+$L__BB46_87:
 	or.b64  	%rd355, %rd74, %rd232;
 	and.b64  	%rd356, %rd355, -4294967296;
 	setp.eq.s64 	%p116, %rd356, 0;
-	@%p116 bra 	$L__BB47_89;
+	@%p116 bra 	$L__BB46_89;
 
 	div.s64 	%rd523, %rd74, %rd232;
-	bra.uni 	$L__BB47_90;
+	bra.uni 	$L__BB46_90;
 
-$L__BB47_89:
+$L__BB46_89:
 	cvt.u32.u64 	%r45, %rd232;
 	cvt.u32.u64 	%r46, %rd74;
 	div.u32 	%r47, %r46, %r45;
 	cvt.u64.u32 	%rd523, %r47;
 
-$L__BB47_90:
+$L__BB46_90:
 	or.b64  	%rd357, %rd76, %rd232;
 	and.b64  	%rd358, %rd357, -4294967296;
 	setp.eq.s64 	%p117, %rd358, 0;
-	@%p117 bra 	$L__BB47_92;
+	@%p117 bra 	$L__BB46_92;
 
 	div.s64 	%rd524, %rd76, %rd232;
-	bra.uni 	$L__BB47_93;
+	bra.uni 	$L__BB46_93;
 
-$L__BB47_92:
+$L__BB46_92:
 	cvt.u32.u64 	%r48, %rd232;
 	cvt.u32.u64 	%r49, %rd76;
 	div.u32 	%r50, %r49, %r48;
 	cvt.u64.u32 	%rd524, %r50;
 
-$L__BB47_93:
+$L__BB46_93:
 	sub.s64 	%rd153, %rd524, %rd523;
 	sub.s64 	%rd154, %rd522, %rd521;
 	setp.lt.s64 	%p118, %rd501, %rd522;
@@ -10931,7 +10767,7 @@ $L__BB47_93:
 	or.pred  	%p122, %p120, %p121;
 	setp.ge.s64 	%p123, %rd499, %rd524;
 	or.pred  	%p124, %p122, %p123;
-	@%p124 bra 	$L__BB47_95;
+	@%p124 bra 	$L__BB46_95;
 
 	mul.lo.s64 	%rd359, %rd153, %rd154;
 	cvt.rn.f32.s64 	%f101, %rd359;
@@ -10939,24 +10775,24 @@ $L__BB47_93:
 	div.rn.f32 	%f103, %f102, %f101;
 	add.f32 	%f130, %f130, %f103;
 
-$L__BB47_95:
+$L__BB46_95:
 	max.s64 	%rd466, %rd510, 0;
 	add.s64 	%rd529, %rd466, 1;
 	setp.eq.s64 	%p125, %rd72, 1;
-	@%p125 bra 	$L__BB47_113;
+	@%p125 bra 	$L__BB46_113;
 
 	or.b64  	%rd360, %rd75, %rd232;
 	and.b64  	%rd361, %rd360, -4294967296;
 	setp.eq.s64 	%p126, %rd361, 0;
-	@%p126 bra 	$L__BB47_98;
+	@%p126 bra 	$L__BB46_98;
 
 	div.s64 	%rd525, %rd75, %rd232;
-	bra.uni 	$L__BB47_99;
+	bra.uni 	$L__BB46_99;
 
-$L__BB47_40:
+$L__BB46_40:
 	max.s64 	%rd514, %rd510, 0;
 	setp.eq.s64 	%p25, %rd72, 0;
-	@%p25 bra 	$L__BB47_49;
+	@%p25 bra 	$L__BB46_49;
 
 	setp.ge.s64 	%p26, %rd499, %rd78;
 	setp.lt.s64 	%p27, %rd501, %rd102;
@@ -10966,7 +10802,7 @@ $L__BB47_40:
 	setp.lt.s64 	%p30, %rd499, %rd77;
 	or.pred  	%p31, %p29, %p30;
 	or.pred  	%p32, %p31, %p26;
-	@%p32 bra 	$L__BB47_43;
+	@%p32 bra 	$L__BB46_43;
 
 	max.s64 	%rd438, %rd510, 0;
 	mul.lo.s64 	%rd437, %rd438, %rd228;
@@ -10981,17 +10817,17 @@ $L__BB47_40:
 	div.rn.f32 	%f59, %f58, %f57;
 	add.f32 	%f130, %f130, %f59;
 
-$L__BB47_43:
+$L__BB46_43:
 	max.s64 	%rd412, %rd510, 0;
 	add.s64 	%rd514, %rd412, 1;
 	setp.eq.s64 	%p33, %rd72, 1;
-	@%p33 bra 	$L__BB47_49;
+	@%p33 bra 	$L__BB46_49;
 
 	setp.ge.s64 	%p34, %rd499, %rd85;
 	setp.lt.s64 	%p35, %rd499, %rd84;
 	or.pred  	%p37, %p29, %p35;
 	or.pred  	%p38, %p37, %p34;
-	@%p38 bra 	$L__BB47_46;
+	@%p38 bra 	$L__BB46_46;
 
 	max.s64 	%rd431, %rd510, 0;
 	mul.lo.s64 	%rd430, %rd431, %rd228;
@@ -11007,18 +10843,18 @@ $L__BB47_43:
 	div.rn.f32 	%f62, %f61, %f60;
 	add.f32 	%f130, %f130, %f62;
 
-$L__BB47_46:
+$L__BB46_46:
 	max.s64 	%rd414, %rd510, 0;
 	add.s64 	%rd514, %rd414, 2;
 	setp.eq.s64 	%p39, %rd72, 2;
-	@%p39 bra 	$L__BB47_49;
+	@%p39 bra 	$L__BB46_49;
 
 	setp.ge.s64 	%p40, %rd499, %rd91;
 	setp.lt.s64 	%p41, %rd499, %rd90;
 	or.pred  	%p43, %p29, %p41;
 	or.pred  	%p44, %p43, %p40;
 	mov.u64 	%rd514, %rd88;
-	@%p44 bra 	$L__BB47_49;
+	@%p44 bra 	$L__BB46_49;
 
 	max.s64 	%rd423, %rd510, 0;
 	mul.lo.s64 	%rd422, %rd423, %rd228;
@@ -11036,9 +10872,9 @@ $L__BB47_46:
 	add.f32 	%f130, %f130, %f65;
 	mov.u64 	%rd514, %rd88;
 
-$L__BB47_49:
+$L__BB46_49:
 	setp.lt.u64 	%p45, %rd71, 3;
-	@%p45 bra 	$L__BB47_154;
+	@%p45 bra 	$L__BB46_154;
 
 	neg.s64 	%rd515, %rd230;
 	setp.ge.s64 	%p46, %rd501, %rd101;
@@ -11048,7 +10884,7 @@ $L__BB47_49:
 	shl.b64 	%rd301, %rd514, 2;
 	add.s64 	%rd517, %rd98, %rd301;
 
-$L__BB47_51:
+$L__BB46_51:
 	mul.lo.s64 	%rd470, %rd228, %rd514;
 	add.s64 	%rd469, %rd226, %rd470;
 	add.s64 	%rd302, %rd470, %rd515;
@@ -11061,7 +10897,7 @@ $L__BB47_51:
 	or.pred  	%p50, %p49, %p48;
 	setp.ge.s64 	%p51, %rd499, %rd305;
 	or.pred  	%p52, %p50, %p51;
-	@%p52 bra 	$L__BB47_53;
+	@%p52 bra 	$L__BB46_53;
 
 	mul.lo.s64 	%rd306, %rd120, %rd104;
 	cvt.rn.f32.s64 	%f66, %rd306;
@@ -11069,7 +10905,7 @@ $L__BB47_51:
 	div.rn.f32 	%f68, %f67, %f66;
 	add.f32 	%f130, %f130, %f68;
 
-$L__BB47_53:
+$L__BB46_53:
 	add.s64 	%rd478, %rd514, 1;
 	mul.lo.s64 	%rd477, %rd228, %rd478;
 	add.s64 	%rd476, %rd226, %rd477;
@@ -11085,7 +10921,7 @@ $L__BB47_53:
 	or.pred  	%p55, %p177, %p53;
 	setp.ge.s64 	%p56, %rd499, %rd310;
 	or.pred  	%p57, %p55, %p56;
-	@%p57 bra 	$L__BB47_55;
+	@%p57 bra 	$L__BB46_55;
 
 	mul.lo.s64 	%rd311, %rd121, %rd104;
 	cvt.rn.f32.s64 	%f69, %rd311;
@@ -11093,7 +10929,7 @@ $L__BB47_53:
 	div.rn.f32 	%f71, %f70, %f69;
 	add.f32 	%f130, %f130, %f71;
 
-$L__BB47_55:
+$L__BB46_55:
 	add.s64 	%rd402, %rd514, 2;
 	mul.lo.s64 	%rd401, %rd228, %rd402;
 	add.s64 	%rd400, %rd226, %rd401;
@@ -11107,7 +10943,7 @@ $L__BB47_55:
 	or.pred  	%p60, %p178, %p58;
 	setp.ge.s64 	%p61, %rd499, %rd315;
 	or.pred  	%p62, %p60, %p61;
-	@%p62 bra 	$L__BB47_57;
+	@%p62 bra 	$L__BB46_57;
 
 	mul.lo.s64 	%rd316, %rd122, %rd104;
 	cvt.rn.f32.s64 	%f72, %rd316;
@@ -11115,7 +10951,7 @@ $L__BB47_55:
 	div.rn.f32 	%f74, %f73, %f72;
 	add.f32 	%f130, %f130, %f74;
 
-$L__BB47_57:
+$L__BB46_57:
 	add.s64 	%rd405, %rd514, 3;
 	mul.lo.s64 	%rd404, %rd228, %rd405;
 	add.s64 	%rd403, %rd226, %rd404;
@@ -11129,7 +10965,7 @@ $L__BB47_57:
 	or.pred  	%p65, %p179, %p63;
 	setp.ge.s64 	%p66, %rd499, %rd320;
 	or.pred  	%p67, %p65, %p66;
-	@%p67 bra 	$L__BB47_59;
+	@%p67 bra 	$L__BB46_59;
 
 	mul.lo.s64 	%rd321, %rd123, %rd104;
 	cvt.rn.f32.s64 	%f75, %rd321;
@@ -11137,43 +10973,43 @@ $L__BB47_57:
 	div.rn.f32 	%f77, %f76, %f75;
 	add.f32 	%f130, %f130, %f77;
 
-$L__BB47_59:
+$L__BB46_59:
 	shl.b64 	%rd406, %rd228, 2;
 	add.s64 	%rd515, %rd515, %rd406;
 	add.s64 	%rd516, %rd516, 4;
 	setp.lt.s64 	%p68, %rd516, %rd70;
 	add.s64 	%rd517, %rd517, 16;
-	@%p68 bra 	$L__BB47_51;
-	bra.uni 	$L__BB47_154;
+	@%p68 bra 	$L__BB46_51;
+	bra.uni 	$L__BB46_154;
 
-$L__BB47_98:
+$L__BB46_98:
 	cvt.u32.u64 	%r51, %rd232;
 	cvt.u32.u64 	%r52, %rd75;
 	div.u32 	%r53, %r52, %r51;
 	cvt.u64.u32 	%rd525, %r53;
 
-$L__BB47_99:
+$L__BB46_99:
 	or.b64  	%rd362, %rd83, %rd232;
 	and.b64  	%rd363, %rd362, -4294967296;
 	setp.eq.s64 	%p127, %rd363, 0;
-	@%p127 bra 	$L__BB47_101;
+	@%p127 bra 	$L__BB46_101;
 
 	div.s64 	%rd526, %rd83, %rd232;
-	bra.uni 	$L__BB47_102;
+	bra.uni 	$L__BB46_102;
 
-$L__BB47_101:
+$L__BB46_101:
 	cvt.u32.u64 	%r54, %rd232;
 	cvt.u32.u64 	%r55, %rd83;
 	div.u32 	%r56, %r55, %r54;
 	cvt.u64.u32 	%rd526, %r56;
 
-$L__BB47_102:
+$L__BB46_102:
 	sub.s64 	%rd161, %rd526, %rd525;
 	setp.lt.s64 	%p128, %rd499, %rd525;
 	or.pred  	%p130, %p120, %p128;
 	setp.ge.s64 	%p131, %rd499, %rd526;
 	or.pred  	%p132, %p130, %p131;
-	@%p132 bra 	$L__BB47_104;
+	@%p132 bra 	$L__BB46_104;
 
 	mul.lo.s64 	%rd364, %rd161, %rd154;
 	cvt.rn.f32.s64 	%f104, %rd364;
@@ -11181,42 +11017,42 @@ $L__BB47_102:
 	div.rn.f32 	%f106, %f105, %f104;
 	add.f32 	%f130, %f130, %f106;
 
-$L__BB47_104:
+$L__BB46_104:
 	max.s64 	%rd468, %rd510, 0;
 	add.s64 	%rd529, %rd468, 2;
 	setp.eq.s64 	%p133, %rd72, 2;
-	@%p133 bra 	$L__BB47_113;
+	@%p133 bra 	$L__BB46_113;
 
 	or.b64  	%rd365, %rd82, %rd232;
 	and.b64  	%rd366, %rd365, -4294967296;
 	setp.eq.s64 	%p134, %rd366, 0;
-	@%p134 bra 	$L__BB47_107;
+	@%p134 bra 	$L__BB46_107;
 
 	div.s64 	%rd527, %rd82, %rd232;
-	bra.uni 	$L__BB47_108;
+	bra.uni 	$L__BB46_108;
 
-$L__BB47_107:
+$L__BB46_107:
 	cvt.u32.u64 	%r57, %rd232;
 	cvt.u32.u64 	%r58, %rd82;
 	div.u32 	%r59, %r58, %r57;
 	cvt.u64.u32 	%rd527, %r59;
 
-$L__BB47_108:
+$L__BB46_108:
 	or.b64  	%rd367, %rd89, %rd232;
 	and.b64  	%rd368, %rd367, -4294967296;
 	setp.eq.s64 	%p135, %rd368, 0;
-	@%p135 bra 	$L__BB47_110;
+	@%p135 bra 	$L__BB46_110;
 
 	div.s64 	%rd528, %rd89, %rd232;
-	bra.uni 	$L__BB47_111;
+	bra.uni 	$L__BB46_111;
 
-$L__BB47_110:
+$L__BB46_110:
 	cvt.u32.u64 	%r60, %rd232;
 	cvt.u32.u64 	%r61, %rd89;
 	div.u32 	%r62, %r61, %r60;
 	cvt.u64.u32 	%rd528, %r62;
 
-$L__BB47_111:
+$L__BB46_111:
 	sub.s64 	%rd369, %rd528, %rd527;
 	mul.lo.s64 	%rd168, %rd369, %rd154;
 	setp.lt.s64 	%p136, %rd499, %rd527;
@@ -11224,7 +11060,7 @@ $L__BB47_111:
 	setp.ge.s64 	%p139, %rd499, %rd528;
 	or.pred  	%p140, %p138, %p139;
 	mov.u64 	%rd529, %rd88;
-	@%p140 bra 	$L__BB47_113;
+	@%p140 bra 	$L__BB46_113;
 
 	cvt.rn.f32.s64 	%f107, %rd168;
 	ld.global.f32 	%f108, [%rd105+8];
@@ -11232,40 +11068,40 @@ $L__BB47_111:
 	add.f32 	%f130, %f130, %f109;
 	mov.u64 	%rd529, %rd88;
 
-$L__BB47_113:
+$L__BB46_113:
 	setp.lt.u64 	%p141, %rd71, 3;
-	@%p141 bra 	$L__BB47_154;
+	@%p141 bra 	$L__BB46_154;
 
 	or.b64  	%rd370, %rd99, %rd231;
 	and.b64  	%rd371, %rd370, -4294967296;
 	setp.eq.s64 	%p142, %rd371, 0;
-	@%p142 bra 	$L__BB47_116;
+	@%p142 bra 	$L__BB46_116;
 
 	div.s64 	%rd530, %rd99, %rd231;
-	bra.uni 	$L__BB47_117;
+	bra.uni 	$L__BB46_117;
 
-$L__BB47_116:
+$L__BB46_116:
 	cvt.u32.u64 	%r63, %rd231;
 	cvt.u32.u64 	%r64, %rd99;
 	div.u32 	%r65, %r64, %r63;
 	cvt.u64.u32 	%rd530, %r65;
 
-$L__BB47_117:
+$L__BB46_117:
 	or.b64  	%rd372, %rd100, %rd231;
 	and.b64  	%rd373, %rd372, -4294967296;
 	setp.eq.s64 	%p143, %rd373, 0;
-	@%p143 bra 	$L__BB47_119;
+	@%p143 bra 	$L__BB46_119;
 
 	div.s64 	%rd531, %rd100, %rd231;
-	bra.uni 	$L__BB47_120;
+	bra.uni 	$L__BB46_120;
 
-$L__BB47_119:
+$L__BB46_119:
 	cvt.u32.u64 	%r66, %rd231;
 	cvt.u32.u64 	%r67, %rd100;
 	div.u32 	%r68, %r67, %r66;
 	cvt.u64.u32 	%rd531, %r68;
 
-$L__BB47_120:
+$L__BB46_120:
 	sub.s64 	%rd176, %rd531, %rd530;
 	setp.lt.s64 	%p144, %rd501, %rd531;
 	setp.ge.s64 	%p145, %rd501, %rd530;
@@ -11273,47 +11109,47 @@ $L__BB47_120:
 	shl.b64 	%rd374, %rd529, 2;
 	add.s64 	%rd533, %rd98, %rd374;
 
-$L__BB47_121:
+$L__BB46_121:
 	mul.lo.s64 	%rd180, %rd529, %rd224;
 	or.b64  	%rd375, %rd180, %rd232;
 	and.b64  	%rd376, %rd375, -4294967296;
 	setp.eq.s64 	%p146, %rd376, 0;
-	@%p146 bra 	$L__BB47_123;
+	@%p146 bra 	$L__BB46_123;
 
 	div.s64 	%rd534, %rd180, %rd232;
-	bra.uni 	$L__BB47_124;
+	bra.uni 	$L__BB46_124;
 
-$L__BB47_123:
+$L__BB46_123:
 	cvt.u32.u64 	%r69, %rd232;
 	cvt.u32.u64 	%r70, %rd180;
 	div.u32 	%r71, %r70, %r69;
 	cvt.u64.u32 	%rd534, %r71;
 
-$L__BB47_124:
+$L__BB46_124:
 	add.s64 	%rd184, %rd180, %rd224;
 	add.s64 	%rd185, %rd8, %rd184;
 	or.b64  	%rd377, %rd185, %rd232;
 	and.b64  	%rd378, %rd377, -4294967296;
 	setp.eq.s64 	%p147, %rd378, 0;
-	@%p147 bra 	$L__BB47_126;
+	@%p147 bra 	$L__BB46_126;
 
 	div.s64 	%rd535, %rd185, %rd232;
-	bra.uni 	$L__BB47_127;
+	bra.uni 	$L__BB46_127;
 
-$L__BB47_126:
+$L__BB46_126:
 	cvt.u32.u64 	%r72, %rd232;
 	cvt.u32.u64 	%r73, %rd185;
 	div.u32 	%r74, %r73, %r72;
 	cvt.u64.u32 	%rd535, %r74;
 
-$L__BB47_127:
+$L__BB46_127:
 	sub.s64 	%rd189, %rd535, %rd534;
 	setp.lt.s64 	%p148, %rd499, %rd534;
 	not.pred 	%p149, %p6;
 	or.pred  	%p150, %p149, %p148;
 	setp.ge.s64 	%p151, %rd499, %rd535;
 	or.pred  	%p152, %p150, %p151;
-	@%p152 bra 	$L__BB47_129;
+	@%p152 bra 	$L__BB46_129;
 
 	mul.lo.s64 	%rd379, %rd189, %rd176;
 	cvt.rn.f32.s64 	%f110, %rd379;
@@ -11321,46 +11157,46 @@ $L__BB47_127:
 	div.rn.f32 	%f112, %f111, %f110;
 	add.f32 	%f130, %f130, %f112;
 
-$L__BB47_129:
+$L__BB46_129:
 	or.b64  	%rd380, %rd184, %rd232;
 	and.b64  	%rd381, %rd380, -4294967296;
 	setp.eq.s64 	%p153, %rd381, 0;
-	@%p153 bra 	$L__BB47_131;
+	@%p153 bra 	$L__BB46_131;
 
 	div.s64 	%rd536, %rd184, %rd232;
-	bra.uni 	$L__BB47_132;
+	bra.uni 	$L__BB46_132;
 
-$L__BB47_131:
+$L__BB46_131:
 	cvt.u32.u64 	%r75, %rd232;
 	cvt.u32.u64 	%r76, %rd184;
 	div.u32 	%r77, %r76, %r75;
 	cvt.u64.u32 	%rd536, %r77;
 
-$L__BB47_132:
+$L__BB46_132:
 	add.s64 	%rd193, %rd184, %rd224;
 	add.s64 	%rd194, %rd8, %rd193;
 	or.b64  	%rd382, %rd194, %rd232;
 	and.b64  	%rd383, %rd382, -4294967296;
 	setp.eq.s64 	%p154, %rd383, 0;
-	@%p154 bra 	$L__BB47_134;
+	@%p154 bra 	$L__BB46_134;
 
 	div.s64 	%rd537, %rd194, %rd232;
-	bra.uni 	$L__BB47_135;
+	bra.uni 	$L__BB46_135;
 
-$L__BB47_134:
+$L__BB46_134:
 	cvt.u32.u64 	%r78, %rd232;
 	cvt.u32.u64 	%r79, %rd194;
 	div.u32 	%r80, %r79, %r78;
 	cvt.u64.u32 	%rd537, %r80;
 
-$L__BB47_135:
+$L__BB46_135:
 	not.pred 	%p184, %p6;
 	sub.s64 	%rd198, %rd537, %rd536;
 	setp.lt.s64 	%p155, %rd499, %rd536;
 	or.pred  	%p157, %p184, %p155;
 	setp.ge.s64 	%p158, %rd499, %rd537;
 	or.pred  	%p159, %p157, %p158;
-	@%p159 bra 	$L__BB47_137;
+	@%p159 bra 	$L__BB46_137;
 
 	mul.lo.s64 	%rd384, %rd198, %rd176;
 	cvt.rn.f32.s64 	%f113, %rd384;
@@ -11368,46 +11204,46 @@ $L__BB47_135:
 	div.rn.f32 	%f115, %f114, %f113;
 	add.f32 	%f130, %f130, %f115;
 
-$L__BB47_137:
+$L__BB46_137:
 	or.b64  	%rd385, %rd193, %rd232;
 	and.b64  	%rd386, %rd385, -4294967296;
 	setp.eq.s64 	%p160, %rd386, 0;
-	@%p160 bra 	$L__BB47_139;
+	@%p160 bra 	$L__BB46_139;
 
 	div.s64 	%rd538, %rd193, %rd232;
-	bra.uni 	$L__BB47_140;
+	bra.uni 	$L__BB46_140;
 
-$L__BB47_139:
+$L__BB46_139:
 	cvt.u32.u64 	%r81, %rd232;
 	cvt.u32.u64 	%r82, %rd193;
 	div.u32 	%r83, %r82, %r81;
 	cvt.u64.u32 	%rd538, %r83;
 
-$L__BB47_140:
+$L__BB46_140:
 	add.s64 	%rd202, %rd193, %rd224;
 	add.s64 	%rd203, %rd8, %rd202;
 	or.b64  	%rd387, %rd203, %rd232;
 	and.b64  	%rd388, %rd387, -4294967296;
 	setp.eq.s64 	%p161, %rd388, 0;
-	@%p161 bra 	$L__BB47_142;
+	@%p161 bra 	$L__BB46_142;
 
 	div.s64 	%rd539, %rd203, %rd232;
-	bra.uni 	$L__BB47_143;
+	bra.uni 	$L__BB46_143;
 
-$L__BB47_142:
+$L__BB46_142:
 	cvt.u32.u64 	%r84, %rd232;
 	cvt.u32.u64 	%r85, %rd203;
 	div.u32 	%r86, %r85, %r84;
 	cvt.u64.u32 	%rd539, %r86;
 
-$L__BB47_143:
+$L__BB46_143:
 	not.pred 	%p185, %p6;
 	sub.s64 	%rd207, %rd539, %rd538;
 	setp.lt.s64 	%p162, %rd499, %rd538;
 	or.pred  	%p164, %p185, %p162;
 	setp.ge.s64 	%p165, %rd499, %rd539;
 	or.pred  	%p166, %p164, %p165;
-	@%p166 bra 	$L__BB47_145;
+	@%p166 bra 	$L__BB46_145;
 
 	mul.lo.s64 	%rd389, %rd207, %rd176;
 	cvt.rn.f32.s64 	%f116, %rd389;
@@ -11415,45 +11251,45 @@ $L__BB47_143:
 	div.rn.f32 	%f118, %f117, %f116;
 	add.f32 	%f130, %f130, %f118;
 
-$L__BB47_145:
+$L__BB46_145:
 	or.b64  	%rd390, %rd202, %rd232;
 	and.b64  	%rd391, %rd390, -4294967296;
 	setp.eq.s64 	%p167, %rd391, 0;
-	@%p167 bra 	$L__BB47_147;
+	@%p167 bra 	$L__BB46_147;
 
 	div.s64 	%rd540, %rd202, %rd232;
-	bra.uni 	$L__BB47_148;
+	bra.uni 	$L__BB46_148;
 
-$L__BB47_147:
+$L__BB46_147:
 	cvt.u32.u64 	%r87, %rd232;
 	cvt.u32.u64 	%r88, %rd202;
 	div.u32 	%r89, %r88, %r87;
 	cvt.u64.u32 	%rd540, %r89;
 
-$L__BB47_148:
+$L__BB46_148:
 	add.s64 	%rd211, %rd203, %rd224;
 	or.b64  	%rd392, %rd211, %rd232;
 	and.b64  	%rd393, %rd392, -4294967296;
 	setp.eq.s64 	%p168, %rd393, 0;
-	@%p168 bra 	$L__BB47_150;
+	@%p168 bra 	$L__BB46_150;
 
 	div.s64 	%rd541, %rd211, %rd232;
-	bra.uni 	$L__BB47_151;
+	bra.uni 	$L__BB46_151;
 
-$L__BB47_150:
+$L__BB46_150:
 	cvt.u32.u64 	%r90, %rd232;
 	cvt.u32.u64 	%r91, %rd211;
 	div.u32 	%r92, %r91, %r90;
 	cvt.u64.u32 	%rd541, %r92;
 
-$L__BB47_151:
+$L__BB46_151:
 	not.pred 	%p186, %p6;
 	sub.s64 	%rd215, %rd541, %rd540;
 	setp.lt.s64 	%p169, %rd499, %rd540;
 	or.pred  	%p171, %p186, %p169;
 	setp.ge.s64 	%p172, %rd499, %rd541;
 	or.pred  	%p173, %p171, %p172;
-	@%p173 bra 	$L__BB47_153;
+	@%p173 bra 	$L__BB46_153;
 
 	mul.lo.s64 	%rd394, %rd215, %rd176;
 	cvt.rn.f32.s64 	%f119, %rd394;
@@ -11461,28 +11297,28 @@ $L__BB47_151:
 	div.rn.f32 	%f121, %f120, %f119;
 	add.f32 	%f130, %f130, %f121;
 
-$L__BB47_153:
+$L__BB46_153:
 	add.s64 	%rd533, %rd533, 16;
 	add.s64 	%rd395, %rd529, 3;
 	setp.lt.s64 	%p174, %rd395, %rd70;
 	add.s64 	%rd529, %rd529, 4;
-	@%p174 bra 	$L__BB47_121;
+	@%p174 bra 	$L__BB46_121;
 
-$L__BB47_154:
+$L__BB46_154:
 	add.s64 	%rd513, %rd97, 1;
 	add.s64 	%rd512, %rd512, 1;
 	setp.lt.s64 	%p175, %rd97, %rd69;
-	@%p175 bra 	$L__BB47_37;
+	@%p175 bra 	$L__BB46_37;
 
-$L__BB47_155:
+$L__BB46_155:
 	shl.b64 	%rd396, %rd497, 2;
 	add.s64 	%rd397, %rd15, %rd396;
 	st.global.f32 	[%rd397], %f130;
 	add.s64 	%rd497, %rd497, %rd9;
 	setp.lt.s64 	%p176, %rd497, %rd3;
-	@%p176 bra 	$L__BB47_2;
+	@%p176 bra 	$L__BB46_2;
 
-$L__BB47_156:
+$L__BB46_156:
 	ret;
 
 }
@@ -11517,16 +11353,16 @@ $L__BB47_156:
 	cvt.u64.u32 	%rd107, %r3;
 	add.s64 	%rd180, %rd106, %rd107;
 	setp.ge.s64 	%p1, %rd180, %rd101;
-	@%p1 bra 	$L__BB48_40;
+	@%p1 bra 	$L__BB47_40;
 
 	setp.gt.s64 	%p2, %rd102, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
 	mul.lo.s64 	%rd7, %rd6, %rd4;
-	@%p2 bra 	$L__BB48_11;
-	bra.uni 	$L__BB48_2;
+	@%p2 bra 	$L__BB47_11;
+	bra.uni 	$L__BB47_2;
 
-$L__BB48_11:
+$L__BB47_11:
 	not.b64 	%rd122, %rd102;
 	max.s64 	%rd123, %rd122, -2;
 	add.s64 	%rd124, %rd123, %rd102;
@@ -11542,28 +11378,28 @@ $L__BB48_11:
 	add.s64 	%rd130, %rd1, %rd129;
 	add.s64 	%rd28, %rd130, -16;
 
-$L__BB48_12:
+$L__BB47_12:
 	setp.lt.u64 	%p8, %rd24, 3;
 	mov.u64 	%rd203, 0;
 	mov.u64 	%rd184, %rd28;
 	mov.u64 	%rd185, %rd27;
 	mov.u64 	%rd186, %rd102;
 	mov.u64 	%rd188, %rd180;
-	@%p8 bra 	$L__BB48_26;
+	@%p8 bra 	$L__BB47_26;
 
-$L__BB48_13:
+$L__BB47_13:
 	ld.global.u64 	%rd36, [%rd185+8];
 	or.b64  	%rd134, %rd188, %rd36;
 	and.b64  	%rd135, %rd134, -4294967296;
 	setp.eq.s64 	%p9, %rd135, 0;
-	@%p9 bra 	$L__BB48_15;
+	@%p9 bra 	$L__BB47_15;
 
 	div.s64 	%rd189, %rd188, %rd36;
 	mul.lo.s64 	%rd136, %rd189, %rd36;
 	sub.s64 	%rd190, %rd188, %rd136;
-	bra.uni 	$L__BB48_16;
+	bra.uni 	$L__BB47_16;
 
-$L__BB48_15:
+$L__BB47_15:
 	cvt.u32.u64 	%r8, %rd36;
 	cvt.u32.u64 	%r9, %rd188;
 	div.u32 	%r10, %r9, %r8;
@@ -11572,7 +11408,7 @@ $L__BB48_15:
 	cvt.u64.u32 	%rd189, %r10;
 	cvt.u64.u32 	%rd190, %r12;
 
-$L__BB48_16:
+$L__BB47_16:
 	ld.global.u64 	%rd137, [%rd184+8];
 	mul.lo.s64 	%rd138, %rd137, %rd190;
 	add.s64 	%rd44, %rd138, %rd203;
@@ -11580,14 +11416,14 @@ $L__BB48_16:
 	or.b64  	%rd139, %rd189, %rd45;
 	and.b64  	%rd140, %rd139, -4294967296;
 	setp.eq.s64 	%p10, %rd140, 0;
-	@%p10 bra 	$L__BB48_18;
+	@%p10 bra 	$L__BB47_18;
 
 	div.s64 	%rd191, %rd189, %rd45;
 	mul.lo.s64 	%rd141, %rd191, %rd45;
 	sub.s64 	%rd192, %rd189, %rd141;
-	bra.uni 	$L__BB48_19;
+	bra.uni 	$L__BB47_19;
 
-$L__BB48_18:
+$L__BB47_18:
 	cvt.u32.u64 	%r13, %rd45;
 	cvt.u32.u64 	%r14, %rd189;
 	div.u32 	%r15, %r14, %r13;
@@ -11596,7 +11432,7 @@ $L__BB48_18:
 	cvt.u64.u32 	%rd191, %r15;
 	cvt.u64.u32 	%rd192, %r17;
 
-$L__BB48_19:
+$L__BB47_19:
 	ld.global.u64 	%rd142, [%rd184];
 	mul.lo.s64 	%rd143, %rd142, %rd192;
 	add.s64 	%rd52, %rd143, %rd44;
@@ -11604,14 +11440,14 @@ $L__BB48_19:
 	or.b64  	%rd144, %rd191, %rd53;
 	and.b64  	%rd145, %rd144, -4294967296;
 	setp.eq.s64 	%p11, %rd145, 0;
-	@%p11 bra 	$L__BB48_21;
+	@%p11 bra 	$L__BB47_21;
 
 	div.s64 	%rd193, %rd191, %rd53;
 	mul.lo.s64 	%rd146, %rd193, %rd53;
 	sub.s64 	%rd194, %rd191, %rd146;
-	bra.uni 	$L__BB48_22;
+	bra.uni 	$L__BB47_22;
 
-$L__BB48_21:
+$L__BB47_21:
 	cvt.u32.u64 	%r18, %rd53;
 	cvt.u32.u64 	%r19, %rd191;
 	div.u32 	%r20, %r19, %r18;
@@ -11620,7 +11456,7 @@ $L__BB48_21:
 	cvt.u64.u32 	%rd193, %r20;
 	cvt.u64.u32 	%rd194, %r22;
 
-$L__BB48_22:
+$L__BB47_22:
 	ld.global.u64 	%rd147, [%rd184+-8];
 	mul.lo.s64 	%rd148, %rd147, %rd194;
 	add.s64 	%rd60, %rd148, %rd52;
@@ -11629,14 +11465,14 @@ $L__BB48_22:
 	or.b64  	%rd149, %rd193, %rd62;
 	and.b64  	%rd150, %rd149, -4294967296;
 	setp.eq.s64 	%p12, %rd150, 0;
-	@%p12 bra 	$L__BB48_24;
+	@%p12 bra 	$L__BB47_24;
 
 	div.s64 	%rd188, %rd193, %rd62;
 	mul.lo.s64 	%rd151, %rd188, %rd62;
 	sub.s64 	%rd196, %rd193, %rd151;
-	bra.uni 	$L__BB48_25;
+	bra.uni 	$L__BB47_25;
 
-$L__BB48_24:
+$L__BB47_24:
 	cvt.u32.u64 	%r23, %rd62;
 	cvt.u32.u64 	%r24, %rd193;
 	div.u32 	%r25, %r24, %r23;
@@ -11645,7 +11481,7 @@ $L__BB48_24:
 	cvt.u64.u32 	%rd188, %r25;
 	cvt.u64.u32 	%rd196, %r27;
 
-$L__BB48_25:
+$L__BB47_25:
 	ld.global.u64 	%rd152, [%rd184+-16];
 	mul.lo.s64 	%rd153, %rd152, %rd196;
 	add.s64 	%rd203, %rd153, %rd60;
@@ -11653,11 +11489,11 @@ $L__BB48_25:
 	add.s64 	%rd184, %rd184, -32;
 	add.s64 	%rd154, %rd26, %rd186;
 	setp.ne.s64 	%p13, %rd154, 0;
-	@%p13 bra 	$L__BB48_13;
+	@%p13 bra 	$L__BB47_13;
 
-$L__BB48_26:
+$L__BB47_26:
 	setp.eq.s64 	%p14, %rd25, 0;
-	@%p14 bra 	$L__BB48_39;
+	@%p14 bra 	$L__BB47_39;
 
 	shl.b64 	%rd155, %rd186, 3;
 	add.s64 	%rd76, %rd1, %rd155;
@@ -11665,14 +11501,14 @@ $L__BB48_26:
 	or.b64  	%rd156, %rd188, %rd77;
 	and.b64  	%rd157, %rd156, -4294967296;
 	setp.eq.s64 	%p15, %rd157, 0;
-	@%p15 bra 	$L__BB48_29;
+	@%p15 bra 	$L__BB47_29;
 
 	div.s64 	%rd198, %rd188, %rd77;
 	mul.lo.s64 	%rd158, %rd198, %rd77;
 	sub.s64 	%rd199, %rd188, %rd158;
-	bra.uni 	$L__BB48_30;
+	bra.uni 	$L__BB47_30;
 
-$L__BB48_29:
+$L__BB47_29:
 	cvt.u32.u64 	%r28, %rd77;
 	cvt.u32.u64 	%r29, %rd188;
 	div.u32 	%r30, %r29, %r28;
@@ -11681,26 +11517,26 @@ $L__BB48_29:
 	cvt.u64.u32 	%rd198, %r30;
 	cvt.u64.u32 	%rd199, %r32;
 
-$L__BB48_30:
+$L__BB47_30:
 	add.s64 	%rd84, %rd76, %rd127;
 	ld.global.u64 	%rd162, [%rd84+-8];
 	mul.lo.s64 	%rd163, %rd162, %rd199;
 	add.s64 	%rd203, %rd163, %rd203;
 	setp.eq.s64 	%p16, %rd25, 1;
-	@%p16 bra 	$L__BB48_39;
+	@%p16 bra 	$L__BB47_39;
 
 	ld.global.u64 	%rd86, [%rd76+-16];
 	or.b64  	%rd164, %rd198, %rd86;
 	and.b64  	%rd165, %rd164, -4294967296;
 	setp.eq.s64 	%p17, %rd165, 0;
-	@%p17 bra 	$L__BB48_33;
+	@%p17 bra 	$L__BB47_33;
 
 	div.s64 	%rd200, %rd198, %rd86;
 	mul.lo.s64 	%rd166, %rd200, %rd86;
 	sub.s64 	%rd201, %rd198, %rd166;
-	bra.uni 	$L__BB48_34;
+	bra.uni 	$L__BB47_34;
 
-$L__BB48_33:
+$L__BB47_33:
 	cvt.u32.u64 	%r33, %rd86;
 	cvt.u32.u64 	%r34, %rd198;
 	div.u32 	%r35, %r34, %r33;
@@ -11709,34 +11545,34 @@ $L__BB48_33:
 	cvt.u64.u32 	%rd200, %r35;
 	cvt.u64.u32 	%rd201, %r37;
 
-$L__BB48_34:
+$L__BB47_34:
 	ld.global.u64 	%rd167, [%rd84+-16];
 	mul.lo.s64 	%rd168, %rd167, %rd201;
 	add.s64 	%rd203, %rd168, %rd203;
 	setp.eq.s64 	%p18, %rd25, 2;
-	@%p18 bra 	$L__BB48_39;
+	@%p18 bra 	$L__BB47_39;
 
 	ld.global.u64 	%rd94, [%rd76+-24];
 	or.b64  	%rd169, %rd200, %rd94;
 	and.b64  	%rd170, %rd169, -4294967296;
 	setp.eq.s64 	%p19, %rd170, 0;
-	@%p19 bra 	$L__BB48_37;
+	@%p19 bra 	$L__BB47_37;
 
 	rem.s64 	%rd202, %rd200, %rd94;
-	bra.uni 	$L__BB48_38;
+	bra.uni 	$L__BB47_38;
 
-$L__BB48_37:
+$L__BB47_37:
 	cvt.u32.u64 	%r38, %rd94;
 	cvt.u32.u64 	%r39, %rd200;
 	rem.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd202, %r40;
 
-$L__BB48_38:
+$L__BB47_38:
 	ld.global.u64 	%rd171, [%rd84+-24];
 	mul.lo.s64 	%rd172, %rd171, %rd202;
 	add.s64 	%rd203, %rd172, %rd203;
 
-$L__BB48_39:
+$L__BB47_39:
 	shl.b64 	%rd173, %rd203, 2;
 	add.s64 	%rd174, %rd3, %rd173;
 	ld.global.f32 	%f6, [%rd174];
@@ -11745,33 +11581,33 @@ $L__BB48_39:
 	st.global.f32 	[%rd176], %f6;
 	add.s64 	%rd180, %rd180, %rd7;
 	setp.lt.s64 	%p20, %rd180, %rd101;
-	@%p20 bra 	$L__BB48_12;
-	bra.uni 	$L__BB48_40;
+	@%p20 bra 	$L__BB47_12;
+	bra.uni 	$L__BB47_40;
 
-$L__BB48_2:
+$L__BB47_2:
 	not.b64 	%rd108, %rd180;
 	add.s64 	%rd8, %rd108, %rd101;
 	or.b64  	%rd109, %rd8, %rd7;
 	and.b64  	%rd110, %rd109, -4294967296;
 	setp.eq.s64 	%p3, %rd110, 0;
-	@%p3 bra 	$L__BB48_4;
+	@%p3 bra 	$L__BB47_4;
 
 	div.u64 	%rd177, %rd8, %rd7;
-	bra.uni 	$L__BB48_5;
+	bra.uni 	$L__BB47_5;
 
-$L__BB48_4:
+$L__BB47_4:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd177, %r7;
 
-$L__BB48_5:
+$L__BB47_5:
 	add.s64 	%rd111, %rd177, 1;
 	and.b64  	%rd179, %rd111, 3;
 	setp.eq.s64 	%p4, %rd179, 0;
-	@%p4 bra 	$L__BB48_8;
+	@%p4 bra 	$L__BB47_8;
 
-$L__BB48_7:
+$L__BB47_7:
 	.pragma "nounroll";
 	ld.global.f32 	%f1, [%rd3];
 	shl.b64 	%rd112, %rd180, 2;
@@ -11780,17 +11616,17 @@ $L__BB48_7:
 	add.s64 	%rd180, %rd180, %rd7;
 	add.s64 	%rd179, %rd179, -1;
 	setp.ne.s64 	%p5, %rd179, 0;
-	@%p5 bra 	$L__BB48_7;
+	@%p5 bra 	$L__BB47_7;
 
-$L__BB48_8:
+$L__BB47_8:
 	setp.lt.u64 	%p6, %rd177, 3;
-	@%p6 bra 	$L__BB48_40;
+	@%p6 bra 	$L__BB47_40;
 
 	shl.b64 	%rd114, %rd180, 2;
 	add.s64 	%rd182, %rd2, %rd114;
 	shl.b64 	%rd19, %rd7, 2;
 
-$L__BB48_10:
+$L__BB47_10:
 	ld.global.f32 	%f2, [%rd3];
 	st.global.f32 	[%rd182], %f2;
 	ld.global.f32 	%f3, [%rd3];
@@ -11808,9 +11644,9 @@ $L__BB48_10:
 	st.global.f32 	[%rd121], %f5;
 	add.s64 	%rd180, %rd120, %rd7;
 	setp.lt.s64 	%p7, %rd180, %rd101;
-	@%p7 bra 	$L__BB48_10;
+	@%p7 bra 	$L__BB47_10;
 
-$L__BB48_40:
+$L__BB47_40:
 	ret;
 
 }
@@ -11851,7 +11687,7 @@ $L__BB48_40:
 	mul.lo.s64 	%rd102, %rd95, %rd93;
 	mul.lo.s64 	%rd6, %rd102, %rd96;
 	setp.ge.s64 	%p1, %rd200, %rd6;
-	@%p1 bra 	$L__BB49_54;
+	@%p1 bra 	$L__BB48_54;
 
 	mul.lo.s64 	%rd7, %rd96, %rd95;
 	mov.u32 	%r4, %nctaid.x;
@@ -11863,22 +11699,22 @@ $L__BB48_40:
 	or.b64  	%rd105, %rd10, %rd9;
 	and.b64  	%rd106, %rd105, -4294967296;
 	setp.eq.s64 	%p2, %rd106, 0;
-	@%p2 bra 	$L__BB49_3;
+	@%p2 bra 	$L__BB48_3;
 
 	div.u64 	%rd192, %rd10, %rd9;
-	bra.uni 	$L__BB49_4;
+	bra.uni 	$L__BB48_4;
 
-$L__BB49_3:
+$L__BB48_3:
 	cvt.u32.u64 	%r5, %rd9;
 	cvt.u32.u64 	%r6, %rd10;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd192, %r7;
 
-$L__BB49_4:
+$L__BB48_4:
 	add.s64 	%rd107, %rd192, 1;
 	and.b64  	%rd195, %rd107, 3;
 	setp.eq.s64 	%p3, %rd195, 0;
-	@%p3 bra 	$L__BB49_16;
+	@%p3 bra 	$L__BB48_16;
 
 	shl.b64 	%rd108, %rd200, 2;
 	add.s64 	%rd193, %rd1, %rd108;
@@ -11887,19 +11723,19 @@ $L__BB49_4:
 	cvt.u32.u64 	%r13, %rd95;
 	cvt.u32.u64 	%r16, %rd7;
 
-$L__BB49_6:
+$L__BB48_6:
 	.pragma "nounroll";
 	or.b64  	%rd109, %rd200, %rd96;
 	and.b64  	%rd110, %rd109, -4294967296;
 	setp.eq.s64 	%p4, %rd110, 0;
-	@%p4 bra 	$L__BB49_8;
+	@%p4 bra 	$L__BB48_8;
 
 	div.s64 	%rd196, %rd200, %rd96;
 	mul.lo.s64 	%rd111, %rd196, %rd96;
 	sub.s64 	%rd197, %rd200, %rd111;
-	bra.uni 	$L__BB49_9;
+	bra.uni 	$L__BB48_9;
 
-$L__BB49_8:
+$L__BB48_8:
 	cvt.u32.u64 	%r9, %rd200;
 	div.u32 	%r10, %r9, %r8;
 	mul.lo.s32 	%r11, %r10, %r8;
@@ -11907,35 +11743,35 @@ $L__BB49_8:
 	cvt.u64.u32 	%rd196, %r10;
 	cvt.u64.u32 	%rd197, %r12;
 
-$L__BB49_9:
+$L__BB48_9:
 	or.b64  	%rd112, %rd196, %rd95;
 	and.b64  	%rd113, %rd112, -4294967296;
 	setp.eq.s64 	%p5, %rd113, 0;
-	@%p5 bra 	$L__BB49_11;
+	@%p5 bra 	$L__BB48_11;
 
 	rem.s64 	%rd198, %rd196, %rd95;
-	bra.uni 	$L__BB49_12;
+	bra.uni 	$L__BB48_12;
 
-$L__BB49_11:
+$L__BB48_11:
 	cvt.u32.u64 	%r14, %rd196;
 	rem.u32 	%r15, %r14, %r13;
 	cvt.u64.u32 	%rd198, %r15;
 
-$L__BB49_12:
+$L__BB48_12:
 	or.b64  	%rd114, %rd200, %rd7;
 	and.b64  	%rd115, %rd114, -4294967296;
 	setp.eq.s64 	%p6, %rd115, 0;
-	@%p6 bra 	$L__BB49_14;
+	@%p6 bra 	$L__BB48_14;
 
 	div.s64 	%rd199, %rd200, %rd7;
-	bra.uni 	$L__BB49_15;
+	bra.uni 	$L__BB48_15;
 
-$L__BB49_14:
+$L__BB48_14:
 	cvt.u32.u64 	%r17, %rd200;
 	div.u32 	%r18, %r17, %r16;
 	cvt.u64.u32 	%rd199, %r18;
 
-$L__BB49_15:
+$L__BB48_15:
 	shl.b64 	%rd116, %rd198, 2;
 	add.s64 	%rd117, %rd3, %rd116;
 	ld.global.s32 	%rd118, [%rd117];
@@ -11951,25 +11787,25 @@ $L__BB49_15:
 	add.s64 	%rd193, %rd193, %rd16;
 	add.s64 	%rd195, %rd195, -1;
 	setp.ne.s64 	%p7, %rd195, 0;
-	@%p7 bra 	$L__BB49_6;
+	@%p7 bra 	$L__BB48_6;
 
-$L__BB49_16:
+$L__BB48_16:
 	setp.lt.u64 	%p8, %rd192, 3;
-	@%p8 bra 	$L__BB49_54;
+	@%p8 bra 	$L__BB48_54;
 
-$L__BB49_17:
+$L__BB48_17:
 	shl.b64 	%rd37, %rd9, 2;
 	or.b64  	%rd126, %rd200, %rd96;
 	and.b64  	%rd127, %rd126, -4294967296;
 	setp.eq.s64 	%p9, %rd127, 0;
-	@%p9 bra 	$L__BB49_19;
+	@%p9 bra 	$L__BB48_19;
 
 	div.s64 	%rd202, %rd200, %rd96;
 	mul.lo.s64 	%rd128, %rd202, %rd96;
 	sub.s64 	%rd203, %rd200, %rd128;
-	bra.uni 	$L__BB49_20;
+	bra.uni 	$L__BB48_20;
 
-$L__BB49_19:
+$L__BB48_19:
 	cvt.u32.u64 	%r19, %rd96;
 	cvt.u32.u64 	%r20, %rd200;
 	div.u32 	%r21, %r20, %r19;
@@ -11978,37 +11814,37 @@ $L__BB49_19:
 	cvt.u64.u32 	%rd202, %r21;
 	cvt.u64.u32 	%rd203, %r23;
 
-$L__BB49_20:
+$L__BB48_20:
 	or.b64  	%rd129, %rd202, %rd95;
 	and.b64  	%rd130, %rd129, -4294967296;
 	setp.eq.s64 	%p10, %rd130, 0;
-	@%p10 bra 	$L__BB49_22;
+	@%p10 bra 	$L__BB48_22;
 
 	rem.s64 	%rd204, %rd202, %rd95;
-	bra.uni 	$L__BB49_23;
+	bra.uni 	$L__BB48_23;
 
-$L__BB49_22:
+$L__BB48_22:
 	cvt.u32.u64 	%r24, %rd95;
 	cvt.u32.u64 	%r25, %rd202;
 	rem.u32 	%r26, %r25, %r24;
 	cvt.u64.u32 	%rd204, %r26;
 
-$L__BB49_23:
+$L__BB48_23:
 	or.b64  	%rd131, %rd200, %rd7;
 	and.b64  	%rd132, %rd131, -4294967296;
 	setp.eq.s64 	%p11, %rd132, 0;
-	@%p11 bra 	$L__BB49_25;
+	@%p11 bra 	$L__BB48_25;
 
 	div.s64 	%rd205, %rd200, %rd7;
-	bra.uni 	$L__BB49_26;
+	bra.uni 	$L__BB48_26;
 
-$L__BB49_25:
+$L__BB48_25:
 	cvt.u32.u64 	%r27, %rd7;
 	cvt.u32.u64 	%r28, %rd200;
 	div.u32 	%r29, %r28, %r27;
 	cvt.u64.u32 	%rd205, %r29;
 
-$L__BB49_26:
+$L__BB48_26:
 	shl.b64 	%rd133, %rd204, 2;
 	add.s64 	%rd134, %rd3, %rd133;
 	ld.global.s32 	%rd135, [%rd134];
@@ -12026,14 +11862,14 @@ $L__BB49_26:
 	or.b64  	%rd143, %rd51, %rd96;
 	and.b64  	%rd144, %rd143, -4294967296;
 	setp.eq.s64 	%p12, %rd144, 0;
-	@%p12 bra 	$L__BB49_28;
+	@%p12 bra 	$L__BB48_28;
 
 	div.s64 	%rd206, %rd51, %rd96;
 	mul.lo.s64 	%rd145, %rd206, %rd96;
 	sub.s64 	%rd207, %rd51, %rd145;
-	bra.uni 	$L__BB49_29;
+	bra.uni 	$L__BB48_29;
 
-$L__BB49_28:
+$L__BB48_28:
 	cvt.u32.u64 	%r30, %rd96;
 	cvt.u32.u64 	%r31, %rd51;
 	div.u32 	%r32, %r31, %r30;
@@ -12042,37 +11878,37 @@ $L__BB49_28:
 	cvt.u64.u32 	%rd206, %r32;
 	cvt.u64.u32 	%rd207, %r34;
 
-$L__BB49_29:
+$L__BB48_29:
 	or.b64  	%rd146, %rd206, %rd95;
 	and.b64  	%rd147, %rd146, -4294967296;
 	setp.eq.s64 	%p13, %rd147, 0;
-	@%p13 bra 	$L__BB49_31;
+	@%p13 bra 	$L__BB48_31;
 
 	rem.s64 	%rd208, %rd206, %rd95;
-	bra.uni 	$L__BB49_32;
+	bra.uni 	$L__BB48_32;
 
-$L__BB49_31:
+$L__BB48_31:
 	cvt.u32.u64 	%r35, %rd95;
 	cvt.u32.u64 	%r36, %rd206;
 	rem.u32 	%r37, %r36, %r35;
 	cvt.u64.u32 	%rd208, %r37;
 
-$L__BB49_32:
+$L__BB48_32:
 	or.b64  	%rd148, %rd51, %rd7;
 	and.b64  	%rd149, %rd148, -4294967296;
 	setp.eq.s64 	%p14, %rd149, 0;
-	@%p14 bra 	$L__BB49_34;
+	@%p14 bra 	$L__BB48_34;
 
 	div.s64 	%rd209, %rd51, %rd7;
-	bra.uni 	$L__BB49_35;
+	bra.uni 	$L__BB48_35;
 
-$L__BB49_34:
+$L__BB48_34:
 	cvt.u32.u64 	%r38, %rd7;
 	cvt.u32.u64 	%r39, %rd51;
 	div.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd209, %r40;
 
-$L__BB49_35:
+$L__BB48_35:
 	shl.b64 	%rd150, %rd208, 2;
 	add.s64 	%rd151, %rd3, %rd150;
 	ld.global.s32 	%rd152, [%rd151];
@@ -12089,14 +11925,14 @@ $L__BB49_35:
 	or.b64  	%rd159, %rd65, %rd96;
 	and.b64  	%rd160, %rd159, -4294967296;
 	setp.eq.s64 	%p15, %rd160, 0;
-	@%p15 bra 	$L__BB49_37;
+	@%p15 bra 	$L__BB48_37;
 
 	div.s64 	%rd210, %rd65, %rd96;
 	mul.lo.s64 	%rd161, %rd210, %rd96;
 	sub.s64 	%rd211, %rd65, %rd161;
-	bra.uni 	$L__BB49_38;
+	bra.uni 	$L__BB48_38;
 
-$L__BB49_37:
+$L__BB48_37:
 	cvt.u32.u64 	%r41, %rd96;
 	cvt.u32.u64 	%r42, %rd65;
 	div.u32 	%r43, %r42, %r41;
@@ -12105,37 +11941,37 @@ $L__BB49_37:
 	cvt.u64.u32 	%rd210, %r43;
 	cvt.u64.u32 	%rd211, %r45;
 
-$L__BB49_38:
+$L__BB48_38:
 	or.b64  	%rd162, %rd210, %rd95;
 	and.b64  	%rd163, %rd162, -4294967296;
 	setp.eq.s64 	%p16, %rd163, 0;
-	@%p16 bra 	$L__BB49_40;
+	@%p16 bra 	$L__BB48_40;
 
 	rem.s64 	%rd212, %rd210, %rd95;
-	bra.uni 	$L__BB49_41;
+	bra.uni 	$L__BB48_41;
 
-$L__BB49_40:
+$L__BB48_40:
 	cvt.u32.u64 	%r46, %rd95;
 	cvt.u32.u64 	%r47, %rd210;
 	rem.u32 	%r48, %r47, %r46;
 	cvt.u64.u32 	%rd212, %r48;
 
-$L__BB49_41:
+$L__BB48_41:
 	or.b64  	%rd164, %rd65, %rd7;
 	and.b64  	%rd165, %rd164, -4294967296;
 	setp.eq.s64 	%p17, %rd165, 0;
-	@%p17 bra 	$L__BB49_43;
+	@%p17 bra 	$L__BB48_43;
 
 	div.s64 	%rd213, %rd65, %rd7;
-	bra.uni 	$L__BB49_44;
+	bra.uni 	$L__BB48_44;
 
-$L__BB49_43:
+$L__BB48_43:
 	cvt.u32.u64 	%r49, %rd7;
 	cvt.u32.u64 	%r50, %rd65;
 	div.u32 	%r51, %r50, %r49;
 	cvt.u64.u32 	%rd213, %r51;
 
-$L__BB49_44:
+$L__BB48_44:
 	shl.b64 	%rd166, %rd212, 2;
 	add.s64 	%rd167, %rd3, %rd166;
 	ld.global.s32 	%rd168, [%rd167];
@@ -12152,14 +11988,14 @@ $L__BB49_44:
 	or.b64  	%rd175, %rd79, %rd96;
 	and.b64  	%rd176, %rd175, -4294967296;
 	setp.eq.s64 	%p18, %rd176, 0;
-	@%p18 bra 	$L__BB49_46;
+	@%p18 bra 	$L__BB48_46;
 
 	div.s64 	%rd214, %rd79, %rd96;
 	mul.lo.s64 	%rd177, %rd214, %rd96;
 	sub.s64 	%rd215, %rd79, %rd177;
-	bra.uni 	$L__BB49_47;
+	bra.uni 	$L__BB48_47;
 
-$L__BB49_46:
+$L__BB48_46:
 	cvt.u32.u64 	%r52, %rd96;
 	cvt.u32.u64 	%r53, %rd79;
 	div.u32 	%r54, %r53, %r52;
@@ -12168,37 +12004,37 @@ $L__BB49_46:
 	cvt.u64.u32 	%rd214, %r54;
 	cvt.u64.u32 	%rd215, %r56;
 
-$L__BB49_47:
+$L__BB48_47:
 	or.b64  	%rd178, %rd214, %rd95;
 	and.b64  	%rd179, %rd178, -4294967296;
 	setp.eq.s64 	%p19, %rd179, 0;
-	@%p19 bra 	$L__BB49_49;
+	@%p19 bra 	$L__BB48_49;
 
 	rem.s64 	%rd216, %rd214, %rd95;
-	bra.uni 	$L__BB49_50;
+	bra.uni 	$L__BB48_50;
 
-$L__BB49_49:
+$L__BB48_49:
 	cvt.u32.u64 	%r57, %rd95;
 	cvt.u32.u64 	%r58, %rd214;
 	rem.u32 	%r59, %r58, %r57;
 	cvt.u64.u32 	%rd216, %r59;
 
-$L__BB49_50:
+$L__BB48_50:
 	or.b64  	%rd180, %rd79, %rd7;
 	and.b64  	%rd181, %rd180, -4294967296;
 	setp.eq.s64 	%p20, %rd181, 0;
-	@%p20 bra 	$L__BB49_52;
+	@%p20 bra 	$L__BB48_52;
 
 	div.s64 	%rd217, %rd79, %rd7;
-	bra.uni 	$L__BB49_53;
+	bra.uni 	$L__BB48_53;
 
-$L__BB49_52:
+$L__BB48_52:
 	cvt.u32.u64 	%r60, %rd7;
 	cvt.u32.u64 	%r61, %rd79;
 	div.u32 	%r62, %r61, %r60;
 	cvt.u64.u32 	%rd217, %r62;
 
-$L__BB49_53:
+$L__BB48_53:
 	shl.b64 	%rd182, %rd216, 2;
 	add.s64 	%rd183, %rd3, %rd182;
 	ld.global.s32 	%rd184, [%rd183];
@@ -12213,9 +12049,9 @@ $L__BB49_53:
 	st.global.f32 	[%rd191], %f5;
 	add.s64 	%rd200, %rd79, %rd9;
 	setp.lt.s64 	%p21, %rd200, %rd6;
-	@%p21 bra 	$L__BB49_17;
+	@%p21 bra 	$L__BB48_17;
 
-$L__BB49_54:
+$L__BB48_54:
 	ret;
 
 }
@@ -12257,7 +12093,7 @@ $L__BB49_54:
 	mul.lo.s64 	%rd51, %rd43, %rd48;
 	mul.lo.s64 	%rd5, %rd51, %rd45;
 	setp.ge.s64 	%p1, %rd110, %rd5;
-	@%p1 bra 	$L__BB50_20;
+	@%p1 bra 	$L__BB49_20;
 
 	mul.lo.s64 	%rd6, %rd45, %rd43;
 	mov.u32 	%r4, %nctaid.x;
@@ -12269,18 +12105,18 @@ $L__BB49_54:
 	cvt.u32.u64 	%r5, %rd45;
 	cvt.u32.u64 	%r10, %rd43;
 
-$L__BB50_2:
+$L__BB49_2:
 	or.b64  	%rd53, %rd110, %rd45;
 	and.b64  	%rd54, %rd53, -4294967296;
 	setp.eq.s64 	%p2, %rd54, 0;
-	@%p2 bra 	$L__BB50_4;
+	@%p2 bra 	$L__BB49_4;
 
 	div.s64 	%rd111, %rd110, %rd45;
 	mul.lo.s64 	%rd55, %rd111, %rd45;
 	sub.s64 	%rd112, %rd110, %rd55;
-	bra.uni 	$L__BB50_5;
+	bra.uni 	$L__BB49_5;
 
-$L__BB50_4:
+$L__BB49_4:
 	cvt.u32.u64 	%r6, %rd110;
 	div.u32 	%r7, %r6, %r5;
 	mul.lo.s32 	%r8, %r7, %r5;
@@ -12288,36 +12124,36 @@ $L__BB50_4:
 	cvt.u64.u32 	%rd111, %r7;
 	cvt.u64.u32 	%rd112, %r9;
 
-$L__BB50_5:
+$L__BB49_5:
 	or.b64  	%rd56, %rd111, %rd43;
 	and.b64  	%rd57, %rd56, -4294967296;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB50_7;
+	@%p3 bra 	$L__BB49_7;
 
 	rem.s64 	%rd113, %rd111, %rd43;
-	bra.uni 	$L__BB50_8;
+	bra.uni 	$L__BB49_8;
 
-$L__BB50_7:
+$L__BB49_7:
 	cvt.u32.u64 	%r11, %rd111;
 	rem.u32 	%r12, %r11, %r10;
 	cvt.u64.u32 	%rd113, %r12;
 
-$L__BB50_8:
+$L__BB49_8:
 	or.b64  	%rd58, %rd110, %rd6;
 	and.b64  	%rd59, %rd58, -4294967296;
 	setp.eq.s64 	%p4, %rd59, 0;
-	@%p4 bra 	$L__BB50_10;
+	@%p4 bra 	$L__BB49_10;
 
 	div.s64 	%rd114, %rd110, %rd6;
-	bra.uni 	$L__BB50_11;
+	bra.uni 	$L__BB49_11;
 
-$L__BB50_10:
+$L__BB49_10:
 	cvt.u32.u64 	%r13, %rd6;
 	cvt.u32.u64 	%r14, %rd110;
 	div.u32 	%r15, %r14, %r13;
 	cvt.u64.u32 	%rd114, %r15;
 
-$L__BB50_11:
+$L__BB49_11:
 	shl.b64 	%rd60, %rd110, 2;
 	add.s64 	%rd24, %rd9, %rd60;
 	ld.global.f32 	%f24, [%rd24];
@@ -12328,7 +12164,7 @@ $L__BB50_11:
 	ld.global.u32 	%r17, [%rd62+4];
 	cvt.s64.s32 	%rd26, %r17;
 	setp.ge.s32 	%p5, %r16, %r17;
-	@%p5 bra 	$L__BB50_19;
+	@%p5 bra 	$L__BB49_19;
 
 	mul.lo.s64 	%rd27, %rd114, %rd44;
 	add.s64 	%rd28, %rd25, 1;
@@ -12337,7 +12173,7 @@ $L__BB50_11:
 	and.b64  	%rd30, %rd63, 3;
 	setp.eq.s64 	%p6, %rd30, 0;
 	mov.u64 	%rd115, %rd25;
-	@%p6 bra 	$L__BB50_16;
+	@%p6 bra 	$L__BB49_16;
 
 	shl.b64 	%rd64, %rd25, 2;
 	add.s64 	%rd31, %rd2, %rd64;
@@ -12351,7 +12187,7 @@ $L__BB50_11:
 	add.f32 	%f24, %f24, %f11;
 	setp.eq.s64 	%p7, %rd30, 1;
 	mov.u64 	%rd115, %rd28;
-	@%p7 bra 	$L__BB50_16;
+	@%p7 bra 	$L__BB49_16;
 
 	ld.global.s32 	%rd71, [%rd31+4];
 	add.s64 	%rd72, %rd27, %rd71;
@@ -12363,7 +12199,7 @@ $L__BB50_11:
 	add.f32 	%f24, %f24, %f12;
 	add.s64 	%rd115, %rd25, 2;
 	setp.eq.s64 	%p8, %rd30, 2;
-	@%p8 bra 	$L__BB50_16;
+	@%p8 bra 	$L__BB49_16;
 
 	ld.global.s32 	%rd77, [%rd31+8];
 	add.s64 	%rd78, %rd27, %rd77;
@@ -12375,16 +12211,16 @@ $L__BB50_11:
 	add.f32 	%f24, %f24, %f13;
 	add.s64 	%rd115, %rd25, 3;
 
-$L__BB50_16:
+$L__BB49_16:
 	not.b64 	%rd83, %rd25;
 	add.s64 	%rd84, %rd29, %rd83;
 	setp.lt.u64 	%p9, %rd84, 3;
-	@%p9 bra 	$L__BB50_19;
+	@%p9 bra 	$L__BB49_19;
 
 	shl.b64 	%rd85, %rd115, 2;
 	add.s64 	%rd116, %rd8, %rd85;
 
-$L__BB50_18:
+$L__BB49_18:
 	ld.global.s32 	%rd86, [%rd116+-8];
 	add.s64 	%rd87, %rd27, %rd86;
 	mul.lo.s64 	%rd88, %rd87, %rd45;
@@ -12420,15 +12256,15 @@ $L__BB50_18:
 	add.s64 	%rd116, %rd116, 16;
 	add.s64 	%rd115, %rd115, 4;
 	setp.lt.s64 	%p10, %rd115, %rd26;
-	@%p10 bra 	$L__BB50_18;
+	@%p10 bra 	$L__BB49_18;
 
-$L__BB50_19:
+$L__BB49_19:
 	st.global.f32 	[%rd24], %f24;
 	add.s64 	%rd110, %rd110, %rd7;
 	setp.lt.s64 	%p11, %rd110, %rd5;
-	@%p11 bra 	$L__BB50_2;
+	@%p11 bra 	$L__BB49_2;
 
-$L__BB50_20:
+$L__BB49_20:
 	ret;
 
 }
@@ -12474,32 +12310,32 @@ $L__BB50_20:
 	cvt.u64.u32 	%rd81, %r3;
 	add.s64 	%rd133, %rd80, %rd81;
 	setp.ge.s64 	%p1, %rd133, %rd74;
-	@%p1 bra 	$L__BB51_57;
+	@%p1 bra 	$L__BB50_57;
 
 	setp.gt.s64 	%p2, %rd75, 0;
 	cvt.rn.f32.s64 	%f1, %rd75;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd82, %r4;
 	mul.lo.s64 	%rd9, %rd82, %rd7;
-	@%p2 bra 	$L__BB51_4;
-	bra.uni 	$L__BB51_2;
+	@%p2 bra 	$L__BB50_4;
+	bra.uni 	$L__BB50_2;
 
-$L__BB51_4:
+$L__BB50_4:
 	add.s64 	%rd16, %rd75, -1;
 	and.b64  	%rd17, %rd75, 3;
 	sub.s64 	%rd18, %rd75, %rd17;
 
-$L__BB51_5:
+$L__BB50_5:
 	ld.param.u64 	%rd130, [layer_norm_f32_param_7];
 	mul.lo.s64 	%rd20, %rd133, %rd130;
 	setp.lt.u64 	%p4, %rd16, 3;
 	mov.f32 	%f178, 0f00000000;
 	mov.u64 	%rd137, 0;
-	@%p4 bra 	$L__BB51_8;
+	@%p4 bra 	$L__BB50_8;
 
 	mov.u64 	%rd136, %rd18;
 
-$L__BB51_7:
+$L__BB50_7:
 	add.s64 	%rd86, %rd137, %rd20;
 	shl.b64 	%rd87, %rd86, 2;
 	add.s64 	%rd88, %rd5, %rd87;
@@ -12514,11 +12350,11 @@ $L__BB51_7:
 	add.s64 	%rd137, %rd137, 4;
 	add.s64 	%rd136, %rd136, -4;
 	setp.ne.s64 	%p5, %rd136, 0;
-	@%p5 bra 	$L__BB51_7;
+	@%p5 bra 	$L__BB50_7;
 
-$L__BB51_8:
+$L__BB50_8:
 	setp.eq.s64 	%p6, %rd17, 0;
-	@%p6 bra 	$L__BB51_12;
+	@%p6 bra 	$L__BB50_12;
 
 	setp.eq.s64 	%p7, %rd17, 1;
 	add.s64 	%rd89, %rd137, %rd20;
@@ -12526,25 +12362,25 @@ $L__BB51_8:
 	add.s64 	%rd26, %rd5, %rd90;
 	ld.global.f32 	%f57, [%rd26];
 	add.f32 	%f178, %f178, %f57;
-	@%p7 bra 	$L__BB51_12;
+	@%p7 bra 	$L__BB50_12;
 
 	setp.eq.s64 	%p8, %rd17, 2;
 	ld.global.f32 	%f58, [%rd26+4];
 	add.f32 	%f178, %f178, %f58;
-	@%p8 bra 	$L__BB51_12;
+	@%p8 bra 	$L__BB50_12;
 
 	ld.global.f32 	%f59, [%rd26+8];
 	add.f32 	%f178, %f178, %f59;
 
-$L__BB51_12:
+$L__BB50_12:
 	div.rn.f32 	%f11, %f178, %f1;
 	mov.f32 	%f182, 0f00000000;
 	mov.u64 	%rd140, 0;
-	@%p4 bra 	$L__BB51_15;
+	@%p4 bra 	$L__BB50_15;
 
 	mov.u64 	%rd139, %rd18;
 
-$L__BB51_14:
+$L__BB50_14:
 	add.s64 	%rd93, %rd140, %rd20;
 	shl.b64 	%rd94, %rd93, 2;
 	add.s64 	%rd95, %rd5, %rd94;
@@ -12563,10 +12399,10 @@ $L__BB51_14:
 	add.s64 	%rd140, %rd140, 4;
 	add.s64 	%rd139, %rd139, -4;
 	setp.ne.s64 	%p10, %rd139, 0;
-	@%p10 bra 	$L__BB51_14;
+	@%p10 bra 	$L__BB50_14;
 
-$L__BB51_15:
-	@%p6 bra 	$L__BB51_19;
+$L__BB50_15:
+	@%p6 bra 	$L__BB50_19;
 
 	setp.eq.s64 	%p12, %rd17, 1;
 	add.s64 	%rd96, %rd140, %rd20;
@@ -12575,19 +12411,19 @@ $L__BB51_15:
 	ld.global.f32 	%f74, [%rd32];
 	sub.f32 	%f75, %f74, %f11;
 	fma.rn.f32 	%f182, %f75, %f75, %f182;
-	@%p12 bra 	$L__BB51_19;
+	@%p12 bra 	$L__BB50_19;
 
 	setp.eq.s64 	%p13, %rd17, 2;
 	ld.global.f32 	%f76, [%rd32+4];
 	sub.f32 	%f77, %f76, %f11;
 	fma.rn.f32 	%f182, %f77, %f77, %f182;
-	@%p13 bra 	$L__BB51_19;
+	@%p13 bra 	$L__BB50_19;
 
 	ld.global.f32 	%f78, [%rd32+8];
 	sub.f32 	%f79, %f78, %f11;
 	fma.rn.f32 	%f182, %f79, %f79, %f182;
 
-$L__BB51_19:
+$L__BB50_19:
 	ld.param.u64 	%rd131, [layer_norm_f32_param_4];
 	ld.param.f32 	%f174, [layer_norm_f32_param_8];
 	div.rn.f32 	%f80, %f182, %f1;
@@ -12598,14 +12434,14 @@ $L__BB51_19:
 	add.s64 	%rd99, %rd6, %rd98;
 	st.global.f32 	[%rd99], %f20;
 	setp.eq.s64 	%p14, %rd131, 0;
-	@%p14 bra 	$L__BB51_41;
+	@%p14 bra 	$L__BB50_41;
 
 	mov.u64 	%rd143, 0;
-	@%p4 bra 	$L__BB51_31;
+	@%p4 bra 	$L__BB50_31;
 
 	mov.u64 	%rd142, %rd18;
 
-$L__BB51_22:
+$L__BB50_22:
 	add.s64 	%rd35, %rd143, %rd20;
 	shl.b64 	%rd102, %rd35, 2;
 	add.s64 	%rd36, %rd5, %rd102;
@@ -12620,12 +12456,12 @@ $L__BB51_22:
 	mul.f32 	%f183, %f85, %f86;
 	add.s64 	%rd39, %rd2, %rd103;
 	setp.eq.s64 	%p16, %rd73, 0;
-	@%p16 bra 	$L__BB51_24;
+	@%p16 bra 	$L__BB50_24;
 
 	ld.global.f32 	%f87, [%rd39];
 	add.f32 	%f183, %f183, %f87;
 
-$L__BB51_24:
+$L__BB50_24:
 	add.s64 	%rd40, %rd1, %rd102;
 	st.global.f32 	[%rd40], %f183;
 	ld.global.f32 	%f88, [%rd36+4];
@@ -12634,12 +12470,12 @@ $L__BB51_24:
 	st.global.f32 	[%rd37+4], %f90;
 	ld.global.f32 	%f91, [%rd38+4];
 	mul.f32 	%f184, %f90, %f91;
-	@%p16 bra 	$L__BB51_26;
+	@%p16 bra 	$L__BB50_26;
 
 	ld.global.f32 	%f92, [%rd39+4];
 	add.f32 	%f184, %f184, %f92;
 
-$L__BB51_26:
+$L__BB50_26:
 	st.global.f32 	[%rd40+4], %f184;
 	ld.global.f32 	%f93, [%rd36+8];
 	sub.f32 	%f94, %f93, %f11;
@@ -12647,12 +12483,12 @@ $L__BB51_26:
 	st.global.f32 	[%rd37+8], %f95;
 	ld.global.f32 	%f96, [%rd38+8];
 	mul.f32 	%f185, %f95, %f96;
-	@%p16 bra 	$L__BB51_28;
+	@%p16 bra 	$L__BB50_28;
 
 	ld.global.f32 	%f97, [%rd39+8];
 	add.f32 	%f185, %f185, %f97;
 
-$L__BB51_28:
+$L__BB50_28:
 	st.global.f32 	[%rd40+8], %f185;
 	ld.global.f32 	%f98, [%rd36+12];
 	sub.f32 	%f99, %f98, %f11;
@@ -12660,20 +12496,20 @@ $L__BB51_28:
 	st.global.f32 	[%rd37+12], %f100;
 	ld.global.f32 	%f101, [%rd38+12];
 	mul.f32 	%f186, %f100, %f101;
-	@%p16 bra 	$L__BB51_30;
+	@%p16 bra 	$L__BB50_30;
 
 	ld.global.f32 	%f102, [%rd39+12];
 	add.f32 	%f186, %f186, %f102;
 
-$L__BB51_30:
+$L__BB50_30:
 	st.global.f32 	[%rd40+12], %f186;
 	add.s64 	%rd143, %rd143, 4;
 	add.s64 	%rd142, %rd142, -4;
 	setp.ne.s64 	%p20, %rd142, 0;
-	@%p20 bra 	$L__BB51_22;
+	@%p20 bra 	$L__BB50_22;
 
-$L__BB51_31:
-	@%p6 bra 	$L__BB51_56;
+$L__BB50_31:
+	@%p6 bra 	$L__BB50_56;
 
 	setp.eq.s64 	%p22, %rd73, 0;
 	add.s64 	%rd48, %rd143, %rd20;
@@ -12689,16 +12525,16 @@ $L__BB51_31:
 	ld.global.f32 	%f106, [%rd51];
 	mul.f32 	%f187, %f105, %f106;
 	add.s64 	%rd52, %rd2, %rd106;
-	@%p22 bra 	$L__BB51_34;
+	@%p22 bra 	$L__BB50_34;
 
 	ld.global.f32 	%f107, [%rd52];
 	add.f32 	%f187, %f187, %f107;
 
-$L__BB51_34:
+$L__BB50_34:
 	add.s64 	%rd53, %rd1, %rd105;
 	st.global.f32 	[%rd53], %f187;
 	setp.eq.s64 	%p23, %rd17, 1;
-	@%p23 bra 	$L__BB51_56;
+	@%p23 bra 	$L__BB50_56;
 
 	ld.global.f32 	%f108, [%rd49+4];
 	sub.f32 	%f109, %f108, %f11;
@@ -12706,15 +12542,15 @@ $L__BB51_34:
 	st.global.f32 	[%rd50+4], %f110;
 	ld.global.f32 	%f111, [%rd51+4];
 	mul.f32 	%f188, %f110, %f111;
-	@%p22 bra 	$L__BB51_37;
+	@%p22 bra 	$L__BB50_37;
 
 	ld.global.f32 	%f112, [%rd52+4];
 	add.f32 	%f188, %f188, %f112;
 
-$L__BB51_37:
+$L__BB50_37:
 	st.global.f32 	[%rd53+4], %f188;
 	setp.eq.s64 	%p25, %rd17, 2;
-	@%p25 bra 	$L__BB51_56;
+	@%p25 bra 	$L__BB50_56;
 
 	ld.global.f32 	%f113, [%rd49+8];
 	sub.f32 	%f114, %f113, %f11;
@@ -12722,25 +12558,25 @@ $L__BB51_37:
 	st.global.f32 	[%rd50+8], %f115;
 	ld.global.f32 	%f116, [%rd51+8];
 	mul.f32 	%f189, %f115, %f116;
-	@%p22 bra 	$L__BB51_40;
+	@%p22 bra 	$L__BB50_40;
 
 	ld.global.f32 	%f117, [%rd52+8];
 	add.f32 	%f189, %f189, %f117;
 
-$L__BB51_40:
+$L__BB50_40:
 	st.global.f32 	[%rd53+8], %f189;
-	bra.uni 	$L__BB51_56;
+	bra.uni 	$L__BB50_56;
 
-$L__BB51_41:
+$L__BB50_41:
 	setp.eq.s64 	%p27, %rd73, 0;
-	@%p27 bra 	$L__BB51_49;
+	@%p27 bra 	$L__BB50_49;
 
 	mov.u64 	%rd146, 0;
-	@%p4 bra 	$L__BB51_45;
+	@%p4 bra 	$L__BB50_45;
 
 	mov.u64 	%rd145, %rd18;
 
-$L__BB51_44:
+$L__BB50_44:
 	add.s64 	%rd110, %rd146, %rd20;
 	shl.b64 	%rd111, %rd110, 2;
 	add.s64 	%rd112, %rd5, %rd111;
@@ -12779,10 +12615,10 @@ $L__BB51_44:
 	add.s64 	%rd146, %rd146, 4;
 	add.s64 	%rd145, %rd145, -4;
 	setp.ne.s64 	%p29, %rd145, 0;
-	@%p29 bra 	$L__BB51_44;
+	@%p29 bra 	$L__BB50_44;
 
-$L__BB51_45:
-	@%p6 bra 	$L__BB51_56;
+$L__BB50_45:
+	@%p6 bra 	$L__BB50_56;
 
 	setp.eq.s64 	%p31, %rd17, 1;
 	add.s64 	%rd117, %rd146, %rd20;
@@ -12799,7 +12635,7 @@ $L__BB51_45:
 	add.f32 	%f142, %f140, %f141;
 	add.s64 	%rd62, %rd1, %rd118;
 	st.global.f32 	[%rd62], %f142;
-	@%p31 bra 	$L__BB51_56;
+	@%p31 bra 	$L__BB50_56;
 
 	setp.eq.s64 	%p32, %rd17, 2;
 	ld.global.f32 	%f143, [%rd59+4];
@@ -12809,7 +12645,7 @@ $L__BB51_45:
 	ld.global.f32 	%f146, [%rd61+4];
 	add.f32 	%f147, %f145, %f146;
 	st.global.f32 	[%rd62+4], %f147;
-	@%p32 bra 	$L__BB51_56;
+	@%p32 bra 	$L__BB50_56;
 
 	ld.global.f32 	%f148, [%rd59+8];
 	sub.f32 	%f149, %f148, %f11;
@@ -12818,15 +12654,15 @@ $L__BB51_45:
 	ld.global.f32 	%f151, [%rd61+8];
 	add.f32 	%f152, %f150, %f151;
 	st.global.f32 	[%rd62+8], %f152;
-	bra.uni 	$L__BB51_56;
+	bra.uni 	$L__BB50_56;
 
-$L__BB51_49:
+$L__BB50_49:
 	mov.u64 	%rd149, 0;
-	@%p4 bra 	$L__BB51_52;
+	@%p4 bra 	$L__BB50_52;
 
 	mov.u64 	%rd148, %rd18;
 
-$L__BB51_51:
+$L__BB50_51:
 	add.s64 	%rd122, %rd149, %rd20;
 	shl.b64 	%rd123, %rd122, 2;
 	add.s64 	%rd124, %rd5, %rd123;
@@ -12855,10 +12691,10 @@ $L__BB51_51:
 	add.s64 	%rd149, %rd149, 4;
 	add.s64 	%rd148, %rd148, -4;
 	setp.ne.s64 	%p34, %rd148, 0;
-	@%p34 bra 	$L__BB51_51;
+	@%p34 bra 	$L__BB50_51;
 
-$L__BB51_52:
-	@%p6 bra 	$L__BB51_56;
+$L__BB50_52:
+	@%p6 bra 	$L__BB50_56;
 
 	setp.eq.s64 	%p36, %rd17, 1;
 	add.s64 	%rd127, %rd149, %rd20;
@@ -12871,7 +12707,7 @@ $L__BB51_52:
 	st.global.f32 	[%rd69], %f167;
 	add.s64 	%rd70, %rd1, %rd128;
 	st.global.f32 	[%rd70], %f167;
-	@%p36 bra 	$L__BB51_56;
+	@%p36 bra 	$L__BB50_56;
 
 	setp.eq.s64 	%p37, %rd17, 2;
 	ld.global.f32 	%f168, [%rd68+4];
@@ -12879,7 +12715,7 @@ $L__BB51_52:
 	mul.f32 	%f170, %f20, %f169;
 	st.global.f32 	[%rd69+4], %f170;
 	st.global.f32 	[%rd70+4], %f170;
-	@%p37 bra 	$L__BB51_56;
+	@%p37 bra 	$L__BB50_56;
 
 	ld.global.f32 	%f171, [%rd68+8];
 	sub.f32 	%f172, %f171, %f11;
@@ -12887,14 +12723,14 @@ $L__BB51_52:
 	st.global.f32 	[%rd69+8], %f173;
 	st.global.f32 	[%rd70+8], %f173;
 
-$L__BB51_56:
+$L__BB50_56:
 	ld.param.u64 	%rd129, [layer_norm_f32_param_6];
 	add.s64 	%rd133, %rd133, %rd9;
 	setp.lt.s64 	%p38, %rd133, %rd129;
-	@%p38 bra 	$L__BB51_5;
-	bra.uni 	$L__BB51_57;
+	@%p38 bra 	$L__BB50_5;
+	bra.uni 	$L__BB50_57;
 
-$L__BB51_2:
+$L__BB50_2:
 	mov.f32 	%f43, 0f00000000;
 	div.rn.f32 	%f44, %f43, %f1;
 	add.f32 	%f45, %f44, %f42;
@@ -12904,14 +12740,14 @@ $L__BB51_2:
 	add.s64 	%rd132, %rd6, %rd83;
 	shl.b64 	%rd11, %rd9, 2;
 
-$L__BB51_3:
+$L__BB50_3:
 	st.global.f32 	[%rd132], %f2;
 	add.s64 	%rd132, %rd132, %rd11;
 	add.s64 	%rd133, %rd133, %rd9;
 	setp.lt.s64 	%p3, %rd133, %rd74;
-	@%p3 bra 	$L__BB51_3;
+	@%p3 bra 	$L__BB50_3;
 
-$L__BB51_57:
+$L__BB50_57:
 	ret;
 
 }
@@ -12951,10 +12787,10 @@ $L__BB51_57:
 	cvt.u64.u32 	%rd64, %r3;
 	add.s64 	%rd104, %rd63, %rd64;
 	setp.ge.s64 	%p1, %rd104, %rd58;
-	@%p1 bra 	$L__BB52_34;
+	@%p1 bra 	$L__BB51_34;
 
 	setp.lt.s64 	%p2, %rd59, 1;
-	@%p2 bra 	$L__BB52_34;
+	@%p2 bra 	$L__BB51_34;
 
 	cvt.rn.f32.s64 	%f1, %rd59;
 	add.s64 	%rd7, %rd59, -1;
@@ -12968,23 +12804,23 @@ $L__BB51_57:
 	cvt.u64.u32 	%rd65, %r4;
 	mul.lo.s64 	%rd14, %rd65, %rd5;
 
-$L__BB52_3:
+$L__BB51_3:
 	mul.lo.s64 	%rd16, %rd104, %rd59;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB52_11;
+	@%p3 bra 	$L__BB51_11;
 
 	setp.lt.u64 	%p4, %rd7, 3;
 	mov.f32 	%f210, 0f00000000;
 	mov.u64 	%rd109, 0;
 	mov.f32 	%f209, %f210;
-	@%p4 bra 	$L__BB52_7;
+	@%p4 bra 	$L__BB51_7;
 
 	shl.b64 	%rd68, %rd16, 2;
 	add.s64 	%rd107, %rd11, %rd68;
 	add.s64 	%rd106, %rd12, %rd68;
 	mov.u64 	%rd105, %rd3;
 
-$L__BB52_6:
+$L__BB51_6:
 	ld.global.f32 	%f40, [%rd105];
 	ld.global.f32 	%f41, [%rd107+-8];
 	mul.f32 	%f42, %f41, %f40;
@@ -13015,11 +12851,11 @@ $L__BB52_6:
 	add.s64 	%rd106, %rd106, 16;
 	add.s64 	%rd105, %rd105, 16;
 	setp.ne.s64 	%p5, %rd69, 0;
-	@%p5 bra 	$L__BB52_6;
+	@%p5 bra 	$L__BB51_6;
 
-$L__BB52_7:
+$L__BB51_7:
 	setp.eq.s64 	%p6, %rd8, 0;
-	@%p6 bra 	$L__BB52_18;
+	@%p6 bra 	$L__BB51_18;
 
 	setp.eq.s64 	%p7, %rd8, 1;
 	add.s64 	%rd70, %rd109, %rd16;
@@ -13034,7 +12870,7 @@ $L__BB52_7:
 	add.s64 	%rd30, %rd2, %rd71;
 	ld.global.f32 	%f65, [%rd30];
 	fma.rn.f32 	%f210, %f64, %f65, %f210;
-	@%p7 bra 	$L__BB52_18;
+	@%p7 bra 	$L__BB51_18;
 
 	setp.eq.s64 	%p8, %rd8, 2;
 	ld.global.f32 	%f66, [%rd29+4];
@@ -13043,7 +12879,7 @@ $L__BB52_7:
 	add.f32 	%f209, %f209, %f68;
 	ld.global.f32 	%f69, [%rd30+4];
 	fma.rn.f32 	%f210, %f68, %f69, %f210;
-	@%p8 bra 	$L__BB52_18;
+	@%p8 bra 	$L__BB51_18;
 
 	ld.global.f32 	%f70, [%rd29+8];
 	ld.global.f32 	%f71, [%rd28+8];
@@ -13051,18 +12887,18 @@ $L__BB52_7:
 	add.f32 	%f209, %f209, %f72;
 	ld.global.f32 	%f73, [%rd30+8];
 	fma.rn.f32 	%f210, %f72, %f73, %f210;
-	bra.uni 	$L__BB52_18;
+	bra.uni 	$L__BB51_18;
 
-$L__BB52_11:
+$L__BB51_11:
 	setp.lt.u64 	%p9, %rd7, 3;
 	mov.f32 	%f210, 0f00000000;
 	mov.u64 	%rd112, 0;
 	mov.f32 	%f209, %f210;
-	@%p9 bra 	$L__BB52_14;
+	@%p9 bra 	$L__BB51_14;
 
 	mov.u64 	%rd111, %rd9;
 
-$L__BB52_13:
+$L__BB51_13:
 	add.s64 	%rd75, %rd112, %rd16;
 	shl.b64 	%rd76, %rd75, 2;
 	add.s64 	%rd77, %rd4, %rd76;
@@ -13086,11 +12922,11 @@ $L__BB52_13:
 	add.s64 	%rd112, %rd112, 4;
 	add.s64 	%rd111, %rd111, -4;
 	setp.ne.s64 	%p10, %rd111, 0;
-	@%p10 bra 	$L__BB52_13;
+	@%p10 bra 	$L__BB51_13;
 
-$L__BB52_14:
+$L__BB51_14:
 	setp.eq.s64 	%p11, %rd8, 0;
-	@%p11 bra 	$L__BB52_18;
+	@%p11 bra 	$L__BB51_18;
 
 	setp.eq.s64 	%p12, %rd8, 1;
 	add.s64 	%rd79, %rd112, %rd16;
@@ -13101,35 +12937,35 @@ $L__BB52_14:
 	add.s64 	%rd37, %rd2, %rd80;
 	ld.global.f32 	%f94, [%rd37];
 	fma.rn.f32 	%f210, %f93, %f94, %f210;
-	@%p12 bra 	$L__BB52_18;
+	@%p12 bra 	$L__BB51_18;
 
 	setp.eq.s64 	%p13, %rd8, 2;
 	ld.global.f32 	%f95, [%rd36+4];
 	add.f32 	%f209, %f209, %f95;
 	ld.global.f32 	%f96, [%rd37+4];
 	fma.rn.f32 	%f210, %f95, %f96, %f210;
-	@%p13 bra 	$L__BB52_18;
+	@%p13 bra 	$L__BB51_18;
 
 	ld.global.f32 	%f97, [%rd36+8];
 	add.f32 	%f209, %f209, %f97;
 	ld.global.f32 	%f98, [%rd37+8];
 	fma.rn.f32 	%f210, %f97, %f98, %f210;
 
-$L__BB52_18:
+$L__BB51_18:
 	div.rn.f32 	%f32, %f209, %f1;
 	div.rn.f32 	%f33, %f210, %f1;
 	shl.b64 	%rd81, %rd104, 2;
 	add.s64 	%rd82, %rd13, %rd81;
 	ld.global.f32 	%f34, [%rd82];
-	@%p3 bra 	$L__BB52_26;
+	@%p3 bra 	$L__BB51_26;
 
 	setp.lt.u64 	%p15, %rd7, 3;
 	mov.u64 	%rd115, 0;
-	@%p15 bra 	$L__BB52_22;
+	@%p15 bra 	$L__BB51_22;
 
 	mov.u64 	%rd114, %rd9;
 
-$L__BB52_21:
+$L__BB51_21:
 	add.s64 	%rd85, %rd115, %rd16;
 	shl.b64 	%rd86, %rd85, 2;
 	add.s64 	%rd87, %rd4, %rd86;
@@ -13176,11 +13012,11 @@ $L__BB52_21:
 	add.s64 	%rd115, %rd115, 4;
 	add.s64 	%rd114, %rd114, -4;
 	setp.ne.s64 	%p16, %rd114, 0;
-	@%p16 bra 	$L__BB52_21;
+	@%p16 bra 	$L__BB51_21;
 
-$L__BB52_22:
+$L__BB51_22:
 	setp.eq.s64 	%p17, %rd8, 0;
-	@%p17 bra 	$L__BB52_33;
+	@%p17 bra 	$L__BB51_33;
 
 	setp.eq.s64 	%p18, %rd8, 1;
 	add.s64 	%rd92, %rd115, %rd16;
@@ -13199,7 +13035,7 @@ $L__BB52_22:
 	mul.f32 	%f138, %f34, %f137;
 	add.s64 	%rd46, %rd1, %rd93;
 	st.global.f32 	[%rd46], %f138;
-	@%p18 bra 	$L__BB52_33;
+	@%p18 bra 	$L__BB51_33;
 
 	setp.eq.s64 	%p19, %rd8, 2;
 	ld.global.f32 	%f139, [%rd44+4];
@@ -13211,7 +13047,7 @@ $L__BB52_22:
 	sub.f32 	%f145, %f142, %f144;
 	mul.f32 	%f146, %f34, %f145;
 	st.global.f32 	[%rd46+4], %f146;
-	@%p19 bra 	$L__BB52_33;
+	@%p19 bra 	$L__BB51_33;
 
 	ld.global.f32 	%f147, [%rd44+8];
 	ld.global.f32 	%f148, [%rd43+8];
@@ -13222,16 +13058,16 @@ $L__BB52_22:
 	sub.f32 	%f153, %f150, %f152;
 	mul.f32 	%f154, %f34, %f153;
 	st.global.f32 	[%rd46+8], %f154;
-	bra.uni 	$L__BB52_33;
+	bra.uni 	$L__BB51_33;
 
-$L__BB52_26:
+$L__BB51_26:
 	setp.lt.u64 	%p20, %rd7, 3;
 	mov.u64 	%rd118, 0;
-	@%p20 bra 	$L__BB52_29;
+	@%p20 bra 	$L__BB51_29;
 
 	mov.u64 	%rd117, %rd9;
 
-$L__BB52_28:
+$L__BB51_28:
 	add.s64 	%rd97, %rd118, %rd16;
 	shl.b64 	%rd98, %rd97, 2;
 	add.s64 	%rd99, %rd4, %rd98;
@@ -13268,11 +13104,11 @@ $L__BB52_28:
 	add.s64 	%rd118, %rd118, 4;
 	add.s64 	%rd117, %rd117, -4;
 	setp.ne.s64 	%p21, %rd117, 0;
-	@%p21 bra 	$L__BB52_28;
+	@%p21 bra 	$L__BB51_28;
 
-$L__BB52_29:
+$L__BB51_29:
 	setp.eq.s64 	%p22, %rd8, 0;
-	@%p22 bra 	$L__BB52_33;
+	@%p22 bra 	$L__BB51_33;
 
 	setp.eq.s64 	%p23, %rd8, 1;
 	add.s64 	%rd102, %rd118, %rd16;
@@ -13287,7 +13123,7 @@ $L__BB52_29:
 	mul.f32 	%f184, %f34, %f183;
 	add.s64 	%rd54, %rd1, %rd103;
 	st.global.f32 	[%rd54], %f184;
-	@%p23 bra 	$L__BB52_33;
+	@%p23 bra 	$L__BB51_33;
 
 	setp.eq.s64 	%p24, %rd8, 2;
 	ld.global.f32 	%f185, [%rd52+4];
@@ -13297,7 +13133,7 @@ $L__BB52_29:
 	sub.f32 	%f189, %f186, %f188;
 	mul.f32 	%f190, %f34, %f189;
 	st.global.f32 	[%rd54+4], %f190;
-	@%p24 bra 	$L__BB52_33;
+	@%p24 bra 	$L__BB51_33;
 
 	ld.global.f32 	%f191, [%rd52+8];
 	sub.f32 	%f192, %f191, %f32;
@@ -13307,359 +13143,522 @@ $L__BB52_29:
 	mul.f32 	%f196, %f34, %f195;
 	st.global.f32 	[%rd54+8], %f196;
 
-$L__BB52_33:
+$L__BB51_33:
 	add.s64 	%rd104, %rd104, %rd14;
 	setp.lt.s64 	%p25, %rd104, %rd58;
-	@%p25 bra 	$L__BB52_3;
+	@%p25 bra 	$L__BB51_3;
 
-$L__BB52_34:
+$L__BB51_34:
 	ret;
 
 }
-	// .globl	layer_norm_params_bwd_f32
-.visible .entry layer_norm_params_bwd_f32(
-	.param .u64 layer_norm_params_bwd_f32_param_0,
-	.param .u64 layer_norm_params_bwd_f32_param_1,
-	.param .u64 layer_norm_params_bwd_f32_param_2,
-	.param .u64 layer_norm_params_bwd_f32_param_3,
-	.param .u64 layer_norm_params_bwd_f32_param_4,
-	.param .u64 layer_norm_params_bwd_f32_param_5
+	// .globl	col_sums_part_f32
+.visible .entry col_sums_part_f32(
+	.param .u64 col_sums_part_f32_param_0,
+	.param .u64 col_sums_part_f32_param_1,
+	.param .u64 col_sums_part_f32_param_2,
+	.param .u64 col_sums_part_f32_param_3,
+	.param .u64 col_sums_part_f32_param_4,
+	.param .u64 col_sums_part_f32_param_5
 )
 {
-	.reg .pred 	%p<31>;
-	.reg .f32 	%f<84>;
-	.reg .b32 	%r<8>;
-	.reg .b64 	%rd<139>;
+	.reg .pred 	%p<21>;
+	.reg .f32 	%f<73>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<133>;
+	// demoted variable
+	.shared .align 4 .b8 _ZZ17col_sums_part_f32E5lanes[1024];
+
+	ld.param.u64 	%rd63, [col_sums_part_f32_param_0];
+	ld.param.u64 	%rd68, [col_sums_part_f32_param_1];
+	ld.param.u64 	%rd64, [col_sums_part_f32_param_2];
+	ld.param.u64 	%rd65, [col_sums_part_f32_param_3];
+	ld.param.u64 	%rd66, [col_sums_part_f32_param_4];
+	ld.param.u64 	%rd67, [col_sums_part_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd64;
+	cvta.to.global.u64 	%rd2, %rd68;
+	add.s64 	%rd69, %rd66, 31;
+	shr.s64 	%rd70, %rd69, 63;
+	shr.u64 	%rd71, %rd70, 59;
+	add.s64 	%rd72, %rd69, %rd71;
+	shr.s64 	%rd3, %rd72, 5;
+	add.s64 	%rd73, %rd65, %rd67;
+	add.s64 	%rd4, %rd73, -1;
+	or.b64  	%rd74, %rd4, %rd67;
+	and.b64  	%rd75, %rd74, -4294967296;
+	setp.eq.s64 	%p1, %rd75, 0;
+	@%p1 bra 	$L__BB52_2;
+
+	div.s64 	%rd122, %rd4, %rd67;
+	bra.uni 	$L__BB52_3;
+
+$L__BB52_2:
+	cvt.u32.u64 	%r3, %rd67;
+	cvt.u32.u64 	%r4, %rd4;
+	div.u32 	%r5, %r4, %r3;
+	cvt.u64.u32 	%rd122, %r5;
+
+$L__BB52_3:
+	mov.u32 	%r1, %tid.x;
+	shr.u32 	%r2, %r1, 5;
+	mov.u32 	%r6, %ctaid.x;
+	cvt.u64.u32 	%rd123, %r6;
+	mul.lo.s64 	%rd9, %rd122, %rd3;
+	setp.le.s64 	%p2, %rd9, %rd123;
+	@%p2 bra 	$L__BB52_28;
+
+	and.b32  	%r7, %r1, 31;
+	cvt.u64.u32 	%rd10, %r7;
+	cvt.u64.u32 	%rd11, %r2;
+	mul.wide.u32 	%rd76, %r2, 128;
+	mov.u64 	%rd77, _ZZ17col_sums_part_f32E5lanes;
+	add.s64 	%rd78, %rd77, %rd76;
+	shl.b32 	%r8, %r1, 2;
+	cvt.u64.u32 	%rd79, %r8;
+	and.b64  	%rd80, %rd79, 124;
+	add.s64 	%rd12, %rd78, %rd80;
+	mov.u32 	%r9, %nctaid.x;
+	cvt.u64.u32 	%rd13, %r9;
+	mov.u64 	%rd81, -2;
+	sub.s64 	%rd14, %rd81, %rd11;
+	add.s64 	%rd15, %rd77, %rd80;
+	add.s64 	%rd18, %rd2, %rd80;
+	shl.b64 	%rd17, %rd66, 5;
+	add.s64 	%rd19, %rd1, %rd80;
+	cvta.to.global.u64 	%rd20, %rd63;
+
+$L__BB52_5:
+	or.b64  	%rd82, %rd123, %rd3;
+	and.b64  	%rd83, %rd82, -4294967296;
+	setp.eq.s64 	%p3, %rd83, 0;
+	@%p3 bra 	$L__BB52_7;
+
+	div.s64 	%rd124, %rd123, %rd3;
+	mul.lo.s64 	%rd84, %rd124, %rd3;
+	sub.s64 	%rd125, %rd123, %rd84;
+	bra.uni 	$L__BB52_8;
+
+$L__BB52_7:
+	cvt.u32.u64 	%r17, %rd3;
+	cvt.u32.u64 	%r11, %rd123;
+	div.u32 	%r12, %r11, %r17;
+	mul.lo.s32 	%r13, %r12, %r17;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd124, %r12;
+	cvt.u64.u32 	%rd125, %r14;
+
+$L__BB52_8:
+	ld.param.u64 	%rd120, [col_sums_part_f32_param_3];
+	ld.param.u64 	%rd119, [col_sums_part_f32_param_5];
+	shl.b64 	%rd28, %rd125, 5;
+	or.b64  	%rd29, %rd28, %rd10;
+	mul.lo.s64 	%rd30, %rd124, %rd119;
+	add.s64 	%rd85, %rd30, %rd119;
+	min.s64 	%rd31, %rd85, %rd120;
+	setp.ge.s64 	%p4, %rd29, %rd66;
+	mov.f32 	%f72, 0f00000000;
+	@%p4 bra 	$L__BB52_25;
+
+	add.s64 	%rd32, %rd30, %rd11;
+	setp.ge.s64 	%p5, %rd32, %rd31;
+	@%p5 bra 	$L__BB52_25;
+
+	ld.param.u64 	%rd121, [col_sums_part_f32_param_2];
+	setp.eq.s64 	%p6, %rd121, 0;
+	not.b64 	%rd86, %rd31;
+	sub.s64 	%rd87, %rd14, %rd30;
+	sub.s64 	%rd33, %rd87, %rd86;
+	shr.u64 	%rd88, %rd33, 3;
+	add.s64 	%rd89, %rd88, 1;
+	and.b64  	%rd34, %rd89, 3;
+	mul.lo.s64 	%rd90, %rd32, %rd66;
+	add.s64 	%rd91, %rd90, %rd29;
+	shl.b64 	%rd92, %rd91, 2;
+	add.s64 	%rd35, %rd2, %rd92;
+	add.s64 	%rd36, %rd35, %rd17;
+	add.s64 	%rd37, %rd36, %rd17;
+	@%p6 bra 	$L__BB52_18;
+
+	setp.eq.s64 	%p7, %rd34, 0;
+	mov.f32 	%f72, 0f00000000;
+	mov.u64 	%rd126, %rd32;
+	@%p7 bra 	$L__BB52_15;
+
+	add.s64 	%rd38, %rd1, %rd92;
+	ld.global.f32 	%f20, [%rd38];
+	ld.global.f32 	%f21, [%rd35];
+	fma.rn.f32 	%f72, %f21, %f20, 0f00000000;
+	add.s64 	%rd126, %rd32, 8;
+	setp.eq.s64 	%p8, %rd34, 1;
+	@%p8 bra 	$L__BB52_15;
+
+	shl.b64 	%rd40, %rd66, 3;
+	add.s64 	%rd41, %rd38, %rd17;
+	ld.global.f32 	%f22, [%rd41];
+	ld.global.f32 	%f23, [%rd36];
+	fma.rn.f32 	%f72, %f23, %f22, %f72;
+	add.s64 	%rd126, %rd32, 16;
+	setp.eq.s64 	%p9, %rd34, 2;
+	@%p9 bra 	$L__BB52_15;
+
+	ld.global.f32 	%f24, [%rd37];
+	shl.b64 	%rd98, %rd40, 2;
+	add.s64 	%rd99, %rd41, %rd98;
+	ld.global.f32 	%f25, [%rd99];
+	fma.rn.f32 	%f72, %f24, %f25, %f72;
+	add.s64 	%rd126, %rd32, 24;
+
+$L__BB52_15:
+	setp.lt.u64 	%p10, %rd33, 24;
+	@%p10 bra 	$L__BB52_25;
+
+	mul.lo.s64 	%rd100, %rd66, %rd126;
+	add.s64 	%rd101, %rd100, %rd28;
+	shl.b64 	%rd102, %rd101, 2;
+	add.s64 	%rd128, %rd18, %rd102;
+	add.s64 	%rd129, %rd19, %rd102;
+
+$L__BB52_17:
+	ld.global.f32 	%f26, [%rd129];
+	ld.global.f32 	%f27, [%rd128];
+	fma.rn.f32 	%f28, %f27, %f26, %f72;
+	add.s64 	%rd103, %rd128, %rd17;
+	add.s64 	%rd104, %rd129, %rd17;
+	ld.global.f32 	%f29, [%rd104];
+	ld.global.f32 	%f30, [%rd103];
+	fma.rn.f32 	%f31, %f30, %f29, %f28;
+	add.s64 	%rd105, %rd103, %rd17;
+	add.s64 	%rd106, %rd104, %rd17;
+	ld.global.f32 	%f32, [%rd106];
+	ld.global.f32 	%f33, [%rd105];
+	fma.rn.f32 	%f34, %f33, %f32, %f31;
+	add.s64 	%rd107, %rd105, %rd17;
+	add.s64 	%rd128, %rd107, %rd17;
+	add.s64 	%rd108, %rd106, %rd17;
+	add.s64 	%rd129, %rd108, %rd17;
+	ld.global.f32 	%f35, [%rd108];
+	ld.global.f32 	%f36, [%rd107];
+	fma.rn.f32 	%f72, %f36, %f35, %f34;
+	add.s64 	%rd126, %rd126, 32;
+	setp.lt.s64 	%p11, %rd126, %rd31;
+	@%p11 bra 	$L__BB52_17;
+	bra.uni 	$L__BB52_25;
+
+$L__BB52_18:
+	setp.eq.s64 	%p12, %rd34, 0;
+	mov.f32 	%f72, 0f00000000;
+	mov.u64 	%rd130, %rd32;
+	@%p12 bra 	$L__BB52_22;
+
+	ld.global.f32 	%f39, [%rd35];
+	add.f32 	%f72, %f39, 0f00000000;
+	add.s64 	%rd130, %rd32, 8;
+	setp.eq.s64 	%p13, %rd34, 1;
+	@%p13 bra 	$L__BB52_22;
+
+	ld.global.f32 	%f40, [%rd36];
+	add.f32 	%f72, %f72, %f40;
+	add.s64 	%rd130, %rd32, 16;
+	setp.eq.s64 	%p14, %rd34, 2;
+	@%p14 bra 	$L__BB52_22;
+
+	ld.global.f32 	%f41, [%rd37];
+	add.f32 	%f72, %f72, %f41;
+	add.s64 	%rd130, %rd32, 24;
+
+$L__BB52_22:
+	setp.lt.u64 	%p15, %rd33, 24;
+	@%p15 bra 	$L__BB52_25;
+
+	mul.lo.s64 	%rd109, %rd66, %rd130;
+	add.s64 	%rd110, %rd109, %rd28;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd132, %rd18, %rd111;
+
+$L__BB52_24:
+	ld.global.f32 	%f42, [%rd132];
+	add.f32 	%f43, %f72, %f42;
+	add.s64 	%rd112, %rd132, %rd17;
+	ld.global.f32 	%f44, [%rd112];
+	add.f32 	%f45, %f43, %f44;
+	add.s64 	%rd113, %rd112, %rd17;
+	ld.global.f32 	%f46, [%rd113];
+	add.f32 	%f47, %f45, %f46;
+	add.s64 	%rd114, %rd113, %rd17;
+	add.s64 	%rd132, %rd114, %rd17;
+	ld.global.f32 	%f48, [%rd114];
+	add.f32 	%f72, %f47, %f48;
+	add.s64 	%rd130, %rd130, 32;
+	setp.lt.s64 	%p16, %rd130, %rd31;
+	@%p16 bra 	$L__BB52_24;
+
+$L__BB52_25:
+	mov.u32 	%r16, %tid.x;
+	shr.u32 	%r15, %r16, 5;
+	st.shared.f32 	[%rd12], %f72;
+	bar.sync 	0;
+	setp.ne.s32 	%p17, %r15, 0;
+	or.pred  	%p19, %p17, %p4;
+	@%p19 bra 	$L__BB52_27;
+
+	ld.shared.f32 	%f49, [%rd15];
+	add.f32 	%f50, %f49, 0f00000000;
+	ld.shared.f32 	%f51, [%rd15+128];
+	add.f32 	%f52, %f50, %f51;
+	ld.shared.f32 	%f53, [%rd15+256];
+	add.f32 	%f54, %f52, %f53;
+	ld.shared.f32 	%f55, [%rd15+384];
+	add.f32 	%f56, %f54, %f55;
+	ld.shared.f32 	%f57, [%rd15+512];
+	add.f32 	%f58, %f56, %f57;
+	ld.shared.f32 	%f59, [%rd15+640];
+	add.f32 	%f60, %f58, %f59;
+	ld.shared.f32 	%f61, [%rd15+768];
+	add.f32 	%f62, %f60, %f61;
+	ld.shared.f32 	%f63, [%rd15+896];
+	add.f32 	%f64, %f62, %f63;
+	mul.lo.s64 	%rd115, %rd124, %rd66;
+	add.s64 	%rd116, %rd115, %rd29;
+	shl.b64 	%rd117, %rd116, 2;
+	add.s64 	%rd118, %rd20, %rd117;
+	st.global.f32 	[%rd118], %f64;
+
+$L__BB52_27:
+	bar.sync 	0;
+	add.s64 	%rd123, %rd123, %rd13;
+	setp.lt.s64 	%p20, %rd123, %rd9;
+	@%p20 bra 	$L__BB52_5;
+
+$L__BB52_28:
+	ret;
+
+}
+	// .globl	col_sums_f32
+.visible .entry col_sums_f32(
+	.param .u64 col_sums_f32_param_0,
+	.param .u64 col_sums_f32_param_1,
+	.param .u64 col_sums_f32_param_2,
+	.param .u64 col_sums_f32_param_3,
+	.param .f32 col_sums_f32_param_4
+)
+{
+	.reg .pred 	%p<20>;
+	.reg .f32 	%f<41>;
+	.reg .b32 	%r<10>;
+	.reg .b64 	%rd<108>;
 
 
-	ld.param.u64 	%rd63, [layer_norm_params_bwd_f32_param_0];
-	ld.param.u64 	%rd64, [layer_norm_params_bwd_f32_param_1];
-	ld.param.u64 	%rd67, [layer_norm_params_bwd_f32_param_2];
-	ld.param.u64 	%rd68, [layer_norm_params_bwd_f32_param_3];
-	ld.param.u64 	%rd65, [layer_norm_params_bwd_f32_param_4];
-	ld.param.u64 	%rd66, [layer_norm_params_bwd_f32_param_5];
-	cvta.to.global.u64 	%rd1, %rd68;
-	cvta.to.global.u64 	%rd2, %rd67;
-	cvta.to.global.u64 	%rd3, %rd64;
-	cvta.to.global.u64 	%rd4, %rd63;
+	ld.param.u64 	%rd51, [col_sums_f32_param_0];
+	ld.param.u64 	%rd52, [col_sums_f32_param_1];
+	ld.param.u64 	%rd49, [col_sums_f32_param_2];
+	ld.param.u64 	%rd50, [col_sums_f32_param_3];
+	ld.param.f32 	%f11, [col_sums_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd52;
+	cvta.to.global.u64 	%rd2, %rd51;
 	mov.u32 	%r1, %ctaid.x;
 	mov.u32 	%r2, %ntid.x;
-	cvt.u64.u32 	%rd5, %r2;
-	mul.wide.u32 	%rd69, %r1, %r2;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd53, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd70, %r3;
-	add.s64 	%rd126, %rd69, %rd70;
-	setp.ge.s64 	%p1, %rd126, %rd66;
-	@%p1 bra 	$L__BB53_48;
+	cvt.u64.u32 	%rd54, %r3;
+	add.s64 	%rd96, %rd53, %rd54;
+	setp.ge.s64 	%p1, %rd96, %rd50;
+	@%p1 bra 	$L__BB53_29;
 
-	setp.gt.s64 	%p2, %rd65, 0;
+	setp.gt.s64 	%p2, %rd49, 0;
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd7, %r4;
-	mul.lo.s64 	%rd8, %rd7, %rd5;
-	@%p2 bra 	$L__BB53_35;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	@%p2 bra 	$L__BB53_18;
 	bra.uni 	$L__BB53_2;
 
-$L__BB53_35:
-	add.s64 	%rd41, %rd65, -1;
-	and.b64  	%rd42, %rd65, 3;
-	sub.s64 	%rd43, %rd42, %rd65;
-	shl.b64 	%rd45, %rd66, 2;
-	mov.u64 	%rd99, 0;
-	mov.u64 	%rd133, %rd99;
-	mov.u64 	%rd134, %rd126;
+$L__BB53_18:
+	add.s64 	%rd34, %rd49, -1;
+	and.b64  	%rd35, %rd49, 3;
+	sub.s64 	%rd36, %rd35, %rd49;
+	shl.b64 	%rd37, %rd50, 2;
 
-$L__BB53_36:
-	setp.lt.u64 	%p23, %rd41, 3;
-	mov.f32 	%f83, 0f00000000;
-	mov.u64 	%rd138, %rd99;
-	mov.f32 	%f82, %f83;
-	@%p23 bra 	$L__BB53_39;
+$L__BB53_19:
+	setp.lt.u64 	%p13, %rd34, 3;
+	mov.f32 	%f39, 0f00000000;
+	mov.u64 	%rd107, 0;
+	@%p13 bra 	$L__BB53_22;
 
-	mul.lo.s64 	%rd102, %rd8, %rd133;
-	add.s64 	%rd103, %rd126, %rd102;
-	shl.b64 	%rd104, %rd103, 2;
-	add.s64 	%rd137, %rd1, %rd104;
-	add.s64 	%rd136, %rd2, %rd104;
-	mov.u64 	%rd138, 0;
+	shl.b64 	%rd81, %rd96, 2;
+	add.s64 	%rd105, %rd1, %rd81;
 
-$L__BB53_38:
-	ld.global.f32 	%f52, [%rd137];
-	ld.global.f32 	%f53, [%rd136];
-	fma.rn.f32 	%f54, %f53, %f52, %f82;
-	add.f32 	%f55, %f83, %f53;
-	add.s64 	%rd105, %rd136, %rd45;
-	add.s64 	%rd106, %rd137, %rd45;
-	ld.global.f32 	%f56, [%rd106];
-	ld.global.f32 	%f57, [%rd105];
-	fma.rn.f32 	%f58, %f57, %f56, %f54;
-	add.f32 	%f59, %f55, %f57;
-	add.s64 	%rd107, %rd105, %rd45;
-	add.s64 	%rd108, %rd106, %rd45;
-	ld.global.f32 	%f60, [%rd108];
-	ld.global.f32 	%f61, [%rd107];
-	fma.rn.f32 	%f62, %f61, %f60, %f58;
-	add.f32 	%f63, %f59, %f61;
-	add.s64 	%rd109, %rd107, %rd45;
-	add.s64 	%rd136, %rd109, %rd45;
-	add.s64 	%rd110, %rd108, %rd45;
-	add.s64 	%rd137, %rd110, %rd45;
-	ld.global.f32 	%f64, [%rd110];
-	ld.global.f32 	%f65, [%rd109];
-	fma.rn.f32 	%f82, %f65, %f64, %f62;
-	add.f32 	%f83, %f63, %f65;
-	add.s64 	%rd138, %rd138, 4;
-	add.s64 	%rd111, %rd43, %rd138;
-	setp.ne.s64 	%p24, %rd111, 0;
-	@%p24 bra 	$L__BB53_38;
+$L__BB53_21:
+	ld.global.f32 	%f25, [%rd105];
+	add.f32 	%f26, %f39, %f25;
+	add.s64 	%rd82, %rd105, %rd37;
+	ld.global.f32 	%f27, [%rd82];
+	add.f32 	%f28, %f26, %f27;
+	add.s64 	%rd83, %rd82, %rd37;
+	ld.global.f32 	%f29, [%rd83];
+	add.f32 	%f30, %f28, %f29;
+	add.s64 	%rd84, %rd83, %rd37;
+	add.s64 	%rd105, %rd84, %rd37;
+	ld.global.f32 	%f31, [%rd84];
+	add.f32 	%f39, %f30, %f31;
+	add.s64 	%rd107, %rd107, 4;
+	add.s64 	%rd85, %rd36, %rd107;
+	setp.ne.s64 	%p14, %rd85, 0;
+	@%p14 bra 	$L__BB53_21;
 
-$L__BB53_39:
-	setp.eq.s64 	%p25, %rd42, 0;
-	@%p25 bra 	$L__BB53_43;
+$L__BB53_22:
+	setp.eq.s64 	%p15, %rd35, 0;
+	@%p15 bra 	$L__BB53_26;
 
-	setp.eq.s64 	%p26, %rd42, 1;
-	mul.lo.s64 	%rd112, %rd138, %rd66;
-	add.s64 	%rd113, %rd112, %rd134;
-	shl.b64 	%rd114, %rd113, 2;
-	add.s64 	%rd57, %rd2, %rd114;
-	add.s64 	%rd58, %rd1, %rd114;
-	ld.global.f32 	%f66, [%rd58];
-	ld.global.f32 	%f67, [%rd57];
-	fma.rn.f32 	%f82, %f67, %f66, %f82;
-	add.f32 	%f83, %f83, %f67;
-	@%p26 bra 	$L__BB53_43;
+	setp.eq.s64 	%p16, %rd35, 1;
+	mul.lo.s64 	%rd86, %rd107, %rd50;
+	add.s64 	%rd87, %rd86, %rd96;
+	shl.b64 	%rd88, %rd87, 2;
+	add.s64 	%rd45, %rd1, %rd88;
+	ld.global.f32 	%f32, [%rd45];
+	add.f32 	%f39, %f39, %f32;
+	@%p16 bra 	$L__BB53_26;
 
-	setp.eq.s64 	%p27, %rd42, 2;
-	add.s64 	%rd59, %rd58, %rd45;
-	ld.global.f32 	%f68, [%rd59];
-	add.s64 	%rd60, %rd57, %rd45;
-	ld.global.f32 	%f69, [%rd60];
-	fma.rn.f32 	%f82, %f69, %f68, %f82;
-	add.f32 	%f83, %f83, %f69;
-	@%p27 bra 	$L__BB53_43;
+	setp.eq.s64 	%p17, %rd35, 2;
+	add.s64 	%rd46, %rd45, %rd37;
+	ld.global.f32 	%f33, [%rd46];
+	add.f32 	%f39, %f39, %f33;
+	@%p17 bra 	$L__BB53_26;
 
-	add.s64 	%rd117, %rd60, %rd45;
-	add.s64 	%rd118, %rd59, %rd45;
-	ld.global.f32 	%f70, [%rd118];
-	ld.global.f32 	%f71, [%rd117];
-	fma.rn.f32 	%f82, %f71, %f70, %f82;
-	add.f32 	%f83, %f83, %f71;
+	add.s64 	%rd91, %rd46, %rd37;
+	ld.global.f32 	%f34, [%rd91];
+	add.f32 	%f39, %f39, %f34;
 
-$L__BB53_43:
-	setp.eq.s64 	%p28, %rd63, 0;
-	@%p28 bra 	$L__BB53_45;
+$L__BB53_26:
+	shl.b64 	%rd92, %rd96, 2;
+	add.s64 	%rd47, %rd2, %rd92;
+	setp.eq.f32 	%p18, %f11, 0f00000000;
+	@%p18 bra 	$L__BB53_28;
 
-	shl.b64 	%rd119, %rd134, 2;
-	add.s64 	%rd120, %rd4, %rd119;
-	ld.global.f32 	%f72, [%rd120];
-	add.f32 	%f73, %f82, %f72;
-	st.global.f32 	[%rd120], %f73;
+	ld.global.f32 	%f35, [%rd47];
+	add.f32 	%f39, %f39, %f35;
 
-$L__BB53_45:
-	setp.eq.s64 	%p29, %rd64, 0;
-	@%p29 bra 	$L__BB53_47;
+$L__BB53_28:
+	st.global.f32 	[%rd47], %f39;
+	add.s64 	%rd96, %rd96, %rd6;
+	setp.lt.s64 	%p19, %rd96, %rd50;
+	@%p19 bra 	$L__BB53_19;
 
-	shl.b64 	%rd121, %rd134, 2;
-	add.s64 	%rd122, %rd3, %rd121;
-	ld.global.f32 	%f74, [%rd122];
-	add.f32 	%f75, %f83, %f74;
-	st.global.f32 	[%rd122], %f75;
-
-$L__BB53_47:
-	add.s64 	%rd134, %rd134, %rd8;
-	setp.lt.s64 	%p30, %rd134, %rd66;
-	add.s64 	%rd133, %rd133, 1;
-	@%p30 bra 	$L__BB53_36;
-
-$L__BB53_48:
+$L__BB53_29:
 	ret;
 
 $L__BB53_2:
-	not.b64 	%rd71, %rd126;
-	add.s64 	%rd9, %rd71, %rd66;
-	or.b64  	%rd72, %rd9, %rd8;
-	and.b64  	%rd73, %rd72, -4294967296;
-	setp.eq.s64 	%p3, %rd73, 0;
+	not.b64 	%rd55, %rd96;
+	add.s64 	%rd7, %rd55, %rd50;
+	or.b64  	%rd56, %rd7, %rd6;
+	and.b64  	%rd57, %rd56, -4294967296;
+	setp.eq.s64 	%p3, %rd57, 0;
 	@%p3 bra 	$L__BB53_4;
 
-	div.u64 	%rd123, %rd9, %rd8;
+	div.u64 	%rd93, %rd7, %rd6;
 	bra.uni 	$L__BB53_5;
 
 $L__BB53_4:
-	cvt.u32.u64 	%r5, %rd8;
-	cvt.u32.u64 	%r6, %rd9;
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
-	cvt.u64.u32 	%rd123, %r7;
+	cvt.u64.u32 	%rd93, %r7;
 
 $L__BB53_5:
-	add.s64 	%rd74, %rd123, 1;
-	and.b64  	%rd125, %rd74, 3;
-	setp.eq.s64 	%p4, %rd63, 0;
-	@%p4 bra 	$L__BB53_21;
-
-	setp.eq.s64 	%p5, %rd125, 0;
-	@%p5 bra 	$L__BB53_10;
-
-$L__BB53_7:
-	.pragma "nounroll";
-	shl.b64 	%rd75, %rd126, 2;
-	add.s64 	%rd76, %rd4, %rd75;
-	ld.global.f32 	%f17, [%rd76];
-	add.f32 	%f18, %f17, 0f00000000;
-	st.global.f32 	[%rd76], %f18;
-	setp.eq.s64 	%p6, %rd64, 0;
-	@%p6 bra 	$L__BB53_9;
-
-	add.s64 	%rd78, %rd3, %rd75;
-	ld.global.f32 	%f19, [%rd78];
-	add.f32 	%f20, %f19, 0f00000000;
-	st.global.f32 	[%rd78], %f20;
-
-$L__BB53_9:
-	add.s64 	%rd126, %rd126, %rd8;
-	add.s64 	%rd125, %rd125, -1;
-	setp.ne.s64 	%p7, %rd125, 0;
-	@%p7 bra 	$L__BB53_7;
-
-$L__BB53_10:
-	setp.lt.u64 	%p8, %rd123, 3;
-	@%p8 bra 	$L__BB53_48;
-
-	shl.b64 	%rd79, %rd126, 2;
-	add.s64 	%rd128, %rd4, %rd79;
-	shl.b64 	%rd20, %rd8, 2;
+	add.s64 	%rd58, %rd93, 1;
+	and.b64  	%rd95, %rd58, 3;
+	setp.neu.f32 	%p4, %f11, 0f00000000;
+	@%p4 bra 	$L__BB53_12;
+	bra.uni 	$L__BB53_6;
 
 $L__BB53_12:
-	ld.global.f32 	%f21, [%rd128];
-	add.f32 	%f22, %f21, 0f00000000;
-	st.global.f32 	[%rd128], %f22;
-	setp.eq.s64 	%p9, %rd64, 0;
-	@%p9 bra 	$L__BB53_14;
-
-	shl.b64 	%rd81, %rd126, 2;
-	add.s64 	%rd82, %rd3, %rd81;
-	ld.global.f32 	%f23, [%rd82];
-	add.f32 	%f24, %f23, 0f00000000;
-	st.global.f32 	[%rd82], %f24;
+	setp.eq.s64 	%p9, %rd95, 0;
+	@%p9 bra 	$L__BB53_15;
 
 $L__BB53_14:
-	add.s64 	%rd23, %rd126, %rd8;
-	add.s64 	%rd24, %rd128, %rd20;
-	ld.global.f32 	%f25, [%rd24];
-	add.f32 	%f26, %f25, 0f00000000;
-	st.global.f32 	[%rd24], %f26;
-	@%p9 bra 	$L__BB53_16;
-
-	shl.b64 	%rd83, %rd23, 2;
-	add.s64 	%rd84, %rd3, %rd83;
-	ld.global.f32 	%f27, [%rd84];
-	add.f32 	%f28, %f27, 0f00000000;
-	st.global.f32 	[%rd84], %f28;
-
-$L__BB53_16:
-	add.s64 	%rd25, %rd23, %rd8;
-	add.s64 	%rd26, %rd24, %rd20;
-	ld.global.f32 	%f29, [%rd26];
-	add.f32 	%f30, %f29, 0f00000000;
-	st.global.f32 	[%rd26], %f30;
-	@%p9 bra 	$L__BB53_18;
-
-	shl.b64 	%rd85, %rd25, 2;
-	add.s64 	%rd86, %rd3, %rd85;
-	ld.global.f32 	%f31, [%rd86];
-	add.f32 	%f32, %f31, 0f00000000;
-	st.global.f32 	[%rd86], %f32;
-
-$L__BB53_18:
-	add.s64 	%rd27, %rd25, %rd8;
-	add.s64 	%rd28, %rd26, %rd20;
-	ld.global.f32 	%f33, [%rd28];
-	add.f32 	%f34, %f33, 0f00000000;
-	st.global.f32 	[%rd28], %f34;
-	@%p9 bra 	$L__BB53_20;
-
-	shl.b64 	%rd87, %rd27, 2;
-	add.s64 	%rd88, %rd3, %rd87;
-	ld.global.f32 	%f35, [%rd88];
-	add.f32 	%f36, %f35, 0f00000000;
-	st.global.f32 	[%rd88], %f36;
-
-$L__BB53_20:
-	add.s64 	%rd126, %rd27, %rd8;
-	setp.lt.s64 	%p13, %rd126, %rd66;
-	add.s64 	%rd128, %rd28, %rd20;
-	@%p13 bra 	$L__BB53_12;
-	bra.uni 	$L__BB53_48;
-
-$L__BB53_21:
-	setp.eq.s64 	%p14, %rd125, 0;
-	@%p14 bra 	$L__BB53_25;
-
-$L__BB53_22:
 	.pragma "nounroll";
-	setp.eq.s64 	%p15, %rd64, 0;
-	@%p15 bra 	$L__BB53_24;
+	shl.b64 	%rd69, %rd96, 2;
+	add.s64 	%rd70, %rd2, %rd69;
+	ld.global.f32 	%f12, [%rd70];
+	add.f32 	%f13, %f12, 0f00000000;
+	st.global.f32 	[%rd70], %f13;
+	add.s64 	%rd96, %rd96, %rd6;
+	add.s64 	%rd95, %rd95, -1;
+	setp.ne.s64 	%p10, %rd95, 0;
+	@%p10 bra 	$L__BB53_14;
 
-	shl.b64 	%rd89, %rd126, 2;
-	add.s64 	%rd90, %rd3, %rd89;
-	ld.global.f32 	%f37, [%rd90];
-	add.f32 	%f38, %f37, 0f00000000;
-	st.global.f32 	[%rd90], %f38;
+$L__BB53_15:
+	setp.lt.u64 	%p11, %rd93, 3;
+	@%p11 bra 	$L__BB53_29;
 
-$L__BB53_24:
-	add.s64 	%rd126, %rd126, %rd8;
-	add.s64 	%rd125, %rd125, -1;
-	setp.ne.s64 	%p16, %rd125, 0;
-	@%p16 bra 	$L__BB53_22;
+	shl.b64 	%rd71, %rd96, 2;
+	add.s64 	%rd103, %rd2, %rd71;
+	shl.b64 	%rd29, %rd6, 2;
 
-$L__BB53_25:
-	setp.lt.u64 	%p17, %rd123, 3;
-	@%p17 bra 	$L__BB53_48;
+$L__BB53_17:
+	ld.global.f32 	%f14, [%rd103];
+	add.f32 	%f15, %f14, 0f00000000;
+	st.global.f32 	[%rd103], %f15;
+	add.s64 	%rd73, %rd103, %rd29;
+	ld.global.f32 	%f16, [%rd73];
+	add.f32 	%f17, %f16, 0f00000000;
+	st.global.f32 	[%rd73], %f17;
+	add.s64 	%rd74, %rd96, %rd6;
+	add.s64 	%rd75, %rd74, %rd6;
+	add.s64 	%rd76, %rd73, %rd29;
+	ld.global.f32 	%f18, [%rd76];
+	add.f32 	%f19, %f18, 0f00000000;
+	st.global.f32 	[%rd76], %f19;
+	add.s64 	%rd77, %rd75, %rd6;
+	add.s64 	%rd78, %rd76, %rd29;
+	add.s64 	%rd103, %rd78, %rd29;
+	ld.global.f32 	%f20, [%rd78];
+	add.f32 	%f21, %f20, 0f00000000;
+	st.global.f32 	[%rd78], %f21;
+	add.s64 	%rd96, %rd77, %rd6;
+	setp.lt.s64 	%p12, %rd96, %rd50;
+	@%p12 bra 	$L__BB53_17;
+	bra.uni 	$L__BB53_29;
 
-$L__BB53_26:
-	setp.eq.s64 	%p18, %rd64, 0;
-	@%p18 bra 	$L__BB53_28;
+$L__BB53_6:
+	setp.eq.s64 	%p5, %rd95, 0;
+	@%p5 bra 	$L__BB53_9;
 
-	shl.b64 	%rd91, %rd126, 2;
-	add.s64 	%rd92, %rd3, %rd91;
-	ld.global.f32 	%f39, [%rd92];
-	add.f32 	%f40, %f39, 0f00000000;
-	st.global.f32 	[%rd92], %f40;
+$L__BB53_8:
+	.pragma "nounroll";
+	shl.b64 	%rd59, %rd96, 2;
+	add.s64 	%rd60, %rd2, %rd59;
+	mov.u32 	%r8, 0;
+	st.global.u32 	[%rd60], %r8;
+	add.s64 	%rd96, %rd96, %rd6;
+	add.s64 	%rd95, %rd95, -1;
+	setp.ne.s64 	%p6, %rd95, 0;
+	@%p6 bra 	$L__BB53_8;
 
-$L__BB53_28:
-	add.s64 	%rd37, %rd126, %rd8;
-	@%p18 bra 	$L__BB53_30;
+$L__BB53_9:
+	setp.lt.u64 	%p7, %rd93, 3;
+	@%p7 bra 	$L__BB53_29;
 
-	shl.b64 	%rd93, %rd37, 2;
-	add.s64 	%rd94, %rd3, %rd93;
-	ld.global.f32 	%f41, [%rd94];
-	add.f32 	%f42, %f41, 0f00000000;
-	st.global.f32 	[%rd94], %f42;
+	shl.b64 	%rd61, %rd96, 2;
+	add.s64 	%rd98, %rd2, %rd61;
+	shl.b64 	%rd18, %rd6, 2;
 
-$L__BB53_30:
-	add.s64 	%rd38, %rd37, %rd8;
-	@%p18 bra 	$L__BB53_32;
-
-	shl.b64 	%rd95, %rd38, 2;
-	add.s64 	%rd96, %rd3, %rd95;
-	ld.global.f32 	%f43, [%rd96];
-	add.f32 	%f44, %f43, 0f00000000;
-	st.global.f32 	[%rd96], %f44;
-
-$L__BB53_32:
-	add.s64 	%rd39, %rd38, %rd8;
-	@%p18 bra 	$L__BB53_34;
-
-	shl.b64 	%rd97, %rd39, 2;
-	add.s64 	%rd98, %rd3, %rd97;
-	ld.global.f32 	%f45, [%rd98];
-	add.f32 	%f46, %f45, 0f00000000;
-	st.global.f32 	[%rd98], %f46;
-
-$L__BB53_34:
-	add.s64 	%rd126, %rd39, %rd8;
-	setp.lt.s64 	%p22, %rd126, %rd66;
-	@%p22 bra 	$L__BB53_26;
-	bra.uni 	$L__BB53_48;
+$L__BB53_11:
+	mov.u32 	%r9, 0;
+	st.global.u32 	[%rd98], %r9;
+	add.s64 	%rd63, %rd98, %rd18;
+	st.global.u32 	[%rd63], %r9;
+	add.s64 	%rd64, %rd96, %rd6;
+	add.s64 	%rd65, %rd64, %rd6;
+	add.s64 	%rd66, %rd63, %rd18;
+	st.global.u32 	[%rd66], %r9;
+	add.s64 	%rd67, %rd65, %rd6;
+	add.s64 	%rd68, %rd66, %rd18;
+	add.s64 	%rd98, %rd68, %rd18;
+	st.global.u32 	[%rd68], %r9;
+	add.s64 	%rd96, %rd67, %rd6;
+	setp.lt.s64 	%p8, %rd96, %rd50;
+	@%p8 bra 	$L__BB53_11;
+	bra.uni 	$L__BB53_29;
 
 }
 	// .globl	gelu_f32

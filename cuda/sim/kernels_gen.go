@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "9fe3c28e2adacc113e90507660ff219f6a11ffad52e372b8121a28c3c1bb30d7"
+const sourceSHA256 = "5dffa03b0474b7dc5bd3705b4c49cf0e7955a9d8eff2aeb31dd534646e2dfa69"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -27,7 +27,6 @@ var kernelTable = [...]kernelInfo{
 	{"tanh_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
 	{"sigmoid_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
 	{"sqrt_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
-	{"sum_rows_f32", []argKind{argPtr, argPtr, argI64, argI64}, false},
 	{"sum_cols_f32", []argKind{argPtr, argPtr, argI64, argI64}, true},
 	{"sum_squares_f32", []argKind{argPtr, argPtr, argI64}, true},
 	{"sum_f32", []argKind{argPtr, argPtr, argI64}, true},
@@ -60,7 +59,8 @@ var kernelTable = [...]kernelInfo{
 	{"index_add_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
 	{"layer_norm_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argF32}, false},
 	{"layer_norm_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
-	{"layer_norm_params_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
+	{"col_sums_part_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64}, true},
+	{"col_sums_f32", []argKind{argPtr, argPtr, argI64, argI64, argF32}, false},
 	{"gelu_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"gelu_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
 	{"attn_softmax_f32", []argKind{argPtr, argI64, argI64, argI64, argF32}, false},

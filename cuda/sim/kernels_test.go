@@ -194,9 +194,18 @@ func TestRowKernels(t *testing.T) {
 			xb, dyb := e.up(x.F32()), e.up(dy.F32())
 			name := fmt.Sprintf("%dx%d", rows, cols)
 
-			out := e.zeros(cols)
-			e.launch("sum_rows_f32", grid, block, sim.Ptr(out), sim.Ptr(xb), sim.I64(rows), sim.I64(cols))
-			close32(t, tensor.Sum(x, []int{0}, false).F32(), out.F32(), 1e-5, "sum_rows_f32 "+name)
+			// Column sums in two stages: partial sums over chunks of 10
+			// rows (blocks of 256 threads, any grid), then their sum; with
+			// y, of x*y, added to what out holds.
+			const chunk = 10
+			chunks := max(1, (rows+chunk-1)/chunk)
+			part, out := e.zeros(chunks*cols), e.zeros(cols)
+			e.launch("col_sums_part_f32", grid, 256, sim.Ptr(part), sim.Ptr(xb), 0, sim.I64(rows), sim.I64(cols), sim.I64(chunk))
+			e.launch("col_sums_f32", grid, block, sim.Ptr(out), sim.Ptr(part), sim.I64(chunks), sim.I64(cols), sim.F32(0))
+			close32(t, tensor.Sum(x, []int{0}, false).F32(), out.F32(), 1e-5, "col_sums "+name)
+			e.launch("col_sums_part_f32", grid, 256, sim.Ptr(part), sim.Ptr(xb), sim.Ptr(dyb), sim.I64(rows), sim.I64(cols), sim.I64(chunk))
+			e.launch("col_sums_f32", grid, block, sim.Ptr(out), sim.Ptr(part), sim.I64(chunks), sim.I64(cols), sim.F32(1))
+			close32(t, tensor.Add(tensor.Sum(x, []int{0}, false), tensor.Sum(tensor.Mul(x, dy), []int{0}, false)).F32(), out.F32(), 1e-5, "col_sums of products, accumulated "+name)
 			out = e.zeros(rows)
 			e.launch("sum_cols_f32", grid, block, sim.Ptr(out), sim.Ptr(xb), sim.I64(rows), sim.I64(cols))
 			close32(t, tensor.Sum(x, []int{1}, false).F32(), out.F32(), 1e-5, "sum_cols_f32 "+name)
