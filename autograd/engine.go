@@ -104,7 +104,15 @@ func (v *Variable) Backward() error {
 	}
 	seed := zerosLike(v.Value, v.Value.Shape()...)
 	tensor.Fill(seed, 1) // on v's device: the one element is 1 in either dtype
-	return v.BackwardWith(seed)
+	err := v.BackwardWith(seed)
+	if v.creator != nil && v.Grad != seed {
+		// The seed is this call's own: a leaf's Grad only ever holds a
+		// copy of a gradient the pass does not own, so nothing refers to
+		// it now, and its block goes back to the cache (a device's
+		// would wait for the garbage collector).
+		tensor.ReleaseScratch(seed)
+	}
+	return err
 }
 
 // BackwardWith runs backward seeded with grad (same shape as v).

@@ -76,10 +76,12 @@ func (o *layerNormOp) Name() string { return "LayerNorm" }
 func (o *layerNormOp) freshGrads()  {}
 
 // savedTensors: what the op kept for backward goes back to the cache with
-// the graph (FreeGraph): the normalized input on a device, and on the
+// the graph (FreeGraph): the normalized input and rstd on a device, and on the
 // host x's contiguous copy when x was not contiguous (FreeGraph keeps x's
 // own storage when the caller holds x).
-func (o *layerNormOp) savedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.xhat, o.xc} }
+func (o *layerNormOp) savedTensors() []*tensor.Tensor {
+	return []*tensor.Tensor{o.xhat, o.rstdDev, o.xc}
+}
 
 func (o *layerNormOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
 

@@ -86,12 +86,16 @@ type maxPool2dOp struct {
 	g    poolGeom
 }
 
-// savedTensors lets FreeGraph recycle the indices' block.
+// savedTensors lets FreeGraph recycle the indices' block (on the host, or
+// on the input's device).
 func (o *maxPool2dOp) savedTensors() []*tensor.Tensor {
-	if o.idx == nil {
-		return nil
+	var s []*tensor.Tensor
+	for _, t := range []*tensor.Tensor{o.idx, o.didx} {
+		if t != nil {
+			s = append(s, t)
+		}
 	}
-	return []*tensor.Tensor{o.idx}
+	return s
 }
 
 func (o *maxPool2dOp) Name() string { return "MaxPool2d" }

@@ -234,6 +234,7 @@ func linearBwdDevice(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, n, in,
 			s := MustZerosOn(gy.Device(), out)
 			k.SumRows(s, g2)
 			k.Axpy(db, 1, s)
+			ReleaseScratch(s)
 		}
 	}
 }

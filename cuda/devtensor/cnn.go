@@ -126,5 +126,6 @@ func (d *Device) stridedCopy(dst, src *tensor.Tensor) {
 	}
 	d.launch("strided_copy_f32", grid(n), d.ptr("contiguous", dst), st.mem.Ptr()+4*uint64(off), i64(n), i64(len(shape)),
 		d.ptr("contiguous", mt))
+	tensor.ReleaseScratch(mt)
 	runtime.KeepAlive(st)
 }

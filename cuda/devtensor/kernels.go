@@ -107,6 +107,7 @@ func (d *Device) kernels() tensor.Kernels {
 			sq := tensor.MustZerosOn(d, n)
 			d.launch("mse_f32", grid(n), d.ptr("mse", grad), d.ptr("mse", sq), d.ptr("mse", pred), d.ptr("mse", target), i64(n), f32(gradScale))
 			d.sumAll("mse", loss, sq)
+			tensor.ReleaseScratch(sq)
 			d.launch("scale_f32", 1, d.ptr("mse", loss), d.ptr("mse", loss), i64(1), f32(lossScale))
 		},
 		SumSquares: func(out, x *tensor.Tensor) {
@@ -291,13 +292,15 @@ func (d *Device) softmaxCrossEntropy(grad, loss, logits *tensor.Tensor, labels [
 	d.launch("softmax_ce_f32", grid(rows), d.ptr("cross entropy", grad), d.ptr("cross entropy", per),
 		d.ptr("cross entropy", logits), d.ptr("cross entropy", lt), i64(rows), i64(cols), f32(scale))
 	d.sumAll("cross entropy", loss, per)
+	tensor.ReleaseScratch(per)
+	tensor.ReleaseScratch(lt)
 	d.launch("scale_f32", 1, d.ptr("cross entropy", loss), d.ptr("cross entropy", loss), i64(1), f32(scale))
 }
 
 // int32s uploads v as int32 into a float32-sized device buffer (kernels
-// index with it); the tensor keeps the memory until the kernels that read
-// it have been queued, after which the caching allocator reuses it only
-// for later work on the same stream.
+// index with it); the caller releases it (tensor.ReleaseScratch) once the
+// kernels that read it have been queued, after which the caching
+// allocator reuses it only for later work on the same stream.
 func (d *Device) int32s(op string, v []int32) *tensor.Tensor {
 	t := tensor.MustZerosOn(d, max(len(v), 1))
 	m, off := d.mem(op, t)
@@ -333,6 +336,7 @@ func (d *Device) indexSelect(y, x *tensor.Tensor, idx []int, outer, n, inner int
 	it := d.int32s("index select", iv)
 	d.launch("index_select_f32", grid(outer*m*inner), d.ptr("index select", y), d.ptr("index select", x), d.ptr("index select", it),
 		i64(outer), i64(n), i64(m), i64(inner))
+	tensor.ReleaseScratch(it)
 }
 
 // indexAdd groups the positions k by their row idx[k] on the host (a
@@ -359,6 +363,8 @@ func (d *Device) indexAdd(gx, gy *tensor.Tensor, idx []int, outer, n, inner int)
 	st, pt := d.int32s("index add", start), d.int32s("index add", pos)
 	d.launch("index_add_f32", grid(outer*n*inner), d.ptr("index add", gx), d.ptr("index add", gy), d.ptr("index add", st),
 		d.ptr("index add", pt), i64(outer), i64(n), i64(m), i64(inner))
+	tensor.ReleaseScratch(st)
+	tensor.ReleaseScratch(pt)
 }
 
 // optPtr is ptr for an optional operand: 0 (a null pointer) for nil.

@@ -1,12 +1,18 @@
 package sim_test
 
 import (
+	"math"
 	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goddp/goddp/amp"
+	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -204,4 +210,54 @@ func TestDeviceMemoryLimit(t *testing.T) {
 
 	require.ErrorContains(t, tensor.SetMemoryLimit(tensor.CPU(), mib), "GOMEMLIMIT")
 	require.NoError(t, dev.Synchronize())
+}
+
+// Training steps on a device reuse the blocks of the steps before them
+// without the garbage collector: with it switched off, a step's graph
+// (FreeGraph) and the ops' temporaries (the convolution's im2col columns,
+// the bf16 products' rounded copies) give their blocks back, so after the
+// first steps the device reserves nothing more and every request is a
+// hit. Before device storage was released, each step took new blocks
+// until a collection ran.
+func TestTrainingStepsReuseDeviceMemory(t *testing.T) {
+	for _, bf16 := range []bool{false, true} {
+		t.Run(map[bool]string{false: "float32", true: "bf16 autocast"}[bf16], func(t *testing.T) {
+			d := newDevice(t)
+			dev := d.Tensors()
+			rng := tensor.NewRNG(3)
+			m := nn.NewSequential(
+				nn.NewConv2d(rng, 2, 4, 3, nn.Padding(1)), nn.NewReLU(), nn.NewMaxPool2d(2),
+				nn.NewFlatten(), nn.NewLinear(rng, 4*4*4, 32), nn.NewGELU(), nn.NewLayerNorm(32), nn.NewLinear(rng, 32, 5))
+			require.NoError(t, nn.To(m, dev))
+			if bf16 {
+				amp.Autocast(m, amp.BFloat16)
+			}
+			opt, err := optim.NewAdam(nn.Parameters(m), optim.AdamConfig{LR: 1e-3})
+			require.NoError(t, err)
+			x := tensor.Randn(rng, tensor.Float32, 8, 2, 8, 8).MustTo(dev)
+			labels := []int{0, 1, 2, 3, 4, 0, 1, 2}
+			defer debug.SetGCPercent(debug.SetGCPercent(-1))
+			runtime.GC() // nothing from before the test is left to collect
+			var warm tensor.MemoryStats
+			for step := range 12 {
+				opt.ZeroGrad()
+				loss := autograd.CrossEntropy(m.Forward(autograd.Const(x)), labels, autograd.ReductionMean)
+				require.NoError(t, loss.Backward())
+				require.NoError(t, opt.Step())
+				require.False(t, math.IsNaN(loss.Value.Item()))
+				loss.FreeGraph()
+				// The loss is the caller's, as in torch, where dropping
+				// the last reference frees it; so is its block here.
+				tensor.ReleaseScratch(loss.Value)
+				if step == 3 {
+					warm, _ = tensor.MemoryStatsOf(dev)
+				}
+			}
+			st, _ := tensor.MemoryStatsOf(dev)
+			require.Equal(t, warm.Reserved, st.Reserved, "the device reserved more after the first steps: %v, then %v", warm, st)
+			require.Equal(t, warm.Misses, st.Misses, "steps 5 to 12 took blocks from the driver: %v, then %v", warm, st)
+			require.Greater(t, st.Hits, warm.Hits)
+			require.NoError(t, dev.Synchronize())
+		})
+	}
 }
