@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goddp/goddp/data"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -98,4 +99,32 @@ func TestDeviceMemoryLimitEnv(t *testing.T) {
 	t.Setenv("GODDP_DEVICE_MEMORY_LIMIT", "-5")
 	_, _, err = openDevice("sim:0", 0)
 	require.ErrorContains(t, err, `trainer: -device "sim:0": GODDP_DEVICE_MEMORY_LIMIT: bad size "-5"`)
+}
+
+// The device copies toDevice makes of a batch go back to the device's
+// cache when the step is done (releaseCopies); the host tensors, and a
+// batch the loader already put on the device, are left alone.
+func TestReleaseCopies(t *testing.T) {
+	dev, release, err := openDevice("sim:0", 0)
+	require.NoError(t, err)
+	defer release()
+	host := data.Batch{Inputs: tensor.Full(tensor.Float32, 2, 4, 300), Targets: tensor.Full(tensor.Float32, 1, 4, 3)}
+	onDev, err := toDevice(host, dev)
+	require.NoError(t, err)
+	before, _ := tensor.MemoryStatsOf(dev)
+	releaseCopies(host, onDev)
+	after, _ := tensor.MemoryStatsOf(dev)
+	require.Equal(t, before.Allocated-5120-64, after.Allocated, "both copies' blocks (4800 bytes in the 5120 class, 48 in the 64) went back")
+	_, err = onDev.Inputs.To(tensor.CPU())
+	require.ErrorContains(t, err, "released")
+	require.Equal(t, float32(2), host.Inputs.F32()[1199], "the host batch is untouched")
+
+	already, err := toDevice(host, dev)
+	require.NoError(t, err)
+	again, err := toDevice(already, dev) // a loader that yields device tensors
+	require.NoError(t, err)
+	releaseCopies(already, again)
+	back, err := already.Inputs.To(tensor.CPU())
+	require.NoError(t, err, "a batch that was on the device already is the caller's")
+	require.Equal(t, float32(2), back.F32()[0])
 }

@@ -402,9 +402,11 @@ func (t *Trainer) trainBatch(ctx context.Context, epoch int, b data.Batch, err e
 		if err != nil {
 			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
 		}
+		loaded := b
 		if b, err = toDevice(b, t.dev); err != nil {
 			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *i, err)
 		}
+		defer releaseCopies(loaded, b)
 		if err := t.runBatch(ctx, b.Inputs, b); err != nil {
 			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *i, err)
 		}
@@ -444,6 +446,7 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
 				return
 			}
+			loaded := b
 			if b, e = toDevice(b, t.dev); e != nil {
 				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
 				return
@@ -458,6 +461,7 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 				}
 				acc.Add(tensor.ArgMax(host, 1), b.Labels)
 			}
+			releaseCopies(loaded, b)
 		}
 	})
 	if err != nil {
