@@ -118,7 +118,7 @@ func (d *Device) Kernels() *tensor.Kernels { return &d.k }
 func (d *Device) Synchronize() error       { return d.l.Synchronize() }
 
 // storage is a tensor's device memory: a cached block, back to the cache
-// when the storage is collected.
+// when the storage is released (Release) or, failing that, collected.
 type storage struct {
 	dev   *Device
 	mem   Mem
