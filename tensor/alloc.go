@@ -309,12 +309,20 @@ func (r *Recycler) releaseDevice(t *Tensor) int64 {
 	if _, kept := r.keepDev[s]; kept {
 		return 0
 	}
-	rs, ok := s.(ReleasableStorage)
+	return releaseDeviceStorage(t)
+}
+
+// releaseDeviceStorage gives a device tensor's storage back to its
+// device's cache when the device can take it early (ReleasableStorage),
+// and puts a releasedStorage in the header, which its views share. It
+// returns the bytes released.
+func releaseDeviceStorage(t *Tensor) int64 {
+	rs, ok := t.dev.s.(ReleasableStorage)
 	if !ok {
 		return 0
 	}
 	n := rs.Release()
-	t.dev.s = releasedStorage{s.Device()}
+	t.dev.s = releasedStorage{rs.Device()}
 	return n
 }
 
@@ -336,10 +344,7 @@ func (s releasedStorage) Device() Device { return s.dev }
 // others may share.
 func ReleaseScratch(t *Tensor) {
 	if t.dev != nil {
-		if rs, ok := t.dev.s.(ReleasableStorage); ok {
-			rs.Release()
-			t.dev.s = releasedStorage{rs.Device()}
-		}
+		releaseDeviceStorage(t)
 		return
 	}
 	if b := t.blk; b != nil && !b.freed.Swap(true) {

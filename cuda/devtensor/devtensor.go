@@ -339,12 +339,9 @@ func flag(b bool) uint64 {
 // ptr is t's device address; t must be a contiguous float32 tensor on d.
 func (d *Device) ptr(op string, t *tensor.Tensor) uint64 {
 	s, off := t.Storage()
-	st, ok := s.(*storage)
-	if !ok || st.dev != d || st.uses.released.Load() {
-		if _, err := d.own(s); err != nil {
-			panic(fmt.Sprintf("devtensor: %s: %v", op, err))
-		}
-		panic(fmt.Sprintf("devtensor: %s: operand on %v, not %v", op, t.Device(), d))
+	st, err := d.own(s)
+	if err != nil {
+		panic(fmt.Sprintf("devtensor: %s: %v", op, err))
 	}
 	if !t.IsContiguous() {
 		panic(fmt.Sprintf("devtensor: %s: operand of shape %v is a non-contiguous view; %s", op, t.Shape(), tensor.NoKernel("contiguous", d)))
