@@ -46,6 +46,9 @@ func (l *launcher) GemmBF16(transA, transB bool, m, n, k int, alpha float32, a d
 		l.sticky(err)
 		return true
 	}
+	if ck := l.clock.Load(); ck != nil {
+		defer l.timed(ck, gemmName("gemm_bf16", transA, transB, m, n, k, 1)+aligns(a.Ptr()+uint64(aOff), b.Ptr()+uint64(bOff), c.Ptr()+uint64(cOff)))()
+	}
 	l.sticky(l.c.do(func() error {
 		return bd.gemmBF16(transB, transA, n, m, k, alpha, b.Ptr()+uint64(bOff), max(ldb, 1),
 			a.Ptr()+uint64(aOff), max(lda, 1), beta, c.Ptr()+uint64(cOff), max(ldc, 1))

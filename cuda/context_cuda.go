@@ -49,9 +49,10 @@ type Context struct {
 	engines  [3]string
 	onEngine func(string)
 
-	tmu     sync.Mutex    // guards tensors and queues (neither is made inside do)
-	tensors tensor.Device // Tensors' device, made on first use
-	queues  *queueDevice  // Queues' device, made on first use
+	tmu      sync.Mutex    // guards tensors and queues (neither is made inside do)
+	tensors  tensor.Device // Tensors' device, made on first use
+	launcher *launcher     // its launcher
+	queues   *queueDevice  // Queues' device, made on first use
 }
 
 // NewContext opens GPU device (a CUDA ordinal: the device-th of those

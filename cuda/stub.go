@@ -66,3 +66,6 @@ func (c *Context) OnConvEngine(fn func(string)) {}
 
 // ConvEngine says that this build runs no convolution on a GPU.
 func (c *Context) ConvEngine() string { return ErrNotCompiled.Error() }
+
+// StartOpTimes times nothing: this build has no CUDA.
+func (c *Context) StartOpTimes() (stop func() []OpTime) { return func() []OpTime { return nil } }

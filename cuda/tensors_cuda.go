@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/goddp/goddp/cuda/devtensor"
@@ -30,16 +32,47 @@ func (c *Context) Tensors() tensor.Device {
 	c.tmu.Lock()
 	defer c.tmu.Unlock()
 	if c.tensors == nil {
-		c.tensors = devtensor.New(&launcher{c: c})
+		c.launcher = &launcher{c: c}
+		c.tensors = devtensor.New(c.launcher)
 	}
 	return c.tensors
 }
 
 // launcher is devtensor's view of a Context.
 type launcher struct {
-	c   *Context
-	mu  sync.Mutex
-	err error // the first failure of a call that returns none
+	c     *Context
+	mu    sync.Mutex
+	err   error                   // the first failure of a call that returns none
+	clock atomic.Pointer[opClock] // StartOpTimes' clock, nil when off
+}
+
+// timed starts timing one call named name on k: it waits for the stream
+// to drain, and the function it returns waits again and records the time
+// between.
+func (l *launcher) timed(k *opClock, name string) func() {
+	_ = l.c.do(l.c.dev.sync)
+	t0 := time.Now()
+	return func() {
+		host := time.Since(t0)
+		_ = l.c.do(l.c.dev.sync)
+		k.add(name, time.Since(t0), host)
+	}
+}
+
+// StartOpTimes times every call the context's tensor device (Tensors)
+// queues from now on, waiting for the stream before and after each, until
+// the returned stop, which gives the totals by call (OpTime), most time
+// first. It is a profiler: the waits serialise the host with the device,
+// so a run it times is slower than one it does not.
+func (c *Context) StartOpTimes() (stop func() []OpTime) {
+	c.Tensors()
+	l := c.launcher
+	k := newOpClock()
+	l.clock.Store(k)
+	return func() []OpTime {
+		l.clock.CompareAndSwap(k, nil)
+		return k.times()
+	}
 }
 
 type devMem uint64
@@ -97,6 +130,9 @@ func (l *launcher) CopyHtoD(dst devtensor.Mem, off int, src []byte) {
 	if len(src) == 0 {
 		return
 	}
+	if k := l.clock.Load(); k != nil {
+		defer l.timed(k, "copy host to device")()
+	}
 	l.sticky(l.c.do(func() error {
 		return l.c.dev.htod(dst.Ptr()+uint64(off), unsafe.Pointer(&src[0]), int64(len(src)))
 	}))
@@ -117,10 +153,16 @@ func (l *launcher) CopyDtoD(dst devtensor.Mem, dstOff int, src devtensor.Mem, sr
 	if n == 0 {
 		return
 	}
+	if k := l.clock.Load(); k != nil {
+		defer l.timed(k, "copy device to device")()
+	}
 	l.sticky(l.c.launch("scale_f32", n/4, dst.Ptr()+uint64(dstOff), src.Ptr()+uint64(srcOff), intArg(n/4), f32Arg(1)))
 }
 
 func (l *launcher) Launch(kernel string, grid, block int, args ...uint64) error {
+	if k := l.clock.Load(); k != nil {
+		defer l.timed(k, kernel)()
+	}
 	return l.c.do(func() error { return l.c.dev.launch(kernel, uint32(grid), uint32(block), args) })
 }
 
@@ -131,6 +173,9 @@ func (l *launcher) Sgemm(transA, transB bool, m, n, k int, alpha float32, a devt
 	if err := fits32("Sgemm", m, n, k, lda, ldb, ldc); err != nil {
 		l.sticky(err)
 		return
+	}
+	if ck := l.clock.Load(); ck != nil {
+		defer l.timed(ck, gemmName("sgemm", transA, transB, m, n, k, 1)+aligns(a.Ptr()+uint64(aOff), b.Ptr()+uint64(bOff), c.Ptr()+uint64(cOff)))()
 	}
 	l.sticky(l.c.do(func() error {
 		return l.c.dev.sgemm(transB, transA, n, m, k, alpha, b.Ptr()+uint64(bOff), max(ldb, 1),
@@ -151,6 +196,9 @@ func (l *launcher) SgemmStridedBatched(transA, transB bool, m, n, k int, alpha f
 		l.sticky(err)
 		return true
 	}
+	if ck := l.clock.Load(); ck != nil {
+		defer l.timed(ck, gemmName("sgemm", transA, transB, m, n, k, batch))()
+	}
 	l.sticky(l.c.do(func() error {
 		return bd.sgemmStridedBatched(transB, transA, n, m, k, alpha, b.Ptr()+uint64(bOff), max(ldb, 1), sb,
 			a.Ptr()+uint64(aOff), max(lda, 1), sa, beta, c.Ptr()+uint64(cOff), max(ldc, 1), sc, batch)
@@ -165,3 +213,33 @@ type batchedDevice interface {
 }
 
 func (l *launcher) Synchronize() error { return l.first(l.c.Synchronize()) }
+
+// aligns names the operands' addresses modulo 256 (cuBLAS and cuDNN pick
+// their kernels by alignment too).
+func aligns(ps ...uint64) string {
+	s := " @"
+	for i, p := range ps {
+		if i > 0 {
+			s += "/"
+		}
+		s += fmt.Sprint(p % 256)
+	}
+	return s
+}
+
+// gemmName names a product for OpTimes: "sgemm NT 512x128x3136", with
+// "xB" for a batch of B.
+func gemmName(kind string, transA, transB bool, m, n, k, batch int) string {
+	t := [2]byte{'N', 'N'}
+	if transA {
+		t[0] = 'T'
+	}
+	if transB {
+		t[1] = 'T'
+	}
+	s := fmt.Sprintf("%s %s %dx%dx%d", kind, t[:], m, n, k)
+	if batch > 1 {
+		s += fmt.Sprintf(" x%d", batch)
+	}
+	return s
+}

@@ -178,6 +178,33 @@ def run(workload, dev):
           f"torch={torch.__version__}", flush=True)
 
 
+# The products BenchmarkGPUGemmShapes (cuda/gpu_bench_cuda_test.go) times:
+# row-major m x n x k with A and B transposed as named, float32 or bf16.
+GEMM_SHAPES = [
+    ("NT", 16384, 384, 128, False), ("NT", 16384, 512, 128, False), ("NT", 16384, 128, 512, False),
+    ("NT", 16384, 76, 128, False), ("TN", 76, 128, 16384, False), ("TN", 384, 128, 16384, False),
+    ("NT", 512, 10, 1024, False), ("NT", 512, 1024, 3136, False), ("NN", 512, 3136, 1024, False),
+    ("NT", 512, 10, 1024, True), ("NN", 32, 401408, 25, True), ("NN", 64, 20776, 800, True),
+]
+
+
+def gemm_shapes(dev, reps=100):
+    for t, m, n, k, bf16 in GEMM_SHAPES:
+        dt = torch.bfloat16 if bf16 else torch.float32
+        a = torch.zeros((k, m) if t[0] == "T" else (m, k), device=dev, dtype=dt)
+        b = torch.zeros((n, k) if t[1] == "T" else (k, n), device=dev, dtype=dt)
+        opa = a.t() if t[0] == "T" else a
+        opb = b.t() if t[1] == "T" else b
+        torch.matmul(opa, opb)
+        sync(dev)
+        t0 = time.perf_counter()
+        for _ in range(reps):
+            torch.matmul(opa, opb)
+        sync(dev)
+        dt_s = (time.perf_counter() - t0) / reps
+        print(f"torch-gemm {t}_{m}x{n}x{k}{'_bf16' if bf16 else ''} us={dt_s * 1e6:.1f} GFLOPS={2 * m * n * k / dt_s / 1e9:.0f}")
+
+
 def main():
     dev = torch.device(os.environ.get("BENCH_DEVICE", "cuda:0"))
     if dev.type == "cuda" and not torch.cuda.is_available():
@@ -186,6 +213,9 @@ def main():
     allow = os.environ.get("TF32") == "1"
     torch.backends.cuda.matmul.allow_tf32 = allow
     torch.backends.cudnn.allow_tf32 = allow
+    if sys.argv[1:] == ["gemm-shapes"]:
+        gemm_shapes(dev)
+        return
     for w in sys.argv[1:] or ["mlp-b64", "mlp-b1024", "cnn", "gpt", "cnn-bf16", "gpt-bf16"]:
         run(w, dev)
 

@@ -190,6 +190,9 @@ fi
 timeout -s QUIT -k 10 60 "$bin/gpuinfo" 2>&1 | tee "$logs/inventory.log" | sed 's/^/   /'
 if [ "${PIPESTATUS[0]}" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=(inventory); fi
 
+# GPU_KIT_ONLY=profile runs the inventory and GPU_KIT_PROFILE's steps
+# alone (a short call when device time is scarce).
+if [ "${GPU_KIT_ONLY:-}" != profile ]; then
 # The device tests, one step each, in the order tests/PKG.tests lists
 # them (gpu-kit.sh puts the likeliest to hang last).
 for t in "$work"/tests/*.test; do
@@ -341,6 +344,7 @@ if [ -f "$kit/bench_torch_gpu.py" ]; then
   check torch-yardstick 120 env GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" &&
     grep -h '^torch-gpu' "$logs/torch-yardstick.log" | sed 's/^/   /'
 fi
+fi # GPU_KIT_ONLY
 
 # GPU_KIT_SWEEP=1: the same models at batch sizes that fill the GPU
 # (gpt at 256 sequences, cnn at 512 images), in float32, with TF32, and
@@ -361,6 +365,28 @@ if [ -n "${GPU_KIT_SWEEP:-}" ]; then
     gpt-b256 cnn-b512 gpt-b256-bf16 cnn-b512-bf16 && grep -h '^torch-gpu' "$logs/sweep-torch.log" | sed 's/^/   /'
   check sweep-torch-tf32 120 env TF32=1 GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" \
     gpt-b256 cnn-b512 && grep -h '^torch-gpu' "$logs/sweep-torch-tf32.log" | sed 's/^/   /'
+fi
+
+# GPU_KIT_PROFILE=1: where the device time of a large-batch step goes.
+# GODDP_CUDA_OP_TIMES=1 waits for the stream around every call the device
+# queues and prints the totals by kernel, product and convolution shape
+# (the waits slow the run; the shares are what counts).
+if [ -n "${GPU_KIT_PROFILE:-}" ] || [ "${GPU_KIT_ONLY:-}" = profile ]; then
+  [ -n "${GPU_KIT_PROFILE_RUNS:-}" ] || check profile-gemm-shapes 120 bash -c 'cd "$work" && "$work/tests/cuda.test" -test.run "^\$" -test.bench BenchmarkGPUGemmShapes -test.benchtime 100x' &&
+    grep -h '^Benchmark' "$logs/profile-gemm-shapes.log" | sed 's/^/   /'
+  [ -n "${GPU_KIT_PROFILE_RUNS:-}" ] || check profile-gemm-shapes-torch 120 "$py" "$kit/bench_torch_gpu.py" gemm-shapes && sed 's/^/   /' "$logs/profile-gemm-shapes-torch.log"
+  # GPU_KIT_PROFILE_RUNS: NAME:MODEL:BATCH:ARGS entries, spaces between,
+  # commas between ARGS (VAR=value ones go to the environment).
+  for v in ${GPU_KIT_PROFILE_RUNS:-cnn-b512-fp32:cnn:512: cnn-b512-bf16:cnn:512:-amp,bf16 gpt-b256-fp32:gpt:256:}; do
+    IFS=: read -r name model b opt <<<"$v"
+    flags=() envs=()
+    for a in ${opt//,/ }; do
+      case $a in [A-Z]*=*) envs+=("$a") ;; *) flags+=("$a") ;; esac
+    done
+    check "profile-$name" 120 env "${envs[@]}" GODDP_CUDA_OP_TIMES=1 GPT_TEXT="$kit/data/GPL-3" FASHION_MNIST_DIR="$kit/data/fmnist" \
+      "$bin/$model" -device cuda -num-workers 2 -batch-size "$b" -epochs 1 -max-steps 40 -ckpt-dir "" "${flags[@]}" &&
+      grep -h -A 22 "^device op times" "$logs/profile-$name.log" | cut -c 1-160 | sed 's/^/   /'
+  done
 fi
 
 echo "== goddp against torch on this GPU (samples/s)"

@@ -4,7 +4,9 @@ package trainer
 
 import (
 	"fmt"
+	"io"
 	"os"
+	"time"
 
 	"github.com/goddp/goddp/cuda"
 	"github.com/goddp/goddp/cuda/sim"
@@ -21,7 +23,9 @@ func openSim(localRank int) (tensor.Device, func(), error) {
 // build tag, the driver, a device, cuBLAS).
 // GODDP_ALLOW_TF32 and GODDP_CUDNN set the context's switches
 // (cudaSettings); which engine runs the convolutions is printed to stderr
-// the first time each pass runs.
+// the first time each pass runs. GODDP_CUDA_OP_TIMES=1 times every call
+// the device queues (Context.StartOpTimes: a profiler, which slows the run)
+// and prints the totals to stderr when the device is released.
 func openCUDA(localRank int) (tensor.Device, func(), error) {
 	tf32, cudnn, err := cudaSettings(os.Getenv)
 	if err != nil {
@@ -37,5 +41,28 @@ func openCUDA(localRank int) (tensor.Device, func(), error) {
 	}
 	c.SetCUDNN(cudnn)
 	c.OnConvEngine(func(engine string) { fmt.Fprintln(os.Stderr, "trainer:", engine) })
-	return c.Tensors(), func() { _ = c.Close() }, nil
+	release := func() { _ = c.Close() }
+	if v := os.Getenv("GODDP_CUDA_OP_TIMES"); v != "" && v != "0" {
+		stop := c.StartOpTimes()
+		release = func() {
+			printOpTimes(os.Stderr, stop())
+			_ = c.Close()
+		}
+	}
+	return c.Tensors(), release, nil
+}
+
+// printOpTimes writes StartOpTimes' totals, most time first, with each
+// call kind's share of the total.
+func printOpTimes(w io.Writer, ops []cuda.OpTime) {
+	var total time.Duration
+	for _, o := range ops {
+		total += o.Time
+	}
+	fmt.Fprintf(w, "device op times: %d kinds, %d ms in all\n", len(ops), total.Milliseconds())
+	for _, o := range ops {
+		calls := float64(max(o.Calls, 1))
+		fmt.Fprintf(w, "  %5.1f%% %9.3f ms %7d calls %8.1f us/call (host %6.1f)  %s\n", 100*o.Time.Seconds()/max(total.Seconds(), 1e-12),
+			float64(o.Time.Microseconds())/1000, o.Calls, float64(o.Time.Nanoseconds())/1000/calls, float64(o.Host.Nanoseconds())/1000/calls, o.Name)
+	}
 }

@@ -160,8 +160,7 @@ func (d *Device) kernels() tensor.Kernels {
 			if x.Numel() != n*c*l || out.Numel() != c {
 				panic(fmt.Sprintf("devtensor: channel sums of %v as [%d, %d, %d] into %v", x.Shape(), n, c, l, out.Shape()))
 			}
-			d.launch("sum_channels_f32", min(max(c, 1), maxGrid), d.ptr("channel sums", out), d.ptr("channel sums", x),
-				i64(n), i64(c), i64(l), flag(acc))
+			d.sumChannels(out, x, n, c, l, acc)
 		},
 		MaxPool2d: func(y, idx, x *tensor.Tensor, s *tensor.Pool2dShape) {
 			n := same("max pool", y, idx)
@@ -414,6 +413,30 @@ func (d *Device) layerNormBackward(dx, dw, db, gy, xhat, rstd, w *tensor.Tensor)
 	if db != nil {
 		d.colSums("layer norm backward", db, gy, nil, rows, dd, true)
 	}
+}
+
+// sumChannels sets out[ch] (adds to it, with acc) to the sum of x [n, c, l]
+// over its images and positions, in two stages (sum_channels_part_f32
+// into a partial sum per chunk of images and channel, col_sums_f32 adding
+// the chunks in order). A chunk is about 2048 values of a channel (at
+// least one image), so that a batch of 512 images makes a few thousand
+// work items.
+func (d *Device) sumChannels(out, x *tensor.Tensor, n, c, l int, acc bool) {
+	if c == 0 {
+		return
+	}
+	if n == 0 || l == 0 {
+		if !acc {
+			d.launch("fill_f32", grid(c), d.ptr("channel sums", out), f32(0), i64(c))
+		}
+		return
+	}
+	chunk := max(1, 2048/l)
+	chunks := (n + chunk - 1) / chunk
+	part := d.scratch(chunks*c, 4)
+	d.launch("sum_channels_part_f32", min(chunks*c, maxGrid), part.mem.Ptr(), d.ptr("channel sums", x), i64(n), i64(c), i64(l), i64(chunk))
+	d.launch("col_sums_f32", grid(c), d.ptr("channel sums", out), part.mem.Ptr(), i64(chunks), i64(c), flag(acc))
+	part.Release()
 }
 
 // colSumsChunk is the rows a work item of col_sums_part_f32 sums: 256

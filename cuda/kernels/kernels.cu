@@ -461,12 +461,25 @@ __global__ void add_channel_bias_f32(float *y, const float *bias, i64 n, i64 c, 
 // out[ch] = sum over s and p of x[s, ch, p] for x [n, c, l], plus out[ch]
 // when acc != 0 (a convolution's bias gradient into a Grad buffer). A block
 // per channel.
-__global__ void sum_channels_f32(float *out, const float *x, i64 n, i64 c, i64 l, float acc) {
-	FOR_EACH_ROW(ch, c) {
+// Channel sums of x [n, c, l] (a convolution's bias gradient) in two
+// stages, as the column sums below: sum_channels_part_f32's work item b
+// (blocks take them grid-stride) sums channel b % c over images
+// [chunk*(b / c), +chunk), each image's l values contiguous, into
+// part[(b / c)*c + b % c]; col_sums_f32 then adds the chunks in order. One
+// block per channel over every image left most of a GPU idle (32 or 64
+// blocks), and its index arithmetic divided 64-bit integers per element.
+__global__ void sum_channels_part_f32(float *part, const float *x, i64 n, i64 c, i64 l, i64 chunk) {
+	i64 chunks = (n + chunk - 1) / chunk;
+	FOR_EACH_ROW(b, chunks * c) {
+		i64 k = b / c, ch = b % c;
+		i64 i1 = (k + 1) * chunk < n ? (k + 1) * chunk : n;
 		float s = 0.0f;
-		for (i64 j = threadIdx.x; j < n * l; j += blockDim.x) s += x[((j / l) * c + ch) * l + j % l];
+		for (i64 i = k * chunk; i < i1; i++) {
+			const float *p = x + (i * c + ch) * l;
+			for (i64 j = threadIdx.x; j < l; j += blockDim.x) s += p[j];
+		}
 		s = block_sum(s);
-		if (threadIdx.x == 0) out[ch] = acc != 0.0f ? out[ch] + s : s;
+		if (threadIdx.x == 0) part[k * c + ch] = s;
 	}
 }
 

@@ -8834,141 +8834,169 @@ $L__BB40_39:
 	ret;
 
 }
-	// .globl	sum_channels_f32
-.visible .entry sum_channels_f32(
-	.param .u64 sum_channels_f32_param_0,
-	.param .u64 sum_channels_f32_param_1,
-	.param .u64 sum_channels_f32_param_2,
-	.param .u64 sum_channels_f32_param_3,
-	.param .u64 sum_channels_f32_param_4,
-	.param .f32 sum_channels_f32_param_5
+	// .globl	sum_channels_part_f32
+.visible .entry sum_channels_part_f32(
+	.param .u64 sum_channels_part_f32_param_0,
+	.param .u64 sum_channels_part_f32_param_1,
+	.param .u64 sum_channels_part_f32_param_2,
+	.param .u64 sum_channels_part_f32_param_3,
+	.param .u64 sum_channels_part_f32_param_4,
+	.param .u64 sum_channels_part_f32_param_5
 )
 {
-	.reg .pred 	%p<13>;
+	.reg .pred 	%p<15>;
 	.reg .f32 	%f<17>;
-	.reg .b32 	%r<21>;
-	.reg .b64 	%rd<44>;
+	.reg .b32 	%r<24>;
+	.reg .b64 	%rd<66>;
 
 
-	ld.param.u64 	%rd20, [sum_channels_f32_param_0];
-	ld.param.u64 	%rd21, [sum_channels_f32_param_1];
-	ld.param.u64 	%rd22, [sum_channels_f32_param_2];
-	ld.param.u64 	%rd23, [sum_channels_f32_param_3];
-	ld.param.u64 	%rd24, [sum_channels_f32_param_4];
-	ld.param.f32 	%f7, [sum_channels_f32_param_5];
-	mov.u32 	%r4, %ctaid.x;
-	cvt.u64.u32 	%rd40, %r4;
-	setp.ge.s64 	%p1, %rd40, %rd23;
-	@%p1 bra 	$L__BB41_17;
+	ld.param.u64 	%rd30, [sum_channels_part_f32_param_0];
+	ld.param.u64 	%rd31, [sum_channels_part_f32_param_1];
+	ld.param.u64 	%rd32, [sum_channels_part_f32_param_2];
+	ld.param.u64 	%rd33, [sum_channels_part_f32_param_3];
+	ld.param.u64 	%rd34, [sum_channels_part_f32_param_4];
+	ld.param.u64 	%rd35, [sum_channels_part_f32_param_5];
+	add.s64 	%rd36, %rd32, %rd35;
+	add.s64 	%rd1, %rd36, -1;
+	or.b64  	%rd37, %rd1, %rd35;
+	and.b64  	%rd38, %rd37, -4294967296;
+	setp.eq.s64 	%p1, %rd38, 0;
+	@%p1 bra 	$L__BB41_2;
 
-	mov.u32 	%r5, %tid.x;
-	cvt.u64.u32 	%rd2, %r5;
-	mul.lo.s64 	%rd3, %rd24, %rd22;
-	mul.wide.u32 	%rd25, %r5, 4;
-	mov.u64 	%rd26, _ZZ9block_sumfE4part;
-	add.s64 	%rd4, %rd26, %rd25;
-	mov.u32 	%r6, %ntid.x;
-	cvt.u64.u32 	%rd5, %r6;
-	mov.u32 	%r7, %nctaid.x;
-	cvt.u64.u32 	%rd6, %r7;
-	cvta.to.global.u64 	%rd7, %rd20;
-	cvta.to.global.u64 	%rd8, %rd21;
-	cvt.u32.u64 	%r8, %rd24;
-	cvt.u32.u64 	%r13, %rd5;
+	div.s64 	%rd59, %rd1, %rd35;
+	bra.uni 	$L__BB41_3;
 
 $L__BB41_2:
-	setp.le.s64 	%p2, %rd3, %rd2;
-	mov.f32 	%f15, 0f00000000;
-	mov.u64 	%rd41, %rd2;
-	@%p2 bra 	$L__BB41_7;
+	cvt.u32.u64 	%r4, %rd35;
+	cvt.u32.u64 	%r5, %rd1;
+	div.u32 	%r6, %r5, %r4;
+	cvt.u64.u32 	%rd59, %r6;
 
 $L__BB41_3:
-	or.b64  	%rd27, %rd41, %rd24;
-	and.b64  	%rd28, %rd27, -4294967296;
-	setp.eq.s64 	%p3, %rd28, 0;
-	@%p3 bra 	$L__BB41_5;
+	mov.u32 	%r7, %ctaid.x;
+	cvt.u64.u32 	%rd60, %r7;
+	mul.lo.s64 	%rd6, %rd59, %rd33;
+	setp.le.s64 	%p2, %rd6, %rd60;
+	@%p2 bra 	$L__BB41_22;
 
-	div.s64 	%rd42, %rd41, %rd24;
-	mul.lo.s64 	%rd29, %rd42, %rd24;
-	sub.s64 	%rd43, %rd41, %rd29;
-	bra.uni 	$L__BB41_6;
+	mov.u32 	%r8, %tid.x;
+	cvt.u64.u32 	%rd7, %r8;
+	mul.wide.u32 	%rd39, %r8, 4;
+	mov.u64 	%rd40, _ZZ9block_sumfE4part;
+	add.s64 	%rd8, %rd40, %rd39;
+	mov.u32 	%r9, %ntid.x;
+	cvt.u64.u32 	%rd9, %r9;
+	mov.u32 	%r10, %nctaid.x;
+	cvt.u64.u32 	%rd10, %r10;
+	cvta.to.global.u64 	%rd41, %rd31;
+	add.s64 	%rd11, %rd41, %rd39;
+	mul.wide.u32 	%rd12, %r9, 4;
+	cvt.u32.u64 	%r11, %rd33;
+	cvta.to.global.u64 	%rd56, %rd30;
 
 $L__BB41_5:
-	cvt.u32.u64 	%r9, %rd41;
-	div.u32 	%r10, %r9, %r8;
-	mul.lo.s32 	%r11, %r10, %r8;
-	sub.s32 	%r12, %r9, %r11;
-	cvt.u64.u32 	%rd42, %r10;
-	cvt.u64.u32 	%rd43, %r12;
+	or.b64  	%rd42, %rd60, %rd33;
+	and.b64  	%rd43, %rd42, -4294967296;
+	setp.eq.s64 	%p3, %rd43, 0;
+	@%p3 bra 	$L__BB41_7;
 
-$L__BB41_6:
-	mul.lo.s64 	%rd30, %rd42, %rd23;
-	add.s64 	%rd31, %rd30, %rd40;
-	mul.lo.s64 	%rd32, %rd31, %rd24;
-	add.s64 	%rd33, %rd32, %rd43;
-	shl.b64 	%rd34, %rd33, 2;
-	add.s64 	%rd35, %rd8, %rd34;
-	ld.global.f32 	%f10, [%rd35];
-	add.f32 	%f15, %f15, %f10;
-	add.s64 	%rd41, %rd41, %rd5;
-	setp.lt.s64 	%p4, %rd41, %rd3;
-	@%p4 bra 	$L__BB41_3;
+	div.s64 	%rd61, %rd60, %rd33;
+	mul.lo.s64 	%rd44, %rd61, %rd33;
+	sub.s64 	%rd62, %rd60, %rd44;
+	bra.uni 	$L__BB41_8;
 
 $L__BB41_7:
-	setp.lt.u32 	%p5, %r13, 2;
-	st.shared.f32 	[%rd4], %f15;
-	bar.sync 	0;
-	@%p5 bra 	$L__BB41_12;
+	cvt.u32.u64 	%r12, %rd60;
+	div.u32 	%r13, %r12, %r11;
+	mul.lo.s32 	%r14, %r13, %r11;
+	sub.s32 	%r15, %r12, %r14;
+	cvt.u64.u32 	%rd61, %r13;
+	cvt.u64.u32 	%rd62, %r15;
 
-	mov.u32 	%r20, 1;
+$L__BB41_8:
+	add.s64 	%rd45, %rd61, 1;
+	mul.lo.s64 	%rd46, %rd45, %rd35;
+	min.s64 	%rd20, %rd46, %rd32;
+	mul.lo.s64 	%rd63, %rd61, %rd35;
+	setp.ge.s64 	%p4, %rd63, %rd20;
+	mov.f32 	%f15, 0f00000000;
+	@%p4 bra 	$L__BB41_14;
 
-$L__BB41_9:
-	shl.b32 	%r2, %r20, 1;
-	cvt.u32.u64 	%r15, %rd2;
-	rem.u32 	%r16, %r15, %r2;
-	setp.ne.s32 	%p6, %r16, 0;
-	add.s32 	%r3, %r20, %r15;
-	setp.ge.u32 	%p7, %r3, %r13;
-	or.pred  	%p8, %p7, %p6;
-	@%p8 bra 	$L__BB41_11;
+$L__BB41_10:
+	setp.ge.s64 	%p5, %rd7, %rd34;
+	@%p5 bra 	$L__BB41_13;
 
-	mul.wide.u32 	%rd36, %r3, 4;
-	add.s64 	%rd38, %rd26, %rd36;
-	ld.shared.f32 	%f11, [%rd4];
-	ld.shared.f32 	%f12, [%rd38];
-	add.f32 	%f13, %f12, %f11;
-	st.shared.f32 	[%rd4], %f13;
-
-$L__BB41_11:
-	bar.sync 	0;
-	setp.lt.u32 	%p9, %r2, %r13;
-	mov.u32 	%r20, %r2;
-	@%p9 bra 	$L__BB41_9;
+	mul.lo.s64 	%rd47, %rd33, %rd63;
+	add.s64 	%rd48, %rd62, %rd47;
+	mul.lo.s64 	%rd49, %rd34, %rd48;
+	shl.b64 	%rd50, %rd49, 2;
+	add.s64 	%rd64, %rd11, %rd50;
+	mov.u64 	%rd65, %rd7;
 
 $L__BB41_12:
-	cvt.u32.u64 	%r19, %rd2;
-	setp.ne.s32 	%p10, %r19, 0;
-	ld.shared.f32 	%f16, [_ZZ9block_sumfE4part];
+	ld.global.f32 	%f9, [%rd64];
+	add.f32 	%f15, %f15, %f9;
+	add.s64 	%rd64, %rd64, %rd12;
+	add.s64 	%rd65, %rd65, %rd9;
+	setp.lt.s64 	%p6, %rd65, %rd34;
+	@%p6 bra 	$L__BB41_12;
+
+$L__BB41_13:
+	add.s64 	%rd63, %rd63, 1;
+	setp.lt.s64 	%p7, %rd63, %rd20;
+	@%p7 bra 	$L__BB41_10;
+
+$L__BB41_14:
+	cvt.u32.u64 	%r16, %rd9;
+	setp.lt.u32 	%p8, %r16, 2;
+	st.shared.f32 	[%rd8], %f15;
 	bar.sync 	0;
-	@%p10 bra 	$L__BB41_16;
+	@%p8 bra 	$L__BB41_19;
 
-	setp.eq.f32 	%p11, %f7, 0f00000000;
-	shl.b64 	%rd39, %rd40, 2;
-	add.s64 	%rd18, %rd7, %rd39;
-	@%p11 bra 	$L__BB41_15;
-
-	ld.global.f32 	%f14, [%rd18];
-	add.f32 	%f16, %f16, %f14;
-
-$L__BB41_15:
-	st.global.f32 	[%rd18], %f16;
+	mov.u32 	%r23, 1;
 
 $L__BB41_16:
-	add.s64 	%rd40, %rd40, %rd6;
-	setp.lt.s64 	%p12, %rd40, %rd23;
-	@%p12 bra 	$L__BB41_2;
+	shl.b32 	%r2, %r23, 1;
+	cvt.u32.u64 	%r18, %rd7;
+	rem.u32 	%r19, %r18, %r2;
+	setp.ne.s32 	%p9, %r19, 0;
+	add.s32 	%r3, %r23, %r18;
+	setp.ge.u32 	%p10, %r3, %r16;
+	or.pred  	%p11, %p10, %p9;
+	@%p11 bra 	$L__BB41_18;
 
-$L__BB41_17:
+	mul.wide.u32 	%rd51, %r3, 4;
+	add.s64 	%rd53, %rd40, %rd51;
+	ld.shared.f32 	%f10, [%rd8];
+	ld.shared.f32 	%f11, [%rd53];
+	add.f32 	%f12, %f11, %f10;
+	st.shared.f32 	[%rd8], %f12;
+
+$L__BB41_18:
+	bar.sync 	0;
+	setp.lt.u32 	%p12, %r2, %r16;
+	mov.u32 	%r23, %r2;
+	@%p12 bra 	$L__BB41_16;
+
+$L__BB41_19:
+	cvt.u32.u64 	%r22, %rd7;
+	setp.ne.s32 	%p13, %r22, 0;
+	ld.shared.f32 	%f6, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p13 bra 	$L__BB41_21;
+
+	mul.lo.s64 	%rd54, %rd61, %rd33;
+	add.s64 	%rd55, %rd54, %rd62;
+	shl.b64 	%rd57, %rd55, 2;
+	add.s64 	%rd58, %rd56, %rd57;
+	st.global.f32 	[%rd58], %f6;
+
+$L__BB41_21:
+	add.s64 	%rd60, %rd60, %rd10;
+	setp.lt.s64 	%p14, %rd60, %rd6;
+	@%p14 bra 	$L__BB41_5;
+
+$L__BB41_22:
 	ret;
 
 }

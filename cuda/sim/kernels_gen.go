@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "5dffa03b0474b7dc5bd3705b4c49cf0e7955a9d8eff2aeb31dd534646e2dfa69"
+const sourceSHA256 = "7c422f6a980ad5f958214f9400de59d71473216450b292016ec2f7571e8aac7c"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -48,7 +48,7 @@ var kernelTable = [...]kernelInfo{
 	{"col2im_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"swap01_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, false},
 	{"add_channel_bias_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, false},
-	{"sum_channels_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argF32}, true},
+	{"sum_channels_part_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64}, true},
 	{"max_pool2d_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"max_pool2d_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"dropout_f32", []argKind{argPtr, argPtr, argI64, argI64, argF32, argF32}, false},
