@@ -324,6 +324,31 @@ func ZerosOn(dev Device, dt DType, shape ...int) (*Tensor, error) {
 	return FromStorage(s, shape...), nil
 }
 
+// EmptyAllocator is a Device that can hand out memory without clearing it
+// (torch.empty): ops whose kernels write every element of their result
+// take it through MustEmptyOn, which saves a device a fill per result.
+type EmptyAllocator interface {
+	// AllocEmpty is Alloc without the zeroing: the elements hold whatever
+	// the memory held (a device may fill them with NaN, to show an op that
+	// reads what it did not write).
+	AllocEmpty(n int) (Storage, error)
+}
+
+// MustEmptyOn is MustZerosOn for a result its op's kernels overwrite
+// whole: on a device that is an EmptyAllocator its elements are not
+// initialized. On the host it is zeroed, as MustZerosOn.
+func MustEmptyOn(dev Device, shape ...int) *Tensor {
+	ea, ok := dev.(EmptyAllocator)
+	if !ok || IsCPU(dev) {
+		return MustZerosOn(dev, shape...)
+	}
+	s, err := ea.AllocEmpty(numel(shape))
+	if err != nil {
+		panic(fmt.Sprintf("%v: allocating %s on %v: %v", ErrDevice, sh(shape), dev, err))
+	}
+	return FromStorage(s, shape...)
+}
+
 // MustZerosOn is ZerosOn for ops, which panic when the device cannot hold
 // their result (as torch raises on out-of-memory).
 func MustZerosOn(dev Device, shape ...int) *Tensor {

@@ -57,7 +57,7 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	if !x.IsContiguous() || !w.IsContiguous() {
 		panic(fmt.Sprintf("tensor: Conv2d: input %v and weight %v must be contiguous", x.shape, w.shape))
 	}
-	y := MustZerosOn(x.Device(), s.N, s.O, s.OH, s.OW)
+	y := MustEmptyOn(x.Device(), s.N, s.O, s.OH, s.OW) // the library or Swap01 writes it whole
 	L, G := s.OH*s.OW, s.Groups
 	if k.Conv2dForward != nil && !s.BF16 && k.Conv2dForward(y, x, w, s, 0) {
 		if b != nil {
@@ -67,8 +67,8 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	}
 	K, og := s.C/G*s.KH*s.KW, s.O/G
 	chunk := convChunk(s)
-	cols := MustZerosOn(x.Device(), G*K*chunk*L)
-	yt := MustZerosOn(x.Device(), s.O*chunk*L)
+	cols := MustEmptyOn(x.Device(), G*K*chunk*L) // Im2col and the GEMMs (beta 0) write what is read
+	yt := MustEmptyOn(x.Device(), s.O*chunk*L)
 	for lo := 0; lo < s.N; lo += chunk {
 		n := min(chunk, s.N-lo)
 		cs := *s
@@ -206,8 +206,8 @@ func MaxPool2dDevice(x *Tensor, s *Pool2dShape) (y, idx *Tensor) {
 	if x.Numel() != s.N*s.C*s.H*s.W || !x.IsContiguous() {
 		panic(fmt.Sprintf("tensor: MaxPool2d: input %v (contiguous %v) for %+v", x.shape, x.IsContiguous(), *s))
 	}
-	y = MustZerosOn(x.Device(), s.N, s.C, s.OH, s.OW)
-	idx = MustZerosOn(x.Device(), s.N, s.C, s.OH, s.OW)
+	y = MustEmptyOn(x.Device(), s.N, s.C, s.OH, s.OW)
+	idx = MustEmptyOn(x.Device(), s.N, s.C, s.OH, s.OW)
 	k.MaxPool2d(y, idx, x, s)
 	return y, idx
 }
@@ -223,7 +223,7 @@ func MaxPool2dBackwardDevice(gy, idx *Tensor, s *Pool2dShape) *Tensor {
 	if idx == nil || gy.Numel() != s.N*s.C*s.OH*s.OW {
 		panic(fmt.Sprintf("tensor: MaxPool2dBackward: gradient %v for %+v (indices kept: %v)", gy.shape, *s, idx != nil))
 	}
-	dx := MustZerosOn(gy.Device(), s.N, s.C, s.H, s.W)
+	dx := MustEmptyOn(gy.Device(), s.N, s.C, s.H, s.W) // gathered: every element written
 	k.MaxPool2dBackward(dx, gy.Contiguous(), idx, s)
 	return dx
 }
@@ -239,7 +239,7 @@ func DropoutDevice(x *Tensor, p float64, rng *RNG) (*Tensor, uint64) {
 		return nil, 0
 	}
 	seed := rng.Uint64()
-	y := MustZerosOn(x.Device(), x.shape...)
+	y := MustEmptyOn(x.Device(), x.shape...)
 	DropoutMaskDevice(y, x.Contiguous(), p, seed)
 	return y, seed
 }
@@ -273,7 +273,7 @@ func AvgPool2dDevice(x *Tensor, s *Pool2dShape, countIncludePad, adaptive bool) 
 	if x.Numel() != s.N*s.C*s.H*s.W || !x.IsContiguous() {
 		panic(fmt.Sprintf("tensor: AvgPool2d: input %v (contiguous %v) for %+v", x.shape, x.IsContiguous(), *s))
 	}
-	y := MustZerosOn(x.Device(), s.N, s.C, s.OH, s.OW)
+	y := MustEmptyOn(x.Device(), s.N, s.C, s.OH, s.OW)
 	k.AvgPool2d(y, x, s, countIncludePad, adaptive)
 	return y
 }
@@ -289,7 +289,7 @@ func AvgPool2dBackwardDevice(gy *Tensor, s *Pool2dShape, countIncludePad, adapti
 	if gy.Numel() != s.N*s.C*s.OH*s.OW {
 		panic(fmt.Sprintf("tensor: AvgPool2dBackward: gradient %v for %+v", gy.shape, *s))
 	}
-	dx := MustZerosOn(gy.Device(), s.N, s.C, s.H, s.W)
+	dx := MustEmptyOn(gy.Device(), s.N, s.C, s.H, s.W) // gathered
 	k.AvgPool2dBackward(dx, gy.Contiguous(), s, countIncludePad, adaptive)
 	return dx
 }
@@ -298,7 +298,7 @@ func AvgPool2dBackwardDevice(gy *Tensor, s *Pool2dShape, countIncludePad, adapti
 func (t *Tensor) deviceContiguous() *Tensor {
 	k := kernelsFor("contiguous", t)
 	NeedKernel(k.StridedCopy != nil, "contiguous", t.Device())
-	out := MustZerosOn(t.Device(), t.shape...)
+	out := MustEmptyOn(t.Device(), t.shape...)
 	k.StridedCopy(out, t)
 	return out
 }

@@ -20,7 +20,7 @@ func IndexSelectDevice(x *Tensor, idx []int, outer, n, inner int, oshape []int) 
 	k := kernelsFor("IndexSelect", x)
 	NeedKernel(k.IndexSelect != nil, "IndexSelect", x.Device())
 	xc := x.Contiguous()
-	y := MustZerosOn(xc.Device(), oshape...)
+	y := MustEmptyOn(xc.Device(), oshape...)
 	k.IndexSelect(y, xc, idx, outer, n, inner)
 	return y
 }
@@ -54,7 +54,7 @@ func LayerNormDevice(x, w, b *Tensor, d int, eps float64) (y, xhat, rstd *Tensor
 	xc := x.Contiguous()
 	rows := xc.Numel() / d
 	dev := xc.Device()
-	y, xhat, rstd = MustZerosOn(dev, xc.shape...), MustZerosOn(dev, xc.shape...), MustZerosOn(dev, rows)
+	y, xhat, rstd = MustEmptyOn(dev, xc.shape...), MustEmptyOn(dev, xc.shape...), MustEmptyOn(dev, rows)
 	if rows > 0 {
 		k.LayerNorm(y, xhat, rstd, xc, contiguousOrNil(w), contiguousOrNil(b), float32(eps))
 	}
@@ -75,7 +75,7 @@ func LayerNormBackwardDevice(gy, xhat, rstd, w, dw, db *Tensor, wantDX bool) *Te
 	g := gy.Contiguous()
 	var dx *Tensor
 	if wantDX {
-		dx = MustZerosOn(g.Device(), xhat.shape...)
+		dx = MustEmptyOn(g.Device(), xhat.shape...)
 	}
 	if rstd.Numel() > 0 {
 		k.LayerNormBackward(dx, dw, db, g, xhat, rstd, contiguousOrNil(w))
@@ -91,7 +91,7 @@ func GELUDevice(x *Tensor) *Tensor {
 	k := kernelsFor("GELU", x)
 	NeedKernel(k.GELU != nil, "GELU", x.Device())
 	xc := x.Contiguous()
-	y := MustZerosOn(xc.Device(), xc.shape...)
+	y := MustEmptyOn(xc.Device(), xc.shape...)
 	k.GELU(y, xc)
 	return y
 }
@@ -105,7 +105,7 @@ func GELUBackwardDevice(gy, x *Tensor) *Tensor {
 	k := kernelsFor("GELU backward", gy, x)
 	NeedKernel(k.GELUBackward != nil, "GELU backward", gy.Device())
 	g := gy.Contiguous()
-	dx := MustZerosOn(g.Device(), x.shape...)
+	dx := MustEmptyOn(g.Device(), x.shape...)
 	k.GELUBackward(dx, g, x.Contiguous())
 	return dx
 }
@@ -123,7 +123,7 @@ func SoftmaxDevice(x *Tensor, inner int) *Tensor {
 	k := kernelsFor("Softmax", x)
 	NeedKernel(k.Softmax != nil, "Softmax", x.Device())
 	xc := x.Contiguous()
-	y := MustZerosOn(xc.Device(), xc.shape...)
+	y := MustEmptyOn(xc.Device(), xc.shape...)
 	k.Softmax(y, xc)
 	return y
 }
@@ -137,7 +137,7 @@ func SoftmaxBackwardDevice(gy, y *Tensor) *Tensor {
 	k := kernelsFor("Softmax backward", gy, y)
 	NeedKernel(k.SoftmaxBackward != nil, "Softmax backward", gy.Device())
 	g := gy.Contiguous()
-	dx := MustZerosOn(g.Device(), y.shape...)
+	dx := MustEmptyOn(g.Device(), y.shape...)
 	k.SoftmaxBackward(dx, g, y)
 	return dx
 }

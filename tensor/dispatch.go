@@ -66,13 +66,13 @@ func ZerosAs(like *Tensor, shape ...int) *Tensor {
 }
 
 // EmptyAs is ZerosAs for a result its op overwrites whole (a GEMM's
-// output with beta 0): on the host its elements are not initialized
-// (Empty); on a device it is zeroed.
+// output with beta 0): its elements are not initialized (Empty on the
+// host, MustEmptyOn on a device).
 func EmptyAs(like *Tensor, shape ...int) *Tensor {
 	if like.dev == nil {
 		return newFull(like.dtype, shape...)
 	}
-	return MustZerosOn(like.Device(), shape...)
+	return MustEmptyOn(like.Device(), shape...)
 }
 
 // sameShape reports whether a and b have equal shapes.
@@ -120,7 +120,7 @@ func binaryDevice(op binOp, a, b *Tensor) *Tensor {
 		}
 		if z.Dim() >= 1 && equalInts(x.shape[x.Dim()-z.Dim():], z.shape) && z.Numel() > 0 {
 			NeedKernel(k.Copy != nil && k.AddBias != nil, name, dev)
-			y := MustZerosOn(dev, x.shape...)
+			y := MustEmptyOn(dev, x.shape...)
 			k.Copy(y, x.Contiguous())
 			k.AddBias(y.Reshape(-1, z.Numel()), z.Contiguous().Reshape(z.Numel()))
 			return y
@@ -130,7 +130,7 @@ func binaryDevice(op binOp, a, b *Tensor) *Tensor {
 	if !sameShape(a, b) {
 		shape = broadcastShapeInto(name, a.shape, b.shape, make([]int, max(a.Dim(), b.Dim())))
 	}
-	y := MustZerosOn(dev, shape...)
+	y := MustEmptyOn(dev, shape...)
 	kern(y, expandTo(a, shape), expandTo(b, shape))
 	return y
 }
@@ -177,7 +177,7 @@ func unaryDevice(op unOp, a *Tensor, p0 float64) *Tensor {
 	}
 	NeedKernel(kern != nil, name, a.Device())
 	x := a.Contiguous()
-	y := MustZerosOn(x.Device(), x.shape...)
+	y := MustEmptyOn(x.Device(), x.shape...)
 	kern(y, x)
 	return y
 }

@@ -24,7 +24,14 @@ func LinearWith(x, w, b *Tensor, p Precision) *Tensor {
 		k := kernelsFor("Linear", xc, w, b)
 		NeedKernel(k.AddBias != nil, "Linear", xc.Device())
 		gemm := deviceGemm(k, p, "Linear", xc.Device())
-		y := MustZerosOn(xc.Device(), shape...)
+		// add_bias adds to y, so y starts at zero for it; the GEMM alone
+		// (beta 0) writes y whole, unless it has no product (in = 0).
+		var y *Tensor
+		if b != nil || in == 0 {
+			y = MustZerosOn(xc.Device(), shape...)
+		} else {
+			y = MustEmptyOn(xc.Device(), shape...)
+		}
 		var beta float32
 		if b != nil {
 			k.AddBias(y, b)

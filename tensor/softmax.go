@@ -118,7 +118,7 @@ func logSoftmaxDevice(op string, a *Tensor, ax int) *Tensor {
 		panic(NoKernel(op+" over a dimension other than the last", a.Device()))
 	}
 	x := a.Contiguous()
-	y := MustZerosOn(x.Device(), x.shape...)
+	y := MustEmptyOn(x.Device(), x.shape...)
 	k.LogSoftmax(y, x)
 	return y
 }

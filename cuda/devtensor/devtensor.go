@@ -69,9 +69,10 @@ type BatchedLauncher interface {
 // want of memory (emptied and retried once), frees blocks for real.
 // SetMemoryLimit caps what the allocator reserves.
 type Device struct {
-	l     Launcher
-	k     tensor.Kernels
-	cache *tensor.CachingAllocator[Mem]
+	l      Launcher
+	k      tensor.Kernels
+	cache  *tensor.CachingAllocator[Mem]
+	poison atomic.Bool // PoisonEmpty
 }
 
 // New returns the tensor device of l.
@@ -140,12 +141,28 @@ func (s *storage) Release() int64 {
 func (s *storage) Device() tensor.Device { return s.dev }
 
 // Alloc implements tensor.Device.
-func (d *Device) Alloc(n int) (tensor.Storage, error) {
+func (d *Device) Alloc(n int) (tensor.Storage, error) { return d.alloc(n, true) }
+
+// AllocEmpty implements tensor.EmptyAllocator: a block from the cache
+// keeps its last owner's numbers (no fill), unless PoisonEmpty is on.
+func (d *Device) AllocEmpty(n int) (tensor.Storage, error) { return d.alloc(n, false) }
+
+// PoisonEmpty makes AllocEmpty fill its memory with NaN, fresh or cached,
+// as torch's fill_uninitialized_memory does: an op that reads an element
+// of its result it did not write then shows in its tests (goddp/cuda/sim
+// turns it on; on a GPU the fill would cost what AllocEmpty saves).
+func (d *Device) PoisonEmpty() { d.poison.Store(true) }
+
+func (d *Device) alloc(n int, zero bool) (tensor.Storage, error) {
 	m, class, fresh, err := d.cache.AllocFresh(4*max(n, 1), tensor.CacheStream(0))
 	if err != nil {
 		return nil, fmt.Errorf("devtensor: %v: %w", d, err)
 	}
-	if !fresh && n > 0 {
+	switch {
+	case n == 0:
+	case !zero && d.poison.Load():
+		d.launch("fill_f32", grid(n), m.Ptr(), f32(float32(math.NaN())), i64(n))
+	case zero && !fresh:
 		// A block from the cache holds its last owner's numbers; the
 		// zeroing runs on the compute stream after that owner's work.
 		d.launch("fill_f32", grid(n), m.Ptr(), f32(0), i64(n))

@@ -261,3 +261,31 @@ func TestTrainingStepsReuseDeviceMemory(t *testing.T) {
 		})
 	}
 }
+
+// A result allocated without zeroing (tensor.MustEmptyOn: sim's device is
+// a tensor.EmptyAllocator) starts as NaN on sim, fresh or from the cache,
+// while MustZerosOn's starts at zero even in a block whose last owner
+// wrote it.
+func TestEmptyResultsArePoisoned(t *testing.T) {
+	d := newDevice(t)
+	dev := d.Tensors()
+	_, ok := dev.(tensor.EmptyAllocator)
+	require.True(t, ok)
+	for range 2 { // the first block is fresh, the second comes from the cache
+		e := tensor.MustEmptyOn(dev, 300)
+		for _, v := range e.MustTo(tensor.CPU()).F32() {
+			require.True(t, math.IsNaN(float64(v)))
+		}
+		tensor.Fill(e, 5)
+		tensor.ReleaseScratch(e)
+		z := tensor.MustZerosOn(dev, 300)
+		for _, v := range z.MustTo(tensor.CPU()).F32() {
+			require.Zero(t, v)
+		}
+		tensor.Fill(z, 6)
+		tensor.ReleaseScratch(z)
+	}
+	st, _ := tensor.MemoryStatsOf(dev)
+	require.Positive(t, st.Hits, "a block came back from the cache")
+	require.Equal(t, []float32{0, 0, 0}, tensor.MustEmptyOn(tensor.CPU(), 3).F32(), "on the host it is zeroed")
+}

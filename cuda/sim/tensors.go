@@ -16,7 +16,12 @@ func (d *Device) Tensors() tensor.Device {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.tensors == nil {
-		d.tensors = devtensor.New(launcher{d})
+		dt := devtensor.New(launcher{d})
+		d.tensors = dt
+		// Results that ops allocate without zeroing (tensor.MustEmptyOn)
+		// start as NaN here, so that the op tests run on this device show
+		// an op that reads what it did not write.
+		dt.PoisonEmpty()
 	}
 	return d.tensors
 }
