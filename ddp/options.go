@@ -124,9 +124,9 @@ func WithTimeline(tl *Timeline) Option {
 // soon as the bucket is ready, on the goroutine running backward, before
 // backward continues (default true: the all-reduce runs beside the rest of
 // backward, as in torch). Overlap needs a spare core. When a rank has one
-// core and GOMAXPROCS=1 (ddprun's setting when the ranks fill the host),
-// the collective and backward take turns on it in the Go scheduler's 10 ms
-// slices, and a step of the collective needs both ranks' turns to meet: in
+// core and GOMAXPROCS=1 (ddprun's setting until it gave each rank a P to
+// spare), the collective and backward take turns on it in the Go
+// scheduler's 10 ms slices, and a step of the collective needs both ranks' turns to meet: in
 // `ddpbench sync -timeline` traces a 1 MiB bucket then took 250 ms to
 // reduce and backward ran 4x longer. Measure both with
 // `ddpbench sync -overlap true,false`. Stats count the time spent waiting

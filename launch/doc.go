@@ -17,10 +17,11 @@
 // one, never printed), GODDP_STORE_HOSTED=1, GODDP_ERROR_FILE,
 // GODDP_RESTART_COUNT, GODDP_MAX_RESTARTS, GODDP_RUN_ID, and
 // GODDP_NUM_THREADS=cores/nproc when neither it nor OMP_NUM_THREADS holds a
-// positive count (torchrun's OMP_NUM_THREADS rule), with GOMAXPROCS set to the same share
-// when that is below the core count and GOMAXPROCS is unset, so that each
-// worker's Go runtime (GC, timers, communication goroutines) stays off the
-// cores the other ranks compute on.
+// positive count (torchrun's OMP_NUM_THREADS rule), with GOMAXPROCS set to
+// that share plus one when the share is below the core count and GOMAXPROCS
+// is unset, so that each worker's Go runtime (GC, timers, communication
+// goroutines) stays off the cores the other ranks compute on, and a
+// goroutine coming back from a long C call (a product) finds a P free.
 //
 // The launcher hosts the workers' store (comm's TCP store, token
 // authenticated) at MASTER_ADDR:MASTER_PORT, so comm.InitFromEnv connects

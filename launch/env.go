@@ -44,7 +44,7 @@ const (
 	// it).
 	EnvNumThreads = threadenv.Key
 	EnvOMPThreads = threadenv.OMPKey
-	// EnvMaxProcs (Go's GOMAXPROCS) is set to the same share when the
+	// EnvMaxProcs (Go's GOMAXPROCS) is set to that share plus one when the
 	// launcher sets GODDP_NUM_THREADS below the core count and GOMAXPROCS
 	// is unset: see maxProcsFor.
 	EnvMaxProcs = "GOMAXPROCS"
@@ -137,18 +137,31 @@ func threadsFor(env []string, nproc int) int {
 }
 
 // maxProcsFor is the GOMAXPROCS to give each worker: threads (the share of
-// cores threadsFor picked) when that is below ncpu and the environment does
-// not set GOMAXPROCS, else 0 (leave alone). It is torchrun's
-// OMP_NUM_THREADS=1 rule carried over to the Go runtime. A worker's runtime
-// otherwise sizes itself to the whole node, and its GC workers, timers and
-// communication goroutines run on the cores the other ranks compute on: with
-// 2 ranks on 2 cores, examples/mlp ran at 33.2k samples/s (median of 12
-// interleaved rounds) with the default and 39.0k with GOMAXPROCS=1.
+// cores threadsFor picked) plus one, at most ncpu, when threads is below
+// ncpu and the environment does not set GOMAXPROCS, else 0 (leave alone).
+// It is torchrun's OMP_NUM_THREADS=1 rule carried over to the Go runtime,
+// with one P to spare. A worker's runtime otherwise sizes itself to the
+// whole node, and its GC workers, timers and communication goroutines run
+// on the cores the other ranks compute on.
+//
+// The spare P is for the compute goroutine's long C calls (oneDNN and
+// OpenBLAS products, tens of microseconds to milliseconds each). With one
+// P, the runtime's monitor takes the P from a goroutine that has been in C
+// for 20 µs, wakes every 20 µs while such calls go on, and hands the P to
+// whatever goroutine is queued (the communication and loader goroutines),
+// so the compute goroutine, back from C, can wait a scheduling slice for
+// it. With a second P idle the monitor leaves the first alone for 10 ms,
+// and a goroutine back from C finds a P. 2 ranks on 2 cores (Zen 4, world
+// 2, interleaved rounds, samples/s): examples/gpt 851-933 with GOMAXPROCS=1
+// against 956-959 with 2, cnn 2152-2187 against 2222-2274, gpt under
+// -amp bf16 1338-1372 against 1416-1429; examples/mlp, whose work is
+// mostly Go, the same with either (medians 32.9k), where an earlier
+// machine had measured 33.2k with the default and 39.0k with 1.
 func maxProcsFor(env []string, threads, ncpu int) int {
 	if threads <= 0 || threads >= ncpu || lookupEnv(env, EnvMaxProcs) != "" {
 		return 0
 	}
-	return threads
+	return min(threads+1, ncpu)
 }
 
 // lookupEnv reads key from an environment list; the last value wins, as in exec.

@@ -39,7 +39,7 @@ func TestRunStandaloneEnv(t *testing.T) {
 		assert.NotEmpty(t, r.str("TORCHELASTIC_RUN_ID"))
 		assert.NotEmpty(t, r.str("GODDP_NUM_THREADS"))
 		if n, err := strconv.Atoi(r.str("GODDP_NUM_THREADS")); err == nil && n < runtime.NumCPU() {
-			assert.Equal(t, r.str("GODDP_NUM_THREADS"), r.str("GOMAXPROCS"))
+			assert.Equal(t, strconv.Itoa(min(n+1, runtime.NumCPU())), r.str("GOMAXPROCS"), "the rank's share of the cores and a P to spare")
 		} else {
 			assert.Empty(t, r.str("GOMAXPROCS"), "a rank with every core keeps Go's default")
 		}
@@ -69,12 +69,13 @@ func TestMaxProcsFor(t *testing.T) {
 		threads, ncpu int
 		want          int
 	}{
-		{nil, 1, 2, 1},                      // 2 ranks on 2 cores
-		{nil, 3, 16, 3},                     // 5 ranks on 16 cores
+		{nil, 1, 2, 2},                      // 2 ranks on 2 cores: a P to spare
+		{nil, 3, 16, 4},                     // 5 ranks on 16 cores
+		{nil, 1, 4, 2},                      // 4 ranks on 4 cores
 		{nil, 2, 2, 0},                      // one rank has the node: Go's default
 		{nil, 0, 2, 0},                      // the user set the thread env
 		{[]string{"GOMAXPROCS=2"}, 1, 2, 0}, // the user's GOMAXPROCS wins
-		{[]string{"GOMAXPROCS=4", "GOMAXPROCS="}, 1, 2, 1}, // last value wins, as in exec
+		{[]string{"GOMAXPROCS=4", "GOMAXPROCS="}, 1, 2, 2}, // last value wins, as in exec
 	} {
 		assert.Equal(t, c.want, maxProcsFor(c.env, c.threads, c.ncpu), "%+v", c)
 	}
