@@ -55,7 +55,11 @@
 //   - TF32 is off by default, as torch's allow_tf32: cuBLAS's default
 //     math and cuDNN's CUDNN_FMA_MATH keep float32 products float32.
 //     Context.SetAllowTF32(true) (the trainer: GODDP_ALLOW_TF32=1) selects
-//     CUBLAS_TF32_TENSOR_OP_MATH and cuDNN's default math.
+//     CUBLAS_TF32_TENSOR_OP_MATH and cuDNN's default math;
+//   - Context.StartOpTimes (the trainer: GODDP_CUDA_OP_TIMES=1) is a
+//     per-call profiler: it waits for the stream around each kernel,
+//     product, convolution and copy the tensor device queues and sums the
+//     times by name and shape.
 //
 // # Why not gorgonia.org/cu
 //

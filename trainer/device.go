@@ -79,13 +79,20 @@ func openDeviceNamed(name string, localRank int) (tensor.Device, func(), error) 
 	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda, cuda:N, sim or sim:N", name)
 }
 
-// cudaSettings are the per-context CUDA switches the trainer takes from
-// the environment (getenv is os.Getenv): GODDP_ALLOW_TF32=1 lets float32
-// GEMMs and convolutions use TF32 tensor cores (off by default, as torch's
-// allow_tf32), GODDP_CUDNN=0 keeps convolutions off cuDNN (on by default
-// where it loads, as torch.backends.cudnn.enabled). A value that is not a
+// cudaEnv are the per-context CUDA switches the trainer takes from the
+// environment (cudaSettings).
+type cudaEnv struct {
+	tf32, cudnn, opTimes bool
+}
+
+// cudaSettings reads them (getenv is os.Getenv): GODDP_ALLOW_TF32=1 lets
+// float32 GEMMs and convolutions use TF32 tensor cores (off by default, as
+// torch's allow_tf32), GODDP_CUDNN=0 keeps convolutions off cuDNN (on by
+// default where it loads, as torch.backends.cudnn.enabled),
+// GODDP_CUDA_OP_TIMES=1 profiles every call the device queues
+// (cuda.Context.StartOpTimes; off by default). A value that is not a
 // boolean is an error naming the variable.
-func cudaSettings(getenv func(string) string) (tf32, cudnn bool, err error) {
+func cudaSettings(getenv func(string) string) (cudaEnv, error) {
 	parse := func(name string, def bool) (bool, error) {
 		v := getenv(name)
 		if v == "" {
@@ -97,11 +104,16 @@ func cudaSettings(getenv func(string) string) (tf32, cudnn bool, err error) {
 		}
 		return b, nil
 	}
-	if tf32, err = parse("GODDP_ALLOW_TF32", false); err != nil {
-		return false, false, err
+	var e cudaEnv
+	var err error
+	if e.tf32, err = parse("GODDP_ALLOW_TF32", false); err != nil {
+		return e, err
 	}
-	cudnn, err = parse("GODDP_CUDNN", true)
-	return tf32, cudnn, err
+	if e.cudnn, err = parse("GODDP_CUDNN", true); err != nil {
+		return e, err
+	}
+	e.opTimes, err = parse("GODDP_CUDA_OP_TIMES", false)
+	return e, err
 }
 
 // releaseCopies gives back the device memory of the tensors toDevice made

@@ -21,13 +21,14 @@ func openSim(localRank int) (tensor.Device, func(), error) {
 // openCUDA is -device cuda: cuda:LOCAL_RANK's context as a tensor device.
 // Without a usable GPU, NewContext's error names what is missing (the cuda
 // build tag, the driver, a device, cuBLAS).
-// GODDP_ALLOW_TF32 and GODDP_CUDNN set the context's switches
-// (cudaSettings); which engine runs the convolutions is printed to stderr
-// the first time each pass runs. GODDP_CUDA_OP_TIMES=1 times every call
-// the device queues (Context.StartOpTimes: a profiler, which slows the run)
-// and prints the totals to stderr when the device is released.
+// GODDP_ALLOW_TF32, GODDP_CUDNN and GODDP_CUDA_OP_TIMES set the context's
+// switches (cudaSettings); which engine runs the convolutions is printed
+// to stderr the first time each pass runs. Under GODDP_CUDA_OP_TIMES=1
+// every call the device queues is timed (Context.StartOpTimes: a
+// profiler, which slows the run) and the totals go to stderr when the
+// device is released.
 func openCUDA(localRank int) (tensor.Device, func(), error) {
-	tf32, cudnn, err := cudaSettings(os.Getenv)
+	env, err := cudaSettings(os.Getenv)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -35,14 +36,14 @@ func openCUDA(localRank int) (tensor.Device, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): %w", localRank, err)
 	}
-	if err := c.SetAllowTF32(tf32); err != nil {
+	if err := c.SetAllowTF32(env.tf32); err != nil {
 		_ = c.Close()
 		return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): %w", localRank, err)
 	}
-	c.SetCUDNN(cudnn)
+	c.SetCUDNN(env.cudnn)
 	c.OnConvEngine(func(engine string) { fmt.Fprintln(os.Stderr, "trainer:", engine) })
 	release := func() { _ = c.Close() }
-	if v := os.Getenv("GODDP_CUDA_OP_TIMES"); v != "" && v != "0" {
+	if env.opTimes {
 		stop := c.StartOpTimes()
 		release = func() {
 			printOpTimes(os.Stderr, stop())

@@ -46,27 +46,29 @@ func TestOpenDevice(t *testing.T) {
 	release()
 }
 
-// GODDP_ALLOW_TF32 is off and GODDP_CUDNN on unless set; anything but a
-// boolean names the variable.
+// GODDP_ALLOW_TF32 and GODDP_CUDA_OP_TIMES are off and GODDP_CUDNN on
+// unless set; anything but a boolean names the variable.
 func TestCUDASettings(t *testing.T) {
 	for _, tc := range []struct {
-		env         map[string]string
-		tf32, cudnn bool
-		err         string
+		env  map[string]string
+		want cudaEnv
+		err  string
 	}{
-		{env: nil, tf32: false, cudnn: true},
-		{env: map[string]string{"GODDP_ALLOW_TF32": "1", "GODDP_CUDNN": "0"}, tf32: true, cudnn: false},
-		{env: map[string]string{"GODDP_ALLOW_TF32": "true"}, tf32: true, cudnn: true},
+		{env: nil, want: cudaEnv{cudnn: true}},
+		{env: map[string]string{"GODDP_ALLOW_TF32": "1", "GODDP_CUDNN": "0"}, want: cudaEnv{tf32: true}},
+		{env: map[string]string{"GODDP_ALLOW_TF32": "true"}, want: cudaEnv{tf32: true, cudnn: true}},
+		{env: map[string]string{"GODDP_CUDA_OP_TIMES": "1"}, want: cudaEnv{cudnn: true, opTimes: true}},
 		{env: map[string]string{"GODDP_ALLOW_TF32": "yes"}, err: "GODDP_ALLOW_TF32"},
 		{env: map[string]string{"GODDP_CUDNN": "off"}, err: "GODDP_CUDNN"},
+		{env: map[string]string{"GODDP_CUDA_OP_TIMES": "on"}, err: "GODDP_CUDA_OP_TIMES"},
 	} {
-		tf32, cudnn, err := cudaSettings(func(k string) string { return tc.env[k] })
+		got, err := cudaSettings(func(k string) string { return tc.env[k] })
 		if tc.err != "" {
 			require.ErrorContains(t, err, tc.err, "%v", tc.env)
 			continue
 		}
 		require.NoError(t, err, "%v", tc.env)
-		require.Equal(t, [2]bool{tc.tf32, tc.cudnn}, [2]bool{tf32, cudnn}, "%v", tc.env)
+		require.Equal(t, tc.want, got, "%v", tc.env)
 	}
 }
 
