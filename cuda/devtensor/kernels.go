@@ -416,27 +416,19 @@ func (d *Device) layerNormBackward(dx, dw, db, gy, xhat, rstd, w *tensor.Tensor)
 }
 
 // sumChannels sets out[ch] (adds to it, with acc) to the sum of x [n, c, l]
-// over its images and positions, in two stages (sum_channels_part_f32
-// into a partial sum per chunk of images and channel, col_sums_f32 adding
-// the chunks in order). A chunk is about 2048 values of a channel (at
-// least one image), so that a batch of 512 images makes a few thousand
-// work items.
+// over its images and positions (twoStageSums; sum_channels_part_f32 sums
+// a chunk of images for one channel). A chunk is about 2048 values of a
+// channel (at least one image), so that a batch of 512 images makes a few
+// thousand work items.
 func (d *Device) sumChannels(out, x *tensor.Tensor, n, c, l int, acc bool) {
-	if c == 0 {
-		return
-	}
-	if n == 0 || l == 0 {
-		if !acc {
-			d.launch("fill_f32", grid(c), d.ptr("channel sums", out), f32(0), i64(c))
-		}
-		return
-	}
-	chunk := max(1, 2048/l)
+	chunk := max(1, 2048/max(l, 1))
 	chunks := (n + chunk - 1) / chunk
-	part := d.scratch(chunks*c, 4)
-	d.launch("sum_channels_part_f32", min(chunks*c, maxGrid), part.mem.Ptr(), d.ptr("channel sums", x), i64(n), i64(c), i64(l), i64(chunk))
-	d.launch("col_sums_f32", grid(c), d.ptr("channel sums", out), part.mem.Ptr(), i64(chunks), i64(c), flag(acc))
-	part.Release()
+	if l == 0 {
+		chunks = 0
+	}
+	d.twoStageSums("channel sums", out, c, chunks, acc, func(part uint64) {
+		d.launch("sum_channels_part_f32", min(chunks*c, maxGrid), part, d.ptr("channel sums", x), i64(n), i64(c), i64(l), i64(chunk))
+	})
 }
 
 // colSumsChunk is the rows a work item of col_sums_part_f32 sums: 256
@@ -447,23 +439,34 @@ func (d *Device) sumChannels(out, x *tensor.Tensor, n, c, l int, acc bool) {
 const colSumsChunk = 256
 
 // colSums sets out[c] (adds to it, with acc) to the sum over rows of x[r, c]
-// times y[r, c] (x alone when y is nil), over [rows, cols], in two stages
-// (col_sums_part_f32 into a scratch block of a partial sum per chunk and
-// column, col_sums_f32 adding them in order).
+// times y[r, c] (x alone when y is nil), over [rows, cols] (twoStageSums;
+// col_sums_part_f32 sums a chunk of rows for 32 columns).
 func (d *Device) colSums(op string, out, x, y *tensor.Tensor, rows, cols int, acc bool) {
+	chunks := (rows + colSumsChunk - 1) / colSumsChunk
+	d.twoStageSums(op, out, cols, chunks, acc, func(part uint64) {
+		items := chunks * ((cols + 31) / 32)
+		d.launch("col_sums_part_f32", min(items, maxGrid), part, d.ptr(op, x), d.optPtr(op, y), i64(rows), i64(cols), i64(colSumsChunk))
+	})
+}
+
+// twoStageSums sets out[cols] (adds to it, with acc) to sums taken in two
+// stages: first queues the first stage, which writes a partial sum per
+// chunk and column into part ([chunks, cols], a scratch block), and
+// col_sums_f32 adds the chunks column by column, in order. The partition
+// is fixed by the shape, so the result is deterministic. With no chunks
+// (nothing to sum) out is zeroed, or left alone with acc.
+func (d *Device) twoStageSums(op string, out *tensor.Tensor, cols, chunks int, acc bool, first func(part uint64)) {
 	if cols == 0 {
 		return
 	}
-	if rows == 0 {
+	if chunks == 0 {
 		if !acc {
 			d.launch("fill_f32", grid(cols), d.ptr(op, out), f32(0), i64(cols))
 		}
 		return
 	}
-	chunks := (rows + colSumsChunk - 1) / colSumsChunk
 	part := d.scratch(chunks*cols, 4)
-	items := chunks * ((cols + 31) / 32)
-	d.launch("col_sums_part_f32", min(items, maxGrid), part.mem.Ptr(), d.ptr(op, x), d.optPtr(op, y), i64(rows), i64(cols), i64(colSumsChunk))
+	first(part.mem.Ptr())
 	d.launch("col_sums_f32", grid(cols), d.ptr(op, out), part.mem.Ptr(), i64(chunks), i64(cols), flag(acc))
 	part.Release() // the launches above are queued before any later user of the block
 }
