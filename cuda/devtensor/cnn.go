@@ -119,7 +119,7 @@ func (d *Device) stridedCopy(dst, src *tensor.Tensor) {
 	for _, v := range strides {
 		meta = append(meta, int64(v))
 	}
-	mt := tensor.MustZerosOn(d, max(2*len(meta), 1))
+	mt := tensor.MustEmptyOn(d, max(2*len(meta), 1)) // the upload writes it whole
 	mm, mo := d.mem("contiguous", mt)
 	if len(meta) > 0 {
 		d.l.CopyHtoD(mm, mo, hostBytes(meta))

@@ -104,7 +104,7 @@ func (d *Device) kernels() tensor.Kernels {
 		SoftmaxCrossEntropy: d.softmaxCrossEntropy,
 		MSE: func(grad, loss, pred, target *tensor.Tensor, gradScale, lossScale float32) {
 			n := same("mse", grad, pred, target)
-			sq := tensor.MustZerosOn(d, n)
+			sq := tensor.MustEmptyOn(d, n) // mse_f32 writes every square
 			d.launch("mse_f32", grid(n), d.ptr("mse", grad), d.ptr("mse", sq), d.ptr("mse", pred), d.ptr("mse", target), i64(n), f32(gradScale))
 			d.sumAll("mse", loss, sq)
 			tensor.ReleaseScratch(sq)
@@ -287,7 +287,7 @@ func (d *Device) softmaxCrossEntropy(grad, loss, logits *tensor.Tensor, labels [
 		lab[i] = int32(l)
 	}
 	lt := d.int32s("cross entropy", lab)
-	per := tensor.MustZerosOn(d, rows)
+	per := tensor.MustEmptyOn(d, rows) // softmax_ce_f32 writes every row's loss
 	d.launch("softmax_ce_f32", grid(rows), d.ptr("cross entropy", grad), d.ptr("cross entropy", per),
 		d.ptr("cross entropy", logits), d.ptr("cross entropy", lt), i64(rows), i64(cols), f32(scale))
 	d.sumAll("cross entropy", loss, per)
@@ -301,7 +301,7 @@ func (d *Device) softmaxCrossEntropy(grad, loss, logits *tensor.Tensor, labels [
 // kernels that read it have been queued, after which the caching
 // allocator reuses it only for later work on the same stream.
 func (d *Device) int32s(op string, v []int32) *tensor.Tensor {
-	t := tensor.MustZerosOn(d, max(len(v), 1))
+	t := tensor.MustEmptyOn(d, max(len(v), 1)) // the upload writes it whole
 	m, off := d.mem(op, t)
 	if len(v) > 0 {
 		d.l.CopyHtoD(m, off, hostBytes(v))
