@@ -458,16 +458,14 @@ __global__ void add_channel_bias_f32(float *y, const float *bias, i64 n, i64 c, 
 	FOR_EACH(i, n * c * l) y[i] += bias[(i / l) % c];
 }
 
-// out[ch] = sum over s and p of x[s, ch, p] for x [n, c, l], plus out[ch]
-// when acc != 0 (a convolution's bias gradient into a Grad buffer). A block
-// per channel.
 // Channel sums of x [n, c, l] (a convolution's bias gradient) in two
 // stages, as the column sums below: sum_channels_part_f32's work item b
 // (blocks take them grid-stride) sums channel b % c over images
 // [chunk*(b / c), +chunk), each image's l values contiguous, into
 // part[(b / c)*c + b % c]; col_sums_f32 then adds the chunks in order. One
 // block per channel over every image left most of a GPU idle (32 or 64
-// blocks), and its index arithmetic divided 64-bit integers per element.
+// blocks), and its index arithmetic took a division and a remainder per
+// element.
 __global__ void sum_channels_part_f32(float *part, const float *x, i64 n, i64 c, i64 l, i64 chunk) {
 	i64 chunks = (n + chunk - 1) / chunk;
 	FOR_EACH_ROW(b, chunks * c) {

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "7c422f6a980ad5f958214f9400de59d71473216450b292016ec2f7571e8aac7c"
+const sourceSHA256 = "a3b8d414da58b8796ba73af4d4357a5297453f1b2eb2ebfd0dbe2f89bc52a973"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
