@@ -136,7 +136,11 @@ func (l *launcher) Conv(pass devtensor.ConvPass, s *tensor.Conv2dShape, out devt
 	b devtensor.Mem, bOff int, beta float32, ws devtensor.Mem, wsBytes int) error {
 	dd, tf32, err := l.c.convLibrary()
 	if k := l.clock.Load(); k != nil && err == nil {
-		defer l.timed(k, fmt.Sprintf("cudnn %v N%d C%d H%d W%d O%d K%dx%d", pass, s.N, s.C, s.H, s.W, s.O, s.KH, s.KW)+
+		dt := ""
+		if s.BF16 {
+			dt = " bf16"
+		}
+		defer l.timed(k, fmt.Sprintf("cudnn%s %v N%d C%d H%d W%d O%d K%dx%d", dt, pass, s.N, s.C, s.H, s.W, s.O, s.KH, s.KW)+
 			aligns(out.Ptr()+uint64(outOff), a.Ptr()+uint64(aOff), b.Ptr()+uint64(bOff)))()
 	}
 	if err == nil {

@@ -49,8 +49,9 @@ type dnnState struct {
 	closed bool
 }
 
-// dnnKey names a plan: the shape (amp's BF16 flag does not change a device
-// convolution) and whether TF32 algorithms were allowed.
+// dnnKey names a plan: the shape, amp's BF16 flag included (bfloat16
+// operands are other descriptors), and whether TF32 algorithms were
+// allowed (always false for a BF16 plan, which TF32 does not concern).
 type dnnKey struct {
 	s    tensor.Conv2dShape
 	tf32 bool
@@ -168,8 +169,7 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, erro
 	if d.dnn.hErr != nil {
 		return nil, d.dnn.hErr
 	}
-	key := dnnKey{*s, tf32}
-	key.s.BF16 = false
+	key := dnnKey{*s, tf32 && !s.BF16}
 	if p, ok := d.dnn.plans[key]; ok {
 		return p, nil
 	}
@@ -184,12 +184,17 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, erro
 		}
 		dims[i] = C.int(v)
 	}
-	math, t := C.int(dnnFMAMath), C.int(0)
-	if tf32 {
+	// bfloat16 operands are there for the tensor cores: DEFAULT_MATH lets
+	// cuDNN use them whatever TF32's setting, as torch's autocast does.
+	math, t, bf := C.int(dnnFMAMath), C.int(0), C.int(0)
+	if tf32 || s.BF16 {
 		math, t = dnnDefaultMath, 1
 	}
+	if s.BF16 {
+		bf = 1
+	}
 	p := (*C.gcu_dnn_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gcu_dnn_plan{}))))
-	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, dnnWorkspaceMax, p); rc != 0 {
+	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, bf, dnnWorkspaceMax, p); rc != 0 {
 		C.free(unsafe.Pointer(p))
 		err := d.dnnErr(fmt.Sprintf("conv2d %+v", *s), rc)
 		if d.dnn.bad == nil {

@@ -16,7 +16,7 @@ import (
 // cudnnGlue builds driver_dl.c's cuDNN glue into testdata/cudnn/harness.c
 // with a stand-in libcudnn (fake_cudnn.c, which prints every call) and
 // runs it for one shape; it returns the harness's output.
-func cudnnGlue(t *testing.T, tf32 string, dims ...string) string {
+func cudnnGlue(t *testing.T, prec string, dims ...string) string {
 	t.Helper()
 	cc := os.Getenv("CC")
 	if cc == "" {
@@ -34,7 +34,7 @@ func cudnnGlue(t *testing.T, tf32 string, dims ...string) string {
 		out, err := exec.Command(cc, args...).CombinedOutput()
 		require.NoError(t, err, "%s %v: %s", cc, args, out)
 	}
-	out, err := exec.Command(bin, append([]string{lib, tf32}, dims...)...).CombinedOutput()
+	out, err := exec.Command(bin, append([]string{lib, prec}, dims...)...).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	return string(out)
 }
@@ -73,6 +73,21 @@ func TestCUDNNGlue(t *testing.T) {
 	out = cudnnGlue(t, "1", dims...)
 	assert.Contains(t, out, "math 0\n")
 	assert.Contains(t, out, "pass 0 status 0 algo 1 ws 100\n")
+
+	// bfloat16 (autocast): x, w and y in CUDNN_DATA_BFLOAT16 (9), float32
+	// compute (0), default math, tensor-op algorithms allowed.
+	out = cudnnGlue(t, "2", dims...)
+	for _, want := range []string{
+		"tensor format 0 dtype 9 2 4 9 7\n",
+		"filter dtype 9 format 0 6 2 3 2\n",
+		"conv pad 1 2 stride 2 1 dilation 1 2 mode 1 compute 0\n",
+		"math 0\n",
+		"tensor format 0 dtype 9 2 6 5 9\n",
+		"pass 0 status 0 algo 1 ws 100\n",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "dtype 0")
 
 	// Uneven padding: cuDNN's output (OH 5) is not the op's (6), so no plan.
 	dims[14] = "6"

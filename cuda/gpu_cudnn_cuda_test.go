@@ -98,6 +98,74 @@ func TestGPUCudnnConv(t *testing.T) {
 	}
 }
 
+// Under bf16 autocast cuDNN runs all three passes in bfloat16 (torch's
+// autocast convolutions), against goddp's own bf16 kernels (im2col and
+// cuBLAS's bf16 GEMM, float32 results) on the same GPU: both multiply the
+// same bfloat16 operands with float32 sums, so they differ by cuDNN's
+// rounding of each result to bfloat16, within 1/128 of the tensor's scale
+// (two passes accumulated). The bias gradient is float32 in both.
+func TestGPUCudnnConvBF16(t *testing.T) {
+	c := cudnnOrSkip(t)
+	dev := c.Tensors()
+	tests := []struct {
+		name string
+		x, w []int
+		p    autograd.ConvParams
+	}{
+		{"stride 2x1 pad 1x2 dilation 1x2", []int{3, 5, 17, 13}, []int{7, 5, 3, 3},
+			autograd.ConvParams{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}}},
+		{"groups 3, 3x2 kernel", []int{2, 6, 11, 9}, []int{9, 2, 3, 2},
+			autograd.ConvParams{Stride: [2]int{1, 2}, Padding: [2]int{2, 0}, Dilation: [2]int{2, 1}, Groups: 3}},
+		{"convnet layer 1", []int{64, 1, 28, 28}, []int{32, 1, 5, 5}, autograd.ConvParams{Padding: [2]int{2, 2}}},
+		{"convnet layer 2", []int{64, 32, 14, 14}, []int{64, 32, 5, 5}, autograd.ConvParams{Padding: [2]int{2, 2}}},
+	}
+	rng := tensor.NewRNG(29)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := tensor.Randn(rng, tensor.Float32, tc.x...)
+			w := tensor.Randn(rng, tensor.Float32, tc.w...)
+			b := tensor.Randn(rng, tensor.Float32, tc.w[0])
+			p := tc.p
+			p.Precision = tensor.PrecisionBFloat16
+			run := func(cudnn bool) ([]*tensor.Tensor, string) {
+				c.SetCUDNN(cudnn)
+				vs := []*autograd.Variable{autograd.Param(x.MustTo(dev)), autograd.Param(w.MustTo(dev)), autograd.Param(b.MustTo(dev))}
+				var y *autograd.Variable
+				for range 2 {
+					y = autograd.Conv2d(vs[0], vs[1], vs[2], p)
+					dy := tensor.Randn(tensor.NewRNG(5), tensor.Float32, y.Value.Shape()...)
+					require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
+				}
+				out := []*tensor.Tensor{y.Value.MustTo(tensor.CPU())}
+				for _, v := range vs {
+					out = append(out, v.Grad.MustTo(tensor.CPU()))
+				}
+				return out, c.ConvEngine()
+			}
+			mine, _ := run(false)
+			got, engine := run(true)
+			c.SetCUDNN(true)
+			t.Logf("engine: %s", engine)
+			assert.True(t, strings.HasPrefix(engine, "cuDNN "), "every pass on cuDNN in bfloat16: %s", engine)
+			for i, name := range []string{"y", "dx", "dw", "db"} {
+				want, g := mine[i].F32(), got[i].F32()
+				var scale, worst float64
+				for _, v := range want {
+					scale = max(scale, math.Abs(float64(v)))
+				}
+				for j := range want {
+					worst = max(worst, math.Abs(float64(want[j]-g[j])))
+				}
+				t.Logf("%s: worst %.3g, scale %.3g", name, worst, scale)
+				assert.LessOrEqual(t, worst, scale/128, "%s", name)
+				if name != "db" {
+					assert.Positive(t, worst, "%s: cuDNN's bfloat16 rounding should show", name)
+				}
+			}
+		})
+	}
+}
+
 // The TF32 switch reaches cuBLAS: with it off a 512×512×512 product
 // matches float64 on the host to float32's precision (errors about 1e-6 of
 // the sums' scale, √n); allowed, it runs on TF32 tensor cores (Ampere and

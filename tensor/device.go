@@ -138,7 +138,9 @@ type Kernels struct {
 	// convolution library's passes (cuDNN's on goddp/cuda), optional:
 	// y = conv2d(x, w) + beta*y; dx = conv2d's input gradient from gy and w
 	// + beta*dx; dw = its weight gradient from x and gy + beta*dw, every
-	// operand contiguous NCHW of s's shape. Each reports false, having
+	// operand contiguous NCHW of s's shape. With s.BF16 (autocast) the
+	// library may compute in bfloat16 and round the result to it, as
+	// torch's autocast convolutions do. Each reports false, having
 	// queued nothing, when the library cannot run s (none loaded, turned
 	// off, a shape it does not take, a failed call): Conv2dDevice and
 	// Conv2dBackwardDevice then run Im2col and Gemm.

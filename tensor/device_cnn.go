@@ -36,12 +36,11 @@ func flat(t *Tensor, off, n int) *Tensor { return Narrow(t.Reshape(t.Numel()), 0
 // Conv2dDevice returns conv2d(x, w) + b (b nil: no bias) for contiguous
 // x [N, C, H, W], w [O, C/Groups, KH, KW] and b [O] on their device, or nil
 // when they all live on the host. The device's convolution library runs
-// it when it takes s (Kernels.Conv2dForward: cuDNN on goddp/cuda, float32
-// only, so not under bf16 autocast); else, per chunk of samples: im2col
-// into [C*KH*KW, n*OH*OW], one GEMM per group (weight rows times that
-// group's block of rows) into [O, n, OH*OW], then a transpose into NCHW.
-// The bias is added at the end. With s.BF16 the GEMMs are the device's
-// GemmBF16.
+// it when it takes s (Kernels.Conv2dForward: cuDNN on goddp/cuda, in
+// bfloat16 under autocast); else, per chunk of samples: im2col into
+// [C*KH*KW, n*OH*OW], one GEMM per group (weight rows times that group's
+// block of rows) into [O, n, OH*OW], then a transpose into NCHW. The bias
+// is added at the end. With s.BF16 the GEMMs are the device's GemmBF16.
 func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	if !onDevice(x, w, b) {
 		return nil
@@ -59,7 +58,7 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 	}
 	y := MustEmptyOn(x.Device(), s.N, s.O, s.OH, s.OW) // the library or Swap01 writes it whole
 	L, G := s.OH*s.OW, s.Groups
-	if k.Conv2dForward != nil && !s.BF16 && k.Conv2dForward(y, x, w, s, 0) {
+	if k.Conv2dForward != nil && k.Conv2dForward(y, x, w, s, 0) {
 		if b != nil {
 			k.AddChannelBias(y, b, s.N, s.O, L)
 		}
@@ -98,7 +97,8 @@ func Conv2dDevice(x, w, b *Tensor, s *Conv2dShape) *Tensor {
 // added to (a Grad accumulating in place), else grads[i] is a fresh one.
 // dx and dw come from the device's convolution library when it takes s
 // (Kernels.Conv2dBackwardData and Conv2dBackwardFilter, accumulating with
-// beta 1; float32 only, so not under bf16 autocast); else dW = gy·colsᵀ per group as one GEMM over a chunk's samples,
+// beta 1; in bfloat16 under autocast); else dW = gy·colsᵀ per group as one
+// GEMM over a chunk's samples,
 // accumulated over chunks, and dx is col2im (gathered) of Wᵀ·gy. db is the
 // channel sums of gy.
 func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Conv2dShape) (grads [3]*Tensor, ok bool) {
@@ -140,10 +140,10 @@ func Conv2dBackwardDevice(gy, x, w *Tensor, need [3]bool, into [3]*Tensor, s *Co
 		}
 		return 0
 	}
-	if out[1] != nil && k.Conv2dBackwardFilter != nil && !s.BF16 && k.Conv2dBackwardFilter(out[1], x, gy, s, beta(acc[1])) {
+	if out[1] != nil && k.Conv2dBackwardFilter != nil && k.Conv2dBackwardFilter(out[1], x, gy, s, beta(acc[1])) {
 		out[1] = nil
 	}
-	if out[0] != nil && k.Conv2dBackwardData != nil && !s.BF16 && k.Conv2dBackwardData(out[0], gy, w, s, beta(acc[0])) {
+	if out[0] != nil && k.Conv2dBackwardData != nil && k.Conv2dBackwardData(out[0], gy, w, s, beta(acc[0])) {
 		out[0] = nil
 	}
 	if out[0] == nil && out[1] == nil {

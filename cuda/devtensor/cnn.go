@@ -36,9 +36,10 @@ type ConvLauncher interface {
 	// ConvWorkspace returns the scratch bytes pass of s needs, or an
 	// error when the library cannot run it.
 	ConvWorkspace(pass ConvPass, s *tensor.Conv2dShape) (int, error)
-	// Conv queues pass on contiguous float32 NCHW operands at byte
-	// offsets, with ws (wsBytes, from ConvWorkspace) as scratch; an error
-	// means nothing was queued.
+	// Conv queues pass on contiguous NCHW operands at byte offsets, with
+	// ws (wsBytes, from ConvWorkspace) as scratch; an error means nothing
+	// was queued. The operands are float32, or, with s.BF16, all three
+	// bfloat16 (2 bytes an element) with float32 accumulation.
 	Conv(pass ConvPass, s *tensor.Conv2dShape, out Mem, outOff int, a Mem, aOff int, b Mem, bOff int, beta float32,
 		ws Mem, wsBytes int) error
 }
@@ -48,10 +49,17 @@ type ConvLauncher interface {
 // allocator and goes back to it as soon as the pass is queued: its next
 // owner's work is queued on the same compute stream after this pass, so it
 // cannot run before the pass is done with it.
+//
+// With s.BF16 (autocast) the library runs on bfloat16 copies, as torch's
+// autocast runs cuDNN: a and b are narrowed by f32_to_bf16 (the rounding
+// of GemmBF16 and the CPU), the library writes a bfloat16 result, and that
+// is widened into out, added to beta*out. So, unlike goddp's own kernels
+// under bf16 (float32 results), the result carries bfloat16's rounding.
 func (d *Device) conv(cl ConvLauncher, pass ConvPass, s *tensor.Conv2dShape, out, a, b *tensor.Tensor, beta float32) bool {
-	om, oo := d.mem("conv2d "+pass.String(), out)
-	am, ao := d.mem("conv2d "+pass.String(), a)
-	bm, bo := d.mem("conv2d "+pass.String(), b)
+	what := "conv2d " + pass.String()
+	om, oo := d.mem(what, out)
+	am, ao := d.mem(what, a)
+	bm, bo := d.mem(what, b)
 	bytes, err := cl.ConvWorkspace(pass, s)
 	if err != nil {
 		return false
@@ -65,7 +73,37 @@ func (d *Device) conv(cl ConvLauncher, pass ConvPass, s *tensor.Conv2dShape, out
 		defer d.cache.Free(m, class, tensor.CacheStream(0))
 		ws = m
 	}
-	return cl.Conv(pass, s, om, oo, am, ao, bm, bo, beta, ws, bytes) == nil
+	if !s.BF16 {
+		return cl.Conv(pass, s, om, oo, am, ao, bm, bo, beta, ws, bytes) == nil
+	}
+	na, nb, no := a.Numel(), b.Numel(), out.Numel()
+	if na == 0 || nb == 0 || no == 0 {
+		return false // goddp's kernels handle the empty cases
+	}
+	// Every scratch block goes back to the cache once the work that reads
+	// it is queued: its next owner's work queues after it on this stream.
+	a16, b16, o16 := d.scratch(na, 2), d.scratch(nb, 2), d.scratch(no, 2)
+	defer o16.Release()
+	d.launch("f32_to_bf16", grid(na), a16.mem.Ptr(), am.Ptr()+uint64(ao), i64(na))
+	d.launch("f32_to_bf16", grid(nb), b16.mem.Ptr(), bm.Ptr()+uint64(bo), i64(nb))
+	err = cl.Conv(pass, s, o16.mem, 0, a16.mem, 0, b16.mem, 0, 0, ws, bytes)
+	a16.Release()
+	b16.Release()
+	if err != nil {
+		return false
+	}
+	if beta == 0 {
+		d.launch("bf16_to_f32", grid(no), om.Ptr()+uint64(oo), o16.mem.Ptr(), i64(no))
+		return true
+	}
+	if beta != 1 {
+		panic(fmt.Sprintf("devtensor: %s: beta %v (only 0 or 1, a fresh or an accumulated gradient)", what, beta))
+	}
+	o32 := d.scratch(no, 4)
+	d.launch("bf16_to_f32", grid(no), o32.mem.Ptr(), o16.mem.Ptr(), i64(no))
+	d.launch("axpy_f32", grid(no), om.Ptr()+uint64(oo), o32.mem.Ptr(), i64(no), f32(1))
+	o32.Release()
+	return true
 }
 
 // convKernels fills k's convolution-library entries when the launcher has
