@@ -41,11 +41,13 @@ type Context struct {
 	labels uint64 // int32 class labels
 	labN   int
 
-	// setMu guards the per-context settings (SetAllowTF32, SetCUDNN) and
-	// the record of which engine ran each convolution pass (ConvEngine).
+	// setMu guards the per-context settings (SetAllowTF32, SetCUDNN,
+	// SetCUDNNBenchmark) and the record of which engine ran each
+	// convolution pass (ConvEngine).
 	setMu    sync.Mutex
 	tf32     bool
 	noDNN    bool
+	dnnBench bool
 	engines  [3]string
 	onEngine func(string)
 

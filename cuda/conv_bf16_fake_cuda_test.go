@@ -24,8 +24,8 @@ type dnnHost struct {
 	bf16Runs int
 }
 
-func (d *dnnHost) dnnConv(pass int, s *tensor.Conv2dShape, tf32 bool, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error {
-	if err := d.dnnSim.dnnConv(pass, s, tf32, out, a, b, beta, ws, wsBytes); err != nil {
+func (d *dnnHost) dnnConv(pass int, s *tensor.Conv2dShape, o dnnOpts, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error {
+	if err := d.dnnSim.dnnConv(pass, s, o, out, a, b, beta, ws, wsBytes); err != nil {
 		return err
 	}
 	if s.BF16 {

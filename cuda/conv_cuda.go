@@ -13,12 +13,11 @@ import (
 
 // dnnDevice is a device with cuDNN's convolutions (dlDevice; it reports
 // ErrNoCUDNN when no cuDNN loaded). pass is 0 forward, 1 backward data, 2
-// backward filter (devtensor.ConvPass); tf32 whether algorithms on TF32
-// tensor cores may run.
+// backward filter (devtensor.ConvPass); o the context's settings.
 type dnnDevice interface {
 	cudnn() (path string, version int, err error)
-	dnnWorkspace(pass int, s *tensor.Conv2dShape, tf32 bool) (int64, error)
-	dnnConv(pass int, s *tensor.Conv2dShape, tf32 bool, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error
+	dnnWorkspace(pass int, s *tensor.Conv2dShape, o dnnOpts) (int64, error)
+	dnnConv(pass int, s *tensor.Conv2dShape, o dnnOpts, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error
 }
 
 var errCUDNNOff = errors.New("cuDNN turned off for this context (SetCUDNN(false))")
@@ -30,6 +29,18 @@ func (c *Context) SetCUDNN(on bool) {
 	c.setMu.Lock()
 	defer c.setMu.Unlock()
 	c.noDNN = !on
+}
+
+// SetCUDNNBenchmark has cuDNN time every algorithm for each convolution
+// shape, on its first use, and keep the fastest, as
+// torch.backends.cudnn.benchmark: the first step of each shape is slower,
+// the others may be faster than with cuDNN's heuristics, which choose
+// otherwise. Off by default. bf16 convolutions (autocast) are timed
+// either way.
+func (c *Context) SetCUDNNBenchmark(on bool) {
+	c.setMu.Lock()
+	defer c.setMu.Unlock()
+	c.dnnBench = on
 }
 
 // OnConvEngine calls fn with a description of the engine (ConvEngine's
@@ -77,23 +88,23 @@ func (c *Context) engineName(err error) string {
 	return fmt.Sprintf("cuDNN %s (%s)", dnnVersion(version), path)
 }
 
-// convLibrary returns the device's cuDNN and the TF32 setting, or why
-// convolutions cannot use it.
-func (c *Context) convLibrary() (dnnDevice, bool, error) {
+// convLibrary returns the device's cuDNN and the settings that choose its
+// plans, or why convolutions cannot use it.
+func (c *Context) convLibrary() (dnnDevice, dnnOpts, error) {
 	dd, ok := c.dev.(dnnDevice)
 	if !ok {
-		return nil, false, fmt.Errorf("%w: this device has no cuDNN binding", ErrNoCUDNN)
+		return nil, dnnOpts{}, fmt.Errorf("%w: this device has no cuDNN binding", ErrNoCUDNN)
 	}
 	c.setMu.Lock()
-	off, tf32 := c.noDNN, c.tf32
+	off, o := c.noDNN, dnnOpts{tf32: c.tf32, benchmark: c.dnnBench}
 	c.setMu.Unlock()
 	if off {
-		return nil, false, errCUDNNOff
+		return nil, o, errCUDNNOff
 	}
 	if _, _, err := dd.cudnn(); err != nil {
-		return nil, false, err
+		return nil, o, err
 	}
-	return dd, tf32, nil
+	return dd, o, nil
 }
 
 // noteConv records which engine ran pass: cuDNN when err is nil, else
@@ -114,12 +125,12 @@ func (c *Context) noteConv(pass devtensor.ConvPass, err error) {
 // (no cuDNN, turned off, a shape cuDNN refuses) sends the pass to goddp's
 // own kernels, and is what ConvEngine reports.
 func (l *launcher) ConvWorkspace(pass devtensor.ConvPass, s *tensor.Conv2dShape) (int, error) {
-	dd, tf32, err := l.c.convLibrary()
+	dd, o, err := l.c.convLibrary()
 	var n int64
 	if err == nil {
 		err = l.c.do(func() error {
 			var err error
-			n, err = dd.dnnWorkspace(int(pass), s, tf32)
+			n, err = dd.dnnWorkspace(int(pass), s, o)
 			return err
 		})
 	}
@@ -134,7 +145,7 @@ func (l *launcher) ConvWorkspace(pass devtensor.ConvPass, s *tensor.Conv2dShape)
 // stream.
 func (l *launcher) Conv(pass devtensor.ConvPass, s *tensor.Conv2dShape, out devtensor.Mem, outOff int, a devtensor.Mem, aOff int,
 	b devtensor.Mem, bOff int, beta float32, ws devtensor.Mem, wsBytes int) error {
-	dd, tf32, err := l.c.convLibrary()
+	dd, o, err := l.c.convLibrary()
 	if k := l.clock.Load(); k != nil && err == nil {
 		dt := ""
 		if s.BF16 {
@@ -149,7 +160,7 @@ func (l *launcher) Conv(pass devtensor.ConvPass, s *tensor.Conv2dShape, out devt
 			wp = ws.Ptr()
 		}
 		err = l.c.do(func() error {
-			return dd.dnnConv(int(pass), s, tf32, out.Ptr()+uint64(outOff), a.Ptr()+uint64(aOff), b.Ptr()+uint64(bOff),
+			return dd.dnnConv(int(pass), s, o, out.Ptr()+uint64(outOff), a.Ptr()+uint64(aOff), b.Ptr()+uint64(bOff),
 				beta, wp, int64(wsBytes))
 		})
 	}

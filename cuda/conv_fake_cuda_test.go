@@ -32,7 +32,7 @@ type dnnSim struct {
 
 type dnnRun struct {
 	pass      int
-	tf32      bool
+	o         dnnOpts
 	beta      float32
 	ws        uint64
 	wsBytes   int64
@@ -46,17 +46,17 @@ func (d *dnnSim) cudnn() (string, int, error) {
 	return "/fake/libcudnn.so.9", 91900, nil
 }
 
-func (d *dnnSim) dnnWorkspace(pass int, s *tensor.Conv2dShape, tf32 bool) (int64, error) {
+func (d *dnnSim) dnnWorkspace(pass int, s *tensor.Conv2dShape, o dnnOpts) (int64, error) {
 	if d.refuse[pass] {
 		return 0, fmt.Errorf("%w: choosing an algorithm for conv2d %s: no algorithm (code -3)", ErrCUDNN, passName(pass))
 	}
 	return d.ws, nil
 }
 
-func (d *dnnSim) dnnConv(pass int, s *tensor.Conv2dShape, tf32 bool, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error {
+func (d *dnnSim) dnnConv(pass int, s *tensor.Conv2dShape, o dnnOpts, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	d.runs = append(d.runs, dnnRun{pass, tf32, beta, ws, wsBytes, out, a, b})
+	d.runs = append(d.runs, dnnRun{pass, o, beta, ws, wsBytes, out, a, b})
 	return nil
 }
 
@@ -160,7 +160,7 @@ func TestConvRunsOnCUDNN(t *testing.T) {
 	for _, r := range d.runs {
 		assert.NotZero(t, r.ws, "a workspace from the caching allocator")
 		assert.Equal(t, int64(1000), r.wsBytes)
-		assert.False(t, r.tf32)
+		assert.Equal(t, dnnOpts{}, r.o)
 	}
 	xm, _, _ := devtensor.MemOf(x)
 	wm, _, _ := devtensor.MemOf(w)
@@ -175,8 +175,9 @@ func TestConvRunsOnCUDNN(t *testing.T) {
 	assert.Contains(t, e, "backward filter: goddp's im2col and cuBLAS (cuda: cuDNN error: choosing an algorithm")
 
 	// A gradient accumulated in place is cuDNN's beta 1; TF32, once
-	// allowed, reaches cuDNN's plans.
+	// allowed, and timing the algorithms reach cuDNN's plans.
 	require.NoError(t, c.SetAllowTF32(true))
+	c.SetCUDNNBenchmark(true)
 	d.refuse = nil
 	d.runs = nil
 	_, ok = tensor.Conv2dBackwardDevice(y, x, w, [3]bool{true, true, false}, [3]*tensor.Tensor{grads[0], dw, nil}, s)
@@ -184,7 +185,7 @@ func TestConvRunsOnCUDNN(t *testing.T) {
 	require.Len(t, d.runs, 2)
 	for _, r := range d.runs {
 		assert.Equal(t, float32(1), r.beta, "pass %d", r.pass)
-		assert.True(t, r.tf32, "pass %d", r.pass)
+		assert.Equal(t, dnnOpts{tf32: true, benchmark: true}, r.o, "pass %d", r.pass)
 	}
 	assert.Equal(t, []int{2, 1}, []int{d.runs[0].pass, d.runs[1].pass})
 }
@@ -209,3 +210,8 @@ func TestCUDNNVersion(t *testing.T) {
 	assert.Equal(t, "9.19.0", dnnVersion(91900))
 	assert.Equal(t, "8.9.7", dnnVersion(8907))
 }
+
+var (
+	_ dnnDevice = (*dnnSim)(nil)
+	_ dnnDevice = (*dnnHost)(nil)
+)

@@ -49,12 +49,19 @@ type dnnState struct {
 	closed bool
 }
 
+// dnnOpts are a context's settings that choose a plan: whether TF32
+// algorithms may run, and whether to time every algorithm (cudnnFind*) or
+// trust the heuristics.
+type dnnOpts struct {
+	tf32, benchmark bool
+}
+
 // dnnKey names a plan: the shape, amp's BF16 flag included (bfloat16
-// operands are other descriptors), and whether TF32 algorithms were
-// allowed (always false for a BF16 plan, which TF32 does not concern).
+// operands are other descriptors), and the options (TF32 is always false
+// for a BF16 plan, which it does not concern).
 type dnnKey struct {
-	s    tensor.Conv2dShape
-	tf32 bool
+	s tensor.Conv2dShape
+	o dnnOpts
 }
 
 // loadCUDNN tries the cuDNN candidates in order: GODDP_CUDNN_LIBRARY, the
@@ -151,9 +158,11 @@ func (d *dlDevice) dnnErr(what string, rc C.int) error {
 
 func (d *dlDevice) cudnn() (string, int, error) { return d.dnn.path, d.dnn.version, d.dnn.err }
 
+var _ dnnDevice = (*dlDevice)(nil)
+
 // plan returns s's plan, making the handle and the plan on first use
 // (dnn.mu held).
-func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, error) {
+func (d *dlDevice) plan(s *tensor.Conv2dShape, o dnnOpts) (*C.gcu_dnn_plan, error) {
 	if d.dnn.err != nil {
 		return nil, d.dnn.err
 	}
@@ -169,7 +178,14 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, erro
 	if d.dnn.hErr != nil {
 		return nil, d.dnn.hErr
 	}
-	key := dnnKey{*s, tf32 && !s.BF16}
+	if s.BF16 {
+		// cuDNN's heuristics rank bfloat16 algorithms badly: on an H200
+		// the first they offered for a convnet's backward data took 7.1 ms
+		// against the convolution's 0.8 ms forward. Timing them costs a
+		// few milliseconds once per shape.
+		o = dnnOpts{benchmark: true}
+	}
+	key := dnnKey{*s, o}
 	if p, ok := d.dnn.plans[key]; ok {
 		return p, nil
 	}
@@ -186,15 +202,13 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, erro
 	}
 	// bfloat16 operands are there for the tensor cores: DEFAULT_MATH lets
 	// cuDNN use them whatever TF32's setting, as torch's autocast does.
-	math, t, bf := C.int(dnnFMAMath), C.int(0), C.int(0)
-	if tf32 || s.BF16 {
+	math, t := C.int(dnnFMAMath), C.int(0)
+	if o.tf32 || s.BF16 {
 		math, t = dnnDefaultMath, 1
 	}
-	if s.BF16 {
-		bf = 1
-	}
 	p := (*C.gcu_dnn_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gcu_dnn_plan{}))))
-	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, bf, dnnWorkspaceMax, p); rc != 0 {
+	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, cbool(s.BF16), cbool(o.benchmark),
+		dnnWorkspaceMax, p); rc != 0 {
 		C.free(unsafe.Pointer(p))
 		err := d.dnnErr(fmt.Sprintf("conv2d %+v", *s), rc)
 		if d.dnn.bad == nil {
@@ -212,10 +226,10 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, tf32 bool) (*C.gcu_dnn_plan, erro
 
 // dnnWorkspace returns the scratch bytes pass (0 forward, 1 backward data,
 // 2 backward filter) of s needs with cuDNN, or why cuDNN cannot run it.
-func (d *dlDevice) dnnWorkspace(pass int, s *tensor.Conv2dShape, tf32 bool) (int64, error) {
+func (d *dlDevice) dnnWorkspace(pass int, s *tensor.Conv2dShape, o dnnOpts) (int64, error) {
 	d.dnn.mu.Lock()
 	defer d.dnn.mu.Unlock()
-	p, err := d.plan(s, tf32)
+	p, err := d.plan(s, o)
 	if err != nil {
 		return 0, err
 	}
@@ -227,10 +241,10 @@ func (d *dlDevice) dnnWorkspace(pass int, s *tensor.Conv2dShape, tf32 bool) (int
 
 // dnnConv queues pass of s on the compute stream (see gcu_dnn_conv for
 // which operand is which).
-func (d *dlDevice) dnnConv(pass int, s *tensor.Conv2dShape, tf32 bool, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error {
+func (d *dlDevice) dnnConv(pass int, s *tensor.Conv2dShape, o dnnOpts, out, a, b uint64, beta float32, ws uint64, wsBytes int64) error {
 	d.dnn.mu.Lock()
 	defer d.dnn.mu.Unlock()
-	p, err := d.plan(s, tf32)
+	p, err := d.plan(s, o)
 	if err != nil {
 		return err
 	}
@@ -264,4 +278,11 @@ func (d *dlDevice) closeDNN() error {
 		return d.dnnErr("cudnnDestroy", rc)
 	}
 	return nil
+}
+
+func cbool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -119,6 +119,9 @@ int gcu_load_cudnn(gcu_lib *l, const char *path, char *err, int cap) {
 	SYM(cudnnGetConvolutionForwardAlgorithm_v7, "cudnnGetConvolutionForwardAlgorithm_v7");
 	SYM(cudnnGetConvolutionBackwardDataAlgorithm_v7, "cudnnGetConvolutionBackwardDataAlgorithm_v7");
 	SYM(cudnnGetConvolutionBackwardFilterAlgorithm_v7, "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+	l->cudnnFindConvolutionForwardAlgorithm = dlsym(h, "cudnnFindConvolutionForwardAlgorithm");
+	l->cudnnFindConvolutionBackwardDataAlgorithm = dlsym(h, "cudnnFindConvolutionBackwardDataAlgorithm");
+	l->cudnnFindConvolutionBackwardFilterAlgorithm = dlsym(h, "cudnnFindConvolutionBackwardFilterAlgorithm");
 	SYM(cudnnGetConvolutionForwardWorkspaceSize, "cudnnGetConvolutionForwardWorkspaceSize");
 	SYM(cudnnGetConvolutionBackwardDataWorkspaceSize, "cudnnGetConvolutionBackwardDataWorkspaceSize");
 	SYM(cudnnGetConvolutionBackwardFilterWorkspaceSize, "cudnnGetConvolutionBackwardFilterWorkspaceSize");
@@ -474,10 +477,15 @@ void gcu_dnn_plan_free(gcu_lib *l, gcu_dnn_plan *p) {
 	p->x = p->y = p->w = p->conv = NULL;
 }
 
-// pick takes the heuristics' first algorithm that can run, within the
-// workspace bound, and, unless tf32, without tensor cores; its exact
-// workspace comes from the pass's WorkspaceSize call.
-static int pick(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_perf *perf, int n, int tf32, size_t wsmax) {
+// pick takes the first algorithm of perf (the heuristics' order, or
+// cudnnFind*'s, fastest first) that can run, within the workspace bound,
+// and, unless tf32, without tensor cores; its exact workspace comes from
+// the pass's WorkspaceSize call. With tensor cores allowed it runs with
+// the math type it was listed (or timed) with, unless that lets cuDNN
+// convert the operands down (to float16); else with math, so that an
+// algorithm listed under DEFAULT_MATH cannot take TF32 up.
+static int pick(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_perf *perf, int n, int math, int tf32,
+                size_t wsmax) {
 	for (int i = 0; i < n; i++) {
 		if (perf[i].status) continue;
 		if (!tf32 && (perf[i].mathType == CUDNN_TENSOR_OP_MATH || perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))
@@ -491,14 +499,15 @@ static int pick(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_perf *pe
 		}
 		if (rc || ws > wsmax) continue;
 		p->algo[pass] = perf[i].algo;
+		p->math[pass] = tf32 && perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION ? perf[i].mathType : math;
 		p->ws[pass] = ws;
 		return 0;
 	}
 	return GCU_DNN_NO_ALGORITHM;
 }
 
-int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int tf32, int bf16, size_t wsmax,
-                     gcu_dnn_plan *p) {
+int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int tf32, int bf16, int find,
+                     size_t wsmax, gcu_dnn_plan *p) {
 	DNN_CURRENT(ctx);
 	// bf16: x, w and y in bfloat16 with float32 compute (cuDNN's
 	// PSEUDO_BFLOAT16_CONFIG, what torch's autocast runs).
@@ -524,16 +533,25 @@ int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int
 		goto fail;
 	}
 	TRY(l->cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, dt, n, o, oh, ow));
+	typedef int (*listFn)(void *, void *, void *, void *, void *, int, int *, void *);
+	listFn fwd = l->cudnnGetConvolutionForwardAlgorithm_v7, data = l->cudnnGetConvolutionBackwardDataAlgorithm_v7,
+	       filt = l->cudnnGetConvolutionBackwardFilterAlgorithm_v7;
+	if (find && l->cudnnFindConvolutionForwardAlgorithm && l->cudnnFindConvolutionBackwardDataAlgorithm &&
+	    l->cudnnFindConvolutionBackwardFilterAlgorithm) {
+		fwd = l->cudnnFindConvolutionForwardAlgorithm;
+		data = l->cudnnFindConvolutionBackwardDataAlgorithm;
+		filt = l->cudnnFindConvolutionBackwardFilterAlgorithm;
+	}
 	gcu_dnn_perf perf[16];
 	int got = 0;
-	p->status[0] = l->cudnnGetConvolutionForwardAlgorithm_v7(h, p->x, p->w, p->conv, p->y, 16, &got, perf);
-	if (!p->status[0]) p->status[0] = pick(l, h, p, 0, perf, got, tf32, wsmax);
+	p->status[0] = fwd(h, p->x, p->w, p->conv, p->y, 16, &got, perf);
+	if (!p->status[0]) p->status[0] = pick(l, h, p, 0, perf, got, math, tf32, wsmax);
 	got = 0;
-	p->status[1] = l->cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w, p->y, p->conv, p->x, 16, &got, perf);
-	if (!p->status[1]) p->status[1] = pick(l, h, p, 1, perf, got, tf32, wsmax);
+	p->status[1] = data(h, p->w, p->y, p->conv, p->x, 16, &got, perf);
+	if (!p->status[1]) p->status[1] = pick(l, h, p, 1, perf, got, math, tf32, wsmax);
 	got = 0;
-	p->status[2] = l->cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x, p->y, p->conv, p->w, 16, &got, perf);
-	if (!p->status[2]) p->status[2] = pick(l, h, p, 2, perf, got, tf32, wsmax);
+	p->status[2] = filt(h, p->x, p->y, p->conv, p->w, 16, &got, perf);
+	if (!p->status[2]) p->status[2] = pick(l, h, p, 2, perf, got, math, tf32, wsmax);
 	return 0;
 fail:
 	gcu_dnn_plan_free(l, p);
@@ -547,6 +565,9 @@ int gcu_dnn_conv(gcu_lib *l, void *ctx, void *h, gcu_dnn_plan *p, int pass, gcu_
 	if (p->status[pass]) return p->status[pass];
 	float alpha = 1;
 	void *w = wsbytes ? (void *)ws : NULL;
+	// The passes share the descriptor; each runs with its algorithm's math.
+	int rc = l->cudnnSetConvolutionMathType(p->conv, p->math[pass]);
+	if (rc) return rc;
 	switch (pass) {
 	case 0: // y = conv(x, w): out y, a x, b w
 		return l->cudnnConvolutionForward(h, &alpha, p->x, (void *)a, p->w, (void *)b, p->conv, p->algo[0], w, wsbytes,

@@ -93,6 +93,11 @@ typedef struct {
 	int (*cudnnGetConvolutionForwardAlgorithm_v7)(void *, void *, void *, void *, void *, int, int *, void *);
 	int (*cudnnGetConvolutionBackwardDataAlgorithm_v7)(void *, void *, void *, void *, void *, int, int *, void *);
 	int (*cudnnGetConvolutionBackwardFilterAlgorithm_v7)(void *, void *, void *, void *, void *, int, int *, void *);
+	// Optional: cuDNN's measured choice (torch.backends.cudnn.benchmark),
+	// with the _v7 heuristics' signatures.
+	int (*cudnnFindConvolutionForwardAlgorithm)(void *, void *, void *, void *, void *, int, int *, void *);
+	int (*cudnnFindConvolutionBackwardDataAlgorithm)(void *, void *, void *, void *, void *, int, int *, void *);
+	int (*cudnnFindConvolutionBackwardFilterAlgorithm)(void *, void *, void *, void *, void *, int, int *, void *);
 	int (*cudnnGetConvolutionForwardWorkspaceSize)(void *, void *, void *, void *, void *, int, size_t *);
 	int (*cudnnGetConvolutionBackwardDataWorkspaceSize)(void *, void *, void *, void *, void *, int, size_t *);
 	int (*cudnnGetConvolutionBackwardFilterWorkspaceSize)(void *, void *, void *, void *, void *, int, size_t *);
@@ -106,11 +111,11 @@ typedef struct {
 
 // gcu_dnn_plan is one convolution shape's cuDNN descriptors (x, y as
 // NCHW float32 or bfloat16 tensors, w as a filter) and, per pass (0 forward, 1 backward
-// data, 2 backward filter), the algorithm chosen and its workspace, or the
-// status that kept cuDNN from choosing one.
+// data, 2 backward filter), the algorithm chosen, the math type it runs
+// with and its workspace, or the status that kept cuDNN from choosing one.
 typedef struct {
 	void *x, *y, *w, *conv;
-	int algo[3], status[3];
+	int algo[3], math[3], status[3];
 	size_t ws[3];
 } gcu_dnn_plan;
 
@@ -174,7 +179,9 @@ int gcu_blas_math(gcu_lib *l, void *ctx, void *h, int mode);
 // OW; math a cudnnMathType_t; tf32 whether algorithms that use tensor
 // cores may be chosen (TF32 ones for float32 data); bf16 whether x, w and
 // y are bfloat16 (compute stays float32); wsmax the largest workspace to
-// accept.
+// accept; find whether to time every algorithm (cudnnFind*, which runs
+// them on the device) rather than take the heuristics' order (where this
+// cuDNN has no cudnnFind*, the heuristics decide).
 // goddp's own statuses, outside cuDNN's: no context, cuDNN's output shape
 // is not the op's (asymmetric padding), no algorithm fits.
 #define GCU_DNN_NO_CONTEXT (-1)
@@ -184,8 +191,8 @@ size_t gcu_dnn_version(gcu_lib *l);
 const char *gcu_dnn_error(gcu_lib *l, int rc);
 int gcu_dnn_create(gcu_lib *l, void *ctx, void *stream, void **h);
 int gcu_dnn_destroy(gcu_lib *l, void *ctx, void *h);
-int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *dims, int math, int tf32, int bf16, size_t wsmax,
-                     gcu_dnn_plan *p);
+int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *dims, int math, int tf32, int bf16, int find,
+                     size_t wsmax, gcu_dnn_plan *p);
 void gcu_dnn_plan_free(gcu_lib *l, gcu_dnn_plan *p);
 int gcu_dnn_conv(gcu_lib *l, void *ctx, void *h, gcu_dnn_plan *p, int pass, gcu_devptr out, gcu_devptr a, gcu_devptr b,
                  float beta, gcu_devptr ws, size_t wsbytes);

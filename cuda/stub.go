@@ -62,6 +62,7 @@ func (c *Context) Tensors() tensor.Device { return nil }
 func (c *Context) SetAllowTF32(on bool) error   { return ErrNotCompiled }
 func (c *Context) AllowTF32() bool              { return false }
 func (c *Context) SetCUDNN(on bool)             {}
+func (c *Context) SetCUDNNBenchmark(on bool)    {}
 func (c *Context) OnConvEngine(fn func(string)) {}
 
 // ConvEngine says that this build runs no convolution on a GPU.

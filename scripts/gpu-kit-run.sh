@@ -373,6 +373,12 @@ if [ -n "${GPU_KIT_SWEEP:-}" ]; then
     check "sweep-cnn-b512-$name" 120 env "${env[@]}" FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda "${flags[@]}" \
       -batch-size 512 -epochs 20 -max-steps 200 -num-workers 2 -ckpt-dir "" && grep -h samples_per_s "$logs/sweep-cnn-b512-$name.log" | sed 's/^/   /'
   done
+  # cuDNN timing its algorithms (torch.backends.cudnn.benchmark) against
+  # its heuristics, float32 and TF32.
+  check sweep-cnn-b512-fp32-benchmark 120 env GODDP_CUDNN_BENCHMARK=1 FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda \
+    -batch-size 512 -epochs 20 -max-steps 200 -num-workers 2 -ckpt-dir "" && grep -h samples_per_s "$logs/sweep-cnn-b512-fp32-benchmark.log" | sed 's/^/   /'
+  check sweep-cnn-b512-tf32-benchmark 120 env GODDP_CUDNN_BENCHMARK=1 GODDP_ALLOW_TF32=1 FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda \
+    -batch-size 512 -epochs 20 -max-steps 200 -num-workers 2 -ckpt-dir "" && grep -h samples_per_s "$logs/sweep-cnn-b512-tf32-benchmark.log" | sed 's/^/   /'
   check sweep-torch 120 env GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" \
     gpt-b256 cnn-b512 gpt-b256-bf16 cnn-b512-bf16 && grep -h '^torch-gpu' "$logs/sweep-torch.log" | sed 's/^/   /'
   check sweep-torch-tf32 120 env TF32=1 GPL_TEXT="$kit/data/GPL-3" FMNIST_DIR="$kit/data/fmnist" STEPS=200 "$py" "$kit/bench_torch_gpu.py" \

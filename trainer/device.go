@@ -82,14 +82,15 @@ func openDeviceNamed(name string, localRank int) (tensor.Device, func(), error) 
 // cudaEnv are the per-context CUDA switches the trainer takes from the
 // environment (cudaSettings).
 type cudaEnv struct {
-	tf32, cudnn, opTimes bool
+	tf32, cudnn, cudnnBenchmark, opTimes bool
 }
 
 // cudaSettings reads them (getenv is os.Getenv): GODDP_ALLOW_TF32=1 lets
 // float32 GEMMs and convolutions use TF32 tensor cores (off by default, as
 // torch's allow_tf32), GODDP_CUDNN=0 keeps convolutions off cuDNN (on by
 // default where it loads, as torch.backends.cudnn.enabled),
-// GODDP_CUDA_OP_TIMES=1 profiles every call the device queues
+// GODDP_CUDNN_BENCHMARK=1 has cuDNN time its algorithms for each shape
+// (torch.backends.cudnn.benchmark; off by default), GODDP_CUDA_OP_TIMES=1 profiles every call the device queues
 // (cuda.Context.StartOpTimes; off by default). A value that is not a
 // boolean is an error naming the variable.
 func cudaSettings(getenv func(string) string) (cudaEnv, error) {
@@ -110,6 +111,9 @@ func cudaSettings(getenv func(string) string) (cudaEnv, error) {
 		return e, err
 	}
 	if e.cudnn, err = parse("GODDP_CUDNN", true); err != nil {
+		return e, err
+	}
+	if e.cudnnBenchmark, err = parse("GODDP_CUDNN_BENCHMARK", false); err != nil {
 		return e, err
 	}
 	e.opTimes, err = parse("GODDP_CUDA_OP_TIMES", false)

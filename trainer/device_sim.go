@@ -21,7 +21,8 @@ func openSim(localRank int) (tensor.Device, func(), error) {
 // openCUDA is -device cuda: cuda:LOCAL_RANK's context as a tensor device.
 // Without a usable GPU, NewContext's error names what is missing (the cuda
 // build tag, the driver, a device, cuBLAS).
-// GODDP_ALLOW_TF32, GODDP_CUDNN and GODDP_CUDA_OP_TIMES set the context's
+// GODDP_ALLOW_TF32, GODDP_CUDNN, GODDP_CUDNN_BENCHMARK and
+// GODDP_CUDA_OP_TIMES set the context's
 // switches (cudaSettings); which engine runs the convolutions is printed
 // to stderr the first time each pass runs. Under GODDP_CUDA_OP_TIMES=1
 // every call the device queues is timed (Context.StartOpTimes: a
@@ -41,6 +42,7 @@ func openCUDA(localRank int) (tensor.Device, func(), error) {
 		return nil, nil, fmt.Errorf("trainer: -device cuda (cuda:%d): %w", localRank, err)
 	}
 	c.SetCUDNN(env.cudnn)
+	c.SetCUDNNBenchmark(env.cudnnBenchmark)
 	c.OnConvEngine(func(engine string) { fmt.Fprintln(os.Stderr, "trainer:", engine) })
 	release := func() { _ = c.Close() }
 	if env.opTimes {

@@ -46,7 +46,7 @@ func TestOpenDevice(t *testing.T) {
 	release()
 }
 
-// GODDP_ALLOW_TF32 and GODDP_CUDA_OP_TIMES are off and GODDP_CUDNN on
+// GODDP_ALLOW_TF32, GODDP_CUDNN_BENCHMARK and GODDP_CUDA_OP_TIMES are off and GODDP_CUDNN on
 // unless set; anything but a boolean names the variable.
 func TestCUDASettings(t *testing.T) {
 	for _, tc := range []struct {
@@ -58,6 +58,8 @@ func TestCUDASettings(t *testing.T) {
 		{env: map[string]string{"GODDP_ALLOW_TF32": "1", "GODDP_CUDNN": "0"}, want: cudaEnv{tf32: true}},
 		{env: map[string]string{"GODDP_ALLOW_TF32": "true"}, want: cudaEnv{tf32: true, cudnn: true}},
 		{env: map[string]string{"GODDP_CUDA_OP_TIMES": "1"}, want: cudaEnv{cudnn: true, opTimes: true}},
+		{env: map[string]string{"GODDP_CUDNN_BENCHMARK": "1"}, want: cudaEnv{cudnn: true, cudnnBenchmark: true}},
+		{env: map[string]string{"GODDP_CUDNN_BENCHMARK": "fast"}, err: "GODDP_CUDNN_BENCHMARK"},
 		{env: map[string]string{"GODDP_ALLOW_TF32": "yes"}, err: "GODDP_ALLOW_TF32"},
 		{env: map[string]string{"GODDP_CUDNN": "off"}, err: "GODDP_CUDNN"},
 		{env: map[string]string{"GODDP_CUDA_OP_TIMES": "on"}, err: "GODDP_CUDA_OP_TIMES"},

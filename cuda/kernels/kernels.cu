@@ -509,27 +509,51 @@ __global__ void max_pool2d_f32(float *y, int *idx, const float *x, i64 planes, i
 }
 
 // Max pooling's gradient, gathered: dx[p, iy, ix] = the sum of dy over the
-// outputs whose window holds (iy, ix) and whose maximum it was.
+// outputs whose window holds (iy, ix) and whose maximum it was. The index
+// arithmetic (eight divisions an element) is the kernel's cost: in 32
+// bits when every index fits, as it does for any batch whose gradient
+// holds fewer than 2^31 elements, a 64-bit division costing several
+// 32-bit ones.
+// MAX_POOL2D_GRAD_AT defines NAME, the gradient of one element with
+// indices of type I (kernels.cu is extern "C": no templates).
+#define MAX_POOL2D_GRAD_AT(NAME, I)                                                                             \
+	__device__ float NAME(I i, const float *dy, const int *idx, I h, I w, I kh, I kw, I sh, I sw, I ph, I pw, I oh, \
+	                      I ow) {                                                                                 \
+		I ix = i % w, t = i / w, iy = t % h, p = t / h;                                                         \
+		/* Windows oy*sh-ph <= iy < oy*sh-ph+kh, and likewise for x. */                                         \
+		I ylo = iy + ph + 1 > kh ? (iy + ph + 1 - kh + sh - 1) / sh : 0;                                        \
+		I xlo = ix + pw + 1 > kw ? (ix + pw + 1 - kw + sw - 1) / sw : 0;                                        \
+		I yhi = (iy + ph) / sh, xhi = (ix + pw) / sw;                                                           \
+		yhi = yhi < oh - 1 ? yhi : oh - 1;                                                                      \
+		xhi = xhi < ow - 1 ? xhi : ow - 1;                                                                      \
+		int me = (int)(iy * w + ix);                                                                            \
+		float acc = 0.0f;                                                                                       \
+		for (I oy = ylo; oy <= yhi; oy++) {                                                                     \
+			for (I ox = xlo; ox <= xhi; ox++) {                                                             \
+				I j = (p * oh + oy) * ow + ox;                                                          \
+				if (idx[j] == me) acc += dy[j];                                                         \
+			}                                                                                               \
+		}                                                                                                       \
+		return acc;                                                                                             \
+	}
+typedef unsigned int u32;
+MAX_POOL2D_GRAD_AT(max_pool2d_grad_u32, u32)
+MAX_POOL2D_GRAD_AT(max_pool2d_grad_i64, i64)
+
 __global__ void max_pool2d_bwd_f32(float *dx, const float *dy, const int *idx, i64 planes, i64 h, i64 w, i64 kh, i64 kw,
                                    i64 sh, i64 sw, i64 ph, i64 pw, i64 oh, i64 ow) {
-	FOR_EACH(i, planes * h * w) {
-		i64 ix = i % w, t = i / w, iy = t % h, p = t / h;
-		// Windows oy*sh-ph <= iy < oy*sh-ph+kh, and likewise for x.
-		i64 ylo = iy + ph - kh + 1, xlo = ix + pw - kw + 1;
-		ylo = ylo <= 0 ? 0 : (ylo + sh - 1) / sh;
-		xlo = xlo <= 0 ? 0 : (xlo + sw - 1) / sw;
-		i64 yhi = (iy + ph) / sh, xhi = (ix + pw) / sw;
-		yhi = yhi < oh - 1 ? yhi : oh - 1;
-		xhi = xhi < ow - 1 ? xhi : ow - 1;
-		int me = (int)(iy * w + ix);
-		float acc = 0.0f;
-		for (i64 oy = ylo; oy <= yhi; oy++) {
-			for (i64 ox = xlo; ox <= xhi; ox++) {
-				i64 j = (p * oh + oy) * ow + ox;
-				if (idx[j] == me) acc += dy[j];
-			}
+	i64 n = planes * h * w;
+	// Unsigned: oh and ow must be positive for oh - 1 and ow - 1.
+	if (n < ((i64)1 << 31) && oh > 0 && ow > 0 && planes * oh * ow < ((i64)1 << 31) && h + ph < ((i64)1 << 30) &&
+	    w + pw < ((i64)1 << 30)) {
+		FOR_EACH(i, n) {
+			dx[i] = max_pool2d_grad_u32((u32)i, dy, idx, (u32)h, (u32)w, (u32)kh, (u32)kw, (u32)sh, (u32)sw, (u32)ph,
+			                            (u32)pw, (u32)oh, (u32)ow);
 		}
-		dx[i] = acc;
+		return;
+	}
+	FOR_EACH(i, n) {
+		dx[i] = max_pool2d_grad_i64(i, dy, idx, h, w, kh, kw, sh, sw, ph, pw, oh, ow);
 	}
 }
 

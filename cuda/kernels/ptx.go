@@ -9267,301 +9267,440 @@ $L__BB42_20:
 	.param .u64 max_pool2d_bwd_f32_param_13
 )
 {
-	.reg .pred 	%p<26>;
-	.reg .f32 	%f<42>;
-	.reg .b32 	%r<37>;
-	.reg .b64 	%rd<149>;
+	.reg .pred 	%p<45>;
+	.reg .f32 	%f<56>;
+	.reg .b32 	%r<95>;
+	.reg .b64 	%rd<171>;
 
 
-	ld.param.u64 	%rd67, [max_pool2d_bwd_f32_param_0];
-	ld.param.u64 	%rd78, [max_pool2d_bwd_f32_param_1];
-	ld.param.u64 	%rd79, [max_pool2d_bwd_f32_param_2];
-	ld.param.u64 	%rd80, [max_pool2d_bwd_f32_param_3];
-	ld.param.u64 	%rd68, [max_pool2d_bwd_f32_param_4];
-	ld.param.u64 	%rd69, [max_pool2d_bwd_f32_param_5];
-	ld.param.u64 	%rd72, [max_pool2d_bwd_f32_param_8];
-	ld.param.u64 	%rd73, [max_pool2d_bwd_f32_param_9];
-	ld.param.u64 	%rd76, [max_pool2d_bwd_f32_param_12];
-	ld.param.u64 	%rd77, [max_pool2d_bwd_f32_param_13];
-	cvta.to.global.u64 	%rd1, %rd78;
-	cvta.to.global.u64 	%rd2, %rd79;
-	mov.u32 	%r2, %ctaid.x;
-	mov.u32 	%r3, %ntid.x;
-	cvt.u64.u32 	%rd3, %r3;
-	mul.wide.u32 	%rd81, %r2, %r3;
-	mov.u32 	%r4, %tid.x;
-	cvt.u64.u32 	%rd82, %r4;
-	add.s64 	%rd134, %rd81, %rd82;
-	mul.lo.s64 	%rd83, %rd68, %rd80;
-	mul.lo.s64 	%rd5, %rd83, %rd69;
-	setp.ge.s64 	%p1, %rd134, %rd5;
-	@%p1 bra 	$L__BB43_47;
+	ld.param.u64 	%rd83, [max_pool2d_bwd_f32_param_0];
+	ld.param.u64 	%rd84, [max_pool2d_bwd_f32_param_1];
+	ld.param.u64 	%rd85, [max_pool2d_bwd_f32_param_2];
+	ld.param.u64 	%rd72, [max_pool2d_bwd_f32_param_3];
+	ld.param.u64 	%rd73, [max_pool2d_bwd_f32_param_4];
+	ld.param.u64 	%rd74, [max_pool2d_bwd_f32_param_5];
+	ld.param.u64 	%rd75, [max_pool2d_bwd_f32_param_6];
+	ld.param.u64 	%rd76, [max_pool2d_bwd_f32_param_7];
+	ld.param.u64 	%rd77, [max_pool2d_bwd_f32_param_8];
+	ld.param.u64 	%rd78, [max_pool2d_bwd_f32_param_9];
+	ld.param.u64 	%rd79, [max_pool2d_bwd_f32_param_10];
+	ld.param.u64 	%rd80, [max_pool2d_bwd_f32_param_11];
+	ld.param.u64 	%rd81, [max_pool2d_bwd_f32_param_12];
+	ld.param.u64 	%rd82, [max_pool2d_bwd_f32_param_13];
+	cvta.to.global.u64 	%rd1, %rd83;
+	cvta.to.global.u64 	%rd2, %rd84;
+	cvta.to.global.u64 	%rd3, %rd85;
+	mul.lo.s64 	%rd86, %rd73, %rd72;
+	mul.lo.s64 	%rd4, %rd86, %rd74;
+	setp.gt.s64 	%p1, %rd4, 2147483647;
+	setp.lt.s64 	%p2, %rd81, 1;
+	or.pred  	%p3, %p1, %p2;
+	setp.lt.s64 	%p4, %rd82, 1;
+	or.pred  	%p5, %p3, %p4;
+	@%p5 bra 	$L__BB43_2;
 
-	add.s64 	%rd6, %rd76, -1;
-	mov.u32 	%r5, %nctaid.x;
-	cvt.u64.u32 	%rd84, %r5;
-	mul.lo.s64 	%rd8, %rd84, %rd3;
-	cvta.to.global.u64 	%rd9, %rd67;
+	mul.lo.s64 	%rd87, %rd81, %rd72;
+	mul.lo.s64 	%rd88, %rd87, %rd82;
+	setp.lt.s64 	%p6, %rd88, 2147483648;
+	add.s64 	%rd89, %rd79, %rd73;
+	setp.lt.s64 	%p7, %rd89, 1073741824;
+	and.pred  	%p8, %p7, %p6;
+	add.s64 	%rd90, %rd80, %rd74;
+	setp.lt.s64 	%p9, %rd90, 1073741824;
+	and.pred  	%p10, %p9, %p8;
+	@%p10 bra 	$L__BB43_49;
+	bra.uni 	$L__BB43_2;
+
+$L__BB43_49:
+	mov.u32 	%r67, %ctaid.x;
+	mov.u32 	%r68, %ntid.x;
+	cvt.u64.u32 	%rd66, %r68;
+	mul.wide.u32 	%rd130, %r67, %r68;
+	mov.u32 	%r69, %tid.x;
+	cvt.u64.u32 	%rd131, %r69;
+	add.s64 	%rd170, %rd130, %rd131;
+	setp.ge.s64 	%p36, %rd170, %rd4;
+	@%p36 bra 	$L__BB43_64;
+
+	cvt.u32.u64 	%r2, %rd73;
+	cvt.u32.u64 	%r3, %rd74;
+	cvt.u32.u64 	%r4, %rd79;
+	cvt.u32.u64 	%r5, %rd80;
+	cvt.u32.u64 	%r6, %rd75;
+	not.b32 	%r70, %r6;
+	cvt.u32.u64 	%r7, %rd77;
+	add.s32 	%r8, %r70, %r7;
+	cvt.u32.u64 	%r9, %rd76;
+	not.b32 	%r71, %r9;
+	cvt.u32.u64 	%r10, %rd78;
+	add.s32 	%r11, %r71, %r10;
+	cvt.u32.u64 	%r12, %rd81;
+	add.s32 	%r13, %r12, -1;
+	cvt.u32.u64 	%r14, %rd82;
+	add.s32 	%r15, %r14, -1;
+	mov.u32 	%r72, %nctaid.x;
+	cvt.u64.u32 	%rd132, %r72;
+	mul.lo.s64 	%rd68, %rd132, %rd66;
+
+$L__BB43_51:
+	cvt.u32.u64 	%r74, %rd170;
+	div.u32 	%r17, %r74, %r3;
+	mul.lo.s32 	%r75, %r17, %r3;
+	sub.s32 	%r16, %r74, %r75;
+	rem.u32 	%r18, %r17, %r2;
+	add.s32 	%r19, %r18, %r4;
+	add.s32 	%r76, %r19, 1;
+	setp.le.u32 	%p37, %r76, %r6;
+	mov.u32 	%r92, 0;
+	mov.u32 	%r93, %r92;
+	@%p37 bra 	$L__BB43_53;
+
+	add.s32 	%r77, %r8, %r19;
+	add.s32 	%r78, %r77, 1;
+	div.u32 	%r93, %r78, %r7;
+
+$L__BB43_53:
+	add.s32 	%r22, %r16, %r5;
+	add.s32 	%r80, %r22, 1;
+	setp.le.u32 	%p38, %r80, %r9;
+	@%p38 bra 	$L__BB43_55;
+
+	add.s32 	%r81, %r11, %r22;
+	add.s32 	%r82, %r81, 1;
+	div.u32 	%r92, %r82, %r10;
+
+$L__BB43_55:
+	div.u32 	%r83, %r19, %r7;
+	min.u32 	%r25, %r83, %r13;
+	div.u32 	%r84, %r22, %r10;
+	min.u32 	%r26, %r84, %r15;
+	mad.lo.s32 	%r27, %r18, %r3, %r16;
+	setp.gt.u32 	%p39, %r93, %r25;
+	mov.f32 	%f53, 0f00000000;
+	@%p39 bra 	$L__BB43_63;
+
+	div.u32 	%r85, %r17, %r2;
+	mul.lo.s32 	%r28, %r85, %r12;
+
+$L__BB43_57:
+	setp.gt.u32 	%p40, %r92, %r26;
+	@%p40 bra 	$L__BB43_62;
+
+	add.s32 	%r86, %r93, %r28;
+	mul.lo.s32 	%r30, %r86, %r14;
+	mov.u32 	%r94, %r92;
+
+$L__BB43_59:
+	add.s32 	%r87, %r94, %r30;
+	cvt.u64.u32 	%rd70, %r87;
+	mul.wide.u32 	%rd133, %r87, 4;
+	add.s64 	%rd134, %rd3, %rd133;
+	ld.global.u32 	%r88, [%rd134];
+	setp.ne.s32 	%p41, %r88, %r27;
+	@%p41 bra 	$L__BB43_61;
+
+	shl.b64 	%rd135, %rd70, 2;
+	add.s64 	%rd136, %rd2, %rd135;
+	ld.global.f32 	%f38, [%rd136];
+	add.f32 	%f53, %f53, %f38;
+
+$L__BB43_61:
+	add.s32 	%r94, %r94, 1;
+	setp.le.u32 	%p42, %r94, %r26;
+	@%p42 bra 	$L__BB43_59;
+
+$L__BB43_62:
+	add.s32 	%r93, %r93, 1;
+	setp.le.u32 	%p43, %r93, %r25;
+	@%p43 bra 	$L__BB43_57;
+
+$L__BB43_63:
+	shl.b64 	%rd137, %rd170, 2;
+	add.s64 	%rd138, %rd1, %rd137;
+	st.global.f32 	[%rd138], %f53;
+	add.s64 	%rd170, %rd170, %rd68;
+	setp.lt.s64 	%p44, %rd170, %rd4;
+	@%p44 bra 	$L__BB43_51;
+	bra.uni 	$L__BB43_64;
 
 $L__BB43_2:
-	or.b64  	%rd85, %rd134, %rd69;
-	and.b64  	%rd86, %rd85, -4294967296;
-	setp.eq.s64 	%p2, %rd86, 0;
-	@%p2 bra 	$L__BB43_4;
+	mov.u32 	%r34, %ctaid.x;
+	mov.u32 	%r35, %ntid.x;
+	cvt.u64.u32 	%rd5, %r35;
+	mul.wide.u32 	%rd91, %r34, %r35;
+	mov.u32 	%r36, %tid.x;
+	cvt.u64.u32 	%rd92, %r36;
+	add.s64 	%rd155, %rd91, %rd92;
+	setp.ge.s64 	%p11, %rd155, %rd4;
+	@%p11 bra 	$L__BB43_64;
 
-	div.s64 	%rd135, %rd134, %rd69;
-	mul.lo.s64 	%rd87, %rd135, %rd69;
-	sub.s64 	%rd136, %rd134, %rd87;
-	bra.uni 	$L__BB43_5;
+	sub.s64 	%rd7, %rd77, %rd75;
+	add.s64 	%rd8, %rd81, -1;
+	sub.s64 	%rd10, %rd78, %rd76;
+	mov.u32 	%r37, %nctaid.x;
+	cvt.u64.u32 	%rd93, %r37;
+	mul.lo.s64 	%rd11, %rd93, %rd5;
 
 $L__BB43_4:
-	cvt.u32.u64 	%r36, %rd69;
-	cvt.u32.u64 	%r7, %rd134;
-	div.u32 	%r8, %r7, %r36;
-	mul.lo.s32 	%r9, %r8, %r36;
-	sub.s32 	%r10, %r7, %r9;
-	cvt.u64.u32 	%rd135, %r8;
-	cvt.u64.u32 	%rd136, %r10;
+	or.b64  	%rd94, %rd155, %rd74;
+	and.b64  	%rd95, %rd94, -4294967296;
+	setp.eq.s64 	%p12, %rd95, 0;
+	@%p12 bra 	$L__BB43_6;
 
-$L__BB43_5:
-	or.b64  	%rd88, %rd135, %rd68;
-	and.b64  	%rd89, %rd88, -4294967296;
-	setp.eq.s64 	%p3, %rd89, 0;
-	@%p3 bra 	$L__BB43_7;
+	div.s64 	%rd156, %rd155, %rd74;
+	mul.lo.s64 	%rd96, %rd156, %rd74;
+	sub.s64 	%rd157, %rd155, %rd96;
+	bra.uni 	$L__BB43_7;
 
-	div.s64 	%rd137, %rd135, %rd68;
-	mul.lo.s64 	%rd90, %rd137, %rd68;
-	sub.s64 	%rd138, %rd135, %rd90;
-	bra.uni 	$L__BB43_8;
+$L__BB43_6:
+	cvt.u32.u64 	%r90, %rd74;
+	cvt.u32.u64 	%r39, %rd155;
+	div.u32 	%r40, %r39, %r90;
+	mul.lo.s32 	%r41, %r40, %r90;
+	sub.s32 	%r42, %r39, %r41;
+	cvt.u64.u32 	%rd156, %r40;
+	cvt.u64.u32 	%rd157, %r42;
 
 $L__BB43_7:
-	cvt.u32.u64 	%r35, %rd68;
-	cvt.u32.u64 	%r12, %rd135;
-	div.u32 	%r13, %r12, %r35;
-	mul.lo.s32 	%r14, %r13, %r35;
-	sub.s32 	%r15, %r12, %r14;
-	cvt.u64.u32 	%rd137, %r13;
-	cvt.u64.u32 	%rd138, %r15;
-
-$L__BB43_8:
-	ld.param.u64 	%rd131, [max_pool2d_bwd_f32_param_7];
-	ld.param.u64 	%rd130, [max_pool2d_bwd_f32_param_11];
-	ld.param.u64 	%rd129, [max_pool2d_bwd_f32_param_6];
-	ld.param.u64 	%rd128, [max_pool2d_bwd_f32_param_10];
-	add.s64 	%rd23, %rd138, %rd128;
-	sub.s64 	%rd24, %rd23, %rd129;
-	add.s64 	%rd25, %rd136, %rd130;
-	sub.s64 	%rd26, %rd25, %rd131;
-	setp.lt.s64 	%p4, %rd24, 0;
-	mov.u64 	%rd140, 0;
-	mov.u64 	%rd139, %rd140;
-	@%p4 bra 	$L__BB43_12;
-
-	add.s64 	%rd27, %rd24, %rd72;
-	or.b64  	%rd92, %rd27, %rd72;
-	and.b64  	%rd93, %rd92, -4294967296;
-	setp.eq.s64 	%p5, %rd93, 0;
-	@%p5 bra 	$L__BB43_11;
-
-	div.s64 	%rd139, %rd27, %rd72;
-	bra.uni 	$L__BB43_12;
-
-$L__BB43_11:
-	cvt.u32.u64 	%r16, %rd72;
-	cvt.u32.u64 	%r17, %rd27;
-	div.u32 	%r18, %r17, %r16;
-	cvt.u64.u32 	%rd139, %r18;
-
-$L__BB43_12:
-	setp.lt.s64 	%p6, %rd26, 0;
-	@%p6 bra 	$L__BB43_16;
-
-	add.s64 	%rd31, %rd26, %rd73;
-	or.b64  	%rd95, %rd31, %rd73;
-	and.b64  	%rd96, %rd95, -4294967296;
-	setp.eq.s64 	%p7, %rd96, 0;
-	@%p7 bra 	$L__BB43_15;
-
-	div.s64 	%rd140, %rd31, %rd73;
-	bra.uni 	$L__BB43_16;
-
-$L__BB43_15:
-	cvt.u32.u64 	%r19, %rd73;
-	cvt.u32.u64 	%r20, %rd31;
-	div.u32 	%r21, %r20, %r19;
-	cvt.u64.u32 	%rd140, %r21;
-
-$L__BB43_16:
-	or.b64  	%rd97, %rd23, %rd72;
+	or.b64  	%rd97, %rd156, %rd73;
 	and.b64  	%rd98, %rd97, -4294967296;
-	setp.eq.s64 	%p8, %rd98, 0;
-	@%p8 bra 	$L__BB43_18;
+	setp.eq.s64 	%p13, %rd98, 0;
+	@%p13 bra 	$L__BB43_9;
 
-	div.s64 	%rd141, %rd23, %rd72;
-	bra.uni 	$L__BB43_19;
+	div.s64 	%rd158, %rd156, %rd73;
+	mul.lo.s64 	%rd99, %rd158, %rd73;
+	sub.s64 	%rd159, %rd156, %rd99;
+	bra.uni 	$L__BB43_10;
+
+$L__BB43_9:
+	cvt.u32.u64 	%r89, %rd73;
+	cvt.u32.u64 	%r44, %rd156;
+	div.u32 	%r45, %r44, %r89;
+	mul.lo.s32 	%r46, %r45, %r89;
+	sub.s32 	%r47, %r44, %r46;
+	cvt.u64.u32 	%rd158, %r45;
+	cvt.u64.u32 	%rd159, %r47;
+
+$L__BB43_10:
+	ld.param.u64 	%rd148, [max_pool2d_bwd_f32_param_6];
+	ld.param.u64 	%rd147, [max_pool2d_bwd_f32_param_10];
+	add.s64 	%rd25, %rd159, %rd147;
+	setp.lt.s64 	%p14, %rd25, %rd148;
+	mov.u64 	%rd161, 0;
+	mov.u64 	%rd160, %rd161;
+	@%p14 bra 	$L__BB43_14;
+
+	add.s64 	%rd26, %rd7, %rd25;
+	or.b64  	%rd101, %rd26, %rd77;
+	and.b64  	%rd102, %rd101, -4294967296;
+	setp.eq.s64 	%p15, %rd102, 0;
+	@%p15 bra 	$L__BB43_13;
+
+	div.s64 	%rd160, %rd26, %rd77;
+	bra.uni 	$L__BB43_14;
+
+$L__BB43_13:
+	cvt.u32.u64 	%r48, %rd77;
+	cvt.u32.u64 	%r49, %rd26;
+	div.u32 	%r50, %r49, %r48;
+	cvt.u64.u32 	%rd160, %r50;
+
+$L__BB43_14:
+	ld.param.u64 	%rd150, [max_pool2d_bwd_f32_param_7];
+	ld.param.u64 	%rd149, [max_pool2d_bwd_f32_param_11];
+	add.s64 	%rd30, %rd157, %rd149;
+	setp.lt.s64 	%p16, %rd30, %rd150;
+	@%p16 bra 	$L__BB43_18;
+
+	add.s64 	%rd31, %rd10, %rd30;
+	or.b64  	%rd104, %rd31, %rd78;
+	and.b64  	%rd105, %rd104, -4294967296;
+	setp.eq.s64 	%p17, %rd105, 0;
+	@%p17 bra 	$L__BB43_17;
+
+	div.s64 	%rd161, %rd31, %rd78;
+	bra.uni 	$L__BB43_18;
+
+$L__BB43_17:
+	cvt.u32.u64 	%r51, %rd78;
+	cvt.u32.u64 	%r52, %rd31;
+	div.u32 	%r53, %r52, %r51;
+	cvt.u64.u32 	%rd161, %r53;
 
 $L__BB43_18:
-	cvt.u32.u64 	%r22, %rd72;
-	cvt.u32.u64 	%r23, %rd23;
-	div.u32 	%r24, %r23, %r22;
-	cvt.u64.u32 	%rd141, %r24;
+	or.b64  	%rd106, %rd25, %rd77;
+	and.b64  	%rd107, %rd106, -4294967296;
+	setp.eq.s64 	%p18, %rd107, 0;
+	@%p18 bra 	$L__BB43_20;
 
-$L__BB43_19:
-	or.b64  	%rd99, %rd25, %rd73;
-	and.b64  	%rd100, %rd99, -4294967296;
-	setp.eq.s64 	%p9, %rd100, 0;
-	@%p9 bra 	$L__BB43_21;
+	div.s64 	%rd162, %rd25, %rd77;
+	bra.uni 	$L__BB43_21;
 
-	div.s64 	%rd142, %rd25, %rd73;
-	bra.uni 	$L__BB43_22;
+$L__BB43_20:
+	cvt.u32.u64 	%r54, %rd77;
+	cvt.u32.u64 	%r55, %rd25;
+	div.u32 	%r56, %r55, %r54;
+	cvt.u64.u32 	%rd162, %r56;
 
 $L__BB43_21:
-	cvt.u32.u64 	%r25, %rd73;
-	cvt.u32.u64 	%r26, %rd25;
-	div.u32 	%r27, %r26, %r25;
-	cvt.u64.u32 	%rd142, %r27;
+	or.b64  	%rd108, %rd30, %rd78;
+	and.b64  	%rd109, %rd108, -4294967296;
+	setp.eq.s64 	%p19, %rd109, 0;
+	@%p19 bra 	$L__BB43_23;
 
-$L__BB43_22:
-	add.s64 	%rd132, %rd77, -1;
-	min.s64 	%rd41, %rd141, %rd6;
-	min.s64 	%rd42, %rd142, %rd132;
-	mul.lo.s64 	%rd101, %rd138, %rd69;
-	add.s64 	%rd102, %rd101, %rd136;
-	cvt.u32.u64 	%r1, %rd102;
-	setp.gt.s64 	%p10, %rd139, %rd41;
-	mov.f32 	%f36, 0f00000000;
-	@%p10 bra 	$L__BB43_46;
+	div.s64 	%rd163, %rd30, %rd78;
+	bra.uni 	$L__BB43_24;
 
-	ld.param.u64 	%rd133, [max_pool2d_bwd_f32_param_12];
-	max.s64 	%rd104, %rd140, %rd42;
-	add.s64 	%rd105, %rd104, 1;
-	sub.s64 	%rd106, %rd105, %rd140;
-	and.b64  	%rd44, %rd106, 3;
-	mul.lo.s64 	%rd48, %rd137, %rd133;
-	add.s64 	%rd107, %rd139, %rd48;
-	mul.lo.s64 	%rd49, %rd77, %rd107;
-	mov.u64 	%rd143, 0;
+$L__BB43_23:
+	cvt.u32.u64 	%r57, %rd78;
+	cvt.u32.u64 	%r58, %rd30;
+	div.u32 	%r59, %r58, %r57;
+	cvt.u64.u32 	%rd163, %r59;
 
 $L__BB43_24:
-	mov.u64 	%rd51, %rd139;
-	setp.gt.s64 	%p11, %rd140, %rd42;
-	@%p11 bra 	$L__BB43_45;
+	add.s64 	%rd151, %rd82, -1;
+	min.s64 	%rd41, %rd162, %rd8;
+	min.s64 	%rd42, %rd163, %rd151;
+	mul.lo.s64 	%rd110, %rd159, %rd74;
+	add.s64 	%rd111, %rd110, %rd157;
+	cvt.u32.u64 	%r1, %rd111;
+	setp.gt.s64 	%p20, %rd160, %rd41;
+	mov.f32 	%f45, 0f00000000;
+	@%p20 bra 	$L__BB43_48;
 
-	setp.eq.s64 	%p12, %rd44, 0;
-	mov.u64 	%rd145, %rd140;
-	@%p12 bra 	$L__BB43_34;
+	ld.param.u64 	%rd152, [max_pool2d_bwd_f32_param_12];
+	mul.lo.s64 	%rd43, %rd158, %rd152;
+	max.s64 	%rd113, %rd161, %rd42;
+	add.s64 	%rd114, %rd113, 1;
+	sub.s64 	%rd115, %rd114, %rd161;
+	and.b64  	%rd45, %rd115, 3;
+	add.s64 	%rd116, %rd160, %rd43;
+	mul.lo.s64 	%rd49, %rd82, %rd116;
+	mov.u64 	%rd164, 0;
 
-	add.s64 	%rd108, %rd51, %rd48;
-	mul.lo.s64 	%rd109, %rd108, %rd77;
-	add.s64 	%rd110, %rd140, %rd109;
-	shl.b64 	%rd111, %rd110, 2;
-	add.s64 	%rd52, %rd2, %rd111;
-	ld.global.u32 	%r28, [%rd52];
-	setp.ne.s32 	%p13, %r28, %r1;
-	add.s64 	%rd53, %rd1, %rd111;
-	@%p13 bra 	$L__BB43_28;
+$L__BB43_26:
+	mov.u64 	%rd51, %rd160;
+	setp.gt.s64 	%p21, %rd161, %rd42;
+	@%p21 bra 	$L__BB43_47;
 
-	ld.global.f32 	%f23, [%rd53];
-	add.f32 	%f36, %f36, %f23;
+	setp.eq.s64 	%p22, %rd45, 0;
+	mov.u64 	%rd166, %rd161;
+	@%p22 bra 	$L__BB43_36;
 
-$L__BB43_28:
-	add.s64 	%rd145, %rd140, 1;
-	setp.eq.s64 	%p14, %rd44, 1;
-	@%p14 bra 	$L__BB43_34;
+	ld.param.u64 	%rd154, [max_pool2d_bwd_f32_param_12];
+	mul.lo.s64 	%rd153, %rd158, %rd152;
+	add.s64 	%rd117, %rd51, %rd153;
+	mul.lo.s64 	%rd118, %rd117, %rd82;
+	add.s64 	%rd119, %rd161, %rd118;
+	shl.b64 	%rd120, %rd119, 2;
+	add.s64 	%rd52, %rd3, %rd120;
+	ld.global.u32 	%r60, [%rd52];
+	setp.ne.s32 	%p23, %r60, %r1;
+	add.s64 	%rd53, %rd2, %rd120;
+	@%p23 bra 	$L__BB43_30;
 
-	ld.global.u32 	%r29, [%rd52+4];
-	setp.ne.s32 	%p15, %r29, %r1;
-	@%p15 bra 	$L__BB43_31;
+	ld.global.f32 	%f29, [%rd53];
+	add.f32 	%f45, %f45, %f29;
 
-	ld.global.f32 	%f24, [%rd53+4];
-	add.f32 	%f36, %f36, %f24;
+$L__BB43_30:
+	add.s64 	%rd166, %rd161, 1;
+	setp.eq.s64 	%p24, %rd45, 1;
+	@%p24 bra 	$L__BB43_36;
 
-$L__BB43_31:
-	add.s64 	%rd145, %rd140, 2;
-	setp.eq.s64 	%p16, %rd44, 2;
-	@%p16 bra 	$L__BB43_34;
+	ld.global.u32 	%r61, [%rd52+4];
+	setp.ne.s32 	%p25, %r61, %r1;
+	@%p25 bra 	$L__BB43_33;
 
-	add.s64 	%rd145, %rd140, 3;
-	ld.global.u32 	%r30, [%rd52+8];
-	setp.ne.s32 	%p17, %r30, %r1;
-	@%p17 bra 	$L__BB43_34;
+	ld.global.f32 	%f30, [%rd53+4];
+	add.f32 	%f45, %f45, %f30;
 
-	add.s64 	%rd145, %rd140, 3;
-	ld.global.f32 	%f25, [%rd53+8];
-	add.f32 	%f36, %f36, %f25;
+$L__BB43_33:
+	add.s64 	%rd166, %rd161, 2;
+	setp.eq.s64 	%p26, %rd45, 2;
+	@%p26 bra 	$L__BB43_36;
 
-$L__BB43_34:
-	add.s64 	%rd127, %rd77, -1;
-	min.s64 	%rd126, %rd142, %rd127;
-	max.s64 	%rd125, %rd140, %rd126;
-	sub.s64 	%rd124, %rd125, %rd140;
-	setp.lt.u64 	%p18, %rd124, 3;
-	@%p18 bra 	$L__BB43_45;
+	add.s64 	%rd166, %rd161, 3;
+	ld.global.u32 	%r62, [%rd52+8];
+	setp.ne.s32 	%p27, %r62, %r1;
+	@%p27 bra 	$L__BB43_36;
 
-	mul.lo.s64 	%rd112, %rd77, %rd143;
-	add.s64 	%rd113, %rd49, %rd112;
-	add.s64 	%rd146, %rd145, -1;
-	shl.b64 	%rd114, %rd113, 2;
-	add.s64 	%rd115, %rd2, %rd114;
-	shl.b64 	%rd116, %rd145, 2;
-	add.s64 	%rd147, %rd115, %rd116;
-	add.s64 	%rd117, %rd1, %rd114;
-	add.s64 	%rd148, %rd117, %rd116;
+	add.s64 	%rd166, %rd161, 3;
+	ld.global.f32 	%f31, [%rd53+8];
+	add.f32 	%f45, %f45, %f31;
 
 $L__BB43_36:
-	ld.global.u32 	%r31, [%rd147];
-	setp.ne.s32 	%p19, %r31, %r1;
-	@%p19 bra 	$L__BB43_38;
+	add.s64 	%rd146, %rd82, -1;
+	min.s64 	%rd145, %rd163, %rd146;
+	max.s64 	%rd144, %rd161, %rd145;
+	sub.s64 	%rd143, %rd144, %rd161;
+	setp.lt.u64 	%p28, %rd143, 3;
+	@%p28 bra 	$L__BB43_47;
 
-	ld.global.f32 	%f26, [%rd148];
-	add.f32 	%f36, %f36, %f26;
+	mul.lo.s64 	%rd121, %rd82, %rd164;
+	add.s64 	%rd122, %rd49, %rd121;
+	shl.b64 	%rd123, %rd122, 2;
+	add.s64 	%rd124, %rd3, %rd123;
+	shl.b64 	%rd125, %rd166, 2;
+	add.s64 	%rd168, %rd124, %rd125;
+	add.s64 	%rd126, %rd2, %rd123;
+	add.s64 	%rd169, %rd126, %rd125;
 
 $L__BB43_38:
-	ld.global.u32 	%r32, [%rd147+4];
-	setp.ne.s32 	%p20, %r32, %r1;
-	@%p20 bra 	$L__BB43_40;
+	ld.global.u32 	%r63, [%rd168];
+	setp.ne.s32 	%p29, %r63, %r1;
+	@%p29 bra 	$L__BB43_40;
 
-	ld.global.f32 	%f27, [%rd148+4];
-	add.f32 	%f36, %f36, %f27;
+	ld.global.f32 	%f32, [%rd169];
+	add.f32 	%f45, %f45, %f32;
 
 $L__BB43_40:
-	ld.global.u32 	%r33, [%rd147+8];
-	setp.ne.s32 	%p21, %r33, %r1;
-	@%p21 bra 	$L__BB43_42;
+	ld.global.u32 	%r64, [%rd168+4];
+	setp.ne.s32 	%p30, %r64, %r1;
+	@%p30 bra 	$L__BB43_42;
 
-	ld.global.f32 	%f28, [%rd148+8];
-	add.f32 	%f36, %f36, %f28;
+	ld.global.f32 	%f33, [%rd169+4];
+	add.f32 	%f45, %f45, %f33;
 
 $L__BB43_42:
-	ld.global.u32 	%r34, [%rd147+12];
-	setp.ne.s32 	%p22, %r34, %r1;
-	@%p22 bra 	$L__BB43_44;
+	ld.global.u32 	%r65, [%rd168+8];
+	setp.ne.s32 	%p31, %r65, %r1;
+	@%p31 bra 	$L__BB43_44;
 
-	ld.global.f32 	%f29, [%rd148+12];
-	add.f32 	%f36, %f36, %f29;
+	ld.global.f32 	%f34, [%rd169+8];
+	add.f32 	%f45, %f45, %f34;
 
 $L__BB43_44:
-	add.s64 	%rd146, %rd146, 4;
-	setp.lt.s64 	%p23, %rd146, %rd42;
-	add.s64 	%rd147, %rd147, 16;
-	add.s64 	%rd148, %rd148, 16;
-	@%p23 bra 	$L__BB43_36;
+	ld.global.u32 	%r66, [%rd168+12];
+	setp.ne.s32 	%p32, %r66, %r1;
+	@%p32 bra 	$L__BB43_46;
 
-$L__BB43_45:
-	add.s64 	%rd139, %rd51, 1;
-	add.s64 	%rd143, %rd143, 1;
-	setp.lt.s64 	%p24, %rd51, %rd41;
-	@%p24 bra 	$L__BB43_24;
+	ld.global.f32 	%f35, [%rd169+12];
+	add.f32 	%f45, %f45, %f35;
 
 $L__BB43_46:
-	shl.b64 	%rd118, %rd134, 2;
-	add.s64 	%rd119, %rd9, %rd118;
-	st.global.f32 	[%rd119], %f36;
-	add.s64 	%rd134, %rd134, %rd8;
-	setp.lt.s64 	%p25, %rd134, %rd5;
-	@%p25 bra 	$L__BB43_2;
+	add.s64 	%rd60, %rd166, 4;
+	add.s64 	%rd168, %rd168, 16;
+	add.s64 	%rd169, %rd169, 16;
+	add.s64 	%rd127, %rd166, 3;
+	setp.lt.s64 	%p33, %rd127, %rd42;
+	mov.u64 	%rd166, %rd60;
+	@%p33 bra 	$L__BB43_38;
 
 $L__BB43_47:
+	add.s64 	%rd160, %rd51, 1;
+	add.s64 	%rd164, %rd164, 1;
+	setp.lt.s64 	%p34, %rd51, %rd41;
+	@%p34 bra 	$L__BB43_26;
+
+$L__BB43_48:
+	shl.b64 	%rd128, %rd155, 2;
+	add.s64 	%rd129, %rd1, %rd128;
+	st.global.f32 	[%rd129], %f45;
+	add.s64 	%rd155, %rd155, %rd11;
+	setp.lt.s64 	%p35, %rd155, %rd4;
+	@%p35 bra 	$L__BB43_4;
+
+$L__BB43_64:
 	ret;
 
 }
