@@ -56,9 +56,8 @@ type dnnOpts struct {
 	tf32, benchmark bool
 }
 
-// dnnKey names a plan: the shape, amp's BF16 flag included (bfloat16
-// operands are other descriptors), and the options (TF32 is always false
-// for a BF16 plan, which it does not concern).
+// dnnKey names a plan: the shape (without amp's BF16 flag) and the
+// options.
 type dnnKey struct {
 	s tensor.Conv2dShape
 	o dnnOpts
@@ -178,14 +177,15 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, o dnnOpts) (*C.gcu_dnn_plan, erro
 	if d.dnn.hErr != nil {
 		return nil, d.dnn.hErr
 	}
-	if s.BF16 {
-		// cuDNN's heuristics rank bfloat16 algorithms badly: on an H200
-		// the first they offered for a convnet's backward data took 7.1 ms
-		// against the convolution's 0.8 ms forward. Timing them costs a
-		// few milliseconds once per shape.
-		o = dnnOpts{benchmark: true}
-	}
 	key := dnnKey{*s, o}
+	if s.BF16 {
+		// The operands hold bfloat16 values (devtensor rounds them), which
+		// TF32 tensor cores multiply exactly: the plan is float32's with
+		// TF32. cuDNN's own bfloat16 descriptors (PSEUDO_BFLOAT16) ran a
+		// convnet step slower on an H200 than float32 (docs/gpu.md, Run
+		// 12), and would round each result to bfloat16.
+		key.s.BF16, key.o.tf32 = false, true
+	}
 	if p, ok := d.dnn.plans[key]; ok {
 		return p, nil
 	}
@@ -200,15 +200,12 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, o dnnOpts) (*C.gcu_dnn_plan, erro
 		}
 		dims[i] = C.int(v)
 	}
-	// bfloat16 operands are there for the tensor cores: DEFAULT_MATH lets
-	// cuDNN use them whatever TF32's setting, as torch's autocast does.
 	math, t := C.int(dnnFMAMath), C.int(0)
-	if o.tf32 || s.BF16 {
+	if key.o.tf32 {
 		math, t = dnnDefaultMath, 1
 	}
 	p := (*C.gcu_dnn_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gcu_dnn_plan{}))))
-	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, cbool(s.BF16), cbool(o.benchmark),
-		dnnWorkspaceMax, p); rc != 0 {
+	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, cbool(o.benchmark), dnnWorkspaceMax, p); rc != 0 {
 		C.free(unsafe.Pointer(p))
 		err := d.dnnErr(fmt.Sprintf("conv2d %+v", *s), rc)
 		if d.dnn.bad == nil {

@@ -426,7 +426,6 @@ int gcu_blas_math(gcu_lib *l, void *ctx, void *h, int mode) {
 
 #define CUDNN_TENSOR_NCHW 0
 #define CUDNN_DATA_FLOAT 0
-#define CUDNN_DATA_BFLOAT16 9
 #define CUDNN_CROSS_CORRELATION 1
 #define CUDNN_TENSOR_OP_MATH 1
 #define CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION 2
@@ -506,12 +505,9 @@ static int pick(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_perf *pe
 	return GCU_DNN_NO_ALGORITHM;
 }
 
-int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int tf32, int bf16, int find,
-                     size_t wsmax, gcu_dnn_plan *p) {
+int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int tf32, int find, size_t wsmax,
+                     gcu_dnn_plan *p) {
 	DNN_CURRENT(ctx);
-	// bf16: x, w and y in bfloat16 with float32 compute (cuDNN's
-	// PSEUDO_BFLOAT16_CONFIG, what torch's autocast runs).
-	int dt = bf16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
 	int n = d[0], c = d[1], hh = d[2], w = d[3], o = d[4], kh = d[5], kw = d[6], ph = d[7], pw = d[8], sh = d[9],
 	    sw = d[10], dh = d[11], dw = d[12], g = d[13], oh = d[14], ow = d[15];
 	int rc;
@@ -521,8 +517,8 @@ int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int
 	TRY(l->cudnnCreateTensorDescriptor(&p->y));
 	TRY(l->cudnnCreateFilterDescriptor(&p->w));
 	TRY(l->cudnnCreateConvolutionDescriptor(&p->conv));
-	TRY(l->cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, dt, n, c, hh, w));
-	TRY(l->cudnnSetFilter4dDescriptor(p->w, dt, CUDNN_TENSOR_NCHW, o, c / g, kh, kw));
+	TRY(l->cudnnSetTensor4dDescriptor(p->x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, c, hh, w));
+	TRY(l->cudnnSetFilter4dDescriptor(p->w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, o, c / g, kh, kw));
 	TRY(l->cudnnSetConvolution2dDescriptor(p->conv, ph, pw, sh, sw, dh, dw, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
 	TRY(l->cudnnSetConvolutionGroupCount(p->conv, g));
 	TRY(l->cudnnSetConvolutionMathType(p->conv, math));
@@ -532,7 +528,7 @@ int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int
 		rc = GCU_DNN_SHAPE;
 		goto fail;
 	}
-	TRY(l->cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, dt, n, o, oh, ow));
+	TRY(l->cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, o, oh, ow));
 	typedef int (*listFn)(void *, void *, void *, void *, void *, int, int *, void *);
 	listFn fwd = l->cudnnGetConvolutionForwardAlgorithm_v7, data = l->cudnnGetConvolutionBackwardDataAlgorithm_v7,
 	       filt = l->cudnnGetConvolutionBackwardFilterAlgorithm_v7;

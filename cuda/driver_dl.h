@@ -110,7 +110,7 @@ typedef struct {
 } gcu_lib;
 
 // gcu_dnn_plan is one convolution shape's cuDNN descriptors (x, y as
-// NCHW float32 or bfloat16 tensors, w as a filter) and, per pass (0 forward, 1 backward
+// NCHW float tensors, w as a filter) and, per pass (0 forward, 1 backward
 // data, 2 backward filter), the algorithm chosen, the math type it runs
 // with and its workspace, or the status that kept cuDNN from choosing one.
 typedef struct {
@@ -177,11 +177,10 @@ int gcu_blas_math(gcu_lib *l, void *ctx, void *h, int mode);
 // cuDNN calls (return cudnnStatus_t). dims is N, C, H, W, O, KH, KW,
 // pad H, pad W, stride H, stride W, dilation H, dilation W, groups, OH,
 // OW; math a cudnnMathType_t; tf32 whether algorithms that use tensor
-// cores may be chosen (TF32 ones for float32 data); bf16 whether x, w and
-// y are bfloat16 (compute stays float32); wsmax the largest workspace to
-// accept; find whether to time every algorithm (cudnnFind*, which runs
-// them on the device) rather than take the heuristics' order (where this
-// cuDNN has no cudnnFind*, the heuristics decide).
+// cores (TF32) may be chosen; find whether to time every algorithm
+// (cudnnFind*, which runs them on the device) rather than take the
+// heuristics' order (where this cuDNN has no cudnnFind*, the heuristics
+// decide); wsmax the largest workspace to accept.
 // goddp's own statuses, outside cuDNN's: no context, cuDNN's output shape
 // is not the op's (asymmetric padding), no algorithm fits.
 #define GCU_DNN_NO_CONTEXT (-1)
@@ -191,8 +190,8 @@ size_t gcu_dnn_version(gcu_lib *l);
 const char *gcu_dnn_error(gcu_lib *l, int rc);
 int gcu_dnn_create(gcu_lib *l, void *ctx, void *stream, void **h);
 int gcu_dnn_destroy(gcu_lib *l, void *ctx, void *h);
-int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *dims, int math, int tf32, int bf16, int find,
-                     size_t wsmax, gcu_dnn_plan *p);
+int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *dims, int math, int tf32, int find, size_t wsmax,
+                     gcu_dnn_plan *p);
 void gcu_dnn_plan_free(gcu_lib *l, gcu_dnn_plan *p);
 int gcu_dnn_conv(gcu_lib *l, void *ctx, void *h, gcu_dnn_plan *p, int pass, gcu_devptr out, gcu_devptr a, gcu_devptr b,
                  float beta, gcu_devptr ws, size_t wsbytes);

@@ -38,8 +38,8 @@ type ConvLauncher interface {
 	ConvWorkspace(pass ConvPass, s *tensor.Conv2dShape) (int, error)
 	// Conv queues pass on contiguous NCHW operands at byte offsets, with
 	// ws (wsBytes, from ConvWorkspace) as scratch; an error means nothing
-	// was queued. The operands are float32, or, with s.BF16, all three
-	// bfloat16 (2 bytes an element) with float32 accumulation.
+	// was queued. The operands are float32; with s.BF16, a and b hold
+	// bfloat16 values (float32 with the low 16 bits zero).
 	Conv(pass ConvPass, s *tensor.Conv2dShape, out Mem, outOff int, a Mem, aOff int, b Mem, bOff int, beta float32,
 		ws Mem, wsBytes int) error
 }
@@ -50,11 +50,11 @@ type ConvLauncher interface {
 // owner's work is queued on the same compute stream after this pass, so it
 // cannot run before the pass is done with it.
 //
-// With s.BF16 (autocast) the library runs on bfloat16 copies, as torch's
-// autocast runs cuDNN: a and b are narrowed by f32_to_bf16 (the rounding
-// of GemmBF16 and the CPU), the library writes a bfloat16 result, and that
-// is widened into out, added to beta*out. So, unlike goddp's own kernels
-// under bf16 (float32 results), the result carries bfloat16's rounding.
+// With s.BF16 (autocast) the library runs on copies of a and b rounded to
+// bfloat16 values (round_bf16_f32, the rounding of GemmBF16 and the CPU)
+// held in float32, into the float32 out: bfloat16 products with float32
+// sums and a float32 result, the CPU's bf16 convolution. The launcher may
+// multiply them on TF32 tensor cores, which hold a bfloat16 value exactly.
 func (d *Device) conv(cl ConvLauncher, pass ConvPass, s *tensor.Conv2dShape, out, a, b *tensor.Tensor, beta float32) bool {
 	what := "conv2d " + pass.String()
 	om, oo := d.mem(what, out)
@@ -76,34 +76,15 @@ func (d *Device) conv(cl ConvLauncher, pass ConvPass, s *tensor.Conv2dShape, out
 	if !s.BF16 {
 		return cl.Conv(pass, s, om, oo, am, ao, bm, bo, beta, ws, bytes) == nil
 	}
-	na, nb, no := a.Numel(), b.Numel(), out.Numel()
-	if na == 0 || nb == 0 || no == 0 {
-		return false // goddp's kernels handle the empty cases
-	}
-	// Every scratch block goes back to the cache once the work that reads
-	// it is queued: its next owner's work queues after it on this stream.
-	a16, b16, o16 := d.scratch(na, 2), d.scratch(nb, 2), d.scratch(no, 2)
-	defer o16.Release()
-	d.launch("f32_to_bf16", grid(na), a16.mem.Ptr(), am.Ptr()+uint64(ao), i64(na))
-	d.launch("f32_to_bf16", grid(nb), b16.mem.Ptr(), bm.Ptr()+uint64(bo), i64(nb))
-	err = cl.Conv(pass, s, o16.mem, 0, a16.mem, 0, b16.mem, 0, 0, ws, bytes)
-	a16.Release()
-	b16.Release()
-	if err != nil {
-		return false
-	}
-	if beta == 0 {
-		d.launch("bf16_to_f32", grid(no), om.Ptr()+uint64(oo), o16.mem.Ptr(), i64(no))
-		return true
-	}
-	if beta != 1 {
-		panic(fmt.Sprintf("devtensor: %s: beta %v (only 0 or 1, a fresh or an accumulated gradient)", what, beta))
-	}
-	o32 := d.scratch(no, 4)
-	d.launch("bf16_to_f32", grid(no), o32.mem.Ptr(), o16.mem.Ptr(), i64(no))
-	d.launch("axpy_f32", grid(no), om.Ptr()+uint64(oo), o32.mem.Ptr(), i64(no), f32(1))
-	o32.Release()
-	return true
+	// The rounded copies go back to the cache once the pass is queued: their
+	// next owner's work queues after it on this stream.
+	na, nb := a.Numel(), b.Numel()
+	a16, b16 := d.scratch(na, 4), d.scratch(nb, 4)
+	defer a16.Release()
+	defer b16.Release()
+	d.launch("round_bf16_f32", grid(na), a16.mem.Ptr(), am.Ptr()+uint64(ao), i64(na))
+	d.launch("round_bf16_f32", grid(nb), b16.mem.Ptr(), bm.Ptr()+uint64(bo), i64(nb))
+	return cl.Conv(pass, s, om, oo, a16.mem, 0, b16.mem, 0, beta, ws, bytes) == nil
 }
 
 // convKernels fills k's convolution-library entries when the launcher has

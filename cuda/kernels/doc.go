@@ -24,7 +24,7 @@ func Names() []string {
 		"relu_f32", "exp_f32", "log_f32", "sqrt_f32", "tanh_f32", "sigmoid_f32", "relu_bwd_f32", "tanh_bwd_f32", "sigmoid_bwd_f32",
 		"sqrt_bwd_f32", "sum_cols_f32", "sum_squares_f32", "sum_f32", "clip_coef_f32", "softmax_f32", "log_softmax_f32",
 		"softmax_bwd_f32", "log_softmax_bwd_f32", "mse_f32", "softmax_ce_f32", "sgd_f32", "sgd_momentum_f32", "adam_f32",
-		"f32_to_f16", "f16_to_f32", "f32_to_bf16", "bf16_to_f32",
+		"f32_to_f16", "f16_to_f32", "f32_to_bf16", "bf16_to_f32", "round_bf16_f32",
 		// Convolutional networks.
 		"im2col_f32", "col2im_f32", "swap01_f32", "add_channel_bias_f32", "sum_channels_part_f32", "max_pool2d_f32",
 		"max_pool2d_bwd_f32", "dropout_f32", "avg_pool2d_f32", "avg_pool2d_bwd_f32",

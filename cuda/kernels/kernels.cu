@@ -379,20 +379,26 @@ __global__ void f16_to_f32(float *y, const unsigned short *x, i64 n) {
 	FOR_EACH(i, n) y[i] = f16_bits_to_f32(x[i]);
 }
 
+__device__ unsigned short f32_to_bf16_bits(float f) {
+	unsigned int u = f32_bits(f);
+	if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u);
+	u += 0x7fffu + ((u >> 16) & 1u);
+	return (unsigned short)(u >> 16);
+}
+
 __global__ void f32_to_bf16(unsigned short *y, const float *x, i64 n) {
-	FOR_EACH(i, n) {
-		unsigned int u = f32_bits(x[i]);
-		if ((u & 0x7fffffffu) > 0x7f800000u) {
-			y[i] = (unsigned short)((u >> 16) | 0x40u);
-		} else {
-			u += 0x7fffu + ((u >> 16) & 1u);
-			y[i] = (unsigned short)(u >> 16);
-		}
-	}
+	FOR_EACH(i, n) y[i] = f32_to_bf16_bits(x[i]);
 }
 
 __global__ void bf16_to_f32(float *y, const unsigned short *x, i64 n) {
 	FOR_EACH(i, n) y[i] = f32_from_bits((unsigned int)x[i] << 16);
+}
+
+// round_bf16_f32 is bf16_to_f32(f32_to_bf16(x)) in one pass: bfloat16
+// values held in float32, which TF32 tensor cores (10 bits of mantissa)
+// multiply exactly.
+__global__ void round_bf16_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) y[i] = f32_from_bits((unsigned int)f32_to_bf16_bits(x[i]) << 16);
 }
 
 }

@@ -6748,81 +6748,73 @@ $L__BB34_30:
 )
 {
 	.reg .pred 	%p<12>;
-	.reg .b16 	%rs<26>;
+	.reg .b16 	%rs<21>;
 	.reg .b32 	%r<43>;
 	.reg .b64 	%rd<67>;
 
 
-	ld.param.u64 	%rd41, [f32_to_bf16_param_0];
-	ld.param.u64 	%rd42, [f32_to_bf16_param_1];
-	ld.param.u64 	%rd40, [f32_to_bf16_param_2];
-	cvta.to.global.u64 	%rd1, %rd41;
-	cvta.to.global.u64 	%rd2, %rd42;
-	mov.u32 	%r11, %ctaid.x;
-	mov.u32 	%r12, %ntid.x;
-	cvt.u64.u32 	%rd3, %r12;
-	mul.wide.u32 	%rd43, %r11, %r12;
-	mov.u32 	%r13, %tid.x;
-	cvt.u64.u32 	%rd44, %r13;
-	add.s64 	%rd63, %rd43, %rd44;
-	setp.ge.s64 	%p1, %rd63, %rd40;
-	@%p1 bra 	$L__BB35_25;
+	ld.param.u64 	%rd36, [f32_to_bf16_param_0];
+	ld.param.u64 	%rd37, [f32_to_bf16_param_1];
+	ld.param.u64 	%rd35, [f32_to_bf16_param_2];
+	cvta.to.global.u64 	%rd1, %rd36;
+	cvta.to.global.u64 	%rd2, %rd37;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd38, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd39, %r3;
+	add.s64 	%rd63, %rd38, %rd39;
+	setp.ge.s64 	%p1, %rd63, %rd35;
+	@%p1 bra 	$L__BB35_10;
 
-	mov.u32 	%r14, %nctaid.x;
-	cvt.u64.u32 	%rd5, %r14;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
 	mul.lo.s64 	%rd6, %rd5, %rd3;
-	not.b64 	%rd45, %rd63;
-	add.s64 	%rd7, %rd45, %rd40;
-	or.b64  	%rd46, %rd7, %rd6;
-	and.b64  	%rd47, %rd46, -4294967296;
-	setp.eq.s64 	%p2, %rd47, 0;
+	not.b64 	%rd40, %rd63;
+	add.s64 	%rd7, %rd40, %rd35;
+	or.b64  	%rd41, %rd7, %rd6;
+	and.b64  	%rd42, %rd41, -4294967296;
+	setp.eq.s64 	%p2, %rd42, 0;
 	@%p2 bra 	$L__BB35_3;
 
 	div.u64 	%rd58, %rd7, %rd6;
 	bra.uni 	$L__BB35_4;
 
 $L__BB35_3:
-	cvt.u32.u64 	%r15, %rd6;
-	cvt.u32.u64 	%r16, %rd7;
-	div.u32 	%r17, %r16, %r15;
-	cvt.u64.u32 	%rd58, %r17;
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd58, %r7;
 
 $L__BB35_4:
-	add.s64 	%rd48, %rd58, 1;
-	and.b64  	%rd62, %rd48, 3;
+	add.s64 	%rd43, %rd58, 1;
+	and.b64  	%rd62, %rd43, 3;
 	setp.eq.s64 	%p3, %rd62, 0;
-	@%p3 bra 	$L__BB35_10;
+	@%p3 bra 	$L__BB35_7;
 
-	shl.b64 	%rd49, %rd63, 1;
-	add.s64 	%rd60, %rd1, %rd49;
+	shl.b64 	%rd44, %rd63, 1;
+	add.s64 	%rd60, %rd1, %rd44;
 	shl.b64 	%rd13, %rd6, 1;
-	shl.b64 	%rd50, %rd63, 2;
-	add.s64 	%rd59, %rd2, %rd50;
+	shl.b64 	%rd45, %rd63, 2;
+	add.s64 	%rd59, %rd2, %rd45;
 	shl.b64 	%rd15, %rd6, 2;
 
 $L__BB35_6:
 	.pragma "nounroll";
-	ld.global.u32 	%r1, [%rd59];
-	and.b32  	%r18, %r1, 2147483647;
-	setp.gt.u32 	%p4, %r18, 2139095040;
-	shr.u32 	%r2, %r1, 16;
-	@%p4 bra 	$L__BB35_8;
-	bra.uni 	$L__BB35_7;
-
-$L__BB35_8:
-	cvt.u16.u32 	%rs16, %r2;
-	or.b16  	%rs21, %rs16, 64;
-	bra.uni 	$L__BB35_9;
-
-$L__BB35_7:
-	and.b32  	%r19, %r2, 1;
-	add.s32 	%r20, %r1, %r19;
-	add.s32 	%r21, %r20, 32767;
-	shr.u32 	%r22, %r21, 16;
-	cvt.u16.u32 	%rs21, %r22;
-
-$L__BB35_9:
-	st.global.u16 	[%rd60], %rs21;
+	ld.global.u32 	%r8, [%rd59];
+	and.b32  	%r9, %r8, 2147483647;
+	setp.gt.u32 	%p4, %r9, 2139095040;
+	shr.u32 	%r10, %r8, 16;
+	cvt.u16.u32 	%rs1, %r10;
+	or.b16  	%rs2, %rs1, 64;
+	bfe.u32 	%r11, %r8, 16, 1;
+	add.s32 	%r12, %r8, %r11;
+	add.s32 	%r13, %r12, 32767;
+	shr.u32 	%r14, %r13, 16;
+	cvt.u16.u32 	%rs3, %r14;
+	selp.b16 	%rs4, %rs2, %rs3, %p4;
+	st.global.u16 	[%rd60], %rs4;
 	add.s64 	%rd63, %rd63, %rd6;
 	add.s64 	%rd60, %rd60, %rd13;
 	add.s64 	%rd59, %rd59, %rd15;
@@ -6830,118 +6822,86 @@ $L__BB35_9:
 	setp.ne.s64 	%p5, %rd62, 0;
 	@%p5 bra 	$L__BB35_6;
 
-$L__BB35_10:
+$L__BB35_7:
 	setp.lt.u64 	%p6, %rd58, 3;
-	@%p6 bra 	$L__BB35_25;
+	@%p6 bra 	$L__BB35_10;
 
-	shl.b64 	%rd51, %rd63, 1;
-	add.s64 	%rd65, %rd1, %rd51;
+	shl.b64 	%rd46, %rd63, 1;
+	add.s64 	%rd65, %rd1, %rd46;
 	shl.b64 	%rd26, %rd6, 1;
-	shl.b64 	%rd53, %rd63, 2;
-	add.s64 	%rd66, %rd2, %rd53;
+	shl.b64 	%rd48, %rd63, 2;
+	add.s64 	%rd66, %rd2, %rd48;
 	shl.b64 	%rd28, %rd6, 2;
 
-$L__BB35_12:
-	ld.global.u32 	%r3, [%rd66];
-	and.b32  	%r23, %r3, 2147483647;
-	setp.gt.u32 	%p7, %r23, 2139095040;
-	shr.u32 	%r4, %r3, 16;
-	@%p7 bra 	$L__BB35_14;
-	bra.uni 	$L__BB35_13;
-
-$L__BB35_14:
-	cvt.u16.u32 	%rs17, %r4;
-	or.b16  	%rs22, %rs17, 64;
-	bra.uni 	$L__BB35_15;
-
-$L__BB35_13:
-	and.b32  	%r24, %r4, 1;
-	add.s32 	%r25, %r3, %r24;
-	add.s32 	%r26, %r25, 32767;
-	shr.u32 	%r27, %r26, 16;
-	cvt.u16.u32 	%rs22, %r27;
-
-$L__BB35_15:
-	st.global.u16 	[%rd65], %rs22;
-	add.s64 	%rd32, %rd66, %rd28;
-	ld.global.u32 	%r5, [%rd32];
-	and.b32  	%r28, %r5, 2147483647;
-	setp.gt.u32 	%p8, %r28, 2139095040;
-	shr.u32 	%r6, %r5, 16;
-	@%p8 bra 	$L__BB35_17;
-	bra.uni 	$L__BB35_16;
-
-$L__BB35_17:
-	cvt.u16.u32 	%rs18, %r6;
-	or.b16  	%rs23, %rs18, 64;
-	bra.uni 	$L__BB35_18;
-
-$L__BB35_16:
-	and.b32  	%r29, %r6, 1;
-	add.s32 	%r30, %r5, %r29;
-	add.s32 	%r31, %r30, 32767;
-	shr.u32 	%r32, %r31, 16;
-	cvt.u16.u32 	%rs23, %r32;
-
-$L__BB35_18:
-	add.s64 	%rd33, %rd65, %rd26;
-	st.global.u16 	[%rd33], %rs23;
-	add.s64 	%rd34, %rd32, %rd28;
-	ld.global.u32 	%r7, [%rd34];
-	and.b32  	%r33, %r7, 2147483647;
-	setp.gt.u32 	%p9, %r33, 2139095040;
-	shr.u32 	%r8, %r7, 16;
-	@%p9 bra 	$L__BB35_20;
-	bra.uni 	$L__BB35_19;
-
-$L__BB35_20:
-	cvt.u16.u32 	%rs19, %r8;
-	or.b16  	%rs24, %rs19, 64;
-	bra.uni 	$L__BB35_21;
-
-$L__BB35_19:
-	and.b32  	%r34, %r8, 1;
-	add.s32 	%r35, %r7, %r34;
-	add.s32 	%r36, %r35, 32767;
-	shr.u32 	%r37, %r36, 16;
-	cvt.u16.u32 	%rs24, %r37;
-
-$L__BB35_21:
-	add.s64 	%rd35, %rd33, %rd26;
-	st.global.u16 	[%rd35], %rs24;
-	add.s64 	%rd36, %rd34, %rd28;
-	ld.global.u32 	%r9, [%rd36];
-	and.b32  	%r38, %r9, 2147483647;
-	setp.gt.u32 	%p10, %r38, 2139095040;
-	shr.u32 	%r10, %r9, 16;
-	@%p10 bra 	$L__BB35_23;
-	bra.uni 	$L__BB35_22;
-
-$L__BB35_23:
-	cvt.u16.u32 	%rs20, %r10;
-	or.b16  	%rs25, %rs20, 64;
-	bra.uni 	$L__BB35_24;
-
-$L__BB35_22:
-	and.b32  	%r39, %r10, 1;
-	add.s32 	%r40, %r9, %r39;
+$L__BB35_9:
+	ld.global.u32 	%r15, [%rd66];
+	and.b32  	%r16, %r15, 2147483647;
+	setp.gt.u32 	%p7, %r16, 2139095040;
+	shr.u32 	%r17, %r15, 16;
+	cvt.u16.u32 	%rs5, %r17;
+	or.b16  	%rs6, %rs5, 64;
+	bfe.u32 	%r18, %r15, 16, 1;
+	add.s32 	%r19, %r15, %r18;
+	add.s32 	%r20, %r19, 32767;
+	shr.u32 	%r21, %r20, 16;
+	cvt.u16.u32 	%rs7, %r21;
+	selp.b16 	%rs8, %rs6, %rs7, %p7;
+	st.global.u16 	[%rd65], %rs8;
+	add.s64 	%rd49, %rd66, %rd28;
+	ld.global.u32 	%r22, [%rd49];
+	and.b32  	%r23, %r22, 2147483647;
+	setp.gt.u32 	%p8, %r23, 2139095040;
+	shr.u32 	%r24, %r22, 16;
+	cvt.u16.u32 	%rs9, %r24;
+	or.b16  	%rs10, %rs9, 64;
+	bfe.u32 	%r25, %r22, 16, 1;
+	add.s32 	%r26, %r22, %r25;
+	add.s32 	%r27, %r26, 32767;
+	shr.u32 	%r28, %r27, 16;
+	cvt.u16.u32 	%rs11, %r28;
+	selp.b16 	%rs12, %rs10, %rs11, %p8;
+	add.s64 	%rd50, %rd65, %rd26;
+	st.global.u16 	[%rd50], %rs12;
+	add.s64 	%rd51, %rd63, %rd6;
+	add.s64 	%rd52, %rd51, %rd6;
+	add.s64 	%rd53, %rd49, %rd28;
+	ld.global.u32 	%r29, [%rd53];
+	and.b32  	%r30, %r29, 2147483647;
+	setp.gt.u32 	%p9, %r30, 2139095040;
+	shr.u32 	%r31, %r29, 16;
+	cvt.u16.u32 	%rs13, %r31;
+	or.b16  	%rs14, %rs13, 64;
+	bfe.u32 	%r32, %r29, 16, 1;
+	add.s32 	%r33, %r29, %r32;
+	add.s32 	%r34, %r33, 32767;
+	shr.u32 	%r35, %r34, 16;
+	cvt.u16.u32 	%rs15, %r35;
+	selp.b16 	%rs16, %rs14, %rs15, %p9;
+	add.s64 	%rd54, %rd50, %rd26;
+	st.global.u16 	[%rd54], %rs16;
+	add.s64 	%rd55, %rd52, %rd6;
+	add.s64 	%rd56, %rd53, %rd28;
+	add.s64 	%rd66, %rd56, %rd28;
+	ld.global.u32 	%r36, [%rd56];
+	and.b32  	%r37, %r36, 2147483647;
+	setp.gt.u32 	%p10, %r37, 2139095040;
+	shr.u32 	%r38, %r36, 16;
+	cvt.u16.u32 	%rs17, %r38;
+	or.b16  	%rs18, %rs17, 64;
+	bfe.u32 	%r39, %r36, 16, 1;
+	add.s32 	%r40, %r36, %r39;
 	add.s32 	%r41, %r40, 32767;
 	shr.u32 	%r42, %r41, 16;
-	cvt.u16.u32 	%rs25, %r42;
+	cvt.u16.u32 	%rs19, %r42;
+	selp.b16 	%rs20, %rs18, %rs19, %p10;
+	add.s64 	%rd57, %rd54, %rd26;
+	add.s64 	%rd65, %rd57, %rd26;
+	st.global.u16 	[%rd57], %rs20;
+	add.s64 	%rd63, %rd55, %rd6;
+	setp.lt.s64 	%p11, %rd63, %rd35;
+	@%p11 bra 	$L__BB35_9;
 
-$L__BB35_24:
-	add.s64 	%rd54, %rd35, %rd26;
-	add.s64 	%rd65, %rd54, %rd26;
-	st.global.u16 	[%rd54], %rs25;
-	add.s64 	%rd55, %rd63, %rd6;
-	add.s64 	%rd56, %rd55, %rd6;
-	add.s64 	%rd57, %rd56, %rd6;
-	add.s64 	%rd63, %rd57, %rd6;
-	setp.lt.s64 	%p11, %rd63, %rd40;
-	add.s64 	%rd66, %rd36, %rd28;
-	@%p11 bra 	$L__BB35_12;
-
-$L__BB35_25:
+$L__BB35_10:
 	ret;
 
 }
@@ -7059,6 +7019,161 @@ $L__BB36_10:
 	ret;
 
 }
+	// .globl	round_bf16_f32
+.visible .entry round_bf16_f32(
+	.param .u64 round_bf16_f32_param_0,
+	.param .u64 round_bf16_f32_param_1,
+	.param .u64 round_bf16_f32_param_2
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .b32 	%r<58>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [round_bf16_f32_param_0];
+	ld.param.u64 	%rd35, [round_bf16_f32_param_1];
+	ld.param.u64 	%rd33, [round_bf16_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB37_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB37_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB37_4;
+
+$L__BB37_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB37_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB37_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB37_6:
+	.pragma "nounroll";
+	ld.global.u32 	%r8, [%rd55];
+	and.b32  	%r9, %r8, 2147483647;
+	setp.gt.u32 	%p4, %r9, 2139095040;
+	shr.u32 	%r10, %r8, 16;
+	or.b32  	%r11, %r10, 64;
+	bfe.u32 	%r12, %r8, 16, 1;
+	add.s32 	%r13, %r8, %r12;
+	add.s32 	%r14, %r13, 32767;
+	shr.u32 	%r15, %r14, 16;
+	selp.b32 	%r16, %r11, %r15, %p4;
+	shl.b32 	%r17, %r16, 16;
+	st.global.u32 	[%rd56], %r17;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p5, %rd58, 0;
+	@%p5 bra 	$L__BB37_6;
+
+$L__BB37_7:
+	setp.lt.u64 	%p6, %rd54, 3;
+	@%p6 bra 	$L__BB37_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB37_9:
+	ld.global.u32 	%r18, [%rd61];
+	and.b32  	%r19, %r18, 2147483647;
+	setp.gt.u32 	%p7, %r19, 2139095040;
+	shr.u32 	%r20, %r18, 16;
+	or.b32  	%r21, %r20, 64;
+	bfe.u32 	%r22, %r18, 16, 1;
+	add.s32 	%r23, %r18, %r22;
+	add.s32 	%r24, %r23, 32767;
+	shr.u32 	%r25, %r24, 16;
+	selp.b32 	%r26, %r21, %r25, %p7;
+	shl.b32 	%r27, %r26, 16;
+	st.global.u32 	[%rd62], %r27;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.u32 	%r28, [%rd45];
+	and.b32  	%r29, %r28, 2147483647;
+	setp.gt.u32 	%p8, %r29, 2139095040;
+	shr.u32 	%r30, %r28, 16;
+	or.b32  	%r31, %r30, 64;
+	bfe.u32 	%r32, %r28, 16, 1;
+	add.s32 	%r33, %r28, %r32;
+	add.s32 	%r34, %r33, 32767;
+	shr.u32 	%r35, %r34, 16;
+	selp.b32 	%r36, %r31, %r35, %p8;
+	shl.b32 	%r37, %r36, 16;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.u32 	[%rd46], %r37;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.u32 	%r38, [%rd49];
+	and.b32  	%r39, %r38, 2147483647;
+	setp.gt.u32 	%p9, %r39, 2139095040;
+	shr.u32 	%r40, %r38, 16;
+	or.b32  	%r41, %r40, 64;
+	bfe.u32 	%r42, %r38, 16, 1;
+	add.s32 	%r43, %r38, %r42;
+	add.s32 	%r44, %r43, 32767;
+	shr.u32 	%r45, %r44, 16;
+	selp.b32 	%r46, %r41, %r45, %p9;
+	shl.b32 	%r47, %r46, 16;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.u32 	[%rd50], %r47;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.u32 	%r48, [%rd52];
+	and.b32  	%r49, %r48, 2147483647;
+	setp.gt.u32 	%p10, %r49, 2139095040;
+	shr.u32 	%r50, %r48, 16;
+	or.b32  	%r51, %r50, 64;
+	bfe.u32 	%r52, %r48, 16, 1;
+	add.s32 	%r53, %r48, %r52;
+	add.s32 	%r54, %r53, 32767;
+	shr.u32 	%r55, %r54, 16;
+	selp.b32 	%r56, %r51, %r55, %p10;
+	shl.b32 	%r57, %r56, 16;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.u32 	[%rd53], %r57;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p11, %rd59, %rd33;
+	@%p11 bra 	$L__BB37_9;
+
+$L__BB37_10:
+	ret;
+
+}
 	// .globl	im2col_f32
 .visible .entry im2col_f32(
 	.param .u64 im2col_f32_param_0,
@@ -7116,7 +7231,7 @@ $L__BB36_10:
 	mul.lo.s64 	%rd134, %rd133, %rd119;
 	mul.lo.s64 	%rd7, %rd134, %rd4;
 	setp.ge.s64 	%p1, %rd247, %rd7;
-	@%p1 bra 	$L__BB37_60;
+	@%p1 bra 	$L__BB38_60;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd135, %r4;
@@ -7126,35 +7241,35 @@ $L__BB36_10:
 	or.b64  	%rd137, %rd9, %rd8;
 	and.b64  	%rd138, %rd137, -4294967296;
 	setp.eq.s64 	%p2, %rd138, 0;
-	@%p2 bra 	$L__BB37_3;
+	@%p2 bra 	$L__BB38_3;
 
 	div.u64 	%rd235, %rd9, %rd8;
-	bra.uni 	$L__BB37_4;
+	bra.uni 	$L__BB38_4;
 
-$L__BB37_3:
+$L__BB38_3:
 	cvt.u32.u64 	%r5, %rd8;
 	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd235, %r7;
 
-$L__BB37_4:
+$L__BB38_4:
 	and.b64  	%rd139, %rd235, 1;
 	setp.eq.b64 	%p3, %rd139, 1;
 	mov.pred 	%p4, 0;
 	xor.pred  	%p5, %p3, %p4;
-	@%p5 bra 	$L__BB37_23;
+	@%p5 bra 	$L__BB38_23;
 
 	or.b64  	%rd140, %rd247, %rd4;
 	and.b64  	%rd141, %rd140, -4294967296;
 	setp.eq.s64 	%p6, %rd141, 0;
-	@%p6 bra 	$L__BB37_7;
+	@%p6 bra 	$L__BB38_7;
 
 	div.s64 	%rd236, %rd247, %rd4;
 	mul.lo.s64 	%rd142, %rd236, %rd4;
 	sub.s64 	%rd237, %rd247, %rd142;
-	bra.uni 	$L__BB37_8;
+	bra.uni 	$L__BB38_8;
 
-$L__BB37_7:
+$L__BB38_7:
 	cvt.u32.u64 	%r8, %rd4;
 	cvt.u32.u64 	%r9, %rd247;
 	div.u32 	%r10, %r9, %r8;
@@ -7163,18 +7278,18 @@ $L__BB37_7:
 	cvt.u64.u32 	%rd236, %r10;
 	cvt.u64.u32 	%rd237, %r12;
 
-$L__BB37_8:
+$L__BB38_8:
 	or.b64  	%rd143, %rd237, %rd3;
 	and.b64  	%rd144, %rd143, -4294967296;
 	setp.eq.s64 	%p7, %rd144, 0;
-	@%p7 bra 	$L__BB37_10;
+	@%p7 bra 	$L__BB38_10;
 
 	div.s64 	%rd238, %rd237, %rd3;
 	mul.lo.s64 	%rd145, %rd238, %rd3;
 	sub.s64 	%rd239, %rd237, %rd145;
-	bra.uni 	$L__BB37_11;
+	bra.uni 	$L__BB38_11;
 
-$L__BB37_10:
+$L__BB38_10:
 	cvt.u32.u64 	%r13, %rd3;
 	cvt.u32.u64 	%r14, %rd237;
 	div.u32 	%r15, %r14, %r13;
@@ -7183,18 +7298,18 @@ $L__BB37_10:
 	cvt.u64.u32 	%rd238, %r15;
 	cvt.u64.u32 	%rd239, %r17;
 
-$L__BB37_11:
+$L__BB38_11:
 	or.b64  	%rd146, %rd239, %rd126;
 	and.b64  	%rd147, %rd146, -4294967296;
 	setp.eq.s64 	%p8, %rd147, 0;
-	@%p8 bra 	$L__BB37_13;
+	@%p8 bra 	$L__BB38_13;
 
 	div.s64 	%rd240, %rd239, %rd126;
 	mul.lo.s64 	%rd148, %rd240, %rd126;
 	sub.s64 	%rd241, %rd239, %rd148;
-	bra.uni 	$L__BB37_14;
+	bra.uni 	$L__BB38_14;
 
-$L__BB37_13:
+$L__BB38_13:
 	cvt.u32.u64 	%r18, %rd126;
 	cvt.u32.u64 	%r19, %rd239;
 	div.u32 	%r20, %r19, %r18;
@@ -7203,18 +7318,18 @@ $L__BB37_13:
 	cvt.u64.u32 	%rd240, %r20;
 	cvt.u64.u32 	%rd241, %r22;
 
-$L__BB37_14:
+$L__BB38_14:
 	or.b64  	%rd149, %rd236, %rd119;
 	and.b64  	%rd150, %rd149, -4294967296;
 	setp.eq.s64 	%p9, %rd150, 0;
-	@%p9 bra 	$L__BB37_16;
+	@%p9 bra 	$L__BB38_16;
 
 	div.s64 	%rd242, %rd236, %rd119;
 	mul.lo.s64 	%rd151, %rd242, %rd119;
 	sub.s64 	%rd243, %rd236, %rd151;
-	bra.uni 	$L__BB37_17;
+	bra.uni 	$L__BB38_17;
 
-$L__BB37_16:
+$L__BB38_16:
 	cvt.u32.u64 	%r23, %rd119;
 	cvt.u32.u64 	%r24, %rd236;
 	div.u32 	%r25, %r24, %r23;
@@ -7223,18 +7338,18 @@ $L__BB37_16:
 	cvt.u64.u32 	%rd242, %r25;
 	cvt.u64.u32 	%rd243, %r27;
 
-$L__BB37_17:
+$L__BB38_17:
 	or.b64  	%rd152, %rd242, %rd118;
 	and.b64  	%rd153, %rd152, -4294967296;
 	setp.eq.s64 	%p10, %rd153, 0;
-	@%p10 bra 	$L__BB37_19;
+	@%p10 bra 	$L__BB38_19;
 
 	div.s64 	%rd244, %rd242, %rd118;
 	mul.lo.s64 	%rd154, %rd244, %rd118;
 	sub.s64 	%rd245, %rd242, %rd154;
-	bra.uni 	$L__BB37_20;
+	bra.uni 	$L__BB38_20;
 
-$L__BB37_19:
+$L__BB38_19:
 	cvt.u32.u64 	%r28, %rd118;
 	cvt.u32.u64 	%r29, %rd242;
 	div.u32 	%r30, %r29, %r28;
@@ -7243,7 +7358,7 @@ $L__BB37_19:
 	cvt.u64.u32 	%rd244, %r30;
 	cvt.u64.u32 	%rd245, %r32;
 
-$L__BB37_20:
+$L__BB38_20:
 	mul.lo.s64 	%rd155, %rd240, %rd120;
 	sub.s64 	%rd156, %rd155, %rd122;
 	mul.lo.s64 	%rd157, %rd245, %rd124;
@@ -7259,7 +7374,7 @@ $L__BB37_20:
 	setp.ge.s64 	%p14, %rd44, %rd117;
 	mov.f32 	%f10, 0f00000000;
 	or.pred  	%p15, %p14, %p13;
-	@%p15 bra 	$L__BB37_22;
+	@%p15 bra 	$L__BB38_22;
 
 	mul.lo.s64 	%rd162, %rd238, %rd115;
 	add.s64 	%rd163, %rd244, %rd162;
@@ -7271,31 +7386,31 @@ $L__BB37_20:
 	add.s64 	%rd169, %rd2, %rd168;
 	ld.global.f32 	%f10, [%rd169];
 
-$L__BB37_22:
+$L__BB38_22:
 	shl.b64 	%rd170, %rd247, 2;
 	add.s64 	%rd171, %rd1, %rd170;
 	st.global.f32 	[%rd171], %f10;
 	add.s64 	%rd247, %rd247, %rd8;
 
-$L__BB37_23:
+$L__BB38_23:
 	setp.gt.u64 	%p16, %rd8, %rd9;
-	@%p16 bra 	$L__BB37_60;
+	@%p16 bra 	$L__BB38_60;
 
 	cvt.u32.u64 	%r33, %rd4;
 	cvt.u32.u64 	%r38, %rd3;
 
-$L__BB37_25:
+$L__BB38_25:
 	or.b64  	%rd172, %rd247, %rd4;
 	and.b64  	%rd173, %rd172, -4294967296;
 	setp.eq.s64 	%p17, %rd173, 0;
-	@%p17 bra 	$L__BB37_27;
+	@%p17 bra 	$L__BB38_27;
 
 	div.s64 	%rd248, %rd247, %rd4;
 	mul.lo.s64 	%rd174, %rd248, %rd4;
 	sub.s64 	%rd249, %rd247, %rd174;
-	bra.uni 	$L__BB37_28;
+	bra.uni 	$L__BB38_28;
 
-$L__BB37_27:
+$L__BB38_27:
 	cvt.u32.u64 	%r34, %rd247;
 	div.u32 	%r35, %r34, %r33;
 	mul.lo.s32 	%r36, %r35, %r33;
@@ -7303,18 +7418,18 @@ $L__BB37_27:
 	cvt.u64.u32 	%rd248, %r35;
 	cvt.u64.u32 	%rd249, %r37;
 
-$L__BB37_28:
+$L__BB38_28:
 	or.b64  	%rd175, %rd249, %rd3;
 	and.b64  	%rd176, %rd175, -4294967296;
 	setp.eq.s64 	%p18, %rd176, 0;
-	@%p18 bra 	$L__BB37_30;
+	@%p18 bra 	$L__BB38_30;
 
 	div.s64 	%rd250, %rd249, %rd3;
 	mul.lo.s64 	%rd177, %rd250, %rd3;
 	sub.s64 	%rd251, %rd249, %rd177;
-	bra.uni 	$L__BB37_31;
+	bra.uni 	$L__BB38_31;
 
-$L__BB37_30:
+$L__BB38_30:
 	cvt.u32.u64 	%r39, %rd249;
 	div.u32 	%r40, %r39, %r38;
 	mul.lo.s32 	%r41, %r40, %r38;
@@ -7322,18 +7437,18 @@ $L__BB37_30:
 	cvt.u64.u32 	%rd250, %r40;
 	cvt.u64.u32 	%rd251, %r42;
 
-$L__BB37_31:
+$L__BB38_31:
 	or.b64  	%rd178, %rd251, %rd126;
 	and.b64  	%rd179, %rd178, -4294967296;
 	setp.eq.s64 	%p19, %rd179, 0;
-	@%p19 bra 	$L__BB37_33;
+	@%p19 bra 	$L__BB38_33;
 
 	div.s64 	%rd252, %rd251, %rd126;
 	mul.lo.s64 	%rd180, %rd252, %rd126;
 	sub.s64 	%rd253, %rd251, %rd180;
-	bra.uni 	$L__BB37_34;
+	bra.uni 	$L__BB38_34;
 
-$L__BB37_33:
+$L__BB38_33:
 	cvt.u32.u64 	%r43, %rd126;
 	cvt.u32.u64 	%r44, %rd251;
 	div.u32 	%r45, %r44, %r43;
@@ -7342,18 +7457,18 @@ $L__BB37_33:
 	cvt.u64.u32 	%rd252, %r45;
 	cvt.u64.u32 	%rd253, %r47;
 
-$L__BB37_34:
+$L__BB38_34:
 	or.b64  	%rd181, %rd248, %rd119;
 	and.b64  	%rd182, %rd181, -4294967296;
 	setp.eq.s64 	%p20, %rd182, 0;
-	@%p20 bra 	$L__BB37_36;
+	@%p20 bra 	$L__BB38_36;
 
 	div.s64 	%rd254, %rd248, %rd119;
 	mul.lo.s64 	%rd183, %rd254, %rd119;
 	sub.s64 	%rd255, %rd248, %rd183;
-	bra.uni 	$L__BB37_37;
+	bra.uni 	$L__BB38_37;
 
-$L__BB37_36:
+$L__BB38_36:
 	cvt.u32.u64 	%r48, %rd119;
 	cvt.u32.u64 	%r49, %rd248;
 	div.u32 	%r50, %r49, %r48;
@@ -7362,18 +7477,18 @@ $L__BB37_36:
 	cvt.u64.u32 	%rd254, %r50;
 	cvt.u64.u32 	%rd255, %r52;
 
-$L__BB37_37:
+$L__BB38_37:
 	or.b64  	%rd184, %rd254, %rd118;
 	and.b64  	%rd185, %rd184, -4294967296;
 	setp.eq.s64 	%p21, %rd185, 0;
-	@%p21 bra 	$L__BB37_39;
+	@%p21 bra 	$L__BB38_39;
 
 	div.s64 	%rd256, %rd254, %rd118;
 	mul.lo.s64 	%rd186, %rd256, %rd118;
 	sub.s64 	%rd257, %rd254, %rd186;
-	bra.uni 	$L__BB37_40;
+	bra.uni 	$L__BB38_40;
 
-$L__BB37_39:
+$L__BB38_39:
 	cvt.u32.u64 	%r53, %rd118;
 	cvt.u32.u64 	%r54, %rd254;
 	div.u32 	%r55, %r54, %r53;
@@ -7382,7 +7497,7 @@ $L__BB37_39:
 	cvt.u64.u32 	%rd256, %r55;
 	cvt.u64.u32 	%rd257, %r57;
 
-$L__BB37_40:
+$L__BB38_40:
 	mul.lo.s64 	%rd187, %rd252, %rd120;
 	sub.s64 	%rd188, %rd187, %rd122;
 	mul.lo.s64 	%rd189, %rd257, %rd124;
@@ -7398,7 +7513,7 @@ $L__BB37_40:
 	setp.ge.s64 	%p25, %rd79, %rd117;
 	mov.f32 	%f11, 0f00000000;
 	or.pred  	%p26, %p25, %p24;
-	@%p26 bra 	$L__BB37_42;
+	@%p26 bra 	$L__BB38_42;
 
 	mul.lo.s64 	%rd194, %rd250, %rd115;
 	add.s64 	%rd195, %rd256, %rd194;
@@ -7410,7 +7525,7 @@ $L__BB37_40:
 	add.s64 	%rd201, %rd2, %rd200;
 	ld.global.f32 	%f11, [%rd201];
 
-$L__BB37_42:
+$L__BB38_42:
 	shl.b64 	%rd202, %rd247, 2;
 	add.s64 	%rd80, %rd1, %rd202;
 	st.global.f32 	[%rd80], %f11;
@@ -7418,14 +7533,14 @@ $L__BB37_42:
 	or.b64  	%rd203, %rd81, %rd4;
 	and.b64  	%rd204, %rd203, -4294967296;
 	setp.eq.s64 	%p27, %rd204, 0;
-	@%p27 bra 	$L__BB37_44;
+	@%p27 bra 	$L__BB38_44;
 
 	div.s64 	%rd258, %rd81, %rd4;
 	mul.lo.s64 	%rd205, %rd258, %rd4;
 	sub.s64 	%rd259, %rd81, %rd205;
-	bra.uni 	$L__BB37_45;
+	bra.uni 	$L__BB38_45;
 
-$L__BB37_44:
+$L__BB38_44:
 	cvt.u32.u64 	%r59, %rd81;
 	div.u32 	%r60, %r59, %r33;
 	mul.lo.s32 	%r61, %r60, %r33;
@@ -7433,18 +7548,18 @@ $L__BB37_44:
 	cvt.u64.u32 	%rd258, %r60;
 	cvt.u64.u32 	%rd259, %r62;
 
-$L__BB37_45:
+$L__BB38_45:
 	or.b64  	%rd206, %rd259, %rd3;
 	and.b64  	%rd207, %rd206, -4294967296;
 	setp.eq.s64 	%p28, %rd207, 0;
-	@%p28 bra 	$L__BB37_47;
+	@%p28 bra 	$L__BB38_47;
 
 	div.s64 	%rd260, %rd259, %rd3;
 	mul.lo.s64 	%rd208, %rd260, %rd3;
 	sub.s64 	%rd261, %rd259, %rd208;
-	bra.uni 	$L__BB37_48;
+	bra.uni 	$L__BB38_48;
 
-$L__BB37_47:
+$L__BB38_47:
 	cvt.u32.u64 	%r64, %rd259;
 	div.u32 	%r65, %r64, %r38;
 	mul.lo.s32 	%r66, %r65, %r38;
@@ -7452,18 +7567,18 @@ $L__BB37_47:
 	cvt.u64.u32 	%rd260, %r65;
 	cvt.u64.u32 	%rd261, %r67;
 
-$L__BB37_48:
+$L__BB38_48:
 	or.b64  	%rd209, %rd261, %rd126;
 	and.b64  	%rd210, %rd209, -4294967296;
 	setp.eq.s64 	%p29, %rd210, 0;
-	@%p29 bra 	$L__BB37_50;
+	@%p29 bra 	$L__BB38_50;
 
 	div.s64 	%rd262, %rd261, %rd126;
 	mul.lo.s64 	%rd211, %rd262, %rd126;
 	sub.s64 	%rd263, %rd261, %rd211;
-	bra.uni 	$L__BB37_51;
+	bra.uni 	$L__BB38_51;
 
-$L__BB37_50:
+$L__BB38_50:
 	cvt.u32.u64 	%r68, %rd126;
 	cvt.u32.u64 	%r69, %rd261;
 	div.u32 	%r70, %r69, %r68;
@@ -7472,18 +7587,18 @@ $L__BB37_50:
 	cvt.u64.u32 	%rd262, %r70;
 	cvt.u64.u32 	%rd263, %r72;
 
-$L__BB37_51:
+$L__BB38_51:
 	or.b64  	%rd212, %rd258, %rd119;
 	and.b64  	%rd213, %rd212, -4294967296;
 	setp.eq.s64 	%p30, %rd213, 0;
-	@%p30 bra 	$L__BB37_53;
+	@%p30 bra 	$L__BB38_53;
 
 	div.s64 	%rd264, %rd258, %rd119;
 	mul.lo.s64 	%rd214, %rd264, %rd119;
 	sub.s64 	%rd265, %rd258, %rd214;
-	bra.uni 	$L__BB37_54;
+	bra.uni 	$L__BB38_54;
 
-$L__BB37_53:
+$L__BB38_53:
 	cvt.u32.u64 	%r73, %rd119;
 	cvt.u32.u64 	%r74, %rd258;
 	div.u32 	%r75, %r74, %r73;
@@ -7492,18 +7607,18 @@ $L__BB37_53:
 	cvt.u64.u32 	%rd264, %r75;
 	cvt.u64.u32 	%rd265, %r77;
 
-$L__BB37_54:
+$L__BB38_54:
 	or.b64  	%rd215, %rd264, %rd118;
 	and.b64  	%rd216, %rd215, -4294967296;
 	setp.eq.s64 	%p31, %rd216, 0;
-	@%p31 bra 	$L__BB37_56;
+	@%p31 bra 	$L__BB38_56;
 
 	div.s64 	%rd266, %rd264, %rd118;
 	mul.lo.s64 	%rd217, %rd266, %rd118;
 	sub.s64 	%rd267, %rd264, %rd217;
-	bra.uni 	$L__BB37_57;
+	bra.uni 	$L__BB38_57;
 
-$L__BB37_56:
+$L__BB38_56:
 	cvt.u32.u64 	%r78, %rd118;
 	cvt.u32.u64 	%r79, %rd264;
 	div.u32 	%r80, %r79, %r78;
@@ -7512,7 +7627,7 @@ $L__BB37_56:
 	cvt.u64.u32 	%rd266, %r80;
 	cvt.u64.u32 	%rd267, %r82;
 
-$L__BB37_57:
+$L__BB38_57:
 	mul.lo.s64 	%rd218, %rd262, %rd120;
 	sub.s64 	%rd219, %rd218, %rd122;
 	mul.lo.s64 	%rd220, %rd267, %rd124;
@@ -7528,7 +7643,7 @@ $L__BB37_57:
 	setp.ge.s64 	%p35, %rd113, %rd117;
 	mov.f32 	%f12, 0f00000000;
 	or.pred  	%p36, %p35, %p34;
-	@%p36 bra 	$L__BB37_59;
+	@%p36 bra 	$L__BB38_59;
 
 	mul.lo.s64 	%rd225, %rd260, %rd115;
 	add.s64 	%rd226, %rd266, %rd225;
@@ -7540,15 +7655,15 @@ $L__BB37_57:
 	add.s64 	%rd232, %rd2, %rd231;
 	ld.global.f32 	%f12, [%rd232];
 
-$L__BB37_59:
+$L__BB38_59:
 	shl.b64 	%rd233, %rd8, 2;
 	add.s64 	%rd234, %rd80, %rd233;
 	st.global.f32 	[%rd234], %f12;
 	add.s64 	%rd247, %rd81, %rd8;
 	setp.lt.s64 	%p37, %rd247, %rd7;
-	@%p37 bra 	$L__BB37_25;
+	@%p37 bra 	$L__BB38_25;
 
-$L__BB37_60:
+$L__BB38_60:
 	ret;
 
 }
@@ -7604,16 +7719,16 @@ $L__BB37_60:
 	mul.lo.s64 	%rd153, %rd152, %rd136;
 	mul.lo.s64 	%rd5, %rd153, %rd137;
 	setp.ge.s64 	%p1, %rd320, %rd5;
-	@%p1 bra 	$L__BB38_110;
+	@%p1 bra 	$L__BB39_110;
 
 	setp.gt.s64 	%p2, %rd138, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
 	mul.lo.s64 	%rd7, %rd6, %rd3;
-	@%p2 bra 	$L__BB38_11;
-	bra.uni 	$L__BB38_2;
+	@%p2 bra 	$L__BB39_11;
+	bra.uni 	$L__BB39_2;
 
-$L__BB38_11:
+$L__BB39_11:
 	mul.lo.s64 	%rd168, %rd147, %rd146;
 	mul.lo.s64 	%rd169, %rd168, %rd134;
 	shl.b64 	%rd25, %rd169, 4;
@@ -7622,18 +7737,18 @@ $L__BB38_11:
 	and.b64  	%rd31, %rd139, 3;
 	sub.s64 	%rd32, %rd31, %rd139;
 
-$L__BB38_12:
+$L__BB39_12:
 	or.b64  	%rd171, %rd320, %rd137;
 	and.b64  	%rd172, %rd171, -4294967296;
 	setp.eq.s64 	%p8, %rd172, 0;
-	@%p8 bra 	$L__BB38_14;
+	@%p8 bra 	$L__BB39_14;
 
 	div.s64 	%rd324, %rd320, %rd137;
 	mul.lo.s64 	%rd173, %rd324, %rd137;
 	sub.s64 	%rd325, %rd320, %rd173;
-	bra.uni 	$L__BB38_15;
+	bra.uni 	$L__BB39_15;
 
-$L__BB38_14:
+$L__BB39_14:
 	cvt.u32.u64 	%r74, %rd137;
 	cvt.u32.u64 	%r11, %rd320;
 	div.u32 	%r12, %r11, %r74;
@@ -7642,18 +7757,18 @@ $L__BB38_14:
 	cvt.u64.u32 	%rd324, %r12;
 	cvt.u64.u32 	%rd325, %r14;
 
-$L__BB38_15:
+$L__BB39_15:
 	or.b64  	%rd174, %rd324, %rd136;
 	and.b64  	%rd175, %rd174, -4294967296;
 	setp.eq.s64 	%p9, %rd175, 0;
-	@%p9 bra 	$L__BB38_17;
+	@%p9 bra 	$L__BB39_17;
 
 	div.s64 	%rd326, %rd324, %rd136;
 	mul.lo.s64 	%rd176, %rd326, %rd136;
 	sub.s64 	%rd327, %rd324, %rd176;
-	bra.uni 	$L__BB38_18;
+	bra.uni 	$L__BB39_18;
 
-$L__BB38_17:
+$L__BB39_17:
 	cvt.u32.u64 	%r73, %rd136;
 	cvt.u32.u64 	%r16, %rd324;
 	div.u32 	%r17, %r16, %r73;
@@ -7662,18 +7777,18 @@ $L__BB38_17:
 	cvt.u64.u32 	%rd326, %r17;
 	cvt.u64.u32 	%rd327, %r19;
 
-$L__BB38_18:
+$L__BB39_18:
 	or.b64  	%rd177, %rd326, %rd135;
 	and.b64  	%rd178, %rd177, -4294967296;
 	setp.eq.s64 	%p10, %rd178, 0;
-	@%p10 bra 	$L__BB38_20;
+	@%p10 bra 	$L__BB39_20;
 
 	div.s64 	%rd328, %rd326, %rd135;
 	mul.lo.s64 	%rd179, %rd328, %rd135;
 	sub.s64 	%rd329, %rd326, %rd179;
-	bra.uni 	$L__BB38_21;
+	bra.uni 	$L__BB39_21;
 
-$L__BB38_20:
+$L__BB39_20:
 	cvt.u32.u64 	%r20, %rd135;
 	cvt.u32.u64 	%r21, %rd326;
 	div.u32 	%r22, %r21, %r20;
@@ -7682,56 +7797,56 @@ $L__BB38_20:
 	cvt.u64.u32 	%rd328, %r22;
 	cvt.u64.u32 	%rd329, %r24;
 
-$L__BB38_21:
+$L__BB39_21:
 	ld.param.u64 	%rd284, [col2im_f32_param_11];
 	add.s64 	%rd52, %rd325, %rd284;
 	setp.lt.s64 	%p11, %rd139, 1;
 	mov.f32 	%f40, 0f00000000;
-	@%p11 bra 	$L__BB38_109;
+	@%p11 bra 	$L__BB39_109;
 
 	ld.param.u64 	%rd285, [col2im_f32_param_10];
 	add.s64 	%rd54, %rd327, %rd285;
 	mov.u64 	%rd330, 0;
 
-$L__BB38_23:
+$L__BB39_23:
 	ld.param.u64 	%rd286, [col2im_f32_param_12];
 	mul.lo.s64 	%rd181, %rd330, %rd286;
 	sub.s64 	%rd56, %rd54, %rd181;
 	setp.lt.s64 	%p12, %rd56, 0;
-	@%p12 bra 	$L__BB38_108;
+	@%p12 bra 	$L__BB39_108;
 
 	or.b64  	%rd182, %rd56, %rd140;
 	and.b64  	%rd183, %rd182, -4294967296;
 	setp.eq.s64 	%p13, %rd183, 0;
-	@%p13 bra 	$L__BB38_26;
+	@%p13 bra 	$L__BB39_26;
 
 	rem.s64 	%rd331, %rd56, %rd140;
-	bra.uni 	$L__BB38_27;
+	bra.uni 	$L__BB39_27;
 
-$L__BB38_26:
+$L__BB39_26:
 	cvt.u32.u64 	%r25, %rd140;
 	cvt.u32.u64 	%r26, %rd56;
 	rem.u32 	%r27, %r26, %r25;
 	cvt.u64.u32 	%rd331, %r27;
 
-$L__BB38_27:
+$L__BB39_27:
 	setp.ne.s64 	%p14, %rd331, 0;
-	@%p14 bra 	$L__BB38_108;
+	@%p14 bra 	$L__BB39_108;
 
-	@%p13 bra 	$L__BB38_30;
+	@%p13 bra 	$L__BB39_30;
 
 	div.s64 	%rd332, %rd56, %rd140;
-	bra.uni 	$L__BB38_31;
+	bra.uni 	$L__BB39_31;
 
-$L__BB38_30:
+$L__BB39_30:
 	cvt.u32.u64 	%r28, %rd140;
 	cvt.u32.u64 	%r29, %rd56;
 	div.u32 	%r30, %r29, %r28;
 	cvt.u64.u32 	%rd332, %r30;
 
-$L__BB38_31:
+$L__BB39_31:
 	setp.ge.s64 	%p16, %rd332, %rd146;
-	@%p16 bra 	$L__BB38_108;
+	@%p16 bra 	$L__BB39_108;
 
 	mul.lo.s64 	%rd294, %rd329, %rd138;
 	add.s64 	%rd287, %rd139, -1;
@@ -7739,7 +7854,7 @@ $L__BB38_31:
 	add.s64 	%rd63, %rd330, %rd294;
 	mul.lo.s64 	%rd64, %rd63, %rd139;
 	mov.u64 	%rd347, 0;
-	@%p17 bra 	$L__BB38_75;
+	@%p17 bra 	$L__BB39_75;
 
 	add.s64 	%rd188, %rd64, 3;
 	mul.lo.s64 	%rd189, %rd134, %rd188;
@@ -7774,70 +7889,70 @@ $L__BB38_31:
 	add.s64 	%rd334, %rd1, %rd214;
 	mov.u64 	%rd333, %rd52;
 
-$L__BB38_34:
+$L__BB39_34:
 	setp.lt.s64 	%p18, %rd333, 0;
-	@%p18 bra 	$L__BB38_44;
+	@%p18 bra 	$L__BB39_44;
 
 	or.b64  	%rd215, %rd333, %rd141;
 	and.b64  	%rd216, %rd215, -4294967296;
 	setp.eq.s64 	%p19, %rd216, 0;
-	@%p19 bra 	$L__BB38_37;
+	@%p19 bra 	$L__BB39_37;
 
 	rem.s64 	%rd339, %rd333, %rd141;
-	bra.uni 	$L__BB38_38;
+	bra.uni 	$L__BB39_38;
 
-$L__BB38_37:
+$L__BB39_37:
 	cvt.u32.u64 	%r31, %rd141;
 	cvt.u32.u64 	%r32, %rd333;
 	rem.u32 	%r33, %r32, %r31;
 	cvt.u64.u32 	%rd339, %r33;
 
-$L__BB38_38:
+$L__BB39_38:
 	setp.ne.s64 	%p20, %rd339, 0;
-	@%p20 bra 	$L__BB38_44;
+	@%p20 bra 	$L__BB39_44;
 
 	or.b64  	%rd297, %rd333, %rd141;
 	and.b64  	%rd296, %rd297, -4294967296;
 	setp.eq.s64 	%p59, %rd296, 0;
-	@%p59 bra 	$L__BB38_41;
+	@%p59 bra 	$L__BB39_41;
 
 	div.s64 	%rd340, %rd333, %rd141;
-	bra.uni 	$L__BB38_42;
+	bra.uni 	$L__BB39_42;
 
-$L__BB38_41:
+$L__BB39_41:
 	cvt.u32.u64 	%r34, %rd141;
 	cvt.u32.u64 	%r35, %rd333;
 	div.u32 	%r36, %r35, %r34;
 	cvt.u64.u32 	%rd340, %r36;
 
-$L__BB38_42:
+$L__BB39_42:
 	setp.ge.s64 	%p22, %rd340, %rd147;
-	@%p22 bra 	$L__BB38_44;
+	@%p22 bra 	$L__BB39_44;
 
 	shl.b64 	%rd219, %rd340, 2;
 	add.s64 	%rd220, %rd334, %rd219;
 	ld.global.f32 	%f23, [%rd220];
 	add.f32 	%f40, %f40, %f23;
 
-$L__BB38_44:
+$L__BB39_44:
 	neg.s64 	%rd288, %rd145;
 	add.s64 	%rd81, %rd288, %rd333;
 	setp.lt.s64 	%p23, %rd81, 0;
-	@%p23 bra 	$L__BB38_54;
+	@%p23 bra 	$L__BB39_54;
 
 	neg.s64 	%rd299, %rd145;
 	add.s64 	%rd298, %rd299, %rd333;
 	or.b64  	%rd221, %rd298, %rd141;
 	and.b64  	%rd222, %rd221, -4294967296;
 	setp.eq.s64 	%p24, %rd222, 0;
-	@%p24 bra 	$L__BB38_47;
+	@%p24 bra 	$L__BB39_47;
 
 	neg.s64 	%rd301, %rd145;
 	add.s64 	%rd300, %rd301, %rd333;
 	rem.s64 	%rd341, %rd300, %rd141;
-	bra.uni 	$L__BB38_48;
+	bra.uni 	$L__BB39_48;
 
-$L__BB38_47:
+$L__BB39_47:
 	neg.s64 	%rd307, %rd145;
 	add.s64 	%rd306, %rd307, %rd333;
 	cvt.u32.u64 	%r37, %rd141;
@@ -7845,23 +7960,23 @@ $L__BB38_47:
 	rem.u32 	%r39, %r38, %r37;
 	cvt.u64.u32 	%rd341, %r39;
 
-$L__BB38_48:
+$L__BB39_48:
 	setp.ne.s64 	%p25, %rd341, 0;
-	@%p25 bra 	$L__BB38_54;
+	@%p25 bra 	$L__BB39_54;
 
 	neg.s64 	%rd311, %rd145;
 	add.s64 	%rd310, %rd311, %rd333;
 	or.b64  	%rd309, %rd310, %rd141;
 	and.b64  	%rd308, %rd309, -4294967296;
 	setp.eq.s64 	%p60, %rd308, 0;
-	@%p60 bra 	$L__BB38_51;
+	@%p60 bra 	$L__BB39_51;
 
 	neg.s64 	%rd303, %rd145;
 	add.s64 	%rd302, %rd303, %rd333;
 	div.s64 	%rd342, %rd302, %rd141;
-	bra.uni 	$L__BB38_52;
+	bra.uni 	$L__BB39_52;
 
-$L__BB38_51:
+$L__BB39_51:
 	neg.s64 	%rd305, %rd145;
 	add.s64 	%rd304, %rd305, %rd333;
 	cvt.u32.u64 	%r40, %rd141;
@@ -7869,39 +7984,39 @@ $L__BB38_51:
 	div.u32 	%r42, %r41, %r40;
 	cvt.u64.u32 	%rd342, %r42;
 
-$L__BB38_52:
+$L__BB39_52:
 	setp.ge.s64 	%p27, %rd342, %rd147;
-	@%p27 bra 	$L__BB38_54;
+	@%p27 bra 	$L__BB39_54;
 
 	shl.b64 	%rd225, %rd342, 2;
 	add.s64 	%rd226, %rd335, %rd225;
 	ld.global.f32 	%f24, [%rd226];
 	add.f32 	%f40, %f40, %f24;
 
-$L__BB38_54:
+$L__BB39_54:
 	shl.b64 	%rd290, %rd145, 1;
 	neg.s64 	%rd289, %rd290;
 	add.s64 	%rd88, %rd289, %rd333;
 	setp.lt.s64 	%p28, %rd88, 0;
-	@%p28 bra 	$L__BB38_64;
+	@%p28 bra 	$L__BB39_64;
 
 	or.b64  	%rd227, %rd88, %rd141;
 	and.b64  	%rd228, %rd227, -4294967296;
 	setp.eq.s64 	%p29, %rd228, 0;
-	@%p29 bra 	$L__BB38_57;
+	@%p29 bra 	$L__BB39_57;
 
 	rem.s64 	%rd343, %rd88, %rd141;
-	bra.uni 	$L__BB38_58;
+	bra.uni 	$L__BB39_58;
 
-$L__BB38_57:
+$L__BB39_57:
 	cvt.u32.u64 	%r43, %rd141;
 	cvt.u32.u64 	%r44, %rd88;
 	rem.u32 	%r45, %r44, %r43;
 	cvt.u64.u32 	%rd343, %r45;
 
-$L__BB38_58:
+$L__BB39_58:
 	setp.ne.s64 	%p30, %rd343, 0;
-	@%p30 bra 	$L__BB38_64;
+	@%p30 bra 	$L__BB39_64;
 
 	shl.b64 	%rd316, %rd145, 1;
 	neg.s64 	%rd315, %rd316;
@@ -7909,70 +8024,70 @@ $L__BB38_58:
 	or.b64  	%rd313, %rd314, %rd141;
 	and.b64  	%rd312, %rd313, -4294967296;
 	setp.eq.s64 	%p61, %rd312, 0;
-	@%p61 bra 	$L__BB38_61;
+	@%p61 bra 	$L__BB39_61;
 
 	div.s64 	%rd344, %rd88, %rd141;
-	bra.uni 	$L__BB38_62;
+	bra.uni 	$L__BB39_62;
 
-$L__BB38_61:
+$L__BB39_61:
 	cvt.u32.u64 	%r46, %rd141;
 	cvt.u32.u64 	%r47, %rd88;
 	div.u32 	%r48, %r47, %r46;
 	cvt.u64.u32 	%rd344, %r48;
 
-$L__BB38_62:
+$L__BB39_62:
 	setp.ge.s64 	%p32, %rd344, %rd147;
-	@%p32 bra 	$L__BB38_64;
+	@%p32 bra 	$L__BB39_64;
 
 	shl.b64 	%rd231, %rd344, 2;
 	add.s64 	%rd232, %rd336, %rd231;
 	ld.global.f32 	%f25, [%rd232];
 	add.f32 	%f40, %f40, %f25;
 
-$L__BB38_64:
+$L__BB39_64:
 	add.s64 	%rd95, %rd30, %rd333;
 	setp.lt.s64 	%p33, %rd95, 0;
-	@%p33 bra 	$L__BB38_74;
+	@%p33 bra 	$L__BB39_74;
 
 	or.b64  	%rd233, %rd95, %rd141;
 	and.b64  	%rd234, %rd233, -4294967296;
 	setp.eq.s64 	%p34, %rd234, 0;
-	@%p34 bra 	$L__BB38_67;
+	@%p34 bra 	$L__BB39_67;
 
 	rem.s64 	%rd345, %rd95, %rd141;
-	bra.uni 	$L__BB38_68;
+	bra.uni 	$L__BB39_68;
 
-$L__BB38_67:
+$L__BB39_67:
 	cvt.u32.u64 	%r49, %rd141;
 	cvt.u32.u64 	%r50, %rd95;
 	rem.u32 	%r51, %r50, %r49;
 	cvt.u64.u32 	%rd345, %r51;
 
-$L__BB38_68:
+$L__BB39_68:
 	setp.ne.s64 	%p35, %rd345, 0;
-	@%p35 bra 	$L__BB38_74;
+	@%p35 bra 	$L__BB39_74;
 
-	@%p34 bra 	$L__BB38_71;
+	@%p34 bra 	$L__BB39_71;
 
 	div.s64 	%rd346, %rd95, %rd141;
-	bra.uni 	$L__BB38_72;
+	bra.uni 	$L__BB39_72;
 
-$L__BB38_71:
+$L__BB39_71:
 	cvt.u32.u64 	%r52, %rd141;
 	cvt.u32.u64 	%r53, %rd95;
 	div.u32 	%r54, %r53, %r52;
 	cvt.u64.u32 	%rd346, %r54;
 
-$L__BB38_72:
+$L__BB39_72:
 	setp.ge.s64 	%p37, %rd346, %rd147;
-	@%p37 bra 	$L__BB38_74;
+	@%p37 bra 	$L__BB39_74;
 
 	shl.b64 	%rd237, %rd346, 2;
 	add.s64 	%rd238, %rd337, %rd237;
 	ld.global.f32 	%f26, [%rd238];
 	add.f32 	%f40, %f40, %f26;
 
-$L__BB38_74:
+$L__BB39_74:
 	shl.b64 	%rd291, %rd145, 2;
 	add.s64 	%rd337, %rd337, %rd25;
 	add.s64 	%rd336, %rd336, %rd25;
@@ -7982,49 +8097,49 @@ $L__BB38_74:
 	add.s64 	%rd347, %rd347, 4;
 	add.s64 	%rd239, %rd32, %rd347;
 	setp.ne.s64 	%p38, %rd239, 0;
-	@%p38 bra 	$L__BB38_34;
+	@%p38 bra 	$L__BB39_34;
 
-$L__BB38_75:
+$L__BB39_75:
 	setp.eq.s64 	%p39, %rd31, 0;
-	@%p39 bra 	$L__BB38_108;
+	@%p39 bra 	$L__BB39_108;
 
 	mul.lo.s64 	%rd109, %rd347, %rd145;
 	sub.s64 	%rd110, %rd52, %rd109;
 	setp.lt.s64 	%p40, %rd110, 0;
-	@%p40 bra 	$L__BB38_86;
+	@%p40 bra 	$L__BB39_86;
 
 	or.b64  	%rd240, %rd110, %rd141;
 	and.b64  	%rd241, %rd240, -4294967296;
 	setp.eq.s64 	%p41, %rd241, 0;
-	@%p41 bra 	$L__BB38_79;
+	@%p41 bra 	$L__BB39_79;
 
 	rem.s64 	%rd348, %rd110, %rd141;
-	bra.uni 	$L__BB38_80;
+	bra.uni 	$L__BB39_80;
 
-$L__BB38_79:
+$L__BB39_79:
 	cvt.u32.u64 	%r55, %rd141;
 	cvt.u32.u64 	%r56, %rd110;
 	rem.u32 	%r57, %r56, %r55;
 	cvt.u64.u32 	%rd348, %r57;
 
-$L__BB38_80:
+$L__BB39_80:
 	setp.ne.s64 	%p42, %rd348, 0;
-	@%p42 bra 	$L__BB38_86;
+	@%p42 bra 	$L__BB39_86;
 
-	@%p41 bra 	$L__BB38_83;
+	@%p41 bra 	$L__BB39_83;
 
 	div.s64 	%rd349, %rd110, %rd141;
-	bra.uni 	$L__BB38_84;
+	bra.uni 	$L__BB39_84;
 
-$L__BB38_83:
+$L__BB39_83:
 	cvt.u32.u64 	%r58, %rd141;
 	cvt.u32.u64 	%r59, %rd110;
 	div.u32 	%r60, %r59, %r58;
 	cvt.u64.u32 	%rd349, %r60;
 
-$L__BB38_84:
+$L__BB39_84:
 	setp.ge.s64 	%p44, %rd349, %rd147;
-	@%p44 bra 	$L__BB38_86;
+	@%p44 bra 	$L__BB39_86;
 
 	add.s64 	%rd244, %rd347, %rd64;
 	mul.lo.s64 	%rd245, %rd244, %rd134;
@@ -8038,48 +8153,48 @@ $L__BB38_84:
 	ld.global.f32 	%f27, [%rd252];
 	add.f32 	%f40, %f40, %f27;
 
-$L__BB38_86:
+$L__BB39_86:
 	setp.eq.s64 	%p45, %rd31, 1;
-	@%p45 bra 	$L__BB38_108;
+	@%p45 bra 	$L__BB39_108;
 
 	mul.lo.s64 	%rd295, %rd347, %rd145;
 	add.s64 	%rd117, %rd295, %rd145;
 	sub.s64 	%rd118, %rd52, %rd117;
 	setp.lt.s64 	%p46, %rd118, 0;
-	@%p46 bra 	$L__BB38_97;
+	@%p46 bra 	$L__BB39_97;
 
 	or.b64  	%rd253, %rd118, %rd141;
 	and.b64  	%rd254, %rd253, -4294967296;
 	setp.eq.s64 	%p47, %rd254, 0;
-	@%p47 bra 	$L__BB38_90;
+	@%p47 bra 	$L__BB39_90;
 
 	rem.s64 	%rd350, %rd118, %rd141;
-	bra.uni 	$L__BB38_91;
+	bra.uni 	$L__BB39_91;
 
-$L__BB38_90:
+$L__BB39_90:
 	cvt.u32.u64 	%r61, %rd141;
 	cvt.u32.u64 	%r62, %rd118;
 	rem.u32 	%r63, %r62, %r61;
 	cvt.u64.u32 	%rd350, %r63;
 
-$L__BB38_91:
+$L__BB39_91:
 	setp.ne.s64 	%p48, %rd350, 0;
-	@%p48 bra 	$L__BB38_97;
+	@%p48 bra 	$L__BB39_97;
 
-	@%p47 bra 	$L__BB38_94;
+	@%p47 bra 	$L__BB39_94;
 
 	div.s64 	%rd351, %rd118, %rd141;
-	bra.uni 	$L__BB38_95;
+	bra.uni 	$L__BB39_95;
 
-$L__BB38_94:
+$L__BB39_94:
 	cvt.u32.u64 	%r64, %rd141;
 	cvt.u32.u64 	%r65, %rd118;
 	div.u32 	%r66, %r65, %r64;
 	cvt.u64.u32 	%rd351, %r66;
 
-$L__BB38_95:
+$L__BB39_95:
 	setp.ge.s64 	%p50, %rd351, %rd147;
-	@%p50 bra 	$L__BB38_97;
+	@%p50 bra 	$L__BB39_97;
 
 	add.s64 	%rd257, %rd347, %rd64;
 	add.s64 	%rd258, %rd257, 1;
@@ -8094,49 +8209,49 @@ $L__BB38_95:
 	ld.global.f32 	%f28, [%rd266];
 	add.f32 	%f40, %f40, %f28;
 
-$L__BB38_97:
+$L__BB39_97:
 	setp.eq.s64 	%p51, %rd31, 2;
-	@%p51 bra 	$L__BB38_108;
+	@%p51 bra 	$L__BB39_108;
 
 	mul.lo.s64 	%rd293, %rd347, %rd145;
 	add.s64 	%rd292, %rd293, %rd145;
 	add.s64 	%rd267, %rd292, %rd145;
 	sub.s64 	%rd125, %rd52, %rd267;
 	setp.lt.s64 	%p52, %rd125, 0;
-	@%p52 bra 	$L__BB38_108;
+	@%p52 bra 	$L__BB39_108;
 
 	or.b64  	%rd268, %rd125, %rd141;
 	and.b64  	%rd269, %rd268, -4294967296;
 	setp.eq.s64 	%p53, %rd269, 0;
-	@%p53 bra 	$L__BB38_101;
+	@%p53 bra 	$L__BB39_101;
 
 	rem.s64 	%rd352, %rd125, %rd141;
-	bra.uni 	$L__BB38_102;
+	bra.uni 	$L__BB39_102;
 
-$L__BB38_101:
+$L__BB39_101:
 	cvt.u32.u64 	%r67, %rd141;
 	cvt.u32.u64 	%r68, %rd125;
 	rem.u32 	%r69, %r68, %r67;
 	cvt.u64.u32 	%rd352, %r69;
 
-$L__BB38_102:
+$L__BB39_102:
 	setp.ne.s64 	%p54, %rd352, 0;
-	@%p54 bra 	$L__BB38_108;
+	@%p54 bra 	$L__BB39_108;
 
-	@%p53 bra 	$L__BB38_105;
+	@%p53 bra 	$L__BB39_105;
 
 	div.s64 	%rd353, %rd125, %rd141;
-	bra.uni 	$L__BB38_106;
+	bra.uni 	$L__BB39_106;
 
-$L__BB38_105:
+$L__BB39_105:
 	cvt.u32.u64 	%r70, %rd141;
 	cvt.u32.u64 	%r71, %rd125;
 	div.u32 	%r72, %r71, %r70;
 	cvt.u64.u32 	%rd353, %r72;
 
-$L__BB38_106:
+$L__BB39_106:
 	setp.ge.s64 	%p56, %rd353, %rd147;
-	@%p56 bra 	$L__BB38_108;
+	@%p56 bra 	$L__BB39_108;
 
 	add.s64 	%rd272, %rd347, %rd64;
 	add.s64 	%rd273, %rd272, 2;
@@ -8151,44 +8266,44 @@ $L__BB38_106:
 	ld.global.f32 	%f29, [%rd281];
 	add.f32 	%f40, %f40, %f29;
 
-$L__BB38_108:
+$L__BB39_108:
 	add.s64 	%rd330, %rd330, 1;
 	setp.lt.s64 	%p57, %rd330, %rd138;
-	@%p57 bra 	$L__BB38_23;
+	@%p57 bra 	$L__BB39_23;
 
-$L__BB38_109:
+$L__BB39_109:
 	shl.b64 	%rd282, %rd320, 2;
 	add.s64 	%rd283, %rd2, %rd282;
 	st.global.f32 	[%rd283], %f40;
 	add.s64 	%rd320, %rd320, %rd7;
 	setp.lt.s64 	%p58, %rd320, %rd5;
-	@%p58 bra 	$L__BB38_12;
-	bra.uni 	$L__BB38_110;
+	@%p58 bra 	$L__BB39_12;
+	bra.uni 	$L__BB39_110;
 
-$L__BB38_2:
+$L__BB39_2:
 	not.b64 	%rd154, %rd320;
 	add.s64 	%rd8, %rd5, %rd154;
 	or.b64  	%rd155, %rd8, %rd7;
 	and.b64  	%rd156, %rd155, -4294967296;
 	setp.eq.s64 	%p3, %rd156, 0;
-	@%p3 bra 	$L__BB38_4;
+	@%p3 bra 	$L__BB39_4;
 
 	div.u64 	%rd317, %rd8, %rd7;
-	bra.uni 	$L__BB38_5;
+	bra.uni 	$L__BB39_5;
 
-$L__BB38_4:
+$L__BB39_4:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd317, %r7;
 
-$L__BB38_5:
+$L__BB39_5:
 	add.s64 	%rd157, %rd317, 1;
 	and.b64  	%rd319, %rd157, 3;
 	setp.eq.s64 	%p4, %rd319, 0;
-	@%p4 bra 	$L__BB38_8;
+	@%p4 bra 	$L__BB39_8;
 
-$L__BB38_7:
+$L__BB39_7:
 	.pragma "nounroll";
 	shl.b64 	%rd158, %rd320, 2;
 	add.s64 	%rd159, %rd2, %rd158;
@@ -8197,17 +8312,17 @@ $L__BB38_7:
 	add.s64 	%rd320, %rd320, %rd7;
 	add.s64 	%rd319, %rd319, -1;
 	setp.ne.s64 	%p5, %rd319, 0;
-	@%p5 bra 	$L__BB38_7;
+	@%p5 bra 	$L__BB39_7;
 
-$L__BB38_8:
+$L__BB39_8:
 	setp.lt.u64 	%p6, %rd317, 3;
-	@%p6 bra 	$L__BB38_110;
+	@%p6 bra 	$L__BB39_110;
 
 	shl.b64 	%rd160, %rd320, 2;
 	add.s64 	%rd322, %rd2, %rd160;
 	shl.b64 	%rd19, %rd7, 2;
 
-$L__BB38_10:
+$L__BB39_10:
 	mov.u32 	%r9, 0;
 	st.global.u32 	[%rd322], %r9;
 	add.s64 	%rd162, %rd322, %rd19;
@@ -8222,9 +8337,9 @@ $L__BB38_10:
 	st.global.u32 	[%rd167], %r9;
 	add.s64 	%rd320, %rd166, %rd7;
 	setp.lt.s64 	%p7, %rd320, %rd5;
-	@%p7 bra 	$L__BB38_10;
+	@%p7 bra 	$L__BB39_10;
 
-$L__BB38_110:
+$L__BB39_110:
 	ret;
 
 }
@@ -8260,7 +8375,7 @@ $L__BB38_110:
 	mul.lo.s64 	%rd98, %rd92, %rd91;
 	mul.lo.s64 	%rd5, %rd98, %rd93;
 	setp.ge.s64 	%p1, %rd175, %rd5;
-	@%p1 bra 	$L__BB39_39;
+	@%p1 bra 	$L__BB40_39;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
@@ -8270,22 +8385,22 @@ $L__BB38_110:
 	or.b64  	%rd100, %rd8, %rd7;
 	and.b64  	%rd101, %rd100, -4294967296;
 	setp.eq.s64 	%p2, %rd101, 0;
-	@%p2 bra 	$L__BB39_3;
+	@%p2 bra 	$L__BB40_3;
 
 	div.u64 	%rd167, %rd8, %rd7;
-	bra.uni 	$L__BB39_4;
+	bra.uni 	$L__BB40_4;
 
-$L__BB39_3:
+$L__BB40_3:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd167, %r7;
 
-$L__BB39_4:
+$L__BB40_4:
 	add.s64 	%rd102, %rd167, 1;
 	and.b64  	%rd170, %rd102, 3;
 	setp.eq.s64 	%p3, %rd170, 0;
-	@%p3 bra 	$L__BB39_13;
+	@%p3 bra 	$L__BB40_13;
 
 	shl.b64 	%rd103, %rd175, 2;
 	add.s64 	%rd168, %rd2, %rd103;
@@ -8293,19 +8408,19 @@ $L__BB39_4:
 	cvt.u32.u64 	%r8, %rd93;
 	cvt.u32.u64 	%r13, %rd92;
 
-$L__BB39_6:
+$L__BB40_6:
 	.pragma "nounroll";
 	or.b64  	%rd104, %rd175, %rd93;
 	and.b64  	%rd105, %rd104, -4294967296;
 	setp.eq.s64 	%p4, %rd105, 0;
-	@%p4 bra 	$L__BB39_8;
+	@%p4 bra 	$L__BB40_8;
 
 	div.s64 	%rd171, %rd175, %rd93;
 	mul.lo.s64 	%rd106, %rd171, %rd93;
 	sub.s64 	%rd172, %rd175, %rd106;
-	bra.uni 	$L__BB39_9;
+	bra.uni 	$L__BB40_9;
 
-$L__BB39_8:
+$L__BB40_8:
 	cvt.u32.u64 	%r9, %rd175;
 	div.u32 	%r10, %r9, %r8;
 	mul.lo.s32 	%r11, %r10, %r8;
@@ -8313,18 +8428,18 @@ $L__BB39_8:
 	cvt.u64.u32 	%rd171, %r10;
 	cvt.u64.u32 	%rd172, %r12;
 
-$L__BB39_9:
+$L__BB40_9:
 	or.b64  	%rd107, %rd171, %rd92;
 	and.b64  	%rd108, %rd107, -4294967296;
 	setp.eq.s64 	%p5, %rd108, 0;
-	@%p5 bra 	$L__BB39_11;
+	@%p5 bra 	$L__BB40_11;
 
 	div.s64 	%rd173, %rd171, %rd92;
 	mul.lo.s64 	%rd109, %rd173, %rd92;
 	sub.s64 	%rd174, %rd171, %rd109;
-	bra.uni 	$L__BB39_12;
+	bra.uni 	$L__BB40_12;
 
-$L__BB39_11:
+$L__BB40_11:
 	cvt.u32.u64 	%r14, %rd171;
 	div.u32 	%r15, %r14, %r13;
 	mul.lo.s32 	%r16, %r15, %r13;
@@ -8332,7 +8447,7 @@ $L__BB39_11:
 	cvt.u64.u32 	%rd173, %r15;
 	cvt.u64.u32 	%rd174, %r17;
 
-$L__BB39_12:
+$L__BB40_12:
 	ld.global.f32 	%f1, [%rd168];
 	mul.lo.s64 	%rd110, %rd174, %rd91;
 	add.s64 	%rd111, %rd110, %rd173;
@@ -8345,25 +8460,25 @@ $L__BB39_12:
 	add.s64 	%rd168, %rd168, %rd14;
 	add.s64 	%rd170, %rd170, -1;
 	setp.ne.s64 	%p6, %rd170, 0;
-	@%p6 bra 	$L__BB39_6;
+	@%p6 bra 	$L__BB40_6;
 
-$L__BB39_13:
+$L__BB40_13:
 	setp.lt.u64 	%p7, %rd167, 3;
-	@%p7 bra 	$L__BB39_39;
+	@%p7 bra 	$L__BB40_39;
 
-$L__BB39_14:
+$L__BB40_14:
 	shl.b64 	%rd35, %rd7, 2;
 	or.b64  	%rd117, %rd175, %rd93;
 	and.b64  	%rd118, %rd117, -4294967296;
 	setp.eq.s64 	%p8, %rd118, 0;
-	@%p8 bra 	$L__BB39_16;
+	@%p8 bra 	$L__BB40_16;
 
 	div.s64 	%rd177, %rd175, %rd93;
 	mul.lo.s64 	%rd119, %rd177, %rd93;
 	sub.s64 	%rd178, %rd175, %rd119;
-	bra.uni 	$L__BB39_17;
+	bra.uni 	$L__BB40_17;
 
-$L__BB39_16:
+$L__BB40_16:
 	cvt.u32.u64 	%r18, %rd93;
 	cvt.u32.u64 	%r19, %rd175;
 	div.u32 	%r20, %r19, %r18;
@@ -8372,18 +8487,18 @@ $L__BB39_16:
 	cvt.u64.u32 	%rd177, %r20;
 	cvt.u64.u32 	%rd178, %r22;
 
-$L__BB39_17:
+$L__BB40_17:
 	or.b64  	%rd120, %rd177, %rd92;
 	and.b64  	%rd121, %rd120, -4294967296;
 	setp.eq.s64 	%p9, %rd121, 0;
-	@%p9 bra 	$L__BB39_19;
+	@%p9 bra 	$L__BB40_19;
 
 	div.s64 	%rd179, %rd177, %rd92;
 	mul.lo.s64 	%rd122, %rd179, %rd92;
 	sub.s64 	%rd180, %rd177, %rd122;
-	bra.uni 	$L__BB39_20;
+	bra.uni 	$L__BB40_20;
 
-$L__BB39_19:
+$L__BB40_19:
 	cvt.u32.u64 	%r23, %rd92;
 	cvt.u32.u64 	%r24, %rd177;
 	div.u32 	%r25, %r24, %r23;
@@ -8392,7 +8507,7 @@ $L__BB39_19:
 	cvt.u64.u32 	%rd179, %r25;
 	cvt.u64.u32 	%rd180, %r27;
 
-$L__BB39_20:
+$L__BB40_20:
 	shl.b64 	%rd123, %rd175, 2;
 	add.s64 	%rd48, %rd2, %rd123;
 	ld.global.f32 	%f2, [%rd48];
@@ -8407,14 +8522,14 @@ $L__BB39_20:
 	or.b64  	%rd130, %rd49, %rd93;
 	and.b64  	%rd131, %rd130, -4294967296;
 	setp.eq.s64 	%p10, %rd131, 0;
-	@%p10 bra 	$L__BB39_22;
+	@%p10 bra 	$L__BB40_22;
 
 	div.s64 	%rd181, %rd49, %rd93;
 	mul.lo.s64 	%rd132, %rd181, %rd93;
 	sub.s64 	%rd182, %rd49, %rd132;
-	bra.uni 	$L__BB39_23;
+	bra.uni 	$L__BB40_23;
 
-$L__BB39_22:
+$L__BB40_22:
 	cvt.u32.u64 	%r28, %rd93;
 	cvt.u32.u64 	%r29, %rd49;
 	div.u32 	%r30, %r29, %r28;
@@ -8423,18 +8538,18 @@ $L__BB39_22:
 	cvt.u64.u32 	%rd181, %r30;
 	cvt.u64.u32 	%rd182, %r32;
 
-$L__BB39_23:
+$L__BB40_23:
 	or.b64  	%rd133, %rd181, %rd92;
 	and.b64  	%rd134, %rd133, -4294967296;
 	setp.eq.s64 	%p11, %rd134, 0;
-	@%p11 bra 	$L__BB39_25;
+	@%p11 bra 	$L__BB40_25;
 
 	div.s64 	%rd183, %rd181, %rd92;
 	mul.lo.s64 	%rd135, %rd183, %rd92;
 	sub.s64 	%rd184, %rd181, %rd135;
-	bra.uni 	$L__BB39_26;
+	bra.uni 	$L__BB40_26;
 
-$L__BB39_25:
+$L__BB40_25:
 	cvt.u32.u64 	%r33, %rd92;
 	cvt.u32.u64 	%r34, %rd181;
 	div.u32 	%r35, %r34, %r33;
@@ -8443,7 +8558,7 @@ $L__BB39_25:
 	cvt.u64.u32 	%rd183, %r35;
 	cvt.u64.u32 	%rd184, %r37;
 
-$L__BB39_26:
+$L__BB40_26:
 	add.s64 	%rd62, %rd48, %rd35;
 	ld.global.f32 	%f3, [%rd62];
 	mul.lo.s64 	%rd136, %rd184, %rd91;
@@ -8457,14 +8572,14 @@ $L__BB39_26:
 	or.b64  	%rd142, %rd63, %rd93;
 	and.b64  	%rd143, %rd142, -4294967296;
 	setp.eq.s64 	%p12, %rd143, 0;
-	@%p12 bra 	$L__BB39_28;
+	@%p12 bra 	$L__BB40_28;
 
 	div.s64 	%rd185, %rd63, %rd93;
 	mul.lo.s64 	%rd144, %rd185, %rd93;
 	sub.s64 	%rd186, %rd63, %rd144;
-	bra.uni 	$L__BB39_29;
+	bra.uni 	$L__BB40_29;
 
-$L__BB39_28:
+$L__BB40_28:
 	cvt.u32.u64 	%r38, %rd93;
 	cvt.u32.u64 	%r39, %rd63;
 	div.u32 	%r40, %r39, %r38;
@@ -8473,18 +8588,18 @@ $L__BB39_28:
 	cvt.u64.u32 	%rd185, %r40;
 	cvt.u64.u32 	%rd186, %r42;
 
-$L__BB39_29:
+$L__BB40_29:
 	or.b64  	%rd145, %rd185, %rd92;
 	and.b64  	%rd146, %rd145, -4294967296;
 	setp.eq.s64 	%p13, %rd146, 0;
-	@%p13 bra 	$L__BB39_31;
+	@%p13 bra 	$L__BB40_31;
 
 	div.s64 	%rd187, %rd185, %rd92;
 	mul.lo.s64 	%rd147, %rd187, %rd92;
 	sub.s64 	%rd188, %rd185, %rd147;
-	bra.uni 	$L__BB39_32;
+	bra.uni 	$L__BB40_32;
 
-$L__BB39_31:
+$L__BB40_31:
 	cvt.u32.u64 	%r43, %rd92;
 	cvt.u32.u64 	%r44, %rd185;
 	div.u32 	%r45, %r44, %r43;
@@ -8493,7 +8608,7 @@ $L__BB39_31:
 	cvt.u64.u32 	%rd187, %r45;
 	cvt.u64.u32 	%rd188, %r47;
 
-$L__BB39_32:
+$L__BB40_32:
 	add.s64 	%rd76, %rd62, %rd35;
 	ld.global.f32 	%f4, [%rd76];
 	mul.lo.s64 	%rd148, %rd188, %rd91;
@@ -8507,14 +8622,14 @@ $L__BB39_32:
 	or.b64  	%rd154, %rd77, %rd93;
 	and.b64  	%rd155, %rd154, -4294967296;
 	setp.eq.s64 	%p14, %rd155, 0;
-	@%p14 bra 	$L__BB39_34;
+	@%p14 bra 	$L__BB40_34;
 
 	div.s64 	%rd189, %rd77, %rd93;
 	mul.lo.s64 	%rd156, %rd189, %rd93;
 	sub.s64 	%rd190, %rd77, %rd156;
-	bra.uni 	$L__BB39_35;
+	bra.uni 	$L__BB40_35;
 
-$L__BB39_34:
+$L__BB40_34:
 	cvt.u32.u64 	%r48, %rd93;
 	cvt.u32.u64 	%r49, %rd77;
 	div.u32 	%r50, %r49, %r48;
@@ -8523,18 +8638,18 @@ $L__BB39_34:
 	cvt.u64.u32 	%rd189, %r50;
 	cvt.u64.u32 	%rd190, %r52;
 
-$L__BB39_35:
+$L__BB40_35:
 	or.b64  	%rd157, %rd189, %rd92;
 	and.b64  	%rd158, %rd157, -4294967296;
 	setp.eq.s64 	%p15, %rd158, 0;
-	@%p15 bra 	$L__BB39_37;
+	@%p15 bra 	$L__BB40_37;
 
 	div.s64 	%rd191, %rd189, %rd92;
 	mul.lo.s64 	%rd159, %rd191, %rd92;
 	sub.s64 	%rd192, %rd189, %rd159;
-	bra.uni 	$L__BB39_38;
+	bra.uni 	$L__BB40_38;
 
-$L__BB39_37:
+$L__BB40_37:
 	cvt.u32.u64 	%r53, %rd92;
 	cvt.u32.u64 	%r54, %rd189;
 	div.u32 	%r55, %r54, %r53;
@@ -8543,7 +8658,7 @@ $L__BB39_37:
 	cvt.u64.u32 	%rd191, %r55;
 	cvt.u64.u32 	%rd192, %r57;
 
-$L__BB39_38:
+$L__BB40_38:
 	add.s64 	%rd160, %rd76, %rd35;
 	ld.global.f32 	%f5, [%rd160];
 	mul.lo.s64 	%rd161, %rd192, %rd91;
@@ -8555,9 +8670,9 @@ $L__BB39_38:
 	st.global.f32 	[%rd166], %f5;
 	add.s64 	%rd175, %rd77, %rd7;
 	setp.lt.s64 	%p16, %rd175, %rd5;
-	@%p16 bra 	$L__BB39_14;
+	@%p16 bra 	$L__BB40_14;
 
-$L__BB39_39:
+$L__BB40_39:
 	ret;
 
 }
@@ -8593,7 +8708,7 @@ $L__BB39_39:
 	mul.lo.s64 	%rd68, %rd61, %rd65;
 	mul.lo.s64 	%rd5, %rd68, %rd62;
 	setp.ge.s64 	%p1, %rd113, %rd5;
-	@%p1 bra 	$L__BB40_39;
+	@%p1 bra 	$L__BB41_39;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
@@ -8603,22 +8718,22 @@ $L__BB39_39:
 	or.b64  	%rd70, %rd8, %rd7;
 	and.b64  	%rd71, %rd70, -4294967296;
 	setp.eq.s64 	%p2, %rd71, 0;
-	@%p2 bra 	$L__BB40_3;
+	@%p2 bra 	$L__BB41_3;
 
 	div.u64 	%rd107, %rd8, %rd7;
-	bra.uni 	$L__BB40_4;
+	bra.uni 	$L__BB41_4;
 
-$L__BB40_3:
+$L__BB41_3:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd107, %r7;
 
-$L__BB40_4:
+$L__BB41_4:
 	add.s64 	%rd72, %rd107, 1;
 	and.b64  	%rd110, %rd72, 3;
 	setp.eq.s64 	%p3, %rd110, 0;
-	@%p3 bra 	$L__BB40_13;
+	@%p3 bra 	$L__BB41_13;
 
 	shl.b64 	%rd73, %rd113, 2;
 	add.s64 	%rd108, %rd1, %rd73;
@@ -8626,36 +8741,36 @@ $L__BB40_4:
 	cvt.u32.u64 	%r8, %rd62;
 	cvt.u32.u64 	%r11, %rd61;
 
-$L__BB40_6:
+$L__BB41_6:
 	.pragma "nounroll";
 	or.b64  	%rd74, %rd113, %rd62;
 	and.b64  	%rd75, %rd74, -4294967296;
 	setp.eq.s64 	%p4, %rd75, 0;
-	@%p4 bra 	$L__BB40_8;
+	@%p4 bra 	$L__BB41_8;
 
 	div.s64 	%rd111, %rd113, %rd62;
-	bra.uni 	$L__BB40_9;
+	bra.uni 	$L__BB41_9;
 
-$L__BB40_8:
+$L__BB41_8:
 	cvt.u32.u64 	%r9, %rd113;
 	div.u32 	%r10, %r9, %r8;
 	cvt.u64.u32 	%rd111, %r10;
 
-$L__BB40_9:
+$L__BB41_9:
 	or.b64  	%rd76, %rd111, %rd61;
 	and.b64  	%rd77, %rd76, -4294967296;
 	setp.eq.s64 	%p5, %rd77, 0;
-	@%p5 bra 	$L__BB40_11;
+	@%p5 bra 	$L__BB41_11;
 
 	rem.s64 	%rd112, %rd111, %rd61;
-	bra.uni 	$L__BB40_12;
+	bra.uni 	$L__BB41_12;
 
-$L__BB40_11:
+$L__BB41_11:
 	cvt.u32.u64 	%r12, %rd111;
 	rem.u32 	%r13, %r12, %r11;
 	cvt.u64.u32 	%rd112, %r13;
 
-$L__BB40_12:
+$L__BB41_12:
 	ld.global.f32 	%f1, [%rd108];
 	shl.b64 	%rd78, %rd112, 2;
 	add.s64 	%rd79, %rd2, %rd78;
@@ -8666,44 +8781,44 @@ $L__BB40_12:
 	add.s64 	%rd108, %rd108, %rd14;
 	add.s64 	%rd110, %rd110, -1;
 	setp.ne.s64 	%p6, %rd110, 0;
-	@%p6 bra 	$L__BB40_6;
+	@%p6 bra 	$L__BB41_6;
 
-$L__BB40_13:
+$L__BB41_13:
 	setp.lt.u64 	%p7, %rd107, 3;
-	@%p7 bra 	$L__BB40_39;
+	@%p7 bra 	$L__BB41_39;
 
-$L__BB40_14:
+$L__BB41_14:
 	shl.b64 	%rd29, %rd7, 2;
 	or.b64  	%rd81, %rd113, %rd62;
 	and.b64  	%rd82, %rd81, -4294967296;
 	setp.eq.s64 	%p8, %rd82, 0;
-	@%p8 bra 	$L__BB40_16;
+	@%p8 bra 	$L__BB41_16;
 
 	div.s64 	%rd115, %rd113, %rd62;
-	bra.uni 	$L__BB40_17;
+	bra.uni 	$L__BB41_17;
 
-$L__BB40_16:
+$L__BB41_16:
 	cvt.u32.u64 	%r14, %rd62;
 	cvt.u32.u64 	%r15, %rd113;
 	div.u32 	%r16, %r15, %r14;
 	cvt.u64.u32 	%rd115, %r16;
 
-$L__BB40_17:
+$L__BB41_17:
 	or.b64  	%rd83, %rd115, %rd61;
 	and.b64  	%rd84, %rd83, -4294967296;
 	setp.eq.s64 	%p9, %rd84, 0;
-	@%p9 bra 	$L__BB40_19;
+	@%p9 bra 	$L__BB41_19;
 
 	rem.s64 	%rd116, %rd115, %rd61;
-	bra.uni 	$L__BB40_20;
+	bra.uni 	$L__BB41_20;
 
-$L__BB40_19:
+$L__BB41_19:
 	cvt.u32.u64 	%r17, %rd61;
 	cvt.u32.u64 	%r18, %rd115;
 	rem.u32 	%r19, %r18, %r17;
 	cvt.u64.u32 	%rd116, %r19;
 
-$L__BB40_20:
+$L__BB41_20:
 	shl.b64 	%rd85, %rd113, 2;
 	add.s64 	%rd36, %rd1, %rd85;
 	ld.global.f32 	%f4, [%rd36];
@@ -8716,33 +8831,33 @@ $L__BB40_20:
 	or.b64  	%rd88, %rd37, %rd62;
 	and.b64  	%rd89, %rd88, -4294967296;
 	setp.eq.s64 	%p10, %rd89, 0;
-	@%p10 bra 	$L__BB40_22;
+	@%p10 bra 	$L__BB41_22;
 
 	div.s64 	%rd117, %rd37, %rd62;
-	bra.uni 	$L__BB40_23;
+	bra.uni 	$L__BB41_23;
 
-$L__BB40_22:
+$L__BB41_22:
 	cvt.u32.u64 	%r20, %rd62;
 	cvt.u32.u64 	%r21, %rd37;
 	div.u32 	%r22, %r21, %r20;
 	cvt.u64.u32 	%rd117, %r22;
 
-$L__BB40_23:
+$L__BB41_23:
 	or.b64  	%rd90, %rd117, %rd61;
 	and.b64  	%rd91, %rd90, -4294967296;
 	setp.eq.s64 	%p11, %rd91, 0;
-	@%p11 bra 	$L__BB40_25;
+	@%p11 bra 	$L__BB41_25;
 
 	rem.s64 	%rd118, %rd117, %rd61;
-	bra.uni 	$L__BB40_26;
+	bra.uni 	$L__BB41_26;
 
-$L__BB40_25:
+$L__BB41_25:
 	cvt.u32.u64 	%r23, %rd61;
 	cvt.u32.u64 	%r24, %rd117;
 	rem.u32 	%r25, %r24, %r23;
 	cvt.u64.u32 	%rd118, %r25;
 
-$L__BB40_26:
+$L__BB41_26:
 	add.s64 	%rd44, %rd36, %rd29;
 	ld.global.f32 	%f7, [%rd44];
 	shl.b64 	%rd92, %rd118, 2;
@@ -8754,33 +8869,33 @@ $L__BB40_26:
 	or.b64  	%rd94, %rd45, %rd62;
 	and.b64  	%rd95, %rd94, -4294967296;
 	setp.eq.s64 	%p12, %rd95, 0;
-	@%p12 bra 	$L__BB40_28;
+	@%p12 bra 	$L__BB41_28;
 
 	div.s64 	%rd119, %rd45, %rd62;
-	bra.uni 	$L__BB40_29;
+	bra.uni 	$L__BB41_29;
 
-$L__BB40_28:
+$L__BB41_28:
 	cvt.u32.u64 	%r26, %rd62;
 	cvt.u32.u64 	%r27, %rd45;
 	div.u32 	%r28, %r27, %r26;
 	cvt.u64.u32 	%rd119, %r28;
 
-$L__BB40_29:
+$L__BB41_29:
 	or.b64  	%rd96, %rd119, %rd61;
 	and.b64  	%rd97, %rd96, -4294967296;
 	setp.eq.s64 	%p13, %rd97, 0;
-	@%p13 bra 	$L__BB40_31;
+	@%p13 bra 	$L__BB41_31;
 
 	rem.s64 	%rd120, %rd119, %rd61;
-	bra.uni 	$L__BB40_32;
+	bra.uni 	$L__BB41_32;
 
-$L__BB40_31:
+$L__BB41_31:
 	cvt.u32.u64 	%r29, %rd61;
 	cvt.u32.u64 	%r30, %rd119;
 	rem.u32 	%r31, %r30, %r29;
 	cvt.u64.u32 	%rd120, %r31;
 
-$L__BB40_32:
+$L__BB41_32:
 	add.s64 	%rd52, %rd44, %rd29;
 	ld.global.f32 	%f10, [%rd52];
 	shl.b64 	%rd98, %rd120, 2;
@@ -8792,33 +8907,33 @@ $L__BB40_32:
 	or.b64  	%rd100, %rd53, %rd62;
 	and.b64  	%rd101, %rd100, -4294967296;
 	setp.eq.s64 	%p14, %rd101, 0;
-	@%p14 bra 	$L__BB40_34;
+	@%p14 bra 	$L__BB41_34;
 
 	div.s64 	%rd121, %rd53, %rd62;
-	bra.uni 	$L__BB40_35;
+	bra.uni 	$L__BB41_35;
 
-$L__BB40_34:
+$L__BB41_34:
 	cvt.u32.u64 	%r32, %rd62;
 	cvt.u32.u64 	%r33, %rd53;
 	div.u32 	%r34, %r33, %r32;
 	cvt.u64.u32 	%rd121, %r34;
 
-$L__BB40_35:
+$L__BB41_35:
 	or.b64  	%rd102, %rd121, %rd61;
 	and.b64  	%rd103, %rd102, -4294967296;
 	setp.eq.s64 	%p15, %rd103, 0;
-	@%p15 bra 	$L__BB40_37;
+	@%p15 bra 	$L__BB41_37;
 
 	rem.s64 	%rd122, %rd121, %rd61;
-	bra.uni 	$L__BB40_38;
+	bra.uni 	$L__BB41_38;
 
-$L__BB40_37:
+$L__BB41_37:
 	cvt.u32.u64 	%r35, %rd61;
 	cvt.u32.u64 	%r36, %rd121;
 	rem.u32 	%r37, %r36, %r35;
 	cvt.u64.u32 	%rd122, %r37;
 
-$L__BB40_38:
+$L__BB41_38:
 	add.s64 	%rd104, %rd52, %rd29;
 	ld.global.f32 	%f13, [%rd104];
 	shl.b64 	%rd105, %rd122, 2;
@@ -8828,9 +8943,9 @@ $L__BB40_38:
 	st.global.f32 	[%rd104], %f15;
 	add.s64 	%rd113, %rd53, %rd7;
 	setp.lt.s64 	%p16, %rd113, %rd5;
-	@%p16 bra 	$L__BB40_14;
+	@%p16 bra 	$L__BB41_14;
 
-$L__BB40_39:
+$L__BB41_39:
 	ret;
 
 }
@@ -8861,23 +8976,23 @@ $L__BB40_39:
 	or.b64  	%rd37, %rd1, %rd35;
 	and.b64  	%rd38, %rd37, -4294967296;
 	setp.eq.s64 	%p1, %rd38, 0;
-	@%p1 bra 	$L__BB41_2;
+	@%p1 bra 	$L__BB42_2;
 
 	div.s64 	%rd59, %rd1, %rd35;
-	bra.uni 	$L__BB41_3;
+	bra.uni 	$L__BB42_3;
 
-$L__BB41_2:
+$L__BB42_2:
 	cvt.u32.u64 	%r4, %rd35;
 	cvt.u32.u64 	%r5, %rd1;
 	div.u32 	%r6, %r5, %r4;
 	cvt.u64.u32 	%rd59, %r6;
 
-$L__BB41_3:
+$L__BB42_3:
 	mov.u32 	%r7, %ctaid.x;
 	cvt.u64.u32 	%rd60, %r7;
 	mul.lo.s64 	%rd6, %rd59, %rd33;
 	setp.le.s64 	%p2, %rd6, %rd60;
-	@%p2 bra 	$L__BB41_22;
+	@%p2 bra 	$L__BB42_22;
 
 	mov.u32 	%r8, %tid.x;
 	cvt.u64.u32 	%rd7, %r8;
@@ -8894,18 +9009,18 @@ $L__BB41_3:
 	cvt.u32.u64 	%r11, %rd33;
 	cvta.to.global.u64 	%rd56, %rd30;
 
-$L__BB41_5:
+$L__BB42_5:
 	or.b64  	%rd42, %rd60, %rd33;
 	and.b64  	%rd43, %rd42, -4294967296;
 	setp.eq.s64 	%p3, %rd43, 0;
-	@%p3 bra 	$L__BB41_7;
+	@%p3 bra 	$L__BB42_7;
 
 	div.s64 	%rd61, %rd60, %rd33;
 	mul.lo.s64 	%rd44, %rd61, %rd33;
 	sub.s64 	%rd62, %rd60, %rd44;
-	bra.uni 	$L__BB41_8;
+	bra.uni 	$L__BB42_8;
 
-$L__BB41_7:
+$L__BB42_7:
 	cvt.u32.u64 	%r12, %rd60;
 	div.u32 	%r13, %r12, %r11;
 	mul.lo.s32 	%r14, %r13, %r11;
@@ -8913,18 +9028,18 @@ $L__BB41_7:
 	cvt.u64.u32 	%rd61, %r13;
 	cvt.u64.u32 	%rd62, %r15;
 
-$L__BB41_8:
+$L__BB42_8:
 	add.s64 	%rd45, %rd61, 1;
 	mul.lo.s64 	%rd46, %rd45, %rd35;
 	min.s64 	%rd20, %rd46, %rd32;
 	mul.lo.s64 	%rd63, %rd61, %rd35;
 	setp.ge.s64 	%p4, %rd63, %rd20;
 	mov.f32 	%f15, 0f00000000;
-	@%p4 bra 	$L__BB41_14;
+	@%p4 bra 	$L__BB42_14;
 
-$L__BB41_10:
+$L__BB42_10:
 	setp.ge.s64 	%p5, %rd7, %rd34;
-	@%p5 bra 	$L__BB41_13;
+	@%p5 bra 	$L__BB42_13;
 
 	mul.lo.s64 	%rd47, %rd33, %rd63;
 	add.s64 	%rd48, %rd62, %rd47;
@@ -8933,29 +9048,29 @@ $L__BB41_10:
 	add.s64 	%rd64, %rd11, %rd50;
 	mov.u64 	%rd65, %rd7;
 
-$L__BB41_12:
+$L__BB42_12:
 	ld.global.f32 	%f9, [%rd64];
 	add.f32 	%f15, %f15, %f9;
 	add.s64 	%rd64, %rd64, %rd12;
 	add.s64 	%rd65, %rd65, %rd9;
 	setp.lt.s64 	%p6, %rd65, %rd34;
-	@%p6 bra 	$L__BB41_12;
+	@%p6 bra 	$L__BB42_12;
 
-$L__BB41_13:
+$L__BB42_13:
 	add.s64 	%rd63, %rd63, 1;
 	setp.lt.s64 	%p7, %rd63, %rd20;
-	@%p7 bra 	$L__BB41_10;
+	@%p7 bra 	$L__BB42_10;
 
-$L__BB41_14:
+$L__BB42_14:
 	cvt.u32.u64 	%r16, %rd9;
 	setp.lt.u32 	%p8, %r16, 2;
 	st.shared.f32 	[%rd8], %f15;
 	bar.sync 	0;
-	@%p8 bra 	$L__BB41_19;
+	@%p8 bra 	$L__BB42_19;
 
 	mov.u32 	%r23, 1;
 
-$L__BB41_16:
+$L__BB42_16:
 	shl.b32 	%r2, %r23, 1;
 	cvt.u32.u64 	%r18, %rd7;
 	rem.u32 	%r19, %r18, %r2;
@@ -8963,7 +9078,7 @@ $L__BB41_16:
 	add.s32 	%r3, %r23, %r18;
 	setp.ge.u32 	%p10, %r3, %r16;
 	or.pred  	%p11, %p10, %p9;
-	@%p11 bra 	$L__BB41_18;
+	@%p11 bra 	$L__BB42_18;
 
 	mul.wide.u32 	%rd51, %r3, 4;
 	add.s64 	%rd53, %rd40, %rd51;
@@ -8972,18 +9087,18 @@ $L__BB41_16:
 	add.f32 	%f12, %f11, %f10;
 	st.shared.f32 	[%rd8], %f12;
 
-$L__BB41_18:
+$L__BB42_18:
 	bar.sync 	0;
 	setp.lt.u32 	%p12, %r2, %r16;
 	mov.u32 	%r23, %r2;
-	@%p12 bra 	$L__BB41_16;
+	@%p12 bra 	$L__BB42_16;
 
-$L__BB41_19:
+$L__BB42_19:
 	cvt.u32.u64 	%r22, %rd7;
 	setp.ne.s32 	%p13, %r22, 0;
 	ld.shared.f32 	%f6, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p13 bra 	$L__BB41_21;
+	@%p13 bra 	$L__BB42_21;
 
 	mul.lo.s64 	%rd54, %rd61, %rd33;
 	add.s64 	%rd55, %rd54, %rd62;
@@ -8991,12 +9106,12 @@ $L__BB41_19:
 	add.s64 	%rd58, %rd56, %rd57;
 	st.global.f32 	[%rd58], %f6;
 
-$L__BB41_21:
+$L__BB42_21:
 	add.s64 	%rd60, %rd60, %rd10;
 	setp.lt.s64 	%p14, %rd60, %rd6;
-	@%p14 bra 	$L__BB41_5;
+	@%p14 bra 	$L__BB42_5;
 
-$L__BB41_22:
+$L__BB42_22:
 	ret;
 
 }
@@ -9045,7 +9160,7 @@ $L__BB41_22:
 	mul.lo.s64 	%rd78, %rd72, %rd75;
 	mul.lo.s64 	%rd4, %rd78, %rd73;
 	setp.ge.s64 	%p1, %rd137, %rd4;
-	@%p1 bra 	$L__BB42_20;
+	@%p1 bra 	$L__BB43_20;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd79, %r4;
@@ -9055,18 +9170,18 @@ $L__BB41_22:
 	cvta.to.global.u64 	%rd10, %rd62;
 	cvta.to.global.u64 	%rd11, %rd63;
 
-$L__BB42_2:
+$L__BB43_2:
 	or.b64  	%rd81, %rd137, %rd73;
 	and.b64  	%rd82, %rd81, -4294967296;
 	setp.eq.s64 	%p2, %rd82, 0;
-	@%p2 bra 	$L__BB42_4;
+	@%p2 bra 	$L__BB43_4;
 
 	div.s64 	%rd138, %rd137, %rd73;
 	mul.lo.s64 	%rd83, %rd138, %rd73;
 	sub.s64 	%rd139, %rd137, %rd83;
-	bra.uni 	$L__BB42_5;
+	bra.uni 	$L__BB43_5;
 
-$L__BB42_4:
+$L__BB43_4:
 	cvt.u32.u64 	%r16, %rd73;
 	cvt.u32.u64 	%r6, %rd137;
 	div.u32 	%r7, %r6, %r16;
@@ -9075,18 +9190,18 @@ $L__BB42_4:
 	cvt.u64.u32 	%rd138, %r7;
 	cvt.u64.u32 	%rd139, %r9;
 
-$L__BB42_5:
+$L__BB43_5:
 	or.b64  	%rd84, %rd138, %rd72;
 	and.b64  	%rd85, %rd84, -4294967296;
 	setp.eq.s64 	%p3, %rd85, 0;
-	@%p3 bra 	$L__BB42_7;
+	@%p3 bra 	$L__BB43_7;
 
 	div.s64 	%rd140, %rd138, %rd72;
 	mul.lo.s64 	%rd86, %rd140, %rd72;
 	sub.s64 	%rd141, %rd138, %rd86;
-	bra.uni 	$L__BB42_8;
+	bra.uni 	$L__BB43_8;
 
-$L__BB42_7:
+$L__BB43_7:
 	cvt.u32.u64 	%r15, %rd72;
 	cvt.u32.u64 	%r11, %rd138;
 	div.u32 	%r12, %r11, %r15;
@@ -9095,7 +9210,7 @@ $L__BB42_7:
 	cvt.u64.u32 	%rd140, %r12;
 	cvt.u64.u32 	%rd141, %r14;
 
-$L__BB42_8:
+$L__BB43_8:
 	mul.lo.s64 	%rd128, %rd65, %rd64;
 	ld.param.u64 	%rd127, [max_pool2d_f32_param_6];
 	ld.param.u64 	%rd126, [max_pool2d_f32_param_9];
@@ -9121,7 +9236,7 @@ $L__BB42_8:
 	add.s64 	%rd95, %rd1, %rd94;
 	ld.global.f32 	%f27, [%rd95];
 	setp.ge.s64 	%p4, %rd142, %rd27;
-	@%p4 bra 	$L__BB42_19;
+	@%p4 bra 	$L__BB43_19;
 
 	not.b64 	%rd129, %rd65;
 	not.b64 	%rd96, %rd28;
@@ -9136,14 +9251,14 @@ $L__BB42_8:
 	add.s64 	%rd35, %rd28, 2;
 	add.s64 	%rd36, %rd28, 3;
 
-$L__BB42_10:
+$L__BB43_10:
 	setp.ge.s64 	%p5, %rd28, %rd29;
-	@%p5 bra 	$L__BB42_18;
+	@%p5 bra 	$L__BB43_18;
 
 	setp.eq.s64 	%p6, %rd33, 0;
 	mul.lo.s64 	%rd40, %rd142, %rd65;
 	mov.u64 	%rd144, %rd28;
-	@%p6 bra 	$L__BB42_15;
+	@%p6 bra 	$L__BB43_15;
 
 	mul.lo.s64 	%rd130, %rd128, %rd140;
 	setp.eq.s64 	%p7, %rd33, 1;
@@ -9158,7 +9273,7 @@ $L__BB42_10:
 	selp.b64 	%rd150, %rd103, %rd150, %p10;
 	selp.f32 	%f27, %f13, %f27, %p10;
 	mov.u64 	%rd144, %rd34;
-	@%p7 bra 	$L__BB42_15;
+	@%p7 bra 	$L__BB43_15;
 
 	setp.eq.s64 	%p11, %rd33, 2;
 	ld.global.f32 	%f14, [%rd41+4];
@@ -9169,7 +9284,7 @@ $L__BB42_10:
 	selp.b64 	%rd150, %rd106, %rd150, %p14;
 	selp.f32 	%f27, %f14, %f27, %p14;
 	mov.u64 	%rd144, %rd35;
-	@%p11 bra 	$L__BB42_15;
+	@%p11 bra 	$L__BB43_15;
 
 	add.s64 	%rd107, %rd35, %rd40;
 	ld.global.f32 	%f15, [%rd41+8];
@@ -9180,9 +9295,9 @@ $L__BB42_10:
 	selp.f32 	%f27, %f15, %f27, %p17;
 	mov.u64 	%rd144, %rd36;
 
-$L__BB42_15:
+$L__BB43_15:
 	setp.lt.u64 	%p18, %rd32, 3;
-	@%p18 bra 	$L__BB42_18;
+	@%p18 bra 	$L__BB43_18;
 
 	mul.lo.s64 	%rd132, %rd64, %rd140;
 	add.s64 	%rd131, %rd1, 8;
@@ -9192,7 +9307,7 @@ $L__BB42_15:
 	shl.b64 	%rd111, %rd110, 2;
 	add.s64 	%rd147, %rd131, %rd111;
 
-$L__BB42_17:
+$L__BB43_17:
 	mul.lo.s64 	%rd136, %rd142, %rd65;
 	add.s64 	%rd135, %rd136, 3;
 	add.s64 	%rd134, %rd136, 2;
@@ -9228,14 +9343,14 @@ $L__BB42_17:
 	add.s64 	%rd147, %rd147, 16;
 	add.s64 	%rd144, %rd144, 4;
 	setp.lt.s64 	%p31, %rd144, %rd29;
-	@%p31 bra 	$L__BB42_17;
+	@%p31 bra 	$L__BB43_17;
 
-$L__BB42_18:
+$L__BB43_18:
 	add.s64 	%rd142, %rd142, 1;
 	setp.lt.s64 	%p32, %rd142, %rd27;
-	@%p32 bra 	$L__BB42_10;
+	@%p32 bra 	$L__BB43_10;
 
-$L__BB42_19:
+$L__BB43_19:
 	shl.b64 	%rd119, %rd137, 2;
 	add.s64 	%rd120, %rd10, %rd119;
 	st.global.f32 	[%rd120], %f27;
@@ -9243,9 +9358,9 @@ $L__BB42_19:
 	st.global.u32 	[%rd121], %rd150;
 	add.s64 	%rd137, %rd137, %rd6;
 	setp.lt.s64 	%p33, %rd137, %rd4;
-	@%p33 bra 	$L__BB42_2;
+	@%p33 bra 	$L__BB43_2;
 
-$L__BB42_20:
+$L__BB43_20:
 	ret;
 
 }
@@ -9297,7 +9412,7 @@ $L__BB42_20:
 	or.pred  	%p3, %p1, %p2;
 	setp.lt.s64 	%p4, %rd82, 1;
 	or.pred  	%p5, %p3, %p4;
-	@%p5 bra 	$L__BB43_2;
+	@%p5 bra 	$L__BB44_2;
 
 	mul.lo.s64 	%rd87, %rd81, %rd72;
 	mul.lo.s64 	%rd88, %rd87, %rd82;
@@ -9308,10 +9423,10 @@ $L__BB42_20:
 	add.s64 	%rd90, %rd80, %rd74;
 	setp.lt.s64 	%p9, %rd90, 1073741824;
 	and.pred  	%p10, %p9, %p8;
-	@%p10 bra 	$L__BB43_49;
-	bra.uni 	$L__BB43_2;
+	@%p10 bra 	$L__BB44_49;
+	bra.uni 	$L__BB44_2;
 
-$L__BB43_49:
+$L__BB44_49:
 	mov.u32 	%r67, %ctaid.x;
 	mov.u32 	%r68, %ntid.x;
 	cvt.u64.u32 	%rd66, %r68;
@@ -9320,7 +9435,7 @@ $L__BB43_49:
 	cvt.u64.u32 	%rd131, %r69;
 	add.s64 	%rd170, %rd130, %rd131;
 	setp.ge.s64 	%p36, %rd170, %rd4;
-	@%p36 bra 	$L__BB43_64;
+	@%p36 bra 	$L__BB44_64;
 
 	cvt.u32.u64 	%r2, %rd73;
 	cvt.u32.u64 	%r3, %rd74;
@@ -9342,7 +9457,7 @@ $L__BB43_49:
 	cvt.u64.u32 	%rd132, %r72;
 	mul.lo.s64 	%rd68, %rd132, %rd66;
 
-$L__BB43_51:
+$L__BB44_51:
 	cvt.u32.u64 	%r74, %rd170;
 	div.u32 	%r17, %r74, %r3;
 	mul.lo.s32 	%r75, %r17, %r3;
@@ -9353,23 +9468,23 @@ $L__BB43_51:
 	setp.le.u32 	%p37, %r76, %r6;
 	mov.u32 	%r92, 0;
 	mov.u32 	%r93, %r92;
-	@%p37 bra 	$L__BB43_53;
+	@%p37 bra 	$L__BB44_53;
 
 	add.s32 	%r77, %r8, %r19;
 	add.s32 	%r78, %r77, 1;
 	div.u32 	%r93, %r78, %r7;
 
-$L__BB43_53:
+$L__BB44_53:
 	add.s32 	%r22, %r16, %r5;
 	add.s32 	%r80, %r22, 1;
 	setp.le.u32 	%p38, %r80, %r9;
-	@%p38 bra 	$L__BB43_55;
+	@%p38 bra 	$L__BB44_55;
 
 	add.s32 	%r81, %r11, %r22;
 	add.s32 	%r82, %r81, 1;
 	div.u32 	%r92, %r82, %r10;
 
-$L__BB43_55:
+$L__BB44_55:
 	div.u32 	%r83, %r19, %r7;
 	min.u32 	%r25, %r83, %r13;
 	div.u32 	%r84, %r22, %r10;
@@ -9377,53 +9492,53 @@ $L__BB43_55:
 	mad.lo.s32 	%r27, %r18, %r3, %r16;
 	setp.gt.u32 	%p39, %r93, %r25;
 	mov.f32 	%f53, 0f00000000;
-	@%p39 bra 	$L__BB43_63;
+	@%p39 bra 	$L__BB44_63;
 
 	div.u32 	%r85, %r17, %r2;
 	mul.lo.s32 	%r28, %r85, %r12;
 
-$L__BB43_57:
+$L__BB44_57:
 	setp.gt.u32 	%p40, %r92, %r26;
-	@%p40 bra 	$L__BB43_62;
+	@%p40 bra 	$L__BB44_62;
 
 	add.s32 	%r86, %r93, %r28;
 	mul.lo.s32 	%r30, %r86, %r14;
 	mov.u32 	%r94, %r92;
 
-$L__BB43_59:
+$L__BB44_59:
 	add.s32 	%r87, %r94, %r30;
 	cvt.u64.u32 	%rd70, %r87;
 	mul.wide.u32 	%rd133, %r87, 4;
 	add.s64 	%rd134, %rd3, %rd133;
 	ld.global.u32 	%r88, [%rd134];
 	setp.ne.s32 	%p41, %r88, %r27;
-	@%p41 bra 	$L__BB43_61;
+	@%p41 bra 	$L__BB44_61;
 
 	shl.b64 	%rd135, %rd70, 2;
 	add.s64 	%rd136, %rd2, %rd135;
 	ld.global.f32 	%f38, [%rd136];
 	add.f32 	%f53, %f53, %f38;
 
-$L__BB43_61:
+$L__BB44_61:
 	add.s32 	%r94, %r94, 1;
 	setp.le.u32 	%p42, %r94, %r26;
-	@%p42 bra 	$L__BB43_59;
+	@%p42 bra 	$L__BB44_59;
 
-$L__BB43_62:
+$L__BB44_62:
 	add.s32 	%r93, %r93, 1;
 	setp.le.u32 	%p43, %r93, %r25;
-	@%p43 bra 	$L__BB43_57;
+	@%p43 bra 	$L__BB44_57;
 
-$L__BB43_63:
+$L__BB44_63:
 	shl.b64 	%rd137, %rd170, 2;
 	add.s64 	%rd138, %rd1, %rd137;
 	st.global.f32 	[%rd138], %f53;
 	add.s64 	%rd170, %rd170, %rd68;
 	setp.lt.s64 	%p44, %rd170, %rd4;
-	@%p44 bra 	$L__BB43_51;
-	bra.uni 	$L__BB43_64;
+	@%p44 bra 	$L__BB44_51;
+	bra.uni 	$L__BB44_64;
 
-$L__BB43_2:
+$L__BB44_2:
 	mov.u32 	%r34, %ctaid.x;
 	mov.u32 	%r35, %ntid.x;
 	cvt.u64.u32 	%rd5, %r35;
@@ -9432,7 +9547,7 @@ $L__BB43_2:
 	cvt.u64.u32 	%rd92, %r36;
 	add.s64 	%rd155, %rd91, %rd92;
 	setp.ge.s64 	%p11, %rd155, %rd4;
-	@%p11 bra 	$L__BB43_64;
+	@%p11 bra 	$L__BB44_64;
 
 	sub.s64 	%rd7, %rd77, %rd75;
 	add.s64 	%rd8, %rd81, -1;
@@ -9441,18 +9556,18 @@ $L__BB43_2:
 	cvt.u64.u32 	%rd93, %r37;
 	mul.lo.s64 	%rd11, %rd93, %rd5;
 
-$L__BB43_4:
+$L__BB44_4:
 	or.b64  	%rd94, %rd155, %rd74;
 	and.b64  	%rd95, %rd94, -4294967296;
 	setp.eq.s64 	%p12, %rd95, 0;
-	@%p12 bra 	$L__BB43_6;
+	@%p12 bra 	$L__BB44_6;
 
 	div.s64 	%rd156, %rd155, %rd74;
 	mul.lo.s64 	%rd96, %rd156, %rd74;
 	sub.s64 	%rd157, %rd155, %rd96;
-	bra.uni 	$L__BB43_7;
+	bra.uni 	$L__BB44_7;
 
-$L__BB43_6:
+$L__BB44_6:
 	cvt.u32.u64 	%r90, %rd74;
 	cvt.u32.u64 	%r39, %rd155;
 	div.u32 	%r40, %r39, %r90;
@@ -9461,18 +9576,18 @@ $L__BB43_6:
 	cvt.u64.u32 	%rd156, %r40;
 	cvt.u64.u32 	%rd157, %r42;
 
-$L__BB43_7:
+$L__BB44_7:
 	or.b64  	%rd97, %rd156, %rd73;
 	and.b64  	%rd98, %rd97, -4294967296;
 	setp.eq.s64 	%p13, %rd98, 0;
-	@%p13 bra 	$L__BB43_9;
+	@%p13 bra 	$L__BB44_9;
 
 	div.s64 	%rd158, %rd156, %rd73;
 	mul.lo.s64 	%rd99, %rd158, %rd73;
 	sub.s64 	%rd159, %rd156, %rd99;
-	bra.uni 	$L__BB43_10;
+	bra.uni 	$L__BB44_10;
 
-$L__BB43_9:
+$L__BB44_9:
 	cvt.u32.u64 	%r89, %rd73;
 	cvt.u32.u64 	%r44, %rd156;
 	div.u32 	%r45, %r44, %r89;
@@ -9481,83 +9596,83 @@ $L__BB43_9:
 	cvt.u64.u32 	%rd158, %r45;
 	cvt.u64.u32 	%rd159, %r47;
 
-$L__BB43_10:
+$L__BB44_10:
 	ld.param.u64 	%rd148, [max_pool2d_bwd_f32_param_6];
 	ld.param.u64 	%rd147, [max_pool2d_bwd_f32_param_10];
 	add.s64 	%rd25, %rd159, %rd147;
 	setp.lt.s64 	%p14, %rd25, %rd148;
 	mov.u64 	%rd161, 0;
 	mov.u64 	%rd160, %rd161;
-	@%p14 bra 	$L__BB43_14;
+	@%p14 bra 	$L__BB44_14;
 
 	add.s64 	%rd26, %rd7, %rd25;
 	or.b64  	%rd101, %rd26, %rd77;
 	and.b64  	%rd102, %rd101, -4294967296;
 	setp.eq.s64 	%p15, %rd102, 0;
-	@%p15 bra 	$L__BB43_13;
+	@%p15 bra 	$L__BB44_13;
 
 	div.s64 	%rd160, %rd26, %rd77;
-	bra.uni 	$L__BB43_14;
+	bra.uni 	$L__BB44_14;
 
-$L__BB43_13:
+$L__BB44_13:
 	cvt.u32.u64 	%r48, %rd77;
 	cvt.u32.u64 	%r49, %rd26;
 	div.u32 	%r50, %r49, %r48;
 	cvt.u64.u32 	%rd160, %r50;
 
-$L__BB43_14:
+$L__BB44_14:
 	ld.param.u64 	%rd150, [max_pool2d_bwd_f32_param_7];
 	ld.param.u64 	%rd149, [max_pool2d_bwd_f32_param_11];
 	add.s64 	%rd30, %rd157, %rd149;
 	setp.lt.s64 	%p16, %rd30, %rd150;
-	@%p16 bra 	$L__BB43_18;
+	@%p16 bra 	$L__BB44_18;
 
 	add.s64 	%rd31, %rd10, %rd30;
 	or.b64  	%rd104, %rd31, %rd78;
 	and.b64  	%rd105, %rd104, -4294967296;
 	setp.eq.s64 	%p17, %rd105, 0;
-	@%p17 bra 	$L__BB43_17;
+	@%p17 bra 	$L__BB44_17;
 
 	div.s64 	%rd161, %rd31, %rd78;
-	bra.uni 	$L__BB43_18;
+	bra.uni 	$L__BB44_18;
 
-$L__BB43_17:
+$L__BB44_17:
 	cvt.u32.u64 	%r51, %rd78;
 	cvt.u32.u64 	%r52, %rd31;
 	div.u32 	%r53, %r52, %r51;
 	cvt.u64.u32 	%rd161, %r53;
 
-$L__BB43_18:
+$L__BB44_18:
 	or.b64  	%rd106, %rd25, %rd77;
 	and.b64  	%rd107, %rd106, -4294967296;
 	setp.eq.s64 	%p18, %rd107, 0;
-	@%p18 bra 	$L__BB43_20;
+	@%p18 bra 	$L__BB44_20;
 
 	div.s64 	%rd162, %rd25, %rd77;
-	bra.uni 	$L__BB43_21;
+	bra.uni 	$L__BB44_21;
 
-$L__BB43_20:
+$L__BB44_20:
 	cvt.u32.u64 	%r54, %rd77;
 	cvt.u32.u64 	%r55, %rd25;
 	div.u32 	%r56, %r55, %r54;
 	cvt.u64.u32 	%rd162, %r56;
 
-$L__BB43_21:
+$L__BB44_21:
 	or.b64  	%rd108, %rd30, %rd78;
 	and.b64  	%rd109, %rd108, -4294967296;
 	setp.eq.s64 	%p19, %rd109, 0;
-	@%p19 bra 	$L__BB43_23;
+	@%p19 bra 	$L__BB44_23;
 
 	div.s64 	%rd163, %rd30, %rd78;
-	bra.uni 	$L__BB43_24;
+	bra.uni 	$L__BB44_24;
 
-$L__BB43_23:
+$L__BB44_23:
 	cvt.u32.u64 	%r57, %rd78;
 	cvt.u32.u64 	%r58, %rd30;
 	div.u32 	%r59, %r58, %r57;
 	cvt.u64.u32 	%rd163, %r59;
 
-$L__BB43_24:
+$L__BB44_24:
 	add.s64 	%rd151, %rd82, -1;
 	min.s64 	%rd41, %rd162, %rd8;
 	min.s64 	%rd42, %rd163, %rd151;
@@ -9566,7 +9681,7 @@ $L__BB43_24:
 	cvt.u32.u64 	%r1, %rd111;
 	setp.gt.s64 	%p20, %rd160, %rd41;
 	mov.f32 	%f45, 0f00000000;
-	@%p20 bra 	$L__BB43_48;
+	@%p20 bra 	$L__BB44_48;
 
 	ld.param.u64 	%rd152, [max_pool2d_bwd_f32_param_12];
 	mul.lo.s64 	%rd43, %rd158, %rd152;
@@ -9578,14 +9693,14 @@ $L__BB43_24:
 	mul.lo.s64 	%rd49, %rd82, %rd116;
 	mov.u64 	%rd164, 0;
 
-$L__BB43_26:
+$L__BB44_26:
 	mov.u64 	%rd51, %rd160;
 	setp.gt.s64 	%p21, %rd161, %rd42;
-	@%p21 bra 	$L__BB43_47;
+	@%p21 bra 	$L__BB44_47;
 
 	setp.eq.s64 	%p22, %rd45, 0;
 	mov.u64 	%rd166, %rd161;
-	@%p22 bra 	$L__BB43_36;
+	@%p22 bra 	$L__BB44_36;
 
 	ld.param.u64 	%rd154, [max_pool2d_bwd_f32_param_12];
 	mul.lo.s64 	%rd153, %rd158, %rd152;
@@ -9597,44 +9712,44 @@ $L__BB43_26:
 	ld.global.u32 	%r60, [%rd52];
 	setp.ne.s32 	%p23, %r60, %r1;
 	add.s64 	%rd53, %rd2, %rd120;
-	@%p23 bra 	$L__BB43_30;
+	@%p23 bra 	$L__BB44_30;
 
 	ld.global.f32 	%f29, [%rd53];
 	add.f32 	%f45, %f45, %f29;
 
-$L__BB43_30:
+$L__BB44_30:
 	add.s64 	%rd166, %rd161, 1;
 	setp.eq.s64 	%p24, %rd45, 1;
-	@%p24 bra 	$L__BB43_36;
+	@%p24 bra 	$L__BB44_36;
 
 	ld.global.u32 	%r61, [%rd52+4];
 	setp.ne.s32 	%p25, %r61, %r1;
-	@%p25 bra 	$L__BB43_33;
+	@%p25 bra 	$L__BB44_33;
 
 	ld.global.f32 	%f30, [%rd53+4];
 	add.f32 	%f45, %f45, %f30;
 
-$L__BB43_33:
+$L__BB44_33:
 	add.s64 	%rd166, %rd161, 2;
 	setp.eq.s64 	%p26, %rd45, 2;
-	@%p26 bra 	$L__BB43_36;
+	@%p26 bra 	$L__BB44_36;
 
 	add.s64 	%rd166, %rd161, 3;
 	ld.global.u32 	%r62, [%rd52+8];
 	setp.ne.s32 	%p27, %r62, %r1;
-	@%p27 bra 	$L__BB43_36;
+	@%p27 bra 	$L__BB44_36;
 
 	add.s64 	%rd166, %rd161, 3;
 	ld.global.f32 	%f31, [%rd53+8];
 	add.f32 	%f45, %f45, %f31;
 
-$L__BB43_36:
+$L__BB44_36:
 	add.s64 	%rd146, %rd82, -1;
 	min.s64 	%rd145, %rd163, %rd146;
 	max.s64 	%rd144, %rd161, %rd145;
 	sub.s64 	%rd143, %rd144, %rd161;
 	setp.lt.u64 	%p28, %rd143, 3;
-	@%p28 bra 	$L__BB43_47;
+	@%p28 bra 	$L__BB44_47;
 
 	mul.lo.s64 	%rd121, %rd82, %rd164;
 	add.s64 	%rd122, %rd49, %rd121;
@@ -9645,62 +9760,62 @@ $L__BB43_36:
 	add.s64 	%rd126, %rd2, %rd123;
 	add.s64 	%rd169, %rd126, %rd125;
 
-$L__BB43_38:
+$L__BB44_38:
 	ld.global.u32 	%r63, [%rd168];
 	setp.ne.s32 	%p29, %r63, %r1;
-	@%p29 bra 	$L__BB43_40;
+	@%p29 bra 	$L__BB44_40;
 
 	ld.global.f32 	%f32, [%rd169];
 	add.f32 	%f45, %f45, %f32;
 
-$L__BB43_40:
+$L__BB44_40:
 	ld.global.u32 	%r64, [%rd168+4];
 	setp.ne.s32 	%p30, %r64, %r1;
-	@%p30 bra 	$L__BB43_42;
+	@%p30 bra 	$L__BB44_42;
 
 	ld.global.f32 	%f33, [%rd169+4];
 	add.f32 	%f45, %f45, %f33;
 
-$L__BB43_42:
+$L__BB44_42:
 	ld.global.u32 	%r65, [%rd168+8];
 	setp.ne.s32 	%p31, %r65, %r1;
-	@%p31 bra 	$L__BB43_44;
+	@%p31 bra 	$L__BB44_44;
 
 	ld.global.f32 	%f34, [%rd169+8];
 	add.f32 	%f45, %f45, %f34;
 
-$L__BB43_44:
+$L__BB44_44:
 	ld.global.u32 	%r66, [%rd168+12];
 	setp.ne.s32 	%p32, %r66, %r1;
-	@%p32 bra 	$L__BB43_46;
+	@%p32 bra 	$L__BB44_46;
 
 	ld.global.f32 	%f35, [%rd169+12];
 	add.f32 	%f45, %f45, %f35;
 
-$L__BB43_46:
+$L__BB44_46:
 	add.s64 	%rd60, %rd166, 4;
 	add.s64 	%rd168, %rd168, 16;
 	add.s64 	%rd169, %rd169, 16;
 	add.s64 	%rd127, %rd166, 3;
 	setp.lt.s64 	%p33, %rd127, %rd42;
 	mov.u64 	%rd166, %rd60;
-	@%p33 bra 	$L__BB43_38;
+	@%p33 bra 	$L__BB44_38;
 
-$L__BB43_47:
+$L__BB44_47:
 	add.s64 	%rd160, %rd51, 1;
 	add.s64 	%rd164, %rd164, 1;
 	setp.lt.s64 	%p34, %rd51, %rd41;
-	@%p34 bra 	$L__BB43_26;
+	@%p34 bra 	$L__BB44_26;
 
-$L__BB43_48:
+$L__BB44_48:
 	shl.b64 	%rd128, %rd155, 2;
 	add.s64 	%rd129, %rd1, %rd128;
 	st.global.f32 	[%rd129], %f45;
 	add.s64 	%rd155, %rd155, %rd11;
 	setp.lt.s64 	%p35, %rd155, %rd4;
-	@%p35 bra 	$L__BB43_4;
+	@%p35 bra 	$L__BB44_4;
 
-$L__BB43_64:
+$L__BB44_64:
 	ret;
 
 }
@@ -9736,7 +9851,7 @@ $L__BB43_64:
 	cvt.u64.u32 	%rd38, %r3;
 	add.s64 	%rd150, %rd37, %rd38;
 	setp.ge.s64 	%p1, %rd150, %rd33;
-	@%p1 bra 	$L__BB44_10;
+	@%p1 bra 	$L__BB45_10;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
@@ -9746,29 +9861,29 @@ $L__BB43_64:
 	or.b64  	%rd40, %rd7, %rd6;
 	and.b64  	%rd41, %rd40, -4294967296;
 	setp.eq.s64 	%p2, %rd41, 0;
-	@%p2 bra 	$L__BB44_3;
+	@%p2 bra 	$L__BB45_3;
 
 	div.u64 	%rd145, %rd7, %rd6;
-	bra.uni 	$L__BB44_4;
+	bra.uni 	$L__BB45_4;
 
-$L__BB44_3:
+$L__BB45_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd145, %r7;
 
-$L__BB44_4:
+$L__BB45_4:
 	add.s64 	%rd42, %rd145, 1;
 	and.b64  	%rd149, %rd42, 3;
 	setp.eq.s64 	%p3, %rd149, 0;
-	@%p3 bra 	$L__BB44_7;
+	@%p3 bra 	$L__BB45_7;
 
 	shl.b64 	%rd43, %rd150, 2;
 	add.s64 	%rd147, %rd1, %rd43;
 	shl.b64 	%rd13, %rd6, 2;
 	add.s64 	%rd146, %rd2, %rd43;
 
-$L__BB44_6:
+$L__BB45_6:
 	.pragma "nounroll";
 	add.s64 	%rd44, %rd150, -7046029254386353131;
 	shr.u64 	%rd45, %rd44, 30;
@@ -9800,18 +9915,18 @@ $L__BB44_6:
 	add.s64 	%rd146, %rd146, %rd13;
 	add.s64 	%rd149, %rd149, -1;
 	setp.ne.s64 	%p5, %rd149, 0;
-	@%p5 bra 	$L__BB44_6;
+	@%p5 bra 	$L__BB45_6;
 
-$L__BB44_7:
+$L__BB45_7:
 	setp.lt.u64 	%p6, %rd145, 3;
-	@%p6 bra 	$L__BB44_10;
+	@%p6 bra 	$L__BB45_10;
 
 	shl.b64 	%rd62, %rd150, 2;
 	add.s64 	%rd152, %rd2, %rd62;
 	shl.b64 	%rd25, %rd6, 2;
 	add.s64 	%rd153, %rd1, %rd62;
 
-$L__BB44_9:
+$L__BB45_9:
 	add.s64 	%rd64, %rd150, -7046029254386353131;
 	shr.u64 	%rd65, %rd64, 30;
 	xor.b64  	%rd66, %rd65, %rd64;
@@ -9925,9 +10040,9 @@ $L__BB44_9:
 	st.global.f32 	[%rd144], %f27;
 	add.s64 	%rd150, %rd124, %rd6;
 	setp.lt.s64 	%p11, %rd150, %rd33;
-	@%p11 bra 	$L__BB44_9;
+	@%p11 bra 	$L__BB45_9;
 
-$L__BB44_10:
+$L__BB45_10:
 	ret;
 
 }
@@ -9983,34 +10098,34 @@ $L__BB44_10:
 	mul.lo.s64 	%rd112, %rd105, %rd109;
 	mul.lo.s64 	%rd5, %rd112, %rd106;
 	setp.ge.s64 	%p1, %rd165, %rd5;
-	@%p1 bra 	$L__BB45_55;
+	@%p1 bra 	$L__BB46_55;
 
 	setp.neu.f32 	%p2, %f22, 0f00000000;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd113, %r4;
 	mul.lo.s64 	%rd6, %rd113, %rd3;
-	@%p2 bra 	$L__BB45_24;
-	bra.uni 	$L__BB45_2;
+	@%p2 bra 	$L__BB46_24;
+	bra.uni 	$L__BB46_2;
 
-$L__BB45_24:
+$L__BB46_24:
 	add.s64 	%rd47, %rd1, 8;
 	add.s64 	%rd48, %rd106, -1;
 	add.s64 	%rd49, %rd105, -1;
 	cvt.u32.u64 	%r15, %rd106;
 	cvt.u32.u64 	%r20, %rd105;
 
-$L__BB45_25:
+$L__BB46_25:
 	or.b64  	%rd138, %rd165, %rd106;
 	and.b64  	%rd139, %rd138, -4294967296;
 	setp.eq.s64 	%p15, %rd139, 0;
-	@%p15 bra 	$L__BB45_27;
+	@%p15 bra 	$L__BB46_27;
 
 	div.s64 	%rd175, %rd165, %rd106;
 	mul.lo.s64 	%rd140, %rd175, %rd106;
 	sub.s64 	%rd176, %rd165, %rd140;
-	bra.uni 	$L__BB45_28;
+	bra.uni 	$L__BB46_28;
 
-$L__BB45_27:
+$L__BB46_27:
 	cvt.u32.u64 	%r16, %rd165;
 	div.u32 	%r17, %r16, %r15;
 	mul.lo.s32 	%r18, %r17, %r15;
@@ -10018,18 +10133,18 @@ $L__BB45_27:
 	cvt.u64.u32 	%rd175, %r17;
 	cvt.u64.u32 	%rd176, %r19;
 
-$L__BB45_28:
+$L__BB46_28:
 	or.b64  	%rd141, %rd175, %rd105;
 	and.b64  	%rd142, %rd141, -4294967296;
 	setp.eq.s64 	%p16, %rd142, 0;
-	@%p16 bra 	$L__BB45_30;
+	@%p16 bra 	$L__BB46_30;
 
 	div.s64 	%rd177, %rd175, %rd105;
 	mul.lo.s64 	%rd143, %rd177, %rd105;
 	sub.s64 	%rd178, %rd175, %rd143;
-	bra.uni 	$L__BB45_31;
+	bra.uni 	$L__BB46_31;
 
-$L__BB45_30:
+$L__BB46_30:
 	cvt.u32.u64 	%r21, %rd175;
 	div.u32 	%r22, %r21, %r20;
 	mul.lo.s32 	%r23, %r22, %r20;
@@ -10037,73 +10152,73 @@ $L__BB45_30:
 	cvt.u64.u32 	%rd177, %r22;
 	cvt.u64.u32 	%rd178, %r24;
 
-$L__BB45_31:
+$L__BB46_31:
 	mul.lo.s64 	%rd63, %rd178, %rd97;
 	or.b64  	%rd144, %rd63, %rd105;
 	and.b64  	%rd145, %rd144, -4294967296;
 	setp.eq.s64 	%p17, %rd145, 0;
-	@%p17 bra 	$L__BB45_33;
+	@%p17 bra 	$L__BB46_33;
 
 	div.s64 	%rd179, %rd63, %rd105;
-	bra.uni 	$L__BB45_34;
+	bra.uni 	$L__BB46_34;
 
-$L__BB45_33:
+$L__BB46_33:
 	cvt.u32.u64 	%r26, %rd63;
 	div.u32 	%r27, %r26, %r20;
 	cvt.u64.u32 	%rd179, %r27;
 
-$L__BB45_34:
+$L__BB46_34:
 	add.s64 	%rd146, %rd63, %rd97;
 	add.s64 	%rd67, %rd49, %rd146;
 	or.b64  	%rd147, %rd67, %rd105;
 	and.b64  	%rd148, %rd147, -4294967296;
 	setp.eq.s64 	%p18, %rd148, 0;
-	@%p18 bra 	$L__BB45_36;
+	@%p18 bra 	$L__BB46_36;
 
 	div.s64 	%rd180, %rd67, %rd105;
-	bra.uni 	$L__BB45_37;
+	bra.uni 	$L__BB46_37;
 
-$L__BB45_36:
+$L__BB46_36:
 	cvt.u32.u64 	%r29, %rd67;
 	div.u32 	%r30, %r29, %r20;
 	cvt.u64.u32 	%rd180, %r30;
 
-$L__BB45_37:
+$L__BB46_37:
 	mul.lo.s64 	%rd71, %rd176, %rd98;
 	or.b64  	%rd149, %rd71, %rd106;
 	and.b64  	%rd150, %rd149, -4294967296;
 	setp.eq.s64 	%p19, %rd150, 0;
-	@%p19 bra 	$L__BB45_39;
+	@%p19 bra 	$L__BB46_39;
 
 	div.s64 	%rd181, %rd71, %rd106;
-	bra.uni 	$L__BB45_40;
+	bra.uni 	$L__BB46_40;
 
-$L__BB45_39:
+$L__BB46_39:
 	cvt.u32.u64 	%r32, %rd71;
 	div.u32 	%r33, %r32, %r15;
 	cvt.u64.u32 	%rd181, %r33;
 
-$L__BB45_40:
+$L__BB46_40:
 	add.s64 	%rd151, %rd71, %rd98;
 	add.s64 	%rd75, %rd48, %rd151;
 	or.b64  	%rd152, %rd75, %rd106;
 	and.b64  	%rd153, %rd152, -4294967296;
 	setp.eq.s64 	%p20, %rd153, 0;
-	@%p20 bra 	$L__BB45_42;
+	@%p20 bra 	$L__BB46_42;
 
 	div.s64 	%rd182, %rd75, %rd106;
-	bra.uni 	$L__BB45_43;
+	bra.uni 	$L__BB46_43;
 
-$L__BB45_42:
+$L__BB46_42:
 	cvt.u32.u64 	%r35, %rd75;
 	div.u32 	%r36, %r35, %r15;
 	cvt.u64.u32 	%rd182, %r36;
 
-$L__BB45_43:
+$L__BB46_43:
 	sub.s64 	%rd79, %rd182, %rd181;
 	setp.le.s64 	%p21, %rd180, %rd179;
 	mov.f32 	%f63, 0f00000000;
-	@%p21 bra 	$L__BB45_54;
+	@%p21 bra 	$L__BB46_54;
 
 	not.b64 	%rd154, %rd181;
 	add.s64 	%rd80, %rd182, %rd154;
@@ -10113,15 +10228,15 @@ $L__BB45_43:
 	mul.lo.s64 	%rd85, %rd177, %rd97;
 	mov.u64 	%rd183, %rd179;
 
-$L__BB45_45:
+$L__BB46_45:
 	setp.le.s64 	%p22, %rd182, %rd181;
-	@%p22 bra 	$L__BB45_53;
+	@%p22 bra 	$L__BB46_53;
 
 	setp.eq.s64 	%p23, %rd81, 0;
 	add.s64 	%rd155, %rd183, %rd85;
 	mul.lo.s64 	%rd87, %rd155, %rd98;
 	mov.u64 	%rd184, %rd181;
-	@%p23 bra 	$L__BB45_50;
+	@%p23 bra 	$L__BB46_50;
 
 	add.s64 	%rd184, %rd181, 1;
 	setp.eq.s64 	%p24, %rd81, 1;
@@ -10130,27 +10245,27 @@ $L__BB45_45:
 	add.s64 	%rd88, %rd1, %rd157;
 	ld.global.f32 	%f41, [%rd88];
 	add.f32 	%f63, %f63, %f41;
-	@%p24 bra 	$L__BB45_50;
+	@%p24 bra 	$L__BB46_50;
 
 	setp.eq.s64 	%p25, %rd81, 2;
 	ld.global.f32 	%f42, [%rd88+4];
 	add.f32 	%f63, %f63, %f42;
 	mov.u64 	%rd184, %rd83;
-	@%p25 bra 	$L__BB45_50;
+	@%p25 bra 	$L__BB46_50;
 
 	ld.global.f32 	%f43, [%rd88+8];
 	add.f32 	%f63, %f63, %f43;
 	mov.u64 	%rd184, %rd84;
 
-$L__BB45_50:
+$L__BB46_50:
 	setp.lt.u64 	%p26, %rd80, 3;
-	@%p26 bra 	$L__BB45_53;
+	@%p26 bra 	$L__BB46_53;
 
 	add.s64 	%rd158, %rd184, %rd87;
 	shl.b64 	%rd159, %rd158, 2;
 	add.s64 	%rd185, %rd47, %rd159;
 
-$L__BB45_52:
+$L__BB46_52:
 	ld.global.f32 	%f44, [%rd185+-8];
 	add.f32 	%f45, %f63, %f44;
 	ld.global.f32 	%f46, [%rd185+-4];
@@ -10162,14 +10277,14 @@ $L__BB45_52:
 	add.s64 	%rd185, %rd185, 16;
 	add.s64 	%rd184, %rd184, 4;
 	setp.lt.s64 	%p27, %rd184, %rd182;
-	@%p27 bra 	$L__BB45_52;
+	@%p27 bra 	$L__BB46_52;
 
-$L__BB45_53:
+$L__BB46_53:
 	add.s64 	%rd183, %rd183, 1;
 	setp.lt.s64 	%p28, %rd183, %rd180;
-	@%p28 bra 	$L__BB45_45;
+	@%p28 bra 	$L__BB46_45;
 
-$L__BB45_54:
+$L__BB46_54:
 	shl.b64 	%rd160, %rd165, 2;
 	add.s64 	%rd161, %rd2, %rd160;
 	sub.s64 	%rd162, %rd180, %rd179;
@@ -10179,27 +10294,27 @@ $L__BB45_54:
 	st.global.f32 	[%rd161], %f52;
 	add.s64 	%rd165, %rd165, %rd6;
 	setp.lt.s64 	%p29, %rd165, %rd5;
-	@%p29 bra 	$L__BB45_25;
-	bra.uni 	$L__BB45_55;
+	@%p29 bra 	$L__BB46_25;
+	bra.uni 	$L__BB46_55;
 
-$L__BB45_2:
+$L__BB46_2:
 	add.s64 	%rd7, %rd103, %rd97;
 	add.s64 	%rd8, %rd104, %rd98;
 	cvt.u32.u64 	%r5, %rd106;
 	cvt.u32.u64 	%r10, %rd105;
 
-$L__BB45_3:
+$L__BB46_3:
 	or.b64  	%rd114, %rd165, %rd106;
 	and.b64  	%rd115, %rd114, -4294967296;
 	setp.eq.s64 	%p3, %rd115, 0;
-	@%p3 bra 	$L__BB45_5;
+	@%p3 bra 	$L__BB46_5;
 
 	div.s64 	%rd166, %rd165, %rd106;
 	mul.lo.s64 	%rd116, %rd166, %rd106;
 	sub.s64 	%rd167, %rd165, %rd116;
-	bra.uni 	$L__BB45_6;
+	bra.uni 	$L__BB46_6;
 
-$L__BB45_5:
+$L__BB46_5:
 	cvt.u32.u64 	%r6, %rd165;
 	div.u32 	%r7, %r6, %r5;
 	mul.lo.s32 	%r8, %r7, %r5;
@@ -10207,18 +10322,18 @@ $L__BB45_5:
 	cvt.u64.u32 	%rd166, %r7;
 	cvt.u64.u32 	%rd167, %r9;
 
-$L__BB45_6:
+$L__BB46_6:
 	or.b64  	%rd117, %rd166, %rd105;
 	and.b64  	%rd118, %rd117, -4294967296;
 	setp.eq.s64 	%p4, %rd118, 0;
-	@%p4 bra 	$L__BB45_8;
+	@%p4 bra 	$L__BB46_8;
 
 	div.s64 	%rd168, %rd166, %rd105;
 	mul.lo.s64 	%rd119, %rd168, %rd105;
 	sub.s64 	%rd169, %rd166, %rd119;
-	bra.uni 	$L__BB45_9;
+	bra.uni 	$L__BB46_9;
 
-$L__BB45_8:
+$L__BB46_8:
 	cvt.u32.u64 	%r11, %rd166;
 	div.u32 	%r12, %r11, %r10;
 	mul.lo.s32 	%r13, %r12, %r10;
@@ -10226,7 +10341,7 @@ $L__BB45_8:
 	cvt.u64.u32 	%rd168, %r12;
 	cvt.u64.u32 	%rd169, %r14;
 
-$L__BB45_9:
+$L__BB46_9:
 	mul.lo.s64 	%rd120, %rd169, %rd101;
 	sub.s64 	%rd22, %rd120, %rd103;
 	mul.lo.s64 	%rd121, %rd167, %rd102;
@@ -10238,26 +10353,26 @@ $L__BB45_9:
 	add.s64 	%rd28, %rd23, %rd100;
 	min.s64 	%rd29, %rd28, %rd98;
 	setp.neu.f32 	%p5, %f21, 0f00000000;
-	@%p5 bra 	$L__BB45_11;
-	bra.uni 	$L__BB45_10;
+	@%p5 bra 	$L__BB46_11;
+	bra.uni 	$L__BB46_10;
 
-$L__BB45_11:
+$L__BB46_11:
 	min.s64 	%rd124, %rd25, %rd7;
 	min.s64 	%rd125, %rd28, %rd8;
 	sub.s64 	%rd126, %rd124, %rd22;
 	sub.s64 	%rd127, %rd125, %rd23;
 	mul.lo.s64 	%rd170, %rd126, %rd127;
-	bra.uni 	$L__BB45_12;
+	bra.uni 	$L__BB46_12;
 
-$L__BB45_10:
+$L__BB46_10:
 	sub.s64 	%rd122, %rd26, %rd171;
 	sub.s64 	%rd123, %rd29, %rd27;
 	mul.lo.s64 	%rd170, %rd122, %rd123;
 
-$L__BB45_12:
+$L__BB46_12:
 	setp.le.s64 	%p6, %rd26, %rd171;
 	mov.f32 	%f57, 0f00000000;
-	@%p6 bra 	$L__BB45_23;
+	@%p6 bra 	$L__BB46_23;
 
 	sub.s64 	%rd128, %rd29, %rd27;
 	not.b64 	%rd129, %rd27;
@@ -10268,15 +10383,15 @@ $L__BB45_12:
 	add.s64 	%rd37, %rd27, 3;
 	mul.lo.s64 	%rd38, %rd168, %rd97;
 
-$L__BB45_14:
+$L__BB46_14:
 	setp.le.s64 	%p7, %rd29, %rd27;
-	@%p7 bra 	$L__BB45_22;
+	@%p7 bra 	$L__BB46_22;
 
 	setp.eq.s64 	%p8, %rd34, 0;
 	add.s64 	%rd130, %rd171, %rd38;
 	mul.lo.s64 	%rd40, %rd130, %rd98;
 	mov.u64 	%rd172, %rd27;
-	@%p8 bra 	$L__BB45_19;
+	@%p8 bra 	$L__BB46_19;
 
 	setp.eq.s64 	%p9, %rd34, 1;
 	add.s64 	%rd131, %rd27, %rd40;
@@ -10285,23 +10400,23 @@ $L__BB45_14:
 	ld.global.f32 	%f26, [%rd41];
 	add.f32 	%f57, %f57, %f26;
 	mov.u64 	%rd172, %rd35;
-	@%p9 bra 	$L__BB45_19;
+	@%p9 bra 	$L__BB46_19;
 
 	setp.eq.s64 	%p10, %rd34, 2;
 	ld.global.f32 	%f27, [%rd41+4];
 	add.f32 	%f57, %f57, %f27;
 	mov.u64 	%rd172, %rd36;
-	@%p10 bra 	$L__BB45_19;
+	@%p10 bra 	$L__BB46_19;
 
 	ld.global.f32 	%f28, [%rd41+8];
 	add.f32 	%f57, %f57, %f28;
 	mov.u64 	%rd172, %rd37;
 
-$L__BB45_19:
+$L__BB46_19:
 	setp.lt.u64 	%p11, %rd33, 3;
-	@%p11 bra 	$L__BB45_22;
+	@%p11 bra 	$L__BB46_22;
 
-$L__BB45_21:
+$L__BB46_21:
 	add.s64 	%rd133, %rd172, %rd40;
 	shl.b64 	%rd134, %rd133, 2;
 	add.s64 	%rd135, %rd1, %rd134;
@@ -10315,14 +10430,14 @@ $L__BB45_21:
 	add.f32 	%f57, %f34, %f35;
 	add.s64 	%rd172, %rd172, 4;
 	setp.lt.s64 	%p12, %rd172, %rd29;
-	@%p12 bra 	$L__BB45_21;
+	@%p12 bra 	$L__BB46_21;
 
-$L__BB45_22:
+$L__BB46_22:
 	add.s64 	%rd171, %rd171, 1;
 	setp.lt.s64 	%p13, %rd171, %rd26;
-	@%p13 bra 	$L__BB45_14;
+	@%p13 bra 	$L__BB46_14;
 
-$L__BB45_23:
+$L__BB46_23:
 	shl.b64 	%rd136, %rd165, 2;
 	add.s64 	%rd137, %rd2, %rd136;
 	cvt.rn.f32.s64 	%f36, %rd170;
@@ -10330,9 +10445,9 @@ $L__BB45_23:
 	st.global.f32 	[%rd137], %f37;
 	add.s64 	%rd165, %rd165, %rd6;
 	setp.lt.s64 	%p14, %rd165, %rd5;
-	@%p14 bra 	$L__BB45_3;
+	@%p14 bra 	$L__BB46_3;
 
-$L__BB45_55:
+$L__BB46_55:
 	ret;
 
 }
@@ -10384,7 +10499,7 @@ $L__BB45_55:
 	mul.lo.s64 	%rd236, %rd223, %rd233;
 	mul.lo.s64 	%rd3, %rd236, %rd224;
 	setp.ge.s64 	%p7, %rd497, %rd3;
-	@%p7 bra 	$L__BB46_156;
+	@%p7 bra 	$L__BB47_156;
 
 	cvta.to.global.u64 	%rd4, %rd222;
 	add.s64 	%rd7, %rd231, -1;
@@ -10397,18 +10512,18 @@ $L__BB45_55:
 	cvt.u32.u64 	%r5, %rd224;
 	cvt.u32.u64 	%r10, %rd223;
 
-$L__BB46_2:
+$L__BB47_2:
 	or.b64  	%rd238, %rd497, %rd224;
 	and.b64  	%rd239, %rd238, -4294967296;
 	setp.eq.s64 	%p8, %rd239, 0;
-	@%p8 bra 	$L__BB46_4;
+	@%p8 bra 	$L__BB47_4;
 
 	div.s64 	%rd498, %rd497, %rd224;
 	mul.lo.s64 	%rd240, %rd498, %rd224;
 	sub.s64 	%rd499, %rd497, %rd240;
-	bra.uni 	$L__BB46_5;
+	bra.uni 	$L__BB47_5;
 
-$L__BB46_4:
+$L__BB47_4:
 	cvt.u32.u64 	%r6, %rd497;
 	div.u32 	%r7, %r6, %r5;
 	mul.lo.s32 	%r8, %r7, %r5;
@@ -10416,18 +10531,18 @@ $L__BB46_4:
 	cvt.u64.u32 	%rd498, %r7;
 	cvt.u64.u32 	%rd499, %r9;
 
-$L__BB46_5:
+$L__BB47_5:
 	or.b64  	%rd241, %rd498, %rd223;
 	and.b64  	%rd242, %rd241, -4294967296;
 	setp.eq.s64 	%p9, %rd242, 0;
-	@%p9 bra 	$L__BB46_7;
+	@%p9 bra 	$L__BB47_7;
 
 	div.s64 	%rd500, %rd498, %rd223;
 	mul.lo.s64 	%rd243, %rd500, %rd223;
 	sub.s64 	%rd501, %rd498, %rd243;
-	bra.uni 	$L__BB46_8;
+	bra.uni 	$L__BB47_8;
 
-$L__BB46_7:
+$L__BB47_7:
 	cvt.u32.u64 	%r11, %rd498;
 	div.u32 	%r12, %r11, %r10;
 	mul.lo.s32 	%r13, %r12, %r10;
@@ -10435,76 +10550,76 @@ $L__BB46_7:
 	cvt.u64.u32 	%rd500, %r12;
 	cvt.u64.u32 	%rd501, %r14;
 
-$L__BB46_8:
+$L__BB47_8:
 	ld.param.f32 	%f122, [avg_pool2d_bwd_f32_param_14];
 	setp.neu.f32 	%p10, %f122, 0f00000000;
-	@%p10 bra 	$L__BB46_23;
-	bra.uni 	$L__BB46_9;
+	@%p10 bra 	$L__BB47_23;
+	bra.uni 	$L__BB47_9;
 
-$L__BB46_23:
+$L__BB47_23:
 	mul.lo.s64 	%rd46, %rd501, %rd231;
 	or.b64  	%rd254, %rd46, %rd223;
 	and.b64  	%rd255, %rd254, -4294967296;
 	setp.eq.s64 	%p17, %rd255, 0;
-	@%p17 bra 	$L__BB46_25;
+	@%p17 bra 	$L__BB47_25;
 
 	div.s64 	%rd505, %rd46, %rd223;
-	bra.uni 	$L__BB46_26;
+	bra.uni 	$L__BB47_26;
 
-$L__BB46_9:
+$L__BB47_9:
 	add.s64 	%rd29, %rd501, %rd229;
 	sub.s64 	%rd30, %rd29, %rd225;
 	setp.lt.s64 	%p11, %rd30, 0;
 	mov.u64 	%rd508, 0;
-	@%p11 bra 	$L__BB46_13;
+	@%p11 bra 	$L__BB47_13;
 
 	add.s64 	%rd31, %rd30, %rd227;
 	or.b64  	%rd245, %rd31, %rd227;
 	and.b64  	%rd246, %rd245, -4294967296;
 	setp.eq.s64 	%p12, %rd246, 0;
-	@%p12 bra 	$L__BB46_12;
+	@%p12 bra 	$L__BB47_12;
 
 	div.s64 	%rd508, %rd31, %rd227;
-	bra.uni 	$L__BB46_13;
+	bra.uni 	$L__BB47_13;
 
-$L__BB46_25:
+$L__BB47_25:
 	cvt.u32.u64 	%r28, %rd46;
 	div.u32 	%r29, %r28, %r10;
 	cvt.u64.u32 	%rd505, %r29;
 
-$L__BB46_26:
+$L__BB47_26:
 	add.s64 	%rd408, %rd223, -1;
 	add.s64 	%rd256, %rd46, %rd231;
 	add.s64 	%rd50, %rd408, %rd256;
 	or.b64  	%rd257, %rd50, %rd223;
 	and.b64  	%rd258, %rd257, -4294967296;
 	setp.eq.s64 	%p18, %rd258, 0;
-	@%p18 bra 	$L__BB46_28;
+	@%p18 bra 	$L__BB47_28;
 
 	div.s64 	%rd509, %rd50, %rd223;
-	bra.uni 	$L__BB46_29;
+	bra.uni 	$L__BB47_29;
 
-$L__BB46_28:
+$L__BB47_28:
 	cvt.u32.u64 	%r31, %rd50;
 	div.u32 	%r32, %r31, %r10;
 	cvt.u64.u32 	%rd509, %r32;
 
-$L__BB46_29:
+$L__BB47_29:
 	mul.lo.s64 	%rd54, %rd499, %rd232;
 	or.b64  	%rd259, %rd54, %rd224;
 	and.b64  	%rd260, %rd259, -4294967296;
 	setp.eq.s64 	%p19, %rd260, 0;
-	@%p19 bra 	$L__BB46_31;
+	@%p19 bra 	$L__BB47_31;
 
 	div.s64 	%rd507, %rd54, %rd224;
-	bra.uni 	$L__BB46_32;
+	bra.uni 	$L__BB47_32;
 
-$L__BB46_31:
+$L__BB47_31:
 	cvt.u32.u64 	%r34, %rd54;
 	div.u32 	%r35, %r34, %r5;
 	cvt.u64.u32 	%rd507, %r35;
 
-$L__BB46_32:
+$L__BB47_32:
 	add.s64 	%rd409, %rd224, -1;
 	add.s64 	%rd508, %rd505, -1;
 	add.s64 	%rd510, %rd507, -1;
@@ -10513,83 +10628,83 @@ $L__BB46_32:
 	or.b64  	%rd262, %rd60, %rd224;
 	and.b64  	%rd263, %rd262, -4294967296;
 	setp.eq.s64 	%p20, %rd263, 0;
-	@%p20 bra 	$L__BB46_34;
+	@%p20 bra 	$L__BB47_34;
 
 	div.s64 	%rd511, %rd60, %rd224;
-	bra.uni 	$L__BB46_35;
+	bra.uni 	$L__BB47_35;
 
-$L__BB46_34:
+$L__BB47_34:
 	cvt.u32.u64 	%r37, %rd60;
 	div.u32 	%r38, %r37, %r5;
 	cvt.u64.u32 	%rd511, %r38;
-	bra.uni 	$L__BB46_35;
+	bra.uni 	$L__BB47_35;
 
-$L__BB46_12:
+$L__BB47_12:
 	cvt.u32.u64 	%r15, %rd227;
 	cvt.u32.u64 	%r16, %rd31;
 	div.u32 	%r17, %r16, %r15;
 	cvt.u64.u32 	%rd508, %r17;
 
-$L__BB46_13:
+$L__BB47_13:
 	or.b64  	%rd247, %rd29, %rd227;
 	and.b64  	%rd248, %rd247, -4294967296;
 	setp.eq.s64 	%p13, %rd248, 0;
-	@%p13 bra 	$L__BB46_15;
+	@%p13 bra 	$L__BB47_15;
 
 	div.s64 	%rd509, %rd29, %rd227;
-	bra.uni 	$L__BB46_16;
+	bra.uni 	$L__BB47_16;
 
-$L__BB46_15:
+$L__BB47_15:
 	cvt.u32.u64 	%r18, %rd227;
 	cvt.u32.u64 	%r19, %rd29;
 	div.u32 	%r20, %r19, %r18;
 	cvt.u64.u32 	%rd509, %r20;
 
-$L__BB46_16:
+$L__BB47_16:
 	add.s64 	%rd38, %rd499, %rd230;
 	sub.s64 	%rd39, %rd38, %rd226;
 	setp.lt.s64 	%p14, %rd39, 0;
 	mov.u64 	%rd510, 0;
-	@%p14 bra 	$L__BB46_20;
+	@%p14 bra 	$L__BB47_20;
 
 	add.s64 	%rd40, %rd39, %rd228;
 	or.b64  	%rd250, %rd40, %rd228;
 	and.b64  	%rd251, %rd250, -4294967296;
 	setp.eq.s64 	%p15, %rd251, 0;
-	@%p15 bra 	$L__BB46_19;
+	@%p15 bra 	$L__BB47_19;
 
 	div.s64 	%rd510, %rd40, %rd228;
-	bra.uni 	$L__BB46_20;
+	bra.uni 	$L__BB47_20;
 
-$L__BB46_19:
+$L__BB47_19:
 	cvt.u32.u64 	%r21, %rd228;
 	cvt.u32.u64 	%r22, %rd40;
 	div.u32 	%r23, %r22, %r21;
 	cvt.u64.u32 	%rd510, %r23;
 
-$L__BB46_20:
+$L__BB47_20:
 	or.b64  	%rd252, %rd38, %rd228;
 	and.b64  	%rd253, %rd252, -4294967296;
 	setp.eq.s64 	%p16, %rd253, 0;
-	@%p16 bra 	$L__BB46_22;
+	@%p16 bra 	$L__BB47_22;
 
 	div.s64 	%rd511, %rd38, %rd228;
-	bra.uni 	$L__BB46_35;
+	bra.uni 	$L__BB47_35;
 
-$L__BB46_22:
+$L__BB47_22:
 	cvt.u32.u64 	%r24, %rd228;
 	cvt.u32.u64 	%r25, %rd38;
 	div.u32 	%r26, %r25, %r24;
 	cvt.u64.u32 	%rd511, %r26;
 
-$L__BB46_35:
+$L__BB47_35:
 	max.s64 	%rd513, %rd508, 0;
 	max.s64 	%rd68, %rd510, 0;
 	min.s64 	%rd69, %rd509, %rd7;
 	min.s64 	%rd70, %rd511, %rd8;
 	setp.gt.s64 	%p21, %rd513, %rd69;
 	mov.f32 	%f130, 0f00000000;
-	@%p21 bra 	$L__BB46_155;
+	@%p21 bra 	$L__BB47_155;
 
 	neg.s64 	%rd407, %rd232;
 	neg.s64 	%rd265, %rd68;
@@ -10626,11 +10741,11 @@ $L__BB46_35:
 	add.s64 	%rd282, %rd513, %rd95;
 	mul.lo.s64 	%rd94, %rd232, %rd282;
 
-$L__BB46_37:
+$L__BB47_37:
 	mov.u64 	%rd97, %rd513;
 	max.s64 	%rd471, %rd510, 0;
 	setp.gt.s64 	%p22, %rd471, %rd70;
-	@%p22 bra 	$L__BB46_154;
+	@%p22 bra 	$L__BB47_154;
 
 	max.s64 	%rd472, %rd510, 0;
 	setp.neu.f32 	%p180, %f122, 0f00000000;
@@ -10655,32 +10770,32 @@ $L__BB46_37:
 	add.s64 	%rd293, %rd472, %rd291;
 	shl.b64 	%rd294, %rd293, 2;
 	add.s64 	%rd105, %rd4, %rd294;
-	@%p180 bra 	$L__BB46_80;
-	bra.uni 	$L__BB46_39;
+	@%p180 bra 	$L__BB47_80;
+	bra.uni 	$L__BB47_39;
 
-$L__BB46_80:
+$L__BB47_80:
 	max.s64 	%rd529, %rd510, 0;
 	setp.eq.s64 	%p113, %rd72, 0;
-	@%p113 bra 	$L__BB46_113;
+	@%p113 bra 	$L__BB47_113;
 
 	or.b64  	%rd351, %rd99, %rd231;
 	and.b64  	%rd352, %rd351, -4294967296;
 	setp.eq.s64 	%p114, %rd352, 0;
-	@%p114 bra 	$L__BB46_83;
+	@%p114 bra 	$L__BB47_83;
 
 	div.s64 	%rd521, %rd99, %rd231;
-	bra.uni 	$L__BB46_84;
+	bra.uni 	$L__BB47_84;
 
-$L__BB46_39:
+$L__BB47_39:
 	ld.param.f32 	%f123, [avg_pool2d_bwd_f32_param_13];
 	setp.neu.f32 	%p24, %f123, 0f00000000;
-	@%p24 bra 	$L__BB46_60;
-	bra.uni 	$L__BB46_40;
+	@%p24 bra 	$L__BB47_60;
+	bra.uni 	$L__BB47_40;
 
-$L__BB46_60:
+$L__BB47_60:
 	max.s64 	%rd518, %rd510, 0;
 	setp.eq.s64 	%p69, %rd72, 0;
-	@%p69 bra 	$L__BB46_69;
+	@%p69 bra 	$L__BB47_69;
 
 	setp.ge.s64 	%p70, %rd499, %rd78;
 	setp.lt.s64 	%p71, %rd501, %rd102;
@@ -10690,7 +10805,7 @@ $L__BB46_60:
 	setp.lt.s64 	%p74, %rd499, %rd77;
 	or.pred  	%p75, %p73, %p74;
 	or.pred  	%p76, %p75, %p70;
-	@%p76 bra 	$L__BB46_63;
+	@%p76 bra 	$L__BB47_63;
 
 	max.s64 	%rd464, %rd510, 0;
 	mul.lo.s64 	%rd463, %rd464, %rd228;
@@ -10704,17 +10819,17 @@ $L__BB46_60:
 	div.rn.f32 	%f81, %f80, %f79;
 	add.f32 	%f130, %f130, %f81;
 
-$L__BB46_63:
+$L__BB47_63:
 	max.s64 	%rd441, %rd510, 0;
 	add.s64 	%rd518, %rd441, 1;
 	setp.eq.s64 	%p77, %rd72, 1;
-	@%p77 bra 	$L__BB46_69;
+	@%p77 bra 	$L__BB47_69;
 
 	setp.ge.s64 	%p78, %rd499, %rd85;
 	setp.lt.s64 	%p79, %rd499, %rd84;
 	or.pred  	%p81, %p73, %p79;
 	or.pred  	%p82, %p81, %p78;
-	@%p82 bra 	$L__BB46_66;
+	@%p82 bra 	$L__BB47_66;
 
 	max.s64 	%rd458, %rd510, 0;
 	mul.lo.s64 	%rd457, %rd458, %rd228;
@@ -10729,18 +10844,18 @@ $L__BB46_63:
 	div.rn.f32 	%f84, %f83, %f82;
 	add.f32 	%f130, %f130, %f84;
 
-$L__BB46_66:
+$L__BB47_66:
 	max.s64 	%rd443, %rd510, 0;
 	add.s64 	%rd518, %rd443, 2;
 	setp.eq.s64 	%p83, %rd72, 2;
-	@%p83 bra 	$L__BB46_69;
+	@%p83 bra 	$L__BB47_69;
 
 	setp.ge.s64 	%p84, %rd499, %rd91;
 	setp.lt.s64 	%p85, %rd499, %rd90;
 	or.pred  	%p87, %p73, %p85;
 	or.pred  	%p88, %p87, %p84;
 	mov.u64 	%rd518, %rd88;
-	@%p88 bra 	$L__BB46_69;
+	@%p88 bra 	$L__BB47_69;
 
 	max.s64 	%rd451, %rd510, 0;
 	mul.lo.s64 	%rd450, %rd451, %rd228;
@@ -10757,9 +10872,9 @@ $L__BB46_66:
 	add.f32 	%f130, %f130, %f87;
 	mov.u64 	%rd518, %rd88;
 
-$L__BB46_69:
+$L__BB47_69:
 	setp.lt.u64 	%p89, %rd71, 3;
-	@%p89 bra 	$L__BB46_154;
+	@%p89 bra 	$L__BB47_154;
 
 	setp.ge.s64 	%p90, %rd501, %rd101;
 	setp.lt.s64 	%p91, %rd501, %rd102;
@@ -10767,7 +10882,7 @@ $L__BB46_69:
 	shl.b64 	%rd325, %rd518, 2;
 	add.s64 	%rd520, %rd98, %rd325;
 
-$L__BB46_71:
+$L__BB47_71:
 	mul.lo.s64 	%rd131, %rd518, %rd228;
 	sub.s64 	%rd326, %rd131, %rd230;
 	max.s64 	%rd327, %rd326, 0;
@@ -10778,7 +10893,7 @@ $L__BB46_71:
 	or.pred  	%p94, %p93, %p92;
 	setp.ge.s64 	%p95, %rd499, %rd329;
 	or.pred  	%p96, %p94, %p95;
-	@%p96 bra 	$L__BB46_73;
+	@%p96 bra 	$L__BB47_73;
 
 	mul.lo.s64 	%rd483, %rd518, %rd228;
 	sub.s64 	%rd482, %rd483, %rd230;
@@ -10791,7 +10906,7 @@ $L__BB46_71:
 	div.rn.f32 	%f90, %f89, %f88;
 	add.f32 	%f130, %f130, %f90;
 
-$L__BB46_73:
+$L__BB47_73:
 	not.pred 	%p181, %p4;
 	add.s64 	%rd133, %rd131, %rd228;
 	sub.s64 	%rd332, %rd133, %rd230;
@@ -10802,7 +10917,7 @@ $L__BB46_73:
 	or.pred  	%p99, %p181, %p97;
 	setp.ge.s64 	%p100, %rd499, %rd335;
 	or.pred  	%p101, %p99, %p100;
-	@%p101 bra 	$L__BB46_75;
+	@%p101 bra 	$L__BB47_75;
 
 	mul.lo.s64 	%rd489, %rd518, %rd228;
 	add.s64 	%rd488, %rd489, %rd228;
@@ -10816,7 +10931,7 @@ $L__BB46_73:
 	div.rn.f32 	%f93, %f92, %f91;
 	add.f32 	%f130, %f130, %f93;
 
-$L__BB46_75:
+$L__BB47_75:
 	not.pred 	%p182, %p4;
 	add.s64 	%rd135, %rd133, %rd228;
 	sub.s64 	%rd338, %rd135, %rd230;
@@ -10827,7 +10942,7 @@ $L__BB46_75:
 	or.pred  	%p104, %p182, %p102;
 	setp.ge.s64 	%p105, %rd499, %rd341;
 	or.pred  	%p106, %p104, %p105;
-	@%p106 bra 	$L__BB46_77;
+	@%p106 bra 	$L__BB47_77;
 
 	mul.lo.s64 	%rd496, %rd518, %rd228;
 	add.s64 	%rd495, %rd496, %rd228;
@@ -10842,7 +10957,7 @@ $L__BB46_75:
 	div.rn.f32 	%f96, %f95, %f94;
 	add.f32 	%f130, %f130, %f96;
 
-$L__BB46_77:
+$L__BB47_77:
 	not.pred 	%p183, %p4;
 	add.s64 	%rd344, %rd135, %rd228;
 	sub.s64 	%rd137, %rd344, %rd230;
@@ -10853,7 +10968,7 @@ $L__BB46_77:
 	or.pred  	%p109, %p183, %p107;
 	setp.ge.s64 	%p110, %rd499, %rd346;
 	or.pred  	%p111, %p109, %p110;
-	@%p111 bra 	$L__BB46_79;
+	@%p111 bra 	$L__BB47_79;
 
 	min.s64 	%rd347, %rd138, %rd11;
 	sub.s64 	%rd348, %rd347, %rd137;
@@ -10863,67 +10978,67 @@ $L__BB46_77:
 	div.rn.f32 	%f99, %f98, %f97;
 	add.f32 	%f130, %f130, %f99;
 
-$L__BB46_79:
+$L__BB47_79:
 	add.s64 	%rd139, %rd518, 4;
 	add.s64 	%rd520, %rd520, 16;
 	add.s64 	%rd350, %rd518, 3;
 	setp.lt.s64 	%p112, %rd350, %rd70;
 	mov.u64 	%rd518, %rd139;
-	@%p112 bra 	$L__BB46_71;
-	bra.uni 	$L__BB46_154;
+	@%p112 bra 	$L__BB47_71;
+	bra.uni 	$L__BB47_154;
 
-$L__BB46_83:
+$L__BB47_83:
 	cvt.u32.u64 	%r39, %rd231;
 	cvt.u32.u64 	%r40, %rd99;
 	div.u32 	%r41, %r40, %r39;
 	cvt.u64.u32 	%rd521, %r41;
 
-$L__BB46_84:
+$L__BB47_84:
 	or.b64  	%rd353, %rd100, %rd231;
 	and.b64  	%rd354, %rd353, -4294967296;
 	setp.eq.s64 	%p115, %rd354, 0;
-	@%p115 bra 	$L__BB46_86;
+	@%p115 bra 	$L__BB47_86;
 
 	div.s64 	%rd522, %rd100, %rd231;
-	bra.uni 	$L__BB46_87;
+	bra.uni 	$L__BB47_87;
 
-$L__BB46_86:
+$L__BB47_86:
 	cvt.u32.u64 	%r42, %rd231;
 	cvt.u32.u64 	%r43, %rd100;
 	div.u32 	%r44, %r43, %r42;
 	cvt.u64.u32 	%rd522, %r44;
 
-$L__BB46_87:
+$L__BB47_87:
 	or.b64  	%rd355, %rd74, %rd232;
 	and.b64  	%rd356, %rd355, -4294967296;
 	setp.eq.s64 	%p116, %rd356, 0;
-	@%p116 bra 	$L__BB46_89;
+	@%p116 bra 	$L__BB47_89;
 
 	div.s64 	%rd523, %rd74, %rd232;
-	bra.uni 	$L__BB46_90;
+	bra.uni 	$L__BB47_90;
 
-$L__BB46_89:
+$L__BB47_89:
 	cvt.u32.u64 	%r45, %rd232;
 	cvt.u32.u64 	%r46, %rd74;
 	div.u32 	%r47, %r46, %r45;
 	cvt.u64.u32 	%rd523, %r47;
 
-$L__BB46_90:
+$L__BB47_90:
 	or.b64  	%rd357, %rd76, %rd232;
 	and.b64  	%rd358, %rd357, -4294967296;
 	setp.eq.s64 	%p117, %rd358, 0;
-	@%p117 bra 	$L__BB46_92;
+	@%p117 bra 	$L__BB47_92;
 
 	div.s64 	%rd524, %rd76, %rd232;
-	bra.uni 	$L__BB46_93;
+	bra.uni 	$L__BB47_93;
 
-$L__BB46_92:
+$L__BB47_92:
 	cvt.u32.u64 	%r48, %rd232;
 	cvt.u32.u64 	%r49, %rd76;
 	div.u32 	%r50, %r49, %r48;
 	cvt.u64.u32 	%rd524, %r50;
 
-$L__BB46_93:
+$L__BB47_93:
 	sub.s64 	%rd153, %rd524, %rd523;
 	sub.s64 	%rd154, %rd522, %rd521;
 	setp.lt.s64 	%p118, %rd501, %rd522;
@@ -10934,7 +11049,7 @@ $L__BB46_93:
 	or.pred  	%p122, %p120, %p121;
 	setp.ge.s64 	%p123, %rd499, %rd524;
 	or.pred  	%p124, %p122, %p123;
-	@%p124 bra 	$L__BB46_95;
+	@%p124 bra 	$L__BB47_95;
 
 	mul.lo.s64 	%rd359, %rd153, %rd154;
 	cvt.rn.f32.s64 	%f101, %rd359;
@@ -10942,24 +11057,24 @@ $L__BB46_93:
 	div.rn.f32 	%f103, %f102, %f101;
 	add.f32 	%f130, %f130, %f103;
 
-$L__BB46_95:
+$L__BB47_95:
 	max.s64 	%rd466, %rd510, 0;
 	add.s64 	%rd529, %rd466, 1;
 	setp.eq.s64 	%p125, %rd72, 1;
-	@%p125 bra 	$L__BB46_113;
+	@%p125 bra 	$L__BB47_113;
 
 	or.b64  	%rd360, %rd75, %rd232;
 	and.b64  	%rd361, %rd360, -4294967296;
 	setp.eq.s64 	%p126, %rd361, 0;
-	@%p126 bra 	$L__BB46_98;
+	@%p126 bra 	$L__BB47_98;
 
 	div.s64 	%rd525, %rd75, %rd232;
-	bra.uni 	$L__BB46_99;
+	bra.uni 	$L__BB47_99;
 
-$L__BB46_40:
+$L__BB47_40:
 	max.s64 	%rd514, %rd510, 0;
 	setp.eq.s64 	%p25, %rd72, 0;
-	@%p25 bra 	$L__BB46_49;
+	@%p25 bra 	$L__BB47_49;
 
 	setp.ge.s64 	%p26, %rd499, %rd78;
 	setp.lt.s64 	%p27, %rd501, %rd102;
@@ -10969,7 +11084,7 @@ $L__BB46_40:
 	setp.lt.s64 	%p30, %rd499, %rd77;
 	or.pred  	%p31, %p29, %p30;
 	or.pred  	%p32, %p31, %p26;
-	@%p32 bra 	$L__BB46_43;
+	@%p32 bra 	$L__BB47_43;
 
 	max.s64 	%rd438, %rd510, 0;
 	mul.lo.s64 	%rd437, %rd438, %rd228;
@@ -10984,17 +11099,17 @@ $L__BB46_40:
 	div.rn.f32 	%f59, %f58, %f57;
 	add.f32 	%f130, %f130, %f59;
 
-$L__BB46_43:
+$L__BB47_43:
 	max.s64 	%rd412, %rd510, 0;
 	add.s64 	%rd514, %rd412, 1;
 	setp.eq.s64 	%p33, %rd72, 1;
-	@%p33 bra 	$L__BB46_49;
+	@%p33 bra 	$L__BB47_49;
 
 	setp.ge.s64 	%p34, %rd499, %rd85;
 	setp.lt.s64 	%p35, %rd499, %rd84;
 	or.pred  	%p37, %p29, %p35;
 	or.pred  	%p38, %p37, %p34;
-	@%p38 bra 	$L__BB46_46;
+	@%p38 bra 	$L__BB47_46;
 
 	max.s64 	%rd431, %rd510, 0;
 	mul.lo.s64 	%rd430, %rd431, %rd228;
@@ -11010,18 +11125,18 @@ $L__BB46_43:
 	div.rn.f32 	%f62, %f61, %f60;
 	add.f32 	%f130, %f130, %f62;
 
-$L__BB46_46:
+$L__BB47_46:
 	max.s64 	%rd414, %rd510, 0;
 	add.s64 	%rd514, %rd414, 2;
 	setp.eq.s64 	%p39, %rd72, 2;
-	@%p39 bra 	$L__BB46_49;
+	@%p39 bra 	$L__BB47_49;
 
 	setp.ge.s64 	%p40, %rd499, %rd91;
 	setp.lt.s64 	%p41, %rd499, %rd90;
 	or.pred  	%p43, %p29, %p41;
 	or.pred  	%p44, %p43, %p40;
 	mov.u64 	%rd514, %rd88;
-	@%p44 bra 	$L__BB46_49;
+	@%p44 bra 	$L__BB47_49;
 
 	max.s64 	%rd423, %rd510, 0;
 	mul.lo.s64 	%rd422, %rd423, %rd228;
@@ -11039,9 +11154,9 @@ $L__BB46_46:
 	add.f32 	%f130, %f130, %f65;
 	mov.u64 	%rd514, %rd88;
 
-$L__BB46_49:
+$L__BB47_49:
 	setp.lt.u64 	%p45, %rd71, 3;
-	@%p45 bra 	$L__BB46_154;
+	@%p45 bra 	$L__BB47_154;
 
 	neg.s64 	%rd515, %rd230;
 	setp.ge.s64 	%p46, %rd501, %rd101;
@@ -11051,7 +11166,7 @@ $L__BB46_49:
 	shl.b64 	%rd301, %rd514, 2;
 	add.s64 	%rd517, %rd98, %rd301;
 
-$L__BB46_51:
+$L__BB47_51:
 	mul.lo.s64 	%rd470, %rd228, %rd514;
 	add.s64 	%rd469, %rd226, %rd470;
 	add.s64 	%rd302, %rd470, %rd515;
@@ -11064,7 +11179,7 @@ $L__BB46_51:
 	or.pred  	%p50, %p49, %p48;
 	setp.ge.s64 	%p51, %rd499, %rd305;
 	or.pred  	%p52, %p50, %p51;
-	@%p52 bra 	$L__BB46_53;
+	@%p52 bra 	$L__BB47_53;
 
 	mul.lo.s64 	%rd306, %rd120, %rd104;
 	cvt.rn.f32.s64 	%f66, %rd306;
@@ -11072,7 +11187,7 @@ $L__BB46_51:
 	div.rn.f32 	%f68, %f67, %f66;
 	add.f32 	%f130, %f130, %f68;
 
-$L__BB46_53:
+$L__BB47_53:
 	add.s64 	%rd478, %rd514, 1;
 	mul.lo.s64 	%rd477, %rd228, %rd478;
 	add.s64 	%rd476, %rd226, %rd477;
@@ -11088,7 +11203,7 @@ $L__BB46_53:
 	or.pred  	%p55, %p177, %p53;
 	setp.ge.s64 	%p56, %rd499, %rd310;
 	or.pred  	%p57, %p55, %p56;
-	@%p57 bra 	$L__BB46_55;
+	@%p57 bra 	$L__BB47_55;
 
 	mul.lo.s64 	%rd311, %rd121, %rd104;
 	cvt.rn.f32.s64 	%f69, %rd311;
@@ -11096,7 +11211,7 @@ $L__BB46_53:
 	div.rn.f32 	%f71, %f70, %f69;
 	add.f32 	%f130, %f130, %f71;
 
-$L__BB46_55:
+$L__BB47_55:
 	add.s64 	%rd402, %rd514, 2;
 	mul.lo.s64 	%rd401, %rd228, %rd402;
 	add.s64 	%rd400, %rd226, %rd401;
@@ -11110,7 +11225,7 @@ $L__BB46_55:
 	or.pred  	%p60, %p178, %p58;
 	setp.ge.s64 	%p61, %rd499, %rd315;
 	or.pred  	%p62, %p60, %p61;
-	@%p62 bra 	$L__BB46_57;
+	@%p62 bra 	$L__BB47_57;
 
 	mul.lo.s64 	%rd316, %rd122, %rd104;
 	cvt.rn.f32.s64 	%f72, %rd316;
@@ -11118,7 +11233,7 @@ $L__BB46_55:
 	div.rn.f32 	%f74, %f73, %f72;
 	add.f32 	%f130, %f130, %f74;
 
-$L__BB46_57:
+$L__BB47_57:
 	add.s64 	%rd405, %rd514, 3;
 	mul.lo.s64 	%rd404, %rd228, %rd405;
 	add.s64 	%rd403, %rd226, %rd404;
@@ -11132,7 +11247,7 @@ $L__BB46_57:
 	or.pred  	%p65, %p179, %p63;
 	setp.ge.s64 	%p66, %rd499, %rd320;
 	or.pred  	%p67, %p65, %p66;
-	@%p67 bra 	$L__BB46_59;
+	@%p67 bra 	$L__BB47_59;
 
 	mul.lo.s64 	%rd321, %rd123, %rd104;
 	cvt.rn.f32.s64 	%f75, %rd321;
@@ -11140,43 +11255,43 @@ $L__BB46_57:
 	div.rn.f32 	%f77, %f76, %f75;
 	add.f32 	%f130, %f130, %f77;
 
-$L__BB46_59:
+$L__BB47_59:
 	shl.b64 	%rd406, %rd228, 2;
 	add.s64 	%rd515, %rd515, %rd406;
 	add.s64 	%rd516, %rd516, 4;
 	setp.lt.s64 	%p68, %rd516, %rd70;
 	add.s64 	%rd517, %rd517, 16;
-	@%p68 bra 	$L__BB46_51;
-	bra.uni 	$L__BB46_154;
+	@%p68 bra 	$L__BB47_51;
+	bra.uni 	$L__BB47_154;
 
-$L__BB46_98:
+$L__BB47_98:
 	cvt.u32.u64 	%r51, %rd232;
 	cvt.u32.u64 	%r52, %rd75;
 	div.u32 	%r53, %r52, %r51;
 	cvt.u64.u32 	%rd525, %r53;
 
-$L__BB46_99:
+$L__BB47_99:
 	or.b64  	%rd362, %rd83, %rd232;
 	and.b64  	%rd363, %rd362, -4294967296;
 	setp.eq.s64 	%p127, %rd363, 0;
-	@%p127 bra 	$L__BB46_101;
+	@%p127 bra 	$L__BB47_101;
 
 	div.s64 	%rd526, %rd83, %rd232;
-	bra.uni 	$L__BB46_102;
+	bra.uni 	$L__BB47_102;
 
-$L__BB46_101:
+$L__BB47_101:
 	cvt.u32.u64 	%r54, %rd232;
 	cvt.u32.u64 	%r55, %rd83;
 	div.u32 	%r56, %r55, %r54;
 	cvt.u64.u32 	%rd526, %r56;
 
-$L__BB46_102:
+$L__BB47_102:
 	sub.s64 	%rd161, %rd526, %rd525;
 	setp.lt.s64 	%p128, %rd499, %rd525;
 	or.pred  	%p130, %p120, %p128;
 	setp.ge.s64 	%p131, %rd499, %rd526;
 	or.pred  	%p132, %p130, %p131;
-	@%p132 bra 	$L__BB46_104;
+	@%p132 bra 	$L__BB47_104;
 
 	mul.lo.s64 	%rd364, %rd161, %rd154;
 	cvt.rn.f32.s64 	%f104, %rd364;
@@ -11184,42 +11299,42 @@ $L__BB46_102:
 	div.rn.f32 	%f106, %f105, %f104;
 	add.f32 	%f130, %f130, %f106;
 
-$L__BB46_104:
+$L__BB47_104:
 	max.s64 	%rd468, %rd510, 0;
 	add.s64 	%rd529, %rd468, 2;
 	setp.eq.s64 	%p133, %rd72, 2;
-	@%p133 bra 	$L__BB46_113;
+	@%p133 bra 	$L__BB47_113;
 
 	or.b64  	%rd365, %rd82, %rd232;
 	and.b64  	%rd366, %rd365, -4294967296;
 	setp.eq.s64 	%p134, %rd366, 0;
-	@%p134 bra 	$L__BB46_107;
+	@%p134 bra 	$L__BB47_107;
 
 	div.s64 	%rd527, %rd82, %rd232;
-	bra.uni 	$L__BB46_108;
+	bra.uni 	$L__BB47_108;
 
-$L__BB46_107:
+$L__BB47_107:
 	cvt.u32.u64 	%r57, %rd232;
 	cvt.u32.u64 	%r58, %rd82;
 	div.u32 	%r59, %r58, %r57;
 	cvt.u64.u32 	%rd527, %r59;
 
-$L__BB46_108:
+$L__BB47_108:
 	or.b64  	%rd367, %rd89, %rd232;
 	and.b64  	%rd368, %rd367, -4294967296;
 	setp.eq.s64 	%p135, %rd368, 0;
-	@%p135 bra 	$L__BB46_110;
+	@%p135 bra 	$L__BB47_110;
 
 	div.s64 	%rd528, %rd89, %rd232;
-	bra.uni 	$L__BB46_111;
+	bra.uni 	$L__BB47_111;
 
-$L__BB46_110:
+$L__BB47_110:
 	cvt.u32.u64 	%r60, %rd232;
 	cvt.u32.u64 	%r61, %rd89;
 	div.u32 	%r62, %r61, %r60;
 	cvt.u64.u32 	%rd528, %r62;
 
-$L__BB46_111:
+$L__BB47_111:
 	sub.s64 	%rd369, %rd528, %rd527;
 	mul.lo.s64 	%rd168, %rd369, %rd154;
 	setp.lt.s64 	%p136, %rd499, %rd527;
@@ -11227,7 +11342,7 @@ $L__BB46_111:
 	setp.ge.s64 	%p139, %rd499, %rd528;
 	or.pred  	%p140, %p138, %p139;
 	mov.u64 	%rd529, %rd88;
-	@%p140 bra 	$L__BB46_113;
+	@%p140 bra 	$L__BB47_113;
 
 	cvt.rn.f32.s64 	%f107, %rd168;
 	ld.global.f32 	%f108, [%rd105+8];
@@ -11235,40 +11350,40 @@ $L__BB46_111:
 	add.f32 	%f130, %f130, %f109;
 	mov.u64 	%rd529, %rd88;
 
-$L__BB46_113:
+$L__BB47_113:
 	setp.lt.u64 	%p141, %rd71, 3;
-	@%p141 bra 	$L__BB46_154;
+	@%p141 bra 	$L__BB47_154;
 
 	or.b64  	%rd370, %rd99, %rd231;
 	and.b64  	%rd371, %rd370, -4294967296;
 	setp.eq.s64 	%p142, %rd371, 0;
-	@%p142 bra 	$L__BB46_116;
+	@%p142 bra 	$L__BB47_116;
 
 	div.s64 	%rd530, %rd99, %rd231;
-	bra.uni 	$L__BB46_117;
+	bra.uni 	$L__BB47_117;
 
-$L__BB46_116:
+$L__BB47_116:
 	cvt.u32.u64 	%r63, %rd231;
 	cvt.u32.u64 	%r64, %rd99;
 	div.u32 	%r65, %r64, %r63;
 	cvt.u64.u32 	%rd530, %r65;
 
-$L__BB46_117:
+$L__BB47_117:
 	or.b64  	%rd372, %rd100, %rd231;
 	and.b64  	%rd373, %rd372, -4294967296;
 	setp.eq.s64 	%p143, %rd373, 0;
-	@%p143 bra 	$L__BB46_119;
+	@%p143 bra 	$L__BB47_119;
 
 	div.s64 	%rd531, %rd100, %rd231;
-	bra.uni 	$L__BB46_120;
+	bra.uni 	$L__BB47_120;
 
-$L__BB46_119:
+$L__BB47_119:
 	cvt.u32.u64 	%r66, %rd231;
 	cvt.u32.u64 	%r67, %rd100;
 	div.u32 	%r68, %r67, %r66;
 	cvt.u64.u32 	%rd531, %r68;
 
-$L__BB46_120:
+$L__BB47_120:
 	sub.s64 	%rd176, %rd531, %rd530;
 	setp.lt.s64 	%p144, %rd501, %rd531;
 	setp.ge.s64 	%p145, %rd501, %rd530;
@@ -11276,47 +11391,47 @@ $L__BB46_120:
 	shl.b64 	%rd374, %rd529, 2;
 	add.s64 	%rd533, %rd98, %rd374;
 
-$L__BB46_121:
+$L__BB47_121:
 	mul.lo.s64 	%rd180, %rd529, %rd224;
 	or.b64  	%rd375, %rd180, %rd232;
 	and.b64  	%rd376, %rd375, -4294967296;
 	setp.eq.s64 	%p146, %rd376, 0;
-	@%p146 bra 	$L__BB46_123;
+	@%p146 bra 	$L__BB47_123;
 
 	div.s64 	%rd534, %rd180, %rd232;
-	bra.uni 	$L__BB46_124;
+	bra.uni 	$L__BB47_124;
 
-$L__BB46_123:
+$L__BB47_123:
 	cvt.u32.u64 	%r69, %rd232;
 	cvt.u32.u64 	%r70, %rd180;
 	div.u32 	%r71, %r70, %r69;
 	cvt.u64.u32 	%rd534, %r71;
 
-$L__BB46_124:
+$L__BB47_124:
 	add.s64 	%rd184, %rd180, %rd224;
 	add.s64 	%rd185, %rd8, %rd184;
 	or.b64  	%rd377, %rd185, %rd232;
 	and.b64  	%rd378, %rd377, -4294967296;
 	setp.eq.s64 	%p147, %rd378, 0;
-	@%p147 bra 	$L__BB46_126;
+	@%p147 bra 	$L__BB47_126;
 
 	div.s64 	%rd535, %rd185, %rd232;
-	bra.uni 	$L__BB46_127;
+	bra.uni 	$L__BB47_127;
 
-$L__BB46_126:
+$L__BB47_126:
 	cvt.u32.u64 	%r72, %rd232;
 	cvt.u32.u64 	%r73, %rd185;
 	div.u32 	%r74, %r73, %r72;
 	cvt.u64.u32 	%rd535, %r74;
 
-$L__BB46_127:
+$L__BB47_127:
 	sub.s64 	%rd189, %rd535, %rd534;
 	setp.lt.s64 	%p148, %rd499, %rd534;
 	not.pred 	%p149, %p6;
 	or.pred  	%p150, %p149, %p148;
 	setp.ge.s64 	%p151, %rd499, %rd535;
 	or.pred  	%p152, %p150, %p151;
-	@%p152 bra 	$L__BB46_129;
+	@%p152 bra 	$L__BB47_129;
 
 	mul.lo.s64 	%rd379, %rd189, %rd176;
 	cvt.rn.f32.s64 	%f110, %rd379;
@@ -11324,46 +11439,46 @@ $L__BB46_127:
 	div.rn.f32 	%f112, %f111, %f110;
 	add.f32 	%f130, %f130, %f112;
 
-$L__BB46_129:
+$L__BB47_129:
 	or.b64  	%rd380, %rd184, %rd232;
 	and.b64  	%rd381, %rd380, -4294967296;
 	setp.eq.s64 	%p153, %rd381, 0;
-	@%p153 bra 	$L__BB46_131;
+	@%p153 bra 	$L__BB47_131;
 
 	div.s64 	%rd536, %rd184, %rd232;
-	bra.uni 	$L__BB46_132;
+	bra.uni 	$L__BB47_132;
 
-$L__BB46_131:
+$L__BB47_131:
 	cvt.u32.u64 	%r75, %rd232;
 	cvt.u32.u64 	%r76, %rd184;
 	div.u32 	%r77, %r76, %r75;
 	cvt.u64.u32 	%rd536, %r77;
 
-$L__BB46_132:
+$L__BB47_132:
 	add.s64 	%rd193, %rd184, %rd224;
 	add.s64 	%rd194, %rd8, %rd193;
 	or.b64  	%rd382, %rd194, %rd232;
 	and.b64  	%rd383, %rd382, -4294967296;
 	setp.eq.s64 	%p154, %rd383, 0;
-	@%p154 bra 	$L__BB46_134;
+	@%p154 bra 	$L__BB47_134;
 
 	div.s64 	%rd537, %rd194, %rd232;
-	bra.uni 	$L__BB46_135;
+	bra.uni 	$L__BB47_135;
 
-$L__BB46_134:
+$L__BB47_134:
 	cvt.u32.u64 	%r78, %rd232;
 	cvt.u32.u64 	%r79, %rd194;
 	div.u32 	%r80, %r79, %r78;
 	cvt.u64.u32 	%rd537, %r80;
 
-$L__BB46_135:
+$L__BB47_135:
 	not.pred 	%p184, %p6;
 	sub.s64 	%rd198, %rd537, %rd536;
 	setp.lt.s64 	%p155, %rd499, %rd536;
 	or.pred  	%p157, %p184, %p155;
 	setp.ge.s64 	%p158, %rd499, %rd537;
 	or.pred  	%p159, %p157, %p158;
-	@%p159 bra 	$L__BB46_137;
+	@%p159 bra 	$L__BB47_137;
 
 	mul.lo.s64 	%rd384, %rd198, %rd176;
 	cvt.rn.f32.s64 	%f113, %rd384;
@@ -11371,46 +11486,46 @@ $L__BB46_135:
 	div.rn.f32 	%f115, %f114, %f113;
 	add.f32 	%f130, %f130, %f115;
 
-$L__BB46_137:
+$L__BB47_137:
 	or.b64  	%rd385, %rd193, %rd232;
 	and.b64  	%rd386, %rd385, -4294967296;
 	setp.eq.s64 	%p160, %rd386, 0;
-	@%p160 bra 	$L__BB46_139;
+	@%p160 bra 	$L__BB47_139;
 
 	div.s64 	%rd538, %rd193, %rd232;
-	bra.uni 	$L__BB46_140;
+	bra.uni 	$L__BB47_140;
 
-$L__BB46_139:
+$L__BB47_139:
 	cvt.u32.u64 	%r81, %rd232;
 	cvt.u32.u64 	%r82, %rd193;
 	div.u32 	%r83, %r82, %r81;
 	cvt.u64.u32 	%rd538, %r83;
 
-$L__BB46_140:
+$L__BB47_140:
 	add.s64 	%rd202, %rd193, %rd224;
 	add.s64 	%rd203, %rd8, %rd202;
 	or.b64  	%rd387, %rd203, %rd232;
 	and.b64  	%rd388, %rd387, -4294967296;
 	setp.eq.s64 	%p161, %rd388, 0;
-	@%p161 bra 	$L__BB46_142;
+	@%p161 bra 	$L__BB47_142;
 
 	div.s64 	%rd539, %rd203, %rd232;
-	bra.uni 	$L__BB46_143;
+	bra.uni 	$L__BB47_143;
 
-$L__BB46_142:
+$L__BB47_142:
 	cvt.u32.u64 	%r84, %rd232;
 	cvt.u32.u64 	%r85, %rd203;
 	div.u32 	%r86, %r85, %r84;
 	cvt.u64.u32 	%rd539, %r86;
 
-$L__BB46_143:
+$L__BB47_143:
 	not.pred 	%p185, %p6;
 	sub.s64 	%rd207, %rd539, %rd538;
 	setp.lt.s64 	%p162, %rd499, %rd538;
 	or.pred  	%p164, %p185, %p162;
 	setp.ge.s64 	%p165, %rd499, %rd539;
 	or.pred  	%p166, %p164, %p165;
-	@%p166 bra 	$L__BB46_145;
+	@%p166 bra 	$L__BB47_145;
 
 	mul.lo.s64 	%rd389, %rd207, %rd176;
 	cvt.rn.f32.s64 	%f116, %rd389;
@@ -11418,45 +11533,45 @@ $L__BB46_143:
 	div.rn.f32 	%f118, %f117, %f116;
 	add.f32 	%f130, %f130, %f118;
 
-$L__BB46_145:
+$L__BB47_145:
 	or.b64  	%rd390, %rd202, %rd232;
 	and.b64  	%rd391, %rd390, -4294967296;
 	setp.eq.s64 	%p167, %rd391, 0;
-	@%p167 bra 	$L__BB46_147;
+	@%p167 bra 	$L__BB47_147;
 
 	div.s64 	%rd540, %rd202, %rd232;
-	bra.uni 	$L__BB46_148;
+	bra.uni 	$L__BB47_148;
 
-$L__BB46_147:
+$L__BB47_147:
 	cvt.u32.u64 	%r87, %rd232;
 	cvt.u32.u64 	%r88, %rd202;
 	div.u32 	%r89, %r88, %r87;
 	cvt.u64.u32 	%rd540, %r89;
 
-$L__BB46_148:
+$L__BB47_148:
 	add.s64 	%rd211, %rd203, %rd224;
 	or.b64  	%rd392, %rd211, %rd232;
 	and.b64  	%rd393, %rd392, -4294967296;
 	setp.eq.s64 	%p168, %rd393, 0;
-	@%p168 bra 	$L__BB46_150;
+	@%p168 bra 	$L__BB47_150;
 
 	div.s64 	%rd541, %rd211, %rd232;
-	bra.uni 	$L__BB46_151;
+	bra.uni 	$L__BB47_151;
 
-$L__BB46_150:
+$L__BB47_150:
 	cvt.u32.u64 	%r90, %rd232;
 	cvt.u32.u64 	%r91, %rd211;
 	div.u32 	%r92, %r91, %r90;
 	cvt.u64.u32 	%rd541, %r92;
 
-$L__BB46_151:
+$L__BB47_151:
 	not.pred 	%p186, %p6;
 	sub.s64 	%rd215, %rd541, %rd540;
 	setp.lt.s64 	%p169, %rd499, %rd540;
 	or.pred  	%p171, %p186, %p169;
 	setp.ge.s64 	%p172, %rd499, %rd541;
 	or.pred  	%p173, %p171, %p172;
-	@%p173 bra 	$L__BB46_153;
+	@%p173 bra 	$L__BB47_153;
 
 	mul.lo.s64 	%rd394, %rd215, %rd176;
 	cvt.rn.f32.s64 	%f119, %rd394;
@@ -11464,28 +11579,28 @@ $L__BB46_151:
 	div.rn.f32 	%f121, %f120, %f119;
 	add.f32 	%f130, %f130, %f121;
 
-$L__BB46_153:
+$L__BB47_153:
 	add.s64 	%rd533, %rd533, 16;
 	add.s64 	%rd395, %rd529, 3;
 	setp.lt.s64 	%p174, %rd395, %rd70;
 	add.s64 	%rd529, %rd529, 4;
-	@%p174 bra 	$L__BB46_121;
+	@%p174 bra 	$L__BB47_121;
 
-$L__BB46_154:
+$L__BB47_154:
 	add.s64 	%rd513, %rd97, 1;
 	add.s64 	%rd512, %rd512, 1;
 	setp.lt.s64 	%p175, %rd97, %rd69;
-	@%p175 bra 	$L__BB46_37;
+	@%p175 bra 	$L__BB47_37;
 
-$L__BB46_155:
+$L__BB47_155:
 	shl.b64 	%rd396, %rd497, 2;
 	add.s64 	%rd397, %rd15, %rd396;
 	st.global.f32 	[%rd397], %f130;
 	add.s64 	%rd497, %rd497, %rd9;
 	setp.lt.s64 	%p176, %rd497, %rd3;
-	@%p176 bra 	$L__BB46_2;
+	@%p176 bra 	$L__BB47_2;
 
-$L__BB46_156:
+$L__BB47_156:
 	ret;
 
 }
@@ -11520,16 +11635,16 @@ $L__BB46_156:
 	cvt.u64.u32 	%rd107, %r3;
 	add.s64 	%rd180, %rd106, %rd107;
 	setp.ge.s64 	%p1, %rd180, %rd101;
-	@%p1 bra 	$L__BB47_40;
+	@%p1 bra 	$L__BB48_40;
 
 	setp.gt.s64 	%p2, %rd102, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd6, %r4;
 	mul.lo.s64 	%rd7, %rd6, %rd4;
-	@%p2 bra 	$L__BB47_11;
-	bra.uni 	$L__BB47_2;
+	@%p2 bra 	$L__BB48_11;
+	bra.uni 	$L__BB48_2;
 
-$L__BB47_11:
+$L__BB48_11:
 	not.b64 	%rd122, %rd102;
 	max.s64 	%rd123, %rd122, -2;
 	add.s64 	%rd124, %rd123, %rd102;
@@ -11545,28 +11660,28 @@ $L__BB47_11:
 	add.s64 	%rd130, %rd1, %rd129;
 	add.s64 	%rd28, %rd130, -16;
 
-$L__BB47_12:
+$L__BB48_12:
 	setp.lt.u64 	%p8, %rd24, 3;
 	mov.u64 	%rd203, 0;
 	mov.u64 	%rd184, %rd28;
 	mov.u64 	%rd185, %rd27;
 	mov.u64 	%rd186, %rd102;
 	mov.u64 	%rd188, %rd180;
-	@%p8 bra 	$L__BB47_26;
+	@%p8 bra 	$L__BB48_26;
 
-$L__BB47_13:
+$L__BB48_13:
 	ld.global.u64 	%rd36, [%rd185+8];
 	or.b64  	%rd134, %rd188, %rd36;
 	and.b64  	%rd135, %rd134, -4294967296;
 	setp.eq.s64 	%p9, %rd135, 0;
-	@%p9 bra 	$L__BB47_15;
+	@%p9 bra 	$L__BB48_15;
 
 	div.s64 	%rd189, %rd188, %rd36;
 	mul.lo.s64 	%rd136, %rd189, %rd36;
 	sub.s64 	%rd190, %rd188, %rd136;
-	bra.uni 	$L__BB47_16;
+	bra.uni 	$L__BB48_16;
 
-$L__BB47_15:
+$L__BB48_15:
 	cvt.u32.u64 	%r8, %rd36;
 	cvt.u32.u64 	%r9, %rd188;
 	div.u32 	%r10, %r9, %r8;
@@ -11575,7 +11690,7 @@ $L__BB47_15:
 	cvt.u64.u32 	%rd189, %r10;
 	cvt.u64.u32 	%rd190, %r12;
 
-$L__BB47_16:
+$L__BB48_16:
 	ld.global.u64 	%rd137, [%rd184+8];
 	mul.lo.s64 	%rd138, %rd137, %rd190;
 	add.s64 	%rd44, %rd138, %rd203;
@@ -11583,14 +11698,14 @@ $L__BB47_16:
 	or.b64  	%rd139, %rd189, %rd45;
 	and.b64  	%rd140, %rd139, -4294967296;
 	setp.eq.s64 	%p10, %rd140, 0;
-	@%p10 bra 	$L__BB47_18;
+	@%p10 bra 	$L__BB48_18;
 
 	div.s64 	%rd191, %rd189, %rd45;
 	mul.lo.s64 	%rd141, %rd191, %rd45;
 	sub.s64 	%rd192, %rd189, %rd141;
-	bra.uni 	$L__BB47_19;
+	bra.uni 	$L__BB48_19;
 
-$L__BB47_18:
+$L__BB48_18:
 	cvt.u32.u64 	%r13, %rd45;
 	cvt.u32.u64 	%r14, %rd189;
 	div.u32 	%r15, %r14, %r13;
@@ -11599,7 +11714,7 @@ $L__BB47_18:
 	cvt.u64.u32 	%rd191, %r15;
 	cvt.u64.u32 	%rd192, %r17;
 
-$L__BB47_19:
+$L__BB48_19:
 	ld.global.u64 	%rd142, [%rd184];
 	mul.lo.s64 	%rd143, %rd142, %rd192;
 	add.s64 	%rd52, %rd143, %rd44;
@@ -11607,14 +11722,14 @@ $L__BB47_19:
 	or.b64  	%rd144, %rd191, %rd53;
 	and.b64  	%rd145, %rd144, -4294967296;
 	setp.eq.s64 	%p11, %rd145, 0;
-	@%p11 bra 	$L__BB47_21;
+	@%p11 bra 	$L__BB48_21;
 
 	div.s64 	%rd193, %rd191, %rd53;
 	mul.lo.s64 	%rd146, %rd193, %rd53;
 	sub.s64 	%rd194, %rd191, %rd146;
-	bra.uni 	$L__BB47_22;
+	bra.uni 	$L__BB48_22;
 
-$L__BB47_21:
+$L__BB48_21:
 	cvt.u32.u64 	%r18, %rd53;
 	cvt.u32.u64 	%r19, %rd191;
 	div.u32 	%r20, %r19, %r18;
@@ -11623,7 +11738,7 @@ $L__BB47_21:
 	cvt.u64.u32 	%rd193, %r20;
 	cvt.u64.u32 	%rd194, %r22;
 
-$L__BB47_22:
+$L__BB48_22:
 	ld.global.u64 	%rd147, [%rd184+-8];
 	mul.lo.s64 	%rd148, %rd147, %rd194;
 	add.s64 	%rd60, %rd148, %rd52;
@@ -11632,14 +11747,14 @@ $L__BB47_22:
 	or.b64  	%rd149, %rd193, %rd62;
 	and.b64  	%rd150, %rd149, -4294967296;
 	setp.eq.s64 	%p12, %rd150, 0;
-	@%p12 bra 	$L__BB47_24;
+	@%p12 bra 	$L__BB48_24;
 
 	div.s64 	%rd188, %rd193, %rd62;
 	mul.lo.s64 	%rd151, %rd188, %rd62;
 	sub.s64 	%rd196, %rd193, %rd151;
-	bra.uni 	$L__BB47_25;
+	bra.uni 	$L__BB48_25;
 
-$L__BB47_24:
+$L__BB48_24:
 	cvt.u32.u64 	%r23, %rd62;
 	cvt.u32.u64 	%r24, %rd193;
 	div.u32 	%r25, %r24, %r23;
@@ -11648,7 +11763,7 @@ $L__BB47_24:
 	cvt.u64.u32 	%rd188, %r25;
 	cvt.u64.u32 	%rd196, %r27;
 
-$L__BB47_25:
+$L__BB48_25:
 	ld.global.u64 	%rd152, [%rd184+-16];
 	mul.lo.s64 	%rd153, %rd152, %rd196;
 	add.s64 	%rd203, %rd153, %rd60;
@@ -11656,11 +11771,11 @@ $L__BB47_25:
 	add.s64 	%rd184, %rd184, -32;
 	add.s64 	%rd154, %rd26, %rd186;
 	setp.ne.s64 	%p13, %rd154, 0;
-	@%p13 bra 	$L__BB47_13;
+	@%p13 bra 	$L__BB48_13;
 
-$L__BB47_26:
+$L__BB48_26:
 	setp.eq.s64 	%p14, %rd25, 0;
-	@%p14 bra 	$L__BB47_39;
+	@%p14 bra 	$L__BB48_39;
 
 	shl.b64 	%rd155, %rd186, 3;
 	add.s64 	%rd76, %rd1, %rd155;
@@ -11668,14 +11783,14 @@ $L__BB47_26:
 	or.b64  	%rd156, %rd188, %rd77;
 	and.b64  	%rd157, %rd156, -4294967296;
 	setp.eq.s64 	%p15, %rd157, 0;
-	@%p15 bra 	$L__BB47_29;
+	@%p15 bra 	$L__BB48_29;
 
 	div.s64 	%rd198, %rd188, %rd77;
 	mul.lo.s64 	%rd158, %rd198, %rd77;
 	sub.s64 	%rd199, %rd188, %rd158;
-	bra.uni 	$L__BB47_30;
+	bra.uni 	$L__BB48_30;
 
-$L__BB47_29:
+$L__BB48_29:
 	cvt.u32.u64 	%r28, %rd77;
 	cvt.u32.u64 	%r29, %rd188;
 	div.u32 	%r30, %r29, %r28;
@@ -11684,26 +11799,26 @@ $L__BB47_29:
 	cvt.u64.u32 	%rd198, %r30;
 	cvt.u64.u32 	%rd199, %r32;
 
-$L__BB47_30:
+$L__BB48_30:
 	add.s64 	%rd84, %rd76, %rd127;
 	ld.global.u64 	%rd162, [%rd84+-8];
 	mul.lo.s64 	%rd163, %rd162, %rd199;
 	add.s64 	%rd203, %rd163, %rd203;
 	setp.eq.s64 	%p16, %rd25, 1;
-	@%p16 bra 	$L__BB47_39;
+	@%p16 bra 	$L__BB48_39;
 
 	ld.global.u64 	%rd86, [%rd76+-16];
 	or.b64  	%rd164, %rd198, %rd86;
 	and.b64  	%rd165, %rd164, -4294967296;
 	setp.eq.s64 	%p17, %rd165, 0;
-	@%p17 bra 	$L__BB47_33;
+	@%p17 bra 	$L__BB48_33;
 
 	div.s64 	%rd200, %rd198, %rd86;
 	mul.lo.s64 	%rd166, %rd200, %rd86;
 	sub.s64 	%rd201, %rd198, %rd166;
-	bra.uni 	$L__BB47_34;
+	bra.uni 	$L__BB48_34;
 
-$L__BB47_33:
+$L__BB48_33:
 	cvt.u32.u64 	%r33, %rd86;
 	cvt.u32.u64 	%r34, %rd198;
 	div.u32 	%r35, %r34, %r33;
@@ -11712,34 +11827,34 @@ $L__BB47_33:
 	cvt.u64.u32 	%rd200, %r35;
 	cvt.u64.u32 	%rd201, %r37;
 
-$L__BB47_34:
+$L__BB48_34:
 	ld.global.u64 	%rd167, [%rd84+-16];
 	mul.lo.s64 	%rd168, %rd167, %rd201;
 	add.s64 	%rd203, %rd168, %rd203;
 	setp.eq.s64 	%p18, %rd25, 2;
-	@%p18 bra 	$L__BB47_39;
+	@%p18 bra 	$L__BB48_39;
 
 	ld.global.u64 	%rd94, [%rd76+-24];
 	or.b64  	%rd169, %rd200, %rd94;
 	and.b64  	%rd170, %rd169, -4294967296;
 	setp.eq.s64 	%p19, %rd170, 0;
-	@%p19 bra 	$L__BB47_37;
+	@%p19 bra 	$L__BB48_37;
 
 	rem.s64 	%rd202, %rd200, %rd94;
-	bra.uni 	$L__BB47_38;
+	bra.uni 	$L__BB48_38;
 
-$L__BB47_37:
+$L__BB48_37:
 	cvt.u32.u64 	%r38, %rd94;
 	cvt.u32.u64 	%r39, %rd200;
 	rem.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd202, %r40;
 
-$L__BB47_38:
+$L__BB48_38:
 	ld.global.u64 	%rd171, [%rd84+-24];
 	mul.lo.s64 	%rd172, %rd171, %rd202;
 	add.s64 	%rd203, %rd172, %rd203;
 
-$L__BB47_39:
+$L__BB48_39:
 	shl.b64 	%rd173, %rd203, 2;
 	add.s64 	%rd174, %rd3, %rd173;
 	ld.global.f32 	%f6, [%rd174];
@@ -11748,33 +11863,33 @@ $L__BB47_39:
 	st.global.f32 	[%rd176], %f6;
 	add.s64 	%rd180, %rd180, %rd7;
 	setp.lt.s64 	%p20, %rd180, %rd101;
-	@%p20 bra 	$L__BB47_12;
-	bra.uni 	$L__BB47_40;
+	@%p20 bra 	$L__BB48_12;
+	bra.uni 	$L__BB48_40;
 
-$L__BB47_2:
+$L__BB48_2:
 	not.b64 	%rd108, %rd180;
 	add.s64 	%rd8, %rd108, %rd101;
 	or.b64  	%rd109, %rd8, %rd7;
 	and.b64  	%rd110, %rd109, -4294967296;
 	setp.eq.s64 	%p3, %rd110, 0;
-	@%p3 bra 	$L__BB47_4;
+	@%p3 bra 	$L__BB48_4;
 
 	div.u64 	%rd177, %rd8, %rd7;
-	bra.uni 	$L__BB47_5;
+	bra.uni 	$L__BB48_5;
 
-$L__BB47_4:
+$L__BB48_4:
 	cvt.u32.u64 	%r5, %rd7;
 	cvt.u32.u64 	%r6, %rd8;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd177, %r7;
 
-$L__BB47_5:
+$L__BB48_5:
 	add.s64 	%rd111, %rd177, 1;
 	and.b64  	%rd179, %rd111, 3;
 	setp.eq.s64 	%p4, %rd179, 0;
-	@%p4 bra 	$L__BB47_8;
+	@%p4 bra 	$L__BB48_8;
 
-$L__BB47_7:
+$L__BB48_7:
 	.pragma "nounroll";
 	ld.global.f32 	%f1, [%rd3];
 	shl.b64 	%rd112, %rd180, 2;
@@ -11783,17 +11898,17 @@ $L__BB47_7:
 	add.s64 	%rd180, %rd180, %rd7;
 	add.s64 	%rd179, %rd179, -1;
 	setp.ne.s64 	%p5, %rd179, 0;
-	@%p5 bra 	$L__BB47_7;
+	@%p5 bra 	$L__BB48_7;
 
-$L__BB47_8:
+$L__BB48_8:
 	setp.lt.u64 	%p6, %rd177, 3;
-	@%p6 bra 	$L__BB47_40;
+	@%p6 bra 	$L__BB48_40;
 
 	shl.b64 	%rd114, %rd180, 2;
 	add.s64 	%rd182, %rd2, %rd114;
 	shl.b64 	%rd19, %rd7, 2;
 
-$L__BB47_10:
+$L__BB48_10:
 	ld.global.f32 	%f2, [%rd3];
 	st.global.f32 	[%rd182], %f2;
 	ld.global.f32 	%f3, [%rd3];
@@ -11811,9 +11926,9 @@ $L__BB47_10:
 	st.global.f32 	[%rd121], %f5;
 	add.s64 	%rd180, %rd120, %rd7;
 	setp.lt.s64 	%p7, %rd180, %rd101;
-	@%p7 bra 	$L__BB47_10;
+	@%p7 bra 	$L__BB48_10;
 
-$L__BB47_40:
+$L__BB48_40:
 	ret;
 
 }
@@ -11854,7 +11969,7 @@ $L__BB47_40:
 	mul.lo.s64 	%rd102, %rd95, %rd93;
 	mul.lo.s64 	%rd6, %rd102, %rd96;
 	setp.ge.s64 	%p1, %rd200, %rd6;
-	@%p1 bra 	$L__BB48_54;
+	@%p1 bra 	$L__BB49_54;
 
 	mul.lo.s64 	%rd7, %rd96, %rd95;
 	mov.u32 	%r4, %nctaid.x;
@@ -11866,22 +11981,22 @@ $L__BB47_40:
 	or.b64  	%rd105, %rd10, %rd9;
 	and.b64  	%rd106, %rd105, -4294967296;
 	setp.eq.s64 	%p2, %rd106, 0;
-	@%p2 bra 	$L__BB48_3;
+	@%p2 bra 	$L__BB49_3;
 
 	div.u64 	%rd192, %rd10, %rd9;
-	bra.uni 	$L__BB48_4;
+	bra.uni 	$L__BB49_4;
 
-$L__BB48_3:
+$L__BB49_3:
 	cvt.u32.u64 	%r5, %rd9;
 	cvt.u32.u64 	%r6, %rd10;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd192, %r7;
 
-$L__BB48_4:
+$L__BB49_4:
 	add.s64 	%rd107, %rd192, 1;
 	and.b64  	%rd195, %rd107, 3;
 	setp.eq.s64 	%p3, %rd195, 0;
-	@%p3 bra 	$L__BB48_16;
+	@%p3 bra 	$L__BB49_16;
 
 	shl.b64 	%rd108, %rd200, 2;
 	add.s64 	%rd193, %rd1, %rd108;
@@ -11890,19 +12005,19 @@ $L__BB48_4:
 	cvt.u32.u64 	%r13, %rd95;
 	cvt.u32.u64 	%r16, %rd7;
 
-$L__BB48_6:
+$L__BB49_6:
 	.pragma "nounroll";
 	or.b64  	%rd109, %rd200, %rd96;
 	and.b64  	%rd110, %rd109, -4294967296;
 	setp.eq.s64 	%p4, %rd110, 0;
-	@%p4 bra 	$L__BB48_8;
+	@%p4 bra 	$L__BB49_8;
 
 	div.s64 	%rd196, %rd200, %rd96;
 	mul.lo.s64 	%rd111, %rd196, %rd96;
 	sub.s64 	%rd197, %rd200, %rd111;
-	bra.uni 	$L__BB48_9;
+	bra.uni 	$L__BB49_9;
 
-$L__BB48_8:
+$L__BB49_8:
 	cvt.u32.u64 	%r9, %rd200;
 	div.u32 	%r10, %r9, %r8;
 	mul.lo.s32 	%r11, %r10, %r8;
@@ -11910,35 +12025,35 @@ $L__BB48_8:
 	cvt.u64.u32 	%rd196, %r10;
 	cvt.u64.u32 	%rd197, %r12;
 
-$L__BB48_9:
+$L__BB49_9:
 	or.b64  	%rd112, %rd196, %rd95;
 	and.b64  	%rd113, %rd112, -4294967296;
 	setp.eq.s64 	%p5, %rd113, 0;
-	@%p5 bra 	$L__BB48_11;
+	@%p5 bra 	$L__BB49_11;
 
 	rem.s64 	%rd198, %rd196, %rd95;
-	bra.uni 	$L__BB48_12;
+	bra.uni 	$L__BB49_12;
 
-$L__BB48_11:
+$L__BB49_11:
 	cvt.u32.u64 	%r14, %rd196;
 	rem.u32 	%r15, %r14, %r13;
 	cvt.u64.u32 	%rd198, %r15;
 
-$L__BB48_12:
+$L__BB49_12:
 	or.b64  	%rd114, %rd200, %rd7;
 	and.b64  	%rd115, %rd114, -4294967296;
 	setp.eq.s64 	%p6, %rd115, 0;
-	@%p6 bra 	$L__BB48_14;
+	@%p6 bra 	$L__BB49_14;
 
 	div.s64 	%rd199, %rd200, %rd7;
-	bra.uni 	$L__BB48_15;
+	bra.uni 	$L__BB49_15;
 
-$L__BB48_14:
+$L__BB49_14:
 	cvt.u32.u64 	%r17, %rd200;
 	div.u32 	%r18, %r17, %r16;
 	cvt.u64.u32 	%rd199, %r18;
 
-$L__BB48_15:
+$L__BB49_15:
 	shl.b64 	%rd116, %rd198, 2;
 	add.s64 	%rd117, %rd3, %rd116;
 	ld.global.s32 	%rd118, [%rd117];
@@ -11954,25 +12069,25 @@ $L__BB48_15:
 	add.s64 	%rd193, %rd193, %rd16;
 	add.s64 	%rd195, %rd195, -1;
 	setp.ne.s64 	%p7, %rd195, 0;
-	@%p7 bra 	$L__BB48_6;
+	@%p7 bra 	$L__BB49_6;
 
-$L__BB48_16:
+$L__BB49_16:
 	setp.lt.u64 	%p8, %rd192, 3;
-	@%p8 bra 	$L__BB48_54;
+	@%p8 bra 	$L__BB49_54;
 
-$L__BB48_17:
+$L__BB49_17:
 	shl.b64 	%rd37, %rd9, 2;
 	or.b64  	%rd126, %rd200, %rd96;
 	and.b64  	%rd127, %rd126, -4294967296;
 	setp.eq.s64 	%p9, %rd127, 0;
-	@%p9 bra 	$L__BB48_19;
+	@%p9 bra 	$L__BB49_19;
 
 	div.s64 	%rd202, %rd200, %rd96;
 	mul.lo.s64 	%rd128, %rd202, %rd96;
 	sub.s64 	%rd203, %rd200, %rd128;
-	bra.uni 	$L__BB48_20;
+	bra.uni 	$L__BB49_20;
 
-$L__BB48_19:
+$L__BB49_19:
 	cvt.u32.u64 	%r19, %rd96;
 	cvt.u32.u64 	%r20, %rd200;
 	div.u32 	%r21, %r20, %r19;
@@ -11981,37 +12096,37 @@ $L__BB48_19:
 	cvt.u64.u32 	%rd202, %r21;
 	cvt.u64.u32 	%rd203, %r23;
 
-$L__BB48_20:
+$L__BB49_20:
 	or.b64  	%rd129, %rd202, %rd95;
 	and.b64  	%rd130, %rd129, -4294967296;
 	setp.eq.s64 	%p10, %rd130, 0;
-	@%p10 bra 	$L__BB48_22;
+	@%p10 bra 	$L__BB49_22;
 
 	rem.s64 	%rd204, %rd202, %rd95;
-	bra.uni 	$L__BB48_23;
+	bra.uni 	$L__BB49_23;
 
-$L__BB48_22:
+$L__BB49_22:
 	cvt.u32.u64 	%r24, %rd95;
 	cvt.u32.u64 	%r25, %rd202;
 	rem.u32 	%r26, %r25, %r24;
 	cvt.u64.u32 	%rd204, %r26;
 
-$L__BB48_23:
+$L__BB49_23:
 	or.b64  	%rd131, %rd200, %rd7;
 	and.b64  	%rd132, %rd131, -4294967296;
 	setp.eq.s64 	%p11, %rd132, 0;
-	@%p11 bra 	$L__BB48_25;
+	@%p11 bra 	$L__BB49_25;
 
 	div.s64 	%rd205, %rd200, %rd7;
-	bra.uni 	$L__BB48_26;
+	bra.uni 	$L__BB49_26;
 
-$L__BB48_25:
+$L__BB49_25:
 	cvt.u32.u64 	%r27, %rd7;
 	cvt.u32.u64 	%r28, %rd200;
 	div.u32 	%r29, %r28, %r27;
 	cvt.u64.u32 	%rd205, %r29;
 
-$L__BB48_26:
+$L__BB49_26:
 	shl.b64 	%rd133, %rd204, 2;
 	add.s64 	%rd134, %rd3, %rd133;
 	ld.global.s32 	%rd135, [%rd134];
@@ -12029,14 +12144,14 @@ $L__BB48_26:
 	or.b64  	%rd143, %rd51, %rd96;
 	and.b64  	%rd144, %rd143, -4294967296;
 	setp.eq.s64 	%p12, %rd144, 0;
-	@%p12 bra 	$L__BB48_28;
+	@%p12 bra 	$L__BB49_28;
 
 	div.s64 	%rd206, %rd51, %rd96;
 	mul.lo.s64 	%rd145, %rd206, %rd96;
 	sub.s64 	%rd207, %rd51, %rd145;
-	bra.uni 	$L__BB48_29;
+	bra.uni 	$L__BB49_29;
 
-$L__BB48_28:
+$L__BB49_28:
 	cvt.u32.u64 	%r30, %rd96;
 	cvt.u32.u64 	%r31, %rd51;
 	div.u32 	%r32, %r31, %r30;
@@ -12045,37 +12160,37 @@ $L__BB48_28:
 	cvt.u64.u32 	%rd206, %r32;
 	cvt.u64.u32 	%rd207, %r34;
 
-$L__BB48_29:
+$L__BB49_29:
 	or.b64  	%rd146, %rd206, %rd95;
 	and.b64  	%rd147, %rd146, -4294967296;
 	setp.eq.s64 	%p13, %rd147, 0;
-	@%p13 bra 	$L__BB48_31;
+	@%p13 bra 	$L__BB49_31;
 
 	rem.s64 	%rd208, %rd206, %rd95;
-	bra.uni 	$L__BB48_32;
+	bra.uni 	$L__BB49_32;
 
-$L__BB48_31:
+$L__BB49_31:
 	cvt.u32.u64 	%r35, %rd95;
 	cvt.u32.u64 	%r36, %rd206;
 	rem.u32 	%r37, %r36, %r35;
 	cvt.u64.u32 	%rd208, %r37;
 
-$L__BB48_32:
+$L__BB49_32:
 	or.b64  	%rd148, %rd51, %rd7;
 	and.b64  	%rd149, %rd148, -4294967296;
 	setp.eq.s64 	%p14, %rd149, 0;
-	@%p14 bra 	$L__BB48_34;
+	@%p14 bra 	$L__BB49_34;
 
 	div.s64 	%rd209, %rd51, %rd7;
-	bra.uni 	$L__BB48_35;
+	bra.uni 	$L__BB49_35;
 
-$L__BB48_34:
+$L__BB49_34:
 	cvt.u32.u64 	%r38, %rd7;
 	cvt.u32.u64 	%r39, %rd51;
 	div.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd209, %r40;
 
-$L__BB48_35:
+$L__BB49_35:
 	shl.b64 	%rd150, %rd208, 2;
 	add.s64 	%rd151, %rd3, %rd150;
 	ld.global.s32 	%rd152, [%rd151];
@@ -12092,14 +12207,14 @@ $L__BB48_35:
 	or.b64  	%rd159, %rd65, %rd96;
 	and.b64  	%rd160, %rd159, -4294967296;
 	setp.eq.s64 	%p15, %rd160, 0;
-	@%p15 bra 	$L__BB48_37;
+	@%p15 bra 	$L__BB49_37;
 
 	div.s64 	%rd210, %rd65, %rd96;
 	mul.lo.s64 	%rd161, %rd210, %rd96;
 	sub.s64 	%rd211, %rd65, %rd161;
-	bra.uni 	$L__BB48_38;
+	bra.uni 	$L__BB49_38;
 
-$L__BB48_37:
+$L__BB49_37:
 	cvt.u32.u64 	%r41, %rd96;
 	cvt.u32.u64 	%r42, %rd65;
 	div.u32 	%r43, %r42, %r41;
@@ -12108,37 +12223,37 @@ $L__BB48_37:
 	cvt.u64.u32 	%rd210, %r43;
 	cvt.u64.u32 	%rd211, %r45;
 
-$L__BB48_38:
+$L__BB49_38:
 	or.b64  	%rd162, %rd210, %rd95;
 	and.b64  	%rd163, %rd162, -4294967296;
 	setp.eq.s64 	%p16, %rd163, 0;
-	@%p16 bra 	$L__BB48_40;
+	@%p16 bra 	$L__BB49_40;
 
 	rem.s64 	%rd212, %rd210, %rd95;
-	bra.uni 	$L__BB48_41;
+	bra.uni 	$L__BB49_41;
 
-$L__BB48_40:
+$L__BB49_40:
 	cvt.u32.u64 	%r46, %rd95;
 	cvt.u32.u64 	%r47, %rd210;
 	rem.u32 	%r48, %r47, %r46;
 	cvt.u64.u32 	%rd212, %r48;
 
-$L__BB48_41:
+$L__BB49_41:
 	or.b64  	%rd164, %rd65, %rd7;
 	and.b64  	%rd165, %rd164, -4294967296;
 	setp.eq.s64 	%p17, %rd165, 0;
-	@%p17 bra 	$L__BB48_43;
+	@%p17 bra 	$L__BB49_43;
 
 	div.s64 	%rd213, %rd65, %rd7;
-	bra.uni 	$L__BB48_44;
+	bra.uni 	$L__BB49_44;
 
-$L__BB48_43:
+$L__BB49_43:
 	cvt.u32.u64 	%r49, %rd7;
 	cvt.u32.u64 	%r50, %rd65;
 	div.u32 	%r51, %r50, %r49;
 	cvt.u64.u32 	%rd213, %r51;
 
-$L__BB48_44:
+$L__BB49_44:
 	shl.b64 	%rd166, %rd212, 2;
 	add.s64 	%rd167, %rd3, %rd166;
 	ld.global.s32 	%rd168, [%rd167];
@@ -12155,14 +12270,14 @@ $L__BB48_44:
 	or.b64  	%rd175, %rd79, %rd96;
 	and.b64  	%rd176, %rd175, -4294967296;
 	setp.eq.s64 	%p18, %rd176, 0;
-	@%p18 bra 	$L__BB48_46;
+	@%p18 bra 	$L__BB49_46;
 
 	div.s64 	%rd214, %rd79, %rd96;
 	mul.lo.s64 	%rd177, %rd214, %rd96;
 	sub.s64 	%rd215, %rd79, %rd177;
-	bra.uni 	$L__BB48_47;
+	bra.uni 	$L__BB49_47;
 
-$L__BB48_46:
+$L__BB49_46:
 	cvt.u32.u64 	%r52, %rd96;
 	cvt.u32.u64 	%r53, %rd79;
 	div.u32 	%r54, %r53, %r52;
@@ -12171,37 +12286,37 @@ $L__BB48_46:
 	cvt.u64.u32 	%rd214, %r54;
 	cvt.u64.u32 	%rd215, %r56;
 
-$L__BB48_47:
+$L__BB49_47:
 	or.b64  	%rd178, %rd214, %rd95;
 	and.b64  	%rd179, %rd178, -4294967296;
 	setp.eq.s64 	%p19, %rd179, 0;
-	@%p19 bra 	$L__BB48_49;
+	@%p19 bra 	$L__BB49_49;
 
 	rem.s64 	%rd216, %rd214, %rd95;
-	bra.uni 	$L__BB48_50;
+	bra.uni 	$L__BB49_50;
 
-$L__BB48_49:
+$L__BB49_49:
 	cvt.u32.u64 	%r57, %rd95;
 	cvt.u32.u64 	%r58, %rd214;
 	rem.u32 	%r59, %r58, %r57;
 	cvt.u64.u32 	%rd216, %r59;
 
-$L__BB48_50:
+$L__BB49_50:
 	or.b64  	%rd180, %rd79, %rd7;
 	and.b64  	%rd181, %rd180, -4294967296;
 	setp.eq.s64 	%p20, %rd181, 0;
-	@%p20 bra 	$L__BB48_52;
+	@%p20 bra 	$L__BB49_52;
 
 	div.s64 	%rd217, %rd79, %rd7;
-	bra.uni 	$L__BB48_53;
+	bra.uni 	$L__BB49_53;
 
-$L__BB48_52:
+$L__BB49_52:
 	cvt.u32.u64 	%r60, %rd7;
 	cvt.u32.u64 	%r61, %rd79;
 	div.u32 	%r62, %r61, %r60;
 	cvt.u64.u32 	%rd217, %r62;
 
-$L__BB48_53:
+$L__BB49_53:
 	shl.b64 	%rd182, %rd216, 2;
 	add.s64 	%rd183, %rd3, %rd182;
 	ld.global.s32 	%rd184, [%rd183];
@@ -12216,9 +12331,9 @@ $L__BB48_53:
 	st.global.f32 	[%rd191], %f5;
 	add.s64 	%rd200, %rd79, %rd9;
 	setp.lt.s64 	%p21, %rd200, %rd6;
-	@%p21 bra 	$L__BB48_17;
+	@%p21 bra 	$L__BB49_17;
 
-$L__BB48_54:
+$L__BB49_54:
 	ret;
 
 }
@@ -12260,7 +12375,7 @@ $L__BB48_54:
 	mul.lo.s64 	%rd51, %rd43, %rd48;
 	mul.lo.s64 	%rd5, %rd51, %rd45;
 	setp.ge.s64 	%p1, %rd110, %rd5;
-	@%p1 bra 	$L__BB49_20;
+	@%p1 bra 	$L__BB50_20;
 
 	mul.lo.s64 	%rd6, %rd45, %rd43;
 	mov.u32 	%r4, %nctaid.x;
@@ -12272,18 +12387,18 @@ $L__BB48_54:
 	cvt.u32.u64 	%r5, %rd45;
 	cvt.u32.u64 	%r10, %rd43;
 
-$L__BB49_2:
+$L__BB50_2:
 	or.b64  	%rd53, %rd110, %rd45;
 	and.b64  	%rd54, %rd53, -4294967296;
 	setp.eq.s64 	%p2, %rd54, 0;
-	@%p2 bra 	$L__BB49_4;
+	@%p2 bra 	$L__BB50_4;
 
 	div.s64 	%rd111, %rd110, %rd45;
 	mul.lo.s64 	%rd55, %rd111, %rd45;
 	sub.s64 	%rd112, %rd110, %rd55;
-	bra.uni 	$L__BB49_5;
+	bra.uni 	$L__BB50_5;
 
-$L__BB49_4:
+$L__BB50_4:
 	cvt.u32.u64 	%r6, %rd110;
 	div.u32 	%r7, %r6, %r5;
 	mul.lo.s32 	%r8, %r7, %r5;
@@ -12291,36 +12406,36 @@ $L__BB49_4:
 	cvt.u64.u32 	%rd111, %r7;
 	cvt.u64.u32 	%rd112, %r9;
 
-$L__BB49_5:
+$L__BB50_5:
 	or.b64  	%rd56, %rd111, %rd43;
 	and.b64  	%rd57, %rd56, -4294967296;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB49_7;
+	@%p3 bra 	$L__BB50_7;
 
 	rem.s64 	%rd113, %rd111, %rd43;
-	bra.uni 	$L__BB49_8;
+	bra.uni 	$L__BB50_8;
 
-$L__BB49_7:
+$L__BB50_7:
 	cvt.u32.u64 	%r11, %rd111;
 	rem.u32 	%r12, %r11, %r10;
 	cvt.u64.u32 	%rd113, %r12;
 
-$L__BB49_8:
+$L__BB50_8:
 	or.b64  	%rd58, %rd110, %rd6;
 	and.b64  	%rd59, %rd58, -4294967296;
 	setp.eq.s64 	%p4, %rd59, 0;
-	@%p4 bra 	$L__BB49_10;
+	@%p4 bra 	$L__BB50_10;
 
 	div.s64 	%rd114, %rd110, %rd6;
-	bra.uni 	$L__BB49_11;
+	bra.uni 	$L__BB50_11;
 
-$L__BB49_10:
+$L__BB50_10:
 	cvt.u32.u64 	%r13, %rd6;
 	cvt.u32.u64 	%r14, %rd110;
 	div.u32 	%r15, %r14, %r13;
 	cvt.u64.u32 	%rd114, %r15;
 
-$L__BB49_11:
+$L__BB50_11:
 	shl.b64 	%rd60, %rd110, 2;
 	add.s64 	%rd24, %rd9, %rd60;
 	ld.global.f32 	%f24, [%rd24];
@@ -12331,7 +12446,7 @@ $L__BB49_11:
 	ld.global.u32 	%r17, [%rd62+4];
 	cvt.s64.s32 	%rd26, %r17;
 	setp.ge.s32 	%p5, %r16, %r17;
-	@%p5 bra 	$L__BB49_19;
+	@%p5 bra 	$L__BB50_19;
 
 	mul.lo.s64 	%rd27, %rd114, %rd44;
 	add.s64 	%rd28, %rd25, 1;
@@ -12340,7 +12455,7 @@ $L__BB49_11:
 	and.b64  	%rd30, %rd63, 3;
 	setp.eq.s64 	%p6, %rd30, 0;
 	mov.u64 	%rd115, %rd25;
-	@%p6 bra 	$L__BB49_16;
+	@%p6 bra 	$L__BB50_16;
 
 	shl.b64 	%rd64, %rd25, 2;
 	add.s64 	%rd31, %rd2, %rd64;
@@ -12354,7 +12469,7 @@ $L__BB49_11:
 	add.f32 	%f24, %f24, %f11;
 	setp.eq.s64 	%p7, %rd30, 1;
 	mov.u64 	%rd115, %rd28;
-	@%p7 bra 	$L__BB49_16;
+	@%p7 bra 	$L__BB50_16;
 
 	ld.global.s32 	%rd71, [%rd31+4];
 	add.s64 	%rd72, %rd27, %rd71;
@@ -12366,7 +12481,7 @@ $L__BB49_11:
 	add.f32 	%f24, %f24, %f12;
 	add.s64 	%rd115, %rd25, 2;
 	setp.eq.s64 	%p8, %rd30, 2;
-	@%p8 bra 	$L__BB49_16;
+	@%p8 bra 	$L__BB50_16;
 
 	ld.global.s32 	%rd77, [%rd31+8];
 	add.s64 	%rd78, %rd27, %rd77;
@@ -12378,16 +12493,16 @@ $L__BB49_11:
 	add.f32 	%f24, %f24, %f13;
 	add.s64 	%rd115, %rd25, 3;
 
-$L__BB49_16:
+$L__BB50_16:
 	not.b64 	%rd83, %rd25;
 	add.s64 	%rd84, %rd29, %rd83;
 	setp.lt.u64 	%p9, %rd84, 3;
-	@%p9 bra 	$L__BB49_19;
+	@%p9 bra 	$L__BB50_19;
 
 	shl.b64 	%rd85, %rd115, 2;
 	add.s64 	%rd116, %rd8, %rd85;
 
-$L__BB49_18:
+$L__BB50_18:
 	ld.global.s32 	%rd86, [%rd116+-8];
 	add.s64 	%rd87, %rd27, %rd86;
 	mul.lo.s64 	%rd88, %rd87, %rd45;
@@ -12423,15 +12538,15 @@ $L__BB49_18:
 	add.s64 	%rd116, %rd116, 16;
 	add.s64 	%rd115, %rd115, 4;
 	setp.lt.s64 	%p10, %rd115, %rd26;
-	@%p10 bra 	$L__BB49_18;
+	@%p10 bra 	$L__BB50_18;
 
-$L__BB49_19:
+$L__BB50_19:
 	st.global.f32 	[%rd24], %f24;
 	add.s64 	%rd110, %rd110, %rd7;
 	setp.lt.s64 	%p11, %rd110, %rd5;
-	@%p11 bra 	$L__BB49_2;
+	@%p11 bra 	$L__BB50_2;
 
-$L__BB49_20:
+$L__BB50_20:
 	ret;
 
 }
@@ -12477,32 +12592,32 @@ $L__BB49_20:
 	cvt.u64.u32 	%rd81, %r3;
 	add.s64 	%rd133, %rd80, %rd81;
 	setp.ge.s64 	%p1, %rd133, %rd74;
-	@%p1 bra 	$L__BB50_57;
+	@%p1 bra 	$L__BB51_57;
 
 	setp.gt.s64 	%p2, %rd75, 0;
 	cvt.rn.f32.s64 	%f1, %rd75;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd82, %r4;
 	mul.lo.s64 	%rd9, %rd82, %rd7;
-	@%p2 bra 	$L__BB50_4;
-	bra.uni 	$L__BB50_2;
+	@%p2 bra 	$L__BB51_4;
+	bra.uni 	$L__BB51_2;
 
-$L__BB50_4:
+$L__BB51_4:
 	add.s64 	%rd16, %rd75, -1;
 	and.b64  	%rd17, %rd75, 3;
 	sub.s64 	%rd18, %rd75, %rd17;
 
-$L__BB50_5:
+$L__BB51_5:
 	ld.param.u64 	%rd130, [layer_norm_f32_param_7];
 	mul.lo.s64 	%rd20, %rd133, %rd130;
 	setp.lt.u64 	%p4, %rd16, 3;
 	mov.f32 	%f178, 0f00000000;
 	mov.u64 	%rd137, 0;
-	@%p4 bra 	$L__BB50_8;
+	@%p4 bra 	$L__BB51_8;
 
 	mov.u64 	%rd136, %rd18;
 
-$L__BB50_7:
+$L__BB51_7:
 	add.s64 	%rd86, %rd137, %rd20;
 	shl.b64 	%rd87, %rd86, 2;
 	add.s64 	%rd88, %rd5, %rd87;
@@ -12517,11 +12632,11 @@ $L__BB50_7:
 	add.s64 	%rd137, %rd137, 4;
 	add.s64 	%rd136, %rd136, -4;
 	setp.ne.s64 	%p5, %rd136, 0;
-	@%p5 bra 	$L__BB50_7;
+	@%p5 bra 	$L__BB51_7;
 
-$L__BB50_8:
+$L__BB51_8:
 	setp.eq.s64 	%p6, %rd17, 0;
-	@%p6 bra 	$L__BB50_12;
+	@%p6 bra 	$L__BB51_12;
 
 	setp.eq.s64 	%p7, %rd17, 1;
 	add.s64 	%rd89, %rd137, %rd20;
@@ -12529,25 +12644,25 @@ $L__BB50_8:
 	add.s64 	%rd26, %rd5, %rd90;
 	ld.global.f32 	%f57, [%rd26];
 	add.f32 	%f178, %f178, %f57;
-	@%p7 bra 	$L__BB50_12;
+	@%p7 bra 	$L__BB51_12;
 
 	setp.eq.s64 	%p8, %rd17, 2;
 	ld.global.f32 	%f58, [%rd26+4];
 	add.f32 	%f178, %f178, %f58;
-	@%p8 bra 	$L__BB50_12;
+	@%p8 bra 	$L__BB51_12;
 
 	ld.global.f32 	%f59, [%rd26+8];
 	add.f32 	%f178, %f178, %f59;
 
-$L__BB50_12:
+$L__BB51_12:
 	div.rn.f32 	%f11, %f178, %f1;
 	mov.f32 	%f182, 0f00000000;
 	mov.u64 	%rd140, 0;
-	@%p4 bra 	$L__BB50_15;
+	@%p4 bra 	$L__BB51_15;
 
 	mov.u64 	%rd139, %rd18;
 
-$L__BB50_14:
+$L__BB51_14:
 	add.s64 	%rd93, %rd140, %rd20;
 	shl.b64 	%rd94, %rd93, 2;
 	add.s64 	%rd95, %rd5, %rd94;
@@ -12566,10 +12681,10 @@ $L__BB50_14:
 	add.s64 	%rd140, %rd140, 4;
 	add.s64 	%rd139, %rd139, -4;
 	setp.ne.s64 	%p10, %rd139, 0;
-	@%p10 bra 	$L__BB50_14;
+	@%p10 bra 	$L__BB51_14;
 
-$L__BB50_15:
-	@%p6 bra 	$L__BB50_19;
+$L__BB51_15:
+	@%p6 bra 	$L__BB51_19;
 
 	setp.eq.s64 	%p12, %rd17, 1;
 	add.s64 	%rd96, %rd140, %rd20;
@@ -12578,19 +12693,19 @@ $L__BB50_15:
 	ld.global.f32 	%f74, [%rd32];
 	sub.f32 	%f75, %f74, %f11;
 	fma.rn.f32 	%f182, %f75, %f75, %f182;
-	@%p12 bra 	$L__BB50_19;
+	@%p12 bra 	$L__BB51_19;
 
 	setp.eq.s64 	%p13, %rd17, 2;
 	ld.global.f32 	%f76, [%rd32+4];
 	sub.f32 	%f77, %f76, %f11;
 	fma.rn.f32 	%f182, %f77, %f77, %f182;
-	@%p13 bra 	$L__BB50_19;
+	@%p13 bra 	$L__BB51_19;
 
 	ld.global.f32 	%f78, [%rd32+8];
 	sub.f32 	%f79, %f78, %f11;
 	fma.rn.f32 	%f182, %f79, %f79, %f182;
 
-$L__BB50_19:
+$L__BB51_19:
 	ld.param.u64 	%rd131, [layer_norm_f32_param_4];
 	ld.param.f32 	%f174, [layer_norm_f32_param_8];
 	div.rn.f32 	%f80, %f182, %f1;
@@ -12601,14 +12716,14 @@ $L__BB50_19:
 	add.s64 	%rd99, %rd6, %rd98;
 	st.global.f32 	[%rd99], %f20;
 	setp.eq.s64 	%p14, %rd131, 0;
-	@%p14 bra 	$L__BB50_41;
+	@%p14 bra 	$L__BB51_41;
 
 	mov.u64 	%rd143, 0;
-	@%p4 bra 	$L__BB50_31;
+	@%p4 bra 	$L__BB51_31;
 
 	mov.u64 	%rd142, %rd18;
 
-$L__BB50_22:
+$L__BB51_22:
 	add.s64 	%rd35, %rd143, %rd20;
 	shl.b64 	%rd102, %rd35, 2;
 	add.s64 	%rd36, %rd5, %rd102;
@@ -12623,12 +12738,12 @@ $L__BB50_22:
 	mul.f32 	%f183, %f85, %f86;
 	add.s64 	%rd39, %rd2, %rd103;
 	setp.eq.s64 	%p16, %rd73, 0;
-	@%p16 bra 	$L__BB50_24;
+	@%p16 bra 	$L__BB51_24;
 
 	ld.global.f32 	%f87, [%rd39];
 	add.f32 	%f183, %f183, %f87;
 
-$L__BB50_24:
+$L__BB51_24:
 	add.s64 	%rd40, %rd1, %rd102;
 	st.global.f32 	[%rd40], %f183;
 	ld.global.f32 	%f88, [%rd36+4];
@@ -12637,12 +12752,12 @@ $L__BB50_24:
 	st.global.f32 	[%rd37+4], %f90;
 	ld.global.f32 	%f91, [%rd38+4];
 	mul.f32 	%f184, %f90, %f91;
-	@%p16 bra 	$L__BB50_26;
+	@%p16 bra 	$L__BB51_26;
 
 	ld.global.f32 	%f92, [%rd39+4];
 	add.f32 	%f184, %f184, %f92;
 
-$L__BB50_26:
+$L__BB51_26:
 	st.global.f32 	[%rd40+4], %f184;
 	ld.global.f32 	%f93, [%rd36+8];
 	sub.f32 	%f94, %f93, %f11;
@@ -12650,12 +12765,12 @@ $L__BB50_26:
 	st.global.f32 	[%rd37+8], %f95;
 	ld.global.f32 	%f96, [%rd38+8];
 	mul.f32 	%f185, %f95, %f96;
-	@%p16 bra 	$L__BB50_28;
+	@%p16 bra 	$L__BB51_28;
 
 	ld.global.f32 	%f97, [%rd39+8];
 	add.f32 	%f185, %f185, %f97;
 
-$L__BB50_28:
+$L__BB51_28:
 	st.global.f32 	[%rd40+8], %f185;
 	ld.global.f32 	%f98, [%rd36+12];
 	sub.f32 	%f99, %f98, %f11;
@@ -12663,20 +12778,20 @@ $L__BB50_28:
 	st.global.f32 	[%rd37+12], %f100;
 	ld.global.f32 	%f101, [%rd38+12];
 	mul.f32 	%f186, %f100, %f101;
-	@%p16 bra 	$L__BB50_30;
+	@%p16 bra 	$L__BB51_30;
 
 	ld.global.f32 	%f102, [%rd39+12];
 	add.f32 	%f186, %f186, %f102;
 
-$L__BB50_30:
+$L__BB51_30:
 	st.global.f32 	[%rd40+12], %f186;
 	add.s64 	%rd143, %rd143, 4;
 	add.s64 	%rd142, %rd142, -4;
 	setp.ne.s64 	%p20, %rd142, 0;
-	@%p20 bra 	$L__BB50_22;
+	@%p20 bra 	$L__BB51_22;
 
-$L__BB50_31:
-	@%p6 bra 	$L__BB50_56;
+$L__BB51_31:
+	@%p6 bra 	$L__BB51_56;
 
 	setp.eq.s64 	%p22, %rd73, 0;
 	add.s64 	%rd48, %rd143, %rd20;
@@ -12692,16 +12807,16 @@ $L__BB50_31:
 	ld.global.f32 	%f106, [%rd51];
 	mul.f32 	%f187, %f105, %f106;
 	add.s64 	%rd52, %rd2, %rd106;
-	@%p22 bra 	$L__BB50_34;
+	@%p22 bra 	$L__BB51_34;
 
 	ld.global.f32 	%f107, [%rd52];
 	add.f32 	%f187, %f187, %f107;
 
-$L__BB50_34:
+$L__BB51_34:
 	add.s64 	%rd53, %rd1, %rd105;
 	st.global.f32 	[%rd53], %f187;
 	setp.eq.s64 	%p23, %rd17, 1;
-	@%p23 bra 	$L__BB50_56;
+	@%p23 bra 	$L__BB51_56;
 
 	ld.global.f32 	%f108, [%rd49+4];
 	sub.f32 	%f109, %f108, %f11;
@@ -12709,15 +12824,15 @@ $L__BB50_34:
 	st.global.f32 	[%rd50+4], %f110;
 	ld.global.f32 	%f111, [%rd51+4];
 	mul.f32 	%f188, %f110, %f111;
-	@%p22 bra 	$L__BB50_37;
+	@%p22 bra 	$L__BB51_37;
 
 	ld.global.f32 	%f112, [%rd52+4];
 	add.f32 	%f188, %f188, %f112;
 
-$L__BB50_37:
+$L__BB51_37:
 	st.global.f32 	[%rd53+4], %f188;
 	setp.eq.s64 	%p25, %rd17, 2;
-	@%p25 bra 	$L__BB50_56;
+	@%p25 bra 	$L__BB51_56;
 
 	ld.global.f32 	%f113, [%rd49+8];
 	sub.f32 	%f114, %f113, %f11;
@@ -12725,25 +12840,25 @@ $L__BB50_37:
 	st.global.f32 	[%rd50+8], %f115;
 	ld.global.f32 	%f116, [%rd51+8];
 	mul.f32 	%f189, %f115, %f116;
-	@%p22 bra 	$L__BB50_40;
+	@%p22 bra 	$L__BB51_40;
 
 	ld.global.f32 	%f117, [%rd52+8];
 	add.f32 	%f189, %f189, %f117;
 
-$L__BB50_40:
+$L__BB51_40:
 	st.global.f32 	[%rd53+8], %f189;
-	bra.uni 	$L__BB50_56;
+	bra.uni 	$L__BB51_56;
 
-$L__BB50_41:
+$L__BB51_41:
 	setp.eq.s64 	%p27, %rd73, 0;
-	@%p27 bra 	$L__BB50_49;
+	@%p27 bra 	$L__BB51_49;
 
 	mov.u64 	%rd146, 0;
-	@%p4 bra 	$L__BB50_45;
+	@%p4 bra 	$L__BB51_45;
 
 	mov.u64 	%rd145, %rd18;
 
-$L__BB50_44:
+$L__BB51_44:
 	add.s64 	%rd110, %rd146, %rd20;
 	shl.b64 	%rd111, %rd110, 2;
 	add.s64 	%rd112, %rd5, %rd111;
@@ -12782,10 +12897,10 @@ $L__BB50_44:
 	add.s64 	%rd146, %rd146, 4;
 	add.s64 	%rd145, %rd145, -4;
 	setp.ne.s64 	%p29, %rd145, 0;
-	@%p29 bra 	$L__BB50_44;
+	@%p29 bra 	$L__BB51_44;
 
-$L__BB50_45:
-	@%p6 bra 	$L__BB50_56;
+$L__BB51_45:
+	@%p6 bra 	$L__BB51_56;
 
 	setp.eq.s64 	%p31, %rd17, 1;
 	add.s64 	%rd117, %rd146, %rd20;
@@ -12802,7 +12917,7 @@ $L__BB50_45:
 	add.f32 	%f142, %f140, %f141;
 	add.s64 	%rd62, %rd1, %rd118;
 	st.global.f32 	[%rd62], %f142;
-	@%p31 bra 	$L__BB50_56;
+	@%p31 bra 	$L__BB51_56;
 
 	setp.eq.s64 	%p32, %rd17, 2;
 	ld.global.f32 	%f143, [%rd59+4];
@@ -12812,7 +12927,7 @@ $L__BB50_45:
 	ld.global.f32 	%f146, [%rd61+4];
 	add.f32 	%f147, %f145, %f146;
 	st.global.f32 	[%rd62+4], %f147;
-	@%p32 bra 	$L__BB50_56;
+	@%p32 bra 	$L__BB51_56;
 
 	ld.global.f32 	%f148, [%rd59+8];
 	sub.f32 	%f149, %f148, %f11;
@@ -12821,15 +12936,15 @@ $L__BB50_45:
 	ld.global.f32 	%f151, [%rd61+8];
 	add.f32 	%f152, %f150, %f151;
 	st.global.f32 	[%rd62+8], %f152;
-	bra.uni 	$L__BB50_56;
+	bra.uni 	$L__BB51_56;
 
-$L__BB50_49:
+$L__BB51_49:
 	mov.u64 	%rd149, 0;
-	@%p4 bra 	$L__BB50_52;
+	@%p4 bra 	$L__BB51_52;
 
 	mov.u64 	%rd148, %rd18;
 
-$L__BB50_51:
+$L__BB51_51:
 	add.s64 	%rd122, %rd149, %rd20;
 	shl.b64 	%rd123, %rd122, 2;
 	add.s64 	%rd124, %rd5, %rd123;
@@ -12858,10 +12973,10 @@ $L__BB50_51:
 	add.s64 	%rd149, %rd149, 4;
 	add.s64 	%rd148, %rd148, -4;
 	setp.ne.s64 	%p34, %rd148, 0;
-	@%p34 bra 	$L__BB50_51;
+	@%p34 bra 	$L__BB51_51;
 
-$L__BB50_52:
-	@%p6 bra 	$L__BB50_56;
+$L__BB51_52:
+	@%p6 bra 	$L__BB51_56;
 
 	setp.eq.s64 	%p36, %rd17, 1;
 	add.s64 	%rd127, %rd149, %rd20;
@@ -12874,7 +12989,7 @@ $L__BB50_52:
 	st.global.f32 	[%rd69], %f167;
 	add.s64 	%rd70, %rd1, %rd128;
 	st.global.f32 	[%rd70], %f167;
-	@%p36 bra 	$L__BB50_56;
+	@%p36 bra 	$L__BB51_56;
 
 	setp.eq.s64 	%p37, %rd17, 2;
 	ld.global.f32 	%f168, [%rd68+4];
@@ -12882,7 +12997,7 @@ $L__BB50_52:
 	mul.f32 	%f170, %f20, %f169;
 	st.global.f32 	[%rd69+4], %f170;
 	st.global.f32 	[%rd70+4], %f170;
-	@%p37 bra 	$L__BB50_56;
+	@%p37 bra 	$L__BB51_56;
 
 	ld.global.f32 	%f171, [%rd68+8];
 	sub.f32 	%f172, %f171, %f11;
@@ -12890,14 +13005,14 @@ $L__BB50_52:
 	st.global.f32 	[%rd69+8], %f173;
 	st.global.f32 	[%rd70+8], %f173;
 
-$L__BB50_56:
+$L__BB51_56:
 	ld.param.u64 	%rd129, [layer_norm_f32_param_6];
 	add.s64 	%rd133, %rd133, %rd9;
 	setp.lt.s64 	%p38, %rd133, %rd129;
-	@%p38 bra 	$L__BB50_5;
-	bra.uni 	$L__BB50_57;
+	@%p38 bra 	$L__BB51_5;
+	bra.uni 	$L__BB51_57;
 
-$L__BB50_2:
+$L__BB51_2:
 	mov.f32 	%f43, 0f00000000;
 	div.rn.f32 	%f44, %f43, %f1;
 	add.f32 	%f45, %f44, %f42;
@@ -12907,14 +13022,14 @@ $L__BB50_2:
 	add.s64 	%rd132, %rd6, %rd83;
 	shl.b64 	%rd11, %rd9, 2;
 
-$L__BB50_3:
+$L__BB51_3:
 	st.global.f32 	[%rd132], %f2;
 	add.s64 	%rd132, %rd132, %rd11;
 	add.s64 	%rd133, %rd133, %rd9;
 	setp.lt.s64 	%p3, %rd133, %rd74;
-	@%p3 bra 	$L__BB50_3;
+	@%p3 bra 	$L__BB51_3;
 
-$L__BB50_57:
+$L__BB51_57:
 	ret;
 
 }
@@ -12954,10 +13069,10 @@ $L__BB50_57:
 	cvt.u64.u32 	%rd64, %r3;
 	add.s64 	%rd104, %rd63, %rd64;
 	setp.ge.s64 	%p1, %rd104, %rd58;
-	@%p1 bra 	$L__BB51_34;
+	@%p1 bra 	$L__BB52_34;
 
 	setp.lt.s64 	%p2, %rd59, 1;
-	@%p2 bra 	$L__BB51_34;
+	@%p2 bra 	$L__BB52_34;
 
 	cvt.rn.f32.s64 	%f1, %rd59;
 	add.s64 	%rd7, %rd59, -1;
@@ -12971,23 +13086,23 @@ $L__BB50_57:
 	cvt.u64.u32 	%rd65, %r4;
 	mul.lo.s64 	%rd14, %rd65, %rd5;
 
-$L__BB51_3:
+$L__BB52_3:
 	mul.lo.s64 	%rd16, %rd104, %rd59;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB51_11;
+	@%p3 bra 	$L__BB52_11;
 
 	setp.lt.u64 	%p4, %rd7, 3;
 	mov.f32 	%f210, 0f00000000;
 	mov.u64 	%rd109, 0;
 	mov.f32 	%f209, %f210;
-	@%p4 bra 	$L__BB51_7;
+	@%p4 bra 	$L__BB52_7;
 
 	shl.b64 	%rd68, %rd16, 2;
 	add.s64 	%rd107, %rd11, %rd68;
 	add.s64 	%rd106, %rd12, %rd68;
 	mov.u64 	%rd105, %rd3;
 
-$L__BB51_6:
+$L__BB52_6:
 	ld.global.f32 	%f40, [%rd105];
 	ld.global.f32 	%f41, [%rd107+-8];
 	mul.f32 	%f42, %f41, %f40;
@@ -13018,11 +13133,11 @@ $L__BB51_6:
 	add.s64 	%rd106, %rd106, 16;
 	add.s64 	%rd105, %rd105, 16;
 	setp.ne.s64 	%p5, %rd69, 0;
-	@%p5 bra 	$L__BB51_6;
+	@%p5 bra 	$L__BB52_6;
 
-$L__BB51_7:
+$L__BB52_7:
 	setp.eq.s64 	%p6, %rd8, 0;
-	@%p6 bra 	$L__BB51_18;
+	@%p6 bra 	$L__BB52_18;
 
 	setp.eq.s64 	%p7, %rd8, 1;
 	add.s64 	%rd70, %rd109, %rd16;
@@ -13037,7 +13152,7 @@ $L__BB51_7:
 	add.s64 	%rd30, %rd2, %rd71;
 	ld.global.f32 	%f65, [%rd30];
 	fma.rn.f32 	%f210, %f64, %f65, %f210;
-	@%p7 bra 	$L__BB51_18;
+	@%p7 bra 	$L__BB52_18;
 
 	setp.eq.s64 	%p8, %rd8, 2;
 	ld.global.f32 	%f66, [%rd29+4];
@@ -13046,7 +13161,7 @@ $L__BB51_7:
 	add.f32 	%f209, %f209, %f68;
 	ld.global.f32 	%f69, [%rd30+4];
 	fma.rn.f32 	%f210, %f68, %f69, %f210;
-	@%p8 bra 	$L__BB51_18;
+	@%p8 bra 	$L__BB52_18;
 
 	ld.global.f32 	%f70, [%rd29+8];
 	ld.global.f32 	%f71, [%rd28+8];
@@ -13054,18 +13169,18 @@ $L__BB51_7:
 	add.f32 	%f209, %f209, %f72;
 	ld.global.f32 	%f73, [%rd30+8];
 	fma.rn.f32 	%f210, %f72, %f73, %f210;
-	bra.uni 	$L__BB51_18;
+	bra.uni 	$L__BB52_18;
 
-$L__BB51_11:
+$L__BB52_11:
 	setp.lt.u64 	%p9, %rd7, 3;
 	mov.f32 	%f210, 0f00000000;
 	mov.u64 	%rd112, 0;
 	mov.f32 	%f209, %f210;
-	@%p9 bra 	$L__BB51_14;
+	@%p9 bra 	$L__BB52_14;
 
 	mov.u64 	%rd111, %rd9;
 
-$L__BB51_13:
+$L__BB52_13:
 	add.s64 	%rd75, %rd112, %rd16;
 	shl.b64 	%rd76, %rd75, 2;
 	add.s64 	%rd77, %rd4, %rd76;
@@ -13089,11 +13204,11 @@ $L__BB51_13:
 	add.s64 	%rd112, %rd112, 4;
 	add.s64 	%rd111, %rd111, -4;
 	setp.ne.s64 	%p10, %rd111, 0;
-	@%p10 bra 	$L__BB51_13;
+	@%p10 bra 	$L__BB52_13;
 
-$L__BB51_14:
+$L__BB52_14:
 	setp.eq.s64 	%p11, %rd8, 0;
-	@%p11 bra 	$L__BB51_18;
+	@%p11 bra 	$L__BB52_18;
 
 	setp.eq.s64 	%p12, %rd8, 1;
 	add.s64 	%rd79, %rd112, %rd16;
@@ -13104,35 +13219,35 @@ $L__BB51_14:
 	add.s64 	%rd37, %rd2, %rd80;
 	ld.global.f32 	%f94, [%rd37];
 	fma.rn.f32 	%f210, %f93, %f94, %f210;
-	@%p12 bra 	$L__BB51_18;
+	@%p12 bra 	$L__BB52_18;
 
 	setp.eq.s64 	%p13, %rd8, 2;
 	ld.global.f32 	%f95, [%rd36+4];
 	add.f32 	%f209, %f209, %f95;
 	ld.global.f32 	%f96, [%rd37+4];
 	fma.rn.f32 	%f210, %f95, %f96, %f210;
-	@%p13 bra 	$L__BB51_18;
+	@%p13 bra 	$L__BB52_18;
 
 	ld.global.f32 	%f97, [%rd36+8];
 	add.f32 	%f209, %f209, %f97;
 	ld.global.f32 	%f98, [%rd37+8];
 	fma.rn.f32 	%f210, %f97, %f98, %f210;
 
-$L__BB51_18:
+$L__BB52_18:
 	div.rn.f32 	%f32, %f209, %f1;
 	div.rn.f32 	%f33, %f210, %f1;
 	shl.b64 	%rd81, %rd104, 2;
 	add.s64 	%rd82, %rd13, %rd81;
 	ld.global.f32 	%f34, [%rd82];
-	@%p3 bra 	$L__BB51_26;
+	@%p3 bra 	$L__BB52_26;
 
 	setp.lt.u64 	%p15, %rd7, 3;
 	mov.u64 	%rd115, 0;
-	@%p15 bra 	$L__BB51_22;
+	@%p15 bra 	$L__BB52_22;
 
 	mov.u64 	%rd114, %rd9;
 
-$L__BB51_21:
+$L__BB52_21:
 	add.s64 	%rd85, %rd115, %rd16;
 	shl.b64 	%rd86, %rd85, 2;
 	add.s64 	%rd87, %rd4, %rd86;
@@ -13179,11 +13294,11 @@ $L__BB51_21:
 	add.s64 	%rd115, %rd115, 4;
 	add.s64 	%rd114, %rd114, -4;
 	setp.ne.s64 	%p16, %rd114, 0;
-	@%p16 bra 	$L__BB51_21;
+	@%p16 bra 	$L__BB52_21;
 
-$L__BB51_22:
+$L__BB52_22:
 	setp.eq.s64 	%p17, %rd8, 0;
-	@%p17 bra 	$L__BB51_33;
+	@%p17 bra 	$L__BB52_33;
 
 	setp.eq.s64 	%p18, %rd8, 1;
 	add.s64 	%rd92, %rd115, %rd16;
@@ -13202,7 +13317,7 @@ $L__BB51_22:
 	mul.f32 	%f138, %f34, %f137;
 	add.s64 	%rd46, %rd1, %rd93;
 	st.global.f32 	[%rd46], %f138;
-	@%p18 bra 	$L__BB51_33;
+	@%p18 bra 	$L__BB52_33;
 
 	setp.eq.s64 	%p19, %rd8, 2;
 	ld.global.f32 	%f139, [%rd44+4];
@@ -13214,7 +13329,7 @@ $L__BB51_22:
 	sub.f32 	%f145, %f142, %f144;
 	mul.f32 	%f146, %f34, %f145;
 	st.global.f32 	[%rd46+4], %f146;
-	@%p19 bra 	$L__BB51_33;
+	@%p19 bra 	$L__BB52_33;
 
 	ld.global.f32 	%f147, [%rd44+8];
 	ld.global.f32 	%f148, [%rd43+8];
@@ -13225,16 +13340,16 @@ $L__BB51_22:
 	sub.f32 	%f153, %f150, %f152;
 	mul.f32 	%f154, %f34, %f153;
 	st.global.f32 	[%rd46+8], %f154;
-	bra.uni 	$L__BB51_33;
+	bra.uni 	$L__BB52_33;
 
-$L__BB51_26:
+$L__BB52_26:
 	setp.lt.u64 	%p20, %rd7, 3;
 	mov.u64 	%rd118, 0;
-	@%p20 bra 	$L__BB51_29;
+	@%p20 bra 	$L__BB52_29;
 
 	mov.u64 	%rd117, %rd9;
 
-$L__BB51_28:
+$L__BB52_28:
 	add.s64 	%rd97, %rd118, %rd16;
 	shl.b64 	%rd98, %rd97, 2;
 	add.s64 	%rd99, %rd4, %rd98;
@@ -13271,11 +13386,11 @@ $L__BB51_28:
 	add.s64 	%rd118, %rd118, 4;
 	add.s64 	%rd117, %rd117, -4;
 	setp.ne.s64 	%p21, %rd117, 0;
-	@%p21 bra 	$L__BB51_28;
+	@%p21 bra 	$L__BB52_28;
 
-$L__BB51_29:
+$L__BB52_29:
 	setp.eq.s64 	%p22, %rd8, 0;
-	@%p22 bra 	$L__BB51_33;
+	@%p22 bra 	$L__BB52_33;
 
 	setp.eq.s64 	%p23, %rd8, 1;
 	add.s64 	%rd102, %rd118, %rd16;
@@ -13290,7 +13405,7 @@ $L__BB51_29:
 	mul.f32 	%f184, %f34, %f183;
 	add.s64 	%rd54, %rd1, %rd103;
 	st.global.f32 	[%rd54], %f184;
-	@%p23 bra 	$L__BB51_33;
+	@%p23 bra 	$L__BB52_33;
 
 	setp.eq.s64 	%p24, %rd8, 2;
 	ld.global.f32 	%f185, [%rd52+4];
@@ -13300,7 +13415,7 @@ $L__BB51_29:
 	sub.f32 	%f189, %f186, %f188;
 	mul.f32 	%f190, %f34, %f189;
 	st.global.f32 	[%rd54+4], %f190;
-	@%p24 bra 	$L__BB51_33;
+	@%p24 bra 	$L__BB52_33;
 
 	ld.global.f32 	%f191, [%rd52+8];
 	sub.f32 	%f192, %f191, %f32;
@@ -13310,12 +13425,12 @@ $L__BB51_29:
 	mul.f32 	%f196, %f34, %f195;
 	st.global.f32 	[%rd54+8], %f196;
 
-$L__BB51_33:
+$L__BB52_33:
 	add.s64 	%rd104, %rd104, %rd14;
 	setp.lt.s64 	%p25, %rd104, %rd58;
-	@%p25 bra 	$L__BB51_3;
+	@%p25 bra 	$L__BB52_3;
 
-$L__BB51_34:
+$L__BB52_34:
 	ret;
 
 }
@@ -13354,25 +13469,25 @@ $L__BB51_34:
 	or.b64  	%rd74, %rd4, %rd67;
 	and.b64  	%rd75, %rd74, -4294967296;
 	setp.eq.s64 	%p1, %rd75, 0;
-	@%p1 bra 	$L__BB52_2;
+	@%p1 bra 	$L__BB53_2;
 
 	div.s64 	%rd122, %rd4, %rd67;
-	bra.uni 	$L__BB52_3;
+	bra.uni 	$L__BB53_3;
 
-$L__BB52_2:
+$L__BB53_2:
 	cvt.u32.u64 	%r3, %rd67;
 	cvt.u32.u64 	%r4, %rd4;
 	div.u32 	%r5, %r4, %r3;
 	cvt.u64.u32 	%rd122, %r5;
 
-$L__BB52_3:
+$L__BB53_3:
 	mov.u32 	%r1, %tid.x;
 	shr.u32 	%r2, %r1, 5;
 	mov.u32 	%r6, %ctaid.x;
 	cvt.u64.u32 	%rd123, %r6;
 	mul.lo.s64 	%rd9, %rd122, %rd3;
 	setp.le.s64 	%p2, %rd9, %rd123;
-	@%p2 bra 	$L__BB52_28;
+	@%p2 bra 	$L__BB53_28;
 
 	and.b32  	%r7, %r1, 31;
 	cvt.u64.u32 	%rd10, %r7;
@@ -13394,18 +13509,18 @@ $L__BB52_3:
 	add.s64 	%rd19, %rd1, %rd80;
 	cvta.to.global.u64 	%rd20, %rd63;
 
-$L__BB52_5:
+$L__BB53_5:
 	or.b64  	%rd82, %rd123, %rd3;
 	and.b64  	%rd83, %rd82, -4294967296;
 	setp.eq.s64 	%p3, %rd83, 0;
-	@%p3 bra 	$L__BB52_7;
+	@%p3 bra 	$L__BB53_7;
 
 	div.s64 	%rd124, %rd123, %rd3;
 	mul.lo.s64 	%rd84, %rd124, %rd3;
 	sub.s64 	%rd125, %rd123, %rd84;
-	bra.uni 	$L__BB52_8;
+	bra.uni 	$L__BB53_8;
 
-$L__BB52_7:
+$L__BB53_7:
 	cvt.u32.u64 	%r17, %rd3;
 	cvt.u32.u64 	%r11, %rd123;
 	div.u32 	%r12, %r11, %r17;
@@ -13414,7 +13529,7 @@ $L__BB52_7:
 	cvt.u64.u32 	%rd124, %r12;
 	cvt.u64.u32 	%rd125, %r14;
 
-$L__BB52_8:
+$L__BB53_8:
 	ld.param.u64 	%rd120, [col_sums_part_f32_param_3];
 	ld.param.u64 	%rd119, [col_sums_part_f32_param_5];
 	shl.b64 	%rd28, %rd125, 5;
@@ -13424,11 +13539,11 @@ $L__BB52_8:
 	min.s64 	%rd31, %rd85, %rd120;
 	setp.ge.s64 	%p4, %rd29, %rd66;
 	mov.f32 	%f72, 0f00000000;
-	@%p4 bra 	$L__BB52_25;
+	@%p4 bra 	$L__BB53_25;
 
 	add.s64 	%rd32, %rd30, %rd11;
 	setp.ge.s64 	%p5, %rd32, %rd31;
-	@%p5 bra 	$L__BB52_25;
+	@%p5 bra 	$L__BB53_25;
 
 	ld.param.u64 	%rd121, [col_sums_part_f32_param_2];
 	setp.eq.s64 	%p6, %rd121, 0;
@@ -13444,12 +13559,12 @@ $L__BB52_8:
 	add.s64 	%rd35, %rd2, %rd92;
 	add.s64 	%rd36, %rd35, %rd17;
 	add.s64 	%rd37, %rd36, %rd17;
-	@%p6 bra 	$L__BB52_18;
+	@%p6 bra 	$L__BB53_18;
 
 	setp.eq.s64 	%p7, %rd34, 0;
 	mov.f32 	%f72, 0f00000000;
 	mov.u64 	%rd126, %rd32;
-	@%p7 bra 	$L__BB52_15;
+	@%p7 bra 	$L__BB53_15;
 
 	add.s64 	%rd38, %rd1, %rd92;
 	ld.global.f32 	%f20, [%rd38];
@@ -13457,7 +13572,7 @@ $L__BB52_8:
 	fma.rn.f32 	%f72, %f21, %f20, 0f00000000;
 	add.s64 	%rd126, %rd32, 8;
 	setp.eq.s64 	%p8, %rd34, 1;
-	@%p8 bra 	$L__BB52_15;
+	@%p8 bra 	$L__BB53_15;
 
 	shl.b64 	%rd40, %rd66, 3;
 	add.s64 	%rd41, %rd38, %rd17;
@@ -13466,7 +13581,7 @@ $L__BB52_8:
 	fma.rn.f32 	%f72, %f23, %f22, %f72;
 	add.s64 	%rd126, %rd32, 16;
 	setp.eq.s64 	%p9, %rd34, 2;
-	@%p9 bra 	$L__BB52_15;
+	@%p9 bra 	$L__BB53_15;
 
 	ld.global.f32 	%f24, [%rd37];
 	shl.b64 	%rd98, %rd40, 2;
@@ -13475,9 +13590,9 @@ $L__BB52_8:
 	fma.rn.f32 	%f72, %f24, %f25, %f72;
 	add.s64 	%rd126, %rd32, 24;
 
-$L__BB52_15:
+$L__BB53_15:
 	setp.lt.u64 	%p10, %rd33, 24;
-	@%p10 bra 	$L__BB52_25;
+	@%p10 bra 	$L__BB53_25;
 
 	mul.lo.s64 	%rd100, %rd66, %rd126;
 	add.s64 	%rd101, %rd100, %rd28;
@@ -13485,7 +13600,7 @@ $L__BB52_15:
 	add.s64 	%rd128, %rd18, %rd102;
 	add.s64 	%rd129, %rd19, %rd102;
 
-$L__BB52_17:
+$L__BB53_17:
 	ld.global.f32 	%f26, [%rd129];
 	ld.global.f32 	%f27, [%rd128];
 	fma.rn.f32 	%f28, %f27, %f26, %f72;
@@ -13508,41 +13623,41 @@ $L__BB52_17:
 	fma.rn.f32 	%f72, %f36, %f35, %f34;
 	add.s64 	%rd126, %rd126, 32;
 	setp.lt.s64 	%p11, %rd126, %rd31;
-	@%p11 bra 	$L__BB52_17;
-	bra.uni 	$L__BB52_25;
+	@%p11 bra 	$L__BB53_17;
+	bra.uni 	$L__BB53_25;
 
-$L__BB52_18:
+$L__BB53_18:
 	setp.eq.s64 	%p12, %rd34, 0;
 	mov.f32 	%f72, 0f00000000;
 	mov.u64 	%rd130, %rd32;
-	@%p12 bra 	$L__BB52_22;
+	@%p12 bra 	$L__BB53_22;
 
 	ld.global.f32 	%f39, [%rd35];
 	add.f32 	%f72, %f39, 0f00000000;
 	add.s64 	%rd130, %rd32, 8;
 	setp.eq.s64 	%p13, %rd34, 1;
-	@%p13 bra 	$L__BB52_22;
+	@%p13 bra 	$L__BB53_22;
 
 	ld.global.f32 	%f40, [%rd36];
 	add.f32 	%f72, %f72, %f40;
 	add.s64 	%rd130, %rd32, 16;
 	setp.eq.s64 	%p14, %rd34, 2;
-	@%p14 bra 	$L__BB52_22;
+	@%p14 bra 	$L__BB53_22;
 
 	ld.global.f32 	%f41, [%rd37];
 	add.f32 	%f72, %f72, %f41;
 	add.s64 	%rd130, %rd32, 24;
 
-$L__BB52_22:
+$L__BB53_22:
 	setp.lt.u64 	%p15, %rd33, 24;
-	@%p15 bra 	$L__BB52_25;
+	@%p15 bra 	$L__BB53_25;
 
 	mul.lo.s64 	%rd109, %rd66, %rd130;
 	add.s64 	%rd110, %rd109, %rd28;
 	shl.b64 	%rd111, %rd110, 2;
 	add.s64 	%rd132, %rd18, %rd111;
 
-$L__BB52_24:
+$L__BB53_24:
 	ld.global.f32 	%f42, [%rd132];
 	add.f32 	%f43, %f72, %f42;
 	add.s64 	%rd112, %rd132, %rd17;
@@ -13557,16 +13672,16 @@ $L__BB52_24:
 	add.f32 	%f72, %f47, %f48;
 	add.s64 	%rd130, %rd130, 32;
 	setp.lt.s64 	%p16, %rd130, %rd31;
-	@%p16 bra 	$L__BB52_24;
+	@%p16 bra 	$L__BB53_24;
 
-$L__BB52_25:
+$L__BB53_25:
 	mov.u32 	%r16, %tid.x;
 	shr.u32 	%r15, %r16, 5;
 	st.shared.f32 	[%rd12], %f72;
 	bar.sync 	0;
 	setp.ne.s32 	%p17, %r15, 0;
 	or.pred  	%p19, %p17, %p4;
-	@%p19 bra 	$L__BB52_27;
+	@%p19 bra 	$L__BB53_27;
 
 	ld.shared.f32 	%f49, [%rd15];
 	add.f32 	%f50, %f49, 0f00000000;
@@ -13590,13 +13705,13 @@ $L__BB52_25:
 	add.s64 	%rd118, %rd20, %rd117;
 	st.global.f32 	[%rd118], %f64;
 
-$L__BB52_27:
+$L__BB53_27:
 	bar.sync 	0;
 	add.s64 	%rd123, %rd123, %rd13;
 	setp.lt.s64 	%p20, %rd123, %rd9;
-	@%p20 bra 	$L__BB52_5;
+	@%p20 bra 	$L__BB53_5;
 
-$L__BB52_28:
+$L__BB53_28:
 	ret;
 
 }
@@ -13630,31 +13745,31 @@ $L__BB52_28:
 	cvt.u64.u32 	%rd54, %r3;
 	add.s64 	%rd96, %rd53, %rd54;
 	setp.ge.s64 	%p1, %rd96, %rd50;
-	@%p1 bra 	$L__BB53_29;
+	@%p1 bra 	$L__BB54_29;
 
 	setp.gt.s64 	%p2, %rd49, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
 	mul.lo.s64 	%rd6, %rd5, %rd3;
-	@%p2 bra 	$L__BB53_18;
-	bra.uni 	$L__BB53_2;
+	@%p2 bra 	$L__BB54_18;
+	bra.uni 	$L__BB54_2;
 
-$L__BB53_18:
+$L__BB54_18:
 	add.s64 	%rd34, %rd49, -1;
 	and.b64  	%rd35, %rd49, 3;
 	sub.s64 	%rd36, %rd35, %rd49;
 	shl.b64 	%rd37, %rd50, 2;
 
-$L__BB53_19:
+$L__BB54_19:
 	setp.lt.u64 	%p13, %rd34, 3;
 	mov.f32 	%f39, 0f00000000;
 	mov.u64 	%rd107, 0;
-	@%p13 bra 	$L__BB53_22;
+	@%p13 bra 	$L__BB54_22;
 
 	shl.b64 	%rd81, %rd96, 2;
 	add.s64 	%rd105, %rd1, %rd81;
 
-$L__BB53_21:
+$L__BB54_21:
 	ld.global.f32 	%f25, [%rd105];
 	add.f32 	%f26, %f39, %f25;
 	add.s64 	%rd82, %rd105, %rd37;
@@ -13670,11 +13785,11 @@ $L__BB53_21:
 	add.s64 	%rd107, %rd107, 4;
 	add.s64 	%rd85, %rd36, %rd107;
 	setp.ne.s64 	%p14, %rd85, 0;
-	@%p14 bra 	$L__BB53_21;
+	@%p14 bra 	$L__BB54_21;
 
-$L__BB53_22:
+$L__BB54_22:
 	setp.eq.s64 	%p15, %rd35, 0;
-	@%p15 bra 	$L__BB53_26;
+	@%p15 bra 	$L__BB54_26;
 
 	setp.eq.s64 	%p16, %rd35, 1;
 	mul.lo.s64 	%rd86, %rd107, %rd50;
@@ -13683,65 +13798,65 @@ $L__BB53_22:
 	add.s64 	%rd45, %rd1, %rd88;
 	ld.global.f32 	%f32, [%rd45];
 	add.f32 	%f39, %f39, %f32;
-	@%p16 bra 	$L__BB53_26;
+	@%p16 bra 	$L__BB54_26;
 
 	setp.eq.s64 	%p17, %rd35, 2;
 	add.s64 	%rd46, %rd45, %rd37;
 	ld.global.f32 	%f33, [%rd46];
 	add.f32 	%f39, %f39, %f33;
-	@%p17 bra 	$L__BB53_26;
+	@%p17 bra 	$L__BB54_26;
 
 	add.s64 	%rd91, %rd46, %rd37;
 	ld.global.f32 	%f34, [%rd91];
 	add.f32 	%f39, %f39, %f34;
 
-$L__BB53_26:
+$L__BB54_26:
 	shl.b64 	%rd92, %rd96, 2;
 	add.s64 	%rd47, %rd2, %rd92;
 	setp.eq.f32 	%p18, %f11, 0f00000000;
-	@%p18 bra 	$L__BB53_28;
+	@%p18 bra 	$L__BB54_28;
 
 	ld.global.f32 	%f35, [%rd47];
 	add.f32 	%f39, %f39, %f35;
 
-$L__BB53_28:
+$L__BB54_28:
 	st.global.f32 	[%rd47], %f39;
 	add.s64 	%rd96, %rd96, %rd6;
 	setp.lt.s64 	%p19, %rd96, %rd50;
-	@%p19 bra 	$L__BB53_19;
+	@%p19 bra 	$L__BB54_19;
 
-$L__BB53_29:
+$L__BB54_29:
 	ret;
 
-$L__BB53_2:
+$L__BB54_2:
 	not.b64 	%rd55, %rd96;
 	add.s64 	%rd7, %rd55, %rd50;
 	or.b64  	%rd56, %rd7, %rd6;
 	and.b64  	%rd57, %rd56, -4294967296;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB53_4;
+	@%p3 bra 	$L__BB54_4;
 
 	div.u64 	%rd93, %rd7, %rd6;
-	bra.uni 	$L__BB53_5;
+	bra.uni 	$L__BB54_5;
 
-$L__BB53_4:
+$L__BB54_4:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd93, %r7;
 
-$L__BB53_5:
+$L__BB54_5:
 	add.s64 	%rd58, %rd93, 1;
 	and.b64  	%rd95, %rd58, 3;
 	setp.neu.f32 	%p4, %f11, 0f00000000;
-	@%p4 bra 	$L__BB53_12;
-	bra.uni 	$L__BB53_6;
+	@%p4 bra 	$L__BB54_12;
+	bra.uni 	$L__BB54_6;
 
-$L__BB53_12:
+$L__BB54_12:
 	setp.eq.s64 	%p9, %rd95, 0;
-	@%p9 bra 	$L__BB53_15;
+	@%p9 bra 	$L__BB54_15;
 
-$L__BB53_14:
+$L__BB54_14:
 	.pragma "nounroll";
 	shl.b64 	%rd69, %rd96, 2;
 	add.s64 	%rd70, %rd2, %rd69;
@@ -13751,17 +13866,17 @@ $L__BB53_14:
 	add.s64 	%rd96, %rd96, %rd6;
 	add.s64 	%rd95, %rd95, -1;
 	setp.ne.s64 	%p10, %rd95, 0;
-	@%p10 bra 	$L__BB53_14;
+	@%p10 bra 	$L__BB54_14;
 
-$L__BB53_15:
+$L__BB54_15:
 	setp.lt.u64 	%p11, %rd93, 3;
-	@%p11 bra 	$L__BB53_29;
+	@%p11 bra 	$L__BB54_29;
 
 	shl.b64 	%rd71, %rd96, 2;
 	add.s64 	%rd103, %rd2, %rd71;
 	shl.b64 	%rd29, %rd6, 2;
 
-$L__BB53_17:
+$L__BB54_17:
 	ld.global.f32 	%f14, [%rd103];
 	add.f32 	%f15, %f14, 0f00000000;
 	st.global.f32 	[%rd103], %f15;
@@ -13783,14 +13898,14 @@ $L__BB53_17:
 	st.global.f32 	[%rd78], %f21;
 	add.s64 	%rd96, %rd77, %rd6;
 	setp.lt.s64 	%p12, %rd96, %rd50;
-	@%p12 bra 	$L__BB53_17;
-	bra.uni 	$L__BB53_29;
+	@%p12 bra 	$L__BB54_17;
+	bra.uni 	$L__BB54_29;
 
-$L__BB53_6:
+$L__BB54_6:
 	setp.eq.s64 	%p5, %rd95, 0;
-	@%p5 bra 	$L__BB53_9;
+	@%p5 bra 	$L__BB54_9;
 
-$L__BB53_8:
+$L__BB54_8:
 	.pragma "nounroll";
 	shl.b64 	%rd59, %rd96, 2;
 	add.s64 	%rd60, %rd2, %rd59;
@@ -13799,17 +13914,17 @@ $L__BB53_8:
 	add.s64 	%rd96, %rd96, %rd6;
 	add.s64 	%rd95, %rd95, -1;
 	setp.ne.s64 	%p6, %rd95, 0;
-	@%p6 bra 	$L__BB53_8;
+	@%p6 bra 	$L__BB54_8;
 
-$L__BB53_9:
+$L__BB54_9:
 	setp.lt.u64 	%p7, %rd93, 3;
-	@%p7 bra 	$L__BB53_29;
+	@%p7 bra 	$L__BB54_29;
 
 	shl.b64 	%rd61, %rd96, 2;
 	add.s64 	%rd98, %rd2, %rd61;
 	shl.b64 	%rd18, %rd6, 2;
 
-$L__BB53_11:
+$L__BB54_11:
 	mov.u32 	%r9, 0;
 	st.global.u32 	[%rd98], %r9;
 	add.s64 	%rd63, %rd98, %rd18;
@@ -13824,8 +13939,8 @@ $L__BB53_11:
 	st.global.u32 	[%rd68], %r9;
 	add.s64 	%rd96, %rd67, %rd6;
 	setp.lt.s64 	%p8, %rd96, %rd50;
-	@%p8 bra 	$L__BB53_11;
-	bra.uni 	$L__BB53_29;
+	@%p8 bra 	$L__BB54_11;
+	bra.uni 	$L__BB54_29;
 
 }
 	// .globl	gelu_f32
@@ -13854,7 +13969,7 @@ $L__BB53_11:
 	cvt.u64.u32 	%rd42, %r3;
 	add.s64 	%rd59, %rd41, %rd42;
 	setp.ge.s64 	%p1, %rd59, %rd38;
-	@%p1 bra 	$L__BB54_20;
+	@%p1 bra 	$L__BB55_20;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
@@ -13864,29 +13979,29 @@ $L__BB53_11:
 	or.b64  	%rd44, %rd7, %rd6;
 	and.b64  	%rd45, %rd44, -4294967296;
 	setp.eq.s64 	%p2, %rd45, 0;
-	@%p2 bra 	$L__BB54_3;
+	@%p2 bra 	$L__BB55_3;
 
 	div.u64 	%rd54, %rd7, %rd6;
-	bra.uni 	$L__BB54_4;
+	bra.uni 	$L__BB55_4;
 
-$L__BB54_3:
+$L__BB55_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd54, %r7;
 
-$L__BB54_4:
+$L__BB55_4:
 	add.s64 	%rd46, %rd54, 1;
 	and.b64  	%rd58, %rd46, 3;
 	setp.eq.s64 	%p3, %rd58, 0;
-	@%p3 bra 	$L__BB54_9;
+	@%p3 bra 	$L__BB55_9;
 
 	shl.b64 	%rd47, %rd59, 2;
 	add.s64 	%rd56, %rd1, %rd47;
 	shl.b64 	%rd13, %rd6, 2;
 	add.s64 	%rd55, %rd2, %rd47;
 
-$L__BB54_6:
+$L__BB55_6:
 	.pragma "nounroll";
 	ld.global.f32 	%f1, [%rd55];
 	mul.f32 	%f2, %f1, 0f3F3504F3;
@@ -13911,7 +14026,7 @@ $L__BB54_6:
 	neg.f32 	%f42, %f26;
 	selp.f32 	%f43, %f42, %f2, %p5;
 	fma.rn.f32 	%f146, %f41, %f43, %f43;
-	@%p4 bra 	$L__BB54_8;
+	@%p4 bra 	$L__BB55_8;
 
 	ex2.approx.ftz.f32 	%f44, %f146;
 	mov.f32 	%f45, 0f3F800000;
@@ -13922,7 +14037,7 @@ $L__BB54_6:
 	or.b32  	%r11, %r10, %r8;
 	mov.b32 	%f146, %r11;
 
-$L__BB54_8:
+$L__BB55_8:
 	add.f32 	%f47, %f146, 0f3F800000;
 	mul.f32 	%f48, %f1, 0f3F000000;
 	mul.f32 	%f49, %f48, %f47;
@@ -13932,18 +14047,18 @@ $L__BB54_8:
 	add.s64 	%rd55, %rd55, %rd13;
 	add.s64 	%rd58, %rd58, -1;
 	setp.ne.s64 	%p6, %rd58, 0;
-	@%p6 bra 	$L__BB54_6;
+	@%p6 bra 	$L__BB55_6;
 
-$L__BB54_9:
+$L__BB55_9:
 	setp.lt.u64 	%p7, %rd54, 3;
-	@%p7 bra 	$L__BB54_20;
+	@%p7 bra 	$L__BB55_20;
 
 	shl.b64 	%rd48, %rd59, 2;
 	add.s64 	%rd61, %rd2, %rd48;
 	shl.b64 	%rd25, %rd6, 2;
 	add.s64 	%rd62, %rd1, %rd48;
 
-$L__BB54_11:
+$L__BB55_11:
 	ld.global.f32 	%f6, [%rd61];
 	mul.f32 	%f7, %f6, 0f3F3504F3;
 	abs.f32 	%f50, %f7;
@@ -13967,7 +14082,7 @@ $L__BB54_11:
 	neg.f32 	%f66, %f50;
 	selp.f32 	%f67, %f66, %f7, %p9;
 	fma.rn.f32 	%f147, %f65, %f67, %f67;
-	@%p8 bra 	$L__BB54_13;
+	@%p8 bra 	$L__BB55_13;
 
 	ex2.approx.ftz.f32 	%f68, %f147;
 	mov.f32 	%f69, 0f3F800000;
@@ -13978,7 +14093,7 @@ $L__BB54_11:
 	or.b32  	%r15, %r14, %r12;
 	mov.b32 	%f147, %r15;
 
-$L__BB54_13:
+$L__BB55_13:
 	add.f32 	%f71, %f147, 0f3F800000;
 	mul.f32 	%f72, %f6, 0f3F000000;
 	mul.f32 	%f73, %f72, %f71;
@@ -14007,7 +14122,7 @@ $L__BB54_13:
 	neg.f32 	%f90, %f74;
 	selp.f32 	%f91, %f90, %f12, %p11;
 	fma.rn.f32 	%f148, %f89, %f91, %f91;
-	@%p10 bra 	$L__BB54_15;
+	@%p10 bra 	$L__BB55_15;
 
 	ex2.approx.ftz.f32 	%f92, %f148;
 	mov.f32 	%f93, 0f3F800000;
@@ -14018,7 +14133,7 @@ $L__BB54_13:
 	or.b32  	%r19, %r18, %r16;
 	mov.b32 	%f148, %r19;
 
-$L__BB54_15:
+$L__BB55_15:
 	add.f32 	%f95, %f148, 0f3F800000;
 	mul.f32 	%f96, %f11, 0f3F000000;
 	mul.f32 	%f97, %f96, %f95;
@@ -14048,7 +14163,7 @@ $L__BB54_15:
 	neg.f32 	%f114, %f98;
 	selp.f32 	%f115, %f114, %f17, %p13;
 	fma.rn.f32 	%f149, %f113, %f115, %f115;
-	@%p12 bra 	$L__BB54_17;
+	@%p12 bra 	$L__BB55_17;
 
 	ex2.approx.ftz.f32 	%f116, %f149;
 	mov.f32 	%f117, 0f3F800000;
@@ -14059,7 +14174,7 @@ $L__BB54_15:
 	or.b32  	%r23, %r22, %r20;
 	mov.b32 	%f149, %r23;
 
-$L__BB54_17:
+$L__BB55_17:
 	add.f32 	%f119, %f149, 0f3F800000;
 	mul.f32 	%f120, %f16, 0f3F000000;
 	mul.f32 	%f121, %f120, %f119;
@@ -14089,7 +14204,7 @@ $L__BB54_17:
 	neg.f32 	%f138, %f122;
 	selp.f32 	%f139, %f138, %f22, %p15;
 	fma.rn.f32 	%f150, %f137, %f139, %f139;
-	@%p14 bra 	$L__BB54_19;
+	@%p14 bra 	$L__BB55_19;
 
 	ex2.approx.ftz.f32 	%f140, %f150;
 	mov.f32 	%f141, 0f3F800000;
@@ -14100,7 +14215,7 @@ $L__BB54_17:
 	or.b32  	%r27, %r26, %r24;
 	mov.b32 	%f150, %r27;
 
-$L__BB54_19:
+$L__BB55_19:
 	add.f32 	%f143, %f150, 0f3F800000;
 	mul.f32 	%f144, %f21, 0f3F000000;
 	mul.f32 	%f145, %f144, %f143;
@@ -14113,9 +14228,9 @@ $L__BB54_19:
 	add.s64 	%rd59, %rd53, %rd6;
 	setp.lt.s64 	%p16, %rd59, %rd38;
 	add.s64 	%rd61, %rd34, %rd25;
-	@%p16 bra 	$L__BB54_11;
+	@%p16 bra 	$L__BB55_11;
 
-$L__BB54_20:
+$L__BB55_20:
 	ret;
 
 }
@@ -14148,7 +14263,7 @@ $L__BB54_20:
 	cvt.u64.u32 	%rd23, %r3;
 	add.s64 	%rd44, %rd22, %rd23;
 	setp.ge.s64 	%p1, %rd44, %rd18;
-	@%p1 bra 	$L__BB55_15;
+	@%p1 bra 	$L__BB56_15;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd24, %r4;
@@ -14158,23 +14273,23 @@ $L__BB54_20:
 	or.b64  	%rd26, %rd7, %rd6;
 	and.b64  	%rd27, %rd26, -4294967296;
 	setp.eq.s64 	%p2, %rd27, 0;
-	@%p2 bra 	$L__BB55_3;
+	@%p2 bra 	$L__BB56_3;
 
 	div.u64 	%rd42, %rd7, %rd6;
-	bra.uni 	$L__BB55_4;
+	bra.uni 	$L__BB56_4;
 
-$L__BB55_3:
+$L__BB56_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd42, %r7;
 
-$L__BB55_4:
+$L__BB56_4:
 	and.b64  	%rd28, %rd42, 1;
 	setp.eq.b64 	%p3, %rd28, 1;
 	mov.pred 	%p4, 0;
 	xor.pred  	%p5, %p3, %p4;
-	@%p5 bra 	$L__BB55_8;
+	@%p5 bra 	$L__BB56_8;
 
 	shl.b64 	%rd29, %rd44, 2;
 	add.s64 	%rd30, %rd3, %rd29;
@@ -14201,7 +14316,7 @@ $L__BB55_4:
 	neg.f32 	%f32, %f16;
 	selp.f32 	%f33, %f32, %f2, %p7;
 	fma.rn.f32 	%f151, %f31, %f33, %f33;
-	@%p6 bra 	$L__BB55_7;
+	@%p6 bra 	$L__BB56_7;
 
 	ex2.approx.ftz.f32 	%f34, %f151;
 	mov.f32 	%f35, 0f3F800000;
@@ -14212,7 +14327,7 @@ $L__BB55_4:
 	or.b32  	%r11, %r10, %r8;
 	mov.b32 	%f151, %r11;
 
-$L__BB55_7:
+$L__BB56_7:
 	add.f32 	%f37, %f151, 0f3F800000;
 	mov.f32 	%f38, 0f3F000000;
 	mul.f32 	%f39, %f1, 0fBF000000;
@@ -14244,11 +14359,11 @@ $L__BB55_7:
 	st.global.f32 	[%rd33], %f60;
 	add.s64 	%rd44, %rd44, %rd6;
 
-$L__BB55_8:
+$L__BB56_8:
 	setp.gt.u64 	%p8, %rd6, %rd7;
-	@%p8 bra 	$L__BB55_15;
+	@%p8 bra 	$L__BB56_15;
 
-$L__BB55_10:
+$L__BB56_10:
 	shl.b64 	%rd34, %rd44, 2;
 	add.s64 	%rd14, %rd3, %rd34;
 	ld.global.f32 	%f6, [%rd14];
@@ -14274,7 +14389,7 @@ $L__BB55_10:
 	neg.f32 	%f77, %f61;
 	selp.f32 	%f78, %f77, %f7, %p10;
 	fma.rn.f32 	%f152, %f76, %f78, %f78;
-	@%p9 bra 	$L__BB55_12;
+	@%p9 bra 	$L__BB56_12;
 
 	ex2.approx.ftz.f32 	%f79, %f152;
 	mov.f32 	%f80, 0f3F800000;
@@ -14285,7 +14400,7 @@ $L__BB55_10:
 	or.b32  	%r17, %r16, %r14;
 	mov.b32 	%f152, %r17;
 
-$L__BB55_12:
+$L__BB56_12:
 	add.f32 	%f82, %f152, 0f3F800000;
 	mov.f32 	%f83, 0f3F000000;
 	mul.f32 	%f84, %f6, 0fBF000000;
@@ -14340,7 +14455,7 @@ $L__BB55_12:
 	neg.f32 	%f122, %f106;
 	selp.f32 	%f123, %f122, %f12, %p12;
 	fma.rn.f32 	%f153, %f121, %f123, %f123;
-	@%p11 bra 	$L__BB55_14;
+	@%p11 bra 	$L__BB56_14;
 
 	ex2.approx.ftz.f32 	%f124, %f153;
 	mov.f32 	%f125, 0f3F800000;
@@ -14351,7 +14466,7 @@ $L__BB55_12:
 	or.b32  	%r23, %r22, %r20;
 	mov.b32 	%f153, %r23;
 
-$L__BB55_14:
+$L__BB56_14:
 	add.f32 	%f127, %f153, 0f3F800000;
 	mul.f32 	%f129, %f11, 0fBF000000;
 	mul.f32 	%f130, %f11, %f129;
@@ -14378,9 +14493,9 @@ $L__BB55_14:
 	add.s64 	%rd41, %rd44, %rd6;
 	add.s64 	%rd44, %rd41, %rd6;
 	setp.lt.s64 	%p13, %rd44, %rd18;
-	@%p13 bra 	$L__BB55_10;
+	@%p13 bra 	$L__BB56_10;
 
-$L__BB55_15:
+$L__BB56_15:
 	ret;
 
 }
@@ -14413,42 +14528,42 @@ $L__BB55_15:
 	cvt.u64.u32 	%rd82, %r3;
 	add.s64 	%rd139, %rd81, %rd82;
 	setp.ge.s64 	%p1, %rd139, %rd77;
-	@%p1 bra 	$L__BB56_63;
+	@%p1 bra 	$L__BB57_63;
 
 	setp.neu.f32 	%p2, %f35, 0f00000000;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd83, %r4;
 	mul.lo.s64 	%rd4, %rd83, %rd2;
-	@%p2 bra 	$L__BB56_26;
-	bra.uni 	$L__BB56_2;
+	@%p2 bra 	$L__BB57_26;
+	bra.uni 	$L__BB57_2;
 
-$L__BB56_26:
+$L__BB57_26:
 	add.s64 	%rd29, %rd79, 1;
 	not.b64 	%rd30, %rd79;
 	add.s64 	%rd31, %rd1, 8;
 	cvt.u32.u64 	%r19, %rd78;
 
-$L__BB56_27:
+$L__BB57_27:
 	mul.lo.s64 	%rd33, %rd139, %rd79;
 	or.b64  	%rd105, %rd139, %rd78;
 	and.b64  	%rd106, %rd105, -4294967296;
 	setp.eq.s64 	%p20, %rd106, 0;
-	@%p20 bra 	$L__BB56_29;
+	@%p20 bra 	$L__BB57_29;
 
 	rem.s64 	%rd150, %rd139, %rd78;
-	bra.uni 	$L__BB56_30;
+	bra.uni 	$L__BB57_30;
 
-$L__BB56_29:
+$L__BB57_29:
 	cvt.u32.u64 	%r20, %rd139;
 	rem.u32 	%r21, %r20, %r19;
 	cvt.u64.u32 	%rd150, %r21;
 
-$L__BB56_30:
+$L__BB57_30:
 	add.s64 	%rd37, %rd150, 1;
 	min.s64 	%rd38, %rd37, %rd79;
 	setp.lt.s64 	%p21, %rd79, 1;
 	mov.f32 	%f331, 0fFF7FFFFF;
-	@%p21 bra 	$L__BB56_38;
+	@%p21 bra 	$L__BB57_38;
 
 	max.s64 	%rd39, %rd38, 1;
 	add.s64 	%rd108, %rd39, -1;
@@ -14456,13 +14571,13 @@ $L__BB56_30:
 	setp.lt.u64 	%p22, %rd108, 3;
 	mov.f32 	%f331, 0fFF7FFFFF;
 	mov.u64 	%rd153, 0;
-	@%p22 bra 	$L__BB56_34;
+	@%p22 bra 	$L__BB57_34;
 
 	shl.b64 	%rd110, %rd33, 2;
 	add.s64 	%rd151, %rd31, %rd110;
 	sub.s64 	%rd42, %rd40, %rd39;
 
-$L__BB56_33:
+$L__BB57_33:
 	ld.global.f32 	%f181, [%rd151+-8];
 	max.f32 	%f182, %f331, %f181;
 	ld.global.f32 	%f183, [%rd151+-4];
@@ -14475,11 +14590,11 @@ $L__BB56_33:
 	add.s64 	%rd153, %rd153, 4;
 	add.s64 	%rd111, %rd42, %rd153;
 	setp.ne.s64 	%p23, %rd111, 0;
-	@%p23 bra 	$L__BB56_33;
+	@%p23 bra 	$L__BB57_33;
 
-$L__BB56_34:
+$L__BB57_34:
 	setp.eq.s64 	%p24, %rd40, 0;
-	@%p24 bra 	$L__BB56_38;
+	@%p24 bra 	$L__BB57_38;
 
 	add.s64 	%rd112, %rd153, %rd33;
 	shl.b64 	%rd113, %rd112, 2;
@@ -14487,19 +14602,19 @@ $L__BB56_34:
 	ld.global.f32 	%f188, [%rd48];
 	max.f32 	%f331, %f331, %f188;
 	setp.eq.s64 	%p25, %rd40, 1;
-	@%p25 bra 	$L__BB56_38;
+	@%p25 bra 	$L__BB57_38;
 
 	ld.global.f32 	%f189, [%rd48+4];
 	max.f32 	%f331, %f331, %f189;
 	setp.eq.s64 	%p26, %rd40, 2;
-	@%p26 bra 	$L__BB56_38;
+	@%p26 bra 	$L__BB57_38;
 
 	ld.global.f32 	%f190, [%rd48+8];
 	max.f32 	%f331, %f331, %f190;
 
-$L__BB56_38:
+$L__BB57_38:
 	mov.f32 	%f335, 0f00000000;
-	@%p21 bra 	$L__BB56_46;
+	@%p21 bra 	$L__BB57_46;
 
 	max.s64 	%rd49, %rd38, 1;
 	add.s64 	%rd115, %rd49, -1;
@@ -14507,11 +14622,11 @@ $L__BB56_38:
 	setp.lt.u64 	%p28, %rd115, 3;
 	mov.f32 	%f335, 0f00000000;
 	mov.u64 	%rd156, 0;
-	@%p28 bra 	$L__BB56_42;
+	@%p28 bra 	$L__BB57_42;
 
 	sub.s64 	%rd155, %rd49, %rd50;
 
-$L__BB56_41:
+$L__BB57_41:
 	add.s64 	%rd117, %rd156, %rd33;
 	shl.b64 	%rd118, %rd117, 2;
 	add.s64 	%rd119, %rd1, %rd118;
@@ -14588,11 +14703,11 @@ $L__BB56_41:
 	add.s64 	%rd156, %rd156, 4;
 	add.s64 	%rd155, %rd155, -4;
 	setp.ne.s64 	%p29, %rd155, 0;
-	@%p29 bra 	$L__BB56_41;
+	@%p29 bra 	$L__BB57_41;
 
-$L__BB56_42:
+$L__BB57_42:
 	setp.eq.s64 	%p30, %rd50, 0;
-	@%p30 bra 	$L__BB56_46;
+	@%p30 bra 	$L__BB57_46;
 
 	add.s64 	%rd120, %rd156, %rd33;
 	shl.b64 	%rd121, %rd120, 2;
@@ -14620,7 +14735,7 @@ $L__BB56_42:
 	st.global.f32 	[%rd57], %f269;
 	add.f32 	%f335, %f335, %f269;
 	setp.eq.s64 	%p31, %rd50, 1;
-	@%p31 bra 	$L__BB56_46;
+	@%p31 bra 	$L__BB57_46;
 
 	ld.global.f32 	%f270, [%rd57+4];
 	sub.f32 	%f271, %f270, %f331;
@@ -14639,7 +14754,7 @@ $L__BB56_42:
 	st.global.f32 	[%rd57+4], %f287;
 	add.f32 	%f335, %f335, %f287;
 	setp.eq.s64 	%p32, %rd50, 2;
-	@%p32 bra 	$L__BB56_46;
+	@%p32 bra 	$L__BB57_46;
 
 	ld.global.f32 	%f288, [%rd57+8];
 	sub.f32 	%f289, %f288, %f331;
@@ -14664,20 +14779,20 @@ $L__BB56_42:
 	st.global.f32 	[%rd57+8], %f305;
 	add.f32 	%f335, %f335, %f305;
 
-$L__BB56_46:
+$L__BB57_46:
 	rcp.rn.f32 	%f34, %f335;
-	@%p21 bra 	$L__BB56_54;
+	@%p21 bra 	$L__BB57_54;
 
 	max.s64 	%rd58, %rd38, 1;
 	add.s64 	%rd123, %rd58, -1;
 	and.b64  	%rd59, %rd58, 3;
 	setp.lt.u64 	%p34, %rd123, 3;
 	mov.u64 	%rd159, 0;
-	@%p34 bra 	$L__BB56_50;
+	@%p34 bra 	$L__BB57_50;
 
 	sub.s64 	%rd158, %rd58, %rd59;
 
-$L__BB56_49:
+$L__BB57_49:
 	add.s64 	%rd125, %rd159, %rd33;
 	shl.b64 	%rd126, %rd125, 2;
 	add.s64 	%rd127, %rd1, %rd126;
@@ -14696,11 +14811,11 @@ $L__BB56_49:
 	add.s64 	%rd159, %rd159, 4;
 	add.s64 	%rd158, %rd158, -4;
 	setp.ne.s64 	%p35, %rd158, 0;
-	@%p35 bra 	$L__BB56_49;
+	@%p35 bra 	$L__BB57_49;
 
-$L__BB56_50:
+$L__BB57_50:
 	setp.eq.s64 	%p36, %rd59, 0;
-	@%p36 bra 	$L__BB56_54;
+	@%p36 bra 	$L__BB57_54;
 
 	add.s64 	%rd128, %rd159, %rd33;
 	shl.b64 	%rd129, %rd128, 2;
@@ -14709,21 +14824,21 @@ $L__BB56_50:
 	mul.f32 	%f315, %f34, %f314;
 	st.global.f32 	[%rd66], %f315;
 	setp.eq.s64 	%p37, %rd59, 1;
-	@%p37 bra 	$L__BB56_54;
+	@%p37 bra 	$L__BB57_54;
 
 	ld.global.f32 	%f316, [%rd66+4];
 	mul.f32 	%f317, %f34, %f316;
 	st.global.f32 	[%rd66+4], %f317;
 	setp.eq.s64 	%p38, %rd59, 2;
-	@%p38 bra 	$L__BB56_54;
+	@%p38 bra 	$L__BB57_54;
 
 	ld.global.f32 	%f318, [%rd66+8];
 	mul.f32 	%f319, %f34, %f318;
 	st.global.f32 	[%rd66+8], %f319;
 
-$L__BB56_54:
+$L__BB57_54:
 	setp.ge.s64 	%p39, %rd37, %rd79;
-	@%p39 bra 	$L__BB56_62;
+	@%p39 bra 	$L__BB57_62;
 
 	mov.u64 	%rd130, -2;
 	sub.s64 	%rd131, %rd130, %rd150;
@@ -14732,7 +14847,7 @@ $L__BB56_54:
 	and.b64  	%rd68, %rd132, 3;
 	setp.eq.s64 	%p40, %rd68, 0;
 	mov.u64 	%rd160, %rd38;
-	@%p40 bra 	$L__BB56_59;
+	@%p40 bra 	$L__BB57_59;
 
 	add.s64 	%rd133, %rd38, %rd33;
 	shl.b64 	%rd134, %rd133, 2;
@@ -14741,23 +14856,23 @@ $L__BB56_54:
 	st.global.u32 	[%rd69], %r36;
 	add.s64 	%rd160, %rd38, 1;
 	setp.eq.s64 	%p41, %rd68, 1;
-	@%p41 bra 	$L__BB56_59;
+	@%p41 bra 	$L__BB57_59;
 
 	st.global.u32 	[%rd69+4], %r36;
 	add.s64 	%rd160, %rd38, 2;
 	setp.eq.s64 	%p42, %rd68, 2;
-	@%p42 bra 	$L__BB56_59;
+	@%p42 bra 	$L__BB57_59;
 
 	mov.u32 	%r38, 0;
 	st.global.u32 	[%rd69+8], %r38;
 	add.s64 	%rd160, %rd38, 3;
 
-$L__BB56_59:
+$L__BB57_59:
 	add.s64 	%rd135, %rd67, %rd79;
 	setp.lt.u64 	%p43, %rd135, 3;
-	@%p43 bra 	$L__BB56_62;
+	@%p43 bra 	$L__BB57_62;
 
-$L__BB56_61:
+$L__BB57_61:
 	add.s64 	%rd136, %rd160, %rd33;
 	shl.b64 	%rd137, %rd136, 2;
 	add.s64 	%rd138, %rd1, %rd137;
@@ -14768,32 +14883,32 @@ $L__BB56_61:
 	st.global.u32 	[%rd138+12], %r39;
 	add.s64 	%rd160, %rd160, 4;
 	setp.lt.s64 	%p44, %rd160, %rd79;
-	@%p44 bra 	$L__BB56_61;
+	@%p44 bra 	$L__BB57_61;
 
-$L__BB56_62:
+$L__BB57_62:
 	add.s64 	%rd139, %rd139, %rd4;
 	setp.lt.s64 	%p45, %rd139, %rd77;
-	@%p45 bra 	$L__BB56_27;
-	bra.uni 	$L__BB56_63;
+	@%p45 bra 	$L__BB57_27;
+	bra.uni 	$L__BB57_63;
 
-$L__BB56_2:
+$L__BB57_2:
 	setp.lt.s64 	%p3, %rd79, 1;
-	@%p3 bra 	$L__BB56_63;
+	@%p3 bra 	$L__BB57_63;
 
 	add.s64 	%rd5, %rd79, -1;
 	and.b64  	%rd6, %rd79, 3;
 	sub.s64 	%rd7, %rd79, %rd6;
 
-$L__BB56_4:
+$L__BB57_4:
 	mul.lo.s64 	%rd9, %rd139, %rd79;
 	setp.lt.u64 	%p4, %rd5, 3;
 	mov.f32 	%f323, 0fFF7FFFFF;
 	mov.u64 	%rd142, 0;
-	@%p4 bra 	$L__BB56_7;
+	@%p4 bra 	$L__BB57_7;
 
 	mov.u64 	%rd141, %rd7;
 
-$L__BB56_6:
+$L__BB57_6:
 	add.s64 	%rd86, %rd142, %rd9;
 	shl.b64 	%rd87, %rd86, 2;
 	add.s64 	%rd88, %rd1, %rd87;
@@ -14808,11 +14923,11 @@ $L__BB56_6:
 	add.s64 	%rd142, %rd142, 4;
 	add.s64 	%rd141, %rd141, -4;
 	setp.ne.s64 	%p5, %rd141, 0;
-	@%p5 bra 	$L__BB56_6;
+	@%p5 bra 	$L__BB57_6;
 
-$L__BB56_7:
+$L__BB57_7:
 	setp.eq.s64 	%p6, %rd6, 0;
-	@%p6 bra 	$L__BB56_11;
+	@%p6 bra 	$L__BB57_11;
 
 	setp.eq.s64 	%p7, %rd6, 1;
 	add.s64 	%rd89, %rd142, %rd9;
@@ -14820,24 +14935,24 @@ $L__BB56_7:
 	add.s64 	%rd15, %rd1, %rd90;
 	ld.global.f32 	%f46, [%rd15];
 	max.f32 	%f323, %f323, %f46;
-	@%p7 bra 	$L__BB56_11;
+	@%p7 bra 	$L__BB57_11;
 
 	setp.eq.s64 	%p8, %rd6, 2;
 	ld.global.f32 	%f47, [%rd15+4];
 	max.f32 	%f323, %f323, %f47;
-	@%p8 bra 	$L__BB56_11;
+	@%p8 bra 	$L__BB57_11;
 
 	ld.global.f32 	%f48, [%rd15+8];
 	max.f32 	%f323, %f323, %f48;
 
-$L__BB56_11:
+$L__BB57_11:
 	mov.f32 	%f327, 0f00000000;
 	mov.u64 	%rd145, 0;
-	@%p4 bra 	$L__BB56_14;
+	@%p4 bra 	$L__BB57_14;
 
 	mov.u64 	%rd144, %rd7;
 
-$L__BB56_13:
+$L__BB57_13:
 	add.s64 	%rd93, %rd145, %rd9;
 	shl.b64 	%rd94, %rd93, 2;
 	add.s64 	%rd95, %rd1, %rd94;
@@ -14914,10 +15029,10 @@ $L__BB56_13:
 	add.s64 	%rd145, %rd145, 4;
 	add.s64 	%rd144, %rd144, -4;
 	setp.ne.s64 	%p10, %rd144, 0;
-	@%p10 bra 	$L__BB56_13;
+	@%p10 bra 	$L__BB57_13;
 
-$L__BB56_14:
-	@%p6 bra 	$L__BB56_18;
+$L__BB57_14:
+	@%p6 bra 	$L__BB57_18;
 
 	setp.eq.s64 	%p12, %rd6, 1;
 	add.s64 	%rd96, %rd145, %rd9;
@@ -14945,7 +15060,7 @@ $L__BB56_14:
 	mul.f32 	%f126, %f125, %f124;
 	st.global.f32 	[%rd21], %f126;
 	add.f32 	%f327, %f327, %f126;
-	@%p12 bra 	$L__BB56_18;
+	@%p12 bra 	$L__BB57_18;
 
 	setp.eq.s64 	%p13, %rd6, 2;
 	ld.global.f32 	%f127, [%rd21+4];
@@ -14964,7 +15079,7 @@ $L__BB56_14:
 	mul.f32 	%f144, %f143, %f142;
 	st.global.f32 	[%rd21+4], %f144;
 	add.f32 	%f327, %f327, %f144;
-	@%p13 bra 	$L__BB56_18;
+	@%p13 bra 	$L__BB57_18;
 
 	ld.global.f32 	%f145, [%rd21+8];
 	sub.f32 	%f146, %f145, %f323;
@@ -14989,14 +15104,14 @@ $L__BB56_14:
 	st.global.f32 	[%rd21+8], %f162;
 	add.f32 	%f327, %f327, %f162;
 
-$L__BB56_18:
+$L__BB57_18:
 	rcp.rn.f32 	%f17, %f327;
 	mov.u64 	%rd148, 0;
-	@%p4 bra 	$L__BB56_21;
+	@%p4 bra 	$L__BB57_21;
 
 	mov.u64 	%rd147, %rd7;
 
-$L__BB56_20:
+$L__BB57_20:
 	add.s64 	%rd100, %rd148, %rd9;
 	shl.b64 	%rd101, %rd100, 2;
 	add.s64 	%rd102, %rd1, %rd101;
@@ -15015,10 +15130,10 @@ $L__BB56_20:
 	add.s64 	%rd148, %rd148, 4;
 	add.s64 	%rd147, %rd147, -4;
 	setp.ne.s64 	%p15, %rd147, 0;
-	@%p15 bra 	$L__BB56_20;
+	@%p15 bra 	$L__BB57_20;
 
-$L__BB56_21:
-	@%p6 bra 	$L__BB56_25;
+$L__BB57_21:
+	@%p6 bra 	$L__BB57_25;
 
 	setp.eq.s64 	%p17, %rd6, 1;
 	add.s64 	%rd103, %rd148, %rd9;
@@ -15027,24 +15142,24 @@ $L__BB56_21:
 	ld.global.f32 	%f171, [%rd27];
 	mul.f32 	%f172, %f17, %f171;
 	st.global.f32 	[%rd27], %f172;
-	@%p17 bra 	$L__BB56_25;
+	@%p17 bra 	$L__BB57_25;
 
 	setp.eq.s64 	%p18, %rd6, 2;
 	ld.global.f32 	%f173, [%rd27+4];
 	mul.f32 	%f174, %f17, %f173;
 	st.global.f32 	[%rd27+4], %f174;
-	@%p18 bra 	$L__BB56_25;
+	@%p18 bra 	$L__BB57_25;
 
 	ld.global.f32 	%f175, [%rd27+8];
 	mul.f32 	%f176, %f17, %f175;
 	st.global.f32 	[%rd27+8], %f176;
 
-$L__BB56_25:
+$L__BB57_25:
 	add.s64 	%rd139, %rd139, %rd4;
 	setp.lt.s64 	%p19, %rd139, %rd77;
-	@%p19 bra 	$L__BB56_4;
+	@%p19 bra 	$L__BB57_4;
 
-$L__BB56_63:
+$L__BB57_63:
 	ret;
 
 }
@@ -15076,10 +15191,10 @@ $L__BB56_63:
 	cvt.u64.u32 	%rd38, %r3;
 	add.s64 	%rd54, %rd37, %rd38;
 	setp.ge.s64 	%p1, %rd54, %rd33;
-	@%p1 bra 	$L__BB57_18;
+	@%p1 bra 	$L__BB58_18;
 
 	setp.lt.s64 	%p2, %rd34, 1;
-	@%p2 bra 	$L__BB57_18;
+	@%p2 bra 	$L__BB58_18;
 
 	add.s64 	%rd5, %rd34, -1;
 	and.b64  	%rd6, %rd34, 3;
@@ -15091,18 +15206,18 @@ $L__BB56_63:
 	cvt.u64.u32 	%rd39, %r4;
 	mul.lo.s64 	%rd11, %rd39, %rd3;
 
-$L__BB57_3:
+$L__BB58_3:
 	mul.lo.s64 	%rd13, %rd54, %rd34;
 	setp.lt.u64 	%p3, %rd5, 3;
 	mov.f32 	%f60, 0f00000000;
 	mov.u64 	%rd58, 0;
-	@%p3 bra 	$L__BB57_6;
+	@%p3 bra 	$L__BB58_6;
 
 	shl.b64 	%rd42, %rd13, 2;
 	add.s64 	%rd56, %rd9, %rd42;
 	add.s64 	%rd55, %rd10, %rd42;
 
-$L__BB57_5:
+$L__BB58_5:
 	ld.global.f32 	%f12, [%rd55+-8];
 	ld.global.f32 	%f13, [%rd56+-8];
 	fma.rn.f32 	%f14, %f13, %f12, %f60;
@@ -15120,11 +15235,11 @@ $L__BB57_5:
 	add.s64 	%rd56, %rd56, 16;
 	add.s64 	%rd55, %rd55, 16;
 	setp.ne.s64 	%p4, %rd43, 0;
-	@%p4 bra 	$L__BB57_5;
+	@%p4 bra 	$L__BB58_5;
 
-$L__BB57_6:
+$L__BB58_6:
 	setp.eq.s64 	%p5, %rd6, 0;
-	@%p5 bra 	$L__BB57_10;
+	@%p5 bra 	$L__BB58_10;
 
 	setp.eq.s64 	%p6, %rd6, 1;
 	add.s64 	%rd44, %rd58, %rd13;
@@ -15134,25 +15249,25 @@ $L__BB57_6:
 	ld.global.f32 	%f23, [%rd24];
 	ld.global.f32 	%f24, [%rd23];
 	fma.rn.f32 	%f60, %f24, %f23, %f60;
-	@%p6 bra 	$L__BB57_10;
+	@%p6 bra 	$L__BB58_10;
 
 	setp.eq.s64 	%p7, %rd6, 2;
 	ld.global.f32 	%f25, [%rd24+4];
 	ld.global.f32 	%f26, [%rd23+4];
 	fma.rn.f32 	%f60, %f26, %f25, %f60;
-	@%p7 bra 	$L__BB57_10;
+	@%p7 bra 	$L__BB58_10;
 
 	ld.global.f32 	%f27, [%rd24+8];
 	ld.global.f32 	%f28, [%rd23+8];
 	fma.rn.f32 	%f60, %f28, %f27, %f60;
 
-$L__BB57_10:
+$L__BB58_10:
 	mov.u64 	%rd61, 0;
-	@%p3 bra 	$L__BB57_13;
+	@%p3 bra 	$L__BB58_13;
 
 	mov.u64 	%rd60, %rd7;
 
-$L__BB57_12:
+$L__BB58_12:
 	add.s64 	%rd48, %rd61, %rd13;
 	shl.b64 	%rd49, %rd48, 2;
 	add.s64 	%rd50, %rd2, %rd49;
@@ -15180,10 +15295,10 @@ $L__BB57_12:
 	add.s64 	%rd61, %rd61, 4;
 	add.s64 	%rd60, %rd60, -4;
 	setp.ne.s64 	%p9, %rd60, 0;
-	@%p9 bra 	$L__BB57_12;
+	@%p9 bra 	$L__BB58_12;
 
-$L__BB57_13:
-	@%p5 bra 	$L__BB57_17;
+$L__BB58_13:
+	@%p5 bra 	$L__BB58_17;
 
 	setp.eq.s64 	%p11, %rd6, 1;
 	add.s64 	%rd52, %rd61, %rd13;
@@ -15195,7 +15310,7 @@ $L__BB57_13:
 	ld.global.f32 	%f47, [%rd30];
 	mul.f32 	%f48, %f47, %f46;
 	st.global.f32 	[%rd31], %f48;
-	@%p11 bra 	$L__BB57_17;
+	@%p11 bra 	$L__BB58_17;
 
 	setp.eq.s64 	%p12, %rd6, 2;
 	ld.global.f32 	%f49, [%rd31+4];
@@ -15203,7 +15318,7 @@ $L__BB57_13:
 	ld.global.f32 	%f51, [%rd30+4];
 	mul.f32 	%f52, %f51, %f50;
 	st.global.f32 	[%rd31+4], %f52;
-	@%p12 bra 	$L__BB57_17;
+	@%p12 bra 	$L__BB58_17;
 
 	ld.global.f32 	%f53, [%rd31+8];
 	sub.f32 	%f54, %f53, %f60;
@@ -15211,12 +15326,12 @@ $L__BB57_13:
 	mul.f32 	%f56, %f55, %f54;
 	st.global.f32 	[%rd31+8], %f56;
 
-$L__BB57_17:
+$L__BB58_17:
 	add.s64 	%rd54, %rd54, %rd11;
 	setp.lt.s64 	%p13, %rd54, %rd33;
-	@%p13 bra 	$L__BB57_3;
+	@%p13 bra 	$L__BB58_3;
 
-$L__BB57_18:
+$L__BB58_18:
 	ret;
 
 }
@@ -15253,7 +15368,7 @@ $L__BB57_18:
 	cvt.u64.u32 	%rd45, %r3;
 	add.s64 	%rd86, %rd44, %rd45;
 	setp.ge.s64 	%p1, %rd86, %rd40;
-	@%p1 bra 	$L__BB58_36;
+	@%p1 bra 	$L__BB59_36;
 
 	setp.gt.s64 	%p2, %rd39, 0;
 	mul.lo.s64 	%rd46, %rd41, %rd39;
@@ -15265,35 +15380,35 @@ $L__BB57_18:
 	cvt.u64.u32 	%rd48, %r4;
 	mul.lo.s64 	%rd6, %rd48, %rd3;
 	add.s64 	%rd7, %rd41, -1;
-	@%p2 bra 	$L__BB58_9;
-	bra.uni 	$L__BB58_2;
+	@%p2 bra 	$L__BB59_9;
+	bra.uni 	$L__BB59_2;
 
-$L__BB58_9:
+$L__BB59_9:
 	and.b64  	%rd12, %rd41, 3;
 	sub.s64 	%rd15, %rd12, %rd41;
 
-$L__BB58_10:
+$L__BB59_10:
 	setp.lt.s64 	%p6, %rd41, 1;
 	mov.f64 	%fd82, 0d0000000000000000;
 	mov.f64 	%fd83, %fd82;
-	@%p6 bra 	$L__BB58_20;
+	@%p6 bra 	$L__BB59_20;
 
 	mov.u64 	%rd88, 0;
 
-$L__BB58_12:
+$L__BB59_12:
 	mov.u64 	%rd91, 0;
 	mul.lo.s64 	%rd53, %rd88, %rd40;
 	add.s64 	%rd54, %rd53, %rd86;
 	mul.lo.s64 	%rd18, %rd54, %rd41;
 	setp.lt.u64 	%p7, %rd7, 3;
-	@%p7 bra 	$L__BB58_15;
+	@%p7 bra 	$L__BB59_15;
 
 	add.s64 	%rd82, %rd1, 8;
 	shl.b64 	%rd56, %rd18, 2;
 	add.s64 	%rd89, %rd82, %rd56;
 	mov.u64 	%rd91, 0;
 
-$L__BB58_14:
+$L__BB59_14:
 	ld.global.f32 	%f4, [%rd89+-8];
 	cvt.f64.f32 	%fd40, %f4;
 	add.f64 	%fd41, %fd82, %fd40;
@@ -15314,11 +15429,11 @@ $L__BB58_14:
 	add.s64 	%rd91, %rd91, 4;
 	add.s64 	%rd57, %rd15, %rd91;
 	setp.ne.s64 	%p8, %rd57, 0;
-	@%p8 bra 	$L__BB58_14;
+	@%p8 bra 	$L__BB59_14;
 
-$L__BB58_15:
+$L__BB59_15:
 	setp.eq.s64 	%p9, %rd12, 0;
-	@%p9 bra 	$L__BB58_19;
+	@%p9 bra 	$L__BB59_19;
 
 	setp.eq.s64 	%p10, %rd12, 1;
 	add.s64 	%rd58, %rd91, %rd18;
@@ -15328,26 +15443,26 @@ $L__BB58_15:
 	cvt.f64.f32 	%fd50, %f8;
 	add.f64 	%fd82, %fd82, %fd50;
 	fma.rn.f64 	%fd83, %fd50, %fd50, %fd83;
-	@%p10 bra 	$L__BB58_19;
+	@%p10 bra 	$L__BB59_19;
 
 	setp.eq.s64 	%p11, %rd12, 2;
 	ld.global.f32 	%f9, [%rd25+4];
 	cvt.f64.f32 	%fd51, %f9;
 	add.f64 	%fd82, %fd82, %fd51;
 	fma.rn.f64 	%fd83, %fd51, %fd51, %fd83;
-	@%p11 bra 	$L__BB58_19;
+	@%p11 bra 	$L__BB59_19;
 
 	ld.global.f32 	%f10, [%rd25+8];
 	cvt.f64.f32 	%fd52, %f10;
 	add.f64 	%fd82, %fd82, %fd52;
 	fma.rn.f64 	%fd83, %fd52, %fd52, %fd83;
 
-$L__BB58_19:
+$L__BB59_19:
 	add.s64 	%rd88, %rd88, 1;
 	setp.lt.s64 	%p12, %rd88, %rd39;
-	@%p12 bra 	$L__BB58_12;
+	@%p12 bra 	$L__BB59_12;
 
-$L__BB58_20:
+$L__BB59_20:
 	ld.param.u64 	%rd77, [bn_stats_f32_param_0];
 	cvta.to.global.u64 	%rd76, %rd77;
 	ld.param.f32 	%f22, [bn_stats_f32_param_5];
@@ -15356,10 +15471,10 @@ $L__BB58_20:
 	shl.b64 	%rd61, %rd40, 2;
 	add.s64 	%rd28, %rd27, %rd61;
 	setp.neu.f32 	%p13, %f22, 0f00000000;
-	@%p13 bra 	$L__BB58_32;
-	bra.uni 	$L__BB58_21;
+	@%p13 bra 	$L__BB59_32;
+	bra.uni 	$L__BB59_21;
 
-$L__BB58_32:
+$L__BB59_32:
 	ld.param.u64 	%rd81, [bn_stats_f32_param_0];
 	shl.b64 	%rd80, %rd86, 2;
 	cvta.to.global.u64 	%rd79, %rd81;
@@ -15368,27 +15483,27 @@ $L__BB58_32:
 	st.global.f32 	[%rd78], %f20;
 	cvt.rn.f32.f64 	%f21, %fd83;
 	st.global.f32 	[%rd28], %f21;
-	bra.uni 	$L__BB58_33;
+	bra.uni 	$L__BB59_33;
 
-$L__BB58_21:
+$L__BB59_21:
 	div.rn.f64 	%fd22, %fd82, %fd1;
 	mov.f64 	%fd90, 0d0000000000000000;
-	@%p6 bra 	$L__BB58_31;
+	@%p6 bra 	$L__BB59_31;
 
 	mov.u64 	%rd92, 0;
 
-$L__BB58_23:
+$L__BB59_23:
 	mov.u64 	%rd95, 0;
 	mul.lo.s64 	%rd64, %rd92, %rd40;
 	add.s64 	%rd65, %rd64, %rd86;
 	mul.lo.s64 	%rd30, %rd65, %rd41;
 	setp.lt.u64 	%p15, %rd7, 3;
-	@%p15 bra 	$L__BB58_26;
+	@%p15 bra 	$L__BB59_26;
 
 	sub.s64 	%rd94, %rd41, %rd12;
 	mov.u64 	%rd95, 0;
 
-$L__BB58_25:
+$L__BB59_25:
 	add.s64 	%rd67, %rd95, %rd30;
 	shl.b64 	%rd68, %rd67, 2;
 	add.s64 	%rd69, %rd1, %rd68;
@@ -15411,11 +15526,11 @@ $L__BB58_25:
 	add.s64 	%rd95, %rd95, 4;
 	add.s64 	%rd94, %rd94, -4;
 	setp.ne.s64 	%p16, %rd94, 0;
-	@%p16 bra 	$L__BB58_25;
+	@%p16 bra 	$L__BB59_25;
 
-$L__BB58_26:
+$L__BB59_26:
 	setp.eq.s64 	%p17, %rd12, 0;
-	@%p17 bra 	$L__BB58_30;
+	@%p17 bra 	$L__BB59_30;
 
 	setp.eq.s64 	%p18, %rd12, 1;
 	add.s64 	%rd70, %rd95, %rd30;
@@ -15425,26 +15540,26 @@ $L__BB58_26:
 	cvt.f64.f32 	%fd67, %f15;
 	sub.f64 	%fd68, %fd67, %fd22;
 	fma.rn.f64 	%fd90, %fd68, %fd68, %fd90;
-	@%p18 bra 	$L__BB58_30;
+	@%p18 bra 	$L__BB59_30;
 
 	setp.eq.s64 	%p19, %rd12, 2;
 	ld.global.f32 	%f16, [%rd36+4];
 	cvt.f64.f32 	%fd69, %f16;
 	sub.f64 	%fd70, %fd69, %fd22;
 	fma.rn.f64 	%fd90, %fd70, %fd70, %fd90;
-	@%p19 bra 	$L__BB58_30;
+	@%p19 bra 	$L__BB59_30;
 
 	ld.global.f32 	%f17, [%rd36+8];
 	cvt.f64.f32 	%fd71, %f17;
 	sub.f64 	%fd72, %fd71, %fd22;
 	fma.rn.f64 	%fd90, %fd72, %fd72, %fd90;
 
-$L__BB58_30:
+$L__BB59_30:
 	add.s64 	%rd92, %rd92, 1;
 	setp.lt.s64 	%p20, %rd92, %rd39;
-	@%p20 bra 	$L__BB58_23;
+	@%p20 bra 	$L__BB59_23;
 
-$L__BB58_31:
+$L__BB59_31:
 	ld.param.u64 	%rd75, [bn_stats_f32_param_0];
 	shl.b64 	%rd74, %rd86, 2;
 	cvta.to.global.u64 	%rd73, %rd75;
@@ -15455,55 +15570,55 @@ $L__BB58_31:
 	cvt.rn.f32.f64 	%f19, %fd73;
 	st.global.f32 	[%rd28], %f19;
 
-$L__BB58_33:
+$L__BB59_33:
 	setp.ne.s64 	%p21, %rd86, 0;
-	@%p21 bra 	$L__BB58_35;
+	@%p21 bra 	$L__BB59_35;
 
 	cvt.rn.f32.f64 	%f23, %fd1;
 	st.global.f32 	[%rd5], %f23;
 
-$L__BB58_35:
+$L__BB59_35:
 	add.s64 	%rd86, %rd86, %rd6;
 	setp.lt.s64 	%p22, %rd86, %rd40;
-	@%p22 bra 	$L__BB58_10;
-	bra.uni 	$L__BB58_36;
+	@%p22 bra 	$L__BB59_10;
+	bra.uni 	$L__BB59_36;
 
-$L__BB58_2:
+$L__BB59_2:
 	mov.f64 	%fd33, 0d0000000000000000;
 	div.rn.f64 	%fd34, %fd33, %fd1;
 	cvt.rn.f32.f64 	%f2, %fd34;
 
-$L__BB58_3:
+$L__BB59_3:
 	shl.b64 	%rd49, %rd86, 2;
 	add.s64 	%rd9, %rd2, %rd49;
 	shl.b64 	%rd50, %rd40, 2;
 	add.s64 	%rd10, %rd9, %rd50;
 	setp.neu.f32 	%p3, %f3, 0f00000000;
-	@%p3 bra 	$L__BB58_5;
-	bra.uni 	$L__BB58_4;
+	@%p3 bra 	$L__BB59_5;
+	bra.uni 	$L__BB59_4;
 
-$L__BB58_5:
+$L__BB59_5:
 	mov.u32 	%r5, 0;
 	st.global.u32 	[%rd9], %r5;
 	st.global.u32 	[%rd10], %r5;
-	bra.uni 	$L__BB58_6;
+	bra.uni 	$L__BB59_6;
 
-$L__BB58_4:
+$L__BB59_4:
 	st.global.f32 	[%rd9], %f2;
 	st.global.f32 	[%rd10], %f2;
 
-$L__BB58_6:
+$L__BB59_6:
 	setp.ne.s64 	%p4, %rd86, 0;
-	@%p4 bra 	$L__BB58_8;
+	@%p4 bra 	$L__BB59_8;
 
 	st.global.f32 	[%rd5], %f1;
 
-$L__BB58_8:
+$L__BB59_8:
 	add.s64 	%rd86, %rd86, %rd6;
 	setp.lt.s64 	%p5, %rd86, %rd40;
-	@%p5 bra 	$L__BB58_3;
+	@%p5 bra 	$L__BB59_3;
 
-$L__BB58_36:
+$L__BB59_36:
 	ret;
 
 }
@@ -15547,7 +15662,7 @@ $L__BB58_36:
 	cvt.u64.u32 	%rd6, %r3;
 	add.s64 	%rd130, %rd5, %rd6;
 	setp.ge.s64 	%p1, %rd130, %rd60;
-	@%p1 bra 	$L__BB59_31;
+	@%p1 bra 	$L__BB60_31;
 
 	cvt.f64.f32 	%fd1, %f4;
 	mov.u32 	%r4, %nctaid.x;
@@ -15561,23 +15676,23 @@ $L__BB58_36:
 	or.b64  	%rd65, %rd9, %rd8;
 	and.b64  	%rd66, %rd65, -4294967296;
 	setp.eq.s64 	%p2, %rd66, 0;
-	@%p2 bra 	$L__BB59_3;
+	@%p2 bra 	$L__BB60_3;
 
 	div.u64 	%rd123, %rd9, %rd8;
-	bra.uni 	$L__BB59_4;
+	bra.uni 	$L__BB60_4;
 
-$L__BB59_3:
+$L__BB60_3:
 	cvt.u32.u64 	%r5, %rd8;
 	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd123, %r7;
 
-$L__BB59_4:
+$L__BB60_4:
 	setp.neu.f32 	%p3, %f1, 0f00000000;
-	@%p3 bra 	$L__BB59_11;
-	bra.uni 	$L__BB59_5;
+	@%p3 bra 	$L__BB60_11;
+	bra.uni 	$L__BB60_5;
 
-$L__BB59_11:
+$L__BB60_11:
 	cvta.to.global.u64 	%rd91, %rd58;
 	shl.b64 	%rd92, %rd60, 3;
 	add.s64 	%rd47, %rd91, %rd92;
@@ -15585,7 +15700,7 @@ $L__BB59_11:
 	setp.eq.b64 	%p8, %rd93, 1;
 	mov.pred 	%p9, 0;
 	xor.pred  	%p10, %p8, %p9;
-	@%p10 bra 	$L__BB59_18;
+	@%p10 bra 	$L__BB60_18;
 
 	setp.neu.f32 	%p11, %f2, 0f00000000;
 	ld.global.f32 	%f20, [%rd47];
@@ -15596,10 +15711,10 @@ $L__BB59_11:
 	cvt.f64.f32 	%fd97, %f21;
 	shl.b64 	%rd97, %rd60, 2;
 	add.s64 	%rd48, %rd96, %rd97;
-	@%p11 bra 	$L__BB59_14;
-	bra.uni 	$L__BB59_13;
+	@%p11 bra 	$L__BB60_14;
+	bra.uni 	$L__BB60_13;
 
-$L__BB59_14:
+$L__BB60_14:
 	div.rn.f64 	%fd97, %fd97, %fd3;
 	ld.global.f32 	%f23, [%rd48];
 	cvt.f64.f32 	%fd46, %f23;
@@ -15608,13 +15723,13 @@ $L__BB59_14:
 	sub.f64 	%fd49, %fd47, %fd48;
 	setp.lt.f64 	%p12, %fd49, 0d0000000000000000;
 	selp.f64 	%fd98, 0d0000000000000000, %fd49, %p12;
-	bra.uni 	$L__BB59_15;
+	bra.uni 	$L__BB60_15;
 
-$L__BB59_5:
+$L__BB60_5:
 	add.s64 	%rd67, %rd123, 1;
 	and.b64  	%rd129, %rd67, 3;
 	setp.eq.s64 	%p4, %rd129, 0;
-	@%p4 bra 	$L__BB59_8;
+	@%p4 bra 	$L__BB60_8;
 
 	add.s64 	%rd68, %rd60, %rd5;
 	add.s64 	%rd69, %rd68, %rd6;
@@ -15626,7 +15741,7 @@ $L__BB59_5:
 	add.s64 	%rd125, %rd2, %rd71;
 	add.s64 	%rd124, %rd3, %rd71;
 
-$L__BB59_7:
+$L__BB60_7:
 	.pragma "nounroll";
 	ld.global.f32 	%f5, [%rd124];
 	ld.global.f32 	%f6, [%rd125];
@@ -15644,11 +15759,11 @@ $L__BB59_7:
 	add.s64 	%rd124, %rd124, %rd15;
 	add.s64 	%rd129, %rd129, -1;
 	setp.ne.s64 	%p5, %rd129, 0;
-	@%p5 bra 	$L__BB59_7;
+	@%p5 bra 	$L__BB60_7;
 
-$L__BB59_8:
+$L__BB60_8:
 	setp.lt.u64 	%p6, %rd123, 3;
-	@%p6 bra 	$L__BB59_31;
+	@%p6 bra 	$L__BB60_31;
 
 	shl.b64 	%rd72, %rd130, 2;
 	add.s64 	%rd132, %rd1, %rd72;
@@ -15660,7 +15775,7 @@ $L__BB59_8:
 	add.s64 	%rd134, %rd3, %rd72;
 	add.s64 	%rd135, %rd2, %rd72;
 
-$L__BB59_10:
+$L__BB60_10:
 	ld.global.f32 	%f8, [%rd134];
 	ld.global.f32 	%f9, [%rd135];
 	cvt.f64.f32 	%fd30, %f9;
@@ -15718,16 +15833,16 @@ $L__BB59_10:
 	st.global.f32 	[%rd90], %f19;
 	add.s64 	%rd130, %rd86, %rd8;
 	setp.lt.s64 	%p7, %rd130, %rd60;
-	@%p7 bra 	$L__BB59_10;
-	bra.uni 	$L__BB59_31;
+	@%p7 bra 	$L__BB60_10;
+	bra.uni 	$L__BB60_31;
 
-$L__BB59_13:
+$L__BB60_13:
 	ld.global.f32 	%f22, [%rd48];
 	cvt.f64.f32 	%fd98, %f22;
 
-$L__BB59_15:
+$L__BB60_15:
 	setp.eq.s64 	%p13, %rd59, 0;
-	@%p13 bra 	$L__BB59_17;
+	@%p13 bra 	$L__BB60_17;
 
 	add.s64 	%rd99, %rd3, %rd95;
 	ld.global.f32 	%f24, [%rd99];
@@ -15747,7 +15862,7 @@ $L__BB59_15:
 	cvt.rn.f32.f64 	%f27, %fd59;
 	st.global.f32 	[%rd100], %f27;
 
-$L__BB59_17:
+$L__BB60_17:
 	cvt.rn.f32.f64 	%f28, %fd97;
 	add.s64 	%rd102, %rd1, %rd95;
 	st.global.f32 	[%rd102], %f28;
@@ -15759,11 +15874,11 @@ $L__BB59_17:
 	st.global.f32 	[%rd104], %f29;
 	add.s64 	%rd130, %rd130, %rd8;
 
-$L__BB59_18:
+$L__BB60_18:
 	setp.gt.u64 	%p14, %rd8, %rd9;
-	@%p14 bra 	$L__BB59_31;
+	@%p14 bra 	$L__BB60_31;
 
-$L__BB59_20:
+$L__BB60_20:
 	ld.global.f32 	%f30, [%rd47];
 	cvt.f64.f32 	%fd10, %f30;
 	shl.b64 	%rd106, %rd130, 2;
@@ -15773,10 +15888,10 @@ $L__BB59_20:
 	shl.b64 	%rd107, %rd60, 2;
 	add.s64 	%rd53, %rd52, %rd107;
 	setp.neu.f32 	%p15, %f2, 0f00000000;
-	@%p15 bra 	$L__BB59_22;
-	bra.uni 	$L__BB59_21;
+	@%p15 bra 	$L__BB60_22;
+	bra.uni 	$L__BB60_21;
 
-$L__BB59_22:
+$L__BB60_22:
 	div.rn.f64 	%fd99, %fd99, %fd10;
 	ld.global.f32 	%f33, [%rd53];
 	cvt.f64.f32 	%fd63, %f33;
@@ -15785,15 +15900,15 @@ $L__BB59_22:
 	sub.f64 	%fd66, %fd64, %fd65;
 	setp.lt.f64 	%p16, %fd66, 0d0000000000000000;
 	selp.f64 	%fd100, 0d0000000000000000, %fd66, %p16;
-	bra.uni 	$L__BB59_23;
+	bra.uni 	$L__BB60_23;
 
-$L__BB59_21:
+$L__BB60_21:
 	ld.global.f32 	%f32, [%rd53];
 	cvt.f64.f32 	%fd100, %f32;
 
-$L__BB59_23:
+$L__BB60_23:
 	setp.eq.s64 	%p17, %rd59, 0;
-	@%p17 bra 	$L__BB59_25;
+	@%p17 bra 	$L__BB60_25;
 
 	add.s64 	%rd109, %rd3, %rd106;
 	ld.global.f32 	%f34, [%rd109];
@@ -15813,7 +15928,7 @@ $L__BB59_23:
 	cvt.rn.f32.f64 	%f37, %fd76;
 	st.global.f32 	[%rd110], %f37;
 
-$L__BB59_25:
+$L__BB60_25:
 	add.s64 	%rd54, %rd1, %rd106;
 	cvt.rn.f32.f64 	%f38, %fd99;
 	st.global.f32 	[%rd54], %f38;
@@ -15831,10 +15946,10 @@ $L__BB59_25:
 	ld.global.f32 	%f41, [%rd115];
 	cvt.f64.f32 	%fd101, %f41;
 	add.s64 	%rd56, %rd115, %rd107;
-	@%p15 bra 	$L__BB59_27;
-	bra.uni 	$L__BB59_26;
+	@%p15 bra 	$L__BB60_27;
+	bra.uni 	$L__BB60_26;
 
-$L__BB59_27:
+$L__BB60_27:
 	div.rn.f64 	%fd101, %fd101, %fd17;
 	ld.global.f32 	%f43, [%rd56];
 	cvt.f64.f32 	%fd80, %f43;
@@ -15843,14 +15958,14 @@ $L__BB59_27:
 	sub.f64 	%fd83, %fd81, %fd82;
 	setp.lt.f64 	%p19, %fd83, 0d0000000000000000;
 	selp.f64 	%fd102, 0d0000000000000000, %fd83, %p19;
-	bra.uni 	$L__BB59_28;
+	bra.uni 	$L__BB60_28;
 
-$L__BB59_26:
+$L__BB60_26:
 	ld.global.f32 	%f42, [%rd56];
 	cvt.f64.f32 	%fd102, %f42;
 
-$L__BB59_28:
-	@%p17 bra 	$L__BB59_30;
+$L__BB60_28:
+	@%p17 bra 	$L__BB60_30;
 
 	shl.b64 	%rd116, %rd55, 2;
 	add.s64 	%rd117, %rd3, %rd116;
@@ -15871,7 +15986,7 @@ $L__BB59_28:
 	cvt.rn.f32.f64 	%f47, %fd93;
 	st.global.f32 	[%rd118], %f47;
 
-$L__BB59_30:
+$L__BB60_30:
 	cvt.rn.f32.f64 	%f48, %fd101;
 	add.s64 	%rd120, %rd54, %rd114;
 	st.global.f32 	[%rd120], %f48;
@@ -15883,9 +15998,9 @@ $L__BB59_30:
 	st.global.f32 	[%rd122], %f49;
 	add.s64 	%rd130, %rd55, %rd8;
 	setp.lt.s64 	%p21, %rd130, %rd60;
-	@%p21 bra 	$L__BB59_20;
+	@%p21 bra 	$L__BB60_20;
 
-$L__BB59_31:
+$L__BB60_31:
 	ret;
 
 }
@@ -15933,7 +16048,7 @@ $L__BB59_31:
 	mul.lo.s64 	%rd216, %rd207, %rd213;
 	mul.lo.s64 	%rd9, %rd216, %rd208;
 	setp.ge.s64 	%p1, %rd405, %rd9;
-	@%p1 bra 	$L__BB60_122;
+	@%p1 bra 	$L__BB61_122;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd10, %r4;
@@ -15943,25 +16058,25 @@ $L__BB59_31:
 	or.b64  	%rd218, %rd12, %rd11;
 	and.b64  	%rd219, %rd218, -4294967296;
 	setp.eq.s64 	%p2, %rd219, 0;
-	@%p2 bra 	$L__BB60_3;
+	@%p2 bra 	$L__BB61_3;
 
 	div.u64 	%rd15, %rd12, %rd11;
-	bra.uni 	$L__BB60_4;
+	bra.uni 	$L__BB61_4;
 
-$L__BB60_3:
+$L__BB61_3:
 	cvt.u32.u64 	%r5, %rd11;
 	cvt.u32.u64 	%r6, %rd12;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd15, %r7;
 
-$L__BB60_4:
+$L__BB61_4:
 	add.s64 	%rd220, %rd15, 1;
 	and.b64  	%rd382, %rd220, 3;
 	setp.eq.s64 	%p3, %rd205, 0;
-	@%p3 bra 	$L__BB60_51;
+	@%p3 bra 	$L__BB61_51;
 
 	setp.eq.s64 	%p4, %rd382, 0;
-	@%p4 bra 	$L__BB60_16;
+	@%p4 bra 	$L__BB61_16;
 
 	shl.b64 	%rd221, %rd405, 2;
 	add.s64 	%rd380, %rd1, %rd221;
@@ -15971,36 +16086,36 @@ $L__BB60_4:
 	cvt.u32.u64 	%r8, %rd208;
 	cvt.u32.u64 	%r11, %rd207;
 
-$L__BB60_7:
+$L__BB61_7:
 	.pragma "nounroll";
 	or.b64  	%rd222, %rd405, %rd208;
 	and.b64  	%rd223, %rd222, -4294967296;
 	setp.eq.s64 	%p5, %rd223, 0;
-	@%p5 bra 	$L__BB60_9;
+	@%p5 bra 	$L__BB61_9;
 
 	div.s64 	%rd383, %rd405, %rd208;
-	bra.uni 	$L__BB60_10;
+	bra.uni 	$L__BB61_10;
 
-$L__BB60_9:
+$L__BB61_9:
 	cvt.u32.u64 	%r9, %rd405;
 	div.u32 	%r10, %r9, %r8;
 	cvt.u64.u32 	%rd383, %r10;
 
-$L__BB60_10:
+$L__BB61_10:
 	or.b64  	%rd224, %rd383, %rd207;
 	and.b64  	%rd225, %rd224, -4294967296;
 	setp.eq.s64 	%p6, %rd225, 0;
-	@%p6 bra 	$L__BB60_12;
+	@%p6 bra 	$L__BB61_12;
 
 	rem.s64 	%rd384, %rd383, %rd207;
-	bra.uni 	$L__BB60_13;
+	bra.uni 	$L__BB61_13;
 
-$L__BB60_12:
+$L__BB61_12:
 	cvt.u32.u64 	%r12, %rd383;
 	rem.u32 	%r13, %r12, %r11;
 	cvt.u64.u32 	%rd384, %r13;
 
-$L__BB60_13:
+$L__BB61_13:
 	shl.b64 	%rd226, %rd384, 2;
 	add.s64 	%rd227, %rd5, %rd226;
 	ld.global.f32 	%f16, [%rd227];
@@ -16015,13 +16130,13 @@ $L__BB60_13:
 	ld.global.f32 	%f21, [%rd230];
 	mul.f32 	%f111, %f20, %f21;
 	setp.eq.s64 	%p7, %rd206, 0;
-	@%p7 bra 	$L__BB60_15;
+	@%p7 bra 	$L__BB61_15;
 
 	add.s64 	%rd232, %rd2, %rd226;
 	ld.global.f32 	%f22, [%rd232];
 	add.f32 	%f111, %f111, %f22;
 
-$L__BB60_15:
+$L__BB61_15:
 	st.global.f32 	[%rd380], %f111;
 	add.s64 	%rd405, %rd405, %rd11;
 	add.s64 	%rd380, %rd380, %rd18;
@@ -16029,11 +16144,11 @@ $L__BB60_15:
 	add.s64 	%rd378, %rd378, %rd18;
 	add.s64 	%rd382, %rd382, -1;
 	setp.ne.s64 	%p8, %rd382, 0;
-	@%p8 bra 	$L__BB60_7;
+	@%p8 bra 	$L__BB61_7;
 
-$L__BB60_16:
+$L__BB61_16:
 	setp.lt.u64 	%p9, %rd15, 3;
-	@%p9 bra 	$L__BB60_122;
+	@%p9 bra 	$L__BB61_122;
 
 	shl.b64 	%rd233, %rd405, 2;
 	add.s64 	%rd387, %rd6, %rd233;
@@ -16043,35 +16158,35 @@ $L__BB60_16:
 	cvt.u32.u64 	%r14, %rd208;
 	cvt.u32.u64 	%r17, %rd207;
 
-$L__BB60_18:
+$L__BB61_18:
 	or.b64  	%rd235, %rd405, %rd208;
 	and.b64  	%rd236, %rd235, -4294967296;
 	setp.eq.s64 	%p10, %rd236, 0;
-	@%p10 bra 	$L__BB60_20;
+	@%p10 bra 	$L__BB61_20;
 
 	div.s64 	%rd390, %rd405, %rd208;
-	bra.uni 	$L__BB60_21;
+	bra.uni 	$L__BB61_21;
 
-$L__BB60_20:
+$L__BB61_20:
 	cvt.u32.u64 	%r15, %rd405;
 	div.u32 	%r16, %r15, %r14;
 	cvt.u64.u32 	%rd390, %r16;
 
-$L__BB60_21:
+$L__BB61_21:
 	or.b64  	%rd237, %rd390, %rd207;
 	and.b64  	%rd238, %rd237, -4294967296;
 	setp.eq.s64 	%p11, %rd238, 0;
-	@%p11 bra 	$L__BB60_23;
+	@%p11 bra 	$L__BB61_23;
 
 	rem.s64 	%rd391, %rd390, %rd207;
-	bra.uni 	$L__BB60_24;
+	bra.uni 	$L__BB61_24;
 
-$L__BB60_23:
+$L__BB61_23:
 	cvt.u32.u64 	%r18, %rd390;
 	rem.u32 	%r19, %r18, %r17;
 	cvt.u64.u32 	%rd391, %r19;
 
-$L__BB60_24:
+$L__BB61_24:
 	shl.b64 	%rd239, %rd391, 2;
 	add.s64 	%rd240, %rd5, %rd239;
 	ld.global.f32 	%f23, [%rd240];
@@ -16086,43 +16201,43 @@ $L__BB60_24:
 	ld.global.f32 	%f28, [%rd243];
 	mul.f32 	%f112, %f27, %f28;
 	setp.eq.s64 	%p12, %rd206, 0;
-	@%p12 bra 	$L__BB60_26;
+	@%p12 bra 	$L__BB61_26;
 
 	add.s64 	%rd245, %rd2, %rd239;
 	ld.global.f32 	%f29, [%rd245];
 	add.f32 	%f112, %f112, %f29;
 
-$L__BB60_26:
+$L__BB61_26:
 	st.global.f32 	[%rd389], %f112;
 	add.s64 	%rd52, %rd405, %rd11;
 	or.b64  	%rd246, %rd52, %rd208;
 	and.b64  	%rd247, %rd246, -4294967296;
 	setp.eq.s64 	%p13, %rd247, 0;
-	@%p13 bra 	$L__BB60_28;
+	@%p13 bra 	$L__BB61_28;
 
 	div.s64 	%rd392, %rd52, %rd208;
-	bra.uni 	$L__BB60_29;
+	bra.uni 	$L__BB61_29;
 
-$L__BB60_28:
+$L__BB61_28:
 	cvt.u32.u64 	%r21, %rd52;
 	div.u32 	%r22, %r21, %r14;
 	cvt.u64.u32 	%rd392, %r22;
 
-$L__BB60_29:
+$L__BB61_29:
 	or.b64  	%rd248, %rd392, %rd207;
 	and.b64  	%rd249, %rd248, -4294967296;
 	setp.eq.s64 	%p14, %rd249, 0;
-	@%p14 bra 	$L__BB60_31;
+	@%p14 bra 	$L__BB61_31;
 
 	rem.s64 	%rd393, %rd392, %rd207;
-	bra.uni 	$L__BB60_32;
+	bra.uni 	$L__BB61_32;
 
-$L__BB60_31:
+$L__BB61_31:
 	cvt.u32.u64 	%r24, %rd392;
 	rem.u32 	%r25, %r24, %r17;
 	cvt.u64.u32 	%rd393, %r25;
 
-$L__BB60_32:
+$L__BB61_32:
 	add.s64 	%rd59, %rd387, %rd39;
 	shl.b64 	%rd250, %rd393, 2;
 	add.s64 	%rd251, %rd5, %rd250;
@@ -16137,44 +16252,44 @@ $L__BB60_32:
 	add.s64 	%rd254, %rd3, %rd250;
 	ld.global.f32 	%f35, [%rd254];
 	mul.f32 	%f113, %f34, %f35;
-	@%p12 bra 	$L__BB60_34;
+	@%p12 bra 	$L__BB61_34;
 
 	add.s64 	%rd256, %rd2, %rd250;
 	ld.global.f32 	%f36, [%rd256];
 	add.f32 	%f113, %f113, %f36;
 
-$L__BB60_34:
+$L__BB61_34:
 	add.s64 	%rd61, %rd389, %rd39;
 	st.global.f32 	[%rd61], %f113;
 	add.s64 	%rd62, %rd52, %rd11;
 	or.b64  	%rd257, %rd62, %rd208;
 	and.b64  	%rd258, %rd257, -4294967296;
 	setp.eq.s64 	%p16, %rd258, 0;
-	@%p16 bra 	$L__BB60_36;
+	@%p16 bra 	$L__BB61_36;
 
 	div.s64 	%rd394, %rd62, %rd208;
-	bra.uni 	$L__BB60_37;
+	bra.uni 	$L__BB61_37;
 
-$L__BB60_36:
+$L__BB61_36:
 	cvt.u32.u64 	%r27, %rd62;
 	div.u32 	%r28, %r27, %r14;
 	cvt.u64.u32 	%rd394, %r28;
 
-$L__BB60_37:
+$L__BB61_37:
 	or.b64  	%rd259, %rd394, %rd207;
 	and.b64  	%rd260, %rd259, -4294967296;
 	setp.eq.s64 	%p17, %rd260, 0;
-	@%p17 bra 	$L__BB60_39;
+	@%p17 bra 	$L__BB61_39;
 
 	rem.s64 	%rd395, %rd394, %rd207;
-	bra.uni 	$L__BB60_40;
+	bra.uni 	$L__BB61_40;
 
-$L__BB60_39:
+$L__BB61_39:
 	cvt.u32.u64 	%r30, %rd394;
 	rem.u32 	%r31, %r30, %r17;
 	cvt.u64.u32 	%rd395, %r31;
 
-$L__BB60_40:
+$L__BB61_40:
 	add.s64 	%rd69, %rd59, %rd39;
 	shl.b64 	%rd261, %rd395, 2;
 	add.s64 	%rd262, %rd5, %rd261;
@@ -16189,44 +16304,44 @@ $L__BB60_40:
 	add.s64 	%rd265, %rd3, %rd261;
 	ld.global.f32 	%f42, [%rd265];
 	mul.f32 	%f114, %f41, %f42;
-	@%p12 bra 	$L__BB60_42;
+	@%p12 bra 	$L__BB61_42;
 
 	add.s64 	%rd267, %rd2, %rd261;
 	ld.global.f32 	%f43, [%rd267];
 	add.f32 	%f114, %f114, %f43;
 
-$L__BB60_42:
+$L__BB61_42:
 	add.s64 	%rd71, %rd61, %rd39;
 	st.global.f32 	[%rd71], %f114;
 	add.s64 	%rd72, %rd62, %rd11;
 	or.b64  	%rd268, %rd72, %rd208;
 	and.b64  	%rd269, %rd268, -4294967296;
 	setp.eq.s64 	%p19, %rd269, 0;
-	@%p19 bra 	$L__BB60_44;
+	@%p19 bra 	$L__BB61_44;
 
 	div.s64 	%rd396, %rd72, %rd208;
-	bra.uni 	$L__BB60_45;
+	bra.uni 	$L__BB61_45;
 
-$L__BB60_44:
+$L__BB61_44:
 	cvt.u32.u64 	%r33, %rd72;
 	div.u32 	%r34, %r33, %r14;
 	cvt.u64.u32 	%rd396, %r34;
 
-$L__BB60_45:
+$L__BB61_45:
 	or.b64  	%rd270, %rd396, %rd207;
 	and.b64  	%rd271, %rd270, -4294967296;
 	setp.eq.s64 	%p20, %rd271, 0;
-	@%p20 bra 	$L__BB60_47;
+	@%p20 bra 	$L__BB61_47;
 
 	rem.s64 	%rd397, %rd396, %rd207;
-	bra.uni 	$L__BB60_48;
+	bra.uni 	$L__BB61_48;
 
-$L__BB60_47:
+$L__BB61_47:
 	cvt.u32.u64 	%r36, %rd396;
 	rem.u32 	%r37, %r36, %r17;
 	cvt.u64.u32 	%rd397, %r37;
 
-$L__BB60_48:
+$L__BB61_48:
 	add.s64 	%rd79, %rd69, %rd39;
 	shl.b64 	%rd272, %rd397, 2;
 	add.s64 	%rd273, %rd5, %rd272;
@@ -16241,13 +16356,13 @@ $L__BB60_48:
 	add.s64 	%rd276, %rd3, %rd272;
 	ld.global.f32 	%f49, [%rd276];
 	mul.f32 	%f115, %f48, %f49;
-	@%p12 bra 	$L__BB60_50;
+	@%p12 bra 	$L__BB61_50;
 
 	add.s64 	%rd278, %rd2, %rd272;
 	ld.global.f32 	%f50, [%rd278];
 	add.f32 	%f115, %f115, %f50;
 
-$L__BB60_50:
+$L__BB61_50:
 	add.s64 	%rd279, %rd71, %rd39;
 	add.s64 	%rd389, %rd279, %rd39;
 	st.global.f32 	[%rd279], %f115;
@@ -16255,15 +16370,15 @@ $L__BB60_50:
 	setp.lt.s64 	%p22, %rd405, %rd9;
 	add.s64 	%rd387, %rd79, %rd39;
 	add.s64 	%rd388, %rd80, %rd39;
-	@%p22 bra 	$L__BB60_18;
-	bra.uni 	$L__BB60_122;
+	@%p22 bra 	$L__BB61_18;
+	bra.uni 	$L__BB61_122;
 
-$L__BB60_51:
+$L__BB61_51:
 	setp.eq.s64 	%p23, %rd206, 0;
-	@%p23 bra 	$L__BB60_87;
+	@%p23 bra 	$L__BB61_87;
 
 	setp.eq.s64 	%p24, %rd382, 0;
-	@%p24 bra 	$L__BB60_61;
+	@%p24 bra 	$L__BB61_61;
 
 	shl.b64 	%rd280, %rd405, 2;
 	add.s64 	%rd400, %rd1, %rd280;
@@ -16273,36 +16388,36 @@ $L__BB60_51:
 	cvt.u32.u64 	%r38, %rd208;
 	cvt.u32.u64 	%r41, %rd207;
 
-$L__BB60_54:
+$L__BB61_54:
 	.pragma "nounroll";
 	or.b64  	%rd281, %rd405, %rd208;
 	and.b64  	%rd282, %rd281, -4294967296;
 	setp.eq.s64 	%p25, %rd282, 0;
-	@%p25 bra 	$L__BB60_56;
+	@%p25 bra 	$L__BB61_56;
 
 	div.s64 	%rd403, %rd405, %rd208;
-	bra.uni 	$L__BB60_57;
+	bra.uni 	$L__BB61_57;
 
-$L__BB60_56:
+$L__BB61_56:
 	cvt.u32.u64 	%r39, %rd405;
 	div.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd403, %r40;
 
-$L__BB60_57:
+$L__BB61_57:
 	or.b64  	%rd283, %rd403, %rd207;
 	and.b64  	%rd284, %rd283, -4294967296;
 	setp.eq.s64 	%p26, %rd284, 0;
-	@%p26 bra 	$L__BB60_59;
+	@%p26 bra 	$L__BB61_59;
 
 	rem.s64 	%rd404, %rd403, %rd207;
-	bra.uni 	$L__BB60_60;
+	bra.uni 	$L__BB61_60;
 
-$L__BB60_59:
+$L__BB61_59:
 	cvt.u32.u64 	%r42, %rd403;
 	rem.u32 	%r43, %r42, %r41;
 	cvt.u64.u32 	%rd404, %r43;
 
-$L__BB60_60:
+$L__BB61_60:
 	shl.b64 	%rd285, %rd404, 2;
 	add.s64 	%rd286, %rd5, %rd285;
 	ld.global.f32 	%f51, [%rd286];
@@ -16323,44 +16438,44 @@ $L__BB60_60:
 	add.s64 	%rd398, %rd398, %rd86;
 	add.s64 	%rd382, %rd382, -1;
 	setp.ne.s64 	%p27, %rd382, 0;
-	@%p27 bra 	$L__BB60_54;
+	@%p27 bra 	$L__BB61_54;
 
-$L__BB60_61:
+$L__BB61_61:
 	setp.lt.u64 	%p28, %rd15, 3;
-	@%p28 bra 	$L__BB60_122;
+	@%p28 bra 	$L__BB61_122;
 
-$L__BB60_62:
+$L__BB61_62:
 	shl.b64 	%rd107, %rd11, 2;
 	or.b64  	%rd291, %rd405, %rd208;
 	and.b64  	%rd292, %rd291, -4294967296;
 	setp.eq.s64 	%p29, %rd292, 0;
-	@%p29 bra 	$L__BB60_64;
+	@%p29 bra 	$L__BB61_64;
 
 	div.s64 	%rd407, %rd405, %rd208;
-	bra.uni 	$L__BB60_65;
+	bra.uni 	$L__BB61_65;
 
-$L__BB60_64:
+$L__BB61_64:
 	cvt.u32.u64 	%r44, %rd208;
 	cvt.u32.u64 	%r45, %rd405;
 	div.u32 	%r46, %r45, %r44;
 	cvt.u64.u32 	%rd407, %r46;
 
-$L__BB60_65:
+$L__BB61_65:
 	or.b64  	%rd293, %rd407, %rd207;
 	and.b64  	%rd294, %rd293, -4294967296;
 	setp.eq.s64 	%p30, %rd294, 0;
-	@%p30 bra 	$L__BB60_67;
+	@%p30 bra 	$L__BB61_67;
 
 	rem.s64 	%rd408, %rd407, %rd207;
-	bra.uni 	$L__BB60_68;
+	bra.uni 	$L__BB61_68;
 
-$L__BB60_67:
+$L__BB61_67:
 	cvt.u32.u64 	%r47, %rd207;
 	cvt.u32.u64 	%r48, %rd407;
 	rem.u32 	%r49, %r48, %r47;
 	cvt.u64.u32 	%rd408, %r49;
 
-$L__BB60_68:
+$L__BB61_68:
 	shl.b64 	%rd295, %rd405, 2;
 	add.s64 	%rd114, %rd6, %rd295;
 	shl.b64 	%rd296, %rd408, 2;
@@ -16383,33 +16498,33 @@ $L__BB60_68:
 	or.b64  	%rd301, %rd117, %rd208;
 	and.b64  	%rd302, %rd301, -4294967296;
 	setp.eq.s64 	%p31, %rd302, 0;
-	@%p31 bra 	$L__BB60_70;
+	@%p31 bra 	$L__BB61_70;
 
 	div.s64 	%rd409, %rd117, %rd208;
-	bra.uni 	$L__BB60_71;
+	bra.uni 	$L__BB61_71;
 
-$L__BB60_70:
+$L__BB61_70:
 	cvt.u32.u64 	%r50, %rd208;
 	cvt.u32.u64 	%r51, %rd117;
 	div.u32 	%r52, %r51, %r50;
 	cvt.u64.u32 	%rd409, %r52;
 
-$L__BB60_71:
+$L__BB61_71:
 	or.b64  	%rd303, %rd409, %rd207;
 	and.b64  	%rd304, %rd303, -4294967296;
 	setp.eq.s64 	%p32, %rd304, 0;
-	@%p32 bra 	$L__BB60_73;
+	@%p32 bra 	$L__BB61_73;
 
 	rem.s64 	%rd410, %rd409, %rd207;
-	bra.uni 	$L__BB60_74;
+	bra.uni 	$L__BB61_74;
 
-$L__BB60_73:
+$L__BB61_73:
 	cvt.u32.u64 	%r53, %rd207;
 	cvt.u32.u64 	%r54, %rd409;
 	rem.u32 	%r55, %r54, %r53;
 	cvt.u64.u32 	%rd410, %r55;
 
-$L__BB60_74:
+$L__BB61_74:
 	add.s64 	%rd124, %rd114, %rd107;
 	shl.b64 	%rd305, %rd410, 2;
 	add.s64 	%rd306, %rd5, %rd305;
@@ -16430,33 +16545,33 @@ $L__BB60_74:
 	or.b64  	%rd310, %rd127, %rd208;
 	and.b64  	%rd311, %rd310, -4294967296;
 	setp.eq.s64 	%p33, %rd311, 0;
-	@%p33 bra 	$L__BB60_76;
+	@%p33 bra 	$L__BB61_76;
 
 	div.s64 	%rd411, %rd127, %rd208;
-	bra.uni 	$L__BB60_77;
+	bra.uni 	$L__BB61_77;
 
-$L__BB60_76:
+$L__BB61_76:
 	cvt.u32.u64 	%r56, %rd208;
 	cvt.u32.u64 	%r57, %rd127;
 	div.u32 	%r58, %r57, %r56;
 	cvt.u64.u32 	%rd411, %r58;
 
-$L__BB60_77:
+$L__BB61_77:
 	or.b64  	%rd312, %rd411, %rd207;
 	and.b64  	%rd313, %rd312, -4294967296;
 	setp.eq.s64 	%p34, %rd313, 0;
-	@%p34 bra 	$L__BB60_79;
+	@%p34 bra 	$L__BB61_79;
 
 	rem.s64 	%rd412, %rd411, %rd207;
-	bra.uni 	$L__BB60_80;
+	bra.uni 	$L__BB61_80;
 
-$L__BB60_79:
+$L__BB61_79:
 	cvt.u32.u64 	%r59, %rd207;
 	cvt.u32.u64 	%r60, %rd411;
 	rem.u32 	%r61, %r60, %r59;
 	cvt.u64.u32 	%rd412, %r61;
 
-$L__BB60_80:
+$L__BB61_80:
 	add.s64 	%rd134, %rd124, %rd107;
 	shl.b64 	%rd314, %rd412, 2;
 	add.s64 	%rd315, %rd5, %rd314;
@@ -16477,33 +16592,33 @@ $L__BB60_80:
 	or.b64  	%rd319, %rd137, %rd208;
 	and.b64  	%rd320, %rd319, -4294967296;
 	setp.eq.s64 	%p35, %rd320, 0;
-	@%p35 bra 	$L__BB60_82;
+	@%p35 bra 	$L__BB61_82;
 
 	div.s64 	%rd413, %rd137, %rd208;
-	bra.uni 	$L__BB60_83;
+	bra.uni 	$L__BB61_83;
 
-$L__BB60_82:
+$L__BB61_82:
 	cvt.u32.u64 	%r62, %rd208;
 	cvt.u32.u64 	%r63, %rd137;
 	div.u32 	%r64, %r63, %r62;
 	cvt.u64.u32 	%rd413, %r64;
 
-$L__BB60_83:
+$L__BB61_83:
 	or.b64  	%rd321, %rd413, %rd207;
 	and.b64  	%rd322, %rd321, -4294967296;
 	setp.eq.s64 	%p36, %rd322, 0;
-	@%p36 bra 	$L__BB60_85;
+	@%p36 bra 	$L__BB61_85;
 
 	rem.s64 	%rd414, %rd413, %rd207;
-	bra.uni 	$L__BB60_86;
+	bra.uni 	$L__BB61_86;
 
-$L__BB60_85:
+$L__BB61_85:
 	cvt.u32.u64 	%r65, %rd207;
 	cvt.u32.u64 	%r66, %rd413;
 	rem.u32 	%r67, %r66, %r65;
 	cvt.u64.u32 	%rd414, %r67;
 
-$L__BB60_86:
+$L__BB61_86:
 	add.s64 	%rd323, %rd134, %rd107;
 	shl.b64 	%rd324, %rd414, 2;
 	add.s64 	%rd325, %rd5, %rd324;
@@ -16522,12 +16637,12 @@ $L__BB60_86:
 	st.global.f32 	[%rd330], %f85;
 	add.s64 	%rd405, %rd137, %rd11;
 	setp.lt.s64 	%p37, %rd405, %rd9;
-	@%p37 bra 	$L__BB60_62;
-	bra.uni 	$L__BB60_122;
+	@%p37 bra 	$L__BB61_62;
+	bra.uni 	$L__BB61_122;
 
-$L__BB60_87:
+$L__BB61_87:
 	setp.eq.s64 	%p38, %rd382, 0;
-	@%p38 bra 	$L__BB60_96;
+	@%p38 bra 	$L__BB61_96;
 
 	shl.b64 	%rd331, %rd405, 2;
 	add.s64 	%rd417, %rd1, %rd331;
@@ -16537,36 +16652,36 @@ $L__BB60_87:
 	cvt.u32.u64 	%r68, %rd208;
 	cvt.u32.u64 	%r71, %rd207;
 
-$L__BB60_89:
+$L__BB61_89:
 	.pragma "nounroll";
 	or.b64  	%rd332, %rd405, %rd208;
 	and.b64  	%rd333, %rd332, -4294967296;
 	setp.eq.s64 	%p39, %rd333, 0;
-	@%p39 bra 	$L__BB60_91;
+	@%p39 bra 	$L__BB61_91;
 
 	div.s64 	%rd420, %rd405, %rd208;
-	bra.uni 	$L__BB60_92;
+	bra.uni 	$L__BB61_92;
 
-$L__BB60_91:
+$L__BB61_91:
 	cvt.u32.u64 	%r69, %rd405;
 	div.u32 	%r70, %r69, %r68;
 	cvt.u64.u32 	%rd420, %r70;
 
-$L__BB60_92:
+$L__BB61_92:
 	or.b64  	%rd334, %rd420, %rd207;
 	and.b64  	%rd335, %rd334, -4294967296;
 	setp.eq.s64 	%p40, %rd335, 0;
-	@%p40 bra 	$L__BB60_94;
+	@%p40 bra 	$L__BB61_94;
 
 	rem.s64 	%rd421, %rd420, %rd207;
-	bra.uni 	$L__BB60_95;
+	bra.uni 	$L__BB61_95;
 
-$L__BB60_94:
+$L__BB61_94:
 	cvt.u32.u64 	%r72, %rd420;
 	rem.u32 	%r73, %r72, %r71;
 	cvt.u64.u32 	%rd421, %r73;
 
-$L__BB60_95:
+$L__BB61_95:
 	shl.b64 	%rd336, %rd421, 2;
 	add.s64 	%rd337, %rd5, %rd336;
 	ld.global.f32 	%f86, [%rd337];
@@ -16584,44 +16699,44 @@ $L__BB60_95:
 	add.s64 	%rd415, %rd415, %rd146;
 	add.s64 	%rd382, %rd382, -1;
 	setp.ne.s64 	%p41, %rd382, 0;
-	@%p41 bra 	$L__BB60_89;
+	@%p41 bra 	$L__BB61_89;
 
-$L__BB60_96:
+$L__BB61_96:
 	setp.lt.u64 	%p42, %rd15, 3;
-	@%p42 bra 	$L__BB60_122;
+	@%p42 bra 	$L__BB61_122;
 
-$L__BB60_97:
+$L__BB61_97:
 	shl.b64 	%rd167, %rd11, 2;
 	or.b64  	%rd341, %rd405, %rd208;
 	and.b64  	%rd342, %rd341, -4294967296;
 	setp.eq.s64 	%p43, %rd342, 0;
-	@%p43 bra 	$L__BB60_99;
+	@%p43 bra 	$L__BB61_99;
 
 	div.s64 	%rd424, %rd405, %rd208;
-	bra.uni 	$L__BB60_100;
+	bra.uni 	$L__BB61_100;
 
-$L__BB60_99:
+$L__BB61_99:
 	cvt.u32.u64 	%r74, %rd208;
 	cvt.u32.u64 	%r75, %rd405;
 	div.u32 	%r76, %r75, %r74;
 	cvt.u64.u32 	%rd424, %r76;
 
-$L__BB60_100:
+$L__BB61_100:
 	or.b64  	%rd343, %rd424, %rd207;
 	and.b64  	%rd344, %rd343, -4294967296;
 	setp.eq.s64 	%p44, %rd344, 0;
-	@%p44 bra 	$L__BB60_102;
+	@%p44 bra 	$L__BB61_102;
 
 	rem.s64 	%rd425, %rd424, %rd207;
-	bra.uni 	$L__BB60_103;
+	bra.uni 	$L__BB61_103;
 
-$L__BB60_102:
+$L__BB61_102:
 	cvt.u32.u64 	%r77, %rd207;
 	cvt.u32.u64 	%r78, %rd424;
 	rem.u32 	%r79, %r78, %r77;
 	cvt.u64.u32 	%rd425, %r79;
 
-$L__BB60_103:
+$L__BB61_103:
 	shl.b64 	%rd345, %rd405, 2;
 	add.s64 	%rd174, %rd6, %rd345;
 	shl.b64 	%rd346, %rd425, 2;
@@ -16641,33 +16756,33 @@ $L__BB60_103:
 	or.b64  	%rd350, %rd177, %rd208;
 	and.b64  	%rd351, %rd350, -4294967296;
 	setp.eq.s64 	%p45, %rd351, 0;
-	@%p45 bra 	$L__BB60_105;
+	@%p45 bra 	$L__BB61_105;
 
 	div.s64 	%rd426, %rd177, %rd208;
-	bra.uni 	$L__BB60_106;
+	bra.uni 	$L__BB61_106;
 
-$L__BB60_105:
+$L__BB61_105:
 	cvt.u32.u64 	%r80, %rd208;
 	cvt.u32.u64 	%r81, %rd177;
 	div.u32 	%r82, %r81, %r80;
 	cvt.u64.u32 	%rd426, %r82;
 
-$L__BB60_106:
+$L__BB61_106:
 	or.b64  	%rd352, %rd426, %rd207;
 	and.b64  	%rd353, %rd352, -4294967296;
 	setp.eq.s64 	%p46, %rd353, 0;
-	@%p46 bra 	$L__BB60_108;
+	@%p46 bra 	$L__BB61_108;
 
 	rem.s64 	%rd427, %rd426, %rd207;
-	bra.uni 	$L__BB60_109;
+	bra.uni 	$L__BB61_109;
 
-$L__BB60_108:
+$L__BB61_108:
 	cvt.u32.u64 	%r83, %rd207;
 	cvt.u32.u64 	%r84, %rd426;
 	rem.u32 	%r85, %r84, %r83;
 	cvt.u64.u32 	%rd427, %r85;
 
-$L__BB60_109:
+$L__BB61_109:
 	add.s64 	%rd184, %rd174, %rd167;
 	shl.b64 	%rd354, %rd427, 2;
 	add.s64 	%rd355, %rd5, %rd354;
@@ -16685,33 +16800,33 @@ $L__BB60_109:
 	or.b64  	%rd358, %rd187, %rd208;
 	and.b64  	%rd359, %rd358, -4294967296;
 	setp.eq.s64 	%p47, %rd359, 0;
-	@%p47 bra 	$L__BB60_111;
+	@%p47 bra 	$L__BB61_111;
 
 	div.s64 	%rd428, %rd187, %rd208;
-	bra.uni 	$L__BB60_112;
+	bra.uni 	$L__BB61_112;
 
-$L__BB60_111:
+$L__BB61_111:
 	cvt.u32.u64 	%r86, %rd208;
 	cvt.u32.u64 	%r87, %rd187;
 	div.u32 	%r88, %r87, %r86;
 	cvt.u64.u32 	%rd428, %r88;
 
-$L__BB60_112:
+$L__BB61_112:
 	or.b64  	%rd360, %rd428, %rd207;
 	and.b64  	%rd361, %rd360, -4294967296;
 	setp.eq.s64 	%p48, %rd361, 0;
-	@%p48 bra 	$L__BB60_114;
+	@%p48 bra 	$L__BB61_114;
 
 	rem.s64 	%rd429, %rd428, %rd207;
-	bra.uni 	$L__BB60_115;
+	bra.uni 	$L__BB61_115;
 
-$L__BB60_114:
+$L__BB61_114:
 	cvt.u32.u64 	%r89, %rd207;
 	cvt.u32.u64 	%r90, %rd428;
 	rem.u32 	%r91, %r90, %r89;
 	cvt.u64.u32 	%rd429, %r91;
 
-$L__BB60_115:
+$L__BB61_115:
 	add.s64 	%rd194, %rd184, %rd167;
 	shl.b64 	%rd362, %rd429, 2;
 	add.s64 	%rd363, %rd5, %rd362;
@@ -16729,33 +16844,33 @@ $L__BB60_115:
 	or.b64  	%rd366, %rd197, %rd208;
 	and.b64  	%rd367, %rd366, -4294967296;
 	setp.eq.s64 	%p49, %rd367, 0;
-	@%p49 bra 	$L__BB60_117;
+	@%p49 bra 	$L__BB61_117;
 
 	div.s64 	%rd430, %rd197, %rd208;
-	bra.uni 	$L__BB60_118;
+	bra.uni 	$L__BB61_118;
 
-$L__BB60_117:
+$L__BB61_117:
 	cvt.u32.u64 	%r92, %rd208;
 	cvt.u32.u64 	%r93, %rd197;
 	div.u32 	%r94, %r93, %r92;
 	cvt.u64.u32 	%rd430, %r94;
 
-$L__BB60_118:
+$L__BB61_118:
 	or.b64  	%rd368, %rd430, %rd207;
 	and.b64  	%rd369, %rd368, -4294967296;
 	setp.eq.s64 	%p50, %rd369, 0;
-	@%p50 bra 	$L__BB60_120;
+	@%p50 bra 	$L__BB61_120;
 
 	rem.s64 	%rd431, %rd430, %rd207;
-	bra.uni 	$L__BB60_121;
+	bra.uni 	$L__BB61_121;
 
-$L__BB60_120:
+$L__BB61_120:
 	cvt.u32.u64 	%r95, %rd207;
 	cvt.u32.u64 	%r96, %rd430;
 	rem.u32 	%r97, %r96, %r95;
 	cvt.u64.u32 	%rd431, %r97;
 
-$L__BB60_121:
+$L__BB61_121:
 	add.s64 	%rd370, %rd194, %rd167;
 	shl.b64 	%rd371, %rd431, 2;
 	add.s64 	%rd372, %rd5, %rd371;
@@ -16771,9 +16886,9 @@ $L__BB60_121:
 	st.global.f32 	[%rd376], %f110;
 	add.s64 	%rd405, %rd197, %rd11;
 	setp.lt.s64 	%p51, %rd405, %rd9;
-	@%p51 bra 	$L__BB60_97;
+	@%p51 bra 	$L__BB61_97;
 
-$L__BB60_122:
+$L__BB61_122:
 	ret;
 
 }
@@ -16817,44 +16932,44 @@ $L__BB60_122:
 	cvt.u64.u32 	%rd97, %r3;
 	add.s64 	%rd161, %rd96, %rd97;
 	setp.ge.s64 	%p1, %rd161, %rd91;
-	@%p1 bra 	$L__BB61_54;
+	@%p1 bra 	$L__BB62_54;
 
 	setp.gt.s64 	%p2, %rd90, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd8, %r4;
 	mul.lo.s64 	%rd9, %rd8, %rd6;
-	@%p2 bra 	$L__BB61_38;
-	bra.uni 	$L__BB61_2;
+	@%p2 bra 	$L__BB62_38;
+	bra.uni 	$L__BB62_2;
 
-$L__BB61_38:
+$L__BB62_38:
 	add.s64 	%rd67, %rd92, -1;
 	and.b64  	%rd68, %rd92, 3;
 	sub.s64 	%rd69, %rd68, %rd92;
 	add.s64 	%rd70, %rd2, 8;
 	add.s64 	%rd71, %rd1, 8;
 
-$L__BB61_39:
+$L__BB62_39:
 	setp.lt.s64 	%p23, %rd92, 1;
 	mov.f64 	%fd54, 0d0000000000000000;
 	mov.f64 	%fd55, %fd54;
-	@%p23 bra 	$L__BB61_49;
+	@%p23 bra 	$L__BB62_49;
 
 	mov.u64 	%rd173, 0;
 
-$L__BB61_41:
+$L__BB62_41:
 	mov.u64 	%rd177, 0;
 	mul.lo.s64 	%rd141, %rd173, %rd91;
 	add.s64 	%rd142, %rd141, %rd161;
 	mul.lo.s64 	%rd74, %rd142, %rd92;
 	setp.lt.u64 	%p24, %rd67, 3;
-	@%p24 bra 	$L__BB61_44;
+	@%p24 bra 	$L__BB62_44;
 
 	shl.b64 	%rd144, %rd74, 2;
 	add.s64 	%rd175, %rd70, %rd144;
 	add.s64 	%rd174, %rd71, %rd144;
 	mov.u64 	%rd177, 0;
 
-$L__BB61_43:
+$L__BB62_43:
 	ld.global.f32 	%f33, [%rd175+-8];
 	cvt.f64.f32 	%fd26, %f33;
 	add.f64 	%fd27, %fd54, %fd26;
@@ -16884,11 +16999,11 @@ $L__BB61_43:
 	add.s64 	%rd175, %rd175, 16;
 	add.s64 	%rd174, %rd174, 16;
 	setp.ne.s64 	%p25, %rd145, 0;
-	@%p25 bra 	$L__BB61_43;
+	@%p25 bra 	$L__BB62_43;
 
-$L__BB61_44:
+$L__BB62_44:
 	setp.eq.s64 	%p26, %rd68, 0;
-	@%p26 bra 	$L__BB61_48;
+	@%p26 bra 	$L__BB62_48;
 
 	setp.eq.s64 	%p27, %rd68, 1;
 	add.s64 	%rd146, %rd177, %rd74;
@@ -16901,7 +17016,7 @@ $L__BB61_44:
 	ld.global.f32 	%f42, [%rd85];
 	cvt.f64.f32 	%fd41, %f42;
 	fma.rn.f64 	%fd55, %fd40, %fd41, %fd55;
-	@%p27 bra 	$L__BB61_48;
+	@%p27 bra 	$L__BB62_48;
 
 	setp.eq.s64 	%p28, %rd68, 2;
 	ld.global.f32 	%f43, [%rd84+4];
@@ -16910,7 +17025,7 @@ $L__BB61_44:
 	ld.global.f32 	%f44, [%rd85+4];
 	cvt.f64.f32 	%fd43, %f44;
 	fma.rn.f64 	%fd55, %fd42, %fd43, %fd55;
-	@%p28 bra 	$L__BB61_48;
+	@%p28 bra 	$L__BB62_48;
 
 	ld.global.f32 	%f45, [%rd84+8];
 	cvt.f64.f32 	%fd44, %f45;
@@ -16919,12 +17034,12 @@ $L__BB61_44:
 	cvt.f64.f32 	%fd45, %f46;
 	fma.rn.f64 	%fd55, %fd44, %fd45, %fd55;
 
-$L__BB61_48:
+$L__BB62_48:
 	add.s64 	%rd173, %rd173, 1;
 	setp.lt.s64 	%p29, %rd173, %rd90;
-	@%p29 bra 	$L__BB61_41;
+	@%p29 bra 	$L__BB62_41;
 
-$L__BB61_49:
+$L__BB62_49:
 	shl.b64 	%rd148, %rd161, 2;
 	add.s64 	%rd149, %rd5, %rd148;
 	cvt.rn.f32.f64 	%f1, %fd54;
@@ -16934,60 +17049,60 @@ $L__BB61_49:
 	cvt.rn.f32.f64 	%f2, %fd55;
 	st.global.f32 	[%rd151], %f2;
 	setp.eq.s64 	%p30, %rd88, 0;
-	@%p30 bra 	$L__BB61_51;
+	@%p30 bra 	$L__BB62_51;
 
 	add.s64 	%rd153, %rd4, %rd148;
 	ld.global.f32 	%f47, [%rd153];
 	add.f32 	%f48, %f47, %f2;
 	st.global.f32 	[%rd153], %f48;
 
-$L__BB61_51:
+$L__BB62_51:
 	ld.param.u64 	%rd156, [bn_bwd_reduce_f32_param_2];
 	setp.eq.s64 	%p31, %rd156, 0;
-	@%p31 bra 	$L__BB61_53;
+	@%p31 bra 	$L__BB62_53;
 
 	add.s64 	%rd155, %rd3, %rd148;
 	ld.global.f32 	%f49, [%rd155];
 	add.f32 	%f50, %f49, %f1;
 	st.global.f32 	[%rd155], %f50;
 
-$L__BB61_53:
+$L__BB62_53:
 	add.s64 	%rd161, %rd161, %rd9;
 	setp.lt.s64 	%p32, %rd161, %rd91;
-	@%p32 bra 	$L__BB61_39;
+	@%p32 bra 	$L__BB62_39;
 
-$L__BB61_54:
+$L__BB62_54:
 	ret;
 
-$L__BB61_2:
+$L__BB62_2:
 	not.b64 	%rd98, %rd161;
 	add.s64 	%rd10, %rd98, %rd91;
 	or.b64  	%rd99, %rd10, %rd9;
 	and.b64  	%rd100, %rd99, -4294967296;
 	setp.eq.s64 	%p3, %rd100, 0;
-	@%p3 bra 	$L__BB61_4;
+	@%p3 bra 	$L__BB62_4;
 
 	div.u64 	%rd158, %rd10, %rd9;
-	bra.uni 	$L__BB61_5;
+	bra.uni 	$L__BB62_5;
 
-$L__BB61_4:
+$L__BB62_4:
 	cvt.u32.u64 	%r5, %rd9;
 	cvt.u32.u64 	%r6, %rd10;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd158, %r7;
 
-$L__BB61_5:
+$L__BB62_5:
 	add.s64 	%rd101, %rd158, 1;
 	and.b64  	%rd160, %rd101, 3;
 	setp.eq.s64 	%p4, %rd88, 0;
-	@%p4 bra 	$L__BB61_22;
+	@%p4 bra 	$L__BB62_22;
 
 	setp.eq.s64 	%p5, %rd160, 0;
-	@%p5 bra 	$L__BB61_11;
+	@%p5 bra 	$L__BB62_11;
 
 	shl.b64 	%rd104, %rd91, 2;
 
-$L__BB61_8:
+$L__BB62_8:
 	.pragma "nounroll";
 	shl.b64 	%rd102, %rd161, 2;
 	add.s64 	%rd103, %rd5, %rd102;
@@ -17000,22 +17115,22 @@ $L__BB61_8:
 	add.f32 	%f4, %f3, 0f00000000;
 	st.global.f32 	[%rd106], %f4;
 	setp.eq.s64 	%p6, %rd89, 0;
-	@%p6 bra 	$L__BB61_10;
+	@%p6 bra 	$L__BB62_10;
 
 	add.s64 	%rd108, %rd3, %rd102;
 	ld.global.f32 	%f5, [%rd108];
 	add.f32 	%f6, %f5, 0f00000000;
 	st.global.f32 	[%rd108], %f6;
 
-$L__BB61_10:
+$L__BB62_10:
 	add.s64 	%rd161, %rd161, %rd9;
 	add.s64 	%rd160, %rd160, -1;
 	setp.ne.s64 	%p7, %rd160, 0;
-	@%p7 bra 	$L__BB61_8;
+	@%p7 bra 	$L__BB62_8;
 
-$L__BB61_11:
+$L__BB62_11:
 	setp.lt.u64 	%p8, %rd158, 3;
-	@%p8 bra 	$L__BB61_54;
+	@%p8 bra 	$L__BB62_54;
 
 	shl.b64 	%rd109, %rd161, 2;
 	add.s64 	%rd163, %rd5, %rd109;
@@ -17025,7 +17140,7 @@ $L__BB61_11:
 	add.s64 	%rd164, %rd5, %rd112;
 	add.s64 	%rd165, %rd4, %rd109;
 
-$L__BB61_13:
+$L__BB62_13:
 	mov.u32 	%r9, 0;
 	st.global.u32 	[%rd163], %r9;
 	st.global.u32 	[%rd164], %r9;
@@ -17033,7 +17148,7 @@ $L__BB61_13:
 	add.f32 	%f8, %f7, 0f00000000;
 	st.global.f32 	[%rd165], %f8;
 	setp.eq.s64 	%p9, %rd89, 0;
-	@%p9 bra 	$L__BB61_15;
+	@%p9 bra 	$L__BB62_15;
 
 	shl.b64 	%rd113, %rd161, 2;
 	add.s64 	%rd114, %rd3, %rd113;
@@ -17041,7 +17156,7 @@ $L__BB61_13:
 	add.f32 	%f10, %f9, 0f00000000;
 	st.global.f32 	[%rd114], %f10;
 
-$L__BB61_15:
+$L__BB62_15:
 	add.s64 	%rd28, %rd161, %rd9;
 	add.s64 	%rd29, %rd163, %rd21;
 	st.global.u32 	[%rd29], %r9;
@@ -17051,7 +17166,7 @@ $L__BB61_15:
 	ld.global.f32 	%f11, [%rd31];
 	add.f32 	%f12, %f11, 0f00000000;
 	st.global.f32 	[%rd31], %f12;
-	@%p9 bra 	$L__BB61_17;
+	@%p9 bra 	$L__BB62_17;
 
 	shl.b64 	%rd115, %rd28, 2;
 	add.s64 	%rd116, %rd3, %rd115;
@@ -17059,7 +17174,7 @@ $L__BB61_15:
 	add.f32 	%f14, %f13, 0f00000000;
 	st.global.f32 	[%rd116], %f14;
 
-$L__BB61_17:
+$L__BB62_17:
 	add.s64 	%rd32, %rd28, %rd9;
 	add.s64 	%rd33, %rd29, %rd21;
 	mov.u32 	%r11, 0;
@@ -17070,7 +17185,7 @@ $L__BB61_17:
 	ld.global.f32 	%f15, [%rd35];
 	add.f32 	%f16, %f15, 0f00000000;
 	st.global.f32 	[%rd35], %f16;
-	@%p9 bra 	$L__BB61_19;
+	@%p9 bra 	$L__BB62_19;
 
 	shl.b64 	%rd117, %rd32, 2;
 	add.s64 	%rd118, %rd3, %rd117;
@@ -17078,7 +17193,7 @@ $L__BB61_17:
 	add.f32 	%f18, %f17, 0f00000000;
 	st.global.f32 	[%rd118], %f18;
 
-$L__BB61_19:
+$L__BB62_19:
 	add.s64 	%rd36, %rd32, %rd9;
 	add.s64 	%rd37, %rd33, %rd21;
 	st.global.u32 	[%rd37], %r11;
@@ -17088,7 +17203,7 @@ $L__BB61_19:
 	ld.global.f32 	%f19, [%rd39];
 	add.f32 	%f20, %f19, 0f00000000;
 	st.global.f32 	[%rd39], %f20;
-	@%p9 bra 	$L__BB61_21;
+	@%p9 bra 	$L__BB62_21;
 
 	shl.b64 	%rd119, %rd36, 2;
 	add.s64 	%rd120, %rd3, %rd119;
@@ -17096,22 +17211,22 @@ $L__BB61_19:
 	add.f32 	%f22, %f21, 0f00000000;
 	st.global.f32 	[%rd120], %f22;
 
-$L__BB61_21:
+$L__BB62_21:
 	add.s64 	%rd161, %rd36, %rd9;
 	setp.lt.s64 	%p13, %rd161, %rd91;
 	add.s64 	%rd163, %rd37, %rd21;
 	add.s64 	%rd164, %rd38, %rd21;
 	add.s64 	%rd165, %rd39, %rd21;
-	@%p13 bra 	$L__BB61_13;
-	bra.uni 	$L__BB61_54;
+	@%p13 bra 	$L__BB62_13;
+	bra.uni 	$L__BB62_54;
 
-$L__BB61_22:
+$L__BB62_22:
 	setp.eq.s64 	%p14, %rd160, 0;
-	@%p14 bra 	$L__BB61_27;
+	@%p14 bra 	$L__BB62_27;
 
 	shl.b64 	%rd123, %rd91, 2;
 
-$L__BB61_24:
+$L__BB62_24:
 	.pragma "nounroll";
 	shl.b64 	%rd121, %rd161, 2;
 	add.s64 	%rd122, %rd5, %rd121;
@@ -17120,22 +17235,22 @@ $L__BB61_24:
 	add.s64 	%rd124, %rd122, %rd123;
 	st.global.u32 	[%rd124], %r13;
 	setp.eq.s64 	%p15, %rd89, 0;
-	@%p15 bra 	$L__BB61_26;
+	@%p15 bra 	$L__BB62_26;
 
 	add.s64 	%rd126, %rd3, %rd121;
 	ld.global.f32 	%f23, [%rd126];
 	add.f32 	%f24, %f23, 0f00000000;
 	st.global.f32 	[%rd126], %f24;
 
-$L__BB61_26:
+$L__BB62_26:
 	add.s64 	%rd161, %rd161, %rd9;
 	add.s64 	%rd160, %rd160, -1;
 	setp.ne.s64 	%p16, %rd160, 0;
-	@%p16 bra 	$L__BB61_24;
+	@%p16 bra 	$L__BB62_24;
 
-$L__BB61_27:
+$L__BB62_27:
 	setp.lt.u64 	%p17, %rd158, 3;
-	@%p17 bra 	$L__BB61_54;
+	@%p17 bra 	$L__BB62_54;
 
 	shl.b64 	%rd127, %rd161, 2;
 	add.s64 	%rd170, %rd5, %rd127;
@@ -17144,12 +17259,12 @@ $L__BB61_27:
 	shl.b64 	%rd130, %rd129, 2;
 	add.s64 	%rd171, %rd5, %rd130;
 
-$L__BB61_29:
+$L__BB62_29:
 	mov.u32 	%r14, 0;
 	st.global.u32 	[%rd170], %r14;
 	st.global.u32 	[%rd171], %r14;
 	setp.eq.s64 	%p18, %rd89, 0;
-	@%p18 bra 	$L__BB61_31;
+	@%p18 bra 	$L__BB62_31;
 
 	shl.b64 	%rd131, %rd161, 2;
 	add.s64 	%rd132, %rd3, %rd131;
@@ -17157,13 +17272,13 @@ $L__BB61_29:
 	add.f32 	%f26, %f25, 0f00000000;
 	st.global.f32 	[%rd132], %f26;
 
-$L__BB61_31:
+$L__BB62_31:
 	add.s64 	%rd55, %rd161, %rd9;
 	add.s64 	%rd56, %rd170, %rd50;
 	st.global.u32 	[%rd56], %r14;
 	add.s64 	%rd57, %rd171, %rd50;
 	st.global.u32 	[%rd57], %r14;
-	@%p18 bra 	$L__BB61_33;
+	@%p18 bra 	$L__BB62_33;
 
 	shl.b64 	%rd133, %rd55, 2;
 	add.s64 	%rd134, %rd3, %rd133;
@@ -17171,14 +17286,14 @@ $L__BB61_31:
 	add.f32 	%f28, %f27, 0f00000000;
 	st.global.f32 	[%rd134], %f28;
 
-$L__BB61_33:
+$L__BB62_33:
 	add.s64 	%rd58, %rd55, %rd9;
 	add.s64 	%rd59, %rd56, %rd50;
 	mov.u32 	%r16, 0;
 	st.global.u32 	[%rd59], %r16;
 	add.s64 	%rd60, %rd57, %rd50;
 	st.global.u32 	[%rd60], %r16;
-	@%p18 bra 	$L__BB61_35;
+	@%p18 bra 	$L__BB62_35;
 
 	shl.b64 	%rd135, %rd58, 2;
 	add.s64 	%rd136, %rd3, %rd135;
@@ -17186,13 +17301,13 @@ $L__BB61_33:
 	add.f32 	%f30, %f29, 0f00000000;
 	st.global.f32 	[%rd136], %f30;
 
-$L__BB61_35:
+$L__BB62_35:
 	add.s64 	%rd61, %rd58, %rd9;
 	add.s64 	%rd62, %rd59, %rd50;
 	st.global.u32 	[%rd62], %r16;
 	add.s64 	%rd63, %rd60, %rd50;
 	st.global.u32 	[%rd63], %r16;
-	@%p18 bra 	$L__BB61_37;
+	@%p18 bra 	$L__BB62_37;
 
 	shl.b64 	%rd137, %rd61, 2;
 	add.s64 	%rd138, %rd3, %rd137;
@@ -17200,13 +17315,13 @@ $L__BB61_35:
 	add.f32 	%f32, %f31, 0f00000000;
 	st.global.f32 	[%rd138], %f32;
 
-$L__BB61_37:
+$L__BB62_37:
 	add.s64 	%rd161, %rd61, %rd9;
 	setp.lt.s64 	%p22, %rd161, %rd91;
 	add.s64 	%rd170, %rd62, %rd50;
 	add.s64 	%rd171, %rd63, %rd50;
-	@%p22 bra 	$L__BB61_29;
-	bra.uni 	$L__BB61_54;
+	@%p22 bra 	$L__BB62_29;
+	bra.uni 	$L__BB62_54;
 
 }
 	// .globl	bn_bwd_input_f32
@@ -17255,7 +17370,7 @@ $L__BB61_37:
 	mul.lo.s64 	%rd204, %rd195, %rd201;
 	mul.lo.s64 	%rd9, %rd204, %rd196;
 	setp.ge.s64 	%p1, %rd419, %rd9;
-	@%p1 bra 	$L__BB62_127;
+	@%p1 bra 	$L__BB63_127;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd10, %r4;
@@ -17265,28 +17380,28 @@ $L__BB61_37:
 	or.b64  	%rd206, %rd12, %rd11;
 	and.b64  	%rd207, %rd206, -4294967296;
 	setp.eq.s64 	%p2, %rd207, 0;
-	@%p2 bra 	$L__BB62_3;
+	@%p2 bra 	$L__BB63_3;
 
 	div.u64 	%rd15, %rd12, %rd11;
-	bra.uni 	$L__BB62_4;
+	bra.uni 	$L__BB63_4;
 
-$L__BB62_3:
+$L__BB63_3:
 	cvt.u32.u64 	%r5, %rd11;
 	cvt.u32.u64 	%r6, %rd12;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd15, %r7;
 
-$L__BB62_4:
+$L__BB63_4:
 	cvta.to.global.u64 	%rd208, %rd194;
 	shl.b64 	%rd209, %rd195, 3;
 	add.s64 	%rd16, %rd208, %rd209;
 	add.s64 	%rd210, %rd15, 1;
 	and.b64  	%rd398, %rd210, 3;
 	setp.eq.s64 	%p3, %rd192, 0;
-	@%p3 bra 	$L__BB62_56;
+	@%p3 bra 	$L__BB63_56;
 
 	setp.eq.s64 	%p4, %rd398, 0;
-	@%p4 bra 	$L__BB62_17;
+	@%p4 bra 	$L__BB63_17;
 
 	shl.b64 	%rd211, %rd419, 2;
 	add.s64 	%rd396, %rd2, %rd211;
@@ -17296,36 +17411,36 @@ $L__BB62_4:
 	cvt.u32.u64 	%r8, %rd196;
 	cvt.u32.u64 	%r11, %rd195;
 
-$L__BB62_7:
+$L__BB63_7:
 	.pragma "nounroll";
 	or.b64  	%rd212, %rd419, %rd196;
 	and.b64  	%rd213, %rd212, -4294967296;
 	setp.eq.s64 	%p5, %rd213, 0;
-	@%p5 bra 	$L__BB62_9;
+	@%p5 bra 	$L__BB63_9;
 
 	div.s64 	%rd399, %rd419, %rd196;
-	bra.uni 	$L__BB62_10;
+	bra.uni 	$L__BB63_10;
 
-$L__BB62_9:
+$L__BB63_9:
 	cvt.u32.u64 	%r9, %rd419;
 	div.u32 	%r10, %r9, %r8;
 	cvt.u64.u32 	%rd399, %r10;
 
-$L__BB62_10:
+$L__BB63_10:
 	or.b64  	%rd214, %rd399, %rd195;
 	and.b64  	%rd215, %rd214, -4294967296;
 	setp.eq.s64 	%p6, %rd215, 0;
-	@%p6 bra 	$L__BB62_12;
+	@%p6 bra 	$L__BB63_12;
 
 	rem.s64 	%rd400, %rd399, %rd195;
-	bra.uni 	$L__BB62_13;
+	bra.uni 	$L__BB63_13;
 
-$L__BB62_12:
+$L__BB63_12:
 	cvt.u32.u64 	%r12, %rd399;
 	rem.u32 	%r13, %r12, %r11;
 	cvt.u64.u32 	%rd400, %r13;
 
-$L__BB62_13:
+$L__BB63_13:
 	add.s64 	%rd216, %rd400, %rd195;
 	shl.b64 	%rd217, %rd216, 2;
 	add.s64 	%rd218, %rd6, %rd217;
@@ -17335,7 +17450,7 @@ $L__BB62_13:
 	ld.global.f32 	%f22, [%rd218];
 	mul.f32 	%f1, %f22, %f21;
 	setp.eq.s64 	%p7, %rd193, 0;
-	@%p7 bra 	$L__BB62_15;
+	@%p7 bra 	$L__BB63_15;
 
 	ld.global.f32 	%f23, [%rd16];
 	add.s64 	%rd222, %rd3, %rd219;
@@ -17350,12 +17465,12 @@ $L__BB62_13:
 	ld.global.f32 	%f30, [%rd396];
 	mul.f32 	%f31, %f30, %f29;
 	sub.f32 	%f156, %f27, %f31;
-	bra.uni 	$L__BB62_16;
+	bra.uni 	$L__BB63_16;
 
-$L__BB62_15:
+$L__BB63_15:
 	ld.global.f32 	%f156, [%rd394];
 
-$L__BB62_16:
+$L__BB63_16:
 	mul.f32 	%f32, %f1, %f156;
 	st.global.f32 	[%rd395], %f32;
 	add.s64 	%rd419, %rd419, %rd11;
@@ -17364,11 +17479,11 @@ $L__BB62_16:
 	add.s64 	%rd394, %rd394, %rd19;
 	add.s64 	%rd398, %rd398, -1;
 	setp.ne.s64 	%p8, %rd398, 0;
-	@%p8 bra 	$L__BB62_7;
+	@%p8 bra 	$L__BB63_7;
 
-$L__BB62_17:
+$L__BB63_17:
 	setp.lt.u64 	%p9, %rd15, 3;
-	@%p9 bra 	$L__BB62_127;
+	@%p9 bra 	$L__BB63_127;
 
 	shl.b64 	%rd225, %rd419, 2;
 	add.s64 	%rd403, %rd1, %rd225;
@@ -17376,35 +17491,35 @@ $L__BB62_17:
 	cvt.u32.u64 	%r14, %rd196;
 	cvt.u32.u64 	%r17, %rd195;
 
-$L__BB62_19:
+$L__BB63_19:
 	or.b64  	%rd227, %rd419, %rd196;
 	and.b64  	%rd228, %rd227, -4294967296;
 	setp.eq.s64 	%p10, %rd228, 0;
-	@%p10 bra 	$L__BB62_21;
+	@%p10 bra 	$L__BB63_21;
 
 	div.s64 	%rd404, %rd419, %rd196;
-	bra.uni 	$L__BB62_22;
+	bra.uni 	$L__BB63_22;
 
-$L__BB62_21:
+$L__BB63_21:
 	cvt.u32.u64 	%r15, %rd419;
 	div.u32 	%r16, %r15, %r14;
 	cvt.u64.u32 	%rd404, %r16;
 
-$L__BB62_22:
+$L__BB63_22:
 	or.b64  	%rd229, %rd404, %rd195;
 	and.b64  	%rd230, %rd229, -4294967296;
 	setp.eq.s64 	%p11, %rd230, 0;
-	@%p11 bra 	$L__BB62_24;
+	@%p11 bra 	$L__BB63_24;
 
 	rem.s64 	%rd405, %rd404, %rd195;
-	bra.uni 	$L__BB62_25;
+	bra.uni 	$L__BB63_25;
 
-$L__BB62_24:
+$L__BB63_24:
 	cvt.u32.u64 	%r18, %rd404;
 	rem.u32 	%r19, %r18, %r17;
 	cvt.u64.u32 	%rd405, %r19;
 
-$L__BB62_25:
+$L__BB63_25:
 	add.s64 	%rd231, %rd405, %rd195;
 	shl.b64 	%rd232, %rd231, 2;
 	add.s64 	%rd233, %rd6, %rd232;
@@ -17416,7 +17531,7 @@ $L__BB62_25:
 	shl.b64 	%rd236, %rd419, 2;
 	add.s64 	%rd49, %rd4, %rd236;
 	setp.eq.s64 	%p12, %rd193, 0;
-	@%p12 bra 	$L__BB62_27;
+	@%p12 bra 	$L__BB63_27;
 
 	ld.global.f32 	%f35, [%rd16];
 	add.s64 	%rd238, %rd3, %rd234;
@@ -17432,43 +17547,43 @@ $L__BB62_25:
 	ld.global.f32 	%f42, [%rd242];
 	mul.f32 	%f43, %f42, %f41;
 	sub.f32 	%f157, %f39, %f43;
-	bra.uni 	$L__BB62_28;
+	bra.uni 	$L__BB63_28;
 
-$L__BB62_27:
+$L__BB63_27:
 	ld.global.f32 	%f157, [%rd49];
 
-$L__BB62_28:
+$L__BB63_28:
 	mul.f32 	%f44, %f5, %f157;
 	st.global.f32 	[%rd403], %f44;
 	add.s64 	%rd50, %rd419, %rd11;
 	or.b64  	%rd243, %rd50, %rd196;
 	and.b64  	%rd244, %rd243, -4294967296;
 	setp.eq.s64 	%p13, %rd244, 0;
-	@%p13 bra 	$L__BB62_30;
+	@%p13 bra 	$L__BB63_30;
 
 	div.s64 	%rd406, %rd50, %rd196;
-	bra.uni 	$L__BB62_31;
+	bra.uni 	$L__BB63_31;
 
-$L__BB62_30:
+$L__BB63_30:
 	cvt.u32.u64 	%r21, %rd50;
 	div.u32 	%r22, %r21, %r14;
 	cvt.u64.u32 	%rd406, %r22;
 
-$L__BB62_31:
+$L__BB63_31:
 	or.b64  	%rd245, %rd406, %rd195;
 	and.b64  	%rd246, %rd245, -4294967296;
 	setp.eq.s64 	%p14, %rd246, 0;
-	@%p14 bra 	$L__BB62_33;
+	@%p14 bra 	$L__BB63_33;
 
 	rem.s64 	%rd407, %rd406, %rd195;
-	bra.uni 	$L__BB62_34;
+	bra.uni 	$L__BB63_34;
 
-$L__BB62_33:
+$L__BB63_33:
 	cvt.u32.u64 	%r24, %rd406;
 	rem.u32 	%r25, %r24, %r17;
 	cvt.u64.u32 	%rd407, %r25;
 
-$L__BB62_34:
+$L__BB63_34:
 	add.s64 	%rd247, %rd407, %rd195;
 	shl.b64 	%rd248, %rd247, 2;
 	add.s64 	%rd249, %rd6, %rd248;
@@ -17478,7 +17593,7 @@ $L__BB62_34:
 	ld.global.f32 	%f46, [%rd249];
 	mul.f32 	%f9, %f46, %f45;
 	add.s64 	%rd57, %rd49, %rd40;
-	@%p12 bra 	$L__BB62_36;
+	@%p12 bra 	$L__BB63_36;
 
 	ld.global.f32 	%f47, [%rd16];
 	add.s64 	%rd254, %rd3, %rd250;
@@ -17495,12 +17610,12 @@ $L__BB62_34:
 	ld.global.f32 	%f54, [%rd258];
 	mul.f32 	%f55, %f54, %f53;
 	sub.f32 	%f158, %f51, %f55;
-	bra.uni 	$L__BB62_37;
+	bra.uni 	$L__BB63_37;
 
-$L__BB62_36:
+$L__BB63_36:
 	ld.global.f32 	%f158, [%rd57];
 
-$L__BB62_37:
+$L__BB63_37:
 	add.s64 	%rd58, %rd403, %rd40;
 	mul.f32 	%f56, %f9, %f158;
 	st.global.f32 	[%rd58], %f56;
@@ -17508,31 +17623,31 @@ $L__BB62_37:
 	or.b64  	%rd259, %rd59, %rd196;
 	and.b64  	%rd260, %rd259, -4294967296;
 	setp.eq.s64 	%p16, %rd260, 0;
-	@%p16 bra 	$L__BB62_39;
+	@%p16 bra 	$L__BB63_39;
 
 	div.s64 	%rd408, %rd59, %rd196;
-	bra.uni 	$L__BB62_40;
+	bra.uni 	$L__BB63_40;
 
-$L__BB62_39:
+$L__BB63_39:
 	cvt.u32.u64 	%r27, %rd59;
 	div.u32 	%r28, %r27, %r14;
 	cvt.u64.u32 	%rd408, %r28;
 
-$L__BB62_40:
+$L__BB63_40:
 	or.b64  	%rd261, %rd408, %rd195;
 	and.b64  	%rd262, %rd261, -4294967296;
 	setp.eq.s64 	%p17, %rd262, 0;
-	@%p17 bra 	$L__BB62_42;
+	@%p17 bra 	$L__BB63_42;
 
 	rem.s64 	%rd409, %rd408, %rd195;
-	bra.uni 	$L__BB62_43;
+	bra.uni 	$L__BB63_43;
 
-$L__BB62_42:
+$L__BB63_42:
 	cvt.u32.u64 	%r30, %rd408;
 	rem.u32 	%r31, %r30, %r17;
 	cvt.u64.u32 	%rd409, %r31;
 
-$L__BB62_43:
+$L__BB63_43:
 	add.s64 	%rd263, %rd409, %rd195;
 	shl.b64 	%rd264, %rd263, 2;
 	add.s64 	%rd265, %rd6, %rd264;
@@ -17542,7 +17657,7 @@ $L__BB62_43:
 	ld.global.f32 	%f58, [%rd265];
 	mul.f32 	%f13, %f58, %f57;
 	add.s64 	%rd66, %rd57, %rd40;
-	@%p12 bra 	$L__BB62_45;
+	@%p12 bra 	$L__BB63_45;
 
 	ld.global.f32 	%f59, [%rd16];
 	add.s64 	%rd270, %rd3, %rd266;
@@ -17559,12 +17674,12 @@ $L__BB62_43:
 	ld.global.f32 	%f66, [%rd274];
 	mul.f32 	%f67, %f66, %f65;
 	sub.f32 	%f159, %f63, %f67;
-	bra.uni 	$L__BB62_46;
+	bra.uni 	$L__BB63_46;
 
-$L__BB62_45:
+$L__BB63_45:
 	ld.global.f32 	%f159, [%rd66];
 
-$L__BB62_46:
+$L__BB63_46:
 	add.s64 	%rd67, %rd58, %rd40;
 	mul.f32 	%f68, %f13, %f159;
 	st.global.f32 	[%rd67], %f68;
@@ -17572,31 +17687,31 @@ $L__BB62_46:
 	or.b64  	%rd275, %rd68, %rd196;
 	and.b64  	%rd276, %rd275, -4294967296;
 	setp.eq.s64 	%p19, %rd276, 0;
-	@%p19 bra 	$L__BB62_48;
+	@%p19 bra 	$L__BB63_48;
 
 	div.s64 	%rd410, %rd68, %rd196;
-	bra.uni 	$L__BB62_49;
+	bra.uni 	$L__BB63_49;
 
-$L__BB62_48:
+$L__BB63_48:
 	cvt.u32.u64 	%r33, %rd68;
 	div.u32 	%r34, %r33, %r14;
 	cvt.u64.u32 	%rd410, %r34;
 
-$L__BB62_49:
+$L__BB63_49:
 	or.b64  	%rd277, %rd410, %rd195;
 	and.b64  	%rd278, %rd277, -4294967296;
 	setp.eq.s64 	%p20, %rd278, 0;
-	@%p20 bra 	$L__BB62_51;
+	@%p20 bra 	$L__BB63_51;
 
 	rem.s64 	%rd411, %rd410, %rd195;
-	bra.uni 	$L__BB62_52;
+	bra.uni 	$L__BB63_52;
 
-$L__BB62_51:
+$L__BB63_51:
 	cvt.u32.u64 	%r36, %rd410;
 	rem.u32 	%r37, %r36, %r17;
 	cvt.u64.u32 	%rd411, %r37;
 
-$L__BB62_52:
+$L__BB63_52:
 	add.s64 	%rd279, %rd411, %rd195;
 	shl.b64 	%rd280, %rd279, 2;
 	add.s64 	%rd281, %rd6, %rd280;
@@ -17606,7 +17721,7 @@ $L__BB62_52:
 	ld.global.f32 	%f70, [%rd281];
 	mul.f32 	%f17, %f70, %f69;
 	add.s64 	%rd75, %rd66, %rd40;
-	@%p12 bra 	$L__BB62_54;
+	@%p12 bra 	$L__BB63_54;
 
 	ld.global.f32 	%f71, [%rd16];
 	add.s64 	%rd286, %rd3, %rd282;
@@ -17623,27 +17738,27 @@ $L__BB62_52:
 	ld.global.f32 	%f78, [%rd290];
 	mul.f32 	%f79, %f78, %f77;
 	sub.f32 	%f160, %f75, %f79;
-	bra.uni 	$L__BB62_55;
+	bra.uni 	$L__BB63_55;
 
-$L__BB62_54:
+$L__BB63_54:
 	ld.global.f32 	%f160, [%rd75];
 
-$L__BB62_55:
+$L__BB63_55:
 	add.s64 	%rd291, %rd67, %rd40;
 	add.s64 	%rd403, %rd291, %rd40;
 	mul.f32 	%f80, %f17, %f160;
 	st.global.f32 	[%rd291], %f80;
 	add.s64 	%rd419, %rd68, %rd11;
 	setp.lt.s64 	%p22, %rd419, %rd9;
-	@%p22 bra 	$L__BB62_19;
-	bra.uni 	$L__BB62_127;
+	@%p22 bra 	$L__BB63_19;
+	bra.uni 	$L__BB63_127;
 
-$L__BB62_56:
+$L__BB63_56:
 	setp.eq.s64 	%p23, %rd193, 0;
-	@%p23 bra 	$L__BB62_92;
+	@%p23 bra 	$L__BB63_92;
 
 	setp.eq.s64 	%p24, %rd398, 0;
-	@%p24 bra 	$L__BB62_66;
+	@%p24 bra 	$L__BB63_66;
 
 	shl.b64 	%rd292, %rd419, 2;
 	add.s64 	%rd414, %rd2, %rd292;
@@ -17653,36 +17768,36 @@ $L__BB62_56:
 	cvt.u32.u64 	%r38, %rd196;
 	cvt.u32.u64 	%r41, %rd195;
 
-$L__BB62_59:
+$L__BB63_59:
 	.pragma "nounroll";
 	or.b64  	%rd293, %rd419, %rd196;
 	and.b64  	%rd294, %rd293, -4294967296;
 	setp.eq.s64 	%p25, %rd294, 0;
-	@%p25 bra 	$L__BB62_61;
+	@%p25 bra 	$L__BB63_61;
 
 	div.s64 	%rd417, %rd419, %rd196;
-	bra.uni 	$L__BB62_62;
+	bra.uni 	$L__BB63_62;
 
-$L__BB62_61:
+$L__BB63_61:
 	cvt.u32.u64 	%r39, %rd419;
 	div.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd417, %r40;
 
-$L__BB62_62:
+$L__BB63_62:
 	or.b64  	%rd295, %rd417, %rd195;
 	and.b64  	%rd296, %rd295, -4294967296;
 	setp.eq.s64 	%p26, %rd296, 0;
-	@%p26 bra 	$L__BB62_64;
+	@%p26 bra 	$L__BB63_64;
 
 	rem.s64 	%rd418, %rd417, %rd195;
-	bra.uni 	$L__BB62_65;
+	bra.uni 	$L__BB63_65;
 
-$L__BB62_64:
+$L__BB63_64:
 	cvt.u32.u64 	%r42, %rd417;
 	rem.u32 	%r43, %r42, %r41;
 	cvt.u64.u32 	%rd418, %r43;
 
-$L__BB62_65:
+$L__BB63_65:
 	add.s64 	%rd297, %rd418, %rd195;
 	shl.b64 	%rd298, %rd297, 2;
 	add.s64 	%rd299, %rd6, %rd298;
@@ -17709,44 +17824,44 @@ $L__BB62_65:
 	add.s64 	%rd412, %rd412, %rd79;
 	add.s64 	%rd398, %rd398, -1;
 	setp.ne.s64 	%p27, %rd398, 0;
-	@%p27 bra 	$L__BB62_59;
+	@%p27 bra 	$L__BB63_59;
 
-$L__BB62_66:
+$L__BB63_66:
 	setp.lt.u64 	%p28, %rd15, 3;
-	@%p28 bra 	$L__BB62_127;
+	@%p28 bra 	$L__BB63_127;
 
-$L__BB62_67:
+$L__BB63_67:
 	shl.b64 	%rd100, %rd11, 2;
 	or.b64  	%rd305, %rd419, %rd196;
 	and.b64  	%rd306, %rd305, -4294967296;
 	setp.eq.s64 	%p29, %rd306, 0;
-	@%p29 bra 	$L__BB62_69;
+	@%p29 bra 	$L__BB63_69;
 
 	div.s64 	%rd421, %rd419, %rd196;
-	bra.uni 	$L__BB62_70;
+	bra.uni 	$L__BB63_70;
 
-$L__BB62_69:
+$L__BB63_69:
 	cvt.u32.u64 	%r44, %rd196;
 	cvt.u32.u64 	%r45, %rd419;
 	div.u32 	%r46, %r45, %r44;
 	cvt.u64.u32 	%rd421, %r46;
 
-$L__BB62_70:
+$L__BB63_70:
 	or.b64  	%rd307, %rd421, %rd195;
 	and.b64  	%rd308, %rd307, -4294967296;
 	setp.eq.s64 	%p30, %rd308, 0;
-	@%p30 bra 	$L__BB62_72;
+	@%p30 bra 	$L__BB63_72;
 
 	rem.s64 	%rd422, %rd421, %rd195;
-	bra.uni 	$L__BB62_73;
+	bra.uni 	$L__BB63_73;
 
-$L__BB62_72:
+$L__BB63_72:
 	cvt.u32.u64 	%r47, %rd195;
 	cvt.u32.u64 	%r48, %rd421;
 	rem.u32 	%r49, %r48, %r47;
 	cvt.u64.u32 	%rd422, %r49;
 
-$L__BB62_73:
+$L__BB63_73:
 	add.s64 	%rd309, %rd422, %rd195;
 	shl.b64 	%rd310, %rd309, 2;
 	add.s64 	%rd311, %rd6, %rd310;
@@ -17775,33 +17890,33 @@ $L__BB62_73:
 	or.b64  	%rd317, %rd110, %rd196;
 	and.b64  	%rd318, %rd317, -4294967296;
 	setp.eq.s64 	%p31, %rd318, 0;
-	@%p31 bra 	$L__BB62_75;
+	@%p31 bra 	$L__BB63_75;
 
 	div.s64 	%rd423, %rd110, %rd196;
-	bra.uni 	$L__BB62_76;
+	bra.uni 	$L__BB63_76;
 
-$L__BB62_75:
+$L__BB63_75:
 	cvt.u32.u64 	%r50, %rd196;
 	cvt.u32.u64 	%r51, %rd110;
 	div.u32 	%r52, %r51, %r50;
 	cvt.u64.u32 	%rd423, %r52;
 
-$L__BB62_76:
+$L__BB63_76:
 	or.b64  	%rd319, %rd423, %rd195;
 	and.b64  	%rd320, %rd319, -4294967296;
 	setp.eq.s64 	%p32, %rd320, 0;
-	@%p32 bra 	$L__BB62_78;
+	@%p32 bra 	$L__BB63_78;
 
 	rem.s64 	%rd424, %rd423, %rd195;
-	bra.uni 	$L__BB62_79;
+	bra.uni 	$L__BB63_79;
 
-$L__BB62_78:
+$L__BB63_78:
 	cvt.u32.u64 	%r53, %rd195;
 	cvt.u32.u64 	%r54, %rd423;
 	rem.u32 	%r55, %r54, %r53;
 	cvt.u64.u32 	%rd424, %r55;
 
-$L__BB62_79:
+$L__BB63_79:
 	add.s64 	%rd321, %rd424, %rd195;
 	shl.b64 	%rd322, %rd321, 2;
 	add.s64 	%rd323, %rd6, %rd322;
@@ -17828,33 +17943,33 @@ $L__BB62_79:
 	or.b64  	%rd328, %rd120, %rd196;
 	and.b64  	%rd329, %rd328, -4294967296;
 	setp.eq.s64 	%p33, %rd329, 0;
-	@%p33 bra 	$L__BB62_81;
+	@%p33 bra 	$L__BB63_81;
 
 	div.s64 	%rd425, %rd120, %rd196;
-	bra.uni 	$L__BB62_82;
+	bra.uni 	$L__BB63_82;
 
-$L__BB62_81:
+$L__BB63_81:
 	cvt.u32.u64 	%r56, %rd196;
 	cvt.u32.u64 	%r57, %rd120;
 	div.u32 	%r58, %r57, %r56;
 	cvt.u64.u32 	%rd425, %r58;
 
-$L__BB62_82:
+$L__BB63_82:
 	or.b64  	%rd330, %rd425, %rd195;
 	and.b64  	%rd331, %rd330, -4294967296;
 	setp.eq.s64 	%p34, %rd331, 0;
-	@%p34 bra 	$L__BB62_84;
+	@%p34 bra 	$L__BB63_84;
 
 	rem.s64 	%rd426, %rd425, %rd195;
-	bra.uni 	$L__BB62_85;
+	bra.uni 	$L__BB63_85;
 
-$L__BB62_84:
+$L__BB63_84:
 	cvt.u32.u64 	%r59, %rd195;
 	cvt.u32.u64 	%r60, %rd425;
 	rem.u32 	%r61, %r60, %r59;
 	cvt.u64.u32 	%rd426, %r61;
 
-$L__BB62_85:
+$L__BB63_85:
 	add.s64 	%rd332, %rd426, %rd195;
 	shl.b64 	%rd333, %rd332, 2;
 	add.s64 	%rd334, %rd6, %rd333;
@@ -17881,33 +17996,33 @@ $L__BB62_85:
 	or.b64  	%rd339, %rd130, %rd196;
 	and.b64  	%rd340, %rd339, -4294967296;
 	setp.eq.s64 	%p35, %rd340, 0;
-	@%p35 bra 	$L__BB62_87;
+	@%p35 bra 	$L__BB63_87;
 
 	div.s64 	%rd427, %rd130, %rd196;
-	bra.uni 	$L__BB62_88;
+	bra.uni 	$L__BB63_88;
 
-$L__BB62_87:
+$L__BB63_87:
 	cvt.u32.u64 	%r62, %rd196;
 	cvt.u32.u64 	%r63, %rd130;
 	div.u32 	%r64, %r63, %r62;
 	cvt.u64.u32 	%rd427, %r64;
 
-$L__BB62_88:
+$L__BB63_88:
 	or.b64  	%rd341, %rd427, %rd195;
 	and.b64  	%rd342, %rd341, -4294967296;
 	setp.eq.s64 	%p36, %rd342, 0;
-	@%p36 bra 	$L__BB62_90;
+	@%p36 bra 	$L__BB63_90;
 
 	rem.s64 	%rd428, %rd427, %rd195;
-	bra.uni 	$L__BB62_91;
+	bra.uni 	$L__BB63_91;
 
-$L__BB62_90:
+$L__BB63_90:
 	cvt.u32.u64 	%r65, %rd195;
 	cvt.u32.u64 	%r66, %rd427;
 	rem.u32 	%r67, %r66, %r65;
 	cvt.u64.u32 	%rd428, %r67;
 
-$L__BB62_91:
+$L__BB63_91:
 	add.s64 	%rd343, %rd428, %rd195;
 	shl.b64 	%rd344, %rd343, 2;
 	add.s64 	%rd345, %rd6, %rd344;
@@ -17932,12 +18047,12 @@ $L__BB62_91:
 	st.global.f32 	[%rd352], %f140;
 	add.s64 	%rd419, %rd130, %rd11;
 	setp.lt.s64 	%p37, %rd419, %rd9;
-	@%p37 bra 	$L__BB62_67;
-	bra.uni 	$L__BB62_127;
+	@%p37 bra 	$L__BB63_67;
+	bra.uni 	$L__BB63_127;
 
-$L__BB62_92:
+$L__BB63_92:
 	setp.eq.s64 	%p38, %rd398, 0;
-	@%p38 bra 	$L__BB62_101;
+	@%p38 bra 	$L__BB63_101;
 
 	shl.b64 	%rd353, %rd419, 2;
 	add.s64 	%rd430, %rd1, %rd353;
@@ -17946,36 +18061,36 @@ $L__BB62_92:
 	cvt.u32.u64 	%r68, %rd196;
 	cvt.u32.u64 	%r71, %rd195;
 
-$L__BB62_94:
+$L__BB63_94:
 	.pragma "nounroll";
 	or.b64  	%rd354, %rd419, %rd196;
 	and.b64  	%rd355, %rd354, -4294967296;
 	setp.eq.s64 	%p39, %rd355, 0;
-	@%p39 bra 	$L__BB62_96;
+	@%p39 bra 	$L__BB63_96;
 
 	div.s64 	%rd433, %rd419, %rd196;
-	bra.uni 	$L__BB62_97;
+	bra.uni 	$L__BB63_97;
 
-$L__BB62_96:
+$L__BB63_96:
 	cvt.u32.u64 	%r69, %rd419;
 	div.u32 	%r70, %r69, %r68;
 	cvt.u64.u32 	%rd433, %r70;
 
-$L__BB62_97:
+$L__BB63_97:
 	or.b64  	%rd356, %rd433, %rd195;
 	and.b64  	%rd357, %rd356, -4294967296;
 	setp.eq.s64 	%p40, %rd357, 0;
-	@%p40 bra 	$L__BB62_99;
+	@%p40 bra 	$L__BB63_99;
 
 	rem.s64 	%rd434, %rd433, %rd195;
-	bra.uni 	$L__BB62_100;
+	bra.uni 	$L__BB63_100;
 
-$L__BB62_99:
+$L__BB63_99:
 	cvt.u32.u64 	%r72, %rd433;
 	rem.u32 	%r73, %r72, %r71;
 	cvt.u64.u32 	%rd434, %r73;
 
-$L__BB62_100:
+$L__BB63_100:
 	add.s64 	%rd358, %rd434, %rd195;
 	shl.b64 	%rd359, %rd358, 2;
 	add.s64 	%rd360, %rd6, %rd359;
@@ -17988,44 +18103,44 @@ $L__BB62_100:
 	add.s64 	%rd429, %rd429, %rd139;
 	add.s64 	%rd398, %rd398, -1;
 	setp.ne.s64 	%p41, %rd398, 0;
-	@%p41 bra 	$L__BB62_94;
+	@%p41 bra 	$L__BB63_94;
 
-$L__BB62_101:
+$L__BB63_101:
 	setp.lt.u64 	%p42, %rd15, 3;
-	@%p42 bra 	$L__BB62_127;
+	@%p42 bra 	$L__BB63_127;
 
-$L__BB62_102:
+$L__BB63_102:
 	shl.b64 	%rd157, %rd11, 2;
 	or.b64  	%rd362, %rd419, %rd196;
 	and.b64  	%rd363, %rd362, -4294967296;
 	setp.eq.s64 	%p43, %rd363, 0;
-	@%p43 bra 	$L__BB62_104;
+	@%p43 bra 	$L__BB63_104;
 
 	div.s64 	%rd437, %rd419, %rd196;
-	bra.uni 	$L__BB62_105;
+	bra.uni 	$L__BB63_105;
 
-$L__BB62_104:
+$L__BB63_104:
 	cvt.u32.u64 	%r74, %rd196;
 	cvt.u32.u64 	%r75, %rd419;
 	div.u32 	%r76, %r75, %r74;
 	cvt.u64.u32 	%rd437, %r76;
 
-$L__BB62_105:
+$L__BB63_105:
 	or.b64  	%rd364, %rd437, %rd195;
 	and.b64  	%rd365, %rd364, -4294967296;
 	setp.eq.s64 	%p44, %rd365, 0;
-	@%p44 bra 	$L__BB62_107;
+	@%p44 bra 	$L__BB63_107;
 
 	rem.s64 	%rd438, %rd437, %rd195;
-	bra.uni 	$L__BB62_108;
+	bra.uni 	$L__BB63_108;
 
-$L__BB62_107:
+$L__BB63_107:
 	cvt.u32.u64 	%r77, %rd195;
 	cvt.u32.u64 	%r78, %rd437;
 	rem.u32 	%r79, %r78, %r77;
 	cvt.u64.u32 	%rd438, %r79;
 
-$L__BB62_108:
+$L__BB63_108:
 	add.s64 	%rd366, %rd438, %rd195;
 	shl.b64 	%rd367, %rd366, 2;
 	add.s64 	%rd368, %rd6, %rd367;
@@ -18040,33 +18155,33 @@ $L__BB62_108:
 	or.b64  	%rd370, %rd166, %rd196;
 	and.b64  	%rd371, %rd370, -4294967296;
 	setp.eq.s64 	%p45, %rd371, 0;
-	@%p45 bra 	$L__BB62_110;
+	@%p45 bra 	$L__BB63_110;
 
 	div.s64 	%rd439, %rd166, %rd196;
-	bra.uni 	$L__BB62_111;
+	bra.uni 	$L__BB63_111;
 
-$L__BB62_110:
+$L__BB63_110:
 	cvt.u32.u64 	%r80, %rd196;
 	cvt.u32.u64 	%r81, %rd166;
 	div.u32 	%r82, %r81, %r80;
 	cvt.u64.u32 	%rd439, %r82;
 
-$L__BB62_111:
+$L__BB63_111:
 	or.b64  	%rd372, %rd439, %rd195;
 	and.b64  	%rd373, %rd372, -4294967296;
 	setp.eq.s64 	%p46, %rd373, 0;
-	@%p46 bra 	$L__BB62_113;
+	@%p46 bra 	$L__BB63_113;
 
 	rem.s64 	%rd440, %rd439, %rd195;
-	bra.uni 	$L__BB62_114;
+	bra.uni 	$L__BB63_114;
 
-$L__BB62_113:
+$L__BB63_113:
 	cvt.u32.u64 	%r83, %rd195;
 	cvt.u32.u64 	%r84, %rd439;
 	rem.u32 	%r85, %r84, %r83;
 	cvt.u64.u32 	%rd440, %r85;
 
-$L__BB62_114:
+$L__BB63_114:
 	add.s64 	%rd374, %rd440, %rd195;
 	shl.b64 	%rd375, %rd374, 2;
 	add.s64 	%rd376, %rd6, %rd375;
@@ -18080,33 +18195,33 @@ $L__BB62_114:
 	or.b64  	%rd377, %rd175, %rd196;
 	and.b64  	%rd378, %rd377, -4294967296;
 	setp.eq.s64 	%p47, %rd378, 0;
-	@%p47 bra 	$L__BB62_116;
+	@%p47 bra 	$L__BB63_116;
 
 	div.s64 	%rd441, %rd175, %rd196;
-	bra.uni 	$L__BB62_117;
+	bra.uni 	$L__BB63_117;
 
-$L__BB62_116:
+$L__BB63_116:
 	cvt.u32.u64 	%r86, %rd196;
 	cvt.u32.u64 	%r87, %rd175;
 	div.u32 	%r88, %r87, %r86;
 	cvt.u64.u32 	%rd441, %r88;
 
-$L__BB62_117:
+$L__BB63_117:
 	or.b64  	%rd379, %rd441, %rd195;
 	and.b64  	%rd380, %rd379, -4294967296;
 	setp.eq.s64 	%p48, %rd380, 0;
-	@%p48 bra 	$L__BB62_119;
+	@%p48 bra 	$L__BB63_119;
 
 	rem.s64 	%rd442, %rd441, %rd195;
-	bra.uni 	$L__BB62_120;
+	bra.uni 	$L__BB63_120;
 
-$L__BB62_119:
+$L__BB63_119:
 	cvt.u32.u64 	%r89, %rd195;
 	cvt.u32.u64 	%r90, %rd441;
 	rem.u32 	%r91, %r90, %r89;
 	cvt.u64.u32 	%rd442, %r91;
 
-$L__BB62_120:
+$L__BB63_120:
 	add.s64 	%rd381, %rd442, %rd195;
 	shl.b64 	%rd382, %rd381, 2;
 	add.s64 	%rd383, %rd6, %rd382;
@@ -18120,33 +18235,33 @@ $L__BB62_120:
 	or.b64  	%rd384, %rd184, %rd196;
 	and.b64  	%rd385, %rd384, -4294967296;
 	setp.eq.s64 	%p49, %rd385, 0;
-	@%p49 bra 	$L__BB62_122;
+	@%p49 bra 	$L__BB63_122;
 
 	div.s64 	%rd443, %rd184, %rd196;
-	bra.uni 	$L__BB62_123;
+	bra.uni 	$L__BB63_123;
 
-$L__BB62_122:
+$L__BB63_122:
 	cvt.u32.u64 	%r92, %rd196;
 	cvt.u32.u64 	%r93, %rd184;
 	div.u32 	%r94, %r93, %r92;
 	cvt.u64.u32 	%rd443, %r94;
 
-$L__BB62_123:
+$L__BB63_123:
 	or.b64  	%rd386, %rd443, %rd195;
 	and.b64  	%rd387, %rd386, -4294967296;
 	setp.eq.s64 	%p50, %rd387, 0;
-	@%p50 bra 	$L__BB62_125;
+	@%p50 bra 	$L__BB63_125;
 
 	rem.s64 	%rd444, %rd443, %rd195;
-	bra.uni 	$L__BB62_126;
+	bra.uni 	$L__BB63_126;
 
-$L__BB62_125:
+$L__BB63_125:
 	cvt.u32.u64 	%r95, %rd195;
 	cvt.u32.u64 	%r96, %rd443;
 	rem.u32 	%r97, %r96, %r95;
 	cvt.u64.u32 	%rd444, %r97;
 
-$L__BB62_126:
+$L__BB63_126:
 	add.s64 	%rd388, %rd444, %rd195;
 	shl.b64 	%rd389, %rd388, 2;
 	add.s64 	%rd390, %rd6, %rd389;
@@ -18158,9 +18273,9 @@ $L__BB62_126:
 	st.global.f32 	[%rd392], %f155;
 	add.s64 	%rd419, %rd184, %rd11;
 	setp.lt.s64 	%p51, %rd419, %rd9;
-	@%p51 bra 	$L__BB62_102;
+	@%p51 bra 	$L__BB63_102;
 
-$L__BB62_127:
+$L__BB63_127:
 	ret;
 
 }
@@ -18200,7 +18315,7 @@ $L__BB62_127:
 	cvt.u64.u32 	%rd7, %r3;
 	add.s64 	%rd197, %rd6, %rd7;
 	setp.ge.s64 	%p1, %rd197, %rd121;
-	@%p1 bra 	$L__BB63_51;
+	@%p1 bra 	$L__BB64_51;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd9, %r4;
@@ -18210,35 +18325,35 @@ $L__BB62_127:
 	or.b64  	%rd125, %rd11, %rd10;
 	and.b64  	%rd126, %rd125, -4294967296;
 	setp.eq.s64 	%p2, %rd126, 0;
-	@%p2 bra 	$L__BB63_3;
+	@%p2 bra 	$L__BB64_3;
 
 	div.u64 	%rd14, %rd11, %rd10;
-	bra.uni 	$L__BB63_4;
+	bra.uni 	$L__BB64_4;
 
-$L__BB63_3:
+$L__BB64_3:
 	cvt.u32.u64 	%r5, %rd10;
 	cvt.u32.u64 	%r6, %rd11;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd14, %r7;
 
-$L__BB63_4:
+$L__BB64_4:
 	add.s64 	%rd127, %rd14, 1;
 	and.b64  	%rd15, %rd127, 3;
 	setp.eq.s64 	%p3, %rd120, 0;
-	@%p3 bra 	$L__BB63_28;
+	@%p3 bra 	$L__BB64_28;
 
 	setp.eq.s64 	%p4, %rd119, 0;
-	@%p4 bra 	$L__BB63_12;
+	@%p4 bra 	$L__BB64_12;
 
 	setp.eq.s64 	%p5, %rd15, 0;
-	@%p5 bra 	$L__BB63_9;
+	@%p5 bra 	$L__BB64_9;
 
 	shl.b64 	%rd128, %rd6, 2;
 	shl.b64 	%rd129, %rd7, 2;
 	add.s64 	%rd194, %rd128, %rd129;
 	shl.b64 	%rd17, %rd10, 2;
 
-$L__BB63_8:
+$L__BB64_8:
 	.pragma "nounroll";
 	add.s64 	%rd130, %rd4, %rd194;
 	ld.global.f32 	%f23, [%rd130];
@@ -18252,18 +18367,18 @@ $L__BB63_8:
 	add.s64 	%rd194, %rd194, %rd17;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p7, %rd15, 0;
-	@%p7 bra 	$L__BB63_8;
+	@%p7 bra 	$L__BB64_8;
 
-$L__BB63_9:
+$L__BB64_9:
 	setp.lt.u64 	%p8, %rd14, 3;
-	@%p8 bra 	$L__BB63_51;
+	@%p8 bra 	$L__BB64_51;
 
 	shl.b64 	%rd134, %rd197, 2;
 	add.s64 	%rd199, %rd4, %rd134;
 	shl.b64 	%rd26, %rd10, 2;
 	add.s64 	%rd200, %rd1, %rd134;
 
-$L__BB63_11:
+$L__BB64_11:
 	ld.global.f32 	%f25, [%rd199];
 	setp.neu.f32 	%p9, %f25, 0f00000000;
 	selp.b64 	%rd136, %rd2, %rd3, %p9;
@@ -18305,15 +18420,15 @@ $L__BB63_11:
 	st.global.f32 	[%rd156], %f32;
 	add.s64 	%rd197, %rd151, %rd10;
 	setp.lt.s64 	%p13, %rd197, %rd121;
-	@%p13 bra 	$L__BB63_11;
-	bra.uni 	$L__BB63_51;
+	@%p13 bra 	$L__BB64_11;
+	bra.uni 	$L__BB64_51;
 
-$L__BB63_28:
+$L__BB64_28:
 	setp.eq.s64 	%p23, %rd119, 0;
-	@%p23 bra 	$L__BB63_45;
+	@%p23 bra 	$L__BB64_45;
 
 	setp.eq.s64 	%p24, %rd15, 0;
-	@%p24 bra 	$L__BB63_34;
+	@%p24 bra 	$L__BB64_34;
 
 	shl.b64 	%rd169, %rd197, 2;
 	add.s64 	%rd212, %rd1, %rd169;
@@ -18321,16 +18436,16 @@ $L__BB63_28:
 	add.s64 	%rd211, %rd2, %rd169;
 	add.s64 	%rd210, %rd4, %rd169;
 
-$L__BB63_31:
+$L__BB64_31:
 	.pragma "nounroll";
 	ld.global.f32 	%f38, [%rd210];
 	setp.eq.f32 	%p25, %f38, 0f00000000;
 	mov.f32 	%f58, %f22;
-	@%p25 bra 	$L__BB63_33;
+	@%p25 bra 	$L__BB64_33;
 
 	ld.global.f32 	%f58, [%rd211];
 
-$L__BB63_33:
+$L__BB64_33:
 	st.global.f32 	[%rd212], %f58;
 	add.s64 	%rd197, %rd197, %rd10;
 	add.s64 	%rd212, %rd212, %rd67;
@@ -18338,41 +18453,41 @@ $L__BB63_33:
 	add.s64 	%rd210, %rd210, %rd67;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p26, %rd15, 0;
-	@%p26 bra 	$L__BB63_31;
+	@%p26 bra 	$L__BB64_31;
 
-$L__BB63_34:
+$L__BB64_34:
 	setp.lt.u64 	%p27, %rd14, 3;
-	@%p27 bra 	$L__BB63_51;
+	@%p27 bra 	$L__BB64_51;
 
 	shl.b64 	%rd170, %rd197, 2;
 	add.s64 	%rd217, %rd4, %rd170;
 	shl.b64 	%rd82, %rd10, 2;
 	add.s64 	%rd218, %rd1, %rd170;
 
-$L__BB63_36:
+$L__BB64_36:
 	ld.global.f32 	%f39, [%rd217];
 	setp.eq.f32 	%p28, %f39, 0f00000000;
 	mov.f32 	%f59, %f22;
-	@%p28 bra 	$L__BB63_38;
+	@%p28 bra 	$L__BB64_38;
 
 	shl.b64 	%rd172, %rd197, 2;
 	add.s64 	%rd173, %rd2, %rd172;
 	ld.global.f32 	%f59, [%rd173];
 
-$L__BB63_38:
+$L__BB64_38:
 	st.global.f32 	[%rd218], %f59;
 	add.s64 	%rd87, %rd197, %rd10;
 	add.s64 	%rd88, %rd217, %rd82;
 	ld.global.f32 	%f40, [%rd88];
 	setp.eq.f32 	%p29, %f40, 0f00000000;
 	mov.f32 	%f60, %f22;
-	@%p29 bra 	$L__BB63_40;
+	@%p29 bra 	$L__BB64_40;
 
 	shl.b64 	%rd174, %rd87, 2;
 	add.s64 	%rd175, %rd2, %rd174;
 	ld.global.f32 	%f60, [%rd175];
 
-$L__BB63_40:
+$L__BB64_40:
 	add.s64 	%rd89, %rd218, %rd82;
 	st.global.f32 	[%rd89], %f60;
 	add.s64 	%rd90, %rd87, %rd10;
@@ -18380,13 +18495,13 @@ $L__BB63_40:
 	ld.global.f32 	%f41, [%rd91];
 	setp.eq.f32 	%p30, %f41, 0f00000000;
 	mov.f32 	%f61, %f22;
-	@%p30 bra 	$L__BB63_42;
+	@%p30 bra 	$L__BB64_42;
 
 	shl.b64 	%rd176, %rd90, 2;
 	add.s64 	%rd177, %rd2, %rd176;
 	ld.global.f32 	%f61, [%rd177];
 
-$L__BB63_42:
+$L__BB64_42:
 	add.s64 	%rd92, %rd89, %rd82;
 	st.global.f32 	[%rd92], %f61;
 	add.s64 	%rd93, %rd90, %rd10;
@@ -18394,25 +18509,25 @@ $L__BB63_42:
 	ld.global.f32 	%f42, [%rd94];
 	setp.eq.f32 	%p31, %f42, 0f00000000;
 	mov.f32 	%f62, %f22;
-	@%p31 bra 	$L__BB63_44;
+	@%p31 bra 	$L__BB64_44;
 
 	shl.b64 	%rd178, %rd93, 2;
 	add.s64 	%rd179, %rd2, %rd178;
 	ld.global.f32 	%f62, [%rd179];
 
-$L__BB63_44:
+$L__BB64_44:
 	add.s64 	%rd180, %rd92, %rd82;
 	add.s64 	%rd218, %rd180, %rd82;
 	st.global.f32 	[%rd180], %f62;
 	add.s64 	%rd197, %rd93, %rd10;
 	setp.lt.s64 	%p32, %rd197, %rd121;
 	add.s64 	%rd217, %rd94, %rd82;
-	@%p32 bra 	$L__BB63_36;
-	bra.uni 	$L__BB63_51;
+	@%p32 bra 	$L__BB64_36;
+	bra.uni 	$L__BB64_51;
 
-$L__BB63_12:
+$L__BB64_12:
 	setp.eq.s64 	%p14, %rd15, 0;
-	@%p14 bra 	$L__BB63_17;
+	@%p14 bra 	$L__BB64_17;
 
 	shl.b64 	%rd157, %rd197, 2;
 	add.s64 	%rd203, %rd1, %rd157;
@@ -18420,16 +18535,16 @@ $L__BB63_12:
 	add.s64 	%rd202, %rd3, %rd157;
 	add.s64 	%rd201, %rd4, %rd157;
 
-$L__BB63_14:
+$L__BB64_14:
 	.pragma "nounroll";
 	ld.global.f32 	%f33, [%rd201];
 	setp.neu.f32 	%p15, %f33, 0f00000000;
 	mov.f32 	%f53, %f21;
-	@%p15 bra 	$L__BB63_16;
+	@%p15 bra 	$L__BB64_16;
 
 	ld.global.f32 	%f53, [%rd202];
 
-$L__BB63_16:
+$L__BB64_16:
 	st.global.f32 	[%rd203], %f53;
 	add.s64 	%rd197, %rd197, %rd10;
 	add.s64 	%rd203, %rd203, %rd35;
@@ -18437,41 +18552,41 @@ $L__BB63_16:
 	add.s64 	%rd201, %rd201, %rd35;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p16, %rd15, 0;
-	@%p16 bra 	$L__BB63_14;
+	@%p16 bra 	$L__BB64_14;
 
-$L__BB63_17:
+$L__BB64_17:
 	setp.lt.u64 	%p17, %rd14, 3;
-	@%p17 bra 	$L__BB63_51;
+	@%p17 bra 	$L__BB64_51;
 
 	shl.b64 	%rd158, %rd197, 2;
 	add.s64 	%rd208, %rd4, %rd158;
 	shl.b64 	%rd50, %rd10, 2;
 	add.s64 	%rd209, %rd1, %rd158;
 
-$L__BB63_19:
+$L__BB64_19:
 	ld.global.f32 	%f34, [%rd208];
 	setp.neu.f32 	%p18, %f34, 0f00000000;
 	mov.f32 	%f54, %f21;
-	@%p18 bra 	$L__BB63_21;
+	@%p18 bra 	$L__BB64_21;
 
 	shl.b64 	%rd160, %rd197, 2;
 	add.s64 	%rd161, %rd3, %rd160;
 	ld.global.f32 	%f54, [%rd161];
 
-$L__BB63_21:
+$L__BB64_21:
 	st.global.f32 	[%rd209], %f54;
 	add.s64 	%rd55, %rd197, %rd10;
 	add.s64 	%rd56, %rd208, %rd50;
 	ld.global.f32 	%f35, [%rd56];
 	setp.neu.f32 	%p19, %f35, 0f00000000;
 	mov.f32 	%f55, %f21;
-	@%p19 bra 	$L__BB63_23;
+	@%p19 bra 	$L__BB64_23;
 
 	shl.b64 	%rd162, %rd55, 2;
 	add.s64 	%rd163, %rd3, %rd162;
 	ld.global.f32 	%f55, [%rd163];
 
-$L__BB63_23:
+$L__BB64_23:
 	add.s64 	%rd57, %rd209, %rd50;
 	st.global.f32 	[%rd57], %f55;
 	add.s64 	%rd58, %rd55, %rd10;
@@ -18479,13 +18594,13 @@ $L__BB63_23:
 	ld.global.f32 	%f36, [%rd59];
 	setp.neu.f32 	%p20, %f36, 0f00000000;
 	mov.f32 	%f56, %f21;
-	@%p20 bra 	$L__BB63_25;
+	@%p20 bra 	$L__BB64_25;
 
 	shl.b64 	%rd164, %rd58, 2;
 	add.s64 	%rd165, %rd3, %rd164;
 	ld.global.f32 	%f56, [%rd165];
 
-$L__BB63_25:
+$L__BB64_25:
 	add.s64 	%rd60, %rd57, %rd50;
 	st.global.f32 	[%rd60], %f56;
 	add.s64 	%rd61, %rd58, %rd10;
@@ -18493,32 +18608,32 @@ $L__BB63_25:
 	ld.global.f32 	%f37, [%rd62];
 	setp.neu.f32 	%p21, %f37, 0f00000000;
 	mov.f32 	%f57, %f21;
-	@%p21 bra 	$L__BB63_27;
+	@%p21 bra 	$L__BB64_27;
 
 	shl.b64 	%rd166, %rd61, 2;
 	add.s64 	%rd167, %rd3, %rd166;
 	ld.global.f32 	%f57, [%rd167];
 
-$L__BB63_27:
+$L__BB64_27:
 	add.s64 	%rd168, %rd60, %rd50;
 	add.s64 	%rd209, %rd168, %rd50;
 	st.global.f32 	[%rd168], %f57;
 	add.s64 	%rd197, %rd61, %rd10;
 	setp.lt.s64 	%p22, %rd197, %rd121;
 	add.s64 	%rd208, %rd62, %rd50;
-	@%p22 bra 	$L__BB63_19;
-	bra.uni 	$L__BB63_51;
+	@%p22 bra 	$L__BB64_19;
+	bra.uni 	$L__BB64_51;
 
-$L__BB63_45:
+$L__BB64_45:
 	setp.eq.s64 	%p33, %rd15, 0;
-	@%p33 bra 	$L__BB63_48;
+	@%p33 bra 	$L__BB64_48;
 
 	shl.b64 	%rd181, %rd197, 2;
 	add.s64 	%rd220, %rd1, %rd181;
 	shl.b64 	%rd99, %rd10, 2;
 	add.s64 	%rd219, %rd4, %rd181;
 
-$L__BB63_47:
+$L__BB64_47:
 	.pragma "nounroll";
 	ld.global.f32 	%f43, [%rd219];
 	setp.neu.f32 	%p34, %f43, 0f00000000;
@@ -18529,18 +18644,18 @@ $L__BB63_47:
 	add.s64 	%rd219, %rd219, %rd99;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p35, %rd15, 0;
-	@%p35 bra 	$L__BB63_47;
+	@%p35 bra 	$L__BB64_47;
 
-$L__BB63_48:
+$L__BB64_48:
 	setp.lt.u64 	%p36, %rd14, 3;
-	@%p36 bra 	$L__BB63_51;
+	@%p36 bra 	$L__BB64_51;
 
 	shl.b64 	%rd182, %rd197, 2;
 	add.s64 	%rd225, %rd4, %rd182;
 	shl.b64 	%rd111, %rd10, 2;
 	add.s64 	%rd226, %rd1, %rd182;
 
-$L__BB63_50:
+$L__BB64_50:
 	ld.global.f32 	%f45, [%rd225];
 	setp.neu.f32 	%p37, %f45, 0f00000000;
 	selp.f32 	%f46, %f21, %f22, %p37;
@@ -18570,9 +18685,9 @@ $L__BB63_50:
 	st.global.f32 	[%rd192], %f52;
 	add.s64 	%rd197, %rd190, %rd10;
 	setp.lt.s64 	%p41, %rd197, %rd121;
-	@%p41 bra 	$L__BB63_50;
+	@%p41 bra 	$L__BB64_50;
 
-$L__BB63_51:
+$L__BB64_51:
 	ret;
 
 }

@@ -92,3 +92,24 @@ func TestHalfCastKernels(t *testing.T) {
 		})
 	}
 }
+
+// round_bf16_f32 is f32_to_bf16 then bf16_to_f32 in one pass, bit for bit
+// internal/half's (NaNs included), and leaves what follows n alone.
+func TestRoundBF16Kernel(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range append(sizes, 70001) {
+		xs := halfInputs(n)
+		x := e.up(xs)
+		forLaunches(t, func(t *testing.T, grid, block int) {
+			y := e.zeros(len(xs) + 1)
+			e.launch("round_bf16_f32", grid, block, sim.Ptr(y), sim.Ptr(x), sim.I64(len(xs)))
+			for i, v := range xs {
+				got, want := y.F32()[i], half.BF16ToF32(half.F32ToBF16(v))
+				if math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("round_bf16_f32(%#08x = %v): %#08x, want %#08x", math.Float32bits(v), v, math.Float32bits(got), math.Float32bits(want))
+				}
+			}
+			require.Equal(t, float32(0), y.F32()[len(xs)], "wrote past n")
+		})
+	}
+}

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "386a508f796c66a258bd9578972673da7e4c99cb2e4b9913f6680e2f9900e19a"
+const sourceSHA256 = "7c09212037af6553fd3123cd9b86c1363073524d81f55b13f93f5d8ce9704623"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -44,6 +44,7 @@ var kernelTable = [...]kernelInfo{
 	{"f16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"f32_to_bf16", []argKind{argPtr, argPtr, argI64}, false},
 	{"bf16_to_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"round_bf16_f32", []argKind{argPtr, argPtr, argI64}, false},
 	{"im2col_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"col2im_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64, argI64}, false},
 	{"swap01_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, false},
