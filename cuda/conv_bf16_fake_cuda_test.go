@@ -8,9 +8,7 @@ import (
 	"unsafe"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
-	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -104,39 +102,16 @@ func directConv(s *tensor.Conv2dShape, pass int, x, w, y []float32) {
 	}
 }
 
-// convNetBF16 is convNet under bf16 autocast, run twice so that the second
-// backward accumulates into the first's gradients (cuDNN's beta 1).
-func convNetBF16(t *testing.T, dev tensor.Device) []*tensor.Tensor {
-	t.Helper()
-	rng := tensor.NewRNG(3)
-	x := autograd.Param(tensor.Randn(rng, tensor.Float32, 3, 4, 9, 7).MustTo(dev))
-	w := autograd.Param(tensor.Randn(rng, tensor.Float32, 6, 2, 3, 2).MustTo(dev))
-	b := autograd.Param(tensor.Randn(rng, tensor.Float32, 6).MustTo(dev))
-	p := autograd.ConvParams{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}, Groups: 2,
-		Precision: tensor.PrecisionBFloat16}
-	var y *autograd.Variable
-	for range 2 {
-		y = autograd.Conv2d(x, w, b, p)
-		dy := tensor.Randn(rng, tensor.Float32, y.Value.Shape()...)
-		require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
-	}
-	out := []*tensor.Tensor{y.Value, x.Grad, w.Grad, b.Grad}
-	for i, v := range out {
-		out[i] = v.MustTo(tensor.CPU())
-	}
-	return out
-}
-
 // Under bf16 autocast all three passes run on cuDNN, on operands rounded
 // to bfloat16 values in float32 (which TF32 tensor cores multiply
 // exactly), into the float32 result (added to it when a gradient
 // accumulates): the CPU's bf16 convolution, up to the order of the sums.
 func TestConvBF16RunsOnCUDNN(t *testing.T) {
-	want := convNetBF16(t, tensor.CPU())
+	want := convNetRuns(t, tensor.CPU(), tensor.PrecisionBFloat16, 2)
 	_, g := newSimGPU(t, 0)
 	d := &dnnHost{dnnSim: &dnnSim{simGPU: g, ws: 256}}
 	c := &Context{dev: d}
-	got := convNetBF16(t, c.Tensors())
+	got := convNetRuns(t, c.Tensors(), tensor.PrecisionBFloat16, 2)
 	assert.Equal(t, 6, d.bf16Runs, "three passes, twice, on cuDNN")
 	assert.Zero(t, d.unrounded, "every operand rounded to bfloat16")
 	assert.Zero(t, g.count("launch im2col_f32"), "nothing ran goddp's kernels")

@@ -63,14 +63,24 @@ func (d *dnnSim) dnnConv(pass int, s *tensor.Conv2dShape, o dnnOpts, out, a, b u
 // convNet runs a grouped, strided, dilated, padded convolution forward and
 // backward on dev and returns y and the gradients of x, w and b on the host.
 func convNet(t *testing.T, dev tensor.Device) []*tensor.Tensor {
+	return convNetRuns(t, dev, tensor.PrecisionFloat32, 1)
+}
+
+// convNetRuns is convNet in precision prec, run runs times, each backward
+// accumulating into the gradients of the ones before (cuDNN's beta 1).
+func convNetRuns(t *testing.T, dev tensor.Device, prec tensor.Precision, runs int) []*tensor.Tensor {
 	t.Helper()
 	rng := tensor.NewRNG(3)
 	x := autograd.Param(tensor.Randn(rng, tensor.Float32, 3, 4, 9, 7).MustTo(dev))
 	w := autograd.Param(tensor.Randn(rng, tensor.Float32, 6, 2, 3, 2).MustTo(dev))
 	b := autograd.Param(tensor.Randn(rng, tensor.Float32, 6).MustTo(dev))
-	y := autograd.Conv2d(x, w, b, autograd.ConvParams{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}, Groups: 2})
-	dy := tensor.Randn(rng, tensor.Float32, y.Value.Shape()...)
-	require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
+	p := autograd.ConvParams{Stride: [2]int{2, 1}, Padding: [2]int{1, 2}, Dilation: [2]int{1, 2}, Groups: 2, Precision: prec}
+	var y *autograd.Variable
+	for range runs {
+		y = autograd.Conv2d(x, w, b, p)
+		dy := tensor.Randn(rng, tensor.Float32, y.Value.Shape()...)
+		require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
+	}
 	out := []*tensor.Tensor{y.Value, x.Grad, w.Grad, b.Grad}
 	for i, v := range out {
 		out[i] = v.MustTo(tensor.CPU())

@@ -33,6 +33,28 @@ func cudnnOrSkip(t *testing.T) *cuda.Context {
 	return c
 }
 
+// convTwice runs conv2d(x, w, b) forward and backward on c, with cuDNN on
+// or off, twice, so that the second backward accumulates into the first's
+// gradients (cuDNN's beta 1); it returns y and the gradients of x, w and b
+// on the host, and the engine that ran.
+func convTwice(t *testing.T, c *cuda.Context, cudnn bool, x, w, b *tensor.Tensor, p autograd.ConvParams) ([]*tensor.Tensor, string) {
+	t.Helper()
+	c.SetCUDNN(cudnn)
+	dev := c.Tensors()
+	vs := []*autograd.Variable{autograd.Param(x.MustTo(dev)), autograd.Param(w.MustTo(dev)), autograd.Param(b.MustTo(dev))}
+	var y *autograd.Variable
+	for range 2 {
+		y = autograd.Conv2d(vs[0], vs[1], vs[2], p)
+		dy := tensor.Randn(tensor.NewRNG(5), tensor.Float32, y.Value.Shape()...)
+		require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
+	}
+	out := []*tensor.Tensor{y.Value.MustTo(tensor.CPU())}
+	for _, v := range vs {
+		out = append(out, v.Grad.MustTo(tensor.CPU()))
+	}
+	return out, c.ConvEngine()
+}
+
 // cuDNN's conv2d forward, backward data and backward filter against
 // goddp's own kernels (im2col, cuBLAS, col2im) on the same GPU, over odd
 // shapes with stride, padding, dilation and groups, each run twice so that
@@ -43,7 +65,6 @@ func cudnnOrSkip(t *testing.T) *cuda.Context {
 func TestGPUCudnnConv(t *testing.T) {
 	c := cudnnOrSkip(t)
 	require.False(t, c.AllowTF32())
-	dev := c.Tensors()
 	tests := []struct {
 		name      string
 		x, w      []int
@@ -66,23 +87,8 @@ func TestGPUCudnnConv(t *testing.T) {
 			x := tensor.Randn(rng, tensor.Float32, tc.x...)
 			w := tensor.Randn(rng, tensor.Float32, tc.w...)
 			b := tensor.Randn(rng, tensor.Float32, tc.w[0])
-			run := func(cudnn bool) ([]*tensor.Tensor, string) {
-				c.SetCUDNN(cudnn)
-				vs := []*autograd.Variable{autograd.Param(x.MustTo(dev)), autograd.Param(w.MustTo(dev)), autograd.Param(b.MustTo(dev))}
-				var y *autograd.Variable
-				for range 2 { // the second backward accumulates into the first's gradients
-					y = autograd.Conv2d(vs[0], vs[1], vs[2], tc.p)
-					dy := tensor.Randn(tensor.NewRNG(5), tensor.Float32, y.Value.Shape()...)
-					require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
-				}
-				out := []*tensor.Tensor{y.Value.MustTo(tensor.CPU())}
-				for _, v := range vs {
-					out = append(out, v.Grad.MustTo(tensor.CPU()))
-				}
-				return out, c.ConvEngine()
-			}
-			mine, own := run(false)
-			got, engine := run(true)
+			mine, own := convTwice(t, c, false, x, w, b, tc.p)
+			got, engine := convTwice(t, c, true, x, w, b, tc.p)
 			c.SetCUDNN(true)
 			t.Logf("engine: %s", engine)
 			assert.Contains(t, own, "turned off")
@@ -107,7 +113,6 @@ func TestGPUCudnnConv(t *testing.T) {
 func TestGPUCudnnConvBF16(t *testing.T) {
 	c := cudnnOrSkip(t)
 	require.False(t, c.AllowTF32())
-	dev := c.Tensors()
 	tests := []struct {
 		name string
 		x, w []int
@@ -126,26 +131,11 @@ func TestGPUCudnnConvBF16(t *testing.T) {
 			x := tensor.Randn(rng, tensor.Float32, tc.x...)
 			w := tensor.Randn(rng, tensor.Float32, tc.w...)
 			b := tensor.Randn(rng, tensor.Float32, tc.w[0])
-			run := func(cudnn bool, prec tensor.Precision) ([]*tensor.Tensor, string) {
-				c.SetCUDNN(cudnn)
-				p := tc.p
-				p.Precision = prec
-				vs := []*autograd.Variable{autograd.Param(x.MustTo(dev)), autograd.Param(w.MustTo(dev)), autograd.Param(b.MustTo(dev))}
-				var y *autograd.Variable
-				for range 2 {
-					y = autograd.Conv2d(vs[0], vs[1], vs[2], p)
-					dy := tensor.Randn(tensor.NewRNG(5), tensor.Float32, y.Value.Shape()...)
-					require.NoError(t, y.BackwardWith(dy.MustTo(dev)))
-				}
-				out := []*tensor.Tensor{y.Value.MustTo(tensor.CPU())}
-				for _, v := range vs {
-					out = append(out, v.Grad.MustTo(tensor.CPU()))
-				}
-				return out, c.ConvEngine()
-			}
-			mine, _ := run(false, tensor.PrecisionBFloat16)
-			got, engine := run(true, tensor.PrecisionBFloat16)
-			f32, _ := run(true, tensor.PrecisionFloat32)
+			bf := tc.p
+			bf.Precision = tensor.PrecisionBFloat16
+			mine, _ := convTwice(t, c, false, x, w, b, bf)
+			got, engine := convTwice(t, c, true, x, w, b, bf)
+			f32, _ := convTwice(t, c, true, x, w, b, tc.p)
 			c.SetCUDNN(true)
 			t.Logf("engine: %s", engine)
 			assert.True(t, strings.HasPrefix(engine, "cuDNN "), "every pass on cuDNN: %s", engine)
