@@ -35,8 +35,7 @@ func (c *Context) SetCUDNN(on bool) {
 // shape, on its first use, and keep the fastest, as
 // torch.backends.cudnn.benchmark: the first step of each shape is slower,
 // the others may be faster than with cuDNN's heuristics, which choose
-// otherwise. Off by default. bf16 convolutions (autocast) are timed
-// either way.
+// otherwise. Off by default, as torch's.
 func (c *Context) SetCUDNNBenchmark(on bool) {
 	c.setMu.Lock()
 	defer c.setMu.Unlock()
