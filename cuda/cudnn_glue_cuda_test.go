@@ -87,6 +87,17 @@ func TestCUDNNGlue(t *testing.T) {
 	assert.Contains(t, out, "pass 2 status 0 algo 4 ws 400\n")
 	assert.Equal(t, 4, strings.Count(out, "math 3\n"))
 
+	// Timed with TF32: cudnnFind*'s fastest, a tensor-op algorithm; and
+	// when cudnnFind* fails (its own scratch not allocated), the
+	// heuristics' choice instead of no plan.
+	out = cudnnGlue(t, "3", dims...)
+	assert.Contains(t, out, "pass 1 status 0 algo 5 ws 500\n")
+	t.Setenv("FAKE_FIND_FAIL", "1")
+	out = cudnnGlue(t, "3", dims...)
+	assert.Contains(t, out, "find data\n")
+	assert.Contains(t, out, "pass 1 status 0 algo 1 ws 100\n")
+	assert.Equal(t, 3, strings.Count(out, "run 0\n"), "every pass ran")
+
 	// Uneven padding: cuDNN's output (OH 5) is not the op's (6), so no plan.
 	dims[14] = "6"
 	out = cudnnGlue(t, "0", dims...)

@@ -505,6 +505,24 @@ static int pick(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_perf *pe
 	return GCU_DNN_NO_ALGORITHM;
 }
 
+typedef int (*gcu_dnn_list)(void *, void *, void *, void *, void *, int, int *, void *);
+
+// choose fills pass's algorithm from timed's list (cudnnFind*), when not
+// NULL, else, or when that fails or offers nothing that fits (cudnnFind*
+// allocates its own scratch, which may not be there), from heuristics'
+// (cudnnGet*_v7). a, b and out are the pass's descriptors in the order
+// both take them (before and after the convolution descriptor).
+static int choose(gcu_lib *l, void *h, gcu_dnn_plan *p, int pass, gcu_dnn_list timed, gcu_dnn_list heuristics, void *a,
+                  void *b, void *out, int math, int tf32, size_t wsmax) {
+	gcu_dnn_perf perf[16];
+	int got = 0, rc;
+	if (timed && !timed(h, a, b, p->conv, out, 16, &got, perf) && !pick(l, h, p, pass, perf, got, math, tf32, wsmax))
+		return 0;
+	got = 0;
+	if ((rc = heuristics(h, a, b, p->conv, out, 16, &got, perf))) return rc;
+	return pick(l, h, p, pass, perf, got, math, tf32, wsmax);
+}
+
 int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int tf32, int find, size_t wsmax,
                      gcu_dnn_plan *p) {
 	DNN_CURRENT(ctx);
@@ -529,25 +547,15 @@ int gcu_dnn_plan_new(gcu_lib *l, void *ctx, void *h, const int *d, int math, int
 		goto fail;
 	}
 	TRY(l->cudnnSetTensor4dDescriptor(p->y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, n, o, oh, ow));
-	typedef int (*listFn)(void *, void *, void *, void *, void *, int, int *, void *);
-	listFn fwd = l->cudnnGetConvolutionForwardAlgorithm_v7, data = l->cudnnGetConvolutionBackwardDataAlgorithm_v7,
-	       filt = l->cudnnGetConvolutionBackwardFilterAlgorithm_v7;
-	if (find && l->cudnnFindConvolutionForwardAlgorithm && l->cudnnFindConvolutionBackwardDataAlgorithm &&
-	    l->cudnnFindConvolutionBackwardFilterAlgorithm) {
-		fwd = l->cudnnFindConvolutionForwardAlgorithm;
-		data = l->cudnnFindConvolutionBackwardDataAlgorithm;
-		filt = l->cudnnFindConvolutionBackwardFilterAlgorithm;
-	}
-	gcu_dnn_perf perf[16];
-	int got = 0;
-	p->status[0] = fwd(h, p->x, p->w, p->conv, p->y, 16, &got, perf);
-	if (!p->status[0]) p->status[0] = pick(l, h, p, 0, perf, got, math, tf32, wsmax);
-	got = 0;
-	p->status[1] = data(h, p->w, p->y, p->conv, p->x, 16, &got, perf);
-	if (!p->status[1]) p->status[1] = pick(l, h, p, 1, perf, got, math, tf32, wsmax);
-	got = 0;
-	p->status[2] = filt(h, p->x, p->y, p->conv, p->w, 16, &got, perf);
-	if (!p->status[2]) p->status[2] = pick(l, h, p, 2, perf, got, math, tf32, wsmax);
+	if (!l->cudnnFindConvolutionForwardAlgorithm || !l->cudnnFindConvolutionBackwardDataAlgorithm ||
+	    !l->cudnnFindConvolutionBackwardFilterAlgorithm)
+		find = 0;
+	p->status[0] = choose(l, h, p, 0, find ? l->cudnnFindConvolutionForwardAlgorithm : NULL,
+	                      l->cudnnGetConvolutionForwardAlgorithm_v7, p->x, p->w, p->y, math, tf32, wsmax);
+	p->status[1] = choose(l, h, p, 1, find ? l->cudnnFindConvolutionBackwardDataAlgorithm : NULL,
+	                      l->cudnnGetConvolutionBackwardDataAlgorithm_v7, p->w, p->y, p->x, math, tf32, wsmax);
+	p->status[2] = choose(l, h, p, 2, find ? l->cudnnFindConvolutionBackwardFilterAlgorithm : NULL,
+	                      l->cudnnGetConvolutionBackwardFilterAlgorithm_v7, p->x, p->y, p->w, math, tf32, wsmax);
 	return 0;
 fail:
 	gcu_dnn_plan_free(l, p);

@@ -263,6 +263,13 @@ cnn_cuda_vs_cpu() {
     -metrics "$work/cnn.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
   cmpref "$kit/ref/cnn.losses" "$work/cnn.jsonl" 30
 }
+# The same with cuDNN timing its algorithms (GODDP_CUDNN_BENCHMARK=1):
+# other algorithms, the same float32 arithmetic.
+cnn_cuda_benchmark_vs_cpu() {
+  GODDP_CUDNN_BENCHMARK=1 FASHION_MNIST_DIR=$kit/data/fmnist "$bin/cnn" -device cuda -epochs 1 -max-steps 50 -dropout 0 -seed 5 \
+    -metrics "$work/cnn-bench.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
+  cmpref "$kit/ref/cnn.losses" "$work/cnn-bench.jsonl" 30
+}
 gpt_cuda_vs_cpu() {
   GPT_TEXT=$kit/data/GPL-3 "$bin/gpt" -device cuda -epochs 1 -max-steps 50 -seed 5 -metrics "$work/gpt.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
   cmpref "$kit/ref/gpt.losses" "$work/gpt.jsonl" 50
@@ -296,8 +303,9 @@ gpt_cuda_bf16_vs_cpu() {
   cmpref "$kit/ref/gpt.losses" "$work/gpt-bf16.jsonl" 50 1 | sed 's/^/against float32: /' 
   cmpref "$kit/ref/gpt-bf16.losses" "$work/gpt-bf16.jsonl" 50
 }
-export -f cnn_cuda_vs_cpu gpt_cuda_vs_cpu cnn_cuda_bf16_vs_cpu gpt_cuda_bf16_vs_cpu
+export -f cnn_cuda_vs_cpu cnn_cuda_benchmark_vs_cpu gpt_cuda_vs_cpu cnn_cuda_bf16_vs_cpu gpt_cuda_bf16_vs_cpu
 check cnn-cuda-vs-cpu 120 bash -c cnn_cuda_vs_cpu && grep -h -e 'steps compared' -e 'every 5' "$logs/cnn-cuda-vs-cpu.log" | sed 's/^/   /'
+check cnn-cuda-benchmark-vs-cpu 120 bash -c cnn_cuda_benchmark_vs_cpu && grep -h 'steps compared' "$logs/cnn-cuda-benchmark-vs-cpu.log" | sed 's/^/   /'
 check cnn-cuda-speed 120 env FASHION_MNIST_DIR="$kit/data/fmnist" "$bin/cnn" -device cuda -epochs 2 -max-steps 300 -num-workers 2 -ckpt-dir "" &&
   grep -h samples_per_s "$logs/cnn-cuda-speed.log" | sed 's/^/   /'
 check gpt-cuda-vs-cpu 120 bash -c gpt_cuda_vs_cpu && grep -h 'steps compared' "$logs/gpt-cuda-vs-cpu.log" | sed 's/^/   /'

@@ -1,7 +1,8 @@
 // Drives driver_dl.c's cuDNN glue against fake_cudnn.c without a GPU (see
 // cudnn_glue_cuda_test.go): argv[1] the fake library, argv[2] the
 // plan goddp's Go side asks for (0 float32, 1 float32 with TF32, 2
-// float32 timed), argv[3..18] the 16 dims of gcu_dnn_plan_new.
+// float32 timed, 3 TF32 timed), argv[3..18] the 16 dims of
+// gcu_dnn_plan_new.
 #include "driver_dl.c"
 #include <stdlib.h>
 #include <dlfcn.h>
@@ -23,9 +24,9 @@ int main(int argc, char **argv) {
 	if (gcu_dnn_create(&l, (void *)0xc0, (void *)0x5eed, &h)) return 1;
 	int dims[16];
 	for (int i = 0; i < 16; i++) dims[i] = atoi(argv[3 + i]);
-	int prec = atoi(argv[2]), tf32 = prec == 1;
+	int prec = atoi(argv[2]), tf32 = prec == 1 || prec == 3;
 	gcu_dnn_plan p = {0};
-	int rc = gcu_dnn_plan_new(&l, (void *)0xc0, h, dims, tf32 ? 0 : 3, tf32, prec == 2, 1 << 20, &p);
+	int rc = gcu_dnn_plan_new(&l, (void *)0xc0, h, dims, tf32 ? 0 : 3, tf32, prec >= 2, 1 << 20, &p);
 	printf("plan %d\n", rc);
 	if (rc) return 0;
 	for (int i = 0; i < 3; i++) printf("pass %d status %d algo %d ws %zu\n", i, p.status[i], p.algo[i], p.ws[i]);
