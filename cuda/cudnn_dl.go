@@ -200,12 +200,15 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, o dnnOpts) (*C.gcu_dnn_plan, erro
 		}
 		dims[i] = C.int(v)
 	}
-	math, t := C.int(dnnFMAMath), C.int(0)
+	math, t, find := C.int(dnnFMAMath), C.int(0), C.int(0)
 	if key.o.tf32 {
 		math, t = dnnDefaultMath, 1
 	}
+	if o.benchmark {
+		find = 1
+	}
 	p := (*C.gcu_dnn_plan)(C.calloc(1, C.size_t(unsafe.Sizeof(C.gcu_dnn_plan{}))))
-	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, cbool(o.benchmark), dnnWorkspaceMax, p); rc != 0 {
+	if rc := C.gcu_dnn_plan_new(d.l, d.ctx, d.dnn.h, &dims[0], math, t, find, dnnWorkspaceMax, p); rc != 0 {
 		C.free(unsafe.Pointer(p))
 		err := d.dnnErr(fmt.Sprintf("conv2d %+v", *s), rc)
 		if d.dnn.bad == nil {
@@ -275,11 +278,4 @@ func (d *dlDevice) closeDNN() error {
 		return d.dnnErr("cudnnDestroy", rc)
 	}
 	return nil
-}
-
-func cbool(b bool) C.int {
-	if b {
-		return 1
-	}
-	return 0
 }
