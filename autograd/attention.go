@@ -80,7 +80,7 @@ func ScaledDotProductAttention(q, k, v *Variable, o AttentionOptions) *Variable 
 		pl.qOff[bi], pl.kOff[bi], pl.vOff[bi], pl.oOff[bi] = bi*l*d, bi*s*d, bi*s*dv, bi*l*dv
 	}
 	pl.setScale(o.Scale)
-	pl.prec = o.Precision
+	pl.setPrecision(o.Precision, q.Value.DType())
 	pl.setMask("ScaledDotProductAttention", o.Mask, batch, q.Value.DType())
 	qc, kc, vc := pl.roundOperand(q.Value.Contiguous()), pl.roundOperand(k.Value.Contiguous()), pl.roundOperand(v.Value.Contiguous())
 	y := tensor.New(qc.DType(), append(cloneInts(batch), l, dv)...)

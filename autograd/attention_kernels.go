@@ -21,6 +21,29 @@ type attnPlan struct {
 	mask               *tensor.Tensor // additive, [mb, L, S] contiguous, or nil
 	mOff               []int          // matrix index into mask for each bi
 	prec               tensor.Precision
+	packs              bool // bf16 products that round their own operands (setPrecision)
+}
+
+// setPrecision sets the plan's precision for operands of type dt. With
+// bf16 products of causal attention over square scores, where
+// tensor.GemmTriBF16 runs all six of a head's products on its register
+// kernel, the plan packs: the kernel rounds the operands as it packs them
+// and multiplies them in bfloat16 pairs, at about twice the rate of the
+// float32 kernel over rounded operands, so q, k, v, the output gradient, p
+// and the scores' gradient are never rounded beforehand.
+func (pl *attnPlan) setPrecision(prec tensor.Precision, dt tensor.DType) {
+	pl.prec = prec
+	l, s, d, dv := pl.l, pl.s, pl.d, pl.dv
+	pl.packs = pl.bf16(dt) && pl.causal && l == s &&
+		tensor.GemmTriBF16Native(tensor.TriCols, l, s, d) && tensor.GemmTriBF16Native(tensor.TriKEnd, l, dv, s) && // forward
+		tensor.GemmTriBF16Native(tensor.TriKStart, s, dv, l) && tensor.GemmTriBF16Native(tensor.TriCols, l, s, dv) && // dv, dp
+		tensor.GemmTriBF16Native(tensor.TriKEnd, l, d, s) && tensor.GemmTriBF16Native(tensor.TriKStart, s, d, l) // dq, dk
+}
+
+// rounds reports whether the plan rounds bf16 operands itself (its
+// products are bf16 and do not pack).
+func (pl *attnPlan) rounds() bool {
+	return pl.prec == tensor.PrecisionBFloat16 && !pl.packs
 }
 
 // bf16 reports whether the plan's products take bfloat16 operands: float32
@@ -36,7 +59,7 @@ func (pl *attnPlan) bf16(dt tensor.DType) bool {
 // conversion per (batch, head) product, which at a head's size (64×64×32)
 // costs more than bf16 saves.
 func (pl *attnPlan) roundOperand(t *tensor.Tensor) *tensor.Tensor {
-	if !pl.bf16(t.DType()) {
+	if !pl.bf16(t.DType()) || pl.packs {
 		return t
 	}
 	r := tensor.Empty(tensor.Float32, t.Shape()...)
@@ -47,7 +70,7 @@ func (pl *attnPlan) roundOperand(t *tensor.Tensor) *tensor.Tensor {
 // roundInPlace rounds x, an L×S matrix of the scores' gradient, to
 // bfloat16 values when the plan's products are bf16 (roundMatrix).
 func roundInPlace[T float](pl *attnPlan, x []T) {
-	if xf, ok := any(x).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
+	if xf, ok := any(x).([]float32); ok && pl.rounds() {
 		pl.roundMatrix(xf, xf)
 	}
 }
@@ -56,7 +79,7 @@ func roundInPlace[T float](pl *attnPlan, x []T) {
 // bfloat16 rounding in scratch (p stays float32 for the softmax backward).
 // scratch is zero where a causal p is (roundMatrix leaves it so).
 func probOperand[T float](pl *attnPlan, p, scratch []T) []T {
-	if pf, ok := any(p).([]float32); ok && pl.prec == tensor.PrecisionBFloat16 {
+	if pf, ok := any(p).([]float32); ok && pl.rounds() {
 		pl.roundMatrix(any(scratch).([]float32), pf)
 		return scratch
 	}
@@ -80,7 +103,8 @@ func (pl *attnPlan) roundMatrix(dst, src []float32) {
 // forward computes, for every matrix, p = softmax(scale·q kᵀ + mask) (the
 // causal part masked) into p ([nb, L, S]) and o = p v. With bf16 products
 // the caller passes q, k and v rounded (roundOperand), and p is rounded
-// for the second product only.
+// for the second product only, unless the plan packs (the products round
+// them).
 func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 	l, s := pl.l, pl.s
 	var mask []T
@@ -88,7 +112,7 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 		mask = data[T](pl.mask)
 	}
 	var scratch []T
-	if pl.prec == tensor.PrecisionBFloat16 {
+	if pl.rounds() {
 		scratch = make([]T, l*s)
 	}
 	for bi := 0; bi < pl.nb; bi++ {
@@ -111,11 +135,12 @@ func attnForward[T float](pl *attnPlan, q, k, v, p, o []T) {
 // q, k and v and are overwritten (beta 0) where the plan places matrices;
 // when q, k and v share one buffer (SelfAttention) dq, dk and dv may too.
 // With bf16 products q, k, v and gout come rounded (roundOperand), and p
-// and the scores' gradient are rounded where they are operands.
+// and the scores' gradient are rounded where they are operands, unless the
+// plan packs.
 func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 	l, s, sc := pl.l, pl.s, T(pl.scale)
 	var scratch []T
-	if pl.prec == tensor.PrecisionBFloat16 {
+	if pl.rounds() {
 		scratch = make([]T, l*s)
 	}
 	for bi := 0; bi < pl.nb; bi++ {
@@ -151,6 +176,10 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 func triGemm[T float](pl *attnPlan, mode tensor.TriMode, transA, transB bool, m, n, k int, alpha T, a []T, lda int,
 	b []T, ldb int, c []T, ldc int) {
 	if af, ok := any(a).([]float32); ok && pl.causal && pl.l == pl.s {
+		if pl.packs {
+			tensor.GemmTriBF16(mode, transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, any(c).([]float32), ldc)
+			return
+		}
 		tensor.GemmTri(mode, transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, any(c).([]float32), ldc)
 		return
 	}

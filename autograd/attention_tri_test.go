@@ -21,7 +21,11 @@ func TestCausalAttentionSkipsTheMaskedHalf(t *testing.T) {
 // Under bf16 products the causal attention also rounds only the
 // probabilities and score gradients its mask leaves
 // (tensor.RoundBF16Causal): the reference rounds every operand whole
-// (RoundBF16Slice) and runs the full products, head by head.
+// (RoundBF16Slice) and runs the full products, head by head. Where the
+// bf16 register kernel takes the head (tensor.GemmTriBF16Native), the
+// attention packs instead: the reference then runs tensor.GemmTriBF16 on
+// the unrounded operands (TestGemmTriBF16 checks its products), so this
+// checks which operands, scales and layouts reach each product.
 func TestCausalBF16AttentionRoundsWhatTheMaskLeaves(t *testing.T) {
 	checkCausalHeads(t, tensor.PrecisionBFloat16)
 }
@@ -39,8 +43,18 @@ func checkCausalHeads(t *testing.T, prec tensor.Precision) {
 	require.NoError(t, y.BackwardWith(gy))
 
 	bf16 := prec == tensor.PrecisionBFloat16
+	packs := bf16 && tensor.GemmTriBF16Native(tensor.TriCols, tt, tt, dh) &&
+		tensor.GemmTriBF16Native(tensor.TriKEnd, tt, dh, tt) && tensor.GemmTriBF16Native(tensor.TriKStart, tt, dh, tt)
+	t.Logf("bf16 products packed by the register kernel: %v", packs)
+	gemm := func(mode tensor.TriMode, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
+		if packs {
+			tensor.GemmTriBF16(mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+			return
+		}
+		tensor.Gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc)
+	}
 	round := func(dst, src []float32) {
-		if bf16 {
+		if bf16 && !packs {
 			tensor.RoundBF16Slice(dst, src)
 		} else {
 			copy(dst, src)
@@ -59,16 +73,16 @@ func checkCausalHeads(t *testing.T, prec tensor.Precision) {
 			o, gb := wantY[bb*tt*e+h*dh:], g[bb*tt*e+h*dh:]
 			dq := wantGx[bb*tt*ld+h*dh:]
 			dk, dv := dq[e:], dq[2*e:]
-			tensor.Gemm(false, true, tt, tt, dh, scale, q, ld, k, ld, 0, p, tt)
+			gemm(tensor.TriCols, false, true, tt, tt, dh, scale, q, ld, k, ld, p, tt)
 			tensor.SoftmaxRows(p, nil, tt, tt, true)
 			round(pr, p)
-			tensor.Gemm(false, false, tt, dh, tt, 1, pr, tt, v, ld, 0, o, e)
-			tensor.Gemm(true, false, tt, dh, tt, 1, pr, tt, gb, e, 0, dv, ld)
-			tensor.Gemm(false, true, tt, tt, dh, 1, gb, e, v, ld, 0, dp, tt)
+			gemm(tensor.TriKEnd, false, false, tt, dh, tt, 1, pr, tt, v, ld, o, e)
+			gemm(tensor.TriKStart, true, false, tt, dh, tt, 1, pr, tt, gb, e, dv, ld)
+			gemm(tensor.TriCols, false, true, tt, tt, dh, 1, gb, e, v, ld, dp, tt)
 			tensor.SoftmaxRowsBackward(dp, p, tt, tt, true)
 			round(dp, dp)
-			tensor.Gemm(false, false, tt, dh, tt, scale, dp, tt, k, ld, 0, dq, ld)
-			tensor.Gemm(true, false, tt, dh, tt, scale, dp, tt, q, ld, 0, dk, ld)
+			gemm(tensor.TriKEnd, false, false, tt, dh, tt, scale, dp, tt, k, ld, dq, ld)
+			gemm(tensor.TriKStart, true, false, tt, dh, tt, scale, dp, tt, q, ld, dk, ld)
 		}
 	}
 	for i, w := range wantY {

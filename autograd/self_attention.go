@@ -42,7 +42,7 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 	if y, p := tensor.SelfAttentionDevice(qkv.Value, o.Mask, heads, pl.causal, pl.scale); y != nil {
 		return FromOp(y, &selfAttentionOp{inputs: ins(qkv), plan: pl, x: qkv.Value.Contiguous(), p: p, heads: heads})
 	}
-	pl.prec = o.Precision
+	pl.setPrecision(o.Precision, qkv.Value.DType())
 	pl.setMask("SelfAttention", o.Mask, []int{b, heads}, qkv.Value.DType())
 	x := pl.roundOperand(qkv.Value.Contiguous()) // backward needs only the rounded one
 	// Every head's GEMMs write their block of y and p whole (Empty: no

@@ -130,3 +130,19 @@ func engineSgemmTri(mode TriMode, transA, transB bool, m, n, k int, alpha float3
 func engineUsesTri(mode TriMode, m, n, k int) bool {
 	return engineUsesSmall(m, n, k, 0) && C.goddp_small_tri_shape(C.int(mode), C.int64_t(m), C.int64_t(n), C.int64_t(k)) != 0
 }
+
+// engineSgemmTriBF16 runs GemmTriBF16 on the AVX512-BF16 register kernel
+// and reports true, or reports false, C untouched, where that kernel does
+// not take the shape on this CPU.
+func engineSgemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
+	b []float32, ldb int, c []float32, ldc int) bool {
+	return C.goddp_sgemm_tri_bf16(C.int(mode), cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k),
+		C.float(alpha), (*C.float)(unsafe.Pointer(unsafe.SliceData(a))), C.int64_t(lda),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), C.int64_t(ldb),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(c))), C.int64_t(ldc)) == 0
+}
+
+// engineUsesTriBF16 reports whether engineSgemmTriBF16 takes the shape.
+func engineUsesTriBF16(mode TriMode, m, n, k int) bool {
+	return C.goddp_sgemm_uses_tri_bf16(C.int(mode), C.int64_t(m), C.int64_t(n), C.int64_t(k)) != 0
+}

@@ -537,6 +537,27 @@ int goddp_sgemm_tri(int mode, int transA, int transB, int64_t m, int64_t n, int6
 	return goddp_sgemm(transA, transB, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc);
 }
 
+// uses_tri_bf16 reports whether goddp_sgemm_tri_bf16 runs a shape on the
+// AVX512-BF16 register kernel: where the float32 one runs (AMD with
+// AVX-512) and the CPU has AVX512-BF16.
+static int uses_tri_bf16(int mode, int64_t m, int64_t n, int64_t k) {
+	return blas_core.small && blas_core.bf16 && m * n * k <= (1 << 19) && goddp_small_tri_shape(mode, m, n, k);
+}
+
+int goddp_sgemm_uses_tri_bf16(int mode, int64_t m, int64_t n, int64_t k) {
+	pthread_once(&pool.once, pool_init);
+	return uses_tri_bf16(mode, m, n, k);
+}
+
+int goddp_sgemm_tri_bf16(int mode, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha,
+                         const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+	pthread_once(&pool.once, pool_init);
+	if (!uses_tri_bf16(mode, m, n, k))
+		return 1;
+	goddp_sgemm_small_tri_bf16(mode, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+	return 0;
+}
+
 // linear_fused reports whether a float32 Linear forward of this shape adds
 // its bias in oneDNN's matmul epilogue. Measured on one thread of an EPYC
 // Zen 5 (matmul with bias against sgemm after filling the rows, 12 rotating

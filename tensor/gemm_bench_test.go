@@ -35,3 +35,39 @@ func BenchmarkGemmSmall(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkGemmTriBF16 runs causal attention's three kinds of product at a
+// GPT head's size (64 positions, 32 features, heads strided in a packed
+// [T, 3E] projection), float32 (GemmTri) against bf16 (GemmTriBF16), with
+// the operands in cache. GFLOPS counts the full products, as
+// -kernel-profile does.
+func BenchmarkGemmTriBF16(b *testing.B) {
+	const l, d, ld = 64, 32, 3 * 128
+	rng := NewRNG(5)
+	qkv, p, c := Randn(rng, Float32, l*ld).F32(), Randn(rng, Float32, l*l).F32(), make([]float32, l*ld)
+	for _, pc := range []struct {
+		name     string
+		mode     TriMode
+		ta, tb   bool
+		m, n, k  int
+		a        []float32
+		lda, ldb int
+	}{
+		{"scores NT", TriCols, false, true, l, l, d, qkv, ld, ld},
+		{"p·v NN", TriKEnd, false, false, l, d, l, p, l, ld},
+		{"pᵀ·dO TN", TriKStart, true, false, l, d, l, p, l, ld},
+	} {
+		for _, bf := range []bool{false, true} {
+			b.Run(fmt.Sprintf("%s/bf16=%v", pc.name, bf), func(b *testing.B) {
+				for b.Loop() {
+					if bf {
+						GemmTriBF16(pc.mode, pc.ta, pc.tb, pc.m, pc.n, pc.k, 1, pc.a, pc.lda, qkv[128:], pc.ldb, c, ld)
+					} else {
+						GemmTri(pc.mode, pc.ta, pc.tb, pc.m, pc.n, pc.k, 1, pc.a, pc.lda, qkv[128:], pc.ldb, c, ld)
+					}
+				}
+				b.ReportMetric(float64(2*pc.m*pc.n*pc.k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOPS")
+			})
+		}
+	}
+}

@@ -224,3 +224,160 @@ void goddp_sgemm_small_tri(int mode, int ta, int tb, int64_t m, int64_t n, int64
                            int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
 	small_tri_avx512(mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc);
 }
+
+// bfloat16 causal products (goddp_sgemm_small_tri_bf16): the same skips on
+// AVX512-BF16's vdpbf16ps, which multiplies a pair of bfloat16 values along
+// k by another pair and adds both products to a float32 lane: half the
+// instructions of the float32 kernel, whose 64×64 heads ran at about half
+// the rate of a bf16 GPT's large products. The operands are float32 and are
+// rounded to bfloat16 (ties to even, subnormals read as zero) while they
+// are packed, so the caller makes no rounded copies:
+//   - op(A) as pairs along k, at ap[i·asi + p·asp] (p = kk/2): row-major
+//     rows (A as stored, asp 1), or, for Aᵀ, rows 2p and 2p+1 of A
+//     interleaved (asi 1), which serves the transpose without moving pairs;
+//   - op(B) as k/2 rows of n pairs (op(B)[2p][j], op(B)[2p+1][j]): rows 2p
+//     and 2p+1 of B interleaved, or, for Bᵀ, B's rows rounded to pairs and
+//     transposed as 32-bit elements (transpose16).
+// An odd k ends in a pair with a zero. Each product of two bfloat16 values
+// is exact in float32; the instruction adds a pair's two products to the
+// sum one after the other, so the sums differ from a float32 GEMM over the
+// rounded operands by float32 roundings only.
+enum { bfPairsMax = smallMaxK / 2, bfMaxM = smallMaxK }; // m = n <= 64 for cols, m = k <= 128 otherwise
+
+// bf_pairs rounds n floats at x (zero past n) to 32 bfloat16 values, 16
+// pairs in order.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static inline __m512i bf_pairs(const float *x, int64_t n) {
+	__mmask16 lo = n >= 16 ? 0xffff : n <= 0 ? 0 : (__mmask16)((1u << n) - 1);
+	__mmask16 hi = n >= 32 ? 0xffff : n <= 16 ? 0 : (__mmask16)((1u << (n - 16)) - 1);
+	return (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(hi, x + 16), _mm512_maskz_loadu_ps(lo, x));
+}
+
+// bf_rows writes rows×cols floats (row stride ld) as rows of pairs, ldp
+// (a multiple of 16) pairs apart, zero past cols.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void bf_rows(const float *x, int64_t ld, int64_t rows,
+                                                                          int64_t cols, uint32_t *dst, int64_t ldp) {
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < ldp * 2; c += 32)
+			_mm512_storeu_si512((void *)(dst + r * ldp + c / 2), bf_pairs(x + r * ld + c, cols - c));
+}
+
+// bf_interleave writes pairs (x[2p][j], x[2p+1][j]) for p < ceil(rows/2),
+// j < cols, to dst[p·ldd + j]: two rows of x (stride ld) rounded into one
+// vector (row 2p in the low half) whose 16-bit halves are then interleaved;
+// a missing last row reads as zero. ldd is a multiple of 16.
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void
+bf_interleave(const float *x, int64_t ld, int64_t rows, int64_t cols, uint32_t *dst, int64_t ldd) {
+	const __m512i zip = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+	                                     21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+	for (int64_t p = 0; 2 * p < rows; p++) {
+		const float *r0 = x + 2 * p * ld, *r1 = r0 + ld;
+		int odd = 2 * p + 1 < rows;
+		for (int64_t j = 0; j < cols; j += 16) {
+			__mmask16 mk = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+			__m512i v = (__m512i)_mm512_cvtne2ps_pbh(_mm512_maskz_loadu_ps(odd ? mk : 0, r1 + j),
+			                                         _mm512_maskz_loadu_ps(mk, r0 + j));
+			_mm512_storeu_si512((void *)(dst + p * ldd + j), _mm512_permutexvar_epi16(zip, v));
+		}
+	}
+}
+
+// bf_block is small_block on pairs: rows i0..i0+R-1 of C summed over pairs
+// p in [p0, p1).
+__attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void
+bf_block(const int R, const int NV, const uint32_t *ap, int64_t asi, int64_t asp, int64_t p0, int64_t p1,
+         float alpha, const uint32_t *bp, int64_t ldbp, float *c, int64_t ldc, int64_t i0) {
+	__m512 acc[16][4];
+	for (int r = 0; r < R; r++)
+		for (int v = 0; v < NV; v++)
+			acc[r][v] = _mm512_setzero_ps();
+	for (int64_t p = p0; p < p1; p++) {
+		__m512i bv[4];
+		for (int v = 0; v < NV; v++)
+			bv[v] = _mm512_loadu_si512((const void *)(bp + p * ldbp + 16 * v));
+		for (int r = 0; r < R; r++) {
+			__m512i ab = _mm512_set1_epi32((int)ap[(i0 + r) * asi + p * asp]);
+			for (int v = 0; v < NV; v++)
+				acc[r][v] = _mm512_dpbf16_ps(acc[r][v], (__m512bh)ab, (__m512bh)bv[v]);
+		}
+	}
+	__m512 al = _mm512_set1_ps(alpha);
+	for (int r = 0; r < R; r++)
+		for (int v = 0; v < NV; v++)
+			_mm512_storeu_ps(c + (i0 + r) * ldc + 16 * v, _mm512_mul_ps(acc[r][v], al));
+}
+
+// A block's pairs: kstart from its first row's kk (i/2 covers kk = i-1 at
+// most, a zero of op(A)), kend up to its last row's.
+#define BF_P0(I) (mode == small_tri_kstart ? (I) / 2 : 0)
+#define BF_P1(I, R) (mode == small_tri_kend ? ((I) + (R) + 1) / 2 : k2)
+#define BF_ROWS(R, NV, HI)                                                                                   \
+	for (; i + (R) <= (HI); i += (R))                                                                     \
+		bf_block((R), (NV), ap, asi, asp, BF_P0(i), BF_P1(i, R), alpha, bp, n, c, ldc, i);                \
+	for (; i < (HI); i++)                                                                                 \
+		bf_block(1, (NV), ap, asi, asp, BF_P0(i), BF_P1(i, 1), alpha, bp, n, c, ldc, i);
+
+__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void
+small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
+               const float *b, int64_t ldb, float *c, int64_t ldc) {
+	uint32_t apk[bfMaxM * bfPairsMax] __attribute__((aligned(64)));
+	uint32_t bpk[bfPairsMax * smallMaxN] __attribute__((aligned(64)));
+	uint32_t bt[smallMaxN * bfPairsMax] __attribute__((aligned(64)));
+	int64_t k2 = (k + 1) / 2, k2p = (k + 31) / 32 * 16; // pairs, and pairs to a whole vector
+	int64_t asi, asp;
+	if (ta) { // op(A)[i][kk] = A[kk][i]
+		bf_interleave(a, lda, k, m, apk, bfMaxM);
+		asi = 1, asp = bfMaxM;
+	} else {
+		bf_rows(a, lda, m, k, apk, k2p);
+		asi = k2p, asp = 1;
+	}
+	if (tb) { // op(B)[kk][j] = B[j][kk]: B's rows as pairs, then transposed
+		bf_rows(b, ldb, n, k, bt, k2p);
+		for (int64_t j = 0; j < n; j += 16)
+			for (int64_t p = 0; p < k2p; p += 16)
+				transpose16((const float *)(bt + j * k2p + p), k2p, (float *)(bpk + p * n + j), n);
+	} else {
+		bf_interleave(b, ldb, k, n, bpk, n);
+	}
+	const uint32_t *ap = apk, *bp = bpk;
+	int64_t i = 0;
+	if (mode == small_tri_cols) {
+		for (int64_t band = 0; band * 16 < m; band++) {
+			int64_t hi = band * 16 + 16 < m ? band * 16 + 16 : m;
+			switch (band < n / 16 ? band + 1 : n / 16) {
+			case 1:
+				BF_ROWS(16, 1, hi)
+				break;
+			case 2:
+				BF_ROWS(8, 2, hi)
+				break;
+			case 3:
+				BF_ROWS(5, 3, hi)
+				break;
+			default:
+				BF_ROWS(4, 4, hi)
+				break;
+			}
+		}
+		return;
+	}
+	switch (n / 16) {
+	case 1:
+		BF_ROWS(16, 1, m)
+		break;
+	case 2:
+		BF_ROWS(8, 2, m)
+		break;
+	case 3:
+		BF_ROWS(5, 3, m)
+		break;
+	default:
+		BF_ROWS(4, 4, m)
+		break;
+	}
+}
+
+void goddp_sgemm_small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
+                                const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+	small_tri_bf16(mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+}

@@ -67,3 +67,103 @@ func TestGemmTri(t *testing.T) {
 		GemmTri(TriKEnd, false, false, 4, 8, 2, 1, make([]float32, 8), 2, make([]float32, 16), 8, make([]float32, 32), 8)
 	})
 }
+
+// GemmTriBF16 forms the products of op(A) and op(B) rounded to bfloat16,
+// summed in float32: within float32's rounding of a float64 sum over the
+// rounded operands, and visibly off the float32 product of the unrounded
+// ones (so a kernel that skipped the rounding fails). Every mode with every
+// transposition, strided operands, an odd k, rows that fill no block, and
+// shapes the bf16 register kernel does not take (the rounded GemmTri).
+func TestGemmTriBF16(t *testing.T) {
+	rng := NewRNG(23)
+	type shape struct {
+		mode    TriMode
+		m, n, k int
+	}
+	var shapes []shape
+	for _, s := range []struct{ l, d int }{{64, 32}, {48, 33}, {37, 16}, {16, 64}, {128, 48}, {96, 32}} {
+		shapes = append(shapes, shape{TriCols, s.l, s.l, s.d}, shape{TriKEnd, s.l, s.d, s.l}, shape{TriKStart, s.l, s.d, s.l})
+	}
+	native := 0
+	for _, sh := range shapes {
+		for _, tr := range [][2]bool{{false, false}, {false, true}, {true, false}, {true, true}} {
+			ta, tb := tr[0], tr[1]
+			m, n, k := sh.m, sh.n, sh.k
+			name := fmt.Sprintf("%v/m=%d,n=%d,k=%d/ta=%v,tb=%v", sh.mode, m, n, k, ta, tb)
+			rowsA, colsA := m, k
+			if ta {
+				rowsA, colsA = k, m
+			}
+			rowsB, colsB := k, n
+			if tb {
+				rowsB, colsB = n, k
+			}
+			lda, ldb, ldc := colsA+5, colsB+3, n+7
+			a, b := Randn(rng, Float32, rowsA*lda).F32(), Randn(rng, Float32, rowsB*ldb).F32()
+			opA := func(i, kk int) float32 {
+				if ta {
+					return a[kk*lda+i]
+				}
+				return a[i*lda+kk]
+			}
+			opB := func(kk, j int) float32 {
+				if tb {
+					return b[j*ldb+kk]
+				}
+				return b[kk*ldb+j]
+			}
+			// op(A) zero past (kend) or before (kstart) its diagonal.
+			for i := range m {
+				for kk := range k {
+					if (sh.mode == TriKEnd && kk > i) || (sh.mode == TriKStart && kk < i) {
+						if ta {
+							a[kk*lda+i] = 0
+						} else {
+							a[i*lda+kk] = 0
+						}
+					}
+				}
+			}
+			const alpha = 0.375
+			got := make([]float32, m*ldc)
+			for i := range got {
+				got[i] = float32(math.NaN())
+			}
+			GemmTriBF16(sh.mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, got, ldc)
+			plain := make([]float32, m*ldc)
+			Gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0, plain, ldc)
+			worst, offF32 := 0.0, 0.0
+			for i := range m {
+				for j := range n {
+					if sh.mode == TriCols && j > i {
+						continue // not needed, may be left unwritten
+					}
+					ref, mag := 0.0, 0.0
+					for kk := range k {
+						x := float64(RoundBF16(opA(i, kk))) * float64(RoundBF16(opB(kk, j)))
+						ref += x
+						mag += math.Abs(x)
+					}
+					ref, mag = ref*alpha, mag*alpha
+					g := float64(got[i*ldc+j])
+					require.False(t, math.IsNaN(g), "%s: [%d][%d] not written", name, i, j)
+					e := math.Abs(g-ref) / (mag + 1e-30)
+					require.LessOrEqual(t, e, float64(k)*0x1p-23, "%s: [%d][%d] = %v, want %v", name, i, j, g, ref)
+					worst = max(worst, e)
+					offF32 = max(offF32, math.Abs(float64(plain[i*ldc+j])-ref)/(mag+1e-30))
+				}
+			}
+			require.Greater(t, offF32, 50*worst, "%s: the float32 product of the unrounded operands is as close: not rounded to bf16?", name)
+			if GemmTriBF16Native(sh.mode, m, n, k) {
+				native++
+			}
+		}
+	}
+	t.Logf("%d of %d products on the bf16 register kernel (native bf16: %v)", native, 4*len(shapes), BF16Native())
+	if BF16Native() && engineUsesTri(TriCols, 64, 64, 32) {
+		require.Positive(t, native, "this CPU has the bf16 register kernel, and no shape ran on it")
+	}
+	require.PanicsWithValue(t, "tensor: GemmTriBF16: mode kstart needs a square op(A), not 4x2", func() {
+		GemmTriBF16(TriKStart, false, false, 4, 8, 2, 1, make([]float32, 8), 2, make([]float32, 16), 8, make([]float32, 32), 8)
+	})
+}
