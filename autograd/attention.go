@@ -85,12 +85,17 @@ func ScaledDotProductAttention(q, k, v *Variable, o AttentionOptions) *Variable 
 	qc, kc, vc := pl.roundOperand(q.Value.Contiguous()), pl.roundOperand(k.Value.Contiguous()), pl.roundOperand(v.Value.Contiguous())
 	y := tensor.New(qc.DType(), append(cloneInts(batch), l, dv)...)
 	p := tensor.New(qc.DType(), nb, l, s)
-	if y.DType() == tensor.Float64 {
+	op := &sdpaOp{inputs: ins(q, k, v), plan: pl, qc: qc, kc: kc, vc: vc, p: p}
+	switch {
+	case y.DType() == tensor.Float64:
 		attnForward(pl, qc.F64(), kc.F64(), vc.F64(), p.F64(), y.F64())
-	} else {
+	case pl.packs: // q, k and v rounded once, for the backward's products too
+		op.qh, op.kh, op.vh = tensor.RoundToBF16(qc.F32(), nb*l, d), tensor.RoundToBF16(kc.F32(), nb*s, d), tensor.RoundToBF16(vc.F32(), nb*s, dv)
+		attnForwardPacked(pl, op.qh.Halves(), op.kh.Halves(), op.vh.Halves(), p.F32(), y.F32())
+	default:
 		attnForward(pl, qc.F32(), kc.F32(), vc.F32(), p.F32(), y.F32())
 	}
-	return FromOp(y, &sdpaOp{inputs: ins(q, k, v), plan: pl, qc: qc, kc: kc, vc: vc, p: p})
+	return FromOp(y, op)
 }
 
 // setScale sets the score scale: s, or 1/√D when s is 0.
@@ -129,8 +134,9 @@ func (pl *attnPlan) setMask(op string, mask *tensor.Tensor, batch []int, dt tens
 type sdpaOp struct {
 	inputs
 	plan       *attnPlan
-	qc, kc, vc *tensor.Tensor // contiguous inputs (rounded to bfloat16 for bf16 products)
-	p          *tensor.Tensor // softmax probabilities [nb, L, S]
+	qc, kc, vc *tensor.Tensor     // contiguous inputs (rounded to bfloat16 for bf16 products that do not pack)
+	p          *tensor.Tensor     // softmax probabilities [nb, L, S]
+	qh, kh, vh *tensor.BF16Matrix // the inputs as bfloat16, for a plan that packs
 }
 
 func (o *sdpaOp) Name() string { return "ScaledDotProductAttention" }
@@ -144,12 +150,26 @@ func (o *sdpaOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 			grads[i] = tensor.New(x.DType(), x.Shape()...)
 		}
 	}
-	if gy.DType() == tensor.Float64 {
+	switch {
+	case gy.DType() == tensor.Float64:
 		sdpaBackward[float64](o, gy, grads)
-	} else {
+	case o.plan.packs:
+		pl := o.plan
+		gh := tensor.RoundToBF16(gy.F32(), pl.nb*pl.l, pl.dv)
+		attnBackwardPacked(pl, o.qh.Halves(), o.kh.Halves(), o.vh.Halves(), o.p.F32(), gh.Halves(), make([]float32, pl.l*pl.s),
+			grad32(grads[0]), grad32(grads[1]), grad32(grads[2]))
+	default:
 		sdpaBackward[float32](o, gy, grads)
 	}
 	return grads
+}
+
+// grad32 is t's values, or nil for no tensor.
+func grad32(t *tensor.Tensor) []float32 {
+	if t == nil {
+		return nil
+	}
+	return t.F32()
 }
 
 func sdpaBackward[T float](o *sdpaOp, gy *tensor.Tensor, grads []*tensor.Tensor) {

@@ -27,10 +27,12 @@ type attnPlan struct {
 // setPrecision sets the plan's precision for operands of type dt. With
 // bf16 products of causal attention over square scores, where
 // tensor.GemmTriBF16 runs all six of a head's products on its register
-// kernel, the plan packs: the kernel rounds the operands as it packs them
-// and multiplies them in bfloat16 pairs, at about twice the rate of the
-// float32 kernel over rounded operands, so q, k, v, the output gradient, p
-// and the scores' gradient are never rounded beforehand.
+// kernel, the plan packs: the products multiply bfloat16 pairs, at about
+// twice the rate of the float32 kernel over rounded operands. q, k, v and
+// the output gradient are then rounded once into bfloat16 (half the bytes
+// of a rounded float32 copy, and row-major heads need no packing), and p
+// and the scores' gradient are rounded by the products as they pack them
+// (attnForwardPacked, attnBackwardPacked).
 func (pl *attnPlan) setPrecision(prec tensor.Precision, dt tensor.DType) {
 	pl.prec = prec
 	l, s, d, dv := pl.l, pl.s, pl.d, pl.dv
@@ -100,7 +102,7 @@ func (pl *attnPlan) roundMatrix(dst, src []float32) {
 	tensor.RoundBF16Causal(dst, src, l, s)
 }
 
-// forward computes, for every matrix, p = softmax(scale·q kᵀ + mask) (the
+// attnForward computes, for every matrix, p = softmax(scale·q kᵀ + mask) (the
 // causal part masked) into p ([nb, L, S]) and o = p v. With bf16 products
 // the caller passes q, k and v rounded (roundOperand), and p is rounded
 // for the second product only, unless the plan packs (the products round
@@ -176,10 +178,6 @@ func attnBackward[T float](pl *attnPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 func triGemm[T float](pl *attnPlan, mode tensor.TriMode, transA, transB bool, m, n, k int, alpha T, a []T, lda int,
 	b []T, ldb int, c []T, ldc int) {
 	if af, ok := any(a).([]float32); ok && pl.causal && pl.l == pl.s {
-		if pl.packs {
-			tensor.GemmTriBF16(mode, transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, any(c).([]float32), ldc)
-			return
-		}
 		tensor.GemmTri(mode, transA, transB, m, n, k, float32(alpha), af, lda, any(b).([]float32), ldb, any(c).([]float32), ldc)
 		return
 	}
@@ -216,5 +214,69 @@ func prefetchNext[T float](pl *attnPlan, bi int, q, k, v, gout []T) {
 func prefetchProbs[T float](p []T, bi, nb, size int) {
 	if pf, ok := any(p).([]float32); ok && bi < nb {
 		tensor.PrefetchRowsF32(pf[bi*size:], 1, size, size)
+	}
+}
+
+// attnForwardPacked is attnForward for a plan that packs (setPrecision):
+// qh, kh and vh hold q, k and v as bfloat16, laid out as the plan says.
+func attnForwardPacked(pl *attnPlan, qh, kh, vh []uint16, p, o []float32) {
+	l, s := pl.l, pl.s
+	var mask []float32
+	if pl.mask != nil {
+		mask = pl.mask.F32()
+	}
+	for bi := 0; bi < pl.nb; bi++ {
+		prefetchNextBF16(pl, bi+1, qh, kh, vh, nil)
+		prefetchProbs(p, bi+1, pl.nb, l*s)
+		pb := p[bi*l*s : (bi+1)*l*s]
+		tensor.GemmTriBF16(tensor.TriCols, false, true, l, s, pl.d, float32(pl.scale), tensor.BF16Operand{H: qh[pl.qOff[bi]:]}, pl.ldq,
+			tensor.BF16Operand{H: kh[pl.kOff[bi]:]}, pl.ldk, pb, s)
+		var mb []float32
+		if mask != nil {
+			mb = mask[pl.mOff[bi]*l*s : (pl.mOff[bi]+1)*l*s]
+		}
+		tensor.SoftmaxRows(pb, mb, l, s, pl.causal)
+		tensor.GemmTriBF16(tensor.TriKEnd, false, false, l, pl.dv, s, 1, tensor.BF16Operand{F: pb}, s,
+			tensor.BF16Operand{H: vh[pl.vOff[bi]:]}, pl.ldv, o[pl.oOff[bi]:], pl.ldo)
+	}
+}
+
+// attnBackwardPacked is attnBackward for a plan that packs: qh, kh, vh and
+// gh hold q, k, v and the output gradient as bfloat16.
+func attnBackwardPacked(pl *attnPlan, qh, kh, vh []uint16, p []float32, gh []uint16, dp, dq, dk, dv []float32) {
+	l, s, sc := pl.l, pl.s, float32(pl.scale)
+	for bi := 0; bi < pl.nb; bi++ {
+		prefetchNextBF16(pl, bi+1, qh, kh, vh, gh)
+		prefetchProbs(p, bi+1, pl.nb, l*s)
+		pb := p[bi*l*s : (bi+1)*l*s]
+		g := tensor.BF16Operand{H: gh[pl.oOff[bi]:]}
+		if dv != nil {
+			tensor.GemmTriBF16(tensor.TriKStart, true, false, s, pl.dv, l, 1, tensor.BF16Operand{F: pb}, s, g, pl.ldo, dv[pl.vOff[bi]:], pl.ldv)
+		}
+		if dq == nil && dk == nil {
+			continue
+		}
+		tensor.GemmTriBF16(tensor.TriCols, false, true, l, s, pl.dv, 1, g, pl.ldo, tensor.BF16Operand{H: vh[pl.vOff[bi]:]}, pl.ldv, dp, s)
+		tensor.SoftmaxRowsBackward(dp, pb, l, s, pl.causal)
+		ds := tensor.BF16Operand{F: dp}
+		if dq != nil {
+			tensor.GemmTriBF16(tensor.TriKEnd, false, false, l, pl.d, s, sc, ds, s, tensor.BF16Operand{H: kh[pl.kOff[bi]:]}, pl.ldk, dq[pl.qOff[bi]:], pl.ldq)
+		}
+		if dk != nil {
+			tensor.GemmTriBF16(tensor.TriKStart, true, false, s, pl.d, l, sc, ds, s, tensor.BF16Operand{H: qh[pl.qOff[bi]:]}, pl.ldq, dk[pl.kOff[bi]:], pl.ldk)
+		}
+	}
+}
+
+// prefetchNextBF16 is prefetchNext for bfloat16 operands.
+func prefetchNextBF16(pl *attnPlan, bi int, qh, kh, vh, gh []uint16) {
+	if bi >= pl.nb {
+		return
+	}
+	tensor.PrefetchRowsBF16(qh[pl.qOff[bi]:], pl.l, pl.ldq, pl.d)
+	tensor.PrefetchRowsBF16(kh[pl.kOff[bi]:], pl.s, pl.ldk, pl.d)
+	tensor.PrefetchRowsBF16(vh[pl.vOff[bi]:], pl.s, pl.ldv, pl.dv)
+	if gh != nil {
+		tensor.PrefetchRowsBF16(gh[pl.oOff[bi]:], pl.l, pl.ldo, pl.dv)
 	}
 }

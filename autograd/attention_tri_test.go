@@ -48,7 +48,7 @@ func checkCausalHeads(t *testing.T, prec tensor.Precision) {
 	t.Logf("bf16 products packed by the register kernel: %v", packs)
 	gemm := func(mode tensor.TriMode, ta, tb bool, m, n, k int, alpha float32, a []float32, lda int, b []float32, ldb int, c []float32, ldc int) {
 		if packs {
-			tensor.GemmTriBF16(mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc)
+			tensor.GemmTriBF16(mode, ta, tb, m, n, k, alpha, tensor.BF16Operand{F: a}, lda, tensor.BF16Operand{F: b}, ldb, c, ldc)
 			return
 		}
 		tensor.Gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0, c, ldc)

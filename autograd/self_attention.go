@@ -49,14 +49,20 @@ func SelfAttention(qkv *Variable, heads int, o AttentionOptions) *Variable {
 	// zeroing first).
 	y := tensor.Empty(x.DType(), b, t, e)
 	p := tensor.Empty(x.DType(), nb, t, t)
-	if y.DType() == tensor.Float64 {
+	var xh *tensor.BF16Matrix
+	switch {
+	case y.DType() == tensor.Float64:
 		xs := x.F64()
 		attnForward(pl, xs, xs, xs, p.F64(), y.F64())
-	} else {
+	case pl.packs:
+		xh = tensor.RoundToBF16(x.F32(), b*t, 3*e) // for the backward's products too
+		h := xh.Halves()
+		attnForwardPacked(pl, h, h, h, p.F32(), y.F32())
+	default:
 		xs := x.F32()
 		attnForward(pl, xs, xs, xs, p.F32(), y.F32())
 	}
-	return FromOp(y, &selfAttentionOp{inputs: ins(qkv), plan: pl, x: x, p: p})
+	return FromOp(y, &selfAttentionOp{inputs: ins(qkv), plan: pl, x: x, xh: xh, p: p})
 }
 
 type selfAttentionOp struct {
@@ -66,6 +72,8 @@ type selfAttentionOp struct {
 	p     *tensor.Tensor // softmax probabilities [B·heads, T, T]
 	gr    *tensor.Tensor // the output gradient rounded to bfloat16 (bf16 products), made by Backward
 	heads int            // on a device (0 on the host)
+	// A plan that packs: qkv and the output gradient (made by Backward) as bfloat16.
+	xh, gh *tensor.BF16Matrix
 }
 
 func (o *selfAttentionOp) Name() string { return "SelfAttention" }
@@ -75,10 +83,16 @@ func (o *selfAttentionOp) freshGrads()  {}
 // the rounded output gradient (engine's savesTensors): without it each
 // step's bf16 attention leaves a gradient-sized block to the GC.
 func (o *selfAttentionOp) savedTensors() []*tensor.Tensor {
+	saved := []*tensor.Tensor{o.x, o.p}
 	if o.gr != nil {
-		return []*tensor.Tensor{o.x, o.p, o.gr}
+		saved = append(saved, o.gr)
 	}
-	return []*tensor.Tensor{o.x, o.p}
+	for _, h := range []*tensor.BF16Matrix{o.xh, o.gh} {
+		if h != nil {
+			saved = append(saved, h.Storage())
+		}
+	}
+	return saved
 }
 
 func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
@@ -90,9 +104,15 @@ func (o *selfAttentionOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 		gy, o.gr = r, r
 	}
 	gx := tensor.Empty(o.x.DType(), o.x.Shape()...) // dq, dk and dv of every head cover it whole
-	if gy.DType() == tensor.Float64 {
+	switch {
+	case gy.DType() == tensor.Float64:
 		selfAttentionBackward[float64](o, gy, gx)
-	} else {
+	case o.plan.packs:
+		pl := o.plan
+		o.gh = tensor.RoundToBF16(gy.F32(), gy.Numel()/pl.ldo, pl.ldo)
+		xh, g := o.xh.Halves(), gx.F32()
+		attnBackwardPacked(pl, xh, xh, xh, o.p.F32(), o.gh.Halves(), make([]float32, pl.l*pl.s), g, g, g)
+	default:
 		selfAttentionBackward[float32](o, gy, gx)
 	}
 	return []*tensor.Tensor{gx}

@@ -50,6 +50,10 @@ func (m *BF16Matrix) At(i, j int) float32 {
 	return half.BF16ToF32(h)
 }
 
+// Halves returns the matrix's bfloat16 values, row-major, as stored (for
+// a BF16Operand).
+func (m *BF16Matrix) Halves() []uint16 { return m.halves() }
+
 func (m *BF16Matrix) halves() []uint16 {
 	f := m.buf.F32()
 	n := m.rows * m.cols
@@ -59,23 +63,25 @@ func (m *BF16Matrix) halves() []uint16 {
 	return unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(f))), n)
 }
 
-// bf16Operand is a product's operand: float32 values (f), rounded by the
-// engine, or bfloat16 ones (h) used as they are.
-type bf16Operand struct {
-	f []float32
-	h []uint16
+// A BF16Operand is an operand of a bfloat16 product (GemmTriBF16): float32
+// values F, which the product rounds to bfloat16 (ties to even) as it reads
+// them, or bfloat16 values H (a BF16Matrix's Halves, or a slice of them),
+// used as they are. H wins when both are set.
+type BF16Operand struct {
+	F []float32
+	H []uint16
 }
 
-func (o bf16Operand) len() int {
-	if o.h != nil {
-		return len(o.h)
+func (o BF16Operand) len() int {
+	if o.H != nil {
+		return len(o.H)
 	}
-	return len(o.f)
+	return len(o.F)
 }
 
 // gemmBF16Mixed is GemmBF16 where either operand may be rounded already.
-func gemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
-	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
+func gemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a BF16Operand, lda int,
+	b BF16Operand, ldb int, beta float32, c []float32, ldc int) {
 	checkGemm("GemmBF16", transA, transB, m, n, k, a.len(), lda, b.len(), ldb, len(c), ldc)
 	if gemmTrivial(m, n, k, alpha, beta, c, ldc) {
 		return
@@ -119,7 +125,7 @@ func LinearBF16(x, w, b *Tensor) (y *Tensor, xh, wh *BF16Matrix) {
 // linearFwdBF16 is linearFwd32's bf16 path with x and w rounded already:
 // the same products, so the same results to the bit.
 func linearFwdBF16(y []float32, xh, wh *BF16Matrix, b []float32, n, in, out int) {
-	x, w := bf16Operand{h: xh.halves()}, bf16Operand{h: wh.halves()}
+	x, w := BF16Operand{H: xh.halves()}, BF16Operand{H: wh.halves()}
 	if linearSwapped(n, in, out) {
 		linearTransposed(y, b, n, out, func(yt []float32) {
 			gemmBF16Mixed(false, true, out, n, in, 1, w, in, x, in, 0, yt, n)
@@ -127,7 +133,7 @@ func linearFwdBF16(y []float32, xh, wh *BF16Matrix, b []float32, n, in, out int)
 		return
 	}
 	if b != nil && n > 0 && out > 0 && in > 0 {
-		checkGemm("LinearBF16", false, true, n, out, in, len(x.h), in, len(w.h), in, len(y), out)
+		checkGemm("LinearBF16", false, true, n, out, in, len(x.H), in, len(w.H), in, len(y), out)
 		checkBias("LinearBF16", b, out)
 		if p := recorder(); p != nil {
 			defer profileGemm(p, "bf16matmul+bias", false, true, n, out, in, time.Now())
@@ -187,17 +193,17 @@ func linearBwdBF16(gy *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, 
 		return 0
 	}
 	if dx != nil {
-		wo := bf16Operand{f: w.Contiguous().F32()}
+		wo := BF16Operand{F: w.Contiguous().F32()}
 		if wh != nil {
 			if wh.rows != out || wh.cols != in {
 				panic(fmt.Sprintf("tensor: LinearBackwardBF16: rounded weight %dx%d does not match %dx%d", wh.rows, wh.cols, out, in))
 			}
-			wo = bf16Operand{h: wh.halves()}
+			wo = BF16Operand{H: wh.halves()}
 		}
-		gemmBF16Mixed(false, false, n, in, out, 1, bf16Operand{h: gh.halves()}, out, wo, in, beta(accX), dx.F32(), in)
+		gemmBF16Mixed(false, false, n, in, out, 1, BF16Operand{H: gh.halves()}, out, wo, in, beta(accX), dx.F32(), in)
 	}
 	if dw != nil {
-		gemmBF16Mixed(true, false, out, in, n, 1, bf16Operand{h: gh.halves()}, out, bf16Operand{h: xh.halves()}, in, beta(accW), dw.F32(), in)
+		gemmBF16Mixed(true, false, out, in, n, 1, BF16Operand{H: gh.halves()}, out, BF16Operand{H: xh.halves()}, in, beta(accW), dw.F32(), in)
 	}
 	ReleaseScratch(gh.buf)
 }

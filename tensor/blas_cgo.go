@@ -134,11 +134,12 @@ func engineUsesTri(mode TriMode, m, n, k int) bool {
 // engineSgemmTriBF16 runs GemmTriBF16 on the AVX512-BF16 register kernel
 // and reports true, or reports false, C untouched, where that kernel does
 // not take the shape on this CPU.
-func engineSgemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
-	b []float32, ldb int, c []float32, ldc int) bool {
+func engineSgemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a BF16Operand, lda int,
+	b BF16Operand, ldb int, c []float32, ldc int) bool {
+	ap, a16 := a.ptr()
+	bp, b16 := b.ptr()
 	return C.goddp_sgemm_tri_bf16(C.int(mode), cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k),
-		C.float(alpha), (*C.float)(unsafe.Pointer(unsafe.SliceData(a))), C.int64_t(lda),
-		(*C.float)(unsafe.Pointer(unsafe.SliceData(b))), C.int64_t(ldb),
+		C.float(alpha), ap, a16, C.int64_t(lda), bp, b16, C.int64_t(ldb),
 		(*C.float)(unsafe.Pointer(unsafe.SliceData(c))), C.int64_t(ldc)) == 0
 }
 

@@ -66,8 +66,8 @@ func engineSgemmTri(mode TriMode, transA, transB bool, m, n, k int, alpha float3
 func engineUsesTri(mode TriMode, m, n, k int) bool { return false }
 
 // engineSgemmTriBF16 reports false: the bf16 register kernel is C.
-func engineSgemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
-	b []float32, ldb int, c []float32, ldc int) bool {
+func engineSgemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a BF16Operand, lda int,
+	b BF16Operand, ldb int, c []float32, ldc int) bool {
 	return false
 }
 

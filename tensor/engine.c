@@ -550,11 +550,12 @@ int goddp_sgemm_uses_tri_bf16(int mode, int64_t m, int64_t n, int64_t k) {
 }
 
 int goddp_sgemm_tri_bf16(int mode, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha,
-                         const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
+                         const void *a, int a16, int64_t lda, const void *b, int b16, int64_t ldb, float *c,
+                         int64_t ldc) {
 	pthread_once(&pool.once, pool_init);
 	if (!uses_tri_bf16(mode, m, n, k))
 		return 1;
-	goddp_sgemm_small_tri_bf16(mode, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+	goddp_sgemm_small_tri_bf16(mode, transA, transB, m, n, k, alpha, a, a16, lda, b, b16, ldb, c, ldc);
 	return 0;
 }
 

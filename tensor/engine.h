@@ -45,16 +45,20 @@ void goddp_sgemm_small_tri(int mode, int ta, int tb, int64_t m, int64_t n, int64
 int goddp_sgemm_tri(int mode, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const float *a,
                     int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
 // goddp_sgemm_small_tri_bf16 is goddp_sgemm_small_tri with op(A) and op(B)
-// rounded to bfloat16 as they are packed and multiplied in pairs on
-// AVX512-BF16 (the CPU must have it, and AVX-512BW): float32 sums of exact
-// products. goddp_sgemm_tri_bf16 runs it and returns 0 where
-// goddp_sgemm_uses_tri_bf16 says so for the shape on this CPU (AMD with
-// AVX-512 and AVX512-BF16, goddp_small_tri_shape's shapes), and otherwise
-// returns 1 and leaves C alone.
+// as bfloat16, multiplied in pairs on AVX512-BF16 (the CPU must have it,
+// and AVX-512BW and VL): float32 sums of exact products. An operand whose
+// flag (a16, b16) is set holds bfloat16 values (uint16_t, lda and ldb in
+// elements); a float32 one is rounded (ties to even) as it is packed.
+// goddp_sgemm_tri_bf16 runs it and returns 0 where goddp_sgemm_uses_tri_bf16
+// says so for the shape on this CPU (AMD with AVX-512 and AVX512-BF16,
+// goddp_small_tri_shape's shapes), and otherwise returns 1 and leaves C
+// alone.
 void goddp_sgemm_small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                                const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+                                const void *a, int a16, int64_t lda, const void *b, int b16, int64_t ldb, float *c,
+                                int64_t ldc);
 int goddp_sgemm_tri_bf16(int mode, int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha,
-                         const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc);
+                         const void *a, int a16, int64_t lda, const void *b, int b16, int64_t ldb, float *c,
+                         int64_t ldc);
 int goddp_sgemm_uses_tri_bf16(int mode, int64_t m, int64_t n, int64_t k);
 // goddp_sgemm_uses_small reports whether goddp_sgemm takes that path for
 // a shape on this CPU. Tests use it.

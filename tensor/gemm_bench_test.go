@@ -61,7 +61,7 @@ func BenchmarkGemmTriBF16(b *testing.B) {
 			b.Run(fmt.Sprintf("%s/bf16=%v", pc.name, bf), func(b *testing.B) {
 				for b.Loop() {
 					if bf {
-						GemmTriBF16(pc.mode, pc.ta, pc.tb, pc.m, pc.n, pc.k, 1, pc.a, pc.lda, qkv[128:], pc.ldb, c, ld)
+						GemmTriBF16(pc.mode, pc.ta, pc.tb, pc.m, pc.n, pc.k, 1, BF16Operand{F: pc.a}, pc.lda, BF16Operand{F: qkv[128:]}, pc.ldb, c, ld)
 					} else {
 						GemmTri(pc.mode, pc.ta, pc.tb, pc.m, pc.n, pc.k, 1, pc.a, pc.lda, qkv[128:], pc.ldb, c, ld)
 					}

@@ -38,7 +38,7 @@ func BF16Native() bool { return bf16Native() }
 // nearest even) and the products accumulated in float32.
 func GemmBF16(transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
 	b []float32, ldb int, beta float32, c []float32, ldc int) {
-	gemmBF16Mixed(transA, transB, m, n, k, alpha, bf16Operand{f: a}, lda, bf16Operand{f: b}, ldb, beta, c, ldc)
+	gemmBF16Mixed(transA, transB, m, n, k, alpha, BF16Operand{F: a}, lda, BF16Operand{F: b}, ldb, beta, c, ldc)
 }
 
 // RoundBF16 rounds x to the nearest bfloat16 value (ties to even), as a

@@ -33,15 +33,15 @@ func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
 }
 
 // ptr returns the operand's first element and whether it holds bfloat16.
-func (o bf16Operand) ptr() (unsafe.Pointer, C.int) {
-	if o.h != nil {
-		return unsafe.Pointer(unsafe.SliceData(o.h)), 1
+func (o BF16Operand) ptr() (unsafe.Pointer, C.int) {
+	if o.H != nil {
+		return unsafe.Pointer(unsafe.SliceData(o.H)), 1
 	}
-	return unsafe.Pointer(unsafe.SliceData(o.f)), 0
+	return unsafe.Pointer(unsafe.SliceData(o.F)), 0
 }
 
-func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
-	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
+func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a BF16Operand, lda int,
+	b BF16Operand, ldb int, beta float32, c []float32, ldc int) {
 	ap, a16 := a.ptr()
 	bp, b16 := b.ptr()
 	rc := C.goddp_gemm_bf16_mixed(cbool(transA), cbool(transB), C.int64_t(m), C.int64_t(n), C.int64_t(k),
@@ -54,7 +54,7 @@ func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16
 
 // engineLinearBF16Mixed is engineLinear(true, ...) with x and w each
 // rounded already or not.
-func engineLinearBF16Mixed(y []float32, x, w bf16Operand, b []float32, n, in, out int) {
+func engineLinearBF16Mixed(y []float32, x, w BF16Operand, b []float32, n, in, out int) {
 	xp, x16 := x.ptr()
 	wp, w16 := w.ptr()
 	rc := C.goddp_linear_bf16_mixed(C.int64_t(n), C.int64_t(out), C.int64_t(in), xp, x16, C.int64_t(in), wp, w16,

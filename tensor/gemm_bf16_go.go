@@ -20,23 +20,23 @@ func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
 }
 
 // widened returns the operand as float32 values rounded to bfloat16.
-func (o bf16Operand) widened() []float32 {
-	if o.h == nil {
-		return roundedBF16(o.f)
+func (o BF16Operand) widened() []float32 {
+	if o.H == nil {
+		return roundedBF16(o.F)
 	}
-	f := make([]float32, len(o.h))
-	for i, h := range o.h {
+	f := make([]float32, len(o.H))
+	for i, h := range o.H {
 		f[i] = half.BF16ToF32(h)
 	}
 	return f
 }
 
-func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a bf16Operand, lda int,
-	b bf16Operand, ldb int, beta float32, c []float32, ldc int) {
+func engineGemmBF16Mixed(transA, transB bool, m, n, k int, alpha float32, a BF16Operand, lda int,
+	b BF16Operand, ldb int, beta float32, c []float32, ldc int) {
 	engineSgemm(transA, transB, m, n, k, alpha, a.widened(), lda, b.widened(), ldb, beta, c, ldc)
 }
 
-func engineLinearBF16Mixed(y []float32, x, w bf16Operand, b []float32, n, in, out int) {
+func engineLinearBF16Mixed(y []float32, x, w BF16Operand, b []float32, n, in, out int) {
 	copyRows(y[:n*out], b[:out])
 	engineGemmBF16Mixed(false, true, n, out, in, 1, x, in, w, in, 1, y, out)
 }

@@ -231,7 +231,10 @@ void goddp_sgemm_small_tri(int mode, int ta, int tb, int64_t m, int64_t n, int64
 // instructions of the float32 kernel, whose 64×64 heads ran at about half
 // the rate of a bf16 GPT's large products. The operands are float32 and are
 // rounded to bfloat16 (ties to even, subnormals read as zero) while they
-// are packed, so the caller makes no rounded copies:
+// are packed, so the caller makes no rounded copies; or they are bfloat16
+// already (a16, b16: an operand that serves several products, rounded once
+// into half the bytes), and then a row-major op(A) needs no packing at all
+// and op(B) only moves pairs:
 //   - op(A) as pairs along k, at ap[i·asi + p·asp] (p = kk/2): row-major
 //     rows (A as stored, asp 1), or, for Aᵀ, rows 2p and 2p+1 of A
 //     interleaved (asi 1), which serves the transpose without moving pairs;
@@ -281,6 +284,32 @@ bf_interleave(const float *x, int64_t ld, int64_t rows, int64_t cols, uint32_t *
 	}
 }
 
+// bf_rows16 is bf_rows for bfloat16 values x.
+__attribute__((target("avx512f,avx512bw"))) static void bf_rows16(const uint16_t *x, int64_t ld, int64_t rows,
+                                                                  int64_t cols, uint32_t *dst, int64_t ldp) {
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < ldp * 2; c += 32) {
+			int64_t n = cols - c;
+			__mmask32 mk = n >= 32 ? 0xffffffffu : n <= 0 ? 0 : (__mmask32)((1u << n) - 1);
+			_mm512_storeu_si512((void *)(dst + r * ldp + c / 2), _mm512_maskz_loadu_epi16(mk, x + r * ld + c));
+		}
+}
+
+// bf_interleave16 is bf_interleave for bfloat16 values x.
+__attribute__((target("avx512f,avx512bw,avx512vl"))) static void
+bf_interleave16(const uint16_t *x, int64_t ld, int64_t rows, int64_t cols, uint32_t *dst, int64_t ldd) {
+	for (int64_t p = 0; 2 * p < rows; p++) {
+		const uint16_t *r0 = x + 2 * p * ld, *r1 = r0 + ld;
+		int odd = 2 * p + 1 < rows;
+		for (int64_t j = 0; j < cols; j += 16) {
+			__mmask16 mk = cols - j >= 16 ? 0xffff : (__mmask16)((1u << (cols - j)) - 1);
+			__m512i e0 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, r0 + j));
+			__m512i e1 = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(odd ? mk : 0, r1 + j));
+			_mm512_storeu_si512((void *)(dst + p * ldd + j), _mm512_or_si512(e0, _mm512_slli_epi32(e1, 16)));
+		}
+	}
+}
+
 // bf_block is small_block on pairs: rows i0..i0+R-1 of C summed over pairs
 // p in [p0, p1).
 __attribute__((target("avx512f,avx512bf16"), always_inline)) static inline void
@@ -316,30 +345,49 @@ bf_block(const int R, const int NV, const uint32_t *ap, int64_t asi, int64_t asp
 	for (; i < (HI); i++)                                                                                 \
 		bf_block(1, (NV), ap, asi, asp, BF_P0(i), BF_P1(i, 1), alpha, bp, n, c, ldc, i);
 
-__attribute__((target("avx512f,avx512bw,avx512bf16"))) static void
-small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const float *a, int64_t lda,
-               const float *b, int64_t ldb, float *c, int64_t ldc) {
+__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) static void
+small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha, const void *a, int a16,
+               int64_t lda, const void *b, int b16, int64_t ldb, float *c, int64_t ldc) {
 	uint32_t apk[bfMaxM * bfPairsMax] __attribute__((aligned(64)));
 	uint32_t bpk[bfPairsMax * smallMaxN] __attribute__((aligned(64)));
 	uint32_t bt[smallMaxN * bfPairsMax] __attribute__((aligned(64)));
 	int64_t k2 = (k + 1) / 2, k2p = (k + 31) / 32 * 16; // pairs, and pairs to a whole vector
+	const uint32_t *ap = apk;
 	int64_t asi, asp;
 	if (ta) { // op(A)[i][kk] = A[kk][i]
-		bf_interleave(a, lda, k, m, apk, bfMaxM);
+		if (a16)
+			bf_interleave16(a, lda, k, m, apk, bfMaxM);
+		else
+			bf_interleave(a, lda, k, m, apk, bfMaxM);
 		asi = 1, asp = bfMaxM;
+	} else if (a16 && lda % 2 == 0 && k % 2 == 0 && (uintptr_t)a % 4 == 0) { // A's rows are its pairs
+		ap = a;
+		asi = lda / 2, asp = 1;
 	} else {
-		bf_rows(a, lda, m, k, apk, k2p);
+		if (a16)
+			bf_rows16(a, lda, m, k, apk, k2p);
+		else
+			bf_rows(a, lda, m, k, apk, k2p);
 		asi = k2p, asp = 1;
 	}
-	if (tb) { // op(B)[kk][j] = B[j][kk]: B's rows as pairs, then transposed
-		bf_rows(b, ldb, n, k, bt, k2p);
+	if (tb) { // op(B)[kk][j] = B[j][kk]: B's rows as pairs, transposed
+		const uint32_t *rows = bt;
+		int64_t ldr = k2p;
+		if (b16 && ldb % 2 == 0 && k % 32 == 0 && (uintptr_t)b % 4 == 0)
+			rows = b, ldr = ldb / 2; // whole vectors of pairs in place
+		else if (b16)
+			bf_rows16(b, ldb, n, k, bt, k2p);
+		else
+			bf_rows(b, ldb, n, k, bt, k2p);
 		for (int64_t j = 0; j < n; j += 16)
 			for (int64_t p = 0; p < k2p; p += 16)
-				transpose16((const float *)(bt + j * k2p + p), k2p, (float *)(bpk + p * n + j), n);
+				transpose16((const float *)(rows + j * ldr + p), ldr, (float *)(bpk + p * n + j), n);
+	} else if (b16) {
+		bf_interleave16(b, ldb, k, n, bpk, n);
 	} else {
 		bf_interleave(b, ldb, k, n, bpk, n);
 	}
-	const uint32_t *ap = apk, *bp = bpk;
+	const uint32_t *bp = bpk;
 	int64_t i = 0;
 	if (mode == small_tri_cols) {
 		for (int64_t band = 0; band * 16 < m; band++) {
@@ -378,6 +426,7 @@ small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float 
 }
 
 void goddp_sgemm_small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,
-                                const float *a, int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc) {
-	small_tri_bf16(mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, c, ldc);
+                                const void *a, int a16, int64_t lda, const void *b, int b16, int64_t ldb, float *c,
+                                int64_t ldc) {
+	small_tri_bf16(mode, ta, tb, m, n, k, alpha, a, a16, lda, b, b16, ldb, c, ldc);
 }

@@ -3,6 +3,8 @@ package tensor
 import (
 	"fmt"
 	"time"
+
+	"github.com/goddp/goddp/internal/half"
 )
 
 // TriMode says which part of a causal attention product GemmTri may skip.
@@ -76,30 +78,38 @@ func checkTri(op string, mode TriMode, transA, transB bool, m, n, k, la, lda, lb
 	}
 }
 
-// GemmTriBF16 is GemmTri with op(A) and op(B) rounded to bfloat16 (ties to
-// even, as RoundBF16): the products a bfloat16 GEMM forms, each exact in
-// float32, summed in float32. This is autocast's causal attention. a and b
-// stay as they are.
+// GemmTriBF16 is GemmTri with op(A) and op(B) as bfloat16 values: the
+// products a bfloat16 GEMM forms, each exact in float32, summed in float32.
+// This is autocast's causal attention. A float32 operand (F) is rounded to
+// bfloat16 (ties to even, as RoundBF16) and stays as it is; a bfloat16 one
+// (H) is used as it is, lda and ldb counting its elements.
 //
 // On the AVX512-BF16 register kernel (GemmTriBF16Native: an AMD CPU with
-// AVX-512 and AVX512-BF16, attention's head sizes) the operands are rounded
-// as they are packed and the products are added a pair at a time
+// AVX-512 and AVX512-BF16, attention's head sizes) float32 operands are
+// rounded as they are packed, and the products are added a pair at a time
 // (vdpbf16ps), at about twice GemmTri's rate: the sums differ from a
 // float32 GEMM over the rounded operands by float32 roundings, and
-// subnormal operands count as zero. Elsewhere it rounds copies of the
-// operands and runs GemmTri.
-func GemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a []float32, lda int,
-	b []float32, ldb int, c []float32, ldc int) {
-	checkTri("GemmTriBF16", mode, transA, transB, m, n, k, len(a), lda, len(b), ldb, len(c), ldc)
+// subnormal float32 operands count as zero. An operand that serves several
+// products is best rounded once (RoundToBF16): a row-major op(A) in
+// bfloat16 is not packed at all. Elsewhere GemmTriBF16 widens rounded
+// copies of the operands and runs GemmTri.
+func GemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, a BF16Operand, lda int,
+	b BF16Operand, ldb int, c []float32, ldc int) {
+	checkTri("GemmTriBF16", mode, transA, transB, m, n, k, a.len(), lda, b.len(), ldb, len(c), ldc)
 	if m == 0 || n == 0 {
 		return
 	}
-	if k > 0 && alpha != 0 && engineUsesTriBF16(mode, m, n, k) {
-		if p := recorder(); p != nil {
-			// As sgemm-causal, the rate counts the full product's FLOPs.
-			defer profileGemm(p, "bf16-causal", transA, transB, m, n, k, time.Now())
+	if k > 0 && alpha != 0 {
+		var t0 time.Time
+		p := recorder()
+		if p != nil {
+			t0 = time.Now()
 		}
 		if engineSgemmTriBF16(mode, transA, transB, m, n, k, alpha, a, lda, b, ldb, c, ldc) {
+			if p != nil {
+				// As sgemm-causal, the rate counts the full product's FLOPs.
+				profileGemm(p, "bf16-causal", transA, transB, m, n, k, t0)
+			}
 			return
 		}
 	}
@@ -112,16 +122,23 @@ func GemmTriBF16(mode TriMode, transA, transB bool, m, n, k int, alpha float32, 
 // AVX512-BF16 register kernel on this CPU.
 func GemmTriBF16Native(mode TriMode, m, n, k int) bool { return engineUsesTriBF16(mode, m, n, k) }
 
-// roundedMatrix returns the rows×cols operand x (row stride ld; op(x) is
-// rows×cols, x itself cols×rows when trans) rounded to bfloat16 into a
+// roundedMatrix returns the operand x (op(x) rows×cols, x itself cols×rows
+// when trans; row stride ld) as float32 values rounded to bfloat16 in a
 // compact copy, with that copy's row stride.
-func roundedMatrix(x []float32, trans bool, rows, cols, ld int) ([]float32, int) {
+func roundedMatrix(x BF16Operand, trans bool, rows, cols, ld int) ([]float32, int) {
 	if trans {
 		rows, cols = cols, rows
 	}
 	y := make([]float32, rows*cols)
 	for i := range rows {
-		roundBF16s(y[i*cols:(i+1)*cols], x[i*ld:i*ld+cols])
+		yi := y[i*cols : (i+1)*cols]
+		if x.H != nil {
+			for j, h := range x.H[i*ld : i*ld+cols] {
+				yi[j] = half.BF16ToF32(h)
+			}
+		} else {
+			roundBF16s(yi, x.F[i*ld:i*ld+cols])
+		}
 	}
 	return y, max(cols, 1)
 }

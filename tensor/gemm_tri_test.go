@@ -74,6 +74,9 @@ func TestGemmTri(t *testing.T) {
 // ones (so a kernel that skipped the rounding fails). Every mode with every
 // transposition, strided operands, an odd k, rows that fill no block, and
 // shapes the bf16 register kernel does not take (the rounded GemmTri).
+// Operands given as bfloat16 (RoundToBF16's halves) give the same bits as
+// the float32 ones they round: with even and odd row strides and a start
+// at an odd element, which the kernel reads in place or packs.
 func TestGemmTriBF16(t *testing.T) {
 	rng := NewRNG(23)
 	type shape struct {
@@ -98,7 +101,7 @@ func TestGemmTriBF16(t *testing.T) {
 			if tb {
 				rowsB, colsB = n, k
 			}
-			lda, ldb, ldc := colsA+5, colsB+3, n+7
+			lda, ldb, ldc := colsA+4, colsB+4, n+7
 			a, b := Randn(rng, Float32, rowsA*lda).F32(), Randn(rng, Float32, rowsB*ldb).F32()
 			opA := func(i, kk int) float32 {
 				if ta {
@@ -125,18 +128,23 @@ func TestGemmTriBF16(t *testing.T) {
 				}
 			}
 			const alpha = 0.375
-			got := make([]float32, m*ldc)
-			for i := range got {
-				got[i] = float32(math.NaN())
+			nan := func() []float32 {
+				c := make([]float32, m*ldc)
+				for i := range c {
+					c[i] = float32(math.NaN())
+				}
+				return c
 			}
-			GemmTriBF16(sh.mode, ta, tb, m, n, k, alpha, a, lda, b, ldb, got, ldc)
+			got := nan()
+			GemmTriBF16(sh.mode, ta, tb, m, n, k, alpha, BF16Operand{F: a}, lda, BF16Operand{F: b}, ldb, got, ldc)
 			plain := make([]float32, m*ldc)
 			Gemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, 0, plain, ldc)
+			needed := func(i, j int) bool { return sh.mode != TriCols || j <= i } // cols: the rest may be left unwritten
 			worst, offF32 := 0.0, 0.0
 			for i := range m {
 				for j := range n {
-					if sh.mode == TriCols && j > i {
-						continue // not needed, may be left unwritten
+					if !needed(i, j) {
+						continue
 					}
 					ref, mag := 0.0, 0.0
 					for kk := range k {
@@ -154,6 +162,22 @@ func TestGemmTriBF16(t *testing.T) {
 				}
 			}
 			require.Greater(t, offF32, 50*worst, "%s: the float32 product of the unrounded operands is as close: not rounded to bf16?", name)
+			// The same operands as bfloat16, from element 0 and from element 1
+			// (a buffer one longer, rounded whole).
+			for _, off := range []int{0, 1} {
+				halves := func(x []float32) []uint16 {
+					return RoundToBF16(append(make([]float32, off), x...), 1, off+len(x)).Halves()[off:]
+				}
+				got16 := nan()
+				GemmTriBF16(sh.mode, ta, tb, m, n, k, alpha, BF16Operand{H: halves(a)}, lda, BF16Operand{H: halves(b)}, ldb, got16, ldc)
+				for i := range m {
+					for j := range n {
+						if needed(i, j) {
+							require.Equal(t, math.Float32bits(got[i*ldc+j]), math.Float32bits(got16[i*ldc+j]), "%s: bfloat16 operands from element %d: [%d][%d]", name, off, i, j)
+						}
+					}
+				}
+			}
 			if GemmTriBF16Native(sh.mode, m, n, k) {
 				native++
 			}
@@ -164,6 +188,6 @@ func TestGemmTriBF16(t *testing.T) {
 		require.Positive(t, native, "this CPU has the bf16 register kernel, and no shape ran on it")
 	}
 	require.PanicsWithValue(t, "tensor: GemmTriBF16: mode kstart needs a square op(A), not 4x2", func() {
-		GemmTriBF16(TriKStart, false, false, 4, 8, 2, 1, make([]float32, 8), 2, make([]float32, 16), 8, make([]float32, 32), 8)
+		GemmTriBF16(TriKStart, false, false, 4, 8, 2, 1, BF16Operand{F: make([]float32, 8)}, 2, BF16Operand{F: make([]float32, 16)}, 8, make([]float32, 32), 8)
 	})
 }

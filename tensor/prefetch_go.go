@@ -2,5 +2,7 @@
 
 package tensor
 
+import "unsafe"
+
 // Without cgo there is no prefetch instruction to issue.
-func prefetchRows(x []float32, rows, ld, cols int) {}
+func prefetchRows(x unsafe.Pointer, n, rows, ld, cols int) {}
