@@ -56,24 +56,56 @@ func LinearWith(x, w, b *Variable, p tensor.Precision) *Variable {
 	return FromOp(y, &linearOp{inputs: in, x: x, w: w, b: b, xc: xc, prec: p})
 }
 
+// LinearGELU returns GELU(LinearWith(x, w, b, p)), torch's
+// F.gelu(F.linear(x, w, b)), as one op where both run on the host in
+// float32 (the Linear in precision p): the GELU runs in place on the
+// Linear's output and keeps its derivative, and the backward forms the
+// Linear's output gradient, gy times that derivative, in the pass that
+// sums the bias gradient and, for bf16 products, rounds it
+// (tensor.LinearBackwardGated). A transformer's MLP so makes one pass less
+// over its widest gradient, and two less under bf16. The values and
+// gradients are the two ops' to the bit; elsewhere (a device, float64, no
+// gradient) it is the two ops.
+func LinearGELU(x, w, b *Variable, p tensor.Precision) *Variable {
+	y := LinearWith(x, w, b, p)
+	op, ok := y.creator.(*linearOp)
+	if !ok || !y.Value.IsCPU() || y.Value.DType() != tensor.Float32 {
+		return GELU(y)
+	}
+	v := y.Value.F32() // LinearWith's own output: the GELU may overwrite it
+	op.gate = tensor.Empty(tensor.Float32, y.Value.Shape()...)
+	tensor.GELUWithGradF32(v, op.gate.F32(), v)
+	return y
+}
+
 type linearOp struct {
 	inputs
 	x, w, b *Variable
 	xc      *tensor.Tensor     // x's value, contiguous (nil when xh holds it)
 	xh, wh  *tensor.BF16Matrix // x and w rounded to bfloat16 (bf16 products on the host)
 	prec    tensor.Precision
+	gate    *tensor.Tensor // LinearGELU: the GELU's derivative at the Linear's output
 }
 
-func (o *linearOp) Name() string { return "Linear" }
-func (o *linearOp) freshGrads()  {}
-
-// savedTensors lets FreeGraph recycle the rounded input and weight with
-// the graph.
-func (o *linearOp) savedTensors() []*tensor.Tensor {
-	if o.xh == nil {
-		return nil
+func (o *linearOp) Name() string {
+	if o.gate != nil {
+		return "LinearGELU"
 	}
-	return []*tensor.Tensor{o.xh.Storage(), o.wh.Storage()}
+	return "Linear"
+}
+func (o *linearOp) freshGrads() {}
+
+// savedTensors lets FreeGraph recycle the rounded input and weight, and
+// LinearGELU's derivative, with the graph.
+func (o *linearOp) savedTensors() []*tensor.Tensor {
+	var saved []*tensor.Tensor
+	if o.xh != nil {
+		saved = append(saved, o.xh.Storage(), o.wh.Storage())
+	}
+	if o.gate != nil {
+		saved = append(saved, o.gate)
+	}
+	return saved
 }
 
 func (o *linearOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
@@ -104,6 +136,10 @@ func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 	}
 	if o.b != nil && needs(o.b) {
 		db, accB = into(2, o.b.Value.Shape()...)
+	}
+	if o.gate != nil {
+		tensor.LinearBackwardGated(gy, o.gate, o.xc, o.xh, o.wh, o.w.Value, dx, dw, db, accX, accW, accB, o.prec)
+		return grads
 	}
 	if o.prec == tensor.PrecisionBFloat16 {
 		tensor.LinearBackwardBF16(gy, o.xc, o.xh, o.wh, o.w.Value, dx, dw, db, accX, accW, accB)

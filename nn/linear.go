@@ -86,6 +86,13 @@ func (l *Linear) Forward(x *autograd.Variable) *autograd.Variable {
 	return autograd.LinearWith(x, l.Weight, l.Bias, l.Precision)
 }
 
+// ForwardGELU returns GELU(Forward(x)), torch's F.gelu(linear(x)): one
+// op where the host computes both (autograd.LinearGELU, the same values,
+// one pass less over the gradient), the two ops elsewhere.
+func (l *Linear) ForwardGELU(x *autograd.Variable) *autograd.Variable {
+	return autograd.LinearGELU(x, l.Weight, l.Bias, l.Precision)
+}
+
 // SetPrecision sets the product's precision and returns the previous one
 // (amp.Autocast calls it on every layer it lowers).
 func (l *Linear) SetPrecision(p tensor.Precision) tensor.Precision {

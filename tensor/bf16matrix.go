@@ -160,12 +160,14 @@ func LinearBackwardBF16(gy *Tensor, x *Tensor, xh, wh *BF16Matrix, w, dx, dw, db
 		LinearBackwardWith(gy, x, w, dx, dw, db, accX, accW, accB, PrecisionBFloat16)
 		return
 	}
-	linearBwdBF16(gy, xh, wh, w, dx, dw, db, accX, accW, accB)
+	linearBwdBF16(gy, nil, xh, wh, w, dx, dw, db, accX, accW, accB)
 }
 
 // linearBwdBF16 is the host's bf16 Linear backward (LinearBackwardBF16,
-// and LinearBackwardWith at PrecisionBFloat16, which rounds x first).
-func linearBwdBF16(gy *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool) {
+// and LinearBackwardWith at PrecisionBFloat16, which rounds x first), for
+// the output gradient gy, or gy ⊙ gate when gate is not nil
+// (LinearBackwardGated).
+func linearBwdBF16(gy, gate *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool) {
 	out, in := w.shape[0], w.shape[1]
 	gy = gy.Contiguous()
 	n := gy.Numel() / out
@@ -174,16 +176,29 @@ func linearBwdBF16(gy *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, 
 	}
 	g := gy.F32()[:n*out]
 	gh := newBF16Matrix(n, out)
-	if db != nil {
+	var s []float32
+	if gate != nil {
+		s = gate.Contiguous().F32()
+		checkRows("LinearBackwardGated", n, out, len(s))
+	}
+	switch {
+	case db != nil:
 		d := db.F32()[:out]
 		if !accB {
 			clear(d)
 		}
 		checkRows("LinearBackwardBF16", n, out, len(g))
-		if n*out > 0 {
+		if n*out > 0 && s != nil {
+			engineToBF16MulAddRows(gh.halves(), g, s, d, n, out)
+		} else if n*out > 0 {
 			engineToBF16AddRows(gh.halves(), g, d, n, out)
 		}
-	} else {
+	case s != nil:
+		gs := EmptyAs(gy, n, out)
+		binVV(opMul, gs.F32(), g, s[:n*out])
+		engineToBF16(gh.halves(), gs.F32())
+		ReleaseScratch(gs)
+	default:
 		engineToBF16(gh.halves(), g)
 	}
 	beta := func(acc bool) float32 {

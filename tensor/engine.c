@@ -740,6 +740,55 @@ static void to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows
 		}
 }
 
+// to_bf16_mul_add_rows is to_bf16_add_rows of the products x ⊙ s, each
+// rounded to float32 first (as goddp_bin_vv_f32 multiplies): an
+// activation's backward (s its derivative) folded into the bf16 Linear
+// before it, one pass where the two read and wrote the float32 product in
+// between. The same bits as the multiply, then to_bf16_add_rows;
+// fp-contract is off so that the product is not fused into the sums.
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
+__attribute__((target("avx512f,avx512bf16"))) static void
+to_bf16_mul_add_rows_avx512(const float *x, const float *s, uint16_t *y, float *d, int64_t rows, int64_t cols) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * cols, *sr = s + r * cols;
+		uint16_t *yr = y + r * cols;
+		int64_t c = 0;
+		for (; c + 32 <= cols; c += 32) {
+			__m512 lo = _mm512_mul_ps(_mm512_loadu_ps(xr + c), _mm512_loadu_ps(sr + c));
+			__m512 hi = _mm512_mul_ps(_mm512_loadu_ps(xr + c + 16), _mm512_loadu_ps(sr + c + 16));
+			_mm512_storeu_si512((void *)(yr + c), (__m512i)_mm512_cvtne2ps_pbh(hi, lo));
+			_mm512_storeu_ps(d + c, _mm512_add_ps(_mm512_loadu_ps(d + c), lo));
+			_mm512_storeu_ps(d + c + 16, _mm512_add_ps(_mm512_loadu_ps(d + c + 16), hi));
+		}
+		for (; c < cols; c++) {
+			float v = xr[c] * sr[c];
+			yr[c] = f32_to_bf16(v);
+			d[c] += v;
+		}
+	}
+}
+
+static void to_bf16_mul_add_rows(const float *x, const float *s, uint16_t *y, float *d, int64_t rows,
+                                 int64_t cols) {
+	if (blas_core.bf16) {
+		to_bf16_mul_add_rows_avx512(x, s, y, d, rows, cols);
+		return;
+	}
+	for (int64_t r = 0; r < rows; r++)
+		for (int64_t c = 0; c < cols; c++) {
+			float v = x[r * cols + c] * s[r * cols + c];
+			y[r * cols + c] = f32_to_bf16(v);
+			d[c] += v;
+		}
+}
+#pragma GCC pop_options
+
+void goddp_to_bf16_mul_add_rows(const float *x, const float *s, uint16_t *y, float *d, int64_t rows, int64_t cols) {
+	pthread_once(&pool.once, pool_init);
+	to_bf16_mul_add_rows(x, s, y, d, rows, cols);
+}
+
 void goddp_to_bf16(const float *x, uint16_t *y, int64_t n) {
 	pthread_once(&pool.once, pool_init); // to_bf16 reads blas_core
 	to_bf16(x, y, n);

@@ -115,6 +115,10 @@ int goddp_bf16_native(void);
 void goddp_round_bf16(const float *x, float *y, int64_t n);
 void goddp_to_bf16(const float *x, uint16_t *y, int64_t n);
 void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols);
+// goddp_to_bf16_mul_add_rows is goddp_to_bf16_add_rows of x ⊙ s (each
+// product rounded to float32 first): the same bits as multiplying, then
+// goddp_to_bf16_add_rows.
+void goddp_to_bf16_mul_add_rows(const float *x, const float *s, uint16_t *y, float *d, int64_t rows, int64_t cols);
 int goddp_gemm_bf16_mixed(int transA, int transB, int64_t m, int64_t n, int64_t k, float alpha, const void *a,
                           int a16, int64_t lda, const void *b, int b16, int64_t ldb, float beta, float *c,
                           int64_t ldc);

@@ -10,3 +10,5 @@ func geluC(dst, src []float32) bool { return false }
 func geluGradC(dst, gy, x []float32) bool { return false }
 
 func geluWithGradC(dst, grad, src []float32) bool { return false }
+
+func mulAddRowsC(y, x, s, d []float32, rows, cols int) bool { return false }

@@ -111,3 +111,20 @@ CLONES void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, 
 		grad[i] = gelu_deriv(x, g);
 	}
 }
+
+// An activation's backward folded into the float32 Linear before it: y = x
+// ⊙ s, whose rows are added to d (d[c] += y[r][c], rows in order, as
+// goddp_add_rows_f32 sums them), one pass where the multiply and the bias
+// gradient's sums each read the product. The same bits as the two.
+CLONES void goddp_mul_add_rows_f32(float *y, const float *x, const float *s,
+                                   float *d, int64_t rows, int64_t cols) {
+	for (int64_t r = 0; r < rows; r++) {
+		const float *xr = x + r * cols, *sr = s + r * cols;
+		float *yr = y + r * cols;
+		for (int64_t c = 0; c < cols; c++) {
+			float v = xr[c] * sr[c];
+			yr[c] = v;
+			d[c] += v;
+		}
+	}
+}

@@ -32,6 +32,12 @@ func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
 		C.int64_t(rows), C.int64_t(cols))
 }
 
+func engineToBF16MulAddRows(dst []uint16, src, s, d []float32, rows, cols int) {
+	C.goddp_to_bf16_mul_add_rows((*C.float)(unsafe.Pointer(unsafe.SliceData(src))), (*C.float)(unsafe.Pointer(unsafe.SliceData(s))),
+		(*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(dst))), (*C.float)(unsafe.Pointer(unsafe.SliceData(d))),
+		C.int64_t(rows), C.int64_t(cols))
+}
+
 // ptr returns the operand's first element and whether it holds bfloat16.
 func (o BF16Operand) ptr() (unsafe.Pointer, C.int) {
 	if o.H != nil {

@@ -19,6 +19,12 @@ func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
 	AddRows(d, src, rows, cols)
 }
 
+func engineToBF16MulAddRows(dst []uint16, src, s, d []float32, rows, cols int) {
+	g := make([]float32, rows*cols)
+	mulAddRows(g, src[:rows*cols], s[:rows*cols], d, rows, cols)
+	engineToBF16(dst, g)
+}
+
 // widened returns the operand as float32 values rounded to bfloat16.
 func (o BF16Operand) widened() []float32 {
 	if o.H == nil {

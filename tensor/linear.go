@@ -186,7 +186,7 @@ func LinearBackwardWith(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, p P
 			(*Tensor).F64, Gemm64)
 	case p == PrecisionBFloat16:
 		xh := RoundToBF16(x.Contiguous().F32(), n, in)
-		linearBwdBF16(gy, xh, nil, w, dx, dw, db, accX, accW, accB)
+		linearBwdBF16(gy, nil, xh, nil, w, dx, dw, db, accX, accW, accB)
 		ReleaseScratch(xh.buf)
 	default:
 		linearBwd(gy.F32(), x, w.Contiguous().F32(), dx, dw, db, accX, accW, accB, n, in, out,
@@ -244,4 +244,63 @@ func linearBwdDevice(gy, x, w, dx, dw, db *Tensor, accX, accW, accB bool, n, in,
 			ReleaseScratch(s)
 		}
 	}
+}
+
+// LinearBackwardGated is the backward of a Linear whose output went through
+// an activation with derivative gate (as GELUWithGradF32 keeps it; the
+// Linear's shape): the Linear's output gradient is gy ⊙ gate. On the host
+// in float32 the product is formed in the pass that sums the bias gradient
+// (and, for bf16 products, rounds it for them), where the activation's
+// backward and the Linear's each passed over it. xh and wh are
+// LinearBF16's roundings under PrecisionBFloat16 (xh nil: x is rounded
+// here), x the input otherwise. The same bits as GELUBackwardF32 (the
+// product), then LinearBackwardWith or LinearBackwardBF16.
+func LinearBackwardGated(gy, gate, x *Tensor, xh, wh *BF16Matrix, w, dx, dw, db *Tensor, accX, accW, accB bool, p Precision) {
+	gy = gy.Contiguous()
+	if !sameShape(gy, gate) {
+		panic(fmt.Sprintf("tensor: LinearBackwardGated: gate of shape %v for an output gradient of shape %v", gate.shape, gy.shape))
+	}
+	if onDevice(gy, gate, x, w, dx, dw, db) || gy.dtype != Float32 || gate.dtype != Float32 {
+		g := Mul(gy, gate)
+		if p == PrecisionBFloat16 && xh != nil {
+			LinearBackwardBF16(g, x, xh, wh, w, dx, dw, db, accX, accW, accB)
+		} else {
+			LinearBackwardWith(g, x, w, dx, dw, db, accX, accW, accB, p)
+		}
+		return
+	}
+	out, in := w.shape[0], w.shape[1]
+	n := gy.Numel() / out
+	if p == PrecisionBFloat16 {
+		if xh == nil {
+			xh = RoundToBF16(x.Contiguous().F32(), n, in)
+			defer ReleaseScratch(xh.buf)
+		}
+		linearBwdBF16(gy, gate, xh, wh, w, dx, dw, db, accX, accW, accB)
+		return
+	}
+	s := gate.Contiguous().F32()[:n*out]
+	gs := EmptyAs(gy, n, out)
+	g := gs.F32()
+	if db != nil {
+		d := db.F32()[:out]
+		if !accB {
+			clear(d)
+		}
+		mulAddRows(g, gy.F32()[:n*out], s, d, n, out)
+		db = nil
+	} else {
+		binVV(opMul, g, gy.F32()[:n*out], s)
+	}
+	linearBwd(g, x, w.Contiguous().F32(), dx, dw, db, accX, accW, accB, n, in, out, (*Tensor).F32, Gemm)
+	ReleaseScratch(gs)
+}
+
+// mulAddRows writes y = x ⊙ s and adds y's rows to d (AddRows's sums).
+func mulAddRows(y, x, s, d []float32, rows, cols int) {
+	if rows*cols == 0 || mulAddRowsC(y, x, s, d, rows, cols) {
+		return
+	}
+	binVV(opMul, y, x, s)
+	AddRows(d, y, rows, cols)
 }
