@@ -69,12 +69,13 @@ func LinearWith(x, w, b *Variable, p tensor.Precision) *Variable {
 func LinearGELU(x, w, b *Variable, p tensor.Precision) *Variable {
 	y := LinearWith(x, w, b, p)
 	op, ok := y.creator.(*linearOp)
-	if !ok || !y.Value.IsCPU() || y.Value.DType() != tensor.Float32 {
+	if !ok {
 		return GELU(y)
 	}
-	v := y.Value.F32() // LinearWith's own output: the GELU may overwrite it
-	op.gate = tensor.Empty(tensor.Float32, y.Value.Shape()...)
-	tensor.GELUWithGradF32(v, op.gate.F32(), v)
+	// LinearWith's own output: the GELU may overwrite it.
+	if op.gate = tensor.GELUInPlaceWithGrad(y.Value); op.gate == nil {
+		return GELU(y)
+	}
 	return y
 }
 

@@ -287,6 +287,21 @@ func GELUWithGradF32(dst, grad, src []float32) {
 	geluWithGradF32Go(dst, grad, src)
 }
 
+// GELUInPlaceWithGrad replaces x's values with GELU(x) and returns a new
+// tensor of its derivative at the old values (GELUWithGradF32), for x
+// contiguous float32 on the host; elsewhere (a device, float64, a view) it
+// returns nil and leaves x alone. A fused op whose GELU output is its own
+// (autograd.LinearGELU) keeps the derivative for its backward.
+func GELUInPlaceWithGrad(x *Tensor) *Tensor {
+	if !x.IsCPU() || x.dtype != Float32 || !x.IsContiguous() {
+		return nil
+	}
+	d := Empty(Float32, x.shape...)
+	v := x.F32()[:x.Numel()]
+	GELUWithGradF32(v, d.F32(), v)
+	return d
+}
+
 func geluWithGradF32Go(dst, grad, src []float32) {
 	for i, x := range src {
 		g := geluParts(x)

@@ -81,3 +81,23 @@ func BenchmarkGELUWithGradF32(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/elem")
 }
+
+// GELUInPlaceWithGrad gives GELUWithGradF32's values, in place, and its
+// derivative; float64 and a transposed view are left alone (nil).
+func TestGELUInPlaceWithGrad(t *testing.T) {
+	x := Randn(NewRNG(3), Float32, 7, 19)
+	y, d := make([]float32, x.Numel()), make([]float32, x.Numel())
+	GELUWithGradF32(y, d, x.F32())
+	g := GELUInPlaceWithGrad(x)
+	require.NotNil(t, g)
+	require.Equal(t, y, x.F32())
+	require.Equal(t, d, g.F32())
+	require.Equal(t, x.Shape(), g.Shape())
+
+	x64 := Randn(NewRNG(4), Float64, 5)
+	before := append([]float64(nil), x64.F64()...)
+	require.Nil(t, GELUInPlaceWithGrad(x64))
+	require.Equal(t, before, x64.F64())
+	v := Randn(NewRNG(5), Float32, 3, 4).T()
+	require.Nil(t, GELUInPlaceWithGrad(v))
+}
