@@ -72,3 +72,64 @@ func bits(t *tensor.Tensor) []uint32 {
 	}
 	return b
 }
+
+// LinearGELULinear gives fc2(GELU(fc1(x)))'s output and gradients to the
+// bit, under bf16 products (one op) and float32 (LinearGELU, then Linear),
+// on a second backward that accumulates, and with the first Linear frozen
+// (then there is no op to fuse into: the three ops).
+func TestLinearGELULinearMatchesTheOps(t *testing.T) {
+	for _, prec := range []tensor.Precision{tensor.PrecisionBFloat16, tensor.PrecisionFloat32} {
+		for _, frozen := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%v/frozen=%v", prec, frozen), func(t *testing.T) {
+				const in, hidden, out = 24, 80, 40
+				rng := tensor.NewRNG(61)
+				vals := []*tensor.Tensor{tensor.Randn(rng, tensor.Float32, 2, 9, in),
+					tensor.Randn(rng, tensor.Float32, hidden, in), tensor.Randn(rng, tensor.Float32, hidden),
+					tensor.Randn(rng, tensor.Float32, out, hidden), tensor.Randn(rng, tensor.Float32, out)}
+				gy := tensor.Randn(rng, tensor.Float32, 2, 9, out)
+				run := func(fused bool) (y *tensor.Tensor, grads []*tensor.Tensor) {
+					vs := make([]*Variable, len(vals))
+					for i, v := range vals {
+						if frozen && i < 3 {
+							vs[i] = Const(v.Clone())
+						} else {
+							vs[i] = Param(v.Clone())
+						}
+					}
+					for range 2 {
+						var v *Variable
+						if fused {
+							v = LinearGELULinear(vs[0], vs[1], vs[2], vs[3], vs[4], prec)
+							if prec == tensor.PrecisionBFloat16 && !frozen {
+								require.Equal(t, "LinearGELULinear", v.creator.Name())
+							}
+						} else {
+							v = LinearWith(GELU(LinearWith(vs[0], vs[1], vs[2], prec)), vs[3], vs[4], prec)
+						}
+						require.NoError(t, v.BackwardWith(gy))
+						y = v.Value
+					}
+					for _, v := range vs {
+						grads = append(grads, v.Grad)
+					}
+					return y, grads
+				}
+				y1, g1 := run(false)
+				y2, g2 := run(true)
+				require.Equal(t, y1.Shape(), y2.Shape())
+				require.Equal(t, bits(y1), bits(y2), "output")
+				for i := range g1 {
+					if frozen && i < 3 {
+						require.Nil(t, g2[i])
+						continue
+					}
+					require.Equal(t, bits(g1[i]), bits(g2[i]), "gradient of input %d", i)
+				}
+			})
+		}
+	}
+	require.PanicsWithValue(t, "autograd: LinearGELULinear: second weight [3 5] and bias [3] do not take the first Linear's output [2 4]", func() {
+		LinearGELULinear(Param(tensor.New(tensor.Float32, 2, 6)), Param(tensor.New(tensor.Float32, 4, 6)), Param(tensor.New(tensor.Float32, 4)),
+			Param(tensor.New(tensor.Float32, 3, 5)), Param(tensor.New(tensor.Float32, 3)), tensor.PrecisionBFloat16)
+	})
+}

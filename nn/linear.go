@@ -93,6 +93,14 @@ func (l *Linear) ForwardGELU(x *autograd.Variable) *autograd.Variable {
 	return autograd.LinearGELU(x, l.Weight, l.Bias, l.Precision)
 }
 
+// ForwardGELULinear returns next.Forward(l.ForwardGELU(x)), torch's
+// next(F.gelu(l(x))), a transformer's MLP: one op under bf16 products on
+// the host (autograd.LinearGELULinear: the GELU's output is only ever
+// rounded for next, never stored in float32), l's precision for both.
+func (l *Linear) ForwardGELULinear(next *Linear, x *autograd.Variable) *autograd.Variable {
+	return autograd.LinearGELULinear(x, l.Weight, l.Bias, next.Weight, next.Bias, l.Precision)
+}
+
 // SetPrecision sets the product's precision and returns the previous one
 // (amp.Autocast calls it on every layer it lowers).
 func (l *Linear) SetPrecision(p tensor.Precision) tensor.Precision {

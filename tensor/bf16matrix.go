@@ -122,6 +122,49 @@ func LinearBF16(x, w, b *Tensor) (y *Tensor, xh, wh *BF16Matrix) {
 	return y, xh, wh
 }
 
+// LinearBF16Rounded is LinearBF16 for an input rounded already (xh, n
+// rows of w's in features): y [n, out] and w's rounding, for
+// LinearBackwardBF16.
+func LinearBF16Rounded(xh *BF16Matrix, w, b *Tensor) (y *Tensor, wh *BF16Matrix) {
+	out, in := w.shape[0], w.shape[1]
+	if xh.cols != in {
+		panic(fmt.Sprintf("tensor: LinearBF16Rounded: input of %d features for a weight of shape %v", xh.cols, w.shape))
+	}
+	var bias []float32
+	if b != nil {
+		bias = b.Contiguous().F32()
+	}
+	y = Empty(Float32, xh.rows, out)
+	if in == 0 {
+		y = New(Float32, xh.rows, out)
+	}
+	wh = RoundToBF16(w.Contiguous().F32(), out, in)
+	linearFwdBF16(y.F32(), xh, wh, bias, xh.rows, in, out)
+	return y, wh
+}
+
+// GELUToBF16WithGrad returns GELU(x) rounded to bfloat16, as a matrix of
+// x's rows (its last dimension the columns), and GELU'(x) [rows, cols]: the
+// values of GELUWithGradF32 then RoundToBF16, in one pass that never stores
+// the float32 GELU. For x contiguous float32 on the host; nil, nil
+// elsewhere.
+func GELUToBF16WithGrad(x *Tensor) (*BF16Matrix, *Tensor) {
+	if !x.IsCPU() || x.dtype != Float32 || !x.IsContiguous() || x.Dim() == 0 {
+		return nil, nil
+	}
+	cols := x.shape[len(x.shape)-1]
+	rows := 0
+	if cols > 0 {
+		rows = x.Numel() / cols
+	}
+	h := newBF16Matrix(rows, cols)
+	d := Empty(Float32, rows, cols)
+	if rows*cols > 0 {
+		engineGELUWithGradToBF16(h.halves(), d.F32(), x.F32()[:rows*cols])
+	}
+	return h, d
+}
+
 // linearFwdBF16 is linearFwd32's bf16 path with x and w rounded already:
 // the same products, so the same results to the bit.
 func linearFwdBF16(y []float32, xh, wh *BF16Matrix, b []float32, n, in, out int) {

@@ -799,6 +799,22 @@ void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows,
 	to_bf16_add_rows(x, y, d, rows, cols);
 }
 
+// goddp_gelu_with_grad_to_bf16 is goddp_gelu_with_grad_f32 whose output is
+// rounded to bfloat16 (to_bf16) block by block while it is in L1: an MLP
+// whose second Linear reads only the rounding never stores the float32
+// GELU. The same bits as the two passes.
+void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n);
+
+void goddp_gelu_with_grad_to_bf16(uint16_t *y, float *grad, const float *x, int64_t n) {
+	pthread_once(&pool.once, pool_init); // to_bf16 reads blas_core
+	float buf[1024] __attribute__((aligned(64)));
+	for (int64_t i = 0; i < n; i += 1024) {
+		int64_t m = n - i < 1024 ? n - i : 1024;
+		goddp_gelu_with_grad_f32(buf, grad + i, x + i, m);
+		to_bf16(buf, y + i, m);
+	}
+}
+
 // as_bf16 returns an operand of n values as bfloat16: x itself when x16
 // is set (rounded already), else x rounded into buf; NULL when buf cannot
 // grow.

@@ -115,6 +115,9 @@ int goddp_bf16_native(void);
 void goddp_round_bf16(const float *x, float *y, int64_t n);
 void goddp_to_bf16(const float *x, uint16_t *y, int64_t n);
 void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows, int64_t cols);
+// goddp_gelu_with_grad_to_bf16 writes GELU(x) rounded to bfloat16 to y and
+// GELU'(x) to grad: goddp_gelu_with_grad_f32, then goddp_to_bf16, to the bit.
+void goddp_gelu_with_grad_to_bf16(uint16_t *y, float *grad, const float *x, int64_t n);
 // goddp_to_bf16_mul_add_rows is goddp_to_bf16_add_rows of x ⊙ s (each
 // product rounded to float32 first): the same bits as multiplying, then
 // goddp_to_bf16_add_rows.

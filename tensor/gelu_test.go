@@ -101,3 +101,22 @@ func TestGELUInPlaceWithGrad(t *testing.T) {
 	v := Randn(NewRNG(5), Float32, 3, 4).T()
 	require.Nil(t, GELUInPlaceWithGrad(v))
 }
+
+// GELUToBF16WithGrad gives RoundToBF16 of GELUWithGradF32's values, and
+// its derivative, as matrices of x's rows; over more than one of the
+// kernel's 1024-value blocks, and a tail. float64 is left alone (nil).
+func TestGELUToBF16WithGrad(t *testing.T) {
+	x := Randn(NewRNG(6), Float32, 3, 5, 97)
+	y, d := make([]float32, x.Numel()), make([]float32, x.Numel())
+	GELUWithGradF32(y, d, x.F32())
+	want := RoundToBF16(y, 15, 97).Halves()
+	h, g := GELUToBF16WithGrad(x)
+	require.Equal(t, 15, h.Rows())
+	require.Equal(t, 97, h.Cols())
+	require.Equal(t, want, h.Halves())
+	require.Equal(t, []int{15, 97}, g.Shape())
+	require.Equal(t, d, g.F32())
+	h, g = GELUToBF16WithGrad(Randn(NewRNG(7), Float64, 4))
+	require.Nil(t, h)
+	require.Nil(t, g)
+}

@@ -32,6 +32,11 @@ func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
 		C.int64_t(rows), C.int64_t(cols))
 }
 
+func engineGELUWithGradToBF16(y []uint16, grad, x []float32) {
+	C.goddp_gelu_with_grad_to_bf16((*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(y))),
+		(*C.float)(unsafe.Pointer(unsafe.SliceData(grad))), (*C.float)(unsafe.Pointer(unsafe.SliceData(x))), C.int64_t(len(x)))
+}
+
 func engineToBF16MulAddRows(dst []uint16, src, s, d []float32, rows, cols int) {
 	C.goddp_to_bf16_mul_add_rows((*C.float)(unsafe.Pointer(unsafe.SliceData(src))), (*C.float)(unsafe.Pointer(unsafe.SliceData(s))),
 		(*C.uint16_t)(unsafe.Pointer(unsafe.SliceData(dst))), (*C.float)(unsafe.Pointer(unsafe.SliceData(d))),

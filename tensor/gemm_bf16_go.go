@@ -19,6 +19,12 @@ func engineToBF16AddRows(dst []uint16, src, d []float32, rows, cols int) {
 	AddRows(d, src, rows, cols)
 }
 
+func engineGELUWithGradToBF16(y []uint16, grad, x []float32) {
+	v := make([]float32, len(x))
+	GELUWithGradF32(v, grad, x)
+	engineToBF16(y, v)
+}
+
 func engineToBF16MulAddRows(dst []uint16, src, s, d []float32, rows, cols int) {
 	g := make([]float32, rows*cols)
 	mulAddRows(g, src[:rows*cols], s[:rows*cols], d, rows, cols)

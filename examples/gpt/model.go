@@ -43,7 +43,7 @@ func (b *Block) Forward(x *autograd.Variable) *autograd.Variable {
 	// (amp.Autocast lowers both to bf16, as torch's autocast does bmm).
 	y := autograd.SelfAttention(b.qkv.Forward(b.ln1.Forward(x)), b.heads, autograd.AttentionOptions{Causal: true, Precision: b.proj.Precision})
 	x = autograd.Add(x, b.proj.Forward(y))
-	return autograd.Add(x, b.fc2.Forward(b.fc1.ForwardGELU(b.ln2.Forward(x)))) // gelu(fc1(·)) as one op
+	return autograd.Add(x, b.fc1.ForwardGELULinear(b.fc2, b.ln2.Forward(x))) // fc2(gelu(fc1(·))) as one op
 }
 
 // GPT is the anchor's decoder-only transformer: token and learned position
