@@ -29,7 +29,20 @@
 // probabilities for a four-GEMM backward; SelfAttention does the same over a
 // packed [B, T, 3E] projection, reading each head in place through the
 // GEMMs' leading dimensions, so a transformer block makes no split, permute
-// or concatenation copies.
+// or concatenation copies. Under bf16 products on a CPU with AVX512-BF16,
+// causal attention's products multiply bfloat16 pairs
+// (tensor.GemmTriBF16).
+//
+// # Fused ops
+//
+// LinearGELU is GELU(Linear(...)) and LinearGELULinear a transformer's MLP,
+// fc2(GELU(fc1(x))), each one op on the host that gives the separate ops'
+// values and gradients to the bit with fewer passes over memory: the GELU
+// runs in place and keeps its derivative, the backward folds that
+// derivative into the pass that sums the bias gradient (and rounds the
+// gradient for bf16 products), and under bf16 the MLP's GELU is written
+// only as the bfloat16 rounding its second Linear reads. Elsewhere they
+// are the separate ops.
 //
 // # Grad-ready hooks
 //
