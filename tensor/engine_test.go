@@ -15,17 +15,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// stored is the shape of an operand whose op(X) is rows×cols, as stored
+// (transposed when trans).
+func stored(trans bool, rows, cols int) (int, int) {
+	if trans {
+		return cols, rows
+	}
+	return rows, cols
+}
+
 // engineCase builds padded row-major operands for op(A) m×k, op(B) k×n and
 // returns them with the float64 reference result of alpha*op(A)*op(B)+beta*C.
 func engineCase(ta, tb bool, m, n, k int, alpha, beta float64) (a, b, c []float32, lda, ldb, ldc int, want []float64) {
-	rowsA, colsA := m, k
-	if ta {
-		rowsA, colsA = k, m
-	}
-	rowsB, colsB := k, n
-	if tb {
-		rowsB, colsB = n, k
-	}
+	rowsA, colsA := stored(ta, m, k)
+	rowsB, colsB := stored(tb, k, n)
 	lda, ldb, ldc = colsA+3, colsB+5, n+1 // padding: slices must honour the strides
 	a64, b64, c64 := seq64(rowsA*lda, 1), seq64(rowsB*ldb, 2), seq64(m*ldc, 3)
 	want = append([]float64(nil), c64...)

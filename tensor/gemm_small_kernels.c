@@ -151,13 +151,44 @@ __attribute__((target("avx512f"))) static void small_avx512(int ta, int tb, int6
 // of the full product (for finite operands: 0·Inf would have made a NaN).
 enum { small_tri_cols = 1, small_tri_kend = 2, small_tri_kstart = 3 };
 
-#define TRI_ROWS(R, NV, LO, HI)                                                                                       \
+#define TRI_ROWS(R, NV, HI)                                                                                       \
 	for (; i + (R) <= (HI); i += (R))                                                                              \
 		small_block((R), (NV), ta, mode == small_tri_kstart ? i : 0, mode == small_tri_kend ? i + (R) : k, alpha, a,  \
 		            lda, bp, ldbp, 0, c, ldc, i);                                                                   \
 	for (; i < (HI); i++)                                                                                          \
 		small_block(1, (NV), ta, mode == small_tri_kstart ? i : 0, mode == small_tri_kend ? i + 1 : k, alpha, a, lda, \
 		            bp, ldbp, 0, c, ldc, i);
+
+// TRI_BLOCKS runs ROWS (TRI_ROWS, BF_ROWS) up to row HI with the row block
+// that keeps NV vectors of columns in registers (at most 16 accumulators).
+#define TRI_BLOCKS(ROWS, NV, HI)                                                                                       \
+	switch (NV) {                                                                                                  \
+	case 1:                                                                                                        \
+		ROWS(16, 1, HI)                                                                                            \
+		break;                                                                                                     \
+	case 2:                                                                                                        \
+		ROWS(8, 2, HI)                                                                                             \
+		break;                                                                                                     \
+	case 3:                                                                                                        \
+		ROWS(5, 3, HI)                                                                                             \
+		break;                                                                                                     \
+	default:                                                                                                       \
+		ROWS(4, 4, HI)                                                                                             \
+		break;                                                                                                     \
+	}
+
+// TRI_RUN computes every row of C with ROWS, from row i = 0 (mode, m and n
+// in scope). Mode cols runs bands of 16 rows: band v needs v+1 vectors of
+// columns.
+#define TRI_RUN(ROWS)                                                                                                  \
+	if (mode == small_tri_cols) {                                                                                  \
+		for (int64_t band = 0; band * 16 < m; band++) {                                                            \
+			int64_t hi = band * 16 + 16 < m ? band * 16 + 16 : m;                                                  \
+			TRI_BLOCKS(ROWS, band < n / 16 ? band + 1 : n / 16, hi)                                                \
+		}                                                                                                          \
+	} else {                                                                                                       \
+		TRI_BLOCKS(ROWS, n / 16, m)                                                                                \
+	}
 
 __attribute__((target("avx512f"))) static void small_tri_avx512(int mode, int ta, int tb, int64_t m, int64_t n,
                                                                  int64_t k, float alpha, const float *a, int64_t lda,
@@ -167,41 +198,7 @@ __attribute__((target("avx512f"))) static void small_tri_avx512(int mode, int ta
 	int64_t ldbp;
 	const float *bp = pack_b(tb, n, k, b, ldb, bt, &ldbp);
 	int64_t i = 0;
-	if (mode == small_tri_cols) {
-		// Bands of 16 rows: band v needs v+1 vectors of columns.
-		for (int64_t band = 0; band * 16 < m; band++) {
-			int64_t hi = band * 16 + 16 < m ? band * 16 + 16 : m;
-			switch (band < n / 16 ? band + 1 : n / 16) {
-			case 1:
-				TRI_ROWS(16, 1, i, hi)
-				break;
-			case 2:
-				TRI_ROWS(8, 2, i, hi)
-				break;
-			case 3:
-				TRI_ROWS(5, 3, i, hi)
-				break;
-			default:
-				TRI_ROWS(4, 4, i, hi)
-				break;
-			}
-		}
-		return;
-	}
-	switch (n / 16) {
-	case 1:
-		TRI_ROWS(16, 1, 0, m)
-		break;
-	case 2:
-		TRI_ROWS(8, 2, 0, m)
-		break;
-	case 3:
-		TRI_ROWS(5, 3, 0, m)
-		break;
-	default:
-		TRI_ROWS(4, 4, 0, m)
-		break;
-	}
+	TRI_RUN(TRI_ROWS)
 }
 
 int goddp_small_shape(int64_t m, int64_t n, int64_t k, float beta) {
@@ -389,40 +386,7 @@ small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float 
 	}
 	const uint32_t *bp = bpk;
 	int64_t i = 0;
-	if (mode == small_tri_cols) {
-		for (int64_t band = 0; band * 16 < m; band++) {
-			int64_t hi = band * 16 + 16 < m ? band * 16 + 16 : m;
-			switch (band < n / 16 ? band + 1 : n / 16) {
-			case 1:
-				BF_ROWS(16, 1, hi)
-				break;
-			case 2:
-				BF_ROWS(8, 2, hi)
-				break;
-			case 3:
-				BF_ROWS(5, 3, hi)
-				break;
-			default:
-				BF_ROWS(4, 4, hi)
-				break;
-			}
-		}
-		return;
-	}
-	switch (n / 16) {
-	case 1:
-		BF_ROWS(16, 1, m)
-		break;
-	case 2:
-		BF_ROWS(8, 2, m)
-		break;
-	case 3:
-		BF_ROWS(5, 3, m)
-		break;
-	default:
-		BF_ROWS(4, 4, m)
-		break;
-	}
+	TRI_RUN(BF_ROWS)
 }
 
 void goddp_sgemm_small_tri_bf16(int mode, int ta, int tb, int64_t m, int64_t n, int64_t k, float alpha,

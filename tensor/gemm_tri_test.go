@@ -93,14 +93,8 @@ func TestGemmTriBF16(t *testing.T) {
 			ta, tb := tr[0], tr[1]
 			m, n, k := sh.m, sh.n, sh.k
 			name := fmt.Sprintf("%v/m=%d,n=%d,k=%d/ta=%v,tb=%v", sh.mode, m, n, k, ta, tb)
-			rowsA, colsA := m, k
-			if ta {
-				rowsA, colsA = k, m
-			}
-			rowsB, colsB := k, n
-			if tb {
-				rowsB, colsB = n, k
-			}
+			rowsA, colsA := stored(ta, m, k)
+			rowsB, colsB := stored(tb, k, n)
 			lda, ldb, ldc := colsA+4, colsB+4, n+7
 			a, b := Randn(rng, Float32, rowsA*lda).F32(), Randn(rng, Float32, rowsB*ldb).F32()
 			opA := func(i, kk int) float32 {
