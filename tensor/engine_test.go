@@ -15,15 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// stored is the shape of an operand whose op(X) is rows×cols, as stored
-// (transposed when trans).
-func stored(trans bool, rows, cols int) (int, int) {
-	if trans {
-		return cols, rows
-	}
-	return rows, cols
-}
-
 // engineCase builds padded row-major operands for op(A) m×k, op(B) k×n and
 // returns them with the float64 reference result of alpha*op(A)*op(B)+beta*C.
 func engineCase(ta, tb bool, m, n, k int, alpha, beta float64) (a, b, c []float32, lda, ldb, ldc int, want []float64) {

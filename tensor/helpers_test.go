@@ -78,3 +78,12 @@ func tol(dt DType) float64 {
 }
 
 var dtypes = []DType{Float32, Float64}
+
+// stored is the shape of an operand whose op(X) is rows×cols, as stored
+// (transposed when trans).
+func stored(trans bool, rows, cols int) (int, int) {
+	if trans {
+		return cols, rows
+	}
+	return rows, cols
+}
