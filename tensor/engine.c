@@ -803,8 +803,6 @@ void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows,
 // rounded to bfloat16 (to_bf16) block by block while it is in L1: an MLP
 // whose second Linear reads only the rounding never stores the float32
 // GELU. The same bits as the two passes.
-void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n);
-
 void goddp_gelu_with_grad_to_bf16(uint16_t *y, float *grad, const float *x, int64_t n) {
 	pthread_once(&pool.once, pool_init); // to_bf16 reads blas_core
 	float buf[1024] __attribute__((aligned(64)));

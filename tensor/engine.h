@@ -118,6 +118,9 @@ void goddp_to_bf16_add_rows(const float *x, uint16_t *y, float *d, int64_t rows,
 // goddp_gelu_with_grad_to_bf16 writes GELU(x) rounded to bfloat16 to y and
 // GELU'(x) to grad: goddp_gelu_with_grad_f32, then goddp_to_bf16, to the bit.
 void goddp_gelu_with_grad_to_bf16(uint16_t *y, float *grad, const float *x, int64_t n);
+// goddp_gelu_with_grad_f32 is gelu_kernels.c's GELU with its derivative,
+// which goddp_gelu_with_grad_to_bf16 runs block by block.
+void goddp_gelu_with_grad_f32(float *dst, float *grad, const float *src, int64_t n);
 // goddp_to_bf16_mul_add_rows is goddp_to_bf16_add_rows of x ⊙ s (each
 // product rounded to float32 first): the same bits as multiplying, then
 // goddp_to_bf16_add_rows.
