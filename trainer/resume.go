@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"time"
@@ -177,8 +178,8 @@ func (t *Trainer) moveCheckpointsAside() (string, error) {
 	if len(files) == 0 {
 		return "", nil
 	}
-	aside := filepath.Join(dir, "previous-"+time.Now().UTC().Format("20060102T150405Z"))
-	if err := os.Mkdir(aside, 0o755); err != nil {
+	aside, err := makeAsideDir(dir, time.Now())
+	if err != nil {
 		return "", fmt.Errorf("moving the checkpoints of %s aside (nothing was moved): %w", dir, err)
 	}
 	for i, f := range files {
@@ -187,6 +188,31 @@ func (t *Trainer) moveCheckpointsAside() (string, error) {
 		}
 	}
 	return fmt.Sprintf("Fresh start: moved %d checkpoint files from %s to %s", len(files), dir, aside), nil
+}
+
+// makeAsideDir creates a new directory dir/previous-<UTC time> for a fresh
+// start's old checkpoints. The name has a resolution of one second, so two
+// -fresh runs within one second (a script that retries, a test) would meet
+// the first one's directory: the second takes previous-<time>.2, .3, ...
+// os.Mkdir is the arbiter, so two ranks or jobs racing never share one.
+func makeAsideDir(dir string, now time.Time) (string, error) {
+	base := filepath.Join(dir, "previous-"+now.UTC().Format("20060102T150405Z"))
+	// 1000 names per second is far more than -fresh runs can start in one
+	// second; past that something else is filling the directory.
+	for i := 1; i <= 1000; i++ {
+		name := base
+		if i > 1 {
+			name = fmt.Sprintf("%s.%d", base, i)
+		}
+		err := os.Mkdir(name, 0o755)
+		if err == nil {
+			return name, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", err
+		}
+	}
+	return "", fmt.Errorf("1000 directories named %s[.N] already exist", base)
 }
 
 // midEpoch reports whether a saved sampler state stopped inside its epoch:
