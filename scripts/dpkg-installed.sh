@@ -1,4 +1,4 @@
-# Sourced by setup.sh, cuda-headers.sh and check-engines.sh.
+# Sourced by install-missing.sh (setup.sh, setup-test.sh), cuda-headers.sh and check-engines.sh.
 # dpkg_installed PKG succeeds only when dpkg's state for PKG is "installed".
 # `dpkg -s PKG` is not that test: it also succeeds for a package removed with
 # its config files left (state "rc"), and a setup that trusted it skipped the

@@ -1,23 +1,20 @@
 #!/usr/bin/env bash
-# Installs what goddp needs on a fresh Debian 12 machine (run as root) and
-# downloads the Go modules. Idempotent: already-installed packages are skipped.
+# Installs what training needs on a fresh Debian 12 machine (run as root) and
+# downloads the Go modules: the training command's setup (scripts/train.sh).
+# It prints the packages it needs and those it installs. Idempotent:
+# already-installed packages are skipped. The test suite's tools (OpenMPI,
+# Slurm, munge, Chromium, strace, iproute2) are scripts/setup-test.sh's;
+# internal/docscheck checks that none of them is listed here.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/install-missing.sh
 
-. scripts/dpkg-installed.sh
-need=()
-# iproute2 (ss) and strace are the e2e auth test's tools; it fails without them.
-# dataset-fashion-mnist: the real data examples/cnn trains on (/usr/share/datasets/fashion-mnist).
-# slurmctld, slurmd, slurm-client, munge: e2e/cluster's Slurm cluster (its daemons start inside the test).
-# chromium: trainer's dashboard test loads the live training page in headless Chromium.
-for p in libopenblas-dev libdnnl-dev pkg-config gcc libopenmpi-dev openmpi-bin iproute2 procps strace dataset-fashion-mnist slurmctld slurmd slurm-client munge chromium; do
-  dpkg_installed "$p" || need+=("$p")
-done
-if [ "${#need[@]}" -gt 0 ]; then
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need[@]}"
-fi
+# libopenblas-dev, libdnnl-dev: the CPU engine's GEMM and convolution kernels
+#   (cgo links them; -tags noblas builds without either).
+# gcc, pkg-config: cgo's compiler, and how it finds oneDNN and OpenBLAS.
+# dataset-fashion-mnist: examples/cnn's data (/usr/share/datasets/fashion-mnist).
+train_pkgs=(libopenblas-dev libdnnl-dev gcc pkg-config dataset-fashion-mnist)
+install_missing setup "${train_pkgs[@]}"
 
 if ! command -v go >/dev/null 2>&1; then
   if [ -x /usr/local/go/bin/go ]; then export PATH=$PATH:/usr/local/go/bin

@@ -2,7 +2,7 @@
 # Runs the mpi backend's collective suite for real: builds the comm/mpi test
 # binary with -tags mpi and runs it under mpirun with 2 and 3 ranks, once
 # through mpi.New and once through comm.InitFromEnv (GODDP_BACKEND=mpi, a
-# file:// store). Needs libopenmpi-dev and openmpi-bin (scripts/setup.sh).
+# file:// store). Needs libopenmpi-dev and openmpi-bin (scripts/setup-test.sh).
 # Extra arguments go to the test binary, e.g. -test.v or -test.run=TestInFlight.
 set -euo pipefail
 cd "$(dirname "$0")/.."

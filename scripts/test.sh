@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The test command: installs what the tests need (idempotent), then runs
+# The test command: installs what the tests need (scripts/setup-test.sh:
+# the training setup plus the test tools; idempotent), then runs
 #   1. go vet and the unit + multi-process tests of every package (default build;
 #      the end-to-end fault suites after the rest, one package at a time),
 #   2. the pure-Go build (CGO_ENABLED=0) of tensor/autograd/nn/optim, and the
@@ -11,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
-bash scripts/setup.sh
+bash scripts/setup-test.sh
 bash scripts/test-dpkg-installed.sh
 
 echo "== go vet"
