@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
-# machine's load. Needs /usr/bin/python3 with python3-torch and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [gemm|step|ddp|scaling|allreduce|cnn|gpt|sync|all] > results.txt
+# machine's load. Needs /usr/bin/python3 with python3-torch (TORCH_PYTHON names another) and mpicc.
+# Usage: scripts/bench_vs_anchors.sh [rates|gemm|step|ddp|scaling|allreduce|cnn|gpt|amp|sync|all] > results.txt
+# rates: only what every run starts with (the CPU, torch's BLAS kernels, both
+# GEMM rates); GEMM_BENCHTIME (default 2s) and TORCH_GEMM_SECS (default 2) time them.
 # cnn (not part of all: minutes per round): ROUNDS (default 1) interleaved
 # rounds of torch_models.py cnn and examples/cnn, both at world 2 for EPOCHS
 # (default 2) epochs, with each side's peak RSS (the largest process of the
@@ -23,6 +25,15 @@
 # ReduceInPlace on and off) plus
 # `ddpbench allreduce` at 16 MiB, with the ratios;
 # SWEEP=1 adds the bucket_cap_mb sweep 1,5,25,100 on both sides (tcp and shm for goddp).
+#
+# Fair anchors: every run starts by giving torch its proper GEMM kernels
+# where its OpenBLAS does not know the CPU (scripts/torch-blas.sh prints
+# what it found and chose; only torch's processes get OPENBLAS_CORETYPE),
+# then prints both frameworks' float32 GEMM rates at n=1024 on every core,
+# goddp's engine and torch's sgemm. cnn and gpt print, each round, the
+# ratio beside each side's fraction of the machine's GEMM rate (the higher
+# of the two): a ratio alone flatters whichever side has the better kernels.
+# Benchmarks only: nothing here runs in tests or CI.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH=$PATH:/usr/local/go/bin
@@ -31,19 +42,39 @@ what=${1:-all}
 tmp=$(mktemp -d); trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/ddprun" ./cmd/ddprun
 go build -o "$tmp/ddpbench" ./cmd/ddpbench
+. scripts/torch-blas.sh
+
+# The machine's yardstick: its float32 GEMM rate (square n=1024, every
+# core), goddp's engine (the tensor package's benchmark) and torch's sgemm
+# (scripts/bench_torch_gemm.py, with the kernels torch_blas_setup chose),
+# measured in the same run as the workloads they are compared with.
+gemm_gflops() {
+  [ -x "$tmp/tensor.test" ] || go test -c -o "$tmp/tensor.test" ./tensor/
+  "$tmp/tensor.test" -test.run '^$' -test.bench 'MatMul/n=1024$' -test.benchtime "${GEMM_BENCHTIME:-2s}" |
+    awk '/GFLOPS/ {for (i = 1; i < NF; i++) if ($(i+1) == "GFLOPS") print $i}'
+}
+torch_gemm_gflops() {
+  OMP_NUM_THREADS=$(nproc) SECS=${TORCH_GEMM_SECS:-2} "${TORCH_PY[@]}" scripts/bench_torch_gemm.py "$(nproc)" 1024,1024,1024 2>/dev/null |
+    sed -n 's/.*GFLOPS=\([0-9.]*\).*/\1/p'
+}
+echo "### machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//'), $(nproc) cores"
+torch_blas_setup
+echo "### GEMM rate, float32 n=1024, $(nproc) threads: goddp engine $(gemm_gflops) GFLOPS, torch sgemm $(torch_gemm_gflops) GFLOPS"
 
 if [ "$what" = gemm ] || [ "$what" = all ]; then
   echo "### GEMM (Go benchmarks, then torch, interleaved)"
   bash scripts/bench_tensor_vs_torch.sh 2
   echo "### GEMM, Go and torch alternating in 0.3 s slices (the bar's figure)"
+  # gemmserve runs inside torch's environment here, so it gets the same
+  # OPENBLAS_CORETYPE as torch (goddp keeps a user's setting).
   go build -o "$tmp/gemmserve" ./cmd/gemmserve
-  MODES=matmul,cloop /usr/bin/python3 scripts/gemm_pingpong.py "$tmp/gemmserve" 40
+  MODES=matmul,cloop "${TORCH_PY[@]}" scripts/gemm_pingpong.py "$tmp/gemmserve" 40
 fi
 
 if [ "$what" = step ] || [ "$what" = all ]; then
   echo "### single-process train step, 1 thread"
   GODDP_NUM_THREADS=1 go test -run '^$' -bench 'TrainStep' -benchmem -count 2 ./nn/ | grep '^Bench'
-  GODDP_NUM_THREADS=1 OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_step.py
+  GODDP_NUM_THREADS=1 OMP_NUM_THREADS=1 "${TORCH_PY[@]}" scripts/bench_torch_step.py
 fi
 
 if [ "$what" = scaling ] || [ "$what" = all ]; then
@@ -55,7 +86,7 @@ if [ "$what" = ddp ] || [ "$what" = all ]; then
   echo "### DDP training, world 2 (torch DDP+Gloo via mp.spawn vs goddp via ddprun)"
   for w in linear mlp; do
     e=5; [ $w = linear ] && e=20
-    echo "torch $w world 2: $(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_ddp_train.py" $w 2 $e 2>/dev/null | tail -1)"
+    echo "torch $w world 2: $(OMP_NUM_THREADS=1 "${TORCH_PY[@]}" "$anchors/torch_ddp_train.py" $w 2 $e 2>/dev/null | tail -1)"
     echo "goddp $w world 2: $("$tmp/ddprun" --standalone --nproc-per-node 2 ./examples/$w -epochs $e -ckpt-dir '' 2>/dev/null | grep -E '^(samples_per_s|'$w':)' | tr '\n' ' ')"
   done
   echo "goddp mlp world 1, 1 thread: $(GODDP_NUM_THREADS=1 "$tmp/ddprun" --standalone --nproc-per-node 1 ./examples/mlp -epochs 5 2>/dev/null | grep '^samples_per_s')"
@@ -67,7 +98,7 @@ if [ "$what" = sync ] || [ "$what" = all ]; then
   for round in $(seq "${ROUNDS:-3}"); do
     for prof in resnet50 gpt2; do
       iters=20; [ $prof = gpt2 ] && iters=10
-      t=$(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_grad_sync.py" $prof 2 $iters 25 2>/dev/null | tail -1)
+      t=$(OMP_NUM_THREADS=1 "${TORCH_PY[@]}" "$anchors/torch_grad_sync.py" $prof 2 $iters 25 2>/dev/null | tail -1)
       gs=$("$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 25 -bucket-view false,true -overlap true,false -inplace true,false -format csv | tail -8)
       be=$(echo "$gs" | head -1 | cut -d, -f2)
       a=$("$tmp/ddpbench" allreduce -backend "$be" -min 16M -max 16M -stat median -format csv | tail -1)
@@ -89,7 +120,7 @@ if [ "$what" = sync ] || [ "$what" = all ]; then
     for prof in resnet50 gpt2; do
       iters=20; [ $prof = gpt2 ] && iters=10
       for cap in 1 5 25 100; do
-        echo "torch: $(OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_grad_sync.py" $prof 2 $iters $cap 2>/dev/null | tail -1)"
+        echo "torch: $(OMP_NUM_THREADS=1 "${TORCH_PY[@]}" "$anchors/torch_grad_sync.py" $prof 2 $iters $cap 2>/dev/null | tail -1)"
       done
       "$tmp/ddpbench" sync -profile $prof -iters $iters -bucket-cap-mb 1,5,25,100 -backend tcp,shm -format csv
       "$tmp/ddpbench" allreduce -backend shm -min 1M -max 128M -stat median -format csv
@@ -105,20 +136,16 @@ if [ "$what" = allreduce ] || [ "$what" = all ]; then
   echo "-- goddp shm";  "$tmp/ddpbench" allreduce -backend shm -nproc 2
   echo "-- OpenMPI tcp"; "${mpi[@]}" --mca btl tcp,self "$tmp/mpi_allreduce"
   echo "-- OpenMPI shm"; "${mpi[@]}" "$tmp/mpi_allreduce"
-  echo "-- Gloo";        OMP_NUM_THREADS=1 /usr/bin/python3 "$anchors/torch_allreduce.py" 2
+  echo "-- Gloo";        OMP_NUM_THREADS=1 "${TORCH_PY[@]}" "$anchors/torch_allreduce.py" 2
 fi
 
 # The physical yardstick of cnn and gpt: the machine's own float32 GEMM
-# rate (square n=1024, every core), measured in the same round, and the
-# fraction of it a model's samples/s reach. A sample's FLOPs are those of
+# rate (gemm_gflops and torch_gemm_gflops above, the higher of the two),
+# measured in the same round, and the fraction of it each side's
+# samples/s reach. A sample's FLOPs are those of
 # its GEMMs and convolutions, forward and backward (3x forward, less the
 # first layer's input gradient): cnn 82 MFLOP per image (conv2's 20 MFLOP
 # forward dominates), gpt 168 MFLOP per 64-token sequence.
-gemm_gflops() {
-  [ -x "$tmp/tensor.test" ] || go test -c -o "$tmp/tensor.test" ./tensor/
-  "$tmp/tensor.test" -test.run '^$' -test.bench 'MatMul/n=1024$' -test.benchtime 2s |
-    awk '/GFLOPS/ {for (i = 1; i < NF; i++) if ($(i+1) == "GFLOPS") print $i}'
-}
 # kernel_ceiling OUTPUT GFLOPS: from a run with -kernel-profile, the kernels'
 # share of the measured steps, their own rate (all ranks) and that rate as a
 # fraction of the same round's GEMM rate: the most the step could reach if
@@ -133,25 +160,37 @@ kernel_ceiling() {
 }
 # gemm_fraction SAMPLES_PER_S MFLOP_PER_SAMPLE GFLOPS
 gemm_fraction() { awk -v s="$1" -v f="$2" -v g="$3" 'BEGIN {if (s > 0 && g > 0) printf "%.0f%%", 100 * s * f / 1000 / g; else print "n/a"}'; }
+# round_report ROUND MODEL GODDP_SPS TORCH_SPS MFLOP_PER_SAMPLE: both GEMM
+# rates, then the ratio beside each side's fraction of the higher rate.
+round_report() {
+  local g t m
+  g=$(gemm_gflops); t=$(torch_gemm_gflops)
+  m=$(awk -v a="${g:-0}" -v b="${t:-0}" 'BEGIN {print (a > b ? a : b)}')
+  echo "round $1 GEMM n=1024: goddp ${g:-?} GFLOPS, torch ${t:-?} GFLOPS (machine rate $m)"
+  echo "round $1 $2: goddp ${3:-?} torch ${4:-?} samples/s, ratio $(awk -v a="${3:-0}" -v b="${4:-0}" 'BEGIN {if (b > 0) printf "%.2f", a / b; else print "n/a"}'); goddp at $(gemm_fraction "${3:-0}" "$5" "$m") of the machine's GEMM rate, torch at $(gemm_fraction "${4:-0}" "$5" "$m")"
+  GEMM_NOW=$m
+}
 
 if [ "$what" = cnn ]; then
   e=${EPOCHS:-2}
   go build -o "$tmp/cnn" ./examples/cnn
   echo "### cnn (Fashion-MNIST convnet), world 2, $e epochs: torch DDP+Gloo via mp.spawn vs goddp via ddprun, interleaved"
   for r in $(seq "${ROUNDS:-1}"); do
-    echo "round $r torch cnn world 2: $( { /usr/bin/time -f 'peak_rss_kb=%M' /usr/bin/python3 "$anchors/torch_models.py" cnn 2 "$e"; } 2>&1 | grep -E 'torch-ddp|peak_rss' | tr '\n' ' ')"
+    tline=$( { /usr/bin/time -f 'peak_rss_kb=%M' "${TORCH_PY[@]}" "$anchors/torch_models.py" cnn 2 "$e"; } 2>&1 | grep -E 'torch-ddp|peak_rss' | tr '\n' ' ')
+    echo "round $r torch cnn world 2: $tline"
     full=$( { /usr/bin/time -f 'peak_rss_kb=%M' "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/cnn" -epochs "$e" -ckpt-dir '' -kernel-profile; } 2>&1)
     line=$(echo "$full" | grep -E '^(samples_per_s|epoch=|peak_rss)' | tr '\n' ' ')
     echo "round $r goddp cnn world 2: $line"
-    g=$(gemm_gflops); sps=$(echo "$line" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
-    echo "round $r GEMM n=1024: ${g:-?} GFLOPS; goddp cnn at $(gemm_fraction "${sps:-0}" 82 "${g:-0}") of it"
-    echo "round $r goddp cnn $(kernel_ceiling "$full" "${g:-0}")"
+    sps=$(echo "$line" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
+    tsps=$(echo "$tline" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
+    round_report "$r" cnn "$sps" "$tsps" 82
+    echo "round $r goddp cnn $(kernel_ceiling "$full" "${GEMM_NOW:-0}")"
   done
   echo "### conv layers of the convnet, forward+backward, batch 64, 1 thread (Go, then torch, twice)"
   go test -c -o "$tmp/autograd.test" ./autograd/
   for r in 1 2; do
     GODDP_NUM_THREADS=1 "$tmp/autograd.test" -test.run '^$' -test.bench ConvNetConvLayers -test.benchtime 3s | grep '^Bench'
-    OMP_NUM_THREADS=1 /usr/bin/python3 scripts/bench_torch_conv.py 3
+    OMP_NUM_THREADS=1 "${TORCH_PY[@]}" scripts/bench_torch_conv.py 3
   done
 fi
 
@@ -172,16 +211,18 @@ if [ "$what" = gpt ] || [ "$what" = all ]; then
   peak_rss() { awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "%d ", m[p]}' "$tmp/rss"; }
   for r in $(seq "${ROUNDS:-2}"); do
     : > "$tmp/rss"
-    /usr/bin/python3 "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
+    "${TORCH_PY[@]}" "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
     poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
-    echo "torch gpt world 2 round $r: $(tail -1 "$tmp/out") peak_rss_kib=[ $(peak_rss)]"
+    tline=$(tail -1 "$tmp/out")
+    echo "torch gpt world 2 round $r: $tline peak_rss_kib=[ $(peak_rss)]"
     : > "$tmp/rss"
     "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt" -epochs "${EPOCHS:-3}" -kernel-profile > "$tmp/out" 2>/dev/null & j=$!
     poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
     echo "goddp gpt world 2 round $r: $(grep -E '^samples_per_s' "$tmp/out" | tr '\n' ' ')final_loss=$(grep -o 'loss=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2) peak_rss_kib=[ $(peak_rss)]"
-    g=$(gemm_gflops); sps=$(grep -o 'samples_per_s=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2)
-    echo "round $r GEMM n=1024: ${g:-?} GFLOPS; goddp gpt at $(gemm_fraction "${sps:-0}" 168 "${g:-0}") of it"
-    echo "round $r goddp gpt $(kernel_ceiling "$(cat "$tmp/out")" "${g:-0}")"
+    sps=$(grep -o 'samples_per_s=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2)
+    tsps=$(echo "$tline" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
+    round_report "$r" gpt "$sps" "$tsps" 168
+    echo "round $r goddp gpt $(kernel_ceiling "$(cat "$tmp/out")" "${GEMM_NOW:-0}")"
   done
 fi
 
@@ -193,8 +234,8 @@ if [ "$what" = amp ]; then
   for m in ${MODELS:-gpt cnn}; do
     go build -o "$tmp/$m" ./examples/$m
     for r in $(seq "${ROUNDS:-2}"); do
-      echo "round $r $m torch fp32: $(/usr/bin/python3 "$anchors/torch_models.py" $m 2 "$e" 2>/dev/null | tail -1)"
-      echo "round $r $m torch bf16: $(ANCHORS=$anchors /usr/bin/python3 scripts/torch_models_amp.py $m 2 "$e" 2>/dev/null | tail -1)"
+      echo "round $r $m torch fp32: $("${TORCH_PY[@]}" "$anchors/torch_models.py" $m 2 "$e" 2>/dev/null | tail -1)"
+      echo "round $r $m torch bf16: $(ANCHORS=$anchors "${TORCH_PY[@]}" scripts/torch_models_amp.py $m 2 "$e" 2>/dev/null | tail -1)"
       for a in fp32 bf16; do
         out=$("$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/$m" -epochs "$e" -amp $a -ckpt-dir '' -kernel-profile 2>/dev/null)
         echo "round $r $m goddp $a: $(echo "$out" | grep -E '^(samples_per_s|epoch=)' | tail -3 | tr '\n' ' ')$(echo "$out" | grep '^kernel_profile' | cut -d' ' -f2-)"
