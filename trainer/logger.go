@@ -64,7 +64,10 @@ type Logger interface {
 }
 
 // JSONLines writes each record as one JSON object per line, flushed at
-// once, so the file can be followed (tail -f) while training runs.
+// once, so the file can be followed (tail -f) while training runs. NaN and
+// ±Inf, which JSON cannot hold, are written as the strings "NaN",
+// "Infinity" and "-Infinity" (see Record's MarshalJSON), so a loss that
+// goes NaN is recorded rather than stopping the run.
 type JSONLines struct {
 	w    *bufio.Writer
 	c    io.Closer // nil unless it owns the file
@@ -142,7 +145,8 @@ var csvColumns = []string{"kind", "step", "epoch", "loss", "lr", "samples_per_s"
 // spreadsheets and pandas.read_csv. A CSV file has fixed columns, so the
 // evaluation results it keeps are those named when it is created (an eval
 // record's other keys are left out); cells a record does not have are
-// empty. Per-rank communication figures (Record.Ranks) are not written:
+// empty; NaN and ±Inf are written "NaN", "Infinity" and "-Infinity", as
+// in JSON lines. Per-rank communication figures (Record.Ranks) are not written:
 // use JSON lines for those.
 type CSV struct {
 	w      *csv.Writer
@@ -182,7 +186,7 @@ func (c *CSV) Log(r Record) error {
 		}
 		c.header = true
 	}
-	f := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	f := formatMetric // NaN and ±Inf as the JSON lines spell them
 	row := []string{r.Kind, strconv.Itoa(r.Step), strconv.Itoa(r.Epoch), "", f(r.LR), "", f(r.AllReduceHiddenPct), f(r.ElapsedS)}
 	if r.Kind != KindEval { // an eval record has no training loss or throughput
 		row[3], row[5] = f(r.Loss), f(r.SamplesPerS)

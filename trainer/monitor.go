@@ -3,6 +3,7 @@ package trainer
 import (
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"time"
 
@@ -25,6 +26,11 @@ type monitor struct {
 	winStart             time.Time
 	winComm, winCommWait time.Duration
 	running              float64 // mean loss over the epoch so far
+
+	// nonFiniteSeen: the first NaN or infinite loss was reported
+	// (reportNonFinite); warn is where, when not os.Stderr (tests).
+	nonFiniteSeen bool
+	warn          io.Writer
 
 	// the last finished epoch, for the epoch-end hooks
 	lastEpochLoss    float64
@@ -63,6 +69,7 @@ func (t *Trainer) observeStep(epoch, samples int) error {
 	m.epochSteps++
 	m.winSamples += int64(samples)
 	m.running = m.epochLoss / float64(m.epochSteps)
+	t.reportNonFinite(epoch)
 	if t.pg.Rank() != 0 || len(m.loggers) == 0 || m.winSteps < max(m.every, 1) {
 		return nil
 	}

@@ -91,6 +91,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval, per-rank communication)")
 	metricsCSV := fs.String("metrics-csv", "", "write rank 0's metrics as CSV to FILE (the columns of -metrics, eval_loss and eval_acc)")
 	metricsEvery := fs.Int("metrics-every", 10, "steps per train record of -metrics, -metrics-csv, -plot and -dashboard")
+	terminateOnNaN := fs.Bool("terminate-on-nan", false, "fail the run at the first step whose loss is NaN or infinite on any rank, naming the step, epoch, rank and value (an all-reduce of one flag per rank each step; without it rank 0 prints the first such step to stderr once and the metrics record the NaN as \"NaN\")")
 	plotFile := fs.String("plot", "", "draw loss and throughput curves to FILE.png at the end (rank 0)")
 	dashboard := fs.String("dashboard", "", "serve a live training page on ADDR from rank 0 (loss, eval, throughput, per-rank communication); \":8080\" binds to 127.0.0.1 only, name a host (0.0.0.0:8080) to reach it from elsewhere")
 	fresh := fs.Bool("fresh", false, "start over even if -ckpt-dir holds checkpoints: they are moved into a previous-<time> subdirectory, never deleted")
@@ -117,7 +118,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery, maxSteps: *maxSteps,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile, kernelProfile: *kernelProfile,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
-		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress,
+		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress, terminateOnNaN: *terminateOnNaN,
 		amp: *ampFlag, shards: *shards, writeShards: *writeShards, shardSize: *shardSize, shardFormat: *shardFormat}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
@@ -160,6 +161,7 @@ type runConfig struct {
 	fresh                             bool
 	keepBest                          string
 	earlyStop                         int
+	terminateOnNaN                    bool
 	progressEvery                     time.Duration
 	amp                               string
 	shards, writeShards, shardFormat  string
@@ -325,6 +327,9 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	cbs, err := flagCallbacks(rc, job)
 	if err != nil {
 		return err
+	}
+	if rc.terminateOnNaN {
+		cbs = append(cbs, &TerminateOnNaN{})
 	}
 	if pg.Rank() == 0 {
 		p := NewProgress(os.Stderr)
