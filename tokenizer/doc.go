@@ -1,0 +1,45 @@
+// Package tokenizer turns text into GPT-2's token ids and back: GPT-2's
+// byte-level BPE, the encoding tiktoken calls r50k_base (OpenAI's
+// encoder.json and vocab.bpe), with its 50257 ids, the last of which, 50256,
+// is <|endoftext|>.
+//
+// It is a thin wrapper over the Go module github.com/tiktoken-go/tokenizer
+// (MIT licence, pinned at v0.10.0 in go.mod), which embeds the vocabulary in
+// the binary: nothing is downloaded or read from disk at run time, unlike
+// Python's tiktoken, which fetches it on first use. The wrapper adds what a
+// training pipeline needs and the module lacks: ids as ints or uint16, the
+// <|endoftext|> id (the module's r50k_base cannot decode it), bounds
+// checks that name the bad id, and safe cut points for encoding a large
+// text in pieces.
+//
+// # Semantics
+//
+// Encode is tiktoken's encode_ordinary, which llm.c's and nanoGPT's data
+// scripts use: the text "<|endoftext|>" inside a document is encoded as
+// ordinary text (seven ids), never as the special token; a data pipeline
+// inserts EOT between documents itself. Invalid UTF-8 is first replaced as
+// Python's bytes.decode(errors="replace") does (one U+FFFD per maximal
+// invalid subsequence), and Decode of ids that end inside a multi-byte
+// character gives U+FFFD likewise, as tiktoken's decode does by default.
+//
+// The ids equal those of an independent implementation, the npm package
+// gpt-3-encoder (a port of OpenAI's encoder.py that applies vocab.bpe's
+// merges one pair at a time) on testdata/tokenizer/sample.txt, a text with
+// contractions, numbers, whitespace runs, CRLF, accents, other scripts and
+// emoji; scripts/gen_fixtures_bpe.sh produced the fixture and
+// TestGPT2MatchesIndependentEncoder compares.
+//
+// # Encoding in pieces
+//
+// GPT-2 first splits text with a regular expression and then applies BPE to
+// each piece, so encoding two halves of a text separately gives the ids of
+// the whole only if the cut falls where the expression would cut anyway.
+// LastCut finds such points (a line end between two visible ASCII
+// characters, or the space before a word between two ASCII letters), and
+// Chunks uses it to split a text that goroutines then encode in parallel;
+// the concatenated ids equal Encode of the whole (TestChunksEncodeAsWhole
+// checks every cut point of the sample).
+//
+// A GPT2 is safe for concurrent use; encoding runs at about 4 MB of
+// English text per second per core.
+package tokenizer
