@@ -46,7 +46,11 @@ package shm
 // Failure. Every wait has the group's timeout (Options.Timeout, 10 minutes
 // by default). While waiting, a rank checks a few times per second that
 // every peer process still exists (pid plus start time from /proc, so a
-// recycled pid is not mistaken for the peer; zombies count as dead). A rank
+// recycled pid is not mistaken for the peer; zombies count as dead); a
+// rank that closed its group cleanly has done its part and may exit while
+// the others finish, so a wait fails on a closed rank only when it waits
+// for that rank (and a send or receive checks its peer alone: see
+// checkPeers). A rank
 // whose collective fails marks itself aborted in the segment with its
 // reason and the rank it blames, so the others fail at once. Errors are
 // *OpError values naming the collective, its sequence number and size, and

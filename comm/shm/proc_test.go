@@ -8,6 +8,7 @@ import (
 	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/comm/commtest"
 	"github.com/goddp/goddp/comm/store"
+	"github.com/goddp/goddp/internal/procstat"
 	"github.com/goddp/goddp/internal/proctest"
 	"net"
 	"os"
@@ -54,6 +55,17 @@ func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration, env .
 			}
 		}
 	}
+	// Whatever assertion fails, later in the test or here, the failure
+	// shows every rank's output: a rank that failed first is often not
+	// the one whose error the test checks (a flake in world4 once showed
+	// only rank 0's "rank 1 closed the group", not why rank 1 had).
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, r := range res {
+				t.Logf("rank %d (%s) output:\n%s", r.rank, exitDesc(r.err), r.out)
+			}
+		}
+	})
 	for _, r := range res {
 		if r.seg != "" {
 			_, err := os.Stat(r.seg)
@@ -61,6 +73,14 @@ func shmSpawn(t *testing.T, world int, mode string, timeout time.Duration, env .
 		}
 	}
 	return res
+}
+
+// exitDesc says how a worker ended.
+func exitDesc(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
 }
 
 func TestShmMultiProcess(t *testing.T) {
@@ -117,6 +137,41 @@ func TestShmKilledPeer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestShmPeerLeftAfterItsPart: a rank that has done its part and closed
+// its group cleanly (its process gone) while two others still finish
+// theirs must not fail them. Before issue 43 a waiting rank's liveness
+// check of the ranks it was not waiting for took such a rank for a dead
+// one: TestShmMultiProcess/world4 flaked under load with "send #121
+// (400012 bytes) on rank 0: ...: rank 1 closed the group" when rank 3 had
+// finished the final ring exchange and exited while rank 1 still waited
+// for rank 0's message, so rank 1 failed ("rank 3 closed the group") and
+// closed. Here rank 2 leaves first: in "p2p" rank 1 waits for a message
+// from rank 0, in "gather" root 0 waits for rank 1's part; the rank that
+// is waited for starts only once rank 2's process has gone.
+func TestShmPeerLeftAfterItsPart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("multi-process")
+	}
+	for _, what := range []string{"p2p", "gather"} {
+		t.Run(what, func(t *testing.T) {
+			for _, r := range shmSpawn(t, 3, "leave/"+what, 60*time.Second) {
+				require.NoError(t, r.err, "rank %d", r.rank)
+				assert.Equal(t, "ok", r.result, "rank %d", r.rank)
+			}
+		})
+	}
+}
+
+// shmAwaitGone returns once rank k's process has exited, and then a few
+// liveness periods more, so that a rank waiting meanwhile has checked
+// rank k since (were it descheduled all that time, the test would check
+// less, never fail wrongly).
+func shmAwaitGone(t *testing.T, g *shmGroup, k int) {
+	require.Eventually(t, func() bool { return !procstat.Alive(g.pids[k], g.starts[k]) }, 20*time.Second, 5*time.Millisecond,
+		"rank %d (pid %d) still runs", k, g.pids[k])
+	time.Sleep(4 * shmLivenessEvery)
 }
 
 // TestShmWorkerProcess is the body of a worker process; a no-op otherwise.
@@ -189,6 +244,38 @@ func TestShmWorkerProcess(t *testing.T) {
 			}
 			require.Less(t, i, 1<<20, "no error after the victim died")
 		}
+	case strings.HasPrefix(mode, "leave/"):
+		// Rank 2 does its part (nothing, or its share of the gather) and
+		// leaves; see TestShmPeerLeftAfterItsPart.
+		const n, leaver = 1001, 2
+		sg := pg.(*shmGroup)
+		switch mode {
+		case "leave/p2p":
+			switch rank {
+			case 0:
+				shmAwaitGone(t, sg, leaver)
+				require.NoError(t, backend.Send(pg, commtest.Input(backend.Float32, 0, n), 1, 5).Wait(ctx))
+			case 1:
+				in := commtest.MakeBuffer(backend.Float32, make([]float64, n))
+				require.NoError(t, backend.Recv(pg, in, 0, 5).Wait(ctx))
+				require.Equal(t, commtest.Input(backend.Float32, 0, n).Bytes, in.Bytes)
+			}
+		case "leave/gather":
+			if rank == 1 {
+				shmAwaitGone(t, sg, leaver)
+			}
+			out := commtest.MakeBuffer(backend.Float32, make([]float64, world*n))
+			require.NoError(t, backend.Gather(pg, out, commtest.Input(backend.Float32, rank, n), 0).Wait(ctx))
+			if rank == 0 {
+				for k := range world {
+					part := out.Bytes[k*4*n : (k+1)*4*n]
+					require.Equal(t, commtest.Input(backend.Float32, k, n).Bytes, part, "rank %d's part", k)
+				}
+			}
+		default:
+			t.Fatalf("unknown mode %q", mode)
+		}
+		fmt.Println("RESULT ok")
 	default:
 		t.Fatalf("unknown mode %q", mode)
 	}

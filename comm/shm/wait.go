@@ -170,14 +170,18 @@ func (g *shmGroup) checkPeers(op *shmOp, k int, c *atomic.Uint64, target uint64,
 	}
 	if now.After(*nextLive) {
 		*nextLive = now.Add(shmLivenessEvery)
-		// The waited-for rank first, then the others: a dead rank elsewhere
-		// stalls the collective just the same.
+		// The waited-for rank first, then, for a collective, the others: a
+		// rank elsewhere that died in the middle stalls the collective
+		// just the same. A send or receive needs its peer alone.
 		if err := g.livenessErr(op, k); err != nil {
 			return err
 		}
+		if op.kind == shmSend || op.kind == shmRecv {
+			return nil
+		}
 		for j := 0; j < g.size; j++ {
 			if j != k && j != g.rank {
-				if err := g.livenessErr(op, j); err != nil {
+				if err := g.bystanderErr(op, j); err != nil {
 					return err
 				}
 			}
@@ -229,6 +233,24 @@ func (g *shmGroup) peerStatusErr(op *shmOp, k int) error {
 			strings.TrimPrefix(g.seg.msg(k), "comm: ")), nil)
 	}
 	return nil
+}
+
+// bystanderErr reports rank j, which this wait is not waiting for, as
+// gone, unless it closed its group cleanly. A rank closes once its part of
+// every op is done (a Close in the middle of a collective fails the
+// collective, which marks the rank aborted), and what it left in its slots
+// stays readable in the segment after it exits, so its peers may still be
+// finishing an op it has finished: the last op of a job (a gather's
+// non-root ranks post and go; a rank of a ring exchange done with its
+// neighbours), between ranks that run at different speeds. Before issue
+// 43 such a rank failed its slower peers ("rank 3 closed the group", on a
+// rank waiting for rank 0). A rank that closed before its part is waited
+// for in its turn, and the wait on it fails naming it.
+func (g *shmGroup) bystanderErr(op *shmOp, j int) error {
+	if g.seg.ctl(j, shmCtlStatus).Load() == shmStatusClosed {
+		return nil
+	}
+	return g.livenessErr(op, j)
 }
 
 // livenessErr reports rank k's process as gone.
