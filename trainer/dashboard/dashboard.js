@@ -5,6 +5,22 @@
 "use strict";
 const state = { records: [], next: 0, done: false };
 
+// JSON has no NaN or infinity: data.json writes them as these strings
+// (trainer/recordjson.go), and revive turns them back into numbers, in
+// every field but the few that hold text.
+const NONFINITE = new Map([["NaN", NaN], ["Infinity", Infinity], ["-Infinity", -Infinity]]);
+const TEXT_FIELDS = new Set(["kind", "name", "backend"]);
+function revive(key, v) {
+  return typeof v === "string" && !TEXT_FIELDS.has(key) && NONFINITE.has(v) ? NONFINITE.get(v) : v;
+}
+
+// nonFinite is the records whose training loss is NaN or infinite, which
+// no curve can draw.
+function nonFinite() {
+  return state.records.filter((r) => (r.kind === "train" || r.kind === "epoch") &&
+    typeof r.loss === "number" && !Number.isFinite(r.loss));
+}
+
 function series(kind, pick) {
   const pts = [];
   for (const r of state.records) {
@@ -71,6 +87,18 @@ function render(info) {
   mark(lc, loss, "");
   mark(lc, evalLoss, "eval-");
   mark(tc, tput, "");
+  const bad = nonFinite();
+  lc.setAttribute("data-nonfinite", String(bad.length));
+  const alert = document.getElementById("alert");
+  if (bad.length) {
+    const b = bad[0];
+    lc.setAttribute("data-nonfinite-step", String(b.step));
+    alert.textContent = "loss is " + String(b.loss) + " at step " + b.step + " (epoch " + b.epoch + ")" +
+      (b.kind === "train" ? ", in the mean over the steps since the previous record" : "") +
+      "; the curve leaves out " + bad.length + " non-finite record" + (bad.length > 1 ? "s" : "");
+  } else {
+    alert.textContent = "";
+  }
 
   const epochs = state.records.filter((r) => r.kind === "epoch");
   const lastEpoch = epochs[epochs.length - 1];
@@ -101,15 +129,30 @@ function render(info) {
 }
 
 async function poll() {
+  let res, text;
   try {
-    const res = await fetch("data.json?since=" + state.next, { cache: "no-store" });
-    const d = await res.json();
+    res = await fetch("data.json?since=" + state.next, { cache: "no-store" });
+    text = await res.text();
+  } catch (e) {
+    document.getElementById("info").textContent = "lost the training process: " + e;
+    return;
+  }
+  if (!res.ok) {
+    // The process is there but cannot answer (data.json's 500 names the
+    // record it could not encode): say so, and ask again later.
+    document.getElementById("info").textContent = "the training process answered " + res.status + ": " + text;
+    setTimeout(poll, 5000);
+    return;
+  }
+  try {
+    const d = JSON.parse(text, revive);
     state.records.push(...d.records);
     state.next = d.next;
     state.done = d.done;
     render(d.info);
   } catch (e) {
-    document.getElementById("info").textContent = "lost the training process: " + e;
+    document.getElementById("info").textContent = "data.json could not be read: " + e;
+    setTimeout(poll, 5000);
     return;
   }
   if (!state.done) setTimeout(poll, 1000);
