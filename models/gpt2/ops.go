@@ -22,7 +22,7 @@ func transposed(w *autograd.Variable) *autograd.Variable {
 
 type transposeOp struct{ in []*autograd.Variable }
 
-func (o *transposeOp) Name() string                  { return "gpt2.Conv1DWeight" }
+func (o *transposeOp) Name() string                 { return "gpt2.Conv1DWeight" }
 func (o *transposeOp) Inputs() []*autograd.Variable { return o.in }
 func (o *transposeOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{transpose2D(gy)}
@@ -186,7 +186,7 @@ type geluTanhOp struct {
 	deriv *tensor.Tensor
 }
 
-func (o *geluTanhOp) Name() string                  { return "gpt2.GELUTanh" }
+func (o *geluTanhOp) Name() string                 { return "gpt2.GELUTanh" }
 func (o *geluTanhOp) Inputs() []*autograd.Variable { return o.in }
 func (o *geluTanhOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()

@@ -1,0 +1,90 @@
+// Package gpt2 is GPT-2 (Radford et al. 2019) as a reusable goddp model:
+// the architecture of OpenAI's release, HF's GPT2LMHeadModel and nanoGPT,
+// of any size by a Config, with Hugging Face's parameter names and
+// layouts, llm.c's model file, and sampling.
+//
+// # The model
+//
+// New(rng, cfg) builds token embeddings wte [PaddedVocab, C] and learned
+// positions wpe [BlockSize, C], their sum through dropout, Layers
+// pre-LayerNorm blocks
+//
+//	x = x + attn(ln_1(x))   causal self-attention, heads of C/Heads, dropout on
+//	                        the probabilities and after c_proj
+//	x = x + mlp(ln_2(x))    c_fc [C, 4C], GELU's tanh approximation, c_proj, dropout
+//
+// a final LayerNorm ln_f (eps 1e-5) and the head: the hidden states times
+// wteᵀ, the same Variable as the embedding (weight tying), so its
+// gradient is the sum of both uses. The initialisation is GPT-2's: weights
+// and embeddings from N(0, 0.02²), the two residual projections of each
+// block (attn.c_proj, mlp.c_proj) from N(0, (0.02/√(2·Layers))²), biases
+// zero, LayerNorms one. Config124M, Config350M, Config774M and
+// Config1558M are the released sizes (124,439,808 parameters for the
+// first; Config.NumParams computes it), Config.Padded(128) pads the
+// vocabulary 50257 → 50304 as nanoGPT and llm.c do.
+//
+// Forward takes token ids [B, T] (an int64 tensor, as data's token
+// shards give them) and returns logits [B, T, PaddedVocab]; Loss is the
+// mean cross-entropy against targets [B, T], ignoring IgnoreIndex (-1,
+// nanoGPT's). As in nanoGPT the padded columns are ordinary logits in
+// the loss (llm.c masks them instead): no target is one of them, so
+// training drives them down, and Generate never picks them. Generate
+// extends a prompt greedily (Temperature 0) or by top-k sampling with a
+// temperature from a seeded generator.
+//
+// # Names and layouts: Conv1D weights stored [in, out]
+//
+// The state dict is GPT2LMHeadModel's: transformer.wte.weight,
+// transformer.h.0.attn.c_attn.weight, ..., transformer.ln_f.bias, with
+// HF's Conv1D weights [in, out] (the transpose of nn.Linear's [out, in]).
+// The model stores them that way: each Conv1D's parameter is the [in,
+// out] tensor, so nn.StateDict(model), the trainer's checkpoints (which
+// are nn.StateDict), the optimizer's state and DDP's buckets are all in
+// HF's layout with no conversion anywhere, and LoadStateDict of an HF
+// file is a plain copy. The forward hands the weight's transpose, a
+// contiguous copy made by a small op (transposed, whose backward
+// transposes the gradient back), to autograd.LinearWith: the product so
+// keeps every fast path nn.Linear has (the bias folded into the GEMM or
+// oneDNN's epilogue, bf16 products under amp.Autocast, the device
+// GEMMs). The price is one pass over each weight forward and one over
+// its gradient backward, against products that read each weight once per
+// row block of the B·T tokens; at GPT-2 124M and 8×1024 tokens a step's
+// transposes move about 0.7 GB against about 6 TFLOP of products. The
+// alternative, nn.Linear inside and a transpose at the state-dict
+// boundary, would need a state-dict hook in nn and would leave the
+// trainer's checkpoints and optimizer state in the other layout.
+//
+// The head has no parameter of its own, so there is no lm_head.weight
+// key: HF's save_pretrained writes none either (it drops a tied weight's
+// second name), and LoadHF accepts a file with one only when it equals
+// wte. HF's vocabulary is unpadded: HFStateDict and SaveHF cut wte to
+// VocabSize rows and LoadHF pads it with zero rows, while nn.StateDict
+// (and so a trainer checkpoint) keeps all PaddedVocab rows. LoadHF also
+// takes the hub's GPT2Model names (no "transformer." prefix) and skips
+// the causal-mask buffers (attn.bias, attn.masked_bias) older HF
+// versions saved.
+//
+// # llm.c's model file
+//
+// WriteLLMC/SaveLLMC and ReadLLMC/LoadLLMC/FromLLMC read and write
+// gpt2_124M.bin: a 256-int32 header (magic 20240326, version 3 for
+// float32 or 5 for bfloat16, then max_seq_len, vocab_size, num_layers,
+// num_heads, channels, padded_vocab_size) and the 16 tensors in llm.c's
+// order, each stacked over the layers, the four matrices in torch's
+// Linear layout (so transposed here), wte with its padded rows. A
+// written file read back and written again is the same bytes in both
+// versions. Errors name the file and what is wrong (magic, version,
+// sizes, truncation).
+//
+// # Precision and devices
+//
+// amp.Autocast lowers every Conv1D and the head (Model.SetPrecision) to
+// bf16 products. GELU's tanh form is its own op (GELUTanh; autograd.GELU
+// is the erf form torch defaults to, which GPT-2 does not use), so the
+// fused LinearGELULinear of examples/gpt does not apply. On a device the
+// GELU is composed from autograd's Tanh, Mul, Scale and Add, and the
+// attention dropout's unfused path uses autograd.MatMul, which is
+// host-only: train on a device with Dropout 0 (the presets'). The
+// torch fixture (scripts/gen_fixtures_gpt2.py, testdata/tiny.*) checks
+// logits, loss and gradients of a tiny config within 1e-5 relative.
+package gpt2
