@@ -75,6 +75,9 @@ func (t *Trainer) resume(ctx context.Context) error {
 	if err := t.resumeScaler(c); err != nil {
 		return err
 	}
+	if err := t.resumeScheduler(c); err != nil {
+		return err
+	}
 	t.start, t.step = c.Epoch+1, c.Step
 	t.resumedFrom, t.resumedEpoch = t.ckpt.Path(c.Epoch, c.Step), c.Epoch
 	if t.sampler != nil && c.Sampler != nil && c.Sampler.Position > 0 && midEpoch(*c.Sampler, t.sampler) {

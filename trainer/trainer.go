@@ -76,6 +76,17 @@ type Trainer struct {
 
 	stopReason string // Stop's request on this rank
 	stopped    string // the agreed reason training stopped, "" if it did not
+
+	// the recipe (recipe.go)
+	gradAccum   int             // micro-batches per optimizer step (>= 1)
+	clipNorm    float64         // 0: no clipping
+	sched       optim.Scheduler // nil: none
+	evalEvery   int             // optimizer steps between evaluations; 0: at epoch ends only
+	evalBatches int             // batches per rank an evaluation reads; 0: all
+	lastNorm    float64         // the gradient norm before the last clip
+	evalPending bool            // the step that just ended is due an evaluation
+	evenEpoch   bool            // every rank has as many batches this epoch
+	unevenSaid  bool            // rank 0 said periodic evaluation skips uneven epochs
 }
 
 // Config carries what the tutorial passes to Trainer's constructor, plus the
@@ -145,6 +156,44 @@ type Config struct {
 	// kernels, so give it to one Trainer per process (one rank per
 	// process, as launchers run them); KernelReport and Close stop it.
 	KernelProfile *tensor.KernelProfile
+
+	// GradAccum, when above 1, makes each optimizer step take this many
+	// batches (micro-batches) of the loader, as torch's gradient
+	// accumulation: the first GradAccum-1 backward passes run under
+	// ddp.NoSync, the last all-reduces their sum once, and each loss is
+	// divided by GradAccum before backward, so the step's gradient is that
+	// of the micro-batches' mean loss. An epoch whose batch count is not a
+	// multiple steps on its last, shorter group too, with its gradient
+	// multiplied by GradAccum/k for its k micro-batches: still the mean
+	// loss's (but for ranks with uneven batch counts under Join, where each
+	// loss stays divided by GradAccum). Step, MaxSteps, LogEvery, the
+	// schedule and the progress bar count optimizer steps; samples_per_s
+	// counts every micro-batch's samples. It needs the built-in step.
+	GradAccum int
+	// ClipNorm, when positive, clips the gradients to this global L2 norm
+	// before every optimizer step (torch.nn.utils.clip_grad_norm_ over the
+	// model's parameters, after GradAccum's all-reduce and the GradScaler's
+	// unscale). DDP leaves every rank the same averaged gradients, so each
+	// rank's own norm is already the norm across ranks, and no collective
+	// is needed (a ZeRO optimizer, optim/zero, still receives whole
+	// gradients from DDP). It needs the built-in step.
+	ClipNorm float64
+	// Scheduler, when set, is stepped after every optimizer step (torch's
+	// sched.step() per iteration), and its state is saved in checkpoints
+	// and restored on resume.
+	Scheduler optim.Scheduler
+	// EvalEvery, when positive, also evaluates EvalData every EvalEvery
+	// optimizer steps (nanoGPT's eval_interval), printed as "epoch=E
+	// step=S test_loss=L test_acc=A", logged and passed to the EvalHooks
+	// like the epoch's evaluation; a step that ends its epoch is left to
+	// the epoch's evaluation. Epochs in which ranks have uneven batch
+	// counts (shards under Join) skip it: its reduction is a collective
+	// the ranks that ran out would not join.
+	EvalEvery int
+	// EvalBatches, when positive, caps every evaluation at this many
+	// batches per rank (nanoGPT's eval_iters): the first EvalBatches of
+	// the evaluation set each time, so that successive values compare.
+	EvalBatches int
 }
 
 // New builds a Trainer. Rank 0 locks CkptDir for the run (see
@@ -165,6 +214,9 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	if cfg.Loss == nil && (cfg.Step == nil || cfg.EvalData != nil) {
 		return nil, fmt.Errorf("trainer: Config needs Loss (only a Config with Step and no EvalData does without)")
 	}
+	if err := cfg.checkRecipe(); err != nil {
+		return nil, err
+	}
 	h, err := newHooks(cfg.Callbacks)
 	if err != nil {
 		return nil, err
@@ -173,7 +225,9 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		optimizer: cfg.Optimizer, scaler: cfg.Scaler, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, maxSteps: cfg.MaxSteps, batchSize: cfg.BatchSize,
 		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
-		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1, kprof: cfg.KernelProfile}
+		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1, kprof: cfg.KernelProfile,
+		gradAccum: max(cfg.GradAccum, 1), clipNorm: cfg.ClipNorm, sched: cfg.Scheduler,
+		evalEvery: cfg.EvalEvery, evalBatches: cfg.EvalBatches}
 	if t.device == "" {
 		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
 	}
@@ -275,105 +329,267 @@ func (t *Trainer) logf(format string, args ...any) {
 	}
 }
 
-func (t *Trainer) runBatch(ctx context.Context, source *tensor.Tensor, b data.Batch) error {
-	if t.stepFn != nil {
-		loss, err := t.stepFn(ctx, b)
-		t.mon.lastLoss = loss
-		t.step++
-		return err
+// microBatch runs one batch's forward and backward, the first of a step
+// zeroing the gradients, every one but the step's last under ddp.NoSync
+// (its gradients only accumulate), and returns its unscaled loss. The loss
+// is divided by accum before backward (torch's loss / accumulation_steps).
+func (t *Trainer) microBatch(b data.Batch, first, last bool, accum int) (*autograd.Variable, error) {
+	if first {
+		t.optimizer.ZeroGrad()
 	}
-	t.optimizer.ZeroGrad()
-	output, err := t.model.Forward(autograd.Const(source))
+	if !last {
+		// Forward decides: a forward under NoSync leaves backward local.
+		t.model.EnterNoSync()
+		defer t.model.ExitNoSync()
+	}
+	output, err := t.model.Forward(autograd.Const(b.Inputs))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	loss := t.loss(output, b)
 	if loss.Value.Numel() != 1 {
-		return fmt.Errorf("loss has shape %v, want a scalar", loss.Value.Shape())
+		return nil, fmt.Errorf("loss has shape %v, want a scalar", loss.Value.Shape())
 	}
-	// With a scaler the graph's root is the scaled loss; the loss logged
-	// stays the unscaled one.
+	// The graph's root is the loss divided by accum, then scaled by the
+	// GradScaler; the loss logged stays the plain one.
 	root := loss
+	if accum > 1 {
+		root = autograd.Scale(root, 1/float64(accum))
+	}
 	if t.scaler != nil {
-		root = t.scaler.ScaleLoss(loss)
+		root = t.scaler.ScaleLoss(root)
 	}
 	if err := root.Backward(); err != nil {
-		return err
+		return nil, err
 	}
 	// The step's activations are read no more: their storage goes back to
 	// the allocator's cache now, for the next step, instead of waiting for
 	// the garbage collector (parameters and their gradients are kept).
-	// With a scaler, loss is inside root's graph; it is read below.
+	// loss is inside root's graph; it is read after the step.
 	root.FreeGraph(loss)
+	return loss, nil
+}
+
+// optimizerStep ends a step of k micro-batches (of accum): it makes a short
+// group's gradient the mean loss's, unscales (with a GradScaler) and clips,
+// steps the optimizer and the scheduler, and counts the step.
+func (t *Trainer) optimizerStep(ctx context.Context, k, accum int) error {
 	end := t.model.Timeline().Span("optimizer")
+	defer end()
+	if k < accum && t.evenEpoch {
+		// Each loss was divided by accum, so the sum is k/accum of the
+		// mean's gradient. Every rank has the same k here (even batch
+		// counts), so the rescaled gradients stay identical on all ranks.
+		for _, p := range t.model.Parameters() {
+			if p.Grad != nil {
+				tensor.ScaleInto(p.Grad, float64(accum)/float64(k))
+			}
+		}
+	}
+	var err error
+	if t.clipNorm > 0 {
+		if t.scaler != nil {
+			// torch's scaler.unscale_(optimizer) before clip_grad_norm_:
+			// the norm is the true gradients'.
+			if err := t.scaler.Unscale(ctx, t.optimizer); err != nil {
+				return err
+			}
+		}
+		t.lastNorm = optim.ClipGradNorm(t.model.Parameters(), t.clipNorm)
+	}
 	if t.scaler != nil {
-		// Unscales, skips the step when a gradient overflowed on any rank,
-		// and moves the scale; a skipped step still counts as a step, as
-		// in torch's loop.
+		// Unscales (unless done above), skips the step when a gradient
+		// overflowed on any rank, and moves the scale; a skipped step still
+		// counts as a step, as in torch's loop.
 		_, err = t.scaler.Step(ctx, t.optimizer)
 		t.scaler.Update()
 	} else {
 		err = t.optimizer.Step()
 	}
-	end()
-	// The loss is read once the whole step is queued: on a device Item
-	// waits for the queue, and reading it before backward would hold the
-	// host back until the forward pass had run on the device.
-	t.mon.lastLoss = loss.Value.Item()
+	if err != nil {
+		return err
+	}
+	if t.sched != nil {
+		t.sched.Step()
+	}
 	t.step++
-	return err
+	return nil
+}
+
+// runGroup trains one optimizer step from b, the first batch of its group,
+// pulling up to GradAccum-1 more from next. A batch is known to be its
+// group's last before its forward (DDP's NoSync is decided there): it is
+// the GradAccum-th, or the loader has no batch after it. Looking one batch
+// ahead happens only inside a group, whose batches are all trained, so a
+// loader's resumable position never passes a batch that was not.
+func (t *Trainer) runGroup(ctx context.Context, epoch int, b data.Batch, err error,
+	next func() (data.Batch, error, bool), n, i, g *int, steps int) error {
+	if t.stepFn != nil {
+		if err != nil {
+			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
+		}
+		return t.customStep(ctx, epoch, b, n, i, g, steps)
+	}
+	accum := max(t.gradAccum, 1)
+	var losses [8]*autograd.Variable
+	ls := losses[:0]
+	samples := 0
+	for k := 0; ; k++ {
+		if err != nil {
+			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
+		}
+		last := k == accum-1
+		var nb data.Batch
+		var nerr error
+		if !last {
+			var more bool
+			nb, nerr, more = next()
+			last = !more
+		}
+		loaded := b
+		if b, err = toDevice(b, t.dev); err != nil {
+			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
+		}
+		loss, err := t.microBatch(b, k == 0, last, accum)
+		releaseCopies(loaded, b)
+		if err != nil {
+			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
+		}
+		ls = append(ls, loss)
+		samples += b.Size()
+		*i++
+		if last {
+			if err := t.optimizerStep(ctx, len(ls), accum); err != nil {
+				return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
+			}
+			break
+		}
+		b, err = nb, nerr
+	}
+	// The losses are read once the whole step is queued: on a device Item
+	// waits for the queue, and reading one before the next micro-batch
+	// would hold the host back until its backward had run on the device.
+	sum := 0.0
+	for _, l := range ls {
+		sum += l.Value.Item()
+	}
+	t.mon.lastLoss = sum / float64(len(ls))
+	return t.stepDone(ctx, epoch, samples, n, g, steps)
+}
+
+// customStep runs Config.Step on one batch as one optimizer step.
+func (t *Trainer) customStep(ctx context.Context, epoch int, b data.Batch, n, i, g *int, steps int) error {
+	loaded := b
+	b, err := toDevice(b, t.dev)
+	if err != nil {
+		return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
+	}
+	loss, err := t.stepFn(ctx, b)
+	releaseCopies(loaded, b)
+	t.mon.lastLoss = loss
+	t.step++
+	if err != nil {
+		return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
+	}
+	if t.sched != nil {
+		t.sched.Step()
+	}
+	*i++
+	return t.stepDone(ctx, epoch, b.Size(), n, g, steps)
+}
+
+// stepDone counts a finished optimizer step of samples samples (g counts
+// the epoch's steps, n its samples) for the clock, the records and the
+// step hooks, and marks it for evaluation when EvalEvery says so.
+func (t *Trainer) stepDone(ctx context.Context, epoch, samples int, n, g *int, steps int) error {
+	*n += samples
+	*g++
+	t.stepClock(*g, samples)
+	if err := t.observeStep(epoch, samples); err != nil {
+		return err
+	}
+	if err := t.hooks.onStep(ctx, t, StepInfo{Epoch: epoch, Step: t.step, Index: *g, Steps: steps,
+		Loss: t.mon.lastLoss, RunningLoss: t.mon.running, Samples: samples}); err != nil {
+		return err
+	}
+	if t.evalEvery > 0 && t.evalData != nil && t.step%t.evalEvery == 0 {
+		t.evalPending = true
+	}
+	return nil
 }
 
 // RunEpoch trains one epoch: every batch of this rank's shard through
-// forward, backward (DDP all-reduces the gradients) and the optimizer.
-// Train calls it; call it directly to drive the epochs yourself.
+// forward, backward (DDP all-reduces the gradients) and the optimizer,
+// GradAccum batches per optimizer step. Train calls it; call it directly
+// to drive the epochs yourself.
 func (t *Trainer) RunEpoch(ctx context.Context, epoch int) error {
 	var batches func(context.Context) iter.Seq2[data.Batch, error]
-	var bsz, steps int
+	var bsz, nb int
 	if t.stream != nil {
 		t.stream.SetEpoch(epoch)
-		bsz, steps = t.batchSize, t.stream.Len()
+		bsz, nb = t.batchSize, t.stream.Len()
 		batches = t.stream.All
 	} else {
 		t.sampler.SetEpoch(epoch)
 		// The tutorial peeks len(next(iter(train_data))[0]); peeking here would
 		// consume a batch of the sampler's resumable position, so use the size.
 		bsz = min(t.batchSize, t.sampler.Len())
-		steps = t.trainData.Len()
+		nb = t.trainData.Len()
 		batches = t.trainData.All
 	}
+	accum := max(t.gradAccum, 1)
+	steps := (nb + accum - 1) / accum // optimizer steps; the last group may be short
 	// Every rank prints its line, naming its device, as in the tutorial;
 	// ddprun --local-ranks-filter chooses which are shown.
-	fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, steps)
+	if accum > 1 {
+		fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d | Grad accum: %d\n", t.device, epoch, bsz, steps, accum)
+	} else {
+		fmt.Fprintf(t.out, "[%s] Epoch %d | Batchsize: %d | Steps: %d\n", t.device, epoch, bsz, steps)
+	}
 	began := time.Now()
 	t.mon.epochStarted(began)
 	t.epochClock(steps)
-	n, i := 0, 0
+	n, i, g := 0, 0, 0
 	loop := func() error {
-		for b, err := range batches(ctx) {
+		next, stop := iter.Pull2(batches(ctx))
+		defer stop()
+		for {
 			if t.maxSteps > 0 && t.step >= t.maxSteps {
 				break
 			}
-			if err := t.trainBatch(ctx, epoch, b, err, &n, &i, steps); err != nil {
+			b, err, more := next()
+			if !more {
+				break
+			}
+			// A step due an evaluation that ended the epoch (or the run)
+			// is left to the epoch's: it runs only once a batch follows.
+			if t.evalPending {
+				t.evalPending = false
+				if err := t.periodicEval(ctx, epoch); err != nil {
+					return err
+				}
+			}
+			if err := t.runGroup(ctx, epoch, b, err, next, &n, &i, &g, steps); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
 	var err error
-	even := true
+	t.evenEpoch = true
 	if t.stream != nil {
-		if even, err = t.evenSteps(ctx, steps); err != nil {
+		if t.evenEpoch, err = t.evenSteps(ctx, nb); err != nil {
 			return err
 		}
 	}
-	if !even {
+	if !t.evenEpoch {
 		// Shards give ranks uneven batch counts: Join lets the ranks that
 		// finish first shadow the collectives of those still training.
 		err = t.model.Join(ctx, loop)
 	} else {
 		err = loop()
 	}
+	t.evalPending = false
 	if err != nil {
 		return err
 	}
@@ -395,43 +611,31 @@ func (t *Trainer) evenSteps(ctx context.Context, steps int) (bool, error) {
 	return mm[0] == -mm[1], nil
 }
 
-// trainBatch runs one batch of RunEpoch's loop (i counts the epoch's
-// steps, n its samples).
-func (t *Trainer) trainBatch(ctx context.Context, epoch int, b data.Batch, err error, n, i *int, steps int) error {
-	{
-		if err != nil {
-			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
-		}
-		loaded := b
-		if b, err = toDevice(b, t.dev); err != nil {
-			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *i, err)
-		}
-		defer releaseCopies(loaded, b)
-		if err := t.runBatch(ctx, b.Inputs, b); err != nil {
-			return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *i, err)
-		}
-		*n += b.Size()
-		*i++
-		t.stepClock(*i, b.Size())
-		if err := t.observeStep(epoch, b.Size()); err != nil {
-			return err
-		}
-		if err := t.hooks.onStep(ctx, t, StepInfo{Epoch: epoch, Step: t.step, Index: *i, Steps: steps,
-			Loss: t.mon.lastLoss, RunningLoss: t.mon.running, Samples: b.Size()}); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // Evaluate runs the evaluation set through the model in eval mode without
 // recording gradients, prints the loss and accuracy over all ranks on
 // rank 0, and returns them ("loss", "acc"). It calls the wrapped module
 // directly: DDP's forward would issue collectives, and unpadded shards
-// give ranks different batch counts.
+// give ranks different batch counts. Each evaluation starts at the
+// evaluation set's beginning and reads at most EvalBatches batches per
+// rank when that is set.
 func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, error) {
+	return t.evaluate(ctx, epoch, false)
+}
+
+// evaluate is Evaluate; periodic (EvalEvery) names the step in the line
+// printed.
+func (t *Trainer) evaluate(ctx context.Context, epoch int, periodic bool) (map[string]float64, error) {
 	if t.evalData == nil {
 		return nil, fmt.Errorf("trainer: Evaluate: no EvalData")
+	}
+	when := fmt.Sprintf("after epoch %d", epoch)
+	if periodic {
+		when = fmt.Sprintf("at step %d (epoch %d)", t.step, epoch)
+	}
+	// A pass cut short by EvalBatches leaves the sampler's position inside
+	// the set; the next pass would go on from there and see other samples.
+	if r, ok := t.evalData.Sampler().(data.Resumable); ok {
+		r.SetPosition(0)
 	}
 	m := t.model.Module()
 	wasTraining := m.Training()
@@ -441,14 +645,15 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 	var acc metrics.Accuracy
 	var err error
 	nn.NoGrad(m, func() {
+		read := 0
 		for b, e := range t.evalData.All(ctx) {
 			if e != nil {
-				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
+				err = fmt.Errorf("trainer: evaluation %s: %w", when, e)
 				return
 			}
 			loaded := b
 			if b, e = toDevice(b, t.dev); e != nil {
-				err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
+				err = fmt.Errorf("trainer: evaluation %s: %w", when, e)
 				return
 			}
 			out := m.Forward(autograd.Const(b.Inputs))
@@ -456,12 +661,15 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 			if b.Labels != nil && out.Value.Dim() == 2 {
 				host, e := out.Value.To(tensor.CPU())
 				if e != nil {
-					err = fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, e)
+					err = fmt.Errorf("trainer: evaluation %s: %w", when, e)
 					return
 				}
 				acc.Add(tensor.ArgMax(host, 1), b.Labels)
 			}
 			releaseCopies(loaded, b)
+			if read++; t.evalBatches > 0 && read >= t.evalBatches {
+				return
+			}
 		}
 	})
 	if err != nil {
@@ -469,13 +677,17 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 	}
 	l, err := loss.Reduce(ctx, t.pg)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
+		return nil, fmt.Errorf("trainer: evaluation %s: %w", when, err)
 	}
 	a, err := acc.Reduce(ctx, t.pg)
 	if err != nil {
-		return nil, fmt.Errorf("trainer: evaluation after epoch %d: %w", epoch, err)
+		return nil, fmt.Errorf("trainer: evaluation %s: %w", when, err)
 	}
-	t.logf("epoch=%d test_loss=%.4f test_acc=%.4f\n", epoch, l, a)
+	if periodic {
+		t.logf("epoch=%d step=%d test_loss=%.4f test_acc=%.4f\n", epoch, t.step, l, a)
+	} else {
+		t.logf("epoch=%d test_loss=%.4f test_acc=%.4f\n", epoch, l, a)
+	}
 	res := map[string]float64{"loss": l, "acc": a}
 	if err := t.LogEval(epoch, res); err != nil {
 		return nil, err
@@ -484,8 +696,9 @@ func (t *Trainer) Evaluate(ctx context.Context, epoch int) (map[string]float64, 
 }
 
 // Checkpoint returns the training state to save after epoch: model,
-// optimizer, the GradScaler's state (with Config.Scaler), the sampler's
-// position, the epoch and step (Train saves rank 0's).
+// optimizer, the GradScaler's state (with Config.Scaler), the scheduler's
+// (with Config.Scheduler), the sampler's position, the epoch and step
+// (Train saves rank 0's).
 func (t *Trainer) Checkpoint(epoch int) *checkpoint.Checkpoint {
 	var st *data.SamplerState
 	if t.sampler != nil {
@@ -496,7 +709,7 @@ func (t *Trainer) Checkpoint(epoch int) *checkpoint.Checkpoint {
 	return &checkpoint.Checkpoint{Epoch: epoch, Step: t.step,
 		Model:     checkpoint.StateDict(t.model.Module()),
 		Optimizer: (*checkpoint.OptimizerState)(t.optimizer.StateDict()),
-		Sampler:   st, Config: cfg, GradScaler: scalerState(t.scaler)}
+		Sampler:   st, Config: cfg, GradScaler: scalerState(t.scaler), Scheduler: schedulerState(t.sched)}
 }
 
 // scalerState is s's state for a checkpoint, nil without a scaler.
