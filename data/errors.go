@@ -14,6 +14,12 @@ var (
 	ErrShape = errors.New("data: shape mismatch")
 	// ErrConfig marks an invalid loader or sampler configuration.
 	ErrConfig = errors.New("data: invalid configuration")
+	// ErrUnlabeled marks shards without the labels or targets the job
+	// needs (a shard without them would otherwise train every sample as
+	// class 0).
+	ErrUnlabeled = errors.New("data: no labels")
+	// ErrLabel marks a label outside the classes the model has.
+	ErrLabel = errors.New("data: bad label")
 	// ErrState marks a sampler state that does not fit the sampler it is loaded into.
 	ErrState = errors.New("data: sampler state mismatch")
 )

@@ -1,8 +1,13 @@
 package data
 
 import (
+	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -79,4 +84,92 @@ func FuzzNPY(f *testing.F) {
 			t.Fatalf("%d elements from %d bytes", a.Len(), len(in))
 		}
 	})
+}
+
+// FuzzShardTar checks the tar shard reader on arbitrary files: OpenShards
+// and a full epoch never panic, fail only with the package's errors, and
+// yield no more input values than the file has bytes (no allocation driven
+// by a declared size: sparse members, huge headers). Seeds: a good shard,
+// one cut at a member boundary, and a PAX sparse member declaring 2^36
+// bytes.
+func FuzzShardTar(f *testing.F) {
+	var good bytes.Buffer
+	tw := tar.NewWriter(&good)
+	for i, body := range [][]byte{npyOf([]float32{1, 2}), []byte("3"), npyOf([]float32{4, 5}), []byte("1")} {
+		name := fmt.Sprintf("%06d.npy", i/2)
+		if i%2 == 1 {
+			name = fmt.Sprintf("%06d.cls", i/2)
+		}
+		_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg})
+		_, _ = tw.Write(body)
+	}
+	_ = tw.Flush()
+	f.Add(append([]byte(nil), good.Bytes()...)) // cut at a member boundary
+	_ = tw.Close()
+	f.Add(good.Bytes())
+	pax := paxRecord("GNU.sparse.size", "68719476736") + paxRecord("GNU.sparse.map", "68719476735,1")
+	sparse := append(tarBlockOf("x", 'x', int64(len(pax)), false, nil), padBlock([]byte(pax))...)
+	sparse = append(sparse, tarBlockOf("000000.npy", '0', 1, false, nil)...)
+	sparse = append(append(sparse, padBlock([]byte{1})...), make([]byte, 1024)...)
+	f.Add(sparse)
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := filepath.Join(dir, "fuzz.tar")
+		if err := os.WriteFile(p, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fuzzShard(t, p, len(in))
+	})
+}
+
+// FuzzShardNPY is FuzzShardTar for an .npy shard without labels. Seeds: a
+// good shard and 128 bytes declaring 2^40 rows of nothing.
+func FuzzShardNPY(f *testing.F) {
+	f.Add(npyOf([]float32{1, 2, 3, 4}))
+	f.Add(npyOfSize("{'descr': '|u1', 'fortran_order': False, 'shape': (1099511627776, 0), }", 128))
+	f.Add(npyOfSize("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 4611686018427387904, 4), }", 128))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, in []byte) {
+		p := filepath.Join(dir, "fuzz.npy")
+		if err := os.WriteFile(p, in, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		fuzzShard(t, p, len(in))
+	})
+}
+
+func npyOf(x []float32) []byte {
+	var b bytes.Buffer
+	_ = WriteNPY(&b, &Array{Shape: []int{len(x)}, Data: x})
+	return b.Bytes()
+}
+
+func fuzzShard(t *testing.T, p string, size int) {
+	ds, err := OpenShards([]string{p}, ShardRank(0), ShardReplicas(1), ShardUnlabeled(true), ShardLabels(4))
+	if err != nil {
+		if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrShape) && !errors.Is(err, ErrUnlabeled) {
+			t.Fatalf("unexpected error class: %v", err)
+		}
+		return
+	}
+	if ds.Len() > size {
+		t.Fatalf("%d samples from %d bytes", ds.Len(), size)
+	}
+	l, err := NewStreamLoader(ds, BatchSize(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := 0
+	for b, err := range l.All(context.Background()) {
+		if err != nil {
+			if !errors.Is(err, ErrFormat) && !errors.Is(err, ErrShape) && !errors.Is(err, ErrLabel) {
+				t.Fatalf("unexpected error class: %v", err)
+			}
+			return
+		}
+		values += b.Inputs.Numel()
+	}
+	if values > size {
+		t.Fatalf("%d input values from %d bytes", values, size)
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/goddp/goddp/tensor"
@@ -19,6 +20,7 @@ type npyShard struct {
 	inputs  npyFile
 	labels  *npyFile // X.labels.npy: [n] integers
 	targets *npyFile // X.targets.npy: [n, ...]
+	spec    *sampleSpec
 }
 
 // npyFile is the header of an .npy file: where its C-order data starts, the
@@ -81,11 +83,18 @@ func readNPYFileHeader(path string) (npyFile, error) {
 	if err != nil {
 		return npyFile{}, fmt.Errorf("data: shard: %w", err)
 	}
+	return readNPYHeaderFrom(f, st.Size(), path)
+}
+
+// readNPYHeaderFrom reads the preamble and header of .npy data of total
+// bytes from r (nothing past the header) and checks that total is what the
+// shape needs; name labels errors.
+func readNPYHeaderFrom(r io.Reader, total int64, path string) (npyFile, error) {
 	bad := func(off int, format string, args ...any) error {
 		return fmt.Errorf("%w: %s: byte %d: %s", ErrFormat, path, off, fmt.Sprintf(format, args...))
 	}
 	var pre [12]byte
-	if _, err := io.ReadFull(f, pre[:10]); err != nil {
+	if _, err := io.ReadFull(r, pre[:10]); err != nil {
 		return npyFile{}, bad(0, "file too short for an npy preamble")
 	}
 	if string(pre[:6]) != string(npyMagic) {
@@ -96,19 +105,19 @@ func readNPYFileHeader(path string) (npyFile, error) {
 	case 1:
 		hlen, start = int(binary.LittleEndian.Uint16(pre[8:])), 10
 	case 2, 3:
-		if _, err := io.ReadFull(f, pre[10:12]); err != nil {
+		if _, err := io.ReadFull(r, pre[10:12]); err != nil {
 			return npyFile{}, bad(10, "file too short for an npy v%d preamble", pre[6])
 		}
 		h := binary.LittleEndian.Uint32(pre[8:])
-		if int64(h) > st.Size() {
-			return npyFile{}, bad(8, "header length %d exceeds the file (%d bytes)", h, st.Size())
+		if int64(h) > total {
+			return npyFile{}, bad(8, "header length %d exceeds the file (%d bytes)", h, total)
 		}
 		hlen, start = int(h), 12
 	default:
 		return npyFile{}, bad(6, "unsupported npy format version %d.%d", pre[6], pre[7])
 	}
 	hb := make([]byte, hlen)
-	if _, err := io.ReadFull(f, hb); err != nil {
+	if _, err := io.ReadFull(r, hb); err != nil {
 		return npyFile{}, bad(start, "file ends inside the %d-byte header", hlen)
 	}
 	h, err := parseNPYHeader(hb, start)
@@ -129,14 +138,29 @@ func readNPYFileHeader(path string) (npyFile, error) {
 	if nf.size == 0 || strings.IndexByte("<>|=", h.descr[0]) < 0 {
 		return npyFile{}, bad(start, "unsupported dtype %q (want <f4, <f8, <i4, <i8 or u1)", h.descr)
 	}
-	body := st.Size() - nf.start
+	body := total - nf.start
 	n, ok := checkedElems(h.shape, int(body/int64(nf.size)))
 	if !ok || int64(n*nf.size) != body {
+		if n, ok = checkedElems(h.shape, math.MaxInt/nf.size); !ok {
+			return npyFile{}, bad(int(nf.start), "data is %d bytes, shape %v of %s needs more than an int counts", body, h.shape, h.descr)
+		}
 		return npyFile{}, bad(int(nf.start), "data is %d bytes, shape %v of %s needs %d", body, h.shape, h.descr, int64(n)*int64(nf.size))
 	}
-	nf.row = 1
-	for _, d := range h.shape[1:] {
-		nf.row *= d
+	if len(h.shape) > 0 {
+		// The product above is 0 when any dimension is: a shape (2^40, 0)
+		// fits an empty body. Its rows hold no bytes, and numbering 2^40 of
+		// them (a permutation, a row count) is what exhausts memory, so a
+		// row must hold at least one element. A shard with no rows still
+		// gets its row size bounded, as it sizes the read buffer.
+		limit := math.MaxInt32
+		if h.shape[0] > 0 {
+			limit = max(limit, int(body/int64(nf.size)))
+		}
+		row, ok := checkedElems(h.shape[1:], limit)
+		if !ok || row == 0 {
+			return npyFile{}, bad(int(nf.start), "shape %v: a row of %v holds no elements (or too many)", h.shape, h.shape[1:])
+		}
+		nf.row = row
 	}
 	return nf, nil
 }
@@ -193,23 +217,20 @@ func decodeFloat32(dst []float32, b []byte, kind string, bo binary.ByteOrder) {
 	}
 }
 
-// readInt decodes element i of a 1-d integer file.
-func (f *npyFile) readInt(r io.ReaderAt, i int, buf []byte) (int, error) {
-	b := buf[:f.size]
-	if _, err := r.ReadAt(b, f.start+int64(i)*int64(f.size)); err != nil {
-		return 0, fmt.Errorf("data: shard %s: label %d: %w", f.name, i, err)
-	}
+// intAt decodes element i of a 1-d integer file whose data are b.
+func (f *npyFile) intAt(b []byte, i int) int {
+	b = b[i*f.size:]
 	switch f.kind {
 	case "u1":
-		return int(b[0]), nil
+		return int(b[0])
 	case "i1":
-		return int(int8(b[0])), nil
+		return int(int8(b[0]))
 	case "i2":
-		return int(int16(f.order.Uint16(b))), nil
+		return int(int16(f.order.Uint16(b)))
 	case "i4":
-		return int(int32(f.order.Uint32(b))), nil
+		return int(int32(f.order.Uint32(b)))
 	default:
-		return int(int64(f.order.Uint64(b))), nil
+		return int(int64(f.order.Uint64(b)))
 	}
 }
 
@@ -231,8 +252,17 @@ func (r bytesAt) ReadAt(p []byte, off int64) (int, error) {
 	return copy(p, r.b[off:]), nil
 }
 
-func (s *npyShard) path() string { return s.inputs.name }
-func (s *npyShard) len() int     { return s.inputs.shape[0] }
+func (s *npyShard) path() string           { return s.inputs.name }
+func (s *npyShard) len() int               { return s.inputs.shape[0] }
+func (s *npyShard) setSpec(sp *sampleSpec) { s.spec = sp }
+
+func (s *npyShard) info() shardInfo {
+	in := shardInfo{labels: s.labels != nil, targets: s.targets != nil, input: s.inputs.rowShape()}
+	if s.targets != nil {
+		in.target = s.targets.rowShape()
+	}
+	return in
+}
 
 func (s *npyShard) stream(ctx context.Context, rng *tensor.RNG, _ int, yield func(int, Sample) bool) error {
 	open := func(f *npyFile) (*os.File, error) {
@@ -250,12 +280,18 @@ func (s *npyShard) stream(ctx context.Context, rng *tensor.RNG, _ int, yield fun
 		return err
 	}
 	defer in.Close()
-	lab, err := open(s.labels)
-	if err != nil {
-		return err
-	}
-	if lab != nil {
-		defer lab.Close()
+	// The labels are read whole (8 bytes a row at most, against a row of
+	// inputs): one read, not a system call per sample.
+	var labels []byte
+	if s.labels != nil {
+		b, err := os.ReadFile(s.labels.name)
+		if err != nil {
+			return fmt.Errorf("data: shard: %w", err)
+		}
+		if end := s.labels.start + int64(s.len()*s.labels.size); int64(len(b)) != end {
+			return fmt.Errorf("%w: shard %s: %s is %d bytes now, %d when the shard was opened", ErrFormat, s.inputs.name, s.labels.name, len(b), end)
+		}
+		labels = b[s.labels.start:]
 	}
 	tgt, err := open(s.targets)
 	if err != nil {
@@ -294,8 +330,11 @@ func (s *npyShard) stream(ctx context.Context, rng *tensor.RNG, _ int, yield fun
 			return err
 		}
 		smp := Sample{Input: tensor.FromF32(x, s.inputs.rowShape()...)}
-		if lab != nil {
-			if smp.Label, err = s.labels.readInt(lab, i, buf); err != nil {
+		if labels != nil {
+			smp.Label = s.labels.intAt(labels, i)
+			if err := s.spec.checkLabel(smp.Label, func() string {
+				return fmt.Sprintf("shard %s: row %d (%s)", s.inputs.name, i, filepath.Base(s.labels.name))
+			}); err != nil {
 				return err
 			}
 		}

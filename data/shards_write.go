@@ -118,8 +118,14 @@ func asF32(t *tensor.Tensor) []float32 {
 func writeTarShardFile(path string, samples []Sample, first int) error {
 	return writeFileAtomic(path, func(out io.Writer) error {
 		tw := tar.NewWriter(out)
+		recorded := false
 		add := func(name string, body []byte) error {
-			if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+			h := &tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}
+			if !recorded {
+				// The sample count, for OpenShards to check (tarSamplesRecord).
+				h.PAXRecords, recorded = map[string]string{tarSamplesRecord: strconv.Itoa(len(samples))}, true
+			}
+			if err := tw.WriteHeader(h); err != nil {
 				return err
 			}
 			_, err := tw.Write(body)
