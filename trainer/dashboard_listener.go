@@ -53,3 +53,13 @@ func (c *limitConn) Close() error {
 	c.once.Do(c.free)
 	return err
 }
+
+// CloseWrite half-closes a TCP connection: net/http looks for it (by type
+// assertion, not by unwrapping) to let an error answer reach the client
+// before the connection closes.
+func (c *limitConn) CloseWrite() error {
+	if cw, ok := c.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}

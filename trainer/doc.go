@@ -49,6 +49,38 @@
 // to a PNG at the end, Memory keeps them, and Dashboard serves them as a
 // live page (-dashboard ADDR; loopback only unless a host is named).
 //
+// # The live page and its clients
+//
+// The page runs inside rank 0, so nothing a client does may reach
+// training: it keeps at most 64 connections (more are closed as they
+// arrive, so its file descriptors stay far below the process's limit and
+// checkpoints always find one), cuts off a client that is slow to send
+// its request (5 s for the headers, 10 s in all), to read the answer
+// (30 s) or idle between requests (15 s), and encodes each record once
+// into a buffer that every answer is sliced from, so a client that never
+// reads pins no copy of the run's records. It answers only requests whose
+// Host names it (localhost, 127.0.0.1, [::1] at any port, the host it was
+// bound to, or for 0.0.0.0 the machine's addresses and host name) and
+// refuses others with 421, which stops a page on another site from
+// reading the metrics through DNS rebinding; its answers carry a
+// Content-Security-Policy (its own script, style and data only),
+// X-Content-Type-Options: nosniff, X-Frame-Options: DENY,
+// Referrer-Policy: no-referrer, and data.json Cache-Control: no-store.
+//
+// # NaN and infinite losses
+//
+// JSON has no NaN or infinity, so the metrics log and the page's data.json
+// write them as the strings "NaN", "Infinity" and "-Infinity"
+// (JavaScript's spellings, which Python's float and pandas read too);
+// ReadJSONLines reads them back as numbers, CSV writes the same words, and
+// the page leaves them out of its curves and names the first record that
+// holds one. On the first step whose loss is NaN or infinite, rank 0
+// prints "loss is NaN at step N (epoch E)" to stderr, once, and training
+// goes on. TerminateOnNaN (-terminate-on-nan) fails the run there instead,
+// on every rank at the same step, with a *NonFiniteLossError naming the
+// step, epoch, rank and value; it costs one small all-reduce per step,
+// which a run without it does not pay.
+//
 // # Throughput
 //
 // samples_per_s counts every rank's samples after the first few steps of

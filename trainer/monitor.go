@@ -3,7 +3,6 @@ package trainer
 import (
 	"context"
 	"fmt"
-	"io"
 	"maps"
 	"time"
 
@@ -28,9 +27,8 @@ type monitor struct {
 	running              float64 // mean loss over the epoch so far
 
 	// nonFiniteSeen: the first NaN or infinite loss was reported
-	// (reportNonFinite); warn is where, when not os.Stderr (tests).
+	// (reportNonFinite).
 	nonFiniteSeen bool
-	warn          io.Writer
 
 	// the last finished epoch, for the epoch-end hooks
 	lastEpochLoss    float64

@@ -3,7 +3,6 @@ package trainer
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"os"
 
@@ -23,8 +22,8 @@ func nonFiniteName(v float64) string {
 }
 
 // reportNonFinite prints, on rank 0, the first step whose loss is NaN or
-// infinite: "loss is NaN at step N (epoch E)", once per run, to stderr
-// (or to monitor.warn), beside the records that carry the NaN on. The
+// infinite: "loss is NaN at step N (epoch E)", once per run, to stderr,
+// beside the records that carry the NaN on. The
 // other ranks' losses are not looked at: that would take a collective per
 // step, and a NaN on any rank reaches every rank's weights through the
 // gradients' all-reduce, so rank 0's loss shows it a step later at most.
@@ -35,11 +34,7 @@ func (t *Trainer) reportNonFinite(epoch int) {
 		return
 	}
 	m.nonFiniteSeen = true
-	var w io.Writer = os.Stderr // looked up now: a test may have swapped it
-	if m.warn != nil {
-		w = m.warn
-	}
-	fmt.Fprintf(w, "loss is %s at step %d (epoch %d)\n", nonFiniteName(m.lastLoss), t.step, epoch)
+	fmt.Fprintf(os.Stderr, "loss is %s at step %d (epoch %d)\n", nonFiniteName(m.lastLoss), t.step, epoch)
 }
 
 // NonFiniteLossError is TerminateOnNaN's error: the first step at which a
