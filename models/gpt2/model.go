@@ -278,7 +278,8 @@ const IgnoreIndex = -1
 // of IgnoreIndex counts neither in the sum nor in the mean. As in nanoGPT,
 // the padded vocabulary's columns take part in the softmax (llm.c masks
 // them): training pushes their logits down, since no target is ever one
-// of them.
+// of them. On a device the cross-entropy kernel takes no ignored target
+// (it panics naming it); token shards have none.
 func (m *Model) Loss(logits *autograd.Variable, targets *tensor.Tensor) *autograd.Variable {
 	v := logits.Shape()[logits.Value.Dim()-1]
 	ignore := IgnoreIndex
