@@ -6,6 +6,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/goddp/goddp/amp"
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/tensor"
 )
@@ -105,16 +106,14 @@ func TestTorchFixture(t *testing.T) {
 	}
 }
 
-// TestTorchFixtureBF16 runs the fixture under bf16 products (what
-// amp.Autocast sets on the Conv1Ds and the head): the logits stay within
-// bfloat16's rounding of torch's float32-weight run.
+// TestTorchFixtureBF16 runs the fixture under amp.Autocast's bf16
+// products (the Conv1Ds and the tied head): the logits stay within
+// bfloat16's rounding of torch's float32 run.
 func TestTorchFixtureBF16(t *testing.T) {
 	f, m := loadTinyFixture(t)
-	m.SetPrecision(tensor.PrecisionBFloat16)
-	for l := range m.Config.Layers {
-		for _, c := range []*Conv1D{m.Block(l).Attn.CAttn, m.Block(l).Attn.CProj, m.Block(l).MLP.CFc, m.Block(l).MLP.CProj} {
-			c.SetPrecision(tensor.PrecisionBFloat16)
-		}
+	defer amp.Autocast(m, amp.BFloat16)()
+	if m.headPrecision != tensor.PrecisionBFloat16 || m.Block(1).MLP.CProj.Precision != tensor.PrecisionBFloat16 {
+		t.Fatal("amp.Autocast did not reach the head or the Conv1Ds")
 	}
 	got := m.Forward(autograd.Const(ids(f.IDs))).Value.F32()
 	scale, worst := 0.0, 0.0
