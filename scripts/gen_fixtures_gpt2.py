@@ -18,6 +18,11 @@ tiny.safetensors holds the float32 weights as GPT2LMHeadModel.save_pretrained
 writes them (no lm_head.weight, metadata {"format": "pt"}); the writer below
 is the format's spec (8-byte little-endian header length, JSON header, raw
 little-endian data), since the safetensors package is not in Debian either.
+tiny_llmc.bin is the same weights as llm.c's train_gpt2.py writes a model
+file (version 3, float32): the 256-int32 header (magic 20240326, version,
+max_seq_len, vocab_size, num_layers, num_heads, channels, padded_vocab_size),
+wte padded with zero rows to 128, then the 16 tensors stacked over the layers
+in llm.c's order, the four matrices in torch's Linear layout [out, in].
 tiny.json holds the token ids and targets [2, 16], and what the float64 run
 of the same weights gives: the logits [2, 16, 97] (and their sum and sum of
 squares), the mean cross-entropy and the full gradients of six parameters.
@@ -103,6 +108,30 @@ def write_safetensors(path, tensors, metadata):
             f.write(t.contiguous().numpy().astype("<f4").tobytes())
 
 
+def write_llmc(path, p, padded):
+    header = [0] * 256
+    header[:8] = [20240326, 3, T, V, L, H, C, padded]
+    wte = torch.zeros(padded, C)
+    wte[:V] = p["transformer.wte.weight"]
+    order = [wte, p["transformer.wpe.weight"]]
+
+    def stacked(name, linear=False):
+        for i in range(L):
+            t = p[f"transformer.h.{i}.{name}"]
+            order.append(t.t() if linear else t)  # Conv1D [in, out] -> Linear [out, in]
+
+    for name, linear in [("ln_1.weight", False), ("ln_1.bias", False), ("attn.c_attn.weight", True),
+                         ("attn.c_attn.bias", False), ("attn.c_proj.weight", True), ("attn.c_proj.bias", False),
+                         ("ln_2.weight", False), ("ln_2.bias", False), ("mlp.c_fc.weight", True),
+                         ("mlp.c_fc.bias", False), ("mlp.c_proj.weight", True), ("mlp.c_proj.bias", False)]:
+        stacked(name, linear)
+    order += [p["transformer.ln_f.weight"], p["transformer.ln_f.bias"]]
+    with open(path, "wb") as f:
+        f.write(struct.pack("<256i", *header))
+        for t in order:
+            f.write(t.contiguous().numpy().astype("<f4").tobytes())
+
+
 def main():
     gen = torch.Generator().manual_seed(45)
     p32 = params(gen)
@@ -119,6 +148,7 @@ def main():
              "transformer.h.0.ln_1.weight", "transformer.h.1.mlp.c_proj.weight", "transformer.ln_f.bias"]
     os.makedirs(OUT, exist_ok=True)
     write_safetensors(os.path.join(OUT, "tiny.safetensors"), p32, {"format": "pt"})
+    write_llmc(os.path.join(OUT, "tiny_llmc.bin"), p32, 128)
     fixture = {
         "config": {"vocab_size": V, "n_positions": T, "n_embd": C, "n_layer": L, "n_head": H},
         "torch": torch.__version__,

@@ -85,6 +85,9 @@
 // GELU is composed from autograd's Tanh, Mul, Scale and Add, and the
 // attention dropout's unfused path uses autograd.MatMul, which is
 // host-only: train on a device with Dropout 0 (the presets'). The
-// torch fixture (scripts/gen_fixtures_gpt2.py, testdata/tiny.*) checks
-// logits, loss and gradients of a tiny config within 1e-5 relative.
+// torch fixture (scripts/gen_fixtures_gpt2.py, testdata/tiny.*: a plain
+// torch GPT-2 with HF's names and layout, its weights as a safetensors
+// file and as an llm.c model file) checks the logits, the loss and
+// gradients of a tiny config within 1e-5 relative, on the host and on
+// the simulated device.
 package gpt2

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/goddp/goddp/amp"
@@ -124,5 +125,35 @@ func TestTorchFixtureBF16(t *testing.T) {
 	// bfloat16 keeps 8 bits: a few 2⁻⁸ of the logits' scale through 2 layers.
 	if worst > 0.05*scale || worst < 1e-6*scale {
 		t.Errorf("bf16 logits off by %.3g of scale %.3g: want bfloat16's error, not float32's nor more", worst/scale, scale)
+	}
+}
+
+// TestTorchLLMCFile reads the fixture's weights from the llm.c model file
+// the script writes as llm.c's exporter does (float32, vocabulary padded
+// to 128 with zero rows, Linear layout): torch's logits on the real
+// columns, zero on the padded ones (zero rows of the tied head), and the
+// same parameters as the safetensors file.
+func TestTorchLLMCFile(t *testing.T) {
+	f, hf := loadTinyFixture(t)
+	m, err := FromLLMC("testdata/tiny_llmc.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Config.PaddedVocab() != 128 || m.Config.VocabSize != f.Config.Vocab {
+		t.Fatalf("config %+v", m.Config)
+	}
+	logits := m.Forward(autograd.Const(ids(f.IDs))).Value // [2, 16, 128]
+	words := tensor.Narrow(logits, 2, 0, f.Config.Vocab).Contiguous().F32()
+	closeTo(t, "logits", words, f.Logits)
+	for i, v := range tensor.Narrow(logits, 2, f.Config.Vocab, 128-f.Config.Vocab).Contiguous().F32() {
+		if v != 0 {
+			t.Fatalf("padded logit %d is %v, want 0", i, v)
+		}
+	}
+	hsd, msd := hf.HFStateDict(), m.HFStateDict()
+	for k, v := range hsd {
+		if !slices.Equal(v.F32(), msd[k].F32()) {
+			t.Errorf("%s differs between the llm.c file and the safetensors file", k)
+		}
 	}
 }
