@@ -182,8 +182,8 @@ func (d *dlDevice) plan(s *tensor.Conv2dShape, o dnnOpts) (*C.gcu_dnn_plan, erro
 		// The operands hold bfloat16 values (devtensor rounds them), which
 		// TF32 tensor cores multiply exactly: the plan is float32's with
 		// TF32. cuDNN's own bfloat16 descriptors (PSEUDO_BFLOAT16) ran a
-		// convnet step slower on an H200 than float32 (docs/gpu.md, Run
-		// 12), and would round each result to bfloat16.
+		// convnet step slower on an H200 than float32 (docs/changelog.md,
+		// 2026-11-27: b6a62e2, 21a83de), and would round each result to bfloat16.
 		key.s.BF16, key.o.tf32 = false, true
 	}
 	if p, ok := d.dnn.plans[key]; ok {

@@ -23,8 +23,8 @@ type OpTime struct {
 // which calls take a step's device time, not how the stream overlaps them.
 // Host is the part spent inside the call before it returned. After such a
 // wait a few cuBLAS and cuDNN calls spend milliseconds there, every step,
-// that the same products queued back to back do not (docs/gpu.md, the
-// H200 profile): a figure whose time is mostly host time says little about
+// that the same products queued back to back do not (docs/gpu.md, "What
+// a reader of these figures needs to know"): a figure whose time is mostly host time says little about
 // the device.
 type opClock struct {
 	mu  sync.Mutex

@@ -405,7 +405,7 @@ func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
 	// The watcher waits beside backward: marked so, a backend does not
 	// spin long on its behalf. With 2 ranks on 2 cores, shm's 2 ms spin
 	// while a peer had not reached the bucket took the core from backward
-	// (see docs/benchmarks.md, ninth session).
+	// (docs/changelog.md, 2026-11-27: f2b90bb).
 	ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), r.cfg.timeout)
 	err := w.Wait(ctx)
 	timedOut := ctx.Err() != nil

@@ -102,7 +102,7 @@ func listening(pid int) []string {
 //
 // Rank 0's peer listener is open only while the mesh forms, so rank 1 runs
 // under strace with its connect(2) calls delayed by 1.5 s, and the listener
-// is found with ss. Both tools are required (scripts/setup.sh installs
+// is found with ss. Both tools are required (scripts/setup-test.sh installs
 // them): a missing tool fails the test, so the probe cannot silently vanish.
 func TestAuth(t *testing.T) {
 	skipShort(t)
@@ -110,7 +110,7 @@ func TestAuth(t *testing.T) {
 	dir := t.TempDir()
 	for _, tool := range []string{"strace", "ss"} {
 		_, err := exec.LookPath(tool)
-		require.NoError(t, err, "TestAuth needs %s (run scripts/setup.sh as root: it installs strace and iproute2)", tool)
+		require.NoError(t, err, "TestAuth needs %s (run scripts/setup-test.sh as root: it installs strace and iproute2)", tool)
 	}
 	require.NoError(t, exec.Command("strace", "-f", "-qq", "-o", "/dev/null", "true").Run(),
 		"strace cannot trace here (ptrace not permitted?); TestAuth needs it to hold rank 1's connect(2)")

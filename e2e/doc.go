@@ -54,7 +54,7 @@
 //     all-reduce and optimizer events of both ranks.
 //
 // TestAuth requires strace (to hold a rank's connect(2) so that the peer
-// listener can be probed) and ss, and fails without them (scripts/setup.sh
+// listener can be probed) and ss, and fails without them (scripts/setup-test.sh
 // installs both). Subtests that need what a machine may lack skip, saying
 // so: `ss -K` (socket destruction, root and CONFIG_INET_DIAG_DESTROY) and
 // mounting a tmpfs (root).

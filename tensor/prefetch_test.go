@@ -9,7 +9,7 @@ import (
 // PrefetchRowsF32 and PrefetchRowsBF16 are hints: they never change x,
 // and take any row count, stride and width, rows past x's end included
 // (they are left out), and empty input. Their effect is speed (attention's
-// heads in the gpt profile, docs/benchmarks.md), not values.
+// heads in gpt's step), not values.
 func TestPrefetchRowsF32(t *testing.T) {
 	x := make([]float32, 1000)
 	for i := range x {

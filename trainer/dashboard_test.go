@@ -99,7 +99,7 @@ const chromium = "/usr/bin/chromium"
 
 func needChromium(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("Debian's chromium is not installed (%v): scripts/setup.sh installs it", err)
+		t.Skipf("Debian's chromium is not installed (%v): scripts/setup-test.sh installs it", err)
 	}
 }
 

@@ -24,6 +24,6 @@
 //     A rank killed mid-training fails the job, and mpirun names it.
 //
 // The tests need root (namespaces, the daemons slurmd and orted). They install what is
-// missing with apt-get (scripts/setup.sh lists the same packages) and skip,
+// missing with apt-get (scripts/setup-test.sh lists the same packages) and skip,
 // saying why, only when not root or when the packages cannot be installed.
 package cluster

@@ -26,7 +26,7 @@ esac
 exec ip netns exec "$ns" unshare --uts sh -c 'hostname "$0" && exec sh -c "$1"' "$host" "$*"
 `
 
-// requireMPI installs OpenMPI when mpirun is missing (scripts/setup.sh
+// requireMPI installs OpenMPI when mpirun is missing (scripts/setup-test.sh
 // installs the same), or skips saying why.
 func requireMPI(t *testing.T) {
 	t.Helper()

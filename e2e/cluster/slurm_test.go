@@ -17,7 +17,7 @@ import (
 )
 
 // slurmPackages are Debian's Slurm daemons, its client commands and munge,
-// Slurm's authentication (scripts/setup.sh installs the same).
+// Slurm's authentication (scripts/setup-test.sh installs the same).
 var slurmPackages = []string{"slurmctld", "slurmd", "slurm-client", "munge"}
 
 // requireSlurm installs Slurm when a command is missing, or skips saying why.
