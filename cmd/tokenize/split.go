@@ -30,10 +30,10 @@ func isBlank(line []byte) bool {
 // split reads src (named name in errors) to the end.
 func (s *splitter) split(src io.Reader, name string) error {
 	br := bufio.NewReaderSize(src, 64<<10)
-	var buf []byte         // the current document's text not yet emitted
-	started := false       // the current document has emitted a piece
-	nextCheck := s.chunk   // buffer length at which to look for a cut again
-	midLine := false       // the last read ended inside a line (bufio.ErrBufferFull)
+	var buf []byte       // the current document's text not yet emitted
+	started := false     // the current document has emitted a piece
+	nextCheck := s.chunk // buffer length at which to look for a cut again
+	midLine := false     // the last read ended inside a line (bufio.ErrBufferFull)
 	emit := func(text []byte) error {
 		piece := bytes.Clone(text)
 		docStart := !started
