@@ -26,10 +26,11 @@ type Conv1D struct {
 
 // NewConv1D returns a float32 Conv1D(in, out) with its weight drawn from
 // N(0, std²) by rng and a zero bias, GPT-2's initialisation (HF's
-// _init_weights with initializer_range std).
+// _init_weights with initializer_range std); a nil rng leaves the weight
+// zero, for one that a file fills next.
 func NewConv1D(rng *tensor.RNG, in, out int, std float64) *Conv1D {
 	w := tensor.New(tensor.Float32, in, out)
-	if rng != nil { // build's zero model, filled from a file next
+	if rng != nil {
 		nn.Normal_(rng, w, 0, std)
 	}
 	return newConv1DFrom(w, tensor.New(tensor.Float32, out))
