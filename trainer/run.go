@@ -9,8 +9,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"sort"
-	"strings"
 	"syscall"
 	"time"
 
@@ -103,6 +101,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	writeShards := fs.String("write-shards", "", "write the example's training set as shards into DIR and exit (one process)")
 	shardSize := fs.Int("shard-size", 5000, "samples per shard for -write-shards")
 	shardFormat := fs.String("shard-format", "tar", "format for -write-shards: tar (webdataset) or npy")
+	unlabeled := fs.Bool("unlabeled", false, "the -shards data carry no labels or targets (samples without a label train as class 0); without it such shards are an error")
 	device := fs.String("device", "cpu", "where to train: cpu, sim (goddp/cuda/sim's simulated GPU sim:LOCAL_RANK), cuda (cuda:LOCAL_RANK), or sim:N / cuda:N (device N for every rank)")
 	if defaults.Flags != nil {
 		defaults.Flags(fs)
@@ -119,7 +118,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile, kernelProfile: *kernelProfile,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
 		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress, terminateOnNaN: *terminateOnNaN,
-		amp: *ampFlag, shards: *shards, writeShards: *writeShards, shardSize: *shardSize, shardFormat: *shardFormat}, build)
+		amp: *ampFlag, shards: *shards, writeShards: *writeShards, shardSize: *shardSize, shardFormat: *shardFormat, unlabeled: *unlabeled}, build)
 	if err != nil {
 		if ctx.Err() == nil && (errors.Is(err, comm.ErrPeerFailed) || errors.Is(err, comm.ErrClosed)) {
 			// A peer that left is most often one that was signalled a
@@ -165,6 +164,7 @@ type runConfig struct {
 	progressEvery                     time.Duration
 	amp                               string
 	shards, writeShards, shardFormat  string
+	unlabeled                         bool
 	shardSize                         int
 }
 
@@ -211,7 +211,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		stream  *data.StreamLoader
 	)
 	if rc.shards != "" {
-		if stream, err = openShardStream(pg, rc, job.DropLast); err != nil {
+		if stream, err = openShardStream(out, pg, rc, job); err != nil {
 			return err
 		}
 	} else {
@@ -471,28 +471,6 @@ func backendFor(device, configured string) string {
 		return "nccl"
 	}
 	return configured
-}
-
-// openShardStream opens -shards: a comma-separated list of globs, each
-// sorted, so every rank lists the same files in the same order.
-func openShardStream(pg comm.ProcessGroup, rc runConfig, dropLast bool) (*data.StreamLoader, error) {
-	var paths []string
-	for _, pat := range strings.Split(rc.shards, ",") {
-		m, err := filepath.Glob(pat)
-		if err != nil {
-			return nil, fmt.Errorf("trainer: -shards %q: %w", pat, err)
-		}
-		if len(m) == 0 {
-			return nil, fmt.Errorf("trainer: -shards %q matches no file", pat)
-		}
-		sort.Strings(m)
-		paths = append(paths, m...)
-	}
-	ds, err := data.OpenShards(paths, data.ShardGroup(pg), data.ShardSeed(rc.seed))
-	if err != nil {
-		return nil, fmt.Errorf("trainer: -shards: %w", err)
-	}
-	return data.NewStreamLoader(ds, data.BatchSize(rc.batch), data.NumWorkers(rc.workers), data.DropLast(dropLast))
 }
 
 // writeShardsOf writes the job's training set as shards (rank 0; the
