@@ -31,6 +31,11 @@ type Defaults struct {
 	// Flags, when set, defines the program's own flags on Main's flag set
 	// before it parses the arguments; build then reads their values.
 	Flags func(fs *flag.FlagSet)
+	// Recipe, when set, holds the defaults of the training-recipe flags
+	// (-grad-accum, -clip, -optim, -lr, -lr-schedule, ...; see Recipe);
+	// nil means DefaultRecipe's. Start from DefaultRecipe and change what
+	// the program's recipe needs.
+	Recipe *Recipe
 }
 
 // Job is what an example supplies: its data, model, optimizer and loss. Build
@@ -58,6 +63,15 @@ type Job struct {
 	// BatchSize, when positive, overrides -batch-size (for a program whose
 	// own flag sets it).
 	BatchSize int
+	// TokensPerSample, when positive, is how many tokens a sample trains
+	// on (a sequence model's context length): rank 0 then prints
+	// tokens_per_s beside samples_per_s, at the end and in the step lines.
+	TokensPerSample int
+	// FlopsPerToken, when positive, is the training work per token (for a
+	// transformer, FlopsPerToken's 6N + 12·L·H·Q·T): rank 0 then prints
+	// mfu, the tokens' work over the devices' peak (-peak-tflops, or the
+	// table of known GPUs).
+	FlopsPerToken float64
 }
 
 // Main is a whole training program's main: it parses the common flags,
@@ -106,15 +120,21 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	if defaults.Flags != nil {
 		defaults.Flags(fs)
 	}
+	recipe := DefaultRecipe()
+	if defaults.Recipe != nil {
+		recipe = *defaults.Recipe
+	}
+	recipe.define(fs) // after the program's own flags, which keep their names
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
 		return 2
 	}
+	recipe.note(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := run(ctx, out, runConfig{epochs: *epochs, batch: *batch, saveEvery: *saveEvery, maxSteps: *maxSteps,
+	err := run(ctx, out, runConfig{recipe: recipe, epochs: *epochs, batch: *batch, saveEvery: *saveEvery, maxSteps: *maxSteps,
 		ckptDir: *ckptDir, seed: *seed, workers: *workers, bucketMB: *bucketMB, bucketView: *bucketView, overlap: *overlap, timeline: *timeline, cpuProfile: *cpuProfile, kernelProfile: *kernelProfile,
 		evalBatch: *evalBatch, metrics: *metrics, metricsCSV: *metricsCSV, metricsEvery: *metricsEvery, plot: *plotFile, device: *device,
 		dashboard: *dashboard, fresh: *fresh, keepBest: *keepBest, earlyStop: *earlyStop, progressEvery: *progress, terminateOnNaN: *terminateOnNaN,
@@ -143,6 +163,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 }
 
 type runConfig struct {
+	recipe                            Recipe
 	epochs, batch, saveEvery, workers int
 	evalBatch                         int
 	ckptDir, timeline                 string
@@ -204,6 +225,9 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	}
 	if job.BatchSize > 0 {
 		rc.batch = job.BatchSize
+	}
+	if err := rc.recipe.check(job); err != nil {
+		return err
 	}
 	var (
 		sampler *data.DistributedSampler
@@ -284,7 +308,12 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		return err
 	}
 	defer model.Close()
-	opt, err := job.NewOpt(model.Parameters())
+	opt, optDesc, err := rc.recipe.optimizer(job, model.Parameters())
+	if err != nil {
+		return err
+	}
+	rr, err := rc.recipe.setup(ctx, out, pg, job, opt, optDesc, stepPlan{epochs: rc.epochs, maxSteps: rc.maxSteps, loader: loader, stream: stream},
+		rc.batch, rc, func() (float64, string) { return peakFor(rc.recipe.PeakTFLOPS, dev) })
 	if err != nil {
 		return err
 	}
@@ -335,6 +364,9 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		p := NewProgress(os.Stderr)
 		p.Every = rc.progressEvery
 		cbs = append(cbs, p)
+		if rr.line != nil {
+			cbs = append(cbs, rr.line)
+		}
 	}
 	var step StepFunc
 	if job.NewStep != nil {
@@ -343,7 +375,8 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt, Scaler: scaler,
 		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
-		Device: deviceLabel(dev), OnDevice: dev, KernelProfile: kernelProfileIf(rc.kernelProfile)})
+		Device: deviceLabel(dev), OnDevice: dev, KernelProfile: kernelProfileIf(rc.kernelProfile),
+		GradAccum: rc.recipe.GradAccum, ClipNorm: rc.recipe.Clip, Scheduler: rr.sched, EvalEvery: rc.recipe.EvalEvery, EvalBatches: rc.recipe.EvalBatches})
 	if err != nil {
 		return err
 	}
@@ -389,6 +422,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 			job.Name, pg.Size(), pg.Backend(), tensor.BLASName(), len(st.BucketBytes), st.Reduction,
 			100*st.Total.HiddenFraction(), perIter(st))
 		fmt.Fprintf(out, "samples_per_s=%.1f\n", sps)
+		printTokens(out, sps, job, rr.peak, pg.Size())
 	}
 	return nil
 }
