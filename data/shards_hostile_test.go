@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -88,6 +89,22 @@ func TestShardNPYZeroByteRowsAndHugeShapes(t *testing.T) {
 	_, err := open1(p)()
 	require.ErrorIs(t, err, ErrFormat)
 	require.ErrorContains(t, err, tp)
+}
+
+// A shard without rows is read without allocating for its declared row
+// (which no data bound): (0, 2^28) floats made a 1 GiB read buffer.
+func TestShardNPYEmptyShardAllocatesNothing(t *testing.T) {
+	p := writeFile(t, "e.npy", npyOfSize("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 268435456), }", 128))
+	ds, err := open1(p)(ShardUnlabeled(true))
+	require.NoError(t, err)
+	require.Equal(t, 0, ds.Len())
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	n, err := readAll(t, ds)
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Zero(t, n)
+	require.Less(t, after.TotalAlloc-before.TotalAlloc, uint64(64<<20), "bytes allocated to read an empty shard")
 }
 
 // tarBlockOf is one raw 512-byte tar header: archive/tar's writer refuses

@@ -265,6 +265,11 @@ func (s *npyShard) info() shardInfo {
 }
 
 func (s *npyShard) stream(ctx context.Context, rng *tensor.RNG, _ int, yield func(int, Sample) bool) error {
+	if s.len() == 0 {
+		// Nothing to read, and the row size of a shard without rows is
+		// bounded by no data: no buffers for it.
+		return nil
+	}
 	open := func(f *npyFile) (*os.File, error) {
 		if f == nil {
 			return nil, nil
