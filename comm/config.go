@@ -54,8 +54,13 @@ type Config struct {
 	StorePrefix string
 	// RunID names the job (GODDP_RUN_ID, TORCHELASTIC_RUN_ID, which ddprun
 	// sets, or SLURM_JOB_ID). Rank 0 publishes it, or one it makes up when
-	// empty, and Init refuses a rank whose RunID is set and differs, naming
-	// both: a rank of another job that reached this job's store.
+	// empty, and Init refuses a rank whose RunID differs, naming both: a
+	// rank of another job that reached this job's store. Without one on
+	// either side, the job's fingerprint (program, arguments without the
+	// per-rank flags, world size) tells two jobs apart instead; set the
+	// same RunID on every rank of a job whose ranks differ in those on
+	// purpose, and on the ranks of two otherwise identical jobs (see
+	// fingerprint.go).
 	RunID string
 	// Addr is the host (or host:port) this rank's peer listener binds to;
 	// default: the interface that reaches the store (GODDP_ADDR).
@@ -72,6 +77,10 @@ type Config struct {
 	// localRankFrom names the variable ConfigFromEnv read LocalRank from
 	// when no local world size came with it; Init checks it.
 	localRankFrom string
+	// print, when set, is the program, arguments and directory this rank
+	// presents as its job's fingerprint instead of its process's: tests
+	// run the ranks of two jobs in one process with it.
+	print *jobPrint
 }
 
 // Validate reports the first inconsistency in c.

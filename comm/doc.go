@@ -39,7 +39,12 @@
 // with file:///path they share a store file. A store serves one job at a
 // time: a rank whose run id (GODDP_RUN_ID, TORCHELASTIC_RUN_ID), WORLD_SIZE
 // or GODDP_BACKEND differs from rank 0's, or a second process claiming a
-// rank already taken, is refused with both values named. Backends are
+// rank already taken, is refused with both values named. Without a run id,
+// a rank whose program or arguments (less per-rank flags such as --rank)
+// differ from rank 0's is refused as a rank of another job, before it
+// takes anyone's place, and the job waits on for its own rank; two jobs of
+// the same program with the same arguments on one port still need a
+// token, a run id or ports of their own (fingerprint.go). Backends are
 // chosen by name from a registry (database/sql style): "auto", the
 // default, picks shm when every rank is on one host, hier (shm within each
 // host, tcp across them) when the ranks span hosts with the same number,

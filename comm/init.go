@@ -64,7 +64,19 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 	if scheme == "file" {
 		where = "file://" + target
 	}
-	j, err := rendezvous(ctx, base, cfg, prefix, where)
+	// The rank hosting the store reports the ranks of other jobs that
+	// rendezvous refuses, from the moment its record is out.
+	var strangers *strangerWatch
+	var published func(ns string)
+	if srv != nil {
+		published = func(ns string) { strangers = watchStrangers(base, ns, cfg.Rank, logfOf(cfg)) }
+		failBase := fail
+		fail = func(err error) (ProcessGroup, error) {
+			strangers.stop()
+			return failBase(err)
+		}
+	}
+	j, err := rendezvous(ctx, base, cfg, prefix, where, published)
 	if err != nil {
 		if srv != nil {
 			lingerForClients(srv, min(cfg.Timeout, 5*time.Second))
@@ -127,7 +139,7 @@ func Init(ctx context.Context, cfg Config) (ProcessGroup, error) {
 		pg.Close()
 		return fail(fmt.Errorf("%w: rank %d: the job's rendezvous at %s failed: %s", ErrBadArgument, cfg.Rank, where, msg))
 	}
-	g := &initGroup{ProcessGroup: pg, base: base, srv: srv}
+	g := &initGroup{ProcessGroup: pg, base: base, srv: srv, strangers: strangers}
 	if srv != nil {
 		g.watchAborts(base, j.ns, cfg.Rank, logfOf(cfg))
 	}
@@ -323,6 +335,8 @@ type initGroup struct {
 	watched   chan struct{}
 	// release runs once the backend's group is closed (file stores).
 	release func()
+	// strangers logs the ranks of other jobs refused (hosting rank only).
+	strangers *strangerWatch
 }
 
 // watchAborts reports, on the rank that hosts the store, a second claim of
@@ -358,6 +372,7 @@ func (g *initGroup) Close() error {
 		g.stopWatch()
 		<-g.watched
 	}
+	g.strangers.stop()
 	err := g.ProcessGroup.Close()
 	if g.release != nil {
 		g.release()

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 	for name, fn := range testWorkers {
 		workers[name] = func() error { return runTestWorker(fn) }
 	}
+	for name, fn := range rawWorkers {
+		workers[name] = fn
+	}
 	proctest.Main(m, workers)
 }
 

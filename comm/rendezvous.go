@@ -25,14 +25,18 @@ import (
 // Rendezvous therefore goes in three steps, each failing at once with a
 // message that names what differs:
 //
-//  1. Rank 0 publishes the job record (run id, world size, backend) at
+//  1. Rank 0 publishes the job record (run id, world size, backend and the
+//     job's fingerprint: program and arguments, see fingerprint.go) at
 //     <root>/job with compare-and-set, where root is StorePrefix's first
 //     element ("goddp"), so that jobs with different run ids, whose keys
 //     live under different prefixes, still meet there. The record carries a
 //     random generation that scopes every other key of the run, so a
 //     reused store never serves an earlier run's peer addresses. Every
-//     other rank reads the record and is refused if its run id, world size
-//     or backend differs.
+//     other rank reads the record and is refused if its run id, world size,
+//     backend or fingerprint differs. A rank of another job (another run id
+//     or fingerprint) leaves a note and goes, before it has claimed
+//     anything, so the job keeps waiting for its own rank; a rank of this
+//     job with other settings fails the job, which cannot start without it.
 //  2. Each rank claims its slot, <prefix>/<gen>/rank/<r>, with
 //     compare-and-set, once. A second claimant is refused naming the
 //     holder, and aborts the run: it writes the abort into every slot not
@@ -60,6 +64,9 @@ type member struct {
 	// world size came with it; every rank checks it against the hosts.
 	LocalRank     int    `json:"local_rank,omitempty"`
 	LocalRankFrom string `json:"local_rank_from,omitempty"`
+	// Job is the rank's fingerprint of its job (fingerprint.go); nil from
+	// a goddp older than issue 43, which is not checked.
+	Job *jobPrint `json:"job,omitempty"`
 }
 
 // jobRecord is rank 0's announcement of the run.
@@ -138,13 +145,20 @@ type joined struct {
 }
 
 // rendezvous runs the three steps above for cfg.Rank.
-func rendezvous(ctx context.Context, s Store, cfg Config, prefix, where string) (*joined, error) {
+// published, when set, is called on rank 0 with the run's namespace once
+// its record is in the store, before it waits for the others.
+func rendezvous(ctx context.Context, s Store, cfg Config, prefix, where string, published func(ns string)) (*joined, error) {
 	me := newMember(cfg)
+	job := thisJob(cfg)
+	me.Job = &job
 	recKey := rootOf(prefix) + "/job"
 	var j joined
 	var err error
 	if cfg.Rank == 0 {
 		j.rec, j.recRaw, err = publishRecord(ctx, s, recKey, jobRecord{member: me, Prefix: prefix, Gen: randomHex(8)}, where)
+		if err == nil && published != nil {
+			published(j.rec.Prefix + "/" + j.rec.Gen)
+		}
 	} else {
 		j.rec, j.recRaw, err = readRecord(ctx, s, recKey, me, cfg.Rank, prefix, where)
 	}
@@ -311,10 +325,10 @@ func readRecord(ctx context.Context, s Store, key string, me member, rank int, p
 	}
 }
 
-// checkAgainst refuses a rank whose run id, world size or backend is not
-// the job's. A rank of another run leaves a note for the job's timeout
-// message and goes; a rank of this run with other settings aborts it, as
-// the job cannot start without it.
+// checkAgainst refuses a rank whose run id, fingerprint, world size or
+// backend is not the job's. A rank of another run, or another job by its
+// fingerprint, leaves a note for the job and goes; a rank of this job
+// with other settings aborts it, as the job cannot start without it.
 func checkAgainst(ctx context.Context, s Store, j *joined, me member, rank int, where string) error {
 	rec := j.rec
 	if rank == 0 {
@@ -325,10 +339,19 @@ func checkAgainst(ctx context.Context, s Store, j *joined, me member, rank int, 
 		if rec.Auto {
 			theirs += " (its rank 0 had no run id)"
 		}
-		// Best effort: the note only improves the job's timeout message.
-		_ = s.Set(ctx, j.ns+"/refused/"+strconv.Itoa(rank), []byte(fmt.Sprintf("%s, of run %q, was refused", me, me.Run)))
+		leaveNote(ctx, s, j.ns, rank, fmt.Sprintf("%s, of run %q, was refused", me, me.Run))
 		return fmt.Errorf("%w: rank %d: this rank's run id is %q but the job at %s is run %s, whose rank 0 is %s; "+
 			"refusing to join another job (GODDP_RUN_ID, TORCHELASTIC_RUN_ID)", ErrBadArgument, rank, me.Run, where, theirs, rec.member)
+	}
+	if me.Job != nil && rec.Job != nil {
+		if d := me.Job.differs(*rec.Job, me.Host == rec.Host); len(d) > 0 && !startedBy(rec.member) {
+			what := strings.Join(d, ", ")
+			leaveNote(ctx, s, j.ns, rank, fmt.Sprintf("%s, of another job (%s; it differs in %s), was refused", me, me.Job, what))
+			return fmt.Errorf("%w: rank %d: this rank was started for another job than the one at %s, whose rank 0 is %s: "+
+				"they differ in %s; refusing to join it. This rank: %s. Rank 0: %s. Two jobs on one store? %s; "+
+				"ranks of one job that differ in these on purpose: set the same GODDP_RUN_ID on every rank",
+				ErrBadArgument, rank, where, rec.member, what, me.Job, rec.Job, sharedStoreHint(where))
+		}
 	}
 	var what string
 	switch {
@@ -342,6 +365,56 @@ func checkAgainst(ctx context.Context, s Store, j *joined, me member, rank int, 
 	msg := fmt.Sprintf("rank %d (%s) was started with %s", rank, me, what)
 	abortRun(s, rec.Prefix, rec.Gen, rec.World, msg)
 	return fmt.Errorf("%w: rank %d: %s; start every rank with the same values", ErrBadArgument, rank, what)
+}
+
+// leaveNote tells the job that a rank of another job was refused: the
+// note at <ns>/refused/<rank> completes the job's timeout message should
+// its own rank never come, and <ns>/stranger/<n> is what the rank hosting
+// the store logs (watchStrangers). Best effort: the notes only inform.
+func leaveNote(ctx context.Context, s Store, ns string, rank int, note string) {
+	_ = s.Set(ctx, ns+"/refused/"+strconv.Itoa(rank), []byte(note))
+	if n, err := s.Add(ctx, ns+"/strangers", 1); err == nil {
+		_ = s.Set(ctx, strangerKey(ns, n), []byte(fmt.Sprintf("a process started as rank %d: %s", rank, note)))
+	}
+}
+
+func strangerKey(ns string, n int64) string { return ns + "/stranger/" + strconv.FormatInt(n, 10) }
+
+// strangerWatch logs, on the rank that hosts the store, each rank of
+// another job that was refused: the job goes on (or waits for its own
+// rank), but whoever runs it should know that another job shares its
+// store. The watch is a blocking get on the in-process store, so it costs
+// no round trips.
+type strangerWatch struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func watchStrangers(s Store, ns string, rank int, logf func(format string, args ...any)) *strangerWatch {
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &strangerWatch{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(w.done)
+		for n := int64(1); ; {
+			v, err := s.Get(ctx, strangerKey(ns, n))
+			switch {
+			case err == nil:
+				logf("comm: rank %d: WARNING: %s; this job goes on without it", rank, v)
+				n++
+			case !errors.Is(err, ErrTimeout):
+				return // stopped, or the store closed
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch; nil is a watch that never started.
+func (w *strangerWatch) stop() {
+	if w != nil {
+		w.cancel()
+		<-w.done
+	}
 }
 
 // claimSlot takes rank's slot, once.
