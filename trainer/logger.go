@@ -36,6 +36,14 @@ type Record struct {
 	// communication, as with one rank).
 	AllReduceHiddenPct float64 `json:"allreduce_hidden_pct"`
 	ElapsedS           float64 `json:"elapsed_s"` // since training started
+	// GradNorm is the gradients' norm before clipping at the last step
+	// (with Config.ClipNorm; absent without).
+	GradNorm float64 `json:"grad_norm,omitempty"`
+	// TokensPerS is SamplesPerS times Config.TokensPerSample, and MFU its
+	// model FLOPs over the devices' peak (Config.FlopsPerToken,
+	// PeakFLOPS); absent when those are not set.
+	TokensPerS float64 `json:"tokens_per_s,omitempty"`
+	MFU        float64 `json:"mfu,omitempty"`
 	// Eval holds evaluation results (e.g. "loss", "acc") in eval records;
 	// it is absent elsewhere.
 	Eval map[string]float64 `json:"eval,omitempty"`

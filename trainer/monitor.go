@@ -90,9 +90,11 @@ func (t *Trainer) flushWindow(epoch int, now time.Time) error {
 	if dt := now.Sub(m.winStart).Seconds(); dt > 0 {
 		sps = float64(m.winSamples) * float64(t.pg.Size()) / dt
 	}
+	tps, mfu := t.tokenRates(sps)
 	err := t.emit(Record{Kind: KindTrain, Step: t.step, Epoch: epoch,
 		Loss: m.winLoss / float64(m.winSteps), LR: t.learningRate(), SamplesPerS: sps,
-		AllReduceHiddenPct: hidden, ElapsedS: now.Sub(m.began).Seconds()})
+		AllReduceHiddenPct: hidden, ElapsedS: now.Sub(m.began).Seconds(),
+		GradNorm: t.lastNorm, TokensPerS: tps, MFU: mfu})
 	m.winLoss, m.winSteps, m.winSamples = 0, 0, 0
 	m.winStart, m.winComm, m.winCommWait = now, st.Comm, st.CommWait
 	return err
@@ -129,8 +131,9 @@ func (t *Trainer) endEpochMetrics(ctx context.Context, epoch int, elapsed time.D
 	if s := elapsed.Seconds(); s > 0 {
 		sps = float64(samples) * float64(t.pg.Size()) / s
 	}
+	tps, mfu := t.tokenRates(sps)
 	return t.emit(Record{Kind: KindEpoch, Step: t.step, Epoch: epoch,
-		Loss: m.epochMean(), LR: t.learningRate(), SamplesPerS: sps,
+		Loss: m.epochMean(), LR: t.learningRate(), SamplesPerS: sps, TokensPerS: tps, MFU: mfu,
 		AllReduceHiddenPct: 100 * t.model.Stats().Total.HiddenFraction(), ElapsedS: now.Sub(m.began).Seconds(),
 		Ranks: ranks})
 }

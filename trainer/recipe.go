@@ -94,3 +94,17 @@ func (t *Trainer) periodicEval(ctx context.Context, epoch int) error {
 	t.mon.winStart = t.mon.winStart.Add(time.Since(began))
 	return nil
 }
+
+// tokenRates are the records' tokens_per_s and mfu for a throughput of
+// sps samples a second over all ranks (0 where the Config leaves them
+// unknown).
+func (t *Trainer) tokenRates(sps float64) (tps, mfu float64) {
+	if t.tokensPerSample <= 0 {
+		return 0, 0
+	}
+	tps = sps * float64(t.tokensPerSample)
+	if t.flopsPerToken > 0 && t.peak > 0 {
+		mfu = MFU(tps, t.flopsPerToken, t.peak, t.pg.Size())
+	}
+	return tps, mfu
+}

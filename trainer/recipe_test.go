@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"testing"
@@ -100,12 +101,14 @@ func tokenJob(newOpt bool) func(rng *tensor.RNG) (Job, error) {
 // and mfu.
 func TestMainRecipe(t *testing.T) {
 	singleProcess(t)
+	metrics := filepath.Join(t.TempDir(), "m.jsonl")
 	var out bytes.Buffer
 	// 256 samples in batches of 16 accumulated by 2: 8 steps an epoch.
 	args := []string{"tokens", "-epochs", "2", "-batch-size", "16", "-grad-accum", "2", "-clip", "1",
 		"-optim", "adamw", "-lr", "0.01", "-weight-decay", "0.1", "-beta2", "0.95",
 		"-lr-schedule", "cosine", "-warmup-steps", "2", "-min-lr", "0.001",
-		"-eval-every", "5", "-eval-batches", "2", "-eval-batch-size", "8", "-peak-tflops", "0.001", "-progress-every", "-1s"}
+		"-eval-every", "5", "-eval-batches", "2", "-eval-batch-size", "8", "-peak-tflops", "0.001", "-progress-every", "-1s",
+		"-metrics", metrics, "-metrics-every", "4"}
 	require.Equal(t, 0, Main(args, &out, Defaults{}, tokenJob(false)), out.String())
 	s := out.String()
 	assert.Contains(t, s, "optimizer: AdamW lr 0.01 betas (0.9, 0.95) eps 1e-08; weight decay 0.1 on 2 tensors of 2+ dims (36 parameters), none on 2 tensors (5 parameters)")
@@ -130,6 +133,28 @@ func TestMainRecipe(t *testing.T) {
 	mfu, _ := strconv.ParseFloat(m[3], 64)
 	assert.InDelta(t, 4*sps, tps, 0.1+4*sps*1e-3)
 	assert.InDelta(t, tps*1000/1e9, mfu, 1e-4+mfu*1e-3)
+
+	// The train records carry the norm, tokens/s and mfu; the eval
+	// records the capped evaluations.
+	f, err := os.Open(metrics)
+	require.NoError(t, err)
+	defer f.Close()
+	recs, err := ReadJSONLines(f)
+	require.NoError(t, err)
+	var train, evals []int
+	for _, r := range recs {
+		switch r.Kind {
+		case KindTrain:
+			train = append(train, r.Step)
+			assert.Positive(t, r.GradNorm, "step %d", r.Step)
+			assert.InDelta(t, 4*r.SamplesPerS, r.TokensPerS, 1e-6*r.TokensPerS)
+			assert.InDelta(t, r.TokensPerS*1000/1e9, r.MFU, 1e-9*r.MFU)
+		case KindEval:
+			evals = append(evals, r.Step)
+		}
+	}
+	assert.Equal(t, []int{4, 8, 12, 16}, train, "-metrics-every counts optimizer steps")
+	assert.Equal(t, []int{5, 8, 10, 15, 16}, evals)
 }
 
 // Without the recipe's flags an example's output and training are what

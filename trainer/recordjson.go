@@ -88,6 +88,9 @@ type recordJSON struct {
 	SamplesPerS        jsonFloat            `json:"samples_per_s"`
 	AllReduceHiddenPct jsonFloat            `json:"allreduce_hidden_pct"`
 	ElapsedS           jsonFloat            `json:"elapsed_s"`
+	GradNorm           jsonFloat            `json:"grad_norm,omitempty"`
+	TokensPerS         jsonFloat            `json:"tokens_per_s,omitempty"`
+	MFU                jsonFloat            `json:"mfu,omitempty"`
 	Eval               map[string]jsonFloat `json:"eval,omitempty"`
 	Ranks              []RankComm           `json:"ranks,omitempty"`
 }
@@ -96,7 +99,8 @@ type recordJSON struct {
 func (r Record) MarshalJSON() ([]byte, error) {
 	j := recordJSON{Kind: r.Kind, Step: r.Step, Epoch: r.Epoch, Loss: jsonFloat(r.Loss), LR: jsonFloat(r.LR),
 		SamplesPerS: jsonFloat(r.SamplesPerS), AllReduceHiddenPct: jsonFloat(r.AllReduceHiddenPct),
-		ElapsedS: jsonFloat(r.ElapsedS), Ranks: r.Ranks}
+		ElapsedS: jsonFloat(r.ElapsedS), Ranks: r.Ranks,
+		GradNorm: jsonFloat(r.GradNorm), TokensPerS: jsonFloat(r.TokensPerS), MFU: jsonFloat(r.MFU)}
 	if r.Eval != nil {
 		j.Eval = make(map[string]jsonFloat, len(r.Eval))
 		for k, v := range r.Eval {
@@ -114,7 +118,8 @@ func (r *Record) UnmarshalJSON(b []byte) error {
 	}
 	*r = Record{Kind: j.Kind, Step: j.Step, Epoch: j.Epoch, Loss: float64(j.Loss), LR: float64(j.LR),
 		SamplesPerS: float64(j.SamplesPerS), AllReduceHiddenPct: float64(j.AllReduceHiddenPct),
-		ElapsedS: float64(j.ElapsedS), Ranks: j.Ranks}
+		ElapsedS: float64(j.ElapsedS), Ranks: j.Ranks,
+		GradNorm: float64(j.GradNorm), TokensPerS: float64(j.TokensPerS), MFU: float64(j.MFU)}
 	if j.Eval != nil {
 		r.Eval = make(map[string]float64, len(j.Eval))
 		for k, v := range j.Eval {

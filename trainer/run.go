@@ -376,7 +376,8 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
 		Device: deviceLabel(dev), OnDevice: dev, KernelProfile: kernelProfileIf(rc.kernelProfile),
-		GradAccum: rc.recipe.GradAccum, ClipNorm: rc.recipe.Clip, Scheduler: rr.sched, EvalEvery: rc.recipe.EvalEvery, EvalBatches: rc.recipe.EvalBatches})
+		GradAccum: rc.recipe.GradAccum, ClipNorm: rc.recipe.Clip, Scheduler: rr.sched, EvalEvery: rc.recipe.EvalEvery, EvalBatches: rc.recipe.EvalBatches,
+		TokensPerSample: job.TokensPerSample, FlopsPerToken: job.FlopsPerToken, PeakFLOPS: rr.peak})
 	if err != nil {
 		return err
 	}

@@ -87,6 +87,10 @@ type Trainer struct {
 	evalPending bool            // the step that just ended is due an evaluation
 	evenEpoch   bool            // every rank has as many batches this epoch
 	unevenSaid  bool            // rank 0 said periodic evaluation skips uneven epochs
+
+	tokensPerSample int     // 0: no tokens_per_s in the records
+	flopsPerToken   float64 // 0: no mfu
+	peak            float64 // one device's peak FLOP/s; 0: no mfu
 }
 
 // Config carries what the tutorial passes to Trainer's constructor, plus the
@@ -190,6 +194,12 @@ type Config struct {
 	// counts (shards under Join) skip it: its reduction is a collective
 	// the ranks that ran out would not join.
 	EvalEvery int
+	// TokensPerSample, FlopsPerToken and PeakFLOPS (one device's), when
+	// positive, add tokens_per_s and mfu to the train and epoch records
+	// (see Job.TokensPerSample and FlopsPerToken, MFU).
+	TokensPerSample int
+	FlopsPerToken   float64
+	PeakFLOPS       float64
 	// EvalBatches, when positive, caps every evaluation at this many
 	// batches per rank (nanoGPT's eval_iters): the first EvalBatches of
 	// the evaluation set each time, so that successive values compare.
@@ -227,7 +237,8 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
 		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1, kprof: cfg.KernelProfile,
 		gradAccum: max(cfg.GradAccum, 1), clipNorm: cfg.ClipNorm, sched: cfg.Scheduler,
-		evalEvery: cfg.EvalEvery, evalBatches: cfg.EvalBatches}
+		evalEvery: cfg.EvalEvery, evalBatches: cfg.EvalBatches,
+		tokensPerSample: cfg.TokensPerSample, flopsPerToken: cfg.FlopsPerToken, peak: cfg.PeakFLOPS}
 	if t.device == "" {
 		t.device = fmt.Sprintf("cpu%d", cfg.GPUID)
 	}
