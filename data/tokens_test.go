@@ -11,6 +11,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -427,6 +428,35 @@ func TestTokenDatasetCloseUnmaps(t *testing.T) {
 			t.Fatalf("second Close: %v", err)
 		}
 	}
+	// Readers racing Close get windows or ErrClosed, never a fault on the
+	// unmapped memory.
+	ds, err := OpenTokens(paths, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; ; k++ {
+				if _, err := ds.GetBatch([]int{(g + k) % ds.Len()}); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	ds.Close()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("a read racing Close: %v", err)
+		}
+	}
+
 	// A bad file among good ones: OpenTokens fails and unmaps the good.
 	bad := filepath.Join(dir, "m_train_000003.bin")
 	if err := os.WriteFile(bad, []byte{1, 2, 3}, 0o644); err != nil {

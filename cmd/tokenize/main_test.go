@@ -70,6 +70,9 @@ func shards(t *testing.T, dir string) (names []string, sizes []int, all []uint16
 }
 
 func TestTokenizeFilesIntoShards(t *testing.T) {
+	if data.GPT2VocabSize != tokenizer.GPT2VocabSize {
+		t.Fatalf("data.GPT2VocabSize %d, tokenizer.GPT2VocabSize %d", data.GPT2VocabSize, tokenizer.GPT2VocabSize)
+	}
 	sample := readSample(t)
 	in := t.TempDir()
 	second := "A second document.\n\nIt has two paragraphs, and ends without a line end."
