@@ -64,8 +64,9 @@ type member struct {
 	// world size came with it; every rank checks it against the hosts.
 	LocalRank     int    `json:"local_rank,omitempty"`
 	LocalRankFrom string `json:"local_rank_from,omitempty"`
-	// Job is the rank's fingerprint of its job (fingerprint.go); nil from
-	// a goddp older than issue 43, which is not checked.
+	// Job is the fingerprint of rank 0's job in its record (fingerprint.go);
+	// nil in the other ranks' claims, and from a goddp older than issue 43,
+	// which is not checked.
 	Job *jobPrint `json:"job,omitempty"`
 }
 
@@ -171,6 +172,9 @@ func rendezvous(ctx context.Context, s Store, cfg Config, prefix, where string, 
 	if err := checkAgainst(ctx, s, &j, me, cfg.Rank, where); err != nil {
 		return nil, err
 	}
+	// Only rank 0's fingerprint is compared, and every rank reads every
+	// claim: the claims go without one (up to a KiB each, of a command line).
+	me.Job = nil
 	if err := claimSlot(ctx, s, &j, me, cfg.Rank, where); err != nil {
 		return nil, err
 	}
