@@ -228,3 +228,23 @@ func recipeStderr(t *testing.T, fn func()) string {
 	require.NoError(t, err)
 	return string(b)
 }
+
+// The recipe runs on a device as on the host: accumulation with a short
+// last group (16 batches by 3), clipping, AdamW's groups and the cosine
+// schedule give sim the CPU's epoch losses; and clipping goes after the
+// GradScaler's unscale under -amp fp16.
+func TestMainRecipeOnSimAndFP16(t *testing.T) {
+	singleProcess(t)
+	losses := func(extra ...string) []string {
+		var out bytes.Buffer
+		args := append([]string{"tokens", "-epochs", "2", "-batch-size", "16", "-grad-accum", "3", "-clip", "0.5",
+			"-optim", "adamw", "-lr", "0.01", "-weight-decay", "0.1", "-lr-schedule", "cosine", "-warmup-steps", "2"}, extra...)
+		require.Equal(t, 0, Main(args, &out, Defaults{}, tokenJob(false)), out.String())
+		require.Contains(t, out.String(), "Steps: 6 | Grad accum: 3")
+		return regexp.MustCompile(`(?m)^epoch=\d+ loss=\S+$`).FindAllString(out.String(), -1)
+	}
+	cpu := losses()
+	require.Len(t, cpu, 2)
+	assert.Equal(t, cpu, losses("-device", "sim"), "the epochs' mean losses, to 4 decimals")
+	assert.Equal(t, cpu, losses("-amp", "fp16"), "fp16's scaled gradients, unscaled before clipping")
+}
