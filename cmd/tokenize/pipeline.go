@@ -49,6 +49,9 @@ func tokenizeAll(ctx context.Context, tok *tokenizer.GPT2, inputs []input, sp sp
 		defer close(jobs)
 		seq := 0
 		sp.emit = func(text []byte, docStart bool) error {
+			if ctx.Err() != nil { // stop reading at once, not when a slot is short
+				return context.Cause(ctx)
+			}
 			select {
 			case slots <- struct{}{}:
 			case <-ctx.Done():
