@@ -231,6 +231,18 @@ func TestTokenizeErrors(t *testing.T) {
 			t.Errorf("read-only output: exit %d, %q", code, stderr.String())
 		}
 	}
+	// A shard that cannot be written is named, whoever runs the test: here
+	// a directory stands where the training shard should go.
+	out = t.TempDir()
+	os.Mkdir(filepath.Join(out, "tokens_train_000001.bin"), 0o755)
+	stderr.Reset()
+	if code := run(context.Background(), []string{"-o", out, "-shard-size", "10", samplePath}, nil, &bytes.Buffer{}, &stderr); code != 1 ||
+		!strings.Contains(stderr.String(), "WriteTokenFile "+filepath.Join(out, "tokens_train_000001.bin")) {
+		t.Errorf("unwritable shard: exit %d, %q", code, stderr.String())
+	}
+	if left, _ := filepath.Glob(filepath.Join(out, ".*tmp*")); len(left) != 0 {
+		t.Errorf("temporary files left behind: %v", left)
+	}
 	// A cancelled context stops the command.
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
