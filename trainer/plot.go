@@ -3,6 +3,7 @@ package trainer
 import (
 	"fmt"
 	"image/color"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -45,19 +46,32 @@ func WritePlot(path string, recs []Record) error {
 		return fmt.Errorf("trainer: plot %s: only .png is supported, not %q", path, ext)
 	}
 	var loss, tput, evalLoss plotter.XYs
+	trains := 0
 	for _, r := range recs {
 		switch r.Kind {
 		case KindTrain:
-			loss = append(loss, plotter.XY{X: float64(r.Step), Y: r.Loss})
-			tput = append(tput, plotter.XY{X: float64(r.Step), Y: r.SamplesPerS})
+			// A NaN or infinite loss has no place on the axis (gonum's
+			// plotter refuses it, which failed the run at its end): the
+			// curve skips it, as the live page does, and the run's
+			// stderr has said at which step the loss stopped being finite.
+			trains++
+			if finite(r.Loss) {
+				loss = append(loss, plotter.XY{X: float64(r.Step), Y: r.Loss})
+			}
+			if finite(r.SamplesPerS) {
+				tput = append(tput, plotter.XY{X: float64(r.Step), Y: r.SamplesPerS})
+			}
 		case KindEval:
-			if v, ok := r.Eval["loss"]; ok {
+			if v, ok := r.Eval["loss"]; ok && finite(v) {
 				evalLoss = append(evalLoss, plotter.XY{X: float64(r.Step), Y: v})
 			}
 		}
 	}
-	if len(loss) == 0 {
+	if trains == 0 {
 		return fmt.Errorf("trainer: plot %s: no training records", path)
+	}
+	if len(loss) == 0 {
+		return fmt.Errorf("trainer: plot %s: no finite training loss in %d records (the loss was NaN or infinite throughout)", path, trains)
 	}
 	lp := plot.New()
 	lp.Title.Text = "training loss"
@@ -145,3 +159,5 @@ func addLine(p *plot.Plot, pts plotter.XYs, name string, c color.Color) error {
 	}
 	return nil
 }
+
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
