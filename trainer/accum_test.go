@@ -356,3 +356,64 @@ func TestRecipeConfigErrors(t *testing.T) {
 	}
 	assert.NoError(t, (&Config{GradAccum: 4, ClipNorm: 1}).checkRecipe())
 }
+
+// Accumulation under Join: shards that deal ranks uneven batch counts (5
+// and 3 batches of 8, accumulated by 2) train with every rank on the same
+// cadence, a synchronised backward every second batch: the rank that runs
+// out shadows the other's, and each rank's last, odd batch is never
+// all-reduced (dropped, as in torch's `if (i+1) % accum == 0: step` loop
+// under Join) rather than synchronised alone, which the other rank, inside
+// a group, would not match. The ranks end with the same model.
+func TestGradAccumUnevenShards(t *testing.T) {
+	ctx := context.Background()
+	rng := tensor.NewRNG(1)
+	ds, err := data.NewTensorDataset(tensor.Rand(rng, tensor.Float32, 64, 4), tensor.Rand(rng, tensor.Float32, 64, 1))
+	require.NoError(t, err)
+	paths, err := data.WriteShards(ds, t.TempDir(), "s", 40, data.ShardNPY) // 40 and 24
+	require.NoError(t, err)
+	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
+	var steps [world]int
+	var w [world][]float32
+	errs := make([]error, world)
+	var wg sync.WaitGroup
+	for r, pg := range pgs {
+		wg.Go(func() {
+			errs[r] = func() error {
+				sds, err := data.OpenShards(paths, data.ShardGroup(pg), data.ShardSeed(1))
+				if err != nil {
+					return err
+				}
+				stream, err := data.NewStreamLoader(sds, data.BatchSize(8))
+				if err != nil {
+					return err
+				}
+				model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(2), 4, 1), pg)
+				if err != nil {
+					return err
+				}
+				defer model.Close()
+				opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
+				if err != nil {
+					return err
+				}
+				tr, err := New(ctx, Config{Model: model, TrainStream: stream, Optimizer: opt, GPUID: r, BatchSize: 8,
+					Loss: mse, Out: &bytes.Buffer{}, GradAccum: 2})
+				if err != nil {
+					return err
+				}
+				defer tr.Close()
+				if err := tr.Train(ctx, 1); err != nil {
+					return err
+				}
+				steps[r], w[r] = tr.Step(), weights(tr)
+				return nil
+			}()
+		})
+	}
+	wg.Wait()
+	for r, err := range errs {
+		require.NoError(t, err, "rank %d", r)
+	}
+	assert.ElementsMatch(t, []int{2, 1}, steps[:], "5/2 and 3/2 optimizer steps, rounded down")
+	assert.Equal(t, w[0], w[1], "Join keeps the ranks' models equal")
+}

@@ -169,8 +169,11 @@ type Config struct {
 	// of the micro-batches' mean loss. An epoch whose batch count is not a
 	// multiple steps on its last, shorter group too, with its gradient
 	// multiplied by GradAccum/k for its k micro-batches: still the mean
-	// loss's (but for ranks with uneven batch counts under Join, where each
-	// loss stays divided by GradAccum). Step, MaxSteps, LogEvery, the
+	// loss's. Under Join (shards dealing ranks uneven batch counts) every
+	// rank keeps the cadence of one synchronised backward per GradAccum
+	// batches, which the ranks still training keep, so a rank's short last
+	// group is dropped instead, never all-reduced (as in torch's
+	// `if (i+1) % accum == 0: step` loop). Step, MaxSteps, LogEvery, the
 	// schedule and the progress bar count optimizer steps; samples_per_s
 	// counts every micro-batch's samples. It needs the built-in step.
 	GradAccum int
@@ -387,10 +390,11 @@ func (t *Trainer) microBatch(b data.Batch, first, last bool, accum int) (*autogr
 func (t *Trainer) optimizerStep(ctx context.Context, k, accum int) error {
 	end := t.model.Timeline().Span("optimizer")
 	defer end()
-	if k < accum && t.evenEpoch {
+	if k < accum {
 		// Each loss was divided by accum, so the sum is k/accum of the
-		// mean's gradient. Every rank has the same k here (even batch
-		// counts), so the rescaled gradients stay identical on all ranks.
+		// mean's gradient. Only an even epoch steps a short group, and
+		// there every rank has the same k, so the rescaled gradients stay
+		// identical on all ranks.
 		for _, p := range t.model.Parameters() {
 			if p.Grad != nil {
 				tensor.ScaleInto(p.Grad, float64(accum)/float64(k))
@@ -449,13 +453,19 @@ func (t *Trainer) runGroup(ctx context.Context, epoch int, b data.Batch, err err
 		if err != nil {
 			return fmt.Errorf("trainer: epoch %d: %w", epoch, err)
 		}
-		last := k == accum-1
+		last, tail := k == accum-1, false
 		var nb data.Batch
 		var nerr error
 		if !last {
 			var more bool
 			nb, nerr, more = next()
-			last = !more
+			// The epoch's last batch ends a short group. Under Join the
+			// ranks that still train are mid-group, not synchronising: a
+			// short tail is then never all-reduced, and dropped, so that
+			// every rank keeps the cadence of one synchronised backward
+			// per GradAccum batches.
+			tail = !more
+			last = tail && t.evenEpoch
 		}
 		loaded := b
 		if b, err = toDevice(b, t.dev); err != nil {
@@ -474,6 +484,9 @@ func (t *Trainer) runGroup(ctx context.Context, epoch int, b data.Batch, err err
 				return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
 			}
 			break
+		}
+		if tail {
+			return nil // dropped: no step (the next group's ZeroGrad clears it)
 		}
 		b, err = nb, nerr
 	}
