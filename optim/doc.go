@@ -1,7 +1,9 @@
 // Package optim holds goddp's optimizers (SGD, Adam, AdamW), learning-rate
 // schedulers (StepLR, CosineAnnealingLR, LinearLR/LinearWarmup) and gradient
 // clipping, all with PyTorch 1.13's update rules; committed torch fixtures
-// check them step by step.
+// check them step by step. WarmupCosineLR is nanoGPT's schedule (its
+// get_lr), and DecayGroups with NewAdamWGroups its optimizer (weight decay
+// on parameters of two or more dimensions only).
 //
 // Optimizers work directly on each parameter's Value and Grad float32 (or
 // float64) slices with plain loops: no autograd ops, no allocation once their

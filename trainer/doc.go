@@ -81,6 +81,42 @@
 // step, epoch, rank and value; it costs one small all-reduce per step,
 // which a run without it does not pay.
 //
+// # The training recipe
+//
+// Every model gets nanoGPT's recipe through Config, or through Main's
+// flags (defaults in Defaults.Recipe, see Recipe):
+//
+//   - Gradient accumulation (GradAccum, -grad-accum N): an optimizer step
+//     takes N batches; the first N-1 backward passes run under ddp's
+//     NoSync, the last all-reduces the sum once, and each loss is divided
+//     by N (torch's no_sync, nanoGPT's require_backward_grad_sync). An
+//     epoch's short last group steps with the mean loss's gradient; under
+//     Join a rank's short last group is dropped, so that every rank keeps
+//     the same cadence. Steps, -max-steps, -metrics-every, -eval-every and
+//     the schedule count optimizer steps; samples_per_s every batch.
+//   - Clipping (ClipNorm, -clip): clip_grad_norm_ after the all-reduce (and
+//     the GradScaler's unscale), so the norm is the one across ranks
+//     without a collective; printed as grad_norm and recorded.
+//   - The optimizer (-optim adamw): AdamW with weight decay on parameters
+//     of two or more dimensions only (optim.DecayGroups), -lr, -beta1,
+//     -beta2, -eps, -weight-decay; without -optim, the Job's own, -lr
+//     setting its groups' learning rate.
+//   - The schedule (Scheduler, -lr-schedule cosine): optim.WarmupCosineLR,
+//     nanoGPT's get_lr, stepped after each optimizer step, saved in
+//     checkpoints and restored on resume; -warmup-steps, -min-lr,
+//     -lr-decay-steps (default: the run's planned steps).
+//   - Evaluation every N steps (EvalEvery, -eval-every) on the evaluation
+//     set, at most EvalBatches batches per rank (-eval-batches, the set's
+//     first ones each time), logged and passed to the EvalHooks.
+//   - Tokens and MFU: a Job with TokensPerSample prints tokens_per_s after
+//     samples_per_s and in the step lines ("step=S loss=L lr=X grad_norm=G
+//     tokens_per_s=T mfu=M", rank 0, every -progress-every); with
+//     FlopsPerToken (FlopsPerToken's 6N + 12·L·H·Q·T for a transformer)
+//     also mfu, against -peak-tflops or the dense bf16 peak of a known GPU
+//     (PeakFLOPS), as nanoGPT's estimate_mfu. Rank 0 prints which peak.
+//
+// Without those flags an example trains and prints as it did before.
+//
 // # Throughput
 //
 // samples_per_s counts every rank's samples after the first few steps of
