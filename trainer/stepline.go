@@ -21,7 +21,7 @@ import (
 // starts the window again, so that its time is not counted.
 type stepLine struct {
 	w               io.Writer
-	every           time.Duration // <0: every step
+	every           time.Duration // 0: 10 s, as Progress; <0: every step
 	world           int
 	tokensPerSample int
 	flopsPerToken   float64
@@ -46,7 +46,11 @@ func (s *stepLine) OnStep(_ context.Context, t *Trainer, info StepInfo) error {
 	s.samples += int64(info.Samples)
 	s.loss += info.Loss
 	s.steps++
-	if s.every >= 0 && now.Sub(s.start) < s.every {
+	every := s.every
+	if every == 0 {
+		every = 10 * time.Second
+	}
+	if every > 0 && now.Sub(s.start) < every {
 		return nil
 	}
 	var b strings.Builder

@@ -78,15 +78,16 @@ type Trainer struct {
 	stopped    string // the agreed reason training stopped, "" if it did not
 
 	// the recipe (recipe.go)
-	gradAccum   int             // micro-batches per optimizer step (>= 1)
-	clipNorm    float64         // 0: no clipping
-	sched       optim.Scheduler // nil: none
-	evalEvery   int             // optimizer steps between evaluations; 0: at epoch ends only
-	evalBatches int             // batches per rank an evaluation reads; 0: all
-	lastNorm    float64         // the gradient norm before the last clip
-	evalPending bool            // the step that just ended is due an evaluation
-	evenEpoch   bool            // every rank has as many batches this epoch
-	unevenSaid  bool            // rank 0 said periodic evaluation skips uneven epochs
+	gradAccum   int                  // micro-batches per optimizer step (>= 1)
+	clipNorm    float64              // 0: no clipping
+	sched       optim.Scheduler      // nil: none
+	evalEvery   int                  // optimizer steps between evaluations; 0: at epoch ends only
+	evalBatches int                  // batches per rank an evaluation reads; 0: all
+	lastNorm    float64              // the gradient norm before the last clip
+	params      []*autograd.Variable // the model's, for clipping and rescaling
+	evalPending bool                 // the step that just ended is due an evaluation
+	evenEpoch   bool                 // every rank has as many batches this epoch
+	unevenSaid  bool                 // rank 0 said periodic evaluation skips uneven epochs
 
 	tokensPerSample int     // 0: no tokens_per_s in the records
 	flopsPerToken   float64 // 0: no mfu
@@ -239,7 +240,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
 		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1, kprof: cfg.KernelProfile,
-		gradAccum: max(cfg.GradAccum, 1), clipNorm: cfg.ClipNorm, sched: cfg.Scheduler,
+		gradAccum: max(cfg.GradAccum, 1), clipNorm: cfg.ClipNorm, sched: cfg.Scheduler, params: cfg.Model.Parameters(),
 		evalEvery: cfg.EvalEvery, evalBatches: cfg.EvalBatches,
 		tokensPerSample: cfg.TokensPerSample, flopsPerToken: cfg.FlopsPerToken, peak: cfg.PeakFLOPS}
 	if t.device == "" {
@@ -395,7 +396,7 @@ func (t *Trainer) optimizerStep(ctx context.Context, k, accum int) error {
 		// mean's gradient. Only an even epoch steps a short group, and
 		// there every rank has the same k, so the rescaled gradients stay
 		// identical on all ranks.
-		for _, p := range t.model.Parameters() {
+		for _, p := range t.params {
 			if p.Grad != nil {
 				tensor.ScaleInto(p.Grad, float64(accum)/float64(k))
 			}
@@ -410,7 +411,7 @@ func (t *Trainer) optimizerStep(ctx context.Context, k, accum int) error {
 				return err
 			}
 		}
-		t.lastNorm = optim.ClipGradNorm(t.model.Parameters(), t.clipNorm)
+		t.lastNorm = optim.ClipGradNorm(t.params, t.clipNorm)
 	}
 	if t.scaler != nil {
 		// Unscales (unless done above), skips the step when a gradient
