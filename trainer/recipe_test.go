@@ -248,3 +248,22 @@ func TestMainRecipeOnSimAndFP16(t *testing.T) {
 	assert.Equal(t, cpu, losses("-device", "sim"), "the epochs' mean losses, to 4 decimals")
 	assert.Equal(t, cpu, losses("-amp", "fp16"), "fp16's scaled gradients, unscaled before clipping")
 }
+
+// -optim adamw's groups on real layers: the embedding table and Linear's
+// weight decay; Linear's bias and LayerNorm's weight and bias do not.
+func TestAdamWGroupsOnLayers(t *testing.T) {
+	rng := tensor.NewRNG(1)
+	emb, ln, lin := nn.NewEmbedding(rng, 10, 4), nn.NewLayerNorm(4), nn.NewLinear(rng, 4, 3)
+	model := nn.NewSequential(emb, ln, lin)
+	r := DefaultRecipe()
+	r.Optim, r.WeightDecay = "adamw", 0.1
+	opt, desc, err := r.optimizer(Job{Name: "layers"}, nn.Parameters(model))
+	require.NoError(t, err)
+	gs := opt.ParamGroups()
+	require.Len(t, gs, 2)
+	assert.Equal(t, []*autograd.Variable{emb.Weight, lin.Weight}, gs[0].Params)
+	assert.Equal(t, 0.1, gs[0].WeightDecay)
+	assert.ElementsMatch(t, []*autograd.Variable{ln.Weight, ln.Bias, lin.Bias}, gs[1].Params)
+	assert.Equal(t, 0.0, gs[1].WeightDecay)
+	assert.Contains(t, desc, "weight decay 0.1 on 2 tensors of 2+ dims (52 parameters), none on 3 tensors (11 parameters)")
+}
