@@ -1,5 +1,7 @@
 // Command tokenize turns text into GPT-2 token shards in llm.c's format,
-// which data.OpenTokenSplits and data.OpenTokens read for training.
+// which data.OpenTokenSplits and data.OpenTokens read for training. It is
+// the command-line face of internal/tokenshards, which programs in this
+// module can call directly.
 //
 //	tokenize -o data/web -prefix web -shard-size 100000000 corpus/*.txt
 //	cat book.txt | tokenize -o data/book -prefix book -val-tokens 32768

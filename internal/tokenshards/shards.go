@@ -1,4 +1,4 @@
-package main
+package tokenshards
 
 import (
 	"fmt"
@@ -20,12 +20,7 @@ type shardWriter struct {
 
 	index   int // the shard being filled
 	buf     []uint16
-	written []shardInfo
-}
-
-type shardInfo struct {
-	path   string
-	tokens int
+	written []Shard
 }
 
 func (w *shardWriter) limit() int {
@@ -65,10 +60,12 @@ func (w *shardWriter) add(ids []uint16) error {
 func (w *shardWriter) flush() error {
 	path := w.path()
 	if err := data.WriteTokenFile(path, w.buf, data.TokensLLMC); err != nil {
-		return fmt.Errorf("tokenize: %w", err)
+		return fmt.Errorf("tokenshards: %w", err)
 	}
-	fmt.Fprintf(w.log, "tokenize: wrote %s (%d tokens)\n", path, len(w.buf))
-	w.written = append(w.written, shardInfo{path, len(w.buf)})
+	if w.log != nil {
+		fmt.Fprintf(w.log, "wrote %s (%d tokens)\n", path, len(w.buf))
+	}
+	w.written = append(w.written, Shard{path, len(w.buf)})
 	w.index++
 	w.buf = w.buf[:0]
 	return nil

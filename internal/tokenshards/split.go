@@ -1,4 +1,4 @@
-package main
+package tokenshards
 
 import (
 	"bufio"
@@ -84,7 +84,7 @@ func (s *splitter) split(src io.Reader, name string) error {
 		case errors.Is(err, io.EOF):
 			return endDoc()
 		default:
-			return fmt.Errorf("tokenize: reading %s: %w", name, err)
+			return fmt.Errorf("tokenshards: reading %s: %w", name, err)
 		}
 	}
 }
