@@ -32,7 +32,7 @@ func Write(path, pattern string, write func(w io.Writer) error) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	bw := bufio.NewWriterSize(f, 1<<20)
+	bw := &File{Writer: bufio.NewWriterSize(f, 1<<20), f: f}
 	if err = write(bw); err != nil {
 		return err
 	}
@@ -64,4 +64,22 @@ func syncDir(dir string) error {
 	}
 	defer d.Close()
 	return d.Sync()
+}
+
+// File is what Write hands its write function: a buffered writer on the
+// temporary file that can also patch bytes already written (WriteAt
+// flushes first), so a format whose header holds a digest of what follows
+// can write the header, stream the rest once while hashing it, then fill
+// the digest in, instead of reading its data twice.
+type File struct {
+	*bufio.Writer
+	f *os.File
+}
+
+// WriteAt flushes the buffer and writes b at offset off of the file.
+func (w *File) WriteAt(b []byte, off int64) (int, error) {
+	if err := w.Flush(); err != nil {
+		return 0, err
+	}
+	return w.f.WriteAt(b, off)
 }
