@@ -209,6 +209,14 @@ func (t *Trainer) LogEval(epoch int, results map[string]float64) error {
 }
 
 func (t *Trainer) learningRate() float64 {
+	if t.stepped {
+		return t.stepLR
+	}
+	return t.groupLR()
+}
+
+// groupLR is the first parameter group's learning rate now.
+func (t *Trainer) groupLR() float64 {
 	if gs := t.optimizer.ParamGroups(); len(gs) > 0 {
 		return gs[0].LR
 	}

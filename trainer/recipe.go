@@ -36,8 +36,9 @@ func (c *Config) checkRecipe() error {
 func (t *Trainer) GradNorm() float64 { return t.lastNorm }
 
 // LR is the first parameter group's learning rate, the one the next
-// optimizer step uses.
-func (t *Trainer) LR() float64 { return t.learningRate() }
+// optimizer step uses (records and step lines show the one the last step
+// used).
+func (t *Trainer) LR() float64 { return t.groupLR() }
 
 // schedulerState is s's state for a checkpoint, nil without a scheduler.
 func schedulerState(s optim.Scheduler) *checkpoint.OptimizerState {

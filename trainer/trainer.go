@@ -78,9 +78,15 @@ type Trainer struct {
 	stopped    string // the agreed reason training stopped, "" if it did not
 
 	// the recipe (recipe.go)
-	gradAccum   int                  // micro-batches per optimizer step (>= 1)
-	clipNorm    float64              // 0: no clipping
-	sched       optim.Scheduler      // nil: none
+	gradAccum int             // micro-batches per optimizer step (>= 1)
+	clipNorm  float64         // 0: no clipping
+	sched     optim.Scheduler // nil: none
+	// stepLR is the learning rate the last optimizer step used (stepped:
+	// there was one): what records and step lines show, as nanoGPT
+	// prints the lr of its iteration, not the one the scheduler set for
+	// the next.
+	stepLR      float64
+	stepped     bool
 	evalEvery   int                  // optimizer steps between evaluations; 0: at epoch ends only
 	evalBatches int                  // batches per rank an evaluation reads; 0: all
 	lastNorm    float64              // the gradient norm before the last clip
@@ -425,6 +431,7 @@ func (t *Trainer) optimizerStep(ctx context.Context, k, accum int) error {
 	if err != nil {
 		return err
 	}
+	t.stepLR, t.stepped = t.groupLR(), true // before the schedule moves it
 	if t.sched != nil {
 		t.sched.Step()
 	}
@@ -516,6 +523,7 @@ func (t *Trainer) customStep(ctx context.Context, epoch int, b data.Batch, n, i,
 	if err != nil {
 		return fmt.Errorf("trainer: epoch %d step %d: %w", epoch, *g, err)
 	}
+	t.stepLR, t.stepped = t.groupLR(), true // before the schedule moves it
 	if t.sched != nil {
 		t.sched.Step()
 	}
