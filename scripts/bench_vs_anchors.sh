@@ -2,7 +2,8 @@
 # Side-by-side comparison with the anchors in ../shared/anchors (torch 1.13 +
 # Gloo, OpenMPI 4.1), everything in one run so that the ratios share the
 # machine's load. Needs /usr/bin/python3 with python3-torch (TORCH_PYTHON names another) and mpicc.
-# Usage: scripts/bench_vs_anchors.sh [rates|gemm|step|ddp|scaling|allreduce|cnn|gpt|amp|sync|all] > results.txt
+# Usage: scripts/bench_vs_anchors.sh [rates|gemm|step|ddp|scaling|allreduce|cnn|gpt|gpt2|amp|sync|all] > results.txt
+# gpt2: GPT-2 124M at T=1024 against torch (not part of all: about 15 minutes on 2 cores; STEPS, ROUNDS).
 # rates: only what every run starts with (the CPU, torch's BLAS kernels, both
 # GEMM rates); GEMM_BENCHTIME (default 2s) and TORCH_GEMM_SECS (default 2) time them.
 # cnn (not part of all: minutes per round): ROUNDS (default 1) interleaved
@@ -171,6 +172,19 @@ round_report() {
   GEMM_NOW=$m
 }
 
+# poll_rss PARENT: until killed, appends "pid VmHWM-KiB" of every child of
+# PARENT (torch's spawned ranks, ddprun's workers; not other jobs' processes).
+# VmHWM is the peak so far, so a read every 2 s finds it. The loop starts
+# two processes a poll (sleep, pgrep) and reads the status files with
+# builtins: polling every 0.3 s with an awk per rank (13 processes a
+# second) slowed the measured goddp gpt by 15-24% (1514 → 1157 samples/s,
+# kernels 357 → 290 GFLOPS, three interleaved pairs), which the GEMM
+# rate it is compared with never saw; this loop measured within the noise.
+poll_rss() { while sleep 2; do for p in $(pgrep -P "$1"); do
+  while read -r k v _; do [ "$k" = VmHWM: ] && echo "$p $v"; done < "/proc/$p/status" 2>/dev/null
+done; done >> "$tmp/rss"; }
+peak_rss() { awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "%d ", m[p]}' "$tmp/rss"; }
+
 if [ "$what" = cnn ]; then
   e=${EPOCHS:-2}
   go build -o "$tmp/cnn" ./examples/cnn
@@ -197,18 +211,6 @@ fi
 if [ "$what" = gpt ] || [ "$what" = all ]; then
   echo "### gpt world 2 (torch_models.py gpt via mp.spawn vs examples/gpt via ddprun), interleaved"
   go build -o "$tmp/gpt" ./examples/gpt
-  # poll_rss PARENT: until killed, appends "pid VmHWM-KiB" of every child of
-  # PARENT (torch's spawned ranks, ddprun's workers; not other jobs' processes).
-  # VmHWM is the peak so far, so a read every 2 s finds it. The loop starts
-  # two processes a poll (sleep, pgrep) and reads the status files with
-  # builtins: polling every 0.3 s with an awk per rank (13 processes a
-  # second) slowed the measured goddp gpt by 15-24% (1514 → 1157 samples/s,
-  # kernels 357 → 290 GFLOPS, three interleaved pairs), which the GEMM
-  # rate it is compared with never saw; this loop measured within the noise.
-  poll_rss() { while sleep 2; do for p in $(pgrep -P "$1"); do
-    while read -r k v _; do [ "$k" = VmHWM: ] && echo "$p $v"; done < "/proc/$p/status" 2>/dev/null
-  done; done >> "$tmp/rss"; }
-  peak_rss() { awk '{if ($2 > m[$1]) m[$1] = $2} END {for (p in m) printf "%d ", m[p]}' "$tmp/rss"; }
   for r in $(seq "${ROUNDS:-2}"); do
     : > "$tmp/rss"
     "${TORCH_PY[@]}" "$anchors/torch_models.py" gpt 2 "${EPOCHS:-3}" > "$tmp/out" 2>/dev/null & j=$!
@@ -223,6 +225,42 @@ if [ "$what" = gpt ] || [ "$what" = all ]; then
     tsps=$(echo "$tline" | grep -o 'samples_per_s=[0-9.]*' | tail -1 | cut -d= -f2)
     round_report "$r" gpt "$sps" "$tsps" 168
     echo "round $r goddp gpt $(kernel_ceiling "$(cat "$tmp/out")" "${GEMM_NOW:-0}")"
+  done
+fi
+
+if [ "$what" = gpt2 ]; then
+  # Issue 45's bar: the whole GPT-2 124M (the 50304-row padded head, as
+  # nanoGPT and llm.c) at T=1024, batch 2 per rank, world 2: examples/gpt2
+  # through ddprun against the same model in torch 1.13 DDP + Gloo
+  # (scripts/torch_gpt2_ddp.py --bench), interleaved; tokens/s, each
+  # rank's peak RSS, and both sides' fraction of the machine's GEMM rate by
+  # nanoGPT's FLOP count (6N + 12·L·H·Q·T = 855.4 MFLOP a token, N without
+  # the position embeddings). STEPS timed steps a side (goddp skips its
+  # first 3 as warm-up, torch its first 1). The tokens are GCIDE's when
+  # dict-gcide is installed, else GPL-3's repeated (speed does not depend
+  # on which tokens).
+  steps=${STEPS:-4}
+  go build -o "$tmp/gpt2" ./examples/gpt2
+  go build -o "$tmp/tokenize" ./cmd/tokenize
+  src=/usr/share/dictd/gcide.dict.dz
+  [ -f "$src" ] || { src=$tmp/gpl.txt; for i in $(seq 40); do cat /usr/share/common-licenses/GPL-3; done > "$src"; }
+  "$tmp/tokenize" -o "$tmp/tok" -prefix bench -val-tokens 1000000 -shard-size 20000000 "$src" >/dev/null
+  echo "### gpt2 124M, T=1024, batch 2 per rank, world 2: torch DDP+Gloo vs examples/gpt2 via ddprun, interleaved, $steps timed steps"
+  for r in $(seq "${ROUNDS:-1}"); do
+    : > "$tmp/rss"
+    "${TORCH_PY[@]}" scripts/torch_gpt2_ddp.py "$tmp"/tok/bench_train_*.bin - --bench "$steps" --vocab 50304 --ctx 1024 --d 768 --heads 12 --layers 12 --batch 2 --accum 1 > "$tmp/out" 2>&1 & j=$!
+    poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
+    tline=$(grep torch_tokens_per_s "$tmp/out")
+    echo "torch gpt2 round $r: $tline (polled peak_rss_kib=[ $(peak_rss)])"
+    : > "$tmp/rss"
+    "$tmp/ddprun" --standalone --nproc-per-node 2 "$tmp/gpt2" -data "$tmp/tok" -model gpt2 -batch-size 2 -grad-accum 1 \
+      -max-steps $((steps + 3)) -ckpt-dir '' -eval-every 0 -eval-batches 1 -kernel-profile > "$tmp/out" 2>&1 & j=$!
+    poll_rss $j & w=$!; wait $j; kill $w; wait $w 2>/dev/null
+    tps=$(grep -o 'tokens_per_s=[0-9.]*' "$tmp/out" | tail -1 | cut -d= -f2)
+    echo "goddp gpt2 round $r: tokens_per_s=${tps:-?} peak_rss_kib=[ $(peak_rss)] $(grep -E '^(kernel_profile|samples_per_s)' "$tmp/out" | tr '\n' ' ')"
+    [ -n "$tps" ] || tail -20 "$tmp/out"
+    round_report "$r" "gpt2 (tokens/s)" "$tps" "$(echo "$tline" | grep -o 'torch_tokens_per_s=[0-9.]*' | cut -d= -f2)" 855.4
+    echo "round $r goddp gpt2 $(kernel_ceiling "$(cat "$tmp/out")" "${GEMM_NOW:-0}")"
   done
 fi
 

@@ -24,6 +24,11 @@ a safetensors file instead (the Go side writes it: GODDP_TORCH_CHECK=1). Weights
 with GPT-2's standard deviation (0.02; residual projections 0.02/sqrt(2L)),
 biases 0, LayerNorms 1 and 0.
 
+With --bench K the script is the torch side of scripts/bench_gpt2.sh
+instead: it times steps 2..K+1 (the first is the warm-up) and prints
+tokens/s over all ranks and each rank's peak resident memory; no fixture
+is written (OUT may be "-").
+
 Training is nanoGPT's recipe: windows of T+1 tokens at stride T dealt by
 DistributedSampler (seed, set_epoch), micro-batches of -batch per rank,
 gradient accumulation (no_sync on all but the last micro-batch, the loss
@@ -36,8 +41,10 @@ import hashlib
 import json
 import math
 import os
+import resource
 import struct
 import sys
+import time
 
 import numpy as np
 import torch
@@ -232,7 +239,7 @@ def get_lr(it, a):
 
 def worker(rank, a, port, q):
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    torch.set_num_threads(1)
+    torch.set_num_threads(a.threads)
     dist.init_process_group("gloo", rank=rank, world_size=a.world)
     model = GPT2(a.vocab, a.ctx, a.d, a.heads, a.layers)
     if a.init_in:
@@ -249,7 +256,9 @@ def worker(rank, a, port, q):
     sampler = torch.utils.data.distributed.DistributedSampler(ds, num_replicas=a.world, rank=rank, shuffle=True, seed=a.seed)
     loader = torch.utils.data.DataLoader(ds, batch_size=a.batch, sampler=sampler, drop_last=True)
     losses, norms, lrs, step, epoch = [], [], [], 0, 0
-    while step < a.steps:
+    steps = a.bench + 1 if a.bench else a.steps
+    t0 = None
+    while step < steps:
         sampler.set_epoch(epoch)
         batches = list(loader)
         for g in range(0, len(batches) - a.accum + 1, a.accum):
@@ -270,10 +279,18 @@ def worker(rank, a, port, q):
             norms.append(float(norm))
             lrs.append(lr)
             step += 1
-            if step == a.steps:
+            if step == 1:
+                dist.barrier()
+                t0 = time.perf_counter()
+            if step == steps:
                 break
         epoch += 1
-    if rank == 0:
+    if a.bench:
+        dist.barrier()
+        secs = time.perf_counter() - t0
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+        q.put((rank, secs, rss, losses))
+    elif rank == 0:
         q.put((losses, norms, lrs))
     dist.destroy_process_group()
 
@@ -301,6 +318,8 @@ def main():
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=1, help="DistributedSampler's seed")
     p.add_argument("--init-seed", type=int, default=1)
+    p.add_argument("--bench", type=int, default=0, help="time this many steps after a warm-up step instead of writing a fixture")
+    p.add_argument("--threads", type=int, default=1, help="torch threads per rank")
     a = p.parse_args()
 
     model = GPT2(a.vocab, a.ctx, a.d, a.heads, a.layers)
@@ -321,11 +340,20 @@ def main():
     procs = [ctx.Process(target=worker, args=(r, a, port, q)) for r in range(a.world)]
     for pr in procs:
         pr.start()
-    losses, norms, lrs = q.get(timeout=1800)
+    if a.bench:
+        res = sorted(q.get(timeout=7200) for _ in range(a.world))
+        secs = max(r[1] for r in res)
+        tokens = a.bench * a.world * a.accum * a.batch * a.ctx
+        print(f"torch_tokens_per_s={tokens / secs:.1f} steps={a.bench} secs={secs:.2f} "
+              f"peak_rss_kib=[ {' '.join(str(r[2]) for r in res)} ] loss={res[0][3][-1]:.4f} threads={torch.get_num_threads()}")
+    else:
+        losses, norms, lrs = q.get(timeout=1800)
     for pr in procs:
         pr.join(60)
         if pr.exitcode != 0:
             sys.exit(f"rank exited with {pr.exitcode}")
+    if a.bench:
+        return
     cfg = {k: v for k, v in vars(a).items() if k not in ("shard", "out", "init_out", "init_in")}
     with open(a.out, "w") as f:
         json.dump({"torch": torch.__version__, "config": cfg, "shard_sha256": hashlib.sha256(open(a.shard, "rb").read()).hexdigest(),
