@@ -7,7 +7,7 @@ import (
 	"math"
 
 	"github.com/goddp/goddp/autograd"
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/optim"
 	"github.com/goddp/goddp/tensor"
 )
@@ -77,7 +77,7 @@ func (c *GradScalerConfig) withDefaults() (GradScalerConfig, error) {
 // concurrent use.
 type GradScaler struct {
 	cfg     GradScalerConfig
-	pg      comm.ProcessGroup
+	pg      backend.ProcessGroup
 	scale   float32 // as torch, the scale is a float32
 	tracker int     // clean steps since the last change
 	// Per step: whether Unscale ran, and what it found.
@@ -90,7 +90,7 @@ type GradScaler struct {
 type Option func(*GradScaler)
 
 // WithGroup all-reduces the overflow flag over pg's ranks.
-func WithGroup(pg comm.ProcessGroup) Option { return func(s *GradScaler) { s.pg = pg } }
+func WithGroup(pg backend.ProcessGroup) Option { return func(s *GradScaler) { s.pg = pg } }
 
 // NewGradScaler makes a scaler; cfg's zero fields take torch's defaults.
 func NewGradScaler(cfg GradScalerConfig, opts ...Option) (*GradScaler, error) {
@@ -156,7 +156,7 @@ func (s *GradScaler) Unscale(ctx context.Context, opt optim.Optimizer) error {
 		if found {
 			flag[0] = 1
 		}
-		if err := s.pg.AllReduce(comm.Float32s(flag), comm.Max).Wait(ctx); err != nil {
+		if err := s.pg.AllReduce(backend.Float32s(flag), backend.Max).Wait(ctx); err != nil {
 			return fmt.Errorf("amp: all-reduce of the overflow flag: %w", err)
 		}
 		found = flag[0] != 0

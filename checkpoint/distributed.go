@@ -7,7 +7,7 @@ import (
 	"os"
 	"unsafe"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Status codes broadcast by rank 0 ahead of a payload. They travel as small
@@ -29,7 +29,7 @@ const chunkFloats = 4 << 20
 // ranks finally meet at a barrier. c is only read on rank 0 and may be nil
 // elsewhere. Each collective ends with ctx or the group's own timeout, so a
 // dead peer cannot hang the caller.
-func SaveOnRank0(ctx context.Context, pg comm.ProcessGroup, m *Manager, c *Checkpoint) (string, error) {
+func SaveOnRank0(ctx context.Context, pg backend.ProcessGroup, m *Manager, c *Checkpoint) (string, error) {
 	var payload []byte
 	status := statusOK
 	var saveErr error
@@ -72,7 +72,7 @@ func SaveOnRank0(ctx context.Context, pg comm.ProcessGroup, m *Manager, c *Check
 // ranks take no lock: their Managers only name files. They get an error
 // wrapping ErrRemote that carries rank 0's (which wraps ErrLocked and names
 // the directory and the holder's pid).
-func LockOnRank0(ctx context.Context, pg comm.ProcessGroup, m *Manager) error {
+func LockOnRank0(ctx context.Context, pg backend.ProcessGroup, m *Manager) error {
 	var payload []byte
 	status := statusOK
 	var lockErr error
@@ -98,14 +98,14 @@ func LockOnRank0(ctx context.Context, pg comm.ProcessGroup, m *Manager) error {
 // (only rank 0 needs the directory) and sends the file to every rank, which
 // each decode and verify it. With no valid checkpoint every rank gets an
 // error wrapping ErrNotFound, so all ranks agree to start fresh.
-func LoadLatestAndBroadcast(ctx context.Context, pg comm.ProcessGroup, m *Manager) (*Checkpoint, error) {
+func LoadLatestAndBroadcast(ctx context.Context, pg backend.ProcessGroup, m *Manager) (*Checkpoint, error) {
 	return loadAndBroadcast(ctx, pg, func() ([]byte, string, error) { return m.latestBytes() })
 }
 
 // LoadAndBroadcast reads the checkpoint at path on rank 0 and sends it to
 // every rank; see LoadLatestAndBroadcast. To load on every rank from a shared
 // file system, call Load on each rank instead.
-func LoadAndBroadcast(ctx context.Context, pg comm.ProcessGroup, path string) (*Checkpoint, error) {
+func LoadAndBroadcast(ctx context.Context, pg backend.ProcessGroup, path string) (*Checkpoint, error) {
 	return loadAndBroadcast(ctx, pg, func() ([]byte, string, error) {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -118,7 +118,7 @@ func LoadAndBroadcast(ctx context.Context, pg comm.ProcessGroup, path string) (*
 	})
 }
 
-func loadAndBroadcast(ctx context.Context, pg comm.ProcessGroup, read func() ([]byte, string, error)) (*Checkpoint, error) {
+func loadAndBroadcast(ctx context.Context, pg backend.ProcessGroup, read func() ([]byte, string, error)) (*Checkpoint, error) {
 	var payload []byte
 	status := statusOK
 	name := "checkpoint from rank 0"
@@ -155,14 +155,14 @@ func loadAndBroadcast(ctx context.Context, pg comm.ProcessGroup, read func() ([]
 // broadcastBytes sends (status, payload) from rank 0 to every rank: a 4-float
 // header {status, len in three 21-bit parts}, then the payload as float32
 // words in chunks. It returns what rank 0 sent.
-func broadcastBytes(ctx context.Context, pg comm.ProcessGroup, status int, payload []byte) (int, []byte, error) {
+func broadcastBytes(ctx context.Context, pg backend.ProcessGroup, status int, payload []byte) (int, []byte, error) {
 	hdr := make([]float32, 4)
 	if pg.Rank() == 0 {
 		n := uint64(len(payload))
 		hdr[0] = float32(status)
 		hdr[1], hdr[2], hdr[3] = float32(n&(1<<21-1)), float32(n>>21&(1<<21-1)), float32(n>>42&(1<<21-1))
 	}
-	if err := wait(ctx, pg.Broadcast(comm.Float32s(hdr), 0)); err != nil {
+	if err := wait(ctx, pg.Broadcast(backend.Float32s(hdr), 0)); err != nil {
 		return 0, nil, err
 	}
 	st := int(hdr[0])
@@ -175,10 +175,10 @@ func broadcastBytes(ctx context.Context, pg comm.ProcessGroup, status int, paylo
 	if pg.Rank() == 0 {
 		copy(buf, payload)
 	}
-	var works []comm.Work
+	var works []backend.Work
 	for start := 0; start < len(words); start += chunkFloats {
 		end := min(start+chunkFloats, len(words))
-		works = append(works, pg.Broadcast(comm.Float32s(words[start:end]), 0))
+		works = append(works, pg.Broadcast(backend.Float32s(words[start:end]), 0))
 	}
 	var firstErr error
 	for _, w := range works { // wait for all, even after a failure, so no buffer is still in use
@@ -192,4 +192,4 @@ func broadcastBytes(ctx context.Context, pg comm.ProcessGroup, status int, paylo
 	return st, buf[:n], nil
 }
 
-func wait(ctx context.Context, w comm.Work) error { return w.Wait(ctx) }
+func wait(ctx context.Context, w backend.Work) error { return w.Wait(ctx) }

@@ -7,7 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/goddp/goddp/autograd"
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -54,17 +54,17 @@ type bucket struct {
 	// In-place reduction (reducer.vec): per slot, the memory the
 	// all-reduce works on, either the gradient's own (direct) or the
 	// slot's region of the bucket (filled by a copy, copied back).
-	segs   []comm.Buffer
+	segs   []backend.Buffer
 	direct []bool
 }
 
 // slotBuffer is slot's region of the bucket as a comm.Buffer.
-func (b *bucket) slotBuffer(slot int) comm.Buffer {
+func (b *bucket) slotBuffer(slot int) backend.Buffer {
 	off, n := b.offsets[slot], b.lengths[slot]
 	if b.dtype == tensor.Float64 {
-		return comm.Float64s(b.f64[off : off+n : off+n])
+		return backend.Float64s(b.f64[off : off+n : off+n])
 	}
-	return comm.Float32s(b.f32[off : off+n : off+n])
+	return backend.Float32s(b.f32[off : off+n : off+n])
 }
 
 // resetSegs points every slot back at the bucket's memory.
@@ -86,11 +86,11 @@ func (b *bucket) numel() int {
 
 func (b *bucket) nbytes() int { return b.numel() * b.dtype.Size() }
 
-func (b *bucket) buffer() comm.Buffer {
+func (b *bucket) buffer() backend.Buffer {
 	if b.dtype == tensor.Float64 {
-		return comm.Float64s(b.f64)
+		return backend.Float64s(b.f64)
 	}
-	return comm.Float32s(b.f32)
+	return backend.Float32s(b.f32)
 }
 
 // view returns a tensor aliasing slot's region of the bucket, shaped like the parameter.
@@ -268,11 +268,11 @@ func completeOrder(order []int, n int) []int {
 // any assignment, so a rebuild reuses it. It returns nil (ordinary memory)
 // when that does not apply or the allocation fails, which it does on every
 // rank alike.
-func allocSharedBuckets(ctx context.Context, pg comm.ProcessGroup, c *config, params []param) (map[tensor.DType][]byte, comm.SharedAllocator) {
+func allocSharedBuckets(ctx context.Context, pg backend.ProcessGroup, c *config, params []param) (map[tensor.DType][]byte, backend.SharedAllocator) {
 	if !c.gradAsBucketView || !c.inPlace || c.device != nil || pg.Size() < 2 {
 		return nil, nil
 	}
-	sa, ok := comm.AsSharedAllocator(pg)
+	sa, ok := backend.AsSharedAllocator(pg)
 	if !ok {
 		return nil, nil
 	}
@@ -329,7 +329,7 @@ func newBuckets(assign [][]int, params []param, shared map[tensor.DType][]byte) 
 		}
 		b.grad = GradBucket{Index: bi, DType: b.dtype, F32: b.f32, F64: b.f64,
 			ParamIndices: idx, IsLast: bi == len(assign)-1}
-		b.segs = make([]comm.Buffer, len(idx))
+		b.segs = make([]backend.Buffer, len(idx))
 		b.direct = make([]bool, len(idx))
 		for slot := range idx {
 			b.segs[slot] = b.slotBuffer(slot)

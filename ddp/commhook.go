@@ -5,7 +5,7 @@ import (
 	"github.com/goddp/goddp/internal/half"
 	"sync"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -29,11 +29,11 @@ type GradBucket struct {
 }
 
 // Buffer returns the flat buffer as a comm.Buffer.
-func (g *GradBucket) Buffer() comm.Buffer {
+func (g *GradBucket) Buffer() backend.Buffer {
 	if g.DType == tensor.Float64 {
-		return comm.Float64s(g.F64)
+		return backend.Float64s(g.F64)
 	}
-	return comm.Float32s(g.F32)
+	return backend.Float32s(g.F32)
 }
 
 // CommHook reduces one bucket across ranks (torch's DDP communication hook).
@@ -42,20 +42,20 @@ func (g *GradBucket) Buffer() comm.Buffer {
 // bucket's buffer holds the sum across ranks of every rank's buffer. It runs
 // on the backward goroutine, so it must not block.
 type CommHook interface {
-	Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work
+	Reduce(pg backend.ProcessGroup, b *GradBucket) backend.Work
 }
 
 // CommHookFunc adapts a function to CommHook.
-type CommHookFunc func(pg comm.ProcessGroup, b *GradBucket) comm.Work
+type CommHookFunc func(pg backend.ProcessGroup, b *GradBucket) backend.Work
 
 // Reduce calls f.
-func (f CommHookFunc) Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work { return f(pg, b) }
+func (f CommHookFunc) Reduce(pg backend.ProcessGroup, b *GradBucket) backend.Work { return f(pg, b) }
 
 // AllReduceHook is the default hook: an all-reduce (sum) of the pre-divided
 // bucket, i.e. the average (torch's allreduce_hook).
 func AllReduceHook() CommHook {
-	return CommHookFunc(func(pg comm.ProcessGroup, b *GradBucket) comm.Work {
-		return pg.AllReduce(b.Buffer(), comm.Sum)
+	return CommHookFunc(func(pg backend.ProcessGroup, b *GradBucket) backend.Work {
+		return pg.AllReduce(b.Buffer(), backend.Sum)
 	})
 }
 
@@ -73,7 +73,7 @@ func BF16CompressHook() CommHook { return compressHook{bf16: true} }
 
 type compressHook struct{ bf16 bool }
 
-func (h compressHook) Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work {
+func (h compressHook) Reduce(pg backend.ProcessGroup, b *GradBucket) backend.Work {
 	n := len(b.F32)
 	if b.DType == tensor.Float64 {
 		n = len(b.F64)
@@ -91,10 +91,10 @@ func (h compressHook) Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work {
 	}
 	narrow := half.F32ToF16
 	widen := half.F16ToF32
-	buf := comm.Float16s(wire)
+	buf := backend.Float16s(wire)
 	if h.bf16 {
 		narrow, widen = half.F32ToBF16, half.BF16ToF32
-		buf = comm.BFloat16s(wire)
+		buf = backend.BFloat16s(wire)
 	}
 	if b.DType == tensor.Float64 {
 		for i, v := range b.F64 {
@@ -105,7 +105,7 @@ func (h compressHook) Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work {
 			wire[i] = narrow(v)
 		}
 	}
-	w := pg.AllReduce(buf, comm.Sum)
+	w := pg.AllReduce(buf, backend.Sum)
 	return &thenWork{inner: w, then: func() {
 		if b.DType == tensor.Float64 {
 			for i, v := range wire {
@@ -122,7 +122,7 @@ func (h compressHook) Reduce(pg comm.ProcessGroup, b *GradBucket) comm.Work {
 // thenWork runs then once, after inner succeeds, before Wait returns (a
 // future's .then() without a callback thread).
 type thenWork struct {
-	inner comm.Work
+	inner backend.Work
 	then  func()
 	once  sync.Once
 }

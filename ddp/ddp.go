@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/goddp/goddp/autograd"
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/nn"
 	"github.com/goddp/goddp/tensor"
 )
@@ -16,7 +16,7 @@ import (
 // DistributedDataParallel). Use it from one goroutine, like the model.
 type DDP struct {
 	model   nn.Layer
-	pg      comm.ProcessGroup
+	pg      backend.ProcessGroup
 	cfg     config
 	params  []param
 	buffers []*tensor.Tensor
@@ -38,7 +38,7 @@ type DDP struct {
 // Wrap runs collectives (the shape check and the broadcast); they end when
 // ctx ends or after the Timeout option (default comm.DefaultTimeout),
 // whichever comes first.
-func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Option) (*DDP, error) {
+func Wrap(ctx context.Context, model nn.Layer, pg backend.ProcessGroup, opts ...Option) (*DDP, error) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -125,7 +125,7 @@ func Wrap(ctx context.Context, model nn.Layer, pg comm.ProcessGroup, opts ...Opt
 func (d *DDP) Module() nn.Layer { return d.model }
 
 // ProcessGroup returns the group DDP communicates over.
-func (d *DDP) ProcessGroup() comm.ProcessGroup { return d.pg }
+func (d *DDP) ProcessGroup() backend.ProcessGroup { return d.pg }
 
 // Parameters returns the synchronised parameters in registration order
 // (what to hand to an optimizer).

@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -39,7 +39,7 @@ type DeviceReducer interface {
 	// queue is given after w completes sees the result. ok is false, and
 	// nothing is enqueued, when pg cannot reduce this device's memory: the
 	// caller stages through host memory then.
-	AllReduceAfter(pg comm.ProcessGroup, q Queue, m Mem, n int, dtype comm.DType, op comm.ReduceOp) (w comm.Work, ok bool)
+	AllReduceAfter(pg backend.ProcessGroup, q Queue, m Mem, n int, dtype backend.DType, op backend.ReduceOp) (w backend.Work, ok bool)
 }
 
 // OnDevice keeps the gradient buckets in dev's memory, and reduces them on
@@ -246,7 +246,7 @@ func (d *deviceBuckets) fill(b *bucket, slot int, g *tensor.Tensor, s float64, i
 // what needs no waiting (the comm queue's wait for the bucket's event, the
 // copy to the host, a device collective), and a comm goroutine waits for
 // an event or a Work, then issues what follows.
-func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp, hook CommHook, timeout time.Duration) comm.Work {
+func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.ReduceOp, hook CommHook, timeout time.Duration) backend.Work {
 	d.ready[b.index] = d.compute.Record()
 	if !d.skipWait {
 		d.comm.Wait(d.ready[b.index])
@@ -256,7 +256,7 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	red, ok := d.dev.(DeviceReducer)
 	ch, compress := hook.(compressHook)
 	caster, canCast := d.comm.(tensor.Caster)
-	var inner comm.Work
+	var inner backend.Work
 	var target Mem
 	n := b.numel()
 	if ok && !d.noDirect && (hook == nil || compress && canCast) {
@@ -264,12 +264,12 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 		// bucket's gradients). A compression hook narrows the bucket on
 		// the device first and widens the result back, as it does on the
 		// host.
-		dtype := comm.Float32
+		dtype := backend.Float32
 		target = m
 		if compress {
-			target, dtype = d.wireOf(b), comm.Float16
+			target, dtype = d.wireOf(b), backend.Float16
 			if ch.bf16 {
-				dtype = comm.BFloat16
+				dtype = backend.BFloat16
 			}
 			if target != nil {
 				caster.Narrow(target, m, n, ch.bf16)
@@ -285,7 +285,7 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 	if d.direct[b.index] {
 		skipDone := d.skipDone
 		d.after(func() {
-			ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), timeout)
+			ctx, cancel := context.WithTimeout(backend.WaitBeside(context.Background()), timeout)
 			defer cancel()
 			if skipDone {
 				d.reduced[b.index] = d.comm.Record()
@@ -313,7 +313,7 @@ func (d *deviceBuckets) launch(pg comm.ProcessGroup, b *bucket, op comm.ReduceOp
 			d.reduced[b.index] = d.comm.Record()
 			return
 		}
-		ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), timeout)
+		ctx, cancel := context.WithTimeout(backend.WaitBeside(context.Background()), timeout)
 		defer cancel()
 		if hook != nil {
 			w.err = hook.Reduce(pg, &b.grad).Wait(ctx)
@@ -346,10 +346,10 @@ func (d *deviceBuckets) after(f func(), w *deviceWork) {
 
 // afterBuckets issues the collective f starts after the buckets' own, from
 // the comm goroutines, so that every rank issues the same sequence.
-func (d *deviceBuckets) afterBuckets(f func() comm.Work, timeout time.Duration) comm.Work {
+func (d *deviceBuckets) afterBuckets(f func() backend.Work, timeout time.Duration) backend.Work {
 	w := &deviceWork{done: make(chan struct{})}
 	d.after(func() {
-		ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), timeout)
+		ctx, cancel := context.WithTimeout(backend.WaitBeside(context.Background()), timeout)
 		defer cancel()
 		w.err = f().Wait(ctx)
 	}, w)
@@ -401,7 +401,7 @@ func (w *deviceWork) Wait(ctx context.Context) error {
 	case <-w.done:
 		return w.err
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", comm.ErrTimeout, ctx.Err())
+		return fmt.Errorf("%w: %w", backend.ErrTimeout, ctx.Err())
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -57,7 +57,7 @@ func (j *joinState) exchange(d *DDP, active, sync bool) (joinFlags, error) {
 	}
 	ctx, cancel := context.WithTimeout(j.ctx, d.cfg.timeout)
 	defer cancel()
-	if err := d.pg.AllReduce(comm.Float32s(flags), comm.Sum).Wait(ctx); err != nil {
+	if err := d.pg.AllReduce(backend.Float32s(flags), backend.Sum).Wait(ctx); err != nil {
 		return joinFlags{}, fmt.Errorf("ddp: join all-reduce: %w", err)
 	}
 	f := joinFlags{authority: -1, sync: flags[w] > 0}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -37,7 +37,7 @@ type config struct {
 	overlap          bool
 	inPlace          bool
 	shared           map[tensor.DType][]byte // bucket memory every rank maps (allocSharedBuckets)
-	sharedAlloc      comm.SharedAllocator    // where shared came from, to give it back in Close
+	sharedAlloc      backend.SharedAllocator // where shared came from, to give it back in Close
 }
 
 func defaultConfig() config {
@@ -45,7 +45,7 @@ func defaultConfig() config {
 		bucketCapMB:      DefaultBucketCapMB,
 		firstBucketCapMB: DefaultFirstBucketCapMB,
 		broadcastBuffers: true,
-		timeout:          comm.DefaultTimeout,
+		timeout:          backend.DefaultTimeout,
 		rebuild:          true,
 		overlap:          true,
 		inPlace:          true,

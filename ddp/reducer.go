@@ -10,7 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/goddp/goddp/autograd"
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -24,7 +24,7 @@ import (
 // and does no I/O except through the injected ProcessGroup. See doc.go.
 type reducer struct {
 	mu  sync.Mutex
-	pg  comm.ProcessGroup
+	pg  backend.ProcessGroup
 	cfg *config
 
 	params  []param
@@ -48,7 +48,7 @@ type reducer struct {
 	// find_unused_parameters accounting.
 	locallyUsed []bool    // a hook fired since the last synchronised backward
 	usedMap     []float32 // all-reduced: number of ranks that used each parameter
-	usedWork    comm.Work
+	usedWork    backend.Work
 	usedLaunch  bool
 
 	// Bucket rebuild from the observed order (torch's rebuild_buckets).
@@ -74,7 +74,7 @@ type reducer struct {
 	// group implements comm.VectorAllReducer and the configuration allows
 	// it. claimed holds the memory of this iteration's direct slots, so
 	// that two gradients sharing memory are never reduced twice.
-	vec     comm.VectorAllReducer
+	vec     backend.VectorAllReducer
 	claimed []span
 
 	iterations int64
@@ -83,7 +83,7 @@ type reducer struct {
 	remove     []func()
 }
 
-func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsRecorder, tl *Timeline) *reducer {
+func newReducer(pg backend.ProcessGroup, cfg *config, params []param, st *statsRecorder, tl *Timeline) *reducer {
 	r := &reducer{pg: pg, cfg: cfg, params: params, div: float64(pg.Size()), stats: st, timeline: tl}
 	r.ready = make([]bool, len(params))
 	r.locallyUsed = make([]bool, len(params))
@@ -93,7 +93,7 @@ func newReducer(pg comm.ProcessGroup, cfg *config, params []param, st *statsReco
 	if cfg.device != nil {
 		r.dev = newDeviceBuckets(cfg.device)
 	}
-	if v, ok := comm.AsVectorAllReducer(pg); ok && cfg.inPlace && cfg.device == nil && !cfg.gradAsBucketView {
+	if v, ok := backend.AsVectorAllReducer(pg); ok && cfg.inPlace && cfg.device == nil && !cfg.gradAsBucketView {
 		r.vec = v
 	}
 	r.home, r.red = chooseHome(r), chooseReduce(r)
@@ -338,7 +338,7 @@ func (r *reducer) launchReady() {
 			}
 		}
 		r.usedLaunch = true
-		r.usedWork = r.red.after(r, func() comm.Work { return r.pg.AllReduce(comm.Float32s(r.usedMap), comm.Sum) })
+		r.usedWork = r.red.after(r, func() backend.Work { return r.pg.AllReduce(backend.Float32s(r.usedMap), backend.Sum) })
 	}
 }
 
@@ -356,11 +356,11 @@ func (r *reducer) reduceDirect(b *bucket, slot int, g *tensor.Tensor, s float64)
 	if s != 1 || !g.IsCPU() || !g.IsContiguous() || g.DType() != b.dtype || g.Numel() != b.lengths[slot] || g.Numel() == 0 {
 		return false
 	}
-	var buf comm.Buffer
+	var buf backend.Buffer
 	if b.dtype == tensor.Float64 {
-		buf = comm.Float64s(g.F64())
+		buf = backend.Float64s(g.F64())
 	} else {
-		buf = comm.Float32s(g.F32())
+		buf = backend.Float32s(g.F32())
 	}
 	lo := uintptr(unsafe.Pointer(&buf.Bytes[0]))
 	sp := span{lo, lo + uintptr(len(buf.Bytes))}
@@ -380,9 +380,9 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 	b.shadow = shadow
 	b.launchAt = time.Now()
 	b.done = make(chan struct{})
-	op := comm.Sum
+	op := backend.Sum
 	if r.avgInComm() {
-		op = comm.Avg
+		op = backend.Avg
 	}
 	w := r.red.launch(r, b, op, shadow)
 	early := r.copyBackEarly() && !shadow
@@ -401,12 +401,12 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 // watch waits for one bucket's Work off the backward goroutine, so the
 // completion time is known precisely (for the overlap statistics) and, when
 // possible, the result is copied back into Grad while backward continues.
-func (r *reducer) watch(b *bucket, w comm.Work, copyBack bool) {
+func (r *reducer) watch(b *bucket, w backend.Work, copyBack bool) {
 	// The watcher waits beside backward: marked so, a backend does not
 	// spin long on its behalf. With 2 ranks on 2 cores, shm's 2 ms spin
 	// while a peer had not reached the bucket took the core from backward
 	// (docs/changelog.md, 2026-11-27: f2b90bb).
-	ctx, cancel := context.WithTimeout(comm.WaitBeside(context.Background()), r.cfg.timeout)
+	ctx, cancel := context.WithTimeout(backend.WaitBeside(context.Background()), r.cfg.timeout)
 	err := w.Wait(ctx)
 	timedOut := ctx.Err() != nil
 	cancel()
@@ -636,7 +636,7 @@ func (r *reducer) maybeRebuild(root int) error {
 	}
 	if r.pg.Size() > 1 {
 		ctx, cancel := context.WithTimeout(context.Background(), r.cfg.timeout)
-		err := r.pg.Broadcast(comm.Int64s(wire), root).Wait(ctx)
+		err := r.pg.Broadcast(backend.Int64s(wire), root).Wait(ctx)
 		cancel()
 		if err != nil {
 			return fmt.Errorf("ddp: broadcasting the bucket order from rank %d for the rebuild: %w", root, err)

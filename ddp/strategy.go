@@ -3,7 +3,7 @@ package ddp
 import (
 	"fmt"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -48,12 +48,12 @@ type bucketHome interface {
 type bucketReduce interface {
 	// launch starts the reduction of b with op (shadow: a joined rank's
 	// zeros) and returns its Work.
-	launch(r *reducer, b *bucket, op comm.ReduceOp, shadow bool) comm.Work
+	launch(r *reducer, b *bucket, op backend.ReduceOp, shadow bool) backend.Work
 	// direct lets the reduction work on g's own memory for slot, and
 	// reports whether it does (AllReduceV only).
 	direct(r *reducer, b *bucket, slot int, g *tensor.Tensor, s float64) bool
 	// after issues f's collective after the buckets' own.
-	after(r *reducer, f func() comm.Work) comm.Work
+	after(r *reducer, f func() backend.Work) backend.Work
 }
 
 // chooseHome picks where the buckets live from the configuration.
@@ -258,18 +258,18 @@ func (deviceHome) describe(*reducer) string { return "device" }
 // allReduce all-reduces the flat bucket.
 type allReduce struct{}
 
-func (allReduce) launch(r *reducer, b *bucket, op comm.ReduceOp, _ bool) comm.Work {
+func (allReduce) launch(r *reducer, b *bucket, op backend.ReduceOp, _ bool) backend.Work {
 	return r.pg.AllReduce(b.buffer(), op)
 }
 
 func (allReduce) direct(*reducer, *bucket, int, *tensor.Tensor, float64) bool { return false }
-func (allReduce) after(_ *reducer, f func() comm.Work) comm.Work              { return f() }
+func (allReduce) after(_ *reducer, f func() backend.Work) backend.Work        { return f() }
 
 // allReduceV reduces each slot where its gradient lies, the bucket's
 // memory standing in for the slots it could not (ReduceInPlace).
-type allReduceV struct{ vec comm.VectorAllReducer }
+type allReduceV struct{ vec backend.VectorAllReducer }
 
-func (v allReduceV) launch(r *reducer, b *bucket, op comm.ReduceOp, shadow bool) comm.Work {
+func (v allReduceV) launch(r *reducer, b *bucket, op backend.ReduceOp, shadow bool) backend.Work {
 	if shadow {
 		return r.pg.AllReduce(b.buffer(), op)
 	}
@@ -280,17 +280,17 @@ func (allReduceV) direct(r *reducer, b *bucket, slot int, g *tensor.Tensor, s fl
 	return r.reduceDirect(b, slot, g, s)
 }
 
-func (allReduceV) after(_ *reducer, f func() comm.Work) comm.Work { return f() }
+func (allReduceV) after(_ *reducer, f func() backend.Work) backend.Work { return f() }
 
 // hookReduce hands the bucket to the registered comm hook.
 type hookReduce struct{}
 
-func (hookReduce) launch(r *reducer, b *bucket, _ comm.ReduceOp, _ bool) comm.Work {
+func (hookReduce) launch(r *reducer, b *bucket, _ backend.ReduceOp, _ bool) backend.Work {
 	return r.cfg.hook.Reduce(r.pg, &b.grad)
 }
 
 func (hookReduce) direct(*reducer, *bucket, int, *tensor.Tensor, float64) bool { return false }
-func (hookReduce) after(_ *reducer, f func() comm.Work) comm.Work              { return f() }
+func (hookReduce) after(_ *reducer, f func() backend.Work) backend.Work        { return f() }
 
 // deviceReduce reduces a bucket on the device's comm queue after its
 // gradients' event: with the group's device collective when it has one,
@@ -298,7 +298,7 @@ func (hookReduce) after(_ *reducer, f func() comm.Work) comm.Work              {
 // there too.
 type deviceReduce struct{ d *deviceBuckets }
 
-func (v deviceReduce) launch(r *reducer, b *bucket, op comm.ReduceOp, shadow bool) comm.Work {
+func (v deviceReduce) launch(r *reducer, b *bucket, op backend.ReduceOp, shadow bool) backend.Work {
 	if shadow {
 		v.d.compute.Memset0(v.d.mem[b.index], 0, b.nbytes())
 	}
@@ -307,6 +307,6 @@ func (v deviceReduce) launch(r *reducer, b *bucket, op comm.ReduceOp, shadow boo
 
 func (deviceReduce) direct(*reducer, *bucket, int, *tensor.Tensor, float64) bool { return false }
 
-func (v deviceReduce) after(r *reducer, f func() comm.Work) comm.Work {
+func (v deviceReduce) after(r *reducer, f func() backend.Work) backend.Work {
 	return v.d.afterBuckets(f, r.cfg.timeout)
 }

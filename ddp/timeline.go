@@ -13,7 +13,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // Timeline records spans as a Chrome trace (the JSON array format that
@@ -221,7 +221,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // gatherTimelines sends every rank's trace to rank 0 over pg (one pair of
 // broadcasts per rank, so it works on any backend) and returns the merged
 // JSON array on rank 0 (nil elsewhere). Collective: every rank calls it.
-func gatherTimelines(ctx context.Context, pg comm.ProcessGroup, tl *Timeline) ([]byte, error) {
+func gatherTimelines(ctx context.Context, pg backend.ProcessGroup, tl *Timeline) ([]byte, error) {
 	var mine bytes.Buffer
 	if _, err := tl.WriteTo(&mine); err != nil {
 		return nil, err
@@ -229,7 +229,7 @@ func gatherTimelines(ctx context.Context, pg comm.ProcessGroup, tl *Timeline) ([
 	var merged []json.RawMessage
 	for r := 0; r < pg.Size(); r++ {
 		n := []int64{int64(mine.Len())}
-		if err := wait(ctx, pg.Broadcast(comm.Int64s(n), r), "timeline: broadcasting a trace size"); err != nil {
+		if err := wait(ctx, pg.Broadcast(backend.Int64s(n), r), "timeline: broadcasting a trace size"); err != nil {
 			return nil, err
 		}
 		words := make([]int32, (n[0]+3)/4)
@@ -238,7 +238,7 @@ func gatherTimelines(ctx context.Context, pg comm.ProcessGroup, tl *Timeline) ([
 			copy(raw, mine.Bytes())
 		}
 		if len(words) > 0 {
-			if err := wait(ctx, pg.Broadcast(comm.Int32s(words), r), "timeline: broadcasting a trace"); err != nil {
+			if err := wait(ctx, pg.Broadcast(backend.Int32s(words), r), "timeline: broadcasting a trace"); err != nil {
 				return nil, err
 			}
 		}

@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/nn"
 	"github.com/goddp/goddp/tensor"
 )
@@ -88,7 +88,7 @@ func describeEntry(e []int64) string {
 	return fmt.Sprintf("%s [%s] %v%s", kind, strings.Join(dims, " "), tensor.DType(e[2]), rg)
 }
 
-func wait(ctx context.Context, w comm.Work, what string) error {
+func wait(ctx context.Context, w backend.Work, what string) error {
 	if err := w.Wait(ctx); err != nil {
 		return fmt.Errorf("ddp: %s: %w", what, err)
 	}
@@ -99,10 +99,10 @@ func wait(ctx context.Context, w comm.Work, what string) error {
 // (count, shape, dtype, requires-grad): rank 0's signature is broadcast, each
 // rank compares, and an all-reduce of per-rank "first mismatching entry"
 // slots tells every rank who disagrees, so all ranks fail together.
-func verifyModel(ctx context.Context, pg comm.ProcessGroup, es []stateEntry) error {
+func verifyModel(ctx context.Context, pg backend.ProcessGroup, es []stateEntry) error {
 	sig := signature(es)
 	n := []int64{int64(len(sig))}
-	if err := wait(ctx, pg.Broadcast(comm.Int64s(n), 0), "broadcasting the model signature length"); err != nil {
+	if err := wait(ctx, pg.Broadcast(backend.Int64s(n), 0), "broadcasting the model signature length"); err != nil {
 		return err
 	}
 	ref := make([]int64, n[0])
@@ -110,7 +110,7 @@ func verifyModel(ctx context.Context, pg comm.ProcessGroup, es []stateEntry) err
 		copy(ref, sig)
 	}
 	if len(ref) > 0 {
-		if err := wait(ctx, pg.Broadcast(comm.Int64s(ref), 0), "broadcasting the model signature"); err != nil {
+		if err := wait(ctx, pg.Broadcast(backend.Int64s(ref), 0), "broadcasting the model signature"); err != nil {
 			return err
 		}
 	}
@@ -125,7 +125,7 @@ func verifyModel(ctx context.Context, pg comm.ProcessGroup, es []stateEntry) err
 	}
 	slots := make([]float64, pg.Size())
 	slots[pg.Rank()] = float64(first + 1)
-	if err := wait(ctx, pg.AllReduce(comm.Float64s(slots), comm.Sum), "comparing model signatures"); err != nil {
+	if err := wait(ctx, pg.AllReduce(backend.Float64s(slots), backend.Sum), "comparing model signatures"); err != nil {
 		return err
 	}
 	var bad []int
@@ -165,7 +165,7 @@ func verifyModel(ctx context.Context, pg comm.ProcessGroup, es []stateEntry) err
 // broadcastState copies root's values of the given tensors to every rank,
 // coalescing them per dtype into flat buffers of at most chunkBytes (torch's
 // _sync_module_states / _broadcast_coalesced).
-func broadcastState(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tensor, root int, what string) error {
+func broadcastState(ctx context.Context, pg backend.ProcessGroup, ts []*tensor.Tensor, root int, what string) error {
 	if pg.Size() == 1 || len(ts) == 0 {
 		return nil
 	}
@@ -203,7 +203,7 @@ func broadcastState(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tens
 	return nil
 }
 
-func broadcastFlat(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tensor, dt tensor.DType, root int, what string) error {
+func broadcastFlat(ctx context.Context, pg backend.ProcessGroup, ts []*tensor.Tensor, dt tensor.DType, root int, what string) error {
 	n := 0
 	for _, t := range ts {
 		n += t.Numel()
@@ -213,7 +213,7 @@ func broadcastFlat(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tenso
 		for _, t := range ts {
 			flat = append(flat, t.I64()...)
 		}
-		if err := wait(ctx, pg.Broadcast(comm.Int64s(flat), root), what); err != nil {
+		if err := wait(ctx, pg.Broadcast(backend.Int64s(flat), root), what); err != nil {
 			return err
 		}
 		for _, t := range ts {
@@ -226,7 +226,7 @@ func broadcastFlat(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tenso
 		for _, t := range ts {
 			flat = append(flat, t.F64()...)
 		}
-		if err := wait(ctx, pg.Broadcast(comm.Float64s(flat), root), what); err != nil {
+		if err := wait(ctx, pg.Broadcast(backend.Float64s(flat), root), what); err != nil {
 			return err
 		}
 		for _, t := range ts {
@@ -247,7 +247,7 @@ func broadcastFlat(ctx context.Context, pg comm.ProcessGroup, ts []*tensor.Tenso
 		}
 		flat = append(flat, t.F32()...)
 	}
-	if err := wait(ctx, pg.Broadcast(comm.Float32s(flat), root), what); err != nil {
+	if err := wait(ctx, pg.Broadcast(backend.Float32s(flat), root), what); err != nil {
 		return err
 	}
 	for _, t := range ts {

@@ -4,16 +4,16 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 )
 
 // AllReduceSum sums values elementwise across every rank of pg, in place,
 // and returns them. Every rank must call it with the same number of values.
-func AllReduceSum(ctx context.Context, pg comm.ProcessGroup, values ...float64) ([]float64, error) {
+func AllReduceSum(ctx context.Context, pg backend.ProcessGroup, values ...float64) ([]float64, error) {
 	if len(values) == 0 || pg.Size() == 1 {
 		return values, nil
 	}
-	if err := pg.AllReduce(comm.Float64s(values), comm.Sum).Wait(ctx); err != nil {
+	if err := pg.AllReduce(backend.Float64s(values), backend.Sum).Wait(ctx); err != nil {
 		return nil, fmt.Errorf("metrics: all-reduce of %d values on rank %d of %d: %w", len(values), pg.Rank(), pg.Size(), err)
 	}
 	return values, nil
@@ -35,7 +35,7 @@ func (m *Mean) Add(value, weight float64) {
 func (m *Mean) Value() float64 { return m.Sum / m.Weight }
 
 // Reduce returns the mean over every rank's additions (NaN when all are empty).
-func (m *Mean) Reduce(ctx context.Context, pg comm.ProcessGroup) (float64, error) {
+func (m *Mean) Reduce(ctx context.Context, pg backend.ProcessGroup) (float64, error) {
 	v, err := AllReduceSum(ctx, pg, m.Sum, m.Weight)
 	if err != nil {
 		return 0, err
@@ -63,7 +63,7 @@ func (a *Accuracy) Value() float64 { return float64(a.Correct) / float64(a.Total
 
 // Reduce returns the accuracy over every rank's predictions. Counts travel
 // as float64, exact up to 2^53.
-func (a *Accuracy) Reduce(ctx context.Context, pg comm.ProcessGroup) (float64, error) {
+func (a *Accuracy) Reduce(ctx context.Context, pg backend.ProcessGroup) (float64, error) {
 	v, err := AllReduceSum(ctx, pg, float64(a.Correct), float64(a.Total))
 	if err != nil {
 		return 0, err

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/goddp/goddp/autograd"
-	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -32,16 +32,16 @@ type SyncBatchNorm struct {
 	Eps               float64
 	Momentum          float64
 	CumulativeAverage bool
-	PG                comm.ProcessGroup
+	PG                backend.ProcessGroup
 	Timeout           time.Duration
 }
 
 // NewSyncBatchNorm returns a float32 SyncBatchNorm over c channels that
 // synchronizes over pg, with torch's defaults (eps 1e-5, momentum 0.1).
-func NewSyncBatchNorm(c int, pg comm.ProcessGroup) *SyncBatchNorm {
+func NewSyncBatchNorm(c int, pg backend.ProcessGroup) *SyncBatchNorm {
 	b := NewBatchNorm1d(c)
 	return &SyncBatchNorm{Weight: b.Weight, Bias: b.Bias, RunningMean: b.RunningMean, RunningVar: b.RunningVar,
-		NumBatchesTracked: b.NumBatchesTracked, Eps: b.Eps, Momentum: b.Momentum, PG: pg, Timeout: comm.DefaultTimeout}
+		NumBatchesTracked: b.NumBatchesTracked, Eps: b.Eps, Momentum: b.Momentum, PG: pg, Timeout: backend.DefaultTimeout}
 }
 
 // NamedParameters implements Module: "weight", "bias".
@@ -71,11 +71,11 @@ func (b *SyncBatchNorm) Forward(x *autograd.Variable) *autograd.Variable {
 func (b *SyncBatchNorm) allReduce(buf []float64) error {
 	timeout := b.Timeout
 	if timeout <= 0 {
-		timeout = comm.DefaultTimeout
+		timeout = backend.DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	if err := b.PG.AllReduce(comm.Float64s(buf), comm.Sum).Wait(ctx); err != nil {
+	if err := b.PG.AllReduce(backend.Float64s(buf), backend.Sum).Wait(ctx); err != nil {
 		return fmt.Errorf("nn: SyncBatchNorm on rank %d of %d: %w", b.PG.Rank(), b.PG.Size(), err)
 	}
 	return nil
@@ -103,7 +103,7 @@ func (c *Container) container() *Container { return c }
 // that calls a BatchNorm through its own struct field rather than through
 // its registered children keeps calling the old layer: assign the field
 // from NamedChildren after converting.
-func ConvertSyncBatchNorm[M Module](m M, pg comm.ProcessGroup) M {
+func ConvertSyncBatchNorm[M Module](m M, pg backend.ProcessGroup) M {
 	switch any(m).(type) {
 	case *BatchNorm1d, *BatchNorm2d:
 		panic(fmt.Sprintf("nn: ConvertSyncBatchNorm of a %T: a BatchNorm itself cannot become a SyncBatchNorm in place; use SyncBatchNormFrom", m))
@@ -115,7 +115,7 @@ func ConvertSyncBatchNorm[M Module](m M, pg comm.ProcessGroup) M {
 // SyncBatchNormFrom returns a SyncBatchNorm over pg that shares bn's
 // parameters, buffers and settings; bn is a *BatchNorm1d or *BatchNorm2d
 // (anything else panics, naming its type).
-func SyncBatchNormFrom(bn Module, pg comm.ProcessGroup) *SyncBatchNorm {
+func SyncBatchNormFrom(bn Module, pg backend.ProcessGroup) *SyncBatchNorm {
 	s, ok := convertSync(bn, pg).(*SyncBatchNorm)
 	if !ok {
 		panic(fmt.Sprintf("nn: SyncBatchNormFrom of a %T, not a BatchNorm1d or BatchNorm2d", bn))
@@ -125,16 +125,16 @@ func SyncBatchNormFrom(bn Module, pg comm.ProcessGroup) *SyncBatchNorm {
 
 // convertSync is ConvertSyncBatchNorm over any Module: a BatchNorm yields
 // its SyncBatchNorm, anything else is converted in place and returned.
-func convertSync(m Module, pg comm.ProcessGroup) Module {
+func convertSync(m Module, pg backend.ProcessGroup) Module {
 	switch b := m.(type) {
 	case *BatchNorm1d:
 		return &SyncBatchNorm{mode: b.mode, Weight: b.Weight, Bias: b.Bias, RunningMean: b.RunningMean, RunningVar: b.RunningVar,
 			NumBatchesTracked: b.NumBatchesTracked, Eps: b.Eps, Momentum: b.Momentum, CumulativeAverage: b.CumulativeAverage,
-			PG: pg, Timeout: comm.DefaultTimeout}
+			PG: pg, Timeout: backend.DefaultTimeout}
 	case *BatchNorm2d:
 		return &SyncBatchNorm{mode: b.mode, Weight: b.Weight, Bias: b.Bias, RunningMean: b.RunningMean, RunningVar: b.RunningVar,
 			NumBatchesTracked: b.NumBatchesTracked, Eps: b.Eps, Momentum: b.Momentum, CumulativeAverage: b.CumulativeAverage,
-			PG: pg, Timeout: comm.DefaultTimeout}
+			PG: pg, Timeout: backend.DefaultTimeout}
 	case *Sequential:
 		for i, l := range b.layers {
 			nl, ok := convertSync(l, pg).(Layer)

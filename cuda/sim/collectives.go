@@ -6,7 +6,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/goddp/goddp/comm"
 	"github.com/goddp/goddp/comm/backend"
 )
 
@@ -18,7 +17,7 @@ import (
 // moves through the wrapped group on the host (the simulated device's
 // memory is host memory). Every other method is the wrapped group's.
 type Collectives struct {
-	comm.ProcessGroup
+	backend.ProcessGroup
 	dev     *Device
 	stream  *Stream
 	timeout time.Duration
@@ -26,7 +25,7 @@ type Collectives struct {
 
 // NewCollectives wraps pg for device collectives on dev, each bounded by
 // timeout (0: 10 minutes, comm's default).
-func NewCollectives(pg comm.ProcessGroup, dev *Device, timeout time.Duration) *Collectives {
+func NewCollectives(pg backend.ProcessGroup, dev *Device, timeout time.Duration) *Collectives {
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
@@ -34,7 +33,7 @@ func NewCollectives(pg comm.ProcessGroup, dev *Device, timeout time.Duration) *C
 }
 
 // Unwrap returns the wrapped group.
-func (c *Collectives) Unwrap() comm.ProcessGroup { return c.ProcessGroup }
+func (c *Collectives) Unwrap() backend.ProcessGroup { return c.ProcessGroup }
 
 // Device is the simulated device whose memory the group reduces.
 func (c *Collectives) Device() *Device { return c.dev }
@@ -46,14 +45,14 @@ func (c *Collectives) Stream() *Stream { return c.stream }
 // in-place all-reduce of n elements of dtype (Float32, Float16 or
 // BFloat16) of b from byte offset off. done completes with it; so does
 // the Work, which also carries its error.
-func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype comm.DType, op comm.ReduceOp, after *Event) (comm.Work, *Event) {
+func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType, op backend.ReduceOp, after *Event) (backend.Work, *Event) {
 	w := &work{done: make(chan struct{})}
 	var err error
 	switch {
 	case b.Device() != c.dev:
-		err = fmt.Errorf("%w: buffer on %v, group's device %v", comm.ErrBadArgument, b.Device(), c.dev)
-	case dtype != comm.Float32 && dtype != comm.Float16 && dtype != comm.BFloat16:
-		err = fmt.Errorf("%w: device all-reduce of %v", comm.ErrBadArgument, dtype)
+		err = fmt.Errorf("%w: buffer on %v, group's device %v", backend.ErrBadArgument, b.Device(), c.dev)
+	case dtype != backend.Float32 && dtype != backend.Float16 && dtype != backend.BFloat16:
+		err = fmt.Errorf("%w: device all-reduce of %v", backend.ErrBadArgument, dtype)
 	}
 	if err != nil {
 		w.err = err
@@ -66,14 +65,14 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype comm.DType, o
 			w.err = err
 			return err
 		}
-		var buf comm.Buffer
+		var buf backend.Buffer
 		switch p := unsafe.Add(b.p, off); dtype {
-		case comm.Float16:
-			buf = comm.Float16s(unsafe.Slice((*uint16)(p), n))
-		case comm.BFloat16:
-			buf = comm.BFloat16s(unsafe.Slice((*uint16)(p), n))
+		case backend.Float16:
+			buf = backend.Float16s(unsafe.Slice((*uint16)(p), n))
+		case backend.BFloat16:
+			buf = backend.BFloat16s(unsafe.Slice((*uint16)(p), n))
 		default:
-			buf = comm.Float32s(unsafe.Slice((*float32)(p), n))
+			buf = backend.Float32s(unsafe.Slice((*float32)(p), n))
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		defer cancel()
@@ -95,7 +94,7 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype comm.DType, o
 }
 
 // AsCollectives returns the Collectives pg is or wraps (through Unwrap).
-func AsCollectives(pg comm.ProcessGroup) (*Collectives, bool) {
+func AsCollectives(pg backend.ProcessGroup) (*Collectives, bool) {
 	return backend.As[*Collectives](pg)
 }
 
@@ -109,7 +108,7 @@ func (w *work) Wait(ctx context.Context) error {
 	case <-w.done:
 		return w.err
 	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", comm.ErrTimeout, ctx.Err())
+		return fmt.Errorf("%w: %w", backend.ErrTimeout, ctx.Err())
 	}
 }
 
