@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/shmfile"
 )
 
 // Shared buffers (AllocShared, backend.SharedAllocator). The chunked
@@ -73,7 +74,7 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 	var mem []byte
 	var err error
 	var name string
-	lockFd := -1 // rank 0's creator lock on a new file, until its name goes (sweep.go)
+	lockFd := -1 // rank 0's creator lock on a new file, until its name goes (internal/shmfile)
 	reuse := -1
 	if g.rank == 0 {
 		for i, a := range arenas {
@@ -84,7 +85,7 @@ func (g *shmGroup) AllocShared(ctx context.Context, bytes int) ([]byte, error) {
 		var v string
 		if reuse >= 0 {
 			v = fmt.Sprintf("reuse: %d", reuse)
-		} else if name, err = shmRandomName(); err == nil {
+		} else if name, err = shmfile.RandomName(); err == nil {
 			mem, lockFd, err = shmArenaFile(name+"-arena", total, true)
 			v = "name: " + name + "-arena"
 		}
@@ -181,13 +182,13 @@ func (g *shmGroup) FreeShared(mem []byte) error {
 }
 
 // shmArenaFile creates (rank 0) or opens a shared-buffer file of total
-// bytes and maps it. A created file comes with the creator's lock (sweep.go)
+// bytes and maps it. A created file comes with the creator's lock (internal/shmfile)
 // in lockFd, which rank 0 keeps until the name is gone; -1 otherwise.
 func shmArenaFile(name string, total int, create bool) (mem []byte, lockFd int, err error) {
 	path := shmDir + "/" + name
 	var fd int
 	if create {
-		if fd, err = shmCreateFile(path, total); err != nil {
+		if fd, err = shmfile.Create(path, total); err != nil {
 			return nil, -1, err
 		}
 	} else {

@@ -14,7 +14,7 @@ package shm
 // the kernel frees it when the last rank unmaps or exits, so nothing leaks
 // even if processes are killed. (A job killed during set-up, before every
 // rank has mapped, can leave a goddp-shm-* file behind; the next group
-// created on the host removes it, see sweep.go.) Set-up also probes
+// created on the host removes it, see internal/shmfile.) Set-up also probes
 // whether every rank may read every other's memory with process_vm_readv.
 //
 // Data path. Each rank owns a ring of slots it alone writes, and a control
@@ -87,6 +87,7 @@ import (
 	"unsafe"
 
 	"github.com/goddp/goddp/comm/backend"
+	"github.com/goddp/goddp/internal/shmfile"
 )
 
 func init() {
@@ -268,7 +269,7 @@ func NewWithConfig(ctx context.Context, opts backend.Options, cfg Config) (backe
 		g.asyncMin, g.kickAfter, g.tick = math.MaxInt, shmLazyKickAfter, shmLazyTick
 	}
 	// A job killed during its set-up leaves its files in /dev/shm with
-	// nobody to remove them; whoever starts next does (sweep.go).
+	// nobody to remove them; whoever starts next does (internal/shmfile).
 	if removed, _ := SweepDead(); len(removed) > 0 {
 		g.logf("comm: shm: removed %d file(s) that dead processes left: %s", len(removed), strings.Join(removed, " "))
 	}
@@ -309,7 +310,7 @@ func (g *shmGroup) setup(ctx context.Context) (err error) {
 	var p shmParams
 	if g.rank == 0 {
 		p = g.cfg.params()
-		if p.name, err = shmRandomName(); err != nil {
+		if p.name, err = shmfile.RandomName(); err != nil {
 			return err
 		}
 		p.nonce = uint64(time.Now().UnixNano())

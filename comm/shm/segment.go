@@ -10,6 +10,7 @@ import (
 
 	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/internal/procstat"
+	"github.com/goddp/goddp/internal/shmfile"
 )
 
 // The shared segment is one file under /dev/shm, mapped MAP_SHARED by every
@@ -72,14 +73,14 @@ const (
 	shmStatusAborted = 3
 )
 
-// shmDir is where segments live; tmpfs, so pages never touch a disk.
-const shmDir = "/dev/shm"
+// shmDir is where segments live (shmfile.Dir: tmpfs, so pages never touch a disk).
+const shmDir = shmfile.Dir
 
 // shmSegment is one rank's mapping of the group's segment.
 type shmSegment struct {
 	path   string
 	mem    []byte
-	lockFd int // rank 0's: holds the creator's lock until unlink (sweep.go); -1 elsewhere
+	lockFd int // rank 0's: holds the creator's lock until unlink (internal/shmfile); -1 elsewhere
 	shmLayout
 }
 
@@ -110,10 +111,10 @@ const (
 func shmAlign(n, a int) int { return (n + a - 1) / a * a }
 
 // shmCreate creates, sizes and maps a new segment (rank 0). The segment
-// holds the creator's lock (sweep.go) until unlink.
+// holds the creator's lock (internal/shmfile) until unlink.
 func shmCreate(name string, l shmLayout, nonce uint64) (*shmSegment, error) {
 	path := shmDir + "/" + name
-	fd, err := shmCreateFile(path, l.total)
+	fd, err := shmfile.Create(path, l.total)
 	if err != nil {
 		return nil, err
 	}
