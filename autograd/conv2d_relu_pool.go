@@ -25,8 +25,8 @@ func Conv2dReLUMaxPool2d(x, w, b *Variable, cp ConvParams, pp PoolParams) *Varia
 		return MaxPool2d(c, pp)
 	}
 	y := tensor.Empty(tensor.Float32, g.n, g.c, g.oh, g.ow) // every output is written
-	idxT := tensor.Empty(tensor.Float32, y.Numel())         // int32View, as MaxPool2d's
-	tensor.MaxPool2x2F32(y.F32(), int32View(idxT.F32()), conv.y.F32(), g.n*g.c, g.h, g.w)
+	idxT := tensor.Empty(tensor.Int64, g.n, g.c, g.oh, g.ow) // as MaxPool2d's
+	tensor.MaxPool2x2F32(y.F32(), idxT.I64(), conv.y.F32(), g.n*g.c, g.h, g.w)
 	return FromOp(y, &conv2dReLUPoolOp{conv: &conv.conv2dOp, y: y, convOut: conv.y, idx: idxT, g: g})
 }
 
@@ -37,7 +37,7 @@ type conv2dReLUPoolOp struct {
 	conv    *conv2dOp
 	y       *tensor.Tensor // the pooled output
 	convOut *tensor.Tensor // the convolution's output (ReLU applied), pooled in the forward
-	idx     *tensor.Tensor // per pooled output, its argmax's offset in the [H, W] plane (int32View)
+	idx     *tensor.Tensor // per pooled output, its argmax's offset in the [H, W] plane (int64)
 	g       poolGeom
 }
 
@@ -58,7 +58,7 @@ func (o *conv2dReLUPoolOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor)
 	tensor.ReLUBackward(m, gy, o.y)
 	// Disjoint windows: MaxPool2x2BackwardF32 writes every element of gx.
 	gx := tensor.Empty(tensor.Float32, o.g.n, o.g.c, o.g.h, o.g.w)
-	tensor.MaxPool2x2BackwardF32(gx.F32(), m.F32(), int32View(o.idx.F32()), o.g.n*o.g.c, o.g.h, o.g.w)
+	tensor.MaxPool2x2BackwardF32(gx.F32(), m.F32(), o.idx.I64(), o.g.n*o.g.c, o.g.h, o.g.w)
 	tensor.ReleaseScratch(m)
 	grads := o.conv.backwardInto(gx, dst)
 	tensor.ReleaseScratch(gx)

@@ -2,7 +2,6 @@ package autograd
 
 import (
 	"fmt"
-	"unsafe"
 
 	"github.com/goddp/goddp/tensor"
 )
@@ -58,11 +57,12 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 		return FromOp(y, &maxPool2dOp{inputs: ins(x), didx: didx, g: g})
 	}
 	y := tensor.Empty(xc.DType(), g.n, g.c, g.oh, g.ow) // every output is written
-	// The indices live in a float32 block of the host cache, read as
-	// int32 (the same size): a make per step cost the GC a zeroed 1.6 MB
-	// for a convnet's first pooling, and FreeGraph recycles a cached block.
-	idxT := tensor.Empty(tensor.Float32, y.Numel())
-	idx := int32View(idxT.F32())
+	// The indices are an int64 tensor, as torch's max_pool2d_with_indices
+	// returns, from the host cache: FreeGraph recycles its block, where a
+	// make per step cost the GC a zeroed 3.2 MB for a convnet's first
+	// pooling.
+	idxT := tensor.Empty(tensor.Int64, g.n, g.c, g.oh, g.ow)
+	idx := idxT.I64()
 	if xc.DType() == tensor.Float64 {
 		maxPoolFwd(&g, y.F64(), xc.F64(), idx)
 	} else {
@@ -71,17 +71,9 @@ func MaxPool2d(x *Variable, p PoolParams) *Variable {
 	return FromOp(y, &maxPool2dOp{inputs: ins(x), idx: idxT, g: g})
 }
 
-// int32View is f's memory as int32s.
-func int32View(f []float32) []int32 {
-	if len(f) == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int32)(unsafe.Pointer(&f[0])), len(f))
-}
-
 type maxPool2dOp struct {
 	inputs
-	idx  *tensor.Tensor // host: per output, the argmax's offset in its [H, W] plane (int32View)
+	idx  *tensor.Tensor // host: per output, the argmax's offset in its [H, W] plane (int64)
 	didx *tensor.Tensor // the same on the input's device (nil on the host)
 	g    poolGeom
 }
@@ -101,7 +93,7 @@ func (o *maxPool2dOp) savedTensors() []*tensor.Tensor {
 func (o *maxPool2dOp) Name() string { return "MaxPool2d" }
 func (o *maxPool2dOp) freshGrads()  {}
 
-func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
+func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int64) {
 	hw, ohw := g.h*g.w, g.oh*g.ow
 	window2x2 := g.window2x2()
 	if y32, ok := any(y).([]float32); ok && window2x2 {
@@ -128,7 +120,7 @@ func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
 						}
 					}
 				}
-				yp[oy*g.ow+ox], ip[oy*g.ow+ox] = best, int32(bi)
+				yp[oy*g.ow+ox], ip[oy*g.ow+ox] = best, int64(bi)
 			}
 		}
 	}
@@ -137,7 +129,7 @@ func maxPoolFwd[T float](g *poolGeom, y, x []T, idx []int32) {
 // maxPool2x2 is the common 2x2, stride 2, unpadded window (float64; float32
 // runs tensor.MaxPool2x2F32), with the general loop's rule: the first
 // maximum, or the last NaN.
-func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int32) {
+func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int64) {
 	w := g.w
 	for oy := 0; oy < g.oh; oy++ {
 		r0, r1 := x[2*oy*w:(2*oy+1)*w], x[(2*oy+1)*w:(2*oy+2)*w]
@@ -154,7 +146,7 @@ func maxPool2x2[T float](g *poolGeom, y, x []T, idx []int32) {
 			if v := r1[i+1]; v > best || v != v {
 				best, bi = v, (2*oy+1)*w+i+1
 			}
-			yr[ox], ir[ox] = best, int32(bi)
+			yr[ox], ir[ox] = best, int64(bi)
 		}
 	}
 }
@@ -164,7 +156,7 @@ func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	if gx := tensor.MaxPool2dBackwardDevice(gy, o.didx, o.g.shape()); gx != nil {
 		return []*tensor.Tensor{gx}
 	}
-	idx := int32View(o.idx.F32())
+	idx := o.idx.I64()
 	if o.g.window2x2() {
 		// Disjoint windows: every input element is written once, with its
 		// window's gradient or 0, so gx needs no zeroing pass first.
@@ -185,7 +177,7 @@ func (o *maxPool2dOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{gx}
 }
 
-func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
+func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int64) {
 	hw, ohw := g.h*g.w, g.oh*g.ow
 	for pl := 0; pl < g.n*g.c; pl++ {
 		gp := gx[pl*hw : (pl+1)*hw]
@@ -199,7 +191,7 @@ func maxPoolBwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
 // (float64; float32 runs tensor.MaxPool2x2BackwardF32), writing all of gx: each window's four elements get 0 but the argmax,
 // which gets the output's gradient; an odd size's last row or column,
 // in no window, gets 0.
-func maxPool2x2Bwd[T float](g *poolGeom, gx, gy []T, idx []int32) {
+func maxPool2x2Bwd[T float](g *poolGeom, gx, gy []T, idx []int64) {
 	hw, ohw, w := g.h*g.w, g.oh*g.ow, g.w
 	for pl := 0; pl < g.n*g.c; pl++ {
 		gp, yp, ip := gx[pl*hw:(pl+1)*hw], gy[pl*ohw:(pl+1)*ohw], idx[pl*ohw:(pl+1)*ohw]

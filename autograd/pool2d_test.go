@@ -75,7 +75,7 @@ func TestMaxPool2x2BackwardWritesAll(t *testing.T) {
 	for _, s := range [][4]int{{2, 3, 5, 7}, {1, 2, 4, 6}, {1, 1, 3, 2}} {
 		x := randT(uint64(s[3]), 1, 0, s[0], s[1], s[2], s[3])
 		g := newPoolGeom("MaxPool2d", x.Shape(), PoolParams{Kernel: [2]int{2, 2}})
-		idx := make([]int32, g.n*g.c*g.oh*g.ow)
+		idx := make([]int64, g.n*g.c*g.oh*g.ow)
 		y := make([]float64, len(idx))
 		maxPoolFwd(&g, y, x.F64(), idx)
 		gy := make([]float64, len(idx))
@@ -89,5 +89,31 @@ func TestMaxPool2x2BackwardWritesAll(t *testing.T) {
 		maxPoolBwd(&g, want, gy, idx)
 		maxPool2x2Bwd(&g, got, gy, idx)
 		require.Equal(t, want, got, "shape %v", s)
+	}
+}
+
+// MaxPool2d keeps its indices as torch's max_pool2d_with_indices returns
+// them: an int64 tensor [N, C, OH, OW] of offsets in each [H, W] plane,
+// for the 2x2 fast path and the general window alike.
+func TestMaxPool2dIndicesInt64(t *testing.T) {
+	x := tensor.FromF32([]float32{
+		1, 5, 2, 0,
+		3, 4, 8, 7,
+		9, 0, 1, 6,
+		2, 2, 3, 3,
+	}, 1, 1, 4, 4)
+	for _, c := range []struct {
+		p    PoolParams
+		want []int64
+	}{
+		{PoolParams{Kernel: [2]int{2, 2}}, []int64{1, 6, 8, 11}},
+		{PoolParams{Kernel: [2]int{3, 3}, Stride: [2]int{1, 1}}, []int64{8, 6, 8, 6}},
+	} {
+		y := MaxPool2d(NewVariable(x, true), c.p)
+		op, ok := y.creator.(*maxPool2dOp)
+		require.True(t, ok)
+		require.Equal(t, tensor.Int64, op.idx.DType(), "%+v", c.p)
+		require.Equal(t, y.Value.Shape(), op.idx.Shape(), "%+v", c.p)
+		require.Equal(t, c.want, op.idx.I64(), "%+v", c.p)
 	}
 }

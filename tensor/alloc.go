@@ -49,6 +49,7 @@ func NewCachingAllocator[B any](backend CacheBackend[B]) *CachingAllocator[B] {
 type HostAllocator struct {
 	f32 *caching.Allocator[[]float32]
 	f64 *caching.Allocator[[]float64]
+	i64 *caching.Allocator[[]int64] // Int64 tensors' own blocks: no float64 holds their bits
 	// poison fills every block given back with NaN, so that a read after
 	// Recycle (a tensor recycled while still in use) shows in results.
 	poison atomic.Bool
@@ -64,26 +65,29 @@ func newHostAllocator() *HostAllocator {
 	return &HostAllocator{
 		f32: caching.New[[]float32](hostBackend[float32]{}),
 		f64: caching.New[[]float64](hostBackend[float64]{}),
+		i64: caching.New[[]int64](hostBackend[int64]{}),
 	}
 }
 
 // hostBackend gets blocks from the Go heap. Free has nothing to do: the
 // garbage collector reclaims a dropped block once nothing points at it.
-type hostBackend[T float] struct{}
+type hostBackend[T hostElem] struct{}
+
+// hostElem is an element type of host storage.
+type hostElem interface{ ~float32 | ~float64 | ~int64 }
 
 func (hostBackend[T]) Alloc(size int) ([]T, error) {
 	var z T
-	return make([]T, size/int(sizeOf(z))), nil
+	return make([]T, size/sizeOf(z)), nil
 }
 
 func (hostBackend[T]) Free([]T, int) {}
 
-func sizeOf[T float](T) uintptr {
-	var z T
-	if any(z) == any(float64(0)) {
-		return 8
+func sizeOf[T hostElem](z T) int {
+	if _, ok := any(z).(float32); ok {
+		return 4
 	}
-	return 4
+	return 8
 }
 
 // Allocator returns the host's caching allocator.
@@ -93,18 +97,18 @@ func (cpuDevice) Allocator() *HostAllocator { return host }
 // type assertion).
 func Host() *HostAllocator { return host }
 
-// Stats returns the allocator's counters, float32 and float64 blocks
-// together.
+// Stats returns the allocator's counters, float32, float64 and int64
+// blocks together.
 func (h *HostAllocator) Stats() MemoryStats {
-	a, b := h.f32.Stats(), h.f64.Stats()
+	a, b, c := h.f32.Stats(), h.f64.Stats(), h.i64.Stats()
 	return MemoryStats{
-		Allocated:     a.Allocated + b.Allocated,
-		Reserved:      a.Reserved + b.Reserved,
-		PeakAllocated: a.PeakAllocated + b.PeakAllocated,
-		PeakReserved:  a.PeakReserved + b.PeakReserved,
-		Hits:          a.Hits + b.Hits,
-		Misses:        a.Misses + b.Misses,
-		Frees:         a.Frees + b.Frees,
+		Allocated:     a.Allocated + b.Allocated + c.Allocated,
+		Reserved:      a.Reserved + b.Reserved + c.Reserved,
+		PeakAllocated: a.PeakAllocated + b.PeakAllocated + c.PeakAllocated,
+		PeakReserved:  a.PeakReserved + b.PeakReserved + c.PeakReserved,
+		Hits:          a.Hits + b.Hits + c.Hits,
+		Misses:        a.Misses + b.Misses + c.Misses,
+		Frees:         a.Frees + b.Frees + c.Frees,
 	}
 }
 
@@ -117,6 +121,7 @@ func (h *HostAllocator) Stats() MemoryStats {
 func (h *HostAllocator) EmptyCache() {
 	h.f32.EmptyCache()
 	h.f64.EmptyCache()
+	h.i64.EmptyCache()
 	debug.FreeOSMemory()
 }
 
@@ -127,13 +132,14 @@ func (h *HostAllocator) EmptyCache() {
 // epoch's last, shorter batch; an evaluation pass) do not stay reserved for
 // the rest of the run. It returns the bytes released.
 func (h *HostAllocator) Tick() int64 {
-	return h.f32.Tick(caching.DefaultIdleTicks) + h.f64.Tick(caching.DefaultIdleTicks)
+	return h.f32.Tick(caching.DefaultIdleTicks) + h.f64.Tick(caching.DefaultIdleTicks) + h.i64.Tick(caching.DefaultIdleTicks)
 }
 
 // ResetPeak sets the peaks to the current values.
 func (h *HostAllocator) ResetPeak() {
 	h.f32.ResetPeak()
 	h.f64.ResetPeak()
+	h.i64.ResetPeak()
 }
 
 // SetPoison switches the debug mode in which every recycled block is filled
@@ -148,6 +154,7 @@ func (h *HostAllocator) SetPoison(on bool) { h.poison.Store(on) }
 type hostBlock struct {
 	f32   []float32 // the whole block (class bytes), for float32 tensors
 	f64   []float64 // likewise for float64
+	i64   []int64   // and for int64
 	class int
 	// freed is set when the block goes back to the cache. It is a separate
 	// object so that the cleanup run when the tensor is dropped can read it
@@ -160,9 +167,12 @@ type hostBlock struct {
 // counting it as allocated and reserved.
 func dropped(d droppedBlock) {
 	if !d.freed.Load() {
-		if d.f64 {
+		switch d.dtype {
+		case Float64:
 			host.f64.Forget(d.class)
-		} else {
+		case Int64:
+			host.i64.Forget(d.class)
+		default:
 			host.f32.Forget(d.class)
 		}
 	}
@@ -171,7 +181,7 @@ func dropped(d droppedBlock) {
 type droppedBlock struct {
 	freed *atomic.Bool
 	class int
-	f64   bool
+	dtype DType
 }
 
 // cachedMin is the size in bytes below which storage comes from make: the
@@ -186,16 +196,18 @@ const cachedMin = 1 << 10
 func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 	n := numel(shape)
 	if n*dt.Size() < cachedMin {
-		if dt.Size() == 8 {
-			t := FromF64(make([]float64, n), shape...)
-			t.dtype = dt
-			return t
+		switch dt {
+		case Float64:
+			return FromF64(make([]float64, n), shape...)
+		case Int64:
+			return FromI64(make([]int64, n), shape...)
 		}
 		return FromF32(make([]float32, n), shape...)
 	}
 	var t *Tensor
 	blk := &hostBlock{freed: new(atomic.Bool)}
-	if dt.Size() == 8 { // Float64, and Int64's bits
+	switch dt {
+	case Float64:
 		b, class, err := host.f64.Alloc(n*8, caching.DefaultStream)
 		if err != nil {
 			panic(fmt.Sprintf("tensor: %v", err))
@@ -205,8 +217,17 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 			clear(b[:n])
 		}
 		t = FromF64(b[:n:n], shape...)
-		t.dtype = dt
-	} else {
+	case Int64:
+		b, class, err := host.i64.Alloc(n*8, caching.DefaultStream)
+		if err != nil {
+			panic(fmt.Sprintf("tensor: %v", err))
+		}
+		blk.i64, blk.class = b, class
+		if zero {
+			clear(b[:n])
+		}
+		t = FromI64(b[:n:n], shape...)
+	default:
 		b, class, err := host.f32.Alloc(n*4, caching.DefaultStream)
 		if err != nil {
 			panic(fmt.Sprintf("tensor: %v", err))
@@ -218,7 +239,7 @@ func newStorage(dt DType, zero bool, shape ...int) *Tensor {
 		t = FromF32(b[:n:n], shape...)
 	}
 	t.blk = blk
-	runtime.AddCleanup(blk, dropped, droppedBlock{blk.freed, blk.class, dt.Size() == 8})
+	runtime.AddCleanup(blk, dropped, droppedBlock{blk.freed, blk.class, dt})
 	return t
 }
 
@@ -291,7 +312,7 @@ func (r *Recycler) Flush() int64 {
 			host.recycle(b)
 		}
 		// Detach: the storage now belongs to the cache.
-		t.f32, t.f64, t.blk = nil, nil, b
+		t.f32, t.f64, t.i64, t.blk = nil, nil, nil, b
 	}
 	clear(r.free)
 	r.free = r.free[:0]
@@ -349,13 +370,20 @@ func ReleaseScratch(t *Tensor) {
 	}
 	if b := t.blk; b != nil && !b.freed.Swap(true) {
 		host.recycle(b)
-		t.f32, t.f64 = nil, nil
+		t.f32, t.f64, t.i64 = nil, nil, nil
 	}
 }
 
 // recycle puts b's memory back on its free list.
 func (h *HostAllocator) recycle(b *hostBlock) {
 	poison := h.poison.Load()
+	if b.i64 != nil {
+		if poison { // no NaN in int64: the most negative value is as loud as an index
+			splat(b.i64, math.MinInt64)
+		}
+		h.i64.Free(b.i64, b.class, caching.DefaultStream)
+		return
+	}
 	if b.f64 != nil {
 		if poison {
 			splat(b.f64, math.NaN())

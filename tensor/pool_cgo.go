@@ -4,8 +4,8 @@ package tensor
 
 // #cgo CFLAGS: -O2
 // #include <stdint.h>
-// void goddp_maxpool2x2_f32(float *y, int32_t *idx, const float *x, int64_t planes, int64_t h, int64_t w);
-// void goddp_maxpool2x2_bwd_f32(float *gx, const float *gy, const int32_t *idx, int64_t planes, int64_t h, int64_t w);
+// void goddp_maxpool2x2_f32(float *y, int64_t *idx, const float *x, int64_t planes, int64_t h, int64_t w);
+// void goddp_maxpool2x2_bwd_f32(float *gx, const float *gy, const int64_t *idx, int64_t planes, int64_t h, int64_t w);
 import "C"
 
 import "unsafe"
@@ -14,14 +14,15 @@ import "unsafe"
 // of x [planes, h, w] (h and w even or odd: the last row or column of an
 // odd size is dropped, as torch's floor mode) into y [planes, h/2, w/2]:
 // each output is its window's first maximum in row-major order, the last
-// NaN winning, and idx gets that element's offset in its [h, w] plane.
-func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
+// NaN winning, and idx gets that element's offset in its [h, w] plane
+// (int64, torch's index type).
+func MaxPool2x2F32(y []float32, idx []int64, x []float32, planes, h, w int) {
 	n := planes * (h / 2) * (w / 2)
 	if n == 0 {
 		return
 	}
 	_, _, _ = y[n-1], idx[n-1], x[planes*h*w-1]
-	C.goddp_maxpool2x2_f32((*C.float)(unsafe.Pointer(&y[0])), (*C.int32_t)(unsafe.Pointer(&idx[0])),
+	C.goddp_maxpool2x2_f32((*C.float)(unsafe.Pointer(&y[0])), (*C.int64_t)(unsafe.Pointer(&idx[0])),
 		(*C.float)(unsafe.Pointer(&x[0])), C.int64_t(planes), C.int64_t(h), C.int64_t(w))
 }
 
@@ -29,7 +30,7 @@ func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
 // gets, in every window, gy's value at the offset idx names and 0 at the
 // window's other three elements; the last row or column of an odd size,
 // in no window, gets 0. Every element of gx is written.
-func MaxPool2x2BackwardF32(gx, gy []float32, idx []int32, planes, h, w int) {
+func MaxPool2x2BackwardF32(gx, gy []float32, idx []int64, planes, h, w int) {
 	if planes*h*w == 0 {
 		return
 	}
@@ -38,5 +39,5 @@ func MaxPool2x2BackwardF32(gx, gy []float32, idx []int32, planes, h, w int) {
 		_, _ = gy[n-1], idx[n-1]
 	}
 	C.goddp_maxpool2x2_bwd_f32((*C.float)(unsafe.Pointer(&gx[0])), (*C.float)(unsafe.Pointer(unsafe.SliceData(gy))),
-		(*C.int32_t)(unsafe.Pointer(unsafe.SliceData(idx))), C.int64_t(planes), C.int64_t(h), C.int64_t(w))
+		(*C.int64_t)(unsafe.Pointer(unsafe.SliceData(idx))), C.int64_t(planes), C.int64_t(h), C.int64_t(w))
 }

@@ -6,7 +6,7 @@ package tensor
 // of x [planes, h, w] into y [planes, h/2, w/2]: each output is its
 // window's first maximum in row-major order, the last NaN winning, and idx gets
 // that element's offset in its [h, w] plane.
-func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
+func MaxPool2x2F32(y []float32, idx []int64, x []float32, planes, h, w int) {
 	oh, ow := h/2, w/2
 	for p := range planes {
 		xp, yp, ip := x[p*h*w:(p+1)*h*w], y[p*oh*ow:(p+1)*oh*ow], idx[p*oh*ow:(p+1)*oh*ow]
@@ -18,7 +18,7 @@ func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
 						best, bi = v, o
 					}
 				}
-				yp[oy*ow+ox], ip[oy*ow+ox] = best, int32(bi)
+				yp[oy*ow+ox], ip[oy*ow+ox] = best, int64(bi)
 			}
 		}
 	}
@@ -28,7 +28,7 @@ func MaxPool2x2F32(y []float32, idx []int32, x []float32, planes, h, w int) {
 // gets, in every window, gy's value at the offset idx names and 0 at the
 // window's other three elements; the last row or column of an odd size,
 // in no window, gets 0. Every element of gx is written.
-func MaxPool2x2BackwardF32(gx, gy []float32, idx []int32, planes, h, w int) {
+func MaxPool2x2BackwardF32(gx, gy []float32, idx []int64, planes, h, w int) {
 	oh, ow := h/2, w/2
 	for p := range planes {
 		gp := gx[p*h*w : (p+1)*h*w]

@@ -7,7 +7,8 @@
 // a select. Each output takes the first maximum of its window in row-major
 // order, and a NaN (the last one) wins, as in the general loop and torch's
 // CPU kernel ("val > maxval || isnan(val)"); idx gets
-// the winner's offset in its [h, w] plane. target_clones builds AVX-512,
+// the winner's offset in its [h, w] plane as an int64, torch's index type
+// (the vectors compare int32 offsets and widen them on the store). target_clones builds AVX-512,
 // AVX2 and baseline versions, picked at load time by the CPU; all give the
 // same results (only comparisons and copies).
 //
@@ -29,10 +30,10 @@
 
 // One output row: ow outputs from input rows r0 and r1 (offsets b0 and
 // b0 + w in the plane), into yr and ir.
-typedef void row_fn(float *restrict yr, int32_t *restrict ir, const float *restrict r0, const float *restrict r1,
+typedef void row_fn(float *restrict yr, int64_t *restrict ir, const float *restrict r0, const float *restrict r1,
                     int64_t ow, int32_t b0, int32_t w);
 
-CLONES static void maxpool_row(float *restrict yr, int32_t *restrict ir, const float *restrict r0,
+CLONES static void maxpool_row(float *restrict yr, int64_t *restrict ir, const float *restrict r0,
                                const float *restrict r1, int64_t ow, int32_t b0, int32_t w) {
 	int32_t b1 = b0 + w;
 	for (int64_t ox = 0; ox < ow; ox++) {
@@ -64,7 +65,7 @@ __attribute__((target("avx512f"))) static inline void take16(__m512 *best, __m51
 	*bi = _mm512_mask_mov_epi32(*bi, m, vi);
 }
 
-__attribute__((target("avx512f"))) static void maxpool_row_avx512(float *restrict yr, int32_t *restrict ir,
+__attribute__((target("avx512f"))) static void maxpool_row_avx512(float *restrict yr, int64_t *restrict ir,
                                                                   const float *restrict r0, const float *restrict r1,
                                                                   int64_t ow, int32_t b0, int32_t w) {
 	const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
@@ -87,7 +88,10 @@ __attribute__((target("avx512f"))) static void maxpool_row_avx512(float *restric
 		take16(&best, &bi, _mm512_permutex2var_ps(l1, even, h1), i10);
 		take16(&best, &bi, _mm512_permutex2var_ps(l1, odd, h1), _mm512_add_epi32(i10, one));
 		_mm512_mask_storeu_ps(yr + ox, out, best);
-		_mm512_mask_storeu_epi32(ir + ox, out, bi);
+		// Widened to int64 in two halves of 8 lanes.
+		_mm512_mask_storeu_epi64(ir + ox, (__mmask8)out, _mm512_cvtepi32_epi64(_mm512_castsi512_si256(bi)));
+		_mm512_mask_storeu_epi64(ir + ox + 8, (__mmask8)(out >> 8),
+		                         _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(bi, 1)));
 	}
 }
 
@@ -119,7 +123,7 @@ static inline void prefetch_span(const void *p, int64_t bytes, int64_t ahead, in
 	}
 }
 
-void goddp_maxpool2x2_f32(float *restrict y, int32_t *restrict idx, const float *restrict x, int64_t planes, int64_t h,
+void goddp_maxpool2x2_f32(float *restrict y, int64_t *restrict idx, const float *restrict x, int64_t planes, int64_t h,
                           int64_t w) {
 	__builtin_cpu_init();
 	row_fn *row = __builtin_cpu_supports("avx512f") ? maxpool_row_avx512 : maxpool_row;
@@ -142,13 +146,13 @@ void goddp_maxpool2x2_f32(float *restrict y, int32_t *restrict idx, const float 
 // this was a zeroing loop and a scatter, about 4% of a convnet step; here
 // each row pair is written once, in order.
 
-typedef void bwd_row_fn(float *restrict g0, float *restrict g1, const float *restrict gy, const int32_t *restrict ir,
+typedef void bwd_row_fn(float *restrict g0, float *restrict g1, const float *restrict gy, const int64_t *restrict ir,
                         int64_t ow, int32_t b0, int32_t w);
 
 CLONES static void maxpool_bwd_row(float *restrict g0, float *restrict g1, const float *restrict gy,
-                                   const int32_t *restrict ir, int64_t ow, int32_t b0, int32_t w) {
+                                   const int64_t *restrict ir, int64_t ow, int32_t b0, int32_t w) {
 	for (int64_t ox = 0; ox < ow; ox++) {
-		int32_t c = ir[ox] - (b0 + (int32_t)(2 * ox)); // 0, 1, w or w + 1
+		int32_t c = (int32_t)ir[ox] - (b0 + (int32_t)(2 * ox)); // 0, 1, w or w + 1
 		float v = gy[ox];
 		g0[2 * ox] = c == 0 ? v : 0;
 		g0[2 * ox + 1] = c == 1 ? v : 0;
@@ -162,7 +166,7 @@ CLONES static void maxpool_bwd_row(float *restrict g0, float *restrict g1, const
 // then each row's even and odd columns are interleaved with one permute.
 __attribute__((target("avx512f"))) static void maxpool_bwd_row_avx512(float *restrict g0, float *restrict g1,
                                                                       const float *restrict gy,
-                                                                      const int32_t *restrict ir, int64_t ow,
+                                                                      const int64_t *restrict ir, int64_t ow,
                                                                       int32_t b0, int32_t w) {
 	const __m512i lanes2 = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
 	const __m512i lo_ix = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
@@ -174,7 +178,11 @@ __attribute__((target("avx512f"))) static void maxpool_bwd_row_avx512(float *res
 		__mmask16 hi = n > 8 ? (__mmask16)((1u << (2 * n - 16)) - 1) : 0;
 		__mmask16 in = (__mmask16)((1u << n) - 1);
 		__m512 v = _mm512_maskz_loadu_ps(in, gy + ox);
-		__m512i c = _mm512_sub_epi32(_mm512_maskz_loadu_epi32(in, ir + ox),
+		// The int64 offsets, narrowed to int32 (they index one plane).
+		__m512i i32 = _mm512_inserti64x4(
+		    _mm512_castsi256_si512(_mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64((__mmask8)in, ir + ox))),
+		    _mm512_cvtepi64_epi32(_mm512_maskz_loadu_epi64((__mmask8)(in >> 8), ir + ox + 8)), 1);
+		__m512i c = _mm512_sub_epi32(i32,
 		                             _mm512_add_epi32(_mm512_set1_epi32(b0 + (int32_t)(2 * ox)), lanes2));
 		__m512 e0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(c, _mm512_setzero_si512()), v);
 		__m512 o0 = _mm512_maskz_mov_ps(_mm512_cmpeq_epi32_mask(c, one), v);
@@ -188,7 +196,7 @@ __attribute__((target("avx512f"))) static void maxpool_bwd_row_avx512(float *res
 	}
 }
 
-void goddp_maxpool2x2_bwd_f32(float *restrict gx, const float *restrict gy, const int32_t *restrict idx,
+void goddp_maxpool2x2_bwd_f32(float *restrict gx, const float *restrict gy, const int64_t *restrict idx,
                               int64_t planes, int64_t h, int64_t w) {
 	__builtin_cpu_init();
 	bwd_row_fn *row = __builtin_cpu_supports("avx512f") ? maxpool_bwd_row_avx512 : maxpool_bwd_row;
@@ -199,9 +207,9 @@ void goddp_maxpool2x2_bwd_f32(float *restrict gx, const float *restrict gy, cons
 			float *g0 = gp + 2 * oy * w, *g1 = g0 + w;
 			int64_t o = p * oh * ow + oy * ow;
 			prefetch_span(g0, 2 * w * (int64_t)sizeof(float), PF_AHEAD, 1);
-			// gy and idx advance a quarter as fast as gx.
+			// gy advances a quarter as fast as gx, idx (8-byte) half as fast.
 			prefetch_span(gy + o, ow * (int64_t)sizeof(float), PF_AHEAD / 4, 0);
-			prefetch_span(idx + o, ow * (int64_t)sizeof(int32_t), PF_AHEAD / 4, 0);
+			prefetch_span(idx + o, ow * (int64_t)sizeof(int64_t), PF_AHEAD / 2, 0);
 			row(g0, g1, gy + o, idx + o, ow, (int32_t)(2 * oy * w), (int32_t)w);
 			if (w % 2 == 1)
 				g0[w - 1] = g1[w - 1] = 0;

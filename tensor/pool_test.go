@@ -31,7 +31,7 @@ func TestMaxPool2x2F32(t *testing.T) {
 		planes, h, w := s[0], s[1], s[2]
 		x := poolInput(rng, planes*h*w, 17, 3, 11)
 		oh, ow := h/2, w/2
-		y, idx := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
+		y, idx := make([]float32, planes*oh*ow), make([]int64, planes*oh*ow)
 		MaxPool2x2F32(y, idx, x, planes, h, w)
 		for p := range planes {
 			for oy := range oh {
@@ -45,7 +45,7 @@ func TestMaxPool2x2F32(t *testing.T) {
 						}
 					}
 					k := (p*oh+oy)*ow + ox
-					require.Equal(t, int32(bi), idx[k], "shape %v output %d", s, k)
+					require.Equal(t, int64(bi), idx[k], "shape %v output %d", s, k)
 					require.Equal(t, math.Float32bits(best), math.Float32bits(y[k]), "shape %v output %d", s, k)
 				}
 			}
@@ -61,10 +61,10 @@ func BenchmarkMaxPool2x2F32(b *testing.B) {
 	const planes, h, w = 64 * 32, 28, 28
 	for _, c := range poolCases {
 		b.Run(c.name, func(b *testing.B) {
-			xs, ys, idxs := make([][]float32, c.sets), make([][]float32, c.sets), make([][]int32, c.sets)
+			xs, ys, idxs := make([][]float32, c.sets), make([][]float32, c.sets), make([][]int64, c.sets)
 			for i := range xs {
 				xs[i] = Randn(NewRNG(uint64(i+1)), Float32, planes*h*w).F32()
-				ys[i], idxs[i] = make([]float32, planes*h*w/4), make([]int32, planes*h*w/4)
+				ys[i], idxs[i] = make([]float32, planes*h*w/4), make([]int64, planes*h*w/4)
 			}
 			i := 0
 			for b.Loop() {
@@ -93,7 +93,7 @@ func TestMaxPool2x2BackwardF32(t *testing.T) {
 		planes, h, w := s[0], s[1], s[2]
 		x := poolInput(rng, planes*h*w, 13, 2, 7)
 		oh, ow := h/2, w/2
-		y, idx := make([]float32, planes*oh*ow), make([]int32, planes*oh*ow)
+		y, idx := make([]float32, planes*oh*ow), make([]int64, planes*oh*ow)
 		MaxPool2x2F32(y, idx, x, planes, h, w)
 		gy := Randn(rng, Float32, planes*oh*ow).F32()
 		gx := make([]float32, planes*h*w)
@@ -121,9 +121,9 @@ func BenchmarkMaxPool2x2BackwardF32(b *testing.B) {
 	x := Randn(NewRNG(1), Float32, planes*h*w).F32()
 	for _, c := range poolCases {
 		b.Run(c.name, func(b *testing.B) {
-			gxs, gys, idxs := make([][]float32, c.sets), make([][]float32, c.sets), make([][]int32, c.sets)
+			gxs, gys, idxs := make([][]float32, c.sets), make([][]float32, c.sets), make([][]int64, c.sets)
 			for i := range gxs {
-				gxs[i], gys[i], idxs[i] = make([]float32, len(x)), make([]float32, len(x)/4), make([]int32, len(x)/4)
+				gxs[i], gys[i], idxs[i] = make([]float32, len(x)), make([]float32, len(x)/4), make([]int64, len(x)/4)
 				MaxPool2x2F32(gys[i], idxs[i], x, planes, h, w)
 			}
 			i := 0

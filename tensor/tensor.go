@@ -2,8 +2,6 @@ package tensor
 
 import (
 	"fmt"
-	"math"
-	"unsafe"
 
 	gt "gorgonia.org/tensor"
 )
@@ -50,7 +48,8 @@ func (d DType) Size() int {
 // Tensors are not safe for concurrent mutation.
 type Tensor struct {
 	f32     []float32 // storage for Float32 tensors
-	f64     []float64 // storage for Float64 tensors, and the bits of Int64 ones (see FromI64)
+	f64     []float64 // storage for Float64 tensors
+	i64     []int64   // storage for Int64 tensors
 	dtype   DType
 	shape   []int
 	strides []int
@@ -136,16 +135,13 @@ func FromF64(data []float64, shape ...int) *Tensor {
 }
 
 // FromI64 wraps data as an int64 tensor of the given shape without copying.
-// Its storage is the 8-byte storage of float64 tensors holding the integers'
-// bits, so views, the host cache, Contiguous and Clone serve both without a
-// third storage field in every tensor; I64 reads it back as int64s.
 func FromI64(data []int64, shape ...int) *Tensor {
-	var f []float64
-	if len(data) > 0 {
-		f = unsafe.Slice((*float64)(unsafe.Pointer(&data[0])), len(data))
+	if n := numel(shape); len(data) != n {
+		panic(fmt.Sprintf("tensor: data length %d does not match shape %s (%d elements)", len(data), sh(shape), n))
 	}
-	t := FromF64(f, shape...)
-	t.dtype = Int64
+	t := newHeader(Int64, len(shape))
+	t.setRowMajor(shape)
+	t.i64 = data
 	return t
 }
 
@@ -295,11 +291,7 @@ func (t *Tensor) I64() []int64 {
 	if !t.IsContiguous() {
 		panic(fmt.Sprintf("tensor: I64 on a non-contiguous view (shape %s, strides %s); call Contiguous", sh(t.shape), sh(t.strides)))
 	}
-	n := t.Numel()
-	if n == 0 {
-		return nil
-	}
-	return unsafe.Slice((*int64)(unsafe.Pointer(&t.f64[t.offset])), n)
+	return t.i64[t.offset : t.offset+t.Numel() : t.offset+t.Numel()]
 }
 
 // Ints returns an int64 tensor's elements as ints, in C order (labels and
@@ -350,11 +342,13 @@ func (t *Tensor) Contiguous() *Tensor {
 	out := newFull(t.dtype, t.shape...) // both loops below write every element
 	n := t.Numel()
 	if t.isConstant() {
-		// A broadcast of one element (SumAll's gradient): a fill. 8-byte
-		// dtypes copy bits (Int64 lives in f64 storage).
-		if t.dtype.Size() == 8 {
+		// A broadcast of one element (SumAll's gradient): a fill.
+		switch t.dtype {
+		case Float64:
 			splat(out.f64, t.f64[t.offset])
-		} else {
+		case Int64:
+			splat(out.i64, t.i64[t.offset])
+		default:
 			splat(out.f32, t.f32[t.offset])
 		}
 		return out
@@ -362,9 +356,12 @@ func (t *Tensor) Contiguous() *Tensor {
 	idx := make([]int, len(t.shape))
 	for k := 0; k < n; k++ {
 		src := t.at(idx)
-		if t.dtype.Size() == 8 {
+		switch t.dtype {
+		case Float64:
 			out.f64[k] = t.f64[src]
-		} else {
+		case Int64:
+			out.i64[k] = t.i64[src]
+		default:
 			out.f32[k] = t.f32[src]
 		}
 		for d := len(idx) - 1; d >= 0; d-- {
@@ -380,7 +377,7 @@ func (t *Tensor) Contiguous() *Tensor {
 
 // splat sets every element of d to v, bit for bit (fillSlice clears for
 // v == 0, which would turn -0 into +0).
-func splat[T float](d []T, v T) {
+func splat[T hostElem](d []T, v T) {
 	for i := range d {
 		d[i] = v
 	}
@@ -434,7 +431,7 @@ func (t *Tensor) Reshape(dims ...int) *Tensor {
 	c := t.Contiguous()
 	v := newHeader(c.dtype, len(shape))
 	v.setRowMajor(shape)
-	v.f32, v.f64, v.offset, v.blk = c.f32, c.f64, c.offset, c.blk
+	v.f32, v.f64, v.i64, v.offset, v.blk = c.f32, c.f64, c.i64, c.offset, c.blk
 	if c.dev != nil { // no write barrier for host tensors
 		v.dev = c.dev
 	}
@@ -454,7 +451,7 @@ func (t *Tensor) Item() float64 {
 	case Float64:
 		return t.f64[t.offset]
 	case Int64:
-		return float64(i64FromBits(t.f64[t.offset]))
+		return float64(t.i64[t.offset])
 	}
 	return float64(t.f32[t.offset])
 }
@@ -471,7 +468,7 @@ func (t *Tensor) At(idx ...int) float64 {
 	case Float64:
 		return t.f64[p]
 	case Int64:
-		return float64(i64FromBits(t.f64[p]))
+		return float64(t.i64[p])
 	}
 	return float64(t.f32[p])
 }
@@ -483,7 +480,7 @@ func (t *Tensor) Set(v float64, idx ...int) {
 	case Float64:
 		t.f64[p] = v
 	case Int64:
-		t.f64[p] = math.Float64frombits(uint64(int64(v)))
+		t.i64[p] = int64(v)
 	default:
 		t.f32[p] = float32(v)
 	}
@@ -504,6 +501,3 @@ func (t *Tensor) checkedAt(op string, idx []int) int {
 	}
 	return t.at(idx)
 }
-
-// i64FromBits reads the int64 an Int64 tensor stores in a float64 slot.
-func i64FromBits(f float64) int64 { return int64(math.Float64bits(f)) }

@@ -6,7 +6,7 @@ import "fmt"
 // the caller fills in its shape and strides.
 func (t *Tensor) view(rank, offset int) *Tensor {
 	v := newHeader(t.dtype, rank)
-	v.f32, v.f64, v.offset, v.blk = t.f32, t.f64, offset, t.blk
+	v.f32, v.f64, v.i64, v.offset, v.blk = t.f32, t.f64, t.i64, offset, t.blk
 	if t.dev != nil { // no write barrier for host tensors
 		v.dev = t.dev
 	}
