@@ -80,3 +80,11 @@ func (o *dropoutOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
 		func(gx, gy []float32) { mulKernel(gx, gy, o.mask.F32()) },
 		func(gx, gy []float64) { mulKernel(gx, gy, o.mask.F64()) })
 }
+
+// mulKernel writes gx = gy * s.
+func mulKernel[T float](gx, gy, s []T) {
+	gy, s = gy[:len(gx)], s[:len(gx)]
+	for i, g := range gy {
+		gx[i] = g * s[i]
+	}
+}

@@ -72,20 +72,19 @@ func TestGELUFloat32MatchesFloat64(t *testing.T) {
 // backward is one product; one that needs none keeps nothing.
 func TestGELUKeepsItsDerivative(t *testing.T) {
 	x := tensor.AsType(sweepT(3, 3, 64), tensor.Float32)
-	op, ok := GELU(Param(x)).Creator().(*geluOp)
+	op, ok := GELU(Param(x)).Creator().(*unaryOp)
 	require.True(t, ok)
-	require.Nil(t, op.x)
-	require.NotNil(t, op.deriv)
+	require.NotNil(t, op.saved.Scratch(), "the derivative, the op's own")
 	want := make([]float32, x.Numel())
 	tensor.GELUGradF32(want, tensor.OnesLike(x).F32(), x.F32())
-	require.Equal(t, want, op.deriv.F32(), "the derivative equals the gradient at gy = 1")
+	require.Equal(t, want, op.saved.Scratch().F32(), "the derivative equals the gradient at gy = 1")
 	require.Nil(t, GELU(Const(x)).Creator(), "no gradient, no op")
 
 	// FreeGraph gives the derivative back with the graph's values (a
 	// tensor large enough to come from the cache).
 	big := tensor.AsType(sweepT(3, 3, 1<<14), tensor.Float32)
 	y := GELU(Param(big))
-	d := y.Creator().(*geluOp).deriv
+	d := y.Creator().(*unaryOp).saved.Scratch()
 	loss := SumAll(y)
 	require.NoError(t, loss.Backward())
 	loss.FreeGraph()

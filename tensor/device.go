@@ -58,7 +58,9 @@ type ReleasableStorage interface {
 var ErrDevice = errors.New("tensor: device")
 
 // Kernels is a device's op table: the ops that autograd's and optim's device
-// paths are written against, once for every device. A device supplies the
+// paths are written against, once for every device. The CPU has one too
+// (cpu_kernels.go), filled for the ops on the one-table seam (doc.go,
+// "Adding an op"); its entries also take float64 operands. A device supplies the
 // entries it implements; a nil entry is an op the device lacks, and the op
 // that needs it panics naming both (NoKernel). Every operand is a float32
 // tensor on the device, contiguous, of the shapes each entry states; the
@@ -193,6 +195,11 @@ type Kernels struct {
 	// may be dy).
 	GELU         func(y, x *Tensor)
 	GELUBackward func(dx, dy, x *Tensor)
+	// GELUWithGrad, optional, is GELU that also writes its derivative
+	// Φ(x) + x·φ(x) into d (float32 operands), so that the backward is the
+	// product Mul(dx, dy, d) rather than GELUBackward's second evaluation;
+	// a device without it saves x and runs GELUBackward.
+	GELUWithGrad func(y, d, x *Tensor)
 	// Softmax is y = softmax(x) over the last dimension of x [rows, cols];
 	// SoftmaxBackward its gradient from y (dx may be dy).
 	Softmax         func(y, x *Tensor)
@@ -263,7 +270,11 @@ func (cpuDevice) Upload(Storage, int, []float32) error {
 func (cpuDevice) Download([]float32, Storage, int) error {
 	return fmt.Errorf("%w: cpu has no device memory to download from", ErrDevice)
 }
-func (cpuDevice) Kernels() *Kernels  { return nil }
+
+// Kernels is the host's op table (cpu_kernels.go): the entries of the ops
+// on the one-table seam. The ops still on the old path run their host
+// code in the op and have no entry here.
+func (cpuDevice) Kernels() *Kernels  { return &cpuTable }
 func (cpuDevice) Synchronize() error { return nil }
 
 // IsCPU reports whether d is the host (nil counts as the host).
@@ -404,7 +415,7 @@ func (t *Tensor) SetData(src *Tensor) {
 	if t == src {
 		return
 	}
-	*t = Tensor{f32: src.f32, f64: src.f64, i64: src.i64, dtype: src.dtype, offset: src.offset, dev: src.dev, blk: src.blk}
+	*t = Tensor{f32: src.f32, f64: src.f64, dtype: src.dtype, offset: src.offset, dev: src.dev, blk: src.blk}
 	t.initDims(len(src.shape))
 	copy(t.shape, src.shape)
 	copy(t.strides, src.strides)

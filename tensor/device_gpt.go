@@ -83,33 +83,6 @@ func LayerNormBackwardDevice(gy, xhat, rstd, w, dw, db *Tensor, wantDX bool) *Te
 	return dx
 }
 
-// GELUDevice is the exact GELU of x on its device; nil for x on the host.
-func GELUDevice(x *Tensor) *Tensor {
-	if !onDevice(x) {
-		return nil
-	}
-	k := kernelsFor("GELU", x)
-	NeedKernel(k.GELU != nil, "GELU", x.Device())
-	xc := x.Contiguous()
-	y := MustEmptyOn(xc.Device(), xc.shape...)
-	k.GELU(y, xc)
-	return y
-}
-
-// GELUBackwardDevice is GELU's input gradient from gy and the input x;
-// nil for operands on the host.
-func GELUBackwardDevice(gy, x *Tensor) *Tensor {
-	if !onDevice(gy, x) {
-		return nil
-	}
-	k := kernelsFor("GELU backward", gy, x)
-	NeedKernel(k.GELUBackward != nil, "GELU backward", gy.Device())
-	g := gy.Contiguous()
-	dx := MustEmptyOn(g.Device(), x.shape...)
-	k.GELUBackward(dx, g, x.Contiguous())
-	return dx
-}
-
 // SoftmaxDevice is the softmax of x over its last dimension, its axis
 // (normalized) having inner elements after it; nil for x on the host.
 // Other axes have no kernel (a transpose would need one).

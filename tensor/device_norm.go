@@ -140,32 +140,3 @@ func expandTo(t *Tensor, shape []int) *Tensor {
 	}
 	return Expand(t, shape...).Contiguous()
 }
-
-// UnaryGradDevice is the input gradient of an elementwise op on a device,
-// from gy and the tensor the op saved (s): Exp gy·y, Log gy/x, Sqrt
-// gy/(2y), Tanh gy·(1-y²), Sigmoid gy·y·(1-y). It returns nil, doing
-// nothing, for gy on the host.
-func UnaryGradDevice(op string, gy, s *Tensor) *Tensor {
-	if !onDevice(gy, s) {
-		return nil
-	}
-	k := kernelsFor(op+" backward", gy, s)
-	var kern func(dx, dy, y *Tensor)
-	switch op {
-	case "Exp":
-		kern = k.Mul
-	case "Log":
-		kern = k.Div
-	case "Sqrt":
-		kern = k.SqrtBackward
-	case "Tanh":
-		kern = k.TanhBackward
-	case "Sigmoid":
-		kern = k.SigmoidBackward
-	}
-	NeedKernel(kern != nil, op+" backward", gy.Device())
-	g := gy.Contiguous()
-	dx := MustZerosOn(g.Device(), g.shape...)
-	kern(dx, g, s.Contiguous())
-	return dx
-}
