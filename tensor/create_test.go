@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 )
 
 func TestCreation(t *testing.T) {
@@ -27,13 +26,4 @@ func TestCreation(t *testing.T) {
 	assert.Equal(t, []float64{1.5, -2}, AsType(x, Float64).F64())
 	assert.Equal(t, []float32{1.5, -2}, AsType(AsType(x, Float64), Float32).F32())
 	requirePanics(t, func() { Arange(Float32, 0, 1, 0) }, "Arange")
-}
-
-func TestDenseRoundTrip(t *testing.T) {
-	x := seqTensor(Float32, 2, 3)
-	d := x.T().Dense()
-	assert.Equal(t, []int{3, 2}, []int(d.Shape()))
-	y, err := FromDense(d)
-	require.NoError(t, err)
-	assert.Equal(t, values(x.T()), values(y))
 }

@@ -1,6 +1,7 @@
 // Package tensor is goddp's n-dimensional array: a strided view over flat
-// storage that Dense() exposes as a gorgonia.org/tensor *Dense without
-// copying, with the math that autograd, nn and optim need.
+// storage, with the math that autograd, nn and optim need. It imports no
+// gorgonia package; tensor/gorgoniatensor converts to and from
+// gorgonia.org/tensor's *Dense (ToDense aliases a contiguous tensor's storage).
 //
 // # Model
 //
@@ -161,6 +162,6 @@
 // message that names the op and both shapes (for example
 // "tensor: Add: shapes [2 3] and [4] cannot be broadcast"), as gomlx and
 // torch do. The same holds for out-of-range axes and indices. Functions that
-// can fail on runtime input (RNG.SetState, FromDense) return errors wrapped
+// can fail on runtime input (RNG.SetState) return errors wrapped
 // with the "tensor: " prefix instead.
 package tensor

@@ -43,6 +43,4 @@ func TestInt64Tensors(t *testing.T) {
 
 	assert.PanicsWithValue(t, "tensor: F32 on a int64 tensor", func() { x.F32() })
 	assert.PanicsWithValue(t, "tensor: I64 on a float32 tensor", func() { New(Float32, 2).I64() })
-	d := x.Dense()
-	assert.Equal(t, []int64{0, -1, big, 7, 1 << 53, -(1 << 62)}, d.Data())
 }

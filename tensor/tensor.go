@@ -1,10 +1,6 @@
 package tensor
 
-import (
-	"fmt"
-
-	gt "gorgonia.org/tensor"
-)
+import "fmt"
 
 // DType is the element type of a Tensor.
 type DType uint8
@@ -39,11 +35,10 @@ func (d DType) Size() int {
 	return 4
 }
 
-// Tensor is an n-dimensional strided array. Its storage is a flat slice,
-// the backing of a 1-D gorgonia.org/tensor *Dense (Dense() wraps it on
-// demand, without copying, so tensors that never meet gorgonia cost nothing
-// extra); views (Reshape, Transpose, Narrow) share that storage and carry
-// their own shape, strides and offset.
+// Tensor is an n-dimensional strided array. Its storage is a flat slice
+// (tensor/gorgoniatensor wraps it as a gorgonia *Dense without copying);
+// views (Reshape, Transpose, Narrow) share that storage and carry their own
+// shape, strides and offset.
 //
 // Tensors are not safe for concurrent mutation.
 type Tensor struct {
@@ -153,33 +148,6 @@ func FromInts(data []int, shape ...int) *Tensor {
 		out[i] = int64(v)
 	}
 	return FromI64(out, shape...)
-}
-
-// FromDense copies a gorgonia dense tensor (float32 or float64) into a new Tensor.
-func FromDense(d *gt.Dense) (*Tensor, error) {
-	src := d
-	if d.IsMaterializable() {
-		m, ok := d.Materialize().(*gt.Dense)
-		if !ok {
-			return nil, fmt.Errorf("tensor: materialize dense view of shape %v: got %T", d.Shape(), d.Materialize())
-		}
-		src = m
-	}
-	shape := cloneInts(src.Shape())
-	if src.IsScalar() {
-		shape = nil
-	}
-	switch data := src.Data().(type) {
-	case []float32:
-		return FromF32(append([]float32(nil), data...), shape...), nil
-	case []float64:
-		return FromF64(append([]float64(nil), data...), shape...), nil
-	case float32:
-		return FromF32([]float32{data}), nil
-	case float64:
-		return FromF64([]float64{data}), nil
-	}
-	return nil, fmt.Errorf("tensor: unsupported dense dtype %v", src.Dtype())
 }
 
 // New returns a zero-filled tensor.
@@ -303,23 +271,6 @@ func (t *Tensor) Ints() []int {
 		out[i] = int(v)
 	}
 	return out
-}
-
-// Dense returns a gorgonia *Dense holding this tensor's elements with its
-// shape. For a contiguous tensor it aliases the storage; otherwise it is a copy.
-func (t *Tensor) Dense() *gt.Dense {
-	c := t.Contiguous()
-	shape := cloneInts(c.shape)
-	if len(shape) == 0 {
-		shape = []int{1}
-	}
-	switch c.dtype {
-	case Float64:
-		return gt.New(gt.WithShape(shape...), gt.WithBacking(c.F64()))
-	case Int64:
-		return gt.New(gt.WithShape(shape...), gt.WithBacking(c.I64()))
-	}
-	return gt.New(gt.WithShape(shape...), gt.WithBacking(c.F32()))
 }
 
 // at returns the flat storage index of the element at multi-index idx.

@@ -12,6 +12,7 @@ import (
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/nn"
 	"github.com/goddp/goddp/tensor"
+	"github.com/goddp/goddp/tensor/gorgoniatensor"
 )
 
 // Model adapts a gorgonia *ExprGraph (learnables plus a scalar cost node)
@@ -180,7 +181,7 @@ func (m *Model) bindInput(x *autograd.Variable) error {
 	if m.input == nil {
 		return fmt.Errorf("%w: Forward got an input but New was given no WithInput node", ErrGraph)
 	}
-	if err := G.Let(m.input, x.Value.Contiguous().Dense()); err != nil {
+	if err := G.Let(m.input, gorgoniatensor.ToDense(x.Value)); err != nil {
 		return fmt.Errorf("%w: binding the input %q: %w", ErrRun, m.input.Name(), err)
 	}
 	return nil
