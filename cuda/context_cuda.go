@@ -28,19 +28,6 @@ type Context struct {
 	active  int        // calls inside do
 	drained *sync.Cond // signalled when active drops to 0 after Close began
 
-	// smu guards the loss and SumRows scratch below. Only those ops take
-	// it, from the caller's goroutine, never a host function or a comm
-	// goroutine, so that it is held across their cublasSasum (which waits
-	// for its result) cannot deadlock: it keeps two losses from sharing
-	// the scratch between one's kernel and its sum.
-	smu    sync.Mutex
-	ones   uint64 // fill_f32(1) scratch for SumRows
-	onesN  int
-	scr    uint64 // per-element loss terms
-	scrN   int
-	labels uint64 // int32 class labels
-	labN   int
-
 	// setMu guards the per-context settings (SetAllowTF32, SetCUDNN,
 	// SetCUDNNBenchmark) and the record of which engine ran each
 	// convolution pass (ConvEngine).
@@ -58,7 +45,7 @@ type Context struct {
 }
 
 // NewContext opens GPU device (a CUDA ordinal: the device-th of those
-// CUDA_VISIBLE_DEVICES leaves visible; LocalDevice gives this rank's):
+// CUDA_VISIBLE_DEVICES leaves visible; LocalOrdinal gives this rank's):
 // it loads libcuda.so.1 and cuBLAS, retains the device's primary context,
 // creates the compute stream, loads the kernels and a cuBLAS handle. On a
 // machine without what it needs it returns an error naming it
@@ -92,17 +79,11 @@ func (c *Context) do(fn func() error) error {
 	return fn()
 }
 
-// withScratch is do for the ops that use the scratch memory.
-func (c *Context) withScratch(fn func() error) error {
-	return c.do(func() error {
-		c.smu.Lock()
-		defer c.smu.Unlock()
-		return fn()
-	})
-}
+// Ordinal is the CUDA ordinal of the context's GPU.
+func (c *Context) Ordinal() int { return c.ordinal }
 
-// Device is the GPU the context runs on.
-func (c *Context) Device() Device { return CUDA(c.ordinal) }
+// String names the GPU as torch does, "cuda:N".
+func (c *Context) String() string { return fmt.Sprintf("cuda:%d", c.ordinal) }
 
 // Info describes the GPU and the libraries loaded for it.
 func (c *Context) Info() Info { return c.dev.info() }
@@ -117,10 +98,9 @@ func (c *Context) Synchronize() error {
 	return c.do(c.dev.sync)
 }
 
-// Close waits for queued work, then frees the scratch memory, the
-// kernels, the cuBLAS handle and the stream, and releases the primary
-// context. Tensors allocated on it become invalid; their Free returns
-// ErrClosed. Close is idempotent.
+// Close waits for queued work, then frees the kernels, the cuBLAS handle
+// and the streams, and releases the primary context. Tensors on its
+// device (Tensors) become invalid. Close is idempotent.
 func (c *Context) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -137,13 +117,6 @@ func (c *Context) Close() error {
 	c.mu.Unlock()
 	// Wait for queued work before freeing memory it may still use.
 	first := c.dev.sync()
-	for _, p := range []uint64{c.ones, c.scr, c.labels} {
-		if p != 0 {
-			if err := c.dev.free(p); err != nil && first == nil {
-				first = err
-			}
-		}
-	}
 	c.tmu.Lock()
 	qs := c.queues
 	c.tmu.Unlock()

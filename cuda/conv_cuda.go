@@ -116,7 +116,7 @@ func (c *Context) noteConv(pass devtensor.ConvPass, err error) {
 	fn := c.onEngine
 	c.setMu.Unlock()
 	if changed && fn != nil {
-		fn(fmt.Sprintf("%v: conv2d %v: %s", c.Device(), pass, name))
+		fn(fmt.Sprintf("%v: conv2d %v: %s", c, pass, name))
 	}
 }
 

@@ -4,39 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-
-	"github.com/goddp/goddp/tensor"
 )
-
-// Device names where a tensor lives: the host (CPU) or GPU i (CUDA(i)).
-// The zero value is CPU.
-type Device struct{ gpu int } // gpu is the ordinal + 1; 0 means the host
-
-// CPU is host memory: a *tensor.Tensor.
-var CPU = Device{}
-
-// CUDA returns GPU i (torch's "cuda:i").
-func CUDA(i int) Device { return Device{gpu: i + 1} }
-
-// IsCPU reports whether d is the host.
-func (d Device) IsCPU() bool { return d.gpu == 0 }
-
-// Ordinal is the GPU index, or -1 for the CPU.
-func (d Device) Ordinal() int { return d.gpu - 1 }
-
-func (d Device) String() string {
-	if d.IsCPU() {
-		return "cpu"
-	}
-	return fmt.Sprintf("cuda:%d", d.Ordinal())
-}
-
-// Value is a tensor on either side: a host *tensor.Tensor or a device
-// *Tensor. Context.To converts between them.
-type Value interface {
-	Shape() []int
-	DType() tensor.DType
-}
 
 // Info describes a Context's GPU and the libraries it loaded.
 type Info struct {
@@ -60,18 +28,18 @@ type Info struct {
 	CUDNNError   error
 }
 
-// LocalDevice is the GPU this process should use: CUDA(LOCAL_RANK), as
-// torch's cuda:LOCAL_RANK, or CUDA(0) without a launcher. The ordinal
-// counts the devices CUDA_VISIBLE_DEVICES leaves visible, which the CUDA
-// driver applies itself. A LOCAL_RANK that is not a number is an error.
-func LocalDevice() (Device, error) {
+// LocalOrdinal is the GPU this process should use: LOCAL_RANK, as
+// torch's cuda:LOCAL_RANK, or 0 without a launcher. The ordinal counts the
+// devices CUDA_VISIBLE_DEVICES leaves visible, which the CUDA driver
+// applies itself. A LOCAL_RANK that is not a number is an error.
+func LocalOrdinal() (int, error) {
 	s := os.Getenv("LOCAL_RANK")
 	if s == "" {
-		return CUDA(0), nil
+		return 0, nil
 	}
 	r, err := strconv.Atoi(s)
 	if err != nil || r < 0 {
-		return CPU, fmt.Errorf("cuda: LOCAL_RANK=%q is not a local rank", s)
+		return 0, fmt.Errorf("cuda: LOCAL_RANK=%q is not a local rank", s)
 	}
-	return CUDA(r), nil
+	return r, nil
 }

@@ -28,27 +28,16 @@ func TestDiscover(t *testing.T) {
 	}
 }
 
-func TestDevice(t *testing.T) {
-	assert.Equal(t, "cpu", cuda.CPU.String())
-	assert.True(t, cuda.CPU.IsCPU())
-	assert.Equal(t, -1, cuda.CPU.Ordinal())
-	assert.Equal(t, "cuda:1", cuda.CUDA(1).String())
-	assert.Equal(t, 1, cuda.CUDA(1).Ordinal())
-	assert.False(t, cuda.CUDA(0).IsCPU())
-	var zero cuda.Device
-	assert.Equal(t, cuda.CPU, zero)
-}
-
 // Each rank's GPU is cuda:LOCAL_RANK (an ordinal among the visible
 // devices), cuda:0 without a launcher.
-func TestLocalDevice(t *testing.T) {
+func TestLocalOrdinal(t *testing.T) {
 	for _, tc := range []struct {
 		env  string
-		want cuda.Device
+		want int
 		err  bool
-	}{{"", cuda.CUDA(0), false}, {"3", cuda.CUDA(3), false}, {"x", cuda.CPU, true}, {"-1", cuda.CPU, true}} {
+	}{{"", 0, false}, {"3", 3, false}, {"x", 0, true}, {"-1", 0, true}} {
 		t.Setenv("LOCAL_RANK", tc.env)
-		d, err := cuda.LocalDevice()
+		d, err := cuda.LocalOrdinal()
 		assert.Equal(t, tc.want, d, "LOCAL_RANK=%q", tc.env)
 		assert.Equal(t, tc.err, err != nil, "LOCAL_RANK=%q: %v", tc.env, err)
 	}

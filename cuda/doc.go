@@ -1,21 +1,26 @@
-// Package cuda is goddp's GPU layer: device discovery through NVML, and,
-// with the cuda build tag, device tensors, cuBLAS GEMM and the kernels that
-// Linear/MLP training with MSE and cross-entropy needs.
+// Package cuda is goddp's GPU layer: device discovery through NVML in every
+// build, and, with the cuda build tag, NVIDIA GPUs as goddp/tensor devices
+// ("cuda:N"): a Context per GPU runs the op table of goddp/cuda/devtensor
+// (the same table goddp/cuda/sim runs on the host in CI) with goddp's own
+// kernels (package kernels), cuBLAS and, for convolutions, cuDNN; its
+// Queues carry DDP's buckets on CUDA streams and events to the nccl
+// backend.
 //
 // # What has run on a GPU
 //
-// Nothing. This package was written on a machine without a GPU or NVIDIA
-// driver. There, the default build's code and tests run (Discover reports
-// the missing driver as ErrNoNVML; every CUDA entry point returns
-// ErrNotCompiled); the cuda build runs too: NewContext and Probe report
-// "no usable CUDA device: cuInit: no CUDA-capable device is detected", and
-// the Context's logic (shapes, scratch, 64-bit kernel arguments, closing,
-// cuBLAS errors) is tested against a fake device (fake_cuda_test.go). The
-// kernels' CUDA C source is compiled to PTX with NVRTC, and that PTX is
-// assembled for sm_70, sm_80 and sm_90 with NVIDIA's PTX compiler library
-// (package kernels). The GPU tests (gpu_cuda_test.go) compare every op and
-// three steps of MLP training with goddp's CPU autograd; they have never
-// run. scripts/gpu-kit.sh packs them for a GPU machine (docs/gpu.md).
+// The GPU kit (scripts/gpu-kit.sh; docs/gpu.md, "What has run on a GPU",
+// has every run) passed on an NVIDIA H100 80GB HBM3 on 2026-11-26 (kits
+// 4c9db4b: 18 passed; bf696d7 and 1988558: 22; 3926cb6: 27) and on an
+// NVIDIA H200 on 2026-11-27 (4044e3e: 31; 5fb77f5: 32; 5f83731, 35042bc
+// and 4a6a532: 40-45 with the batch sweep; 1e7583f: 34 without it), 0
+// failed in each. They cover this package's GPU tests
+// (gpu_*_cuda_test.go: device tensors against the CPU, convnet ops, bf16,
+// cuDNN, TF32, the kernels' machine code, the queues and DDP on them) and
+// cuda:0 runs of examples/mlp, examples/cnn and examples/gpt against the
+// CPU. comm/nccl's collectives have run at world 1 only, never across two
+// or more GPUs. CI has no GPU: there the default build's tests run, the
+// cuda build is compiled and vetted and its tests run against fake
+// drivers (*_fake_cuda_test.go), and the GPU tests skip saying why.
 //
 // # One binary for CUDA 11.8 to 13: the libraries are opened at run time
 //
@@ -76,73 +81,80 @@
 // from outside the package, and importing any part of it runs the init.
 // What goddp needs is small, about twenty driver calls and six cuBLAS
 // calls, so it declares them itself (driver_dl.h) and gorgonia.org/cu is
-// no longer imported. Device pointers are still interchangeable: a
-// Tensor's Ptr is a CUdeviceptr in the device's primary context, which is
-// what gorgonia.org/cu, the CUDA runtime and NCCL use, so a program that
-// does link gorgonia.org/cu can wrap it as a cu.DevicePtr.
+// no longer imported. Device pointers are still interchangeable: device
+// memory is a CUdeviceptr in the GPU's primary context, which is what
+// gorgonia.org/cu, the CUDA runtime and NCCL use.
 //
 // The default build (no tag) keeps only NVML discovery (go-nvml, which
 // fails with an error and never exits): without the tag NewContext and
-// every method return ErrNotCompiled, so code that uses the API compiles
-// either way.
+// the Context's methods return ErrNotCompiled, so code that uses the API
+// compiles either way.
 //
 // # Model
 //
 // A Context is one GPU's primary context (the one the CUDA runtime, and so
 // cuBLAS and NCCL, use, so device pointers can go to the nccl backend)
-// with the kernels loaded from PTX, a cuBLAS handle, and one non-blocking
-// compute stream on which all its work runs in call order. Each C call
-// makes the context current on its own thread first, so no goroutine is
-// pinned to a thread. Methods are safe for concurrent use and hold no lock
-// across a driver call that waits (a synchronisation, cuMemFree), so a
-// goroutine blocked in one never stalls the others; Close waits for the
-// calls in flight, and after it they return ErrClosed (Tensor.Free
-// included).
+// with the kernels loaded, a cuBLAS handle, and one non-blocking compute
+// stream on which all its work runs in call order. Each C call makes the
+// context current on its own thread first, so no goroutine is pinned to a
+// thread. Its methods are safe for concurrent use and hold no lock across
+// a driver call that waits (a synchronisation, cuMemFree), so a goroutine
+// blocked in one never stalls the others; Close waits for the calls in
+// flight, and after it they return ErrClosed.
 //
 // A GPU is chosen by CUDA ordinal: the i-th device CUDA_VISIBLE_DEVICES
-// leaves visible (the driver applies the variable). LocalDevice returns
-// CUDA(LOCAL_RANK), torch's cuda:LOCAL_RANK, for one GPU per rank.
-//
-// A Tensor is dense row-major device memory with a shape and a dtype
-// (float32 for the ops; float64 can be stored and copied). Context.To is
-// torch's x.to(device) between host *tensor.Tensor and device *Tensor;
-// ToDevice, ToHost, CopyFromHost and CopyToHost are the explicit forms;
-// copies to the host wait for the work queued before them.
+// leaves visible (the driver applies the variable). LocalOrdinal returns
+// LOCAL_RANK, torch's cuda:LOCAL_RANK, for one GPU per rank.
+// tensor.OpenDevice("cuda:N") opens one (this package registers the
+// "cuda" kind; without the tag opening it returns ErrNotCompiled).
 //
 // # As a goddp/tensor device
 //
 // Context.Tensors is the GPU as a goddp/tensor Device ("cuda:N"): nn.To,
-// x.To(dev), autograd's and optim's training ops, and examples' -device
-// cuda run on it through goddp/cuda/devtensor, the same op table that
-// goddp/cuda/sim runs in CI, here over the Context's kernels, cuBLAS and
-// copies. Only the call sequence is tested here (against the fake device);
-// the numbers are tested on sim, and the GPU kit compares a cuda:0 run of
-// examples/mlp with the CPU.
+// x.To(dev), autograd's and optim's ops and the examples' -device cuda
+// run on it through goddp/cuda/devtensor, over the Context's kernels,
+// cuBLAS and copies. Device tensors hold float32 (bfloat16 only inside
+// the autocast GEMMs); Int64 tensors (labels, token ids) stay on the host.
+// Memory comes from a caching allocator per device, as PyTorch's.
 //
 // # Streams and the nccl backend
 //
-// Tensor.CommBuffer gives the nccl backend's DeviceBuffer, naming the
-// Context's compute stream. NCCL runs on its own non-blocking stream, so
-// nothing orders the two implicitly. Before a device collective the
-// backend records an event on the compute stream and makes its stream
-// wait for it, so the collective sees what the kernels queued before the
-// call wrote; the host does not block for this. After it, nothing makes
-// the compute stream wait: the collective is issued later, by the
-// backend's issuer goroutine, so at the call there is no event yet to
-// wait for. Work.Wait returns once the collective is done on the GPU (the
-// backend's watcher waits on an event recorded after it), so wait for the
-// Work before queueing kernels that read the result (the optimizer step),
-// as ddp does (a comm goroutine waits, then orders its queues).
+// Context.Queues is the GPU as a tensor.QueueDevice, the queues on which
+// ddp keeps its buckets: the compute queue is the Context's stream, other
+// queues are streams of their own, ordered with CUDA events, and a
+// bucket's all-reduce goes to the nccl backend as an nccl.DeviceBuffer
+// naming its queue's stream. NCCL runs on its own non-blocking stream:
+// before a device collective the backend records an event on the buffer's
+// stream and makes its stream wait for it, so the collective sees what was
+// queued before the call; after it, Work.Wait returns once the collective
+// is done on the GPU, and the queues order the work that reads the result
+// after that.
 //
-// Ops: MatMul (cuBLAS SGEMM, either operand transposed), AddBias,
-// SumRows (bias gradients, as a GEMV; zero rows give zeros), ReLU,
-// ReLUBackward, MSE and SoftmaxCrossEntropy (loss and gradient in one
-// kernel, mean reduction, as torch), SGD and Fill. Device tensors'
-// bf16 autocast GEMM (devtensor's GemmBF16) narrows the operands with
-// f32_to_bf16 and calls cublasGemmEx (bfloat16 A and B, float32 C,
-// CUBLAS_COMPUTE_32F) where cuBLAS is 11.0 or later. Kernels index in 64
-// bits, so tensors of 2^31 elements and more work; cuBLAS dimensions are
-// 32-bit, and larger ones return ErrTooLarge. As in package tensor, wrong
-// shapes or dtypes are programmer errors and panic; CUDA and cuBLAS
-// failures are returned, and a cuBLAS failure affects only its own call.
+// # Ops
+//
+// The devtensor table a cuda:N device fills (tensor.Kernels' entries; the
+// same on sim:N, and doc_test.go fails when this list and the table
+// disagree):
+//
+// Ops: Gemm, GemmStridedBatched, GemmBF16, Fill, Copy, StridedCopy, Axpy,
+// Scale, ScaleBy, Add, Sub, Mul, Div, AddBias, Where, ReLU, ReLUBackward,
+// Exp, Log, Sqrt, SqrtBackward, Tanh, TanhBackward, Sigmoid,
+// SigmoidBackward, GELU, GELUBackward, SumRows, SumAll, SumSquares,
+// ClipCoef, Softmax, SoftmaxBackward, LogSoftmax, LogSoftmaxBackward,
+// AttentionSoftmax, AttentionSoftmaxBackward, SoftmaxCrossEntropy, MSE,
+// SGDMomentum, Adam, Im2col, Col2im, Swap01, AddChannelBias, SumChannels,
+// MaxPool2d, MaxPool2dBackward, AvgPool2d, AvgPool2dBackward, Dropout,
+// IndexSelect, IndexAdd, LayerNorm, LayerNormBackward, BatchNormStats,
+// BatchNormFinalize, BatchNormApply, BatchNormBackwardReduce,
+// BatchNormBackwardInput.
+//
+// With cuDNN (cuda:N only; sim and a GPU without cuDNN run Im2col, Gemm
+// and Col2im): Conv2dForward, Conv2dBackwardData, Conv2dBackwardFilter.
+//
+// Kernels index in 64 bits, so tensors of 2^31 elements and more work;
+// cuBLAS dimensions are 32-bit, and larger ones return ErrTooLarge. As in
+// package tensor, wrong shapes are programmer errors and panic; CUDA and
+// cuBLAS failures are returned (a device tensor's op records the first in
+// the device, which Synchronize returns), and a cuBLAS failure affects
+// only its own call.
 package cuda

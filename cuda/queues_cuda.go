@@ -74,7 +74,7 @@ func (c *Context) Queues() (tensor.QueueDevice, error) {
 	}
 	qd, ok := c.dev.(queueDriver)
 	if !ok {
-		return nil, fmt.Errorf("%w: %v has no stream interface", ErrCUDA, c.Device())
+		return nil, fmt.Errorf("%w: %v has no stream interface", ErrCUDA, c)
 	}
 	q := &queueDevice{c: c, qd: qd}
 	q.compute = &queue{d: q, s: qd.computeStream(), name: "compute"}
@@ -98,7 +98,7 @@ type queueDevice struct {
 // call runs a driver call under the Context's lock (ErrClosed after Close).
 func (d *queueDevice) call(f func() error) error { return d.c.do(f) }
 
-func (d *queueDevice) String() string        { return d.c.Device().String() }
+func (d *queueDevice) String() string        { return d.c.String() }
 func (d *queueDevice) Compute() tensor.Queue { return d.compute }
 func (d *queueDevice) NewQueue(name string) tensor.Queue {
 	q := &queue{d: d, name: name}

@@ -79,7 +79,7 @@ type devMem uint64
 
 func (m devMem) Ptr() uint64 { return uint64(m) }
 
-func (l *launcher) String() string { return l.c.Device().String() }
+func (l *launcher) String() string { return l.c.String() }
 
 func (l *launcher) sticky(err error) {
 	if err == nil {
@@ -114,7 +114,7 @@ func (l *launcher) Alloc(bytes int) (devtensor.Mem, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("cuda: allocating %d bytes on %v: %w", bytes, l.c.Device(), err)
+		return nil, fmt.Errorf("cuda: allocating %d bytes on %v: %w", bytes, l.c, err)
 	}
 	return devMem(p), nil
 }
@@ -166,7 +166,7 @@ func (l *launcher) Launch(kernel string, grid, block int, args ...uint64) error 
 	return l.c.do(func() error { return l.c.dev.launch(kernel, uint32(grid), uint32(block), args) })
 }
 
-// Sgemm maps the row-major call onto column-major cuBLAS as MatMul does:
+// Sgemm maps the row-major call onto column-major cuBLAS:
 // C = op(A)·op(B) is Cᵀ = op(B)ᵀ·op(A)ᵀ.
 func (l *launcher) Sgemm(transA, transB bool, m, n, k int, alpha float32, a devtensor.Mem, aOff, lda int,
 	b devtensor.Mem, bOff, ldb int, beta float32, c devtensor.Mem, cOff, ldc int) {

@@ -15,7 +15,7 @@ func (c *Context) SetAllowTF32(on bool) error {
 	c.setMu.Lock()
 	defer c.setMu.Unlock()
 	if err := c.do(func() error { return c.dev.setMathMode(on) }); err != nil {
-		return fmt.Errorf("cuda: %v: allowing TF32 = %v: %w", c.Device(), on, err)
+		return fmt.Errorf("cuda: %v: allowing TF32 = %v: %w", c, on, err)
 	}
 	c.tf32 = on
 	return nil

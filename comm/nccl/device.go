@@ -19,8 +19,9 @@ type DeviceBuffer struct {
 	// queued on Stream before the call (through a CUDA event). Work queued
 	// on Stream after the call is not ordered after the collective, which
 	// the group's issuer enqueues later: wait for the op's Work first (it
-	// completes when the collective is done on the GPU). cuda.Tensor.
-	// CommBuffer sets it to the Context's compute stream.
+	// completes when the collective is done on the GPU). goddp/cuda's
+	// queues (Context.Queues) set it to the stream of the queue that
+	// issues the collective.
 	Stream uintptr
 }
 

@@ -64,8 +64,8 @@
 // implicitly. The ordering is explicit, through CUDA events:
 //
 //   - before: when a device collective is called, an event is recorded on
-//     each buffer's DeviceBuffer.Stream (cuda.Tensor.CommBuffer names the
-//     cuda.Context's compute stream; 0 is the legacy default stream), and
+//     each buffer's DeviceBuffer.Stream (goddp/cuda's queues name the
+//     stream of the queue that issues it; 0 is the legacy default stream), and
 //     the group's stream waits for it (cuStreamWaitEvent) before the NCCL
 //     call. The collective therefore sees everything queued on that stream
 //     before the call, such as the backward kernels that wrote the
