@@ -26,6 +26,12 @@ import (
 // Defaults are an example's flag defaults.
 type Defaults struct {
 	Epochs, BatchSize, SaveEvery int
+	// EvalBatchSize is -eval-batch-size's default; 0 means 1000, which
+	// suits small classifiers; -1 means -batch-size's value (nanoGPT's
+	// evaluation batches are its training batches). A language model's
+	// evaluation batch holds B·T·vocab logits: 1000 × 1024 × 50304
+	// floats would be 206 GB.
+	EvalBatchSize int
 	CkptDir                      string
 	Seed                         uint64
 	// Flags, when set, defines the program's own flags on Main's flag set
@@ -99,7 +105,11 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of each rank to FILE (FILE.rank<r> when there are several ranks); read it with go tool pprof")
 	kernelProfile := fs.Bool("kernel-profile", false, "time the matrix products and convolutions of the measured steps and print their share and rate (tensor.KernelProfile)")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
-	evalBatch := fs.Int("eval-batch-size", 1000, "batch size per rank for the evaluation set, if the example has one")
+	evalBatchDefault := 1000
+	if defaults.EvalBatchSize > 0 {
+		evalBatchDefault = defaults.EvalBatchSize
+	}
+	evalBatch := fs.Int("eval-batch-size", evalBatchDefault, "batch size per rank for the evaluation set, if the example has one")
 	metrics := fs.String("metrics", "", "write rank 0's metrics as JSON lines to FILE (step, epoch, loss, lr, samples/s, all-reduce hidden %, eval, per-rank communication)")
 	metricsCSV := fs.String("metrics-csv", "", "write rank 0's metrics as CSV to FILE (the columns of -metrics, eval_loss and eval_acc)")
 	metricsEvery := fs.Int("metrics-every", 10, "steps per train record of -metrics, -metrics-csv, -plot and -dashboard")
@@ -130,6 +140,9 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 			return 0
 		}
 		return 2
+	}
+	if defaults.EvalBatchSize < 0 && !flagGiven(fs, "eval-batch-size") {
+		*evalBatch = *batch
 	}
 	recipe.note(fs)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -522,4 +535,11 @@ func writeShardsOf(ctx context.Context, out io.Writer, pg comm.ProcessGroup, job
 		fmt.Fprintf(out, "wrote %d samples in %d shards to %s\n", job.Dataset.Len(), len(paths), rc.writeShards)
 	}
 	return pg.Barrier().Wait(ctx)
+}
+
+// flagGiven reports whether the command line set the flag name.
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"io"
 	"iter"
 	"os"
@@ -716,12 +717,18 @@ func (t *Trainer) evaluate(ctx context.Context, epoch int, periodic bool) (map[s
 	if err != nil {
 		return nil, fmt.Errorf("trainer: evaluation %s: %w", when, err)
 	}
-	if periodic {
-		t.logf("epoch=%d step=%d test_loss=%.4f test_acc=%.4f\n", epoch, t.step, l, a)
-	} else {
-		t.logf("epoch=%d test_loss=%.4f test_acc=%.4f\n", epoch, l, a)
+	// Accuracy is a classifier's: with no labelled [B, C] output on any
+	// rank (a regression, a language model's [B, T, V] logits) the
+	// reduced count is 0 and a is NaN, which says nothing: leave it out.
+	res, accText := map[string]float64{"loss": l}, ""
+	if !math.IsNaN(a) {
+		res["acc"], accText = a, fmt.Sprintf(" test_acc=%.4f", a)
 	}
-	res := map[string]float64{"loss": l, "acc": a}
+	if periodic {
+		t.logf("epoch=%d step=%d test_loss=%.4f%s\n", epoch, t.step, l, accText)
+	} else {
+		t.logf("epoch=%d test_loss=%.4f%s\n", epoch, l, accText)
+	}
 	if err := t.LogEval(epoch, res); err != nil {
 		return nil, err
 	}

@@ -97,7 +97,7 @@ func run(args []string, out io.Writer) int {
 			}
 		}
 	}()
-	defaults := trainer.Defaults{Epochs: 1, BatchSize: 4, Flags: o.define, Recipe: recipe()}
+	defaults := trainer.Defaults{Epochs: 1, BatchSize: 4, EvalBatchSize: -1, Flags: o.define, Recipe: recipe()}
 	code := trainer.Main(args, out, defaults, func(rng *tensor.RNG) (trainer.Job, error) {
 		cfg, err := o.config()
 		if err != nil {

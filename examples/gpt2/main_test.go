@@ -44,6 +44,7 @@ func TestTokenizeTrainSampleWorld2(t *testing.T) {
 	assert.Regexp(t, `tokenized 35149 bytes into \d+ tokens in `+regexp.QuoteMeta(tok), out0)
 	assert.Regexp(t, `(?m)^tokens_per_s=\d`, out0)
 	assert.Regexp(t, `(?m)^sample: ".+"$`, out0)
+	assert.Regexp(t, `(?m)^epoch=0 step=3 test_loss=\d+\.\d+$`, out0, "a language model's evaluation has a loss and no accuracy")
 	assert.Contains(t, out0, "wrote "+hf)
 
 	train, val, err := data.OpenTokenSplits(tok, 32)
