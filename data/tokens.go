@@ -64,9 +64,9 @@ type TokenFile struct {
 
 // OpenTokenFile maps path and checks its layout. With TokensAuto a file
 // whose first int32 is LLMCMagic is read as llm.c's, and any other as
-// nanoGPT's headerless tokens, unless its first two bytes as a token are
-// not below vocab: then it is neither, and the error names the magic it
-// found. Errors wrap ErrFormat and name the file and the numbers: a wrong
+// nanoGPT's headerless tokens, unless its first token would then be vocab
+// or more: then it is neither (a damaged llm.c header, say), and the error
+// names the magic it found. Errors wrap ErrFormat and name the file and the numbers: a wrong
 // magic or version, a size other than 1024 + 2·count bytes, an odd size.
 // vocab bounds only that sniff here; token values are checked as windows
 // are read (TokenDataset) or all at once by Validate.
