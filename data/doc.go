@@ -71,7 +71,27 @@
 // memory bounded by PrefetchFactor batches per worker (and a tar shard's
 // shuffle buffer). Ranks may get different numbers of batches; train inside
 // ddp's Join so that the rank that runs out first does not hang the others.
-// WriteShards turns any Dataset into shards.
+// WriteShards turns any Dataset into shards. Shards are checked when opened
+// and as they are read: a tar must end with its end-of-archive marker and
+// hold the sample count WriteShards recorded, sparse members and members
+// larger than the file are refused, an .npy row of zero bytes is refused,
+// labels are required unless ShardUnlabeled says the data have none, and
+// ShardLabels, ShardInputShape and ShardTargets bound what each sample may
+// hold; every error names the file and the sample.
+//
+// # Token files: language-model corpora
+//
+// OpenTokens and OpenTokenSplits map GPT-2 token files, llm.c's shards
+// (a 256-int32 header: magic 20240520, version 1, token count; then uint16
+// tokens; shard 0, *_val_*.bin, is validation) or nanoGPT's headerless
+// train.bin and val.bin, read-only and shared between the processes of a
+// machine. A TokenDataset is a Dataset of the (n-1)/T windows of T+1 tokens
+// at stride T in each file (input ids [T], targets shifted by one), so the
+// DistributedSampler deals them to the ranks, every window once an epoch,
+// and a checkpoint resumes mid-epoch. Headers are checked at open; tokens
+// not below the vocabulary are reported when their window is read, naming
+// the file and offset (Validate scans everything). Close unmaps the files.
+// cmd/tokenize writes the shards from text with GPT-2's BPE.
 //
 // # Files
 //
