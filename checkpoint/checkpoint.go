@@ -194,7 +194,7 @@ func Decode(b []byte, name string) (*Checkpoint, error) {
 	if meta[keyVersion] != FormatVersion {
 		return nil, bad("not a goddp checkpoint (metadata %s=%q, want %q)", keyVersion, meta[keyVersion], FormatVersion)
 	}
-	if _, ok := meta[ChecksumKey]; !ok {
+	if !hasChecksum(meta) {
 		return nil, bad("no checksum")
 	}
 	c := &Checkpoint{Model: map[string]*tensor.Tensor{}}

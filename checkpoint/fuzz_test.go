@@ -28,9 +28,12 @@ func withoutChecksum(f *testing.F) []byte {
 	return b.Bytes()
 }
 
-// rechecksum returns a copy of b whose goddp digest is recomputed over its
-// current contents, as an attacker who can write the file would do; b is
-// returned unchanged when it has no digest field in goddp's compact form.
+// rechecksum returns a copy of b whose goddp digest (either form) is
+// recomputed over its current contents, as an attacker who can write the
+// file would do; b is returned unchanged when it has no digest field in
+// goddp's compact form. The digests are computed here from their
+// definitions (the format comment in safetensors.go), not with the
+// package's hashing code, so tests using it check that code too.
 func rechecksum(b []byte) []byte {
 	if len(b) < 8 {
 		return b
@@ -39,15 +42,29 @@ func rechecksum(b []byte) []byte {
 	if n > uint64(len(b)-8) {
 		return b
 	}
-	at := digestPos(b[8 : 8+n])
-	if at < 0 {
-		return b
-	}
 	out := append([]byte(nil), b...)
-	copy(out[8+at:], zeroDigest)
-	sum := sha256.Sum256(out)
-	hex.Encode(out[8+at:], sum[:])
+	if at := digestPos(b[8:8+n], ChunkedChecksumKey); at >= 0 {
+		copy(out[8+at:], zeroDigest)
+		hex.Encode(out[8+at:], chunkedSHA256(out))
+	} else if at := digestPos(b[8:8+n], ChecksumKey); at >= 0 {
+		copy(out[8+at:], zeroDigest)
+		sum := sha256.Sum256(out)
+		hex.Encode(out[8+at:], sum[:])
+	}
 	return out
+}
+
+// chunkedSHA256 is ChunkedChecksumKey's digest of b, by its definition: the
+// SHA-256 of the concatenated SHA-256 digests of b's consecutive 4 MiB
+// pieces, sequentially.
+func chunkedSHA256(b []byte) []byte {
+	var cat []byte
+	for lo := 0; lo < len(b); lo += 4 << 20 {
+		d := sha256.Sum256(b[lo:min(lo+4<<20, len(b))])
+		cat = append(cat, d[:]...)
+	}
+	d := sha256.Sum256(cat)
+	return d[:]
 }
 
 // withHeader replaces the header of safetensors file b by hdr (fixing the

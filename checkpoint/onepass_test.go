@@ -16,7 +16,7 @@ import (
 func TestSaveOnePassMatchesTwoPass(t *testing.T) {
 	rng := tensor.NewRNG(3)
 	ts := map[string]*tensor.Tensor{
-		"big":   tensor.Rand(rng, tensor.Float32, hashChunk/4+123), // spans two chunks
+		"big":   tensor.Rand(rng, tensor.Float32, ChecksumChunk/4+123), // spans two chunks
 		"small": tensor.Rand(rng, tensor.Float64, 3, 5),
 		"ids":   tensor.FromI64([]int64{1, -2, 3}, 3),
 		"empty": tensor.New(tensor.Float32, 0),

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,14 +22,15 @@ import (
 // {"dtype","shape","data_offsets":[begin,end]} (offsets relative to the data
 // section) and may hold "__metadata__", a string-to-string map.
 //
-// goddp adds one metadata key, ChecksumKey: the hex SHA-256 of the whole file
-// computed with the 64 digest characters themselves replaced by '0'. It
-// covers the length prefix, every header byte and all tensor data, so any
+// goddp adds one metadata key, ChunkedChecksumKey ("goddp.sha256-4MiB"):
+// the hex SHA-256 of the concatenated SHA-256 digests of the file's
+// consecutive 4 MiB pieces (the last one shorter), computed with the 64
+// digest characters themselves replaced by '0'. Files written before
+// 2026-11-29 carry ChecksumKey ("goddp.sha256", the SHA-256 of the whole
+// file, digest zeroed the same way) instead, and still verify. Either covers
+// the length prefix, every header byte and all tensor data, so any
 // corruption or truncation is detected; other readers just see an extra
-// metadata string.
-
-// ChecksumKey is the metadata key holding the file's SHA-256.
-const ChecksumKey = "goddp.sha256"
+// metadata string. checksum.go computes both.
 
 // MaxHeaderSize bounds the JSON header, as the reference implementation does
 // (100 MB), so a hostile length cannot drive allocation.
@@ -115,10 +115,12 @@ func encodeHeader(tensors map[string]*tensor.Tensor, metadata map[string]string,
 	for k, v := range metadata {
 		meta[k] = v
 	}
+	// A digest in the caller's metadata (say, re-saving what Load returned)
+	// describes another file: drop it, old form included.
+	delete(meta, ChecksumKey)
+	delete(meta, ChunkedChecksumKey)
 	if checksum {
-		meta[ChecksumKey] = string(zeroDigest)
-	} else {
-		delete(meta, ChecksumKey)
+		meta[ChunkedChecksumKey] = string(zeroDigest)
 	}
 	if len(meta) > 0 {
 		hdr["__metadata__"] = meta
@@ -146,30 +148,33 @@ func WriteSafetensors(w io.Writer, tensors map[string]*tensor.Tensor, metadata m
 	if err != nil {
 		return err
 	}
-	var prefix [8]byte
-	binary.LittleEndian.PutUint64(prefix[:], uint64(len(hdr)))
-	at := digestPos(hdr)
+	at := digestPos(hdr, ChunkedChecksumKey)
 	if at < 0 {
 		return fmt.Errorf("checkpoint: internal error: checksum placeholder not found in header")
 	}
+	parts := make([][]byte, 0, len(names)+2)
+	parts = append(parts, binary.LittleEndian.AppendUint64(nil, uint64(len(hdr))), hdr)
+	size := int64(8 + len(hdr))
+	for _, name := range names {
+		b := tensorBytes(tensors[name])
+		parts = append(parts, b)
+		size += int64(len(b))
+	}
 	if p, ok := w.(patcher); ok {
-		return writeOnePass(p, prefix[:], hdr, at, names, tensors)
+		return writeOnePass(p, parts, size, 8+at)
 	}
 	// First pass: hash the file as it will be written, digest zeroed.
-	h := sha256.New()
-	h.Write(prefix[:])
-	h.Write(hdr)
-	for _, name := range names {
-		h.Write(tensorBytes(tensors[name]))
+	h := newChunkHasher(size)
+	c := chunker{emit: func(i int, ps [][]byte) error { h.add(i, ps); return nil }}
+	for _, b := range parts {
+		c.write(b)
 	}
-	digest := hex.EncodeToString(h.Sum(nil))
-	copy(hdr[at:], digest)
+	c.flush()
+	copy(hdr[at:], h.sum())
 	// Second pass: write.
 	bw := bufio.NewWriterSize(w, 1<<20)
-	bw.Write(prefix[:])
-	bw.Write(hdr)
-	for _, name := range names {
-		bw.Write(tensorBytes(tensors[name]))
+	for _, b := range parts {
+		bw.Write(b)
 	}
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("checkpoint: write safetensors: %w", err)
@@ -184,68 +189,51 @@ type patcher interface {
 	WriteAt(b []byte, off int64) (int, error)
 }
 
-// hashChunk bounds the slices handed to the hashing goroutine: small
-// enough that hashing and writing overlap within one big tensor, large
-// enough that the channel costs nothing beside SHA-256's 1-2 GB/s.
-const hashChunk = 4 << 20
-
-// writeOnePass writes the file once, with the digest zeroed, while another
-// goroutine hashes the same bytes, then writes the digest into the header.
-// The sum is the one the two-pass path computes (the file with the digest
-// zeroed); the file is read once instead of twice, and the hashing overlaps
-// the writing (a 500 MB checkpoint: SHA-256 takes about as long as
-// writing to the page cache).
-func writeOnePass(w patcher, prefix, hdr []byte, at int, names []string, tensors map[string]*tensor.Tensor) error {
-	chunks := make(chan []byte, 4)
-	sum := make(chan []byte, 1)
-	go func() {
-		h := sha256.New()
-		for c := range chunks {
-			h.Write(c)
-		}
-		sum <- h.Sum(nil)
-	}()
-	emit := func(b []byte) error {
-		for len(b) > 0 {
-			c := b[:min(len(b), hashChunk)]
-			b = b[len(c):]
-			chunks <- c
-			if _, err := w.Write(c); err != nil {
+// writeOnePass writes the file (parts, size bytes in all, the digest at
+// file offset at still zeroed) once, handing each 4 MiB piece to the
+// hashing goroutines before writing it, then writes the digest into the
+// header. The sum is the one the two-pass path computes; the tensors are
+// read in place (by the writer and by one hasher), never copied, and the
+// hashing runs on every core while the writer waits on the kernel.
+func writeOnePass(w patcher, parts [][]byte, size int64, at int) error {
+	h := newChunkHasher(size)
+	c := chunker{emit: func(i int, ps [][]byte) error {
+		h.add(i, ps)
+		for _, p := range ps {
+			if _, err := w.Write(p); err != nil {
 				return err
 			}
 		}
 		return nil
-	}
-	err := emit(prefix)
-	if err == nil {
-		err = emit(hdr)
-	}
-	for _, name := range names {
-		if err != nil {
+	}}
+	var err error
+	for _, b := range parts {
+		if err = c.write(b); err != nil {
 			break
 		}
-		err = emit(tensorBytes(tensors[name]))
 	}
-	close(chunks)
-	digest := hex.EncodeToString(<-sum)
+	if err == nil {
+		err = c.flush()
+	}
+	digest := h.sum() // also on error: the workers must end before the tensors may change
 	if err != nil {
 		return fmt.Errorf("checkpoint: write safetensors: %w", err)
 	}
-	if _, err := w.WriteAt([]byte(digest), int64(len(prefix)+at)); err != nil {
+	if _, err := w.WriteAt(digest, int64(at)); err != nil {
 		return fmt.Errorf("checkpoint: write safetensors checksum: %w", err)
 	}
 	return nil
 }
 
 // digestPos finds the digest's value in a compact header written by
-// encodeHeader: `"goddp.sha256":"<64 chars>"`.
-func digestPos(hdr []byte) int {
-	key := []byte(`"` + ChecksumKey + `":"`)
-	i := bytes.Index(hdr, key)
-	if i < 0 || i+len(key)+digestLen+1 > len(hdr) || hdr[i+len(key)+digestLen] != '"' {
+// encodeHeader: `"<key>":"<64 chars>"`.
+func digestPos(hdr []byte, key string) int {
+	k := []byte(`"` + key + `":"`)
+	i := bytes.Index(hdr, k)
+	if i < 0 || i+len(k)+digestLen+1 > len(hdr) || hdr[i+len(k)+digestLen] != '"' {
 		return -1
 	}
-	return i + len(key)
+	return i + len(k)
 }
 
 // EncodeSafetensors is WriteSafetensors into memory.
@@ -273,7 +261,8 @@ func LoadSafetensors(path string) (map[string]*tensor.Tensor, map[string]string,
 
 // DecodeSafetensors parses a safetensors file held in b; name labels errors.
 // Every size in the header is checked against b before anything is allocated.
-// When the metadata holds ChecksumKey the digest is verified. F32 and F64
+// When the metadata holds ChunkedChecksumKey or ChecksumKey the digest is
+// verified (on all cores). F32 and F64
 // tensors load as such, and I64 as int64 (torch's long: labels, counters
 // such as num_batches_tracked); F16 and BF16 are widened to float32; the
 // other integer and BOOL tensors are converted to float64 (exact up to
@@ -311,10 +300,8 @@ func DecodeSafetensors(b []byte, name string) (map[string]*tensor.Tensor, map[st
 		}
 		delete(raw, "__metadata__")
 	}
-	if want, ok := meta[ChecksumKey]; ok {
-		if err := verifyDigest(b, hdr, want); err != nil {
-			return nil, nil, bad("%v", err)
-		}
+	if err := verifyDigest(b, hdr, meta); err != nil {
+		return nil, nil, bad("%v", err)
 	}
 	type span struct {
 		name       string
@@ -363,23 +350,6 @@ func DecodeSafetensors(b []byte, name string) (map[string]*tensor.Tensor, map[st
 		tensors[tname] = decodeTensor(e, data[e.Offsets[0]:e.Offsets[1]])
 	}
 	return tensors, meta, nil
-}
-
-func verifyDigest(file, hdr []byte, want string) error {
-	at := digestPos(hdr)
-	if at < 0 {
-		return fmt.Errorf("checksum field is not in goddp's compact form")
-	}
-	h := sha256.New()
-	start := 8 + at // offset of the digest within the file
-	h.Write(file[:start])
-	h.Write(zeroDigest)
-	h.Write(file[start+digestLen:])
-	got := hex.EncodeToString(h.Sum(nil))
-	if string(hdr[at:at+digestLen]) != want || got != want {
-		return fmt.Errorf("checksum mismatch: file says %.16s…, contents hash to %.16s…", want, got)
-	}
-	return nil
 }
 
 func elemSize(dtype string) int {

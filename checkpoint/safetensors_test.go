@@ -61,7 +61,7 @@ func TestSafetensorsRoundTrip(t *testing.T) {
 	require.NoError(t, err)
 	assertSameTensors(t, ts, got)
 	assert.Equal(t, meta["note"], gotMeta["note"])
-	assert.Len(t, gotMeta[ChecksumKey], 64)
+	assert.Len(t, gotMeta[ChunkedChecksumKey], 64)
 
 	// Non-contiguous input is written in logical order.
 	p := filepath.Join(t.TempDir(), "x.safetensors")
@@ -178,7 +178,7 @@ func TestCheckpointDetectsEveryCorruption(t *testing.T) {
 	// Plain safetensors: data and digest corruption are caught too.
 	sb, err := EncodeSafetensors(sampleTensors(), nil)
 	require.NoError(t, err)
-	for _, i := range []int{len(sb) - 1, bytes.Index(sb, []byte(ChecksumKey)) + len(ChecksumKey) + 5} {
+	for _, i := range []int{len(sb) - 1, bytes.Index(sb, []byte(ChunkedChecksumKey)) + len(ChunkedChecksumKey) + 5} {
 		cb := bytes.Clone(sb)
 		cb[i] ^= 1
 		_, _, err := DecodeSafetensors(cb, "x")

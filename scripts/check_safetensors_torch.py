@@ -12,9 +12,12 @@ OUT   optional: write torch's state dict and outputs back as safetensors, so
       the Go test can check the other direction.
 
 Debian's python3-torch ships no safetensors package, so the format is parsed
-here by hand (struct + json + torch.frombuffer). The goddp checksum
-(metadata "goddp.sha256": SHA-256 of the file with the 64 digest characters
-replaced by '0') is verified too. Exit status 0 means the outputs match.
+here by hand (struct + json + torch.frombuffer). The goddp checksum is
+verified too, in either form: "goddp.sha256-4MiB" (what goddp writes: the
+SHA-256 of the concatenated SHA-256 digests of the file's consecutive 4 MiB
+pieces) or "goddp.sha256" (written until 2026-11-29: the SHA-256 of the whole
+file), each computed with its 64 digest characters replaced by '0'. Exit
+status 0 means the outputs match.
 checkpoint's TestTorchReadsGoCheckpoint (GODDP_TORCH_CHECK=1) runs this.
 """
 import hashlib
@@ -27,7 +30,19 @@ import torch
 DTYPES = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16,
           "BF16": torch.bfloat16, "I64": torch.int64, "I32": torch.int32,
           "U8": torch.uint8, "I8": torch.int8, "BOOL": torch.bool}
-CHECKSUM_KEY = "goddp.sha256"
+CHUNK = 4 << 20
+
+
+def whole_sha256(b):
+    return hashlib.sha256(b).hexdigest()
+
+
+def chunked_sha256(b):
+    digests = b"".join(hashlib.sha256(b[i:i + CHUNK]).digest() for i in range(0, len(b), CHUNK))
+    return hashlib.sha256(digests).hexdigest()
+
+
+CHECKSUMS = {"goddp.sha256-4MiB": chunked_sha256, "goddp.sha256": whole_sha256}
 
 
 def load(path):
@@ -38,13 +53,16 @@ def load(path):
         raise ValueError(f"{path}: truncated header")
     header = json.loads(raw[8:8 + n])
     meta = header.pop("__metadata__", {}) or {}
-    if CHECKSUM_KEY in meta:
-        want = meta[CHECKSUM_KEY]
-        needle = f'"{CHECKSUM_KEY}":"{want}"'.encode()
+    keys = [k for k in CHECKSUMS if k in meta]
+    if len(keys) > 1:
+        raise ValueError(f"{path}: metadata holds both {' and '.join(keys)}")
+    for key in keys:
+        want = meta[key]
+        needle = f'"{key}":"{want}"'.encode()
         at = raw.index(needle, 8, 8 + n) + len(needle) - 65
-        got = hashlib.sha256(raw[:at] + b"0" * 64 + raw[at + 64:]).hexdigest()
+        got = CHECKSUMS[key](raw[:at] + b"0" * 64 + raw[at + 64:])
         if got != want:
-            raise ValueError(f"{path}: checksum mismatch: {got} != {want}")
+            raise ValueError(f"{path}: checksum mismatch ({key}): {got} != {want}")
     data = memoryview(raw)[8 + n:]
     tensors = {}
     for name, e in header.items():
@@ -79,7 +97,7 @@ def main():
     ckpt, meta = load(sys.argv[1])
     io, _ = load(sys.argv[2])
     print(f"checkpoint epoch={meta.get('goddp.epoch')} step={meta.get('goddp.step')} "
-          f"tensors={len(ckpt)} checksum={'verified' if CHECKSUM_KEY in meta else 'absent'}")
+          f"tensors={len(ckpt)} checksum={'verified' if any(k in meta for k in CHECKSUMS) else 'absent'} ({', '.join(k for k in CHECKSUMS if k in meta)})")
     state = {k[len("model."):]: v for k, v in ckpt.items() if k.startswith("model.")}
     model = torch.nn.Sequential(torch.nn.Linear(20, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
     model.load_state_dict(state, strict=True)
