@@ -31,12 +31,18 @@ func init() {
 		Mul:     cpuBinary(opMul),
 		Div:     cpuBinary(opDiv),
 
-		ReLUBackward:    cpuReLUBackward,
-		GELUBackward:    cpuGELUBackward,
-		GELUWithGrad:    cpuGELUWithGrad,
-		TanhBackward:    cpuGrad(func(g, y float64) float64 { return g * (1 - y*y) }, func(g, y float32) float32 { return g * (1 - y*y) }),
-		SigmoidBackward: cpuGrad(func(g, y float64) float64 { return g * y * (1 - y) }, func(g, y float32) float32 { return g * y * (1 - y) }),
-		SqrtBackward:    cpuGrad(func(g, y float64) float64 { return g / (2 * y) }, func(g, y float32) float32 { return g / (2 * y) }),
+		ReLUBackward:            cpuReLUBackward,
+		GELUBackward:            cpuGELUBackward,
+		GELUWithGrad:            cpuGELUWithGrad,
+		TanhBackward:            cpuGrad(func(g, y float64) float64 { return g * (1 - y*y) }, func(g, y float32) float32 { return g * (1 - y*y) }),
+		SigmoidBackward:         cpuGrad(func(g, y float64) float64 { return g * y * (1 - y) }, func(g, y float32) float32 { return g * y * (1 - y) }),
+		BatchNormStats:          cpuBatchNormStats,
+		BatchNormFinalize:       cpuBatchNormFinalize,
+		BatchNormApply:          cpuBatchNormApply,
+		BatchNormBackwardReduce: cpuBatchNormBackwardReduce,
+		BatchNormBackwardInput:  cpuBatchNormBackwardInput,
+
+		SqrtBackward: cpuGrad(func(g, y float64) float64 { return g / (2 * y) }, func(g, y float32) float32 { return g / (2 * y) }),
 	}
 }
 

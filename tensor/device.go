@@ -211,7 +211,7 @@ type Kernels struct {
 	// gradient p ⊙ (dp - Σ_j dp·p) in place.
 	AttentionSoftmax         func(p *Tensor, l int, causal bool)
 	AttentionSoftmaxBackward func(dp, p *Tensor)
-	// Batch norm over x [n, c, l] (BatchNormDevice in device_norm.go).
+	// Batch norm over x [n, c, l] (BatchNormForward in device_norm.go).
 	//
 	// BatchNormStats writes stats [2c+1]: per channel the batch mean and
 	// biased variance (sums false), or Σx and Σx² (sums true: what
@@ -225,7 +225,7 @@ type Kernels struct {
 	// dx: in training from sums and the count in stats, in evaluation
 	// (sums and stats nil) w*rstd*gy.
 	BatchNormStats          func(stats, x *Tensor, n, c, l int, sums bool)
-	BatchNormFinalize       func(coef, stats, rm, rv *Tensor, training, sums bool, momentum, eps float32)
+	BatchNormFinalize       func(coef, stats, rm, rv *Tensor, training, sums bool, momentum, eps float64)
 	BatchNormApply          func(y, xhat, x, coef, w, b *Tensor, n, c, l int)
 	BatchNormBackwardReduce func(sums, dw, db, gy, xhat *Tensor, n, c, l int)
 	BatchNormBackwardInput  func(dx, gy, xhat, coef, w, sums, stats *Tensor, n, c, l int)

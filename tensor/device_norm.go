@@ -2,12 +2,12 @@ package tensor
 
 import "fmt"
 
-// Device paths of batch normalization and of masked_fill / where:
-// autograd's BatchNorm, SyncBatchNorm, MaskedFill and Where call these when
-// their operands live on a device, as the other ops of device_cnn.go and
-// device_gpt.go.
+// Batch normalization on every device (the CPU's table included), and the
+// device paths of masked_fill / where: autograd's MaskedFill and Where call
+// those when their operands live on a device, as the other ops of
+// device_cnn.go and device_gpt.go.
 
-// BatchNormState is what BatchNorm's forward on a device keeps for its
+// BatchNormState is what BatchNorm's forward keeps for its
 // backward: the normalized input, coef [2c] = (mean, rstd) and the
 // statistics stats [2c+1] (nil in evaluation), whose last element is the
 // count of values per channel (across every replica for SyncBatchNorm).
@@ -17,34 +17,28 @@ type BatchNormState struct {
 	Training          bool
 }
 
-// BatchNormDevice normalizes x [n, c, l] (contiguous, on a device) per
-// channel, as the CPU's BatchNorm: with the batch statistics in training,
-// updating rm and rv in place when given, or with rm and rv in evaluation.
-// w, b, rm and rv ([c]) may be nil and must be on x's device. allReduce,
-// when non-nil (SyncBatchNorm in training), sums the statistics
-// tensor [Σx | Σx² | count] across replicas in place before they are used.
-// It returns nils, doing nothing, when no operand is on a device.
-func BatchNormDevice(x, w, b, rm, rv *Tensor, n, c, l int, training bool, momentum, eps float64,
+// BatchNormForward normalizes x [n, c, l] per channel, as torch's
+// batch_norm, by the BatchNorm entries of x's device table (the CPU's
+// included): with the batch statistics in training, updating rm and rv in
+// place when given, or with rm and rv in evaluation. w, b, rm and rv ([c])
+// may be nil and must be on x's device. allReduce, when non-nil
+// (SyncBatchNorm in training), sums the statistics tensor [Σx | Σx² |
+// count] across replicas in place before they are used.
+func BatchNormForward(x, w, b, rm, rv *Tensor, n, c, l int, training bool, momentum, eps float64,
 	allReduce func(stats *Tensor) error) (*Tensor, *BatchNormState, error) {
-	if !onDevice(x, w, b, rm, rv) {
-		return nil, nil, nil
-	}
-	k := kernelsFor("BatchNorm", x, w, b, rm, rv)
-	if x.dtype != Float32 {
-		return nil, nil, fmt.Errorf("%w: BatchNorm of a %v input on %v (devices run float32)", ErrDevice, x.dtype, x.Device())
-	}
-	NeedKernel(k.BatchNormStats != nil && k.BatchNormApply != nil, "BatchNorm", x.Device())
+	k := table("BatchNorm", x, w, b, rm, rv)
+	need(k.BatchNormStats != nil && k.BatchNormFinalize != nil && k.BatchNormApply != nil, "BatchNorm", x)
 	for _, t := range []*Tensor{rm, rv} {
 		if t != nil && !t.IsContiguous() {
 			return nil, nil, fmt.Errorf("%w: BatchNorm's running statistics of shape %s must be contiguous on %v", ErrDevice, sh(t.shape), x.Device())
 		}
 	}
-	dev := x.Device()
 	xc := x.Contiguous()
-	st := &BatchNormState{Xhat: MustZerosOn(dev, xc.shape...), Coef: MustZerosOn(dev, 2*c), N: n, C: c, L: l, Training: training}
-	y := MustZerosOn(dev, xc.shape...)
+	// xhat and y are written whole by BatchNormApply.
+	st := &BatchNormState{Xhat: EmptyAs(xc, xc.shape...), Coef: ZerosAs(xc, 2*c), N: n, C: c, L: l, Training: training}
+	y := EmptyAs(xc, xc.shape...)
 	if training {
-		st.Stats = MustZerosOn(dev, 2*c+1)
+		st.Stats = ZerosAs(xc, 2*c+1)
 		k.BatchNormStats(st.Stats, xc, n, c, l, allReduce != nil)
 		if allReduce != nil {
 			if err := allReduce(st.Stats); err != nil {
@@ -52,30 +46,29 @@ func BatchNormDevice(x, w, b, rm, rv *Tensor, n, c, l int, training bool, moment
 			}
 		}
 	}
-	k.BatchNormFinalize(st.Coef, st.Stats, rm, rv, training, allReduce != nil, float32(momentum), float32(eps))
+	k.BatchNormFinalize(st.Coef, st.Stats, rm, rv, training, allReduce != nil, momentum, eps)
 	k.BatchNormApply(y, st.Xhat, xc, st.Coef, contiguousOrNil(w), contiguousOrNil(b), n, c, l)
 	return y, st, nil
 }
 
-// BatchNormBackwardDevice returns BatchNorm's input gradient (nil unless
+// BatchNormBackward returns BatchNorm's input gradient (nil unless
 // wantDX) from gy and the forward's state, and adds the weight and bias
 // gradients into dw and db (each nil when not wanted). allReduce, when
 // non-nil (SyncBatchNorm), sums [Σgy | Σgy·xhat] across replicas before
 // the input gradient; dw and db get the local sums, as torch's.
-func BatchNormBackwardDevice(gy *Tensor, st *BatchNormState, w, dw, db *Tensor, wantDX bool,
+func BatchNormBackward(gy *Tensor, st *BatchNormState, w, dw, db *Tensor, wantDX bool,
 	allReduce func(sums *Tensor) error) (*Tensor, error) {
-	k := kernelsFor("BatchNorm backward", gy, w, dw, db)
-	NeedKernel(k.BatchNormBackwardReduce != nil && k.BatchNormBackwardInput != nil, "BatchNorm backward", gy.Device())
+	k := table("BatchNorm backward", gy, w, dw, db)
+	need(k.BatchNormBackwardReduce != nil && k.BatchNormBackwardInput != nil, "BatchNorm backward", gy)
 	for _, p := range []*Tensor{dw, db} {
 		if p != nil && !p.IsContiguous() {
 			panic(NoKernel("BatchNorm backward into a view", p.Device()))
 		}
 	}
-	dev := gy.Device()
 	g := gy.Contiguous()
 	var sums *Tensor
 	if st.Training || dw != nil || db != nil {
-		sums = MustZerosOn(dev, 2*st.C)
+		sums = ZerosAs(g, 2*st.C)
 		k.BatchNormBackwardReduce(sums, dw, db, g, st.Xhat, st.N, st.C, st.L)
 	}
 	if !wantDX {
@@ -86,7 +79,7 @@ func BatchNormBackwardDevice(gy *Tensor, st *BatchNormState, w, dw, db *Tensor, 
 			return nil, err
 		}
 	}
-	dx := MustZerosOn(dev, g.shape...)
+	dx := EmptyAs(g, g.shape...) // written whole
 	if st.Training {
 		k.BatchNormBackwardInput(dx, g, st.Xhat, st.Coef, contiguousOrNil(w), sums, st.Stats, st.N, st.C, st.L)
 	} else {

@@ -25,7 +25,7 @@ func (d *Device) batchNormStats(stats, x *tensor.Tensor, n, c, l int, sums bool)
 		i64(n), i64(c), i64(l), flag(sums))
 }
 
-func (d *Device) batchNormFinalize(coef, stats, rm, rv *tensor.Tensor, training, sums bool, momentum, eps float32) {
+func (d *Device) batchNormFinalize(coef, stats, rm, rv *tensor.Tensor, training, sums bool, momentum, eps float64) {
 	c := coef.Numel() / 2
 	bnArgs("batch norm", 2*c+1, stats)
 	bnArgs("batch norm", c, rm, rv)
@@ -33,7 +33,7 @@ func (d *Device) batchNormFinalize(coef, stats, rm, rv *tensor.Tensor, training,
 		panic("devtensor: batch norm: training needs the statistics, evaluation both running statistics")
 	}
 	d.launch("bn_finalize_f32", grid(c), d.ptr("batch norm", coef), d.optPtr("batch norm", stats),
-		d.optPtr("batch norm", rm), d.optPtr("batch norm", rv), i64(c), flag(training), flag(sums), f32(momentum), f32(eps))
+		d.optPtr("batch norm", rm), d.optPtr("batch norm", rv), i64(c), flag(training), flag(sums), f32(float32(momentum)), f32(float32(eps)))
 }
 
 func (d *Device) batchNormApply(y, xhat, x, coef, w, b *tensor.Tensor, n, c, l int) {
