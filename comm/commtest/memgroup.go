@@ -93,25 +93,21 @@ type memOp struct {
 	err     error
 }
 
+// memWork is backend's Future with the group's timeout counted from the
+// op's issue, which the in-memory group has no thread of its own to enforce.
 type memWork struct {
-	done     chan struct{}
-	err      error
+	*backend.Future
 	issued   time.Time
 	timeout  time.Duration
 	describe func() string
 }
 
-func (w *memWork) finish(err error) {
-	w.err = err
-	close(w.done)
-}
+func (w *memWork) finish(err error) { w.Complete(err) }
 
 // Wait blocks until the op completes, ctx ends or the group timeout passes.
 func (w *memWork) Wait(ctx context.Context) error {
-	select {
-	case <-w.done:
-		return w.err
-	default:
+	if w.IsCompleted() {
+		return w.Err()
 	}
 	remain := w.timeout - time.Since(w.issued)
 	if remain <= 0 {
@@ -120,27 +116,15 @@ func (w *memWork) Wait(ctx context.Context) error {
 	t := time.NewTimer(remain)
 	defer t.Stop()
 	select {
-	case <-w.done:
-		return w.err
+	case <-w.Done():
+		return w.Err()
 	case <-ctx.Done():
 		return fmt.Errorf("commtest: in-memory %s: %w", w.describe(), ctx.Err())
 	case <-t.C:
-		select {
-		case <-w.done:
-			return w.err
-		default:
+		if w.IsCompleted() {
+			return w.Err()
 		}
 		return fmt.Errorf("%w: in-memory %s after %v", backend.ErrTimeout, w.describe(), w.timeout)
-	}
-}
-
-// IsCompleted reports whether the op finished.
-func (w *memWork) IsCompleted() bool {
-	select {
-	case <-w.done:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -247,7 +231,7 @@ func (g *Group) issue(rec OpRecord, buf, out backend.Buffer, after ...func()) ba
 	g.mu.Unlock()
 
 	h := g.hub
-	w := &memWork{done: make(chan struct{}), issued: time.Now(), timeout: h.timeout}
+	w := &memWork{Future: backend.NewFuture(), issued: time.Now(), timeout: h.timeout}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if len(h.dead) > 0 {

@@ -10,10 +10,10 @@ import (
 
 // AllReduce reduces buf across all ranks in place (see the package doc).
 func (g *group) AllReduce(buf backend.Buffer, rop backend.ReduceOp) backend.Work {
-	if err := checkBuf(buf); err != nil {
+	if err := backend.CheckBuffer(buf); err != nil {
 		return g.badArg("allreduce", len(buf.Bytes), "%v", err)
 	}
-	if err := checkOp(rop); err != nil {
+	if err := backend.CheckReduceOp(rop); err != nil {
 		return g.badArg("allreduce", len(buf.Bytes), "%v", err)
 	}
 	return g.submit("allreduce", len(buf.Bytes), func(ctx context.Context, o *op) error {
@@ -27,7 +27,7 @@ func (g *group) AllReduce(buf backend.Buffer, rop backend.ReduceOp) backend.Work
 func (g *group) AllReduceV(bufs []backend.Buffer, rop backend.ReduceOp) backend.Work {
 	total := 0
 	for i, b := range bufs {
-		if err := checkBuf(b); err != nil {
+		if err := backend.CheckBuffer(b); err != nil {
 			return g.badArg("allreduce", total, "AllReduceV buffer %d: %v", i, err)
 		}
 		if b.DType != bufs[0].DType {
@@ -35,7 +35,7 @@ func (g *group) AllReduceV(bufs []backend.Buffer, rop backend.ReduceOp) backend.
 		}
 		total += len(b.Bytes)
 	}
-	if err := checkOp(rop); err != nil {
+	if err := backend.CheckReduceOp(rop); err != nil {
 		return g.badArg("allreduce", total, "%v", err)
 	}
 	if len(bufs) == 1 {

@@ -9,23 +9,6 @@ import (
 	"github.com/goddp/goddp/comm/internal/reduce"
 )
 
-func checkBuf(b backend.Buffer) error {
-	if b.DType > backend.BFloat16 {
-		return fmt.Errorf("unknown dtype %v", b.DType)
-	}
-	if len(b.Bytes)%b.DType.Size() != 0 {
-		return fmt.Errorf("%d bytes is not a whole number of %v elements", len(b.Bytes), b.DType)
-	}
-	return nil
-}
-
-func checkOp(op backend.ReduceOp) error {
-	if op > backend.Product {
-		return fmt.Errorf("unknown reduce op %v", op)
-	}
-	return nil
-}
-
 func (g *group) badArg(name string, bytes int, format string, args ...any) backend.Work {
 	return backend.FailedFuture(&backend.OpError{Kind: backend.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank,
 		Detail: fmt.Sprintf(format, args...)})
@@ -34,7 +17,7 @@ func (g *group) badArg(name string, bytes int, format string, args ...any) backe
 // Broadcast crosses hosts once, between the ranks with the root's local
 // index, then goes from that rank to the others of each host.
 func (g *group) Broadcast(buf backend.Buffer, root int) backend.Work {
-	if err := checkBuf(buf); err != nil {
+	if err := backend.CheckBuffer(buf); err != nil {
 		return g.badArg("broadcast", len(buf.Bytes), "%v", err)
 	}
 	if root < 0 || root >= g.size {
@@ -57,7 +40,7 @@ func (g *group) Broadcast(buf backend.Buffer, root int) backend.Work {
 // AllGather: each local index gathers its ranks' chunks across hosts, the
 // host gathers those, and the chunks are put in rank order.
 func (g *group) AllGather(out, in backend.Buffer) backend.Work {
-	if err := firstErr(checkBuf(in), checkBuf(out)); err != nil {
+	if err := firstErr(backend.CheckBuffer(in), backend.CheckBuffer(out)); err != nil {
 		return g.badArg("allgather", len(in.Bytes), "%v", err)
 	}
 	if out.DType != in.DType || len(out.Bytes) != g.size*len(in.Bytes) {
@@ -97,7 +80,7 @@ func (g *group) AllGather(out, in backend.Buffer) backend.Work {
 // within the host (local rank l gets its index's chunks summed over the
 // host) and then across hosts between the ranks of one local index.
 func (g *group) ReduceScatter(out, in backend.Buffer, rop backend.ReduceOp) backend.Work {
-	if err := firstErr(checkBuf(in), checkBuf(out), checkOp(rop)); err != nil {
+	if err := firstErr(backend.CheckBuffer(in), backend.CheckBuffer(out), backend.CheckReduceOp(rop)); err != nil {
 		return g.badArg("reducescatter", len(out.Bytes), "%v", err)
 	}
 	if out.DType != in.DType || len(in.Bytes) != g.size*len(out.Bytes) {

@@ -152,11 +152,8 @@ func (g *group) bad(name string, bytes int, format string, args ...any) backend.
 // returns the element count of b.
 func (g *group) check(name string, bufs ...backend.Buffer) (int, string) {
 	for _, b := range bufs {
-		if b.DType > backend.BFloat16 {
-			return 0, fmt.Sprintf("unknown dtype %v", b.DType)
-		}
-		if len(b.Bytes)%b.DType.Size() != 0 {
-			return 0, fmt.Sprintf("%d bytes is not a whole number of %v elements", len(b.Bytes), b.DType)
+		if err := backend.CheckBuffer(b); err != nil {
+			return 0, err.Error()
 		}
 		if b.DType != bufs[0].DType {
 			return 0, fmt.Sprintf("dtypes differ: %v and %v", bufs[0].DType, b.DType)
@@ -168,18 +165,17 @@ func (g *group) check(name string, bufs ...backend.Buffer) (int, string) {
 	return bufs[0].Len(), ""
 }
 
-func (g *group) checkRoot(root int) string {
-	if root < 0 || root >= g.size {
-		return fmt.Sprintf("root %d outside world size %d", root, g.size)
-	}
-	return ""
-}
+// checkRoot and checkOp are backend's checks as the detail strings
+// bad takes ("" for none).
+func (g *group) checkRoot(root int) string { return detail(backend.CheckRoot(root, g.size)) }
 
-func checkOp(op backend.ReduceOp) string {
-	if op > backend.Product {
-		return fmt.Sprintf("unknown reduce op %v", op)
+func checkOp(op backend.ReduceOp) string { return detail(backend.CheckReduceOp(op)) }
+
+func detail(err error) string {
+	if err == nil {
+		return ""
 	}
-	return ""
+	return err.Error()
 }
 
 // overlap reports whether two non-empty buffers share memory (MPI forbids

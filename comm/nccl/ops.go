@@ -77,9 +77,10 @@ func (g *group) badArg(name string, bytes int, err error) backend.Work {
 	return failed(&backend.OpError{Kind: backend.ErrBadArgument, Op: name, Bytes: bytes, Rank: g.rank, Err: err})
 }
 
+// ragged is backend.CheckBuffer wrapping ErrBadArgument.
 func ragged(b backend.Buffer) error {
-	if len(b.Bytes)%b.DType.Size() != 0 {
-		return fmt.Errorf("%w: %d bytes is not a whole number of %v elements", backend.ErrBadArgument, len(b.Bytes), b.DType)
+	if err := backend.CheckBuffer(b); err != nil {
+		return fmt.Errorf("%w: %w", backend.ErrBadArgument, err)
 	}
 	return nil
 }

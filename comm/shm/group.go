@@ -430,33 +430,9 @@ func (g *shmGroup) badArg(op shmKind, format string, args ...any) backend.Work {
 	return backend.FailedFuture(&backend.OpError{Kind: backend.ErrBadArgument, Op: op.String(), Rank: g.rank, Detail: "shm: " + fmt.Sprintf(format, args...)})
 }
 
-func shmCheckBuf(b backend.Buffer) error {
-	if b.DType > backend.BFloat16 {
-		return fmt.Errorf("unknown dtype %v", b.DType)
-	}
-	if len(b.Bytes)%b.DType.Size() != 0 {
-		return fmt.Errorf("%d bytes is not a whole number of %v elements", len(b.Bytes), b.DType)
-	}
-	return nil
-}
-
-func (g *shmGroup) checkRoot(root int) error {
-	if root < 0 || root >= g.size {
-		return fmt.Errorf("root %d outside world size %d", root, g.size)
-	}
-	return nil
-}
-
-func shmCheckOp(op backend.ReduceOp) error {
-	if op > backend.Product {
-		return fmt.Errorf("unknown reduce op %v", op)
-	}
-	return nil
-}
-
 // AllReduce reduces buf across all ranks in place.
 func (g *shmGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(buf), shmCheckOp(op)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(buf), backend.CheckReduceOp(op)); err != nil {
 		return g.badArg(shmAllReduce, "%v", err)
 	}
 	o := &shmOp{kind: shmAllReduce, buf: buf, rop: op}
@@ -470,7 +446,7 @@ func (g *shmGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Wo
 
 // Broadcast copies root's buf to every rank.
 func (g *shmGroup) Broadcast(buf backend.Buffer, root int) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(buf), g.checkRoot(root)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(buf), backend.CheckRoot(root, g.size)); err != nil {
 		return g.badArg(shmBroadcast, "%v", err)
 	}
 	return g.submit(&shmOp{kind: shmBroadcast, buf: buf, root: root})
@@ -483,7 +459,7 @@ func (g *shmGroup) Barrier() backend.Work {
 
 // AllGather: out holds Size() chunks of in.Len() elements, rank-major.
 func (g *shmGroup) AllGather(out, in backend.Buffer) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(in), backend.CheckBuffer(out)); err != nil {
 		return g.badArg(shmAllGather, "%v", err)
 	}
 	if out.DType != in.DType || len(out.Bytes) != g.size*len(in.Bytes) {
@@ -495,7 +471,7 @@ func (g *shmGroup) AllGather(out, in backend.Buffer) backend.Work {
 
 // ReduceScatter: rank r gets the reduction of chunk r of in.
 func (g *shmGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out), shmCheckOp(op)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(in), backend.CheckBuffer(out), backend.CheckReduceOp(op)); err != nil {
 		return g.badArg(shmReduceScatter, "%v", err)
 	}
 	if out.DType != in.DType || len(in.Bytes) != g.size*len(out.Bytes) {
@@ -507,7 +483,7 @@ func (g *shmGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) ba
 
 // Reduce reduces buf into root's buf; the others' buffers are left unchanged.
 func (g *shmGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(buf), g.checkRoot(root), shmCheckOp(op)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(buf), backend.CheckRoot(root, g.size), backend.CheckReduceOp(op)); err != nil {
 		return g.badArg(shmReduce, "%v", err)
 	}
 	return g.submit(&shmOp{kind: shmReduce, buf: buf, root: root, rop: op})
@@ -515,7 +491,7 @@ func (g *shmGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) bac
 
 // Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
 func (g *shmGroup) Gather(out, in backend.Buffer, root int) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(in), g.checkRoot(root)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(in), backend.CheckRoot(root, g.size)); err != nil {
 		return g.badArg(shmGather, "%v", err)
 	}
 	if g.rank == root && (out.DType != in.DType || len(out.Bytes) != g.size*len(in.Bytes)) {
@@ -526,7 +502,7 @@ func (g *shmGroup) Gather(out, in backend.Buffer, root int) backend.Work {
 
 // Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
 func (g *shmGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(out), g.checkRoot(root)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(out), backend.CheckRoot(root, g.size)); err != nil {
 		return g.badArg(shmScatter, "%v", err)
 	}
 	if g.rank == root && (out.DType != in.DType || len(in.Bytes) != g.size*len(out.Bytes)) {
@@ -537,7 +513,7 @@ func (g *shmGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
 
 // AllToAll: chunk j of in goes to rank j; out's chunk j comes from rank j.
 func (g *shmGroup) AllToAll(out, in backend.Buffer) backend.Work {
-	if err := errorsJoinFirst(shmCheckBuf(in), shmCheckBuf(out)); err != nil {
+	if err := errorsJoinFirst(backend.CheckBuffer(in), backend.CheckBuffer(out)); err != nil {
 		return g.badArg(shmAllToAll, "%v", err)
 	}
 	if out.DType != in.DType || len(out.Bytes) != len(in.Bytes) || in.Len()%g.size != 0 {

@@ -35,7 +35,7 @@ type shmP2PQueue struct {
 const shmHdrBytes = 16
 
 func (g *shmGroup) p2pArg(buf backend.Buffer, peer int) error {
-	if err := shmCheckBuf(buf); err != nil {
+	if err := backend.CheckBuffer(buf); err != nil {
 		return err
 	}
 	if peer < 0 || peer >= g.size || peer == g.rank {

@@ -93,14 +93,14 @@ func (g *shmGroup) AllReduceV(bufs []backend.Buffer, op backend.ReduceOp) backen
 	}
 	dt := bufs[0].DType
 	for i, b := range bufs {
-		if err := shmCheckBuf(b); err != nil {
+		if err := backend.CheckBuffer(b); err != nil {
 			return g.badArg(shmAllReduce, "AllReduceV buffer %d: %v", i, err)
 		}
 		if b.DType != dt {
 			return g.badArg(shmAllReduce, "AllReduceV buffer %d is %v, buffer 0 is %v", i, b.DType, dt)
 		}
 	}
-	if err := shmCheckOp(op); err != nil {
+	if err := backend.CheckReduceOp(op); err != nil {
 		return g.badArg(shmAllReduce, "%v", err)
 	}
 	if i, j, ok := overlapping(bufs); ok {

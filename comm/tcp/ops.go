@@ -99,31 +99,6 @@ func (g *tcpGroup) badArg(op string, format string, args ...any) backend.Work {
 	return backend.FailedFuture(&backend.OpError{Kind: backend.ErrBadArgument, Op: op, Rank: g.rank, Detail: fmt.Sprintf(format, args...)})
 }
 
-// checkBuf validates a buffer's dtype and length.
-func checkBuf(b backend.Buffer) error {
-	if b.DType > backend.BFloat16 {
-		return fmt.Errorf("unknown dtype %v", b.DType)
-	}
-	if len(b.Bytes)%b.DType.Size() != 0 {
-		return fmt.Errorf("%d bytes is not a whole number of %v elements", len(b.Bytes), b.DType)
-	}
-	return nil
-}
-
-func checkRedOp(op backend.ReduceOp) error {
-	if op > backend.Product {
-		return fmt.Errorf("unknown reduce op %v", op)
-	}
-	return nil
-}
-
-func (g *tcpGroup) checkRoot(root int) error {
-	if root < 0 || root >= g.size {
-		return fmt.Errorf("root %d outside group of %d", root, g.size)
-	}
-	return nil
-}
-
 // firstErr returns the first non-nil error.
 func firstErr(errs ...error) error {
 	for _, e := range errs {
@@ -136,7 +111,7 @@ func firstErr(errs ...error) error {
 
 // AllReduce reduces buf across all ranks in place.
 func (g *tcpGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
-	if err := firstErr(checkBuf(buf), checkRedOp(op)); err != nil {
+	if err := firstErr(backend.CheckBuffer(buf), backend.CheckReduceOp(op)); err != nil {
 		return g.badArg("allreduce", "%v", err)
 	}
 	return g.submit(&tcpOp{name: "allreduce", bytes: len(buf.Bytes),
@@ -146,7 +121,7 @@ func (g *tcpGroup) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Wo
 
 // Broadcast copies root's buf to every rank.
 func (g *tcpGroup) Broadcast(buf backend.Buffer, root int) backend.Work {
-	if err := firstErr(checkBuf(buf), g.checkRoot(root)); err != nil {
+	if err := firstErr(backend.CheckBuffer(buf), backend.CheckRoot(root, g.size)); err != nil {
 		return g.badArg("broadcast", "%v", err)
 	}
 	return g.submit(&tcpOp{name: "broadcast", bytes: len(buf.Bytes),
@@ -171,7 +146,7 @@ func (g *tcpGroup) AllGather(out, in backend.Buffer) backend.Work {
 
 // ReduceScatter: rank r gets the reduction of chunk r of in.
 func (g *tcpGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) backend.Work {
-	if err := firstErr(g.checkChunked("reducescatter", in, out), checkRedOp(op)); err != nil {
+	if err := firstErr(g.checkChunked("reducescatter", in, out), backend.CheckReduceOp(op)); err != nil {
 		return g.badArg("reducescatter", "%v", err)
 	}
 	return g.submit(&tcpOp{name: "reducescatter", bytes: len(in.Bytes),
@@ -181,7 +156,7 @@ func (g *tcpGroup) ReduceScatter(out, in backend.Buffer, op backend.ReduceOp) ba
 
 // Reduce reduces buf into root's buf; the other ranks' buf is left as it was.
 func (g *tcpGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) backend.Work {
-	if err := firstErr(checkBuf(buf), checkRedOp(op), g.checkRoot(root)); err != nil {
+	if err := firstErr(backend.CheckBuffer(buf), backend.CheckReduceOp(op), backend.CheckRoot(root, g.size)); err != nil {
 		return g.badArg("reduce", "%v", err)
 	}
 	return g.submit(&tcpOp{name: "reduce", bytes: len(buf.Bytes),
@@ -191,7 +166,7 @@ func (g *tcpGroup) Reduce(buf backend.Buffer, root int, op backend.ReduceOp) bac
 
 // Gather: root's out holds Size() chunks of in.Len(); out is ignored elsewhere.
 func (g *tcpGroup) Gather(out, in backend.Buffer, root int) backend.Work {
-	err := firstErr(checkBuf(in), g.checkRoot(root))
+	err := firstErr(backend.CheckBuffer(in), backend.CheckRoot(root, g.size))
 	if err == nil && g.rank == root {
 		err = g.checkChunked("gather", out, in)
 	}
@@ -205,7 +180,7 @@ func (g *tcpGroup) Gather(out, in backend.Buffer, root int) backend.Work {
 
 // Scatter: root's in holds Size() chunks of out.Len(); in is ignored elsewhere.
 func (g *tcpGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
-	err := firstErr(checkBuf(out), g.checkRoot(root))
+	err := firstErr(backend.CheckBuffer(out), backend.CheckRoot(root, g.size))
 	if err == nil && g.rank == root {
 		err = g.checkChunked("scatter", in, out)
 	}
@@ -219,7 +194,7 @@ func (g *tcpGroup) Scatter(out, in backend.Buffer, root int) backend.Work {
 
 // AllToAll: chunk j of in goes to rank j, chunk j of out comes from rank j.
 func (g *tcpGroup) AllToAll(out, in backend.Buffer) backend.Work {
-	err := firstErr(checkBuf(in), checkBuf(out))
+	err := firstErr(backend.CheckBuffer(in), backend.CheckBuffer(out))
 	if err == nil && (in.DType != out.DType || len(in.Bytes) != len(out.Bytes) || in.Len()%g.size != 0) {
 		err = fmt.Errorf("in (%v x %d) and out (%v x %d) must match and split into %d chunks",
 			in.DType, in.Len(), out.DType, out.Len(), g.size)
@@ -234,7 +209,7 @@ func (g *tcpGroup) AllToAll(out, in backend.Buffer) backend.Work {
 
 // checkChunked checks that big holds Size() chunks of small.
 func (g *tcpGroup) checkChunked(op string, big, small backend.Buffer) error {
-	if err := firstErr(checkBuf(big), checkBuf(small)); err != nil {
+	if err := firstErr(backend.CheckBuffer(big), backend.CheckBuffer(small)); err != nil {
 		return err
 	}
 	if big.DType != small.DType || len(big.Bytes) != g.size*len(small.Bytes) {

@@ -46,7 +46,7 @@ func (c *Collectives) Stream() *Stream { return c.stream }
 // BFloat16) of b from byte offset off. done completes with it; so does
 // the Work, which also carries its error.
 func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType, op backend.ReduceOp, after *Event) (backend.Work, *Event) {
-	w := &work{done: make(chan struct{})}
+	w := work{backend.NewFuture()}
 	var err error
 	switch {
 	case b.Device() != c.dev:
@@ -55,14 +55,14 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType
 		err = fmt.Errorf("%w: device all-reduce of %v", backend.ErrBadArgument, dtype)
 	}
 	if err != nil {
-		w.err = err
-		close(w.done)
+		w.Complete(err)
 		return w, c.dev.NewEvent()
 	}
+	var opErr error // written by the stream's job, read after done fires
 	c.stream.WaitEvent(after)
 	c.stream.Enqueue("all-reduce", func() error {
 		if err := b.check(off, n*dtype.Size(), "all-reduce"); err != nil {
-			w.err = err
+			opErr = err
 			return err
 		}
 		var buf backend.Buffer
@@ -76,19 +76,17 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 		defer cancel()
-		w.err = c.ProcessGroup.AllReduce(buf, op).Wait(ctx)
-		return w.err
+		opErr = c.ProcessGroup.AllReduce(buf, op).Wait(ctx)
+		return opErr
 	})
 	done := c.dev.NewEvent()
 	done.Record(c.stream)
 	go func() {
 		done.Synchronize()
-		if w.err == nil {
-			if err := c.stream.Err(); err != nil {
-				w.err = err
-			}
+		if opErr == nil {
+			opErr = c.stream.Err()
 		}
-		close(w.done)
+		w.Complete(opErr)
 	}()
 	return w, done
 }
@@ -98,25 +96,17 @@ func AsCollectives(pg backend.ProcessGroup) (*Collectives, bool) {
 	return backend.As[*Collectives](pg)
 }
 
-type work struct {
-	done chan struct{}
-	err  error
-}
+// work is backend's Future, except that a Wait whose ctx ends first
+// says ErrTimeout, so that a caller's deadline reads as a timeout as any
+// collective's does (errors.Is(err, backend.ErrTimeout)).
+type work struct{ *backend.Future }
 
-func (w *work) Wait(ctx context.Context) error {
+func (w work) Wait(ctx context.Context) error {
+	err := w.Future.Wait(ctx)
 	select {
-	case <-w.done:
-		return w.err
-	case <-ctx.Done():
-		return fmt.Errorf("%w: %w", backend.ErrTimeout, ctx.Err())
-	}
-}
-
-func (w *work) IsCompleted() bool {
-	select {
-	case <-w.done:
-		return true
+	case <-w.Done():
+		return w.Err()
 	default:
-		return false
+		return fmt.Errorf("%w: %w", backend.ErrTimeout, err)
 	}
 }
