@@ -147,6 +147,40 @@
 // NoKernel ("Conv2d has no kernel on sim:0"). On the host the check is a
 // nil comparison: no allocation.
 //
+// # Adding an op
+//
+// The CPU is a device like sim and cuda: CPU().Kernels() is the host's
+// table (cpu_kernels.go, cpu_batchnorm.go), whose entries are the host
+// loops with their C engine and AVX-512 paths, and which also take
+// float64 operands (the gradient checks). An op on the one-table seam
+// looks up the table of its operands' device, the host's included
+// (table in elementwise_grad.go), and calls the entry; a nil entry panics
+// with NoKernel naming the op and the device, never falling back to the
+// host. Adding such an op is four pieces:
+//
+//  1. An entry in Kernels (device.go), forward and backward, on contiguous
+//     operands of the shapes it states, e.g. TanhBackward func(dx, dy, y).
+//  2. The CPU kernel, set in cpu_kernels.go's init: a function over
+//     hostElems[float32] and hostElems[float64] of its operands.
+//  3. The CUDA kernel in goddp/cuda/kernels/kernels.cu and its entry in
+//     goddp/cuda/devtensor's table; sim runs the same source, so its tests
+//     check it without a GPU.
+//  4. The autograd rule: an op that calls the tensor function (which
+//     allocates with EmptyAs or ZerosAs, on the operand's device, and calls
+//     the entry) in forward and backward, and keeps what its backward needs
+//     as tensors on the op's device, never reading their elements.
+//
+// An elementwise function with a gradient is one more UnaryFn: its
+// forward and backward entries and a case in UnaryForward and
+// UnaryBackward; autograd's one unaryOp records every one of them. As of
+// 2026-11-29 the seam carries the elementwise family (Exp, Log, Sqrt,
+// Tanh, Sigmoid, ReLU, GELU, Neg) and batch normalization (BatchNorm and
+// SyncBatchNorm, BatchNormForward/BatchNormBackward). The other ops are on
+// the old path: their host code sits in the op (or in autograd, over host
+// slices) beside a device branch that calls an XxxDevice function which
+// returns nil on the host (LayerNorm, Softmax, IndexSelect, attention,
+// Conv2d, the pools, Dropout, Where and MaskedFill; issue 44 moves them).
+//
 // # Profiling the kernels
 //
 // A KernelProfile, once started, records every host matrix product (Gemm,
