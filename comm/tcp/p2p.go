@@ -25,7 +25,7 @@ func (g *tcpGroup) Recv(buf backend.Buffer, src, tag int) backend.Work {
 
 func (g *tcpGroup) p2p(name string, buf backend.Buffer, peer, tag int, isSend bool) backend.Work {
 	name = fmt.Sprintf("%s (rank %d, tag %d)", name, peer, tag)
-	if err := checkBuf(buf); err != nil {
+	if err := backend.CheckBuffer(buf); err != nil {
 		return g.badArg(name, "%v", err)
 	}
 	if peer < 0 || peer >= g.size || peer == g.rank {
