@@ -23,6 +23,9 @@ func (c *Context) Stream() uintptr    { return 0 }
 func (c *Context) Close() error       { return ErrNotCompiled }
 func (c *Context) Synchronize() error { return ErrNotCompiled }
 
+// Of finds no Context: without the cuda build tag none can exist.
+func Of(td tensor.Device) (*Context, bool) { return nil, false }
+
 // Tensors is nil: without the cuda build tag no Context can be made, so
 // there is no device to return.
 func (c *Context) Tensors() tensor.Device { return nil }

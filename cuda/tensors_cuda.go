@@ -214,6 +214,24 @@ type batchedDevice interface {
 
 func (l *launcher) Synchronize() error { return l.first(l.c.Synchronize()) }
 
+// Close closes the Context (devtensor's Device.Close).
+func (l *launcher) Close() error { return l.c.Close() }
+
+// Of returns the Context behind a tensor device from Tensors, so that a
+// program that opened "cuda:N" by name (tensor.OpenDevice) can set its
+// switches (SetAllowTF32, SetCUDNN, StartOpTimes).
+func Of(td tensor.Device) (*Context, bool) {
+	dd, ok := devtensor.Of(td)
+	if !ok {
+		return nil, false
+	}
+	l, ok := dd.Launcher().(*launcher)
+	if !ok {
+		return nil, false
+	}
+	return l.c, true
+}
+
 // aligns names the operands' addresses modulo 256 (cuBLAS and cuDNN pick
 // their kernels by alignment too).
 func aligns(ps ...uint64) string {

@@ -2,6 +2,7 @@ package trainer
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -57,26 +58,35 @@ func deviceMemoryLimit(getenv func(string) string) (int64, error) {
 	return n, nil
 }
 
+// openDeviceNamed opens -device through goddp/tensor's registry: the
+// drivers the program links register their kinds (examples import
+// goddp/devices, which links cuda and sim), so the trainer names no
+// driver. A kind without a number is this rank's device of that kind.
+// The release closes the device; on a cuda device it also prints the op
+// times when GODDP_CUDA_OP_TIMES is set (configureCUDA).
 func openDeviceNamed(name string, localRank int) (tensor.Device, func(), error) {
-	if kind, num, ok := strings.Cut(name, ":"); ok && (kind == "cuda" || kind == "sim") {
-		n, err := strconv.Atoi(num)
-		if err != nil || n < 0 {
-			return nil, nil, fmt.Errorf("trainer: -device %q: the device number must be a non-negative integer", name)
-		}
-		if kind == "sim" {
-			return openSim(n)
-		}
-		return openCUDA(n)
-	}
-	switch name {
-	case "", "cpu":
+	if name == "" || name == "cpu" {
 		return tensor.CPU(), func() {}, nil
-	case "sim":
-		return openSim(localRank)
-	case "cuda":
-		return openCUDA(localRank)
 	}
-	return nil, nil, fmt.Errorf("trainer: -device %q: want cpu, cuda, cuda:N, sim or sim:N", name)
+	full := name
+	if !strings.Contains(name, ":") {
+		full = fmt.Sprintf("%s:%d", name, localRank)
+	}
+	dev, err := tensor.OpenDevice(full)
+	if err != nil {
+		return nil, nil, fmt.Errorf("trainer: -device %q: %w", name, err)
+	}
+	closeDev := func() {
+		if c, ok := dev.(io.Closer); ok {
+			_ = c.Close()
+		}
+	}
+	release, err := configureCUDA(dev, closeDev)
+	if err != nil {
+		closeDev()
+		return nil, nil, fmt.Errorf("trainer: -device %q (%s): %w", name, full, err)
+	}
+	return dev, release, nil
 }
 
 // cudaEnv are the per-context CUDA switches the trainer takes from the

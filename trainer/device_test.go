@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/goddp/goddp/data"
+	_ "github.com/goddp/goddp/devices" // the cuda and sim drivers, as the examples link them
 	"github.com/goddp/goddp/tensor"
 )
 
@@ -31,19 +32,27 @@ func TestOpenDevice(t *testing.T) {
 	release()
 	_, _, err = openDevice("cuda", 1)
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "trainer: -device cuda (cuda:1): cuda: ")
+	require.ErrorIs(t, err, tensor.ErrDevice)
+	require.Contains(t, err.Error(), `trainer: -device "cuda": tensor: device: opening cuda:1: cuda: `)
 	_, _, err = openDevice("tpu", 0)
-	require.EqualError(t, err, `trainer: -device "tpu": want cpu, cuda, cuda:N, sim or sim:N`)
+	require.ErrorIs(t, err, tensor.ErrDevice)
+	require.Contains(t, err.Error(), `trainer: -device "tpu": tensor: device: no driver for device "tpu:0" (registered: cpu, cuda, sim;`)
 	// cuda:N names the device whatever the local rank.
 	_, _, err = openDevice("cuda:3", 0)
 	require.Error(t, err)
-	require.Contains(t, err.Error(), "trainer: -device cuda (cuda:3): cuda: ")
+	require.Contains(t, err.Error(), `trainer: -device "cuda:3": tensor: device: opening cuda:3: cuda: `)
 	_, _, err = openDevice("cuda:x", 0)
-	require.EqualError(t, err, `trainer: -device "cuda:x": the device number must be a non-negative integer`)
-	dev, release, err = openDevice("sim:1", 0)
-	require.NoError(t, err)
-	require.Contains(t, dev.String(), "sim:1")
-	release()
+	require.ErrorContains(t, err, `trainer: -device "cuda:x": tensor: device: device "cuda:x": the ordinal must be a number >= 0`)
+	// sim and sim:N open through the registry: sim registered itself
+	// (goddp/devices, imported below, links it), the trainer names no
+	// driver.
+	for name, want := range map[string]string{"sim:1": "sim:1", "sim": "sim:2"} {
+		dev, release, err = openDevice(name, 2)
+		require.NoError(t, err, name)
+		require.Equal(t, want, dev.String())
+		release()
+		require.Error(t, dev.Synchronize(), "%s: release closed the device", name)
+	}
 }
 
 // GODDP_ALLOW_TF32, GODDP_CUDNN_BENCHMARK and GODDP_CUDA_OP_TIMES are off and GODDP_CUDNN on

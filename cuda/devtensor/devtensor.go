@@ -2,6 +2,7 @@ package devtensor
 
 import (
 	"fmt"
+	"io"
 	"math"
 	"runtime"
 	"sync"
@@ -117,6 +118,17 @@ func (d *Device) Queues() (tensor.QueueDevice, error) {
 func (d *Device) String() string           { return d.l.String() }
 func (d *Device) Kernels() *tensor.Kernels { return &d.k }
 func (d *Device) Synchronize() error       { return d.l.Synchronize() }
+
+// Close releases the device behind the launcher when the launcher can be
+// closed (sim's device, cuda's Context): a program that opened the device
+// by name (tensor.OpenDevice) closes it this way. Tensors on the device
+// become invalid.
+func (d *Device) Close() error {
+	if c, ok := d.l.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
 
 // storage is a tensor's device memory: a cached block, back to the cache
 // when the storage is released (Release) or, failing that, collected.

@@ -26,6 +26,9 @@ func (d *Device) Tensors() tensor.Device {
 	return d.tensors
 }
 
+// Close closes the simulated device (devtensor's Device.Close).
+func (l launcher) Close() error { return l.d.Close() }
+
 // Of returns the simulated device behind a tensor device from Tensors.
 func Of(td tensor.Device) (*Device, bool) {
 	dd, ok := devtensor.Of(td)

@@ -40,6 +40,7 @@ import (
 	"github.com/goddp/goddp/data"
 	"github.com/goddp/goddp/ddp"
 	"github.com/goddp/goddp/ddp/gorgoniaddp"
+	_ "github.com/goddp/goddp/devices" // registers cuda and sim: -device cuda, sim, sim:N
 	"github.com/goddp/goddp/optim"
 	"github.com/goddp/goddp/tensor"
 	"github.com/goddp/goddp/trainer"

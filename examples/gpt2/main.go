@@ -37,6 +37,7 @@ import (
 
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/data"
+	_ "github.com/goddp/goddp/devices" // registers cuda and sim: -device cuda, sim, sim:N
 	"github.com/goddp/goddp/models/gpt2"
 	"github.com/goddp/goddp/nn"
 	"github.com/goddp/goddp/tensor"

@@ -1,0 +1,5 @@
+//go:build !cgo
+
+package devices_test
+
+const cgoEnabled = false
