@@ -1,6 +1,7 @@
 // Package comm is goddp's communication layer: a rendezvous store, process
-// groups and the collectives that data-parallel training needs, over TCP
-// ("tcp") and shared memory ("shm").
+// groups and the collectives that data-parallel training needs, over five
+// backends: TCP ("tcp"), shared memory ("shm"), the two combined across
+// hosts ("hier"), MPI ("mpi") and NCCL ("nccl").
 //
 // # Layout
 //
@@ -13,9 +14,11 @@
 //     comm.Float32s and comm.Sum are the backend package's.
 //   - goddp/comm/store is the rendezvous store (TCP server and client, file
 //     and prefix stores, their wire format). Launchers import it alone.
-//   - goddp/comm/tcp, shm, mpi and nccl are the backends. Each imports
-//     backend (and store, internal/...), never comm and never another
-//     backend, and registers itself in init. comm imports all four, so
+//   - goddp/comm/tcp, shm, hier, mpi and nccl are the backends. Each
+//     imports backend (and store, internal/...), never comm and never
+//     another backend, and registers itself in init; hier composes two
+//     others that it opens by name from the registry (shm within a host,
+//     tcp across hosts by default). comm imports all five (drivers.go), so
 //     comm.Init finds every backend with no blank import; nccl opens
 //     libnccl with dlopen when a group is created, so this links no CUDA
 //     library, and mpi is a stub unless built with -tags mpi.

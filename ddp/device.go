@@ -73,7 +73,11 @@ type DeviceReducer interface {
 // stay host tensors, so finalize ends with one wait for the compute queue
 // before Grad is read on the host. Float32 parameters only.
 // GradientAsBucketView needs the parameters on the device. The goddp/cuda
-// adapter has only run against a fake driver, never on a GPU.
+// adapter ran on a GPU at world 1 (an H100, 2026-11-26, kit 4c9db4b:
+// TestGPUQueues, TestGPUDDPOnQueues, examples/mlp under DDP over NCCL; the
+// kit passed again on an H200 on 2026-11-27, docs/gpu.md); CI runs it on a
+// fake driver built from goddp/cuda/sim. It has never run across two or
+// more GPUs.
 func OnDevice(dev Device) Option { return func(c *config) { c.device = dev } }
 
 // deviceBuckets is the reducer's device state; nil on the CPU.

@@ -5,12 +5,14 @@
 //
 // # Model
 //
-// A Tensor has a dtype (Float32, the training type, or Float64, used by
-// finite-difference gradient checks), a shape, element strides and an
-// offset into shared storage. Views — Reshape of a contiguous tensor,
-// Transpose, Permute, Narrow, Unsqueeze, Squeeze, Expand, T — share storage
-// and copy nothing. Every allocating function (Add, MatMul, Sum, ...) returns
-// a new contiguous tensor and never aliases its inputs. The in-place helpers
+// A Tensor has a dtype (Float32, the training type; Float64, used by
+// finite-difference gradient checks; Int64, torch's long: labels, token
+// ids and max-pool indices, each dtype in a storage slice of its own
+// type), a shape, element strides and an offset into shared storage.
+// Views — Reshape of a contiguous tensor, Transpose, Permute, Narrow,
+// Unsqueeze, Squeeze, Expand, T — share storage and copy nothing. Every
+// allocating function (Add, MatMul, Sum, ...) returns a new contiguous
+// tensor and never aliases its inputs. The in-place helpers
 // (CopyFrom, Fill, AddInto, Axpy, ScaleInto, ScatterAdd, IndexAdd,
 // MatMulInto) write into an existing tensor and, on contiguous operands,
 // allocate nothing, so optimizer steps and hot loops stay garbage-free.
@@ -56,9 +58,14 @@
 // OMP_NUM_THREADS, so that two ranks on two cores run one thread each (the
 // default is the CPUs this process may run on). With one thread no helper
 // is started. The engine sets OpenBLAS itself to one thread, for the whole
-// process: other code calling OpenBLAS directly runs single-threaded. The package itself holds no mutable package-level Go state;
-// randomness comes from an explicit, seeded RNG, which is torch's CPU
-// generator: NewRNG(s) draws what torch.Generator().manual_seed(s) draws, in
+// process: other code calling OpenBLAS directly runs single-threaded.
+//
+// The package's mutable Go state is three process-wide objects, each of a
+// kind a process has one of: the host's caching allocator (Host, alloc.go),
+// the device driver registry, written only by drivers' init functions
+// (RegisterDevice, registry.go), and the kernel profiler's current
+// recording (KernelProfile.Start, kernelprofile.go). Randomness comes
+// from an explicit, seeded RNG, which is torch's CPU generator: NewRNG(s) draws what torch.Generator().manual_seed(s) draws, in
 // rand, randn, randint, randperm and bernoulli_, bit for bit (see
 // docs/reproducibility.md).
 //
