@@ -11,7 +11,10 @@
 // joins the process group that ddprun, torchrun, srun or mpirun describe
 // in the environment (or runs one process when there is none), wraps the
 // model in DDP, trains and prints samples_per_s. Every program under
-// examples/ is built this way.
+// examples/ is built this way. -device opens a device by torch's name
+// through goddp/tensor's registry (OpenDevice): the program links the
+// drivers it wants, as database/sql's, and the examples import
+// goddp/devices, which links cuda and sim.
 //
 // New builds a Trainer from parts you made yourself (a ddp.DDP, a
 // DataLoader over a DistributedSampler, an optimizer); Train runs the
