@@ -32,7 +32,7 @@ func Write(path, pattern string, write func(w io.Writer) error) (err error) {
 			os.Remove(tmp)
 		}
 	}()
-	bw := &File{Writer: bufio.NewWriterSize(f, 1<<20), f: f}
+	bw := &File{Writer: bufio.NewWriterSize(&writeback{f: f}, 1<<20), f: f}
 	if err = write(bw); err != nil {
 		return err
 	}
@@ -74,6 +74,32 @@ func syncDir(dir string) error {
 type File struct {
 	*bufio.Writer
 	f *os.File
+}
+
+// writeback writes to f and asks the kernel to start writing each
+// writebackEvery bytes to the disk as soon as they are in the page cache,
+// so that the disk works while the caller still produces (and hashes) the
+// rest, and the final fsync only waits for the tail. Without it every byte
+// waits in the page cache for the fsync: for a 500 MB checkpoint on a
+// virtual disk that fsync took 0.3 s on 2026-11-29, after the writes.
+type writeback struct {
+	f            *os.File
+	n, requested int64
+}
+
+// writebackEvery is the granularity of the early writeback requests: large
+// enough that the extra system calls cost nothing (one per 8 MiB), small
+// enough that the disk starts within a few milliseconds of writing.
+const writebackEvery = 8 << 20
+
+func (w *writeback) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	w.n += int64(n)
+	if w.n-w.requested >= writebackEvery {
+		startWriteback(w.f, w.requested, w.n-w.requested)
+		w.requested = w.n
+	}
+	return n, err
 }
 
 // WriteAt flushes the buffer and writes b at offset off of the file.

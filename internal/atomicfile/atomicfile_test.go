@@ -1,6 +1,7 @@
 package atomicfile
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -48,4 +49,27 @@ func TestWriteFailureKeepsOld(t *testing.T) {
 	ents, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	require.Len(t, ents, 1, "the temporary file is removed")
+}
+
+// A file longer than several early-writeback requests, patched with
+// WriteAt at the end (as checkpoint's digest is), reads back exactly.
+func TestWriteAcrossWritebackRequests(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "f")
+	want := make([]byte, 3*writebackEvery+12345)
+	for i := range want {
+		want[i] = byte(i * 7)
+	}
+	require.NoError(t, Write(p, ".f.tmp-*", func(w io.Writer) error {
+		for b := want; len(b) > 0; b = b[min(len(b), 1000003):] { // odd sizes: requests fall mid-write
+			if _, err := w.Write(b[:min(len(b), 1000003)]); err != nil {
+				return err
+			}
+		}
+		_, err := w.(*File).WriteAt([]byte("patched"), 5)
+		return err
+	}))
+	copy(want[5:], "patched")
+	got, err := os.ReadFile(p)
+	require.NoError(t, err)
+	require.True(t, bytes.Equal(want, got))
 }
