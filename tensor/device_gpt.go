@@ -83,38 +83,6 @@ func LayerNormBackwardDevice(gy, xhat, rstd, w, dw, db *Tensor, wantDX bool) *Te
 	return dx
 }
 
-// SoftmaxDevice is the softmax of x over its last dimension, its axis
-// (normalized) having inner elements after it; nil for x on the host.
-// Other axes have no kernel (a transpose would need one).
-func SoftmaxDevice(x *Tensor, inner int) *Tensor {
-	if !onDevice(x) {
-		return nil
-	}
-	if inner != 1 {
-		panic(NoKernel("Softmax over a dimension other than the last", x.Device()))
-	}
-	k := kernelsFor("Softmax", x)
-	NeedKernel(k.Softmax != nil, "Softmax", x.Device())
-	xc := x.Contiguous()
-	y := MustEmptyOn(xc.Device(), xc.shape...)
-	k.Softmax(y, xc)
-	return y
-}
-
-// SoftmaxBackwardDevice is Softmax's input gradient from gy and its output
-// y; nil for operands on the host.
-func SoftmaxBackwardDevice(gy, y *Tensor) *Tensor {
-	if !onDevice(gy, y) {
-		return nil
-	}
-	k := kernelsFor("Softmax backward", gy, y)
-	NeedKernel(k.SoftmaxBackward != nil, "Softmax backward", gy.Device())
-	g := gy.Contiguous()
-	dx := MustEmptyOn(g.Device(), y.shape...)
-	k.SoftmaxBackward(dx, g, y)
-	return dx
-}
-
 // attnLayout is the shape of a packed qkv [B, T, 3E] cut into heads: matrix
 // bi is batch bi/heads, head bi%heads; aff and the qa..pa methods place
 // each operand of its products.

@@ -12,26 +12,35 @@ func Softmax(a *Tensor, axis int) *Tensor { return softmax("Softmax", a, axis, f
 // LogSoftmax returns a - logsumexp(a) along axis, computed stably.
 func LogSoftmax(a *Tensor, axis int) *Tensor { return softmax("LogSoftmax", a, axis, true) }
 
+// softmax runs the Softmax or LogSoftmax entry of a's device table, which
+// works over the last dimension: another axis is swapped to the last
+// place and back (two copies, which no training step here pays: they
+// normalize over the last dimension).
 func softmax(op string, a *Tensor, axis int, log bool) *Tensor {
 	if a.Dim() == 0 {
 		panic(fmt.Sprintf("tensor: %s: scalar input", op))
 	}
 	ax := normAxis(op, axis, a.Dim(), a.shape)
-	if a.dev != nil {
-		if !log {
-			panic(NoKernel(op, a.Device()))
-		}
-		return logSoftmaxDevice(op, a, ax)
+	k := table(op, a)
+	kern := k.Softmax
+	if log {
+		kern = k.LogSoftmax
 	}
-	outer, n, inner := split3(a.shape, ax, ax+1)
-	out := New(a.dtype, a.shape...)
-	c := a.Contiguous()
-	if a.dtype == Float64 {
-		softmaxBlock(out.f64, c.F64(), outer, n, inner, log)
-	} else {
-		softmaxBlock(out.f32, c.F32(), outer, n, inner, log)
+	need(kern != nil, op, a)
+	last := a.Dim() - 1
+	x := a
+	if ax != last {
+		x = Transpose(a, ax, last)
 	}
-	return out
+	x = x.Contiguous()
+	y := EmptyAs(x, x.shape...) // written whole
+	if x.Numel() > 0 {
+		kern(y, x)
+	}
+	if ax != last {
+		y = Transpose(y, ax, last).Contiguous()
+	}
+	return y
 }
 
 func softmaxBlock[T float](dst, src []T, outer, n, inner int, log bool) {
@@ -76,21 +85,39 @@ func softmaxBlock[T float](dst, src []T, outer, n, inner int, log bool) {
 // from its output y: gx = gy - exp(y) * Σ_axis gy. gx, gy and y are
 // contiguous with y's shape; gx may be gy.
 func LogSoftmaxBackward(gx, gy, y *Tensor, axis int) {
-	ax := normAxis("LogSoftmaxBackward", axis, y.Dim(), y.shape)
-	if onDevice(gx, gy, y) {
-		k := kernelsFor("LogSoftmaxBackward", gx, gy, y)
-		NeedKernel(k.LogSoftmaxBackward != nil, "LogSoftmaxBackward", y.Device())
-		if ax != y.Dim()-1 {
-			panic(NoKernel("LogSoftmaxBackward over a dimension other than the last", y.Device()))
-		}
-		k.LogSoftmaxBackward(gx, gy, y)
+	softmaxBackward("LogSoftmaxBackward", gx, gy, y, axis, true)
+}
+
+// SoftmaxBackward writes into gx the gradient of Softmax along axis from
+// its output y: gx = y * (gy - Σ_axis gy·y). gx, gy and y are contiguous
+// with y's shape; gx may be gy.
+func SoftmaxBackward(gx, gy, y *Tensor, axis int) {
+	softmaxBackward("SoftmaxBackward", gx, gy, y, axis, false)
+}
+
+func softmaxBackward(op string, gx, gy, y *Tensor, axis int, log bool) {
+	ax := normAxis(op, axis, y.Dim(), y.shape)
+	k := table(op, gx, gy, y)
+	kern := k.SoftmaxBackward
+	if log {
+		kern = k.LogSoftmaxBackward
+	}
+	need(kern != nil, op, y)
+	if y.Numel() == 0 {
 		return
 	}
-	outer, n, inner := split3(y.shape, ax, ax+1)
-	if y.dtype == Float64 {
-		logSoftmaxBwd(gx.F64(), gy.F64(), y.F64(), outer, n, inner)
-	} else {
-		logSoftmaxBwd(gx.F32(), gy.F32(), y.F32(), outer, n, inner)
+	last := y.Dim() - 1
+	if ax == last {
+		kern(gx, gy, y)
+		return
+	}
+	// Another axis: the entry runs over the last dimension of the
+	// swapped operands, and the result is copied back into gx.
+	gyT, yT := Transpose(gy, ax, last).Contiguous(), Transpose(y, ax, last).Contiguous()
+	dx := EmptyAs(yT, yT.shape...)
+	kern(dx, gyT, yT)
+	if err := Copy(gx, Transpose(dx, ax, last).Contiguous()); err != nil {
+		panic(err.Error())
 	}
 }
 
@@ -110,15 +137,52 @@ func logSoftmaxBwd[T float](gx, gy, y []T, outer, n, inner int) {
 	}
 }
 
-// logSoftmaxDevice is LogSoftmax over the last dimension on a device.
-func logSoftmaxDevice(op string, a *Tensor, ax int) *Tensor {
-	k := kernelsFor(op, a)
-	NeedKernel(k.LogSoftmax != nil, op, a.Device())
-	if ax != a.Dim()-1 {
-		panic(NoKernel(op+" over a dimension other than the last", a.Device()))
+// The host's entries (cpu_kernels.go): rows of the last dimension.
+
+func lastDim(t *Tensor) (rows, cols int) {
+	cols = t.shape[len(t.shape)-1]
+	return t.Numel() / max(cols, 1), cols
+}
+
+func cpuSoftmax(log bool) func(y, x *Tensor) {
+	return func(y, x *Tensor) {
+		rows, cols := lastDim(x)
+		if x.dtype == Float64 {
+			softmaxBlock(hostElems[float64](y), hostElems[float64](x), rows, cols, 1, log)
+		} else {
+			softmaxBlock(hostElems[float32](y), hostElems[float32](x), rows, cols, 1, log)
+		}
 	}
-	x := a.Contiguous()
-	y := MustEmptyOn(x.Device(), x.shape...)
-	k.LogSoftmax(y, x)
-	return y
+}
+
+func cpuLogSoftmaxBackward(dx, dy, y *Tensor) {
+	rows, cols := lastDim(y)
+	if y.dtype == Float64 {
+		logSoftmaxBwd(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](y), rows, cols, 1)
+	} else {
+		logSoftmaxBwd(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](y), rows, cols, 1)
+	}
+}
+
+func cpuSoftmaxBackward(dx, dy, y *Tensor) {
+	rows, cols := lastDim(y)
+	if y.dtype == Float64 {
+		softmaxBwd(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](y), rows, cols)
+	} else {
+		softmaxBwd(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](y), rows, cols)
+	}
+}
+
+// softmaxBwd is dx = y * (dy - Σ dy·y) over rows of cols (dx may be dy).
+func softmaxBwd[T float](dx, dy, y []T, rows, cols int) {
+	for r := range rows {
+		g, p, out := dy[r*cols:(r+1)*cols], y[r*cols:(r+1)*cols], dx[r*cols:(r+1)*cols]
+		var dot T
+		for j, v := range g {
+			dot += v * p[j]
+		}
+		for j, v := range g {
+			out[j] = p[j] * (v - dot)
+		}
+	}
 }
