@@ -8,17 +8,28 @@ import (
 	"github.com/goddp/goddp/tensor"
 )
 
-func TestBatchNormFixture(t *testing.T) {
-	runFixture(t, "batch_norm", func(c *fixCase, dt tensor.DType, in []*Variable) (*Variable, map[string]*tensor.Tensor) {
+func TestBatchNormFixture(t *testing.T) { runFixture(t, "batch_norm", batchNormCase(false)) }
+
+func TestBatchNorm2dFixture(t *testing.T) { runFixture(t, "batch_norm2d", batchNormCase(false)) }
+
+// batchNormCase runs a case of torch's batch_norm fixtures through
+// BatchNorm, or, for the training cases when sync, through a one-replica
+// SyncBatchNorm (which must match them: it is BatchNorm in training).
+func batchNormCase(sync bool) fixtureFn {
+	alone := func([]float64) error { return nil }
+	return func(c *fixCase, dt tensor.DType, in []*Variable) (*Variable, map[string]*tensor.Tensor) {
 		rm := fixTensor{Shape: []int{len(c.floats("running_mean"))}, Data: c.floats("running_mean")}.tensor(dt)
 		rv := fixTensor{Shape: []int{len(c.floats("running_var"))}, Data: c.floats("running_var")}.tensor(dt)
 		var w, b *Variable
 		if len(in) == 3 {
 			w, b = in[1], in[2]
 		}
-		y := BatchNorm(in[0], w, b, rm, rv, c.bool("training"), c.float("momentum"), c.float("eps"))
-		return y, map[string]*tensor.Tensor{"running_mean": rm, "running_var": rv}
-	})
+		stats := map[string]*tensor.Tensor{"running_mean": rm, "running_var": rv}
+		if sync && c.bool("training") {
+			return SyncBatchNorm(in[0], w, b, rm, rv, c.float("momentum"), c.float("eps"), alone), stats
+		}
+		return BatchNorm(in[0], w, b, rm, rv, c.bool("training"), c.float("momentum"), c.float("eps")), stats
+	}
 }
 
 func TestBatchNormGradCheck(t *testing.T) {

@@ -9,36 +9,10 @@ import (
 	"github.com/goddp/goddp/tensor"
 )
 
-func TestBatchNorm2dFixture(t *testing.T) {
-	runFixture(t, "batch_norm2d", func(c *fixCase, dt tensor.DType, in []*Variable) (*Variable, map[string]*tensor.Tensor) {
-		rm := fixTensor{Shape: []int{len(c.floats("running_mean"))}, Data: c.floats("running_mean")}.tensor(dt)
-		rv := fixTensor{Shape: []int{len(c.floats("running_var"))}, Data: c.floats("running_var")}.tensor(dt)
-		var w, b *Variable
-		if len(in) == 3 {
-			w, b = in[1], in[2]
-		}
-		y := BatchNorm(in[0], w, b, rm, rv, c.bool("training"), c.float("momentum"), c.float("eps"))
-		return y, map[string]*tensor.Tensor{"running_mean": rm, "running_var": rv}
-	})
-}
-
 // A single replica's SyncBatchNorm is BatchNorm in training: it must match
 // torch's batch_norm fixtures for the training cases.
 func TestSyncBatchNormOneReplicaFixture(t *testing.T) {
-	alone := func([]float64) error { return nil }
-	runFixture(t, "batch_norm2d", func(c *fixCase, dt tensor.DType, in []*Variable) (*Variable, map[string]*tensor.Tensor) {
-		rm := fixTensor{Shape: []int{len(c.floats("running_mean"))}, Data: c.floats("running_mean")}.tensor(dt)
-		rv := fixTensor{Shape: []int{len(c.floats("running_var"))}, Data: c.floats("running_var")}.tensor(dt)
-		var w, b *Variable
-		if len(in) == 3 {
-			w, b = in[1], in[2]
-		}
-		if !c.bool("training") {
-			return BatchNorm(in[0], w, b, rm, rv, false, c.float("momentum"), c.float("eps")), map[string]*tensor.Tensor{"running_mean": rm, "running_var": rv}
-		}
-		y := SyncBatchNorm(in[0], w, b, rm, rv, c.float("momentum"), c.float("eps"), alone)
-		return y, map[string]*tensor.Tensor{"running_mean": rm, "running_var": rv}
-	})
+	runFixture(t, "batch_norm2d", batchNormCase(true))
 }
 
 func TestSyncBatchNormGradCheck(t *testing.T) {
