@@ -14,32 +14,13 @@ import (
 func Where(cond *tensor.Tensor, a, b *Variable) *Variable {
 	sameDType("Where", a.Value, b.Value)
 	shape := broadcastShapes("Where", cond.Shape(), a.Value.Shape(), b.Value.Shape())
-	if y, m := tensor.WhereDevice(cond, a.Value, b.Value, 0, 0, shape); y != nil {
-		return FromOp(y, &whereOp{inputs: ins(a, b), mask: m})
-	}
-	dt := a.Value.DType()
-	m := broadcastTo(tensor.AsType(cond, dt), shape)
-	x, z := broadcastTo(a.Value, shape), broadcastTo(b.Value, shape)
-	if dt == tensor.Float64 {
-		whereKernel(x.F64(), m.F64(), z.F64())
-	} else {
-		whereKernel(x.F32(), m.F32(), z.F32())
-	}
-	return FromOp(x, &whereOp{inputs: ins(a, b), mask: m})
-}
-
-// whereKernel overwrites a[i] with b[i] wherever m[i] is zero.
-func whereKernel[T float](a, m, b []T) {
-	for i, v := range m {
-		if v == 0 {
-			a[i] = b[i]
-		}
-	}
+	y, m := tensor.Where(cond, a.Value, b.Value, 0, 0, shape)
+	return FromOp(y, &whereOp{inputs: ins(a, b), mask: m})
 }
 
 type whereOp struct {
 	inputs
-	mask *tensor.Tensor // at the result's shape
+	mask *tensor.Tensor // at the result's shape, on its device
 }
 
 func (o *whereOp) Name() string { return "Where" }
@@ -49,20 +30,9 @@ func (o *whereOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, 2)
 	for k, onTrue := range []bool{true, false} {
-		if !needs(o.in(k)) {
-			continue
+		if needs(o.in(k)) {
+			grads[k] = tensor.MaskedGrad(o.mask, gy, onTrue)
 		}
-		if g := tensor.MaskedGradDevice(o.mask, gy, onTrue); g != nil {
-			grads[k] = g
-			continue
-		}
-		g := tensor.New(gy.DType(), gy.Shape()...)
-		if g.DType() == tensor.Float64 {
-			maskedGrad(g.F64(), gy.F64(), o.mask.F64(), onTrue)
-		} else {
-			maskedGrad(g.F32(), gy.F32(), o.mask.F32(), onTrue)
-		}
-		grads[k] = g
 	}
 	return grads
 }

@@ -41,6 +41,8 @@ func init() {
 		SoftmaxBackward:    cpuSoftmaxBackward,
 		LogSoftmaxBackward: cpuLogSoftmaxBackward,
 
+		Where: cpuWhere,
+
 		BatchNormStats:          cpuBatchNormStats,
 		BatchNormFinalize:       cpuBatchNormFinalize,
 		BatchNormApply:          cpuBatchNormApply,

@@ -241,7 +241,7 @@ type Kernels struct {
 	// Where is y = m ≠ 0 ? a : b elementwise, every operand of y's size
 	// and contiguous; a nil a reads va, a nil b reads vb (masked_fill,
 	// where and their gradients). y may alias an operand.
-	Where func(y, m, a, b *Tensor, va, vb float32)
+	Where func(y, m, a, b *Tensor, va, vb float64)
 
 	// ---- bf16 autocast (amp.Autocast on a device; device_bf16.go).
 	//

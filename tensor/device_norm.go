@@ -2,10 +2,8 @@ package tensor
 
 import "fmt"
 
-// Batch normalization on every device (the CPU's table included), and the
-// device paths of masked_fill / where: autograd's MaskedFill and Where call
-// those when their operands live on a device, as the other ops of
-// device_cnn.go and device_gpt.go.
+// Batch normalization and where / masked_fill on every device (the CPU's
+// table included).
 
 // BatchNormState is what BatchNorm's forward keeps for its
 // backward: the normalized input, coef [2c] = (mean, rstd) and the
@@ -88,40 +86,37 @@ func BatchNormBackward(gy *Tensor, st *BatchNormState, w, dw, db *Tensor, wantDX
 	return dx, nil
 }
 
-// WhereDevice is y = m ≠ 0 ? a : b on the device of the operands, each
-// broadcast to shape (the mask m may be on the host: it is copied to the
-// device); a nil a reads va and a nil b reads vb. It also returns the mask
-// at shape on the device, for the gradients. It returns nils, doing
-// nothing, when neither a nor b is on a device.
-func WhereDevice(m, a, b *Tensor, va, vb float64, shape []int) (y, mask *Tensor) {
-	if !onDevice(a, b) {
-		return nil, nil
-	}
+// Where is y = m ≠ 0 ? a : b on the operands' device, by its table's
+// Where entry (the CPU's included), each broadcast to shape (the mask m
+// may be on the host: it is copied to the device, in the operands'
+// dtype); a nil a reads va and a nil b reads vb (masked_fill). It also
+// returns the mask at shape on that device, for the gradients (MaskedGrad).
+func Where(m, a, b *Tensor, va, vb float64, shape []int) (y, mask *Tensor) {
 	on := a
 	if on == nil {
 		on = b
 	}
-	k := kernelsFor("Where", a, b)
-	NeedKernel(k.Where != nil, "Where", on.Device())
+	k := table("Where", a, b)
+	need(k.Where != nil, "Where", on)
 	if m.dev == nil {
-		m = AsType(m, Float32).MustTo(on.Device())
+		m = AsType(m, on.dtype).MustTo(on.Device())
 	}
 	kernelsFor("Where", m, on) // a mask on another device panics, naming both
 	mask = expandTo(m, shape)
-	y = MustZerosOn(on.Device(), shape...)
-	k.Where(y, mask, expandTo(a, shape), expandTo(b, shape), float32(va), float32(vb))
+	y = EmptyAs(on, shape...) // written whole
+	k.Where(y, mask, expandTo(a, shape), expandTo(b, shape), va, vb)
 	return y, mask
 }
 
-// MaskedGradDevice is the gradient through a mask on a device: gy where
-// mask ≠ 0 (onTrue) or where it is 0 (otherwise), 0 elsewhere; mask is
-// WhereDevice's, at gy's shape. It returns nil for gy on the host.
-func MaskedGradDevice(mask, gy *Tensor, onTrue bool) *Tensor {
+// MaskedGrad is the gradient through a mask: gy where mask ≠ 0 (onTrue)
+// or where it is 0 (otherwise), 0 elsewhere; mask is Where's, at gy's
+// shape.
+func MaskedGrad(mask, gy *Tensor, onTrue bool) *Tensor {
 	var g *Tensor
 	if onTrue {
-		g, _ = WhereDevice(mask, gy, nil, 0, 0, gy.shape)
+		g, _ = Where(mask, gy, nil, 0, 0, gy.shape)
 	} else {
-		g, _ = WhereDevice(mask, nil, gy, 0, 0, gy.shape)
+		g, _ = Where(mask, nil, gy, 0, 0, gy.shape)
 	}
 	return g
 }

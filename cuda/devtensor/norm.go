@@ -66,11 +66,11 @@ func (d *Device) batchNormBackwardInput(dx, gy, xhat, coef, w, sums, stats *tens
 		d.optPtr("batch norm backward", sums), d.optPtr("batch norm backward", stats), i64(n), i64(c), i64(l))
 }
 
-func (d *Device) where(y, m, a, b *tensor.Tensor, va, vb float32) {
+func (d *Device) where(y, m, a, b *tensor.Tensor, va, vb float64) {
 	n := y.Numel()
 	bnArgs("where", n, m, a, b)
 	d.launch("where_f32", grid(n), d.ptr("where", y), d.ptr("where", m), d.optPtr("where", a), d.optPtr("where", b),
-		f32(va), f32(vb), i64(n))
+		f32(float32(va)), f32(float32(vb)), i64(n))
 }
 
 // binary is the table entry of an elementwise kernel y = a op b.
