@@ -10,9 +10,9 @@ import "math"
 
 func cpuBatchNormStats(stats, x *Tensor, n, c, l int, sums bool) {
 	if x.dtype == Float64 {
-		bnStats(hostElems[float64](stats), hostElems[float64](x), n, c, l, sums)
+		bnStats(f64s(stats), f64s(x), n, c, l, sums)
 	} else {
-		bnStats(hostElems[float32](stats), hostElems[float32](x), n, c, l, sums)
+		bnStats(f32s(stats), f32s(x), n, c, l, sums)
 	}
 }
 
@@ -44,18 +44,10 @@ func bnStats[T float](stats, x []T, n, c, l int, sums bool) {
 
 func cpuBatchNormFinalize(coef, stats, rm, rv *Tensor, training, sums bool, momentum, eps float64) {
 	if coef.dtype == Float64 {
-		bnFinalize(hostElems[float64](coef), optElems[float64](stats), optElems[float64](rm), optElems[float64](rv), training, sums, momentum, eps)
+		bnFinalize(f64s(coef), optHostF64(stats), optHostF64(rm), optHostF64(rv), training, sums, momentum, eps)
 	} else {
-		bnFinalize(hostElems[float32](coef), optElems[float32](stats), optElems[float32](rm), optElems[float32](rv), training, sums, momentum, eps)
+		bnFinalize(f32s(coef), optHostF32(stats), optHostF32(rm), optHostF32(rv), training, sums, momentum, eps)
 	}
-}
-
-// optElems is hostElems of an operand that may be nil.
-func optElems[T float](t *Tensor) []T {
-	if t == nil {
-		return nil
-	}
-	return hostElems[T](t)
 }
 
 func bnFinalize[T float](coef, stats, rm, rv []T, training, sums bool, momentum, eps float64) {
@@ -82,9 +74,9 @@ func bnFinalize[T float](coef, stats, rm, rv []T, training, sums bool, momentum,
 
 func cpuBatchNormApply(y, xhat, x, coef, w, b *Tensor, n, c, l int) {
 	if x.dtype == Float64 {
-		bnApply(hostElems[float64](y), hostElems[float64](xhat), hostElems[float64](x), hostElems[float64](coef), optElems[float64](w), optElems[float64](b), n, c, l)
+		bnApply(f64s(y), f64s(xhat), f64s(x), f64s(coef), optHostF64(w), optHostF64(b), n, c, l)
 	} else {
-		bnApply(hostElems[float32](y), hostElems[float32](xhat), hostElems[float32](x), hostElems[float32](coef), optElems[float32](w), optElems[float32](b), n, c, l)
+		bnApply(f32s(y), f32s(xhat), f32s(x), f32s(coef), optHostF32(w), optHostF32(b), n, c, l)
 	}
 }
 
@@ -111,9 +103,9 @@ func bnApply[T float](y, xhat, x, coef, w, b []T, n, c, l int) {
 
 func cpuBatchNormBackwardReduce(sums, dw, db, gy, xhat *Tensor, n, c, l int) {
 	if gy.dtype == Float64 {
-		bnBwdReduce(hostElems[float64](sums), optElems[float64](dw), optElems[float64](db), hostElems[float64](gy), hostElems[float64](xhat), n, c, l)
+		bnBwdReduce(f64s(sums), optHostF64(dw), optHostF64(db), f64s(gy), f64s(xhat), n, c, l)
 	} else {
-		bnBwdReduce(hostElems[float32](sums), optElems[float32](dw), optElems[float32](db), hostElems[float32](gy), hostElems[float32](xhat), n, c, l)
+		bnBwdReduce(f32s(sums), optHostF32(dw), optHostF32(db), f32s(gy), f32s(xhat), n, c, l)
 	}
 }
 
@@ -140,9 +132,9 @@ func bnBwdReduce[T float](sums, dw, db, gy, xhat []T, n, c, l int) {
 
 func cpuBatchNormBackwardInput(dx, gy, xhat, coef, w, sums, stats *Tensor, n, c, l int) {
 	if gy.dtype == Float64 {
-		bnBwdInput(hostElems[float64](dx), hostElems[float64](gy), hostElems[float64](xhat), hostElems[float64](coef), optElems[float64](w), optElems[float64](sums), optElems[float64](stats), n, c, l)
+		bnBwdInput(f64s(dx), f64s(gy), f64s(xhat), f64s(coef), optHostF64(w), optHostF64(sums), optHostF64(stats), n, c, l)
 	} else {
-		bnBwdInput(hostElems[float32](dx), hostElems[float32](gy), hostElems[float32](xhat), hostElems[float32](coef), optElems[float32](w), optElems[float32](sums), optElems[float32](stats), n, c, l)
+		bnBwdInput(f32s(dx), f32s(gy), f32s(xhat), f32s(coef), optHostF32(w), optHostF32(sums), optHostF32(stats), n, c, l)
 	}
 }
 

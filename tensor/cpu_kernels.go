@@ -53,13 +53,24 @@ func init() {
 	}
 }
 
-// hostElems returns t's n contiguous elements of type T.
-func hostElems[T float](t *Tensor) []T {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return any(t.F32()[:t.Numel()]).([]T)
+// f32s and f64s return t's contiguous elements (plain functions: a
+// generic one converting through an interface cost an allocation a call).
+func f32s(t *Tensor) []float32 { return t.F32()[:t.Numel()] }
+func f64s(t *Tensor) []float64 { return t.F64()[:t.Numel()] }
+
+// optHostF32 and optHostF64 are f32s and f64s of an operand that may be nil.
+func optHostF32(t *Tensor) []float32 {
+	if t == nil {
+		return nil
 	}
-	return any(t.F64()[:t.Numel()]).([]T)
+	return f32s(t)
+}
+
+func optHostF64(t *Tensor) []float64 {
+	if t == nil {
+		return nil
+	}
+	return f64s(t)
 }
 
 // cpuUnary is y = op(x): the float32 vector kernel where there is one
@@ -67,32 +78,32 @@ func hostElems[T float](t *Tensor) []T {
 func cpuUnary(op unOp) func(y, x *Tensor) {
 	return func(y, x *Tensor) {
 		if y.dtype == Float64 {
-			unaryLoop(op, hostElems[float64](y), hostElems[float64](x), 0, 0)
+			unaryLoop(op, f64s(y), f64s(x), 0, 0)
 			return
 		}
 		if k := float32Kernel(op); k != nil {
-			k(hostElems[float32](y), hostElems[float32](x))
+			k(f32s(y), f32s(x))
 			return
 		}
-		unaryLoop(op, hostElems[float32](y), hostElems[float32](x), 0, 0)
+		unaryLoop(op, f32s(y), f32s(x), 0, 0)
 	}
 }
 
 func cpuScale(y, x *Tensor, s float32) {
 	if y.dtype == Float64 {
-		binVS(opMul, hostElems[float64](y), hostElems[float64](x), float64(s))
+		binVS(opMul, f64s(y), f64s(x), float64(s))
 		return
 	}
-	binVS(opMul, hostElems[float32](y), hostElems[float32](x), s)
+	binVS(opMul, f32s(y), f32s(x), s)
 }
 
 func cpuBinary(op binOp) func(y, a, b *Tensor) {
 	return func(y, a, b *Tensor) {
 		if y.dtype == Float64 {
-			binVV(op, hostElems[float64](y), hostElems[float64](a), hostElems[float64](b))
+			binVV(op, f64s(y), f64s(a), f64s(b))
 			return
 		}
-		binVV(op, hostElems[float32](y), hostElems[float32](a), hostElems[float32](b))
+		binVV(op, f32s(y), f32s(a), f32s(b))
 	}
 }
 
@@ -100,10 +111,10 @@ func cpuBinary(op binOp) func(y, a, b *Tensor) {
 func cpuGrad(f64 func(g, s float64) float64, f32 func(g, s float32) float32) func(dx, dy, s *Tensor) {
 	return func(dx, dy, s *Tensor) {
 		if dx.dtype == Float64 {
-			gradLoop(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](s), f64)
+			gradLoop(f64s(dx), f64s(dy), f64s(s), f64)
 			return
 		}
-		gradLoop(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](s), f32)
+		gradLoop(f32s(dx), f32s(dy), f32s(s), f32)
 	}
 }
 
@@ -116,25 +127,25 @@ func gradLoop[T float](dx, dy, s []T, f func(g, s T) T) {
 
 func cpuReLUBackward(dx, dy, y *Tensor) {
 	if dy.dtype == Float64 {
-		reluBwd64(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](y))
+		reluBwd64(f64s(dx), f64s(dy), f64s(y))
 		return
 	}
-	ReLUBackwardF32(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](y))
+	ReLUBackwardF32(f32s(dx), f32s(dy), f32s(y))
 }
 
 func cpuGELUBackward(dx, dy, x *Tensor) {
 	if dy.dtype == Float64 {
-		geluBwd64(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](x))
+		geluBwd64(f64s(dx), f64s(dy), f64s(x))
 		return
 	}
-	GELUGradF32(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](x))
+	GELUGradF32(f32s(dx), f32s(dy), f32s(x))
 }
 
 // cpuGELUWithGrad is float32 only (UnaryForward calls it for float32
 // operands): float64, which serves the gradient checks, recomputes the
 // derivative in the backward (GELUBackward).
 func cpuGELUWithGrad(y, d, x *Tensor) {
-	GELUWithGradF32(hostElems[float32](y), hostElems[float32](d), hostElems[float32](x))
+	GELUWithGradF32(f32s(y), f32s(d), f32s(x))
 }
 
 func geluBwd64(gx, gy, x []float64) {

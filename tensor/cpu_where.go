@@ -4,9 +4,9 @@ package tensor
 // va and a nil b vb (y may alias an operand).
 func cpuWhere(y, m, a, b *Tensor, va, vb float64) {
 	if y.dtype == Float64 {
-		whereLoop(hostElems[float64](y), hostElems[float64](m), optElems[float64](a), optElems[float64](b), va, vb)
+		whereLoop(f64s(y), f64s(m), optHostF64(a), optHostF64(b), va, vb)
 	} else {
-		whereLoop(hostElems[float32](y), hostElems[float32](m), optElems[float32](a), optElems[float32](b), float32(va), float32(vb))
+		whereLoop(f32s(y), f32s(m), optHostF32(a), optHostF32(b), float32(va), float32(vb))
 	}
 }
 

@@ -168,7 +168,7 @@
 //  1. An entry in Kernels (device.go), forward and backward, on contiguous
 //     operands of the shapes it states, e.g. TanhBackward func(dx, dy, y).
 //  2. The CPU kernel, set in cpu_kernels.go's init: a function over
-//     hostElems[float32] and hostElems[float64] of its operands.
+//     f32s and f64s of its operands.
 //  3. The CUDA kernel in goddp/cuda/kernels/kernels.cu and its entry in
 //     goddp/cuda/devtensor's table; sim runs the same source, so its tests
 //     check it without a GPU.

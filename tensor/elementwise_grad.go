@@ -135,10 +135,12 @@ func UnaryBackward(s UnarySaved, gy *Tensor, inPlace bool) *Tensor {
 	if !inPlace && g == gy {
 		dx = EmptyAs(g, g.shape...) // every entry writes each element
 	}
-	name := s.fn.String() + " backward"
+	// The op's name is built only for a panic: a concatenation on every
+	// call cost an allocation a backward.
+	const name = "UnaryBackward"
 	if s.rule == ruleNeg {
 		k := table(name, g)
-		need(k.Scale != nil, name, g)
+		needBackward(k.Scale != nil, s.fn, g)
 		k.Scale(dx, g, -1)
 		return dx
 	}
@@ -164,10 +166,17 @@ func UnaryBackward(s UnarySaved, gy *Tensor, inPlace bool) *Tensor {
 	case ruleGELU:
 		kern = k.GELUBackward
 	}
-	need(kern != nil, name, g)
+	needBackward(kern != nil, s.fn, g)
 	kern(dx, g, sv)
 	return dx
 }
 
 // Fn returns the function that saved s.
 func (s UnarySaved) Fn() UnaryFn { return s.fn }
+
+// needBackward panics with NoKernel naming fn's backward unless ok.
+func needBackward(ok bool, fn UnaryFn, t *Tensor) {
+	if !ok {
+		panic(NoKernel(fn.String()+" backward", t.Device()))
+	}
+}

@@ -148,9 +148,9 @@ func cpuSoftmax(log bool) func(y, x *Tensor) {
 	return func(y, x *Tensor) {
 		rows, cols := lastDim(x)
 		if x.dtype == Float64 {
-			softmaxBlock(hostElems[float64](y), hostElems[float64](x), rows, cols, 1, log)
+			softmaxBlock(f64s(y), f64s(x), rows, cols, 1, log)
 		} else {
-			softmaxBlock(hostElems[float32](y), hostElems[float32](x), rows, cols, 1, log)
+			softmaxBlock(f32s(y), f32s(x), rows, cols, 1, log)
 		}
 	}
 }
@@ -158,18 +158,18 @@ func cpuSoftmax(log bool) func(y, x *Tensor) {
 func cpuLogSoftmaxBackward(dx, dy, y *Tensor) {
 	rows, cols := lastDim(y)
 	if y.dtype == Float64 {
-		logSoftmaxBwd(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](y), rows, cols, 1)
+		logSoftmaxBwd(f64s(dx), f64s(dy), f64s(y), rows, cols, 1)
 	} else {
-		logSoftmaxBwd(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](y), rows, cols, 1)
+		logSoftmaxBwd(f32s(dx), f32s(dy), f32s(y), rows, cols, 1)
 	}
 }
 
 func cpuSoftmaxBackward(dx, dy, y *Tensor) {
 	rows, cols := lastDim(y)
 	if y.dtype == Float64 {
-		softmaxBwd(hostElems[float64](dx), hostElems[float64](dy), hostElems[float64](y), rows, cols)
+		softmaxBwd(f64s(dx), f64s(dy), f64s(y), rows, cols)
 	} else {
-		softmaxBwd(hostElems[float32](dx), hostElems[float32](dy), hostElems[float32](y), rows, cols)
+		softmaxBwd(f32s(dx), f32s(dy), f32s(y), rows, cols)
 	}
 }
 
