@@ -181,12 +181,18 @@
 // forward and backward entries and a case in UnaryForward and
 // UnaryBackward; autograd's one unaryOp records every one of them. As of
 // 2026-11-29 the seam carries the elementwise family (Exp, Log, Sqrt,
-// Tanh, Sigmoid, ReLU, GELU, Neg) and batch normalization (BatchNorm and
-// SyncBatchNorm, BatchNormForward/BatchNormBackward). The other ops are on
-// the old path: their host code sits in the op (or in autograd, over host
-// slices) beside a device branch that calls an XxxDevice function which
-// returns nil on the host (LayerNorm, Softmax, IndexSelect, attention,
-// Conv2d, the pools, Dropout, Where and MaskedFill; issue 44 moves them).
+// Tanh, Sigmoid, ReLU, GELU, Neg), batch normalization (BatchNorm and
+// SyncBatchNorm: BatchNormForward, BatchNormBackward), Softmax and
+// LogSoftmax (any axis, the entries working on the last), and Where and
+// MaskedFill. The other ops are on the old path: their host code sits in
+// the op (in autograd, over host slices, or in this package behind an
+// onDevice test), and some reach their device through an exported
+// XxxDevice function that returns nil on the host: LayerNorm,
+// IndexSelect, SelfAttention and Dropout. LayerNorm waits on its entries'
+// contract: the host keeps x with each row's mean and rstd in float64
+// and recomputes xhat (torch's choice, which saves an activation-sized
+// tensor), while the LayerNorm entry keeps xhat; one contract for both
+// means changing the CUDA kernel too.
 //
 // # Profiling the kernels
 //
