@@ -415,7 +415,7 @@ func (t *Tensor) SetData(src *Tensor) {
 	if t == src {
 		return
 	}
-	*t = Tensor{f32: src.f32, f64: src.f64, dtype: src.dtype, offset: src.offset, dev: src.dev, blk: src.blk}
+	*t = Tensor{f32: src.f32, f64: src.f64, i64: src.i64, dtype: src.dtype, offset: src.offset, dev: src.dev, blk: src.blk}
 	t.initDims(len(src.shape))
 	copy(t.shape, src.shape)
 	copy(t.strides, src.strides)
