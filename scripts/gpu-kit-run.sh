@@ -7,7 +7,12 @@
 #   device against CPU losses computed when the kit was built; NCCL's
 #   tests and DDP over NCCL; ddpbench; the torch yardstick
 #   (bench_torch_gpu.py: the anchors' recipes on cuda:0 with this machine's
-#   torch).
+#   torch); a small GPT-2 (examples/gpt2) against its CPU losses, float32
+#   and bf16; torch's torchrun (static, c10d, standalone) launching goddp.
+# GPU_KIT_ONLY=gpt2 runs the inventory, the GPT-2 and torchrun steps and
+# GPT-2 124M's timing, goddp against torch 2.x written as nanoGPT writes
+# it (bench_torch_gpu_gpt2.py, eager and torch.compile): one call of about
+# 5 minutes. GPU_KIT_ONLY=profile: see GPU_KIT_PROFILE below.
 # Every step is bounded (GPU_CHECK_LIMIT, at most and by default 120 s) by
 # `timeout -s QUIT`, so a hung Go program prints every goroutine's stack
 # into its log before it is killed, and the next step runs. The whole run
@@ -190,9 +195,20 @@ fi
 timeout -s QUIT -k 10 60 "$bin/gpuinfo" 2>&1 | tee "$logs/inventory.log" | sed 's/^/   /'
 if [ "${PIPESTATUS[0]}" -eq 0 ]; then passed=$((passed + 1)); else failed=$((failed + 1)); failures+=(inventory); fi
 
+# Losses against the CPU references that gpu-kit.sh recorded (ref/).
+steplosses() { grep '"kind":"train"' "$1" | grep -o '"loss":[^,}]*' | cut -d: -f2; }
+cmpref() { # cmpref REF JSONL STEPS [TOL]: the first STEPS losses agree within TOL (1e-3)
+  paste "$1" <(steplosses "$2") | awk -v want="$3" -v tol="${4:-1e-3}" '
+    NR <= want && NF == 2 { d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > worst) worst = r; last = r; n = NR
+      if (r > tol) { bad++; if (bad <= 5) print "step " NR ": cpu " $1 ", device " $2 } }
+    NF == 2 && NR % 5 == 0 { d = $1 - $2; if (d < 0) d = -d; curve = curve sprintf(" %d:%.1e", NR, d / ($1 < 0 ? -$1 : $1)) }
+    END { if (curve != "") print "relative difference every 5 steps (the first " want " compared):" curve
+      print n " steps compared with the CPU, relative difference at the last " last ", worst " worst
+      exit (n == want && bad == 0) ? 0 : 1 }'
+}
 # GPU_KIT_ONLY=profile runs the inventory and GPU_KIT_PROFILE's steps
 # alone (a short call when device time is scarce).
-if [ "${GPU_KIT_ONLY:-}" != profile ]; then
+if [ -z "${GPU_KIT_ONLY:-}" ]; then
 # The device tests, one step each, in the order tests/PKG.tests lists
 # them (gpu-kit.sh puts the likeliest to hang last).
 for t in "$work"/tests/*.test; do
@@ -208,16 +224,6 @@ done
 # examples/mlp on the GPU against the CPU, same seed: rank 0's loss at
 # every step (-metrics) within 1e-3 relative of the CPU run that
 # gpu-kit.sh recorded (ref/mlp-wN.losses), so no CPU training runs here.
-steplosses() { grep '"kind":"train"' "$1" | grep -o '"loss":[^,}]*' | cut -d: -f2; }
-cmpref() { # cmpref REF JSONL STEPS [TOL]: the first STEPS losses agree within TOL (1e-3)
-  paste "$1" <(steplosses "$2") | awk -v want="$3" -v tol="${4:-1e-3}" '
-    NR <= want && NF == 2 { d = $1 - $2; if (d < 0) d = -d; r = d / ($1 < 0 ? -$1 : $1); if (r > worst) worst = r; last = r; n = NR
-      if (r > tol) { bad++; if (bad <= 5) print "step " NR ": cpu " $1 ", device " $2 } }
-    NF == 2 && NR % 5 == 0 { d = $1 - $2; if (d < 0) d = -d; curve = curve sprintf(" %d:%.1e", NR, d / ($1 < 0 ? -$1 : $1)) }
-    END { if (curve != "") print "relative difference every 5 steps (the first " want " compared):" curve
-      print n " steps compared with the CPU, relative difference at the last " last ", worst " worst
-      exit (n == want && bad == 0) ? 0 : 1 }'
-}
 mlp_cuda_vs_cpu() {
   "$bin/mlp" -device cuda -epochs 2 -seed 5 -num-workers 2 -metrics "$work/mlp1.jsonl" -metrics-every 1 -ckpt-dir "$work/ckpt-mlp1" || return 1
   cmpref "$kit/ref/mlp-w1.losses" "$work/mlp1.jsonl" 100
@@ -363,6 +369,145 @@ if [ -f "$kit/bench_torch_gpu.py" ]; then
     grep -h '^torch-gpu' "$logs/torch-yardstick.log" | sed 's/^/   /'
 fi
 fi # GPU_KIT_ONLY
+
+# GPT-2 (examples/gpt2) and torchrun. By default the small GPT-2 against
+# its CPU references and torchrun launching goddp; GPU_KIT_ONLY=gpt2 runs
+# the inventory and these with GPT-2 124M's timing (goddp, then torch
+# eager and compiled) in one call of about 5 minutes; GPU_KIT_GPT2=1 adds
+# the 124M timing to the full run (which then takes longer than 6 minutes).
+# For a check of these steps without a GPU (scripts/check-engines.sh):
+# GPU_KIT_GPT2_DEVICE=cpu trains goddp's runs on the CPU (the simulated
+# device, sim, is too slow for even the small GPT-2's 30 steps),
+# GPT2_MODEL_ARGS replaces "-model gpt2 -seq-len 1024", and the torch
+# script's BENCH_DEVICE=cpu, SEQ, N_LAYER, N_HEAD, N_EMBD pass through.
+case ${GPU_KIT_ONLY:-} in
+"") gpt2_checks=small; [ -z "${GPU_KIT_GPT2:-}" ] || gpt2_checks=all ;;
+gpt2) gpt2_checks=all ;;
+*) gpt2_checks="" ;;
+esac
+if [ -n "$gpt2_checks" ]; then
+# The small GPT-2 (2 layers, width 64, T=64, batch 4, ref/gpt2-small.args)
+# on the GPU against the CPU run gpu-kit.sh recorded: 30 steps within
+# 1e-3 relative, float32 and under -amp bf16 (against the CPU's bf16; the
+# distance to float32 printed beside).
+gpt2_small_vs_cpu() { # gpt2_small_vs_cpu fp32|bf16
+  local name=gpt2-small
+  [ "$1" = fp32 ] || name=gpt2-small-$1
+  # shellcheck disable=SC2046 # the recorded flags, one word each
+  "$bin/gpt2" -device "${GPU_KIT_GPT2_DEVICE:-cuda}" -amp "$1" -data "$kit/data/gpt2-small" $(cat "$kit/ref/gpt2-small.args") \
+    -metrics "$work/$name.jsonl" -metrics-every 1 -ckpt-dir "" || return 1
+  [ "$1" = fp32 ] || cmpref "$kit/ref/gpt2-small.losses" "$work/$name.jsonl" 30 1 | sed 's/^/against float32: /'
+  cmpref "$kit/ref/$name.losses" "$work/$name.jsonl" 30
+}
+# GPT-2 124M at T=1024 under bf16 autocast on random tokens (a step's
+# time does not depend on which), at the largest batch of 32, 16, 8 that
+# fits (a batch that runs out of memory fails within its first step),
+# for GPT2_STEPS (100) steps or until GPT2_CAP (95 s, all tries) has
+# passed, when it is stopped and the steps done are reported. The rates
+# are the trainer's step lines (every 5 s, each over the steps since the
+# last, the first step excluded) and, when every step ran, its tokens_per_s
+# line; the peak reserved memory its "device memory:" line, and the most
+# memory nvidia-smi saw in use on the GPU (the driver's context included).
+gpt2_tokens() { # gpt2_tokens DIR: random GPT-2 tokens for 124M's steps, nanoGPT's train.bin and val.bin
+  [ -f "$1/train.bin" ] && return 0
+  mkdir -p "$1" && "$py" - "$1" "$((${GPT2_STEPS:-100} * 32 * 1025 + 1025))" <<'EOF'
+import array, os, random, sys
+r = random.Random(1)
+for name, n in (("train.bin", int(sys.argv[2])), ("val.bin", 65 * 1025)):
+    a = array.array("H")
+    a.frombytes(r.randbytes(2 * n))
+    with open(os.path.join(sys.argv[1], name), "wb") as f:
+        array.array("H", (v % 50257 for v in a)).tofile(f)
+EOF
+}
+gpt2_124m() {
+  local d=$work/gpt2-124m log=$work/gpt2-124m.log cap=${GPT2_CAP:-95} start=$SECONDS rc=1 b smi
+  gpt2_tokens "$d" || { echo "could not write random tokens into $d"; return 1; }
+  smi=""
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    nvidia-smi -i 0 --query-gpu=memory.used --format=csv,noheader,nounits -lms 500 >"$work/gpt2-124m.smi" 2>/dev/null &
+    smi=$!
+  fi
+  for b in ${GPT2_BATCHES:-32 16 8}; do
+    local left=$((cap - (SECONDS - start)))
+    [ "$left" -gt 5 ] || { echo "batch $b: no time left of the cap of $cap s"; break; }
+    # shellcheck disable=SC2086 # GPT2_MODEL_ARGS: flags, one word each
+    timeout -s TERM -k 10 "$left" "$bin/gpt2" -device "${GPU_KIT_GPT2_DEVICE:-cuda}" -amp bf16 ${GPT2_MODEL_ARGS:--model gpt2 -seq-len 1024} -batch-size "$b" \
+      -epochs 1 -max-steps "${GPT2_STEPS:-100}" -warmup-steps 10 -eval-batches 1 -progress-every 5s -seed 5 \
+      -data "$d" -ckpt-dir "" >"$log" 2>&1
+    rc=$?
+    cat "$log"
+    if [ "$rc" != 0 ] && ! grep -q '^step=' "$log" && grep -qEi 'out of memory|OUT_OF_MEMORY' "$log"; then
+      echo "batch $b: out of memory"
+      continue
+    fi
+    break
+  done
+  [ -z "$smi" ] || { kill "$smi" 2>/dev/null; wait "$smi" 2>/dev/null; }
+  local steps last
+  last=$(grep '^step=' "$log" | tail -n 1)
+  steps=$(echo "$last" | sed -nE 's/^step=([0-9]+) .*/\1/p')
+  [ -n "$steps" ] || { echo "gpt2-124m: no step line (exit $rc)"; return 1; }
+  local smipeak
+  smipeak=$(sort -n "$work/gpt2-124m.smi" 2>/dev/null | tail -n 1)
+  local seq
+  seq=$(echo "${GPT2_MODEL_ARGS:--seq-len 1024}" | sed -nE 's/.*-seq-len ([0-9]+).*/\1/p')
+  echo "gpt2-124m goddp batch=$b seq=${seq:-?} steps=$steps$([ "$rc" = 0 ] || echo " capped=1 (stopped at $cap s, exit $rc)") $(grep -h '^tokens_per_s=' "$log" | tail -n 1)"
+  echo "gpt2-124m goddp last window: $last"
+  echo "gpt2-124m goddp $(grep -h '^device memory:' "$log" | tail -n 1) nvidia-smi peak used ${smipeak:-n/a} MiB"
+  # Stopped at the cap after some steps is a measurement, not a failure
+  # (137: it took more than 10 s to stop and was killed).
+  [ "$rc" = 0 ] || [ "$rc" = 124 ] || [ "$rc" = 137 ]
+}
+# torch's own torchrun launching a goddp binary (--no_python): examples/mlp
+# at world 2 on the CPU over tcp (NCCL refuses two ranks on one GPU; the
+# point is the rendezvous and torch's store), against the CPU reference of
+# world 2. static: the agent hosts torch's TCPStore on --master_port (libuv
+# from torch 2.4) and the workers join it (TORCHELASTIC_USE_AGENT_STORE=
+# True); c10d: rendezvous on a c10d store at --rdzv_endpoint (torch 2.x
+# hands its workers the agent's store too); standalone: c10d on a local
+# store torchrun picks. A wrapper prints what torchrun gave each worker.
+torchrun_mlp() { # torchrun_mlp static|c10d|standalone
+  local port args
+  port=$("$py" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])') || return 1
+  case $1 in
+  static) args=(--nnodes 1 --master_addr 127.0.0.1 --master_port "$port") ;;
+  c10d) args=(--nnodes 1 --rdzv_backend c10d --rdzv_endpoint "127.0.0.1:$port" --rdzv_id goddp-kit) ;;
+  standalone) args=(--standalone --nnodes 1) ;;
+  esac
+  "$py" -c 'import torch; print("torch", torch.__version__)'
+  # --redirects 1 --tee 1 (the workers' stdout to files and the console):
+  # Debian's torch 1.13 under Python 3.11 reads the default "0" (and any
+  # value of two bits, "3") as None and fails before any worker starts.
+  KIT_ENV_FILE=$work/torchrun-$1.env GODDP_BACKEND=tcp "$py" -m torch.distributed.run "${args[@]}" --nproc_per_node 2 \
+    --monitor_interval 1 --redirects 1 --tee 1 --log_dir "$work/torchrun-$1-logs" --no_python bash -c 'echo "rank $RANK of $WORLD_SIZE: MASTER_ADDR=$MASTER_ADDR MASTER_PORT=$MASTER_PORT TORCHELASTIC_USE_AGENT_STORE=${TORCHELASTIC_USE_AGENT_STORE:-unset}" | tee -a "$KIT_ENV_FILE"; exec "$0" "$@"' \
+    "$bin/mlp" -device cpu -epochs 1 -seed 5 -metrics "$work/torchrun-$1.jsonl" -metrics-every 1 -ckpt-dir "$work/ckpt-torchrun-$1" || return 1
+  if [ "$1" = static ] && ! grep -q "TORCHELASTIC_USE_AGENT_STORE=True" "$work/torchrun-$1.env"; then
+    echo "torchrun static did not hand its workers the agent's store (TORCHELASTIC_USE_AGENT_STORE=True)"
+    return 1
+  fi
+  cmpref "$kit/ref/mlp-w2.losses" "$work/torchrun-$1.jsonl" 64
+}
+export py kit ngpu
+export -f steplosses cmpref gpt2_small_vs_cpu gpt2_tokens gpt2_124m torchrun_mlp
+check gpt2-small-cuda-vs-cpu 120 bash -c 'gpt2_small_vs_cpu fp32' && grep -h 'steps compared' "$logs/gpt2-small-cuda-vs-cpu.log" | sed 's/^/   /'
+check gpt2-small-cuda-bf16-vs-cpu 120 bash -c 'gpt2_small_vs_cpu bf16' &&
+  grep -h -e 'steps compared' -e 'every 5' "$logs/gpt2-small-cuda-bf16-vs-cpu.log" | sed 's/^/   /'
+if [ "$gpt2_checks" = all ]; then
+  check gpt2-124m-goddp 120 bash -c gpt2_124m && grep -h '^gpt2-124m goddp' "$logs/gpt2-124m-goddp.log" | sed 's/^/   /'
+  # torch at the batch goddp found, else its own search.
+  tb=$(sed -nE 's/^gpt2-124m goddp batch=([0-9]+) .*/\1/p' "$logs/gpt2-124m-goddp.log" 2>/dev/null | tail -n 1)
+  check gpt2-124m-torch-eager 120 env ${tb:+BATCH=$tb} STEPS="${GPT2_STEPS:-100}" CAP=60 "$py" "$kit/bench_torch_gpu_gpt2.py" eager &&
+    grep -h '^torch-gpt2' "$logs/gpt2-124m-torch-eager.log" | sed 's/^/   /'
+  tb=$(sed -nE 's/^torch-gpt2 mode=eager .* batch=([0-9]+) .*/\1/p' "$logs/gpt2-124m-torch-eager.log" 2>/dev/null | tail -n 1)
+  check gpt2-124m-torch-compile 120 env ${tb:+BATCH=$tb} STEPS="${GPT2_STEPS:-100}" CAP=30 "$py" "$kit/bench_torch_gpu_gpt2.py" compile &&
+    grep -h '^torch-gpt2' "$logs/gpt2-124m-torch-compile.log" | sed 's/^/   /'
+fi
+for form in static c10d standalone; do
+  check "torchrun-$form-mlp" 120 bash -c "torchrun_mlp $form" &&
+    grep -h -e '^torch ' -e 'steps compared' -e 'AGENT_STORE' "$logs/torchrun-$form-mlp.log" | sort -u | sed 's/^/   /'
+done
+fi # gpt2_checks
 
 # GPU_KIT_SWEEP=1: the same models at batch sizes that fill the GPU
 # (gpt at 256 sequences, cnn at 512 images), in float32, with TF32, and

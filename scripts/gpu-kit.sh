@@ -16,7 +16,7 @@
 #                     hang). CPU-only tests (fakes, sim) are CI's, not the
 #                     GPU's.
 #   bin/ddprun bin/ddpbench bin/gpuinfo
-#   bin/mlp bin/cnn bin/gpt  the examples with the cuda tag
+#   bin/mlp bin/cnn bin/gpt bin/gpt2  the examples with the cuda tag
 #   ref/mlp-w1.losses, ref/mlp-w2.losses  rank 0's loss at every step of
 #                     bin/mlp on the CPU (seed 5, world 1 and world 2 over
 #                     tcp), recorded here so that the GPU machine spends no
@@ -25,7 +25,14 @@
 #                     dropout, whose masks a device draws its own way) and
 #                     examples/gpt, 50 steps each at world 1
 #   ref/cnn-bf16.losses, ref/gpt-bf16.losses  the same under -amp bf16
+#   ref/gpt2-small.losses, ref/gpt2-small-bf16.losses  the same for
+#                     examples/gpt2 at a small size (2 layers, width 64,
+#                     T=64, batch 4; 30 steps on data/gpt2-small, the GPL-3
+#                     token files of examples/gpt2/testdata), float32 and
+#                     -amp bf16
 #   bench_torch_gpu.py, data/GPL-3  the torch yardstick and the gpt text
+#   bench_torch_gpu_gpt2.py  the torch 2.x yardstick for GPT-2 124M
+#                     (nanoGPT's model and step, eager and torch.compile)
 #   data/fmnist       the first 12800 training and 1000 test images of
 #                     Fashion-MNIST (the whole set would not fit the lease's
 #                     64 MiB), for cnn and the yardstick's cnn
@@ -77,6 +84,7 @@ go build "${flags[@]}" -o "$build/bin/gpuinfo" ./cmd/gpuinfo
 go build "${flags[@]}" -o "$build/bin/mlp" ./examples/mlp
 go build "${flags[@]}" -o "$build/bin/cnn" ./examples/cnn
 go build "${flags[@]}" -o "$build/bin/gpt" ./examples/gpt
+go build "${flags[@]}" -o "$build/bin/gpt2" ./examples/gpt2
 
 # The bars: nothing links a CUDA, NCCL or BLAS library; the kit fits.
 bad=0
@@ -146,16 +154,30 @@ FASHION_MNIST_DIR=$out/data/fmnist "$build/bin/cnn" -device cpu -amp bf16 -epoch
 "$build/bin/gpt" -device cpu -amp bf16 -epochs 1 -max-steps 50 -seed 5 \
   -metrics "$refdir/gpt-bf16.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/gpt-bf16.log" 2>&1 ||
   { cat "$refdir/gpt-bf16.log" >&2; echo "gpu-kit: the CPU reference run of gpt -amp bf16 failed" >&2; exit 1; }
+# examples/gpt2 at a small size (GPT2_SMALL, kept in ref/gpt2-small.args
+# for run.sh), float32 and bf16; warm-up 5 steps so that 30 steps train.
+mkdir -p "$out/data/gpt2-small"
+cp examples/gpt2/testdata/gpl3_train.bin examples/gpt2/testdata/gpl3_val.bin "$out/data/gpt2-small/"
+GPT2_SMALL="-model d2 -n-embd 64 -seq-len 64 -batch-size 4 -warmup-steps 5 -epochs 3 -max-steps 30 -seed 5 -eval-batches 1 -progress-every 0s"
+echo "$GPT2_SMALL" >"$out/ref/gpt2-small.args"
+for amp in fp32 bf16; do
+  name=gpt2-small && [ "$amp" = fp32 ] || name=gpt2-small-$amp
+  "$build/bin/gpt2" -device cpu -amp "$amp" -data "$out/data/gpt2-small" $GPT2_SMALL \
+    -metrics "$refdir/$name.jsonl" -metrics-every 1 -ckpt-dir "" >"$refdir/$name.log" 2>&1 ||
+    { cat "$refdir/$name.log" >&2; echo "gpu-kit: the CPU reference run of gpt2 -amp $amp failed" >&2; exit 1; }
+  steplosses "$refdir/$name.jsonl" >"$out/ref/$name.losses"
+done
 steplosses "$refdir/cnn.jsonl" >"$out/ref/cnn.losses"
 steplosses "$refdir/gpt.jsonl" >"$out/ref/gpt.losses"
 steplosses "$refdir/cnn-bf16.jsonl" >"$out/ref/cnn-bf16.losses"
 steplosses "$refdir/gpt-bf16.jsonl" >"$out/ref/gpt-bf16.losses"
 rm -rf "$refdir"
-for f in mlp-w1:100 mlp-w2:64 cnn:30 gpt:30 cnn-bf16:50 gpt-bf16:50; do
+for f in mlp-w1:100 mlp-w2:64 cnn:30 gpt:30 cnn-bf16:50 gpt-bf16:50 gpt2-small:30 gpt2-small-bf16:30; do
   n=$(wc -l <"$out/ref/${f%%:*}.losses")
   [ "$n" -ge "${f#*:}" ] || { echo "gpu-kit: ref/${f%%:*}.losses has $n steps, want at least ${f#*:}" >&2; exit 1; }
 done
 cp scripts/bench_torch_gpu.py "$out/bench_torch_gpu.py"
+cp scripts/bench_torch_gpu_gpt2.py "$out/bench_torch_gpu_gpt2.py"
 cp /usr/share/common-licenses/GPL-3 "$out/data/GPL-3"
 cp scripts/gpu-kit-run.sh "$out/run.sh"
 chmod +x "$out/run.sh"
