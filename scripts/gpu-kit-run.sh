@@ -502,6 +502,17 @@ if [ "$gpt2_checks" = all ]; then
   tb=$(sed -nE 's/^torch-gpt2 mode=eager .* batch=([0-9]+) .*/\1/p' "$logs/gpt2-124m-torch-eager.log" 2>/dev/null | tail -n 1)
   check gpt2-124m-torch-compile 120 env ${tb:+BATCH=$tb} STEPS="${GPT2_STEPS:-100}" CAP=30 "$py" "$kit/bench_torch_gpu_gpt2.py" compile &&
     grep -h '^torch-gpt2' "$logs/gpt2-124m-torch-compile.log" | sed 's/^/   /'
+  # goddp's rate: the whole run's when every step ran, else the last window's
+  # (the trainer's step line every 5 s).
+  g=$(grep -h '^gpt2-124m goddp batch=' "$logs/gpt2-124m-goddp.log" 2>/dev/null | grep -o 'tokens_per_s=[0-9.]*' | cut -d= -f2)
+  # (A short run's own figure is 0: the trainer leaves its first steps out.)
+  awk -v g="${g:-0}" 'BEGIN { exit !(g > 0) }' || g=$(grep -h '^gpt2-124m goddp last window' "$logs/gpt2-124m-goddp.log" 2>/dev/null | grep -o 'tokens_per_s=[0-9.]*' | cut -d= -f2)
+  echo "== GPT-2 124M, T=1024, bf16 (tokens/s)"
+  for mode in eager compile; do
+    tt=$(grep -h "^torch-gpt2 mode=$mode " "$logs/gpt2-124m-torch-$mode.log" 2>/dev/null | grep -o 'tokens_per_s=[0-9.]*' | cut -d= -f2)
+    ratio=$(awk -v g="${g:-0}" -v t="${tt:-0}" 'BEGIN { if (g > 0 && t > 0) printf "%.2fx", g / t; else print "n/a" }')
+    echo "   goddp ${g:-n/a}, torch $mode ${tt:-n/a}, goddp/torch $ratio" | tee -a "$logs/compare.log"
+  done
 fi
 for form in static c10d standalone; do
   check "torchrun-$form-mlp" 120 bash -c "torchrun_mlp $form" &&
@@ -558,6 +569,7 @@ if [ -n "${GPU_KIT_PROFILE:-}" ] || [ "${GPU_KIT_ONLY:-}" = profile ]; then
   done
 fi
 
+if [ -z "${GPU_KIT_ONLY:-}" ]; then
 echo "== goddp against torch on this GPU (samples/s)"
 fig() { grep -ho 'samples_per_s=[0-9.]*' "$logs/$1.log" 2>/dev/null | tail -n 1 | cut -d= -f2; }
 tfig() { grep -h "^torch-gpu workload=$1 " "$logs/torch-yardstick.log" 2>/dev/null | grep -o 'samples_per_s=[0-9.]*' | cut -d= -f2; }
@@ -568,6 +580,7 @@ for row in "mlp-b64 mlp-cuda-vs-cpu" "mlp-b1024 mlp-cuda-b1024" "cnn cnn-cuda-sp
   ratio=$(awk -v g="${g:-0}" -v t="${tt:-0}" 'BEGIN { if (g > 0 && t > 0) printf "%.2fx", g / t; else print "n/a" }')
   echo "   $1: goddp ${g:-n/a}, torch ${tt:-n/a}, goddp/torch $ratio" | tee -a "$logs/compare.log"
 done
+fi
 
 # The device tool brings back a limited number of files: one archive of
 # the logs beside them.
