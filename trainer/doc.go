@@ -128,6 +128,16 @@
 // rank's time: counting from the first step understates the steady rate,
 // and skipping a whole first epoch left a one-epoch run with no figure.
 //
+// # Memory
+//
+// Main, like a program's main, sets the Go runtime's soft memory limit
+// once when the user has not (GOMEMLIMIT): 90% of the machine's (or the
+// cgroup's) memory shared by the machine's ranks. A step frees gigabytes
+// of activations at once; with GOGC alone that garbage piles up to the
+// live heap's size again before a collection, which took GPT-2 124M past
+// 12 GB a rank at T=1024 and had the kernel kill a rank on a 23 GB
+// machine. GOMEMLIMIT=off restores Go's default.
+//
 // The package holds no mutable package state and never exits: Main returns
 // the exit code for the caller's os.Exit.
 package trainer

@@ -208,6 +208,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 	if err != nil {
 		return err
 	}
+	setMemoryLimit(cfg.LocalWorldSize)
 	// The device comes first: -device cuda without a usable GPU fails
 	// before any rendezvous, naming what is missing.
 	dev, release, err := openDevice(rc.device, cfg.LocalRank)
