@@ -24,7 +24,7 @@ func Conv2dReLUMaxPool2d(x, w, b *Variable, cp ConvParams, pp PoolParams) *Varia
 	if !g.window2x2() {
 		return MaxPool2d(c, pp)
 	}
-	y := tensor.Empty(tensor.Float32, g.n, g.c, g.oh, g.ow) // every output is written
+	y := tensor.Empty(tensor.Float32, g.n, g.c, g.oh, g.ow)  // every output is written
 	idxT := tensor.Empty(tensor.Int64, g.n, g.c, g.oh, g.ow) // as MaxPool2d's
 	tensor.MaxPool2x2F32(y.F32(), idxT.I64(), conv.y.F32(), g.n*g.c, g.h, g.w)
 	return FromOp(y, &conv2dReLUPoolOp{conv: &conv.conv2dOp, y: y, convOut: conv.y, idx: idxT, g: g})

@@ -32,8 +32,8 @@ type Defaults struct {
 	// evaluation batch holds B·T·vocab logits: 1000 × 1024 × 50304
 	// floats would be 206 GB.
 	EvalBatchSize int
-	CkptDir                      string
-	Seed                         uint64
+	CkptDir       string
+	Seed          uint64
 	// Flags, when set, defines the program's own flags on Main's flag set
 	// before it parses the arguments; build then reads their values.
 	Flags func(fs *flag.FlagSet)

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"math"
 	"io"
 	"iter"
+	"math"
 	"os"
 	"time"
 

@@ -188,6 +188,7 @@ type geluTanhOp struct {
 
 func (o *geluTanhOp) Name() string                 { return "gpt2.GELUTanh" }
 func (o *geluTanhOp) Inputs() []*autograd.Variable { return o.in }
+
 // Backward writes the gradient over the saved derivative (d ← gy·d) and
 // hands that tensor back, so it allocates nothing. The engine recycles
 // only its own ops' gradients (and FreeGraph only their saved tensors), so
