@@ -6,7 +6,6 @@ import (
 	"math"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,47 +37,37 @@ func recipeRun(t *testing.T, n, batch, epochs int, c func(r int, cfg *Config)) (
 	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
 	trs := make([]*Trainer, world)
 	reduces := make([]int, world)
-	errs := make([]error, world)
-	var wg sync.WaitGroup
-	for r, pg := range pgs {
-		wg.Go(func() {
-			errs[r] = func() error {
-				sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
-				if err != nil {
-					return err
-				}
-				loader, err := data.NewDataLoader(ds, data.BatchSize(batch), data.WithSampler(sampler))
-				if err != nil {
-					return err
-				}
-				model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(1), 4, 2), pg)
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { model.Close() })
-				opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1, Momentum: 0.9})
-				if err != nil {
-					return err
-				}
-				cfg := Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-					GPUID: r, BatchSize: batch, Loss: mse, Out: &bytes.Buffer{}}
-				if c != nil {
-					c(r, &cfg)
-				}
-				if trs[r], err = New(ctx, cfg); err != nil {
-					return err
-				}
-				before := gradReduces(pg)
-				err = trs[r].Train(ctx, epochs)
-				reduces[r] = gradReduces(pg) - before
-				return err
-			}()
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
+	onRanks(t, pgs, func(r int, pg backend.ProcessGroup) error {
+		sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
+		if err != nil {
+			return err
+		}
+		loader, err := data.NewDataLoader(ds, data.BatchSize(batch), data.WithSampler(sampler))
+		if err != nil {
+			return err
+		}
+		model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(1), 4, 2), pg)
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { model.Close() })
+		opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1, Momentum: 0.9})
+		if err != nil {
+			return err
+		}
+		cfg := Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+			GPUID: r, BatchSize: batch, Loss: mse, Out: &bytes.Buffer{}}
+		if c != nil {
+			c(r, &cfg)
+		}
+		if trs[r], err = New(ctx, cfg); err != nil {
+			return err
+		}
+		before := gradReduces(pg)
+		err = trs[r].Train(ctx, epochs)
+		reduces[r] = gradReduces(pg) - before
+		return err
+	})
 	t.Cleanup(func() {
 		for _, tr := range trs {
 			tr.Close()
@@ -145,46 +134,36 @@ func TestClipNormIsGlobal(t *testing.T) {
 	require.NoError(t, err)
 	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
 	trs := make([]*Trainer, world)
-	errs := make([]error, world)
-	var wg sync.WaitGroup
-	for r, pg := range pgs {
-		wg.Go(func() {
-			errs[r] = func() error {
-				sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
-				if err != nil {
-					return err
-				}
-				loader, err := data.NewDataLoader(ds, data.BatchSize(1), data.WithSampler(sampler))
-				if err != nil {
-					return err
-				}
-				lin := nn.NewLinear(tensor.NewRNG(1), 1, 1)
-				for _, p := range nn.Parameters(lin) {
-					clear(p.Value.F32())
-				}
-				model, err := ddp.Wrap(ctx, lin, pg)
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { model.Close() })
-				opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
-				if err != nil {
-					return err
-				}
-				trs[r], err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-					GPUID: r, BatchSize: 1, Loss: mse, Out: &bytes.Buffer{}, ClipNorm: 1})
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { trs[r].Close() })
-				return trs[r].Train(ctx, 1)
-			}()
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
+	onRanks(t, pgs, func(r int, pg backend.ProcessGroup) error {
+		sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
+		if err != nil {
+			return err
+		}
+		loader, err := data.NewDataLoader(ds, data.BatchSize(1), data.WithSampler(sampler))
+		if err != nil {
+			return err
+		}
+		lin := nn.NewLinear(tensor.NewRNG(1), 1, 1)
+		for _, p := range nn.Parameters(lin) {
+			clear(p.Value.F32())
+		}
+		model, err := ddp.Wrap(ctx, lin, pg)
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { model.Close() })
+		opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
+		if err != nil {
+			return err
+		}
+		trs[r], err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+			GPUID: r, BatchSize: 1, Loss: mse, Out: &bytes.Buffer{}, ClipNorm: 1})
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { trs[r].Close() })
+		return trs[r].Train(ctx, 1)
+	})
 	norm := 6 * math.Sqrt2
 	step := 0.1 * 6 / (norm + 1e-6)
 	for r, tr := range trs {
@@ -253,60 +232,50 @@ func TestEvalEveryAndEvalBatches(t *testing.T) {
 	outs := make([]*bytes.Buffer, world)
 	mem := &Memory{}
 	evals := make([][]int, world)
-	errs := make([]error, world)
-	var wg sync.WaitGroup
-	for r, pg := range pgs {
-		wg.Go(func() {
-			errs[r] = func() error {
-				sampler, err := data.NewDistributedSampler(train, data.SamplerGroup(pg), data.SamplerSeed(1))
-				if err != nil {
-					return err
-				}
-				loader, err := data.NewDataLoader(train, data.BatchSize(8), data.WithSampler(sampler))
-				if err != nil {
-					return err
-				}
-				es, err := data.NewDistributedSampler(eval, data.SamplerGroup(pg), data.SamplerShuffle(false), data.SamplerEval())
-				if err != nil {
-					return err
-				}
-				evalLoader, err := data.NewDataLoader(eval, data.BatchSize(7), data.WithSampler(es))
-				if err != nil {
-					return err
-				}
-				model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(1), 4, 3), pg)
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { model.Close() })
-				opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.5})
-				if err != nil {
-					return err
-				}
-				outs[r] = &bytes.Buffer{}
-				var loggers []Logger
-				if r == 0 {
-					loggers = []Logger{mem}
-				}
-				hook := Funcs{Eval: func(_ context.Context, _ *Trainer, e EvalInfo) error {
-					evals[r] = append(evals[r], e.Step)
-					return nil
-				}}
-				trs[r], err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-					GPUID: r, BatchSize: 8, Loss: crossEntropy, Out: outs[r], EvalData: evalLoader,
-					EvalEvery: 3, EvalBatches: 1, Loggers: loggers, Callbacks: []Callback{hook}})
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { trs[r].Close() })
-				return trs[r].Train(ctx, 2)
-			}()
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
+	onRanks(t, pgs, func(r int, pg backend.ProcessGroup) error {
+		sampler, err := data.NewDistributedSampler(train, data.SamplerGroup(pg), data.SamplerSeed(1))
+		if err != nil {
+			return err
+		}
+		loader, err := data.NewDataLoader(train, data.BatchSize(8), data.WithSampler(sampler))
+		if err != nil {
+			return err
+		}
+		es, err := data.NewDistributedSampler(eval, data.SamplerGroup(pg), data.SamplerShuffle(false), data.SamplerEval())
+		if err != nil {
+			return err
+		}
+		evalLoader, err := data.NewDataLoader(eval, data.BatchSize(7), data.WithSampler(es))
+		if err != nil {
+			return err
+		}
+		model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(1), 4, 3), pg)
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { model.Close() })
+		opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.5})
+		if err != nil {
+			return err
+		}
+		outs[r] = &bytes.Buffer{}
+		var loggers []Logger
+		if r == 0 {
+			loggers = []Logger{mem}
+		}
+		hook := Funcs{Eval: func(_ context.Context, _ *Trainer, e EvalInfo) error {
+			evals[r] = append(evals[r], e.Step)
+			return nil
+		}}
+		trs[r], err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+			GPUID: r, BatchSize: 8, Loss: crossEntropy, Out: outs[r], EvalData: evalLoader,
+			EvalEvery: 3, EvalBatches: 1, Loggers: loggers, Callbacks: []Callback{hook}})
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { trs[r].Close() })
+		return trs[r].Train(ctx, 2)
+	})
 	// 4 steps an epoch: step 3 mid-epoch 0, epoch 0's end (4), step 6,
 	// epoch 1's end (8); step 9 would come after the run.
 	for r := range world {
@@ -374,46 +343,36 @@ func TestGradAccumUnevenShards(t *testing.T) {
 	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
 	var steps [world]int
 	var w [world][]float32
-	errs := make([]error, world)
-	var wg sync.WaitGroup
-	for r, pg := range pgs {
-		wg.Go(func() {
-			errs[r] = func() error {
-				sds, err := data.OpenShards(paths, data.ShardGroup(pg), data.ShardSeed(1))
-				if err != nil {
-					return err
-				}
-				stream, err := data.NewStreamLoader(sds, data.BatchSize(8))
-				if err != nil {
-					return err
-				}
-				model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(2), 4, 1), pg)
-				if err != nil {
-					return err
-				}
-				defer model.Close()
-				opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
-				if err != nil {
-					return err
-				}
-				tr, err := New(ctx, Config{Model: model, TrainStream: stream, Optimizer: opt, GPUID: r, BatchSize: 8,
-					Loss: mse, Out: &bytes.Buffer{}, GradAccum: 2})
-				if err != nil {
-					return err
-				}
-				defer tr.Close()
-				if err := tr.Train(ctx, 1); err != nil {
-					return err
-				}
-				steps[r], w[r] = tr.Step(), weights(tr)
-				return nil
-			}()
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
+	onRanks(t, pgs, func(r int, pg backend.ProcessGroup) error {
+		sds, err := data.OpenShards(paths, data.ShardGroup(pg), data.ShardSeed(1))
+		if err != nil {
+			return err
+		}
+		stream, err := data.NewStreamLoader(sds, data.BatchSize(8))
+		if err != nil {
+			return err
+		}
+		model, err := ddp.Wrap(ctx, nn.NewLinear(tensor.NewRNG(2), 4, 1), pg)
+		if err != nil {
+			return err
+		}
+		defer model.Close()
+		opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.1})
+		if err != nil {
+			return err
+		}
+		tr, err := New(ctx, Config{Model: model, TrainStream: stream, Optimizer: opt, GPUID: r, BatchSize: 8,
+			Loss: mse, Out: &bytes.Buffer{}, GradAccum: 2})
+		if err != nil {
+			return err
+		}
+		defer tr.Close()
+		if err := tr.Train(ctx, 1); err != nil {
+			return err
+		}
+		steps[r], w[r] = tr.Step(), weights(tr)
+		return nil
+	})
 	assert.ElementsMatch(t, []int{2, 1}, steps[:], "5/2 and 3/2 optimizer steps, rounded down")
 	assert.Equal(t, w[0], w[1], "Join keeps the ranks' models equal")
 }

@@ -5,13 +5,13 @@ import (
 	"context"
 	"regexp"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/comm/commtest"
 	"github.com/goddp/goddp/data"
 	"github.com/goddp/goddp/ddp"
@@ -46,51 +46,41 @@ func TestEvalMetricsAreGlobal(t *testing.T) {
 	pgs := commtest.NewGroups(world, commtest.WithTimeout(time.Minute))
 	trainers := make([]*Trainer, world)
 	outs := make([]*bytes.Buffer, world)
-	errs := make([]error, world)
-	var wg sync.WaitGroup
-	for r, pg := range pgs {
-		wg.Go(func() {
-			errs[r] = func() error {
-				rng := tensor.NewRNG(1)
-				sampler, err := data.NewDistributedSampler(train, data.SamplerGroup(pg), data.SamplerSeed(1))
-				if err != nil {
-					return err
-				}
-				loader, err := data.NewDataLoader(train, data.BatchSize(8), data.WithSampler(sampler))
-				if err != nil {
-					return err
-				}
-				es, err := data.NewDistributedSampler(eval, data.SamplerGroup(pg), data.SamplerShuffle(false), data.SamplerEval())
-				if err != nil {
-					return err
-				}
-				evalLoader, err := data.NewDataLoader(eval, data.BatchSize(7), data.WithSampler(es))
-				if err != nil {
-					return err
-				}
-				model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 3), pg)
-				if err != nil {
-					return err
-				}
-				t.Cleanup(func() { model.Close() })
-				opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.5})
-				if err != nil {
-					return err
-				}
-				outs[r] = &bytes.Buffer{}
-				trainers[r], err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
-					GPUID: r, BatchSize: 8, Loss: crossEntropy, Out: outs[r], EvalData: evalLoader})
-				if err != nil {
-					return err
-				}
-				return trainers[r].Train(ctx, 2)
-			}()
-		})
-	}
-	wg.Wait()
-	for r, err := range errs {
-		require.NoError(t, err, "rank %d", r)
-	}
+	onRanks(t, pgs, func(r int, pg backend.ProcessGroup) error {
+		rng := tensor.NewRNG(1)
+		sampler, err := data.NewDistributedSampler(train, data.SamplerGroup(pg), data.SamplerSeed(1))
+		if err != nil {
+			return err
+		}
+		loader, err := data.NewDataLoader(train, data.BatchSize(8), data.WithSampler(sampler))
+		if err != nil {
+			return err
+		}
+		es, err := data.NewDistributedSampler(eval, data.SamplerGroup(pg), data.SamplerShuffle(false), data.SamplerEval())
+		if err != nil {
+			return err
+		}
+		evalLoader, err := data.NewDataLoader(eval, data.BatchSize(7), data.WithSampler(es))
+		if err != nil {
+			return err
+		}
+		model, err := ddp.Wrap(ctx, nn.NewLinear(rng, 4, 3), pg)
+		if err != nil {
+			return err
+		}
+		t.Cleanup(func() { model.Close() })
+		opt, err := optim.NewSGD(model.Parameters(), optim.SGDConfig{LR: 0.5})
+		if err != nil {
+			return err
+		}
+		outs[r] = &bytes.Buffer{}
+		trainers[r], err = New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+			GPUID: r, BatchSize: 8, Loss: crossEntropy, Out: outs[r], EvalData: evalLoader})
+		if err != nil {
+			return err
+		}
+		return trainers[r].Train(ctx, 2)
+	})
 
 	// One process over the whole eval set with rank 0's trained model.
 	m := trainers[0].model.Module()
