@@ -25,9 +25,19 @@ type Pass struct {
 	dst   []*tensor.Tensor // scratch: leaf Grad buffers offered to an accumulator op
 
 	// rec collects the gradients private to the pass (fresh or owned, see
-	// deliver) so that their storage goes back to the host cache when the
-	// pass ends; whatever became a leaf's Grad is kept.
+	// deliver) and gives their storage back to the cache as soon as no
+	// node's pending gradient refers to it (rec holds each pending
+	// gradient's storage), after each op's backward: the next op's
+	// gradient of the same size takes the block. Whatever became a leaf's
+	// Grad is kept, and so is every value of the graph unless the pass
+	// frees the graph.
 	rec tensor.Recycler
+
+	// free says the pass frees the graph as it goes (BackwardAndFree):
+	// each node's value (but the root's and keep's) is held until its
+	// creator's backward has run, which is the last to read it, and then
+	// goes back with the tensors that op saved.
+	free bool
 
 	// Inline backing for the slices above, so that a pass over a typical
 	// graph costs one allocation.
@@ -51,6 +61,48 @@ type topoFrame struct {
 // gradient. Callbacks run in the order queued; the first error is returned
 // from Backward.
 func (p *Pass) QueueCallback(fn func() error) { p.callbacks = append(p.callbacks, fn) }
+
+// FreshGrads is the exported form of the marker below, for ops outside
+// this package (a model's own ops): an op with a FreshGrads method is
+// treated as one with freshGrads.
+type FreshGrads interface{ FreshGrads() }
+
+// GradAccumulator is the exported form of gradAccumulator, for ops outside
+// this package: BackwardInto follows backwardInto's contract.
+type GradAccumulator interface {
+	BackwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor
+}
+
+// FreeingBackward is implemented by ops that can write their input
+// gradients over tensors they saved for backward (a loss's probabilities,
+// an activation's derivative), so that the gradient costs no memory of its
+// own. The engine calls BackwardFreeing instead of Backward only in a pass
+// that frees the graph (BackwardAndFree), where no second backward may
+// read what the op saved; its results must be fresh, as FreshGrads's.
+type FreeingBackward interface {
+	BackwardFreeing(gy *tensor.Tensor) []*tensor.Tensor
+}
+
+// isFresh reports whether op's gradients are fresh (freshGrads or
+// FreshGrads).
+func isFresh(op Op) bool {
+	if _, ok := op.(freshGrads); ok {
+		return true
+	}
+	_, ok := op.(FreshGrads)
+	return ok
+}
+
+// accumulatorOf returns op's accumulating backward, if it has one.
+func accumulatorOf(op Op) func(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
+	if a, ok := op.(gradAccumulator); ok {
+		return a.backwardInto
+	}
+	if a, ok := op.(GradAccumulator); ok {
+		return a.BackwardInto
+	}
+	return nil
+}
 
 // gradAccumulator is implemented by ops that can add an input's gradient
 // straight into that input's existing leaf Grad buffer (a weight's dW = gy^T x
@@ -97,14 +149,33 @@ func isBroadcastView(t *tensor.Tensor) bool {
 }
 
 // Backward computes the gradient of the scalar v with respect to every leaf
-// that requires grad, accumulating into their Grad fields.
-func (v *Variable) Backward() error {
+// that requires grad, accumulating into their Grad fields. The graph is
+// kept, as torch's backward(retain_graph=True): values and what ops saved
+// stay readable, and backward may run through it again.
+func (v *Variable) Backward() error { return v.backwardSeeded(false, nil) }
+
+// BackwardAndFree is Backward followed by FreeGraph(keep...), as torch's
+// backward() without retain_graph followed by dropping the graph, except
+// that the graph is freed while the pass runs: each intermediate value and
+// what its op saved for backward go back to the allocator's cache as soon
+// as the op's backward (the last one to read them) has run, and an op that
+// can writes its gradient over what it saved (FreeingBackward). The next
+// ops' gradients so take those blocks, and a step's peak memory is the
+// forward's activations, not those plus the backward's gradients. v, keep,
+// the leaves and their Grad are kept, as by FreeGraph; afterwards the
+// graph is FreeGraph's: reading a freed value or running backward through
+// it panics.
+func (v *Variable) BackwardAndFree(keep ...*Variable) error {
+	return v.backwardSeeded(true, keep)
+}
+
+func (v *Variable) backwardSeeded(free bool, keep []*Variable) error {
 	if v.Value.Numel() != 1 {
 		return fmt.Errorf("%w: shape %v", ErrNonScalar, v.Value.Shape())
 	}
 	seed := zerosLike(v.Value, v.Value.Shape()...)
 	tensor.Fill(seed, 1) // on v's device: the one element is 1 in either dtype
-	err := v.BackwardWith(seed)
+	err := v.backward(seed, free, keep)
 	if v.creator != nil && v.Grad != seed {
 		// The seed is this call's own: a leaf's Grad only ever holds a
 		// copy of a gradient the pass does not own, so nothing refers to
@@ -122,7 +193,9 @@ func (v *Variable) Backward() error {
 // still to deliver in this pass; when a leaf's count reaches zero its
 // gradient is final and its grad-ready hooks fire right there, while the rest
 // of backward still runs (the last layer's parameters first).
-func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
+func (v *Variable) BackwardWith(grad *tensor.Tensor) error { return v.backward(grad, false, nil) }
+
+func (v *Variable) backward(grad *tensor.Tensor, free bool, keep []*Variable) error {
 	if !v.requiresGrad {
 		return ErrNoGrad
 	}
@@ -133,15 +206,33 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 		return fmt.Errorf("autograd: seed gradient dtype %v does not match output dtype %v", grad.DType(), v.Value.DType())
 	}
 	pass := newPass()
+	pass.free = free
 	pass.topoSort(v)
 	pass.rec.Keep(grad) // the caller's seed
-	defer pass.release()
+	if free {
+		pass.rec.Keep(v.Value)
+		for _, k := range keep {
+			if k != nil {
+				pass.rec.Keep(k.Value)
+			}
+		}
+	}
+	defer func() {
+		pass.release()
+		if free {
+			// Whatever the pass did not give back (what a pass cut
+			// short by a panic still held) goes now, and the ops are
+			// dropped.
+			v.FreeGraph(keep...)
+		}
+	}()
 
 	if v.creator == nil {
 		// Backward on a leaf: its gradient is the seed.
 		pass.deliver(v, grad, false)
 	} else {
 		v.pending = grad
+		pass.rec.Hold(grad)
 	}
 	order := pass.order
 	for i := len(order) - 1; i >= 0; i-- {
@@ -159,12 +250,16 @@ func (v *Variable) BackwardWith(grad *tensor.Tensor) error {
 	return nil
 }
 
-// run calls n's op backward and delivers the input gradients.
+// run calls n's op backward and delivers the input gradients. Then n's
+// gradient is read no more, nor, when the pass frees the graph, n's value
+// and what n's op saved: their storage goes back to the cache unless a
+// pending gradient or a value still to be read shares it.
 func (p *Pass) run(n *Variable) {
 	op := n.creator
 	ins := op.Inputs()
 	gy, owned := n.pending, n.pendingOwned
 	n.pending, n.pendingOwned = nil, false
+	defer p.finish(n, gy)
 	if gy == nil {
 		// No path carried a gradient here; its inputs still count it as done.
 		for _, in := range ins {
@@ -180,9 +275,12 @@ func (p *Pass) run(n *Variable) {
 	}
 	var grads []*tensor.Tensor
 	offered, done := false, false
+	fresh := isFresh(op)
 	if ip, ok := op.(inPlaceBackward); ok && owned && gy.IsContiguous() {
 		grads, done = ip.backwardInPlace(gy), true
-	} else if acc, ok := op.(gradAccumulator); ok {
+	} else if fb, ok := op.(FreeingBackward); ok && p.free {
+		grads, done, fresh = fb.BackwardFreeing(gy), true, true
+	} else if acc := accumulatorOf(op); acc != nil {
 		dst := p.dst[:0]
 		for _, in := range ins {
 			var d *tensor.Tensor
@@ -196,7 +294,7 @@ func (p *Pass) run(n *Variable) {
 		}
 		p.dst = dst
 		if offered {
-			grads = acc.backwardInto(gy, dst)
+			grads = acc(gy, dst)
 		}
 	}
 	if !offered && !done {
@@ -205,7 +303,6 @@ func (p *Pass) run(n *Variable) {
 	if len(grads) != len(ins) {
 		panic(fmt.Sprintf("autograd: op %s returned %d gradients for %d inputs", op.Name(), len(grads), len(ins)))
 	}
-	_, fresh := op.(freshGrads)
 	for k, in := range ins {
 		if in == nil || in.mark != p {
 			continue
@@ -220,6 +317,24 @@ func (p *Pass) run(n *Variable) {
 		p.deliver(in, grads[k], fresh && grads[k] != nil && grads[k].IsContiguous())
 	}
 	clear(p.dst)
+}
+
+// finish ends n's part of the pass once its op's backward has delivered:
+// n's gradient gy (nil for none) is read no more and, when the pass frees
+// the graph, neither are n's value and its op's saved tensors. What is
+// neither kept nor held goes back to the cache now.
+func (p *Pass) finish(n *Variable, gy *tensor.Tensor) {
+	if gy != nil {
+		p.rec.Drop(gy)
+	}
+	if p.free {
+		p.rec.Drop(n.Value)
+		p.rec.Free(n.Value)
+		for _, t := range savedTensorsOf(n.creator) {
+			p.rec.Free(t)
+		}
+	}
+	p.rec.Recycle()
 }
 
 // deliver hands one consumer's gradient g (nil for none) to n. owned says g is
@@ -242,6 +357,8 @@ func (p *Pass) deliver(n *Variable, g *tensor.Tensor, owned bool) {
 		} else {
 			n.accumulatePending(g, owned, &p.rec)
 		}
+		// An owned g that became no one's (added into a Grad or a
+		// pending gradient) goes back at the op's finish.
 	}
 	n.deps--
 	if n.deps <= 0 && n.creator == nil && n.got {
@@ -278,7 +395,8 @@ func (n *Variable) accumulateLeaf(g *tensor.Tensor, owned bool) {
 }
 
 // accumulatePending adds g into a non-leaf's pending gradient for this pass.
-// The tensors it makes are private to the pass and go to rec.
+// The tensors it makes are private to the pass and go to rec; rec holds
+// the storage of the pending gradient until n's op has run.
 func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool, rec *tensor.Recycler) {
 	shape := n.Value.Shape()
 	if !slices.Equal(g.Shape(), shape) {
@@ -289,16 +407,21 @@ func (n *Variable) accumulatePending(g *tensor.Tensor, owned bool, rec *tensor.R
 	switch {
 	case n.pending == nil:
 		n.pending, n.pendingOwned = g, owned
+		rec.Hold(g)
 	case n.pendingOwned:
 		addIntoExisting(n.pending, g)
 	case owned && g.IsContiguous():
 		addIntoExisting(g, n.pending)
+		rec.Drop(n.pending)
 		n.pending, n.pendingOwned = g, true
+		rec.Hold(g)
 	default:
 		sum := n.pending.Clone()
 		rec.Free(sum)
 		addIntoExisting(sum, g)
+		rec.Drop(n.pending)
 		n.pending, n.pendingOwned = sum, true
+		rec.Hold(sum)
 	}
 }
 
@@ -315,6 +438,7 @@ func (n *Variable) opName() string {
 // consumer edges.
 func (p *Pass) topoSort(root *Variable) {
 	root.mark, root.deps, root.got, root.pending, root.pendingOwned = p, 0, false, nil, false
+	p.claim(root)
 	p.stack = append(p.stack[:0], topoFrame{v: root})
 	for len(p.stack) > 0 {
 		top := &p.stack[len(p.stack)-1]
@@ -331,12 +455,30 @@ func (p *Pass) topoSort(root *Variable) {
 			if in.mark != p {
 				in.mark, in.deps, in.got, in.pending, in.pendingOwned = p, 0, false, nil, false
 				p.stack = append(p.stack, topoFrame{v: in})
+				p.claim(in)
 			}
 			in.deps++
 			continue
 		}
 		p.order = append(p.order, top.v)
 		p.stack = p.stack[:len(p.stack)-1]
+	}
+}
+
+// claim protects n's value for the pass: a leaf's is the caller's, and so
+// is every value unless the pass frees the graph; then a non-leaf's value
+// is held until its creator's backward has run (finish). A gradient that
+// shares a value's storage (an op may hand back a saved tensor or a view
+// of one) is so never recycled while the value is needed.
+func (p *Pass) claim(n *Variable) {
+	switch {
+	case n.creator == nil:
+		p.rec.Keep(n.Value)
+		p.rec.Keep(n.Grad)
+	case p.free:
+		p.rec.Hold(n.Value)
+	default:
+		p.rec.Keep(n.Value)
 	}
 }
 

@@ -38,10 +38,8 @@ func (v *Variable) FreeGraph(keep ...*Variable) {
 			continue
 		}
 		nodes = append(nodes, n)
-		if st, ok := n.creator.(savesTensors); ok {
-			for _, t := range st.savedTensors() {
-				rec.Free(t)
-			}
+		for _, t := range savedTensorsOf(n.creator) {
+			rec.Free(t)
 		}
 		for _, in := range n.creator.Inputs() {
 			if in != nil && !seen[in] {
@@ -63,6 +61,22 @@ func (v *Variable) FreeGraph(keep ...*Variable) {
 // with the graph's values. A listed tensor that shares storage with a kept
 // one (a contiguous input that is a leaf) is kept all the same.
 type savesTensors interface{ savedTensors() []*tensor.Tensor }
+
+// SavesTensors is savesTensors for ops outside this package (a model's
+// own ops): FreeGraph, and BackwardAndFree once the op's backward has run,
+// recycle the listed tensors.
+type SavesTensors interface{ SavedTensors() []*tensor.Tensor }
+
+// savedTensorsOf returns what op lists as saved for backward, if anything.
+func savedTensorsOf(op Op) []*tensor.Tensor {
+	if st, ok := op.(savesTensors); ok {
+		return st.savedTensors()
+	}
+	if st, ok := op.(SavesTensors); ok {
+		return st.SavedTensors()
+	}
+	return nil
+}
 
 // freedOp stands in for an op whose graph FreeGraph freed.
 type freedOp struct{ name string }

@@ -62,11 +62,12 @@ func TestFreeGraphKeepsWhatTheCallerHolds(t *testing.T) {
 	require.Equal(t, []int{16, 32}, h.Value.Shape(), "shape survives for error messages")
 }
 
-// Training with the graph freed every step, recycled blocks poisoned with
-// NaN, gives bit for bit the parameters of training without recycling: no
+// Training with the graph freed every step (FreeGraph after Backward, or
+// BackwardAndFree as the pass goes), recycled blocks poisoned with NaN,
+// gives bit for bit the parameters of training without recycling: no
 // tensor is read after its storage went back to the cache.
 func TestFreeGraphTrainingIsBitIdentical(t *testing.T) {
-	train := func(free bool) [][]uint32 {
+	train := func(free freeMode) [][]uint32 {
 		rng := tensor.NewRNG(5)
 		w1 := autograd.Param(tensor.Rand(rng, tensor.Float32, 128, 96))
 		b1 := autograd.Param(tensor.Rand(rng, tensor.Float32, 128))
@@ -85,10 +86,7 @@ func TestFreeGraphTrainingIsBitIdentical(t *testing.T) {
 			h = autograd.Add(h, autograd.Mul(h, h)) // a pass-through op and a shared gradient
 			logits := autograd.Linear(h, w2, nil)
 			loss := autograd.CrossEntropy(logits, y, autograd.ReductionMean)
-			require.NoError(t, loss.Backward())
-			if free {
-				loss.FreeGraph()
-			}
+			require.NoError(t, free.backward(loss))
 			require.NoError(t, opt.Step())
 		}
 		var out [][]uint32
@@ -97,15 +95,42 @@ func TestFreeGraphTrainingIsBitIdentical(t *testing.T) {
 		}
 		return out
 	}
-	want := train(false)
+	want := train(keepGraph)
 	poisoned(t)
-	before := tensor.Host().Stats()
-	got := train(true)
-	after := tensor.Host().Stats()
-	require.Greater(t, after.Hits-before.Hits, int64(20), "the steps must reuse recycled blocks")
-	for i := range want {
-		require.True(t, slices.Equal(want[i], got[i]), "parameter %d differs", i)
+	for _, mode := range []freeMode{freeAfter, freeDuring} {
+		before := tensor.Host().Stats()
+		got := train(mode)
+		after := tensor.Host().Stats()
+		require.Greater(t, after.Hits-before.Hits, int64(20), "%v: the steps must reuse recycled blocks", mode)
+		for i := range want {
+			require.True(t, slices.Equal(want[i], got[i]), "%v: parameter %d differs", mode, i)
+		}
 	}
+}
+
+// freeMode is how a training step of the tests ends its graph.
+type freeMode int
+
+const (
+	keepGraph  freeMode = iota // Backward; the garbage collector takes the graph
+	freeAfter                  // Backward, then FreeGraph
+	freeDuring                 // BackwardAndFree
+)
+
+func (m freeMode) String() string { return [...]string{"Backward", "Backward+FreeGraph", "BackwardAndFree"}[m] }
+
+func (m freeMode) backward(loss *autograd.Variable) error {
+	switch m {
+	case freeAfter:
+		if err := loss.Backward(); err != nil {
+			return err
+		}
+		loss.FreeGraph()
+		return nil
+	case freeDuring:
+		return loss.BackwardAndFree()
+	}
+	return loss.Backward()
 }
 
 // Backward alone recycles the gradients private to the pass, but never a
@@ -131,7 +156,7 @@ func TestBackwardRecyclesPassGradients(t *testing.T) {
 // recycled with the graph, and training still matches bit for bit.
 func TestFreeGraphAttentionIsBitIdentical(t *testing.T) {
 	const b, tt, d, e, heads = 4, 16, 24, 32, 4
-	train := func(free bool) [][]uint32 {
+	train := func(free freeMode) [][]uint32 {
 		rng := tensor.NewRNG(7)
 		wqkv := autograd.Param(tensor.Rand(rng, tensor.Float32, 3*e, d))
 		wo := autograd.Param(tensor.Rand(rng, tensor.Float32, 10, e))
@@ -149,10 +174,7 @@ func TestFreeGraphAttentionIsBitIdentical(t *testing.T) {
 			att := autograd.SelfAttention(qkv, heads, autograd.AttentionOptions{Causal: true})
 			logits := autograd.Linear(autograd.Reshape(att, b*tt, e), wo, nil)
 			loss := autograd.CrossEntropy(logits, y, autograd.ReductionMean)
-			require.NoError(t, loss.Backward())
-			if free {
-				loss.FreeGraph()
-			}
+			require.NoError(t, free.backward(loss))
 			require.NoError(t, opt.Step())
 		}
 		var out [][]uint32
@@ -161,11 +183,13 @@ func TestFreeGraphAttentionIsBitIdentical(t *testing.T) {
 		}
 		return out
 	}
-	want := train(false)
+	want := train(keepGraph)
 	poisoned(t)
-	got := train(true)
-	for i := range want {
-		require.True(t, slices.Equal(want[i], got[i]), "parameter %d differs", i)
+	for _, mode := range []freeMode{freeAfter, freeDuring} {
+		got := train(mode)
+		for i := range want {
+			require.True(t, slices.Equal(want[i], got[i]), "%v: parameter %d differs", mode, i)
+		}
 	}
 }
 

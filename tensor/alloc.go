@@ -264,10 +264,76 @@ func newFull(dt DType, shape ...int) *Tensor { return newStorage(dt, false, shap
 // owner's knowledge) panics on F32, F64, At and Item instead of reading
 // another tensor's numbers; on a device, the device refuses it as an
 // operand.
+//
+// Within a phase, Hold and Drop count the references an owner still has
+// to a storage block (the autograd engine's pending gradients and the
+// values of graph nodes whose backward has not run), and Recycle gives
+// back at once what was passed to Free and is neither kept nor held, so
+// that a backward pass reuses a gradient's block for the next op's
+// gradient instead of holding every one until the pass ends.
 type Recycler struct {
 	keep    map[*hostBlock]struct{}
 	keepDev map[Storage]struct{}
 	free    []*Tensor
+	holds   map[any]int // storage key (see storageKey) → references held
+}
+
+// storageKey is what identifies t's storage block across its views: the
+// host block or the device storage; nil for storage not from a cache.
+func storageKey(t *Tensor) any {
+	switch {
+	case t == nil:
+		return nil
+	case t.dev != nil:
+		return t.dev.s
+	case t.blk != nil:
+		return t.blk
+	}
+	return nil
+}
+
+// Hold counts one more reference to t's storage: Recycle leaves it alone
+// until as many Drops have come.
+func (r *Recycler) Hold(t *Tensor) {
+	if k := storageKey(t); k != nil {
+		if r.holds == nil {
+			r.holds = make(map[any]int)
+		}
+		r.holds[k]++
+	}
+}
+
+// Drop takes back one Hold on t's storage (none held: nothing to do).
+func (r *Recycler) Drop(t *Tensor) {
+	k := storageKey(t)
+	if k == nil {
+		return
+	}
+	if n := r.holds[k]; n > 1 {
+		r.holds[k] = n - 1
+	} else {
+		delete(r.holds, k)
+	}
+}
+
+// Recycle is Flush in the middle of a phase: it recycles the storage of
+// every tensor passed to Free that is neither kept nor held, and forgets
+// those; the held ones stay listed for a later Recycle or Flush. The kept
+// set and the holds stay, and the allocator's idle clock does not tick. It
+// returns the bytes recycled.
+func (r *Recycler) Recycle() int64 {
+	var n int64
+	rest := r.free[:0]
+	for _, t := range r.free {
+		if k := storageKey(t); k != nil && r.holds[k] > 0 {
+			rest = append(rest, t)
+			continue
+		}
+		n += r.recycleOne(t)
+	}
+	clear(r.free[len(rest):])
+	r.free = rest
+	return n
 }
 
 // Keep protects t's storage from this Recycler's next Flush.
@@ -296,29 +362,38 @@ func (r *Recycler) Free(t *Tensor) {
 
 // Flush recycles the storage of every tensor passed to Free and not shared
 // with a kept one, then forgets both lists. It returns the bytes recycled.
+// Holds end with the phase: Flush ignores and forgets them.
 func (r *Recycler) Flush() int64 {
 	var n int64
 	for _, t := range r.free {
-		if t.dev != nil {
-			n += r.releaseDevice(t)
-			continue
-		}
-		b := t.blk
-		if _, kept := r.keep[b]; kept {
-			continue
-		}
-		if !b.freed.Swap(true) {
-			n += int64(b.class)
-			host.recycle(b)
-		}
-		// Detach: the storage now belongs to the cache.
-		t.f32, t.f64, t.i64, t.blk = nil, nil, nil, b
+		n += r.recycleOne(t)
 	}
 	clear(r.free)
 	r.free = r.free[:0]
 	clear(r.keep)
 	clear(r.keepDev)
+	clear(r.holds)
 	host.Tick()
+	return n
+}
+
+// recycleOne gives t's storage back unless a kept tensor shares it, and
+// detaches t. It returns the bytes recycled.
+func (r *Recycler) recycleOne(t *Tensor) int64 {
+	if t.dev != nil {
+		return r.releaseDevice(t)
+	}
+	b := t.blk
+	if _, kept := r.keep[b]; kept {
+		return 0
+	}
+	var n int64
+	if !b.freed.Swap(true) {
+		n = int64(b.class)
+		host.recycle(b)
+	}
+	// Detach: the storage now belongs to the cache.
+	t.f32, t.f64, t.i64, t.blk = nil, nil, nil, b
 	return n
 }
 
