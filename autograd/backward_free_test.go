@@ -77,7 +77,7 @@ func TestBackwardAndFreeKeepsWhatTheCallerHolds(t *testing.T) {
 		x = autograd.Param(tensor.Randn(tensor.NewRNG(5), tensor.Float32, 16, 64))
 		h = autograd.Linear(x, w, nil)
 		out = autograd.Tanh(h)
-		wv := autograd.Reshape(w, 64, 32) // a node sharing the parameter's storage
+		wv := autograd.Reshape(w, 64, 32)                                       // a node sharing the parameter's storage
 		loss = autograd.MeanAll(autograd.Mul(autograd.Linear(out, wv, nil), x)) // [16, 64]
 		if free {
 			require.NoError(t, loss.BackwardAndFree(out))

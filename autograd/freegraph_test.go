@@ -117,7 +117,9 @@ const (
 	freeDuring                 // BackwardAndFree
 )
 
-func (m freeMode) String() string { return [...]string{"Backward", "Backward+FreeGraph", "BackwardAndFree"}[m] }
+func (m freeMode) String() string {
+	return [...]string{"Backward", "Backward+FreeGraph", "BackwardAndFree"}[m]
+}
 
 func (m freeMode) backward(loss *autograd.Variable) error {
 	switch m {
