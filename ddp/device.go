@@ -42,6 +42,22 @@ type DeviceReducer interface {
 	AllReduceAfter(pg backend.ProcessGroup, q Queue, m Mem, n int, dtype backend.DType, op backend.ReduceOp) (w backend.Work, ok bool)
 }
 
+// StreamReducer is an optional interface of a DeviceReducer whose group
+// puts the all-reduce on its own queue before AllReduceOn returns, so that
+// an event after it exists at once (torch's ProcessGroupNCCL enqueues on
+// the calling thread and records its end event there): done completes
+// when the all-reduce has, on the device, and another queue may Wait for
+// it right away. With it the buckets are reduced stream-ordered: finalize
+// makes the compute queue wait for each bucket's done on the device and
+// returns without waiting on the host, and a watchdog polls the events
+// (tensor.EventQuerier) with the group's timeout (watchdog.go).
+// goddp/cuda/sim's device implements it with its Collectives; the nccl
+// backend puts a collective on its stream from an issuer goroutine, after
+// the call returns, so goddp/cuda's queues do not (yet).
+type StreamReducer interface {
+	AllReduceOn(pg backend.ProcessGroup, q Queue, m Mem, n int, dtype backend.DType, op backend.ReduceOp) (w backend.Work, done Marker, ok bool)
+}
+
 // OnDevice keeps the gradient buckets in dev's memory, and reduces them on
 // a comm queue of their own: the grad-ready hook enqueues each gradient's
 // copy into its bucket (divided by the world size) on the compute queue
@@ -90,7 +106,11 @@ type deviceBuckets struct {
 	ready   []Marker         // per bucket: its gradients are in (compute queue)
 	reduced []Marker         // per bucket: its all-reduce is done (comm queue)
 	direct  []bool           // per bucket: reduced in device memory by the group
-	wire    []Mem            // per bucket: its 16-bit copy for a compression hook, made on first use
+	// streamed: per bucket, its all-reduce was queued stream-ordered
+	// (StreamReducer) this iteration: no host goroutine waits for it, the
+	// watchdog watches it, and finalize does not wait for it on the host.
+	streamed []bool
+	wire     []Mem // per bucket: its 16-bit copy for a compression hook, made on first use
 	// noDirect: the group cannot reduce this device's memory (learnt from
 	// the first bucket), so every bucket is staged.
 	noDirect bool
@@ -101,6 +121,11 @@ type deviceBuckets struct {
 	// skipDone the comm goroutine's wait for the group's all-reduce: only
 	// for the tests that show they are needed.
 	skipWait, skipDone bool
+	// hostWait keeps a StreamReducer's buckets on the host-waited path
+	// (a comm goroutine waits for each all-reduce, finalize for every
+	// bucket), the path before stream ordering: for the tests that compare
+	// the two.
+	hostWait bool
 }
 
 func validateDevice(c *config, params []param) error {
@@ -181,6 +206,7 @@ func (d *deviceBuckets) alloc(bs []*bucket, asTensors bool) error {
 	d.ready = make([]Marker, len(bs))
 	d.reduced = make([]Marker, len(bs))
 	d.direct = make([]bool, len(bs))
+	d.streamed = make([]bool, len(bs))
 	d.wire = make([]Mem, len(bs))
 	for i, b := range bs {
 		var m Mem
@@ -250,7 +276,15 @@ func (d *deviceBuckets) fill(b *bucket, slot int, g *tensor.Tensor, s float64, i
 // what needs no waiting (the comm queue's wait for the bucket's event, the
 // copy to the host, a device collective), and a comm goroutine waits for
 // an event or a Work, then issues what follows.
-func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.ReduceOp, hook CommHook, timeout time.Duration) backend.Work {
+//
+// streamOK lets the bucket take the stream-ordered path when the device
+// is a StreamReducer: the group's all-reduce is queued after the comm
+// queue's point, the comm queue waits for its done event (and widens a
+// compressed result after it), and the bucket's reduced marker is
+// recorded there at once; no goroutine waits. done is then the event for
+// the watchdog; it is nil on the other paths.
+func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.ReduceOp, hook CommHook, timeout time.Duration, streamOK bool) (_ backend.Work, done Marker) {
+	d.streamed[b.index] = false
 	d.ready[b.index] = d.compute.Record()
 	if !d.skipWait {
 		d.comm.Wait(d.ready[b.index])
@@ -279,7 +313,26 @@ func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.Re
 				caster.Narrow(target, m, n, ch.bf16)
 			}
 		}
-		if target != nil {
+		sr, isSR := d.dev.(StreamReducer)
+		switch {
+		case target == nil:
+		case isSR && streamOK && !d.hostWait:
+			var ev Marker
+			if inner, ev, d.direct[b.index] = sr.AllReduceOn(pg, d.comm, target, n, dtype, op); d.direct[b.index] {
+				// The comm queue follows the all-reduce on the device;
+				// what it runs next (the widening, the marker the compute
+				// queue waits for at finalize) sees the result.
+				if !d.skipDone {
+					d.comm.Wait(ev)
+				}
+				if compress {
+					caster.Widen(m, target, n, ch.bf16)
+				}
+				d.reduced[b.index] = d.comm.Record()
+				d.streamed[b.index] = true
+				return inner, d.reduced[b.index]
+			}
+		default:
 			inner, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, target, n, dtype, op)
 		}
 		if !d.direct[b.index] && target != nil {
@@ -303,7 +356,7 @@ func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.Re
 			}
 			d.reduced[b.index] = d.comm.Record()
 		}, w)
-		return w
+		return w, nil
 	}
 	host := f32Bytes(b.f32)
 	d.comm.Download(host, m, 0)
@@ -327,7 +380,7 @@ func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.Re
 		d.comm.Upload(m, 0, host)
 		d.reduced[b.index] = d.comm.Record()
 	}, w)
-	return w
+	return w, nil
 }
 
 // after runs f on a comm goroutine once the previous one has ended, then

@@ -63,6 +63,7 @@ type reducer struct {
 	staticGlobal []bool // unused on every rank in the first iteration
 
 	dev      *deviceBuckets // OnDevice; nil on the CPU
+	wd       *watchdog      // watches stream-ordered all-reduces; made at the first one
 	buildErr error          // allocating device buckets failed
 
 	// The two strategies the reducer is built from (strategy.go): where
@@ -124,6 +125,37 @@ func (r *reducer) close() {
 	}
 	r.remove = nil
 	r.expectHooks = false
+	if r.wd != nil {
+		r.wd.close()
+	}
+}
+
+// watchdog returns the reducer's watchdog, made on first use (the first
+// stream-ordered bucket); the caller holds mu.
+func (r *reducer) watchdog() *watchdog {
+	if r.wd == nil {
+		r.wd = newWatchdog(r.pg, r.cfg.timeout, r.timeline)
+	}
+	return r.wd
+}
+
+// failure is the watchdog's verdict on an earlier iteration's
+// stream-ordered all-reduces, or nil.
+func (r *reducer) failure() error {
+	if r.wd == nil {
+		return nil
+	}
+	return r.wd.failure()
+}
+
+// syncCompute waits for the device's compute queue; with stream-ordered
+// buckets pending, it returns the watchdog's error instead if the
+// watchdog fails the reducer first.
+func (r *reducer) syncCompute() error {
+	if r.wd == nil {
+		return r.dev.compute.Synchronize()
+	}
+	return r.wd.syncQueue(r.dev.compute)
 }
 
 // reduction names the path the buckets take (Stats.Reduction); the caller
@@ -385,6 +417,12 @@ func (r *reducer) launch(b *bucket, shadow bool) {
 		op = backend.Avg
 	}
 	w := r.red.launch(r, b, op, shadow)
+	if r.dev != nil && r.dev.streamed[b.index] {
+		// Stream-ordered: the compute queue waits for it on the device
+		// (finalize), the watchdog watches it; no goroutine waits.
+		b.done = nil
+		return
+	}
 	early := r.copyBackEarly() && !shadow
 	if !r.cfg.overlap && !shadow {
 		// OverlapComm(false): finish the bucket here, on the backward
@@ -440,7 +478,7 @@ func (r *reducer) waitLaunched() error {
 	backstop := time.NewTimer(r.cfg.timeout + 5*time.Second)
 	defer backstop.Stop()
 	for _, b := range r.buckets {
-		if !b.launched {
+		if !b.launched || b.done == nil { // nil: stream-ordered, not waited on the host
 			continue
 		}
 		select {
@@ -508,6 +546,9 @@ func (r *reducer) finalize() error {
 	if err == nil {
 		err = r.hookErr
 	}
+	if err == nil {
+		err = r.failure()
+	}
 	if err != nil {
 		return err
 	}
@@ -555,6 +596,12 @@ func (r *reducer) recordStats(bwdEnd, waitStart, waitEnd time.Time) {
 	spans := make([][2]time.Time, 0, len(r.buckets))
 	per := make([]time.Duration, len(r.buckets))
 	for i, b := range r.buckets {
+		if b.launched && b.done == nil {
+			// Stream-ordered: the host never sees it end, so its span
+			// ends at finalize, which did not wait for it (the device's
+			// own timeline has the real end).
+			b.doneAt = bwdEnd
+		}
 		spans = append(spans, [2]time.Time{b.launchAt, b.doneAt})
 		per[i] = b.doneAt.Sub(b.launchAt)
 	}
@@ -624,6 +671,12 @@ func (r *reducer) shadowBackward(div float64) error {
 func (r *reducer) maybeRebuild(root int) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if err := r.failure(); err != nil {
+		// A stream-ordered all-reduce of an earlier iteration failed or
+		// timed out: the group was aborted, so every later step fails
+		// (torch's watchdog takes the process down).
+		return err
+	}
 	if !r.rebuildPending {
 		return nil
 	}

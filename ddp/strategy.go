@@ -246,7 +246,7 @@ func (h deviceHome) endWriteBack(r *reducer) error {
 		// Grad is a host tensor: the host reads it next. (Gradients on
 		// the device are read by kernels queued after the copies: the
 		// host does not wait.)
-		if err := h.d.compute.Synchronize(); err != nil {
+		if err := r.syncCompute(); err != nil {
 			return fmt.Errorf("ddp: copying the reduced gradients out of the buckets on %v: %w", h.d.dev, err)
 		}
 	}
@@ -302,7 +302,16 @@ func (v deviceReduce) launch(r *reducer, b *bucket, op backend.ReduceOp, shadow 
 	if shadow {
 		v.d.compute.Memset0(v.d.mem[b.index], 0, b.nbytes())
 	}
-	return v.d.launch(r.pg, b, op, r.cfg.hook, r.cfg.timeout)
+	// Stream-ordered only where finalize needs nothing back on the host
+	// before Backward returns: not for a joined rank's zeros, not with
+	// unused parameters (the used map is read on the host), not when
+	// OverlapComm(false) asks backward to wait for each bucket.
+	streamOK := !shadow && !r.tolerant() && r.cfg.overlap
+	w, done := v.d.launch(r.pg, b, op, r.cfg.hook, r.cfg.timeout, streamOK)
+	if done != nil {
+		r.watchdog().add(b.index, b.nbytes(), done, w, b.launchAt)
+	}
+	return w
 }
 
 func (deviceReduce) direct(*reducer, *bucket, int, *tensor.Tensor, float64) bool { return false }

@@ -80,6 +80,13 @@ type Event interface {
 	Synchronize()
 }
 
+// EventQuerier is an optional interface of an Event: whether it has
+// completed, without blocking (cuEventQuery). DDP's watchdog polls the
+// events of the all-reduces it has queued with it.
+type EventQuerier interface {
+	Query() bool
+}
+
 // Mem is device memory.
 type Mem interface{ Free() }
 

@@ -16,11 +16,24 @@ import (
 // buckets with OnDevice) can be tested without a GPU; the data itself
 // moves through the wrapped group on the host (the simulated device's
 // memory is host memory). Every other method is the wrapped group's.
+//
+// As NCCL's communicator does, the group issues every collective, device
+// or host, on its stream in the order of the calls: a host collective
+// (AllReduce, Broadcast, Barrier on host buffers, which NCCL stages onto
+// its stream) waits behind the device collectives called before it, so
+// that every rank issues the same sequence to the wrapped group even when
+// the device collectives run later than the calls (ddp's stream-ordered
+// buckets, then the next Forward's broadcasts).
 type Collectives struct {
 	backend.ProcessGroup
 	dev     *Device
 	stream  *Stream
 	timeout time.Duration
+
+	// ctx ends at Abort: the collective running on the stream, and every
+	// later one, fails at once (ncclCommAbort).
+	ctx    context.Context
+	cancel context.CancelCauseFunc
 }
 
 // NewCollectives wraps pg for device collectives on dev, each bounded by
@@ -29,7 +42,61 @@ func NewCollectives(pg backend.ProcessGroup, dev *Device, timeout time.Duration)
 	if timeout <= 0 {
 		timeout = 10 * time.Minute
 	}
-	return &Collectives{ProcessGroup: pg, dev: dev, stream: dev.NewStream("collectives"), timeout: timeout}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	return &Collectives{ProcessGroup: pg, dev: dev, stream: dev.NewStream("collectives"), timeout: timeout, ctx: ctx, cancel: cancel}
+}
+
+// Abort fails the collective the group's stream is running and every
+// later one, with cause (ncclCommAbort, which torch's watchdog calls on a
+// timed-out collective): the stream's events still complete, so no stream
+// waiting for them hangs. The group is unusable afterwards.
+func (c *Collectives) Abort(cause error) { c.cancel(cause) }
+
+// opContext bounds one collective on the stream by the timeout and Abort.
+func (c *Collectives) opContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(c.ctx, c.timeout)
+}
+
+// onStream runs the wrapped group's host collective start on the group's
+// stream, in call order after the device collectives (see Collectives);
+// the Work completes when it has.
+func (c *Collectives) onStream(name string, start func() backend.Work) backend.Work {
+	w := work{backend.NewFuture()}
+	var opErr error
+	c.stream.Enqueue(name, func() error {
+		ctx, cancel := c.opContext()
+		defer cancel()
+		opErr = start().Wait(ctx)
+		if opErr != nil && c.ctx.Err() != nil {
+			opErr = fmt.Errorf("%w: sim: %s aborted: %w", backend.ErrPeerFailed, name, context.Cause(c.ctx))
+		}
+		return opErr
+	})
+	done := c.dev.NewEvent()
+	done.Record(c.stream)
+	go func() {
+		done.Synchronize()
+		if opErr == nil {
+			opErr = c.stream.Err() // skipped after an earlier failure
+		}
+		w.Complete(opErr)
+	}()
+	return w
+}
+
+// AllReduce reduces a host buffer on the group's stream, in call order.
+func (c *Collectives) AllReduce(buf backend.Buffer, op backend.ReduceOp) backend.Work {
+	return c.onStream("host all-reduce", func() backend.Work { return c.ProcessGroup.AllReduce(buf, op) })
+}
+
+// Broadcast broadcasts a host buffer on the group's stream, in call order.
+func (c *Collectives) Broadcast(buf backend.Buffer, root int) backend.Work {
+	return c.onStream("host broadcast", func() backend.Work { return c.ProcessGroup.Broadcast(buf, root) })
+}
+
+// Barrier runs on the group's stream, in call order.
+func (c *Collectives) Barrier() backend.Work {
+	return c.onStream("barrier", c.ProcessGroup.Barrier)
 }
 
 // Unwrap returns the wrapped group.
@@ -74,9 +141,12 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType
 		default:
 			buf = backend.Float32s(unsafe.Slice((*float32)(p), n))
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+		ctx, cancel := c.opContext()
 		defer cancel()
 		opErr = c.ProcessGroup.AllReduce(buf, op).Wait(ctx)
+		if opErr != nil && c.ctx.Err() != nil {
+			opErr = fmt.Errorf("%w: sim: device all-reduce aborted: %w", backend.ErrPeerFailed, context.Cause(c.ctx))
+		}
 		return opErr
 	})
 	done := c.dev.NewEvent()

@@ -74,6 +74,22 @@ func (s simDevice) AllReduceAfter(pg comm.ProcessGroup, q tensor.Queue, m tensor
 	return w, true
 }
 
+// AllReduceOn implements ddp.StreamReducer: the all-reduce is on the
+// group's stream when it returns (the stand-in issues in call order, as
+// NCCL's enqueue does), and done, an Event recorded right after it there,
+// is one that another queue may Wait for at once (cuStreamWaitEvent) and
+// that a watchdog may Query.
+func (s simDevice) AllReduceOn(pg comm.ProcessGroup, q tensor.Queue, m tensor.Mem, n int, dtype comm.DType, op comm.ReduceOp) (comm.Work, tensor.Event, bool) {
+	c, ok := AsCollectives(pg)
+	if !ok || c.Device() != s.d {
+		return nil, nil, false
+	}
+	after := s.d.NewEvent()
+	after.Record(q.(simQueue).s)
+	w, done := c.AllReduceDevice(m.(simMem).b, 0, n, dtype, op, after)
+	return w, done, true
+}
+
 func (q simQueue) Record() tensor.Event {
 	e := q.d.NewEvent()
 	e.Record(q.s)

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -22,6 +23,8 @@ type Stream struct {
 	closed  bool
 	err     error
 	delay   time.Duration
+
+	trace atomic.Pointer[Trace] // Device.StartTrace; nil: not traced
 }
 
 type op struct {
@@ -60,7 +63,13 @@ func (s *Stream) loop() {
 			if delay > 0 {
 				time.Sleep(delay)
 			}
-			err = o.run()
+			if t := s.trace.Load(); t != nil {
+				start := time.Now()
+				err = o.run()
+				t.add(s.name, o.name, start, time.Now())
+			} else {
+				err = o.run()
+			}
 		}
 		s.mu.Lock()
 		s.running = false
