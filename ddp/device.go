@@ -77,11 +77,19 @@ type StreamReducer interface {
 //
 // No host function waits or calls the device, and the comm goroutines run
 // one after another, in launch order, so every rank issues the same
-// collectives in the same order. Finalize makes the compute queue wait on
-// each bucket's all-reduce marker
-// before copying the results out (or, with GradientAsBucketView, before
-// any kernel reads the gradients, which are views of the buckets). The
-// host never waits for a bucket during backward.
+// collectives in the same order. Finalize waits on the host for every
+// bucket's Work, then makes the compute queue wait on each bucket's
+// all-reduce marker before copying the results out (or, with
+// GradientAsBucketView, before any kernel reads the gradients, which are
+// views of the buckets). The host never waits for a bucket during
+// backward.
+//
+// When dev is a StreamReducer (cuda/sim with its Collectives; not yet a
+// GPU), a bucket is reduced stream-ordered instead, as c10d does: the
+// group's all-reduce is on its stream when the call returns, the comm
+// queue waits for its end event, and finalize only makes the compute
+// queue wait for the bucket's marker, without waiting on the host; a
+// watchdog (watchdog.go) bounds each all-reduce by Timeout.
 //
 // A model whose parameters live on a device (nn.To) gets OnDevice by
 // itself: Wrap uses the device's queue adapter (sim; cuda with -tags cuda)

@@ -71,7 +71,12 @@
 //     returns: parameters still not ready are an error naming them (without
 //     FindUnusedParameters or StaticGraph) or are marked ready with zero
 //     gradient; then it waits for every bucket (bounded by Timeout), writes
-//     the remaining results back and records the statistics. With
+//     the remaining results back and records the statistics. (On a device
+//     whose group enqueues its all-reduce at the call, a StreamReducer, it
+//     waits on the device instead: the compute stream waits for each
+//     bucket's event and finalize returns at once, while a watchdog
+//     goroutine polls the events with the Timeout, aborts the group on a
+//     stuck one and fails the next Forward.) With
 //     FindUnusedParameters an all-reduce of a "used" map tells parameters
 //     unused on every rank, whose Grad is left untouched.
 //

@@ -507,7 +507,7 @@ func (r *reducer) waitLaunched() error {
 // finalize ends a synchronised backward (torch's finalize_backward): it
 // marks parameters that got no gradient, waits for every bucket and writes
 // the averaged gradients back.
-func (r *reducer) finalize() error {
+func (r *reducer) finalize() (err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	bwdEnd := time.Now()
@@ -515,6 +515,15 @@ func (r *reducer) finalize() error {
 		r.expectHooks = false
 		r.pass = nil
 		clear(r.locallyUsed)
+		if err != nil && r.dev != nil {
+			// No write-back waited for the stream-ordered buckets: the
+			// compute queue must not refill one the group still reads.
+			for _, b := range r.buckets {
+				if b.launched && b.done == nil {
+					r.dev.compute.Wait(r.dev.reduced[b.index])
+				}
+			}
+		}
 	}()
 
 	var missing []int
@@ -541,7 +550,7 @@ func (r *reducer) finalize() error {
 		}
 	}
 	waitStart := time.Now()
-	err := r.waitLaunched()
+	err = r.waitLaunched()
 	waitEnd := time.Now()
 	if err == nil {
 		err = r.hookErr
