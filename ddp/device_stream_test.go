@@ -18,6 +18,7 @@ import (
 
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/comm"
+	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/cuda/sim"
 	"github.com/goddp/goddp/nn"
 	"github.com/goddp/goddp/optim"
@@ -194,10 +195,12 @@ func TestDeviceStreamOrderedFinalize(t *testing.T) {
 }
 
 // stuckGroup never completes its nth AllReduce (counting from 0) on rank
-// stuckRank: a peer that never reaches the collective.
+// stuckRank (a peer that never reaches the collective), or, with fail,
+// fails it at once without reaching the peers.
 type stuckGroup struct {
 	comm.ProcessGroup
 	stuckRank, nth int
+	fail           bool
 	mu             sync.Mutex
 	calls          int
 }
@@ -208,6 +211,9 @@ func (g *stuckGroup) AllReduce(buf comm.Buffer, op comm.ReduceOp) comm.Work {
 	g.calls++
 	g.mu.Unlock()
 	if g.Rank() == g.stuckRank && n == g.nth {
+		if g.fail {
+			return backend.FailedFuture(errors.New("injected failure"))
+		}
 		return neverWork{}
 	}
 	return g.ProcessGroup.AllReduce(buf, op)
@@ -230,22 +236,34 @@ func (neverWork) IsCompleted() bool { return false }
 // nothing reports it: the group's own bound (1 s here, 10 minutes by
 // default) only fails an op nobody looks at.
 func TestDeviceWatchdogReportsStuckAllReduce(t *testing.T) {
-	errs := stuckRun(t, true)
+	errs := stuckRun(t, true, false)
 	for rank, err := range errs {
 		require.Error(t, err, "rank %d", rank)
 		require.ErrorIs(t, err, ErrTimeout, "rank %d", rank)
 		require.Contains(t, err.Error(), fmt.Sprintf("ddp: bucket 1 all-reduce on rank %d did not complete within 100ms", rank))
 	}
-	for rank, err := range stuckRun(t, false) {
+	for rank, err := range stuckRun(t, false, false) {
 		require.ErrorContains(t, err, "no error reported", "rank %d: without the watchdog", rank)
 	}
+}
+
+// A bucket's all-reduce that fails (rather than hangs) on rank 1 is
+// reported there as a failure of that bucket on that rank; rank 0, whose
+// all-reduce of it never finds its peer, reports the timeout.
+func TestDeviceWatchdogReportsFailedAllReduce(t *testing.T) {
+	errs := stuckRun(t, true, true)
+	require.ErrorContains(t, errs[1], "ddp: bucket 1 all-reduce (")
+	require.ErrorContains(t, errs[1], "on rank 1 failed")
+	require.ErrorContains(t, errs[1], "injected failure")
+	require.ErrorIs(t, errs[0], ErrTimeout)
+	require.ErrorContains(t, errs[0], "ddp: bucket 1 all-reduce on rank 0 did not complete within 100ms")
 }
 
 // stuckRun runs two steps of the device MLP at world 2 whose bucket 1
 // all-reduce never completes on rank 1 (the second device all-reduce of
 // the group after Wrap's host ones) and returns, per rank, the error the
 // next Forward gave, or one saying that none was reported within 2 s (twice the group's own bound).
-func stuckRun(t *testing.T, watchdog bool) []error {
+func stuckRun(t *testing.T, watchdog, fail bool) []error {
 	t.Helper()
 	out := make([]error, 2)
 	errs := runRanks(t, 2, func(rank int, pg comm.ProcessGroup) error {
@@ -255,7 +273,7 @@ func stuckRun(t *testing.T, watchdog bool) []error {
 		if err := nn.To(net, dev.Tensors()); err != nil {
 			return err
 		}
-		stuck := &stuckGroup{ProcessGroup: pg, stuckRank: 1, nth: -1}
+		stuck := &stuckGroup{ProcessGroup: pg, stuckRank: 1, nth: -1, fail: fail}
 		col := sim.NewCollectives(stuck, dev, time.Second)
 		d, err := Wrap(context.Background(), net, col, FirstBucketCapMB(100.0/(1<<20)), BucketCapMB(100.0/(1<<20)),
 			Timeout(100*time.Millisecond))

@@ -63,7 +63,9 @@ func (c *Collectives) opContext() (context.Context, context.CancelFunc) {
 func (c *Collectives) onStream(name string, start func() backend.Work) backend.Work {
 	w := work{backend.NewFuture()}
 	var opErr error
+	ran := false // the stream skips the op after an earlier failure
 	c.stream.Enqueue(name, func() error {
+		ran = true
 		ctx, cancel := c.opContext()
 		defer cancel()
 		opErr = start().Wait(ctx)
@@ -76,8 +78,8 @@ func (c *Collectives) onStream(name string, start func() backend.Work) backend.W
 	done.Record(c.stream)
 	go func() {
 		done.Synchronize()
-		if opErr == nil {
-			opErr = c.stream.Err() // skipped after an earlier failure
+		if !ran {
+			opErr = fmt.Errorf("sim: %s skipped: %w", name, c.stream.Err())
 		}
 		w.Complete(opErr)
 	}()
@@ -126,8 +128,10 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType
 		return w, c.dev.NewEvent()
 	}
 	var opErr error // written by the stream's job, read after done fires
+	ran := false    // the stream skips the job after an earlier failure
 	c.stream.WaitEvent(after)
 	c.stream.Enqueue("all-reduce", func() error {
+		ran = true
 		if err := b.check(off, n*dtype.Size(), "all-reduce"); err != nil {
 			opErr = err
 			return err
@@ -153,8 +157,10 @@ func (c *Collectives) AllReduceDevice(b *Buffer, off, n int, dtype backend.DType
 	done.Record(c.stream)
 	go func() {
 		done.Synchronize()
-		if opErr == nil {
-			opErr = c.stream.Err()
+		if !ran {
+			// Skipped: the stream failed before it (the op that
+			// completed before a later one failed keeps its result).
+			opErr = fmt.Errorf("sim: device all-reduce skipped: %w", c.stream.Err())
 		}
 		w.Complete(opErr)
 	}()
