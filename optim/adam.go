@@ -3,6 +3,7 @@ package optim
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/tensor"
@@ -18,6 +19,10 @@ type AdamConfig struct {
 	WeightDecay float64
 	AMSGrad     bool
 	Maximize    bool
+	// Foreach chooses one multi-tensor update per group (the default,
+	// where the device has it) or one update per parameter; the results
+	// are the same. See Foreach.
+	Foreach Foreach
 }
 
 // DefaultAdam is torch.optim.Adam's defaults: lr 1e-3, betas (0.9, 0.999),
@@ -46,7 +51,7 @@ func (c AdamConfig) validate(kind string) error {
 	case !(c.WeightDecay >= 0):
 		return fmt.Errorf("%w: %s weight decay %v < 0", ErrInvalidConfig, kind, c.WeightDecay)
 	}
-	return nil
+	return c.Foreach.validate(kind)
 }
 
 // Adam implements torch 1.13's Adam and, with decoupled weight decay, AdamW
@@ -67,6 +72,7 @@ type Adam struct {
 	cfg    AdamConfig
 	groups groups
 	state  []adamState
+	multi  multiLists
 }
 
 type adamState struct {
@@ -126,35 +132,125 @@ func (o *Adam) ZeroGrad() { o.groups.zeroGrad() }
 
 // Step implements Optimizer.
 func (o *Adam) Step() error {
-	idx := 0
+	base := 0
 	for _, pg := range o.groups.list {
-		for _, p := range pg.Params {
-			i := idx
-			idx++
-			if p.Grad == nil {
-				continue
-			}
-			if err := checkGrad(p, i); err != nil {
+		step := o.stepMulti
+		if o.cfg.Foreach == ForeachOff {
+			step = o.stepEach
+		}
+		if err := step(pg, base); err != nil {
+			return err
+		}
+		base += len(pg.Params)
+	}
+	return nil
+}
+
+// stepEach updates the parameters of pg, numbered from base, one at a
+// time.
+func (o *Adam) stepEach(pg *ParamGroup, base int) error {
+	for j, p := range pg.Params {
+		i := base + j
+		if p.Grad == nil {
+			continue
+		}
+		if err := checkGrad(p, i); err != nil {
+			return err
+		}
+		o.advance(i, p)
+		if err := o.update(pg, i, p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepMulti updates the parameters of pg, numbered from base, with one
+// multi-tensor update for each step count among them (one, unless some
+// parameters went without a gradient at some step), every gradient
+// checked first.
+func (o *Adam) stepMulti(pg *ParamGroup, base int) error {
+	for j, p := range pg.Params {
+		if p.Grad != nil {
+			if err := checkGrad(p, base+j); err != nil {
 				return err
 			}
-			st := &o.state[i]
-			if st.expAvg == nil {
-				st.expAvg, st.expSq = newLike(p), newLike(p)
-				if o.cfg.AMSGrad {
-					st.maxSq = newLike(p)
-				}
-			}
-			st.step++
-			err := tensor.AdamStep(p.Value, p.Grad, st.expAvg, st.expSq, st.maxSq, tensor.AdamHyper{
-				LR: pg.LR, WeightDecay: pg.WeightDecay, Beta1: o.cfg.Beta1, Beta2: o.cfg.Beta2, Eps: o.cfg.Eps,
-				StepSize:  pg.LR / (1 - math.Pow(o.cfg.Beta1, st.step)),
-				BC2Sqrt:   math.Sqrt(1 - math.Pow(o.cfg.Beta2, st.step)),
-				Decoupled: o.kind == "AdamW", Maximize: o.cfg.Maximize,
-			})
-			if err != nil {
-				return stepErr(err, i)
+		}
+	}
+	steps := o.multi.steps[:0]
+	for j, p := range pg.Params {
+		if p.Grad != nil {
+			st := o.advance(base+j, p)
+			if !slices.Contains(steps, st.step) {
+				steps = append(steps, st.step)
 			}
 		}
+	}
+	o.multi.steps = steps
+	m := &o.multi
+	for _, step := range steps {
+		m.idx = m.idx[:0]
+		for j, p := range pg.Params {
+			if i := base + j; p.Grad != nil && o.state[i].step == step {
+				m.idx = append(m.idx, i)
+				st := &o.state[i]
+				m.ws, m.gs = append(m.ws, p.Value), append(m.gs, p.Grad)
+				m.ms, m.vs = append(m.ms, st.expAvg), append(m.vs, st.expSq)
+				if o.cfg.AMSGrad {
+					m.vmaxs = append(m.vmaxs, st.maxSq)
+				}
+			}
+		}
+		var vmaxs []*tensor.Tensor
+		if o.cfg.AMSGrad {
+			vmaxs = m.vmaxs
+		}
+		err := tensor.AdamStepMulti(m.ws, m.gs, m.ms, m.vs, vmaxs, o.hyper(pg, step))
+		m.clear()
+		fallback, err := multiFallback(o.cfg.Foreach, err, o.kind, m.idx[0], m.idx[len(m.idx)-1])
+		if err != nil {
+			return err
+		}
+		for _, i := range m.idx {
+			if !fallback {
+				break
+			}
+			if err := o.update(pg, i, pg.Params[i-base]); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// advance makes parameter i's state on its first step and counts the step.
+func (o *Adam) advance(i int, p *autograd.Variable) *adamState {
+	st := &o.state[i]
+	if st.expAvg == nil {
+		st.expAvg, st.expSq = newLike(p), newLike(p)
+		if o.cfg.AMSGrad {
+			st.maxSq = newLike(p)
+		}
+	}
+	st.step++
+	return st
+}
+
+// hyper is the update's hyper-parameters for pg at a step count.
+func (o *Adam) hyper(pg *ParamGroup, step float64) tensor.AdamHyper {
+	return tensor.AdamHyper{
+		LR: pg.LR, WeightDecay: pg.WeightDecay, Beta1: o.cfg.Beta1, Beta2: o.cfg.Beta2, Eps: o.cfg.Eps,
+		StepSize:  pg.LR / (1 - math.Pow(o.cfg.Beta1, step)),
+		BC2Sqrt:   math.Sqrt(1 - math.Pow(o.cfg.Beta2, step)),
+		Decoupled: o.kind == "AdamW", Maximize: o.cfg.Maximize,
+	}
+}
+
+// update applies parameter i's update alone, its step counted.
+func (o *Adam) update(pg *ParamGroup, i int, p *autograd.Variable) error {
+	st := &o.state[i]
+	if err := tensor.AdamStep(p.Value, p.Grad, st.expAvg, st.expSq, st.maxSq, o.hyper(pg, st.step)); err != nil {
+		return stepErr(err, i)
 	}
 	return nil
 }

@@ -7,7 +7,11 @@
 //
 // Optimizers work directly on each parameter's Value and Grad float32 (or
 // float64) slices with plain loops: no autograd ops, no allocation once their
-// state exists. A training step is
+// state exists. Adam, AdamW and SGD update each group's parameters with one
+// multi-tensor update (AdamConfig.Foreach, torch's foreach/fused): on a
+// GPU one kernel launch for the group instead of one a parameter, with the
+// same results bit for bit; ClipGradNorm likewise takes four launches
+// whatever the number of gradients. A training step is
 //
 //	opt.ZeroGrad()
 //	loss := lossFn(model.Forward(x), y)

@@ -17,6 +17,10 @@ type SGDConfig struct {
 	Nesterov    bool
 	// Maximize ascends the objective instead of descending it.
 	Maximize bool
+	// Foreach chooses one multi-tensor update per group (the default,
+	// where the device has it) or one update per parameter; the results
+	// are the same. See Foreach.
+	Foreach Foreach
 }
 
 func (c SGDConfig) validate() error {
@@ -30,7 +34,7 @@ func (c SGDConfig) validate() error {
 	case c.Nesterov && (c.Momentum <= 0 || c.Dampening != 0):
 		return fmt.Errorf("%w: SGD nesterov momentum requires a momentum and zero dampening", ErrInvalidConfig)
 	}
-	return nil
+	return c.Foreach.validate("SGD")
 }
 
 // SGD is stochastic gradient descent with torch 1.13's exact update:
@@ -46,6 +50,7 @@ type SGD struct {
 	cfg    SGDConfig
 	groups groups
 	bufs   []*tensor.Tensor // momentum buffers by flat parameter index; nil until first used
+	multi  multiLists
 }
 
 // NewSGD returns an SGD optimizer over params as one group with cfg.LR and
@@ -87,30 +92,126 @@ func (o *SGD) ZeroGrad() { o.groups.zeroGrad() }
 
 // Step implements Optimizer.
 func (o *SGD) Step() error {
-	idx := 0
+	base := 0
 	for _, pg := range o.groups.list {
-		for _, p := range pg.Params {
-			i := idx
-			idx++
-			if p.Grad == nil {
-				continue
-			}
-			if err := checkGrad(p, i); err != nil {
+		step := o.stepMulti
+		if o.cfg.Foreach == ForeachOff {
+			step = o.stepEach
+		}
+		if err := step(pg, base); err != nil {
+			return err
+		}
+		base += len(pg.Params)
+	}
+	return nil
+}
+
+// stepEach updates the parameters of pg, numbered from base, one at a
+// time.
+func (o *SGD) stepEach(pg *ParamGroup, base int) error {
+	for j, p := range pg.Params {
+		i := base + j
+		if p.Grad == nil {
+			continue
+		}
+		if err := checkGrad(p, i); err != nil {
+			return err
+		}
+		if err := o.update(pg, i, p, o.ensureBuf(i, p)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stepMulti updates the parameters of pg, numbered from base, with one
+// multi-tensor update for those whose momentum buffer is fresh and one for
+// the rest (torch's first step clones the gradient into the buffer), every
+// gradient checked first.
+func (o *SGD) stepMulti(pg *ParamGroup, base int) error {
+	for j, p := range pg.Params {
+		if p.Grad != nil {
+			if err := checkGrad(p, base+j); err != nil {
 				return err
 			}
-			first := false
-			if o.cfg.Momentum != 0 && o.bufs[i] == nil {
-				o.bufs[i] = newLike(p)
-				first = true
+		}
+	}
+	m := &o.multi
+	m.idx = m.idx[:0]
+	var fresh []bool
+	for j, p := range pg.Params {
+		if p.Grad != nil {
+			first := o.ensureBuf(base+j, p)
+			if first && fresh == nil {
+				fresh = make([]bool, len(pg.Params))
 			}
-			err := tensor.SGDStep(p.Value, p.Grad, o.bufs[i], tensor.SGDHyper{
-				LR: pg.LR, WeightDecay: pg.WeightDecay, Momentum: o.cfg.Momentum, Dampening: o.cfg.Dampening,
-				Nesterov: o.cfg.Nesterov, Maximize: o.cfg.Maximize, First: first,
-			})
-			if err != nil {
-				return stepErr(err, i)
+			if first {
+				fresh[j] = true
 			}
 		}
+	}
+	for _, first := range []bool{true, false} {
+		if first && fresh == nil {
+			continue
+		}
+		m.idx = m.idx[:0]
+		for j, p := range pg.Params {
+			if p.Grad == nil || (fresh != nil && fresh[j]) != first {
+				continue
+			}
+			i := base + j
+			m.idx = append(m.idx, i)
+			m.ws, m.gs = append(m.ws, p.Value), append(m.gs, p.Grad)
+			if o.cfg.Momentum != 0 {
+				m.ms = append(m.ms, o.bufs[i])
+			}
+		}
+		if len(m.idx) == 0 {
+			continue
+		}
+		var bufs []*tensor.Tensor
+		if o.cfg.Momentum != 0 {
+			bufs = m.ms
+		}
+		err := tensor.SGDStepMulti(m.ws, m.gs, bufs, o.hyper(pg, first))
+		m.clear()
+		fallback, err := multiFallback(o.cfg.Foreach, err, "SGD", m.idx[0], m.idx[len(m.idx)-1])
+		if err != nil {
+			return err
+		}
+		for _, i := range m.idx {
+			if !fallback {
+				break
+			}
+			if err := o.update(pg, i, pg.Params[i-base], first); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// ensureBuf makes parameter i's momentum buffer on its first step, which
+// it reports (nothing without momentum).
+func (o *SGD) ensureBuf(i int, p *autograd.Variable) bool {
+	if o.cfg.Momentum == 0 || o.bufs[i] != nil {
+		return false
+	}
+	o.bufs[i] = newLike(p)
+	return true
+}
+
+func (o *SGD) hyper(pg *ParamGroup, first bool) tensor.SGDHyper {
+	return tensor.SGDHyper{
+		LR: pg.LR, WeightDecay: pg.WeightDecay, Momentum: o.cfg.Momentum, Dampening: o.cfg.Dampening,
+		Nesterov: o.cfg.Nesterov, Maximize: o.cfg.Maximize, First: first,
+	}
+}
+
+// update applies parameter i's update alone.
+func (o *SGD) update(pg *ParamGroup, i int, p *autograd.Variable, first bool) error {
+	if err := tensor.SGDStep(p.Value, p.Grad, o.bufs[i], o.hyper(pg, first)); err != nil {
+		return stepErr(err, i)
 	}
 	return nil
 }

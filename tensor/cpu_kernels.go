@@ -43,6 +43,9 @@ func init() {
 
 		Where: cpuWhere,
 
+		AdamMulti: cpuAdamMulti,
+		SGDMulti:  cpuSGDMulti,
+
 		BatchNormStats:          cpuBatchNormStats,
 		BatchNormFinalize:       cpuBatchNormFinalize,
 		BatchNormApply:          cpuBatchNormApply,

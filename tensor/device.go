@@ -124,6 +124,23 @@ type Kernels struct {
 	ClipCoef   func(coef, norm, sumsq *Tensor, maxNorm float32)
 	// Adam is goddp/optim's Adam (decoupled false) or AdamW step, fused.
 	Adam func(w, g, m, v *Tensor, lr, beta1, beta2, eps, wd float32, decoupled bool, stepSize, invBC2 float32)
+	// AdamMulti is AdamStep over parallel lists sharing one step's
+	// hyper-parameters (ws[i], gs[i], ms[i], vs[i] of equal element counts;
+	// vmaxs AMSGrad's maxima, nil without it): torch's multi-tensor
+	// (fused/foreach) update, in one launch however many tensors, a device
+	// keeping the table of their addresses between steps. Element by
+	// element the arithmetic is the per-tensor path's, so the results are
+	// bit for bit. SGDMulti is SGDStep likewise (bufs nil without
+	// momentum). A device's entries take neither vmaxs nor Maximize
+	// (AdamStepMulti and SGDStepMulti refuse those first); the host's loop
+	// over the per-tensor code. SumSquaresMulti sets out[0] = Σ x² over
+	// every tensor of xs (out need not be zeroed; deterministic) and
+	// ScaleByMulti is ScaleBy on each of xs: clip_grad_norm_ on a device
+	// in four launches (optimstep.go).
+	AdamMulti       func(ws, gs, ms, vs, vmaxs []*Tensor, h AdamHyper)
+	SGDMulti        func(ws, gs, bufs []*Tensor, h SGDHyper)
+	SumSquaresMulti func(out *Tensor, xs []*Tensor)
+	ScaleByMulti    func(xs []*Tensor, coef *Tensor)
 
 	// Convolutional networks (Conv2dDevice, MaxPool2dDevice, DropoutDevice
 	// in device_cnn.go are written against these).

@@ -170,13 +170,113 @@ func adamStepDevice(w, g, m, v, vmax *Tensor, h adamHyper) error {
 	return nil
 }
 
+// AdamStepMulti is AdamStep over parallel lists of tensors that share one
+// step's hyper-parameters (every parameter of a group at the same step):
+// the multi-tensor update of torch's AdamW(fused=True) and foreach, its
+// device's AdamMulti entry, which on a GPU is one launch however many
+// tensors. Element by element the arithmetic is AdamStep's, so the results
+// are bit for bit those of AdamStep on each. vmaxs is nil without AMSGrad.
+// It returns an error wrapping ErrNoKernel, having changed nothing, when
+// the tensors' device has no such entry or none for AMSGrad or Maximize
+// (the caller then falls back to AdamStep), and ErrMixedDevices, or an
+// error naming the index, for operands that do not go together.
+func AdamStepMulti(ws, gs, ms, vs, vmaxs []*Tensor, hy AdamHyper) error {
+	kind := "Adam"
+	if hy.Decoupled {
+		kind = "AdamW"
+	}
+	k, err := multiKernels(kind, ws, gs, ms, vs, vmaxs)
+	if k == nil || err != nil {
+		return err
+	}
+	dev := ws[0].Device()
+	switch {
+	case k.AdamMulti == nil:
+		return noKernelErr(kind+" over many tensors", dev)
+	case IsCPU(dev):
+	case vmaxs != nil:
+		return noKernelErr(kind+" over many tensors with AMSGrad", dev)
+	case hy.Maximize:
+		return noKernelErr(kind+" over many tensors with maximize", dev)
+	}
+	k.AdamMulti(ws, gs, ms, vs, vmaxs, hy)
+	return nil
+}
+
+// SGDStepMulti is SGDStep over parallel lists of tensors that share one
+// step's hyper-parameters (First included): torch's SGD(foreach=True) as
+// its device's SGDMulti entry, bit for bit SGDStep on each. bufs is nil
+// without momentum. Errors as AdamStepMulti's.
+func SGDStepMulti(ws, gs, bufs []*Tensor, hy SGDHyper) error {
+	k, err := multiKernels("SGD", ws, gs, bufs)
+	if k == nil || err != nil {
+		return err
+	}
+	dev := ws[0].Device()
+	switch {
+	case k.SGDMulti == nil:
+		return noKernelErr("SGD over many tensors", dev)
+	case IsCPU(dev):
+	case bufs != nil && hy.Maximize:
+		return noKernelErr("SGD over many tensors with momentum and maximize", dev)
+	}
+	k.SGDMulti(ws, gs, bufs, hy)
+	return nil
+}
+
+// multiKernels checks the lists of a multi-tensor update (ws first; a nil
+// list is an operand the update does without) and returns their device's
+// table, nil for empty lists. Every tensor is on ws[0]'s device, of its
+// dtype, contiguous, and of the element count of the tensors of its index
+// in the other lists.
+func multiKernels(op string, ws []*Tensor, lists ...[]*Tensor) (*Kernels, error) {
+	if len(ws) == 0 {
+		return nil, nil
+	}
+	for _, l := range lists {
+		if l != nil && len(l) != len(ws) {
+			return nil, fmt.Errorf("tensor: %s: lists of %d and %d tensors", op, len(ws), len(l))
+		}
+	}
+	for i, w := range ws {
+		if w == nil || !w.IsContiguous() {
+			return nil, fmt.Errorf("tensor: %s: tensor %d is nil or not contiguous", op, i)
+		}
+		for _, l := range lists {
+			if l == nil {
+				continue
+			}
+			t := l[i]
+			switch {
+			case t == nil || !t.IsContiguous():
+				return nil, fmt.Errorf("tensor: %s: an operand of tensor %d is nil or not contiguous", op, i)
+			case !sameDevice(ws[0], t):
+				return nil, fmt.Errorf("%w: %s: tensor %d on %v, tensor 0 on %v", ErrMixedDevices, op, i, t.Device(), ws[0].Device())
+			case t.Numel() != w.Numel() || t.dtype != w.dtype:
+				return nil, fmt.Errorf("tensor: %s: tensor %d is %v of %d elements, its operand %v of %d", op, i,
+					w.dtype, w.Numel(), t.dtype, t.Numel())
+			}
+		}
+		if !sameDevice(ws[0], w) {
+			return nil, fmt.Errorf("%w: %s: tensor %d on %v, tensor 0 on %v", ErrMixedDevices, op, i, w.Device(), ws[0].Device())
+		}
+	}
+	k := ws[0].Device().Kernels()
+	if k == nil {
+		return nil, noKernelErr(op, ws[0].Device())
+	}
+	return k, nil
+}
+
 // ClipGradNorm scales the gradients grads in place so that their total
 // L2 norm is at most maxNorm, as torch's clip_grad_norm_, and returns the
 // norm before clipping. On the host the norm is accumulated in float64 and
 // a coefficient of 1 or more scales nothing; on a device the norm, the
-// coefficient and the scaling stay there (one kernel for the squares of
-// each gradient, one for the coefficient, one scaling each gradient by it),
-// and reading the returned norm waits for them. Gradients on different
+// coefficient and the scaling stay there (with the multi-tensor entries
+// four launches whatever the number of gradients: two for the sum of
+// squares, one for the coefficient, one scaling them all; without, a
+// kernel for the squares of each gradient, one for the coefficient, one
+// scaling each gradient), and reading the returned norm waits for them. Gradients on different
 // devices panic naming both.
 func ClipGradNorm(grads []*Tensor, maxNorm float64) float64 {
 	if len(grads) == 0 {
@@ -209,6 +309,14 @@ func ClipGradNorm(grads []*Tensor, maxNorm float64) float64 {
 func clipGradNormDevice(gs []*Tensor, maxNorm float64) float64 {
 	k := kernelsFor("ClipGradNorm", gs...)
 	dev := gs[0].Device()
+	if k.SumSquaresMulti != nil && k.ScaleByMulti != nil && k.ClipCoef != nil {
+		// The kernels write all three whole.
+		sumsq, coef, norm := MustEmptyOn(dev), MustEmptyOn(dev), MustEmptyOn(dev)
+		k.SumSquaresMulti(sumsq, gs)
+		k.ClipCoef(coef, norm, sumsq, float32(maxNorm))
+		k.ScaleByMulti(gs, coef)
+		return norm.Item()
+	}
 	NeedKernel(k.SumSquares != nil && k.ClipCoef != nil && k.ScaleBy != nil && k.Fill != nil, "ClipGradNorm", dev)
 	sumsq, coef, norm := MustZerosOn(dev), MustZerosOn(dev), MustZerosOn(dev)
 	k.Fill(sumsq, 0)

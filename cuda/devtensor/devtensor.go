@@ -74,6 +74,7 @@ type Device struct {
 	k      tensor.Kernels
 	cache  *tensor.CachingAllocator[Mem]
 	poison atomic.Bool // PoisonEmpty
+	multi  multiTables // multitensor.go
 }
 
 // New returns the tensor device of l.
@@ -81,6 +82,7 @@ func New(l Launcher) *Device {
 	d := &Device{l: l, cache: tensor.NewCachingAllocator[Mem](memBackend{l})}
 	d.k = d.kernels()
 	d.convKernels(&d.k)
+	d.multiTensorKernels(&d.k)
 	return d
 }
 

@@ -34,5 +34,7 @@ func Names() []string {
 		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
 		// Batch norm (SyncBatchNorm too), masked_fill and where.
 		"bn_stats_f32", "bn_finalize_f32", "bn_apply_f32", "bn_bwd_reduce_f32", "bn_bwd_input_f32", "where_f32",
+		// Multi-tensor optimizer updates.
+		"multi_tensor_adam_f32", "multi_tensor_sgd_momentum_f32", "multi_tensor_sgd_f32", "multi_tensor_sum_squares_f32", "multi_tensor_sum_f32", "multi_tensor_scale_by_f32",
 	}
 }

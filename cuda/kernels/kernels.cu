@@ -1020,3 +1020,136 @@ __global__ void where_f32(float *y, const float *m, const float *a, const float 
 }
 
 }
+
+// ---- Multi-tensor optimizer updates (torch's multi_tensor_apply, behind
+// its fused/foreach AdamW and SGD and clip_grad_norm_): one launch covers
+// every tensor of a parameter list, however many, instead of one launch a
+// tensor. goddp/cuda/devtensor (multitensor.go) builds the table, in device
+// memory, as i64 words for nt tensors in `lists` parallel lists (for Adam
+// the parameters, gradients, m and v):
+//
+//	[t]                        element count of tensor t (equal in every list)
+//	[nt*(1+l) + t]             address of list l's tensor t
+//	[nt*(1+lists) + t]         tensor t's first chunk
+//	[nt*(2+lists) + c]         chunk c's tensor
+//
+// Chunk c of tensor t is its elements [(c - first[t])*chunk, +chunk), cut
+// at its end. Blocks take chunks grid-stride and a block's threads stride
+// over its chunk, so each element gets exactly the arithmetic of the
+// per-tensor kernel (adam_f32, sgd_momentum_f32, axpy_f32, scale_by_f32),
+// in the same order of operations: results are bit for bit theirs
+// whatever the grid.
+
+extern "C" {
+
+struct mt_span {
+	i64 t, lo, hi; // tensor, first element, one past the last
+};
+
+__device__ mt_span mt_locate(const i64 *table, i64 nt, i64 lists, i64 c, i64 chunk) {
+	mt_span s;
+	s.t = table[nt * (2 + lists) + c];
+	s.lo = (c - table[nt * (1 + lists) + s.t]) * chunk;
+	i64 n = table[s.t];
+	s.hi = s.lo + chunk < n ? s.lo + chunk : n;
+	return s;
+}
+
+__device__ float *mt_ptr(const i64 *table, i64 nt, i64 l, i64 t) { return (float *)table[nt * (1 + l) + t]; }
+
+// Adam and AdamW over the lists (w, g, m, v): adam_f32's update.
+__global__ void multi_tensor_adam_f32(const i64 *table, i64 nt, i64 nchunks, i64 chunk, float lr, float beta1,
+                                      float beta2, float eps, float wd, float decoupled, float step_size,
+                                      float inv_bc2) {
+	for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		mt_span s = mt_locate(table, nt, 4, c, chunk);
+		float *w = mt_ptr(table, nt, 0, s.t), *g = mt_ptr(table, nt, 1, s.t);
+		float *m = mt_ptr(table, nt, 2, s.t), *v = mt_ptr(table, nt, 3, s.t);
+		for (i64 i = s.lo + threadIdx.x; i < s.hi; i += blockDim.x) {
+			float wi = w[i];
+			float gi = g[i];
+			if (decoupled != 0.0f) {
+				wi -= lr * wd * wi;
+			} else {
+				gi += wd * wi;
+			}
+			float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+			float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+			m[i] = mi;
+			v[i] = vi;
+			w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2 + eps);
+		}
+	}
+}
+
+// SGD with momentum over the lists (w, g, buf): sgd_momentum_f32's update.
+__global__ void multi_tensor_sgd_momentum_f32(const i64 *table, i64 nt, i64 nchunks, i64 chunk, float lr,
+                                              float momentum, float dampening, float wd, float nesterov,
+                                              float first) {
+	for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		mt_span s = mt_locate(table, nt, 3, c, chunk);
+		float *w = mt_ptr(table, nt, 0, s.t), *g = mt_ptr(table, nt, 1, s.t), *buf = mt_ptr(table, nt, 2, s.t);
+		for (i64 i = s.lo + threadIdx.x; i < s.hi; i += blockDim.x) {
+			float d = g[i] + wd * w[i];
+			float b = first != 0.0f ? d : momentum * buf[i] + (1.0f - dampening) * d;
+			buf[i] = b;
+			w[i] -= lr * (nesterov != 0.0f ? d + momentum * b : b);
+		}
+	}
+}
+
+// SGD without momentum over the lists (w, g): w += decay*w when
+// decay_on != 0, then w += step*g, each rounded as axpy_f32's y += s*x
+// (decay = -lr*wd, step = -lr, or lr when maximizing: the per-tensor
+// path's two axpys).
+__global__ void multi_tensor_sgd_f32(const i64 *table, i64 nt, i64 nchunks, i64 chunk, float decay, float step,
+                                     float decay_on) {
+	for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		mt_span s = mt_locate(table, nt, 2, c, chunk);
+		float *w = mt_ptr(table, nt, 0, s.t), *g = mt_ptr(table, nt, 1, s.t);
+		for (i64 i = s.lo + threadIdx.x; i < s.hi; i += blockDim.x) {
+			float wi = w[i];
+			if (decay_on != 0.0f) wi += decay * wi;
+			wi += step * g[i];
+			w[i] = wi;
+		}
+	}
+}
+
+// part[c] = the sum of x*x over chunk c of the list (x): the first stage of
+// a sum of squares over every tensor (clip_grad_norm_). No atomics: the
+// partition is fixed by the table and the block size, so the sum is too.
+__global__ void multi_tensor_sum_squares_f32(float *part, const i64 *table, i64 nt, i64 nchunks, i64 chunk) {
+	for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		mt_span s = mt_locate(table, nt, 1, c, chunk);
+		const float *x = mt_ptr(table, nt, 0, s.t);
+		float acc = 0.0f;
+		for (i64 i = s.lo + threadIdx.x; i < s.hi; i += blockDim.x) acc += x[i] * x[i];
+		acc = block_sum(acc);
+		if (threadIdx.x == 0) part[c] = acc;
+	}
+}
+
+// *out = the sum of part[0, n), by block 0 alone (its threads stride over
+// part, then block_sum) so that the order, and the result, are fixed; the
+// second stage of multi_tensor_sum_squares_f32.
+__global__ void multi_tensor_sum_f32(float *out, const float *part, i64 n) {
+	if (blockIdx.x != 0) return;
+	float s = 0.0f;
+	for (i64 i = threadIdx.x; i < n; i += blockDim.x) s += part[i];
+	s = block_sum(s);
+	if (threadIdx.x == 0) *out = s;
+}
+
+// x *= *coef over the list (x): scale_by_f32 on every tensor (clipping by
+// clip_coef_f32's coefficient, never read on the host).
+__global__ void multi_tensor_scale_by_f32(const i64 *table, i64 nt, i64 nchunks, i64 chunk, const float *coef) {
+	float k = *coef;
+	for (i64 c = blockIdx.x; c < nchunks; c += gridDim.x) {
+		mt_span s = mt_locate(table, nt, 1, c, chunk);
+		float *x = mt_ptr(table, nt, 0, s.t);
+		for (i64 i = s.lo + threadIdx.x; i < s.hi; i += blockDim.x) x[i] *= k;
+	}
+}
+
+} // ---- End of the multi-tensor optimizer updates.

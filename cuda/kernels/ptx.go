@@ -18691,5 +18691,868 @@ $L__BB64_51:
 	ret;
 
 }
+	// .globl	multi_tensor_adam_f32
+.visible .entry multi_tensor_adam_f32(
+	.param .u64 multi_tensor_adam_f32_param_0,
+	.param .u64 multi_tensor_adam_f32_param_1,
+	.param .u64 multi_tensor_adam_f32_param_2,
+	.param .u64 multi_tensor_adam_f32_param_3,
+	.param .f32 multi_tensor_adam_f32_param_4,
+	.param .f32 multi_tensor_adam_f32_param_5,
+	.param .f32 multi_tensor_adam_f32_param_6,
+	.param .f32 multi_tensor_adam_f32_param_7,
+	.param .f32 multi_tensor_adam_f32_param_8,
+	.param .f32 multi_tensor_adam_f32_param_9,
+	.param .f32 multi_tensor_adam_f32_param_10,
+	.param .f32 multi_tensor_adam_f32_param_11
+)
+{
+	.reg .pred 	%p<9>;
+	.reg .f32 	%f<44>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<110>;
+
+
+	ld.param.u64 	%rd45, [multi_tensor_adam_f32_param_0];
+	ld.param.u64 	%rd42, [multi_tensor_adam_f32_param_1];
+	ld.param.u64 	%rd43, [multi_tensor_adam_f32_param_2];
+	ld.param.u64 	%rd44, [multi_tensor_adam_f32_param_3];
+	ld.param.f32 	%f4, [multi_tensor_adam_f32_param_4];
+	ld.param.f32 	%f5, [multi_tensor_adam_f32_param_5];
+	ld.param.f32 	%f6, [multi_tensor_adam_f32_param_6];
+	ld.param.f32 	%f7, [multi_tensor_adam_f32_param_7];
+	ld.param.f32 	%f8, [multi_tensor_adam_f32_param_8];
+	ld.param.f32 	%f9, [multi_tensor_adam_f32_param_9];
+	ld.param.f32 	%f10, [multi_tensor_adam_f32_param_10];
+	ld.param.f32 	%f11, [multi_tensor_adam_f32_param_11];
+	cvta.to.global.u64 	%rd1, %rd45;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd102, %r1;
+	setp.ge.s64 	%p1, %rd102, %rd43;
+	@%p1 bra 	$L__BB65_12;
+
+	mul.lo.s64 	%rd3, %rd42, 6;
+	mul.lo.s64 	%rd4, %rd42, 5;
+	mov.u32 	%r2, %tid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mov.u32 	%r3, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r3;
+	mov.f32 	%f12, 0f3F800000;
+	sub.f32 	%f1, %f12, %f5;
+	sub.f32 	%f2, %f12, %f6;
+	mov.u32 	%r4, %ntid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	setp.neu.f32 	%p2, %f9, 0f00000000;
+	@%p2 bra 	$L__BB65_7;
+	bra.uni 	$L__BB65_2;
+
+$L__BB65_7:
+	shl.b64 	%rd20, %rd7, 2;
+	shl.b64 	%rd21, %rd42, 3;
+	mul.f32 	%f3, %f4, %f8;
+
+$L__BB65_8:
+	add.s64 	%rd72, %rd102, %rd3;
+	shl.b64 	%rd73, %rd72, 3;
+	add.s64 	%rd74, %rd1, %rd73;
+	ld.global.u64 	%rd75, [%rd74];
+	add.s64 	%rd76, %rd75, %rd4;
+	shl.b64 	%rd77, %rd76, 3;
+	add.s64 	%rd78, %rd1, %rd77;
+	ld.global.u64 	%rd79, [%rd78];
+	sub.s64 	%rd80, %rd102, %rd79;
+	mul.lo.s64 	%rd23, %rd80, %rd44;
+	shl.b64 	%rd81, %rd75, 3;
+	add.s64 	%rd24, %rd1, %rd81;
+	add.s64 	%rd82, %rd23, %rd44;
+	ld.global.u64 	%rd83, [%rd24];
+	min.s64 	%rd25, %rd82, %rd83;
+	add.s64 	%rd109, %rd23, %rd5;
+	setp.ge.s64 	%p6, %rd109, %rd25;
+	@%p6 bra 	$L__BB65_11;
+
+	add.s64 	%rd84, %rd24, %rd21;
+	ld.global.u64 	%rd85, [%rd84];
+	add.s64 	%rd86, %rd84, %rd21;
+	ld.global.u64 	%rd87, [%rd86];
+	add.s64 	%rd88, %rd86, %rd21;
+	ld.global.u64 	%rd89, [%rd88];
+	add.s64 	%rd90, %rd88, %rd21;
+	ld.global.u64 	%rd91, [%rd90];
+	cvta.to.global.u64 	%rd92, %rd91;
+	shl.b64 	%rd93, %rd5, 2;
+	add.s64 	%rd94, %rd92, %rd93;
+	shl.b64 	%rd95, %rd23, 2;
+	add.s64 	%rd108, %rd94, %rd95;
+	cvta.to.global.u64 	%rd96, %rd89;
+	add.s64 	%rd97, %rd96, %rd93;
+	add.s64 	%rd107, %rd97, %rd95;
+	cvta.to.global.u64 	%rd98, %rd87;
+	add.s64 	%rd99, %rd98, %rd93;
+	add.s64 	%rd106, %rd99, %rd95;
+	cvta.to.global.u64 	%rd100, %rd85;
+	add.s64 	%rd101, %rd100, %rd93;
+	add.s64 	%rd105, %rd101, %rd95;
+
+$L__BB65_10:
+	ld.global.f32 	%f28, [%rd105];
+	mul.f32 	%f29, %f3, %f28;
+	sub.f32 	%f30, %f28, %f29;
+	ld.global.f32 	%f31, [%rd107];
+	ld.global.f32 	%f32, [%rd106];
+	mul.f32 	%f33, %f1, %f32;
+	fma.rn.f32 	%f34, %f31, %f5, %f33;
+	ld.global.f32 	%f35, [%rd108];
+	mul.f32 	%f36, %f2, %f32;
+	mul.f32 	%f37, %f32, %f36;
+	fma.rn.f32 	%f38, %f35, %f6, %f37;
+	st.global.f32 	[%rd107], %f34;
+	st.global.f32 	[%rd108], %f38;
+	mul.f32 	%f39, %f34, %f10;
+	sqrt.rn.f32 	%f40, %f38;
+	fma.rn.f32 	%f41, %f40, %f11, %f7;
+	div.rn.f32 	%f42, %f39, %f41;
+	sub.f32 	%f43, %f30, %f42;
+	st.global.f32 	[%rd105], %f43;
+	add.s64 	%rd108, %rd108, %rd20;
+	add.s64 	%rd107, %rd107, %rd20;
+	add.s64 	%rd106, %rd106, %rd20;
+	add.s64 	%rd105, %rd105, %rd20;
+	add.s64 	%rd109, %rd109, %rd7;
+	setp.lt.s64 	%p7, %rd109, %rd25;
+	@%p7 bra 	$L__BB65_10;
+
+$L__BB65_11:
+	add.s64 	%rd102, %rd102, %rd6;
+	setp.lt.s64 	%p8, %rd102, %rd43;
+	@%p8 bra 	$L__BB65_8;
+	bra.uni 	$L__BB65_12;
+
+$L__BB65_2:
+	shl.b64 	%rd8, %rd42, 3;
+
+$L__BB65_3:
+	add.s64 	%rd46, %rd102, %rd3;
+	shl.b64 	%rd47, %rd46, 3;
+	add.s64 	%rd48, %rd1, %rd47;
+	ld.global.u64 	%rd49, [%rd48];
+	add.s64 	%rd50, %rd49, %rd4;
+	shl.b64 	%rd51, %rd50, 3;
+	add.s64 	%rd52, %rd1, %rd51;
+	ld.global.u64 	%rd53, [%rd52];
+	sub.s64 	%rd54, %rd102, %rd53;
+	mul.lo.s64 	%rd55, %rd54, %rd44;
+	shl.b64 	%rd56, %rd49, 3;
+	add.s64 	%rd10, %rd1, %rd56;
+	add.s64 	%rd57, %rd55, %rd44;
+	ld.global.u64 	%rd58, [%rd10];
+	min.s64 	%rd11, %rd57, %rd58;
+	add.s64 	%rd103, %rd55, %rd5;
+	setp.ge.s64 	%p3, %rd103, %rd11;
+	@%p3 bra 	$L__BB65_6;
+
+	add.s64 	%rd59, %rd10, %rd8;
+	ld.global.u64 	%rd60, [%rd59];
+	add.s64 	%rd61, %rd59, %rd8;
+	ld.global.u64 	%rd62, [%rd61];
+	add.s64 	%rd63, %rd61, %rd8;
+	ld.global.u64 	%rd64, [%rd63];
+	add.s64 	%rd65, %rd63, %rd8;
+	ld.global.u64 	%rd66, [%rd65];
+	cvta.to.global.u64 	%rd13, %rd66;
+	cvta.to.global.u64 	%rd14, %rd64;
+	cvta.to.global.u64 	%rd15, %rd62;
+	cvta.to.global.u64 	%rd16, %rd60;
+
+$L__BB65_5:
+	shl.b64 	%rd67, %rd103, 2;
+	add.s64 	%rd68, %rd16, %rd67;
+	ld.global.f32 	%f13, [%rd68];
+	add.s64 	%rd69, %rd15, %rd67;
+	ld.global.f32 	%f14, [%rd69];
+	fma.rn.f32 	%f15, %f13, %f8, %f14;
+	add.s64 	%rd70, %rd14, %rd67;
+	ld.global.f32 	%f16, [%rd70];
+	mul.f32 	%f17, %f1, %f15;
+	fma.rn.f32 	%f18, %f16, %f5, %f17;
+	add.s64 	%rd71, %rd13, %rd67;
+	ld.global.f32 	%f19, [%rd71];
+	mul.f32 	%f20, %f2, %f15;
+	mul.f32 	%f21, %f15, %f20;
+	fma.rn.f32 	%f22, %f19, %f6, %f21;
+	st.global.f32 	[%rd70], %f18;
+	st.global.f32 	[%rd71], %f22;
+	mul.f32 	%f23, %f18, %f10;
+	sqrt.rn.f32 	%f24, %f22;
+	fma.rn.f32 	%f25, %f24, %f11, %f7;
+	div.rn.f32 	%f26, %f23, %f25;
+	sub.f32 	%f27, %f13, %f26;
+	st.global.f32 	[%rd68], %f27;
+	add.s64 	%rd103, %rd103, %rd7;
+	setp.lt.s64 	%p4, %rd103, %rd11;
+	@%p4 bra 	$L__BB65_5;
+
+$L__BB65_6:
+	add.s64 	%rd102, %rd102, %rd6;
+	setp.lt.s64 	%p5, %rd102, %rd43;
+	@%p5 bra 	$L__BB65_3;
+
+$L__BB65_12:
+	ret;
+
+}
+	// .globl	multi_tensor_sgd_momentum_f32
+.visible .entry multi_tensor_sgd_momentum_f32(
+	.param .u64 multi_tensor_sgd_momentum_f32_param_0,
+	.param .u64 multi_tensor_sgd_momentum_f32_param_1,
+	.param .u64 multi_tensor_sgd_momentum_f32_param_2,
+	.param .u64 multi_tensor_sgd_momentum_f32_param_3,
+	.param .f32 multi_tensor_sgd_momentum_f32_param_4,
+	.param .f32 multi_tensor_sgd_momentum_f32_param_5,
+	.param .f32 multi_tensor_sgd_momentum_f32_param_6,
+	.param .f32 multi_tensor_sgd_momentum_f32_param_7,
+	.param .f32 multi_tensor_sgd_momentum_f32_param_8,
+	.param .f32 multi_tensor_sgd_momentum_f32_param_9
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<33>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<105>;
+
+
+	ld.param.u64 	%rd45, [multi_tensor_sgd_momentum_f32_param_0];
+	ld.param.u64 	%rd42, [multi_tensor_sgd_momentum_f32_param_1];
+	ld.param.u64 	%rd43, [multi_tensor_sgd_momentum_f32_param_2];
+	ld.param.u64 	%rd44, [multi_tensor_sgd_momentum_f32_param_3];
+	ld.param.f32 	%f2, [multi_tensor_sgd_momentum_f32_param_4];
+	ld.param.f32 	%f3, [multi_tensor_sgd_momentum_f32_param_5];
+	ld.param.f32 	%f4, [multi_tensor_sgd_momentum_f32_param_6];
+	ld.param.f32 	%f5, [multi_tensor_sgd_momentum_f32_param_7];
+	ld.param.f32 	%f6, [multi_tensor_sgd_momentum_f32_param_8];
+	ld.param.f32 	%f7, [multi_tensor_sgd_momentum_f32_param_9];
+	cvta.to.global.u64 	%rd1, %rd45;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd97, %r1;
+	setp.ge.s64 	%p1, %rd97, %rd43;
+	@%p1 bra 	$L__BB66_15;
+
+	mul.lo.s64 	%rd3, %rd42, 5;
+	shl.b64 	%rd4, %rd42, 2;
+	mov.u32 	%r2, %tid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mov.u32 	%r3, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r3;
+	mov.u32 	%r4, %ntid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	setp.neu.f32 	%p2, %f7, 0f00000000;
+	@%p2 bra 	$L__BB66_7;
+	bra.uni 	$L__BB66_2;
+
+$L__BB66_7:
+	shl.b64 	%rd19, %rd7, 2;
+	shl.b64 	%rd20, %rd42, 3;
+
+$L__BB66_8:
+	add.s64 	%rd69, %rd97, %rd3;
+	shl.b64 	%rd70, %rd69, 3;
+	add.s64 	%rd71, %rd1, %rd70;
+	ld.global.u64 	%rd72, [%rd71];
+	add.s64 	%rd73, %rd72, %rd4;
+	shl.b64 	%rd74, %rd73, 3;
+	add.s64 	%rd75, %rd1, %rd74;
+	ld.global.u64 	%rd76, [%rd75];
+	sub.s64 	%rd77, %rd97, %rd76;
+	mul.lo.s64 	%rd22, %rd77, %rd44;
+	shl.b64 	%rd78, %rd72, 3;
+	add.s64 	%rd79, %rd1, %rd78;
+	add.s64 	%rd80, %rd22, %rd44;
+	ld.global.u64 	%rd81, [%rd79];
+	min.s64 	%rd23, %rd80, %rd81;
+	add.s64 	%rd82, %rd79, %rd20;
+	ld.global.u64 	%rd83, [%rd82];
+	cvta.to.global.u64 	%rd24, %rd83;
+	add.s64 	%rd84, %rd82, %rd20;
+	ld.global.u64 	%rd85, [%rd84];
+	cvta.to.global.u64 	%rd25, %rd85;
+	add.s64 	%rd86, %rd84, %rd20;
+	ld.global.u64 	%rd87, [%rd86];
+	cvta.to.global.u64 	%rd26, %rd87;
+	add.s64 	%rd103, %rd22, %rd5;
+	setp.ge.s64 	%p7, %rd103, %rd23;
+	@%p7 bra 	$L__BB66_14;
+
+	setp.neu.f32 	%p8, %f6, 0f00000000;
+	@%p8 bra 	$L__BB66_13;
+	bra.uni 	$L__BB66_10;
+
+$L__BB66_13:
+	shl.b64 	%rd93, %rd103, 2;
+	add.s64 	%rd94, %rd24, %rd93;
+	ld.global.f32 	%f26, [%rd94];
+	add.s64 	%rd95, %rd25, %rd93;
+	ld.global.f32 	%f27, [%rd95];
+	fma.rn.f32 	%f28, %f26, %f5, %f27;
+	add.s64 	%rd96, %rd26, %rd93;
+	st.global.f32 	[%rd96], %f28;
+	fma.rn.f32 	%f29, %f28, %f3, %f28;
+	mul.f32 	%f30, %f29, %f2;
+	ld.global.f32 	%f31, [%rd94];
+	sub.f32 	%f32, %f31, %f30;
+	st.global.f32 	[%rd94], %f32;
+	add.s64 	%rd103, %rd103, %rd7;
+	setp.lt.s64 	%p10, %rd103, %rd23;
+	@%p10 bra 	$L__BB66_13;
+	bra.uni 	$L__BB66_14;
+
+$L__BB66_10:
+	shl.b64 	%rd88, %rd5, 2;
+	add.s64 	%rd89, %rd26, %rd88;
+	shl.b64 	%rd90, %rd22, 2;
+	add.s64 	%rd102, %rd89, %rd90;
+	add.s64 	%rd91, %rd24, %rd88;
+	add.s64 	%rd101, %rd91, %rd90;
+	add.s64 	%rd92, %rd25, %rd88;
+	add.s64 	%rd100, %rd92, %rd90;
+
+$L__BB66_11:
+	ld.global.f32 	%f20, [%rd101];
+	ld.global.f32 	%f21, [%rd100];
+	fma.rn.f32 	%f22, %f20, %f5, %f21;
+	st.global.f32 	[%rd102], %f22;
+	mul.f32 	%f23, %f22, %f2;
+	ld.global.f32 	%f24, [%rd101];
+	sub.f32 	%f25, %f24, %f23;
+	st.global.f32 	[%rd101], %f25;
+	add.s64 	%rd102, %rd102, %rd19;
+	add.s64 	%rd101, %rd101, %rd19;
+	add.s64 	%rd100, %rd100, %rd19;
+	add.s64 	%rd103, %rd103, %rd7;
+	setp.lt.s64 	%p9, %rd103, %rd23;
+	@%p9 bra 	$L__BB66_11;
+
+$L__BB66_14:
+	add.s64 	%rd97, %rd97, %rd6;
+	setp.lt.s64 	%p11, %rd97, %rd43;
+	@%p11 bra 	$L__BB66_8;
+	bra.uni 	$L__BB66_15;
+
+$L__BB66_2:
+	shl.b64 	%rd8, %rd42, 3;
+	mov.f32 	%f8, 0f3F800000;
+	sub.f32 	%f1, %f8, %f4;
+
+$L__BB66_3:
+	add.s64 	%rd46, %rd97, %rd3;
+	shl.b64 	%rd47, %rd46, 3;
+	add.s64 	%rd48, %rd1, %rd47;
+	ld.global.u64 	%rd49, [%rd48];
+	add.s64 	%rd50, %rd49, %rd4;
+	shl.b64 	%rd51, %rd50, 3;
+	add.s64 	%rd52, %rd1, %rd51;
+	ld.global.u64 	%rd53, [%rd52];
+	sub.s64 	%rd54, %rd97, %rd53;
+	mul.lo.s64 	%rd55, %rd54, %rd44;
+	shl.b64 	%rd56, %rd49, 3;
+	add.s64 	%rd10, %rd1, %rd56;
+	add.s64 	%rd57, %rd55, %rd44;
+	ld.global.u64 	%rd58, [%rd10];
+	min.s64 	%rd11, %rd57, %rd58;
+	add.s64 	%rd98, %rd55, %rd5;
+	setp.ge.s64 	%p3, %rd98, %rd11;
+	@%p3 bra 	$L__BB66_6;
+
+	add.s64 	%rd59, %rd10, %rd8;
+	ld.global.u64 	%rd60, [%rd59];
+	add.s64 	%rd61, %rd59, %rd8;
+	ld.global.u64 	%rd62, [%rd61];
+	add.s64 	%rd63, %rd61, %rd8;
+	ld.global.u64 	%rd64, [%rd63];
+	cvta.to.global.u64 	%rd13, %rd64;
+	cvta.to.global.u64 	%rd14, %rd62;
+	cvta.to.global.u64 	%rd15, %rd60;
+
+$L__BB66_5:
+	shl.b64 	%rd65, %rd98, 2;
+	add.s64 	%rd66, %rd15, %rd65;
+	ld.global.f32 	%f9, [%rd66];
+	add.s64 	%rd67, %rd14, %rd65;
+	ld.global.f32 	%f10, [%rd67];
+	fma.rn.f32 	%f11, %f9, %f5, %f10;
+	add.s64 	%rd68, %rd13, %rd65;
+	ld.global.f32 	%f12, [%rd68];
+	mul.f32 	%f13, %f12, %f3;
+	fma.rn.f32 	%f14, %f1, %f11, %f13;
+	st.global.f32 	[%rd68], %f14;
+	fma.rn.f32 	%f15, %f14, %f3, %f11;
+	setp.neu.f32 	%p4, %f6, 0f00000000;
+	selp.f32 	%f16, %f15, %f14, %p4;
+	mul.f32 	%f17, %f16, %f2;
+	ld.global.f32 	%f18, [%rd66];
+	sub.f32 	%f19, %f18, %f17;
+	st.global.f32 	[%rd66], %f19;
+	add.s64 	%rd98, %rd98, %rd7;
+	setp.lt.s64 	%p5, %rd98, %rd11;
+	@%p5 bra 	$L__BB66_5;
+
+$L__BB66_6:
+	add.s64 	%rd97, %rd97, %rd6;
+	setp.lt.s64 	%p6, %rd97, %rd43;
+	@%p6 bra 	$L__BB66_3;
+
+$L__BB66_15:
+	ret;
+
+}
+	// .globl	multi_tensor_sgd_f32
+.visible .entry multi_tensor_sgd_f32(
+	.param .u64 multi_tensor_sgd_f32_param_0,
+	.param .u64 multi_tensor_sgd_f32_param_1,
+	.param .u64 multi_tensor_sgd_f32_param_2,
+	.param .u64 multi_tensor_sgd_f32_param_3,
+	.param .f32 multi_tensor_sgd_f32_param_4,
+	.param .f32 multi_tensor_sgd_f32_param_5,
+	.param .f32 multi_tensor_sgd_f32_param_6
+)
+{
+	.reg .pred 	%p<9>;
+	.reg .f32 	%f<11>;
+	.reg .b32 	%r<5>;
+	.reg .b64 	%rd<86>;
+
+
+	ld.param.u64 	%rd37, [multi_tensor_sgd_f32_param_0];
+	ld.param.u64 	%rd34, [multi_tensor_sgd_f32_param_1];
+	ld.param.u64 	%rd35, [multi_tensor_sgd_f32_param_2];
+	ld.param.u64 	%rd36, [multi_tensor_sgd_f32_param_3];
+	ld.param.f32 	%f1, [multi_tensor_sgd_f32_param_4];
+	ld.param.f32 	%f2, [multi_tensor_sgd_f32_param_5];
+	ld.param.f32 	%f3, [multi_tensor_sgd_f32_param_6];
+	cvta.to.global.u64 	%rd1, %rd37;
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd80, %r1;
+	setp.ge.s64 	%p1, %rd80, %rd35;
+	@%p1 bra 	$L__BB67_12;
+
+	shl.b64 	%rd3, %rd34, 2;
+	mul.lo.s64 	%rd4, %rd34, 3;
+	mov.u32 	%r2, %tid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mov.u32 	%r3, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r3;
+	mov.u32 	%r4, %ntid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	setp.neu.f32 	%p2, %f3, 0f00000000;
+	@%p2 bra 	$L__BB67_7;
+	bra.uni 	$L__BB67_2;
+
+$L__BB67_7:
+	shl.b64 	%rd18, %rd7, 2;
+	shl.b64 	%rd19, %rd34, 3;
+
+$L__BB67_8:
+	add.s64 	%rd58, %rd80, %rd3;
+	shl.b64 	%rd59, %rd58, 3;
+	add.s64 	%rd60, %rd1, %rd59;
+	ld.global.u64 	%rd61, [%rd60];
+	add.s64 	%rd62, %rd61, %rd4;
+	shl.b64 	%rd63, %rd62, 3;
+	add.s64 	%rd64, %rd1, %rd63;
+	ld.global.u64 	%rd65, [%rd64];
+	sub.s64 	%rd66, %rd80, %rd65;
+	mul.lo.s64 	%rd21, %rd66, %rd36;
+	shl.b64 	%rd67, %rd61, 3;
+	add.s64 	%rd22, %rd1, %rd67;
+	add.s64 	%rd68, %rd21, %rd36;
+	ld.global.u64 	%rd69, [%rd22];
+	min.s64 	%rd23, %rd68, %rd69;
+	add.s64 	%rd85, %rd21, %rd5;
+	setp.ge.s64 	%p6, %rd85, %rd23;
+	@%p6 bra 	$L__BB67_11;
+
+	add.s64 	%rd70, %rd22, %rd19;
+	ld.global.u64 	%rd71, [%rd70];
+	add.s64 	%rd72, %rd70, %rd19;
+	ld.global.u64 	%rd73, [%rd72];
+	cvta.to.global.u64 	%rd74, %rd73;
+	shl.b64 	%rd75, %rd5, 2;
+	add.s64 	%rd76, %rd74, %rd75;
+	shl.b64 	%rd77, %rd21, 2;
+	add.s64 	%rd84, %rd76, %rd77;
+	cvta.to.global.u64 	%rd78, %rd71;
+	add.s64 	%rd79, %rd78, %rd75;
+	add.s64 	%rd83, %rd79, %rd77;
+
+$L__BB67_10:
+	ld.global.f32 	%f7, [%rd83];
+	fma.rn.f32 	%f8, %f7, %f1, %f7;
+	ld.global.f32 	%f9, [%rd84];
+	fma.rn.f32 	%f10, %f9, %f2, %f8;
+	st.global.f32 	[%rd83], %f10;
+	add.s64 	%rd84, %rd84, %rd18;
+	add.s64 	%rd83, %rd83, %rd18;
+	add.s64 	%rd85, %rd85, %rd7;
+	setp.lt.s64 	%p7, %rd85, %rd23;
+	@%p7 bra 	$L__BB67_10;
+
+$L__BB67_11:
+	add.s64 	%rd80, %rd80, %rd6;
+	setp.lt.s64 	%p8, %rd80, %rd35;
+	@%p8 bra 	$L__BB67_8;
+	bra.uni 	$L__BB67_12;
+
+$L__BB67_2:
+	shl.b64 	%rd8, %rd34, 3;
+
+$L__BB67_3:
+	add.s64 	%rd38, %rd80, %rd3;
+	shl.b64 	%rd39, %rd38, 3;
+	add.s64 	%rd40, %rd1, %rd39;
+	ld.global.u64 	%rd41, [%rd40];
+	add.s64 	%rd42, %rd41, %rd4;
+	shl.b64 	%rd43, %rd42, 3;
+	add.s64 	%rd44, %rd1, %rd43;
+	ld.global.u64 	%rd45, [%rd44];
+	sub.s64 	%rd46, %rd80, %rd45;
+	mul.lo.s64 	%rd47, %rd46, %rd36;
+	shl.b64 	%rd48, %rd41, 3;
+	add.s64 	%rd10, %rd1, %rd48;
+	add.s64 	%rd49, %rd47, %rd36;
+	ld.global.u64 	%rd50, [%rd10];
+	min.s64 	%rd11, %rd49, %rd50;
+	add.s64 	%rd81, %rd47, %rd5;
+	setp.ge.s64 	%p3, %rd81, %rd11;
+	@%p3 bra 	$L__BB67_6;
+
+	add.s64 	%rd51, %rd10, %rd8;
+	ld.global.u64 	%rd52, [%rd51];
+	add.s64 	%rd53, %rd51, %rd8;
+	ld.global.u64 	%rd54, [%rd53];
+	cvta.to.global.u64 	%rd13, %rd54;
+	cvta.to.global.u64 	%rd14, %rd52;
+
+$L__BB67_5:
+	shl.b64 	%rd55, %rd81, 2;
+	add.s64 	%rd56, %rd13, %rd55;
+	ld.global.f32 	%f4, [%rd56];
+	add.s64 	%rd57, %rd14, %rd55;
+	ld.global.f32 	%f5, [%rd57];
+	fma.rn.f32 	%f6, %f4, %f2, %f5;
+	st.global.f32 	[%rd57], %f6;
+	add.s64 	%rd81, %rd81, %rd7;
+	setp.lt.s64 	%p4, %rd81, %rd11;
+	@%p4 bra 	$L__BB67_5;
+
+$L__BB67_6:
+	add.s64 	%rd80, %rd80, %rd6;
+	setp.lt.s64 	%p5, %rd80, %rd35;
+	@%p5 bra 	$L__BB67_3;
+
+$L__BB67_12:
+	ret;
+
+}
+	// .globl	multi_tensor_sum_squares_f32
+.visible .entry multi_tensor_sum_squares_f32(
+	.param .u64 multi_tensor_sum_squares_f32_param_0,
+	.param .u64 multi_tensor_sum_squares_f32_param_1,
+	.param .u64 multi_tensor_sum_squares_f32_param_2,
+	.param .u64 multi_tensor_sum_squares_f32_param_3,
+	.param .u64 multi_tensor_sum_squares_f32_param_4
+)
+{
+	.reg .pred 	%p<11>;
+	.reg .f32 	%f<13>;
+	.reg .b32 	%r<16>;
+	.reg .b64 	%rd<56>;
+
+
+	ld.param.u64 	%rd22, [multi_tensor_sum_squares_f32_param_0];
+	ld.param.u64 	%rd23, [multi_tensor_sum_squares_f32_param_1];
+	ld.param.u64 	%rd24, [multi_tensor_sum_squares_f32_param_2];
+	ld.param.u64 	%rd25, [multi_tensor_sum_squares_f32_param_3];
+	ld.param.u64 	%rd26, [multi_tensor_sum_squares_f32_param_4];
+	mov.u32 	%r4, %ctaid.x;
+	cvt.u64.u32 	%rd53, %r4;
+	setp.ge.s64 	%p1, %rd53, %rd25;
+	@%p1 bra 	$L__BB68_13;
+
+	cvta.to.global.u64 	%rd2, %rd23;
+	mul.lo.s64 	%rd3, %rd24, 3;
+	shl.b64 	%rd4, %rd24, 1;
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd5, %r5;
+	mul.wide.u32 	%rd27, %r5, 4;
+	mov.u64 	%rd28, _ZZ9block_sumfE4part;
+	add.s64 	%rd6, %rd28, %rd27;
+	mov.u32 	%r6, %ntid.x;
+	cvt.u64.u32 	%rd7, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r7;
+	mul.wide.u32 	%rd9, %r6, 4;
+	cvta.to.global.u64 	%rd10, %rd22;
+	cvt.u32.u64 	%r8, %rd7;
+	cvt.u32.u64 	%r10, %rd5;
+
+$L__BB68_2:
+	add.s64 	%rd29, %rd53, %rd3;
+	shl.b64 	%rd30, %rd29, 3;
+	add.s64 	%rd31, %rd2, %rd30;
+	ld.global.u64 	%rd32, [%rd31];
+	add.s64 	%rd33, %rd32, %rd4;
+	shl.b64 	%rd34, %rd33, 3;
+	add.s64 	%rd35, %rd2, %rd34;
+	ld.global.u64 	%rd36, [%rd35];
+	sub.s64 	%rd37, %rd53, %rd36;
+	mul.lo.s64 	%rd12, %rd37, %rd26;
+	shl.b64 	%rd38, %rd32, 3;
+	add.s64 	%rd13, %rd2, %rd38;
+	add.s64 	%rd39, %rd12, %rd26;
+	ld.global.u64 	%rd40, [%rd13];
+	min.s64 	%rd14, %rd39, %rd40;
+	add.s64 	%rd55, %rd12, %rd5;
+	setp.ge.s64 	%p2, %rd55, %rd14;
+	mov.f32 	%f12, 0f00000000;
+	@%p2 bra 	$L__BB68_5;
+
+	shl.b64 	%rd41, %rd24, 3;
+	add.s64 	%rd42, %rd13, %rd41;
+	ld.global.u64 	%rd43, [%rd42];
+	cvta.to.global.u64 	%rd44, %rd43;
+	shl.b64 	%rd45, %rd5, 2;
+	add.s64 	%rd46, %rd44, %rd45;
+	shl.b64 	%rd47, %rd12, 2;
+	add.s64 	%rd54, %rd46, %rd47;
+
+$L__BB68_4:
+	ld.global.f32 	%f7, [%rd54];
+	fma.rn.f32 	%f12, %f7, %f7, %f12;
+	add.s64 	%rd54, %rd54, %rd9;
+	add.s64 	%rd55, %rd55, %rd7;
+	setp.lt.s64 	%p3, %rd55, %rd14;
+	@%p3 bra 	$L__BB68_4;
+
+$L__BB68_5:
+	setp.lt.u32 	%p4, %r8, 2;
+	st.shared.f32 	[%rd6], %f12;
+	bar.sync 	0;
+	@%p4 bra 	$L__BB68_10;
+
+	mov.u32 	%r15, 1;
+
+$L__BB68_7:
+	shl.b32 	%r2, %r15, 1;
+	rem.u32 	%r11, %r10, %r2;
+	setp.ne.s32 	%p5, %r11, 0;
+	add.s32 	%r3, %r15, %r10;
+	setp.ge.u32 	%p6, %r3, %r8;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB68_9;
+
+	mul.wide.u32 	%rd48, %r3, 4;
+	add.s64 	%rd50, %rd28, %rd48;
+	ld.shared.f32 	%f8, [%rd6];
+	ld.shared.f32 	%f9, [%rd50];
+	add.f32 	%f10, %f9, %f8;
+	st.shared.f32 	[%rd6], %f10;
+
+$L__BB68_9:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r2, %r8;
+	mov.u32 	%r15, %r2;
+	@%p8 bra 	$L__BB68_7;
+
+$L__BB68_10:
+	setp.ne.s32 	%p9, %r10, 0;
+	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	@%p9 bra 	$L__BB68_12;
+
+	shl.b64 	%rd51, %rd53, 2;
+	add.s64 	%rd52, %rd10, %rd51;
+	st.global.f32 	[%rd52], %f4;
+
+$L__BB68_12:
+	add.s64 	%rd53, %rd53, %rd8;
+	setp.lt.s64 	%p10, %rd53, %rd25;
+	@%p10 bra 	$L__BB68_2;
+
+$L__BB68_13:
+	ret;
+
+}
+	// .globl	multi_tensor_sum_f32
+.visible .entry multi_tensor_sum_f32(
+	.param .u64 multi_tensor_sum_f32_param_0,
+	.param .u64 multi_tensor_sum_f32_param_1,
+	.param .u64 multi_tensor_sum_f32_param_2
+)
+{
+	.reg .pred 	%p<10>;
+	.reg .f32 	%f<13>;
+	.reg .b32 	%r<12>;
+	.reg .b64 	%rd<19>;
+
+
+	ld.param.u64 	%rd7, [multi_tensor_sum_f32_param_0];
+	ld.param.u64 	%rd8, [multi_tensor_sum_f32_param_1];
+	ld.param.u64 	%rd9, [multi_tensor_sum_f32_param_2];
+	mov.u32 	%r5, %ctaid.x;
+	setp.ne.s32 	%p1, %r5, 0;
+	@%p1 bra 	$L__BB69_11;
+
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd1, %r6;
+	setp.ge.s64 	%p2, %rd1, %rd9;
+	mov.f32 	%f12, 0f00000000;
+	mov.u32 	%r1, %ntid.x;
+	@%p2 bra 	$L__BB69_4;
+
+	cvt.u64.u32 	%rd2, %r1;
+	cvta.to.global.u64 	%rd3, %rd8;
+	mov.u64 	%rd18, %rd1;
+
+$L__BB69_3:
+	shl.b64 	%rd10, %rd18, 2;
+	add.s64 	%rd11, %rd3, %rd10;
+	ld.global.f32 	%f7, [%rd11];
+	add.f32 	%f12, %f12, %f7;
+	add.s64 	%rd18, %rd18, %rd2;
+	setp.lt.s64 	%p3, %rd18, %rd9;
+	@%p3 bra 	$L__BB69_3;
+
+$L__BB69_4:
+	shl.b64 	%rd12, %rd1, 2;
+	mov.u64 	%rd13, _ZZ9block_sumfE4part;
+	add.s64 	%rd6, %rd13, %rd12;
+	st.shared.f32 	[%rd6], %f12;
+	bar.sync 	0;
+	setp.lt.u32 	%p4, %r1, 2;
+	@%p4 bra 	$L__BB69_9;
+
+	mov.u32 	%r11, 1;
+	cvt.u32.u64 	%r8, %rd1;
+
+$L__BB69_6:
+	shl.b32 	%r3, %r11, 1;
+	rem.u32 	%r9, %r8, %r3;
+	setp.ne.s32 	%p5, %r9, 0;
+	add.s32 	%r4, %r11, %r8;
+	setp.ge.u32 	%p6, %r4, %r1;
+	or.pred  	%p7, %p6, %p5;
+	@%p7 bra 	$L__BB69_8;
+
+	mul.wide.u32 	%rd14, %r4, 4;
+	add.s64 	%rd16, %rd13, %rd14;
+	ld.shared.f32 	%f8, [%rd6];
+	ld.shared.f32 	%f9, [%rd16];
+	add.f32 	%f10, %f9, %f8;
+	st.shared.f32 	[%rd6], %f10;
+
+$L__BB69_8:
+	bar.sync 	0;
+	setp.lt.u32 	%p8, %r3, %r1;
+	mov.u32 	%r11, %r3;
+	@%p8 bra 	$L__BB69_6;
+
+$L__BB69_9:
+	cvt.u32.u64 	%r10, %rd1;
+	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
+	bar.sync 	0;
+	setp.ne.s32 	%p9, %r10, 0;
+	@%p9 bra 	$L__BB69_11;
+
+	cvta.to.global.u64 	%rd17, %rd7;
+	st.global.f32 	[%rd17], %f4;
+
+$L__BB69_11:
+	ret;
+
+}
+	// .globl	multi_tensor_scale_by_f32
+.visible .entry multi_tensor_scale_by_f32(
+	.param .u64 multi_tensor_scale_by_f32_param_0,
+	.param .u64 multi_tensor_scale_by_f32_param_1,
+	.param .u64 multi_tensor_scale_by_f32_param_2,
+	.param .u64 multi_tensor_scale_by_f32_param_3,
+	.param .u64 multi_tensor_scale_by_f32_param_4
+)
+{
+	.reg .pred 	%p<5>;
+	.reg .f32 	%f<4>;
+	.reg .b32 	%r<7>;
+	.reg .b64 	%rd<48>;
+
+
+	ld.param.u64 	%rd16, [multi_tensor_scale_by_f32_param_0];
+	ld.param.u64 	%rd17, [multi_tensor_scale_by_f32_param_1];
+	ld.param.u64 	%rd18, [multi_tensor_scale_by_f32_param_2];
+	ld.param.u64 	%rd19, [multi_tensor_scale_by_f32_param_3];
+	ld.param.u64 	%rd20, [multi_tensor_scale_by_f32_param_4];
+	mov.u32 	%r1, %ctaid.x;
+	cvt.u64.u32 	%rd45, %r1;
+	setp.ge.s64 	%p1, %rd45, %rd18;
+	@%p1 bra 	$L__BB70_6;
+
+	cvta.to.global.u64 	%rd21, %rd20;
+	ld.global.f32 	%f1, [%rd21];
+	mov.u32 	%r2, %nctaid.x;
+	cvt.u64.u32 	%rd2, %r2;
+	mov.u32 	%r3, %ntid.x;
+	mul.wide.u32 	%rd3, %r3, 4;
+	cvta.to.global.u64 	%rd24, %rd16;
+	mov.u32 	%r4, %tid.x;
+
+$L__BB70_2:
+	mul.lo.s64 	%rd22, %rd17, 3;
+	add.s64 	%rd23, %rd45, %rd22;
+	shl.b64 	%rd25, %rd23, 3;
+	add.s64 	%rd26, %rd24, %rd25;
+	shl.b64 	%rd27, %rd17, 1;
+	ld.global.u64 	%rd28, [%rd26];
+	add.s64 	%rd29, %rd28, %rd27;
+	shl.b64 	%rd30, %rd29, 3;
+	add.s64 	%rd31, %rd24, %rd30;
+	ld.global.u64 	%rd32, [%rd31];
+	sub.s64 	%rd33, %rd45, %rd32;
+	mul.lo.s64 	%rd5, %rd33, %rd19;
+	shl.b64 	%rd34, %rd28, 3;
+	add.s64 	%rd6, %rd24, %rd34;
+	add.s64 	%rd35, %rd5, %rd19;
+	ld.global.u64 	%rd36, [%rd6];
+	min.s64 	%rd7, %rd35, %rd36;
+	cvt.u64.u32 	%rd37, %r4;
+	add.s64 	%rd47, %rd5, %rd37;
+	setp.ge.s64 	%p2, %rd47, %rd7;
+	@%p2 bra 	$L__BB70_5;
+
+	shl.b64 	%rd38, %rd17, 3;
+	add.s64 	%rd39, %rd6, %rd38;
+	ld.global.u64 	%rd40, [%rd39];
+	cvta.to.global.u64 	%rd41, %rd40;
+	mul.wide.u32 	%rd42, %r4, 4;
+	add.s64 	%rd43, %rd41, %rd42;
+	shl.b64 	%rd44, %rd5, 2;
+	add.s64 	%rd46, %rd43, %rd44;
+	cvt.u64.u32 	%rd10, %r3;
+
+$L__BB70_4:
+	ld.global.f32 	%f2, [%rd46];
+	mul.f32 	%f3, %f1, %f2;
+	st.global.f32 	[%rd46], %f3;
+	add.s64 	%rd46, %rd46, %rd3;
+	add.s64 	%rd47, %rd47, %rd10;
+	setp.lt.s64 	%p3, %rd47, %rd7;
+	@%p3 bra 	$L__BB70_4;
+
+$L__BB70_5:
+	add.s64 	%rd45, %rd45, %rd2;
+	setp.lt.s64 	%p4, %rd45, %rd18;
+	@%p4 bra 	$L__BB70_2;
+
+$L__BB70_6:
+	ret;
+
+}
 
 `

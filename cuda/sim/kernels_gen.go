@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "7c09212037af6553fd3123cd9b86c1363073524d81f55b13f93f5d8ce9704623"
+const sourceSHA256 = "950eb2bd4ca7b8a9dfaf7092e7d241f6382cd7630db14ebc5a17810f50f677ec"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -72,4 +72,10 @@ var kernelTable = [...]kernelInfo{
 	{"bn_bwd_reduce_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
 	{"bn_bwd_input_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
 	{"where_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argF32, argF32, argI64}, false},
+	{"multi_tensor_adam_f32", []argKind{argPtr, argI64, argI64, argI64, argF32, argF32, argF32, argF32, argF32, argF32, argF32, argF32}, false},
+	{"multi_tensor_sgd_momentum_f32", []argKind{argPtr, argI64, argI64, argI64, argF32, argF32, argF32, argF32, argF32, argF32}, false},
+	{"multi_tensor_sgd_f32", []argKind{argPtr, argI64, argI64, argI64, argF32, argF32, argF32}, false},
+	{"multi_tensor_sum_squares_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, true},
+	{"multi_tensor_sum_f32", []argKind{argPtr, argPtr, argI64}, true},
+	{"multi_tensor_scale_by_f32", []argKind{argPtr, argI64, argI64, argI64, argPtr}, false},
 }
