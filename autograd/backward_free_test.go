@@ -100,3 +100,32 @@ func TestBackwardAndFreeKeepsWhatTheCallerHolds(t *testing.T) {
 	require.Panics(t, func() { h1.Value.F32() }, "a freed intermediate is still readable")
 	require.Panics(t, func() { _ = loss1.Backward() }, "backward through a freed graph")
 }
+
+// Under BackwardAndFree the cross-entropy writes the logits' gradient over
+// the softmax it saved: the same numbers as Backward's fresh gradient,
+// ignored rows zero, label smoothing and both reductions included.
+func TestCrossEntropyGradientOverSoftmax(t *testing.T) {
+	poisoned(t)
+	ignore := 2
+	for _, o := range []autograd.CrossEntropyOptions{
+		{Reduction: autograd.ReductionMean, IgnoreIndex: &ignore},
+		{Reduction: autograd.ReductionSum, LabelSmoothing: 0.1},
+	} {
+		grad := func(free bool) []uint32 {
+			logits := autograd.Param(tensor.Randn(tensor.NewRNG(6), tensor.Float32, 24, 40))
+			h := autograd.Scale(logits, 1.5) // a non-leaf under the loss
+			loss := autograd.CrossEntropyWith(h, []int{2, 0, 5, 2, 9, 39, 2, 1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 2, 14, 15, 16, 17, 18}, o)
+			if free {
+				require.NoError(t, loss.BackwardAndFree())
+			} else {
+				require.NoError(t, loss.Backward())
+			}
+			return bits32(logits.Grad)
+		}
+		want := grad(false)
+		require.Equal(t, want, grad(true), "%+v", o)
+		if o.IgnoreIndex != nil {
+			require.Equal(t, make([]uint32, 40), want[:40], "an ignored row's gradient")
+		}
+	}
+}

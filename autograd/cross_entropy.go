@@ -121,6 +121,13 @@ func (o *crossEntropyOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{o.saved.Backward(gy)}
 }
 
+// BackwardFreeing writes the logits' gradient over the saved softmax
+// (BackwardAndFree): a language model's head so holds one [N, V] tensor
+// through the loss's backward, not the probabilities and a gradient.
+func (o *crossEntropyOp) BackwardFreeing(gy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{o.saved.BackwardInPlace(gy)}
+}
+
 // crossEntropyKD is CrossEntropyWith for logits [N, C, d1, ...]: it moves the
 // class dimension last, flattens to [N·d1·..., C] and, for ReductionNone,
 // shapes the per-element losses back to [N, d1, ...].

@@ -259,12 +259,45 @@ func (o *CrossEntropy) Backward(gy *Tensor) *Tensor {
 	if o.grad != nil {
 		return scaledGrad("CrossEntropyLoss backward", o.grad, gy)
 	}
+	if o.p == nil {
+		panic("tensor: CrossEntropyLoss backward after BackwardInPlace wrote the gradient over the saved probabilities")
+	}
 	gy = gy.Contiguous()
 	gx := New(o.p.dtype, o.p.shape...)
 	if gx.dtype == Float64 {
 		crossEntropyBwd(o.ce, gx.F64(), o.p.F64(), gy.F64())
 	} else {
 		crossEntropyBwd(o.ce, gx.F32(), o.p.F32(), gy.F32())
+	}
+	return gx
+}
+
+// BackwardInPlace is Backward writing the gradient over the probabilities
+// it saved (on a device, scaling the saved gradient in place) and handing
+// that tensor back, so that the gradient, as large as the logits, costs no
+// memory of its own: for an owner that runs the backward once (autograd's
+// BackwardAndFree). A second call, or Backward afterwards, panics.
+func (o *CrossEntropy) BackwardInPlace(gy *Tensor) *Tensor {
+	if o.grad != nil {
+		g := o.grad
+		o.grad = nil
+		k := kernelsFor("CrossEntropyLoss backward", g, gy)
+		NeedKernel(k.ScaleBy != nil, "CrossEntropyLoss backward", g.Device())
+		k.ScaleBy(g, gy)
+		return g
+	}
+	if o.p == nil {
+		panic("tensor: CrossEntropyLoss backward a second time: the first wrote the gradient over the saved probabilities")
+	}
+	gx := o.p
+	o.p = nil
+	gy = gy.Contiguous()
+	// Element by element, each gradient is written where its probability
+	// was read; ignored rows stay the zero rows the forward left in p.
+	if gx.dtype == Float64 {
+		crossEntropyBwd(o.ce, gx.F64(), gx.F64(), gy.F64())
+	} else {
+		crossEntropyBwd(o.ce, gx.F32(), gx.F32(), gy.F32())
 	}
 	return gx
 }

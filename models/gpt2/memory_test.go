@@ -1,18 +1,25 @@
 package gpt2
 
 import (
+	"os"
+	"strconv"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/goddp/goddp/autograd"
+	"github.com/goddp/goddp/nn"
+	"github.com/goddp/goddp/optim"
 	"github.com/goddp/goddp/tensor"
 )
 
-// GELUTanh's backward writes the gradient over its saved derivative and
-// returns that tensor: no activation-sized buffer per block per step is
-// left to the garbage collector (the engine recycles only its own ops'
-// gradients). The values are gy·GELU'(x), as before.
+// GELUTanh's freeing backward (autograd's BackwardAndFree) writes the
+// gradient over its saved derivative and returns that tensor: no
+// activation-sized buffer per block per step. Its plain backward keeps
+// the derivative for another pass through the graph. The values are
+// gy·GELU'(x) both ways.
 func TestGELUTanhBackwardReusesDerivative(t *testing.T) {
 	rng := tensor.NewRNG(7)
 	x := autograd.Param(tensor.Randn(rng, tensor.Float32, 64, 96))
@@ -25,9 +32,57 @@ func TestGELUTanhBackwardReusesDerivative(t *testing.T) {
 	for i := range want {
 		want[i] = gy.F32()[i] * d[i]
 	}
-	gx := op.Backward(gy)[0]
+	for range 2 {
+		gx := op.Backward(gy)[0]
+		require.NotSame(t, &d[0], &gx.F32()[0], "the retaining backward must keep the derivative")
+		require.Equal(t, want, gx.F32())
+	}
+	gx := op.BackwardFreeing(gy)[0]
 	require.Same(t, &d[0], &gx.F32()[0], "the gradient must reuse the derivative's storage")
 	require.Equal(t, want, gx.F32())
-	require.PanicsWithValue(t, "gpt2: GELUTanh: backward through the same graph a second time: its saved derivative became the first backward's gradient; run the forward again",
-		func() { op.Backward(gy) })
+	require.PanicsWithValue(t, errGELUTwice, func() { op.Backward(gy) })
+}
+
+// TestStepPeakRSS is a probe, not a check: with GPT2_STEP_RSS_LAYERS set
+// (4, or 12 for GPT-2 124M) it trains two steps of GPT-2 of that depth at
+// d=768, T=1024, batch 2 (forward, loss, backward, AdamW) as the trainer
+// runs them and logs the process's peak RSS and the host allocator's peak
+// after each. It needs 5-12 GB and minutes; run it alone:
+//
+//	GODDP_NUM_THREADS=1 GPT2_STEP_RSS_LAYERS=4 go test -count=1 -run TestStepPeakRSS -v ./models/gpt2/
+func TestStepPeakRSS(t *testing.T) {
+	layers, _ := strconv.Atoi(os.Getenv("GPT2_STEP_RSS_LAYERS"))
+	if layers == 0 {
+		t.Skip("a probe: set GPT2_STEP_RSS_LAYERS")
+	}
+	cfg := Config124M.Padded(64)
+	cfg.Layers = layers
+	rng := tensor.NewRNG(1)
+	m, err := New(rng, cfg)
+	require.NoError(t, err)
+	params := nn.Parameters(m)
+	opt, err := optim.NewAdamW(params, optim.DefaultAdamW())
+	require.NoError(t, err)
+	const B, T = 2, 1024
+	idx := make([]int64, B*T)
+	tgt := make([]int64, B*T)
+	for i := range idx {
+		idx[i] = int64((i * 7919) % cfg.VocabSize)
+		tgt[i] = int64((i*7919 + 1) % cfg.VocabSize)
+	}
+	x := autograd.Const(tensor.FromI64(idx, B, T))
+	y := tensor.FromI64(tgt, B, T)
+	for step := range 2 {
+		start := time.Now()
+		opt.ZeroGrad()
+		loss := m.Loss(m.Forward(x), y)
+		require.NoError(t, loss.BackwardAndFree()) // the trainer's Backward then FreeGraph, the graph freed as the pass goes
+		require.NoError(t, opt.Step())
+		var ru syscall.Rusage
+		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+		st := tensor.Host().Stats()
+		t.Logf("step %d: loss %.4f, %.1f s, peak RSS %.2f GB, allocator peak %.2f GB, reserved %.2f GB",
+			step, loss.Value.Item(), time.Since(start).Seconds(), float64(ru.Maxrss<<10)/1e9,
+			float64(st.PeakAllocated)/1e9, float64(st.Reserved)/1e9)
+	}
 }

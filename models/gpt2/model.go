@@ -12,9 +12,10 @@ import (
 // Conv1D is HF's GPT-2 Conv1D: y = x·W + b with Weight [in, out] (the
 // transpose of nn.Linear's [out, in]) and Bias [out]. Its state-dict
 // entries are "weight" and "bias" in that layout, so a model's
-// nn.StateDict is HF's. The product runs through autograd.LinearWith on
-// the weight's transpose (see transposed), keeping the Linear's fused
-// bias, bf16 and device paths.
+// nn.StateDict is HF's. On the host at float32 or float64 precision the
+// product reads W in that layout (conv1D, as torch's addmm(b, x, W)); bf16
+// products and devices run autograd.LinearWith on the weight's transpose
+// (see transposed), for their fused kernels.
 type Conv1D struct {
 	nn.Container
 	Weight *autograd.Variable // [in, out]
@@ -45,6 +46,9 @@ func newConv1DFrom(w, b *tensor.Tensor) *Conv1D {
 
 // Forward implements nn.Layer on x [..., in].
 func (c *Conv1D) Forward(x *autograd.Variable) *autograd.Variable {
+	if y := conv1D(x, c.Weight, c.Bias, c.Precision); y != nil {
+		return y
+	}
 	return autograd.LinearWith(x, transposed(c.Weight), c.Bias, c.Precision)
 }
 

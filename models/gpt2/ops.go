@@ -189,34 +189,57 @@ type geluTanhOp struct {
 func (o *geluTanhOp) Name() string                 { return "gpt2.GELUTanh" }
 func (o *geluTanhOp) Inputs() []*autograd.Variable { return o.in }
 
-// Backward writes the gradient over the saved derivative (d ← gy·d) and
-// hands that tensor back, so it allocates nothing. The engine recycles
-// only its own ops' gradients (and FreeGraph only their saved tensors), so
-// a fresh gradient here, like the derivative, was left to the garbage
-// collector every step: at GPT-2 124M, T=1024, batch 2, 12 tensors of
-// B·T·4C floats (302 MB) a step each, which the heap grew by between
-// collections. The derivative is so read once; a second backward through
-// the same graph (torch's retain_graph) panics, as torch refuses one.
+// FreshGrads: Backward's gradient is a new tensor, BackwardFreeing's the
+// derivative's block, which nothing else reads then; autograd recycles it
+// once the next op has read it.
+func (o *geluTanhOp) FreshGrads() {}
+
+// SavedTensors lets the graph's owner recycle the derivative (nil once
+// BackwardFreeing made it the gradient).
+func (o *geluTanhOp) SavedTensors() []*tensor.Tensor { return []*tensor.Tensor{o.deriv} }
+
+// Backward returns gy·d in a new tensor, keeping the derivative for
+// another backward through the graph (autograd's Backward retains it).
 func (o *geluTanhOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	gx := o.deriv
-	if gx == nil {
-		panic("gpt2: GELUTanh: backward through the same graph a second time: its saved derivative became the first backward's gradient; run the forward again")
+	if o.deriv == nil {
+		panic(errGELUTwice)
 	}
+	return []*tensor.Tensor{o.mulDeriv(tensor.Empty(o.deriv.DType(), o.deriv.Shape()...), gy)}
+}
+
+// BackwardFreeing writes the gradient over the saved derivative (d ← gy·d)
+// and hands that tensor back, so the backward allocates nothing: the
+// graph is being freed (autograd's BackwardAndFree), so nothing reads the
+// derivative again. At GPT-2 124M, T=1024, batch 2 that is 12 tensors of
+// B·T·4C floats (302 MB) a step. A later backward panics, as torch's
+// does through a freed graph.
+func (o *geluTanhOp) BackwardFreeing(gy *tensor.Tensor) []*tensor.Tensor {
+	if o.deriv == nil {
+		panic(errGELUTwice)
+	}
+	gx := o.mulDeriv(o.deriv, gy)
 	o.deriv = nil
+	return []*tensor.Tensor{gx}
+}
+
+const errGELUTwice = "gpt2: GELUTanh: backward through the same graph a second time: its saved derivative became the first backward's gradient; run the forward again"
+
+// mulDeriv writes gx = gy·d elementwise (gx may be d) and returns gx.
+func (o *geluTanhOp) mulDeriv(gx, gy *tensor.Tensor) *tensor.Tensor {
 	gy = gy.Contiguous()
 	n := gx.Numel()
 	if gx.DType() == tensor.Float64 {
-		g, dy := gx.F64(), gy.F64()
+		g, d, dy := gx.F64(), o.deriv.F64(), gy.F64()
 		for i := range g {
-			g[i] *= dy[i]
+			g[i] = d[i] * dy[i]
 		}
 	} else {
-		g, dy := gx.F32(), gy.F32()
+		g, d, dy := gx.F32(), o.deriv.F32(), gy.F32()
 		parallel(n, n, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
-				g[i] *= dy[i]
+				g[i] = d[i] * dy[i]
 			}
 		})
 	}
-	return []*tensor.Tensor{gx}
+	return gx
 }
