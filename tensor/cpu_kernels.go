@@ -52,6 +52,9 @@ func init() {
 		BatchNormBackwardReduce: cpuBatchNormBackwardReduce,
 		BatchNormBackwardInput:  cpuBatchNormBackwardInput,
 
+		LayerNorm:         cpuLayerNorm,
+		LayerNormBackward: cpuLayerNormBackward,
+
 		SqrtBackward: cpuGrad(func(g, y float64) float64 { return g / (2 * y) }, func(g, y float32) float32 { return g / (2 * y) }),
 	}
 }

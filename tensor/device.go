@@ -201,13 +201,18 @@ type Kernels struct {
 	// (deterministic, as the CPU op).
 	IndexSelect func(y, x *Tensor, idx []int, outer, n, inner int)
 	IndexAdd    func(gx, gy *Tensor, idx []int, outer, n, inner int)
-	// LayerNorm normalizes the rows of x [rows, d]: xhat = (x - mean) *
-	// rstd, rstd [rows] = 1/√(var + eps), y = xhat*w + b (w and b [d], each
-	// may be nil). LayerNormBackward writes dx from gy, xhat, rstd and w
-	// (nil dx: not wanted) and adds Σ_r gy*xhat to dw and Σ_r gy to db
-	// (either nil: not wanted).
-	LayerNorm         func(y, xhat, rstd, x, w, b *Tensor, eps float32)
-	LayerNormBackward func(dx, dw, db, gy, xhat, rstd, w *Tensor)
+	// LayerNorm normalizes the rows of x [rows, d], as torch's layer_norm:
+	// it writes each row's mean and rstd = 1/√(var + eps) (biased variance)
+	// into mean and rstd [rows], and y = xhat*w + b with xhat = (x - mean) *
+	// rstd computed from the mean and rstd it wrote (w and b [d], each may
+	// be nil). LayerNormBackward recomputes xhat from x, mean and rstd (the
+	// forward keeps them, not an activation-sized xhat, as torch's), writes
+	// dx from gy, xhat, rstd and w (nil dx: not wanted) and adds Σ_r gy*xhat
+	// to dw and Σ_r gy to db (either nil: not wanted). mean and rstd have
+	// x's dtype (float32 on every device but the CPU's float64 gradient
+	// checks).
+	LayerNorm         func(y, mean, rstd, x, w, b *Tensor, eps float64)
+	LayerNormBackward func(dx, dw, db, gy, x, mean, rstd, w *Tensor)
 	// GELU is the exact (erf) GELU; GELUBackward its gradient from x (dx
 	// may be dy).
 	GELU         func(y, x *Tensor)

@@ -41,48 +41,6 @@ func IndexAddDevice(gx, gy *Tensor, idx []int, outer, n, inner int) bool {
 	return true
 }
 
-// LayerNormDevice normalizes x over its trailing d elements (rows of d) and
-// applies w and b (each [d] or nil): it returns y (x's shape), the
-// normalized input xhat and rstd [rows] for LayerNormBackwardDevice; nils
-// for operands on the host.
-func LayerNormDevice(x, w, b *Tensor, d int, eps float64) (y, xhat, rstd *Tensor) {
-	if !onDevice(x, w, b) {
-		return nil, nil, nil
-	}
-	k := kernelsFor("LayerNorm", x, w, b)
-	NeedKernel(k.LayerNorm != nil, "LayerNorm", x.Device())
-	xc := x.Contiguous()
-	rows := xc.Numel() / d
-	dev := xc.Device()
-	y, xhat, rstd = MustEmptyOn(dev, xc.shape...), MustEmptyOn(dev, xc.shape...), MustEmptyOn(dev, rows)
-	if rows > 0 {
-		k.LayerNorm(y, xhat, rstd, xc, contiguousOrNil(w), contiguousOrNil(b), float32(eps))
-	}
-	return y, xhat, rstd
-}
-
-// LayerNormBackwardDevice returns LayerNorm's input gradient (nil unless
-// wantDX) and adds the weight and bias gradients into dw and db (each nil
-// when not wanted).
-func LayerNormBackwardDevice(gy, xhat, rstd, w, dw, db *Tensor, wantDX bool) *Tensor {
-	k := kernelsFor("LayerNorm backward", gy, xhat, rstd, w, dw, db)
-	NeedKernel(k.LayerNormBackward != nil, "LayerNorm backward", gy.Device())
-	for _, p := range []*Tensor{dw, db} {
-		if p != nil && !p.IsContiguous() {
-			panic(NoKernel("LayerNorm backward into a view", p.Device()))
-		}
-	}
-	g := gy.Contiguous()
-	var dx *Tensor
-	if wantDX {
-		dx = MustEmptyOn(g.Device(), xhat.shape...)
-	}
-	if rstd.Numel() > 0 {
-		k.LayerNormBackward(dx, dw, db, g, xhat, rstd, contiguousOrNil(w))
-	}
-	return dx
-}
-
 // attnLayout is the shape of a packed qkv [B, T, 3E] cut into heads: matrix
 // bi is batch bi/heads, head bi%heads; aff and the qa..pa methods place
 // each operand of its products.

@@ -13,9 +13,13 @@ import (
 // path.
 
 // LayerNormRows normalizes rows of d: xhat = (x - mean)·rstd with rstd =
-// 1/√(var + eps) (biased variance, statistics in float64), and y = xhat·w +
-// b, w and b optional (nil). rstd gets one value per row.
-func LayerNormRows[T float](y, xhat []T, rstd []float64, x, w, b []T, rows, d int, eps float64) {
+// 1/√(var + eps) (biased variance), and y = xhat·w + b, w and b optional
+// (nil). rstd gets one value per row. The statistics accumulate in
+// float64 and are rounded to T, as torch keeps them for its backward,
+// before xhat is computed from them: the backward that recomputes xhat
+// from x, mean and rstd (LayerNormRowsBackwardFromX) gets the forward's
+// bits.
+func LayerNormRows[T float](y, xhat, rstd, x, w, b []T, rows, d int, eps float64) {
 	checkRows("LayerNormRows", rows, d, len(xhat))
 	layerNormRows(y, xhat, nil, rstd, x, w, b, rows, d, eps)
 }
@@ -25,7 +29,7 @@ func LayerNormRows[T float](y, xhat []T, rstd []float64, x, w, b []T, rows, d in
 // LayerNormRowsBackwardFromX recomputes xhat from x with them, to the same
 // bits. Keeping xhat cost an activation-sized tensor per LayerNorm until
 // the backward, and a third of the forward's memory traffic.
-func LayerNormRowsStats[T float](y []T, mean, rstd []float64, x, w, b []T, rows, d int, eps float64) {
+func LayerNormRowsStats[T float](y, mean, rstd, x, w, b []T, rows, d int, eps float64) {
 	if rows*d > 0 {
 		_ = mean[rows-1]
 	}
@@ -33,7 +37,7 @@ func LayerNormRowsStats[T float](y []T, mean, rstd []float64, x, w, b []T, rows,
 }
 
 // layerNormRows is LayerNormRows with xhat or mean nil when not kept.
-func layerNormRows[T float](y, xhat []T, mean, rstd []float64, x, w, b []T, rows, d int, eps float64) {
+func layerNormRows[T float](y, xhat, mean, rstd, x, w, b []T, rows, d int, eps float64) {
 	checkRows("LayerNormRows", rows, d, len(y), len(x))
 	checkAffine("LayerNormRows", d, w, b)
 	if rows*d == 0 {
@@ -60,12 +64,12 @@ func layerNormRows[T float](y, xhat []T, mean, rstd []float64, x, w, b []T, rows
 			e := float64(v) - m
 			vr += e * e
 		}
-		rs := 1 / math.Sqrt(vr/float64(d)+eps)
+		mt, rs := T(m), T(1/math.Sqrt(vr/float64(d)+eps))
 		rstd[r] = rs
 		if mean != nil {
-			mean[r] = m
+			mean[r] = mt
 		}
-		xhatRow(hr, row, m, rs)
+		xhatRow(hr, row, float64(mt), float64(rs))
 		for i, h := range hr {
 			if w != nil {
 				h *= w[i]
@@ -90,7 +94,7 @@ func xhatRow[T float](h, x []T, mean, rstd float64) {
 // gy and the saved xhat and rstd: dw += Σ gy·xhat and db += Σ gy over the
 // rows (each nil when not wanted), and dx (nil when not wanted) =
 // rstd·(gh - mean(gh) - xhat·mean(gh·xhat)) with gh = gy·w (w may be nil).
-func LayerNormRowsBackward[T float](dx, dw, db, gy, xhat, w []T, rstd []float64, rows, d int) {
+func LayerNormRowsBackward[T float](dx, dw, db, gy, xhat, w, rstd []T, rows, d int) {
 	checkRows("LayerNormRowsBackward", rows, d, len(xhat))
 	layerNormRowsBackward(dx, dw, db, gy, xhat, nil, nil, w, rstd, rows, d)
 }
@@ -98,7 +102,7 @@ func LayerNormRowsBackward[T float](dx, dw, db, gy, xhat, w []T, rstd []float64,
 // LayerNormRowsBackwardFromX is LayerNormRowsBackward after
 // LayerNormRowsStats: xhat is recomputed from the forward's x, mean and
 // rstd, to the bits LayerNormRows would have kept.
-func LayerNormRowsBackwardFromX[T float](dx, dw, db, gy, x, w []T, mean, rstd []float64, rows, d int) {
+func LayerNormRowsBackwardFromX[T float](dx, dw, db, gy, x, w, mean, rstd []T, rows, d int) {
 	checkRows("LayerNormRowsBackward", rows, d, len(x))
 	if rows*d > 0 {
 		_ = mean[rows-1]
@@ -107,7 +111,7 @@ func LayerNormRowsBackwardFromX[T float](dx, dw, db, gy, x, w []T, mean, rstd []
 }
 
 // layerNormRowsBackward takes xhat, or x and mean to recompute it.
-func layerNormRowsBackward[T float](dx, dw, db, gy, xhat, x []T, mean []float64, w []T, rstd []float64, rows, d int) {
+func layerNormRowsBackward[T float](dx, dw, db, gy, xhat, x, mean, w, rstd []T, rows, d int) {
 	checkRows("LayerNormRowsBackward", rows, d, len(gy))
 	if dx != nil {
 		checkRows("LayerNormRowsBackward", rows, d, len(dx))
@@ -126,7 +130,7 @@ func layerNormRowsBackward[T float](dx, dw, db, gy, xhat, x []T, mean []float64,
 		if xhat != nil {
 			h = xhat[r*d : (r+1)*d]
 		} else {
-			xhatRow(h, x[r*d:(r+1)*d], mean[r], rstd[r])
+			xhatRow(h, x[r*d:(r+1)*d], float64(mean[r]), float64(rstd[r]))
 		}
 		if dw != nil {
 			for i, v := range g {
@@ -152,7 +156,7 @@ func layerNormRowsBackward[T float](dx, dw, db, gy, xhat, x []T, mean []float64,
 		}
 		s1 /= float64(d)
 		s2 /= float64(d)
-		rs := rstd[r]
+		rs := float64(rstd[r])
 		out := dx[r*d : (r+1)*d]
 		for i, v := range g {
 			gh := float64(v)

@@ -15,7 +15,7 @@ func BenchmarkLayerNormRows(b *testing.B) {
 	}
 	w, bb := Randn(rng, Float32, d).F32(), Randn(rng, Float32, d).F32()
 	dw, db := make([]float32, d), make([]float32, d)
-	mean, rstd := make([]float64, rows), make([]float64, rows)
+	mean, rstd := make([]float32, rows), make([]float32, rows)
 	b.Run("forward", func(b *testing.B) {
 		i := 0
 		for b.Loop() {

@@ -5,8 +5,8 @@ package tensor
 // #cgo CFLAGS: -O2
 // #cgo LDFLAGS: -lm
 // #include <stdint.h>
-// int goddp_layernorm_fwd_f32(float *y, float *xhat, double *mean, double *rstd, const float *x, const float *w, const float *b, int64_t rows, int64_t d, double eps);
-// int goddp_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *gy, const float *xhat, const float *x, const double *mean, const float *w, const double *rstd, int64_t rows, int64_t d);
+// int goddp_layernorm_fwd_f32(float *y, float *xhat, float *mean, float *rstd, const float *x, const float *w, const float *b, int64_t rows, int64_t d, double eps);
+// int goddp_layernorm_bwd_f32(float *dx, float *dw, float *db, const float *gy, const float *xhat, const float *x, const float *mean, const float *w, const float *rstd, int64_t rows, int64_t d);
 // void goddp_softmax_rows_f32(float *x, const float *mask, int64_t l, int64_t s, int causal);
 // void goddp_softmax_bwd_rows_f32(float *dp, const float *p, int64_t l, int64_t s, int causal);
 // void goddp_add_rows_f32(float *d, const float *x, int64_t rows, int64_t cols);
@@ -34,30 +34,24 @@ func optF32[T float](s []T) (p *C.float, ok bool) {
 	return p, ok
 }
 
-// optF64 is the C pointer of an optional float64 slice (NULL when empty).
-func optF64(s []float64) *C.double {
-	if len(s) == 0 {
-		return nil
-	}
-	return (*C.double)(unsafe.Pointer(&s[0]))
-}
-
-func layerNormC[T float](y, xhat []T, mean, rstd []float64, x, w, b []T, rows, d int, eps float64) bool {
+func layerNormC[T float](y, xhat, mean, rstd, x, w, b []T, rows, d int, eps float64) bool {
 	yp, ok := optF32(y)
 	if !ok {
 		return false
 	}
 	hp, _ := optF32(xhat)
+	mp, _ := optF32(mean)
+	rp, _ := optF32(rstd)
 	xp, _ := optF32(x)
 	wp, _ := optF32(w)
 	bp, _ := optF32(b)
-	if C.goddp_layernorm_fwd_f32(yp, hp, optF64(mean), optF64(rstd), xp, wp, bp, C.int64_t(rows), C.int64_t(d), C.double(eps)) != 0 {
+	if C.goddp_layernorm_fwd_f32(yp, hp, mp, rp, xp, wp, bp, C.int64_t(rows), C.int64_t(d), C.double(eps)) != 0 {
 		panic(fmt.Sprintf("tensor: LayerNormRows: no memory for a row of %d", d))
 	}
 	return true
 }
 
-func layerNormBwdC[T float](dx, dw, db, gy, xhat, x []T, mean []float64, w []T, rstd []float64, rows, d int) bool {
+func layerNormBwdC[T float](dx, dw, db, gy, xhat, x, mean, w, rstd []T, rows, d int) bool {
 	gp, ok := optF32(gy)
 	if !ok {
 		return false
@@ -68,7 +62,9 @@ func layerNormBwdC[T float](dx, dw, db, gy, xhat, x []T, mean []float64, w []T, 
 	hp, _ := optF32(xhat)
 	xp, _ := optF32(x)
 	wp, _ := optF32(w)
-	if C.goddp_layernorm_bwd_f32(dxp, dwp, dbp, gp, hp, xp, optF64(mean), wp, optF64(rstd), C.int64_t(rows), C.int64_t(d)) != 0 {
+	mp, _ := optF32(mean)
+	rp, _ := optF32(rstd)
+	if C.goddp_layernorm_bwd_f32(dxp, dwp, dbp, gp, hp, xp, mp, wp, rp, C.int64_t(rows), C.int64_t(d)) != 0 {
 		panic(fmt.Sprintf("tensor: LayerNormRowsBackward: no memory for a row of %d", d))
 	}
 	return true

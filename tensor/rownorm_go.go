@@ -5,10 +5,10 @@ package tensor
 // This build has no C row kernels: every hook reports that it did not run,
 // and rownorm.go's Go loops do the work.
 
-func layerNormC[T float](_, _ []T, _, _ []float64, _, _, _ []T, _, _ int, _ float64) bool {
+func layerNormC[T float](_, _, _, _, _, _, _ []T, _, _ int, _ float64) bool {
 	return false
 }
-func layerNormBwdC[T float](_, _, _, _, _, _ []T, _ []float64, _ []T, _ []float64, _, _ int) bool {
+func layerNormBwdC[T float](_, _, _, _, _, _, _, _, _ []T, _, _ int) bool {
 	return false
 }
 func softmaxRowsC[T float](_, _ []T, _, _ int, _ bool) bool    { return false }

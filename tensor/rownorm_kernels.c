@@ -79,11 +79,13 @@ static int have_avx512f(void) {
 }
 
 // y = xhat·w + b over rows of d, xhat = (x - mean)·rstd, rstd = 1/√(var+eps)
-// (biased variance); w and b may be NULL. xhat may be NULL (a row's goes
+// (biased variance; the statistics accumulate in double and are rounded to
+// float, as torch keeps them, before xhat is computed from them, so that
+// the backward recomputes the same xhat); w and b may be NULL. xhat may be NULL (a row's goes
 // through a buffer that stays in cache), and mean_out too; the backward
 // then recomputes xhat from x, mean and rstd, to the same bits.
-CLONES int goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, double *restrict mean_out,
-                                   double *restrict rstd_out, const float *restrict x, const float *restrict w,
+CLONES int goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, float *restrict mean_out,
+                                   float *restrict rstd_out, const float *restrict x, const float *restrict w,
                                    const float *restrict b, int64_t rows, int64_t d, double eps) {
 	float *buf = xhat ? NULL : malloc((size_t)d * sizeof(float));
 	if (!xhat && !buf)
@@ -91,8 +93,8 @@ CLONES int goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, doub
 	for (int64_t r = 0; r < rows; r++) {
 		const float *xr = x + r * d;
 		float *hr = xhat ? xhat + r * d : buf, *yr = y + r * d;
-		double mean = sum_f32(xr, d) / (double)d;
-		double rstd = 1 / sqrt(sqdev_f32(xr, mean, d) / (double)d + eps);
+		double m = sum_f32(xr, d) / (double)d;
+		float mean = (float)m, rstd = (float)(1 / sqrt(sqdev_f32(xr, m, d) / (double)d + eps));
 		rstd_out[r] = rstd;
 		if (mean_out)
 			mean_out[r] = mean;
@@ -124,8 +126,8 @@ CLONES int goddp_layernorm_fwd_f32(float *restrict y, float *restrict xhat, doub
 // 8, in order).
 __attribute__((target("avx512f"))) static void ln_bwd_avx512(float *restrict dx, float *restrict dw,
                                                               float *restrict db, const float *restrict gy,
-                                                              const float *restrict x, const double *restrict mean,
-                                                              const float *restrict w, const double *restrict rstd,
+                                                              const float *restrict x, const float *restrict mean,
+                                                              const float *restrict w, const float *restrict rstd,
                                                               float *restrict buf, int64_t rows, int64_t d) {
 	for (int64_t r = 0; r < rows; r++) {
 		const float *g = gy + r * d, *xr = x + r * d;
@@ -165,8 +167,8 @@ __attribute__((target("avx512f"))) static void ln_bwd_avx512(float *restrict dx,
 }
 
 CLONES int goddp_layernorm_bwd_f32(float *restrict dx, float *restrict dw, float *restrict db, const float *restrict gy,
-                                   const float *restrict xhat, const float *restrict x, const double *restrict mean,
-                                   const float *restrict w, const double *restrict rstd, int64_t rows, int64_t d) {
+                                   const float *restrict xhat, const float *restrict x, const float *restrict mean,
+                                   const float *restrict w, const float *restrict rstd, int64_t rows, int64_t d) {
 	float *buf = malloc((size_t)d * sizeof(float));
 	if (!buf)
 		return -1;

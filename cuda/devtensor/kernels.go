@@ -374,47 +374,6 @@ func (d *Device) optPtr(op string, t *tensor.Tensor) uint64 {
 	return d.ptr(op, t)
 }
 
-func (d *Device) layerNorm(y, xhat, rstd, x, w, b *tensor.Tensor, eps float32) {
-	rows := rstd.Numel()
-	n := same("layer norm", y, xhat, x)
-	if rows == 0 || n%rows != 0 {
-		panic(fmt.Sprintf("devtensor: layer norm of %v with %d rows", x.Shape(), rows))
-	}
-	dd := n / rows
-	for _, p := range []*tensor.Tensor{w, b} {
-		if p != nil && p.Numel() != dd {
-			panic(fmt.Sprintf("devtensor: layer norm over %d features with an affine parameter of shape %v", dd, p.Shape()))
-		}
-	}
-	d.launch("layer_norm_f32", grid(rows), d.ptr("layer norm", y), d.ptr("layer norm", xhat), d.ptr("layer norm", rstd),
-		d.ptr("layer norm", x), d.optPtr("layer norm", w), d.optPtr("layer norm", b), i64(rows), i64(dd), f32(eps))
-}
-
-func (d *Device) layerNormBackward(dx, dw, db, gy, xhat, rstd, w *tensor.Tensor) {
-	rows := rstd.Numel()
-	n := same("layer norm backward", gy, xhat)
-	if rows == 0 || n%rows != 0 {
-		panic(fmt.Sprintf("devtensor: layer norm backward of %v with %d rows", gy.Shape(), rows))
-	}
-	dd := n / rows
-	for _, p := range []*tensor.Tensor{dw, db, w} {
-		if p != nil && p.Numel() != dd {
-			panic(fmt.Sprintf("devtensor: layer norm backward over %d features with a parameter of shape %v", dd, p.Shape()))
-		}
-	}
-	if dx != nil {
-		same("layer norm backward", dx, gy)
-		d.launch("layer_norm_bwd_f32", grid(rows), d.ptr("layer norm backward", dx), d.ptr("layer norm backward", gy),
-			d.ptr("layer norm backward", xhat), d.ptr("layer norm backward", rstd), d.optPtr("layer norm backward", w), i64(rows), i64(dd))
-	}
-	if dw != nil {
-		d.colSums("layer norm backward", dw, gy, xhat, rows, dd, true)
-	}
-	if db != nil {
-		d.colSums("layer norm backward", db, gy, nil, rows, dd, true)
-	}
-}
-
 // sumChannels sets out[ch] (adds to it, with acc) to the sum of x [n, c, l]
 // over its images and positions (twoStageSums; sum_channels_part_f32 sums
 // a chunk of images for one channel). A chunk is about 2048 values of a

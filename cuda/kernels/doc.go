@@ -30,7 +30,8 @@ func Names() []string {
 		"max_pool2d_bwd_f32", "dropout_f32", "avg_pool2d_f32", "avg_pool2d_bwd_f32",
 		"strided_copy_f32",
 		// Transformer ops (examples/gpt).
-		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_bwd_f32", "col_sums_part_f32", "col_sums_f32",
+		"index_select_f32", "index_add_f32", "layer_norm_f32", "layer_norm_xhat_f32", "layer_norm_bwd_f32", "col_sums_part_f32",
+		"col_sums_f32",
 		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
 		// Batch norm (SyncBatchNorm too), masked_fill and where.
 		"bn_stats_f32", "bn_finalize_f32", "bn_apply_f32", "bn_bwd_reduce_f32", "bn_bwd_input_f32", "where_f32",

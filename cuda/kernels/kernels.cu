@@ -731,11 +731,13 @@ __global__ void index_add_f32(float *gx, const float *gy, const int *start, cons
 
 // Layer norm over the last dimension of x [rows, d], one thread per row
 // (rows are d_model long and there are B*T of them, which fills the
-// device; no barrier, so the simulated device runs it as a plain loop):
-// xhat = (x - mean) * rstd with rstd = 1/sqrt(var + eps) (biased variance,
-// two passes), y = xhat * w + b. w and b may be null (no affine); xhat and
-// rstd [rows] are kept for the backward.
-__global__ void layer_norm_f32(float *y, float *xhat, float *rstd, const float *x, const float *w, const float *b,
+// device; no barrier, so the simulated device runs it as a plain loop), as
+// torch's layer_norm: mean [rows] and rstd [rows] = 1/sqrt(var + eps)
+// (biased variance, two passes) are kept for the backward, which
+// recomputes xhat = (x - mean) * rstd from them (layer_norm_xhat_f32, the
+// same float operations, so the same bits); y = xhat * w + b. w and b may
+// be null (no affine).
+__global__ void layer_norm_f32(float *y, float *mean_out, float *rstd, const float *x, const float *w, const float *b,
                                i64 rows, i64 d, float eps) {
 	FOR_EACH(r, rows) {
 		const float *xr = x + r * d;
@@ -748,14 +750,24 @@ __global__ void layer_norm_f32(float *y, float *xhat, float *rstd, const float *
 			v += e * e;
 		}
 		float rs = 1.0f / sqrtf(v / (float)d + eps);
+		mean_out[r] = mean;
 		rstd[r] = rs;
 		for (i64 c = 0; c < d; c++) {
 			float h = (xr[c] - mean) * rs;
-			xhat[r * d + c] = h;
 			if (w) h *= w[c];
 			if (b) h += b[c];
 			y[r * d + c] = h;
 		}
+	}
+}
+
+// xhat [rows, d] = (x - mean) * rstd: layer norm's normalized input,
+// recomputed for the backward from the statistics the forward kept.
+__global__ void layer_norm_xhat_f32(float *xhat, const float *x, const float *mean, const float *rstd, i64 rows,
+                                    i64 d) {
+	FOR_EACH(i, rows * d) {
+		i64 r = i / d;
+		xhat[i] = (x[i] - mean[r]) * rstd[r];
 	}
 }
 

@@ -12564,472 +12564,662 @@ $L__BB50_20:
 )
 {
 	.reg .pred 	%p<39>;
-	.reg .f32 	%f<190>;
+	.reg .f32 	%f<183>;
 	.reg .b32 	%r<5>;
-	.reg .b64 	%rd<150>;
+	.reg .b64 	%rd<142>;
 
 
-	ld.param.u64 	%rd76, [layer_norm_f32_param_0];
-	ld.param.u64 	%rd77, [layer_norm_f32_param_1];
-	ld.param.u64 	%rd78, [layer_norm_f32_param_2];
-	ld.param.u64 	%rd79, [layer_norm_f32_param_3];
-	ld.param.u64 	%rd72, [layer_norm_f32_param_4];
-	ld.param.u64 	%rd73, [layer_norm_f32_param_5];
-	ld.param.u64 	%rd74, [layer_norm_f32_param_6];
-	ld.param.u64 	%rd75, [layer_norm_f32_param_7];
-	ld.param.f32 	%f42, [layer_norm_f32_param_8];
-	cvta.to.global.u64 	%rd1, %rd76;
-	cvta.to.global.u64 	%rd2, %rd73;
-	cvta.to.global.u64 	%rd3, %rd72;
-	cvta.to.global.u64 	%rd4, %rd77;
-	cvta.to.global.u64 	%rd5, %rd79;
-	cvta.to.global.u64 	%rd6, %rd78;
+	ld.param.u64 	%rd70, [layer_norm_f32_param_0];
+	ld.param.u64 	%rd71, [layer_norm_f32_param_1];
+	ld.param.u64 	%rd72, [layer_norm_f32_param_2];
+	ld.param.u64 	%rd73, [layer_norm_f32_param_3];
+	ld.param.u64 	%rd66, [layer_norm_f32_param_4];
+	ld.param.u64 	%rd67, [layer_norm_f32_param_5];
+	ld.param.u64 	%rd68, [layer_norm_f32_param_6];
+	ld.param.u64 	%rd69, [layer_norm_f32_param_7];
+	ld.param.f32 	%f43, [layer_norm_f32_param_8];
+	cvta.to.global.u64 	%rd1, %rd70;
+	cvta.to.global.u64 	%rd2, %rd67;
+	cvta.to.global.u64 	%rd3, %rd66;
+	cvta.to.global.u64 	%rd4, %rd73;
+	cvta.to.global.u64 	%rd5, %rd72;
+	cvta.to.global.u64 	%rd6, %rd71;
 	mov.u32 	%r1, %ctaid.x;
 	mov.u32 	%r2, %ntid.x;
 	cvt.u64.u32 	%rd7, %r2;
-	mul.wide.u32 	%rd80, %r1, %r2;
+	mul.wide.u32 	%rd74, %r1, %r2;
 	mov.u32 	%r3, %tid.x;
-	cvt.u64.u32 	%rd81, %r3;
-	add.s64 	%rd133, %rd80, %rd81;
-	setp.ge.s64 	%p1, %rd133, %rd74;
+	cvt.u64.u32 	%rd75, %r3;
+	add.s64 	%rd125, %rd74, %rd75;
+	setp.ge.s64 	%p1, %rd125, %rd68;
 	@%p1 bra 	$L__BB51_57;
 
-	setp.gt.s64 	%p2, %rd75, 0;
-	cvt.rn.f32.s64 	%f1, %rd75;
+	setp.gt.s64 	%p2, %rd69, 0;
+	cvt.rn.f32.s64 	%f1, %rd69;
 	mov.u32 	%r4, %nctaid.x;
-	cvt.u64.u32 	%rd82, %r4;
-	mul.lo.s64 	%rd9, %rd82, %rd7;
+	cvt.u64.u32 	%rd76, %r4;
+	mul.lo.s64 	%rd9, %rd76, %rd7;
 	@%p2 bra 	$L__BB51_4;
 	bra.uni 	$L__BB51_2;
 
 $L__BB51_4:
-	add.s64 	%rd16, %rd75, -1;
-	and.b64  	%rd17, %rd75, 3;
-	sub.s64 	%rd18, %rd75, %rd17;
+	add.s64 	%rd12, %rd69, -1;
+	and.b64  	%rd13, %rd69, 3;
+	sub.s64 	%rd14, %rd69, %rd13;
+	add.s64 	%rd15, %rd4, 8;
+	sub.s64 	%rd16, %rd13, %rd69;
 
 $L__BB51_5:
-	ld.param.u64 	%rd130, [layer_norm_f32_param_7];
-	mul.lo.s64 	%rd20, %rd133, %rd130;
-	setp.lt.u64 	%p4, %rd16, 3;
-	mov.f32 	%f178, 0f00000000;
-	mov.u64 	%rd137, 0;
+	ld.param.u64 	%rd124, [layer_norm_f32_param_7];
+	mul.lo.s64 	%rd18, %rd125, %rd124;
+	setp.lt.u64 	%p4, %rd12, 3;
+	mov.f32 	%f171, 0f00000000;
+	mov.u64 	%rd129, 0;
 	@%p4 bra 	$L__BB51_8;
 
-	mov.u64 	%rd136, %rd18;
+	shl.b64 	%rd82, %rd18, 2;
+	add.s64 	%rd127, %rd15, %rd82;
 
 $L__BB51_7:
-	add.s64 	%rd86, %rd137, %rd20;
-	shl.b64 	%rd87, %rd86, 2;
-	add.s64 	%rd88, %rd5, %rd87;
-	ld.global.f32 	%f50, [%rd88];
-	add.f32 	%f51, %f178, %f50;
-	ld.global.f32 	%f52, [%rd88+4];
+	ld.global.f32 	%f50, [%rd127+-8];
+	add.f32 	%f51, %f171, %f50;
+	ld.global.f32 	%f52, [%rd127+-4];
 	add.f32 	%f53, %f51, %f52;
-	ld.global.f32 	%f54, [%rd88+8];
+	ld.global.f32 	%f54, [%rd127];
 	add.f32 	%f55, %f53, %f54;
-	ld.global.f32 	%f56, [%rd88+12];
-	add.f32 	%f178, %f55, %f56;
-	add.s64 	%rd137, %rd137, 4;
-	add.s64 	%rd136, %rd136, -4;
-	setp.ne.s64 	%p5, %rd136, 0;
+	ld.global.f32 	%f56, [%rd127+4];
+	add.f32 	%f171, %f55, %f56;
+	add.s64 	%rd127, %rd127, 16;
+	add.s64 	%rd129, %rd129, 4;
+	add.s64 	%rd83, %rd16, %rd129;
+	setp.ne.s64 	%p5, %rd83, 0;
 	@%p5 bra 	$L__BB51_7;
 
 $L__BB51_8:
-	setp.eq.s64 	%p6, %rd17, 0;
+	setp.eq.s64 	%p6, %rd13, 0;
 	@%p6 bra 	$L__BB51_12;
 
-	setp.eq.s64 	%p7, %rd17, 1;
-	add.s64 	%rd89, %rd137, %rd20;
-	shl.b64 	%rd90, %rd89, 2;
-	add.s64 	%rd26, %rd5, %rd90;
-	ld.global.f32 	%f57, [%rd26];
-	add.f32 	%f178, %f178, %f57;
+	setp.eq.s64 	%p7, %rd13, 1;
+	add.s64 	%rd84, %rd129, %rd18;
+	shl.b64 	%rd85, %rd84, 2;
+	add.s64 	%rd25, %rd4, %rd85;
+	ld.global.f32 	%f57, [%rd25];
+	add.f32 	%f171, %f171, %f57;
 	@%p7 bra 	$L__BB51_12;
 
-	setp.eq.s64 	%p8, %rd17, 2;
-	ld.global.f32 	%f58, [%rd26+4];
-	add.f32 	%f178, %f178, %f58;
+	setp.eq.s64 	%p8, %rd13, 2;
+	ld.global.f32 	%f58, [%rd25+4];
+	add.f32 	%f171, %f171, %f58;
 	@%p8 bra 	$L__BB51_12;
 
-	ld.global.f32 	%f59, [%rd26+8];
-	add.f32 	%f178, %f178, %f59;
+	ld.global.f32 	%f59, [%rd25+8];
+	add.f32 	%f171, %f171, %f59;
 
 $L__BB51_12:
-	div.rn.f32 	%f11, %f178, %f1;
-	mov.f32 	%f182, 0f00000000;
-	mov.u64 	%rd140, 0;
+	div.rn.f32 	%f12, %f171, %f1;
+	mov.f32 	%f175, 0f00000000;
+	mov.u64 	%rd132, 0;
 	@%p4 bra 	$L__BB51_15;
 
-	mov.u64 	%rd139, %rd18;
+	mov.u64 	%rd131, %rd14;
 
 $L__BB51_14:
-	add.s64 	%rd93, %rd140, %rd20;
-	shl.b64 	%rd94, %rd93, 2;
-	add.s64 	%rd95, %rd5, %rd94;
-	ld.global.f32 	%f63, [%rd95];
-	sub.f32 	%f64, %f63, %f11;
-	fma.rn.f32 	%f65, %f64, %f64, %f182;
-	ld.global.f32 	%f66, [%rd95+4];
-	sub.f32 	%f67, %f66, %f11;
+	add.s64 	%rd88, %rd132, %rd18;
+	shl.b64 	%rd89, %rd88, 2;
+	add.s64 	%rd90, %rd4, %rd89;
+	ld.global.f32 	%f63, [%rd90];
+	sub.f32 	%f64, %f63, %f12;
+	fma.rn.f32 	%f65, %f64, %f64, %f175;
+	ld.global.f32 	%f66, [%rd90+4];
+	sub.f32 	%f67, %f66, %f12;
 	fma.rn.f32 	%f68, %f67, %f67, %f65;
-	ld.global.f32 	%f69, [%rd95+8];
-	sub.f32 	%f70, %f69, %f11;
+	ld.global.f32 	%f69, [%rd90+8];
+	sub.f32 	%f70, %f69, %f12;
 	fma.rn.f32 	%f71, %f70, %f70, %f68;
-	ld.global.f32 	%f72, [%rd95+12];
-	sub.f32 	%f73, %f72, %f11;
-	fma.rn.f32 	%f182, %f73, %f73, %f71;
-	add.s64 	%rd140, %rd140, 4;
-	add.s64 	%rd139, %rd139, -4;
-	setp.ne.s64 	%p10, %rd139, 0;
+	ld.global.f32 	%f72, [%rd90+12];
+	sub.f32 	%f73, %f72, %f12;
+	fma.rn.f32 	%f175, %f73, %f73, %f71;
+	add.s64 	%rd132, %rd132, 4;
+	add.s64 	%rd131, %rd131, -4;
+	setp.ne.s64 	%p10, %rd131, 0;
 	@%p10 bra 	$L__BB51_14;
 
 $L__BB51_15:
 	@%p6 bra 	$L__BB51_19;
 
-	setp.eq.s64 	%p12, %rd17, 1;
-	add.s64 	%rd96, %rd140, %rd20;
-	shl.b64 	%rd97, %rd96, 2;
-	add.s64 	%rd32, %rd5, %rd97;
-	ld.global.f32 	%f74, [%rd32];
-	sub.f32 	%f75, %f74, %f11;
-	fma.rn.f32 	%f182, %f75, %f75, %f182;
+	setp.eq.s64 	%p12, %rd13, 1;
+	add.s64 	%rd91, %rd132, %rd18;
+	shl.b64 	%rd92, %rd91, 2;
+	add.s64 	%rd31, %rd4, %rd92;
+	ld.global.f32 	%f74, [%rd31];
+	sub.f32 	%f75, %f74, %f12;
+	fma.rn.f32 	%f175, %f75, %f75, %f175;
 	@%p12 bra 	$L__BB51_19;
 
-	setp.eq.s64 	%p13, %rd17, 2;
-	ld.global.f32 	%f76, [%rd32+4];
-	sub.f32 	%f77, %f76, %f11;
-	fma.rn.f32 	%f182, %f77, %f77, %f182;
+	setp.eq.s64 	%p13, %rd13, 2;
+	ld.global.f32 	%f76, [%rd31+4];
+	sub.f32 	%f77, %f76, %f12;
+	fma.rn.f32 	%f175, %f77, %f77, %f175;
 	@%p13 bra 	$L__BB51_19;
 
-	ld.global.f32 	%f78, [%rd32+8];
-	sub.f32 	%f79, %f78, %f11;
-	fma.rn.f32 	%f182, %f79, %f79, %f182;
+	ld.global.f32 	%f78, [%rd31+8];
+	sub.f32 	%f79, %f78, %f12;
+	fma.rn.f32 	%f175, %f79, %f79, %f175;
 
 $L__BB51_19:
-	ld.param.u64 	%rd131, [layer_norm_f32_param_4];
-	ld.param.f32 	%f174, [layer_norm_f32_param_8];
-	div.rn.f32 	%f80, %f182, %f1;
-	add.f32 	%f81, %f80, %f174;
+	ld.param.f32 	%f167, [layer_norm_f32_param_8];
+	div.rn.f32 	%f80, %f175, %f1;
+	add.f32 	%f81, %f80, %f167;
 	sqrt.rn.f32 	%f82, %f81;
-	rcp.rn.f32 	%f20, %f82;
-	shl.b64 	%rd98, %rd133, 2;
-	add.s64 	%rd99, %rd6, %rd98;
-	st.global.f32 	[%rd99], %f20;
-	setp.eq.s64 	%p14, %rd131, 0;
+	rcp.rn.f32 	%f21, %f82;
+	shl.b64 	%rd93, %rd125, 2;
+	add.s64 	%rd94, %rd6, %rd93;
+	st.global.f32 	[%rd94], %f12;
+	add.s64 	%rd95, %rd5, %rd93;
+	st.global.f32 	[%rd95], %f21;
+	setp.eq.s64 	%p14, %rd66, 0;
 	@%p14 bra 	$L__BB51_41;
 
-	mov.u64 	%rd143, 0;
+	mov.u64 	%rd135, 0;
 	@%p4 bra 	$L__BB51_31;
 
-	mov.u64 	%rd142, %rd18;
+	mov.u64 	%rd134, %rd14;
 
 $L__BB51_22:
-	add.s64 	%rd35, %rd143, %rd20;
-	shl.b64 	%rd102, %rd35, 2;
-	add.s64 	%rd36, %rd5, %rd102;
-	ld.global.f32 	%f83, [%rd36];
-	sub.f32 	%f84, %f83, %f11;
-	mul.f32 	%f85, %f20, %f84;
-	add.s64 	%rd37, %rd4, %rd102;
-	st.global.f32 	[%rd37], %f85;
-	shl.b64 	%rd103, %rd143, 2;
-	add.s64 	%rd38, %rd3, %rd103;
-	ld.global.f32 	%f86, [%rd38];
-	mul.f32 	%f183, %f85, %f86;
-	add.s64 	%rd39, %rd2, %rd103;
-	setp.eq.s64 	%p16, %rd73, 0;
+	add.s64 	%rd34, %rd135, %rd18;
+	shl.b64 	%rd98, %rd34, 2;
+	add.s64 	%rd35, %rd4, %rd98;
+	ld.global.f32 	%f83, [%rd35];
+	sub.f32 	%f84, %f83, %f12;
+	mul.f32 	%f85, %f21, %f84;
+	shl.b64 	%rd99, %rd135, 2;
+	add.s64 	%rd36, %rd3, %rd99;
+	ld.global.f32 	%f86, [%rd36];
+	mul.f32 	%f176, %f85, %f86;
+	add.s64 	%rd37, %rd2, %rd99;
+	setp.eq.s64 	%p16, %rd67, 0;
 	@%p16 bra 	$L__BB51_24;
 
-	ld.global.f32 	%f87, [%rd39];
-	add.f32 	%f183, %f183, %f87;
+	ld.global.f32 	%f87, [%rd37];
+	add.f32 	%f176, %f176, %f87;
 
 $L__BB51_24:
-	add.s64 	%rd40, %rd1, %rd102;
-	st.global.f32 	[%rd40], %f183;
-	ld.global.f32 	%f88, [%rd36+4];
-	sub.f32 	%f89, %f88, %f11;
-	mul.f32 	%f90, %f20, %f89;
-	st.global.f32 	[%rd37+4], %f90;
-	ld.global.f32 	%f91, [%rd38+4];
-	mul.f32 	%f184, %f90, %f91;
+	add.s64 	%rd38, %rd1, %rd98;
+	st.global.f32 	[%rd38], %f176;
+	ld.global.f32 	%f88, [%rd35+4];
+	sub.f32 	%f89, %f88, %f12;
+	mul.f32 	%f90, %f21, %f89;
+	ld.global.f32 	%f91, [%rd36+4];
+	mul.f32 	%f177, %f90, %f91;
 	@%p16 bra 	$L__BB51_26;
 
-	ld.global.f32 	%f92, [%rd39+4];
-	add.f32 	%f184, %f184, %f92;
+	ld.global.f32 	%f92, [%rd37+4];
+	add.f32 	%f177, %f177, %f92;
 
 $L__BB51_26:
-	st.global.f32 	[%rd40+4], %f184;
-	ld.global.f32 	%f93, [%rd36+8];
-	sub.f32 	%f94, %f93, %f11;
-	mul.f32 	%f95, %f20, %f94;
-	st.global.f32 	[%rd37+8], %f95;
-	ld.global.f32 	%f96, [%rd38+8];
-	mul.f32 	%f185, %f95, %f96;
+	st.global.f32 	[%rd38+4], %f177;
+	ld.global.f32 	%f93, [%rd35+8];
+	sub.f32 	%f94, %f93, %f12;
+	mul.f32 	%f95, %f21, %f94;
+	ld.global.f32 	%f96, [%rd36+8];
+	mul.f32 	%f178, %f95, %f96;
 	@%p16 bra 	$L__BB51_28;
 
-	ld.global.f32 	%f97, [%rd39+8];
-	add.f32 	%f185, %f185, %f97;
+	ld.global.f32 	%f97, [%rd37+8];
+	add.f32 	%f178, %f178, %f97;
 
 $L__BB51_28:
-	st.global.f32 	[%rd40+8], %f185;
-	ld.global.f32 	%f98, [%rd36+12];
-	sub.f32 	%f99, %f98, %f11;
-	mul.f32 	%f100, %f20, %f99;
-	st.global.f32 	[%rd37+12], %f100;
-	ld.global.f32 	%f101, [%rd38+12];
-	mul.f32 	%f186, %f100, %f101;
+	st.global.f32 	[%rd38+8], %f178;
+	ld.global.f32 	%f98, [%rd35+12];
+	sub.f32 	%f99, %f98, %f12;
+	mul.f32 	%f100, %f21, %f99;
+	ld.global.f32 	%f101, [%rd36+12];
+	mul.f32 	%f179, %f100, %f101;
 	@%p16 bra 	$L__BB51_30;
 
-	ld.global.f32 	%f102, [%rd39+12];
-	add.f32 	%f186, %f186, %f102;
+	ld.global.f32 	%f102, [%rd37+12];
+	add.f32 	%f179, %f179, %f102;
 
 $L__BB51_30:
-	st.global.f32 	[%rd40+12], %f186;
-	add.s64 	%rd143, %rd143, 4;
-	add.s64 	%rd142, %rd142, -4;
-	setp.ne.s64 	%p20, %rd142, 0;
+	st.global.f32 	[%rd38+12], %f179;
+	add.s64 	%rd135, %rd135, 4;
+	add.s64 	%rd134, %rd134, -4;
+	setp.ne.s64 	%p20, %rd134, 0;
 	@%p20 bra 	$L__BB51_22;
 
 $L__BB51_31:
 	@%p6 bra 	$L__BB51_56;
 
-	setp.eq.s64 	%p22, %rd73, 0;
-	add.s64 	%rd48, %rd143, %rd20;
-	shl.b64 	%rd105, %rd48, 2;
-	add.s64 	%rd49, %rd5, %rd105;
-	ld.global.f32 	%f103, [%rd49];
-	sub.f32 	%f104, %f103, %f11;
-	mul.f32 	%f105, %f20, %f104;
-	add.s64 	%rd50, %rd4, %rd105;
-	st.global.f32 	[%rd50], %f105;
-	shl.b64 	%rd106, %rd143, 2;
-	add.s64 	%rd51, %rd3, %rd106;
-	ld.global.f32 	%f106, [%rd51];
-	mul.f32 	%f187, %f105, %f106;
-	add.s64 	%rd52, %rd2, %rd106;
+	setp.eq.s64 	%p22, %rd67, 0;
+	add.s64 	%rd45, %rd135, %rd18;
+	shl.b64 	%rd101, %rd45, 2;
+	add.s64 	%rd46, %rd4, %rd101;
+	ld.global.f32 	%f103, [%rd46];
+	sub.f32 	%f104, %f103, %f12;
+	mul.f32 	%f105, %f21, %f104;
+	shl.b64 	%rd102, %rd135, 2;
+	add.s64 	%rd47, %rd3, %rd102;
+	ld.global.f32 	%f106, [%rd47];
+	mul.f32 	%f180, %f105, %f106;
+	add.s64 	%rd48, %rd2, %rd102;
 	@%p22 bra 	$L__BB51_34;
 
-	ld.global.f32 	%f107, [%rd52];
-	add.f32 	%f187, %f187, %f107;
+	ld.global.f32 	%f107, [%rd48];
+	add.f32 	%f180, %f180, %f107;
 
 $L__BB51_34:
-	add.s64 	%rd53, %rd1, %rd105;
-	st.global.f32 	[%rd53], %f187;
-	setp.eq.s64 	%p23, %rd17, 1;
+	add.s64 	%rd49, %rd1, %rd101;
+	st.global.f32 	[%rd49], %f180;
+	setp.eq.s64 	%p23, %rd13, 1;
 	@%p23 bra 	$L__BB51_56;
 
-	ld.global.f32 	%f108, [%rd49+4];
-	sub.f32 	%f109, %f108, %f11;
-	mul.f32 	%f110, %f20, %f109;
-	st.global.f32 	[%rd50+4], %f110;
-	ld.global.f32 	%f111, [%rd51+4];
-	mul.f32 	%f188, %f110, %f111;
+	ld.global.f32 	%f108, [%rd46+4];
+	sub.f32 	%f109, %f108, %f12;
+	mul.f32 	%f110, %f21, %f109;
+	ld.global.f32 	%f111, [%rd47+4];
+	mul.f32 	%f181, %f110, %f111;
 	@%p22 bra 	$L__BB51_37;
 
-	ld.global.f32 	%f112, [%rd52+4];
-	add.f32 	%f188, %f188, %f112;
+	ld.global.f32 	%f112, [%rd48+4];
+	add.f32 	%f181, %f181, %f112;
 
 $L__BB51_37:
-	st.global.f32 	[%rd53+4], %f188;
-	setp.eq.s64 	%p25, %rd17, 2;
+	st.global.f32 	[%rd49+4], %f181;
+	setp.eq.s64 	%p25, %rd13, 2;
 	@%p25 bra 	$L__BB51_56;
 
-	ld.global.f32 	%f113, [%rd49+8];
-	sub.f32 	%f114, %f113, %f11;
-	mul.f32 	%f115, %f20, %f114;
-	st.global.f32 	[%rd50+8], %f115;
-	ld.global.f32 	%f116, [%rd51+8];
-	mul.f32 	%f189, %f115, %f116;
+	ld.global.f32 	%f113, [%rd46+8];
+	sub.f32 	%f114, %f113, %f12;
+	mul.f32 	%f115, %f21, %f114;
+	ld.global.f32 	%f116, [%rd47+8];
+	mul.f32 	%f182, %f115, %f116;
 	@%p22 bra 	$L__BB51_40;
 
-	ld.global.f32 	%f117, [%rd52+8];
-	add.f32 	%f189, %f189, %f117;
+	ld.global.f32 	%f117, [%rd48+8];
+	add.f32 	%f182, %f182, %f117;
 
 $L__BB51_40:
-	st.global.f32 	[%rd53+8], %f189;
+	st.global.f32 	[%rd49+8], %f182;
 	bra.uni 	$L__BB51_56;
 
 $L__BB51_41:
-	setp.eq.s64 	%p27, %rd73, 0;
+	setp.eq.s64 	%p27, %rd67, 0;
 	@%p27 bra 	$L__BB51_49;
 
-	mov.u64 	%rd146, 0;
+	mov.u64 	%rd138, 0;
 	@%p4 bra 	$L__BB51_45;
 
-	mov.u64 	%rd145, %rd18;
+	mov.u64 	%rd137, %rd14;
 
 $L__BB51_44:
-	add.s64 	%rd110, %rd146, %rd20;
-	shl.b64 	%rd111, %rd110, 2;
-	add.s64 	%rd112, %rd5, %rd111;
-	ld.global.f32 	%f118, [%rd112];
-	sub.f32 	%f119, %f118, %f11;
-	mul.f32 	%f120, %f20, %f119;
-	add.s64 	%rd113, %rd4, %rd111;
-	st.global.f32 	[%rd113], %f120;
-	shl.b64 	%rd114, %rd146, 2;
-	add.s64 	%rd115, %rd2, %rd114;
-	ld.global.f32 	%f121, [%rd115];
-	add.f32 	%f122, %f120, %f121;
-	add.s64 	%rd116, %rd1, %rd111;
-	st.global.f32 	[%rd116], %f122;
-	ld.global.f32 	%f123, [%rd112+4];
-	sub.f32 	%f124, %f123, %f11;
-	mul.f32 	%f125, %f20, %f124;
-	st.global.f32 	[%rd113+4], %f125;
-	ld.global.f32 	%f126, [%rd115+4];
-	add.f32 	%f127, %f125, %f126;
-	st.global.f32 	[%rd116+4], %f127;
-	ld.global.f32 	%f128, [%rd112+8];
-	sub.f32 	%f129, %f128, %f11;
-	mul.f32 	%f130, %f20, %f129;
-	st.global.f32 	[%rd113+8], %f130;
-	ld.global.f32 	%f131, [%rd115+8];
-	add.f32 	%f132, %f130, %f131;
-	st.global.f32 	[%rd116+8], %f132;
-	ld.global.f32 	%f133, [%rd112+12];
-	sub.f32 	%f134, %f133, %f11;
-	mul.f32 	%f135, %f20, %f134;
-	st.global.f32 	[%rd113+12], %f135;
-	ld.global.f32 	%f136, [%rd115+12];
-	add.f32 	%f137, %f135, %f136;
-	st.global.f32 	[%rd116+12], %f137;
-	add.s64 	%rd146, %rd146, 4;
-	add.s64 	%rd145, %rd145, -4;
-	setp.ne.s64 	%p29, %rd145, 0;
+	add.s64 	%rd106, %rd138, %rd18;
+	shl.b64 	%rd107, %rd106, 2;
+	add.s64 	%rd108, %rd4, %rd107;
+	ld.global.f32 	%f118, [%rd108];
+	sub.f32 	%f119, %f118, %f12;
+	shl.b64 	%rd109, %rd138, 2;
+	add.s64 	%rd110, %rd2, %rd109;
+	ld.global.f32 	%f120, [%rd110];
+	fma.rn.f32 	%f121, %f21, %f119, %f120;
+	add.s64 	%rd111, %rd1, %rd107;
+	st.global.f32 	[%rd111], %f121;
+	ld.global.f32 	%f122, [%rd108+4];
+	sub.f32 	%f123, %f122, %f12;
+	ld.global.f32 	%f124, [%rd110+4];
+	fma.rn.f32 	%f125, %f21, %f123, %f124;
+	st.global.f32 	[%rd111+4], %f125;
+	ld.global.f32 	%f126, [%rd108+8];
+	sub.f32 	%f127, %f126, %f12;
+	ld.global.f32 	%f128, [%rd110+8];
+	fma.rn.f32 	%f129, %f21, %f127, %f128;
+	st.global.f32 	[%rd111+8], %f129;
+	ld.global.f32 	%f130, [%rd108+12];
+	sub.f32 	%f131, %f130, %f12;
+	ld.global.f32 	%f132, [%rd110+12];
+	fma.rn.f32 	%f133, %f21, %f131, %f132;
+	st.global.f32 	[%rd111+12], %f133;
+	add.s64 	%rd138, %rd138, 4;
+	add.s64 	%rd137, %rd137, -4;
+	setp.ne.s64 	%p29, %rd137, 0;
 	@%p29 bra 	$L__BB51_44;
 
 $L__BB51_45:
 	@%p6 bra 	$L__BB51_56;
 
-	setp.eq.s64 	%p31, %rd17, 1;
-	add.s64 	%rd117, %rd146, %rd20;
-	shl.b64 	%rd118, %rd117, 2;
-	add.s64 	%rd59, %rd5, %rd118;
-	ld.global.f32 	%f138, [%rd59];
-	sub.f32 	%f139, %f138, %f11;
-	mul.f32 	%f140, %f20, %f139;
-	add.s64 	%rd60, %rd4, %rd118;
-	st.global.f32 	[%rd60], %f140;
-	shl.b64 	%rd119, %rd146, 2;
-	add.s64 	%rd61, %rd2, %rd119;
-	ld.global.f32 	%f141, [%rd61];
-	add.f32 	%f142, %f140, %f141;
-	add.s64 	%rd62, %rd1, %rd118;
-	st.global.f32 	[%rd62], %f142;
+	setp.eq.s64 	%p31, %rd13, 1;
+	add.s64 	%rd112, %rd138, %rd18;
+	shl.b64 	%rd113, %rd112, 2;
+	add.s64 	%rd55, %rd4, %rd113;
+	ld.global.f32 	%f134, [%rd55];
+	sub.f32 	%f135, %f134, %f12;
+	shl.b64 	%rd114, %rd138, 2;
+	add.s64 	%rd56, %rd2, %rd114;
+	ld.global.f32 	%f136, [%rd56];
+	fma.rn.f32 	%f137, %f21, %f135, %f136;
+	add.s64 	%rd57, %rd1, %rd113;
+	st.global.f32 	[%rd57], %f137;
 	@%p31 bra 	$L__BB51_56;
 
-	setp.eq.s64 	%p32, %rd17, 2;
-	ld.global.f32 	%f143, [%rd59+4];
-	sub.f32 	%f144, %f143, %f11;
-	mul.f32 	%f145, %f20, %f144;
-	st.global.f32 	[%rd60+4], %f145;
-	ld.global.f32 	%f146, [%rd61+4];
-	add.f32 	%f147, %f145, %f146;
-	st.global.f32 	[%rd62+4], %f147;
+	setp.eq.s64 	%p32, %rd13, 2;
+	ld.global.f32 	%f138, [%rd55+4];
+	sub.f32 	%f139, %f138, %f12;
+	ld.global.f32 	%f140, [%rd56+4];
+	fma.rn.f32 	%f141, %f21, %f139, %f140;
+	st.global.f32 	[%rd57+4], %f141;
 	@%p32 bra 	$L__BB51_56;
 
-	ld.global.f32 	%f148, [%rd59+8];
-	sub.f32 	%f149, %f148, %f11;
-	mul.f32 	%f150, %f20, %f149;
-	st.global.f32 	[%rd60+8], %f150;
-	ld.global.f32 	%f151, [%rd61+8];
-	add.f32 	%f152, %f150, %f151;
-	st.global.f32 	[%rd62+8], %f152;
+	ld.global.f32 	%f142, [%rd55+8];
+	sub.f32 	%f143, %f142, %f12;
+	ld.global.f32 	%f144, [%rd56+8];
+	fma.rn.f32 	%f145, %f21, %f143, %f144;
+	st.global.f32 	[%rd57+8], %f145;
 	bra.uni 	$L__BB51_56;
 
 $L__BB51_49:
-	mov.u64 	%rd149, 0;
+	mov.u64 	%rd141, 0;
 	@%p4 bra 	$L__BB51_52;
 
-	mov.u64 	%rd148, %rd18;
+	mov.u64 	%rd140, %rd14;
 
 $L__BB51_51:
-	add.s64 	%rd122, %rd149, %rd20;
-	shl.b64 	%rd123, %rd122, 2;
-	add.s64 	%rd124, %rd5, %rd123;
-	ld.global.f32 	%f153, [%rd124];
-	sub.f32 	%f154, %f153, %f11;
-	mul.f32 	%f155, %f20, %f154;
-	add.s64 	%rd125, %rd4, %rd123;
-	st.global.f32 	[%rd125], %f155;
-	add.s64 	%rd126, %rd1, %rd123;
-	st.global.f32 	[%rd126], %f155;
-	ld.global.f32 	%f156, [%rd124+4];
-	sub.f32 	%f157, %f156, %f11;
-	mul.f32 	%f158, %f20, %f157;
-	st.global.f32 	[%rd125+4], %f158;
-	st.global.f32 	[%rd126+4], %f158;
-	ld.global.f32 	%f159, [%rd124+8];
-	sub.f32 	%f160, %f159, %f11;
-	mul.f32 	%f161, %f20, %f160;
-	st.global.f32 	[%rd125+8], %f161;
-	st.global.f32 	[%rd126+8], %f161;
-	ld.global.f32 	%f162, [%rd124+12];
-	sub.f32 	%f163, %f162, %f11;
-	mul.f32 	%f164, %f20, %f163;
-	st.global.f32 	[%rd125+12], %f164;
-	st.global.f32 	[%rd126+12], %f164;
-	add.s64 	%rd149, %rd149, 4;
-	add.s64 	%rd148, %rd148, -4;
-	setp.ne.s64 	%p34, %rd148, 0;
+	add.s64 	%rd117, %rd141, %rd18;
+	shl.b64 	%rd118, %rd117, 2;
+	add.s64 	%rd119, %rd4, %rd118;
+	ld.global.f32 	%f146, [%rd119];
+	sub.f32 	%f147, %f146, %f12;
+	mul.f32 	%f148, %f21, %f147;
+	add.s64 	%rd120, %rd1, %rd118;
+	st.global.f32 	[%rd120], %f148;
+	ld.global.f32 	%f149, [%rd119+4];
+	sub.f32 	%f150, %f149, %f12;
+	mul.f32 	%f151, %f21, %f150;
+	st.global.f32 	[%rd120+4], %f151;
+	ld.global.f32 	%f152, [%rd119+8];
+	sub.f32 	%f153, %f152, %f12;
+	mul.f32 	%f154, %f21, %f153;
+	st.global.f32 	[%rd120+8], %f154;
+	ld.global.f32 	%f155, [%rd119+12];
+	sub.f32 	%f156, %f155, %f12;
+	mul.f32 	%f157, %f21, %f156;
+	st.global.f32 	[%rd120+12], %f157;
+	add.s64 	%rd141, %rd141, 4;
+	add.s64 	%rd140, %rd140, -4;
+	setp.ne.s64 	%p34, %rd140, 0;
 	@%p34 bra 	$L__BB51_51;
 
 $L__BB51_52:
 	@%p6 bra 	$L__BB51_56;
 
-	setp.eq.s64 	%p36, %rd17, 1;
-	add.s64 	%rd127, %rd149, %rd20;
-	shl.b64 	%rd128, %rd127, 2;
-	add.s64 	%rd68, %rd5, %rd128;
-	ld.global.f32 	%f165, [%rd68];
-	sub.f32 	%f166, %f165, %f11;
-	mul.f32 	%f167, %f20, %f166;
-	add.s64 	%rd69, %rd4, %rd128;
-	st.global.f32 	[%rd69], %f167;
-	add.s64 	%rd70, %rd1, %rd128;
-	st.global.f32 	[%rd70], %f167;
+	setp.eq.s64 	%p36, %rd13, 1;
+	add.s64 	%rd121, %rd141, %rd18;
+	shl.b64 	%rd122, %rd121, 2;
+	add.s64 	%rd63, %rd4, %rd122;
+	ld.global.f32 	%f158, [%rd63];
+	sub.f32 	%f159, %f158, %f12;
+	mul.f32 	%f160, %f21, %f159;
+	add.s64 	%rd64, %rd1, %rd122;
+	st.global.f32 	[%rd64], %f160;
 	@%p36 bra 	$L__BB51_56;
 
-	setp.eq.s64 	%p37, %rd17, 2;
-	ld.global.f32 	%f168, [%rd68+4];
-	sub.f32 	%f169, %f168, %f11;
-	mul.f32 	%f170, %f20, %f169;
-	st.global.f32 	[%rd69+4], %f170;
-	st.global.f32 	[%rd70+4], %f170;
+	setp.eq.s64 	%p37, %rd13, 2;
+	ld.global.f32 	%f161, [%rd63+4];
+	sub.f32 	%f162, %f161, %f12;
+	mul.f32 	%f163, %f21, %f162;
+	st.global.f32 	[%rd64+4], %f163;
 	@%p37 bra 	$L__BB51_56;
 
-	ld.global.f32 	%f171, [%rd68+8];
-	sub.f32 	%f172, %f171, %f11;
-	mul.f32 	%f173, %f20, %f172;
-	st.global.f32 	[%rd69+8], %f173;
-	st.global.f32 	[%rd70+8], %f173;
+	ld.global.f32 	%f164, [%rd63+8];
+	sub.f32 	%f165, %f164, %f12;
+	mul.f32 	%f166, %f21, %f165;
+	st.global.f32 	[%rd64+8], %f166;
 
 $L__BB51_56:
-	ld.param.u64 	%rd129, [layer_norm_f32_param_6];
-	add.s64 	%rd133, %rd133, %rd9;
-	setp.lt.s64 	%p38, %rd133, %rd129;
+	ld.param.u64 	%rd123, [layer_norm_f32_param_6];
+	add.s64 	%rd125, %rd125, %rd9;
+	setp.lt.s64 	%p38, %rd125, %rd123;
 	@%p38 bra 	$L__BB51_5;
 	bra.uni 	$L__BB51_57;
 
 $L__BB51_2:
-	mov.f32 	%f43, 0f00000000;
-	div.rn.f32 	%f44, %f43, %f1;
-	add.f32 	%f45, %f44, %f42;
+	mov.f32 	%f44, 0f00000000;
+	div.rn.f32 	%f2, %f44, %f1;
+	add.f32 	%f45, %f2, %f43;
 	sqrt.rn.f32 	%f46, %f45;
-	rcp.rn.f32 	%f2, %f46;
-	shl.b64 	%rd83, %rd133, 2;
-	add.s64 	%rd132, %rd6, %rd83;
-	shl.b64 	%rd11, %rd9, 2;
+	rcp.rn.f32 	%f3, %f46;
 
 $L__BB51_3:
-	st.global.f32 	[%rd132], %f2;
-	add.s64 	%rd132, %rd132, %rd11;
-	add.s64 	%rd133, %rd133, %rd9;
-	setp.lt.s64 	%p3, %rd133, %rd74;
+	shl.b64 	%rd77, %rd125, 2;
+	add.s64 	%rd78, %rd6, %rd77;
+	st.global.f32 	[%rd78], %f2;
+	add.s64 	%rd79, %rd5, %rd77;
+	st.global.f32 	[%rd79], %f3;
+	add.s64 	%rd125, %rd125, %rd9;
+	setp.lt.s64 	%p3, %rd125, %rd68;
 	@%p3 bra 	$L__BB51_3;
 
 $L__BB51_57:
+	ret;
+
+}
+	// .globl	layer_norm_xhat_f32
+.visible .entry layer_norm_xhat_f32(
+	.param .u64 layer_norm_xhat_f32_param_0,
+	.param .u64 layer_norm_xhat_f32_param_1,
+	.param .u64 layer_norm_xhat_f32_param_2,
+	.param .u64 layer_norm_xhat_f32_param_3,
+	.param .u64 layer_norm_xhat_f32_param_4,
+	.param .u64 layer_norm_xhat_f32_param_5
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<26>;
+	.reg .b32 	%r<23>;
+	.reg .b64 	%rd<108>;
+
+
+	ld.param.u64 	%rd55, [layer_norm_xhat_f32_param_0];
+	ld.param.u64 	%rd56, [layer_norm_xhat_f32_param_1];
+	ld.param.u64 	%rd57, [layer_norm_xhat_f32_param_2];
+	ld.param.u64 	%rd58, [layer_norm_xhat_f32_param_3];
+	ld.param.u64 	%rd59, [layer_norm_xhat_f32_param_4];
+	ld.param.u64 	%rd54, [layer_norm_xhat_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd55;
+	cvta.to.global.u64 	%rd2, %rd58;
+	cvta.to.global.u64 	%rd3, %rd57;
+	cvta.to.global.u64 	%rd4, %rd56;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd5, %r2;
+	mul.wide.u32 	%rd60, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd61, %r3;
+	add.s64 	%rd102, %rd60, %rd61;
+	mul.lo.s64 	%rd7, %rd54, %rd59;
+	setp.ge.s64 	%p1, %rd102, %rd7;
+	@%p1 bra 	$L__BB52_24;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd5;
+	not.b64 	%rd62, %rd102;
+	add.s64 	%rd10, %rd7, %rd62;
+	or.b64  	%rd63, %rd10, %rd9;
+	and.b64  	%rd64, %rd63, -4294967296;
+	setp.eq.s64 	%p2, %rd64, 0;
+	@%p2 bra 	$L__BB52_3;
+
+	div.u64 	%rd96, %rd10, %rd9;
+	bra.uni 	$L__BB52_4;
+
+$L__BB52_3:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd96, %r7;
+
+$L__BB52_4:
+	add.s64 	%rd65, %rd96, 1;
+	and.b64  	%rd100, %rd65, 3;
+	setp.eq.s64 	%p3, %rd100, 0;
+	@%p3 bra 	$L__BB52_10;
+
+	shl.b64 	%rd66, %rd102, 2;
+	add.s64 	%rd98, %rd1, %rd66;
+	shl.b64 	%rd16, %rd9, 2;
+	add.s64 	%rd97, %rd4, %rd66;
+	cvt.u32.u64 	%r8, %rd54;
+
+$L__BB52_6:
+	.pragma "nounroll";
+	or.b64  	%rd67, %rd102, %rd54;
+	and.b64  	%rd68, %rd67, -4294967296;
+	setp.eq.s64 	%p4, %rd68, 0;
+	@%p4 bra 	$L__BB52_8;
+
+	div.s64 	%rd101, %rd102, %rd54;
+	bra.uni 	$L__BB52_9;
+
+$L__BB52_8:
+	cvt.u32.u64 	%r9, %rd102;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd101, %r10;
+
+$L__BB52_9:
+	shl.b64 	%rd69, %rd101, 2;
+	add.s64 	%rd70, %rd3, %rd69;
+	ld.global.f32 	%f1, [%rd70];
+	ld.global.f32 	%f2, [%rd97];
+	sub.f32 	%f3, %f2, %f1;
+	add.s64 	%rd71, %rd2, %rd69;
+	ld.global.f32 	%f4, [%rd71];
+	mul.f32 	%f5, %f3, %f4;
+	st.global.f32 	[%rd98], %f5;
+	add.s64 	%rd102, %rd102, %rd9;
+	add.s64 	%rd98, %rd98, %rd16;
+	add.s64 	%rd97, %rd97, %rd16;
+	add.s64 	%rd100, %rd100, -1;
+	setp.ne.s64 	%p5, %rd100, 0;
+	@%p5 bra 	$L__BB52_6;
+
+$L__BB52_10:
+	setp.lt.u64 	%p6, %rd96, 3;
+	@%p6 bra 	$L__BB52_24;
+
+$L__BB52_11:
+	shl.b64 	%rd31, %rd9, 2;
+	or.b64  	%rd73, %rd102, %rd54;
+	and.b64  	%rd74, %rd73, -4294967296;
+	setp.eq.s64 	%p7, %rd74, 0;
+	@%p7 bra 	$L__BB52_13;
+
+	div.s64 	%rd104, %rd102, %rd54;
+	bra.uni 	$L__BB52_14;
+
+$L__BB52_13:
+	cvt.u32.u64 	%r11, %rd54;
+	cvt.u32.u64 	%r12, %rd102;
+	div.u32 	%r13, %r12, %r11;
+	cvt.u64.u32 	%rd104, %r13;
+
+$L__BB52_14:
+	shl.b64 	%rd75, %rd102, 2;
+	add.s64 	%rd35, %rd4, %rd75;
+	shl.b64 	%rd76, %rd104, 2;
+	add.s64 	%rd77, %rd3, %rd76;
+	ld.global.f32 	%f6, [%rd77];
+	ld.global.f32 	%f7, [%rd35];
+	sub.f32 	%f8, %f7, %f6;
+	add.s64 	%rd78, %rd2, %rd76;
+	ld.global.f32 	%f9, [%rd78];
+	mul.f32 	%f10, %f8, %f9;
+	add.s64 	%rd36, %rd1, %rd75;
+	st.global.f32 	[%rd36], %f10;
+	add.s64 	%rd37, %rd102, %rd9;
+	or.b64  	%rd79, %rd37, %rd54;
+	and.b64  	%rd80, %rd79, -4294967296;
+	setp.eq.s64 	%p8, %rd80, 0;
+	@%p8 bra 	$L__BB52_16;
+
+	div.s64 	%rd105, %rd37, %rd54;
+	bra.uni 	$L__BB52_17;
+
+$L__BB52_16:
+	cvt.u32.u64 	%r14, %rd54;
+	cvt.u32.u64 	%r15, %rd37;
+	div.u32 	%r16, %r15, %r14;
+	cvt.u64.u32 	%rd105, %r16;
+
+$L__BB52_17:
+	add.s64 	%rd41, %rd35, %rd31;
+	shl.b64 	%rd81, %rd105, 2;
+	add.s64 	%rd82, %rd3, %rd81;
+	ld.global.f32 	%f11, [%rd82];
+	ld.global.f32 	%f12, [%rd41];
+	sub.f32 	%f13, %f12, %f11;
+	add.s64 	%rd83, %rd2, %rd81;
+	ld.global.f32 	%f14, [%rd83];
+	mul.f32 	%f15, %f13, %f14;
+	add.s64 	%rd42, %rd36, %rd31;
+	st.global.f32 	[%rd42], %f15;
+	add.s64 	%rd43, %rd37, %rd9;
+	or.b64  	%rd84, %rd43, %rd54;
+	and.b64  	%rd85, %rd84, -4294967296;
+	setp.eq.s64 	%p9, %rd85, 0;
+	@%p9 bra 	$L__BB52_19;
+
+	div.s64 	%rd106, %rd43, %rd54;
+	bra.uni 	$L__BB52_20;
+
+$L__BB52_19:
+	cvt.u32.u64 	%r17, %rd54;
+	cvt.u32.u64 	%r18, %rd43;
+	div.u32 	%r19, %r18, %r17;
+	cvt.u64.u32 	%rd106, %r19;
+
+$L__BB52_20:
+	add.s64 	%rd47, %rd41, %rd31;
+	shl.b64 	%rd86, %rd106, 2;
+	add.s64 	%rd87, %rd3, %rd86;
+	ld.global.f32 	%f16, [%rd87];
+	ld.global.f32 	%f17, [%rd47];
+	sub.f32 	%f18, %f17, %f16;
+	add.s64 	%rd88, %rd2, %rd86;
+	ld.global.f32 	%f19, [%rd88];
+	mul.f32 	%f20, %f18, %f19;
+	add.s64 	%rd48, %rd42, %rd31;
+	st.global.f32 	[%rd48], %f20;
+	add.s64 	%rd49, %rd43, %rd9;
+	or.b64  	%rd89, %rd49, %rd54;
+	and.b64  	%rd90, %rd89, -4294967296;
+	setp.eq.s64 	%p10, %rd90, 0;
+	@%p10 bra 	$L__BB52_22;
+
+	div.s64 	%rd107, %rd49, %rd54;
+	bra.uni 	$L__BB52_23;
+
+$L__BB52_22:
+	cvt.u32.u64 	%r20, %rd54;
+	cvt.u32.u64 	%r21, %rd49;
+	div.u32 	%r22, %r21, %r20;
+	cvt.u64.u32 	%rd107, %r22;
+
+$L__BB52_23:
+	add.s64 	%rd91, %rd47, %rd31;
+	shl.b64 	%rd92, %rd107, 2;
+	add.s64 	%rd93, %rd3, %rd92;
+	ld.global.f32 	%f21, [%rd93];
+	ld.global.f32 	%f22, [%rd91];
+	sub.f32 	%f23, %f22, %f21;
+	add.s64 	%rd94, %rd2, %rd92;
+	ld.global.f32 	%f24, [%rd94];
+	mul.f32 	%f25, %f23, %f24;
+	add.s64 	%rd95, %rd48, %rd31;
+	st.global.f32 	[%rd95], %f25;
+	add.s64 	%rd102, %rd49, %rd9;
+	setp.lt.s64 	%p11, %rd102, %rd7;
+	@%p11 bra 	$L__BB52_11;
+
+$L__BB52_24:
 	ret;
 
 }
@@ -13069,10 +13259,10 @@ $L__BB51_57:
 	cvt.u64.u32 	%rd64, %r3;
 	add.s64 	%rd104, %rd63, %rd64;
 	setp.ge.s64 	%p1, %rd104, %rd58;
-	@%p1 bra 	$L__BB52_34;
+	@%p1 bra 	$L__BB53_34;
 
 	setp.lt.s64 	%p2, %rd59, 1;
-	@%p2 bra 	$L__BB52_34;
+	@%p2 bra 	$L__BB53_34;
 
 	cvt.rn.f32.s64 	%f1, %rd59;
 	add.s64 	%rd7, %rd59, -1;
@@ -13086,23 +13276,23 @@ $L__BB51_57:
 	cvt.u64.u32 	%rd65, %r4;
 	mul.lo.s64 	%rd14, %rd65, %rd5;
 
-$L__BB52_3:
+$L__BB53_3:
 	mul.lo.s64 	%rd16, %rd104, %rd59;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB52_11;
+	@%p3 bra 	$L__BB53_11;
 
 	setp.lt.u64 	%p4, %rd7, 3;
 	mov.f32 	%f210, 0f00000000;
 	mov.u64 	%rd109, 0;
 	mov.f32 	%f209, %f210;
-	@%p4 bra 	$L__BB52_7;
+	@%p4 bra 	$L__BB53_7;
 
 	shl.b64 	%rd68, %rd16, 2;
 	add.s64 	%rd107, %rd11, %rd68;
 	add.s64 	%rd106, %rd12, %rd68;
 	mov.u64 	%rd105, %rd3;
 
-$L__BB52_6:
+$L__BB53_6:
 	ld.global.f32 	%f40, [%rd105];
 	ld.global.f32 	%f41, [%rd107+-8];
 	mul.f32 	%f42, %f41, %f40;
@@ -13133,11 +13323,11 @@ $L__BB52_6:
 	add.s64 	%rd106, %rd106, 16;
 	add.s64 	%rd105, %rd105, 16;
 	setp.ne.s64 	%p5, %rd69, 0;
-	@%p5 bra 	$L__BB52_6;
+	@%p5 bra 	$L__BB53_6;
 
-$L__BB52_7:
+$L__BB53_7:
 	setp.eq.s64 	%p6, %rd8, 0;
-	@%p6 bra 	$L__BB52_18;
+	@%p6 bra 	$L__BB53_18;
 
 	setp.eq.s64 	%p7, %rd8, 1;
 	add.s64 	%rd70, %rd109, %rd16;
@@ -13152,7 +13342,7 @@ $L__BB52_7:
 	add.s64 	%rd30, %rd2, %rd71;
 	ld.global.f32 	%f65, [%rd30];
 	fma.rn.f32 	%f210, %f64, %f65, %f210;
-	@%p7 bra 	$L__BB52_18;
+	@%p7 bra 	$L__BB53_18;
 
 	setp.eq.s64 	%p8, %rd8, 2;
 	ld.global.f32 	%f66, [%rd29+4];
@@ -13161,7 +13351,7 @@ $L__BB52_7:
 	add.f32 	%f209, %f209, %f68;
 	ld.global.f32 	%f69, [%rd30+4];
 	fma.rn.f32 	%f210, %f68, %f69, %f210;
-	@%p8 bra 	$L__BB52_18;
+	@%p8 bra 	$L__BB53_18;
 
 	ld.global.f32 	%f70, [%rd29+8];
 	ld.global.f32 	%f71, [%rd28+8];
@@ -13169,18 +13359,18 @@ $L__BB52_7:
 	add.f32 	%f209, %f209, %f72;
 	ld.global.f32 	%f73, [%rd30+8];
 	fma.rn.f32 	%f210, %f72, %f73, %f210;
-	bra.uni 	$L__BB52_18;
+	bra.uni 	$L__BB53_18;
 
-$L__BB52_11:
+$L__BB53_11:
 	setp.lt.u64 	%p9, %rd7, 3;
 	mov.f32 	%f210, 0f00000000;
 	mov.u64 	%rd112, 0;
 	mov.f32 	%f209, %f210;
-	@%p9 bra 	$L__BB52_14;
+	@%p9 bra 	$L__BB53_14;
 
 	mov.u64 	%rd111, %rd9;
 
-$L__BB52_13:
+$L__BB53_13:
 	add.s64 	%rd75, %rd112, %rd16;
 	shl.b64 	%rd76, %rd75, 2;
 	add.s64 	%rd77, %rd4, %rd76;
@@ -13204,11 +13394,11 @@ $L__BB52_13:
 	add.s64 	%rd112, %rd112, 4;
 	add.s64 	%rd111, %rd111, -4;
 	setp.ne.s64 	%p10, %rd111, 0;
-	@%p10 bra 	$L__BB52_13;
+	@%p10 bra 	$L__BB53_13;
 
-$L__BB52_14:
+$L__BB53_14:
 	setp.eq.s64 	%p11, %rd8, 0;
-	@%p11 bra 	$L__BB52_18;
+	@%p11 bra 	$L__BB53_18;
 
 	setp.eq.s64 	%p12, %rd8, 1;
 	add.s64 	%rd79, %rd112, %rd16;
@@ -13219,35 +13409,35 @@ $L__BB52_14:
 	add.s64 	%rd37, %rd2, %rd80;
 	ld.global.f32 	%f94, [%rd37];
 	fma.rn.f32 	%f210, %f93, %f94, %f210;
-	@%p12 bra 	$L__BB52_18;
+	@%p12 bra 	$L__BB53_18;
 
 	setp.eq.s64 	%p13, %rd8, 2;
 	ld.global.f32 	%f95, [%rd36+4];
 	add.f32 	%f209, %f209, %f95;
 	ld.global.f32 	%f96, [%rd37+4];
 	fma.rn.f32 	%f210, %f95, %f96, %f210;
-	@%p13 bra 	$L__BB52_18;
+	@%p13 bra 	$L__BB53_18;
 
 	ld.global.f32 	%f97, [%rd36+8];
 	add.f32 	%f209, %f209, %f97;
 	ld.global.f32 	%f98, [%rd37+8];
 	fma.rn.f32 	%f210, %f97, %f98, %f210;
 
-$L__BB52_18:
+$L__BB53_18:
 	div.rn.f32 	%f32, %f209, %f1;
 	div.rn.f32 	%f33, %f210, %f1;
 	shl.b64 	%rd81, %rd104, 2;
 	add.s64 	%rd82, %rd13, %rd81;
 	ld.global.f32 	%f34, [%rd82];
-	@%p3 bra 	$L__BB52_26;
+	@%p3 bra 	$L__BB53_26;
 
 	setp.lt.u64 	%p15, %rd7, 3;
 	mov.u64 	%rd115, 0;
-	@%p15 bra 	$L__BB52_22;
+	@%p15 bra 	$L__BB53_22;
 
 	mov.u64 	%rd114, %rd9;
 
-$L__BB52_21:
+$L__BB53_21:
 	add.s64 	%rd85, %rd115, %rd16;
 	shl.b64 	%rd86, %rd85, 2;
 	add.s64 	%rd87, %rd4, %rd86;
@@ -13294,11 +13484,11 @@ $L__BB52_21:
 	add.s64 	%rd115, %rd115, 4;
 	add.s64 	%rd114, %rd114, -4;
 	setp.ne.s64 	%p16, %rd114, 0;
-	@%p16 bra 	$L__BB52_21;
+	@%p16 bra 	$L__BB53_21;
 
-$L__BB52_22:
+$L__BB53_22:
 	setp.eq.s64 	%p17, %rd8, 0;
-	@%p17 bra 	$L__BB52_33;
+	@%p17 bra 	$L__BB53_33;
 
 	setp.eq.s64 	%p18, %rd8, 1;
 	add.s64 	%rd92, %rd115, %rd16;
@@ -13317,7 +13507,7 @@ $L__BB52_22:
 	mul.f32 	%f138, %f34, %f137;
 	add.s64 	%rd46, %rd1, %rd93;
 	st.global.f32 	[%rd46], %f138;
-	@%p18 bra 	$L__BB52_33;
+	@%p18 bra 	$L__BB53_33;
 
 	setp.eq.s64 	%p19, %rd8, 2;
 	ld.global.f32 	%f139, [%rd44+4];
@@ -13329,7 +13519,7 @@ $L__BB52_22:
 	sub.f32 	%f145, %f142, %f144;
 	mul.f32 	%f146, %f34, %f145;
 	st.global.f32 	[%rd46+4], %f146;
-	@%p19 bra 	$L__BB52_33;
+	@%p19 bra 	$L__BB53_33;
 
 	ld.global.f32 	%f147, [%rd44+8];
 	ld.global.f32 	%f148, [%rd43+8];
@@ -13340,16 +13530,16 @@ $L__BB52_22:
 	sub.f32 	%f153, %f150, %f152;
 	mul.f32 	%f154, %f34, %f153;
 	st.global.f32 	[%rd46+8], %f154;
-	bra.uni 	$L__BB52_33;
+	bra.uni 	$L__BB53_33;
 
-$L__BB52_26:
+$L__BB53_26:
 	setp.lt.u64 	%p20, %rd7, 3;
 	mov.u64 	%rd118, 0;
-	@%p20 bra 	$L__BB52_29;
+	@%p20 bra 	$L__BB53_29;
 
 	mov.u64 	%rd117, %rd9;
 
-$L__BB52_28:
+$L__BB53_28:
 	add.s64 	%rd97, %rd118, %rd16;
 	shl.b64 	%rd98, %rd97, 2;
 	add.s64 	%rd99, %rd4, %rd98;
@@ -13386,11 +13576,11 @@ $L__BB52_28:
 	add.s64 	%rd118, %rd118, 4;
 	add.s64 	%rd117, %rd117, -4;
 	setp.ne.s64 	%p21, %rd117, 0;
-	@%p21 bra 	$L__BB52_28;
+	@%p21 bra 	$L__BB53_28;
 
-$L__BB52_29:
+$L__BB53_29:
 	setp.eq.s64 	%p22, %rd8, 0;
-	@%p22 bra 	$L__BB52_33;
+	@%p22 bra 	$L__BB53_33;
 
 	setp.eq.s64 	%p23, %rd8, 1;
 	add.s64 	%rd102, %rd118, %rd16;
@@ -13405,7 +13595,7 @@ $L__BB52_29:
 	mul.f32 	%f184, %f34, %f183;
 	add.s64 	%rd54, %rd1, %rd103;
 	st.global.f32 	[%rd54], %f184;
-	@%p23 bra 	$L__BB52_33;
+	@%p23 bra 	$L__BB53_33;
 
 	setp.eq.s64 	%p24, %rd8, 2;
 	ld.global.f32 	%f185, [%rd52+4];
@@ -13415,7 +13605,7 @@ $L__BB52_29:
 	sub.f32 	%f189, %f186, %f188;
 	mul.f32 	%f190, %f34, %f189;
 	st.global.f32 	[%rd54+4], %f190;
-	@%p24 bra 	$L__BB52_33;
+	@%p24 bra 	$L__BB53_33;
 
 	ld.global.f32 	%f191, [%rd52+8];
 	sub.f32 	%f192, %f191, %f32;
@@ -13425,12 +13615,12 @@ $L__BB52_29:
 	mul.f32 	%f196, %f34, %f195;
 	st.global.f32 	[%rd54+8], %f196;
 
-$L__BB52_33:
+$L__BB53_33:
 	add.s64 	%rd104, %rd104, %rd14;
 	setp.lt.s64 	%p25, %rd104, %rd58;
-	@%p25 bra 	$L__BB52_3;
+	@%p25 bra 	$L__BB53_3;
 
-$L__BB52_34:
+$L__BB53_34:
 	ret;
 
 }
@@ -13469,25 +13659,25 @@ $L__BB52_34:
 	or.b64  	%rd74, %rd4, %rd67;
 	and.b64  	%rd75, %rd74, -4294967296;
 	setp.eq.s64 	%p1, %rd75, 0;
-	@%p1 bra 	$L__BB53_2;
+	@%p1 bra 	$L__BB54_2;
 
 	div.s64 	%rd122, %rd4, %rd67;
-	bra.uni 	$L__BB53_3;
+	bra.uni 	$L__BB54_3;
 
-$L__BB53_2:
+$L__BB54_2:
 	cvt.u32.u64 	%r3, %rd67;
 	cvt.u32.u64 	%r4, %rd4;
 	div.u32 	%r5, %r4, %r3;
 	cvt.u64.u32 	%rd122, %r5;
 
-$L__BB53_3:
+$L__BB54_3:
 	mov.u32 	%r1, %tid.x;
 	shr.u32 	%r2, %r1, 5;
 	mov.u32 	%r6, %ctaid.x;
 	cvt.u64.u32 	%rd123, %r6;
 	mul.lo.s64 	%rd9, %rd122, %rd3;
 	setp.le.s64 	%p2, %rd9, %rd123;
-	@%p2 bra 	$L__BB53_28;
+	@%p2 bra 	$L__BB54_28;
 
 	and.b32  	%r7, %r1, 31;
 	cvt.u64.u32 	%rd10, %r7;
@@ -13509,18 +13699,18 @@ $L__BB53_3:
 	add.s64 	%rd19, %rd1, %rd80;
 	cvta.to.global.u64 	%rd20, %rd63;
 
-$L__BB53_5:
+$L__BB54_5:
 	or.b64  	%rd82, %rd123, %rd3;
 	and.b64  	%rd83, %rd82, -4294967296;
 	setp.eq.s64 	%p3, %rd83, 0;
-	@%p3 bra 	$L__BB53_7;
+	@%p3 bra 	$L__BB54_7;
 
 	div.s64 	%rd124, %rd123, %rd3;
 	mul.lo.s64 	%rd84, %rd124, %rd3;
 	sub.s64 	%rd125, %rd123, %rd84;
-	bra.uni 	$L__BB53_8;
+	bra.uni 	$L__BB54_8;
 
-$L__BB53_7:
+$L__BB54_7:
 	cvt.u32.u64 	%r17, %rd3;
 	cvt.u32.u64 	%r11, %rd123;
 	div.u32 	%r12, %r11, %r17;
@@ -13529,7 +13719,7 @@ $L__BB53_7:
 	cvt.u64.u32 	%rd124, %r12;
 	cvt.u64.u32 	%rd125, %r14;
 
-$L__BB53_8:
+$L__BB54_8:
 	ld.param.u64 	%rd120, [col_sums_part_f32_param_3];
 	ld.param.u64 	%rd119, [col_sums_part_f32_param_5];
 	shl.b64 	%rd28, %rd125, 5;
@@ -13539,11 +13729,11 @@ $L__BB53_8:
 	min.s64 	%rd31, %rd85, %rd120;
 	setp.ge.s64 	%p4, %rd29, %rd66;
 	mov.f32 	%f72, 0f00000000;
-	@%p4 bra 	$L__BB53_25;
+	@%p4 bra 	$L__BB54_25;
 
 	add.s64 	%rd32, %rd30, %rd11;
 	setp.ge.s64 	%p5, %rd32, %rd31;
-	@%p5 bra 	$L__BB53_25;
+	@%p5 bra 	$L__BB54_25;
 
 	ld.param.u64 	%rd121, [col_sums_part_f32_param_2];
 	setp.eq.s64 	%p6, %rd121, 0;
@@ -13559,12 +13749,12 @@ $L__BB53_8:
 	add.s64 	%rd35, %rd2, %rd92;
 	add.s64 	%rd36, %rd35, %rd17;
 	add.s64 	%rd37, %rd36, %rd17;
-	@%p6 bra 	$L__BB53_18;
+	@%p6 bra 	$L__BB54_18;
 
 	setp.eq.s64 	%p7, %rd34, 0;
 	mov.f32 	%f72, 0f00000000;
 	mov.u64 	%rd126, %rd32;
-	@%p7 bra 	$L__BB53_15;
+	@%p7 bra 	$L__BB54_15;
 
 	add.s64 	%rd38, %rd1, %rd92;
 	ld.global.f32 	%f20, [%rd38];
@@ -13572,7 +13762,7 @@ $L__BB53_8:
 	fma.rn.f32 	%f72, %f21, %f20, 0f00000000;
 	add.s64 	%rd126, %rd32, 8;
 	setp.eq.s64 	%p8, %rd34, 1;
-	@%p8 bra 	$L__BB53_15;
+	@%p8 bra 	$L__BB54_15;
 
 	shl.b64 	%rd40, %rd66, 3;
 	add.s64 	%rd41, %rd38, %rd17;
@@ -13581,7 +13771,7 @@ $L__BB53_8:
 	fma.rn.f32 	%f72, %f23, %f22, %f72;
 	add.s64 	%rd126, %rd32, 16;
 	setp.eq.s64 	%p9, %rd34, 2;
-	@%p9 bra 	$L__BB53_15;
+	@%p9 bra 	$L__BB54_15;
 
 	ld.global.f32 	%f24, [%rd37];
 	shl.b64 	%rd98, %rd40, 2;
@@ -13590,9 +13780,9 @@ $L__BB53_8:
 	fma.rn.f32 	%f72, %f24, %f25, %f72;
 	add.s64 	%rd126, %rd32, 24;
 
-$L__BB53_15:
+$L__BB54_15:
 	setp.lt.u64 	%p10, %rd33, 24;
-	@%p10 bra 	$L__BB53_25;
+	@%p10 bra 	$L__BB54_25;
 
 	mul.lo.s64 	%rd100, %rd66, %rd126;
 	add.s64 	%rd101, %rd100, %rd28;
@@ -13600,7 +13790,7 @@ $L__BB53_15:
 	add.s64 	%rd128, %rd18, %rd102;
 	add.s64 	%rd129, %rd19, %rd102;
 
-$L__BB53_17:
+$L__BB54_17:
 	ld.global.f32 	%f26, [%rd129];
 	ld.global.f32 	%f27, [%rd128];
 	fma.rn.f32 	%f28, %f27, %f26, %f72;
@@ -13623,41 +13813,41 @@ $L__BB53_17:
 	fma.rn.f32 	%f72, %f36, %f35, %f34;
 	add.s64 	%rd126, %rd126, 32;
 	setp.lt.s64 	%p11, %rd126, %rd31;
-	@%p11 bra 	$L__BB53_17;
-	bra.uni 	$L__BB53_25;
+	@%p11 bra 	$L__BB54_17;
+	bra.uni 	$L__BB54_25;
 
-$L__BB53_18:
+$L__BB54_18:
 	setp.eq.s64 	%p12, %rd34, 0;
 	mov.f32 	%f72, 0f00000000;
 	mov.u64 	%rd130, %rd32;
-	@%p12 bra 	$L__BB53_22;
+	@%p12 bra 	$L__BB54_22;
 
 	ld.global.f32 	%f39, [%rd35];
 	add.f32 	%f72, %f39, 0f00000000;
 	add.s64 	%rd130, %rd32, 8;
 	setp.eq.s64 	%p13, %rd34, 1;
-	@%p13 bra 	$L__BB53_22;
+	@%p13 bra 	$L__BB54_22;
 
 	ld.global.f32 	%f40, [%rd36];
 	add.f32 	%f72, %f72, %f40;
 	add.s64 	%rd130, %rd32, 16;
 	setp.eq.s64 	%p14, %rd34, 2;
-	@%p14 bra 	$L__BB53_22;
+	@%p14 bra 	$L__BB54_22;
 
 	ld.global.f32 	%f41, [%rd37];
 	add.f32 	%f72, %f72, %f41;
 	add.s64 	%rd130, %rd32, 24;
 
-$L__BB53_22:
+$L__BB54_22:
 	setp.lt.u64 	%p15, %rd33, 24;
-	@%p15 bra 	$L__BB53_25;
+	@%p15 bra 	$L__BB54_25;
 
 	mul.lo.s64 	%rd109, %rd66, %rd130;
 	add.s64 	%rd110, %rd109, %rd28;
 	shl.b64 	%rd111, %rd110, 2;
 	add.s64 	%rd132, %rd18, %rd111;
 
-$L__BB53_24:
+$L__BB54_24:
 	ld.global.f32 	%f42, [%rd132];
 	add.f32 	%f43, %f72, %f42;
 	add.s64 	%rd112, %rd132, %rd17;
@@ -13672,16 +13862,16 @@ $L__BB53_24:
 	add.f32 	%f72, %f47, %f48;
 	add.s64 	%rd130, %rd130, 32;
 	setp.lt.s64 	%p16, %rd130, %rd31;
-	@%p16 bra 	$L__BB53_24;
+	@%p16 bra 	$L__BB54_24;
 
-$L__BB53_25:
+$L__BB54_25:
 	mov.u32 	%r16, %tid.x;
 	shr.u32 	%r15, %r16, 5;
 	st.shared.f32 	[%rd12], %f72;
 	bar.sync 	0;
 	setp.ne.s32 	%p17, %r15, 0;
 	or.pred  	%p19, %p17, %p4;
-	@%p19 bra 	$L__BB53_27;
+	@%p19 bra 	$L__BB54_27;
 
 	ld.shared.f32 	%f49, [%rd15];
 	add.f32 	%f50, %f49, 0f00000000;
@@ -13705,13 +13895,13 @@ $L__BB53_25:
 	add.s64 	%rd118, %rd20, %rd117;
 	st.global.f32 	[%rd118], %f64;
 
-$L__BB53_27:
+$L__BB54_27:
 	bar.sync 	0;
 	add.s64 	%rd123, %rd123, %rd13;
 	setp.lt.s64 	%p20, %rd123, %rd9;
-	@%p20 bra 	$L__BB53_5;
+	@%p20 bra 	$L__BB54_5;
 
-$L__BB53_28:
+$L__BB54_28:
 	ret;
 
 }
@@ -13745,31 +13935,31 @@ $L__BB53_28:
 	cvt.u64.u32 	%rd54, %r3;
 	add.s64 	%rd96, %rd53, %rd54;
 	setp.ge.s64 	%p1, %rd96, %rd50;
-	@%p1 bra 	$L__BB54_29;
+	@%p1 bra 	$L__BB55_29;
 
 	setp.gt.s64 	%p2, %rd49, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
 	mul.lo.s64 	%rd6, %rd5, %rd3;
-	@%p2 bra 	$L__BB54_18;
-	bra.uni 	$L__BB54_2;
+	@%p2 bra 	$L__BB55_18;
+	bra.uni 	$L__BB55_2;
 
-$L__BB54_18:
+$L__BB55_18:
 	add.s64 	%rd34, %rd49, -1;
 	and.b64  	%rd35, %rd49, 3;
 	sub.s64 	%rd36, %rd35, %rd49;
 	shl.b64 	%rd37, %rd50, 2;
 
-$L__BB54_19:
+$L__BB55_19:
 	setp.lt.u64 	%p13, %rd34, 3;
 	mov.f32 	%f39, 0f00000000;
 	mov.u64 	%rd107, 0;
-	@%p13 bra 	$L__BB54_22;
+	@%p13 bra 	$L__BB55_22;
 
 	shl.b64 	%rd81, %rd96, 2;
 	add.s64 	%rd105, %rd1, %rd81;
 
-$L__BB54_21:
+$L__BB55_21:
 	ld.global.f32 	%f25, [%rd105];
 	add.f32 	%f26, %f39, %f25;
 	add.s64 	%rd82, %rd105, %rd37;
@@ -13785,11 +13975,11 @@ $L__BB54_21:
 	add.s64 	%rd107, %rd107, 4;
 	add.s64 	%rd85, %rd36, %rd107;
 	setp.ne.s64 	%p14, %rd85, 0;
-	@%p14 bra 	$L__BB54_21;
+	@%p14 bra 	$L__BB55_21;
 
-$L__BB54_22:
+$L__BB55_22:
 	setp.eq.s64 	%p15, %rd35, 0;
-	@%p15 bra 	$L__BB54_26;
+	@%p15 bra 	$L__BB55_26;
 
 	setp.eq.s64 	%p16, %rd35, 1;
 	mul.lo.s64 	%rd86, %rd107, %rd50;
@@ -13798,65 +13988,65 @@ $L__BB54_22:
 	add.s64 	%rd45, %rd1, %rd88;
 	ld.global.f32 	%f32, [%rd45];
 	add.f32 	%f39, %f39, %f32;
-	@%p16 bra 	$L__BB54_26;
+	@%p16 bra 	$L__BB55_26;
 
 	setp.eq.s64 	%p17, %rd35, 2;
 	add.s64 	%rd46, %rd45, %rd37;
 	ld.global.f32 	%f33, [%rd46];
 	add.f32 	%f39, %f39, %f33;
-	@%p17 bra 	$L__BB54_26;
+	@%p17 bra 	$L__BB55_26;
 
 	add.s64 	%rd91, %rd46, %rd37;
 	ld.global.f32 	%f34, [%rd91];
 	add.f32 	%f39, %f39, %f34;
 
-$L__BB54_26:
+$L__BB55_26:
 	shl.b64 	%rd92, %rd96, 2;
 	add.s64 	%rd47, %rd2, %rd92;
 	setp.eq.f32 	%p18, %f11, 0f00000000;
-	@%p18 bra 	$L__BB54_28;
+	@%p18 bra 	$L__BB55_28;
 
 	ld.global.f32 	%f35, [%rd47];
 	add.f32 	%f39, %f39, %f35;
 
-$L__BB54_28:
+$L__BB55_28:
 	st.global.f32 	[%rd47], %f39;
 	add.s64 	%rd96, %rd96, %rd6;
 	setp.lt.s64 	%p19, %rd96, %rd50;
-	@%p19 bra 	$L__BB54_19;
+	@%p19 bra 	$L__BB55_19;
 
-$L__BB54_29:
+$L__BB55_29:
 	ret;
 
-$L__BB54_2:
+$L__BB55_2:
 	not.b64 	%rd55, %rd96;
 	add.s64 	%rd7, %rd55, %rd50;
 	or.b64  	%rd56, %rd7, %rd6;
 	and.b64  	%rd57, %rd56, -4294967296;
 	setp.eq.s64 	%p3, %rd57, 0;
-	@%p3 bra 	$L__BB54_4;
+	@%p3 bra 	$L__BB55_4;
 
 	div.u64 	%rd93, %rd7, %rd6;
-	bra.uni 	$L__BB54_5;
+	bra.uni 	$L__BB55_5;
 
-$L__BB54_4:
+$L__BB55_4:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd93, %r7;
 
-$L__BB54_5:
+$L__BB55_5:
 	add.s64 	%rd58, %rd93, 1;
 	and.b64  	%rd95, %rd58, 3;
 	setp.neu.f32 	%p4, %f11, 0f00000000;
-	@%p4 bra 	$L__BB54_12;
-	bra.uni 	$L__BB54_6;
+	@%p4 bra 	$L__BB55_12;
+	bra.uni 	$L__BB55_6;
 
-$L__BB54_12:
+$L__BB55_12:
 	setp.eq.s64 	%p9, %rd95, 0;
-	@%p9 bra 	$L__BB54_15;
+	@%p9 bra 	$L__BB55_15;
 
-$L__BB54_14:
+$L__BB55_14:
 	.pragma "nounroll";
 	shl.b64 	%rd69, %rd96, 2;
 	add.s64 	%rd70, %rd2, %rd69;
@@ -13866,17 +14056,17 @@ $L__BB54_14:
 	add.s64 	%rd96, %rd96, %rd6;
 	add.s64 	%rd95, %rd95, -1;
 	setp.ne.s64 	%p10, %rd95, 0;
-	@%p10 bra 	$L__BB54_14;
+	@%p10 bra 	$L__BB55_14;
 
-$L__BB54_15:
+$L__BB55_15:
 	setp.lt.u64 	%p11, %rd93, 3;
-	@%p11 bra 	$L__BB54_29;
+	@%p11 bra 	$L__BB55_29;
 
 	shl.b64 	%rd71, %rd96, 2;
 	add.s64 	%rd103, %rd2, %rd71;
 	shl.b64 	%rd29, %rd6, 2;
 
-$L__BB54_17:
+$L__BB55_17:
 	ld.global.f32 	%f14, [%rd103];
 	add.f32 	%f15, %f14, 0f00000000;
 	st.global.f32 	[%rd103], %f15;
@@ -13898,14 +14088,14 @@ $L__BB54_17:
 	st.global.f32 	[%rd78], %f21;
 	add.s64 	%rd96, %rd77, %rd6;
 	setp.lt.s64 	%p12, %rd96, %rd50;
-	@%p12 bra 	$L__BB54_17;
-	bra.uni 	$L__BB54_29;
+	@%p12 bra 	$L__BB55_17;
+	bra.uni 	$L__BB55_29;
 
-$L__BB54_6:
+$L__BB55_6:
 	setp.eq.s64 	%p5, %rd95, 0;
-	@%p5 bra 	$L__BB54_9;
+	@%p5 bra 	$L__BB55_9;
 
-$L__BB54_8:
+$L__BB55_8:
 	.pragma "nounroll";
 	shl.b64 	%rd59, %rd96, 2;
 	add.s64 	%rd60, %rd2, %rd59;
@@ -13914,17 +14104,17 @@ $L__BB54_8:
 	add.s64 	%rd96, %rd96, %rd6;
 	add.s64 	%rd95, %rd95, -1;
 	setp.ne.s64 	%p6, %rd95, 0;
-	@%p6 bra 	$L__BB54_8;
+	@%p6 bra 	$L__BB55_8;
 
-$L__BB54_9:
+$L__BB55_9:
 	setp.lt.u64 	%p7, %rd93, 3;
-	@%p7 bra 	$L__BB54_29;
+	@%p7 bra 	$L__BB55_29;
 
 	shl.b64 	%rd61, %rd96, 2;
 	add.s64 	%rd98, %rd2, %rd61;
 	shl.b64 	%rd18, %rd6, 2;
 
-$L__BB54_11:
+$L__BB55_11:
 	mov.u32 	%r9, 0;
 	st.global.u32 	[%rd98], %r9;
 	add.s64 	%rd63, %rd98, %rd18;
@@ -13939,8 +14129,8 @@ $L__BB54_11:
 	st.global.u32 	[%rd68], %r9;
 	add.s64 	%rd96, %rd67, %rd6;
 	setp.lt.s64 	%p8, %rd96, %rd50;
-	@%p8 bra 	$L__BB54_11;
-	bra.uni 	$L__BB54_29;
+	@%p8 bra 	$L__BB55_11;
+	bra.uni 	$L__BB55_29;
 
 }
 	// .globl	gelu_f32
@@ -13969,7 +14159,7 @@ $L__BB54_11:
 	cvt.u64.u32 	%rd42, %r3;
 	add.s64 	%rd59, %rd41, %rd42;
 	setp.ge.s64 	%p1, %rd59, %rd38;
-	@%p1 bra 	$L__BB55_20;
+	@%p1 bra 	$L__BB56_20;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd5, %r4;
@@ -13979,29 +14169,29 @@ $L__BB54_11:
 	or.b64  	%rd44, %rd7, %rd6;
 	and.b64  	%rd45, %rd44, -4294967296;
 	setp.eq.s64 	%p2, %rd45, 0;
-	@%p2 bra 	$L__BB55_3;
+	@%p2 bra 	$L__BB56_3;
 
 	div.u64 	%rd54, %rd7, %rd6;
-	bra.uni 	$L__BB55_4;
+	bra.uni 	$L__BB56_4;
 
-$L__BB55_3:
+$L__BB56_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd54, %r7;
 
-$L__BB55_4:
+$L__BB56_4:
 	add.s64 	%rd46, %rd54, 1;
 	and.b64  	%rd58, %rd46, 3;
 	setp.eq.s64 	%p3, %rd58, 0;
-	@%p3 bra 	$L__BB55_9;
+	@%p3 bra 	$L__BB56_9;
 
 	shl.b64 	%rd47, %rd59, 2;
 	add.s64 	%rd56, %rd1, %rd47;
 	shl.b64 	%rd13, %rd6, 2;
 	add.s64 	%rd55, %rd2, %rd47;
 
-$L__BB55_6:
+$L__BB56_6:
 	.pragma "nounroll";
 	ld.global.f32 	%f1, [%rd55];
 	mul.f32 	%f2, %f1, 0f3F3504F3;
@@ -14026,7 +14216,7 @@ $L__BB55_6:
 	neg.f32 	%f42, %f26;
 	selp.f32 	%f43, %f42, %f2, %p5;
 	fma.rn.f32 	%f146, %f41, %f43, %f43;
-	@%p4 bra 	$L__BB55_8;
+	@%p4 bra 	$L__BB56_8;
 
 	ex2.approx.ftz.f32 	%f44, %f146;
 	mov.f32 	%f45, 0f3F800000;
@@ -14037,7 +14227,7 @@ $L__BB55_6:
 	or.b32  	%r11, %r10, %r8;
 	mov.b32 	%f146, %r11;
 
-$L__BB55_8:
+$L__BB56_8:
 	add.f32 	%f47, %f146, 0f3F800000;
 	mul.f32 	%f48, %f1, 0f3F000000;
 	mul.f32 	%f49, %f48, %f47;
@@ -14047,18 +14237,18 @@ $L__BB55_8:
 	add.s64 	%rd55, %rd55, %rd13;
 	add.s64 	%rd58, %rd58, -1;
 	setp.ne.s64 	%p6, %rd58, 0;
-	@%p6 bra 	$L__BB55_6;
+	@%p6 bra 	$L__BB56_6;
 
-$L__BB55_9:
+$L__BB56_9:
 	setp.lt.u64 	%p7, %rd54, 3;
-	@%p7 bra 	$L__BB55_20;
+	@%p7 bra 	$L__BB56_20;
 
 	shl.b64 	%rd48, %rd59, 2;
 	add.s64 	%rd61, %rd2, %rd48;
 	shl.b64 	%rd25, %rd6, 2;
 	add.s64 	%rd62, %rd1, %rd48;
 
-$L__BB55_11:
+$L__BB56_11:
 	ld.global.f32 	%f6, [%rd61];
 	mul.f32 	%f7, %f6, 0f3F3504F3;
 	abs.f32 	%f50, %f7;
@@ -14082,7 +14272,7 @@ $L__BB55_11:
 	neg.f32 	%f66, %f50;
 	selp.f32 	%f67, %f66, %f7, %p9;
 	fma.rn.f32 	%f147, %f65, %f67, %f67;
-	@%p8 bra 	$L__BB55_13;
+	@%p8 bra 	$L__BB56_13;
 
 	ex2.approx.ftz.f32 	%f68, %f147;
 	mov.f32 	%f69, 0f3F800000;
@@ -14093,7 +14283,7 @@ $L__BB55_11:
 	or.b32  	%r15, %r14, %r12;
 	mov.b32 	%f147, %r15;
 
-$L__BB55_13:
+$L__BB56_13:
 	add.f32 	%f71, %f147, 0f3F800000;
 	mul.f32 	%f72, %f6, 0f3F000000;
 	mul.f32 	%f73, %f72, %f71;
@@ -14122,7 +14312,7 @@ $L__BB55_13:
 	neg.f32 	%f90, %f74;
 	selp.f32 	%f91, %f90, %f12, %p11;
 	fma.rn.f32 	%f148, %f89, %f91, %f91;
-	@%p10 bra 	$L__BB55_15;
+	@%p10 bra 	$L__BB56_15;
 
 	ex2.approx.ftz.f32 	%f92, %f148;
 	mov.f32 	%f93, 0f3F800000;
@@ -14133,7 +14323,7 @@ $L__BB55_13:
 	or.b32  	%r19, %r18, %r16;
 	mov.b32 	%f148, %r19;
 
-$L__BB55_15:
+$L__BB56_15:
 	add.f32 	%f95, %f148, 0f3F800000;
 	mul.f32 	%f96, %f11, 0f3F000000;
 	mul.f32 	%f97, %f96, %f95;
@@ -14163,7 +14353,7 @@ $L__BB55_15:
 	neg.f32 	%f114, %f98;
 	selp.f32 	%f115, %f114, %f17, %p13;
 	fma.rn.f32 	%f149, %f113, %f115, %f115;
-	@%p12 bra 	$L__BB55_17;
+	@%p12 bra 	$L__BB56_17;
 
 	ex2.approx.ftz.f32 	%f116, %f149;
 	mov.f32 	%f117, 0f3F800000;
@@ -14174,7 +14364,7 @@ $L__BB55_15:
 	or.b32  	%r23, %r22, %r20;
 	mov.b32 	%f149, %r23;
 
-$L__BB55_17:
+$L__BB56_17:
 	add.f32 	%f119, %f149, 0f3F800000;
 	mul.f32 	%f120, %f16, 0f3F000000;
 	mul.f32 	%f121, %f120, %f119;
@@ -14204,7 +14394,7 @@ $L__BB55_17:
 	neg.f32 	%f138, %f122;
 	selp.f32 	%f139, %f138, %f22, %p15;
 	fma.rn.f32 	%f150, %f137, %f139, %f139;
-	@%p14 bra 	$L__BB55_19;
+	@%p14 bra 	$L__BB56_19;
 
 	ex2.approx.ftz.f32 	%f140, %f150;
 	mov.f32 	%f141, 0f3F800000;
@@ -14215,7 +14405,7 @@ $L__BB55_17:
 	or.b32  	%r27, %r26, %r24;
 	mov.b32 	%f150, %r27;
 
-$L__BB55_19:
+$L__BB56_19:
 	add.f32 	%f143, %f150, 0f3F800000;
 	mul.f32 	%f144, %f21, 0f3F000000;
 	mul.f32 	%f145, %f144, %f143;
@@ -14228,9 +14418,9 @@ $L__BB55_19:
 	add.s64 	%rd59, %rd53, %rd6;
 	setp.lt.s64 	%p16, %rd59, %rd38;
 	add.s64 	%rd61, %rd34, %rd25;
-	@%p16 bra 	$L__BB55_11;
+	@%p16 bra 	$L__BB56_11;
 
-$L__BB55_20:
+$L__BB56_20:
 	ret;
 
 }
@@ -14263,7 +14453,7 @@ $L__BB55_20:
 	cvt.u64.u32 	%rd23, %r3;
 	add.s64 	%rd44, %rd22, %rd23;
 	setp.ge.s64 	%p1, %rd44, %rd18;
-	@%p1 bra 	$L__BB56_15;
+	@%p1 bra 	$L__BB57_15;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd24, %r4;
@@ -14273,23 +14463,23 @@ $L__BB55_20:
 	or.b64  	%rd26, %rd7, %rd6;
 	and.b64  	%rd27, %rd26, -4294967296;
 	setp.eq.s64 	%p2, %rd27, 0;
-	@%p2 bra 	$L__BB56_3;
+	@%p2 bra 	$L__BB57_3;
 
 	div.u64 	%rd42, %rd7, %rd6;
-	bra.uni 	$L__BB56_4;
+	bra.uni 	$L__BB57_4;
 
-$L__BB56_3:
+$L__BB57_3:
 	cvt.u32.u64 	%r5, %rd6;
 	cvt.u32.u64 	%r6, %rd7;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd42, %r7;
 
-$L__BB56_4:
+$L__BB57_4:
 	and.b64  	%rd28, %rd42, 1;
 	setp.eq.b64 	%p3, %rd28, 1;
 	mov.pred 	%p4, 0;
 	xor.pred  	%p5, %p3, %p4;
-	@%p5 bra 	$L__BB56_8;
+	@%p5 bra 	$L__BB57_8;
 
 	shl.b64 	%rd29, %rd44, 2;
 	add.s64 	%rd30, %rd3, %rd29;
@@ -14316,7 +14506,7 @@ $L__BB56_4:
 	neg.f32 	%f32, %f16;
 	selp.f32 	%f33, %f32, %f2, %p7;
 	fma.rn.f32 	%f151, %f31, %f33, %f33;
-	@%p6 bra 	$L__BB56_7;
+	@%p6 bra 	$L__BB57_7;
 
 	ex2.approx.ftz.f32 	%f34, %f151;
 	mov.f32 	%f35, 0f3F800000;
@@ -14327,7 +14517,7 @@ $L__BB56_4:
 	or.b32  	%r11, %r10, %r8;
 	mov.b32 	%f151, %r11;
 
-$L__BB56_7:
+$L__BB57_7:
 	add.f32 	%f37, %f151, 0f3F800000;
 	mov.f32 	%f38, 0f3F000000;
 	mul.f32 	%f39, %f1, 0fBF000000;
@@ -14359,11 +14549,11 @@ $L__BB56_7:
 	st.global.f32 	[%rd33], %f60;
 	add.s64 	%rd44, %rd44, %rd6;
 
-$L__BB56_8:
+$L__BB57_8:
 	setp.gt.u64 	%p8, %rd6, %rd7;
-	@%p8 bra 	$L__BB56_15;
+	@%p8 bra 	$L__BB57_15;
 
-$L__BB56_10:
+$L__BB57_10:
 	shl.b64 	%rd34, %rd44, 2;
 	add.s64 	%rd14, %rd3, %rd34;
 	ld.global.f32 	%f6, [%rd14];
@@ -14389,7 +14579,7 @@ $L__BB56_10:
 	neg.f32 	%f77, %f61;
 	selp.f32 	%f78, %f77, %f7, %p10;
 	fma.rn.f32 	%f152, %f76, %f78, %f78;
-	@%p9 bra 	$L__BB56_12;
+	@%p9 bra 	$L__BB57_12;
 
 	ex2.approx.ftz.f32 	%f79, %f152;
 	mov.f32 	%f80, 0f3F800000;
@@ -14400,7 +14590,7 @@ $L__BB56_10:
 	or.b32  	%r17, %r16, %r14;
 	mov.b32 	%f152, %r17;
 
-$L__BB56_12:
+$L__BB57_12:
 	add.f32 	%f82, %f152, 0f3F800000;
 	mov.f32 	%f83, 0f3F000000;
 	mul.f32 	%f84, %f6, 0fBF000000;
@@ -14455,7 +14645,7 @@ $L__BB56_12:
 	neg.f32 	%f122, %f106;
 	selp.f32 	%f123, %f122, %f12, %p12;
 	fma.rn.f32 	%f153, %f121, %f123, %f123;
-	@%p11 bra 	$L__BB56_14;
+	@%p11 bra 	$L__BB57_14;
 
 	ex2.approx.ftz.f32 	%f124, %f153;
 	mov.f32 	%f125, 0f3F800000;
@@ -14466,7 +14656,7 @@ $L__BB56_12:
 	or.b32  	%r23, %r22, %r20;
 	mov.b32 	%f153, %r23;
 
-$L__BB56_14:
+$L__BB57_14:
 	add.f32 	%f127, %f153, 0f3F800000;
 	mul.f32 	%f129, %f11, 0fBF000000;
 	mul.f32 	%f130, %f11, %f129;
@@ -14493,9 +14683,9 @@ $L__BB56_14:
 	add.s64 	%rd41, %rd44, %rd6;
 	add.s64 	%rd44, %rd41, %rd6;
 	setp.lt.s64 	%p13, %rd44, %rd18;
-	@%p13 bra 	$L__BB56_10;
+	@%p13 bra 	$L__BB57_10;
 
-$L__BB56_15:
+$L__BB57_15:
 	ret;
 
 }
@@ -14528,42 +14718,42 @@ $L__BB56_15:
 	cvt.u64.u32 	%rd82, %r3;
 	add.s64 	%rd139, %rd81, %rd82;
 	setp.ge.s64 	%p1, %rd139, %rd77;
-	@%p1 bra 	$L__BB57_63;
+	@%p1 bra 	$L__BB58_63;
 
 	setp.neu.f32 	%p2, %f35, 0f00000000;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd83, %r4;
 	mul.lo.s64 	%rd4, %rd83, %rd2;
-	@%p2 bra 	$L__BB57_26;
-	bra.uni 	$L__BB57_2;
+	@%p2 bra 	$L__BB58_26;
+	bra.uni 	$L__BB58_2;
 
-$L__BB57_26:
+$L__BB58_26:
 	add.s64 	%rd29, %rd79, 1;
 	not.b64 	%rd30, %rd79;
 	add.s64 	%rd31, %rd1, 8;
 	cvt.u32.u64 	%r19, %rd78;
 
-$L__BB57_27:
+$L__BB58_27:
 	mul.lo.s64 	%rd33, %rd139, %rd79;
 	or.b64  	%rd105, %rd139, %rd78;
 	and.b64  	%rd106, %rd105, -4294967296;
 	setp.eq.s64 	%p20, %rd106, 0;
-	@%p20 bra 	$L__BB57_29;
+	@%p20 bra 	$L__BB58_29;
 
 	rem.s64 	%rd150, %rd139, %rd78;
-	bra.uni 	$L__BB57_30;
+	bra.uni 	$L__BB58_30;
 
-$L__BB57_29:
+$L__BB58_29:
 	cvt.u32.u64 	%r20, %rd139;
 	rem.u32 	%r21, %r20, %r19;
 	cvt.u64.u32 	%rd150, %r21;
 
-$L__BB57_30:
+$L__BB58_30:
 	add.s64 	%rd37, %rd150, 1;
 	min.s64 	%rd38, %rd37, %rd79;
 	setp.lt.s64 	%p21, %rd79, 1;
 	mov.f32 	%f331, 0fFF7FFFFF;
-	@%p21 bra 	$L__BB57_38;
+	@%p21 bra 	$L__BB58_38;
 
 	max.s64 	%rd39, %rd38, 1;
 	add.s64 	%rd108, %rd39, -1;
@@ -14571,13 +14761,13 @@ $L__BB57_30:
 	setp.lt.u64 	%p22, %rd108, 3;
 	mov.f32 	%f331, 0fFF7FFFFF;
 	mov.u64 	%rd153, 0;
-	@%p22 bra 	$L__BB57_34;
+	@%p22 bra 	$L__BB58_34;
 
 	shl.b64 	%rd110, %rd33, 2;
 	add.s64 	%rd151, %rd31, %rd110;
 	sub.s64 	%rd42, %rd40, %rd39;
 
-$L__BB57_33:
+$L__BB58_33:
 	ld.global.f32 	%f181, [%rd151+-8];
 	max.f32 	%f182, %f331, %f181;
 	ld.global.f32 	%f183, [%rd151+-4];
@@ -14590,11 +14780,11 @@ $L__BB57_33:
 	add.s64 	%rd153, %rd153, 4;
 	add.s64 	%rd111, %rd42, %rd153;
 	setp.ne.s64 	%p23, %rd111, 0;
-	@%p23 bra 	$L__BB57_33;
+	@%p23 bra 	$L__BB58_33;
 
-$L__BB57_34:
+$L__BB58_34:
 	setp.eq.s64 	%p24, %rd40, 0;
-	@%p24 bra 	$L__BB57_38;
+	@%p24 bra 	$L__BB58_38;
 
 	add.s64 	%rd112, %rd153, %rd33;
 	shl.b64 	%rd113, %rd112, 2;
@@ -14602,19 +14792,19 @@ $L__BB57_34:
 	ld.global.f32 	%f188, [%rd48];
 	max.f32 	%f331, %f331, %f188;
 	setp.eq.s64 	%p25, %rd40, 1;
-	@%p25 bra 	$L__BB57_38;
+	@%p25 bra 	$L__BB58_38;
 
 	ld.global.f32 	%f189, [%rd48+4];
 	max.f32 	%f331, %f331, %f189;
 	setp.eq.s64 	%p26, %rd40, 2;
-	@%p26 bra 	$L__BB57_38;
+	@%p26 bra 	$L__BB58_38;
 
 	ld.global.f32 	%f190, [%rd48+8];
 	max.f32 	%f331, %f331, %f190;
 
-$L__BB57_38:
+$L__BB58_38:
 	mov.f32 	%f335, 0f00000000;
-	@%p21 bra 	$L__BB57_46;
+	@%p21 bra 	$L__BB58_46;
 
 	max.s64 	%rd49, %rd38, 1;
 	add.s64 	%rd115, %rd49, -1;
@@ -14622,11 +14812,11 @@ $L__BB57_38:
 	setp.lt.u64 	%p28, %rd115, 3;
 	mov.f32 	%f335, 0f00000000;
 	mov.u64 	%rd156, 0;
-	@%p28 bra 	$L__BB57_42;
+	@%p28 bra 	$L__BB58_42;
 
 	sub.s64 	%rd155, %rd49, %rd50;
 
-$L__BB57_41:
+$L__BB58_41:
 	add.s64 	%rd117, %rd156, %rd33;
 	shl.b64 	%rd118, %rd117, 2;
 	add.s64 	%rd119, %rd1, %rd118;
@@ -14703,11 +14893,11 @@ $L__BB57_41:
 	add.s64 	%rd156, %rd156, 4;
 	add.s64 	%rd155, %rd155, -4;
 	setp.ne.s64 	%p29, %rd155, 0;
-	@%p29 bra 	$L__BB57_41;
+	@%p29 bra 	$L__BB58_41;
 
-$L__BB57_42:
+$L__BB58_42:
 	setp.eq.s64 	%p30, %rd50, 0;
-	@%p30 bra 	$L__BB57_46;
+	@%p30 bra 	$L__BB58_46;
 
 	add.s64 	%rd120, %rd156, %rd33;
 	shl.b64 	%rd121, %rd120, 2;
@@ -14735,7 +14925,7 @@ $L__BB57_42:
 	st.global.f32 	[%rd57], %f269;
 	add.f32 	%f335, %f335, %f269;
 	setp.eq.s64 	%p31, %rd50, 1;
-	@%p31 bra 	$L__BB57_46;
+	@%p31 bra 	$L__BB58_46;
 
 	ld.global.f32 	%f270, [%rd57+4];
 	sub.f32 	%f271, %f270, %f331;
@@ -14754,7 +14944,7 @@ $L__BB57_42:
 	st.global.f32 	[%rd57+4], %f287;
 	add.f32 	%f335, %f335, %f287;
 	setp.eq.s64 	%p32, %rd50, 2;
-	@%p32 bra 	$L__BB57_46;
+	@%p32 bra 	$L__BB58_46;
 
 	ld.global.f32 	%f288, [%rd57+8];
 	sub.f32 	%f289, %f288, %f331;
@@ -14779,20 +14969,20 @@ $L__BB57_42:
 	st.global.f32 	[%rd57+8], %f305;
 	add.f32 	%f335, %f335, %f305;
 
-$L__BB57_46:
+$L__BB58_46:
 	rcp.rn.f32 	%f34, %f335;
-	@%p21 bra 	$L__BB57_54;
+	@%p21 bra 	$L__BB58_54;
 
 	max.s64 	%rd58, %rd38, 1;
 	add.s64 	%rd123, %rd58, -1;
 	and.b64  	%rd59, %rd58, 3;
 	setp.lt.u64 	%p34, %rd123, 3;
 	mov.u64 	%rd159, 0;
-	@%p34 bra 	$L__BB57_50;
+	@%p34 bra 	$L__BB58_50;
 
 	sub.s64 	%rd158, %rd58, %rd59;
 
-$L__BB57_49:
+$L__BB58_49:
 	add.s64 	%rd125, %rd159, %rd33;
 	shl.b64 	%rd126, %rd125, 2;
 	add.s64 	%rd127, %rd1, %rd126;
@@ -14811,11 +15001,11 @@ $L__BB57_49:
 	add.s64 	%rd159, %rd159, 4;
 	add.s64 	%rd158, %rd158, -4;
 	setp.ne.s64 	%p35, %rd158, 0;
-	@%p35 bra 	$L__BB57_49;
+	@%p35 bra 	$L__BB58_49;
 
-$L__BB57_50:
+$L__BB58_50:
 	setp.eq.s64 	%p36, %rd59, 0;
-	@%p36 bra 	$L__BB57_54;
+	@%p36 bra 	$L__BB58_54;
 
 	add.s64 	%rd128, %rd159, %rd33;
 	shl.b64 	%rd129, %rd128, 2;
@@ -14824,21 +15014,21 @@ $L__BB57_50:
 	mul.f32 	%f315, %f34, %f314;
 	st.global.f32 	[%rd66], %f315;
 	setp.eq.s64 	%p37, %rd59, 1;
-	@%p37 bra 	$L__BB57_54;
+	@%p37 bra 	$L__BB58_54;
 
 	ld.global.f32 	%f316, [%rd66+4];
 	mul.f32 	%f317, %f34, %f316;
 	st.global.f32 	[%rd66+4], %f317;
 	setp.eq.s64 	%p38, %rd59, 2;
-	@%p38 bra 	$L__BB57_54;
+	@%p38 bra 	$L__BB58_54;
 
 	ld.global.f32 	%f318, [%rd66+8];
 	mul.f32 	%f319, %f34, %f318;
 	st.global.f32 	[%rd66+8], %f319;
 
-$L__BB57_54:
+$L__BB58_54:
 	setp.ge.s64 	%p39, %rd37, %rd79;
-	@%p39 bra 	$L__BB57_62;
+	@%p39 bra 	$L__BB58_62;
 
 	mov.u64 	%rd130, -2;
 	sub.s64 	%rd131, %rd130, %rd150;
@@ -14847,7 +15037,7 @@ $L__BB57_54:
 	and.b64  	%rd68, %rd132, 3;
 	setp.eq.s64 	%p40, %rd68, 0;
 	mov.u64 	%rd160, %rd38;
-	@%p40 bra 	$L__BB57_59;
+	@%p40 bra 	$L__BB58_59;
 
 	add.s64 	%rd133, %rd38, %rd33;
 	shl.b64 	%rd134, %rd133, 2;
@@ -14856,23 +15046,23 @@ $L__BB57_54:
 	st.global.u32 	[%rd69], %r36;
 	add.s64 	%rd160, %rd38, 1;
 	setp.eq.s64 	%p41, %rd68, 1;
-	@%p41 bra 	$L__BB57_59;
+	@%p41 bra 	$L__BB58_59;
 
 	st.global.u32 	[%rd69+4], %r36;
 	add.s64 	%rd160, %rd38, 2;
 	setp.eq.s64 	%p42, %rd68, 2;
-	@%p42 bra 	$L__BB57_59;
+	@%p42 bra 	$L__BB58_59;
 
 	mov.u32 	%r38, 0;
 	st.global.u32 	[%rd69+8], %r38;
 	add.s64 	%rd160, %rd38, 3;
 
-$L__BB57_59:
+$L__BB58_59:
 	add.s64 	%rd135, %rd67, %rd79;
 	setp.lt.u64 	%p43, %rd135, 3;
-	@%p43 bra 	$L__BB57_62;
+	@%p43 bra 	$L__BB58_62;
 
-$L__BB57_61:
+$L__BB58_61:
 	add.s64 	%rd136, %rd160, %rd33;
 	shl.b64 	%rd137, %rd136, 2;
 	add.s64 	%rd138, %rd1, %rd137;
@@ -14883,32 +15073,32 @@ $L__BB57_61:
 	st.global.u32 	[%rd138+12], %r39;
 	add.s64 	%rd160, %rd160, 4;
 	setp.lt.s64 	%p44, %rd160, %rd79;
-	@%p44 bra 	$L__BB57_61;
+	@%p44 bra 	$L__BB58_61;
 
-$L__BB57_62:
+$L__BB58_62:
 	add.s64 	%rd139, %rd139, %rd4;
 	setp.lt.s64 	%p45, %rd139, %rd77;
-	@%p45 bra 	$L__BB57_27;
-	bra.uni 	$L__BB57_63;
+	@%p45 bra 	$L__BB58_27;
+	bra.uni 	$L__BB58_63;
 
-$L__BB57_2:
+$L__BB58_2:
 	setp.lt.s64 	%p3, %rd79, 1;
-	@%p3 bra 	$L__BB57_63;
+	@%p3 bra 	$L__BB58_63;
 
 	add.s64 	%rd5, %rd79, -1;
 	and.b64  	%rd6, %rd79, 3;
 	sub.s64 	%rd7, %rd79, %rd6;
 
-$L__BB57_4:
+$L__BB58_4:
 	mul.lo.s64 	%rd9, %rd139, %rd79;
 	setp.lt.u64 	%p4, %rd5, 3;
 	mov.f32 	%f323, 0fFF7FFFFF;
 	mov.u64 	%rd142, 0;
-	@%p4 bra 	$L__BB57_7;
+	@%p4 bra 	$L__BB58_7;
 
 	mov.u64 	%rd141, %rd7;
 
-$L__BB57_6:
+$L__BB58_6:
 	add.s64 	%rd86, %rd142, %rd9;
 	shl.b64 	%rd87, %rd86, 2;
 	add.s64 	%rd88, %rd1, %rd87;
@@ -14923,11 +15113,11 @@ $L__BB57_6:
 	add.s64 	%rd142, %rd142, 4;
 	add.s64 	%rd141, %rd141, -4;
 	setp.ne.s64 	%p5, %rd141, 0;
-	@%p5 bra 	$L__BB57_6;
+	@%p5 bra 	$L__BB58_6;
 
-$L__BB57_7:
+$L__BB58_7:
 	setp.eq.s64 	%p6, %rd6, 0;
-	@%p6 bra 	$L__BB57_11;
+	@%p6 bra 	$L__BB58_11;
 
 	setp.eq.s64 	%p7, %rd6, 1;
 	add.s64 	%rd89, %rd142, %rd9;
@@ -14935,24 +15125,24 @@ $L__BB57_7:
 	add.s64 	%rd15, %rd1, %rd90;
 	ld.global.f32 	%f46, [%rd15];
 	max.f32 	%f323, %f323, %f46;
-	@%p7 bra 	$L__BB57_11;
+	@%p7 bra 	$L__BB58_11;
 
 	setp.eq.s64 	%p8, %rd6, 2;
 	ld.global.f32 	%f47, [%rd15+4];
 	max.f32 	%f323, %f323, %f47;
-	@%p8 bra 	$L__BB57_11;
+	@%p8 bra 	$L__BB58_11;
 
 	ld.global.f32 	%f48, [%rd15+8];
 	max.f32 	%f323, %f323, %f48;
 
-$L__BB57_11:
+$L__BB58_11:
 	mov.f32 	%f327, 0f00000000;
 	mov.u64 	%rd145, 0;
-	@%p4 bra 	$L__BB57_14;
+	@%p4 bra 	$L__BB58_14;
 
 	mov.u64 	%rd144, %rd7;
 
-$L__BB57_13:
+$L__BB58_13:
 	add.s64 	%rd93, %rd145, %rd9;
 	shl.b64 	%rd94, %rd93, 2;
 	add.s64 	%rd95, %rd1, %rd94;
@@ -15029,10 +15219,10 @@ $L__BB57_13:
 	add.s64 	%rd145, %rd145, 4;
 	add.s64 	%rd144, %rd144, -4;
 	setp.ne.s64 	%p10, %rd144, 0;
-	@%p10 bra 	$L__BB57_13;
+	@%p10 bra 	$L__BB58_13;
 
-$L__BB57_14:
-	@%p6 bra 	$L__BB57_18;
+$L__BB58_14:
+	@%p6 bra 	$L__BB58_18;
 
 	setp.eq.s64 	%p12, %rd6, 1;
 	add.s64 	%rd96, %rd145, %rd9;
@@ -15060,7 +15250,7 @@ $L__BB57_14:
 	mul.f32 	%f126, %f125, %f124;
 	st.global.f32 	[%rd21], %f126;
 	add.f32 	%f327, %f327, %f126;
-	@%p12 bra 	$L__BB57_18;
+	@%p12 bra 	$L__BB58_18;
 
 	setp.eq.s64 	%p13, %rd6, 2;
 	ld.global.f32 	%f127, [%rd21+4];
@@ -15079,7 +15269,7 @@ $L__BB57_14:
 	mul.f32 	%f144, %f143, %f142;
 	st.global.f32 	[%rd21+4], %f144;
 	add.f32 	%f327, %f327, %f144;
-	@%p13 bra 	$L__BB57_18;
+	@%p13 bra 	$L__BB58_18;
 
 	ld.global.f32 	%f145, [%rd21+8];
 	sub.f32 	%f146, %f145, %f323;
@@ -15104,14 +15294,14 @@ $L__BB57_14:
 	st.global.f32 	[%rd21+8], %f162;
 	add.f32 	%f327, %f327, %f162;
 
-$L__BB57_18:
+$L__BB58_18:
 	rcp.rn.f32 	%f17, %f327;
 	mov.u64 	%rd148, 0;
-	@%p4 bra 	$L__BB57_21;
+	@%p4 bra 	$L__BB58_21;
 
 	mov.u64 	%rd147, %rd7;
 
-$L__BB57_20:
+$L__BB58_20:
 	add.s64 	%rd100, %rd148, %rd9;
 	shl.b64 	%rd101, %rd100, 2;
 	add.s64 	%rd102, %rd1, %rd101;
@@ -15130,10 +15320,10 @@ $L__BB57_20:
 	add.s64 	%rd148, %rd148, 4;
 	add.s64 	%rd147, %rd147, -4;
 	setp.ne.s64 	%p15, %rd147, 0;
-	@%p15 bra 	$L__BB57_20;
+	@%p15 bra 	$L__BB58_20;
 
-$L__BB57_21:
-	@%p6 bra 	$L__BB57_25;
+$L__BB58_21:
+	@%p6 bra 	$L__BB58_25;
 
 	setp.eq.s64 	%p17, %rd6, 1;
 	add.s64 	%rd103, %rd148, %rd9;
@@ -15142,24 +15332,24 @@ $L__BB57_21:
 	ld.global.f32 	%f171, [%rd27];
 	mul.f32 	%f172, %f17, %f171;
 	st.global.f32 	[%rd27], %f172;
-	@%p17 bra 	$L__BB57_25;
+	@%p17 bra 	$L__BB58_25;
 
 	setp.eq.s64 	%p18, %rd6, 2;
 	ld.global.f32 	%f173, [%rd27+4];
 	mul.f32 	%f174, %f17, %f173;
 	st.global.f32 	[%rd27+4], %f174;
-	@%p18 bra 	$L__BB57_25;
+	@%p18 bra 	$L__BB58_25;
 
 	ld.global.f32 	%f175, [%rd27+8];
 	mul.f32 	%f176, %f17, %f175;
 	st.global.f32 	[%rd27+8], %f176;
 
-$L__BB57_25:
+$L__BB58_25:
 	add.s64 	%rd139, %rd139, %rd4;
 	setp.lt.s64 	%p19, %rd139, %rd77;
-	@%p19 bra 	$L__BB57_4;
+	@%p19 bra 	$L__BB58_4;
 
-$L__BB57_63:
+$L__BB58_63:
 	ret;
 
 }
@@ -15191,10 +15381,10 @@ $L__BB57_63:
 	cvt.u64.u32 	%rd38, %r3;
 	add.s64 	%rd54, %rd37, %rd38;
 	setp.ge.s64 	%p1, %rd54, %rd33;
-	@%p1 bra 	$L__BB58_18;
+	@%p1 bra 	$L__BB59_18;
 
 	setp.lt.s64 	%p2, %rd34, 1;
-	@%p2 bra 	$L__BB58_18;
+	@%p2 bra 	$L__BB59_18;
 
 	add.s64 	%rd5, %rd34, -1;
 	and.b64  	%rd6, %rd34, 3;
@@ -15206,18 +15396,18 @@ $L__BB57_63:
 	cvt.u64.u32 	%rd39, %r4;
 	mul.lo.s64 	%rd11, %rd39, %rd3;
 
-$L__BB58_3:
+$L__BB59_3:
 	mul.lo.s64 	%rd13, %rd54, %rd34;
 	setp.lt.u64 	%p3, %rd5, 3;
 	mov.f32 	%f60, 0f00000000;
 	mov.u64 	%rd58, 0;
-	@%p3 bra 	$L__BB58_6;
+	@%p3 bra 	$L__BB59_6;
 
 	shl.b64 	%rd42, %rd13, 2;
 	add.s64 	%rd56, %rd9, %rd42;
 	add.s64 	%rd55, %rd10, %rd42;
 
-$L__BB58_5:
+$L__BB59_5:
 	ld.global.f32 	%f12, [%rd55+-8];
 	ld.global.f32 	%f13, [%rd56+-8];
 	fma.rn.f32 	%f14, %f13, %f12, %f60;
@@ -15235,11 +15425,11 @@ $L__BB58_5:
 	add.s64 	%rd56, %rd56, 16;
 	add.s64 	%rd55, %rd55, 16;
 	setp.ne.s64 	%p4, %rd43, 0;
-	@%p4 bra 	$L__BB58_5;
+	@%p4 bra 	$L__BB59_5;
 
-$L__BB58_6:
+$L__BB59_6:
 	setp.eq.s64 	%p5, %rd6, 0;
-	@%p5 bra 	$L__BB58_10;
+	@%p5 bra 	$L__BB59_10;
 
 	setp.eq.s64 	%p6, %rd6, 1;
 	add.s64 	%rd44, %rd58, %rd13;
@@ -15249,25 +15439,25 @@ $L__BB58_6:
 	ld.global.f32 	%f23, [%rd24];
 	ld.global.f32 	%f24, [%rd23];
 	fma.rn.f32 	%f60, %f24, %f23, %f60;
-	@%p6 bra 	$L__BB58_10;
+	@%p6 bra 	$L__BB59_10;
 
 	setp.eq.s64 	%p7, %rd6, 2;
 	ld.global.f32 	%f25, [%rd24+4];
 	ld.global.f32 	%f26, [%rd23+4];
 	fma.rn.f32 	%f60, %f26, %f25, %f60;
-	@%p7 bra 	$L__BB58_10;
+	@%p7 bra 	$L__BB59_10;
 
 	ld.global.f32 	%f27, [%rd24+8];
 	ld.global.f32 	%f28, [%rd23+8];
 	fma.rn.f32 	%f60, %f28, %f27, %f60;
 
-$L__BB58_10:
+$L__BB59_10:
 	mov.u64 	%rd61, 0;
-	@%p3 bra 	$L__BB58_13;
+	@%p3 bra 	$L__BB59_13;
 
 	mov.u64 	%rd60, %rd7;
 
-$L__BB58_12:
+$L__BB59_12:
 	add.s64 	%rd48, %rd61, %rd13;
 	shl.b64 	%rd49, %rd48, 2;
 	add.s64 	%rd50, %rd2, %rd49;
@@ -15295,10 +15485,10 @@ $L__BB58_12:
 	add.s64 	%rd61, %rd61, 4;
 	add.s64 	%rd60, %rd60, -4;
 	setp.ne.s64 	%p9, %rd60, 0;
-	@%p9 bra 	$L__BB58_12;
+	@%p9 bra 	$L__BB59_12;
 
-$L__BB58_13:
-	@%p5 bra 	$L__BB58_17;
+$L__BB59_13:
+	@%p5 bra 	$L__BB59_17;
 
 	setp.eq.s64 	%p11, %rd6, 1;
 	add.s64 	%rd52, %rd61, %rd13;
@@ -15310,7 +15500,7 @@ $L__BB58_13:
 	ld.global.f32 	%f47, [%rd30];
 	mul.f32 	%f48, %f47, %f46;
 	st.global.f32 	[%rd31], %f48;
-	@%p11 bra 	$L__BB58_17;
+	@%p11 bra 	$L__BB59_17;
 
 	setp.eq.s64 	%p12, %rd6, 2;
 	ld.global.f32 	%f49, [%rd31+4];
@@ -15318,7 +15508,7 @@ $L__BB58_13:
 	ld.global.f32 	%f51, [%rd30+4];
 	mul.f32 	%f52, %f51, %f50;
 	st.global.f32 	[%rd31+4], %f52;
-	@%p12 bra 	$L__BB58_17;
+	@%p12 bra 	$L__BB59_17;
 
 	ld.global.f32 	%f53, [%rd31+8];
 	sub.f32 	%f54, %f53, %f60;
@@ -15326,12 +15516,12 @@ $L__BB58_13:
 	mul.f32 	%f56, %f55, %f54;
 	st.global.f32 	[%rd31+8], %f56;
 
-$L__BB58_17:
+$L__BB59_17:
 	add.s64 	%rd54, %rd54, %rd11;
 	setp.lt.s64 	%p13, %rd54, %rd33;
-	@%p13 bra 	$L__BB58_3;
+	@%p13 bra 	$L__BB59_3;
 
-$L__BB58_18:
+$L__BB59_18:
 	ret;
 
 }
@@ -15368,7 +15558,7 @@ $L__BB58_18:
 	cvt.u64.u32 	%rd45, %r3;
 	add.s64 	%rd86, %rd44, %rd45;
 	setp.ge.s64 	%p1, %rd86, %rd40;
-	@%p1 bra 	$L__BB59_36;
+	@%p1 bra 	$L__BB60_36;
 
 	setp.gt.s64 	%p2, %rd39, 0;
 	mul.lo.s64 	%rd46, %rd41, %rd39;
@@ -15380,35 +15570,35 @@ $L__BB58_18:
 	cvt.u64.u32 	%rd48, %r4;
 	mul.lo.s64 	%rd6, %rd48, %rd3;
 	add.s64 	%rd7, %rd41, -1;
-	@%p2 bra 	$L__BB59_9;
-	bra.uni 	$L__BB59_2;
+	@%p2 bra 	$L__BB60_9;
+	bra.uni 	$L__BB60_2;
 
-$L__BB59_9:
+$L__BB60_9:
 	and.b64  	%rd12, %rd41, 3;
 	sub.s64 	%rd15, %rd12, %rd41;
 
-$L__BB59_10:
+$L__BB60_10:
 	setp.lt.s64 	%p6, %rd41, 1;
 	mov.f64 	%fd82, 0d0000000000000000;
 	mov.f64 	%fd83, %fd82;
-	@%p6 bra 	$L__BB59_20;
+	@%p6 bra 	$L__BB60_20;
 
 	mov.u64 	%rd88, 0;
 
-$L__BB59_12:
+$L__BB60_12:
 	mov.u64 	%rd91, 0;
 	mul.lo.s64 	%rd53, %rd88, %rd40;
 	add.s64 	%rd54, %rd53, %rd86;
 	mul.lo.s64 	%rd18, %rd54, %rd41;
 	setp.lt.u64 	%p7, %rd7, 3;
-	@%p7 bra 	$L__BB59_15;
+	@%p7 bra 	$L__BB60_15;
 
 	add.s64 	%rd82, %rd1, 8;
 	shl.b64 	%rd56, %rd18, 2;
 	add.s64 	%rd89, %rd82, %rd56;
 	mov.u64 	%rd91, 0;
 
-$L__BB59_14:
+$L__BB60_14:
 	ld.global.f32 	%f4, [%rd89+-8];
 	cvt.f64.f32 	%fd40, %f4;
 	add.f64 	%fd41, %fd82, %fd40;
@@ -15429,11 +15619,11 @@ $L__BB59_14:
 	add.s64 	%rd91, %rd91, 4;
 	add.s64 	%rd57, %rd15, %rd91;
 	setp.ne.s64 	%p8, %rd57, 0;
-	@%p8 bra 	$L__BB59_14;
+	@%p8 bra 	$L__BB60_14;
 
-$L__BB59_15:
+$L__BB60_15:
 	setp.eq.s64 	%p9, %rd12, 0;
-	@%p9 bra 	$L__BB59_19;
+	@%p9 bra 	$L__BB60_19;
 
 	setp.eq.s64 	%p10, %rd12, 1;
 	add.s64 	%rd58, %rd91, %rd18;
@@ -15443,26 +15633,26 @@ $L__BB59_15:
 	cvt.f64.f32 	%fd50, %f8;
 	add.f64 	%fd82, %fd82, %fd50;
 	fma.rn.f64 	%fd83, %fd50, %fd50, %fd83;
-	@%p10 bra 	$L__BB59_19;
+	@%p10 bra 	$L__BB60_19;
 
 	setp.eq.s64 	%p11, %rd12, 2;
 	ld.global.f32 	%f9, [%rd25+4];
 	cvt.f64.f32 	%fd51, %f9;
 	add.f64 	%fd82, %fd82, %fd51;
 	fma.rn.f64 	%fd83, %fd51, %fd51, %fd83;
-	@%p11 bra 	$L__BB59_19;
+	@%p11 bra 	$L__BB60_19;
 
 	ld.global.f32 	%f10, [%rd25+8];
 	cvt.f64.f32 	%fd52, %f10;
 	add.f64 	%fd82, %fd82, %fd52;
 	fma.rn.f64 	%fd83, %fd52, %fd52, %fd83;
 
-$L__BB59_19:
+$L__BB60_19:
 	add.s64 	%rd88, %rd88, 1;
 	setp.lt.s64 	%p12, %rd88, %rd39;
-	@%p12 bra 	$L__BB59_12;
+	@%p12 bra 	$L__BB60_12;
 
-$L__BB59_20:
+$L__BB60_20:
 	ld.param.u64 	%rd77, [bn_stats_f32_param_0];
 	cvta.to.global.u64 	%rd76, %rd77;
 	ld.param.f32 	%f22, [bn_stats_f32_param_5];
@@ -15471,10 +15661,10 @@ $L__BB59_20:
 	shl.b64 	%rd61, %rd40, 2;
 	add.s64 	%rd28, %rd27, %rd61;
 	setp.neu.f32 	%p13, %f22, 0f00000000;
-	@%p13 bra 	$L__BB59_32;
-	bra.uni 	$L__BB59_21;
+	@%p13 bra 	$L__BB60_32;
+	bra.uni 	$L__BB60_21;
 
-$L__BB59_32:
+$L__BB60_32:
 	ld.param.u64 	%rd81, [bn_stats_f32_param_0];
 	shl.b64 	%rd80, %rd86, 2;
 	cvta.to.global.u64 	%rd79, %rd81;
@@ -15483,27 +15673,27 @@ $L__BB59_32:
 	st.global.f32 	[%rd78], %f20;
 	cvt.rn.f32.f64 	%f21, %fd83;
 	st.global.f32 	[%rd28], %f21;
-	bra.uni 	$L__BB59_33;
+	bra.uni 	$L__BB60_33;
 
-$L__BB59_21:
+$L__BB60_21:
 	div.rn.f64 	%fd22, %fd82, %fd1;
 	mov.f64 	%fd90, 0d0000000000000000;
-	@%p6 bra 	$L__BB59_31;
+	@%p6 bra 	$L__BB60_31;
 
 	mov.u64 	%rd92, 0;
 
-$L__BB59_23:
+$L__BB60_23:
 	mov.u64 	%rd95, 0;
 	mul.lo.s64 	%rd64, %rd92, %rd40;
 	add.s64 	%rd65, %rd64, %rd86;
 	mul.lo.s64 	%rd30, %rd65, %rd41;
 	setp.lt.u64 	%p15, %rd7, 3;
-	@%p15 bra 	$L__BB59_26;
+	@%p15 bra 	$L__BB60_26;
 
 	sub.s64 	%rd94, %rd41, %rd12;
 	mov.u64 	%rd95, 0;
 
-$L__BB59_25:
+$L__BB60_25:
 	add.s64 	%rd67, %rd95, %rd30;
 	shl.b64 	%rd68, %rd67, 2;
 	add.s64 	%rd69, %rd1, %rd68;
@@ -15526,11 +15716,11 @@ $L__BB59_25:
 	add.s64 	%rd95, %rd95, 4;
 	add.s64 	%rd94, %rd94, -4;
 	setp.ne.s64 	%p16, %rd94, 0;
-	@%p16 bra 	$L__BB59_25;
+	@%p16 bra 	$L__BB60_25;
 
-$L__BB59_26:
+$L__BB60_26:
 	setp.eq.s64 	%p17, %rd12, 0;
-	@%p17 bra 	$L__BB59_30;
+	@%p17 bra 	$L__BB60_30;
 
 	setp.eq.s64 	%p18, %rd12, 1;
 	add.s64 	%rd70, %rd95, %rd30;
@@ -15540,26 +15730,26 @@ $L__BB59_26:
 	cvt.f64.f32 	%fd67, %f15;
 	sub.f64 	%fd68, %fd67, %fd22;
 	fma.rn.f64 	%fd90, %fd68, %fd68, %fd90;
-	@%p18 bra 	$L__BB59_30;
+	@%p18 bra 	$L__BB60_30;
 
 	setp.eq.s64 	%p19, %rd12, 2;
 	ld.global.f32 	%f16, [%rd36+4];
 	cvt.f64.f32 	%fd69, %f16;
 	sub.f64 	%fd70, %fd69, %fd22;
 	fma.rn.f64 	%fd90, %fd70, %fd70, %fd90;
-	@%p19 bra 	$L__BB59_30;
+	@%p19 bra 	$L__BB60_30;
 
 	ld.global.f32 	%f17, [%rd36+8];
 	cvt.f64.f32 	%fd71, %f17;
 	sub.f64 	%fd72, %fd71, %fd22;
 	fma.rn.f64 	%fd90, %fd72, %fd72, %fd90;
 
-$L__BB59_30:
+$L__BB60_30:
 	add.s64 	%rd92, %rd92, 1;
 	setp.lt.s64 	%p20, %rd92, %rd39;
-	@%p20 bra 	$L__BB59_23;
+	@%p20 bra 	$L__BB60_23;
 
-$L__BB59_31:
+$L__BB60_31:
 	ld.param.u64 	%rd75, [bn_stats_f32_param_0];
 	shl.b64 	%rd74, %rd86, 2;
 	cvta.to.global.u64 	%rd73, %rd75;
@@ -15570,55 +15760,55 @@ $L__BB59_31:
 	cvt.rn.f32.f64 	%f19, %fd73;
 	st.global.f32 	[%rd28], %f19;
 
-$L__BB59_33:
+$L__BB60_33:
 	setp.ne.s64 	%p21, %rd86, 0;
-	@%p21 bra 	$L__BB59_35;
+	@%p21 bra 	$L__BB60_35;
 
 	cvt.rn.f32.f64 	%f23, %fd1;
 	st.global.f32 	[%rd5], %f23;
 
-$L__BB59_35:
+$L__BB60_35:
 	add.s64 	%rd86, %rd86, %rd6;
 	setp.lt.s64 	%p22, %rd86, %rd40;
-	@%p22 bra 	$L__BB59_10;
-	bra.uni 	$L__BB59_36;
+	@%p22 bra 	$L__BB60_10;
+	bra.uni 	$L__BB60_36;
 
-$L__BB59_2:
+$L__BB60_2:
 	mov.f64 	%fd33, 0d0000000000000000;
 	div.rn.f64 	%fd34, %fd33, %fd1;
 	cvt.rn.f32.f64 	%f2, %fd34;
 
-$L__BB59_3:
+$L__BB60_3:
 	shl.b64 	%rd49, %rd86, 2;
 	add.s64 	%rd9, %rd2, %rd49;
 	shl.b64 	%rd50, %rd40, 2;
 	add.s64 	%rd10, %rd9, %rd50;
 	setp.neu.f32 	%p3, %f3, 0f00000000;
-	@%p3 bra 	$L__BB59_5;
-	bra.uni 	$L__BB59_4;
+	@%p3 bra 	$L__BB60_5;
+	bra.uni 	$L__BB60_4;
 
-$L__BB59_5:
+$L__BB60_5:
 	mov.u32 	%r5, 0;
 	st.global.u32 	[%rd9], %r5;
 	st.global.u32 	[%rd10], %r5;
-	bra.uni 	$L__BB59_6;
+	bra.uni 	$L__BB60_6;
 
-$L__BB59_4:
+$L__BB60_4:
 	st.global.f32 	[%rd9], %f2;
 	st.global.f32 	[%rd10], %f2;
 
-$L__BB59_6:
+$L__BB60_6:
 	setp.ne.s64 	%p4, %rd86, 0;
-	@%p4 bra 	$L__BB59_8;
+	@%p4 bra 	$L__BB60_8;
 
 	st.global.f32 	[%rd5], %f1;
 
-$L__BB59_8:
+$L__BB60_8:
 	add.s64 	%rd86, %rd86, %rd6;
 	setp.lt.s64 	%p5, %rd86, %rd40;
-	@%p5 bra 	$L__BB59_3;
+	@%p5 bra 	$L__BB60_3;
 
-$L__BB59_36:
+$L__BB60_36:
 	ret;
 
 }
@@ -15662,7 +15852,7 @@ $L__BB59_36:
 	cvt.u64.u32 	%rd6, %r3;
 	add.s64 	%rd130, %rd5, %rd6;
 	setp.ge.s64 	%p1, %rd130, %rd60;
-	@%p1 bra 	$L__BB60_31;
+	@%p1 bra 	$L__BB61_31;
 
 	cvt.f64.f32 	%fd1, %f4;
 	mov.u32 	%r4, %nctaid.x;
@@ -15676,23 +15866,23 @@ $L__BB59_36:
 	or.b64  	%rd65, %rd9, %rd8;
 	and.b64  	%rd66, %rd65, -4294967296;
 	setp.eq.s64 	%p2, %rd66, 0;
-	@%p2 bra 	$L__BB60_3;
+	@%p2 bra 	$L__BB61_3;
 
 	div.u64 	%rd123, %rd9, %rd8;
-	bra.uni 	$L__BB60_4;
+	bra.uni 	$L__BB61_4;
 
-$L__BB60_3:
+$L__BB61_3:
 	cvt.u32.u64 	%r5, %rd8;
 	cvt.u32.u64 	%r6, %rd9;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd123, %r7;
 
-$L__BB60_4:
+$L__BB61_4:
 	setp.neu.f32 	%p3, %f1, 0f00000000;
-	@%p3 bra 	$L__BB60_11;
-	bra.uni 	$L__BB60_5;
+	@%p3 bra 	$L__BB61_11;
+	bra.uni 	$L__BB61_5;
 
-$L__BB60_11:
+$L__BB61_11:
 	cvta.to.global.u64 	%rd91, %rd58;
 	shl.b64 	%rd92, %rd60, 3;
 	add.s64 	%rd47, %rd91, %rd92;
@@ -15700,7 +15890,7 @@ $L__BB60_11:
 	setp.eq.b64 	%p8, %rd93, 1;
 	mov.pred 	%p9, 0;
 	xor.pred  	%p10, %p8, %p9;
-	@%p10 bra 	$L__BB60_18;
+	@%p10 bra 	$L__BB61_18;
 
 	setp.neu.f32 	%p11, %f2, 0f00000000;
 	ld.global.f32 	%f20, [%rd47];
@@ -15711,10 +15901,10 @@ $L__BB60_11:
 	cvt.f64.f32 	%fd97, %f21;
 	shl.b64 	%rd97, %rd60, 2;
 	add.s64 	%rd48, %rd96, %rd97;
-	@%p11 bra 	$L__BB60_14;
-	bra.uni 	$L__BB60_13;
+	@%p11 bra 	$L__BB61_14;
+	bra.uni 	$L__BB61_13;
 
-$L__BB60_14:
+$L__BB61_14:
 	div.rn.f64 	%fd97, %fd97, %fd3;
 	ld.global.f32 	%f23, [%rd48];
 	cvt.f64.f32 	%fd46, %f23;
@@ -15723,13 +15913,13 @@ $L__BB60_14:
 	sub.f64 	%fd49, %fd47, %fd48;
 	setp.lt.f64 	%p12, %fd49, 0d0000000000000000;
 	selp.f64 	%fd98, 0d0000000000000000, %fd49, %p12;
-	bra.uni 	$L__BB60_15;
+	bra.uni 	$L__BB61_15;
 
-$L__BB60_5:
+$L__BB61_5:
 	add.s64 	%rd67, %rd123, 1;
 	and.b64  	%rd129, %rd67, 3;
 	setp.eq.s64 	%p4, %rd129, 0;
-	@%p4 bra 	$L__BB60_8;
+	@%p4 bra 	$L__BB61_8;
 
 	add.s64 	%rd68, %rd60, %rd5;
 	add.s64 	%rd69, %rd68, %rd6;
@@ -15741,7 +15931,7 @@ $L__BB60_5:
 	add.s64 	%rd125, %rd2, %rd71;
 	add.s64 	%rd124, %rd3, %rd71;
 
-$L__BB60_7:
+$L__BB61_7:
 	.pragma "nounroll";
 	ld.global.f32 	%f5, [%rd124];
 	ld.global.f32 	%f6, [%rd125];
@@ -15759,11 +15949,11 @@ $L__BB60_7:
 	add.s64 	%rd124, %rd124, %rd15;
 	add.s64 	%rd129, %rd129, -1;
 	setp.ne.s64 	%p5, %rd129, 0;
-	@%p5 bra 	$L__BB60_7;
+	@%p5 bra 	$L__BB61_7;
 
-$L__BB60_8:
+$L__BB61_8:
 	setp.lt.u64 	%p6, %rd123, 3;
-	@%p6 bra 	$L__BB60_31;
+	@%p6 bra 	$L__BB61_31;
 
 	shl.b64 	%rd72, %rd130, 2;
 	add.s64 	%rd132, %rd1, %rd72;
@@ -15775,7 +15965,7 @@ $L__BB60_8:
 	add.s64 	%rd134, %rd3, %rd72;
 	add.s64 	%rd135, %rd2, %rd72;
 
-$L__BB60_10:
+$L__BB61_10:
 	ld.global.f32 	%f8, [%rd134];
 	ld.global.f32 	%f9, [%rd135];
 	cvt.f64.f32 	%fd30, %f9;
@@ -15833,16 +16023,16 @@ $L__BB60_10:
 	st.global.f32 	[%rd90], %f19;
 	add.s64 	%rd130, %rd86, %rd8;
 	setp.lt.s64 	%p7, %rd130, %rd60;
-	@%p7 bra 	$L__BB60_10;
-	bra.uni 	$L__BB60_31;
+	@%p7 bra 	$L__BB61_10;
+	bra.uni 	$L__BB61_31;
 
-$L__BB60_13:
+$L__BB61_13:
 	ld.global.f32 	%f22, [%rd48];
 	cvt.f64.f32 	%fd98, %f22;
 
-$L__BB60_15:
+$L__BB61_15:
 	setp.eq.s64 	%p13, %rd59, 0;
-	@%p13 bra 	$L__BB60_17;
+	@%p13 bra 	$L__BB61_17;
 
 	add.s64 	%rd99, %rd3, %rd95;
 	ld.global.f32 	%f24, [%rd99];
@@ -15862,7 +16052,7 @@ $L__BB60_15:
 	cvt.rn.f32.f64 	%f27, %fd59;
 	st.global.f32 	[%rd100], %f27;
 
-$L__BB60_17:
+$L__BB61_17:
 	cvt.rn.f32.f64 	%f28, %fd97;
 	add.s64 	%rd102, %rd1, %rd95;
 	st.global.f32 	[%rd102], %f28;
@@ -15874,11 +16064,11 @@ $L__BB60_17:
 	st.global.f32 	[%rd104], %f29;
 	add.s64 	%rd130, %rd130, %rd8;
 
-$L__BB60_18:
+$L__BB61_18:
 	setp.gt.u64 	%p14, %rd8, %rd9;
-	@%p14 bra 	$L__BB60_31;
+	@%p14 bra 	$L__BB61_31;
 
-$L__BB60_20:
+$L__BB61_20:
 	ld.global.f32 	%f30, [%rd47];
 	cvt.f64.f32 	%fd10, %f30;
 	shl.b64 	%rd106, %rd130, 2;
@@ -15888,10 +16078,10 @@ $L__BB60_20:
 	shl.b64 	%rd107, %rd60, 2;
 	add.s64 	%rd53, %rd52, %rd107;
 	setp.neu.f32 	%p15, %f2, 0f00000000;
-	@%p15 bra 	$L__BB60_22;
-	bra.uni 	$L__BB60_21;
+	@%p15 bra 	$L__BB61_22;
+	bra.uni 	$L__BB61_21;
 
-$L__BB60_22:
+$L__BB61_22:
 	div.rn.f64 	%fd99, %fd99, %fd10;
 	ld.global.f32 	%f33, [%rd53];
 	cvt.f64.f32 	%fd63, %f33;
@@ -15900,15 +16090,15 @@ $L__BB60_22:
 	sub.f64 	%fd66, %fd64, %fd65;
 	setp.lt.f64 	%p16, %fd66, 0d0000000000000000;
 	selp.f64 	%fd100, 0d0000000000000000, %fd66, %p16;
-	bra.uni 	$L__BB60_23;
+	bra.uni 	$L__BB61_23;
 
-$L__BB60_21:
+$L__BB61_21:
 	ld.global.f32 	%f32, [%rd53];
 	cvt.f64.f32 	%fd100, %f32;
 
-$L__BB60_23:
+$L__BB61_23:
 	setp.eq.s64 	%p17, %rd59, 0;
-	@%p17 bra 	$L__BB60_25;
+	@%p17 bra 	$L__BB61_25;
 
 	add.s64 	%rd109, %rd3, %rd106;
 	ld.global.f32 	%f34, [%rd109];
@@ -15928,7 +16118,7 @@ $L__BB60_23:
 	cvt.rn.f32.f64 	%f37, %fd76;
 	st.global.f32 	[%rd110], %f37;
 
-$L__BB60_25:
+$L__BB61_25:
 	add.s64 	%rd54, %rd1, %rd106;
 	cvt.rn.f32.f64 	%f38, %fd99;
 	st.global.f32 	[%rd54], %f38;
@@ -15946,10 +16136,10 @@ $L__BB60_25:
 	ld.global.f32 	%f41, [%rd115];
 	cvt.f64.f32 	%fd101, %f41;
 	add.s64 	%rd56, %rd115, %rd107;
-	@%p15 bra 	$L__BB60_27;
-	bra.uni 	$L__BB60_26;
+	@%p15 bra 	$L__BB61_27;
+	bra.uni 	$L__BB61_26;
 
-$L__BB60_27:
+$L__BB61_27:
 	div.rn.f64 	%fd101, %fd101, %fd17;
 	ld.global.f32 	%f43, [%rd56];
 	cvt.f64.f32 	%fd80, %f43;
@@ -15958,14 +16148,14 @@ $L__BB60_27:
 	sub.f64 	%fd83, %fd81, %fd82;
 	setp.lt.f64 	%p19, %fd83, 0d0000000000000000;
 	selp.f64 	%fd102, 0d0000000000000000, %fd83, %p19;
-	bra.uni 	$L__BB60_28;
+	bra.uni 	$L__BB61_28;
 
-$L__BB60_26:
+$L__BB61_26:
 	ld.global.f32 	%f42, [%rd56];
 	cvt.f64.f32 	%fd102, %f42;
 
-$L__BB60_28:
-	@%p17 bra 	$L__BB60_30;
+$L__BB61_28:
+	@%p17 bra 	$L__BB61_30;
 
 	shl.b64 	%rd116, %rd55, 2;
 	add.s64 	%rd117, %rd3, %rd116;
@@ -15986,7 +16176,7 @@ $L__BB60_28:
 	cvt.rn.f32.f64 	%f47, %fd93;
 	st.global.f32 	[%rd118], %f47;
 
-$L__BB60_30:
+$L__BB61_30:
 	cvt.rn.f32.f64 	%f48, %fd101;
 	add.s64 	%rd120, %rd54, %rd114;
 	st.global.f32 	[%rd120], %f48;
@@ -15998,9 +16188,9 @@ $L__BB60_30:
 	st.global.f32 	[%rd122], %f49;
 	add.s64 	%rd130, %rd55, %rd8;
 	setp.lt.s64 	%p21, %rd130, %rd60;
-	@%p21 bra 	$L__BB60_20;
+	@%p21 bra 	$L__BB61_20;
 
-$L__BB60_31:
+$L__BB61_31:
 	ret;
 
 }
@@ -16048,7 +16238,7 @@ $L__BB60_31:
 	mul.lo.s64 	%rd216, %rd207, %rd213;
 	mul.lo.s64 	%rd9, %rd216, %rd208;
 	setp.ge.s64 	%p1, %rd405, %rd9;
-	@%p1 bra 	$L__BB61_122;
+	@%p1 bra 	$L__BB62_122;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd10, %r4;
@@ -16058,25 +16248,25 @@ $L__BB60_31:
 	or.b64  	%rd218, %rd12, %rd11;
 	and.b64  	%rd219, %rd218, -4294967296;
 	setp.eq.s64 	%p2, %rd219, 0;
-	@%p2 bra 	$L__BB61_3;
+	@%p2 bra 	$L__BB62_3;
 
 	div.u64 	%rd15, %rd12, %rd11;
-	bra.uni 	$L__BB61_4;
+	bra.uni 	$L__BB62_4;
 
-$L__BB61_3:
+$L__BB62_3:
 	cvt.u32.u64 	%r5, %rd11;
 	cvt.u32.u64 	%r6, %rd12;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd15, %r7;
 
-$L__BB61_4:
+$L__BB62_4:
 	add.s64 	%rd220, %rd15, 1;
 	and.b64  	%rd382, %rd220, 3;
 	setp.eq.s64 	%p3, %rd205, 0;
-	@%p3 bra 	$L__BB61_51;
+	@%p3 bra 	$L__BB62_51;
 
 	setp.eq.s64 	%p4, %rd382, 0;
-	@%p4 bra 	$L__BB61_16;
+	@%p4 bra 	$L__BB62_16;
 
 	shl.b64 	%rd221, %rd405, 2;
 	add.s64 	%rd380, %rd1, %rd221;
@@ -16086,36 +16276,36 @@ $L__BB61_4:
 	cvt.u32.u64 	%r8, %rd208;
 	cvt.u32.u64 	%r11, %rd207;
 
-$L__BB61_7:
+$L__BB62_7:
 	.pragma "nounroll";
 	or.b64  	%rd222, %rd405, %rd208;
 	and.b64  	%rd223, %rd222, -4294967296;
 	setp.eq.s64 	%p5, %rd223, 0;
-	@%p5 bra 	$L__BB61_9;
+	@%p5 bra 	$L__BB62_9;
 
 	div.s64 	%rd383, %rd405, %rd208;
-	bra.uni 	$L__BB61_10;
+	bra.uni 	$L__BB62_10;
 
-$L__BB61_9:
+$L__BB62_9:
 	cvt.u32.u64 	%r9, %rd405;
 	div.u32 	%r10, %r9, %r8;
 	cvt.u64.u32 	%rd383, %r10;
 
-$L__BB61_10:
+$L__BB62_10:
 	or.b64  	%rd224, %rd383, %rd207;
 	and.b64  	%rd225, %rd224, -4294967296;
 	setp.eq.s64 	%p6, %rd225, 0;
-	@%p6 bra 	$L__BB61_12;
+	@%p6 bra 	$L__BB62_12;
 
 	rem.s64 	%rd384, %rd383, %rd207;
-	bra.uni 	$L__BB61_13;
+	bra.uni 	$L__BB62_13;
 
-$L__BB61_12:
+$L__BB62_12:
 	cvt.u32.u64 	%r12, %rd383;
 	rem.u32 	%r13, %r12, %r11;
 	cvt.u64.u32 	%rd384, %r13;
 
-$L__BB61_13:
+$L__BB62_13:
 	shl.b64 	%rd226, %rd384, 2;
 	add.s64 	%rd227, %rd5, %rd226;
 	ld.global.f32 	%f16, [%rd227];
@@ -16130,13 +16320,13 @@ $L__BB61_13:
 	ld.global.f32 	%f21, [%rd230];
 	mul.f32 	%f111, %f20, %f21;
 	setp.eq.s64 	%p7, %rd206, 0;
-	@%p7 bra 	$L__BB61_15;
+	@%p7 bra 	$L__BB62_15;
 
 	add.s64 	%rd232, %rd2, %rd226;
 	ld.global.f32 	%f22, [%rd232];
 	add.f32 	%f111, %f111, %f22;
 
-$L__BB61_15:
+$L__BB62_15:
 	st.global.f32 	[%rd380], %f111;
 	add.s64 	%rd405, %rd405, %rd11;
 	add.s64 	%rd380, %rd380, %rd18;
@@ -16144,11 +16334,11 @@ $L__BB61_15:
 	add.s64 	%rd378, %rd378, %rd18;
 	add.s64 	%rd382, %rd382, -1;
 	setp.ne.s64 	%p8, %rd382, 0;
-	@%p8 bra 	$L__BB61_7;
+	@%p8 bra 	$L__BB62_7;
 
-$L__BB61_16:
+$L__BB62_16:
 	setp.lt.u64 	%p9, %rd15, 3;
-	@%p9 bra 	$L__BB61_122;
+	@%p9 bra 	$L__BB62_122;
 
 	shl.b64 	%rd233, %rd405, 2;
 	add.s64 	%rd387, %rd6, %rd233;
@@ -16158,35 +16348,35 @@ $L__BB61_16:
 	cvt.u32.u64 	%r14, %rd208;
 	cvt.u32.u64 	%r17, %rd207;
 
-$L__BB61_18:
+$L__BB62_18:
 	or.b64  	%rd235, %rd405, %rd208;
 	and.b64  	%rd236, %rd235, -4294967296;
 	setp.eq.s64 	%p10, %rd236, 0;
-	@%p10 bra 	$L__BB61_20;
+	@%p10 bra 	$L__BB62_20;
 
 	div.s64 	%rd390, %rd405, %rd208;
-	bra.uni 	$L__BB61_21;
+	bra.uni 	$L__BB62_21;
 
-$L__BB61_20:
+$L__BB62_20:
 	cvt.u32.u64 	%r15, %rd405;
 	div.u32 	%r16, %r15, %r14;
 	cvt.u64.u32 	%rd390, %r16;
 
-$L__BB61_21:
+$L__BB62_21:
 	or.b64  	%rd237, %rd390, %rd207;
 	and.b64  	%rd238, %rd237, -4294967296;
 	setp.eq.s64 	%p11, %rd238, 0;
-	@%p11 bra 	$L__BB61_23;
+	@%p11 bra 	$L__BB62_23;
 
 	rem.s64 	%rd391, %rd390, %rd207;
-	bra.uni 	$L__BB61_24;
+	bra.uni 	$L__BB62_24;
 
-$L__BB61_23:
+$L__BB62_23:
 	cvt.u32.u64 	%r18, %rd390;
 	rem.u32 	%r19, %r18, %r17;
 	cvt.u64.u32 	%rd391, %r19;
 
-$L__BB61_24:
+$L__BB62_24:
 	shl.b64 	%rd239, %rd391, 2;
 	add.s64 	%rd240, %rd5, %rd239;
 	ld.global.f32 	%f23, [%rd240];
@@ -16201,43 +16391,43 @@ $L__BB61_24:
 	ld.global.f32 	%f28, [%rd243];
 	mul.f32 	%f112, %f27, %f28;
 	setp.eq.s64 	%p12, %rd206, 0;
-	@%p12 bra 	$L__BB61_26;
+	@%p12 bra 	$L__BB62_26;
 
 	add.s64 	%rd245, %rd2, %rd239;
 	ld.global.f32 	%f29, [%rd245];
 	add.f32 	%f112, %f112, %f29;
 
-$L__BB61_26:
+$L__BB62_26:
 	st.global.f32 	[%rd389], %f112;
 	add.s64 	%rd52, %rd405, %rd11;
 	or.b64  	%rd246, %rd52, %rd208;
 	and.b64  	%rd247, %rd246, -4294967296;
 	setp.eq.s64 	%p13, %rd247, 0;
-	@%p13 bra 	$L__BB61_28;
+	@%p13 bra 	$L__BB62_28;
 
 	div.s64 	%rd392, %rd52, %rd208;
-	bra.uni 	$L__BB61_29;
+	bra.uni 	$L__BB62_29;
 
-$L__BB61_28:
+$L__BB62_28:
 	cvt.u32.u64 	%r21, %rd52;
 	div.u32 	%r22, %r21, %r14;
 	cvt.u64.u32 	%rd392, %r22;
 
-$L__BB61_29:
+$L__BB62_29:
 	or.b64  	%rd248, %rd392, %rd207;
 	and.b64  	%rd249, %rd248, -4294967296;
 	setp.eq.s64 	%p14, %rd249, 0;
-	@%p14 bra 	$L__BB61_31;
+	@%p14 bra 	$L__BB62_31;
 
 	rem.s64 	%rd393, %rd392, %rd207;
-	bra.uni 	$L__BB61_32;
+	bra.uni 	$L__BB62_32;
 
-$L__BB61_31:
+$L__BB62_31:
 	cvt.u32.u64 	%r24, %rd392;
 	rem.u32 	%r25, %r24, %r17;
 	cvt.u64.u32 	%rd393, %r25;
 
-$L__BB61_32:
+$L__BB62_32:
 	add.s64 	%rd59, %rd387, %rd39;
 	shl.b64 	%rd250, %rd393, 2;
 	add.s64 	%rd251, %rd5, %rd250;
@@ -16252,44 +16442,44 @@ $L__BB61_32:
 	add.s64 	%rd254, %rd3, %rd250;
 	ld.global.f32 	%f35, [%rd254];
 	mul.f32 	%f113, %f34, %f35;
-	@%p12 bra 	$L__BB61_34;
+	@%p12 bra 	$L__BB62_34;
 
 	add.s64 	%rd256, %rd2, %rd250;
 	ld.global.f32 	%f36, [%rd256];
 	add.f32 	%f113, %f113, %f36;
 
-$L__BB61_34:
+$L__BB62_34:
 	add.s64 	%rd61, %rd389, %rd39;
 	st.global.f32 	[%rd61], %f113;
 	add.s64 	%rd62, %rd52, %rd11;
 	or.b64  	%rd257, %rd62, %rd208;
 	and.b64  	%rd258, %rd257, -4294967296;
 	setp.eq.s64 	%p16, %rd258, 0;
-	@%p16 bra 	$L__BB61_36;
+	@%p16 bra 	$L__BB62_36;
 
 	div.s64 	%rd394, %rd62, %rd208;
-	bra.uni 	$L__BB61_37;
+	bra.uni 	$L__BB62_37;
 
-$L__BB61_36:
+$L__BB62_36:
 	cvt.u32.u64 	%r27, %rd62;
 	div.u32 	%r28, %r27, %r14;
 	cvt.u64.u32 	%rd394, %r28;
 
-$L__BB61_37:
+$L__BB62_37:
 	or.b64  	%rd259, %rd394, %rd207;
 	and.b64  	%rd260, %rd259, -4294967296;
 	setp.eq.s64 	%p17, %rd260, 0;
-	@%p17 bra 	$L__BB61_39;
+	@%p17 bra 	$L__BB62_39;
 
 	rem.s64 	%rd395, %rd394, %rd207;
-	bra.uni 	$L__BB61_40;
+	bra.uni 	$L__BB62_40;
 
-$L__BB61_39:
+$L__BB62_39:
 	cvt.u32.u64 	%r30, %rd394;
 	rem.u32 	%r31, %r30, %r17;
 	cvt.u64.u32 	%rd395, %r31;
 
-$L__BB61_40:
+$L__BB62_40:
 	add.s64 	%rd69, %rd59, %rd39;
 	shl.b64 	%rd261, %rd395, 2;
 	add.s64 	%rd262, %rd5, %rd261;
@@ -16304,44 +16494,44 @@ $L__BB61_40:
 	add.s64 	%rd265, %rd3, %rd261;
 	ld.global.f32 	%f42, [%rd265];
 	mul.f32 	%f114, %f41, %f42;
-	@%p12 bra 	$L__BB61_42;
+	@%p12 bra 	$L__BB62_42;
 
 	add.s64 	%rd267, %rd2, %rd261;
 	ld.global.f32 	%f43, [%rd267];
 	add.f32 	%f114, %f114, %f43;
 
-$L__BB61_42:
+$L__BB62_42:
 	add.s64 	%rd71, %rd61, %rd39;
 	st.global.f32 	[%rd71], %f114;
 	add.s64 	%rd72, %rd62, %rd11;
 	or.b64  	%rd268, %rd72, %rd208;
 	and.b64  	%rd269, %rd268, -4294967296;
 	setp.eq.s64 	%p19, %rd269, 0;
-	@%p19 bra 	$L__BB61_44;
+	@%p19 bra 	$L__BB62_44;
 
 	div.s64 	%rd396, %rd72, %rd208;
-	bra.uni 	$L__BB61_45;
+	bra.uni 	$L__BB62_45;
 
-$L__BB61_44:
+$L__BB62_44:
 	cvt.u32.u64 	%r33, %rd72;
 	div.u32 	%r34, %r33, %r14;
 	cvt.u64.u32 	%rd396, %r34;
 
-$L__BB61_45:
+$L__BB62_45:
 	or.b64  	%rd270, %rd396, %rd207;
 	and.b64  	%rd271, %rd270, -4294967296;
 	setp.eq.s64 	%p20, %rd271, 0;
-	@%p20 bra 	$L__BB61_47;
+	@%p20 bra 	$L__BB62_47;
 
 	rem.s64 	%rd397, %rd396, %rd207;
-	bra.uni 	$L__BB61_48;
+	bra.uni 	$L__BB62_48;
 
-$L__BB61_47:
+$L__BB62_47:
 	cvt.u32.u64 	%r36, %rd396;
 	rem.u32 	%r37, %r36, %r17;
 	cvt.u64.u32 	%rd397, %r37;
 
-$L__BB61_48:
+$L__BB62_48:
 	add.s64 	%rd79, %rd69, %rd39;
 	shl.b64 	%rd272, %rd397, 2;
 	add.s64 	%rd273, %rd5, %rd272;
@@ -16356,13 +16546,13 @@ $L__BB61_48:
 	add.s64 	%rd276, %rd3, %rd272;
 	ld.global.f32 	%f49, [%rd276];
 	mul.f32 	%f115, %f48, %f49;
-	@%p12 bra 	$L__BB61_50;
+	@%p12 bra 	$L__BB62_50;
 
 	add.s64 	%rd278, %rd2, %rd272;
 	ld.global.f32 	%f50, [%rd278];
 	add.f32 	%f115, %f115, %f50;
 
-$L__BB61_50:
+$L__BB62_50:
 	add.s64 	%rd279, %rd71, %rd39;
 	add.s64 	%rd389, %rd279, %rd39;
 	st.global.f32 	[%rd279], %f115;
@@ -16370,15 +16560,15 @@ $L__BB61_50:
 	setp.lt.s64 	%p22, %rd405, %rd9;
 	add.s64 	%rd387, %rd79, %rd39;
 	add.s64 	%rd388, %rd80, %rd39;
-	@%p22 bra 	$L__BB61_18;
-	bra.uni 	$L__BB61_122;
+	@%p22 bra 	$L__BB62_18;
+	bra.uni 	$L__BB62_122;
 
-$L__BB61_51:
+$L__BB62_51:
 	setp.eq.s64 	%p23, %rd206, 0;
-	@%p23 bra 	$L__BB61_87;
+	@%p23 bra 	$L__BB62_87;
 
 	setp.eq.s64 	%p24, %rd382, 0;
-	@%p24 bra 	$L__BB61_61;
+	@%p24 bra 	$L__BB62_61;
 
 	shl.b64 	%rd280, %rd405, 2;
 	add.s64 	%rd400, %rd1, %rd280;
@@ -16388,36 +16578,36 @@ $L__BB61_51:
 	cvt.u32.u64 	%r38, %rd208;
 	cvt.u32.u64 	%r41, %rd207;
 
-$L__BB61_54:
+$L__BB62_54:
 	.pragma "nounroll";
 	or.b64  	%rd281, %rd405, %rd208;
 	and.b64  	%rd282, %rd281, -4294967296;
 	setp.eq.s64 	%p25, %rd282, 0;
-	@%p25 bra 	$L__BB61_56;
+	@%p25 bra 	$L__BB62_56;
 
 	div.s64 	%rd403, %rd405, %rd208;
-	bra.uni 	$L__BB61_57;
+	bra.uni 	$L__BB62_57;
 
-$L__BB61_56:
+$L__BB62_56:
 	cvt.u32.u64 	%r39, %rd405;
 	div.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd403, %r40;
 
-$L__BB61_57:
+$L__BB62_57:
 	or.b64  	%rd283, %rd403, %rd207;
 	and.b64  	%rd284, %rd283, -4294967296;
 	setp.eq.s64 	%p26, %rd284, 0;
-	@%p26 bra 	$L__BB61_59;
+	@%p26 bra 	$L__BB62_59;
 
 	rem.s64 	%rd404, %rd403, %rd207;
-	bra.uni 	$L__BB61_60;
+	bra.uni 	$L__BB62_60;
 
-$L__BB61_59:
+$L__BB62_59:
 	cvt.u32.u64 	%r42, %rd403;
 	rem.u32 	%r43, %r42, %r41;
 	cvt.u64.u32 	%rd404, %r43;
 
-$L__BB61_60:
+$L__BB62_60:
 	shl.b64 	%rd285, %rd404, 2;
 	add.s64 	%rd286, %rd5, %rd285;
 	ld.global.f32 	%f51, [%rd286];
@@ -16438,44 +16628,44 @@ $L__BB61_60:
 	add.s64 	%rd398, %rd398, %rd86;
 	add.s64 	%rd382, %rd382, -1;
 	setp.ne.s64 	%p27, %rd382, 0;
-	@%p27 bra 	$L__BB61_54;
+	@%p27 bra 	$L__BB62_54;
 
-$L__BB61_61:
+$L__BB62_61:
 	setp.lt.u64 	%p28, %rd15, 3;
-	@%p28 bra 	$L__BB61_122;
+	@%p28 bra 	$L__BB62_122;
 
-$L__BB61_62:
+$L__BB62_62:
 	shl.b64 	%rd107, %rd11, 2;
 	or.b64  	%rd291, %rd405, %rd208;
 	and.b64  	%rd292, %rd291, -4294967296;
 	setp.eq.s64 	%p29, %rd292, 0;
-	@%p29 bra 	$L__BB61_64;
+	@%p29 bra 	$L__BB62_64;
 
 	div.s64 	%rd407, %rd405, %rd208;
-	bra.uni 	$L__BB61_65;
+	bra.uni 	$L__BB62_65;
 
-$L__BB61_64:
+$L__BB62_64:
 	cvt.u32.u64 	%r44, %rd208;
 	cvt.u32.u64 	%r45, %rd405;
 	div.u32 	%r46, %r45, %r44;
 	cvt.u64.u32 	%rd407, %r46;
 
-$L__BB61_65:
+$L__BB62_65:
 	or.b64  	%rd293, %rd407, %rd207;
 	and.b64  	%rd294, %rd293, -4294967296;
 	setp.eq.s64 	%p30, %rd294, 0;
-	@%p30 bra 	$L__BB61_67;
+	@%p30 bra 	$L__BB62_67;
 
 	rem.s64 	%rd408, %rd407, %rd207;
-	bra.uni 	$L__BB61_68;
+	bra.uni 	$L__BB62_68;
 
-$L__BB61_67:
+$L__BB62_67:
 	cvt.u32.u64 	%r47, %rd207;
 	cvt.u32.u64 	%r48, %rd407;
 	rem.u32 	%r49, %r48, %r47;
 	cvt.u64.u32 	%rd408, %r49;
 
-$L__BB61_68:
+$L__BB62_68:
 	shl.b64 	%rd295, %rd405, 2;
 	add.s64 	%rd114, %rd6, %rd295;
 	shl.b64 	%rd296, %rd408, 2;
@@ -16498,33 +16688,33 @@ $L__BB61_68:
 	or.b64  	%rd301, %rd117, %rd208;
 	and.b64  	%rd302, %rd301, -4294967296;
 	setp.eq.s64 	%p31, %rd302, 0;
-	@%p31 bra 	$L__BB61_70;
+	@%p31 bra 	$L__BB62_70;
 
 	div.s64 	%rd409, %rd117, %rd208;
-	bra.uni 	$L__BB61_71;
+	bra.uni 	$L__BB62_71;
 
-$L__BB61_70:
+$L__BB62_70:
 	cvt.u32.u64 	%r50, %rd208;
 	cvt.u32.u64 	%r51, %rd117;
 	div.u32 	%r52, %r51, %r50;
 	cvt.u64.u32 	%rd409, %r52;
 
-$L__BB61_71:
+$L__BB62_71:
 	or.b64  	%rd303, %rd409, %rd207;
 	and.b64  	%rd304, %rd303, -4294967296;
 	setp.eq.s64 	%p32, %rd304, 0;
-	@%p32 bra 	$L__BB61_73;
+	@%p32 bra 	$L__BB62_73;
 
 	rem.s64 	%rd410, %rd409, %rd207;
-	bra.uni 	$L__BB61_74;
+	bra.uni 	$L__BB62_74;
 
-$L__BB61_73:
+$L__BB62_73:
 	cvt.u32.u64 	%r53, %rd207;
 	cvt.u32.u64 	%r54, %rd409;
 	rem.u32 	%r55, %r54, %r53;
 	cvt.u64.u32 	%rd410, %r55;
 
-$L__BB61_74:
+$L__BB62_74:
 	add.s64 	%rd124, %rd114, %rd107;
 	shl.b64 	%rd305, %rd410, 2;
 	add.s64 	%rd306, %rd5, %rd305;
@@ -16545,33 +16735,33 @@ $L__BB61_74:
 	or.b64  	%rd310, %rd127, %rd208;
 	and.b64  	%rd311, %rd310, -4294967296;
 	setp.eq.s64 	%p33, %rd311, 0;
-	@%p33 bra 	$L__BB61_76;
+	@%p33 bra 	$L__BB62_76;
 
 	div.s64 	%rd411, %rd127, %rd208;
-	bra.uni 	$L__BB61_77;
+	bra.uni 	$L__BB62_77;
 
-$L__BB61_76:
+$L__BB62_76:
 	cvt.u32.u64 	%r56, %rd208;
 	cvt.u32.u64 	%r57, %rd127;
 	div.u32 	%r58, %r57, %r56;
 	cvt.u64.u32 	%rd411, %r58;
 
-$L__BB61_77:
+$L__BB62_77:
 	or.b64  	%rd312, %rd411, %rd207;
 	and.b64  	%rd313, %rd312, -4294967296;
 	setp.eq.s64 	%p34, %rd313, 0;
-	@%p34 bra 	$L__BB61_79;
+	@%p34 bra 	$L__BB62_79;
 
 	rem.s64 	%rd412, %rd411, %rd207;
-	bra.uni 	$L__BB61_80;
+	bra.uni 	$L__BB62_80;
 
-$L__BB61_79:
+$L__BB62_79:
 	cvt.u32.u64 	%r59, %rd207;
 	cvt.u32.u64 	%r60, %rd411;
 	rem.u32 	%r61, %r60, %r59;
 	cvt.u64.u32 	%rd412, %r61;
 
-$L__BB61_80:
+$L__BB62_80:
 	add.s64 	%rd134, %rd124, %rd107;
 	shl.b64 	%rd314, %rd412, 2;
 	add.s64 	%rd315, %rd5, %rd314;
@@ -16592,33 +16782,33 @@ $L__BB61_80:
 	or.b64  	%rd319, %rd137, %rd208;
 	and.b64  	%rd320, %rd319, -4294967296;
 	setp.eq.s64 	%p35, %rd320, 0;
-	@%p35 bra 	$L__BB61_82;
+	@%p35 bra 	$L__BB62_82;
 
 	div.s64 	%rd413, %rd137, %rd208;
-	bra.uni 	$L__BB61_83;
+	bra.uni 	$L__BB62_83;
 
-$L__BB61_82:
+$L__BB62_82:
 	cvt.u32.u64 	%r62, %rd208;
 	cvt.u32.u64 	%r63, %rd137;
 	div.u32 	%r64, %r63, %r62;
 	cvt.u64.u32 	%rd413, %r64;
 
-$L__BB61_83:
+$L__BB62_83:
 	or.b64  	%rd321, %rd413, %rd207;
 	and.b64  	%rd322, %rd321, -4294967296;
 	setp.eq.s64 	%p36, %rd322, 0;
-	@%p36 bra 	$L__BB61_85;
+	@%p36 bra 	$L__BB62_85;
 
 	rem.s64 	%rd414, %rd413, %rd207;
-	bra.uni 	$L__BB61_86;
+	bra.uni 	$L__BB62_86;
 
-$L__BB61_85:
+$L__BB62_85:
 	cvt.u32.u64 	%r65, %rd207;
 	cvt.u32.u64 	%r66, %rd413;
 	rem.u32 	%r67, %r66, %r65;
 	cvt.u64.u32 	%rd414, %r67;
 
-$L__BB61_86:
+$L__BB62_86:
 	add.s64 	%rd323, %rd134, %rd107;
 	shl.b64 	%rd324, %rd414, 2;
 	add.s64 	%rd325, %rd5, %rd324;
@@ -16637,12 +16827,12 @@ $L__BB61_86:
 	st.global.f32 	[%rd330], %f85;
 	add.s64 	%rd405, %rd137, %rd11;
 	setp.lt.s64 	%p37, %rd405, %rd9;
-	@%p37 bra 	$L__BB61_62;
-	bra.uni 	$L__BB61_122;
+	@%p37 bra 	$L__BB62_62;
+	bra.uni 	$L__BB62_122;
 
-$L__BB61_87:
+$L__BB62_87:
 	setp.eq.s64 	%p38, %rd382, 0;
-	@%p38 bra 	$L__BB61_96;
+	@%p38 bra 	$L__BB62_96;
 
 	shl.b64 	%rd331, %rd405, 2;
 	add.s64 	%rd417, %rd1, %rd331;
@@ -16652,36 +16842,36 @@ $L__BB61_87:
 	cvt.u32.u64 	%r68, %rd208;
 	cvt.u32.u64 	%r71, %rd207;
 
-$L__BB61_89:
+$L__BB62_89:
 	.pragma "nounroll";
 	or.b64  	%rd332, %rd405, %rd208;
 	and.b64  	%rd333, %rd332, -4294967296;
 	setp.eq.s64 	%p39, %rd333, 0;
-	@%p39 bra 	$L__BB61_91;
+	@%p39 bra 	$L__BB62_91;
 
 	div.s64 	%rd420, %rd405, %rd208;
-	bra.uni 	$L__BB61_92;
+	bra.uni 	$L__BB62_92;
 
-$L__BB61_91:
+$L__BB62_91:
 	cvt.u32.u64 	%r69, %rd405;
 	div.u32 	%r70, %r69, %r68;
 	cvt.u64.u32 	%rd420, %r70;
 
-$L__BB61_92:
+$L__BB62_92:
 	or.b64  	%rd334, %rd420, %rd207;
 	and.b64  	%rd335, %rd334, -4294967296;
 	setp.eq.s64 	%p40, %rd335, 0;
-	@%p40 bra 	$L__BB61_94;
+	@%p40 bra 	$L__BB62_94;
 
 	rem.s64 	%rd421, %rd420, %rd207;
-	bra.uni 	$L__BB61_95;
+	bra.uni 	$L__BB62_95;
 
-$L__BB61_94:
+$L__BB62_94:
 	cvt.u32.u64 	%r72, %rd420;
 	rem.u32 	%r73, %r72, %r71;
 	cvt.u64.u32 	%rd421, %r73;
 
-$L__BB61_95:
+$L__BB62_95:
 	shl.b64 	%rd336, %rd421, 2;
 	add.s64 	%rd337, %rd5, %rd336;
 	ld.global.f32 	%f86, [%rd337];
@@ -16699,44 +16889,44 @@ $L__BB61_95:
 	add.s64 	%rd415, %rd415, %rd146;
 	add.s64 	%rd382, %rd382, -1;
 	setp.ne.s64 	%p41, %rd382, 0;
-	@%p41 bra 	$L__BB61_89;
+	@%p41 bra 	$L__BB62_89;
 
-$L__BB61_96:
+$L__BB62_96:
 	setp.lt.u64 	%p42, %rd15, 3;
-	@%p42 bra 	$L__BB61_122;
+	@%p42 bra 	$L__BB62_122;
 
-$L__BB61_97:
+$L__BB62_97:
 	shl.b64 	%rd167, %rd11, 2;
 	or.b64  	%rd341, %rd405, %rd208;
 	and.b64  	%rd342, %rd341, -4294967296;
 	setp.eq.s64 	%p43, %rd342, 0;
-	@%p43 bra 	$L__BB61_99;
+	@%p43 bra 	$L__BB62_99;
 
 	div.s64 	%rd424, %rd405, %rd208;
-	bra.uni 	$L__BB61_100;
+	bra.uni 	$L__BB62_100;
 
-$L__BB61_99:
+$L__BB62_99:
 	cvt.u32.u64 	%r74, %rd208;
 	cvt.u32.u64 	%r75, %rd405;
 	div.u32 	%r76, %r75, %r74;
 	cvt.u64.u32 	%rd424, %r76;
 
-$L__BB61_100:
+$L__BB62_100:
 	or.b64  	%rd343, %rd424, %rd207;
 	and.b64  	%rd344, %rd343, -4294967296;
 	setp.eq.s64 	%p44, %rd344, 0;
-	@%p44 bra 	$L__BB61_102;
+	@%p44 bra 	$L__BB62_102;
 
 	rem.s64 	%rd425, %rd424, %rd207;
-	bra.uni 	$L__BB61_103;
+	bra.uni 	$L__BB62_103;
 
-$L__BB61_102:
+$L__BB62_102:
 	cvt.u32.u64 	%r77, %rd207;
 	cvt.u32.u64 	%r78, %rd424;
 	rem.u32 	%r79, %r78, %r77;
 	cvt.u64.u32 	%rd425, %r79;
 
-$L__BB61_103:
+$L__BB62_103:
 	shl.b64 	%rd345, %rd405, 2;
 	add.s64 	%rd174, %rd6, %rd345;
 	shl.b64 	%rd346, %rd425, 2;
@@ -16756,33 +16946,33 @@ $L__BB61_103:
 	or.b64  	%rd350, %rd177, %rd208;
 	and.b64  	%rd351, %rd350, -4294967296;
 	setp.eq.s64 	%p45, %rd351, 0;
-	@%p45 bra 	$L__BB61_105;
+	@%p45 bra 	$L__BB62_105;
 
 	div.s64 	%rd426, %rd177, %rd208;
-	bra.uni 	$L__BB61_106;
+	bra.uni 	$L__BB62_106;
 
-$L__BB61_105:
+$L__BB62_105:
 	cvt.u32.u64 	%r80, %rd208;
 	cvt.u32.u64 	%r81, %rd177;
 	div.u32 	%r82, %r81, %r80;
 	cvt.u64.u32 	%rd426, %r82;
 
-$L__BB61_106:
+$L__BB62_106:
 	or.b64  	%rd352, %rd426, %rd207;
 	and.b64  	%rd353, %rd352, -4294967296;
 	setp.eq.s64 	%p46, %rd353, 0;
-	@%p46 bra 	$L__BB61_108;
+	@%p46 bra 	$L__BB62_108;
 
 	rem.s64 	%rd427, %rd426, %rd207;
-	bra.uni 	$L__BB61_109;
+	bra.uni 	$L__BB62_109;
 
-$L__BB61_108:
+$L__BB62_108:
 	cvt.u32.u64 	%r83, %rd207;
 	cvt.u32.u64 	%r84, %rd426;
 	rem.u32 	%r85, %r84, %r83;
 	cvt.u64.u32 	%rd427, %r85;
 
-$L__BB61_109:
+$L__BB62_109:
 	add.s64 	%rd184, %rd174, %rd167;
 	shl.b64 	%rd354, %rd427, 2;
 	add.s64 	%rd355, %rd5, %rd354;
@@ -16800,33 +16990,33 @@ $L__BB61_109:
 	or.b64  	%rd358, %rd187, %rd208;
 	and.b64  	%rd359, %rd358, -4294967296;
 	setp.eq.s64 	%p47, %rd359, 0;
-	@%p47 bra 	$L__BB61_111;
+	@%p47 bra 	$L__BB62_111;
 
 	div.s64 	%rd428, %rd187, %rd208;
-	bra.uni 	$L__BB61_112;
+	bra.uni 	$L__BB62_112;
 
-$L__BB61_111:
+$L__BB62_111:
 	cvt.u32.u64 	%r86, %rd208;
 	cvt.u32.u64 	%r87, %rd187;
 	div.u32 	%r88, %r87, %r86;
 	cvt.u64.u32 	%rd428, %r88;
 
-$L__BB61_112:
+$L__BB62_112:
 	or.b64  	%rd360, %rd428, %rd207;
 	and.b64  	%rd361, %rd360, -4294967296;
 	setp.eq.s64 	%p48, %rd361, 0;
-	@%p48 bra 	$L__BB61_114;
+	@%p48 bra 	$L__BB62_114;
 
 	rem.s64 	%rd429, %rd428, %rd207;
-	bra.uni 	$L__BB61_115;
+	bra.uni 	$L__BB62_115;
 
-$L__BB61_114:
+$L__BB62_114:
 	cvt.u32.u64 	%r89, %rd207;
 	cvt.u32.u64 	%r90, %rd428;
 	rem.u32 	%r91, %r90, %r89;
 	cvt.u64.u32 	%rd429, %r91;
 
-$L__BB61_115:
+$L__BB62_115:
 	add.s64 	%rd194, %rd184, %rd167;
 	shl.b64 	%rd362, %rd429, 2;
 	add.s64 	%rd363, %rd5, %rd362;
@@ -16844,33 +17034,33 @@ $L__BB61_115:
 	or.b64  	%rd366, %rd197, %rd208;
 	and.b64  	%rd367, %rd366, -4294967296;
 	setp.eq.s64 	%p49, %rd367, 0;
-	@%p49 bra 	$L__BB61_117;
+	@%p49 bra 	$L__BB62_117;
 
 	div.s64 	%rd430, %rd197, %rd208;
-	bra.uni 	$L__BB61_118;
+	bra.uni 	$L__BB62_118;
 
-$L__BB61_117:
+$L__BB62_117:
 	cvt.u32.u64 	%r92, %rd208;
 	cvt.u32.u64 	%r93, %rd197;
 	div.u32 	%r94, %r93, %r92;
 	cvt.u64.u32 	%rd430, %r94;
 
-$L__BB61_118:
+$L__BB62_118:
 	or.b64  	%rd368, %rd430, %rd207;
 	and.b64  	%rd369, %rd368, -4294967296;
 	setp.eq.s64 	%p50, %rd369, 0;
-	@%p50 bra 	$L__BB61_120;
+	@%p50 bra 	$L__BB62_120;
 
 	rem.s64 	%rd431, %rd430, %rd207;
-	bra.uni 	$L__BB61_121;
+	bra.uni 	$L__BB62_121;
 
-$L__BB61_120:
+$L__BB62_120:
 	cvt.u32.u64 	%r95, %rd207;
 	cvt.u32.u64 	%r96, %rd430;
 	rem.u32 	%r97, %r96, %r95;
 	cvt.u64.u32 	%rd431, %r97;
 
-$L__BB61_121:
+$L__BB62_121:
 	add.s64 	%rd370, %rd194, %rd167;
 	shl.b64 	%rd371, %rd431, 2;
 	add.s64 	%rd372, %rd5, %rd371;
@@ -16886,9 +17076,9 @@ $L__BB61_121:
 	st.global.f32 	[%rd376], %f110;
 	add.s64 	%rd405, %rd197, %rd11;
 	setp.lt.s64 	%p51, %rd405, %rd9;
-	@%p51 bra 	$L__BB61_97;
+	@%p51 bra 	$L__BB62_97;
 
-$L__BB61_122:
+$L__BB62_122:
 	ret;
 
 }
@@ -16932,44 +17122,44 @@ $L__BB61_122:
 	cvt.u64.u32 	%rd97, %r3;
 	add.s64 	%rd161, %rd96, %rd97;
 	setp.ge.s64 	%p1, %rd161, %rd91;
-	@%p1 bra 	$L__BB62_54;
+	@%p1 bra 	$L__BB63_54;
 
 	setp.gt.s64 	%p2, %rd90, 0;
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd8, %r4;
 	mul.lo.s64 	%rd9, %rd8, %rd6;
-	@%p2 bra 	$L__BB62_38;
-	bra.uni 	$L__BB62_2;
+	@%p2 bra 	$L__BB63_38;
+	bra.uni 	$L__BB63_2;
 
-$L__BB62_38:
+$L__BB63_38:
 	add.s64 	%rd67, %rd92, -1;
 	and.b64  	%rd68, %rd92, 3;
 	sub.s64 	%rd69, %rd68, %rd92;
 	add.s64 	%rd70, %rd2, 8;
 	add.s64 	%rd71, %rd1, 8;
 
-$L__BB62_39:
+$L__BB63_39:
 	setp.lt.s64 	%p23, %rd92, 1;
 	mov.f64 	%fd54, 0d0000000000000000;
 	mov.f64 	%fd55, %fd54;
-	@%p23 bra 	$L__BB62_49;
+	@%p23 bra 	$L__BB63_49;
 
 	mov.u64 	%rd173, 0;
 
-$L__BB62_41:
+$L__BB63_41:
 	mov.u64 	%rd177, 0;
 	mul.lo.s64 	%rd141, %rd173, %rd91;
 	add.s64 	%rd142, %rd141, %rd161;
 	mul.lo.s64 	%rd74, %rd142, %rd92;
 	setp.lt.u64 	%p24, %rd67, 3;
-	@%p24 bra 	$L__BB62_44;
+	@%p24 bra 	$L__BB63_44;
 
 	shl.b64 	%rd144, %rd74, 2;
 	add.s64 	%rd175, %rd70, %rd144;
 	add.s64 	%rd174, %rd71, %rd144;
 	mov.u64 	%rd177, 0;
 
-$L__BB62_43:
+$L__BB63_43:
 	ld.global.f32 	%f33, [%rd175+-8];
 	cvt.f64.f32 	%fd26, %f33;
 	add.f64 	%fd27, %fd54, %fd26;
@@ -16999,11 +17189,11 @@ $L__BB62_43:
 	add.s64 	%rd175, %rd175, 16;
 	add.s64 	%rd174, %rd174, 16;
 	setp.ne.s64 	%p25, %rd145, 0;
-	@%p25 bra 	$L__BB62_43;
+	@%p25 bra 	$L__BB63_43;
 
-$L__BB62_44:
+$L__BB63_44:
 	setp.eq.s64 	%p26, %rd68, 0;
-	@%p26 bra 	$L__BB62_48;
+	@%p26 bra 	$L__BB63_48;
 
 	setp.eq.s64 	%p27, %rd68, 1;
 	add.s64 	%rd146, %rd177, %rd74;
@@ -17016,7 +17206,7 @@ $L__BB62_44:
 	ld.global.f32 	%f42, [%rd85];
 	cvt.f64.f32 	%fd41, %f42;
 	fma.rn.f64 	%fd55, %fd40, %fd41, %fd55;
-	@%p27 bra 	$L__BB62_48;
+	@%p27 bra 	$L__BB63_48;
 
 	setp.eq.s64 	%p28, %rd68, 2;
 	ld.global.f32 	%f43, [%rd84+4];
@@ -17025,7 +17215,7 @@ $L__BB62_44:
 	ld.global.f32 	%f44, [%rd85+4];
 	cvt.f64.f32 	%fd43, %f44;
 	fma.rn.f64 	%fd55, %fd42, %fd43, %fd55;
-	@%p28 bra 	$L__BB62_48;
+	@%p28 bra 	$L__BB63_48;
 
 	ld.global.f32 	%f45, [%rd84+8];
 	cvt.f64.f32 	%fd44, %f45;
@@ -17034,12 +17224,12 @@ $L__BB62_44:
 	cvt.f64.f32 	%fd45, %f46;
 	fma.rn.f64 	%fd55, %fd44, %fd45, %fd55;
 
-$L__BB62_48:
+$L__BB63_48:
 	add.s64 	%rd173, %rd173, 1;
 	setp.lt.s64 	%p29, %rd173, %rd90;
-	@%p29 bra 	$L__BB62_41;
+	@%p29 bra 	$L__BB63_41;
 
-$L__BB62_49:
+$L__BB63_49:
 	shl.b64 	%rd148, %rd161, 2;
 	add.s64 	%rd149, %rd5, %rd148;
 	cvt.rn.f32.f64 	%f1, %fd54;
@@ -17049,60 +17239,60 @@ $L__BB62_49:
 	cvt.rn.f32.f64 	%f2, %fd55;
 	st.global.f32 	[%rd151], %f2;
 	setp.eq.s64 	%p30, %rd88, 0;
-	@%p30 bra 	$L__BB62_51;
+	@%p30 bra 	$L__BB63_51;
 
 	add.s64 	%rd153, %rd4, %rd148;
 	ld.global.f32 	%f47, [%rd153];
 	add.f32 	%f48, %f47, %f2;
 	st.global.f32 	[%rd153], %f48;
 
-$L__BB62_51:
+$L__BB63_51:
 	ld.param.u64 	%rd156, [bn_bwd_reduce_f32_param_2];
 	setp.eq.s64 	%p31, %rd156, 0;
-	@%p31 bra 	$L__BB62_53;
+	@%p31 bra 	$L__BB63_53;
 
 	add.s64 	%rd155, %rd3, %rd148;
 	ld.global.f32 	%f49, [%rd155];
 	add.f32 	%f50, %f49, %f1;
 	st.global.f32 	[%rd155], %f50;
 
-$L__BB62_53:
+$L__BB63_53:
 	add.s64 	%rd161, %rd161, %rd9;
 	setp.lt.s64 	%p32, %rd161, %rd91;
-	@%p32 bra 	$L__BB62_39;
+	@%p32 bra 	$L__BB63_39;
 
-$L__BB62_54:
+$L__BB63_54:
 	ret;
 
-$L__BB62_2:
+$L__BB63_2:
 	not.b64 	%rd98, %rd161;
 	add.s64 	%rd10, %rd98, %rd91;
 	or.b64  	%rd99, %rd10, %rd9;
 	and.b64  	%rd100, %rd99, -4294967296;
 	setp.eq.s64 	%p3, %rd100, 0;
-	@%p3 bra 	$L__BB62_4;
+	@%p3 bra 	$L__BB63_4;
 
 	div.u64 	%rd158, %rd10, %rd9;
-	bra.uni 	$L__BB62_5;
+	bra.uni 	$L__BB63_5;
 
-$L__BB62_4:
+$L__BB63_4:
 	cvt.u32.u64 	%r5, %rd9;
 	cvt.u32.u64 	%r6, %rd10;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd158, %r7;
 
-$L__BB62_5:
+$L__BB63_5:
 	add.s64 	%rd101, %rd158, 1;
 	and.b64  	%rd160, %rd101, 3;
 	setp.eq.s64 	%p4, %rd88, 0;
-	@%p4 bra 	$L__BB62_22;
+	@%p4 bra 	$L__BB63_22;
 
 	setp.eq.s64 	%p5, %rd160, 0;
-	@%p5 bra 	$L__BB62_11;
+	@%p5 bra 	$L__BB63_11;
 
 	shl.b64 	%rd104, %rd91, 2;
 
-$L__BB62_8:
+$L__BB63_8:
 	.pragma "nounroll";
 	shl.b64 	%rd102, %rd161, 2;
 	add.s64 	%rd103, %rd5, %rd102;
@@ -17115,22 +17305,22 @@ $L__BB62_8:
 	add.f32 	%f4, %f3, 0f00000000;
 	st.global.f32 	[%rd106], %f4;
 	setp.eq.s64 	%p6, %rd89, 0;
-	@%p6 bra 	$L__BB62_10;
+	@%p6 bra 	$L__BB63_10;
 
 	add.s64 	%rd108, %rd3, %rd102;
 	ld.global.f32 	%f5, [%rd108];
 	add.f32 	%f6, %f5, 0f00000000;
 	st.global.f32 	[%rd108], %f6;
 
-$L__BB62_10:
+$L__BB63_10:
 	add.s64 	%rd161, %rd161, %rd9;
 	add.s64 	%rd160, %rd160, -1;
 	setp.ne.s64 	%p7, %rd160, 0;
-	@%p7 bra 	$L__BB62_8;
+	@%p7 bra 	$L__BB63_8;
 
-$L__BB62_11:
+$L__BB63_11:
 	setp.lt.u64 	%p8, %rd158, 3;
-	@%p8 bra 	$L__BB62_54;
+	@%p8 bra 	$L__BB63_54;
 
 	shl.b64 	%rd109, %rd161, 2;
 	add.s64 	%rd163, %rd5, %rd109;
@@ -17140,7 +17330,7 @@ $L__BB62_11:
 	add.s64 	%rd164, %rd5, %rd112;
 	add.s64 	%rd165, %rd4, %rd109;
 
-$L__BB62_13:
+$L__BB63_13:
 	mov.u32 	%r9, 0;
 	st.global.u32 	[%rd163], %r9;
 	st.global.u32 	[%rd164], %r9;
@@ -17148,7 +17338,7 @@ $L__BB62_13:
 	add.f32 	%f8, %f7, 0f00000000;
 	st.global.f32 	[%rd165], %f8;
 	setp.eq.s64 	%p9, %rd89, 0;
-	@%p9 bra 	$L__BB62_15;
+	@%p9 bra 	$L__BB63_15;
 
 	shl.b64 	%rd113, %rd161, 2;
 	add.s64 	%rd114, %rd3, %rd113;
@@ -17156,7 +17346,7 @@ $L__BB62_13:
 	add.f32 	%f10, %f9, 0f00000000;
 	st.global.f32 	[%rd114], %f10;
 
-$L__BB62_15:
+$L__BB63_15:
 	add.s64 	%rd28, %rd161, %rd9;
 	add.s64 	%rd29, %rd163, %rd21;
 	st.global.u32 	[%rd29], %r9;
@@ -17166,7 +17356,7 @@ $L__BB62_15:
 	ld.global.f32 	%f11, [%rd31];
 	add.f32 	%f12, %f11, 0f00000000;
 	st.global.f32 	[%rd31], %f12;
-	@%p9 bra 	$L__BB62_17;
+	@%p9 bra 	$L__BB63_17;
 
 	shl.b64 	%rd115, %rd28, 2;
 	add.s64 	%rd116, %rd3, %rd115;
@@ -17174,7 +17364,7 @@ $L__BB62_15:
 	add.f32 	%f14, %f13, 0f00000000;
 	st.global.f32 	[%rd116], %f14;
 
-$L__BB62_17:
+$L__BB63_17:
 	add.s64 	%rd32, %rd28, %rd9;
 	add.s64 	%rd33, %rd29, %rd21;
 	mov.u32 	%r11, 0;
@@ -17185,7 +17375,7 @@ $L__BB62_17:
 	ld.global.f32 	%f15, [%rd35];
 	add.f32 	%f16, %f15, 0f00000000;
 	st.global.f32 	[%rd35], %f16;
-	@%p9 bra 	$L__BB62_19;
+	@%p9 bra 	$L__BB63_19;
 
 	shl.b64 	%rd117, %rd32, 2;
 	add.s64 	%rd118, %rd3, %rd117;
@@ -17193,7 +17383,7 @@ $L__BB62_17:
 	add.f32 	%f18, %f17, 0f00000000;
 	st.global.f32 	[%rd118], %f18;
 
-$L__BB62_19:
+$L__BB63_19:
 	add.s64 	%rd36, %rd32, %rd9;
 	add.s64 	%rd37, %rd33, %rd21;
 	st.global.u32 	[%rd37], %r11;
@@ -17203,7 +17393,7 @@ $L__BB62_19:
 	ld.global.f32 	%f19, [%rd39];
 	add.f32 	%f20, %f19, 0f00000000;
 	st.global.f32 	[%rd39], %f20;
-	@%p9 bra 	$L__BB62_21;
+	@%p9 bra 	$L__BB63_21;
 
 	shl.b64 	%rd119, %rd36, 2;
 	add.s64 	%rd120, %rd3, %rd119;
@@ -17211,22 +17401,22 @@ $L__BB62_19:
 	add.f32 	%f22, %f21, 0f00000000;
 	st.global.f32 	[%rd120], %f22;
 
-$L__BB62_21:
+$L__BB63_21:
 	add.s64 	%rd161, %rd36, %rd9;
 	setp.lt.s64 	%p13, %rd161, %rd91;
 	add.s64 	%rd163, %rd37, %rd21;
 	add.s64 	%rd164, %rd38, %rd21;
 	add.s64 	%rd165, %rd39, %rd21;
-	@%p13 bra 	$L__BB62_13;
-	bra.uni 	$L__BB62_54;
+	@%p13 bra 	$L__BB63_13;
+	bra.uni 	$L__BB63_54;
 
-$L__BB62_22:
+$L__BB63_22:
 	setp.eq.s64 	%p14, %rd160, 0;
-	@%p14 bra 	$L__BB62_27;
+	@%p14 bra 	$L__BB63_27;
 
 	shl.b64 	%rd123, %rd91, 2;
 
-$L__BB62_24:
+$L__BB63_24:
 	.pragma "nounroll";
 	shl.b64 	%rd121, %rd161, 2;
 	add.s64 	%rd122, %rd5, %rd121;
@@ -17235,22 +17425,22 @@ $L__BB62_24:
 	add.s64 	%rd124, %rd122, %rd123;
 	st.global.u32 	[%rd124], %r13;
 	setp.eq.s64 	%p15, %rd89, 0;
-	@%p15 bra 	$L__BB62_26;
+	@%p15 bra 	$L__BB63_26;
 
 	add.s64 	%rd126, %rd3, %rd121;
 	ld.global.f32 	%f23, [%rd126];
 	add.f32 	%f24, %f23, 0f00000000;
 	st.global.f32 	[%rd126], %f24;
 
-$L__BB62_26:
+$L__BB63_26:
 	add.s64 	%rd161, %rd161, %rd9;
 	add.s64 	%rd160, %rd160, -1;
 	setp.ne.s64 	%p16, %rd160, 0;
-	@%p16 bra 	$L__BB62_24;
+	@%p16 bra 	$L__BB63_24;
 
-$L__BB62_27:
+$L__BB63_27:
 	setp.lt.u64 	%p17, %rd158, 3;
-	@%p17 bra 	$L__BB62_54;
+	@%p17 bra 	$L__BB63_54;
 
 	shl.b64 	%rd127, %rd161, 2;
 	add.s64 	%rd170, %rd5, %rd127;
@@ -17259,12 +17449,12 @@ $L__BB62_27:
 	shl.b64 	%rd130, %rd129, 2;
 	add.s64 	%rd171, %rd5, %rd130;
 
-$L__BB62_29:
+$L__BB63_29:
 	mov.u32 	%r14, 0;
 	st.global.u32 	[%rd170], %r14;
 	st.global.u32 	[%rd171], %r14;
 	setp.eq.s64 	%p18, %rd89, 0;
-	@%p18 bra 	$L__BB62_31;
+	@%p18 bra 	$L__BB63_31;
 
 	shl.b64 	%rd131, %rd161, 2;
 	add.s64 	%rd132, %rd3, %rd131;
@@ -17272,13 +17462,13 @@ $L__BB62_29:
 	add.f32 	%f26, %f25, 0f00000000;
 	st.global.f32 	[%rd132], %f26;
 
-$L__BB62_31:
+$L__BB63_31:
 	add.s64 	%rd55, %rd161, %rd9;
 	add.s64 	%rd56, %rd170, %rd50;
 	st.global.u32 	[%rd56], %r14;
 	add.s64 	%rd57, %rd171, %rd50;
 	st.global.u32 	[%rd57], %r14;
-	@%p18 bra 	$L__BB62_33;
+	@%p18 bra 	$L__BB63_33;
 
 	shl.b64 	%rd133, %rd55, 2;
 	add.s64 	%rd134, %rd3, %rd133;
@@ -17286,14 +17476,14 @@ $L__BB62_31:
 	add.f32 	%f28, %f27, 0f00000000;
 	st.global.f32 	[%rd134], %f28;
 
-$L__BB62_33:
+$L__BB63_33:
 	add.s64 	%rd58, %rd55, %rd9;
 	add.s64 	%rd59, %rd56, %rd50;
 	mov.u32 	%r16, 0;
 	st.global.u32 	[%rd59], %r16;
 	add.s64 	%rd60, %rd57, %rd50;
 	st.global.u32 	[%rd60], %r16;
-	@%p18 bra 	$L__BB62_35;
+	@%p18 bra 	$L__BB63_35;
 
 	shl.b64 	%rd135, %rd58, 2;
 	add.s64 	%rd136, %rd3, %rd135;
@@ -17301,13 +17491,13 @@ $L__BB62_33:
 	add.f32 	%f30, %f29, 0f00000000;
 	st.global.f32 	[%rd136], %f30;
 
-$L__BB62_35:
+$L__BB63_35:
 	add.s64 	%rd61, %rd58, %rd9;
 	add.s64 	%rd62, %rd59, %rd50;
 	st.global.u32 	[%rd62], %r16;
 	add.s64 	%rd63, %rd60, %rd50;
 	st.global.u32 	[%rd63], %r16;
-	@%p18 bra 	$L__BB62_37;
+	@%p18 bra 	$L__BB63_37;
 
 	shl.b64 	%rd137, %rd61, 2;
 	add.s64 	%rd138, %rd3, %rd137;
@@ -17315,13 +17505,13 @@ $L__BB62_35:
 	add.f32 	%f32, %f31, 0f00000000;
 	st.global.f32 	[%rd138], %f32;
 
-$L__BB62_37:
+$L__BB63_37:
 	add.s64 	%rd161, %rd61, %rd9;
 	setp.lt.s64 	%p22, %rd161, %rd91;
 	add.s64 	%rd170, %rd62, %rd50;
 	add.s64 	%rd171, %rd63, %rd50;
-	@%p22 bra 	$L__BB62_29;
-	bra.uni 	$L__BB62_54;
+	@%p22 bra 	$L__BB63_29;
+	bra.uni 	$L__BB63_54;
 
 }
 	// .globl	bn_bwd_input_f32
@@ -17370,7 +17560,7 @@ $L__BB62_37:
 	mul.lo.s64 	%rd204, %rd195, %rd201;
 	mul.lo.s64 	%rd9, %rd204, %rd196;
 	setp.ge.s64 	%p1, %rd419, %rd9;
-	@%p1 bra 	$L__BB63_127;
+	@%p1 bra 	$L__BB64_127;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd10, %r4;
@@ -17380,28 +17570,28 @@ $L__BB62_37:
 	or.b64  	%rd206, %rd12, %rd11;
 	and.b64  	%rd207, %rd206, -4294967296;
 	setp.eq.s64 	%p2, %rd207, 0;
-	@%p2 bra 	$L__BB63_3;
+	@%p2 bra 	$L__BB64_3;
 
 	div.u64 	%rd15, %rd12, %rd11;
-	bra.uni 	$L__BB63_4;
+	bra.uni 	$L__BB64_4;
 
-$L__BB63_3:
+$L__BB64_3:
 	cvt.u32.u64 	%r5, %rd11;
 	cvt.u32.u64 	%r6, %rd12;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd15, %r7;
 
-$L__BB63_4:
+$L__BB64_4:
 	cvta.to.global.u64 	%rd208, %rd194;
 	shl.b64 	%rd209, %rd195, 3;
 	add.s64 	%rd16, %rd208, %rd209;
 	add.s64 	%rd210, %rd15, 1;
 	and.b64  	%rd398, %rd210, 3;
 	setp.eq.s64 	%p3, %rd192, 0;
-	@%p3 bra 	$L__BB63_56;
+	@%p3 bra 	$L__BB64_56;
 
 	setp.eq.s64 	%p4, %rd398, 0;
-	@%p4 bra 	$L__BB63_17;
+	@%p4 bra 	$L__BB64_17;
 
 	shl.b64 	%rd211, %rd419, 2;
 	add.s64 	%rd396, %rd2, %rd211;
@@ -17411,36 +17601,36 @@ $L__BB63_4:
 	cvt.u32.u64 	%r8, %rd196;
 	cvt.u32.u64 	%r11, %rd195;
 
-$L__BB63_7:
+$L__BB64_7:
 	.pragma "nounroll";
 	or.b64  	%rd212, %rd419, %rd196;
 	and.b64  	%rd213, %rd212, -4294967296;
 	setp.eq.s64 	%p5, %rd213, 0;
-	@%p5 bra 	$L__BB63_9;
+	@%p5 bra 	$L__BB64_9;
 
 	div.s64 	%rd399, %rd419, %rd196;
-	bra.uni 	$L__BB63_10;
+	bra.uni 	$L__BB64_10;
 
-$L__BB63_9:
+$L__BB64_9:
 	cvt.u32.u64 	%r9, %rd419;
 	div.u32 	%r10, %r9, %r8;
 	cvt.u64.u32 	%rd399, %r10;
 
-$L__BB63_10:
+$L__BB64_10:
 	or.b64  	%rd214, %rd399, %rd195;
 	and.b64  	%rd215, %rd214, -4294967296;
 	setp.eq.s64 	%p6, %rd215, 0;
-	@%p6 bra 	$L__BB63_12;
+	@%p6 bra 	$L__BB64_12;
 
 	rem.s64 	%rd400, %rd399, %rd195;
-	bra.uni 	$L__BB63_13;
+	bra.uni 	$L__BB64_13;
 
-$L__BB63_12:
+$L__BB64_12:
 	cvt.u32.u64 	%r12, %rd399;
 	rem.u32 	%r13, %r12, %r11;
 	cvt.u64.u32 	%rd400, %r13;
 
-$L__BB63_13:
+$L__BB64_13:
 	add.s64 	%rd216, %rd400, %rd195;
 	shl.b64 	%rd217, %rd216, 2;
 	add.s64 	%rd218, %rd6, %rd217;
@@ -17450,7 +17640,7 @@ $L__BB63_13:
 	ld.global.f32 	%f22, [%rd218];
 	mul.f32 	%f1, %f22, %f21;
 	setp.eq.s64 	%p7, %rd193, 0;
-	@%p7 bra 	$L__BB63_15;
+	@%p7 bra 	$L__BB64_15;
 
 	ld.global.f32 	%f23, [%rd16];
 	add.s64 	%rd222, %rd3, %rd219;
@@ -17465,12 +17655,12 @@ $L__BB63_13:
 	ld.global.f32 	%f30, [%rd396];
 	mul.f32 	%f31, %f30, %f29;
 	sub.f32 	%f156, %f27, %f31;
-	bra.uni 	$L__BB63_16;
+	bra.uni 	$L__BB64_16;
 
-$L__BB63_15:
+$L__BB64_15:
 	ld.global.f32 	%f156, [%rd394];
 
-$L__BB63_16:
+$L__BB64_16:
 	mul.f32 	%f32, %f1, %f156;
 	st.global.f32 	[%rd395], %f32;
 	add.s64 	%rd419, %rd419, %rd11;
@@ -17479,11 +17669,11 @@ $L__BB63_16:
 	add.s64 	%rd394, %rd394, %rd19;
 	add.s64 	%rd398, %rd398, -1;
 	setp.ne.s64 	%p8, %rd398, 0;
-	@%p8 bra 	$L__BB63_7;
+	@%p8 bra 	$L__BB64_7;
 
-$L__BB63_17:
+$L__BB64_17:
 	setp.lt.u64 	%p9, %rd15, 3;
-	@%p9 bra 	$L__BB63_127;
+	@%p9 bra 	$L__BB64_127;
 
 	shl.b64 	%rd225, %rd419, 2;
 	add.s64 	%rd403, %rd1, %rd225;
@@ -17491,35 +17681,35 @@ $L__BB63_17:
 	cvt.u32.u64 	%r14, %rd196;
 	cvt.u32.u64 	%r17, %rd195;
 
-$L__BB63_19:
+$L__BB64_19:
 	or.b64  	%rd227, %rd419, %rd196;
 	and.b64  	%rd228, %rd227, -4294967296;
 	setp.eq.s64 	%p10, %rd228, 0;
-	@%p10 bra 	$L__BB63_21;
+	@%p10 bra 	$L__BB64_21;
 
 	div.s64 	%rd404, %rd419, %rd196;
-	bra.uni 	$L__BB63_22;
+	bra.uni 	$L__BB64_22;
 
-$L__BB63_21:
+$L__BB64_21:
 	cvt.u32.u64 	%r15, %rd419;
 	div.u32 	%r16, %r15, %r14;
 	cvt.u64.u32 	%rd404, %r16;
 
-$L__BB63_22:
+$L__BB64_22:
 	or.b64  	%rd229, %rd404, %rd195;
 	and.b64  	%rd230, %rd229, -4294967296;
 	setp.eq.s64 	%p11, %rd230, 0;
-	@%p11 bra 	$L__BB63_24;
+	@%p11 bra 	$L__BB64_24;
 
 	rem.s64 	%rd405, %rd404, %rd195;
-	bra.uni 	$L__BB63_25;
+	bra.uni 	$L__BB64_25;
 
-$L__BB63_24:
+$L__BB64_24:
 	cvt.u32.u64 	%r18, %rd404;
 	rem.u32 	%r19, %r18, %r17;
 	cvt.u64.u32 	%rd405, %r19;
 
-$L__BB63_25:
+$L__BB64_25:
 	add.s64 	%rd231, %rd405, %rd195;
 	shl.b64 	%rd232, %rd231, 2;
 	add.s64 	%rd233, %rd6, %rd232;
@@ -17531,7 +17721,7 @@ $L__BB63_25:
 	shl.b64 	%rd236, %rd419, 2;
 	add.s64 	%rd49, %rd4, %rd236;
 	setp.eq.s64 	%p12, %rd193, 0;
-	@%p12 bra 	$L__BB63_27;
+	@%p12 bra 	$L__BB64_27;
 
 	ld.global.f32 	%f35, [%rd16];
 	add.s64 	%rd238, %rd3, %rd234;
@@ -17547,43 +17737,43 @@ $L__BB63_25:
 	ld.global.f32 	%f42, [%rd242];
 	mul.f32 	%f43, %f42, %f41;
 	sub.f32 	%f157, %f39, %f43;
-	bra.uni 	$L__BB63_28;
+	bra.uni 	$L__BB64_28;
 
-$L__BB63_27:
+$L__BB64_27:
 	ld.global.f32 	%f157, [%rd49];
 
-$L__BB63_28:
+$L__BB64_28:
 	mul.f32 	%f44, %f5, %f157;
 	st.global.f32 	[%rd403], %f44;
 	add.s64 	%rd50, %rd419, %rd11;
 	or.b64  	%rd243, %rd50, %rd196;
 	and.b64  	%rd244, %rd243, -4294967296;
 	setp.eq.s64 	%p13, %rd244, 0;
-	@%p13 bra 	$L__BB63_30;
+	@%p13 bra 	$L__BB64_30;
 
 	div.s64 	%rd406, %rd50, %rd196;
-	bra.uni 	$L__BB63_31;
+	bra.uni 	$L__BB64_31;
 
-$L__BB63_30:
+$L__BB64_30:
 	cvt.u32.u64 	%r21, %rd50;
 	div.u32 	%r22, %r21, %r14;
 	cvt.u64.u32 	%rd406, %r22;
 
-$L__BB63_31:
+$L__BB64_31:
 	or.b64  	%rd245, %rd406, %rd195;
 	and.b64  	%rd246, %rd245, -4294967296;
 	setp.eq.s64 	%p14, %rd246, 0;
-	@%p14 bra 	$L__BB63_33;
+	@%p14 bra 	$L__BB64_33;
 
 	rem.s64 	%rd407, %rd406, %rd195;
-	bra.uni 	$L__BB63_34;
+	bra.uni 	$L__BB64_34;
 
-$L__BB63_33:
+$L__BB64_33:
 	cvt.u32.u64 	%r24, %rd406;
 	rem.u32 	%r25, %r24, %r17;
 	cvt.u64.u32 	%rd407, %r25;
 
-$L__BB63_34:
+$L__BB64_34:
 	add.s64 	%rd247, %rd407, %rd195;
 	shl.b64 	%rd248, %rd247, 2;
 	add.s64 	%rd249, %rd6, %rd248;
@@ -17593,7 +17783,7 @@ $L__BB63_34:
 	ld.global.f32 	%f46, [%rd249];
 	mul.f32 	%f9, %f46, %f45;
 	add.s64 	%rd57, %rd49, %rd40;
-	@%p12 bra 	$L__BB63_36;
+	@%p12 bra 	$L__BB64_36;
 
 	ld.global.f32 	%f47, [%rd16];
 	add.s64 	%rd254, %rd3, %rd250;
@@ -17610,12 +17800,12 @@ $L__BB63_34:
 	ld.global.f32 	%f54, [%rd258];
 	mul.f32 	%f55, %f54, %f53;
 	sub.f32 	%f158, %f51, %f55;
-	bra.uni 	$L__BB63_37;
+	bra.uni 	$L__BB64_37;
 
-$L__BB63_36:
+$L__BB64_36:
 	ld.global.f32 	%f158, [%rd57];
 
-$L__BB63_37:
+$L__BB64_37:
 	add.s64 	%rd58, %rd403, %rd40;
 	mul.f32 	%f56, %f9, %f158;
 	st.global.f32 	[%rd58], %f56;
@@ -17623,31 +17813,31 @@ $L__BB63_37:
 	or.b64  	%rd259, %rd59, %rd196;
 	and.b64  	%rd260, %rd259, -4294967296;
 	setp.eq.s64 	%p16, %rd260, 0;
-	@%p16 bra 	$L__BB63_39;
+	@%p16 bra 	$L__BB64_39;
 
 	div.s64 	%rd408, %rd59, %rd196;
-	bra.uni 	$L__BB63_40;
+	bra.uni 	$L__BB64_40;
 
-$L__BB63_39:
+$L__BB64_39:
 	cvt.u32.u64 	%r27, %rd59;
 	div.u32 	%r28, %r27, %r14;
 	cvt.u64.u32 	%rd408, %r28;
 
-$L__BB63_40:
+$L__BB64_40:
 	or.b64  	%rd261, %rd408, %rd195;
 	and.b64  	%rd262, %rd261, -4294967296;
 	setp.eq.s64 	%p17, %rd262, 0;
-	@%p17 bra 	$L__BB63_42;
+	@%p17 bra 	$L__BB64_42;
 
 	rem.s64 	%rd409, %rd408, %rd195;
-	bra.uni 	$L__BB63_43;
+	bra.uni 	$L__BB64_43;
 
-$L__BB63_42:
+$L__BB64_42:
 	cvt.u32.u64 	%r30, %rd408;
 	rem.u32 	%r31, %r30, %r17;
 	cvt.u64.u32 	%rd409, %r31;
 
-$L__BB63_43:
+$L__BB64_43:
 	add.s64 	%rd263, %rd409, %rd195;
 	shl.b64 	%rd264, %rd263, 2;
 	add.s64 	%rd265, %rd6, %rd264;
@@ -17657,7 +17847,7 @@ $L__BB63_43:
 	ld.global.f32 	%f58, [%rd265];
 	mul.f32 	%f13, %f58, %f57;
 	add.s64 	%rd66, %rd57, %rd40;
-	@%p12 bra 	$L__BB63_45;
+	@%p12 bra 	$L__BB64_45;
 
 	ld.global.f32 	%f59, [%rd16];
 	add.s64 	%rd270, %rd3, %rd266;
@@ -17674,12 +17864,12 @@ $L__BB63_43:
 	ld.global.f32 	%f66, [%rd274];
 	mul.f32 	%f67, %f66, %f65;
 	sub.f32 	%f159, %f63, %f67;
-	bra.uni 	$L__BB63_46;
+	bra.uni 	$L__BB64_46;
 
-$L__BB63_45:
+$L__BB64_45:
 	ld.global.f32 	%f159, [%rd66];
 
-$L__BB63_46:
+$L__BB64_46:
 	add.s64 	%rd67, %rd58, %rd40;
 	mul.f32 	%f68, %f13, %f159;
 	st.global.f32 	[%rd67], %f68;
@@ -17687,31 +17877,31 @@ $L__BB63_46:
 	or.b64  	%rd275, %rd68, %rd196;
 	and.b64  	%rd276, %rd275, -4294967296;
 	setp.eq.s64 	%p19, %rd276, 0;
-	@%p19 bra 	$L__BB63_48;
+	@%p19 bra 	$L__BB64_48;
 
 	div.s64 	%rd410, %rd68, %rd196;
-	bra.uni 	$L__BB63_49;
+	bra.uni 	$L__BB64_49;
 
-$L__BB63_48:
+$L__BB64_48:
 	cvt.u32.u64 	%r33, %rd68;
 	div.u32 	%r34, %r33, %r14;
 	cvt.u64.u32 	%rd410, %r34;
 
-$L__BB63_49:
+$L__BB64_49:
 	or.b64  	%rd277, %rd410, %rd195;
 	and.b64  	%rd278, %rd277, -4294967296;
 	setp.eq.s64 	%p20, %rd278, 0;
-	@%p20 bra 	$L__BB63_51;
+	@%p20 bra 	$L__BB64_51;
 
 	rem.s64 	%rd411, %rd410, %rd195;
-	bra.uni 	$L__BB63_52;
+	bra.uni 	$L__BB64_52;
 
-$L__BB63_51:
+$L__BB64_51:
 	cvt.u32.u64 	%r36, %rd410;
 	rem.u32 	%r37, %r36, %r17;
 	cvt.u64.u32 	%rd411, %r37;
 
-$L__BB63_52:
+$L__BB64_52:
 	add.s64 	%rd279, %rd411, %rd195;
 	shl.b64 	%rd280, %rd279, 2;
 	add.s64 	%rd281, %rd6, %rd280;
@@ -17721,7 +17911,7 @@ $L__BB63_52:
 	ld.global.f32 	%f70, [%rd281];
 	mul.f32 	%f17, %f70, %f69;
 	add.s64 	%rd75, %rd66, %rd40;
-	@%p12 bra 	$L__BB63_54;
+	@%p12 bra 	$L__BB64_54;
 
 	ld.global.f32 	%f71, [%rd16];
 	add.s64 	%rd286, %rd3, %rd282;
@@ -17738,27 +17928,27 @@ $L__BB63_52:
 	ld.global.f32 	%f78, [%rd290];
 	mul.f32 	%f79, %f78, %f77;
 	sub.f32 	%f160, %f75, %f79;
-	bra.uni 	$L__BB63_55;
+	bra.uni 	$L__BB64_55;
 
-$L__BB63_54:
+$L__BB64_54:
 	ld.global.f32 	%f160, [%rd75];
 
-$L__BB63_55:
+$L__BB64_55:
 	add.s64 	%rd291, %rd67, %rd40;
 	add.s64 	%rd403, %rd291, %rd40;
 	mul.f32 	%f80, %f17, %f160;
 	st.global.f32 	[%rd291], %f80;
 	add.s64 	%rd419, %rd68, %rd11;
 	setp.lt.s64 	%p22, %rd419, %rd9;
-	@%p22 bra 	$L__BB63_19;
-	bra.uni 	$L__BB63_127;
+	@%p22 bra 	$L__BB64_19;
+	bra.uni 	$L__BB64_127;
 
-$L__BB63_56:
+$L__BB64_56:
 	setp.eq.s64 	%p23, %rd193, 0;
-	@%p23 bra 	$L__BB63_92;
+	@%p23 bra 	$L__BB64_92;
 
 	setp.eq.s64 	%p24, %rd398, 0;
-	@%p24 bra 	$L__BB63_66;
+	@%p24 bra 	$L__BB64_66;
 
 	shl.b64 	%rd292, %rd419, 2;
 	add.s64 	%rd414, %rd2, %rd292;
@@ -17768,36 +17958,36 @@ $L__BB63_56:
 	cvt.u32.u64 	%r38, %rd196;
 	cvt.u32.u64 	%r41, %rd195;
 
-$L__BB63_59:
+$L__BB64_59:
 	.pragma "nounroll";
 	or.b64  	%rd293, %rd419, %rd196;
 	and.b64  	%rd294, %rd293, -4294967296;
 	setp.eq.s64 	%p25, %rd294, 0;
-	@%p25 bra 	$L__BB63_61;
+	@%p25 bra 	$L__BB64_61;
 
 	div.s64 	%rd417, %rd419, %rd196;
-	bra.uni 	$L__BB63_62;
+	bra.uni 	$L__BB64_62;
 
-$L__BB63_61:
+$L__BB64_61:
 	cvt.u32.u64 	%r39, %rd419;
 	div.u32 	%r40, %r39, %r38;
 	cvt.u64.u32 	%rd417, %r40;
 
-$L__BB63_62:
+$L__BB64_62:
 	or.b64  	%rd295, %rd417, %rd195;
 	and.b64  	%rd296, %rd295, -4294967296;
 	setp.eq.s64 	%p26, %rd296, 0;
-	@%p26 bra 	$L__BB63_64;
+	@%p26 bra 	$L__BB64_64;
 
 	rem.s64 	%rd418, %rd417, %rd195;
-	bra.uni 	$L__BB63_65;
+	bra.uni 	$L__BB64_65;
 
-$L__BB63_64:
+$L__BB64_64:
 	cvt.u32.u64 	%r42, %rd417;
 	rem.u32 	%r43, %r42, %r41;
 	cvt.u64.u32 	%rd418, %r43;
 
-$L__BB63_65:
+$L__BB64_65:
 	add.s64 	%rd297, %rd418, %rd195;
 	shl.b64 	%rd298, %rd297, 2;
 	add.s64 	%rd299, %rd6, %rd298;
@@ -17824,44 +18014,44 @@ $L__BB63_65:
 	add.s64 	%rd412, %rd412, %rd79;
 	add.s64 	%rd398, %rd398, -1;
 	setp.ne.s64 	%p27, %rd398, 0;
-	@%p27 bra 	$L__BB63_59;
+	@%p27 bra 	$L__BB64_59;
 
-$L__BB63_66:
+$L__BB64_66:
 	setp.lt.u64 	%p28, %rd15, 3;
-	@%p28 bra 	$L__BB63_127;
+	@%p28 bra 	$L__BB64_127;
 
-$L__BB63_67:
+$L__BB64_67:
 	shl.b64 	%rd100, %rd11, 2;
 	or.b64  	%rd305, %rd419, %rd196;
 	and.b64  	%rd306, %rd305, -4294967296;
 	setp.eq.s64 	%p29, %rd306, 0;
-	@%p29 bra 	$L__BB63_69;
+	@%p29 bra 	$L__BB64_69;
 
 	div.s64 	%rd421, %rd419, %rd196;
-	bra.uni 	$L__BB63_70;
+	bra.uni 	$L__BB64_70;
 
-$L__BB63_69:
+$L__BB64_69:
 	cvt.u32.u64 	%r44, %rd196;
 	cvt.u32.u64 	%r45, %rd419;
 	div.u32 	%r46, %r45, %r44;
 	cvt.u64.u32 	%rd421, %r46;
 
-$L__BB63_70:
+$L__BB64_70:
 	or.b64  	%rd307, %rd421, %rd195;
 	and.b64  	%rd308, %rd307, -4294967296;
 	setp.eq.s64 	%p30, %rd308, 0;
-	@%p30 bra 	$L__BB63_72;
+	@%p30 bra 	$L__BB64_72;
 
 	rem.s64 	%rd422, %rd421, %rd195;
-	bra.uni 	$L__BB63_73;
+	bra.uni 	$L__BB64_73;
 
-$L__BB63_72:
+$L__BB64_72:
 	cvt.u32.u64 	%r47, %rd195;
 	cvt.u32.u64 	%r48, %rd421;
 	rem.u32 	%r49, %r48, %r47;
 	cvt.u64.u32 	%rd422, %r49;
 
-$L__BB63_73:
+$L__BB64_73:
 	add.s64 	%rd309, %rd422, %rd195;
 	shl.b64 	%rd310, %rd309, 2;
 	add.s64 	%rd311, %rd6, %rd310;
@@ -17890,33 +18080,33 @@ $L__BB63_73:
 	or.b64  	%rd317, %rd110, %rd196;
 	and.b64  	%rd318, %rd317, -4294967296;
 	setp.eq.s64 	%p31, %rd318, 0;
-	@%p31 bra 	$L__BB63_75;
+	@%p31 bra 	$L__BB64_75;
 
 	div.s64 	%rd423, %rd110, %rd196;
-	bra.uni 	$L__BB63_76;
+	bra.uni 	$L__BB64_76;
 
-$L__BB63_75:
+$L__BB64_75:
 	cvt.u32.u64 	%r50, %rd196;
 	cvt.u32.u64 	%r51, %rd110;
 	div.u32 	%r52, %r51, %r50;
 	cvt.u64.u32 	%rd423, %r52;
 
-$L__BB63_76:
+$L__BB64_76:
 	or.b64  	%rd319, %rd423, %rd195;
 	and.b64  	%rd320, %rd319, -4294967296;
 	setp.eq.s64 	%p32, %rd320, 0;
-	@%p32 bra 	$L__BB63_78;
+	@%p32 bra 	$L__BB64_78;
 
 	rem.s64 	%rd424, %rd423, %rd195;
-	bra.uni 	$L__BB63_79;
+	bra.uni 	$L__BB64_79;
 
-$L__BB63_78:
+$L__BB64_78:
 	cvt.u32.u64 	%r53, %rd195;
 	cvt.u32.u64 	%r54, %rd423;
 	rem.u32 	%r55, %r54, %r53;
 	cvt.u64.u32 	%rd424, %r55;
 
-$L__BB63_79:
+$L__BB64_79:
 	add.s64 	%rd321, %rd424, %rd195;
 	shl.b64 	%rd322, %rd321, 2;
 	add.s64 	%rd323, %rd6, %rd322;
@@ -17943,33 +18133,33 @@ $L__BB63_79:
 	or.b64  	%rd328, %rd120, %rd196;
 	and.b64  	%rd329, %rd328, -4294967296;
 	setp.eq.s64 	%p33, %rd329, 0;
-	@%p33 bra 	$L__BB63_81;
+	@%p33 bra 	$L__BB64_81;
 
 	div.s64 	%rd425, %rd120, %rd196;
-	bra.uni 	$L__BB63_82;
+	bra.uni 	$L__BB64_82;
 
-$L__BB63_81:
+$L__BB64_81:
 	cvt.u32.u64 	%r56, %rd196;
 	cvt.u32.u64 	%r57, %rd120;
 	div.u32 	%r58, %r57, %r56;
 	cvt.u64.u32 	%rd425, %r58;
 
-$L__BB63_82:
+$L__BB64_82:
 	or.b64  	%rd330, %rd425, %rd195;
 	and.b64  	%rd331, %rd330, -4294967296;
 	setp.eq.s64 	%p34, %rd331, 0;
-	@%p34 bra 	$L__BB63_84;
+	@%p34 bra 	$L__BB64_84;
 
 	rem.s64 	%rd426, %rd425, %rd195;
-	bra.uni 	$L__BB63_85;
+	bra.uni 	$L__BB64_85;
 
-$L__BB63_84:
+$L__BB64_84:
 	cvt.u32.u64 	%r59, %rd195;
 	cvt.u32.u64 	%r60, %rd425;
 	rem.u32 	%r61, %r60, %r59;
 	cvt.u64.u32 	%rd426, %r61;
 
-$L__BB63_85:
+$L__BB64_85:
 	add.s64 	%rd332, %rd426, %rd195;
 	shl.b64 	%rd333, %rd332, 2;
 	add.s64 	%rd334, %rd6, %rd333;
@@ -17996,33 +18186,33 @@ $L__BB63_85:
 	or.b64  	%rd339, %rd130, %rd196;
 	and.b64  	%rd340, %rd339, -4294967296;
 	setp.eq.s64 	%p35, %rd340, 0;
-	@%p35 bra 	$L__BB63_87;
+	@%p35 bra 	$L__BB64_87;
 
 	div.s64 	%rd427, %rd130, %rd196;
-	bra.uni 	$L__BB63_88;
+	bra.uni 	$L__BB64_88;
 
-$L__BB63_87:
+$L__BB64_87:
 	cvt.u32.u64 	%r62, %rd196;
 	cvt.u32.u64 	%r63, %rd130;
 	div.u32 	%r64, %r63, %r62;
 	cvt.u64.u32 	%rd427, %r64;
 
-$L__BB63_88:
+$L__BB64_88:
 	or.b64  	%rd341, %rd427, %rd195;
 	and.b64  	%rd342, %rd341, -4294967296;
 	setp.eq.s64 	%p36, %rd342, 0;
-	@%p36 bra 	$L__BB63_90;
+	@%p36 bra 	$L__BB64_90;
 
 	rem.s64 	%rd428, %rd427, %rd195;
-	bra.uni 	$L__BB63_91;
+	bra.uni 	$L__BB64_91;
 
-$L__BB63_90:
+$L__BB64_90:
 	cvt.u32.u64 	%r65, %rd195;
 	cvt.u32.u64 	%r66, %rd427;
 	rem.u32 	%r67, %r66, %r65;
 	cvt.u64.u32 	%rd428, %r67;
 
-$L__BB63_91:
+$L__BB64_91:
 	add.s64 	%rd343, %rd428, %rd195;
 	shl.b64 	%rd344, %rd343, 2;
 	add.s64 	%rd345, %rd6, %rd344;
@@ -18047,12 +18237,12 @@ $L__BB63_91:
 	st.global.f32 	[%rd352], %f140;
 	add.s64 	%rd419, %rd130, %rd11;
 	setp.lt.s64 	%p37, %rd419, %rd9;
-	@%p37 bra 	$L__BB63_67;
-	bra.uni 	$L__BB63_127;
+	@%p37 bra 	$L__BB64_67;
+	bra.uni 	$L__BB64_127;
 
-$L__BB63_92:
+$L__BB64_92:
 	setp.eq.s64 	%p38, %rd398, 0;
-	@%p38 bra 	$L__BB63_101;
+	@%p38 bra 	$L__BB64_101;
 
 	shl.b64 	%rd353, %rd419, 2;
 	add.s64 	%rd430, %rd1, %rd353;
@@ -18061,36 +18251,36 @@ $L__BB63_92:
 	cvt.u32.u64 	%r68, %rd196;
 	cvt.u32.u64 	%r71, %rd195;
 
-$L__BB63_94:
+$L__BB64_94:
 	.pragma "nounroll";
 	or.b64  	%rd354, %rd419, %rd196;
 	and.b64  	%rd355, %rd354, -4294967296;
 	setp.eq.s64 	%p39, %rd355, 0;
-	@%p39 bra 	$L__BB63_96;
+	@%p39 bra 	$L__BB64_96;
 
 	div.s64 	%rd433, %rd419, %rd196;
-	bra.uni 	$L__BB63_97;
+	bra.uni 	$L__BB64_97;
 
-$L__BB63_96:
+$L__BB64_96:
 	cvt.u32.u64 	%r69, %rd419;
 	div.u32 	%r70, %r69, %r68;
 	cvt.u64.u32 	%rd433, %r70;
 
-$L__BB63_97:
+$L__BB64_97:
 	or.b64  	%rd356, %rd433, %rd195;
 	and.b64  	%rd357, %rd356, -4294967296;
 	setp.eq.s64 	%p40, %rd357, 0;
-	@%p40 bra 	$L__BB63_99;
+	@%p40 bra 	$L__BB64_99;
 
 	rem.s64 	%rd434, %rd433, %rd195;
-	bra.uni 	$L__BB63_100;
+	bra.uni 	$L__BB64_100;
 
-$L__BB63_99:
+$L__BB64_99:
 	cvt.u32.u64 	%r72, %rd433;
 	rem.u32 	%r73, %r72, %r71;
 	cvt.u64.u32 	%rd434, %r73;
 
-$L__BB63_100:
+$L__BB64_100:
 	add.s64 	%rd358, %rd434, %rd195;
 	shl.b64 	%rd359, %rd358, 2;
 	add.s64 	%rd360, %rd6, %rd359;
@@ -18103,44 +18293,44 @@ $L__BB63_100:
 	add.s64 	%rd429, %rd429, %rd139;
 	add.s64 	%rd398, %rd398, -1;
 	setp.ne.s64 	%p41, %rd398, 0;
-	@%p41 bra 	$L__BB63_94;
+	@%p41 bra 	$L__BB64_94;
 
-$L__BB63_101:
+$L__BB64_101:
 	setp.lt.u64 	%p42, %rd15, 3;
-	@%p42 bra 	$L__BB63_127;
+	@%p42 bra 	$L__BB64_127;
 
-$L__BB63_102:
+$L__BB64_102:
 	shl.b64 	%rd157, %rd11, 2;
 	or.b64  	%rd362, %rd419, %rd196;
 	and.b64  	%rd363, %rd362, -4294967296;
 	setp.eq.s64 	%p43, %rd363, 0;
-	@%p43 bra 	$L__BB63_104;
+	@%p43 bra 	$L__BB64_104;
 
 	div.s64 	%rd437, %rd419, %rd196;
-	bra.uni 	$L__BB63_105;
+	bra.uni 	$L__BB64_105;
 
-$L__BB63_104:
+$L__BB64_104:
 	cvt.u32.u64 	%r74, %rd196;
 	cvt.u32.u64 	%r75, %rd419;
 	div.u32 	%r76, %r75, %r74;
 	cvt.u64.u32 	%rd437, %r76;
 
-$L__BB63_105:
+$L__BB64_105:
 	or.b64  	%rd364, %rd437, %rd195;
 	and.b64  	%rd365, %rd364, -4294967296;
 	setp.eq.s64 	%p44, %rd365, 0;
-	@%p44 bra 	$L__BB63_107;
+	@%p44 bra 	$L__BB64_107;
 
 	rem.s64 	%rd438, %rd437, %rd195;
-	bra.uni 	$L__BB63_108;
+	bra.uni 	$L__BB64_108;
 
-$L__BB63_107:
+$L__BB64_107:
 	cvt.u32.u64 	%r77, %rd195;
 	cvt.u32.u64 	%r78, %rd437;
 	rem.u32 	%r79, %r78, %r77;
 	cvt.u64.u32 	%rd438, %r79;
 
-$L__BB63_108:
+$L__BB64_108:
 	add.s64 	%rd366, %rd438, %rd195;
 	shl.b64 	%rd367, %rd366, 2;
 	add.s64 	%rd368, %rd6, %rd367;
@@ -18155,33 +18345,33 @@ $L__BB63_108:
 	or.b64  	%rd370, %rd166, %rd196;
 	and.b64  	%rd371, %rd370, -4294967296;
 	setp.eq.s64 	%p45, %rd371, 0;
-	@%p45 bra 	$L__BB63_110;
+	@%p45 bra 	$L__BB64_110;
 
 	div.s64 	%rd439, %rd166, %rd196;
-	bra.uni 	$L__BB63_111;
+	bra.uni 	$L__BB64_111;
 
-$L__BB63_110:
+$L__BB64_110:
 	cvt.u32.u64 	%r80, %rd196;
 	cvt.u32.u64 	%r81, %rd166;
 	div.u32 	%r82, %r81, %r80;
 	cvt.u64.u32 	%rd439, %r82;
 
-$L__BB63_111:
+$L__BB64_111:
 	or.b64  	%rd372, %rd439, %rd195;
 	and.b64  	%rd373, %rd372, -4294967296;
 	setp.eq.s64 	%p46, %rd373, 0;
-	@%p46 bra 	$L__BB63_113;
+	@%p46 bra 	$L__BB64_113;
 
 	rem.s64 	%rd440, %rd439, %rd195;
-	bra.uni 	$L__BB63_114;
+	bra.uni 	$L__BB64_114;
 
-$L__BB63_113:
+$L__BB64_113:
 	cvt.u32.u64 	%r83, %rd195;
 	cvt.u32.u64 	%r84, %rd439;
 	rem.u32 	%r85, %r84, %r83;
 	cvt.u64.u32 	%rd440, %r85;
 
-$L__BB63_114:
+$L__BB64_114:
 	add.s64 	%rd374, %rd440, %rd195;
 	shl.b64 	%rd375, %rd374, 2;
 	add.s64 	%rd376, %rd6, %rd375;
@@ -18195,33 +18385,33 @@ $L__BB63_114:
 	or.b64  	%rd377, %rd175, %rd196;
 	and.b64  	%rd378, %rd377, -4294967296;
 	setp.eq.s64 	%p47, %rd378, 0;
-	@%p47 bra 	$L__BB63_116;
+	@%p47 bra 	$L__BB64_116;
 
 	div.s64 	%rd441, %rd175, %rd196;
-	bra.uni 	$L__BB63_117;
+	bra.uni 	$L__BB64_117;
 
-$L__BB63_116:
+$L__BB64_116:
 	cvt.u32.u64 	%r86, %rd196;
 	cvt.u32.u64 	%r87, %rd175;
 	div.u32 	%r88, %r87, %r86;
 	cvt.u64.u32 	%rd441, %r88;
 
-$L__BB63_117:
+$L__BB64_117:
 	or.b64  	%rd379, %rd441, %rd195;
 	and.b64  	%rd380, %rd379, -4294967296;
 	setp.eq.s64 	%p48, %rd380, 0;
-	@%p48 bra 	$L__BB63_119;
+	@%p48 bra 	$L__BB64_119;
 
 	rem.s64 	%rd442, %rd441, %rd195;
-	bra.uni 	$L__BB63_120;
+	bra.uni 	$L__BB64_120;
 
-$L__BB63_119:
+$L__BB64_119:
 	cvt.u32.u64 	%r89, %rd195;
 	cvt.u32.u64 	%r90, %rd441;
 	rem.u32 	%r91, %r90, %r89;
 	cvt.u64.u32 	%rd442, %r91;
 
-$L__BB63_120:
+$L__BB64_120:
 	add.s64 	%rd381, %rd442, %rd195;
 	shl.b64 	%rd382, %rd381, 2;
 	add.s64 	%rd383, %rd6, %rd382;
@@ -18235,33 +18425,33 @@ $L__BB63_120:
 	or.b64  	%rd384, %rd184, %rd196;
 	and.b64  	%rd385, %rd384, -4294967296;
 	setp.eq.s64 	%p49, %rd385, 0;
-	@%p49 bra 	$L__BB63_122;
+	@%p49 bra 	$L__BB64_122;
 
 	div.s64 	%rd443, %rd184, %rd196;
-	bra.uni 	$L__BB63_123;
+	bra.uni 	$L__BB64_123;
 
-$L__BB63_122:
+$L__BB64_122:
 	cvt.u32.u64 	%r92, %rd196;
 	cvt.u32.u64 	%r93, %rd184;
 	div.u32 	%r94, %r93, %r92;
 	cvt.u64.u32 	%rd443, %r94;
 
-$L__BB63_123:
+$L__BB64_123:
 	or.b64  	%rd386, %rd443, %rd195;
 	and.b64  	%rd387, %rd386, -4294967296;
 	setp.eq.s64 	%p50, %rd387, 0;
-	@%p50 bra 	$L__BB63_125;
+	@%p50 bra 	$L__BB64_125;
 
 	rem.s64 	%rd444, %rd443, %rd195;
-	bra.uni 	$L__BB63_126;
+	bra.uni 	$L__BB64_126;
 
-$L__BB63_125:
+$L__BB64_125:
 	cvt.u32.u64 	%r95, %rd195;
 	cvt.u32.u64 	%r96, %rd443;
 	rem.u32 	%r97, %r96, %r95;
 	cvt.u64.u32 	%rd444, %r97;
 
-$L__BB63_126:
+$L__BB64_126:
 	add.s64 	%rd388, %rd444, %rd195;
 	shl.b64 	%rd389, %rd388, 2;
 	add.s64 	%rd390, %rd6, %rd389;
@@ -18273,9 +18463,9 @@ $L__BB63_126:
 	st.global.f32 	[%rd392], %f155;
 	add.s64 	%rd419, %rd184, %rd11;
 	setp.lt.s64 	%p51, %rd419, %rd9;
-	@%p51 bra 	$L__BB63_102;
+	@%p51 bra 	$L__BB64_102;
 
-$L__BB63_127:
+$L__BB64_127:
 	ret;
 
 }
@@ -18315,7 +18505,7 @@ $L__BB63_127:
 	cvt.u64.u32 	%rd7, %r3;
 	add.s64 	%rd197, %rd6, %rd7;
 	setp.ge.s64 	%p1, %rd197, %rd121;
-	@%p1 bra 	$L__BB64_51;
+	@%p1 bra 	$L__BB65_51;
 
 	mov.u32 	%r4, %nctaid.x;
 	cvt.u64.u32 	%rd9, %r4;
@@ -18325,35 +18515,35 @@ $L__BB63_127:
 	or.b64  	%rd125, %rd11, %rd10;
 	and.b64  	%rd126, %rd125, -4294967296;
 	setp.eq.s64 	%p2, %rd126, 0;
-	@%p2 bra 	$L__BB64_3;
+	@%p2 bra 	$L__BB65_3;
 
 	div.u64 	%rd14, %rd11, %rd10;
-	bra.uni 	$L__BB64_4;
+	bra.uni 	$L__BB65_4;
 
-$L__BB64_3:
+$L__BB65_3:
 	cvt.u32.u64 	%r5, %rd10;
 	cvt.u32.u64 	%r6, %rd11;
 	div.u32 	%r7, %r6, %r5;
 	cvt.u64.u32 	%rd14, %r7;
 
-$L__BB64_4:
+$L__BB65_4:
 	add.s64 	%rd127, %rd14, 1;
 	and.b64  	%rd15, %rd127, 3;
 	setp.eq.s64 	%p3, %rd120, 0;
-	@%p3 bra 	$L__BB64_28;
+	@%p3 bra 	$L__BB65_28;
 
 	setp.eq.s64 	%p4, %rd119, 0;
-	@%p4 bra 	$L__BB64_12;
+	@%p4 bra 	$L__BB65_12;
 
 	setp.eq.s64 	%p5, %rd15, 0;
-	@%p5 bra 	$L__BB64_9;
+	@%p5 bra 	$L__BB65_9;
 
 	shl.b64 	%rd128, %rd6, 2;
 	shl.b64 	%rd129, %rd7, 2;
 	add.s64 	%rd194, %rd128, %rd129;
 	shl.b64 	%rd17, %rd10, 2;
 
-$L__BB64_8:
+$L__BB65_8:
 	.pragma "nounroll";
 	add.s64 	%rd130, %rd4, %rd194;
 	ld.global.f32 	%f23, [%rd130];
@@ -18367,18 +18557,18 @@ $L__BB64_8:
 	add.s64 	%rd194, %rd194, %rd17;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p7, %rd15, 0;
-	@%p7 bra 	$L__BB64_8;
+	@%p7 bra 	$L__BB65_8;
 
-$L__BB64_9:
+$L__BB65_9:
 	setp.lt.u64 	%p8, %rd14, 3;
-	@%p8 bra 	$L__BB64_51;
+	@%p8 bra 	$L__BB65_51;
 
 	shl.b64 	%rd134, %rd197, 2;
 	add.s64 	%rd199, %rd4, %rd134;
 	shl.b64 	%rd26, %rd10, 2;
 	add.s64 	%rd200, %rd1, %rd134;
 
-$L__BB64_11:
+$L__BB65_11:
 	ld.global.f32 	%f25, [%rd199];
 	setp.neu.f32 	%p9, %f25, 0f00000000;
 	selp.b64 	%rd136, %rd2, %rd3, %p9;
@@ -18420,15 +18610,15 @@ $L__BB64_11:
 	st.global.f32 	[%rd156], %f32;
 	add.s64 	%rd197, %rd151, %rd10;
 	setp.lt.s64 	%p13, %rd197, %rd121;
-	@%p13 bra 	$L__BB64_11;
-	bra.uni 	$L__BB64_51;
+	@%p13 bra 	$L__BB65_11;
+	bra.uni 	$L__BB65_51;
 
-$L__BB64_28:
+$L__BB65_28:
 	setp.eq.s64 	%p23, %rd119, 0;
-	@%p23 bra 	$L__BB64_45;
+	@%p23 bra 	$L__BB65_45;
 
 	setp.eq.s64 	%p24, %rd15, 0;
-	@%p24 bra 	$L__BB64_34;
+	@%p24 bra 	$L__BB65_34;
 
 	shl.b64 	%rd169, %rd197, 2;
 	add.s64 	%rd212, %rd1, %rd169;
@@ -18436,16 +18626,16 @@ $L__BB64_28:
 	add.s64 	%rd211, %rd2, %rd169;
 	add.s64 	%rd210, %rd4, %rd169;
 
-$L__BB64_31:
+$L__BB65_31:
 	.pragma "nounroll";
 	ld.global.f32 	%f38, [%rd210];
 	setp.eq.f32 	%p25, %f38, 0f00000000;
 	mov.f32 	%f58, %f22;
-	@%p25 bra 	$L__BB64_33;
+	@%p25 bra 	$L__BB65_33;
 
 	ld.global.f32 	%f58, [%rd211];
 
-$L__BB64_33:
+$L__BB65_33:
 	st.global.f32 	[%rd212], %f58;
 	add.s64 	%rd197, %rd197, %rd10;
 	add.s64 	%rd212, %rd212, %rd67;
@@ -18453,41 +18643,41 @@ $L__BB64_33:
 	add.s64 	%rd210, %rd210, %rd67;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p26, %rd15, 0;
-	@%p26 bra 	$L__BB64_31;
+	@%p26 bra 	$L__BB65_31;
 
-$L__BB64_34:
+$L__BB65_34:
 	setp.lt.u64 	%p27, %rd14, 3;
-	@%p27 bra 	$L__BB64_51;
+	@%p27 bra 	$L__BB65_51;
 
 	shl.b64 	%rd170, %rd197, 2;
 	add.s64 	%rd217, %rd4, %rd170;
 	shl.b64 	%rd82, %rd10, 2;
 	add.s64 	%rd218, %rd1, %rd170;
 
-$L__BB64_36:
+$L__BB65_36:
 	ld.global.f32 	%f39, [%rd217];
 	setp.eq.f32 	%p28, %f39, 0f00000000;
 	mov.f32 	%f59, %f22;
-	@%p28 bra 	$L__BB64_38;
+	@%p28 bra 	$L__BB65_38;
 
 	shl.b64 	%rd172, %rd197, 2;
 	add.s64 	%rd173, %rd2, %rd172;
 	ld.global.f32 	%f59, [%rd173];
 
-$L__BB64_38:
+$L__BB65_38:
 	st.global.f32 	[%rd218], %f59;
 	add.s64 	%rd87, %rd197, %rd10;
 	add.s64 	%rd88, %rd217, %rd82;
 	ld.global.f32 	%f40, [%rd88];
 	setp.eq.f32 	%p29, %f40, 0f00000000;
 	mov.f32 	%f60, %f22;
-	@%p29 bra 	$L__BB64_40;
+	@%p29 bra 	$L__BB65_40;
 
 	shl.b64 	%rd174, %rd87, 2;
 	add.s64 	%rd175, %rd2, %rd174;
 	ld.global.f32 	%f60, [%rd175];
 
-$L__BB64_40:
+$L__BB65_40:
 	add.s64 	%rd89, %rd218, %rd82;
 	st.global.f32 	[%rd89], %f60;
 	add.s64 	%rd90, %rd87, %rd10;
@@ -18495,13 +18685,13 @@ $L__BB64_40:
 	ld.global.f32 	%f41, [%rd91];
 	setp.eq.f32 	%p30, %f41, 0f00000000;
 	mov.f32 	%f61, %f22;
-	@%p30 bra 	$L__BB64_42;
+	@%p30 bra 	$L__BB65_42;
 
 	shl.b64 	%rd176, %rd90, 2;
 	add.s64 	%rd177, %rd2, %rd176;
 	ld.global.f32 	%f61, [%rd177];
 
-$L__BB64_42:
+$L__BB65_42:
 	add.s64 	%rd92, %rd89, %rd82;
 	st.global.f32 	[%rd92], %f61;
 	add.s64 	%rd93, %rd90, %rd10;
@@ -18509,25 +18699,25 @@ $L__BB64_42:
 	ld.global.f32 	%f42, [%rd94];
 	setp.eq.f32 	%p31, %f42, 0f00000000;
 	mov.f32 	%f62, %f22;
-	@%p31 bra 	$L__BB64_44;
+	@%p31 bra 	$L__BB65_44;
 
 	shl.b64 	%rd178, %rd93, 2;
 	add.s64 	%rd179, %rd2, %rd178;
 	ld.global.f32 	%f62, [%rd179];
 
-$L__BB64_44:
+$L__BB65_44:
 	add.s64 	%rd180, %rd92, %rd82;
 	add.s64 	%rd218, %rd180, %rd82;
 	st.global.f32 	[%rd180], %f62;
 	add.s64 	%rd197, %rd93, %rd10;
 	setp.lt.s64 	%p32, %rd197, %rd121;
 	add.s64 	%rd217, %rd94, %rd82;
-	@%p32 bra 	$L__BB64_36;
-	bra.uni 	$L__BB64_51;
+	@%p32 bra 	$L__BB65_36;
+	bra.uni 	$L__BB65_51;
 
-$L__BB64_12:
+$L__BB65_12:
 	setp.eq.s64 	%p14, %rd15, 0;
-	@%p14 bra 	$L__BB64_17;
+	@%p14 bra 	$L__BB65_17;
 
 	shl.b64 	%rd157, %rd197, 2;
 	add.s64 	%rd203, %rd1, %rd157;
@@ -18535,16 +18725,16 @@ $L__BB64_12:
 	add.s64 	%rd202, %rd3, %rd157;
 	add.s64 	%rd201, %rd4, %rd157;
 
-$L__BB64_14:
+$L__BB65_14:
 	.pragma "nounroll";
 	ld.global.f32 	%f33, [%rd201];
 	setp.neu.f32 	%p15, %f33, 0f00000000;
 	mov.f32 	%f53, %f21;
-	@%p15 bra 	$L__BB64_16;
+	@%p15 bra 	$L__BB65_16;
 
 	ld.global.f32 	%f53, [%rd202];
 
-$L__BB64_16:
+$L__BB65_16:
 	st.global.f32 	[%rd203], %f53;
 	add.s64 	%rd197, %rd197, %rd10;
 	add.s64 	%rd203, %rd203, %rd35;
@@ -18552,41 +18742,41 @@ $L__BB64_16:
 	add.s64 	%rd201, %rd201, %rd35;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p16, %rd15, 0;
-	@%p16 bra 	$L__BB64_14;
+	@%p16 bra 	$L__BB65_14;
 
-$L__BB64_17:
+$L__BB65_17:
 	setp.lt.u64 	%p17, %rd14, 3;
-	@%p17 bra 	$L__BB64_51;
+	@%p17 bra 	$L__BB65_51;
 
 	shl.b64 	%rd158, %rd197, 2;
 	add.s64 	%rd208, %rd4, %rd158;
 	shl.b64 	%rd50, %rd10, 2;
 	add.s64 	%rd209, %rd1, %rd158;
 
-$L__BB64_19:
+$L__BB65_19:
 	ld.global.f32 	%f34, [%rd208];
 	setp.neu.f32 	%p18, %f34, 0f00000000;
 	mov.f32 	%f54, %f21;
-	@%p18 bra 	$L__BB64_21;
+	@%p18 bra 	$L__BB65_21;
 
 	shl.b64 	%rd160, %rd197, 2;
 	add.s64 	%rd161, %rd3, %rd160;
 	ld.global.f32 	%f54, [%rd161];
 
-$L__BB64_21:
+$L__BB65_21:
 	st.global.f32 	[%rd209], %f54;
 	add.s64 	%rd55, %rd197, %rd10;
 	add.s64 	%rd56, %rd208, %rd50;
 	ld.global.f32 	%f35, [%rd56];
 	setp.neu.f32 	%p19, %f35, 0f00000000;
 	mov.f32 	%f55, %f21;
-	@%p19 bra 	$L__BB64_23;
+	@%p19 bra 	$L__BB65_23;
 
 	shl.b64 	%rd162, %rd55, 2;
 	add.s64 	%rd163, %rd3, %rd162;
 	ld.global.f32 	%f55, [%rd163];
 
-$L__BB64_23:
+$L__BB65_23:
 	add.s64 	%rd57, %rd209, %rd50;
 	st.global.f32 	[%rd57], %f55;
 	add.s64 	%rd58, %rd55, %rd10;
@@ -18594,13 +18784,13 @@ $L__BB64_23:
 	ld.global.f32 	%f36, [%rd59];
 	setp.neu.f32 	%p20, %f36, 0f00000000;
 	mov.f32 	%f56, %f21;
-	@%p20 bra 	$L__BB64_25;
+	@%p20 bra 	$L__BB65_25;
 
 	shl.b64 	%rd164, %rd58, 2;
 	add.s64 	%rd165, %rd3, %rd164;
 	ld.global.f32 	%f56, [%rd165];
 
-$L__BB64_25:
+$L__BB65_25:
 	add.s64 	%rd60, %rd57, %rd50;
 	st.global.f32 	[%rd60], %f56;
 	add.s64 	%rd61, %rd58, %rd10;
@@ -18608,32 +18798,32 @@ $L__BB64_25:
 	ld.global.f32 	%f37, [%rd62];
 	setp.neu.f32 	%p21, %f37, 0f00000000;
 	mov.f32 	%f57, %f21;
-	@%p21 bra 	$L__BB64_27;
+	@%p21 bra 	$L__BB65_27;
 
 	shl.b64 	%rd166, %rd61, 2;
 	add.s64 	%rd167, %rd3, %rd166;
 	ld.global.f32 	%f57, [%rd167];
 
-$L__BB64_27:
+$L__BB65_27:
 	add.s64 	%rd168, %rd60, %rd50;
 	add.s64 	%rd209, %rd168, %rd50;
 	st.global.f32 	[%rd168], %f57;
 	add.s64 	%rd197, %rd61, %rd10;
 	setp.lt.s64 	%p22, %rd197, %rd121;
 	add.s64 	%rd208, %rd62, %rd50;
-	@%p22 bra 	$L__BB64_19;
-	bra.uni 	$L__BB64_51;
+	@%p22 bra 	$L__BB65_19;
+	bra.uni 	$L__BB65_51;
 
-$L__BB64_45:
+$L__BB65_45:
 	setp.eq.s64 	%p33, %rd15, 0;
-	@%p33 bra 	$L__BB64_48;
+	@%p33 bra 	$L__BB65_48;
 
 	shl.b64 	%rd181, %rd197, 2;
 	add.s64 	%rd220, %rd1, %rd181;
 	shl.b64 	%rd99, %rd10, 2;
 	add.s64 	%rd219, %rd4, %rd181;
 
-$L__BB64_47:
+$L__BB65_47:
 	.pragma "nounroll";
 	ld.global.f32 	%f43, [%rd219];
 	setp.neu.f32 	%p34, %f43, 0f00000000;
@@ -18644,18 +18834,18 @@ $L__BB64_47:
 	add.s64 	%rd219, %rd219, %rd99;
 	add.s64 	%rd15, %rd15, -1;
 	setp.ne.s64 	%p35, %rd15, 0;
-	@%p35 bra 	$L__BB64_47;
+	@%p35 bra 	$L__BB65_47;
 
-$L__BB64_48:
+$L__BB65_48:
 	setp.lt.u64 	%p36, %rd14, 3;
-	@%p36 bra 	$L__BB64_51;
+	@%p36 bra 	$L__BB65_51;
 
 	shl.b64 	%rd182, %rd197, 2;
 	add.s64 	%rd225, %rd4, %rd182;
 	shl.b64 	%rd111, %rd10, 2;
 	add.s64 	%rd226, %rd1, %rd182;
 
-$L__BB64_50:
+$L__BB65_50:
 	ld.global.f32 	%f45, [%rd225];
 	setp.neu.f32 	%p37, %f45, 0f00000000;
 	selp.f32 	%f46, %f21, %f22, %p37;
@@ -18685,9 +18875,9 @@ $L__BB64_50:
 	st.global.f32 	[%rd192], %f52;
 	add.s64 	%rd197, %rd190, %rd10;
 	setp.lt.s64 	%p41, %rd197, %rd121;
-	@%p41 bra 	$L__BB64_50;
+	@%p41 bra 	$L__BB65_50;
 
-$L__BB64_51:
+$L__BB65_51:
 	ret;
 
 }
@@ -18729,7 +18919,7 @@ $L__BB64_51:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd102, %r1;
 	setp.ge.s64 	%p1, %rd102, %rd43;
-	@%p1 bra 	$L__BB65_12;
+	@%p1 bra 	$L__BB66_12;
 
 	mul.lo.s64 	%rd3, %rd42, 6;
 	mul.lo.s64 	%rd4, %rd42, 5;
@@ -18743,15 +18933,15 @@ $L__BB64_51:
 	mov.u32 	%r4, %ntid.x;
 	cvt.u64.u32 	%rd7, %r4;
 	setp.neu.f32 	%p2, %f9, 0f00000000;
-	@%p2 bra 	$L__BB65_7;
-	bra.uni 	$L__BB65_2;
+	@%p2 bra 	$L__BB66_7;
+	bra.uni 	$L__BB66_2;
 
-$L__BB65_7:
+$L__BB66_7:
 	shl.b64 	%rd20, %rd7, 2;
 	shl.b64 	%rd21, %rd42, 3;
 	mul.f32 	%f3, %f4, %f8;
 
-$L__BB65_8:
+$L__BB66_8:
 	add.s64 	%rd72, %rd102, %rd3;
 	shl.b64 	%rd73, %rd72, 3;
 	add.s64 	%rd74, %rd1, %rd73;
@@ -18769,7 +18959,7 @@ $L__BB65_8:
 	min.s64 	%rd25, %rd82, %rd83;
 	add.s64 	%rd109, %rd23, %rd5;
 	setp.ge.s64 	%p6, %rd109, %rd25;
-	@%p6 bra 	$L__BB65_11;
+	@%p6 bra 	$L__BB66_11;
 
 	add.s64 	%rd84, %rd24, %rd21;
 	ld.global.u64 	%rd85, [%rd84];
@@ -18794,7 +18984,7 @@ $L__BB65_8:
 	add.s64 	%rd101, %rd100, %rd93;
 	add.s64 	%rd105, %rd101, %rd95;
 
-$L__BB65_10:
+$L__BB66_10:
 	ld.global.f32 	%f28, [%rd105];
 	mul.f32 	%f29, %f3, %f28;
 	sub.f32 	%f30, %f28, %f29;
@@ -18820,18 +19010,18 @@ $L__BB65_10:
 	add.s64 	%rd105, %rd105, %rd20;
 	add.s64 	%rd109, %rd109, %rd7;
 	setp.lt.s64 	%p7, %rd109, %rd25;
-	@%p7 bra 	$L__BB65_10;
+	@%p7 bra 	$L__BB66_10;
 
-$L__BB65_11:
+$L__BB66_11:
 	add.s64 	%rd102, %rd102, %rd6;
 	setp.lt.s64 	%p8, %rd102, %rd43;
-	@%p8 bra 	$L__BB65_8;
-	bra.uni 	$L__BB65_12;
+	@%p8 bra 	$L__BB66_8;
+	bra.uni 	$L__BB66_12;
 
-$L__BB65_2:
+$L__BB66_2:
 	shl.b64 	%rd8, %rd42, 3;
 
-$L__BB65_3:
+$L__BB66_3:
 	add.s64 	%rd46, %rd102, %rd3;
 	shl.b64 	%rd47, %rd46, 3;
 	add.s64 	%rd48, %rd1, %rd47;
@@ -18849,7 +19039,7 @@ $L__BB65_3:
 	min.s64 	%rd11, %rd57, %rd58;
 	add.s64 	%rd103, %rd55, %rd5;
 	setp.ge.s64 	%p3, %rd103, %rd11;
-	@%p3 bra 	$L__BB65_6;
+	@%p3 bra 	$L__BB66_6;
 
 	add.s64 	%rd59, %rd10, %rd8;
 	ld.global.u64 	%rd60, [%rd59];
@@ -18864,7 +19054,7 @@ $L__BB65_3:
 	cvta.to.global.u64 	%rd15, %rd62;
 	cvta.to.global.u64 	%rd16, %rd60;
 
-$L__BB65_5:
+$L__BB66_5:
 	shl.b64 	%rd67, %rd103, 2;
 	add.s64 	%rd68, %rd16, %rd67;
 	ld.global.f32 	%f13, [%rd68];
@@ -18890,14 +19080,14 @@ $L__BB65_5:
 	st.global.f32 	[%rd68], %f27;
 	add.s64 	%rd103, %rd103, %rd7;
 	setp.lt.s64 	%p4, %rd103, %rd11;
-	@%p4 bra 	$L__BB65_5;
+	@%p4 bra 	$L__BB66_5;
 
-$L__BB65_6:
+$L__BB66_6:
 	add.s64 	%rd102, %rd102, %rd6;
 	setp.lt.s64 	%p5, %rd102, %rd43;
-	@%p5 bra 	$L__BB65_3;
+	@%p5 bra 	$L__BB66_3;
 
-$L__BB65_12:
+$L__BB66_12:
 	ret;
 
 }
@@ -18935,7 +19125,7 @@ $L__BB65_12:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd97, %r1;
 	setp.ge.s64 	%p1, %rd97, %rd43;
-	@%p1 bra 	$L__BB66_15;
+	@%p1 bra 	$L__BB67_15;
 
 	mul.lo.s64 	%rd3, %rd42, 5;
 	shl.b64 	%rd4, %rd42, 2;
@@ -18946,14 +19136,14 @@ $L__BB65_12:
 	mov.u32 	%r4, %ntid.x;
 	cvt.u64.u32 	%rd7, %r4;
 	setp.neu.f32 	%p2, %f7, 0f00000000;
-	@%p2 bra 	$L__BB66_7;
-	bra.uni 	$L__BB66_2;
+	@%p2 bra 	$L__BB67_7;
+	bra.uni 	$L__BB67_2;
 
-$L__BB66_7:
+$L__BB67_7:
 	shl.b64 	%rd19, %rd7, 2;
 	shl.b64 	%rd20, %rd42, 3;
 
-$L__BB66_8:
+$L__BB67_8:
 	add.s64 	%rd69, %rd97, %rd3;
 	shl.b64 	%rd70, %rd69, 3;
 	add.s64 	%rd71, %rd1, %rd70;
@@ -18980,13 +19170,13 @@ $L__BB66_8:
 	cvta.to.global.u64 	%rd26, %rd87;
 	add.s64 	%rd103, %rd22, %rd5;
 	setp.ge.s64 	%p7, %rd103, %rd23;
-	@%p7 bra 	$L__BB66_14;
+	@%p7 bra 	$L__BB67_14;
 
 	setp.neu.f32 	%p8, %f6, 0f00000000;
-	@%p8 bra 	$L__BB66_13;
-	bra.uni 	$L__BB66_10;
+	@%p8 bra 	$L__BB67_13;
+	bra.uni 	$L__BB67_10;
 
-$L__BB66_13:
+$L__BB67_13:
 	shl.b64 	%rd93, %rd103, 2;
 	add.s64 	%rd94, %rd24, %rd93;
 	ld.global.f32 	%f26, [%rd94];
@@ -19002,10 +19192,10 @@ $L__BB66_13:
 	st.global.f32 	[%rd94], %f32;
 	add.s64 	%rd103, %rd103, %rd7;
 	setp.lt.s64 	%p10, %rd103, %rd23;
-	@%p10 bra 	$L__BB66_13;
-	bra.uni 	$L__BB66_14;
+	@%p10 bra 	$L__BB67_13;
+	bra.uni 	$L__BB67_14;
 
-$L__BB66_10:
+$L__BB67_10:
 	shl.b64 	%rd88, %rd5, 2;
 	add.s64 	%rd89, %rd26, %rd88;
 	shl.b64 	%rd90, %rd22, 2;
@@ -19015,7 +19205,7 @@ $L__BB66_10:
 	add.s64 	%rd92, %rd25, %rd88;
 	add.s64 	%rd100, %rd92, %rd90;
 
-$L__BB66_11:
+$L__BB67_11:
 	ld.global.f32 	%f20, [%rd101];
 	ld.global.f32 	%f21, [%rd100];
 	fma.rn.f32 	%f22, %f20, %f5, %f21;
@@ -19029,20 +19219,20 @@ $L__BB66_11:
 	add.s64 	%rd100, %rd100, %rd19;
 	add.s64 	%rd103, %rd103, %rd7;
 	setp.lt.s64 	%p9, %rd103, %rd23;
-	@%p9 bra 	$L__BB66_11;
+	@%p9 bra 	$L__BB67_11;
 
-$L__BB66_14:
+$L__BB67_14:
 	add.s64 	%rd97, %rd97, %rd6;
 	setp.lt.s64 	%p11, %rd97, %rd43;
-	@%p11 bra 	$L__BB66_8;
-	bra.uni 	$L__BB66_15;
+	@%p11 bra 	$L__BB67_8;
+	bra.uni 	$L__BB67_15;
 
-$L__BB66_2:
+$L__BB67_2:
 	shl.b64 	%rd8, %rd42, 3;
 	mov.f32 	%f8, 0f3F800000;
 	sub.f32 	%f1, %f8, %f4;
 
-$L__BB66_3:
+$L__BB67_3:
 	add.s64 	%rd46, %rd97, %rd3;
 	shl.b64 	%rd47, %rd46, 3;
 	add.s64 	%rd48, %rd1, %rd47;
@@ -19060,7 +19250,7 @@ $L__BB66_3:
 	min.s64 	%rd11, %rd57, %rd58;
 	add.s64 	%rd98, %rd55, %rd5;
 	setp.ge.s64 	%p3, %rd98, %rd11;
-	@%p3 bra 	$L__BB66_6;
+	@%p3 bra 	$L__BB67_6;
 
 	add.s64 	%rd59, %rd10, %rd8;
 	ld.global.u64 	%rd60, [%rd59];
@@ -19072,7 +19262,7 @@ $L__BB66_3:
 	cvta.to.global.u64 	%rd14, %rd62;
 	cvta.to.global.u64 	%rd15, %rd60;
 
-$L__BB66_5:
+$L__BB67_5:
 	shl.b64 	%rd65, %rd98, 2;
 	add.s64 	%rd66, %rd15, %rd65;
 	ld.global.f32 	%f9, [%rd66];
@@ -19093,14 +19283,14 @@ $L__BB66_5:
 	st.global.f32 	[%rd66], %f19;
 	add.s64 	%rd98, %rd98, %rd7;
 	setp.lt.s64 	%p5, %rd98, %rd11;
-	@%p5 bra 	$L__BB66_5;
+	@%p5 bra 	$L__BB67_5;
 
-$L__BB66_6:
+$L__BB67_6:
 	add.s64 	%rd97, %rd97, %rd6;
 	setp.lt.s64 	%p6, %rd97, %rd43;
-	@%p6 bra 	$L__BB66_3;
+	@%p6 bra 	$L__BB67_3;
 
-$L__BB66_15:
+$L__BB67_15:
 	ret;
 
 }
@@ -19132,7 +19322,7 @@ $L__BB66_15:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd80, %r1;
 	setp.ge.s64 	%p1, %rd80, %rd35;
-	@%p1 bra 	$L__BB67_12;
+	@%p1 bra 	$L__BB68_12;
 
 	shl.b64 	%rd3, %rd34, 2;
 	mul.lo.s64 	%rd4, %rd34, 3;
@@ -19143,14 +19333,14 @@ $L__BB66_15:
 	mov.u32 	%r4, %ntid.x;
 	cvt.u64.u32 	%rd7, %r4;
 	setp.neu.f32 	%p2, %f3, 0f00000000;
-	@%p2 bra 	$L__BB67_7;
-	bra.uni 	$L__BB67_2;
+	@%p2 bra 	$L__BB68_7;
+	bra.uni 	$L__BB68_2;
 
-$L__BB67_7:
+$L__BB68_7:
 	shl.b64 	%rd18, %rd7, 2;
 	shl.b64 	%rd19, %rd34, 3;
 
-$L__BB67_8:
+$L__BB68_8:
 	add.s64 	%rd58, %rd80, %rd3;
 	shl.b64 	%rd59, %rd58, 3;
 	add.s64 	%rd60, %rd1, %rd59;
@@ -19168,7 +19358,7 @@ $L__BB67_8:
 	min.s64 	%rd23, %rd68, %rd69;
 	add.s64 	%rd85, %rd21, %rd5;
 	setp.ge.s64 	%p6, %rd85, %rd23;
-	@%p6 bra 	$L__BB67_11;
+	@%p6 bra 	$L__BB68_11;
 
 	add.s64 	%rd70, %rd22, %rd19;
 	ld.global.u64 	%rd71, [%rd70];
@@ -19183,7 +19373,7 @@ $L__BB67_8:
 	add.s64 	%rd79, %rd78, %rd75;
 	add.s64 	%rd83, %rd79, %rd77;
 
-$L__BB67_10:
+$L__BB68_10:
 	ld.global.f32 	%f7, [%rd83];
 	fma.rn.f32 	%f8, %f7, %f1, %f7;
 	ld.global.f32 	%f9, [%rd84];
@@ -19193,18 +19383,18 @@ $L__BB67_10:
 	add.s64 	%rd83, %rd83, %rd18;
 	add.s64 	%rd85, %rd85, %rd7;
 	setp.lt.s64 	%p7, %rd85, %rd23;
-	@%p7 bra 	$L__BB67_10;
+	@%p7 bra 	$L__BB68_10;
 
-$L__BB67_11:
+$L__BB68_11:
 	add.s64 	%rd80, %rd80, %rd6;
 	setp.lt.s64 	%p8, %rd80, %rd35;
-	@%p8 bra 	$L__BB67_8;
-	bra.uni 	$L__BB67_12;
+	@%p8 bra 	$L__BB68_8;
+	bra.uni 	$L__BB68_12;
 
-$L__BB67_2:
+$L__BB68_2:
 	shl.b64 	%rd8, %rd34, 3;
 
-$L__BB67_3:
+$L__BB68_3:
 	add.s64 	%rd38, %rd80, %rd3;
 	shl.b64 	%rd39, %rd38, 3;
 	add.s64 	%rd40, %rd1, %rd39;
@@ -19222,7 +19412,7 @@ $L__BB67_3:
 	min.s64 	%rd11, %rd49, %rd50;
 	add.s64 	%rd81, %rd47, %rd5;
 	setp.ge.s64 	%p3, %rd81, %rd11;
-	@%p3 bra 	$L__BB67_6;
+	@%p3 bra 	$L__BB68_6;
 
 	add.s64 	%rd51, %rd10, %rd8;
 	ld.global.u64 	%rd52, [%rd51];
@@ -19231,7 +19421,7 @@ $L__BB67_3:
 	cvta.to.global.u64 	%rd13, %rd54;
 	cvta.to.global.u64 	%rd14, %rd52;
 
-$L__BB67_5:
+$L__BB68_5:
 	shl.b64 	%rd55, %rd81, 2;
 	add.s64 	%rd56, %rd13, %rd55;
 	ld.global.f32 	%f4, [%rd56];
@@ -19241,14 +19431,14 @@ $L__BB67_5:
 	st.global.f32 	[%rd57], %f6;
 	add.s64 	%rd81, %rd81, %rd7;
 	setp.lt.s64 	%p4, %rd81, %rd11;
-	@%p4 bra 	$L__BB67_5;
+	@%p4 bra 	$L__BB68_5;
 
-$L__BB67_6:
+$L__BB68_6:
 	add.s64 	%rd80, %rd80, %rd6;
 	setp.lt.s64 	%p5, %rd80, %rd35;
-	@%p5 bra 	$L__BB67_3;
+	@%p5 bra 	$L__BB68_3;
 
-$L__BB67_12:
+$L__BB68_12:
 	ret;
 
 }
@@ -19275,7 +19465,7 @@ $L__BB67_12:
 	mov.u32 	%r4, %ctaid.x;
 	cvt.u64.u32 	%rd53, %r4;
 	setp.ge.s64 	%p1, %rd53, %rd25;
-	@%p1 bra 	$L__BB68_13;
+	@%p1 bra 	$L__BB69_13;
 
 	cvta.to.global.u64 	%rd2, %rd23;
 	mul.lo.s64 	%rd3, %rd24, 3;
@@ -19294,7 +19484,7 @@ $L__BB67_12:
 	cvt.u32.u64 	%r8, %rd7;
 	cvt.u32.u64 	%r10, %rd5;
 
-$L__BB68_2:
+$L__BB69_2:
 	add.s64 	%rd29, %rd53, %rd3;
 	shl.b64 	%rd30, %rd29, 3;
 	add.s64 	%rd31, %rd2, %rd30;
@@ -19313,7 +19503,7 @@ $L__BB68_2:
 	add.s64 	%rd55, %rd12, %rd5;
 	setp.ge.s64 	%p2, %rd55, %rd14;
 	mov.f32 	%f12, 0f00000000;
-	@%p2 bra 	$L__BB68_5;
+	@%p2 bra 	$L__BB69_5;
 
 	shl.b64 	%rd41, %rd24, 3;
 	add.s64 	%rd42, %rd13, %rd41;
@@ -19324,30 +19514,30 @@ $L__BB68_2:
 	shl.b64 	%rd47, %rd12, 2;
 	add.s64 	%rd54, %rd46, %rd47;
 
-$L__BB68_4:
+$L__BB69_4:
 	ld.global.f32 	%f7, [%rd54];
 	fma.rn.f32 	%f12, %f7, %f7, %f12;
 	add.s64 	%rd54, %rd54, %rd9;
 	add.s64 	%rd55, %rd55, %rd7;
 	setp.lt.s64 	%p3, %rd55, %rd14;
-	@%p3 bra 	$L__BB68_4;
+	@%p3 bra 	$L__BB69_4;
 
-$L__BB68_5:
+$L__BB69_5:
 	setp.lt.u32 	%p4, %r8, 2;
 	st.shared.f32 	[%rd6], %f12;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB68_10;
+	@%p4 bra 	$L__BB69_10;
 
 	mov.u32 	%r15, 1;
 
-$L__BB68_7:
+$L__BB69_7:
 	shl.b32 	%r2, %r15, 1;
 	rem.u32 	%r11, %r10, %r2;
 	setp.ne.s32 	%p5, %r11, 0;
 	add.s32 	%r3, %r15, %r10;
 	setp.ge.u32 	%p6, %r3, %r8;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB68_9;
+	@%p7 bra 	$L__BB69_9;
 
 	mul.wide.u32 	%rd48, %r3, 4;
 	add.s64 	%rd50, %rd28, %rd48;
@@ -19356,28 +19546,28 @@ $L__BB68_7:
 	add.f32 	%f10, %f9, %f8;
 	st.shared.f32 	[%rd6], %f10;
 
-$L__BB68_9:
+$L__BB69_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r8;
 	mov.u32 	%r15, %r2;
-	@%p8 bra 	$L__BB68_7;
+	@%p8 bra 	$L__BB69_7;
 
-$L__BB68_10:
+$L__BB69_10:
 	setp.ne.s32 	%p9, %r10, 0;
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p9 bra 	$L__BB68_12;
+	@%p9 bra 	$L__BB69_12;
 
 	shl.b64 	%rd51, %rd53, 2;
 	add.s64 	%rd52, %rd10, %rd51;
 	st.global.f32 	[%rd52], %f4;
 
-$L__BB68_12:
+$L__BB69_12:
 	add.s64 	%rd53, %rd53, %rd8;
 	setp.lt.s64 	%p10, %rd53, %rd25;
-	@%p10 bra 	$L__BB68_2;
+	@%p10 bra 	$L__BB69_2;
 
-$L__BB68_13:
+$L__BB69_13:
 	ret;
 
 }
@@ -19399,48 +19589,48 @@ $L__BB68_13:
 	ld.param.u64 	%rd9, [multi_tensor_sum_f32_param_2];
 	mov.u32 	%r5, %ctaid.x;
 	setp.ne.s32 	%p1, %r5, 0;
-	@%p1 bra 	$L__BB69_11;
+	@%p1 bra 	$L__BB70_11;
 
 	mov.u32 	%r6, %tid.x;
 	cvt.u64.u32 	%rd1, %r6;
 	setp.ge.s64 	%p2, %rd1, %rd9;
 	mov.f32 	%f12, 0f00000000;
 	mov.u32 	%r1, %ntid.x;
-	@%p2 bra 	$L__BB69_4;
+	@%p2 bra 	$L__BB70_4;
 
 	cvt.u64.u32 	%rd2, %r1;
 	cvta.to.global.u64 	%rd3, %rd8;
 	mov.u64 	%rd18, %rd1;
 
-$L__BB69_3:
+$L__BB70_3:
 	shl.b64 	%rd10, %rd18, 2;
 	add.s64 	%rd11, %rd3, %rd10;
 	ld.global.f32 	%f7, [%rd11];
 	add.f32 	%f12, %f12, %f7;
 	add.s64 	%rd18, %rd18, %rd2;
 	setp.lt.s64 	%p3, %rd18, %rd9;
-	@%p3 bra 	$L__BB69_3;
+	@%p3 bra 	$L__BB70_3;
 
-$L__BB69_4:
+$L__BB70_4:
 	shl.b64 	%rd12, %rd1, 2;
 	mov.u64 	%rd13, _ZZ9block_sumfE4part;
 	add.s64 	%rd6, %rd13, %rd12;
 	st.shared.f32 	[%rd6], %f12;
 	bar.sync 	0;
 	setp.lt.u32 	%p4, %r1, 2;
-	@%p4 bra 	$L__BB69_9;
+	@%p4 bra 	$L__BB70_9;
 
 	mov.u32 	%r11, 1;
 	cvt.u32.u64 	%r8, %rd1;
 
-$L__BB69_6:
+$L__BB70_6:
 	shl.b32 	%r3, %r11, 1;
 	rem.u32 	%r9, %r8, %r3;
 	setp.ne.s32 	%p5, %r9, 0;
 	add.s32 	%r4, %r11, %r8;
 	setp.ge.u32 	%p6, %r4, %r1;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB69_8;
+	@%p7 bra 	$L__BB70_8;
 
 	mul.wide.u32 	%rd14, %r4, 4;
 	add.s64 	%rd16, %rd13, %rd14;
@@ -19449,23 +19639,23 @@ $L__BB69_6:
 	add.f32 	%f10, %f9, %f8;
 	st.shared.f32 	[%rd6], %f10;
 
-$L__BB69_8:
+$L__BB70_8:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r3, %r1;
 	mov.u32 	%r11, %r3;
-	@%p8 bra 	$L__BB69_6;
+	@%p8 bra 	$L__BB70_6;
 
-$L__BB69_9:
+$L__BB70_9:
 	cvt.u32.u64 	%r10, %rd1;
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
 	setp.ne.s32 	%p9, %r10, 0;
-	@%p9 bra 	$L__BB69_11;
+	@%p9 bra 	$L__BB70_11;
 
 	cvta.to.global.u64 	%rd17, %rd7;
 	st.global.f32 	[%rd17], %f4;
 
-$L__BB69_11:
+$L__BB70_11:
 	ret;
 
 }
@@ -19492,7 +19682,7 @@ $L__BB69_11:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd45, %r1;
 	setp.ge.s64 	%p1, %rd45, %rd18;
-	@%p1 bra 	$L__BB70_6;
+	@%p1 bra 	$L__BB71_6;
 
 	cvta.to.global.u64 	%rd21, %rd20;
 	ld.global.f32 	%f1, [%rd21];
@@ -19503,7 +19693,7 @@ $L__BB69_11:
 	cvta.to.global.u64 	%rd24, %rd16;
 	mov.u32 	%r4, %tid.x;
 
-$L__BB70_2:
+$L__BB71_2:
 	mul.lo.s64 	%rd22, %rd17, 3;
 	add.s64 	%rd23, %rd45, %rd22;
 	shl.b64 	%rd25, %rd23, 3;
@@ -19524,7 +19714,7 @@ $L__BB70_2:
 	cvt.u64.u32 	%rd37, %r4;
 	add.s64 	%rd47, %rd5, %rd37;
 	setp.ge.s64 	%p2, %rd47, %rd7;
-	@%p2 bra 	$L__BB70_5;
+	@%p2 bra 	$L__BB71_5;
 
 	shl.b64 	%rd38, %rd17, 3;
 	add.s64 	%rd39, %rd6, %rd38;
@@ -19536,21 +19726,21 @@ $L__BB70_2:
 	add.s64 	%rd46, %rd43, %rd44;
 	cvt.u64.u32 	%rd10, %r3;
 
-$L__BB70_4:
+$L__BB71_4:
 	ld.global.f32 	%f2, [%rd46];
 	mul.f32 	%f3, %f1, %f2;
 	st.global.f32 	[%rd46], %f3;
 	add.s64 	%rd46, %rd46, %rd3;
 	add.s64 	%rd47, %rd47, %rd10;
 	setp.lt.s64 	%p3, %rd47, %rd7;
-	@%p3 bra 	$L__BB70_4;
+	@%p3 bra 	$L__BB71_4;
 
-$L__BB70_5:
+$L__BB71_5:
 	add.s64 	%rd45, %rd45, %rd2;
 	setp.lt.s64 	%p4, %rd45, %rd18;
-	@%p4 bra 	$L__BB70_2;
+	@%p4 bra 	$L__BB71_2;
 
-$L__BB70_6:
+$L__BB71_6:
 	ret;
 
 }

@@ -111,6 +111,37 @@ func TestLayerNormOnSim(t *testing.T) {
 	}, 1e-5, x, w)
 }
 
+// LayerNorm keeps, on a device as on the host, x and each row's mean and
+// rstd (float32, [rows]) for its backward, as torch's layer_norm: no
+// activation-sized xhat. The statistics match the CPU entry's.
+func TestLayerNormKeepsStatisticsOnSim(t *testing.T) {
+	d := newDevice(t).Tensors()
+	rng := tensor.NewRNG(12)
+	x := tensor.AddScalar(tensor.Randn(rng, tensor.Float32, 6, 5, 33), 2)
+	w, b := tensor.Randn(rng, tensor.Float32, 33), tensor.Randn(rng, tensor.Float32, 33)
+	y, mean, rstd := tensor.LayerNorm(x.MustTo(d), w.MustTo(d), b.MustTo(d), 33, 1e-5)
+	wantY, wantMean, wantRstd := tensor.LayerNorm(x, w, b, 33, 1e-5)
+	for _, c := range []struct {
+		name      string
+		got, want *tensor.Tensor
+	}{{"y", y, wantY}, {"mean", mean, wantMean}, {"rstd", rstd, wantRstd}} {
+		require.Equal(t, d.String(), c.got.Device().String(), c.name)
+		require.Equal(t, c.want.Shape(), c.got.Shape(), c.name)
+		close32(t, c.want.F32(), c.got.MustTo(tensor.CPU()).F32(), 1e-5, c.name)
+	}
+	require.Equal(t, []int{30}, rstd.Shape())
+	// The backward from the statistics: dx, and dw and db added into.
+	gy := tensor.Randn(rng, tensor.Float32, 6, 5, 33)
+	dw, db := tensor.Ones(tensor.Float32, 33), tensor.Ones(tensor.Float32, 33)
+	dwD, dbD := dw.Clone().MustTo(d), db.Clone().MustTo(d)
+	dx := tensor.LayerNormBackward(gy.MustTo(d), x.MustTo(d), mean, rstd, w.MustTo(d), dwD, dbD, true)
+	wantDX := tensor.LayerNormBackward(gy, x, wantMean, wantRstd, w, dw, db, true)
+	close32(t, wantDX.F32(), dx.MustTo(tensor.CPU()).F32(), 1e-5, "dx")
+	close32(t, dw.F32(), dwD.MustTo(tensor.CPU()).F32(), 1e-5, "dw")
+	close32(t, db.F32(), dbD.MustTo(tensor.CPU()).F32(), 1e-5, "db")
+	require.Nil(t, tensor.LayerNormBackward(gy.MustTo(d), x.MustTo(d), mean, rstd, nil, nil, nil, false))
+}
+
 func TestGELUOnSim(t *testing.T) {
 	rng := tensor.NewRNG(3)
 	for _, n := range sizes {
@@ -179,11 +210,21 @@ func TestTransformerRowKernelsAnyLaunch(t *testing.T) {
 		rows, d := 6, 37
 		x := e.randn(rows, d)
 		w, b := e.randn(d), e.randn(d)
-		want := autograd.LayerNorm(autograd.Const(x), autograd.Const(w), autograd.Const(b), 1e-5).Value
-		y, xh, rs := e.zeros(rows*d), e.zeros(rows*d), e.zeros(rows)
+		want, wantMean, wantRstd := tensor.LayerNorm(x, w, b, d, 1e-5)
+		y, mean, rs := e.zeros(rows*d), e.zeros(rows), e.zeros(rows)
 		xb, wb, bb := e.up(x.F32()), e.up(w.F32()), e.up(b.F32())
-		e.launch("layer_norm_f32", grid, block, sim.Ptr(y), sim.Ptr(xh), sim.Ptr(rs), sim.Ptr(xb), sim.Ptr(wb), sim.Ptr(bb), sim.I64(rows), sim.I64(d), sim.F32(1e-5))
+		e.launch("layer_norm_f32", grid, block, sim.Ptr(y), sim.Ptr(mean), sim.Ptr(rs), sim.Ptr(xb), sim.Ptr(wb), sim.Ptr(bb), sim.I64(rows), sim.I64(d), sim.F32(1e-5))
 		close32(t, want.F32(), y.F32(), 1e-5, "layer norm")
+		close32(t, wantMean.F32(), mean.F32(), 1e-5, "layer norm's mean")
+		close32(t, wantRstd.F32(), rs.F32(), 1e-5, "layer norm's rstd")
+		// The backward's xhat, recomputed from the kept statistics.
+		xh := e.zeros(rows * d)
+		e.launch("layer_norm_xhat_f32", grid, block, sim.Ptr(xh), sim.Ptr(xb), sim.Ptr(mean), sim.Ptr(rs), sim.I64(rows), sim.I64(d))
+		wantH, m, r := make([]float32, rows*d), mean.F32(), rs.F32()
+		for i, v := range x.F32() {
+			wantH[i] = (v - m[i/d]) * r[i/d]
+		}
+		require.Equal(t, wantH, xh.F32(), "xhat")
 
 		l := 5
 		s := e.randn(2*l, l)

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "950eb2bd4ca7b8a9dfaf7092e7d241f6382cd7630db14ebc5a17810f50f677ec"
+const sourceSHA256 = "15bace1601812af249d1abaf2eb53469b26cd6132dc4146009e70fd7779e1c50"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -59,6 +59,7 @@ var kernelTable = [...]kernelInfo{
 	{"index_select_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
 	{"index_add_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64}, false},
 	{"layer_norm_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argF32}, false},
+	{"layer_norm_xhat_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
 	{"layer_norm_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64}, false},
 	{"col_sums_part_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64}, true},
 	{"col_sums_f32", []argKind{argPtr, argPtr, argI64, argI64, argF32}, false},
