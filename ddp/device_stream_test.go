@@ -42,7 +42,7 @@ type streamRun struct {
 // all-reduce can run) until Backward has returned and the optimizer step
 // is queued, so a Backward that waited on the host for an all-reduce
 // could not return (it would fail with the timeout instead).
-func streamSteps(t *testing.T, hostWait bool) streamRun {
+func streamSteps(t *testing.T, hostWait bool, extra ...Option) streamRun {
 	t.Helper()
 	var mu sync.Mutex
 	run := streamRun{traces: make([]*sim.Trace, 2)}
@@ -54,7 +54,8 @@ func streamSteps(t *testing.T, hostWait bool) streamRun {
 			return err
 		}
 		col := sim.NewCollectives(pg, dev, time.Minute)
-		d, err := Wrap(context.Background(), net, col, FirstBucketCapMB(100.0/(1<<20)), BucketCapMB(100.0/(1<<20)), Timeout(20*time.Second))
+		opts := append([]Option{FirstBucketCapMB(100.0 / (1 << 20)), BucketCapMB(100.0 / (1 << 20)), Timeout(20 * time.Second)}, extra...)
+		d, err := Wrap(context.Background(), net, col, opts...)
 		if err != nil {
 			return err
 		}
@@ -141,13 +142,40 @@ func streamSteps(t *testing.T, hostWait bool) streamRun {
 // and its mark preceding every all-reduce in the timeline, shows that
 // finalize did not wait on the host (the host-waited path times out
 // there). The parameters after three steps equal the host-waited path's
-// bit for bit.
+// bit for bit, with plain buckets, with GradientAsBucketView and with
+// fp16 compression (narrowed and widened on the comm stream around the
+// group's all-reduce).
 func TestDeviceStreamOrderedFinalize(t *testing.T) {
-	got := streamSteps(t, false)
-	want := streamSteps(t, true)
-	require.Equal(t, want.params, got.params, "stream-ordered and host-waited paths differ")
+	for _, c := range []struct {
+		name string
+		opts []Option
+	}{
+		{"buckets", nil},
+		{"bucket view", []Option{GradientAsBucketView(true)}},
+		{"fp16 compression", []Option{WithCommHook(FP16CompressHook())}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := streamSteps(t, false, c.opts...)
+			want := streamSteps(t, true, c.opts...)
+			require.Equal(t, want.params, got.params, "stream-ordered and host-waited paths differ")
+			checkTimeline(t, got.traces)
+			if *simTrace != "" && c.opts == nil {
+				f, err := os.Create(*simTrace)
+				require.NoError(t, err)
+				require.NoError(t, sim.WriteChromeRanks(f, map[int]*sim.Trace{0: got.traces[0], 1: got.traces[1]}))
+				require.NoError(t, f.Close())
+				t.Logf("timeline: %s", *simTrace)
+			}
+		})
+	}
+}
 
-	for rank, tr := range got.traces {
+// checkTimeline asserts, for each rank's traced step, that Backward
+// returned and the optimizer step was queued before any all-reduce began,
+// and that the optimizer's kernels started after the last one ended.
+func checkTimeline(t *testing.T, traces []*sim.Trace) {
+	t.Helper()
+	for rank, tr := range traces {
 		require.NotNil(t, tr, "rank %d", rank)
 		spans := tr.Spans()
 		at := func(stream, op string) []sim.TraceSpan {
@@ -184,13 +212,6 @@ func TestDeviceStreamOrderedFinalize(t *testing.T) {
 			require.False(t, s.Start.Before(last.End), "rank %d: optimizer kernel %q started before the last all-reduce ended", rank, s.Op)
 		}
 		require.Positive(t, kernels, "rank %d: no optimizer kernel traced", rank)
-	}
-	if *simTrace != "" {
-		f, err := os.Create(*simTrace)
-		require.NoError(t, err)
-		require.NoError(t, sim.WriteChromeRanks(f, map[int]*sim.Trace{0: got.traces[0], 1: got.traces[1]}))
-		require.NoError(t, f.Close())
-		t.Logf("timeline: %s", *simTrace)
 	}
 }
 
