@@ -172,8 +172,10 @@ func (wd *watchdog) check(now time.Time) {
 		break
 	}
 	wd.mu.Lock()
-	wd.pending = wd.pending[retired:]
-	if failure != nil && wd.err == nil {
+	if retired <= len(wd.pending) { // close may have dropped them meanwhile
+		wd.pending = wd.pending[retired:]
+	}
+	if failure != nil && wd.err == nil && !wd.stopped {
 		wd.err = failure
 		wd.pending = nil
 		close(wd.failed)
