@@ -115,6 +115,9 @@ func streamSteps(t *testing.T, hostWait bool, extra ...Option) streamRun {
 					return fmt.Errorf("bucket %d stream-ordered: %v, want %v", b.index, d.r.dev.streamed[i], !hostWait)
 				}
 			}
+			if want := map[bool]string{false: "device, stream-ordered", true: "device"}[hostWait]; d.Stats().Reduction != want {
+				return fmt.Errorf("Stats().Reduction %q, want %q", d.Stats().Reduction, want)
+			}
 			if len(d.r.buckets) < 3 {
 				return fmt.Errorf("%d buckets, want several", len(d.r.buckets))
 			}

@@ -50,7 +50,9 @@ type Stats struct {
 	// gradient copied into its bucket and back, as torch), "in place"
 	// (ReduceInPlace: reduced where the gradients lie), "bucket view"
 	// (GradientAsBucketView), "shared buckets" (bucket view in memory every
-	// rank maps) or "device" (OnDevice).
+	// rank maps), "device" (OnDevice) or "device, stream-ordered" (OnDevice
+	// with a StreamReducer: the last backward's finalize did not wait on
+	// the host).
 	Reduction string
 }
 

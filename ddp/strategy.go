@@ -2,6 +2,7 @@ package ddp
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/tensor"
@@ -253,7 +254,12 @@ func (h deviceHome) endWriteBack(r *reducer) error {
 	return nil
 }
 
-func (deviceHome) describe(*reducer) string { return "device" }
+func (h deviceHome) describe(*reducer) string {
+	if slices.Contains(h.d.streamed, true) {
+		return "device, stream-ordered" // the last synchronised backward's buckets
+	}
+	return "device"
+}
 
 // allReduce all-reduces the flat bucket.
 type allReduce struct{}
