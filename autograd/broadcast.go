@@ -37,89 +37,22 @@ func reduceInto(dst, g *tensor.Tensor, op string) {
 	tensor.SumInto(dst, g)
 }
 
-// broadcastTo returns a new contiguous tensor of shape holding g broadcast to
-// it (g's shape must broadcast to shape). It is the inverse of reduceToShape,
-// used by reductions to spread their gradient back over the input.
+// broadcastTo returns g broadcast to shape (g's shape must broadcast to it)
+// as a contiguous tensor on g's device: a new one, or g itself when it is
+// of shape already. It is the inverse of reduceToShape, used by reductions
+// to spread their gradient back over the input.
 func broadcastTo(g *tensor.Tensor, shape []int) *tensor.Tensor {
 	gs := g.Shape()
 	if len(gs) > len(shape) {
 		panic(fmt.Sprintf("autograd: cannot broadcast gradient of shape %v to %v", gs, shape))
 	}
 	lead := len(shape) - len(gs)
-	srcStrides := make([]int, len(shape))
-	s := 1
-	for i := len(gs) - 1; i >= 0; i-- {
-		if gs[i] != 1 {
-			if gs[i] != shape[lead+i] {
-				panic(fmt.Sprintf("autograd: cannot broadcast gradient of shape %v to %v", gs, shape))
-			}
-			srcStrides[lead+i] = s
+	for i, d := range gs {
+		if d != 1 && d != shape[lead+i] {
+			panic(fmt.Sprintf("autograd: cannot broadcast gradient of shape %v to %v", gs, shape))
 		}
-		s *= gs[i]
 	}
-	g = g.Contiguous()
-	out := tensor.New(g.DType(), shape...)
-	if g.DType() == tensor.Float64 {
-		broadcastSlice(out.F64(), g.F64(), shape, srcStrides)
-	} else {
-		broadcastSlice(out.F32(), g.F32(), shape, srcStrides)
-	}
-	return out
-}
-
-func broadcastSlice[T float](out, src []T, shape, srcStrides []int) {
-	n := len(out)
-	if n == 0 {
-		return
-	}
-	d := len(shape) - 1
-	inner := 1
-	if d >= 0 && srcStrides[d] == 0 {
-		// Trailing broadcast dims: fill runs with one value.
-		for d >= 0 && srcStrides[d] == 0 {
-			inner *= shape[d]
-			d--
-		}
-		idx := make([]int, d+1)
-		base := 0
-		for k := 0; k < n; k += inner {
-			v := src[base]
-			run := out[k : k+inner]
-			for j := range run {
-				run[j] = v
-			}
-			base = step(idx, shape, srcStrides, base)
-		}
-		return
-	}
-	// Trailing kept dims: copy contiguous runs.
-	expect := 1
-	for d >= 0 && (shape[d] == 1 || srcStrides[d] == expect) {
-		inner *= shape[d]
-		expect *= shape[d]
-		d--
-	}
-	idx := make([]int, d+1)
-	base := 0
-	for k := 0; k < n; k += inner {
-		copy(out[k:k+inner], src[base:base+inner])
-		base = step(idx, shape, srcStrides, base)
-	}
-}
-
-// step advances the multi-index idx (over shape[:len(idx)]) in C order and
-// returns the new offset under strides.
-func step(idx, shape, strides []int, off int) int {
-	for q := len(idx) - 1; q >= 0; q-- {
-		idx[q]++
-		off += strides[q]
-		if idx[q] < shape[q] {
-			return off
-		}
-		off -= strides[q] * idx[q]
-		idx[q] = 0
-	}
-	return off
+	return tensor.ExpandContiguous(g, shape...)
 }
 
 // addIntoExisting adds b into dst in place (same number of elements). b may

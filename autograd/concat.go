@@ -34,62 +34,37 @@ func Concat(axis int, vs ...*Variable) *Variable {
 	return concatAt("Concat", axis, oshape, sizes, vs)
 }
 
-// concatAt copies the inputs, each [outer, sizes[k], inner], into an output of
-// shape oshape ([outer, sum(sizes), inner]); Stack uses it with sizes of 1.
+// concatAt joins the inputs, each viewed as oshape with sizes[k] along axis
+// (Stack's have no such axis: sizes of 1), by tensor.Concat on their device.
 func concatAt(name string, axis int, oshape, sizes []int, vs []*Variable) *Variable {
-	outer, total, inner := splitAt(oshape, axis)
-	y := tensor.New(vs[0].Value.DType(), oshape...)
-	off := 0
+	ts := make([]*tensor.Tensor, len(vs))
 	for k, v := range vs {
-		x := v.Value.Contiguous()
-		if y.DType() == tensor.Float64 {
-			blockCopy(y.F64(), x.F64(), outer, total, sizes[k], inner, off, false)
-		} else {
-			blockCopy(y.F32(), x.F32(), outer, total, sizes[k], inner, off, false)
-		}
-		off += sizes[k]
+		shape := cloneInts(oshape)
+		shape[axis] = sizes[k]
+		ts[k] = v.Value.Reshape(shape...)
 	}
-	return FromOp(y, &concatOp{inputs: inputs{more: vs}, name: name, sizes: sizes, outer: outer, total: total, inner: inner})
-}
-
-// blockCopy moves the [outer, size, inner] block x to or from (out set)
-// positions [off, off+size) along the middle axis of y ([outer, total, inner]).
-func blockCopy[T float](y, x []T, outer, total, size, inner, off int, out bool) {
-	run := size * inner
-	for o := 0; o < outer; o++ {
-		yb := y[(o*total+off)*inner : (o*total+off)*inner+run]
-		xb := x[o*run : (o+1)*run]
-		if out {
-			copy(xb, yb)
-		} else {
-			copy(yb, xb)
-		}
-	}
+	y := tensor.Concat(axis, ts...)
+	return FromOp(y, &concatOp{inputs: inputs{more: vs}, name: name, axis: axis, sizes: sizes})
 }
 
 type concatOp struct {
 	inputs
-	name                string
-	sizes               []int
-	outer, total, inner int
+	name  string
+	axis  int
+	sizes []int
 }
 
 func (o *concatOp) Name() string { return o.name }
 func (o *concatOp) freshGrads()  {}
 
+// Backward gives each input its slice of gy along the axis, copied out on
+// gy's device.
 func (o *concatOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
-	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, len(o.Inputs()))
 	off := 0
 	for k, v := range o.Inputs() {
 		if needs(v) {
-			g := tensor.New(gy.DType(), v.Value.Shape()...)
-			if g.DType() == tensor.Float64 {
-				blockCopy(gy.F64(), g.F64(), o.outer, o.total, o.sizes[k], o.inner, off, true)
-			} else {
-				blockCopy(gy.F32(), g.F32(), o.outer, o.total, o.sizes[k], o.inner, off, true)
-			}
-			grads[k] = g
+			grads[k] = tensor.NarrowCopy(gy, o.axis, off, o.sizes[k]).Reshape(v.Value.Shape()...)
 		}
 		off += o.sizes[k]
 	}

@@ -1,10 +1,6 @@
 package autograd
 
-import (
-	"math"
-
-	"github.com/goddp/goddp/tensor"
-)
+import "github.com/goddp/goddp/tensor"
 
 // PowScalar returns a ** p elementwise; its gradient is gy * p * a**(p-1).
 func PowScalar(a *Variable, p float64) *Variable {
@@ -13,36 +9,18 @@ func PowScalar(a *Variable, p float64) *Variable {
 
 type powScalarOp struct {
 	inputs
-	x *tensor.Tensor
+	x *tensor.Tensor // the input, contiguous, on the op's device
 	p float64
 }
 
 func (o *powScalarOp) Name() string { return "PowScalar" }
 func (o *powScalarOp) freshGrads()  {}
 
-func (o *powScalarOp) Backward(gy *tensor.Tensor) []*tensor.Tensor        { return o.run(gy, false) }
-func (o *powScalarOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor { return o.run(gy, true) }
-
-func (o *powScalarOp) run(gy *tensor.Tensor, inPlace bool) []*tensor.Tensor {
-	return unaryGrad(gy, inPlace,
-		func(gx, gy []float32) { powScalarKernel(gx, gy, o.x.F32(), o.p) },
-		func(gx, gy []float64) { powScalarKernel(gx, gy, o.x.F64(), o.p) })
+func (o *powScalarOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.PowScalarBackward(gy, o.x, o.p, false)}
 }
 
-func powScalarKernel[T float](gx, gy, x []T, p float64) {
-	gy, x = gy[:len(gx)], x[:len(gx)]
-	switch p {
-	case 0:
-		clear(gx)
-	case 1:
-		copy(gx, gy)
-	case 2:
-		for i, g := range gy {
-			gx[i] = 2 * g * x[i]
-		}
-	default:
-		for i, g := range gy {
-			gx[i] = T(float64(g) * p * math.Pow(float64(x[i]), p-1))
-		}
-	}
+// backwardInPlace writes the gradient over an owned gy.
+func (o *powScalarOp) backwardInPlace(gy *tensor.Tensor) []*tensor.Tensor {
+	return []*tensor.Tensor{tensor.PowScalarBackward(gy, o.x, o.p, true)}
 }

@@ -45,27 +45,12 @@ func reduceAxes(op string, x *tensor.Tensor, axes []int, keepDim, mean bool) (*t
 		kshape[i] = d
 		oshape = append(oshape, d)
 	}
-	y := tensor.New(x.DType(), kshape...)
+	y := tensor.ZerosAs(x, kshape...)
 	reduceInto(y, x, op)
 	if mean {
-		scaleInPlace(y, 1/float64(count))
+		tensor.ScaleInto(y, 1/float64(count))
 	}
 	return y.Reshape(oshape...), kshape
-}
-
-// scaleInPlace multiplies t's elements by s.
-func scaleInPlace(t *tensor.Tensor, s float64) {
-	if t.DType() == tensor.Float64 {
-		d := t.F64()
-		for i := range d {
-			d[i] *= s
-		}
-		return
-	}
-	d, f := t.F32(), float32(s)
-	for i := range d {
-		d[i] *= f
-	}
 }
 
 // sumOp spreads gy (viewed at the keep-dim shape) back over the input,
@@ -81,9 +66,11 @@ func (o *sumOp) Name() string { return o.name }
 func (o *sumOp) freshGrads()  {}
 
 func (o *sumOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
+	// A scale other than 1 means an axis longer than 1 was reduced, so gx
+	// is a new tensor, not gy, and may be scaled in place.
 	gx := broadcastTo(gy.Reshape(o.kshape...), o.in(0).Value.Shape())
 	if o.scale != 1 {
-		scaleInPlace(gx, o.scale)
+		tensor.ScaleInto(gx, o.scale)
 	}
 	return []*tensor.Tensor{gx}
 }

@@ -55,6 +55,22 @@ func init() {
 		LayerNorm:         cpuLayerNorm,
 		LayerNormBackward: cpuLayerNormBackward,
 
+		IndexSelect:           cpuIndexSelect,
+		IndexAdd:              cpuIndexAdd,
+		Gather:                cpuGather,
+		ScatterAdd:            cpuScatterAdd,
+		MaxDim:                cpuMaxDim,
+		MaxDimBackward:        cpuMaxDimBackward,
+		CopyBlock:             cpuCopyBlock,
+		StridedCopy:           cpuStridedCopy,
+		Clamp:                 cpuClamp,
+		ClampBackward:         cpuClampBackward,
+		PowScalar:             cpuPowScalar,
+		PowScalarBackward:     cpuPowScalarBackward,
+		PowBackward:           cpuPowBackward,
+		BCEWithLogits:         cpuBCEWithLogits,
+		BCEWithLogitsBackward: cpuBCEWithLogitsBackward,
+
 		SqrtBackward: cpuGrad(func(g, y float64) float64 { return g / (2 * y) }, func(g, y float32) float32 { return g / (2 * y) }),
 	}
 }

@@ -201,6 +201,42 @@ type Kernels struct {
 	// (deterministic, as the CPU op).
 	IndexSelect func(y, x *Tensor, idx []int, outer, n, inner int)
 	IndexAdd    func(gx, gy *Tensor, idx []int, outer, n, inner int)
+	// Ops along one axis of x viewed as [outer, n, inner] (op_grads.go,
+	// index.go; the host's in cpu_index.go, cpu_reduce.go). Gather is
+	// y[o, i] = x[o, index[o*inner+i], i] for y [outer, inner], every index
+	// in [0, n); ScatterAdd is its adjoint, gx[o, index[o*inner+i], i] +=
+	// gy[o, i]. MaxDim writes the maximum along n into y [outer, inner] and
+	// the position of its first occurrence (NaN counting as the maximum,
+	// as torch) as int32 bits into arg (float32, y's size, whatever x's
+	// dtype); MaxDimBackward writes dx [outer, n, inner] whole: dy at arg's
+	// positions, 0 elsewhere.
+	Gather         func(y, x *Tensor, index []int, outer, n, inner int)
+	ScatterAdd     func(gx, gy *Tensor, index []int, outer, n, inner int)
+	MaxDim         func(y, arg, x *Tensor, outer, n, inner int)
+	MaxDimBackward func(dx, dy, arg *Tensor, outer, n, inner int)
+	// CopyBlock copies, for each o < outer, the w elements at
+	// src[o*srcStride + srcOff] to dst[o*dstStride + dstOff]: Concat's
+	// pieces into their place along its axis, and their gradients back out
+	// (NarrowCopy).
+	CopyBlock func(dst, src *Tensor, outer, w, dstStride, dstOff, srcStride, srcOff int)
+	// Clamp is y = min(max(x, lo), hi); ClampBackward is dx = dy where
+	// lo ≤ x ≤ hi, else 0. PowScalar is y = x**p; PowScalarBackward is
+	// dx = dy·p·x**(p-1). dx may be dy. PowBackward is Pow's gradient at
+	// y = a**b, every operand of y's size: da = gy·b·a**(b-1), db =
+	// gy·y·log(a) with 0 where a = 0 (either nil: not wanted).
+	Clamp             func(y, x *Tensor, lo, hi float64)
+	ClampBackward     func(dx, dy, x *Tensor, lo, hi float64)
+	PowScalar         func(y, x *Tensor, p float64)
+	PowScalarBackward func(dx, dy, x *Tensor, p float64)
+	PowBackward       func(da, db, gy, a, b, y *Tensor)
+	// BCEWithLogits is the loss max(x, 0) - x·t + log(1 + e^-|x|) of
+	// logits x against targets t: elementwise into loss (x's size), or with
+	// reduce summed and divided by div (1, or the count for a mean) into
+	// loss[0]. BCEWithLogitsBackward writes dx = (σ(x) - t)·g and dt = -x·g
+	// (either nil: not wanted), g being gy elementwise, or with reduced
+	// gy[0]/div.
+	BCEWithLogits         func(loss, x, t *Tensor, reduce bool, div float64)
+	BCEWithLogitsBackward func(dx, dt, gy, x, t *Tensor, reduced bool, div float64)
 	// LayerNorm normalizes the rows of x [rows, d], as torch's layer_norm:
 	// it writes each row's mean and rstd = 1/√(var + eps) (biased variance)
 	// into mean and rstd [rows], and y = xhat*w + b with xhat = (x - mean) *

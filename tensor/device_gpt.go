@@ -3,43 +3,12 @@ package tensor
 import "fmt"
 
 // Device paths of the transformer ops (examples/gpt): autograd's
-// IndexSelect, LayerNorm, GELU, Softmax and SelfAttention keep their CPU
+// LayerNorm, GELU, Softmax and SelfAttention keep their CPU
 // code over host slices and call these first. Each dispatches here, as
 // every op does: with its operands on the host it returns ok false (or nil)
 // and the caller runs its CPU code; on a device it runs the device's
 // Kernels entries on contiguous operands and returns device tensors (an
 // entry the device lacks panics with NoKernel).
-
-// IndexSelectDevice returns y [oshape] with y[o, k, :] = x[o, idx[k], :],
-// x viewed as [outer, n, inner] and y as [outer, len(idx), inner]; nil for
-// x on the host.
-func IndexSelectDevice(x *Tensor, idx []int, outer, n, inner int, oshape []int) *Tensor {
-	if !onDevice(x) {
-		return nil
-	}
-	k := kernelsFor("IndexSelect", x)
-	NeedKernel(k.IndexSelect != nil, "IndexSelect", x.Device())
-	xc := x.Contiguous()
-	y := MustEmptyOn(xc.Device(), oshape...)
-	k.IndexSelect(y, xc, idx, outer, n, inner)
-	return y
-}
-
-// IndexAddDevice adds IndexSelectDevice's gradient gy into gx (the
-// selected rows of gx accumulate gy's rows, deterministically) and reports
-// true; false, doing nothing, for gx and gy on the host.
-func IndexAddDevice(gx, gy *Tensor, idx []int, outer, n, inner int) bool {
-	if !onDevice(gx, gy) {
-		return false
-	}
-	k := kernelsFor("IndexSelect backward", gx, gy)
-	NeedKernel(k.IndexAdd != nil, "IndexSelect backward", gx.Device())
-	if !gx.IsContiguous() {
-		panic(NoKernel("IndexSelect backward into a view", gx.Device()))
-	}
-	k.IndexAdd(gx, gy.Contiguous(), idx, outer, n, inner)
-	return true
-}
 
 // attnLayout is the shape of a packed qkv [B, T, 3E] cut into heads: matrix
 // bi is batch bi/heads, head bi%heads; aff and the qa..pa methods place

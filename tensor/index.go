@@ -9,98 +9,71 @@ import (
 // Gather picks one element per position along axis: the result has a's shape
 // without axis, and result[o, i] = a[o, index[o*inner+i], i] in row-major
 // order over the remaining dimensions. It is torch.gather with an index of
-// shape [..., 1, ...] squeezed, the form cross-entropy needs.
+// shape [..., 1, ...] squeezed, the form cross-entropy needs. It runs the
+// Gather entry of a's device.
 func Gather(a *Tensor, axis int, index []int) *Tensor {
+	k := table("Gather", a)
+	need(k.Gather != nil, "Gather", a)
 	ax := normAxis("Gather", axis, a.Dim(), a.shape)
 	outer, n, inner := split3(a.shape, ax, ax+1)
 	if len(index) != outer*inner {
 		panic(fmt.Sprintf("tensor: Gather: %d indices for shape %s along axis %d (want %d)", len(index), sh(a.shape), axis, outer*inner))
 	}
-	out := New(a.dtype, reducedShape(a.shape, []int{ax}, false)...)
-	c := a.Contiguous()
-	if a.dtype == Float64 {
-		gatherBlock("Gather", out.f64, c.F64(), index, outer, n, inner, a.shape)
-	} else {
-		gatherBlock("Gather", out.f32, c.F32(), index, outer, n, inner, a.shape)
-	}
-	return out
+	checkIndices("Gather", index, n, a.shape, axis)
+	x := a.Contiguous()
+	y := EmptyAs(x, reducedShape(a.shape, []int{ax}, false)...) // written whole
+	k.Gather(y, x, index, outer, n, inner)
+	return y
 }
 
-func gatherBlock[T float](op string, dst, src []T, index []int, outer, n, inner int, shape []int) {
-	for o := 0; o < outer; o++ {
-		for j := 0; j < inner; j++ {
-			k := index[o*inner+j]
-			if k < 0 || k >= n {
-				panic(fmt.Sprintf("tensor: %s: index %d out of range [0, %d) for shape %s", op, k, n, sh(shape)))
-			}
-			dst[o*inner+j] = src[(o*n+k)*inner+j]
+// checkIndices panics, naming op, the first index out of [0, n).
+func checkIndices(op string, index []int, n int, shape []int, axis int) {
+	for i, k := range index {
+		if k < 0 || k >= n {
+			panic(fmt.Sprintf("tensor: %s: index %d (position %d) out of range [0, %d) for shape %s axis %d", op, k, i, n, sh(shape), axis))
 		}
 	}
 }
 
 // ScatterAdd is Gather's adjoint: dst[o, index[o*inner+i], i] += src[o, i].
-// dst must be contiguous; src has dst's shape without axis.
+// dst must be contiguous; src has dst's shape without axis. It runs the
+// ScatterAdd entry of their device.
 func ScatterAdd(dst *Tensor, axis int, index []int, src *Tensor) {
+	k := table("ScatterAdd", dst, src)
+	need(k.ScatterAdd != nil, "ScatterAdd", dst)
 	checkDType("ScatterAdd", dst, src)
 	ax := normAxis("ScatterAdd", axis, dst.Dim(), dst.shape)
 	outer, n, inner := split3(dst.shape, ax, ax+1)
 	if !dst.IsContiguous() || src.Numel() != outer*inner || len(index) != outer*inner {
 		panic(fmt.Sprintf("tensor: ScatterAdd: dst %s, src %s, %d indices along axis %d do not match", sh(dst.shape), sh(src.shape), len(index), axis))
 	}
-	s := src.Contiguous()
-	if dst.dtype == Float64 {
-		scatterAddBlock(dst.F64(), s.F64(), index, outer, n, inner, dst.shape)
-	} else {
-		scatterAddBlock(dst.F32(), s.F32(), index, outer, n, inner, dst.shape)
-	}
-}
-
-func scatterAddBlock[T float](dst, src []T, index []int, outer, n, inner int, shape []int) {
-	for o := 0; o < outer; o++ {
-		for j := 0; j < inner; j++ {
-			k := index[o*inner+j]
-			if k < 0 || k >= n {
-				panic(fmt.Sprintf("tensor: ScatterAdd: index %d out of range [0, %d) for shape %s", k, n, sh(shape)))
-			}
-			dst[(o*n+k)*inner+j] += src[o*inner+j]
-		}
-	}
+	checkIndices("ScatterAdd", index, n, dst.shape, axis)
+	k.ScatterAdd(dst, src.Contiguous(), index, outer, n, inner)
 }
 
 // IndexSelect returns the slices of a at positions idx along axis
-// (torch.index_select); the axis' length becomes len(idx).
+// (torch.index_select); the axis' length becomes len(idx). It runs the
+// IndexSelect entry of a's device.
 func IndexSelect(a *Tensor, axis int, idx []int) *Tensor {
+	k := table("IndexSelect", a)
+	need(k.IndexSelect != nil, "IndexSelect", a)
 	ax := normAxis("IndexSelect", axis, a.Dim(), a.shape)
 	outer, n, inner := split3(a.shape, ax, ax+1)
+	checkIndices("IndexSelect", idx, n, a.shape, axis)
 	shape := cloneInts(a.shape)
 	shape[ax] = len(idx)
-	out := New(a.dtype, shape...)
-	c := a.Contiguous()
-	for _, k := range idx {
-		if k < 0 || k >= n {
-			panic(fmt.Sprintf("tensor: IndexSelect: index %d out of range [0, %d) for shape %s axis %d", k, n, sh(a.shape), axis))
-		}
-	}
-	if a.dtype == Float64 {
-		selectBlock(out.f64, c.F64(), idx, outer, n, inner)
-	} else {
-		selectBlock(out.f32, c.F32(), idx, outer, n, inner)
-	}
-	return out
-}
-
-func selectBlock[T float](dst, src []T, idx []int, outer, n, inner int) {
-	m := len(idx)
-	for o := 0; o < outer; o++ {
-		for j, k := range idx {
-			copy(dst[(o*m+j)*inner:(o*m+j+1)*inner], src[(o*n+k)*inner:(o*n+k+1)*inner])
-		}
-	}
+	x := a.Contiguous()
+	y := EmptyAs(x, shape...) // written whole
+	k.IndexSelect(y, x, idx, outer, n, inner)
+	return y
 }
 
 // IndexAdd is IndexSelect's adjoint: dst[.., idx[j], ..] += src[.., j, ..]
-// along axis (torch.index_add_); repeated indices accumulate.
+// along axis (torch.index_add_); repeated indices accumulate, in the order
+// of idx on every device. It runs the IndexAdd entry of their device.
 func IndexAdd(dst *Tensor, axis int, idx []int, src *Tensor) {
+	k := table("IndexAdd", dst, src)
+	need(k.IndexAdd != nil, "IndexAdd", dst)
 	checkDType("IndexAdd", dst, src)
 	ax := normAxis("IndexAdd", axis, dst.Dim(), dst.shape)
 	outer, n, inner := split3(dst.shape, ax, ax+1)
@@ -109,37 +82,19 @@ func IndexAdd(dst *Tensor, axis int, idx []int, src *Tensor) {
 	if !dst.IsContiguous() || !slices.Equal(want, src.shape) {
 		panic(fmt.Sprintf("tensor: IndexAdd: dst %s, src %s, %d indices along axis %d do not match", sh(dst.shape), sh(src.shape), len(idx), axis))
 	}
-	for _, k := range idx {
-		if k < 0 || k >= n {
-			panic(fmt.Sprintf("tensor: IndexAdd: index %d out of range [0, %d) for shape %s", k, n, sh(dst.shape)))
-		}
-	}
-	s := src.Contiguous()
-	if dst.dtype == Float64 {
-		indexAddBlock(dst.F64(), s.F64(), idx, outer, n, inner)
-	} else {
-		indexAddBlock(dst.F32(), s.F32(), idx, outer, n, inner)
-	}
+	checkIndices("IndexAdd", idx, n, dst.shape, axis)
+	k.IndexAdd(dst, src.Contiguous(), idx, outer, n, inner)
 }
 
-func indexAddBlock[T float](dst, src []T, idx []int, outer, n, inner int) {
-	m := len(idx)
-	for o := 0; o < outer; o++ {
-		for j, k := range idx {
-			d := dst[(o*n+k)*inner : (o*n+k+1)*inner]
-			for i, v := range src[(o*m+j)*inner : (o*m+j+1)*inner] {
-				d[i] += v
-			}
-		}
-	}
-}
-
-// Concat joins tensors along axis; all other dimensions must agree.
+// Concat joins tensors along axis; all other dimensions must agree. Each
+// piece is one CopyBlock of their device.
 func Concat(axis int, ts ...*Tensor) *Tensor {
 	if len(ts) == 0 {
 		panic("tensor: Concat: no tensors")
 	}
+	k := table("Concat", ts...)
 	first := ts[0]
+	need(k.CopyBlock != nil, "Concat", first)
 	ax := normAxis("Concat", axis, first.Dim(), first.shape)
 	shape := cloneInts(first.shape)
 	total := 0
@@ -155,21 +110,34 @@ func Concat(axis int, ts ...*Tensor) *Tensor {
 		total += t.shape[ax]
 	}
 	shape[ax] = total
-	out := New(first.dtype, shape...)
+	out := EmptyAs(first, shape...) // the pieces cover it
 	outer, _, inner := split3(shape, ax, ax+1)
 	at := 0
 	for _, t := range ts {
-		c := t.Contiguous()
-		w := t.shape[ax] * inner
-		for o := 0; o < outer; o++ {
-			dst := o*total*inner + at*inner
-			if first.dtype == Float64 {
-				copy(out.f64[dst:dst+w], c.F64()[o*w:(o+1)*w])
-			} else {
-				copy(out.f32[dst:dst+w], c.F32()[o*w:(o+1)*w])
-			}
+		if w := t.shape[ax] * inner; w > 0 && outer > 0 {
+			k.CopyBlock(out, t.Contiguous(), outer, w, total*inner, at*inner, w, 0)
 		}
 		at += t.shape[ax]
+	}
+	return out
+}
+
+// NarrowCopy is Narrow(t, axis, start, length).Contiguous() in one
+// CopyBlock of t's device: the piece of a concatenation's gradient that
+// belongs to one of its inputs.
+func NarrowCopy(t *Tensor, axis, start, length int) *Tensor {
+	k := table("NarrowCopy", t)
+	need(k.CopyBlock != nil, "NarrowCopy", t)
+	ax := normAxis("NarrowCopy", axis, t.Dim(), t.shape)
+	if start < 0 || length < 0 || start+length > t.shape[ax] {
+		panic(fmt.Sprintf("tensor: NarrowCopy: [%d, %d) out of range for axis %d of shape %s", start, start+length, axis, sh(t.shape)))
+	}
+	outer, n, inner := split3(t.shape, ax, ax+1)
+	shape := cloneInts(t.shape)
+	shape[ax] = length
+	out := EmptyAs(t, shape...) // written whole
+	if w := length * inner; w > 0 && outer > 0 {
+		k.CopyBlock(out, t.Contiguous(), outer, w, w, 0, n*inner, start*inner)
 	}
 	return out
 }

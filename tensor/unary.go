@@ -58,12 +58,18 @@ func Sigmoid(a *Tensor) *Tensor { return unary(opSigmoid, a, 0, 0) }
 // Tanh returns the hyperbolic tangent of a.
 func Tanh(a *Tensor) *Tensor { return unary(opTanh, a, 0, 0) }
 
-// Clamp limits a to [lo, hi]. Use math.Inf for a one-sided clamp.
+// Clamp limits a to [lo, hi]. Use math.Inf for a one-sided clamp. It runs
+// the Clamp entry of a's device.
 func Clamp(a *Tensor, lo, hi float64) *Tensor {
 	if lo > hi {
 		panic(fmt.Sprintf("tensor: Clamp: lo %v > hi %v (shape %s)", lo, hi, sh(a.shape)))
 	}
-	return unary(opClamp, a, lo, hi)
+	k := table("Clamp", a)
+	need(k.Clamp != nil, "Clamp", a)
+	x := a.Contiguous()
+	y := EmptyAs(x, x.shape...) // written whole
+	k.Clamp(y, x, lo, hi)
+	return y
 }
 
 // AddScalar returns a + s.
@@ -72,8 +78,15 @@ func AddScalar(a *Tensor, s float64) *Tensor { return unary(opAddS, a, s, 0) }
 // MulScalar returns a * s.
 func MulScalar(a *Tensor, s float64) *Tensor { return unary(opMulS, a, s, 0) }
 
-// PowScalar returns a ** p.
-func PowScalar(a *Tensor, p float64) *Tensor { return unary(opPowS, a, p, 0) }
+// PowScalar returns a ** p. It runs the PowScalar entry of a's device.
+func PowScalar(a *Tensor, p float64) *Tensor {
+	k := table("PowScalar", a)
+	need(k.PowScalar != nil, "PowScalar", a)
+	x := a.Contiguous()
+	y := EmptyAs(x, x.shape...) // written whole
+	k.PowScalar(y, x, p)
+	return y
+}
 
 // RSubScalar returns s - a.
 func RSubScalar(s float64, a *Tensor) *Tensor { return unary(opRsubS, a, s, 0) }
