@@ -23,6 +23,9 @@ type GradCheckOptions struct {
 
 // GradCheck compares the gradients that Backward computes for f against
 // central finite differences, in float64, like torch.autograd.gradcheck.
+// It reads and perturbs host elements (.F64()) by design: finite
+// differences are a test of the ops, not an op, so it is one of the few
+// files here that touch host memory.
 //
 // Every input must be a float64 tensor; GradCheck wraps each in a Param, calls
 // f, seeds backward with a fixed random upstream gradient w and checks
