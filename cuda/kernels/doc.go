@@ -35,6 +35,8 @@ func Names() []string {
 		"gelu_f32", "gelu_bwd_f32", "attn_softmax_f32", "attn_softmax_bwd_f32",
 		// Batch norm (SyncBatchNorm too), masked_fill and where.
 		"bn_stats_f32", "bn_finalize_f32", "bn_apply_f32", "bn_bwd_reduce_f32", "bn_bwd_input_f32", "where_f32",
+		// Fused causal attention (FlashAttention-2's algorithm).
+		"flash_attn_fwd_f32", "flash_attn_bwd_dot_f32", "flash_attn_bwd_f32", "flash_attn_bwd_dq_f32",
 		// Multi-tensor optimizer updates.
 		"multi_tensor_adam_f32", "multi_tensor_sgd_momentum_f32", "multi_tensor_sgd_f32", "multi_tensor_sum_squares_f32", "multi_tensor_sum_f32", "multi_tensor_scale_by_f32",
 	}

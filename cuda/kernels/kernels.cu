@@ -1033,6 +1033,259 @@ __global__ void where_f32(float *y, const float *m, const float *a, const float 
 
 }
 
+// ---- Fused causal attention (FlashAttention-2's algorithm).
+//
+// tensor.Kernels' FlashAttention and FlashAttentionBackward: qkv is
+// [B, T, 3, H, D] (q, k and v of a token side by side, each H heads of D),
+// y and dy are [B, T, H, D], lse is [B, H, T] (a query row's log Σ_j
+// exp(scale·q·k_j) over the keys it sees: key 0..i with causal, all T
+// without). Nothing T×T is stored: the forward streams the keys and values
+// through shared memory with an online softmax (a running maximum and sum
+// a row), and the backward recomputes the probabilities from lse tile by
+// tile (FlashAttention-2, Dao 2023). Key blocks wholly past a query tile's
+// last row (causal) are skipped, and query tiles wholly before a key tile.
+//
+// bf16 (autocast) is the host kernel's arithmetic (tensor's
+// cpu_flash_attention.go), which these kernels are tested against: q, k,
+// v, dy, the probabilities and the scores' gradient dS are rounded to
+// bfloat16 (nearest, ties to even: f32_to_bf16_bits) as the operands of
+// the products, which accumulate in float32; scores, sums, lse and
+// D = Σ dỹ·y stay float32. In the forward the rounded probabilities are
+// FlashAttention's unnormalised e^(s − running max), the row's sum taken
+// before rounding, so the result depends on where the running maximum is
+// updated: every FA_KB keys from key 0, as the host kernel's key tiles.
+//
+// Plain float32 FMA code, one thread per query row (forward, dQ) or key
+// row (dK, dV), which keeps that row's vectors in thread-local arrays of
+// FA_MAXD and reads the other side's rows from a shared tile (every
+// thread of a block reads the same element: a broadcast). It does NOT use
+// tensor cores (the PTX targets compute_52, which has no mma) and has not
+// been timed or tuned on a GPU: it is the correct reference for a faster
+// version, not FlashAttention's speed.
+//
+// The backward is deterministic (no atomics), where FlashAttention-2's,
+// and torch's, add dQ with atomicAdd in an order that varies from run to
+// run: flash_attn_bwd_f32 gives each block a tile of keys, which loops
+// over the query tiles that see them and writes dK and dV;
+// flash_attn_bwd_dq_f32 gives each block a tile of queries, which loops
+// over their keys and writes dQ, recomputing S and P once more. Together
+// they write every element of dqkv.
+//
+// Any block size works (a block's tile is blockDim.x rows) and any grid
+// (blocks loop over the tiles); D is at most FA_MAXD (devtensor checks).
+
+#define FA_MAXD 128
+#define FA_KB 128 // keys between running-maximum updates: tensor's flashTileK
+#define FA_BC 32  // rows a shared tile holds
+
+extern "C" {
+
+// fa_round is x rounded to bfloat16 when on is non-zero, else x.
+__device__ __forceinline__ float fa_round(float x, float on) {
+	return on != 0.0f ? f32_from_bits((unsigned int)f32_to_bf16_bits(x) << 16) : x;
+}
+
+// fa_dot is Σ_c a[c]·b[c] over n, accumulated in order.
+__device__ __forceinline__ float fa_dot(const float *a, const float *b, i64 n) {
+	float s = 0.0f;
+	for (i64 c = 0; c < n; c++) s += a[c] * b[c];
+	return s;
+}
+
+// fa_load copies rows [r0, r0+n) of one head's q, k, v or dy (src points
+// at token 0's, consecutive tokens stride apart) into a shared tile of
+// FA_MAXD a row, rounded with bf16; the block's threads share the copy.
+__device__ __forceinline__ void fa_load(float *tile, const float *src, i64 r0, i64 n, i64 stride, i64 d, float bf16) {
+	for (i64 e = threadIdx.x; e < n * d; e += blockDim.x) {
+		i64 r = e / d, c = e % d;
+		tile[r * FA_MAXD + c] = fa_round(src[(r0 + r) * stride + c], bf16);
+	}
+}
+
+// fa_seen is how many of the n keys k0.. query i sees.
+__device__ __forceinline__ i64 fa_seen(i64 i, i64 k0, i64 n, float causal) {
+	if (causal == 0.0f) return n;
+	i64 v = i - k0 + 1;
+	return v < 0 ? 0 : (v < n ? v : n);
+}
+
+// y and lse from qkv; a block per tile of blockDim.x queries of one (b, h).
+// Per block of FA_KB keys: the scores (keys a shared tile at a time), the
+// online softmax's update, then the values (a shared tile at a time).
+__global__ void flash_attn_fwd_f32(float *y, float *lse, const float *qkv, i64 b, i64 t, i64 h, i64 d, float scale,
+                                   float causal, float bf16) {
+	__shared__ float tile[FA_BC * FA_MAXD];
+	i64 br = blockDim.x, tiles = (t + br - 1) / br, stride = 3 * h * d;
+	FOR_EACH_ROW(w, tiles * b * h) {
+		i64 bh = w / tiles, q0 = (w % tiles) * br;
+		i64 bi = bh / h, hi = bh % h;
+		const float *qb = qkv + bi * t * stride + hi * d, *kb = qb + h * d, *vb = qb + 2 * h * d;
+		i64 i = q0 + (i64)threadIdx.x;
+		bool row = i < t;
+		float q[FA_MAXD], acc[FA_MAXD], s[FA_KB];
+		for (i64 c = 0; c < d; c++) {
+			q[c] = row ? fa_round(qb[i * stride + c], bf16) : 0.0f;
+			acc[c] = 0.0f;
+		}
+		// The keys any row of the tile sees.
+		i64 kend = causal != 0.0f ? (q0 + br < t ? q0 + br : t) : t;
+		float m = f32_from_bits(0xff800000u), l = 0.0f; // -inf
+		for (i64 kb0 = 0; kb0 < kend; kb0 += FA_KB) {
+			i64 nb = kend - kb0 < FA_KB ? kend - kb0 : FA_KB;
+			i64 nj = row ? fa_seen(i, kb0, nb, causal) : 0;
+			for (i64 k0 = 0; k0 < nb; k0 += FA_BC) {
+				i64 n = nb - k0 < FA_BC ? nb - k0 : FA_BC;
+				__syncthreads(); // the previous tile is read
+				fa_load(tile, kb, kb0 + k0, n, stride, d, bf16);
+				__syncthreads();
+				for (i64 j = 0; j < n && k0 + j < nj; j++) s[k0 + j] = scale * fa_dot(q, tile + j * FA_MAXD, d);
+			}
+			if (nj > 0) {
+				float mt = m, sum = 0.0f;
+				for (i64 j = 0; j < nj; j++) mt = fmaxf(mt, s[j]);
+				float alpha = expf(m - mt); // 0 at the first block (m = -inf)
+				for (i64 j = 0; j < nj; j++) {
+					float p = expf(s[j] - mt);
+					sum += p;
+					s[j] = fa_round(p, bf16);
+				}
+				l = l * alpha + sum;
+				m = mt;
+				for (i64 c = 0; c < d; c++) acc[c] *= alpha;
+			}
+			for (i64 k0 = 0; k0 < nb; k0 += FA_BC) {
+				i64 n = nb - k0 < FA_BC ? nb - k0 : FA_BC;
+				__syncthreads();
+				fa_load(tile, vb, kb0 + k0, n, stride, d, bf16);
+				__syncthreads();
+				for (i64 j = 0; j < n && k0 + j < nj; j++) {
+					float p = s[k0 + j];
+					const float *vr = tile + j * FA_MAXD;
+					for (i64 c = 0; c < d; c++) acc[c] += p * vr[c];
+				}
+			}
+		}
+		if (row) {
+			float inv = 1.0f / l, *yr = y + ((bi * t + i) * h + hi) * d;
+			for (i64 c = 0; c < d; c++) yr[c] = acc[c] * inv;
+			lse[bh * t + i] = m + logf(l);
+		}
+	}
+}
+
+// dd [B, H, T] = Σ_c dỹ·y over each query row (FlashAttention-2's D, the
+// softmax backward's Σ_j P·dP), dy rounded with bf16; a thread per row.
+__global__ void flash_attn_bwd_dot_f32(float *dd, const float *dy, const float *y, i64 b, i64 t, i64 h, i64 d,
+                                       float bf16) {
+	FOR_EACH(r, b * h * t) {
+		i64 bh = r / t, i = r % t, bi = bh / h, hi = bh % h;
+		i64 off = ((bi * t + i) * h + hi) * d;
+		float s = 0.0f;
+		for (i64 c = 0; c < d; c++) s += fa_round(dy[off + c], bf16) * y[off + c];
+		dd[r] = s;
+	}
+}
+
+// dK and dV of dqkv; a block per tile of blockDim.x keys of one (b, h),
+// looping over the query tiles that see them (from the tile's first key on
+// with causal).
+__global__ void flash_attn_bwd_f32(float *dqkv, const float *dy, const float *qkv, const float *lse, const float *dd,
+                                   i64 b, i64 t, i64 h, i64 d, float scale, float causal, float bf16) {
+	__shared__ float qs[FA_BC * FA_MAXD];
+	__shared__ float dys[FA_BC * FA_MAXD];
+	__shared__ float ls[FA_BC], ds[FA_BC];
+	i64 bk = blockDim.x, tiles = (t + bk - 1) / bk, stride = 3 * h * d, ystride = h * d;
+	FOR_EACH_ROW(w, tiles * b * h) {
+		i64 bh = w / tiles, k0 = (w % tiles) * bk;
+		i64 bi = bh / h, hi = bh % h;
+		const float *qb = qkv + bi * t * stride + hi * d, *kb = qb + h * d, *vb = qb + 2 * h * d;
+		const float *dyb = dy + bi * t * ystride + hi * d;
+		i64 j = k0 + (i64)threadIdx.x;
+		bool row = j < t;
+		float k[FA_MAXD], v[FA_MAXD], dk[FA_MAXD], dv[FA_MAXD];
+		for (i64 c = 0; c < d; c++) {
+			k[c] = row ? fa_round(kb[j * stride + c], bf16) : 0.0f;
+			v[c] = row ? fa_round(vb[j * stride + c], bf16) : 0.0f;
+			dk[c] = 0.0f;
+			dv[c] = 0.0f;
+		}
+		for (i64 q0 = causal != 0.0f ? k0 : 0; q0 < t; q0 += FA_BC) {
+			i64 n = t - q0 < FA_BC ? t - q0 : FA_BC;
+			__syncthreads();
+			fa_load(qs, qb, q0, n, stride, d, bf16);
+			fa_load(dys, dyb, q0, n, ystride, d, bf16);
+			for (i64 r = threadIdx.x; r < n; r += blockDim.x) {
+				ls[r] = lse[bh * t + q0 + r];
+				ds[r] = dd[bh * t + q0 + r];
+			}
+			__syncthreads();
+			if (!row) continue;
+			// Queries i >= j see key j.
+			for (i64 r = causal != 0.0f && j > q0 ? j - q0 : 0; r < n; r++) {
+				const float *qr = qs + r * FA_MAXD, *dyr = dys + r * FA_MAXD;
+				float p = expf(scale * fa_dot(qr, k, d) - ls[r]);
+				float dsv = fa_round(p * (fa_dot(dyr, v, d) - ds[r]), bf16);
+				p = fa_round(p, bf16);
+				for (i64 c = 0; c < d; c++) {
+					dv[c] += p * dyr[c];
+					dk[c] += dsv * qr[c];
+				}
+			}
+		}
+		if (row) {
+			float *g = dqkv + (bi * t + j) * stride + hi * d;
+			for (i64 c = 0; c < d; c++) {
+				g[h * d + c] = scale * dk[c];
+				g[2 * h * d + c] = dv[c];
+			}
+		}
+	}
+}
+
+// dQ of dqkv; a block per tile of blockDim.x queries of one (b, h),
+// looping over the key tiles they see.
+__global__ void flash_attn_bwd_dq_f32(float *dqkv, const float *dy, const float *qkv, const float *lse, const float *dd,
+                                      i64 b, i64 t, i64 h, i64 d, float scale, float causal, float bf16) {
+	__shared__ float ks[FA_BC * FA_MAXD];
+	__shared__ float vs[FA_BC * FA_MAXD];
+	i64 br = blockDim.x, tiles = (t + br - 1) / br, stride = 3 * h * d;
+	FOR_EACH_ROW(w, tiles * b * h) {
+		i64 bh = w / tiles, q0 = (w % tiles) * br;
+		i64 bi = bh / h, hi = bh % h;
+		const float *qb = qkv + bi * t * stride + hi * d, *kb = qb + h * d, *vb = qb + 2 * h * d;
+		i64 i = q0 + (i64)threadIdx.x;
+		bool row = i < t;
+		float q[FA_MAXD], g[FA_MAXD], dq[FA_MAXD];
+		for (i64 c = 0; c < d; c++) {
+			q[c] = row ? fa_round(qb[i * stride + c], bf16) : 0.0f;
+			g[c] = row ? fa_round(dy[((bi * t + i) * h + hi) * d + c], bf16) : 0.0f;
+			dq[c] = 0.0f;
+		}
+		float lg = row ? lse[bh * t + i] : 0.0f, di = row ? dd[bh * t + i] : 0.0f;
+		i64 kend = causal != 0.0f ? (q0 + br < t ? q0 + br : t) : t;
+		for (i64 k0 = 0; k0 < kend; k0 += FA_BC) {
+			i64 n = kend - k0 < FA_BC ? kend - k0 : FA_BC;
+			__syncthreads();
+			fa_load(ks, kb, k0, n, stride, d, bf16);
+			fa_load(vs, vb, k0, n, stride, d, bf16);
+			__syncthreads();
+			i64 nj = row ? fa_seen(i, k0, n, causal) : 0;
+			for (i64 jj = 0; jj < nj; jj++) {
+				const float *kr = ks + jj * FA_MAXD;
+				float p = expf(scale * fa_dot(q, kr, d) - lg);
+				float dsv = fa_round(p * (fa_dot(g, vs + jj * FA_MAXD, d) - di), bf16);
+				for (i64 c = 0; c < d; c++) dq[c] += dsv * kr[c];
+			}
+		}
+		if (row) {
+			float *o = dqkv + (bi * t + i) * stride + hi * d;
+			for (i64 c = 0; c < d; c++) o[c] = scale * dq[c];
+		}
+	}
+}
+
+}
+
 // ---- Multi-tensor optimizer updates (torch's multi_tensor_apply, behind
 // its fused/foreach AdamW and SGD and clip_grad_norm_): one launch covers
 // every tensor of a parameter list, however many, instead of one launch a

@@ -20,6 +20,13 @@ const PTX = `//
 .shared .align 4 .b8 _ZZ9block_sumfE4part[4096];
 .shared .align 4 .b8 _ZZ9block_maxfE4part[4096];
 // _ZZ17col_sums_part_f32E5lanes has been demoted
+// _ZZ18flash_attn_fwd_f32E4tile has been demoted
+// _ZZ18flash_attn_bwd_f32E2qs has been demoted
+// _ZZ18flash_attn_bwd_f32E3dys has been demoted
+// _ZZ18flash_attn_bwd_f32E2ls has been demoted
+// _ZZ18flash_attn_bwd_f32E2ds has been demoted
+// _ZZ21flash_attn_bwd_dq_f32E2ks has been demoted
+// _ZZ21flash_attn_bwd_dq_f32E2vs has been demoted
 
 .visible .entry fill_f32(
 	.param .u64 fill_f32_param_0,
@@ -18881,6 +18888,16894 @@ $L__BB65_51:
 	ret;
 
 }
+	// .globl	flash_attn_fwd_f32
+.visible .entry flash_attn_fwd_f32(
+	.param .u64 flash_attn_fwd_f32_param_0,
+	.param .u64 flash_attn_fwd_f32_param_1,
+	.param .u64 flash_attn_fwd_f32_param_2,
+	.param .u64 flash_attn_fwd_f32_param_3,
+	.param .u64 flash_attn_fwd_f32_param_4,
+	.param .u64 flash_attn_fwd_f32_param_5,
+	.param .u64 flash_attn_fwd_f32_param_6,
+	.param .f32 flash_attn_fwd_f32_param_7,
+	.param .f32 flash_attn_fwd_f32_param_8,
+	.param .f32 flash_attn_fwd_f32_param_9
+)
+{
+	.local .align 16 .b8 	__local_depot66[1536];
+	.reg .b64 	%SP;
+	.reg .b64 	%SPL;
+	.reg .pred 	%p<2090>;
+	.reg .f32 	%f<6571>;
+	.reg .b32 	%r<368>;
+	.reg .b64 	%rd<4377>;
+	// demoted variable
+	.shared .align 4 .b8 _ZZ18flash_attn_fwd_f32E4tile[16384];
+
+	mov.u64 	%SPL, __local_depot66;
+	ld.param.u64 	%rd1639, [flash_attn_fwd_f32_param_0];
+	ld.param.u64 	%rd1634, [flash_attn_fwd_f32_param_1];
+	ld.param.u64 	%rd1640, [flash_attn_fwd_f32_param_2];
+	ld.param.u64 	%rd1635, [flash_attn_fwd_f32_param_3];
+	ld.param.u64 	%rd1636, [flash_attn_fwd_f32_param_4];
+	ld.param.u64 	%rd1637, [flash_attn_fwd_f32_param_5];
+	ld.param.u64 	%rd1638, [flash_attn_fwd_f32_param_6];
+	ld.param.f32 	%f939, [flash_attn_fwd_f32_param_7];
+	ld.param.f32 	%f940, [flash_attn_fwd_f32_param_8];
+	ld.param.f32 	%f941, [flash_attn_fwd_f32_param_9];
+	cvta.to.global.u64 	%rd1, %rd1640;
+	cvta.to.global.u64 	%rd2, %rd1639;
+	add.u64 	%rd3, %SPL, 0;
+	add.u64 	%rd4, %SPL, 512;
+	add.u64 	%rd5, %SPL, 1024;
+	mov.u32 	%r1, %ntid.x;
+	cvt.u64.u32 	%rd6, %r1;
+	add.s64 	%rd1644, %rd6, %rd1636;
+	add.s64 	%rd7, %rd1644, -1;
+	and.b64  	%rd1645, %rd7, -4294967296;
+	setp.eq.s64 	%p3, %rd1645, 0;
+	@%p3 bra 	$L__BB66_2;
+
+	div.s64 	%rd3710, %rd7, %rd6;
+	bra.uni 	$L__BB66_3;
+
+$L__BB66_2:
+	cvt.u32.u64 	%r2, %rd6;
+	cvt.u32.u64 	%r3, %rd7;
+	div.u32 	%r4, %r3, %r2;
+	cvt.u64.u32 	%rd3710, %r4;
+
+$L__BB66_3:
+	mul.lo.s64 	%rd1646, %rd1637, %rd1638;
+	mul.lo.s64 	%rd11, %rd1646, 3;
+	mov.u32 	%r5, %ctaid.x;
+	cvt.u64.u32 	%rd3711, %r5;
+	mul.lo.s64 	%rd1647, %rd1637, %rd1635;
+	mul.lo.s64 	%rd13, %rd1647, %rd3710;
+	setp.le.s64 	%p4, %rd13, %rd3711;
+	@%p4 bra 	$L__BB66_1883;
+
+	mul.lo.s64 	%rd14, %rd1638, %rd1637;
+	shl.b64 	%rd15, %rd14, 1;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd16, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd17, %r7;
+	add.s64 	%rd18, %rd1638, -1;
+	mul.f32 	%f1, %f939, 0f00000000;
+	and.b64  	%rd19, %rd1638, 3;
+	sub.s64 	%rd20, %rd1638, %rd19;
+	setp.lt.s64 	%p1, %rd1638, 1;
+	mul.lo.s64 	%rd21, %rd1636, 3;
+	cvta.to.global.u64 	%rd22, %rd1634;
+
+$L__BB66_5:
+	or.b64  	%rd1648, %rd3711, %rd3710;
+	and.b64  	%rd1649, %rd1648, -4294967296;
+	setp.eq.s64 	%p5, %rd1649, 0;
+	@%p5 bra 	$L__BB66_7;
+
+	div.s64 	%rd3712, %rd3711, %rd3710;
+	mul.lo.s64 	%rd1650, %rd3712, %rd3710;
+	sub.s64 	%rd3713, %rd3711, %rd1650;
+	bra.uni 	$L__BB66_8;
+
+$L__BB66_7:
+	cvt.u32.u64 	%r367, %rd3710;
+	cvt.u32.u64 	%r9, %rd3711;
+	div.u32 	%r10, %r9, %r367;
+	mul.lo.s32 	%r11, %r10, %r367;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd3712, %r10;
+	cvt.u64.u32 	%rd3713, %r12;
+
+$L__BB66_8:
+	mul.lo.s64 	%rd30, %rd3713, %rd6;
+	or.b64  	%rd1651, %rd3712, %rd1637;
+	and.b64  	%rd1652, %rd1651, -4294967296;
+	setp.eq.s64 	%p6, %rd1652, 0;
+	@%p6 bra 	$L__BB66_10;
+
+	div.s64 	%rd3714, %rd3712, %rd1637;
+	mul.lo.s64 	%rd1653, %rd3714, %rd1637;
+	sub.s64 	%rd3715, %rd3712, %rd1653;
+	bra.uni 	$L__BB66_11;
+
+$L__BB66_10:
+	cvt.u32.u64 	%r366, %rd1637;
+	cvt.u32.u64 	%r14, %rd3712;
+	div.u32 	%r15, %r14, %r366;
+	mul.lo.s32 	%r16, %r15, %r366;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd3714, %r15;
+	cvt.u64.u32 	%rd3715, %r17;
+
+$L__BB66_11:
+	mul.lo.s64 	%rd37, %rd3714, %rd1636;
+	mul.lo.s64 	%rd1654, %rd37, %rd11;
+	mul.lo.s64 	%rd1655, %rd3715, %rd1638;
+	add.s64 	%rd38, %rd1654, %rd1655;
+	add.s64 	%rd39, %rd30, %rd16;
+	@%p1 bra 	$L__BB66_55;
+
+	setp.neu.f32 	%p8, %f941, 0f00000000;
+	mul.lo.s64 	%rd1656, %rd39, %rd11;
+	add.s64 	%rd40, %rd38, %rd1656;
+	@%p8 bra 	$L__BB66_34;
+	bra.uni 	$L__BB66_13;
+
+$L__BB66_34:
+	setp.lt.u64 	%p21, %rd18, 3;
+	mov.u64 	%rd3727, 0;
+	@%p21 bra 	$L__BB66_45;
+
+	mul.lo.s64 	%rd1673, %rd21, %rd3714;
+	mul.lo.s64 	%rd1674, %rd6, %rd3713;
+	add.s64 	%rd1675, %rd16, %rd1674;
+	mul.lo.s64 	%rd1676, %rd1675, 3;
+	add.s64 	%rd1677, %rd1673, %rd1676;
+	mul.lo.s64 	%rd1678, %rd1637, %rd1677;
+	add.s64 	%rd1679, %rd3715, %rd1678;
+	mul.lo.s64 	%rd1680, %rd1638, %rd1679;
+	shl.b64 	%rd1681, %rd1680, 2;
+	add.s64 	%rd3724, %rd1, %rd1681;
+	mov.u64 	%rd3723, %rd20;
+	mov.u64 	%rd3725, %rd3;
+	mov.u64 	%rd3726, %rd4;
+
+$L__BB66_36:
+	setp.ge.s64 	%p22, %rd39, %rd1636;
+	mov.f32 	%f6159, 0f00000000;
+	mov.f32 	%f6158, %f6159;
+	@%p22 bra 	$L__BB66_38;
+
+	ld.global.u32 	%r25, [%rd3724];
+	and.b32  	%r26, %r25, 2147483647;
+	setp.gt.u32 	%p23, %r26, 2139095040;
+	shr.u32 	%r27, %r25, 16;
+	or.b32  	%r28, %r27, 64;
+	bfe.u32 	%r29, %r25, 16, 1;
+	add.s32 	%r30, %r25, %r29;
+	add.s32 	%r31, %r30, 32767;
+	shr.u32 	%r32, %r31, 16;
+	selp.b32 	%r33, %r28, %r32, %p23;
+	shl.b32 	%r34, %r33, 16;
+	mov.b32 	%f6158, %r34;
+
+$L__BB66_38:
+	st.local.f32 	[%rd3725], %f6158;
+	mov.u32 	%r35, 0;
+	st.local.u32 	[%rd3726], %r35;
+	@%p22 bra 	$L__BB66_40;
+
+	ld.global.u32 	%r36, [%rd3724+4];
+	and.b32  	%r37, %r36, 2147483647;
+	setp.gt.u32 	%p25, %r37, 2139095040;
+	shr.u32 	%r38, %r36, 16;
+	or.b32  	%r39, %r38, 64;
+	bfe.u32 	%r40, %r36, 16, 1;
+	add.s32 	%r41, %r36, %r40;
+	add.s32 	%r42, %r41, 32767;
+	shr.u32 	%r43, %r42, 16;
+	selp.b32 	%r44, %r39, %r43, %p25;
+	shl.b32 	%r45, %r44, 16;
+	mov.b32 	%f6159, %r45;
+
+$L__BB66_40:
+	st.local.f32 	[%rd3725+4], %f6159;
+	mov.f32 	%f6161, 0f00000000;
+	st.local.u32 	[%rd3726+4], %r35;
+	mov.f32 	%f6160, %f6161;
+	@%p22 bra 	$L__BB66_42;
+
+	ld.global.u32 	%r47, [%rd3724+8];
+	and.b32  	%r48, %r47, 2147483647;
+	setp.gt.u32 	%p27, %r48, 2139095040;
+	shr.u32 	%r49, %r47, 16;
+	or.b32  	%r50, %r49, 64;
+	bfe.u32 	%r51, %r47, 16, 1;
+	add.s32 	%r52, %r47, %r51;
+	add.s32 	%r53, %r52, 32767;
+	shr.u32 	%r54, %r53, 16;
+	selp.b32 	%r55, %r50, %r54, %p27;
+	shl.b32 	%r56, %r55, 16;
+	mov.b32 	%f6160, %r56;
+
+$L__BB66_42:
+	st.local.f32 	[%rd3725+8], %f6160;
+	mov.u32 	%r57, 0;
+	st.local.u32 	[%rd3726+8], %r57;
+	@%p22 bra 	$L__BB66_44;
+
+	ld.global.u32 	%r58, [%rd3724+12];
+	and.b32  	%r59, %r58, 2147483647;
+	setp.gt.u32 	%p29, %r59, 2139095040;
+	shr.u32 	%r60, %r58, 16;
+	or.b32  	%r61, %r60, 64;
+	bfe.u32 	%r62, %r58, 16, 1;
+	add.s32 	%r63, %r58, %r62;
+	add.s32 	%r64, %r63, 32767;
+	shr.u32 	%r65, %r64, 16;
+	selp.b32 	%r66, %r61, %r65, %p29;
+	shl.b32 	%r67, %r66, 16;
+	mov.b32 	%f6161, %r67;
+
+$L__BB66_44:
+	add.s64 	%rd62, %rd3725, 16;
+	st.local.f32 	[%rd3725+12], %f6161;
+	add.s64 	%rd63, %rd3726, 16;
+	st.local.u32 	[%rd3726+12], %r57;
+	add.s64 	%rd3727, %rd3727, 4;
+	add.s64 	%rd3723, %rd3723, -4;
+	setp.ne.s64 	%p30, %rd3723, 0;
+	add.s64 	%rd3724, %rd3724, 16;
+	mov.u64 	%rd3725, %rd62;
+	mov.u64 	%rd3726, %rd63;
+	@%p30 bra 	$L__BB66_36;
+
+$L__BB66_45:
+	setp.eq.s64 	%p31, %rd19, 0;
+	@%p31 bra 	$L__BB66_55;
+
+	setp.ge.s64 	%p32, %rd39, %rd1636;
+	add.s64 	%rd1682, %rd40, %rd3727;
+	shl.b64 	%rd1683, %rd1682, 2;
+	add.s64 	%rd68, %rd1, %rd1683;
+	mov.f32 	%f6162, 0f00000000;
+	@%p32 bra 	$L__BB66_48;
+
+	ld.global.u32 	%r69, [%rd68];
+	and.b32  	%r70, %r69, 2147483647;
+	setp.gt.u32 	%p33, %r70, 2139095040;
+	shr.u32 	%r71, %r69, 16;
+	or.b32  	%r72, %r71, 64;
+	bfe.u32 	%r73, %r69, 16, 1;
+	add.s32 	%r74, %r69, %r73;
+	add.s32 	%r75, %r74, 32767;
+	shr.u32 	%r76, %r75, 16;
+	selp.b32 	%r77, %r72, %r76, %p33;
+	shl.b32 	%r78, %r77, 16;
+	mov.b32 	%f6162, %r78;
+
+$L__BB66_48:
+	shl.b64 	%rd1684, %rd3727, 2;
+	add.s64 	%rd69, %rd3, %rd1684;
+	st.local.f32 	[%rd69], %f6162;
+	add.s64 	%rd70, %rd4, %rd1684;
+	mov.u32 	%r79, 0;
+	st.local.u32 	[%rd70], %r79;
+	setp.eq.s64 	%p34, %rd19, 1;
+	@%p34 bra 	$L__BB66_55;
+
+	mov.f32 	%f6163, 0f00000000;
+	@%p32 bra 	$L__BB66_51;
+
+	ld.global.u32 	%r80, [%rd68+4];
+	and.b32  	%r81, %r80, 2147483647;
+	setp.gt.u32 	%p36, %r81, 2139095040;
+	shr.u32 	%r82, %r80, 16;
+	or.b32  	%r83, %r82, 64;
+	bfe.u32 	%r84, %r80, 16, 1;
+	add.s32 	%r85, %r80, %r84;
+	add.s32 	%r86, %r85, 32767;
+	shr.u32 	%r87, %r86, 16;
+	selp.b32 	%r88, %r83, %r87, %p36;
+	shl.b32 	%r89, %r88, 16;
+	mov.b32 	%f6163, %r89;
+
+$L__BB66_51:
+	st.local.f32 	[%rd69+4], %f6163;
+	mov.u32 	%r90, 0;
+	st.local.u32 	[%rd70+4], %r90;
+	setp.eq.s64 	%p37, %rd19, 2;
+	@%p37 bra 	$L__BB66_55;
+
+	mov.f32 	%f6164, 0f00000000;
+	@%p32 bra 	$L__BB66_54;
+
+	ld.global.u32 	%r91, [%rd68+8];
+	and.b32  	%r92, %r91, 2147483647;
+	setp.gt.u32 	%p39, %r92, 2139095040;
+	shr.u32 	%r93, %r91, 16;
+	or.b32  	%r94, %r93, 64;
+	bfe.u32 	%r95, %r91, 16, 1;
+	add.s32 	%r96, %r91, %r95;
+	add.s32 	%r97, %r96, 32767;
+	shr.u32 	%r98, %r97, 16;
+	selp.b32 	%r99, %r94, %r98, %p39;
+	shl.b32 	%r100, %r99, 16;
+	mov.b32 	%f6164, %r100;
+
+$L__BB66_54:
+	st.local.f32 	[%rd69+8], %f6164;
+	mov.u32 	%r101, 0;
+	st.local.u32 	[%rd70+8], %r101;
+	bra.uni 	$L__BB66_55;
+
+$L__BB66_13:
+	setp.lt.u64 	%p9, %rd18, 3;
+	mov.u64 	%rd3721, 0;
+	@%p9 bra 	$L__BB66_24;
+
+	mul.lo.s64 	%rd1659, %rd21, %rd3714;
+	mul.lo.s64 	%rd1660, %rd6, %rd3713;
+	add.s64 	%rd1661, %rd16, %rd1660;
+	mul.lo.s64 	%rd1662, %rd1661, 3;
+	add.s64 	%rd1663, %rd1659, %rd1662;
+	mul.lo.s64 	%rd1664, %rd1637, %rd1663;
+	add.s64 	%rd1665, %rd3715, %rd1664;
+	mul.lo.s64 	%rd1666, %rd1638, %rd1665;
+	shl.b64 	%rd1667, %rd1666, 2;
+	add.s64 	%rd3718, %rd1, %rd1667;
+	mov.u64 	%rd3717, %rd20;
+	mov.u64 	%rd3719, %rd3;
+	mov.u64 	%rd3720, %rd4;
+
+$L__BB66_15:
+	setp.ge.s64 	%p10, %rd39, %rd1636;
+	mov.f32 	%f6152, 0f00000000;
+	mov.f32 	%f6151, %f6152;
+	@%p10 bra 	$L__BB66_17;
+
+	ld.global.f32 	%f6151, [%rd3718];
+
+$L__BB66_17:
+	st.local.f32 	[%rd3719], %f6151;
+	mov.u32 	%r18, 0;
+	st.local.u32 	[%rd3720], %r18;
+	@%p10 bra 	$L__BB66_19;
+
+	ld.global.f32 	%f6152, [%rd3718+4];
+
+$L__BB66_19:
+	st.local.f32 	[%rd3719+4], %f6152;
+	mov.f32 	%f6154, 0f00000000;
+	st.local.u32 	[%rd3720+4], %r18;
+	mov.f32 	%f6153, %f6154;
+	@%p10 bra 	$L__BB66_21;
+
+	ld.global.f32 	%f6153, [%rd3718+8];
+
+$L__BB66_21:
+	st.local.f32 	[%rd3719+8], %f6153;
+	mov.u32 	%r20, 0;
+	st.local.u32 	[%rd3720+8], %r20;
+	@%p10 bra 	$L__BB66_23;
+
+	ld.global.f32 	%f6154, [%rd3718+12];
+
+$L__BB66_23:
+	add.s64 	%rd47, %rd3719, 16;
+	st.local.f32 	[%rd3719+12], %f6154;
+	add.s64 	%rd48, %rd3720, 16;
+	st.local.u32 	[%rd3720+12], %r20;
+	add.s64 	%rd3721, %rd3721, 4;
+	add.s64 	%rd3717, %rd3717, -4;
+	setp.ne.s64 	%p14, %rd3717, 0;
+	add.s64 	%rd3718, %rd3718, 16;
+	mov.u64 	%rd3719, %rd47;
+	mov.u64 	%rd3720, %rd48;
+	@%p14 bra 	$L__BB66_15;
+
+$L__BB66_24:
+	setp.eq.s64 	%p15, %rd19, 0;
+	@%p15 bra 	$L__BB66_55;
+
+	setp.ge.s64 	%p16, %rd39, %rd1636;
+	add.s64 	%rd1668, %rd40, %rd3721;
+	shl.b64 	%rd1669, %rd1668, 2;
+	add.s64 	%rd53, %rd1, %rd1669;
+	mov.f32 	%f6155, 0f00000000;
+	@%p16 bra 	$L__BB66_27;
+
+	ld.global.f32 	%f6155, [%rd53];
+
+$L__BB66_27:
+	shl.b64 	%rd1670, %rd3721, 2;
+	add.s64 	%rd54, %rd3, %rd1670;
+	st.local.f32 	[%rd54], %f6155;
+	add.s64 	%rd55, %rd4, %rd1670;
+	mov.u32 	%r22, 0;
+	st.local.u32 	[%rd55], %r22;
+	setp.eq.s64 	%p17, %rd19, 1;
+	@%p17 bra 	$L__BB66_55;
+
+	mov.f32 	%f6156, 0f00000000;
+	@%p16 bra 	$L__BB66_30;
+
+	ld.global.f32 	%f6156, [%rd53+4];
+
+$L__BB66_30:
+	st.local.f32 	[%rd54+4], %f6156;
+	mov.u32 	%r23, 0;
+	st.local.u32 	[%rd55+4], %r23;
+	setp.eq.s64 	%p19, %rd19, 2;
+	@%p19 bra 	$L__BB66_55;
+
+	mov.f32 	%f6157, 0f00000000;
+	@%p16 bra 	$L__BB66_33;
+
+	ld.global.f32 	%f6157, [%rd53+8];
+
+$L__BB66_33:
+	st.local.f32 	[%rd54+8], %f6157;
+	mov.u32 	%r24, 0;
+	st.local.u32 	[%rd55+8], %r24;
+
+$L__BB66_55:
+	setp.neu.f32 	%p40, %f940, 0f00000000;
+	mov.f32 	%f6569, 0f00000000;
+	add.s64 	%rd1685, %rd30, %rd6;
+	setp.lt.s64 	%p41, %rd1685, %rd1636;
+	and.pred  	%p42, %p40, %p41;
+	selp.b64 	%rd71, %rd1685, %rd1636, %p42;
+	setp.lt.s64 	%p43, %rd71, 1;
+	mov.f32 	%f6566, 0fFF800000;
+	@%p43 bra 	$L__BB66_1870;
+
+	add.s64 	%rd72, %rd38, %rd14;
+	add.s64 	%rd73, %rd38, %rd15;
+	mov.u64 	%rd3728, 0;
+
+$L__BB66_57:
+	setp.ge.s64 	%p2088, %rd39, %rd1636;
+	setp.eq.f32 	%p2087, %f940, 0f00000000;
+	or.pred  	%p2086, %p2087, %p2088;
+	sub.s64 	%rd75, %rd71, %rd3728;
+	min.s64 	%rd76, %rd75, 128;
+	setp.lt.s64 	%p46, %rd39, %rd1636;
+	selp.b64 	%rd3729, %rd76, 0, %p46;
+	@%p2086 bra 	$L__BB66_59;
+
+	sub.s64 	%rd1687, %rd39, %rd3728;
+	add.s64 	%rd1688, %rd1687, 1;
+	setp.lt.s64 	%p47, %rd1687, -1;
+	min.s64 	%rd1689, %rd1688, %rd76;
+	selp.b64 	%rd3729, 0, %rd1689, %p47;
+
+$L__BB66_59:
+	setp.lt.s64 	%p48, %rd75, 1;
+	@%p48 bra 	$L__BB66_1016;
+
+	setp.lt.s64 	%p49, %rd76, 32;
+	selp.b64 	%rd81, %rd75, 32, %p49;
+	bar.sync 	0;
+	mul.lo.s64 	%rd82, %rd81, %rd1638;
+	setp.le.s64 	%p50, %rd82, %rd16;
+	@%p50 bra 	$L__BB66_70;
+
+	setp.neu.f32 	%p51, %f941, 0f00000000;
+	mov.u64 	%rd3730, %rd16;
+	mov.u64 	%rd3733, %rd16;
+	@%p51 bra 	$L__BB66_66;
+	bra.uni 	$L__BB66_62;
+
+$L__BB66_66:
+	or.b64  	%rd1704, %rd3733, %rd1638;
+	and.b64  	%rd1705, %rd1704, -4294967296;
+	setp.eq.s64 	%p54, %rd1705, 0;
+	@%p54 bra 	$L__BB66_68;
+
+	div.s64 	%rd3734, %rd3733, %rd1638;
+	mul.lo.s64 	%rd1706, %rd3734, %rd1638;
+	sub.s64 	%rd3735, %rd3733, %rd1706;
+	bra.uni 	$L__BB66_69;
+
+$L__BB66_68:
+	cvt.u32.u64 	%r107, %rd1638;
+	cvt.u32.u64 	%r108, %rd3733;
+	div.u32 	%r109, %r108, %r107;
+	mul.lo.s32 	%r110, %r109, %r107;
+	sub.s32 	%r111, %r108, %r110;
+	cvt.u64.u32 	%rd3734, %r109;
+	cvt.u64.u32 	%rd3735, %r111;
+
+$L__BB66_69:
+	add.s64 	%rd1707, %rd3728, %rd3734;
+	mul.lo.s64 	%rd1708, %rd1707, %rd11;
+	add.s64 	%rd1709, %rd72, %rd3735;
+	add.s64 	%rd1710, %rd1709, %rd1708;
+	shl.b64 	%rd1711, %rd1710, 2;
+	add.s64 	%rd1712, %rd1, %rd1711;
+	ld.global.u32 	%r112, [%rd1712];
+	and.b32  	%r113, %r112, 2147483647;
+	setp.gt.u32 	%p55, %r113, 2139095040;
+	shr.u32 	%r114, %r112, 16;
+	or.b32  	%r115, %r114, 64;
+	bfe.u32 	%r116, %r112, 16, 1;
+	add.s32 	%r117, %r112, %r116;
+	add.s32 	%r118, %r117, 32767;
+	shr.u32 	%r119, %r118, 16;
+	selp.b32 	%r120, %r115, %r119, %p55;
+	shl.b32 	%r121, %r120, 16;
+	shl.b64 	%rd1713, %rd3734, 7;
+	add.s64 	%rd1714, %rd1713, %rd3735;
+	shl.b64 	%rd1715, %rd1714, 2;
+	mov.u64 	%rd1716, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1717, %rd1716, %rd1715;
+	st.shared.u32 	[%rd1717], %r121;
+	add.s64 	%rd3733, %rd3733, %rd6;
+	setp.lt.s64 	%p56, %rd3733, %rd82;
+	@%p56 bra 	$L__BB66_66;
+	bra.uni 	$L__BB66_70;
+
+$L__BB66_62:
+	or.b64  	%rd1690, %rd3730, %rd1638;
+	and.b64  	%rd1691, %rd1690, -4294967296;
+	setp.eq.s64 	%p52, %rd1691, 0;
+	@%p52 bra 	$L__BB66_64;
+
+	div.s64 	%rd3731, %rd3730, %rd1638;
+	mul.lo.s64 	%rd1692, %rd3731, %rd1638;
+	sub.s64 	%rd3732, %rd3730, %rd1692;
+	bra.uni 	$L__BB66_65;
+
+$L__BB66_64:
+	cvt.u32.u64 	%r102, %rd1638;
+	cvt.u32.u64 	%r103, %rd3730;
+	div.u32 	%r104, %r103, %r102;
+	mul.lo.s32 	%r105, %r104, %r102;
+	sub.s32 	%r106, %r103, %r105;
+	cvt.u64.u32 	%rd3731, %r104;
+	cvt.u64.u32 	%rd3732, %r106;
+
+$L__BB66_65:
+	add.s64 	%rd1693, %rd3728, %rd3731;
+	mul.lo.s64 	%rd1694, %rd1693, %rd11;
+	add.s64 	%rd1695, %rd72, %rd3732;
+	add.s64 	%rd1696, %rd1695, %rd1694;
+	shl.b64 	%rd1697, %rd1696, 2;
+	add.s64 	%rd1698, %rd1, %rd1697;
+	ld.global.f32 	%f960, [%rd1698];
+	shl.b64 	%rd1699, %rd3731, 7;
+	add.s64 	%rd1700, %rd1699, %rd3732;
+	shl.b64 	%rd1701, %rd1700, 2;
+	mov.u64 	%rd1702, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1703, %rd1702, %rd1701;
+	st.shared.f32 	[%rd1703], %f960;
+	add.s64 	%rd3730, %rd3730, %rd6;
+	setp.lt.s64 	%p53, %rd3730, %rd82;
+	@%p53 bra 	$L__BB66_62;
+
+$L__BB66_70:
+	bar.sync 	0;
+	setp.lt.s64 	%p57, %rd3729, 1;
+	@%p57 bra 	$L__BB66_113;
+
+	setp.gt.s64 	%p58, %rd1638, 0;
+	@%p58 bra 	$L__BB66_104;
+	bra.uni 	$L__BB66_72;
+
+$L__BB66_104:
+	mov.u64 	%rd1718, 0;
+	mov.u64 	%rd3736, %rd1718;
+
+$L__BB66_105:
+	shl.b64 	%rd100, %rd3736, 7;
+	setp.lt.u64 	%p152, %rd18, 3;
+	mov.f32 	%f6170, 0f00000000;
+	mov.u64 	%rd3739, %rd1718;
+	@%p152 bra 	$L__BB66_108;
+
+	mov.u64 	%rd3739, 0;
+	mov.u64 	%rd3738, %rd20;
+
+$L__BB66_107:
+	shl.b64 	%rd1721, %rd3739, 2;
+	add.s64 	%rd1722, %rd3, %rd1721;
+	ld.local.v4.f32 	{%f964, %f965, %f966, %f967}, [%rd1722];
+	add.s64 	%rd1723, %rd3739, %rd100;
+	shl.b64 	%rd1724, %rd1723, 2;
+	mov.u64 	%rd1725, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1726, %rd1725, %rd1724;
+	ld.shared.f32 	%f972, [%rd1726];
+	fma.rn.f32 	%f973, %f964, %f972, %f6170;
+	ld.shared.f32 	%f974, [%rd1726+4];
+	fma.rn.f32 	%f975, %f965, %f974, %f973;
+	ld.shared.f32 	%f976, [%rd1726+8];
+	fma.rn.f32 	%f977, %f966, %f976, %f975;
+	ld.shared.f32 	%f978, [%rd1726+12];
+	fma.rn.f32 	%f6170, %f967, %f978, %f977;
+	add.s64 	%rd3739, %rd3739, 4;
+	add.s64 	%rd3738, %rd3738, -4;
+	setp.ne.s64 	%p153, %rd3738, 0;
+	@%p153 bra 	$L__BB66_107;
+
+$L__BB66_108:
+	setp.eq.s64 	%p154, %rd19, 0;
+	@%p154 bra 	$L__BB66_112;
+
+	setp.eq.s64 	%p155, %rd19, 1;
+	add.s64 	%rd1727, %rd3739, %rd100;
+	shl.b64 	%rd1728, %rd1727, 2;
+	mov.u64 	%rd1729, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd106, %rd1729, %rd1728;
+	ld.shared.f32 	%f979, [%rd106];
+	shl.b64 	%rd1730, %rd3739, 2;
+	add.s64 	%rd107, %rd3, %rd1730;
+	ld.local.f32 	%f980, [%rd107];
+	fma.rn.f32 	%f6170, %f980, %f979, %f6170;
+	@%p155 bra 	$L__BB66_112;
+
+	setp.eq.s64 	%p156, %rd19, 2;
+	ld.shared.f32 	%f981, [%rd106+4];
+	ld.local.f32 	%f982, [%rd107+4];
+	fma.rn.f32 	%f6170, %f982, %f981, %f6170;
+	@%p156 bra 	$L__BB66_112;
+
+	ld.shared.f32 	%f983, [%rd106+8];
+	ld.local.f32 	%f984, [%rd107+8];
+	fma.rn.f32 	%f6170, %f984, %f983, %f6170;
+
+$L__BB66_112:
+	shl.b64 	%rd1731, %rd3736, 2;
+	add.s64 	%rd1732, %rd5, %rd1731;
+	mul.f32 	%f985, %f6170, %f939;
+	st.local.f32 	[%rd1732], %f985;
+	add.s64 	%rd3736, %rd3736, 1;
+	setp.lt.s64 	%p157, %rd3736, %rd81;
+	setp.lt.s64 	%p158, %rd3736, %rd3729;
+	and.pred  	%p159, %p157, %p158;
+	@%p159 bra 	$L__BB66_105;
+	bra.uni 	$L__BB66_113;
+
+$L__BB66_72:
+	st.local.f32 	[%rd5], %f1;
+	setp.lt.s64 	%p59, %rd3729, 2;
+	setp.lt.s64 	%p60, %rd81, 2;
+	or.pred  	%p61, %p60, %p59;
+	@%p61 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+4], %f1;
+	setp.lt.s64 	%p62, %rd3729, 3;
+	setp.lt.s64 	%p63, %rd81, 3;
+	or.pred  	%p64, %p63, %p62;
+	@%p64 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+8], %f1;
+	setp.lt.s64 	%p65, %rd3729, 4;
+	setp.lt.s64 	%p66, %rd81, 4;
+	or.pred  	%p67, %p66, %p65;
+	@%p67 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+12], %f1;
+	setp.lt.s64 	%p68, %rd3729, 5;
+	setp.lt.s64 	%p69, %rd81, 5;
+	or.pred  	%p70, %p69, %p68;
+	@%p70 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+16], %f1;
+	setp.lt.s64 	%p71, %rd3729, 6;
+	setp.lt.s64 	%p72, %rd81, 6;
+	or.pred  	%p73, %p72, %p71;
+	@%p73 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+20], %f1;
+	setp.lt.s64 	%p74, %rd3729, 7;
+	setp.lt.s64 	%p75, %rd81, 7;
+	or.pred  	%p76, %p75, %p74;
+	@%p76 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+24], %f1;
+	setp.lt.s64 	%p77, %rd3729, 8;
+	setp.lt.s64 	%p78, %rd81, 8;
+	or.pred  	%p79, %p78, %p77;
+	@%p79 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+28], %f1;
+	setp.lt.s64 	%p80, %rd3729, 9;
+	setp.lt.s64 	%p81, %rd81, 9;
+	or.pred  	%p82, %p81, %p80;
+	@%p82 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+32], %f1;
+	setp.lt.s64 	%p83, %rd3729, 10;
+	setp.lt.s64 	%p84, %rd81, 10;
+	or.pred  	%p85, %p84, %p83;
+	@%p85 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+36], %f1;
+	setp.lt.s64 	%p86, %rd3729, 11;
+	setp.lt.s64 	%p87, %rd81, 11;
+	or.pred  	%p88, %p87, %p86;
+	@%p88 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+40], %f1;
+	setp.lt.s64 	%p89, %rd3729, 12;
+	setp.lt.s64 	%p90, %rd81, 12;
+	or.pred  	%p91, %p90, %p89;
+	@%p91 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+44], %f1;
+	setp.lt.s64 	%p92, %rd3729, 13;
+	setp.lt.s64 	%p93, %rd81, 13;
+	or.pred  	%p94, %p93, %p92;
+	@%p94 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+48], %f1;
+	setp.lt.s64 	%p95, %rd3729, 14;
+	setp.lt.s64 	%p96, %rd81, 14;
+	or.pred  	%p97, %p96, %p95;
+	@%p97 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+52], %f1;
+	setp.lt.s64 	%p98, %rd3729, 15;
+	setp.lt.s64 	%p99, %rd81, 15;
+	or.pred  	%p100, %p99, %p98;
+	@%p100 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+56], %f1;
+	setp.lt.s64 	%p101, %rd3729, 16;
+	setp.lt.s64 	%p102, %rd81, 16;
+	or.pred  	%p103, %p102, %p101;
+	@%p103 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+60], %f1;
+	setp.lt.s64 	%p104, %rd3729, 17;
+	setp.lt.s64 	%p105, %rd81, 17;
+	or.pred  	%p106, %p105, %p104;
+	@%p106 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+64], %f1;
+	setp.lt.s64 	%p107, %rd3729, 18;
+	setp.lt.s64 	%p108, %rd81, 18;
+	or.pred  	%p109, %p108, %p107;
+	@%p109 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+68], %f1;
+	setp.lt.s64 	%p110, %rd3729, 19;
+	setp.lt.s64 	%p111, %rd81, 19;
+	or.pred  	%p112, %p111, %p110;
+	@%p112 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+72], %f1;
+	setp.lt.s64 	%p113, %rd3729, 20;
+	setp.lt.s64 	%p114, %rd81, 20;
+	or.pred  	%p115, %p114, %p113;
+	@%p115 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+76], %f1;
+	setp.lt.s64 	%p116, %rd3729, 21;
+	setp.lt.s64 	%p117, %rd81, 21;
+	or.pred  	%p118, %p117, %p116;
+	@%p118 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+80], %f1;
+	setp.lt.s64 	%p119, %rd3729, 22;
+	setp.lt.s64 	%p120, %rd81, 22;
+	or.pred  	%p121, %p120, %p119;
+	@%p121 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+84], %f1;
+	setp.lt.s64 	%p122, %rd3729, 23;
+	setp.lt.s64 	%p123, %rd81, 23;
+	or.pred  	%p124, %p123, %p122;
+	@%p124 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+88], %f1;
+	setp.lt.s64 	%p125, %rd3729, 24;
+	setp.lt.s64 	%p126, %rd81, 24;
+	or.pred  	%p127, %p126, %p125;
+	@%p127 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+92], %f1;
+	setp.lt.s64 	%p128, %rd3729, 25;
+	setp.lt.s64 	%p129, %rd81, 25;
+	or.pred  	%p130, %p129, %p128;
+	@%p130 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+96], %f1;
+	setp.lt.s64 	%p131, %rd3729, 26;
+	setp.lt.s64 	%p132, %rd81, 26;
+	or.pred  	%p133, %p132, %p131;
+	@%p133 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+100], %f1;
+	setp.lt.s64 	%p134, %rd3729, 27;
+	setp.lt.s64 	%p135, %rd81, 27;
+	or.pred  	%p136, %p135, %p134;
+	@%p136 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+104], %f1;
+	setp.lt.s64 	%p137, %rd3729, 28;
+	setp.lt.s64 	%p138, %rd81, 28;
+	or.pred  	%p139, %p138, %p137;
+	@%p139 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+108], %f1;
+	setp.lt.s64 	%p140, %rd3729, 29;
+	setp.lt.s64 	%p141, %rd81, 29;
+	or.pred  	%p142, %p141, %p140;
+	@%p142 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+112], %f1;
+	setp.lt.s64 	%p143, %rd3729, 30;
+	setp.lt.s64 	%p144, %rd81, 30;
+	or.pred  	%p145, %p144, %p143;
+	@%p145 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+116], %f1;
+	setp.lt.s64 	%p146, %rd3729, 31;
+	setp.lt.s64 	%p147, %rd81, 31;
+	or.pred  	%p148, %p147, %p146;
+	@%p148 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+120], %f1;
+	setp.lt.s64 	%p149, %rd3729, 32;
+	setp.lt.s64 	%p150, %rd81, 32;
+	or.pred  	%p151, %p150, %p149;
+	@%p151 bra 	$L__BB66_113;
+
+	st.local.f32 	[%rd5+124], %f1;
+
+$L__BB66_113:
+	setp.lt.s64 	%p160, %rd76, 33;
+	@%p160 bra 	$L__BB66_1016;
+
+	add.s64 	%rd1733, %rd76, -32;
+	min.s64 	%rd109, %rd1733, 32;
+	bar.sync 	0;
+	add.s64 	%rd110, %rd3728, 32;
+	mul.lo.s64 	%rd111, %rd109, %rd1638;
+	setp.le.s64 	%p161, %rd111, %rd16;
+	@%p161 bra 	$L__BB66_124;
+
+	setp.neu.f32 	%p162, %f941, 0f00000000;
+	mov.u64 	%rd3740, %rd16;
+	mov.u64 	%rd3743, %rd16;
+	@%p162 bra 	$L__BB66_120;
+	bra.uni 	$L__BB66_116;
+
+$L__BB66_120:
+	or.b64  	%rd1748, %rd3743, %rd1638;
+	and.b64  	%rd1749, %rd1748, -4294967296;
+	setp.eq.s64 	%p165, %rd1749, 0;
+	@%p165 bra 	$L__BB66_122;
+
+	div.s64 	%rd3744, %rd3743, %rd1638;
+	mul.lo.s64 	%rd1750, %rd3744, %rd1638;
+	sub.s64 	%rd3745, %rd3743, %rd1750;
+	bra.uni 	$L__BB66_123;
+
+$L__BB66_122:
+	cvt.u32.u64 	%r127, %rd1638;
+	cvt.u32.u64 	%r128, %rd3743;
+	div.u32 	%r129, %r128, %r127;
+	mul.lo.s32 	%r130, %r129, %r127;
+	sub.s32 	%r131, %r128, %r130;
+	cvt.u64.u32 	%rd3744, %r129;
+	cvt.u64.u32 	%rd3745, %r131;
+
+$L__BB66_123:
+	add.s64 	%rd1751, %rd110, %rd3744;
+	mul.lo.s64 	%rd1752, %rd1751, %rd11;
+	add.s64 	%rd1753, %rd72, %rd3745;
+	add.s64 	%rd1754, %rd1753, %rd1752;
+	shl.b64 	%rd1755, %rd1754, 2;
+	add.s64 	%rd1756, %rd1, %rd1755;
+	ld.global.u32 	%r132, [%rd1756];
+	and.b32  	%r133, %r132, 2147483647;
+	setp.gt.u32 	%p166, %r133, 2139095040;
+	shr.u32 	%r134, %r132, 16;
+	or.b32  	%r135, %r134, 64;
+	bfe.u32 	%r136, %r132, 16, 1;
+	add.s32 	%r137, %r132, %r136;
+	add.s32 	%r138, %r137, 32767;
+	shr.u32 	%r139, %r138, 16;
+	selp.b32 	%r140, %r135, %r139, %p166;
+	shl.b32 	%r141, %r140, 16;
+	shl.b64 	%rd1757, %rd3744, 7;
+	add.s64 	%rd1758, %rd1757, %rd3745;
+	shl.b64 	%rd1759, %rd1758, 2;
+	mov.u64 	%rd1760, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1761, %rd1760, %rd1759;
+	st.shared.u32 	[%rd1761], %r141;
+	add.s64 	%rd3743, %rd3743, %rd6;
+	setp.lt.s64 	%p167, %rd3743, %rd111;
+	@%p167 bra 	$L__BB66_120;
+	bra.uni 	$L__BB66_124;
+
+$L__BB66_116:
+	or.b64  	%rd1734, %rd3740, %rd1638;
+	and.b64  	%rd1735, %rd1734, -4294967296;
+	setp.eq.s64 	%p163, %rd1735, 0;
+	@%p163 bra 	$L__BB66_118;
+
+	div.s64 	%rd3741, %rd3740, %rd1638;
+	mul.lo.s64 	%rd1736, %rd3741, %rd1638;
+	sub.s64 	%rd3742, %rd3740, %rd1736;
+	bra.uni 	$L__BB66_119;
+
+$L__BB66_118:
+	cvt.u32.u64 	%r122, %rd1638;
+	cvt.u32.u64 	%r123, %rd3740;
+	div.u32 	%r124, %r123, %r122;
+	mul.lo.s32 	%r125, %r124, %r122;
+	sub.s32 	%r126, %r123, %r125;
+	cvt.u64.u32 	%rd3741, %r124;
+	cvt.u64.u32 	%rd3742, %r126;
+
+$L__BB66_119:
+	add.s64 	%rd1737, %rd110, %rd3741;
+	mul.lo.s64 	%rd1738, %rd1737, %rd11;
+	add.s64 	%rd1739, %rd72, %rd3742;
+	add.s64 	%rd1740, %rd1739, %rd1738;
+	shl.b64 	%rd1741, %rd1740, 2;
+	add.s64 	%rd1742, %rd1, %rd1741;
+	ld.global.f32 	%f986, [%rd1742];
+	shl.b64 	%rd1743, %rd3741, 7;
+	add.s64 	%rd1744, %rd1743, %rd3742;
+	shl.b64 	%rd1745, %rd1744, 2;
+	mov.u64 	%rd1746, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1747, %rd1746, %rd1745;
+	st.shared.f32 	[%rd1747], %f986;
+	add.s64 	%rd3740, %rd3740, %rd6;
+	setp.lt.s64 	%p164, %rd3740, %rd111;
+	@%p164 bra 	$L__BB66_116;
+
+$L__BB66_124:
+	bar.sync 	0;
+	setp.lt.s64 	%p168, %rd3729, 33;
+	@%p168 bra 	$L__BB66_414;
+
+	setp.gt.s64 	%p169, %rd1638, 0;
+	@%p169 bra 	$L__BB66_158;
+	bra.uni 	$L__BB66_126;
+
+$L__BB66_158:
+	setp.lt.u64 	%p263, %rd18, 3;
+	mov.f32 	%f6174, 0f00000000;
+	mov.u64 	%rd3748, 0;
+	@%p263 bra 	$L__BB66_161;
+
+	mov.u64 	%rd3747, %rd20;
+
+$L__BB66_160:
+	shl.b64 	%rd1764, %rd3748, 2;
+	add.s64 	%rd1765, %rd3, %rd1764;
+	ld.local.v4.f32 	{%f990, %f991, %f992, %f993}, [%rd1765];
+	mov.u64 	%rd1766, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1767, %rd1766, %rd1764;
+	ld.shared.f32 	%f998, [%rd1767];
+	fma.rn.f32 	%f999, %f990, %f998, %f6174;
+	ld.shared.f32 	%f1000, [%rd1767+4];
+	fma.rn.f32 	%f1001, %f991, %f1000, %f999;
+	ld.shared.f32 	%f1002, [%rd1767+8];
+	fma.rn.f32 	%f1003, %f992, %f1002, %f1001;
+	ld.shared.f32 	%f1004, [%rd1767+12];
+	fma.rn.f32 	%f6174, %f993, %f1004, %f1003;
+	add.s64 	%rd3748, %rd3748, 4;
+	add.s64 	%rd3747, %rd3747, -4;
+	setp.ne.s64 	%p264, %rd3747, 0;
+	@%p264 bra 	$L__BB66_160;
+
+$L__BB66_161:
+	setp.eq.s64 	%p265, %rd19, 0;
+	@%p265 bra 	$L__BB66_165;
+
+	setp.eq.s64 	%p266, %rd19, 1;
+	shl.b64 	%rd1768, %rd3748, 2;
+	mov.u64 	%rd1769, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd133, %rd1769, %rd1768;
+	ld.shared.f32 	%f1005, [%rd133];
+	add.s64 	%rd134, %rd3, %rd1768;
+	ld.local.f32 	%f1006, [%rd134];
+	fma.rn.f32 	%f6174, %f1006, %f1005, %f6174;
+	@%p266 bra 	$L__BB66_165;
+
+	setp.eq.s64 	%p267, %rd19, 2;
+	ld.shared.f32 	%f1007, [%rd133+4];
+	ld.local.f32 	%f1008, [%rd134+4];
+	fma.rn.f32 	%f6174, %f1008, %f1007, %f6174;
+	@%p267 bra 	$L__BB66_165;
+
+	ld.shared.f32 	%f1009, [%rd133+8];
+	ld.local.f32 	%f1010, [%rd134+8];
+	fma.rn.f32 	%f6174, %f1010, %f1009, %f6174;
+
+$L__BB66_165:
+	mul.f32 	%f1011, %f6174, %f939;
+	st.local.f32 	[%rd5+128], %f1011;
+	setp.lt.s64 	%p268, %rd3729, 34;
+	setp.lt.s64 	%p269, %rd109, 2;
+	or.pred  	%p270, %p269, %p268;
+	@%p270 bra 	$L__BB66_414;
+
+	mov.f32 	%f6178, 0f00000000;
+	mov.u64 	%rd3751, 0;
+	@%p263 bra 	$L__BB66_169;
+
+	mov.u64 	%rd3750, %rd20;
+
+$L__BB66_168:
+	shl.b64 	%rd1772, %rd3751, 2;
+	add.s64 	%rd1773, %rd3, %rd1772;
+	ld.local.v4.f32 	{%f1015, %f1016, %f1017, %f1018}, [%rd1773];
+	mov.u64 	%rd1774, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1775, %rd1774, %rd1772;
+	ld.shared.f32 	%f1023, [%rd1775+512];
+	fma.rn.f32 	%f1024, %f1015, %f1023, %f6178;
+	ld.shared.f32 	%f1025, [%rd1775+516];
+	fma.rn.f32 	%f1026, %f1016, %f1025, %f1024;
+	ld.shared.f32 	%f1027, [%rd1775+520];
+	fma.rn.f32 	%f1028, %f1017, %f1027, %f1026;
+	ld.shared.f32 	%f1029, [%rd1775+524];
+	fma.rn.f32 	%f6178, %f1018, %f1029, %f1028;
+	add.s64 	%rd3751, %rd3751, 4;
+	add.s64 	%rd3750, %rd3750, -4;
+	setp.ne.s64 	%p272, %rd3750, 0;
+	@%p272 bra 	$L__BB66_168;
+
+$L__BB66_169:
+	@%p265 bra 	$L__BB66_173;
+
+	setp.eq.s64 	%p274, %rd19, 1;
+	shl.b64 	%rd1776, %rd3751, 2;
+	mov.u64 	%rd1777, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1778, %rd1777, %rd1776;
+	add.s64 	%rd140, %rd1778, 512;
+	ld.shared.f32 	%f1030, [%rd1778+512];
+	add.s64 	%rd141, %rd3, %rd1776;
+	ld.local.f32 	%f1031, [%rd141];
+	fma.rn.f32 	%f6178, %f1031, %f1030, %f6178;
+	@%p274 bra 	$L__BB66_173;
+
+	setp.eq.s64 	%p275, %rd19, 2;
+	ld.shared.f32 	%f1032, [%rd140+4];
+	ld.local.f32 	%f1033, [%rd141+4];
+	fma.rn.f32 	%f6178, %f1033, %f1032, %f6178;
+	@%p275 bra 	$L__BB66_173;
+
+	ld.shared.f32 	%f1034, [%rd140+8];
+	ld.local.f32 	%f1035, [%rd141+8];
+	fma.rn.f32 	%f6178, %f1035, %f1034, %f6178;
+
+$L__BB66_173:
+	mul.f32 	%f1036, %f6178, %f939;
+	st.local.f32 	[%rd5+132], %f1036;
+	setp.lt.s64 	%p276, %rd3729, 35;
+	setp.lt.s64 	%p277, %rd109, 3;
+	or.pred  	%p278, %p277, %p276;
+	@%p278 bra 	$L__BB66_414;
+
+	mov.f32 	%f6182, 0f00000000;
+	mov.u64 	%rd3754, 0;
+	@%p263 bra 	$L__BB66_177;
+
+	mov.u64 	%rd3753, %rd20;
+
+$L__BB66_176:
+	shl.b64 	%rd1781, %rd3754, 2;
+	add.s64 	%rd1782, %rd3, %rd1781;
+	ld.local.v4.f32 	{%f1040, %f1041, %f1042, %f1043}, [%rd1782];
+	mov.u64 	%rd1783, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1784, %rd1783, %rd1781;
+	ld.shared.f32 	%f1048, [%rd1784+1024];
+	fma.rn.f32 	%f1049, %f1040, %f1048, %f6182;
+	ld.shared.f32 	%f1050, [%rd1784+1028];
+	fma.rn.f32 	%f1051, %f1041, %f1050, %f1049;
+	ld.shared.f32 	%f1052, [%rd1784+1032];
+	fma.rn.f32 	%f1053, %f1042, %f1052, %f1051;
+	ld.shared.f32 	%f1054, [%rd1784+1036];
+	fma.rn.f32 	%f6182, %f1043, %f1054, %f1053;
+	add.s64 	%rd3754, %rd3754, 4;
+	add.s64 	%rd3753, %rd3753, -4;
+	setp.ne.s64 	%p280, %rd3753, 0;
+	@%p280 bra 	$L__BB66_176;
+
+$L__BB66_177:
+	@%p265 bra 	$L__BB66_181;
+
+	setp.eq.s64 	%p282, %rd19, 1;
+	shl.b64 	%rd1785, %rd3754, 2;
+	mov.u64 	%rd1786, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1787, %rd1786, %rd1785;
+	add.s64 	%rd147, %rd1787, 1024;
+	ld.shared.f32 	%f1055, [%rd1787+1024];
+	add.s64 	%rd148, %rd3, %rd1785;
+	ld.local.f32 	%f1056, [%rd148];
+	fma.rn.f32 	%f6182, %f1056, %f1055, %f6182;
+	@%p282 bra 	$L__BB66_181;
+
+	setp.eq.s64 	%p283, %rd19, 2;
+	ld.shared.f32 	%f1057, [%rd147+4];
+	ld.local.f32 	%f1058, [%rd148+4];
+	fma.rn.f32 	%f6182, %f1058, %f1057, %f6182;
+	@%p283 bra 	$L__BB66_181;
+
+	ld.shared.f32 	%f1059, [%rd147+8];
+	ld.local.f32 	%f1060, [%rd148+8];
+	fma.rn.f32 	%f6182, %f1060, %f1059, %f6182;
+
+$L__BB66_181:
+	mul.f32 	%f1061, %f6182, %f939;
+	st.local.f32 	[%rd5+136], %f1061;
+	setp.lt.s64 	%p284, %rd3729, 36;
+	setp.lt.s64 	%p285, %rd109, 4;
+	or.pred  	%p286, %p285, %p284;
+	@%p286 bra 	$L__BB66_414;
+
+	mov.f32 	%f6186, 0f00000000;
+	mov.u64 	%rd3757, 0;
+	@%p263 bra 	$L__BB66_185;
+
+	mov.u64 	%rd3756, %rd20;
+
+$L__BB66_184:
+	shl.b64 	%rd1790, %rd3757, 2;
+	add.s64 	%rd1791, %rd3, %rd1790;
+	ld.local.v4.f32 	{%f1065, %f1066, %f1067, %f1068}, [%rd1791];
+	mov.u64 	%rd1792, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1793, %rd1792, %rd1790;
+	ld.shared.f32 	%f1073, [%rd1793+1536];
+	fma.rn.f32 	%f1074, %f1065, %f1073, %f6186;
+	ld.shared.f32 	%f1075, [%rd1793+1540];
+	fma.rn.f32 	%f1076, %f1066, %f1075, %f1074;
+	ld.shared.f32 	%f1077, [%rd1793+1544];
+	fma.rn.f32 	%f1078, %f1067, %f1077, %f1076;
+	ld.shared.f32 	%f1079, [%rd1793+1548];
+	fma.rn.f32 	%f6186, %f1068, %f1079, %f1078;
+	add.s64 	%rd3757, %rd3757, 4;
+	add.s64 	%rd3756, %rd3756, -4;
+	setp.ne.s64 	%p288, %rd3756, 0;
+	@%p288 bra 	$L__BB66_184;
+
+$L__BB66_185:
+	@%p265 bra 	$L__BB66_189;
+
+	setp.eq.s64 	%p290, %rd19, 1;
+	shl.b64 	%rd1794, %rd3757, 2;
+	mov.u64 	%rd1795, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1796, %rd1795, %rd1794;
+	add.s64 	%rd154, %rd1796, 1536;
+	ld.shared.f32 	%f1080, [%rd1796+1536];
+	add.s64 	%rd155, %rd3, %rd1794;
+	ld.local.f32 	%f1081, [%rd155];
+	fma.rn.f32 	%f6186, %f1081, %f1080, %f6186;
+	@%p290 bra 	$L__BB66_189;
+
+	setp.eq.s64 	%p291, %rd19, 2;
+	ld.shared.f32 	%f1082, [%rd154+4];
+	ld.local.f32 	%f1083, [%rd155+4];
+	fma.rn.f32 	%f6186, %f1083, %f1082, %f6186;
+	@%p291 bra 	$L__BB66_189;
+
+	ld.shared.f32 	%f1084, [%rd154+8];
+	ld.local.f32 	%f1085, [%rd155+8];
+	fma.rn.f32 	%f6186, %f1085, %f1084, %f6186;
+
+$L__BB66_189:
+	mul.f32 	%f1086, %f6186, %f939;
+	st.local.f32 	[%rd5+140], %f1086;
+	setp.lt.s64 	%p292, %rd3729, 37;
+	setp.lt.s64 	%p293, %rd109, 5;
+	or.pred  	%p294, %p293, %p292;
+	@%p294 bra 	$L__BB66_414;
+
+	mov.f32 	%f6190, 0f00000000;
+	mov.u64 	%rd3760, 0;
+	@%p263 bra 	$L__BB66_193;
+
+	mov.u64 	%rd3759, %rd20;
+
+$L__BB66_192:
+	shl.b64 	%rd1799, %rd3760, 2;
+	add.s64 	%rd1800, %rd3, %rd1799;
+	ld.local.v4.f32 	{%f1090, %f1091, %f1092, %f1093}, [%rd1800];
+	mov.u64 	%rd1801, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1802, %rd1801, %rd1799;
+	ld.shared.f32 	%f1098, [%rd1802+2048];
+	fma.rn.f32 	%f1099, %f1090, %f1098, %f6190;
+	ld.shared.f32 	%f1100, [%rd1802+2052];
+	fma.rn.f32 	%f1101, %f1091, %f1100, %f1099;
+	ld.shared.f32 	%f1102, [%rd1802+2056];
+	fma.rn.f32 	%f1103, %f1092, %f1102, %f1101;
+	ld.shared.f32 	%f1104, [%rd1802+2060];
+	fma.rn.f32 	%f6190, %f1093, %f1104, %f1103;
+	add.s64 	%rd3760, %rd3760, 4;
+	add.s64 	%rd3759, %rd3759, -4;
+	setp.ne.s64 	%p296, %rd3759, 0;
+	@%p296 bra 	$L__BB66_192;
+
+$L__BB66_193:
+	@%p265 bra 	$L__BB66_197;
+
+	setp.eq.s64 	%p298, %rd19, 1;
+	shl.b64 	%rd1803, %rd3760, 2;
+	mov.u64 	%rd1804, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1805, %rd1804, %rd1803;
+	add.s64 	%rd161, %rd1805, 2048;
+	ld.shared.f32 	%f1105, [%rd1805+2048];
+	add.s64 	%rd162, %rd3, %rd1803;
+	ld.local.f32 	%f1106, [%rd162];
+	fma.rn.f32 	%f6190, %f1106, %f1105, %f6190;
+	@%p298 bra 	$L__BB66_197;
+
+	setp.eq.s64 	%p299, %rd19, 2;
+	ld.shared.f32 	%f1107, [%rd161+4];
+	ld.local.f32 	%f1108, [%rd162+4];
+	fma.rn.f32 	%f6190, %f1108, %f1107, %f6190;
+	@%p299 bra 	$L__BB66_197;
+
+	ld.shared.f32 	%f1109, [%rd161+8];
+	ld.local.f32 	%f1110, [%rd162+8];
+	fma.rn.f32 	%f6190, %f1110, %f1109, %f6190;
+
+$L__BB66_197:
+	mul.f32 	%f1111, %f6190, %f939;
+	st.local.f32 	[%rd5+144], %f1111;
+	setp.lt.s64 	%p300, %rd3729, 38;
+	setp.lt.s64 	%p301, %rd109, 6;
+	or.pred  	%p302, %p301, %p300;
+	@%p302 bra 	$L__BB66_414;
+
+	mov.f32 	%f6194, 0f00000000;
+	mov.u64 	%rd3763, 0;
+	@%p263 bra 	$L__BB66_201;
+
+	mov.u64 	%rd3762, %rd20;
+
+$L__BB66_200:
+	shl.b64 	%rd1808, %rd3763, 2;
+	add.s64 	%rd1809, %rd3, %rd1808;
+	ld.local.v4.f32 	{%f1115, %f1116, %f1117, %f1118}, [%rd1809];
+	mov.u64 	%rd1810, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1811, %rd1810, %rd1808;
+	ld.shared.f32 	%f1123, [%rd1811+2560];
+	fma.rn.f32 	%f1124, %f1115, %f1123, %f6194;
+	ld.shared.f32 	%f1125, [%rd1811+2564];
+	fma.rn.f32 	%f1126, %f1116, %f1125, %f1124;
+	ld.shared.f32 	%f1127, [%rd1811+2568];
+	fma.rn.f32 	%f1128, %f1117, %f1127, %f1126;
+	ld.shared.f32 	%f1129, [%rd1811+2572];
+	fma.rn.f32 	%f6194, %f1118, %f1129, %f1128;
+	add.s64 	%rd3763, %rd3763, 4;
+	add.s64 	%rd3762, %rd3762, -4;
+	setp.ne.s64 	%p304, %rd3762, 0;
+	@%p304 bra 	$L__BB66_200;
+
+$L__BB66_201:
+	@%p265 bra 	$L__BB66_205;
+
+	setp.eq.s64 	%p306, %rd19, 1;
+	shl.b64 	%rd1812, %rd3763, 2;
+	mov.u64 	%rd1813, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1814, %rd1813, %rd1812;
+	add.s64 	%rd168, %rd1814, 2560;
+	ld.shared.f32 	%f1130, [%rd1814+2560];
+	add.s64 	%rd169, %rd3, %rd1812;
+	ld.local.f32 	%f1131, [%rd169];
+	fma.rn.f32 	%f6194, %f1131, %f1130, %f6194;
+	@%p306 bra 	$L__BB66_205;
+
+	setp.eq.s64 	%p307, %rd19, 2;
+	ld.shared.f32 	%f1132, [%rd168+4];
+	ld.local.f32 	%f1133, [%rd169+4];
+	fma.rn.f32 	%f6194, %f1133, %f1132, %f6194;
+	@%p307 bra 	$L__BB66_205;
+
+	ld.shared.f32 	%f1134, [%rd168+8];
+	ld.local.f32 	%f1135, [%rd169+8];
+	fma.rn.f32 	%f6194, %f1135, %f1134, %f6194;
+
+$L__BB66_205:
+	mul.f32 	%f1136, %f6194, %f939;
+	st.local.f32 	[%rd5+148], %f1136;
+	setp.lt.s64 	%p308, %rd3729, 39;
+	setp.lt.s64 	%p309, %rd109, 7;
+	or.pred  	%p310, %p309, %p308;
+	@%p310 bra 	$L__BB66_414;
+
+	mov.f32 	%f6198, 0f00000000;
+	mov.u64 	%rd3766, 0;
+	@%p263 bra 	$L__BB66_209;
+
+	mov.u64 	%rd3765, %rd20;
+
+$L__BB66_208:
+	shl.b64 	%rd1817, %rd3766, 2;
+	add.s64 	%rd1818, %rd3, %rd1817;
+	ld.local.v4.f32 	{%f1140, %f1141, %f1142, %f1143}, [%rd1818];
+	mov.u64 	%rd1819, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1820, %rd1819, %rd1817;
+	ld.shared.f32 	%f1148, [%rd1820+3072];
+	fma.rn.f32 	%f1149, %f1140, %f1148, %f6198;
+	ld.shared.f32 	%f1150, [%rd1820+3076];
+	fma.rn.f32 	%f1151, %f1141, %f1150, %f1149;
+	ld.shared.f32 	%f1152, [%rd1820+3080];
+	fma.rn.f32 	%f1153, %f1142, %f1152, %f1151;
+	ld.shared.f32 	%f1154, [%rd1820+3084];
+	fma.rn.f32 	%f6198, %f1143, %f1154, %f1153;
+	add.s64 	%rd3766, %rd3766, 4;
+	add.s64 	%rd3765, %rd3765, -4;
+	setp.ne.s64 	%p312, %rd3765, 0;
+	@%p312 bra 	$L__BB66_208;
+
+$L__BB66_209:
+	@%p265 bra 	$L__BB66_213;
+
+	setp.eq.s64 	%p314, %rd19, 1;
+	shl.b64 	%rd1821, %rd3766, 2;
+	mov.u64 	%rd1822, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1823, %rd1822, %rd1821;
+	add.s64 	%rd175, %rd1823, 3072;
+	ld.shared.f32 	%f1155, [%rd1823+3072];
+	add.s64 	%rd176, %rd3, %rd1821;
+	ld.local.f32 	%f1156, [%rd176];
+	fma.rn.f32 	%f6198, %f1156, %f1155, %f6198;
+	@%p314 bra 	$L__BB66_213;
+
+	setp.eq.s64 	%p315, %rd19, 2;
+	ld.shared.f32 	%f1157, [%rd175+4];
+	ld.local.f32 	%f1158, [%rd176+4];
+	fma.rn.f32 	%f6198, %f1158, %f1157, %f6198;
+	@%p315 bra 	$L__BB66_213;
+
+	ld.shared.f32 	%f1159, [%rd175+8];
+	ld.local.f32 	%f1160, [%rd176+8];
+	fma.rn.f32 	%f6198, %f1160, %f1159, %f6198;
+
+$L__BB66_213:
+	mul.f32 	%f1161, %f6198, %f939;
+	st.local.f32 	[%rd5+152], %f1161;
+	setp.lt.s64 	%p316, %rd3729, 40;
+	setp.lt.s64 	%p317, %rd109, 8;
+	or.pred  	%p318, %p317, %p316;
+	@%p318 bra 	$L__BB66_414;
+
+	mov.f32 	%f6202, 0f00000000;
+	mov.u64 	%rd3769, 0;
+	@%p263 bra 	$L__BB66_217;
+
+	mov.u64 	%rd3768, %rd20;
+
+$L__BB66_216:
+	shl.b64 	%rd1826, %rd3769, 2;
+	add.s64 	%rd1827, %rd3, %rd1826;
+	ld.local.v4.f32 	{%f1165, %f1166, %f1167, %f1168}, [%rd1827];
+	mov.u64 	%rd1828, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1829, %rd1828, %rd1826;
+	ld.shared.f32 	%f1173, [%rd1829+3584];
+	fma.rn.f32 	%f1174, %f1165, %f1173, %f6202;
+	ld.shared.f32 	%f1175, [%rd1829+3588];
+	fma.rn.f32 	%f1176, %f1166, %f1175, %f1174;
+	ld.shared.f32 	%f1177, [%rd1829+3592];
+	fma.rn.f32 	%f1178, %f1167, %f1177, %f1176;
+	ld.shared.f32 	%f1179, [%rd1829+3596];
+	fma.rn.f32 	%f6202, %f1168, %f1179, %f1178;
+	add.s64 	%rd3769, %rd3769, 4;
+	add.s64 	%rd3768, %rd3768, -4;
+	setp.ne.s64 	%p320, %rd3768, 0;
+	@%p320 bra 	$L__BB66_216;
+
+$L__BB66_217:
+	@%p265 bra 	$L__BB66_221;
+
+	setp.eq.s64 	%p322, %rd19, 1;
+	shl.b64 	%rd1830, %rd3769, 2;
+	mov.u64 	%rd1831, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1832, %rd1831, %rd1830;
+	add.s64 	%rd182, %rd1832, 3584;
+	ld.shared.f32 	%f1180, [%rd1832+3584];
+	add.s64 	%rd183, %rd3, %rd1830;
+	ld.local.f32 	%f1181, [%rd183];
+	fma.rn.f32 	%f6202, %f1181, %f1180, %f6202;
+	@%p322 bra 	$L__BB66_221;
+
+	setp.eq.s64 	%p323, %rd19, 2;
+	ld.shared.f32 	%f1182, [%rd182+4];
+	ld.local.f32 	%f1183, [%rd183+4];
+	fma.rn.f32 	%f6202, %f1183, %f1182, %f6202;
+	@%p323 bra 	$L__BB66_221;
+
+	ld.shared.f32 	%f1184, [%rd182+8];
+	ld.local.f32 	%f1185, [%rd183+8];
+	fma.rn.f32 	%f6202, %f1185, %f1184, %f6202;
+
+$L__BB66_221:
+	mul.f32 	%f1186, %f6202, %f939;
+	st.local.f32 	[%rd5+156], %f1186;
+	setp.lt.s64 	%p324, %rd3729, 41;
+	setp.lt.s64 	%p325, %rd109, 9;
+	or.pred  	%p326, %p325, %p324;
+	@%p326 bra 	$L__BB66_414;
+
+	mov.f32 	%f6206, 0f00000000;
+	mov.u64 	%rd3772, 0;
+	@%p263 bra 	$L__BB66_225;
+
+	mov.u64 	%rd3771, %rd20;
+
+$L__BB66_224:
+	shl.b64 	%rd1835, %rd3772, 2;
+	add.s64 	%rd1836, %rd3, %rd1835;
+	ld.local.v4.f32 	{%f1190, %f1191, %f1192, %f1193}, [%rd1836];
+	mov.u64 	%rd1837, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1838, %rd1837, %rd1835;
+	ld.shared.f32 	%f1198, [%rd1838+4096];
+	fma.rn.f32 	%f1199, %f1190, %f1198, %f6206;
+	ld.shared.f32 	%f1200, [%rd1838+4100];
+	fma.rn.f32 	%f1201, %f1191, %f1200, %f1199;
+	ld.shared.f32 	%f1202, [%rd1838+4104];
+	fma.rn.f32 	%f1203, %f1192, %f1202, %f1201;
+	ld.shared.f32 	%f1204, [%rd1838+4108];
+	fma.rn.f32 	%f6206, %f1193, %f1204, %f1203;
+	add.s64 	%rd3772, %rd3772, 4;
+	add.s64 	%rd3771, %rd3771, -4;
+	setp.ne.s64 	%p328, %rd3771, 0;
+	@%p328 bra 	$L__BB66_224;
+
+$L__BB66_225:
+	@%p265 bra 	$L__BB66_229;
+
+	setp.eq.s64 	%p330, %rd19, 1;
+	shl.b64 	%rd1839, %rd3772, 2;
+	mov.u64 	%rd1840, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1841, %rd1840, %rd1839;
+	add.s64 	%rd189, %rd1841, 4096;
+	ld.shared.f32 	%f1205, [%rd1841+4096];
+	add.s64 	%rd190, %rd3, %rd1839;
+	ld.local.f32 	%f1206, [%rd190];
+	fma.rn.f32 	%f6206, %f1206, %f1205, %f6206;
+	@%p330 bra 	$L__BB66_229;
+
+	setp.eq.s64 	%p331, %rd19, 2;
+	ld.shared.f32 	%f1207, [%rd189+4];
+	ld.local.f32 	%f1208, [%rd190+4];
+	fma.rn.f32 	%f6206, %f1208, %f1207, %f6206;
+	@%p331 bra 	$L__BB66_229;
+
+	ld.shared.f32 	%f1209, [%rd189+8];
+	ld.local.f32 	%f1210, [%rd190+8];
+	fma.rn.f32 	%f6206, %f1210, %f1209, %f6206;
+
+$L__BB66_229:
+	mul.f32 	%f1211, %f6206, %f939;
+	st.local.f32 	[%rd5+160], %f1211;
+	setp.lt.s64 	%p332, %rd3729, 42;
+	setp.lt.s64 	%p333, %rd109, 10;
+	or.pred  	%p334, %p333, %p332;
+	@%p334 bra 	$L__BB66_414;
+
+	mov.f32 	%f6210, 0f00000000;
+	mov.u64 	%rd3775, 0;
+	@%p263 bra 	$L__BB66_233;
+
+	mov.u64 	%rd3774, %rd20;
+
+$L__BB66_232:
+	shl.b64 	%rd1844, %rd3775, 2;
+	add.s64 	%rd1845, %rd3, %rd1844;
+	ld.local.v4.f32 	{%f1215, %f1216, %f1217, %f1218}, [%rd1845];
+	mov.u64 	%rd1846, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1847, %rd1846, %rd1844;
+	ld.shared.f32 	%f1223, [%rd1847+4608];
+	fma.rn.f32 	%f1224, %f1215, %f1223, %f6210;
+	ld.shared.f32 	%f1225, [%rd1847+4612];
+	fma.rn.f32 	%f1226, %f1216, %f1225, %f1224;
+	ld.shared.f32 	%f1227, [%rd1847+4616];
+	fma.rn.f32 	%f1228, %f1217, %f1227, %f1226;
+	ld.shared.f32 	%f1229, [%rd1847+4620];
+	fma.rn.f32 	%f6210, %f1218, %f1229, %f1228;
+	add.s64 	%rd3775, %rd3775, 4;
+	add.s64 	%rd3774, %rd3774, -4;
+	setp.ne.s64 	%p336, %rd3774, 0;
+	@%p336 bra 	$L__BB66_232;
+
+$L__BB66_233:
+	@%p265 bra 	$L__BB66_237;
+
+	setp.eq.s64 	%p338, %rd19, 1;
+	shl.b64 	%rd1848, %rd3775, 2;
+	mov.u64 	%rd1849, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1850, %rd1849, %rd1848;
+	add.s64 	%rd196, %rd1850, 4608;
+	ld.shared.f32 	%f1230, [%rd1850+4608];
+	add.s64 	%rd197, %rd3, %rd1848;
+	ld.local.f32 	%f1231, [%rd197];
+	fma.rn.f32 	%f6210, %f1231, %f1230, %f6210;
+	@%p338 bra 	$L__BB66_237;
+
+	setp.eq.s64 	%p339, %rd19, 2;
+	ld.shared.f32 	%f1232, [%rd196+4];
+	ld.local.f32 	%f1233, [%rd197+4];
+	fma.rn.f32 	%f6210, %f1233, %f1232, %f6210;
+	@%p339 bra 	$L__BB66_237;
+
+	ld.shared.f32 	%f1234, [%rd196+8];
+	ld.local.f32 	%f1235, [%rd197+8];
+	fma.rn.f32 	%f6210, %f1235, %f1234, %f6210;
+
+$L__BB66_237:
+	mul.f32 	%f1236, %f6210, %f939;
+	st.local.f32 	[%rd5+164], %f1236;
+	setp.lt.s64 	%p340, %rd3729, 43;
+	setp.lt.s64 	%p341, %rd109, 11;
+	or.pred  	%p342, %p341, %p340;
+	@%p342 bra 	$L__BB66_414;
+
+	mov.f32 	%f6214, 0f00000000;
+	mov.u64 	%rd3778, 0;
+	@%p263 bra 	$L__BB66_241;
+
+	mov.u64 	%rd3777, %rd20;
+
+$L__BB66_240:
+	shl.b64 	%rd1853, %rd3778, 2;
+	add.s64 	%rd1854, %rd3, %rd1853;
+	ld.local.v4.f32 	{%f1240, %f1241, %f1242, %f1243}, [%rd1854];
+	mov.u64 	%rd1855, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1856, %rd1855, %rd1853;
+	ld.shared.f32 	%f1248, [%rd1856+5120];
+	fma.rn.f32 	%f1249, %f1240, %f1248, %f6214;
+	ld.shared.f32 	%f1250, [%rd1856+5124];
+	fma.rn.f32 	%f1251, %f1241, %f1250, %f1249;
+	ld.shared.f32 	%f1252, [%rd1856+5128];
+	fma.rn.f32 	%f1253, %f1242, %f1252, %f1251;
+	ld.shared.f32 	%f1254, [%rd1856+5132];
+	fma.rn.f32 	%f6214, %f1243, %f1254, %f1253;
+	add.s64 	%rd3778, %rd3778, 4;
+	add.s64 	%rd3777, %rd3777, -4;
+	setp.ne.s64 	%p344, %rd3777, 0;
+	@%p344 bra 	$L__BB66_240;
+
+$L__BB66_241:
+	@%p265 bra 	$L__BB66_245;
+
+	setp.eq.s64 	%p346, %rd19, 1;
+	shl.b64 	%rd1857, %rd3778, 2;
+	mov.u64 	%rd1858, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1859, %rd1858, %rd1857;
+	add.s64 	%rd203, %rd1859, 5120;
+	ld.shared.f32 	%f1255, [%rd1859+5120];
+	add.s64 	%rd204, %rd3, %rd1857;
+	ld.local.f32 	%f1256, [%rd204];
+	fma.rn.f32 	%f6214, %f1256, %f1255, %f6214;
+	@%p346 bra 	$L__BB66_245;
+
+	setp.eq.s64 	%p347, %rd19, 2;
+	ld.shared.f32 	%f1257, [%rd203+4];
+	ld.local.f32 	%f1258, [%rd204+4];
+	fma.rn.f32 	%f6214, %f1258, %f1257, %f6214;
+	@%p347 bra 	$L__BB66_245;
+
+	ld.shared.f32 	%f1259, [%rd203+8];
+	ld.local.f32 	%f1260, [%rd204+8];
+	fma.rn.f32 	%f6214, %f1260, %f1259, %f6214;
+
+$L__BB66_245:
+	mul.f32 	%f1261, %f6214, %f939;
+	st.local.f32 	[%rd5+168], %f1261;
+	setp.lt.s64 	%p348, %rd3729, 44;
+	setp.lt.s64 	%p349, %rd109, 12;
+	or.pred  	%p350, %p349, %p348;
+	@%p350 bra 	$L__BB66_414;
+
+	mov.f32 	%f6218, 0f00000000;
+	mov.u64 	%rd3781, 0;
+	@%p263 bra 	$L__BB66_249;
+
+	mov.u64 	%rd3780, %rd20;
+
+$L__BB66_248:
+	shl.b64 	%rd1862, %rd3781, 2;
+	add.s64 	%rd1863, %rd3, %rd1862;
+	ld.local.v4.f32 	{%f1265, %f1266, %f1267, %f1268}, [%rd1863];
+	mov.u64 	%rd1864, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1865, %rd1864, %rd1862;
+	ld.shared.f32 	%f1273, [%rd1865+5632];
+	fma.rn.f32 	%f1274, %f1265, %f1273, %f6218;
+	ld.shared.f32 	%f1275, [%rd1865+5636];
+	fma.rn.f32 	%f1276, %f1266, %f1275, %f1274;
+	ld.shared.f32 	%f1277, [%rd1865+5640];
+	fma.rn.f32 	%f1278, %f1267, %f1277, %f1276;
+	ld.shared.f32 	%f1279, [%rd1865+5644];
+	fma.rn.f32 	%f6218, %f1268, %f1279, %f1278;
+	add.s64 	%rd3781, %rd3781, 4;
+	add.s64 	%rd3780, %rd3780, -4;
+	setp.ne.s64 	%p352, %rd3780, 0;
+	@%p352 bra 	$L__BB66_248;
+
+$L__BB66_249:
+	@%p265 bra 	$L__BB66_253;
+
+	setp.eq.s64 	%p354, %rd19, 1;
+	shl.b64 	%rd1866, %rd3781, 2;
+	mov.u64 	%rd1867, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1868, %rd1867, %rd1866;
+	add.s64 	%rd210, %rd1868, 5632;
+	ld.shared.f32 	%f1280, [%rd1868+5632];
+	add.s64 	%rd211, %rd3, %rd1866;
+	ld.local.f32 	%f1281, [%rd211];
+	fma.rn.f32 	%f6218, %f1281, %f1280, %f6218;
+	@%p354 bra 	$L__BB66_253;
+
+	setp.eq.s64 	%p355, %rd19, 2;
+	ld.shared.f32 	%f1282, [%rd210+4];
+	ld.local.f32 	%f1283, [%rd211+4];
+	fma.rn.f32 	%f6218, %f1283, %f1282, %f6218;
+	@%p355 bra 	$L__BB66_253;
+
+	ld.shared.f32 	%f1284, [%rd210+8];
+	ld.local.f32 	%f1285, [%rd211+8];
+	fma.rn.f32 	%f6218, %f1285, %f1284, %f6218;
+
+$L__BB66_253:
+	mul.f32 	%f1286, %f6218, %f939;
+	st.local.f32 	[%rd5+172], %f1286;
+	setp.lt.s64 	%p356, %rd3729, 45;
+	setp.lt.s64 	%p357, %rd109, 13;
+	or.pred  	%p358, %p357, %p356;
+	@%p358 bra 	$L__BB66_414;
+
+	mov.f32 	%f6222, 0f00000000;
+	mov.u64 	%rd3784, 0;
+	@%p263 bra 	$L__BB66_257;
+
+	mov.u64 	%rd3783, %rd20;
+
+$L__BB66_256:
+	shl.b64 	%rd1871, %rd3784, 2;
+	add.s64 	%rd1872, %rd3, %rd1871;
+	ld.local.v4.f32 	{%f1290, %f1291, %f1292, %f1293}, [%rd1872];
+	mov.u64 	%rd1873, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1874, %rd1873, %rd1871;
+	ld.shared.f32 	%f1298, [%rd1874+6144];
+	fma.rn.f32 	%f1299, %f1290, %f1298, %f6222;
+	ld.shared.f32 	%f1300, [%rd1874+6148];
+	fma.rn.f32 	%f1301, %f1291, %f1300, %f1299;
+	ld.shared.f32 	%f1302, [%rd1874+6152];
+	fma.rn.f32 	%f1303, %f1292, %f1302, %f1301;
+	ld.shared.f32 	%f1304, [%rd1874+6156];
+	fma.rn.f32 	%f6222, %f1293, %f1304, %f1303;
+	add.s64 	%rd3784, %rd3784, 4;
+	add.s64 	%rd3783, %rd3783, -4;
+	setp.ne.s64 	%p360, %rd3783, 0;
+	@%p360 bra 	$L__BB66_256;
+
+$L__BB66_257:
+	@%p265 bra 	$L__BB66_261;
+
+	setp.eq.s64 	%p362, %rd19, 1;
+	shl.b64 	%rd1875, %rd3784, 2;
+	mov.u64 	%rd1876, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1877, %rd1876, %rd1875;
+	add.s64 	%rd217, %rd1877, 6144;
+	ld.shared.f32 	%f1305, [%rd1877+6144];
+	add.s64 	%rd218, %rd3, %rd1875;
+	ld.local.f32 	%f1306, [%rd218];
+	fma.rn.f32 	%f6222, %f1306, %f1305, %f6222;
+	@%p362 bra 	$L__BB66_261;
+
+	setp.eq.s64 	%p363, %rd19, 2;
+	ld.shared.f32 	%f1307, [%rd217+4];
+	ld.local.f32 	%f1308, [%rd218+4];
+	fma.rn.f32 	%f6222, %f1308, %f1307, %f6222;
+	@%p363 bra 	$L__BB66_261;
+
+	ld.shared.f32 	%f1309, [%rd217+8];
+	ld.local.f32 	%f1310, [%rd218+8];
+	fma.rn.f32 	%f6222, %f1310, %f1309, %f6222;
+
+$L__BB66_261:
+	mul.f32 	%f1311, %f6222, %f939;
+	st.local.f32 	[%rd5+176], %f1311;
+	setp.lt.s64 	%p364, %rd3729, 46;
+	setp.lt.s64 	%p365, %rd109, 14;
+	or.pred  	%p366, %p365, %p364;
+	@%p366 bra 	$L__BB66_414;
+
+	mov.f32 	%f6226, 0f00000000;
+	mov.u64 	%rd3787, 0;
+	@%p263 bra 	$L__BB66_265;
+
+	mov.u64 	%rd3786, %rd20;
+
+$L__BB66_264:
+	shl.b64 	%rd1880, %rd3787, 2;
+	add.s64 	%rd1881, %rd3, %rd1880;
+	ld.local.v4.f32 	{%f1315, %f1316, %f1317, %f1318}, [%rd1881];
+	mov.u64 	%rd1882, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1883, %rd1882, %rd1880;
+	ld.shared.f32 	%f1323, [%rd1883+6656];
+	fma.rn.f32 	%f1324, %f1315, %f1323, %f6226;
+	ld.shared.f32 	%f1325, [%rd1883+6660];
+	fma.rn.f32 	%f1326, %f1316, %f1325, %f1324;
+	ld.shared.f32 	%f1327, [%rd1883+6664];
+	fma.rn.f32 	%f1328, %f1317, %f1327, %f1326;
+	ld.shared.f32 	%f1329, [%rd1883+6668];
+	fma.rn.f32 	%f6226, %f1318, %f1329, %f1328;
+	add.s64 	%rd3787, %rd3787, 4;
+	add.s64 	%rd3786, %rd3786, -4;
+	setp.ne.s64 	%p368, %rd3786, 0;
+	@%p368 bra 	$L__BB66_264;
+
+$L__BB66_265:
+	@%p265 bra 	$L__BB66_269;
+
+	setp.eq.s64 	%p370, %rd19, 1;
+	shl.b64 	%rd1884, %rd3787, 2;
+	mov.u64 	%rd1885, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1886, %rd1885, %rd1884;
+	add.s64 	%rd224, %rd1886, 6656;
+	ld.shared.f32 	%f1330, [%rd1886+6656];
+	add.s64 	%rd225, %rd3, %rd1884;
+	ld.local.f32 	%f1331, [%rd225];
+	fma.rn.f32 	%f6226, %f1331, %f1330, %f6226;
+	@%p370 bra 	$L__BB66_269;
+
+	setp.eq.s64 	%p371, %rd19, 2;
+	ld.shared.f32 	%f1332, [%rd224+4];
+	ld.local.f32 	%f1333, [%rd225+4];
+	fma.rn.f32 	%f6226, %f1333, %f1332, %f6226;
+	@%p371 bra 	$L__BB66_269;
+
+	ld.shared.f32 	%f1334, [%rd224+8];
+	ld.local.f32 	%f1335, [%rd225+8];
+	fma.rn.f32 	%f6226, %f1335, %f1334, %f6226;
+
+$L__BB66_269:
+	mul.f32 	%f1336, %f6226, %f939;
+	st.local.f32 	[%rd5+180], %f1336;
+	setp.lt.s64 	%p372, %rd3729, 47;
+	setp.lt.s64 	%p373, %rd109, 15;
+	or.pred  	%p374, %p373, %p372;
+	@%p374 bra 	$L__BB66_414;
+
+	mov.f32 	%f6230, 0f00000000;
+	mov.u64 	%rd3790, 0;
+	@%p263 bra 	$L__BB66_273;
+
+	mov.u64 	%rd3789, %rd20;
+
+$L__BB66_272:
+	shl.b64 	%rd1889, %rd3790, 2;
+	add.s64 	%rd1890, %rd3, %rd1889;
+	ld.local.v4.f32 	{%f1340, %f1341, %f1342, %f1343}, [%rd1890];
+	mov.u64 	%rd1891, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1892, %rd1891, %rd1889;
+	ld.shared.f32 	%f1348, [%rd1892+7168];
+	fma.rn.f32 	%f1349, %f1340, %f1348, %f6230;
+	ld.shared.f32 	%f1350, [%rd1892+7172];
+	fma.rn.f32 	%f1351, %f1341, %f1350, %f1349;
+	ld.shared.f32 	%f1352, [%rd1892+7176];
+	fma.rn.f32 	%f1353, %f1342, %f1352, %f1351;
+	ld.shared.f32 	%f1354, [%rd1892+7180];
+	fma.rn.f32 	%f6230, %f1343, %f1354, %f1353;
+	add.s64 	%rd3790, %rd3790, 4;
+	add.s64 	%rd3789, %rd3789, -4;
+	setp.ne.s64 	%p376, %rd3789, 0;
+	@%p376 bra 	$L__BB66_272;
+
+$L__BB66_273:
+	@%p265 bra 	$L__BB66_277;
+
+	setp.eq.s64 	%p378, %rd19, 1;
+	shl.b64 	%rd1893, %rd3790, 2;
+	mov.u64 	%rd1894, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1895, %rd1894, %rd1893;
+	add.s64 	%rd231, %rd1895, 7168;
+	ld.shared.f32 	%f1355, [%rd1895+7168];
+	add.s64 	%rd232, %rd3, %rd1893;
+	ld.local.f32 	%f1356, [%rd232];
+	fma.rn.f32 	%f6230, %f1356, %f1355, %f6230;
+	@%p378 bra 	$L__BB66_277;
+
+	setp.eq.s64 	%p379, %rd19, 2;
+	ld.shared.f32 	%f1357, [%rd231+4];
+	ld.local.f32 	%f1358, [%rd232+4];
+	fma.rn.f32 	%f6230, %f1358, %f1357, %f6230;
+	@%p379 bra 	$L__BB66_277;
+
+	ld.shared.f32 	%f1359, [%rd231+8];
+	ld.local.f32 	%f1360, [%rd232+8];
+	fma.rn.f32 	%f6230, %f1360, %f1359, %f6230;
+
+$L__BB66_277:
+	mul.f32 	%f1361, %f6230, %f939;
+	st.local.f32 	[%rd5+184], %f1361;
+	setp.lt.s64 	%p380, %rd3729, 48;
+	setp.lt.s64 	%p381, %rd109, 16;
+	or.pred  	%p382, %p381, %p380;
+	@%p382 bra 	$L__BB66_414;
+
+	mov.f32 	%f6234, 0f00000000;
+	mov.u64 	%rd3793, 0;
+	@%p263 bra 	$L__BB66_281;
+
+	mov.u64 	%rd3792, %rd20;
+
+$L__BB66_280:
+	shl.b64 	%rd1898, %rd3793, 2;
+	add.s64 	%rd1899, %rd3, %rd1898;
+	ld.local.v4.f32 	{%f1365, %f1366, %f1367, %f1368}, [%rd1899];
+	mov.u64 	%rd1900, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1901, %rd1900, %rd1898;
+	ld.shared.f32 	%f1373, [%rd1901+7680];
+	fma.rn.f32 	%f1374, %f1365, %f1373, %f6234;
+	ld.shared.f32 	%f1375, [%rd1901+7684];
+	fma.rn.f32 	%f1376, %f1366, %f1375, %f1374;
+	ld.shared.f32 	%f1377, [%rd1901+7688];
+	fma.rn.f32 	%f1378, %f1367, %f1377, %f1376;
+	ld.shared.f32 	%f1379, [%rd1901+7692];
+	fma.rn.f32 	%f6234, %f1368, %f1379, %f1378;
+	add.s64 	%rd3793, %rd3793, 4;
+	add.s64 	%rd3792, %rd3792, -4;
+	setp.ne.s64 	%p384, %rd3792, 0;
+	@%p384 bra 	$L__BB66_280;
+
+$L__BB66_281:
+	@%p265 bra 	$L__BB66_285;
+
+	setp.eq.s64 	%p386, %rd19, 1;
+	shl.b64 	%rd1902, %rd3793, 2;
+	mov.u64 	%rd1903, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1904, %rd1903, %rd1902;
+	add.s64 	%rd238, %rd1904, 7680;
+	ld.shared.f32 	%f1380, [%rd1904+7680];
+	add.s64 	%rd239, %rd3, %rd1902;
+	ld.local.f32 	%f1381, [%rd239];
+	fma.rn.f32 	%f6234, %f1381, %f1380, %f6234;
+	@%p386 bra 	$L__BB66_285;
+
+	setp.eq.s64 	%p387, %rd19, 2;
+	ld.shared.f32 	%f1382, [%rd238+4];
+	ld.local.f32 	%f1383, [%rd239+4];
+	fma.rn.f32 	%f6234, %f1383, %f1382, %f6234;
+	@%p387 bra 	$L__BB66_285;
+
+	ld.shared.f32 	%f1384, [%rd238+8];
+	ld.local.f32 	%f1385, [%rd239+8];
+	fma.rn.f32 	%f6234, %f1385, %f1384, %f6234;
+
+$L__BB66_285:
+	mul.f32 	%f1386, %f6234, %f939;
+	st.local.f32 	[%rd5+188], %f1386;
+	setp.lt.s64 	%p388, %rd3729, 49;
+	setp.lt.s64 	%p389, %rd109, 17;
+	or.pred  	%p390, %p389, %p388;
+	@%p390 bra 	$L__BB66_414;
+
+	mov.f32 	%f6238, 0f00000000;
+	mov.u64 	%rd3796, 0;
+	@%p263 bra 	$L__BB66_289;
+
+	mov.u64 	%rd3795, %rd20;
+
+$L__BB66_288:
+	shl.b64 	%rd1907, %rd3796, 2;
+	add.s64 	%rd1908, %rd3, %rd1907;
+	ld.local.v4.f32 	{%f1390, %f1391, %f1392, %f1393}, [%rd1908];
+	mov.u64 	%rd1909, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1910, %rd1909, %rd1907;
+	ld.shared.f32 	%f1398, [%rd1910+8192];
+	fma.rn.f32 	%f1399, %f1390, %f1398, %f6238;
+	ld.shared.f32 	%f1400, [%rd1910+8196];
+	fma.rn.f32 	%f1401, %f1391, %f1400, %f1399;
+	ld.shared.f32 	%f1402, [%rd1910+8200];
+	fma.rn.f32 	%f1403, %f1392, %f1402, %f1401;
+	ld.shared.f32 	%f1404, [%rd1910+8204];
+	fma.rn.f32 	%f6238, %f1393, %f1404, %f1403;
+	add.s64 	%rd3796, %rd3796, 4;
+	add.s64 	%rd3795, %rd3795, -4;
+	setp.ne.s64 	%p392, %rd3795, 0;
+	@%p392 bra 	$L__BB66_288;
+
+$L__BB66_289:
+	@%p265 bra 	$L__BB66_293;
+
+	setp.eq.s64 	%p394, %rd19, 1;
+	shl.b64 	%rd1911, %rd3796, 2;
+	mov.u64 	%rd1912, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1913, %rd1912, %rd1911;
+	add.s64 	%rd245, %rd1913, 8192;
+	ld.shared.f32 	%f1405, [%rd1913+8192];
+	add.s64 	%rd246, %rd3, %rd1911;
+	ld.local.f32 	%f1406, [%rd246];
+	fma.rn.f32 	%f6238, %f1406, %f1405, %f6238;
+	@%p394 bra 	$L__BB66_293;
+
+	setp.eq.s64 	%p395, %rd19, 2;
+	ld.shared.f32 	%f1407, [%rd245+4];
+	ld.local.f32 	%f1408, [%rd246+4];
+	fma.rn.f32 	%f6238, %f1408, %f1407, %f6238;
+	@%p395 bra 	$L__BB66_293;
+
+	ld.shared.f32 	%f1409, [%rd245+8];
+	ld.local.f32 	%f1410, [%rd246+8];
+	fma.rn.f32 	%f6238, %f1410, %f1409, %f6238;
+
+$L__BB66_293:
+	mul.f32 	%f1411, %f6238, %f939;
+	st.local.f32 	[%rd5+192], %f1411;
+	setp.lt.s64 	%p396, %rd3729, 50;
+	setp.lt.s64 	%p397, %rd109, 18;
+	or.pred  	%p398, %p397, %p396;
+	@%p398 bra 	$L__BB66_414;
+
+	mov.f32 	%f6242, 0f00000000;
+	mov.u64 	%rd3799, 0;
+	@%p263 bra 	$L__BB66_297;
+
+	mov.u64 	%rd3798, %rd20;
+
+$L__BB66_296:
+	shl.b64 	%rd1916, %rd3799, 2;
+	add.s64 	%rd1917, %rd3, %rd1916;
+	ld.local.v4.f32 	{%f1415, %f1416, %f1417, %f1418}, [%rd1917];
+	mov.u64 	%rd1918, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1919, %rd1918, %rd1916;
+	ld.shared.f32 	%f1423, [%rd1919+8704];
+	fma.rn.f32 	%f1424, %f1415, %f1423, %f6242;
+	ld.shared.f32 	%f1425, [%rd1919+8708];
+	fma.rn.f32 	%f1426, %f1416, %f1425, %f1424;
+	ld.shared.f32 	%f1427, [%rd1919+8712];
+	fma.rn.f32 	%f1428, %f1417, %f1427, %f1426;
+	ld.shared.f32 	%f1429, [%rd1919+8716];
+	fma.rn.f32 	%f6242, %f1418, %f1429, %f1428;
+	add.s64 	%rd3799, %rd3799, 4;
+	add.s64 	%rd3798, %rd3798, -4;
+	setp.ne.s64 	%p400, %rd3798, 0;
+	@%p400 bra 	$L__BB66_296;
+
+$L__BB66_297:
+	@%p265 bra 	$L__BB66_301;
+
+	setp.eq.s64 	%p402, %rd19, 1;
+	shl.b64 	%rd1920, %rd3799, 2;
+	mov.u64 	%rd1921, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1922, %rd1921, %rd1920;
+	add.s64 	%rd252, %rd1922, 8704;
+	ld.shared.f32 	%f1430, [%rd1922+8704];
+	add.s64 	%rd253, %rd3, %rd1920;
+	ld.local.f32 	%f1431, [%rd253];
+	fma.rn.f32 	%f6242, %f1431, %f1430, %f6242;
+	@%p402 bra 	$L__BB66_301;
+
+	setp.eq.s64 	%p403, %rd19, 2;
+	ld.shared.f32 	%f1432, [%rd252+4];
+	ld.local.f32 	%f1433, [%rd253+4];
+	fma.rn.f32 	%f6242, %f1433, %f1432, %f6242;
+	@%p403 bra 	$L__BB66_301;
+
+	ld.shared.f32 	%f1434, [%rd252+8];
+	ld.local.f32 	%f1435, [%rd253+8];
+	fma.rn.f32 	%f6242, %f1435, %f1434, %f6242;
+
+$L__BB66_301:
+	mul.f32 	%f1436, %f6242, %f939;
+	st.local.f32 	[%rd5+196], %f1436;
+	setp.lt.s64 	%p404, %rd3729, 51;
+	setp.lt.s64 	%p405, %rd109, 19;
+	or.pred  	%p406, %p405, %p404;
+	@%p406 bra 	$L__BB66_414;
+
+	mov.f32 	%f6246, 0f00000000;
+	mov.u64 	%rd3802, 0;
+	@%p263 bra 	$L__BB66_305;
+
+	mov.u64 	%rd3801, %rd20;
+
+$L__BB66_304:
+	shl.b64 	%rd1925, %rd3802, 2;
+	add.s64 	%rd1926, %rd3, %rd1925;
+	ld.local.v4.f32 	{%f1440, %f1441, %f1442, %f1443}, [%rd1926];
+	mov.u64 	%rd1927, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1928, %rd1927, %rd1925;
+	ld.shared.f32 	%f1448, [%rd1928+9216];
+	fma.rn.f32 	%f1449, %f1440, %f1448, %f6246;
+	ld.shared.f32 	%f1450, [%rd1928+9220];
+	fma.rn.f32 	%f1451, %f1441, %f1450, %f1449;
+	ld.shared.f32 	%f1452, [%rd1928+9224];
+	fma.rn.f32 	%f1453, %f1442, %f1452, %f1451;
+	ld.shared.f32 	%f1454, [%rd1928+9228];
+	fma.rn.f32 	%f6246, %f1443, %f1454, %f1453;
+	add.s64 	%rd3802, %rd3802, 4;
+	add.s64 	%rd3801, %rd3801, -4;
+	setp.ne.s64 	%p408, %rd3801, 0;
+	@%p408 bra 	$L__BB66_304;
+
+$L__BB66_305:
+	@%p265 bra 	$L__BB66_309;
+
+	setp.eq.s64 	%p410, %rd19, 1;
+	shl.b64 	%rd1929, %rd3802, 2;
+	mov.u64 	%rd1930, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1931, %rd1930, %rd1929;
+	add.s64 	%rd259, %rd1931, 9216;
+	ld.shared.f32 	%f1455, [%rd1931+9216];
+	add.s64 	%rd260, %rd3, %rd1929;
+	ld.local.f32 	%f1456, [%rd260];
+	fma.rn.f32 	%f6246, %f1456, %f1455, %f6246;
+	@%p410 bra 	$L__BB66_309;
+
+	setp.eq.s64 	%p411, %rd19, 2;
+	ld.shared.f32 	%f1457, [%rd259+4];
+	ld.local.f32 	%f1458, [%rd260+4];
+	fma.rn.f32 	%f6246, %f1458, %f1457, %f6246;
+	@%p411 bra 	$L__BB66_309;
+
+	ld.shared.f32 	%f1459, [%rd259+8];
+	ld.local.f32 	%f1460, [%rd260+8];
+	fma.rn.f32 	%f6246, %f1460, %f1459, %f6246;
+
+$L__BB66_309:
+	mul.f32 	%f1461, %f6246, %f939;
+	st.local.f32 	[%rd5+200], %f1461;
+	setp.lt.s64 	%p412, %rd3729, 52;
+	setp.lt.s64 	%p413, %rd109, 20;
+	or.pred  	%p414, %p413, %p412;
+	@%p414 bra 	$L__BB66_414;
+
+	mov.f32 	%f6250, 0f00000000;
+	mov.u64 	%rd3805, 0;
+	@%p263 bra 	$L__BB66_313;
+
+	mov.u64 	%rd3804, %rd20;
+
+$L__BB66_312:
+	shl.b64 	%rd1934, %rd3805, 2;
+	add.s64 	%rd1935, %rd3, %rd1934;
+	ld.local.v4.f32 	{%f1465, %f1466, %f1467, %f1468}, [%rd1935];
+	mov.u64 	%rd1936, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1937, %rd1936, %rd1934;
+	ld.shared.f32 	%f1473, [%rd1937+9728];
+	fma.rn.f32 	%f1474, %f1465, %f1473, %f6250;
+	ld.shared.f32 	%f1475, [%rd1937+9732];
+	fma.rn.f32 	%f1476, %f1466, %f1475, %f1474;
+	ld.shared.f32 	%f1477, [%rd1937+9736];
+	fma.rn.f32 	%f1478, %f1467, %f1477, %f1476;
+	ld.shared.f32 	%f1479, [%rd1937+9740];
+	fma.rn.f32 	%f6250, %f1468, %f1479, %f1478;
+	add.s64 	%rd3805, %rd3805, 4;
+	add.s64 	%rd3804, %rd3804, -4;
+	setp.ne.s64 	%p416, %rd3804, 0;
+	@%p416 bra 	$L__BB66_312;
+
+$L__BB66_313:
+	@%p265 bra 	$L__BB66_317;
+
+	setp.eq.s64 	%p418, %rd19, 1;
+	shl.b64 	%rd1938, %rd3805, 2;
+	mov.u64 	%rd1939, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1940, %rd1939, %rd1938;
+	add.s64 	%rd266, %rd1940, 9728;
+	ld.shared.f32 	%f1480, [%rd1940+9728];
+	add.s64 	%rd267, %rd3, %rd1938;
+	ld.local.f32 	%f1481, [%rd267];
+	fma.rn.f32 	%f6250, %f1481, %f1480, %f6250;
+	@%p418 bra 	$L__BB66_317;
+
+	setp.eq.s64 	%p419, %rd19, 2;
+	ld.shared.f32 	%f1482, [%rd266+4];
+	ld.local.f32 	%f1483, [%rd267+4];
+	fma.rn.f32 	%f6250, %f1483, %f1482, %f6250;
+	@%p419 bra 	$L__BB66_317;
+
+	ld.shared.f32 	%f1484, [%rd266+8];
+	ld.local.f32 	%f1485, [%rd267+8];
+	fma.rn.f32 	%f6250, %f1485, %f1484, %f6250;
+
+$L__BB66_317:
+	mul.f32 	%f1486, %f6250, %f939;
+	st.local.f32 	[%rd5+204], %f1486;
+	setp.lt.s64 	%p420, %rd3729, 53;
+	setp.lt.s64 	%p421, %rd109, 21;
+	or.pred  	%p422, %p421, %p420;
+	@%p422 bra 	$L__BB66_414;
+
+	mov.f32 	%f6254, 0f00000000;
+	mov.u64 	%rd3808, 0;
+	@%p263 bra 	$L__BB66_321;
+
+	mov.u64 	%rd3807, %rd20;
+
+$L__BB66_320:
+	shl.b64 	%rd1943, %rd3808, 2;
+	add.s64 	%rd1944, %rd3, %rd1943;
+	ld.local.v4.f32 	{%f1490, %f1491, %f1492, %f1493}, [%rd1944];
+	mov.u64 	%rd1945, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1946, %rd1945, %rd1943;
+	ld.shared.f32 	%f1498, [%rd1946+10240];
+	fma.rn.f32 	%f1499, %f1490, %f1498, %f6254;
+	ld.shared.f32 	%f1500, [%rd1946+10244];
+	fma.rn.f32 	%f1501, %f1491, %f1500, %f1499;
+	ld.shared.f32 	%f1502, [%rd1946+10248];
+	fma.rn.f32 	%f1503, %f1492, %f1502, %f1501;
+	ld.shared.f32 	%f1504, [%rd1946+10252];
+	fma.rn.f32 	%f6254, %f1493, %f1504, %f1503;
+	add.s64 	%rd3808, %rd3808, 4;
+	add.s64 	%rd3807, %rd3807, -4;
+	setp.ne.s64 	%p424, %rd3807, 0;
+	@%p424 bra 	$L__BB66_320;
+
+$L__BB66_321:
+	@%p265 bra 	$L__BB66_325;
+
+	setp.eq.s64 	%p426, %rd19, 1;
+	shl.b64 	%rd1947, %rd3808, 2;
+	mov.u64 	%rd1948, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1949, %rd1948, %rd1947;
+	add.s64 	%rd273, %rd1949, 10240;
+	ld.shared.f32 	%f1505, [%rd1949+10240];
+	add.s64 	%rd274, %rd3, %rd1947;
+	ld.local.f32 	%f1506, [%rd274];
+	fma.rn.f32 	%f6254, %f1506, %f1505, %f6254;
+	@%p426 bra 	$L__BB66_325;
+
+	setp.eq.s64 	%p427, %rd19, 2;
+	ld.shared.f32 	%f1507, [%rd273+4];
+	ld.local.f32 	%f1508, [%rd274+4];
+	fma.rn.f32 	%f6254, %f1508, %f1507, %f6254;
+	@%p427 bra 	$L__BB66_325;
+
+	ld.shared.f32 	%f1509, [%rd273+8];
+	ld.local.f32 	%f1510, [%rd274+8];
+	fma.rn.f32 	%f6254, %f1510, %f1509, %f6254;
+
+$L__BB66_325:
+	mul.f32 	%f1511, %f6254, %f939;
+	st.local.f32 	[%rd5+208], %f1511;
+	setp.lt.s64 	%p428, %rd3729, 54;
+	setp.lt.s64 	%p429, %rd109, 22;
+	or.pred  	%p430, %p429, %p428;
+	@%p430 bra 	$L__BB66_414;
+
+	mov.f32 	%f6258, 0f00000000;
+	mov.u64 	%rd3811, 0;
+	@%p263 bra 	$L__BB66_329;
+
+	mov.u64 	%rd3810, %rd20;
+
+$L__BB66_328:
+	shl.b64 	%rd1952, %rd3811, 2;
+	add.s64 	%rd1953, %rd3, %rd1952;
+	ld.local.v4.f32 	{%f1515, %f1516, %f1517, %f1518}, [%rd1953];
+	mov.u64 	%rd1954, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1955, %rd1954, %rd1952;
+	ld.shared.f32 	%f1523, [%rd1955+10752];
+	fma.rn.f32 	%f1524, %f1515, %f1523, %f6258;
+	ld.shared.f32 	%f1525, [%rd1955+10756];
+	fma.rn.f32 	%f1526, %f1516, %f1525, %f1524;
+	ld.shared.f32 	%f1527, [%rd1955+10760];
+	fma.rn.f32 	%f1528, %f1517, %f1527, %f1526;
+	ld.shared.f32 	%f1529, [%rd1955+10764];
+	fma.rn.f32 	%f6258, %f1518, %f1529, %f1528;
+	add.s64 	%rd3811, %rd3811, 4;
+	add.s64 	%rd3810, %rd3810, -4;
+	setp.ne.s64 	%p432, %rd3810, 0;
+	@%p432 bra 	$L__BB66_328;
+
+$L__BB66_329:
+	@%p265 bra 	$L__BB66_333;
+
+	setp.eq.s64 	%p434, %rd19, 1;
+	shl.b64 	%rd1956, %rd3811, 2;
+	mov.u64 	%rd1957, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1958, %rd1957, %rd1956;
+	add.s64 	%rd280, %rd1958, 10752;
+	ld.shared.f32 	%f1530, [%rd1958+10752];
+	add.s64 	%rd281, %rd3, %rd1956;
+	ld.local.f32 	%f1531, [%rd281];
+	fma.rn.f32 	%f6258, %f1531, %f1530, %f6258;
+	@%p434 bra 	$L__BB66_333;
+
+	setp.eq.s64 	%p435, %rd19, 2;
+	ld.shared.f32 	%f1532, [%rd280+4];
+	ld.local.f32 	%f1533, [%rd281+4];
+	fma.rn.f32 	%f6258, %f1533, %f1532, %f6258;
+	@%p435 bra 	$L__BB66_333;
+
+	ld.shared.f32 	%f1534, [%rd280+8];
+	ld.local.f32 	%f1535, [%rd281+8];
+	fma.rn.f32 	%f6258, %f1535, %f1534, %f6258;
+
+$L__BB66_333:
+	mul.f32 	%f1536, %f6258, %f939;
+	st.local.f32 	[%rd5+212], %f1536;
+	setp.lt.s64 	%p436, %rd3729, 55;
+	setp.lt.s64 	%p437, %rd109, 23;
+	or.pred  	%p438, %p437, %p436;
+	@%p438 bra 	$L__BB66_414;
+
+	mov.f32 	%f6262, 0f00000000;
+	mov.u64 	%rd3814, 0;
+	@%p263 bra 	$L__BB66_337;
+
+	mov.u64 	%rd3813, %rd20;
+
+$L__BB66_336:
+	shl.b64 	%rd1961, %rd3814, 2;
+	add.s64 	%rd1962, %rd3, %rd1961;
+	ld.local.v4.f32 	{%f1540, %f1541, %f1542, %f1543}, [%rd1962];
+	mov.u64 	%rd1963, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1964, %rd1963, %rd1961;
+	ld.shared.f32 	%f1548, [%rd1964+11264];
+	fma.rn.f32 	%f1549, %f1540, %f1548, %f6262;
+	ld.shared.f32 	%f1550, [%rd1964+11268];
+	fma.rn.f32 	%f1551, %f1541, %f1550, %f1549;
+	ld.shared.f32 	%f1552, [%rd1964+11272];
+	fma.rn.f32 	%f1553, %f1542, %f1552, %f1551;
+	ld.shared.f32 	%f1554, [%rd1964+11276];
+	fma.rn.f32 	%f6262, %f1543, %f1554, %f1553;
+	add.s64 	%rd3814, %rd3814, 4;
+	add.s64 	%rd3813, %rd3813, -4;
+	setp.ne.s64 	%p440, %rd3813, 0;
+	@%p440 bra 	$L__BB66_336;
+
+$L__BB66_337:
+	@%p265 bra 	$L__BB66_341;
+
+	setp.eq.s64 	%p442, %rd19, 1;
+	shl.b64 	%rd1965, %rd3814, 2;
+	mov.u64 	%rd1966, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1967, %rd1966, %rd1965;
+	add.s64 	%rd287, %rd1967, 11264;
+	ld.shared.f32 	%f1555, [%rd1967+11264];
+	add.s64 	%rd288, %rd3, %rd1965;
+	ld.local.f32 	%f1556, [%rd288];
+	fma.rn.f32 	%f6262, %f1556, %f1555, %f6262;
+	@%p442 bra 	$L__BB66_341;
+
+	setp.eq.s64 	%p443, %rd19, 2;
+	ld.shared.f32 	%f1557, [%rd287+4];
+	ld.local.f32 	%f1558, [%rd288+4];
+	fma.rn.f32 	%f6262, %f1558, %f1557, %f6262;
+	@%p443 bra 	$L__BB66_341;
+
+	ld.shared.f32 	%f1559, [%rd287+8];
+	ld.local.f32 	%f1560, [%rd288+8];
+	fma.rn.f32 	%f6262, %f1560, %f1559, %f6262;
+
+$L__BB66_341:
+	mul.f32 	%f1561, %f6262, %f939;
+	st.local.f32 	[%rd5+216], %f1561;
+	setp.lt.s64 	%p444, %rd3729, 56;
+	setp.lt.s64 	%p445, %rd109, 24;
+	or.pred  	%p446, %p445, %p444;
+	@%p446 bra 	$L__BB66_414;
+
+	mov.f32 	%f6266, 0f00000000;
+	mov.u64 	%rd3817, 0;
+	@%p263 bra 	$L__BB66_345;
+
+	mov.u64 	%rd3816, %rd20;
+
+$L__BB66_344:
+	shl.b64 	%rd1970, %rd3817, 2;
+	add.s64 	%rd1971, %rd3, %rd1970;
+	ld.local.v4.f32 	{%f1565, %f1566, %f1567, %f1568}, [%rd1971];
+	mov.u64 	%rd1972, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1973, %rd1972, %rd1970;
+	ld.shared.f32 	%f1573, [%rd1973+11776];
+	fma.rn.f32 	%f1574, %f1565, %f1573, %f6266;
+	ld.shared.f32 	%f1575, [%rd1973+11780];
+	fma.rn.f32 	%f1576, %f1566, %f1575, %f1574;
+	ld.shared.f32 	%f1577, [%rd1973+11784];
+	fma.rn.f32 	%f1578, %f1567, %f1577, %f1576;
+	ld.shared.f32 	%f1579, [%rd1973+11788];
+	fma.rn.f32 	%f6266, %f1568, %f1579, %f1578;
+	add.s64 	%rd3817, %rd3817, 4;
+	add.s64 	%rd3816, %rd3816, -4;
+	setp.ne.s64 	%p448, %rd3816, 0;
+	@%p448 bra 	$L__BB66_344;
+
+$L__BB66_345:
+	@%p265 bra 	$L__BB66_349;
+
+	setp.eq.s64 	%p450, %rd19, 1;
+	shl.b64 	%rd1974, %rd3817, 2;
+	mov.u64 	%rd1975, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1976, %rd1975, %rd1974;
+	add.s64 	%rd294, %rd1976, 11776;
+	ld.shared.f32 	%f1580, [%rd1976+11776];
+	add.s64 	%rd295, %rd3, %rd1974;
+	ld.local.f32 	%f1581, [%rd295];
+	fma.rn.f32 	%f6266, %f1581, %f1580, %f6266;
+	@%p450 bra 	$L__BB66_349;
+
+	setp.eq.s64 	%p451, %rd19, 2;
+	ld.shared.f32 	%f1582, [%rd294+4];
+	ld.local.f32 	%f1583, [%rd295+4];
+	fma.rn.f32 	%f6266, %f1583, %f1582, %f6266;
+	@%p451 bra 	$L__BB66_349;
+
+	ld.shared.f32 	%f1584, [%rd294+8];
+	ld.local.f32 	%f1585, [%rd295+8];
+	fma.rn.f32 	%f6266, %f1585, %f1584, %f6266;
+
+$L__BB66_349:
+	mul.f32 	%f1586, %f6266, %f939;
+	st.local.f32 	[%rd5+220], %f1586;
+	setp.lt.s64 	%p452, %rd3729, 57;
+	setp.lt.s64 	%p453, %rd109, 25;
+	or.pred  	%p454, %p453, %p452;
+	@%p454 bra 	$L__BB66_414;
+
+	mov.f32 	%f6270, 0f00000000;
+	mov.u64 	%rd3820, 0;
+	@%p263 bra 	$L__BB66_353;
+
+	mov.u64 	%rd3819, %rd20;
+
+$L__BB66_352:
+	shl.b64 	%rd1979, %rd3820, 2;
+	add.s64 	%rd1980, %rd3, %rd1979;
+	ld.local.v4.f32 	{%f1590, %f1591, %f1592, %f1593}, [%rd1980];
+	mov.u64 	%rd1981, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1982, %rd1981, %rd1979;
+	ld.shared.f32 	%f1598, [%rd1982+12288];
+	fma.rn.f32 	%f1599, %f1590, %f1598, %f6270;
+	ld.shared.f32 	%f1600, [%rd1982+12292];
+	fma.rn.f32 	%f1601, %f1591, %f1600, %f1599;
+	ld.shared.f32 	%f1602, [%rd1982+12296];
+	fma.rn.f32 	%f1603, %f1592, %f1602, %f1601;
+	ld.shared.f32 	%f1604, [%rd1982+12300];
+	fma.rn.f32 	%f6270, %f1593, %f1604, %f1603;
+	add.s64 	%rd3820, %rd3820, 4;
+	add.s64 	%rd3819, %rd3819, -4;
+	setp.ne.s64 	%p456, %rd3819, 0;
+	@%p456 bra 	$L__BB66_352;
+
+$L__BB66_353:
+	@%p265 bra 	$L__BB66_357;
+
+	setp.eq.s64 	%p458, %rd19, 1;
+	shl.b64 	%rd1983, %rd3820, 2;
+	mov.u64 	%rd1984, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1985, %rd1984, %rd1983;
+	add.s64 	%rd301, %rd1985, 12288;
+	ld.shared.f32 	%f1605, [%rd1985+12288];
+	add.s64 	%rd302, %rd3, %rd1983;
+	ld.local.f32 	%f1606, [%rd302];
+	fma.rn.f32 	%f6270, %f1606, %f1605, %f6270;
+	@%p458 bra 	$L__BB66_357;
+
+	setp.eq.s64 	%p459, %rd19, 2;
+	ld.shared.f32 	%f1607, [%rd301+4];
+	ld.local.f32 	%f1608, [%rd302+4];
+	fma.rn.f32 	%f6270, %f1608, %f1607, %f6270;
+	@%p459 bra 	$L__BB66_357;
+
+	ld.shared.f32 	%f1609, [%rd301+8];
+	ld.local.f32 	%f1610, [%rd302+8];
+	fma.rn.f32 	%f6270, %f1610, %f1609, %f6270;
+
+$L__BB66_357:
+	mul.f32 	%f1611, %f6270, %f939;
+	st.local.f32 	[%rd5+224], %f1611;
+	setp.lt.s64 	%p460, %rd3729, 58;
+	setp.lt.s64 	%p461, %rd109, 26;
+	or.pred  	%p462, %p461, %p460;
+	@%p462 bra 	$L__BB66_414;
+
+	mov.f32 	%f6274, 0f00000000;
+	mov.u64 	%rd3823, 0;
+	@%p263 bra 	$L__BB66_361;
+
+	mov.u64 	%rd3822, %rd20;
+
+$L__BB66_360:
+	shl.b64 	%rd1988, %rd3823, 2;
+	add.s64 	%rd1989, %rd3, %rd1988;
+	ld.local.v4.f32 	{%f1615, %f1616, %f1617, %f1618}, [%rd1989];
+	mov.u64 	%rd1990, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1991, %rd1990, %rd1988;
+	ld.shared.f32 	%f1623, [%rd1991+12800];
+	fma.rn.f32 	%f1624, %f1615, %f1623, %f6274;
+	ld.shared.f32 	%f1625, [%rd1991+12804];
+	fma.rn.f32 	%f1626, %f1616, %f1625, %f1624;
+	ld.shared.f32 	%f1627, [%rd1991+12808];
+	fma.rn.f32 	%f1628, %f1617, %f1627, %f1626;
+	ld.shared.f32 	%f1629, [%rd1991+12812];
+	fma.rn.f32 	%f6274, %f1618, %f1629, %f1628;
+	add.s64 	%rd3823, %rd3823, 4;
+	add.s64 	%rd3822, %rd3822, -4;
+	setp.ne.s64 	%p464, %rd3822, 0;
+	@%p464 bra 	$L__BB66_360;
+
+$L__BB66_361:
+	@%p265 bra 	$L__BB66_365;
+
+	setp.eq.s64 	%p466, %rd19, 1;
+	shl.b64 	%rd1992, %rd3823, 2;
+	mov.u64 	%rd1993, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1994, %rd1993, %rd1992;
+	add.s64 	%rd308, %rd1994, 12800;
+	ld.shared.f32 	%f1630, [%rd1994+12800];
+	add.s64 	%rd309, %rd3, %rd1992;
+	ld.local.f32 	%f1631, [%rd309];
+	fma.rn.f32 	%f6274, %f1631, %f1630, %f6274;
+	@%p466 bra 	$L__BB66_365;
+
+	setp.eq.s64 	%p467, %rd19, 2;
+	ld.shared.f32 	%f1632, [%rd308+4];
+	ld.local.f32 	%f1633, [%rd309+4];
+	fma.rn.f32 	%f6274, %f1633, %f1632, %f6274;
+	@%p467 bra 	$L__BB66_365;
+
+	ld.shared.f32 	%f1634, [%rd308+8];
+	ld.local.f32 	%f1635, [%rd309+8];
+	fma.rn.f32 	%f6274, %f1635, %f1634, %f6274;
+
+$L__BB66_365:
+	mul.f32 	%f1636, %f6274, %f939;
+	st.local.f32 	[%rd5+228], %f1636;
+	setp.lt.s64 	%p468, %rd3729, 59;
+	setp.lt.s64 	%p469, %rd109, 27;
+	or.pred  	%p470, %p469, %p468;
+	@%p470 bra 	$L__BB66_414;
+
+	mov.f32 	%f6278, 0f00000000;
+	mov.u64 	%rd3826, 0;
+	@%p263 bra 	$L__BB66_369;
+
+	mov.u64 	%rd3825, %rd20;
+
+$L__BB66_368:
+	shl.b64 	%rd1997, %rd3826, 2;
+	add.s64 	%rd1998, %rd3, %rd1997;
+	ld.local.v4.f32 	{%f1640, %f1641, %f1642, %f1643}, [%rd1998];
+	mov.u64 	%rd1999, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2000, %rd1999, %rd1997;
+	ld.shared.f32 	%f1648, [%rd2000+13312];
+	fma.rn.f32 	%f1649, %f1640, %f1648, %f6278;
+	ld.shared.f32 	%f1650, [%rd2000+13316];
+	fma.rn.f32 	%f1651, %f1641, %f1650, %f1649;
+	ld.shared.f32 	%f1652, [%rd2000+13320];
+	fma.rn.f32 	%f1653, %f1642, %f1652, %f1651;
+	ld.shared.f32 	%f1654, [%rd2000+13324];
+	fma.rn.f32 	%f6278, %f1643, %f1654, %f1653;
+	add.s64 	%rd3826, %rd3826, 4;
+	add.s64 	%rd3825, %rd3825, -4;
+	setp.ne.s64 	%p472, %rd3825, 0;
+	@%p472 bra 	$L__BB66_368;
+
+$L__BB66_369:
+	@%p265 bra 	$L__BB66_373;
+
+	setp.eq.s64 	%p474, %rd19, 1;
+	shl.b64 	%rd2001, %rd3826, 2;
+	mov.u64 	%rd2002, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2003, %rd2002, %rd2001;
+	add.s64 	%rd315, %rd2003, 13312;
+	ld.shared.f32 	%f1655, [%rd2003+13312];
+	add.s64 	%rd316, %rd3, %rd2001;
+	ld.local.f32 	%f1656, [%rd316];
+	fma.rn.f32 	%f6278, %f1656, %f1655, %f6278;
+	@%p474 bra 	$L__BB66_373;
+
+	setp.eq.s64 	%p475, %rd19, 2;
+	ld.shared.f32 	%f1657, [%rd315+4];
+	ld.local.f32 	%f1658, [%rd316+4];
+	fma.rn.f32 	%f6278, %f1658, %f1657, %f6278;
+	@%p475 bra 	$L__BB66_373;
+
+	ld.shared.f32 	%f1659, [%rd315+8];
+	ld.local.f32 	%f1660, [%rd316+8];
+	fma.rn.f32 	%f6278, %f1660, %f1659, %f6278;
+
+$L__BB66_373:
+	mul.f32 	%f1661, %f6278, %f939;
+	st.local.f32 	[%rd5+232], %f1661;
+	setp.lt.s64 	%p476, %rd3729, 60;
+	setp.lt.s64 	%p477, %rd109, 28;
+	or.pred  	%p478, %p477, %p476;
+	@%p478 bra 	$L__BB66_414;
+
+	mov.f32 	%f6282, 0f00000000;
+	mov.u64 	%rd3829, 0;
+	@%p263 bra 	$L__BB66_377;
+
+	mov.u64 	%rd3828, %rd20;
+
+$L__BB66_376:
+	shl.b64 	%rd2006, %rd3829, 2;
+	add.s64 	%rd2007, %rd3, %rd2006;
+	ld.local.v4.f32 	{%f1665, %f1666, %f1667, %f1668}, [%rd2007];
+	mov.u64 	%rd2008, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2009, %rd2008, %rd2006;
+	ld.shared.f32 	%f1673, [%rd2009+13824];
+	fma.rn.f32 	%f1674, %f1665, %f1673, %f6282;
+	ld.shared.f32 	%f1675, [%rd2009+13828];
+	fma.rn.f32 	%f1676, %f1666, %f1675, %f1674;
+	ld.shared.f32 	%f1677, [%rd2009+13832];
+	fma.rn.f32 	%f1678, %f1667, %f1677, %f1676;
+	ld.shared.f32 	%f1679, [%rd2009+13836];
+	fma.rn.f32 	%f6282, %f1668, %f1679, %f1678;
+	add.s64 	%rd3829, %rd3829, 4;
+	add.s64 	%rd3828, %rd3828, -4;
+	setp.ne.s64 	%p480, %rd3828, 0;
+	@%p480 bra 	$L__BB66_376;
+
+$L__BB66_377:
+	@%p265 bra 	$L__BB66_381;
+
+	setp.eq.s64 	%p482, %rd19, 1;
+	shl.b64 	%rd2010, %rd3829, 2;
+	mov.u64 	%rd2011, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2012, %rd2011, %rd2010;
+	add.s64 	%rd322, %rd2012, 13824;
+	ld.shared.f32 	%f1680, [%rd2012+13824];
+	add.s64 	%rd323, %rd3, %rd2010;
+	ld.local.f32 	%f1681, [%rd323];
+	fma.rn.f32 	%f6282, %f1681, %f1680, %f6282;
+	@%p482 bra 	$L__BB66_381;
+
+	setp.eq.s64 	%p483, %rd19, 2;
+	ld.shared.f32 	%f1682, [%rd322+4];
+	ld.local.f32 	%f1683, [%rd323+4];
+	fma.rn.f32 	%f6282, %f1683, %f1682, %f6282;
+	@%p483 bra 	$L__BB66_381;
+
+	ld.shared.f32 	%f1684, [%rd322+8];
+	ld.local.f32 	%f1685, [%rd323+8];
+	fma.rn.f32 	%f6282, %f1685, %f1684, %f6282;
+
+$L__BB66_381:
+	mul.f32 	%f1686, %f6282, %f939;
+	st.local.f32 	[%rd5+236], %f1686;
+	setp.lt.s64 	%p484, %rd3729, 61;
+	setp.lt.s64 	%p485, %rd109, 29;
+	or.pred  	%p486, %p485, %p484;
+	@%p486 bra 	$L__BB66_414;
+
+	mov.f32 	%f6286, 0f00000000;
+	mov.u64 	%rd3832, 0;
+	@%p263 bra 	$L__BB66_385;
+
+	mov.u64 	%rd3831, %rd20;
+
+$L__BB66_384:
+	shl.b64 	%rd2015, %rd3832, 2;
+	add.s64 	%rd2016, %rd3, %rd2015;
+	ld.local.v4.f32 	{%f1690, %f1691, %f1692, %f1693}, [%rd2016];
+	mov.u64 	%rd2017, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2018, %rd2017, %rd2015;
+	ld.shared.f32 	%f1698, [%rd2018+14336];
+	fma.rn.f32 	%f1699, %f1690, %f1698, %f6286;
+	ld.shared.f32 	%f1700, [%rd2018+14340];
+	fma.rn.f32 	%f1701, %f1691, %f1700, %f1699;
+	ld.shared.f32 	%f1702, [%rd2018+14344];
+	fma.rn.f32 	%f1703, %f1692, %f1702, %f1701;
+	ld.shared.f32 	%f1704, [%rd2018+14348];
+	fma.rn.f32 	%f6286, %f1693, %f1704, %f1703;
+	add.s64 	%rd3832, %rd3832, 4;
+	add.s64 	%rd3831, %rd3831, -4;
+	setp.ne.s64 	%p488, %rd3831, 0;
+	@%p488 bra 	$L__BB66_384;
+
+$L__BB66_385:
+	@%p265 bra 	$L__BB66_389;
+
+	setp.eq.s64 	%p490, %rd19, 1;
+	shl.b64 	%rd2019, %rd3832, 2;
+	mov.u64 	%rd2020, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2021, %rd2020, %rd2019;
+	add.s64 	%rd329, %rd2021, 14336;
+	ld.shared.f32 	%f1705, [%rd2021+14336];
+	add.s64 	%rd330, %rd3, %rd2019;
+	ld.local.f32 	%f1706, [%rd330];
+	fma.rn.f32 	%f6286, %f1706, %f1705, %f6286;
+	@%p490 bra 	$L__BB66_389;
+
+	setp.eq.s64 	%p491, %rd19, 2;
+	ld.shared.f32 	%f1707, [%rd329+4];
+	ld.local.f32 	%f1708, [%rd330+4];
+	fma.rn.f32 	%f6286, %f1708, %f1707, %f6286;
+	@%p491 bra 	$L__BB66_389;
+
+	ld.shared.f32 	%f1709, [%rd329+8];
+	ld.local.f32 	%f1710, [%rd330+8];
+	fma.rn.f32 	%f6286, %f1710, %f1709, %f6286;
+
+$L__BB66_389:
+	mul.f32 	%f1711, %f6286, %f939;
+	st.local.f32 	[%rd5+240], %f1711;
+	setp.lt.s64 	%p492, %rd3729, 62;
+	setp.lt.s64 	%p493, %rd109, 30;
+	or.pred  	%p494, %p493, %p492;
+	@%p494 bra 	$L__BB66_414;
+
+	mov.f32 	%f6290, 0f00000000;
+	mov.u64 	%rd3835, 0;
+	@%p263 bra 	$L__BB66_393;
+
+	mov.u64 	%rd3834, %rd20;
+
+$L__BB66_392:
+	shl.b64 	%rd2024, %rd3835, 2;
+	add.s64 	%rd2025, %rd3, %rd2024;
+	ld.local.v4.f32 	{%f1715, %f1716, %f1717, %f1718}, [%rd2025];
+	mov.u64 	%rd2026, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2027, %rd2026, %rd2024;
+	ld.shared.f32 	%f1723, [%rd2027+14848];
+	fma.rn.f32 	%f1724, %f1715, %f1723, %f6290;
+	ld.shared.f32 	%f1725, [%rd2027+14852];
+	fma.rn.f32 	%f1726, %f1716, %f1725, %f1724;
+	ld.shared.f32 	%f1727, [%rd2027+14856];
+	fma.rn.f32 	%f1728, %f1717, %f1727, %f1726;
+	ld.shared.f32 	%f1729, [%rd2027+14860];
+	fma.rn.f32 	%f6290, %f1718, %f1729, %f1728;
+	add.s64 	%rd3835, %rd3835, 4;
+	add.s64 	%rd3834, %rd3834, -4;
+	setp.ne.s64 	%p496, %rd3834, 0;
+	@%p496 bra 	$L__BB66_392;
+
+$L__BB66_393:
+	@%p265 bra 	$L__BB66_397;
+
+	setp.eq.s64 	%p498, %rd19, 1;
+	shl.b64 	%rd2028, %rd3835, 2;
+	mov.u64 	%rd2029, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2030, %rd2029, %rd2028;
+	add.s64 	%rd336, %rd2030, 14848;
+	ld.shared.f32 	%f1730, [%rd2030+14848];
+	add.s64 	%rd337, %rd3, %rd2028;
+	ld.local.f32 	%f1731, [%rd337];
+	fma.rn.f32 	%f6290, %f1731, %f1730, %f6290;
+	@%p498 bra 	$L__BB66_397;
+
+	setp.eq.s64 	%p499, %rd19, 2;
+	ld.shared.f32 	%f1732, [%rd336+4];
+	ld.local.f32 	%f1733, [%rd337+4];
+	fma.rn.f32 	%f6290, %f1733, %f1732, %f6290;
+	@%p499 bra 	$L__BB66_397;
+
+	ld.shared.f32 	%f1734, [%rd336+8];
+	ld.local.f32 	%f1735, [%rd337+8];
+	fma.rn.f32 	%f6290, %f1735, %f1734, %f6290;
+
+$L__BB66_397:
+	mul.f32 	%f1736, %f6290, %f939;
+	st.local.f32 	[%rd5+244], %f1736;
+	setp.lt.s64 	%p500, %rd3729, 63;
+	setp.lt.s64 	%p501, %rd109, 31;
+	or.pred  	%p502, %p501, %p500;
+	@%p502 bra 	$L__BB66_414;
+
+	mov.f32 	%f6294, 0f00000000;
+	mov.u64 	%rd3838, 0;
+	@%p263 bra 	$L__BB66_401;
+
+	mov.u64 	%rd3837, %rd20;
+
+$L__BB66_400:
+	shl.b64 	%rd2033, %rd3838, 2;
+	add.s64 	%rd2034, %rd3, %rd2033;
+	ld.local.v4.f32 	{%f1740, %f1741, %f1742, %f1743}, [%rd2034];
+	mov.u64 	%rd2035, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2036, %rd2035, %rd2033;
+	ld.shared.f32 	%f1748, [%rd2036+15360];
+	fma.rn.f32 	%f1749, %f1740, %f1748, %f6294;
+	ld.shared.f32 	%f1750, [%rd2036+15364];
+	fma.rn.f32 	%f1751, %f1741, %f1750, %f1749;
+	ld.shared.f32 	%f1752, [%rd2036+15368];
+	fma.rn.f32 	%f1753, %f1742, %f1752, %f1751;
+	ld.shared.f32 	%f1754, [%rd2036+15372];
+	fma.rn.f32 	%f6294, %f1743, %f1754, %f1753;
+	add.s64 	%rd3838, %rd3838, 4;
+	add.s64 	%rd3837, %rd3837, -4;
+	setp.ne.s64 	%p504, %rd3837, 0;
+	@%p504 bra 	$L__BB66_400;
+
+$L__BB66_401:
+	@%p265 bra 	$L__BB66_405;
+
+	setp.eq.s64 	%p506, %rd19, 1;
+	shl.b64 	%rd2037, %rd3838, 2;
+	mov.u64 	%rd2038, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2039, %rd2038, %rd2037;
+	add.s64 	%rd343, %rd2039, 15360;
+	ld.shared.f32 	%f1755, [%rd2039+15360];
+	add.s64 	%rd344, %rd3, %rd2037;
+	ld.local.f32 	%f1756, [%rd344];
+	fma.rn.f32 	%f6294, %f1756, %f1755, %f6294;
+	@%p506 bra 	$L__BB66_405;
+
+	setp.eq.s64 	%p507, %rd19, 2;
+	ld.shared.f32 	%f1757, [%rd343+4];
+	ld.local.f32 	%f1758, [%rd344+4];
+	fma.rn.f32 	%f6294, %f1758, %f1757, %f6294;
+	@%p507 bra 	$L__BB66_405;
+
+	ld.shared.f32 	%f1759, [%rd343+8];
+	ld.local.f32 	%f1760, [%rd344+8];
+	fma.rn.f32 	%f6294, %f1760, %f1759, %f6294;
+
+$L__BB66_405:
+	mul.f32 	%f1761, %f6294, %f939;
+	st.local.f32 	[%rd5+248], %f1761;
+	setp.lt.s64 	%p508, %rd3729, 64;
+	setp.lt.s64 	%p509, %rd109, 32;
+	or.pred  	%p510, %p509, %p508;
+	@%p510 bra 	$L__BB66_414;
+
+	mov.f32 	%f6298, 0f00000000;
+	mov.u64 	%rd3841, 0;
+	@%p263 bra 	$L__BB66_409;
+
+	mov.u64 	%rd3840, %rd20;
+
+$L__BB66_408:
+	shl.b64 	%rd2042, %rd3841, 2;
+	add.s64 	%rd2043, %rd3, %rd2042;
+	ld.local.v4.f32 	{%f1765, %f1766, %f1767, %f1768}, [%rd2043];
+	mov.u64 	%rd2044, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2045, %rd2044, %rd2042;
+	ld.shared.f32 	%f1773, [%rd2045+15872];
+	fma.rn.f32 	%f1774, %f1765, %f1773, %f6298;
+	ld.shared.f32 	%f1775, [%rd2045+15876];
+	fma.rn.f32 	%f1776, %f1766, %f1775, %f1774;
+	ld.shared.f32 	%f1777, [%rd2045+15880];
+	fma.rn.f32 	%f1778, %f1767, %f1777, %f1776;
+	ld.shared.f32 	%f1779, [%rd2045+15884];
+	fma.rn.f32 	%f6298, %f1768, %f1779, %f1778;
+	add.s64 	%rd3841, %rd3841, 4;
+	add.s64 	%rd3840, %rd3840, -4;
+	setp.ne.s64 	%p512, %rd3840, 0;
+	@%p512 bra 	$L__BB66_408;
+
+$L__BB66_409:
+	@%p265 bra 	$L__BB66_413;
+
+	setp.eq.s64 	%p514, %rd19, 1;
+	shl.b64 	%rd2046, %rd3841, 2;
+	mov.u64 	%rd2047, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2048, %rd2047, %rd2046;
+	add.s64 	%rd350, %rd2048, 15872;
+	ld.shared.f32 	%f1780, [%rd2048+15872];
+	add.s64 	%rd351, %rd3, %rd2046;
+	ld.local.f32 	%f1781, [%rd351];
+	fma.rn.f32 	%f6298, %f1781, %f1780, %f6298;
+	@%p514 bra 	$L__BB66_413;
+
+	setp.eq.s64 	%p515, %rd19, 2;
+	ld.shared.f32 	%f1782, [%rd350+4];
+	ld.local.f32 	%f1783, [%rd351+4];
+	fma.rn.f32 	%f6298, %f1783, %f1782, %f6298;
+	@%p515 bra 	$L__BB66_413;
+
+	ld.shared.f32 	%f1784, [%rd350+8];
+	ld.local.f32 	%f1785, [%rd351+8];
+	fma.rn.f32 	%f6298, %f1785, %f1784, %f6298;
+
+$L__BB66_413:
+	mul.f32 	%f1786, %f6298, %f939;
+	st.local.f32 	[%rd5+252], %f1786;
+	bra.uni 	$L__BB66_414;
+
+$L__BB66_126:
+	st.local.f32 	[%rd5+128], %f1;
+	setp.lt.s64 	%p170, %rd3729, 34;
+	setp.lt.s64 	%p171, %rd109, 2;
+	or.pred  	%p172, %p171, %p170;
+	@%p172 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+132], %f1;
+	setp.lt.s64 	%p173, %rd3729, 35;
+	setp.lt.s64 	%p174, %rd109, 3;
+	or.pred  	%p175, %p174, %p173;
+	@%p175 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+136], %f1;
+	setp.lt.s64 	%p176, %rd3729, 36;
+	setp.lt.s64 	%p177, %rd109, 4;
+	or.pred  	%p178, %p177, %p176;
+	@%p178 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+140], %f1;
+	setp.lt.s64 	%p179, %rd3729, 37;
+	setp.lt.s64 	%p180, %rd109, 5;
+	or.pred  	%p181, %p180, %p179;
+	@%p181 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+144], %f1;
+	setp.lt.s64 	%p182, %rd3729, 38;
+	setp.lt.s64 	%p183, %rd109, 6;
+	or.pred  	%p184, %p183, %p182;
+	@%p184 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+148], %f1;
+	setp.lt.s64 	%p185, %rd3729, 39;
+	setp.lt.s64 	%p186, %rd109, 7;
+	or.pred  	%p187, %p186, %p185;
+	@%p187 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+152], %f1;
+	setp.lt.s64 	%p188, %rd3729, 40;
+	setp.lt.s64 	%p189, %rd109, 8;
+	or.pred  	%p190, %p189, %p188;
+	@%p190 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+156], %f1;
+	setp.lt.s64 	%p191, %rd3729, 41;
+	setp.lt.s64 	%p192, %rd109, 9;
+	or.pred  	%p193, %p192, %p191;
+	@%p193 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+160], %f1;
+	setp.lt.s64 	%p194, %rd3729, 42;
+	setp.lt.s64 	%p195, %rd109, 10;
+	or.pred  	%p196, %p195, %p194;
+	@%p196 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+164], %f1;
+	setp.lt.s64 	%p197, %rd3729, 43;
+	setp.lt.s64 	%p198, %rd109, 11;
+	or.pred  	%p199, %p198, %p197;
+	@%p199 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+168], %f1;
+	setp.lt.s64 	%p200, %rd3729, 44;
+	setp.lt.s64 	%p201, %rd109, 12;
+	or.pred  	%p202, %p201, %p200;
+	@%p202 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+172], %f1;
+	setp.lt.s64 	%p203, %rd3729, 45;
+	setp.lt.s64 	%p204, %rd109, 13;
+	or.pred  	%p205, %p204, %p203;
+	@%p205 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+176], %f1;
+	setp.lt.s64 	%p206, %rd3729, 46;
+	setp.lt.s64 	%p207, %rd109, 14;
+	or.pred  	%p208, %p207, %p206;
+	@%p208 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+180], %f1;
+	setp.lt.s64 	%p209, %rd3729, 47;
+	setp.lt.s64 	%p210, %rd109, 15;
+	or.pred  	%p211, %p210, %p209;
+	@%p211 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+184], %f1;
+	setp.lt.s64 	%p212, %rd3729, 48;
+	setp.lt.s64 	%p213, %rd109, 16;
+	or.pred  	%p214, %p213, %p212;
+	@%p214 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+188], %f1;
+	setp.lt.s64 	%p215, %rd3729, 49;
+	setp.lt.s64 	%p216, %rd109, 17;
+	or.pred  	%p217, %p216, %p215;
+	@%p217 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+192], %f1;
+	setp.lt.s64 	%p218, %rd3729, 50;
+	setp.lt.s64 	%p219, %rd109, 18;
+	or.pred  	%p220, %p219, %p218;
+	@%p220 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+196], %f1;
+	setp.lt.s64 	%p221, %rd3729, 51;
+	setp.lt.s64 	%p222, %rd109, 19;
+	or.pred  	%p223, %p222, %p221;
+	@%p223 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+200], %f1;
+	setp.lt.s64 	%p224, %rd3729, 52;
+	setp.lt.s64 	%p225, %rd109, 20;
+	or.pred  	%p226, %p225, %p224;
+	@%p226 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+204], %f1;
+	setp.lt.s64 	%p227, %rd3729, 53;
+	setp.lt.s64 	%p228, %rd109, 21;
+	or.pred  	%p229, %p228, %p227;
+	@%p229 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+208], %f1;
+	setp.lt.s64 	%p230, %rd3729, 54;
+	setp.lt.s64 	%p231, %rd109, 22;
+	or.pred  	%p232, %p231, %p230;
+	@%p232 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+212], %f1;
+	setp.lt.s64 	%p233, %rd3729, 55;
+	setp.lt.s64 	%p234, %rd109, 23;
+	or.pred  	%p235, %p234, %p233;
+	@%p235 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+216], %f1;
+	setp.lt.s64 	%p236, %rd3729, 56;
+	setp.lt.s64 	%p237, %rd109, 24;
+	or.pred  	%p238, %p237, %p236;
+	@%p238 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+220], %f1;
+	setp.lt.s64 	%p239, %rd3729, 57;
+	setp.lt.s64 	%p240, %rd109, 25;
+	or.pred  	%p241, %p240, %p239;
+	@%p241 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+224], %f1;
+	setp.lt.s64 	%p242, %rd3729, 58;
+	setp.lt.s64 	%p243, %rd109, 26;
+	or.pred  	%p244, %p243, %p242;
+	@%p244 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+228], %f1;
+	setp.lt.s64 	%p245, %rd3729, 59;
+	setp.lt.s64 	%p246, %rd109, 27;
+	or.pred  	%p247, %p246, %p245;
+	@%p247 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+232], %f1;
+	setp.lt.s64 	%p248, %rd3729, 60;
+	setp.lt.s64 	%p249, %rd109, 28;
+	or.pred  	%p250, %p249, %p248;
+	@%p250 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+236], %f1;
+	setp.lt.s64 	%p251, %rd3729, 61;
+	setp.lt.s64 	%p252, %rd109, 29;
+	or.pred  	%p253, %p252, %p251;
+	@%p253 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+240], %f1;
+	setp.lt.s64 	%p254, %rd3729, 62;
+	setp.lt.s64 	%p255, %rd109, 30;
+	or.pred  	%p256, %p255, %p254;
+	@%p256 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+244], %f1;
+	setp.lt.s64 	%p257, %rd3729, 63;
+	setp.lt.s64 	%p258, %rd109, 31;
+	or.pred  	%p259, %p258, %p257;
+	@%p259 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+248], %f1;
+	setp.lt.s64 	%p260, %rd3729, 64;
+	setp.lt.s64 	%p261, %rd109, 32;
+	or.pred  	%p262, %p261, %p260;
+	@%p262 bra 	$L__BB66_414;
+
+	st.local.f32 	[%rd5+252], %f1;
+
+$L__BB66_414:
+	setp.lt.s64 	%p516, %rd76, 65;
+	@%p516 bra 	$L__BB66_1016;
+
+	add.s64 	%rd2049, %rd76, -64;
+	min.s64 	%rd352, %rd2049, 32;
+	bar.sync 	0;
+	add.s64 	%rd353, %rd3728, 64;
+	mul.lo.s64 	%rd354, %rd352, %rd1638;
+	setp.le.s64 	%p517, %rd354, %rd16;
+	@%p517 bra 	$L__BB66_425;
+
+	setp.neu.f32 	%p518, %f941, 0f00000000;
+	mov.u64 	%rd3842, %rd16;
+	mov.u64 	%rd3845, %rd16;
+	@%p518 bra 	$L__BB66_421;
+	bra.uni 	$L__BB66_417;
+
+$L__BB66_421:
+	or.b64  	%rd2064, %rd3845, %rd1638;
+	and.b64  	%rd2065, %rd2064, -4294967296;
+	setp.eq.s64 	%p521, %rd2065, 0;
+	@%p521 bra 	$L__BB66_423;
+
+	div.s64 	%rd3846, %rd3845, %rd1638;
+	mul.lo.s64 	%rd2066, %rd3846, %rd1638;
+	sub.s64 	%rd3847, %rd3845, %rd2066;
+	bra.uni 	$L__BB66_424;
+
+$L__BB66_423:
+	cvt.u32.u64 	%r147, %rd1638;
+	cvt.u32.u64 	%r148, %rd3845;
+	div.u32 	%r149, %r148, %r147;
+	mul.lo.s32 	%r150, %r149, %r147;
+	sub.s32 	%r151, %r148, %r150;
+	cvt.u64.u32 	%rd3846, %r149;
+	cvt.u64.u32 	%rd3847, %r151;
+
+$L__BB66_424:
+	add.s64 	%rd2067, %rd353, %rd3846;
+	mul.lo.s64 	%rd2068, %rd2067, %rd11;
+	add.s64 	%rd2069, %rd72, %rd3847;
+	add.s64 	%rd2070, %rd2069, %rd2068;
+	shl.b64 	%rd2071, %rd2070, 2;
+	add.s64 	%rd2072, %rd1, %rd2071;
+	ld.global.u32 	%r152, [%rd2072];
+	and.b32  	%r153, %r152, 2147483647;
+	setp.gt.u32 	%p522, %r153, 2139095040;
+	shr.u32 	%r154, %r152, 16;
+	or.b32  	%r155, %r154, 64;
+	bfe.u32 	%r156, %r152, 16, 1;
+	add.s32 	%r157, %r152, %r156;
+	add.s32 	%r158, %r157, 32767;
+	shr.u32 	%r159, %r158, 16;
+	selp.b32 	%r160, %r155, %r159, %p522;
+	shl.b32 	%r161, %r160, 16;
+	shl.b64 	%rd2073, %rd3846, 7;
+	add.s64 	%rd2074, %rd2073, %rd3847;
+	shl.b64 	%rd2075, %rd2074, 2;
+	mov.u64 	%rd2076, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2077, %rd2076, %rd2075;
+	st.shared.u32 	[%rd2077], %r161;
+	add.s64 	%rd3845, %rd3845, %rd6;
+	setp.lt.s64 	%p523, %rd3845, %rd354;
+	@%p523 bra 	$L__BB66_421;
+	bra.uni 	$L__BB66_425;
+
+$L__BB66_417:
+	or.b64  	%rd2050, %rd3842, %rd1638;
+	and.b64  	%rd2051, %rd2050, -4294967296;
+	setp.eq.s64 	%p519, %rd2051, 0;
+	@%p519 bra 	$L__BB66_419;
+
+	div.s64 	%rd3843, %rd3842, %rd1638;
+	mul.lo.s64 	%rd2052, %rd3843, %rd1638;
+	sub.s64 	%rd3844, %rd3842, %rd2052;
+	bra.uni 	$L__BB66_420;
+
+$L__BB66_419:
+	cvt.u32.u64 	%r142, %rd1638;
+	cvt.u32.u64 	%r143, %rd3842;
+	div.u32 	%r144, %r143, %r142;
+	mul.lo.s32 	%r145, %r144, %r142;
+	sub.s32 	%r146, %r143, %r145;
+	cvt.u64.u32 	%rd3843, %r144;
+	cvt.u64.u32 	%rd3844, %r146;
+
+$L__BB66_420:
+	add.s64 	%rd2053, %rd353, %rd3843;
+	mul.lo.s64 	%rd2054, %rd2053, %rd11;
+	add.s64 	%rd2055, %rd72, %rd3844;
+	add.s64 	%rd2056, %rd2055, %rd2054;
+	shl.b64 	%rd2057, %rd2056, 2;
+	add.s64 	%rd2058, %rd1, %rd2057;
+	ld.global.f32 	%f1787, [%rd2058];
+	shl.b64 	%rd2059, %rd3843, 7;
+	add.s64 	%rd2060, %rd2059, %rd3844;
+	shl.b64 	%rd2061, %rd2060, 2;
+	mov.u64 	%rd2062, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2063, %rd2062, %rd2061;
+	st.shared.f32 	[%rd2063], %f1787;
+	add.s64 	%rd3842, %rd3842, %rd6;
+	setp.lt.s64 	%p520, %rd3842, %rd354;
+	@%p520 bra 	$L__BB66_417;
+
+$L__BB66_425:
+	bar.sync 	0;
+	setp.lt.s64 	%p524, %rd3729, 65;
+	@%p524 bra 	$L__BB66_715;
+
+	setp.gt.s64 	%p525, %rd1638, 0;
+	@%p525 bra 	$L__BB66_459;
+	bra.uni 	$L__BB66_427;
+
+$L__BB66_459:
+	setp.lt.u64 	%p619, %rd18, 3;
+	mov.f32 	%f6302, 0f00000000;
+	mov.u64 	%rd3850, 0;
+	@%p619 bra 	$L__BB66_462;
+
+	mov.u64 	%rd3849, %rd20;
+
+$L__BB66_461:
+	shl.b64 	%rd2080, %rd3850, 2;
+	add.s64 	%rd2081, %rd3, %rd2080;
+	ld.local.v4.f32 	{%f1791, %f1792, %f1793, %f1794}, [%rd2081];
+	mov.u64 	%rd2082, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2083, %rd2082, %rd2080;
+	ld.shared.f32 	%f1799, [%rd2083];
+	fma.rn.f32 	%f1800, %f1791, %f1799, %f6302;
+	ld.shared.f32 	%f1801, [%rd2083+4];
+	fma.rn.f32 	%f1802, %f1792, %f1801, %f1800;
+	ld.shared.f32 	%f1803, [%rd2083+8];
+	fma.rn.f32 	%f1804, %f1793, %f1803, %f1802;
+	ld.shared.f32 	%f1805, [%rd2083+12];
+	fma.rn.f32 	%f6302, %f1794, %f1805, %f1804;
+	add.s64 	%rd3850, %rd3850, 4;
+	add.s64 	%rd3849, %rd3849, -4;
+	setp.ne.s64 	%p620, %rd3849, 0;
+	@%p620 bra 	$L__BB66_461;
+
+$L__BB66_462:
+	setp.eq.s64 	%p621, %rd19, 0;
+	@%p621 bra 	$L__BB66_466;
+
+	setp.eq.s64 	%p622, %rd19, 1;
+	shl.b64 	%rd2084, %rd3850, 2;
+	mov.u64 	%rd2085, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd376, %rd2085, %rd2084;
+	ld.shared.f32 	%f1806, [%rd376];
+	add.s64 	%rd377, %rd3, %rd2084;
+	ld.local.f32 	%f1807, [%rd377];
+	fma.rn.f32 	%f6302, %f1807, %f1806, %f6302;
+	@%p622 bra 	$L__BB66_466;
+
+	setp.eq.s64 	%p623, %rd19, 2;
+	ld.shared.f32 	%f1808, [%rd376+4];
+	ld.local.f32 	%f1809, [%rd377+4];
+	fma.rn.f32 	%f6302, %f1809, %f1808, %f6302;
+	@%p623 bra 	$L__BB66_466;
+
+	ld.shared.f32 	%f1810, [%rd376+8];
+	ld.local.f32 	%f1811, [%rd377+8];
+	fma.rn.f32 	%f6302, %f1811, %f1810, %f6302;
+
+$L__BB66_466:
+	mul.f32 	%f1812, %f6302, %f939;
+	st.local.f32 	[%rd5+256], %f1812;
+	setp.lt.s64 	%p624, %rd3729, 66;
+	setp.lt.s64 	%p625, %rd352, 2;
+	or.pred  	%p626, %p625, %p624;
+	@%p626 bra 	$L__BB66_715;
+
+	mov.f32 	%f6306, 0f00000000;
+	mov.u64 	%rd3853, 0;
+	@%p619 bra 	$L__BB66_470;
+
+	mov.u64 	%rd3852, %rd20;
+
+$L__BB66_469:
+	shl.b64 	%rd2088, %rd3853, 2;
+	add.s64 	%rd2089, %rd3, %rd2088;
+	ld.local.v4.f32 	{%f1816, %f1817, %f1818, %f1819}, [%rd2089];
+	mov.u64 	%rd2090, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2091, %rd2090, %rd2088;
+	ld.shared.f32 	%f1824, [%rd2091+512];
+	fma.rn.f32 	%f1825, %f1816, %f1824, %f6306;
+	ld.shared.f32 	%f1826, [%rd2091+516];
+	fma.rn.f32 	%f1827, %f1817, %f1826, %f1825;
+	ld.shared.f32 	%f1828, [%rd2091+520];
+	fma.rn.f32 	%f1829, %f1818, %f1828, %f1827;
+	ld.shared.f32 	%f1830, [%rd2091+524];
+	fma.rn.f32 	%f6306, %f1819, %f1830, %f1829;
+	add.s64 	%rd3853, %rd3853, 4;
+	add.s64 	%rd3852, %rd3852, -4;
+	setp.ne.s64 	%p628, %rd3852, 0;
+	@%p628 bra 	$L__BB66_469;
+
+$L__BB66_470:
+	@%p621 bra 	$L__BB66_474;
+
+	setp.eq.s64 	%p630, %rd19, 1;
+	shl.b64 	%rd2092, %rd3853, 2;
+	mov.u64 	%rd2093, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2094, %rd2093, %rd2092;
+	add.s64 	%rd383, %rd2094, 512;
+	ld.shared.f32 	%f1831, [%rd2094+512];
+	add.s64 	%rd384, %rd3, %rd2092;
+	ld.local.f32 	%f1832, [%rd384];
+	fma.rn.f32 	%f6306, %f1832, %f1831, %f6306;
+	@%p630 bra 	$L__BB66_474;
+
+	setp.eq.s64 	%p631, %rd19, 2;
+	ld.shared.f32 	%f1833, [%rd383+4];
+	ld.local.f32 	%f1834, [%rd384+4];
+	fma.rn.f32 	%f6306, %f1834, %f1833, %f6306;
+	@%p631 bra 	$L__BB66_474;
+
+	ld.shared.f32 	%f1835, [%rd383+8];
+	ld.local.f32 	%f1836, [%rd384+8];
+	fma.rn.f32 	%f6306, %f1836, %f1835, %f6306;
+
+$L__BB66_474:
+	mul.f32 	%f1837, %f6306, %f939;
+	st.local.f32 	[%rd5+260], %f1837;
+	setp.lt.s64 	%p632, %rd3729, 67;
+	setp.lt.s64 	%p633, %rd352, 3;
+	or.pred  	%p634, %p633, %p632;
+	@%p634 bra 	$L__BB66_715;
+
+	mov.f32 	%f6310, 0f00000000;
+	mov.u64 	%rd3856, 0;
+	@%p619 bra 	$L__BB66_478;
+
+	mov.u64 	%rd3855, %rd20;
+
+$L__BB66_477:
+	shl.b64 	%rd2097, %rd3856, 2;
+	add.s64 	%rd2098, %rd3, %rd2097;
+	ld.local.v4.f32 	{%f1841, %f1842, %f1843, %f1844}, [%rd2098];
+	mov.u64 	%rd2099, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2100, %rd2099, %rd2097;
+	ld.shared.f32 	%f1849, [%rd2100+1024];
+	fma.rn.f32 	%f1850, %f1841, %f1849, %f6310;
+	ld.shared.f32 	%f1851, [%rd2100+1028];
+	fma.rn.f32 	%f1852, %f1842, %f1851, %f1850;
+	ld.shared.f32 	%f1853, [%rd2100+1032];
+	fma.rn.f32 	%f1854, %f1843, %f1853, %f1852;
+	ld.shared.f32 	%f1855, [%rd2100+1036];
+	fma.rn.f32 	%f6310, %f1844, %f1855, %f1854;
+	add.s64 	%rd3856, %rd3856, 4;
+	add.s64 	%rd3855, %rd3855, -4;
+	setp.ne.s64 	%p636, %rd3855, 0;
+	@%p636 bra 	$L__BB66_477;
+
+$L__BB66_478:
+	@%p621 bra 	$L__BB66_482;
+
+	setp.eq.s64 	%p638, %rd19, 1;
+	shl.b64 	%rd2101, %rd3856, 2;
+	mov.u64 	%rd2102, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2103, %rd2102, %rd2101;
+	add.s64 	%rd390, %rd2103, 1024;
+	ld.shared.f32 	%f1856, [%rd2103+1024];
+	add.s64 	%rd391, %rd3, %rd2101;
+	ld.local.f32 	%f1857, [%rd391];
+	fma.rn.f32 	%f6310, %f1857, %f1856, %f6310;
+	@%p638 bra 	$L__BB66_482;
+
+	setp.eq.s64 	%p639, %rd19, 2;
+	ld.shared.f32 	%f1858, [%rd390+4];
+	ld.local.f32 	%f1859, [%rd391+4];
+	fma.rn.f32 	%f6310, %f1859, %f1858, %f6310;
+	@%p639 bra 	$L__BB66_482;
+
+	ld.shared.f32 	%f1860, [%rd390+8];
+	ld.local.f32 	%f1861, [%rd391+8];
+	fma.rn.f32 	%f6310, %f1861, %f1860, %f6310;
+
+$L__BB66_482:
+	mul.f32 	%f1862, %f6310, %f939;
+	st.local.f32 	[%rd5+264], %f1862;
+	setp.lt.s64 	%p640, %rd3729, 68;
+	setp.lt.s64 	%p641, %rd352, 4;
+	or.pred  	%p642, %p641, %p640;
+	@%p642 bra 	$L__BB66_715;
+
+	mov.f32 	%f6314, 0f00000000;
+	mov.u64 	%rd3859, 0;
+	@%p619 bra 	$L__BB66_486;
+
+	mov.u64 	%rd3858, %rd20;
+
+$L__BB66_485:
+	shl.b64 	%rd2106, %rd3859, 2;
+	add.s64 	%rd2107, %rd3, %rd2106;
+	ld.local.v4.f32 	{%f1866, %f1867, %f1868, %f1869}, [%rd2107];
+	mov.u64 	%rd2108, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2109, %rd2108, %rd2106;
+	ld.shared.f32 	%f1874, [%rd2109+1536];
+	fma.rn.f32 	%f1875, %f1866, %f1874, %f6314;
+	ld.shared.f32 	%f1876, [%rd2109+1540];
+	fma.rn.f32 	%f1877, %f1867, %f1876, %f1875;
+	ld.shared.f32 	%f1878, [%rd2109+1544];
+	fma.rn.f32 	%f1879, %f1868, %f1878, %f1877;
+	ld.shared.f32 	%f1880, [%rd2109+1548];
+	fma.rn.f32 	%f6314, %f1869, %f1880, %f1879;
+	add.s64 	%rd3859, %rd3859, 4;
+	add.s64 	%rd3858, %rd3858, -4;
+	setp.ne.s64 	%p644, %rd3858, 0;
+	@%p644 bra 	$L__BB66_485;
+
+$L__BB66_486:
+	@%p621 bra 	$L__BB66_490;
+
+	setp.eq.s64 	%p646, %rd19, 1;
+	shl.b64 	%rd2110, %rd3859, 2;
+	mov.u64 	%rd2111, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2112, %rd2111, %rd2110;
+	add.s64 	%rd397, %rd2112, 1536;
+	ld.shared.f32 	%f1881, [%rd2112+1536];
+	add.s64 	%rd398, %rd3, %rd2110;
+	ld.local.f32 	%f1882, [%rd398];
+	fma.rn.f32 	%f6314, %f1882, %f1881, %f6314;
+	@%p646 bra 	$L__BB66_490;
+
+	setp.eq.s64 	%p647, %rd19, 2;
+	ld.shared.f32 	%f1883, [%rd397+4];
+	ld.local.f32 	%f1884, [%rd398+4];
+	fma.rn.f32 	%f6314, %f1884, %f1883, %f6314;
+	@%p647 bra 	$L__BB66_490;
+
+	ld.shared.f32 	%f1885, [%rd397+8];
+	ld.local.f32 	%f1886, [%rd398+8];
+	fma.rn.f32 	%f6314, %f1886, %f1885, %f6314;
+
+$L__BB66_490:
+	mul.f32 	%f1887, %f6314, %f939;
+	st.local.f32 	[%rd5+268], %f1887;
+	setp.lt.s64 	%p648, %rd3729, 69;
+	setp.lt.s64 	%p649, %rd352, 5;
+	or.pred  	%p650, %p649, %p648;
+	@%p650 bra 	$L__BB66_715;
+
+	mov.f32 	%f6318, 0f00000000;
+	mov.u64 	%rd3862, 0;
+	@%p619 bra 	$L__BB66_494;
+
+	mov.u64 	%rd3861, %rd20;
+
+$L__BB66_493:
+	shl.b64 	%rd2115, %rd3862, 2;
+	add.s64 	%rd2116, %rd3, %rd2115;
+	ld.local.v4.f32 	{%f1891, %f1892, %f1893, %f1894}, [%rd2116];
+	mov.u64 	%rd2117, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2118, %rd2117, %rd2115;
+	ld.shared.f32 	%f1899, [%rd2118+2048];
+	fma.rn.f32 	%f1900, %f1891, %f1899, %f6318;
+	ld.shared.f32 	%f1901, [%rd2118+2052];
+	fma.rn.f32 	%f1902, %f1892, %f1901, %f1900;
+	ld.shared.f32 	%f1903, [%rd2118+2056];
+	fma.rn.f32 	%f1904, %f1893, %f1903, %f1902;
+	ld.shared.f32 	%f1905, [%rd2118+2060];
+	fma.rn.f32 	%f6318, %f1894, %f1905, %f1904;
+	add.s64 	%rd3862, %rd3862, 4;
+	add.s64 	%rd3861, %rd3861, -4;
+	setp.ne.s64 	%p652, %rd3861, 0;
+	@%p652 bra 	$L__BB66_493;
+
+$L__BB66_494:
+	@%p621 bra 	$L__BB66_498;
+
+	setp.eq.s64 	%p654, %rd19, 1;
+	shl.b64 	%rd2119, %rd3862, 2;
+	mov.u64 	%rd2120, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2121, %rd2120, %rd2119;
+	add.s64 	%rd404, %rd2121, 2048;
+	ld.shared.f32 	%f1906, [%rd2121+2048];
+	add.s64 	%rd405, %rd3, %rd2119;
+	ld.local.f32 	%f1907, [%rd405];
+	fma.rn.f32 	%f6318, %f1907, %f1906, %f6318;
+	@%p654 bra 	$L__BB66_498;
+
+	setp.eq.s64 	%p655, %rd19, 2;
+	ld.shared.f32 	%f1908, [%rd404+4];
+	ld.local.f32 	%f1909, [%rd405+4];
+	fma.rn.f32 	%f6318, %f1909, %f1908, %f6318;
+	@%p655 bra 	$L__BB66_498;
+
+	ld.shared.f32 	%f1910, [%rd404+8];
+	ld.local.f32 	%f1911, [%rd405+8];
+	fma.rn.f32 	%f6318, %f1911, %f1910, %f6318;
+
+$L__BB66_498:
+	mul.f32 	%f1912, %f6318, %f939;
+	st.local.f32 	[%rd5+272], %f1912;
+	setp.lt.s64 	%p656, %rd3729, 70;
+	setp.lt.s64 	%p657, %rd352, 6;
+	or.pred  	%p658, %p657, %p656;
+	@%p658 bra 	$L__BB66_715;
+
+	mov.f32 	%f6322, 0f00000000;
+	mov.u64 	%rd3865, 0;
+	@%p619 bra 	$L__BB66_502;
+
+	mov.u64 	%rd3864, %rd20;
+
+$L__BB66_501:
+	shl.b64 	%rd2124, %rd3865, 2;
+	add.s64 	%rd2125, %rd3, %rd2124;
+	ld.local.v4.f32 	{%f1916, %f1917, %f1918, %f1919}, [%rd2125];
+	mov.u64 	%rd2126, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2127, %rd2126, %rd2124;
+	ld.shared.f32 	%f1924, [%rd2127+2560];
+	fma.rn.f32 	%f1925, %f1916, %f1924, %f6322;
+	ld.shared.f32 	%f1926, [%rd2127+2564];
+	fma.rn.f32 	%f1927, %f1917, %f1926, %f1925;
+	ld.shared.f32 	%f1928, [%rd2127+2568];
+	fma.rn.f32 	%f1929, %f1918, %f1928, %f1927;
+	ld.shared.f32 	%f1930, [%rd2127+2572];
+	fma.rn.f32 	%f6322, %f1919, %f1930, %f1929;
+	add.s64 	%rd3865, %rd3865, 4;
+	add.s64 	%rd3864, %rd3864, -4;
+	setp.ne.s64 	%p660, %rd3864, 0;
+	@%p660 bra 	$L__BB66_501;
+
+$L__BB66_502:
+	@%p621 bra 	$L__BB66_506;
+
+	setp.eq.s64 	%p662, %rd19, 1;
+	shl.b64 	%rd2128, %rd3865, 2;
+	mov.u64 	%rd2129, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2130, %rd2129, %rd2128;
+	add.s64 	%rd411, %rd2130, 2560;
+	ld.shared.f32 	%f1931, [%rd2130+2560];
+	add.s64 	%rd412, %rd3, %rd2128;
+	ld.local.f32 	%f1932, [%rd412];
+	fma.rn.f32 	%f6322, %f1932, %f1931, %f6322;
+	@%p662 bra 	$L__BB66_506;
+
+	setp.eq.s64 	%p663, %rd19, 2;
+	ld.shared.f32 	%f1933, [%rd411+4];
+	ld.local.f32 	%f1934, [%rd412+4];
+	fma.rn.f32 	%f6322, %f1934, %f1933, %f6322;
+	@%p663 bra 	$L__BB66_506;
+
+	ld.shared.f32 	%f1935, [%rd411+8];
+	ld.local.f32 	%f1936, [%rd412+8];
+	fma.rn.f32 	%f6322, %f1936, %f1935, %f6322;
+
+$L__BB66_506:
+	mul.f32 	%f1937, %f6322, %f939;
+	st.local.f32 	[%rd5+276], %f1937;
+	setp.lt.s64 	%p664, %rd3729, 71;
+	setp.lt.s64 	%p665, %rd352, 7;
+	or.pred  	%p666, %p665, %p664;
+	@%p666 bra 	$L__BB66_715;
+
+	mov.f32 	%f6326, 0f00000000;
+	mov.u64 	%rd3868, 0;
+	@%p619 bra 	$L__BB66_510;
+
+	mov.u64 	%rd3867, %rd20;
+
+$L__BB66_509:
+	shl.b64 	%rd2133, %rd3868, 2;
+	add.s64 	%rd2134, %rd3, %rd2133;
+	ld.local.v4.f32 	{%f1941, %f1942, %f1943, %f1944}, [%rd2134];
+	mov.u64 	%rd2135, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2136, %rd2135, %rd2133;
+	ld.shared.f32 	%f1949, [%rd2136+3072];
+	fma.rn.f32 	%f1950, %f1941, %f1949, %f6326;
+	ld.shared.f32 	%f1951, [%rd2136+3076];
+	fma.rn.f32 	%f1952, %f1942, %f1951, %f1950;
+	ld.shared.f32 	%f1953, [%rd2136+3080];
+	fma.rn.f32 	%f1954, %f1943, %f1953, %f1952;
+	ld.shared.f32 	%f1955, [%rd2136+3084];
+	fma.rn.f32 	%f6326, %f1944, %f1955, %f1954;
+	add.s64 	%rd3868, %rd3868, 4;
+	add.s64 	%rd3867, %rd3867, -4;
+	setp.ne.s64 	%p668, %rd3867, 0;
+	@%p668 bra 	$L__BB66_509;
+
+$L__BB66_510:
+	@%p621 bra 	$L__BB66_514;
+
+	setp.eq.s64 	%p670, %rd19, 1;
+	shl.b64 	%rd2137, %rd3868, 2;
+	mov.u64 	%rd2138, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2139, %rd2138, %rd2137;
+	add.s64 	%rd418, %rd2139, 3072;
+	ld.shared.f32 	%f1956, [%rd2139+3072];
+	add.s64 	%rd419, %rd3, %rd2137;
+	ld.local.f32 	%f1957, [%rd419];
+	fma.rn.f32 	%f6326, %f1957, %f1956, %f6326;
+	@%p670 bra 	$L__BB66_514;
+
+	setp.eq.s64 	%p671, %rd19, 2;
+	ld.shared.f32 	%f1958, [%rd418+4];
+	ld.local.f32 	%f1959, [%rd419+4];
+	fma.rn.f32 	%f6326, %f1959, %f1958, %f6326;
+	@%p671 bra 	$L__BB66_514;
+
+	ld.shared.f32 	%f1960, [%rd418+8];
+	ld.local.f32 	%f1961, [%rd419+8];
+	fma.rn.f32 	%f6326, %f1961, %f1960, %f6326;
+
+$L__BB66_514:
+	mul.f32 	%f1962, %f6326, %f939;
+	st.local.f32 	[%rd5+280], %f1962;
+	setp.lt.s64 	%p672, %rd3729, 72;
+	setp.lt.s64 	%p673, %rd352, 8;
+	or.pred  	%p674, %p673, %p672;
+	@%p674 bra 	$L__BB66_715;
+
+	mov.f32 	%f6330, 0f00000000;
+	mov.u64 	%rd3871, 0;
+	@%p619 bra 	$L__BB66_518;
+
+	mov.u64 	%rd3870, %rd20;
+
+$L__BB66_517:
+	shl.b64 	%rd2142, %rd3871, 2;
+	add.s64 	%rd2143, %rd3, %rd2142;
+	ld.local.v4.f32 	{%f1966, %f1967, %f1968, %f1969}, [%rd2143];
+	mov.u64 	%rd2144, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2145, %rd2144, %rd2142;
+	ld.shared.f32 	%f1974, [%rd2145+3584];
+	fma.rn.f32 	%f1975, %f1966, %f1974, %f6330;
+	ld.shared.f32 	%f1976, [%rd2145+3588];
+	fma.rn.f32 	%f1977, %f1967, %f1976, %f1975;
+	ld.shared.f32 	%f1978, [%rd2145+3592];
+	fma.rn.f32 	%f1979, %f1968, %f1978, %f1977;
+	ld.shared.f32 	%f1980, [%rd2145+3596];
+	fma.rn.f32 	%f6330, %f1969, %f1980, %f1979;
+	add.s64 	%rd3871, %rd3871, 4;
+	add.s64 	%rd3870, %rd3870, -4;
+	setp.ne.s64 	%p676, %rd3870, 0;
+	@%p676 bra 	$L__BB66_517;
+
+$L__BB66_518:
+	@%p621 bra 	$L__BB66_522;
+
+	setp.eq.s64 	%p678, %rd19, 1;
+	shl.b64 	%rd2146, %rd3871, 2;
+	mov.u64 	%rd2147, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2148, %rd2147, %rd2146;
+	add.s64 	%rd425, %rd2148, 3584;
+	ld.shared.f32 	%f1981, [%rd2148+3584];
+	add.s64 	%rd426, %rd3, %rd2146;
+	ld.local.f32 	%f1982, [%rd426];
+	fma.rn.f32 	%f6330, %f1982, %f1981, %f6330;
+	@%p678 bra 	$L__BB66_522;
+
+	setp.eq.s64 	%p679, %rd19, 2;
+	ld.shared.f32 	%f1983, [%rd425+4];
+	ld.local.f32 	%f1984, [%rd426+4];
+	fma.rn.f32 	%f6330, %f1984, %f1983, %f6330;
+	@%p679 bra 	$L__BB66_522;
+
+	ld.shared.f32 	%f1985, [%rd425+8];
+	ld.local.f32 	%f1986, [%rd426+8];
+	fma.rn.f32 	%f6330, %f1986, %f1985, %f6330;
+
+$L__BB66_522:
+	mul.f32 	%f1987, %f6330, %f939;
+	st.local.f32 	[%rd5+284], %f1987;
+	setp.lt.s64 	%p680, %rd3729, 73;
+	setp.lt.s64 	%p681, %rd352, 9;
+	or.pred  	%p682, %p681, %p680;
+	@%p682 bra 	$L__BB66_715;
+
+	mov.f32 	%f6334, 0f00000000;
+	mov.u64 	%rd3874, 0;
+	@%p619 bra 	$L__BB66_526;
+
+	mov.u64 	%rd3873, %rd20;
+
+$L__BB66_525:
+	shl.b64 	%rd2151, %rd3874, 2;
+	add.s64 	%rd2152, %rd3, %rd2151;
+	ld.local.v4.f32 	{%f1991, %f1992, %f1993, %f1994}, [%rd2152];
+	mov.u64 	%rd2153, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2154, %rd2153, %rd2151;
+	ld.shared.f32 	%f1999, [%rd2154+4096];
+	fma.rn.f32 	%f2000, %f1991, %f1999, %f6334;
+	ld.shared.f32 	%f2001, [%rd2154+4100];
+	fma.rn.f32 	%f2002, %f1992, %f2001, %f2000;
+	ld.shared.f32 	%f2003, [%rd2154+4104];
+	fma.rn.f32 	%f2004, %f1993, %f2003, %f2002;
+	ld.shared.f32 	%f2005, [%rd2154+4108];
+	fma.rn.f32 	%f6334, %f1994, %f2005, %f2004;
+	add.s64 	%rd3874, %rd3874, 4;
+	add.s64 	%rd3873, %rd3873, -4;
+	setp.ne.s64 	%p684, %rd3873, 0;
+	@%p684 bra 	$L__BB66_525;
+
+$L__BB66_526:
+	@%p621 bra 	$L__BB66_530;
+
+	setp.eq.s64 	%p686, %rd19, 1;
+	shl.b64 	%rd2155, %rd3874, 2;
+	mov.u64 	%rd2156, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2157, %rd2156, %rd2155;
+	add.s64 	%rd432, %rd2157, 4096;
+	ld.shared.f32 	%f2006, [%rd2157+4096];
+	add.s64 	%rd433, %rd3, %rd2155;
+	ld.local.f32 	%f2007, [%rd433];
+	fma.rn.f32 	%f6334, %f2007, %f2006, %f6334;
+	@%p686 bra 	$L__BB66_530;
+
+	setp.eq.s64 	%p687, %rd19, 2;
+	ld.shared.f32 	%f2008, [%rd432+4];
+	ld.local.f32 	%f2009, [%rd433+4];
+	fma.rn.f32 	%f6334, %f2009, %f2008, %f6334;
+	@%p687 bra 	$L__BB66_530;
+
+	ld.shared.f32 	%f2010, [%rd432+8];
+	ld.local.f32 	%f2011, [%rd433+8];
+	fma.rn.f32 	%f6334, %f2011, %f2010, %f6334;
+
+$L__BB66_530:
+	mul.f32 	%f2012, %f6334, %f939;
+	st.local.f32 	[%rd5+288], %f2012;
+	setp.lt.s64 	%p688, %rd3729, 74;
+	setp.lt.s64 	%p689, %rd352, 10;
+	or.pred  	%p690, %p689, %p688;
+	@%p690 bra 	$L__BB66_715;
+
+	mov.f32 	%f6338, 0f00000000;
+	mov.u64 	%rd3877, 0;
+	@%p619 bra 	$L__BB66_534;
+
+	mov.u64 	%rd3876, %rd20;
+
+$L__BB66_533:
+	shl.b64 	%rd2160, %rd3877, 2;
+	add.s64 	%rd2161, %rd3, %rd2160;
+	ld.local.v4.f32 	{%f2016, %f2017, %f2018, %f2019}, [%rd2161];
+	mov.u64 	%rd2162, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2163, %rd2162, %rd2160;
+	ld.shared.f32 	%f2024, [%rd2163+4608];
+	fma.rn.f32 	%f2025, %f2016, %f2024, %f6338;
+	ld.shared.f32 	%f2026, [%rd2163+4612];
+	fma.rn.f32 	%f2027, %f2017, %f2026, %f2025;
+	ld.shared.f32 	%f2028, [%rd2163+4616];
+	fma.rn.f32 	%f2029, %f2018, %f2028, %f2027;
+	ld.shared.f32 	%f2030, [%rd2163+4620];
+	fma.rn.f32 	%f6338, %f2019, %f2030, %f2029;
+	add.s64 	%rd3877, %rd3877, 4;
+	add.s64 	%rd3876, %rd3876, -4;
+	setp.ne.s64 	%p692, %rd3876, 0;
+	@%p692 bra 	$L__BB66_533;
+
+$L__BB66_534:
+	@%p621 bra 	$L__BB66_538;
+
+	setp.eq.s64 	%p694, %rd19, 1;
+	shl.b64 	%rd2164, %rd3877, 2;
+	mov.u64 	%rd2165, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2166, %rd2165, %rd2164;
+	add.s64 	%rd439, %rd2166, 4608;
+	ld.shared.f32 	%f2031, [%rd2166+4608];
+	add.s64 	%rd440, %rd3, %rd2164;
+	ld.local.f32 	%f2032, [%rd440];
+	fma.rn.f32 	%f6338, %f2032, %f2031, %f6338;
+	@%p694 bra 	$L__BB66_538;
+
+	setp.eq.s64 	%p695, %rd19, 2;
+	ld.shared.f32 	%f2033, [%rd439+4];
+	ld.local.f32 	%f2034, [%rd440+4];
+	fma.rn.f32 	%f6338, %f2034, %f2033, %f6338;
+	@%p695 bra 	$L__BB66_538;
+
+	ld.shared.f32 	%f2035, [%rd439+8];
+	ld.local.f32 	%f2036, [%rd440+8];
+	fma.rn.f32 	%f6338, %f2036, %f2035, %f6338;
+
+$L__BB66_538:
+	mul.f32 	%f2037, %f6338, %f939;
+	st.local.f32 	[%rd5+292], %f2037;
+	setp.lt.s64 	%p696, %rd3729, 75;
+	setp.lt.s64 	%p697, %rd352, 11;
+	or.pred  	%p698, %p697, %p696;
+	@%p698 bra 	$L__BB66_715;
+
+	mov.f32 	%f6342, 0f00000000;
+	mov.u64 	%rd3880, 0;
+	@%p619 bra 	$L__BB66_542;
+
+	mov.u64 	%rd3879, %rd20;
+
+$L__BB66_541:
+	shl.b64 	%rd2169, %rd3880, 2;
+	add.s64 	%rd2170, %rd3, %rd2169;
+	ld.local.v4.f32 	{%f2041, %f2042, %f2043, %f2044}, [%rd2170];
+	mov.u64 	%rd2171, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2172, %rd2171, %rd2169;
+	ld.shared.f32 	%f2049, [%rd2172+5120];
+	fma.rn.f32 	%f2050, %f2041, %f2049, %f6342;
+	ld.shared.f32 	%f2051, [%rd2172+5124];
+	fma.rn.f32 	%f2052, %f2042, %f2051, %f2050;
+	ld.shared.f32 	%f2053, [%rd2172+5128];
+	fma.rn.f32 	%f2054, %f2043, %f2053, %f2052;
+	ld.shared.f32 	%f2055, [%rd2172+5132];
+	fma.rn.f32 	%f6342, %f2044, %f2055, %f2054;
+	add.s64 	%rd3880, %rd3880, 4;
+	add.s64 	%rd3879, %rd3879, -4;
+	setp.ne.s64 	%p700, %rd3879, 0;
+	@%p700 bra 	$L__BB66_541;
+
+$L__BB66_542:
+	@%p621 bra 	$L__BB66_546;
+
+	setp.eq.s64 	%p702, %rd19, 1;
+	shl.b64 	%rd2173, %rd3880, 2;
+	mov.u64 	%rd2174, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2175, %rd2174, %rd2173;
+	add.s64 	%rd446, %rd2175, 5120;
+	ld.shared.f32 	%f2056, [%rd2175+5120];
+	add.s64 	%rd447, %rd3, %rd2173;
+	ld.local.f32 	%f2057, [%rd447];
+	fma.rn.f32 	%f6342, %f2057, %f2056, %f6342;
+	@%p702 bra 	$L__BB66_546;
+
+	setp.eq.s64 	%p703, %rd19, 2;
+	ld.shared.f32 	%f2058, [%rd446+4];
+	ld.local.f32 	%f2059, [%rd447+4];
+	fma.rn.f32 	%f6342, %f2059, %f2058, %f6342;
+	@%p703 bra 	$L__BB66_546;
+
+	ld.shared.f32 	%f2060, [%rd446+8];
+	ld.local.f32 	%f2061, [%rd447+8];
+	fma.rn.f32 	%f6342, %f2061, %f2060, %f6342;
+
+$L__BB66_546:
+	mul.f32 	%f2062, %f6342, %f939;
+	st.local.f32 	[%rd5+296], %f2062;
+	setp.lt.s64 	%p704, %rd3729, 76;
+	setp.lt.s64 	%p705, %rd352, 12;
+	or.pred  	%p706, %p705, %p704;
+	@%p706 bra 	$L__BB66_715;
+
+	mov.f32 	%f6346, 0f00000000;
+	mov.u64 	%rd3883, 0;
+	@%p619 bra 	$L__BB66_550;
+
+	mov.u64 	%rd3882, %rd20;
+
+$L__BB66_549:
+	shl.b64 	%rd2178, %rd3883, 2;
+	add.s64 	%rd2179, %rd3, %rd2178;
+	ld.local.v4.f32 	{%f2066, %f2067, %f2068, %f2069}, [%rd2179];
+	mov.u64 	%rd2180, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2181, %rd2180, %rd2178;
+	ld.shared.f32 	%f2074, [%rd2181+5632];
+	fma.rn.f32 	%f2075, %f2066, %f2074, %f6346;
+	ld.shared.f32 	%f2076, [%rd2181+5636];
+	fma.rn.f32 	%f2077, %f2067, %f2076, %f2075;
+	ld.shared.f32 	%f2078, [%rd2181+5640];
+	fma.rn.f32 	%f2079, %f2068, %f2078, %f2077;
+	ld.shared.f32 	%f2080, [%rd2181+5644];
+	fma.rn.f32 	%f6346, %f2069, %f2080, %f2079;
+	add.s64 	%rd3883, %rd3883, 4;
+	add.s64 	%rd3882, %rd3882, -4;
+	setp.ne.s64 	%p708, %rd3882, 0;
+	@%p708 bra 	$L__BB66_549;
+
+$L__BB66_550:
+	@%p621 bra 	$L__BB66_554;
+
+	setp.eq.s64 	%p710, %rd19, 1;
+	shl.b64 	%rd2182, %rd3883, 2;
+	mov.u64 	%rd2183, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2184, %rd2183, %rd2182;
+	add.s64 	%rd453, %rd2184, 5632;
+	ld.shared.f32 	%f2081, [%rd2184+5632];
+	add.s64 	%rd454, %rd3, %rd2182;
+	ld.local.f32 	%f2082, [%rd454];
+	fma.rn.f32 	%f6346, %f2082, %f2081, %f6346;
+	@%p710 bra 	$L__BB66_554;
+
+	setp.eq.s64 	%p711, %rd19, 2;
+	ld.shared.f32 	%f2083, [%rd453+4];
+	ld.local.f32 	%f2084, [%rd454+4];
+	fma.rn.f32 	%f6346, %f2084, %f2083, %f6346;
+	@%p711 bra 	$L__BB66_554;
+
+	ld.shared.f32 	%f2085, [%rd453+8];
+	ld.local.f32 	%f2086, [%rd454+8];
+	fma.rn.f32 	%f6346, %f2086, %f2085, %f6346;
+
+$L__BB66_554:
+	mul.f32 	%f2087, %f6346, %f939;
+	st.local.f32 	[%rd5+300], %f2087;
+	setp.lt.s64 	%p712, %rd3729, 77;
+	setp.lt.s64 	%p713, %rd352, 13;
+	or.pred  	%p714, %p713, %p712;
+	@%p714 bra 	$L__BB66_715;
+
+	mov.f32 	%f6350, 0f00000000;
+	mov.u64 	%rd3886, 0;
+	@%p619 bra 	$L__BB66_558;
+
+	mov.u64 	%rd3885, %rd20;
+
+$L__BB66_557:
+	shl.b64 	%rd2187, %rd3886, 2;
+	add.s64 	%rd2188, %rd3, %rd2187;
+	ld.local.v4.f32 	{%f2091, %f2092, %f2093, %f2094}, [%rd2188];
+	mov.u64 	%rd2189, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2190, %rd2189, %rd2187;
+	ld.shared.f32 	%f2099, [%rd2190+6144];
+	fma.rn.f32 	%f2100, %f2091, %f2099, %f6350;
+	ld.shared.f32 	%f2101, [%rd2190+6148];
+	fma.rn.f32 	%f2102, %f2092, %f2101, %f2100;
+	ld.shared.f32 	%f2103, [%rd2190+6152];
+	fma.rn.f32 	%f2104, %f2093, %f2103, %f2102;
+	ld.shared.f32 	%f2105, [%rd2190+6156];
+	fma.rn.f32 	%f6350, %f2094, %f2105, %f2104;
+	add.s64 	%rd3886, %rd3886, 4;
+	add.s64 	%rd3885, %rd3885, -4;
+	setp.ne.s64 	%p716, %rd3885, 0;
+	@%p716 bra 	$L__BB66_557;
+
+$L__BB66_558:
+	@%p621 bra 	$L__BB66_562;
+
+	setp.eq.s64 	%p718, %rd19, 1;
+	shl.b64 	%rd2191, %rd3886, 2;
+	mov.u64 	%rd2192, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2193, %rd2192, %rd2191;
+	add.s64 	%rd460, %rd2193, 6144;
+	ld.shared.f32 	%f2106, [%rd2193+6144];
+	add.s64 	%rd461, %rd3, %rd2191;
+	ld.local.f32 	%f2107, [%rd461];
+	fma.rn.f32 	%f6350, %f2107, %f2106, %f6350;
+	@%p718 bra 	$L__BB66_562;
+
+	setp.eq.s64 	%p719, %rd19, 2;
+	ld.shared.f32 	%f2108, [%rd460+4];
+	ld.local.f32 	%f2109, [%rd461+4];
+	fma.rn.f32 	%f6350, %f2109, %f2108, %f6350;
+	@%p719 bra 	$L__BB66_562;
+
+	ld.shared.f32 	%f2110, [%rd460+8];
+	ld.local.f32 	%f2111, [%rd461+8];
+	fma.rn.f32 	%f6350, %f2111, %f2110, %f6350;
+
+$L__BB66_562:
+	mul.f32 	%f2112, %f6350, %f939;
+	st.local.f32 	[%rd5+304], %f2112;
+	setp.lt.s64 	%p720, %rd3729, 78;
+	setp.lt.s64 	%p721, %rd352, 14;
+	or.pred  	%p722, %p721, %p720;
+	@%p722 bra 	$L__BB66_715;
+
+	mov.f32 	%f6354, 0f00000000;
+	mov.u64 	%rd3889, 0;
+	@%p619 bra 	$L__BB66_566;
+
+	mov.u64 	%rd3888, %rd20;
+
+$L__BB66_565:
+	shl.b64 	%rd2196, %rd3889, 2;
+	add.s64 	%rd2197, %rd3, %rd2196;
+	ld.local.v4.f32 	{%f2116, %f2117, %f2118, %f2119}, [%rd2197];
+	mov.u64 	%rd2198, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2199, %rd2198, %rd2196;
+	ld.shared.f32 	%f2124, [%rd2199+6656];
+	fma.rn.f32 	%f2125, %f2116, %f2124, %f6354;
+	ld.shared.f32 	%f2126, [%rd2199+6660];
+	fma.rn.f32 	%f2127, %f2117, %f2126, %f2125;
+	ld.shared.f32 	%f2128, [%rd2199+6664];
+	fma.rn.f32 	%f2129, %f2118, %f2128, %f2127;
+	ld.shared.f32 	%f2130, [%rd2199+6668];
+	fma.rn.f32 	%f6354, %f2119, %f2130, %f2129;
+	add.s64 	%rd3889, %rd3889, 4;
+	add.s64 	%rd3888, %rd3888, -4;
+	setp.ne.s64 	%p724, %rd3888, 0;
+	@%p724 bra 	$L__BB66_565;
+
+$L__BB66_566:
+	@%p621 bra 	$L__BB66_570;
+
+	setp.eq.s64 	%p726, %rd19, 1;
+	shl.b64 	%rd2200, %rd3889, 2;
+	mov.u64 	%rd2201, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2202, %rd2201, %rd2200;
+	add.s64 	%rd467, %rd2202, 6656;
+	ld.shared.f32 	%f2131, [%rd2202+6656];
+	add.s64 	%rd468, %rd3, %rd2200;
+	ld.local.f32 	%f2132, [%rd468];
+	fma.rn.f32 	%f6354, %f2132, %f2131, %f6354;
+	@%p726 bra 	$L__BB66_570;
+
+	setp.eq.s64 	%p727, %rd19, 2;
+	ld.shared.f32 	%f2133, [%rd467+4];
+	ld.local.f32 	%f2134, [%rd468+4];
+	fma.rn.f32 	%f6354, %f2134, %f2133, %f6354;
+	@%p727 bra 	$L__BB66_570;
+
+	ld.shared.f32 	%f2135, [%rd467+8];
+	ld.local.f32 	%f2136, [%rd468+8];
+	fma.rn.f32 	%f6354, %f2136, %f2135, %f6354;
+
+$L__BB66_570:
+	mul.f32 	%f2137, %f6354, %f939;
+	st.local.f32 	[%rd5+308], %f2137;
+	setp.lt.s64 	%p728, %rd3729, 79;
+	setp.lt.s64 	%p729, %rd352, 15;
+	or.pred  	%p730, %p729, %p728;
+	@%p730 bra 	$L__BB66_715;
+
+	mov.f32 	%f6358, 0f00000000;
+	mov.u64 	%rd3892, 0;
+	@%p619 bra 	$L__BB66_574;
+
+	mov.u64 	%rd3891, %rd20;
+
+$L__BB66_573:
+	shl.b64 	%rd2205, %rd3892, 2;
+	add.s64 	%rd2206, %rd3, %rd2205;
+	ld.local.v4.f32 	{%f2141, %f2142, %f2143, %f2144}, [%rd2206];
+	mov.u64 	%rd2207, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2208, %rd2207, %rd2205;
+	ld.shared.f32 	%f2149, [%rd2208+7168];
+	fma.rn.f32 	%f2150, %f2141, %f2149, %f6358;
+	ld.shared.f32 	%f2151, [%rd2208+7172];
+	fma.rn.f32 	%f2152, %f2142, %f2151, %f2150;
+	ld.shared.f32 	%f2153, [%rd2208+7176];
+	fma.rn.f32 	%f2154, %f2143, %f2153, %f2152;
+	ld.shared.f32 	%f2155, [%rd2208+7180];
+	fma.rn.f32 	%f6358, %f2144, %f2155, %f2154;
+	add.s64 	%rd3892, %rd3892, 4;
+	add.s64 	%rd3891, %rd3891, -4;
+	setp.ne.s64 	%p732, %rd3891, 0;
+	@%p732 bra 	$L__BB66_573;
+
+$L__BB66_574:
+	@%p621 bra 	$L__BB66_578;
+
+	setp.eq.s64 	%p734, %rd19, 1;
+	shl.b64 	%rd2209, %rd3892, 2;
+	mov.u64 	%rd2210, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2211, %rd2210, %rd2209;
+	add.s64 	%rd474, %rd2211, 7168;
+	ld.shared.f32 	%f2156, [%rd2211+7168];
+	add.s64 	%rd475, %rd3, %rd2209;
+	ld.local.f32 	%f2157, [%rd475];
+	fma.rn.f32 	%f6358, %f2157, %f2156, %f6358;
+	@%p734 bra 	$L__BB66_578;
+
+	setp.eq.s64 	%p735, %rd19, 2;
+	ld.shared.f32 	%f2158, [%rd474+4];
+	ld.local.f32 	%f2159, [%rd475+4];
+	fma.rn.f32 	%f6358, %f2159, %f2158, %f6358;
+	@%p735 bra 	$L__BB66_578;
+
+	ld.shared.f32 	%f2160, [%rd474+8];
+	ld.local.f32 	%f2161, [%rd475+8];
+	fma.rn.f32 	%f6358, %f2161, %f2160, %f6358;
+
+$L__BB66_578:
+	mul.f32 	%f2162, %f6358, %f939;
+	st.local.f32 	[%rd5+312], %f2162;
+	setp.lt.s64 	%p736, %rd3729, 80;
+	setp.lt.s64 	%p737, %rd352, 16;
+	or.pred  	%p738, %p737, %p736;
+	@%p738 bra 	$L__BB66_715;
+
+	mov.f32 	%f6362, 0f00000000;
+	mov.u64 	%rd3895, 0;
+	@%p619 bra 	$L__BB66_582;
+
+	mov.u64 	%rd3894, %rd20;
+
+$L__BB66_581:
+	shl.b64 	%rd2214, %rd3895, 2;
+	add.s64 	%rd2215, %rd3, %rd2214;
+	ld.local.v4.f32 	{%f2166, %f2167, %f2168, %f2169}, [%rd2215];
+	mov.u64 	%rd2216, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2217, %rd2216, %rd2214;
+	ld.shared.f32 	%f2174, [%rd2217+7680];
+	fma.rn.f32 	%f2175, %f2166, %f2174, %f6362;
+	ld.shared.f32 	%f2176, [%rd2217+7684];
+	fma.rn.f32 	%f2177, %f2167, %f2176, %f2175;
+	ld.shared.f32 	%f2178, [%rd2217+7688];
+	fma.rn.f32 	%f2179, %f2168, %f2178, %f2177;
+	ld.shared.f32 	%f2180, [%rd2217+7692];
+	fma.rn.f32 	%f6362, %f2169, %f2180, %f2179;
+	add.s64 	%rd3895, %rd3895, 4;
+	add.s64 	%rd3894, %rd3894, -4;
+	setp.ne.s64 	%p740, %rd3894, 0;
+	@%p740 bra 	$L__BB66_581;
+
+$L__BB66_582:
+	@%p621 bra 	$L__BB66_586;
+
+	setp.eq.s64 	%p742, %rd19, 1;
+	shl.b64 	%rd2218, %rd3895, 2;
+	mov.u64 	%rd2219, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2220, %rd2219, %rd2218;
+	add.s64 	%rd481, %rd2220, 7680;
+	ld.shared.f32 	%f2181, [%rd2220+7680];
+	add.s64 	%rd482, %rd3, %rd2218;
+	ld.local.f32 	%f2182, [%rd482];
+	fma.rn.f32 	%f6362, %f2182, %f2181, %f6362;
+	@%p742 bra 	$L__BB66_586;
+
+	setp.eq.s64 	%p743, %rd19, 2;
+	ld.shared.f32 	%f2183, [%rd481+4];
+	ld.local.f32 	%f2184, [%rd482+4];
+	fma.rn.f32 	%f6362, %f2184, %f2183, %f6362;
+	@%p743 bra 	$L__BB66_586;
+
+	ld.shared.f32 	%f2185, [%rd481+8];
+	ld.local.f32 	%f2186, [%rd482+8];
+	fma.rn.f32 	%f6362, %f2186, %f2185, %f6362;
+
+$L__BB66_586:
+	mul.f32 	%f2187, %f6362, %f939;
+	st.local.f32 	[%rd5+316], %f2187;
+	setp.lt.s64 	%p744, %rd3729, 81;
+	setp.lt.s64 	%p745, %rd352, 17;
+	or.pred  	%p746, %p745, %p744;
+	@%p746 bra 	$L__BB66_715;
+
+	mov.f32 	%f6366, 0f00000000;
+	mov.u64 	%rd3898, 0;
+	@%p619 bra 	$L__BB66_590;
+
+	mov.u64 	%rd3897, %rd20;
+
+$L__BB66_589:
+	shl.b64 	%rd2223, %rd3898, 2;
+	add.s64 	%rd2224, %rd3, %rd2223;
+	ld.local.v4.f32 	{%f2191, %f2192, %f2193, %f2194}, [%rd2224];
+	mov.u64 	%rd2225, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2226, %rd2225, %rd2223;
+	ld.shared.f32 	%f2199, [%rd2226+8192];
+	fma.rn.f32 	%f2200, %f2191, %f2199, %f6366;
+	ld.shared.f32 	%f2201, [%rd2226+8196];
+	fma.rn.f32 	%f2202, %f2192, %f2201, %f2200;
+	ld.shared.f32 	%f2203, [%rd2226+8200];
+	fma.rn.f32 	%f2204, %f2193, %f2203, %f2202;
+	ld.shared.f32 	%f2205, [%rd2226+8204];
+	fma.rn.f32 	%f6366, %f2194, %f2205, %f2204;
+	add.s64 	%rd3898, %rd3898, 4;
+	add.s64 	%rd3897, %rd3897, -4;
+	setp.ne.s64 	%p748, %rd3897, 0;
+	@%p748 bra 	$L__BB66_589;
+
+$L__BB66_590:
+	@%p621 bra 	$L__BB66_594;
+
+	setp.eq.s64 	%p750, %rd19, 1;
+	shl.b64 	%rd2227, %rd3898, 2;
+	mov.u64 	%rd2228, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2229, %rd2228, %rd2227;
+	add.s64 	%rd488, %rd2229, 8192;
+	ld.shared.f32 	%f2206, [%rd2229+8192];
+	add.s64 	%rd489, %rd3, %rd2227;
+	ld.local.f32 	%f2207, [%rd489];
+	fma.rn.f32 	%f6366, %f2207, %f2206, %f6366;
+	@%p750 bra 	$L__BB66_594;
+
+	setp.eq.s64 	%p751, %rd19, 2;
+	ld.shared.f32 	%f2208, [%rd488+4];
+	ld.local.f32 	%f2209, [%rd489+4];
+	fma.rn.f32 	%f6366, %f2209, %f2208, %f6366;
+	@%p751 bra 	$L__BB66_594;
+
+	ld.shared.f32 	%f2210, [%rd488+8];
+	ld.local.f32 	%f2211, [%rd489+8];
+	fma.rn.f32 	%f6366, %f2211, %f2210, %f6366;
+
+$L__BB66_594:
+	mul.f32 	%f2212, %f6366, %f939;
+	st.local.f32 	[%rd5+320], %f2212;
+	setp.lt.s64 	%p752, %rd3729, 82;
+	setp.lt.s64 	%p753, %rd352, 18;
+	or.pred  	%p754, %p753, %p752;
+	@%p754 bra 	$L__BB66_715;
+
+	mov.f32 	%f6370, 0f00000000;
+	mov.u64 	%rd3901, 0;
+	@%p619 bra 	$L__BB66_598;
+
+	mov.u64 	%rd3900, %rd20;
+
+$L__BB66_597:
+	shl.b64 	%rd2232, %rd3901, 2;
+	add.s64 	%rd2233, %rd3, %rd2232;
+	ld.local.v4.f32 	{%f2216, %f2217, %f2218, %f2219}, [%rd2233];
+	mov.u64 	%rd2234, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2235, %rd2234, %rd2232;
+	ld.shared.f32 	%f2224, [%rd2235+8704];
+	fma.rn.f32 	%f2225, %f2216, %f2224, %f6370;
+	ld.shared.f32 	%f2226, [%rd2235+8708];
+	fma.rn.f32 	%f2227, %f2217, %f2226, %f2225;
+	ld.shared.f32 	%f2228, [%rd2235+8712];
+	fma.rn.f32 	%f2229, %f2218, %f2228, %f2227;
+	ld.shared.f32 	%f2230, [%rd2235+8716];
+	fma.rn.f32 	%f6370, %f2219, %f2230, %f2229;
+	add.s64 	%rd3901, %rd3901, 4;
+	add.s64 	%rd3900, %rd3900, -4;
+	setp.ne.s64 	%p756, %rd3900, 0;
+	@%p756 bra 	$L__BB66_597;
+
+$L__BB66_598:
+	@%p621 bra 	$L__BB66_602;
+
+	setp.eq.s64 	%p758, %rd19, 1;
+	shl.b64 	%rd2236, %rd3901, 2;
+	mov.u64 	%rd2237, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2238, %rd2237, %rd2236;
+	add.s64 	%rd495, %rd2238, 8704;
+	ld.shared.f32 	%f2231, [%rd2238+8704];
+	add.s64 	%rd496, %rd3, %rd2236;
+	ld.local.f32 	%f2232, [%rd496];
+	fma.rn.f32 	%f6370, %f2232, %f2231, %f6370;
+	@%p758 bra 	$L__BB66_602;
+
+	setp.eq.s64 	%p759, %rd19, 2;
+	ld.shared.f32 	%f2233, [%rd495+4];
+	ld.local.f32 	%f2234, [%rd496+4];
+	fma.rn.f32 	%f6370, %f2234, %f2233, %f6370;
+	@%p759 bra 	$L__BB66_602;
+
+	ld.shared.f32 	%f2235, [%rd495+8];
+	ld.local.f32 	%f2236, [%rd496+8];
+	fma.rn.f32 	%f6370, %f2236, %f2235, %f6370;
+
+$L__BB66_602:
+	mul.f32 	%f2237, %f6370, %f939;
+	st.local.f32 	[%rd5+324], %f2237;
+	setp.lt.s64 	%p760, %rd3729, 83;
+	setp.lt.s64 	%p761, %rd352, 19;
+	or.pred  	%p762, %p761, %p760;
+	@%p762 bra 	$L__BB66_715;
+
+	mov.f32 	%f6374, 0f00000000;
+	mov.u64 	%rd3904, 0;
+	@%p619 bra 	$L__BB66_606;
+
+	mov.u64 	%rd3903, %rd20;
+
+$L__BB66_605:
+	shl.b64 	%rd2241, %rd3904, 2;
+	add.s64 	%rd2242, %rd3, %rd2241;
+	ld.local.v4.f32 	{%f2241, %f2242, %f2243, %f2244}, [%rd2242];
+	mov.u64 	%rd2243, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2244, %rd2243, %rd2241;
+	ld.shared.f32 	%f2249, [%rd2244+9216];
+	fma.rn.f32 	%f2250, %f2241, %f2249, %f6374;
+	ld.shared.f32 	%f2251, [%rd2244+9220];
+	fma.rn.f32 	%f2252, %f2242, %f2251, %f2250;
+	ld.shared.f32 	%f2253, [%rd2244+9224];
+	fma.rn.f32 	%f2254, %f2243, %f2253, %f2252;
+	ld.shared.f32 	%f2255, [%rd2244+9228];
+	fma.rn.f32 	%f6374, %f2244, %f2255, %f2254;
+	add.s64 	%rd3904, %rd3904, 4;
+	add.s64 	%rd3903, %rd3903, -4;
+	setp.ne.s64 	%p764, %rd3903, 0;
+	@%p764 bra 	$L__BB66_605;
+
+$L__BB66_606:
+	@%p621 bra 	$L__BB66_610;
+
+	setp.eq.s64 	%p766, %rd19, 1;
+	shl.b64 	%rd2245, %rd3904, 2;
+	mov.u64 	%rd2246, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2247, %rd2246, %rd2245;
+	add.s64 	%rd502, %rd2247, 9216;
+	ld.shared.f32 	%f2256, [%rd2247+9216];
+	add.s64 	%rd503, %rd3, %rd2245;
+	ld.local.f32 	%f2257, [%rd503];
+	fma.rn.f32 	%f6374, %f2257, %f2256, %f6374;
+	@%p766 bra 	$L__BB66_610;
+
+	setp.eq.s64 	%p767, %rd19, 2;
+	ld.shared.f32 	%f2258, [%rd502+4];
+	ld.local.f32 	%f2259, [%rd503+4];
+	fma.rn.f32 	%f6374, %f2259, %f2258, %f6374;
+	@%p767 bra 	$L__BB66_610;
+
+	ld.shared.f32 	%f2260, [%rd502+8];
+	ld.local.f32 	%f2261, [%rd503+8];
+	fma.rn.f32 	%f6374, %f2261, %f2260, %f6374;
+
+$L__BB66_610:
+	mul.f32 	%f2262, %f6374, %f939;
+	st.local.f32 	[%rd5+328], %f2262;
+	setp.lt.s64 	%p768, %rd3729, 84;
+	setp.lt.s64 	%p769, %rd352, 20;
+	or.pred  	%p770, %p769, %p768;
+	@%p770 bra 	$L__BB66_715;
+
+	mov.f32 	%f6378, 0f00000000;
+	mov.u64 	%rd3907, 0;
+	@%p619 bra 	$L__BB66_614;
+
+	mov.u64 	%rd3906, %rd20;
+
+$L__BB66_613:
+	shl.b64 	%rd2250, %rd3907, 2;
+	add.s64 	%rd2251, %rd3, %rd2250;
+	ld.local.v4.f32 	{%f2266, %f2267, %f2268, %f2269}, [%rd2251];
+	mov.u64 	%rd2252, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2253, %rd2252, %rd2250;
+	ld.shared.f32 	%f2274, [%rd2253+9728];
+	fma.rn.f32 	%f2275, %f2266, %f2274, %f6378;
+	ld.shared.f32 	%f2276, [%rd2253+9732];
+	fma.rn.f32 	%f2277, %f2267, %f2276, %f2275;
+	ld.shared.f32 	%f2278, [%rd2253+9736];
+	fma.rn.f32 	%f2279, %f2268, %f2278, %f2277;
+	ld.shared.f32 	%f2280, [%rd2253+9740];
+	fma.rn.f32 	%f6378, %f2269, %f2280, %f2279;
+	add.s64 	%rd3907, %rd3907, 4;
+	add.s64 	%rd3906, %rd3906, -4;
+	setp.ne.s64 	%p772, %rd3906, 0;
+	@%p772 bra 	$L__BB66_613;
+
+$L__BB66_614:
+	@%p621 bra 	$L__BB66_618;
+
+	setp.eq.s64 	%p774, %rd19, 1;
+	shl.b64 	%rd2254, %rd3907, 2;
+	mov.u64 	%rd2255, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2256, %rd2255, %rd2254;
+	add.s64 	%rd509, %rd2256, 9728;
+	ld.shared.f32 	%f2281, [%rd2256+9728];
+	add.s64 	%rd510, %rd3, %rd2254;
+	ld.local.f32 	%f2282, [%rd510];
+	fma.rn.f32 	%f6378, %f2282, %f2281, %f6378;
+	@%p774 bra 	$L__BB66_618;
+
+	setp.eq.s64 	%p775, %rd19, 2;
+	ld.shared.f32 	%f2283, [%rd509+4];
+	ld.local.f32 	%f2284, [%rd510+4];
+	fma.rn.f32 	%f6378, %f2284, %f2283, %f6378;
+	@%p775 bra 	$L__BB66_618;
+
+	ld.shared.f32 	%f2285, [%rd509+8];
+	ld.local.f32 	%f2286, [%rd510+8];
+	fma.rn.f32 	%f6378, %f2286, %f2285, %f6378;
+
+$L__BB66_618:
+	mul.f32 	%f2287, %f6378, %f939;
+	st.local.f32 	[%rd5+332], %f2287;
+	setp.lt.s64 	%p776, %rd3729, 85;
+	setp.lt.s64 	%p777, %rd352, 21;
+	or.pred  	%p778, %p777, %p776;
+	@%p778 bra 	$L__BB66_715;
+
+	mov.f32 	%f6382, 0f00000000;
+	mov.u64 	%rd3910, 0;
+	@%p619 bra 	$L__BB66_622;
+
+	mov.u64 	%rd3909, %rd20;
+
+$L__BB66_621:
+	shl.b64 	%rd2259, %rd3910, 2;
+	add.s64 	%rd2260, %rd3, %rd2259;
+	ld.local.v4.f32 	{%f2291, %f2292, %f2293, %f2294}, [%rd2260];
+	mov.u64 	%rd2261, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2262, %rd2261, %rd2259;
+	ld.shared.f32 	%f2299, [%rd2262+10240];
+	fma.rn.f32 	%f2300, %f2291, %f2299, %f6382;
+	ld.shared.f32 	%f2301, [%rd2262+10244];
+	fma.rn.f32 	%f2302, %f2292, %f2301, %f2300;
+	ld.shared.f32 	%f2303, [%rd2262+10248];
+	fma.rn.f32 	%f2304, %f2293, %f2303, %f2302;
+	ld.shared.f32 	%f2305, [%rd2262+10252];
+	fma.rn.f32 	%f6382, %f2294, %f2305, %f2304;
+	add.s64 	%rd3910, %rd3910, 4;
+	add.s64 	%rd3909, %rd3909, -4;
+	setp.ne.s64 	%p780, %rd3909, 0;
+	@%p780 bra 	$L__BB66_621;
+
+$L__BB66_622:
+	@%p621 bra 	$L__BB66_626;
+
+	setp.eq.s64 	%p782, %rd19, 1;
+	shl.b64 	%rd2263, %rd3910, 2;
+	mov.u64 	%rd2264, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2265, %rd2264, %rd2263;
+	add.s64 	%rd516, %rd2265, 10240;
+	ld.shared.f32 	%f2306, [%rd2265+10240];
+	add.s64 	%rd517, %rd3, %rd2263;
+	ld.local.f32 	%f2307, [%rd517];
+	fma.rn.f32 	%f6382, %f2307, %f2306, %f6382;
+	@%p782 bra 	$L__BB66_626;
+
+	setp.eq.s64 	%p783, %rd19, 2;
+	ld.shared.f32 	%f2308, [%rd516+4];
+	ld.local.f32 	%f2309, [%rd517+4];
+	fma.rn.f32 	%f6382, %f2309, %f2308, %f6382;
+	@%p783 bra 	$L__BB66_626;
+
+	ld.shared.f32 	%f2310, [%rd516+8];
+	ld.local.f32 	%f2311, [%rd517+8];
+	fma.rn.f32 	%f6382, %f2311, %f2310, %f6382;
+
+$L__BB66_626:
+	mul.f32 	%f2312, %f6382, %f939;
+	st.local.f32 	[%rd5+336], %f2312;
+	setp.lt.s64 	%p784, %rd3729, 86;
+	setp.lt.s64 	%p785, %rd352, 22;
+	or.pred  	%p786, %p785, %p784;
+	@%p786 bra 	$L__BB66_715;
+
+	mov.f32 	%f6386, 0f00000000;
+	mov.u64 	%rd3913, 0;
+	@%p619 bra 	$L__BB66_630;
+
+	mov.u64 	%rd3912, %rd20;
+
+$L__BB66_629:
+	shl.b64 	%rd2268, %rd3913, 2;
+	add.s64 	%rd2269, %rd3, %rd2268;
+	ld.local.v4.f32 	{%f2316, %f2317, %f2318, %f2319}, [%rd2269];
+	mov.u64 	%rd2270, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2271, %rd2270, %rd2268;
+	ld.shared.f32 	%f2324, [%rd2271+10752];
+	fma.rn.f32 	%f2325, %f2316, %f2324, %f6386;
+	ld.shared.f32 	%f2326, [%rd2271+10756];
+	fma.rn.f32 	%f2327, %f2317, %f2326, %f2325;
+	ld.shared.f32 	%f2328, [%rd2271+10760];
+	fma.rn.f32 	%f2329, %f2318, %f2328, %f2327;
+	ld.shared.f32 	%f2330, [%rd2271+10764];
+	fma.rn.f32 	%f6386, %f2319, %f2330, %f2329;
+	add.s64 	%rd3913, %rd3913, 4;
+	add.s64 	%rd3912, %rd3912, -4;
+	setp.ne.s64 	%p788, %rd3912, 0;
+	@%p788 bra 	$L__BB66_629;
+
+$L__BB66_630:
+	@%p621 bra 	$L__BB66_634;
+
+	setp.eq.s64 	%p790, %rd19, 1;
+	shl.b64 	%rd2272, %rd3913, 2;
+	mov.u64 	%rd2273, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2274, %rd2273, %rd2272;
+	add.s64 	%rd523, %rd2274, 10752;
+	ld.shared.f32 	%f2331, [%rd2274+10752];
+	add.s64 	%rd524, %rd3, %rd2272;
+	ld.local.f32 	%f2332, [%rd524];
+	fma.rn.f32 	%f6386, %f2332, %f2331, %f6386;
+	@%p790 bra 	$L__BB66_634;
+
+	setp.eq.s64 	%p791, %rd19, 2;
+	ld.shared.f32 	%f2333, [%rd523+4];
+	ld.local.f32 	%f2334, [%rd524+4];
+	fma.rn.f32 	%f6386, %f2334, %f2333, %f6386;
+	@%p791 bra 	$L__BB66_634;
+
+	ld.shared.f32 	%f2335, [%rd523+8];
+	ld.local.f32 	%f2336, [%rd524+8];
+	fma.rn.f32 	%f6386, %f2336, %f2335, %f6386;
+
+$L__BB66_634:
+	mul.f32 	%f2337, %f6386, %f939;
+	st.local.f32 	[%rd5+340], %f2337;
+	setp.lt.s64 	%p792, %rd3729, 87;
+	setp.lt.s64 	%p793, %rd352, 23;
+	or.pred  	%p794, %p793, %p792;
+	@%p794 bra 	$L__BB66_715;
+
+	mov.f32 	%f6390, 0f00000000;
+	mov.u64 	%rd3916, 0;
+	@%p619 bra 	$L__BB66_638;
+
+	mov.u64 	%rd3915, %rd20;
+
+$L__BB66_637:
+	shl.b64 	%rd2277, %rd3916, 2;
+	add.s64 	%rd2278, %rd3, %rd2277;
+	ld.local.v4.f32 	{%f2341, %f2342, %f2343, %f2344}, [%rd2278];
+	mov.u64 	%rd2279, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2280, %rd2279, %rd2277;
+	ld.shared.f32 	%f2349, [%rd2280+11264];
+	fma.rn.f32 	%f2350, %f2341, %f2349, %f6390;
+	ld.shared.f32 	%f2351, [%rd2280+11268];
+	fma.rn.f32 	%f2352, %f2342, %f2351, %f2350;
+	ld.shared.f32 	%f2353, [%rd2280+11272];
+	fma.rn.f32 	%f2354, %f2343, %f2353, %f2352;
+	ld.shared.f32 	%f2355, [%rd2280+11276];
+	fma.rn.f32 	%f6390, %f2344, %f2355, %f2354;
+	add.s64 	%rd3916, %rd3916, 4;
+	add.s64 	%rd3915, %rd3915, -4;
+	setp.ne.s64 	%p796, %rd3915, 0;
+	@%p796 bra 	$L__BB66_637;
+
+$L__BB66_638:
+	@%p621 bra 	$L__BB66_642;
+
+	setp.eq.s64 	%p798, %rd19, 1;
+	shl.b64 	%rd2281, %rd3916, 2;
+	mov.u64 	%rd2282, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2283, %rd2282, %rd2281;
+	add.s64 	%rd530, %rd2283, 11264;
+	ld.shared.f32 	%f2356, [%rd2283+11264];
+	add.s64 	%rd531, %rd3, %rd2281;
+	ld.local.f32 	%f2357, [%rd531];
+	fma.rn.f32 	%f6390, %f2357, %f2356, %f6390;
+	@%p798 bra 	$L__BB66_642;
+
+	setp.eq.s64 	%p799, %rd19, 2;
+	ld.shared.f32 	%f2358, [%rd530+4];
+	ld.local.f32 	%f2359, [%rd531+4];
+	fma.rn.f32 	%f6390, %f2359, %f2358, %f6390;
+	@%p799 bra 	$L__BB66_642;
+
+	ld.shared.f32 	%f2360, [%rd530+8];
+	ld.local.f32 	%f2361, [%rd531+8];
+	fma.rn.f32 	%f6390, %f2361, %f2360, %f6390;
+
+$L__BB66_642:
+	mul.f32 	%f2362, %f6390, %f939;
+	st.local.f32 	[%rd5+344], %f2362;
+	setp.lt.s64 	%p800, %rd3729, 88;
+	setp.lt.s64 	%p801, %rd352, 24;
+	or.pred  	%p802, %p801, %p800;
+	@%p802 bra 	$L__BB66_715;
+
+	mov.f32 	%f6394, 0f00000000;
+	mov.u64 	%rd3919, 0;
+	@%p619 bra 	$L__BB66_646;
+
+	mov.u64 	%rd3918, %rd20;
+
+$L__BB66_645:
+	shl.b64 	%rd2286, %rd3919, 2;
+	add.s64 	%rd2287, %rd3, %rd2286;
+	ld.local.v4.f32 	{%f2366, %f2367, %f2368, %f2369}, [%rd2287];
+	mov.u64 	%rd2288, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2289, %rd2288, %rd2286;
+	ld.shared.f32 	%f2374, [%rd2289+11776];
+	fma.rn.f32 	%f2375, %f2366, %f2374, %f6394;
+	ld.shared.f32 	%f2376, [%rd2289+11780];
+	fma.rn.f32 	%f2377, %f2367, %f2376, %f2375;
+	ld.shared.f32 	%f2378, [%rd2289+11784];
+	fma.rn.f32 	%f2379, %f2368, %f2378, %f2377;
+	ld.shared.f32 	%f2380, [%rd2289+11788];
+	fma.rn.f32 	%f6394, %f2369, %f2380, %f2379;
+	add.s64 	%rd3919, %rd3919, 4;
+	add.s64 	%rd3918, %rd3918, -4;
+	setp.ne.s64 	%p804, %rd3918, 0;
+	@%p804 bra 	$L__BB66_645;
+
+$L__BB66_646:
+	@%p621 bra 	$L__BB66_650;
+
+	setp.eq.s64 	%p806, %rd19, 1;
+	shl.b64 	%rd2290, %rd3919, 2;
+	mov.u64 	%rd2291, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2292, %rd2291, %rd2290;
+	add.s64 	%rd537, %rd2292, 11776;
+	ld.shared.f32 	%f2381, [%rd2292+11776];
+	add.s64 	%rd538, %rd3, %rd2290;
+	ld.local.f32 	%f2382, [%rd538];
+	fma.rn.f32 	%f6394, %f2382, %f2381, %f6394;
+	@%p806 bra 	$L__BB66_650;
+
+	setp.eq.s64 	%p807, %rd19, 2;
+	ld.shared.f32 	%f2383, [%rd537+4];
+	ld.local.f32 	%f2384, [%rd538+4];
+	fma.rn.f32 	%f6394, %f2384, %f2383, %f6394;
+	@%p807 bra 	$L__BB66_650;
+
+	ld.shared.f32 	%f2385, [%rd537+8];
+	ld.local.f32 	%f2386, [%rd538+8];
+	fma.rn.f32 	%f6394, %f2386, %f2385, %f6394;
+
+$L__BB66_650:
+	mul.f32 	%f2387, %f6394, %f939;
+	st.local.f32 	[%rd5+348], %f2387;
+	setp.lt.s64 	%p808, %rd3729, 89;
+	setp.lt.s64 	%p809, %rd352, 25;
+	or.pred  	%p810, %p809, %p808;
+	@%p810 bra 	$L__BB66_715;
+
+	mov.f32 	%f6398, 0f00000000;
+	mov.u64 	%rd3922, 0;
+	@%p619 bra 	$L__BB66_654;
+
+	mov.u64 	%rd3921, %rd20;
+
+$L__BB66_653:
+	shl.b64 	%rd2295, %rd3922, 2;
+	add.s64 	%rd2296, %rd3, %rd2295;
+	ld.local.v4.f32 	{%f2391, %f2392, %f2393, %f2394}, [%rd2296];
+	mov.u64 	%rd2297, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2298, %rd2297, %rd2295;
+	ld.shared.f32 	%f2399, [%rd2298+12288];
+	fma.rn.f32 	%f2400, %f2391, %f2399, %f6398;
+	ld.shared.f32 	%f2401, [%rd2298+12292];
+	fma.rn.f32 	%f2402, %f2392, %f2401, %f2400;
+	ld.shared.f32 	%f2403, [%rd2298+12296];
+	fma.rn.f32 	%f2404, %f2393, %f2403, %f2402;
+	ld.shared.f32 	%f2405, [%rd2298+12300];
+	fma.rn.f32 	%f6398, %f2394, %f2405, %f2404;
+	add.s64 	%rd3922, %rd3922, 4;
+	add.s64 	%rd3921, %rd3921, -4;
+	setp.ne.s64 	%p812, %rd3921, 0;
+	@%p812 bra 	$L__BB66_653;
+
+$L__BB66_654:
+	@%p621 bra 	$L__BB66_658;
+
+	setp.eq.s64 	%p814, %rd19, 1;
+	shl.b64 	%rd2299, %rd3922, 2;
+	mov.u64 	%rd2300, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2301, %rd2300, %rd2299;
+	add.s64 	%rd544, %rd2301, 12288;
+	ld.shared.f32 	%f2406, [%rd2301+12288];
+	add.s64 	%rd545, %rd3, %rd2299;
+	ld.local.f32 	%f2407, [%rd545];
+	fma.rn.f32 	%f6398, %f2407, %f2406, %f6398;
+	@%p814 bra 	$L__BB66_658;
+
+	setp.eq.s64 	%p815, %rd19, 2;
+	ld.shared.f32 	%f2408, [%rd544+4];
+	ld.local.f32 	%f2409, [%rd545+4];
+	fma.rn.f32 	%f6398, %f2409, %f2408, %f6398;
+	@%p815 bra 	$L__BB66_658;
+
+	ld.shared.f32 	%f2410, [%rd544+8];
+	ld.local.f32 	%f2411, [%rd545+8];
+	fma.rn.f32 	%f6398, %f2411, %f2410, %f6398;
+
+$L__BB66_658:
+	mul.f32 	%f2412, %f6398, %f939;
+	st.local.f32 	[%rd5+352], %f2412;
+	setp.lt.s64 	%p816, %rd3729, 90;
+	setp.lt.s64 	%p817, %rd352, 26;
+	or.pred  	%p818, %p817, %p816;
+	@%p818 bra 	$L__BB66_715;
+
+	mov.f32 	%f6402, 0f00000000;
+	mov.u64 	%rd3925, 0;
+	@%p619 bra 	$L__BB66_662;
+
+	mov.u64 	%rd3924, %rd20;
+
+$L__BB66_661:
+	shl.b64 	%rd2304, %rd3925, 2;
+	add.s64 	%rd2305, %rd3, %rd2304;
+	ld.local.v4.f32 	{%f2416, %f2417, %f2418, %f2419}, [%rd2305];
+	mov.u64 	%rd2306, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2307, %rd2306, %rd2304;
+	ld.shared.f32 	%f2424, [%rd2307+12800];
+	fma.rn.f32 	%f2425, %f2416, %f2424, %f6402;
+	ld.shared.f32 	%f2426, [%rd2307+12804];
+	fma.rn.f32 	%f2427, %f2417, %f2426, %f2425;
+	ld.shared.f32 	%f2428, [%rd2307+12808];
+	fma.rn.f32 	%f2429, %f2418, %f2428, %f2427;
+	ld.shared.f32 	%f2430, [%rd2307+12812];
+	fma.rn.f32 	%f6402, %f2419, %f2430, %f2429;
+	add.s64 	%rd3925, %rd3925, 4;
+	add.s64 	%rd3924, %rd3924, -4;
+	setp.ne.s64 	%p820, %rd3924, 0;
+	@%p820 bra 	$L__BB66_661;
+
+$L__BB66_662:
+	@%p621 bra 	$L__BB66_666;
+
+	setp.eq.s64 	%p822, %rd19, 1;
+	shl.b64 	%rd2308, %rd3925, 2;
+	mov.u64 	%rd2309, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2310, %rd2309, %rd2308;
+	add.s64 	%rd551, %rd2310, 12800;
+	ld.shared.f32 	%f2431, [%rd2310+12800];
+	add.s64 	%rd552, %rd3, %rd2308;
+	ld.local.f32 	%f2432, [%rd552];
+	fma.rn.f32 	%f6402, %f2432, %f2431, %f6402;
+	@%p822 bra 	$L__BB66_666;
+
+	setp.eq.s64 	%p823, %rd19, 2;
+	ld.shared.f32 	%f2433, [%rd551+4];
+	ld.local.f32 	%f2434, [%rd552+4];
+	fma.rn.f32 	%f6402, %f2434, %f2433, %f6402;
+	@%p823 bra 	$L__BB66_666;
+
+	ld.shared.f32 	%f2435, [%rd551+8];
+	ld.local.f32 	%f2436, [%rd552+8];
+	fma.rn.f32 	%f6402, %f2436, %f2435, %f6402;
+
+$L__BB66_666:
+	mul.f32 	%f2437, %f6402, %f939;
+	st.local.f32 	[%rd5+356], %f2437;
+	setp.lt.s64 	%p824, %rd3729, 91;
+	setp.lt.s64 	%p825, %rd352, 27;
+	or.pred  	%p826, %p825, %p824;
+	@%p826 bra 	$L__BB66_715;
+
+	mov.f32 	%f6406, 0f00000000;
+	mov.u64 	%rd3928, 0;
+	@%p619 bra 	$L__BB66_670;
+
+	mov.u64 	%rd3927, %rd20;
+
+$L__BB66_669:
+	shl.b64 	%rd2313, %rd3928, 2;
+	add.s64 	%rd2314, %rd3, %rd2313;
+	ld.local.v4.f32 	{%f2441, %f2442, %f2443, %f2444}, [%rd2314];
+	mov.u64 	%rd2315, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2316, %rd2315, %rd2313;
+	ld.shared.f32 	%f2449, [%rd2316+13312];
+	fma.rn.f32 	%f2450, %f2441, %f2449, %f6406;
+	ld.shared.f32 	%f2451, [%rd2316+13316];
+	fma.rn.f32 	%f2452, %f2442, %f2451, %f2450;
+	ld.shared.f32 	%f2453, [%rd2316+13320];
+	fma.rn.f32 	%f2454, %f2443, %f2453, %f2452;
+	ld.shared.f32 	%f2455, [%rd2316+13324];
+	fma.rn.f32 	%f6406, %f2444, %f2455, %f2454;
+	add.s64 	%rd3928, %rd3928, 4;
+	add.s64 	%rd3927, %rd3927, -4;
+	setp.ne.s64 	%p828, %rd3927, 0;
+	@%p828 bra 	$L__BB66_669;
+
+$L__BB66_670:
+	@%p621 bra 	$L__BB66_674;
+
+	setp.eq.s64 	%p830, %rd19, 1;
+	shl.b64 	%rd2317, %rd3928, 2;
+	mov.u64 	%rd2318, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2319, %rd2318, %rd2317;
+	add.s64 	%rd558, %rd2319, 13312;
+	ld.shared.f32 	%f2456, [%rd2319+13312];
+	add.s64 	%rd559, %rd3, %rd2317;
+	ld.local.f32 	%f2457, [%rd559];
+	fma.rn.f32 	%f6406, %f2457, %f2456, %f6406;
+	@%p830 bra 	$L__BB66_674;
+
+	setp.eq.s64 	%p831, %rd19, 2;
+	ld.shared.f32 	%f2458, [%rd558+4];
+	ld.local.f32 	%f2459, [%rd559+4];
+	fma.rn.f32 	%f6406, %f2459, %f2458, %f6406;
+	@%p831 bra 	$L__BB66_674;
+
+	ld.shared.f32 	%f2460, [%rd558+8];
+	ld.local.f32 	%f2461, [%rd559+8];
+	fma.rn.f32 	%f6406, %f2461, %f2460, %f6406;
+
+$L__BB66_674:
+	mul.f32 	%f2462, %f6406, %f939;
+	st.local.f32 	[%rd5+360], %f2462;
+	setp.lt.s64 	%p832, %rd3729, 92;
+	setp.lt.s64 	%p833, %rd352, 28;
+	or.pred  	%p834, %p833, %p832;
+	@%p834 bra 	$L__BB66_715;
+
+	mov.f32 	%f6410, 0f00000000;
+	mov.u64 	%rd3931, 0;
+	@%p619 bra 	$L__BB66_678;
+
+	mov.u64 	%rd3930, %rd20;
+
+$L__BB66_677:
+	shl.b64 	%rd2322, %rd3931, 2;
+	add.s64 	%rd2323, %rd3, %rd2322;
+	ld.local.v4.f32 	{%f2466, %f2467, %f2468, %f2469}, [%rd2323];
+	mov.u64 	%rd2324, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2325, %rd2324, %rd2322;
+	ld.shared.f32 	%f2474, [%rd2325+13824];
+	fma.rn.f32 	%f2475, %f2466, %f2474, %f6410;
+	ld.shared.f32 	%f2476, [%rd2325+13828];
+	fma.rn.f32 	%f2477, %f2467, %f2476, %f2475;
+	ld.shared.f32 	%f2478, [%rd2325+13832];
+	fma.rn.f32 	%f2479, %f2468, %f2478, %f2477;
+	ld.shared.f32 	%f2480, [%rd2325+13836];
+	fma.rn.f32 	%f6410, %f2469, %f2480, %f2479;
+	add.s64 	%rd3931, %rd3931, 4;
+	add.s64 	%rd3930, %rd3930, -4;
+	setp.ne.s64 	%p836, %rd3930, 0;
+	@%p836 bra 	$L__BB66_677;
+
+$L__BB66_678:
+	@%p621 bra 	$L__BB66_682;
+
+	setp.eq.s64 	%p838, %rd19, 1;
+	shl.b64 	%rd2326, %rd3931, 2;
+	mov.u64 	%rd2327, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2328, %rd2327, %rd2326;
+	add.s64 	%rd565, %rd2328, 13824;
+	ld.shared.f32 	%f2481, [%rd2328+13824];
+	add.s64 	%rd566, %rd3, %rd2326;
+	ld.local.f32 	%f2482, [%rd566];
+	fma.rn.f32 	%f6410, %f2482, %f2481, %f6410;
+	@%p838 bra 	$L__BB66_682;
+
+	setp.eq.s64 	%p839, %rd19, 2;
+	ld.shared.f32 	%f2483, [%rd565+4];
+	ld.local.f32 	%f2484, [%rd566+4];
+	fma.rn.f32 	%f6410, %f2484, %f2483, %f6410;
+	@%p839 bra 	$L__BB66_682;
+
+	ld.shared.f32 	%f2485, [%rd565+8];
+	ld.local.f32 	%f2486, [%rd566+8];
+	fma.rn.f32 	%f6410, %f2486, %f2485, %f6410;
+
+$L__BB66_682:
+	mul.f32 	%f2487, %f6410, %f939;
+	st.local.f32 	[%rd5+364], %f2487;
+	setp.lt.s64 	%p840, %rd3729, 93;
+	setp.lt.s64 	%p841, %rd352, 29;
+	or.pred  	%p842, %p841, %p840;
+	@%p842 bra 	$L__BB66_715;
+
+	mov.f32 	%f6414, 0f00000000;
+	mov.u64 	%rd3934, 0;
+	@%p619 bra 	$L__BB66_686;
+
+	mov.u64 	%rd3933, %rd20;
+
+$L__BB66_685:
+	shl.b64 	%rd2331, %rd3934, 2;
+	add.s64 	%rd2332, %rd3, %rd2331;
+	ld.local.v4.f32 	{%f2491, %f2492, %f2493, %f2494}, [%rd2332];
+	mov.u64 	%rd2333, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2334, %rd2333, %rd2331;
+	ld.shared.f32 	%f2499, [%rd2334+14336];
+	fma.rn.f32 	%f2500, %f2491, %f2499, %f6414;
+	ld.shared.f32 	%f2501, [%rd2334+14340];
+	fma.rn.f32 	%f2502, %f2492, %f2501, %f2500;
+	ld.shared.f32 	%f2503, [%rd2334+14344];
+	fma.rn.f32 	%f2504, %f2493, %f2503, %f2502;
+	ld.shared.f32 	%f2505, [%rd2334+14348];
+	fma.rn.f32 	%f6414, %f2494, %f2505, %f2504;
+	add.s64 	%rd3934, %rd3934, 4;
+	add.s64 	%rd3933, %rd3933, -4;
+	setp.ne.s64 	%p844, %rd3933, 0;
+	@%p844 bra 	$L__BB66_685;
+
+$L__BB66_686:
+	@%p621 bra 	$L__BB66_690;
+
+	setp.eq.s64 	%p846, %rd19, 1;
+	shl.b64 	%rd2335, %rd3934, 2;
+	mov.u64 	%rd2336, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2337, %rd2336, %rd2335;
+	add.s64 	%rd572, %rd2337, 14336;
+	ld.shared.f32 	%f2506, [%rd2337+14336];
+	add.s64 	%rd573, %rd3, %rd2335;
+	ld.local.f32 	%f2507, [%rd573];
+	fma.rn.f32 	%f6414, %f2507, %f2506, %f6414;
+	@%p846 bra 	$L__BB66_690;
+
+	setp.eq.s64 	%p847, %rd19, 2;
+	ld.shared.f32 	%f2508, [%rd572+4];
+	ld.local.f32 	%f2509, [%rd573+4];
+	fma.rn.f32 	%f6414, %f2509, %f2508, %f6414;
+	@%p847 bra 	$L__BB66_690;
+
+	ld.shared.f32 	%f2510, [%rd572+8];
+	ld.local.f32 	%f2511, [%rd573+8];
+	fma.rn.f32 	%f6414, %f2511, %f2510, %f6414;
+
+$L__BB66_690:
+	mul.f32 	%f2512, %f6414, %f939;
+	st.local.f32 	[%rd5+368], %f2512;
+	setp.lt.s64 	%p848, %rd3729, 94;
+	setp.lt.s64 	%p849, %rd352, 30;
+	or.pred  	%p850, %p849, %p848;
+	@%p850 bra 	$L__BB66_715;
+
+	mov.f32 	%f6418, 0f00000000;
+	mov.u64 	%rd3937, 0;
+	@%p619 bra 	$L__BB66_694;
+
+	mov.u64 	%rd3936, %rd20;
+
+$L__BB66_693:
+	shl.b64 	%rd2340, %rd3937, 2;
+	add.s64 	%rd2341, %rd3, %rd2340;
+	ld.local.v4.f32 	{%f2516, %f2517, %f2518, %f2519}, [%rd2341];
+	mov.u64 	%rd2342, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2343, %rd2342, %rd2340;
+	ld.shared.f32 	%f2524, [%rd2343+14848];
+	fma.rn.f32 	%f2525, %f2516, %f2524, %f6418;
+	ld.shared.f32 	%f2526, [%rd2343+14852];
+	fma.rn.f32 	%f2527, %f2517, %f2526, %f2525;
+	ld.shared.f32 	%f2528, [%rd2343+14856];
+	fma.rn.f32 	%f2529, %f2518, %f2528, %f2527;
+	ld.shared.f32 	%f2530, [%rd2343+14860];
+	fma.rn.f32 	%f6418, %f2519, %f2530, %f2529;
+	add.s64 	%rd3937, %rd3937, 4;
+	add.s64 	%rd3936, %rd3936, -4;
+	setp.ne.s64 	%p852, %rd3936, 0;
+	@%p852 bra 	$L__BB66_693;
+
+$L__BB66_694:
+	@%p621 bra 	$L__BB66_698;
+
+	setp.eq.s64 	%p854, %rd19, 1;
+	shl.b64 	%rd2344, %rd3937, 2;
+	mov.u64 	%rd2345, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2346, %rd2345, %rd2344;
+	add.s64 	%rd579, %rd2346, 14848;
+	ld.shared.f32 	%f2531, [%rd2346+14848];
+	add.s64 	%rd580, %rd3, %rd2344;
+	ld.local.f32 	%f2532, [%rd580];
+	fma.rn.f32 	%f6418, %f2532, %f2531, %f6418;
+	@%p854 bra 	$L__BB66_698;
+
+	setp.eq.s64 	%p855, %rd19, 2;
+	ld.shared.f32 	%f2533, [%rd579+4];
+	ld.local.f32 	%f2534, [%rd580+4];
+	fma.rn.f32 	%f6418, %f2534, %f2533, %f6418;
+	@%p855 bra 	$L__BB66_698;
+
+	ld.shared.f32 	%f2535, [%rd579+8];
+	ld.local.f32 	%f2536, [%rd580+8];
+	fma.rn.f32 	%f6418, %f2536, %f2535, %f6418;
+
+$L__BB66_698:
+	mul.f32 	%f2537, %f6418, %f939;
+	st.local.f32 	[%rd5+372], %f2537;
+	setp.lt.s64 	%p856, %rd3729, 95;
+	setp.lt.s64 	%p857, %rd352, 31;
+	or.pred  	%p858, %p857, %p856;
+	@%p858 bra 	$L__BB66_715;
+
+	mov.f32 	%f6422, 0f00000000;
+	mov.u64 	%rd3940, 0;
+	@%p619 bra 	$L__BB66_702;
+
+	mov.u64 	%rd3939, %rd20;
+
+$L__BB66_701:
+	shl.b64 	%rd2349, %rd3940, 2;
+	add.s64 	%rd2350, %rd3, %rd2349;
+	ld.local.v4.f32 	{%f2541, %f2542, %f2543, %f2544}, [%rd2350];
+	mov.u64 	%rd2351, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2352, %rd2351, %rd2349;
+	ld.shared.f32 	%f2549, [%rd2352+15360];
+	fma.rn.f32 	%f2550, %f2541, %f2549, %f6422;
+	ld.shared.f32 	%f2551, [%rd2352+15364];
+	fma.rn.f32 	%f2552, %f2542, %f2551, %f2550;
+	ld.shared.f32 	%f2553, [%rd2352+15368];
+	fma.rn.f32 	%f2554, %f2543, %f2553, %f2552;
+	ld.shared.f32 	%f2555, [%rd2352+15372];
+	fma.rn.f32 	%f6422, %f2544, %f2555, %f2554;
+	add.s64 	%rd3940, %rd3940, 4;
+	add.s64 	%rd3939, %rd3939, -4;
+	setp.ne.s64 	%p860, %rd3939, 0;
+	@%p860 bra 	$L__BB66_701;
+
+$L__BB66_702:
+	@%p621 bra 	$L__BB66_706;
+
+	setp.eq.s64 	%p862, %rd19, 1;
+	shl.b64 	%rd2353, %rd3940, 2;
+	mov.u64 	%rd2354, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2355, %rd2354, %rd2353;
+	add.s64 	%rd586, %rd2355, 15360;
+	ld.shared.f32 	%f2556, [%rd2355+15360];
+	add.s64 	%rd587, %rd3, %rd2353;
+	ld.local.f32 	%f2557, [%rd587];
+	fma.rn.f32 	%f6422, %f2557, %f2556, %f6422;
+	@%p862 bra 	$L__BB66_706;
+
+	setp.eq.s64 	%p863, %rd19, 2;
+	ld.shared.f32 	%f2558, [%rd586+4];
+	ld.local.f32 	%f2559, [%rd587+4];
+	fma.rn.f32 	%f6422, %f2559, %f2558, %f6422;
+	@%p863 bra 	$L__BB66_706;
+
+	ld.shared.f32 	%f2560, [%rd586+8];
+	ld.local.f32 	%f2561, [%rd587+8];
+	fma.rn.f32 	%f6422, %f2561, %f2560, %f6422;
+
+$L__BB66_706:
+	mul.f32 	%f2562, %f6422, %f939;
+	st.local.f32 	[%rd5+376], %f2562;
+	setp.lt.s64 	%p864, %rd3729, 96;
+	setp.lt.s64 	%p865, %rd352, 32;
+	or.pred  	%p866, %p865, %p864;
+	@%p866 bra 	$L__BB66_715;
+
+	mov.f32 	%f6426, 0f00000000;
+	mov.u64 	%rd3943, 0;
+	@%p619 bra 	$L__BB66_710;
+
+	mov.u64 	%rd3942, %rd20;
+
+$L__BB66_709:
+	shl.b64 	%rd2358, %rd3943, 2;
+	add.s64 	%rd2359, %rd3, %rd2358;
+	ld.local.v4.f32 	{%f2566, %f2567, %f2568, %f2569}, [%rd2359];
+	mov.u64 	%rd2360, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2361, %rd2360, %rd2358;
+	ld.shared.f32 	%f2574, [%rd2361+15872];
+	fma.rn.f32 	%f2575, %f2566, %f2574, %f6426;
+	ld.shared.f32 	%f2576, [%rd2361+15876];
+	fma.rn.f32 	%f2577, %f2567, %f2576, %f2575;
+	ld.shared.f32 	%f2578, [%rd2361+15880];
+	fma.rn.f32 	%f2579, %f2568, %f2578, %f2577;
+	ld.shared.f32 	%f2580, [%rd2361+15884];
+	fma.rn.f32 	%f6426, %f2569, %f2580, %f2579;
+	add.s64 	%rd3943, %rd3943, 4;
+	add.s64 	%rd3942, %rd3942, -4;
+	setp.ne.s64 	%p868, %rd3942, 0;
+	@%p868 bra 	$L__BB66_709;
+
+$L__BB66_710:
+	@%p621 bra 	$L__BB66_714;
+
+	setp.eq.s64 	%p870, %rd19, 1;
+	shl.b64 	%rd2362, %rd3943, 2;
+	mov.u64 	%rd2363, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2364, %rd2363, %rd2362;
+	add.s64 	%rd593, %rd2364, 15872;
+	ld.shared.f32 	%f2581, [%rd2364+15872];
+	add.s64 	%rd594, %rd3, %rd2362;
+	ld.local.f32 	%f2582, [%rd594];
+	fma.rn.f32 	%f6426, %f2582, %f2581, %f6426;
+	@%p870 bra 	$L__BB66_714;
+
+	setp.eq.s64 	%p871, %rd19, 2;
+	ld.shared.f32 	%f2583, [%rd593+4];
+	ld.local.f32 	%f2584, [%rd594+4];
+	fma.rn.f32 	%f6426, %f2584, %f2583, %f6426;
+	@%p871 bra 	$L__BB66_714;
+
+	ld.shared.f32 	%f2585, [%rd593+8];
+	ld.local.f32 	%f2586, [%rd594+8];
+	fma.rn.f32 	%f6426, %f2586, %f2585, %f6426;
+
+$L__BB66_714:
+	mul.f32 	%f2587, %f6426, %f939;
+	st.local.f32 	[%rd5+380], %f2587;
+	bra.uni 	$L__BB66_715;
+
+$L__BB66_427:
+	st.local.f32 	[%rd5+256], %f1;
+	setp.lt.s64 	%p526, %rd3729, 66;
+	setp.lt.s64 	%p527, %rd352, 2;
+	or.pred  	%p528, %p527, %p526;
+	@%p528 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+260], %f1;
+	setp.lt.s64 	%p529, %rd3729, 67;
+	setp.lt.s64 	%p530, %rd352, 3;
+	or.pred  	%p531, %p530, %p529;
+	@%p531 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+264], %f1;
+	setp.lt.s64 	%p532, %rd3729, 68;
+	setp.lt.s64 	%p533, %rd352, 4;
+	or.pred  	%p534, %p533, %p532;
+	@%p534 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+268], %f1;
+	setp.lt.s64 	%p535, %rd3729, 69;
+	setp.lt.s64 	%p536, %rd352, 5;
+	or.pred  	%p537, %p536, %p535;
+	@%p537 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+272], %f1;
+	setp.lt.s64 	%p538, %rd3729, 70;
+	setp.lt.s64 	%p539, %rd352, 6;
+	or.pred  	%p540, %p539, %p538;
+	@%p540 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+276], %f1;
+	setp.lt.s64 	%p541, %rd3729, 71;
+	setp.lt.s64 	%p542, %rd352, 7;
+	or.pred  	%p543, %p542, %p541;
+	@%p543 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+280], %f1;
+	setp.lt.s64 	%p544, %rd3729, 72;
+	setp.lt.s64 	%p545, %rd352, 8;
+	or.pred  	%p546, %p545, %p544;
+	@%p546 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+284], %f1;
+	setp.lt.s64 	%p547, %rd3729, 73;
+	setp.lt.s64 	%p548, %rd352, 9;
+	or.pred  	%p549, %p548, %p547;
+	@%p549 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+288], %f1;
+	setp.lt.s64 	%p550, %rd3729, 74;
+	setp.lt.s64 	%p551, %rd352, 10;
+	or.pred  	%p552, %p551, %p550;
+	@%p552 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+292], %f1;
+	setp.lt.s64 	%p553, %rd3729, 75;
+	setp.lt.s64 	%p554, %rd352, 11;
+	or.pred  	%p555, %p554, %p553;
+	@%p555 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+296], %f1;
+	setp.lt.s64 	%p556, %rd3729, 76;
+	setp.lt.s64 	%p557, %rd352, 12;
+	or.pred  	%p558, %p557, %p556;
+	@%p558 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+300], %f1;
+	setp.lt.s64 	%p559, %rd3729, 77;
+	setp.lt.s64 	%p560, %rd352, 13;
+	or.pred  	%p561, %p560, %p559;
+	@%p561 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+304], %f1;
+	setp.lt.s64 	%p562, %rd3729, 78;
+	setp.lt.s64 	%p563, %rd352, 14;
+	or.pred  	%p564, %p563, %p562;
+	@%p564 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+308], %f1;
+	setp.lt.s64 	%p565, %rd3729, 79;
+	setp.lt.s64 	%p566, %rd352, 15;
+	or.pred  	%p567, %p566, %p565;
+	@%p567 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+312], %f1;
+	setp.lt.s64 	%p568, %rd3729, 80;
+	setp.lt.s64 	%p569, %rd352, 16;
+	or.pred  	%p570, %p569, %p568;
+	@%p570 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+316], %f1;
+	setp.lt.s64 	%p571, %rd3729, 81;
+	setp.lt.s64 	%p572, %rd352, 17;
+	or.pred  	%p573, %p572, %p571;
+	@%p573 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+320], %f1;
+	setp.lt.s64 	%p574, %rd3729, 82;
+	setp.lt.s64 	%p575, %rd352, 18;
+	or.pred  	%p576, %p575, %p574;
+	@%p576 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+324], %f1;
+	setp.lt.s64 	%p577, %rd3729, 83;
+	setp.lt.s64 	%p578, %rd352, 19;
+	or.pred  	%p579, %p578, %p577;
+	@%p579 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+328], %f1;
+	setp.lt.s64 	%p580, %rd3729, 84;
+	setp.lt.s64 	%p581, %rd352, 20;
+	or.pred  	%p582, %p581, %p580;
+	@%p582 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+332], %f1;
+	setp.lt.s64 	%p583, %rd3729, 85;
+	setp.lt.s64 	%p584, %rd352, 21;
+	or.pred  	%p585, %p584, %p583;
+	@%p585 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+336], %f1;
+	setp.lt.s64 	%p586, %rd3729, 86;
+	setp.lt.s64 	%p587, %rd352, 22;
+	or.pred  	%p588, %p587, %p586;
+	@%p588 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+340], %f1;
+	setp.lt.s64 	%p589, %rd3729, 87;
+	setp.lt.s64 	%p590, %rd352, 23;
+	or.pred  	%p591, %p590, %p589;
+	@%p591 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+344], %f1;
+	setp.lt.s64 	%p592, %rd3729, 88;
+	setp.lt.s64 	%p593, %rd352, 24;
+	or.pred  	%p594, %p593, %p592;
+	@%p594 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+348], %f1;
+	setp.lt.s64 	%p595, %rd3729, 89;
+	setp.lt.s64 	%p596, %rd352, 25;
+	or.pred  	%p597, %p596, %p595;
+	@%p597 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+352], %f1;
+	setp.lt.s64 	%p598, %rd3729, 90;
+	setp.lt.s64 	%p599, %rd352, 26;
+	or.pred  	%p600, %p599, %p598;
+	@%p600 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+356], %f1;
+	setp.lt.s64 	%p601, %rd3729, 91;
+	setp.lt.s64 	%p602, %rd352, 27;
+	or.pred  	%p603, %p602, %p601;
+	@%p603 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+360], %f1;
+	setp.lt.s64 	%p604, %rd3729, 92;
+	setp.lt.s64 	%p605, %rd352, 28;
+	or.pred  	%p606, %p605, %p604;
+	@%p606 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+364], %f1;
+	setp.lt.s64 	%p607, %rd3729, 93;
+	setp.lt.s64 	%p608, %rd352, 29;
+	or.pred  	%p609, %p608, %p607;
+	@%p609 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+368], %f1;
+	setp.lt.s64 	%p610, %rd3729, 94;
+	setp.lt.s64 	%p611, %rd352, 30;
+	or.pred  	%p612, %p611, %p610;
+	@%p612 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+372], %f1;
+	setp.lt.s64 	%p613, %rd3729, 95;
+	setp.lt.s64 	%p614, %rd352, 31;
+	or.pred  	%p615, %p614, %p613;
+	@%p615 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+376], %f1;
+	setp.lt.s64 	%p616, %rd3729, 96;
+	setp.lt.s64 	%p617, %rd352, 32;
+	or.pred  	%p618, %p617, %p616;
+	@%p618 bra 	$L__BB66_715;
+
+	st.local.f32 	[%rd5+380], %f1;
+
+$L__BB66_715:
+	setp.lt.s64 	%p872, %rd76, 97;
+	@%p872 bra 	$L__BB66_1016;
+
+	add.s64 	%rd2365, %rd76, -96;
+	min.s64 	%rd595, %rd2365, 32;
+	bar.sync 	0;
+	add.s64 	%rd596, %rd3728, 96;
+	mul.lo.s64 	%rd597, %rd595, %rd1638;
+	setp.le.s64 	%p873, %rd597, %rd16;
+	@%p873 bra 	$L__BB66_726;
+
+	setp.neu.f32 	%p874, %f941, 0f00000000;
+	mov.u64 	%rd3944, %rd16;
+	mov.u64 	%rd3947, %rd16;
+	@%p874 bra 	$L__BB66_722;
+	bra.uni 	$L__BB66_718;
+
+$L__BB66_722:
+	or.b64  	%rd2380, %rd3947, %rd1638;
+	and.b64  	%rd2381, %rd2380, -4294967296;
+	setp.eq.s64 	%p877, %rd2381, 0;
+	@%p877 bra 	$L__BB66_724;
+
+	div.s64 	%rd3948, %rd3947, %rd1638;
+	mul.lo.s64 	%rd2382, %rd3948, %rd1638;
+	sub.s64 	%rd3949, %rd3947, %rd2382;
+	bra.uni 	$L__BB66_725;
+
+$L__BB66_724:
+	cvt.u32.u64 	%r167, %rd1638;
+	cvt.u32.u64 	%r168, %rd3947;
+	div.u32 	%r169, %r168, %r167;
+	mul.lo.s32 	%r170, %r169, %r167;
+	sub.s32 	%r171, %r168, %r170;
+	cvt.u64.u32 	%rd3948, %r169;
+	cvt.u64.u32 	%rd3949, %r171;
+
+$L__BB66_725:
+	add.s64 	%rd2383, %rd596, %rd3948;
+	mul.lo.s64 	%rd2384, %rd2383, %rd11;
+	add.s64 	%rd2385, %rd72, %rd3949;
+	add.s64 	%rd2386, %rd2385, %rd2384;
+	shl.b64 	%rd2387, %rd2386, 2;
+	add.s64 	%rd2388, %rd1, %rd2387;
+	ld.global.u32 	%r172, [%rd2388];
+	and.b32  	%r173, %r172, 2147483647;
+	setp.gt.u32 	%p878, %r173, 2139095040;
+	shr.u32 	%r174, %r172, 16;
+	or.b32  	%r175, %r174, 64;
+	bfe.u32 	%r176, %r172, 16, 1;
+	add.s32 	%r177, %r172, %r176;
+	add.s32 	%r178, %r177, 32767;
+	shr.u32 	%r179, %r178, 16;
+	selp.b32 	%r180, %r175, %r179, %p878;
+	shl.b32 	%r181, %r180, 16;
+	shl.b64 	%rd2389, %rd3948, 7;
+	add.s64 	%rd2390, %rd2389, %rd3949;
+	shl.b64 	%rd2391, %rd2390, 2;
+	mov.u64 	%rd2392, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2393, %rd2392, %rd2391;
+	st.shared.u32 	[%rd2393], %r181;
+	add.s64 	%rd3947, %rd3947, %rd6;
+	setp.lt.s64 	%p879, %rd3947, %rd597;
+	@%p879 bra 	$L__BB66_722;
+	bra.uni 	$L__BB66_726;
+
+$L__BB66_718:
+	or.b64  	%rd2366, %rd3944, %rd1638;
+	and.b64  	%rd2367, %rd2366, -4294967296;
+	setp.eq.s64 	%p875, %rd2367, 0;
+	@%p875 bra 	$L__BB66_720;
+
+	div.s64 	%rd3945, %rd3944, %rd1638;
+	mul.lo.s64 	%rd2368, %rd3945, %rd1638;
+	sub.s64 	%rd3946, %rd3944, %rd2368;
+	bra.uni 	$L__BB66_721;
+
+$L__BB66_720:
+	cvt.u32.u64 	%r162, %rd1638;
+	cvt.u32.u64 	%r163, %rd3944;
+	div.u32 	%r164, %r163, %r162;
+	mul.lo.s32 	%r165, %r164, %r162;
+	sub.s32 	%r166, %r163, %r165;
+	cvt.u64.u32 	%rd3945, %r164;
+	cvt.u64.u32 	%rd3946, %r166;
+
+$L__BB66_721:
+	add.s64 	%rd2369, %rd596, %rd3945;
+	mul.lo.s64 	%rd2370, %rd2369, %rd11;
+	add.s64 	%rd2371, %rd72, %rd3946;
+	add.s64 	%rd2372, %rd2371, %rd2370;
+	shl.b64 	%rd2373, %rd2372, 2;
+	add.s64 	%rd2374, %rd1, %rd2373;
+	ld.global.f32 	%f2588, [%rd2374];
+	shl.b64 	%rd2375, %rd3945, 7;
+	add.s64 	%rd2376, %rd2375, %rd3946;
+	shl.b64 	%rd2377, %rd2376, 2;
+	mov.u64 	%rd2378, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2379, %rd2378, %rd2377;
+	st.shared.f32 	[%rd2379], %f2588;
+	add.s64 	%rd3944, %rd3944, %rd6;
+	setp.lt.s64 	%p876, %rd3944, %rd597;
+	@%p876 bra 	$L__BB66_718;
+
+$L__BB66_726:
+	bar.sync 	0;
+	setp.lt.s64 	%p880, %rd3729, 97;
+	@%p880 bra 	$L__BB66_1016;
+
+	setp.gt.s64 	%p881, %rd1638, 0;
+	@%p881 bra 	$L__BB66_760;
+	bra.uni 	$L__BB66_728;
+
+$L__BB66_760:
+	setp.lt.u64 	%p975, %rd18, 3;
+	mov.f32 	%f6430, 0f00000000;
+	mov.u64 	%rd3952, 0;
+	@%p975 bra 	$L__BB66_763;
+
+	mov.u64 	%rd3951, %rd20;
+
+$L__BB66_762:
+	shl.b64 	%rd2396, %rd3952, 2;
+	add.s64 	%rd2397, %rd3, %rd2396;
+	ld.local.v4.f32 	{%f2592, %f2593, %f2594, %f2595}, [%rd2397];
+	mov.u64 	%rd2398, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2399, %rd2398, %rd2396;
+	ld.shared.f32 	%f2600, [%rd2399];
+	fma.rn.f32 	%f2601, %f2592, %f2600, %f6430;
+	ld.shared.f32 	%f2602, [%rd2399+4];
+	fma.rn.f32 	%f2603, %f2593, %f2602, %f2601;
+	ld.shared.f32 	%f2604, [%rd2399+8];
+	fma.rn.f32 	%f2605, %f2594, %f2604, %f2603;
+	ld.shared.f32 	%f2606, [%rd2399+12];
+	fma.rn.f32 	%f6430, %f2595, %f2606, %f2605;
+	add.s64 	%rd3952, %rd3952, 4;
+	add.s64 	%rd3951, %rd3951, -4;
+	setp.ne.s64 	%p976, %rd3951, 0;
+	@%p976 bra 	$L__BB66_762;
+
+$L__BB66_763:
+	setp.eq.s64 	%p977, %rd19, 0;
+	@%p977 bra 	$L__BB66_767;
+
+	setp.eq.s64 	%p978, %rd19, 1;
+	shl.b64 	%rd2400, %rd3952, 2;
+	mov.u64 	%rd2401, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd619, %rd2401, %rd2400;
+	ld.shared.f32 	%f2607, [%rd619];
+	add.s64 	%rd620, %rd3, %rd2400;
+	ld.local.f32 	%f2608, [%rd620];
+	fma.rn.f32 	%f6430, %f2608, %f2607, %f6430;
+	@%p978 bra 	$L__BB66_767;
+
+	setp.eq.s64 	%p979, %rd19, 2;
+	ld.shared.f32 	%f2609, [%rd619+4];
+	ld.local.f32 	%f2610, [%rd620+4];
+	fma.rn.f32 	%f6430, %f2610, %f2609, %f6430;
+	@%p979 bra 	$L__BB66_767;
+
+	ld.shared.f32 	%f2611, [%rd619+8];
+	ld.local.f32 	%f2612, [%rd620+8];
+	fma.rn.f32 	%f6430, %f2612, %f2611, %f6430;
+
+$L__BB66_767:
+	mul.f32 	%f2613, %f6430, %f939;
+	st.local.f32 	[%rd5+384], %f2613;
+	setp.lt.s64 	%p980, %rd3729, 98;
+	setp.lt.s64 	%p981, %rd595, 2;
+	or.pred  	%p982, %p981, %p980;
+	@%p982 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6434, 0f00000000;
+	mov.u64 	%rd3955, 0;
+	@%p975 bra 	$L__BB66_771;
+
+	mov.u64 	%rd3954, %rd20;
+
+$L__BB66_770:
+	shl.b64 	%rd2404, %rd3955, 2;
+	add.s64 	%rd2405, %rd3, %rd2404;
+	ld.local.v4.f32 	{%f2617, %f2618, %f2619, %f2620}, [%rd2405];
+	mov.u64 	%rd2406, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2407, %rd2406, %rd2404;
+	ld.shared.f32 	%f2625, [%rd2407+512];
+	fma.rn.f32 	%f2626, %f2617, %f2625, %f6434;
+	ld.shared.f32 	%f2627, [%rd2407+516];
+	fma.rn.f32 	%f2628, %f2618, %f2627, %f2626;
+	ld.shared.f32 	%f2629, [%rd2407+520];
+	fma.rn.f32 	%f2630, %f2619, %f2629, %f2628;
+	ld.shared.f32 	%f2631, [%rd2407+524];
+	fma.rn.f32 	%f6434, %f2620, %f2631, %f2630;
+	add.s64 	%rd3955, %rd3955, 4;
+	add.s64 	%rd3954, %rd3954, -4;
+	setp.ne.s64 	%p984, %rd3954, 0;
+	@%p984 bra 	$L__BB66_770;
+
+$L__BB66_771:
+	@%p977 bra 	$L__BB66_775;
+
+	setp.eq.s64 	%p986, %rd19, 1;
+	shl.b64 	%rd2408, %rd3955, 2;
+	mov.u64 	%rd2409, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2410, %rd2409, %rd2408;
+	add.s64 	%rd626, %rd2410, 512;
+	ld.shared.f32 	%f2632, [%rd2410+512];
+	add.s64 	%rd627, %rd3, %rd2408;
+	ld.local.f32 	%f2633, [%rd627];
+	fma.rn.f32 	%f6434, %f2633, %f2632, %f6434;
+	@%p986 bra 	$L__BB66_775;
+
+	setp.eq.s64 	%p987, %rd19, 2;
+	ld.shared.f32 	%f2634, [%rd626+4];
+	ld.local.f32 	%f2635, [%rd627+4];
+	fma.rn.f32 	%f6434, %f2635, %f2634, %f6434;
+	@%p987 bra 	$L__BB66_775;
+
+	ld.shared.f32 	%f2636, [%rd626+8];
+	ld.local.f32 	%f2637, [%rd627+8];
+	fma.rn.f32 	%f6434, %f2637, %f2636, %f6434;
+
+$L__BB66_775:
+	mul.f32 	%f2638, %f6434, %f939;
+	st.local.f32 	[%rd5+388], %f2638;
+	setp.lt.s64 	%p988, %rd3729, 99;
+	setp.lt.s64 	%p989, %rd595, 3;
+	or.pred  	%p990, %p989, %p988;
+	@%p990 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6438, 0f00000000;
+	mov.u64 	%rd3958, 0;
+	@%p975 bra 	$L__BB66_779;
+
+	mov.u64 	%rd3957, %rd20;
+
+$L__BB66_778:
+	shl.b64 	%rd2413, %rd3958, 2;
+	add.s64 	%rd2414, %rd3, %rd2413;
+	ld.local.v4.f32 	{%f2642, %f2643, %f2644, %f2645}, [%rd2414];
+	mov.u64 	%rd2415, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2416, %rd2415, %rd2413;
+	ld.shared.f32 	%f2650, [%rd2416+1024];
+	fma.rn.f32 	%f2651, %f2642, %f2650, %f6438;
+	ld.shared.f32 	%f2652, [%rd2416+1028];
+	fma.rn.f32 	%f2653, %f2643, %f2652, %f2651;
+	ld.shared.f32 	%f2654, [%rd2416+1032];
+	fma.rn.f32 	%f2655, %f2644, %f2654, %f2653;
+	ld.shared.f32 	%f2656, [%rd2416+1036];
+	fma.rn.f32 	%f6438, %f2645, %f2656, %f2655;
+	add.s64 	%rd3958, %rd3958, 4;
+	add.s64 	%rd3957, %rd3957, -4;
+	setp.ne.s64 	%p992, %rd3957, 0;
+	@%p992 bra 	$L__BB66_778;
+
+$L__BB66_779:
+	@%p977 bra 	$L__BB66_783;
+
+	setp.eq.s64 	%p994, %rd19, 1;
+	shl.b64 	%rd2417, %rd3958, 2;
+	mov.u64 	%rd2418, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2419, %rd2418, %rd2417;
+	add.s64 	%rd633, %rd2419, 1024;
+	ld.shared.f32 	%f2657, [%rd2419+1024];
+	add.s64 	%rd634, %rd3, %rd2417;
+	ld.local.f32 	%f2658, [%rd634];
+	fma.rn.f32 	%f6438, %f2658, %f2657, %f6438;
+	@%p994 bra 	$L__BB66_783;
+
+	setp.eq.s64 	%p995, %rd19, 2;
+	ld.shared.f32 	%f2659, [%rd633+4];
+	ld.local.f32 	%f2660, [%rd634+4];
+	fma.rn.f32 	%f6438, %f2660, %f2659, %f6438;
+	@%p995 bra 	$L__BB66_783;
+
+	ld.shared.f32 	%f2661, [%rd633+8];
+	ld.local.f32 	%f2662, [%rd634+8];
+	fma.rn.f32 	%f6438, %f2662, %f2661, %f6438;
+
+$L__BB66_783:
+	mul.f32 	%f2663, %f6438, %f939;
+	st.local.f32 	[%rd5+392], %f2663;
+	setp.lt.s64 	%p996, %rd3729, 100;
+	setp.lt.s64 	%p997, %rd595, 4;
+	or.pred  	%p998, %p997, %p996;
+	@%p998 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6442, 0f00000000;
+	mov.u64 	%rd3961, 0;
+	@%p975 bra 	$L__BB66_787;
+
+	mov.u64 	%rd3960, %rd20;
+
+$L__BB66_786:
+	shl.b64 	%rd2422, %rd3961, 2;
+	add.s64 	%rd2423, %rd3, %rd2422;
+	ld.local.v4.f32 	{%f2667, %f2668, %f2669, %f2670}, [%rd2423];
+	mov.u64 	%rd2424, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2425, %rd2424, %rd2422;
+	ld.shared.f32 	%f2675, [%rd2425+1536];
+	fma.rn.f32 	%f2676, %f2667, %f2675, %f6442;
+	ld.shared.f32 	%f2677, [%rd2425+1540];
+	fma.rn.f32 	%f2678, %f2668, %f2677, %f2676;
+	ld.shared.f32 	%f2679, [%rd2425+1544];
+	fma.rn.f32 	%f2680, %f2669, %f2679, %f2678;
+	ld.shared.f32 	%f2681, [%rd2425+1548];
+	fma.rn.f32 	%f6442, %f2670, %f2681, %f2680;
+	add.s64 	%rd3961, %rd3961, 4;
+	add.s64 	%rd3960, %rd3960, -4;
+	setp.ne.s64 	%p1000, %rd3960, 0;
+	@%p1000 bra 	$L__BB66_786;
+
+$L__BB66_787:
+	@%p977 bra 	$L__BB66_791;
+
+	setp.eq.s64 	%p1002, %rd19, 1;
+	shl.b64 	%rd2426, %rd3961, 2;
+	mov.u64 	%rd2427, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2428, %rd2427, %rd2426;
+	add.s64 	%rd640, %rd2428, 1536;
+	ld.shared.f32 	%f2682, [%rd2428+1536];
+	add.s64 	%rd641, %rd3, %rd2426;
+	ld.local.f32 	%f2683, [%rd641];
+	fma.rn.f32 	%f6442, %f2683, %f2682, %f6442;
+	@%p1002 bra 	$L__BB66_791;
+
+	setp.eq.s64 	%p1003, %rd19, 2;
+	ld.shared.f32 	%f2684, [%rd640+4];
+	ld.local.f32 	%f2685, [%rd641+4];
+	fma.rn.f32 	%f6442, %f2685, %f2684, %f6442;
+	@%p1003 bra 	$L__BB66_791;
+
+	ld.shared.f32 	%f2686, [%rd640+8];
+	ld.local.f32 	%f2687, [%rd641+8];
+	fma.rn.f32 	%f6442, %f2687, %f2686, %f6442;
+
+$L__BB66_791:
+	mul.f32 	%f2688, %f6442, %f939;
+	st.local.f32 	[%rd5+396], %f2688;
+	setp.lt.s64 	%p1004, %rd3729, 101;
+	setp.lt.s64 	%p1005, %rd595, 5;
+	or.pred  	%p1006, %p1005, %p1004;
+	@%p1006 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6446, 0f00000000;
+	mov.u64 	%rd3964, 0;
+	@%p975 bra 	$L__BB66_795;
+
+	mov.u64 	%rd3963, %rd20;
+
+$L__BB66_794:
+	shl.b64 	%rd2431, %rd3964, 2;
+	add.s64 	%rd2432, %rd3, %rd2431;
+	ld.local.v4.f32 	{%f2692, %f2693, %f2694, %f2695}, [%rd2432];
+	mov.u64 	%rd2433, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2434, %rd2433, %rd2431;
+	ld.shared.f32 	%f2700, [%rd2434+2048];
+	fma.rn.f32 	%f2701, %f2692, %f2700, %f6446;
+	ld.shared.f32 	%f2702, [%rd2434+2052];
+	fma.rn.f32 	%f2703, %f2693, %f2702, %f2701;
+	ld.shared.f32 	%f2704, [%rd2434+2056];
+	fma.rn.f32 	%f2705, %f2694, %f2704, %f2703;
+	ld.shared.f32 	%f2706, [%rd2434+2060];
+	fma.rn.f32 	%f6446, %f2695, %f2706, %f2705;
+	add.s64 	%rd3964, %rd3964, 4;
+	add.s64 	%rd3963, %rd3963, -4;
+	setp.ne.s64 	%p1008, %rd3963, 0;
+	@%p1008 bra 	$L__BB66_794;
+
+$L__BB66_795:
+	@%p977 bra 	$L__BB66_799;
+
+	setp.eq.s64 	%p1010, %rd19, 1;
+	shl.b64 	%rd2435, %rd3964, 2;
+	mov.u64 	%rd2436, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2437, %rd2436, %rd2435;
+	add.s64 	%rd647, %rd2437, 2048;
+	ld.shared.f32 	%f2707, [%rd2437+2048];
+	add.s64 	%rd648, %rd3, %rd2435;
+	ld.local.f32 	%f2708, [%rd648];
+	fma.rn.f32 	%f6446, %f2708, %f2707, %f6446;
+	@%p1010 bra 	$L__BB66_799;
+
+	setp.eq.s64 	%p1011, %rd19, 2;
+	ld.shared.f32 	%f2709, [%rd647+4];
+	ld.local.f32 	%f2710, [%rd648+4];
+	fma.rn.f32 	%f6446, %f2710, %f2709, %f6446;
+	@%p1011 bra 	$L__BB66_799;
+
+	ld.shared.f32 	%f2711, [%rd647+8];
+	ld.local.f32 	%f2712, [%rd648+8];
+	fma.rn.f32 	%f6446, %f2712, %f2711, %f6446;
+
+$L__BB66_799:
+	mul.f32 	%f2713, %f6446, %f939;
+	st.local.f32 	[%rd5+400], %f2713;
+	setp.lt.s64 	%p1012, %rd3729, 102;
+	setp.lt.s64 	%p1013, %rd595, 6;
+	or.pred  	%p1014, %p1013, %p1012;
+	@%p1014 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6450, 0f00000000;
+	mov.u64 	%rd3967, 0;
+	@%p975 bra 	$L__BB66_803;
+
+	mov.u64 	%rd3966, %rd20;
+
+$L__BB66_802:
+	shl.b64 	%rd2440, %rd3967, 2;
+	add.s64 	%rd2441, %rd3, %rd2440;
+	ld.local.v4.f32 	{%f2717, %f2718, %f2719, %f2720}, [%rd2441];
+	mov.u64 	%rd2442, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2443, %rd2442, %rd2440;
+	ld.shared.f32 	%f2725, [%rd2443+2560];
+	fma.rn.f32 	%f2726, %f2717, %f2725, %f6450;
+	ld.shared.f32 	%f2727, [%rd2443+2564];
+	fma.rn.f32 	%f2728, %f2718, %f2727, %f2726;
+	ld.shared.f32 	%f2729, [%rd2443+2568];
+	fma.rn.f32 	%f2730, %f2719, %f2729, %f2728;
+	ld.shared.f32 	%f2731, [%rd2443+2572];
+	fma.rn.f32 	%f6450, %f2720, %f2731, %f2730;
+	add.s64 	%rd3967, %rd3967, 4;
+	add.s64 	%rd3966, %rd3966, -4;
+	setp.ne.s64 	%p1016, %rd3966, 0;
+	@%p1016 bra 	$L__BB66_802;
+
+$L__BB66_803:
+	@%p977 bra 	$L__BB66_807;
+
+	setp.eq.s64 	%p1018, %rd19, 1;
+	shl.b64 	%rd2444, %rd3967, 2;
+	mov.u64 	%rd2445, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2446, %rd2445, %rd2444;
+	add.s64 	%rd654, %rd2446, 2560;
+	ld.shared.f32 	%f2732, [%rd2446+2560];
+	add.s64 	%rd655, %rd3, %rd2444;
+	ld.local.f32 	%f2733, [%rd655];
+	fma.rn.f32 	%f6450, %f2733, %f2732, %f6450;
+	@%p1018 bra 	$L__BB66_807;
+
+	setp.eq.s64 	%p1019, %rd19, 2;
+	ld.shared.f32 	%f2734, [%rd654+4];
+	ld.local.f32 	%f2735, [%rd655+4];
+	fma.rn.f32 	%f6450, %f2735, %f2734, %f6450;
+	@%p1019 bra 	$L__BB66_807;
+
+	ld.shared.f32 	%f2736, [%rd654+8];
+	ld.local.f32 	%f2737, [%rd655+8];
+	fma.rn.f32 	%f6450, %f2737, %f2736, %f6450;
+
+$L__BB66_807:
+	mul.f32 	%f2738, %f6450, %f939;
+	st.local.f32 	[%rd5+404], %f2738;
+	setp.lt.s64 	%p1020, %rd3729, 103;
+	setp.lt.s64 	%p1021, %rd595, 7;
+	or.pred  	%p1022, %p1021, %p1020;
+	@%p1022 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6454, 0f00000000;
+	mov.u64 	%rd3970, 0;
+	@%p975 bra 	$L__BB66_811;
+
+	mov.u64 	%rd3969, %rd20;
+
+$L__BB66_810:
+	shl.b64 	%rd2449, %rd3970, 2;
+	add.s64 	%rd2450, %rd3, %rd2449;
+	ld.local.v4.f32 	{%f2742, %f2743, %f2744, %f2745}, [%rd2450];
+	mov.u64 	%rd2451, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2452, %rd2451, %rd2449;
+	ld.shared.f32 	%f2750, [%rd2452+3072];
+	fma.rn.f32 	%f2751, %f2742, %f2750, %f6454;
+	ld.shared.f32 	%f2752, [%rd2452+3076];
+	fma.rn.f32 	%f2753, %f2743, %f2752, %f2751;
+	ld.shared.f32 	%f2754, [%rd2452+3080];
+	fma.rn.f32 	%f2755, %f2744, %f2754, %f2753;
+	ld.shared.f32 	%f2756, [%rd2452+3084];
+	fma.rn.f32 	%f6454, %f2745, %f2756, %f2755;
+	add.s64 	%rd3970, %rd3970, 4;
+	add.s64 	%rd3969, %rd3969, -4;
+	setp.ne.s64 	%p1024, %rd3969, 0;
+	@%p1024 bra 	$L__BB66_810;
+
+$L__BB66_811:
+	@%p977 bra 	$L__BB66_815;
+
+	setp.eq.s64 	%p1026, %rd19, 1;
+	shl.b64 	%rd2453, %rd3970, 2;
+	mov.u64 	%rd2454, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2455, %rd2454, %rd2453;
+	add.s64 	%rd661, %rd2455, 3072;
+	ld.shared.f32 	%f2757, [%rd2455+3072];
+	add.s64 	%rd662, %rd3, %rd2453;
+	ld.local.f32 	%f2758, [%rd662];
+	fma.rn.f32 	%f6454, %f2758, %f2757, %f6454;
+	@%p1026 bra 	$L__BB66_815;
+
+	setp.eq.s64 	%p1027, %rd19, 2;
+	ld.shared.f32 	%f2759, [%rd661+4];
+	ld.local.f32 	%f2760, [%rd662+4];
+	fma.rn.f32 	%f6454, %f2760, %f2759, %f6454;
+	@%p1027 bra 	$L__BB66_815;
+
+	ld.shared.f32 	%f2761, [%rd661+8];
+	ld.local.f32 	%f2762, [%rd662+8];
+	fma.rn.f32 	%f6454, %f2762, %f2761, %f6454;
+
+$L__BB66_815:
+	mul.f32 	%f2763, %f6454, %f939;
+	st.local.f32 	[%rd5+408], %f2763;
+	setp.lt.s64 	%p1028, %rd3729, 104;
+	setp.lt.s64 	%p1029, %rd595, 8;
+	or.pred  	%p1030, %p1029, %p1028;
+	@%p1030 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6458, 0f00000000;
+	mov.u64 	%rd3973, 0;
+	@%p975 bra 	$L__BB66_819;
+
+	mov.u64 	%rd3972, %rd20;
+
+$L__BB66_818:
+	shl.b64 	%rd2458, %rd3973, 2;
+	add.s64 	%rd2459, %rd3, %rd2458;
+	ld.local.v4.f32 	{%f2767, %f2768, %f2769, %f2770}, [%rd2459];
+	mov.u64 	%rd2460, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2461, %rd2460, %rd2458;
+	ld.shared.f32 	%f2775, [%rd2461+3584];
+	fma.rn.f32 	%f2776, %f2767, %f2775, %f6458;
+	ld.shared.f32 	%f2777, [%rd2461+3588];
+	fma.rn.f32 	%f2778, %f2768, %f2777, %f2776;
+	ld.shared.f32 	%f2779, [%rd2461+3592];
+	fma.rn.f32 	%f2780, %f2769, %f2779, %f2778;
+	ld.shared.f32 	%f2781, [%rd2461+3596];
+	fma.rn.f32 	%f6458, %f2770, %f2781, %f2780;
+	add.s64 	%rd3973, %rd3973, 4;
+	add.s64 	%rd3972, %rd3972, -4;
+	setp.ne.s64 	%p1032, %rd3972, 0;
+	@%p1032 bra 	$L__BB66_818;
+
+$L__BB66_819:
+	@%p977 bra 	$L__BB66_823;
+
+	setp.eq.s64 	%p1034, %rd19, 1;
+	shl.b64 	%rd2462, %rd3973, 2;
+	mov.u64 	%rd2463, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2464, %rd2463, %rd2462;
+	add.s64 	%rd668, %rd2464, 3584;
+	ld.shared.f32 	%f2782, [%rd2464+3584];
+	add.s64 	%rd669, %rd3, %rd2462;
+	ld.local.f32 	%f2783, [%rd669];
+	fma.rn.f32 	%f6458, %f2783, %f2782, %f6458;
+	@%p1034 bra 	$L__BB66_823;
+
+	setp.eq.s64 	%p1035, %rd19, 2;
+	ld.shared.f32 	%f2784, [%rd668+4];
+	ld.local.f32 	%f2785, [%rd669+4];
+	fma.rn.f32 	%f6458, %f2785, %f2784, %f6458;
+	@%p1035 bra 	$L__BB66_823;
+
+	ld.shared.f32 	%f2786, [%rd668+8];
+	ld.local.f32 	%f2787, [%rd669+8];
+	fma.rn.f32 	%f6458, %f2787, %f2786, %f6458;
+
+$L__BB66_823:
+	mul.f32 	%f2788, %f6458, %f939;
+	st.local.f32 	[%rd5+412], %f2788;
+	setp.lt.s64 	%p1036, %rd3729, 105;
+	setp.lt.s64 	%p1037, %rd595, 9;
+	or.pred  	%p1038, %p1037, %p1036;
+	@%p1038 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6462, 0f00000000;
+	mov.u64 	%rd3976, 0;
+	@%p975 bra 	$L__BB66_827;
+
+	mov.u64 	%rd3975, %rd20;
+
+$L__BB66_826:
+	shl.b64 	%rd2467, %rd3976, 2;
+	add.s64 	%rd2468, %rd3, %rd2467;
+	ld.local.v4.f32 	{%f2792, %f2793, %f2794, %f2795}, [%rd2468];
+	mov.u64 	%rd2469, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2470, %rd2469, %rd2467;
+	ld.shared.f32 	%f2800, [%rd2470+4096];
+	fma.rn.f32 	%f2801, %f2792, %f2800, %f6462;
+	ld.shared.f32 	%f2802, [%rd2470+4100];
+	fma.rn.f32 	%f2803, %f2793, %f2802, %f2801;
+	ld.shared.f32 	%f2804, [%rd2470+4104];
+	fma.rn.f32 	%f2805, %f2794, %f2804, %f2803;
+	ld.shared.f32 	%f2806, [%rd2470+4108];
+	fma.rn.f32 	%f6462, %f2795, %f2806, %f2805;
+	add.s64 	%rd3976, %rd3976, 4;
+	add.s64 	%rd3975, %rd3975, -4;
+	setp.ne.s64 	%p1040, %rd3975, 0;
+	@%p1040 bra 	$L__BB66_826;
+
+$L__BB66_827:
+	@%p977 bra 	$L__BB66_831;
+
+	setp.eq.s64 	%p1042, %rd19, 1;
+	shl.b64 	%rd2471, %rd3976, 2;
+	mov.u64 	%rd2472, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2473, %rd2472, %rd2471;
+	add.s64 	%rd675, %rd2473, 4096;
+	ld.shared.f32 	%f2807, [%rd2473+4096];
+	add.s64 	%rd676, %rd3, %rd2471;
+	ld.local.f32 	%f2808, [%rd676];
+	fma.rn.f32 	%f6462, %f2808, %f2807, %f6462;
+	@%p1042 bra 	$L__BB66_831;
+
+	setp.eq.s64 	%p1043, %rd19, 2;
+	ld.shared.f32 	%f2809, [%rd675+4];
+	ld.local.f32 	%f2810, [%rd676+4];
+	fma.rn.f32 	%f6462, %f2810, %f2809, %f6462;
+	@%p1043 bra 	$L__BB66_831;
+
+	ld.shared.f32 	%f2811, [%rd675+8];
+	ld.local.f32 	%f2812, [%rd676+8];
+	fma.rn.f32 	%f6462, %f2812, %f2811, %f6462;
+
+$L__BB66_831:
+	mul.f32 	%f2813, %f6462, %f939;
+	st.local.f32 	[%rd5+416], %f2813;
+	setp.lt.s64 	%p1044, %rd3729, 106;
+	setp.lt.s64 	%p1045, %rd595, 10;
+	or.pred  	%p1046, %p1045, %p1044;
+	@%p1046 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6466, 0f00000000;
+	mov.u64 	%rd3979, 0;
+	@%p975 bra 	$L__BB66_835;
+
+	mov.u64 	%rd3978, %rd20;
+
+$L__BB66_834:
+	shl.b64 	%rd2476, %rd3979, 2;
+	add.s64 	%rd2477, %rd3, %rd2476;
+	ld.local.v4.f32 	{%f2817, %f2818, %f2819, %f2820}, [%rd2477];
+	mov.u64 	%rd2478, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2479, %rd2478, %rd2476;
+	ld.shared.f32 	%f2825, [%rd2479+4608];
+	fma.rn.f32 	%f2826, %f2817, %f2825, %f6466;
+	ld.shared.f32 	%f2827, [%rd2479+4612];
+	fma.rn.f32 	%f2828, %f2818, %f2827, %f2826;
+	ld.shared.f32 	%f2829, [%rd2479+4616];
+	fma.rn.f32 	%f2830, %f2819, %f2829, %f2828;
+	ld.shared.f32 	%f2831, [%rd2479+4620];
+	fma.rn.f32 	%f6466, %f2820, %f2831, %f2830;
+	add.s64 	%rd3979, %rd3979, 4;
+	add.s64 	%rd3978, %rd3978, -4;
+	setp.ne.s64 	%p1048, %rd3978, 0;
+	@%p1048 bra 	$L__BB66_834;
+
+$L__BB66_835:
+	@%p977 bra 	$L__BB66_839;
+
+	setp.eq.s64 	%p1050, %rd19, 1;
+	shl.b64 	%rd2480, %rd3979, 2;
+	mov.u64 	%rd2481, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2482, %rd2481, %rd2480;
+	add.s64 	%rd682, %rd2482, 4608;
+	ld.shared.f32 	%f2832, [%rd2482+4608];
+	add.s64 	%rd683, %rd3, %rd2480;
+	ld.local.f32 	%f2833, [%rd683];
+	fma.rn.f32 	%f6466, %f2833, %f2832, %f6466;
+	@%p1050 bra 	$L__BB66_839;
+
+	setp.eq.s64 	%p1051, %rd19, 2;
+	ld.shared.f32 	%f2834, [%rd682+4];
+	ld.local.f32 	%f2835, [%rd683+4];
+	fma.rn.f32 	%f6466, %f2835, %f2834, %f6466;
+	@%p1051 bra 	$L__BB66_839;
+
+	ld.shared.f32 	%f2836, [%rd682+8];
+	ld.local.f32 	%f2837, [%rd683+8];
+	fma.rn.f32 	%f6466, %f2837, %f2836, %f6466;
+
+$L__BB66_839:
+	mul.f32 	%f2838, %f6466, %f939;
+	st.local.f32 	[%rd5+420], %f2838;
+	setp.lt.s64 	%p1052, %rd3729, 107;
+	setp.lt.s64 	%p1053, %rd595, 11;
+	or.pred  	%p1054, %p1053, %p1052;
+	@%p1054 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6470, 0f00000000;
+	mov.u64 	%rd3982, 0;
+	@%p975 bra 	$L__BB66_843;
+
+	mov.u64 	%rd3981, %rd20;
+
+$L__BB66_842:
+	shl.b64 	%rd2485, %rd3982, 2;
+	add.s64 	%rd2486, %rd3, %rd2485;
+	ld.local.v4.f32 	{%f2842, %f2843, %f2844, %f2845}, [%rd2486];
+	mov.u64 	%rd2487, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2488, %rd2487, %rd2485;
+	ld.shared.f32 	%f2850, [%rd2488+5120];
+	fma.rn.f32 	%f2851, %f2842, %f2850, %f6470;
+	ld.shared.f32 	%f2852, [%rd2488+5124];
+	fma.rn.f32 	%f2853, %f2843, %f2852, %f2851;
+	ld.shared.f32 	%f2854, [%rd2488+5128];
+	fma.rn.f32 	%f2855, %f2844, %f2854, %f2853;
+	ld.shared.f32 	%f2856, [%rd2488+5132];
+	fma.rn.f32 	%f6470, %f2845, %f2856, %f2855;
+	add.s64 	%rd3982, %rd3982, 4;
+	add.s64 	%rd3981, %rd3981, -4;
+	setp.ne.s64 	%p1056, %rd3981, 0;
+	@%p1056 bra 	$L__BB66_842;
+
+$L__BB66_843:
+	@%p977 bra 	$L__BB66_847;
+
+	setp.eq.s64 	%p1058, %rd19, 1;
+	shl.b64 	%rd2489, %rd3982, 2;
+	mov.u64 	%rd2490, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2491, %rd2490, %rd2489;
+	add.s64 	%rd689, %rd2491, 5120;
+	ld.shared.f32 	%f2857, [%rd2491+5120];
+	add.s64 	%rd690, %rd3, %rd2489;
+	ld.local.f32 	%f2858, [%rd690];
+	fma.rn.f32 	%f6470, %f2858, %f2857, %f6470;
+	@%p1058 bra 	$L__BB66_847;
+
+	setp.eq.s64 	%p1059, %rd19, 2;
+	ld.shared.f32 	%f2859, [%rd689+4];
+	ld.local.f32 	%f2860, [%rd690+4];
+	fma.rn.f32 	%f6470, %f2860, %f2859, %f6470;
+	@%p1059 bra 	$L__BB66_847;
+
+	ld.shared.f32 	%f2861, [%rd689+8];
+	ld.local.f32 	%f2862, [%rd690+8];
+	fma.rn.f32 	%f6470, %f2862, %f2861, %f6470;
+
+$L__BB66_847:
+	mul.f32 	%f2863, %f6470, %f939;
+	st.local.f32 	[%rd5+424], %f2863;
+	setp.lt.s64 	%p1060, %rd3729, 108;
+	setp.lt.s64 	%p1061, %rd595, 12;
+	or.pred  	%p1062, %p1061, %p1060;
+	@%p1062 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6474, 0f00000000;
+	mov.u64 	%rd3985, 0;
+	@%p975 bra 	$L__BB66_851;
+
+	mov.u64 	%rd3984, %rd20;
+
+$L__BB66_850:
+	shl.b64 	%rd2494, %rd3985, 2;
+	add.s64 	%rd2495, %rd3, %rd2494;
+	ld.local.v4.f32 	{%f2867, %f2868, %f2869, %f2870}, [%rd2495];
+	mov.u64 	%rd2496, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2497, %rd2496, %rd2494;
+	ld.shared.f32 	%f2875, [%rd2497+5632];
+	fma.rn.f32 	%f2876, %f2867, %f2875, %f6474;
+	ld.shared.f32 	%f2877, [%rd2497+5636];
+	fma.rn.f32 	%f2878, %f2868, %f2877, %f2876;
+	ld.shared.f32 	%f2879, [%rd2497+5640];
+	fma.rn.f32 	%f2880, %f2869, %f2879, %f2878;
+	ld.shared.f32 	%f2881, [%rd2497+5644];
+	fma.rn.f32 	%f6474, %f2870, %f2881, %f2880;
+	add.s64 	%rd3985, %rd3985, 4;
+	add.s64 	%rd3984, %rd3984, -4;
+	setp.ne.s64 	%p1064, %rd3984, 0;
+	@%p1064 bra 	$L__BB66_850;
+
+$L__BB66_851:
+	@%p977 bra 	$L__BB66_855;
+
+	setp.eq.s64 	%p1066, %rd19, 1;
+	shl.b64 	%rd2498, %rd3985, 2;
+	mov.u64 	%rd2499, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2500, %rd2499, %rd2498;
+	add.s64 	%rd696, %rd2500, 5632;
+	ld.shared.f32 	%f2882, [%rd2500+5632];
+	add.s64 	%rd697, %rd3, %rd2498;
+	ld.local.f32 	%f2883, [%rd697];
+	fma.rn.f32 	%f6474, %f2883, %f2882, %f6474;
+	@%p1066 bra 	$L__BB66_855;
+
+	setp.eq.s64 	%p1067, %rd19, 2;
+	ld.shared.f32 	%f2884, [%rd696+4];
+	ld.local.f32 	%f2885, [%rd697+4];
+	fma.rn.f32 	%f6474, %f2885, %f2884, %f6474;
+	@%p1067 bra 	$L__BB66_855;
+
+	ld.shared.f32 	%f2886, [%rd696+8];
+	ld.local.f32 	%f2887, [%rd697+8];
+	fma.rn.f32 	%f6474, %f2887, %f2886, %f6474;
+
+$L__BB66_855:
+	mul.f32 	%f2888, %f6474, %f939;
+	st.local.f32 	[%rd5+428], %f2888;
+	setp.lt.s64 	%p1068, %rd3729, 109;
+	setp.lt.s64 	%p1069, %rd595, 13;
+	or.pred  	%p1070, %p1069, %p1068;
+	@%p1070 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6478, 0f00000000;
+	mov.u64 	%rd3988, 0;
+	@%p975 bra 	$L__BB66_859;
+
+	mov.u64 	%rd3987, %rd20;
+
+$L__BB66_858:
+	shl.b64 	%rd2503, %rd3988, 2;
+	add.s64 	%rd2504, %rd3, %rd2503;
+	ld.local.v4.f32 	{%f2892, %f2893, %f2894, %f2895}, [%rd2504];
+	mov.u64 	%rd2505, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2506, %rd2505, %rd2503;
+	ld.shared.f32 	%f2900, [%rd2506+6144];
+	fma.rn.f32 	%f2901, %f2892, %f2900, %f6478;
+	ld.shared.f32 	%f2902, [%rd2506+6148];
+	fma.rn.f32 	%f2903, %f2893, %f2902, %f2901;
+	ld.shared.f32 	%f2904, [%rd2506+6152];
+	fma.rn.f32 	%f2905, %f2894, %f2904, %f2903;
+	ld.shared.f32 	%f2906, [%rd2506+6156];
+	fma.rn.f32 	%f6478, %f2895, %f2906, %f2905;
+	add.s64 	%rd3988, %rd3988, 4;
+	add.s64 	%rd3987, %rd3987, -4;
+	setp.ne.s64 	%p1072, %rd3987, 0;
+	@%p1072 bra 	$L__BB66_858;
+
+$L__BB66_859:
+	@%p977 bra 	$L__BB66_863;
+
+	setp.eq.s64 	%p1074, %rd19, 1;
+	shl.b64 	%rd2507, %rd3988, 2;
+	mov.u64 	%rd2508, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2509, %rd2508, %rd2507;
+	add.s64 	%rd703, %rd2509, 6144;
+	ld.shared.f32 	%f2907, [%rd2509+6144];
+	add.s64 	%rd704, %rd3, %rd2507;
+	ld.local.f32 	%f2908, [%rd704];
+	fma.rn.f32 	%f6478, %f2908, %f2907, %f6478;
+	@%p1074 bra 	$L__BB66_863;
+
+	setp.eq.s64 	%p1075, %rd19, 2;
+	ld.shared.f32 	%f2909, [%rd703+4];
+	ld.local.f32 	%f2910, [%rd704+4];
+	fma.rn.f32 	%f6478, %f2910, %f2909, %f6478;
+	@%p1075 bra 	$L__BB66_863;
+
+	ld.shared.f32 	%f2911, [%rd703+8];
+	ld.local.f32 	%f2912, [%rd704+8];
+	fma.rn.f32 	%f6478, %f2912, %f2911, %f6478;
+
+$L__BB66_863:
+	mul.f32 	%f2913, %f6478, %f939;
+	st.local.f32 	[%rd5+432], %f2913;
+	setp.lt.s64 	%p1076, %rd3729, 110;
+	setp.lt.s64 	%p1077, %rd595, 14;
+	or.pred  	%p1078, %p1077, %p1076;
+	@%p1078 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6482, 0f00000000;
+	mov.u64 	%rd3991, 0;
+	@%p975 bra 	$L__BB66_867;
+
+	mov.u64 	%rd3990, %rd20;
+
+$L__BB66_866:
+	shl.b64 	%rd2512, %rd3991, 2;
+	add.s64 	%rd2513, %rd3, %rd2512;
+	ld.local.v4.f32 	{%f2917, %f2918, %f2919, %f2920}, [%rd2513];
+	mov.u64 	%rd2514, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2515, %rd2514, %rd2512;
+	ld.shared.f32 	%f2925, [%rd2515+6656];
+	fma.rn.f32 	%f2926, %f2917, %f2925, %f6482;
+	ld.shared.f32 	%f2927, [%rd2515+6660];
+	fma.rn.f32 	%f2928, %f2918, %f2927, %f2926;
+	ld.shared.f32 	%f2929, [%rd2515+6664];
+	fma.rn.f32 	%f2930, %f2919, %f2929, %f2928;
+	ld.shared.f32 	%f2931, [%rd2515+6668];
+	fma.rn.f32 	%f6482, %f2920, %f2931, %f2930;
+	add.s64 	%rd3991, %rd3991, 4;
+	add.s64 	%rd3990, %rd3990, -4;
+	setp.ne.s64 	%p1080, %rd3990, 0;
+	@%p1080 bra 	$L__BB66_866;
+
+$L__BB66_867:
+	@%p977 bra 	$L__BB66_871;
+
+	setp.eq.s64 	%p1082, %rd19, 1;
+	shl.b64 	%rd2516, %rd3991, 2;
+	mov.u64 	%rd2517, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2518, %rd2517, %rd2516;
+	add.s64 	%rd710, %rd2518, 6656;
+	ld.shared.f32 	%f2932, [%rd2518+6656];
+	add.s64 	%rd711, %rd3, %rd2516;
+	ld.local.f32 	%f2933, [%rd711];
+	fma.rn.f32 	%f6482, %f2933, %f2932, %f6482;
+	@%p1082 bra 	$L__BB66_871;
+
+	setp.eq.s64 	%p1083, %rd19, 2;
+	ld.shared.f32 	%f2934, [%rd710+4];
+	ld.local.f32 	%f2935, [%rd711+4];
+	fma.rn.f32 	%f6482, %f2935, %f2934, %f6482;
+	@%p1083 bra 	$L__BB66_871;
+
+	ld.shared.f32 	%f2936, [%rd710+8];
+	ld.local.f32 	%f2937, [%rd711+8];
+	fma.rn.f32 	%f6482, %f2937, %f2936, %f6482;
+
+$L__BB66_871:
+	mul.f32 	%f2938, %f6482, %f939;
+	st.local.f32 	[%rd5+436], %f2938;
+	setp.lt.s64 	%p1084, %rd3729, 111;
+	setp.lt.s64 	%p1085, %rd595, 15;
+	or.pred  	%p1086, %p1085, %p1084;
+	@%p1086 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6486, 0f00000000;
+	mov.u64 	%rd3994, 0;
+	@%p975 bra 	$L__BB66_875;
+
+	mov.u64 	%rd3993, %rd20;
+
+$L__BB66_874:
+	shl.b64 	%rd2521, %rd3994, 2;
+	add.s64 	%rd2522, %rd3, %rd2521;
+	ld.local.v4.f32 	{%f2942, %f2943, %f2944, %f2945}, [%rd2522];
+	mov.u64 	%rd2523, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2524, %rd2523, %rd2521;
+	ld.shared.f32 	%f2950, [%rd2524+7168];
+	fma.rn.f32 	%f2951, %f2942, %f2950, %f6486;
+	ld.shared.f32 	%f2952, [%rd2524+7172];
+	fma.rn.f32 	%f2953, %f2943, %f2952, %f2951;
+	ld.shared.f32 	%f2954, [%rd2524+7176];
+	fma.rn.f32 	%f2955, %f2944, %f2954, %f2953;
+	ld.shared.f32 	%f2956, [%rd2524+7180];
+	fma.rn.f32 	%f6486, %f2945, %f2956, %f2955;
+	add.s64 	%rd3994, %rd3994, 4;
+	add.s64 	%rd3993, %rd3993, -4;
+	setp.ne.s64 	%p1088, %rd3993, 0;
+	@%p1088 bra 	$L__BB66_874;
+
+$L__BB66_875:
+	@%p977 bra 	$L__BB66_879;
+
+	setp.eq.s64 	%p1090, %rd19, 1;
+	shl.b64 	%rd2525, %rd3994, 2;
+	mov.u64 	%rd2526, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2527, %rd2526, %rd2525;
+	add.s64 	%rd717, %rd2527, 7168;
+	ld.shared.f32 	%f2957, [%rd2527+7168];
+	add.s64 	%rd718, %rd3, %rd2525;
+	ld.local.f32 	%f2958, [%rd718];
+	fma.rn.f32 	%f6486, %f2958, %f2957, %f6486;
+	@%p1090 bra 	$L__BB66_879;
+
+	setp.eq.s64 	%p1091, %rd19, 2;
+	ld.shared.f32 	%f2959, [%rd717+4];
+	ld.local.f32 	%f2960, [%rd718+4];
+	fma.rn.f32 	%f6486, %f2960, %f2959, %f6486;
+	@%p1091 bra 	$L__BB66_879;
+
+	ld.shared.f32 	%f2961, [%rd717+8];
+	ld.local.f32 	%f2962, [%rd718+8];
+	fma.rn.f32 	%f6486, %f2962, %f2961, %f6486;
+
+$L__BB66_879:
+	mul.f32 	%f2963, %f6486, %f939;
+	st.local.f32 	[%rd5+440], %f2963;
+	setp.lt.s64 	%p1092, %rd3729, 112;
+	setp.lt.s64 	%p1093, %rd595, 16;
+	or.pred  	%p1094, %p1093, %p1092;
+	@%p1094 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6490, 0f00000000;
+	mov.u64 	%rd3997, 0;
+	@%p975 bra 	$L__BB66_883;
+
+	mov.u64 	%rd3996, %rd20;
+
+$L__BB66_882:
+	shl.b64 	%rd2530, %rd3997, 2;
+	add.s64 	%rd2531, %rd3, %rd2530;
+	ld.local.v4.f32 	{%f2967, %f2968, %f2969, %f2970}, [%rd2531];
+	mov.u64 	%rd2532, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2533, %rd2532, %rd2530;
+	ld.shared.f32 	%f2975, [%rd2533+7680];
+	fma.rn.f32 	%f2976, %f2967, %f2975, %f6490;
+	ld.shared.f32 	%f2977, [%rd2533+7684];
+	fma.rn.f32 	%f2978, %f2968, %f2977, %f2976;
+	ld.shared.f32 	%f2979, [%rd2533+7688];
+	fma.rn.f32 	%f2980, %f2969, %f2979, %f2978;
+	ld.shared.f32 	%f2981, [%rd2533+7692];
+	fma.rn.f32 	%f6490, %f2970, %f2981, %f2980;
+	add.s64 	%rd3997, %rd3997, 4;
+	add.s64 	%rd3996, %rd3996, -4;
+	setp.ne.s64 	%p1096, %rd3996, 0;
+	@%p1096 bra 	$L__BB66_882;
+
+$L__BB66_883:
+	@%p977 bra 	$L__BB66_887;
+
+	setp.eq.s64 	%p1098, %rd19, 1;
+	shl.b64 	%rd2534, %rd3997, 2;
+	mov.u64 	%rd2535, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2536, %rd2535, %rd2534;
+	add.s64 	%rd724, %rd2536, 7680;
+	ld.shared.f32 	%f2982, [%rd2536+7680];
+	add.s64 	%rd725, %rd3, %rd2534;
+	ld.local.f32 	%f2983, [%rd725];
+	fma.rn.f32 	%f6490, %f2983, %f2982, %f6490;
+	@%p1098 bra 	$L__BB66_887;
+
+	setp.eq.s64 	%p1099, %rd19, 2;
+	ld.shared.f32 	%f2984, [%rd724+4];
+	ld.local.f32 	%f2985, [%rd725+4];
+	fma.rn.f32 	%f6490, %f2985, %f2984, %f6490;
+	@%p1099 bra 	$L__BB66_887;
+
+	ld.shared.f32 	%f2986, [%rd724+8];
+	ld.local.f32 	%f2987, [%rd725+8];
+	fma.rn.f32 	%f6490, %f2987, %f2986, %f6490;
+
+$L__BB66_887:
+	mul.f32 	%f2988, %f6490, %f939;
+	st.local.f32 	[%rd5+444], %f2988;
+	setp.lt.s64 	%p1100, %rd3729, 113;
+	setp.lt.s64 	%p1101, %rd595, 17;
+	or.pred  	%p1102, %p1101, %p1100;
+	@%p1102 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6494, 0f00000000;
+	mov.u64 	%rd4000, 0;
+	@%p975 bra 	$L__BB66_891;
+
+	mov.u64 	%rd3999, %rd20;
+
+$L__BB66_890:
+	shl.b64 	%rd2539, %rd4000, 2;
+	add.s64 	%rd2540, %rd3, %rd2539;
+	ld.local.v4.f32 	{%f2992, %f2993, %f2994, %f2995}, [%rd2540];
+	mov.u64 	%rd2541, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2542, %rd2541, %rd2539;
+	ld.shared.f32 	%f3000, [%rd2542+8192];
+	fma.rn.f32 	%f3001, %f2992, %f3000, %f6494;
+	ld.shared.f32 	%f3002, [%rd2542+8196];
+	fma.rn.f32 	%f3003, %f2993, %f3002, %f3001;
+	ld.shared.f32 	%f3004, [%rd2542+8200];
+	fma.rn.f32 	%f3005, %f2994, %f3004, %f3003;
+	ld.shared.f32 	%f3006, [%rd2542+8204];
+	fma.rn.f32 	%f6494, %f2995, %f3006, %f3005;
+	add.s64 	%rd4000, %rd4000, 4;
+	add.s64 	%rd3999, %rd3999, -4;
+	setp.ne.s64 	%p1104, %rd3999, 0;
+	@%p1104 bra 	$L__BB66_890;
+
+$L__BB66_891:
+	@%p977 bra 	$L__BB66_895;
+
+	setp.eq.s64 	%p1106, %rd19, 1;
+	shl.b64 	%rd2543, %rd4000, 2;
+	mov.u64 	%rd2544, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2545, %rd2544, %rd2543;
+	add.s64 	%rd731, %rd2545, 8192;
+	ld.shared.f32 	%f3007, [%rd2545+8192];
+	add.s64 	%rd732, %rd3, %rd2543;
+	ld.local.f32 	%f3008, [%rd732];
+	fma.rn.f32 	%f6494, %f3008, %f3007, %f6494;
+	@%p1106 bra 	$L__BB66_895;
+
+	setp.eq.s64 	%p1107, %rd19, 2;
+	ld.shared.f32 	%f3009, [%rd731+4];
+	ld.local.f32 	%f3010, [%rd732+4];
+	fma.rn.f32 	%f6494, %f3010, %f3009, %f6494;
+	@%p1107 bra 	$L__BB66_895;
+
+	ld.shared.f32 	%f3011, [%rd731+8];
+	ld.local.f32 	%f3012, [%rd732+8];
+	fma.rn.f32 	%f6494, %f3012, %f3011, %f6494;
+
+$L__BB66_895:
+	mul.f32 	%f3013, %f6494, %f939;
+	st.local.f32 	[%rd5+448], %f3013;
+	setp.lt.s64 	%p1108, %rd3729, 114;
+	setp.lt.s64 	%p1109, %rd595, 18;
+	or.pred  	%p1110, %p1109, %p1108;
+	@%p1110 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6498, 0f00000000;
+	mov.u64 	%rd4003, 0;
+	@%p975 bra 	$L__BB66_899;
+
+	mov.u64 	%rd4002, %rd20;
+
+$L__BB66_898:
+	shl.b64 	%rd2548, %rd4003, 2;
+	add.s64 	%rd2549, %rd3, %rd2548;
+	ld.local.v4.f32 	{%f3017, %f3018, %f3019, %f3020}, [%rd2549];
+	mov.u64 	%rd2550, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2551, %rd2550, %rd2548;
+	ld.shared.f32 	%f3025, [%rd2551+8704];
+	fma.rn.f32 	%f3026, %f3017, %f3025, %f6498;
+	ld.shared.f32 	%f3027, [%rd2551+8708];
+	fma.rn.f32 	%f3028, %f3018, %f3027, %f3026;
+	ld.shared.f32 	%f3029, [%rd2551+8712];
+	fma.rn.f32 	%f3030, %f3019, %f3029, %f3028;
+	ld.shared.f32 	%f3031, [%rd2551+8716];
+	fma.rn.f32 	%f6498, %f3020, %f3031, %f3030;
+	add.s64 	%rd4003, %rd4003, 4;
+	add.s64 	%rd4002, %rd4002, -4;
+	setp.ne.s64 	%p1112, %rd4002, 0;
+	@%p1112 bra 	$L__BB66_898;
+
+$L__BB66_899:
+	@%p977 bra 	$L__BB66_903;
+
+	setp.eq.s64 	%p1114, %rd19, 1;
+	shl.b64 	%rd2552, %rd4003, 2;
+	mov.u64 	%rd2553, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2554, %rd2553, %rd2552;
+	add.s64 	%rd738, %rd2554, 8704;
+	ld.shared.f32 	%f3032, [%rd2554+8704];
+	add.s64 	%rd739, %rd3, %rd2552;
+	ld.local.f32 	%f3033, [%rd739];
+	fma.rn.f32 	%f6498, %f3033, %f3032, %f6498;
+	@%p1114 bra 	$L__BB66_903;
+
+	setp.eq.s64 	%p1115, %rd19, 2;
+	ld.shared.f32 	%f3034, [%rd738+4];
+	ld.local.f32 	%f3035, [%rd739+4];
+	fma.rn.f32 	%f6498, %f3035, %f3034, %f6498;
+	@%p1115 bra 	$L__BB66_903;
+
+	ld.shared.f32 	%f3036, [%rd738+8];
+	ld.local.f32 	%f3037, [%rd739+8];
+	fma.rn.f32 	%f6498, %f3037, %f3036, %f6498;
+
+$L__BB66_903:
+	mul.f32 	%f3038, %f6498, %f939;
+	st.local.f32 	[%rd5+452], %f3038;
+	setp.lt.s64 	%p1116, %rd3729, 115;
+	setp.lt.s64 	%p1117, %rd595, 19;
+	or.pred  	%p1118, %p1117, %p1116;
+	@%p1118 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6502, 0f00000000;
+	mov.u64 	%rd4006, 0;
+	@%p975 bra 	$L__BB66_907;
+
+	mov.u64 	%rd4005, %rd20;
+
+$L__BB66_906:
+	shl.b64 	%rd2557, %rd4006, 2;
+	add.s64 	%rd2558, %rd3, %rd2557;
+	ld.local.v4.f32 	{%f3042, %f3043, %f3044, %f3045}, [%rd2558];
+	mov.u64 	%rd2559, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2560, %rd2559, %rd2557;
+	ld.shared.f32 	%f3050, [%rd2560+9216];
+	fma.rn.f32 	%f3051, %f3042, %f3050, %f6502;
+	ld.shared.f32 	%f3052, [%rd2560+9220];
+	fma.rn.f32 	%f3053, %f3043, %f3052, %f3051;
+	ld.shared.f32 	%f3054, [%rd2560+9224];
+	fma.rn.f32 	%f3055, %f3044, %f3054, %f3053;
+	ld.shared.f32 	%f3056, [%rd2560+9228];
+	fma.rn.f32 	%f6502, %f3045, %f3056, %f3055;
+	add.s64 	%rd4006, %rd4006, 4;
+	add.s64 	%rd4005, %rd4005, -4;
+	setp.ne.s64 	%p1120, %rd4005, 0;
+	@%p1120 bra 	$L__BB66_906;
+
+$L__BB66_907:
+	@%p977 bra 	$L__BB66_911;
+
+	setp.eq.s64 	%p1122, %rd19, 1;
+	shl.b64 	%rd2561, %rd4006, 2;
+	mov.u64 	%rd2562, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2563, %rd2562, %rd2561;
+	add.s64 	%rd745, %rd2563, 9216;
+	ld.shared.f32 	%f3057, [%rd2563+9216];
+	add.s64 	%rd746, %rd3, %rd2561;
+	ld.local.f32 	%f3058, [%rd746];
+	fma.rn.f32 	%f6502, %f3058, %f3057, %f6502;
+	@%p1122 bra 	$L__BB66_911;
+
+	setp.eq.s64 	%p1123, %rd19, 2;
+	ld.shared.f32 	%f3059, [%rd745+4];
+	ld.local.f32 	%f3060, [%rd746+4];
+	fma.rn.f32 	%f6502, %f3060, %f3059, %f6502;
+	@%p1123 bra 	$L__BB66_911;
+
+	ld.shared.f32 	%f3061, [%rd745+8];
+	ld.local.f32 	%f3062, [%rd746+8];
+	fma.rn.f32 	%f6502, %f3062, %f3061, %f6502;
+
+$L__BB66_911:
+	mul.f32 	%f3063, %f6502, %f939;
+	st.local.f32 	[%rd5+456], %f3063;
+	setp.lt.s64 	%p1124, %rd3729, 116;
+	setp.lt.s64 	%p1125, %rd595, 20;
+	or.pred  	%p1126, %p1125, %p1124;
+	@%p1126 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6506, 0f00000000;
+	mov.u64 	%rd4009, 0;
+	@%p975 bra 	$L__BB66_915;
+
+	mov.u64 	%rd4008, %rd20;
+
+$L__BB66_914:
+	shl.b64 	%rd2566, %rd4009, 2;
+	add.s64 	%rd2567, %rd3, %rd2566;
+	ld.local.v4.f32 	{%f3067, %f3068, %f3069, %f3070}, [%rd2567];
+	mov.u64 	%rd2568, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2569, %rd2568, %rd2566;
+	ld.shared.f32 	%f3075, [%rd2569+9728];
+	fma.rn.f32 	%f3076, %f3067, %f3075, %f6506;
+	ld.shared.f32 	%f3077, [%rd2569+9732];
+	fma.rn.f32 	%f3078, %f3068, %f3077, %f3076;
+	ld.shared.f32 	%f3079, [%rd2569+9736];
+	fma.rn.f32 	%f3080, %f3069, %f3079, %f3078;
+	ld.shared.f32 	%f3081, [%rd2569+9740];
+	fma.rn.f32 	%f6506, %f3070, %f3081, %f3080;
+	add.s64 	%rd4009, %rd4009, 4;
+	add.s64 	%rd4008, %rd4008, -4;
+	setp.ne.s64 	%p1128, %rd4008, 0;
+	@%p1128 bra 	$L__BB66_914;
+
+$L__BB66_915:
+	@%p977 bra 	$L__BB66_919;
+
+	setp.eq.s64 	%p1130, %rd19, 1;
+	shl.b64 	%rd2570, %rd4009, 2;
+	mov.u64 	%rd2571, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2572, %rd2571, %rd2570;
+	add.s64 	%rd752, %rd2572, 9728;
+	ld.shared.f32 	%f3082, [%rd2572+9728];
+	add.s64 	%rd753, %rd3, %rd2570;
+	ld.local.f32 	%f3083, [%rd753];
+	fma.rn.f32 	%f6506, %f3083, %f3082, %f6506;
+	@%p1130 bra 	$L__BB66_919;
+
+	setp.eq.s64 	%p1131, %rd19, 2;
+	ld.shared.f32 	%f3084, [%rd752+4];
+	ld.local.f32 	%f3085, [%rd753+4];
+	fma.rn.f32 	%f6506, %f3085, %f3084, %f6506;
+	@%p1131 bra 	$L__BB66_919;
+
+	ld.shared.f32 	%f3086, [%rd752+8];
+	ld.local.f32 	%f3087, [%rd753+8];
+	fma.rn.f32 	%f6506, %f3087, %f3086, %f6506;
+
+$L__BB66_919:
+	mul.f32 	%f3088, %f6506, %f939;
+	st.local.f32 	[%rd5+460], %f3088;
+	setp.lt.s64 	%p1132, %rd3729, 117;
+	setp.lt.s64 	%p1133, %rd595, 21;
+	or.pred  	%p1134, %p1133, %p1132;
+	@%p1134 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6510, 0f00000000;
+	mov.u64 	%rd4012, 0;
+	@%p975 bra 	$L__BB66_923;
+
+	mov.u64 	%rd4011, %rd20;
+
+$L__BB66_922:
+	shl.b64 	%rd2575, %rd4012, 2;
+	add.s64 	%rd2576, %rd3, %rd2575;
+	ld.local.v4.f32 	{%f3092, %f3093, %f3094, %f3095}, [%rd2576];
+	mov.u64 	%rd2577, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2578, %rd2577, %rd2575;
+	ld.shared.f32 	%f3100, [%rd2578+10240];
+	fma.rn.f32 	%f3101, %f3092, %f3100, %f6510;
+	ld.shared.f32 	%f3102, [%rd2578+10244];
+	fma.rn.f32 	%f3103, %f3093, %f3102, %f3101;
+	ld.shared.f32 	%f3104, [%rd2578+10248];
+	fma.rn.f32 	%f3105, %f3094, %f3104, %f3103;
+	ld.shared.f32 	%f3106, [%rd2578+10252];
+	fma.rn.f32 	%f6510, %f3095, %f3106, %f3105;
+	add.s64 	%rd4012, %rd4012, 4;
+	add.s64 	%rd4011, %rd4011, -4;
+	setp.ne.s64 	%p1136, %rd4011, 0;
+	@%p1136 bra 	$L__BB66_922;
+
+$L__BB66_923:
+	@%p977 bra 	$L__BB66_927;
+
+	setp.eq.s64 	%p1138, %rd19, 1;
+	shl.b64 	%rd2579, %rd4012, 2;
+	mov.u64 	%rd2580, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2581, %rd2580, %rd2579;
+	add.s64 	%rd759, %rd2581, 10240;
+	ld.shared.f32 	%f3107, [%rd2581+10240];
+	add.s64 	%rd760, %rd3, %rd2579;
+	ld.local.f32 	%f3108, [%rd760];
+	fma.rn.f32 	%f6510, %f3108, %f3107, %f6510;
+	@%p1138 bra 	$L__BB66_927;
+
+	setp.eq.s64 	%p1139, %rd19, 2;
+	ld.shared.f32 	%f3109, [%rd759+4];
+	ld.local.f32 	%f3110, [%rd760+4];
+	fma.rn.f32 	%f6510, %f3110, %f3109, %f6510;
+	@%p1139 bra 	$L__BB66_927;
+
+	ld.shared.f32 	%f3111, [%rd759+8];
+	ld.local.f32 	%f3112, [%rd760+8];
+	fma.rn.f32 	%f6510, %f3112, %f3111, %f6510;
+
+$L__BB66_927:
+	mul.f32 	%f3113, %f6510, %f939;
+	st.local.f32 	[%rd5+464], %f3113;
+	setp.lt.s64 	%p1140, %rd3729, 118;
+	setp.lt.s64 	%p1141, %rd595, 22;
+	or.pred  	%p1142, %p1141, %p1140;
+	@%p1142 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6514, 0f00000000;
+	mov.u64 	%rd4015, 0;
+	@%p975 bra 	$L__BB66_931;
+
+	mov.u64 	%rd4014, %rd20;
+
+$L__BB66_930:
+	shl.b64 	%rd2584, %rd4015, 2;
+	add.s64 	%rd2585, %rd3, %rd2584;
+	ld.local.v4.f32 	{%f3117, %f3118, %f3119, %f3120}, [%rd2585];
+	mov.u64 	%rd2586, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2587, %rd2586, %rd2584;
+	ld.shared.f32 	%f3125, [%rd2587+10752];
+	fma.rn.f32 	%f3126, %f3117, %f3125, %f6514;
+	ld.shared.f32 	%f3127, [%rd2587+10756];
+	fma.rn.f32 	%f3128, %f3118, %f3127, %f3126;
+	ld.shared.f32 	%f3129, [%rd2587+10760];
+	fma.rn.f32 	%f3130, %f3119, %f3129, %f3128;
+	ld.shared.f32 	%f3131, [%rd2587+10764];
+	fma.rn.f32 	%f6514, %f3120, %f3131, %f3130;
+	add.s64 	%rd4015, %rd4015, 4;
+	add.s64 	%rd4014, %rd4014, -4;
+	setp.ne.s64 	%p1144, %rd4014, 0;
+	@%p1144 bra 	$L__BB66_930;
+
+$L__BB66_931:
+	@%p977 bra 	$L__BB66_935;
+
+	setp.eq.s64 	%p1146, %rd19, 1;
+	shl.b64 	%rd2588, %rd4015, 2;
+	mov.u64 	%rd2589, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2590, %rd2589, %rd2588;
+	add.s64 	%rd766, %rd2590, 10752;
+	ld.shared.f32 	%f3132, [%rd2590+10752];
+	add.s64 	%rd767, %rd3, %rd2588;
+	ld.local.f32 	%f3133, [%rd767];
+	fma.rn.f32 	%f6514, %f3133, %f3132, %f6514;
+	@%p1146 bra 	$L__BB66_935;
+
+	setp.eq.s64 	%p1147, %rd19, 2;
+	ld.shared.f32 	%f3134, [%rd766+4];
+	ld.local.f32 	%f3135, [%rd767+4];
+	fma.rn.f32 	%f6514, %f3135, %f3134, %f6514;
+	@%p1147 bra 	$L__BB66_935;
+
+	ld.shared.f32 	%f3136, [%rd766+8];
+	ld.local.f32 	%f3137, [%rd767+8];
+	fma.rn.f32 	%f6514, %f3137, %f3136, %f6514;
+
+$L__BB66_935:
+	mul.f32 	%f3138, %f6514, %f939;
+	st.local.f32 	[%rd5+468], %f3138;
+	setp.lt.s64 	%p1148, %rd3729, 119;
+	setp.lt.s64 	%p1149, %rd595, 23;
+	or.pred  	%p1150, %p1149, %p1148;
+	@%p1150 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6518, 0f00000000;
+	mov.u64 	%rd4018, 0;
+	@%p975 bra 	$L__BB66_939;
+
+	mov.u64 	%rd4017, %rd20;
+
+$L__BB66_938:
+	shl.b64 	%rd2593, %rd4018, 2;
+	add.s64 	%rd2594, %rd3, %rd2593;
+	ld.local.v4.f32 	{%f3142, %f3143, %f3144, %f3145}, [%rd2594];
+	mov.u64 	%rd2595, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2596, %rd2595, %rd2593;
+	ld.shared.f32 	%f3150, [%rd2596+11264];
+	fma.rn.f32 	%f3151, %f3142, %f3150, %f6518;
+	ld.shared.f32 	%f3152, [%rd2596+11268];
+	fma.rn.f32 	%f3153, %f3143, %f3152, %f3151;
+	ld.shared.f32 	%f3154, [%rd2596+11272];
+	fma.rn.f32 	%f3155, %f3144, %f3154, %f3153;
+	ld.shared.f32 	%f3156, [%rd2596+11276];
+	fma.rn.f32 	%f6518, %f3145, %f3156, %f3155;
+	add.s64 	%rd4018, %rd4018, 4;
+	add.s64 	%rd4017, %rd4017, -4;
+	setp.ne.s64 	%p1152, %rd4017, 0;
+	@%p1152 bra 	$L__BB66_938;
+
+$L__BB66_939:
+	@%p977 bra 	$L__BB66_943;
+
+	setp.eq.s64 	%p1154, %rd19, 1;
+	shl.b64 	%rd2597, %rd4018, 2;
+	mov.u64 	%rd2598, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2599, %rd2598, %rd2597;
+	add.s64 	%rd773, %rd2599, 11264;
+	ld.shared.f32 	%f3157, [%rd2599+11264];
+	add.s64 	%rd774, %rd3, %rd2597;
+	ld.local.f32 	%f3158, [%rd774];
+	fma.rn.f32 	%f6518, %f3158, %f3157, %f6518;
+	@%p1154 bra 	$L__BB66_943;
+
+	setp.eq.s64 	%p1155, %rd19, 2;
+	ld.shared.f32 	%f3159, [%rd773+4];
+	ld.local.f32 	%f3160, [%rd774+4];
+	fma.rn.f32 	%f6518, %f3160, %f3159, %f6518;
+	@%p1155 bra 	$L__BB66_943;
+
+	ld.shared.f32 	%f3161, [%rd773+8];
+	ld.local.f32 	%f3162, [%rd774+8];
+	fma.rn.f32 	%f6518, %f3162, %f3161, %f6518;
+
+$L__BB66_943:
+	mul.f32 	%f3163, %f6518, %f939;
+	st.local.f32 	[%rd5+472], %f3163;
+	setp.lt.s64 	%p1156, %rd3729, 120;
+	setp.lt.s64 	%p1157, %rd595, 24;
+	or.pred  	%p1158, %p1157, %p1156;
+	@%p1158 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6522, 0f00000000;
+	mov.u64 	%rd4021, 0;
+	@%p975 bra 	$L__BB66_947;
+
+	mov.u64 	%rd4020, %rd20;
+
+$L__BB66_946:
+	shl.b64 	%rd2602, %rd4021, 2;
+	add.s64 	%rd2603, %rd3, %rd2602;
+	ld.local.v4.f32 	{%f3167, %f3168, %f3169, %f3170}, [%rd2603];
+	mov.u64 	%rd2604, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2605, %rd2604, %rd2602;
+	ld.shared.f32 	%f3175, [%rd2605+11776];
+	fma.rn.f32 	%f3176, %f3167, %f3175, %f6522;
+	ld.shared.f32 	%f3177, [%rd2605+11780];
+	fma.rn.f32 	%f3178, %f3168, %f3177, %f3176;
+	ld.shared.f32 	%f3179, [%rd2605+11784];
+	fma.rn.f32 	%f3180, %f3169, %f3179, %f3178;
+	ld.shared.f32 	%f3181, [%rd2605+11788];
+	fma.rn.f32 	%f6522, %f3170, %f3181, %f3180;
+	add.s64 	%rd4021, %rd4021, 4;
+	add.s64 	%rd4020, %rd4020, -4;
+	setp.ne.s64 	%p1160, %rd4020, 0;
+	@%p1160 bra 	$L__BB66_946;
+
+$L__BB66_947:
+	@%p977 bra 	$L__BB66_951;
+
+	setp.eq.s64 	%p1162, %rd19, 1;
+	shl.b64 	%rd2606, %rd4021, 2;
+	mov.u64 	%rd2607, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2608, %rd2607, %rd2606;
+	add.s64 	%rd780, %rd2608, 11776;
+	ld.shared.f32 	%f3182, [%rd2608+11776];
+	add.s64 	%rd781, %rd3, %rd2606;
+	ld.local.f32 	%f3183, [%rd781];
+	fma.rn.f32 	%f6522, %f3183, %f3182, %f6522;
+	@%p1162 bra 	$L__BB66_951;
+
+	setp.eq.s64 	%p1163, %rd19, 2;
+	ld.shared.f32 	%f3184, [%rd780+4];
+	ld.local.f32 	%f3185, [%rd781+4];
+	fma.rn.f32 	%f6522, %f3185, %f3184, %f6522;
+	@%p1163 bra 	$L__BB66_951;
+
+	ld.shared.f32 	%f3186, [%rd780+8];
+	ld.local.f32 	%f3187, [%rd781+8];
+	fma.rn.f32 	%f6522, %f3187, %f3186, %f6522;
+
+$L__BB66_951:
+	mul.f32 	%f3188, %f6522, %f939;
+	st.local.f32 	[%rd5+476], %f3188;
+	setp.lt.s64 	%p1164, %rd3729, 121;
+	setp.lt.s64 	%p1165, %rd595, 25;
+	or.pred  	%p1166, %p1165, %p1164;
+	@%p1166 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6526, 0f00000000;
+	mov.u64 	%rd4024, 0;
+	@%p975 bra 	$L__BB66_955;
+
+	mov.u64 	%rd4023, %rd20;
+
+$L__BB66_954:
+	shl.b64 	%rd2611, %rd4024, 2;
+	add.s64 	%rd2612, %rd3, %rd2611;
+	ld.local.v4.f32 	{%f3192, %f3193, %f3194, %f3195}, [%rd2612];
+	mov.u64 	%rd2613, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2614, %rd2613, %rd2611;
+	ld.shared.f32 	%f3200, [%rd2614+12288];
+	fma.rn.f32 	%f3201, %f3192, %f3200, %f6526;
+	ld.shared.f32 	%f3202, [%rd2614+12292];
+	fma.rn.f32 	%f3203, %f3193, %f3202, %f3201;
+	ld.shared.f32 	%f3204, [%rd2614+12296];
+	fma.rn.f32 	%f3205, %f3194, %f3204, %f3203;
+	ld.shared.f32 	%f3206, [%rd2614+12300];
+	fma.rn.f32 	%f6526, %f3195, %f3206, %f3205;
+	add.s64 	%rd4024, %rd4024, 4;
+	add.s64 	%rd4023, %rd4023, -4;
+	setp.ne.s64 	%p1168, %rd4023, 0;
+	@%p1168 bra 	$L__BB66_954;
+
+$L__BB66_955:
+	@%p977 bra 	$L__BB66_959;
+
+	setp.eq.s64 	%p1170, %rd19, 1;
+	shl.b64 	%rd2615, %rd4024, 2;
+	mov.u64 	%rd2616, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2617, %rd2616, %rd2615;
+	add.s64 	%rd787, %rd2617, 12288;
+	ld.shared.f32 	%f3207, [%rd2617+12288];
+	add.s64 	%rd788, %rd3, %rd2615;
+	ld.local.f32 	%f3208, [%rd788];
+	fma.rn.f32 	%f6526, %f3208, %f3207, %f6526;
+	@%p1170 bra 	$L__BB66_959;
+
+	setp.eq.s64 	%p1171, %rd19, 2;
+	ld.shared.f32 	%f3209, [%rd787+4];
+	ld.local.f32 	%f3210, [%rd788+4];
+	fma.rn.f32 	%f6526, %f3210, %f3209, %f6526;
+	@%p1171 bra 	$L__BB66_959;
+
+	ld.shared.f32 	%f3211, [%rd787+8];
+	ld.local.f32 	%f3212, [%rd788+8];
+	fma.rn.f32 	%f6526, %f3212, %f3211, %f6526;
+
+$L__BB66_959:
+	mul.f32 	%f3213, %f6526, %f939;
+	st.local.f32 	[%rd5+480], %f3213;
+	setp.lt.s64 	%p1172, %rd3729, 122;
+	setp.lt.s64 	%p1173, %rd595, 26;
+	or.pred  	%p1174, %p1173, %p1172;
+	@%p1174 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6530, 0f00000000;
+	mov.u64 	%rd4027, 0;
+	@%p975 bra 	$L__BB66_963;
+
+	mov.u64 	%rd4026, %rd20;
+
+$L__BB66_962:
+	shl.b64 	%rd2620, %rd4027, 2;
+	add.s64 	%rd2621, %rd3, %rd2620;
+	ld.local.v4.f32 	{%f3217, %f3218, %f3219, %f3220}, [%rd2621];
+	mov.u64 	%rd2622, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2623, %rd2622, %rd2620;
+	ld.shared.f32 	%f3225, [%rd2623+12800];
+	fma.rn.f32 	%f3226, %f3217, %f3225, %f6530;
+	ld.shared.f32 	%f3227, [%rd2623+12804];
+	fma.rn.f32 	%f3228, %f3218, %f3227, %f3226;
+	ld.shared.f32 	%f3229, [%rd2623+12808];
+	fma.rn.f32 	%f3230, %f3219, %f3229, %f3228;
+	ld.shared.f32 	%f3231, [%rd2623+12812];
+	fma.rn.f32 	%f6530, %f3220, %f3231, %f3230;
+	add.s64 	%rd4027, %rd4027, 4;
+	add.s64 	%rd4026, %rd4026, -4;
+	setp.ne.s64 	%p1176, %rd4026, 0;
+	@%p1176 bra 	$L__BB66_962;
+
+$L__BB66_963:
+	@%p977 bra 	$L__BB66_967;
+
+	setp.eq.s64 	%p1178, %rd19, 1;
+	shl.b64 	%rd2624, %rd4027, 2;
+	mov.u64 	%rd2625, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2626, %rd2625, %rd2624;
+	add.s64 	%rd794, %rd2626, 12800;
+	ld.shared.f32 	%f3232, [%rd2626+12800];
+	add.s64 	%rd795, %rd3, %rd2624;
+	ld.local.f32 	%f3233, [%rd795];
+	fma.rn.f32 	%f6530, %f3233, %f3232, %f6530;
+	@%p1178 bra 	$L__BB66_967;
+
+	setp.eq.s64 	%p1179, %rd19, 2;
+	ld.shared.f32 	%f3234, [%rd794+4];
+	ld.local.f32 	%f3235, [%rd795+4];
+	fma.rn.f32 	%f6530, %f3235, %f3234, %f6530;
+	@%p1179 bra 	$L__BB66_967;
+
+	ld.shared.f32 	%f3236, [%rd794+8];
+	ld.local.f32 	%f3237, [%rd795+8];
+	fma.rn.f32 	%f6530, %f3237, %f3236, %f6530;
+
+$L__BB66_967:
+	mul.f32 	%f3238, %f6530, %f939;
+	st.local.f32 	[%rd5+484], %f3238;
+	setp.lt.s64 	%p1180, %rd3729, 123;
+	setp.lt.s64 	%p1181, %rd595, 27;
+	or.pred  	%p1182, %p1181, %p1180;
+	@%p1182 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6534, 0f00000000;
+	mov.u64 	%rd4030, 0;
+	@%p975 bra 	$L__BB66_971;
+
+	mov.u64 	%rd4029, %rd20;
+
+$L__BB66_970:
+	shl.b64 	%rd2629, %rd4030, 2;
+	add.s64 	%rd2630, %rd3, %rd2629;
+	ld.local.v4.f32 	{%f3242, %f3243, %f3244, %f3245}, [%rd2630];
+	mov.u64 	%rd2631, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2632, %rd2631, %rd2629;
+	ld.shared.f32 	%f3250, [%rd2632+13312];
+	fma.rn.f32 	%f3251, %f3242, %f3250, %f6534;
+	ld.shared.f32 	%f3252, [%rd2632+13316];
+	fma.rn.f32 	%f3253, %f3243, %f3252, %f3251;
+	ld.shared.f32 	%f3254, [%rd2632+13320];
+	fma.rn.f32 	%f3255, %f3244, %f3254, %f3253;
+	ld.shared.f32 	%f3256, [%rd2632+13324];
+	fma.rn.f32 	%f6534, %f3245, %f3256, %f3255;
+	add.s64 	%rd4030, %rd4030, 4;
+	add.s64 	%rd4029, %rd4029, -4;
+	setp.ne.s64 	%p1184, %rd4029, 0;
+	@%p1184 bra 	$L__BB66_970;
+
+$L__BB66_971:
+	@%p977 bra 	$L__BB66_975;
+
+	setp.eq.s64 	%p1186, %rd19, 1;
+	shl.b64 	%rd2633, %rd4030, 2;
+	mov.u64 	%rd2634, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2635, %rd2634, %rd2633;
+	add.s64 	%rd801, %rd2635, 13312;
+	ld.shared.f32 	%f3257, [%rd2635+13312];
+	add.s64 	%rd802, %rd3, %rd2633;
+	ld.local.f32 	%f3258, [%rd802];
+	fma.rn.f32 	%f6534, %f3258, %f3257, %f6534;
+	@%p1186 bra 	$L__BB66_975;
+
+	setp.eq.s64 	%p1187, %rd19, 2;
+	ld.shared.f32 	%f3259, [%rd801+4];
+	ld.local.f32 	%f3260, [%rd802+4];
+	fma.rn.f32 	%f6534, %f3260, %f3259, %f6534;
+	@%p1187 bra 	$L__BB66_975;
+
+	ld.shared.f32 	%f3261, [%rd801+8];
+	ld.local.f32 	%f3262, [%rd802+8];
+	fma.rn.f32 	%f6534, %f3262, %f3261, %f6534;
+
+$L__BB66_975:
+	mul.f32 	%f3263, %f6534, %f939;
+	st.local.f32 	[%rd5+488], %f3263;
+	setp.lt.s64 	%p1188, %rd3729, 124;
+	setp.lt.s64 	%p1189, %rd595, 28;
+	or.pred  	%p1190, %p1189, %p1188;
+	@%p1190 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6538, 0f00000000;
+	mov.u64 	%rd4033, 0;
+	@%p975 bra 	$L__BB66_979;
+
+	mov.u64 	%rd4032, %rd20;
+
+$L__BB66_978:
+	shl.b64 	%rd2638, %rd4033, 2;
+	add.s64 	%rd2639, %rd3, %rd2638;
+	ld.local.v4.f32 	{%f3267, %f3268, %f3269, %f3270}, [%rd2639];
+	mov.u64 	%rd2640, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2641, %rd2640, %rd2638;
+	ld.shared.f32 	%f3275, [%rd2641+13824];
+	fma.rn.f32 	%f3276, %f3267, %f3275, %f6538;
+	ld.shared.f32 	%f3277, [%rd2641+13828];
+	fma.rn.f32 	%f3278, %f3268, %f3277, %f3276;
+	ld.shared.f32 	%f3279, [%rd2641+13832];
+	fma.rn.f32 	%f3280, %f3269, %f3279, %f3278;
+	ld.shared.f32 	%f3281, [%rd2641+13836];
+	fma.rn.f32 	%f6538, %f3270, %f3281, %f3280;
+	add.s64 	%rd4033, %rd4033, 4;
+	add.s64 	%rd4032, %rd4032, -4;
+	setp.ne.s64 	%p1192, %rd4032, 0;
+	@%p1192 bra 	$L__BB66_978;
+
+$L__BB66_979:
+	@%p977 bra 	$L__BB66_983;
+
+	setp.eq.s64 	%p1194, %rd19, 1;
+	shl.b64 	%rd2642, %rd4033, 2;
+	mov.u64 	%rd2643, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2644, %rd2643, %rd2642;
+	add.s64 	%rd808, %rd2644, 13824;
+	ld.shared.f32 	%f3282, [%rd2644+13824];
+	add.s64 	%rd809, %rd3, %rd2642;
+	ld.local.f32 	%f3283, [%rd809];
+	fma.rn.f32 	%f6538, %f3283, %f3282, %f6538;
+	@%p1194 bra 	$L__BB66_983;
+
+	setp.eq.s64 	%p1195, %rd19, 2;
+	ld.shared.f32 	%f3284, [%rd808+4];
+	ld.local.f32 	%f3285, [%rd809+4];
+	fma.rn.f32 	%f6538, %f3285, %f3284, %f6538;
+	@%p1195 bra 	$L__BB66_983;
+
+	ld.shared.f32 	%f3286, [%rd808+8];
+	ld.local.f32 	%f3287, [%rd809+8];
+	fma.rn.f32 	%f6538, %f3287, %f3286, %f6538;
+
+$L__BB66_983:
+	mul.f32 	%f3288, %f6538, %f939;
+	st.local.f32 	[%rd5+492], %f3288;
+	setp.lt.s64 	%p1196, %rd3729, 125;
+	setp.lt.s64 	%p1197, %rd595, 29;
+	or.pred  	%p1198, %p1197, %p1196;
+	@%p1198 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6542, 0f00000000;
+	mov.u64 	%rd4036, 0;
+	@%p975 bra 	$L__BB66_987;
+
+	mov.u64 	%rd4035, %rd20;
+
+$L__BB66_986:
+	shl.b64 	%rd2647, %rd4036, 2;
+	add.s64 	%rd2648, %rd3, %rd2647;
+	ld.local.v4.f32 	{%f3292, %f3293, %f3294, %f3295}, [%rd2648];
+	mov.u64 	%rd2649, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2650, %rd2649, %rd2647;
+	ld.shared.f32 	%f3300, [%rd2650+14336];
+	fma.rn.f32 	%f3301, %f3292, %f3300, %f6542;
+	ld.shared.f32 	%f3302, [%rd2650+14340];
+	fma.rn.f32 	%f3303, %f3293, %f3302, %f3301;
+	ld.shared.f32 	%f3304, [%rd2650+14344];
+	fma.rn.f32 	%f3305, %f3294, %f3304, %f3303;
+	ld.shared.f32 	%f3306, [%rd2650+14348];
+	fma.rn.f32 	%f6542, %f3295, %f3306, %f3305;
+	add.s64 	%rd4036, %rd4036, 4;
+	add.s64 	%rd4035, %rd4035, -4;
+	setp.ne.s64 	%p1200, %rd4035, 0;
+	@%p1200 bra 	$L__BB66_986;
+
+$L__BB66_987:
+	@%p977 bra 	$L__BB66_991;
+
+	setp.eq.s64 	%p1202, %rd19, 1;
+	shl.b64 	%rd2651, %rd4036, 2;
+	mov.u64 	%rd2652, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2653, %rd2652, %rd2651;
+	add.s64 	%rd815, %rd2653, 14336;
+	ld.shared.f32 	%f3307, [%rd2653+14336];
+	add.s64 	%rd816, %rd3, %rd2651;
+	ld.local.f32 	%f3308, [%rd816];
+	fma.rn.f32 	%f6542, %f3308, %f3307, %f6542;
+	@%p1202 bra 	$L__BB66_991;
+
+	setp.eq.s64 	%p1203, %rd19, 2;
+	ld.shared.f32 	%f3309, [%rd815+4];
+	ld.local.f32 	%f3310, [%rd816+4];
+	fma.rn.f32 	%f6542, %f3310, %f3309, %f6542;
+	@%p1203 bra 	$L__BB66_991;
+
+	ld.shared.f32 	%f3311, [%rd815+8];
+	ld.local.f32 	%f3312, [%rd816+8];
+	fma.rn.f32 	%f6542, %f3312, %f3311, %f6542;
+
+$L__BB66_991:
+	mul.f32 	%f3313, %f6542, %f939;
+	st.local.f32 	[%rd5+496], %f3313;
+	setp.lt.s64 	%p1204, %rd3729, 126;
+	setp.lt.s64 	%p1205, %rd595, 30;
+	or.pred  	%p1206, %p1205, %p1204;
+	@%p1206 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6546, 0f00000000;
+	mov.u64 	%rd4039, 0;
+	@%p975 bra 	$L__BB66_995;
+
+	mov.u64 	%rd4038, %rd20;
+
+$L__BB66_994:
+	shl.b64 	%rd2656, %rd4039, 2;
+	add.s64 	%rd2657, %rd3, %rd2656;
+	ld.local.v4.f32 	{%f3317, %f3318, %f3319, %f3320}, [%rd2657];
+	mov.u64 	%rd2658, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2659, %rd2658, %rd2656;
+	ld.shared.f32 	%f3325, [%rd2659+14848];
+	fma.rn.f32 	%f3326, %f3317, %f3325, %f6546;
+	ld.shared.f32 	%f3327, [%rd2659+14852];
+	fma.rn.f32 	%f3328, %f3318, %f3327, %f3326;
+	ld.shared.f32 	%f3329, [%rd2659+14856];
+	fma.rn.f32 	%f3330, %f3319, %f3329, %f3328;
+	ld.shared.f32 	%f3331, [%rd2659+14860];
+	fma.rn.f32 	%f6546, %f3320, %f3331, %f3330;
+	add.s64 	%rd4039, %rd4039, 4;
+	add.s64 	%rd4038, %rd4038, -4;
+	setp.ne.s64 	%p1208, %rd4038, 0;
+	@%p1208 bra 	$L__BB66_994;
+
+$L__BB66_995:
+	@%p977 bra 	$L__BB66_999;
+
+	setp.eq.s64 	%p1210, %rd19, 1;
+	shl.b64 	%rd2660, %rd4039, 2;
+	mov.u64 	%rd2661, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2662, %rd2661, %rd2660;
+	add.s64 	%rd822, %rd2662, 14848;
+	ld.shared.f32 	%f3332, [%rd2662+14848];
+	add.s64 	%rd823, %rd3, %rd2660;
+	ld.local.f32 	%f3333, [%rd823];
+	fma.rn.f32 	%f6546, %f3333, %f3332, %f6546;
+	@%p1210 bra 	$L__BB66_999;
+
+	setp.eq.s64 	%p1211, %rd19, 2;
+	ld.shared.f32 	%f3334, [%rd822+4];
+	ld.local.f32 	%f3335, [%rd823+4];
+	fma.rn.f32 	%f6546, %f3335, %f3334, %f6546;
+	@%p1211 bra 	$L__BB66_999;
+
+	ld.shared.f32 	%f3336, [%rd822+8];
+	ld.local.f32 	%f3337, [%rd823+8];
+	fma.rn.f32 	%f6546, %f3337, %f3336, %f6546;
+
+$L__BB66_999:
+	mul.f32 	%f3338, %f6546, %f939;
+	st.local.f32 	[%rd5+500], %f3338;
+	setp.lt.s64 	%p1212, %rd3729, 127;
+	setp.lt.s64 	%p1213, %rd595, 31;
+	or.pred  	%p1214, %p1213, %p1212;
+	@%p1214 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6550, 0f00000000;
+	mov.u64 	%rd4042, 0;
+	@%p975 bra 	$L__BB66_1003;
+
+	mov.u64 	%rd4041, %rd20;
+
+$L__BB66_1002:
+	shl.b64 	%rd2665, %rd4042, 2;
+	add.s64 	%rd2666, %rd3, %rd2665;
+	ld.local.v4.f32 	{%f3342, %f3343, %f3344, %f3345}, [%rd2666];
+	mov.u64 	%rd2667, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2668, %rd2667, %rd2665;
+	ld.shared.f32 	%f3350, [%rd2668+15360];
+	fma.rn.f32 	%f3351, %f3342, %f3350, %f6550;
+	ld.shared.f32 	%f3352, [%rd2668+15364];
+	fma.rn.f32 	%f3353, %f3343, %f3352, %f3351;
+	ld.shared.f32 	%f3354, [%rd2668+15368];
+	fma.rn.f32 	%f3355, %f3344, %f3354, %f3353;
+	ld.shared.f32 	%f3356, [%rd2668+15372];
+	fma.rn.f32 	%f6550, %f3345, %f3356, %f3355;
+	add.s64 	%rd4042, %rd4042, 4;
+	add.s64 	%rd4041, %rd4041, -4;
+	setp.ne.s64 	%p1216, %rd4041, 0;
+	@%p1216 bra 	$L__BB66_1002;
+
+$L__BB66_1003:
+	@%p977 bra 	$L__BB66_1007;
+
+	setp.eq.s64 	%p1218, %rd19, 1;
+	shl.b64 	%rd2669, %rd4042, 2;
+	mov.u64 	%rd2670, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2671, %rd2670, %rd2669;
+	add.s64 	%rd829, %rd2671, 15360;
+	ld.shared.f32 	%f3357, [%rd2671+15360];
+	add.s64 	%rd830, %rd3, %rd2669;
+	ld.local.f32 	%f3358, [%rd830];
+	fma.rn.f32 	%f6550, %f3358, %f3357, %f6550;
+	@%p1218 bra 	$L__BB66_1007;
+
+	setp.eq.s64 	%p1219, %rd19, 2;
+	ld.shared.f32 	%f3359, [%rd829+4];
+	ld.local.f32 	%f3360, [%rd830+4];
+	fma.rn.f32 	%f6550, %f3360, %f3359, %f6550;
+	@%p1219 bra 	$L__BB66_1007;
+
+	ld.shared.f32 	%f3361, [%rd829+8];
+	ld.local.f32 	%f3362, [%rd830+8];
+	fma.rn.f32 	%f6550, %f3362, %f3361, %f6550;
+
+$L__BB66_1007:
+	mul.f32 	%f3363, %f6550, %f939;
+	st.local.f32 	[%rd5+504], %f3363;
+	setp.lt.s64 	%p1220, %rd3729, 128;
+	setp.lt.s64 	%p1221, %rd595, 32;
+	or.pred  	%p1222, %p1221, %p1220;
+	@%p1222 bra 	$L__BB66_1016;
+
+	mov.f32 	%f6554, 0f00000000;
+	mov.u64 	%rd4045, 0;
+	@%p975 bra 	$L__BB66_1011;
+
+	mov.u64 	%rd4044, %rd20;
+
+$L__BB66_1010:
+	shl.b64 	%rd2674, %rd4045, 2;
+	add.s64 	%rd2675, %rd3, %rd2674;
+	ld.local.v4.f32 	{%f3367, %f3368, %f3369, %f3370}, [%rd2675];
+	mov.u64 	%rd2676, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2677, %rd2676, %rd2674;
+	ld.shared.f32 	%f3375, [%rd2677+15872];
+	fma.rn.f32 	%f3376, %f3367, %f3375, %f6554;
+	ld.shared.f32 	%f3377, [%rd2677+15876];
+	fma.rn.f32 	%f3378, %f3368, %f3377, %f3376;
+	ld.shared.f32 	%f3379, [%rd2677+15880];
+	fma.rn.f32 	%f3380, %f3369, %f3379, %f3378;
+	ld.shared.f32 	%f3381, [%rd2677+15884];
+	fma.rn.f32 	%f6554, %f3370, %f3381, %f3380;
+	add.s64 	%rd4045, %rd4045, 4;
+	add.s64 	%rd4044, %rd4044, -4;
+	setp.ne.s64 	%p1224, %rd4044, 0;
+	@%p1224 bra 	$L__BB66_1010;
+
+$L__BB66_1011:
+	@%p977 bra 	$L__BB66_1015;
+
+	setp.eq.s64 	%p1226, %rd19, 1;
+	shl.b64 	%rd2678, %rd4045, 2;
+	mov.u64 	%rd2679, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2680, %rd2679, %rd2678;
+	add.s64 	%rd836, %rd2680, 15872;
+	ld.shared.f32 	%f3382, [%rd2680+15872];
+	add.s64 	%rd837, %rd3, %rd2678;
+	ld.local.f32 	%f3383, [%rd837];
+	fma.rn.f32 	%f6554, %f3383, %f3382, %f6554;
+	@%p1226 bra 	$L__BB66_1015;
+
+	setp.eq.s64 	%p1227, %rd19, 2;
+	ld.shared.f32 	%f3384, [%rd836+4];
+	ld.local.f32 	%f3385, [%rd837+4];
+	fma.rn.f32 	%f6554, %f3385, %f3384, %f6554;
+	@%p1227 bra 	$L__BB66_1015;
+
+	ld.shared.f32 	%f3386, [%rd836+8];
+	ld.local.f32 	%f3387, [%rd837+8];
+	fma.rn.f32 	%f6554, %f3387, %f3386, %f6554;
+
+$L__BB66_1015:
+	mul.f32 	%f3388, %f6554, %f939;
+	st.local.f32 	[%rd5+508], %f3388;
+	bra.uni 	$L__BB66_1016;
+
+$L__BB66_728:
+	st.local.f32 	[%rd5+384], %f1;
+	setp.lt.s64 	%p882, %rd3729, 98;
+	setp.lt.s64 	%p883, %rd595, 2;
+	or.pred  	%p884, %p883, %p882;
+	@%p884 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+388], %f1;
+	setp.lt.s64 	%p885, %rd3729, 99;
+	setp.lt.s64 	%p886, %rd595, 3;
+	or.pred  	%p887, %p886, %p885;
+	@%p887 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+392], %f1;
+	setp.lt.s64 	%p888, %rd3729, 100;
+	setp.lt.s64 	%p889, %rd595, 4;
+	or.pred  	%p890, %p889, %p888;
+	@%p890 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+396], %f1;
+	setp.lt.s64 	%p891, %rd3729, 101;
+	setp.lt.s64 	%p892, %rd595, 5;
+	or.pred  	%p893, %p892, %p891;
+	@%p893 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+400], %f1;
+	setp.lt.s64 	%p894, %rd3729, 102;
+	setp.lt.s64 	%p895, %rd595, 6;
+	or.pred  	%p896, %p895, %p894;
+	@%p896 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+404], %f1;
+	setp.lt.s64 	%p897, %rd3729, 103;
+	setp.lt.s64 	%p898, %rd595, 7;
+	or.pred  	%p899, %p898, %p897;
+	@%p899 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+408], %f1;
+	setp.lt.s64 	%p900, %rd3729, 104;
+	setp.lt.s64 	%p901, %rd595, 8;
+	or.pred  	%p902, %p901, %p900;
+	@%p902 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+412], %f1;
+	setp.lt.s64 	%p903, %rd3729, 105;
+	setp.lt.s64 	%p904, %rd595, 9;
+	or.pred  	%p905, %p904, %p903;
+	@%p905 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+416], %f1;
+	setp.lt.s64 	%p906, %rd3729, 106;
+	setp.lt.s64 	%p907, %rd595, 10;
+	or.pred  	%p908, %p907, %p906;
+	@%p908 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+420], %f1;
+	setp.lt.s64 	%p909, %rd3729, 107;
+	setp.lt.s64 	%p910, %rd595, 11;
+	or.pred  	%p911, %p910, %p909;
+	@%p911 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+424], %f1;
+	setp.lt.s64 	%p912, %rd3729, 108;
+	setp.lt.s64 	%p913, %rd595, 12;
+	or.pred  	%p914, %p913, %p912;
+	@%p914 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+428], %f1;
+	setp.lt.s64 	%p915, %rd3729, 109;
+	setp.lt.s64 	%p916, %rd595, 13;
+	or.pred  	%p917, %p916, %p915;
+	@%p917 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+432], %f1;
+	setp.lt.s64 	%p918, %rd3729, 110;
+	setp.lt.s64 	%p919, %rd595, 14;
+	or.pred  	%p920, %p919, %p918;
+	@%p920 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+436], %f1;
+	setp.lt.s64 	%p921, %rd3729, 111;
+	setp.lt.s64 	%p922, %rd595, 15;
+	or.pred  	%p923, %p922, %p921;
+	@%p923 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+440], %f1;
+	setp.lt.s64 	%p924, %rd3729, 112;
+	setp.lt.s64 	%p925, %rd595, 16;
+	or.pred  	%p926, %p925, %p924;
+	@%p926 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+444], %f1;
+	setp.lt.s64 	%p927, %rd3729, 113;
+	setp.lt.s64 	%p928, %rd595, 17;
+	or.pred  	%p929, %p928, %p927;
+	@%p929 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+448], %f1;
+	setp.lt.s64 	%p930, %rd3729, 114;
+	setp.lt.s64 	%p931, %rd595, 18;
+	or.pred  	%p932, %p931, %p930;
+	@%p932 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+452], %f1;
+	setp.lt.s64 	%p933, %rd3729, 115;
+	setp.lt.s64 	%p934, %rd595, 19;
+	or.pred  	%p935, %p934, %p933;
+	@%p935 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+456], %f1;
+	setp.lt.s64 	%p936, %rd3729, 116;
+	setp.lt.s64 	%p937, %rd595, 20;
+	or.pred  	%p938, %p937, %p936;
+	@%p938 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+460], %f1;
+	setp.lt.s64 	%p939, %rd3729, 117;
+	setp.lt.s64 	%p940, %rd595, 21;
+	or.pred  	%p941, %p940, %p939;
+	@%p941 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+464], %f1;
+	setp.lt.s64 	%p942, %rd3729, 118;
+	setp.lt.s64 	%p943, %rd595, 22;
+	or.pred  	%p944, %p943, %p942;
+	@%p944 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+468], %f1;
+	setp.lt.s64 	%p945, %rd3729, 119;
+	setp.lt.s64 	%p946, %rd595, 23;
+	or.pred  	%p947, %p946, %p945;
+	@%p947 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+472], %f1;
+	setp.lt.s64 	%p948, %rd3729, 120;
+	setp.lt.s64 	%p949, %rd595, 24;
+	or.pred  	%p950, %p949, %p948;
+	@%p950 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+476], %f1;
+	setp.lt.s64 	%p951, %rd3729, 121;
+	setp.lt.s64 	%p952, %rd595, 25;
+	or.pred  	%p953, %p952, %p951;
+	@%p953 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+480], %f1;
+	setp.lt.s64 	%p954, %rd3729, 122;
+	setp.lt.s64 	%p955, %rd595, 26;
+	or.pred  	%p956, %p955, %p954;
+	@%p956 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+484], %f1;
+	setp.lt.s64 	%p957, %rd3729, 123;
+	setp.lt.s64 	%p958, %rd595, 27;
+	or.pred  	%p959, %p958, %p957;
+	@%p959 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+488], %f1;
+	setp.lt.s64 	%p960, %rd3729, 124;
+	setp.lt.s64 	%p961, %rd595, 28;
+	or.pred  	%p962, %p961, %p960;
+	@%p962 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+492], %f1;
+	setp.lt.s64 	%p963, %rd3729, 125;
+	setp.lt.s64 	%p964, %rd595, 29;
+	or.pred  	%p965, %p964, %p963;
+	@%p965 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+496], %f1;
+	setp.lt.s64 	%p966, %rd3729, 126;
+	setp.lt.s64 	%p967, %rd595, 30;
+	or.pred  	%p968, %p967, %p966;
+	@%p968 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+500], %f1;
+	setp.lt.s64 	%p969, %rd3729, 127;
+	setp.lt.s64 	%p970, %rd595, 31;
+	or.pred  	%p971, %p970, %p969;
+	@%p971 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+504], %f1;
+	setp.lt.s64 	%p972, %rd3729, 128;
+	setp.lt.s64 	%p973, %rd595, 32;
+	or.pred  	%p974, %p973, %p972;
+	@%p974 bra 	$L__BB66_1016;
+
+	st.local.f32 	[%rd5+508], %f1;
+
+$L__BB66_1016:
+	setp.lt.s64 	%p1228, %rd3729, 1;
+	@%p1228 bra 	$L__BB66_1047;
+
+	add.s64 	%rd838, %rd3729, -1;
+	and.b64  	%rd839, %rd3729, 3;
+	setp.lt.u64 	%p1229, %rd838, 3;
+	mov.u64 	%rd4048, 0;
+	mov.f32 	%f6558, %f6566;
+	@%p1229 bra 	$L__BB66_1020;
+
+	sub.s64 	%rd4047, %rd3729, %rd839;
+	mov.f32 	%f6558, %f6566;
+
+$L__BB66_1019:
+	shl.b64 	%rd2683, %rd4048, 2;
+	add.s64 	%rd2684, %rd5, %rd2683;
+	ld.local.v4.f32 	{%f3390, %f3391, %f3392, %f3393}, [%rd2684];
+	max.f32 	%f3398, %f6558, %f3390;
+	max.f32 	%f3399, %f3398, %f3391;
+	max.f32 	%f3400, %f3399, %f3392;
+	max.f32 	%f6558, %f3400, %f3393;
+	add.s64 	%rd4048, %rd4048, 4;
+	add.s64 	%rd4047, %rd4047, -4;
+	setp.ne.s64 	%p1230, %rd4047, 0;
+	@%p1230 bra 	$L__BB66_1019;
+
+$L__BB66_1020:
+	setp.eq.s64 	%p1231, %rd839, 0;
+	@%p1231 bra 	$L__BB66_1024;
+
+	shl.b64 	%rd2685, %rd4048, 2;
+	add.s64 	%rd846, %rd5, %rd2685;
+	ld.local.f32 	%f3401, [%rd846];
+	max.f32 	%f6558, %f6558, %f3401;
+	setp.eq.s64 	%p1232, %rd839, 1;
+	@%p1232 bra 	$L__BB66_1024;
+
+	ld.local.f32 	%f3402, [%rd846+4];
+	max.f32 	%f6558, %f6558, %f3402;
+	setp.eq.s64 	%p1233, %rd839, 2;
+	@%p1233 bra 	$L__BB66_1024;
+
+	ld.local.f32 	%f3403, [%rd846+8];
+	max.f32 	%f6558, %f6558, %f3403;
+
+$L__BB66_1024:
+	sub.f32 	%f3404, %f6566, %f6558;
+	mov.f32 	%f3405, 0f3F000000;
+	mov.f32 	%f3406, 0f3BBB989D;
+	fma.rn.f32 	%f3407, %f3404, %f3406, %f3405;
+	mov.f32 	%f3408, 0f3FB8AA3B;
+	mov.f32 	%f3409, 0f437C0000;
+	cvt.sat.f32.f32 	%f3410, %f3407;
+	mov.f32 	%f3411, 0f4B400001;
+	fma.rm.f32 	%f3412, %f3410, %f3409, %f3411;
+	add.f32 	%f3413, %f3412, 0fCB40007F;
+	neg.f32 	%f3414, %f3413;
+	fma.rn.f32 	%f3415, %f3404, %f3408, %f3414;
+	mov.f32 	%f3416, 0f32A57060;
+	fma.rn.f32 	%f3417, %f3404, %f3416, %f3415;
+	mov.b32 	%r182, %f3412;
+	shl.b32 	%r183, %r182, 23;
+	mov.b32 	%f3418, %r183;
+	ex2.approx.ftz.f32 	%f3419, %f3417;
+	mul.f32 	%f816, %f3419, %f3418;
+	mov.f32 	%f6565, 0f00000000;
+	setp.neu.f32 	%p1234, %f941, 0f00000000;
+	@%p1234 bra 	$L__BB66_1032;
+	bra.uni 	$L__BB66_1025;
+
+$L__BB66_1032:
+	mov.u64 	%rd4054, 0;
+	@%p1229 bra 	$L__BB66_1035;
+
+	sub.s64 	%rd4053, %rd3729, %rd839;
+
+$L__BB66_1034:
+	shl.b64 	%rd2693, %rd4054, 2;
+	add.s64 	%rd2694, %rd5, %rd2693;
+	ld.local.v4.f32 	{%f3541, %f3542, %f3543, %f3544}, [%rd2694];
+	sub.f32 	%f3549, %f3541, %f6558;
+	mov.f32 	%f3550, 0f3F000000;
+	mov.f32 	%f3551, 0f3BBB989D;
+	fma.rn.f32 	%f3552, %f3549, %f3551, %f3550;
+	mov.f32 	%f3553, 0f3FB8AA3B;
+	mov.f32 	%f3554, 0f437C0000;
+	cvt.sat.f32.f32 	%f3555, %f3552;
+	mov.f32 	%f3556, 0f4B400001;
+	fma.rm.f32 	%f3557, %f3555, %f3554, %f3556;
+	add.f32 	%f3558, %f3557, 0fCB40007F;
+	neg.f32 	%f3559, %f3558;
+	fma.rn.f32 	%f3560, %f3549, %f3553, %f3559;
+	mov.f32 	%f3561, 0f32A57060;
+	fma.rn.f32 	%f3562, %f3549, %f3561, %f3560;
+	mov.b32 	%r198, %f3557;
+	shl.b32 	%r199, %r198, 23;
+	mov.b32 	%f3563, %r199;
+	ex2.approx.ftz.f32 	%f3564, %f3562;
+	mul.f32 	%f3565, %f3564, %f3563;
+	add.f32 	%f3566, %f6565, %f3565;
+	mov.b32 	%r200, %f3565;
+	and.b32  	%r201, %r200, 2147483647;
+	setp.gt.u32 	%p1241, %r201, 2139095040;
+	shr.u32 	%r202, %r200, 16;
+	or.b32  	%r203, %r202, 64;
+	bfe.u32 	%r204, %r200, 16, 1;
+	add.s32 	%r205, %r200, %r204;
+	add.s32 	%r206, %r205, 32767;
+	shr.u32 	%r207, %r206, 16;
+	selp.b32 	%r208, %r203, %r207, %p1241;
+	sub.f32 	%f3567, %f3542, %f6558;
+	fma.rn.f32 	%f3568, %f3567, %f3551, %f3550;
+	cvt.sat.f32.f32 	%f3569, %f3568;
+	fma.rm.f32 	%f3570, %f3569, %f3554, %f3556;
+	add.f32 	%f3571, %f3570, 0fCB40007F;
+	neg.f32 	%f3572, %f3571;
+	fma.rn.f32 	%f3573, %f3567, %f3553, %f3572;
+	fma.rn.f32 	%f3574, %f3567, %f3561, %f3573;
+	mov.b32 	%r209, %f3570;
+	shl.b32 	%r210, %r209, 23;
+	mov.b32 	%f3575, %r210;
+	ex2.approx.ftz.f32 	%f3576, %f3574;
+	mul.f32 	%f3577, %f3576, %f3575;
+	add.f32 	%f3578, %f3566, %f3577;
+	mov.b32 	%r211, %f3577;
+	and.b32  	%r212, %r211, 2147483647;
+	setp.gt.u32 	%p1242, %r212, 2139095040;
+	shr.u32 	%r213, %r211, 16;
+	or.b32  	%r214, %r213, 64;
+	bfe.u32 	%r215, %r211, 16, 1;
+	add.s32 	%r216, %r211, %r215;
+	add.s32 	%r217, %r216, 32767;
+	shr.u32 	%r218, %r217, 16;
+	selp.b32 	%r219, %r214, %r218, %p1242;
+	sub.f32 	%f3579, %f3543, %f6558;
+	fma.rn.f32 	%f3580, %f3579, %f3551, %f3550;
+	cvt.sat.f32.f32 	%f3581, %f3580;
+	fma.rm.f32 	%f3582, %f3581, %f3554, %f3556;
+	add.f32 	%f3583, %f3582, 0fCB40007F;
+	neg.f32 	%f3584, %f3583;
+	fma.rn.f32 	%f3585, %f3579, %f3553, %f3584;
+	fma.rn.f32 	%f3586, %f3579, %f3561, %f3585;
+	mov.b32 	%r220, %f3582;
+	shl.b32 	%r221, %r220, 23;
+	mov.b32 	%f3587, %r221;
+	ex2.approx.ftz.f32 	%f3588, %f3586;
+	mul.f32 	%f3589, %f3588, %f3587;
+	add.f32 	%f3590, %f3578, %f3589;
+	mov.b32 	%r222, %f3589;
+	and.b32  	%r223, %r222, 2147483647;
+	setp.gt.u32 	%p1243, %r223, 2139095040;
+	shr.u32 	%r224, %r222, 16;
+	or.b32  	%r225, %r224, 64;
+	bfe.u32 	%r226, %r222, 16, 1;
+	add.s32 	%r227, %r222, %r226;
+	add.s32 	%r228, %r227, 32767;
+	shr.u32 	%r229, %r228, 16;
+	selp.b32 	%r230, %r225, %r229, %p1243;
+	sub.f32 	%f3591, %f3544, %f6558;
+	fma.rn.f32 	%f3592, %f3591, %f3551, %f3550;
+	cvt.sat.f32.f32 	%f3593, %f3592;
+	fma.rm.f32 	%f3594, %f3593, %f3554, %f3556;
+	add.f32 	%f3595, %f3594, 0fCB40007F;
+	neg.f32 	%f3596, %f3595;
+	fma.rn.f32 	%f3597, %f3591, %f3553, %f3596;
+	fma.rn.f32 	%f3598, %f3591, %f3561, %f3597;
+	mov.b32 	%r231, %f3594;
+	shl.b32 	%r232, %r231, 23;
+	mov.b32 	%f3599, %r232;
+	ex2.approx.ftz.f32 	%f3600, %f3598;
+	mul.f32 	%f3601, %f3600, %f3599;
+	add.f32 	%f6565, %f3590, %f3601;
+	mov.b32 	%r233, %f3601;
+	and.b32  	%r234, %r233, 2147483647;
+	setp.gt.u32 	%p1244, %r234, 2139095040;
+	shr.u32 	%r235, %r233, 16;
+	or.b32  	%r236, %r235, 64;
+	bfe.u32 	%r237, %r233, 16, 1;
+	add.s32 	%r238, %r233, %r237;
+	add.s32 	%r239, %r238, 32767;
+	shr.u32 	%r240, %r239, 16;
+	selp.b32 	%r241, %r236, %r240, %p1244;
+	shl.b32 	%r242, %r241, 16;
+	shl.b32 	%r243, %r230, 16;
+	shl.b32 	%r244, %r219, 16;
+	shl.b32 	%r245, %r208, 16;
+	st.local.v4.u32 	[%rd2694], {%r245, %r244, %r243, %r242};
+	add.s64 	%rd4054, %rd4054, 4;
+	add.s64 	%rd4053, %rd4053, -4;
+	setp.ne.s64 	%p1245, %rd4053, 0;
+	@%p1245 bra 	$L__BB66_1034;
+
+$L__BB66_1035:
+	@%p1231 bra 	$L__BB66_1039;
+
+	shl.b64 	%rd2695, %rd4054, 2;
+	add.s64 	%rd860, %rd5, %rd2695;
+	ld.local.f32 	%f3602, [%rd860];
+	sub.f32 	%f3603, %f3602, %f6558;
+	mov.f32 	%f3604, 0f3F000000;
+	mov.f32 	%f3605, 0f3BBB989D;
+	fma.rn.f32 	%f3606, %f3603, %f3605, %f3604;
+	mov.f32 	%f3607, 0f3FB8AA3B;
+	mov.f32 	%f3608, 0f437C0000;
+	cvt.sat.f32.f32 	%f3609, %f3606;
+	mov.f32 	%f3610, 0f4B400001;
+	fma.rm.f32 	%f3611, %f3609, %f3608, %f3610;
+	add.f32 	%f3612, %f3611, 0fCB40007F;
+	neg.f32 	%f3613, %f3612;
+	fma.rn.f32 	%f3614, %f3603, %f3607, %f3613;
+	mov.f32 	%f3615, 0f32A57060;
+	fma.rn.f32 	%f3616, %f3603, %f3615, %f3614;
+	mov.b32 	%r246, %f3611;
+	shl.b32 	%r247, %r246, 23;
+	mov.b32 	%f3617, %r247;
+	ex2.approx.ftz.f32 	%f3618, %f3616;
+	mul.f32 	%f3619, %f3618, %f3617;
+	add.f32 	%f6565, %f6565, %f3619;
+	mov.b32 	%r248, %f3619;
+	and.b32  	%r249, %r248, 2147483647;
+	setp.gt.u32 	%p1247, %r249, 2139095040;
+	shr.u32 	%r250, %r248, 16;
+	or.b32  	%r251, %r250, 64;
+	bfe.u32 	%r252, %r248, 16, 1;
+	add.s32 	%r253, %r248, %r252;
+	add.s32 	%r254, %r253, 32767;
+	shr.u32 	%r255, %r254, 16;
+	selp.b32 	%r256, %r251, %r255, %p1247;
+	shl.b32 	%r257, %r256, 16;
+	st.local.u32 	[%rd860], %r257;
+	setp.eq.s64 	%p1248, %rd839, 1;
+	@%p1248 bra 	$L__BB66_1039;
+
+	ld.local.f32 	%f3620, [%rd860+4];
+	sub.f32 	%f3621, %f3620, %f6558;
+	fma.rn.f32 	%f3624, %f3621, %f3605, %f3604;
+	cvt.sat.f32.f32 	%f3627, %f3624;
+	fma.rm.f32 	%f3629, %f3627, %f3608, %f3610;
+	add.f32 	%f3630, %f3629, 0fCB40007F;
+	neg.f32 	%f3631, %f3630;
+	fma.rn.f32 	%f3632, %f3621, %f3607, %f3631;
+	fma.rn.f32 	%f3634, %f3621, %f3615, %f3632;
+	mov.b32 	%r258, %f3629;
+	shl.b32 	%r259, %r258, 23;
+	mov.b32 	%f3635, %r259;
+	ex2.approx.ftz.f32 	%f3636, %f3634;
+	mul.f32 	%f3637, %f3636, %f3635;
+	add.f32 	%f6565, %f6565, %f3637;
+	mov.b32 	%r260, %f3637;
+	and.b32  	%r261, %r260, 2147483647;
+	setp.gt.u32 	%p1249, %r261, 2139095040;
+	shr.u32 	%r262, %r260, 16;
+	or.b32  	%r263, %r262, 64;
+	bfe.u32 	%r264, %r260, 16, 1;
+	add.s32 	%r265, %r260, %r264;
+	add.s32 	%r266, %r265, 32767;
+	shr.u32 	%r267, %r266, 16;
+	selp.b32 	%r268, %r263, %r267, %p1249;
+	shl.b32 	%r269, %r268, 16;
+	st.local.u32 	[%rd860+4], %r269;
+	setp.eq.s64 	%p1250, %rd839, 2;
+	@%p1250 bra 	$L__BB66_1039;
+
+	ld.local.f32 	%f3638, [%rd860+8];
+	sub.f32 	%f3639, %f3638, %f6558;
+	mov.f32 	%f3640, 0f3F000000;
+	mov.f32 	%f3641, 0f3BBB989D;
+	fma.rn.f32 	%f3642, %f3639, %f3641, %f3640;
+	mov.f32 	%f3643, 0f3FB8AA3B;
+	mov.f32 	%f3644, 0f437C0000;
+	cvt.sat.f32.f32 	%f3645, %f3642;
+	mov.f32 	%f3646, 0f4B400001;
+	fma.rm.f32 	%f3647, %f3645, %f3644, %f3646;
+	add.f32 	%f3648, %f3647, 0fCB40007F;
+	neg.f32 	%f3649, %f3648;
+	fma.rn.f32 	%f3650, %f3639, %f3643, %f3649;
+	mov.f32 	%f3651, 0f32A57060;
+	fma.rn.f32 	%f3652, %f3639, %f3651, %f3650;
+	mov.b32 	%r270, %f3647;
+	shl.b32 	%r271, %r270, 23;
+	mov.b32 	%f3653, %r271;
+	ex2.approx.ftz.f32 	%f3654, %f3652;
+	mul.f32 	%f3655, %f3654, %f3653;
+	add.f32 	%f6565, %f6565, %f3655;
+	mov.b32 	%r272, %f3655;
+	and.b32  	%r273, %r272, 2147483647;
+	setp.gt.u32 	%p1251, %r273, 2139095040;
+	shr.u32 	%r274, %r272, 16;
+	or.b32  	%r275, %r274, 64;
+	bfe.u32 	%r276, %r272, 16, 1;
+	add.s32 	%r277, %r272, %r276;
+	add.s32 	%r278, %r277, 32767;
+	shr.u32 	%r279, %r278, 16;
+	selp.b32 	%r280, %r275, %r279, %p1251;
+	shl.b32 	%r281, %r280, 16;
+	st.local.u32 	[%rd860+8], %r281;
+	bra.uni 	$L__BB66_1039;
+
+$L__BB66_1025:
+	mov.u64 	%rd4051, 0;
+	@%p1229 bra 	$L__BB66_1028;
+
+	sub.s64 	%rd4050, %rd3729, %rd839;
+
+$L__BB66_1027:
+	shl.b64 	%rd2688, %rd4051, 2;
+	add.s64 	%rd2689, %rd5, %rd2688;
+	ld.local.v4.f32 	{%f3423, %f3424, %f3425, %f3426}, [%rd2689];
+	sub.f32 	%f3431, %f3423, %f6558;
+	mov.f32 	%f3432, 0f3F000000;
+	mov.f32 	%f3433, 0f3BBB989D;
+	fma.rn.f32 	%f3434, %f3431, %f3433, %f3432;
+	mov.f32 	%f3435, 0f3FB8AA3B;
+	mov.f32 	%f3436, 0f437C0000;
+	cvt.sat.f32.f32 	%f3437, %f3434;
+	mov.f32 	%f3438, 0f4B400001;
+	fma.rm.f32 	%f3439, %f3437, %f3436, %f3438;
+	add.f32 	%f3440, %f3439, 0fCB40007F;
+	neg.f32 	%f3441, %f3440;
+	fma.rn.f32 	%f3442, %f3431, %f3435, %f3441;
+	mov.f32 	%f3443, 0f32A57060;
+	fma.rn.f32 	%f3444, %f3431, %f3443, %f3442;
+	mov.b32 	%r184, %f3439;
+	shl.b32 	%r185, %r184, 23;
+	mov.b32 	%f3445, %r185;
+	ex2.approx.ftz.f32 	%f3446, %f3444;
+	mul.f32 	%f3447, %f3446, %f3445;
+	add.f32 	%f3448, %f6565, %f3447;
+	sub.f32 	%f3449, %f3424, %f6558;
+	fma.rn.f32 	%f3450, %f3449, %f3433, %f3432;
+	cvt.sat.f32.f32 	%f3451, %f3450;
+	fma.rm.f32 	%f3452, %f3451, %f3436, %f3438;
+	add.f32 	%f3453, %f3452, 0fCB40007F;
+	neg.f32 	%f3454, %f3453;
+	fma.rn.f32 	%f3455, %f3449, %f3435, %f3454;
+	fma.rn.f32 	%f3456, %f3449, %f3443, %f3455;
+	mov.b32 	%r186, %f3452;
+	shl.b32 	%r187, %r186, 23;
+	mov.b32 	%f3457, %r187;
+	ex2.approx.ftz.f32 	%f3458, %f3456;
+	mul.f32 	%f3459, %f3458, %f3457;
+	add.f32 	%f3460, %f3448, %f3459;
+	sub.f32 	%f3461, %f3425, %f6558;
+	fma.rn.f32 	%f3462, %f3461, %f3433, %f3432;
+	cvt.sat.f32.f32 	%f3463, %f3462;
+	fma.rm.f32 	%f3464, %f3463, %f3436, %f3438;
+	add.f32 	%f3465, %f3464, 0fCB40007F;
+	neg.f32 	%f3466, %f3465;
+	fma.rn.f32 	%f3467, %f3461, %f3435, %f3466;
+	fma.rn.f32 	%f3468, %f3461, %f3443, %f3467;
+	mov.b32 	%r188, %f3464;
+	shl.b32 	%r189, %r188, 23;
+	mov.b32 	%f3469, %r189;
+	ex2.approx.ftz.f32 	%f3470, %f3468;
+	mul.f32 	%f3471, %f3470, %f3469;
+	add.f32 	%f3472, %f3460, %f3471;
+	sub.f32 	%f3473, %f3426, %f6558;
+	fma.rn.f32 	%f3474, %f3473, %f3433, %f3432;
+	cvt.sat.f32.f32 	%f3475, %f3474;
+	fma.rm.f32 	%f3476, %f3475, %f3436, %f3438;
+	add.f32 	%f3477, %f3476, 0fCB40007F;
+	neg.f32 	%f3478, %f3477;
+	fma.rn.f32 	%f3479, %f3473, %f3435, %f3478;
+	fma.rn.f32 	%f3480, %f3473, %f3443, %f3479;
+	mov.b32 	%r190, %f3476;
+	shl.b32 	%r191, %r190, 23;
+	mov.b32 	%f3481, %r191;
+	ex2.approx.ftz.f32 	%f3482, %f3480;
+	mul.f32 	%f3483, %f3482, %f3481;
+	add.f32 	%f6565, %f3472, %f3483;
+	st.local.v4.f32 	[%rd2689], {%f3447, %f3459, %f3471, %f3483};
+	add.s64 	%rd4051, %rd4051, 4;
+	add.s64 	%rd4050, %rd4050, -4;
+	setp.ne.s64 	%p1236, %rd4050, 0;
+	@%p1236 bra 	$L__BB66_1027;
+
+$L__BB66_1028:
+	@%p1231 bra 	$L__BB66_1039;
+
+	shl.b64 	%rd2690, %rd4051, 2;
+	add.s64 	%rd853, %rd5, %rd2690;
+	ld.local.f32 	%f3484, [%rd853];
+	sub.f32 	%f3485, %f3484, %f6558;
+	mov.f32 	%f3486, 0f3F000000;
+	mov.f32 	%f3487, 0f3BBB989D;
+	fma.rn.f32 	%f3488, %f3485, %f3487, %f3486;
+	mov.f32 	%f3489, 0f3FB8AA3B;
+	mov.f32 	%f3490, 0f437C0000;
+	cvt.sat.f32.f32 	%f3491, %f3488;
+	mov.f32 	%f3492, 0f4B400001;
+	fma.rm.f32 	%f3493, %f3491, %f3490, %f3492;
+	add.f32 	%f3494, %f3493, 0fCB40007F;
+	neg.f32 	%f3495, %f3494;
+	fma.rn.f32 	%f3496, %f3485, %f3489, %f3495;
+	mov.f32 	%f3497, 0f32A57060;
+	fma.rn.f32 	%f3498, %f3485, %f3497, %f3496;
+	mov.b32 	%r192, %f3493;
+	shl.b32 	%r193, %r192, 23;
+	mov.b32 	%f3499, %r193;
+	ex2.approx.ftz.f32 	%f3500, %f3498;
+	mul.f32 	%f3501, %f3500, %f3499;
+	add.f32 	%f6565, %f6565, %f3501;
+	st.local.f32 	[%rd853], %f3501;
+	setp.eq.s64 	%p1238, %rd839, 1;
+	@%p1238 bra 	$L__BB66_1039;
+
+	ld.local.f32 	%f3502, [%rd853+4];
+	sub.f32 	%f3503, %f3502, %f6558;
+	fma.rn.f32 	%f3506, %f3503, %f3487, %f3486;
+	cvt.sat.f32.f32 	%f3509, %f3506;
+	fma.rm.f32 	%f3511, %f3509, %f3490, %f3492;
+	add.f32 	%f3512, %f3511, 0fCB40007F;
+	neg.f32 	%f3513, %f3512;
+	fma.rn.f32 	%f3514, %f3503, %f3489, %f3513;
+	fma.rn.f32 	%f3516, %f3503, %f3497, %f3514;
+	mov.b32 	%r194, %f3511;
+	shl.b32 	%r195, %r194, 23;
+	mov.b32 	%f3517, %r195;
+	ex2.approx.ftz.f32 	%f3518, %f3516;
+	mul.f32 	%f3519, %f3518, %f3517;
+	add.f32 	%f6565, %f6565, %f3519;
+	st.local.f32 	[%rd853+4], %f3519;
+	setp.eq.s64 	%p1239, %rd839, 2;
+	@%p1239 bra 	$L__BB66_1039;
+
+	ld.local.f32 	%f3520, [%rd853+8];
+	sub.f32 	%f3521, %f3520, %f6558;
+	mov.f32 	%f3522, 0f3F000000;
+	mov.f32 	%f3523, 0f3BBB989D;
+	fma.rn.f32 	%f3524, %f3521, %f3523, %f3522;
+	mov.f32 	%f3525, 0f3FB8AA3B;
+	mov.f32 	%f3526, 0f437C0000;
+	cvt.sat.f32.f32 	%f3527, %f3524;
+	mov.f32 	%f3528, 0f4B400001;
+	fma.rm.f32 	%f3529, %f3527, %f3526, %f3528;
+	add.f32 	%f3530, %f3529, 0fCB40007F;
+	neg.f32 	%f3531, %f3530;
+	fma.rn.f32 	%f3532, %f3521, %f3525, %f3531;
+	mov.f32 	%f3533, 0f32A57060;
+	fma.rn.f32 	%f3534, %f3521, %f3533, %f3532;
+	mov.b32 	%r196, %f3529;
+	shl.b32 	%r197, %r196, 23;
+	mov.b32 	%f3535, %r197;
+	ex2.approx.ftz.f32 	%f3536, %f3534;
+	mul.f32 	%f3537, %f3536, %f3535;
+	add.f32 	%f6565, %f6565, %f3537;
+	st.local.f32 	[%rd853+8], %f3537;
+
+$L__BB66_1039:
+	fma.rn.f32 	%f6569, %f6569, %f816, %f6565;
+	mov.f32 	%f6566, %f6558;
+	@%p1 bra 	$L__BB66_1047;
+
+	setp.lt.u64 	%p1253, %rd18, 3;
+	mov.u64 	%rd4057, 0;
+	@%p1253 bra 	$L__BB66_1043;
+
+	mov.u64 	%rd4056, %rd20;
+
+$L__BB66_1042:
+	shl.b64 	%rd2698, %rd4057, 2;
+	add.s64 	%rd2699, %rd4, %rd2698;
+	ld.local.v4.f32 	{%f3656, %f3657, %f3658, %f3659}, [%rd2699];
+	mul.f32 	%f3664, %f816, %f3659;
+	mul.f32 	%f3665, %f816, %f3658;
+	mul.f32 	%f3666, %f816, %f3657;
+	mul.f32 	%f3667, %f816, %f3656;
+	st.local.v4.f32 	[%rd2699], {%f3667, %f3666, %f3665, %f3664};
+	add.s64 	%rd4057, %rd4057, 4;
+	add.s64 	%rd4056, %rd4056, -4;
+	setp.ne.s64 	%p1254, %rd4056, 0;
+	@%p1254 bra 	$L__BB66_1042;
+
+$L__BB66_1043:
+	setp.eq.s64 	%p1255, %rd19, 0;
+	mov.f32 	%f6566, %f6558;
+	@%p1255 bra 	$L__BB66_1047;
+
+	setp.eq.s64 	%p1256, %rd19, 1;
+	shl.b64 	%rd2700, %rd4057, 2;
+	add.s64 	%rd866, %rd4, %rd2700;
+	ld.local.f32 	%f3668, [%rd866];
+	mul.f32 	%f3669, %f816, %f3668;
+	st.local.f32 	[%rd866], %f3669;
+	mov.f32 	%f6566, %f6558;
+	@%p1256 bra 	$L__BB66_1047;
+
+	setp.eq.s64 	%p1257, %rd19, 2;
+	ld.local.f32 	%f3670, [%rd866+4];
+	mul.f32 	%f3671, %f816, %f3670;
+	st.local.f32 	[%rd866+4], %f3671;
+	mov.f32 	%f6566, %f6558;
+	@%p1257 bra 	$L__BB66_1047;
+
+	ld.local.f32 	%f3672, [%rd866+8];
+	mul.f32 	%f3673, %f816, %f3672;
+	st.local.f32 	[%rd866+8], %f3673;
+	mov.f32 	%f6566, %f6558;
+
+$L__BB66_1047:
+	@%p48 bra 	$L__BB66_1869;
+
+	setp.lt.s64 	%p1259, %rd76, 32;
+	selp.b64 	%rd867, %rd75, 32, %p1259;
+	bar.sync 	0;
+	mul.lo.s64 	%rd868, %rd867, %rd1638;
+	setp.le.s64 	%p1260, %rd868, %rd16;
+	@%p1260 bra 	$L__BB66_1058;
+
+	setp.neu.f32 	%p1261, %f941, 0f00000000;
+	mov.u64 	%rd4058, %rd16;
+	mov.u64 	%rd4061, %rd16;
+	@%p1261 bra 	$L__BB66_1054;
+	bra.uni 	$L__BB66_1050;
+
+$L__BB66_1054:
+	or.b64  	%rd2715, %rd4061, %rd1638;
+	and.b64  	%rd2716, %rd2715, -4294967296;
+	setp.eq.s64 	%p1264, %rd2716, 0;
+	@%p1264 bra 	$L__BB66_1056;
+
+	div.s64 	%rd4062, %rd4061, %rd1638;
+	mul.lo.s64 	%rd2717, %rd4062, %rd1638;
+	sub.s64 	%rd4063, %rd4061, %rd2717;
+	bra.uni 	$L__BB66_1057;
+
+$L__BB66_1056:
+	cvt.u32.u64 	%r287, %rd1638;
+	cvt.u32.u64 	%r288, %rd4061;
+	div.u32 	%r289, %r288, %r287;
+	mul.lo.s32 	%r290, %r289, %r287;
+	sub.s32 	%r291, %r288, %r290;
+	cvt.u64.u32 	%rd4062, %r289;
+	cvt.u64.u32 	%rd4063, %r291;
+
+$L__BB66_1057:
+	add.s64 	%rd2718, %rd3728, %rd4062;
+	mul.lo.s64 	%rd2719, %rd2718, %rd11;
+	add.s64 	%rd2720, %rd73, %rd4063;
+	add.s64 	%rd2721, %rd2720, %rd2719;
+	shl.b64 	%rd2722, %rd2721, 2;
+	add.s64 	%rd2723, %rd1, %rd2722;
+	ld.global.u32 	%r292, [%rd2723];
+	and.b32  	%r293, %r292, 2147483647;
+	setp.gt.u32 	%p1265, %r293, 2139095040;
+	shr.u32 	%r294, %r292, 16;
+	or.b32  	%r295, %r294, 64;
+	bfe.u32 	%r296, %r292, 16, 1;
+	add.s32 	%r297, %r292, %r296;
+	add.s32 	%r298, %r297, 32767;
+	shr.u32 	%r299, %r298, 16;
+	selp.b32 	%r300, %r295, %r299, %p1265;
+	shl.b32 	%r301, %r300, 16;
+	shl.b64 	%rd2724, %rd4062, 7;
+	add.s64 	%rd2725, %rd2724, %rd4063;
+	shl.b64 	%rd2726, %rd2725, 2;
+	mov.u64 	%rd2727, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2728, %rd2727, %rd2726;
+	st.shared.u32 	[%rd2728], %r301;
+	add.s64 	%rd4061, %rd4061, %rd6;
+	setp.lt.s64 	%p1266, %rd4061, %rd868;
+	@%p1266 bra 	$L__BB66_1054;
+	bra.uni 	$L__BB66_1058;
+
+$L__BB66_1050:
+	or.b64  	%rd2701, %rd4058, %rd1638;
+	and.b64  	%rd2702, %rd2701, -4294967296;
+	setp.eq.s64 	%p1262, %rd2702, 0;
+	@%p1262 bra 	$L__BB66_1052;
+
+	div.s64 	%rd4059, %rd4058, %rd1638;
+	mul.lo.s64 	%rd2703, %rd4059, %rd1638;
+	sub.s64 	%rd4060, %rd4058, %rd2703;
+	bra.uni 	$L__BB66_1053;
+
+$L__BB66_1052:
+	cvt.u32.u64 	%r282, %rd1638;
+	cvt.u32.u64 	%r283, %rd4058;
+	div.u32 	%r284, %r283, %r282;
+	mul.lo.s32 	%r285, %r284, %r282;
+	sub.s32 	%r286, %r283, %r285;
+	cvt.u64.u32 	%rd4059, %r284;
+	cvt.u64.u32 	%rd4060, %r286;
+
+$L__BB66_1053:
+	add.s64 	%rd2704, %rd3728, %rd4059;
+	mul.lo.s64 	%rd2705, %rd2704, %rd11;
+	add.s64 	%rd2706, %rd73, %rd4060;
+	add.s64 	%rd2707, %rd2706, %rd2705;
+	shl.b64 	%rd2708, %rd2707, 2;
+	add.s64 	%rd2709, %rd1, %rd2708;
+	ld.global.f32 	%f3674, [%rd2709];
+	shl.b64 	%rd2710, %rd4059, 7;
+	add.s64 	%rd2711, %rd2710, %rd4060;
+	shl.b64 	%rd2712, %rd2711, 2;
+	mov.u64 	%rd2713, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2714, %rd2713, %rd2712;
+	st.shared.f32 	[%rd2714], %f3674;
+	add.s64 	%rd4058, %rd4058, %rd6;
+	setp.lt.s64 	%p1263, %rd4058, %rd868;
+	@%p1263 bra 	$L__BB66_1050;
+
+$L__BB66_1058:
+	setp.lt.s64 	%p2089, %rd3729, 1;
+	bar.sync 	0;
+	or.pred  	%p1269, %p2089, %p48;
+	or.pred  	%p1270, %p1269, %p1;
+	@%p1270 bra 	$L__BB66_1068;
+
+	mov.u64 	%rd2729, 0;
+	mov.u64 	%rd4064, %rd2729;
+
+$L__BB66_1060:
+	shl.b64 	%rd2731, %rd4064, 2;
+	add.s64 	%rd2732, %rd5, %rd2731;
+	ld.local.f32 	%f835, [%rd2732];
+	shl.b64 	%rd886, %rd4064, 7;
+	setp.lt.u64 	%p1271, %rd18, 3;
+	mov.u64 	%rd4067, %rd2729;
+	@%p1271 bra 	$L__BB66_1063;
+
+	mov.u64 	%rd4067, 0;
+	mov.u64 	%rd4066, %rd20;
+
+$L__BB66_1062:
+	add.s64 	%rd2734, %rd4067, %rd886;
+	shl.b64 	%rd2735, %rd2734, 2;
+	mov.u64 	%rd2736, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2737, %rd2736, %rd2735;
+	ld.shared.f32 	%f3675, [%rd2737];
+	shl.b64 	%rd2738, %rd4067, 2;
+	add.s64 	%rd2739, %rd4, %rd2738;
+	ld.local.v4.f32 	{%f3676, %f3677, %f3678, %f3679}, [%rd2739];
+	ld.shared.f32 	%f3684, [%rd2737+4];
+	ld.shared.f32 	%f3685, [%rd2737+8];
+	ld.shared.f32 	%f3686, [%rd2737+12];
+	fma.rn.f32 	%f3687, %f835, %f3686, %f3679;
+	fma.rn.f32 	%f3688, %f835, %f3685, %f3678;
+	fma.rn.f32 	%f3689, %f835, %f3684, %f3677;
+	fma.rn.f32 	%f3690, %f835, %f3675, %f3676;
+	st.local.v4.f32 	[%rd2739], {%f3690, %f3689, %f3688, %f3687};
+	add.s64 	%rd4067, %rd4067, 4;
+	add.s64 	%rd4066, %rd4066, -4;
+	setp.ne.s64 	%p1272, %rd4066, 0;
+	@%p1272 bra 	$L__BB66_1062;
+
+$L__BB66_1063:
+	setp.eq.s64 	%p1273, %rd19, 0;
+	@%p1273 bra 	$L__BB66_1067;
+
+	setp.eq.s64 	%p1274, %rd19, 1;
+	add.s64 	%rd2740, %rd4067, %rd886;
+	shl.b64 	%rd2741, %rd2740, 2;
+	mov.u64 	%rd2742, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd892, %rd2742, %rd2741;
+	ld.shared.f32 	%f3691, [%rd892];
+	shl.b64 	%rd2743, %rd4067, 2;
+	add.s64 	%rd893, %rd4, %rd2743;
+	ld.local.f32 	%f3692, [%rd893];
+	fma.rn.f32 	%f3693, %f835, %f3691, %f3692;
+	st.local.f32 	[%rd893], %f3693;
+	@%p1274 bra 	$L__BB66_1067;
+
+	setp.eq.s64 	%p1275, %rd19, 2;
+	ld.shared.f32 	%f3694, [%rd892+4];
+	ld.local.f32 	%f3695, [%rd893+4];
+	fma.rn.f32 	%f3696, %f835, %f3694, %f3695;
+	st.local.f32 	[%rd893+4], %f3696;
+	@%p1275 bra 	$L__BB66_1067;
+
+	ld.shared.f32 	%f3697, [%rd892+8];
+	ld.local.f32 	%f3698, [%rd893+8];
+	fma.rn.f32 	%f3699, %f835, %f3697, %f3698;
+	st.local.f32 	[%rd893+8], %f3699;
+
+$L__BB66_1067:
+	add.s64 	%rd4064, %rd4064, 1;
+	setp.lt.s64 	%p1276, %rd4064, %rd867;
+	setp.lt.s64 	%p1277, %rd4064, %rd3729;
+	and.pred  	%p1278, %p1276, %p1277;
+	@%p1278 bra 	$L__BB66_1060;
+
+$L__BB66_1068:
+	setp.lt.s64 	%p1279, %rd76, 33;
+	@%p1279 bra 	$L__BB66_1869;
+
+	add.s64 	%rd2744, %rd76, -32;
+	min.s64 	%rd895, %rd2744, 32;
+	bar.sync 	0;
+	add.s64 	%rd896, %rd3728, 32;
+	mul.lo.s64 	%rd897, %rd895, %rd1638;
+	setp.le.s64 	%p1280, %rd897, %rd16;
+	@%p1280 bra 	$L__BB66_1079;
+
+	setp.neu.f32 	%p1281, %f941, 0f00000000;
+	mov.u64 	%rd4068, %rd16;
+	mov.u64 	%rd4071, %rd16;
+	@%p1281 bra 	$L__BB66_1075;
+	bra.uni 	$L__BB66_1071;
+
+$L__BB66_1075:
+	or.b64  	%rd2759, %rd4071, %rd1638;
+	and.b64  	%rd2760, %rd2759, -4294967296;
+	setp.eq.s64 	%p1284, %rd2760, 0;
+	@%p1284 bra 	$L__BB66_1077;
+
+	div.s64 	%rd4072, %rd4071, %rd1638;
+	mul.lo.s64 	%rd2761, %rd4072, %rd1638;
+	sub.s64 	%rd4073, %rd4071, %rd2761;
+	bra.uni 	$L__BB66_1078;
+
+$L__BB66_1077:
+	cvt.u32.u64 	%r307, %rd1638;
+	cvt.u32.u64 	%r308, %rd4071;
+	div.u32 	%r309, %r308, %r307;
+	mul.lo.s32 	%r310, %r309, %r307;
+	sub.s32 	%r311, %r308, %r310;
+	cvt.u64.u32 	%rd4072, %r309;
+	cvt.u64.u32 	%rd4073, %r311;
+
+$L__BB66_1078:
+	add.s64 	%rd2762, %rd896, %rd4072;
+	mul.lo.s64 	%rd2763, %rd2762, %rd11;
+	add.s64 	%rd2764, %rd73, %rd4073;
+	add.s64 	%rd2765, %rd2764, %rd2763;
+	shl.b64 	%rd2766, %rd2765, 2;
+	add.s64 	%rd2767, %rd1, %rd2766;
+	ld.global.u32 	%r312, [%rd2767];
+	and.b32  	%r313, %r312, 2147483647;
+	setp.gt.u32 	%p1285, %r313, 2139095040;
+	shr.u32 	%r314, %r312, 16;
+	or.b32  	%r315, %r314, 64;
+	bfe.u32 	%r316, %r312, 16, 1;
+	add.s32 	%r317, %r312, %r316;
+	add.s32 	%r318, %r317, 32767;
+	shr.u32 	%r319, %r318, 16;
+	selp.b32 	%r320, %r315, %r319, %p1285;
+	shl.b32 	%r321, %r320, 16;
+	shl.b64 	%rd2768, %rd4072, 7;
+	add.s64 	%rd2769, %rd2768, %rd4073;
+	shl.b64 	%rd2770, %rd2769, 2;
+	mov.u64 	%rd2771, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2772, %rd2771, %rd2770;
+	st.shared.u32 	[%rd2772], %r321;
+	add.s64 	%rd4071, %rd4071, %rd6;
+	setp.lt.s64 	%p1286, %rd4071, %rd897;
+	@%p1286 bra 	$L__BB66_1075;
+	bra.uni 	$L__BB66_1079;
+
+$L__BB66_1071:
+	or.b64  	%rd2745, %rd4068, %rd1638;
+	and.b64  	%rd2746, %rd2745, -4294967296;
+	setp.eq.s64 	%p1282, %rd2746, 0;
+	@%p1282 bra 	$L__BB66_1073;
+
+	div.s64 	%rd4069, %rd4068, %rd1638;
+	mul.lo.s64 	%rd2747, %rd4069, %rd1638;
+	sub.s64 	%rd4070, %rd4068, %rd2747;
+	bra.uni 	$L__BB66_1074;
+
+$L__BB66_1073:
+	cvt.u32.u64 	%r302, %rd1638;
+	cvt.u32.u64 	%r303, %rd4068;
+	div.u32 	%r304, %r303, %r302;
+	mul.lo.s32 	%r305, %r304, %r302;
+	sub.s32 	%r306, %r303, %r305;
+	cvt.u64.u32 	%rd4069, %r304;
+	cvt.u64.u32 	%rd4070, %r306;
+
+$L__BB66_1074:
+	add.s64 	%rd2748, %rd896, %rd4069;
+	mul.lo.s64 	%rd2749, %rd2748, %rd11;
+	add.s64 	%rd2750, %rd73, %rd4070;
+	add.s64 	%rd2751, %rd2750, %rd2749;
+	shl.b64 	%rd2752, %rd2751, 2;
+	add.s64 	%rd2753, %rd1, %rd2752;
+	ld.global.f32 	%f3700, [%rd2753];
+	shl.b64 	%rd2754, %rd4069, 7;
+	add.s64 	%rd2755, %rd2754, %rd4070;
+	shl.b64 	%rd2756, %rd2755, 2;
+	mov.u64 	%rd2757, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2758, %rd2757, %rd2756;
+	st.shared.f32 	[%rd2758], %f3700;
+	add.s64 	%rd4068, %rd4068, %rd6;
+	setp.lt.s64 	%p1283, %rd4068, %rd897;
+	@%p1283 bra 	$L__BB66_1071;
+
+$L__BB66_1079:
+	bar.sync 	0;
+	setp.lt.s64 	%p1287, %rd3729, 33;
+	or.pred  	%p1289, %p1287, %p1279;
+	or.pred  	%p1290, %p1289, %p1;
+	@%p1290 bra 	$L__BB66_1335;
+
+	setp.lt.u64 	%p1291, %rd18, 3;
+	ld.local.f32 	%f836, [%rd5+128];
+	mov.u64 	%rd4076, 0;
+	@%p1291 bra 	$L__BB66_1083;
+
+	mov.u64 	%rd4075, %rd20;
+
+$L__BB66_1082:
+	shl.b64 	%rd2775, %rd4076, 2;
+	mov.u64 	%rd2776, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2777, %rd2776, %rd2775;
+	ld.shared.f32 	%f3701, [%rd2777];
+	add.s64 	%rd2778, %rd4, %rd2775;
+	ld.local.v4.f32 	{%f3702, %f3703, %f3704, %f3705}, [%rd2778];
+	ld.shared.f32 	%f3710, [%rd2777+4];
+	ld.shared.f32 	%f3711, [%rd2777+8];
+	ld.shared.f32 	%f3712, [%rd2777+12];
+	fma.rn.f32 	%f3713, %f836, %f3712, %f3705;
+	fma.rn.f32 	%f3714, %f836, %f3711, %f3704;
+	fma.rn.f32 	%f3715, %f836, %f3710, %f3703;
+	fma.rn.f32 	%f3716, %f836, %f3701, %f3702;
+	st.local.v4.f32 	[%rd2778], {%f3716, %f3715, %f3714, %f3713};
+	add.s64 	%rd4076, %rd4076, 4;
+	add.s64 	%rd4075, %rd4075, -4;
+	setp.ne.s64 	%p1292, %rd4075, 0;
+	@%p1292 bra 	$L__BB66_1082;
+
+$L__BB66_1083:
+	setp.eq.s64 	%p1293, %rd19, 0;
+	@%p1293 bra 	$L__BB66_1087;
+
+	setp.eq.s64 	%p1294, %rd19, 1;
+	shl.b64 	%rd2779, %rd4076, 2;
+	mov.u64 	%rd2780, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd919, %rd2780, %rd2779;
+	ld.shared.f32 	%f3717, [%rd919];
+	add.s64 	%rd920, %rd4, %rd2779;
+	ld.local.f32 	%f3718, [%rd920];
+	fma.rn.f32 	%f3719, %f836, %f3717, %f3718;
+	st.local.f32 	[%rd920], %f3719;
+	@%p1294 bra 	$L__BB66_1087;
+
+	setp.eq.s64 	%p1295, %rd19, 2;
+	ld.shared.f32 	%f3720, [%rd919+4];
+	ld.local.f32 	%f3721, [%rd920+4];
+	fma.rn.f32 	%f3722, %f836, %f3720, %f3721;
+	st.local.f32 	[%rd920+4], %f3722;
+	@%p1295 bra 	$L__BB66_1087;
+
+	ld.shared.f32 	%f3723, [%rd919+8];
+	ld.local.f32 	%f3724, [%rd920+8];
+	fma.rn.f32 	%f3725, %f836, %f3723, %f3724;
+	st.local.f32 	[%rd920+8], %f3725;
+
+$L__BB66_1087:
+	setp.lt.s64 	%p1296, %rd895, 2;
+	setp.lt.s64 	%p1297, %rd3729, 34;
+	or.pred  	%p1298, %p1296, %p1297;
+	@%p1298 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f837, [%rd5+132];
+	mov.u64 	%rd4079, 0;
+	@%p1291 bra 	$L__BB66_1091;
+
+	mov.u64 	%rd4078, %rd20;
+
+$L__BB66_1090:
+	shl.b64 	%rd2783, %rd4079, 2;
+	mov.u64 	%rd2784, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2785, %rd2784, %rd2783;
+	ld.shared.f32 	%f3726, [%rd2785+512];
+	add.s64 	%rd2786, %rd4, %rd2783;
+	ld.local.v4.f32 	{%f3727, %f3728, %f3729, %f3730}, [%rd2786];
+	ld.shared.f32 	%f3735, [%rd2785+516];
+	ld.shared.f32 	%f3736, [%rd2785+520];
+	ld.shared.f32 	%f3737, [%rd2785+524];
+	fma.rn.f32 	%f3738, %f837, %f3737, %f3730;
+	fma.rn.f32 	%f3739, %f837, %f3736, %f3729;
+	fma.rn.f32 	%f3740, %f837, %f3735, %f3728;
+	fma.rn.f32 	%f3741, %f837, %f3726, %f3727;
+	st.local.v4.f32 	[%rd2786], {%f3741, %f3740, %f3739, %f3738};
+	add.s64 	%rd4079, %rd4079, 4;
+	add.s64 	%rd4078, %rd4078, -4;
+	setp.ne.s64 	%p1300, %rd4078, 0;
+	@%p1300 bra 	$L__BB66_1090;
+
+$L__BB66_1091:
+	@%p1293 bra 	$L__BB66_1095;
+
+	setp.eq.s64 	%p1302, %rd19, 1;
+	shl.b64 	%rd2787, %rd4079, 2;
+	mov.u64 	%rd2788, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2789, %rd2788, %rd2787;
+	add.s64 	%rd926, %rd2789, 512;
+	ld.shared.f32 	%f3742, [%rd2789+512];
+	add.s64 	%rd927, %rd4, %rd2787;
+	ld.local.f32 	%f3743, [%rd927];
+	fma.rn.f32 	%f3744, %f837, %f3742, %f3743;
+	st.local.f32 	[%rd927], %f3744;
+	@%p1302 bra 	$L__BB66_1095;
+
+	setp.eq.s64 	%p1303, %rd19, 2;
+	ld.shared.f32 	%f3745, [%rd926+4];
+	ld.local.f32 	%f3746, [%rd927+4];
+	fma.rn.f32 	%f3747, %f837, %f3745, %f3746;
+	st.local.f32 	[%rd927+4], %f3747;
+	@%p1303 bra 	$L__BB66_1095;
+
+	ld.shared.f32 	%f3748, [%rd926+8];
+	ld.local.f32 	%f3749, [%rd927+8];
+	fma.rn.f32 	%f3750, %f837, %f3748, %f3749;
+	st.local.f32 	[%rd927+8], %f3750;
+
+$L__BB66_1095:
+	setp.lt.s64 	%p1304, %rd895, 3;
+	setp.lt.s64 	%p1305, %rd3729, 35;
+	or.pred  	%p1306, %p1304, %p1305;
+	@%p1306 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f838, [%rd5+136];
+	mov.u64 	%rd4082, 0;
+	@%p1291 bra 	$L__BB66_1099;
+
+	mov.u64 	%rd4081, %rd20;
+
+$L__BB66_1098:
+	shl.b64 	%rd2792, %rd4082, 2;
+	mov.u64 	%rd2793, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2794, %rd2793, %rd2792;
+	ld.shared.f32 	%f3751, [%rd2794+1024];
+	add.s64 	%rd2795, %rd4, %rd2792;
+	ld.local.v4.f32 	{%f3752, %f3753, %f3754, %f3755}, [%rd2795];
+	ld.shared.f32 	%f3760, [%rd2794+1028];
+	ld.shared.f32 	%f3761, [%rd2794+1032];
+	ld.shared.f32 	%f3762, [%rd2794+1036];
+	fma.rn.f32 	%f3763, %f838, %f3762, %f3755;
+	fma.rn.f32 	%f3764, %f838, %f3761, %f3754;
+	fma.rn.f32 	%f3765, %f838, %f3760, %f3753;
+	fma.rn.f32 	%f3766, %f838, %f3751, %f3752;
+	st.local.v4.f32 	[%rd2795], {%f3766, %f3765, %f3764, %f3763};
+	add.s64 	%rd4082, %rd4082, 4;
+	add.s64 	%rd4081, %rd4081, -4;
+	setp.ne.s64 	%p1308, %rd4081, 0;
+	@%p1308 bra 	$L__BB66_1098;
+
+$L__BB66_1099:
+	@%p1293 bra 	$L__BB66_1103;
+
+	setp.eq.s64 	%p1310, %rd19, 1;
+	shl.b64 	%rd2796, %rd4082, 2;
+	mov.u64 	%rd2797, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2798, %rd2797, %rd2796;
+	add.s64 	%rd933, %rd2798, 1024;
+	ld.shared.f32 	%f3767, [%rd2798+1024];
+	add.s64 	%rd934, %rd4, %rd2796;
+	ld.local.f32 	%f3768, [%rd934];
+	fma.rn.f32 	%f3769, %f838, %f3767, %f3768;
+	st.local.f32 	[%rd934], %f3769;
+	@%p1310 bra 	$L__BB66_1103;
+
+	setp.eq.s64 	%p1311, %rd19, 2;
+	ld.shared.f32 	%f3770, [%rd933+4];
+	ld.local.f32 	%f3771, [%rd934+4];
+	fma.rn.f32 	%f3772, %f838, %f3770, %f3771;
+	st.local.f32 	[%rd934+4], %f3772;
+	@%p1311 bra 	$L__BB66_1103;
+
+	ld.shared.f32 	%f3773, [%rd933+8];
+	ld.local.f32 	%f3774, [%rd934+8];
+	fma.rn.f32 	%f3775, %f838, %f3773, %f3774;
+	st.local.f32 	[%rd934+8], %f3775;
+
+$L__BB66_1103:
+	setp.lt.s64 	%p1312, %rd895, 4;
+	setp.lt.s64 	%p1313, %rd3729, 36;
+	or.pred  	%p1314, %p1312, %p1313;
+	@%p1314 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f839, [%rd5+140];
+	mov.u64 	%rd4085, 0;
+	@%p1291 bra 	$L__BB66_1107;
+
+	mov.u64 	%rd4084, %rd20;
+
+$L__BB66_1106:
+	shl.b64 	%rd2801, %rd4085, 2;
+	mov.u64 	%rd2802, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2803, %rd2802, %rd2801;
+	ld.shared.f32 	%f3776, [%rd2803+1536];
+	add.s64 	%rd2804, %rd4, %rd2801;
+	ld.local.v4.f32 	{%f3777, %f3778, %f3779, %f3780}, [%rd2804];
+	ld.shared.f32 	%f3785, [%rd2803+1540];
+	ld.shared.f32 	%f3786, [%rd2803+1544];
+	ld.shared.f32 	%f3787, [%rd2803+1548];
+	fma.rn.f32 	%f3788, %f839, %f3787, %f3780;
+	fma.rn.f32 	%f3789, %f839, %f3786, %f3779;
+	fma.rn.f32 	%f3790, %f839, %f3785, %f3778;
+	fma.rn.f32 	%f3791, %f839, %f3776, %f3777;
+	st.local.v4.f32 	[%rd2804], {%f3791, %f3790, %f3789, %f3788};
+	add.s64 	%rd4085, %rd4085, 4;
+	add.s64 	%rd4084, %rd4084, -4;
+	setp.ne.s64 	%p1316, %rd4084, 0;
+	@%p1316 bra 	$L__BB66_1106;
+
+$L__BB66_1107:
+	@%p1293 bra 	$L__BB66_1111;
+
+	setp.eq.s64 	%p1318, %rd19, 1;
+	shl.b64 	%rd2805, %rd4085, 2;
+	mov.u64 	%rd2806, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2807, %rd2806, %rd2805;
+	add.s64 	%rd940, %rd2807, 1536;
+	ld.shared.f32 	%f3792, [%rd2807+1536];
+	add.s64 	%rd941, %rd4, %rd2805;
+	ld.local.f32 	%f3793, [%rd941];
+	fma.rn.f32 	%f3794, %f839, %f3792, %f3793;
+	st.local.f32 	[%rd941], %f3794;
+	@%p1318 bra 	$L__BB66_1111;
+
+	setp.eq.s64 	%p1319, %rd19, 2;
+	ld.shared.f32 	%f3795, [%rd940+4];
+	ld.local.f32 	%f3796, [%rd941+4];
+	fma.rn.f32 	%f3797, %f839, %f3795, %f3796;
+	st.local.f32 	[%rd941+4], %f3797;
+	@%p1319 bra 	$L__BB66_1111;
+
+	ld.shared.f32 	%f3798, [%rd940+8];
+	ld.local.f32 	%f3799, [%rd941+8];
+	fma.rn.f32 	%f3800, %f839, %f3798, %f3799;
+	st.local.f32 	[%rd941+8], %f3800;
+
+$L__BB66_1111:
+	setp.lt.s64 	%p1320, %rd895, 5;
+	setp.lt.s64 	%p1321, %rd3729, 37;
+	or.pred  	%p1322, %p1320, %p1321;
+	@%p1322 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f840, [%rd5+144];
+	mov.u64 	%rd4088, 0;
+	@%p1291 bra 	$L__BB66_1115;
+
+	mov.u64 	%rd4087, %rd20;
+
+$L__BB66_1114:
+	shl.b64 	%rd2810, %rd4088, 2;
+	mov.u64 	%rd2811, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2812, %rd2811, %rd2810;
+	ld.shared.f32 	%f3801, [%rd2812+2048];
+	add.s64 	%rd2813, %rd4, %rd2810;
+	ld.local.v4.f32 	{%f3802, %f3803, %f3804, %f3805}, [%rd2813];
+	ld.shared.f32 	%f3810, [%rd2812+2052];
+	ld.shared.f32 	%f3811, [%rd2812+2056];
+	ld.shared.f32 	%f3812, [%rd2812+2060];
+	fma.rn.f32 	%f3813, %f840, %f3812, %f3805;
+	fma.rn.f32 	%f3814, %f840, %f3811, %f3804;
+	fma.rn.f32 	%f3815, %f840, %f3810, %f3803;
+	fma.rn.f32 	%f3816, %f840, %f3801, %f3802;
+	st.local.v4.f32 	[%rd2813], {%f3816, %f3815, %f3814, %f3813};
+	add.s64 	%rd4088, %rd4088, 4;
+	add.s64 	%rd4087, %rd4087, -4;
+	setp.ne.s64 	%p1324, %rd4087, 0;
+	@%p1324 bra 	$L__BB66_1114;
+
+$L__BB66_1115:
+	@%p1293 bra 	$L__BB66_1119;
+
+	setp.eq.s64 	%p1326, %rd19, 1;
+	shl.b64 	%rd2814, %rd4088, 2;
+	mov.u64 	%rd2815, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2816, %rd2815, %rd2814;
+	add.s64 	%rd947, %rd2816, 2048;
+	ld.shared.f32 	%f3817, [%rd2816+2048];
+	add.s64 	%rd948, %rd4, %rd2814;
+	ld.local.f32 	%f3818, [%rd948];
+	fma.rn.f32 	%f3819, %f840, %f3817, %f3818;
+	st.local.f32 	[%rd948], %f3819;
+	@%p1326 bra 	$L__BB66_1119;
+
+	setp.eq.s64 	%p1327, %rd19, 2;
+	ld.shared.f32 	%f3820, [%rd947+4];
+	ld.local.f32 	%f3821, [%rd948+4];
+	fma.rn.f32 	%f3822, %f840, %f3820, %f3821;
+	st.local.f32 	[%rd948+4], %f3822;
+	@%p1327 bra 	$L__BB66_1119;
+
+	ld.shared.f32 	%f3823, [%rd947+8];
+	ld.local.f32 	%f3824, [%rd948+8];
+	fma.rn.f32 	%f3825, %f840, %f3823, %f3824;
+	st.local.f32 	[%rd948+8], %f3825;
+
+$L__BB66_1119:
+	setp.lt.s64 	%p1328, %rd895, 6;
+	setp.lt.s64 	%p1329, %rd3729, 38;
+	or.pred  	%p1330, %p1328, %p1329;
+	@%p1330 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f841, [%rd5+148];
+	mov.u64 	%rd4091, 0;
+	@%p1291 bra 	$L__BB66_1123;
+
+	mov.u64 	%rd4090, %rd20;
+
+$L__BB66_1122:
+	shl.b64 	%rd2819, %rd4091, 2;
+	mov.u64 	%rd2820, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2821, %rd2820, %rd2819;
+	ld.shared.f32 	%f3826, [%rd2821+2560];
+	add.s64 	%rd2822, %rd4, %rd2819;
+	ld.local.v4.f32 	{%f3827, %f3828, %f3829, %f3830}, [%rd2822];
+	ld.shared.f32 	%f3835, [%rd2821+2564];
+	ld.shared.f32 	%f3836, [%rd2821+2568];
+	ld.shared.f32 	%f3837, [%rd2821+2572];
+	fma.rn.f32 	%f3838, %f841, %f3837, %f3830;
+	fma.rn.f32 	%f3839, %f841, %f3836, %f3829;
+	fma.rn.f32 	%f3840, %f841, %f3835, %f3828;
+	fma.rn.f32 	%f3841, %f841, %f3826, %f3827;
+	st.local.v4.f32 	[%rd2822], {%f3841, %f3840, %f3839, %f3838};
+	add.s64 	%rd4091, %rd4091, 4;
+	add.s64 	%rd4090, %rd4090, -4;
+	setp.ne.s64 	%p1332, %rd4090, 0;
+	@%p1332 bra 	$L__BB66_1122;
+
+$L__BB66_1123:
+	@%p1293 bra 	$L__BB66_1127;
+
+	setp.eq.s64 	%p1334, %rd19, 1;
+	shl.b64 	%rd2823, %rd4091, 2;
+	mov.u64 	%rd2824, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2825, %rd2824, %rd2823;
+	add.s64 	%rd954, %rd2825, 2560;
+	ld.shared.f32 	%f3842, [%rd2825+2560];
+	add.s64 	%rd955, %rd4, %rd2823;
+	ld.local.f32 	%f3843, [%rd955];
+	fma.rn.f32 	%f3844, %f841, %f3842, %f3843;
+	st.local.f32 	[%rd955], %f3844;
+	@%p1334 bra 	$L__BB66_1127;
+
+	setp.eq.s64 	%p1335, %rd19, 2;
+	ld.shared.f32 	%f3845, [%rd954+4];
+	ld.local.f32 	%f3846, [%rd955+4];
+	fma.rn.f32 	%f3847, %f841, %f3845, %f3846;
+	st.local.f32 	[%rd955+4], %f3847;
+	@%p1335 bra 	$L__BB66_1127;
+
+	ld.shared.f32 	%f3848, [%rd954+8];
+	ld.local.f32 	%f3849, [%rd955+8];
+	fma.rn.f32 	%f3850, %f841, %f3848, %f3849;
+	st.local.f32 	[%rd955+8], %f3850;
+
+$L__BB66_1127:
+	setp.lt.s64 	%p1336, %rd895, 7;
+	setp.lt.s64 	%p1337, %rd3729, 39;
+	or.pred  	%p1338, %p1336, %p1337;
+	@%p1338 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f842, [%rd5+152];
+	mov.u64 	%rd4094, 0;
+	@%p1291 bra 	$L__BB66_1131;
+
+	mov.u64 	%rd4093, %rd20;
+
+$L__BB66_1130:
+	shl.b64 	%rd2828, %rd4094, 2;
+	mov.u64 	%rd2829, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2830, %rd2829, %rd2828;
+	ld.shared.f32 	%f3851, [%rd2830+3072];
+	add.s64 	%rd2831, %rd4, %rd2828;
+	ld.local.v4.f32 	{%f3852, %f3853, %f3854, %f3855}, [%rd2831];
+	ld.shared.f32 	%f3860, [%rd2830+3076];
+	ld.shared.f32 	%f3861, [%rd2830+3080];
+	ld.shared.f32 	%f3862, [%rd2830+3084];
+	fma.rn.f32 	%f3863, %f842, %f3862, %f3855;
+	fma.rn.f32 	%f3864, %f842, %f3861, %f3854;
+	fma.rn.f32 	%f3865, %f842, %f3860, %f3853;
+	fma.rn.f32 	%f3866, %f842, %f3851, %f3852;
+	st.local.v4.f32 	[%rd2831], {%f3866, %f3865, %f3864, %f3863};
+	add.s64 	%rd4094, %rd4094, 4;
+	add.s64 	%rd4093, %rd4093, -4;
+	setp.ne.s64 	%p1340, %rd4093, 0;
+	@%p1340 bra 	$L__BB66_1130;
+
+$L__BB66_1131:
+	@%p1293 bra 	$L__BB66_1135;
+
+	setp.eq.s64 	%p1342, %rd19, 1;
+	shl.b64 	%rd2832, %rd4094, 2;
+	mov.u64 	%rd2833, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2834, %rd2833, %rd2832;
+	add.s64 	%rd961, %rd2834, 3072;
+	ld.shared.f32 	%f3867, [%rd2834+3072];
+	add.s64 	%rd962, %rd4, %rd2832;
+	ld.local.f32 	%f3868, [%rd962];
+	fma.rn.f32 	%f3869, %f842, %f3867, %f3868;
+	st.local.f32 	[%rd962], %f3869;
+	@%p1342 bra 	$L__BB66_1135;
+
+	setp.eq.s64 	%p1343, %rd19, 2;
+	ld.shared.f32 	%f3870, [%rd961+4];
+	ld.local.f32 	%f3871, [%rd962+4];
+	fma.rn.f32 	%f3872, %f842, %f3870, %f3871;
+	st.local.f32 	[%rd962+4], %f3872;
+	@%p1343 bra 	$L__BB66_1135;
+
+	ld.shared.f32 	%f3873, [%rd961+8];
+	ld.local.f32 	%f3874, [%rd962+8];
+	fma.rn.f32 	%f3875, %f842, %f3873, %f3874;
+	st.local.f32 	[%rd962+8], %f3875;
+
+$L__BB66_1135:
+	setp.lt.s64 	%p1344, %rd895, 8;
+	setp.lt.s64 	%p1345, %rd3729, 40;
+	or.pred  	%p1346, %p1344, %p1345;
+	@%p1346 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f843, [%rd5+156];
+	mov.u64 	%rd4097, 0;
+	@%p1291 bra 	$L__BB66_1139;
+
+	mov.u64 	%rd4096, %rd20;
+
+$L__BB66_1138:
+	shl.b64 	%rd2837, %rd4097, 2;
+	mov.u64 	%rd2838, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2839, %rd2838, %rd2837;
+	ld.shared.f32 	%f3876, [%rd2839+3584];
+	add.s64 	%rd2840, %rd4, %rd2837;
+	ld.local.v4.f32 	{%f3877, %f3878, %f3879, %f3880}, [%rd2840];
+	ld.shared.f32 	%f3885, [%rd2839+3588];
+	ld.shared.f32 	%f3886, [%rd2839+3592];
+	ld.shared.f32 	%f3887, [%rd2839+3596];
+	fma.rn.f32 	%f3888, %f843, %f3887, %f3880;
+	fma.rn.f32 	%f3889, %f843, %f3886, %f3879;
+	fma.rn.f32 	%f3890, %f843, %f3885, %f3878;
+	fma.rn.f32 	%f3891, %f843, %f3876, %f3877;
+	st.local.v4.f32 	[%rd2840], {%f3891, %f3890, %f3889, %f3888};
+	add.s64 	%rd4097, %rd4097, 4;
+	add.s64 	%rd4096, %rd4096, -4;
+	setp.ne.s64 	%p1348, %rd4096, 0;
+	@%p1348 bra 	$L__BB66_1138;
+
+$L__BB66_1139:
+	@%p1293 bra 	$L__BB66_1143;
+
+	setp.eq.s64 	%p1350, %rd19, 1;
+	shl.b64 	%rd2841, %rd4097, 2;
+	mov.u64 	%rd2842, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2843, %rd2842, %rd2841;
+	add.s64 	%rd968, %rd2843, 3584;
+	ld.shared.f32 	%f3892, [%rd2843+3584];
+	add.s64 	%rd969, %rd4, %rd2841;
+	ld.local.f32 	%f3893, [%rd969];
+	fma.rn.f32 	%f3894, %f843, %f3892, %f3893;
+	st.local.f32 	[%rd969], %f3894;
+	@%p1350 bra 	$L__BB66_1143;
+
+	setp.eq.s64 	%p1351, %rd19, 2;
+	ld.shared.f32 	%f3895, [%rd968+4];
+	ld.local.f32 	%f3896, [%rd969+4];
+	fma.rn.f32 	%f3897, %f843, %f3895, %f3896;
+	st.local.f32 	[%rd969+4], %f3897;
+	@%p1351 bra 	$L__BB66_1143;
+
+	ld.shared.f32 	%f3898, [%rd968+8];
+	ld.local.f32 	%f3899, [%rd969+8];
+	fma.rn.f32 	%f3900, %f843, %f3898, %f3899;
+	st.local.f32 	[%rd969+8], %f3900;
+
+$L__BB66_1143:
+	setp.lt.s64 	%p1352, %rd895, 9;
+	setp.lt.s64 	%p1353, %rd3729, 41;
+	or.pred  	%p1354, %p1352, %p1353;
+	@%p1354 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f844, [%rd5+160];
+	mov.u64 	%rd4100, 0;
+	@%p1291 bra 	$L__BB66_1147;
+
+	mov.u64 	%rd4099, %rd20;
+
+$L__BB66_1146:
+	shl.b64 	%rd2846, %rd4100, 2;
+	mov.u64 	%rd2847, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2848, %rd2847, %rd2846;
+	ld.shared.f32 	%f3901, [%rd2848+4096];
+	add.s64 	%rd2849, %rd4, %rd2846;
+	ld.local.v4.f32 	{%f3902, %f3903, %f3904, %f3905}, [%rd2849];
+	ld.shared.f32 	%f3910, [%rd2848+4100];
+	ld.shared.f32 	%f3911, [%rd2848+4104];
+	ld.shared.f32 	%f3912, [%rd2848+4108];
+	fma.rn.f32 	%f3913, %f844, %f3912, %f3905;
+	fma.rn.f32 	%f3914, %f844, %f3911, %f3904;
+	fma.rn.f32 	%f3915, %f844, %f3910, %f3903;
+	fma.rn.f32 	%f3916, %f844, %f3901, %f3902;
+	st.local.v4.f32 	[%rd2849], {%f3916, %f3915, %f3914, %f3913};
+	add.s64 	%rd4100, %rd4100, 4;
+	add.s64 	%rd4099, %rd4099, -4;
+	setp.ne.s64 	%p1356, %rd4099, 0;
+	@%p1356 bra 	$L__BB66_1146;
+
+$L__BB66_1147:
+	@%p1293 bra 	$L__BB66_1151;
+
+	setp.eq.s64 	%p1358, %rd19, 1;
+	shl.b64 	%rd2850, %rd4100, 2;
+	mov.u64 	%rd2851, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2852, %rd2851, %rd2850;
+	add.s64 	%rd975, %rd2852, 4096;
+	ld.shared.f32 	%f3917, [%rd2852+4096];
+	add.s64 	%rd976, %rd4, %rd2850;
+	ld.local.f32 	%f3918, [%rd976];
+	fma.rn.f32 	%f3919, %f844, %f3917, %f3918;
+	st.local.f32 	[%rd976], %f3919;
+	@%p1358 bra 	$L__BB66_1151;
+
+	setp.eq.s64 	%p1359, %rd19, 2;
+	ld.shared.f32 	%f3920, [%rd975+4];
+	ld.local.f32 	%f3921, [%rd976+4];
+	fma.rn.f32 	%f3922, %f844, %f3920, %f3921;
+	st.local.f32 	[%rd976+4], %f3922;
+	@%p1359 bra 	$L__BB66_1151;
+
+	ld.shared.f32 	%f3923, [%rd975+8];
+	ld.local.f32 	%f3924, [%rd976+8];
+	fma.rn.f32 	%f3925, %f844, %f3923, %f3924;
+	st.local.f32 	[%rd976+8], %f3925;
+
+$L__BB66_1151:
+	setp.lt.s64 	%p1360, %rd895, 10;
+	setp.lt.s64 	%p1361, %rd3729, 42;
+	or.pred  	%p1362, %p1360, %p1361;
+	@%p1362 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f845, [%rd5+164];
+	mov.u64 	%rd4103, 0;
+	@%p1291 bra 	$L__BB66_1155;
+
+	mov.u64 	%rd4102, %rd20;
+
+$L__BB66_1154:
+	shl.b64 	%rd2855, %rd4103, 2;
+	mov.u64 	%rd2856, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2857, %rd2856, %rd2855;
+	ld.shared.f32 	%f3926, [%rd2857+4608];
+	add.s64 	%rd2858, %rd4, %rd2855;
+	ld.local.v4.f32 	{%f3927, %f3928, %f3929, %f3930}, [%rd2858];
+	ld.shared.f32 	%f3935, [%rd2857+4612];
+	ld.shared.f32 	%f3936, [%rd2857+4616];
+	ld.shared.f32 	%f3937, [%rd2857+4620];
+	fma.rn.f32 	%f3938, %f845, %f3937, %f3930;
+	fma.rn.f32 	%f3939, %f845, %f3936, %f3929;
+	fma.rn.f32 	%f3940, %f845, %f3935, %f3928;
+	fma.rn.f32 	%f3941, %f845, %f3926, %f3927;
+	st.local.v4.f32 	[%rd2858], {%f3941, %f3940, %f3939, %f3938};
+	add.s64 	%rd4103, %rd4103, 4;
+	add.s64 	%rd4102, %rd4102, -4;
+	setp.ne.s64 	%p1364, %rd4102, 0;
+	@%p1364 bra 	$L__BB66_1154;
+
+$L__BB66_1155:
+	@%p1293 bra 	$L__BB66_1159;
+
+	setp.eq.s64 	%p1366, %rd19, 1;
+	shl.b64 	%rd2859, %rd4103, 2;
+	mov.u64 	%rd2860, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2861, %rd2860, %rd2859;
+	add.s64 	%rd982, %rd2861, 4608;
+	ld.shared.f32 	%f3942, [%rd2861+4608];
+	add.s64 	%rd983, %rd4, %rd2859;
+	ld.local.f32 	%f3943, [%rd983];
+	fma.rn.f32 	%f3944, %f845, %f3942, %f3943;
+	st.local.f32 	[%rd983], %f3944;
+	@%p1366 bra 	$L__BB66_1159;
+
+	setp.eq.s64 	%p1367, %rd19, 2;
+	ld.shared.f32 	%f3945, [%rd982+4];
+	ld.local.f32 	%f3946, [%rd983+4];
+	fma.rn.f32 	%f3947, %f845, %f3945, %f3946;
+	st.local.f32 	[%rd983+4], %f3947;
+	@%p1367 bra 	$L__BB66_1159;
+
+	ld.shared.f32 	%f3948, [%rd982+8];
+	ld.local.f32 	%f3949, [%rd983+8];
+	fma.rn.f32 	%f3950, %f845, %f3948, %f3949;
+	st.local.f32 	[%rd983+8], %f3950;
+
+$L__BB66_1159:
+	setp.lt.s64 	%p1368, %rd895, 11;
+	setp.lt.s64 	%p1369, %rd3729, 43;
+	or.pred  	%p1370, %p1368, %p1369;
+	@%p1370 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f846, [%rd5+168];
+	mov.u64 	%rd4106, 0;
+	@%p1291 bra 	$L__BB66_1163;
+
+	mov.u64 	%rd4105, %rd20;
+
+$L__BB66_1162:
+	shl.b64 	%rd2864, %rd4106, 2;
+	mov.u64 	%rd2865, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2866, %rd2865, %rd2864;
+	ld.shared.f32 	%f3951, [%rd2866+5120];
+	add.s64 	%rd2867, %rd4, %rd2864;
+	ld.local.v4.f32 	{%f3952, %f3953, %f3954, %f3955}, [%rd2867];
+	ld.shared.f32 	%f3960, [%rd2866+5124];
+	ld.shared.f32 	%f3961, [%rd2866+5128];
+	ld.shared.f32 	%f3962, [%rd2866+5132];
+	fma.rn.f32 	%f3963, %f846, %f3962, %f3955;
+	fma.rn.f32 	%f3964, %f846, %f3961, %f3954;
+	fma.rn.f32 	%f3965, %f846, %f3960, %f3953;
+	fma.rn.f32 	%f3966, %f846, %f3951, %f3952;
+	st.local.v4.f32 	[%rd2867], {%f3966, %f3965, %f3964, %f3963};
+	add.s64 	%rd4106, %rd4106, 4;
+	add.s64 	%rd4105, %rd4105, -4;
+	setp.ne.s64 	%p1372, %rd4105, 0;
+	@%p1372 bra 	$L__BB66_1162;
+
+$L__BB66_1163:
+	@%p1293 bra 	$L__BB66_1167;
+
+	setp.eq.s64 	%p1374, %rd19, 1;
+	shl.b64 	%rd2868, %rd4106, 2;
+	mov.u64 	%rd2869, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2870, %rd2869, %rd2868;
+	add.s64 	%rd989, %rd2870, 5120;
+	ld.shared.f32 	%f3967, [%rd2870+5120];
+	add.s64 	%rd990, %rd4, %rd2868;
+	ld.local.f32 	%f3968, [%rd990];
+	fma.rn.f32 	%f3969, %f846, %f3967, %f3968;
+	st.local.f32 	[%rd990], %f3969;
+	@%p1374 bra 	$L__BB66_1167;
+
+	setp.eq.s64 	%p1375, %rd19, 2;
+	ld.shared.f32 	%f3970, [%rd989+4];
+	ld.local.f32 	%f3971, [%rd990+4];
+	fma.rn.f32 	%f3972, %f846, %f3970, %f3971;
+	st.local.f32 	[%rd990+4], %f3972;
+	@%p1375 bra 	$L__BB66_1167;
+
+	ld.shared.f32 	%f3973, [%rd989+8];
+	ld.local.f32 	%f3974, [%rd990+8];
+	fma.rn.f32 	%f3975, %f846, %f3973, %f3974;
+	st.local.f32 	[%rd990+8], %f3975;
+
+$L__BB66_1167:
+	setp.lt.s64 	%p1376, %rd895, 12;
+	setp.lt.s64 	%p1377, %rd3729, 44;
+	or.pred  	%p1378, %p1376, %p1377;
+	@%p1378 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f847, [%rd5+172];
+	mov.u64 	%rd4109, 0;
+	@%p1291 bra 	$L__BB66_1171;
+
+	mov.u64 	%rd4108, %rd20;
+
+$L__BB66_1170:
+	shl.b64 	%rd2873, %rd4109, 2;
+	mov.u64 	%rd2874, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2875, %rd2874, %rd2873;
+	ld.shared.f32 	%f3976, [%rd2875+5632];
+	add.s64 	%rd2876, %rd4, %rd2873;
+	ld.local.v4.f32 	{%f3977, %f3978, %f3979, %f3980}, [%rd2876];
+	ld.shared.f32 	%f3985, [%rd2875+5636];
+	ld.shared.f32 	%f3986, [%rd2875+5640];
+	ld.shared.f32 	%f3987, [%rd2875+5644];
+	fma.rn.f32 	%f3988, %f847, %f3987, %f3980;
+	fma.rn.f32 	%f3989, %f847, %f3986, %f3979;
+	fma.rn.f32 	%f3990, %f847, %f3985, %f3978;
+	fma.rn.f32 	%f3991, %f847, %f3976, %f3977;
+	st.local.v4.f32 	[%rd2876], {%f3991, %f3990, %f3989, %f3988};
+	add.s64 	%rd4109, %rd4109, 4;
+	add.s64 	%rd4108, %rd4108, -4;
+	setp.ne.s64 	%p1380, %rd4108, 0;
+	@%p1380 bra 	$L__BB66_1170;
+
+$L__BB66_1171:
+	@%p1293 bra 	$L__BB66_1175;
+
+	setp.eq.s64 	%p1382, %rd19, 1;
+	shl.b64 	%rd2877, %rd4109, 2;
+	mov.u64 	%rd2878, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2879, %rd2878, %rd2877;
+	add.s64 	%rd996, %rd2879, 5632;
+	ld.shared.f32 	%f3992, [%rd2879+5632];
+	add.s64 	%rd997, %rd4, %rd2877;
+	ld.local.f32 	%f3993, [%rd997];
+	fma.rn.f32 	%f3994, %f847, %f3992, %f3993;
+	st.local.f32 	[%rd997], %f3994;
+	@%p1382 bra 	$L__BB66_1175;
+
+	setp.eq.s64 	%p1383, %rd19, 2;
+	ld.shared.f32 	%f3995, [%rd996+4];
+	ld.local.f32 	%f3996, [%rd997+4];
+	fma.rn.f32 	%f3997, %f847, %f3995, %f3996;
+	st.local.f32 	[%rd997+4], %f3997;
+	@%p1383 bra 	$L__BB66_1175;
+
+	ld.shared.f32 	%f3998, [%rd996+8];
+	ld.local.f32 	%f3999, [%rd997+8];
+	fma.rn.f32 	%f4000, %f847, %f3998, %f3999;
+	st.local.f32 	[%rd997+8], %f4000;
+
+$L__BB66_1175:
+	setp.lt.s64 	%p1384, %rd895, 13;
+	setp.lt.s64 	%p1385, %rd3729, 45;
+	or.pred  	%p1386, %p1384, %p1385;
+	@%p1386 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f848, [%rd5+176];
+	mov.u64 	%rd4112, 0;
+	@%p1291 bra 	$L__BB66_1179;
+
+	mov.u64 	%rd4111, %rd20;
+
+$L__BB66_1178:
+	shl.b64 	%rd2882, %rd4112, 2;
+	mov.u64 	%rd2883, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2884, %rd2883, %rd2882;
+	ld.shared.f32 	%f4001, [%rd2884+6144];
+	add.s64 	%rd2885, %rd4, %rd2882;
+	ld.local.v4.f32 	{%f4002, %f4003, %f4004, %f4005}, [%rd2885];
+	ld.shared.f32 	%f4010, [%rd2884+6148];
+	ld.shared.f32 	%f4011, [%rd2884+6152];
+	ld.shared.f32 	%f4012, [%rd2884+6156];
+	fma.rn.f32 	%f4013, %f848, %f4012, %f4005;
+	fma.rn.f32 	%f4014, %f848, %f4011, %f4004;
+	fma.rn.f32 	%f4015, %f848, %f4010, %f4003;
+	fma.rn.f32 	%f4016, %f848, %f4001, %f4002;
+	st.local.v4.f32 	[%rd2885], {%f4016, %f4015, %f4014, %f4013};
+	add.s64 	%rd4112, %rd4112, 4;
+	add.s64 	%rd4111, %rd4111, -4;
+	setp.ne.s64 	%p1388, %rd4111, 0;
+	@%p1388 bra 	$L__BB66_1178;
+
+$L__BB66_1179:
+	@%p1293 bra 	$L__BB66_1183;
+
+	setp.eq.s64 	%p1390, %rd19, 1;
+	shl.b64 	%rd2886, %rd4112, 2;
+	mov.u64 	%rd2887, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2888, %rd2887, %rd2886;
+	add.s64 	%rd1003, %rd2888, 6144;
+	ld.shared.f32 	%f4017, [%rd2888+6144];
+	add.s64 	%rd1004, %rd4, %rd2886;
+	ld.local.f32 	%f4018, [%rd1004];
+	fma.rn.f32 	%f4019, %f848, %f4017, %f4018;
+	st.local.f32 	[%rd1004], %f4019;
+	@%p1390 bra 	$L__BB66_1183;
+
+	setp.eq.s64 	%p1391, %rd19, 2;
+	ld.shared.f32 	%f4020, [%rd1003+4];
+	ld.local.f32 	%f4021, [%rd1004+4];
+	fma.rn.f32 	%f4022, %f848, %f4020, %f4021;
+	st.local.f32 	[%rd1004+4], %f4022;
+	@%p1391 bra 	$L__BB66_1183;
+
+	ld.shared.f32 	%f4023, [%rd1003+8];
+	ld.local.f32 	%f4024, [%rd1004+8];
+	fma.rn.f32 	%f4025, %f848, %f4023, %f4024;
+	st.local.f32 	[%rd1004+8], %f4025;
+
+$L__BB66_1183:
+	setp.lt.s64 	%p1392, %rd895, 14;
+	setp.lt.s64 	%p1393, %rd3729, 46;
+	or.pred  	%p1394, %p1392, %p1393;
+	@%p1394 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f849, [%rd5+180];
+	mov.u64 	%rd4115, 0;
+	@%p1291 bra 	$L__BB66_1187;
+
+	mov.u64 	%rd4114, %rd20;
+
+$L__BB66_1186:
+	shl.b64 	%rd2891, %rd4115, 2;
+	mov.u64 	%rd2892, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2893, %rd2892, %rd2891;
+	ld.shared.f32 	%f4026, [%rd2893+6656];
+	add.s64 	%rd2894, %rd4, %rd2891;
+	ld.local.v4.f32 	{%f4027, %f4028, %f4029, %f4030}, [%rd2894];
+	ld.shared.f32 	%f4035, [%rd2893+6660];
+	ld.shared.f32 	%f4036, [%rd2893+6664];
+	ld.shared.f32 	%f4037, [%rd2893+6668];
+	fma.rn.f32 	%f4038, %f849, %f4037, %f4030;
+	fma.rn.f32 	%f4039, %f849, %f4036, %f4029;
+	fma.rn.f32 	%f4040, %f849, %f4035, %f4028;
+	fma.rn.f32 	%f4041, %f849, %f4026, %f4027;
+	st.local.v4.f32 	[%rd2894], {%f4041, %f4040, %f4039, %f4038};
+	add.s64 	%rd4115, %rd4115, 4;
+	add.s64 	%rd4114, %rd4114, -4;
+	setp.ne.s64 	%p1396, %rd4114, 0;
+	@%p1396 bra 	$L__BB66_1186;
+
+$L__BB66_1187:
+	@%p1293 bra 	$L__BB66_1191;
+
+	setp.eq.s64 	%p1398, %rd19, 1;
+	shl.b64 	%rd2895, %rd4115, 2;
+	mov.u64 	%rd2896, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2897, %rd2896, %rd2895;
+	add.s64 	%rd1010, %rd2897, 6656;
+	ld.shared.f32 	%f4042, [%rd2897+6656];
+	add.s64 	%rd1011, %rd4, %rd2895;
+	ld.local.f32 	%f4043, [%rd1011];
+	fma.rn.f32 	%f4044, %f849, %f4042, %f4043;
+	st.local.f32 	[%rd1011], %f4044;
+	@%p1398 bra 	$L__BB66_1191;
+
+	setp.eq.s64 	%p1399, %rd19, 2;
+	ld.shared.f32 	%f4045, [%rd1010+4];
+	ld.local.f32 	%f4046, [%rd1011+4];
+	fma.rn.f32 	%f4047, %f849, %f4045, %f4046;
+	st.local.f32 	[%rd1011+4], %f4047;
+	@%p1399 bra 	$L__BB66_1191;
+
+	ld.shared.f32 	%f4048, [%rd1010+8];
+	ld.local.f32 	%f4049, [%rd1011+8];
+	fma.rn.f32 	%f4050, %f849, %f4048, %f4049;
+	st.local.f32 	[%rd1011+8], %f4050;
+
+$L__BB66_1191:
+	setp.lt.s64 	%p1400, %rd895, 15;
+	setp.lt.s64 	%p1401, %rd3729, 47;
+	or.pred  	%p1402, %p1400, %p1401;
+	@%p1402 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f850, [%rd5+184];
+	mov.u64 	%rd4118, 0;
+	@%p1291 bra 	$L__BB66_1195;
+
+	mov.u64 	%rd4117, %rd20;
+
+$L__BB66_1194:
+	shl.b64 	%rd2900, %rd4118, 2;
+	mov.u64 	%rd2901, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2902, %rd2901, %rd2900;
+	ld.shared.f32 	%f4051, [%rd2902+7168];
+	add.s64 	%rd2903, %rd4, %rd2900;
+	ld.local.v4.f32 	{%f4052, %f4053, %f4054, %f4055}, [%rd2903];
+	ld.shared.f32 	%f4060, [%rd2902+7172];
+	ld.shared.f32 	%f4061, [%rd2902+7176];
+	ld.shared.f32 	%f4062, [%rd2902+7180];
+	fma.rn.f32 	%f4063, %f850, %f4062, %f4055;
+	fma.rn.f32 	%f4064, %f850, %f4061, %f4054;
+	fma.rn.f32 	%f4065, %f850, %f4060, %f4053;
+	fma.rn.f32 	%f4066, %f850, %f4051, %f4052;
+	st.local.v4.f32 	[%rd2903], {%f4066, %f4065, %f4064, %f4063};
+	add.s64 	%rd4118, %rd4118, 4;
+	add.s64 	%rd4117, %rd4117, -4;
+	setp.ne.s64 	%p1404, %rd4117, 0;
+	@%p1404 bra 	$L__BB66_1194;
+
+$L__BB66_1195:
+	@%p1293 bra 	$L__BB66_1199;
+
+	setp.eq.s64 	%p1406, %rd19, 1;
+	shl.b64 	%rd2904, %rd4118, 2;
+	mov.u64 	%rd2905, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2906, %rd2905, %rd2904;
+	add.s64 	%rd1017, %rd2906, 7168;
+	ld.shared.f32 	%f4067, [%rd2906+7168];
+	add.s64 	%rd1018, %rd4, %rd2904;
+	ld.local.f32 	%f4068, [%rd1018];
+	fma.rn.f32 	%f4069, %f850, %f4067, %f4068;
+	st.local.f32 	[%rd1018], %f4069;
+	@%p1406 bra 	$L__BB66_1199;
+
+	setp.eq.s64 	%p1407, %rd19, 2;
+	ld.shared.f32 	%f4070, [%rd1017+4];
+	ld.local.f32 	%f4071, [%rd1018+4];
+	fma.rn.f32 	%f4072, %f850, %f4070, %f4071;
+	st.local.f32 	[%rd1018+4], %f4072;
+	@%p1407 bra 	$L__BB66_1199;
+
+	ld.shared.f32 	%f4073, [%rd1017+8];
+	ld.local.f32 	%f4074, [%rd1018+8];
+	fma.rn.f32 	%f4075, %f850, %f4073, %f4074;
+	st.local.f32 	[%rd1018+8], %f4075;
+
+$L__BB66_1199:
+	setp.lt.s64 	%p1408, %rd895, 16;
+	setp.lt.s64 	%p1409, %rd3729, 48;
+	or.pred  	%p1410, %p1408, %p1409;
+	@%p1410 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f851, [%rd5+188];
+	mov.u64 	%rd4121, 0;
+	@%p1291 bra 	$L__BB66_1203;
+
+	mov.u64 	%rd4120, %rd20;
+
+$L__BB66_1202:
+	shl.b64 	%rd2909, %rd4121, 2;
+	mov.u64 	%rd2910, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2911, %rd2910, %rd2909;
+	ld.shared.f32 	%f4076, [%rd2911+7680];
+	add.s64 	%rd2912, %rd4, %rd2909;
+	ld.local.v4.f32 	{%f4077, %f4078, %f4079, %f4080}, [%rd2912];
+	ld.shared.f32 	%f4085, [%rd2911+7684];
+	ld.shared.f32 	%f4086, [%rd2911+7688];
+	ld.shared.f32 	%f4087, [%rd2911+7692];
+	fma.rn.f32 	%f4088, %f851, %f4087, %f4080;
+	fma.rn.f32 	%f4089, %f851, %f4086, %f4079;
+	fma.rn.f32 	%f4090, %f851, %f4085, %f4078;
+	fma.rn.f32 	%f4091, %f851, %f4076, %f4077;
+	st.local.v4.f32 	[%rd2912], {%f4091, %f4090, %f4089, %f4088};
+	add.s64 	%rd4121, %rd4121, 4;
+	add.s64 	%rd4120, %rd4120, -4;
+	setp.ne.s64 	%p1412, %rd4120, 0;
+	@%p1412 bra 	$L__BB66_1202;
+
+$L__BB66_1203:
+	@%p1293 bra 	$L__BB66_1207;
+
+	setp.eq.s64 	%p1414, %rd19, 1;
+	shl.b64 	%rd2913, %rd4121, 2;
+	mov.u64 	%rd2914, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2915, %rd2914, %rd2913;
+	add.s64 	%rd1024, %rd2915, 7680;
+	ld.shared.f32 	%f4092, [%rd2915+7680];
+	add.s64 	%rd1025, %rd4, %rd2913;
+	ld.local.f32 	%f4093, [%rd1025];
+	fma.rn.f32 	%f4094, %f851, %f4092, %f4093;
+	st.local.f32 	[%rd1025], %f4094;
+	@%p1414 bra 	$L__BB66_1207;
+
+	setp.eq.s64 	%p1415, %rd19, 2;
+	ld.shared.f32 	%f4095, [%rd1024+4];
+	ld.local.f32 	%f4096, [%rd1025+4];
+	fma.rn.f32 	%f4097, %f851, %f4095, %f4096;
+	st.local.f32 	[%rd1025+4], %f4097;
+	@%p1415 bra 	$L__BB66_1207;
+
+	ld.shared.f32 	%f4098, [%rd1024+8];
+	ld.local.f32 	%f4099, [%rd1025+8];
+	fma.rn.f32 	%f4100, %f851, %f4098, %f4099;
+	st.local.f32 	[%rd1025+8], %f4100;
+
+$L__BB66_1207:
+	setp.lt.s64 	%p1416, %rd895, 17;
+	setp.lt.s64 	%p1417, %rd3729, 49;
+	or.pred  	%p1418, %p1416, %p1417;
+	@%p1418 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f852, [%rd5+192];
+	mov.u64 	%rd4124, 0;
+	@%p1291 bra 	$L__BB66_1211;
+
+	mov.u64 	%rd4123, %rd20;
+
+$L__BB66_1210:
+	shl.b64 	%rd2918, %rd4124, 2;
+	mov.u64 	%rd2919, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2920, %rd2919, %rd2918;
+	ld.shared.f32 	%f4101, [%rd2920+8192];
+	add.s64 	%rd2921, %rd4, %rd2918;
+	ld.local.v4.f32 	{%f4102, %f4103, %f4104, %f4105}, [%rd2921];
+	ld.shared.f32 	%f4110, [%rd2920+8196];
+	ld.shared.f32 	%f4111, [%rd2920+8200];
+	ld.shared.f32 	%f4112, [%rd2920+8204];
+	fma.rn.f32 	%f4113, %f852, %f4112, %f4105;
+	fma.rn.f32 	%f4114, %f852, %f4111, %f4104;
+	fma.rn.f32 	%f4115, %f852, %f4110, %f4103;
+	fma.rn.f32 	%f4116, %f852, %f4101, %f4102;
+	st.local.v4.f32 	[%rd2921], {%f4116, %f4115, %f4114, %f4113};
+	add.s64 	%rd4124, %rd4124, 4;
+	add.s64 	%rd4123, %rd4123, -4;
+	setp.ne.s64 	%p1420, %rd4123, 0;
+	@%p1420 bra 	$L__BB66_1210;
+
+$L__BB66_1211:
+	@%p1293 bra 	$L__BB66_1215;
+
+	setp.eq.s64 	%p1422, %rd19, 1;
+	shl.b64 	%rd2922, %rd4124, 2;
+	mov.u64 	%rd2923, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2924, %rd2923, %rd2922;
+	add.s64 	%rd1031, %rd2924, 8192;
+	ld.shared.f32 	%f4117, [%rd2924+8192];
+	add.s64 	%rd1032, %rd4, %rd2922;
+	ld.local.f32 	%f4118, [%rd1032];
+	fma.rn.f32 	%f4119, %f852, %f4117, %f4118;
+	st.local.f32 	[%rd1032], %f4119;
+	@%p1422 bra 	$L__BB66_1215;
+
+	setp.eq.s64 	%p1423, %rd19, 2;
+	ld.shared.f32 	%f4120, [%rd1031+4];
+	ld.local.f32 	%f4121, [%rd1032+4];
+	fma.rn.f32 	%f4122, %f852, %f4120, %f4121;
+	st.local.f32 	[%rd1032+4], %f4122;
+	@%p1423 bra 	$L__BB66_1215;
+
+	ld.shared.f32 	%f4123, [%rd1031+8];
+	ld.local.f32 	%f4124, [%rd1032+8];
+	fma.rn.f32 	%f4125, %f852, %f4123, %f4124;
+	st.local.f32 	[%rd1032+8], %f4125;
+
+$L__BB66_1215:
+	setp.lt.s64 	%p1424, %rd895, 18;
+	setp.lt.s64 	%p1425, %rd3729, 50;
+	or.pred  	%p1426, %p1424, %p1425;
+	@%p1426 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f853, [%rd5+196];
+	mov.u64 	%rd4127, 0;
+	@%p1291 bra 	$L__BB66_1219;
+
+	mov.u64 	%rd4126, %rd20;
+
+$L__BB66_1218:
+	shl.b64 	%rd2927, %rd4127, 2;
+	mov.u64 	%rd2928, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2929, %rd2928, %rd2927;
+	ld.shared.f32 	%f4126, [%rd2929+8704];
+	add.s64 	%rd2930, %rd4, %rd2927;
+	ld.local.v4.f32 	{%f4127, %f4128, %f4129, %f4130}, [%rd2930];
+	ld.shared.f32 	%f4135, [%rd2929+8708];
+	ld.shared.f32 	%f4136, [%rd2929+8712];
+	ld.shared.f32 	%f4137, [%rd2929+8716];
+	fma.rn.f32 	%f4138, %f853, %f4137, %f4130;
+	fma.rn.f32 	%f4139, %f853, %f4136, %f4129;
+	fma.rn.f32 	%f4140, %f853, %f4135, %f4128;
+	fma.rn.f32 	%f4141, %f853, %f4126, %f4127;
+	st.local.v4.f32 	[%rd2930], {%f4141, %f4140, %f4139, %f4138};
+	add.s64 	%rd4127, %rd4127, 4;
+	add.s64 	%rd4126, %rd4126, -4;
+	setp.ne.s64 	%p1428, %rd4126, 0;
+	@%p1428 bra 	$L__BB66_1218;
+
+$L__BB66_1219:
+	@%p1293 bra 	$L__BB66_1223;
+
+	setp.eq.s64 	%p1430, %rd19, 1;
+	shl.b64 	%rd2931, %rd4127, 2;
+	mov.u64 	%rd2932, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2933, %rd2932, %rd2931;
+	add.s64 	%rd1038, %rd2933, 8704;
+	ld.shared.f32 	%f4142, [%rd2933+8704];
+	add.s64 	%rd1039, %rd4, %rd2931;
+	ld.local.f32 	%f4143, [%rd1039];
+	fma.rn.f32 	%f4144, %f853, %f4142, %f4143;
+	st.local.f32 	[%rd1039], %f4144;
+	@%p1430 bra 	$L__BB66_1223;
+
+	setp.eq.s64 	%p1431, %rd19, 2;
+	ld.shared.f32 	%f4145, [%rd1038+4];
+	ld.local.f32 	%f4146, [%rd1039+4];
+	fma.rn.f32 	%f4147, %f853, %f4145, %f4146;
+	st.local.f32 	[%rd1039+4], %f4147;
+	@%p1431 bra 	$L__BB66_1223;
+
+	ld.shared.f32 	%f4148, [%rd1038+8];
+	ld.local.f32 	%f4149, [%rd1039+8];
+	fma.rn.f32 	%f4150, %f853, %f4148, %f4149;
+	st.local.f32 	[%rd1039+8], %f4150;
+
+$L__BB66_1223:
+	setp.lt.s64 	%p1432, %rd895, 19;
+	setp.lt.s64 	%p1433, %rd3729, 51;
+	or.pred  	%p1434, %p1432, %p1433;
+	@%p1434 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f854, [%rd5+200];
+	mov.u64 	%rd4130, 0;
+	@%p1291 bra 	$L__BB66_1227;
+
+	mov.u64 	%rd4129, %rd20;
+
+$L__BB66_1226:
+	shl.b64 	%rd2936, %rd4130, 2;
+	mov.u64 	%rd2937, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2938, %rd2937, %rd2936;
+	ld.shared.f32 	%f4151, [%rd2938+9216];
+	add.s64 	%rd2939, %rd4, %rd2936;
+	ld.local.v4.f32 	{%f4152, %f4153, %f4154, %f4155}, [%rd2939];
+	ld.shared.f32 	%f4160, [%rd2938+9220];
+	ld.shared.f32 	%f4161, [%rd2938+9224];
+	ld.shared.f32 	%f4162, [%rd2938+9228];
+	fma.rn.f32 	%f4163, %f854, %f4162, %f4155;
+	fma.rn.f32 	%f4164, %f854, %f4161, %f4154;
+	fma.rn.f32 	%f4165, %f854, %f4160, %f4153;
+	fma.rn.f32 	%f4166, %f854, %f4151, %f4152;
+	st.local.v4.f32 	[%rd2939], {%f4166, %f4165, %f4164, %f4163};
+	add.s64 	%rd4130, %rd4130, 4;
+	add.s64 	%rd4129, %rd4129, -4;
+	setp.ne.s64 	%p1436, %rd4129, 0;
+	@%p1436 bra 	$L__BB66_1226;
+
+$L__BB66_1227:
+	@%p1293 bra 	$L__BB66_1231;
+
+	setp.eq.s64 	%p1438, %rd19, 1;
+	shl.b64 	%rd2940, %rd4130, 2;
+	mov.u64 	%rd2941, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2942, %rd2941, %rd2940;
+	add.s64 	%rd1045, %rd2942, 9216;
+	ld.shared.f32 	%f4167, [%rd2942+9216];
+	add.s64 	%rd1046, %rd4, %rd2940;
+	ld.local.f32 	%f4168, [%rd1046];
+	fma.rn.f32 	%f4169, %f854, %f4167, %f4168;
+	st.local.f32 	[%rd1046], %f4169;
+	@%p1438 bra 	$L__BB66_1231;
+
+	setp.eq.s64 	%p1439, %rd19, 2;
+	ld.shared.f32 	%f4170, [%rd1045+4];
+	ld.local.f32 	%f4171, [%rd1046+4];
+	fma.rn.f32 	%f4172, %f854, %f4170, %f4171;
+	st.local.f32 	[%rd1046+4], %f4172;
+	@%p1439 bra 	$L__BB66_1231;
+
+	ld.shared.f32 	%f4173, [%rd1045+8];
+	ld.local.f32 	%f4174, [%rd1046+8];
+	fma.rn.f32 	%f4175, %f854, %f4173, %f4174;
+	st.local.f32 	[%rd1046+8], %f4175;
+
+$L__BB66_1231:
+	setp.lt.s64 	%p1440, %rd895, 20;
+	setp.lt.s64 	%p1441, %rd3729, 52;
+	or.pred  	%p1442, %p1440, %p1441;
+	@%p1442 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f855, [%rd5+204];
+	mov.u64 	%rd4133, 0;
+	@%p1291 bra 	$L__BB66_1235;
+
+	mov.u64 	%rd4132, %rd20;
+
+$L__BB66_1234:
+	shl.b64 	%rd2945, %rd4133, 2;
+	mov.u64 	%rd2946, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2947, %rd2946, %rd2945;
+	ld.shared.f32 	%f4176, [%rd2947+9728];
+	add.s64 	%rd2948, %rd4, %rd2945;
+	ld.local.v4.f32 	{%f4177, %f4178, %f4179, %f4180}, [%rd2948];
+	ld.shared.f32 	%f4185, [%rd2947+9732];
+	ld.shared.f32 	%f4186, [%rd2947+9736];
+	ld.shared.f32 	%f4187, [%rd2947+9740];
+	fma.rn.f32 	%f4188, %f855, %f4187, %f4180;
+	fma.rn.f32 	%f4189, %f855, %f4186, %f4179;
+	fma.rn.f32 	%f4190, %f855, %f4185, %f4178;
+	fma.rn.f32 	%f4191, %f855, %f4176, %f4177;
+	st.local.v4.f32 	[%rd2948], {%f4191, %f4190, %f4189, %f4188};
+	add.s64 	%rd4133, %rd4133, 4;
+	add.s64 	%rd4132, %rd4132, -4;
+	setp.ne.s64 	%p1444, %rd4132, 0;
+	@%p1444 bra 	$L__BB66_1234;
+
+$L__BB66_1235:
+	@%p1293 bra 	$L__BB66_1239;
+
+	setp.eq.s64 	%p1446, %rd19, 1;
+	shl.b64 	%rd2949, %rd4133, 2;
+	mov.u64 	%rd2950, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2951, %rd2950, %rd2949;
+	add.s64 	%rd1052, %rd2951, 9728;
+	ld.shared.f32 	%f4192, [%rd2951+9728];
+	add.s64 	%rd1053, %rd4, %rd2949;
+	ld.local.f32 	%f4193, [%rd1053];
+	fma.rn.f32 	%f4194, %f855, %f4192, %f4193;
+	st.local.f32 	[%rd1053], %f4194;
+	@%p1446 bra 	$L__BB66_1239;
+
+	setp.eq.s64 	%p1447, %rd19, 2;
+	ld.shared.f32 	%f4195, [%rd1052+4];
+	ld.local.f32 	%f4196, [%rd1053+4];
+	fma.rn.f32 	%f4197, %f855, %f4195, %f4196;
+	st.local.f32 	[%rd1053+4], %f4197;
+	@%p1447 bra 	$L__BB66_1239;
+
+	ld.shared.f32 	%f4198, [%rd1052+8];
+	ld.local.f32 	%f4199, [%rd1053+8];
+	fma.rn.f32 	%f4200, %f855, %f4198, %f4199;
+	st.local.f32 	[%rd1053+8], %f4200;
+
+$L__BB66_1239:
+	setp.lt.s64 	%p1448, %rd895, 21;
+	setp.lt.s64 	%p1449, %rd3729, 53;
+	or.pred  	%p1450, %p1448, %p1449;
+	@%p1450 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f856, [%rd5+208];
+	mov.u64 	%rd4136, 0;
+	@%p1291 bra 	$L__BB66_1243;
+
+	mov.u64 	%rd4135, %rd20;
+
+$L__BB66_1242:
+	shl.b64 	%rd2954, %rd4136, 2;
+	mov.u64 	%rd2955, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2956, %rd2955, %rd2954;
+	ld.shared.f32 	%f4201, [%rd2956+10240];
+	add.s64 	%rd2957, %rd4, %rd2954;
+	ld.local.v4.f32 	{%f4202, %f4203, %f4204, %f4205}, [%rd2957];
+	ld.shared.f32 	%f4210, [%rd2956+10244];
+	ld.shared.f32 	%f4211, [%rd2956+10248];
+	ld.shared.f32 	%f4212, [%rd2956+10252];
+	fma.rn.f32 	%f4213, %f856, %f4212, %f4205;
+	fma.rn.f32 	%f4214, %f856, %f4211, %f4204;
+	fma.rn.f32 	%f4215, %f856, %f4210, %f4203;
+	fma.rn.f32 	%f4216, %f856, %f4201, %f4202;
+	st.local.v4.f32 	[%rd2957], {%f4216, %f4215, %f4214, %f4213};
+	add.s64 	%rd4136, %rd4136, 4;
+	add.s64 	%rd4135, %rd4135, -4;
+	setp.ne.s64 	%p1452, %rd4135, 0;
+	@%p1452 bra 	$L__BB66_1242;
+
+$L__BB66_1243:
+	@%p1293 bra 	$L__BB66_1247;
+
+	setp.eq.s64 	%p1454, %rd19, 1;
+	shl.b64 	%rd2958, %rd4136, 2;
+	mov.u64 	%rd2959, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2960, %rd2959, %rd2958;
+	add.s64 	%rd1059, %rd2960, 10240;
+	ld.shared.f32 	%f4217, [%rd2960+10240];
+	add.s64 	%rd1060, %rd4, %rd2958;
+	ld.local.f32 	%f4218, [%rd1060];
+	fma.rn.f32 	%f4219, %f856, %f4217, %f4218;
+	st.local.f32 	[%rd1060], %f4219;
+	@%p1454 bra 	$L__BB66_1247;
+
+	setp.eq.s64 	%p1455, %rd19, 2;
+	ld.shared.f32 	%f4220, [%rd1059+4];
+	ld.local.f32 	%f4221, [%rd1060+4];
+	fma.rn.f32 	%f4222, %f856, %f4220, %f4221;
+	st.local.f32 	[%rd1060+4], %f4222;
+	@%p1455 bra 	$L__BB66_1247;
+
+	ld.shared.f32 	%f4223, [%rd1059+8];
+	ld.local.f32 	%f4224, [%rd1060+8];
+	fma.rn.f32 	%f4225, %f856, %f4223, %f4224;
+	st.local.f32 	[%rd1060+8], %f4225;
+
+$L__BB66_1247:
+	setp.lt.s64 	%p1456, %rd895, 22;
+	setp.lt.s64 	%p1457, %rd3729, 54;
+	or.pred  	%p1458, %p1456, %p1457;
+	@%p1458 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f857, [%rd5+212];
+	mov.u64 	%rd4139, 0;
+	@%p1291 bra 	$L__BB66_1251;
+
+	mov.u64 	%rd4138, %rd20;
+
+$L__BB66_1250:
+	shl.b64 	%rd2963, %rd4139, 2;
+	mov.u64 	%rd2964, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2965, %rd2964, %rd2963;
+	ld.shared.f32 	%f4226, [%rd2965+10752];
+	add.s64 	%rd2966, %rd4, %rd2963;
+	ld.local.v4.f32 	{%f4227, %f4228, %f4229, %f4230}, [%rd2966];
+	ld.shared.f32 	%f4235, [%rd2965+10756];
+	ld.shared.f32 	%f4236, [%rd2965+10760];
+	ld.shared.f32 	%f4237, [%rd2965+10764];
+	fma.rn.f32 	%f4238, %f857, %f4237, %f4230;
+	fma.rn.f32 	%f4239, %f857, %f4236, %f4229;
+	fma.rn.f32 	%f4240, %f857, %f4235, %f4228;
+	fma.rn.f32 	%f4241, %f857, %f4226, %f4227;
+	st.local.v4.f32 	[%rd2966], {%f4241, %f4240, %f4239, %f4238};
+	add.s64 	%rd4139, %rd4139, 4;
+	add.s64 	%rd4138, %rd4138, -4;
+	setp.ne.s64 	%p1460, %rd4138, 0;
+	@%p1460 bra 	$L__BB66_1250;
+
+$L__BB66_1251:
+	@%p1293 bra 	$L__BB66_1255;
+
+	setp.eq.s64 	%p1462, %rd19, 1;
+	shl.b64 	%rd2967, %rd4139, 2;
+	mov.u64 	%rd2968, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2969, %rd2968, %rd2967;
+	add.s64 	%rd1066, %rd2969, 10752;
+	ld.shared.f32 	%f4242, [%rd2969+10752];
+	add.s64 	%rd1067, %rd4, %rd2967;
+	ld.local.f32 	%f4243, [%rd1067];
+	fma.rn.f32 	%f4244, %f857, %f4242, %f4243;
+	st.local.f32 	[%rd1067], %f4244;
+	@%p1462 bra 	$L__BB66_1255;
+
+	setp.eq.s64 	%p1463, %rd19, 2;
+	ld.shared.f32 	%f4245, [%rd1066+4];
+	ld.local.f32 	%f4246, [%rd1067+4];
+	fma.rn.f32 	%f4247, %f857, %f4245, %f4246;
+	st.local.f32 	[%rd1067+4], %f4247;
+	@%p1463 bra 	$L__BB66_1255;
+
+	ld.shared.f32 	%f4248, [%rd1066+8];
+	ld.local.f32 	%f4249, [%rd1067+8];
+	fma.rn.f32 	%f4250, %f857, %f4248, %f4249;
+	st.local.f32 	[%rd1067+8], %f4250;
+
+$L__BB66_1255:
+	setp.lt.s64 	%p1464, %rd895, 23;
+	setp.lt.s64 	%p1465, %rd3729, 55;
+	or.pred  	%p1466, %p1464, %p1465;
+	@%p1466 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f858, [%rd5+216];
+	mov.u64 	%rd4142, 0;
+	@%p1291 bra 	$L__BB66_1259;
+
+	mov.u64 	%rd4141, %rd20;
+
+$L__BB66_1258:
+	shl.b64 	%rd2972, %rd4142, 2;
+	mov.u64 	%rd2973, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2974, %rd2973, %rd2972;
+	ld.shared.f32 	%f4251, [%rd2974+11264];
+	add.s64 	%rd2975, %rd4, %rd2972;
+	ld.local.v4.f32 	{%f4252, %f4253, %f4254, %f4255}, [%rd2975];
+	ld.shared.f32 	%f4260, [%rd2974+11268];
+	ld.shared.f32 	%f4261, [%rd2974+11272];
+	ld.shared.f32 	%f4262, [%rd2974+11276];
+	fma.rn.f32 	%f4263, %f858, %f4262, %f4255;
+	fma.rn.f32 	%f4264, %f858, %f4261, %f4254;
+	fma.rn.f32 	%f4265, %f858, %f4260, %f4253;
+	fma.rn.f32 	%f4266, %f858, %f4251, %f4252;
+	st.local.v4.f32 	[%rd2975], {%f4266, %f4265, %f4264, %f4263};
+	add.s64 	%rd4142, %rd4142, 4;
+	add.s64 	%rd4141, %rd4141, -4;
+	setp.ne.s64 	%p1468, %rd4141, 0;
+	@%p1468 bra 	$L__BB66_1258;
+
+$L__BB66_1259:
+	@%p1293 bra 	$L__BB66_1263;
+
+	setp.eq.s64 	%p1470, %rd19, 1;
+	shl.b64 	%rd2976, %rd4142, 2;
+	mov.u64 	%rd2977, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2978, %rd2977, %rd2976;
+	add.s64 	%rd1073, %rd2978, 11264;
+	ld.shared.f32 	%f4267, [%rd2978+11264];
+	add.s64 	%rd1074, %rd4, %rd2976;
+	ld.local.f32 	%f4268, [%rd1074];
+	fma.rn.f32 	%f4269, %f858, %f4267, %f4268;
+	st.local.f32 	[%rd1074], %f4269;
+	@%p1470 bra 	$L__BB66_1263;
+
+	setp.eq.s64 	%p1471, %rd19, 2;
+	ld.shared.f32 	%f4270, [%rd1073+4];
+	ld.local.f32 	%f4271, [%rd1074+4];
+	fma.rn.f32 	%f4272, %f858, %f4270, %f4271;
+	st.local.f32 	[%rd1074+4], %f4272;
+	@%p1471 bra 	$L__BB66_1263;
+
+	ld.shared.f32 	%f4273, [%rd1073+8];
+	ld.local.f32 	%f4274, [%rd1074+8];
+	fma.rn.f32 	%f4275, %f858, %f4273, %f4274;
+	st.local.f32 	[%rd1074+8], %f4275;
+
+$L__BB66_1263:
+	setp.lt.s64 	%p1472, %rd895, 24;
+	setp.lt.s64 	%p1473, %rd3729, 56;
+	or.pred  	%p1474, %p1472, %p1473;
+	@%p1474 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f859, [%rd5+220];
+	mov.u64 	%rd4145, 0;
+	@%p1291 bra 	$L__BB66_1267;
+
+	mov.u64 	%rd4144, %rd20;
+
+$L__BB66_1266:
+	shl.b64 	%rd2981, %rd4145, 2;
+	mov.u64 	%rd2982, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2983, %rd2982, %rd2981;
+	ld.shared.f32 	%f4276, [%rd2983+11776];
+	add.s64 	%rd2984, %rd4, %rd2981;
+	ld.local.v4.f32 	{%f4277, %f4278, %f4279, %f4280}, [%rd2984];
+	ld.shared.f32 	%f4285, [%rd2983+11780];
+	ld.shared.f32 	%f4286, [%rd2983+11784];
+	ld.shared.f32 	%f4287, [%rd2983+11788];
+	fma.rn.f32 	%f4288, %f859, %f4287, %f4280;
+	fma.rn.f32 	%f4289, %f859, %f4286, %f4279;
+	fma.rn.f32 	%f4290, %f859, %f4285, %f4278;
+	fma.rn.f32 	%f4291, %f859, %f4276, %f4277;
+	st.local.v4.f32 	[%rd2984], {%f4291, %f4290, %f4289, %f4288};
+	add.s64 	%rd4145, %rd4145, 4;
+	add.s64 	%rd4144, %rd4144, -4;
+	setp.ne.s64 	%p1476, %rd4144, 0;
+	@%p1476 bra 	$L__BB66_1266;
+
+$L__BB66_1267:
+	@%p1293 bra 	$L__BB66_1271;
+
+	setp.eq.s64 	%p1478, %rd19, 1;
+	shl.b64 	%rd2985, %rd4145, 2;
+	mov.u64 	%rd2986, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2987, %rd2986, %rd2985;
+	add.s64 	%rd1080, %rd2987, 11776;
+	ld.shared.f32 	%f4292, [%rd2987+11776];
+	add.s64 	%rd1081, %rd4, %rd2985;
+	ld.local.f32 	%f4293, [%rd1081];
+	fma.rn.f32 	%f4294, %f859, %f4292, %f4293;
+	st.local.f32 	[%rd1081], %f4294;
+	@%p1478 bra 	$L__BB66_1271;
+
+	setp.eq.s64 	%p1479, %rd19, 2;
+	ld.shared.f32 	%f4295, [%rd1080+4];
+	ld.local.f32 	%f4296, [%rd1081+4];
+	fma.rn.f32 	%f4297, %f859, %f4295, %f4296;
+	st.local.f32 	[%rd1081+4], %f4297;
+	@%p1479 bra 	$L__BB66_1271;
+
+	ld.shared.f32 	%f4298, [%rd1080+8];
+	ld.local.f32 	%f4299, [%rd1081+8];
+	fma.rn.f32 	%f4300, %f859, %f4298, %f4299;
+	st.local.f32 	[%rd1081+8], %f4300;
+
+$L__BB66_1271:
+	setp.lt.s64 	%p1480, %rd895, 25;
+	setp.lt.s64 	%p1481, %rd3729, 57;
+	or.pred  	%p1482, %p1480, %p1481;
+	@%p1482 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f860, [%rd5+224];
+	mov.u64 	%rd4148, 0;
+	@%p1291 bra 	$L__BB66_1275;
+
+	mov.u64 	%rd4147, %rd20;
+
+$L__BB66_1274:
+	shl.b64 	%rd2990, %rd4148, 2;
+	mov.u64 	%rd2991, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2992, %rd2991, %rd2990;
+	ld.shared.f32 	%f4301, [%rd2992+12288];
+	add.s64 	%rd2993, %rd4, %rd2990;
+	ld.local.v4.f32 	{%f4302, %f4303, %f4304, %f4305}, [%rd2993];
+	ld.shared.f32 	%f4310, [%rd2992+12292];
+	ld.shared.f32 	%f4311, [%rd2992+12296];
+	ld.shared.f32 	%f4312, [%rd2992+12300];
+	fma.rn.f32 	%f4313, %f860, %f4312, %f4305;
+	fma.rn.f32 	%f4314, %f860, %f4311, %f4304;
+	fma.rn.f32 	%f4315, %f860, %f4310, %f4303;
+	fma.rn.f32 	%f4316, %f860, %f4301, %f4302;
+	st.local.v4.f32 	[%rd2993], {%f4316, %f4315, %f4314, %f4313};
+	add.s64 	%rd4148, %rd4148, 4;
+	add.s64 	%rd4147, %rd4147, -4;
+	setp.ne.s64 	%p1484, %rd4147, 0;
+	@%p1484 bra 	$L__BB66_1274;
+
+$L__BB66_1275:
+	@%p1293 bra 	$L__BB66_1279;
+
+	setp.eq.s64 	%p1486, %rd19, 1;
+	shl.b64 	%rd2994, %rd4148, 2;
+	mov.u64 	%rd2995, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd2996, %rd2995, %rd2994;
+	add.s64 	%rd1087, %rd2996, 12288;
+	ld.shared.f32 	%f4317, [%rd2996+12288];
+	add.s64 	%rd1088, %rd4, %rd2994;
+	ld.local.f32 	%f4318, [%rd1088];
+	fma.rn.f32 	%f4319, %f860, %f4317, %f4318;
+	st.local.f32 	[%rd1088], %f4319;
+	@%p1486 bra 	$L__BB66_1279;
+
+	setp.eq.s64 	%p1487, %rd19, 2;
+	ld.shared.f32 	%f4320, [%rd1087+4];
+	ld.local.f32 	%f4321, [%rd1088+4];
+	fma.rn.f32 	%f4322, %f860, %f4320, %f4321;
+	st.local.f32 	[%rd1088+4], %f4322;
+	@%p1487 bra 	$L__BB66_1279;
+
+	ld.shared.f32 	%f4323, [%rd1087+8];
+	ld.local.f32 	%f4324, [%rd1088+8];
+	fma.rn.f32 	%f4325, %f860, %f4323, %f4324;
+	st.local.f32 	[%rd1088+8], %f4325;
+
+$L__BB66_1279:
+	setp.lt.s64 	%p1488, %rd895, 26;
+	setp.lt.s64 	%p1489, %rd3729, 58;
+	or.pred  	%p1490, %p1488, %p1489;
+	@%p1490 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f861, [%rd5+228];
+	mov.u64 	%rd4151, 0;
+	@%p1291 bra 	$L__BB66_1283;
+
+	mov.u64 	%rd4150, %rd20;
+
+$L__BB66_1282:
+	shl.b64 	%rd2999, %rd4151, 2;
+	mov.u64 	%rd3000, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3001, %rd3000, %rd2999;
+	ld.shared.f32 	%f4326, [%rd3001+12800];
+	add.s64 	%rd3002, %rd4, %rd2999;
+	ld.local.v4.f32 	{%f4327, %f4328, %f4329, %f4330}, [%rd3002];
+	ld.shared.f32 	%f4335, [%rd3001+12804];
+	ld.shared.f32 	%f4336, [%rd3001+12808];
+	ld.shared.f32 	%f4337, [%rd3001+12812];
+	fma.rn.f32 	%f4338, %f861, %f4337, %f4330;
+	fma.rn.f32 	%f4339, %f861, %f4336, %f4329;
+	fma.rn.f32 	%f4340, %f861, %f4335, %f4328;
+	fma.rn.f32 	%f4341, %f861, %f4326, %f4327;
+	st.local.v4.f32 	[%rd3002], {%f4341, %f4340, %f4339, %f4338};
+	add.s64 	%rd4151, %rd4151, 4;
+	add.s64 	%rd4150, %rd4150, -4;
+	setp.ne.s64 	%p1492, %rd4150, 0;
+	@%p1492 bra 	$L__BB66_1282;
+
+$L__BB66_1283:
+	@%p1293 bra 	$L__BB66_1287;
+
+	setp.eq.s64 	%p1494, %rd19, 1;
+	shl.b64 	%rd3003, %rd4151, 2;
+	mov.u64 	%rd3004, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3005, %rd3004, %rd3003;
+	add.s64 	%rd1094, %rd3005, 12800;
+	ld.shared.f32 	%f4342, [%rd3005+12800];
+	add.s64 	%rd1095, %rd4, %rd3003;
+	ld.local.f32 	%f4343, [%rd1095];
+	fma.rn.f32 	%f4344, %f861, %f4342, %f4343;
+	st.local.f32 	[%rd1095], %f4344;
+	@%p1494 bra 	$L__BB66_1287;
+
+	setp.eq.s64 	%p1495, %rd19, 2;
+	ld.shared.f32 	%f4345, [%rd1094+4];
+	ld.local.f32 	%f4346, [%rd1095+4];
+	fma.rn.f32 	%f4347, %f861, %f4345, %f4346;
+	st.local.f32 	[%rd1095+4], %f4347;
+	@%p1495 bra 	$L__BB66_1287;
+
+	ld.shared.f32 	%f4348, [%rd1094+8];
+	ld.local.f32 	%f4349, [%rd1095+8];
+	fma.rn.f32 	%f4350, %f861, %f4348, %f4349;
+	st.local.f32 	[%rd1095+8], %f4350;
+
+$L__BB66_1287:
+	setp.lt.s64 	%p1496, %rd895, 27;
+	setp.lt.s64 	%p1497, %rd3729, 59;
+	or.pred  	%p1498, %p1496, %p1497;
+	@%p1498 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f862, [%rd5+232];
+	mov.u64 	%rd4154, 0;
+	@%p1291 bra 	$L__BB66_1291;
+
+	mov.u64 	%rd4153, %rd20;
+
+$L__BB66_1290:
+	shl.b64 	%rd3008, %rd4154, 2;
+	mov.u64 	%rd3009, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3010, %rd3009, %rd3008;
+	ld.shared.f32 	%f4351, [%rd3010+13312];
+	add.s64 	%rd3011, %rd4, %rd3008;
+	ld.local.v4.f32 	{%f4352, %f4353, %f4354, %f4355}, [%rd3011];
+	ld.shared.f32 	%f4360, [%rd3010+13316];
+	ld.shared.f32 	%f4361, [%rd3010+13320];
+	ld.shared.f32 	%f4362, [%rd3010+13324];
+	fma.rn.f32 	%f4363, %f862, %f4362, %f4355;
+	fma.rn.f32 	%f4364, %f862, %f4361, %f4354;
+	fma.rn.f32 	%f4365, %f862, %f4360, %f4353;
+	fma.rn.f32 	%f4366, %f862, %f4351, %f4352;
+	st.local.v4.f32 	[%rd3011], {%f4366, %f4365, %f4364, %f4363};
+	add.s64 	%rd4154, %rd4154, 4;
+	add.s64 	%rd4153, %rd4153, -4;
+	setp.ne.s64 	%p1500, %rd4153, 0;
+	@%p1500 bra 	$L__BB66_1290;
+
+$L__BB66_1291:
+	@%p1293 bra 	$L__BB66_1295;
+
+	setp.eq.s64 	%p1502, %rd19, 1;
+	shl.b64 	%rd3012, %rd4154, 2;
+	mov.u64 	%rd3013, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3014, %rd3013, %rd3012;
+	add.s64 	%rd1101, %rd3014, 13312;
+	ld.shared.f32 	%f4367, [%rd3014+13312];
+	add.s64 	%rd1102, %rd4, %rd3012;
+	ld.local.f32 	%f4368, [%rd1102];
+	fma.rn.f32 	%f4369, %f862, %f4367, %f4368;
+	st.local.f32 	[%rd1102], %f4369;
+	@%p1502 bra 	$L__BB66_1295;
+
+	setp.eq.s64 	%p1503, %rd19, 2;
+	ld.shared.f32 	%f4370, [%rd1101+4];
+	ld.local.f32 	%f4371, [%rd1102+4];
+	fma.rn.f32 	%f4372, %f862, %f4370, %f4371;
+	st.local.f32 	[%rd1102+4], %f4372;
+	@%p1503 bra 	$L__BB66_1295;
+
+	ld.shared.f32 	%f4373, [%rd1101+8];
+	ld.local.f32 	%f4374, [%rd1102+8];
+	fma.rn.f32 	%f4375, %f862, %f4373, %f4374;
+	st.local.f32 	[%rd1102+8], %f4375;
+
+$L__BB66_1295:
+	setp.lt.s64 	%p1504, %rd895, 28;
+	setp.lt.s64 	%p1505, %rd3729, 60;
+	or.pred  	%p1506, %p1504, %p1505;
+	@%p1506 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f863, [%rd5+236];
+	mov.u64 	%rd4157, 0;
+	@%p1291 bra 	$L__BB66_1299;
+
+	mov.u64 	%rd4156, %rd20;
+
+$L__BB66_1298:
+	shl.b64 	%rd3017, %rd4157, 2;
+	mov.u64 	%rd3018, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3019, %rd3018, %rd3017;
+	ld.shared.f32 	%f4376, [%rd3019+13824];
+	add.s64 	%rd3020, %rd4, %rd3017;
+	ld.local.v4.f32 	{%f4377, %f4378, %f4379, %f4380}, [%rd3020];
+	ld.shared.f32 	%f4385, [%rd3019+13828];
+	ld.shared.f32 	%f4386, [%rd3019+13832];
+	ld.shared.f32 	%f4387, [%rd3019+13836];
+	fma.rn.f32 	%f4388, %f863, %f4387, %f4380;
+	fma.rn.f32 	%f4389, %f863, %f4386, %f4379;
+	fma.rn.f32 	%f4390, %f863, %f4385, %f4378;
+	fma.rn.f32 	%f4391, %f863, %f4376, %f4377;
+	st.local.v4.f32 	[%rd3020], {%f4391, %f4390, %f4389, %f4388};
+	add.s64 	%rd4157, %rd4157, 4;
+	add.s64 	%rd4156, %rd4156, -4;
+	setp.ne.s64 	%p1508, %rd4156, 0;
+	@%p1508 bra 	$L__BB66_1298;
+
+$L__BB66_1299:
+	@%p1293 bra 	$L__BB66_1303;
+
+	setp.eq.s64 	%p1510, %rd19, 1;
+	shl.b64 	%rd3021, %rd4157, 2;
+	mov.u64 	%rd3022, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3023, %rd3022, %rd3021;
+	add.s64 	%rd1108, %rd3023, 13824;
+	ld.shared.f32 	%f4392, [%rd3023+13824];
+	add.s64 	%rd1109, %rd4, %rd3021;
+	ld.local.f32 	%f4393, [%rd1109];
+	fma.rn.f32 	%f4394, %f863, %f4392, %f4393;
+	st.local.f32 	[%rd1109], %f4394;
+	@%p1510 bra 	$L__BB66_1303;
+
+	setp.eq.s64 	%p1511, %rd19, 2;
+	ld.shared.f32 	%f4395, [%rd1108+4];
+	ld.local.f32 	%f4396, [%rd1109+4];
+	fma.rn.f32 	%f4397, %f863, %f4395, %f4396;
+	st.local.f32 	[%rd1109+4], %f4397;
+	@%p1511 bra 	$L__BB66_1303;
+
+	ld.shared.f32 	%f4398, [%rd1108+8];
+	ld.local.f32 	%f4399, [%rd1109+8];
+	fma.rn.f32 	%f4400, %f863, %f4398, %f4399;
+	st.local.f32 	[%rd1109+8], %f4400;
+
+$L__BB66_1303:
+	setp.lt.s64 	%p1512, %rd895, 29;
+	setp.lt.s64 	%p1513, %rd3729, 61;
+	or.pred  	%p1514, %p1512, %p1513;
+	@%p1514 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f864, [%rd5+240];
+	mov.u64 	%rd4160, 0;
+	@%p1291 bra 	$L__BB66_1307;
+
+	mov.u64 	%rd4159, %rd20;
+
+$L__BB66_1306:
+	shl.b64 	%rd3026, %rd4160, 2;
+	mov.u64 	%rd3027, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3028, %rd3027, %rd3026;
+	ld.shared.f32 	%f4401, [%rd3028+14336];
+	add.s64 	%rd3029, %rd4, %rd3026;
+	ld.local.v4.f32 	{%f4402, %f4403, %f4404, %f4405}, [%rd3029];
+	ld.shared.f32 	%f4410, [%rd3028+14340];
+	ld.shared.f32 	%f4411, [%rd3028+14344];
+	ld.shared.f32 	%f4412, [%rd3028+14348];
+	fma.rn.f32 	%f4413, %f864, %f4412, %f4405;
+	fma.rn.f32 	%f4414, %f864, %f4411, %f4404;
+	fma.rn.f32 	%f4415, %f864, %f4410, %f4403;
+	fma.rn.f32 	%f4416, %f864, %f4401, %f4402;
+	st.local.v4.f32 	[%rd3029], {%f4416, %f4415, %f4414, %f4413};
+	add.s64 	%rd4160, %rd4160, 4;
+	add.s64 	%rd4159, %rd4159, -4;
+	setp.ne.s64 	%p1516, %rd4159, 0;
+	@%p1516 bra 	$L__BB66_1306;
+
+$L__BB66_1307:
+	@%p1293 bra 	$L__BB66_1311;
+
+	setp.eq.s64 	%p1518, %rd19, 1;
+	shl.b64 	%rd3030, %rd4160, 2;
+	mov.u64 	%rd3031, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3032, %rd3031, %rd3030;
+	add.s64 	%rd1115, %rd3032, 14336;
+	ld.shared.f32 	%f4417, [%rd3032+14336];
+	add.s64 	%rd1116, %rd4, %rd3030;
+	ld.local.f32 	%f4418, [%rd1116];
+	fma.rn.f32 	%f4419, %f864, %f4417, %f4418;
+	st.local.f32 	[%rd1116], %f4419;
+	@%p1518 bra 	$L__BB66_1311;
+
+	setp.eq.s64 	%p1519, %rd19, 2;
+	ld.shared.f32 	%f4420, [%rd1115+4];
+	ld.local.f32 	%f4421, [%rd1116+4];
+	fma.rn.f32 	%f4422, %f864, %f4420, %f4421;
+	st.local.f32 	[%rd1116+4], %f4422;
+	@%p1519 bra 	$L__BB66_1311;
+
+	ld.shared.f32 	%f4423, [%rd1115+8];
+	ld.local.f32 	%f4424, [%rd1116+8];
+	fma.rn.f32 	%f4425, %f864, %f4423, %f4424;
+	st.local.f32 	[%rd1116+8], %f4425;
+
+$L__BB66_1311:
+	setp.lt.s64 	%p1520, %rd895, 30;
+	setp.lt.s64 	%p1521, %rd3729, 62;
+	or.pred  	%p1522, %p1520, %p1521;
+	@%p1522 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f865, [%rd5+244];
+	mov.u64 	%rd4163, 0;
+	@%p1291 bra 	$L__BB66_1315;
+
+	mov.u64 	%rd4162, %rd20;
+
+$L__BB66_1314:
+	shl.b64 	%rd3035, %rd4163, 2;
+	mov.u64 	%rd3036, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3037, %rd3036, %rd3035;
+	ld.shared.f32 	%f4426, [%rd3037+14848];
+	add.s64 	%rd3038, %rd4, %rd3035;
+	ld.local.v4.f32 	{%f4427, %f4428, %f4429, %f4430}, [%rd3038];
+	ld.shared.f32 	%f4435, [%rd3037+14852];
+	ld.shared.f32 	%f4436, [%rd3037+14856];
+	ld.shared.f32 	%f4437, [%rd3037+14860];
+	fma.rn.f32 	%f4438, %f865, %f4437, %f4430;
+	fma.rn.f32 	%f4439, %f865, %f4436, %f4429;
+	fma.rn.f32 	%f4440, %f865, %f4435, %f4428;
+	fma.rn.f32 	%f4441, %f865, %f4426, %f4427;
+	st.local.v4.f32 	[%rd3038], {%f4441, %f4440, %f4439, %f4438};
+	add.s64 	%rd4163, %rd4163, 4;
+	add.s64 	%rd4162, %rd4162, -4;
+	setp.ne.s64 	%p1524, %rd4162, 0;
+	@%p1524 bra 	$L__BB66_1314;
+
+$L__BB66_1315:
+	@%p1293 bra 	$L__BB66_1319;
+
+	setp.eq.s64 	%p1526, %rd19, 1;
+	shl.b64 	%rd3039, %rd4163, 2;
+	mov.u64 	%rd3040, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3041, %rd3040, %rd3039;
+	add.s64 	%rd1122, %rd3041, 14848;
+	ld.shared.f32 	%f4442, [%rd3041+14848];
+	add.s64 	%rd1123, %rd4, %rd3039;
+	ld.local.f32 	%f4443, [%rd1123];
+	fma.rn.f32 	%f4444, %f865, %f4442, %f4443;
+	st.local.f32 	[%rd1123], %f4444;
+	@%p1526 bra 	$L__BB66_1319;
+
+	setp.eq.s64 	%p1527, %rd19, 2;
+	ld.shared.f32 	%f4445, [%rd1122+4];
+	ld.local.f32 	%f4446, [%rd1123+4];
+	fma.rn.f32 	%f4447, %f865, %f4445, %f4446;
+	st.local.f32 	[%rd1123+4], %f4447;
+	@%p1527 bra 	$L__BB66_1319;
+
+	ld.shared.f32 	%f4448, [%rd1122+8];
+	ld.local.f32 	%f4449, [%rd1123+8];
+	fma.rn.f32 	%f4450, %f865, %f4448, %f4449;
+	st.local.f32 	[%rd1123+8], %f4450;
+
+$L__BB66_1319:
+	setp.lt.s64 	%p1528, %rd895, 31;
+	setp.lt.s64 	%p1529, %rd3729, 63;
+	or.pred  	%p1530, %p1528, %p1529;
+	@%p1530 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f866, [%rd5+248];
+	mov.u64 	%rd4166, 0;
+	@%p1291 bra 	$L__BB66_1323;
+
+	mov.u64 	%rd4165, %rd20;
+
+$L__BB66_1322:
+	shl.b64 	%rd3044, %rd4166, 2;
+	mov.u64 	%rd3045, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3046, %rd3045, %rd3044;
+	ld.shared.f32 	%f4451, [%rd3046+15360];
+	add.s64 	%rd3047, %rd4, %rd3044;
+	ld.local.v4.f32 	{%f4452, %f4453, %f4454, %f4455}, [%rd3047];
+	ld.shared.f32 	%f4460, [%rd3046+15364];
+	ld.shared.f32 	%f4461, [%rd3046+15368];
+	ld.shared.f32 	%f4462, [%rd3046+15372];
+	fma.rn.f32 	%f4463, %f866, %f4462, %f4455;
+	fma.rn.f32 	%f4464, %f866, %f4461, %f4454;
+	fma.rn.f32 	%f4465, %f866, %f4460, %f4453;
+	fma.rn.f32 	%f4466, %f866, %f4451, %f4452;
+	st.local.v4.f32 	[%rd3047], {%f4466, %f4465, %f4464, %f4463};
+	add.s64 	%rd4166, %rd4166, 4;
+	add.s64 	%rd4165, %rd4165, -4;
+	setp.ne.s64 	%p1532, %rd4165, 0;
+	@%p1532 bra 	$L__BB66_1322;
+
+$L__BB66_1323:
+	@%p1293 bra 	$L__BB66_1327;
+
+	setp.eq.s64 	%p1534, %rd19, 1;
+	shl.b64 	%rd3048, %rd4166, 2;
+	mov.u64 	%rd3049, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3050, %rd3049, %rd3048;
+	add.s64 	%rd1129, %rd3050, 15360;
+	ld.shared.f32 	%f4467, [%rd3050+15360];
+	add.s64 	%rd1130, %rd4, %rd3048;
+	ld.local.f32 	%f4468, [%rd1130];
+	fma.rn.f32 	%f4469, %f866, %f4467, %f4468;
+	st.local.f32 	[%rd1130], %f4469;
+	@%p1534 bra 	$L__BB66_1327;
+
+	setp.eq.s64 	%p1535, %rd19, 2;
+	ld.shared.f32 	%f4470, [%rd1129+4];
+	ld.local.f32 	%f4471, [%rd1130+4];
+	fma.rn.f32 	%f4472, %f866, %f4470, %f4471;
+	st.local.f32 	[%rd1130+4], %f4472;
+	@%p1535 bra 	$L__BB66_1327;
+
+	ld.shared.f32 	%f4473, [%rd1129+8];
+	ld.local.f32 	%f4474, [%rd1130+8];
+	fma.rn.f32 	%f4475, %f866, %f4473, %f4474;
+	st.local.f32 	[%rd1130+8], %f4475;
+
+$L__BB66_1327:
+	setp.lt.s64 	%p1536, %rd895, 32;
+	setp.lt.s64 	%p1537, %rd3729, 64;
+	or.pred  	%p1538, %p1536, %p1537;
+	@%p1538 bra 	$L__BB66_1335;
+
+	ld.local.f32 	%f867, [%rd5+252];
+	mov.u64 	%rd4169, 0;
+	@%p1291 bra 	$L__BB66_1331;
+
+	mov.u64 	%rd4168, %rd20;
+
+$L__BB66_1330:
+	shl.b64 	%rd3053, %rd4169, 2;
+	mov.u64 	%rd3054, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3055, %rd3054, %rd3053;
+	ld.shared.f32 	%f4476, [%rd3055+15872];
+	add.s64 	%rd3056, %rd4, %rd3053;
+	ld.local.v4.f32 	{%f4477, %f4478, %f4479, %f4480}, [%rd3056];
+	ld.shared.f32 	%f4485, [%rd3055+15876];
+	ld.shared.f32 	%f4486, [%rd3055+15880];
+	ld.shared.f32 	%f4487, [%rd3055+15884];
+	fma.rn.f32 	%f4488, %f867, %f4487, %f4480;
+	fma.rn.f32 	%f4489, %f867, %f4486, %f4479;
+	fma.rn.f32 	%f4490, %f867, %f4485, %f4478;
+	fma.rn.f32 	%f4491, %f867, %f4476, %f4477;
+	st.local.v4.f32 	[%rd3056], {%f4491, %f4490, %f4489, %f4488};
+	add.s64 	%rd4169, %rd4169, 4;
+	add.s64 	%rd4168, %rd4168, -4;
+	setp.ne.s64 	%p1540, %rd4168, 0;
+	@%p1540 bra 	$L__BB66_1330;
+
+$L__BB66_1331:
+	@%p1293 bra 	$L__BB66_1335;
+
+	setp.eq.s64 	%p1542, %rd19, 1;
+	shl.b64 	%rd3057, %rd4169, 2;
+	mov.u64 	%rd3058, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3059, %rd3058, %rd3057;
+	add.s64 	%rd1136, %rd3059, 15872;
+	ld.shared.f32 	%f4492, [%rd3059+15872];
+	add.s64 	%rd1137, %rd4, %rd3057;
+	ld.local.f32 	%f4493, [%rd1137];
+	fma.rn.f32 	%f4494, %f867, %f4492, %f4493;
+	st.local.f32 	[%rd1137], %f4494;
+	@%p1542 bra 	$L__BB66_1335;
+
+	setp.eq.s64 	%p1543, %rd19, 2;
+	ld.shared.f32 	%f4495, [%rd1136+4];
+	ld.local.f32 	%f4496, [%rd1137+4];
+	fma.rn.f32 	%f4497, %f867, %f4495, %f4496;
+	st.local.f32 	[%rd1137+4], %f4497;
+	@%p1543 bra 	$L__BB66_1335;
+
+	ld.shared.f32 	%f4498, [%rd1136+8];
+	ld.local.f32 	%f4499, [%rd1137+8];
+	fma.rn.f32 	%f4500, %f867, %f4498, %f4499;
+	st.local.f32 	[%rd1137+8], %f4500;
+
+$L__BB66_1335:
+	setp.lt.s64 	%p1544, %rd76, 65;
+	@%p1544 bra 	$L__BB66_1869;
+
+	add.s64 	%rd3060, %rd76, -64;
+	min.s64 	%rd1138, %rd3060, 32;
+	bar.sync 	0;
+	add.s64 	%rd1139, %rd3728, 64;
+	mul.lo.s64 	%rd1140, %rd1138, %rd1638;
+	setp.le.s64 	%p1545, %rd1140, %rd16;
+	@%p1545 bra 	$L__BB66_1346;
+
+	setp.neu.f32 	%p1546, %f941, 0f00000000;
+	mov.u64 	%rd4170, %rd16;
+	mov.u64 	%rd4173, %rd16;
+	@%p1546 bra 	$L__BB66_1342;
+	bra.uni 	$L__BB66_1338;
+
+$L__BB66_1342:
+	or.b64  	%rd3075, %rd4173, %rd1638;
+	and.b64  	%rd3076, %rd3075, -4294967296;
+	setp.eq.s64 	%p1549, %rd3076, 0;
+	@%p1549 bra 	$L__BB66_1344;
+
+	div.s64 	%rd4174, %rd4173, %rd1638;
+	mul.lo.s64 	%rd3077, %rd4174, %rd1638;
+	sub.s64 	%rd4175, %rd4173, %rd3077;
+	bra.uni 	$L__BB66_1345;
+
+$L__BB66_1344:
+	cvt.u32.u64 	%r327, %rd1638;
+	cvt.u32.u64 	%r328, %rd4173;
+	div.u32 	%r329, %r328, %r327;
+	mul.lo.s32 	%r330, %r329, %r327;
+	sub.s32 	%r331, %r328, %r330;
+	cvt.u64.u32 	%rd4174, %r329;
+	cvt.u64.u32 	%rd4175, %r331;
+
+$L__BB66_1345:
+	add.s64 	%rd3078, %rd1139, %rd4174;
+	mul.lo.s64 	%rd3079, %rd3078, %rd11;
+	add.s64 	%rd3080, %rd73, %rd4175;
+	add.s64 	%rd3081, %rd3080, %rd3079;
+	shl.b64 	%rd3082, %rd3081, 2;
+	add.s64 	%rd3083, %rd1, %rd3082;
+	ld.global.u32 	%r332, [%rd3083];
+	and.b32  	%r333, %r332, 2147483647;
+	setp.gt.u32 	%p1550, %r333, 2139095040;
+	shr.u32 	%r334, %r332, 16;
+	or.b32  	%r335, %r334, 64;
+	bfe.u32 	%r336, %r332, 16, 1;
+	add.s32 	%r337, %r332, %r336;
+	add.s32 	%r338, %r337, 32767;
+	shr.u32 	%r339, %r338, 16;
+	selp.b32 	%r340, %r335, %r339, %p1550;
+	shl.b32 	%r341, %r340, 16;
+	shl.b64 	%rd3084, %rd4174, 7;
+	add.s64 	%rd3085, %rd3084, %rd4175;
+	shl.b64 	%rd3086, %rd3085, 2;
+	mov.u64 	%rd3087, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3088, %rd3087, %rd3086;
+	st.shared.u32 	[%rd3088], %r341;
+	add.s64 	%rd4173, %rd4173, %rd6;
+	setp.lt.s64 	%p1551, %rd4173, %rd1140;
+	@%p1551 bra 	$L__BB66_1342;
+	bra.uni 	$L__BB66_1346;
+
+$L__BB66_1338:
+	or.b64  	%rd3061, %rd4170, %rd1638;
+	and.b64  	%rd3062, %rd3061, -4294967296;
+	setp.eq.s64 	%p1547, %rd3062, 0;
+	@%p1547 bra 	$L__BB66_1340;
+
+	div.s64 	%rd4171, %rd4170, %rd1638;
+	mul.lo.s64 	%rd3063, %rd4171, %rd1638;
+	sub.s64 	%rd4172, %rd4170, %rd3063;
+	bra.uni 	$L__BB66_1341;
+
+$L__BB66_1340:
+	cvt.u32.u64 	%r322, %rd1638;
+	cvt.u32.u64 	%r323, %rd4170;
+	div.u32 	%r324, %r323, %r322;
+	mul.lo.s32 	%r325, %r324, %r322;
+	sub.s32 	%r326, %r323, %r325;
+	cvt.u64.u32 	%rd4171, %r324;
+	cvt.u64.u32 	%rd4172, %r326;
+
+$L__BB66_1341:
+	add.s64 	%rd3064, %rd1139, %rd4171;
+	mul.lo.s64 	%rd3065, %rd3064, %rd11;
+	add.s64 	%rd3066, %rd73, %rd4172;
+	add.s64 	%rd3067, %rd3066, %rd3065;
+	shl.b64 	%rd3068, %rd3067, 2;
+	add.s64 	%rd3069, %rd1, %rd3068;
+	ld.global.f32 	%f4501, [%rd3069];
+	shl.b64 	%rd3070, %rd4171, 7;
+	add.s64 	%rd3071, %rd3070, %rd4172;
+	shl.b64 	%rd3072, %rd3071, 2;
+	mov.u64 	%rd3073, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3074, %rd3073, %rd3072;
+	st.shared.f32 	[%rd3074], %f4501;
+	add.s64 	%rd4170, %rd4170, %rd6;
+	setp.lt.s64 	%p1548, %rd4170, %rd1140;
+	@%p1548 bra 	$L__BB66_1338;
+
+$L__BB66_1346:
+	bar.sync 	0;
+	setp.lt.s64 	%p1552, %rd3729, 65;
+	or.pred  	%p1554, %p1552, %p1544;
+	or.pred  	%p1555, %p1554, %p1;
+	@%p1555 bra 	$L__BB66_1602;
+
+	setp.lt.u64 	%p1556, %rd18, 3;
+	ld.local.f32 	%f868, [%rd5+256];
+	mov.u64 	%rd4178, 0;
+	@%p1556 bra 	$L__BB66_1350;
+
+	mov.u64 	%rd4177, %rd20;
+
+$L__BB66_1349:
+	shl.b64 	%rd3091, %rd4178, 2;
+	mov.u64 	%rd3092, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3093, %rd3092, %rd3091;
+	ld.shared.f32 	%f4502, [%rd3093];
+	add.s64 	%rd3094, %rd4, %rd3091;
+	ld.local.v4.f32 	{%f4503, %f4504, %f4505, %f4506}, [%rd3094];
+	ld.shared.f32 	%f4511, [%rd3093+4];
+	ld.shared.f32 	%f4512, [%rd3093+8];
+	ld.shared.f32 	%f4513, [%rd3093+12];
+	fma.rn.f32 	%f4514, %f868, %f4513, %f4506;
+	fma.rn.f32 	%f4515, %f868, %f4512, %f4505;
+	fma.rn.f32 	%f4516, %f868, %f4511, %f4504;
+	fma.rn.f32 	%f4517, %f868, %f4502, %f4503;
+	st.local.v4.f32 	[%rd3094], {%f4517, %f4516, %f4515, %f4514};
+	add.s64 	%rd4178, %rd4178, 4;
+	add.s64 	%rd4177, %rd4177, -4;
+	setp.ne.s64 	%p1557, %rd4177, 0;
+	@%p1557 bra 	$L__BB66_1349;
+
+$L__BB66_1350:
+	setp.eq.s64 	%p1558, %rd19, 0;
+	@%p1558 bra 	$L__BB66_1354;
+
+	setp.eq.s64 	%p1559, %rd19, 1;
+	shl.b64 	%rd3095, %rd4178, 2;
+	mov.u64 	%rd3096, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1162, %rd3096, %rd3095;
+	ld.shared.f32 	%f4518, [%rd1162];
+	add.s64 	%rd1163, %rd4, %rd3095;
+	ld.local.f32 	%f4519, [%rd1163];
+	fma.rn.f32 	%f4520, %f868, %f4518, %f4519;
+	st.local.f32 	[%rd1163], %f4520;
+	@%p1559 bra 	$L__BB66_1354;
+
+	setp.eq.s64 	%p1560, %rd19, 2;
+	ld.shared.f32 	%f4521, [%rd1162+4];
+	ld.local.f32 	%f4522, [%rd1163+4];
+	fma.rn.f32 	%f4523, %f868, %f4521, %f4522;
+	st.local.f32 	[%rd1163+4], %f4523;
+	@%p1560 bra 	$L__BB66_1354;
+
+	ld.shared.f32 	%f4524, [%rd1162+8];
+	ld.local.f32 	%f4525, [%rd1163+8];
+	fma.rn.f32 	%f4526, %f868, %f4524, %f4525;
+	st.local.f32 	[%rd1163+8], %f4526;
+
+$L__BB66_1354:
+	setp.lt.s64 	%p1561, %rd1138, 2;
+	setp.lt.s64 	%p1562, %rd3729, 66;
+	or.pred  	%p1563, %p1561, %p1562;
+	@%p1563 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f869, [%rd5+260];
+	mov.u64 	%rd4181, 0;
+	@%p1556 bra 	$L__BB66_1358;
+
+	mov.u64 	%rd4180, %rd20;
+
+$L__BB66_1357:
+	shl.b64 	%rd3099, %rd4181, 2;
+	mov.u64 	%rd3100, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3101, %rd3100, %rd3099;
+	ld.shared.f32 	%f4527, [%rd3101+512];
+	add.s64 	%rd3102, %rd4, %rd3099;
+	ld.local.v4.f32 	{%f4528, %f4529, %f4530, %f4531}, [%rd3102];
+	ld.shared.f32 	%f4536, [%rd3101+516];
+	ld.shared.f32 	%f4537, [%rd3101+520];
+	ld.shared.f32 	%f4538, [%rd3101+524];
+	fma.rn.f32 	%f4539, %f869, %f4538, %f4531;
+	fma.rn.f32 	%f4540, %f869, %f4537, %f4530;
+	fma.rn.f32 	%f4541, %f869, %f4536, %f4529;
+	fma.rn.f32 	%f4542, %f869, %f4527, %f4528;
+	st.local.v4.f32 	[%rd3102], {%f4542, %f4541, %f4540, %f4539};
+	add.s64 	%rd4181, %rd4181, 4;
+	add.s64 	%rd4180, %rd4180, -4;
+	setp.ne.s64 	%p1565, %rd4180, 0;
+	@%p1565 bra 	$L__BB66_1357;
+
+$L__BB66_1358:
+	@%p1558 bra 	$L__BB66_1362;
+
+	setp.eq.s64 	%p1567, %rd19, 1;
+	shl.b64 	%rd3103, %rd4181, 2;
+	mov.u64 	%rd3104, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3105, %rd3104, %rd3103;
+	add.s64 	%rd1169, %rd3105, 512;
+	ld.shared.f32 	%f4543, [%rd3105+512];
+	add.s64 	%rd1170, %rd4, %rd3103;
+	ld.local.f32 	%f4544, [%rd1170];
+	fma.rn.f32 	%f4545, %f869, %f4543, %f4544;
+	st.local.f32 	[%rd1170], %f4545;
+	@%p1567 bra 	$L__BB66_1362;
+
+	setp.eq.s64 	%p1568, %rd19, 2;
+	ld.shared.f32 	%f4546, [%rd1169+4];
+	ld.local.f32 	%f4547, [%rd1170+4];
+	fma.rn.f32 	%f4548, %f869, %f4546, %f4547;
+	st.local.f32 	[%rd1170+4], %f4548;
+	@%p1568 bra 	$L__BB66_1362;
+
+	ld.shared.f32 	%f4549, [%rd1169+8];
+	ld.local.f32 	%f4550, [%rd1170+8];
+	fma.rn.f32 	%f4551, %f869, %f4549, %f4550;
+	st.local.f32 	[%rd1170+8], %f4551;
+
+$L__BB66_1362:
+	setp.lt.s64 	%p1569, %rd1138, 3;
+	setp.lt.s64 	%p1570, %rd3729, 67;
+	or.pred  	%p1571, %p1569, %p1570;
+	@%p1571 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f870, [%rd5+264];
+	mov.u64 	%rd4184, 0;
+	@%p1556 bra 	$L__BB66_1366;
+
+	mov.u64 	%rd4183, %rd20;
+
+$L__BB66_1365:
+	shl.b64 	%rd3108, %rd4184, 2;
+	mov.u64 	%rd3109, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3110, %rd3109, %rd3108;
+	ld.shared.f32 	%f4552, [%rd3110+1024];
+	add.s64 	%rd3111, %rd4, %rd3108;
+	ld.local.v4.f32 	{%f4553, %f4554, %f4555, %f4556}, [%rd3111];
+	ld.shared.f32 	%f4561, [%rd3110+1028];
+	ld.shared.f32 	%f4562, [%rd3110+1032];
+	ld.shared.f32 	%f4563, [%rd3110+1036];
+	fma.rn.f32 	%f4564, %f870, %f4563, %f4556;
+	fma.rn.f32 	%f4565, %f870, %f4562, %f4555;
+	fma.rn.f32 	%f4566, %f870, %f4561, %f4554;
+	fma.rn.f32 	%f4567, %f870, %f4552, %f4553;
+	st.local.v4.f32 	[%rd3111], {%f4567, %f4566, %f4565, %f4564};
+	add.s64 	%rd4184, %rd4184, 4;
+	add.s64 	%rd4183, %rd4183, -4;
+	setp.ne.s64 	%p1573, %rd4183, 0;
+	@%p1573 bra 	$L__BB66_1365;
+
+$L__BB66_1366:
+	@%p1558 bra 	$L__BB66_1370;
+
+	setp.eq.s64 	%p1575, %rd19, 1;
+	shl.b64 	%rd3112, %rd4184, 2;
+	mov.u64 	%rd3113, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3114, %rd3113, %rd3112;
+	add.s64 	%rd1176, %rd3114, 1024;
+	ld.shared.f32 	%f4568, [%rd3114+1024];
+	add.s64 	%rd1177, %rd4, %rd3112;
+	ld.local.f32 	%f4569, [%rd1177];
+	fma.rn.f32 	%f4570, %f870, %f4568, %f4569;
+	st.local.f32 	[%rd1177], %f4570;
+	@%p1575 bra 	$L__BB66_1370;
+
+	setp.eq.s64 	%p1576, %rd19, 2;
+	ld.shared.f32 	%f4571, [%rd1176+4];
+	ld.local.f32 	%f4572, [%rd1177+4];
+	fma.rn.f32 	%f4573, %f870, %f4571, %f4572;
+	st.local.f32 	[%rd1177+4], %f4573;
+	@%p1576 bra 	$L__BB66_1370;
+
+	ld.shared.f32 	%f4574, [%rd1176+8];
+	ld.local.f32 	%f4575, [%rd1177+8];
+	fma.rn.f32 	%f4576, %f870, %f4574, %f4575;
+	st.local.f32 	[%rd1177+8], %f4576;
+
+$L__BB66_1370:
+	setp.lt.s64 	%p1577, %rd1138, 4;
+	setp.lt.s64 	%p1578, %rd3729, 68;
+	or.pred  	%p1579, %p1577, %p1578;
+	@%p1579 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f871, [%rd5+268];
+	mov.u64 	%rd4187, 0;
+	@%p1556 bra 	$L__BB66_1374;
+
+	mov.u64 	%rd4186, %rd20;
+
+$L__BB66_1373:
+	shl.b64 	%rd3117, %rd4187, 2;
+	mov.u64 	%rd3118, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3119, %rd3118, %rd3117;
+	ld.shared.f32 	%f4577, [%rd3119+1536];
+	add.s64 	%rd3120, %rd4, %rd3117;
+	ld.local.v4.f32 	{%f4578, %f4579, %f4580, %f4581}, [%rd3120];
+	ld.shared.f32 	%f4586, [%rd3119+1540];
+	ld.shared.f32 	%f4587, [%rd3119+1544];
+	ld.shared.f32 	%f4588, [%rd3119+1548];
+	fma.rn.f32 	%f4589, %f871, %f4588, %f4581;
+	fma.rn.f32 	%f4590, %f871, %f4587, %f4580;
+	fma.rn.f32 	%f4591, %f871, %f4586, %f4579;
+	fma.rn.f32 	%f4592, %f871, %f4577, %f4578;
+	st.local.v4.f32 	[%rd3120], {%f4592, %f4591, %f4590, %f4589};
+	add.s64 	%rd4187, %rd4187, 4;
+	add.s64 	%rd4186, %rd4186, -4;
+	setp.ne.s64 	%p1581, %rd4186, 0;
+	@%p1581 bra 	$L__BB66_1373;
+
+$L__BB66_1374:
+	@%p1558 bra 	$L__BB66_1378;
+
+	setp.eq.s64 	%p1583, %rd19, 1;
+	shl.b64 	%rd3121, %rd4187, 2;
+	mov.u64 	%rd3122, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3123, %rd3122, %rd3121;
+	add.s64 	%rd1183, %rd3123, 1536;
+	ld.shared.f32 	%f4593, [%rd3123+1536];
+	add.s64 	%rd1184, %rd4, %rd3121;
+	ld.local.f32 	%f4594, [%rd1184];
+	fma.rn.f32 	%f4595, %f871, %f4593, %f4594;
+	st.local.f32 	[%rd1184], %f4595;
+	@%p1583 bra 	$L__BB66_1378;
+
+	setp.eq.s64 	%p1584, %rd19, 2;
+	ld.shared.f32 	%f4596, [%rd1183+4];
+	ld.local.f32 	%f4597, [%rd1184+4];
+	fma.rn.f32 	%f4598, %f871, %f4596, %f4597;
+	st.local.f32 	[%rd1184+4], %f4598;
+	@%p1584 bra 	$L__BB66_1378;
+
+	ld.shared.f32 	%f4599, [%rd1183+8];
+	ld.local.f32 	%f4600, [%rd1184+8];
+	fma.rn.f32 	%f4601, %f871, %f4599, %f4600;
+	st.local.f32 	[%rd1184+8], %f4601;
+
+$L__BB66_1378:
+	setp.lt.s64 	%p1585, %rd1138, 5;
+	setp.lt.s64 	%p1586, %rd3729, 69;
+	or.pred  	%p1587, %p1585, %p1586;
+	@%p1587 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f872, [%rd5+272];
+	mov.u64 	%rd4190, 0;
+	@%p1556 bra 	$L__BB66_1382;
+
+	mov.u64 	%rd4189, %rd20;
+
+$L__BB66_1381:
+	shl.b64 	%rd3126, %rd4190, 2;
+	mov.u64 	%rd3127, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3128, %rd3127, %rd3126;
+	ld.shared.f32 	%f4602, [%rd3128+2048];
+	add.s64 	%rd3129, %rd4, %rd3126;
+	ld.local.v4.f32 	{%f4603, %f4604, %f4605, %f4606}, [%rd3129];
+	ld.shared.f32 	%f4611, [%rd3128+2052];
+	ld.shared.f32 	%f4612, [%rd3128+2056];
+	ld.shared.f32 	%f4613, [%rd3128+2060];
+	fma.rn.f32 	%f4614, %f872, %f4613, %f4606;
+	fma.rn.f32 	%f4615, %f872, %f4612, %f4605;
+	fma.rn.f32 	%f4616, %f872, %f4611, %f4604;
+	fma.rn.f32 	%f4617, %f872, %f4602, %f4603;
+	st.local.v4.f32 	[%rd3129], {%f4617, %f4616, %f4615, %f4614};
+	add.s64 	%rd4190, %rd4190, 4;
+	add.s64 	%rd4189, %rd4189, -4;
+	setp.ne.s64 	%p1589, %rd4189, 0;
+	@%p1589 bra 	$L__BB66_1381;
+
+$L__BB66_1382:
+	@%p1558 bra 	$L__BB66_1386;
+
+	setp.eq.s64 	%p1591, %rd19, 1;
+	shl.b64 	%rd3130, %rd4190, 2;
+	mov.u64 	%rd3131, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3132, %rd3131, %rd3130;
+	add.s64 	%rd1190, %rd3132, 2048;
+	ld.shared.f32 	%f4618, [%rd3132+2048];
+	add.s64 	%rd1191, %rd4, %rd3130;
+	ld.local.f32 	%f4619, [%rd1191];
+	fma.rn.f32 	%f4620, %f872, %f4618, %f4619;
+	st.local.f32 	[%rd1191], %f4620;
+	@%p1591 bra 	$L__BB66_1386;
+
+	setp.eq.s64 	%p1592, %rd19, 2;
+	ld.shared.f32 	%f4621, [%rd1190+4];
+	ld.local.f32 	%f4622, [%rd1191+4];
+	fma.rn.f32 	%f4623, %f872, %f4621, %f4622;
+	st.local.f32 	[%rd1191+4], %f4623;
+	@%p1592 bra 	$L__BB66_1386;
+
+	ld.shared.f32 	%f4624, [%rd1190+8];
+	ld.local.f32 	%f4625, [%rd1191+8];
+	fma.rn.f32 	%f4626, %f872, %f4624, %f4625;
+	st.local.f32 	[%rd1191+8], %f4626;
+
+$L__BB66_1386:
+	setp.lt.s64 	%p1593, %rd1138, 6;
+	setp.lt.s64 	%p1594, %rd3729, 70;
+	or.pred  	%p1595, %p1593, %p1594;
+	@%p1595 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f873, [%rd5+276];
+	mov.u64 	%rd4193, 0;
+	@%p1556 bra 	$L__BB66_1390;
+
+	mov.u64 	%rd4192, %rd20;
+
+$L__BB66_1389:
+	shl.b64 	%rd3135, %rd4193, 2;
+	mov.u64 	%rd3136, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3137, %rd3136, %rd3135;
+	ld.shared.f32 	%f4627, [%rd3137+2560];
+	add.s64 	%rd3138, %rd4, %rd3135;
+	ld.local.v4.f32 	{%f4628, %f4629, %f4630, %f4631}, [%rd3138];
+	ld.shared.f32 	%f4636, [%rd3137+2564];
+	ld.shared.f32 	%f4637, [%rd3137+2568];
+	ld.shared.f32 	%f4638, [%rd3137+2572];
+	fma.rn.f32 	%f4639, %f873, %f4638, %f4631;
+	fma.rn.f32 	%f4640, %f873, %f4637, %f4630;
+	fma.rn.f32 	%f4641, %f873, %f4636, %f4629;
+	fma.rn.f32 	%f4642, %f873, %f4627, %f4628;
+	st.local.v4.f32 	[%rd3138], {%f4642, %f4641, %f4640, %f4639};
+	add.s64 	%rd4193, %rd4193, 4;
+	add.s64 	%rd4192, %rd4192, -4;
+	setp.ne.s64 	%p1597, %rd4192, 0;
+	@%p1597 bra 	$L__BB66_1389;
+
+$L__BB66_1390:
+	@%p1558 bra 	$L__BB66_1394;
+
+	setp.eq.s64 	%p1599, %rd19, 1;
+	shl.b64 	%rd3139, %rd4193, 2;
+	mov.u64 	%rd3140, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3141, %rd3140, %rd3139;
+	add.s64 	%rd1197, %rd3141, 2560;
+	ld.shared.f32 	%f4643, [%rd3141+2560];
+	add.s64 	%rd1198, %rd4, %rd3139;
+	ld.local.f32 	%f4644, [%rd1198];
+	fma.rn.f32 	%f4645, %f873, %f4643, %f4644;
+	st.local.f32 	[%rd1198], %f4645;
+	@%p1599 bra 	$L__BB66_1394;
+
+	setp.eq.s64 	%p1600, %rd19, 2;
+	ld.shared.f32 	%f4646, [%rd1197+4];
+	ld.local.f32 	%f4647, [%rd1198+4];
+	fma.rn.f32 	%f4648, %f873, %f4646, %f4647;
+	st.local.f32 	[%rd1198+4], %f4648;
+	@%p1600 bra 	$L__BB66_1394;
+
+	ld.shared.f32 	%f4649, [%rd1197+8];
+	ld.local.f32 	%f4650, [%rd1198+8];
+	fma.rn.f32 	%f4651, %f873, %f4649, %f4650;
+	st.local.f32 	[%rd1198+8], %f4651;
+
+$L__BB66_1394:
+	setp.lt.s64 	%p1601, %rd1138, 7;
+	setp.lt.s64 	%p1602, %rd3729, 71;
+	or.pred  	%p1603, %p1601, %p1602;
+	@%p1603 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f874, [%rd5+280];
+	mov.u64 	%rd4196, 0;
+	@%p1556 bra 	$L__BB66_1398;
+
+	mov.u64 	%rd4195, %rd20;
+
+$L__BB66_1397:
+	shl.b64 	%rd3144, %rd4196, 2;
+	mov.u64 	%rd3145, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3146, %rd3145, %rd3144;
+	ld.shared.f32 	%f4652, [%rd3146+3072];
+	add.s64 	%rd3147, %rd4, %rd3144;
+	ld.local.v4.f32 	{%f4653, %f4654, %f4655, %f4656}, [%rd3147];
+	ld.shared.f32 	%f4661, [%rd3146+3076];
+	ld.shared.f32 	%f4662, [%rd3146+3080];
+	ld.shared.f32 	%f4663, [%rd3146+3084];
+	fma.rn.f32 	%f4664, %f874, %f4663, %f4656;
+	fma.rn.f32 	%f4665, %f874, %f4662, %f4655;
+	fma.rn.f32 	%f4666, %f874, %f4661, %f4654;
+	fma.rn.f32 	%f4667, %f874, %f4652, %f4653;
+	st.local.v4.f32 	[%rd3147], {%f4667, %f4666, %f4665, %f4664};
+	add.s64 	%rd4196, %rd4196, 4;
+	add.s64 	%rd4195, %rd4195, -4;
+	setp.ne.s64 	%p1605, %rd4195, 0;
+	@%p1605 bra 	$L__BB66_1397;
+
+$L__BB66_1398:
+	@%p1558 bra 	$L__BB66_1402;
+
+	setp.eq.s64 	%p1607, %rd19, 1;
+	shl.b64 	%rd3148, %rd4196, 2;
+	mov.u64 	%rd3149, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3150, %rd3149, %rd3148;
+	add.s64 	%rd1204, %rd3150, 3072;
+	ld.shared.f32 	%f4668, [%rd3150+3072];
+	add.s64 	%rd1205, %rd4, %rd3148;
+	ld.local.f32 	%f4669, [%rd1205];
+	fma.rn.f32 	%f4670, %f874, %f4668, %f4669;
+	st.local.f32 	[%rd1205], %f4670;
+	@%p1607 bra 	$L__BB66_1402;
+
+	setp.eq.s64 	%p1608, %rd19, 2;
+	ld.shared.f32 	%f4671, [%rd1204+4];
+	ld.local.f32 	%f4672, [%rd1205+4];
+	fma.rn.f32 	%f4673, %f874, %f4671, %f4672;
+	st.local.f32 	[%rd1205+4], %f4673;
+	@%p1608 bra 	$L__BB66_1402;
+
+	ld.shared.f32 	%f4674, [%rd1204+8];
+	ld.local.f32 	%f4675, [%rd1205+8];
+	fma.rn.f32 	%f4676, %f874, %f4674, %f4675;
+	st.local.f32 	[%rd1205+8], %f4676;
+
+$L__BB66_1402:
+	setp.lt.s64 	%p1609, %rd1138, 8;
+	setp.lt.s64 	%p1610, %rd3729, 72;
+	or.pred  	%p1611, %p1609, %p1610;
+	@%p1611 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f875, [%rd5+284];
+	mov.u64 	%rd4199, 0;
+	@%p1556 bra 	$L__BB66_1406;
+
+	mov.u64 	%rd4198, %rd20;
+
+$L__BB66_1405:
+	shl.b64 	%rd3153, %rd4199, 2;
+	mov.u64 	%rd3154, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3155, %rd3154, %rd3153;
+	ld.shared.f32 	%f4677, [%rd3155+3584];
+	add.s64 	%rd3156, %rd4, %rd3153;
+	ld.local.v4.f32 	{%f4678, %f4679, %f4680, %f4681}, [%rd3156];
+	ld.shared.f32 	%f4686, [%rd3155+3588];
+	ld.shared.f32 	%f4687, [%rd3155+3592];
+	ld.shared.f32 	%f4688, [%rd3155+3596];
+	fma.rn.f32 	%f4689, %f875, %f4688, %f4681;
+	fma.rn.f32 	%f4690, %f875, %f4687, %f4680;
+	fma.rn.f32 	%f4691, %f875, %f4686, %f4679;
+	fma.rn.f32 	%f4692, %f875, %f4677, %f4678;
+	st.local.v4.f32 	[%rd3156], {%f4692, %f4691, %f4690, %f4689};
+	add.s64 	%rd4199, %rd4199, 4;
+	add.s64 	%rd4198, %rd4198, -4;
+	setp.ne.s64 	%p1613, %rd4198, 0;
+	@%p1613 bra 	$L__BB66_1405;
+
+$L__BB66_1406:
+	@%p1558 bra 	$L__BB66_1410;
+
+	setp.eq.s64 	%p1615, %rd19, 1;
+	shl.b64 	%rd3157, %rd4199, 2;
+	mov.u64 	%rd3158, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3159, %rd3158, %rd3157;
+	add.s64 	%rd1211, %rd3159, 3584;
+	ld.shared.f32 	%f4693, [%rd3159+3584];
+	add.s64 	%rd1212, %rd4, %rd3157;
+	ld.local.f32 	%f4694, [%rd1212];
+	fma.rn.f32 	%f4695, %f875, %f4693, %f4694;
+	st.local.f32 	[%rd1212], %f4695;
+	@%p1615 bra 	$L__BB66_1410;
+
+	setp.eq.s64 	%p1616, %rd19, 2;
+	ld.shared.f32 	%f4696, [%rd1211+4];
+	ld.local.f32 	%f4697, [%rd1212+4];
+	fma.rn.f32 	%f4698, %f875, %f4696, %f4697;
+	st.local.f32 	[%rd1212+4], %f4698;
+	@%p1616 bra 	$L__BB66_1410;
+
+	ld.shared.f32 	%f4699, [%rd1211+8];
+	ld.local.f32 	%f4700, [%rd1212+8];
+	fma.rn.f32 	%f4701, %f875, %f4699, %f4700;
+	st.local.f32 	[%rd1212+8], %f4701;
+
+$L__BB66_1410:
+	setp.lt.s64 	%p1617, %rd1138, 9;
+	setp.lt.s64 	%p1618, %rd3729, 73;
+	or.pred  	%p1619, %p1617, %p1618;
+	@%p1619 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f876, [%rd5+288];
+	mov.u64 	%rd4202, 0;
+	@%p1556 bra 	$L__BB66_1414;
+
+	mov.u64 	%rd4201, %rd20;
+
+$L__BB66_1413:
+	shl.b64 	%rd3162, %rd4202, 2;
+	mov.u64 	%rd3163, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3164, %rd3163, %rd3162;
+	ld.shared.f32 	%f4702, [%rd3164+4096];
+	add.s64 	%rd3165, %rd4, %rd3162;
+	ld.local.v4.f32 	{%f4703, %f4704, %f4705, %f4706}, [%rd3165];
+	ld.shared.f32 	%f4711, [%rd3164+4100];
+	ld.shared.f32 	%f4712, [%rd3164+4104];
+	ld.shared.f32 	%f4713, [%rd3164+4108];
+	fma.rn.f32 	%f4714, %f876, %f4713, %f4706;
+	fma.rn.f32 	%f4715, %f876, %f4712, %f4705;
+	fma.rn.f32 	%f4716, %f876, %f4711, %f4704;
+	fma.rn.f32 	%f4717, %f876, %f4702, %f4703;
+	st.local.v4.f32 	[%rd3165], {%f4717, %f4716, %f4715, %f4714};
+	add.s64 	%rd4202, %rd4202, 4;
+	add.s64 	%rd4201, %rd4201, -4;
+	setp.ne.s64 	%p1621, %rd4201, 0;
+	@%p1621 bra 	$L__BB66_1413;
+
+$L__BB66_1414:
+	@%p1558 bra 	$L__BB66_1418;
+
+	setp.eq.s64 	%p1623, %rd19, 1;
+	shl.b64 	%rd3166, %rd4202, 2;
+	mov.u64 	%rd3167, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3168, %rd3167, %rd3166;
+	add.s64 	%rd1218, %rd3168, 4096;
+	ld.shared.f32 	%f4718, [%rd3168+4096];
+	add.s64 	%rd1219, %rd4, %rd3166;
+	ld.local.f32 	%f4719, [%rd1219];
+	fma.rn.f32 	%f4720, %f876, %f4718, %f4719;
+	st.local.f32 	[%rd1219], %f4720;
+	@%p1623 bra 	$L__BB66_1418;
+
+	setp.eq.s64 	%p1624, %rd19, 2;
+	ld.shared.f32 	%f4721, [%rd1218+4];
+	ld.local.f32 	%f4722, [%rd1219+4];
+	fma.rn.f32 	%f4723, %f876, %f4721, %f4722;
+	st.local.f32 	[%rd1219+4], %f4723;
+	@%p1624 bra 	$L__BB66_1418;
+
+	ld.shared.f32 	%f4724, [%rd1218+8];
+	ld.local.f32 	%f4725, [%rd1219+8];
+	fma.rn.f32 	%f4726, %f876, %f4724, %f4725;
+	st.local.f32 	[%rd1219+8], %f4726;
+
+$L__BB66_1418:
+	setp.lt.s64 	%p1625, %rd1138, 10;
+	setp.lt.s64 	%p1626, %rd3729, 74;
+	or.pred  	%p1627, %p1625, %p1626;
+	@%p1627 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f877, [%rd5+292];
+	mov.u64 	%rd4205, 0;
+	@%p1556 bra 	$L__BB66_1422;
+
+	mov.u64 	%rd4204, %rd20;
+
+$L__BB66_1421:
+	shl.b64 	%rd3171, %rd4205, 2;
+	mov.u64 	%rd3172, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3173, %rd3172, %rd3171;
+	ld.shared.f32 	%f4727, [%rd3173+4608];
+	add.s64 	%rd3174, %rd4, %rd3171;
+	ld.local.v4.f32 	{%f4728, %f4729, %f4730, %f4731}, [%rd3174];
+	ld.shared.f32 	%f4736, [%rd3173+4612];
+	ld.shared.f32 	%f4737, [%rd3173+4616];
+	ld.shared.f32 	%f4738, [%rd3173+4620];
+	fma.rn.f32 	%f4739, %f877, %f4738, %f4731;
+	fma.rn.f32 	%f4740, %f877, %f4737, %f4730;
+	fma.rn.f32 	%f4741, %f877, %f4736, %f4729;
+	fma.rn.f32 	%f4742, %f877, %f4727, %f4728;
+	st.local.v4.f32 	[%rd3174], {%f4742, %f4741, %f4740, %f4739};
+	add.s64 	%rd4205, %rd4205, 4;
+	add.s64 	%rd4204, %rd4204, -4;
+	setp.ne.s64 	%p1629, %rd4204, 0;
+	@%p1629 bra 	$L__BB66_1421;
+
+$L__BB66_1422:
+	@%p1558 bra 	$L__BB66_1426;
+
+	setp.eq.s64 	%p1631, %rd19, 1;
+	shl.b64 	%rd3175, %rd4205, 2;
+	mov.u64 	%rd3176, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3177, %rd3176, %rd3175;
+	add.s64 	%rd1225, %rd3177, 4608;
+	ld.shared.f32 	%f4743, [%rd3177+4608];
+	add.s64 	%rd1226, %rd4, %rd3175;
+	ld.local.f32 	%f4744, [%rd1226];
+	fma.rn.f32 	%f4745, %f877, %f4743, %f4744;
+	st.local.f32 	[%rd1226], %f4745;
+	@%p1631 bra 	$L__BB66_1426;
+
+	setp.eq.s64 	%p1632, %rd19, 2;
+	ld.shared.f32 	%f4746, [%rd1225+4];
+	ld.local.f32 	%f4747, [%rd1226+4];
+	fma.rn.f32 	%f4748, %f877, %f4746, %f4747;
+	st.local.f32 	[%rd1226+4], %f4748;
+	@%p1632 bra 	$L__BB66_1426;
+
+	ld.shared.f32 	%f4749, [%rd1225+8];
+	ld.local.f32 	%f4750, [%rd1226+8];
+	fma.rn.f32 	%f4751, %f877, %f4749, %f4750;
+	st.local.f32 	[%rd1226+8], %f4751;
+
+$L__BB66_1426:
+	setp.lt.s64 	%p1633, %rd1138, 11;
+	setp.lt.s64 	%p1634, %rd3729, 75;
+	or.pred  	%p1635, %p1633, %p1634;
+	@%p1635 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f878, [%rd5+296];
+	mov.u64 	%rd4208, 0;
+	@%p1556 bra 	$L__BB66_1430;
+
+	mov.u64 	%rd4207, %rd20;
+
+$L__BB66_1429:
+	shl.b64 	%rd3180, %rd4208, 2;
+	mov.u64 	%rd3181, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3182, %rd3181, %rd3180;
+	ld.shared.f32 	%f4752, [%rd3182+5120];
+	add.s64 	%rd3183, %rd4, %rd3180;
+	ld.local.v4.f32 	{%f4753, %f4754, %f4755, %f4756}, [%rd3183];
+	ld.shared.f32 	%f4761, [%rd3182+5124];
+	ld.shared.f32 	%f4762, [%rd3182+5128];
+	ld.shared.f32 	%f4763, [%rd3182+5132];
+	fma.rn.f32 	%f4764, %f878, %f4763, %f4756;
+	fma.rn.f32 	%f4765, %f878, %f4762, %f4755;
+	fma.rn.f32 	%f4766, %f878, %f4761, %f4754;
+	fma.rn.f32 	%f4767, %f878, %f4752, %f4753;
+	st.local.v4.f32 	[%rd3183], {%f4767, %f4766, %f4765, %f4764};
+	add.s64 	%rd4208, %rd4208, 4;
+	add.s64 	%rd4207, %rd4207, -4;
+	setp.ne.s64 	%p1637, %rd4207, 0;
+	@%p1637 bra 	$L__BB66_1429;
+
+$L__BB66_1430:
+	@%p1558 bra 	$L__BB66_1434;
+
+	setp.eq.s64 	%p1639, %rd19, 1;
+	shl.b64 	%rd3184, %rd4208, 2;
+	mov.u64 	%rd3185, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3186, %rd3185, %rd3184;
+	add.s64 	%rd1232, %rd3186, 5120;
+	ld.shared.f32 	%f4768, [%rd3186+5120];
+	add.s64 	%rd1233, %rd4, %rd3184;
+	ld.local.f32 	%f4769, [%rd1233];
+	fma.rn.f32 	%f4770, %f878, %f4768, %f4769;
+	st.local.f32 	[%rd1233], %f4770;
+	@%p1639 bra 	$L__BB66_1434;
+
+	setp.eq.s64 	%p1640, %rd19, 2;
+	ld.shared.f32 	%f4771, [%rd1232+4];
+	ld.local.f32 	%f4772, [%rd1233+4];
+	fma.rn.f32 	%f4773, %f878, %f4771, %f4772;
+	st.local.f32 	[%rd1233+4], %f4773;
+	@%p1640 bra 	$L__BB66_1434;
+
+	ld.shared.f32 	%f4774, [%rd1232+8];
+	ld.local.f32 	%f4775, [%rd1233+8];
+	fma.rn.f32 	%f4776, %f878, %f4774, %f4775;
+	st.local.f32 	[%rd1233+8], %f4776;
+
+$L__BB66_1434:
+	setp.lt.s64 	%p1641, %rd1138, 12;
+	setp.lt.s64 	%p1642, %rd3729, 76;
+	or.pred  	%p1643, %p1641, %p1642;
+	@%p1643 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f879, [%rd5+300];
+	mov.u64 	%rd4211, 0;
+	@%p1556 bra 	$L__BB66_1438;
+
+	mov.u64 	%rd4210, %rd20;
+
+$L__BB66_1437:
+	shl.b64 	%rd3189, %rd4211, 2;
+	mov.u64 	%rd3190, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3191, %rd3190, %rd3189;
+	ld.shared.f32 	%f4777, [%rd3191+5632];
+	add.s64 	%rd3192, %rd4, %rd3189;
+	ld.local.v4.f32 	{%f4778, %f4779, %f4780, %f4781}, [%rd3192];
+	ld.shared.f32 	%f4786, [%rd3191+5636];
+	ld.shared.f32 	%f4787, [%rd3191+5640];
+	ld.shared.f32 	%f4788, [%rd3191+5644];
+	fma.rn.f32 	%f4789, %f879, %f4788, %f4781;
+	fma.rn.f32 	%f4790, %f879, %f4787, %f4780;
+	fma.rn.f32 	%f4791, %f879, %f4786, %f4779;
+	fma.rn.f32 	%f4792, %f879, %f4777, %f4778;
+	st.local.v4.f32 	[%rd3192], {%f4792, %f4791, %f4790, %f4789};
+	add.s64 	%rd4211, %rd4211, 4;
+	add.s64 	%rd4210, %rd4210, -4;
+	setp.ne.s64 	%p1645, %rd4210, 0;
+	@%p1645 bra 	$L__BB66_1437;
+
+$L__BB66_1438:
+	@%p1558 bra 	$L__BB66_1442;
+
+	setp.eq.s64 	%p1647, %rd19, 1;
+	shl.b64 	%rd3193, %rd4211, 2;
+	mov.u64 	%rd3194, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3195, %rd3194, %rd3193;
+	add.s64 	%rd1239, %rd3195, 5632;
+	ld.shared.f32 	%f4793, [%rd3195+5632];
+	add.s64 	%rd1240, %rd4, %rd3193;
+	ld.local.f32 	%f4794, [%rd1240];
+	fma.rn.f32 	%f4795, %f879, %f4793, %f4794;
+	st.local.f32 	[%rd1240], %f4795;
+	@%p1647 bra 	$L__BB66_1442;
+
+	setp.eq.s64 	%p1648, %rd19, 2;
+	ld.shared.f32 	%f4796, [%rd1239+4];
+	ld.local.f32 	%f4797, [%rd1240+4];
+	fma.rn.f32 	%f4798, %f879, %f4796, %f4797;
+	st.local.f32 	[%rd1240+4], %f4798;
+	@%p1648 bra 	$L__BB66_1442;
+
+	ld.shared.f32 	%f4799, [%rd1239+8];
+	ld.local.f32 	%f4800, [%rd1240+8];
+	fma.rn.f32 	%f4801, %f879, %f4799, %f4800;
+	st.local.f32 	[%rd1240+8], %f4801;
+
+$L__BB66_1442:
+	setp.lt.s64 	%p1649, %rd1138, 13;
+	setp.lt.s64 	%p1650, %rd3729, 77;
+	or.pred  	%p1651, %p1649, %p1650;
+	@%p1651 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f880, [%rd5+304];
+	mov.u64 	%rd4214, 0;
+	@%p1556 bra 	$L__BB66_1446;
+
+	mov.u64 	%rd4213, %rd20;
+
+$L__BB66_1445:
+	shl.b64 	%rd3198, %rd4214, 2;
+	mov.u64 	%rd3199, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3200, %rd3199, %rd3198;
+	ld.shared.f32 	%f4802, [%rd3200+6144];
+	add.s64 	%rd3201, %rd4, %rd3198;
+	ld.local.v4.f32 	{%f4803, %f4804, %f4805, %f4806}, [%rd3201];
+	ld.shared.f32 	%f4811, [%rd3200+6148];
+	ld.shared.f32 	%f4812, [%rd3200+6152];
+	ld.shared.f32 	%f4813, [%rd3200+6156];
+	fma.rn.f32 	%f4814, %f880, %f4813, %f4806;
+	fma.rn.f32 	%f4815, %f880, %f4812, %f4805;
+	fma.rn.f32 	%f4816, %f880, %f4811, %f4804;
+	fma.rn.f32 	%f4817, %f880, %f4802, %f4803;
+	st.local.v4.f32 	[%rd3201], {%f4817, %f4816, %f4815, %f4814};
+	add.s64 	%rd4214, %rd4214, 4;
+	add.s64 	%rd4213, %rd4213, -4;
+	setp.ne.s64 	%p1653, %rd4213, 0;
+	@%p1653 bra 	$L__BB66_1445;
+
+$L__BB66_1446:
+	@%p1558 bra 	$L__BB66_1450;
+
+	setp.eq.s64 	%p1655, %rd19, 1;
+	shl.b64 	%rd3202, %rd4214, 2;
+	mov.u64 	%rd3203, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3204, %rd3203, %rd3202;
+	add.s64 	%rd1246, %rd3204, 6144;
+	ld.shared.f32 	%f4818, [%rd3204+6144];
+	add.s64 	%rd1247, %rd4, %rd3202;
+	ld.local.f32 	%f4819, [%rd1247];
+	fma.rn.f32 	%f4820, %f880, %f4818, %f4819;
+	st.local.f32 	[%rd1247], %f4820;
+	@%p1655 bra 	$L__BB66_1450;
+
+	setp.eq.s64 	%p1656, %rd19, 2;
+	ld.shared.f32 	%f4821, [%rd1246+4];
+	ld.local.f32 	%f4822, [%rd1247+4];
+	fma.rn.f32 	%f4823, %f880, %f4821, %f4822;
+	st.local.f32 	[%rd1247+4], %f4823;
+	@%p1656 bra 	$L__BB66_1450;
+
+	ld.shared.f32 	%f4824, [%rd1246+8];
+	ld.local.f32 	%f4825, [%rd1247+8];
+	fma.rn.f32 	%f4826, %f880, %f4824, %f4825;
+	st.local.f32 	[%rd1247+8], %f4826;
+
+$L__BB66_1450:
+	setp.lt.s64 	%p1657, %rd1138, 14;
+	setp.lt.s64 	%p1658, %rd3729, 78;
+	or.pred  	%p1659, %p1657, %p1658;
+	@%p1659 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f881, [%rd5+308];
+	mov.u64 	%rd4217, 0;
+	@%p1556 bra 	$L__BB66_1454;
+
+	mov.u64 	%rd4216, %rd20;
+
+$L__BB66_1453:
+	shl.b64 	%rd3207, %rd4217, 2;
+	mov.u64 	%rd3208, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3209, %rd3208, %rd3207;
+	ld.shared.f32 	%f4827, [%rd3209+6656];
+	add.s64 	%rd3210, %rd4, %rd3207;
+	ld.local.v4.f32 	{%f4828, %f4829, %f4830, %f4831}, [%rd3210];
+	ld.shared.f32 	%f4836, [%rd3209+6660];
+	ld.shared.f32 	%f4837, [%rd3209+6664];
+	ld.shared.f32 	%f4838, [%rd3209+6668];
+	fma.rn.f32 	%f4839, %f881, %f4838, %f4831;
+	fma.rn.f32 	%f4840, %f881, %f4837, %f4830;
+	fma.rn.f32 	%f4841, %f881, %f4836, %f4829;
+	fma.rn.f32 	%f4842, %f881, %f4827, %f4828;
+	st.local.v4.f32 	[%rd3210], {%f4842, %f4841, %f4840, %f4839};
+	add.s64 	%rd4217, %rd4217, 4;
+	add.s64 	%rd4216, %rd4216, -4;
+	setp.ne.s64 	%p1661, %rd4216, 0;
+	@%p1661 bra 	$L__BB66_1453;
+
+$L__BB66_1454:
+	@%p1558 bra 	$L__BB66_1458;
+
+	setp.eq.s64 	%p1663, %rd19, 1;
+	shl.b64 	%rd3211, %rd4217, 2;
+	mov.u64 	%rd3212, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3213, %rd3212, %rd3211;
+	add.s64 	%rd1253, %rd3213, 6656;
+	ld.shared.f32 	%f4843, [%rd3213+6656];
+	add.s64 	%rd1254, %rd4, %rd3211;
+	ld.local.f32 	%f4844, [%rd1254];
+	fma.rn.f32 	%f4845, %f881, %f4843, %f4844;
+	st.local.f32 	[%rd1254], %f4845;
+	@%p1663 bra 	$L__BB66_1458;
+
+	setp.eq.s64 	%p1664, %rd19, 2;
+	ld.shared.f32 	%f4846, [%rd1253+4];
+	ld.local.f32 	%f4847, [%rd1254+4];
+	fma.rn.f32 	%f4848, %f881, %f4846, %f4847;
+	st.local.f32 	[%rd1254+4], %f4848;
+	@%p1664 bra 	$L__BB66_1458;
+
+	ld.shared.f32 	%f4849, [%rd1253+8];
+	ld.local.f32 	%f4850, [%rd1254+8];
+	fma.rn.f32 	%f4851, %f881, %f4849, %f4850;
+	st.local.f32 	[%rd1254+8], %f4851;
+
+$L__BB66_1458:
+	setp.lt.s64 	%p1665, %rd1138, 15;
+	setp.lt.s64 	%p1666, %rd3729, 79;
+	or.pred  	%p1667, %p1665, %p1666;
+	@%p1667 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f882, [%rd5+312];
+	mov.u64 	%rd4220, 0;
+	@%p1556 bra 	$L__BB66_1462;
+
+	mov.u64 	%rd4219, %rd20;
+
+$L__BB66_1461:
+	shl.b64 	%rd3216, %rd4220, 2;
+	mov.u64 	%rd3217, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3218, %rd3217, %rd3216;
+	ld.shared.f32 	%f4852, [%rd3218+7168];
+	add.s64 	%rd3219, %rd4, %rd3216;
+	ld.local.v4.f32 	{%f4853, %f4854, %f4855, %f4856}, [%rd3219];
+	ld.shared.f32 	%f4861, [%rd3218+7172];
+	ld.shared.f32 	%f4862, [%rd3218+7176];
+	ld.shared.f32 	%f4863, [%rd3218+7180];
+	fma.rn.f32 	%f4864, %f882, %f4863, %f4856;
+	fma.rn.f32 	%f4865, %f882, %f4862, %f4855;
+	fma.rn.f32 	%f4866, %f882, %f4861, %f4854;
+	fma.rn.f32 	%f4867, %f882, %f4852, %f4853;
+	st.local.v4.f32 	[%rd3219], {%f4867, %f4866, %f4865, %f4864};
+	add.s64 	%rd4220, %rd4220, 4;
+	add.s64 	%rd4219, %rd4219, -4;
+	setp.ne.s64 	%p1669, %rd4219, 0;
+	@%p1669 bra 	$L__BB66_1461;
+
+$L__BB66_1462:
+	@%p1558 bra 	$L__BB66_1466;
+
+	setp.eq.s64 	%p1671, %rd19, 1;
+	shl.b64 	%rd3220, %rd4220, 2;
+	mov.u64 	%rd3221, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3222, %rd3221, %rd3220;
+	add.s64 	%rd1260, %rd3222, 7168;
+	ld.shared.f32 	%f4868, [%rd3222+7168];
+	add.s64 	%rd1261, %rd4, %rd3220;
+	ld.local.f32 	%f4869, [%rd1261];
+	fma.rn.f32 	%f4870, %f882, %f4868, %f4869;
+	st.local.f32 	[%rd1261], %f4870;
+	@%p1671 bra 	$L__BB66_1466;
+
+	setp.eq.s64 	%p1672, %rd19, 2;
+	ld.shared.f32 	%f4871, [%rd1260+4];
+	ld.local.f32 	%f4872, [%rd1261+4];
+	fma.rn.f32 	%f4873, %f882, %f4871, %f4872;
+	st.local.f32 	[%rd1261+4], %f4873;
+	@%p1672 bra 	$L__BB66_1466;
+
+	ld.shared.f32 	%f4874, [%rd1260+8];
+	ld.local.f32 	%f4875, [%rd1261+8];
+	fma.rn.f32 	%f4876, %f882, %f4874, %f4875;
+	st.local.f32 	[%rd1261+8], %f4876;
+
+$L__BB66_1466:
+	setp.lt.s64 	%p1673, %rd1138, 16;
+	setp.lt.s64 	%p1674, %rd3729, 80;
+	or.pred  	%p1675, %p1673, %p1674;
+	@%p1675 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f883, [%rd5+316];
+	mov.u64 	%rd4223, 0;
+	@%p1556 bra 	$L__BB66_1470;
+
+	mov.u64 	%rd4222, %rd20;
+
+$L__BB66_1469:
+	shl.b64 	%rd3225, %rd4223, 2;
+	mov.u64 	%rd3226, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3227, %rd3226, %rd3225;
+	ld.shared.f32 	%f4877, [%rd3227+7680];
+	add.s64 	%rd3228, %rd4, %rd3225;
+	ld.local.v4.f32 	{%f4878, %f4879, %f4880, %f4881}, [%rd3228];
+	ld.shared.f32 	%f4886, [%rd3227+7684];
+	ld.shared.f32 	%f4887, [%rd3227+7688];
+	ld.shared.f32 	%f4888, [%rd3227+7692];
+	fma.rn.f32 	%f4889, %f883, %f4888, %f4881;
+	fma.rn.f32 	%f4890, %f883, %f4887, %f4880;
+	fma.rn.f32 	%f4891, %f883, %f4886, %f4879;
+	fma.rn.f32 	%f4892, %f883, %f4877, %f4878;
+	st.local.v4.f32 	[%rd3228], {%f4892, %f4891, %f4890, %f4889};
+	add.s64 	%rd4223, %rd4223, 4;
+	add.s64 	%rd4222, %rd4222, -4;
+	setp.ne.s64 	%p1677, %rd4222, 0;
+	@%p1677 bra 	$L__BB66_1469;
+
+$L__BB66_1470:
+	@%p1558 bra 	$L__BB66_1474;
+
+	setp.eq.s64 	%p1679, %rd19, 1;
+	shl.b64 	%rd3229, %rd4223, 2;
+	mov.u64 	%rd3230, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3231, %rd3230, %rd3229;
+	add.s64 	%rd1267, %rd3231, 7680;
+	ld.shared.f32 	%f4893, [%rd3231+7680];
+	add.s64 	%rd1268, %rd4, %rd3229;
+	ld.local.f32 	%f4894, [%rd1268];
+	fma.rn.f32 	%f4895, %f883, %f4893, %f4894;
+	st.local.f32 	[%rd1268], %f4895;
+	@%p1679 bra 	$L__BB66_1474;
+
+	setp.eq.s64 	%p1680, %rd19, 2;
+	ld.shared.f32 	%f4896, [%rd1267+4];
+	ld.local.f32 	%f4897, [%rd1268+4];
+	fma.rn.f32 	%f4898, %f883, %f4896, %f4897;
+	st.local.f32 	[%rd1268+4], %f4898;
+	@%p1680 bra 	$L__BB66_1474;
+
+	ld.shared.f32 	%f4899, [%rd1267+8];
+	ld.local.f32 	%f4900, [%rd1268+8];
+	fma.rn.f32 	%f4901, %f883, %f4899, %f4900;
+	st.local.f32 	[%rd1268+8], %f4901;
+
+$L__BB66_1474:
+	setp.lt.s64 	%p1681, %rd1138, 17;
+	setp.lt.s64 	%p1682, %rd3729, 81;
+	or.pred  	%p1683, %p1681, %p1682;
+	@%p1683 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f884, [%rd5+320];
+	mov.u64 	%rd4226, 0;
+	@%p1556 bra 	$L__BB66_1478;
+
+	mov.u64 	%rd4225, %rd20;
+
+$L__BB66_1477:
+	shl.b64 	%rd3234, %rd4226, 2;
+	mov.u64 	%rd3235, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3236, %rd3235, %rd3234;
+	ld.shared.f32 	%f4902, [%rd3236+8192];
+	add.s64 	%rd3237, %rd4, %rd3234;
+	ld.local.v4.f32 	{%f4903, %f4904, %f4905, %f4906}, [%rd3237];
+	ld.shared.f32 	%f4911, [%rd3236+8196];
+	ld.shared.f32 	%f4912, [%rd3236+8200];
+	ld.shared.f32 	%f4913, [%rd3236+8204];
+	fma.rn.f32 	%f4914, %f884, %f4913, %f4906;
+	fma.rn.f32 	%f4915, %f884, %f4912, %f4905;
+	fma.rn.f32 	%f4916, %f884, %f4911, %f4904;
+	fma.rn.f32 	%f4917, %f884, %f4902, %f4903;
+	st.local.v4.f32 	[%rd3237], {%f4917, %f4916, %f4915, %f4914};
+	add.s64 	%rd4226, %rd4226, 4;
+	add.s64 	%rd4225, %rd4225, -4;
+	setp.ne.s64 	%p1685, %rd4225, 0;
+	@%p1685 bra 	$L__BB66_1477;
+
+$L__BB66_1478:
+	@%p1558 bra 	$L__BB66_1482;
+
+	setp.eq.s64 	%p1687, %rd19, 1;
+	shl.b64 	%rd3238, %rd4226, 2;
+	mov.u64 	%rd3239, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3240, %rd3239, %rd3238;
+	add.s64 	%rd1274, %rd3240, 8192;
+	ld.shared.f32 	%f4918, [%rd3240+8192];
+	add.s64 	%rd1275, %rd4, %rd3238;
+	ld.local.f32 	%f4919, [%rd1275];
+	fma.rn.f32 	%f4920, %f884, %f4918, %f4919;
+	st.local.f32 	[%rd1275], %f4920;
+	@%p1687 bra 	$L__BB66_1482;
+
+	setp.eq.s64 	%p1688, %rd19, 2;
+	ld.shared.f32 	%f4921, [%rd1274+4];
+	ld.local.f32 	%f4922, [%rd1275+4];
+	fma.rn.f32 	%f4923, %f884, %f4921, %f4922;
+	st.local.f32 	[%rd1275+4], %f4923;
+	@%p1688 bra 	$L__BB66_1482;
+
+	ld.shared.f32 	%f4924, [%rd1274+8];
+	ld.local.f32 	%f4925, [%rd1275+8];
+	fma.rn.f32 	%f4926, %f884, %f4924, %f4925;
+	st.local.f32 	[%rd1275+8], %f4926;
+
+$L__BB66_1482:
+	setp.lt.s64 	%p1689, %rd1138, 18;
+	setp.lt.s64 	%p1690, %rd3729, 82;
+	or.pred  	%p1691, %p1689, %p1690;
+	@%p1691 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f885, [%rd5+324];
+	mov.u64 	%rd4229, 0;
+	@%p1556 bra 	$L__BB66_1486;
+
+	mov.u64 	%rd4228, %rd20;
+
+$L__BB66_1485:
+	shl.b64 	%rd3243, %rd4229, 2;
+	mov.u64 	%rd3244, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3245, %rd3244, %rd3243;
+	ld.shared.f32 	%f4927, [%rd3245+8704];
+	add.s64 	%rd3246, %rd4, %rd3243;
+	ld.local.v4.f32 	{%f4928, %f4929, %f4930, %f4931}, [%rd3246];
+	ld.shared.f32 	%f4936, [%rd3245+8708];
+	ld.shared.f32 	%f4937, [%rd3245+8712];
+	ld.shared.f32 	%f4938, [%rd3245+8716];
+	fma.rn.f32 	%f4939, %f885, %f4938, %f4931;
+	fma.rn.f32 	%f4940, %f885, %f4937, %f4930;
+	fma.rn.f32 	%f4941, %f885, %f4936, %f4929;
+	fma.rn.f32 	%f4942, %f885, %f4927, %f4928;
+	st.local.v4.f32 	[%rd3246], {%f4942, %f4941, %f4940, %f4939};
+	add.s64 	%rd4229, %rd4229, 4;
+	add.s64 	%rd4228, %rd4228, -4;
+	setp.ne.s64 	%p1693, %rd4228, 0;
+	@%p1693 bra 	$L__BB66_1485;
+
+$L__BB66_1486:
+	@%p1558 bra 	$L__BB66_1490;
+
+	setp.eq.s64 	%p1695, %rd19, 1;
+	shl.b64 	%rd3247, %rd4229, 2;
+	mov.u64 	%rd3248, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3249, %rd3248, %rd3247;
+	add.s64 	%rd1281, %rd3249, 8704;
+	ld.shared.f32 	%f4943, [%rd3249+8704];
+	add.s64 	%rd1282, %rd4, %rd3247;
+	ld.local.f32 	%f4944, [%rd1282];
+	fma.rn.f32 	%f4945, %f885, %f4943, %f4944;
+	st.local.f32 	[%rd1282], %f4945;
+	@%p1695 bra 	$L__BB66_1490;
+
+	setp.eq.s64 	%p1696, %rd19, 2;
+	ld.shared.f32 	%f4946, [%rd1281+4];
+	ld.local.f32 	%f4947, [%rd1282+4];
+	fma.rn.f32 	%f4948, %f885, %f4946, %f4947;
+	st.local.f32 	[%rd1282+4], %f4948;
+	@%p1696 bra 	$L__BB66_1490;
+
+	ld.shared.f32 	%f4949, [%rd1281+8];
+	ld.local.f32 	%f4950, [%rd1282+8];
+	fma.rn.f32 	%f4951, %f885, %f4949, %f4950;
+	st.local.f32 	[%rd1282+8], %f4951;
+
+$L__BB66_1490:
+	setp.lt.s64 	%p1697, %rd1138, 19;
+	setp.lt.s64 	%p1698, %rd3729, 83;
+	or.pred  	%p1699, %p1697, %p1698;
+	@%p1699 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f886, [%rd5+328];
+	mov.u64 	%rd4232, 0;
+	@%p1556 bra 	$L__BB66_1494;
+
+	mov.u64 	%rd4231, %rd20;
+
+$L__BB66_1493:
+	shl.b64 	%rd3252, %rd4232, 2;
+	mov.u64 	%rd3253, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3254, %rd3253, %rd3252;
+	ld.shared.f32 	%f4952, [%rd3254+9216];
+	add.s64 	%rd3255, %rd4, %rd3252;
+	ld.local.v4.f32 	{%f4953, %f4954, %f4955, %f4956}, [%rd3255];
+	ld.shared.f32 	%f4961, [%rd3254+9220];
+	ld.shared.f32 	%f4962, [%rd3254+9224];
+	ld.shared.f32 	%f4963, [%rd3254+9228];
+	fma.rn.f32 	%f4964, %f886, %f4963, %f4956;
+	fma.rn.f32 	%f4965, %f886, %f4962, %f4955;
+	fma.rn.f32 	%f4966, %f886, %f4961, %f4954;
+	fma.rn.f32 	%f4967, %f886, %f4952, %f4953;
+	st.local.v4.f32 	[%rd3255], {%f4967, %f4966, %f4965, %f4964};
+	add.s64 	%rd4232, %rd4232, 4;
+	add.s64 	%rd4231, %rd4231, -4;
+	setp.ne.s64 	%p1701, %rd4231, 0;
+	@%p1701 bra 	$L__BB66_1493;
+
+$L__BB66_1494:
+	@%p1558 bra 	$L__BB66_1498;
+
+	setp.eq.s64 	%p1703, %rd19, 1;
+	shl.b64 	%rd3256, %rd4232, 2;
+	mov.u64 	%rd3257, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3258, %rd3257, %rd3256;
+	add.s64 	%rd1288, %rd3258, 9216;
+	ld.shared.f32 	%f4968, [%rd3258+9216];
+	add.s64 	%rd1289, %rd4, %rd3256;
+	ld.local.f32 	%f4969, [%rd1289];
+	fma.rn.f32 	%f4970, %f886, %f4968, %f4969;
+	st.local.f32 	[%rd1289], %f4970;
+	@%p1703 bra 	$L__BB66_1498;
+
+	setp.eq.s64 	%p1704, %rd19, 2;
+	ld.shared.f32 	%f4971, [%rd1288+4];
+	ld.local.f32 	%f4972, [%rd1289+4];
+	fma.rn.f32 	%f4973, %f886, %f4971, %f4972;
+	st.local.f32 	[%rd1289+4], %f4973;
+	@%p1704 bra 	$L__BB66_1498;
+
+	ld.shared.f32 	%f4974, [%rd1288+8];
+	ld.local.f32 	%f4975, [%rd1289+8];
+	fma.rn.f32 	%f4976, %f886, %f4974, %f4975;
+	st.local.f32 	[%rd1289+8], %f4976;
+
+$L__BB66_1498:
+	setp.lt.s64 	%p1705, %rd1138, 20;
+	setp.lt.s64 	%p1706, %rd3729, 84;
+	or.pred  	%p1707, %p1705, %p1706;
+	@%p1707 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f887, [%rd5+332];
+	mov.u64 	%rd4235, 0;
+	@%p1556 bra 	$L__BB66_1502;
+
+	mov.u64 	%rd4234, %rd20;
+
+$L__BB66_1501:
+	shl.b64 	%rd3261, %rd4235, 2;
+	mov.u64 	%rd3262, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3263, %rd3262, %rd3261;
+	ld.shared.f32 	%f4977, [%rd3263+9728];
+	add.s64 	%rd3264, %rd4, %rd3261;
+	ld.local.v4.f32 	{%f4978, %f4979, %f4980, %f4981}, [%rd3264];
+	ld.shared.f32 	%f4986, [%rd3263+9732];
+	ld.shared.f32 	%f4987, [%rd3263+9736];
+	ld.shared.f32 	%f4988, [%rd3263+9740];
+	fma.rn.f32 	%f4989, %f887, %f4988, %f4981;
+	fma.rn.f32 	%f4990, %f887, %f4987, %f4980;
+	fma.rn.f32 	%f4991, %f887, %f4986, %f4979;
+	fma.rn.f32 	%f4992, %f887, %f4977, %f4978;
+	st.local.v4.f32 	[%rd3264], {%f4992, %f4991, %f4990, %f4989};
+	add.s64 	%rd4235, %rd4235, 4;
+	add.s64 	%rd4234, %rd4234, -4;
+	setp.ne.s64 	%p1709, %rd4234, 0;
+	@%p1709 bra 	$L__BB66_1501;
+
+$L__BB66_1502:
+	@%p1558 bra 	$L__BB66_1506;
+
+	setp.eq.s64 	%p1711, %rd19, 1;
+	shl.b64 	%rd3265, %rd4235, 2;
+	mov.u64 	%rd3266, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3267, %rd3266, %rd3265;
+	add.s64 	%rd1295, %rd3267, 9728;
+	ld.shared.f32 	%f4993, [%rd3267+9728];
+	add.s64 	%rd1296, %rd4, %rd3265;
+	ld.local.f32 	%f4994, [%rd1296];
+	fma.rn.f32 	%f4995, %f887, %f4993, %f4994;
+	st.local.f32 	[%rd1296], %f4995;
+	@%p1711 bra 	$L__BB66_1506;
+
+	setp.eq.s64 	%p1712, %rd19, 2;
+	ld.shared.f32 	%f4996, [%rd1295+4];
+	ld.local.f32 	%f4997, [%rd1296+4];
+	fma.rn.f32 	%f4998, %f887, %f4996, %f4997;
+	st.local.f32 	[%rd1296+4], %f4998;
+	@%p1712 bra 	$L__BB66_1506;
+
+	ld.shared.f32 	%f4999, [%rd1295+8];
+	ld.local.f32 	%f5000, [%rd1296+8];
+	fma.rn.f32 	%f5001, %f887, %f4999, %f5000;
+	st.local.f32 	[%rd1296+8], %f5001;
+
+$L__BB66_1506:
+	setp.lt.s64 	%p1713, %rd1138, 21;
+	setp.lt.s64 	%p1714, %rd3729, 85;
+	or.pred  	%p1715, %p1713, %p1714;
+	@%p1715 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f888, [%rd5+336];
+	mov.u64 	%rd4238, 0;
+	@%p1556 bra 	$L__BB66_1510;
+
+	mov.u64 	%rd4237, %rd20;
+
+$L__BB66_1509:
+	shl.b64 	%rd3270, %rd4238, 2;
+	mov.u64 	%rd3271, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3272, %rd3271, %rd3270;
+	ld.shared.f32 	%f5002, [%rd3272+10240];
+	add.s64 	%rd3273, %rd4, %rd3270;
+	ld.local.v4.f32 	{%f5003, %f5004, %f5005, %f5006}, [%rd3273];
+	ld.shared.f32 	%f5011, [%rd3272+10244];
+	ld.shared.f32 	%f5012, [%rd3272+10248];
+	ld.shared.f32 	%f5013, [%rd3272+10252];
+	fma.rn.f32 	%f5014, %f888, %f5013, %f5006;
+	fma.rn.f32 	%f5015, %f888, %f5012, %f5005;
+	fma.rn.f32 	%f5016, %f888, %f5011, %f5004;
+	fma.rn.f32 	%f5017, %f888, %f5002, %f5003;
+	st.local.v4.f32 	[%rd3273], {%f5017, %f5016, %f5015, %f5014};
+	add.s64 	%rd4238, %rd4238, 4;
+	add.s64 	%rd4237, %rd4237, -4;
+	setp.ne.s64 	%p1717, %rd4237, 0;
+	@%p1717 bra 	$L__BB66_1509;
+
+$L__BB66_1510:
+	@%p1558 bra 	$L__BB66_1514;
+
+	setp.eq.s64 	%p1719, %rd19, 1;
+	shl.b64 	%rd3274, %rd4238, 2;
+	mov.u64 	%rd3275, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3276, %rd3275, %rd3274;
+	add.s64 	%rd1302, %rd3276, 10240;
+	ld.shared.f32 	%f5018, [%rd3276+10240];
+	add.s64 	%rd1303, %rd4, %rd3274;
+	ld.local.f32 	%f5019, [%rd1303];
+	fma.rn.f32 	%f5020, %f888, %f5018, %f5019;
+	st.local.f32 	[%rd1303], %f5020;
+	@%p1719 bra 	$L__BB66_1514;
+
+	setp.eq.s64 	%p1720, %rd19, 2;
+	ld.shared.f32 	%f5021, [%rd1302+4];
+	ld.local.f32 	%f5022, [%rd1303+4];
+	fma.rn.f32 	%f5023, %f888, %f5021, %f5022;
+	st.local.f32 	[%rd1303+4], %f5023;
+	@%p1720 bra 	$L__BB66_1514;
+
+	ld.shared.f32 	%f5024, [%rd1302+8];
+	ld.local.f32 	%f5025, [%rd1303+8];
+	fma.rn.f32 	%f5026, %f888, %f5024, %f5025;
+	st.local.f32 	[%rd1303+8], %f5026;
+
+$L__BB66_1514:
+	setp.lt.s64 	%p1721, %rd1138, 22;
+	setp.lt.s64 	%p1722, %rd3729, 86;
+	or.pred  	%p1723, %p1721, %p1722;
+	@%p1723 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f889, [%rd5+340];
+	mov.u64 	%rd4241, 0;
+	@%p1556 bra 	$L__BB66_1518;
+
+	mov.u64 	%rd4240, %rd20;
+
+$L__BB66_1517:
+	shl.b64 	%rd3279, %rd4241, 2;
+	mov.u64 	%rd3280, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3281, %rd3280, %rd3279;
+	ld.shared.f32 	%f5027, [%rd3281+10752];
+	add.s64 	%rd3282, %rd4, %rd3279;
+	ld.local.v4.f32 	{%f5028, %f5029, %f5030, %f5031}, [%rd3282];
+	ld.shared.f32 	%f5036, [%rd3281+10756];
+	ld.shared.f32 	%f5037, [%rd3281+10760];
+	ld.shared.f32 	%f5038, [%rd3281+10764];
+	fma.rn.f32 	%f5039, %f889, %f5038, %f5031;
+	fma.rn.f32 	%f5040, %f889, %f5037, %f5030;
+	fma.rn.f32 	%f5041, %f889, %f5036, %f5029;
+	fma.rn.f32 	%f5042, %f889, %f5027, %f5028;
+	st.local.v4.f32 	[%rd3282], {%f5042, %f5041, %f5040, %f5039};
+	add.s64 	%rd4241, %rd4241, 4;
+	add.s64 	%rd4240, %rd4240, -4;
+	setp.ne.s64 	%p1725, %rd4240, 0;
+	@%p1725 bra 	$L__BB66_1517;
+
+$L__BB66_1518:
+	@%p1558 bra 	$L__BB66_1522;
+
+	setp.eq.s64 	%p1727, %rd19, 1;
+	shl.b64 	%rd3283, %rd4241, 2;
+	mov.u64 	%rd3284, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3285, %rd3284, %rd3283;
+	add.s64 	%rd1309, %rd3285, 10752;
+	ld.shared.f32 	%f5043, [%rd3285+10752];
+	add.s64 	%rd1310, %rd4, %rd3283;
+	ld.local.f32 	%f5044, [%rd1310];
+	fma.rn.f32 	%f5045, %f889, %f5043, %f5044;
+	st.local.f32 	[%rd1310], %f5045;
+	@%p1727 bra 	$L__BB66_1522;
+
+	setp.eq.s64 	%p1728, %rd19, 2;
+	ld.shared.f32 	%f5046, [%rd1309+4];
+	ld.local.f32 	%f5047, [%rd1310+4];
+	fma.rn.f32 	%f5048, %f889, %f5046, %f5047;
+	st.local.f32 	[%rd1310+4], %f5048;
+	@%p1728 bra 	$L__BB66_1522;
+
+	ld.shared.f32 	%f5049, [%rd1309+8];
+	ld.local.f32 	%f5050, [%rd1310+8];
+	fma.rn.f32 	%f5051, %f889, %f5049, %f5050;
+	st.local.f32 	[%rd1310+8], %f5051;
+
+$L__BB66_1522:
+	setp.lt.s64 	%p1729, %rd1138, 23;
+	setp.lt.s64 	%p1730, %rd3729, 87;
+	or.pred  	%p1731, %p1729, %p1730;
+	@%p1731 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f890, [%rd5+344];
+	mov.u64 	%rd4244, 0;
+	@%p1556 bra 	$L__BB66_1526;
+
+	mov.u64 	%rd4243, %rd20;
+
+$L__BB66_1525:
+	shl.b64 	%rd3288, %rd4244, 2;
+	mov.u64 	%rd3289, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3290, %rd3289, %rd3288;
+	ld.shared.f32 	%f5052, [%rd3290+11264];
+	add.s64 	%rd3291, %rd4, %rd3288;
+	ld.local.v4.f32 	{%f5053, %f5054, %f5055, %f5056}, [%rd3291];
+	ld.shared.f32 	%f5061, [%rd3290+11268];
+	ld.shared.f32 	%f5062, [%rd3290+11272];
+	ld.shared.f32 	%f5063, [%rd3290+11276];
+	fma.rn.f32 	%f5064, %f890, %f5063, %f5056;
+	fma.rn.f32 	%f5065, %f890, %f5062, %f5055;
+	fma.rn.f32 	%f5066, %f890, %f5061, %f5054;
+	fma.rn.f32 	%f5067, %f890, %f5052, %f5053;
+	st.local.v4.f32 	[%rd3291], {%f5067, %f5066, %f5065, %f5064};
+	add.s64 	%rd4244, %rd4244, 4;
+	add.s64 	%rd4243, %rd4243, -4;
+	setp.ne.s64 	%p1733, %rd4243, 0;
+	@%p1733 bra 	$L__BB66_1525;
+
+$L__BB66_1526:
+	@%p1558 bra 	$L__BB66_1530;
+
+	setp.eq.s64 	%p1735, %rd19, 1;
+	shl.b64 	%rd3292, %rd4244, 2;
+	mov.u64 	%rd3293, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3294, %rd3293, %rd3292;
+	add.s64 	%rd1316, %rd3294, 11264;
+	ld.shared.f32 	%f5068, [%rd3294+11264];
+	add.s64 	%rd1317, %rd4, %rd3292;
+	ld.local.f32 	%f5069, [%rd1317];
+	fma.rn.f32 	%f5070, %f890, %f5068, %f5069;
+	st.local.f32 	[%rd1317], %f5070;
+	@%p1735 bra 	$L__BB66_1530;
+
+	setp.eq.s64 	%p1736, %rd19, 2;
+	ld.shared.f32 	%f5071, [%rd1316+4];
+	ld.local.f32 	%f5072, [%rd1317+4];
+	fma.rn.f32 	%f5073, %f890, %f5071, %f5072;
+	st.local.f32 	[%rd1317+4], %f5073;
+	@%p1736 bra 	$L__BB66_1530;
+
+	ld.shared.f32 	%f5074, [%rd1316+8];
+	ld.local.f32 	%f5075, [%rd1317+8];
+	fma.rn.f32 	%f5076, %f890, %f5074, %f5075;
+	st.local.f32 	[%rd1317+8], %f5076;
+
+$L__BB66_1530:
+	setp.lt.s64 	%p1737, %rd1138, 24;
+	setp.lt.s64 	%p1738, %rd3729, 88;
+	or.pred  	%p1739, %p1737, %p1738;
+	@%p1739 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f891, [%rd5+348];
+	mov.u64 	%rd4247, 0;
+	@%p1556 bra 	$L__BB66_1534;
+
+	mov.u64 	%rd4246, %rd20;
+
+$L__BB66_1533:
+	shl.b64 	%rd3297, %rd4247, 2;
+	mov.u64 	%rd3298, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3299, %rd3298, %rd3297;
+	ld.shared.f32 	%f5077, [%rd3299+11776];
+	add.s64 	%rd3300, %rd4, %rd3297;
+	ld.local.v4.f32 	{%f5078, %f5079, %f5080, %f5081}, [%rd3300];
+	ld.shared.f32 	%f5086, [%rd3299+11780];
+	ld.shared.f32 	%f5087, [%rd3299+11784];
+	ld.shared.f32 	%f5088, [%rd3299+11788];
+	fma.rn.f32 	%f5089, %f891, %f5088, %f5081;
+	fma.rn.f32 	%f5090, %f891, %f5087, %f5080;
+	fma.rn.f32 	%f5091, %f891, %f5086, %f5079;
+	fma.rn.f32 	%f5092, %f891, %f5077, %f5078;
+	st.local.v4.f32 	[%rd3300], {%f5092, %f5091, %f5090, %f5089};
+	add.s64 	%rd4247, %rd4247, 4;
+	add.s64 	%rd4246, %rd4246, -4;
+	setp.ne.s64 	%p1741, %rd4246, 0;
+	@%p1741 bra 	$L__BB66_1533;
+
+$L__BB66_1534:
+	@%p1558 bra 	$L__BB66_1538;
+
+	setp.eq.s64 	%p1743, %rd19, 1;
+	shl.b64 	%rd3301, %rd4247, 2;
+	mov.u64 	%rd3302, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3303, %rd3302, %rd3301;
+	add.s64 	%rd1323, %rd3303, 11776;
+	ld.shared.f32 	%f5093, [%rd3303+11776];
+	add.s64 	%rd1324, %rd4, %rd3301;
+	ld.local.f32 	%f5094, [%rd1324];
+	fma.rn.f32 	%f5095, %f891, %f5093, %f5094;
+	st.local.f32 	[%rd1324], %f5095;
+	@%p1743 bra 	$L__BB66_1538;
+
+	setp.eq.s64 	%p1744, %rd19, 2;
+	ld.shared.f32 	%f5096, [%rd1323+4];
+	ld.local.f32 	%f5097, [%rd1324+4];
+	fma.rn.f32 	%f5098, %f891, %f5096, %f5097;
+	st.local.f32 	[%rd1324+4], %f5098;
+	@%p1744 bra 	$L__BB66_1538;
+
+	ld.shared.f32 	%f5099, [%rd1323+8];
+	ld.local.f32 	%f5100, [%rd1324+8];
+	fma.rn.f32 	%f5101, %f891, %f5099, %f5100;
+	st.local.f32 	[%rd1324+8], %f5101;
+
+$L__BB66_1538:
+	setp.lt.s64 	%p1745, %rd1138, 25;
+	setp.lt.s64 	%p1746, %rd3729, 89;
+	or.pred  	%p1747, %p1745, %p1746;
+	@%p1747 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f892, [%rd5+352];
+	mov.u64 	%rd4250, 0;
+	@%p1556 bra 	$L__BB66_1542;
+
+	mov.u64 	%rd4249, %rd20;
+
+$L__BB66_1541:
+	shl.b64 	%rd3306, %rd4250, 2;
+	mov.u64 	%rd3307, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3308, %rd3307, %rd3306;
+	ld.shared.f32 	%f5102, [%rd3308+12288];
+	add.s64 	%rd3309, %rd4, %rd3306;
+	ld.local.v4.f32 	{%f5103, %f5104, %f5105, %f5106}, [%rd3309];
+	ld.shared.f32 	%f5111, [%rd3308+12292];
+	ld.shared.f32 	%f5112, [%rd3308+12296];
+	ld.shared.f32 	%f5113, [%rd3308+12300];
+	fma.rn.f32 	%f5114, %f892, %f5113, %f5106;
+	fma.rn.f32 	%f5115, %f892, %f5112, %f5105;
+	fma.rn.f32 	%f5116, %f892, %f5111, %f5104;
+	fma.rn.f32 	%f5117, %f892, %f5102, %f5103;
+	st.local.v4.f32 	[%rd3309], {%f5117, %f5116, %f5115, %f5114};
+	add.s64 	%rd4250, %rd4250, 4;
+	add.s64 	%rd4249, %rd4249, -4;
+	setp.ne.s64 	%p1749, %rd4249, 0;
+	@%p1749 bra 	$L__BB66_1541;
+
+$L__BB66_1542:
+	@%p1558 bra 	$L__BB66_1546;
+
+	setp.eq.s64 	%p1751, %rd19, 1;
+	shl.b64 	%rd3310, %rd4250, 2;
+	mov.u64 	%rd3311, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3312, %rd3311, %rd3310;
+	add.s64 	%rd1330, %rd3312, 12288;
+	ld.shared.f32 	%f5118, [%rd3312+12288];
+	add.s64 	%rd1331, %rd4, %rd3310;
+	ld.local.f32 	%f5119, [%rd1331];
+	fma.rn.f32 	%f5120, %f892, %f5118, %f5119;
+	st.local.f32 	[%rd1331], %f5120;
+	@%p1751 bra 	$L__BB66_1546;
+
+	setp.eq.s64 	%p1752, %rd19, 2;
+	ld.shared.f32 	%f5121, [%rd1330+4];
+	ld.local.f32 	%f5122, [%rd1331+4];
+	fma.rn.f32 	%f5123, %f892, %f5121, %f5122;
+	st.local.f32 	[%rd1331+4], %f5123;
+	@%p1752 bra 	$L__BB66_1546;
+
+	ld.shared.f32 	%f5124, [%rd1330+8];
+	ld.local.f32 	%f5125, [%rd1331+8];
+	fma.rn.f32 	%f5126, %f892, %f5124, %f5125;
+	st.local.f32 	[%rd1331+8], %f5126;
+
+$L__BB66_1546:
+	setp.lt.s64 	%p1753, %rd1138, 26;
+	setp.lt.s64 	%p1754, %rd3729, 90;
+	or.pred  	%p1755, %p1753, %p1754;
+	@%p1755 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f893, [%rd5+356];
+	mov.u64 	%rd4253, 0;
+	@%p1556 bra 	$L__BB66_1550;
+
+	mov.u64 	%rd4252, %rd20;
+
+$L__BB66_1549:
+	shl.b64 	%rd3315, %rd4253, 2;
+	mov.u64 	%rd3316, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3317, %rd3316, %rd3315;
+	ld.shared.f32 	%f5127, [%rd3317+12800];
+	add.s64 	%rd3318, %rd4, %rd3315;
+	ld.local.v4.f32 	{%f5128, %f5129, %f5130, %f5131}, [%rd3318];
+	ld.shared.f32 	%f5136, [%rd3317+12804];
+	ld.shared.f32 	%f5137, [%rd3317+12808];
+	ld.shared.f32 	%f5138, [%rd3317+12812];
+	fma.rn.f32 	%f5139, %f893, %f5138, %f5131;
+	fma.rn.f32 	%f5140, %f893, %f5137, %f5130;
+	fma.rn.f32 	%f5141, %f893, %f5136, %f5129;
+	fma.rn.f32 	%f5142, %f893, %f5127, %f5128;
+	st.local.v4.f32 	[%rd3318], {%f5142, %f5141, %f5140, %f5139};
+	add.s64 	%rd4253, %rd4253, 4;
+	add.s64 	%rd4252, %rd4252, -4;
+	setp.ne.s64 	%p1757, %rd4252, 0;
+	@%p1757 bra 	$L__BB66_1549;
+
+$L__BB66_1550:
+	@%p1558 bra 	$L__BB66_1554;
+
+	setp.eq.s64 	%p1759, %rd19, 1;
+	shl.b64 	%rd3319, %rd4253, 2;
+	mov.u64 	%rd3320, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3321, %rd3320, %rd3319;
+	add.s64 	%rd1337, %rd3321, 12800;
+	ld.shared.f32 	%f5143, [%rd3321+12800];
+	add.s64 	%rd1338, %rd4, %rd3319;
+	ld.local.f32 	%f5144, [%rd1338];
+	fma.rn.f32 	%f5145, %f893, %f5143, %f5144;
+	st.local.f32 	[%rd1338], %f5145;
+	@%p1759 bra 	$L__BB66_1554;
+
+	setp.eq.s64 	%p1760, %rd19, 2;
+	ld.shared.f32 	%f5146, [%rd1337+4];
+	ld.local.f32 	%f5147, [%rd1338+4];
+	fma.rn.f32 	%f5148, %f893, %f5146, %f5147;
+	st.local.f32 	[%rd1338+4], %f5148;
+	@%p1760 bra 	$L__BB66_1554;
+
+	ld.shared.f32 	%f5149, [%rd1337+8];
+	ld.local.f32 	%f5150, [%rd1338+8];
+	fma.rn.f32 	%f5151, %f893, %f5149, %f5150;
+	st.local.f32 	[%rd1338+8], %f5151;
+
+$L__BB66_1554:
+	setp.lt.s64 	%p1761, %rd1138, 27;
+	setp.lt.s64 	%p1762, %rd3729, 91;
+	or.pred  	%p1763, %p1761, %p1762;
+	@%p1763 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f894, [%rd5+360];
+	mov.u64 	%rd4256, 0;
+	@%p1556 bra 	$L__BB66_1558;
+
+	mov.u64 	%rd4255, %rd20;
+
+$L__BB66_1557:
+	shl.b64 	%rd3324, %rd4256, 2;
+	mov.u64 	%rd3325, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3326, %rd3325, %rd3324;
+	ld.shared.f32 	%f5152, [%rd3326+13312];
+	add.s64 	%rd3327, %rd4, %rd3324;
+	ld.local.v4.f32 	{%f5153, %f5154, %f5155, %f5156}, [%rd3327];
+	ld.shared.f32 	%f5161, [%rd3326+13316];
+	ld.shared.f32 	%f5162, [%rd3326+13320];
+	ld.shared.f32 	%f5163, [%rd3326+13324];
+	fma.rn.f32 	%f5164, %f894, %f5163, %f5156;
+	fma.rn.f32 	%f5165, %f894, %f5162, %f5155;
+	fma.rn.f32 	%f5166, %f894, %f5161, %f5154;
+	fma.rn.f32 	%f5167, %f894, %f5152, %f5153;
+	st.local.v4.f32 	[%rd3327], {%f5167, %f5166, %f5165, %f5164};
+	add.s64 	%rd4256, %rd4256, 4;
+	add.s64 	%rd4255, %rd4255, -4;
+	setp.ne.s64 	%p1765, %rd4255, 0;
+	@%p1765 bra 	$L__BB66_1557;
+
+$L__BB66_1558:
+	@%p1558 bra 	$L__BB66_1562;
+
+	setp.eq.s64 	%p1767, %rd19, 1;
+	shl.b64 	%rd3328, %rd4256, 2;
+	mov.u64 	%rd3329, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3330, %rd3329, %rd3328;
+	add.s64 	%rd1344, %rd3330, 13312;
+	ld.shared.f32 	%f5168, [%rd3330+13312];
+	add.s64 	%rd1345, %rd4, %rd3328;
+	ld.local.f32 	%f5169, [%rd1345];
+	fma.rn.f32 	%f5170, %f894, %f5168, %f5169;
+	st.local.f32 	[%rd1345], %f5170;
+	@%p1767 bra 	$L__BB66_1562;
+
+	setp.eq.s64 	%p1768, %rd19, 2;
+	ld.shared.f32 	%f5171, [%rd1344+4];
+	ld.local.f32 	%f5172, [%rd1345+4];
+	fma.rn.f32 	%f5173, %f894, %f5171, %f5172;
+	st.local.f32 	[%rd1345+4], %f5173;
+	@%p1768 bra 	$L__BB66_1562;
+
+	ld.shared.f32 	%f5174, [%rd1344+8];
+	ld.local.f32 	%f5175, [%rd1345+8];
+	fma.rn.f32 	%f5176, %f894, %f5174, %f5175;
+	st.local.f32 	[%rd1345+8], %f5176;
+
+$L__BB66_1562:
+	setp.lt.s64 	%p1769, %rd1138, 28;
+	setp.lt.s64 	%p1770, %rd3729, 92;
+	or.pred  	%p1771, %p1769, %p1770;
+	@%p1771 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f895, [%rd5+364];
+	mov.u64 	%rd4259, 0;
+	@%p1556 bra 	$L__BB66_1566;
+
+	mov.u64 	%rd4258, %rd20;
+
+$L__BB66_1565:
+	shl.b64 	%rd3333, %rd4259, 2;
+	mov.u64 	%rd3334, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3335, %rd3334, %rd3333;
+	ld.shared.f32 	%f5177, [%rd3335+13824];
+	add.s64 	%rd3336, %rd4, %rd3333;
+	ld.local.v4.f32 	{%f5178, %f5179, %f5180, %f5181}, [%rd3336];
+	ld.shared.f32 	%f5186, [%rd3335+13828];
+	ld.shared.f32 	%f5187, [%rd3335+13832];
+	ld.shared.f32 	%f5188, [%rd3335+13836];
+	fma.rn.f32 	%f5189, %f895, %f5188, %f5181;
+	fma.rn.f32 	%f5190, %f895, %f5187, %f5180;
+	fma.rn.f32 	%f5191, %f895, %f5186, %f5179;
+	fma.rn.f32 	%f5192, %f895, %f5177, %f5178;
+	st.local.v4.f32 	[%rd3336], {%f5192, %f5191, %f5190, %f5189};
+	add.s64 	%rd4259, %rd4259, 4;
+	add.s64 	%rd4258, %rd4258, -4;
+	setp.ne.s64 	%p1773, %rd4258, 0;
+	@%p1773 bra 	$L__BB66_1565;
+
+$L__BB66_1566:
+	@%p1558 bra 	$L__BB66_1570;
+
+	setp.eq.s64 	%p1775, %rd19, 1;
+	shl.b64 	%rd3337, %rd4259, 2;
+	mov.u64 	%rd3338, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3339, %rd3338, %rd3337;
+	add.s64 	%rd1351, %rd3339, 13824;
+	ld.shared.f32 	%f5193, [%rd3339+13824];
+	add.s64 	%rd1352, %rd4, %rd3337;
+	ld.local.f32 	%f5194, [%rd1352];
+	fma.rn.f32 	%f5195, %f895, %f5193, %f5194;
+	st.local.f32 	[%rd1352], %f5195;
+	@%p1775 bra 	$L__BB66_1570;
+
+	setp.eq.s64 	%p1776, %rd19, 2;
+	ld.shared.f32 	%f5196, [%rd1351+4];
+	ld.local.f32 	%f5197, [%rd1352+4];
+	fma.rn.f32 	%f5198, %f895, %f5196, %f5197;
+	st.local.f32 	[%rd1352+4], %f5198;
+	@%p1776 bra 	$L__BB66_1570;
+
+	ld.shared.f32 	%f5199, [%rd1351+8];
+	ld.local.f32 	%f5200, [%rd1352+8];
+	fma.rn.f32 	%f5201, %f895, %f5199, %f5200;
+	st.local.f32 	[%rd1352+8], %f5201;
+
+$L__BB66_1570:
+	setp.lt.s64 	%p1777, %rd1138, 29;
+	setp.lt.s64 	%p1778, %rd3729, 93;
+	or.pred  	%p1779, %p1777, %p1778;
+	@%p1779 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f896, [%rd5+368];
+	mov.u64 	%rd4262, 0;
+	@%p1556 bra 	$L__BB66_1574;
+
+	mov.u64 	%rd4261, %rd20;
+
+$L__BB66_1573:
+	shl.b64 	%rd3342, %rd4262, 2;
+	mov.u64 	%rd3343, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3344, %rd3343, %rd3342;
+	ld.shared.f32 	%f5202, [%rd3344+14336];
+	add.s64 	%rd3345, %rd4, %rd3342;
+	ld.local.v4.f32 	{%f5203, %f5204, %f5205, %f5206}, [%rd3345];
+	ld.shared.f32 	%f5211, [%rd3344+14340];
+	ld.shared.f32 	%f5212, [%rd3344+14344];
+	ld.shared.f32 	%f5213, [%rd3344+14348];
+	fma.rn.f32 	%f5214, %f896, %f5213, %f5206;
+	fma.rn.f32 	%f5215, %f896, %f5212, %f5205;
+	fma.rn.f32 	%f5216, %f896, %f5211, %f5204;
+	fma.rn.f32 	%f5217, %f896, %f5202, %f5203;
+	st.local.v4.f32 	[%rd3345], {%f5217, %f5216, %f5215, %f5214};
+	add.s64 	%rd4262, %rd4262, 4;
+	add.s64 	%rd4261, %rd4261, -4;
+	setp.ne.s64 	%p1781, %rd4261, 0;
+	@%p1781 bra 	$L__BB66_1573;
+
+$L__BB66_1574:
+	@%p1558 bra 	$L__BB66_1578;
+
+	setp.eq.s64 	%p1783, %rd19, 1;
+	shl.b64 	%rd3346, %rd4262, 2;
+	mov.u64 	%rd3347, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3348, %rd3347, %rd3346;
+	add.s64 	%rd1358, %rd3348, 14336;
+	ld.shared.f32 	%f5218, [%rd3348+14336];
+	add.s64 	%rd1359, %rd4, %rd3346;
+	ld.local.f32 	%f5219, [%rd1359];
+	fma.rn.f32 	%f5220, %f896, %f5218, %f5219;
+	st.local.f32 	[%rd1359], %f5220;
+	@%p1783 bra 	$L__BB66_1578;
+
+	setp.eq.s64 	%p1784, %rd19, 2;
+	ld.shared.f32 	%f5221, [%rd1358+4];
+	ld.local.f32 	%f5222, [%rd1359+4];
+	fma.rn.f32 	%f5223, %f896, %f5221, %f5222;
+	st.local.f32 	[%rd1359+4], %f5223;
+	@%p1784 bra 	$L__BB66_1578;
+
+	ld.shared.f32 	%f5224, [%rd1358+8];
+	ld.local.f32 	%f5225, [%rd1359+8];
+	fma.rn.f32 	%f5226, %f896, %f5224, %f5225;
+	st.local.f32 	[%rd1359+8], %f5226;
+
+$L__BB66_1578:
+	setp.lt.s64 	%p1785, %rd1138, 30;
+	setp.lt.s64 	%p1786, %rd3729, 94;
+	or.pred  	%p1787, %p1785, %p1786;
+	@%p1787 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f897, [%rd5+372];
+	mov.u64 	%rd4265, 0;
+	@%p1556 bra 	$L__BB66_1582;
+
+	mov.u64 	%rd4264, %rd20;
+
+$L__BB66_1581:
+	shl.b64 	%rd3351, %rd4265, 2;
+	mov.u64 	%rd3352, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3353, %rd3352, %rd3351;
+	ld.shared.f32 	%f5227, [%rd3353+14848];
+	add.s64 	%rd3354, %rd4, %rd3351;
+	ld.local.v4.f32 	{%f5228, %f5229, %f5230, %f5231}, [%rd3354];
+	ld.shared.f32 	%f5236, [%rd3353+14852];
+	ld.shared.f32 	%f5237, [%rd3353+14856];
+	ld.shared.f32 	%f5238, [%rd3353+14860];
+	fma.rn.f32 	%f5239, %f897, %f5238, %f5231;
+	fma.rn.f32 	%f5240, %f897, %f5237, %f5230;
+	fma.rn.f32 	%f5241, %f897, %f5236, %f5229;
+	fma.rn.f32 	%f5242, %f897, %f5227, %f5228;
+	st.local.v4.f32 	[%rd3354], {%f5242, %f5241, %f5240, %f5239};
+	add.s64 	%rd4265, %rd4265, 4;
+	add.s64 	%rd4264, %rd4264, -4;
+	setp.ne.s64 	%p1789, %rd4264, 0;
+	@%p1789 bra 	$L__BB66_1581;
+
+$L__BB66_1582:
+	@%p1558 bra 	$L__BB66_1586;
+
+	setp.eq.s64 	%p1791, %rd19, 1;
+	shl.b64 	%rd3355, %rd4265, 2;
+	mov.u64 	%rd3356, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3357, %rd3356, %rd3355;
+	add.s64 	%rd1365, %rd3357, 14848;
+	ld.shared.f32 	%f5243, [%rd3357+14848];
+	add.s64 	%rd1366, %rd4, %rd3355;
+	ld.local.f32 	%f5244, [%rd1366];
+	fma.rn.f32 	%f5245, %f897, %f5243, %f5244;
+	st.local.f32 	[%rd1366], %f5245;
+	@%p1791 bra 	$L__BB66_1586;
+
+	setp.eq.s64 	%p1792, %rd19, 2;
+	ld.shared.f32 	%f5246, [%rd1365+4];
+	ld.local.f32 	%f5247, [%rd1366+4];
+	fma.rn.f32 	%f5248, %f897, %f5246, %f5247;
+	st.local.f32 	[%rd1366+4], %f5248;
+	@%p1792 bra 	$L__BB66_1586;
+
+	ld.shared.f32 	%f5249, [%rd1365+8];
+	ld.local.f32 	%f5250, [%rd1366+8];
+	fma.rn.f32 	%f5251, %f897, %f5249, %f5250;
+	st.local.f32 	[%rd1366+8], %f5251;
+
+$L__BB66_1586:
+	setp.lt.s64 	%p1793, %rd1138, 31;
+	setp.lt.s64 	%p1794, %rd3729, 95;
+	or.pred  	%p1795, %p1793, %p1794;
+	@%p1795 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f898, [%rd5+376];
+	mov.u64 	%rd4268, 0;
+	@%p1556 bra 	$L__BB66_1590;
+
+	mov.u64 	%rd4267, %rd20;
+
+$L__BB66_1589:
+	shl.b64 	%rd3360, %rd4268, 2;
+	mov.u64 	%rd3361, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3362, %rd3361, %rd3360;
+	ld.shared.f32 	%f5252, [%rd3362+15360];
+	add.s64 	%rd3363, %rd4, %rd3360;
+	ld.local.v4.f32 	{%f5253, %f5254, %f5255, %f5256}, [%rd3363];
+	ld.shared.f32 	%f5261, [%rd3362+15364];
+	ld.shared.f32 	%f5262, [%rd3362+15368];
+	ld.shared.f32 	%f5263, [%rd3362+15372];
+	fma.rn.f32 	%f5264, %f898, %f5263, %f5256;
+	fma.rn.f32 	%f5265, %f898, %f5262, %f5255;
+	fma.rn.f32 	%f5266, %f898, %f5261, %f5254;
+	fma.rn.f32 	%f5267, %f898, %f5252, %f5253;
+	st.local.v4.f32 	[%rd3363], {%f5267, %f5266, %f5265, %f5264};
+	add.s64 	%rd4268, %rd4268, 4;
+	add.s64 	%rd4267, %rd4267, -4;
+	setp.ne.s64 	%p1797, %rd4267, 0;
+	@%p1797 bra 	$L__BB66_1589;
+
+$L__BB66_1590:
+	@%p1558 bra 	$L__BB66_1594;
+
+	setp.eq.s64 	%p1799, %rd19, 1;
+	shl.b64 	%rd3364, %rd4268, 2;
+	mov.u64 	%rd3365, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3366, %rd3365, %rd3364;
+	add.s64 	%rd1372, %rd3366, 15360;
+	ld.shared.f32 	%f5268, [%rd3366+15360];
+	add.s64 	%rd1373, %rd4, %rd3364;
+	ld.local.f32 	%f5269, [%rd1373];
+	fma.rn.f32 	%f5270, %f898, %f5268, %f5269;
+	st.local.f32 	[%rd1373], %f5270;
+	@%p1799 bra 	$L__BB66_1594;
+
+	setp.eq.s64 	%p1800, %rd19, 2;
+	ld.shared.f32 	%f5271, [%rd1372+4];
+	ld.local.f32 	%f5272, [%rd1373+4];
+	fma.rn.f32 	%f5273, %f898, %f5271, %f5272;
+	st.local.f32 	[%rd1373+4], %f5273;
+	@%p1800 bra 	$L__BB66_1594;
+
+	ld.shared.f32 	%f5274, [%rd1372+8];
+	ld.local.f32 	%f5275, [%rd1373+8];
+	fma.rn.f32 	%f5276, %f898, %f5274, %f5275;
+	st.local.f32 	[%rd1373+8], %f5276;
+
+$L__BB66_1594:
+	setp.lt.s64 	%p1801, %rd1138, 32;
+	setp.lt.s64 	%p1802, %rd3729, 96;
+	or.pred  	%p1803, %p1801, %p1802;
+	@%p1803 bra 	$L__BB66_1602;
+
+	ld.local.f32 	%f899, [%rd5+380];
+	mov.u64 	%rd4271, 0;
+	@%p1556 bra 	$L__BB66_1598;
+
+	mov.u64 	%rd4270, %rd20;
+
+$L__BB66_1597:
+	shl.b64 	%rd3369, %rd4271, 2;
+	mov.u64 	%rd3370, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3371, %rd3370, %rd3369;
+	ld.shared.f32 	%f5277, [%rd3371+15872];
+	add.s64 	%rd3372, %rd4, %rd3369;
+	ld.local.v4.f32 	{%f5278, %f5279, %f5280, %f5281}, [%rd3372];
+	ld.shared.f32 	%f5286, [%rd3371+15876];
+	ld.shared.f32 	%f5287, [%rd3371+15880];
+	ld.shared.f32 	%f5288, [%rd3371+15884];
+	fma.rn.f32 	%f5289, %f899, %f5288, %f5281;
+	fma.rn.f32 	%f5290, %f899, %f5287, %f5280;
+	fma.rn.f32 	%f5291, %f899, %f5286, %f5279;
+	fma.rn.f32 	%f5292, %f899, %f5277, %f5278;
+	st.local.v4.f32 	[%rd3372], {%f5292, %f5291, %f5290, %f5289};
+	add.s64 	%rd4271, %rd4271, 4;
+	add.s64 	%rd4270, %rd4270, -4;
+	setp.ne.s64 	%p1805, %rd4270, 0;
+	@%p1805 bra 	$L__BB66_1597;
+
+$L__BB66_1598:
+	@%p1558 bra 	$L__BB66_1602;
+
+	setp.eq.s64 	%p1807, %rd19, 1;
+	shl.b64 	%rd3373, %rd4271, 2;
+	mov.u64 	%rd3374, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3375, %rd3374, %rd3373;
+	add.s64 	%rd1379, %rd3375, 15872;
+	ld.shared.f32 	%f5293, [%rd3375+15872];
+	add.s64 	%rd1380, %rd4, %rd3373;
+	ld.local.f32 	%f5294, [%rd1380];
+	fma.rn.f32 	%f5295, %f899, %f5293, %f5294;
+	st.local.f32 	[%rd1380], %f5295;
+	@%p1807 bra 	$L__BB66_1602;
+
+	setp.eq.s64 	%p1808, %rd19, 2;
+	ld.shared.f32 	%f5296, [%rd1379+4];
+	ld.local.f32 	%f5297, [%rd1380+4];
+	fma.rn.f32 	%f5298, %f899, %f5296, %f5297;
+	st.local.f32 	[%rd1380+4], %f5298;
+	@%p1808 bra 	$L__BB66_1602;
+
+	ld.shared.f32 	%f5299, [%rd1379+8];
+	ld.local.f32 	%f5300, [%rd1380+8];
+	fma.rn.f32 	%f5301, %f899, %f5299, %f5300;
+	st.local.f32 	[%rd1380+8], %f5301;
+
+$L__BB66_1602:
+	setp.lt.s64 	%p1809, %rd76, 97;
+	@%p1809 bra 	$L__BB66_1869;
+
+	add.s64 	%rd3376, %rd76, -96;
+	min.s64 	%rd1381, %rd3376, 32;
+	bar.sync 	0;
+	add.s64 	%rd1382, %rd3728, 96;
+	mul.lo.s64 	%rd1383, %rd1381, %rd1638;
+	setp.le.s64 	%p1810, %rd1383, %rd16;
+	@%p1810 bra 	$L__BB66_1613;
+
+	setp.neu.f32 	%p1811, %f941, 0f00000000;
+	mov.u64 	%rd4272, %rd16;
+	mov.u64 	%rd4275, %rd16;
+	@%p1811 bra 	$L__BB66_1609;
+	bra.uni 	$L__BB66_1605;
+
+$L__BB66_1609:
+	or.b64  	%rd3391, %rd4275, %rd1638;
+	and.b64  	%rd3392, %rd3391, -4294967296;
+	setp.eq.s64 	%p1814, %rd3392, 0;
+	@%p1814 bra 	$L__BB66_1611;
+
+	div.s64 	%rd4276, %rd4275, %rd1638;
+	mul.lo.s64 	%rd3393, %rd4276, %rd1638;
+	sub.s64 	%rd4277, %rd4275, %rd3393;
+	bra.uni 	$L__BB66_1612;
+
+$L__BB66_1611:
+	cvt.u32.u64 	%r347, %rd1638;
+	cvt.u32.u64 	%r348, %rd4275;
+	div.u32 	%r349, %r348, %r347;
+	mul.lo.s32 	%r350, %r349, %r347;
+	sub.s32 	%r351, %r348, %r350;
+	cvt.u64.u32 	%rd4276, %r349;
+	cvt.u64.u32 	%rd4277, %r351;
+
+$L__BB66_1612:
+	add.s64 	%rd3394, %rd1382, %rd4276;
+	mul.lo.s64 	%rd3395, %rd3394, %rd11;
+	add.s64 	%rd3396, %rd73, %rd4277;
+	add.s64 	%rd3397, %rd3396, %rd3395;
+	shl.b64 	%rd3398, %rd3397, 2;
+	add.s64 	%rd3399, %rd1, %rd3398;
+	ld.global.u32 	%r352, [%rd3399];
+	and.b32  	%r353, %r352, 2147483647;
+	setp.gt.u32 	%p1815, %r353, 2139095040;
+	shr.u32 	%r354, %r352, 16;
+	or.b32  	%r355, %r354, 64;
+	bfe.u32 	%r356, %r352, 16, 1;
+	add.s32 	%r357, %r352, %r356;
+	add.s32 	%r358, %r357, 32767;
+	shr.u32 	%r359, %r358, 16;
+	selp.b32 	%r360, %r355, %r359, %p1815;
+	shl.b32 	%r361, %r360, 16;
+	shl.b64 	%rd3400, %rd4276, 7;
+	add.s64 	%rd3401, %rd3400, %rd4277;
+	shl.b64 	%rd3402, %rd3401, 2;
+	mov.u64 	%rd3403, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3404, %rd3403, %rd3402;
+	st.shared.u32 	[%rd3404], %r361;
+	add.s64 	%rd4275, %rd4275, %rd6;
+	setp.lt.s64 	%p1816, %rd4275, %rd1383;
+	@%p1816 bra 	$L__BB66_1609;
+	bra.uni 	$L__BB66_1613;
+
+$L__BB66_1605:
+	or.b64  	%rd3377, %rd4272, %rd1638;
+	and.b64  	%rd3378, %rd3377, -4294967296;
+	setp.eq.s64 	%p1812, %rd3378, 0;
+	@%p1812 bra 	$L__BB66_1607;
+
+	div.s64 	%rd4273, %rd4272, %rd1638;
+	mul.lo.s64 	%rd3379, %rd4273, %rd1638;
+	sub.s64 	%rd4274, %rd4272, %rd3379;
+	bra.uni 	$L__BB66_1608;
+
+$L__BB66_1607:
+	cvt.u32.u64 	%r342, %rd1638;
+	cvt.u32.u64 	%r343, %rd4272;
+	div.u32 	%r344, %r343, %r342;
+	mul.lo.s32 	%r345, %r344, %r342;
+	sub.s32 	%r346, %r343, %r345;
+	cvt.u64.u32 	%rd4273, %r344;
+	cvt.u64.u32 	%rd4274, %r346;
+
+$L__BB66_1608:
+	add.s64 	%rd3380, %rd1382, %rd4273;
+	mul.lo.s64 	%rd3381, %rd3380, %rd11;
+	add.s64 	%rd3382, %rd73, %rd4274;
+	add.s64 	%rd3383, %rd3382, %rd3381;
+	shl.b64 	%rd3384, %rd3383, 2;
+	add.s64 	%rd3385, %rd1, %rd3384;
+	ld.global.f32 	%f5302, [%rd3385];
+	shl.b64 	%rd3386, %rd4273, 7;
+	add.s64 	%rd3387, %rd3386, %rd4274;
+	shl.b64 	%rd3388, %rd3387, 2;
+	mov.u64 	%rd3389, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3390, %rd3389, %rd3388;
+	st.shared.f32 	[%rd3390], %f5302;
+	add.s64 	%rd4272, %rd4272, %rd6;
+	setp.lt.s64 	%p1813, %rd4272, %rd1383;
+	@%p1813 bra 	$L__BB66_1605;
+
+$L__BB66_1613:
+	bar.sync 	0;
+	setp.lt.s64 	%p1817, %rd3729, 97;
+	or.pred  	%p1819, %p1817, %p1809;
+	or.pred  	%p1820, %p1819, %p1;
+	@%p1820 bra 	$L__BB66_1869;
+
+	setp.lt.u64 	%p1821, %rd18, 3;
+	ld.local.f32 	%f900, [%rd5+384];
+	mov.u64 	%rd4280, 0;
+	@%p1821 bra 	$L__BB66_1617;
+
+	mov.u64 	%rd4279, %rd20;
+
+$L__BB66_1616:
+	shl.b64 	%rd3407, %rd4280, 2;
+	mov.u64 	%rd3408, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3409, %rd3408, %rd3407;
+	ld.shared.f32 	%f5303, [%rd3409];
+	add.s64 	%rd3410, %rd4, %rd3407;
+	ld.local.v4.f32 	{%f5304, %f5305, %f5306, %f5307}, [%rd3410];
+	ld.shared.f32 	%f5312, [%rd3409+4];
+	ld.shared.f32 	%f5313, [%rd3409+8];
+	ld.shared.f32 	%f5314, [%rd3409+12];
+	fma.rn.f32 	%f5315, %f900, %f5314, %f5307;
+	fma.rn.f32 	%f5316, %f900, %f5313, %f5306;
+	fma.rn.f32 	%f5317, %f900, %f5312, %f5305;
+	fma.rn.f32 	%f5318, %f900, %f5303, %f5304;
+	st.local.v4.f32 	[%rd3410], {%f5318, %f5317, %f5316, %f5315};
+	add.s64 	%rd4280, %rd4280, 4;
+	add.s64 	%rd4279, %rd4279, -4;
+	setp.ne.s64 	%p1822, %rd4279, 0;
+	@%p1822 bra 	$L__BB66_1616;
+
+$L__BB66_1617:
+	setp.eq.s64 	%p1823, %rd19, 0;
+	@%p1823 bra 	$L__BB66_1621;
+
+	setp.eq.s64 	%p1824, %rd19, 1;
+	shl.b64 	%rd3411, %rd4280, 2;
+	mov.u64 	%rd3412, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd1405, %rd3412, %rd3411;
+	ld.shared.f32 	%f5319, [%rd1405];
+	add.s64 	%rd1406, %rd4, %rd3411;
+	ld.local.f32 	%f5320, [%rd1406];
+	fma.rn.f32 	%f5321, %f900, %f5319, %f5320;
+	st.local.f32 	[%rd1406], %f5321;
+	@%p1824 bra 	$L__BB66_1621;
+
+	setp.eq.s64 	%p1825, %rd19, 2;
+	ld.shared.f32 	%f5322, [%rd1405+4];
+	ld.local.f32 	%f5323, [%rd1406+4];
+	fma.rn.f32 	%f5324, %f900, %f5322, %f5323;
+	st.local.f32 	[%rd1406+4], %f5324;
+	@%p1825 bra 	$L__BB66_1621;
+
+	ld.shared.f32 	%f5325, [%rd1405+8];
+	ld.local.f32 	%f5326, [%rd1406+8];
+	fma.rn.f32 	%f5327, %f900, %f5325, %f5326;
+	st.local.f32 	[%rd1406+8], %f5327;
+
+$L__BB66_1621:
+	setp.lt.s64 	%p1826, %rd1381, 2;
+	setp.lt.s64 	%p1827, %rd3729, 98;
+	or.pred  	%p1828, %p1826, %p1827;
+	@%p1828 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f901, [%rd5+388];
+	mov.u64 	%rd4283, 0;
+	@%p1821 bra 	$L__BB66_1625;
+
+	mov.u64 	%rd4282, %rd20;
+
+$L__BB66_1624:
+	shl.b64 	%rd3415, %rd4283, 2;
+	mov.u64 	%rd3416, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3417, %rd3416, %rd3415;
+	ld.shared.f32 	%f5328, [%rd3417+512];
+	add.s64 	%rd3418, %rd4, %rd3415;
+	ld.local.v4.f32 	{%f5329, %f5330, %f5331, %f5332}, [%rd3418];
+	ld.shared.f32 	%f5337, [%rd3417+516];
+	ld.shared.f32 	%f5338, [%rd3417+520];
+	ld.shared.f32 	%f5339, [%rd3417+524];
+	fma.rn.f32 	%f5340, %f901, %f5339, %f5332;
+	fma.rn.f32 	%f5341, %f901, %f5338, %f5331;
+	fma.rn.f32 	%f5342, %f901, %f5337, %f5330;
+	fma.rn.f32 	%f5343, %f901, %f5328, %f5329;
+	st.local.v4.f32 	[%rd3418], {%f5343, %f5342, %f5341, %f5340};
+	add.s64 	%rd4283, %rd4283, 4;
+	add.s64 	%rd4282, %rd4282, -4;
+	setp.ne.s64 	%p1830, %rd4282, 0;
+	@%p1830 bra 	$L__BB66_1624;
+
+$L__BB66_1625:
+	@%p1823 bra 	$L__BB66_1629;
+
+	setp.eq.s64 	%p1832, %rd19, 1;
+	shl.b64 	%rd3419, %rd4283, 2;
+	mov.u64 	%rd3420, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3421, %rd3420, %rd3419;
+	add.s64 	%rd1412, %rd3421, 512;
+	ld.shared.f32 	%f5344, [%rd3421+512];
+	add.s64 	%rd1413, %rd4, %rd3419;
+	ld.local.f32 	%f5345, [%rd1413];
+	fma.rn.f32 	%f5346, %f901, %f5344, %f5345;
+	st.local.f32 	[%rd1413], %f5346;
+	@%p1832 bra 	$L__BB66_1629;
+
+	setp.eq.s64 	%p1833, %rd19, 2;
+	ld.shared.f32 	%f5347, [%rd1412+4];
+	ld.local.f32 	%f5348, [%rd1413+4];
+	fma.rn.f32 	%f5349, %f901, %f5347, %f5348;
+	st.local.f32 	[%rd1413+4], %f5349;
+	@%p1833 bra 	$L__BB66_1629;
+
+	ld.shared.f32 	%f5350, [%rd1412+8];
+	ld.local.f32 	%f5351, [%rd1413+8];
+	fma.rn.f32 	%f5352, %f901, %f5350, %f5351;
+	st.local.f32 	[%rd1413+8], %f5352;
+
+$L__BB66_1629:
+	setp.lt.s64 	%p1834, %rd1381, 3;
+	setp.lt.s64 	%p1835, %rd3729, 99;
+	or.pred  	%p1836, %p1834, %p1835;
+	@%p1836 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f902, [%rd5+392];
+	mov.u64 	%rd4286, 0;
+	@%p1821 bra 	$L__BB66_1633;
+
+	mov.u64 	%rd4285, %rd20;
+
+$L__BB66_1632:
+	shl.b64 	%rd3424, %rd4286, 2;
+	mov.u64 	%rd3425, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3426, %rd3425, %rd3424;
+	ld.shared.f32 	%f5353, [%rd3426+1024];
+	add.s64 	%rd3427, %rd4, %rd3424;
+	ld.local.v4.f32 	{%f5354, %f5355, %f5356, %f5357}, [%rd3427];
+	ld.shared.f32 	%f5362, [%rd3426+1028];
+	ld.shared.f32 	%f5363, [%rd3426+1032];
+	ld.shared.f32 	%f5364, [%rd3426+1036];
+	fma.rn.f32 	%f5365, %f902, %f5364, %f5357;
+	fma.rn.f32 	%f5366, %f902, %f5363, %f5356;
+	fma.rn.f32 	%f5367, %f902, %f5362, %f5355;
+	fma.rn.f32 	%f5368, %f902, %f5353, %f5354;
+	st.local.v4.f32 	[%rd3427], {%f5368, %f5367, %f5366, %f5365};
+	add.s64 	%rd4286, %rd4286, 4;
+	add.s64 	%rd4285, %rd4285, -4;
+	setp.ne.s64 	%p1838, %rd4285, 0;
+	@%p1838 bra 	$L__BB66_1632;
+
+$L__BB66_1633:
+	@%p1823 bra 	$L__BB66_1637;
+
+	setp.eq.s64 	%p1840, %rd19, 1;
+	shl.b64 	%rd3428, %rd4286, 2;
+	mov.u64 	%rd3429, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3430, %rd3429, %rd3428;
+	add.s64 	%rd1419, %rd3430, 1024;
+	ld.shared.f32 	%f5369, [%rd3430+1024];
+	add.s64 	%rd1420, %rd4, %rd3428;
+	ld.local.f32 	%f5370, [%rd1420];
+	fma.rn.f32 	%f5371, %f902, %f5369, %f5370;
+	st.local.f32 	[%rd1420], %f5371;
+	@%p1840 bra 	$L__BB66_1637;
+
+	setp.eq.s64 	%p1841, %rd19, 2;
+	ld.shared.f32 	%f5372, [%rd1419+4];
+	ld.local.f32 	%f5373, [%rd1420+4];
+	fma.rn.f32 	%f5374, %f902, %f5372, %f5373;
+	st.local.f32 	[%rd1420+4], %f5374;
+	@%p1841 bra 	$L__BB66_1637;
+
+	ld.shared.f32 	%f5375, [%rd1419+8];
+	ld.local.f32 	%f5376, [%rd1420+8];
+	fma.rn.f32 	%f5377, %f902, %f5375, %f5376;
+	st.local.f32 	[%rd1420+8], %f5377;
+
+$L__BB66_1637:
+	setp.lt.s64 	%p1842, %rd1381, 4;
+	setp.lt.s64 	%p1843, %rd3729, 100;
+	or.pred  	%p1844, %p1842, %p1843;
+	@%p1844 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f903, [%rd5+396];
+	mov.u64 	%rd4289, 0;
+	@%p1821 bra 	$L__BB66_1641;
+
+	mov.u64 	%rd4288, %rd20;
+
+$L__BB66_1640:
+	shl.b64 	%rd3433, %rd4289, 2;
+	mov.u64 	%rd3434, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3435, %rd3434, %rd3433;
+	ld.shared.f32 	%f5378, [%rd3435+1536];
+	add.s64 	%rd3436, %rd4, %rd3433;
+	ld.local.v4.f32 	{%f5379, %f5380, %f5381, %f5382}, [%rd3436];
+	ld.shared.f32 	%f5387, [%rd3435+1540];
+	ld.shared.f32 	%f5388, [%rd3435+1544];
+	ld.shared.f32 	%f5389, [%rd3435+1548];
+	fma.rn.f32 	%f5390, %f903, %f5389, %f5382;
+	fma.rn.f32 	%f5391, %f903, %f5388, %f5381;
+	fma.rn.f32 	%f5392, %f903, %f5387, %f5380;
+	fma.rn.f32 	%f5393, %f903, %f5378, %f5379;
+	st.local.v4.f32 	[%rd3436], {%f5393, %f5392, %f5391, %f5390};
+	add.s64 	%rd4289, %rd4289, 4;
+	add.s64 	%rd4288, %rd4288, -4;
+	setp.ne.s64 	%p1846, %rd4288, 0;
+	@%p1846 bra 	$L__BB66_1640;
+
+$L__BB66_1641:
+	@%p1823 bra 	$L__BB66_1645;
+
+	setp.eq.s64 	%p1848, %rd19, 1;
+	shl.b64 	%rd3437, %rd4289, 2;
+	mov.u64 	%rd3438, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3439, %rd3438, %rd3437;
+	add.s64 	%rd1426, %rd3439, 1536;
+	ld.shared.f32 	%f5394, [%rd3439+1536];
+	add.s64 	%rd1427, %rd4, %rd3437;
+	ld.local.f32 	%f5395, [%rd1427];
+	fma.rn.f32 	%f5396, %f903, %f5394, %f5395;
+	st.local.f32 	[%rd1427], %f5396;
+	@%p1848 bra 	$L__BB66_1645;
+
+	setp.eq.s64 	%p1849, %rd19, 2;
+	ld.shared.f32 	%f5397, [%rd1426+4];
+	ld.local.f32 	%f5398, [%rd1427+4];
+	fma.rn.f32 	%f5399, %f903, %f5397, %f5398;
+	st.local.f32 	[%rd1427+4], %f5399;
+	@%p1849 bra 	$L__BB66_1645;
+
+	ld.shared.f32 	%f5400, [%rd1426+8];
+	ld.local.f32 	%f5401, [%rd1427+8];
+	fma.rn.f32 	%f5402, %f903, %f5400, %f5401;
+	st.local.f32 	[%rd1427+8], %f5402;
+
+$L__BB66_1645:
+	setp.lt.s64 	%p1850, %rd1381, 5;
+	setp.lt.s64 	%p1851, %rd3729, 101;
+	or.pred  	%p1852, %p1850, %p1851;
+	@%p1852 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f904, [%rd5+400];
+	mov.u64 	%rd4292, 0;
+	@%p1821 bra 	$L__BB66_1649;
+
+	mov.u64 	%rd4291, %rd20;
+
+$L__BB66_1648:
+	shl.b64 	%rd3442, %rd4292, 2;
+	mov.u64 	%rd3443, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3444, %rd3443, %rd3442;
+	ld.shared.f32 	%f5403, [%rd3444+2048];
+	add.s64 	%rd3445, %rd4, %rd3442;
+	ld.local.v4.f32 	{%f5404, %f5405, %f5406, %f5407}, [%rd3445];
+	ld.shared.f32 	%f5412, [%rd3444+2052];
+	ld.shared.f32 	%f5413, [%rd3444+2056];
+	ld.shared.f32 	%f5414, [%rd3444+2060];
+	fma.rn.f32 	%f5415, %f904, %f5414, %f5407;
+	fma.rn.f32 	%f5416, %f904, %f5413, %f5406;
+	fma.rn.f32 	%f5417, %f904, %f5412, %f5405;
+	fma.rn.f32 	%f5418, %f904, %f5403, %f5404;
+	st.local.v4.f32 	[%rd3445], {%f5418, %f5417, %f5416, %f5415};
+	add.s64 	%rd4292, %rd4292, 4;
+	add.s64 	%rd4291, %rd4291, -4;
+	setp.ne.s64 	%p1854, %rd4291, 0;
+	@%p1854 bra 	$L__BB66_1648;
+
+$L__BB66_1649:
+	@%p1823 bra 	$L__BB66_1653;
+
+	setp.eq.s64 	%p1856, %rd19, 1;
+	shl.b64 	%rd3446, %rd4292, 2;
+	mov.u64 	%rd3447, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3448, %rd3447, %rd3446;
+	add.s64 	%rd1433, %rd3448, 2048;
+	ld.shared.f32 	%f5419, [%rd3448+2048];
+	add.s64 	%rd1434, %rd4, %rd3446;
+	ld.local.f32 	%f5420, [%rd1434];
+	fma.rn.f32 	%f5421, %f904, %f5419, %f5420;
+	st.local.f32 	[%rd1434], %f5421;
+	@%p1856 bra 	$L__BB66_1653;
+
+	setp.eq.s64 	%p1857, %rd19, 2;
+	ld.shared.f32 	%f5422, [%rd1433+4];
+	ld.local.f32 	%f5423, [%rd1434+4];
+	fma.rn.f32 	%f5424, %f904, %f5422, %f5423;
+	st.local.f32 	[%rd1434+4], %f5424;
+	@%p1857 bra 	$L__BB66_1653;
+
+	ld.shared.f32 	%f5425, [%rd1433+8];
+	ld.local.f32 	%f5426, [%rd1434+8];
+	fma.rn.f32 	%f5427, %f904, %f5425, %f5426;
+	st.local.f32 	[%rd1434+8], %f5427;
+
+$L__BB66_1653:
+	setp.lt.s64 	%p1858, %rd1381, 6;
+	setp.lt.s64 	%p1859, %rd3729, 102;
+	or.pred  	%p1860, %p1858, %p1859;
+	@%p1860 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f905, [%rd5+404];
+	mov.u64 	%rd4295, 0;
+	@%p1821 bra 	$L__BB66_1657;
+
+	mov.u64 	%rd4294, %rd20;
+
+$L__BB66_1656:
+	shl.b64 	%rd3451, %rd4295, 2;
+	mov.u64 	%rd3452, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3453, %rd3452, %rd3451;
+	ld.shared.f32 	%f5428, [%rd3453+2560];
+	add.s64 	%rd3454, %rd4, %rd3451;
+	ld.local.v4.f32 	{%f5429, %f5430, %f5431, %f5432}, [%rd3454];
+	ld.shared.f32 	%f5437, [%rd3453+2564];
+	ld.shared.f32 	%f5438, [%rd3453+2568];
+	ld.shared.f32 	%f5439, [%rd3453+2572];
+	fma.rn.f32 	%f5440, %f905, %f5439, %f5432;
+	fma.rn.f32 	%f5441, %f905, %f5438, %f5431;
+	fma.rn.f32 	%f5442, %f905, %f5437, %f5430;
+	fma.rn.f32 	%f5443, %f905, %f5428, %f5429;
+	st.local.v4.f32 	[%rd3454], {%f5443, %f5442, %f5441, %f5440};
+	add.s64 	%rd4295, %rd4295, 4;
+	add.s64 	%rd4294, %rd4294, -4;
+	setp.ne.s64 	%p1862, %rd4294, 0;
+	@%p1862 bra 	$L__BB66_1656;
+
+$L__BB66_1657:
+	@%p1823 bra 	$L__BB66_1661;
+
+	setp.eq.s64 	%p1864, %rd19, 1;
+	shl.b64 	%rd3455, %rd4295, 2;
+	mov.u64 	%rd3456, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3457, %rd3456, %rd3455;
+	add.s64 	%rd1440, %rd3457, 2560;
+	ld.shared.f32 	%f5444, [%rd3457+2560];
+	add.s64 	%rd1441, %rd4, %rd3455;
+	ld.local.f32 	%f5445, [%rd1441];
+	fma.rn.f32 	%f5446, %f905, %f5444, %f5445;
+	st.local.f32 	[%rd1441], %f5446;
+	@%p1864 bra 	$L__BB66_1661;
+
+	setp.eq.s64 	%p1865, %rd19, 2;
+	ld.shared.f32 	%f5447, [%rd1440+4];
+	ld.local.f32 	%f5448, [%rd1441+4];
+	fma.rn.f32 	%f5449, %f905, %f5447, %f5448;
+	st.local.f32 	[%rd1441+4], %f5449;
+	@%p1865 bra 	$L__BB66_1661;
+
+	ld.shared.f32 	%f5450, [%rd1440+8];
+	ld.local.f32 	%f5451, [%rd1441+8];
+	fma.rn.f32 	%f5452, %f905, %f5450, %f5451;
+	st.local.f32 	[%rd1441+8], %f5452;
+
+$L__BB66_1661:
+	setp.lt.s64 	%p1866, %rd1381, 7;
+	setp.lt.s64 	%p1867, %rd3729, 103;
+	or.pred  	%p1868, %p1866, %p1867;
+	@%p1868 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f906, [%rd5+408];
+	mov.u64 	%rd4298, 0;
+	@%p1821 bra 	$L__BB66_1665;
+
+	mov.u64 	%rd4297, %rd20;
+
+$L__BB66_1664:
+	shl.b64 	%rd3460, %rd4298, 2;
+	mov.u64 	%rd3461, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3462, %rd3461, %rd3460;
+	ld.shared.f32 	%f5453, [%rd3462+3072];
+	add.s64 	%rd3463, %rd4, %rd3460;
+	ld.local.v4.f32 	{%f5454, %f5455, %f5456, %f5457}, [%rd3463];
+	ld.shared.f32 	%f5462, [%rd3462+3076];
+	ld.shared.f32 	%f5463, [%rd3462+3080];
+	ld.shared.f32 	%f5464, [%rd3462+3084];
+	fma.rn.f32 	%f5465, %f906, %f5464, %f5457;
+	fma.rn.f32 	%f5466, %f906, %f5463, %f5456;
+	fma.rn.f32 	%f5467, %f906, %f5462, %f5455;
+	fma.rn.f32 	%f5468, %f906, %f5453, %f5454;
+	st.local.v4.f32 	[%rd3463], {%f5468, %f5467, %f5466, %f5465};
+	add.s64 	%rd4298, %rd4298, 4;
+	add.s64 	%rd4297, %rd4297, -4;
+	setp.ne.s64 	%p1870, %rd4297, 0;
+	@%p1870 bra 	$L__BB66_1664;
+
+$L__BB66_1665:
+	@%p1823 bra 	$L__BB66_1669;
+
+	setp.eq.s64 	%p1872, %rd19, 1;
+	shl.b64 	%rd3464, %rd4298, 2;
+	mov.u64 	%rd3465, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3466, %rd3465, %rd3464;
+	add.s64 	%rd1447, %rd3466, 3072;
+	ld.shared.f32 	%f5469, [%rd3466+3072];
+	add.s64 	%rd1448, %rd4, %rd3464;
+	ld.local.f32 	%f5470, [%rd1448];
+	fma.rn.f32 	%f5471, %f906, %f5469, %f5470;
+	st.local.f32 	[%rd1448], %f5471;
+	@%p1872 bra 	$L__BB66_1669;
+
+	setp.eq.s64 	%p1873, %rd19, 2;
+	ld.shared.f32 	%f5472, [%rd1447+4];
+	ld.local.f32 	%f5473, [%rd1448+4];
+	fma.rn.f32 	%f5474, %f906, %f5472, %f5473;
+	st.local.f32 	[%rd1448+4], %f5474;
+	@%p1873 bra 	$L__BB66_1669;
+
+	ld.shared.f32 	%f5475, [%rd1447+8];
+	ld.local.f32 	%f5476, [%rd1448+8];
+	fma.rn.f32 	%f5477, %f906, %f5475, %f5476;
+	st.local.f32 	[%rd1448+8], %f5477;
+
+$L__BB66_1669:
+	setp.lt.s64 	%p1874, %rd1381, 8;
+	setp.lt.s64 	%p1875, %rd3729, 104;
+	or.pred  	%p1876, %p1874, %p1875;
+	@%p1876 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f907, [%rd5+412];
+	mov.u64 	%rd4301, 0;
+	@%p1821 bra 	$L__BB66_1673;
+
+	mov.u64 	%rd4300, %rd20;
+
+$L__BB66_1672:
+	shl.b64 	%rd3469, %rd4301, 2;
+	mov.u64 	%rd3470, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3471, %rd3470, %rd3469;
+	ld.shared.f32 	%f5478, [%rd3471+3584];
+	add.s64 	%rd3472, %rd4, %rd3469;
+	ld.local.v4.f32 	{%f5479, %f5480, %f5481, %f5482}, [%rd3472];
+	ld.shared.f32 	%f5487, [%rd3471+3588];
+	ld.shared.f32 	%f5488, [%rd3471+3592];
+	ld.shared.f32 	%f5489, [%rd3471+3596];
+	fma.rn.f32 	%f5490, %f907, %f5489, %f5482;
+	fma.rn.f32 	%f5491, %f907, %f5488, %f5481;
+	fma.rn.f32 	%f5492, %f907, %f5487, %f5480;
+	fma.rn.f32 	%f5493, %f907, %f5478, %f5479;
+	st.local.v4.f32 	[%rd3472], {%f5493, %f5492, %f5491, %f5490};
+	add.s64 	%rd4301, %rd4301, 4;
+	add.s64 	%rd4300, %rd4300, -4;
+	setp.ne.s64 	%p1878, %rd4300, 0;
+	@%p1878 bra 	$L__BB66_1672;
+
+$L__BB66_1673:
+	@%p1823 bra 	$L__BB66_1677;
+
+	setp.eq.s64 	%p1880, %rd19, 1;
+	shl.b64 	%rd3473, %rd4301, 2;
+	mov.u64 	%rd3474, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3475, %rd3474, %rd3473;
+	add.s64 	%rd1454, %rd3475, 3584;
+	ld.shared.f32 	%f5494, [%rd3475+3584];
+	add.s64 	%rd1455, %rd4, %rd3473;
+	ld.local.f32 	%f5495, [%rd1455];
+	fma.rn.f32 	%f5496, %f907, %f5494, %f5495;
+	st.local.f32 	[%rd1455], %f5496;
+	@%p1880 bra 	$L__BB66_1677;
+
+	setp.eq.s64 	%p1881, %rd19, 2;
+	ld.shared.f32 	%f5497, [%rd1454+4];
+	ld.local.f32 	%f5498, [%rd1455+4];
+	fma.rn.f32 	%f5499, %f907, %f5497, %f5498;
+	st.local.f32 	[%rd1455+4], %f5499;
+	@%p1881 bra 	$L__BB66_1677;
+
+	ld.shared.f32 	%f5500, [%rd1454+8];
+	ld.local.f32 	%f5501, [%rd1455+8];
+	fma.rn.f32 	%f5502, %f907, %f5500, %f5501;
+	st.local.f32 	[%rd1455+8], %f5502;
+
+$L__BB66_1677:
+	setp.lt.s64 	%p1882, %rd1381, 9;
+	setp.lt.s64 	%p1883, %rd3729, 105;
+	or.pred  	%p1884, %p1882, %p1883;
+	@%p1884 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f908, [%rd5+416];
+	mov.u64 	%rd4304, 0;
+	@%p1821 bra 	$L__BB66_1681;
+
+	mov.u64 	%rd4303, %rd20;
+
+$L__BB66_1680:
+	shl.b64 	%rd3478, %rd4304, 2;
+	mov.u64 	%rd3479, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3480, %rd3479, %rd3478;
+	ld.shared.f32 	%f5503, [%rd3480+4096];
+	add.s64 	%rd3481, %rd4, %rd3478;
+	ld.local.v4.f32 	{%f5504, %f5505, %f5506, %f5507}, [%rd3481];
+	ld.shared.f32 	%f5512, [%rd3480+4100];
+	ld.shared.f32 	%f5513, [%rd3480+4104];
+	ld.shared.f32 	%f5514, [%rd3480+4108];
+	fma.rn.f32 	%f5515, %f908, %f5514, %f5507;
+	fma.rn.f32 	%f5516, %f908, %f5513, %f5506;
+	fma.rn.f32 	%f5517, %f908, %f5512, %f5505;
+	fma.rn.f32 	%f5518, %f908, %f5503, %f5504;
+	st.local.v4.f32 	[%rd3481], {%f5518, %f5517, %f5516, %f5515};
+	add.s64 	%rd4304, %rd4304, 4;
+	add.s64 	%rd4303, %rd4303, -4;
+	setp.ne.s64 	%p1886, %rd4303, 0;
+	@%p1886 bra 	$L__BB66_1680;
+
+$L__BB66_1681:
+	@%p1823 bra 	$L__BB66_1685;
+
+	setp.eq.s64 	%p1888, %rd19, 1;
+	shl.b64 	%rd3482, %rd4304, 2;
+	mov.u64 	%rd3483, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3484, %rd3483, %rd3482;
+	add.s64 	%rd1461, %rd3484, 4096;
+	ld.shared.f32 	%f5519, [%rd3484+4096];
+	add.s64 	%rd1462, %rd4, %rd3482;
+	ld.local.f32 	%f5520, [%rd1462];
+	fma.rn.f32 	%f5521, %f908, %f5519, %f5520;
+	st.local.f32 	[%rd1462], %f5521;
+	@%p1888 bra 	$L__BB66_1685;
+
+	setp.eq.s64 	%p1889, %rd19, 2;
+	ld.shared.f32 	%f5522, [%rd1461+4];
+	ld.local.f32 	%f5523, [%rd1462+4];
+	fma.rn.f32 	%f5524, %f908, %f5522, %f5523;
+	st.local.f32 	[%rd1462+4], %f5524;
+	@%p1889 bra 	$L__BB66_1685;
+
+	ld.shared.f32 	%f5525, [%rd1461+8];
+	ld.local.f32 	%f5526, [%rd1462+8];
+	fma.rn.f32 	%f5527, %f908, %f5525, %f5526;
+	st.local.f32 	[%rd1462+8], %f5527;
+
+$L__BB66_1685:
+	setp.lt.s64 	%p1890, %rd1381, 10;
+	setp.lt.s64 	%p1891, %rd3729, 106;
+	or.pred  	%p1892, %p1890, %p1891;
+	@%p1892 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f909, [%rd5+420];
+	mov.u64 	%rd4307, 0;
+	@%p1821 bra 	$L__BB66_1689;
+
+	mov.u64 	%rd4306, %rd20;
+
+$L__BB66_1688:
+	shl.b64 	%rd3487, %rd4307, 2;
+	mov.u64 	%rd3488, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3489, %rd3488, %rd3487;
+	ld.shared.f32 	%f5528, [%rd3489+4608];
+	add.s64 	%rd3490, %rd4, %rd3487;
+	ld.local.v4.f32 	{%f5529, %f5530, %f5531, %f5532}, [%rd3490];
+	ld.shared.f32 	%f5537, [%rd3489+4612];
+	ld.shared.f32 	%f5538, [%rd3489+4616];
+	ld.shared.f32 	%f5539, [%rd3489+4620];
+	fma.rn.f32 	%f5540, %f909, %f5539, %f5532;
+	fma.rn.f32 	%f5541, %f909, %f5538, %f5531;
+	fma.rn.f32 	%f5542, %f909, %f5537, %f5530;
+	fma.rn.f32 	%f5543, %f909, %f5528, %f5529;
+	st.local.v4.f32 	[%rd3490], {%f5543, %f5542, %f5541, %f5540};
+	add.s64 	%rd4307, %rd4307, 4;
+	add.s64 	%rd4306, %rd4306, -4;
+	setp.ne.s64 	%p1894, %rd4306, 0;
+	@%p1894 bra 	$L__BB66_1688;
+
+$L__BB66_1689:
+	@%p1823 bra 	$L__BB66_1693;
+
+	setp.eq.s64 	%p1896, %rd19, 1;
+	shl.b64 	%rd3491, %rd4307, 2;
+	mov.u64 	%rd3492, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3493, %rd3492, %rd3491;
+	add.s64 	%rd1468, %rd3493, 4608;
+	ld.shared.f32 	%f5544, [%rd3493+4608];
+	add.s64 	%rd1469, %rd4, %rd3491;
+	ld.local.f32 	%f5545, [%rd1469];
+	fma.rn.f32 	%f5546, %f909, %f5544, %f5545;
+	st.local.f32 	[%rd1469], %f5546;
+	@%p1896 bra 	$L__BB66_1693;
+
+	setp.eq.s64 	%p1897, %rd19, 2;
+	ld.shared.f32 	%f5547, [%rd1468+4];
+	ld.local.f32 	%f5548, [%rd1469+4];
+	fma.rn.f32 	%f5549, %f909, %f5547, %f5548;
+	st.local.f32 	[%rd1469+4], %f5549;
+	@%p1897 bra 	$L__BB66_1693;
+
+	ld.shared.f32 	%f5550, [%rd1468+8];
+	ld.local.f32 	%f5551, [%rd1469+8];
+	fma.rn.f32 	%f5552, %f909, %f5550, %f5551;
+	st.local.f32 	[%rd1469+8], %f5552;
+
+$L__BB66_1693:
+	setp.lt.s64 	%p1898, %rd1381, 11;
+	setp.lt.s64 	%p1899, %rd3729, 107;
+	or.pred  	%p1900, %p1898, %p1899;
+	@%p1900 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f910, [%rd5+424];
+	mov.u64 	%rd4310, 0;
+	@%p1821 bra 	$L__BB66_1697;
+
+	mov.u64 	%rd4309, %rd20;
+
+$L__BB66_1696:
+	shl.b64 	%rd3496, %rd4310, 2;
+	mov.u64 	%rd3497, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3498, %rd3497, %rd3496;
+	ld.shared.f32 	%f5553, [%rd3498+5120];
+	add.s64 	%rd3499, %rd4, %rd3496;
+	ld.local.v4.f32 	{%f5554, %f5555, %f5556, %f5557}, [%rd3499];
+	ld.shared.f32 	%f5562, [%rd3498+5124];
+	ld.shared.f32 	%f5563, [%rd3498+5128];
+	ld.shared.f32 	%f5564, [%rd3498+5132];
+	fma.rn.f32 	%f5565, %f910, %f5564, %f5557;
+	fma.rn.f32 	%f5566, %f910, %f5563, %f5556;
+	fma.rn.f32 	%f5567, %f910, %f5562, %f5555;
+	fma.rn.f32 	%f5568, %f910, %f5553, %f5554;
+	st.local.v4.f32 	[%rd3499], {%f5568, %f5567, %f5566, %f5565};
+	add.s64 	%rd4310, %rd4310, 4;
+	add.s64 	%rd4309, %rd4309, -4;
+	setp.ne.s64 	%p1902, %rd4309, 0;
+	@%p1902 bra 	$L__BB66_1696;
+
+$L__BB66_1697:
+	@%p1823 bra 	$L__BB66_1701;
+
+	setp.eq.s64 	%p1904, %rd19, 1;
+	shl.b64 	%rd3500, %rd4310, 2;
+	mov.u64 	%rd3501, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3502, %rd3501, %rd3500;
+	add.s64 	%rd1475, %rd3502, 5120;
+	ld.shared.f32 	%f5569, [%rd3502+5120];
+	add.s64 	%rd1476, %rd4, %rd3500;
+	ld.local.f32 	%f5570, [%rd1476];
+	fma.rn.f32 	%f5571, %f910, %f5569, %f5570;
+	st.local.f32 	[%rd1476], %f5571;
+	@%p1904 bra 	$L__BB66_1701;
+
+	setp.eq.s64 	%p1905, %rd19, 2;
+	ld.shared.f32 	%f5572, [%rd1475+4];
+	ld.local.f32 	%f5573, [%rd1476+4];
+	fma.rn.f32 	%f5574, %f910, %f5572, %f5573;
+	st.local.f32 	[%rd1476+4], %f5574;
+	@%p1905 bra 	$L__BB66_1701;
+
+	ld.shared.f32 	%f5575, [%rd1475+8];
+	ld.local.f32 	%f5576, [%rd1476+8];
+	fma.rn.f32 	%f5577, %f910, %f5575, %f5576;
+	st.local.f32 	[%rd1476+8], %f5577;
+
+$L__BB66_1701:
+	setp.lt.s64 	%p1906, %rd1381, 12;
+	setp.lt.s64 	%p1907, %rd3729, 108;
+	or.pred  	%p1908, %p1906, %p1907;
+	@%p1908 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f911, [%rd5+428];
+	mov.u64 	%rd4313, 0;
+	@%p1821 bra 	$L__BB66_1705;
+
+	mov.u64 	%rd4312, %rd20;
+
+$L__BB66_1704:
+	shl.b64 	%rd3505, %rd4313, 2;
+	mov.u64 	%rd3506, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3507, %rd3506, %rd3505;
+	ld.shared.f32 	%f5578, [%rd3507+5632];
+	add.s64 	%rd3508, %rd4, %rd3505;
+	ld.local.v4.f32 	{%f5579, %f5580, %f5581, %f5582}, [%rd3508];
+	ld.shared.f32 	%f5587, [%rd3507+5636];
+	ld.shared.f32 	%f5588, [%rd3507+5640];
+	ld.shared.f32 	%f5589, [%rd3507+5644];
+	fma.rn.f32 	%f5590, %f911, %f5589, %f5582;
+	fma.rn.f32 	%f5591, %f911, %f5588, %f5581;
+	fma.rn.f32 	%f5592, %f911, %f5587, %f5580;
+	fma.rn.f32 	%f5593, %f911, %f5578, %f5579;
+	st.local.v4.f32 	[%rd3508], {%f5593, %f5592, %f5591, %f5590};
+	add.s64 	%rd4313, %rd4313, 4;
+	add.s64 	%rd4312, %rd4312, -4;
+	setp.ne.s64 	%p1910, %rd4312, 0;
+	@%p1910 bra 	$L__BB66_1704;
+
+$L__BB66_1705:
+	@%p1823 bra 	$L__BB66_1709;
+
+	setp.eq.s64 	%p1912, %rd19, 1;
+	shl.b64 	%rd3509, %rd4313, 2;
+	mov.u64 	%rd3510, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3511, %rd3510, %rd3509;
+	add.s64 	%rd1482, %rd3511, 5632;
+	ld.shared.f32 	%f5594, [%rd3511+5632];
+	add.s64 	%rd1483, %rd4, %rd3509;
+	ld.local.f32 	%f5595, [%rd1483];
+	fma.rn.f32 	%f5596, %f911, %f5594, %f5595;
+	st.local.f32 	[%rd1483], %f5596;
+	@%p1912 bra 	$L__BB66_1709;
+
+	setp.eq.s64 	%p1913, %rd19, 2;
+	ld.shared.f32 	%f5597, [%rd1482+4];
+	ld.local.f32 	%f5598, [%rd1483+4];
+	fma.rn.f32 	%f5599, %f911, %f5597, %f5598;
+	st.local.f32 	[%rd1483+4], %f5599;
+	@%p1913 bra 	$L__BB66_1709;
+
+	ld.shared.f32 	%f5600, [%rd1482+8];
+	ld.local.f32 	%f5601, [%rd1483+8];
+	fma.rn.f32 	%f5602, %f911, %f5600, %f5601;
+	st.local.f32 	[%rd1483+8], %f5602;
+
+$L__BB66_1709:
+	setp.lt.s64 	%p1914, %rd1381, 13;
+	setp.lt.s64 	%p1915, %rd3729, 109;
+	or.pred  	%p1916, %p1914, %p1915;
+	@%p1916 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f912, [%rd5+432];
+	mov.u64 	%rd4316, 0;
+	@%p1821 bra 	$L__BB66_1713;
+
+	mov.u64 	%rd4315, %rd20;
+
+$L__BB66_1712:
+	shl.b64 	%rd3514, %rd4316, 2;
+	mov.u64 	%rd3515, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3516, %rd3515, %rd3514;
+	ld.shared.f32 	%f5603, [%rd3516+6144];
+	add.s64 	%rd3517, %rd4, %rd3514;
+	ld.local.v4.f32 	{%f5604, %f5605, %f5606, %f5607}, [%rd3517];
+	ld.shared.f32 	%f5612, [%rd3516+6148];
+	ld.shared.f32 	%f5613, [%rd3516+6152];
+	ld.shared.f32 	%f5614, [%rd3516+6156];
+	fma.rn.f32 	%f5615, %f912, %f5614, %f5607;
+	fma.rn.f32 	%f5616, %f912, %f5613, %f5606;
+	fma.rn.f32 	%f5617, %f912, %f5612, %f5605;
+	fma.rn.f32 	%f5618, %f912, %f5603, %f5604;
+	st.local.v4.f32 	[%rd3517], {%f5618, %f5617, %f5616, %f5615};
+	add.s64 	%rd4316, %rd4316, 4;
+	add.s64 	%rd4315, %rd4315, -4;
+	setp.ne.s64 	%p1918, %rd4315, 0;
+	@%p1918 bra 	$L__BB66_1712;
+
+$L__BB66_1713:
+	@%p1823 bra 	$L__BB66_1717;
+
+	setp.eq.s64 	%p1920, %rd19, 1;
+	shl.b64 	%rd3518, %rd4316, 2;
+	mov.u64 	%rd3519, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3520, %rd3519, %rd3518;
+	add.s64 	%rd1489, %rd3520, 6144;
+	ld.shared.f32 	%f5619, [%rd3520+6144];
+	add.s64 	%rd1490, %rd4, %rd3518;
+	ld.local.f32 	%f5620, [%rd1490];
+	fma.rn.f32 	%f5621, %f912, %f5619, %f5620;
+	st.local.f32 	[%rd1490], %f5621;
+	@%p1920 bra 	$L__BB66_1717;
+
+	setp.eq.s64 	%p1921, %rd19, 2;
+	ld.shared.f32 	%f5622, [%rd1489+4];
+	ld.local.f32 	%f5623, [%rd1490+4];
+	fma.rn.f32 	%f5624, %f912, %f5622, %f5623;
+	st.local.f32 	[%rd1490+4], %f5624;
+	@%p1921 bra 	$L__BB66_1717;
+
+	ld.shared.f32 	%f5625, [%rd1489+8];
+	ld.local.f32 	%f5626, [%rd1490+8];
+	fma.rn.f32 	%f5627, %f912, %f5625, %f5626;
+	st.local.f32 	[%rd1490+8], %f5627;
+
+$L__BB66_1717:
+	setp.lt.s64 	%p1922, %rd1381, 14;
+	setp.lt.s64 	%p1923, %rd3729, 110;
+	or.pred  	%p1924, %p1922, %p1923;
+	@%p1924 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f913, [%rd5+436];
+	mov.u64 	%rd4319, 0;
+	@%p1821 bra 	$L__BB66_1721;
+
+	mov.u64 	%rd4318, %rd20;
+
+$L__BB66_1720:
+	shl.b64 	%rd3523, %rd4319, 2;
+	mov.u64 	%rd3524, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3525, %rd3524, %rd3523;
+	ld.shared.f32 	%f5628, [%rd3525+6656];
+	add.s64 	%rd3526, %rd4, %rd3523;
+	ld.local.v4.f32 	{%f5629, %f5630, %f5631, %f5632}, [%rd3526];
+	ld.shared.f32 	%f5637, [%rd3525+6660];
+	ld.shared.f32 	%f5638, [%rd3525+6664];
+	ld.shared.f32 	%f5639, [%rd3525+6668];
+	fma.rn.f32 	%f5640, %f913, %f5639, %f5632;
+	fma.rn.f32 	%f5641, %f913, %f5638, %f5631;
+	fma.rn.f32 	%f5642, %f913, %f5637, %f5630;
+	fma.rn.f32 	%f5643, %f913, %f5628, %f5629;
+	st.local.v4.f32 	[%rd3526], {%f5643, %f5642, %f5641, %f5640};
+	add.s64 	%rd4319, %rd4319, 4;
+	add.s64 	%rd4318, %rd4318, -4;
+	setp.ne.s64 	%p1926, %rd4318, 0;
+	@%p1926 bra 	$L__BB66_1720;
+
+$L__BB66_1721:
+	@%p1823 bra 	$L__BB66_1725;
+
+	setp.eq.s64 	%p1928, %rd19, 1;
+	shl.b64 	%rd3527, %rd4319, 2;
+	mov.u64 	%rd3528, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3529, %rd3528, %rd3527;
+	add.s64 	%rd1496, %rd3529, 6656;
+	ld.shared.f32 	%f5644, [%rd3529+6656];
+	add.s64 	%rd1497, %rd4, %rd3527;
+	ld.local.f32 	%f5645, [%rd1497];
+	fma.rn.f32 	%f5646, %f913, %f5644, %f5645;
+	st.local.f32 	[%rd1497], %f5646;
+	@%p1928 bra 	$L__BB66_1725;
+
+	setp.eq.s64 	%p1929, %rd19, 2;
+	ld.shared.f32 	%f5647, [%rd1496+4];
+	ld.local.f32 	%f5648, [%rd1497+4];
+	fma.rn.f32 	%f5649, %f913, %f5647, %f5648;
+	st.local.f32 	[%rd1497+4], %f5649;
+	@%p1929 bra 	$L__BB66_1725;
+
+	ld.shared.f32 	%f5650, [%rd1496+8];
+	ld.local.f32 	%f5651, [%rd1497+8];
+	fma.rn.f32 	%f5652, %f913, %f5650, %f5651;
+	st.local.f32 	[%rd1497+8], %f5652;
+
+$L__BB66_1725:
+	setp.lt.s64 	%p1930, %rd1381, 15;
+	setp.lt.s64 	%p1931, %rd3729, 111;
+	or.pred  	%p1932, %p1930, %p1931;
+	@%p1932 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f914, [%rd5+440];
+	mov.u64 	%rd4322, 0;
+	@%p1821 bra 	$L__BB66_1729;
+
+	mov.u64 	%rd4321, %rd20;
+
+$L__BB66_1728:
+	shl.b64 	%rd3532, %rd4322, 2;
+	mov.u64 	%rd3533, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3534, %rd3533, %rd3532;
+	ld.shared.f32 	%f5653, [%rd3534+7168];
+	add.s64 	%rd3535, %rd4, %rd3532;
+	ld.local.v4.f32 	{%f5654, %f5655, %f5656, %f5657}, [%rd3535];
+	ld.shared.f32 	%f5662, [%rd3534+7172];
+	ld.shared.f32 	%f5663, [%rd3534+7176];
+	ld.shared.f32 	%f5664, [%rd3534+7180];
+	fma.rn.f32 	%f5665, %f914, %f5664, %f5657;
+	fma.rn.f32 	%f5666, %f914, %f5663, %f5656;
+	fma.rn.f32 	%f5667, %f914, %f5662, %f5655;
+	fma.rn.f32 	%f5668, %f914, %f5653, %f5654;
+	st.local.v4.f32 	[%rd3535], {%f5668, %f5667, %f5666, %f5665};
+	add.s64 	%rd4322, %rd4322, 4;
+	add.s64 	%rd4321, %rd4321, -4;
+	setp.ne.s64 	%p1934, %rd4321, 0;
+	@%p1934 bra 	$L__BB66_1728;
+
+$L__BB66_1729:
+	@%p1823 bra 	$L__BB66_1733;
+
+	setp.eq.s64 	%p1936, %rd19, 1;
+	shl.b64 	%rd3536, %rd4322, 2;
+	mov.u64 	%rd3537, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3538, %rd3537, %rd3536;
+	add.s64 	%rd1503, %rd3538, 7168;
+	ld.shared.f32 	%f5669, [%rd3538+7168];
+	add.s64 	%rd1504, %rd4, %rd3536;
+	ld.local.f32 	%f5670, [%rd1504];
+	fma.rn.f32 	%f5671, %f914, %f5669, %f5670;
+	st.local.f32 	[%rd1504], %f5671;
+	@%p1936 bra 	$L__BB66_1733;
+
+	setp.eq.s64 	%p1937, %rd19, 2;
+	ld.shared.f32 	%f5672, [%rd1503+4];
+	ld.local.f32 	%f5673, [%rd1504+4];
+	fma.rn.f32 	%f5674, %f914, %f5672, %f5673;
+	st.local.f32 	[%rd1504+4], %f5674;
+	@%p1937 bra 	$L__BB66_1733;
+
+	ld.shared.f32 	%f5675, [%rd1503+8];
+	ld.local.f32 	%f5676, [%rd1504+8];
+	fma.rn.f32 	%f5677, %f914, %f5675, %f5676;
+	st.local.f32 	[%rd1504+8], %f5677;
+
+$L__BB66_1733:
+	setp.lt.s64 	%p1938, %rd1381, 16;
+	setp.lt.s64 	%p1939, %rd3729, 112;
+	or.pred  	%p1940, %p1938, %p1939;
+	@%p1940 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f915, [%rd5+444];
+	mov.u64 	%rd4325, 0;
+	@%p1821 bra 	$L__BB66_1737;
+
+	mov.u64 	%rd4324, %rd20;
+
+$L__BB66_1736:
+	shl.b64 	%rd3541, %rd4325, 2;
+	mov.u64 	%rd3542, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3543, %rd3542, %rd3541;
+	ld.shared.f32 	%f5678, [%rd3543+7680];
+	add.s64 	%rd3544, %rd4, %rd3541;
+	ld.local.v4.f32 	{%f5679, %f5680, %f5681, %f5682}, [%rd3544];
+	ld.shared.f32 	%f5687, [%rd3543+7684];
+	ld.shared.f32 	%f5688, [%rd3543+7688];
+	ld.shared.f32 	%f5689, [%rd3543+7692];
+	fma.rn.f32 	%f5690, %f915, %f5689, %f5682;
+	fma.rn.f32 	%f5691, %f915, %f5688, %f5681;
+	fma.rn.f32 	%f5692, %f915, %f5687, %f5680;
+	fma.rn.f32 	%f5693, %f915, %f5678, %f5679;
+	st.local.v4.f32 	[%rd3544], {%f5693, %f5692, %f5691, %f5690};
+	add.s64 	%rd4325, %rd4325, 4;
+	add.s64 	%rd4324, %rd4324, -4;
+	setp.ne.s64 	%p1942, %rd4324, 0;
+	@%p1942 bra 	$L__BB66_1736;
+
+$L__BB66_1737:
+	@%p1823 bra 	$L__BB66_1741;
+
+	setp.eq.s64 	%p1944, %rd19, 1;
+	shl.b64 	%rd3545, %rd4325, 2;
+	mov.u64 	%rd3546, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3547, %rd3546, %rd3545;
+	add.s64 	%rd1510, %rd3547, 7680;
+	ld.shared.f32 	%f5694, [%rd3547+7680];
+	add.s64 	%rd1511, %rd4, %rd3545;
+	ld.local.f32 	%f5695, [%rd1511];
+	fma.rn.f32 	%f5696, %f915, %f5694, %f5695;
+	st.local.f32 	[%rd1511], %f5696;
+	@%p1944 bra 	$L__BB66_1741;
+
+	setp.eq.s64 	%p1945, %rd19, 2;
+	ld.shared.f32 	%f5697, [%rd1510+4];
+	ld.local.f32 	%f5698, [%rd1511+4];
+	fma.rn.f32 	%f5699, %f915, %f5697, %f5698;
+	st.local.f32 	[%rd1511+4], %f5699;
+	@%p1945 bra 	$L__BB66_1741;
+
+	ld.shared.f32 	%f5700, [%rd1510+8];
+	ld.local.f32 	%f5701, [%rd1511+8];
+	fma.rn.f32 	%f5702, %f915, %f5700, %f5701;
+	st.local.f32 	[%rd1511+8], %f5702;
+
+$L__BB66_1741:
+	setp.lt.s64 	%p1946, %rd1381, 17;
+	setp.lt.s64 	%p1947, %rd3729, 113;
+	or.pred  	%p1948, %p1946, %p1947;
+	@%p1948 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f916, [%rd5+448];
+	mov.u64 	%rd4328, 0;
+	@%p1821 bra 	$L__BB66_1745;
+
+	mov.u64 	%rd4327, %rd20;
+
+$L__BB66_1744:
+	shl.b64 	%rd3550, %rd4328, 2;
+	mov.u64 	%rd3551, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3552, %rd3551, %rd3550;
+	ld.shared.f32 	%f5703, [%rd3552+8192];
+	add.s64 	%rd3553, %rd4, %rd3550;
+	ld.local.v4.f32 	{%f5704, %f5705, %f5706, %f5707}, [%rd3553];
+	ld.shared.f32 	%f5712, [%rd3552+8196];
+	ld.shared.f32 	%f5713, [%rd3552+8200];
+	ld.shared.f32 	%f5714, [%rd3552+8204];
+	fma.rn.f32 	%f5715, %f916, %f5714, %f5707;
+	fma.rn.f32 	%f5716, %f916, %f5713, %f5706;
+	fma.rn.f32 	%f5717, %f916, %f5712, %f5705;
+	fma.rn.f32 	%f5718, %f916, %f5703, %f5704;
+	st.local.v4.f32 	[%rd3553], {%f5718, %f5717, %f5716, %f5715};
+	add.s64 	%rd4328, %rd4328, 4;
+	add.s64 	%rd4327, %rd4327, -4;
+	setp.ne.s64 	%p1950, %rd4327, 0;
+	@%p1950 bra 	$L__BB66_1744;
+
+$L__BB66_1745:
+	@%p1823 bra 	$L__BB66_1749;
+
+	setp.eq.s64 	%p1952, %rd19, 1;
+	shl.b64 	%rd3554, %rd4328, 2;
+	mov.u64 	%rd3555, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3556, %rd3555, %rd3554;
+	add.s64 	%rd1517, %rd3556, 8192;
+	ld.shared.f32 	%f5719, [%rd3556+8192];
+	add.s64 	%rd1518, %rd4, %rd3554;
+	ld.local.f32 	%f5720, [%rd1518];
+	fma.rn.f32 	%f5721, %f916, %f5719, %f5720;
+	st.local.f32 	[%rd1518], %f5721;
+	@%p1952 bra 	$L__BB66_1749;
+
+	setp.eq.s64 	%p1953, %rd19, 2;
+	ld.shared.f32 	%f5722, [%rd1517+4];
+	ld.local.f32 	%f5723, [%rd1518+4];
+	fma.rn.f32 	%f5724, %f916, %f5722, %f5723;
+	st.local.f32 	[%rd1518+4], %f5724;
+	@%p1953 bra 	$L__BB66_1749;
+
+	ld.shared.f32 	%f5725, [%rd1517+8];
+	ld.local.f32 	%f5726, [%rd1518+8];
+	fma.rn.f32 	%f5727, %f916, %f5725, %f5726;
+	st.local.f32 	[%rd1518+8], %f5727;
+
+$L__BB66_1749:
+	setp.lt.s64 	%p1954, %rd1381, 18;
+	setp.lt.s64 	%p1955, %rd3729, 114;
+	or.pred  	%p1956, %p1954, %p1955;
+	@%p1956 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f917, [%rd5+452];
+	mov.u64 	%rd4331, 0;
+	@%p1821 bra 	$L__BB66_1753;
+
+	mov.u64 	%rd4330, %rd20;
+
+$L__BB66_1752:
+	shl.b64 	%rd3559, %rd4331, 2;
+	mov.u64 	%rd3560, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3561, %rd3560, %rd3559;
+	ld.shared.f32 	%f5728, [%rd3561+8704];
+	add.s64 	%rd3562, %rd4, %rd3559;
+	ld.local.v4.f32 	{%f5729, %f5730, %f5731, %f5732}, [%rd3562];
+	ld.shared.f32 	%f5737, [%rd3561+8708];
+	ld.shared.f32 	%f5738, [%rd3561+8712];
+	ld.shared.f32 	%f5739, [%rd3561+8716];
+	fma.rn.f32 	%f5740, %f917, %f5739, %f5732;
+	fma.rn.f32 	%f5741, %f917, %f5738, %f5731;
+	fma.rn.f32 	%f5742, %f917, %f5737, %f5730;
+	fma.rn.f32 	%f5743, %f917, %f5728, %f5729;
+	st.local.v4.f32 	[%rd3562], {%f5743, %f5742, %f5741, %f5740};
+	add.s64 	%rd4331, %rd4331, 4;
+	add.s64 	%rd4330, %rd4330, -4;
+	setp.ne.s64 	%p1958, %rd4330, 0;
+	@%p1958 bra 	$L__BB66_1752;
+
+$L__BB66_1753:
+	@%p1823 bra 	$L__BB66_1757;
+
+	setp.eq.s64 	%p1960, %rd19, 1;
+	shl.b64 	%rd3563, %rd4331, 2;
+	mov.u64 	%rd3564, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3565, %rd3564, %rd3563;
+	add.s64 	%rd1524, %rd3565, 8704;
+	ld.shared.f32 	%f5744, [%rd3565+8704];
+	add.s64 	%rd1525, %rd4, %rd3563;
+	ld.local.f32 	%f5745, [%rd1525];
+	fma.rn.f32 	%f5746, %f917, %f5744, %f5745;
+	st.local.f32 	[%rd1525], %f5746;
+	@%p1960 bra 	$L__BB66_1757;
+
+	setp.eq.s64 	%p1961, %rd19, 2;
+	ld.shared.f32 	%f5747, [%rd1524+4];
+	ld.local.f32 	%f5748, [%rd1525+4];
+	fma.rn.f32 	%f5749, %f917, %f5747, %f5748;
+	st.local.f32 	[%rd1525+4], %f5749;
+	@%p1961 bra 	$L__BB66_1757;
+
+	ld.shared.f32 	%f5750, [%rd1524+8];
+	ld.local.f32 	%f5751, [%rd1525+8];
+	fma.rn.f32 	%f5752, %f917, %f5750, %f5751;
+	st.local.f32 	[%rd1525+8], %f5752;
+
+$L__BB66_1757:
+	setp.lt.s64 	%p1962, %rd1381, 19;
+	setp.lt.s64 	%p1963, %rd3729, 115;
+	or.pred  	%p1964, %p1962, %p1963;
+	@%p1964 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f918, [%rd5+456];
+	mov.u64 	%rd4334, 0;
+	@%p1821 bra 	$L__BB66_1761;
+
+	mov.u64 	%rd4333, %rd20;
+
+$L__BB66_1760:
+	shl.b64 	%rd3568, %rd4334, 2;
+	mov.u64 	%rd3569, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3570, %rd3569, %rd3568;
+	ld.shared.f32 	%f5753, [%rd3570+9216];
+	add.s64 	%rd3571, %rd4, %rd3568;
+	ld.local.v4.f32 	{%f5754, %f5755, %f5756, %f5757}, [%rd3571];
+	ld.shared.f32 	%f5762, [%rd3570+9220];
+	ld.shared.f32 	%f5763, [%rd3570+9224];
+	ld.shared.f32 	%f5764, [%rd3570+9228];
+	fma.rn.f32 	%f5765, %f918, %f5764, %f5757;
+	fma.rn.f32 	%f5766, %f918, %f5763, %f5756;
+	fma.rn.f32 	%f5767, %f918, %f5762, %f5755;
+	fma.rn.f32 	%f5768, %f918, %f5753, %f5754;
+	st.local.v4.f32 	[%rd3571], {%f5768, %f5767, %f5766, %f5765};
+	add.s64 	%rd4334, %rd4334, 4;
+	add.s64 	%rd4333, %rd4333, -4;
+	setp.ne.s64 	%p1966, %rd4333, 0;
+	@%p1966 bra 	$L__BB66_1760;
+
+$L__BB66_1761:
+	@%p1823 bra 	$L__BB66_1765;
+
+	setp.eq.s64 	%p1968, %rd19, 1;
+	shl.b64 	%rd3572, %rd4334, 2;
+	mov.u64 	%rd3573, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3574, %rd3573, %rd3572;
+	add.s64 	%rd1531, %rd3574, 9216;
+	ld.shared.f32 	%f5769, [%rd3574+9216];
+	add.s64 	%rd1532, %rd4, %rd3572;
+	ld.local.f32 	%f5770, [%rd1532];
+	fma.rn.f32 	%f5771, %f918, %f5769, %f5770;
+	st.local.f32 	[%rd1532], %f5771;
+	@%p1968 bra 	$L__BB66_1765;
+
+	setp.eq.s64 	%p1969, %rd19, 2;
+	ld.shared.f32 	%f5772, [%rd1531+4];
+	ld.local.f32 	%f5773, [%rd1532+4];
+	fma.rn.f32 	%f5774, %f918, %f5772, %f5773;
+	st.local.f32 	[%rd1532+4], %f5774;
+	@%p1969 bra 	$L__BB66_1765;
+
+	ld.shared.f32 	%f5775, [%rd1531+8];
+	ld.local.f32 	%f5776, [%rd1532+8];
+	fma.rn.f32 	%f5777, %f918, %f5775, %f5776;
+	st.local.f32 	[%rd1532+8], %f5777;
+
+$L__BB66_1765:
+	setp.lt.s64 	%p1970, %rd1381, 20;
+	setp.lt.s64 	%p1971, %rd3729, 116;
+	or.pred  	%p1972, %p1970, %p1971;
+	@%p1972 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f919, [%rd5+460];
+	mov.u64 	%rd4337, 0;
+	@%p1821 bra 	$L__BB66_1769;
+
+	mov.u64 	%rd4336, %rd20;
+
+$L__BB66_1768:
+	shl.b64 	%rd3577, %rd4337, 2;
+	mov.u64 	%rd3578, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3579, %rd3578, %rd3577;
+	ld.shared.f32 	%f5778, [%rd3579+9728];
+	add.s64 	%rd3580, %rd4, %rd3577;
+	ld.local.v4.f32 	{%f5779, %f5780, %f5781, %f5782}, [%rd3580];
+	ld.shared.f32 	%f5787, [%rd3579+9732];
+	ld.shared.f32 	%f5788, [%rd3579+9736];
+	ld.shared.f32 	%f5789, [%rd3579+9740];
+	fma.rn.f32 	%f5790, %f919, %f5789, %f5782;
+	fma.rn.f32 	%f5791, %f919, %f5788, %f5781;
+	fma.rn.f32 	%f5792, %f919, %f5787, %f5780;
+	fma.rn.f32 	%f5793, %f919, %f5778, %f5779;
+	st.local.v4.f32 	[%rd3580], {%f5793, %f5792, %f5791, %f5790};
+	add.s64 	%rd4337, %rd4337, 4;
+	add.s64 	%rd4336, %rd4336, -4;
+	setp.ne.s64 	%p1974, %rd4336, 0;
+	@%p1974 bra 	$L__BB66_1768;
+
+$L__BB66_1769:
+	@%p1823 bra 	$L__BB66_1773;
+
+	setp.eq.s64 	%p1976, %rd19, 1;
+	shl.b64 	%rd3581, %rd4337, 2;
+	mov.u64 	%rd3582, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3583, %rd3582, %rd3581;
+	add.s64 	%rd1538, %rd3583, 9728;
+	ld.shared.f32 	%f5794, [%rd3583+9728];
+	add.s64 	%rd1539, %rd4, %rd3581;
+	ld.local.f32 	%f5795, [%rd1539];
+	fma.rn.f32 	%f5796, %f919, %f5794, %f5795;
+	st.local.f32 	[%rd1539], %f5796;
+	@%p1976 bra 	$L__BB66_1773;
+
+	setp.eq.s64 	%p1977, %rd19, 2;
+	ld.shared.f32 	%f5797, [%rd1538+4];
+	ld.local.f32 	%f5798, [%rd1539+4];
+	fma.rn.f32 	%f5799, %f919, %f5797, %f5798;
+	st.local.f32 	[%rd1539+4], %f5799;
+	@%p1977 bra 	$L__BB66_1773;
+
+	ld.shared.f32 	%f5800, [%rd1538+8];
+	ld.local.f32 	%f5801, [%rd1539+8];
+	fma.rn.f32 	%f5802, %f919, %f5800, %f5801;
+	st.local.f32 	[%rd1539+8], %f5802;
+
+$L__BB66_1773:
+	setp.lt.s64 	%p1978, %rd1381, 21;
+	setp.lt.s64 	%p1979, %rd3729, 117;
+	or.pred  	%p1980, %p1978, %p1979;
+	@%p1980 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f920, [%rd5+464];
+	mov.u64 	%rd4340, 0;
+	@%p1821 bra 	$L__BB66_1777;
+
+	mov.u64 	%rd4339, %rd20;
+
+$L__BB66_1776:
+	shl.b64 	%rd3586, %rd4340, 2;
+	mov.u64 	%rd3587, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3588, %rd3587, %rd3586;
+	ld.shared.f32 	%f5803, [%rd3588+10240];
+	add.s64 	%rd3589, %rd4, %rd3586;
+	ld.local.v4.f32 	{%f5804, %f5805, %f5806, %f5807}, [%rd3589];
+	ld.shared.f32 	%f5812, [%rd3588+10244];
+	ld.shared.f32 	%f5813, [%rd3588+10248];
+	ld.shared.f32 	%f5814, [%rd3588+10252];
+	fma.rn.f32 	%f5815, %f920, %f5814, %f5807;
+	fma.rn.f32 	%f5816, %f920, %f5813, %f5806;
+	fma.rn.f32 	%f5817, %f920, %f5812, %f5805;
+	fma.rn.f32 	%f5818, %f920, %f5803, %f5804;
+	st.local.v4.f32 	[%rd3589], {%f5818, %f5817, %f5816, %f5815};
+	add.s64 	%rd4340, %rd4340, 4;
+	add.s64 	%rd4339, %rd4339, -4;
+	setp.ne.s64 	%p1982, %rd4339, 0;
+	@%p1982 bra 	$L__BB66_1776;
+
+$L__BB66_1777:
+	@%p1823 bra 	$L__BB66_1781;
+
+	setp.eq.s64 	%p1984, %rd19, 1;
+	shl.b64 	%rd3590, %rd4340, 2;
+	mov.u64 	%rd3591, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3592, %rd3591, %rd3590;
+	add.s64 	%rd1545, %rd3592, 10240;
+	ld.shared.f32 	%f5819, [%rd3592+10240];
+	add.s64 	%rd1546, %rd4, %rd3590;
+	ld.local.f32 	%f5820, [%rd1546];
+	fma.rn.f32 	%f5821, %f920, %f5819, %f5820;
+	st.local.f32 	[%rd1546], %f5821;
+	@%p1984 bra 	$L__BB66_1781;
+
+	setp.eq.s64 	%p1985, %rd19, 2;
+	ld.shared.f32 	%f5822, [%rd1545+4];
+	ld.local.f32 	%f5823, [%rd1546+4];
+	fma.rn.f32 	%f5824, %f920, %f5822, %f5823;
+	st.local.f32 	[%rd1546+4], %f5824;
+	@%p1985 bra 	$L__BB66_1781;
+
+	ld.shared.f32 	%f5825, [%rd1545+8];
+	ld.local.f32 	%f5826, [%rd1546+8];
+	fma.rn.f32 	%f5827, %f920, %f5825, %f5826;
+	st.local.f32 	[%rd1546+8], %f5827;
+
+$L__BB66_1781:
+	setp.lt.s64 	%p1986, %rd1381, 22;
+	setp.lt.s64 	%p1987, %rd3729, 118;
+	or.pred  	%p1988, %p1986, %p1987;
+	@%p1988 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f921, [%rd5+468];
+	mov.u64 	%rd4343, 0;
+	@%p1821 bra 	$L__BB66_1785;
+
+	mov.u64 	%rd4342, %rd20;
+
+$L__BB66_1784:
+	shl.b64 	%rd3595, %rd4343, 2;
+	mov.u64 	%rd3596, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3597, %rd3596, %rd3595;
+	ld.shared.f32 	%f5828, [%rd3597+10752];
+	add.s64 	%rd3598, %rd4, %rd3595;
+	ld.local.v4.f32 	{%f5829, %f5830, %f5831, %f5832}, [%rd3598];
+	ld.shared.f32 	%f5837, [%rd3597+10756];
+	ld.shared.f32 	%f5838, [%rd3597+10760];
+	ld.shared.f32 	%f5839, [%rd3597+10764];
+	fma.rn.f32 	%f5840, %f921, %f5839, %f5832;
+	fma.rn.f32 	%f5841, %f921, %f5838, %f5831;
+	fma.rn.f32 	%f5842, %f921, %f5837, %f5830;
+	fma.rn.f32 	%f5843, %f921, %f5828, %f5829;
+	st.local.v4.f32 	[%rd3598], {%f5843, %f5842, %f5841, %f5840};
+	add.s64 	%rd4343, %rd4343, 4;
+	add.s64 	%rd4342, %rd4342, -4;
+	setp.ne.s64 	%p1990, %rd4342, 0;
+	@%p1990 bra 	$L__BB66_1784;
+
+$L__BB66_1785:
+	@%p1823 bra 	$L__BB66_1789;
+
+	setp.eq.s64 	%p1992, %rd19, 1;
+	shl.b64 	%rd3599, %rd4343, 2;
+	mov.u64 	%rd3600, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3601, %rd3600, %rd3599;
+	add.s64 	%rd1552, %rd3601, 10752;
+	ld.shared.f32 	%f5844, [%rd3601+10752];
+	add.s64 	%rd1553, %rd4, %rd3599;
+	ld.local.f32 	%f5845, [%rd1553];
+	fma.rn.f32 	%f5846, %f921, %f5844, %f5845;
+	st.local.f32 	[%rd1553], %f5846;
+	@%p1992 bra 	$L__BB66_1789;
+
+	setp.eq.s64 	%p1993, %rd19, 2;
+	ld.shared.f32 	%f5847, [%rd1552+4];
+	ld.local.f32 	%f5848, [%rd1553+4];
+	fma.rn.f32 	%f5849, %f921, %f5847, %f5848;
+	st.local.f32 	[%rd1553+4], %f5849;
+	@%p1993 bra 	$L__BB66_1789;
+
+	ld.shared.f32 	%f5850, [%rd1552+8];
+	ld.local.f32 	%f5851, [%rd1553+8];
+	fma.rn.f32 	%f5852, %f921, %f5850, %f5851;
+	st.local.f32 	[%rd1553+8], %f5852;
+
+$L__BB66_1789:
+	setp.lt.s64 	%p1994, %rd1381, 23;
+	setp.lt.s64 	%p1995, %rd3729, 119;
+	or.pred  	%p1996, %p1994, %p1995;
+	@%p1996 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f922, [%rd5+472];
+	mov.u64 	%rd4346, 0;
+	@%p1821 bra 	$L__BB66_1793;
+
+	mov.u64 	%rd4345, %rd20;
+
+$L__BB66_1792:
+	shl.b64 	%rd3604, %rd4346, 2;
+	mov.u64 	%rd3605, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3606, %rd3605, %rd3604;
+	ld.shared.f32 	%f5853, [%rd3606+11264];
+	add.s64 	%rd3607, %rd4, %rd3604;
+	ld.local.v4.f32 	{%f5854, %f5855, %f5856, %f5857}, [%rd3607];
+	ld.shared.f32 	%f5862, [%rd3606+11268];
+	ld.shared.f32 	%f5863, [%rd3606+11272];
+	ld.shared.f32 	%f5864, [%rd3606+11276];
+	fma.rn.f32 	%f5865, %f922, %f5864, %f5857;
+	fma.rn.f32 	%f5866, %f922, %f5863, %f5856;
+	fma.rn.f32 	%f5867, %f922, %f5862, %f5855;
+	fma.rn.f32 	%f5868, %f922, %f5853, %f5854;
+	st.local.v4.f32 	[%rd3607], {%f5868, %f5867, %f5866, %f5865};
+	add.s64 	%rd4346, %rd4346, 4;
+	add.s64 	%rd4345, %rd4345, -4;
+	setp.ne.s64 	%p1998, %rd4345, 0;
+	@%p1998 bra 	$L__BB66_1792;
+
+$L__BB66_1793:
+	@%p1823 bra 	$L__BB66_1797;
+
+	setp.eq.s64 	%p2000, %rd19, 1;
+	shl.b64 	%rd3608, %rd4346, 2;
+	mov.u64 	%rd3609, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3610, %rd3609, %rd3608;
+	add.s64 	%rd1559, %rd3610, 11264;
+	ld.shared.f32 	%f5869, [%rd3610+11264];
+	add.s64 	%rd1560, %rd4, %rd3608;
+	ld.local.f32 	%f5870, [%rd1560];
+	fma.rn.f32 	%f5871, %f922, %f5869, %f5870;
+	st.local.f32 	[%rd1560], %f5871;
+	@%p2000 bra 	$L__BB66_1797;
+
+	setp.eq.s64 	%p2001, %rd19, 2;
+	ld.shared.f32 	%f5872, [%rd1559+4];
+	ld.local.f32 	%f5873, [%rd1560+4];
+	fma.rn.f32 	%f5874, %f922, %f5872, %f5873;
+	st.local.f32 	[%rd1560+4], %f5874;
+	@%p2001 bra 	$L__BB66_1797;
+
+	ld.shared.f32 	%f5875, [%rd1559+8];
+	ld.local.f32 	%f5876, [%rd1560+8];
+	fma.rn.f32 	%f5877, %f922, %f5875, %f5876;
+	st.local.f32 	[%rd1560+8], %f5877;
+
+$L__BB66_1797:
+	setp.lt.s64 	%p2002, %rd1381, 24;
+	setp.lt.s64 	%p2003, %rd3729, 120;
+	or.pred  	%p2004, %p2002, %p2003;
+	@%p2004 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f923, [%rd5+476];
+	mov.u64 	%rd4349, 0;
+	@%p1821 bra 	$L__BB66_1801;
+
+	mov.u64 	%rd4348, %rd20;
+
+$L__BB66_1800:
+	shl.b64 	%rd3613, %rd4349, 2;
+	mov.u64 	%rd3614, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3615, %rd3614, %rd3613;
+	ld.shared.f32 	%f5878, [%rd3615+11776];
+	add.s64 	%rd3616, %rd4, %rd3613;
+	ld.local.v4.f32 	{%f5879, %f5880, %f5881, %f5882}, [%rd3616];
+	ld.shared.f32 	%f5887, [%rd3615+11780];
+	ld.shared.f32 	%f5888, [%rd3615+11784];
+	ld.shared.f32 	%f5889, [%rd3615+11788];
+	fma.rn.f32 	%f5890, %f923, %f5889, %f5882;
+	fma.rn.f32 	%f5891, %f923, %f5888, %f5881;
+	fma.rn.f32 	%f5892, %f923, %f5887, %f5880;
+	fma.rn.f32 	%f5893, %f923, %f5878, %f5879;
+	st.local.v4.f32 	[%rd3616], {%f5893, %f5892, %f5891, %f5890};
+	add.s64 	%rd4349, %rd4349, 4;
+	add.s64 	%rd4348, %rd4348, -4;
+	setp.ne.s64 	%p2006, %rd4348, 0;
+	@%p2006 bra 	$L__BB66_1800;
+
+$L__BB66_1801:
+	@%p1823 bra 	$L__BB66_1805;
+
+	setp.eq.s64 	%p2008, %rd19, 1;
+	shl.b64 	%rd3617, %rd4349, 2;
+	mov.u64 	%rd3618, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3619, %rd3618, %rd3617;
+	add.s64 	%rd1566, %rd3619, 11776;
+	ld.shared.f32 	%f5894, [%rd3619+11776];
+	add.s64 	%rd1567, %rd4, %rd3617;
+	ld.local.f32 	%f5895, [%rd1567];
+	fma.rn.f32 	%f5896, %f923, %f5894, %f5895;
+	st.local.f32 	[%rd1567], %f5896;
+	@%p2008 bra 	$L__BB66_1805;
+
+	setp.eq.s64 	%p2009, %rd19, 2;
+	ld.shared.f32 	%f5897, [%rd1566+4];
+	ld.local.f32 	%f5898, [%rd1567+4];
+	fma.rn.f32 	%f5899, %f923, %f5897, %f5898;
+	st.local.f32 	[%rd1567+4], %f5899;
+	@%p2009 bra 	$L__BB66_1805;
+
+	ld.shared.f32 	%f5900, [%rd1566+8];
+	ld.local.f32 	%f5901, [%rd1567+8];
+	fma.rn.f32 	%f5902, %f923, %f5900, %f5901;
+	st.local.f32 	[%rd1567+8], %f5902;
+
+$L__BB66_1805:
+	setp.lt.s64 	%p2010, %rd1381, 25;
+	setp.lt.s64 	%p2011, %rd3729, 121;
+	or.pred  	%p2012, %p2010, %p2011;
+	@%p2012 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f924, [%rd5+480];
+	mov.u64 	%rd4352, 0;
+	@%p1821 bra 	$L__BB66_1809;
+
+	mov.u64 	%rd4351, %rd20;
+
+$L__BB66_1808:
+	shl.b64 	%rd3622, %rd4352, 2;
+	mov.u64 	%rd3623, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3624, %rd3623, %rd3622;
+	ld.shared.f32 	%f5903, [%rd3624+12288];
+	add.s64 	%rd3625, %rd4, %rd3622;
+	ld.local.v4.f32 	{%f5904, %f5905, %f5906, %f5907}, [%rd3625];
+	ld.shared.f32 	%f5912, [%rd3624+12292];
+	ld.shared.f32 	%f5913, [%rd3624+12296];
+	ld.shared.f32 	%f5914, [%rd3624+12300];
+	fma.rn.f32 	%f5915, %f924, %f5914, %f5907;
+	fma.rn.f32 	%f5916, %f924, %f5913, %f5906;
+	fma.rn.f32 	%f5917, %f924, %f5912, %f5905;
+	fma.rn.f32 	%f5918, %f924, %f5903, %f5904;
+	st.local.v4.f32 	[%rd3625], {%f5918, %f5917, %f5916, %f5915};
+	add.s64 	%rd4352, %rd4352, 4;
+	add.s64 	%rd4351, %rd4351, -4;
+	setp.ne.s64 	%p2014, %rd4351, 0;
+	@%p2014 bra 	$L__BB66_1808;
+
+$L__BB66_1809:
+	@%p1823 bra 	$L__BB66_1813;
+
+	setp.eq.s64 	%p2016, %rd19, 1;
+	shl.b64 	%rd3626, %rd4352, 2;
+	mov.u64 	%rd3627, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3628, %rd3627, %rd3626;
+	add.s64 	%rd1573, %rd3628, 12288;
+	ld.shared.f32 	%f5919, [%rd3628+12288];
+	add.s64 	%rd1574, %rd4, %rd3626;
+	ld.local.f32 	%f5920, [%rd1574];
+	fma.rn.f32 	%f5921, %f924, %f5919, %f5920;
+	st.local.f32 	[%rd1574], %f5921;
+	@%p2016 bra 	$L__BB66_1813;
+
+	setp.eq.s64 	%p2017, %rd19, 2;
+	ld.shared.f32 	%f5922, [%rd1573+4];
+	ld.local.f32 	%f5923, [%rd1574+4];
+	fma.rn.f32 	%f5924, %f924, %f5922, %f5923;
+	st.local.f32 	[%rd1574+4], %f5924;
+	@%p2017 bra 	$L__BB66_1813;
+
+	ld.shared.f32 	%f5925, [%rd1573+8];
+	ld.local.f32 	%f5926, [%rd1574+8];
+	fma.rn.f32 	%f5927, %f924, %f5925, %f5926;
+	st.local.f32 	[%rd1574+8], %f5927;
+
+$L__BB66_1813:
+	setp.lt.s64 	%p2018, %rd1381, 26;
+	setp.lt.s64 	%p2019, %rd3729, 122;
+	or.pred  	%p2020, %p2018, %p2019;
+	@%p2020 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f925, [%rd5+484];
+	mov.u64 	%rd4355, 0;
+	@%p1821 bra 	$L__BB66_1817;
+
+	mov.u64 	%rd4354, %rd20;
+
+$L__BB66_1816:
+	shl.b64 	%rd3631, %rd4355, 2;
+	mov.u64 	%rd3632, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3633, %rd3632, %rd3631;
+	ld.shared.f32 	%f5928, [%rd3633+12800];
+	add.s64 	%rd3634, %rd4, %rd3631;
+	ld.local.v4.f32 	{%f5929, %f5930, %f5931, %f5932}, [%rd3634];
+	ld.shared.f32 	%f5937, [%rd3633+12804];
+	ld.shared.f32 	%f5938, [%rd3633+12808];
+	ld.shared.f32 	%f5939, [%rd3633+12812];
+	fma.rn.f32 	%f5940, %f925, %f5939, %f5932;
+	fma.rn.f32 	%f5941, %f925, %f5938, %f5931;
+	fma.rn.f32 	%f5942, %f925, %f5937, %f5930;
+	fma.rn.f32 	%f5943, %f925, %f5928, %f5929;
+	st.local.v4.f32 	[%rd3634], {%f5943, %f5942, %f5941, %f5940};
+	add.s64 	%rd4355, %rd4355, 4;
+	add.s64 	%rd4354, %rd4354, -4;
+	setp.ne.s64 	%p2022, %rd4354, 0;
+	@%p2022 bra 	$L__BB66_1816;
+
+$L__BB66_1817:
+	@%p1823 bra 	$L__BB66_1821;
+
+	setp.eq.s64 	%p2024, %rd19, 1;
+	shl.b64 	%rd3635, %rd4355, 2;
+	mov.u64 	%rd3636, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3637, %rd3636, %rd3635;
+	add.s64 	%rd1580, %rd3637, 12800;
+	ld.shared.f32 	%f5944, [%rd3637+12800];
+	add.s64 	%rd1581, %rd4, %rd3635;
+	ld.local.f32 	%f5945, [%rd1581];
+	fma.rn.f32 	%f5946, %f925, %f5944, %f5945;
+	st.local.f32 	[%rd1581], %f5946;
+	@%p2024 bra 	$L__BB66_1821;
+
+	setp.eq.s64 	%p2025, %rd19, 2;
+	ld.shared.f32 	%f5947, [%rd1580+4];
+	ld.local.f32 	%f5948, [%rd1581+4];
+	fma.rn.f32 	%f5949, %f925, %f5947, %f5948;
+	st.local.f32 	[%rd1581+4], %f5949;
+	@%p2025 bra 	$L__BB66_1821;
+
+	ld.shared.f32 	%f5950, [%rd1580+8];
+	ld.local.f32 	%f5951, [%rd1581+8];
+	fma.rn.f32 	%f5952, %f925, %f5950, %f5951;
+	st.local.f32 	[%rd1581+8], %f5952;
+
+$L__BB66_1821:
+	setp.lt.s64 	%p2026, %rd1381, 27;
+	setp.lt.s64 	%p2027, %rd3729, 123;
+	or.pred  	%p2028, %p2026, %p2027;
+	@%p2028 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f926, [%rd5+488];
+	mov.u64 	%rd4358, 0;
+	@%p1821 bra 	$L__BB66_1825;
+
+	mov.u64 	%rd4357, %rd20;
+
+$L__BB66_1824:
+	shl.b64 	%rd3640, %rd4358, 2;
+	mov.u64 	%rd3641, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3642, %rd3641, %rd3640;
+	ld.shared.f32 	%f5953, [%rd3642+13312];
+	add.s64 	%rd3643, %rd4, %rd3640;
+	ld.local.v4.f32 	{%f5954, %f5955, %f5956, %f5957}, [%rd3643];
+	ld.shared.f32 	%f5962, [%rd3642+13316];
+	ld.shared.f32 	%f5963, [%rd3642+13320];
+	ld.shared.f32 	%f5964, [%rd3642+13324];
+	fma.rn.f32 	%f5965, %f926, %f5964, %f5957;
+	fma.rn.f32 	%f5966, %f926, %f5963, %f5956;
+	fma.rn.f32 	%f5967, %f926, %f5962, %f5955;
+	fma.rn.f32 	%f5968, %f926, %f5953, %f5954;
+	st.local.v4.f32 	[%rd3643], {%f5968, %f5967, %f5966, %f5965};
+	add.s64 	%rd4358, %rd4358, 4;
+	add.s64 	%rd4357, %rd4357, -4;
+	setp.ne.s64 	%p2030, %rd4357, 0;
+	@%p2030 bra 	$L__BB66_1824;
+
+$L__BB66_1825:
+	@%p1823 bra 	$L__BB66_1829;
+
+	setp.eq.s64 	%p2032, %rd19, 1;
+	shl.b64 	%rd3644, %rd4358, 2;
+	mov.u64 	%rd3645, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3646, %rd3645, %rd3644;
+	add.s64 	%rd1587, %rd3646, 13312;
+	ld.shared.f32 	%f5969, [%rd3646+13312];
+	add.s64 	%rd1588, %rd4, %rd3644;
+	ld.local.f32 	%f5970, [%rd1588];
+	fma.rn.f32 	%f5971, %f926, %f5969, %f5970;
+	st.local.f32 	[%rd1588], %f5971;
+	@%p2032 bra 	$L__BB66_1829;
+
+	setp.eq.s64 	%p2033, %rd19, 2;
+	ld.shared.f32 	%f5972, [%rd1587+4];
+	ld.local.f32 	%f5973, [%rd1588+4];
+	fma.rn.f32 	%f5974, %f926, %f5972, %f5973;
+	st.local.f32 	[%rd1588+4], %f5974;
+	@%p2033 bra 	$L__BB66_1829;
+
+	ld.shared.f32 	%f5975, [%rd1587+8];
+	ld.local.f32 	%f5976, [%rd1588+8];
+	fma.rn.f32 	%f5977, %f926, %f5975, %f5976;
+	st.local.f32 	[%rd1588+8], %f5977;
+
+$L__BB66_1829:
+	setp.lt.s64 	%p2034, %rd1381, 28;
+	setp.lt.s64 	%p2035, %rd3729, 124;
+	or.pred  	%p2036, %p2034, %p2035;
+	@%p2036 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f927, [%rd5+492];
+	mov.u64 	%rd4361, 0;
+	@%p1821 bra 	$L__BB66_1833;
+
+	mov.u64 	%rd4360, %rd20;
+
+$L__BB66_1832:
+	shl.b64 	%rd3649, %rd4361, 2;
+	mov.u64 	%rd3650, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3651, %rd3650, %rd3649;
+	ld.shared.f32 	%f5978, [%rd3651+13824];
+	add.s64 	%rd3652, %rd4, %rd3649;
+	ld.local.v4.f32 	{%f5979, %f5980, %f5981, %f5982}, [%rd3652];
+	ld.shared.f32 	%f5987, [%rd3651+13828];
+	ld.shared.f32 	%f5988, [%rd3651+13832];
+	ld.shared.f32 	%f5989, [%rd3651+13836];
+	fma.rn.f32 	%f5990, %f927, %f5989, %f5982;
+	fma.rn.f32 	%f5991, %f927, %f5988, %f5981;
+	fma.rn.f32 	%f5992, %f927, %f5987, %f5980;
+	fma.rn.f32 	%f5993, %f927, %f5978, %f5979;
+	st.local.v4.f32 	[%rd3652], {%f5993, %f5992, %f5991, %f5990};
+	add.s64 	%rd4361, %rd4361, 4;
+	add.s64 	%rd4360, %rd4360, -4;
+	setp.ne.s64 	%p2038, %rd4360, 0;
+	@%p2038 bra 	$L__BB66_1832;
+
+$L__BB66_1833:
+	@%p1823 bra 	$L__BB66_1837;
+
+	setp.eq.s64 	%p2040, %rd19, 1;
+	shl.b64 	%rd3653, %rd4361, 2;
+	mov.u64 	%rd3654, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3655, %rd3654, %rd3653;
+	add.s64 	%rd1594, %rd3655, 13824;
+	ld.shared.f32 	%f5994, [%rd3655+13824];
+	add.s64 	%rd1595, %rd4, %rd3653;
+	ld.local.f32 	%f5995, [%rd1595];
+	fma.rn.f32 	%f5996, %f927, %f5994, %f5995;
+	st.local.f32 	[%rd1595], %f5996;
+	@%p2040 bra 	$L__BB66_1837;
+
+	setp.eq.s64 	%p2041, %rd19, 2;
+	ld.shared.f32 	%f5997, [%rd1594+4];
+	ld.local.f32 	%f5998, [%rd1595+4];
+	fma.rn.f32 	%f5999, %f927, %f5997, %f5998;
+	st.local.f32 	[%rd1595+4], %f5999;
+	@%p2041 bra 	$L__BB66_1837;
+
+	ld.shared.f32 	%f6000, [%rd1594+8];
+	ld.local.f32 	%f6001, [%rd1595+8];
+	fma.rn.f32 	%f6002, %f927, %f6000, %f6001;
+	st.local.f32 	[%rd1595+8], %f6002;
+
+$L__BB66_1837:
+	setp.lt.s64 	%p2042, %rd1381, 29;
+	setp.lt.s64 	%p2043, %rd3729, 125;
+	or.pred  	%p2044, %p2042, %p2043;
+	@%p2044 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f928, [%rd5+496];
+	mov.u64 	%rd4364, 0;
+	@%p1821 bra 	$L__BB66_1841;
+
+	mov.u64 	%rd4363, %rd20;
+
+$L__BB66_1840:
+	shl.b64 	%rd3658, %rd4364, 2;
+	mov.u64 	%rd3659, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3660, %rd3659, %rd3658;
+	ld.shared.f32 	%f6003, [%rd3660+14336];
+	add.s64 	%rd3661, %rd4, %rd3658;
+	ld.local.v4.f32 	{%f6004, %f6005, %f6006, %f6007}, [%rd3661];
+	ld.shared.f32 	%f6012, [%rd3660+14340];
+	ld.shared.f32 	%f6013, [%rd3660+14344];
+	ld.shared.f32 	%f6014, [%rd3660+14348];
+	fma.rn.f32 	%f6015, %f928, %f6014, %f6007;
+	fma.rn.f32 	%f6016, %f928, %f6013, %f6006;
+	fma.rn.f32 	%f6017, %f928, %f6012, %f6005;
+	fma.rn.f32 	%f6018, %f928, %f6003, %f6004;
+	st.local.v4.f32 	[%rd3661], {%f6018, %f6017, %f6016, %f6015};
+	add.s64 	%rd4364, %rd4364, 4;
+	add.s64 	%rd4363, %rd4363, -4;
+	setp.ne.s64 	%p2046, %rd4363, 0;
+	@%p2046 bra 	$L__BB66_1840;
+
+$L__BB66_1841:
+	@%p1823 bra 	$L__BB66_1845;
+
+	setp.eq.s64 	%p2048, %rd19, 1;
+	shl.b64 	%rd3662, %rd4364, 2;
+	mov.u64 	%rd3663, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3664, %rd3663, %rd3662;
+	add.s64 	%rd1601, %rd3664, 14336;
+	ld.shared.f32 	%f6019, [%rd3664+14336];
+	add.s64 	%rd1602, %rd4, %rd3662;
+	ld.local.f32 	%f6020, [%rd1602];
+	fma.rn.f32 	%f6021, %f928, %f6019, %f6020;
+	st.local.f32 	[%rd1602], %f6021;
+	@%p2048 bra 	$L__BB66_1845;
+
+	setp.eq.s64 	%p2049, %rd19, 2;
+	ld.shared.f32 	%f6022, [%rd1601+4];
+	ld.local.f32 	%f6023, [%rd1602+4];
+	fma.rn.f32 	%f6024, %f928, %f6022, %f6023;
+	st.local.f32 	[%rd1602+4], %f6024;
+	@%p2049 bra 	$L__BB66_1845;
+
+	ld.shared.f32 	%f6025, [%rd1601+8];
+	ld.local.f32 	%f6026, [%rd1602+8];
+	fma.rn.f32 	%f6027, %f928, %f6025, %f6026;
+	st.local.f32 	[%rd1602+8], %f6027;
+
+$L__BB66_1845:
+	setp.lt.s64 	%p2050, %rd1381, 30;
+	setp.lt.s64 	%p2051, %rd3729, 126;
+	or.pred  	%p2052, %p2050, %p2051;
+	@%p2052 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f929, [%rd5+500];
+	mov.u64 	%rd4367, 0;
+	@%p1821 bra 	$L__BB66_1849;
+
+	mov.u64 	%rd4366, %rd20;
+
+$L__BB66_1848:
+	shl.b64 	%rd3667, %rd4367, 2;
+	mov.u64 	%rd3668, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3669, %rd3668, %rd3667;
+	ld.shared.f32 	%f6028, [%rd3669+14848];
+	add.s64 	%rd3670, %rd4, %rd3667;
+	ld.local.v4.f32 	{%f6029, %f6030, %f6031, %f6032}, [%rd3670];
+	ld.shared.f32 	%f6037, [%rd3669+14852];
+	ld.shared.f32 	%f6038, [%rd3669+14856];
+	ld.shared.f32 	%f6039, [%rd3669+14860];
+	fma.rn.f32 	%f6040, %f929, %f6039, %f6032;
+	fma.rn.f32 	%f6041, %f929, %f6038, %f6031;
+	fma.rn.f32 	%f6042, %f929, %f6037, %f6030;
+	fma.rn.f32 	%f6043, %f929, %f6028, %f6029;
+	st.local.v4.f32 	[%rd3670], {%f6043, %f6042, %f6041, %f6040};
+	add.s64 	%rd4367, %rd4367, 4;
+	add.s64 	%rd4366, %rd4366, -4;
+	setp.ne.s64 	%p2054, %rd4366, 0;
+	@%p2054 bra 	$L__BB66_1848;
+
+$L__BB66_1849:
+	@%p1823 bra 	$L__BB66_1853;
+
+	setp.eq.s64 	%p2056, %rd19, 1;
+	shl.b64 	%rd3671, %rd4367, 2;
+	mov.u64 	%rd3672, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3673, %rd3672, %rd3671;
+	add.s64 	%rd1608, %rd3673, 14848;
+	ld.shared.f32 	%f6044, [%rd3673+14848];
+	add.s64 	%rd1609, %rd4, %rd3671;
+	ld.local.f32 	%f6045, [%rd1609];
+	fma.rn.f32 	%f6046, %f929, %f6044, %f6045;
+	st.local.f32 	[%rd1609], %f6046;
+	@%p2056 bra 	$L__BB66_1853;
+
+	setp.eq.s64 	%p2057, %rd19, 2;
+	ld.shared.f32 	%f6047, [%rd1608+4];
+	ld.local.f32 	%f6048, [%rd1609+4];
+	fma.rn.f32 	%f6049, %f929, %f6047, %f6048;
+	st.local.f32 	[%rd1609+4], %f6049;
+	@%p2057 bra 	$L__BB66_1853;
+
+	ld.shared.f32 	%f6050, [%rd1608+8];
+	ld.local.f32 	%f6051, [%rd1609+8];
+	fma.rn.f32 	%f6052, %f929, %f6050, %f6051;
+	st.local.f32 	[%rd1609+8], %f6052;
+
+$L__BB66_1853:
+	setp.lt.s64 	%p2058, %rd1381, 31;
+	setp.lt.s64 	%p2059, %rd3729, 127;
+	or.pred  	%p2060, %p2058, %p2059;
+	@%p2060 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f930, [%rd5+504];
+	mov.u64 	%rd4370, 0;
+	@%p1821 bra 	$L__BB66_1857;
+
+	mov.u64 	%rd4369, %rd20;
+
+$L__BB66_1856:
+	shl.b64 	%rd3676, %rd4370, 2;
+	mov.u64 	%rd3677, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3678, %rd3677, %rd3676;
+	ld.shared.f32 	%f6053, [%rd3678+15360];
+	add.s64 	%rd3679, %rd4, %rd3676;
+	ld.local.v4.f32 	{%f6054, %f6055, %f6056, %f6057}, [%rd3679];
+	ld.shared.f32 	%f6062, [%rd3678+15364];
+	ld.shared.f32 	%f6063, [%rd3678+15368];
+	ld.shared.f32 	%f6064, [%rd3678+15372];
+	fma.rn.f32 	%f6065, %f930, %f6064, %f6057;
+	fma.rn.f32 	%f6066, %f930, %f6063, %f6056;
+	fma.rn.f32 	%f6067, %f930, %f6062, %f6055;
+	fma.rn.f32 	%f6068, %f930, %f6053, %f6054;
+	st.local.v4.f32 	[%rd3679], {%f6068, %f6067, %f6066, %f6065};
+	add.s64 	%rd4370, %rd4370, 4;
+	add.s64 	%rd4369, %rd4369, -4;
+	setp.ne.s64 	%p2062, %rd4369, 0;
+	@%p2062 bra 	$L__BB66_1856;
+
+$L__BB66_1857:
+	@%p1823 bra 	$L__BB66_1861;
+
+	setp.eq.s64 	%p2064, %rd19, 1;
+	shl.b64 	%rd3680, %rd4370, 2;
+	mov.u64 	%rd3681, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3682, %rd3681, %rd3680;
+	add.s64 	%rd1615, %rd3682, 15360;
+	ld.shared.f32 	%f6069, [%rd3682+15360];
+	add.s64 	%rd1616, %rd4, %rd3680;
+	ld.local.f32 	%f6070, [%rd1616];
+	fma.rn.f32 	%f6071, %f930, %f6069, %f6070;
+	st.local.f32 	[%rd1616], %f6071;
+	@%p2064 bra 	$L__BB66_1861;
+
+	setp.eq.s64 	%p2065, %rd19, 2;
+	ld.shared.f32 	%f6072, [%rd1615+4];
+	ld.local.f32 	%f6073, [%rd1616+4];
+	fma.rn.f32 	%f6074, %f930, %f6072, %f6073;
+	st.local.f32 	[%rd1616+4], %f6074;
+	@%p2065 bra 	$L__BB66_1861;
+
+	ld.shared.f32 	%f6075, [%rd1615+8];
+	ld.local.f32 	%f6076, [%rd1616+8];
+	fma.rn.f32 	%f6077, %f930, %f6075, %f6076;
+	st.local.f32 	[%rd1616+8], %f6077;
+
+$L__BB66_1861:
+	setp.lt.s64 	%p2066, %rd1381, 32;
+	setp.lt.s64 	%p2067, %rd3729, 128;
+	or.pred  	%p2068, %p2066, %p2067;
+	@%p2068 bra 	$L__BB66_1869;
+
+	ld.local.f32 	%f931, [%rd5+508];
+	mov.u64 	%rd4373, 0;
+	@%p1821 bra 	$L__BB66_1865;
+
+	mov.u64 	%rd4372, %rd20;
+
+$L__BB66_1864:
+	shl.b64 	%rd3685, %rd4373, 2;
+	mov.u64 	%rd3686, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3687, %rd3686, %rd3685;
+	ld.shared.f32 	%f6078, [%rd3687+15872];
+	add.s64 	%rd3688, %rd4, %rd3685;
+	ld.local.v4.f32 	{%f6079, %f6080, %f6081, %f6082}, [%rd3688];
+	ld.shared.f32 	%f6087, [%rd3687+15876];
+	ld.shared.f32 	%f6088, [%rd3687+15880];
+	ld.shared.f32 	%f6089, [%rd3687+15884];
+	fma.rn.f32 	%f6090, %f931, %f6089, %f6082;
+	fma.rn.f32 	%f6091, %f931, %f6088, %f6081;
+	fma.rn.f32 	%f6092, %f931, %f6087, %f6080;
+	fma.rn.f32 	%f6093, %f931, %f6078, %f6079;
+	st.local.v4.f32 	[%rd3688], {%f6093, %f6092, %f6091, %f6090};
+	add.s64 	%rd4373, %rd4373, 4;
+	add.s64 	%rd4372, %rd4372, -4;
+	setp.ne.s64 	%p2070, %rd4372, 0;
+	@%p2070 bra 	$L__BB66_1864;
+
+$L__BB66_1865:
+	@%p1823 bra 	$L__BB66_1869;
+
+	setp.eq.s64 	%p2072, %rd19, 1;
+	shl.b64 	%rd3689, %rd4373, 2;
+	mov.u64 	%rd3690, _ZZ18flash_attn_fwd_f32E4tile;
+	add.s64 	%rd3691, %rd3690, %rd3689;
+	add.s64 	%rd1622, %rd3691, 15872;
+	ld.shared.f32 	%f6094, [%rd3691+15872];
+	add.s64 	%rd1623, %rd4, %rd3689;
+	ld.local.f32 	%f6095, [%rd1623];
+	fma.rn.f32 	%f6096, %f931, %f6094, %f6095;
+	st.local.f32 	[%rd1623], %f6096;
+	@%p2072 bra 	$L__BB66_1869;
+
+	setp.eq.s64 	%p2073, %rd19, 2;
+	ld.shared.f32 	%f6097, [%rd1622+4];
+	ld.local.f32 	%f6098, [%rd1623+4];
+	fma.rn.f32 	%f6099, %f931, %f6097, %f6098;
+	st.local.f32 	[%rd1623+4], %f6099;
+	@%p2073 bra 	$L__BB66_1869;
+
+	ld.shared.f32 	%f6100, [%rd1622+8];
+	ld.local.f32 	%f6101, [%rd1623+8];
+	fma.rn.f32 	%f6102, %f931, %f6100, %f6101;
+	st.local.f32 	[%rd1623+8], %f6102;
+
+$L__BB66_1869:
+	add.s64 	%rd3728, %rd3728, 128;
+	setp.gt.s64 	%p2074, %rd71, %rd3728;
+	@%p2074 bra 	$L__BB66_57;
+
+$L__BB66_1870:
+	setp.ge.s64 	%p2075, %rd39, %rd1636;
+	@%p2075 bra 	$L__BB66_1882;
+
+	mul.lo.s64 	%rd3709, %rd3714, %rd1636;
+	rcp.rn.f32 	%f934, %f6569;
+	add.s64 	%rd3692, %rd3709, %rd39;
+	mul.lo.s64 	%rd3693, %rd3692, %rd1637;
+	add.s64 	%rd3694, %rd3693, %rd3715;
+	mul.lo.s64 	%rd1625, %rd3694, %rd1638;
+	@%p1 bra 	$L__BB66_1879;
+
+	setp.lt.u64 	%p2077, %rd18, 3;
+	mov.u64 	%rd4376, 0;
+	@%p2077 bra 	$L__BB66_1875;
+
+	mov.u64 	%rd4375, %rd20;
+
+$L__BB66_1874:
+	shl.b64 	%rd3697, %rd4376, 2;
+	add.s64 	%rd3698, %rd4, %rd3697;
+	ld.local.v4.f32 	{%f6103, %f6104, %f6105, %f6106}, [%rd3698];
+	mul.f32 	%f6111, %f934, %f6103;
+	add.s64 	%rd3699, %rd4376, %rd1625;
+	shl.b64 	%rd3700, %rd3699, 2;
+	add.s64 	%rd3701, %rd2, %rd3700;
+	st.global.f32 	[%rd3701], %f6111;
+	mul.f32 	%f6112, %f934, %f6104;
+	st.global.f32 	[%rd3701+4], %f6112;
+	mul.f32 	%f6113, %f934, %f6105;
+	st.global.f32 	[%rd3701+8], %f6113;
+	mul.f32 	%f6114, %f934, %f6106;
+	st.global.f32 	[%rd3701+12], %f6114;
+	add.s64 	%rd4376, %rd4376, 4;
+	add.s64 	%rd4375, %rd4375, -4;
+	setp.ne.s64 	%p2078, %rd4375, 0;
+	@%p2078 bra 	$L__BB66_1874;
+
+$L__BB66_1875:
+	setp.eq.s64 	%p2079, %rd19, 0;
+	@%p2079 bra 	$L__BB66_1879;
+
+	setp.eq.s64 	%p2080, %rd19, 1;
+	shl.b64 	%rd3702, %rd4376, 2;
+	add.s64 	%rd1631, %rd4, %rd3702;
+	ld.local.f32 	%f6115, [%rd1631];
+	mul.f32 	%f6116, %f934, %f6115;
+	add.s64 	%rd3703, %rd4376, %rd1625;
+	shl.b64 	%rd3704, %rd3703, 2;
+	add.s64 	%rd1632, %rd2, %rd3704;
+	st.global.f32 	[%rd1632], %f6116;
+	@%p2080 bra 	$L__BB66_1879;
+
+	setp.eq.s64 	%p2081, %rd19, 2;
+	ld.local.f32 	%f6117, [%rd1631+4];
+	mul.f32 	%f6118, %f934, %f6117;
+	st.global.f32 	[%rd1632+4], %f6118;
+	@%p2081 bra 	$L__BB66_1879;
+
+	ld.local.f32 	%f6119, [%rd1631+8];
+	mul.f32 	%f6120, %f934, %f6119;
+	st.global.f32 	[%rd1632+8], %f6120;
+
+$L__BB66_1879:
+	setp.lt.f32 	%p2082, %f6569, 0f00800000;
+	mul.f32 	%f6121, %f6569, 0f4B000000;
+	selp.f32 	%f935, %f6121, %f6569, %p2082;
+	selp.f32 	%f6122, 0fC1B80000, 0f00000000, %p2082;
+	mov.b32 	%r362, %f935;
+	add.s32 	%r363, %r362, -1059760811;
+	and.b32  	%r364, %r363, -8388608;
+	sub.s32 	%r365, %r362, %r364;
+	mov.b32 	%f6123, %r365;
+	cvt.rn.f32.s32 	%f6124, %r364;
+	mov.f32 	%f6125, 0f34000000;
+	fma.rn.f32 	%f6126, %f6124, %f6125, %f6122;
+	add.f32 	%f6127, %f6123, 0fBF800000;
+	mov.f32 	%f6128, 0f3E1039F6;
+	mov.f32 	%f6129, 0fBE055027;
+	fma.rn.f32 	%f6130, %f6129, %f6127, %f6128;
+	mov.f32 	%f6131, 0fBDF8CDCC;
+	fma.rn.f32 	%f6132, %f6130, %f6127, %f6131;
+	mov.f32 	%f6133, 0f3E0F2955;
+	fma.rn.f32 	%f6134, %f6132, %f6127, %f6133;
+	mov.f32 	%f6135, 0fBE2AD8B9;
+	fma.rn.f32 	%f6136, %f6134, %f6127, %f6135;
+	mov.f32 	%f6137, 0f3E4CED0B;
+	fma.rn.f32 	%f6138, %f6136, %f6127, %f6137;
+	mov.f32 	%f6139, 0fBE7FFF22;
+	fma.rn.f32 	%f6140, %f6138, %f6127, %f6139;
+	mov.f32 	%f6141, 0f3EAAAA78;
+	fma.rn.f32 	%f6142, %f6140, %f6127, %f6141;
+	mov.f32 	%f6143, 0fBF000000;
+	fma.rn.f32 	%f6144, %f6142, %f6127, %f6143;
+	mul.f32 	%f6145, %f6127, %f6144;
+	fma.rn.f32 	%f6146, %f6145, %f6127, %f6127;
+	mov.f32 	%f6147, 0f3F317218;
+	fma.rn.f32 	%f6570, %f6126, %f6147, %f6146;
+	setp.lt.u32 	%p2083, %r362, 2139095040;
+	@%p2083 bra 	$L__BB66_1881;
+
+	mov.f32 	%f6148, 0f7F800000;
+	fma.rn.f32 	%f6570, %f935, %f6148, %f6148;
+
+$L__BB66_1881:
+	setp.eq.f32 	%p2084, %f935, 0f00000000;
+	selp.f32 	%f6149, 0fFF800000, %f6570, %p2084;
+	add.f32 	%f6150, %f6566, %f6149;
+	mul.lo.s64 	%rd3705, %rd3712, %rd1636;
+	add.s64 	%rd3706, %rd39, %rd3705;
+	shl.b64 	%rd3707, %rd3706, 2;
+	add.s64 	%rd3708, %rd22, %rd3707;
+	st.global.f32 	[%rd3708], %f6150;
+
+$L__BB66_1882:
+	add.s64 	%rd3711, %rd3711, %rd17;
+	setp.lt.s64 	%p2085, %rd3711, %rd13;
+	@%p2085 bra 	$L__BB66_5;
+
+$L__BB66_1883:
+	ret;
+
+}
+	// .globl	flash_attn_bwd_dot_f32
+.visible .entry flash_attn_bwd_dot_f32(
+	.param .u64 flash_attn_bwd_dot_f32_param_0,
+	.param .u64 flash_attn_bwd_dot_f32_param_1,
+	.param .u64 flash_attn_bwd_dot_f32_param_2,
+	.param .u64 flash_attn_bwd_dot_f32_param_3,
+	.param .u64 flash_attn_bwd_dot_f32_param_4,
+	.param .u64 flash_attn_bwd_dot_f32_param_5,
+	.param .u64 flash_attn_bwd_dot_f32_param_6,
+	.param .f32 flash_attn_bwd_dot_f32_param_7
+)
+{
+	.reg .pred 	%p<29>;
+	.reg .f32 	%f<64>;
+	.reg .b32 	%r<90>;
+	.reg .b64 	%rd<132>;
+
+
+	ld.param.u64 	%rd67, [flash_attn_bwd_dot_f32_param_0];
+	ld.param.u64 	%rd68, [flash_attn_bwd_dot_f32_param_1];
+	ld.param.u64 	%rd69, [flash_attn_bwd_dot_f32_param_2];
+	ld.param.u64 	%rd70, [flash_attn_bwd_dot_f32_param_3];
+	ld.param.u64 	%rd64, [flash_attn_bwd_dot_f32_param_4];
+	ld.param.u64 	%rd65, [flash_attn_bwd_dot_f32_param_5];
+	ld.param.u64 	%rd66, [flash_attn_bwd_dot_f32_param_6];
+	ld.param.f32 	%f16, [flash_attn_bwd_dot_f32_param_7];
+	cvta.to.global.u64 	%rd1, %rd69;
+	cvta.to.global.u64 	%rd2, %rd68;
+	cvta.to.global.u64 	%rd3, %rd67;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd71, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd72, %r3;
+	add.s64 	%rd117, %rd71, %rd72;
+	mul.lo.s64 	%rd73, %rd64, %rd70;
+	mul.lo.s64 	%rd6, %rd73, %rd65;
+	setp.ge.s64 	%p1, %rd117, %rd6;
+	@%p1 bra 	$L__BB67_34;
+
+	setp.gt.s64 	%p2, %rd66, 0;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd4;
+	@%p2 bra 	$L__BB67_11;
+	bra.uni 	$L__BB67_2;
+
+$L__BB67_11:
+	add.s64 	%rd25, %rd66, -1;
+	and.b64  	%rd26, %rd66, 3;
+	sub.s64 	%rd27, %rd66, %rd26;
+	sub.s64 	%rd28, %rd26, %rd66;
+	add.s64 	%rd29, %rd2, 8;
+	add.s64 	%rd30, %rd1, 8;
+	cvt.u32.u64 	%r10, %rd64;
+	cvt.u32.u64 	%r15, %rd65;
+
+$L__BB67_12:
+	or.b64  	%rd88, %rd117, %rd64;
+	and.b64  	%rd89, %rd88, -4294967296;
+	setp.eq.s64 	%p8, %rd89, 0;
+	@%p8 bra 	$L__BB67_14;
+
+	div.s64 	%rd121, %rd117, %rd64;
+	mul.lo.s64 	%rd90, %rd121, %rd64;
+	sub.s64 	%rd122, %rd117, %rd90;
+	bra.uni 	$L__BB67_15;
+
+$L__BB67_14:
+	cvt.u32.u64 	%r11, %rd117;
+	div.u32 	%r12, %r11, %r10;
+	mul.lo.s32 	%r13, %r12, %r10;
+	sub.s32 	%r14, %r11, %r13;
+	cvt.u64.u32 	%rd121, %r12;
+	cvt.u64.u32 	%rd122, %r14;
+
+$L__BB67_15:
+	or.b64  	%rd91, %rd121, %rd65;
+	and.b64  	%rd92, %rd91, -4294967296;
+	setp.eq.s64 	%p9, %rd92, 0;
+	@%p9 bra 	$L__BB67_17;
+
+	div.s64 	%rd123, %rd121, %rd65;
+	mul.lo.s64 	%rd93, %rd123, %rd65;
+	sub.s64 	%rd124, %rd121, %rd93;
+	bra.uni 	$L__BB67_18;
+
+$L__BB67_17:
+	cvt.u32.u64 	%r16, %rd121;
+	div.u32 	%r17, %r16, %r15;
+	mul.lo.s32 	%r18, %r17, %r15;
+	sub.s32 	%r19, %r16, %r18;
+	cvt.u64.u32 	%rd123, %r17;
+	cvt.u64.u32 	%rd124, %r19;
+
+$L__BB67_18:
+	mul.lo.s64 	%rd94, %rd123, %rd64;
+	add.s64 	%rd95, %rd94, %rd122;
+	mul.lo.s64 	%rd96, %rd95, %rd65;
+	add.s64 	%rd97, %rd96, %rd124;
+	mul.lo.s64 	%rd44, %rd97, %rd66;
+	setp.neu.f32 	%p10, %f16, 0f00000000;
+	@%p10 bra 	$L__BB67_26;
+	bra.uni 	$L__BB67_19;
+
+$L__BB67_26:
+	setp.lt.u64 	%p16, %rd25, 3;
+	mov.f32 	%f63, 0f00000000;
+	mov.u64 	%rd131, 0;
+	@%p16 bra 	$L__BB67_29;
+
+	mov.u64 	%rd130, %rd27;
+
+$L__BB67_28:
+	add.s64 	%rd106, %rd131, %rd44;
+	shl.b64 	%rd107, %rd106, 2;
+	add.s64 	%rd108, %rd2, %rd107;
+	ld.global.u32 	%r20, [%rd108];
+	and.b32  	%r21, %r20, 2147483647;
+	setp.gt.u32 	%p17, %r21, 2139095040;
+	shr.u32 	%r22, %r20, 16;
+	or.b32  	%r23, %r22, 64;
+	bfe.u32 	%r24, %r20, 16, 1;
+	add.s32 	%r25, %r20, %r24;
+	add.s32 	%r26, %r25, 32767;
+	shr.u32 	%r27, %r26, 16;
+	selp.b32 	%r28, %r23, %r27, %p17;
+	shl.b32 	%r29, %r28, 16;
+	mov.b32 	%f40, %r29;
+	add.s64 	%rd109, %rd1, %rd107;
+	ld.global.f32 	%f41, [%rd109];
+	fma.rn.f32 	%f42, %f41, %f40, %f63;
+	ld.global.u32 	%r30, [%rd108+4];
+	and.b32  	%r31, %r30, 2147483647;
+	setp.gt.u32 	%p18, %r31, 2139095040;
+	shr.u32 	%r32, %r30, 16;
+	or.b32  	%r33, %r32, 64;
+	bfe.u32 	%r34, %r30, 16, 1;
+	add.s32 	%r35, %r30, %r34;
+	add.s32 	%r36, %r35, 32767;
+	shr.u32 	%r37, %r36, 16;
+	selp.b32 	%r38, %r33, %r37, %p18;
+	shl.b32 	%r39, %r38, 16;
+	mov.b32 	%f43, %r39;
+	ld.global.f32 	%f44, [%rd109+4];
+	fma.rn.f32 	%f45, %f44, %f43, %f42;
+	ld.global.u32 	%r40, [%rd108+8];
+	and.b32  	%r41, %r40, 2147483647;
+	setp.gt.u32 	%p19, %r41, 2139095040;
+	shr.u32 	%r42, %r40, 16;
+	or.b32  	%r43, %r42, 64;
+	bfe.u32 	%r44, %r40, 16, 1;
+	add.s32 	%r45, %r40, %r44;
+	add.s32 	%r46, %r45, 32767;
+	shr.u32 	%r47, %r46, 16;
+	selp.b32 	%r48, %r43, %r47, %p19;
+	shl.b32 	%r49, %r48, 16;
+	mov.b32 	%f46, %r49;
+	ld.global.f32 	%f47, [%rd109+8];
+	fma.rn.f32 	%f48, %f47, %f46, %f45;
+	ld.global.u32 	%r50, [%rd108+12];
+	and.b32  	%r51, %r50, 2147483647;
+	setp.gt.u32 	%p20, %r51, 2139095040;
+	shr.u32 	%r52, %r50, 16;
+	or.b32  	%r53, %r52, 64;
+	bfe.u32 	%r54, %r50, 16, 1;
+	add.s32 	%r55, %r50, %r54;
+	add.s32 	%r56, %r55, 32767;
+	shr.u32 	%r57, %r56, 16;
+	selp.b32 	%r58, %r53, %r57, %p20;
+	shl.b32 	%r59, %r58, 16;
+	mov.b32 	%f49, %r59;
+	ld.global.f32 	%f50, [%rd109+12];
+	fma.rn.f32 	%f63, %f50, %f49, %f48;
+	add.s64 	%rd131, %rd131, 4;
+	add.s64 	%rd130, %rd130, -4;
+	setp.ne.s64 	%p21, %rd130, 0;
+	@%p21 bra 	$L__BB67_28;
+
+$L__BB67_29:
+	setp.eq.s64 	%p22, %rd26, 0;
+	@%p22 bra 	$L__BB67_33;
+
+	setp.eq.s64 	%p23, %rd26, 1;
+	add.s64 	%rd110, %rd131, %rd44;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd61, %rd2, %rd111;
+	ld.global.u32 	%r60, [%rd61];
+	and.b32  	%r61, %r60, 2147483647;
+	setp.gt.u32 	%p24, %r61, 2139095040;
+	shr.u32 	%r62, %r60, 16;
+	or.b32  	%r63, %r62, 64;
+	bfe.u32 	%r64, %r60, 16, 1;
+	add.s32 	%r65, %r60, %r64;
+	add.s32 	%r66, %r65, 32767;
+	shr.u32 	%r67, %r66, 16;
+	selp.b32 	%r68, %r63, %r67, %p24;
+	shl.b32 	%r69, %r68, 16;
+	mov.b32 	%f51, %r69;
+	add.s64 	%rd62, %rd1, %rd111;
+	ld.global.f32 	%f52, [%rd62];
+	fma.rn.f32 	%f63, %f52, %f51, %f63;
+	@%p23 bra 	$L__BB67_33;
+
+	setp.eq.s64 	%p25, %rd26, 2;
+	ld.global.u32 	%r70, [%rd61+4];
+	and.b32  	%r71, %r70, 2147483647;
+	setp.gt.u32 	%p26, %r71, 2139095040;
+	shr.u32 	%r72, %r70, 16;
+	or.b32  	%r73, %r72, 64;
+	bfe.u32 	%r74, %r70, 16, 1;
+	add.s32 	%r75, %r70, %r74;
+	add.s32 	%r76, %r75, 32767;
+	shr.u32 	%r77, %r76, 16;
+	selp.b32 	%r78, %r73, %r77, %p26;
+	shl.b32 	%r79, %r78, 16;
+	mov.b32 	%f53, %r79;
+	ld.global.f32 	%f54, [%rd62+4];
+	fma.rn.f32 	%f63, %f54, %f53, %f63;
+	@%p25 bra 	$L__BB67_33;
+
+	ld.global.u32 	%r80, [%rd61+8];
+	and.b32  	%r81, %r80, 2147483647;
+	setp.gt.u32 	%p27, %r81, 2139095040;
+	shr.u32 	%r82, %r80, 16;
+	or.b32  	%r83, %r82, 64;
+	bfe.u32 	%r84, %r80, 16, 1;
+	add.s32 	%r85, %r80, %r84;
+	add.s32 	%r86, %r85, 32767;
+	shr.u32 	%r87, %r86, 16;
+	selp.b32 	%r88, %r83, %r87, %p27;
+	shl.b32 	%r89, %r88, 16;
+	mov.b32 	%f55, %r89;
+	ld.global.f32 	%f56, [%rd62+8];
+	fma.rn.f32 	%f63, %f56, %f55, %f63;
+	bra.uni 	$L__BB67_33;
+
+$L__BB67_19:
+	setp.lt.u64 	%p11, %rd25, 3;
+	mov.f32 	%f63, 0f00000000;
+	mov.u64 	%rd128, 0;
+	@%p11 bra 	$L__BB67_22;
+
+	shl.b64 	%rd100, %rd44, 2;
+	add.s64 	%rd126, %rd29, %rd100;
+	add.s64 	%rd125, %rd30, %rd100;
+
+$L__BB67_21:
+	ld.global.f32 	%f20, [%rd125+-8];
+	ld.global.f32 	%f21, [%rd126+-8];
+	fma.rn.f32 	%f22, %f21, %f20, %f63;
+	ld.global.f32 	%f23, [%rd125+-4];
+	ld.global.f32 	%f24, [%rd126+-4];
+	fma.rn.f32 	%f25, %f24, %f23, %f22;
+	ld.global.f32 	%f26, [%rd125];
+	ld.global.f32 	%f27, [%rd126];
+	fma.rn.f32 	%f28, %f27, %f26, %f25;
+	ld.global.f32 	%f29, [%rd125+4];
+	ld.global.f32 	%f30, [%rd126+4];
+	fma.rn.f32 	%f63, %f30, %f29, %f28;
+	add.s64 	%rd128, %rd128, 4;
+	add.s64 	%rd101, %rd28, %rd128;
+	add.s64 	%rd126, %rd126, 16;
+	add.s64 	%rd125, %rd125, 16;
+	setp.ne.s64 	%p12, %rd101, 0;
+	@%p12 bra 	$L__BB67_21;
+
+$L__BB67_22:
+	setp.eq.s64 	%p13, %rd26, 0;
+	@%p13 bra 	$L__BB67_33;
+
+	setp.eq.s64 	%p14, %rd26, 1;
+	add.s64 	%rd102, %rd128, %rd44;
+	shl.b64 	%rd103, %rd102, 2;
+	add.s64 	%rd54, %rd2, %rd103;
+	add.s64 	%rd55, %rd1, %rd103;
+	ld.global.f32 	%f31, [%rd55];
+	ld.global.f32 	%f32, [%rd54];
+	fma.rn.f32 	%f63, %f32, %f31, %f63;
+	@%p14 bra 	$L__BB67_33;
+
+	setp.eq.s64 	%p15, %rd26, 2;
+	ld.global.f32 	%f33, [%rd55+4];
+	ld.global.f32 	%f34, [%rd54+4];
+	fma.rn.f32 	%f63, %f34, %f33, %f63;
+	@%p15 bra 	$L__BB67_33;
+
+	ld.global.f32 	%f35, [%rd55+8];
+	ld.global.f32 	%f36, [%rd54+8];
+	fma.rn.f32 	%f63, %f36, %f35, %f63;
+
+$L__BB67_33:
+	shl.b64 	%rd112, %rd117, 2;
+	add.s64 	%rd113, %rd3, %rd112;
+	st.global.f32 	[%rd113], %f63;
+	add.s64 	%rd117, %rd117, %rd8;
+	setp.lt.s64 	%p28, %rd117, %rd6;
+	@%p28 bra 	$L__BB67_12;
+	bra.uni 	$L__BB67_34;
+
+$L__BB67_2:
+	not.b64 	%rd74, %rd117;
+	add.s64 	%rd9, %rd6, %rd74;
+	or.b64  	%rd75, %rd9, %rd8;
+	and.b64  	%rd76, %rd75, -4294967296;
+	setp.eq.s64 	%p3, %rd76, 0;
+	@%p3 bra 	$L__BB67_4;
+
+	div.u64 	%rd114, %rd9, %rd8;
+	bra.uni 	$L__BB67_5;
+
+$L__BB67_4:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd114, %r7;
+
+$L__BB67_5:
+	add.s64 	%rd77, %rd114, 1;
+	and.b64  	%rd116, %rd77, 3;
+	setp.eq.s64 	%p4, %rd116, 0;
+	@%p4 bra 	$L__BB67_8;
+
+$L__BB67_7:
+	.pragma "nounroll";
+	shl.b64 	%rd78, %rd117, 2;
+	add.s64 	%rd79, %rd3, %rd78;
+	mov.u32 	%r8, 0;
+	st.global.u32 	[%rd79], %r8;
+	add.s64 	%rd117, %rd117, %rd8;
+	add.s64 	%rd116, %rd116, -1;
+	setp.ne.s64 	%p5, %rd116, 0;
+	@%p5 bra 	$L__BB67_7;
+
+$L__BB67_8:
+	setp.lt.u64 	%p6, %rd114, 3;
+	@%p6 bra 	$L__BB67_34;
+
+	shl.b64 	%rd80, %rd117, 2;
+	add.s64 	%rd119, %rd3, %rd80;
+	shl.b64 	%rd20, %rd8, 2;
+
+$L__BB67_10:
+	mov.u32 	%r9, 0;
+	st.global.u32 	[%rd119], %r9;
+	add.s64 	%rd82, %rd119, %rd20;
+	st.global.u32 	[%rd82], %r9;
+	add.s64 	%rd83, %rd117, %rd8;
+	add.s64 	%rd84, %rd83, %rd8;
+	add.s64 	%rd85, %rd82, %rd20;
+	st.global.u32 	[%rd85], %r9;
+	add.s64 	%rd86, %rd84, %rd8;
+	add.s64 	%rd87, %rd85, %rd20;
+	add.s64 	%rd119, %rd87, %rd20;
+	st.global.u32 	[%rd87], %r9;
+	add.s64 	%rd117, %rd86, %rd8;
+	setp.lt.s64 	%p7, %rd117, %rd6;
+	@%p7 bra 	$L__BB67_10;
+
+$L__BB67_34:
+	ret;
+
+}
+	// .globl	flash_attn_bwd_f32
+.visible .entry flash_attn_bwd_f32(
+	.param .u64 flash_attn_bwd_f32_param_0,
+	.param .u64 flash_attn_bwd_f32_param_1,
+	.param .u64 flash_attn_bwd_f32_param_2,
+	.param .u64 flash_attn_bwd_f32_param_3,
+	.param .u64 flash_attn_bwd_f32_param_4,
+	.param .u64 flash_attn_bwd_f32_param_5,
+	.param .u64 flash_attn_bwd_f32_param_6,
+	.param .u64 flash_attn_bwd_f32_param_7,
+	.param .u64 flash_attn_bwd_f32_param_8,
+	.param .f32 flash_attn_bwd_f32_param_9,
+	.param .f32 flash_attn_bwd_f32_param_10,
+	.param .f32 flash_attn_bwd_f32_param_11
+)
+{
+	.local .align 16 .b8 	__local_depot68[2048];
+	.reg .b64 	%SP;
+	.reg .b64 	%SPL;
+	.reg .pred 	%p<120>;
+	.reg .f32 	%f<301>;
+	.reg .b32 	%r<236>;
+	.reg .b64 	%rd<452>;
+	// demoted variable
+	.shared .align 4 .b8 _ZZ18flash_attn_bwd_f32E2qs[16384];
+	// demoted variable
+	.shared .align 4 .b8 _ZZ18flash_attn_bwd_f32E3dys[16384];
+	// demoted variable
+	.shared .align 4 .b8 _ZZ18flash_attn_bwd_f32E2ls[128];
+	// demoted variable
+	.shared .align 4 .b8 _ZZ18flash_attn_bwd_f32E2ds[128];
+
+	mov.u64 	%SPL, __local_depot68;
+	ld.param.u64 	%rd184, [flash_attn_bwd_f32_param_0];
+	ld.param.u64 	%rd185, [flash_attn_bwd_f32_param_1];
+	ld.param.u64 	%rd186, [flash_attn_bwd_f32_param_2];
+	ld.param.u64 	%rd178, [flash_attn_bwd_f32_param_3];
+	ld.param.u64 	%rd179, [flash_attn_bwd_f32_param_4];
+	ld.param.u64 	%rd180, [flash_attn_bwd_f32_param_5];
+	ld.param.u64 	%rd181, [flash_attn_bwd_f32_param_6];
+	ld.param.u64 	%rd182, [flash_attn_bwd_f32_param_7];
+	ld.param.u64 	%rd183, [flash_attn_bwd_f32_param_8];
+	ld.param.f32 	%f79, [flash_attn_bwd_f32_param_9];
+	ld.param.f32 	%f81, [flash_attn_bwd_f32_param_11];
+	cvta.to.global.u64 	%rd1, %rd186;
+	cvta.to.global.u64 	%rd2, %rd185;
+	cvta.to.global.u64 	%rd3, %rd184;
+	add.u64 	%rd4, %SPL, 0;
+	add.u64 	%rd5, %SPL, 512;
+	add.u64 	%rd6, %SPL, 1024;
+	add.u64 	%rd7, %SPL, 1536;
+	mov.u32 	%r1, %ntid.x;
+	cvt.u64.u32 	%rd8, %r1;
+	add.s64 	%rd191, %rd8, %rd181;
+	add.s64 	%rd9, %rd191, -1;
+	and.b64  	%rd192, %rd9, -4294967296;
+	setp.eq.s64 	%p1, %rd192, 0;
+	@%p1 bra 	$L__BB68_2;
+
+	div.s64 	%rd401, %rd9, %rd8;
+	bra.uni 	$L__BB68_3;
+
+$L__BB68_2:
+	cvt.u32.u64 	%r2, %rd8;
+	cvt.u32.u64 	%r3, %rd9;
+	div.u32 	%r4, %r3, %r2;
+	cvt.u64.u32 	%rd401, %r4;
+
+$L__BB68_3:
+	mul.lo.s64 	%rd14, %rd183, %rd182;
+	mul.lo.s64 	%rd13, %rd14, 3;
+	mov.u32 	%r5, %ctaid.x;
+	cvt.u64.u32 	%rd402, %r5;
+	mul.lo.s64 	%rd193, %rd182, %rd180;
+	mul.lo.s64 	%rd16, %rd193, %rd401;
+	setp.le.s64 	%p2, %rd16, %rd402;
+	@%p2 bra 	$L__BB68_148;
+
+	mul.lo.s64 	%rd194, %rd182, %rd183;
+	shl.b64 	%rd17, %rd194, 1;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd18, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd19, %r7;
+	add.s64 	%rd20, %rd183, -1;
+	and.b64  	%rd21, %rd183, 3;
+	sub.s64 	%rd22, %rd183, %rd21;
+	mul.lo.s64 	%rd23, %rd181, 3;
+	cvta.to.global.u64 	%rd24, %rd179;
+	cvta.to.global.u64 	%rd25, %rd178;
+
+$L__BB68_5:
+	or.b64  	%rd195, %rd402, %rd401;
+	and.b64  	%rd196, %rd195, -4294967296;
+	setp.eq.s64 	%p3, %rd196, 0;
+	@%p3 bra 	$L__BB68_7;
+
+	div.s64 	%rd403, %rd402, %rd401;
+	mul.lo.s64 	%rd197, %rd403, %rd401;
+	sub.s64 	%rd404, %rd402, %rd197;
+	bra.uni 	$L__BB68_8;
+
+$L__BB68_7:
+	cvt.u32.u64 	%r235, %rd401;
+	cvt.u32.u64 	%r9, %rd402;
+	div.u32 	%r10, %r9, %r235;
+	mul.lo.s32 	%r11, %r10, %r235;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd403, %r10;
+	cvt.u64.u32 	%rd404, %r12;
+
+$L__BB68_8:
+	or.b64  	%rd198, %rd403, %rd182;
+	and.b64  	%rd199, %rd198, -4294967296;
+	setp.eq.s64 	%p4, %rd199, 0;
+	@%p4 bra 	$L__BB68_10;
+
+	div.s64 	%rd405, %rd403, %rd182;
+	mul.lo.s64 	%rd200, %rd405, %rd182;
+	sub.s64 	%rd406, %rd403, %rd200;
+	bra.uni 	$L__BB68_11;
+
+$L__BB68_10:
+	cvt.u32.u64 	%r234, %rd182;
+	cvt.u32.u64 	%r14, %rd403;
+	div.u32 	%r15, %r14, %r234;
+	mul.lo.s32 	%r16, %r15, %r234;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd405, %r15;
+	cvt.u64.u32 	%rd406, %r17;
+
+$L__BB68_11:
+	mul.lo.s64 	%rd383, %rd404, %rd8;
+	mul.lo.s64 	%rd40, %rd405, %rd181;
+	mul.lo.s64 	%rd201, %rd40, %rd13;
+	mul.lo.s64 	%rd41, %rd406, %rd183;
+	add.s64 	%rd42, %rd201, %rd41;
+	add.s64 	%rd43, %rd383, %rd18;
+	setp.lt.s64 	%p5, %rd183, 1;
+	@%p5 bra 	$L__BB68_83;
+
+	setp.neu.f32 	%p6, %f81, 0f00000000;
+	mul.lo.s64 	%rd202, %rd43, %rd13;
+	add.s64 	%rd203, %rd202, %rd14;
+	add.s64 	%rd44, %rd203, %rd42;
+	add.s64 	%rd204, %rd202, %rd17;
+	add.s64 	%rd45, %rd204, %rd42;
+	@%p6 bra 	$L__BB68_48;
+	bra.uni 	$L__BB68_13;
+
+$L__BB68_48:
+	setp.lt.u64 	%p26, %rd20, 3;
+	mov.u64 	%rd424, 0;
+	@%p26 bra 	$L__BB68_67;
+
+	mul.lo.s64 	%rd230, %rd23, %rd405;
+	mul.lo.s64 	%rd231, %rd8, %rd404;
+	add.s64 	%rd232, %rd18, %rd231;
+	mul.lo.s64 	%rd233, %rd232, 3;
+	add.s64 	%rd234, %rd230, %rd233;
+	add.s64 	%rd235, %rd234, 1;
+	mul.lo.s64 	%rd236, %rd182, %rd235;
+	add.s64 	%rd237, %rd406, %rd236;
+	mul.lo.s64 	%rd238, %rd183, %rd237;
+	shl.b64 	%rd239, %rd238, 2;
+	add.s64 	%rd418, %rd1, %rd239;
+	add.s64 	%rd240, %rd234, 2;
+	mul.lo.s64 	%rd241, %rd182, %rd240;
+	add.s64 	%rd242, %rd406, %rd241;
+	mul.lo.s64 	%rd243, %rd183, %rd242;
+	shl.b64 	%rd244, %rd243, 2;
+	add.s64 	%rd419, %rd1, %rd244;
+	mov.u64 	%rd417, %rd22;
+	mov.u64 	%rd420, %rd4;
+	mov.u64 	%rd421, %rd5;
+	mov.u64 	%rd422, %rd6;
+	mov.u64 	%rd423, %rd7;
+
+$L__BB68_50:
+	setp.ge.s64 	%p27, %rd43, %rd181;
+	mov.f32 	%f278, 0f00000000;
+	mov.f32 	%f277, %f278;
+	@%p27 bra 	$L__BB68_52;
+
+	ld.global.u32 	%r25, [%rd418];
+	and.b32  	%r26, %r25, 2147483647;
+	setp.gt.u32 	%p28, %r26, 2139095040;
+	shr.u32 	%r27, %r25, 16;
+	or.b32  	%r28, %r27, 64;
+	bfe.u32 	%r29, %r25, 16, 1;
+	add.s32 	%r30, %r25, %r29;
+	add.s32 	%r31, %r30, 32767;
+	shr.u32 	%r32, %r31, 16;
+	selp.b32 	%r33, %r28, %r32, %p28;
+	shl.b32 	%r34, %r33, 16;
+	mov.b32 	%f277, %r34;
+
+$L__BB68_52:
+	st.local.f32 	[%rd420], %f277;
+	@%p27 bra 	$L__BB68_54;
+
+	ld.global.u32 	%r35, [%rd419];
+	and.b32  	%r36, %r35, 2147483647;
+	setp.gt.u32 	%p30, %r36, 2139095040;
+	shr.u32 	%r37, %r35, 16;
+	or.b32  	%r38, %r37, 64;
+	bfe.u32 	%r39, %r35, 16, 1;
+	add.s32 	%r40, %r35, %r39;
+	add.s32 	%r41, %r40, 32767;
+	shr.u32 	%r42, %r41, 16;
+	selp.b32 	%r43, %r38, %r42, %p30;
+	shl.b32 	%r44, %r43, 16;
+	mov.b32 	%f278, %r44;
+
+$L__BB68_54:
+	st.local.f32 	[%rd421], %f278;
+	mov.f32 	%f280, 0f00000000;
+	mov.u32 	%r45, 0;
+	st.local.u32 	[%rd422], %r45;
+	st.local.u32 	[%rd423], %r45;
+	mov.f32 	%f279, %f280;
+	@%p27 bra 	$L__BB68_56;
+
+	ld.global.u32 	%r46, [%rd418+4];
+	and.b32  	%r47, %r46, 2147483647;
+	setp.gt.u32 	%p32, %r47, 2139095040;
+	shr.u32 	%r48, %r46, 16;
+	or.b32  	%r49, %r48, 64;
+	bfe.u32 	%r50, %r46, 16, 1;
+	add.s32 	%r51, %r46, %r50;
+	add.s32 	%r52, %r51, 32767;
+	shr.u32 	%r53, %r52, 16;
+	selp.b32 	%r54, %r49, %r53, %p32;
+	shl.b32 	%r55, %r54, 16;
+	mov.b32 	%f279, %r55;
+
+$L__BB68_56:
+	st.local.f32 	[%rd420+4], %f279;
+	@%p27 bra 	$L__BB68_58;
+
+	ld.global.u32 	%r56, [%rd419+4];
+	and.b32  	%r57, %r56, 2147483647;
+	setp.gt.u32 	%p34, %r57, 2139095040;
+	shr.u32 	%r58, %r56, 16;
+	or.b32  	%r59, %r58, 64;
+	bfe.u32 	%r60, %r56, 16, 1;
+	add.s32 	%r61, %r56, %r60;
+	add.s32 	%r62, %r61, 32767;
+	shr.u32 	%r63, %r62, 16;
+	selp.b32 	%r64, %r59, %r63, %p34;
+	shl.b32 	%r65, %r64, 16;
+	mov.b32 	%f280, %r65;
+
+$L__BB68_58:
+	st.local.f32 	[%rd421+4], %f280;
+	mov.f32 	%f282, 0f00000000;
+	mov.u32 	%r66, 0;
+	st.local.u32 	[%rd422+4], %r66;
+	st.local.u32 	[%rd423+4], %r66;
+	mov.f32 	%f281, %f282;
+	@%p27 bra 	$L__BB68_60;
+
+	ld.global.u32 	%r67, [%rd418+8];
+	and.b32  	%r68, %r67, 2147483647;
+	setp.gt.u32 	%p36, %r68, 2139095040;
+	shr.u32 	%r69, %r67, 16;
+	or.b32  	%r70, %r69, 64;
+	bfe.u32 	%r71, %r67, 16, 1;
+	add.s32 	%r72, %r67, %r71;
+	add.s32 	%r73, %r72, 32767;
+	shr.u32 	%r74, %r73, 16;
+	selp.b32 	%r75, %r70, %r74, %p36;
+	shl.b32 	%r76, %r75, 16;
+	mov.b32 	%f281, %r76;
+
+$L__BB68_60:
+	st.local.f32 	[%rd420+8], %f281;
+	@%p27 bra 	$L__BB68_62;
+
+	ld.global.u32 	%r77, [%rd419+8];
+	and.b32  	%r78, %r77, 2147483647;
+	setp.gt.u32 	%p38, %r78, 2139095040;
+	shr.u32 	%r79, %r77, 16;
+	or.b32  	%r80, %r79, 64;
+	bfe.u32 	%r81, %r77, 16, 1;
+	add.s32 	%r82, %r77, %r81;
+	add.s32 	%r83, %r82, 32767;
+	shr.u32 	%r84, %r83, 16;
+	selp.b32 	%r85, %r80, %r84, %p38;
+	shl.b32 	%r86, %r85, 16;
+	mov.b32 	%f282, %r86;
+
+$L__BB68_62:
+	st.local.f32 	[%rd421+8], %f282;
+	mov.f32 	%f284, 0f00000000;
+	mov.u32 	%r87, 0;
+	st.local.u32 	[%rd422+8], %r87;
+	st.local.u32 	[%rd423+8], %r87;
+	mov.f32 	%f283, %f284;
+	@%p27 bra 	$L__BB68_64;
+
+	ld.global.u32 	%r88, [%rd418+12];
+	and.b32  	%r89, %r88, 2147483647;
+	setp.gt.u32 	%p40, %r89, 2139095040;
+	shr.u32 	%r90, %r88, 16;
+	or.b32  	%r91, %r90, 64;
+	bfe.u32 	%r92, %r88, 16, 1;
+	add.s32 	%r93, %r88, %r92;
+	add.s32 	%r94, %r93, 32767;
+	shr.u32 	%r95, %r94, 16;
+	selp.b32 	%r96, %r91, %r95, %p40;
+	shl.b32 	%r97, %r96, 16;
+	mov.b32 	%f283, %r97;
+
+$L__BB68_64:
+	st.local.f32 	[%rd420+12], %f283;
+	@%p27 bra 	$L__BB68_66;
+
+	ld.global.u32 	%r98, [%rd419+12];
+	and.b32  	%r99, %r98, 2147483647;
+	setp.gt.u32 	%p42, %r99, 2139095040;
+	shr.u32 	%r100, %r98, 16;
+	or.b32  	%r101, %r100, 64;
+	bfe.u32 	%r102, %r98, 16, 1;
+	add.s32 	%r103, %r98, %r102;
+	add.s32 	%r104, %r103, 32767;
+	shr.u32 	%r105, %r104, 16;
+	selp.b32 	%r106, %r101, %r105, %p42;
+	shl.b32 	%r107, %r106, 16;
+	mov.b32 	%f284, %r107;
+
+$L__BB68_66:
+	add.s64 	%rd81, %rd421, 16;
+	st.local.f32 	[%rd421+12], %f284;
+	add.s64 	%rd82, %rd422, 16;
+	mov.u32 	%r108, 0;
+	st.local.u32 	[%rd422+12], %r108;
+	add.s64 	%rd83, %rd423, 16;
+	st.local.u32 	[%rd423+12], %r108;
+	add.s64 	%rd424, %rd424, 4;
+	add.s64 	%rd417, %rd417, -4;
+	setp.ne.s64 	%p43, %rd417, 0;
+	add.s64 	%rd418, %rd418, 16;
+	add.s64 	%rd419, %rd419, 16;
+	add.s64 	%rd420, %rd420, 16;
+	mov.u64 	%rd421, %rd81;
+	mov.u64 	%rd422, %rd82;
+	mov.u64 	%rd423, %rd83;
+	@%p43 bra 	$L__BB68_50;
+
+$L__BB68_67:
+	setp.eq.s64 	%p44, %rd21, 0;
+	@%p44 bra 	$L__BB68_83;
+
+	setp.ge.s64 	%p45, %rd43, %rd181;
+	add.s64 	%rd245, %rd44, %rd424;
+	shl.b64 	%rd246, %rd245, 2;
+	add.s64 	%rd90, %rd1, %rd246;
+	mov.f32 	%f286, 0f00000000;
+	mov.f32 	%f285, %f286;
+	@%p45 bra 	$L__BB68_70;
+
+	ld.global.u32 	%r109, [%rd90];
+	and.b32  	%r110, %r109, 2147483647;
+	setp.gt.u32 	%p46, %r110, 2139095040;
+	shr.u32 	%r111, %r109, 16;
+	or.b32  	%r112, %r111, 64;
+	bfe.u32 	%r113, %r109, 16, 1;
+	add.s32 	%r114, %r109, %r113;
+	add.s32 	%r115, %r114, 32767;
+	shr.u32 	%r116, %r115, 16;
+	selp.b32 	%r117, %r112, %r116, %p46;
+	shl.b32 	%r118, %r117, 16;
+	mov.b32 	%f285, %r118;
+
+$L__BB68_70:
+	shl.b64 	%rd247, %rd424, 2;
+	add.s64 	%rd91, %rd4, %rd247;
+	st.local.f32 	[%rd91], %f285;
+	add.s64 	%rd248, %rd45, %rd424;
+	shl.b64 	%rd249, %rd248, 2;
+	add.s64 	%rd92, %rd1, %rd249;
+	@%p45 bra 	$L__BB68_72;
+
+	ld.global.u32 	%r119, [%rd92];
+	and.b32  	%r120, %r119, 2147483647;
+	setp.gt.u32 	%p48, %r120, 2139095040;
+	shr.u32 	%r121, %r119, 16;
+	or.b32  	%r122, %r121, 64;
+	bfe.u32 	%r123, %r119, 16, 1;
+	add.s32 	%r124, %r119, %r123;
+	add.s32 	%r125, %r124, 32767;
+	shr.u32 	%r126, %r125, 16;
+	selp.b32 	%r127, %r122, %r126, %p48;
+	shl.b32 	%r128, %r127, 16;
+	mov.b32 	%f286, %r128;
+
+$L__BB68_72:
+	add.s64 	%rd93, %rd5, %rd247;
+	st.local.f32 	[%rd93], %f286;
+	add.s64 	%rd94, %rd6, %rd247;
+	mov.u32 	%r129, 0;
+	st.local.u32 	[%rd94], %r129;
+	add.s64 	%rd95, %rd7, %rd247;
+	st.local.u32 	[%rd95], %r129;
+	setp.eq.s64 	%p49, %rd21, 1;
+	@%p49 bra 	$L__BB68_83;
+
+	mov.f32 	%f288, 0f00000000;
+	mov.f32 	%f287, %f288;
+	@%p45 bra 	$L__BB68_75;
+
+	ld.global.u32 	%r130, [%rd90+4];
+	and.b32  	%r131, %r130, 2147483647;
+	setp.gt.u32 	%p51, %r131, 2139095040;
+	shr.u32 	%r132, %r130, 16;
+	or.b32  	%r133, %r132, 64;
+	bfe.u32 	%r134, %r130, 16, 1;
+	add.s32 	%r135, %r130, %r134;
+	add.s32 	%r136, %r135, 32767;
+	shr.u32 	%r137, %r136, 16;
+	selp.b32 	%r138, %r133, %r137, %p51;
+	shl.b32 	%r139, %r138, 16;
+	mov.b32 	%f287, %r139;
+
+$L__BB68_75:
+	st.local.f32 	[%rd91+4], %f287;
+	@%p45 bra 	$L__BB68_77;
+
+	ld.global.u32 	%r140, [%rd92+4];
+	and.b32  	%r141, %r140, 2147483647;
+	setp.gt.u32 	%p53, %r141, 2139095040;
+	shr.u32 	%r142, %r140, 16;
+	or.b32  	%r143, %r142, 64;
+	bfe.u32 	%r144, %r140, 16, 1;
+	add.s32 	%r145, %r140, %r144;
+	add.s32 	%r146, %r145, 32767;
+	shr.u32 	%r147, %r146, 16;
+	selp.b32 	%r148, %r143, %r147, %p53;
+	shl.b32 	%r149, %r148, 16;
+	mov.b32 	%f288, %r149;
+
+$L__BB68_77:
+	st.local.f32 	[%rd93+4], %f288;
+	mov.u32 	%r150, 0;
+	st.local.u32 	[%rd94+4], %r150;
+	st.local.u32 	[%rd95+4], %r150;
+	setp.eq.s64 	%p54, %rd21, 2;
+	@%p54 bra 	$L__BB68_83;
+
+	mov.f32 	%f290, 0f00000000;
+	mov.f32 	%f289, %f290;
+	@%p45 bra 	$L__BB68_80;
+
+	ld.global.u32 	%r151, [%rd90+8];
+	and.b32  	%r152, %r151, 2147483647;
+	setp.gt.u32 	%p56, %r152, 2139095040;
+	shr.u32 	%r153, %r151, 16;
+	or.b32  	%r154, %r153, 64;
+	bfe.u32 	%r155, %r151, 16, 1;
+	add.s32 	%r156, %r151, %r155;
+	add.s32 	%r157, %r156, 32767;
+	shr.u32 	%r158, %r157, 16;
+	selp.b32 	%r159, %r154, %r158, %p56;
+	shl.b32 	%r160, %r159, 16;
+	mov.b32 	%f289, %r160;
+
+$L__BB68_80:
+	st.local.f32 	[%rd91+8], %f289;
+	@%p45 bra 	$L__BB68_82;
+
+	ld.global.u32 	%r161, [%rd92+8];
+	and.b32  	%r162, %r161, 2147483647;
+	setp.gt.u32 	%p58, %r162, 2139095040;
+	shr.u32 	%r163, %r161, 16;
+	or.b32  	%r164, %r163, 64;
+	bfe.u32 	%r165, %r161, 16, 1;
+	add.s32 	%r166, %r161, %r165;
+	add.s32 	%r167, %r166, 32767;
+	shr.u32 	%r168, %r167, 16;
+	selp.b32 	%r169, %r164, %r168, %p58;
+	shl.b32 	%r170, %r169, 16;
+	mov.b32 	%f290, %r170;
+
+$L__BB68_82:
+	st.local.f32 	[%rd93+8], %f290;
+	mov.u32 	%r171, 0;
+	st.local.u32 	[%rd94+8], %r171;
+	st.local.u32 	[%rd95+8], %r171;
+	bra.uni 	$L__BB68_83;
+
+$L__BB68_13:
+	setp.lt.u64 	%p7, %rd20, 3;
+	mov.u64 	%rd415, 0;
+	@%p7 bra 	$L__BB68_32;
+
+	mul.lo.s64 	%rd207, %rd23, %rd405;
+	mul.lo.s64 	%rd208, %rd8, %rd404;
+	add.s64 	%rd209, %rd18, %rd208;
+	mul.lo.s64 	%rd210, %rd209, 3;
+	add.s64 	%rd211, %rd207, %rd210;
+	add.s64 	%rd212, %rd211, 1;
+	mul.lo.s64 	%rd213, %rd182, %rd212;
+	add.s64 	%rd214, %rd406, %rd213;
+	mul.lo.s64 	%rd215, %rd183, %rd214;
+	shl.b64 	%rd216, %rd215, 2;
+	add.s64 	%rd409, %rd1, %rd216;
+	add.s64 	%rd217, %rd211, 2;
+	mul.lo.s64 	%rd218, %rd182, %rd217;
+	add.s64 	%rd219, %rd406, %rd218;
+	mul.lo.s64 	%rd220, %rd183, %rd219;
+	shl.b64 	%rd221, %rd220, 2;
+	add.s64 	%rd410, %rd1, %rd221;
+	mov.u64 	%rd408, %rd22;
+	mov.u64 	%rd411, %rd4;
+	mov.u64 	%rd412, %rd5;
+	mov.u64 	%rd413, %rd6;
+	mov.u64 	%rd414, %rd7;
+
+$L__BB68_15:
+	setp.ge.s64 	%p8, %rd43, %rd181;
+	mov.f32 	%f264, 0f00000000;
+	mov.f32 	%f263, %f264;
+	@%p8 bra 	$L__BB68_17;
+
+	ld.global.f32 	%f263, [%rd409];
+
+$L__BB68_17:
+	st.local.f32 	[%rd411], %f263;
+	@%p8 bra 	$L__BB68_19;
+
+	ld.global.f32 	%f264, [%rd410];
+
+$L__BB68_19:
+	st.local.f32 	[%rd412], %f264;
+	mov.f32 	%f266, 0f00000000;
+	mov.u32 	%r18, 0;
+	st.local.u32 	[%rd413], %r18;
+	st.local.u32 	[%rd414], %r18;
+	mov.f32 	%f265, %f266;
+	@%p8 bra 	$L__BB68_21;
+
+	ld.global.f32 	%f265, [%rd409+4];
+
+$L__BB68_21:
+	st.local.f32 	[%rd411+4], %f265;
+	@%p8 bra 	$L__BB68_23;
+
+	ld.global.f32 	%f266, [%rd410+4];
+
+$L__BB68_23:
+	st.local.f32 	[%rd412+4], %f266;
+	mov.f32 	%f268, 0f00000000;
+	mov.u32 	%r19, 0;
+	st.local.u32 	[%rd413+4], %r19;
+	st.local.u32 	[%rd414+4], %r19;
+	mov.f32 	%f267, %f268;
+	@%p8 bra 	$L__BB68_25;
+
+	ld.global.f32 	%f267, [%rd409+8];
+
+$L__BB68_25:
+	st.local.f32 	[%rd411+8], %f267;
+	@%p8 bra 	$L__BB68_27;
+
+	ld.global.f32 	%f268, [%rd410+8];
+
+$L__BB68_27:
+	st.local.f32 	[%rd412+8], %f268;
+	mov.f32 	%f270, 0f00000000;
+	mov.u32 	%r20, 0;
+	st.local.u32 	[%rd413+8], %r20;
+	st.local.u32 	[%rd414+8], %r20;
+	mov.f32 	%f269, %f270;
+	@%p8 bra 	$L__BB68_29;
+
+	ld.global.f32 	%f269, [%rd409+12];
+
+$L__BB68_29:
+	st.local.f32 	[%rd411+12], %f269;
+	@%p8 bra 	$L__BB68_31;
+
+	ld.global.f32 	%f270, [%rd410+12];
+
+$L__BB68_31:
+	add.s64 	%rd56, %rd412, 16;
+	st.local.f32 	[%rd412+12], %f270;
+	add.s64 	%rd57, %rd413, 16;
+	mov.u32 	%r21, 0;
+	st.local.u32 	[%rd413+12], %r21;
+	add.s64 	%rd58, %rd414, 16;
+	st.local.u32 	[%rd414+12], %r21;
+	add.s64 	%rd415, %rd415, 4;
+	add.s64 	%rd408, %rd408, -4;
+	setp.ne.s64 	%p16, %rd408, 0;
+	add.s64 	%rd409, %rd409, 16;
+	add.s64 	%rd410, %rd410, 16;
+	add.s64 	%rd411, %rd411, 16;
+	mov.u64 	%rd412, %rd56;
+	mov.u64 	%rd413, %rd57;
+	mov.u64 	%rd414, %rd58;
+	@%p16 bra 	$L__BB68_15;
+
+$L__BB68_32:
+	setp.eq.s64 	%p17, %rd21, 0;
+	@%p17 bra 	$L__BB68_83;
+
+	setp.ge.s64 	%p18, %rd43, %rd181;
+	add.s64 	%rd222, %rd44, %rd415;
+	shl.b64 	%rd223, %rd222, 2;
+	add.s64 	%rd65, %rd1, %rd223;
+	mov.f32 	%f272, 0f00000000;
+	mov.f32 	%f271, %f272;
+	@%p18 bra 	$L__BB68_35;
+
+	ld.global.f32 	%f271, [%rd65];
+
+$L__BB68_35:
+	shl.b64 	%rd224, %rd415, 2;
+	add.s64 	%rd66, %rd4, %rd224;
+	st.local.f32 	[%rd66], %f271;
+	add.s64 	%rd225, %rd45, %rd415;
+	shl.b64 	%rd226, %rd225, 2;
+	add.s64 	%rd67, %rd1, %rd226;
+	@%p18 bra 	$L__BB68_37;
+
+	ld.global.f32 	%f272, [%rd67];
+
+$L__BB68_37:
+	add.s64 	%rd68, %rd5, %rd224;
+	st.local.f32 	[%rd68], %f272;
+	add.s64 	%rd69, %rd6, %rd224;
+	mov.u32 	%r22, 0;
+	st.local.u32 	[%rd69], %r22;
+	add.s64 	%rd70, %rd7, %rd224;
+	st.local.u32 	[%rd70], %r22;
+	setp.eq.s64 	%p20, %rd21, 1;
+	@%p20 bra 	$L__BB68_83;
+
+	mov.f32 	%f274, 0f00000000;
+	mov.f32 	%f273, %f274;
+	@%p18 bra 	$L__BB68_40;
+
+	ld.global.f32 	%f273, [%rd65+4];
+
+$L__BB68_40:
+	st.local.f32 	[%rd66+4], %f273;
+	@%p18 bra 	$L__BB68_42;
+
+	ld.global.f32 	%f274, [%rd67+4];
+
+$L__BB68_42:
+	st.local.f32 	[%rd68+4], %f274;
+	mov.u32 	%r23, 0;
+	st.local.u32 	[%rd69+4], %r23;
+	st.local.u32 	[%rd70+4], %r23;
+	setp.eq.s64 	%p23, %rd21, 2;
+	@%p23 bra 	$L__BB68_83;
+
+	mov.f32 	%f276, 0f00000000;
+	mov.f32 	%f275, %f276;
+	@%p18 bra 	$L__BB68_45;
+
+	ld.global.f32 	%f275, [%rd65+8];
+
+$L__BB68_45:
+	st.local.f32 	[%rd66+8], %f275;
+	@%p18 bra 	$L__BB68_47;
+
+	ld.global.f32 	%f276, [%rd67+8];
+
+$L__BB68_47:
+	st.local.f32 	[%rd68+8], %f276;
+	mov.u32 	%r24, 0;
+	st.local.u32 	[%rd69+8], %r24;
+	st.local.u32 	[%rd70+8], %r24;
+
+$L__BB68_83:
+	mul.lo.s64 	%rd382, %rd404, %rd8;
+	ld.param.f32 	%f261, [flash_attn_bwd_f32_param_10];
+	setp.neu.f32 	%p59, %f261, 0f00000000;
+	selp.b64 	%rd425, %rd382, 0, %p59;
+	setp.ge.s64 	%p60, %rd425, %rd181;
+	@%p60 bra 	$L__BB68_138;
+
+	mul.lo.s64 	%rd97, %rd403, %rd181;
+
+$L__BB68_85:
+	sub.s64 	%rd251, %rd181, %rd425;
+	min.s64 	%rd99, %rd251, 32;
+	bar.sync 	0;
+	mul.lo.s64 	%rd100, %rd99, %rd183;
+	setp.le.s64 	%p61, %rd100, %rd18;
+	@%p61 bra 	$L__BB68_95;
+
+	setp.neu.f32 	%p62, %f81, 0f00000000;
+	mov.u64 	%rd426, %rd18;
+	mov.u64 	%rd429, %rd18;
+	@%p62 bra 	$L__BB68_91;
+	bra.uni 	$L__BB68_87;
+
+$L__BB68_91:
+	or.b64  	%rd266, %rd429, %rd183;
+	and.b64  	%rd267, %rd266, -4294967296;
+	setp.eq.s64 	%p65, %rd267, 0;
+	@%p65 bra 	$L__BB68_93;
+
+	div.s64 	%rd430, %rd429, %rd183;
+	mul.lo.s64 	%rd268, %rd430, %rd183;
+	sub.s64 	%rd431, %rd429, %rd268;
+	bra.uni 	$L__BB68_94;
+
+$L__BB68_93:
+	cvt.u32.u64 	%r177, %rd183;
+	cvt.u32.u64 	%r178, %rd429;
+	div.u32 	%r179, %r178, %r177;
+	mul.lo.s32 	%r180, %r179, %r177;
+	sub.s32 	%r181, %r178, %r180;
+	cvt.u64.u32 	%rd430, %r179;
+	cvt.u64.u32 	%rd431, %r181;
+
+$L__BB68_94:
+	add.s64 	%rd269, %rd430, %rd425;
+	mul.lo.s64 	%rd270, %rd269, %rd13;
+	add.s64 	%rd271, %rd431, %rd42;
+	add.s64 	%rd272, %rd271, %rd270;
+	shl.b64 	%rd273, %rd272, 2;
+	add.s64 	%rd274, %rd1, %rd273;
+	ld.global.u32 	%r182, [%rd274];
+	and.b32  	%r183, %r182, 2147483647;
+	setp.gt.u32 	%p66, %r183, 2139095040;
+	shr.u32 	%r184, %r182, 16;
+	or.b32  	%r185, %r184, 64;
+	bfe.u32 	%r186, %r182, 16, 1;
+	add.s32 	%r187, %r182, %r186;
+	add.s32 	%r188, %r187, 32767;
+	shr.u32 	%r189, %r188, 16;
+	selp.b32 	%r190, %r185, %r189, %p66;
+	shl.b32 	%r191, %r190, 16;
+	shl.b64 	%rd275, %rd430, 7;
+	add.s64 	%rd276, %rd275, %rd431;
+	shl.b64 	%rd277, %rd276, 2;
+	mov.u64 	%rd278, _ZZ18flash_attn_bwd_f32E2qs;
+	add.s64 	%rd279, %rd278, %rd277;
+	st.shared.u32 	[%rd279], %r191;
+	add.s64 	%rd429, %rd429, %rd8;
+	setp.lt.s64 	%p67, %rd429, %rd100;
+	@%p67 bra 	$L__BB68_91;
+	bra.uni 	$L__BB68_95;
+
+$L__BB68_87:
+	or.b64  	%rd252, %rd426, %rd183;
+	and.b64  	%rd253, %rd252, -4294967296;
+	setp.eq.s64 	%p63, %rd253, 0;
+	@%p63 bra 	$L__BB68_89;
+
+	div.s64 	%rd427, %rd426, %rd183;
+	mul.lo.s64 	%rd254, %rd427, %rd183;
+	sub.s64 	%rd428, %rd426, %rd254;
+	bra.uni 	$L__BB68_90;
+
+$L__BB68_89:
+	cvt.u32.u64 	%r172, %rd183;
+	cvt.u32.u64 	%r173, %rd426;
+	div.u32 	%r174, %r173, %r172;
+	mul.lo.s32 	%r175, %r174, %r172;
+	sub.s32 	%r176, %r173, %r175;
+	cvt.u64.u32 	%rd427, %r174;
+	cvt.u64.u32 	%rd428, %r176;
+
+$L__BB68_90:
+	add.s64 	%rd255, %rd427, %rd425;
+	mul.lo.s64 	%rd256, %rd255, %rd13;
+	add.s64 	%rd257, %rd428, %rd42;
+	add.s64 	%rd258, %rd257, %rd256;
+	shl.b64 	%rd259, %rd258, 2;
+	add.s64 	%rd260, %rd1, %rd259;
+	ld.global.f32 	%f110, [%rd260];
+	shl.b64 	%rd261, %rd427, 7;
+	add.s64 	%rd262, %rd261, %rd428;
+	shl.b64 	%rd263, %rd262, 2;
+	mov.u64 	%rd264, _ZZ18flash_attn_bwd_f32E2qs;
+	add.s64 	%rd265, %rd264, %rd263;
+	st.shared.f32 	[%rd265], %f110;
+	add.s64 	%rd426, %rd426, %rd8;
+	setp.lt.s64 	%p64, %rd426, %rd100;
+	@%p64 bra 	$L__BB68_87;
+
+$L__BB68_95:
+	@%p61 bra 	$L__BB68_105;
+
+	mul.lo.s64 	%rd385, %rd405, %rd181;
+	setp.neu.f32 	%p69, %f81, 0f00000000;
+	add.s64 	%rd117, %rd425, %rd385;
+	mov.u64 	%rd432, %rd18;
+	mov.u64 	%rd435, %rd18;
+	@%p69 bra 	$L__BB68_101;
+	bra.uni 	$L__BB68_97;
+
+$L__BB68_101:
+	or.b64  	%rd294, %rd435, %rd183;
+	and.b64  	%rd295, %rd294, -4294967296;
+	setp.eq.s64 	%p72, %rd295, 0;
+	@%p72 bra 	$L__BB68_103;
+
+	div.s64 	%rd436, %rd435, %rd183;
+	mul.lo.s64 	%rd296, %rd436, %rd183;
+	sub.s64 	%rd437, %rd435, %rd296;
+	bra.uni 	$L__BB68_104;
+
+$L__BB68_103:
+	cvt.u32.u64 	%r197, %rd183;
+	cvt.u32.u64 	%r198, %rd435;
+	div.u32 	%r199, %r198, %r197;
+	mul.lo.s32 	%r200, %r199, %r197;
+	sub.s32 	%r201, %r198, %r200;
+	cvt.u64.u32 	%rd436, %r199;
+	cvt.u64.u32 	%rd437, %r201;
+
+$L__BB68_104:
+	add.s64 	%rd297, %rd117, %rd436;
+	mul.lo.s64 	%rd298, %rd297, %rd14;
+	add.s64 	%rd299, %rd437, %rd41;
+	add.s64 	%rd300, %rd299, %rd298;
+	shl.b64 	%rd301, %rd300, 2;
+	add.s64 	%rd302, %rd2, %rd301;
+	ld.global.u32 	%r202, [%rd302];
+	and.b32  	%r203, %r202, 2147483647;
+	setp.gt.u32 	%p73, %r203, 2139095040;
+	shr.u32 	%r204, %r202, 16;
+	or.b32  	%r205, %r204, 64;
+	bfe.u32 	%r206, %r202, 16, 1;
+	add.s32 	%r207, %r202, %r206;
+	add.s32 	%r208, %r207, 32767;
+	shr.u32 	%r209, %r208, 16;
+	selp.b32 	%r210, %r205, %r209, %p73;
+	shl.b32 	%r211, %r210, 16;
+	shl.b64 	%rd303, %rd436, 7;
+	add.s64 	%rd304, %rd303, %rd437;
+	shl.b64 	%rd305, %rd304, 2;
+	mov.u64 	%rd306, _ZZ18flash_attn_bwd_f32E3dys;
+	add.s64 	%rd307, %rd306, %rd305;
+	st.shared.u32 	[%rd307], %r211;
+	add.s64 	%rd435, %rd435, %rd8;
+	setp.lt.s64 	%p74, %rd435, %rd100;
+	@%p74 bra 	$L__BB68_101;
+	bra.uni 	$L__BB68_105;
+
+$L__BB68_97:
+	or.b64  	%rd280, %rd432, %rd183;
+	and.b64  	%rd281, %rd280, -4294967296;
+	setp.eq.s64 	%p70, %rd281, 0;
+	@%p70 bra 	$L__BB68_99;
+
+	div.s64 	%rd433, %rd432, %rd183;
+	mul.lo.s64 	%rd282, %rd433, %rd183;
+	sub.s64 	%rd434, %rd432, %rd282;
+	bra.uni 	$L__BB68_100;
+
+$L__BB68_99:
+	cvt.u32.u64 	%r192, %rd183;
+	cvt.u32.u64 	%r193, %rd432;
+	div.u32 	%r194, %r193, %r192;
+	mul.lo.s32 	%r195, %r194, %r192;
+	sub.s32 	%r196, %r193, %r195;
+	cvt.u64.u32 	%rd433, %r194;
+	cvt.u64.u32 	%rd434, %r196;
+
+$L__BB68_100:
+	add.s64 	%rd283, %rd117, %rd433;
+	mul.lo.s64 	%rd284, %rd283, %rd14;
+	add.s64 	%rd285, %rd434, %rd41;
+	add.s64 	%rd286, %rd285, %rd284;
+	shl.b64 	%rd287, %rd286, 2;
+	add.s64 	%rd288, %rd2, %rd287;
+	ld.global.f32 	%f111, [%rd288];
+	shl.b64 	%rd289, %rd433, 7;
+	add.s64 	%rd290, %rd289, %rd434;
+	shl.b64 	%rd291, %rd290, 2;
+	mov.u64 	%rd292, _ZZ18flash_attn_bwd_f32E3dys;
+	add.s64 	%rd293, %rd292, %rd291;
+	st.shared.f32 	[%rd293], %f111;
+	add.s64 	%rd432, %rd432, %rd8;
+	setp.lt.s64 	%p71, %rd432, %rd100;
+	@%p71 bra 	$L__BB68_97;
+
+$L__BB68_105:
+	sub.s64 	%rd387, %rd181, %rd425;
+	min.s64 	%rd386, %rd387, 32;
+	setp.le.s64 	%p75, %rd386, %rd18;
+	@%p75 bra 	$L__BB68_108;
+
+	add.s64 	%rd134, %rd425, %rd97;
+	mov.u64 	%rd438, %rd18;
+
+$L__BB68_107:
+	sub.s64 	%rd393, %rd181, %rd425;
+	min.s64 	%rd392, %rd393, 32;
+	add.s64 	%rd308, %rd134, %rd438;
+	shl.b64 	%rd309, %rd308, 2;
+	add.s64 	%rd310, %rd25, %rd309;
+	ld.global.f32 	%f112, [%rd310];
+	shl.b64 	%rd311, %rd438, 2;
+	mov.u64 	%rd312, _ZZ18flash_attn_bwd_f32E2ls;
+	add.s64 	%rd313, %rd312, %rd311;
+	st.shared.f32 	[%rd313], %f112;
+	add.s64 	%rd314, %rd24, %rd309;
+	ld.global.f32 	%f113, [%rd314];
+	mov.u64 	%rd315, _ZZ18flash_attn_bwd_f32E2ds;
+	add.s64 	%rd316, %rd315, %rd311;
+	st.shared.f32 	[%rd316], %f113;
+	add.s64 	%rd438, %rd438, %rd8;
+	setp.lt.s64 	%p76, %rd438, %rd392;
+	@%p76 bra 	$L__BB68_107;
+
+$L__BB68_108:
+	setp.ge.s64 	%p77, %rd43, %rd181;
+	bar.sync 	0;
+	@%p77 bra 	$L__BB68_137;
+
+	ld.param.f32 	%f262, [flash_attn_bwd_f32_param_10];
+	setp.neu.f32 	%p115, %f262, 0f00000000;
+	sub.s64 	%rd389, %rd181, %rd425;
+	min.s64 	%rd388, %rd389, 32;
+	setp.lt.s64 	%p114, %rd183, 1;
+	setp.gt.u64 	%p79, %rd43, %rd425;
+	and.pred  	%p80, %p115, %p79;
+	sub.s64 	%rd317, %rd43, %rd425;
+	selp.b64 	%rd439, %rd317, 0, %p80;
+	setp.ge.s64 	%p81, %rd439, %rd388;
+	or.pred  	%p83, %p81, %p114;
+	@%p83 bra 	$L__BB68_137;
+
+$L__BB68_111:
+	setp.lt.u64 	%p84, %rd20, 3;
+	mov.f32 	%f294, 0f00000000;
+	mov.u64 	%rd442, 0;
+	@%p84 bra 	$L__BB68_114;
+
+	mov.u64 	%rd441, %rd22;
+
+$L__BB68_113:
+	shl.b64 	%rd394, %rd439, 7;
+	add.s64 	%rd320, %rd442, %rd394;
+	shl.b64 	%rd321, %rd320, 2;
+	mov.u64 	%rd322, _ZZ18flash_attn_bwd_f32E2qs;
+	add.s64 	%rd323, %rd322, %rd321;
+	shl.b64 	%rd324, %rd442, 2;
+	add.s64 	%rd325, %rd4, %rd324;
+	ld.local.v4.f32 	{%f117, %f118, %f119, %f120}, [%rd325];
+	ld.shared.f32 	%f125, [%rd323];
+	fma.rn.f32 	%f126, %f125, %f117, %f294;
+	ld.shared.f32 	%f127, [%rd323+4];
+	fma.rn.f32 	%f128, %f127, %f118, %f126;
+	ld.shared.f32 	%f129, [%rd323+8];
+	fma.rn.f32 	%f130, %f129, %f119, %f128;
+	ld.shared.f32 	%f131, [%rd323+12];
+	fma.rn.f32 	%f294, %f131, %f120, %f130;
+	add.s64 	%rd442, %rd442, 4;
+	add.s64 	%rd441, %rd441, -4;
+	setp.ne.s64 	%p85, %rd441, 0;
+	@%p85 bra 	$L__BB68_113;
+
+$L__BB68_114:
+	setp.eq.s64 	%p86, %rd21, 0;
+	@%p86 bra 	$L__BB68_118;
+
+	shl.b64 	%rd395, %rd439, 7;
+	setp.eq.s64 	%p87, %rd21, 1;
+	add.s64 	%rd326, %rd442, %rd395;
+	shl.b64 	%rd327, %rd326, 2;
+	mov.u64 	%rd328, _ZZ18flash_attn_bwd_f32E2qs;
+	add.s64 	%rd145, %rd328, %rd327;
+	shl.b64 	%rd329, %rd442, 2;
+	add.s64 	%rd146, %rd4, %rd329;
+	ld.local.f32 	%f132, [%rd146];
+	ld.shared.f32 	%f133, [%rd145];
+	fma.rn.f32 	%f294, %f133, %f132, %f294;
+	@%p87 bra 	$L__BB68_118;
+
+	setp.eq.s64 	%p88, %rd21, 2;
+	ld.local.f32 	%f134, [%rd146+4];
+	ld.shared.f32 	%f135, [%rd145+4];
+	fma.rn.f32 	%f294, %f135, %f134, %f294;
+	@%p88 bra 	$L__BB68_118;
+
+	ld.local.f32 	%f136, [%rd146+8];
+	ld.shared.f32 	%f137, [%rd145+8];
+	fma.rn.f32 	%f294, %f137, %f136, %f294;
+
+$L__BB68_118:
+	setp.lt.u64 	%p116, %rd20, 3;
+	shl.b64 	%rd331, %rd439, 2;
+	mov.u64 	%rd332, _ZZ18flash_attn_bwd_f32E2ls;
+	add.s64 	%rd333, %rd332, %rd331;
+	ld.shared.f32 	%f140, [%rd333];
+	mov.u64 	%rd445, 0;
+	mul.f32 	%f141, %f294, %f79;
+	sub.f32 	%f142, %f141, %f140;
+	mov.f32 	%f143, 0f3F000000;
+	mov.f32 	%f144, 0f3BBB989D;
+	fma.rn.f32 	%f145, %f142, %f144, %f143;
+	mov.f32 	%f146, 0f3FB8AA3B;
+	mov.f32 	%f147, 0f437C0000;
+	cvt.sat.f32.f32 	%f148, %f145;
+	mov.f32 	%f149, 0f4B400001;
+	fma.rm.f32 	%f150, %f148, %f147, %f149;
+	add.f32 	%f151, %f150, 0fCB40007F;
+	neg.f32 	%f152, %f151;
+	fma.rn.f32 	%f153, %f142, %f146, %f152;
+	mov.f32 	%f154, 0f32A57060;
+	fma.rn.f32 	%f155, %f142, %f154, %f153;
+	mov.b32 	%r212, %f150;
+	shl.b32 	%r213, %r212, 23;
+	mov.b32 	%f156, %r213;
+	ex2.approx.ftz.f32 	%f157, %f155;
+	mul.f32 	%f300, %f157, %f156;
+	mov.f32 	%f298, 0f00000000;
+	@%p116 bra 	$L__BB68_121;
+
+	mov.u64 	%rd444, %rd22;
+
+$L__BB68_120:
+	shl.b64 	%rd396, %rd439, 7;
+	add.s64 	%rd335, %rd445, %rd396;
+	shl.b64 	%rd336, %rd335, 2;
+	mov.u64 	%rd337, _ZZ18flash_attn_bwd_f32E3dys;
+	add.s64 	%rd338, %rd337, %rd336;
+	shl.b64 	%rd339, %rd445, 2;
+	add.s64 	%rd340, %rd5, %rd339;
+	ld.local.v4.f32 	{%f159, %f160, %f161, %f162}, [%rd340];
+	ld.shared.f32 	%f167, [%rd338];
+	fma.rn.f32 	%f168, %f167, %f159, %f298;
+	ld.shared.f32 	%f169, [%rd338+4];
+	fma.rn.f32 	%f170, %f169, %f160, %f168;
+	ld.shared.f32 	%f171, [%rd338+8];
+	fma.rn.f32 	%f172, %f171, %f161, %f170;
+	ld.shared.f32 	%f173, [%rd338+12];
+	fma.rn.f32 	%f298, %f173, %f162, %f172;
+	add.s64 	%rd445, %rd445, 4;
+	add.s64 	%rd444, %rd444, -4;
+	setp.ne.s64 	%p90, %rd444, 0;
+	@%p90 bra 	$L__BB68_120;
+
+$L__BB68_121:
+	setp.eq.s64 	%p118, %rd21, 0;
+	@%p118 bra 	$L__BB68_125;
+
+	shl.b64 	%rd397, %rd439, 7;
+	setp.eq.s64 	%p92, %rd21, 1;
+	add.s64 	%rd341, %rd445, %rd397;
+	shl.b64 	%rd342, %rd341, 2;
+	mov.u64 	%rd343, _ZZ18flash_attn_bwd_f32E3dys;
+	add.s64 	%rd152, %rd343, %rd342;
+	shl.b64 	%rd344, %rd445, 2;
+	add.s64 	%rd153, %rd5, %rd344;
+	ld.local.f32 	%f174, [%rd153];
+	ld.shared.f32 	%f175, [%rd152];
+	fma.rn.f32 	%f298, %f175, %f174, %f298;
+	@%p92 bra 	$L__BB68_125;
+
+	setp.eq.s64 	%p93, %rd21, 2;
+	ld.local.f32 	%f176, [%rd153+4];
+	ld.shared.f32 	%f177, [%rd152+4];
+	fma.rn.f32 	%f298, %f177, %f176, %f298;
+	@%p93 bra 	$L__BB68_125;
+
+	ld.local.f32 	%f178, [%rd153+8];
+	ld.shared.f32 	%f179, [%rd152+8];
+	fma.rn.f32 	%f298, %f179, %f178, %f298;
+
+$L__BB68_125:
+	shl.b64 	%rd400, %rd439, 2;
+	mov.u64 	%rd346, _ZZ18flash_attn_bwd_f32E2ds;
+	add.s64 	%rd347, %rd346, %rd400;
+	ld.shared.f32 	%f180, [%rd347];
+	sub.f32 	%f181, %f298, %f180;
+	mul.f32 	%f299, %f300, %f181;
+	setp.eq.f32 	%p94, %f81, 0f00000000;
+	@%p94 bra 	$L__BB68_127;
+
+	mov.b32 	%r214, %f299;
+	and.b32  	%r215, %r214, 2147483647;
+	setp.gt.u32 	%p95, %r215, 2139095040;
+	shr.u32 	%r216, %r214, 16;
+	or.b32  	%r217, %r216, 64;
+	bfe.u32 	%r218, %r214, 16, 1;
+	add.s32 	%r219, %r214, %r218;
+	add.s32 	%r220, %r219, 32767;
+	shr.u32 	%r221, %r220, 16;
+	selp.b32 	%r222, %r217, %r221, %p95;
+	shl.b32 	%r223, %r222, 16;
+	mov.b32 	%f299, %r223;
+
+$L__BB68_127:
+	@%p94 bra 	$L__BB68_129;
+
+	mov.b32 	%r224, %f300;
+	and.b32  	%r225, %r224, 2147483647;
+	setp.gt.u32 	%p97, %r225, 2139095040;
+	shr.u32 	%r226, %r224, 16;
+	or.b32  	%r227, %r226, 64;
+	bfe.u32 	%r228, %r224, 16, 1;
+	add.s32 	%r229, %r224, %r228;
+	add.s32 	%r230, %r229, 32767;
+	shr.u32 	%r231, %r230, 16;
+	selp.b32 	%r232, %r227, %r231, %p97;
+	shl.b32 	%r233, %r232, 16;
+	mov.b32 	%f300, %r233;
+
+$L__BB68_129:
+	setp.lt.u64 	%p117, %rd20, 3;
+	mov.u64 	%rd448, 0;
+	@%p117 bra 	$L__BB68_132;
+
+	mov.u64 	%rd447, %rd22;
+
+$L__BB68_131:
+	shl.b64 	%rd398, %rd439, 7;
+	add.s64 	%rd350, %rd448, %rd398;
+	shl.b64 	%rd351, %rd350, 2;
+	mov.u64 	%rd352, _ZZ18flash_attn_bwd_f32E3dys;
+	add.s64 	%rd353, %rd352, %rd351;
+	ld.shared.f32 	%f182, [%rd353];
+	shl.b64 	%rd354, %rd448, 2;
+	add.s64 	%rd355, %rd7, %rd354;
+	ld.local.v4.f32 	{%f183, %f184, %f185, %f186}, [%rd355];
+	mov.u64 	%rd356, _ZZ18flash_attn_bwd_f32E2qs;
+	add.s64 	%rd357, %rd356, %rd351;
+	ld.shared.f32 	%f191, [%rd357];
+	add.s64 	%rd358, %rd6, %rd354;
+	ld.local.v4.f32 	{%f192, %f193, %f194, %f195}, [%rd358];
+	ld.shared.f32 	%f200, [%rd353+4];
+	ld.shared.f32 	%f201, [%rd357+4];
+	ld.shared.f32 	%f202, [%rd353+8];
+	ld.shared.f32 	%f203, [%rd357+8];
+	ld.shared.f32 	%f204, [%rd353+12];
+	fma.rn.f32 	%f205, %f300, %f204, %f186;
+	fma.rn.f32 	%f206, %f300, %f202, %f185;
+	fma.rn.f32 	%f207, %f300, %f200, %f184;
+	fma.rn.f32 	%f208, %f300, %f182, %f183;
+	st.local.v4.f32 	[%rd355], {%f208, %f207, %f206, %f205};
+	ld.shared.f32 	%f209, [%rd357+12];
+	fma.rn.f32 	%f210, %f299, %f203, %f194;
+	fma.rn.f32 	%f211, %f299, %f201, %f193;
+	fma.rn.f32 	%f212, %f299, %f191, %f192;
+	fma.rn.f32 	%f213, %f299, %f209, %f195;
+	st.local.v4.f32 	[%rd358], {%f212, %f211, %f210, %f213};
+	add.s64 	%rd448, %rd448, 4;
+	add.s64 	%rd447, %rd447, -4;
+	setp.ne.s64 	%p99, %rd447, 0;
+	@%p99 bra 	$L__BB68_131;
+
+$L__BB68_132:
+	setp.eq.s64 	%p119, %rd21, 0;
+	@%p119 bra 	$L__BB68_136;
+
+	shl.b64 	%rd399, %rd439, 7;
+	setp.eq.s64 	%p101, %rd21, 1;
+	add.s64 	%rd359, %rd448, %rd399;
+	shl.b64 	%rd360, %rd359, 2;
+	mov.u64 	%rd361, _ZZ18flash_attn_bwd_f32E3dys;
+	add.s64 	%rd159, %rd361, %rd360;
+	ld.shared.f32 	%f214, [%rd159];
+	shl.b64 	%rd362, %rd448, 2;
+	add.s64 	%rd160, %rd7, %rd362;
+	ld.local.f32 	%f215, [%rd160];
+	fma.rn.f32 	%f216, %f300, %f214, %f215;
+	st.local.f32 	[%rd160], %f216;
+	mov.u64 	%rd363, _ZZ18flash_attn_bwd_f32E2qs;
+	add.s64 	%rd161, %rd363, %rd360;
+	ld.shared.f32 	%f217, [%rd161];
+	add.s64 	%rd162, %rd6, %rd362;
+	ld.local.f32 	%f218, [%rd162];
+	fma.rn.f32 	%f219, %f299, %f217, %f218;
+	st.local.f32 	[%rd162], %f219;
+	@%p101 bra 	$L__BB68_136;
+
+	setp.eq.s64 	%p102, %rd21, 2;
+	ld.shared.f32 	%f220, [%rd159+4];
+	ld.local.f32 	%f221, [%rd160+4];
+	fma.rn.f32 	%f222, %f300, %f220, %f221;
+	st.local.f32 	[%rd160+4], %f222;
+	ld.shared.f32 	%f223, [%rd161+4];
+	ld.local.f32 	%f224, [%rd162+4];
+	fma.rn.f32 	%f225, %f299, %f223, %f224;
+	st.local.f32 	[%rd162+4], %f225;
+	@%p102 bra 	$L__BB68_136;
+
+	ld.shared.f32 	%f226, [%rd159+8];
+	ld.local.f32 	%f227, [%rd160+8];
+	fma.rn.f32 	%f228, %f300, %f226, %f227;
+	st.local.f32 	[%rd160+8], %f228;
+	ld.shared.f32 	%f229, [%rd161+8];
+	ld.local.f32 	%f230, [%rd162+8];
+	fma.rn.f32 	%f231, %f299, %f229, %f230;
+	st.local.f32 	[%rd162+8], %f231;
+
+$L__BB68_136:
+	sub.s64 	%rd391, %rd181, %rd425;
+	min.s64 	%rd390, %rd391, 32;
+	add.s64 	%rd439, %rd439, 1;
+	setp.lt.s64 	%p103, %rd439, %rd390;
+	@%p103 bra 	$L__BB68_111;
+
+$L__BB68_137:
+	add.s64 	%rd425, %rd425, 32;
+	setp.lt.s64 	%p104, %rd425, %rd181;
+	@%p104 bra 	$L__BB68_85;
+
+$L__BB68_138:
+	setp.ge.s64 	%p105, %rd43, %rd181;
+	@%p105 bra 	$L__BB68_147;
+
+	mul.lo.s64 	%rd384, %rd405, %rd181;
+	setp.lt.s64 	%p113, %rd183, 1;
+	add.s64 	%rd364, %rd384, %rd43;
+	mul.lo.s64 	%rd365, %rd364, %rd13;
+	add.s64 	%rd165, %rd365, %rd41;
+	@%p113 bra 	$L__BB68_147;
+
+	setp.lt.u64 	%p107, %rd20, 3;
+	add.s64 	%rd166, %rd165, %rd14;
+	add.s64 	%rd167, %rd165, %rd17;
+	mov.u64 	%rd451, 0;
+	@%p107 bra 	$L__BB68_143;
+
+	mov.u64 	%rd450, %rd22;
+
+$L__BB68_142:
+	shl.b64 	%rd368, %rd451, 2;
+	add.s64 	%rd369, %rd6, %rd368;
+	ld.local.v4.f32 	{%f232, %f233, %f234, %f235}, [%rd369];
+	mul.f32 	%f240, %f232, %f79;
+	add.s64 	%rd370, %rd166, %rd451;
+	shl.b64 	%rd371, %rd370, 2;
+	add.s64 	%rd372, %rd3, %rd371;
+	st.global.f32 	[%rd372], %f240;
+	add.s64 	%rd373, %rd7, %rd368;
+	ld.local.v4.f32 	{%f241, %f242, %f243, %f244}, [%rd373];
+	add.s64 	%rd374, %rd167, %rd451;
+	shl.b64 	%rd375, %rd374, 2;
+	add.s64 	%rd376, %rd3, %rd375;
+	st.global.f32 	[%rd376], %f241;
+	mul.f32 	%f249, %f233, %f79;
+	st.global.f32 	[%rd372+4], %f249;
+	st.global.f32 	[%rd376+4], %f242;
+	mul.f32 	%f250, %f234, %f79;
+	st.global.f32 	[%rd372+8], %f250;
+	st.global.f32 	[%rd376+8], %f243;
+	mul.f32 	%f251, %f235, %f79;
+	st.global.f32 	[%rd372+12], %f251;
+	st.global.f32 	[%rd376+12], %f244;
+	add.s64 	%rd451, %rd451, 4;
+	add.s64 	%rd450, %rd450, -4;
+	setp.ne.s64 	%p108, %rd450, 0;
+	@%p108 bra 	$L__BB68_142;
+
+$L__BB68_143:
+	setp.eq.s64 	%p109, %rd21, 0;
+	@%p109 bra 	$L__BB68_147;
+
+	setp.eq.s64 	%p110, %rd21, 1;
+	shl.b64 	%rd377, %rd451, 2;
+	add.s64 	%rd173, %rd6, %rd377;
+	ld.local.f32 	%f252, [%rd173];
+	mul.f32 	%f253, %f252, %f79;
+	add.s64 	%rd378, %rd166, %rd451;
+	shl.b64 	%rd379, %rd378, 2;
+	add.s64 	%rd174, %rd3, %rd379;
+	st.global.f32 	[%rd174], %f253;
+	add.s64 	%rd175, %rd7, %rd377;
+	ld.local.f32 	%f254, [%rd175];
+	add.s64 	%rd380, %rd167, %rd451;
+	shl.b64 	%rd381, %rd380, 2;
+	add.s64 	%rd176, %rd3, %rd381;
+	st.global.f32 	[%rd176], %f254;
+	@%p110 bra 	$L__BB68_147;
+
+	setp.eq.s64 	%p111, %rd21, 2;
+	ld.local.f32 	%f255, [%rd173+4];
+	mul.f32 	%f256, %f255, %f79;
+	st.global.f32 	[%rd174+4], %f256;
+	ld.local.f32 	%f257, [%rd175+4];
+	st.global.f32 	[%rd176+4], %f257;
+	@%p111 bra 	$L__BB68_147;
+
+	ld.local.f32 	%f258, [%rd173+8];
+	mul.f32 	%f259, %f258, %f79;
+	st.global.f32 	[%rd174+8], %f259;
+	ld.local.f32 	%f260, [%rd175+8];
+	st.global.f32 	[%rd176+8], %f260;
+
+$L__BB68_147:
+	add.s64 	%rd402, %rd402, %rd19;
+	setp.lt.s64 	%p112, %rd402, %rd16;
+	@%p112 bra 	$L__BB68_5;
+
+$L__BB68_148:
+	ret;
+
+}
+	// .globl	flash_attn_bwd_dq_f32
+.visible .entry flash_attn_bwd_dq_f32(
+	.param .u64 flash_attn_bwd_dq_f32_param_0,
+	.param .u64 flash_attn_bwd_dq_f32_param_1,
+	.param .u64 flash_attn_bwd_dq_f32_param_2,
+	.param .u64 flash_attn_bwd_dq_f32_param_3,
+	.param .u64 flash_attn_bwd_dq_f32_param_4,
+	.param .u64 flash_attn_bwd_dq_f32_param_5,
+	.param .u64 flash_attn_bwd_dq_f32_param_6,
+	.param .u64 flash_attn_bwd_dq_f32_param_7,
+	.param .u64 flash_attn_bwd_dq_f32_param_8,
+	.param .f32 flash_attn_bwd_dq_f32_param_9,
+	.param .f32 flash_attn_bwd_dq_f32_param_10,
+	.param .f32 flash_attn_bwd_dq_f32_param_11
+)
+{
+	.local .align 16 .b8 	__local_depot69[1536];
+	.reg .b64 	%SP;
+	.reg .b64 	%SPL;
+	.reg .pred 	%p<115>;
+	.reg .f32 	%f<266>;
+	.reg .b32 	%r<226>;
+	.reg .b64 	%rd<417>;
+	// demoted variable
+	.shared .align 4 .b8 _ZZ21flash_attn_bwd_dq_f32E2ks[16384];
+	// demoted variable
+	.shared .align 4 .b8 _ZZ21flash_attn_bwd_dq_f32E2vs[16384];
+
+	mov.u64 	%SPL, __local_depot69;
+	ld.param.u64 	%rd170, [flash_attn_bwd_dq_f32_param_0];
+	ld.param.u64 	%rd171, [flash_attn_bwd_dq_f32_param_1];
+	ld.param.u64 	%rd172, [flash_attn_bwd_dq_f32_param_2];
+	ld.param.u64 	%rd164, [flash_attn_bwd_dq_f32_param_3];
+	ld.param.u64 	%rd165, [flash_attn_bwd_dq_f32_param_4];
+	ld.param.u64 	%rd166, [flash_attn_bwd_dq_f32_param_5];
+	ld.param.u64 	%rd167, [flash_attn_bwd_dq_f32_param_6];
+	ld.param.u64 	%rd168, [flash_attn_bwd_dq_f32_param_7];
+	ld.param.u64 	%rd169, [flash_attn_bwd_dq_f32_param_8];
+	ld.param.f32 	%f80, [flash_attn_bwd_dq_f32_param_9];
+	ld.param.f32 	%f81, [flash_attn_bwd_dq_f32_param_10];
+	ld.param.f32 	%f82, [flash_attn_bwd_dq_f32_param_11];
+	cvta.to.global.u64 	%rd1, %rd171;
+	cvta.to.global.u64 	%rd2, %rd172;
+	cvta.to.global.u64 	%rd3, %rd170;
+	add.u64 	%rd4, %SPL, 0;
+	add.u64 	%rd5, %SPL, 512;
+	add.u64 	%rd6, %SPL, 1024;
+	mov.u32 	%r1, %ntid.x;
+	cvt.u64.u32 	%rd7, %r1;
+	add.s64 	%rd176, %rd7, %rd167;
+	add.s64 	%rd8, %rd176, -1;
+	and.b64  	%rd177, %rd8, -4294967296;
+	setp.eq.s64 	%p2, %rd177, 0;
+	@%p2 bra 	$L__BB69_2;
+
+	div.s64 	%rd368, %rd8, %rd7;
+	bra.uni 	$L__BB69_3;
+
+$L__BB69_2:
+	cvt.u32.u64 	%r2, %rd7;
+	cvt.u32.u64 	%r3, %rd8;
+	div.u32 	%r4, %r3, %r2;
+	cvt.u64.u32 	%rd368, %r4;
+
+$L__BB69_3:
+	mul.lo.s64 	%rd178, %rd168, %rd169;
+	mul.lo.s64 	%rd12, %rd178, 3;
+	mov.u32 	%r5, %ctaid.x;
+	cvt.u64.u32 	%rd369, %r5;
+	mul.lo.s64 	%rd179, %rd168, %rd166;
+	mul.lo.s64 	%rd14, %rd179, %rd368;
+	setp.le.s64 	%p3, %rd14, %rd369;
+	@%p3 bra 	$L__BB69_151;
+
+	mul.lo.s64 	%rd15, %rd169, %rd168;
+	shl.b64 	%rd16, %rd15, 1;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd17, %r6;
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd18, %r7;
+	add.s64 	%rd19, %rd169, -1;
+	and.b64  	%rd20, %rd169, 3;
+	sub.s64 	%rd21, %rd169, %rd20;
+	mul.lo.s64 	%rd22, %rd167, 3;
+	cvta.to.global.u64 	%rd23, %rd165;
+	cvta.to.global.u64 	%rd24, %rd164;
+
+$L__BB69_5:
+	or.b64  	%rd180, %rd369, %rd368;
+	and.b64  	%rd181, %rd180, -4294967296;
+	setp.eq.s64 	%p4, %rd181, 0;
+	@%p4 bra 	$L__BB69_7;
+
+	div.s64 	%rd370, %rd369, %rd368;
+	mul.lo.s64 	%rd182, %rd370, %rd368;
+	sub.s64 	%rd371, %rd369, %rd182;
+	bra.uni 	$L__BB69_8;
+
+$L__BB69_7:
+	cvt.u32.u64 	%r225, %rd368;
+	cvt.u32.u64 	%r9, %rd369;
+	div.u32 	%r10, %r9, %r225;
+	mul.lo.s32 	%r11, %r10, %r225;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd370, %r10;
+	cvt.u64.u32 	%rd371, %r12;
+
+$L__BB69_8:
+	mul.lo.s64 	%rd32, %rd371, %rd7;
+	or.b64  	%rd183, %rd370, %rd168;
+	and.b64  	%rd184, %rd183, -4294967296;
+	setp.eq.s64 	%p5, %rd184, 0;
+	@%p5 bra 	$L__BB69_10;
+
+	div.s64 	%rd372, %rd370, %rd168;
+	mul.lo.s64 	%rd185, %rd372, %rd168;
+	sub.s64 	%rd373, %rd370, %rd185;
+	bra.uni 	$L__BB69_11;
+
+$L__BB69_10:
+	cvt.u32.u64 	%r224, %rd168;
+	cvt.u32.u64 	%r14, %rd370;
+	div.u32 	%r15, %r14, %r224;
+	mul.lo.s32 	%r16, %r15, %r224;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd372, %r15;
+	cvt.u64.u32 	%rd373, %r17;
+
+$L__BB69_11:
+	mul.lo.s64 	%rd39, %rd372, %rd167;
+	mul.lo.s64 	%rd186, %rd39, %rd12;
+	mul.lo.s64 	%rd40, %rd373, %rd169;
+	add.s64 	%rd41, %rd186, %rd40;
+	add.s64 	%rd42, %rd32, %rd17;
+	setp.lt.s64 	%p6, %rd169, 1;
+	@%p6 bra 	$L__BB69_83;
+
+	mul.lo.s64 	%rd363, %rd372, %rd167;
+	setp.neu.f32 	%p7, %f82, 0f00000000;
+	mul.lo.s64 	%rd187, %rd42, %rd12;
+	add.s64 	%rd43, %rd41, %rd187;
+	add.s64 	%rd188, %rd363, %rd42;
+	mul.lo.s64 	%rd189, %rd188, %rd168;
+	add.s64 	%rd190, %rd189, %rd373;
+	mul.lo.s64 	%rd44, %rd190, %rd169;
+	@%p7 bra 	$L__BB69_48;
+	bra.uni 	$L__BB69_13;
+
+$L__BB69_48:
+	setp.lt.u64 	%p27, %rd19, 3;
+	mov.u64 	%rd389, 0;
+	@%p27 bra 	$L__BB69_67;
+
+	mul.lo.s64 	%rd217, %rd22, %rd372;
+	mul.lo.s64 	%rd218, %rd7, %rd371;
+	add.s64 	%rd219, %rd17, %rd218;
+	mul.lo.s64 	%rd220, %rd219, 3;
+	add.s64 	%rd221, %rd217, %rd220;
+	mul.lo.s64 	%rd222, %rd168, %rd221;
+	add.s64 	%rd223, %rd373, %rd222;
+	mul.lo.s64 	%rd224, %rd169, %rd223;
+	shl.b64 	%rd225, %rd224, 2;
+	add.s64 	%rd384, %rd2, %rd225;
+	mul.lo.s64 	%rd226, %rd167, %rd372;
+	add.s64 	%rd227, %rd17, %rd226;
+	add.s64 	%rd228, %rd227, %rd218;
+	mul.lo.s64 	%rd229, %rd168, %rd228;
+	add.s64 	%rd230, %rd373, %rd229;
+	mul.lo.s64 	%rd231, %rd169, %rd230;
+	shl.b64 	%rd232, %rd231, 2;
+	add.s64 	%rd386, %rd1, %rd232;
+	mov.u64 	%rd383, %rd21;
+	mov.u64 	%rd385, %rd4;
+	mov.u64 	%rd387, %rd5;
+	mov.u64 	%rd388, %rd6;
+
+$L__BB69_50:
+	setp.ge.s64 	%p28, %rd42, %rd167;
+	mov.f32 	%f242, 0f00000000;
+	mov.f32 	%f241, %f242;
+	@%p28 bra 	$L__BB69_52;
+
+	ld.global.u32 	%r25, [%rd384];
+	and.b32  	%r26, %r25, 2147483647;
+	setp.gt.u32 	%p29, %r26, 2139095040;
+	shr.u32 	%r27, %r25, 16;
+	or.b32  	%r28, %r27, 64;
+	bfe.u32 	%r29, %r25, 16, 1;
+	add.s32 	%r30, %r25, %r29;
+	add.s32 	%r31, %r30, 32767;
+	shr.u32 	%r32, %r31, 16;
+	selp.b32 	%r33, %r28, %r32, %p29;
+	shl.b32 	%r34, %r33, 16;
+	mov.b32 	%f241, %r34;
+
+$L__BB69_52:
+	st.local.f32 	[%rd385], %f241;
+	@%p28 bra 	$L__BB69_54;
+
+	ld.global.u32 	%r35, [%rd386];
+	and.b32  	%r36, %r35, 2147483647;
+	setp.gt.u32 	%p31, %r36, 2139095040;
+	shr.u32 	%r37, %r35, 16;
+	or.b32  	%r38, %r37, 64;
+	bfe.u32 	%r39, %r35, 16, 1;
+	add.s32 	%r40, %r35, %r39;
+	add.s32 	%r41, %r40, 32767;
+	shr.u32 	%r42, %r41, 16;
+	selp.b32 	%r43, %r38, %r42, %p31;
+	shl.b32 	%r44, %r43, 16;
+	mov.b32 	%f242, %r44;
+
+$L__BB69_54:
+	st.local.f32 	[%rd387], %f242;
+	mov.f32 	%f244, 0f00000000;
+	mov.u32 	%r45, 0;
+	st.local.u32 	[%rd388], %r45;
+	mov.f32 	%f243, %f244;
+	@%p28 bra 	$L__BB69_56;
+
+	ld.global.u32 	%r46, [%rd384+4];
+	and.b32  	%r47, %r46, 2147483647;
+	setp.gt.u32 	%p33, %r47, 2139095040;
+	shr.u32 	%r48, %r46, 16;
+	or.b32  	%r49, %r48, 64;
+	bfe.u32 	%r50, %r46, 16, 1;
+	add.s32 	%r51, %r46, %r50;
+	add.s32 	%r52, %r51, 32767;
+	shr.u32 	%r53, %r52, 16;
+	selp.b32 	%r54, %r49, %r53, %p33;
+	shl.b32 	%r55, %r54, 16;
+	mov.b32 	%f243, %r55;
+
+$L__BB69_56:
+	st.local.f32 	[%rd385+4], %f243;
+	@%p28 bra 	$L__BB69_58;
+
+	ld.global.u32 	%r56, [%rd386+4];
+	and.b32  	%r57, %r56, 2147483647;
+	setp.gt.u32 	%p35, %r57, 2139095040;
+	shr.u32 	%r58, %r56, 16;
+	or.b32  	%r59, %r58, 64;
+	bfe.u32 	%r60, %r56, 16, 1;
+	add.s32 	%r61, %r56, %r60;
+	add.s32 	%r62, %r61, 32767;
+	shr.u32 	%r63, %r62, 16;
+	selp.b32 	%r64, %r59, %r63, %p35;
+	shl.b32 	%r65, %r64, 16;
+	mov.b32 	%f244, %r65;
+
+$L__BB69_58:
+	st.local.f32 	[%rd387+4], %f244;
+	mov.f32 	%f246, 0f00000000;
+	mov.u32 	%r66, 0;
+	st.local.u32 	[%rd388+4], %r66;
+	mov.f32 	%f245, %f246;
+	@%p28 bra 	$L__BB69_60;
+
+	ld.global.u32 	%r67, [%rd384+8];
+	and.b32  	%r68, %r67, 2147483647;
+	setp.gt.u32 	%p37, %r68, 2139095040;
+	shr.u32 	%r69, %r67, 16;
+	or.b32  	%r70, %r69, 64;
+	bfe.u32 	%r71, %r67, 16, 1;
+	add.s32 	%r72, %r67, %r71;
+	add.s32 	%r73, %r72, 32767;
+	shr.u32 	%r74, %r73, 16;
+	selp.b32 	%r75, %r70, %r74, %p37;
+	shl.b32 	%r76, %r75, 16;
+	mov.b32 	%f245, %r76;
+
+$L__BB69_60:
+	st.local.f32 	[%rd385+8], %f245;
+	@%p28 bra 	$L__BB69_62;
+
+	ld.global.u32 	%r77, [%rd386+8];
+	and.b32  	%r78, %r77, 2147483647;
+	setp.gt.u32 	%p39, %r78, 2139095040;
+	shr.u32 	%r79, %r77, 16;
+	or.b32  	%r80, %r79, 64;
+	bfe.u32 	%r81, %r77, 16, 1;
+	add.s32 	%r82, %r77, %r81;
+	add.s32 	%r83, %r82, 32767;
+	shr.u32 	%r84, %r83, 16;
+	selp.b32 	%r85, %r80, %r84, %p39;
+	shl.b32 	%r86, %r85, 16;
+	mov.b32 	%f246, %r86;
+
+$L__BB69_62:
+	st.local.f32 	[%rd387+8], %f246;
+	mov.f32 	%f248, 0f00000000;
+	mov.u32 	%r87, 0;
+	st.local.u32 	[%rd388+8], %r87;
+	mov.f32 	%f247, %f248;
+	@%p28 bra 	$L__BB69_64;
+
+	ld.global.u32 	%r88, [%rd384+12];
+	and.b32  	%r89, %r88, 2147483647;
+	setp.gt.u32 	%p41, %r89, 2139095040;
+	shr.u32 	%r90, %r88, 16;
+	or.b32  	%r91, %r90, 64;
+	bfe.u32 	%r92, %r88, 16, 1;
+	add.s32 	%r93, %r88, %r92;
+	add.s32 	%r94, %r93, 32767;
+	shr.u32 	%r95, %r94, 16;
+	selp.b32 	%r96, %r91, %r95, %p41;
+	shl.b32 	%r97, %r96, 16;
+	mov.b32 	%f247, %r97;
+
+$L__BB69_64:
+	st.local.f32 	[%rd385+12], %f247;
+	@%p28 bra 	$L__BB69_66;
+
+	ld.global.u32 	%r98, [%rd386+12];
+	and.b32  	%r99, %r98, 2147483647;
+	setp.gt.u32 	%p43, %r99, 2139095040;
+	shr.u32 	%r100, %r98, 16;
+	or.b32  	%r101, %r100, 64;
+	bfe.u32 	%r102, %r98, 16, 1;
+	add.s32 	%r103, %r98, %r102;
+	add.s32 	%r104, %r103, 32767;
+	shr.u32 	%r105, %r104, 16;
+	selp.b32 	%r106, %r101, %r105, %p43;
+	shl.b32 	%r107, %r106, 16;
+	mov.b32 	%f248, %r107;
+
+$L__BB69_66:
+	add.s64 	%rd76, %rd387, 16;
+	st.local.f32 	[%rd387+12], %f248;
+	add.s64 	%rd77, %rd388, 16;
+	mov.u32 	%r108, 0;
+	st.local.u32 	[%rd388+12], %r108;
+	add.s64 	%rd389, %rd389, 4;
+	add.s64 	%rd383, %rd383, -4;
+	setp.ne.s64 	%p44, %rd383, 0;
+	add.s64 	%rd384, %rd384, 16;
+	add.s64 	%rd385, %rd385, 16;
+	add.s64 	%rd386, %rd386, 16;
+	mov.u64 	%rd387, %rd76;
+	mov.u64 	%rd388, %rd77;
+	@%p44 bra 	$L__BB69_50;
+
+$L__BB69_67:
+	setp.eq.s64 	%p45, %rd20, 0;
+	@%p45 bra 	$L__BB69_83;
+
+	setp.ge.s64 	%p46, %rd42, %rd167;
+	add.s64 	%rd233, %rd43, %rd389;
+	shl.b64 	%rd234, %rd233, 2;
+	add.s64 	%rd84, %rd2, %rd234;
+	mov.f32 	%f250, 0f00000000;
+	mov.f32 	%f249, %f250;
+	@%p46 bra 	$L__BB69_70;
+
+	ld.global.u32 	%r109, [%rd84];
+	and.b32  	%r110, %r109, 2147483647;
+	setp.gt.u32 	%p47, %r110, 2139095040;
+	shr.u32 	%r111, %r109, 16;
+	or.b32  	%r112, %r111, 64;
+	bfe.u32 	%r113, %r109, 16, 1;
+	add.s32 	%r114, %r109, %r113;
+	add.s32 	%r115, %r114, 32767;
+	shr.u32 	%r116, %r115, 16;
+	selp.b32 	%r117, %r112, %r116, %p47;
+	shl.b32 	%r118, %r117, 16;
+	mov.b32 	%f249, %r118;
+
+$L__BB69_70:
+	shl.b64 	%rd235, %rd389, 2;
+	add.s64 	%rd85, %rd4, %rd235;
+	st.local.f32 	[%rd85], %f249;
+	add.s64 	%rd236, %rd389, %rd44;
+	shl.b64 	%rd237, %rd236, 2;
+	add.s64 	%rd86, %rd1, %rd237;
+	@%p46 bra 	$L__BB69_72;
+
+	ld.global.u32 	%r119, [%rd86];
+	and.b32  	%r120, %r119, 2147483647;
+	setp.gt.u32 	%p49, %r120, 2139095040;
+	shr.u32 	%r121, %r119, 16;
+	or.b32  	%r122, %r121, 64;
+	bfe.u32 	%r123, %r119, 16, 1;
+	add.s32 	%r124, %r119, %r123;
+	add.s32 	%r125, %r124, 32767;
+	shr.u32 	%r126, %r125, 16;
+	selp.b32 	%r127, %r122, %r126, %p49;
+	shl.b32 	%r128, %r127, 16;
+	mov.b32 	%f250, %r128;
+
+$L__BB69_72:
+	add.s64 	%rd87, %rd5, %rd235;
+	st.local.f32 	[%rd87], %f250;
+	add.s64 	%rd88, %rd6, %rd235;
+	mov.u32 	%r129, 0;
+	st.local.u32 	[%rd88], %r129;
+	setp.eq.s64 	%p50, %rd20, 1;
+	@%p50 bra 	$L__BB69_83;
+
+	mov.f32 	%f252, 0f00000000;
+	mov.f32 	%f251, %f252;
+	@%p46 bra 	$L__BB69_75;
+
+	ld.global.u32 	%r130, [%rd84+4];
+	and.b32  	%r131, %r130, 2147483647;
+	setp.gt.u32 	%p52, %r131, 2139095040;
+	shr.u32 	%r132, %r130, 16;
+	or.b32  	%r133, %r132, 64;
+	bfe.u32 	%r134, %r130, 16, 1;
+	add.s32 	%r135, %r130, %r134;
+	add.s32 	%r136, %r135, 32767;
+	shr.u32 	%r137, %r136, 16;
+	selp.b32 	%r138, %r133, %r137, %p52;
+	shl.b32 	%r139, %r138, 16;
+	mov.b32 	%f251, %r139;
+
+$L__BB69_75:
+	st.local.f32 	[%rd85+4], %f251;
+	@%p46 bra 	$L__BB69_77;
+
+	ld.global.u32 	%r140, [%rd86+4];
+	and.b32  	%r141, %r140, 2147483647;
+	setp.gt.u32 	%p54, %r141, 2139095040;
+	shr.u32 	%r142, %r140, 16;
+	or.b32  	%r143, %r142, 64;
+	bfe.u32 	%r144, %r140, 16, 1;
+	add.s32 	%r145, %r140, %r144;
+	add.s32 	%r146, %r145, 32767;
+	shr.u32 	%r147, %r146, 16;
+	selp.b32 	%r148, %r143, %r147, %p54;
+	shl.b32 	%r149, %r148, 16;
+	mov.b32 	%f252, %r149;
+
+$L__BB69_77:
+	st.local.f32 	[%rd87+4], %f252;
+	mov.u32 	%r150, 0;
+	st.local.u32 	[%rd88+4], %r150;
+	setp.eq.s64 	%p55, %rd20, 2;
+	@%p55 bra 	$L__BB69_83;
+
+	mov.f32 	%f254, 0f00000000;
+	mov.f32 	%f253, %f254;
+	@%p46 bra 	$L__BB69_80;
+
+	ld.global.u32 	%r151, [%rd84+8];
+	and.b32  	%r152, %r151, 2147483647;
+	setp.gt.u32 	%p57, %r152, 2139095040;
+	shr.u32 	%r153, %r151, 16;
+	or.b32  	%r154, %r153, 64;
+	bfe.u32 	%r155, %r151, 16, 1;
+	add.s32 	%r156, %r151, %r155;
+	add.s32 	%r157, %r156, 32767;
+	shr.u32 	%r158, %r157, 16;
+	selp.b32 	%r159, %r154, %r158, %p57;
+	shl.b32 	%r160, %r159, 16;
+	mov.b32 	%f253, %r160;
+
+$L__BB69_80:
+	st.local.f32 	[%rd85+8], %f253;
+	@%p46 bra 	$L__BB69_82;
+
+	ld.global.u32 	%r161, [%rd86+8];
+	and.b32  	%r162, %r161, 2147483647;
+	setp.gt.u32 	%p59, %r162, 2139095040;
+	shr.u32 	%r163, %r161, 16;
+	or.b32  	%r164, %r163, 64;
+	bfe.u32 	%r165, %r161, 16, 1;
+	add.s32 	%r166, %r161, %r165;
+	add.s32 	%r167, %r166, 32767;
+	shr.u32 	%r168, %r167, 16;
+	selp.b32 	%r169, %r164, %r168, %p59;
+	shl.b32 	%r170, %r169, 16;
+	mov.b32 	%f254, %r170;
+
+$L__BB69_82:
+	st.local.f32 	[%rd87+8], %f254;
+	mov.u32 	%r171, 0;
+	st.local.u32 	[%rd88+8], %r171;
+	bra.uni 	$L__BB69_83;
+
+$L__BB69_13:
+	setp.lt.u64 	%p8, %rd19, 3;
+	mov.u64 	%rd381, 0;
+	@%p8 bra 	$L__BB69_32;
+
+	mul.lo.s64 	%rd193, %rd22, %rd372;
+	mul.lo.s64 	%rd194, %rd7, %rd371;
+	add.s64 	%rd195, %rd17, %rd194;
+	mul.lo.s64 	%rd196, %rd195, 3;
+	add.s64 	%rd197, %rd193, %rd196;
+	mul.lo.s64 	%rd198, %rd168, %rd197;
+	add.s64 	%rd199, %rd373, %rd198;
+	mul.lo.s64 	%rd200, %rd169, %rd199;
+	shl.b64 	%rd201, %rd200, 2;
+	add.s64 	%rd376, %rd2, %rd201;
+	mul.lo.s64 	%rd202, %rd167, %rd372;
+	add.s64 	%rd203, %rd17, %rd202;
+	add.s64 	%rd204, %rd203, %rd194;
+	mul.lo.s64 	%rd205, %rd168, %rd204;
+	add.s64 	%rd206, %rd373, %rd205;
+	mul.lo.s64 	%rd207, %rd169, %rd206;
+	shl.b64 	%rd208, %rd207, 2;
+	add.s64 	%rd378, %rd1, %rd208;
+	mov.u64 	%rd375, %rd21;
+	mov.u64 	%rd377, %rd4;
+	mov.u64 	%rd379, %rd5;
+	mov.u64 	%rd380, %rd6;
+
+$L__BB69_15:
+	setp.ge.s64 	%p9, %rd42, %rd167;
+	mov.f32 	%f228, 0f00000000;
+	mov.f32 	%f227, %f228;
+	@%p9 bra 	$L__BB69_17;
+
+	ld.global.f32 	%f227, [%rd376];
+
+$L__BB69_17:
+	st.local.f32 	[%rd377], %f227;
+	@%p9 bra 	$L__BB69_19;
+
+	ld.global.f32 	%f228, [%rd378];
+
+$L__BB69_19:
+	st.local.f32 	[%rd379], %f228;
+	mov.f32 	%f230, 0f00000000;
+	mov.u32 	%r18, 0;
+	st.local.u32 	[%rd380], %r18;
+	mov.f32 	%f229, %f230;
+	@%p9 bra 	$L__BB69_21;
+
+	ld.global.f32 	%f229, [%rd376+4];
+
+$L__BB69_21:
+	st.local.f32 	[%rd377+4], %f229;
+	@%p9 bra 	$L__BB69_23;
+
+	ld.global.f32 	%f230, [%rd378+4];
+
+$L__BB69_23:
+	st.local.f32 	[%rd379+4], %f230;
+	mov.f32 	%f232, 0f00000000;
+	mov.u32 	%r19, 0;
+	st.local.u32 	[%rd380+4], %r19;
+	mov.f32 	%f231, %f232;
+	@%p9 bra 	$L__BB69_25;
+
+	ld.global.f32 	%f231, [%rd376+8];
+
+$L__BB69_25:
+	st.local.f32 	[%rd377+8], %f231;
+	@%p9 bra 	$L__BB69_27;
+
+	ld.global.f32 	%f232, [%rd378+8];
+
+$L__BB69_27:
+	st.local.f32 	[%rd379+8], %f232;
+	mov.f32 	%f234, 0f00000000;
+	mov.u32 	%r20, 0;
+	st.local.u32 	[%rd380+8], %r20;
+	mov.f32 	%f233, %f234;
+	@%p9 bra 	$L__BB69_29;
+
+	ld.global.f32 	%f233, [%rd376+12];
+
+$L__BB69_29:
+	st.local.f32 	[%rd377+12], %f233;
+	@%p9 bra 	$L__BB69_31;
+
+	ld.global.f32 	%f234, [%rd378+12];
+
+$L__BB69_31:
+	add.s64 	%rd54, %rd379, 16;
+	st.local.f32 	[%rd379+12], %f234;
+	add.s64 	%rd55, %rd380, 16;
+	mov.u32 	%r21, 0;
+	st.local.u32 	[%rd380+12], %r21;
+	add.s64 	%rd381, %rd381, 4;
+	add.s64 	%rd375, %rd375, -4;
+	setp.ne.s64 	%p17, %rd375, 0;
+	add.s64 	%rd376, %rd376, 16;
+	add.s64 	%rd377, %rd377, 16;
+	add.s64 	%rd378, %rd378, 16;
+	mov.u64 	%rd379, %rd54;
+	mov.u64 	%rd380, %rd55;
+	@%p17 bra 	$L__BB69_15;
+
+$L__BB69_32:
+	setp.eq.s64 	%p18, %rd20, 0;
+	@%p18 bra 	$L__BB69_83;
+
+	setp.ge.s64 	%p19, %rd42, %rd167;
+	add.s64 	%rd209, %rd43, %rd381;
+	shl.b64 	%rd210, %rd209, 2;
+	add.s64 	%rd62, %rd2, %rd210;
+	mov.f32 	%f236, 0f00000000;
+	mov.f32 	%f235, %f236;
+	@%p19 bra 	$L__BB69_35;
+
+	ld.global.f32 	%f235, [%rd62];
+
+$L__BB69_35:
+	shl.b64 	%rd211, %rd381, 2;
+	add.s64 	%rd63, %rd4, %rd211;
+	st.local.f32 	[%rd63], %f235;
+	add.s64 	%rd212, %rd381, %rd44;
+	shl.b64 	%rd213, %rd212, 2;
+	add.s64 	%rd64, %rd1, %rd213;
+	@%p19 bra 	$L__BB69_37;
+
+	ld.global.f32 	%f236, [%rd64];
+
+$L__BB69_37:
+	add.s64 	%rd65, %rd5, %rd211;
+	st.local.f32 	[%rd65], %f236;
+	add.s64 	%rd66, %rd6, %rd211;
+	mov.u32 	%r22, 0;
+	st.local.u32 	[%rd66], %r22;
+	setp.eq.s64 	%p21, %rd20, 1;
+	@%p21 bra 	$L__BB69_83;
+
+	mov.f32 	%f238, 0f00000000;
+	mov.f32 	%f237, %f238;
+	@%p19 bra 	$L__BB69_40;
+
+	ld.global.f32 	%f237, [%rd62+4];
+
+$L__BB69_40:
+	st.local.f32 	[%rd63+4], %f237;
+	@%p19 bra 	$L__BB69_42;
+
+	ld.global.f32 	%f238, [%rd64+4];
+
+$L__BB69_42:
+	st.local.f32 	[%rd65+4], %f238;
+	mov.u32 	%r23, 0;
+	st.local.u32 	[%rd66+4], %r23;
+	setp.eq.s64 	%p24, %rd20, 2;
+	@%p24 bra 	$L__BB69_83;
+
+	mov.f32 	%f240, 0f00000000;
+	mov.f32 	%f239, %f240;
+	@%p19 bra 	$L__BB69_45;
+
+	ld.global.f32 	%f239, [%rd62+8];
+
+$L__BB69_45:
+	st.local.f32 	[%rd63+8], %f239;
+	@%p19 bra 	$L__BB69_47;
+
+	ld.global.f32 	%f240, [%rd64+8];
+
+$L__BB69_47:
+	st.local.f32 	[%rd65+8], %f240;
+	mov.u32 	%r24, 0;
+	st.local.u32 	[%rd66+8], %r24;
+
+$L__BB69_83:
+	setp.ge.s64 	%p60, %rd42, %rd167;
+	mov.f32 	%f256, 0f00000000;
+	mov.f32 	%f255, %f256;
+	@%p60 bra 	$L__BB69_85;
+
+	mul.lo.s64 	%rd239, %rd370, %rd167;
+	add.s64 	%rd240, %rd42, %rd239;
+	shl.b64 	%rd241, %rd240, 2;
+	add.s64 	%rd242, %rd24, %rd241;
+	ld.global.f32 	%f255, [%rd242];
+
+$L__BB69_85:
+	@%p60 bra 	$L__BB69_87;
+
+	mul.lo.s64 	%rd243, %rd370, %rd167;
+	add.s64 	%rd244, %rd42, %rd243;
+	shl.b64 	%rd245, %rd244, 2;
+	add.s64 	%rd246, %rd23, %rd245;
+	ld.global.f32 	%f256, [%rd246];
+
+$L__BB69_87:
+	mul.lo.s64 	%rd360, %rd371, %rd7;
+	add.s64 	%rd247, %rd360, %rd7;
+	setp.lt.s64 	%p62, %rd247, %rd167;
+	setp.neu.f32 	%p63, %f81, 0f00000000;
+	and.pred  	%p64, %p63, %p62;
+	selp.b64 	%rd89, %rd247, %rd167, %p64;
+	setp.lt.s64 	%p65, %rd89, 1;
+	@%p65 bra 	$L__BB69_141;
+
+	add.s64 	%rd90, %rd41, %rd15;
+	add.s64 	%rd91, %rd41, %rd16;
+	setp.eq.f32 	%p67, %f81, 0f00000000;
+	or.pred  	%p1, %p67, %p60;
+	mov.u64 	%rd390, 0;
+
+$L__BB69_89:
+	sub.s64 	%rd249, %rd89, %rd390;
+	min.s64 	%rd93, %rd249, 32;
+	bar.sync 	0;
+	mul.lo.s64 	%rd94, %rd93, %rd169;
+	setp.le.s64 	%p68, %rd94, %rd17;
+	@%p68 bra 	$L__BB69_99;
+
+	setp.neu.f32 	%p69, %f82, 0f00000000;
+	mov.u64 	%rd391, %rd17;
+	mov.u64 	%rd394, %rd17;
+	@%p69 bra 	$L__BB69_95;
+	bra.uni 	$L__BB69_91;
+
+$L__BB69_95:
+	or.b64  	%rd264, %rd394, %rd169;
+	and.b64  	%rd265, %rd264, -4294967296;
+	setp.eq.s64 	%p72, %rd265, 0;
+	@%p72 bra 	$L__BB69_97;
+
+	div.s64 	%rd395, %rd394, %rd169;
+	mul.lo.s64 	%rd266, %rd395, %rd169;
+	sub.s64 	%rd396, %rd394, %rd266;
+	bra.uni 	$L__BB69_98;
+
+$L__BB69_97:
+	cvt.u32.u64 	%r177, %rd169;
+	cvt.u32.u64 	%r178, %rd394;
+	div.u32 	%r179, %r178, %r177;
+	mul.lo.s32 	%r180, %r179, %r177;
+	sub.s32 	%r181, %r178, %r180;
+	cvt.u64.u32 	%rd395, %r179;
+	cvt.u64.u32 	%rd396, %r181;
+
+$L__BB69_98:
+	add.s64 	%rd267, %rd395, %rd390;
+	mul.lo.s64 	%rd268, %rd267, %rd12;
+	add.s64 	%rd269, %rd90, %rd396;
+	add.s64 	%rd270, %rd269, %rd268;
+	shl.b64 	%rd271, %rd270, 2;
+	add.s64 	%rd272, %rd2, %rd271;
+	ld.global.u32 	%r182, [%rd272];
+	and.b32  	%r183, %r182, 2147483647;
+	setp.gt.u32 	%p73, %r183, 2139095040;
+	shr.u32 	%r184, %r182, 16;
+	or.b32  	%r185, %r184, 64;
+	bfe.u32 	%r186, %r182, 16, 1;
+	add.s32 	%r187, %r182, %r186;
+	add.s32 	%r188, %r187, 32767;
+	shr.u32 	%r189, %r188, 16;
+	selp.b32 	%r190, %r185, %r189, %p73;
+	shl.b32 	%r191, %r190, 16;
+	shl.b64 	%rd273, %rd395, 7;
+	add.s64 	%rd274, %rd273, %rd396;
+	shl.b64 	%rd275, %rd274, 2;
+	mov.u64 	%rd276, _ZZ21flash_attn_bwd_dq_f32E2ks;
+	add.s64 	%rd277, %rd276, %rd275;
+	st.shared.u32 	[%rd277], %r191;
+	add.s64 	%rd394, %rd394, %rd7;
+	setp.lt.s64 	%p74, %rd394, %rd94;
+	@%p74 bra 	$L__BB69_95;
+	bra.uni 	$L__BB69_99;
+
+$L__BB69_91:
+	or.b64  	%rd250, %rd391, %rd169;
+	and.b64  	%rd251, %rd250, -4294967296;
+	setp.eq.s64 	%p70, %rd251, 0;
+	@%p70 bra 	$L__BB69_93;
+
+	div.s64 	%rd392, %rd391, %rd169;
+	mul.lo.s64 	%rd252, %rd392, %rd169;
+	sub.s64 	%rd393, %rd391, %rd252;
+	bra.uni 	$L__BB69_94;
+
+$L__BB69_93:
+	cvt.u32.u64 	%r172, %rd169;
+	cvt.u32.u64 	%r173, %rd391;
+	div.u32 	%r174, %r173, %r172;
+	mul.lo.s32 	%r175, %r174, %r172;
+	sub.s32 	%r176, %r173, %r175;
+	cvt.u64.u32 	%rd392, %r174;
+	cvt.u64.u32 	%rd393, %r176;
+
+$L__BB69_94:
+	add.s64 	%rd253, %rd392, %rd390;
+	mul.lo.s64 	%rd254, %rd253, %rd12;
+	add.s64 	%rd255, %rd90, %rd393;
+	add.s64 	%rd256, %rd255, %rd254;
+	shl.b64 	%rd257, %rd256, 2;
+	add.s64 	%rd258, %rd2, %rd257;
+	ld.global.f32 	%f113, [%rd258];
+	shl.b64 	%rd259, %rd392, 7;
+	add.s64 	%rd260, %rd259, %rd393;
+	shl.b64 	%rd261, %rd260, 2;
+	mov.u64 	%rd262, _ZZ21flash_attn_bwd_dq_f32E2ks;
+	add.s64 	%rd263, %rd262, %rd261;
+	st.shared.f32 	[%rd263], %f113;
+	add.s64 	%rd391, %rd391, %rd7;
+	setp.lt.s64 	%p71, %rd391, %rd94;
+	@%p71 bra 	$L__BB69_91;
+
+$L__BB69_99:
+	@%p68 bra 	$L__BB69_109;
+
+	setp.neu.f32 	%p76, %f82, 0f00000000;
+	mov.u64 	%rd397, %rd17;
+	mov.u64 	%rd400, %rd17;
+	@%p76 bra 	$L__BB69_105;
+	bra.uni 	$L__BB69_101;
+
+$L__BB69_105:
+	or.b64  	%rd292, %rd400, %rd169;
+	and.b64  	%rd293, %rd292, -4294967296;
+	setp.eq.s64 	%p79, %rd293, 0;
+	@%p79 bra 	$L__BB69_107;
+
+	div.s64 	%rd401, %rd400, %rd169;
+	mul.lo.s64 	%rd294, %rd401, %rd169;
+	sub.s64 	%rd402, %rd400, %rd294;
+	bra.uni 	$L__BB69_108;
+
+$L__BB69_107:
+	cvt.u32.u64 	%r197, %rd169;
+	cvt.u32.u64 	%r198, %rd400;
+	div.u32 	%r199, %r198, %r197;
+	mul.lo.s32 	%r200, %r199, %r197;
+	sub.s32 	%r201, %r198, %r200;
+	cvt.u64.u32 	%rd401, %r199;
+	cvt.u64.u32 	%rd402, %r201;
+
+$L__BB69_108:
+	add.s64 	%rd295, %rd401, %rd390;
+	mul.lo.s64 	%rd296, %rd295, %rd12;
+	add.s64 	%rd297, %rd91, %rd402;
+	add.s64 	%rd298, %rd297, %rd296;
+	shl.b64 	%rd299, %rd298, 2;
+	add.s64 	%rd300, %rd2, %rd299;
+	ld.global.u32 	%r202, [%rd300];
+	and.b32  	%r203, %r202, 2147483647;
+	setp.gt.u32 	%p80, %r203, 2139095040;
+	shr.u32 	%r204, %r202, 16;
+	or.b32  	%r205, %r204, 64;
+	bfe.u32 	%r206, %r202, 16, 1;
+	add.s32 	%r207, %r202, %r206;
+	add.s32 	%r208, %r207, 32767;
+	shr.u32 	%r209, %r208, 16;
+	selp.b32 	%r210, %r205, %r209, %p80;
+	shl.b32 	%r211, %r210, 16;
+	shl.b64 	%rd301, %rd401, 7;
+	add.s64 	%rd302, %rd301, %rd402;
+	shl.b64 	%rd303, %rd302, 2;
+	mov.u64 	%rd304, _ZZ21flash_attn_bwd_dq_f32E2vs;
+	add.s64 	%rd305, %rd304, %rd303;
+	st.shared.u32 	[%rd305], %r211;
+	add.s64 	%rd400, %rd400, %rd7;
+	setp.lt.s64 	%p81, %rd400, %rd94;
+	@%p81 bra 	$L__BB69_105;
+	bra.uni 	$L__BB69_109;
+
+$L__BB69_101:
+	or.b64  	%rd278, %rd397, %rd169;
+	and.b64  	%rd279, %rd278, -4294967296;
+	setp.eq.s64 	%p77, %rd279, 0;
+	@%p77 bra 	$L__BB69_103;
+
+	div.s64 	%rd398, %rd397, %rd169;
+	mul.lo.s64 	%rd280, %rd398, %rd169;
+	sub.s64 	%rd399, %rd397, %rd280;
+	bra.uni 	$L__BB69_104;
+
+$L__BB69_103:
+	cvt.u32.u64 	%r192, %rd169;
+	cvt.u32.u64 	%r193, %rd397;
+	div.u32 	%r194, %r193, %r192;
+	mul.lo.s32 	%r195, %r194, %r192;
+	sub.s32 	%r196, %r193, %r195;
+	cvt.u64.u32 	%rd398, %r194;
+	cvt.u64.u32 	%rd399, %r196;
+
+$L__BB69_104:
+	add.s64 	%rd281, %rd398, %rd390;
+	mul.lo.s64 	%rd282, %rd281, %rd12;
+	add.s64 	%rd283, %rd91, %rd399;
+	add.s64 	%rd284, %rd283, %rd282;
+	shl.b64 	%rd285, %rd284, 2;
+	add.s64 	%rd286, %rd2, %rd285;
+	ld.global.f32 	%f114, [%rd286];
+	shl.b64 	%rd287, %rd398, 7;
+	add.s64 	%rd288, %rd287, %rd399;
+	shl.b64 	%rd289, %rd288, 2;
+	mov.u64 	%rd290, _ZZ21flash_attn_bwd_dq_f32E2vs;
+	add.s64 	%rd291, %rd290, %rd289;
+	st.shared.f32 	[%rd291], %f114;
+	add.s64 	%rd397, %rd397, %rd7;
+	setp.lt.s64 	%p78, %rd397, %rd94;
+	@%p78 bra 	$L__BB69_101;
+
+$L__BB69_109:
+	setp.lt.s64 	%p82, %rd42, %rd167;
+	bar.sync 	0;
+	selp.b64 	%rd403, %rd93, 0, %p82;
+	@%p1 bra 	$L__BB69_111;
+
+	sub.s64 	%rd306, %rd42, %rd390;
+	add.s64 	%rd307, %rd306, 1;
+	setp.lt.s64 	%p83, %rd306, -1;
+	min.s64 	%rd308, %rd307, %rd93;
+	selp.b64 	%rd403, 0, %rd308, %p83;
+
+$L__BB69_111:
+	setp.lt.s64 	%p84, %rd403, 1;
+	@%p84 bra 	$L__BB69_140;
+
+	mov.u64 	%rd404, 0;
+
+$L__BB69_113:
+	mov.f32 	%f264, 0f00000000;
+	mov.f32 	%f260, %f264;
+	@%p6 bra 	$L__BB69_121;
+
+	setp.lt.u64 	%p86, %rd19, 3;
+	mov.f32 	%f260, 0f00000000;
+	mov.u64 	%rd407, 0;
+	@%p86 bra 	$L__BB69_117;
+
+	mov.u64 	%rd406, %rd21;
+
+$L__BB69_116:
+	shl.b64 	%rd366, %rd404, 7;
+	shl.b64 	%rd312, %rd407, 2;
+	add.s64 	%rd313, %rd4, %rd312;
+	ld.local.v4.f32 	{%f119, %f120, %f121, %f122}, [%rd313];
+	add.s64 	%rd314, %rd407, %rd366;
+	shl.b64 	%rd315, %rd314, 2;
+	mov.u64 	%rd316, _ZZ21flash_attn_bwd_dq_f32E2ks;
+	add.s64 	%rd317, %rd316, %rd315;
+	ld.shared.f32 	%f127, [%rd317];
+	fma.rn.f32 	%f128, %f119, %f127, %f260;
+	ld.shared.f32 	%f129, [%rd317+4];
+	fma.rn.f32 	%f130, %f120, %f129, %f128;
+	ld.shared.f32 	%f131, [%rd317+8];
+	fma.rn.f32 	%f132, %f121, %f131, %f130;
+	ld.shared.f32 	%f133, [%rd317+12];
+	fma.rn.f32 	%f260, %f122, %f133, %f132;
+	add.s64 	%rd407, %rd407, 4;
+	add.s64 	%rd406, %rd406, -4;
+	setp.ne.s64 	%p87, %rd406, 0;
+	@%p87 bra 	$L__BB69_116;
+
+$L__BB69_117:
+	setp.eq.s64 	%p88, %rd20, 0;
+	@%p88 bra 	$L__BB69_121;
+
+	shl.b64 	%rd367, %rd404, 7;
+	setp.eq.s64 	%p89, %rd20, 1;
+	add.s64 	%rd318, %rd407, %rd367;
+	shl.b64 	%rd319, %rd318, 2;
+	mov.u64 	%rd320, _ZZ21flash_attn_bwd_dq_f32E2ks;
+	add.s64 	%rd137, %rd320, %rd319;
+	ld.shared.f32 	%f134, [%rd137];
+	shl.b64 	%rd321, %rd407, 2;
+	add.s64 	%rd138, %rd4, %rd321;
+	ld.local.f32 	%f135, [%rd138];
+	fma.rn.f32 	%f260, %f135, %f134, %f260;
+	@%p89 bra 	$L__BB69_121;
+
+	setp.eq.s64 	%p90, %rd20, 2;
+	ld.shared.f32 	%f136, [%rd137+4];
+	ld.local.f32 	%f137, [%rd138+4];
+	fma.rn.f32 	%f260, %f137, %f136, %f260;
+	@%p90 bra 	$L__BB69_121;
+
+	ld.shared.f32 	%f138, [%rd137+8];
+	ld.local.f32 	%f139, [%rd138+8];
+	fma.rn.f32 	%f260, %f139, %f138, %f260;
+
+$L__BB69_121:
+	@%p6 bra 	$L__BB69_129;
+
+	setp.lt.u64 	%p92, %rd19, 3;
+	mov.f32 	%f264, 0f00000000;
+	mov.u64 	%rd410, 0;
+	@%p92 bra 	$L__BB69_125;
+
+	mov.u64 	%rd409, %rd21;
+
+$L__BB69_124:
+	shl.b64 	%rd364, %rd404, 7;
+	shl.b64 	%rd324, %rd410, 2;
+	add.s64 	%rd325, %rd5, %rd324;
+	ld.local.v4.f32 	{%f144, %f145, %f146, %f147}, [%rd325];
+	add.s64 	%rd326, %rd410, %rd364;
+	shl.b64 	%rd327, %rd326, 2;
+	mov.u64 	%rd328, _ZZ21flash_attn_bwd_dq_f32E2vs;
+	add.s64 	%rd329, %rd328, %rd327;
+	ld.shared.f32 	%f152, [%rd329];
+	fma.rn.f32 	%f153, %f144, %f152, %f264;
+	ld.shared.f32 	%f154, [%rd329+4];
+	fma.rn.f32 	%f155, %f145, %f154, %f153;
+	ld.shared.f32 	%f156, [%rd329+8];
+	fma.rn.f32 	%f157, %f146, %f156, %f155;
+	ld.shared.f32 	%f158, [%rd329+12];
+	fma.rn.f32 	%f264, %f147, %f158, %f157;
+	add.s64 	%rd410, %rd410, 4;
+	add.s64 	%rd409, %rd409, -4;
+	setp.ne.s64 	%p93, %rd409, 0;
+	@%p93 bra 	$L__BB69_124;
+
+$L__BB69_125:
+	setp.eq.s64 	%p94, %rd20, 0;
+	@%p94 bra 	$L__BB69_129;
+
+	shl.b64 	%rd365, %rd404, 7;
+	setp.eq.s64 	%p95, %rd20, 1;
+	add.s64 	%rd330, %rd410, %rd365;
+	shl.b64 	%rd331, %rd330, 2;
+	mov.u64 	%rd332, _ZZ21flash_attn_bwd_dq_f32E2vs;
+	add.s64 	%rd144, %rd332, %rd331;
+	ld.shared.f32 	%f159, [%rd144];
+	shl.b64 	%rd333, %rd410, 2;
+	add.s64 	%rd145, %rd5, %rd333;
+	ld.local.f32 	%f160, [%rd145];
+	fma.rn.f32 	%f264, %f160, %f159, %f264;
+	@%p95 bra 	$L__BB69_129;
+
+	setp.eq.s64 	%p96, %rd20, 2;
+	ld.shared.f32 	%f161, [%rd144+4];
+	ld.local.f32 	%f162, [%rd145+4];
+	fma.rn.f32 	%f264, %f162, %f161, %f264;
+	@%p96 bra 	$L__BB69_129;
+
+	ld.shared.f32 	%f163, [%rd144+8];
+	ld.local.f32 	%f164, [%rd145+8];
+	fma.rn.f32 	%f264, %f164, %f163, %f264;
+
+$L__BB69_129:
+	mul.f32 	%f165, %f260, %f80;
+	sub.f32 	%f166, %f165, %f255;
+	mov.f32 	%f167, 0f3F000000;
+	mov.f32 	%f168, 0f3BBB989D;
+	fma.rn.f32 	%f169, %f166, %f168, %f167;
+	mov.f32 	%f170, 0f3FB8AA3B;
+	mov.f32 	%f171, 0f437C0000;
+	cvt.sat.f32.f32 	%f172, %f169;
+	mov.f32 	%f173, 0f4B400001;
+	fma.rm.f32 	%f174, %f172, %f171, %f173;
+	sub.f32 	%f175, %f264, %f256;
+	add.f32 	%f176, %f174, 0fCB40007F;
+	neg.f32 	%f177, %f176;
+	fma.rn.f32 	%f178, %f166, %f170, %f177;
+	mov.f32 	%f179, 0f32A57060;
+	fma.rn.f32 	%f180, %f166, %f179, %f178;
+	ex2.approx.ftz.f32 	%f181, %f180;
+	mov.b32 	%r212, %f174;
+	shl.b32 	%r213, %r212, 23;
+	mov.b32 	%f182, %r213;
+	mul.f32 	%f183, %f181, %f182;
+	mul.f32 	%f265, %f183, %f175;
+	setp.eq.f32 	%p97, %f82, 0f00000000;
+	@%p97 bra 	$L__BB69_131;
+
+	mov.b32 	%r214, %f265;
+	and.b32  	%r215, %r214, 2147483647;
+	setp.gt.u32 	%p98, %r215, 2139095040;
+	shr.u32 	%r216, %r214, 16;
+	or.b32  	%r217, %r216, 64;
+	bfe.u32 	%r218, %r214, 16, 1;
+	add.s32 	%r219, %r214, %r218;
+	add.s32 	%r220, %r219, 32767;
+	shr.u32 	%r221, %r220, 16;
+	selp.b32 	%r222, %r217, %r221, %p98;
+	shl.b32 	%r223, %r222, 16;
+	mov.b32 	%f265, %r223;
+
+$L__BB69_131:
+	@%p6 bra 	$L__BB69_139;
+
+	setp.lt.u64 	%p100, %rd19, 3;
+	mov.u64 	%rd413, 0;
+	@%p100 bra 	$L__BB69_135;
+
+	mov.u64 	%rd412, %rd21;
+
+$L__BB69_134:
+	shl.b64 	%rd358, %rd404, 7;
+	add.s64 	%rd336, %rd413, %rd358;
+	shl.b64 	%rd337, %rd336, 2;
+	mov.u64 	%rd338, _ZZ21flash_attn_bwd_dq_f32E2ks;
+	add.s64 	%rd339, %rd338, %rd337;
+	ld.shared.f32 	%f184, [%rd339];
+	shl.b64 	%rd340, %rd413, 2;
+	add.s64 	%rd341, %rd6, %rd340;
+	ld.local.v4.f32 	{%f185, %f186, %f187, %f188}, [%rd341];
+	ld.shared.f32 	%f193, [%rd339+4];
+	ld.shared.f32 	%f194, [%rd339+8];
+	ld.shared.f32 	%f195, [%rd339+12];
+	fma.rn.f32 	%f196, %f265, %f195, %f188;
+	fma.rn.f32 	%f197, %f265, %f194, %f187;
+	fma.rn.f32 	%f198, %f265, %f193, %f186;
+	fma.rn.f32 	%f199, %f265, %f184, %f185;
+	st.local.v4.f32 	[%rd341], {%f199, %f198, %f197, %f196};
+	add.s64 	%rd413, %rd413, 4;
+	add.s64 	%rd412, %rd412, -4;
+	setp.ne.s64 	%p101, %rd412, 0;
+	@%p101 bra 	$L__BB69_134;
+
+$L__BB69_135:
+	setp.eq.s64 	%p102, %rd20, 0;
+	@%p102 bra 	$L__BB69_139;
+
+	shl.b64 	%rd359, %rd404, 7;
+	setp.eq.s64 	%p103, %rd20, 1;
+	add.s64 	%rd342, %rd413, %rd359;
+	shl.b64 	%rd343, %rd342, 2;
+	mov.u64 	%rd344, _ZZ21flash_attn_bwd_dq_f32E2ks;
+	add.s64 	%rd151, %rd344, %rd343;
+	ld.shared.f32 	%f200, [%rd151];
+	shl.b64 	%rd345, %rd413, 2;
+	add.s64 	%rd152, %rd6, %rd345;
+	ld.local.f32 	%f201, [%rd152];
+	fma.rn.f32 	%f202, %f265, %f200, %f201;
+	st.local.f32 	[%rd152], %f202;
+	@%p103 bra 	$L__BB69_139;
+
+	setp.eq.s64 	%p104, %rd20, 2;
+	ld.shared.f32 	%f203, [%rd151+4];
+	ld.local.f32 	%f204, [%rd152+4];
+	fma.rn.f32 	%f205, %f265, %f203, %f204;
+	st.local.f32 	[%rd152+4], %f205;
+	@%p104 bra 	$L__BB69_139;
+
+	ld.shared.f32 	%f206, [%rd151+8];
+	ld.local.f32 	%f207, [%rd152+8];
+	fma.rn.f32 	%f208, %f265, %f206, %f207;
+	st.local.f32 	[%rd152+8], %f208;
+
+$L__BB69_139:
+	add.s64 	%rd404, %rd404, 1;
+	setp.lt.s64 	%p105, %rd404, %rd403;
+	@%p105 bra 	$L__BB69_113;
+
+$L__BB69_140:
+	add.s64 	%rd390, %rd390, 32;
+	setp.gt.s64 	%p106, %rd89, %rd390;
+	@%p106 bra 	$L__BB69_89;
+
+$L__BB69_141:
+	@%p60 bra 	$L__BB69_150;
+
+	mul.lo.s64 	%rd362, %rd373, %rd169;
+	mul.lo.s64 	%rd361, %rd372, %rd167;
+	add.s64 	%rd346, %rd361, %rd42;
+	mul.lo.s64 	%rd347, %rd346, %rd12;
+	add.s64 	%rd155, %rd347, %rd362;
+	@%p6 bra 	$L__BB69_150;
+
+	setp.lt.u64 	%p109, %rd19, 3;
+	mov.u64 	%rd416, 0;
+	@%p109 bra 	$L__BB69_146;
+
+	mov.u64 	%rd415, %rd21;
+
+$L__BB69_145:
+	shl.b64 	%rd350, %rd416, 2;
+	add.s64 	%rd351, %rd6, %rd350;
+	ld.local.v4.f32 	{%f209, %f210, %f211, %f212}, [%rd351];
+	mul.f32 	%f217, %f209, %f80;
+	add.s64 	%rd352, %rd155, %rd416;
+	shl.b64 	%rd353, %rd352, 2;
+	add.s64 	%rd354, %rd3, %rd353;
+	st.global.f32 	[%rd354], %f217;
+	mul.f32 	%f218, %f210, %f80;
+	st.global.f32 	[%rd354+4], %f218;
+	mul.f32 	%f219, %f211, %f80;
+	st.global.f32 	[%rd354+8], %f219;
+	mul.f32 	%f220, %f212, %f80;
+	st.global.f32 	[%rd354+12], %f220;
+	add.s64 	%rd416, %rd416, 4;
+	add.s64 	%rd415, %rd415, -4;
+	setp.ne.s64 	%p110, %rd415, 0;
+	@%p110 bra 	$L__BB69_145;
+
+$L__BB69_146:
+	setp.eq.s64 	%p111, %rd20, 0;
+	@%p111 bra 	$L__BB69_150;
+
+	setp.eq.s64 	%p112, %rd20, 1;
+	shl.b64 	%rd355, %rd416, 2;
+	add.s64 	%rd161, %rd6, %rd355;
+	ld.local.f32 	%f221, [%rd161];
+	mul.f32 	%f222, %f221, %f80;
+	add.s64 	%rd356, %rd155, %rd416;
+	shl.b64 	%rd357, %rd356, 2;
+	add.s64 	%rd162, %rd3, %rd357;
+	st.global.f32 	[%rd162], %f222;
+	@%p112 bra 	$L__BB69_150;
+
+	setp.eq.s64 	%p113, %rd20, 2;
+	ld.local.f32 	%f223, [%rd161+4];
+	mul.f32 	%f224, %f223, %f80;
+	st.global.f32 	[%rd162+4], %f224;
+	@%p113 bra 	$L__BB69_150;
+
+	ld.local.f32 	%f225, [%rd161+8];
+	mul.f32 	%f226, %f225, %f80;
+	st.global.f32 	[%rd162+8], %f226;
+
+$L__BB69_150:
+	add.s64 	%rd369, %rd369, %rd18;
+	setp.lt.s64 	%p114, %rd369, %rd14;
+	@%p114 bra 	$L__BB69_5;
+
+$L__BB69_151:
+	ret;
+
+}
 	// .globl	multi_tensor_adam_f32
 .visible .entry multi_tensor_adam_f32(
 	.param .u64 multi_tensor_adam_f32_param_0,
@@ -18919,7 +35814,7 @@ $L__BB65_51:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd102, %r1;
 	setp.ge.s64 	%p1, %rd102, %rd43;
-	@%p1 bra 	$L__BB66_12;
+	@%p1 bra 	$L__BB70_12;
 
 	mul.lo.s64 	%rd3, %rd42, 6;
 	mul.lo.s64 	%rd4, %rd42, 5;
@@ -18933,15 +35828,15 @@ $L__BB65_51:
 	mov.u32 	%r4, %ntid.x;
 	cvt.u64.u32 	%rd7, %r4;
 	setp.neu.f32 	%p2, %f9, 0f00000000;
-	@%p2 bra 	$L__BB66_7;
-	bra.uni 	$L__BB66_2;
+	@%p2 bra 	$L__BB70_7;
+	bra.uni 	$L__BB70_2;
 
-$L__BB66_7:
+$L__BB70_7:
 	shl.b64 	%rd20, %rd7, 2;
 	shl.b64 	%rd21, %rd42, 3;
 	mul.f32 	%f3, %f4, %f8;
 
-$L__BB66_8:
+$L__BB70_8:
 	add.s64 	%rd72, %rd102, %rd3;
 	shl.b64 	%rd73, %rd72, 3;
 	add.s64 	%rd74, %rd1, %rd73;
@@ -18959,7 +35854,7 @@ $L__BB66_8:
 	min.s64 	%rd25, %rd82, %rd83;
 	add.s64 	%rd109, %rd23, %rd5;
 	setp.ge.s64 	%p6, %rd109, %rd25;
-	@%p6 bra 	$L__BB66_11;
+	@%p6 bra 	$L__BB70_11;
 
 	add.s64 	%rd84, %rd24, %rd21;
 	ld.global.u64 	%rd85, [%rd84];
@@ -18984,7 +35879,7 @@ $L__BB66_8:
 	add.s64 	%rd101, %rd100, %rd93;
 	add.s64 	%rd105, %rd101, %rd95;
 
-$L__BB66_10:
+$L__BB70_10:
 	ld.global.f32 	%f28, [%rd105];
 	mul.f32 	%f29, %f3, %f28;
 	sub.f32 	%f30, %f28, %f29;
@@ -19010,18 +35905,18 @@ $L__BB66_10:
 	add.s64 	%rd105, %rd105, %rd20;
 	add.s64 	%rd109, %rd109, %rd7;
 	setp.lt.s64 	%p7, %rd109, %rd25;
-	@%p7 bra 	$L__BB66_10;
+	@%p7 bra 	$L__BB70_10;
 
-$L__BB66_11:
+$L__BB70_11:
 	add.s64 	%rd102, %rd102, %rd6;
 	setp.lt.s64 	%p8, %rd102, %rd43;
-	@%p8 bra 	$L__BB66_8;
-	bra.uni 	$L__BB66_12;
+	@%p8 bra 	$L__BB70_8;
+	bra.uni 	$L__BB70_12;
 
-$L__BB66_2:
+$L__BB70_2:
 	shl.b64 	%rd8, %rd42, 3;
 
-$L__BB66_3:
+$L__BB70_3:
 	add.s64 	%rd46, %rd102, %rd3;
 	shl.b64 	%rd47, %rd46, 3;
 	add.s64 	%rd48, %rd1, %rd47;
@@ -19039,7 +35934,7 @@ $L__BB66_3:
 	min.s64 	%rd11, %rd57, %rd58;
 	add.s64 	%rd103, %rd55, %rd5;
 	setp.ge.s64 	%p3, %rd103, %rd11;
-	@%p3 bra 	$L__BB66_6;
+	@%p3 bra 	$L__BB70_6;
 
 	add.s64 	%rd59, %rd10, %rd8;
 	ld.global.u64 	%rd60, [%rd59];
@@ -19054,7 +35949,7 @@ $L__BB66_3:
 	cvta.to.global.u64 	%rd15, %rd62;
 	cvta.to.global.u64 	%rd16, %rd60;
 
-$L__BB66_5:
+$L__BB70_5:
 	shl.b64 	%rd67, %rd103, 2;
 	add.s64 	%rd68, %rd16, %rd67;
 	ld.global.f32 	%f13, [%rd68];
@@ -19080,14 +35975,14 @@ $L__BB66_5:
 	st.global.f32 	[%rd68], %f27;
 	add.s64 	%rd103, %rd103, %rd7;
 	setp.lt.s64 	%p4, %rd103, %rd11;
-	@%p4 bra 	$L__BB66_5;
+	@%p4 bra 	$L__BB70_5;
 
-$L__BB66_6:
+$L__BB70_6:
 	add.s64 	%rd102, %rd102, %rd6;
 	setp.lt.s64 	%p5, %rd102, %rd43;
-	@%p5 bra 	$L__BB66_3;
+	@%p5 bra 	$L__BB70_3;
 
-$L__BB66_12:
+$L__BB70_12:
 	ret;
 
 }
@@ -19125,7 +36020,7 @@ $L__BB66_12:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd97, %r1;
 	setp.ge.s64 	%p1, %rd97, %rd43;
-	@%p1 bra 	$L__BB67_15;
+	@%p1 bra 	$L__BB71_15;
 
 	mul.lo.s64 	%rd3, %rd42, 5;
 	shl.b64 	%rd4, %rd42, 2;
@@ -19136,14 +36031,14 @@ $L__BB66_12:
 	mov.u32 	%r4, %ntid.x;
 	cvt.u64.u32 	%rd7, %r4;
 	setp.neu.f32 	%p2, %f7, 0f00000000;
-	@%p2 bra 	$L__BB67_7;
-	bra.uni 	$L__BB67_2;
+	@%p2 bra 	$L__BB71_7;
+	bra.uni 	$L__BB71_2;
 
-$L__BB67_7:
+$L__BB71_7:
 	shl.b64 	%rd19, %rd7, 2;
 	shl.b64 	%rd20, %rd42, 3;
 
-$L__BB67_8:
+$L__BB71_8:
 	add.s64 	%rd69, %rd97, %rd3;
 	shl.b64 	%rd70, %rd69, 3;
 	add.s64 	%rd71, %rd1, %rd70;
@@ -19170,13 +36065,13 @@ $L__BB67_8:
 	cvta.to.global.u64 	%rd26, %rd87;
 	add.s64 	%rd103, %rd22, %rd5;
 	setp.ge.s64 	%p7, %rd103, %rd23;
-	@%p7 bra 	$L__BB67_14;
+	@%p7 bra 	$L__BB71_14;
 
 	setp.neu.f32 	%p8, %f6, 0f00000000;
-	@%p8 bra 	$L__BB67_13;
-	bra.uni 	$L__BB67_10;
+	@%p8 bra 	$L__BB71_13;
+	bra.uni 	$L__BB71_10;
 
-$L__BB67_13:
+$L__BB71_13:
 	shl.b64 	%rd93, %rd103, 2;
 	add.s64 	%rd94, %rd24, %rd93;
 	ld.global.f32 	%f26, [%rd94];
@@ -19192,10 +36087,10 @@ $L__BB67_13:
 	st.global.f32 	[%rd94], %f32;
 	add.s64 	%rd103, %rd103, %rd7;
 	setp.lt.s64 	%p10, %rd103, %rd23;
-	@%p10 bra 	$L__BB67_13;
-	bra.uni 	$L__BB67_14;
+	@%p10 bra 	$L__BB71_13;
+	bra.uni 	$L__BB71_14;
 
-$L__BB67_10:
+$L__BB71_10:
 	shl.b64 	%rd88, %rd5, 2;
 	add.s64 	%rd89, %rd26, %rd88;
 	shl.b64 	%rd90, %rd22, 2;
@@ -19205,7 +36100,7 @@ $L__BB67_10:
 	add.s64 	%rd92, %rd25, %rd88;
 	add.s64 	%rd100, %rd92, %rd90;
 
-$L__BB67_11:
+$L__BB71_11:
 	ld.global.f32 	%f20, [%rd101];
 	ld.global.f32 	%f21, [%rd100];
 	fma.rn.f32 	%f22, %f20, %f5, %f21;
@@ -19219,20 +36114,20 @@ $L__BB67_11:
 	add.s64 	%rd100, %rd100, %rd19;
 	add.s64 	%rd103, %rd103, %rd7;
 	setp.lt.s64 	%p9, %rd103, %rd23;
-	@%p9 bra 	$L__BB67_11;
+	@%p9 bra 	$L__BB71_11;
 
-$L__BB67_14:
+$L__BB71_14:
 	add.s64 	%rd97, %rd97, %rd6;
 	setp.lt.s64 	%p11, %rd97, %rd43;
-	@%p11 bra 	$L__BB67_8;
-	bra.uni 	$L__BB67_15;
+	@%p11 bra 	$L__BB71_8;
+	bra.uni 	$L__BB71_15;
 
-$L__BB67_2:
+$L__BB71_2:
 	shl.b64 	%rd8, %rd42, 3;
 	mov.f32 	%f8, 0f3F800000;
 	sub.f32 	%f1, %f8, %f4;
 
-$L__BB67_3:
+$L__BB71_3:
 	add.s64 	%rd46, %rd97, %rd3;
 	shl.b64 	%rd47, %rd46, 3;
 	add.s64 	%rd48, %rd1, %rd47;
@@ -19250,7 +36145,7 @@ $L__BB67_3:
 	min.s64 	%rd11, %rd57, %rd58;
 	add.s64 	%rd98, %rd55, %rd5;
 	setp.ge.s64 	%p3, %rd98, %rd11;
-	@%p3 bra 	$L__BB67_6;
+	@%p3 bra 	$L__BB71_6;
 
 	add.s64 	%rd59, %rd10, %rd8;
 	ld.global.u64 	%rd60, [%rd59];
@@ -19262,7 +36157,7 @@ $L__BB67_3:
 	cvta.to.global.u64 	%rd14, %rd62;
 	cvta.to.global.u64 	%rd15, %rd60;
 
-$L__BB67_5:
+$L__BB71_5:
 	shl.b64 	%rd65, %rd98, 2;
 	add.s64 	%rd66, %rd15, %rd65;
 	ld.global.f32 	%f9, [%rd66];
@@ -19283,14 +36178,14 @@ $L__BB67_5:
 	st.global.f32 	[%rd66], %f19;
 	add.s64 	%rd98, %rd98, %rd7;
 	setp.lt.s64 	%p5, %rd98, %rd11;
-	@%p5 bra 	$L__BB67_5;
+	@%p5 bra 	$L__BB71_5;
 
-$L__BB67_6:
+$L__BB71_6:
 	add.s64 	%rd97, %rd97, %rd6;
 	setp.lt.s64 	%p6, %rd97, %rd43;
-	@%p6 bra 	$L__BB67_3;
+	@%p6 bra 	$L__BB71_3;
 
-$L__BB67_15:
+$L__BB71_15:
 	ret;
 
 }
@@ -19322,7 +36217,7 @@ $L__BB67_15:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd80, %r1;
 	setp.ge.s64 	%p1, %rd80, %rd35;
-	@%p1 bra 	$L__BB68_12;
+	@%p1 bra 	$L__BB72_12;
 
 	shl.b64 	%rd3, %rd34, 2;
 	mul.lo.s64 	%rd4, %rd34, 3;
@@ -19333,14 +36228,14 @@ $L__BB67_15:
 	mov.u32 	%r4, %ntid.x;
 	cvt.u64.u32 	%rd7, %r4;
 	setp.neu.f32 	%p2, %f3, 0f00000000;
-	@%p2 bra 	$L__BB68_7;
-	bra.uni 	$L__BB68_2;
+	@%p2 bra 	$L__BB72_7;
+	bra.uni 	$L__BB72_2;
 
-$L__BB68_7:
+$L__BB72_7:
 	shl.b64 	%rd18, %rd7, 2;
 	shl.b64 	%rd19, %rd34, 3;
 
-$L__BB68_8:
+$L__BB72_8:
 	add.s64 	%rd58, %rd80, %rd3;
 	shl.b64 	%rd59, %rd58, 3;
 	add.s64 	%rd60, %rd1, %rd59;
@@ -19358,7 +36253,7 @@ $L__BB68_8:
 	min.s64 	%rd23, %rd68, %rd69;
 	add.s64 	%rd85, %rd21, %rd5;
 	setp.ge.s64 	%p6, %rd85, %rd23;
-	@%p6 bra 	$L__BB68_11;
+	@%p6 bra 	$L__BB72_11;
 
 	add.s64 	%rd70, %rd22, %rd19;
 	ld.global.u64 	%rd71, [%rd70];
@@ -19373,7 +36268,7 @@ $L__BB68_8:
 	add.s64 	%rd79, %rd78, %rd75;
 	add.s64 	%rd83, %rd79, %rd77;
 
-$L__BB68_10:
+$L__BB72_10:
 	ld.global.f32 	%f7, [%rd83];
 	fma.rn.f32 	%f8, %f7, %f1, %f7;
 	ld.global.f32 	%f9, [%rd84];
@@ -19383,18 +36278,18 @@ $L__BB68_10:
 	add.s64 	%rd83, %rd83, %rd18;
 	add.s64 	%rd85, %rd85, %rd7;
 	setp.lt.s64 	%p7, %rd85, %rd23;
-	@%p7 bra 	$L__BB68_10;
+	@%p7 bra 	$L__BB72_10;
 
-$L__BB68_11:
+$L__BB72_11:
 	add.s64 	%rd80, %rd80, %rd6;
 	setp.lt.s64 	%p8, %rd80, %rd35;
-	@%p8 bra 	$L__BB68_8;
-	bra.uni 	$L__BB68_12;
+	@%p8 bra 	$L__BB72_8;
+	bra.uni 	$L__BB72_12;
 
-$L__BB68_2:
+$L__BB72_2:
 	shl.b64 	%rd8, %rd34, 3;
 
-$L__BB68_3:
+$L__BB72_3:
 	add.s64 	%rd38, %rd80, %rd3;
 	shl.b64 	%rd39, %rd38, 3;
 	add.s64 	%rd40, %rd1, %rd39;
@@ -19412,7 +36307,7 @@ $L__BB68_3:
 	min.s64 	%rd11, %rd49, %rd50;
 	add.s64 	%rd81, %rd47, %rd5;
 	setp.ge.s64 	%p3, %rd81, %rd11;
-	@%p3 bra 	$L__BB68_6;
+	@%p3 bra 	$L__BB72_6;
 
 	add.s64 	%rd51, %rd10, %rd8;
 	ld.global.u64 	%rd52, [%rd51];
@@ -19421,7 +36316,7 @@ $L__BB68_3:
 	cvta.to.global.u64 	%rd13, %rd54;
 	cvta.to.global.u64 	%rd14, %rd52;
 
-$L__BB68_5:
+$L__BB72_5:
 	shl.b64 	%rd55, %rd81, 2;
 	add.s64 	%rd56, %rd13, %rd55;
 	ld.global.f32 	%f4, [%rd56];
@@ -19431,14 +36326,14 @@ $L__BB68_5:
 	st.global.f32 	[%rd57], %f6;
 	add.s64 	%rd81, %rd81, %rd7;
 	setp.lt.s64 	%p4, %rd81, %rd11;
-	@%p4 bra 	$L__BB68_5;
+	@%p4 bra 	$L__BB72_5;
 
-$L__BB68_6:
+$L__BB72_6:
 	add.s64 	%rd80, %rd80, %rd6;
 	setp.lt.s64 	%p5, %rd80, %rd35;
-	@%p5 bra 	$L__BB68_3;
+	@%p5 bra 	$L__BB72_3;
 
-$L__BB68_12:
+$L__BB72_12:
 	ret;
 
 }
@@ -19465,7 +36360,7 @@ $L__BB68_12:
 	mov.u32 	%r4, %ctaid.x;
 	cvt.u64.u32 	%rd53, %r4;
 	setp.ge.s64 	%p1, %rd53, %rd25;
-	@%p1 bra 	$L__BB69_13;
+	@%p1 bra 	$L__BB73_13;
 
 	cvta.to.global.u64 	%rd2, %rd23;
 	mul.lo.s64 	%rd3, %rd24, 3;
@@ -19484,7 +36379,7 @@ $L__BB68_12:
 	cvt.u32.u64 	%r8, %rd7;
 	cvt.u32.u64 	%r10, %rd5;
 
-$L__BB69_2:
+$L__BB73_2:
 	add.s64 	%rd29, %rd53, %rd3;
 	shl.b64 	%rd30, %rd29, 3;
 	add.s64 	%rd31, %rd2, %rd30;
@@ -19503,7 +36398,7 @@ $L__BB69_2:
 	add.s64 	%rd55, %rd12, %rd5;
 	setp.ge.s64 	%p2, %rd55, %rd14;
 	mov.f32 	%f12, 0f00000000;
-	@%p2 bra 	$L__BB69_5;
+	@%p2 bra 	$L__BB73_5;
 
 	shl.b64 	%rd41, %rd24, 3;
 	add.s64 	%rd42, %rd13, %rd41;
@@ -19514,30 +36409,30 @@ $L__BB69_2:
 	shl.b64 	%rd47, %rd12, 2;
 	add.s64 	%rd54, %rd46, %rd47;
 
-$L__BB69_4:
+$L__BB73_4:
 	ld.global.f32 	%f7, [%rd54];
 	fma.rn.f32 	%f12, %f7, %f7, %f12;
 	add.s64 	%rd54, %rd54, %rd9;
 	add.s64 	%rd55, %rd55, %rd7;
 	setp.lt.s64 	%p3, %rd55, %rd14;
-	@%p3 bra 	$L__BB69_4;
+	@%p3 bra 	$L__BB73_4;
 
-$L__BB69_5:
+$L__BB73_5:
 	setp.lt.u32 	%p4, %r8, 2;
 	st.shared.f32 	[%rd6], %f12;
 	bar.sync 	0;
-	@%p4 bra 	$L__BB69_10;
+	@%p4 bra 	$L__BB73_10;
 
 	mov.u32 	%r15, 1;
 
-$L__BB69_7:
+$L__BB73_7:
 	shl.b32 	%r2, %r15, 1;
 	rem.u32 	%r11, %r10, %r2;
 	setp.ne.s32 	%p5, %r11, 0;
 	add.s32 	%r3, %r15, %r10;
 	setp.ge.u32 	%p6, %r3, %r8;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB69_9;
+	@%p7 bra 	$L__BB73_9;
 
 	mul.wide.u32 	%rd48, %r3, 4;
 	add.s64 	%rd50, %rd28, %rd48;
@@ -19546,28 +36441,28 @@ $L__BB69_7:
 	add.f32 	%f10, %f9, %f8;
 	st.shared.f32 	[%rd6], %f10;
 
-$L__BB69_9:
+$L__BB73_9:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r2, %r8;
 	mov.u32 	%r15, %r2;
-	@%p8 bra 	$L__BB69_7;
+	@%p8 bra 	$L__BB73_7;
 
-$L__BB69_10:
+$L__BB73_10:
 	setp.ne.s32 	%p9, %r10, 0;
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
-	@%p9 bra 	$L__BB69_12;
+	@%p9 bra 	$L__BB73_12;
 
 	shl.b64 	%rd51, %rd53, 2;
 	add.s64 	%rd52, %rd10, %rd51;
 	st.global.f32 	[%rd52], %f4;
 
-$L__BB69_12:
+$L__BB73_12:
 	add.s64 	%rd53, %rd53, %rd8;
 	setp.lt.s64 	%p10, %rd53, %rd25;
-	@%p10 bra 	$L__BB69_2;
+	@%p10 bra 	$L__BB73_2;
 
-$L__BB69_13:
+$L__BB73_13:
 	ret;
 
 }
@@ -19589,48 +36484,48 @@ $L__BB69_13:
 	ld.param.u64 	%rd9, [multi_tensor_sum_f32_param_2];
 	mov.u32 	%r5, %ctaid.x;
 	setp.ne.s32 	%p1, %r5, 0;
-	@%p1 bra 	$L__BB70_11;
+	@%p1 bra 	$L__BB74_11;
 
 	mov.u32 	%r6, %tid.x;
 	cvt.u64.u32 	%rd1, %r6;
 	setp.ge.s64 	%p2, %rd1, %rd9;
 	mov.f32 	%f12, 0f00000000;
 	mov.u32 	%r1, %ntid.x;
-	@%p2 bra 	$L__BB70_4;
+	@%p2 bra 	$L__BB74_4;
 
 	cvt.u64.u32 	%rd2, %r1;
 	cvta.to.global.u64 	%rd3, %rd8;
 	mov.u64 	%rd18, %rd1;
 
-$L__BB70_3:
+$L__BB74_3:
 	shl.b64 	%rd10, %rd18, 2;
 	add.s64 	%rd11, %rd3, %rd10;
 	ld.global.f32 	%f7, [%rd11];
 	add.f32 	%f12, %f12, %f7;
 	add.s64 	%rd18, %rd18, %rd2;
 	setp.lt.s64 	%p3, %rd18, %rd9;
-	@%p3 bra 	$L__BB70_3;
+	@%p3 bra 	$L__BB74_3;
 
-$L__BB70_4:
+$L__BB74_4:
 	shl.b64 	%rd12, %rd1, 2;
 	mov.u64 	%rd13, _ZZ9block_sumfE4part;
 	add.s64 	%rd6, %rd13, %rd12;
 	st.shared.f32 	[%rd6], %f12;
 	bar.sync 	0;
 	setp.lt.u32 	%p4, %r1, 2;
-	@%p4 bra 	$L__BB70_9;
+	@%p4 bra 	$L__BB74_9;
 
 	mov.u32 	%r11, 1;
 	cvt.u32.u64 	%r8, %rd1;
 
-$L__BB70_6:
+$L__BB74_6:
 	shl.b32 	%r3, %r11, 1;
 	rem.u32 	%r9, %r8, %r3;
 	setp.ne.s32 	%p5, %r9, 0;
 	add.s32 	%r4, %r11, %r8;
 	setp.ge.u32 	%p6, %r4, %r1;
 	or.pred  	%p7, %p6, %p5;
-	@%p7 bra 	$L__BB70_8;
+	@%p7 bra 	$L__BB74_8;
 
 	mul.wide.u32 	%rd14, %r4, 4;
 	add.s64 	%rd16, %rd13, %rd14;
@@ -19639,23 +36534,23 @@ $L__BB70_6:
 	add.f32 	%f10, %f9, %f8;
 	st.shared.f32 	[%rd6], %f10;
 
-$L__BB70_8:
+$L__BB74_8:
 	bar.sync 	0;
 	setp.lt.u32 	%p8, %r3, %r1;
 	mov.u32 	%r11, %r3;
-	@%p8 bra 	$L__BB70_6;
+	@%p8 bra 	$L__BB74_6;
 
-$L__BB70_9:
+$L__BB74_9:
 	cvt.u32.u64 	%r10, %rd1;
 	ld.shared.f32 	%f4, [_ZZ9block_sumfE4part];
 	bar.sync 	0;
 	setp.ne.s32 	%p9, %r10, 0;
-	@%p9 bra 	$L__BB70_11;
+	@%p9 bra 	$L__BB74_11;
 
 	cvta.to.global.u64 	%rd17, %rd7;
 	st.global.f32 	[%rd17], %f4;
 
-$L__BB70_11:
+$L__BB74_11:
 	ret;
 
 }
@@ -19682,7 +36577,7 @@ $L__BB70_11:
 	mov.u32 	%r1, %ctaid.x;
 	cvt.u64.u32 	%rd45, %r1;
 	setp.ge.s64 	%p1, %rd45, %rd18;
-	@%p1 bra 	$L__BB71_6;
+	@%p1 bra 	$L__BB75_6;
 
 	cvta.to.global.u64 	%rd21, %rd20;
 	ld.global.f32 	%f1, [%rd21];
@@ -19693,7 +36588,7 @@ $L__BB70_11:
 	cvta.to.global.u64 	%rd24, %rd16;
 	mov.u32 	%r4, %tid.x;
 
-$L__BB71_2:
+$L__BB75_2:
 	mul.lo.s64 	%rd22, %rd17, 3;
 	add.s64 	%rd23, %rd45, %rd22;
 	shl.b64 	%rd25, %rd23, 3;
@@ -19714,7 +36609,7 @@ $L__BB71_2:
 	cvt.u64.u32 	%rd37, %r4;
 	add.s64 	%rd47, %rd5, %rd37;
 	setp.ge.s64 	%p2, %rd47, %rd7;
-	@%p2 bra 	$L__BB71_5;
+	@%p2 bra 	$L__BB75_5;
 
 	shl.b64 	%rd38, %rd17, 3;
 	add.s64 	%rd39, %rd6, %rd38;
@@ -19726,21 +36621,21 @@ $L__BB71_2:
 	add.s64 	%rd46, %rd43, %rd44;
 	cvt.u64.u32 	%rd10, %r3;
 
-$L__BB71_4:
+$L__BB75_4:
 	ld.global.f32 	%f2, [%rd46];
 	mul.f32 	%f3, %f1, %f2;
 	st.global.f32 	[%rd46], %f3;
 	add.s64 	%rd46, %rd46, %rd3;
 	add.s64 	%rd47, %rd47, %rd10;
 	setp.lt.s64 	%p3, %rd47, %rd7;
-	@%p3 bra 	$L__BB71_4;
+	@%p3 bra 	$L__BB75_4;
 
-$L__BB71_5:
+$L__BB75_5:
 	add.s64 	%rd45, %rd45, %rd2;
 	setp.lt.s64 	%p4, %rd45, %rd18;
-	@%p4 bra 	$L__BB71_2;
+	@%p4 bra 	$L__BB75_2;
 
-$L__BB71_6:
+$L__BB75_6:
 	ret;
 
 }

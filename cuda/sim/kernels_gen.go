@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "15bace1601812af249d1abaf2eb53469b26cd6132dc4146009e70fd7779e1c50"
+const sourceSHA256 = "8ef58795f7045c3827c256fa319def9341cd9ecf95b47e17b063cda734bad1d3"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -73,6 +73,10 @@ var kernelTable = [...]kernelInfo{
 	{"bn_bwd_reduce_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
 	{"bn_bwd_input_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
 	{"where_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argF32, argF32, argI64}, false},
+	{"flash_attn_fwd_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argF32, argF32, argF32}, true},
+	{"flash_attn_bwd_dot_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argF32}, false},
+	{"flash_attn_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argF32, argF32, argF32}, true},
+	{"flash_attn_bwd_dq_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argI64, argI64, argI64, argI64, argF32, argF32, argF32}, true},
 	{"multi_tensor_adam_f32", []argKind{argPtr, argI64, argI64, argI64, argF32, argF32, argF32, argF32, argF32, argF32, argF32, argF32}, false},
 	{"multi_tensor_sgd_momentum_f32", []argKind{argPtr, argI64, argI64, argI64, argF32, argF32, argF32, argF32, argF32, argF32}, false},
 	{"multi_tensor_sgd_f32", []argKind{argPtr, argI64, argI64, argI64, argF32, argF32, argF32}, false},
