@@ -83,6 +83,7 @@ func New(l Launcher) *Device {
 	d.k = d.kernels()
 	d.convKernels(&d.k)
 	d.multiTensorKernels(&d.k)
+	d.axisKernels(&d.k)
 	return d
 }
 

@@ -1418,3 +1418,132 @@ __global__ void multi_tensor_scale_by_f32(const i64 *table, i64 nt, i64 nchunks,
 }
 
 } // ---- End of the multi-tensor optimizer updates.
+
+// ---- Ops along one axis and pointwise gradients (tensor/op_grads.go,
+// tensor/index.go): Gather and ScatterAdd, Max along an axis, Concat's
+// block copy, Clamp, PowScalar and Pow's gradients, BCEWithLogits. x is
+// viewed as [outer, n, inner]; index operands are int32 (uploaded, or
+// max_dim_f32's arg, int32 bits in a float32 tensor).
+
+extern "C" {
+
+// y[o, c] = x[o, idx[o*inner + c], c] (idx checked on the host).
+__global__ void gather_f32(float *y, const float *x, const int *idx, i64 outer, i64 n, i64 inner) {
+	FOR_EACH(k, outer * inner) {
+		i64 o = k / inner, c = k % inner;
+		y[k] = x[(o * n + idx[k]) * inner + c];
+	}
+}
+
+// gx[o, idx[o*inner + c], c] += gy[o, c]: each (o, c) writes its own
+// column of gx, so no two threads meet and no atomics are needed.
+__global__ void scatter_add_f32(float *gx, const float *gy, const int *idx, i64 outer, i64 n, i64 inner) {
+	FOR_EACH(k, outer * inner) {
+		i64 o = k / inner, c = k % inner;
+		gx[(o * n + idx[k]) * inner + c] += gy[k];
+	}
+}
+
+// y[o, c] = max_j x[o, j, c] and arg[o, c] its first position (as int32
+// bits), NaN counting as the maximum (the first NaN), as torch and the
+// host's loop.
+__global__ void max_dim_f32(float *y, float *arg, const float *x, i64 outer, i64 n, i64 inner) {
+	int *am = (int *)arg;
+	FOR_EACH(k, outer * inner) {
+		i64 o = k / inner, c = k % inner;
+		const float *xc = x + o * n * inner + c;
+		float best = xc[0];
+		int bi = 0;
+		for (i64 j = 1; j < n; j++) {
+			float v = xc[j * inner];
+			if (v > best || (v != v && best == best)) {
+				best = v;
+				bi = (int)j;
+			}
+		}
+		y[k] = best;
+		am[k] = bi;
+	}
+}
+
+// dx[o, j, c] = dy[o, c] where j is arg[o, c], else 0 (dx written whole).
+__global__ void max_dim_bwd_f32(float *dx, const float *dy, const float *arg, i64 outer, i64 n, i64 inner) {
+	const int *am = (const int *)arg;
+	FOR_EACH(i, outer * n * inner) {
+		i64 c = i % inner, j = (i / inner) % n, o = i / (n * inner);
+		i64 k = o * inner + c;
+		dx[i] = am[k] == j ? dy[k] : 0.0f;
+	}
+}
+
+// For each o < outer, the w elements at src + o*ss + so go to
+// dst + o*ds + dof (Concat's pieces, and their gradients back out).
+__global__ void copy_block_f32(float *dst, const float *src, i64 outer, i64 w, i64 ds, i64 dof, i64 ss, i64 so) {
+	FOR_EACH(i, outer * w) {
+		i64 o = i / w, c = i % w;
+		dst[o * ds + dof + c] = src[o * ss + so + c];
+	}
+}
+
+// y = min(max(x, lo), hi), NaN staying NaN; the gradient passes dy where
+// lo <= x <= hi, bounds included, as torch.
+__global__ void clamp_f32(float *y, const float *x, float lo, float hi, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i];
+		y[i] = v < lo ? lo : (v > hi ? hi : v);
+	}
+}
+
+__global__ void clamp_bwd_f32(float *dx, const float *dy, const float *x, float lo, float hi, i64 n) {
+	FOR_EACH(i, n) dx[i] = (x[i] >= lo && x[i] <= hi) ? dy[i] : 0.0f;
+}
+
+// y = x**p, squares as a product (the host's loop does too).
+__global__ void pow_scalar_f32(float *y, const float *x, float p, i64 n) {
+	FOR_EACH(i, n) y[i] = p == 2.0f ? x[i] * x[i] : (p == 1.0f ? x[i] : powf(x[i], p));
+}
+
+// dx = dy * p * x**(p-1), with the host's special cases p = 0, 1, 2.
+__global__ void pow_scalar_bwd_f32(float *dx, const float *dy, const float *x, float p, i64 n) {
+	FOR_EACH(i, n) {
+		float g = dy[i];
+		dx[i] = p == 0.0f ? 0.0f : (p == 1.0f ? g : (p == 2.0f ? 2.0f * g * x[i] : g * p * powf(x[i], p - 1.0f)));
+	}
+}
+
+// Pow's gradient at y = a**b: da = gy*b*a**(b-1); db = gy*y*log(a), 0
+// where a = 0 (log's -inf). da or db may be null (not wanted).
+__global__ void pow_bwd_f32(float *da, float *db, const float *gy, const float *a, const float *b, const float *y,
+                            i64 n) {
+	FOR_EACH(i, n) {
+		float g = gy[i];
+		if (da) da[i] = g * (b[i] * powf(a[i], b[i] - 1.0f));
+		if (db) {
+			float la = a[i] == 0.0f ? 0.0f : logf(a[i]); // log(±0) = -inf, the only -inf
+			db[i] = g * y[i] * la;
+		}
+	}
+}
+
+// The elementwise loss max(x, 0) - x*t + log1p(exp(-|x|)); a reduction
+// sums it afterwards (SumAll) and divides.
+__global__ void bce_logits_f32(float *loss, const float *x, const float *t, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i];
+		loss[i] = fmaxf(v, 0.0f) - v * t[i] + log1pf(expf(-fabsf(v)));
+	}
+}
+
+// dx = (sigmoid(x) - t)*g, dt = -x*g (either null: not wanted), g being
+// gy[i], or gy[0]/div when reduced.
+__global__ void bce_logits_bwd_f32(float *dx, float *dt, const float *gy, const float *x, const float *t, float reduced,
+                                   float div, i64 n) {
+	FOR_EACH(i, n) {
+		float g = reduced != 0.0f ? gy[0] / div : gy[i];
+		float v = x[i];
+		if (dx) dx[i] = g / (1.0f + expf(-v)) - t[i] * g;
+		if (dt) dt[i] = -v * g;
+	}
+}
+
+} // ---- End of the ops along one axis and pointwise gradients.

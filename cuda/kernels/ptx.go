@@ -36639,5 +36639,3770 @@ $L__BB75_6:
 	ret;
 
 }
+	// .globl	gather_f32
+.visible .entry gather_f32(
+	.param .u64 gather_f32_param_0,
+	.param .u64 gather_f32_param_1,
+	.param .u64 gather_f32_param_2,
+	.param .u64 gather_f32_param_3,
+	.param .u64 gather_f32_param_4,
+	.param .u64 gather_f32_param_5
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<33>;
+	.reg .b64 	%rd<152>;
+
+
+	ld.param.u64 	%rd70, [gather_f32_param_0];
+	ld.param.u64 	%rd71, [gather_f32_param_1];
+	ld.param.u64 	%rd72, [gather_f32_param_2];
+	ld.param.u64 	%rd73, [gather_f32_param_3];
+	ld.param.u64 	%rd68, [gather_f32_param_4];
+	ld.param.u64 	%rd69, [gather_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd70;
+	cvta.to.global.u64 	%rd2, %rd71;
+	cvta.to.global.u64 	%rd3, %rd72;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd74, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd75, %r3;
+	add.s64 	%rd142, %rd74, %rd75;
+	mul.lo.s64 	%rd6, %rd69, %rd73;
+	setp.ge.s64 	%p1, %rd142, %rd6;
+	@%p1 bra 	$L__BB76_24;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd4;
+	not.b64 	%rd76, %rd142;
+	add.s64 	%rd9, %rd6, %rd76;
+	or.b64  	%rd77, %rd9, %rd8;
+	and.b64  	%rd78, %rd77, -4294967296;
+	setp.eq.s64 	%p2, %rd78, 0;
+	@%p2 bra 	$L__BB76_3;
+
+	div.u64 	%rd135, %rd9, %rd8;
+	bra.uni 	$L__BB76_4;
+
+$L__BB76_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd135, %r7;
+
+$L__BB76_4:
+	add.s64 	%rd79, %rd135, 1;
+	and.b64  	%rd139, %rd79, 3;
+	setp.eq.s64 	%p3, %rd139, 0;
+	@%p3 bra 	$L__BB76_10;
+
+	shl.b64 	%rd80, %rd142, 2;
+	add.s64 	%rd137, %rd1, %rd80;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd136, %rd3, %rd80;
+	cvt.u32.u64 	%r8, %rd69;
+
+$L__BB76_6:
+	.pragma "nounroll";
+	or.b64  	%rd81, %rd142, %rd69;
+	and.b64  	%rd82, %rd81, -4294967296;
+	setp.eq.s64 	%p4, %rd82, 0;
+	@%p4 bra 	$L__BB76_8;
+
+	div.s64 	%rd140, %rd142, %rd69;
+	mul.lo.s64 	%rd83, %rd140, %rd69;
+	sub.s64 	%rd141, %rd142, %rd83;
+	bra.uni 	$L__BB76_9;
+
+$L__BB76_8:
+	cvt.u32.u64 	%r9, %rd142;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd140, %r10;
+	cvt.u64.u32 	%rd141, %r12;
+
+$L__BB76_9:
+	ld.global.s32 	%rd84, [%rd136];
+	mul.lo.s64 	%rd85, %rd140, %rd68;
+	add.s64 	%rd86, %rd85, %rd84;
+	mul.lo.s64 	%rd87, %rd86, %rd69;
+	add.s64 	%rd88, %rd87, %rd141;
+	shl.b64 	%rd89, %rd88, 2;
+	add.s64 	%rd90, %rd2, %rd89;
+	ld.global.f32 	%f1, [%rd90];
+	st.global.f32 	[%rd137], %f1;
+	add.s64 	%rd142, %rd142, %rd8;
+	add.s64 	%rd137, %rd137, %rd15;
+	add.s64 	%rd136, %rd136, %rd15;
+	add.s64 	%rd139, %rd139, -1;
+	setp.ne.s64 	%p5, %rd139, 0;
+	@%p5 bra 	$L__BB76_6;
+
+$L__BB76_10:
+	setp.lt.u64 	%p6, %rd135, 3;
+	@%p6 bra 	$L__BB76_24;
+
+$L__BB76_11:
+	shl.b64 	%rd33, %rd8, 2;
+	or.b64  	%rd92, %rd142, %rd69;
+	and.b64  	%rd93, %rd92, -4294967296;
+	setp.eq.s64 	%p7, %rd93, 0;
+	@%p7 bra 	$L__BB76_13;
+
+	div.s64 	%rd144, %rd142, %rd69;
+	mul.lo.s64 	%rd94, %rd144, %rd69;
+	sub.s64 	%rd145, %rd142, %rd94;
+	bra.uni 	$L__BB76_14;
+
+$L__BB76_13:
+	cvt.u32.u64 	%r13, %rd69;
+	cvt.u32.u64 	%r14, %rd142;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd144, %r15;
+	cvt.u64.u32 	%rd145, %r17;
+
+$L__BB76_14:
+	shl.b64 	%rd95, %rd142, 2;
+	add.s64 	%rd40, %rd3, %rd95;
+	ld.global.s32 	%rd96, [%rd40];
+	mul.lo.s64 	%rd97, %rd144, %rd68;
+	add.s64 	%rd98, %rd97, %rd96;
+	mul.lo.s64 	%rd99, %rd98, %rd69;
+	add.s64 	%rd100, %rd99, %rd145;
+	shl.b64 	%rd101, %rd100, 2;
+	add.s64 	%rd102, %rd2, %rd101;
+	ld.global.f32 	%f2, [%rd102];
+	add.s64 	%rd41, %rd1, %rd95;
+	st.global.f32 	[%rd41], %f2;
+	add.s64 	%rd42, %rd142, %rd8;
+	or.b64  	%rd103, %rd42, %rd69;
+	and.b64  	%rd104, %rd103, -4294967296;
+	setp.eq.s64 	%p8, %rd104, 0;
+	@%p8 bra 	$L__BB76_16;
+
+	div.s64 	%rd146, %rd42, %rd69;
+	mul.lo.s64 	%rd105, %rd146, %rd69;
+	sub.s64 	%rd147, %rd42, %rd105;
+	bra.uni 	$L__BB76_17;
+
+$L__BB76_16:
+	cvt.u32.u64 	%r18, %rd69;
+	cvt.u32.u64 	%r19, %rd42;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd146, %r20;
+	cvt.u64.u32 	%rd147, %r22;
+
+$L__BB76_17:
+	add.s64 	%rd49, %rd40, %rd33;
+	ld.global.s32 	%rd106, [%rd49];
+	mul.lo.s64 	%rd107, %rd146, %rd68;
+	add.s64 	%rd108, %rd107, %rd106;
+	mul.lo.s64 	%rd109, %rd108, %rd69;
+	add.s64 	%rd110, %rd109, %rd147;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd112, %rd2, %rd111;
+	ld.global.f32 	%f3, [%rd112];
+	add.s64 	%rd50, %rd41, %rd33;
+	st.global.f32 	[%rd50], %f3;
+	add.s64 	%rd51, %rd42, %rd8;
+	or.b64  	%rd113, %rd51, %rd69;
+	and.b64  	%rd114, %rd113, -4294967296;
+	setp.eq.s64 	%p9, %rd114, 0;
+	@%p9 bra 	$L__BB76_19;
+
+	div.s64 	%rd148, %rd51, %rd69;
+	mul.lo.s64 	%rd115, %rd148, %rd69;
+	sub.s64 	%rd149, %rd51, %rd115;
+	bra.uni 	$L__BB76_20;
+
+$L__BB76_19:
+	cvt.u32.u64 	%r23, %rd69;
+	cvt.u32.u64 	%r24, %rd51;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd148, %r25;
+	cvt.u64.u32 	%rd149, %r27;
+
+$L__BB76_20:
+	add.s64 	%rd58, %rd49, %rd33;
+	ld.global.s32 	%rd116, [%rd58];
+	mul.lo.s64 	%rd117, %rd148, %rd68;
+	add.s64 	%rd118, %rd117, %rd116;
+	mul.lo.s64 	%rd119, %rd118, %rd69;
+	add.s64 	%rd120, %rd119, %rd149;
+	shl.b64 	%rd121, %rd120, 2;
+	add.s64 	%rd122, %rd2, %rd121;
+	ld.global.f32 	%f4, [%rd122];
+	add.s64 	%rd59, %rd50, %rd33;
+	st.global.f32 	[%rd59], %f4;
+	add.s64 	%rd60, %rd51, %rd8;
+	or.b64  	%rd123, %rd60, %rd69;
+	and.b64  	%rd124, %rd123, -4294967296;
+	setp.eq.s64 	%p10, %rd124, 0;
+	@%p10 bra 	$L__BB76_22;
+
+	div.s64 	%rd150, %rd60, %rd69;
+	mul.lo.s64 	%rd125, %rd150, %rd69;
+	sub.s64 	%rd151, %rd60, %rd125;
+	bra.uni 	$L__BB76_23;
+
+$L__BB76_22:
+	cvt.u32.u64 	%r28, %rd69;
+	cvt.u32.u64 	%r29, %rd60;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd150, %r30;
+	cvt.u64.u32 	%rd151, %r32;
+
+$L__BB76_23:
+	add.s64 	%rd126, %rd58, %rd33;
+	ld.global.s32 	%rd127, [%rd126];
+	mul.lo.s64 	%rd128, %rd150, %rd68;
+	add.s64 	%rd129, %rd128, %rd127;
+	mul.lo.s64 	%rd130, %rd129, %rd69;
+	add.s64 	%rd131, %rd130, %rd151;
+	shl.b64 	%rd132, %rd131, 2;
+	add.s64 	%rd133, %rd2, %rd132;
+	ld.global.f32 	%f5, [%rd133];
+	add.s64 	%rd134, %rd59, %rd33;
+	st.global.f32 	[%rd134], %f5;
+	add.s64 	%rd142, %rd60, %rd8;
+	setp.lt.s64 	%p11, %rd142, %rd6;
+	@%p11 bra 	$L__BB76_11;
+
+$L__BB76_24:
+	ret;
+
+}
+	// .globl	scatter_add_f32
+.visible .entry scatter_add_f32(
+	.param .u64 scatter_add_f32_param_0,
+	.param .u64 scatter_add_f32_param_1,
+	.param .u64 scatter_add_f32_param_2,
+	.param .u64 scatter_add_f32_param_3,
+	.param .u64 scatter_add_f32_param_4,
+	.param .u64 scatter_add_f32_param_5
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<16>;
+	.reg .b32 	%r<33>;
+	.reg .b64 	%rd<152>;
+
+
+	ld.param.u64 	%rd70, [scatter_add_f32_param_0];
+	ld.param.u64 	%rd71, [scatter_add_f32_param_1];
+	ld.param.u64 	%rd72, [scatter_add_f32_param_2];
+	ld.param.u64 	%rd73, [scatter_add_f32_param_3];
+	ld.param.u64 	%rd68, [scatter_add_f32_param_4];
+	ld.param.u64 	%rd69, [scatter_add_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd70;
+	cvta.to.global.u64 	%rd2, %rd72;
+	cvta.to.global.u64 	%rd3, %rd71;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd74, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd75, %r3;
+	add.s64 	%rd142, %rd74, %rd75;
+	mul.lo.s64 	%rd6, %rd69, %rd73;
+	setp.ge.s64 	%p1, %rd142, %rd6;
+	@%p1 bra 	$L__BB77_24;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd7, %r4;
+	mul.lo.s64 	%rd8, %rd7, %rd4;
+	not.b64 	%rd76, %rd142;
+	add.s64 	%rd9, %rd6, %rd76;
+	or.b64  	%rd77, %rd9, %rd8;
+	and.b64  	%rd78, %rd77, -4294967296;
+	setp.eq.s64 	%p2, %rd78, 0;
+	@%p2 bra 	$L__BB77_3;
+
+	div.u64 	%rd135, %rd9, %rd8;
+	bra.uni 	$L__BB77_4;
+
+$L__BB77_3:
+	cvt.u32.u64 	%r5, %rd8;
+	cvt.u32.u64 	%r6, %rd9;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd135, %r7;
+
+$L__BB77_4:
+	add.s64 	%rd79, %rd135, 1;
+	and.b64  	%rd139, %rd79, 3;
+	setp.eq.s64 	%p3, %rd139, 0;
+	@%p3 bra 	$L__BB77_10;
+
+	shl.b64 	%rd80, %rd142, 2;
+	add.s64 	%rd137, %rd2, %rd80;
+	shl.b64 	%rd15, %rd8, 2;
+	add.s64 	%rd136, %rd3, %rd80;
+	cvt.u32.u64 	%r8, %rd69;
+
+$L__BB77_6:
+	.pragma "nounroll";
+	or.b64  	%rd81, %rd142, %rd69;
+	and.b64  	%rd82, %rd81, -4294967296;
+	setp.eq.s64 	%p4, %rd82, 0;
+	@%p4 bra 	$L__BB77_8;
+
+	div.s64 	%rd140, %rd142, %rd69;
+	mul.lo.s64 	%rd83, %rd140, %rd69;
+	sub.s64 	%rd141, %rd142, %rd83;
+	bra.uni 	$L__BB77_9;
+
+$L__BB77_8:
+	cvt.u32.u64 	%r9, %rd142;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd140, %r10;
+	cvt.u64.u32 	%rd141, %r12;
+
+$L__BB77_9:
+	ld.global.s32 	%rd84, [%rd137];
+	mul.lo.s64 	%rd85, %rd140, %rd68;
+	add.s64 	%rd86, %rd85, %rd84;
+	mul.lo.s64 	%rd87, %rd86, %rd69;
+	add.s64 	%rd88, %rd87, %rd141;
+	shl.b64 	%rd89, %rd88, 2;
+	add.s64 	%rd90, %rd1, %rd89;
+	ld.global.f32 	%f1, [%rd90];
+	ld.global.f32 	%f2, [%rd136];
+	add.f32 	%f3, %f2, %f1;
+	st.global.f32 	[%rd90], %f3;
+	add.s64 	%rd142, %rd142, %rd8;
+	add.s64 	%rd137, %rd137, %rd15;
+	add.s64 	%rd136, %rd136, %rd15;
+	add.s64 	%rd139, %rd139, -1;
+	setp.ne.s64 	%p5, %rd139, 0;
+	@%p5 bra 	$L__BB77_6;
+
+$L__BB77_10:
+	setp.lt.u64 	%p6, %rd135, 3;
+	@%p6 bra 	$L__BB77_24;
+
+$L__BB77_11:
+	shl.b64 	%rd33, %rd8, 2;
+	or.b64  	%rd92, %rd142, %rd69;
+	and.b64  	%rd93, %rd92, -4294967296;
+	setp.eq.s64 	%p7, %rd93, 0;
+	@%p7 bra 	$L__BB77_13;
+
+	div.s64 	%rd144, %rd142, %rd69;
+	mul.lo.s64 	%rd94, %rd144, %rd69;
+	sub.s64 	%rd145, %rd142, %rd94;
+	bra.uni 	$L__BB77_14;
+
+$L__BB77_13:
+	cvt.u32.u64 	%r13, %rd69;
+	cvt.u32.u64 	%r14, %rd142;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd144, %r15;
+	cvt.u64.u32 	%rd145, %r17;
+
+$L__BB77_14:
+	shl.b64 	%rd95, %rd142, 2;
+	add.s64 	%rd40, %rd3, %rd95;
+	add.s64 	%rd41, %rd2, %rd95;
+	ld.global.s32 	%rd96, [%rd41];
+	mul.lo.s64 	%rd97, %rd144, %rd68;
+	add.s64 	%rd98, %rd97, %rd96;
+	mul.lo.s64 	%rd99, %rd98, %rd69;
+	add.s64 	%rd100, %rd99, %rd145;
+	shl.b64 	%rd101, %rd100, 2;
+	add.s64 	%rd102, %rd1, %rd101;
+	ld.global.f32 	%f4, [%rd102];
+	ld.global.f32 	%f5, [%rd40];
+	add.f32 	%f6, %f5, %f4;
+	st.global.f32 	[%rd102], %f6;
+	add.s64 	%rd42, %rd142, %rd8;
+	or.b64  	%rd103, %rd42, %rd69;
+	and.b64  	%rd104, %rd103, -4294967296;
+	setp.eq.s64 	%p8, %rd104, 0;
+	@%p8 bra 	$L__BB77_16;
+
+	div.s64 	%rd146, %rd42, %rd69;
+	mul.lo.s64 	%rd105, %rd146, %rd69;
+	sub.s64 	%rd147, %rd42, %rd105;
+	bra.uni 	$L__BB77_17;
+
+$L__BB77_16:
+	cvt.u32.u64 	%r18, %rd69;
+	cvt.u32.u64 	%r19, %rd42;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd146, %r20;
+	cvt.u64.u32 	%rd147, %r22;
+
+$L__BB77_17:
+	add.s64 	%rd49, %rd40, %rd33;
+	add.s64 	%rd50, %rd41, %rd33;
+	ld.global.s32 	%rd106, [%rd50];
+	mul.lo.s64 	%rd107, %rd146, %rd68;
+	add.s64 	%rd108, %rd107, %rd106;
+	mul.lo.s64 	%rd109, %rd108, %rd69;
+	add.s64 	%rd110, %rd109, %rd147;
+	shl.b64 	%rd111, %rd110, 2;
+	add.s64 	%rd112, %rd1, %rd111;
+	ld.global.f32 	%f7, [%rd112];
+	ld.global.f32 	%f8, [%rd49];
+	add.f32 	%f9, %f8, %f7;
+	st.global.f32 	[%rd112], %f9;
+	add.s64 	%rd51, %rd42, %rd8;
+	or.b64  	%rd113, %rd51, %rd69;
+	and.b64  	%rd114, %rd113, -4294967296;
+	setp.eq.s64 	%p9, %rd114, 0;
+	@%p9 bra 	$L__BB77_19;
+
+	div.s64 	%rd148, %rd51, %rd69;
+	mul.lo.s64 	%rd115, %rd148, %rd69;
+	sub.s64 	%rd149, %rd51, %rd115;
+	bra.uni 	$L__BB77_20;
+
+$L__BB77_19:
+	cvt.u32.u64 	%r23, %rd69;
+	cvt.u32.u64 	%r24, %rd51;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd148, %r25;
+	cvt.u64.u32 	%rd149, %r27;
+
+$L__BB77_20:
+	add.s64 	%rd58, %rd49, %rd33;
+	add.s64 	%rd59, %rd50, %rd33;
+	ld.global.s32 	%rd116, [%rd59];
+	mul.lo.s64 	%rd117, %rd148, %rd68;
+	add.s64 	%rd118, %rd117, %rd116;
+	mul.lo.s64 	%rd119, %rd118, %rd69;
+	add.s64 	%rd120, %rd119, %rd149;
+	shl.b64 	%rd121, %rd120, 2;
+	add.s64 	%rd122, %rd1, %rd121;
+	ld.global.f32 	%f10, [%rd122];
+	ld.global.f32 	%f11, [%rd58];
+	add.f32 	%f12, %f11, %f10;
+	st.global.f32 	[%rd122], %f12;
+	add.s64 	%rd60, %rd51, %rd8;
+	or.b64  	%rd123, %rd60, %rd69;
+	and.b64  	%rd124, %rd123, -4294967296;
+	setp.eq.s64 	%p10, %rd124, 0;
+	@%p10 bra 	$L__BB77_22;
+
+	div.s64 	%rd150, %rd60, %rd69;
+	mul.lo.s64 	%rd125, %rd150, %rd69;
+	sub.s64 	%rd151, %rd60, %rd125;
+	bra.uni 	$L__BB77_23;
+
+$L__BB77_22:
+	cvt.u32.u64 	%r28, %rd69;
+	cvt.u32.u64 	%r29, %rd60;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd150, %r30;
+	cvt.u64.u32 	%rd151, %r32;
+
+$L__BB77_23:
+	add.s64 	%rd126, %rd58, %rd33;
+	add.s64 	%rd127, %rd59, %rd33;
+	ld.global.s32 	%rd128, [%rd127];
+	mul.lo.s64 	%rd129, %rd150, %rd68;
+	add.s64 	%rd130, %rd129, %rd128;
+	mul.lo.s64 	%rd131, %rd130, %rd69;
+	add.s64 	%rd132, %rd131, %rd151;
+	shl.b64 	%rd133, %rd132, 2;
+	add.s64 	%rd134, %rd1, %rd133;
+	ld.global.f32 	%f13, [%rd134];
+	ld.global.f32 	%f14, [%rd126];
+	add.f32 	%f15, %f14, %f13;
+	st.global.f32 	[%rd134], %f15;
+	add.s64 	%rd142, %rd60, %rd8;
+	setp.lt.s64 	%p11, %rd142, %rd6;
+	@%p11 bra 	$L__BB77_11;
+
+$L__BB77_24:
+	ret;
+
+}
+	// .globl	max_dim_f32
+.visible .entry max_dim_f32(
+	.param .u64 max_dim_f32_param_0,
+	.param .u64 max_dim_f32_param_1,
+	.param .u64 max_dim_f32_param_2,
+	.param .u64 max_dim_f32_param_3,
+	.param .u64 max_dim_f32_param_4,
+	.param .u64 max_dim_f32_param_5
+)
+{
+	.reg .pred 	%p<69>;
+	.reg .f32 	%f<30>;
+	.reg .b32 	%r<71>;
+	.reg .b64 	%rd<184>;
+
+
+	ld.param.u64 	%rd89, [max_dim_f32_param_0];
+	ld.param.u64 	%rd90, [max_dim_f32_param_1];
+	ld.param.u64 	%rd91, [max_dim_f32_param_2];
+	ld.param.u64 	%rd92, [max_dim_f32_param_3];
+	ld.param.u64 	%rd87, [max_dim_f32_param_4];
+	ld.param.u64 	%rd88, [max_dim_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd90;
+	cvta.to.global.u64 	%rd2, %rd89;
+	cvta.to.global.u64 	%rd3, %rd91;
+	mov.u32 	%r15, %ctaid.x;
+	mov.u32 	%r16, %ntid.x;
+	cvt.u64.u32 	%rd4, %r16;
+	mul.wide.u32 	%rd93, %r15, %r16;
+	mov.u32 	%r17, %tid.x;
+	cvt.u64.u32 	%rd94, %r17;
+	add.s64 	%rd165, %rd93, %rd94;
+	mul.lo.s64 	%rd6, %rd88, %rd92;
+	setp.ge.s64 	%p15, %rd165, %rd6;
+	@%p15 bra 	$L__BB78_50;
+
+	mul.lo.s64 	%rd7, %rd88, %rd87;
+	mov.u32 	%r18, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r18;
+	mul.lo.s64 	%rd9, %rd8, %rd4;
+	setp.gt.s64 	%p16, %rd87, 1;
+	@%p16 bra 	$L__BB78_24;
+	bra.uni 	$L__BB78_2;
+
+$L__BB78_24:
+	add.s64 	%rd141, %rd87, -1;
+	add.s64 	%rd62, %rd87, -2;
+	and.b64  	%rd63, %rd141, 3;
+	shl.b64 	%rd64, %rd87, 2;
+	sub.s64 	%rd65, %rd63, %rd87;
+	shl.b64 	%rd66, %rd88, 2;
+	cvt.u32.u64 	%r52, %rd88;
+
+$L__BB78_25:
+	or.b64  	%rd142, %rd165, %rd88;
+	and.b64  	%rd143, %rd142, -4294967296;
+	setp.eq.s64 	%p27, %rd143, 0;
+	@%p27 bra 	$L__BB78_27;
+
+	div.s64 	%rd179, %rd165, %rd88;
+	mul.lo.s64 	%rd144, %rd179, %rd88;
+	sub.s64 	%rd180, %rd165, %rd144;
+	bra.uni 	$L__BB78_28;
+
+$L__BB78_27:
+	cvt.u32.u64 	%r53, %rd165;
+	div.u32 	%r54, %r53, %r52;
+	mul.lo.s32 	%r55, %r54, %r52;
+	sub.s32 	%r56, %r53, %r55;
+	cvt.u64.u32 	%rd179, %r54;
+	cvt.u64.u32 	%rd180, %r56;
+
+$L__BB78_28:
+	mul.lo.s64 	%rd146, %rd7, %rd179;
+	add.s64 	%rd147, %rd146, %rd180;
+	shl.b64 	%rd148, %rd147, 2;
+	add.s64 	%rd74, %rd3, %rd148;
+	ld.global.f32 	%f29, [%rd74];
+	setp.lt.u64 	%p28, %rd62, 3;
+	mov.u32 	%r70, 0;
+	mov.u64 	%rd183, 1;
+	@%p28 bra 	$L__BB78_39;
+
+	shl.b64 	%rd150, %rd180, 2;
+	add.s64 	%rd151, %rd3, %rd150;
+	mul.lo.s64 	%rd152, %rd64, %rd179;
+	add.s64 	%rd153, %rd152, 4;
+	mul.lo.s64 	%rd154, %rd88, %rd153;
+	add.s64 	%rd181, %rd151, %rd154;
+	mov.u32 	%r66, 4;
+
+$L__BB78_30:
+	ld.global.f32 	%f3, [%rd181];
+	setp.gt.f32 	%p30, %f3, %f29;
+	mov.pred 	%p63, -1;
+	mov.pred 	%p62, %p63;
+	@%p30 bra 	$L__BB78_32;
+
+	setp.nan.f32 	%p31, %f3, %f3;
+	setp.num.f32 	%p32, %f29, %f29;
+	and.pred  	%p62, %p32, %p31;
+
+$L__BB78_32:
+	add.s32 	%r61, %r66, -3;
+	selp.b32 	%r3, %r61, %r70, %p62;
+	add.s64 	%rd78, %rd181, %rd66;
+	ld.global.f32 	%f4, [%rd78];
+	selp.f32 	%f5, %f3, %f29, %p62;
+	setp.gt.f32 	%p34, %f4, %f5;
+	@%p34 bra 	$L__BB78_34;
+
+	setp.nan.f32 	%p35, %f4, %f4;
+	setp.num.f32 	%p36, %f5, %f5;
+	and.pred  	%p63, %p36, %p35;
+
+$L__BB78_34:
+	add.s32 	%r62, %r66, -2;
+	selp.b32 	%r4, %r62, %r3, %p63;
+	add.s64 	%rd79, %rd78, %rd66;
+	ld.global.f32 	%f6, [%rd79];
+	selp.f32 	%f7, %f4, %f5, %p63;
+	setp.gt.f32 	%p38, %f6, %f7;
+	mov.pred 	%p65, -1;
+	mov.pred 	%p64, %p65;
+	@%p38 bra 	$L__BB78_36;
+
+	setp.nan.f32 	%p39, %f6, %f6;
+	setp.num.f32 	%p40, %f7, %f7;
+	and.pred  	%p64, %p40, %p39;
+
+$L__BB78_36:
+	add.s32 	%r63, %r66, -1;
+	selp.b32 	%r5, %r63, %r4, %p64;
+	add.s64 	%rd80, %rd79, %rd66;
+	ld.global.f32 	%f8, [%rd80];
+	selp.f32 	%f9, %f6, %f7, %p64;
+	setp.gt.f32 	%p42, %f8, %f9;
+	@%p42 bra 	$L__BB78_38;
+
+	setp.nan.f32 	%p43, %f8, %f8;
+	setp.num.f32 	%p44, %f9, %f9;
+	and.pred  	%p65, %p44, %p43;
+
+$L__BB78_38:
+	selp.f32 	%f29, %f8, %f9, %p65;
+	selp.b32 	%r70, %r66, %r5, %p65;
+	add.s32 	%r66, %r66, 4;
+	add.s64 	%rd183, %rd183, 4;
+	add.s64 	%rd155, %rd65, %rd183;
+	setp.ne.s64 	%p45, %rd155, 0;
+	add.s64 	%rd181, %rd80, %rd66;
+	@%p45 bra 	$L__BB78_30;
+
+$L__BB78_39:
+	setp.eq.s64 	%p46, %rd63, 0;
+	@%p46 bra 	$L__BB78_49;
+
+	mul.lo.s64 	%rd156, %rd183, %rd88;
+	shl.b64 	%rd157, %rd156, 2;
+	add.s64 	%rd84, %rd74, %rd157;
+	ld.global.f32 	%f13, [%rd84];
+	setp.gt.f32 	%p48, %f13, %f29;
+	mov.pred 	%p66, -1;
+	@%p48 bra 	$L__BB78_42;
+
+	setp.nan.f32 	%p49, %f13, %f13;
+	setp.num.f32 	%p50, %f29, %f29;
+	and.pred  	%p66, %p50, %p49;
+
+$L__BB78_42:
+	selp.f32 	%f29, %f13, %f29, %p66;
+	cvt.u32.u64 	%r10, %rd183;
+	selp.b32 	%r70, %r10, %r70, %p66;
+	setp.eq.s64 	%p51, %rd63, 1;
+	@%p51 bra 	$L__BB78_49;
+
+	add.s64 	%rd85, %rd84, %rd66;
+	ld.global.f32 	%f15, [%rd85];
+	setp.gt.f32 	%p53, %f15, %f29;
+	mov.pred 	%p67, -1;
+	@%p53 bra 	$L__BB78_45;
+
+	setp.nan.f32 	%p54, %f15, %f15;
+	setp.num.f32 	%p55, %f29, %f29;
+	and.pred  	%p67, %p55, %p54;
+
+$L__BB78_45:
+	selp.f32 	%f29, %f15, %f29, %p67;
+	add.s32 	%r64, %r10, 1;
+	selp.b32 	%r70, %r64, %r70, %p67;
+	setp.eq.s64 	%p56, %rd63, 2;
+	@%p56 bra 	$L__BB78_49;
+
+	add.s64 	%rd160, %rd85, %rd66;
+	ld.global.f32 	%f17, [%rd160];
+	setp.gt.f32 	%p58, %f17, %f29;
+	mov.pred 	%p68, -1;
+	@%p58 bra 	$L__BB78_48;
+
+	setp.nan.f32 	%p59, %f17, %f17;
+	setp.num.f32 	%p60, %f29, %f29;
+	and.pred  	%p68, %p60, %p59;
+
+$L__BB78_48:
+	selp.f32 	%f29, %f17, %f29, %p68;
+	add.s32 	%r65, %r10, 2;
+	selp.b32 	%r70, %r65, %r70, %p68;
+
+$L__BB78_49:
+	shl.b64 	%rd161, %rd165, 2;
+	add.s64 	%rd162, %rd2, %rd161;
+	st.global.f32 	[%rd162], %f29;
+	add.s64 	%rd163, %rd1, %rd161;
+	st.global.u32 	[%rd163], %r70;
+	add.s64 	%rd165, %rd165, %rd9;
+	setp.lt.s64 	%p61, %rd165, %rd6;
+	@%p61 bra 	$L__BB78_25;
+	bra.uni 	$L__BB78_50;
+
+$L__BB78_2:
+	not.b64 	%rd95, %rd165;
+	add.s64 	%rd10, %rd6, %rd95;
+	or.b64  	%rd96, %rd10, %rd9;
+	and.b64  	%rd97, %rd96, -4294967296;
+	setp.eq.s64 	%p17, %rd97, 0;
+	@%p17 bra 	$L__BB78_4;
+
+	div.u64 	%rd164, %rd10, %rd9;
+	bra.uni 	$L__BB78_5;
+
+$L__BB78_4:
+	cvt.u32.u64 	%r19, %rd9;
+	cvt.u32.u64 	%r20, %rd10;
+	div.u32 	%r21, %r20, %r19;
+	cvt.u64.u32 	%rd164, %r21;
+
+$L__BB78_5:
+	add.s64 	%rd98, %rd164, 1;
+	and.b64  	%rd166, %rd98, 3;
+	setp.eq.s64 	%p18, %rd166, 0;
+	@%p18 bra 	$L__BB78_10;
+
+$L__BB78_6:
+	.pragma "nounroll";
+	or.b64  	%rd99, %rd165, %rd88;
+	and.b64  	%rd100, %rd99, -4294967296;
+	setp.eq.s64 	%p19, %rd100, 0;
+	@%p19 bra 	$L__BB78_8;
+
+	div.s64 	%rd167, %rd165, %rd88;
+	mul.lo.s64 	%rd101, %rd167, %rd88;
+	sub.s64 	%rd168, %rd165, %rd101;
+	bra.uni 	$L__BB78_9;
+
+$L__BB78_8:
+	cvt.u32.u64 	%r22, %rd88;
+	cvt.u32.u64 	%r23, %rd165;
+	div.u32 	%r24, %r23, %r22;
+	mul.lo.s32 	%r25, %r24, %r22;
+	sub.s32 	%r26, %r23, %r25;
+	cvt.u64.u32 	%rd167, %r24;
+	cvt.u64.u32 	%rd168, %r26;
+
+$L__BB78_9:
+	mul.lo.s64 	%rd102, %rd7, %rd167;
+	add.s64 	%rd103, %rd102, %rd168;
+	shl.b64 	%rd104, %rd103, 2;
+	add.s64 	%rd105, %rd3, %rd104;
+	ld.global.f32 	%f20, [%rd105];
+	shl.b64 	%rd106, %rd165, 2;
+	add.s64 	%rd107, %rd2, %rd106;
+	st.global.f32 	[%rd107], %f20;
+	add.s64 	%rd108, %rd1, %rd106;
+	mov.u32 	%r27, 0;
+	st.global.u32 	[%rd108], %r27;
+	add.s64 	%rd165, %rd165, %rd9;
+	add.s64 	%rd166, %rd166, -1;
+	setp.ne.s64 	%p20, %rd166, 0;
+	@%p20 bra 	$L__BB78_6;
+
+$L__BB78_10:
+	setp.lt.u64 	%p21, %rd164, 3;
+	@%p21 bra 	$L__BB78_50;
+
+$L__BB78_11:
+	shl.b64 	%rd27, %rd9, 2;
+	or.b64  	%rd110, %rd165, %rd88;
+	and.b64  	%rd111, %rd110, -4294967296;
+	setp.eq.s64 	%p22, %rd111, 0;
+	@%p22 bra 	$L__BB78_13;
+
+	div.s64 	%rd170, %rd165, %rd88;
+	mul.lo.s64 	%rd112, %rd170, %rd88;
+	sub.s64 	%rd171, %rd165, %rd112;
+	bra.uni 	$L__BB78_14;
+
+$L__BB78_13:
+	cvt.u32.u64 	%r28, %rd88;
+	cvt.u32.u64 	%r29, %rd165;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd170, %r30;
+	cvt.u64.u32 	%rd171, %r32;
+
+$L__BB78_14:
+	mul.lo.s64 	%rd113, %rd7, %rd170;
+	add.s64 	%rd114, %rd113, %rd171;
+	shl.b64 	%rd115, %rd114, 2;
+	add.s64 	%rd116, %rd3, %rd115;
+	ld.global.f32 	%f21, [%rd116];
+	shl.b64 	%rd117, %rd165, 2;
+	add.s64 	%rd34, %rd2, %rd117;
+	st.global.f32 	[%rd34], %f21;
+	add.s64 	%rd35, %rd1, %rd117;
+	mov.u32 	%r33, 0;
+	st.global.u32 	[%rd35], %r33;
+	add.s64 	%rd36, %rd165, %rd9;
+	or.b64  	%rd118, %rd36, %rd88;
+	and.b64  	%rd119, %rd118, -4294967296;
+	setp.eq.s64 	%p23, %rd119, 0;
+	@%p23 bra 	$L__BB78_16;
+
+	div.s64 	%rd172, %rd36, %rd88;
+	mul.lo.s64 	%rd120, %rd172, %rd88;
+	sub.s64 	%rd173, %rd36, %rd120;
+	bra.uni 	$L__BB78_17;
+
+$L__BB78_16:
+	cvt.u32.u64 	%r34, %rd88;
+	cvt.u32.u64 	%r35, %rd36;
+	div.u32 	%r36, %r35, %r34;
+	mul.lo.s32 	%r37, %r36, %r34;
+	sub.s32 	%r38, %r35, %r37;
+	cvt.u64.u32 	%rd172, %r36;
+	cvt.u64.u32 	%rd173, %r38;
+
+$L__BB78_17:
+	mul.lo.s64 	%rd121, %rd7, %rd172;
+	add.s64 	%rd122, %rd121, %rd173;
+	shl.b64 	%rd123, %rd122, 2;
+	add.s64 	%rd124, %rd3, %rd123;
+	ld.global.f32 	%f22, [%rd124];
+	add.s64 	%rd43, %rd34, %rd27;
+	st.global.f32 	[%rd43], %f22;
+	add.s64 	%rd44, %rd35, %rd27;
+	mov.u32 	%r39, 0;
+	st.global.u32 	[%rd44], %r39;
+	add.s64 	%rd45, %rd36, %rd9;
+	or.b64  	%rd125, %rd45, %rd88;
+	and.b64  	%rd126, %rd125, -4294967296;
+	setp.eq.s64 	%p24, %rd126, 0;
+	@%p24 bra 	$L__BB78_19;
+
+	div.s64 	%rd174, %rd45, %rd88;
+	mul.lo.s64 	%rd127, %rd174, %rd88;
+	sub.s64 	%rd175, %rd45, %rd127;
+	bra.uni 	$L__BB78_20;
+
+$L__BB78_19:
+	cvt.u32.u64 	%r40, %rd88;
+	cvt.u32.u64 	%r41, %rd45;
+	div.u32 	%r42, %r41, %r40;
+	mul.lo.s32 	%r43, %r42, %r40;
+	sub.s32 	%r44, %r41, %r43;
+	cvt.u64.u32 	%rd174, %r42;
+	cvt.u64.u32 	%rd175, %r44;
+
+$L__BB78_20:
+	mul.lo.s64 	%rd128, %rd7, %rd174;
+	add.s64 	%rd129, %rd128, %rd175;
+	shl.b64 	%rd130, %rd129, 2;
+	add.s64 	%rd131, %rd3, %rd130;
+	ld.global.f32 	%f23, [%rd131];
+	add.s64 	%rd52, %rd43, %rd27;
+	st.global.f32 	[%rd52], %f23;
+	add.s64 	%rd53, %rd44, %rd27;
+	mov.u32 	%r45, 0;
+	st.global.u32 	[%rd53], %r45;
+	add.s64 	%rd54, %rd45, %rd9;
+	or.b64  	%rd132, %rd54, %rd88;
+	and.b64  	%rd133, %rd132, -4294967296;
+	setp.eq.s64 	%p25, %rd133, 0;
+	@%p25 bra 	$L__BB78_22;
+
+	div.s64 	%rd176, %rd54, %rd88;
+	mul.lo.s64 	%rd134, %rd176, %rd88;
+	sub.s64 	%rd177, %rd54, %rd134;
+	bra.uni 	$L__BB78_23;
+
+$L__BB78_22:
+	cvt.u32.u64 	%r46, %rd88;
+	cvt.u32.u64 	%r47, %rd54;
+	div.u32 	%r48, %r47, %r46;
+	mul.lo.s32 	%r49, %r48, %r46;
+	sub.s32 	%r50, %r47, %r49;
+	cvt.u64.u32 	%rd176, %r48;
+	cvt.u64.u32 	%rd177, %r50;
+
+$L__BB78_23:
+	mul.lo.s64 	%rd135, %rd7, %rd176;
+	add.s64 	%rd136, %rd135, %rd177;
+	shl.b64 	%rd137, %rd136, 2;
+	add.s64 	%rd138, %rd3, %rd137;
+	ld.global.f32 	%f24, [%rd138];
+	add.s64 	%rd139, %rd52, %rd27;
+	st.global.f32 	[%rd139], %f24;
+	add.s64 	%rd140, %rd53, %rd27;
+	mov.u32 	%r51, 0;
+	st.global.u32 	[%rd140], %r51;
+	add.s64 	%rd165, %rd54, %rd9;
+	setp.lt.s64 	%p26, %rd165, %rd6;
+	@%p26 bra 	$L__BB78_11;
+
+$L__BB78_50:
+	ret;
+
+}
+	// .globl	max_dim_bwd_f32
+.visible .entry max_dim_bwd_f32(
+	.param .u64 max_dim_bwd_f32_param_0,
+	.param .u64 max_dim_bwd_f32_param_1,
+	.param .u64 max_dim_bwd_f32_param_2,
+	.param .u64 max_dim_bwd_f32_param_3,
+	.param .u64 max_dim_bwd_f32_param_4,
+	.param .u64 max_dim_bwd_f32_param_5
+)
+{
+	.reg .pred 	%p<27>;
+	.reg .f32 	%f<21>;
+	.reg .b32 	%r<63>;
+	.reg .b64 	%rd<210>;
+
+
+	ld.param.u64 	%rd103, [max_dim_bwd_f32_param_0];
+	ld.param.u64 	%rd104, [max_dim_bwd_f32_param_1];
+	ld.param.u64 	%rd105, [max_dim_bwd_f32_param_2];
+	ld.param.u64 	%rd100, [max_dim_bwd_f32_param_3];
+	ld.param.u64 	%rd101, [max_dim_bwd_f32_param_4];
+	ld.param.u64 	%rd102, [max_dim_bwd_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd103;
+	cvta.to.global.u64 	%rd2, %rd104;
+	cvta.to.global.u64 	%rd3, %rd105;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd106, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd107, %r3;
+	add.s64 	%rd191, %rd106, %rd107;
+	mul.lo.s64 	%rd108, %rd101, %rd100;
+	mul.lo.s64 	%rd6, %rd108, %rd102;
+	setp.ge.s64 	%p1, %rd191, %rd6;
+	@%p1 bra 	$L__BB79_65;
+
+	mul.lo.s64 	%rd7, %rd102, %rd101;
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd4;
+	mul.lo.s64 	%rd109, %rd7, %rd100;
+	not.b64 	%rd110, %rd191;
+	add.s64 	%rd10, %rd109, %rd110;
+	or.b64  	%rd111, %rd10, %rd9;
+	and.b64  	%rd112, %rd111, -4294967296;
+	setp.eq.s64 	%p2, %rd112, 0;
+	@%p2 bra 	$L__BB79_3;
+
+	div.u64 	%rd183, %rd10, %rd9;
+	bra.uni 	$L__BB79_4;
+
+$L__BB79_3:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd183, %r7;
+
+$L__BB79_4:
+	add.s64 	%rd113, %rd183, 1;
+	and.b64  	%rd186, %rd113, 3;
+	setp.eq.s64 	%p3, %rd186, 0;
+	@%p3 bra 	$L__BB79_18;
+
+	shl.b64 	%rd114, %rd191, 2;
+	add.s64 	%rd184, %rd1, %rd114;
+	shl.b64 	%rd16, %rd9, 2;
+	cvt.u32.u64 	%r8, %rd102;
+	cvt.u32.u64 	%r13, %rd101;
+	cvt.u32.u64 	%r16, %rd7;
+
+$L__BB79_6:
+	.pragma "nounroll";
+	or.b64  	%rd115, %rd191, %rd102;
+	and.b64  	%rd116, %rd115, -4294967296;
+	setp.eq.s64 	%p4, %rd116, 0;
+	@%p4 bra 	$L__BB79_8;
+
+	div.s64 	%rd187, %rd191, %rd102;
+	mul.lo.s64 	%rd117, %rd187, %rd102;
+	sub.s64 	%rd188, %rd191, %rd117;
+	bra.uni 	$L__BB79_9;
+
+$L__BB79_8:
+	cvt.u32.u64 	%r9, %rd191;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd187, %r10;
+	cvt.u64.u32 	%rd188, %r12;
+
+$L__BB79_9:
+	or.b64  	%rd118, %rd187, %rd101;
+	and.b64  	%rd119, %rd118, -4294967296;
+	setp.eq.s64 	%p5, %rd119, 0;
+	@%p5 bra 	$L__BB79_11;
+
+	rem.s64 	%rd189, %rd187, %rd101;
+	bra.uni 	$L__BB79_12;
+
+$L__BB79_11:
+	cvt.u32.u64 	%r14, %rd187;
+	rem.u32 	%r15, %r14, %r13;
+	cvt.u64.u32 	%rd189, %r15;
+
+$L__BB79_12:
+	or.b64  	%rd120, %rd191, %rd7;
+	and.b64  	%rd121, %rd120, -4294967296;
+	setp.eq.s64 	%p6, %rd121, 0;
+	@%p6 bra 	$L__BB79_14;
+
+	div.s64 	%rd190, %rd191, %rd7;
+	bra.uni 	$L__BB79_15;
+
+$L__BB79_14:
+	cvt.u32.u64 	%r17, %rd191;
+	div.u32 	%r18, %r17, %r16;
+	cvt.u64.u32 	%rd190, %r18;
+
+$L__BB79_15:
+	mul.lo.s64 	%rd122, %rd190, %rd102;
+	add.s64 	%rd32, %rd122, %rd188;
+	shl.b64 	%rd123, %rd32, 2;
+	add.s64 	%rd124, %rd3, %rd123;
+	ld.global.s32 	%rd125, [%rd124];
+	setp.ne.s64 	%p7, %rd189, %rd125;
+	mov.f32 	%f16, 0f00000000;
+	@%p7 bra 	$L__BB79_17;
+
+	add.s64 	%rd127, %rd2, %rd123;
+	ld.global.f32 	%f16, [%rd127];
+
+$L__BB79_17:
+	st.global.f32 	[%rd184], %f16;
+	add.s64 	%rd191, %rd191, %rd9;
+	add.s64 	%rd184, %rd184, %rd16;
+	add.s64 	%rd186, %rd186, -1;
+	setp.ne.s64 	%p8, %rd186, 0;
+	@%p8 bra 	$L__BB79_6;
+
+$L__BB79_18:
+	setp.lt.u64 	%p9, %rd183, 3;
+	@%p9 bra 	$L__BB79_65;
+
+	shl.b64 	%rd128, %rd191, 2;
+	add.s64 	%rd193, %rd1, %rd128;
+	shl.b64 	%rd38, %rd9, 2;
+	cvt.u32.u64 	%r19, %rd102;
+	cvt.u32.u64 	%r24, %rd101;
+	cvt.u32.u64 	%r27, %rd7;
+
+$L__BB79_20:
+	or.b64  	%rd130, %rd191, %rd102;
+	and.b64  	%rd131, %rd130, -4294967296;
+	setp.eq.s64 	%p10, %rd131, 0;
+	@%p10 bra 	$L__BB79_22;
+
+	div.s64 	%rd194, %rd191, %rd102;
+	mul.lo.s64 	%rd132, %rd194, %rd102;
+	sub.s64 	%rd195, %rd191, %rd132;
+	bra.uni 	$L__BB79_23;
+
+$L__BB79_22:
+	cvt.u32.u64 	%r20, %rd191;
+	div.u32 	%r21, %r20, %r19;
+	mul.lo.s32 	%r22, %r21, %r19;
+	sub.s32 	%r23, %r20, %r22;
+	cvt.u64.u32 	%rd194, %r21;
+	cvt.u64.u32 	%rd195, %r23;
+
+$L__BB79_23:
+	or.b64  	%rd133, %rd194, %rd101;
+	and.b64  	%rd134, %rd133, -4294967296;
+	setp.eq.s64 	%p11, %rd134, 0;
+	@%p11 bra 	$L__BB79_25;
+
+	rem.s64 	%rd196, %rd194, %rd101;
+	bra.uni 	$L__BB79_26;
+
+$L__BB79_25:
+	cvt.u32.u64 	%r25, %rd194;
+	rem.u32 	%r26, %r25, %r24;
+	cvt.u64.u32 	%rd196, %r26;
+
+$L__BB79_26:
+	or.b64  	%rd135, %rd191, %rd7;
+	and.b64  	%rd136, %rd135, -4294967296;
+	setp.eq.s64 	%p12, %rd136, 0;
+	@%p12 bra 	$L__BB79_28;
+
+	div.s64 	%rd197, %rd191, %rd7;
+	bra.uni 	$L__BB79_29;
+
+$L__BB79_28:
+	cvt.u32.u64 	%r28, %rd191;
+	div.u32 	%r29, %r28, %r27;
+	cvt.u64.u32 	%rd197, %r29;
+
+$L__BB79_29:
+	mul.lo.s64 	%rd137, %rd197, %rd102;
+	add.s64 	%rd53, %rd137, %rd195;
+	shl.b64 	%rd138, %rd53, 2;
+	add.s64 	%rd139, %rd3, %rd138;
+	ld.global.s32 	%rd140, [%rd139];
+	setp.ne.s64 	%p13, %rd196, %rd140;
+	mov.f32 	%f17, 0f00000000;
+	@%p13 bra 	$L__BB79_31;
+
+	add.s64 	%rd142, %rd2, %rd138;
+	ld.global.f32 	%f17, [%rd142];
+
+$L__BB79_31:
+	st.global.f32 	[%rd193], %f17;
+	add.s64 	%rd54, %rd191, %rd9;
+	or.b64  	%rd143, %rd54, %rd102;
+	and.b64  	%rd144, %rd143, -4294967296;
+	setp.eq.s64 	%p14, %rd144, 0;
+	@%p14 bra 	$L__BB79_33;
+
+	div.s64 	%rd198, %rd54, %rd102;
+	mul.lo.s64 	%rd145, %rd198, %rd102;
+	sub.s64 	%rd199, %rd54, %rd145;
+	bra.uni 	$L__BB79_34;
+
+$L__BB79_33:
+	cvt.u32.u64 	%r31, %rd54;
+	div.u32 	%r32, %r31, %r19;
+	mul.lo.s32 	%r33, %r32, %r19;
+	sub.s32 	%r34, %r31, %r33;
+	cvt.u64.u32 	%rd198, %r32;
+	cvt.u64.u32 	%rd199, %r34;
+
+$L__BB79_34:
+	or.b64  	%rd146, %rd198, %rd101;
+	and.b64  	%rd147, %rd146, -4294967296;
+	setp.eq.s64 	%p15, %rd147, 0;
+	@%p15 bra 	$L__BB79_36;
+
+	rem.s64 	%rd200, %rd198, %rd101;
+	bra.uni 	$L__BB79_37;
+
+$L__BB79_36:
+	cvt.u32.u64 	%r36, %rd198;
+	rem.u32 	%r37, %r36, %r24;
+	cvt.u64.u32 	%rd200, %r37;
+
+$L__BB79_37:
+	or.b64  	%rd148, %rd54, %rd7;
+	and.b64  	%rd149, %rd148, -4294967296;
+	setp.eq.s64 	%p16, %rd149, 0;
+	@%p16 bra 	$L__BB79_39;
+
+	div.s64 	%rd201, %rd54, %rd7;
+	bra.uni 	$L__BB79_40;
+
+$L__BB79_39:
+	cvt.u32.u64 	%r39, %rd54;
+	div.u32 	%r40, %r39, %r27;
+	cvt.u64.u32 	%rd201, %r40;
+
+$L__BB79_40:
+	mul.lo.s64 	%rd150, %rd201, %rd102;
+	add.s64 	%rd67, %rd150, %rd199;
+	shl.b64 	%rd151, %rd67, 2;
+	add.s64 	%rd152, %rd3, %rd151;
+	ld.global.s32 	%rd153, [%rd152];
+	setp.ne.s64 	%p17, %rd200, %rd153;
+	mov.f32 	%f18, 0f00000000;
+	@%p17 bra 	$L__BB79_42;
+
+	add.s64 	%rd155, %rd2, %rd151;
+	ld.global.f32 	%f18, [%rd155];
+
+$L__BB79_42:
+	add.s64 	%rd68, %rd193, %rd38;
+	st.global.f32 	[%rd68], %f18;
+	add.s64 	%rd69, %rd54, %rd9;
+	or.b64  	%rd156, %rd69, %rd102;
+	and.b64  	%rd157, %rd156, -4294967296;
+	setp.eq.s64 	%p18, %rd157, 0;
+	@%p18 bra 	$L__BB79_44;
+
+	div.s64 	%rd202, %rd69, %rd102;
+	mul.lo.s64 	%rd158, %rd202, %rd102;
+	sub.s64 	%rd203, %rd69, %rd158;
+	bra.uni 	$L__BB79_45;
+
+$L__BB79_44:
+	cvt.u32.u64 	%r42, %rd69;
+	div.u32 	%r43, %r42, %r19;
+	mul.lo.s32 	%r44, %r43, %r19;
+	sub.s32 	%r45, %r42, %r44;
+	cvt.u64.u32 	%rd202, %r43;
+	cvt.u64.u32 	%rd203, %r45;
+
+$L__BB79_45:
+	or.b64  	%rd159, %rd202, %rd101;
+	and.b64  	%rd160, %rd159, -4294967296;
+	setp.eq.s64 	%p19, %rd160, 0;
+	@%p19 bra 	$L__BB79_47;
+
+	rem.s64 	%rd204, %rd202, %rd101;
+	bra.uni 	$L__BB79_48;
+
+$L__BB79_47:
+	cvt.u32.u64 	%r47, %rd202;
+	rem.u32 	%r48, %r47, %r24;
+	cvt.u64.u32 	%rd204, %r48;
+
+$L__BB79_48:
+	or.b64  	%rd161, %rd69, %rd7;
+	and.b64  	%rd162, %rd161, -4294967296;
+	setp.eq.s64 	%p20, %rd162, 0;
+	@%p20 bra 	$L__BB79_50;
+
+	div.s64 	%rd205, %rd69, %rd7;
+	bra.uni 	$L__BB79_51;
+
+$L__BB79_50:
+	cvt.u32.u64 	%r50, %rd69;
+	div.u32 	%r51, %r50, %r27;
+	cvt.u64.u32 	%rd205, %r51;
+
+$L__BB79_51:
+	mul.lo.s64 	%rd163, %rd205, %rd102;
+	add.s64 	%rd82, %rd163, %rd203;
+	shl.b64 	%rd164, %rd82, 2;
+	add.s64 	%rd165, %rd3, %rd164;
+	ld.global.s32 	%rd166, [%rd165];
+	setp.ne.s64 	%p21, %rd204, %rd166;
+	mov.f32 	%f19, 0f00000000;
+	@%p21 bra 	$L__BB79_53;
+
+	add.s64 	%rd168, %rd2, %rd164;
+	ld.global.f32 	%f19, [%rd168];
+
+$L__BB79_53:
+	add.s64 	%rd83, %rd68, %rd38;
+	st.global.f32 	[%rd83], %f19;
+	add.s64 	%rd84, %rd69, %rd9;
+	or.b64  	%rd169, %rd84, %rd102;
+	and.b64  	%rd170, %rd169, -4294967296;
+	setp.eq.s64 	%p22, %rd170, 0;
+	@%p22 bra 	$L__BB79_55;
+
+	div.s64 	%rd206, %rd84, %rd102;
+	mul.lo.s64 	%rd171, %rd206, %rd102;
+	sub.s64 	%rd207, %rd84, %rd171;
+	bra.uni 	$L__BB79_56;
+
+$L__BB79_55:
+	cvt.u32.u64 	%r53, %rd84;
+	div.u32 	%r54, %r53, %r19;
+	mul.lo.s32 	%r55, %r54, %r19;
+	sub.s32 	%r56, %r53, %r55;
+	cvt.u64.u32 	%rd206, %r54;
+	cvt.u64.u32 	%rd207, %r56;
+
+$L__BB79_56:
+	or.b64  	%rd172, %rd206, %rd101;
+	and.b64  	%rd173, %rd172, -4294967296;
+	setp.eq.s64 	%p23, %rd173, 0;
+	@%p23 bra 	$L__BB79_58;
+
+	rem.s64 	%rd208, %rd206, %rd101;
+	bra.uni 	$L__BB79_59;
+
+$L__BB79_58:
+	cvt.u32.u64 	%r58, %rd206;
+	rem.u32 	%r59, %r58, %r24;
+	cvt.u64.u32 	%rd208, %r59;
+
+$L__BB79_59:
+	or.b64  	%rd174, %rd84, %rd7;
+	and.b64  	%rd175, %rd174, -4294967296;
+	setp.eq.s64 	%p24, %rd175, 0;
+	@%p24 bra 	$L__BB79_61;
+
+	div.s64 	%rd209, %rd84, %rd7;
+	bra.uni 	$L__BB79_62;
+
+$L__BB79_61:
+	cvt.u32.u64 	%r61, %rd84;
+	div.u32 	%r62, %r61, %r27;
+	cvt.u64.u32 	%rd209, %r62;
+
+$L__BB79_62:
+	mul.lo.s64 	%rd176, %rd209, %rd102;
+	add.s64 	%rd97, %rd176, %rd207;
+	shl.b64 	%rd177, %rd97, 2;
+	add.s64 	%rd178, %rd3, %rd177;
+	ld.global.s32 	%rd179, [%rd178];
+	setp.ne.s64 	%p25, %rd208, %rd179;
+	mov.f32 	%f20, 0f00000000;
+	@%p25 bra 	$L__BB79_64;
+
+	add.s64 	%rd181, %rd2, %rd177;
+	ld.global.f32 	%f20, [%rd181];
+
+$L__BB79_64:
+	add.s64 	%rd182, %rd83, %rd38;
+	add.s64 	%rd193, %rd182, %rd38;
+	st.global.f32 	[%rd182], %f20;
+	add.s64 	%rd191, %rd84, %rd9;
+	setp.lt.s64 	%p26, %rd191, %rd6;
+	@%p26 bra 	$L__BB79_20;
+
+$L__BB79_65:
+	ret;
+
+}
+	// .globl	copy_block_f32
+.visible .entry copy_block_f32(
+	.param .u64 copy_block_f32_param_0,
+	.param .u64 copy_block_f32_param_1,
+	.param .u64 copy_block_f32_param_2,
+	.param .u64 copy_block_f32_param_3,
+	.param .u64 copy_block_f32_param_4,
+	.param .u64 copy_block_f32_param_5,
+	.param .u64 copy_block_f32_param_6,
+	.param .u64 copy_block_f32_param_7
+)
+{
+	.reg .pred 	%p<12>;
+	.reg .f32 	%f<6>;
+	.reg .b32 	%r<33>;
+	.reg .b64 	%rd<146>;
+
+
+	ld.param.u64 	%rd57, [copy_block_f32_param_0];
+	ld.param.u64 	%rd58, [copy_block_f32_param_1];
+	ld.param.u64 	%rd59, [copy_block_f32_param_2];
+	ld.param.u64 	%rd52, [copy_block_f32_param_3];
+	ld.param.u64 	%rd53, [copy_block_f32_param_4];
+	ld.param.u64 	%rd54, [copy_block_f32_param_5];
+	ld.param.u64 	%rd55, [copy_block_f32_param_6];
+	ld.param.u64 	%rd56, [copy_block_f32_param_7];
+	cvta.to.global.u64 	%rd1, %rd57;
+	cvta.to.global.u64 	%rd2, %rd58;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd60, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd61, %r3;
+	add.s64 	%rd133, %rd60, %rd61;
+	mul.lo.s64 	%rd5, %rd52, %rd59;
+	setp.ge.s64 	%p1, %rd133, %rd5;
+	@%p1 bra 	$L__BB80_23;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd62, %r4;
+	mul.lo.s64 	%rd6, %rd62, %rd3;
+	not.b64 	%rd63, %rd133;
+	add.s64 	%rd7, %rd5, %rd63;
+	or.b64  	%rd64, %rd7, %rd6;
+	and.b64  	%rd65, %rd64, -4294967296;
+	setp.eq.s64 	%p2, %rd65, 0;
+	@%p2 bra 	$L__BB80_3;
+
+	div.u64 	%rd132, %rd7, %rd6;
+	bra.uni 	$L__BB80_4;
+
+$L__BB80_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd132, %r7;
+
+$L__BB80_4:
+	add.s64 	%rd66, %rd132, 1;
+	and.b64  	%rd134, %rd66, 3;
+	setp.eq.s64 	%p3, %rd134, 0;
+	@%p3 bra 	$L__BB80_9;
+
+$L__BB80_5:
+	.pragma "nounroll";
+	or.b64  	%rd67, %rd133, %rd52;
+	and.b64  	%rd68, %rd67, -4294967296;
+	setp.eq.s64 	%p4, %rd68, 0;
+	@%p4 bra 	$L__BB80_7;
+
+	div.s64 	%rd135, %rd133, %rd52;
+	mul.lo.s64 	%rd69, %rd135, %rd52;
+	sub.s64 	%rd136, %rd133, %rd69;
+	bra.uni 	$L__BB80_8;
+
+$L__BB80_7:
+	cvt.u32.u64 	%r8, %rd52;
+	cvt.u32.u64 	%r9, %rd133;
+	div.u32 	%r10, %r9, %r8;
+	mul.lo.s32 	%r11, %r10, %r8;
+	sub.s32 	%r12, %r9, %r11;
+	cvt.u64.u32 	%rd135, %r10;
+	cvt.u64.u32 	%rd136, %r12;
+
+$L__BB80_8:
+	mul.lo.s64 	%rd70, %rd135, %rd55;
+	add.s64 	%rd71, %rd70, %rd56;
+	add.s64 	%rd72, %rd71, %rd136;
+	shl.b64 	%rd73, %rd72, 2;
+	add.s64 	%rd74, %rd2, %rd73;
+	ld.global.f32 	%f1, [%rd74];
+	mul.lo.s64 	%rd75, %rd135, %rd53;
+	add.s64 	%rd76, %rd75, %rd54;
+	add.s64 	%rd77, %rd76, %rd136;
+	shl.b64 	%rd78, %rd77, 2;
+	add.s64 	%rd79, %rd1, %rd78;
+	st.global.f32 	[%rd79], %f1;
+	add.s64 	%rd133, %rd133, %rd6;
+	add.s64 	%rd134, %rd134, -1;
+	setp.ne.s64 	%p5, %rd134, 0;
+	@%p5 bra 	$L__BB80_5;
+
+$L__BB80_9:
+	setp.lt.u64 	%p6, %rd132, 3;
+	@%p6 bra 	$L__BB80_23;
+
+$L__BB80_10:
+	or.b64  	%rd80, %rd133, %rd52;
+	and.b64  	%rd81, %rd80, -4294967296;
+	setp.eq.s64 	%p7, %rd81, 0;
+	@%p7 bra 	$L__BB80_12;
+
+	div.s64 	%rd138, %rd133, %rd52;
+	mul.lo.s64 	%rd82, %rd138, %rd52;
+	sub.s64 	%rd139, %rd133, %rd82;
+	bra.uni 	$L__BB80_13;
+
+$L__BB80_12:
+	cvt.u32.u64 	%r13, %rd52;
+	cvt.u32.u64 	%r14, %rd133;
+	div.u32 	%r15, %r14, %r13;
+	mul.lo.s32 	%r16, %r15, %r13;
+	sub.s32 	%r17, %r14, %r16;
+	cvt.u64.u32 	%rd138, %r15;
+	cvt.u64.u32 	%rd139, %r17;
+
+$L__BB80_13:
+	mul.lo.s64 	%rd83, %rd138, %rd55;
+	add.s64 	%rd84, %rd83, %rd56;
+	add.s64 	%rd85, %rd84, %rd139;
+	shl.b64 	%rd86, %rd85, 2;
+	add.s64 	%rd87, %rd2, %rd86;
+	ld.global.f32 	%f2, [%rd87];
+	mul.lo.s64 	%rd88, %rd138, %rd53;
+	add.s64 	%rd89, %rd88, %rd54;
+	add.s64 	%rd90, %rd89, %rd139;
+	shl.b64 	%rd91, %rd90, 2;
+	add.s64 	%rd92, %rd1, %rd91;
+	st.global.f32 	[%rd92], %f2;
+	add.s64 	%rd30, %rd133, %rd6;
+	or.b64  	%rd93, %rd30, %rd52;
+	and.b64  	%rd94, %rd93, -4294967296;
+	setp.eq.s64 	%p8, %rd94, 0;
+	@%p8 bra 	$L__BB80_15;
+
+	div.s64 	%rd140, %rd30, %rd52;
+	mul.lo.s64 	%rd95, %rd140, %rd52;
+	sub.s64 	%rd141, %rd30, %rd95;
+	bra.uni 	$L__BB80_16;
+
+$L__BB80_15:
+	cvt.u32.u64 	%r18, %rd52;
+	cvt.u32.u64 	%r19, %rd30;
+	div.u32 	%r20, %r19, %r18;
+	mul.lo.s32 	%r21, %r20, %r18;
+	sub.s32 	%r22, %r19, %r21;
+	cvt.u64.u32 	%rd140, %r20;
+	cvt.u64.u32 	%rd141, %r22;
+
+$L__BB80_16:
+	mul.lo.s64 	%rd96, %rd140, %rd55;
+	add.s64 	%rd97, %rd96, %rd56;
+	add.s64 	%rd98, %rd97, %rd141;
+	shl.b64 	%rd99, %rd98, 2;
+	add.s64 	%rd100, %rd2, %rd99;
+	ld.global.f32 	%f3, [%rd100];
+	mul.lo.s64 	%rd101, %rd140, %rd53;
+	add.s64 	%rd102, %rd101, %rd54;
+	add.s64 	%rd103, %rd102, %rd141;
+	shl.b64 	%rd104, %rd103, 2;
+	add.s64 	%rd105, %rd1, %rd104;
+	st.global.f32 	[%rd105], %f3;
+	add.s64 	%rd37, %rd30, %rd6;
+	or.b64  	%rd106, %rd37, %rd52;
+	and.b64  	%rd107, %rd106, -4294967296;
+	setp.eq.s64 	%p9, %rd107, 0;
+	@%p9 bra 	$L__BB80_18;
+
+	div.s64 	%rd142, %rd37, %rd52;
+	mul.lo.s64 	%rd108, %rd142, %rd52;
+	sub.s64 	%rd143, %rd37, %rd108;
+	bra.uni 	$L__BB80_19;
+
+$L__BB80_18:
+	cvt.u32.u64 	%r23, %rd52;
+	cvt.u32.u64 	%r24, %rd37;
+	div.u32 	%r25, %r24, %r23;
+	mul.lo.s32 	%r26, %r25, %r23;
+	sub.s32 	%r27, %r24, %r26;
+	cvt.u64.u32 	%rd142, %r25;
+	cvt.u64.u32 	%rd143, %r27;
+
+$L__BB80_19:
+	mul.lo.s64 	%rd109, %rd142, %rd55;
+	add.s64 	%rd110, %rd109, %rd56;
+	add.s64 	%rd111, %rd110, %rd143;
+	shl.b64 	%rd112, %rd111, 2;
+	add.s64 	%rd113, %rd2, %rd112;
+	ld.global.f32 	%f4, [%rd113];
+	mul.lo.s64 	%rd114, %rd142, %rd53;
+	add.s64 	%rd115, %rd114, %rd54;
+	add.s64 	%rd116, %rd115, %rd143;
+	shl.b64 	%rd117, %rd116, 2;
+	add.s64 	%rd118, %rd1, %rd117;
+	st.global.f32 	[%rd118], %f4;
+	add.s64 	%rd44, %rd37, %rd6;
+	or.b64  	%rd119, %rd44, %rd52;
+	and.b64  	%rd120, %rd119, -4294967296;
+	setp.eq.s64 	%p10, %rd120, 0;
+	@%p10 bra 	$L__BB80_21;
+
+	div.s64 	%rd144, %rd44, %rd52;
+	mul.lo.s64 	%rd121, %rd144, %rd52;
+	sub.s64 	%rd145, %rd44, %rd121;
+	bra.uni 	$L__BB80_22;
+
+$L__BB80_21:
+	cvt.u32.u64 	%r28, %rd52;
+	cvt.u32.u64 	%r29, %rd44;
+	div.u32 	%r30, %r29, %r28;
+	mul.lo.s32 	%r31, %r30, %r28;
+	sub.s32 	%r32, %r29, %r31;
+	cvt.u64.u32 	%rd144, %r30;
+	cvt.u64.u32 	%rd145, %r32;
+
+$L__BB80_22:
+	mul.lo.s64 	%rd122, %rd144, %rd55;
+	add.s64 	%rd123, %rd122, %rd56;
+	add.s64 	%rd124, %rd123, %rd145;
+	shl.b64 	%rd125, %rd124, 2;
+	add.s64 	%rd126, %rd2, %rd125;
+	ld.global.f32 	%f5, [%rd126];
+	mul.lo.s64 	%rd127, %rd144, %rd53;
+	add.s64 	%rd128, %rd127, %rd54;
+	add.s64 	%rd129, %rd128, %rd145;
+	shl.b64 	%rd130, %rd129, 2;
+	add.s64 	%rd131, %rd1, %rd130;
+	st.global.f32 	[%rd131], %f5;
+	add.s64 	%rd133, %rd44, %rd6;
+	setp.lt.s64 	%p11, %rd133, %rd5;
+	@%p11 bra 	$L__BB80_10;
+
+$L__BB80_23:
+	ret;
+
+}
+	// .globl	clamp_f32
+.visible .entry clamp_f32(
+	.param .u64 clamp_f32_param_0,
+	.param .u64 clamp_f32_param_1,
+	.param .f32 clamp_f32_param_2,
+	.param .f32 clamp_f32_param_3,
+	.param .u64 clamp_f32_param_4
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<18>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [clamp_f32_param_0];
+	ld.param.u64 	%rd35, [clamp_f32_param_1];
+	ld.param.f32 	%f1, [clamp_f32_param_2];
+	ld.param.f32 	%f2, [clamp_f32_param_3];
+	ld.param.u64 	%rd33, [clamp_f32_param_4];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB81_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB81_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB81_4;
+
+$L__BB81_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB81_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB81_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB81_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f3, [%rd55];
+	setp.lt.f32 	%p4, %f3, %f1;
+	setp.gt.f32 	%p5, %f3, %f2;
+	selp.f32 	%f4, %f2, %f3, %p5;
+	selp.f32 	%f5, %f1, %f4, %p4;
+	st.global.f32 	[%rd56], %f5;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p6, %rd58, 0;
+	@%p6 bra 	$L__BB81_6;
+
+$L__BB81_7:
+	setp.lt.u64 	%p7, %rd54, 3;
+	@%p7 bra 	$L__BB81_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB81_9:
+	ld.global.f32 	%f6, [%rd61];
+	setp.lt.f32 	%p8, %f6, %f1;
+	setp.gt.f32 	%p9, %f6, %f2;
+	selp.f32 	%f7, %f2, %f6, %p9;
+	selp.f32 	%f8, %f1, %f7, %p8;
+	st.global.f32 	[%rd62], %f8;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f9, [%rd45];
+	setp.lt.f32 	%p10, %f9, %f1;
+	setp.gt.f32 	%p11, %f9, %f2;
+	selp.f32 	%f10, %f2, %f9, %p11;
+	selp.f32 	%f11, %f1, %f10, %p10;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f11;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f12, [%rd49];
+	setp.lt.f32 	%p12, %f12, %f1;
+	setp.gt.f32 	%p13, %f12, %f2;
+	selp.f32 	%f13, %f2, %f12, %p13;
+	selp.f32 	%f14, %f1, %f13, %p12;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f14;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f15, [%rd52];
+	setp.lt.f32 	%p14, %f15, %f1;
+	setp.gt.f32 	%p15, %f15, %f2;
+	selp.f32 	%f16, %f2, %f15, %p15;
+	selp.f32 	%f17, %f1, %f16, %p14;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f17;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p16, %rd59, %rd33;
+	@%p16 bra 	$L__BB81_9;
+
+$L__BB81_10:
+	ret;
+
+}
+	// .globl	clamp_bwd_f32
+.visible .entry clamp_bwd_f32(
+	.param .u64 clamp_bwd_f32_param_0,
+	.param .u64 clamp_bwd_f32_param_1,
+	.param .u64 clamp_bwd_f32_param_2,
+	.param .f32 clamp_bwd_f32_param_3,
+	.param .f32 clamp_bwd_f32_param_4,
+	.param .u64 clamp_bwd_f32_param_5
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<28>;
+	.reg .b32 	%r<8>;
+	.reg .b64 	%rd<77>;
+
+
+	ld.param.u64 	%rd46, [clamp_bwd_f32_param_0];
+	ld.param.u64 	%rd47, [clamp_bwd_f32_param_1];
+	ld.param.u64 	%rd48, [clamp_bwd_f32_param_2];
+	ld.param.f32 	%f11, [clamp_bwd_f32_param_3];
+	ld.param.f32 	%f12, [clamp_bwd_f32_param_4];
+	ld.param.u64 	%rd45, [clamp_bwd_f32_param_5];
+	cvta.to.global.u64 	%rd1, %rd46;
+	cvta.to.global.u64 	%rd2, %rd47;
+	cvta.to.global.u64 	%rd3, %rd48;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd49, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd50, %r3;
+	add.s64 	%rd73, %rd49, %rd50;
+	setp.ge.s64 	%p1, %rd73, %rd45;
+	@%p1 bra 	$L__BB82_20;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd51, %rd73;
+	add.s64 	%rd8, %rd51, %rd45;
+	or.b64  	%rd52, %rd8, %rd7;
+	and.b64  	%rd53, %rd52, -4294967296;
+	setp.eq.s64 	%p2, %rd53, 0;
+	@%p2 bra 	$L__BB82_3;
+
+	div.u64 	%rd67, %rd8, %rd7;
+	bra.uni 	$L__BB82_4;
+
+$L__BB82_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd67, %r7;
+
+$L__BB82_4:
+	add.s64 	%rd54, %rd67, 1;
+	and.b64  	%rd72, %rd54, 3;
+	setp.eq.s64 	%p3, %rd72, 0;
+	@%p3 bra 	$L__BB82_9;
+
+	shl.b64 	%rd55, %rd73, 2;
+	add.s64 	%rd70, %rd1, %rd55;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd69, %rd2, %rd55;
+	add.s64 	%rd68, %rd3, %rd55;
+
+$L__BB82_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f14, [%rd68];
+	setp.ltu.f32 	%p4, %f14, %f11;
+	setp.gtu.f32 	%p5, %f14, %f12;
+	or.pred  	%p6, %p4, %p5;
+	mov.f32 	%f23, 0f00000000;
+	@%p6 bra 	$L__BB82_8;
+
+	ld.global.f32 	%f23, [%rd69];
+
+$L__BB82_8:
+	st.global.f32 	[%rd70], %f23;
+	add.s64 	%rd73, %rd73, %rd7;
+	add.s64 	%rd70, %rd70, %rd14;
+	add.s64 	%rd69, %rd69, %rd14;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd72, %rd72, -1;
+	setp.ne.s64 	%p7, %rd72, 0;
+	@%p7 bra 	$L__BB82_6;
+
+$L__BB82_9:
+	setp.lt.u64 	%p8, %rd67, 3;
+	@%p8 bra 	$L__BB82_20;
+
+	shl.b64 	%rd56, %rd73, 2;
+	add.s64 	%rd75, %rd3, %rd56;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd76, %rd1, %rd56;
+
+$L__BB82_11:
+	ld.global.f32 	%f16, [%rd75];
+	setp.ltu.f32 	%p9, %f16, %f11;
+	setp.gtu.f32 	%p10, %f16, %f12;
+	or.pred  	%p11, %p9, %p10;
+	mov.f32 	%f25, 0f00000000;
+	mov.f32 	%f24, %f25;
+	@%p11 bra 	$L__BB82_13;
+
+	shl.b64 	%rd58, %rd73, 2;
+	add.s64 	%rd59, %rd2, %rd58;
+	ld.global.f32 	%f24, [%rd59];
+
+$L__BB82_13:
+	st.global.f32 	[%rd76], %f24;
+	add.s64 	%rd34, %rd73, %rd7;
+	add.s64 	%rd35, %rd75, %rd29;
+	ld.global.f32 	%f18, [%rd35];
+	setp.ltu.f32 	%p12, %f18, %f11;
+	setp.gtu.f32 	%p13, %f18, %f12;
+	or.pred  	%p14, %p12, %p13;
+	@%p14 bra 	$L__BB82_15;
+
+	shl.b64 	%rd60, %rd34, 2;
+	add.s64 	%rd61, %rd2, %rd60;
+	ld.global.f32 	%f25, [%rd61];
+
+$L__BB82_15:
+	add.s64 	%rd36, %rd76, %rd29;
+	st.global.f32 	[%rd36], %f25;
+	add.s64 	%rd37, %rd34, %rd7;
+	add.s64 	%rd38, %rd35, %rd29;
+	ld.global.f32 	%f20, [%rd38];
+	setp.ltu.f32 	%p15, %f20, %f11;
+	setp.gtu.f32 	%p16, %f20, %f12;
+	or.pred  	%p17, %p15, %p16;
+	mov.f32 	%f27, 0f00000000;
+	mov.f32 	%f26, %f27;
+	@%p17 bra 	$L__BB82_17;
+
+	shl.b64 	%rd62, %rd37, 2;
+	add.s64 	%rd63, %rd2, %rd62;
+	ld.global.f32 	%f26, [%rd63];
+
+$L__BB82_17:
+	add.s64 	%rd39, %rd36, %rd29;
+	st.global.f32 	[%rd39], %f26;
+	add.s64 	%rd40, %rd37, %rd7;
+	add.s64 	%rd41, %rd38, %rd29;
+	ld.global.f32 	%f22, [%rd41];
+	setp.ltu.f32 	%p18, %f22, %f11;
+	setp.gtu.f32 	%p19, %f22, %f12;
+	or.pred  	%p20, %p18, %p19;
+	@%p20 bra 	$L__BB82_19;
+
+	shl.b64 	%rd64, %rd40, 2;
+	add.s64 	%rd65, %rd2, %rd64;
+	ld.global.f32 	%f27, [%rd65];
+
+$L__BB82_19:
+	add.s64 	%rd66, %rd39, %rd29;
+	add.s64 	%rd76, %rd66, %rd29;
+	st.global.f32 	[%rd66], %f27;
+	add.s64 	%rd73, %rd40, %rd7;
+	setp.lt.s64 	%p21, %rd73, %rd45;
+	add.s64 	%rd75, %rd41, %rd29;
+	@%p21 bra 	$L__BB82_11;
+
+$L__BB82_20:
+	ret;
+
+}
+	// .globl	pow_scalar_f32
+.visible .entry pow_scalar_f32(
+	.param .u64 pow_scalar_f32_param_0,
+	.param .u64 pow_scalar_f32_param_1,
+	.param .f32 pow_scalar_f32_param_2,
+	.param .u64 pow_scalar_f32_param_3
+)
+{
+	.reg .pred 	%p<32>;
+	.reg .f32 	%f<123>;
+	.reg .b32 	%r<29>;
+	.reg .b64 	%rd<26>;
+
+
+	ld.param.u64 	%rd13, [pow_scalar_f32_param_0];
+	ld.param.u64 	%rd14, [pow_scalar_f32_param_1];
+	ld.param.f32 	%f21, [pow_scalar_f32_param_2];
+	ld.param.u64 	%rd15, [pow_scalar_f32_param_3];
+	mov.u32 	%r3, %ctaid.x;
+	mov.u32 	%r4, %ntid.x;
+	cvt.u64.u32 	%rd1, %r4;
+	mul.wide.u32 	%rd16, %r3, %r4;
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd17, %r5;
+	add.s64 	%rd25, %rd16, %rd17;
+	setp.ge.s64 	%p2, %rd25, %rd15;
+	@%p2 bra 	$L__BB83_21;
+
+	mov.u32 	%r6, %nctaid.x;
+	cvt.u64.u32 	%rd18, %r6;
+	mul.lo.s64 	%rd3, %rd18, %rd1;
+	mul.f32 	%f2, %f21, 0f39000000;
+	setp.ge.f32 	%p3, %f21, 0f00000000;
+	selp.b32 	%r1, 2139095040, 0, %p3;
+	or.b32  	%r2, %r1, -2147483648;
+	cvta.to.global.u64 	%rd19, %rd14;
+	shl.b64 	%rd20, %rd25, 2;
+	add.s64 	%rd24, %rd19, %rd20;
+	shl.b64 	%rd5, %rd3, 2;
+	cvta.to.global.u64 	%rd21, %rd13;
+	add.s64 	%rd23, %rd21, %rd20;
+
+$L__BB83_2:
+	ld.global.f32 	%f122, [%rd24];
+	setp.eq.f32 	%p4, %f21, 0f40000000;
+	@%p4 bra 	$L__BB83_19;
+	bra.uni 	$L__BB83_3;
+
+$L__BB83_19:
+	mul.f32 	%f122, %f122, %f122;
+	bra.uni 	$L__BB83_20;
+
+$L__BB83_3:
+	setp.eq.f32 	%p5, %f21, 0f3F800000;
+	@%p5 bra 	$L__BB83_20;
+
+	abs.f32 	%f5, %f122;
+	setp.lt.f32 	%p6, %f5, 0f00800000;
+	mul.f32 	%f26, %f5, 0f4B800000;
+	selp.f32 	%f27, %f26, %f5, %p6;
+	selp.f32 	%f28, 0fC3170000, 0fC2FE0000, %p6;
+	mov.b32 	%r7, %f27;
+	and.b32  	%r8, %r7, 8388607;
+	or.b32  	%r9, %r8, 1065353216;
+	mov.b32 	%f29, %r9;
+	shr.u32 	%r10, %r7, 23;
+	cvt.rn.f32.u32 	%f30, %r10;
+	add.f32 	%f31, %f28, %f30;
+	setp.gt.f32 	%p7, %f29, 0f3FB504F3;
+	mul.f32 	%f32, %f29, 0f3F000000;
+	add.f32 	%f33, %f31, 0f3F800000;
+	selp.f32 	%f34, %f33, %f31, %p7;
+	selp.f32 	%f35, %f32, %f29, %p7;
+	add.f32 	%f36, %f35, 0fBF800000;
+	add.f32 	%f37, %f35, 0f3F800000;
+	rcp.approx.ftz.f32 	%f38, %f37;
+	add.f32 	%f39, %f36, %f36;
+	mul.f32 	%f40, %f39, %f38;
+	mul.f32 	%f41, %f40, %f40;
+	mov.f32 	%f42, 0f3C4CAF63;
+	mov.f32 	%f43, 0f3B18F0FE;
+	fma.rn.f32 	%f44, %f43, %f41, %f42;
+	mov.f32 	%f45, 0f3DAAAABD;
+	fma.rn.f32 	%f46, %f44, %f41, %f45;
+	mul.rn.f32 	%f47, %f46, %f41;
+	mul.rn.f32 	%f48, %f47, %f40;
+	sub.f32 	%f49, %f36, %f40;
+	add.f32 	%f50, %f49, %f49;
+	neg.f32 	%f51, %f40;
+	fma.rn.f32 	%f52, %f51, %f36, %f50;
+	mul.rn.f32 	%f53, %f38, %f52;
+	add.f32 	%f54, %f48, %f40;
+	sub.f32 	%f55, %f40, %f54;
+	add.f32 	%f56, %f48, %f55;
+	add.f32 	%f57, %f53, %f56;
+	add.f32 	%f58, %f54, %f57;
+	sub.f32 	%f59, %f54, %f58;
+	add.f32 	%f60, %f57, %f59;
+	mov.f32 	%f61, 0f3F317200;
+	mul.rn.f32 	%f62, %f34, %f61;
+	mov.f32 	%f63, 0f35BFBE8E;
+	mul.rn.f32 	%f64, %f34, %f63;
+	add.f32 	%f65, %f62, %f58;
+	sub.f32 	%f66, %f62, %f65;
+	add.f32 	%f67, %f58, %f66;
+	add.f32 	%f68, %f60, %f67;
+	add.f32 	%f69, %f64, %f68;
+	add.f32 	%f70, %f65, %f69;
+	sub.f32 	%f71, %f65, %f70;
+	add.f32 	%f72, %f69, %f71;
+	abs.f32 	%f6, %f21;
+	setp.gt.f32 	%p8, %f6, 0f77F684DF;
+	selp.f32 	%f73, %f2, %f21, %p8;
+	mul.rn.f32 	%f74, %f73, %f70;
+	neg.f32 	%f75, %f74;
+	fma.rn.f32 	%f76, %f73, %f70, %f75;
+	fma.rn.f32 	%f77, %f73, %f72, %f76;
+	mov.f32 	%f78, 0f00000000;
+	fma.rn.f32 	%f79, %f78, %f70, %f77;
+	add.rn.f32 	%f80, %f74, %f79;
+	neg.f32 	%f81, %f80;
+	add.rn.f32 	%f82, %f74, %f81;
+	add.rn.f32 	%f83, %f82, %f79;
+	mov.b32 	%r11, %f80;
+	setp.eq.s32 	%p9, %r11, 1118925336;
+	add.s32 	%r12, %r11, -1;
+	mov.b32 	%f84, %r12;
+	add.f32 	%f85, %f83, 0f37000000;
+	selp.f32 	%f7, %f85, %f83, %p9;
+	selp.f32 	%f86, %f84, %f80, %p9;
+	mov.f32 	%f87, 0f3FB8AA3B;
+	mul.rn.f32 	%f88, %f86, %f87;
+	cvt.rzi.f32.f32 	%f89, %f88;
+	abs.f32 	%f90, %f89;
+	setp.gt.f32 	%p10, %f90, 0f42FC0000;
+	mov.b32 	%r13, %f89;
+	and.b32  	%r14, %r13, -2147483648;
+	or.b32  	%r15, %r14, 1123811328;
+	mov.b32 	%f91, %r15;
+	selp.f32 	%f92, %f91, %f89, %p10;
+	mov.f32 	%f93, 0fBF317218;
+	fma.rn.f32 	%f94, %f92, %f93, %f86;
+	mov.f32 	%f95, 0f3102E308;
+	fma.rn.f32 	%f96, %f92, %f95, %f94;
+	mul.f32 	%f97, %f96, 0f3FB8AA3B;
+	add.f32 	%f98, %f92, 0f4B40007F;
+	mov.b32 	%r16, %f98;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f99, %r17;
+	ex2.approx.ftz.f32 	%f100, %f97;
+	mul.f32 	%f8, %f100, %f99;
+	setp.eq.f32 	%p11, %f8, 0f7F800000;
+	mov.f32 	%f119, 0f7F800000;
+	@%p11 bra 	$L__BB83_6;
+
+	fma.rn.f32 	%f119, %f8, %f7, %f8;
+
+$L__BB83_6:
+	mul.f32 	%f111, %f21, 0f3F000000;
+	cvt.rzi.f32.f32 	%f110, %f111;
+	add.f32 	%f109, %f110, %f110;
+	sub.f32 	%f108, %f21, %f109;
+	abs.f32 	%f107, %f108;
+	setp.lt.f32 	%p12, %f122, 0f00000000;
+	setp.eq.f32 	%p13, %f107, 0f3F800000;
+	and.pred  	%p1, %p12, %p13;
+	setp.eq.f32 	%p14, %f122, 0f00000000;
+	@%p14 bra 	$L__BB83_10;
+	bra.uni 	$L__BB83_7;
+
+$L__BB83_10:
+	add.f32 	%f104, %f122, %f122;
+	mov.b32 	%r20, %f104;
+	selp.b32 	%r21, %r20, 0, %p13;
+	or.b32  	%r22, %r21, 2139095040;
+	setp.lt.f32 	%p18, %f21, 0f00000000;
+	selp.b32 	%r23, %r22, %r21, %p18;
+	mov.b32 	%f121, %r23;
+	bra.uni 	$L__BB83_11;
+
+$L__BB83_7:
+	mov.b32 	%r18, %f119;
+	xor.b32  	%r19, %r18, -2147483648;
+	mov.b32 	%f101, %r19;
+	selp.f32 	%f121, %f101, %f119, %p1;
+	setp.geu.f32 	%p15, %f122, 0f00000000;
+	@%p15 bra 	$L__BB83_11;
+
+	cvt.rzi.f32.f32 	%f102, %f21;
+	setp.eq.f32 	%p16, %f102, %f21;
+	@%p16 bra 	$L__BB83_11;
+
+	mov.f32 	%f121, 0f7FFFFFFF;
+
+$L__BB83_11:
+	abs.f32 	%f113, %f21;
+	abs.f32 	%f112, %f122;
+	add.f32 	%f105, %f112, %f113;
+	mov.b32 	%r24, %f105;
+	setp.lt.s32 	%p19, %r24, 2139095040;
+	@%p19 bra 	$L__BB83_18;
+
+	abs.f32 	%f115, %f21;
+	abs.f32 	%f114, %f122;
+	setp.gtu.f32 	%p20, %f114, 0f7F800000;
+	setp.gtu.f32 	%p21, %f115, 0f7F800000;
+	or.pred  	%p22, %p20, %p21;
+	@%p22 bra 	$L__BB83_17;
+	bra.uni 	$L__BB83_13;
+
+$L__BB83_17:
+	add.f32 	%f121, %f122, %f21;
+	bra.uni 	$L__BB83_18;
+
+$L__BB83_13:
+	abs.f32 	%f116, %f21;
+	setp.eq.f32 	%p23, %f116, 0f7F800000;
+	@%p23 bra 	$L__BB83_16;
+	bra.uni 	$L__BB83_14;
+
+$L__BB83_16:
+	abs.f32 	%f118, %f122;
+	setp.lt.f32 	%p25, %f21, 0f00000000;
+	setp.gt.f32 	%p26, %f118, 0f3F800000;
+	selp.b32 	%r26, 2139095040, 0, %p26;
+	xor.b32  	%r27, %r26, 2139095040;
+	selp.b32 	%r28, %r27, %r26, %p25;
+	mov.b32 	%f106, %r28;
+	setp.eq.f32 	%p27, %f122, 0fBF800000;
+	selp.f32 	%f121, 0f3F800000, %f106, %p27;
+	bra.uni 	$L__BB83_18;
+
+$L__BB83_14:
+	abs.f32 	%f117, %f122;
+	setp.neu.f32 	%p24, %f117, 0f7F800000;
+	@%p24 bra 	$L__BB83_18;
+
+	selp.b32 	%r25, %r2, %r1, %p1;
+	mov.b32 	%f121, %r25;
+
+$L__BB83_18:
+	setp.eq.f32 	%p28, %f122, 0f3F800000;
+	setp.eq.f32 	%p29, %f21, 0f00000000;
+	or.pred  	%p30, %p29, %p28;
+	selp.f32 	%f122, 0f3F800000, %f121, %p30;
+
+$L__BB83_20:
+	ld.param.u64 	%rd22, [pow_scalar_f32_param_3];
+	st.global.f32 	[%rd23], %f122;
+	add.s64 	%rd24, %rd24, %rd5;
+	add.s64 	%rd23, %rd23, %rd5;
+	add.s64 	%rd25, %rd25, %rd3;
+	setp.lt.s64 	%p31, %rd25, %rd22;
+	@%p31 bra 	$L__BB83_2;
+
+$L__BB83_21:
+	ret;
+
+}
+	// .globl	pow_scalar_bwd_f32
+.visible .entry pow_scalar_bwd_f32(
+	.param .u64 pow_scalar_bwd_f32_param_0,
+	.param .u64 pow_scalar_bwd_f32_param_1,
+	.param .u64 pow_scalar_bwd_f32_param_2,
+	.param .f32 pow_scalar_bwd_f32_param_3,
+	.param .u64 pow_scalar_bwd_f32_param_4
+)
+{
+	.reg .pred 	%p<35>;
+	.reg .f32 	%f<130>;
+	.reg .b32 	%r<29>;
+	.reg .b64 	%rd<32>;
+
+
+	ld.param.u64 	%rd16, [pow_scalar_bwd_f32_param_0];
+	ld.param.u64 	%rd17, [pow_scalar_bwd_f32_param_1];
+	ld.param.u64 	%rd18, [pow_scalar_bwd_f32_param_2];
+	ld.param.f32 	%f25, [pow_scalar_bwd_f32_param_3];
+	ld.param.u64 	%rd19, [pow_scalar_bwd_f32_param_4];
+	mov.u32 	%r3, %ctaid.x;
+	mov.u32 	%r4, %ntid.x;
+	cvt.u64.u32 	%rd1, %r4;
+	mul.wide.u32 	%rd20, %r3, %r4;
+	mov.u32 	%r5, %tid.x;
+	cvt.u64.u32 	%rd21, %r5;
+	add.s64 	%rd31, %rd20, %rd21;
+	setp.ge.s64 	%p3, %rd31, %rd19;
+	@%p3 bra 	$L__BB84_21;
+
+	setp.eq.f32 	%p4, %f25, 0f00000000;
+	mov.u32 	%r6, %nctaid.x;
+	cvt.u64.u32 	%rd22, %r6;
+	mul.lo.s64 	%rd3, %rd22, %rd1;
+	add.f32 	%f1, %f25, 0fBF800000;
+	mul.f32 	%f3, %f1, 0f39000000;
+	setp.ge.f32 	%p5, %f1, 0f00000000;
+	selp.b32 	%r1, 2139095040, 0, %p5;
+	or.b32  	%r2, %r1, -2147483648;
+	setp.eq.f32 	%p6, %f25, 0f3F800000;
+	or.pred  	%p1, %p4, %p6;
+	cvta.to.global.u64 	%rd23, %rd17;
+	shl.b64 	%rd24, %rd31, 2;
+	add.s64 	%rd30, %rd23, %rd24;
+	shl.b64 	%rd5, %rd3, 2;
+	cvta.to.global.u64 	%rd25, %rd18;
+	add.s64 	%rd29, %rd25, %rd24;
+	cvta.to.global.u64 	%rd26, %rd16;
+	add.s64 	%rd28, %rd26, %rd24;
+
+$L__BB84_2:
+	ld.global.f32 	%f4, [%rd30];
+	selp.f32 	%f129, 0f00000000, %f4, %p4;
+	@%p1 bra 	$L__BB84_20;
+
+	setp.eq.f32 	%p8, %f25, 0f40000000;
+	@%p8 bra 	$L__BB84_19;
+	bra.uni 	$L__BB84_4;
+
+$L__BB84_19:
+	add.f32 	%f112, %f4, %f4;
+	ld.global.f32 	%f113, [%rd29];
+	mul.f32 	%f129, %f112, %f113;
+	bra.uni 	$L__BB84_20;
+
+$L__BB84_4:
+	mul.f32 	%f6, %f4, %f25;
+	ld.global.f32 	%f8, [%rd29];
+	abs.f32 	%f9, %f8;
+	setp.lt.f32 	%p9, %f9, 0f00800000;
+	mul.f32 	%f30, %f9, 0f4B800000;
+	selp.f32 	%f31, %f30, %f9, %p9;
+	selp.f32 	%f32, 0fC3170000, 0fC2FE0000, %p9;
+	mov.b32 	%r7, %f31;
+	and.b32  	%r8, %r7, 8388607;
+	or.b32  	%r9, %r8, 1065353216;
+	mov.b32 	%f33, %r9;
+	shr.u32 	%r10, %r7, 23;
+	cvt.rn.f32.u32 	%f34, %r10;
+	add.f32 	%f35, %f32, %f34;
+	setp.gt.f32 	%p10, %f33, 0f3FB504F3;
+	mul.f32 	%f36, %f33, 0f3F000000;
+	add.f32 	%f37, %f35, 0f3F800000;
+	selp.f32 	%f38, %f37, %f35, %p10;
+	selp.f32 	%f39, %f36, %f33, %p10;
+	add.f32 	%f40, %f39, 0fBF800000;
+	add.f32 	%f41, %f39, 0f3F800000;
+	rcp.approx.ftz.f32 	%f42, %f41;
+	add.f32 	%f43, %f40, %f40;
+	mul.f32 	%f44, %f43, %f42;
+	mul.f32 	%f45, %f44, %f44;
+	mov.f32 	%f46, 0f3C4CAF63;
+	mov.f32 	%f47, 0f3B18F0FE;
+	fma.rn.f32 	%f48, %f47, %f45, %f46;
+	mov.f32 	%f49, 0f3DAAAABD;
+	fma.rn.f32 	%f50, %f48, %f45, %f49;
+	mul.rn.f32 	%f51, %f50, %f45;
+	mul.rn.f32 	%f52, %f51, %f44;
+	sub.f32 	%f53, %f40, %f44;
+	add.f32 	%f54, %f53, %f53;
+	neg.f32 	%f55, %f44;
+	fma.rn.f32 	%f56, %f55, %f40, %f54;
+	mul.rn.f32 	%f57, %f42, %f56;
+	add.f32 	%f58, %f52, %f44;
+	sub.f32 	%f59, %f44, %f58;
+	add.f32 	%f60, %f52, %f59;
+	add.f32 	%f61, %f57, %f60;
+	add.f32 	%f62, %f58, %f61;
+	sub.f32 	%f63, %f58, %f62;
+	add.f32 	%f64, %f61, %f63;
+	mov.f32 	%f65, 0f3F317200;
+	mul.rn.f32 	%f66, %f38, %f65;
+	mov.f32 	%f67, 0f35BFBE8E;
+	mul.rn.f32 	%f68, %f38, %f67;
+	add.f32 	%f69, %f66, %f62;
+	sub.f32 	%f70, %f66, %f69;
+	add.f32 	%f71, %f62, %f70;
+	add.f32 	%f72, %f64, %f71;
+	add.f32 	%f73, %f68, %f72;
+	add.f32 	%f74, %f69, %f73;
+	sub.f32 	%f75, %f69, %f74;
+	add.f32 	%f76, %f73, %f75;
+	abs.f32 	%f10, %f1;
+	setp.gt.f32 	%p11, %f10, 0f77F684DF;
+	selp.f32 	%f77, %f3, %f1, %p11;
+	mul.rn.f32 	%f78, %f77, %f74;
+	neg.f32 	%f79, %f78;
+	fma.rn.f32 	%f80, %f77, %f74, %f79;
+	fma.rn.f32 	%f81, %f77, %f76, %f80;
+	mov.f32 	%f82, 0f00000000;
+	fma.rn.f32 	%f83, %f82, %f74, %f81;
+	add.rn.f32 	%f84, %f78, %f83;
+	neg.f32 	%f85, %f84;
+	add.rn.f32 	%f86, %f78, %f85;
+	add.rn.f32 	%f87, %f86, %f83;
+	mov.b32 	%r11, %f84;
+	setp.eq.s32 	%p12, %r11, 1118925336;
+	add.s32 	%r12, %r11, -1;
+	mov.b32 	%f88, %r12;
+	add.f32 	%f89, %f87, 0f37000000;
+	selp.f32 	%f11, %f89, %f87, %p12;
+	selp.f32 	%f90, %f88, %f84, %p12;
+	mov.f32 	%f91, 0f3FB8AA3B;
+	mul.rn.f32 	%f92, %f90, %f91;
+	cvt.rzi.f32.f32 	%f93, %f92;
+	abs.f32 	%f94, %f93;
+	setp.gt.f32 	%p13, %f94, 0f42FC0000;
+	mov.b32 	%r13, %f93;
+	and.b32  	%r14, %r13, -2147483648;
+	or.b32  	%r15, %r14, 1123811328;
+	mov.b32 	%f95, %r15;
+	selp.f32 	%f96, %f95, %f93, %p13;
+	mov.f32 	%f97, 0fBF317218;
+	fma.rn.f32 	%f98, %f96, %f97, %f90;
+	mov.f32 	%f99, 0f3102E308;
+	fma.rn.f32 	%f100, %f96, %f99, %f98;
+	mul.f32 	%f101, %f100, 0f3FB8AA3B;
+	add.f32 	%f102, %f96, 0f4B40007F;
+	mov.b32 	%r16, %f102;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f103, %r17;
+	ex2.approx.ftz.f32 	%f104, %f101;
+	mul.f32 	%f12, %f104, %f103;
+	setp.eq.f32 	%p14, %f12, 0f7F800000;
+	mov.f32 	%f126, 0f7F800000;
+	@%p14 bra 	$L__BB84_6;
+
+	fma.rn.f32 	%f126, %f12, %f11, %f12;
+
+$L__BB84_6:
+	mul.f32 	%f118, %f1, 0f3F000000;
+	cvt.rzi.f32.f32 	%f117, %f118;
+	add.f32 	%f116, %f117, %f117;
+	sub.f32 	%f115, %f1, %f116;
+	abs.f32 	%f114, %f115;
+	setp.lt.f32 	%p15, %f8, 0f00000000;
+	setp.eq.f32 	%p16, %f114, 0f3F800000;
+	and.pred  	%p2, %p15, %p16;
+	setp.eq.f32 	%p17, %f8, 0f00000000;
+	@%p17 bra 	$L__BB84_10;
+	bra.uni 	$L__BB84_7;
+
+$L__BB84_10:
+	add.f32 	%f108, %f8, %f8;
+	mov.b32 	%r20, %f108;
+	selp.b32 	%r21, %r20, 0, %p16;
+	or.b32  	%r22, %r21, 2139095040;
+	setp.lt.f32 	%p21, %f1, 0f00000000;
+	selp.b32 	%r23, %r22, %r21, %p21;
+	mov.b32 	%f128, %r23;
+	bra.uni 	$L__BB84_11;
+
+$L__BB84_7:
+	mov.b32 	%r18, %f126;
+	xor.b32  	%r19, %r18, -2147483648;
+	mov.b32 	%f105, %r19;
+	selp.f32 	%f128, %f105, %f126, %p2;
+	setp.geu.f32 	%p18, %f8, 0f00000000;
+	@%p18 bra 	$L__BB84_11;
+
+	cvt.rzi.f32.f32 	%f106, %f1;
+	setp.eq.f32 	%p19, %f106, %f1;
+	@%p19 bra 	$L__BB84_11;
+
+	mov.f32 	%f128, 0f7FFFFFFF;
+
+$L__BB84_11:
+	abs.f32 	%f120, %f1;
+	abs.f32 	%f119, %f8;
+	add.f32 	%f109, %f119, %f120;
+	mov.b32 	%r24, %f109;
+	setp.lt.s32 	%p22, %r24, 2139095040;
+	@%p22 bra 	$L__BB84_18;
+
+	abs.f32 	%f122, %f1;
+	abs.f32 	%f121, %f8;
+	setp.gtu.f32 	%p23, %f121, 0f7F800000;
+	setp.gtu.f32 	%p24, %f122, 0f7F800000;
+	or.pred  	%p25, %p23, %p24;
+	@%p25 bra 	$L__BB84_17;
+	bra.uni 	$L__BB84_13;
+
+$L__BB84_17:
+	add.f32 	%f128, %f1, %f8;
+	bra.uni 	$L__BB84_18;
+
+$L__BB84_13:
+	abs.f32 	%f123, %f1;
+	setp.eq.f32 	%p26, %f123, 0f7F800000;
+	@%p26 bra 	$L__BB84_16;
+	bra.uni 	$L__BB84_14;
+
+$L__BB84_16:
+	abs.f32 	%f125, %f8;
+	setp.lt.f32 	%p28, %f1, 0f00000000;
+	setp.gt.f32 	%p29, %f125, 0f3F800000;
+	selp.b32 	%r26, 2139095040, 0, %p29;
+	xor.b32  	%r27, %r26, 2139095040;
+	selp.b32 	%r28, %r27, %r26, %p28;
+	mov.b32 	%f110, %r28;
+	setp.eq.f32 	%p30, %f8, 0fBF800000;
+	selp.f32 	%f128, 0f3F800000, %f110, %p30;
+	bra.uni 	$L__BB84_18;
+
+$L__BB84_14:
+	abs.f32 	%f124, %f8;
+	setp.neu.f32 	%p27, %f124, 0f7F800000;
+	@%p27 bra 	$L__BB84_18;
+
+	selp.b32 	%r25, %r2, %r1, %p2;
+	mov.b32 	%f128, %r25;
+
+$L__BB84_18:
+	setp.eq.f32 	%p31, %f8, 0f3F800000;
+	setp.eq.f32 	%p32, %f1, 0f00000000;
+	or.pred  	%p33, %p32, %p31;
+	selp.f32 	%f111, 0f3F800000, %f128, %p33;
+	mul.f32 	%f129, %f6, %f111;
+
+$L__BB84_20:
+	ld.param.u64 	%rd27, [pow_scalar_bwd_f32_param_4];
+	st.global.f32 	[%rd28], %f129;
+	add.s64 	%rd30, %rd30, %rd5;
+	add.s64 	%rd29, %rd29, %rd5;
+	add.s64 	%rd28, %rd28, %rd5;
+	add.s64 	%rd31, %rd31, %rd3;
+	setp.lt.s64 	%p34, %rd31, %rd27;
+	@%p34 bra 	$L__BB84_2;
+
+$L__BB84_21:
+	ret;
+
+}
+	// .globl	pow_bwd_f32
+.visible .entry pow_bwd_f32(
+	.param .u64 pow_bwd_f32_param_0,
+	.param .u64 pow_bwd_f32_param_1,
+	.param .u64 pow_bwd_f32_param_2,
+	.param .u64 pow_bwd_f32_param_3,
+	.param .u64 pow_bwd_f32_param_4,
+	.param .u64 pow_bwd_f32_param_5,
+	.param .u64 pow_bwd_f32_param_6
+)
+{
+	.reg .pred 	%p<36>;
+	.reg .f32 	%f<163>;
+	.reg .b32 	%r<33>;
+	.reg .b64 	%rd<44>;
+
+
+	ld.param.u64 	%rd19, [pow_bwd_f32_param_0];
+	ld.param.u64 	%rd20, [pow_bwd_f32_param_1];
+	ld.param.u64 	%rd21, [pow_bwd_f32_param_2];
+	ld.param.u64 	%rd22, [pow_bwd_f32_param_3];
+	ld.param.u64 	%rd23, [pow_bwd_f32_param_4];
+	ld.param.u64 	%rd24, [pow_bwd_f32_param_5];
+	ld.param.u64 	%rd25, [pow_bwd_f32_param_6];
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd1, %r2;
+	mul.wide.u32 	%rd2, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd3, %r3;
+	add.s64 	%rd43, %rd2, %rd3;
+	setp.ge.s64 	%p2, %rd43, %rd25;
+	@%p2 bra 	$L__BB85_25;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd26, %r4;
+	mul.lo.s64 	%rd5, %rd26, %rd1;
+	cvta.to.global.u64 	%rd27, %rd21;
+	shl.b64 	%rd28, %rd3, 2;
+	add.s64 	%rd6, %rd27, %rd28;
+	shl.b64 	%rd42, %rd2, 2;
+	shl.b64 	%rd8, %rd5, 2;
+	cvta.to.global.u64 	%rd29, %rd23;
+	add.s64 	%rd9, %rd29, %rd28;
+	cvta.to.global.u64 	%rd30, %rd22;
+	add.s64 	%rd10, %rd30, %rd28;
+	cvta.to.global.u64 	%rd31, %rd19;
+	add.s64 	%rd11, %rd31, %rd28;
+	cvta.to.global.u64 	%rd32, %rd24;
+	add.s64 	%rd12, %rd32, %rd28;
+	cvta.to.global.u64 	%rd33, %rd20;
+	add.s64 	%rd13, %rd33, %rd28;
+
+$L__BB85_2:
+	ld.param.u64 	%rd41, [pow_bwd_f32_param_0];
+	add.s64 	%rd34, %rd6, %rd42;
+	ld.global.f32 	%f1, [%rd34];
+	add.s64 	%rd16, %rd10, %rd42;
+	setp.eq.s64 	%p3, %rd41, 0;
+	@%p3 bra 	$L__BB85_18;
+
+	add.s64 	%rd35, %rd9, %rd42;
+	ld.global.f32 	%f2, [%rd35];
+	add.f32 	%f3, %f2, 0fBF800000;
+	mul.f32 	%f27, %f3, 0f3F000000;
+	cvt.rzi.f32.f32 	%f28, %f27;
+	add.f32 	%f29, %f28, %f28;
+	sub.f32 	%f30, %f3, %f29;
+	abs.f32 	%f4, %f30;
+	ld.global.f32 	%f5, [%rd16];
+	abs.f32 	%f6, %f5;
+	setp.lt.f32 	%p4, %f6, 0f00800000;
+	mul.f32 	%f31, %f6, 0f4B800000;
+	selp.f32 	%f32, %f31, %f6, %p4;
+	selp.f32 	%f33, 0fC3170000, 0fC2FE0000, %p4;
+	mov.b32 	%r5, %f32;
+	and.b32  	%r6, %r5, 8388607;
+	or.b32  	%r7, %r6, 1065353216;
+	mov.b32 	%f34, %r7;
+	shr.u32 	%r8, %r5, 23;
+	cvt.rn.f32.u32 	%f35, %r8;
+	add.f32 	%f36, %f33, %f35;
+	setp.gt.f32 	%p5, %f34, 0f3FB504F3;
+	mul.f32 	%f37, %f34, 0f3F000000;
+	add.f32 	%f38, %f36, 0f3F800000;
+	selp.f32 	%f39, %f38, %f36, %p5;
+	selp.f32 	%f40, %f37, %f34, %p5;
+	add.f32 	%f41, %f40, 0fBF800000;
+	add.f32 	%f42, %f40, 0f3F800000;
+	rcp.approx.ftz.f32 	%f43, %f42;
+	add.f32 	%f44, %f41, %f41;
+	mul.f32 	%f45, %f44, %f43;
+	mul.f32 	%f46, %f45, %f45;
+	mov.f32 	%f47, 0f3C4CAF63;
+	mov.f32 	%f48, 0f3B18F0FE;
+	fma.rn.f32 	%f49, %f48, %f46, %f47;
+	mov.f32 	%f50, 0f3DAAAABD;
+	fma.rn.f32 	%f51, %f49, %f46, %f50;
+	mul.rn.f32 	%f52, %f51, %f46;
+	mul.rn.f32 	%f53, %f52, %f45;
+	sub.f32 	%f54, %f41, %f45;
+	add.f32 	%f55, %f54, %f54;
+	neg.f32 	%f56, %f45;
+	fma.rn.f32 	%f57, %f56, %f41, %f55;
+	mul.rn.f32 	%f58, %f43, %f57;
+	add.f32 	%f59, %f53, %f45;
+	sub.f32 	%f60, %f45, %f59;
+	add.f32 	%f61, %f53, %f60;
+	add.f32 	%f62, %f58, %f61;
+	add.f32 	%f63, %f59, %f62;
+	sub.f32 	%f64, %f59, %f63;
+	add.f32 	%f65, %f62, %f64;
+	mov.f32 	%f66, 0f3F317200;
+	mul.rn.f32 	%f67, %f39, %f66;
+	mov.f32 	%f68, 0f35BFBE8E;
+	mul.rn.f32 	%f69, %f39, %f68;
+	add.f32 	%f70, %f67, %f63;
+	sub.f32 	%f71, %f67, %f70;
+	add.f32 	%f72, %f63, %f71;
+	add.f32 	%f73, %f65, %f72;
+	add.f32 	%f74, %f69, %f73;
+	add.f32 	%f75, %f70, %f74;
+	sub.f32 	%f76, %f70, %f75;
+	add.f32 	%f77, %f74, %f76;
+	abs.f32 	%f7, %f3;
+	setp.gt.f32 	%p6, %f7, 0f77F684DF;
+	mul.f32 	%f78, %f3, 0f39000000;
+	selp.f32 	%f79, %f78, %f3, %p6;
+	mul.rn.f32 	%f80, %f79, %f75;
+	neg.f32 	%f81, %f80;
+	fma.rn.f32 	%f82, %f79, %f75, %f81;
+	fma.rn.f32 	%f83, %f79, %f77, %f82;
+	mov.f32 	%f84, 0f00000000;
+	fma.rn.f32 	%f85, %f84, %f75, %f83;
+	add.rn.f32 	%f86, %f80, %f85;
+	neg.f32 	%f87, %f86;
+	add.rn.f32 	%f88, %f80, %f87;
+	add.rn.f32 	%f89, %f88, %f85;
+	mov.b32 	%r9, %f86;
+	setp.eq.s32 	%p7, %r9, 1118925336;
+	add.s32 	%r10, %r9, -1;
+	mov.b32 	%f90, %r10;
+	add.f32 	%f91, %f89, 0f37000000;
+	selp.f32 	%f8, %f91, %f89, %p7;
+	selp.f32 	%f92, %f90, %f86, %p7;
+	mov.f32 	%f93, 0f3FB8AA3B;
+	mul.rn.f32 	%f94, %f92, %f93;
+	cvt.rzi.f32.f32 	%f95, %f94;
+	abs.f32 	%f96, %f95;
+	setp.gt.f32 	%p8, %f96, 0f42FC0000;
+	mov.b32 	%r11, %f95;
+	and.b32  	%r12, %r11, -2147483648;
+	or.b32  	%r13, %r12, 1123811328;
+	mov.b32 	%f97, %r13;
+	selp.f32 	%f98, %f97, %f95, %p8;
+	mov.f32 	%f99, 0fBF317218;
+	fma.rn.f32 	%f100, %f98, %f99, %f92;
+	mov.f32 	%f101, 0f3102E308;
+	fma.rn.f32 	%f102, %f98, %f101, %f100;
+	mul.f32 	%f103, %f102, 0f3FB8AA3B;
+	add.f32 	%f104, %f98, 0f4B40007F;
+	mov.b32 	%r14, %f104;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f105, %r15;
+	ex2.approx.ftz.f32 	%f106, %f103;
+	mul.f32 	%f9, %f106, %f105;
+	setp.eq.f32 	%p9, %f9, 0f7F800000;
+	mov.f32 	%f158, 0f7F800000;
+	@%p9 bra 	$L__BB85_5;
+
+	fma.rn.f32 	%f158, %f9, %f8, %f9;
+
+$L__BB85_5:
+	setp.lt.f32 	%p10, %f5, 0f00000000;
+	setp.eq.f32 	%p11, %f4, 0f3F800000;
+	and.pred  	%p1, %p10, %p11;
+	setp.eq.f32 	%p12, %f5, 0f00000000;
+	@%p12 bra 	$L__BB85_9;
+	bra.uni 	$L__BB85_6;
+
+$L__BB85_9:
+	add.f32 	%f110, %f5, %f5;
+	mov.b32 	%r18, %f110;
+	selp.b32 	%r19, %r18, 0, %p11;
+	or.b32  	%r20, %r19, 2139095040;
+	setp.lt.f32 	%p16, %f3, 0f00000000;
+	selp.b32 	%r21, %r20, %r19, %p16;
+	mov.b32 	%f160, %r21;
+	bra.uni 	$L__BB85_10;
+
+$L__BB85_6:
+	mov.b32 	%r16, %f158;
+	xor.b32  	%r17, %r16, -2147483648;
+	mov.b32 	%f107, %r17;
+	selp.f32 	%f160, %f107, %f158, %p1;
+	setp.geu.f32 	%p13, %f5, 0f00000000;
+	@%p13 bra 	$L__BB85_10;
+
+	cvt.rzi.f32.f32 	%f108, %f3;
+	setp.eq.f32 	%p14, %f108, %f3;
+	@%p14 bra 	$L__BB85_10;
+
+	mov.f32 	%f160, 0f7FFFFFFF;
+
+$L__BB85_10:
+	add.f32 	%f150, %f2, 0fBF800000;
+	abs.f32 	%f149, %f150;
+	abs.f32 	%f148, %f5;
+	add.f32 	%f111, %f148, %f149;
+	mov.b32 	%r22, %f111;
+	setp.lt.s32 	%p17, %r22, 2139095040;
+	@%p17 bra 	$L__BB85_17;
+
+	add.f32 	%f153, %f2, 0fBF800000;
+	abs.f32 	%f152, %f153;
+	abs.f32 	%f151, %f5;
+	setp.gtu.f32 	%p18, %f151, 0f7F800000;
+	setp.gtu.f32 	%p19, %f152, 0f7F800000;
+	or.pred  	%p20, %p18, %p19;
+	@%p20 bra 	$L__BB85_16;
+	bra.uni 	$L__BB85_12;
+
+$L__BB85_16:
+	add.f32 	%f160, %f5, %f3;
+	bra.uni 	$L__BB85_17;
+
+$L__BB85_12:
+	add.f32 	%f155, %f2, 0fBF800000;
+	abs.f32 	%f154, %f155;
+	setp.eq.f32 	%p21, %f154, 0f7F800000;
+	@%p21 bra 	$L__BB85_15;
+	bra.uni 	$L__BB85_13;
+
+$L__BB85_15:
+	abs.f32 	%f157, %f5;
+	setp.gt.f32 	%p24, %f157, 0f3F800000;
+	selp.b32 	%r26, 2139095040, 0, %p24;
+	xor.b32  	%r27, %r26, 2139095040;
+	setp.lt.f32 	%p25, %f3, 0f00000000;
+	selp.b32 	%r28, %r27, %r26, %p25;
+	mov.b32 	%f112, %r28;
+	setp.eq.f32 	%p26, %f5, 0fBF800000;
+	selp.f32 	%f160, 0f3F800000, %f112, %p26;
+	bra.uni 	$L__BB85_17;
+
+$L__BB85_13:
+	abs.f32 	%f156, %f5;
+	setp.neu.f32 	%p22, %f156, 0f7F800000;
+	@%p22 bra 	$L__BB85_17;
+
+	setp.ge.f32 	%p23, %f3, 0f00000000;
+	selp.b32 	%r23, 2139095040, 0, %p23;
+	or.b32  	%r24, %r23, -2147483648;
+	selp.b32 	%r25, %r24, %r23, %p1;
+	mov.b32 	%f160, %r25;
+
+$L__BB85_17:
+	setp.eq.f32 	%p27, %f3, 0f00000000;
+	setp.eq.f32 	%p28, %f5, 0f3F800000;
+	or.pred  	%p29, %p28, %p27;
+	selp.f32 	%f113, 0f3F800000, %f160, %p29;
+	mul.f32 	%f114, %f2, %f113;
+	mul.f32 	%f115, %f1, %f114;
+	add.s64 	%rd36, %rd11, %rd42;
+	st.global.f32 	[%rd36], %f115;
+
+$L__BB85_18:
+	ld.param.u64 	%rd39, [pow_bwd_f32_param_1];
+	setp.eq.s64 	%p30, %rd39, 0;
+	@%p30 bra 	$L__BB85_24;
+
+	ld.global.f32 	%f19, [%rd16];
+	setp.eq.f32 	%p31, %f19, 0f00000000;
+	mov.f32 	%f162, 0f00000000;
+	@%p31 bra 	$L__BB85_23;
+
+	setp.lt.f32 	%p32, %f19, 0f00800000;
+	mul.f32 	%f117, %f19, 0f4B000000;
+	selp.f32 	%f20, %f117, %f19, %p32;
+	selp.f32 	%f118, 0fC1B80000, 0f00000000, %p32;
+	mov.b32 	%r29, %f20;
+	add.s32 	%r30, %r29, -1059760811;
+	and.b32  	%r31, %r30, -8388608;
+	sub.s32 	%r32, %r29, %r31;
+	mov.b32 	%f119, %r32;
+	cvt.rn.f32.s32 	%f120, %r31;
+	mov.f32 	%f121, 0f34000000;
+	fma.rn.f32 	%f122, %f120, %f121, %f118;
+	add.f32 	%f123, %f119, 0fBF800000;
+	mov.f32 	%f124, 0f3E1039F6;
+	mov.f32 	%f125, 0fBE055027;
+	fma.rn.f32 	%f126, %f125, %f123, %f124;
+	mov.f32 	%f127, 0fBDF8CDCC;
+	fma.rn.f32 	%f128, %f126, %f123, %f127;
+	mov.f32 	%f129, 0f3E0F2955;
+	fma.rn.f32 	%f130, %f128, %f123, %f129;
+	mov.f32 	%f131, 0fBE2AD8B9;
+	fma.rn.f32 	%f132, %f130, %f123, %f131;
+	mov.f32 	%f133, 0f3E4CED0B;
+	fma.rn.f32 	%f134, %f132, %f123, %f133;
+	mov.f32 	%f135, 0fBE7FFF22;
+	fma.rn.f32 	%f136, %f134, %f123, %f135;
+	mov.f32 	%f137, 0f3EAAAA78;
+	fma.rn.f32 	%f138, %f136, %f123, %f137;
+	mov.f32 	%f139, 0fBF000000;
+	fma.rn.f32 	%f140, %f138, %f123, %f139;
+	mul.f32 	%f141, %f123, %f140;
+	fma.rn.f32 	%f142, %f141, %f123, %f123;
+	mov.f32 	%f143, 0f3F317218;
+	fma.rn.f32 	%f161, %f122, %f143, %f142;
+	setp.lt.u32 	%p33, %r29, 2139095040;
+	@%p33 bra 	$L__BB85_22;
+
+	mov.f32 	%f144, 0f7F800000;
+	fma.rn.f32 	%f161, %f20, %f144, %f144;
+
+$L__BB85_22:
+	setp.eq.f32 	%p34, %f20, 0f00000000;
+	selp.f32 	%f162, 0fFF800000, %f161, %p34;
+
+$L__BB85_23:
+	add.s64 	%rd37, %rd12, %rd42;
+	ld.global.f32 	%f145, [%rd37];
+	mul.f32 	%f146, %f1, %f145;
+	mul.f32 	%f147, %f162, %f146;
+	add.s64 	%rd38, %rd13, %rd42;
+	st.global.f32 	[%rd38], %f147;
+
+$L__BB85_24:
+	ld.param.u64 	%rd40, [pow_bwd_f32_param_6];
+	add.s64 	%rd43, %rd43, %rd5;
+	add.s64 	%rd42, %rd42, %rd8;
+	setp.lt.s64 	%p35, %rd43, %rd40;
+	@%p35 bra 	$L__BB85_2;
+
+$L__BB85_25:
+	ret;
+
+}
+	// .globl	bce_logits_f32
+.visible .entry bce_logits_f32(
+	.param .u64 bce_logits_f32_param_0,
+	.param .u64 bce_logits_f32_param_1,
+	.param .u64 bce_logits_f32_param_2,
+	.param .u64 bce_logits_f32_param_3
+)
+{
+	.reg .pred 	%p<17>;
+	.reg .f32 	%f<190>;
+	.reg .b32 	%r<35>;
+	.reg .b64 	%rd<46>;
+
+
+	ld.param.u64 	%rd20, [bce_logits_f32_param_0];
+	ld.param.u64 	%rd21, [bce_logits_f32_param_1];
+	ld.param.u64 	%rd22, [bce_logits_f32_param_2];
+	ld.param.u64 	%rd19, [bce_logits_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd20;
+	cvta.to.global.u64 	%rd2, %rd22;
+	cvta.to.global.u64 	%rd3, %rd21;
+	mov.u32 	%r4, %ctaid.x;
+	mov.u32 	%r5, %ntid.x;
+	cvt.u64.u32 	%rd4, %r5;
+	mul.wide.u32 	%rd23, %r4, %r5;
+	mov.u32 	%r6, %tid.x;
+	cvt.u64.u32 	%rd24, %r6;
+	add.s64 	%rd45, %rd23, %rd24;
+	setp.ge.s64 	%p1, %rd45, %rd19;
+	@%p1 bra 	$L__BB86_21;
+
+	mov.u32 	%r7, %nctaid.x;
+	cvt.u64.u32 	%rd25, %r7;
+	mul.lo.s64 	%rd6, %rd25, %rd4;
+	not.b64 	%rd26, %rd45;
+	add.s64 	%rd7, %rd26, %rd19;
+	or.b64  	%rd27, %rd7, %rd6;
+	and.b64  	%rd28, %rd27, -4294967296;
+	setp.eq.s64 	%p2, %rd28, 0;
+	@%p2 bra 	$L__BB86_3;
+
+	div.u64 	%rd43, %rd7, %rd6;
+	bra.uni 	$L__BB86_4;
+
+$L__BB86_3:
+	cvt.u32.u64 	%r8, %rd6;
+	cvt.u32.u64 	%r9, %rd7;
+	div.u32 	%r10, %r9, %r8;
+	cvt.u64.u32 	%rd43, %r10;
+
+$L__BB86_4:
+	and.b64  	%rd29, %rd43, 1;
+	setp.eq.b64 	%p3, %rd29, 1;
+	mov.pred 	%p4, 0;
+	xor.pred  	%p5, %p3, %p4;
+	@%p5 bra 	$L__BB86_10;
+
+	shl.b64 	%rd30, %rd45, 2;
+	add.s64 	%rd31, %rd3, %rd30;
+	ld.global.f32 	%f22, [%rd31];
+	mov.f32 	%f23, 0f00000000;
+	max.f32 	%f24, %f22, %f23;
+	add.s64 	%rd32, %rd2, %rd30;
+	ld.global.f32 	%f25, [%rd32];
+	mul.f32 	%f26, %f22, %f25;
+	sub.f32 	%f1, %f24, %f26;
+	abs.f32 	%f27, %f22;
+	neg.f32 	%f28, %f27;
+	mov.f32 	%f29, 0f3F000000;
+	mov.f32 	%f30, 0f3BBB989D;
+	fma.rn.f32 	%f31, %f28, %f30, %f29;
+	mov.f32 	%f32, 0f3FB8AA3B;
+	mov.f32 	%f33, 0f437C0000;
+	cvt.sat.f32.f32 	%f34, %f31;
+	mov.f32 	%f35, 0f4B400001;
+	fma.rm.f32 	%f36, %f34, %f33, %f35;
+	add.f32 	%f37, %f36, 0fCB40007F;
+	neg.f32 	%f38, %f37;
+	fma.rn.f32 	%f39, %f28, %f32, %f38;
+	mov.f32 	%f40, 0f32A57060;
+	fma.rn.f32 	%f41, %f28, %f40, %f39;
+	mov.b32 	%r11, %f36;
+	shl.b32 	%r12, %r11, 23;
+	mov.b32 	%f42, %r12;
+	ex2.approx.ftz.f32 	%f43, %f41;
+	mul.f32 	%f2, %f43, %f42;
+	mov.f32 	%f44, 0f3F800000;
+	add.rz.f32 	%f45, %f2, %f44;
+	mov.b32 	%r13, %f45;
+	add.s32 	%r14, %r13, -1061158912;
+	and.b32  	%r15, %r14, -8388608;
+	mov.b32 	%r1, %f2;
+	sub.s32 	%r16, %r1, %r15;
+	mov.b32 	%f46, %r16;
+	mov.u32 	%r17, 1082130432;
+	sub.s32 	%r18, %r17, %r15;
+	mov.b32 	%f47, %r18;
+	mov.f32 	%f48, 0fBF800000;
+	mov.f32 	%f49, 0f3E800000;
+	fma.rn.f32 	%f50, %f49, %f47, %f48;
+	add.f32 	%f51, %f50, %f46;
+	cvt.rn.f32.s32 	%f52, %r15;
+	mul.f32 	%f53, %f52, 0f34000000;
+	mov.f32 	%f54, 0f3DD80012;
+	mov.f32 	%f55, 0fBD39BF78;
+	fma.rn.f32 	%f56, %f55, %f51, %f54;
+	mov.f32 	%f57, 0fBE0778E0;
+	fma.rn.f32 	%f58, %f56, %f51, %f57;
+	mov.f32 	%f59, 0f3E146475;
+	fma.rn.f32 	%f60, %f58, %f51, %f59;
+	mov.f32 	%f61, 0fBE2A68DD;
+	fma.rn.f32 	%f62, %f60, %f51, %f61;
+	mov.f32 	%f63, 0f3E4CAF9E;
+	fma.rn.f32 	%f64, %f62, %f51, %f63;
+	mov.f32 	%f65, 0fBE800042;
+	fma.rn.f32 	%f66, %f64, %f51, %f65;
+	mov.f32 	%f67, 0f3EAAAAE6;
+	fma.rn.f32 	%f68, %f66, %f51, %f67;
+	mov.f32 	%f69, 0fBF000000;
+	fma.rn.f32 	%f70, %f68, %f51, %f69;
+	mul.f32 	%f71, %f51, %f70;
+	fma.rn.f32 	%f72, %f71, %f51, %f51;
+	mov.f32 	%f73, 0f3F317218;
+	fma.rn.f32 	%f184, %f53, %f73, %f72;
+	setp.lt.u32 	%p6, %r1, 2139095040;
+	@%p6 bra 	$L__BB86_9;
+
+	setp.lt.s32 	%p7, %r1, -1082130431;
+	@%p7 bra 	$L__BB86_8;
+
+	mov.f32 	%f74, 0f7F800000;
+	fma.rn.f32 	%f184, %f2, %f74, %f74;
+
+$L__BB86_8:
+	setp.eq.f32 	%p8, %f2, 0f00000000;
+	selp.f32 	%f184, 0f80000000, %f184, %p8;
+
+$L__BB86_9:
+	add.s64 	%rd34, %rd1, %rd30;
+	add.f32 	%f75, %f1, %f184;
+	st.global.f32 	[%rd34], %f75;
+	add.s64 	%rd45, %rd45, %rd6;
+
+$L__BB86_10:
+	setp.gt.u64 	%p9, %rd6, %rd7;
+	@%p9 bra 	$L__BB86_21;
+
+$L__BB86_12:
+	shl.b64 	%rd35, %rd45, 2;
+	add.s64 	%rd14, %rd3, %rd35;
+	ld.global.f32 	%f76, [%rd14];
+	mov.f32 	%f77, 0f00000000;
+	max.f32 	%f78, %f76, %f77;
+	add.s64 	%rd15, %rd2, %rd35;
+	ld.global.f32 	%f79, [%rd15];
+	mul.f32 	%f80, %f76, %f79;
+	sub.f32 	%f8, %f78, %f80;
+	abs.f32 	%f81, %f76;
+	neg.f32 	%f82, %f81;
+	mov.f32 	%f83, 0f3F000000;
+	mov.f32 	%f84, 0f3BBB989D;
+	fma.rn.f32 	%f85, %f82, %f84, %f83;
+	mov.f32 	%f86, 0f3FB8AA3B;
+	mov.f32 	%f87, 0f437C0000;
+	cvt.sat.f32.f32 	%f88, %f85;
+	mov.f32 	%f89, 0f4B400001;
+	fma.rm.f32 	%f90, %f88, %f87, %f89;
+	add.f32 	%f91, %f90, 0fCB40007F;
+	neg.f32 	%f92, %f91;
+	fma.rn.f32 	%f93, %f82, %f86, %f92;
+	mov.f32 	%f94, 0f32A57060;
+	fma.rn.f32 	%f95, %f82, %f94, %f93;
+	mov.b32 	%r19, %f90;
+	shl.b32 	%r20, %r19, 23;
+	mov.b32 	%f96, %r20;
+	ex2.approx.ftz.f32 	%f97, %f95;
+	mul.f32 	%f9, %f97, %f96;
+	mov.f32 	%f98, 0f3F800000;
+	add.rz.f32 	%f99, %f9, %f98;
+	mov.b32 	%r21, %f99;
+	add.s32 	%r22, %r21, -1061158912;
+	and.b32  	%r23, %r22, -8388608;
+	mov.b32 	%r2, %f9;
+	sub.s32 	%r24, %r2, %r23;
+	mov.b32 	%f100, %r24;
+	mov.u32 	%r25, 1082130432;
+	sub.s32 	%r26, %r25, %r23;
+	mov.b32 	%f101, %r26;
+	mov.f32 	%f102, 0fBF800000;
+	mov.f32 	%f103, 0f3E800000;
+	fma.rn.f32 	%f104, %f103, %f101, %f102;
+	add.f32 	%f105, %f104, %f100;
+	cvt.rn.f32.s32 	%f106, %r23;
+	mul.f32 	%f107, %f106, 0f34000000;
+	mov.f32 	%f108, 0f3DD80012;
+	mov.f32 	%f109, 0fBD39BF78;
+	fma.rn.f32 	%f110, %f109, %f105, %f108;
+	mov.f32 	%f111, 0fBE0778E0;
+	fma.rn.f32 	%f112, %f110, %f105, %f111;
+	mov.f32 	%f113, 0f3E146475;
+	fma.rn.f32 	%f114, %f112, %f105, %f113;
+	mov.f32 	%f115, 0fBE2A68DD;
+	fma.rn.f32 	%f116, %f114, %f105, %f115;
+	mov.f32 	%f117, 0f3E4CAF9E;
+	fma.rn.f32 	%f118, %f116, %f105, %f117;
+	mov.f32 	%f119, 0fBE800042;
+	fma.rn.f32 	%f120, %f118, %f105, %f119;
+	mov.f32 	%f121, 0f3EAAAAE6;
+	fma.rn.f32 	%f122, %f120, %f105, %f121;
+	mov.f32 	%f123, 0fBF000000;
+	fma.rn.f32 	%f124, %f122, %f105, %f123;
+	mul.f32 	%f125, %f105, %f124;
+	fma.rn.f32 	%f126, %f125, %f105, %f105;
+	mov.f32 	%f127, 0f3F317218;
+	fma.rn.f32 	%f186, %f107, %f127, %f126;
+	setp.lt.u32 	%p10, %r2, 2139095040;
+	@%p10 bra 	$L__BB86_16;
+
+	setp.lt.s32 	%p11, %r2, -1082130431;
+	@%p11 bra 	$L__BB86_15;
+
+	mov.f32 	%f128, 0f7F800000;
+	fma.rn.f32 	%f186, %f9, %f128, %f128;
+
+$L__BB86_15:
+	setp.eq.f32 	%p12, %f9, 0f00000000;
+	selp.f32 	%f186, 0f80000000, %f186, %p12;
+
+$L__BB86_16:
+	add.s64 	%rd16, %rd1, %rd35;
+	add.f32 	%f129, %f8, %f186;
+	st.global.f32 	[%rd16], %f129;
+	add.s64 	%rd17, %rd45, %rd6;
+	shl.b64 	%rd37, %rd6, 2;
+	add.s64 	%rd38, %rd14, %rd37;
+	ld.global.f32 	%f130, [%rd38];
+	max.f32 	%f132, %f130, %f77;
+	add.s64 	%rd39, %rd15, %rd37;
+	ld.global.f32 	%f133, [%rd39];
+	mul.f32 	%f134, %f130, %f133;
+	sub.f32 	%f15, %f132, %f134;
+	abs.f32 	%f135, %f130;
+	neg.f32 	%f136, %f135;
+	fma.rn.f32 	%f139, %f136, %f84, %f83;
+	cvt.sat.f32.f32 	%f142, %f139;
+	fma.rm.f32 	%f144, %f142, %f87, %f89;
+	add.f32 	%f145, %f144, 0fCB40007F;
+	neg.f32 	%f146, %f145;
+	fma.rn.f32 	%f147, %f136, %f86, %f146;
+	fma.rn.f32 	%f149, %f136, %f94, %f147;
+	mov.b32 	%r27, %f144;
+	shl.b32 	%r28, %r27, 23;
+	mov.b32 	%f150, %r28;
+	ex2.approx.ftz.f32 	%f151, %f149;
+	mul.f32 	%f16, %f151, %f150;
+	add.rz.f32 	%f153, %f16, %f98;
+	mov.b32 	%r29, %f153;
+	add.s32 	%r30, %r29, -1061158912;
+	and.b32  	%r31, %r30, -8388608;
+	mov.b32 	%r3, %f16;
+	sub.s32 	%r32, %r3, %r31;
+	mov.b32 	%f154, %r32;
+	sub.s32 	%r34, %r25, %r31;
+	mov.b32 	%f155, %r34;
+	fma.rn.f32 	%f158, %f103, %f155, %f102;
+	add.f32 	%f159, %f158, %f154;
+	cvt.rn.f32.s32 	%f160, %r31;
+	mul.f32 	%f161, %f160, 0f34000000;
+	fma.rn.f32 	%f164, %f109, %f159, %f108;
+	fma.rn.f32 	%f166, %f164, %f159, %f111;
+	fma.rn.f32 	%f168, %f166, %f159, %f113;
+	fma.rn.f32 	%f170, %f168, %f159, %f115;
+	fma.rn.f32 	%f172, %f170, %f159, %f117;
+	fma.rn.f32 	%f174, %f172, %f159, %f119;
+	fma.rn.f32 	%f176, %f174, %f159, %f121;
+	fma.rn.f32 	%f178, %f176, %f159, %f123;
+	mul.f32 	%f179, %f159, %f178;
+	fma.rn.f32 	%f180, %f179, %f159, %f159;
+	fma.rn.f32 	%f188, %f161, %f127, %f180;
+	setp.lt.u32 	%p13, %r3, 2139095040;
+	@%p13 bra 	$L__BB86_20;
+
+	setp.lt.s32 	%p14, %r3, -1082130431;
+	@%p14 bra 	$L__BB86_19;
+
+	mov.f32 	%f182, 0f7F800000;
+	fma.rn.f32 	%f188, %f16, %f182, %f182;
+
+$L__BB86_19:
+	setp.eq.f32 	%p15, %f16, 0f00000000;
+	selp.f32 	%f188, 0f80000000, %f188, %p15;
+
+$L__BB86_20:
+	ld.param.u64 	%rd42, [bce_logits_f32_param_3];
+	add.s64 	%rd41, %rd16, %rd37;
+	add.f32 	%f183, %f15, %f188;
+	st.global.f32 	[%rd41], %f183;
+	add.s64 	%rd45, %rd17, %rd6;
+	setp.lt.s64 	%p16, %rd45, %rd42;
+	@%p16 bra 	$L__BB86_12;
+
+$L__BB86_21:
+	ret;
+
+}
+	// .globl	bce_logits_bwd_f32
+.visible .entry bce_logits_bwd_f32(
+	.param .u64 bce_logits_bwd_f32_param_0,
+	.param .u64 bce_logits_bwd_f32_param_1,
+	.param .u64 bce_logits_bwd_f32_param_2,
+	.param .u64 bce_logits_bwd_f32_param_3,
+	.param .u64 bce_logits_bwd_f32_param_4,
+	.param .f32 bce_logits_bwd_f32_param_5,
+	.param .f32 bce_logits_bwd_f32_param_6,
+	.param .u64 bce_logits_bwd_f32_param_7
+)
+{
+	.reg .pred 	%p<42>;
+	.reg .f32 	%f<309>;
+	.reg .b32 	%r<28>;
+	.reg .b64 	%rd<255>;
+
+
+	ld.param.u64 	%rd154, [bce_logits_bwd_f32_param_0];
+	ld.param.u64 	%rd155, [bce_logits_bwd_f32_param_1];
+	ld.param.u64 	%rd157, [bce_logits_bwd_f32_param_2];
+	ld.param.u64 	%rd158, [bce_logits_bwd_f32_param_3];
+	ld.param.u64 	%rd159, [bce_logits_bwd_f32_param_4];
+	ld.param.f32 	%f28, [bce_logits_bwd_f32_param_5];
+	ld.param.f32 	%f29, [bce_logits_bwd_f32_param_6];
+	ld.param.u64 	%rd156, [bce_logits_bwd_f32_param_7];
+	cvta.to.global.u64 	%rd1, %rd155;
+	cvta.to.global.u64 	%rd2, %rd154;
+	cvta.to.global.u64 	%rd3, %rd159;
+	cvta.to.global.u64 	%rd4, %rd158;
+	cvta.to.global.u64 	%rd5, %rd157;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd6, %r2;
+	mul.wide.u32 	%rd160, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd161, %r3;
+	add.s64 	%rd225, %rd160, %rd161;
+	setp.ge.s64 	%p1, %rd225, %rd156;
+	@%p1 bra 	$L__BB87_71;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd8, %r4;
+	mul.lo.s64 	%rd9, %rd8, %rd6;
+	not.b64 	%rd162, %rd225;
+	add.s64 	%rd10, %rd162, %rd156;
+	or.b64  	%rd163, %rd10, %rd9;
+	and.b64  	%rd164, %rd163, -4294967296;
+	setp.eq.s64 	%p2, %rd164, 0;
+	@%p2 bra 	$L__BB87_3;
+
+	div.u64 	%rd13, %rd10, %rd9;
+	bra.uni 	$L__BB87_4;
+
+$L__BB87_3:
+	cvt.u32.u64 	%r5, %rd9;
+	cvt.u32.u64 	%r6, %rd10;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd13, %r7;
+
+$L__BB87_4:
+	add.s64 	%rd165, %rd13, 1;
+	and.b64  	%rd14, %rd165, 3;
+	setp.neu.f32 	%p3, %f28, 0f00000000;
+	@%p3 bra 	$L__BB87_38;
+	bra.uni 	$L__BB87_5;
+
+$L__BB87_38:
+	setp.eq.s64 	%p23, %rd154, 0;
+	@%p23 bra 	$L__BB87_55;
+
+	setp.eq.s64 	%p24, %rd14, 0;
+	@%p24 bra 	$L__BB87_44;
+
+	shl.b64 	%rd192, %rd225, 2;
+	add.s64 	%rd241, %rd1, %rd192;
+	shl.b64 	%rd93, %rd9, 2;
+	add.s64 	%rd240, %rd2, %rd192;
+	add.s64 	%rd239, %rd3, %rd192;
+	add.s64 	%rd238, %rd4, %rd192;
+
+$L__BB87_41:
+	.pragma "nounroll";
+	ld.global.f32 	%f165, [%rd5];
+	div.rn.f32 	%f11, %f165, %f29;
+	ld.global.f32 	%f12, [%rd238];
+	neg.f32 	%f166, %f12;
+	mov.f32 	%f167, 0f3F000000;
+	mov.f32 	%f168, 0f3BBB989D;
+	fma.rn.f32 	%f169, %f166, %f168, %f167;
+	mov.f32 	%f170, 0f3FB8AA3B;
+	mov.f32 	%f171, 0f437C0000;
+	cvt.sat.f32.f32 	%f172, %f169;
+	mov.f32 	%f173, 0f4B400001;
+	fma.rm.f32 	%f174, %f172, %f171, %f173;
+	add.f32 	%f175, %f174, 0fCB40007F;
+	neg.f32 	%f176, %f175;
+	fma.rn.f32 	%f177, %f166, %f170, %f176;
+	mov.f32 	%f178, 0f32A57060;
+	fma.rn.f32 	%f179, %f166, %f178, %f177;
+	mov.b32 	%r18, %f174;
+	shl.b32 	%r19, %r18, 23;
+	mov.b32 	%f180, %r19;
+	ex2.approx.ftz.f32 	%f181, %f179;
+	fma.rn.f32 	%f182, %f181, %f180, 0f3F800000;
+	div.rn.f32 	%f183, %f11, %f182;
+	ld.global.f32 	%f184, [%rd239];
+	mul.f32 	%f185, %f11, %f184;
+	sub.f32 	%f186, %f183, %f185;
+	st.global.f32 	[%rd240], %f186;
+	setp.eq.s64 	%p25, %rd155, 0;
+	@%p25 bra 	$L__BB87_43;
+
+	mul.f32 	%f187, %f11, %f12;
+	neg.f32 	%f188, %f187;
+	st.global.f32 	[%rd241], %f188;
+
+$L__BB87_43:
+	add.s64 	%rd225, %rd225, %rd9;
+	add.s64 	%rd241, %rd241, %rd93;
+	add.s64 	%rd240, %rd240, %rd93;
+	add.s64 	%rd239, %rd239, %rd93;
+	add.s64 	%rd238, %rd238, %rd93;
+	add.s64 	%rd14, %rd14, -1;
+	setp.ne.s64 	%p26, %rd14, 0;
+	@%p26 bra 	$L__BB87_41;
+
+$L__BB87_44:
+	setp.lt.u64 	%p27, %rd13, 3;
+	@%p27 bra 	$L__BB87_71;
+
+	shl.b64 	%rd193, %rd225, 2;
+	add.s64 	%rd246, %rd4, %rd193;
+	shl.b64 	%rd111, %rd9, 2;
+	add.s64 	%rd247, %rd3, %rd193;
+	add.s64 	%rd248, %rd2, %rd193;
+
+$L__BB87_46:
+	ld.global.f32 	%f189, [%rd5];
+	div.rn.f32 	%f13, %f189, %f29;
+	ld.global.f32 	%f14, [%rd246];
+	neg.f32 	%f190, %f14;
+	mov.f32 	%f191, 0f3F000000;
+	mov.f32 	%f192, 0f3BBB989D;
+	fma.rn.f32 	%f193, %f190, %f192, %f191;
+	mov.f32 	%f194, 0f3FB8AA3B;
+	mov.f32 	%f195, 0f437C0000;
+	cvt.sat.f32.f32 	%f196, %f193;
+	mov.f32 	%f197, 0f4B400001;
+	fma.rm.f32 	%f198, %f196, %f195, %f197;
+	add.f32 	%f199, %f198, 0fCB40007F;
+	neg.f32 	%f200, %f199;
+	fma.rn.f32 	%f201, %f190, %f194, %f200;
+	mov.f32 	%f202, 0f32A57060;
+	fma.rn.f32 	%f203, %f190, %f202, %f201;
+	mov.b32 	%r20, %f198;
+	shl.b32 	%r21, %r20, 23;
+	mov.b32 	%f204, %r21;
+	ex2.approx.ftz.f32 	%f205, %f203;
+	fma.rn.f32 	%f206, %f205, %f204, 0f3F800000;
+	div.rn.f32 	%f207, %f13, %f206;
+	ld.global.f32 	%f208, [%rd247];
+	mul.f32 	%f209, %f13, %f208;
+	sub.f32 	%f210, %f207, %f209;
+	st.global.f32 	[%rd248], %f210;
+	setp.eq.s64 	%p28, %rd155, 0;
+	@%p28 bra 	$L__BB87_48;
+
+	mul.f32 	%f211, %f13, %f14;
+	neg.f32 	%f212, %f211;
+	shl.b64 	%rd195, %rd225, 2;
+	add.s64 	%rd196, %rd1, %rd195;
+	st.global.f32 	[%rd196], %f212;
+
+$L__BB87_48:
+	add.s64 	%rd118, %rd225, %rd9;
+	ld.global.f32 	%f213, [%rd5];
+	div.rn.f32 	%f15, %f213, %f29;
+	add.s64 	%rd119, %rd246, %rd111;
+	ld.global.f32 	%f16, [%rd119];
+	neg.f32 	%f214, %f16;
+	fma.rn.f32 	%f217, %f214, %f192, %f191;
+	cvt.sat.f32.f32 	%f220, %f217;
+	fma.rm.f32 	%f222, %f220, %f195, %f197;
+	add.f32 	%f223, %f222, 0fCB40007F;
+	neg.f32 	%f224, %f223;
+	fma.rn.f32 	%f225, %f214, %f194, %f224;
+	fma.rn.f32 	%f227, %f214, %f202, %f225;
+	mov.b32 	%r22, %f222;
+	shl.b32 	%r23, %r22, 23;
+	mov.b32 	%f228, %r23;
+	ex2.approx.ftz.f32 	%f229, %f227;
+	fma.rn.f32 	%f230, %f229, %f228, 0f3F800000;
+	div.rn.f32 	%f231, %f15, %f230;
+	add.s64 	%rd120, %rd247, %rd111;
+	ld.global.f32 	%f232, [%rd120];
+	mul.f32 	%f233, %f15, %f232;
+	sub.f32 	%f234, %f231, %f233;
+	add.s64 	%rd121, %rd248, %rd111;
+	st.global.f32 	[%rd121], %f234;
+	@%p28 bra 	$L__BB87_50;
+
+	mul.f32 	%f235, %f15, %f16;
+	neg.f32 	%f236, %f235;
+	shl.b64 	%rd197, %rd118, 2;
+	add.s64 	%rd198, %rd1, %rd197;
+	st.global.f32 	[%rd198], %f236;
+
+$L__BB87_50:
+	add.s64 	%rd122, %rd118, %rd9;
+	ld.global.f32 	%f237, [%rd5];
+	div.rn.f32 	%f17, %f237, %f29;
+	add.s64 	%rd123, %rd119, %rd111;
+	ld.global.f32 	%f18, [%rd123];
+	neg.f32 	%f238, %f18;
+	mov.f32 	%f239, 0f3F000000;
+	mov.f32 	%f240, 0f3BBB989D;
+	fma.rn.f32 	%f241, %f238, %f240, %f239;
+	mov.f32 	%f242, 0f3FB8AA3B;
+	mov.f32 	%f243, 0f437C0000;
+	cvt.sat.f32.f32 	%f244, %f241;
+	mov.f32 	%f245, 0f4B400001;
+	fma.rm.f32 	%f246, %f244, %f243, %f245;
+	add.f32 	%f247, %f246, 0fCB40007F;
+	neg.f32 	%f248, %f247;
+	fma.rn.f32 	%f249, %f238, %f242, %f248;
+	mov.f32 	%f250, 0f32A57060;
+	fma.rn.f32 	%f251, %f238, %f250, %f249;
+	mov.b32 	%r24, %f246;
+	shl.b32 	%r25, %r24, 23;
+	mov.b32 	%f252, %r25;
+	ex2.approx.ftz.f32 	%f253, %f251;
+	fma.rn.f32 	%f254, %f253, %f252, 0f3F800000;
+	div.rn.f32 	%f255, %f17, %f254;
+	add.s64 	%rd124, %rd120, %rd111;
+	ld.global.f32 	%f256, [%rd124];
+	mul.f32 	%f257, %f17, %f256;
+	sub.f32 	%f258, %f255, %f257;
+	add.s64 	%rd125, %rd121, %rd111;
+	st.global.f32 	[%rd125], %f258;
+	@%p28 bra 	$L__BB87_52;
+
+	mul.f32 	%f259, %f17, %f18;
+	neg.f32 	%f260, %f259;
+	shl.b64 	%rd199, %rd122, 2;
+	add.s64 	%rd200, %rd1, %rd199;
+	st.global.f32 	[%rd200], %f260;
+
+$L__BB87_52:
+	add.s64 	%rd126, %rd122, %rd9;
+	ld.global.f32 	%f261, [%rd5];
+	div.rn.f32 	%f19, %f261, %f29;
+	add.s64 	%rd127, %rd123, %rd111;
+	ld.global.f32 	%f20, [%rd127];
+	neg.f32 	%f262, %f20;
+	fma.rn.f32 	%f265, %f262, %f240, %f239;
+	cvt.sat.f32.f32 	%f268, %f265;
+	fma.rm.f32 	%f270, %f268, %f243, %f245;
+	add.f32 	%f271, %f270, 0fCB40007F;
+	neg.f32 	%f272, %f271;
+	fma.rn.f32 	%f273, %f262, %f242, %f272;
+	fma.rn.f32 	%f275, %f262, %f250, %f273;
+	mov.b32 	%r26, %f270;
+	shl.b32 	%r27, %r26, 23;
+	mov.b32 	%f276, %r27;
+	ex2.approx.ftz.f32 	%f277, %f275;
+	fma.rn.f32 	%f278, %f277, %f276, 0f3F800000;
+	div.rn.f32 	%f279, %f19, %f278;
+	add.s64 	%rd128, %rd124, %rd111;
+	ld.global.f32 	%f280, [%rd128];
+	mul.f32 	%f281, %f19, %f280;
+	sub.f32 	%f282, %f279, %f281;
+	add.s64 	%rd129, %rd125, %rd111;
+	st.global.f32 	[%rd129], %f282;
+	@%p28 bra 	$L__BB87_54;
+
+	mul.f32 	%f283, %f19, %f20;
+	neg.f32 	%f284, %f283;
+	shl.b64 	%rd201, %rd126, 2;
+	add.s64 	%rd202, %rd1, %rd201;
+	st.global.f32 	[%rd202], %f284;
+
+$L__BB87_54:
+	add.s64 	%rd225, %rd126, %rd9;
+	setp.lt.s64 	%p32, %rd225, %rd156;
+	add.s64 	%rd246, %rd127, %rd111;
+	add.s64 	%rd247, %rd128, %rd111;
+	add.s64 	%rd248, %rd129, %rd111;
+	@%p32 bra 	$L__BB87_46;
+	bra.uni 	$L__BB87_71;
+
+$L__BB87_5:
+	setp.eq.s64 	%p4, %rd154, 0;
+	@%p4 bra 	$L__BB87_22;
+
+	setp.eq.s64 	%p5, %rd14, 0;
+	@%p5 bra 	$L__BB87_11;
+
+	shl.b64 	%rd166, %rd225, 2;
+	add.s64 	%rd222, %rd1, %rd166;
+	shl.b64 	%rd16, %rd9, 2;
+	add.s64 	%rd221, %rd2, %rd166;
+	add.s64 	%rd220, %rd3, %rd166;
+	add.s64 	%rd219, %rd4, %rd166;
+	add.s64 	%rd218, %rd5, %rd166;
+
+$L__BB87_8:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd219];
+	neg.f32 	%f30, %f1;
+	mov.f32 	%f31, 0f3F000000;
+	mov.f32 	%f32, 0f3BBB989D;
+	fma.rn.f32 	%f33, %f30, %f32, %f31;
+	mov.f32 	%f34, 0f3FB8AA3B;
+	mov.f32 	%f35, 0f437C0000;
+	cvt.sat.f32.f32 	%f36, %f33;
+	mov.f32 	%f37, 0f4B400001;
+	fma.rm.f32 	%f38, %f36, %f35, %f37;
+	add.f32 	%f39, %f38, 0fCB40007F;
+	neg.f32 	%f40, %f39;
+	fma.rn.f32 	%f41, %f30, %f34, %f40;
+	mov.f32 	%f42, 0f32A57060;
+	fma.rn.f32 	%f43, %f30, %f42, %f41;
+	mov.b32 	%r8, %f38;
+	shl.b32 	%r9, %r8, 23;
+	mov.b32 	%f44, %r9;
+	ex2.approx.ftz.f32 	%f45, %f43;
+	fma.rn.f32 	%f46, %f45, %f44, 0f3F800000;
+	ld.global.f32 	%f2, [%rd218];
+	div.rn.f32 	%f47, %f2, %f46;
+	ld.global.f32 	%f48, [%rd220];
+	mul.f32 	%f49, %f2, %f48;
+	sub.f32 	%f50, %f47, %f49;
+	st.global.f32 	[%rd221], %f50;
+	setp.eq.s64 	%p6, %rd155, 0;
+	@%p6 bra 	$L__BB87_10;
+
+	mul.f32 	%f51, %f2, %f1;
+	neg.f32 	%f52, %f51;
+	st.global.f32 	[%rd222], %f52;
+
+$L__BB87_10:
+	add.s64 	%rd225, %rd225, %rd9;
+	add.s64 	%rd222, %rd222, %rd16;
+	add.s64 	%rd221, %rd221, %rd16;
+	add.s64 	%rd220, %rd220, %rd16;
+	add.s64 	%rd219, %rd219, %rd16;
+	add.s64 	%rd218, %rd218, %rd16;
+	add.s64 	%rd14, %rd14, -1;
+	setp.ne.s64 	%p7, %rd14, 0;
+	@%p7 bra 	$L__BB87_8;
+
+$L__BB87_11:
+	setp.lt.u64 	%p8, %rd13, 3;
+	@%p8 bra 	$L__BB87_71;
+
+	shl.b64 	%rd167, %rd225, 2;
+	add.s64 	%rd227, %rd5, %rd167;
+	shl.b64 	%rd37, %rd9, 2;
+	add.s64 	%rd228, %rd4, %rd167;
+	add.s64 	%rd229, %rd3, %rd167;
+	add.s64 	%rd230, %rd2, %rd167;
+
+$L__BB87_13:
+	ld.global.f32 	%f3, [%rd228];
+	neg.f32 	%f53, %f3;
+	mov.f32 	%f54, 0f3F000000;
+	mov.f32 	%f55, 0f3BBB989D;
+	fma.rn.f32 	%f56, %f53, %f55, %f54;
+	mov.f32 	%f57, 0f3FB8AA3B;
+	mov.f32 	%f58, 0f437C0000;
+	cvt.sat.f32.f32 	%f59, %f56;
+	mov.f32 	%f60, 0f4B400001;
+	fma.rm.f32 	%f61, %f59, %f58, %f60;
+	add.f32 	%f62, %f61, 0fCB40007F;
+	neg.f32 	%f63, %f62;
+	fma.rn.f32 	%f64, %f53, %f57, %f63;
+	mov.f32 	%f65, 0f32A57060;
+	fma.rn.f32 	%f66, %f53, %f65, %f64;
+	mov.b32 	%r10, %f61;
+	shl.b32 	%r11, %r10, 23;
+	mov.b32 	%f67, %r11;
+	ex2.approx.ftz.f32 	%f68, %f66;
+	fma.rn.f32 	%f69, %f68, %f67, 0f3F800000;
+	ld.global.f32 	%f4, [%rd227];
+	div.rn.f32 	%f70, %f4, %f69;
+	ld.global.f32 	%f71, [%rd229];
+	mul.f32 	%f72, %f4, %f71;
+	sub.f32 	%f73, %f70, %f72;
+	st.global.f32 	[%rd230], %f73;
+	setp.eq.s64 	%p9, %rd155, 0;
+	@%p9 bra 	$L__BB87_15;
+
+	mul.f32 	%f74, %f4, %f3;
+	neg.f32 	%f75, %f74;
+	shl.b64 	%rd169, %rd225, 2;
+	add.s64 	%rd170, %rd1, %rd169;
+	st.global.f32 	[%rd170], %f75;
+
+$L__BB87_15:
+	add.s64 	%rd46, %rd225, %rd9;
+	add.s64 	%rd47, %rd227, %rd37;
+	add.s64 	%rd48, %rd228, %rd37;
+	ld.global.f32 	%f5, [%rd48];
+	neg.f32 	%f76, %f5;
+	fma.rn.f32 	%f79, %f76, %f55, %f54;
+	cvt.sat.f32.f32 	%f82, %f79;
+	fma.rm.f32 	%f84, %f82, %f58, %f60;
+	add.f32 	%f85, %f84, 0fCB40007F;
+	neg.f32 	%f86, %f85;
+	fma.rn.f32 	%f87, %f76, %f57, %f86;
+	fma.rn.f32 	%f89, %f76, %f65, %f87;
+	mov.b32 	%r12, %f84;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f90, %r13;
+	ex2.approx.ftz.f32 	%f91, %f89;
+	fma.rn.f32 	%f92, %f91, %f90, 0f3F800000;
+	ld.global.f32 	%f6, [%rd47];
+	div.rn.f32 	%f93, %f6, %f92;
+	add.s64 	%rd49, %rd229, %rd37;
+	ld.global.f32 	%f94, [%rd49];
+	mul.f32 	%f95, %f6, %f94;
+	sub.f32 	%f96, %f93, %f95;
+	add.s64 	%rd50, %rd230, %rd37;
+	st.global.f32 	[%rd50], %f96;
+	@%p9 bra 	$L__BB87_17;
+
+	mul.f32 	%f97, %f6, %f5;
+	neg.f32 	%f98, %f97;
+	shl.b64 	%rd171, %rd46, 2;
+	add.s64 	%rd172, %rd1, %rd171;
+	st.global.f32 	[%rd172], %f98;
+
+$L__BB87_17:
+	add.s64 	%rd51, %rd46, %rd9;
+	add.s64 	%rd52, %rd47, %rd37;
+	add.s64 	%rd53, %rd48, %rd37;
+	ld.global.f32 	%f7, [%rd53];
+	neg.f32 	%f99, %f7;
+	mov.f32 	%f100, 0f3F000000;
+	mov.f32 	%f101, 0f3BBB989D;
+	fma.rn.f32 	%f102, %f99, %f101, %f100;
+	mov.f32 	%f103, 0f3FB8AA3B;
+	mov.f32 	%f104, 0f437C0000;
+	cvt.sat.f32.f32 	%f105, %f102;
+	mov.f32 	%f106, 0f4B400001;
+	fma.rm.f32 	%f107, %f105, %f104, %f106;
+	add.f32 	%f108, %f107, 0fCB40007F;
+	neg.f32 	%f109, %f108;
+	fma.rn.f32 	%f110, %f99, %f103, %f109;
+	mov.f32 	%f111, 0f32A57060;
+	fma.rn.f32 	%f112, %f99, %f111, %f110;
+	mov.b32 	%r14, %f107;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f113, %r15;
+	ex2.approx.ftz.f32 	%f114, %f112;
+	fma.rn.f32 	%f115, %f114, %f113, 0f3F800000;
+	ld.global.f32 	%f8, [%rd52];
+	div.rn.f32 	%f116, %f8, %f115;
+	add.s64 	%rd54, %rd49, %rd37;
+	ld.global.f32 	%f117, [%rd54];
+	mul.f32 	%f118, %f8, %f117;
+	sub.f32 	%f119, %f116, %f118;
+	add.s64 	%rd55, %rd50, %rd37;
+	st.global.f32 	[%rd55], %f119;
+	@%p9 bra 	$L__BB87_19;
+
+	mul.f32 	%f120, %f8, %f7;
+	neg.f32 	%f121, %f120;
+	shl.b64 	%rd173, %rd51, 2;
+	add.s64 	%rd174, %rd1, %rd173;
+	st.global.f32 	[%rd174], %f121;
+
+$L__BB87_19:
+	add.s64 	%rd56, %rd51, %rd9;
+	add.s64 	%rd57, %rd52, %rd37;
+	add.s64 	%rd58, %rd53, %rd37;
+	ld.global.f32 	%f9, [%rd58];
+	neg.f32 	%f122, %f9;
+	fma.rn.f32 	%f125, %f122, %f101, %f100;
+	cvt.sat.f32.f32 	%f128, %f125;
+	fma.rm.f32 	%f130, %f128, %f104, %f106;
+	add.f32 	%f131, %f130, 0fCB40007F;
+	neg.f32 	%f132, %f131;
+	fma.rn.f32 	%f133, %f122, %f103, %f132;
+	fma.rn.f32 	%f135, %f122, %f111, %f133;
+	mov.b32 	%r16, %f130;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f136, %r17;
+	ex2.approx.ftz.f32 	%f137, %f135;
+	fma.rn.f32 	%f138, %f137, %f136, 0f3F800000;
+	ld.global.f32 	%f10, [%rd57];
+	div.rn.f32 	%f139, %f10, %f138;
+	add.s64 	%rd59, %rd54, %rd37;
+	ld.global.f32 	%f140, [%rd59];
+	mul.f32 	%f141, %f10, %f140;
+	sub.f32 	%f142, %f139, %f141;
+	add.s64 	%rd60, %rd55, %rd37;
+	st.global.f32 	[%rd60], %f142;
+	@%p9 bra 	$L__BB87_21;
+
+	mul.f32 	%f143, %f10, %f9;
+	neg.f32 	%f144, %f143;
+	shl.b64 	%rd175, %rd56, 2;
+	add.s64 	%rd176, %rd1, %rd175;
+	st.global.f32 	[%rd176], %f144;
+
+$L__BB87_21:
+	add.s64 	%rd225, %rd56, %rd9;
+	setp.lt.s64 	%p13, %rd225, %rd156;
+	add.s64 	%rd227, %rd57, %rd37;
+	add.s64 	%rd228, %rd58, %rd37;
+	add.s64 	%rd229, %rd59, %rd37;
+	add.s64 	%rd230, %rd60, %rd37;
+	@%p13 bra 	$L__BB87_13;
+	bra.uni 	$L__BB87_71;
+
+$L__BB87_55:
+	setp.eq.s64 	%p33, %rd14, 0;
+	@%p33 bra 	$L__BB87_60;
+
+	shl.b64 	%rd203, %rd225, 2;
+	add.s64 	%rd250, %rd1, %rd203;
+	shl.b64 	%rd135, %rd9, 2;
+	add.s64 	%rd249, %rd4, %rd203;
+
+$L__BB87_57:
+	.pragma "nounroll";
+	setp.eq.s64 	%p34, %rd155, 0;
+	@%p34 bra 	$L__BB87_59;
+
+	ld.global.f32 	%f285, [%rd5];
+	ld.global.f32 	%f286, [%rd249];
+	div.rn.f32 	%f287, %f285, %f29;
+	mul.f32 	%f288, %f287, %f286;
+	neg.f32 	%f289, %f288;
+	st.global.f32 	[%rd250], %f289;
+
+$L__BB87_59:
+	add.s64 	%rd225, %rd225, %rd9;
+	add.s64 	%rd250, %rd250, %rd135;
+	add.s64 	%rd249, %rd249, %rd135;
+	add.s64 	%rd14, %rd14, -1;
+	setp.ne.s64 	%p35, %rd14, 0;
+	@%p35 bra 	$L__BB87_57;
+
+$L__BB87_60:
+	setp.lt.u64 	%p36, %rd13, 3;
+	@%p36 bra 	$L__BB87_71;
+
+$L__BB87_62:
+	ld.global.f32 	%f290, [%rd5];
+	div.rn.f32 	%f307, %f290, %f29;
+	shl.b64 	%rd204, %rd225, 2;
+	add.s64 	%rd147, %rd4, %rd204;
+	setp.eq.s64 	%p37, %rd155, 0;
+	@%p37 bra 	$L__BB87_64;
+
+	ld.global.f32 	%f291, [%rd147];
+	mul.f32 	%f292, %f307, %f291;
+	neg.f32 	%f293, %f292;
+	add.s64 	%rd206, %rd1, %rd204;
+	st.global.f32 	[%rd206], %f293;
+	ld.global.f32 	%f294, [%rd5];
+	div.rn.f32 	%f307, %f294, %f29;
+
+$L__BB87_64:
+	add.s64 	%rd148, %rd225, %rd9;
+	shl.b64 	%rd207, %rd9, 2;
+	add.s64 	%rd149, %rd147, %rd207;
+	@%p37 bra 	$L__BB87_66;
+
+	ld.global.f32 	%f295, [%rd149];
+	mul.f32 	%f296, %f307, %f295;
+	neg.f32 	%f297, %f296;
+	shl.b64 	%rd208, %rd148, 2;
+	add.s64 	%rd209, %rd1, %rd208;
+	st.global.f32 	[%rd209], %f297;
+	ld.global.f32 	%f298, [%rd5];
+	div.rn.f32 	%f307, %f298, %f29;
+
+$L__BB87_66:
+	add.s64 	%rd150, %rd148, %rd9;
+	add.s64 	%rd151, %rd149, %rd207;
+	@%p37 bra 	$L__BB87_68;
+
+	ld.global.f32 	%f299, [%rd151];
+	mul.f32 	%f300, %f307, %f299;
+	neg.f32 	%f301, %f300;
+	shl.b64 	%rd211, %rd150, 2;
+	add.s64 	%rd212, %rd1, %rd211;
+	st.global.f32 	[%rd212], %f301;
+	ld.global.f32 	%f302, [%rd5];
+	div.rn.f32 	%f307, %f302, %f29;
+
+$L__BB87_68:
+	add.s64 	%rd152, %rd150, %rd9;
+	@%p37 bra 	$L__BB87_70;
+
+	add.s64 	%rd214, %rd151, %rd207;
+	ld.global.f32 	%f303, [%rd214];
+	mul.f32 	%f304, %f307, %f303;
+	neg.f32 	%f305, %f304;
+	shl.b64 	%rd215, %rd152, 2;
+	add.s64 	%rd216, %rd1, %rd215;
+	st.global.f32 	[%rd216], %f305;
+
+$L__BB87_70:
+	add.s64 	%rd225, %rd152, %rd9;
+	setp.lt.s64 	%p41, %rd225, %rd156;
+	@%p41 bra 	$L__BB87_62;
+	bra.uni 	$L__BB87_71;
+
+$L__BB87_22:
+	setp.eq.s64 	%p14, %rd14, 0;
+	@%p14 bra 	$L__BB87_27;
+
+	shl.b64 	%rd177, %rd225, 2;
+	add.s64 	%rd233, %rd1, %rd177;
+	shl.b64 	%rd67, %rd9, 2;
+	add.s64 	%rd232, %rd4, %rd177;
+	add.s64 	%rd231, %rd5, %rd177;
+
+$L__BB87_24:
+	.pragma "nounroll";
+	setp.eq.s64 	%p15, %rd155, 0;
+	@%p15 bra 	$L__BB87_26;
+
+	ld.global.f32 	%f145, [%rd232];
+	ld.global.f32 	%f146, [%rd231];
+	mul.f32 	%f147, %f146, %f145;
+	neg.f32 	%f148, %f147;
+	st.global.f32 	[%rd233], %f148;
+
+$L__BB87_26:
+	add.s64 	%rd225, %rd225, %rd9;
+	add.s64 	%rd233, %rd233, %rd67;
+	add.s64 	%rd232, %rd232, %rd67;
+	add.s64 	%rd231, %rd231, %rd67;
+	add.s64 	%rd14, %rd14, -1;
+	setp.ne.s64 	%p16, %rd14, 0;
+	@%p16 bra 	$L__BB87_24;
+
+$L__BB87_27:
+	setp.lt.u64 	%p17, %rd13, 3;
+	@%p17 bra 	$L__BB87_71;
+
+$L__BB87_29:
+	shl.b64 	%rd178, %rd225, 2;
+	add.s64 	%rd82, %rd5, %rd178;
+	add.s64 	%rd83, %rd4, %rd178;
+	setp.eq.s64 	%p18, %rd155, 0;
+	@%p18 bra 	$L__BB87_31;
+
+	ld.global.f32 	%f149, [%rd83];
+	ld.global.f32 	%f150, [%rd82];
+	mul.f32 	%f151, %f150, %f149;
+	neg.f32 	%f152, %f151;
+	add.s64 	%rd180, %rd1, %rd178;
+	st.global.f32 	[%rd180], %f152;
+
+$L__BB87_31:
+	add.s64 	%rd84, %rd225, %rd9;
+	shl.b64 	%rd181, %rd9, 2;
+	add.s64 	%rd85, %rd82, %rd181;
+	add.s64 	%rd86, %rd83, %rd181;
+	@%p18 bra 	$L__BB87_33;
+
+	ld.global.f32 	%f153, [%rd86];
+	ld.global.f32 	%f154, [%rd85];
+	mul.f32 	%f155, %f154, %f153;
+	neg.f32 	%f156, %f155;
+	shl.b64 	%rd182, %rd84, 2;
+	add.s64 	%rd183, %rd1, %rd182;
+	st.global.f32 	[%rd183], %f156;
+
+$L__BB87_33:
+	add.s64 	%rd87, %rd84, %rd9;
+	add.s64 	%rd88, %rd85, %rd181;
+	add.s64 	%rd89, %rd86, %rd181;
+	@%p18 bra 	$L__BB87_35;
+
+	ld.global.f32 	%f157, [%rd89];
+	ld.global.f32 	%f158, [%rd88];
+	mul.f32 	%f159, %f158, %f157;
+	neg.f32 	%f160, %f159;
+	shl.b64 	%rd185, %rd87, 2;
+	add.s64 	%rd186, %rd1, %rd185;
+	st.global.f32 	[%rd186], %f160;
+
+$L__BB87_35:
+	add.s64 	%rd90, %rd87, %rd9;
+	@%p18 bra 	$L__BB87_37;
+
+	add.s64 	%rd188, %rd89, %rd181;
+	ld.global.f32 	%f161, [%rd188];
+	add.s64 	%rd189, %rd88, %rd181;
+	ld.global.f32 	%f162, [%rd189];
+	mul.f32 	%f163, %f162, %f161;
+	neg.f32 	%f164, %f163;
+	shl.b64 	%rd190, %rd90, 2;
+	add.s64 	%rd191, %rd1, %rd190;
+	st.global.f32 	[%rd191], %f164;
+
+$L__BB87_37:
+	add.s64 	%rd225, %rd90, %rd9;
+	setp.lt.s64 	%p22, %rd225, %rd156;
+	@%p22 bra 	$L__BB87_29;
+
+$L__BB87_71:
+	ret;
+
+}
 
 `

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "8ef58795f7045c3827c256fa319def9341cd9ecf95b47e17b063cda734bad1d3"
+const sourceSHA256 = "466eb4676ba561e5ffb3ca3f24f8054b900f949d3db0e8206451ebf4dcc88e55"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -83,4 +83,16 @@ var kernelTable = [...]kernelInfo{
 	{"multi_tensor_sum_squares_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64}, true},
 	{"multi_tensor_sum_f32", []argKind{argPtr, argPtr, argI64}, true},
 	{"multi_tensor_scale_by_f32", []argKind{argPtr, argI64, argI64, argI64, argPtr}, false},
+	{"gather_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"scatter_add_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"max_dim_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"max_dim_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64, argI64, argI64}, false},
+	{"copy_block_f32", []argKind{argPtr, argPtr, argI64, argI64, argI64, argI64, argI64, argI64}, false},
+	{"clamp_f32", []argKind{argPtr, argPtr, argF32, argF32, argI64}, false},
+	{"clamp_bwd_f32", []argKind{argPtr, argPtr, argPtr, argF32, argF32, argI64}, false},
+	{"pow_scalar_f32", []argKind{argPtr, argPtr, argF32, argI64}, false},
+	{"pow_scalar_bwd_f32", []argKind{argPtr, argPtr, argPtr, argF32, argI64}, false},
+	{"pow_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64}, false},
+	{"bce_logits_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
+	{"bce_logits_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argF32, argF32, argI64}, false},
 }
