@@ -3,13 +3,15 @@ package autograd
 import "github.com/goddp/goddp/tensor"
 
 // Conv2dReLU returns ReLU(Conv2d(x, w, b, p)), with the same values and
-// gradients. On the host in float32 with oneDNN's kernels the ReLU runs
-// inside the convolution (a post-op on the output while the kernel holds
-// it), which saves the separate ReLU's pass over the output and its
-// allocation: in a convnet the first convolution's output is 6.4 MB a step
-// at batch 64, and each pass over it costs about as long as memory takes
-// to stream it. Elsewhere (devices, float64, builds without oneDNN) it is
-// the two ops. nn.Sequential calls it for a Conv2d followed by a ReLU.
+// gradients, as one op. On the host in float32 with oneDNN's kernels the
+// ReLU runs inside the convolution (a post-op on the output while the
+// kernel holds it), which saves the separate ReLU's pass over the output
+// and its allocation: in a convnet the first convolution's output is 6.4
+// MB a step at batch 64, and each pass over it costs about as long as
+// memory takes to stream it. Elsewhere (devices, float64, builds without
+// oneDNN) the ReLU runs over the convolution's output in place
+// (tensor.Conv2dReLU). nn.Sequential calls it for a Conv2d followed by a
+// ReLU.
 func Conv2dReLU(x, w, b *Variable, p ConvParams) *Variable { return conv2d(x, w, b, p, true) }
 
 // conv2dReLUOp is a convolution whose output went through ReLU: backward

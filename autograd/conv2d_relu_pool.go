@@ -3,31 +3,24 @@ package autograd
 import "github.com/goddp/goddp/tensor"
 
 // Conv2dReLUMaxPool2d returns MaxPool2d(ReLU(Conv2d(x, w, b, cp)), pp),
-// with the same values and gradients. Where Conv2dReLU runs the ReLU
-// inside the convolution (float32 on the host with oneDNN) and the pooling
-// is 2x2 with stride 2 and no padding, the backward masks the pooled
-// gradient instead of the convolution's: the element a window routes its
-// gradient to is its maximum, whose ReLU output is the pooled value, so
-// ReLU's mask at it is (pooled value > 0), and every other element of the
-// window gets 0 either way. That reads the pooled output (a quarter of the
-// size) instead of the convolution's, and saves ReLU's own pass over the
+// with the same values and gradients. Where the pooling is 2x2 with
+// stride 2 and no padding, the backward masks the pooled gradient instead
+// of the convolution's: the element a window routes its gradient to is
+// its maximum, whose ReLU output is the pooled value, so ReLU's mask at it
+// is (pooled value > 0), and every other element of the window gets 0
+// either way. That reads the pooled output (a quarter of the size)
+// instead of the convolution's, and saves ReLU's own pass over the
 // convolution's gradient: at batch 64 a convnet's first convolution makes
-// 6.4 MB a step. Elsewhere it is the three ops. nn.Sequential calls it for
-// a Conv2d, a ReLU and such a MaxPool2d in a row.
+// 6.4 MB a step. Elsewhere it is Conv2dReLU and MaxPool2d. nn.Sequential
+// calls it for a Conv2d, a ReLU and such a MaxPool2d in a row.
 func Conv2dReLUMaxPool2d(x, w, b *Variable, cp ConvParams, pp PoolParams) *Variable {
-	c := Conv2dReLU(x, w, b, cp)
-	conv, ok := c.creator.(*conv2dReLUOp)
-	if !ok {
-		return MaxPool2d(c, pp)
-	}
+	c, conv := newConv2d(x, w, b, cp, true)
 	g := newPoolGeom("MaxPool2d", conv.y.Shape(), pp)
 	if !g.window2x2() {
 		return MaxPool2d(c, pp)
 	}
-	y := tensor.Empty(tensor.Float32, g.n, g.c, g.oh, g.ow)  // every output is written
-	idxT := tensor.Empty(tensor.Int64, g.n, g.c, g.oh, g.ow) // as MaxPool2d's
-	tensor.MaxPool2x2F32(y.F32(), idxT.I64(), conv.y.F32(), g.n*g.c, g.h, g.w)
-	return FromOp(y, &conv2dReLUPoolOp{conv: &conv.conv2dOp, y: y, convOut: conv.y, idx: idxT, g: g})
+	y, idx := tensor.MaxPool2d(conv.y, g.shape())
+	return FromOp(y, &conv2dReLUPoolOp{conv: &conv.conv2dOp, y: y, convOut: conv.y, idx: idx, g: g})
 }
 
 // conv2dReLUPoolOp is a Conv2dReLU followed by a 2x2 max pooling: backward
@@ -37,7 +30,7 @@ type conv2dReLUPoolOp struct {
 	conv    *conv2dOp
 	y       *tensor.Tensor // the pooled output
 	convOut *tensor.Tensor // the convolution's output (ReLU applied), pooled in the forward
-	idx     *tensor.Tensor // per pooled output, its argmax's offset in the [H, W] plane (int64)
+	idx     *tensor.Tensor // per pooled output, its argmax (tensor.MaxPool2d's indices)
 	g       poolGeom
 }
 
@@ -56,9 +49,7 @@ func (o *conv2dReLUPoolOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor)
 	gy = gy.Contiguous()
 	m := tensor.EmptyAs(gy, gy.Shape()...) // ReLUBackward writes every element
 	tensor.ReLUBackward(m, gy, o.y)
-	// Disjoint windows: MaxPool2x2BackwardF32 writes every element of gx.
-	gx := tensor.Empty(tensor.Float32, o.g.n, o.g.c, o.g.h, o.g.w)
-	tensor.MaxPool2x2BackwardF32(gx.F32(), m.F32(), o.idx.I64(), o.g.n*o.g.c, o.g.h, o.g.w)
+	gx := tensor.MaxPool2dBackward(m, o.idx, o.g.shape())
 	tensor.ReleaseScratch(m)
 	grads := o.conv.backwardInto(gx, dst)
 	tensor.ReleaseScratch(gx)

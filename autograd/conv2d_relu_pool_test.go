@@ -78,12 +78,16 @@ func TestConv2dReLUMaxPool2dMatchesTheOps(t *testing.T) {
 	}
 }
 
-// Where Conv2dReLU is not one fused op (float64 here), Conv2dReLUMaxPool2d
-// is the ops, and its gradient matches finite differences.
+// Where the engine has no fused kernel (float64 here),
+// Conv2dReLUMaxPool2d is still one op, and its gradient matches finite
+// differences; a pooling other than 2x2 is Conv2dReLU and MaxPool2d.
 func TestConv2dReLUMaxPool2dFallbackGradCheck(t *testing.T) {
 	cp, pp := ConvParams{Padding: [2]int{1, 1}}, PoolParams{Kernel: [2]int{2, 2}}
 	gradCheck(t, func(xs []*Variable) *Variable { return Conv2dReLUMaxPool2d(xs[0], xs[1], xs[2], cp, pp) },
 		randT(1, 1, 0, 2, 2, 6, 6), randT(2, 0.5, 0, 3, 2, 3, 3), randT(3, 0.5, 0, 3))
 	out := Conv2dReLUMaxPool2d(Param(randT(1, 1, 0, 2, 2, 6, 6)), Param(randT(2, 1, 0, 3, 2, 3, 3)), nil, cp, pp)
+	require.Equal(t, "Conv2dReLUMaxPool2d", out.creator.Name())
+	out = Conv2dReLUMaxPool2d(Param(randT(1, 1, 0, 2, 2, 6, 6)), Param(randT(2, 1, 0, 3, 2, 3, 3)), nil, cp,
+		PoolParams{Kernel: [2]int{3, 3}, Stride: [2]int{1, 1}})
 	require.Equal(t, "MaxPool2d", out.creator.Name())
 }

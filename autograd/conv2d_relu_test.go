@@ -92,12 +92,13 @@ func TestConv2dReLUMatchesTheTwoOps(t *testing.T) {
 	}
 }
 
-// Where there is no fused kernel (float64 here), Conv2dReLU is the two ops,
-// and its gradient matches finite differences.
+// Where there is no fused kernel (float64 here), Conv2dReLU is still one
+// op, the ReLU running over the convolution's output, and its gradient
+// matches finite differences.
 func TestConv2dReLUFallbackGradCheck(t *testing.T) {
 	p := ConvParams{Padding: [2]int{1, 1}}
 	gradCheck(t, func(xs []*Variable) *Variable { return Conv2dReLU(xs[0], xs[1], xs[2], p) },
 		randT(1, 1, 0, 2, 2, 5, 5), randT(2, 0.5, 0, 3, 2, 3, 3), randT(3, 0.5, 0, 3))
 	out := Conv2dReLU(Param(randT(1, 1, 0, 2, 2, 5, 5)), Param(randT(2, 1, 0, 3, 2, 3, 3)), nil, p)
-	require.Equal(t, "ReLU", out.creator.Name())
+	require.Equal(t, "Conv2dReLU", out.creator.Name())
 }

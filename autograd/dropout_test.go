@@ -87,7 +87,7 @@ func TestDropoutMaskRecycled(t *testing.T) {
 		return op
 	}
 	op := step()
-	require.Panics(t, func() { op.mask.F32() }, "the mask's storage was recycled")
+	require.Panics(t, func() { op.st.Scratch().F32() }, "the mask's storage was recycled")
 	step()
 	before := tensor.Host().Stats().Misses
 	for range 5 {

@@ -150,7 +150,7 @@
 // BatchNormBackwardInput.
 //
 // With cuDNN (cuda:N only; sim and a GPU without cuDNN run Im2col, Gemm
-// and Col2im): Conv2dForward, Conv2dBackwardData, Conv2dBackwardFilter.
+// and Col2im): Conv2dForward (without a fused ReLU), Conv2dBackward.
 //
 // Kernels index in 64 bits, so tensors of 2^31 elements and more work;
 // cuBLAS dimensions are 32-bit, and larger ones return ErrTooLarge. As in

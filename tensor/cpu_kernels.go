@@ -41,9 +41,6 @@ func init() {
 		SoftmaxBackward:    cpuSoftmaxBackward,
 		LogSoftmaxBackward: cpuLogSoftmaxBackward,
 
-		FlashAttention:         cpuFlashAttention,
-		FlashAttentionBackward: cpuFlashAttentionBackward,
-
 		Where: cpuWhere,
 
 		AdamMulti: cpuAdamMulti,
@@ -73,6 +70,19 @@ func init() {
 		PowBackward:           cpuPowBackward,
 		BCEWithLogits:         cpuBCEWithLogits,
 		BCEWithLogitsBackward: cpuBCEWithLogitsBackward,
+
+		Conv2dForward:     cpuConv2dForward,
+		Conv2dBackward:    cpuConv2dBackward,
+		Im2col:            cpuIm2col,
+		Col2im:            cpuCol2im,
+		Swap01:            cpuSwap01,
+		AddChannelBias:    cpuAddChannelBias,
+		SumChannels:       cpuSumChannels,
+		MaxPool2d:         cpuMaxPool2d,
+		MaxPool2dBackward: cpuMaxPool2dBackward,
+		AvgPool2d:         cpuAvgPool2d,
+		AvgPool2dBackward: cpuAvgPool2dBackward,
+		DropoutFromRNG:    cpuDropoutFromRNG,
 
 		SqrtBackward: cpuGrad(func(g, y float64) float64 { return g / (2 * y) }, func(g, y float32) float32 { return g / (2 * y) }),
 	}

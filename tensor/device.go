@@ -142,8 +142,9 @@ type Kernels struct {
 	SumSquaresMulti func(out *Tensor, xs []*Tensor)
 	ScaleByMulti    func(xs []*Tensor, coef *Tensor)
 
-	// Convolutional networks (Conv2dDevice, MaxPool2dDevice, DropoutDevice
-	// in device_cnn.go are written against these).
+	// Convolutional networks (Conv2d, Conv2dBackward, MaxPool2d,
+	// AvgPool2d and Dropout in device_cnn.go are written against these;
+	// the host's are in cpu_cnn.go and also take float64 operands).
 	//
 	// Im2col writes the patch matrix of the s.N samples of x [N, C, H, W]
 	// into cols [C*KH*KW, N*OH*OW]: row (channel, ki, kj), column (sample,
@@ -153,19 +154,25 @@ type Kernels struct {
 	// s.BF16 are not used.
 	Im2col func(cols, x *Tensor, s *Conv2dShape)
 	Col2im func(dx, cols *Tensor, s *Conv2dShape)
-	// Conv2dForward, Conv2dBackwardData and Conv2dBackwardFilter are a
-	// convolution library's passes (cuDNN's on goddp/cuda), optional:
-	// y = conv2d(x, w) + beta*y; dx = conv2d's input gradient from gy and w
-	// + beta*dx; dw = its weight gradient from x and gy + beta*dw, every
-	// operand contiguous NCHW of s's shape. With s.BF16 (autocast) the
-	// library may compute in bfloat16 and round the result to it, as
-	// torch's autocast convolutions do. Each reports false, having
-	// queued nothing, when the library cannot run s (none loaded, turned
-	// off, a shape it does not take, a failed call): Conv2dDevice and
-	// Conv2dBackwardDevice then run Im2col and Gemm.
-	Conv2dForward        func(y, x, w *Tensor, s *Conv2dShape, beta float32) bool
-	Conv2dBackwardData   func(dx, gy, w *Tensor, s *Conv2dShape, beta float32) bool
-	Conv2dBackwardFilter func(dw, x, gy *Tensor, s *Conv2dShape, beta float32) bool
+	// Conv2dForward and Conv2dBackward are a convolution library's passes
+	// (the host's oneDNN, else its own im2col and GEMM per sample; cuDNN
+	// on goddp/cuda), optional, every operand contiguous NCHW of s's
+	// shape. Conv2dForward overwrites y with conv2d(x, w) + b (b [O], nil:
+	// no bias), then max(y, 0) when relu (the host fuses it into oneDNN's
+	// kernel). Conv2dBackward computes, each nil when not wanted, dx =
+	// conv2d's input gradient from gy and w, dw = its weight gradient from
+	// x and gy, and db = Σ gy per channel (only with dw), each added to
+	// what it holds when acc[i] (0 dx, 1 dw, 2 db), else overwriting it.
+	// With s.BF16 (autocast) the library may compute in bfloat16 and
+	// round the result to it, as torch's autocast convolutions do. Each
+	// reports false (Conv2dBackward: okX for dx, okW for dw and db), having
+	// queued nothing for it, when the library cannot run s (none loaded,
+	// turned off, a shape it does not take, a ReLU it cannot fuse, a
+	// failed call): Conv2d and Conv2dBackward then run Im2col and Gemm
+	// (and ReLU, SumChannels). The host's run every shape but a ReLU that
+	// oneDNN cannot fuse.
+	Conv2dForward  func(y, x, w, b *Tensor, s *Conv2dShape, relu bool) bool
+	Conv2dBackward func(dx, dw, db, gy, x, w *Tensor, s *Conv2dShape, acc [3]bool) (okX, okW bool)
 	// Swap01 is dst[b, a, k] = src[a, b, k] for src [na, nb, nk].
 	Swap01 func(dst, src *Tensor, na, nb, nk int)
 	// AddChannelBias is y[s, c, p] += bias[c] for y [n, c, l]; SumChannels
@@ -173,16 +180,23 @@ type Kernels struct {
 	AddChannelBias func(y, bias *Tensor, n, c, l int)
 	SumChannels    func(out, x *Tensor, n, c, l int, acc bool)
 	// MaxPool2d writes each window's maximum into y [N, C, OH, OW] and its
-	// offset in the [H, W] plane, as int32 bits, into idx (a float32 tensor
-	// of y's size); MaxPool2dBackward gathers dx (overwritten) from dy and
-	// idx.
+	// offset in the [H, W] plane into idx, of y's size: as int32 bits in a
+	// float32 tensor on a device, as int64 in an Int64 tensor on the host
+	// (torch's index type; MaxPool2d allocates each). MaxPool2dBackward
+	// gathers dx (overwritten) from dy and idx.
 	MaxPool2d         func(y, idx, x *Tensor, s *Pool2dShape)
 	MaxPool2dBackward func(dx, dy, idx *Tensor, s *Pool2dShape)
 	// Dropout is y = x * mask (y may be x), the mask keeping an element
 	// with probability 1-p, scaled by 1/(1-p), drawn from a counter-based
 	// hash of (seed, element index): a function of the seed alone. The
-	// scale is 1/float32(1-p), as the CPU op's.
-	Dropout func(y, x *Tensor, p float64, seed uint64)
+	// scale is 1/float32(1-p), as the CPU op's. DropoutFromRNG, optional,
+	// is y = x * mask with the mask drawn from rng's stream and written
+	// into mask (0 or 1/(1-p) per element) for the backward: the host's,
+	// torch's CPU dropout bit for bit (one uniform draw per element), which
+	// a seed alone cannot give. A device without it runs Dropout from one
+	// seed drawn from rng.
+	Dropout        func(y, x *Tensor, p float64, seed uint64)
+	DropoutFromRNG func(y, mask, x *Tensor, p float64, rng *RNG)
 	// AvgPool2d writes each window's mean into y [N, C, OH, OW]: torch's
 	// avg_pool2d (the divisor counting padding when countIncludePad), or
 	// adaptive_avg_pool2d's windows when adaptive (s's kernel, stride and
@@ -269,21 +283,6 @@ type Kernels struct {
 	// gradient p ⊙ (dp - Σ_j dp·p) in place.
 	AttentionSoftmax         func(p *Tensor, l int, causal bool)
 	AttentionSoftmaxBackward func(dp, p *Tensor)
-	// FlashAttention is scaled dot-product attention computed tile by tile
-	// with an online softmax (FlashAttention's algorithm: no [T, T] matrix
-	// is stored). qkv is [B, T, 3, H, D] (GPT-2's c_attn output: queries,
-	// keys, values, each with its H heads side by side); y is [B, T, H, D];
-	// lse is [B, H, T], each query row's log Σ_j exp(scale·q·k_j) over the
-	// keys it sees, from which the backward recomputes the probabilities.
-	// With causal, query i sees keys 0..i. With bf16, q, k, v and the
-	// probabilities are rounded to bfloat16 (nearest, ties to even) before
-	// the products, accumulated in float32, as bf16 autocast's.
-	FlashAttention func(y, lse, qkv *Tensor, b, t, h, d int, scale float32, causal, bf16 bool)
-	// FlashAttentionBackward writes dqkv [B, T, 3, H, D] (overwritten) from
-	// dy [B, T, H, D], qkv, y and lse (FlashAttention-2's backward: D_i =
-	// Σ dy_i·y_i, then per tile P from lse, dV += Pᵀ dY, dP = dY Vᵀ,
-	// dS = P ⊙ (dP − D), dQ += scale·dS K, dK += scale·dSᵀ Q).
-	FlashAttentionBackward func(dqkv, dy, qkv, y, lse *Tensor, b, t, h, d int, scale float32, causal, bf16 bool)
 	// Batch norm over x [n, c, l] (BatchNormForward in device_norm.go).
 	//
 	// BatchNormStats writes stats [2c+1]: per channel the batch mean and

@@ -135,3 +135,29 @@ func BenchmarkMaxPool2x2BackwardF32(b *testing.B) {
 		})
 	}
 }
+
+// The host's 2x2 max-pool backward writes every input element (the
+// window's argmax gets the gradient, the rest and an odd size's last row
+// and column 0), so MaxPool2dBackward hands it uninitialised memory: here
+// NaN, against the general scatter over zeros, at odd and even sizes, in
+// float64 (float32 runs MaxPool2x2BackwardF32, tested above).
+func TestMaxPool2x2BackwardWritesAll(t *testing.T) {
+	for _, d := range [][4]int{{2, 3, 5, 7}, {1, 2, 4, 6}, {1, 1, 3, 2}} {
+		s := &Pool2dShape{N: d[0], C: d[1], H: d[2], W: d[3], KH: 2, KW: 2, StrideH: 2, StrideW: 2, OH: d[2] / 2, OW: d[3] / 2}
+		x := Randn(NewRNG(uint64(d[3])), Float64, d[:]...)
+		idx := make([]int64, s.N*s.C*s.OH*s.OW)
+		y := make([]float64, len(idx))
+		maxPoolFwd(s, y, x.F64(), idx)
+		gy := make([]float64, len(idx))
+		for i := range gy {
+			gy[i] = float64(i + 1)
+		}
+		want, got := make([]float64, x.Numel()), make([]float64, x.Numel())
+		for i := range got {
+			got[i] = math.NaN()
+		}
+		maxPoolBwd(s, want, gy, idx)
+		maxPool2x2Bwd(s, got, gy, idx)
+		require.Equal(t, want, got, "shape %v", d)
+	}
+}

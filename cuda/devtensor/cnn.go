@@ -28,10 +28,10 @@ func (p ConvPass) String() string {
 }
 
 // ConvLauncher is a Launcher with a convolution library (goddp/cuda's
-// cuDNN): the op table's Conv2dForward, Conv2dBackwardData and
-// Conv2dBackwardFilter go to it, and fall back to im2col and GEMM when it
-// declines. The launcher decides per call (the library may be missing or
-// turned off) and keeps its own record of which engine ran.
+// cuDNN): the op table's Conv2dForward and Conv2dBackward go to it, and
+// fall back to im2col and GEMM when it declines. The launcher decides per
+// call (the library may be missing or turned off) and keeps its own record
+// of which engine ran.
 type ConvLauncher interface {
 	// ConvWorkspace returns the scratch bytes pass of s needs, or an
 	// error when the library cannot run it.
@@ -94,14 +94,34 @@ func (d *Device) convKernels(k *tensor.Kernels) {
 	if !ok {
 		return
 	}
-	k.Conv2dForward = func(y, x, w *tensor.Tensor, s *tensor.Conv2dShape, beta float32) bool {
-		return d.conv(cl, ConvForward, s, y, x, w, beta)
+	// The library has no fused ReLU here (tensor.Conv2dReLU then runs the
+	// ReLU entry); the bias and its gradient are the channel kernels.
+	k.Conv2dForward = func(y, x, w, b *tensor.Tensor, s *tensor.Conv2dShape, relu bool) bool {
+		if relu || !d.conv(cl, ConvForward, s, y, x, w, 0) {
+			return false
+		}
+		if b != nil {
+			k.AddChannelBias(y, b, s.N, s.O, s.OH*s.OW)
+		}
+		return true
 	}
-	k.Conv2dBackwardData = func(dx, gy, w *tensor.Tensor, s *tensor.Conv2dShape, beta float32) bool {
-		return d.conv(cl, ConvBackwardData, s, dx, gy, w, beta)
-	}
-	k.Conv2dBackwardFilter = func(dw, x, gy *tensor.Tensor, s *tensor.Conv2dShape, beta float32) bool {
-		return d.conv(cl, ConvBackwardFilter, s, dw, x, gy, beta)
+	k.Conv2dBackward = func(dx, dw, db, gy, x, w *tensor.Tensor, s *tensor.Conv2dShape, acc [3]bool) (okX, okW bool) {
+		beta := func(acc bool) float32 {
+			if acc {
+				return 1
+			}
+			return 0
+		}
+		if dw != nil && d.conv(cl, ConvBackwardFilter, s, dw, x, gy, beta(acc[1])) {
+			okW = true
+			if db != nil {
+				k.SumChannels(db, gy, s.N, s.O, s.OH*s.OW, acc[2])
+			}
+		}
+		if dx != nil {
+			okX = d.conv(cl, ConvBackwardData, s, dx, gy, w, beta(acc[0]))
+		}
+		return okX, okW
 	}
 }
 
