@@ -41,6 +41,9 @@ func init() {
 		SoftmaxBackward:    cpuSoftmaxBackward,
 		LogSoftmaxBackward: cpuLogSoftmaxBackward,
 
+		FlashAttention:         cpuFlashAttention,
+		FlashAttentionBackward: cpuFlashAttentionBackward,
+
 		Where: cpuWhere,
 
 		AdamMulti: cpuAdamMulti,

@@ -283,6 +283,21 @@ type Kernels struct {
 	// gradient p ⊙ (dp - Σ_j dp·p) in place.
 	AttentionSoftmax         func(p *Tensor, l int, causal bool)
 	AttentionSoftmaxBackward func(dp, p *Tensor)
+	// FlashAttention is scaled dot-product attention computed tile by tile
+	// with an online softmax (FlashAttention's algorithm: no [T, T] matrix
+	// is stored). qkv is [B, T, 3, H, D] (GPT-2's c_attn output: queries,
+	// keys, values, each with its H heads side by side); y is [B, T, H, D];
+	// lse is [B, H, T], each query row's log Σ_j exp(scale·q·k_j) over the
+	// keys it sees, from which the backward recomputes the probabilities.
+	// With causal, query i sees keys 0..i. With bf16, q, k, v and the
+	// probabilities are rounded to bfloat16 (nearest, ties to even) before
+	// the products, accumulated in float32, as bf16 autocast's.
+	FlashAttention func(y, lse, qkv *Tensor, b, t, h, d int, scale float32, causal, bf16 bool)
+	// FlashAttentionBackward writes dqkv [B, T, 3, H, D] (overwritten) from
+	// dy [B, T, H, D], qkv, y and lse (FlashAttention-2's backward: D_i =
+	// Σ dy_i·y_i, then per tile P from lse, dV += Pᵀ dY, dP = dY Vᵀ,
+	// dS = P ⊙ (dP − D), dQ += scale·dS K, dK += scale·dSᵀ Q).
+	FlashAttentionBackward func(dqkv, dy, qkv, y, lse *Tensor, b, t, h, d int, scale float32, causal, bf16 bool)
 	// Batch norm over x [n, c, l] (BatchNormForward in device_norm.go).
 	//
 	// BatchNormStats writes stats [2c+1]: per channel the batch mean and
