@@ -76,6 +76,16 @@
 //     the buffer's stream before Wait returns is not ordered after the
 //     collective.
 //
+//   - stream-ordered: AllReduceDeviceOn (StreamCollectives, AsStream)
+//     returns only once its wait for the caller's ready event, the
+//     ncclAllReduce and the record of the caller's end event are on the
+//     group's stream, in order after the ops called before it (torch's
+//     ProcessGroupNCCL enqueues on the calling thread and records its end
+//     event there). Another stream may wait for end at once, with no host
+//     wait: goddp/cuda's queues do, for ddp's stream-ordered buckets, whose
+//     watchdog polls end and calls the group's Abort (ncclCommAbort) on a
+//     timeout (stream.go; not yet run on a GPU).
+//
 // Host buffers need neither: they are copied into pinned memory before
 // the call returns and copied out when the Work completes.
 //

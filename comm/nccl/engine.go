@@ -21,7 +21,12 @@ type libCalls interface {
 	destroyEvent(ev unsafe.Pointer)
 	syncStream() error
 	asyncError() error // ncclCommGetAsyncError: nil while healthy
-	abortComm() error  // ncclCommAbort
+	// waitFor makes the group's stream wait for a caller's CUevent
+	// (cuStreamWaitEvent); recordInto records a caller's CUevent on it
+	// (cuEventRecord). The stream-ordered all-reduce uses both (stream.go).
+	waitFor(ev uintptr) error
+	recordInto(ev uintptr) error
+	abortComm() error // ncclCommAbort
 	destroyComm() error
 }
 
@@ -84,6 +89,9 @@ type op struct {
 	undo     func()         // when the op never reached the stream
 	event    unsafe.Pointer // a CUevent
 	w        *work
+	// launched, when not nil, is closed once the issuer has made the
+	// op's library calls or given up on them (enqueueNow waits for it).
+	launched chan struct{}
 }
 
 func newEngine(lib libCalls, rank int, timeout time.Duration, logf func(string, ...any)) *engine {
@@ -110,6 +118,12 @@ func (e *engine) opErr(o *op, kind error, detail string, cause error) error {
 
 // submit queues an op and returns its Work at once.
 func (e *engine) submit(name string, bytes int, launch func() error, done, undo func()) backend.Work {
+	return e.queue(name, bytes, launch, done, undo, nil).w
+}
+
+// queue queues an op; launched, when not nil, is closed once the issuer
+// has made its library calls or given up on them.
+func (e *engine) queue(name string, bytes int, launch func() error, done, undo func(), launched chan struct{}) *op {
 	if undo == nil {
 		undo = func() {}
 	}
@@ -120,14 +134,17 @@ func (e *engine) submit(name string, bytes int, launch func() error, done, undo 
 	defer e.mu.Unlock()
 	e.seq++
 	o := &op{name: name, bytes: bytes, seq: e.seq, deadline: time.Now().Add(e.timeout),
-		launch: launch, done: done, undo: undo, w: newWork()}
+		launch: launch, done: done, undo: undo, w: newWork(), launched: launched}
 	if e.closed {
 		undo()
 		o.w.Complete(e.opErr(o, backend.ErrClosed, "", nil))
-		return o.w
+		if launched != nil {
+			close(launched)
+		}
+		return o
 	}
 	e.issue <- o
-	return o.w
+	return o
 }
 
 func (e *engine) isClosed() bool {
@@ -172,47 +189,56 @@ func (e *engine) issuer() {
 	defer close(e.idone)
 	defer close(e.issued)
 	for o := range e.issue {
-		if err := e.enter(true); err != nil {
-			o.undo()
-			o.w.Complete(e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", err))
-			continue
+		e.issueOne(o)
+		if o.launched != nil {
+			close(o.launched)
 		}
-		timer := time.AfterFunc(time.Until(o.deadline), func() {
-			err := fmt.Errorf("still inside NCCL after %v (a rank did not issue it, or connection setup is stuck); communicator aborted", e.timeout)
-			o.w.Complete(e.opErr(o, backend.ErrTimeout, "a rank did not issue it, or is stuck", err))
-			e.abort(err)
-		})
-		err := o.launch()
-		var ev unsafe.Pointer
-		if err == nil {
-			var rerr error
-			if ev, rerr = e.lib.recordEvent(); rerr != nil {
-				// On the stream but not watchable: wait for it here.
-				if serr := e.lib.syncStream(); serr != nil {
-					err = errors.Join(rerr, serr)
-				}
+	}
+}
+
+// issueOne makes o's library calls, bounded by its deadline, and hands
+// it to the watcher.
+func (e *engine) issueOne(o *op) {
+	if err := e.enter(true); err != nil {
+		o.undo()
+		o.w.Complete(e.opErr(o, backend.ErrPeerFailed, "the communicator was aborted by an earlier failure", err))
+		return
+	}
+	timer := time.AfterFunc(time.Until(o.deadline), func() {
+		err := fmt.Errorf("still inside NCCL after %v (a rank did not issue it, or connection setup is stuck); communicator aborted", e.timeout)
+		o.w.Complete(e.opErr(o, backend.ErrTimeout, "a rank did not issue it, or is stuck", err))
+		e.abort(err)
+	})
+	err := o.launch()
+	var ev unsafe.Pointer
+	if err == nil {
+		var rerr error
+		if ev, rerr = e.lib.recordEvent(); rerr != nil {
+			// On the stream but not watchable: wait for it here.
+			if serr := e.lib.syncStream(); serr != nil {
+				err = errors.Join(rerr, serr)
 			}
 		}
-		e.leave(true)
-		if !timer.Stop() {
-			// Timed out inside the call: the Work has failed. Its
-			// staging memory is not reused (the stream may still hold it).
-			if ev != nil {
-				e.lib.destroyEvent(ev)
-			}
-			continue
+	}
+	e.leave(true)
+	if !timer.Stop() {
+		// Timed out inside the call: the Work has failed. Its
+		// staging memory is not reused (the stream may still hold it).
+		if ev != nil {
+			e.lib.destroyEvent(ev)
 		}
-		switch {
-		case err != nil:
-			o.undo()
-			o.w.Complete(e.opErr(o, backend.ErrPeerFailed, "enqueueing failed", err))
-		case ev == nil: // completed by the stream synchronisation
-			o.done()
-			o.w.Complete(nil)
-		default:
-			o.event = ev
-			e.issued <- o
-		}
+		return
+	}
+	switch {
+	case err != nil:
+		o.undo()
+		o.w.Complete(e.opErr(o, backend.ErrPeerFailed, "enqueueing failed", err))
+	case ev == nil: // completed by the stream synchronisation
+		o.done()
+		o.w.Complete(nil)
+	default:
+		o.event = ev
+		e.issued <- o
 	}
 }
 

@@ -32,6 +32,7 @@ type fakeLib struct {
 	mu       sync.Mutex
 	ready    map[unsafe.Pointer]bool
 	wake     chan struct{} // closed and replaced when an event completes
+	trace    []string      // the stream-ordered calls, in order (stream_test.go)
 }
 
 func newFakeLib(t *testing.T) *fakeLib {

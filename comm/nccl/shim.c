@@ -202,6 +202,18 @@ int gdn_stream_wait(gdn_lib *l, void *ctx, void *stream, void *event) {
 	return l->cuStreamWaitEvent(stream, event, 0);
 }
 
+// Makes stream wait for a caller's event (a CUevent given as an integer).
+int gdn_stream_wait_for(gdn_lib *l, void *ctx, void *stream, uintptr_t event) {
+	return gdn_stream_wait(l, ctx, stream, (void *)event);
+}
+
+// Records a caller's event (created by the caller, given as an integer) on
+// stream: the stream-ordered all-reduce's end event.
+int gdn_event_record_into(gdn_lib *l, void *ctx, uintptr_t event, void *stream) {
+	CURRENT(ctx);
+	return l->cuEventRecord((void *)event, stream);
+}
+
 int gdn_version(gdn_lib *l, int *v) { return l->ncclGetVersion(v); }
 
 int gdn_unique_id_get(gdn_lib *l, char *out) {

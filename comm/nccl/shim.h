@@ -80,6 +80,10 @@ int gdn_event_sync(gdn_lib *l, void *ctx, void *event);
 int gdn_event_destroy(gdn_lib *l, void *ctx, void *event);
 int gdn_event_record_on(gdn_lib *l, void *ctx, uintptr_t stream, void **event);
 int gdn_stream_wait(gdn_lib *l, void *ctx, void *stream, void *event);
+// The stream-ordered all-reduce's events are the caller's (goddp/cuda's
+// markers), passed as integers as a DeviceBuffer's Stream is.
+int gdn_stream_wait_for(gdn_lib *l, void *ctx, void *stream, uintptr_t event);
+int gdn_event_record_into(gdn_lib *l, void *ctx, uintptr_t event, void *stream);
 
 // NCCL calls (return ncclResult_t).
 int gdn_version(gdn_lib *l, int *v);
