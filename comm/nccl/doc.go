@@ -70,6 +70,7 @@
 //     call. The collective therefore sees everything queued on that stream
 //     before the call, such as the backward kernels that wrote the
 //     gradients, and the host never blocks for it;
+//
 //   - after: an event recorded after the collective completes its Work.
 //     Wait for the Work before queuing work that reads the result (DDP
 //     waits for every bucket before the optimizer step); work queued on
