@@ -236,6 +236,8 @@ func (d *Device) kernels() tensor.Kernels {
 			rows, s := rowsCols(p)
 			d.launch("attn_softmax_bwd_f32", grid(rows), d.ptr("attention softmax backward", dp), d.ptr("attention softmax backward", p), i64(rows), i64(s))
 		},
+		FlashAttention:         d.flashAttention,
+		FlashAttentionBackward: d.flashAttentionBackward,
 		// Elementwise ops of the tensor package (Sub, Mul, Div; Exp, Log,
 		// Sqrt, Tanh, Sigmoid).
 		Sub:             d.binary("sub_f32"),

@@ -220,3 +220,48 @@ func TestFlashAttentionKernels(t *testing.T) {
 		})
 	}
 }
+
+// The device table's entries (goddp/cuda/devtensor's launches) on sim
+// against the host's kernel (tensor.CPU()'s FlashAttention and
+// FlashAttentionBackward, tiled GEMMs with the online softmax between
+// them): y, lse and dqkv, each side's backward fed its own forward's y and
+// lse, and dqkv starting as NaN on both, so that an element left unwritten
+// shows.
+func TestFlashAttentionMatchesCPU(t *testing.T) {
+	dev := newDevice(t).Tensors()
+	rng := tensor.NewRNG(31)
+	for _, c := range flashCases {
+		for _, causal := range []bool{false, true} {
+			for _, bf16 := range []bool{false, true} {
+				c.causal, c.bf16 = causal, bf16
+				t.Run(c.String(), func(t *testing.T) {
+					qkv := tensor.Randn(rng, tensor.Float32, c.b, c.t, 3, c.h, c.d)
+					dy := tensor.Randn(rng, tensor.Float32, c.b, c.t, c.h, c.d)
+					scale := float32(1 / math.Sqrt(float64(c.d)))
+					run := func(d tensor.Device) (y, lse, dqkv []float32) {
+						k := d.Kernels()
+						yt, lt := tensor.MustZerosOn(d, c.b, c.t, c.h, c.d), tensor.MustZerosOn(d, c.b, c.h, c.t)
+						q := qkv.MustTo(d)
+						k.FlashAttention(yt, lt, q, c.b, c.t, c.h, c.d, scale, c.causal, c.bf16)
+						dq := tensor.Full(tensor.Float32, math.NaN(), qkv.Shape()...).MustTo(d)
+						k.FlashAttentionBackward(dq, dy.MustTo(d), q, yt, lt, c.b, c.t, c.h, c.d, scale, c.causal, c.bf16)
+						return yt.MustTo(tensor.CPU()).F32(), lt.MustTo(tensor.CPU()).F32(), dq.MustTo(tensor.CPU()).F32()
+					}
+					wy, wl, wd := run(tensor.CPU())
+					gy, gl, gd := run(dev)
+					flashClose(t, f64s(wy), gy, 1e-4, c.bf16, "y")
+					flashClose(t, f64s(wl), gl, 1e-4, c.bf16, "lse")
+					flashClose(t, f64s(wd), gd, 1e-4, c.bf16, "dqkv")
+				})
+			}
+		}
+	}
+}
+
+func f64s(x []float32) []float64 {
+	y := make([]float64, len(x))
+	for i, v := range x {
+		y[i] = float64(v)
+	}
+	return y
+}
