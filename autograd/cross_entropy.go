@@ -124,7 +124,7 @@ func (o *crossEntropyOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 // BackwardFreeing writes the logits' gradient over the saved softmax
 // (BackwardAndFree): a language model's head so holds one [N, V] tensor
 // through the loss's backward, not the probabilities and a gradient.
-func (o *crossEntropyOp) BackwardFreeing(gy *tensor.Tensor) []*tensor.Tensor {
+func (o *crossEntropyOp) BackwardFreeing(gy *tensor.Tensor, _ []*tensor.Tensor) []*tensor.Tensor {
 	return []*tensor.Tensor{o.saved.BackwardInPlace(gy)}
 }
 

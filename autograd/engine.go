@@ -78,9 +78,11 @@ type GradAccumulator interface {
 // an activation's derivative), so that the gradient costs no memory of its
 // own. The engine calls BackwardFreeing instead of Backward only in a pass
 // that frees the graph (BackwardAndFree), where no second backward may
-// read what the op saved; its results must be fresh, as FreshGrads's.
+// read what the op saved; its results must be fresh, as FreshGrads's. dst
+// is nil unless the op is also a GradAccumulator, and then follows
+// BackwardInto's contract.
 type FreeingBackward interface {
-	BackwardFreeing(gy *tensor.Tensor) []*tensor.Tensor
+	BackwardFreeing(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor
 }
 
 // isFresh reports whether op's gradients are fresh (freshGrads or
@@ -276,24 +278,30 @@ func (p *Pass) run(n *Variable) {
 	var grads []*tensor.Tensor
 	offered, done := false, false
 	fresh := isFresh(op)
+	fb, freeing := op.(FreeingBackward)
+	freeing = freeing && p.free
 	if ip, ok := op.(inPlaceBackward); ok && owned && gy.IsContiguous() {
 		grads, done = ip.backwardInPlace(gy), true
-	} else if fb, ok := op.(FreeingBackward); ok && p.free {
-		grads, done, fresh = fb.BackwardFreeing(gy), true, true
-	} else if acc := accumulatorOf(op); acc != nil {
-		dst := p.dst[:0]
-		for _, in := range ins {
-			var d *tensor.Tensor
-			if in != nil && in.mark == p && in.creator == nil && in.Grad != nil &&
-				in.Grad.DType() == in.Value.DType() && in.Grad.IsContiguous() &&
-				slices.Equal(in.Grad.Shape(), in.Value.Shape()) {
-				d = in.Grad
-				offered = true
+	} else if acc := accumulatorOf(op); acc != nil || freeing {
+		var dst []*tensor.Tensor
+		if acc != nil {
+			dst = p.dst[:0]
+			for _, in := range ins {
+				var d *tensor.Tensor
+				if in != nil && in.mark == p && in.creator == nil && in.Grad != nil &&
+					in.Grad.DType() == in.Value.DType() && in.Grad.IsContiguous() &&
+					slices.Equal(in.Grad.Shape(), in.Value.Shape()) {
+					d = in.Grad
+					offered = true
+				}
+				dst = append(dst, d)
 			}
-			dst = append(dst, d)
+			p.dst = dst
 		}
-		p.dst = dst
-		if offered {
+		switch {
+		case freeing:
+			grads, done, fresh = fb.BackwardFreeing(gy, dst), true, true
+		case offered:
 			grads = acc(gy, dst)
 		}
 	}

@@ -185,6 +185,59 @@ func CrossEntropyLoss(logits *Tensor, target []int, ignore int, eps float64, r R
 	return y, &CrossEntropy{p: p, ce: ce}
 }
 
+// CrossEntropyLossInPlace is CrossEntropyLoss on host logits [N, C]
+// (contiguous, float32 or float64) that become the saved probabilities:
+// the softmax of each kept row is written over it, an ignored row is
+// zeroed, so the loss keeps no [N, C] tensor of its own. The caller must
+// not read the logits afterwards (a model's head, fused with its loss).
+// The loss and probabilities are CrossEntropyLoss's to the bit.
+func CrossEntropyLossInPlace(logits *Tensor, target []int, ignore int, eps float64, r Reduction) (*Tensor, *CrossEntropy) {
+	if logits.dev != nil || !logits.IsContiguous() || logits.Dim() != 2 {
+		panic(fmt.Sprintf("tensor: CrossEntropyLossInPlace: logits of shape %v on %v (contiguous): want [N, C] contiguous on the host", logits.shape, logits.Device()))
+	}
+	n, c := logits.Size(0), logits.Size(1)
+	var y *Tensor
+	if r == ReductionNone {
+		y = New(logits.dtype, n)
+	} else {
+		y = New(logits.dtype)
+	}
+	ce := crossEntropy{target: target, c: c, ignore: ignore, eps: eps, reduction: r}
+	row := Empty(logits.dtype, c) // each row's logits, while the row becomes probabilities
+	if logits.dtype == Float64 {
+		ce.kept = crossEntropyFwdInPlace(ce, y.F64(), logits.F64(), row.F64())
+	} else {
+		ce.kept = crossEntropyFwdInPlace(ce, y.F32(), logits.F32(), row.F32())
+	}
+	ReleaseScratch(row)
+	return y, &CrossEntropy{p: logits, ce: ce}
+}
+
+// crossEntropyFwdInPlace is crossEntropyFwd with p = x: each kept row is
+// copied to scratch and its softmax written back from there (the softmax
+// kernel takes distinct input and output); ignored rows are zeroed.
+func crossEntropyFwdInPlace[T float](ce crossEntropy, y, x, scratch []T) int {
+	c := ce.c
+	row := scratch[:c]
+	total, kept := 0.0, 0
+	for i, t := range ce.target {
+		pr := x[i*c : (i+1)*c]
+		if t == ce.ignore {
+			clear(pr)
+			continue
+		}
+		kept++
+		copy(row, pr)
+		loss := crossEntropyRow(ce, pr, row, t)
+		if ce.reduction == ReductionNone {
+			y[i] = T(loss)
+		}
+		total += loss
+	}
+	crossEntropyReduce(ce, y, total, kept)
+	return kept
+}
+
 func crossEntropyDevice(x *Tensor, target []int, ignore int, eps float64, r Reduction) (*Tensor, *CrossEntropy) {
 	k := kernelsFor("CrossEntropyLoss", x)
 	NeedKernel(k.SoftmaxCrossEntropy != nil, "CrossEntropyLoss", x.Device())
@@ -220,32 +273,43 @@ func crossEntropyFwd[T float](ce crossEntropy, y, p, x []T) int {
 			continue // y[i] stays 0 for ReductionNone
 		}
 		kept++
-		row, pr := x[i*c:(i+1)*c], p[i*c:(i+1)*c]
-		m, s := softmaxRow(pr, row)
-		lse := m + math.Log(s)
-		loss := lse - float64(row[t])
-		// Only with ε > 0: a -Inf logit makes the smoothing sum +Inf, and
-		// 0·Inf would turn an otherwise finite loss into NaN (torch takes
-		// the plain nll path for ε = 0 too).
-		if ce.eps > 0 {
-			smooth := 0.0 // Σ_j -lp[j]; every term is >= 0, so no cancellation
-			for _, v := range row {
-				smooth += lse - float64(v)
-			}
-			loss = (1-ce.eps)*loss + ce.eps/float64(c)*smooth
-		}
+		loss := crossEntropyRow(ce, p[i*c:(i+1)*c], x[i*c:(i+1)*c], t)
 		if ce.reduction == ReductionNone {
 			y[i] = T(loss)
 		}
 		total += loss
 	}
+	crossEntropyReduce(ce, y, total, kept)
+	return kept
+}
+
+// crossEntropyRow writes the softmax of the logits row into p and returns
+// the row's loss against target t, in float64.
+func crossEntropyRow[T float](ce crossEntropy, p, row []T, t int) float64 {
+	m, s := softmaxRow(p, row)
+	lse := m + math.Log(s)
+	loss := lse - float64(row[t])
+	// Only with ε > 0: a -Inf logit makes the smoothing sum +Inf, and
+	// 0·Inf would turn an otherwise finite loss into NaN (torch takes
+	// the plain nll path for ε = 0 too).
+	if ce.eps > 0 {
+		smooth := 0.0 // Σ_j -lp[j]; every term is >= 0, so no cancellation
+		for _, v := range row {
+			smooth += lse - float64(v)
+		}
+		loss = (1-ce.eps)*loss + ce.eps/float64(ce.c)*smooth
+	}
+	return loss
+}
+
+// crossEntropyReduce writes the mean or sum of the kept rows' losses.
+func crossEntropyReduce[T float](ce crossEntropy, y []T, total float64, kept int) {
 	switch ce.reduction {
 	case ReductionMean:
 		y[0] = T(total / float64(kept)) // 0/0 = NaN when every target is ignored, as torch
 	case ReductionSum:
 		y[0] = T(total)
 	}
-	return kept
 }
 
 // Saved lists the tensors the loss keeps for Backward, for an owner that

@@ -96,3 +96,80 @@ func TestBackwardPeakLiveBytesGPT2(t *testing.T) {
 	t.Logf("backward added %d bytes over the forward's: %.2f logits + %.1f activations", added, float64(added)/float64(logits), float64(added-logits)/act)
 	require.LessOrEqual(t, added, logits+8*act, "the backward's live bytes over the forward's")
 }
+
+// ForwardLoss is Loss(Forward(·)) to the bit, loss and every parameter's
+// gradient, under Backward and under BackwardAndFree, ignored targets
+// included; and its step holds one logits-sized tensor less.
+func TestForwardLossMatchesForwardThenLoss(t *testing.T) {
+	x, y := memBatch()
+	tg := y.Ints()
+	tg[3], tg[100] = IgnoreIndex, IgnoreIndex
+	y = tensor.FromI64(func() []int64 {
+		out := make([]int64, len(tg))
+		for i, v := range tg {
+			out[i] = int64(v)
+		}
+		return out
+	}(), y.Shape()...)
+	run := func(fused, free bool) (loss []uint32, grads [][]uint32) {
+		m := newTiny(t, memConfig, 5)
+		var l *autograd.Variable
+		if fused {
+			l = m.ForwardLoss(x, y)
+			require.Equal(t, "gpt2.HeadLoss", l.Creator().Name())
+		} else {
+			l = m.Loss(m.Forward(x), y)
+		}
+		loss = []uint32{math.Float32bits(l.Value.F32()[0])}
+		for range 2 { // the second step adds into existing Grads
+			if free {
+				require.NoError(t, l.BackwardAndFree())
+				if fused {
+					l = m.ForwardLoss(x, y)
+				} else {
+					l = m.Loss(m.Forward(x), y)
+				}
+			} else {
+				require.NoError(t, l.Backward())
+			}
+		}
+		for _, p := range nn.Parameters(m) {
+			var b []uint32
+			for _, v := range p.Grad.F32() {
+				b = append(b, math.Float32bits(v))
+			}
+			grads = append(grads, b)
+		}
+		return loss, grads
+	}
+	tensor.Host().SetPoison(true)
+	t.Cleanup(func() { tensor.Host().SetPoison(false) })
+	for _, free := range []bool{false, true} {
+		wantLoss, want := run(false, free)
+		gotLoss, got := run(true, free)
+		require.Equal(t, wantLoss, gotLoss, "free=%v: the loss", free)
+		for i := range want {
+			require.True(t, slices.Equal(want[i], got[i]), "free=%v: parameter %d's gradient differs", free, i)
+		}
+	}
+
+	m := newTiny(t, memConfig, 5)
+	peak := func(fused bool) int64 {
+		h := tensor.Host()
+		h.ResetPeak()
+		base := h.Stats().Allocated
+		var l *autograd.Variable
+		if fused {
+			l = m.ForwardLoss(x, y)
+		} else {
+			l = m.Loss(m.Forward(x), y)
+		}
+		require.NoError(t, l.BackwardAndFree())
+		return h.Stats().PeakAllocated - base
+	}
+	peak(false) // every Grad exists from here on
+	unfused, fused := peak(false), peak(true)
+	logits := int64(256 * memConfig.PaddedVocab() * 4)
+	t.Logf("a step's peak: %d bytes with Forward and Loss, %d with ForwardLoss (logits %d)", unfused, fused, logits)
+	require.LessOrEqual(t, fused, unfused-logits, "ForwardLoss must hold one logits-sized tensor less")
+}

@@ -37,7 +37,7 @@ func TestGELUTanhBackwardReusesDerivative(t *testing.T) {
 		require.NotSame(t, &d[0], &gx.F32()[0], "the retaining backward must keep the derivative")
 		require.Equal(t, want, gx.F32())
 	}
-	gx := op.BackwardFreeing(gy)[0]
+	gx := op.BackwardFreeing(gy, nil)[0]
 	require.Same(t, &d[0], &gx.F32()[0], "the gradient must reuse the derivative's storage")
 	require.Equal(t, want, gx.F32())
 	require.PanicsWithValue(t, errGELUTwice, func() { op.Backward(gy) })
@@ -45,9 +45,9 @@ func TestGELUTanhBackwardReusesDerivative(t *testing.T) {
 
 // TestStepPeakRSS is a probe, not a check: with GPT2_STEP_RSS_LAYERS set
 // (4, or 12 for GPT-2 124M) it trains two steps of GPT-2 of that depth at
-// d=768, T=1024, batch 2 (forward, loss, backward, AdamW) as the trainer
-// runs them and logs the process's peak RSS and the host allocator's peak
-// after each. It needs 5-12 GB and minutes; run it alone:
+// d=768, T=1024, batch 2 (forward, loss, backward, AdamW) and logs the
+// process's peak RSS and the host allocator's peak after each. It needs
+// 3-9 GB and minutes; run it alone:
 //
 //	GODDP_NUM_THREADS=1 GPT2_STEP_RSS_LAYERS=4 go test -count=1 -run TestStepPeakRSS -v ./models/gpt2/
 func TestStepPeakRSS(t *testing.T) {
@@ -55,6 +55,11 @@ func TestStepPeakRSS(t *testing.T) {
 	if layers == 0 {
 		t.Skip("a probe: set GPT2_STEP_RSS_LAYERS")
 	}
+	// GPT2_STEP_RSS_MODE: "free" (default) ends the step with
+	// BackwardAndFree, "trainer" with Backward then FreeGraph, "fused"
+	// runs ForwardLoss and BackwardAndFree.
+	mode := os.Getenv("GPT2_STEP_RSS_MODE")
+	t.Logf("mode %q, %d layers", mode, layers)
 	cfg := Config124M.Padded(64)
 	cfg.Layers = layers
 	rng := tensor.NewRNG(1)
@@ -75,8 +80,18 @@ func TestStepPeakRSS(t *testing.T) {
 	for step := range 2 {
 		start := time.Now()
 		opt.ZeroGrad()
-		loss := m.Loss(m.Forward(x), y)
-		require.NoError(t, loss.BackwardAndFree()) // the trainer's Backward then FreeGraph, the graph freed as the pass goes
+		var loss *autograd.Variable
+		if mode == "fused" {
+			loss = m.ForwardLoss(x, y)
+		} else {
+			loss = m.Loss(m.Forward(x), y)
+		}
+		if mode == "trainer" { // the trainer's step today
+			require.NoError(t, loss.Backward())
+			loss.FreeGraph()
+		} else {
+			require.NoError(t, loss.BackwardAndFree())
+		}
 		require.NoError(t, opt.Step())
 		var ru syscall.Rusage
 		require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))

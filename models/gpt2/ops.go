@@ -213,7 +213,7 @@ func (o *geluTanhOp) Backward(gy *tensor.Tensor) []*tensor.Tensor {
 // derivative again. At GPT-2 124M, T=1024, batch 2 that is 12 tensors of
 // B·T·4C floats (302 MB) a step. A later backward panics, as torch's
 // does through a freed graph.
-func (o *geluTanhOp) BackwardFreeing(gy *tensor.Tensor) []*tensor.Tensor {
+func (o *geluTanhOp) BackwardFreeing(gy *tensor.Tensor, _ []*tensor.Tensor) []*tensor.Tensor {
 	if o.deriv == nil {
 		panic(errGELUTwice)
 	}
