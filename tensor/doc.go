@@ -183,12 +183,15 @@
 // 2026-11-29 the seam carries the elementwise family (Exp, Log, Sqrt,
 // Tanh, Sigmoid, ReLU, GELU, Neg), batch normalization (BatchNorm and
 // SyncBatchNorm: BatchNormForward, BatchNormBackward), Softmax and
-// LogSoftmax (any axis, the entries working on the last), and Where and
-// MaskedFill. The other ops are on the old path: their host code sits in
-// the op (in autograd, over host slices, or in this package behind an
-// onDevice test), and some reach their device through an exported
-// XxxDevice function that returns nil on the host: LayerNorm,
-// IndexSelect, SelfAttention and Dropout. LayerNorm waits on its entries'
+// LogSoftmax (any axis, the entries working on the last), Where and
+// MaskedFill, and the ops along one axis with the pointwise gradients of
+// index.go and op_grads.go (Gather, ScatterAdd, IndexSelect, IndexAdd,
+// Concat, MaxDim, Clamp, PowScalar, Pow's gradient, BCEWithLogits, and
+// ExpandContiguous, which spreads a reduction's gradient back). The other
+// ops are on the old path: their host code sits in the op (in autograd,
+// over host slices, or in this package behind an onDevice test), and some
+// reach their device through an exported XxxDevice function that returns
+// nil on the host: LayerNorm, SelfAttention and Dropout. LayerNorm waits on its entries'
 // contract: the host keeps x with each row's mean and rstd in float64
 // and recomputes xhat (torch's choice, which saves an activation-sized
 // tensor), while the LayerNorm entry keeps xhat; one contract for both
