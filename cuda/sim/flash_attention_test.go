@@ -5,6 +5,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/cuda/sim"
 	"github.com/goddp/goddp/tensor"
 )
@@ -264,4 +265,28 @@ func f64s(x []float32) []float64 {
 		y[i] = float64(v)
 	}
 	return y
+}
+
+// autograd.FlashSelfAttention on sim (the op keeps qkv, y and lse on the
+// device and runs the table's entries both ways) against the same op on
+// the host and against the unfused SelfAttention on the host: the output
+// and qkv's gradient, accumulated into an existing Grad.
+func TestFlashSelfAttentionOnSim(t *testing.T) {
+	d := newDevice(t).Tensors()
+	rng := tensor.NewRNG(43)
+	qkv := tensor.Randn(rng, tensor.Float32, 2, 130, 3*2*24) // 2 heads of 24
+	for _, causal := range []bool{false, true} {
+		t.Run(fmt.Sprintf("causal=%v", causal), func(t *testing.T) {
+			o := autograd.AttentionOptions{Causal: causal}
+			flash := func(xs []*autograd.Variable) *autograd.Variable { return autograd.FlashSelfAttention(xs[0], 2, o) }
+			unfused := func(xs []*autograd.Variable) *autograd.Variable { return autograd.SelfAttention(xs[0], 2, o) }
+			dy := tensor.Randn(rng, tensor.Float32, 2, 130, 2*24)
+			gotY, gotG := onDevice(t, d, flash, dy, qkv)
+			for name, f := range map[string]func([]*autograd.Variable) *autograd.Variable{"FlashSelfAttention": flash, "SelfAttention": unfused} {
+				wantY, wantG := onDevice(t, tensor.CPU(), f, dy, qkv)
+				flashClose(t, f64s(wantY.F32()), gotY.F32(), 1e-4, false, name+" on the host: output")
+				flashClose(t, f64s(wantG[0].F32()), gotG[0].F32(), 1e-4, false, name+" on the host: qkv's gradient")
+			}
+		})
+	}
 }
