@@ -71,16 +71,19 @@ type Attention struct {
 }
 
 // Forward implements nn.Layer on x [B, T, C]. Without attention dropout
-// in effect (eval mode, or Dropout 0) it is one autograd.SelfAttention,
-// the causal kernel that skips the masked scores; with it, the products,
-// softmax and dropout as separate ops, as HF's eager attention runs.
+// in effect (eval mode, or Dropout 0, as GPT-2 training recipes run) it is
+// one autograd.FlashSelfAttention, the fused causal attention that never
+// stores the [B, H, T, T] probabilities (torch's scaled_dot_product_attention
+// on its flash backend); with it, the products, softmax and dropout as
+// separate ops, as HF's eager attention runs, since the dropout needs the
+// probabilities.
 func (a *Attention) Forward(x *autograd.Variable) *autograd.Variable {
 	qkv := a.CAttn.Forward(x)
 	var y *autograd.Variable
 	if a.attnDrop.Training() && a.attnDrop.P > 0 {
 		y = attentionWithDropout(qkv, a.heads, a.attnDrop)
 	} else {
-		y = autograd.SelfAttention(qkv, a.heads, autograd.AttentionOptions{Causal: true, Precision: a.CProj.Precision})
+		y = autograd.FlashSelfAttention(qkv, a.heads, autograd.AttentionOptions{Causal: true, Precision: a.CProj.Precision})
 	}
 	return a.residDrop.Forward(a.CProj.Forward(y))
 }
