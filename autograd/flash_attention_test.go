@@ -186,3 +186,37 @@ func TestFlashSelfAttentionBadInputsPanic(t *testing.T) {
 		FlashSelfAttention(Const(randT(1, 1, 0, 1, 3, 12)), 2, AttentionOptions{Mask: randT(2, 1, 0, 3, 3)})
 	})
 }
+
+// BenchmarkFlashSelfAttention times forward and backward of GPT-2 124M's
+// attention at T = 1024 (B = 2, 12 heads of 64), fused against
+// SelfAttention, and reports the host allocator's peak over the step
+// (peak-MiB: SelfAttention's includes the [B, 12, T, T] probabilities,
+// 96 MiB) beside Go's B/op:
+//
+//	GODDP_NUM_THREADS=1 go test -run '^$' -bench FlashSelfAttention -benchtime 3x ./autograd/
+func BenchmarkFlashSelfAttention(b *testing.B) {
+	const batch, tt, heads, dh = 2, 1024, 12, 64
+	qkv := tensor.Randn(tensor.NewRNG(1), tensor.Float32, batch, tt, 3*heads*dh)
+	w := tensor.Randn(tensor.NewRNG(2), tensor.Float32, batch, tt, heads*dh)
+	for _, c := range []struct {
+		name string
+		attn func(*Variable, int, AttentionOptions) *Variable
+	}{{"fused", FlashSelfAttention}, {"unfused", SelfAttention}} {
+		b.Run(c.name, func(b *testing.B) {
+			x := Param(qkv)
+			h := tensor.Host()
+			var peak int64
+			b.ReportAllocs()
+			for b.Loop() {
+				h.ResetPeak()
+				base := h.Stats().Allocated
+				if err := c.attn(x, heads, AttentionOptions{Causal: true}).BackwardWith(w); err != nil {
+					b.Fatal(err)
+				}
+				peak = max(peak, h.Stats().PeakAllocated-base)
+				x.Grad = nil
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
+		})
+	}
+}
