@@ -157,25 +157,41 @@
 // # Adding an op
 //
 // The CPU is a device like sim and cuda: CPU().Kernels() is the host's
-// table (cpu_kernels.go, cpu_batchnorm.go), whose entries are the host
-// loops with their C engine and AVX-512 paths, and which also take
+// table (cpu_kernels.go and the cpu_*.go files), whose entries are the
+// host loops with their C engine and AVX-512 paths, and which also take
 // float64 operands (the gradient checks). An op on the one-table seam
 // looks up the table of its operands' device, the host's included
 // (table in elementwise_grad.go), and calls the entry; a nil entry panics
 // with NoKernel naming the op and the device, never falling back to the
-// host. Adding such an op is four pieces:
+// host. Adding such an op is four pieces, which the fused attention
+// (autograd.FlashSelfAttention, 2026-11-29) shows:
 //
-//  1. An entry in Kernels (device.go), forward and backward, on contiguous
-//     operands of the shapes it states, e.g. TanhBackward func(dx, dy, y).
-//  2. The CPU kernel, set in cpu_kernels.go's init: a function over
-//     f32s and f64s of its operands.
-//  3. The CUDA kernel in goddp/cuda/kernels/kernels.cu and its entry in
-//     goddp/cuda/devtensor's table; sim runs the same source, so its tests
-//     check it without a GPU.
-//  4. The autograd rule: an op that calls the tensor function (which
-//     allocates with EmptyAs or ZerosAs, on the operand's device, and calls
-//     the entry) in forward and backward, and keeps what its backward needs
-//     as tensors on the op's device, never reading their elements.
+//  1. Entries in Kernels (device.go), forward and backward, on contiguous
+//     operands of the shapes their comment states, the forward writing
+//     what the backward needs besides its result: FlashAttention(y, lse,
+//     qkv, b, t, h, d, scale, causal, bf16) writes each query row's
+//     log-sum-exp, from which FlashAttentionBackward(dqkv, dy, qkv, y,
+//     lse, ...) recomputes the probabilities. The comment is the contract
+//     every device implements, down to what bf16 rounds.
+//  2. The CPU kernel, in a file of its own (cpu_flash_attention.go) and
+//     set in cpu_kernels.go's init: a function over f32s and f64s of its
+//     operands, on the package's Gemm and C row kernels
+//     (flash_attention_kernels.c; Go loops serve float64 and builds
+//     without cgo), its scratch from the host cache.
+//  3. The CUDA kernels, appended to goddp/cuda/kernels/kernels.cu
+//     (flash_attn_fwd_f32; flash_attn_bwd_dot_f32, flash_attn_bwd_f32,
+//     flash_attn_bwd_dq_f32), and their entries in goddp/cuda/devtensor's
+//     table (flash.go); sim runs the same source, so its tests
+//     (cuda/sim/flash_attention_test.go) check them without a GPU.
+//  4. The tensor function and the autograd rule. The function
+//     (FlashAttention, FlashAttentionBackward) checks the shapes,
+//     allocates its results with EmptyAs or ZerosAs on the operand's
+//     device and calls that device's entry; the autograd op calls it in
+//     forward and backward and keeps what its backward needs (qkv, y, lse)
+//     as tensors on the op's device, never reading their elements. Its
+//     tests hold it to a reference (the op it replaces, or float64 formed
+//     whole) and to GradCheck in float64, and fail when the kernel is
+//     broken.
 //
 // An elementwise function with a gradient is one more UnaryFn: its
 // forward and backward entries and a case in UnaryForward and
@@ -184,7 +200,8 @@
 // Tanh, Sigmoid, ReLU, GELU, Neg), batch normalization (BatchNorm and
 // SyncBatchNorm: BatchNormForward, BatchNormBackward), Softmax and
 // LogSoftmax (any axis, the entries working on the last), Where and
-// MaskedFill, and the ops along one axis with the pointwise gradients of
+// MaskedFill, the fused attention (FlashSelfAttention: FlashAttention,
+// FlashAttentionBackward), and the ops along one axis with the pointwise gradients of
 // index.go and op_grads.go (Gather, ScatterAdd, IndexSelect, IndexAdd,
 // Concat, MaxDim, Clamp, PowScalar, Pow's gradient, BCEWithLogits, and
 // ExpandContiguous, which spreads a reduction's gradient back). The other
