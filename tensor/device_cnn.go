@@ -122,7 +122,9 @@ func Conv2dBackward(gy, x, w *Tensor, want [3]bool, into [3]*Tensor, s *Conv2dSh
 	gy, x, w = gy.Contiguous(), x.Contiguous(), w.Contiguous()
 	var out [3]*Tensor
 	var acc [3]bool
-	shapes := [3][]int{{s.N, s.C, s.H, s.W}, w.shape, {s.O}}
+	// The shapes of x, w and b: slices of the operands' own, since a
+	// literal here cost the step two allocations.
+	shapes := [3][]int{x.shape, w.shape, w.shape[:1]}
 	for i := range 3 {
 		switch {
 		case !want[i]:
