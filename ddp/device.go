@@ -340,6 +340,7 @@ func (d *deviceBuckets) launch(pg backend.ProcessGroup, b *bucket, op backend.Re
 				d.streamed[b.index] = true
 				return inner, d.reduced[b.index]
 			}
+			inner, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, target, n, dtype, op) // a group the StreamReducer declines may still reduce device memory
 		default:
 			inner, d.direct[b.index] = red.AllReduceAfter(pg, d.comm, target, n, dtype, op)
 		}
