@@ -204,11 +204,14 @@
 // FlashAttentionBackward), and the ops along one axis with the pointwise gradients of
 // index.go and op_grads.go (Gather, ScatterAdd, IndexSelect, IndexAdd,
 // Concat, MaxDim, Clamp, PowScalar, Pow's gradient, BCEWithLogits, and
-// ExpandContiguous, which spreads a reduction's gradient back). The other
+// ExpandContiguous, which spreads a reduction's gradient back), and the
+// convolutional-network ops of device_cnn.go (Conv2d, Conv2dReLU and their
+// backward, MaxPool2d, AvgPool2d and AdaptiveAvgPool2d, Dropout: the
+// host's entries in cpu_cnn.go). The other
 // ops are on the old path: their host code sits in the op (in autograd,
 // over host slices, or in this package behind an onDevice test), and some
 // reach their device through an exported XxxDevice function that returns
-// nil on the host: LayerNorm, SelfAttention and Dropout. LayerNorm waits on its entries'
+// nil on the host: LayerNorm and SelfAttention. LayerNorm waits on its entries'
 // contract: the host keeps x with each row's mean and rstd in float64
 // and recomputes xhat (torch's choice, which saves an activation-sized
 // tensor), while the LayerNorm entry keeps xhat; one contract for both
