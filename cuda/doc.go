@@ -148,10 +148,13 @@
 // MaxPool2d, MaxPool2dBackward, AvgPool2d, AvgPool2dBackward, Dropout,
 // IndexSelect, IndexAdd, LayerNorm, LayerNormBackward, BatchNormStats,
 // BatchNormFinalize, BatchNormApply, BatchNormBackwardReduce,
-// BatchNormBackwardInput.
+// BatchNormBackwardInput, Gather, ScatterAdd, MaxDim, MaxDimBackward,
+// CopyBlock, Clamp, ClampBackward, PowScalar, PowScalarBackward,
+// PowBackward, BCEWithLogits, BCEWithLogitsBackward.
 //
 // With cuDNN (cuda:N only; sim and a GPU without cuDNN run Im2col, Gemm
-// and Col2im): Conv2dForward (without a fused ReLU), Conv2dBackward.
+// and Col2im): Conv2dForward (a fused activation runs as its own
+// kernel after it), Conv2dBackward.
 //
 // Kernels index in 64 bits, so tensors of 2^31 elements and more work;
 // cuBLAS dimensions are 32-bit, and larger ones return ErrTooLarge. As in

@@ -39,5 +39,8 @@ func Names() []string {
 		"flash_attn_fwd_f32", "flash_attn_bwd_dot_f32", "flash_attn_bwd_f32", "flash_attn_bwd_dq_f32",
 		// Multi-tensor optimizer updates.
 		"multi_tensor_adam_f32", "multi_tensor_sgd_momentum_f32", "multi_tensor_sgd_f32", "multi_tensor_sum_squares_f32", "multi_tensor_sum_f32", "multi_tensor_scale_by_f32",
+		// Ops along one axis and pointwise gradients.
+		"gather_f32", "scatter_add_f32", "max_dim_f32", "max_dim_bwd_f32", "copy_block_f32", "clamp_f32", "clamp_bwd_f32",
+		"pow_scalar_f32", "pow_scalar_bwd_f32", "pow_bwd_f32", "bce_logits_f32", "bce_logits_bwd_f32",
 	}
 }
