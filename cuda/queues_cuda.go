@@ -64,7 +64,10 @@ func runHostFunc(h cgo.Handle) {
 // cuLaunchHostFunc callbacks (plain memory copies, which neither block
 // nor call CUDA). Its
 // AllReduceAfter hands a bucket to an nccl group on the same GPU in
-// device memory (nccl.AsDevice). Every call returns the same device.
+// device memory (nccl.AsDevice), and AllReduceOn (ddp.StreamReducer,
+// stream_reduce_cuda.go) puts it on the group's stream before it returns
+// (nccl.AsStream), for ddp's stream-ordered finalize. Every call returns
+// the same device.
 // Run on an H100 by the GPU kit; CI tests the logic over a fake driver.
 func (c *Context) Queues() (tensor.QueueDevice, error) {
 	c.tmu.Lock()
