@@ -51,9 +51,9 @@ type DeviceReducer interface {
 // makes the compute queue wait for each bucket's done on the device and
 // returns without waiting on the host, and a watchdog polls the events
 // (tensor.EventQuerier) with the group's timeout (watchdog.go).
-// goddp/cuda/sim's device implements it with its Collectives; the nccl
-// backend puts a collective on its stream from an issuer goroutine, after
-// the call returns, so goddp/cuda's queues do not (yet).
+// goddp/cuda/sim's device implements it with its Collectives, and
+// goddp/cuda's queues with an nccl group (comm/nccl's AllReduceDeviceOn
+// has the all-reduce on NCCL's stream when it returns).
 type StreamReducer interface {
 	AllReduceOn(pg backend.ProcessGroup, q Queue, m Mem, n int, dtype backend.DType, op backend.ReduceOp) (w backend.Work, done Marker, ok bool)
 }

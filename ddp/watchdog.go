@@ -15,7 +15,8 @@ import (
 // running and every later one fail at once, and events recorded after them
 // complete, so no stream waiting for them hangs. The watchdog calls it on
 // a bucket's all-reduce that outlived the timeout, as torch's NCCL
-// watchdog does; goddp/cuda/sim's Collectives implements it.
+// watchdog does; goddp/cuda/sim's Collectives and comm/nccl's groups
+// (ncclCommAbort) implement it.
 type Aborter interface {
 	Abort(cause error)
 }
