@@ -8,16 +8,6 @@ import "github.com/goddp/goddp/tensor"
 // ops have no device kernel panics there with tensor.NoKernel ("Conv2d has
 // no kernel on sim:0"); operands on different devices panic naming both.
 
-// hostOnly is the guard of an op written over host slices, so that a device
-// operand fails naming the op rather than deep in a slice accessor.
-func hostOnly(op string, vs ...*Variable) {
-	for _, v := range vs {
-		if v != nil {
-			tensor.OnCPU(op, v.Value)
-		}
-	}
-}
-
 // zerosLike returns zeros of t's dtype, on t's device, of the given shape.
 func zerosLike(t *tensor.Tensor, shape ...int) *tensor.Tensor {
 	return tensor.ZerosAs(t, shape...)

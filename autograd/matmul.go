@@ -33,11 +33,15 @@ func MatMul(a, b *Variable) *Variable {
 		o.aIdx, o.bIdx = batchOffsets(o.obatch, as[:len(as)-2], bs[:len(bs)-2])
 		oshape = append(cloneInts(o.obatch), m, n)
 	}
-	y := tensor.New(ac.DType(), oshape...)
-	if y.DType() == tensor.Float64 {
-		matmulFwd(o, y.F64(), ac.F64(), bc.F64())
+	// The products write y whole (beta 0), unless k is 0.
+	y := tensor.EmptyAs(ac, oshape...)
+	if k == 0 {
+		y = tensor.ZerosAs(ac, oshape...)
+	}
+	if o.flat {
+		tensor.GemmBatch(false, false, o.rows, n, k, ac, nil, bc, nil, 0, y, 1)
 	} else {
-		matmulFwd(o, y.F32(), ac.F32(), bc.F32())
+		tensor.GemmBatch(false, false, m, n, k, ac, o.aIdx, bc, o.bIdx, 0, y, len(o.aIdx))
 	}
 	return FromOp(y, o)
 }
@@ -55,73 +59,51 @@ type matmulOp struct {
 func (o *matmulOp) Name() string { return "MatMul" }
 func (o *matmulOp) freshGrads()  {}
 
-func matmulFwd[T float](o *matmulOp, y, a, b []T) {
-	m, k, n := o.m, o.k, o.n
-	if o.flat {
-		gemm(false, false, o.rows, n, k, 1, a, k, b, n, 0, y, n)
-		return
-	}
-	for bi := range o.aIdx {
-		ab, bb := a[o.aIdx[bi]*m*k:], b[o.bIdx[bi]*k*n:]
-		gemm(false, false, m, n, k, 1, ab[:m*k], k, bb[:k*n], n, 0, y[bi*m*n:(bi+1)*m*n], n)
-	}
-}
-
 func (o *matmulOp) Backward(gy *tensor.Tensor) []*tensor.Tensor { return o.backwardInto(gy, nil) }
 
+// backwardInto runs the gradients' GEMMs on gy's device. Flat (b 2-D), they
+// add into the Grad buffers the engine offers (dst, beta 1), else write new
+// tensors; batched, the gradients come at the broadcast batch shape and the
+// engine reduces them to each input's shape.
 func (o *matmulOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tensor.Tensor {
+	m, k, n := o.m, o.k, o.n
 	gy = gy.Contiguous()
 	grads := make([]*tensor.Tensor, 2)
-	if gy.DType() == tensor.Float64 {
-		matmulBwd[float64](o, gy, dst, grads)
-	} else {
-		matmulBwd[float32](o, gy, dst, grads)
-	}
-	return grads
-}
-
-func matmulBwd[T float](o *matmulOp, gyT *tensor.Tensor, dst, grads []*tensor.Tensor) {
-	m, k, n := o.m, o.k, o.n
-	gy, a, b := data[T](gyT), data[T](o.ac), data[T](o.bc)
-	if o.flat {
-		into := func(i int, shape []int) ([]T, T) {
-			if i < len(dst) && dst[i] != nil {
-				return data[T](dst[i]), 1
-			}
-			grads[i] = tensor.New(gyT.DType(), shape...)
-			return data[T](grads[i]), 0
+	// into returns where gradient i goes and the beta that adds into it:
+	// the engine's buffer, or a new tensor the product writes whole (zeroed
+	// when the product's inner dimension is 0 and it writes nothing).
+	into := func(i int, inner int, shape []int) (*tensor.Tensor, float32) {
+		if o.flat && i < len(dst) && dst[i] != nil {
+			return dst[i], 1
 		}
+		if inner == 0 {
+			grads[i] = tensor.ZerosAs(gy, shape...)
+		} else {
+			grads[i] = tensor.EmptyAs(gy, shape...)
+		}
+		return grads[i], 0
+	}
+	if o.flat {
 		if needs(o.in(0)) {
-			da, beta := into(0, o.ac.Shape())
-			gemm(false, true, o.rows, k, n, 1, gy, n, b, n, beta, da, k)
+			da, beta := into(0, n, o.ac.Shape())
+			tensor.GemmBatch(false, true, o.rows, k, n, gy, nil, o.bc, nil, beta, da, 1)
 		}
 		if needs(o.in(1)) {
-			db, beta := into(1, o.bc.Shape())
-			gemm(true, false, k, n, o.rows, 1, a, k, gy, n, beta, db, n)
+			db, beta := into(1, o.rows, o.bc.Shape())
+			tensor.GemmBatch(true, false, k, n, o.rows, o.ac, nil, gy, nil, beta, db, 1)
 		}
-		return
+		return grads
 	}
-	// Batched: gradients at the broadcast batch shape; the engine reduces
-	// them to each input's shape.
 	nb := len(o.aIdx)
 	if needs(o.in(0)) {
-		ga := tensor.New(gyT.DType(), append(cloneInts(o.obatch), m, k)...)
-		da := data[T](ga)
-		for bi := 0; bi < nb; bi++ {
-			bb := b[o.bIdx[bi]*k*n : (o.bIdx[bi]+1)*k*n]
-			gemm(false, true, m, k, n, 1, gy[bi*m*n:(bi+1)*m*n], n, bb, n, 0, da[bi*m*k:(bi+1)*m*k], k)
-		}
-		grads[0] = ga
+		ga, _ := into(0, n, append(cloneInts(o.obatch), m, k))
+		tensor.GemmBatch(false, true, m, k, n, gy, nil, o.bc, o.bIdx, 0, ga, nb)
 	}
 	if needs(o.in(1)) {
-		gb := tensor.New(gyT.DType(), append(cloneInts(o.obatch), k, n)...)
-		db := data[T](gb)
-		for bi := 0; bi < nb; bi++ {
-			ab := a[o.aIdx[bi]*m*k : (o.aIdx[bi]+1)*m*k]
-			gemm(true, false, k, n, m, 1, ab, k, gy[bi*m*n:(bi+1)*m*n], n, 0, db[bi*k*n:(bi+1)*k*n], n)
-		}
-		grads[1] = gb
+		gb, _ := into(1, m, append(cloneInts(o.obatch), k, n))
+		tensor.GemmBatch(true, false, k, n, m, o.ac, o.aIdx, gy, nil, 0, gb, nb)
 	}
+	return grads
 }
 
 // broadcastBatch returns the broadcast of two batch shapes (numpy rules).

@@ -45,12 +45,10 @@ func SyncBatchNorm(x, w, b *Variable, runMean, runVar *tensor.Tensor, momentum, 
 // hundred bytes per layer, off a device.
 func stagedSum(sum SumAcrossReplicas, check func([]float64) error) func(*tensor.Tensor) error {
 	return func(t *tensor.Tensor) error {
-		host, err := t.To(tensor.CPU())
+		buf, err := tensor.Float64s(t)
 		if err != nil {
 			return err
 		}
-		f := tensor.AsType(host, tensor.Float64)
-		buf := f.F64()[:f.Numel()]
 		if err := sum(buf); err != nil {
 			return fmt.Errorf("all-reduce of the batch statistics: %w", err)
 		}
@@ -59,6 +57,6 @@ func stagedSum(sum SumAcrossReplicas, check func([]float64) error) func(*tensor.
 				return err
 			}
 		}
-		return tensor.Copy(t, tensor.AsType(f, t.DType()))
+		return tensor.CopyFloat64s(t, buf)
 	}
 }

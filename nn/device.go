@@ -73,7 +73,7 @@ func DeviceOf(m Module) (tensor.Device, error) {
 			dev, first = d, np.Name
 			continue
 		}
-		if d != dev && !(tensor.IsCPU(d) && tensor.IsCPU(dev)) {
+		if d.String() != dev.String() { // torch's device equality: by name
 			return nil, fmt.Errorf("nn: parameter %q is on %v but %q is on %v", first, dev, np.Name, d)
 		}
 	}

@@ -150,56 +150,14 @@ func LoadStateDict(m Module, sd *TensorDict) error {
 	return nil
 }
 
-// copyConvert copies src's elements into dst (same shape), converting dtype.
-// dst is a module's parameter or buffer and therefore contiguous.
+// copyConvert copies src's elements into dst (same shape), converting
+// dtype, wherever each lives (tensor.CopyConvert: a device parameter is
+// written through the host in float32, the dtype devices hold). A counter
+// such as num_batches_tracked saved as int64 (torch) or as float64 (goddp
+// before it had int64 tensors) loads into either, floats truncated as by
+// torch's .long().
 func copyConvert(dst, src *tensor.Tensor) {
-	if !dst.IsCPU() || !src.IsCPU() {
-		// A device parameter (or a device source): staged through the host
-		// in float32, the only dtype devices hold.
-		if src.IsCPU() && src.DType() != tensor.Float32 {
-			s32 := tensor.New(tensor.Float32, src.Shape()...)
-			copyConvert(s32, src)
-			src = s32
-		}
-		if err := tensor.Copy(dst, src); err != nil {
-			panic(fmt.Sprintf("nn: loading a state dict into a tensor on %v: %v", dst.Device(), err))
-		}
-		return
-	}
-	src = src.Contiguous()
-	if dst.DType() == tensor.Int64 || src.DType() == tensor.Int64 {
-		copyInt64(dst, src)
-		return
-	}
-	switch {
-	case dst.DType() == tensor.Float32 && src.DType() == tensor.Float32:
-		copy(dst.F32(), src.F32())
-	case dst.DType() == tensor.Float64 && src.DType() == tensor.Float64:
-		copy(dst.F64(), src.F64())
-	case dst.DType() == tensor.Float32:
-		d := dst.F32()
-		for i, v := range src.F64() {
-			d[i] = float32(v)
-		}
-	default:
-		d := dst.F64()
-		for i, v := range src.F32() {
-			d[i] = float64(v)
-		}
-	}
-}
-
-// copyInt64 is copyConvert where either side is int64: a counter such as
-// num_batches_tracked saved as int64 (torch) or as float64 (goddp before
-// it had int64 tensors), loaded into either. Floats convert by truncation,
-// as torch's .long().
-func copyInt64(dst, src *tensor.Tensor) {
-	if src.DType() == tensor.Int64 && dst.DType() == tensor.Int64 {
-		copy(dst.I64(), src.I64())
-		return
-	}
-	s, d := src.Reshape(-1), dst.Reshape(-1)
-	for i := range d.Numel() {
-		d.Set(s.At(i), i)
+	if err := tensor.CopyConvert(dst, src); err != nil {
+		panic(fmt.Sprintf("nn: loading a state dict into a tensor on %v: %v", dst.Device(), err))
 	}
 }

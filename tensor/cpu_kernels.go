@@ -57,6 +57,11 @@ func init() {
 
 		LayerNorm:         cpuLayerNorm,
 		LayerNormBackward: cpuLayerNormBackward,
+		Attention:         cpuAttention,
+		AttentionBackward: cpuAttentionBackward,
+
+		Gemm:               cpuGemm,
+		GemmStridedBatched: cpuGemmStridedBatched,
 
 		IndexSelect:           cpuIndexSelect,
 		IndexAdd:              cpuIndexAdd,

@@ -283,6 +283,17 @@ type Kernels struct {
 	// gradient p ⊙ (dp - Σ_j dp·p) in place.
 	AttentionSoftmax         func(p *Tensor, l int, causal bool)
 	AttentionSoftmaxBackward func(dp, p *Tensor)
+	// Attention and AttentionBackward, optional, are attention's forward
+	// and backward over a plan's matrices (tensor.Attention, attention.go):
+	// y and st.P from q, k and v, and dq, dk and dv (each nil when not
+	// wanted; one tensor when q, k and v are one) from gy and st, each
+	// written where the plan places it. The CPU's run each matrix's
+	// products and softmax while its operands are in cache (triangular
+	// products under a causal mask, bfloat16 packing); a device without
+	// them runs the plan as GemmStridedBatched (or Gemm) and
+	// AttentionSoftmax launches.
+	Attention         func(y *Tensor, st *AttentionState, q, k, v *Tensor)
+	AttentionBackward func(dq, dk, dv *Tensor, st *AttentionState, q, k, v, gy *Tensor)
 	// FlashAttention is scaled dot-product attention computed tile by tile
 	// with an online softmax (FlashAttention's algorithm: no [T, T] matrix
 	// is stored). qkv is [B, T, 3, H, D] (GPT-2's c_attn output: queries,

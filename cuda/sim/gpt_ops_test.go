@@ -335,3 +335,33 @@ func TestGemmStridedBatchedOnSim(t *testing.T) {
 		close32(t, want.F32(), cd.MustTo(tensor.CPU()).F32(), 1e-5, fmt.Sprintf("transposes %v", tr))
 	}
 }
+
+// MatMul runs its GEMMs on the operands' device (tensor.GemmBatch over the
+// table's Gemm entries): x @ W with the batch folded into rows, its weight
+// gradient added into the Grad buffer, and a broadcast batch.
+func TestMatMulOnSim(t *testing.T) {
+	rng := tensor.NewRNG(13)
+	mm := func(xs []*autograd.Variable) *autograd.Variable { return autograd.MatMul(xs[0], xs[1]) }
+	requireSameOnSim(t, mm, 1e-5, tensor.Randn(rng, tensor.Float32, 2, 3, 4), tensor.Randn(rng, tensor.Float32, 4, 5))
+	requireSameOnSim(t, mm, 1e-5, tensor.Randn(rng, tensor.Float32, 2, 1, 3, 4), tensor.Randn(rng, tensor.Float32, 3, 4, 5))
+	requireSameOnSim(t, mm, 1e-5, tensor.Randn(rng, tensor.Float32, 3, 2, 4), tensor.Randn(rng, tensor.Float32, 3, 4, 6))
+}
+
+// ScaledDotProductAttention runs on a device too: the plan of tensor.Attention
+// as GEMMs and the attention softmax, with and without the causal mask,
+// and keys and values of another length than the queries.
+func TestScaledDotProductAttentionOnSim(t *testing.T) {
+	rng := tensor.NewRNG(14)
+	for _, causal := range []bool{false, true} {
+		q := tensor.Randn(rng, tensor.Float32, 2, 3, 5, 4)
+		k, v := tensor.Randn(rng, tensor.Float32, 2, 3, 5, 4), tensor.Randn(rng, tensor.Float32, 2, 3, 5, 7)
+		requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+			return autograd.ScaledDotProductAttention(xs[0], xs[1], xs[2], autograd.AttentionOptions{Causal: causal})
+		}, 1e-5, q, k, v)
+	}
+	q := tensor.Randn(rng, tensor.Float32, 3, 2, 4)
+	k, v := tensor.Randn(rng, tensor.Float32, 3, 6, 4), tensor.Randn(rng, tensor.Float32, 3, 6, 5)
+	requireSameOnSim(t, func(xs []*autograd.Variable) *autograd.Variable {
+		return autograd.ScaledDotProductAttention(xs[0], xs[1], xs[2], autograd.AttentionOptions{Scale: 0.3})
+	}, 1e-5, q, k, v)
+}
