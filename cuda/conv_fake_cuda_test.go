@@ -201,6 +201,36 @@ func TestConvRunsOnCUDNN(t *testing.T) {
 // candidate when set, and a file that is missing, or is not cuDNN, leaves
 // the device without one (ErrNoCUDNN, naming what was tried), which only
 // sends convolutions to goddp's kernels.
+// On cuDNN the forward's bias is the channel-bias kernel after the
+// library's pass, and Conv2dReLU, whose ReLU the library does not fuse,
+// runs the pass once (the fused request queues nothing) and then ReLU in
+// place; the backward's bias gradient goes with the filter pass.
+func TestConvOnCUDNNAddsBiasAndReLU(t *testing.T) {
+	_, g := newSimGPU(t, 0)
+	d := &dnnSim{simGPU: g}
+	dev := (&Context{dev: d}).Tensors()
+	rng := tensor.NewRNG(2)
+	x := tensor.Randn(rng, tensor.Float32, 2, 3, 5, 5).MustTo(dev)
+	w := tensor.Randn(rng, tensor.Float32, 4, 3, 3, 3).MustTo(dev)
+	b := tensor.Randn(rng, tensor.Float32, 4).MustTo(dev)
+	s := &tensor.Conv2dShape{N: 2, C: 3, H: 5, W: 5, O: 4, KH: 3, KW: 3, StrideH: 1, StrideW: 1, PadTop: 1, PadLeft: 1,
+		PadBottom: 1, PadRight: 1, DilationH: 1, DilationW: 1, Groups: 1, OH: 5, OW: 5}
+	tensor.Conv2d(x, w, b, s)
+	tensor.Conv2dReLU(x, w, b, s)
+	y := tensor.Conv2dReLU(x, w, nil, s)
+	grads := tensor.Conv2dBackward(y, x, w, [3]bool{false, true, true}, [3]*tensor.Tensor{}, s)
+	require.NoError(t, dev.Synchronize())
+	require.Len(t, d.runs, 4, "three forwards and the filter pass on cuDNN")
+	assert.Equal(t, []int{0, 0, 0, 2}, []int{d.runs[0].pass, d.runs[1].pass, d.runs[2].pass, d.runs[3].pass})
+	assert.Equal(t, 2, g.count("launch add_channel_bias_f32"), "the two forwards with a bias")
+	assert.Equal(t, 2, g.count("launch relu_f32"), "the two Conv2dReLU")
+	assert.Equal(t, 1, g.count("launch sum_channels_part_f32"), "db with the filter pass")
+	assert.Zero(t, g.count("launch im2col_f32"))
+	require.NotNil(t, grads[1])
+	require.NotNil(t, grads[2])
+	assert.Nil(t, grads[0])
+}
+
 func TestCUDNNLoadFailures(t *testing.T) {
 	t.Setenv("GODDP_CUDNN_LIBRARY", "/nonexistent/libcudnn.so.9")
 	_, _, err := findCUDNN()
