@@ -207,15 +207,15 @@
 // ExpandContiguous, which spreads a reduction's gradient back), and the
 // convolutional-network ops of device_cnn.go (Conv2d, Conv2dReLU and their
 // backward, MaxPool2d, AvgPool2d and AdaptiveAvgPool2d, Dropout: the
-// host's entries in cpu_cnn.go). The other
-// ops are on the old path: their host code sits in the op (in autograd,
-// over host slices, or in this package behind an onDevice test), and some
-// reach their device through an exported XxxDevice function that returns
-// nil on the host: LayerNorm and SelfAttention. LayerNorm waits on its entries'
-// contract: the host keeps x with each row's mean and rstd in float64
-// and recomputes xhat (torch's choice, which saves an activation-sized
-// tensor), while the LayerNorm entry keeps xhat; one contract for both
-// means changing the CUDA kernel too.
+// host's entries in cpu_cnn.go), LayerNorm (layernorm.go: torch's
+// contract on every device, the forward keeping each row's mean and rstd
+// and the backward recomputing xhat), attention (attention.go: an
+// AttentionPlan's matrices, the host's per-matrix loops with triangular
+// and bf16 products as the CPU's Attention entries, GEMMs and
+// AttentionSoftmax on a device without them) and MatMul's products
+// (GemmBatch over the Gemm entries, which the CPU's table has too). The
+// other ops are on the old path: their host code sits in the op (in
+// autograd, over host slices, or in this package behind an onDevice test).
 //
 // # Profiling the kernels
 //
