@@ -43,7 +43,10 @@ func TestTensorsTrainingStepCalls(t *testing.T) {
 	for _, l := range f.launches {
 		kernels = append(kernels, l.kernel)
 	}
-	for _, k := range []string{"add_bias_f32", "softmax_ce_f32", "sum_f32", "fill_f32", "scale_by_f32", "col_sums_part_f32", "col_sums_f32", "axpy_f32"} {
+	// SGD without momentum updates every parameter in one launch
+	// (optim's Foreach default: multi_tensor_sgd_f32, not axpy_f32 per
+	// parameter).
+	for _, k := range []string{"add_bias_f32", "softmax_ce_f32", "sum_f32", "fill_f32", "scale_by_f32", "col_sums_part_f32", "col_sums_f32", "multi_tensor_sgd_f32"} {
 		require.Contains(t, kernels, k)
 	}
 	// y[4,2] = x[4,3]·wᵀ is cuBLAS's (n, m, k) = (2, 4, 3); dW[2,3] = gyᵀ·x
