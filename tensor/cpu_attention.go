@@ -31,26 +31,24 @@ func attnBF16(a *AttentionPlan, dt DType) bool {
 	return a.Precision == PrecisionBFloat16 && dt == Float32
 }
 
-// cpuPlan is a plan with its matrices' offsets resolved once per call and
-// the host's choices for its precision made.
+// cpuPlan is a plan with the host's choices for its precision made.
 type cpuPlan struct {
 	*AttentionPlan
 	nb, ldq, ldk, ldv, ldo int
-	qOff, kOff, vOff, oOff []int
 	scale                  float64
 	rounds                 bool // bf16 products over rounded float32 operands (they do not pack)
 }
 
 func newCPUPlan(a *AttentionPlan, dt DType) *cpuPlan {
-	nb := a.NB()
-	pl := &cpuPlan{AttentionPlan: a, nb: nb, ldq: a.Q.Ld, ldk: a.K.Ld, ldv: a.V.Ld, ldo: a.O.Ld,
-		qOff: make([]int, nb), kOff: make([]int, nb), vOff: make([]int, nb), oOff: make([]int, nb),
+	return &cpuPlan{AttentionPlan: a, nb: a.NB(), ldq: a.Q.Ld, ldk: a.K.Ld, ldv: a.V.Ld, ldo: a.O.Ld,
 		scale: a.scale(), rounds: attnBF16(a, dt) && !attnPacks(a, dt)}
-	for bi := range nb {
-		pl.qOff[bi], pl.kOff[bi], pl.vOff[bi], pl.oOff[bi] = a.Q.at(a, bi), a.K.at(a, bi), a.V.at(a, bi), a.O.at(a, bi)
-	}
-	return pl
 }
+
+// qOff, kOff, vOff and oOff are where matrix bi's operands start.
+func (pl *cpuPlan) qOff(bi int) int { return pl.Q.at(pl.AttentionPlan, bi) }
+func (pl *cpuPlan) kOff(bi int) int { return pl.K.at(pl.AttentionPlan, bi) }
+func (pl *cpuPlan) vOff(bi int) int { return pl.V.at(pl.AttentionPlan, bi) }
+func (pl *cpuPlan) oOff(bi int) int { return pl.O.at(pl.AttentionPlan, bi) }
 
 // roundedOperands returns q, k and v rounded to bfloat16 values in new
 // float32 tensors, one when they are one tensor: the attention rounds each
@@ -200,13 +198,13 @@ func attnForward[T float](pl *cpuPlan, q, k, v, p, o []T) {
 		prefetchNext(pl, bi+1, q, k, v, nil)
 		prefetchProbs(p, bi+1, pl.nb, l*s)
 		pb := p[bi*l*s : (bi+1)*l*s]
-		triGemm(pl, TriCols, false, true, l, s, pl.D, T(pl.scale), q[pl.qOff[bi]:], pl.ldq, k[pl.kOff[bi]:], pl.ldk, pb, s)
+		triGemm(pl, TriCols, false, true, l, s, pl.D, T(pl.scale), q[pl.qOff(bi):], pl.ldq, k[pl.kOff(bi):], pl.ldk, pb, s)
 		var mb []T
 		if mask != nil {
 			mb = mask[pl.MOff[bi]*l*s : (pl.MOff[bi]+1)*l*s]
 		}
 		SoftmaxRows(pb, mb, l, s, pl.Causal)
-		triGemm(pl, TriKEnd, false, false, l, pl.DV, s, 1, probOperand(pl, pb, scratch), s, v[pl.vOff[bi]:], pl.ldv, o[pl.oOff[bi]:], pl.ldo)
+		triGemm(pl, TriKEnd, false, false, l, pl.DV, s, 1, probOperand(pl, pb, scratch), s, v[pl.vOff(bi):], pl.ldv, o[pl.oOff(bi):], pl.ldo)
 	}
 }
 
@@ -227,22 +225,22 @@ func attnBackward[T float](pl *cpuPlan, q, k, v, p, gout, dp, dq, dk, dv []T) {
 		prefetchNext(pl, bi+1, q, k, v, gout)
 		prefetchProbs(p, bi+1, pl.nb, l*s)
 		pb := p[bi*l*s : (bi+1)*l*s]
-		g := gout[pl.oOff[bi]:]
+		g := gout[pl.oOff(bi):]
 		if dv != nil {
-			triGemm(pl, TriKStart, true, false, s, pl.DV, l, 1, probOperand(pl, pb, scratch), s, g, pl.ldo, dv[pl.vOff[bi]:], pl.ldv)
+			triGemm(pl, TriKStart, true, false, s, pl.DV, l, 1, probOperand(pl, pb, scratch), s, g, pl.ldo, dv[pl.vOff(bi):], pl.ldv)
 		}
 		if dq == nil && dk == nil {
 			continue
 		}
-		triGemm(pl, TriCols, false, true, l, s, pl.DV, 1, g, pl.ldo, v[pl.vOff[bi]:], pl.ldv, dp, s)
+		triGemm(pl, TriCols, false, true, l, s, pl.DV, 1, g, pl.ldo, v[pl.vOff(bi):], pl.ldv, dp, s)
 		// ds = p ⊙ (dp - Σ_j dp·p) row by row; masked entries have p = 0.
 		SoftmaxRowsBackward(dp, pb, l, s, pl.Causal)
 		roundInPlace(pl, dp) // ds is only an operand from here on
 		if dq != nil {
-			triGemm(pl, TriKEnd, false, false, l, pl.D, s, sc, dp, s, k[pl.kOff[bi]:], pl.ldk, dq[pl.qOff[bi]:], pl.ldq)
+			triGemm(pl, TriKEnd, false, false, l, pl.D, s, sc, dp, s, k[pl.kOff(bi):], pl.ldk, dq[pl.qOff(bi):], pl.ldq)
 		}
 		if dk != nil {
-			triGemm(pl, TriKStart, true, false, s, pl.D, l, sc, dp, s, q[pl.qOff[bi]:], pl.ldq, dk[pl.kOff[bi]:], pl.ldk)
+			triGemm(pl, TriKStart, true, false, s, pl.D, l, sc, dp, s, q[pl.qOff(bi):], pl.ldq, dk[pl.kOff(bi):], pl.ldk)
 		}
 	}
 }
@@ -279,11 +277,11 @@ func prefetchNext[T float](pl *cpuPlan, bi int, q, k, v, gout []T) {
 	if !ok {
 		return
 	}
-	PrefetchRowsF32(qf[pl.qOff[bi]:], pl.L, pl.ldq, pl.D)
-	PrefetchRowsF32(any(k).([]float32)[pl.kOff[bi]:], pl.S, pl.ldk, pl.D)
-	PrefetchRowsF32(any(v).([]float32)[pl.vOff[bi]:], pl.S, pl.ldv, pl.DV)
+	PrefetchRowsF32(qf[pl.qOff(bi):], pl.L, pl.ldq, pl.D)
+	PrefetchRowsF32(any(k).([]float32)[pl.kOff(bi):], pl.S, pl.ldk, pl.D)
+	PrefetchRowsF32(any(v).([]float32)[pl.vOff(bi):], pl.S, pl.ldv, pl.DV)
 	if gout != nil {
-		PrefetchRowsF32(any(gout).([]float32)[pl.oOff[bi]:], pl.L, pl.ldo, pl.DV)
+		PrefetchRowsF32(any(gout).([]float32)[pl.oOff(bi):], pl.L, pl.ldo, pl.DV)
 	}
 }
 
@@ -308,15 +306,15 @@ func attnForwardPacked(pl *cpuPlan, qh, kh, vh []uint16, p, o []float32) {
 		prefetchNextBF16(pl, bi+1, qh, kh, vh, nil)
 		prefetchProbs(p, bi+1, pl.nb, l*s)
 		pb := p[bi*l*s : (bi+1)*l*s]
-		GemmTriBF16(TriCols, false, true, l, s, pl.D, float32(pl.scale), BF16Operand{H: qh[pl.qOff[bi]:]}, pl.ldq,
-			BF16Operand{H: kh[pl.kOff[bi]:]}, pl.ldk, pb, s)
+		GemmTriBF16(TriCols, false, true, l, s, pl.D, float32(pl.scale), BF16Operand{H: qh[pl.qOff(bi):]}, pl.ldq,
+			BF16Operand{H: kh[pl.kOff(bi):]}, pl.ldk, pb, s)
 		var mb []float32
 		if mask != nil {
 			mb = mask[pl.MOff[bi]*l*s : (pl.MOff[bi]+1)*l*s]
 		}
 		SoftmaxRows(pb, mb, l, s, pl.Causal)
 		GemmTriBF16(TriKEnd, false, false, l, pl.DV, s, 1, BF16Operand{F: pb}, s,
-			BF16Operand{H: vh[pl.vOff[bi]:]}, pl.ldv, o[pl.oOff[bi]:], pl.ldo)
+			BF16Operand{H: vh[pl.vOff(bi):]}, pl.ldv, o[pl.oOff(bi):], pl.ldo)
 	}
 }
 
@@ -328,21 +326,21 @@ func attnBackwardPacked(pl *cpuPlan, qh, kh, vh []uint16, p []float32, gh []uint
 		prefetchNextBF16(pl, bi+1, qh, kh, vh, gh)
 		prefetchProbs(p, bi+1, pl.nb, l*s)
 		pb := p[bi*l*s : (bi+1)*l*s]
-		g := BF16Operand{H: gh[pl.oOff[bi]:]}
+		g := BF16Operand{H: gh[pl.oOff(bi):]}
 		if dv != nil {
-			GemmTriBF16(TriKStart, true, false, s, pl.DV, l, 1, BF16Operand{F: pb}, s, g, pl.ldo, dv[pl.vOff[bi]:], pl.ldv)
+			GemmTriBF16(TriKStart, true, false, s, pl.DV, l, 1, BF16Operand{F: pb}, s, g, pl.ldo, dv[pl.vOff(bi):], pl.ldv)
 		}
 		if dq == nil && dk == nil {
 			continue
 		}
-		GemmTriBF16(TriCols, false, true, l, s, pl.DV, 1, g, pl.ldo, BF16Operand{H: vh[pl.vOff[bi]:]}, pl.ldv, dp, s)
+		GemmTriBF16(TriCols, false, true, l, s, pl.DV, 1, g, pl.ldo, BF16Operand{H: vh[pl.vOff(bi):]}, pl.ldv, dp, s)
 		SoftmaxRowsBackward(dp, pb, l, s, pl.Causal)
 		ds := BF16Operand{F: dp}
 		if dq != nil {
-			GemmTriBF16(TriKEnd, false, false, l, pl.D, s, sc, ds, s, BF16Operand{H: kh[pl.kOff[bi]:]}, pl.ldk, dq[pl.qOff[bi]:], pl.ldq)
+			GemmTriBF16(TriKEnd, false, false, l, pl.D, s, sc, ds, s, BF16Operand{H: kh[pl.kOff(bi):]}, pl.ldk, dq[pl.qOff(bi):], pl.ldq)
 		}
 		if dk != nil {
-			GemmTriBF16(TriKStart, true, false, s, pl.D, l, sc, ds, s, BF16Operand{H: qh[pl.qOff[bi]:]}, pl.ldq, dk[pl.kOff[bi]:], pl.ldk)
+			GemmTriBF16(TriKStart, true, false, s, pl.D, l, sc, ds, s, BF16Operand{H: qh[pl.qOff(bi):]}, pl.ldq, dk[pl.kOff(bi):], pl.ldk)
 		}
 	}
 }
@@ -352,10 +350,10 @@ func prefetchNextBF16(pl *cpuPlan, bi int, qh, kh, vh, gh []uint16) {
 	if bi >= pl.nb {
 		return
 	}
-	PrefetchRowsBF16(qh[pl.qOff[bi]:], pl.L, pl.ldq, pl.D)
-	PrefetchRowsBF16(kh[pl.kOff[bi]:], pl.S, pl.ldk, pl.D)
-	PrefetchRowsBF16(vh[pl.vOff[bi]:], pl.S, pl.ldv, pl.DV)
+	PrefetchRowsBF16(qh[pl.qOff(bi):], pl.L, pl.ldq, pl.D)
+	PrefetchRowsBF16(kh[pl.kOff(bi):], pl.S, pl.ldk, pl.D)
+	PrefetchRowsBF16(vh[pl.vOff(bi):], pl.S, pl.ldv, pl.DV)
 	if gh != nil {
-		PrefetchRowsBF16(gh[pl.oOff[bi]:], pl.L, pl.ldo, pl.DV)
+		PrefetchRowsBF16(gh[pl.oOff(bi):], pl.L, pl.ldo, pl.DV)
 	}
 }
