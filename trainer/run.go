@@ -53,6 +53,11 @@ type Job struct {
 	Model   nn.Layer
 	NewOpt  func(params []*autograd.Variable) (optim.Optimizer, error)
 	Loss    LossFunc
+	// ForwardLoss, when set, computes each training batch's loss from the
+	// model's input, equal to Loss of Model.Forward's output but in one
+	// call that may fuse the head with the loss (Config.ForwardLoss);
+	// evaluation keeps Forward and Loss, so Loss is still needed.
+	ForwardLoss ForwardLossFunc
 	// EvalDataset, when set, is evaluated after every epoch (see
 	// Config.EvalData), sharded over the ranks without padding.
 	EvalDataset data.Dataset
@@ -387,7 +392,7 @@ func run(ctx context.Context, out io.Writer, rc runConfig, build func(rng *tenso
 		step = job.NewStep(model, opt)
 	}
 	t, err := New(ctx, Config{Model: model, TrainData: loader, Sampler: sampler, TrainStream: stream, Optimizer: opt, Scaler: scaler,
-		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
+		GPUID: cfg.LocalRank, SaveEvery: rc.saveEvery, MaxSteps: rc.maxSteps, BatchSize: rc.batch, Loss: job.Loss, ForwardLoss: job.ForwardLoss, Step: step, CkptDir: rc.ckptDir, Fresh: rc.fresh,
 		Out: out, EvalData: evalLoader, Loggers: loggers, LogEvery: rc.metricsEvery, Callbacks: append(cbs, job.Callbacks...),
 		Device: deviceLabel(dev), OnDevice: dev, KernelProfile: kernelProfileIf(rc.kernelProfile),
 		GradAccum: rc.recipe.GradAccum, ClipNorm: rc.recipe.Clip, Scheduler: rr.sched, EvalEvery: rc.recipe.EvalEvery, EvalBatches: rc.recipe.EvalBatches,

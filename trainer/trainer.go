@@ -25,6 +25,12 @@ import (
 // LossFunc computes the loss of a model output against a batch.
 type LossFunc func(out *autograd.Variable, b data.Batch) *autograd.Variable
 
+// ForwardLossFunc computes the loss of a batch from the model's input in
+// one call: the model's forward taking the targets, as nanoGPT's
+// model(idx, targets), which may fuse its last layer with the loss (see
+// Config.ForwardLoss). x is b.Inputs, on the model's device.
+type ForwardLossFunc func(x *autograd.Variable, b data.Batch) *autograd.Variable
+
 // StepFunc runs one training step on a batch (forward, backward through
 // the DDP model, optimizer step) and returns this rank's loss: for a model
 // that computes its own loss and gradients, such as a gorgonia graph under
@@ -55,6 +61,10 @@ type Trainer struct {
 	out    io.Writer
 	step   int
 	start  int // first epoch to run (after a resume)
+
+	// forwardLoss, when set, computes the training loss in place of
+	// model.Forward then loss (Config.ForwardLoss)
+	forwardLoss ForwardLossFunc
 
 	resumedFrom  string // the checkpoint resumed from, "" if none
 	resumedEpoch int
@@ -130,6 +140,16 @@ type Config struct {
 	MaxSteps  int
 	BatchSize int
 	Loss      LossFunc
+	// ForwardLoss, when set, computes each training batch's loss in place
+	// of Loss(Model.Forward(x), b): the model's forward taking the targets
+	// (nanoGPT's model(idx, targets)), so that a model can fuse its head
+	// with the loss and hold less memory (models/gpt2's Model.ForwardLoss
+	// computes the tied head and cross-entropy as one op). It must equal
+	// Forward then Loss: the trainer runs it inside DDP's ForwardFunc, with
+	// Forward's collectives, no_sync and unused-parameter bookkeeping, and
+	// trains on its result as on Loss's. Evaluation keeps Forward and Loss
+	// (it reads the outputs for the accuracy). It needs the built-in step.
+	ForwardLoss ForwardLossFunc
 	// Step, when set, runs each training batch instead of the built-in
 	// forward, Loss, backward and optimizer step; Loss is then needed only
 	// for EvalData.
@@ -232,6 +252,9 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	if cfg.Scaler != nil && cfg.Step != nil {
 		return nil, fmt.Errorf("trainer: Config has Scaler and Step: loss scaling runs in the built-in step, and a custom Step computes its own gradients")
 	}
+	if cfg.ForwardLoss != nil && cfg.Step != nil {
+		return nil, fmt.Errorf("trainer: Config has ForwardLoss and Step: ForwardLoss runs in the built-in step, and a custom Step computes its own loss")
+	}
 	if cfg.Loss == nil && (cfg.Step == nil || cfg.EvalData != nil) {
 		return nil, fmt.Errorf("trainer: Config needs Loss (only a Config with Step and no EvalData does without)")
 	}
@@ -244,7 +267,7 @@ func New(ctx context.Context, cfg Config) (*Trainer, error) {
 	}
 	t := &Trainer{model: cfg.Model, trainData: cfg.TrainData, sampler: cfg.Sampler, stream: cfg.TrainStream,
 		optimizer: cfg.Optimizer, scaler: cfg.Scaler, gpuID: cfg.GPUID, saveEvery: cfg.SaveEvery, maxSteps: cfg.MaxSteps, batchSize: cfg.BatchSize,
-		loss: cfg.Loss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
+		loss: cfg.Loss, forwardLoss: cfg.ForwardLoss, stepFn: cfg.Step, pg: cfg.Model.ProcessGroup(), out: cfg.Out,
 		device: cfg.Device, mon: monitor{loggers: cfg.Loggers, every: cfg.LogEvery},
 		evalData: cfg.EvalData, dev: cfg.OnDevice, hooks: h, warmSkip: -1, kprof: cfg.KernelProfile,
 		gradAccum: max(cfg.GradAccum, 1), clipNorm: cfg.ClipNorm, sched: cfg.Scheduler, params: cfg.Model.Parameters(),
@@ -364,11 +387,10 @@ func (t *Trainer) microBatch(b data.Batch, first, last bool, accum int) (*autogr
 		t.model.EnterNoSync()
 		defer t.model.ExitNoSync()
 	}
-	output, err := t.model.Forward(autograd.Const(b.Inputs))
+	loss, err := t.forward(b)
 	if err != nil {
 		return nil, err
 	}
-	loss := t.loss(output, b)
 	if loss.Value.Numel() != 1 {
 		return nil, fmt.Errorf("loss has shape %v, want a scalar", loss.Value.Shape())
 	}
@@ -381,15 +403,34 @@ func (t *Trainer) microBatch(b data.Batch, first, last bool, accum int) (*autogr
 	if t.scaler != nil {
 		root = t.scaler.ScaleLoss(root)
 	}
-	if err := root.Backward(); err != nil {
+	// The step's activations are read no more once backward has passed
+	// them: the pass gives each value and what its op saved back to the
+	// allocator's cache as soon as the op's backward has run, so the
+	// backward's gradients take those blocks and the step peaks at its
+	// activations (autograd's BackwardAndFree, torch's backward() dropping
+	// the graph). Parameters and their gradients are kept, and so is loss,
+	// inside root's graph (a Scale below the GradScaler's): it is read
+	// after the step.
+	if err := root.BackwardAndFree(loss); err != nil {
 		return nil, err
 	}
-	// The step's activations are read no more: their storage goes back to
-	// the allocator's cache now, for the next step, instead of waiting for
-	// the garbage collector (parameters and their gradients are kept).
-	// loss is inside root's graph; it is read after the step.
-	root.FreeGraph(loss)
 	return loss, nil
+}
+
+// forward returns b's training loss: Config.ForwardLoss's inside DDP's
+// ForwardFunc when set (DDP then arms its reducer from the loss, whose
+// graph reaches the same parameters as the output's), else Loss of the
+// DDP model's Forward.
+func (t *Trainer) forward(b data.Batch) (*autograd.Variable, error) {
+	x := autograd.Const(b.Inputs)
+	if t.forwardLoss != nil {
+		return t.model.ForwardFunc(func() *autograd.Variable { return t.forwardLoss(x, b) })
+	}
+	output, err := t.model.Forward(x)
+	if err != nil {
+		return nil, err
+	}
+	return t.loss(output, b), nil
 }
 
 // optimizerStep ends a step of k micro-batches (of accum): it makes a short

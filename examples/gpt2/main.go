@@ -120,11 +120,15 @@ func run(args []string, out io.Writer) int {
 		}
 		m := model
 		return trainer.Job{
-			Name:            "gpt2",
-			Dataset:         train,
-			EvalDataset:     val,
-			Model:           m,
-			Loss:            func(logits *autograd.Variable, b data.Batch) *autograd.Variable { return m.Loss(logits, b.Targets) },
+			Name:        "gpt2",
+			Dataset:     train,
+			EvalDataset: val,
+			Model:       m,
+			Loss:        func(logits *autograd.Variable, b data.Batch) *autograd.Variable { return m.Loss(logits, b.Targets) },
+			// nanoGPT's model(idx, targets): the tied head and the
+			// cross-entropy as one op, whose softmax and gradient reuse
+			// the logits' buffer (the same loss as Forward then Loss).
+			ForwardLoss:     func(idx *autograd.Variable, b data.Batch) *autograd.Variable { return m.ForwardLoss(idx, b.Targets) },
 			DropLast:        true,
 			TokensPerSample: cfg.BlockSize,
 			FlopsPerToken:   flopsPerToken(m, cfg),
