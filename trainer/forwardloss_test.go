@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/goddp/goddp/amp"
 	"github.com/goddp/goddp/autograd"
 	"github.com/goddp/goddp/comm/backend"
 	"github.com/goddp/goddp/comm/commtest"
@@ -26,8 +27,9 @@ import (
 // and a short one of one, then the next epoch), AdamW lr 1e-2. With
 // fused set the Config's ForwardLoss is the model's ForwardLoss (the tied
 // head and cross-entropy as one op), counted in calls; Loss is Forward's
-// logits through Model.Loss either way. It returns each rank's step losses.
-func gpt2Run(t *testing.T, fused bool, accum int) (losses [world][]float64, calls [world]int) {
+// logits through Model.Loss either way. With scaled set each rank has a
+// GradScaler (initial scale 1024). It returns each rank's step losses.
+func gpt2Run(t *testing.T, fused bool, accum int, scaled bool) (losses [world][]float64, calls [world]int) {
 	t.Helper()
 	ctx := context.Background()
 	const n, T, vocab, batch = 24, 8, 61, 4
@@ -76,6 +78,11 @@ func gpt2Run(t *testing.T, fused bool, accum int) (losses [world][]float64, call
 				losses[r] = append(losses[r], s.Loss)
 				return nil
 			}}}}
+		if scaled {
+			if cfg.Scaler, err = amp.NewGradScaler(scalerCfg, amp.WithGroup(pg)); err != nil {
+				return err
+			}
+		}
 		if fused {
 			cfg.ForwardLoss = func(idx *autograd.Variable, b data.Batch) *autograd.Variable {
 				calls[r]++
@@ -98,24 +105,36 @@ func gpt2Run(t *testing.T, fused bool, accum int) (losses [world][]float64, call
 // A model's fused ForwardLoss trains to the same losses, bit for bit, as
 // Forward then Loss (the step's loss of each rank at each of 3 steps, so
 // the gradients and the optimizer's steps matched too), with and without
-// gradient accumulation (no_sync micro-batches), and the trainer calls it
-// for every micro-batch instead of Forward.
+// gradient accumulation (no_sync micro-batches) and a GradScaler, and the
+// trainer calls it for every micro-batch instead of Forward. The fused
+// runs recycle blocks poisoned with NaN, so a value read after the step's
+// BackwardAndFree gave it back would change their losses.
 func TestForwardLossTrainsAsForwardThenLoss(t *testing.T) {
-	// 3 micro-batches a rank an epoch: accum 2 steps on two, then on the
-	// short group of one, then on two of the next epoch.
-	for accum, micro := range map[int]int{1: 3, 2: 5} {
-		plain, none := gpt2Run(t, false, accum)
-		fused, calls := gpt2Run(t, true, accum)
+	for _, c := range []struct {
+		accum  int
+		scaled bool
+		micro  int // ForwardLoss calls a rank
+	}{
+		// 3 micro-batches a rank an epoch: accum 2 steps on two, then on
+		// the short group of one, then on two of the next epoch.
+		{1, false, 3}, {2, false, 5}, {2, true, 5},
+	} {
+		accum := c.accum
+		t.Cleanup(func() { tensor.Host().SetPoison(false) })
+		plain, none := gpt2Run(t, false, accum, c.scaled)
+		tensor.Host().SetPoison(true)
+		fused, calls := gpt2Run(t, true, accum, c.scaled)
+		tensor.Host().SetPoison(false)
 		require.Equal(t, [world]int{}, none)
-		require.Len(t, plain[0], 3, "accum %d: three steps", accum)
-		require.Equal(t, plain, fused, "accum %d: the step losses of Forward then Loss, and of ForwardLoss", accum)
-		require.Equal(t, [world]int{micro, micro}, calls, "accum %d: ForwardLoss calls per rank", accum)
+		require.Len(t, plain[0], 3, "accum %d scaler %v: three steps", accum, c.scaled)
+		require.Equal(t, plain, fused, "accum %d scaler %v: the step losses of Forward then Loss, and of ForwardLoss", accum, c.scaled)
+		require.Equal(t, [world]int{c.micro, c.micro}, calls, "accum %d scaler %v: ForwardLoss calls per rank", accum, c.scaled)
 		for r := range world {
 			for s, l := range plain[r] {
-				require.False(t, math.IsNaN(l) || math.IsInf(l, 0), "accum %d: rank %d step %d: loss %v", accum, r, s+1, l)
+				require.False(t, math.IsNaN(l) || math.IsInf(l, 0), "accum %d scaler %v: rank %d step %d: loss %v", accum, c.scaled, r, s+1, l)
 			}
 		}
-		require.NotEqual(t, plain[0][0], plain[0][2], "accum %d: the steps trained", accum)
+		require.NotEqual(t, plain[0][0], plain[0][2], "accum %d scaler %v: the steps trained", accum, c.scaled)
 	}
 }
 
