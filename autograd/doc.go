@@ -75,15 +75,27 @@
 // engine owns the incoming one.
 //
 // Activation-sized tensors come from the host's caching allocator
-// (tensor.Host()). When a pass ends, the engine gives back the gradients
-// private to it (fresh or owned ones that did not become a leaf's Grad).
+// (tensor.Host()). The gradients private to a pass (fresh or owned ones
+// that did not become a leaf's Grad) go back to the cache as each op's
+// backward runs, as soon as no pending gradient shares their storage, not
+// when the pass ends: the next op's gradient of the same size takes the
+// block, so the backward of a chain of 16 layers holds 2 activations
+// of gradients at once, where it held 16 (23421fd, 2026-11-29).
+//
 // The activations themselves may still be read by the caller after
-// Backward, and Go cannot tell whether it holds them, so they go back only
-// when the caller says the graph is finished: loss.FreeGraph(keep...) after
-// Backward recycles every intermediate value (and what ops such as
-// SelfAttention saved for backward) except leaves, their Grad, the root and
-// keep, and detaches the recycled tensors so that a late read panics. With
-// it a steady step takes its activations from the previous step's blocks.
+// Backward, and Go cannot tell whether it holds them, so Backward keeps
+// them (torch's retain_graph=True) until the caller says the graph is
+// finished: loss.FreeGraph(keep...) after Backward recycles every
+// intermediate value (and what ops such as SelfAttention saved for
+// backward) except leaves, their Grad, the root and keep, and detaches the
+// recycled tensors so that a late read panics. loss.BackwardAndFree(keep...)
+// is the two at once, torch's plain backward(): it frees the graph as the
+// pass goes, each value and its op's saved tensors once that op's backward
+// (their last reader) has run, and an op implementing FreeingBackward (the
+// cross-entropy) writes its input's gradient over what it saved, so a
+// step's peak is its forward's activations rather than those plus the
+// backward's gradients. The trainer's step uses it. Either way a steady
+// step takes its activations from the previous step's blocks.
 //
 // # Checking gradients
 //

@@ -22,6 +22,22 @@
 // your own. Every rank builds its Trainer and calls the same methods in the
 // same order: they meet in the model's process group.
 //
+// # The step
+//
+// The built-in step is torch's loop: loss = Loss(model(x), batch), the
+// backward (BackwardAndFree, which gives each activation and what its op
+// saved back to the allocator's cache as soon as the backward has passed
+// it, so a step peaks at its forward's activations, not those plus the
+// backward's gradients), then the optimizer's step. Config.ForwardLoss
+// (Job.ForwardLoss) is the model's forward taking the targets, nanoGPT's
+// model(idx, targets): the trainer calls it in place of Forward then Loss,
+// inside DDP's ForwardFunc (the same collectives, no_sync and
+// unused-parameter bookkeeping as Forward's), so that a model can fuse its
+// head with the loss; it must equal Forward then Loss, and evaluation
+// keeps those. examples/gpt2 sets it to gpt2.Model.ForwardLoss, whose tied
+// head and cross-entropy run as one op that reuses the logits' buffer for
+// the softmax and the gradient.
+//
 // # Checkpoints
 //
 // With Config.CkptDir, rank 0 locks the directory for the run, saves every
