@@ -86,14 +86,3 @@ func affineGrads(gy *tensor.Tensor, dst []*tensor.Tensor, w, b *Variable) (grads
 	}
 	return grads, paramGrad(1, w), paramGrad(2, b)
 }
-
-// paramGrad returns where to accumulate the gradient of input i of shape:
-// the Grad buffer the engine offered, or a new zeroed tensor in grads (the
-// host backward of Conv2d, conv2d.go, uses it).
-func paramGrad[T float](i int, dst, grads []*tensor.Tensor, dt tensor.DType, shape []int) []T {
-	if i < len(dst) && dst[i] != nil {
-		return data[T](dst[i])
-	}
-	grads[i] = tensor.New(dt, shape...)
-	return data[T](grads[i])
-}
