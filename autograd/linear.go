@@ -149,10 +149,3 @@ func (o *linearOp) backwardInto(gy *tensor.Tensor, dst []*tensor.Tensor) []*tens
 	tensor.LinearBackwardWith(gy, o.xc, o.w.Value, dx, dw, db, accX, accW, accB, o.prec)
 	return grads
 }
-
-func biasData[T float](b *Variable) []T {
-	if b == nil {
-		return nil
-	}
-	return data[T](b.Value)
-}

@@ -6,9 +6,6 @@ import (
 	"github.com/goddp/goddp/tensor"
 )
 
-// float is the element type of the kernels the ops run over plain slices.
-type float interface{ ~float32 | ~float64 }
-
 // sameDType panics, naming op and shapes, unless all tensors share a dtype.
 func sameDType(op string, ts ...*tensor.Tensor) {
 	for _, t := range ts[1:] {
@@ -46,26 +43,6 @@ func splitAt(shape []int, axis int) (outer, n, inner int) {
 func needs(v *Variable) bool { return v != nil && v.requiresGrad }
 
 func cloneInts(s []int) []int { return append([]int(nil), s...) }
-
-// gemm dispatches C = alpha*op(A)*op(B) + beta*C to tensor.Gemm or
-// tensor.Gemm64 by element type.
-func gemm[T float](transA, transB bool, m, n, k int, alpha T, a []T, lda int, b []T, ldb int, beta T, c []T, ldc int) {
-	switch av := any(a).(type) {
-	case []float32:
-		tensor.Gemm(transA, transB, m, n, k, float32(alpha), av, lda, any(b).([]float32), ldb, float32(beta), any(c).([]float32), ldc)
-	case []float64:
-		tensor.Gemm64(transA, transB, m, n, k, float64(alpha), av, lda, any(b).([]float64), ldb, float64(beta), any(c).([]float64), ldc)
-	}
-}
-
-// data returns t's contiguous elements as []T; T must match t's dtype.
-func data[T float](t *tensor.Tensor) []T {
-	var z T
-	if _, ok := any(z).(float32); ok {
-		return any(t.Contiguous().F32()).([]T)
-	}
-	return any(t.Contiguous().F64()).([]T)
-}
 
 // inputs holds an op's input list inside the op's own allocation, so that
 // recording an op costs one allocation and Inputs, which the engine calls
