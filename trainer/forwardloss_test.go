@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"math"
+	"runtime"
+	"runtime/debug"
 	"testing"
 	"time"
 
@@ -147,4 +149,96 @@ func TestForwardLossWithStepRefused(t *testing.T) {
 	c.Step = func(context.Context, data.Batch) (float64, error) { return 0, nil }
 	_, err := New(context.Background(), c)
 	require.ErrorContains(t, err, "ForwardLoss and Step")
+}
+
+// peakMode is how gpt2PeakBytes trains: the trainer's step with Forward
+// then Loss or with ForwardLoss, or ForwardLoss by hand under Backward
+// then FreeGraph (the trainer's step before BackwardAndFree).
+type peakMode int
+
+const (
+	peakPlain peakMode = iota
+	peakFused
+	peakFusedBackward
+)
+
+// gpt2PeakBytes trains a tiny GPT-2 whose logits dwarf its activations
+// (vocabulary 2048, width 32, 2 layers; 8 sequences of 32 tokens a batch:
+// logits [256, 2048], 2 MiB) for 2 steps at world 1, AdamW, as mode says,
+// and returns the host allocator's peak bytes over those in use when
+// training began, and the logits' bytes.
+func gpt2PeakBytes(t *testing.T, mode peakMode) (peak, logits int64) {
+	t.Helper()
+	ctx := context.Background()
+	const n, T, vocab, batch = 16, 32, 2048, 8
+	in, tg := make([]int, n*T), make([]int, n*T)
+	for i := range in {
+		in[i], tg[i] = (i*37)%vocab, (i*37+5)%vocab
+	}
+	ds, err := data.NewTensorDataset(tensor.FromInts(in, n, T), tensor.FromInts(tg, n, T))
+	require.NoError(t, err)
+	pg := commtest.NewGroups(1, commtest.WithTimeout(time.Minute))[0]
+	sampler, err := data.NewDistributedSampler(ds, data.SamplerGroup(pg), data.SamplerSeed(1))
+	require.NoError(t, err)
+	loader, err := data.NewDataLoader(ds, data.BatchSize(batch), data.WithSampler(sampler))
+	require.NoError(t, err)
+	m, err := gpt2.New(tensor.NewRNG(3), gpt2.Config{VocabSize: vocab, BlockSize: T, Layers: 2, Heads: 2, Embd: 32})
+	require.NoError(t, err)
+	model, err := ddp.Wrap(ctx, m, pg)
+	require.NoError(t, err)
+	t.Cleanup(func() { model.Close() })
+	opt, err := optim.NewAdamW(model.Parameters(), optim.DefaultAdamW())
+	require.NoError(t, err)
+	cfg := Config{Model: model, TrainData: loader, Sampler: sampler, Optimizer: opt,
+		BatchSize: batch, Out: &bytes.Buffer{},
+		Loss: func(logits *autograd.Variable, b data.Batch) *autograd.Variable { return m.Loss(logits, b.Targets) }}
+	if mode == peakFused {
+		cfg.ForwardLoss = func(idx *autograd.Variable, b data.Batch) *autograd.Variable { return m.ForwardLoss(idx, b.Targets) }
+	}
+	tr, err := New(ctx, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { tr.Close() })
+	// Tensors of earlier tests that are garbage now would go back to the
+	// allocator (runtime cleanups) during the run, lowering its count under
+	// the base: they go first, and no collection runs while measuring, so
+	// the figures do not depend on when one would.
+	runtime.GC()
+	runtime.GC()
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	h := tensor.Host()
+	h.ResetPeak()
+	base := h.Stats().Allocated
+	if mode != peakFusedBackward {
+		require.NoError(t, tr.Train(ctx, 1))
+	} else {
+		for s := range n / batch {
+			rows := s * batch * T
+			idx := autograd.Const(tensor.FromInts(in[rows:rows+batch*T], batch, T))
+			y := tensor.FromInts(tg[rows:rows+batch*T], batch, T)
+			opt.ZeroGrad()
+			loss, err := model.ForwardFunc(func() *autograd.Variable { return m.ForwardLoss(idx, y) })
+			require.NoError(t, err)
+			require.NoError(t, loss.Backward())
+			loss.FreeGraph()
+			require.NoError(t, opt.Step())
+		}
+	}
+	return h.Stats().PeakAllocated - base, batch * T * vocab * 4
+}
+
+// The trainer's step with ForwardLoss holds one logits-sized tensor less
+// at its peak than with Forward then Loss (those hold the logits and the
+// loss's softmax at once; the fused loss's softmax takes the logits'
+// block), and one less than ForwardLoss under Backward then FreeGraph
+// (there the loss's gradient is a new tensor beside the softmax; under
+// the step's BackwardAndFree it is written over it). Bytes are the host
+// allocator's, counted exactly.
+func TestForwardLossStepPeak(t *testing.T) {
+	plain, logits := gpt2PeakBytes(t, peakPlain)
+	fused, _ := gpt2PeakBytes(t, peakFused)
+	unfreed, _ := gpt2PeakBytes(t, peakFusedBackward)
+	t.Logf("peak over the start: %d bytes with Forward then Loss, %d with ForwardLoss, %d with ForwardLoss under Backward then FreeGraph (logits %d)",
+		plain, fused, unfreed, logits)
+	require.LessOrEqual(t, fused, plain-logits*3/4, "ForwardLoss's step peak against Forward then Loss's")
+	require.LessOrEqual(t, fused, unfreed-logits*3/4, "the step's peak against Backward then FreeGraph's")
 }
