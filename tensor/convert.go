@@ -6,10 +6,6 @@ import "fmt"
 // tensor lives (autograd, nn, optim): a host API's []float64 buffer, a
 // state dict's tensors.
 
-// SameDevice reports whether a and b live on the same device (torch's
-// a.device == b.device); every host tensor is on the one CPU.
-func SameDevice(a, b *Tensor) bool { return sameDevice(a, b) }
-
 // Float64s returns a copy of t's elements, in row-major order, as float64
 // on the host, waiting for t's device: the buffer of a host API that takes
 // []float64 (an all-reduce across replicas).

@@ -34,5 +34,5 @@ func TestCopyConvert(t *testing.T) {
 	require.NoError(t, CopyFloat64s(s, buf))
 	require.Equal(t, []float32{4, -2.5, 3}, s.F32())
 	require.Error(t, CopyFloat64s(s, buf[:2]))
-	require.True(t, SameDevice(s, f))
+	require.True(t, sameDevice(s, f))
 }
