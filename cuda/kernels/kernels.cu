@@ -342,6 +342,25 @@ __global__ void sgd_momentum_f32(float *w, const float *g, float *buf, i64 n, fl
 	}
 }
 
+// adam_elem is element i's Adam or AdamW update (adam_f32's comment),
+// shared by adam_f32 and multi_tensor_adam_f32 so both give the same bits.
+__device__ __forceinline__ void adam_elem(float *w, const float *g, float *m, float *v, i64 i, float lr, float beta1,
+                                          float beta2, float eps, float wd, float decoupled, float step_size,
+                                          float inv_bc2) {
+	float wi = w[i];
+	float gi = g[i];
+	if (decoupled != 0.0f) {
+		wi -= lr * wd * wi;
+	} else {
+		gi += wd * wi;
+	}
+	float mi = beta1 * m[i] + (1.0f - beta1) * gi;
+	float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
+	m[i] = mi;
+	v[i] = vi;
+	w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2 + eps);
+}
+
 // Adam and AdamW, fused, as goddp/optim: with decoupled != 0 (AdamW)
 // w *= 1 - lr*wd first, else g += wd*w (Adam's L2); then
 // m = b1*m + (1-b1)*g, v = b2*v + (1-b2)*g^2 and
@@ -350,18 +369,7 @@ __global__ void sgd_momentum_f32(float *w, const float *g, float *buf, i64 n, fl
 __global__ void adam_f32(float *w, const float *g, float *m, float *v, i64 n, float lr, float beta1, float beta2,
                          float eps, float wd, float decoupled, float step_size, float inv_bc2) {
 	FOR_EACH(i, n) {
-		float wi = w[i];
-		float gi = g[i];
-		if (decoupled != 0.0f) {
-			wi -= lr * wd * wi;
-		} else {
-			gi += wd * wi;
-		}
-		float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-		float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-		m[i] = mi;
-		v[i] = vi;
-		w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2 + eps);
+		adam_elem(w, g, m, v, i, lr, beta1, beta2, eps, wd, decoupled, step_size, inv_bc2);
 	}
 }
 
@@ -1331,18 +1339,7 @@ __global__ void multi_tensor_adam_f32(const i64 *table, i64 nt, i64 nchunks, i64
 		float *w = mt_ptr(table, nt, 0, s.t), *g = mt_ptr(table, nt, 1, s.t);
 		float *m = mt_ptr(table, nt, 2, s.t), *v = mt_ptr(table, nt, 3, s.t);
 		for (i64 i = s.lo + threadIdx.x; i < s.hi; i += blockDim.x) {
-			float wi = w[i];
-			float gi = g[i];
-			if (decoupled != 0.0f) {
-				wi -= lr * wd * wi;
-			} else {
-				gi += wd * wi;
-			}
-			float mi = beta1 * m[i] + (1.0f - beta1) * gi;
-			float vi = beta2 * v[i] + (1.0f - beta2) * gi * gi;
-			m[i] = mi;
-			v[i] = vi;
-			w[i] = wi - step_size * mi / (sqrtf(vi) * inv_bc2 + eps);
+			adam_elem(w, g, m, v, i, lr, beta1, beta2, eps, wd, decoupled, step_size, inv_bc2);
 		}
 	}
 }

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "466eb4676ba561e5ffb3ca3f24f8054b900f949d3db0e8206451ebf4dcc88e55"
+const sourceSHA256 = "6381c6d2228d1be36b91be2910cc2b15fd43876f9e295d13db91fa214e0c3988"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
