@@ -441,24 +441,32 @@ func adamUpdate[T float32 | float64](p, g, m, v, vmax []T, h adamHyper) {
 	} else {
 		h.beta1Sign = 1
 	}
-	if h.decoupled && h.wd != 0 {
-		stepAxpy(T(-h.lr*h.wd), p, p) // p *= 1 - lr*wd
-	}
-	if !h.decoupled && h.wd != 0 || vmax != nil {
-		adamGeneral(p, g, m, v, vmax, h)
-		return
-	}
+	decay := h.decoupled && h.wd != 0
+	general := !h.decoupled && h.wd != 0 || vmax != nil
 	// The common case (AdamW, or Adam without L2 and AMSGrad) in one tight
 	// loop with no branches.
 	b1, b2 := T(h.beta1), T(h.beta2)
 	omb1, omb2 := T((1-h.beta1)*h.beta1Sign), T(1-h.beta2)
 	invBc2, eps, stepSize := T(1/h.bc2Sqrt), T(h.eps), T(h.stepSize)
+	c32 := simd.AdamConsts{B1: float32(b1), Omb1: float32(omb1), B2: float32(b2), Omb2: float32(omb2),
+		InvBc2: float32(invBc2), Eps: float32(eps), Step: float32(stepSize)}
+	if p32, ok := any(p).([]float32); ok && !general &&
+		adamFusedF32(p32, any(g).([]float32), any(m).([]float32), any(v).([]float32), decay, float32(-h.lr*h.wd), c32) {
+		// Decay and update in one pass (adam_kernels.c), the bits of the
+		// two passes below.
+		return
+	}
+	if decay {
+		stepAxpy(T(-h.lr*h.wd), p, p) // p *= 1 - lr*wd
+	}
+	if general {
+		adamGeneral(p, g, m, v, vmax, h)
+		return
+	}
 	start := 0
 	if p32, ok := any(p).([]float32); ok {
 		// SSE2 kernel in this loop's exact order of operations (bit-identical).
-		start = simd.AdamF32(p32, any(g).([]float32), any(m).([]float32), any(v).([]float32),
-			simd.AdamConsts{B1: float32(b1), Omb1: float32(omb1), B2: float32(b2), Omb2: float32(omb2),
-				InvBc2: float32(invBc2), Eps: float32(eps), Step: float32(stepSize)})
+		start = simd.AdamF32(p32, any(g).([]float32), any(m).([]float32), any(v).([]float32), c32)
 	}
 	for j := start; j < len(p); j++ {
 		gj := g[j]
