@@ -272,6 +272,15 @@ type Kernels struct {
 	// product Mul(dx, dy, d) rather than GELUBackward's second evaluation;
 	// a device without it saves x and runs GELUBackward.
 	GELUWithGrad func(y, d, x *Tensor)
+	// GELUTanh is GELU's tanh approximation ½x(1 + tanh(√(2/π)(x +
+	// 0.044715x³))), GPT-2's activation (torch's F.gelu(x,
+	// approximate='tanh')); GELUTanhBackward is dx = dy·GELUTanh'(x) (dx
+	// may be dy). GELUTanhWithGrad, optional (float32 operands), also
+	// writes the derivative into d, so that the backward is Mul(dx, dy, d);
+	// a device without it saves x and runs GELUTanhBackward.
+	GELUTanh         func(y, x *Tensor)
+	GELUTanhBackward func(dx, dy, x *Tensor)
+	GELUTanhWithGrad func(y, d, x *Tensor)
 	// Softmax is y = softmax(x) over the last dimension of x [rows, cols];
 	// SoftmaxBackward its gradient from y (dx may be dy).
 	Softmax         func(y, x *Tensor)
