@@ -300,7 +300,7 @@ static inline double exp_nonpos(double y) { return goddp_exp(y < -708 ? -708 : y
 // The softmax of one row of c logits into p, in double: returns the row's
 // maximum in *max and Σ e**(x - max) (the log-sum-exp is max + log of it).
 // A NaN logit makes the maximum NaN, and with it every output.
-CLONES double goddp_softmax_row_f64acc_f32(float *restrict p, const float *restrict x, int64_t c, double *max) {
+CLONES double goddp_softmax_row_f64acc_f32_lanes(float *restrict p, const float *restrict x, int64_t c, double *max) {
 	double m = -INFINITY;
 	int nan = 0;
 	for (int64_t j = 0; j < c; j++) {
@@ -328,6 +328,85 @@ CLONES double goddp_softmax_row_f64acc_f32(float *restrict p, const float *restr
 	for (j = 0; j < c; j++) p[j] = (float)((double)p[j] * inv);
 	*max = m;
 	return s;
+}
+
+// softmax_row_avx512 is goddp_softmax_row_f64acc_f32_lanes written with
+// intrinsics: GCC left that loop's e**x in scalar double (a cross-entropy
+// over GPT-2's 50304-token head spent 3.5 ns an element in it, 0.4 s of
+// a training step at T=1024, batch 2). The same algorithm (goddp_exp's
+// reduction and polynomial, the clamp at -708, e rounded to float32 into
+// p, the unrounded e summed in double, p scaled by 1/Σ in double) on 8
+// doubles at a time, summed in 16 lanes; the maximum is taken in float32,
+// which orders the values as double does.
+__attribute__((target("avx512f"))) static double softmax_row_avx512(float *restrict p, const float *restrict x, int64_t c,
+                                                                    double *max) {
+	__m512 vmax = _mm512_set1_ps(-INFINITY);
+	__mmask16 nanm = 0;
+	int64_t j = 0;
+	for (; j + 16 <= c; j += 16) {
+		__m512 v = _mm512_loadu_ps(x + j);
+		nanm |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+		vmax = _mm512_max_ps(vmax, v);
+	}
+	float mf = _mm512_reduce_max_ps(vmax);
+	int nan = nanm != 0;
+	for (; j < c; j++) {
+		float v = x[j];
+		nan |= v != v;
+		mf = v > mf ? v : mf;
+	}
+	double m = nan ? NAN : (double)mf;
+	const __m512d vm = _mm512_set1_pd(m), lo = _mm512_set1_pd(-708), log2e = _mm512_set1_pd(1.44269504088896340736),
+	              ln2 = _mm512_set1_pd(0.693147180559945309417), shifter = _mm512_set1_pd(0x1.8p52 + 1023),
+	              c0 = _mm512_set1_pd(1.0000000000312237), c1 = _mm512_set1_pd(0.5000000046680004),
+	              c2 = _mm512_set1_pd(0.16666666249338286), c3 = _mm512_set1_pd(0.041666354325215704),
+	              c4 = _mm512_set1_pd(0.008333402933959448), c5 = _mm512_set1_pd(0.0013941015328067642),
+	              c6 = _mm512_set1_pd(0.00019841247011729895);
+	__m512d acc0 = _mm512_setzero_pd(), acc1 = _mm512_setzero_pd();
+#define GODDP_EXP8(xv, out)                                                                                             \
+	do {                                                                                                            \
+		__m512d y = _mm512_max_pd(lo, _mm512_sub_pd(xv, vm)); /* a NaN y stays NaN: max returns its 2nd operand */ \
+		__m512d kf = _mm512_add_pd(_mm512_mul_pd(y, log2e), shifter);                                           \
+		__m512d sc = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_castpd_si512(kf), 52));                       \
+		__m512d r = _mm512_sub_pd(y, _mm512_mul_pd(_mm512_sub_pd(kf, shifter), ln2));                           \
+		__m512d r2 = _mm512_mul_pd(r, r);                                                                       \
+		__m512d a = _mm512_add_pd(c0, _mm512_mul_pd(c1, r)), b = _mm512_add_pd(c2, _mm512_mul_pd(c3, r));       \
+		__m512d d = _mm512_add_pd(c4, _mm512_mul_pd(c5, r));                                                    \
+		__m512d q = _mm512_add_pd(_mm512_add_pd(a, _mm512_mul_pd(r2, b)),                                       \
+		                          _mm512_mul_pd(_mm512_mul_pd(r2, r2), _mm512_add_pd(d, _mm512_mul_pd(r2, c6))));  \
+		out = _mm512_add_pd(sc, _mm512_mul_pd(sc, _mm512_mul_pd(r, q)));                                       \
+	} while (0)
+	for (j = 0; j + 16 <= c; j += 16) {
+		__m512 v = _mm512_loadu_ps(x + j);
+		__m512d e0, e1;
+		GODDP_EXP8(_mm512_cvtps_pd(_mm512_castps512_ps256(v)), e0);
+		GODDP_EXP8(_mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1))), e1);
+		_mm256_storeu_ps(p + j, _mm512_cvtpd_ps(e0));
+		_mm256_storeu_ps(p + j + 8, _mm512_cvtpd_ps(e1));
+		acc0 = _mm512_add_pd(acc0, e0);
+		acc1 = _mm512_add_pd(acc1, e1);
+	}
+#undef GODDP_EXP8
+	double s = _mm512_reduce_add_pd(_mm512_add_pd(acc0, acc1));
+	for (; j < c; j++) {
+		double e = exp_nonpos((double)x[j] - m);
+		p[j] = (float)e;
+		s += e;
+	}
+	double inv = 1 / s;
+	const __m512d vinv = _mm512_set1_pd(inv);
+	for (j = 0; j + 8 <= c; j += 8)
+		_mm256_storeu_ps(p + j, _mm512_cvtpd_ps(_mm512_mul_pd(_mm512_cvtps_pd(_mm256_loadu_ps(p + j)), vinv)));
+	for (; j < c; j++) p[j] = (float)((double)p[j] * inv);
+	*max = m;
+	return s;
+}
+
+// goddp_softmax_row_f64acc_f32: AVX-512's intrinsics when the CPU has them,
+// else the lanes loop's best clone.
+double goddp_softmax_row_f64acc_f32(float *restrict p, const float *restrict x, int64_t c, double *max) {
+	if (__builtin_cpu_supports("avx512f")) return softmax_row_avx512(p, x, c, max);
+	return goddp_softmax_row_f64acc_f32_lanes(p, x, c, max);
 }
 
 // y = x rounded to bfloat16 values (round to nearest even; a NaN stays a

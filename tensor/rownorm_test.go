@@ -212,7 +212,9 @@ func TestAddRowsF32MatchesLoop(t *testing.T) {
 
 func TestSoftmaxRowF32MatchesFloat64(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, c := range []int{1, 7, 80, 129} {
+	// 16, 80 and 50304 (GPT-2's padded head) fill AVX-512's 16-wide loop
+	// exactly, 7 and 129 leave tails.
+	for _, c := range []int{1, 7, 16, 80, 129, 50304} {
 		x := randF32(rng, c, 20)
 		x[0] = float32(math.Inf(-1)) // a logit that can never win
 		p := make([]float32, c)
@@ -237,6 +239,29 @@ func TestSoftmaxRowF32MatchesFloat64(t *testing.T) {
 	p := make([]float32, 3)
 	m, s := softmaxRow(p, []float32{1, float32(math.NaN()), 2})
 	assert.True(t, math.IsNaN(m+math.Log(s)) && math.IsNaN(float64(p[0])), "a NaN logit: NaN out, got %v %v %v", m, s, p)
+	// A NaN inside the vector loop's part of a row, and one in its tail.
+	for _, at := range []int{5, 37} {
+		x := randF32(rng, 40, 3)
+		x[at] = float32(math.NaN())
+		p := make([]float32, 40)
+		m, s := softmaxRow(p, x)
+		assert.True(t, math.IsNaN(m+math.Log(s)), "NaN at %d: the log-sum-exp is NaN, got %v %v", at, m, s)
+		for j, v := range p {
+			require.True(t, math.IsNaN(float64(v)), "NaN at %d: p[%d] = %v, want NaN", at, j, v)
+		}
+	}
+}
+
+// BenchmarkSoftmaxRowGPT2Head: the cross-entropy's softmax over one row of
+// GPT-2's padded head (50304 logits), float32 with double accumulation.
+func BenchmarkSoftmaxRowGPT2Head(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	x := randF32(rng, 50304, 5)
+	p := make([]float32, len(x))
+	b.SetBytes(int64(8 * len(x)))
+	for b.Loop() {
+		softmaxRow(p, x)
+	}
 }
 
 func TestRoundBF16SliceMatchesRoundBF16(t *testing.T) {
