@@ -84,6 +84,7 @@ func New(l Launcher) *Device {
 	d.convKernels(&d.k)
 	d.multiTensorKernels(&d.k)
 	d.axisKernels(&d.k)
+	d.geluTanhKernels(&d.k)
 	return d
 }
 

@@ -42,5 +42,7 @@ func Names() []string {
 		// Ops along one axis and pointwise gradients.
 		"gather_f32", "scatter_add_f32", "max_dim_f32", "max_dim_bwd_f32", "copy_block_f32", "clamp_f32", "clamp_bwd_f32",
 		"pow_scalar_f32", "pow_scalar_bwd_f32", "pow_bwd_f32", "bce_logits_f32", "bce_logits_bwd_f32",
+		// GELU's tanh approximation (GPT-2's activation).
+		"gelu_tanh_f32", "gelu_tanh_with_grad_f32", "gelu_tanh_bwd_f32",
 	}
 }

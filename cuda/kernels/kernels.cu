@@ -1544,3 +1544,60 @@ __global__ void bce_logits_bwd_f32(float *dx, float *dt, const float *gy, const 
 }
 
 } // ---- End of the ops along one axis and pointwise gradients.
+
+// ---- GELU's tanh approximation (tensor/gelu_tanh.go), GPT-2's activation:
+// y = x*s and GELU'(x) = s*(1 + 2*sqrt(2/pi)*x*(1-s)*(1 + 3*0.044715*x^2))
+// with s = sigmoid(2u) = (1 + tanh u)/2, u = sqrt(2/pi)*(x + 0.044715*x^3),
+// s and 1-s both from w = exp(-2|u|) as 1/(1+w) and w/(1+w), so neither
+// tail cancels (torch's 0.5*x*(1 + tanh u) loses the left tail in float32).
+// |x| is clamped to 20, past which the results are saturated (x or -0;
+// 1 or -0), so +-Inf give the limits; the comparisons let NaN through.
+
+extern "C" {
+
+__device__ float gelu_tanh_s(float x, float *oms, float *c) {
+	float xl = x < -20.0f ? -20.0f : x;
+	float cc = xl > 20.0f ? 20.0f : xl;
+	float u = 0.7978845608028654f * (cc + 0.044715f * cc * cc * cc);
+	float w = expf(-2.0f * fabsf(u));
+	float q = 1.0f / (1.0f + w);
+	float wq = w * q;
+	*oms = x < 0.0f ? q : wq;
+	*c = cc;
+	return x < 0.0f ? wq : q;
+}
+
+__device__ float gelu_tanh_value(float x, float s) { return (x < -20.0f ? -20.0f : x) * s; }
+
+__device__ float gelu_tanh_deriv(float s, float oms, float c) {
+	return s * (1.0f + 1.5957691216057308f * c * oms * (1.0f + 0.134145f * c * c));
+}
+
+__global__ void gelu_tanh_f32(float *y, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i], oms, c;
+		y[i] = gelu_tanh_value(v, gelu_tanh_s(v, &oms, &c));
+	}
+}
+
+// The value and the derivative in one pass, for an input that needs a
+// gradient: the backward is then one product (mul_f32).
+__global__ void gelu_tanh_with_grad_f32(float *y, float *d, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i], oms, c;
+		float s = gelu_tanh_s(v, &oms, &c);
+		y[i] = gelu_tanh_value(v, s);
+		d[i] = gelu_tanh_deriv(s, oms, c);
+	}
+}
+
+// dx = dy*GELU'(x); dx may be dy.
+__global__ void gelu_tanh_bwd_f32(float *dx, const float *dy, const float *x, i64 n) {
+	FOR_EACH(i, n) {
+		float v = x[i], oms, c;
+		float s = gelu_tanh_s(v, &oms, &c);
+		dx[i] = dy[i] * gelu_tanh_deriv(s, oms, c);
+	}
+}
+
+} // ---- End of GELU's tanh approximation.

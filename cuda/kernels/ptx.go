@@ -40404,5 +40404,879 @@ $L__BB87_71:
 	ret;
 
 }
+	// .globl	gelu_tanh_f32
+.visible .entry gelu_tanh_f32(
+	.param .u64 gelu_tanh_f32_param_0,
+	.param .u64 gelu_tanh_f32_param_1,
+	.param .u64 gelu_tanh_f32_param_2
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<133>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<63>;
+
+
+	ld.param.u64 	%rd34, [gelu_tanh_f32_param_0];
+	ld.param.u64 	%rd35, [gelu_tanh_f32_param_1];
+	ld.param.u64 	%rd33, [gelu_tanh_f32_param_2];
+	cvta.to.global.u64 	%rd1, %rd34;
+	cvta.to.global.u64 	%rd2, %rd35;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd3, %r2;
+	mul.wide.u32 	%rd36, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd37, %r3;
+	add.s64 	%rd59, %rd36, %rd37;
+	setp.ge.s64 	%p1, %rd59, %rd33;
+	@%p1 bra 	$L__BB88_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd5, %r4;
+	mul.lo.s64 	%rd6, %rd5, %rd3;
+	not.b64 	%rd38, %rd59;
+	add.s64 	%rd7, %rd38, %rd33;
+	or.b64  	%rd39, %rd7, %rd6;
+	and.b64  	%rd40, %rd39, -4294967296;
+	setp.eq.s64 	%p2, %rd40, 0;
+	@%p2 bra 	$L__BB88_3;
+
+	div.u64 	%rd54, %rd7, %rd6;
+	bra.uni 	$L__BB88_4;
+
+$L__BB88_3:
+	cvt.u32.u64 	%r5, %rd6;
+	cvt.u32.u64 	%r6, %rd7;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd54, %r7;
+
+$L__BB88_4:
+	add.s64 	%rd41, %rd54, 1;
+	and.b64  	%rd58, %rd41, 3;
+	setp.eq.s64 	%p3, %rd58, 0;
+	@%p3 bra 	$L__BB88_7;
+
+	shl.b64 	%rd42, %rd59, 2;
+	add.s64 	%rd56, %rd1, %rd42;
+	shl.b64 	%rd13, %rd6, 2;
+	add.s64 	%rd55, %rd2, %rd42;
+
+$L__BB88_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd55];
+	setp.lt.f32 	%p4, %f1, 0fC1A00000;
+	selp.f32 	%f2, 0fC1A00000, %f1, %p4;
+	setp.gt.f32 	%p5, %f2, 0f41A00000;
+	selp.f32 	%f3, 0f41A00000, %f2, %p5;
+	mul.f32 	%f4, %f3, 0f3D372713;
+	mul.f32 	%f5, %f3, %f4;
+	fma.rn.f32 	%f6, %f3, %f5, %f3;
+	mul.f32 	%f7, %f6, 0f3F4C422A;
+	abs.f32 	%f8, %f7;
+	mul.f32 	%f9, %f8, 0fC0000000;
+	mov.f32 	%f10, 0f3F000000;
+	mov.f32 	%f11, 0f3BBB989D;
+	fma.rn.f32 	%f12, %f9, %f11, %f10;
+	mov.f32 	%f13, 0f3FB8AA3B;
+	mov.f32 	%f14, 0f437C0000;
+	cvt.sat.f32.f32 	%f15, %f12;
+	mov.f32 	%f16, 0f4B400001;
+	fma.rm.f32 	%f17, %f15, %f14, %f16;
+	add.f32 	%f18, %f17, 0fCB40007F;
+	neg.f32 	%f19, %f18;
+	fma.rn.f32 	%f20, %f9, %f13, %f19;
+	mov.f32 	%f21, 0f32A57060;
+	fma.rn.f32 	%f22, %f9, %f21, %f20;
+	mov.b32 	%r8, %f17;
+	shl.b32 	%r9, %r8, 23;
+	mov.b32 	%f23, %r9;
+	ex2.approx.ftz.f32 	%f24, %f22;
+	mul.f32 	%f25, %f24, %f23;
+	add.f32 	%f26, %f25, 0f3F800000;
+	rcp.rn.f32 	%f27, %f26;
+	mul.f32 	%f28, %f25, %f27;
+	setp.lt.f32 	%p6, %f1, 0f00000000;
+	selp.f32 	%f29, %f28, %f27, %p6;
+	mul.f32 	%f30, %f2, %f29;
+	st.global.f32 	[%rd56], %f30;
+	add.s64 	%rd59, %rd59, %rd6;
+	add.s64 	%rd56, %rd56, %rd13;
+	add.s64 	%rd55, %rd55, %rd13;
+	add.s64 	%rd58, %rd58, -1;
+	setp.ne.s64 	%p7, %rd58, 0;
+	@%p7 bra 	$L__BB88_6;
+
+$L__BB88_7:
+	setp.lt.u64 	%p8, %rd54, 3;
+	@%p8 bra 	$L__BB88_10;
+
+	shl.b64 	%rd43, %rd59, 2;
+	add.s64 	%rd61, %rd2, %rd43;
+	shl.b64 	%rd25, %rd6, 2;
+	add.s64 	%rd62, %rd1, %rd43;
+
+$L__BB88_9:
+	ld.global.f32 	%f31, [%rd61];
+	setp.lt.f32 	%p9, %f31, 0fC1A00000;
+	selp.f32 	%f32, 0fC1A00000, %f31, %p9;
+	setp.gt.f32 	%p10, %f32, 0f41A00000;
+	selp.f32 	%f33, 0f41A00000, %f32, %p10;
+	mul.f32 	%f34, %f33, 0f3D372713;
+	mul.f32 	%f35, %f33, %f34;
+	fma.rn.f32 	%f36, %f33, %f35, %f33;
+	mul.f32 	%f37, %f36, 0f3F4C422A;
+	abs.f32 	%f38, %f37;
+	mul.f32 	%f39, %f38, 0fC0000000;
+	mov.f32 	%f40, 0f3F000000;
+	mov.f32 	%f41, 0f3BBB989D;
+	fma.rn.f32 	%f42, %f39, %f41, %f40;
+	mov.f32 	%f43, 0f3FB8AA3B;
+	mov.f32 	%f44, 0f437C0000;
+	cvt.sat.f32.f32 	%f45, %f42;
+	mov.f32 	%f46, 0f4B400001;
+	fma.rm.f32 	%f47, %f45, %f44, %f46;
+	add.f32 	%f48, %f47, 0fCB40007F;
+	neg.f32 	%f49, %f48;
+	fma.rn.f32 	%f50, %f39, %f43, %f49;
+	mov.f32 	%f51, 0f32A57060;
+	fma.rn.f32 	%f52, %f39, %f51, %f50;
+	mov.b32 	%r10, %f47;
+	shl.b32 	%r11, %r10, 23;
+	mov.b32 	%f53, %r11;
+	ex2.approx.ftz.f32 	%f54, %f52;
+	mul.f32 	%f55, %f54, %f53;
+	add.f32 	%f56, %f55, 0f3F800000;
+	rcp.rn.f32 	%f57, %f56;
+	mul.f32 	%f58, %f55, %f57;
+	setp.lt.f32 	%p11, %f31, 0f00000000;
+	selp.f32 	%f59, %f58, %f57, %p11;
+	mul.f32 	%f60, %f32, %f59;
+	st.global.f32 	[%rd62], %f60;
+	add.s64 	%rd45, %rd61, %rd25;
+	ld.global.f32 	%f61, [%rd45];
+	setp.lt.f32 	%p12, %f61, 0fC1A00000;
+	selp.f32 	%f62, 0fC1A00000, %f61, %p12;
+	setp.gt.f32 	%p13, %f62, 0f41A00000;
+	selp.f32 	%f63, 0f41A00000, %f62, %p13;
+	mul.f32 	%f64, %f63, 0f3D372713;
+	mul.f32 	%f65, %f63, %f64;
+	fma.rn.f32 	%f66, %f63, %f65, %f63;
+	mul.f32 	%f67, %f66, 0f3F4C422A;
+	abs.f32 	%f68, %f67;
+	mul.f32 	%f69, %f68, 0fC0000000;
+	fma.rn.f32 	%f70, %f69, %f41, %f40;
+	cvt.sat.f32.f32 	%f71, %f70;
+	fma.rm.f32 	%f72, %f71, %f44, %f46;
+	add.f32 	%f73, %f72, 0fCB40007F;
+	neg.f32 	%f74, %f73;
+	fma.rn.f32 	%f75, %f69, %f43, %f74;
+	fma.rn.f32 	%f76, %f69, %f51, %f75;
+	mov.b32 	%r12, %f72;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f77, %r13;
+	ex2.approx.ftz.f32 	%f78, %f76;
+	mul.f32 	%f79, %f78, %f77;
+	add.f32 	%f80, %f79, 0f3F800000;
+	rcp.rn.f32 	%f81, %f80;
+	mul.f32 	%f82, %f79, %f81;
+	setp.lt.f32 	%p14, %f61, 0f00000000;
+	selp.f32 	%f83, %f82, %f81, %p14;
+	mul.f32 	%f84, %f62, %f83;
+	add.s64 	%rd46, %rd62, %rd25;
+	st.global.f32 	[%rd46], %f84;
+	add.s64 	%rd47, %rd59, %rd6;
+	add.s64 	%rd48, %rd47, %rd6;
+	add.s64 	%rd49, %rd45, %rd25;
+	ld.global.f32 	%f85, [%rd49];
+	setp.lt.f32 	%p15, %f85, 0fC1A00000;
+	selp.f32 	%f86, 0fC1A00000, %f85, %p15;
+	setp.gt.f32 	%p16, %f86, 0f41A00000;
+	selp.f32 	%f87, 0f41A00000, %f86, %p16;
+	mul.f32 	%f88, %f87, 0f3D372713;
+	mul.f32 	%f89, %f87, %f88;
+	fma.rn.f32 	%f90, %f87, %f89, %f87;
+	mul.f32 	%f91, %f90, 0f3F4C422A;
+	abs.f32 	%f92, %f91;
+	mul.f32 	%f93, %f92, 0fC0000000;
+	fma.rn.f32 	%f94, %f93, %f41, %f40;
+	cvt.sat.f32.f32 	%f95, %f94;
+	fma.rm.f32 	%f96, %f95, %f44, %f46;
+	add.f32 	%f97, %f96, 0fCB40007F;
+	neg.f32 	%f98, %f97;
+	fma.rn.f32 	%f99, %f93, %f43, %f98;
+	fma.rn.f32 	%f100, %f93, %f51, %f99;
+	mov.b32 	%r14, %f96;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f101, %r15;
+	ex2.approx.ftz.f32 	%f102, %f100;
+	mul.f32 	%f103, %f102, %f101;
+	add.f32 	%f104, %f103, 0f3F800000;
+	rcp.rn.f32 	%f105, %f104;
+	mul.f32 	%f106, %f103, %f105;
+	setp.lt.f32 	%p17, %f85, 0f00000000;
+	selp.f32 	%f107, %f106, %f105, %p17;
+	mul.f32 	%f108, %f86, %f107;
+	add.s64 	%rd50, %rd46, %rd25;
+	st.global.f32 	[%rd50], %f108;
+	add.s64 	%rd51, %rd48, %rd6;
+	add.s64 	%rd52, %rd49, %rd25;
+	add.s64 	%rd61, %rd52, %rd25;
+	ld.global.f32 	%f109, [%rd52];
+	setp.lt.f32 	%p18, %f109, 0fC1A00000;
+	selp.f32 	%f110, 0fC1A00000, %f109, %p18;
+	setp.gt.f32 	%p19, %f110, 0f41A00000;
+	selp.f32 	%f111, 0f41A00000, %f110, %p19;
+	mul.f32 	%f112, %f111, 0f3D372713;
+	mul.f32 	%f113, %f111, %f112;
+	fma.rn.f32 	%f114, %f111, %f113, %f111;
+	mul.f32 	%f115, %f114, 0f3F4C422A;
+	abs.f32 	%f116, %f115;
+	mul.f32 	%f117, %f116, 0fC0000000;
+	fma.rn.f32 	%f118, %f117, %f41, %f40;
+	cvt.sat.f32.f32 	%f119, %f118;
+	fma.rm.f32 	%f120, %f119, %f44, %f46;
+	add.f32 	%f121, %f120, 0fCB40007F;
+	neg.f32 	%f122, %f121;
+	fma.rn.f32 	%f123, %f117, %f43, %f122;
+	fma.rn.f32 	%f124, %f117, %f51, %f123;
+	mov.b32 	%r16, %f120;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f125, %r17;
+	ex2.approx.ftz.f32 	%f126, %f124;
+	mul.f32 	%f127, %f126, %f125;
+	add.f32 	%f128, %f127, 0f3F800000;
+	rcp.rn.f32 	%f129, %f128;
+	mul.f32 	%f130, %f127, %f129;
+	setp.lt.f32 	%p20, %f109, 0f00000000;
+	selp.f32 	%f131, %f130, %f129, %p20;
+	mul.f32 	%f132, %f110, %f131;
+	add.s64 	%rd53, %rd50, %rd25;
+	add.s64 	%rd62, %rd53, %rd25;
+	st.global.f32 	[%rd53], %f132;
+	add.s64 	%rd59, %rd51, %rd6;
+	setp.lt.s64 	%p21, %rd59, %rd33;
+	@%p21 bra 	$L__BB88_9;
+
+$L__BB88_10:
+	ret;
+
+}
+	// .globl	gelu_tanh_with_grad_f32
+.visible .entry gelu_tanh_with_grad_f32(
+	.param .u64 gelu_tanh_with_grad_f32_param_0,
+	.param .u64 gelu_tanh_with_grad_f32_param_1,
+	.param .u64 gelu_tanh_with_grad_f32_param_2,
+	.param .u64 gelu_tanh_with_grad_f32_param_3
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<168>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [gelu_tanh_with_grad_f32_param_0];
+	ld.param.u64 	%rd42, [gelu_tanh_with_grad_f32_param_1];
+	ld.param.u64 	%rd43, [gelu_tanh_with_grad_f32_param_2];
+	ld.param.u64 	%rd40, [gelu_tanh_with_grad_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd42;
+	cvta.to.global.u64 	%rd2, %rd41;
+	cvta.to.global.u64 	%rd3, %rd43;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB89_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB89_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB89_4;
+
+$L__BB89_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB89_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB89_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB89_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd66];
+	setp.lt.f32 	%p4, %f1, 0fC1A00000;
+	selp.f32 	%f2, 0fC1A00000, %f1, %p4;
+	setp.gt.f32 	%p5, %f2, 0f41A00000;
+	selp.f32 	%f3, 0f41A00000, %f2, %p5;
+	mul.f32 	%f4, %f3, 0f3D372713;
+	mul.f32 	%f5, %f3, %f4;
+	fma.rn.f32 	%f6, %f3, %f5, %f3;
+	mul.f32 	%f7, %f6, 0f3F4C422A;
+	abs.f32 	%f8, %f7;
+	mul.f32 	%f9, %f8, 0fC0000000;
+	mov.f32 	%f10, 0f3F000000;
+	mov.f32 	%f11, 0f3BBB989D;
+	fma.rn.f32 	%f12, %f9, %f11, %f10;
+	mov.f32 	%f13, 0f3FB8AA3B;
+	mov.f32 	%f14, 0f437C0000;
+	cvt.sat.f32.f32 	%f15, %f12;
+	mov.f32 	%f16, 0f4B400001;
+	fma.rm.f32 	%f17, %f15, %f14, %f16;
+	add.f32 	%f18, %f17, 0fCB40007F;
+	neg.f32 	%f19, %f18;
+	fma.rn.f32 	%f20, %f9, %f13, %f19;
+	mov.f32 	%f21, 0f32A57060;
+	fma.rn.f32 	%f22, %f9, %f21, %f20;
+	mov.b32 	%r8, %f17;
+	shl.b32 	%r9, %r8, 23;
+	mov.b32 	%f23, %r9;
+	ex2.approx.ftz.f32 	%f24, %f22;
+	mul.f32 	%f25, %f24, %f23;
+	add.f32 	%f26, %f25, 0f3F800000;
+	rcp.rn.f32 	%f27, %f26;
+	mul.f32 	%f28, %f25, %f27;
+	setp.lt.f32 	%p6, %f1, 0f00000000;
+	selp.f32 	%f29, %f27, %f28, %p6;
+	selp.f32 	%f30, %f28, %f27, %p6;
+	mul.f32 	%f31, %f2, %f30;
+	st.global.f32 	[%rd67], %f31;
+	mul.f32 	%f32, %f3, 0f3FCC422A;
+	mul.f32 	%f33, %f32, %f29;
+	mul.f32 	%f34, %f3, 0f3E095D4F;
+	fma.rn.f32 	%f35, %f3, %f34, 0f3F800000;
+	fma.rn.f32 	%f36, %f35, %f33, 0f3F800000;
+	mul.f32 	%f37, %f30, %f36;
+	st.global.f32 	[%rd68], %f37;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p7, %rd70, 0;
+	@%p7 bra 	$L__BB89_6;
+
+$L__BB89_7:
+	setp.lt.u64 	%p8, %rd65, 3;
+	@%p8 bra 	$L__BB89_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB89_9:
+	ld.global.f32 	%f38, [%rd73];
+	setp.lt.f32 	%p9, %f38, 0fC1A00000;
+	selp.f32 	%f39, 0fC1A00000, %f38, %p9;
+	setp.gt.f32 	%p10, %f39, 0f41A00000;
+	selp.f32 	%f40, 0f41A00000, %f39, %p10;
+	mul.f32 	%f41, %f40, 0f3D372713;
+	mul.f32 	%f42, %f40, %f41;
+	fma.rn.f32 	%f43, %f40, %f42, %f40;
+	mul.f32 	%f44, %f43, 0f3F4C422A;
+	abs.f32 	%f45, %f44;
+	mul.f32 	%f46, %f45, 0fC0000000;
+	mov.f32 	%f47, 0f3F000000;
+	mov.f32 	%f48, 0f3BBB989D;
+	fma.rn.f32 	%f49, %f46, %f48, %f47;
+	mov.f32 	%f50, 0f3FB8AA3B;
+	mov.f32 	%f51, 0f437C0000;
+	cvt.sat.f32.f32 	%f52, %f49;
+	mov.f32 	%f53, 0f4B400001;
+	fma.rm.f32 	%f54, %f52, %f51, %f53;
+	add.f32 	%f55, %f54, 0fCB40007F;
+	neg.f32 	%f56, %f55;
+	fma.rn.f32 	%f57, %f46, %f50, %f56;
+	mov.f32 	%f58, 0f32A57060;
+	fma.rn.f32 	%f59, %f46, %f58, %f57;
+	mov.b32 	%r10, %f54;
+	shl.b32 	%r11, %r10, 23;
+	mov.b32 	%f60, %r11;
+	ex2.approx.ftz.f32 	%f61, %f59;
+	mul.f32 	%f62, %f61, %f60;
+	add.f32 	%f63, %f62, 0f3F800000;
+	rcp.rn.f32 	%f64, %f63;
+	mul.f32 	%f65, %f62, %f64;
+	setp.lt.f32 	%p11, %f38, 0f00000000;
+	selp.f32 	%f66, %f64, %f65, %p11;
+	selp.f32 	%f67, %f65, %f64, %p11;
+	mul.f32 	%f68, %f39, %f67;
+	st.global.f32 	[%rd74], %f68;
+	mul.f32 	%f69, %f40, 0f3FCC422A;
+	mul.f32 	%f70, %f69, %f66;
+	mul.f32 	%f71, %f40, 0f3E095D4F;
+	fma.rn.f32 	%f72, %f40, %f71, 0f3F800000;
+	fma.rn.f32 	%f73, %f72, %f70, 0f3F800000;
+	mul.f32 	%f74, %f67, %f73;
+	st.global.f32 	[%rd75], %f74;
+	add.s64 	%rd53, %rd73, %rd29;
+	ld.global.f32 	%f75, [%rd53];
+	setp.lt.f32 	%p12, %f75, 0fC1A00000;
+	selp.f32 	%f76, 0fC1A00000, %f75, %p12;
+	setp.gt.f32 	%p13, %f76, 0f41A00000;
+	selp.f32 	%f77, 0f41A00000, %f76, %p13;
+	mul.f32 	%f78, %f77, 0f3D372713;
+	mul.f32 	%f79, %f77, %f78;
+	fma.rn.f32 	%f80, %f77, %f79, %f77;
+	mul.f32 	%f81, %f80, 0f3F4C422A;
+	abs.f32 	%f82, %f81;
+	mul.f32 	%f83, %f82, 0fC0000000;
+	fma.rn.f32 	%f84, %f83, %f48, %f47;
+	cvt.sat.f32.f32 	%f85, %f84;
+	fma.rm.f32 	%f86, %f85, %f51, %f53;
+	add.f32 	%f87, %f86, 0fCB40007F;
+	neg.f32 	%f88, %f87;
+	fma.rn.f32 	%f89, %f83, %f50, %f88;
+	fma.rn.f32 	%f90, %f83, %f58, %f89;
+	mov.b32 	%r12, %f86;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f91, %r13;
+	ex2.approx.ftz.f32 	%f92, %f90;
+	mul.f32 	%f93, %f92, %f91;
+	add.f32 	%f94, %f93, 0f3F800000;
+	rcp.rn.f32 	%f95, %f94;
+	mul.f32 	%f96, %f93, %f95;
+	setp.lt.f32 	%p14, %f75, 0f00000000;
+	selp.f32 	%f97, %f95, %f96, %p14;
+	selp.f32 	%f98, %f96, %f95, %p14;
+	mul.f32 	%f99, %f76, %f98;
+	add.s64 	%rd54, %rd74, %rd29;
+	st.global.f32 	[%rd54], %f99;
+	mul.f32 	%f100, %f77, 0f3FCC422A;
+	mul.f32 	%f101, %f100, %f97;
+	mul.f32 	%f102, %f77, 0f3E095D4F;
+	fma.rn.f32 	%f103, %f77, %f102, 0f3F800000;
+	fma.rn.f32 	%f104, %f103, %f101, 0f3F800000;
+	mul.f32 	%f105, %f98, %f104;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f105;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	ld.global.f32 	%f106, [%rd58];
+	setp.lt.f32 	%p15, %f106, 0fC1A00000;
+	selp.f32 	%f107, 0fC1A00000, %f106, %p15;
+	setp.gt.f32 	%p16, %f107, 0f41A00000;
+	selp.f32 	%f108, 0f41A00000, %f107, %p16;
+	mul.f32 	%f109, %f108, 0f3D372713;
+	mul.f32 	%f110, %f108, %f109;
+	fma.rn.f32 	%f111, %f108, %f110, %f108;
+	mul.f32 	%f112, %f111, 0f3F4C422A;
+	abs.f32 	%f113, %f112;
+	mul.f32 	%f114, %f113, 0fC0000000;
+	fma.rn.f32 	%f115, %f114, %f48, %f47;
+	cvt.sat.f32.f32 	%f116, %f115;
+	fma.rm.f32 	%f117, %f116, %f51, %f53;
+	add.f32 	%f118, %f117, 0fCB40007F;
+	neg.f32 	%f119, %f118;
+	fma.rn.f32 	%f120, %f114, %f50, %f119;
+	fma.rn.f32 	%f121, %f114, %f58, %f120;
+	mov.b32 	%r14, %f117;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f122, %r15;
+	ex2.approx.ftz.f32 	%f123, %f121;
+	mul.f32 	%f124, %f123, %f122;
+	add.f32 	%f125, %f124, 0f3F800000;
+	rcp.rn.f32 	%f126, %f125;
+	mul.f32 	%f127, %f124, %f126;
+	setp.lt.f32 	%p17, %f106, 0f00000000;
+	selp.f32 	%f128, %f126, %f127, %p17;
+	selp.f32 	%f129, %f127, %f126, %p17;
+	mul.f32 	%f130, %f107, %f129;
+	add.s64 	%rd59, %rd54, %rd29;
+	st.global.f32 	[%rd59], %f130;
+	mul.f32 	%f131, %f108, 0f3FCC422A;
+	mul.f32 	%f132, %f131, %f128;
+	mul.f32 	%f133, %f108, 0f3E095D4F;
+	fma.rn.f32 	%f134, %f108, %f133, 0f3F800000;
+	fma.rn.f32 	%f135, %f134, %f132, 0f3F800000;
+	mul.f32 	%f136, %f129, %f135;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f136;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	ld.global.f32 	%f137, [%rd62];
+	setp.lt.f32 	%p18, %f137, 0fC1A00000;
+	selp.f32 	%f138, 0fC1A00000, %f137, %p18;
+	setp.gt.f32 	%p19, %f138, 0f41A00000;
+	selp.f32 	%f139, 0f41A00000, %f138, %p19;
+	mul.f32 	%f140, %f139, 0f3D372713;
+	mul.f32 	%f141, %f139, %f140;
+	fma.rn.f32 	%f142, %f139, %f141, %f139;
+	mul.f32 	%f143, %f142, 0f3F4C422A;
+	abs.f32 	%f144, %f143;
+	mul.f32 	%f145, %f144, 0fC0000000;
+	fma.rn.f32 	%f146, %f145, %f48, %f47;
+	cvt.sat.f32.f32 	%f147, %f146;
+	fma.rm.f32 	%f148, %f147, %f51, %f53;
+	add.f32 	%f149, %f148, 0fCB40007F;
+	neg.f32 	%f150, %f149;
+	fma.rn.f32 	%f151, %f145, %f50, %f150;
+	fma.rn.f32 	%f152, %f145, %f58, %f151;
+	mov.b32 	%r16, %f148;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f153, %r17;
+	ex2.approx.ftz.f32 	%f154, %f152;
+	mul.f32 	%f155, %f154, %f153;
+	add.f32 	%f156, %f155, 0f3F800000;
+	rcp.rn.f32 	%f157, %f156;
+	mul.f32 	%f158, %f155, %f157;
+	setp.lt.f32 	%p20, %f137, 0f00000000;
+	selp.f32 	%f159, %f157, %f158, %p20;
+	selp.f32 	%f160, %f158, %f157, %p20;
+	mul.f32 	%f161, %f138, %f160;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	st.global.f32 	[%rd63], %f161;
+	mul.f32 	%f162, %f139, 0f3FCC422A;
+	mul.f32 	%f163, %f162, %f159;
+	mul.f32 	%f164, %f139, 0f3E095D4F;
+	fma.rn.f32 	%f165, %f139, %f164, 0f3F800000;
+	fma.rn.f32 	%f166, %f165, %f163, 0f3F800000;
+	mul.f32 	%f167, %f160, %f166;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f167;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p21, %rd71, %rd40;
+	@%p21 bra 	$L__BB89_9;
+
+$L__BB89_10:
+	ret;
+
+}
+	// .globl	gelu_tanh_bwd_f32
+.visible .entry gelu_tanh_bwd_f32(
+	.param .u64 gelu_tanh_bwd_f32_param_0,
+	.param .u64 gelu_tanh_bwd_f32_param_1,
+	.param .u64 gelu_tanh_bwd_f32_param_2,
+	.param .u64 gelu_tanh_bwd_f32_param_3
+)
+{
+	.reg .pred 	%p<22>;
+	.reg .f32 	%f<173>;
+	.reg .b32 	%r<18>;
+	.reg .b64 	%rd<76>;
+
+
+	ld.param.u64 	%rd41, [gelu_tanh_bwd_f32_param_0];
+	ld.param.u64 	%rd42, [gelu_tanh_bwd_f32_param_1];
+	ld.param.u64 	%rd43, [gelu_tanh_bwd_f32_param_2];
+	ld.param.u64 	%rd40, [gelu_tanh_bwd_f32_param_3];
+	cvta.to.global.u64 	%rd1, %rd41;
+	cvta.to.global.u64 	%rd2, %rd42;
+	cvta.to.global.u64 	%rd3, %rd43;
+	mov.u32 	%r1, %ctaid.x;
+	mov.u32 	%r2, %ntid.x;
+	cvt.u64.u32 	%rd4, %r2;
+	mul.wide.u32 	%rd44, %r1, %r2;
+	mov.u32 	%r3, %tid.x;
+	cvt.u64.u32 	%rd45, %r3;
+	add.s64 	%rd71, %rd44, %rd45;
+	setp.ge.s64 	%p1, %rd71, %rd40;
+	@%p1 bra 	$L__BB90_10;
+
+	mov.u32 	%r4, %nctaid.x;
+	cvt.u64.u32 	%rd6, %r4;
+	mul.lo.s64 	%rd7, %rd6, %rd4;
+	not.b64 	%rd46, %rd71;
+	add.s64 	%rd8, %rd46, %rd40;
+	or.b64  	%rd47, %rd8, %rd7;
+	and.b64  	%rd48, %rd47, -4294967296;
+	setp.eq.s64 	%p2, %rd48, 0;
+	@%p2 bra 	$L__BB90_3;
+
+	div.u64 	%rd65, %rd8, %rd7;
+	bra.uni 	$L__BB90_4;
+
+$L__BB90_3:
+	cvt.u32.u64 	%r5, %rd7;
+	cvt.u32.u64 	%r6, %rd8;
+	div.u32 	%r7, %r6, %r5;
+	cvt.u64.u32 	%rd65, %r7;
+
+$L__BB90_4:
+	add.s64 	%rd49, %rd65, 1;
+	and.b64  	%rd70, %rd49, 3;
+	setp.eq.s64 	%p3, %rd70, 0;
+	@%p3 bra 	$L__BB90_7;
+
+	shl.b64 	%rd50, %rd71, 2;
+	add.s64 	%rd68, %rd1, %rd50;
+	shl.b64 	%rd14, %rd7, 2;
+	add.s64 	%rd67, %rd2, %rd50;
+	add.s64 	%rd66, %rd3, %rd50;
+
+$L__BB90_6:
+	.pragma "nounroll";
+	ld.global.f32 	%f1, [%rd66];
+	setp.lt.f32 	%p4, %f1, 0fC1A00000;
+	selp.f32 	%f2, 0fC1A00000, %f1, %p4;
+	setp.gt.f32 	%p5, %f2, 0f41A00000;
+	selp.f32 	%f3, 0f41A00000, %f2, %p5;
+	mul.f32 	%f4, %f3, 0f3D372713;
+	mul.f32 	%f5, %f3, %f4;
+	fma.rn.f32 	%f6, %f3, %f5, %f3;
+	mul.f32 	%f7, %f6, 0f3F4C422A;
+	abs.f32 	%f8, %f7;
+	mul.f32 	%f9, %f8, 0fC0000000;
+	mov.f32 	%f10, 0f3F000000;
+	mov.f32 	%f11, 0f3BBB989D;
+	fma.rn.f32 	%f12, %f9, %f11, %f10;
+	mov.f32 	%f13, 0f3FB8AA3B;
+	mov.f32 	%f14, 0f437C0000;
+	cvt.sat.f32.f32 	%f15, %f12;
+	mov.f32 	%f16, 0f4B400001;
+	fma.rm.f32 	%f17, %f15, %f14, %f16;
+	add.f32 	%f18, %f17, 0fCB40007F;
+	neg.f32 	%f19, %f18;
+	fma.rn.f32 	%f20, %f9, %f13, %f19;
+	mov.f32 	%f21, 0f32A57060;
+	fma.rn.f32 	%f22, %f9, %f21, %f20;
+	mov.b32 	%r8, %f17;
+	shl.b32 	%r9, %r8, 23;
+	mov.b32 	%f23, %r9;
+	ex2.approx.ftz.f32 	%f24, %f22;
+	mul.f32 	%f25, %f24, %f23;
+	add.f32 	%f26, %f25, 0f3F800000;
+	rcp.rn.f32 	%f27, %f26;
+	mul.f32 	%f28, %f25, %f27;
+	setp.lt.f32 	%p6, %f1, 0f00000000;
+	selp.f32 	%f29, %f27, %f28, %p6;
+	selp.f32 	%f30, %f28, %f27, %p6;
+	mul.f32 	%f31, %f3, 0f3FCC422A;
+	mul.f32 	%f32, %f31, %f29;
+	mul.f32 	%f33, %f3, 0f3E095D4F;
+	fma.rn.f32 	%f34, %f3, %f33, 0f3F800000;
+	fma.rn.f32 	%f35, %f34, %f32, 0f3F800000;
+	mul.f32 	%f36, %f30, %f35;
+	ld.global.f32 	%f37, [%rd67];
+	mul.f32 	%f38, %f37, %f36;
+	st.global.f32 	[%rd68], %f38;
+	add.s64 	%rd71, %rd71, %rd7;
+	add.s64 	%rd68, %rd68, %rd14;
+	add.s64 	%rd67, %rd67, %rd14;
+	add.s64 	%rd66, %rd66, %rd14;
+	add.s64 	%rd70, %rd70, -1;
+	setp.ne.s64 	%p7, %rd70, 0;
+	@%p7 bra 	$L__BB90_6;
+
+$L__BB90_7:
+	setp.lt.u64 	%p8, %rd65, 3;
+	@%p8 bra 	$L__BB90_10;
+
+	shl.b64 	%rd51, %rd71, 2;
+	add.s64 	%rd73, %rd3, %rd51;
+	shl.b64 	%rd29, %rd7, 2;
+	add.s64 	%rd74, %rd2, %rd51;
+	add.s64 	%rd75, %rd1, %rd51;
+
+$L__BB90_9:
+	ld.global.f32 	%f39, [%rd73];
+	setp.lt.f32 	%p9, %f39, 0fC1A00000;
+	selp.f32 	%f40, 0fC1A00000, %f39, %p9;
+	setp.gt.f32 	%p10, %f40, 0f41A00000;
+	selp.f32 	%f41, 0f41A00000, %f40, %p10;
+	mul.f32 	%f42, %f41, 0f3D372713;
+	mul.f32 	%f43, %f41, %f42;
+	fma.rn.f32 	%f44, %f41, %f43, %f41;
+	mul.f32 	%f45, %f44, 0f3F4C422A;
+	abs.f32 	%f46, %f45;
+	mul.f32 	%f47, %f46, 0fC0000000;
+	mov.f32 	%f48, 0f3F000000;
+	mov.f32 	%f49, 0f3BBB989D;
+	fma.rn.f32 	%f50, %f47, %f49, %f48;
+	mov.f32 	%f51, 0f3FB8AA3B;
+	mov.f32 	%f52, 0f437C0000;
+	cvt.sat.f32.f32 	%f53, %f50;
+	mov.f32 	%f54, 0f4B400001;
+	fma.rm.f32 	%f55, %f53, %f52, %f54;
+	add.f32 	%f56, %f55, 0fCB40007F;
+	neg.f32 	%f57, %f56;
+	fma.rn.f32 	%f58, %f47, %f51, %f57;
+	mov.f32 	%f59, 0f32A57060;
+	fma.rn.f32 	%f60, %f47, %f59, %f58;
+	mov.b32 	%r10, %f55;
+	shl.b32 	%r11, %r10, 23;
+	mov.b32 	%f61, %r11;
+	ex2.approx.ftz.f32 	%f62, %f60;
+	mul.f32 	%f63, %f62, %f61;
+	add.f32 	%f64, %f63, 0f3F800000;
+	rcp.rn.f32 	%f65, %f64;
+	mul.f32 	%f66, %f63, %f65;
+	setp.lt.f32 	%p11, %f39, 0f00000000;
+	selp.f32 	%f67, %f65, %f66, %p11;
+	selp.f32 	%f68, %f66, %f65, %p11;
+	mul.f32 	%f69, %f41, 0f3FCC422A;
+	mul.f32 	%f70, %f69, %f67;
+	mul.f32 	%f71, %f41, 0f3E095D4F;
+	fma.rn.f32 	%f72, %f41, %f71, 0f3F800000;
+	fma.rn.f32 	%f73, %f72, %f70, 0f3F800000;
+	mul.f32 	%f74, %f68, %f73;
+	ld.global.f32 	%f75, [%rd74];
+	mul.f32 	%f76, %f75, %f74;
+	st.global.f32 	[%rd75], %f76;
+	add.s64 	%rd53, %rd73, %rd29;
+	ld.global.f32 	%f77, [%rd53];
+	setp.lt.f32 	%p12, %f77, 0fC1A00000;
+	selp.f32 	%f78, 0fC1A00000, %f77, %p12;
+	setp.gt.f32 	%p13, %f78, 0f41A00000;
+	selp.f32 	%f79, 0f41A00000, %f78, %p13;
+	mul.f32 	%f80, %f79, 0f3D372713;
+	mul.f32 	%f81, %f79, %f80;
+	fma.rn.f32 	%f82, %f79, %f81, %f79;
+	mul.f32 	%f83, %f82, 0f3F4C422A;
+	abs.f32 	%f84, %f83;
+	mul.f32 	%f85, %f84, 0fC0000000;
+	fma.rn.f32 	%f86, %f85, %f49, %f48;
+	cvt.sat.f32.f32 	%f87, %f86;
+	fma.rm.f32 	%f88, %f87, %f52, %f54;
+	add.f32 	%f89, %f88, 0fCB40007F;
+	neg.f32 	%f90, %f89;
+	fma.rn.f32 	%f91, %f85, %f51, %f90;
+	fma.rn.f32 	%f92, %f85, %f59, %f91;
+	mov.b32 	%r12, %f88;
+	shl.b32 	%r13, %r12, 23;
+	mov.b32 	%f93, %r13;
+	ex2.approx.ftz.f32 	%f94, %f92;
+	mul.f32 	%f95, %f94, %f93;
+	add.f32 	%f96, %f95, 0f3F800000;
+	rcp.rn.f32 	%f97, %f96;
+	mul.f32 	%f98, %f95, %f97;
+	setp.lt.f32 	%p14, %f77, 0f00000000;
+	selp.f32 	%f99, %f97, %f98, %p14;
+	selp.f32 	%f100, %f98, %f97, %p14;
+	add.s64 	%rd54, %rd74, %rd29;
+	mul.f32 	%f101, %f79, 0f3FCC422A;
+	mul.f32 	%f102, %f101, %f99;
+	mul.f32 	%f103, %f79, 0f3E095D4F;
+	fma.rn.f32 	%f104, %f79, %f103, 0f3F800000;
+	fma.rn.f32 	%f105, %f104, %f102, 0f3F800000;
+	mul.f32 	%f106, %f100, %f105;
+	ld.global.f32 	%f107, [%rd54];
+	mul.f32 	%f108, %f107, %f106;
+	add.s64 	%rd55, %rd75, %rd29;
+	st.global.f32 	[%rd55], %f108;
+	add.s64 	%rd56, %rd71, %rd7;
+	add.s64 	%rd57, %rd56, %rd7;
+	add.s64 	%rd58, %rd53, %rd29;
+	ld.global.f32 	%f109, [%rd58];
+	setp.lt.f32 	%p15, %f109, 0fC1A00000;
+	selp.f32 	%f110, 0fC1A00000, %f109, %p15;
+	setp.gt.f32 	%p16, %f110, 0f41A00000;
+	selp.f32 	%f111, 0f41A00000, %f110, %p16;
+	mul.f32 	%f112, %f111, 0f3D372713;
+	mul.f32 	%f113, %f111, %f112;
+	fma.rn.f32 	%f114, %f111, %f113, %f111;
+	mul.f32 	%f115, %f114, 0f3F4C422A;
+	abs.f32 	%f116, %f115;
+	mul.f32 	%f117, %f116, 0fC0000000;
+	fma.rn.f32 	%f118, %f117, %f49, %f48;
+	cvt.sat.f32.f32 	%f119, %f118;
+	fma.rm.f32 	%f120, %f119, %f52, %f54;
+	add.f32 	%f121, %f120, 0fCB40007F;
+	neg.f32 	%f122, %f121;
+	fma.rn.f32 	%f123, %f117, %f51, %f122;
+	fma.rn.f32 	%f124, %f117, %f59, %f123;
+	mov.b32 	%r14, %f120;
+	shl.b32 	%r15, %r14, 23;
+	mov.b32 	%f125, %r15;
+	ex2.approx.ftz.f32 	%f126, %f124;
+	mul.f32 	%f127, %f126, %f125;
+	add.f32 	%f128, %f127, 0f3F800000;
+	rcp.rn.f32 	%f129, %f128;
+	mul.f32 	%f130, %f127, %f129;
+	setp.lt.f32 	%p17, %f109, 0f00000000;
+	selp.f32 	%f131, %f129, %f130, %p17;
+	selp.f32 	%f132, %f130, %f129, %p17;
+	add.s64 	%rd59, %rd54, %rd29;
+	mul.f32 	%f133, %f111, 0f3FCC422A;
+	mul.f32 	%f134, %f133, %f131;
+	mul.f32 	%f135, %f111, 0f3E095D4F;
+	fma.rn.f32 	%f136, %f111, %f135, 0f3F800000;
+	fma.rn.f32 	%f137, %f136, %f134, 0f3F800000;
+	mul.f32 	%f138, %f132, %f137;
+	ld.global.f32 	%f139, [%rd59];
+	mul.f32 	%f140, %f139, %f138;
+	add.s64 	%rd60, %rd55, %rd29;
+	st.global.f32 	[%rd60], %f140;
+	add.s64 	%rd61, %rd57, %rd7;
+	add.s64 	%rd62, %rd58, %rd29;
+	add.s64 	%rd73, %rd62, %rd29;
+	ld.global.f32 	%f141, [%rd62];
+	setp.lt.f32 	%p18, %f141, 0fC1A00000;
+	selp.f32 	%f142, 0fC1A00000, %f141, %p18;
+	setp.gt.f32 	%p19, %f142, 0f41A00000;
+	selp.f32 	%f143, 0f41A00000, %f142, %p19;
+	mul.f32 	%f144, %f143, 0f3D372713;
+	mul.f32 	%f145, %f143, %f144;
+	fma.rn.f32 	%f146, %f143, %f145, %f143;
+	mul.f32 	%f147, %f146, 0f3F4C422A;
+	abs.f32 	%f148, %f147;
+	mul.f32 	%f149, %f148, 0fC0000000;
+	fma.rn.f32 	%f150, %f149, %f49, %f48;
+	cvt.sat.f32.f32 	%f151, %f150;
+	fma.rm.f32 	%f152, %f151, %f52, %f54;
+	add.f32 	%f153, %f152, 0fCB40007F;
+	neg.f32 	%f154, %f153;
+	fma.rn.f32 	%f155, %f149, %f51, %f154;
+	fma.rn.f32 	%f156, %f149, %f59, %f155;
+	mov.b32 	%r16, %f152;
+	shl.b32 	%r17, %r16, 23;
+	mov.b32 	%f157, %r17;
+	ex2.approx.ftz.f32 	%f158, %f156;
+	mul.f32 	%f159, %f158, %f157;
+	add.f32 	%f160, %f159, 0f3F800000;
+	rcp.rn.f32 	%f161, %f160;
+	mul.f32 	%f162, %f159, %f161;
+	setp.lt.f32 	%p20, %f141, 0f00000000;
+	selp.f32 	%f163, %f161, %f162, %p20;
+	selp.f32 	%f164, %f162, %f161, %p20;
+	add.s64 	%rd63, %rd59, %rd29;
+	add.s64 	%rd74, %rd63, %rd29;
+	mul.f32 	%f165, %f143, 0f3FCC422A;
+	mul.f32 	%f166, %f165, %f163;
+	mul.f32 	%f167, %f143, 0f3E095D4F;
+	fma.rn.f32 	%f168, %f143, %f167, 0f3F800000;
+	fma.rn.f32 	%f169, %f168, %f166, 0f3F800000;
+	mul.f32 	%f170, %f164, %f169;
+	ld.global.f32 	%f171, [%rd63];
+	mul.f32 	%f172, %f171, %f170;
+	add.s64 	%rd64, %rd60, %rd29;
+	add.s64 	%rd75, %rd64, %rd29;
+	st.global.f32 	[%rd64], %f172;
+	add.s64 	%rd71, %rd61, %rd7;
+	setp.lt.s64 	%p21, %rd71, %rd40;
+	@%p21 bra 	$L__BB90_9;
+
+$L__BB90_10:
+	ret;
+
+}
 
 `

@@ -3,7 +3,7 @@
 package sim
 
 // sourceSHA256 is kernels.cu's hash when this was generated.
-const sourceSHA256 = "6381c6d2228d1be36b91be2910cc2b15fd43876f9e295d13db91fa214e0c3988"
+const sourceSHA256 = "ab549896c43230b1cc5a20796c0cd0e8de37fd5daaf40455c727569422b4d48d"
 
 // kernelTable lists kernels.cu's kernels in sim_kernels' order.
 var kernelTable = [...]kernelInfo{
@@ -95,4 +95,7 @@ var kernelTable = [...]kernelInfo{
 	{"pow_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argPtr, argI64}, false},
 	{"bce_logits_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
 	{"bce_logits_bwd_f32", []argKind{argPtr, argPtr, argPtr, argPtr, argPtr, argF32, argF32, argI64}, false},
+	{"gelu_tanh_f32", []argKind{argPtr, argPtr, argI64}, false},
+	{"gelu_tanh_with_grad_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
+	{"gelu_tanh_bwd_f32", []argKind{argPtr, argPtr, argPtr, argI64}, false},
 }
