@@ -15,8 +15,8 @@ import (
 
 // TestSimMatchesTorchFixture runs the torch fixture on goddp/cuda/sim,
 // the simulated device that runs the CUDA kernels' code on the host: the
-// device paths of this package (the Conv1D weight's transpose, GELUTanh
-// composed from device ops) give torch's logits and the CPU's loss and
+// device paths of this package (the Conv1D weight's transpose, GELUTanh's
+// device kernels) give torch's logits and the CPU's loss and
 // gradients. The device's cross-entropy kernel takes no ignored target,
 // so the fixture's one IgnoreIndex becomes token 0 for both runs.
 func TestSimMatchesTorchFixture(t *testing.T) {

@@ -95,10 +95,10 @@
 // # Precision and devices
 //
 // amp.Autocast lowers every Conv1D and the head (Model.SetPrecision) to
-// bf16 products. GELU's tanh form is its own op (GELUTanh; autograd.GELU
-// is the erf form torch defaults to, which GPT-2 does not use), so the
-// fused LinearGELULinear of examples/gpt does not apply. On a device the
-// GELU is composed from autograd's Tanh, Mul, Scale and Add, and the
+// bf16 products. GELU's tanh form is its own op (GELUTanh, which is
+// autograd.GELUTanh, the op table's GELUTanh entries on every device;
+// autograd.GELU is the erf form torch defaults to, which GPT-2 does not
+// use), so the fused LinearGELULinear of examples/gpt does not apply. The
 // attention dropout's unfused path uses autograd.MatMul, which is
 // host-only: train on a device with Dropout 0 (the presets'). The
 // torch fixture (scripts/gen_fixtures_gpt2.py, testdata/tiny.*: a plain

@@ -15,34 +15,6 @@ import (
 	"github.com/goddp/goddp/tensor"
 )
 
-// GELUTanh's freeing backward (autograd's BackwardAndFree) writes the
-// gradient over its saved derivative and returns that tensor: no
-// activation-sized buffer per block per step. Its plain backward keeps
-// the derivative for another pass through the graph. The values are
-// gy·GELU'(x) both ways.
-func TestGELUTanhBackwardReusesDerivative(t *testing.T) {
-	rng := tensor.NewRNG(7)
-	x := autograd.Param(tensor.Randn(rng, tensor.Float32, 64, 96))
-	y := GELUTanh(x)
-	op, ok := y.Creator().(*geluTanhOp)
-	require.True(t, ok, "GELUTanh on a host float32 input is one gpt2.GELUTanh op")
-	d := op.deriv.F32()
-	gy := tensor.Randn(rng, tensor.Float32, 64, 96)
-	want := make([]float32, len(d))
-	for i := range want {
-		want[i] = gy.F32()[i] * d[i]
-	}
-	for range 2 {
-		gx := op.Backward(gy)[0]
-		require.NotSame(t, &d[0], &gx.F32()[0], "the retaining backward must keep the derivative")
-		require.Equal(t, want, gx.F32())
-	}
-	gx := op.BackwardFreeing(gy, nil)[0]
-	require.Same(t, &d[0], &gx.F32()[0], "the gradient must reuse the derivative's storage")
-	require.Equal(t, want, gx.F32())
-	require.PanicsWithValue(t, errGELUTwice, func() { op.Backward(gy) })
-}
-
 // TestStepPeakRSS is a probe, not a check: with GPT2_STEP_RSS_LAYERS set
 // (4, or 12 for GPT-2 124M) it trains two steps of GPT-2 of that depth at
 // d=768, T=1024, batch 2 (forward, loss, backward, AdamW) and logs the
