@@ -33,6 +33,10 @@
 // causal attention's products multiply bfloat16 pairs
 // (tensor.GemmTriBF16).
 //
+// GELUTanh is torch's F.gelu(x, approximate='tanh'), GPT-2's activation;
+// a float32 input keeps its derivative, which BackwardAndFree turns into
+// the gradient in place.
+//
 // # Fused ops
 //
 // LinearGELU is GELU(Linear(...)) and LinearGELULinear a transformer's MLP,

@@ -197,7 +197,8 @@
 // forward and backward entries and a case in UnaryForward and
 // UnaryBackward; autograd's one unaryOp records every one of them. As of
 // 2026-11-29 the seam carries the elementwise family (Exp, Log, Sqrt,
-// Tanh, Sigmoid, ReLU, GELU, Neg), batch normalization (BatchNorm and
+// Tanh, Sigmoid, ReLU, GELU, Neg), GELU's tanh approximation (GPT-2's
+// activation: GELUTanh, GELUTanhBackward, GELUTanhWithGrad), batch normalization (BatchNorm and
 // SyncBatchNorm: BatchNormForward, BatchNormBackward), Softmax and
 // LogSoftmax (any axis, the entries working on the last), Where and
 // MaskedFill, the fused attention (FlashSelfAttention: FlashAttention,
