@@ -77,6 +77,12 @@ func checkFlash(op string, x *Tensor, what string, n, b, t, h, d int) {
 // backward, plus, with bf16, the head's q, k, v (and dy) rounded: nothing
 // of size T².
 //
+// On a CPU with AVX-512 a float32 head whose D is a multiple of 16 (up to
+// 256) runs instead as one call into flash_fused_kernels.c, with the same
+// tiles and rounding points: its own register-blocked products with the
+// row work in their epilogues, no Gemm call per product. The tiled path
+// serves float64, other head sizes, other CPUs and builds without cgo.
+//
 // The tile sizes: forward and backward at B = 2, T = 1024, H = 12, D = 64
 // on one thread (GODDP_NUM_THREADS=1) of a shared Xeon with AVX-512
 // (oneDNN's sgemm), in CPU time: 64×128 (query rows × keys) 246-266 ms,
@@ -171,6 +177,13 @@ func cpuFlashAttention(y, lse, qkv *Tensor, b, t, h, d int, scale float32, causa
 		flashForward(g, f64s(y), f64s(lse), f64s(qkv), float64(scale))
 		return
 	}
+	if flashFusedOK(d) {
+		yf, lf, xf := f32s(y), f32s(lse), f32s(qkv)
+		parallelHeads(Float32, b*h, flashFusedScratch(false, g.bf16, t, d), func(sc []float32, bi int) {
+			flashFusedForward(g, yf, lf, xf, scale, sc, bi)
+		})
+		return
+	}
 	flashForward(g, f32s(y), f32s(lse), f32s(qkv), scale)
 }
 
@@ -185,6 +198,13 @@ func cpuFlashAttentionBackward(dqkv, dy, qkv, y, lse *Tensor, b, t, h, d int, sc
 	g := newFlashGeom(b, t, h, d, causal, bf16 && qkv.dtype == Float32)
 	if qkv.dtype == Float64 {
 		flashBackward(g, f64s(dqkv), f64s(dy), f64s(qkv), f64s(y), f64s(lse), float64(scale))
+		return
+	}
+	if flashFusedOK(d) {
+		gf, df, xf, yf, lf := f32s(dqkv), f32s(dy), f32s(qkv), f32s(y), f32s(lse)
+		parallelHeads(Float32, b*h, flashFusedScratch(true, g.bf16, t, d), func(sc []float32, bi int) {
+			flashFusedBackward(g, gf, df, xf, yf, lf, scale, sc, bi)
+		})
 		return
 	}
 	flashBackward(g, f32s(dqkv), f32s(dy), f32s(qkv), f32s(y), f32s(lse), scale)
