@@ -191,10 +191,16 @@ func TestFlashSelfAttentionBadInputsPanic(t *testing.T) {
 // attention at T = 1024 (B = 2, 12 heads of 64), fused against
 // SelfAttention, and reports the host allocator's peak over the step
 // (peak-MiB: SelfAttention's includes the [B, 12, T, T] probabilities,
-// 96 MiB) beside Go's B/op:
+// 96 MiB) beside Go's B/op, on GODDP_NUM_THREADS threads (without it the
+// heads spread over every CPU):
 //
 //	GODDP_NUM_THREADS=1 go test -run '^$' -bench FlashSelfAttention -benchtime 3x ./autograd/
 func BenchmarkFlashSelfAttention(b *testing.B) {
+	if n := tensor.ThreadsFromEnv(); n > 0 {
+		prev := tensor.Threads()
+		tensor.SetThreads(n)
+		defer tensor.SetThreads(prev)
+	}
 	const batch, tt, heads, dh = 2, 1024, 12, 64
 	qkv := tensor.Randn(tensor.NewRNG(1), tensor.Float32, batch, tt, 3*heads*dh)
 	w := tensor.Randn(tensor.NewRNG(2), tensor.Float32, batch, tt, heads*dh)
