@@ -54,11 +54,9 @@ int goddp_flash_fused_ok(int64_t d) {
 
 // ---- vector helpers ----
 
-// exp_pd is goddp_exp on 8 doubles after flash_exp's clamp to [-104, 89]
-// (max and min with the constant first keep a NaN).
+// exp_pd is goddp_exp on 8 doubles, which the caller has clamped to
+// flash_exp's [-104, 89].
 AVX512 INLINE __m512d exp_pd(__m512d y) {
-	y = _mm512_max_pd(_mm512_set1_pd(-104), y);
-	y = _mm512_min_pd(_mm512_set1_pd(89), y);
 	const __m512d log2e = _mm512_set1_pd(1.44269504088896340736), ln2 = _mm512_set1_pd(0.693147180559945309417);
 	const __m512d shifter = _mm512_set1_pd(0x1.8p52 + 1023);
 	__m512d kf = _mm512_fmadd_pd(y, log2e, shifter);
@@ -75,8 +73,11 @@ AVX512 INLINE __m512d exp_pd(__m512d y) {
 	return _mm512_fmadd_pd(s, m, s);
 }
 
-// exp_ps is e**x of 16 floats, each through exp_pd and rounded back.
+// exp_ps is e**x of 16 floats, each clamped (in float: the bounds are
+// floats, and max and min with the constant first keep a NaN), through
+// exp_pd and rounded back.
 AVX512 INLINE __m512 exp_ps(__m512 x) {
+	x = _mm512_min_ps(_mm512_set1_ps(89), _mm512_max_ps(_mm512_set1_ps(-104), x));
 	__m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(x));
 	__m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1)));
 	__m256 l8 = _mm512_cvtpd_ps(exp_pd(lo)), h8 = _mm512_cvtpd_ps(exp_pd(hi));
@@ -498,7 +499,6 @@ AVX512 void goddp_flash_bwd_head_f32(const float *q, const float *k, const float
 		if (i + PF < t) {
 			prefetch_rows(dy + (i + PF) * ldy, ldy, 1, d, 0);
 			prefetch_rows(y + (i + PF) * ldy, ldy, 1, d, 0);
-			prefetch_rows(dq + (i + PF) * ldx, ldx, 1, d, 1);
 		}
 		__m512 acc = _mm512_setzero_ps();
 		for (int64_t j = 0; j < d; j += 16) {
@@ -506,7 +506,6 @@ AVX512 void goddp_flash_bwd_head_f32(const float *q, const float *k, const float
 			acc = _mm512_fmadd_ps(bf16 ? round_ps(g) : g, _mm512_loadu_ps(y + i * ldy + j), acc);
 		}
 		dd[i] = _mm512_reduce_add_ps(acc);
-		zero_span(dq + i * ldx, d);
 	}
 	for (int64_t k0 = 0; k0 < t; k0 += FK) {
 		int64_t n = t - k0 < FK ? t - k0 : FK;
@@ -541,7 +540,8 @@ AVX512 void goddp_flash_bwd_head_f32(const float *q, const float *k, const float
 			tri_ds(m, d, gb, d, vt, &eds, 1);
 			epi_t ek = {.c = dkb, .ldc = d, .alpha = scale, .first = first};
 			rows_acc(n, d, kfrom, m, k0 - q0, 1, ps, FK, qb, d, &ek);
-			epi_t eq = {.c = dq + q0 * ldx, .ldc = ldx, .alpha = scale};
+			// Every query block meets key tile 0 first: dq starts there.
+			epi_t eq = {.c = dq + q0 * ldx, .ldc = ldx, .alpha = scale, .first = k0 == 0};
 			rows_acc(m, d, causal ? K_UPTO : K_ALL, n, q0 - k0, 0, ps, FK, kr, d, &eq);
 		}
 		for (int64_t j = 0; j < n; j++) {
