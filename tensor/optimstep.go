@@ -330,10 +330,40 @@ func clipGradNormDevice(gs []*Tensor, maxNorm float64) float64 {
 	return norm.Item()
 }
 
-// sumSquares32 is the float64-accumulated dot product of x with itself
-// (SIMD on amd64).
+// sumSquares32 is the float64-accumulated dot product of x with itself,
+// in SumAll's sixteen lanes (sum_kernels.c's vector loop from sumCMin
+// elements; gonum's Dsdot, one sequential sum, ran GPT-2 124M's 124M
+// gradients at about 1.2 G elements a second, 0.1 s of each clipped step).
 func sumSquares32(x []float32) float64 {
-	return gonum.Implementation{}.Dsdot(len(x), x, 1, x, 1)
+	if len(x) >= sumCMin {
+		return sumSquaresC(x)
+	}
+	return sumSquaresGo(x)
+}
+
+// sumSquaresGo is sumSquares32 in Go, sum_kernels.c's order (the squares
+// are exact in float64, so the bits are the same).
+func sumSquaresGo(x []float32) float64 {
+	var acc [16]float64
+	i := 0
+	for ; i+16 <= len(x); i += 16 {
+		b := x[i : i+16 : i+16]
+		for j := range acc {
+			v := float64(b[j])
+			acc[j] += v * v
+		}
+	}
+	for w := 8; w >= 1; w /= 2 {
+		for j := range w {
+			acc[j] += acc[j+w]
+		}
+	}
+	s := acc[0]
+	for ; i < len(x); i++ {
+		v := float64(x[i])
+		s += v * v
+	}
+	return s
 }
 
 // scaleInPlace multiplies t's elements by s. Gradients are always contiguous

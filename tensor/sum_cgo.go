@@ -6,6 +6,7 @@ package tensor
 // #include <stdint.h>
 // double goddp_sum_f32(const float *x, int64_t n);
 // double goddp_sum_f64(const double *x, int64_t n);
+// double goddp_sumsq_f32(const float *x, int64_t n);
 import "C"
 
 // sumCMin is the length from which SumAll goes through the C kernels
@@ -21,4 +22,9 @@ func sumC[T float](x []T) float64 {
 		return float64(C.goddp_sum_f64(f64p(v), C.int64_t(len(v))))
 	}
 	panic("tensor: sumC on a non-float slice")
+}
+
+// sumSquaresC is sumSquaresGo(x) computed by the vector kernel.
+func sumSquaresC(x []float32) float64 {
+	return float64(C.goddp_sumsq_f32(f32p(x), C.int64_t(len(x))))
 }

@@ -28,3 +28,19 @@
 
 SUM(float, f32)
 SUM(double, f64)
+
+// The float64-accumulated sum of squares of a float32 slice (ClipGradNorm's
+// global norm), in SumAll's lane order. A float32 squared is exact in
+// double (48 significant bits), so every clone, with or without FMA, and
+// the Go loop (sumSquaresGo) give the same bits.
+CLONES double goddp_sumsq_f32(const float *x, int64_t n) {
+	double acc[16] = {0};
+	int64_t i = 0;
+	for (; i + 16 <= n; i += 16)
+		for (int j = 0; j < 16; j++) acc[j] += (double)x[i + j] * (double)x[i + j];
+	for (int w = 8; w >= 1; w /= 2)
+		for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+	double s = acc[0];
+	for (; i < n; i++) s += (double)x[i] * (double)x[i];
+	return s;
+}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/blas/gonum"
 )
 
 // sumRef is SumAll's documented order written out plainly: lane i%16,
@@ -81,4 +82,52 @@ func BenchmarkSumKernels(b *testing.B) {
 			})
 		}
 	}
+}
+
+// TestSumSquaresOrderAllPaths: ClipGradNorm's sum of squares gives the
+// bits of SumAll's lane order over the squares on every path (the C
+// kernel's clones and the Go loop), which also makes it independent of the
+// CPU: the squares are exact in float64.
+func TestSumSquaresOrderAllPaths(t *testing.T) {
+	rng := rand.New(rand.NewPCG(10, 10))
+	for _, n := range []int{0, 1, 15, 16, 17, 127, 128, 129, 4111, 1000003} {
+		x := kernelValues[float32](rng, n, false)
+		for i := range x {
+			x[i] *= float32(math.Pow(10, float64(i%13-6)))
+		}
+		sq := make([]float64, n)
+		for i, v := range x {
+			sq[i] = float64(v) * float64(v)
+		}
+		want := sumRef(sq)
+		require.Equal(t, math.Float64bits(want), math.Float64bits(sumSquares32(x)), "n=%d", n)
+		require.Equal(t, math.Float64bits(want), math.Float64bits(sumSquaresGo(x)), "Go loop n=%d", n)
+		if n > 40 {
+			x[n/3] = float32(math.Inf(-1))
+			require.True(t, math.IsInf(sumSquares32(x), 1), "n=%d: an infinite gradient", n)
+			x[n/5] = float32(math.NaN())
+			require.True(t, math.IsNaN(sumSquares32(x)), "n=%d: a NaN gradient", n)
+		}
+	}
+}
+
+// BenchmarkSumSquares: ClipGradNorm's sum of squares over 16M float32
+// gradients, the kernel against gonum's Dsdot (what it replaced).
+func BenchmarkSumSquares(b *testing.B) {
+	x := make([]float32, 16<<20)
+	for i := range x {
+		x[i] = float32(i%1000) * 1e-3
+	}
+	b.Run("kernel", func(b *testing.B) {
+		b.SetBytes(int64(4 * len(x)))
+		for b.Loop() {
+			sumSquares32(x)
+		}
+	})
+	b.Run("dsdot", func(b *testing.B) {
+		b.SetBytes(int64(4 * len(x)))
+		for b.Loop() {
+			gonum.Implementation{}.Dsdot(len(x), x, 1, x, 1)
+		}
+	})
 }
