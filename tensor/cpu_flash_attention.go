@@ -5,6 +5,7 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // FlashAttention returns the scaled dot-product attention of the packed
@@ -179,8 +180,16 @@ func cpuFlashAttention(y, lse, qkv *Tensor, b, t, h, d int, scale float32, causa
 	}
 	if flashFusedOK(d) {
 		yf, lf, xf := f32s(y), f32s(lse), f32s(qkv)
+		rec := recorder()
 		parallelHeads(Float32, b*h, flashFusedScratch(false, g.bf16, t, d), func(sc []float32, bi int) {
+			var t0 time.Time
+			if rec != nil {
+				t0 = time.Now()
+			}
 			flashFusedForward(g, yf, lf, xf, scale, sc, bi)
+			if rec != nil {
+				profileAttentionHead(rec, false, causal, g.bf16, t, d, t0)
+			}
 		})
 		return
 	}
@@ -202,8 +211,16 @@ func cpuFlashAttentionBackward(dqkv, dy, qkv, y, lse *Tensor, b, t, h, d int, sc
 	}
 	if flashFusedOK(d) {
 		gf, df, xf, yf, lf := f32s(dqkv), f32s(dy), f32s(qkv), f32s(y), f32s(lse)
+		rec := recorder()
 		parallelHeads(Float32, b*h, flashFusedScratch(true, g.bf16, t, d), func(sc []float32, bi int) {
+			var t0 time.Time
+			if rec != nil {
+				t0 = time.Now()
+			}
 			flashFusedBackward(g, gf, df, xf, yf, lf, scale, sc, bi)
+			if rec != nil {
+				profileAttentionHead(rec, true, causal, g.bf16, t, d, t0)
+			}
 		})
 		return
 	}

@@ -11,9 +11,11 @@ import (
 
 // A KernelProfile accumulates, per kernel and shape, the calls, wall time
 // and floating-point work of the host's compute kernels: every matrix
-// product (Gemm, Gemm64, GemmBF16, and so Linear and attention) and every
+// product (Gemm, Gemm64, GemmBF16, and so Linear and attention), every
 // convolution pass (Conv2dForward, Conv2dBackwardData,
-// Conv2dBackwardWeights). Everything else a training step does (norms,
+// Conv2dBackwardWeights) and every head of the fused attention's AVX-512
+// kernel (FlashAttention, FlashAttentionBackward; its tiled path is
+// counted by its products). Everything else a training step does (norms,
 // activations, pooling, the optimizer, collectives, the framework itself)
 // is the step's time minus the kernels'. That split is the yardstick for a
 // model's speed: the kernels' own rate at the model's shapes is the most
@@ -32,8 +34,8 @@ type KernelProfile struct {
 
 // KernelStat is one kernel at one shape.
 type KernelStat struct {
-	Kernel string        // "sgemm", "dgemm", "bf16gemm", "conv_fwd", "conv_fwd_relu", "conv_bwd_data", "conv_bwd_weights" (+ "_bf16")
-	Shape  string        // "MxNxK" with the transposes ("NT": B transposed), or the convolution's shape
+	Kernel string        // "sgemm", "dgemm", "bf16gemm", "conv_fwd", "conv_fwd_relu", "conv_bwd_data", "conv_bwd_weights", "flash_fwd", "flash_bwd" (+ "_bf16")
+	Shape  string        // "MxNxK" with the transposes ("NT": B transposed), the convolution's shape, or an attention head's ("head T1024 D64 causal")
 	Calls  int64         // calls recorded
 	Time   time.Duration // their wall time, summed
 	FLOPs  float64       // their floating-point operations (a multiply-add counts 2)
@@ -51,12 +53,20 @@ func (s KernelStat) GFLOPS() float64 {
 // map lookup and the shape is formatted once, when first seen.
 type kernelKey struct {
 	kernel         string
-	m, n, k        int  // a product's sizes
-	transA, transB bool // and transposes
+	m, n, k        int  // a product's sizes (an attention head's: T, T, D)
+	transA, transB bool // and transposes (an attention head's: causal)
 	conv           Conv2dShape
+	attn           bool // one head of the fused attention
 }
 
 func (k kernelKey) shape() string {
+	if k.attn {
+		mask := "full"
+		if k.transB {
+			mask = "causal"
+		}
+		return fmt.Sprintf("head T%d D%d %s", k.m, k.k, mask)
+	}
 	if k.conv.N == 0 {
 		return fmt.Sprintf("%dx%dx%d %s%s", k.m, k.n, k.k, transName(k.transA), transName(k.transB))
 	}
@@ -137,6 +147,29 @@ func recorder() *KernelProfile { return kernelRecorder.Load() }
 func profileGemm(p *KernelProfile, kernel string, transA, transB bool, m, n, k int, t0 time.Time) {
 	d := time.Since(t0)
 	p.add(kernelKey{kernel: kernel, m: m, n: n, k: k, transA: transA, transB: transB}, 2*float64(m)*float64(n)*float64(k), d)
+}
+
+// profileAttentionHead records one head of the fused attention that
+// started at t0: its products, each 2·D multiply-adds a visible (query,
+// key) pair, the lower triangle T(T+1)/2 of them when causal (the kernel
+// skips the rest): the forward's two (Q·Kᵀ, P·V), the backward's five
+// (Q·Kᵀ again, dO·Vᵀ, dS·K, dSᵀ·Q, Pᵀ·dO). The work between them (e**x,
+// the online softmax) is the kernel's own cost, as a convolution's
+// packing is.
+func profileAttentionHead(p *KernelProfile, backward, causal, bf16 bool, t, d int, t0 time.Time) {
+	dur := time.Since(t0)
+	kernel, products := "flash_fwd", 2.0
+	if backward {
+		kernel, products = "flash_bwd", 5.0
+	}
+	if bf16 {
+		kernel += "_bf16"
+	}
+	pairs := float64(t) * float64(t)
+	if causal {
+		pairs = float64(t) * float64(t+1) / 2
+	}
+	p.add(kernelKey{kernel: kernel, m: t, n: t, k: d, transB: causal, attn: true}, products*2*float64(d)*pairs, dur)
 }
 
 func transName(t bool) string {

@@ -93,3 +93,33 @@ func ExampleKernelProfile() {
 	}
 	// Output: sgemm 128x128x128 NN: 3 calls, 13 MFLOP
 }
+
+// The fused attention's AVX-512 kernel is recorded one head at a time,
+// with the work of its products over the visible (query, key) pairs: the
+// forward's two, the backward's five.
+func TestKernelProfileRecordsFusedAttention(t *testing.T) {
+	const b, tt, h, d = 1, 40, 2, 16
+	if !flashFusedOK(d) {
+		t.Skip("no fused attention kernel on this CPU or build")
+	}
+	rng := NewRNG(3)
+	qkv := Rand(rng, Float32, b, tt, 3*h*d)
+	p := NewKernelProfile()
+	stop, err := p.Start()
+	require.NoError(t, err)
+	y, lse := FlashAttention(qkv, b, tt, h, d, 0.25, true, false)
+	FlashAttentionBackward(Rand(rng, Float32, b, tt, h*d), qkv, y, lse, b, tt, h, d, 0.25, true, false)
+	stop()
+	byKernel := map[string]KernelStat{}
+	for _, st := range p.Stats() {
+		byKernel[st.Kernel] = st
+	}
+	pairs := float64(tt * (tt + 1) / 2)
+	fwd, bwd := byKernel["flash_fwd"], byKernel["flash_bwd"]
+	require.Equal(t, "head T40 D16 causal", fwd.Shape)
+	require.EqualValues(t, b*h, fwd.Calls)
+	require.Equal(t, float64(b*h)*2*2*d*pairs, fwd.FLOPs)
+	require.EqualValues(t, b*h, bwd.Calls)
+	require.Equal(t, float64(b*h)*5*2*d*pairs, bwd.FLOPs)
+	require.Len(t, byKernel, 2, "the fused path makes no Gemm calls of its own: %v", byKernel)
+}

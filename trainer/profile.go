@@ -42,7 +42,7 @@ func kernelProfileIf(on bool) *tensor.KernelProfile {
 // machine-readable line (scripts/bench_vs_anchors.sh reads it), and rank
 // 0's kernels by time.
 func printKernelReport(out io.Writer, r KernelReport) {
-	fmt.Fprintf(out, "kernels: %d ranks spent %.1f%% of the measured %.2f s in matrix products and convolutions; "+
+	fmt.Fprintf(out, "kernels: %d ranks spent %.1f%% of the measured %.2f s in matrix products, convolutions and fused attention; "+
 		"their own rate %.1f GFLOPS, the steps' %.1f GFLOPS (all ranks)\n",
 		r.Ranks, 100*r.KernelFraction(), r.Measured.Seconds(), r.KernelGFLOPS(), r.StepGFLOPS())
 	fmt.Fprintf(out, "kernel_profile kernel_pct=%.1f kernel_gflops=%.1f step_gflops=%.1f\n",

@@ -108,7 +108,7 @@ func Main(args []string, out io.Writer, defaults Defaults, build func(rng *tenso
 	bucketMB := fs.Float64("bucket-cap-mb", ddp.DefaultBucketCapMB, "DDP bucket_cap_mb")
 	overlap := fs.Bool("overlap", true, "all-reduce each bucket beside the rest of backward (false: ddp.OverlapComm(false), at once, blocking backward)")
 	cpuProfile := fs.String("cpuprofile", "", "write a Go CPU profile of each rank to FILE (FILE.rank<r> when there are several ranks); read it with go tool pprof")
-	kernelProfile := fs.Bool("kernel-profile", false, "time the matrix products and convolutions of the measured steps and print their share and rate (tensor.KernelProfile)")
+	kernelProfile := fs.Bool("kernel-profile", false, "time the matrix products, convolutions and fused attention heads of the measured steps and print their share and rate (tensor.KernelProfile)")
 	timeline := fs.String("timeline", "", "write a Chrome trace of each rank to FILE.rank<r>.json and a merged FILE")
 	evalBatchDefault := 1000
 	if defaults.EvalBatchSize > 0 {
