@@ -91,7 +91,9 @@ func TestBF16TrainsLikeFloat32(t *testing.T) {
 	for _, dt := range []DType{Float32, BFloat16} {
 		m := mlp(7)
 		Autocast(m, dt)
-		opt, err := optim.NewAdam(nn.Parameters(m), optim.AdamConfig{LR: 3e-3})
+		cfg := optim.DefaultAdam()
+		cfg.LR = 3e-3
+		opt, err := optim.NewAdam(nn.Parameters(m), cfg)
 		require.NoError(t, err)
 		var loss float64
 		for range 300 {

@@ -51,7 +51,18 @@ func (c AdamConfig) validate(kind string) error {
 	case !(c.WeightDecay >= 0):
 		return fmt.Errorf("%w: %s weight decay %v < 0", ErrInvalidConfig, kind, c.WeightDecay)
 	}
-	return c.Foreach.validate(kind)
+	if err := c.Foreach.validate(kind); err != nil {
+		return err
+	}
+	if c.Beta1 == 0 && c.Beta2 == 0 && c.Eps == 0 {
+		// torch accepts betas (0, 0) with eps 0, but in Go this is an
+		// AdamConfig{LR: ...} literal that left the rest at their zero
+		// values: v = g², so a parameter whose gradient is 0 steps by
+		// 0/0 and becomes NaN.
+		return fmt.Errorf("%w: %s beta1, beta2 and eps are all 0 (a zero gradient would step by 0/0); "+
+			"start from Default%s() and set the fields you change", ErrInvalidConfig, kind, kind)
+	}
+	return nil
 }
 
 // Adam implements torch 1.13's Adam and, with decoupled weight decay, AdamW

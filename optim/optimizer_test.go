@@ -249,12 +249,22 @@ func TestInvalidConfig(t *testing.T) {
 		{"adam beta1", func() error { c := DefaultAdam(); c.Beta1 = 1; _, err := NewAdam(p, c); return err }},
 		{"adamw eps", func() error { c := DefaultAdamW(); c.Eps = -1; _, err := NewAdamW(p, c); return err }},
 		{"duplicate param", func() error { _, err := NewSGD([]*autograd.Variable{p[0], p[0]}, SGDConfig{LR: 1}); return err }},
+		// A literal that sets only the learning rate: betas and eps 0.
+		{"adamw only lr", func() error { _, err := NewAdamW(p, AdamConfig{LR: 1e-3}); return err }},
+		{"adam only lr and decay", func() error { _, err := NewAdam(p, AdamConfig{LR: 1e-3, WeightDecay: 0.1}); return err }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			require.ErrorIs(t, tc.make(), ErrInvalidConfig)
 		})
 	}
+	_, err := NewAdamW(p, AdamConfig{LR: 1e-3})
+	require.ErrorContains(t, err, "AdamW beta1, beta2 and eps are all 0")
+	require.ErrorContains(t, err, "DefaultAdamW()")
+	c := DefaultAdam()
+	c.Beta1 = 0 // betas (0, 0.999) with eps 1e-8 are torch's and fine
+	_, err = NewAdam(p, c)
+	require.NoError(t, err)
 }
 
 func TestStepBadGrad(t *testing.T) {

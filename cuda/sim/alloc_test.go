@@ -232,7 +232,7 @@ func TestTrainingStepsReuseDeviceMemory(t *testing.T) {
 			if bf16 {
 				amp.Autocast(m, amp.BFloat16)
 			}
-			opt, err := optim.NewAdam(nn.Parameters(m), optim.AdamConfig{LR: 1e-3})
+			opt, err := optim.NewAdam(nn.Parameters(m), optim.DefaultAdam())
 			require.NoError(t, err)
 			x := tensor.Randn(rng, tensor.Float32, 8, 2, 8, 8).MustTo(dev)
 			labels := []int{0, 1, 2, 3, 4, 0, 1, 2}
