@@ -23,18 +23,7 @@ func TestAdamVectorMatchesScalar(t *testing.T) {
 			{lr: 1e-2, beta1: 0.9, beta2: 0.999, eps: 1e-8, stepSize: 0.1, bc2Sqrt: 0.05, beta1Sign: 1, maximize: true},
 		} {
 			t.Run(fmt.Sprintf("n=%d/wd=%v/max=%v", n, h.wd, h.maximize), func(t *testing.T) {
-				mk := func(scale float64) []float32 {
-					x := make([]float32, n)
-					for i := range x {
-						x[i] = float32(rng.NormFloat64() * scale)
-					}
-					return x
-				}
-				p, g, m := mk(1), mk(1e-2), mk(1e-3)
-				v := mk(1e-3)
-				for i := range v {
-					v[i] = v[i] * v[i]
-				}
+				p, g, m, v := adamInputs(rng, n)
 				p2, m2, v2 := append([]float32(nil), p...), append([]float32(nil), m...), append([]float32(nil), v...)
 				adamUpdate(p, g, m, v, nil, h)
 				scalarAdam(p2, g, m2, v2, h)
@@ -68,17 +57,7 @@ func testAdamFusedLevel(t *testing.T, level int) {
 			{lr: 1e-2, wd: 0.01, beta1: 0.9, beta2: 0.999, eps: 1e-8, stepSize: 0.1, bc2Sqrt: 0.05, beta1Sign: -1, decoupled: true, maximize: true},
 		} {
 			t.Run(fmt.Sprintf("n=%d/wd=%v/max=%v", n, h.wd, h.maximize), func(t *testing.T) {
-				mk := func(scale float64) []float32 {
-					x := make([]float32, n)
-					for i := range x {
-						x[i] = float32(rng.NormFloat64() * scale)
-					}
-					return x
-				}
-				p, g, m, v := mk(1), mk(1e-2), mk(1e-3), mk(1e-3)
-				for i := range v {
-					v[i] = v[i] * v[i]
-				}
+				p, g, m, v := adamInputs(rng, n)
 				p[0] = float32(math.Inf(1))
 				if n > 2 {
 					p[2] = float32(math.NaN())
@@ -98,6 +77,23 @@ func testAdamFusedLevel(t *testing.T, level int) {
 			})
 		}
 	}
+}
+
+// adamInputs draws n parameters, gradients and moments at the scales of a
+// training step (v a square, so non-negative).
+func adamInputs(rng *rand.Rand, n int) (p, g, m, v []float32) {
+	mk := func(scale float64) []float32 {
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64() * scale)
+		}
+		return x
+	}
+	p, g, m, v = mk(1), mk(1e-2), mk(1e-3), mk(1e-3)
+	for i := range v {
+		v[i] = v[i] * v[i]
+	}
+	return p, g, m, v
 }
 
 // scalarAdam is adamUpdate's common path without the vector kernel: the

@@ -56,6 +56,7 @@
 #include <string.h>
 
 #include "fastexp.h"
+#include "transpose16.h"
 
 // FK is the key tile (cpu_flash_attention.go's flashTileK, the bf16
 // contract), FQ the query block, FR the rows of a register block: 6 rows
@@ -137,33 +138,6 @@ AVX512 INLINE void copy_row(float *y, const float *x, int64_t n, int bf16) {
 
 AVX512 INLINE void zero_span(float *y, int64_t n) {
 	for (int64_t j = 0; j < n; j += 16) _mm512_mask_storeu_ps(y + j, tail_mask(n - j), _mm512_setzero_ps());
-}
-
-// transpose16 writes the 16×16 block at src (rows lds apart) transposed
-// to dst (rows ldd apart).
-AVX512 static void transpose16(const float *src, int64_t lds, float *dst, int64_t ldd) {
-	__m512 r[16], t[16];
-	for (int i = 0; i < 16; i++) r[i] = _mm512_loadu_ps(src + i * lds);
-	for (int i = 0; i < 16; i += 2) {
-		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 16; i += 4) {
-		r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-		r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-		r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-		r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-	}
-	for (int h = 0; h < 16; h += 8)
-		for (int i = 0; i < 4; i++) {
-			t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-			t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-		}
-	for (int i = 0; i < 8; i++) {
-		r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-		r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-	}
-	for (int i = 0; i < 16; i++) _mm512_storeu_ps(dst + i * ldd, r[i]);
 }
 
 // Rows of q, k, v, dy, y and dqkv are 3·H·D or H·D floats apart, each on

@@ -25,6 +25,8 @@
 #include <immintrin.h>
 #include <stdint.h>
 
+#include "transpose16.h"
+
 enum { smallMaxN = 64, smallMaxK = 128, smallMaxM = 512 };
 
 // block computes rows i0..i0+R-1 of C, summing over kk in [k0, k); R and
@@ -57,36 +59,6 @@ small_block(const int R, const int NV, int ta, int64_t k0, int64_t k, float alph
 				y = _mm512_add_ps(y, _mm512_loadu_ps(p));
 			_mm512_storeu_ps(p, y);
 		}
-}
-
-// transpose16 writes the 16×16 block at src (rows lds apart) transposed
-// to dst (rows ldd apart): 32-bit, 64-bit and two 128-bit shuffle stages.
-// A scalar copy of op(B) cost as much as the product it serves.
-__attribute__((target("avx512f"))) static void transpose16(const float *src, int64_t lds, float *dst, int64_t ldd) {
-	__m512 r[16], t[16];
-	for (int i = 0; i < 16; i++)
-		r[i] = _mm512_loadu_ps(src + i * lds);
-	for (int i = 0; i < 16; i += 2) {
-		t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-		t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-	}
-	for (int i = 0; i < 16; i += 4) {
-		r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-		r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-		r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-		r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-	}
-	for (int h = 0; h < 16; h += 8)
-		for (int i = 0; i < 4; i++) {
-			t[h + i] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0x88);
-			t[h + i + 4] = _mm512_shuffle_f32x4(r[h + i], r[h + i + 4], 0xdd);
-		}
-	for (int i = 0; i < 8; i++) {
-		r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-		r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xdd);
-	}
-	for (int i = 0; i < 16; i++)
-		_mm512_storeu_ps(dst + i * ldd, r[i]);
 }
 
 #define ROWS(R, NV)                                                                                        \
